@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's configuration file: one JSON object (// and block comments
+ * allowed), every key optional, every key checked. An unknown key, a value
+ * of the wrong type or a number out of range is an error reported as
+ * "FILE:LINE:COL: key.path: message"; so is a JSON syntax error.
+ *
+ * Keys (contract §8 plus the daemon's own):
+ *
+ *   key                                   type            default
+ *   socket                                path|null       null: see config_default_socket()
+ *   socket_mode                           "octal" string  "0660" (at most 0777)
+ *   workspace                             path            "." (the daemon's working directory)
+ *   workspaces.allowed                    [path]          []: roots a client may ask for
+ *   tools_dir                             path|null       null: no tool files
+ *   audit_log                             path|null       null: no audit log
+ *   audit_fsync_ms                        0..2^32-1       1000: fsync the audit log at most this
+ *                                                         often (0: after every record)
+ *   grace_ms                              0..2^32-1       10000: SIGTERM waits this long for calls
+ *   log_level                             string          "info": "debug"|"info"|"warning"|"error"
+ *   limits.max_message_bytes              256..1 GiB      8388608
+ *   limits.max_json_depth                 2..1024         64
+ *   limits.max_concurrent                 1..1000000      64: calls running at once, daemon-wide
+ *   limits.session_concurrency            1..1000000      4: calls running at once per session
+ *   limits.queue_max                      0..1000000      256: calls waiting per session
+ *   limits.max_connections                1..1000000      16384
+ *   limits.max_output_bytes               4096..1 TiB     16777216: output queued for one client
+ *                                                         before its requests stop being read
+ *   limits.idle_timeout_ms                0..2^32-1       0: never disconnect idle clients
+ *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
+ *   limits.event_queue                    1..1000000      1024: events held for a slow
+ *                                                         subscriber before some are dropped
+ *   retry.max_attempts                    1..100          3
+ *   retry.base_delay_ms                   0..3600000      100
+ *   idempotency.ttl_ms                    0..2^32-1       60000
+ *   idempotency.max_entries               1..100000000    10000
+ *   circuit.failures                      1..1000000      5
+ *   circuit.window_ms                     1..2^32-1       30000
+ *   circuit.open_ms                       1..2^32-1       30000
+ *   confirmation.timeout_ms               1..2^32-1       300000
+ *   confirmation.no_approver              string          "deny" | "wait"
+ *   confirmation.default.<class>          mode            none, read: "auto"; write, execute,
+ *                                                         network: "prompt"
+ *   confirmation.per_tool                 {tool: mode}    {}
+ *   confirmation.trusted_workspaces       [path]          []
+ *   confirmation.trusted_workspace_overrides {class: mode} {"write": "auto", "execute": "prompt"}
+ *   tools.<built-in>.timeout_ms           1..2^32-1       the tool's own (shell: 600000)
+ *   tools.shell.env_allow                 [string]        ["PATH", "LANG", "HOME", "TERM"]
+ *   tools.shell.output_cap                1..1 GiB        1048576: bytes kept per stream
+ *   tools.read_file.limit                 1..1 GiB        1048576: read_file's default limit
+ *   peers.allow_uids                      [uid|name]      []: with both lists empty, anyone
+ *   peers.allow_gids                      [gid|name]      []  who can open the socket
+ *
+ * A mode is "auto", "prompt" or "deny"; a class is "none", "read", "write",
+ * "execute" or "network". confirmation.default merges with the defaults key
+ * by key; trusted_workspace_overrides, when present, replaces the default
+ * overrides as a whole (classes it leaves out follow confirmation.default).
+ *
+ * Relative paths: every relative path written in the file (socket,
+ * workspace, workspaces.allowed, tools_dir, audit_log, trusted_workspaces)
+ * is taken relative to the directory that holds the config file, so a
+ * config means the same whatever the daemon's working directory. Defaults
+ * that are not written in the file ("workspace": ".") stay relative to the
+ * daemon's working directory. Trusted workspaces are made canonical
+ * (realpath) at load when they exist, and normalised lexically otherwise.
+ */
+#ifndef TC_CONFIG_H
+#define TC_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/policy.h"
+
+/* The largest config file read, and its nesting limit. */
+#define CONFIG_MAX_BYTES (16u << 20)
+#define CONFIG_MAX_DEPTH 64
+
+/* The built-in tools whose timeout the config may set, with "tools.<name>". */
+enum config_builtin {
+	CONFIG_TOOL_READ_FILE,
+	CONFIG_TOOL_WRITE_FILE,
+	CONFIG_TOOL_PATCH_FILE,
+	CONFIG_TOOL_LIST_DIR,
+	CONFIG_TOOL_SHELL,
+	CONFIG_TOOL_MAX,
+};
+
+/* One "limits.per_tool_concurrency" entry. */
+struct config_tool_cap {
+	char *name;
+	uint32_t max;
+};
+
+struct config {
+	char *socket;			/* NULL: config_default_socket() */
+	mode_t socket_mode;
+	char *workspace;
+	char **workspaces_allowed;
+	size_t n_workspaces_allowed;
+	char *tools_dir;		/* NULL: none */
+	char *audit_log;		/* NULL: none */
+	uint64_t audit_fsync_ms;
+	uint64_t grace_ms;
+	int log_level;			/* syslog priority: LOG_DEBUG .. LOG_ERR */
+
+	struct {
+		uint64_t max_message_bytes;
+		uint32_t max_json_depth;
+		uint32_t max_concurrent;
+		uint32_t session_concurrency;
+		uint32_t queue_max;
+		uint32_t max_connections;
+		uint64_t max_output_bytes;
+		uint64_t idle_timeout_ms;	/* 0: none */
+		struct config_tool_cap *per_tool;
+		size_t n_per_tool;
+		uint32_t event_queue;
+	} limits;
+
+	struct {
+		uint32_t max_attempts;
+		uint64_t base_delay_ms;
+	} retry;
+
+	struct {
+		uint64_t ttl_ms;
+		uint64_t max_entries;
+	} idempotency;
+
+	struct {
+		uint32_t failures;
+		uint64_t window_ms;
+		uint64_t open_ms;
+	} circuit;
+
+	struct policy_config confirmation;
+
+	struct {
+		/* Indexed by enum config_builtin; 0: the tool's own default. */
+		uint32_t timeout_ms[CONFIG_TOOL_MAX];
+		char **shell_env_allow;		/* NULL-terminated */
+		size_t n_shell_env_allow;
+		uint64_t shell_output_cap;
+		uint64_t read_file_limit;
+	} tools;
+
+	struct {
+		uid_t *uids;
+		size_t n_uids;
+		gid_t *gids;
+		size_t n_gids;
+	} peers;
+};
+
+/* Fills c with every default. */
+void config_init(struct config *c);
+/* Frees what c holds (accepts NULL); c must be re-initialised to be reused. */
+void config_free(struct config *c);
+
+/*
+ * Reads and checks the file at path (at most CONFIG_MAX_BYTES). On success
+ * replaces the contents of c (which must hold a config, e.g. from
+ * config_init) and returns 0. On failure leaves c untouched, returns a
+ * negative errno and stores a message in *ret_err: "FILE:LINE:COL: message"
+ * for anything wrong inside the file, "FILE: reason" when it cannot be read.
+ */
+int config_load(struct config *c, const char *path, char **ret_err);
+
+/*
+ * Same, from text in memory. name is used in messages; relative paths are
+ * resolved against base_dir (NULL: left as written).
+ */
+int config_load_text(struct config *c, const char *name, const char *base_dir,
+		     const char *text, size_t len, char **ret_err);
+
+/*
+ * Returns path made absolute against base_dir when it is relative (and
+ * base_dir is not NULL), with "." components, repeated and trailing
+ * slashes removed and ".." taken lexically. Always a new string.
+ */
+char *config_resolve_path(const char *base_dir, const char *path);
+
+/* $TOOLCALLD_SOCKET, else $XDG_RUNTIME_DIR/toolcalld.sock, else
+ * /run/toolcalld/toolcalld.sock. A new string. */
+char *config_default_socket(void);
+
+/* The name of a built-in tool the config knows ("shell"), and the index of
+ * a name (-1 when not a built-in). */
+const char *config_builtin_name(enum config_builtin b);
+int config_builtin_from_name(const char *name);
+
+/* The timeout configured for a tool (0: none configured). */
+uint32_t config_tool_timeout(const struct config *c, const char *name);
+/* The per-tool concurrency cap of a tool (0: none). */
+uint32_t config_tool_concurrency(const struct config *c, const char *name);
+/* "debug", "info", "warning", "error" for a syslog priority. */
+const char *config_log_level_name(int level);
+
+#endif

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The confirmation policy: defaults, the mode names of the config file, and
+ * the decision for one call.
+ */
+#include "lib/policy.h"
+
+#include <string.h>
+
+static const char *const mode_names[CONFIRM_MODE_MAX] = {
+	[CONFIRM_AUTO] = "auto",
+	[CONFIRM_PROMPT] = "prompt",
+	[CONFIRM_DENY] = "deny",
+};
+
+const char *confirm_mode_name(enum confirm_mode m)
+{
+	return (unsigned)m < CONFIRM_MODE_MAX ? mode_names[m] : "?";
+}
+
+int confirm_mode_from_name(const char *s)
+{
+	for (int i = 0; i < CONFIRM_MODE_MAX; i++)
+		if (s && strcmp(mode_names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+void policy_config_init(struct policy_config *p)
+{
+	*p = (struct policy_config) {
+		.by_class = {
+			[SIDE_NONE] = CONFIRM_AUTO,
+			[SIDE_READ] = CONFIRM_AUTO,
+			[SIDE_WRITE] = CONFIRM_PROMPT,
+			[SIDE_EXECUTE] = CONFIRM_PROMPT,
+			[SIDE_NETWORK] = CONFIRM_PROMPT,
+		},
+		/* The contract's example: a trusted workspace may write without
+		 * asking, but running commands still asks. */
+		.has_override = { [SIDE_WRITE] = true, [SIDE_EXECUTE] = true },
+		.trusted_override = {
+			[SIDE_WRITE] = CONFIRM_AUTO,
+			[SIDE_EXECUTE] = CONFIRM_PROMPT,
+		},
+		.timeout_ms = 300000,
+		.no_approver_wait = false,
+	};
+}
+
+void policy_config_free(struct policy_config *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_per_tool; i++)
+		free(p->per_tool[i].name);
+	free(p->per_tool);
+	p->per_tool = NULL;
+	p->n_per_tool = 0;
+	for (size_t i = 0; i < p->n_trusted; i++)
+		free(p->trusted_workspaces[i]);
+	free(p->trusted_workspaces);
+	p->trusted_workspaces = NULL;
+	p->n_trusted = 0;
+}
+
+/* True when path is dir or lies beneath it (both canonical, no trailing "/"). */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	/* "/" holds everything; otherwise a prefix must end at a component
+	 * boundary, so "/ws-evil" is not beneath "/ws". */
+	if (n == 1 && dir[0] == '/')
+		return path[0] == '/';
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool policy_workspace_trusted(const struct policy_config *p, const char *root)
+{
+	if (!root)
+		return false;
+	for (size_t i = 0; i < p->n_trusted; i++)
+		if (path_within(root, p->trusted_workspaces[i]))
+			return true;
+	return false;
+}
+
+enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_name,
+				enum side_effect cls, const char *workspace_root)
+{
+	if (tool_name)
+		for (size_t i = 0; i < p->n_per_tool; i++)
+			if (strcmp(p->per_tool[i].name, tool_name) == 0)
+				return p->per_tool[i].mode;
+
+	/* An unknown class is treated as the most dangerous one. */
+	if ((unsigned)cls >= SIDE_MAX)
+		cls = SIDE_NETWORK;
+
+	if (p->has_override[cls] && policy_workspace_trusted(p, workspace_root))
+		return p->trusted_override[cls];
+	return p->by_class[cls];
+}

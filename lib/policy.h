@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The confirmation policy (contract §7): for each call, whether it runs at
+ * once (auto), waits for an approver (prompt) or is refused (deny). The
+ * decision depends on the tool's name, its side-effect class and the
+ * session's workspace root. The daemon fills a struct policy_config from the
+ * "confirmation" section of its config file; the dispatcher asks
+ * policy_decide() before every call.
+ */
+#ifndef TC_POLICY_H
+#define TC_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/tool.h"
+
+enum confirm_mode {
+	CONFIRM_AUTO,
+	CONFIRM_PROMPT,
+	CONFIRM_DENY,
+	CONFIRM_MODE_MAX,
+};
+
+/* One "per_tool" entry: { "git_status": "auto" }. */
+struct policy_tool_mode {
+	char *name;
+	enum confirm_mode mode;
+};
+
+struct policy_config {
+	/* "default": the mode of each side-effect class. */
+	enum confirm_mode by_class[SIDE_MAX];
+	/* "per_tool": wins over everything else. */
+	struct policy_tool_mode *per_tool;
+	size_t n_per_tool;
+	/* "trusted_workspaces": canonical absolute paths (resolved at load). */
+	char **trusted_workspaces;
+	size_t n_trusted;
+	/* "trusted_workspace_overrides": modes of the classes it names, applied
+	 * when the session's root is, or lies beneath, a trusted workspace. */
+	bool has_override[SIDE_MAX];
+	enum confirm_mode trusted_override[SIDE_MAX];
+	/* "timeout_ms": how long a prompt waits for an answer. */
+	uint64_t timeout_ms;
+	/* "no_approver": "wait" (true) or "deny" (false) when nobody listens. */
+	bool no_approver_wait;
+};
+
+/* Fills p with the contract's defaults (write, execute, network prompt). */
+void policy_config_init(struct policy_config *p);
+/* Frees what p holds and leaves it empty (not re-initialised). */
+void policy_config_free(struct policy_config *p);
+
+/* "auto", "prompt", "deny". */
+const char *confirm_mode_name(enum confirm_mode m);
+/* Returns the mode named s, or -1. */
+int confirm_mode_from_name(const char *s);
+
+/* True when root equals a trusted workspace or lies beneath one. */
+bool policy_workspace_trusted(const struct policy_config *p, const char *root);
+
+/*
+ * Decides how a call of tool_name (of class cls) in a session rooted at
+ * workspace_root (canonical; may be NULL) is confirmed. Precedence: a
+ * per_tool entry, then the trusted-workspace override of the class, then
+ * the default of the class.
+ */
+enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_name,
+				enum side_effect cls, const char *workspace_root);
+
+#endif

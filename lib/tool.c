@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tools and tool calls: construction of registered tools from definitions,
+ * and the functions tool bodies use to report their outcome.
+ */
+#include "lib/tool.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/schema.h"
+#include "proto/json.h"
+
+static const char *const side_names[SIDE_MAX] = {
+	[SIDE_NONE] = "none",
+	[SIDE_READ] = "read",
+	[SIDE_WRITE] = "write",
+	[SIDE_EXECUTE] = "execute",
+	[SIDE_NETWORK] = "network",
+};
+
+const char *side_effect_name(enum side_effect s)
+{
+	return (unsigned)s < SIDE_MAX ? side_names[s] : "?";
+}
+
+int side_effect_from_name(const char *s)
+{
+	for (int i = 0; i < SIDE_MAX; i++)
+		if (s && strcmp(side_names[i], s) == 0)
+			return i;
+	return -1;
+}
+
+uint32_t tool_default_timeout(enum side_effect s)
+{
+	return s >= SIDE_EXECUTE ? 600000 : 60000;
+}
+
+int tool_new(const struct tool_def *def, const char *name, const char *description,
+	     const char *input_schema, void *priv, struct tool **ret, char **ret_err)
+{
+	struct schema *schema = NULL;
+	int r = schema_compile_text(input_schema, strlen(input_schema), &schema, ret_err);
+	if (r < 0)
+		return r;
+
+	struct tool *t = xcalloc(1, sizeof(*t));
+	t->refs = 1;
+	t->def = def;
+	t->name = xstrdup(name);
+	t->description = xstrdup(description ? description : "");
+	t->input_schema = xstrdup(input_schema);
+	t->schema = schema;
+	t->side_effects = def->side_effects;
+	t->idempotent = def->idempotent;
+	t->timeout_ms = def->timeout_ms ? def->timeout_ms : tool_default_timeout(def->side_effects);
+	t->priv = priv;
+	t->source = xstrdup("built-in");
+	*ret = t;
+	return 0;
+}
+
+struct tool *tool_ref(struct tool *t)
+{
+	if (t)
+		t->refs++;
+	return t;
+}
+
+struct tool *tool_unref(struct tool *t)
+{
+	if (!t || --t->refs > 0)
+		return NULL;
+	if (t->def && t->def->priv_free && t->priv)
+		t->def->priv_free(t->priv);
+	schema_free(t->schema);
+	free(t->name);
+	free(t->description);
+	free(t->input_schema);
+	free(t->fingerprint);
+	free(t->source);
+	free(t);
+	return NULL;
+}
+
+void tool_call_succeed(struct tool_call *c, char *text, char *structured, bool is_error)
+{
+	free(c->text);
+	free(c->structured);
+	c->kind = TC_OK;
+	c->is_error = is_error;
+	c->text = text;
+	c->structured = structured;
+}
+
+static void fail_v(struct tool_call *c, enum tc_kind kind, char *data, const char *fmt, va_list ap)
+{
+	free(c->message);
+	free(c->error_data);
+	c->kind = kind == TC_OK ? TC_INTERNAL : kind;
+	c->message = xvasprintf(fmt, ap);
+	c->error_data = data;
+}
+
+void tool_call_fail(struct tool_call *c, enum tc_kind kind, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fail_v(c, kind, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void tool_call_fail_data(struct tool_call *c, enum tc_kind kind, char *data, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fail_v(c, kind, data, fmt, ap);
+	va_end(ap);
+}
+
+void tool_call_finish(struct tool_call *c)
+{
+	c->done = true;
+	if (c->on_finish)
+		c->on_finish(c);
+}
+
+void tool_call_output(struct tool_call *c, const char *stream, const char *data, size_t n)
+{
+	if (c->on_output && n)
+		c->on_output(c, stream, data, n);
+}
+
+void tool_call_note_file(struct tool_call *c, const char *path)
+{
+	c->files = xreallocarray(c->files, c->n_files + 1, sizeof(*c->files));
+	c->files[c->n_files++] = xstrdup(path);
+}
+
+void tool_call_note_command(struct tool_call *c, const char *command)
+{
+	free(c->command);
+	c->command = xstrdup(command);
+}
+
+void tool_call_clear(struct tool_call *c)
+{
+	free(c->text);
+	free(c->structured);
+	free(c->message);
+	free(c->error_data);
+	for (size_t i = 0; i < c->n_files; i++)
+		free(c->files[i]);
+	free(c->files);
+	free(c->command);
+	c->text = c->structured = c->message = c->error_data = c->command = NULL;
+	c->files = NULL;
+	c->n_files = 0;
+	c->kind = TC_OK;
+	c->is_error = false;
+	c->done = false;
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a tool is. A tool_def is the code of a tool (each built-in exports one
+ * const struct tool_def from its own file under tools/; the "command" and
+ * "mcp" kinds export one each and are instantiated from tool files). A
+ * struct tool is one registered, named tool: a definition plus its compiled
+ * schema and settings, immutable and refcounted, so calls in flight keep the
+ * definition they started with across a reload. A struct tool_call is one
+ * attempt of one tool, handed to the tool's exec; the tool reports how it
+ * ended through tool_call_succeed()/tool_call_fail(), and async tools end
+ * with tool_call_finish().
+ *
+ * Tool bodies assume valid input: the dispatcher has validated the arguments
+ * against the schema before exec runs.
+ */
+#ifndef TC_TOOL_H
+#define TC_TOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/errors.h"
+#include "proto/util.h"
+
+struct json;
+struct schema;
+struct tc_loop;
+struct tool_call;
+struct workspace;
+
+/* Side-effect classes, ordered: a tool declares its highest. */
+enum side_effect {
+	SIDE_NONE,
+	SIDE_READ,
+	SIDE_WRITE,
+	SIDE_EXECUTE,
+	SIDE_NETWORK,
+	SIDE_MAX,
+};
+
+const char *side_effect_name(enum side_effect s);
+/* Returns the class named s ("write"), or -1. */
+int side_effect_from_name(const char *s);
+
+enum tool_ret {
+	TOOL_DONE = 0,		/* the outcome is set */
+	TOOL_PENDING = 1,	/* tool_call_finish() will follow */
+};
+
+struct tool_def {
+	const char *name;
+	const char *description;
+	const char *input_schema;	/* JSON text */
+	enum side_effect side_effects;
+	bool idempotent;
+	uint32_t timeout_ms;		/* 0: 60 s, or 600 s for execute and network */
+	/* Arguments that name paths beneath the workspace (NULL-terminated):
+	 * checked before confirmation and shown as the files a call touches. */
+	const char *const *path_args;
+	/* Runs one attempt. */
+	enum tool_ret (*exec)(struct tool_call *call);
+	/* Asks a pending attempt to stop (timeout, cancel); the tool still
+	 * calls tool_call_finish() once it has stopped. */
+	void (*cancel)(struct tool_call *call);
+	/* Kinds only: frees struct tool's priv. */
+	void (*priv_free)(void *priv);
+};
+
+/* One registered tool. */
+struct tool {
+	unsigned refs;
+	char *name;
+	char *description;
+	char *input_schema;		/* JSON text of the schema */
+	struct schema *schema;		/* compiled */
+	enum side_effect side_effects;
+	bool idempotent;
+	uint32_t timeout_ms;		/* resolved: never 0 */
+	unsigned max_attempts;		/* 0: the configured default */
+	unsigned concurrency;		/* 0: no per-tool cap */
+	char *fingerprint;		/* canonical declaration, to tell what a reload changed */
+	char *source;			/* "built-in" or the tool file's path */
+	const struct tool_def *def;
+	void *priv;			/* the kind's per-tool data */
+};
+
+/*
+ * Makes a tool from a definition: compiles the schema (an unsupported
+ * keyword or a bad schema fails with -EINVAL and a message in *ret_err).
+ */
+int tool_new(const struct tool_def *def, const char *name, const char *description,
+	     const char *input_schema, void *priv, struct tool **ret, char **ret_err);
+struct tool *tool_ref(struct tool *t);
+struct tool *tool_unref(struct tool *t);
+/* The timeout a tool gets by default for its class. */
+uint32_t tool_default_timeout(enum side_effect s);
+
+/* Settings the daemon hands every call (from the config). */
+struct tool_env {
+	const char *const *shell_env_allow;	/* NULL-terminated names */
+	size_t output_cap;			/* bytes kept per output stream */
+	size_t read_cap;			/* read_file's default limit */
+};
+
+struct tool_call {
+	/* Inputs, valid for the whole attempt. */
+	const struct tool *tool;
+	const struct json *args;	/* validated object */
+	struct workspace *ws;
+	struct tc_loop *loop;
+	const struct tool_env *env;
+	const char *call_id;
+	void *state;			/* the tool's own per-attempt state */
+
+	/* Set by whoever runs the call (the dispatcher, or a test). */
+	void (*on_finish)(struct tool_call *c);
+	void (*on_output)(struct tool_call *c, const char *stream, const char *data, size_t n);
+	void *owner;
+
+	/* The outcome. */
+	bool done;
+	enum tc_kind kind;		/* TC_OK on success */
+	bool is_error;			/* success of the dispatch, failure of the tool (exit != 0) */
+	char *text;			/* content[0].text */
+	char *structured;		/* structuredContent: JSON object text */
+	char *message;			/* on failure: for the model to read */
+	char *error_data;		/* on failure: extra members of data, JSON object text */
+
+	/* What it touched, for the audit log. */
+	char **files;
+	size_t n_files;
+	char *command;
+};
+
+/* Success: takes ownership of text and structured (either may be NULL). */
+void tool_call_succeed(struct tool_call *c, char *text, char *structured, bool is_error);
+/* Failure with a kind and a message written for the model. */
+void tool_call_fail(struct tool_call *c, enum tc_kind kind, const char *fmt, ...) PRINTF(3, 4);
+/* Failure with extra members for data (JSON object text, owned). */
+void tool_call_fail_data(struct tool_call *c, enum tc_kind kind, char *data, const char *fmt, ...) PRINTF(4, 5);
+/* Async tools: the outcome is set; calls on_finish. */
+void tool_call_finish(struct tool_call *c);
+/* Streams output while running (stream: "stdout" or "stderr"). */
+void tool_call_output(struct tool_call *c, const char *stream, const char *data, size_t n);
+void tool_call_note_file(struct tool_call *c, const char *path);
+void tool_call_note_command(struct tool_call *c, const char *command);
+/* Frees what the outcome holds (not the struct itself). */
+void tool_call_clear(struct tool_call *c);
+
+#endif

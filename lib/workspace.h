@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A session's workspace: a root directory held open as an O_PATH fd, and
+ * every path a client names resolved beneath it by the kernel with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS). "..", absolute paths
+ * outside the root, symlinks leading out, /proc magic links and prefix
+ * tricks ("/ws" vs "/ws-evil") are refused with no race between check and use.
+ */
+#ifndef TC_WORKSPACE_H
+#define TC_WORKSPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "lib/errors.h"
+
+struct workspace {
+	unsigned refs;
+	int dirfd;		/* O_PATH | O_DIRECTORY | O_CLOEXEC of the root */
+	char *root;		/* canonical absolute path of the root */
+};
+
+/* Opens a workspace rooted at path (made canonical). Negative errno on failure. */
+int ws_open(const char *path, struct workspace **ret);
+struct workspace *ws_ref(struct workspace *ws);
+/* Accepts NULL; returns NULL. */
+struct workspace *ws_unref(struct workspace *ws);
+
+/*
+ * Opens path beneath the root. Absolute paths that lie under the root are
+ * taken relative to it; any other absolute path is refused. A path with a
+ * NUL byte (len counts it) is refused with -EINVAL. On escape the kernel's
+ * error comes back (-EXDEV, -ELOOP, ...).
+ */
+int ws_openat(const struct workspace *ws, const char *path, size_t len, int flags, mode_t mode, int *ret_fd);
+/*
+ * Opens the directory that holds path (creating missing directories, each
+ * beneath the root, when create_dirs) and returns its fd and the last
+ * component. Used to create files: the caller then opens the name with
+ * openat2 RESOLVE_BENEATH relative to the returned fd.
+ */
+int ws_open_parent(const struct workspace *ws, const char *path, size_t len, bool create_dirs,
+		   int *ret_dirfd, char **ret_name);
+/*
+ * Checks, before a call runs, that path stays beneath the root: what exists
+ * of it is resolved by the kernel (a missing final part is fine). 0 or a
+ * negative errno.
+ */
+int ws_check(const struct workspace *ws, const char *path, size_t len);
+/* The path relative to the root as the model should see it ("src/a.c"). */
+char *ws_display_path(const struct workspace *ws, const char *path, size_t len);
+/*
+ * Maps a negative errno from the functions above to an error kind and a
+ * message for the model: escapes become permission_denied ("Path
+ * '../../etc/passwd' escapes the workspace"), ENOENT an execution_error
+ * ("File 'x' not found"), and so on.
+ */
+enum tc_kind ws_error(int r, const char *path, char **ret_msg);
+
+#endif

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A growable byte buffer: the input and output queues of connections, the
+ * target of the JSON generator, captured child output.
+ */
+#ifndef TC_BUF_H
+#define TC_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "proto/util.h"
+
+struct buf {
+	char *data;
+	size_t len;
+	size_t cap;
+	size_t off;		/* bytes already consumed from the front */
+};
+
+/* Makes room for n more bytes after the end. */
+void buf_reserve(struct buf *b, size_t n);
+void buf_append(struct buf *b, const void *p, size_t n);
+void buf_puts(struct buf *b, const char *s);
+void buf_putc(struct buf *b, char c);
+void buf_printf(struct buf *b, const char *fmt, ...) PRINTF(2, 3);
+/* The unconsumed bytes. */
+static inline const char *buf_head(const struct buf *b) { return b->data ? b->data + b->off : ""; }
+static inline size_t buf_size(const struct buf *b) { return b->len - b->off; }
+/* Drops n bytes from the front (cheaply; compacts when worthwhile). */
+void buf_consume(struct buf *b, size_t n);
+void buf_clear(struct buf *b);
+void buf_free(struct buf *b);
+/* Returns the contents as a NUL-terminated string and empties the buffer. */
+char *buf_steal(struct buf *b);
+
+#endif

@@ -1,0 +1,914 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JSON parsing into an arena-backed tree through yajl's callback API, with a
+ * depth counter (yajl's own tree parser has no depth limit and frees
+ * recursively: a 1,000,000-deep "[[[[" must be an error, not a crash),
+ * duplicate-key rejection, and the source span of every value. Also value
+ * comparison, canonical form, UTF-8 helpers and the generator.
+ */
+#include "proto/json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_parse.h>
+
+#define DEFAULT_MAX_DEPTH 64
+
+/* --- arena ------------------------------------------------------------ */
+
+struct chunk {
+	struct chunk *next;
+	size_t used;
+	size_t cap;
+	max_align_t data[];
+};
+
+struct json_doc {
+	unsigned refs;
+	struct chunk *chunks;
+	struct json *root;
+	char *text;		/* a copy of the source, NUL-terminated */
+	size_t text_len;
+};
+
+/* Allocates n bytes from the document's arena. */
+static void *arena_alloc(struct json_doc *doc, size_t n)
+{
+	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	struct chunk *c = doc->chunks;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = MAX(n, (size_t)4096 - sizeof(struct chunk));
+		if (c && c->cap * 2 > cap && c->cap < 1u << 20)
+			cap = MAX(cap, c->cap * 2);
+		c = xmalloc(sizeof(struct chunk) + cap);
+		c->next = doc->chunks;
+		c->used = 0;
+		c->cap = cap;
+		doc->chunks = c;
+	}
+	void *p = (char *)c->data + c->used;
+	c->used += n;
+	return p;
+}
+
+static char *arena_strndup(struct json_doc *doc, const void *s, size_t n)
+{
+	char *p = arena_alloc(doc, n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+/* --- parser ----------------------------------------------------------- */
+
+struct frame {
+	struct json *node;
+	void *items;		/* struct json * or struct json_member, growing */
+	size_t n;
+	size_t cap;
+	const char *key;	/* objects: the key waiting for its value */
+	size_t key_len;
+};
+
+struct parser {
+	yajl_handle h;
+	struct json_doc *doc;
+	const char *text;
+	size_t text_len;
+	unsigned max_depth;
+	struct frame *stack;
+	unsigned depth;
+	unsigned stack_cap;
+	struct json_err *err;
+	bool failed;
+};
+
+/* Offset just past the token yajl is reporting. */
+static size_t token_end(struct parser *p)
+{
+	size_t end = yajl_get_bytes_consumed(p->h);
+	return MIN(end, p->text_len);
+}
+
+/* Start of the first value in the text (for a top-level scalar, whose
+ * callback arrives from yajl_complete_parse, where offsets are reset). */
+static size_t first_value_off(struct parser *p)
+{
+	size_t i = 0;
+	while (i < p->text_len && strchr(" \t\r\n", p->text[i]))
+		i++;
+	return i;
+}
+
+static void fail(struct parser *p, enum json_error code, size_t off, const char *msg)
+{
+	p->failed = true;
+	if (p->err) {
+		p->err->code = code;
+		p->err->offset = off;
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s", msg);
+	}
+}
+
+/* Adds a finished value to the container being built, or makes it the root. */
+static int add_value(struct parser *p, struct json *v)
+{
+	if (p->depth == 0) {
+		p->doc->root = v;
+		return 1;
+	}
+	struct frame *f = &p->stack[p->depth - 1];
+	if (f->node->type == JSON_ARRAY) {
+		if (f->n == f->cap) {
+			f->cap = f->cap ? f->cap * 2 : 8;
+			f->items = xreallocarray(f->items, f->cap, sizeof(struct json *));
+		}
+		((struct json **)f->items)[f->n++] = v;
+	} else {
+		if (f->n == f->cap) {
+			f->cap = f->cap ? f->cap * 2 : 8;
+			f->items = xreallocarray(f->items, f->cap, sizeof(struct json_member));
+		}
+		((struct json_member *)f->items)[f->n++] = (struct json_member){
+			.key = f->key, .key_len = f->key_len, .value = v,
+		};
+		f->key = NULL;
+	}
+	return 1;
+}
+
+static struct json *new_node(struct parser *p, enum json_type type, size_t off, size_t len)
+{
+	struct json *v = arena_alloc(p->doc, sizeof(*v));
+	memset(v, 0, sizeof(*v));
+	v->type = type;
+	v->off = (uint32_t)off;
+	v->len = (uint32_t)len;
+	return v;
+}
+
+static int cb_null(void *ctx)
+{
+	struct parser *p = ctx;
+	size_t end = token_end(p);
+	size_t off = p->depth ? end - 4 : first_value_off(p);
+	return add_value(p, new_node(p, JSON_NULL, off, 4));
+}
+
+static int cb_bool(void *ctx, int b)
+{
+	struct parser *p = ctx;
+	size_t len = b ? 4 : 5;
+	size_t end = token_end(p);
+	size_t off = p->depth ? end - len : first_value_off(p);
+	struct json *v = new_node(p, JSON_BOOL, off, len);
+	v->u.b = b;
+	return add_value(p, v);
+}
+
+/* Fills a number node from its text. */
+static void set_number(struct json *v, const char *raw, size_t n)
+{
+	char tmp[64];
+	char *heap = NULL;
+	char *s = tmp;
+	if (n >= sizeof(tmp))
+		s = heap = xmalloc(n + 1);
+	memcpy(s, raw, n);
+	s[n] = '\0';
+
+	v->u.num.raw = raw;
+	v->u.num.raw_len = n;
+	v->u.num.d = strtod(s, NULL);
+	if (!strpbrk(s, ".eE")) {
+		errno = 0;
+		long long i = strtoll(s, NULL, 10);
+		if (errno == 0) {
+			v->u.num.i = i;
+			v->u.num.is_int = true;
+		}
+	} else if (isfinite(v->u.num.d) && v->u.num.d == floor(v->u.num.d) &&
+		   fabs(v->u.num.d) < 9.2e18) {
+		v->u.num.i = (int64_t)v->u.num.d;
+		v->u.num.is_int = true;
+	}
+	free(heap);
+}
+
+static int cb_number(void *ctx, const char *s, size_t n)
+{
+	struct parser *p = ctx;
+	size_t end = token_end(p);
+	size_t off = p->depth ? end - n : first_value_off(p);
+	struct json *v = new_node(p, JSON_NUMBER, off, n);
+	set_number(v, arena_strndup(p->doc, s, n), n);
+	return add_value(p, v);
+}
+
+/* Finds the opening quote of the string token ending (exclusive) at end. */
+static size_t string_start(const char *text, size_t end)
+{
+	if (end < 2)
+		return 0;
+	size_t i = end - 1;	/* the closing quote */
+	while (i-- > 0) {
+		if (text[i] != '"')
+			continue;
+		/* A quote inside a valid string is escaped by an odd number of
+		 * backslashes; the opening quote by an even number. */
+		size_t bs = 0;
+		while (bs < i && text[i - 1 - bs] == '\\')
+			bs++;
+		if (bs % 2 == 0)
+			return i;
+	}
+	return 0;
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t n)
+{
+	struct parser *p = ctx;
+	size_t end = token_end(p);
+	size_t off = p->depth ? string_start(p->text, end) : first_value_off(p);
+	struct json *v = new_node(p, JSON_STRING, off, p->depth ? end - off : p->text_len - off);
+	v->u.str.s = arena_strndup(p->doc, s, n);
+	v->u.str.len = n;
+	return add_value(p, v);
+}
+
+static int push(struct parser *p, enum json_type type)
+{
+	if (p->depth >= p->max_depth) {
+		char msg[80];
+		snprintf(msg, sizeof(msg), "nesting deeper than %u levels", p->max_depth);
+		fail(p, JSON_ERR_DEPTH, token_end(p) - 1, msg);
+		return 0;
+	}
+	size_t end = token_end(p);
+	struct json *v = new_node(p, type, end - 1, 0);
+	if (p->depth == p->stack_cap) {
+		p->stack_cap = p->stack_cap ? p->stack_cap * 2 : 16;
+		p->stack = xreallocarray(p->stack, p->stack_cap, sizeof(*p->stack));
+	}
+	p->stack[p->depth++] = (struct frame){ .node = v };
+	return 1;
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct json_member *x = *(const struct json_member *const *)a;
+	const struct json_member *y = *(const struct json_member *const *)b;
+	size_t n = MIN(x->key_len, y->key_len);
+	int c = memcmp(x->key, y->key, n);
+	if (c)
+		return c;
+	return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
+}
+
+static bool same_key(const struct json_member *a, const struct json_member *b)
+{
+	return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+}
+
+/* Returns the later member of the first repeated key, or NULL. */
+static const struct json_member *find_duplicate(struct json_member *m, size_t n)
+{
+	if (n <= 16) {
+		for (size_t i = 1; i < n; i++)
+			for (size_t j = 0; j < i; j++)
+				if (same_key(&m[i], &m[j]))
+					return &m[i];
+		return NULL;
+	}
+	/* Large objects: sort pointers so a hostile object of 100,000 keys
+	 * costs n log n, not n squared. */
+	const struct json_member **v = xreallocarray(NULL, n, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = &m[i];
+	qsort(v, n, sizeof(*v), key_cmp);
+	const struct json_member *dup = NULL;
+	for (size_t i = 1; i < n && !dup; i++)
+		if (same_key(v[i], v[i - 1]))
+			dup = v[i] > v[i - 1] ? v[i] : v[i - 1];
+	free(v);
+	return dup;
+}
+
+static int pop(struct parser *p)
+{
+	struct frame *f = &p->stack[--p->depth];
+	struct json *v = f->node;
+	v->len = (uint32_t)(token_end(p) - v->off);
+	if (v->type == JSON_ARRAY) {
+		v->u.arr.n = f->n;
+		v->u.arr.items = arena_alloc(p->doc, f->n * sizeof(struct json *) + 1);
+		if (f->n)
+			memcpy(v->u.arr.items, f->items, f->n * sizeof(struct json *));
+	} else {
+		const struct json_member *dup = find_duplicate(f->items, f->n);
+		if (dup) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "duplicate key '%.100s'", dup->key);
+			fail(p, JSON_ERR_DUPKEY, dup->value->off, msg);
+			free(f->items);
+			return 0;
+		}
+		v->u.obj.n = f->n;
+		v->u.obj.members = arena_alloc(p->doc, f->n * sizeof(struct json_member) + 1);
+		if (f->n)
+			memcpy(v->u.obj.members, f->items, f->n * sizeof(struct json_member));
+	}
+	free(f->items);
+	return add_value(p, v);
+}
+
+static int cb_start_map(void *ctx) { return push(ctx, JSON_OBJECT); }
+static int cb_end_map(void *ctx) { return pop(ctx); }
+static int cb_start_array(void *ctx) { return push(ctx, JSON_ARRAY); }
+static int cb_end_array(void *ctx) { return pop(ctx); }
+
+static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
+{
+	struct parser *p = ctx;
+	struct frame *f = &p->stack[p->depth - 1];
+	f->key = arena_strndup(p->doc, s, n);
+	f->key_len = n;
+	return 1;
+}
+
+static const yajl_callbacks callbacks = {
+	.yajl_null = cb_null,
+	.yajl_boolean = cb_bool,
+	.yajl_number = cb_number,
+	.yajl_string = cb_string,
+	.yajl_start_map = cb_start_map,
+	.yajl_map_key = cb_map_key,
+	.yajl_end_map = cb_end_map,
+	.yajl_start_array = cb_start_array,
+	.yajl_end_array = cb_end_array,
+};
+
+/* Copies yajl's error message without its multi-line context. */
+static void yajl_error_message(struct parser *p, const char *text, size_t len)
+{
+	unsigned char *e = yajl_get_error(p->h, 0, (const unsigned char *)text, len);
+	char msg[160];
+	snprintf(msg, sizeof(msg), "%s", e ? (const char *)e : "parse error");
+	yajl_free_error(p->h, e);
+	char *nl = strchr(msg, '\n');
+	if (nl)
+		*nl = '\0';
+	/* yajl says "lexical error: invalid char in json text." and the like. */
+	size_t n = strlen(msg);
+	while (n && (msg[n - 1] == '.' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	size_t off = yajl_get_bytes_consumed(p->h);
+	fail(p, JSON_ERR_SYNTAX, MIN(off, len), msg);
+}
+
+int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
+	       struct json_doc **ret, struct json_err *err)
+{
+	struct json_err dummy;
+	if (!err)
+		err = &dummy;
+	memset(err, 0, sizeof(*err));
+
+	size_t i = 0;
+	while (i < len && strchr(" \t\r\n", text[i]) && text[i])
+		i++;
+	if (i == len) {
+		err->code = JSON_ERR_EMPTY;
+		err->offset = len;
+		snprintf(err->msg, sizeof(err->msg), "empty input");
+		return -EINVAL;
+	}
+
+	struct json_doc *doc = xcalloc(1, sizeof(*doc));
+	doc->refs = 1;
+	doc->text = xstrndup(text, len);
+	doc->text_len = len;
+
+	struct parser p = {
+		.doc = doc,
+		.text = doc->text,
+		.text_len = len,
+		.max_depth = max_depth ? max_depth : DEFAULT_MAX_DEPTH,
+		.err = err,
+	};
+	p.h = yajl_alloc(&callbacks, NULL, &p);
+	if (flags & JSON_ALLOW_COMMENTS)
+		yajl_config(p.h, yajl_allow_comments, 1);
+
+	yajl_status st = yajl_parse(p.h, (const unsigned char *)doc->text, len);
+	bool at_end = false;
+	if (st == yajl_status_ok) {
+		st = yajl_complete_parse(p.h);
+		at_end = true;
+	}
+	if (st == yajl_status_error && !p.failed) {
+		yajl_error_message(&p, doc->text, len);
+		if (at_end)	/* the text ended too early */
+			err->offset = len;
+	}
+	else if (st != yajl_status_ok && !p.failed)
+		fail(&p, JSON_ERR_SYNTAX, len, "parse error");
+
+	/* On failure frames may still hold growing vectors. */
+	for (unsigned d = 0; d < p.depth; d++)
+		free(p.stack[d].items);
+	free(p.stack);
+	yajl_free(p.h);
+
+	if (p.failed || !doc->root) {
+		if (!p.failed) {
+			err->code = JSON_ERR_SYNTAX;
+			err->offset = len;
+			snprintf(err->msg, sizeof(err->msg), "premature end of input");
+		}
+		json_doc_unref(doc);
+		return -EINVAL;
+	}
+	*ret = doc;
+	return 0;
+}
+
+struct json *json_doc_root(const struct json_doc *doc)
+{
+	return doc ? doc->root : NULL;
+}
+
+const char *json_doc_text(const struct json_doc *doc)
+{
+	return doc ? doc->text : NULL;
+}
+
+struct json_doc *json_doc_ref(struct json_doc *doc)
+{
+	if (doc)
+		doc->refs++;
+	return doc;
+}
+
+struct json_doc *json_doc_unref(struct json_doc *doc)
+{
+	if (!doc || --doc->refs > 0)
+		return NULL;
+	struct chunk *c = doc->chunks;
+	while (c) {
+		struct chunk *next = c->next;
+		free(c);
+		c = next;
+	}
+	free(doc->text);
+	free(doc);
+	return NULL;
+}
+
+/* --- accessors -------------------------------------------------------- */
+
+const struct json *json_get(const struct json *obj, const char *key)
+{
+	if (!obj || obj->type != JSON_OBJECT)
+		return NULL;
+	size_t n = strlen(key);
+	for (size_t i = 0; i < obj->u.obj.n; i++) {
+		const struct json_member *m = &obj->u.obj.members[i];
+		if (m->key_len == n && memcmp(m->key, key, n) == 0)
+			return m->value;
+	}
+	return NULL;
+}
+
+const char *json_str(const struct json *v)
+{
+	return v && v->type == JSON_STRING ? v->u.str.s : NULL;
+}
+
+bool json_is_int(const struct json *v)
+{
+	if (!v || v->type != JSON_NUMBER)
+		return false;
+	if (v->u.num.is_int)
+		return true;
+	double d = v->u.num.d;
+	return isfinite(d) && d == floor(d);
+}
+
+bool json_get_int(const struct json *v, int64_t *ret)
+{
+	if (!v || v->type != JSON_NUMBER || !v->u.num.is_int)
+		return false;
+	*ret = v->u.num.i;
+	return true;
+}
+
+bool json_is_true(const struct json *v)
+{
+	return v && v->type == JSON_BOOL && v->u.b;
+}
+
+const char *json_type_name(enum json_type t)
+{
+	static const char *const names[] = {
+		[JSON_NULL] = "null", [JSON_BOOL] = "boolean", [JSON_NUMBER] = "number",
+		[JSON_STRING] = "string", [JSON_ARRAY] = "array", [JSON_OBJECT] = "object",
+	};
+	return (unsigned)t < ELEMENTSOF(names) ? names[t] : "?";
+}
+
+const char *json_kind_name(const struct json *v)
+{
+	if (!v)
+		return "nothing";
+	if (v->type == JSON_NUMBER && json_is_int(v))
+		return "integer";
+	return json_type_name(v->type);
+}
+
+bool json_equal(const struct json *a, const struct json *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (a->type != b->type)
+		return false;
+	switch (a->type) {
+	case JSON_NULL:
+		return true;
+	case JSON_BOOL:
+		return a->u.b == b->u.b;
+	case JSON_NUMBER:
+		if (a->u.num.is_int && b->u.num.is_int)
+			return a->u.num.i == b->u.num.i;
+		return a->u.num.d == b->u.num.d;
+	case JSON_STRING:
+		return a->u.str.len == b->u.str.len &&
+		       memcmp(a->u.str.s, b->u.str.s, a->u.str.len) == 0;
+	case JSON_ARRAY:
+		if (a->u.arr.n != b->u.arr.n)
+			return false;
+		for (size_t i = 0; i < a->u.arr.n; i++)
+			if (!json_equal(a->u.arr.items[i], b->u.arr.items[i]))
+				return false;
+		return true;
+	case JSON_OBJECT:
+		if (a->u.obj.n != b->u.obj.n)
+			return false;
+		for (size_t i = 0; i < a->u.obj.n; i++) {
+			const struct json_member *m = &a->u.obj.members[i];
+			bool found = false;
+			for (size_t j = 0; j < b->u.obj.n; j++) {
+				const struct json_member *o = &b->u.obj.members[j];
+				if (same_key(m, o)) {
+					if (!json_equal(m->value, o->value))
+						return false;
+					found = true;
+					break;
+				}
+			}
+			if (!found)
+				return false;
+		}
+		return true;
+	}
+	return false;
+}
+
+void json_quote(struct buf *out, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	buf_reserve(out, n + 2);
+	buf_putc(out, '"');
+	size_t start = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		buf_append(out, s + start, i - start);
+		start = i + 1;
+		switch (c) {
+		case '"': buf_puts(out, "\\\""); break;
+		case '\\': buf_puts(out, "\\\\"); break;
+		case '\n': buf_puts(out, "\\n"); break;
+		case '\r': buf_puts(out, "\\r"); break;
+		case '\t': buf_puts(out, "\\t"); break;
+		case '\b': buf_puts(out, "\\b"); break;
+		case '\f': buf_puts(out, "\\f"); break;
+		default: {
+			char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			buf_append(out, u, 6);
+		}
+		}
+	}
+	buf_append(out, s + start, n - start);
+	buf_putc(out, '"');
+}
+
+void json_canonical(const struct json *v, struct buf *out)
+{
+	if (!v) {
+		buf_puts(out, "null");
+		return;
+	}
+	switch (v->type) {
+	case JSON_NULL:
+		buf_puts(out, "null");
+		break;
+	case JSON_BOOL:
+		buf_puts(out, v->u.b ? "true" : "false");
+		break;
+	case JSON_NUMBER:
+		buf_append(out, v->u.num.raw, v->u.num.raw_len);
+		break;
+	case JSON_STRING:
+		json_quote(out, v->u.str.s, v->u.str.len);
+		break;
+	case JSON_ARRAY:
+		buf_putc(out, '[');
+		for (size_t i = 0; i < v->u.arr.n; i++) {
+			if (i)
+				buf_putc(out, ',');
+			json_canonical(v->u.arr.items[i], out);
+		}
+		buf_putc(out, ']');
+		break;
+	case JSON_OBJECT: {
+		size_t n = v->u.obj.n;
+		const struct json_member **m = xreallocarray(NULL, n ? n : 1, sizeof(*m));
+		for (size_t i = 0; i < n; i++)
+			m[i] = &v->u.obj.members[i];
+		qsort(m, n, sizeof(*m), key_cmp);
+		buf_putc(out, '{');
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				buf_putc(out, ',');
+			json_quote(out, m[i]->key, m[i]->key_len);
+			buf_putc(out, ':');
+			json_canonical(m[i]->value, out);
+		}
+		buf_putc(out, '}');
+		free(m);
+		break;
+	}
+	}
+}
+
+void json_line_col(const char *text, size_t len, size_t off, unsigned *line, unsigned *col)
+{
+	unsigned l = 1, c = 1;
+	for (size_t i = 0; i < off && i < len; i++) {
+		if (text[i] == '\n') {
+			l++;
+			c = 1;
+		} else if (((unsigned char)text[i] & 0xC0) != 0x80) {
+			c++;
+		}
+	}
+	*line = l;
+	*col = c;
+}
+
+/* --- UTF-8 ------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0];
+	if (c < 0x80)
+		return 1;
+	size_t len;
+	uint32_t cp;
+	if (c >= 0xC2 && c <= 0xDF) {
+		len = 2;
+		cp = c & 0x1F;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		len = 3;
+		cp = c & 0x0F;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+		return 0;
+	return len;
+}
+
+bool utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < n) {
+		/* ASCII fast path, 8 bytes at a time. */
+		while (i + 8 <= n) {
+			uint64_t w;
+			memcpy(&w, u + i, 8);
+			if (w & 0x8080808080808080ULL)
+				break;
+			i += 8;
+		}
+		if (i >= n)
+			break;
+		size_t l = utf8_seq(u + i, n - i);
+		if (!l)
+			return false;
+		i += l;
+	}
+	return true;
+}
+
+void utf8_sanitize(const char *s, size_t n, struct buf *out)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, start = 0;
+	buf_reserve(out, n);
+	while (i < n) {
+		size_t l = utf8_seq(u + i, n - i);
+		if (l) {
+			i += l;
+			continue;
+		}
+		buf_append(out, s + start, i - start);
+		buf_append(out, "\xEF\xBF\xBD", 3);
+		i++;
+		start = i;
+	}
+	buf_append(out, s + start, n - start);
+}
+
+size_t utf8_length(const char *s, size_t n)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)s[i] & 0xC0) != 0x80)
+			count++;
+	return count;
+}
+
+/* --- generator -------------------------------------------------------- */
+
+struct jgen {
+	yajl_gen g;
+	struct buf *out;
+};
+
+static void gen_print(void *ctx, const char *s, size_t n)
+{
+	buf_append(ctx, s, n);
+}
+
+struct jgen *jgen_new(struct buf *out)
+{
+	struct jgen *g = xmalloc(sizeof(*g));
+	g->out = out;
+	g->g = yajl_gen_alloc(NULL);
+	if (!g->g)
+		abort();
+	yajl_gen_config(g->g, yajl_gen_print_callback, gen_print, out);
+	yajl_gen_config(g->g, yajl_gen_validate_utf8, 1);
+	return g;
+}
+
+struct jgen *jgen_free(struct jgen *g)
+{
+	if (g) {
+		yajl_gen_free(g->g);
+		free(g);
+	}
+	return NULL;
+}
+
+void jgen_reset(struct jgen *g)
+{
+	yajl_gen_reset(g->g, NULL);
+}
+
+void jgen_obj_open(struct jgen *g) { yajl_gen_map_open(g->g); }
+void jgen_obj_close(struct jgen *g) { yajl_gen_map_close(g->g); }
+void jgen_arr_open(struct jgen *g) { yajl_gen_array_open(g->g); }
+void jgen_arr_close(struct jgen *g) { yajl_gen_array_close(g->g); }
+
+void jgen_strn(struct jgen *g, const char *s, size_t n)
+{
+	if (!s) {
+		yajl_gen_null(g->g);
+		return;
+	}
+	if (yajl_gen_string(g->g, (const unsigned char *)s, n) != yajl_gen_invalid_string)
+		return;
+	/* Not UTF-8 (tool output can be anything): replace, then write. */
+	struct buf b = {0};
+	utf8_sanitize(s, n, &b);
+	yajl_gen_string(g->g, (const unsigned char *)buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
+void jgen_str(struct jgen *g, const char *s)
+{
+	jgen_strn(g, s, s ? strlen(s) : 0);
+}
+
+void jgen_key(struct jgen *g, const char *key)
+{
+	jgen_strn(g, key, strlen(key));
+}
+
+void jgen_int(struct jgen *g, int64_t v)
+{
+	yajl_gen_integer(g->g, (long long)v);
+}
+
+void jgen_double(struct jgen *g, double v)
+{
+	if (!isfinite(v)) {
+		yajl_gen_null(g->g);
+		return;
+	}
+	char tmp[40];
+	int n = snprintf(tmp, sizeof(tmp), "%.15g", v);
+	if (strtod(tmp, NULL) != v)
+		n = snprintf(tmp, sizeof(tmp), "%.17g", v);
+	yajl_gen_number(g->g, tmp, (size_t)n);
+}
+
+void jgen_bool(struct jgen *g, bool v) { yajl_gen_bool(g->g, v); }
+void jgen_null(struct jgen *g) { yajl_gen_null(g->g); }
+
+void jgen_raw(struct jgen *g, const char *json, size_t n)
+{
+	/* yajl_gen_number writes its text verbatim, with the separators the
+	 * generator's state calls for: exactly what an embedded value needs. */
+	yajl_gen_number(g->g, json, n);
+}
+
+void jgen_value(struct jgen *g, const struct json *v)
+{
+	if (!v) {
+		jgen_null(g);
+		return;
+	}
+	switch (v->type) {
+	case JSON_NULL:
+		jgen_null(g);
+		break;
+	case JSON_BOOL:
+		jgen_bool(g, v->u.b);
+		break;
+	case JSON_NUMBER:
+		jgen_raw(g, v->u.num.raw, v->u.num.raw_len);
+		break;
+	case JSON_STRING:
+		jgen_strn(g, v->u.str.s, v->u.str.len);
+		break;
+	case JSON_ARRAY:
+		jgen_arr_open(g);
+		for (size_t i = 0; i < v->u.arr.n; i++)
+			jgen_value(g, v->u.arr.items[i]);
+		jgen_arr_close(g);
+		break;
+	case JSON_OBJECT:
+		jgen_obj_open(g);
+		for (size_t i = 0; i < v->u.obj.n; i++) {
+			jgen_strn(g, v->u.obj.members[i].key, v->u.obj.members[i].key_len);
+			jgen_value(g, v->u.obj.members[i].value);
+		}
+		jgen_obj_close(g);
+		break;
+	}
+}
+
+void jgen_kv_str(struct jgen *g, const char *key, const char *s)
+{
+	jgen_key(g, key);
+	jgen_str(g, s);
+}
+
+void jgen_kv_int(struct jgen *g, const char *key, int64_t v)
+{
+	jgen_key(g, key);
+	jgen_int(g, v);
+}
+
+void jgen_kv_bool(struct jgen *g, const char *key, bool v)
+{
+	jgen_key(g, key);
+	jgen_bool(g, v);
+}
+
+void jgen_kv_raw(struct jgen *g, const char *key, const char *json, size_t n)
+{
+	jgen_key(g, key);
+	jgen_raw(g, json, n);
+}

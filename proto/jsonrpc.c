@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JSON-RPC 2.0 framing and codec: newline-delimited messages with a size
+ * limit, request validation as the specification's examples show, and
+ * response writing with ids echoed byte for byte from the request text.
+ */
+#include "proto/jsonrpc.h"
+
+#include <string.h>
+
+enum frame_result framer_next(struct framer *f, struct buf *in, const char **line, size_t *len)
+{
+	for (;;) {
+		const char *head = buf_head(in);
+		size_t size = buf_size(in);
+
+		/* Consume the line handed out by the previous call. */
+		const char *nl = NULL;
+		if (f->scanned < size)
+			nl = memchr(head + f->scanned, '\n', size - f->scanned);
+
+		if (f->discarding) {
+			if (!nl) {
+				buf_consume(in, size);
+				f->scanned = 0;
+				return FRAME_NONE;
+			}
+			buf_consume(in, (size_t)(nl - head) + 1);
+			f->discarding = false;
+			f->scanned = 0;
+			continue;
+		}
+
+		if (!nl) {
+			f->scanned = size;
+			if (size > f->max + 1) {
+				/* Over the limit with no end in sight: report once,
+				 * then drop the rest of the line as it arrives. */
+				buf_consume(in, size);
+				f->scanned = 0;
+				f->discarding = true;
+				return FRAME_TOO_LONG;
+			}
+			return FRAME_NONE;
+		}
+
+		size_t n = (size_t)(nl - head);
+		size_t total = n + 1;
+		if (n && head[n - 1] == '\r')
+			n--;
+		if (n > f->max) {
+			buf_consume(in, total);
+			f->scanned = 0;
+			return FRAME_TOO_LONG;
+		}
+		/* Blank lines (only white space) are ignored. */
+		size_t i = 0;
+		while (i < n && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r'))
+			i++;
+		if (i == n) {
+			buf_consume(in, total);
+			f->scanned = 0;
+			continue;
+		}
+		/* Hand the line out; it is consumed now, and the buffer is not
+		 * touched again before the next call (consume never moves data). */
+		*line = head;
+		*len = n;
+		buf_consume(in, total);
+		f->scanned = 0;
+		return FRAME_LINE;
+	}
+}
+
+int jrpc_parse_request(const struct json *v, const char *src, struct jrpc_req *req, const char **why)
+{
+	memset(req, 0, sizeof(*req));
+	req->msg = v;
+	if (!v || v->type != JSON_OBJECT) {
+		*why = "a request must be an object";
+		return JRPC_INVALID_REQUEST;
+	}
+
+	const struct json *id = json_get(v, "id");
+	bool id_ok = !id || id->type == JSON_STRING || id->type == JSON_NUMBER || id->type == JSON_NULL;
+	if (id && id_ok) {
+		req->id = src + id->off;
+		req->id_len = id->len;
+	}
+
+	const struct json *version = json_get(v, "jsonrpc");
+	const struct json *method = json_get(v, "method");
+	const struct json *params = json_get(v, "params");
+
+	if (!id_ok) {
+		*why = "id must be a string, a number or null";
+		return JRPC_INVALID_REQUEST;
+	}
+	if (!version || version->type != JSON_STRING || strcmp(version->u.str.s, "2.0") != 0 ||
+	    version->u.str.len != 3) {
+		*why = "jsonrpc must be exactly \"2.0\"";
+		return JRPC_INVALID_REQUEST;
+	}
+	if (!method || method->type != JSON_STRING) {
+		*why = "method must be a string";
+		return JRPC_INVALID_REQUEST;
+	}
+	if (strlen(method->u.str.s) != method->u.str.len) {
+		*why = "method must not contain NUL";
+		return JRPC_INVALID_REQUEST;
+	}
+	if (params && params->type != JSON_OBJECT && params->type != JSON_ARRAY) {
+		*why = "params must be an object or an array";
+		return JRPC_INVALID_REQUEST;
+	}
+	req->method = method->u.str.s;
+	req->params = params;
+	return 0;
+}
+
+static void write_id(struct buf *out, const char *id, size_t id_len)
+{
+	buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+	if (id)
+		buf_append(out, id, id_len);
+	else
+		buf_puts(out, "null");
+}
+
+void jrpc_write_result(struct buf *out, const char *id, size_t id_len, const char *result, size_t result_len)
+{
+	write_id(out, id, id_len);
+	buf_puts(out, ",\"result\":");
+	buf_append(out, result, result_len);
+	buf_putc(out, '}');
+}
+
+void jrpc_write_error(struct buf *out, const char *id, size_t id_len, int code, const char *message,
+		      const char *data, size_t data_len)
+{
+	write_id(out, id, id_len);
+	buf_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
+	struct buf tmp = {0};
+	utf8_sanitize(message, strlen(message), &tmp);
+	json_quote(out, buf_head(&tmp), buf_size(&tmp));
+	buf_free(&tmp);
+	if (data) {
+		buf_puts(out, ",\"data\":");
+		buf_append(out, data, data_len);
+	}
+	buf_puts(out, "}}");
+}
+
+void jrpc_write_notification(struct buf *out, const char *method, const char *params, size_t params_len)
+{
+	buf_puts(out, "{\"jsonrpc\":\"2.0\",\"method\":");
+	json_quote(out, method, strlen(method));
+	if (params) {
+		buf_puts(out, ",\"params\":");
+		buf_append(out, params, params_len);
+	}
+	buf_putc(out, '}');
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The built-in tools, one file each, listed in one NULL-terminated table,
+ * and the kinds of tool that tool files declare. Adding a built-in tool is
+ * one file and one line in builtin.c.
+ */
+#ifndef TC_TOOLS_H
+#define TC_TOOLS_H
+
+#include "lib/tool.h"
+
+extern const struct tool_def tool_read_file;
+extern const struct tool_def tool_write_file;
+extern const struct tool_def tool_patch_file;
+extern const struct tool_def tool_list_dir;
+extern const struct tool_def tool_shell;
+
+/* NULL-terminated. */
+extern const struct tool_def *const builtin_tools[];
+
+#endif
