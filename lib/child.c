@@ -1,1 +1,751 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Child process supervision: spawning into a process group of its own,
+ * watching the leader through its pidfd and the output pipes through io
+ * watchers of the loop seam, keeping the head and tail of each stream,
+ * stopping the group with SIGTERM then SIGKILL, and the small layer that
+ * runs one child as one tool call. See child.h for the rules on process
+ * groups, which are what keep this race-free.
+ */
+#include "lib/child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/loop.h"
+#include "lib/tool.h"
+#include "proto/json.h"
+#include "proto/util.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* Bytes read per wakeup of one pipe: bounded so that one chatty child
+ * cannot starve the rest of the loop (the watcher is level-triggered). */
+#define READ_CHUNK 65536
+#define READS_PER_WAKEUP 4
+
+/* One output stream's kept bytes: the first head_cap bytes, and the last
+ * tail_cap bytes in a ring allocated once the head is full. */
+struct capture {
+	size_t head_cap;
+	size_t tail_cap;
+	struct buf head;
+	char *ring;
+	size_t ring_start;
+	size_t ring_len;
+	uint64_t total;
+};
+
+struct pipe_reader {
+	struct child *ch;
+	enum child_stream id;
+	int fd;
+	struct tc_io *io;
+	struct capture cap;
+};
+
+struct child {
+	struct tc_loop *loop;
+	pid_t pid;			/* also the process group id */
+	int pidfd;
+	struct tc_io *pid_io;
+	struct tc_timer *kill_timer;
+	struct tc_timer *drain_timer;
+	struct pipe_reader pipes[CHILD_NSTREAMS];
+	unsigned open_pipes;
+	uint32_t kill_delay_ms;
+	uint32_t drain_ms;
+	uint64_t start_ms;
+	bool reaped;
+	bool terminating;
+	bool done;
+	void (*on_output)(void *arg, enum child_stream s, const char *data, size_t n);
+	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
+	void *arg;
+	struct child_result result;
+};
+
+static const char *const stream_names[CHILD_NSTREAMS] = {
+	[CHILD_STDOUT] = "stdout",
+	[CHILD_STDERR] = "stderr",
+};
+
+static void capture_init(struct capture *cp, size_t cap)
+{
+	cp->head_cap = cap / 2;
+	cp->tail_cap = cap - cp->head_cap;
+}
+
+/* Adds bytes: the head fills first, then the ring keeps the latest. */
+static void capture_add(struct capture *cp, const char *p, size_t n)
+{
+	cp->total += n;
+	size_t take = MIN(n, cp->head_cap - buf_size(&cp->head));
+	if (take) {
+		buf_append(&cp->head, p, take);
+		p += take;
+		n -= take;
+	}
+	if (!n || !cp->tail_cap)
+		return;
+	if (!cp->ring)
+		cp->ring = xmalloc(cp->tail_cap);
+	if (n >= cp->tail_cap) {
+		memcpy(cp->ring, p + n - cp->tail_cap, cp->tail_cap);
+		cp->ring_start = 0;
+		cp->ring_len = cp->tail_cap;
+		return;
+	}
+	size_t pos = (cp->ring_start + cp->ring_len) % cp->tail_cap;
+	size_t first = MIN(n, cp->tail_cap - pos);
+	memcpy(cp->ring + pos, p, first);
+	memcpy(cp->ring, p + first, n - first);
+	cp->ring_len += n;
+	if (cp->ring_len > cp->tail_cap) {
+		cp->ring_start = (cp->ring_start + cp->ring_len - cp->tail_cap) % cp->tail_cap;
+		cp->ring_len = cp->tail_cap;
+	}
+}
+
+/* Returns len shortened by a trailing incomplete UTF-8 sequence, if any. */
+static size_t utf8_trim_end(const char *s, size_t len)
+{
+	for (size_t k = 1; k <= 4 && k <= len; k++) {
+		unsigned char b = (unsigned char)s[len - k];
+		if ((b & 0xC0) == 0x80)
+			continue;
+		size_t need = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 1;
+		return need > k ? len - k : len;
+	}
+	return len;
+}
+
+static char ring_at(const struct capture *cp, size_t i)
+{
+	return cp->ring[(cp->ring_start + i) % cp->tail_cap];
+}
+
+/* Builds what is kept of a stream: all of it when nothing was dropped,
+ * else head, marker line and tail, cut on character boundaries. */
+static void capture_finish(struct capture *cp, char **ret, size_t *ret_len, bool *ret_truncated)
+{
+	struct buf out = {0};
+	size_t head_len = buf_size(&cp->head);
+	size_t skip = 0;
+	bool truncated = cp->total > (uint64_t)head_len + cp->ring_len;
+
+	if (truncated) {
+		head_len = utf8_trim_end(buf_head(&cp->head), head_len);
+		while (skip < 3 && skip < cp->ring_len && ((unsigned char)ring_at(cp, skip) & 0xC0) == 0x80)
+			skip++;
+	}
+	buf_append(&out, buf_head(&cp->head), head_len);
+	if (truncated)
+		buf_printf(&out, "\n[... %" PRIu64 " bytes omitted ...]\n",
+			   cp->total - head_len - (cp->ring_len - skip));
+	if (cp->ring_len > skip) {
+		size_t start = (cp->ring_start + skip) % cp->tail_cap;
+		size_t n = cp->ring_len - skip;
+		size_t first = MIN(n, cp->tail_cap - start);
+		buf_append(&out, cp->ring + start, first);
+		buf_append(&out, cp->ring, n - first);
+	}
+	*ret_len = buf_size(&out);
+	*ret = buf_steal(&out);
+	*ret_truncated = truncated;
+}
+
+static void capture_free(struct capture *cp)
+{
+	buf_free(&cp->head);
+	free(cp->ring);
+	cp->ring = NULL;
+}
+
+static void pipe_close(struct pipe_reader *p)
+{
+	if (p->fd < 0)
+		return;
+	/* The watcher goes before the fd: the loop must not watch a closed fd. */
+	p->io = tc_io_free(p->io);
+	close(p->fd);
+	p->fd = -1;
+	p->ch->open_pipes--;
+}
+
+/* Calls on_done once the leader is reaped and every pipe is closed. The
+ * callback may free the child, so it comes last on every path. */
+static void child_maybe_done(struct child *ch)
+{
+	if (!ch->reaped || ch->open_pipes || ch->done)
+		return;
+	ch->done = true;
+	tc_timer_stop(ch->drain_timer);
+	for (int s = 0; s < CHILD_NSTREAMS; s++)
+		capture_finish(&ch->pipes[s].cap, &ch->result.out[s], &ch->result.out_len[s],
+			       &ch->result.truncated[s]);
+	for (int s = 0; s < CHILD_NSTREAMS; s++) {
+		ch->result.total[s] = ch->pipes[s].cap.total;
+		capture_free(&ch->pipes[s].cap);
+	}
+	ch->on_done(ch->arg, ch, &ch->result);
+}
+
+/* Reads what a pipe has, up to a bound per wakeup. */
+static void on_pipe(void *arg, int revents)
+{
+	struct pipe_reader *p = arg;
+	struct child *ch = p->ch;
+	char chunk[READ_CHUNK];
+
+	for (int i = 0; i < READS_PER_WAKEUP; i++) {
+		ssize_t n = read(p->fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			/* EOF, or an error a pipe should not give: either way the
+			 * stream is over. */
+			pipe_close(p);
+			child_maybe_done(ch);
+			return;
+		}
+		capture_add(&p->cap, chunk, (size_t)n);
+		if (ch->on_output)
+			ch->on_output(ch->arg, p->id, chunk, (size_t)n);
+	}
+}
+
+/* Gives up on pipes still held open by processes that left the group. */
+static void on_drain_timer(void *arg)
+{
+	struct child *ch = arg;
+	for (int s = 0; s < CHILD_NSTREAMS; s++)
+		pipe_close(&ch->pipes[s]);
+	child_maybe_done(ch);
+}
+
+static void on_kill_timer(void *arg)
+{
+	struct child *ch = arg;
+	/* Only while the leader is unreaped does its pid hold the group id. */
+	if (!ch->reaped)
+		(void)kill(-ch->pid, SIGKILL);
+}
+
+/* The leader has exited: kill what is left of its group, then reap it. */
+static void on_pidfd(void *arg, int revents)
+{
+	struct child *ch = arg;
+	siginfo_t si = {0};
+
+	/* The zombie still holds the group id, so this cannot reach a
+	 * recycled group; it ends background jobs that would otherwise
+	 * outlive the command and hold its pipes open. */
+	(void)kill(-ch->pid, SIGKILL);
+	if (waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, &si, WEXITED | WNOHANG) < 0) {
+		if (errno == EINTR || errno == EAGAIN)
+			return;
+		/* ECHILD: reaped behind our back (SIGCHLD ignored by someone);
+		 * the status is lost. */
+		si.si_code = 0;
+		si.si_pid = ch->pid;
+	}
+	if (si.si_pid == 0)
+		return;
+
+	ch->result.duration_ms = mono_ms() - ch->start_ms;
+	if (si.si_code == CLD_EXITED) {
+		ch->result.exit_code = si.si_status;
+	} else if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
+		ch->result.exit_code = -1;
+		ch->result.signal = si.si_status;
+	} else {
+		ch->result.exit_code = -1;
+	}
+	ch->reaped = true;
+	ch->pid_io = tc_io_free(ch->pid_io);
+	close(ch->pidfd);
+	ch->pidfd = -1;
+	tc_timer_stop(ch->kill_timer);
+	if (ch->open_pipes)
+		tc_timer_start(ch->drain_timer, ch->drain_ms);
+	child_maybe_done(ch);
+}
+
+/* Moves an fd to 3 or above, so the child's dup2s onto 0-2 cannot clobber
+ * it when the daemon runs with a standard fd closed. */
+static int fd_above_stdio(int *fd)
+{
+	if (*fd > 2)
+		return 0;
+	int n = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+	if (n < 0)
+		return -errno;
+	close(*fd);
+	*fd = n;
+	return 0;
+}
+
+/* Makes a pipe whose read end (ours) is non-blocking. The write end stays
+ * blocking: O_NONBLOCK belongs to the open file description, which the
+ * child shares, and a child writing to a full non-blocking stdout would get
+ * EAGAIN. Both ends are close-on-exec; the child gets its copy by dup2. */
+static int make_pipe(int *ret_r, int *ret_w)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	_cleanup_close_ int r = p[0], w = p[1];
+	int k;
+	if ((k = fd_above_stdio(&r)) < 0 || (k = fd_above_stdio(&w)) < 0)
+		return k;
+	if (fcntl(r, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	*ret_r = TAKE_FD(r);
+	*ret_w = TAKE_FD(w);
+	return 0;
+}
+
+const char *child_env_get(char *const *env, const char *name)
+{
+	size_t n = strlen(name);
+	for (; env && *env; env++)
+		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+			return *env + n + 1;
+	return NULL;
+}
+
+void child_env_put(char ***env, const char *name, const char *value)
+{
+	size_t n = strlen(name), i = 0;
+	char **v = *env;
+	for (; v && v[i]; i++)
+		if (strncmp(v[i], name, n) == 0 && v[i][n] == '=') {
+			free(v[i]);
+			v[i] = xasprintf("%s=%s", name, value);
+			return;
+		}
+	v = xreallocarray(v, i + 2, sizeof(*v));
+	v[i] = xasprintf("%s=%s", name, value);
+	v[i + 1] = NULL;
+	*env = v;
+}
+
+char **child_env_new(const char *const *allow)
+{
+	static const char *const dflt[] = { "PATH", "LANG", "HOME", "TERM", NULL };
+	char **env = xcalloc(1, sizeof(*env));
+
+	for (allow = allow ? allow : dflt; *allow; allow++) {
+		const char *name = *allow;
+		if (!*name || strchr(name, '='))
+			continue;
+		const char *v = getenv(name);
+		if (v && !child_env_get(env, name))
+			child_env_put(&env, name, v);
+	}
+	if (!child_env_get(env, "PATH"))
+		child_env_put(&env, "PATH", CHILD_SAFE_PATH);
+	return env;
+}
+
+char **child_env_free(char **env)
+{
+	for (char **e = env; e && *e; e++)
+		free(*e);
+	free(env);
+	return NULL;
+}
+
+/* Finds a program named without a slash in the absolute directories of
+ * PATH (relative entries would resolve against the daemon's directory, so
+ * they are skipped). */
+static int find_program(const char *name, char *const *envp, char **ret)
+{
+	if (!name || !*name)
+		return -ENOENT;
+	if (strchr(name, '/')) {
+		*ret = xstrdup(name);
+		return 0;
+	}
+	const char *path = child_env_get(envp, "PATH");
+	if (!path)
+		path = CHILD_SAFE_PATH;
+	int r = -ENOENT;
+	for (const char *p = path; *p;) {
+		size_t len = strcspn(p, ":");
+		if (len > 0 && p[0] == '/') {
+			_cleanup_free_ char *full = xasprintf("%.*s/%s", (int)len, p, name);
+			struct stat st;
+			if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+				if (access(full, X_OK) == 0) {
+					*ret = TAKE_PTR(full);
+					return 0;
+				}
+				r = -EACCES;
+			}
+		}
+		p += len;
+		if (*p == ':')
+			p++;
+	}
+	return r;
+}
+
+/* Runs posix_spawn with the group, signal and fd setup described in
+ * child.h. Returns the pid, or a negative errno. */
+static int spawn(const char *path, const struct child_opts *o, int out_w, int err_w, pid_t *ret_pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t mask;
+	int e;
+
+	if ((e = posix_spawnattr_init(&attr)) != 0)
+		return -e;
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0) {
+		posix_spawnattr_destroy(&attr);
+		return -e;
+	}
+
+	/* Own process group (pgid = pid), empty mask, every signal at its
+	 * default: the daemon ignores SIGPIPE, the child must not. */
+	e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+				     POSIX_SPAWN_SETSIGDEF);
+	if (!e)
+		e = posix_spawnattr_setpgroup(&attr, 0);
+	sigemptyset(&mask);
+	if (!e)
+		e = posix_spawnattr_setsigmask(&attr, &mask);
+	sigfillset(&mask);
+	if (!e)
+		e = posix_spawnattr_setsigdefault(&attr, &mask);
+
+	if (!e && o->cwd_fd >= 0)
+		e = posix_spawn_file_actions_addfchdir_np(&fa, o->cwd_fd);
+	if (!e)
+		e = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+	if (!e)
+		e = posix_spawn_file_actions_adddup2(&fa, out_w, STDOUT_FILENO);
+	if (!e)
+		e = posix_spawn_file_actions_adddup2(&fa, err_w, STDERR_FILENO);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+	/* Every fd of ours is close-on-exec already; this also covers fds
+	 * that libraries may have opened without the flag. */
+	if (!e)
+		;
+#endif
+	if (!e)
+		e = posix_spawn(ret_pid, path, &fa, &attr, o->argv, o->envp);
+
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	return -e;
+}
+
+int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child **ret)
+{
+	_cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1;
+	_cleanup_free_ char *found = NULL;
+	const char *path = o->path;
+	pid_t pid;
+	int r;
+
+	if (!o->argv || !o->argv[0])
+		return -EINVAL;
+	if (!path) {
+		r = find_program(o->argv[0], o->envp, &found);
+		if (r < 0)
+			return r;
+		path = found;
+	}
+	if ((r = make_pipe(&out_r, &out_w)) < 0 || (r = make_pipe(&err_r, &err_w)) < 0)
+		return r;
+
+	r = spawn(path, o, out_w, err_w, &pid);
+	if (r < 0)
+		return r;
+	uint64_t start = mono_ms();
+
+	/* Safe at once: until we reap it, the pid cannot be reused. */
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		r = -errno;
+		(void)kill(-pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return r;
+	}
+
+	struct child *ch = xcalloc(1, sizeof(*ch));
+	ch->loop = loop;
+	ch->pid = pid;
+	ch->pidfd = pidfd;
+	ch->start_ms = start;
+	ch->kill_delay_ms = o->kill_delay_ms ? o->kill_delay_ms : CHILD_KILL_DELAY_DEFAULT;
+	ch->drain_ms = o->drain_ms ? o->drain_ms : CHILD_DRAIN_DEFAULT;
+	ch->on_output = o->on_output;
+	ch->on_done = o->on_done;
+	ch->arg = o->arg;
+	size_t cap = o->output_cap ? o->output_cap : CHILD_OUTPUT_CAP_DEFAULT;
+	int fds[CHILD_NSTREAMS] = { TAKE_FD(out_r), TAKE_FD(err_r) };
+	for (int s = 0; s < CHILD_NSTREAMS; s++) {
+		struct pipe_reader *p = &ch->pipes[s];
+		p->ch = ch;
+		p->id = (enum child_stream)s;
+		p->fd = fds[s];
+		capture_init(&p->cap, cap);
+		p->io = tc_io_new(loop, p->fd, TC_IO_READ, on_pipe, p);
+		tc_io_start(p->io);
+		ch->open_pipes++;
+	}
+	ch->pid_io = tc_io_new(loop, pidfd, TC_IO_READ, on_pidfd, ch);
+	tc_io_start(ch->pid_io);
+	ch->kill_timer = tc_timer_new(loop, on_kill_timer, ch);
+	ch->drain_timer = tc_timer_new(loop, on_drain_timer, ch);
+	*ret = ch;
+	return 0;
+}
+
+void child_terminate(struct child *ch)
+{
+	if (!ch || ch->done)
+		return;
+	if (ch->reaped) {
+		/* Only pipes held by escaped processes remain: stop waiting
+		 * for them (from the loop, not from inside this call). */
+		tc_timer_start(ch->drain_timer, 0);
+		return;
+	}
+	if (ch->terminating)
+		return;
+	ch->terminating = true;
+	ch->result.cancelled = true;
+	(void)kill(-ch->pid, SIGTERM);
+	/* A stopped process would not act on SIGTERM until continued. */
+	(void)kill(-ch->pid, SIGCONT);
+	tc_timer_start(ch->kill_timer, ch->kill_delay_ms);
+}
+
+struct child *child_free(struct child *ch)
+{
+	if (!ch)
+		return NULL;
+	if (!ch->reaped) {
+		siginfo_t si;
+		(void)kill(-ch->pid, SIGKILL);
+		while (waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+			;
+	}
+	tc_io_free(ch->pid_io);
+	if (ch->pidfd >= 0)
+		close(ch->pidfd);
+	tc_timer_free(ch->kill_timer);
+	tc_timer_free(ch->drain_timer);
+	for (int s = 0; s < CHILD_NSTREAMS; s++) {
+		pipe_close(&ch->pipes[s]);
+		capture_free(&ch->pipes[s].cap);
+		free(ch->result.out[s]);
+	}
+	free(ch);
+	return NULL;
+}
+
+pid_t child_pid(const struct child *ch)
+{
+	return ch->pid;
+}
+
+bool child_running(const struct child *ch)
+{
+	return !ch->reaped;
+}
+
+const char *child_signal_name(int sig, char buf[static 16])
+{
+	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+	if (abbrev)
+		snprintf(buf, 16, "SIG%s", abbrev);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, 16, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, 16, "SIG%d", sig);
+	return buf;
+}
+
+/* --- one child as one tool call ------------------------------------------ */
+
+struct child_call {
+	struct tool_call *c;
+	struct child *ch;
+	child_call_done_fn done;
+};
+
+static void call_output(void *arg, enum child_stream s, const char *data, size_t n)
+{
+	struct child_call *cc = arg;
+	tool_call_output(cc->c, stream_names[s], data, n);
+}
+
+/* Sets the outcome, lets go of the child, and finishes the call (last:
+ * the owner may free the call from on_finish). */
+static void call_done(void *arg, struct child *ch, struct child_result *r)
+{
+	struct child_call *cc = arg;
+	struct tool_call *c = cc->c;
+
+	if (r->cancelled) {
+		char sig[16];
+		if (r->signal)
+			tool_call_fail(c, TC_CANCELLED, "The command was stopped before it finished (%s)",
+				       child_signal_name(r->signal, sig));
+		else
+			tool_call_fail(c, TC_CANCELLED, "The command was stopped before it finished");
+	} else {
+		cc->done(c, r);
+	}
+	c->state = NULL;
+	child_free(ch);
+	free(cc);
+	tool_call_finish(c);
+}
+
+int child_call_start(struct tool_call *c, const struct child_opts *opts, child_call_done_fn done)
+{
+	struct child_opts o = *opts;
+	if (!o.output_cap && c->env)
+		o.output_cap = c->env->output_cap;
+	o.on_output = call_output;
+	o.on_done = call_done;
+
+	struct child_call *cc = xcalloc(1, sizeof(*cc));
+	cc->c = c;
+	cc->done = done;
+	o.arg = cc;
+	int r = child_spawn(c->loop, &o, &cc->ch);
+	if (r < 0) {
+		free(cc);
+		return r;
+	}
+	c->state = cc;
+	return 0;
+}
+
+void child_call_cancel(struct tool_call *c)
+{
+	struct child_call *cc = c->state;
+	if (cc)
+		child_terminate(cc->ch);
+}
+
+/* Appends output as text: invalid UTF-8 and NUL bytes become U+FFFD, so
+ * the result is a valid C string and valid UTF-8. */
+static void append_text(struct buf *out, const char *s, size_t n)
+{
+	while (n) {
+		const char *nul = memchr(s, '\0', n);
+		size_t k = nul ? (size_t)(nul - s) : n;
+		utf8_sanitize(s, k, out);
+		s += k;
+		n -= k;
+		if (nul) {
+			buf_puts(out, "\xEF\xBF\xBD");
+			s++;
+			n--;
+		}
+	}
+}
+
+char *child_result_json(const struct child_result *r, bool with_signal)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	char sig[16];
+
+	jgen_obj_open(g);
+	jgen_key(g, "exit_code");
+	if (r->signal)
+		jgen_null(g);
+	else
+		jgen_int(g, r->exit_code);
+	if (with_signal) {
+		jgen_key(g, "signal");
+		jgen_str(g, r->signal ? child_signal_name(r->signal, sig) : NULL);
+	}
+	jgen_key(g, "stdout");
+	jgen_strn(g, r->out[CHILD_STDOUT] ? r->out[CHILD_STDOUT] : "", r->out_len[CHILD_STDOUT]);
+	jgen_key(g, "stderr");
+	jgen_strn(g, r->out[CHILD_STDERR] ? r->out[CHILD_STDERR] : "", r->out_len[CHILD_STDERR]);
+	jgen_kv_bool(g, "truncated", r->truncated[CHILD_STDOUT] || r->truncated[CHILD_STDERR]);
+	jgen_kv_int(g, "duration_ms", (int64_t)r->duration_ms);
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
+char *child_result_text(const struct child_result *r)
+{
+	struct buf b = {0};
+	size_t on = r->out_len[CHILD_STDOUT], en = r->out_len[CHILD_STDERR];
+	char sig[16];
+
+	if (on)
+		append_text(&b, r->out[CHILD_STDOUT], on);
+	if (en) {
+		if (buf_size(&b) && buf_head(&b)[buf_size(&b) - 1] != '\n')
+			buf_putc(&b, '\n');
+		buf_puts(&b, "[stderr]\n");
+		append_text(&b, r->out[CHILD_STDERR], en);
+	}
+	if (r->signal || r->exit_code != 0) {
+		if (buf_size(&b) && buf_head(&b)[buf_size(&b) - 1] != '\n')
+			buf_putc(&b, '\n');
+		if (r->signal)
+			buf_printf(&b, "[killed by %s]", child_signal_name(r->signal, sig));
+		else
+			buf_printf(&b, "[exit code %d]", r->exit_code);
+	} else if (!on && !en) {
+		buf_puts(&b, "(no output)");
+	}
+	return buf_steal(&b);
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+void child_result_tail(const struct child_result *r, enum child_stream s, size_t max, struct buf *out)
+{
+	const char *p = r->out[s] ? r->out[s] : "";
+	size_t n = r->out_len[s];
+
+	while (n && is_space(p[n - 1]))
+		n--;
+	if (n > max) {
+		p += n - max;
+		n = max;
+		for (int k = 0; k < 3 && n && ((unsigned char)*p & 0xC0) == 0x80; k++) {
+			p++;
+			n--;
+		}
+	}
+	while (n && is_space(*p)) {
+		p++;
+		n--;
+	}
+	append_text(out, p, n);
+}

@@ -1,1 +1,2551 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The JSON Schema subset validator. schema_compile() turns a schema into a
+ * graph of nodes: every keyword is checked (anything outside the subset is
+ * refused, naming the schema location), "pattern" regexes are translated
+ * from ECMA-262 to POSIX extended regexes over UTF-8 bytes and compiled,
+ * "$ref"s are resolved to the node they point at and checked for cycles
+ * that would never consume input. The schema keeps its own copy of the
+ * JSON text: property names, const and enum values point into it.
+ *
+ * schema_validate() walks an instance against the nodes and reports every
+ * error with a JSON pointer into the instance. Whatever the schema and the
+ * instance, it is bounded in stack depth, $ref depth, work and number of
+ * errors reported.
+ *
+ * Draft 7 semantics throughout; in particular a schema holding "$ref" is
+ * validated by the referenced schema alone: its sibling keywords are
+ * checked when compiling but ignored when validating (Draft 7, 8.3).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/schema.h"
+#include "proto/buf.h"
+#include "proto/json.h"
+#include "proto/util.h"
+
+/* Limits on what a schema may ask for. */
+#define COMPILE_DEPTH_MAX 128		/* schemas nested in schemas */
+#define COPY_DEPTH_MAX 128		/* JSON nesting of a schema text */
+#define PATTERN_LEN_MAX 4096		/* bytes of one "pattern" */
+#define REGEX_WEIGHT_MAX (1u << 16)	/* translated size, repetitions expanded */
+#define REGEX_GROUPS_MAX 64		/* nested groups in a pattern */
+#define REGEX_REPEAT_MAX 32767		/* RE_DUP_MAX of glibc */
+
+/* Limits on one validation. */
+#define REF_DEPTH_MAX 256
+#define EVAL_DEPTH_MAX 1024
+#define STEPS_MAX (1u << 24)
+#define ERRORS_MAX 100
+
+/* Bytes of a name or value quoted in a message. */
+#define SHOW_MAX 120
+
+enum {
+	TB_NULL = 1u << 0,
+	TB_BOOLEAN = 1u << 1,
+	TB_OBJECT = 1u << 2,
+	TB_ARRAY = 1u << 3,
+	TB_NUMBER = 1u << 4,
+	TB_STRING = 1u << 5,
+	TB_INTEGER = 1u << 6,
+};
+
+static const struct {
+	const char *name;
+	unsigned bit;
+} type_names[] = {
+	{ "null", TB_NULL },
+	{ "boolean", TB_BOOLEAN },
+	{ "object", TB_OBJECT },
+	{ "array", TB_ARRAY },
+	{ "number", TB_NUMBER },
+	{ "string", TB_STRING },
+	{ "integer", TB_INTEGER },
+};
+
+enum node_kind {
+	NODE_SCHEMA,
+	NODE_TRUE,
+	NODE_FALSE,
+};
+
+struct name {
+	const char *s;
+	size_t len;
+};
+
+struct prop {
+	struct name name;
+	struct node *schema;
+};
+
+struct node {
+	enum node_kind kind;
+	size_t id;			/* index in schema->nodes */
+	const struct json *src;		/* where it is written, for $ref */
+	char *where;			/* its JSON pointer in the schema */
+	bool checks;			/* has any validation keyword */
+
+	struct node *ref;		/* when set, the only thing that applies */
+	struct name ref_text;
+
+	unsigned types;			/* TB_*; 0: any */
+	char *types_text;		/* "string or null" */
+
+	struct prop *props;		/* sorted by length, then bytes */
+	size_t n_props;
+	struct node *additional;
+	char *allowed_hint;		/* " (allowed: a, b)" when additional is false */
+	struct name *required;
+	size_t n_required;
+
+	struct node *items;
+	struct node **tuple;
+	size_t n_tuple;
+	size_t min_items, max_items;
+	bool unique;
+
+	const struct json *enum_v;
+	char *enum_text;
+	const struct json *const_v;
+	char *const_text;
+
+	const struct json *minimum, *maximum, *xminimum, *xmaximum;
+
+	size_t min_len, max_len;
+	regex_t *re;
+	char *pattern_text;
+
+	struct node **all_of, **any_of, **one_of;
+	size_t n_all, n_any, n_one;
+	struct node *not;
+};
+
+struct schema {
+	struct json_doc *doc;		/* our copy of the schema text */
+	struct node **nodes;
+	size_t n_nodes, cap_nodes;
+	struct node *root;
+	locale_t c_locale;		/* regexes work on bytes: the "C" locale */
+};
+
+/* ------------------------------------------------------------------------
+ * Small helpers for messages.
+ */
+
+/* Returns how many bytes of s to keep so that at most max are kept and no
+ * UTF-8 sequence is cut. */
+static size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
+		max--;
+	return max;
+}
+
+/* Copies a name for a message: shortened, NULs made visible. */
+static char *show_name(const char *s, size_t n)
+{
+	struct buf b = {};
+	size_t keep = utf8_cut(s, n, SHOW_MAX);
+
+	for (size_t i = 0; i < keep; i++) {
+		if (s[i] == '\0')
+			buf_puts(&b, "\\u0000");
+		else
+			buf_putc(&b, s[i]);
+	}
+	if (keep < n)
+		buf_puts(&b, "...");
+	buf_putc(&b, '\0');
+	return buf_steal(&b);
+}
+
+/* Appends a value as compact JSON text, shortened, for a message. */
+static void show_value(struct buf *out, const struct json *v)
+{
+	struct buf b = {};
+	size_t keep;
+
+	json_canonical(v, &b);
+	keep = utf8_cut(buf_head(&b), buf_size(&b), SHOW_MAX);
+	buf_append(out, buf_head(&b), keep);
+	if (keep < buf_size(&b))
+		buf_puts(out, "...");
+	buf_free(&b);
+}
+
+static char *show_value_str(const struct json *v)
+{
+	struct buf b = {};
+
+	show_value(&b, v);
+	buf_putc(&b, '\0');
+	return buf_steal(&b);
+}
+
+/* True for a number with an integral value (1, 1.0, 1e2, bignums). */
+static bool is_integral(const struct json *v)
+{
+	double d;
+
+	if (v->u.num.is_int)
+		return true;
+	d = v->u.num.d;
+	return isinf(d) || (isfinite(d) && floor(d) == d);
+}
+
+static unsigned type_bits(const struct json *v)
+{
+	switch (v->type) {
+	case JSON_NULL:
+		return TB_NULL;
+	case JSON_BOOL:
+		return TB_BOOLEAN;
+	case JSON_NUMBER:
+		return is_integral(v) ? TB_NUMBER | TB_INTEGER : TB_NUMBER;
+	case JSON_STRING:
+		return TB_STRING;
+	case JSON_ARRAY:
+		return TB_ARRAY;
+	case JSON_OBJECT:
+		return TB_OBJECT;
+	}
+	return 0;
+}
+
+/* The instance's type as a message names it. */
+static const char *kind_name(const struct json *v)
+{
+	switch (v->type) {
+	case JSON_NULL:
+		return "null";
+	case JSON_BOOL:
+		return "boolean";
+	case JSON_NUMBER:
+		return is_integral(v) ? "integer" : "number";
+	case JSON_STRING:
+		return "string";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_OBJECT:
+		return "object";
+	}
+	return "value";
+}
+
+static bool name_eq(const struct name *a, const char *s, size_t len)
+{
+	return a->len == len && memcmp(a->s, s, len) == 0;
+}
+
+static int name_cmp(const struct name *a, const struct name *b)
+{
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	return memcmp(a->s, b->s, a->len);
+}
+
+static int prop_cmp(const void *a, const void *b)
+{
+	return name_cmp(&((const struct prop *)a)->name, &((const struct prop *)b)->name);
+}
+
+static int name_qcmp(const void *a, const void *b)
+{
+	return name_cmp(a, b);
+}
+
+/* ------------------------------------------------------------------------
+ * ECMA-262 patterns to POSIX extended regexes.
+ *
+ * The translation works on code points and emits a byte-level POSIX ERE
+ * compiled in the "C" locale: a character class becomes an alternation of
+ * UTF-8 byte sequences, so matching does not depend on the process locale
+ * and non-ASCII ranges work (glibc refuses multibyte ranges). Instances are
+ * valid UTF-8 (the JSON parser checks), so byte sequences that cannot occur
+ * need not be excluded. NUL cannot be written in a POSIX pattern: it is
+ * stood for by the byte 0xFF (never in UTF-8), in patterns and in the
+ * strings they are matched against.
+ *
+ * Supported: literals, ., [...] and [^...] with ranges, the escapes \d \D
+ * \w \W \s \S \n \r \t \v \f \0 \cX \xHH \uHHHH (surrogate pairs joined)
+ * and escaped punctuation, groups ( ) (?: ) (?<name> ), alternation,
+ * anchors ^ $, quantifiers * + ? {n} {n,} {n,m} (lazy forms match the same
+ * strings). Refused: lookaround, backreferences, \b \B, \p{...}, flags.
+ */
+
+struct cp_range {
+	uint32_t lo, hi;
+};
+
+struct cp_set {
+	struct cp_range *r;
+	size_t n, cap;
+};
+
+#define CP_MAX 0x10FFFFu
+#define NUL_BYTE 0xFFu		/* stands for U+0000 */
+#define NEVER_BYTE 0xC0u	/* never occurs in UTF-8: an empty class */
+
+static void cp_set_add(struct cp_set *s, uint32_t lo, uint32_t hi)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 8;
+		s->r = xreallocarray(s->r, s->cap, sizeof(*s->r));
+	}
+	s->r[s->n++] = (struct cp_range){ lo, hi };
+}
+
+static int cp_range_cmp(const void *a, const void *b)
+{
+	const struct cp_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Sorts and merges overlapping and adjacent ranges. */
+static void cp_set_normalize(struct cp_set *s)
+{
+	size_t k = 0;
+
+	if (s->n == 0)
+		return;
+	qsort(s->r, s->n, sizeof(*s->r), cp_range_cmp);
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->r[i].lo <= s->r[k].hi + 1) {
+			if (s->r[i].hi > s->r[k].hi)
+				s->r[k].hi = s->r[i].hi;
+		} else
+			s->r[++k] = s->r[i];
+	}
+	s->n = k + 1;
+}
+
+/* Replaces a normalized set by its complement in [0, CP_MAX]. */
+static void cp_set_complement(struct cp_set *s)
+{
+	struct cp_set c = {};
+	uint32_t next = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->r[i].lo > next)
+			cp_set_add(&c, next, s->r[i].lo - 1);
+		next = s->r[i].hi + 1;
+	}
+	if (next <= CP_MAX)
+		cp_set_add(&c, next, CP_MAX);
+	free(s->r);
+	*s = c;
+}
+
+/* Adds the class \d, \w, \s or their negations. */
+static void cp_set_add_class(struct cp_set *s, char c)
+{
+	struct cp_set t = {};
+
+	switch (c) {
+	case 'd':
+	case 'D':
+		cp_set_add(&t, '0', '9');
+		break;
+	case 'w':
+	case 'W':
+		cp_set_add(&t, '0', '9');
+		cp_set_add(&t, 'A', 'Z');
+		cp_set_add(&t, '_', '_');
+		cp_set_add(&t, 'a', 'z');
+		break;
+	case 's':
+	case 'S':
+		/* WhiteSpace and LineTerminator of ECMA-262. */
+		cp_set_add(&t, 0x09, 0x0D);
+		cp_set_add(&t, 0x20, 0x20);
+		cp_set_add(&t, 0xA0, 0xA0);
+		cp_set_add(&t, 0x1680, 0x1680);
+		cp_set_add(&t, 0x2000, 0x200A);
+		cp_set_add(&t, 0x2028, 0x2029);
+		cp_set_add(&t, 0x202F, 0x202F);
+		cp_set_add(&t, 0x205F, 0x205F);
+		cp_set_add(&t, 0x3000, 0x3000);
+		cp_set_add(&t, 0xFEFF, 0xFEFF);
+		break;
+	}
+	cp_set_normalize(&t);
+	if (c >= 'A' && c <= 'Z')
+		cp_set_complement(&t);
+	for (size_t i = 0; i < t.n; i++)
+		cp_set_add(s, t.r[i].lo, t.r[i].hi);
+	free(t.r);
+}
+
+static size_t utf8_encode(uint32_t cp, unsigned char out[static 4])
+{
+	if (cp < 0x80) {
+		out[0] = cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = 0xC0 | (cp >> 6);
+		out[1] = 0x80 | (cp & 0x3F);
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = 0xE0 | (cp >> 12);
+		out[1] = 0x80 | ((cp >> 6) & 0x3F);
+		out[2] = 0x80 | (cp & 0x3F);
+		return 3;
+	}
+	out[0] = 0xF0 | (cp >> 18);
+	out[1] = 0x80 | ((cp >> 12) & 0x3F);
+	out[2] = 0x80 | ((cp >> 6) & 0x3F);
+	out[3] = 0x80 | (cp & 0x3F);
+	return 4;
+}
+
+static bool ere_special(unsigned char b)
+{
+	return b && b < 0x80 && strchr(".[]()*+?{}|^$\\", b);
+}
+
+/* Emits one byte matching itself. */
+static void emit_byte(struct buf *o, unsigned char b)
+{
+	if (ere_special(b))
+		buf_putc(o, '\\');
+	buf_putc(o, (char)b);
+}
+
+/* Emits a bracket expression for a set of bytes, or a single byte. The
+ * bytes ] ^ - [ are placed where POSIX reads them as themselves. */
+static void emit_byte_set(struct buf *o, const bool set[static 256])
+{
+	size_t count = 0;
+	unsigned last = 0;
+	bool any = false, dash;
+
+	for (unsigned b = 1; b < 256; b++)
+		if (set[b]) {
+			count++;
+			last = b;
+		}
+	if (count == 0) {
+		buf_putc(o, (char)NEVER_BYTE);
+		return;
+	}
+	if (count == 1) {
+		emit_byte(o, last);
+		return;
+	}
+	buf_putc(o, '[');
+	if (set[']']) {
+		buf_putc(o, ']');
+		any = true;
+	}
+	for (unsigned b = 1; b < 256; b++) {
+		unsigned e = b;
+
+		if (!set[b] || b == ']' || b == '^' || b == '-' || b == '[')
+			continue;
+		while (e + 1 < 256 && set[e + 1] && e + 1 != ']' && e + 1 != '^' &&
+		       e + 1 != '-' && e + 1 != '[')
+			e++;
+		if (e - b >= 2) {
+			buf_putc(o, (char)b);
+			buf_putc(o, '-');
+			buf_putc(o, (char)e);
+		} else
+			for (unsigned k = b; k <= e; k++)
+				buf_putc(o, (char)k);
+		any = true;
+		b = e;
+	}
+	if (set['[']) {
+		buf_putc(o, '[');
+		any = true;
+	}
+	dash = set['-'];
+	if (set['^']) {
+		if (!any) {
+			/* Only "^" and "-": "[-^]", as "[^-]" would negate. */
+			buf_putc(o, '-');
+			dash = false;
+		}
+		buf_putc(o, '^');
+	}
+	if (dash)
+		buf_putc(o, '-');
+	buf_putc(o, ']');
+}
+
+/* Emits the UTF-8 byte sequences of the code points lo..hi (all >= 0x80)
+ * as alternatives, each preceded by "|" unless it is the first. Splits the
+ * range until every piece is a product of byte ranges. */
+static void emit_utf8_range(struct buf *o, uint32_t lo, uint32_t hi, bool *first)
+{
+	static const uint32_t len_max[] = { 0x7F, 0x7FF, 0xFFFF };
+	uint32_t stack[32][2];
+	size_t sp = 0;
+
+	stack[sp][0] = lo;
+	stack[sp][1] = hi;
+	sp++;
+	while (sp > 0) {
+		uint32_t s, e;
+		unsigned char a[4], b[4];
+		size_t n;
+
+		sp--;
+		s = stack[sp][0];
+		e = stack[sp][1];
+again:
+		for (size_t k = 0; k < ELEMENTSOF(len_max); k++)
+			if (s <= len_max[k] && e > len_max[k]) {
+				stack[sp][0] = len_max[k] + 1;
+				stack[sp][1] = e;
+				sp++;
+				e = len_max[k];
+				goto again;
+			}
+		for (unsigned i = 1; i < 4; i++) {
+			uint32_t m = (1u << (6 * i)) - 1;
+
+			if ((s & ~m) == (e & ~m))
+				continue;
+			if ((s & m) != 0) {
+				stack[sp][0] = (s | m) + 1;
+				stack[sp][1] = e;
+				sp++;
+				e = s | m;
+				goto again;
+			}
+			if ((e & m) != m) {
+				stack[sp][0] = e & ~m;
+				stack[sp][1] = e;
+				sp++;
+				e = (e & ~m) - 1;
+				goto again;
+			}
+		}
+		n = utf8_encode(s, a);
+		utf8_encode(e, b);
+		if (!*first)
+			buf_putc(o, '|');
+		*first = false;
+		for (size_t k = 0; k < n; k++) {
+			if (a[k] == b[k])
+				buf_putc(o, (char)a[k]);
+			else {
+				buf_putc(o, '[');
+				buf_putc(o, (char)a[k]);
+				buf_putc(o, '-');
+				buf_putc(o, (char)b[k]);
+				buf_putc(o, ']');
+			}
+		}
+	}
+}
+
+/* Emits one atom matching one code point of the set. */
+static void emit_cp_set(struct buf *o, struct cp_set *s)
+{
+	bool bytes[256] = {};
+	bool multi = false, first = true, any_byte = false;
+
+	cp_set_normalize(s);
+	for (size_t i = 0; i < s->n; i++) {
+		for (uint32_t cp = s->r[i].lo; cp <= s->r[i].hi && cp < 0x80; cp++) {
+			bytes[cp ? cp : NUL_BYTE] = true;
+			any_byte = true;
+		}
+		if (s->r[i].hi >= 0x80)
+			multi = true;
+	}
+	if (!multi) {
+		emit_byte_set(o, bytes);
+		return;
+	}
+	buf_putc(o, '(');
+	if (any_byte) {
+		emit_byte_set(o, bytes);
+		first = false;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->r[i].hi >= 0x80)
+			emit_utf8_range(o, MAX(s->r[i].lo, 0x80u), s->r[i].hi, &first);
+	buf_putc(o, ')');
+}
+
+/* Emits one atom matching the code point cp. */
+static void emit_cp(struct buf *o, uint32_t cp)
+{
+	unsigned char u[4];
+	size_t n;
+
+	if (cp == 0) {
+		buf_putc(o, (char)NUL_BYTE);
+		return;
+	}
+	if (cp < 0x80) {
+		emit_byte(o, cp);
+		return;
+	}
+	n = utf8_encode(cp, u);
+	buf_putc(o, '(');
+	buf_append(o, u, n);
+	buf_putc(o, ')');
+}
+
+struct rx {
+	const char *p;		/* the ECMA pattern */
+	size_t n, i;
+	struct buf out;		/* the POSIX pattern */
+	const char *err;	/* why the pattern is refused */
+	size_t err_at;		/* at which byte of it */
+	size_t weight;		/* of the current group, repetitions expanded */
+	size_t last;		/* weight of the last atom; 0: nothing to repeat */
+	size_t saved[REGEX_GROUPS_MAX];
+	unsigned depth;
+};
+
+static int rx_fail(struct rx *r, size_t at, const char *msg)
+{
+	if (!r->err) {
+		r->err = msg;
+		r->err_at = at;
+	}
+	return -EINVAL;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool rx_more(const struct rx *r)
+{
+	return r->i < r->n;
+}
+
+static char rx_peek(const struct rx *r, size_t ahead)
+{
+	return r->i + ahead < r->n ? r->p[r->i + ahead] : '\0';
+}
+
+/* Reads one code point of the pattern (valid UTF-8). */
+static int rx_next(struct rx *r, uint32_t *ret)
+{
+	const unsigned char *p = (const unsigned char *)r->p + r->i;
+	size_t left = r->n - r->i, len;
+	uint32_t cp;
+
+	if (p[0] < 0x80) {
+		cp = p[0];
+		len = 1;
+	} else if ((p[0] & 0xE0) == 0xC0) {
+		cp = p[0] & 0x1F;
+		len = 2;
+	} else if ((p[0] & 0xF0) == 0xE0) {
+		cp = p[0] & 0x0F;
+		len = 3;
+	} else if ((p[0] & 0xF8) == 0xF0) {
+		cp = p[0] & 0x07;
+		len = 4;
+	} else
+		return rx_fail(r, r->i, "invalid UTF-8");
+	if (len > left)
+		return rx_fail(r, r->i, "invalid UTF-8");
+	for (size_t k = 1; k < len; k++) {
+		if ((p[k] & 0xC0) != 0x80)
+			return rx_fail(r, r->i, "invalid UTF-8");
+		cp = (cp << 6) | (p[k] & 0x3F);
+	}
+	r->i += len;
+	*ret = cp;
+	return 0;
+}
+
+/* Reads n hex digits. */
+static int rx_hex(struct rx *r, unsigned n, uint32_t *ret)
+{
+	uint32_t v = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		int h = hexval(rx_peek(r, k));
+
+		if (h < 0)
+			return -EINVAL;
+		v = v * 16 + (uint32_t)h;
+	}
+	r->i += n;
+	*ret = v;
+	return 0;
+}
+
+/*
+ * Reads an escape after its backslash. Returns 0 with a code point in
+ * *ret_cp, 1 when it is a class (\d, \w, \s, negated or not; the letter in
+ * *ret_class), or a negative errno.
+ */
+static int rx_escape(struct rx *r, bool in_class, uint32_t *ret_cp, char *ret_class)
+{
+	size_t at = r->i - 1;
+	uint32_t cp;
+	char c;
+
+	if (!rx_more(r))
+		return rx_fail(r, at, "the pattern ends with a lone backslash");
+	c = r->p[r->i];
+	if ((unsigned char)c >= 0x80) {
+		/* An identity escape of a non-ASCII character. */
+		return rx_next(r, ret_cp);
+	}
+	r->i++;
+	switch (c) {
+	case 'd': case 'D': case 'w': case 'W': case 's': case 'S':
+		*ret_class = c;
+		return 1;
+	case 'n':
+		*ret_cp = '\n';
+		return 0;
+	case 'r':
+		*ret_cp = '\r';
+		return 0;
+	case 't':
+		*ret_cp = '\t';
+		return 0;
+	case 'v':
+		*ret_cp = '\v';
+		return 0;
+	case 'f':
+		*ret_cp = '\f';
+		return 0;
+	case 'b':
+		if (in_class) {
+			*ret_cp = '\b';
+			return 0;
+		}
+		return rx_fail(r, at, "word boundaries (\\b) are not supported");
+	case 'B':
+		return rx_fail(r, at, "word boundaries (\\B) are not supported");
+	case '0':
+		if (rx_peek(r, 0) >= '0' && rx_peek(r, 0) <= '9')
+			return rx_fail(r, at, "octal escapes are not supported");
+		*ret_cp = 0;
+		return 0;
+	case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+		return rx_fail(r, at, "backreferences are not supported");
+	case 'k':
+		return rx_fail(r, at, "named backreferences (\\k) are not supported");
+	case 'p':
+	case 'P':
+		return rx_fail(r, at, "Unicode property escapes (\\p, \\P) are not supported");
+	case 'c': {
+		char l = rx_peek(r, 0);
+
+		if (!((l >= 'a' && l <= 'z') || (l >= 'A' && l <= 'Z')))
+			return rx_fail(r, at, "\\c must be followed by a letter");
+		r->i++;
+		*ret_cp = (uint32_t)l % 32;
+		return 0;
+	}
+	case 'x':
+		if (rx_hex(r, 2, &cp) < 0)
+			return rx_fail(r, at, "\\x must be followed by two hex digits");
+		*ret_cp = cp;
+		return 0;
+	case 'u':
+		if (rx_peek(r, 0) == '{')
+			return rx_fail(r, at, "\\u{...} escapes are not supported (they need the u flag)");
+		if (rx_hex(r, 4, &cp) < 0)
+			return rx_fail(r, at, "\\u must be followed by four hex digits");
+		if (cp >= 0xD800 && cp <= 0xDBFF) {
+			uint32_t lo;
+			size_t save = r->i;
+
+			if (rx_peek(r, 0) == '\\' && rx_peek(r, 1) == 'u') {
+				r->i += 2;
+				if (rx_hex(r, 4, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF) {
+					*ret_cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+					return 0;
+				}
+				r->i = save;
+			}
+			return rx_fail(r, at, "a lone surrogate (\\uD800-\\uDFFF) cannot be matched");
+		}
+		if (cp >= 0xDC00 && cp <= 0xDFFF)
+			return rx_fail(r, at, "a lone surrogate (\\uD800-\\uDFFF) cannot be matched");
+		*ret_cp = cp;
+		return 0;
+	}
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_')
+		return rx_fail(r, at, "unknown escape");
+	/* Escaped punctuation, space or control character: itself. */
+	*ret_cp = (unsigned char)c;
+	return 0;
+}
+
+/* Reads one class atom: a code point (returns 0) or a class escape (1). */
+static int rx_class_atom(struct rx *r, uint32_t *ret_cp, char *ret_class)
+{
+	uint32_t cp;
+	int k;
+
+	k = rx_next(r, &cp);
+	if (k < 0)
+		return k;
+	if (cp != '\\') {
+		*ret_cp = cp;
+		return 0;
+	}
+	return rx_escape(r, true, ret_cp, ret_class);
+}
+
+/* Parses "[...]" (after the "[") into a set. */
+static int rx_class(struct rx *r, struct cp_set *set)
+{
+	size_t at = r->i - 1;
+	bool negate = false;
+
+	if (rx_peek(r, 0) == '^') {
+		negate = true;
+		r->i++;
+	}
+	for (;;) {
+		uint32_t a, b;
+		char ca = 0, cb = 0;
+		int ka, kb;
+
+		if (!rx_more(r))
+			return rx_fail(r, at, "missing ']'");
+		if (r->p[r->i] == ']') {
+			r->i++;
+			break;
+		}
+		ka = rx_class_atom(r, &a, &ca);
+		if (ka < 0)
+			return ka;
+		if (rx_peek(r, 0) != '-' || !rx_more(r) || r->i + 1 >= r->n || rx_peek(r, 1) == ']') {
+			if (ka == 1)
+				cp_set_add_class(set, ca);
+			else
+				cp_set_add(set, a, a);
+			continue;
+		}
+		r->i++;		/* the "-" */
+		kb = rx_class_atom(r, &b, &cb);
+		if (kb < 0)
+			return kb;
+		if (ka == 1 || kb == 1) {
+			/* [\d-z]: the "-" is itself (Annex B). */
+			if (ka == 1)
+				cp_set_add_class(set, ca);
+			else
+				cp_set_add(set, a, a);
+			cp_set_add(set, '-', '-');
+			if (kb == 1)
+				cp_set_add_class(set, cb);
+			else
+				cp_set_add(set, b, b);
+			continue;
+		}
+		if (a > b)
+			return rx_fail(r, at, "range out of order in character class");
+		cp_set_add(set, a, b);
+	}
+	cp_set_normalize(set);
+	if (negate)
+		cp_set_complement(set);
+	return 0;
+}
+
+/* Adds an atom of the given output size to the current group. */
+static int rx_atom(struct rx *r, size_t before)
+{
+	size_t w = r->out.len - before;
+
+	r->weight += w;
+	r->last = w;
+	if (r->weight > REGEX_WEIGHT_MAX)
+		return rx_fail(r, r->i, "the pattern is too large");
+	return 0;
+}
+
+/* Parses {n}, {n,} or {n,m} after the "{"; false (nothing consumed) when
+ * the brace does not start a quantifier, and so stands for itself. */
+static bool rx_braces(struct rx *r, unsigned long *ret_min, unsigned long *ret_max, bool *ret_has_max)
+{
+	size_t i = r->i;
+	unsigned long min = 0, max = 0;
+	bool has_max = false, digits = false;
+
+	while (i < r->n && r->p[i] >= '0' && r->p[i] <= '9') {
+		min = MIN(min * 10 + (unsigned long)(r->p[i] - '0'), 1000000ul);
+		digits = true;
+		i++;
+	}
+	if (!digits)
+		return false;
+	if (i < r->n && r->p[i] == ',') {
+		i++;
+		digits = false;
+		while (i < r->n && r->p[i] >= '0' && r->p[i] <= '9') {
+			max = MIN(max * 10 + (unsigned long)(r->p[i] - '0'), 1000000ul);
+			digits = true;
+			i++;
+		}
+		has_max = digits;
+		if (!digits)
+			max = 0;
+	} else {
+		max = min;
+		has_max = true;
+	}
+	if (i >= r->n || r->p[i] != '}')
+		return false;
+	r->i = i + 1;
+	*ret_min = min;
+	*ret_max = max;
+	*ret_has_max = has_max;
+	return true;
+}
+
+/* Applies a quantifier to the last atom. */
+static int rx_quantify(struct rx *r, size_t at, size_t factor)
+{
+	size_t extra;
+
+	if (r->last == 0)
+		return rx_fail(r, at, "nothing to repeat");
+	if (factor > 1) {
+		if (r->last > REGEX_WEIGHT_MAX / (factor - 1))
+			return rx_fail(r, at, "the pattern is too large");
+		extra = r->last * (factor - 1);
+		r->weight += extra;
+		if (r->weight > REGEX_WEIGHT_MAX)
+			return rx_fail(r, at, "the pattern is too large");
+	}
+	r->last = 0;
+	/* A lazy quantifier matches the same strings. */
+	if (rx_peek(r, 0) == '?')
+		r->i++;
+	return 0;
+}
+
+/* Parses the group opening after "(". */
+static int rx_group_open(struct rx *r, size_t at)
+{
+	if (r->depth >= REGEX_GROUPS_MAX)
+		return rx_fail(r, at, "groups nested too deeply");
+	if (rx_peek(r, 0) == '?') {
+		char k = rx_peek(r, 1);
+
+		if (k == ':')
+			r->i += 2;
+		else if (k == '=' || k == '!')
+			return rx_fail(r, at, "lookahead assertions are not supported");
+		else if (k == '<' && (rx_peek(r, 2) == '=' || rx_peek(r, 2) == '!'))
+			return rx_fail(r, at, "lookbehind assertions are not supported");
+		else if (k == '<') {
+			size_t i = r->i + 2, start = i;
+
+			while (i < r->n && (((unsigned char)r->p[i] >= 0x80) ||
+					    (r->p[i] >= 'a' && r->p[i] <= 'z') ||
+					    (r->p[i] >= 'A' && r->p[i] <= 'Z') ||
+					    (r->p[i] >= '0' && r->p[i] <= '9') ||
+					    r->p[i] == '_' || r->p[i] == '$'))
+				i++;
+			if (i == start || i >= r->n || r->p[i] != '>')
+				return rx_fail(r, at, "invalid group name");
+			r->i = i + 1;
+		} else
+			return rx_fail(r, at, "invalid group");
+	}
+	buf_putc(&r->out, '(');
+	r->saved[r->depth++] = r->weight;
+	r->weight = 0;
+	r->last = 0;
+	return 0;
+}
+
+/* Translates the whole pattern into r->out (NUL-terminated). */
+static int rx_translate(struct rx *r)
+{
+	while (rx_more(r)) {
+		size_t at = r->i, before = r->out.len;
+		unsigned long min, max;
+		bool has_max;
+		uint32_t cp;
+		char cls = 0;
+		int k;
+
+		k = rx_next(r, &cp);
+		if (k < 0)
+			return k;
+		switch (cp) {
+		case '^':
+		case '$':
+			buf_putc(&r->out, (char)cp);
+			r->weight++;
+			r->last = 0;
+			continue;
+		case '|':
+			buf_putc(&r->out, '|');
+			r->weight++;
+			r->last = 0;
+			continue;
+		case '(':
+			k = rx_group_open(r, at);
+			if (k < 0)
+				return k;
+			continue;
+		case ')': {
+			size_t w;
+
+			if (r->depth == 0)
+				return rx_fail(r, at, "unmatched ')'");
+			buf_putc(&r->out, ')');
+			w = r->weight + 2;
+			r->weight = r->saved[--r->depth] + w;
+			r->last = w;
+			if (r->weight > REGEX_WEIGHT_MAX)
+				return rx_fail(r, at, "the pattern is too large");
+			continue;
+		}
+		case '*':
+		case '+':
+		case '?':
+			k = rx_quantify(r, at, 2);
+			if (k < 0)
+				return k;
+			buf_putc(&r->out, (char)cp);
+			continue;
+		case '{':
+			if (rx_braces(r, &min, &max, &has_max)) {
+				if (has_max && min > max)
+					return rx_fail(r, at, "numbers out of order in {} quantifier");
+				if (min > REGEX_REPEAT_MAX || max > REGEX_REPEAT_MAX)
+					return rx_fail(r, at, "repeat count above 32767");
+				k = rx_quantify(r, at, MAX(has_max ? max : min + 1, 1ul));
+				if (k < 0)
+					return k;
+				if (!has_max)
+					buf_printf(&r->out, "{%lu,}", min);
+				else if (min == max)
+					buf_printf(&r->out, "{%lu}", min);
+				else
+					buf_printf(&r->out, "{%lu,%lu}", min, max);
+				continue;
+			}
+			emit_cp(&r->out, '{');
+			break;
+		case '.': {
+			struct cp_set set = {};
+
+			cp_set_add(&set, '\n', '\n');
+			cp_set_add(&set, '\r', '\r');
+			cp_set_add(&set, 0x2028, 0x2029);
+			cp_set_normalize(&set);
+			cp_set_complement(&set);
+			emit_cp_set(&r->out, &set);
+			free(set.r);
+			break;
+		}
+		case '[': {
+			struct cp_set set = {};
+
+			k = rx_class(r, &set);
+			if (k >= 0)
+				emit_cp_set(&r->out, &set);
+			free(set.r);
+			if (k < 0)
+				return k;
+			break;
+		}
+		case '\\':
+			k = rx_escape(r, false, &cp, &cls);
+			if (k < 0)
+				return k;
+			if (k == 1) {
+				struct cp_set set = {};
+
+				cp_set_add_class(&set, cls);
+				emit_cp_set(&r->out, &set);
+				free(set.r);
+			} else
+				emit_cp(&r->out, cp);
+			break;
+		default:
+			/* Literals, "]" and "}" included (Annex B). */
+			emit_cp(&r->out, cp);
+			break;
+		}
+		k = rx_atom(r, before);
+		if (k < 0)
+			return k;
+	}
+	if (r->depth > 0)
+		return rx_fail(r, r->n, "missing ')'");
+	buf_putc(&r->out, '\0');
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Compiling.
+ */
+
+struct compiler {
+	struct schema *s;
+	struct buf where;	/* JSON pointer of the schema being compiled */
+	char *err;
+	unsigned depth;
+};
+
+static const char *where_str(struct compiler *c)
+{
+	buf_reserve(&c->where, 1);
+	c->where.data[c->where.len] = '\0';
+	return c->where.data;
+}
+
+static int fail_at(struct compiler *c, const char *where, const char *fmt, ...) PRINTF(3, 4);
+static int fail_at(struct compiler *c, const char *where, const char *fmt, ...)
+{
+	_cleanup_free_ char *msg = NULL;
+	va_list ap;
+
+	if (c->err)
+		return -EINVAL;
+	va_start(ap, fmt);
+	msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	c->err = xasprintf("%s: %s", where[0] ? where : "(root)", msg);
+	return -EINVAL;
+}
+
+#define fail(c, ...) fail_at((c), where_str(c), __VA_ARGS__)
+
+/* Appends a segment to the current location; returns the length to restore. */
+static size_t where_push(struct compiler *c, const char *seg, size_t len)
+{
+	size_t saved = c->where.len;
+
+	buf_putc(&c->where, '/');
+	for (size_t i = 0; i < len; i++) {
+		if (seg[i] == '~')
+			buf_puts(&c->where, "~0");
+		else if (seg[i] == '/')
+			buf_puts(&c->where, "~1");
+		else if (seg[i] == '\0')
+			buf_puts(&c->where, "\\u0000");
+		else
+			buf_putc(&c->where, seg[i]);
+	}
+	return saved;
+}
+
+static void where_pop(struct compiler *c, size_t saved)
+{
+	c->where.len = saved;
+}
+
+static struct node *node_new(struct compiler *c, const struct json *src)
+{
+	struct schema *s = c->s;
+	struct node *n = xcalloc(1, sizeof(*n));
+
+	if (s->n_nodes == s->cap_nodes) {
+		s->cap_nodes = s->cap_nodes ? s->cap_nodes * 2 : 16;
+		s->nodes = xreallocarray(s->nodes, s->cap_nodes, sizeof(*s->nodes));
+	}
+	n->id = s->n_nodes;
+	n->src = src;
+	n->where = xstrdup(where_str(c));
+	n->max_len = SIZE_MAX;
+	n->max_items = SIZE_MAX;
+	s->nodes[s->n_nodes++] = n;
+	return n;
+}
+
+static int compile_node(struct compiler *c, const struct json *v, struct node **ret);
+
+/* Compiles the schema at <where>/<seg>. */
+static int compile_sub(struct compiler *c, const char *seg, size_t len, const struct json *v,
+		       struct node **ret)
+{
+	size_t saved = where_push(c, seg, len);
+	int r = compile_node(c, v, ret);
+
+	where_pop(c, saved);
+	return r;
+}
+
+/* Compiles the schema at <where>/<kw>/<index>. */
+static int compile_indexed(struct compiler *c, const char *kw, size_t index, const struct json *v,
+			   struct node **ret)
+{
+	char num[32];
+	size_t saved = where_push(c, kw, strlen(kw));
+	int r;
+
+	snprintf(num, sizeof(num), "%zu", index);
+	r = compile_sub(c, num, strlen(num), v, ret);
+	where_pop(c, saved);
+	return r;
+}
+
+typedef int (*kw_fn)(struct compiler *c, struct node *n, const char *kw, const struct json *v);
+
+static int kw_type(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	const struct json *const *list;
+	struct buf text = {};
+	const struct json *one = v;
+	size_t count;
+
+	if (v->type == JSON_STRING) {
+		list = &one;
+		count = 1;
+	} else if (v->type == JSON_ARRAY && v->u.arr.n > 0) {
+		list = (const struct json *const *)v->u.arr.items;
+		count = v->u.arr.n;
+	} else
+		return fail(c, "'type' must be a type name or a non-empty array of type names");
+
+	for (size_t i = 0; i < count; i++) {
+		unsigned bit = 0;
+
+		if (list[i]->type == JSON_STRING)
+			for (size_t k = 0; k < ELEMENTSOF(type_names); k++)
+				if (str_eq(list[i]->u.str.s, type_names[k].name) &&
+				    strlen(type_names[k].name) == list[i]->u.str.len)
+					bit = type_names[k].bit;
+		if (!bit) {
+			_cleanup_free_ char *shown = show_value_str(list[i]);
+
+			buf_free(&text);
+			return fail(c, "'type': unknown type %s (expected null, boolean, object, array, "
+				    "number, string or integer)", shown);
+		}
+		if (n->types & bit) {
+			buf_free(&text);
+			return fail(c, "'type' lists '%s' twice", list[i]->u.str.s);
+		}
+		n->types |= bit;
+		if (i > 0)
+			buf_puts(&text, i + 1 == count ? " or " : ", ");
+		buf_puts(&text, list[i]->u.str.s);
+	}
+	buf_putc(&text, '\0');
+	n->types_text = buf_steal(&text);
+	n->checks = true;
+	return 0;
+}
+
+static int kw_properties(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	size_t saved;
+	int r = 0;
+
+	if (v->type != JSON_OBJECT)
+		return fail(c, "'properties' must be an object mapping names to schemas");
+	n->props = xcalloc(MAX(v->u.obj.n, (size_t)1), sizeof(*n->props));
+	saved = where_push(c, kw, strlen(kw));
+	for (size_t i = 0; i < v->u.obj.n && r >= 0; i++) {
+		const struct json_member *m = &v->u.obj.members[i];
+
+		n->props[i].name = (struct name){ m->key, m->key_len };
+		r = compile_sub(c, m->key, m->key_len, m->value, &n->props[i].schema);
+		n->n_props = i + 1;
+	}
+	where_pop(c, saved);
+	if (r < 0)
+		return r;
+	qsort(n->props, n->n_props, sizeof(*n->props), prop_cmp);
+	n->checks = true;
+	return 0;
+}
+
+static int kw_required(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	struct name *sorted;
+
+	if (v->type != JSON_ARRAY)
+		return fail(c, "'required' must be an array of property names");
+	n->required = xcalloc(MAX(v->u.arr.n, (size_t)1), sizeof(*n->required));
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct json *e = v->u.arr.items[i];
+
+		if (e->type != JSON_STRING)
+			return fail(c, "'required' must be an array of property names (item %zu is not a string)", i);
+		n->required[i] = (struct name){ e->u.str.s, e->u.str.len };
+		n->n_required = i + 1;
+	}
+	sorted = xmemdup(n->required, MAX(n->n_required, (size_t)1) * sizeof(*sorted));
+	qsort(sorted, n->n_required, sizeof(*sorted), name_qcmp);
+	for (size_t i = 1; i < n->n_required; i++)
+		if (name_cmp(&sorted[i - 1], &sorted[i]) == 0) {
+			_cleanup_free_ char *shown = show_name(sorted[i].s, sorted[i].len);
+
+			free(sorted);
+			return fail(c, "'required' lists '%s' twice", shown);
+		}
+	free(sorted);
+	n->checks = true;
+	return 0;
+}
+
+static int kw_additional(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	n->checks = true;
+	return compile_sub(c, kw, strlen(kw), v, &n->additional);
+}
+
+static int kw_items(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	n->checks = true;
+	if (v->type != JSON_ARRAY)
+		return compile_sub(c, kw, strlen(kw), v, &n->items);
+	if (v->u.arr.n == 0)
+		return fail(c, "'items' must be a schema or a non-empty array of schemas");
+	n->tuple = xcalloc(v->u.arr.n, sizeof(*n->tuple));
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		int r = compile_indexed(c, kw, i, v->u.arr.items[i], &n->tuple[i]);
+
+		n->n_tuple = i + 1;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int kw_enum(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	struct buf text = {};
+
+	if (v->type != JSON_ARRAY || v->u.arr.n == 0)
+		return fail(c, "'enum' must be a non-empty array of values");
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		if (i > 0)
+			buf_puts(&text, ", ");
+		if (text.len > 4 * SHOW_MAX) {
+			buf_puts(&text, "...");
+			break;
+		}
+		show_value(&text, v->u.arr.items[i]);
+	}
+	buf_putc(&text, '\0');
+	n->enum_v = v;
+	n->enum_text = buf_steal(&text);
+	n->checks = true;
+	return 0;
+}
+
+static int kw_const(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	n->const_v = v;
+	n->const_text = show_value_str(v);
+	n->checks = true;
+	return 0;
+}
+
+static int kw_number(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	if (v->type != JSON_NUMBER) {
+		if (v->type == JSON_BOOL && str_has_prefix(kw, "exclusive"))
+			return fail(c, "'%s' must be a number (the boolean form of Draft 4 is not supported)", kw);
+		return fail(c, "'%s' must be a number", kw);
+	}
+	if (str_eq(kw, "minimum"))
+		n->minimum = v;
+	else if (str_eq(kw, "maximum"))
+		n->maximum = v;
+	else if (str_eq(kw, "exclusiveMinimum"))
+		n->xminimum = v;
+	else
+		n->xmaximum = v;
+	n->checks = true;
+	return 0;
+}
+
+static int kw_count(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	size_t count;
+	int64_t i;
+
+	if (v->type != JSON_NUMBER)
+		return fail(c, "'%s' must be a non-negative integer", kw);
+	if (json_get_int(v, &i)) {
+		if (i < 0)
+			return fail(c, "'%s' must be a non-negative integer, not %" PRId64, kw, i);
+		count = (uint64_t)i > SIZE_MAX ? SIZE_MAX : (size_t)i;
+	} else if (v->u.num.d > 0 && is_integral(v))
+		count = SIZE_MAX;	/* larger than anything */
+	else
+		return fail(c, "'%s' must be a non-negative integer", kw);
+
+	if (str_eq(kw, "minLength"))
+		n->min_len = count;
+	else if (str_eq(kw, "maxLength"))
+		n->max_len = count;
+	else if (str_eq(kw, "minItems"))
+		n->min_items = count;
+	else
+		n->max_items = count;
+	n->checks = true;
+	return 0;
+}
+
+static int kw_pattern(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	struct rx r = {};
+	locale_t old;
+	int k;
+
+	if (v->type != JSON_STRING)
+		return fail(c, "'pattern' must be a string");
+	n->pattern_text = show_name(v->u.str.s, v->u.str.len);
+	if (v->u.str.len > PATTERN_LEN_MAX)
+		return fail(c, "'pattern' is longer than %d bytes", PATTERN_LEN_MAX);
+	if (memchr(v->u.str.s, '\0', v->u.str.len))
+		return fail(c, "'pattern' contains a NUL character (write \\u0000 as \\\\0)");
+
+	r.p = v->u.str.s;
+	r.n = v->u.str.len;
+	k = rx_translate(&r);
+	if (k < 0) {
+		buf_free(&r.out);
+		return fail(c, "invalid pattern '%s': %s (at offset %zu)", n->pattern_text, r.err, r.err_at);
+	}
+	if (c->s->c_locale == (locale_t)0) {
+		c->s->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+		if (c->s->c_locale == (locale_t)0) {
+			buf_free(&r.out);
+			return fail(c, "cannot create the C locale for 'pattern': %s", strerror(errno));
+		}
+	}
+	n->re = xmalloc(sizeof(*n->re));
+	old = uselocale(c->s->c_locale);
+	k = regcomp(n->re, r.out.data, REG_EXTENDED | REG_NOSUB);
+	uselocale(old);
+	buf_free(&r.out);
+	if (k != 0) {
+		char why[128];
+
+		regerror(k, n->re, why, sizeof(why));
+		free(n->re);
+		n->re = NULL;
+		return fail(c, "invalid pattern '%s': %s", n->pattern_text, why);
+	}
+	n->checks = true;
+	return 0;
+}
+
+static int kw_unique(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	if (v->type != JSON_BOOL)
+		return fail(c, "'uniqueItems' must be a boolean");
+	n->unique = v->u.b;
+	n->checks = true;
+	return 0;
+}
+
+static int kw_schema_list(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	struct node ***list;
+	size_t *count;
+
+	if (v->type != JSON_ARRAY || v->u.arr.n == 0)
+		return fail(c, "'%s' must be a non-empty array of schemas", kw);
+	if (str_eq(kw, "allOf")) {
+		list = &n->all_of;
+		count = &n->n_all;
+	} else if (str_eq(kw, "anyOf")) {
+		list = &n->any_of;
+		count = &n->n_any;
+	} else {
+		list = &n->one_of;
+		count = &n->n_one;
+	}
+	*list = xcalloc(v->u.arr.n, sizeof(**list));
+	n->checks = true;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		int r = compile_indexed(c, kw, i, v->u.arr.items[i], &(*list)[i]);
+
+		*count = i + 1;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int kw_not(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	n->checks = true;
+	return compile_sub(c, kw, strlen(kw), v, &n->not);
+}
+
+static int kw_ref(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	if (v->type != JSON_STRING)
+		return fail(c, "'$ref' must be a string");
+	n->ref_text = (struct name){ v->u.str.s, v->u.str.len };
+	return 0;
+}
+
+static int kw_definitions(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	size_t saved;
+	int r = 0;
+
+	if (v->type != JSON_OBJECT)
+		return fail(c, "'definitions' must be an object mapping names to schemas");
+	saved = where_push(c, kw, strlen(kw));
+	for (size_t i = 0; i < v->u.obj.n && r >= 0; i++) {
+		struct node *unused;
+
+		/* Reached through $ref only: compiled so refs can find it. */
+		r = compile_sub(c, v->u.obj.members[i].key, v->u.obj.members[i].key_len,
+				v->u.obj.members[i].value, &unused);
+	}
+	where_pop(c, saved);
+	return r;
+}
+
+static int kw_string(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	if (v->type != JSON_STRING)
+		return fail(c, "'%s' must be a string", kw);
+	return 0;
+}
+
+static int kw_examples(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	if (v->type != JSON_ARRAY)
+		return fail(c, "'examples' must be an array");
+	return 0;
+}
+
+static int kw_any(struct compiler *c, struct node *n, const char *kw, const struct json *v)
+{
+	return 0;
+}
+
+static const struct keyword {
+	const char *name;
+	kw_fn compile;
+} keywords[] = {
+	{ "type", kw_type },
+	{ "properties", kw_properties },
+	{ "required", kw_required },
+	{ "additionalProperties", kw_additional },
+	{ "items", kw_items },
+	{ "enum", kw_enum },
+	{ "const", kw_const },
+	{ "minimum", kw_number },
+	{ "maximum", kw_number },
+	{ "exclusiveMinimum", kw_number },
+	{ "exclusiveMaximum", kw_number },
+	{ "minLength", kw_count },
+	{ "maxLength", kw_count },
+	{ "minItems", kw_count },
+	{ "maxItems", kw_count },
+	{ "pattern", kw_pattern },
+	{ "uniqueItems", kw_unique },
+	{ "allOf", kw_schema_list },
+	{ "anyOf", kw_schema_list },
+	{ "oneOf", kw_schema_list },
+	{ "not", kw_not },
+	{ "$ref", kw_ref },
+	{ "definitions", kw_definitions },
+	/* Annotations: checked for shape, otherwise ignored. */
+	{ "title", kw_string },
+	{ "description", kw_string },
+	{ "format", kw_string },
+	{ "$schema", kw_string },
+	{ "$comment", kw_string },
+	{ "default", kw_any },
+	{ "examples", kw_examples },
+};
+
+static const struct keyword *keyword_find(const char *key, size_t len)
+{
+	for (size_t i = 0; i < ELEMENTSOF(keywords); i++)
+		if (strlen(keywords[i].name) == len && memcmp(keywords[i].name, key, len) == 0)
+			return &keywords[i];
+	return NULL;
+}
+
+/* Builds the " (allowed: a, b)" hint of a closed object. */
+static void make_allowed_hint(struct node *n)
+{
+	struct buf b = {};
+
+	if (!n->additional || n->additional->kind != NODE_FALSE)
+		return;
+	if (n->n_props == 0) {
+		n->allowed_hint = xstrdup(" (no properties are allowed)");
+		return;
+	}
+	buf_puts(&b, " (allowed: ");
+	for (size_t i = 0; i < n->n_props; i++) {
+		_cleanup_free_ char *shown = NULL;
+
+		if (i > 0)
+			buf_puts(&b, ", ");
+		if (i == 12) {
+			buf_puts(&b, "...");
+			break;
+		}
+		shown = show_name(n->props[i].name.s, n->props[i].name.len);
+		buf_puts(&b, shown);
+	}
+	buf_puts(&b, ")");
+	buf_putc(&b, '\0');
+	n->allowed_hint = buf_steal(&b);
+}
+
+/* Compiles the schema v at the current location. */
+static int compile_node(struct compiler *c, const struct json *v, struct node **ret)
+{
+	struct node *n = node_new(c, v);
+	int r = 0;
+
+	*ret = n;
+	if (v->type == JSON_BOOL) {
+		n->kind = v->u.b ? NODE_TRUE : NODE_FALSE;
+		return 0;
+	}
+	if (v->type != JSON_OBJECT)
+		return fail(c, "a schema must be an object or a boolean, not %s", kind_name(v));
+	if (c->depth >= COMPILE_DEPTH_MAX)
+		return fail(c, "schemas nested more than %d deep", COMPILE_DEPTH_MAX);
+
+	c->depth++;
+	for (size_t i = 0; i < v->u.obj.n && r >= 0; i++) {
+		const struct json_member *m = &v->u.obj.members[i];
+		const struct keyword *kw = keyword_find(m->key, m->key_len);
+
+		if (!kw) {
+			_cleanup_free_ char *shown = show_name(m->key, m->key_len);
+
+			r = fail(c, "unsupported keyword '%s'", shown);
+		} else
+			r = kw->compile(c, n, kw->name, m->value);
+	}
+	c->depth--;
+	if (r < 0)
+		return r;
+	make_allowed_hint(n);
+	return 0;
+}
+
+static int node_src_cmp(const void *a, const void *b)
+{
+	const struct node *x = *(const struct node *const *)a, *y = *(const struct node *const *)b;
+	uintptr_t p = (uintptr_t)x->src, q = (uintptr_t)y->src;
+
+	return p < q ? -1 : p > q;
+}
+
+/* Decodes the %XX escapes of a URI fragment. */
+static int percent_decode(const char *s, size_t n, struct buf *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		int h, l;
+
+		if (s[i] != '%') {
+			buf_putc(out, s[i]);
+			continue;
+		}
+		h = i + 1 < n ? hexval(s[i + 1]) : -1;
+		l = i + 2 < n ? hexval(s[i + 2]) : -1;
+		if (h < 0 || l < 0)
+			return -EINVAL;
+		buf_putc(out, (char)(h * 16 + l));
+		i += 2;
+	}
+	return 0;
+}
+
+/* Walks the JSON pointer p (decoded, "" or "/a/b") from root. */
+static const struct json *pointer_walk(const struct json *root, const char *p, size_t n)
+{
+	const struct json *v = root;
+	size_t i = 0;
+
+	while (i < n) {
+		struct buf tok = {};
+		const struct json *next = NULL;
+
+		if (p[i] != '/')
+			return NULL;
+		i++;
+		while (i < n && p[i] != '/') {
+			if (p[i] == '~') {
+				if (i + 1 < n && p[i + 1] == '0')
+					buf_putc(&tok, '~');
+				else if (i + 1 < n && p[i + 1] == '1')
+					buf_putc(&tok, '/');
+				else {
+					buf_free(&tok);
+					return NULL;
+				}
+				i += 2;
+			} else
+				buf_putc(&tok, p[i++]);
+		}
+		if (v->type == JSON_OBJECT) {
+			for (size_t k = 0; k < v->u.obj.n; k++)
+				if (v->u.obj.members[k].key_len == tok.len &&
+				    memcmp(v->u.obj.members[k].key, buf_head(&tok), tok.len) == 0) {
+					next = v->u.obj.members[k].value;
+					break;
+				}
+		} else if (v->type == JSON_ARRAY && tok.len > 0 && tok.len < 19 &&
+			   (tok.len == 1 || tok.data[0] != '0')) {
+			size_t idx = 0;
+			bool digits = true;
+
+			for (size_t k = 0; k < tok.len; k++) {
+				if (tok.data[k] < '0' || tok.data[k] > '9')
+					digits = false;
+				else
+					idx = idx * 10 + (size_t)(tok.data[k] - '0');
+			}
+			if (digits && idx < v->u.arr.n)
+				next = v->u.arr.items[idx];
+		}
+		buf_free(&tok);
+		if (!next)
+			return NULL;
+		v = next;
+	}
+	return v;
+}
+
+/* Points every $ref node at the node it names. */
+static int resolve_refs(struct compiler *c)
+{
+	struct schema *s = c->s;
+	_cleanup_free_ struct node **by_src = xmemdup(s->nodes, s->n_nodes * sizeof(*by_src));
+	const struct json *root = json_doc_root(s->doc);
+
+	qsort(by_src, s->n_nodes, sizeof(*by_src), node_src_cmp);
+	for (size_t i = 0; i < s->n_nodes; i++) {
+		struct node *n = s->nodes[i], key, *keyp = &key, **found;
+		_cleanup_free_ char *shown = NULL;
+		struct buf ptr = {};
+		const struct json *target;
+
+		if (!n->ref_text.s)
+			continue;
+		shown = show_name(n->ref_text.s, n->ref_text.len);
+		if (n->ref_text.len == 0 || n->ref_text.s[0] != '#')
+			return fail_at(c, n->where, "$ref '%s' is not a local reference: only references "
+				       "into this schema ('#', '#/definitions/name') are supported", shown);
+		if (percent_decode(n->ref_text.s + 1, n->ref_text.len - 1, &ptr) < 0) {
+			buf_free(&ptr);
+			return fail_at(c, n->where, "$ref '%s': invalid %%-escape", shown);
+		}
+		if (ptr.len > 0 && ptr.data[0] != '/') {
+			buf_free(&ptr);
+			return fail_at(c, n->where, "$ref '%s': only JSON-pointer fragments are supported "
+				       "(such as '#/definitions/name')", shown);
+		}
+		target = pointer_walk(root, buf_head(&ptr), ptr.len);
+		buf_free(&ptr);
+		if (!target)
+			return fail_at(c, n->where, "$ref '%s' points to nothing in this schema", shown);
+		key.src = target;
+		found = bsearch(&keyp, by_src, s->n_nodes, sizeof(*by_src), node_src_cmp);
+		if (!found)
+			return fail_at(c, n->where, "$ref '%s' does not point to a schema", shown);
+		n->ref = *found;
+	}
+	return 0;
+}
+
+/* The i-th schema applied to the same instance as n (no input consumed). */
+static const struct node *in_place_edge(const struct node *n, size_t i)
+{
+	if (n->ref)
+		return i == 0 ? n->ref : NULL;
+	if (i < n->n_all)
+		return n->all_of[i];
+	i -= n->n_all;
+	if (i < n->n_any)
+		return n->any_of[i];
+	i -= n->n_any;
+	if (i < n->n_one)
+		return n->one_of[i];
+	i -= n->n_one;
+	return i == 0 ? n->not : NULL;
+}
+
+/* Refuses cycles of $ref, allOf, anyOf, oneOf and not that come back to a
+ * schema without consuming any of the instance: validation would never end. */
+static int check_cycles(struct compiler *c)
+{
+	struct schema *s = c->s;
+	_cleanup_free_ unsigned char *color = xcalloc(MAX(s->n_nodes, (size_t)1), 1);
+	_cleanup_free_ size_t *stack_node = xcalloc(MAX(s->n_nodes, (size_t)1), sizeof(size_t));
+	_cleanup_free_ size_t *stack_edge = xcalloc(MAX(s->n_nodes, (size_t)1), sizeof(size_t));
+
+	for (size_t start = 0; start < s->n_nodes; start++) {
+		size_t sp = 0;
+
+		if (color[start])
+			continue;
+		color[start] = 1;
+		stack_node[sp] = start;
+		stack_edge[sp] = 0;
+		sp++;
+		while (sp > 0) {
+			const struct node *n = s->nodes[stack_node[sp - 1]];
+			const struct node *next = in_place_edge(n, stack_edge[sp - 1]++);
+
+			if (!next) {
+				color[n->id] = 2;
+				sp--;
+				continue;
+			}
+			if (color[next->id] == 1)
+				return fail_at(c, next->where, "$ref cycle that never consumes input "
+					       "(validation would not end)");
+			if (color[next->id] == 0) {
+				color[next->id] = 1;
+				stack_node[sp] = next->id;
+				stack_edge[sp] = 0;
+				sp++;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Compiles from our own document. */
+static int compile_doc(struct json_doc *doc, struct schema **ret, char **ret_err)
+{
+	struct compiler c = {};
+	struct schema *s = xcalloc(1, sizeof(*s));
+	int r;
+
+	s->doc = doc;
+	c.s = s;
+	r = compile_node(&c, json_doc_root(doc), &s->root);
+	if (r >= 0)
+		r = resolve_refs(&c);
+	if (r >= 0)
+		r = check_cycles(&c);
+	buf_free(&c.where);
+	if (r < 0) {
+		schema_free(s);
+		if (ret_err)
+			*ret_err = TAKE_PTR(c.err);
+		free(c.err);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+int schema_compile_text(const char *text, size_t len, struct schema **ret, char **ret_err)
+{
+	struct json_doc *doc = NULL;
+	struct json_err jerr = {};
+	int r;
+
+	r = json_parse(text, len, 0, COPY_DEPTH_MAX, &doc, &jerr);
+	if (r < 0) {
+		if (ret_err)
+			*ret_err = xasprintf("the schema is not valid JSON: %s (at byte %zu)", jerr.msg,
+					     jerr.offset);
+		return -EINVAL;
+	}
+	return compile_doc(doc, ret, ret_err);
+}
+
+/* True when v nests more than max containers (checked before copying). */
+static bool json_deeper_than(const struct json *v, unsigned max)
+{
+	if (v->type != JSON_ARRAY && v->type != JSON_OBJECT)
+		return false;
+	if (max == 0)
+		return true;
+	for (size_t i = 0; i < (v->type == JSON_ARRAY ? v->u.arr.n : v->u.obj.n); i++)
+		if (json_deeper_than(v->type == JSON_ARRAY ? v->u.arr.items[i] : v->u.obj.members[i].value,
+				     max - 1))
+			return true;
+	return false;
+}
+
+int schema_compile(const struct json *root, struct schema **ret, char **ret_err)
+{
+	struct buf text = {};
+	struct jgen *g;
+	int r;
+
+	if (!root) {
+		if (ret_err)
+			*ret_err = xstrdup("no schema");
+		return -EINVAL;
+	}
+	if (json_deeper_than(root, COPY_DEPTH_MAX)) {
+		if (ret_err)
+			*ret_err = xasprintf("the schema nests more than %d levels", COPY_DEPTH_MAX);
+		return -EINVAL;
+	}
+	/* Keep a private copy: names, const and enum values point into it. */
+	g = jgen_new(&text);
+	jgen_value(g, root);
+	jgen_free(g);
+	r = schema_compile_text(buf_head(&text), buf_size(&text), ret, ret_err);
+	buf_free(&text);
+	return r;
+}
+
+struct schema *schema_free(struct schema *s)
+{
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < s->n_nodes; i++) {
+		struct node *n = s->nodes[i];
+
+		free(n->where);
+		free(n->types_text);
+		free(n->props);
+		free(n->allowed_hint);
+		free(n->required);
+		free(n->tuple);
+		free(n->enum_text);
+		free(n->const_text);
+		if (n->re) {
+			regfree(n->re);
+			free(n->re);
+		}
+		free(n->pattern_text);
+		free(n->all_of);
+		free(n->any_of);
+		free(n->one_of);
+		free(n);
+	}
+	free(s->nodes);
+	if (s->c_locale != (locale_t)0)
+		freelocale(s->c_locale);
+	json_doc_unref(s->doc);
+	free(s);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Validating.
+ */
+
+struct seg {
+	const char *key;	/* NULL: an array index */
+	size_t len;		/* key length, or the index */
+};
+
+struct vctx {
+	const struct schema *s;
+	struct schema_errors *errs;	/* NULL: stop at the first error */
+	size_t added;			/* errors added by this validation */
+	struct seg *path;
+	size_t n_path, cap_path;
+	struct seg path_inline[16];
+	unsigned depth, ref_depth;
+	size_t steps;
+	bool stop;			/* a limit was hit: everything fails */
+	char *limit_path, *limit_msg;
+};
+
+static void path_push(struct vctx *x, const char *key, size_t len)
+{
+	if (x->n_path == x->cap_path) {
+		size_t cap = x->cap_path * 2;
+
+		if (x->path == x->path_inline) {
+			x->path = xmemdup(x->path_inline, sizeof(x->path_inline));
+			x->path = xreallocarray(x->path, cap, sizeof(*x->path));
+		} else
+			x->path = xreallocarray(x->path, cap, sizeof(*x->path));
+		x->cap_path = cap;
+	}
+	x->path[x->n_path++] = (struct seg){ key, len };
+}
+
+static void path_pop(struct vctx *x)
+{
+	x->n_path--;
+}
+
+/* Formats the current instance location as a JSON pointer (RFC 6901). */
+static char *path_format(const struct vctx *x)
+{
+	struct buf b = {};
+
+	for (size_t i = 0; i < x->n_path; i++) {
+		const struct seg *g = &x->path[i];
+
+		buf_putc(&b, '/');
+		if (!g->key) {
+			buf_printf(&b, "%zu", g->len);
+			continue;
+		}
+		for (size_t k = 0; k < g->len; k++) {
+			if (g->key[k] == '~')
+				buf_puts(&b, "~0");
+			else if (g->key[k] == '/')
+				buf_puts(&b, "~1");
+			else
+				buf_putc(&b, g->key[k]);
+		}
+	}
+	buf_putc(&b, '\0');
+	return buf_steal(&b);
+}
+
+static void errors_append(struct schema_errors *errs, char *path, char *message)
+{
+	errs->v = xreallocarray(errs->v, errs->n + 1, sizeof(*errs->v));
+	errs->v[errs->n++] = (struct schema_error){ .path = path, .message = message };
+}
+
+/* Records an error at the current location (when collecting). */
+static void add_error(struct vctx *x, const char *fmt, ...) PRINTF(2, 3);
+static void add_error(struct vctx *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!x->errs || x->stop)
+		return;
+	if (x->added == ERRORS_MAX) {
+		/* Enough to act on; the rest would only bloat the reply. */
+		errors_append(x->errs, xstrdup(""),
+			      xasprintf("too many errors: only the first %d are reported", ERRORS_MAX));
+		x->stop = true;
+		return;
+	}
+	va_start(ap, fmt);
+	errors_append(x->errs, path_format(x), xvasprintf(fmt, ap));
+	va_end(ap);
+	x->added++;
+}
+
+/* Stops the validation: a limit was reached. */
+static void hit_limit(struct vctx *x, const char *msg)
+{
+	if (!x->limit_msg) {
+		x->limit_path = path_format(x);
+		x->limit_msg = xstrdup(msg);
+	}
+	x->stop = true;
+}
+
+static bool validate(struct vctx *x, const struct node *n, const struct json *v);
+
+/* Validates without collecting errors (for anyOf, oneOf, not). */
+static bool probe(struct vctx *x, const struct node *n, const struct json *v)
+{
+	struct schema_errors *saved = x->errs;
+	bool ok;
+
+	x->errs = NULL;
+	ok = validate(x, n, v);
+	x->errs = saved;
+	return ok;
+}
+
+/* Compares two numbers by value. */
+static int num_cmp(const struct json *a, const struct json *b)
+{
+	long double p, q;
+
+	if (a->u.num.is_int && b->u.num.is_int)
+		return (a->u.num.i > b->u.num.i) - (a->u.num.i < b->u.num.i);
+	/* long double holds every int64 exactly. */
+	p = a->u.num.is_int ? (long double)a->u.num.i : (long double)a->u.num.d;
+	q = b->u.num.is_int ? (long double)b->u.num.i : (long double)b->u.num.d;
+	return (p > q) - (p < q);
+}
+
+static const char *num_text(const struct json *v, int *ret_len)
+{
+	*ret_len = (int)MIN(v->u.num.raw_len, (size_t)64);
+	return v->u.num.raw;
+}
+
+static bool validate_number(struct vctx *x, const struct node *n, const struct json *v)
+{
+	bool ok = true;
+	int len;
+	const char *t;
+
+	if (n->minimum && num_cmp(v, n->minimum) < 0) {
+		t = num_text(n->minimum, &len);
+		add_error(x, "must be >= %.*s", len, t);
+		ok = false;
+	}
+	if (n->maximum && num_cmp(v, n->maximum) > 0) {
+		t = num_text(n->maximum, &len);
+		add_error(x, "must be <= %.*s", len, t);
+		ok = false;
+	}
+	if (n->xminimum && num_cmp(v, n->xminimum) <= 0) {
+		t = num_text(n->xminimum, &len);
+		add_error(x, "must be > %.*s", len, t);
+		ok = false;
+	}
+	if (n->xmaximum && num_cmp(v, n->xmaximum) >= 0) {
+		t = num_text(n->xmaximum, &len);
+		add_error(x, "must be < %.*s", len, t);
+		ok = false;
+	}
+	return ok;
+}
+
+/* Matches an unanchored pattern against a string. */
+static bool pattern_matches(const struct vctx *x, const regex_t *re, const char *s, size_t len)
+{
+	_cleanup_free_ char *copy = NULL;
+	regmatch_t m[1];
+	locale_t old;
+	int r;
+
+	if (len > INT_MAX)
+		return false;
+	if (memchr(s, '\0', len)) {
+		/* The patterns stand for U+0000 with 0xFF. */
+		copy = xmemdup(s, len);
+		for (size_t i = 0; i < len; i++)
+			if (copy[i] == '\0')
+				copy[i] = (char)NUL_BYTE;
+		s = copy;
+	}
+	m[0].rm_so = 0;
+	m[0].rm_eo = (regoff_t)len;
+	old = uselocale(x->s->c_locale);
+	r = regexec(re, s, 1, m, REG_STARTEND);
+	uselocale(old);
+	return r == 0;
+}
+
+static bool validate_string(struct vctx *x, const struct node *n, const struct json *v)
+{
+	size_t bytes = v->u.str.len;
+	bool ok = true;
+
+	/* Code points lie between bytes/4 and bytes: count only when needed. */
+	if (bytes > n->max_len || bytes / 4 < n->min_len) {
+		size_t cps = utf8_length(v->u.str.s, bytes);
+
+		if (cps < n->min_len) {
+			add_error(x, "must be at least %zu characters long", n->min_len);
+			ok = false;
+		}
+		if (cps > n->max_len) {
+			add_error(x, "must be at most %zu characters long", n->max_len);
+			ok = false;
+		}
+	}
+	if (n->re && !pattern_matches(x, n->re, v->u.str.s, bytes)) {
+		add_error(x, "must match pattern '%s'", n->pattern_text);
+		ok = false;
+	}
+	return ok;
+}
+
+static uint64_t hash_mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* Hashes a value consistently with json_equal: numbers by value, objects
+ * whatever their key order. */
+static uint64_t value_hash(const struct json *v, unsigned depth)
+{
+	uint64_t h;
+
+	if (depth > 128)
+		return 7;
+	switch (v->type) {
+	case JSON_NULL:
+		return 1;
+	case JSON_BOOL:
+		return v->u.b ? 2 : 3;
+	case JSON_NUMBER: {
+		double d = v->u.num.is_int ? (double)v->u.num.i : v->u.num.d;
+		uint64_t bits;
+
+		if (d == 0)
+			d = 0;	/* -0 equals 0 */
+		memcpy(&bits, &d, sizeof(bits));
+		return hash_mix(bits ^ 4);
+	}
+	case JSON_STRING:
+		return hash_mix(hash_bytes(v->u.str.s, v->u.str.len) ^ 5);
+	case JSON_ARRAY:
+		h = 6;
+		for (size_t i = 0; i < v->u.arr.n; i++)
+			h = hash_mix(h * 31 + value_hash(v->u.arr.items[i], depth + 1));
+		return h;
+	case JSON_OBJECT:
+		h = 8;
+		for (size_t i = 0; i < v->u.obj.n; i++) {
+			const struct json_member *m = &v->u.obj.members[i];
+
+			h += hash_mix(hash_bytes(m->key, m->key_len) * 31 +
+				      value_hash(m->value, depth + 1));
+		}
+		return hash_mix(h);
+	}
+	return 0;
+}
+
+struct hashed {
+	uint64_t hash;
+	size_t index;
+};
+
+static int hashed_cmp(const void *a, const void *b)
+{
+	const struct hashed *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Finds two equal items; sorts by hash so that long arrays cost n log n. */
+static bool find_duplicate(const struct json *v, size_t *ret_a, size_t *ret_b)
+{
+	size_t n = v->u.arr.n;
+	struct json **it = v->u.arr.items;
+	_cleanup_free_ struct hashed *h = NULL;
+	bool found = false;
+
+	if (n <= 8) {
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = i + 1; j < n; j++)
+				if (json_equal(it[i], it[j])) {
+					*ret_a = i;
+					*ret_b = j;
+					return true;
+				}
+		return false;
+	}
+	h = xreallocarray(NULL, n, sizeof(*h));
+	for (size_t i = 0; i < n; i++)
+		h[i] = (struct hashed){ value_hash(it[i], 0), i };
+	qsort(h, n, sizeof(*h), hashed_cmp);
+	*ret_a = *ret_b = SIZE_MAX;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n && h[j].hash == h[i].hash; j++)
+			if (json_equal(it[h[i].index], it[h[j].index])) {
+				/* Report the pair that ends first in the array. */
+				if (!found || h[j].index < *ret_b ||
+				    (h[j].index == *ret_b && h[i].index < *ret_a)) {
+					*ret_a = h[i].index;
+					*ret_b = h[j].index;
+				}
+				found = true;
+				break;
+			}
+	return found;
+}
+
+static bool validate_array(struct vctx *x, const struct node *n, const struct json *v)
+{
+	size_t count = v->u.arr.n, a, b;
+	bool ok = true;
+
+	if (count < n->min_items) {
+		add_error(x, "must have at least %zu items", n->min_items);
+		ok = false;
+		if (!x->errs)
+			return false;
+	}
+	if (count > n->max_items) {
+		add_error(x, "must have at most %zu items", n->max_items);
+		ok = false;
+		if (!x->errs)
+			return false;
+	}
+	if (n->items || n->tuple) {
+		size_t upto = n->items ? count : MIN(count, n->n_tuple);
+
+		for (size_t i = 0; i < upto; i++) {
+			const struct node *sub = n->items ? n->items : n->tuple[i];
+
+			if (sub->kind == NODE_TRUE)
+				continue;
+			path_push(x, NULL, i);
+			if (!validate(x, sub, v->u.arr.items[i]))
+				ok = false;
+			path_pop(x);
+			if (!ok && (!x->errs || x->stop))
+				return false;
+		}
+	}
+	if (n->unique && count > 1 && find_duplicate(v, &a, &b)) {
+		add_error(x, "must not contain duplicate items (items %zu and %zu are equal)", a, b);
+		ok = false;
+	}
+	return ok;
+}
+
+static const struct prop *prop_find(const struct node *n, const char *key, size_t len)
+{
+	struct prop k = { .name = { key, len } };
+
+	if (n->n_props == 0)
+		return NULL;
+	return bsearch(&k, n->props, n->n_props, sizeof(*n->props), prop_cmp);
+}
+
+static bool has_member(const struct json *v, const struct name *name)
+{
+	for (size_t i = 0; i < v->u.obj.n; i++)
+		if (name_eq(name, v->u.obj.members[i].key, v->u.obj.members[i].key_len))
+			return true;
+	return false;
+}
+
+static bool validate_object(struct vctx *x, const struct node *n, const struct json *v)
+{
+	bool ok = true;
+
+	for (size_t i = 0; i < n->n_required; i++) {
+		if (has_member(v, &n->required[i]))
+			continue;
+		if (x->errs) {
+			_cleanup_free_ char *shown = show_name(n->required[i].s, n->required[i].len);
+
+			add_error(x, "missing required property '%s'", shown);
+		}
+		ok = false;
+		if (!x->errs || x->stop)
+			return false;
+	}
+	if (n->n_props == 0 && !n->additional)
+		return ok;
+	for (size_t i = 0; i < v->u.obj.n; i++) {
+		const struct json_member *m = &v->u.obj.members[i];
+		const struct prop *p = prop_find(n, m->key, m->key_len);
+		const struct node *sub = p ? p->schema : n->additional;
+		bool good;
+
+		if (!sub || sub->kind == NODE_TRUE)
+			continue;
+		path_push(x, m->key, m->key_len);
+		if (sub->kind == NODE_FALSE) {
+			if (x->errs) {
+				_cleanup_free_ char *shown = show_name(m->key, m->key_len);
+
+				add_error(x, "property '%s' is not allowed%s", shown,
+					  !p && n->allowed_hint ? n->allowed_hint : "");
+			}
+			good = false;
+		} else
+			good = validate(x, sub, m->value);
+		path_pop(x);
+		if (!good) {
+			ok = false;
+			if (!x->errs || x->stop)
+				return false;
+		}
+	}
+	return ok;
+}
+
+/* Applies the keywords of one schema node. */
+static bool validate_keywords(struct vctx *x, const struct node *n, const struct json *v)
+{
+	bool ok = true;
+
+#define CHECK(cond)                                             \
+	do {                                                    \
+		if (!(cond)) {                                  \
+			ok = false;                             \
+			if (!x->errs || x->stop)                \
+				return false;                   \
+		}                                               \
+	} while (0)
+
+	if (n->types && !(n->types & type_bits(v))) {
+		add_error(x, "expected %s, got %s", n->types_text, kind_name(v));
+		CHECK(false);
+	}
+	switch (v->type) {
+	case JSON_NUMBER:
+		CHECK(validate_number(x, n, v));
+		break;
+	case JSON_STRING:
+		CHECK(validate_string(x, n, v));
+		break;
+	case JSON_ARRAY:
+		CHECK(validate_array(x, n, v));
+		break;
+	case JSON_OBJECT:
+		CHECK(validate_object(x, n, v));
+		break;
+	default:
+		break;
+	}
+	if (n->enum_v) {
+		bool found = false;
+
+		for (size_t i = 0; i < n->enum_v->u.arr.n && !found; i++)
+			found = json_equal(n->enum_v->u.arr.items[i], v);
+		if (!found)
+			add_error(x, "must be one of: %s", n->enum_text);
+		CHECK(found);
+	}
+	if (n->const_v && !json_equal(n->const_v, v)) {
+		add_error(x, "must be equal to %s", n->const_text);
+		CHECK(false);
+	}
+	for (size_t i = 0; i < n->n_all; i++)
+		CHECK(validate(x, n->all_of[i], v));
+	if (n->n_any) {
+		bool any = false;
+
+		for (size_t i = 0; i < n->n_any && !any; i++)
+			any = probe(x, n->any_of[i], v);
+		if (x->stop)
+			return false;
+		if (!any)
+			add_error(x, "must match at least one schema in anyOf");
+		CHECK(any);
+	}
+	if (n->n_one) {
+		unsigned matched = 0;
+
+		for (size_t i = 0; i < n->n_one && matched < 2; i++)
+			matched += probe(x, n->one_of[i], v);
+		if (x->stop)
+			return false;
+		if (matched != 1)
+			add_error(x, "must match exactly one schema in oneOf (matched %u%s)", matched,
+				  matched > 1 ? " or more" : "");
+		CHECK(matched == 1);
+	}
+	if (n->not) {
+		bool matched = probe(x, n->not, v);
+
+		if (x->stop)
+			return false;
+		if (matched)
+			add_error(x, "must not match the schema in 'not'");
+		CHECK(!matched);
+	}
+#undef CHECK
+	return ok;
+}
+
+static bool validate(struct vctx *x, const struct node *n, const struct json *v)
+{
+	bool ok;
+
+	if (x->stop)
+		return false;
+	if (n->kind == NODE_TRUE)
+		return true;
+	if (n->kind == NODE_FALSE) {
+		add_error(x, "no value is allowed here");
+		return false;
+	}
+	if (++x->steps > STEPS_MAX) {
+		hit_limit(x, "validation stopped: the schema is too expensive for this value");
+		return false;
+	}
+	if (x->depth >= EVAL_DEPTH_MAX) {
+		hit_limit(x, "validation stopped: schemas nested too deeply for this value");
+		return false;
+	}
+	if (n->ref) {
+		if (x->ref_depth >= REF_DEPTH_MAX) {
+			hit_limit(x, "validation stopped: $ref recursion deeper than 256 levels");
+			return false;
+		}
+		x->ref_depth++;
+		x->depth++;
+		ok = validate(x, n->ref, v);
+		x->depth--;
+		x->ref_depth--;
+		return ok;
+	}
+	if (!n->checks)
+		return true;
+	x->depth++;
+	ok = validate_keywords(x, n, v);
+	x->depth--;
+	return ok;
+}
+
+bool schema_validate(const struct schema *s, const struct json *instance, struct schema_errors *errs)
+{
+	struct vctx x = {
+		.s = s,
+		.errs = errs,
+	};
+	bool ok;
+
+	x.path = x.path_inline;
+	x.cap_path = ELEMENTSOF(x.path_inline);
+	ok = validate(&x, s->root, instance);
+	if (x.limit_msg) {
+		ok = false;
+		if (errs)
+			errors_append(errs, TAKE_PTR(x.limit_path), TAKE_PTR(x.limit_msg));
+	}
+	free(x.limit_path);
+	free(x.limit_msg);
+	if (x.path != x.path_inline)
+		free(x.path);
+	return ok;
+}
+
+void schema_errors_clear(struct schema_errors *errs)
+{
+	if (!errs)
+		return;
+	for (size_t i = 0; i < errs->n; i++) {
+		free(errs->v[i].path);
+		free(errs->v[i].message);
+	}
+	free(errs->v);
+	errs->v = NULL;
+	errs->n = 0;
+}

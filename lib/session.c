@@ -1,1 +1,89 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The session table. A session lives while a connection or a call holds it.
+ */
+#include "lib/session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/random.h>
+
+#include "lib/map.h"
+#include "lib/workspace.h"
+#include "proto/util.h"
+
+struct session_table *session_table_new(void)
+{
+	struct session_table *t = xcalloc(1, sizeof(*t));
+	t->by_id = map_new();
+	if (getrandom(&t->boot, sizeof(t->boot), GRND_NONBLOCK) != sizeof(t->boot))
+		t->boot = wall_ms() ^ ((uint64_t)getpid() << 32);
+	return t;
+}
+
+struct session_table *session_table_free(struct session_table *t)
+{
+	if (!t)
+		return NULL;
+	/* Sessions still referenced forget their table. */
+	size_t it = 0;
+	void *v;
+	while (map_next(t->by_id, &it, NULL, &v))
+		((struct session *)v)->table = NULL;
+	map_free(t->by_id);
+	free(t);
+	return NULL;
+}
+
+struct session *session_find(struct session_table *t, const char *id)
+{
+	return id ? map_get(t->by_id, id) : NULL;
+}
+
+int session_get(struct session_table *t, const char *id, uid_t uid, struct workspace *ws,
+		struct session **ret)
+{
+	struct session *s = session_find(t, id);
+	if (s) {
+		if (s->uid != uid)
+			return -EPERM;
+		*ret = session_ref(s);
+		return 0;
+	}
+	s = xcalloc(1, sizeof(*s));
+	s->refs = 1;
+	if (id)
+		s->id = xstrdup(id);
+	else
+		s->id = xasprintf("s-%08llx-%llu", (unsigned long long)(t->boot & 0xffffffff),
+				  (unsigned long long)++t->counter);
+	s->uid = uid;
+	s->ws = ws_ref(ws);
+	s->always_allow = map_new();
+	list_init(&s->callers);
+	list_init(&s->queued);
+	s->table = t;
+	map_put(t->by_id, s->id, s);
+	*ret = s;
+	return 0;
+}
+
+struct session *session_ref(struct session *s)
+{
+	if (s)
+		s->refs++;
+	return s;
+}
+
+struct session *session_unref(struct session *s)
+{
+	if (!s || --s->refs > 0)
+		return NULL;
+	if (s->table && map_get(s->table->by_id, s->id) == s)
+		map_remove(s->table->by_id, s->id);
+	ws_unref(s->ws);
+	map_free(s->always_allow);
+	free(s->id);
+	free(s);
+	return NULL;
+}

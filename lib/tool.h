@@ -58,6 +58,8 @@ struct tool_def {
 	/* Arguments that name paths beneath the workspace (NULL-terminated):
 	 * checked before confirmation and shown as the files a call touches. */
 	const char *const *path_args;
+	/* The "timeout_ms" argument, when given, sets the attempt's timeout. */
+	bool timeout_arg;
 	/* Runs one attempt. */
 	enum tool_ret (*exec)(struct tool_call *call);
 	/* Asks a pending attempt to stop (timeout, cancel); the tool still

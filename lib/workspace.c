@@ -1,1 +1,710 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The workspace file API. Every path a client names is made relative to the
+ * root (an absolute path must spell the canonical root, compared by whole
+ * components) and handed to openat2() against the root's O_PATH fd with
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS: the kernel walks the path and
+ * refuses "..", absolute symlinks, symlinks leading out and /proc magic
+ * links, with no window between check and use. Code here never follows a
+ * path on its own: files are created and replaced through directory fds the
+ * kernel resolved beneath the root, one final component at a time.
+ *
+ * Also here: the atomic replacement of a file shared by write_file and
+ * patch_file, and the one place where errnos become messages for the model.
+ */
+#include "lib/workspace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "proto/buf.h"
+#include "proto/util.h"
+
+#define RESOLVE_WS (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+/* openat2 fails with EAGAIN when a rename races a RESOLVE_BENEATH walk. */
+#define RETRY_TRIES 16
+/* As the kernel's MAXSYMLINKS. */
+#define SYMLINK_HOPS 40
+#define TEMP_TRIES 16
+/* Paths quoted in messages are cut to this many bytes. */
+#define MSG_PATH_MAX 300
+
+/* Calls openat2, retrying the transient EAGAIN and EINTR a bounded number of times. */
+static int openat2_retry(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(unsigned)(flags | O_CLOEXEC),
+		/* openat2 insists on mode 0 unless a file is being created. */
+		.mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? mode : 0,
+		.resolve = resolve,
+	};
+
+	for (unsigned i = 0;; i++) {
+		long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		if (fd >= 0)
+			return (int)fd;
+		if ((errno == EAGAIN || errno == EINTR) && i + 1 < RETRY_TRIES)
+			continue;
+		return -errno;
+	}
+}
+
+/* Opens path beneath dirfd; a magic link met on the way fails with -EXDEV. */
+static int openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd = openat2_retry(dirfd, path, flags, mode, RESOLVE_WS);
+	if (fd != -ELOOP)
+		return fd;
+
+	/* ELOOP means either a symlink loop or a /proc magic link refused by
+	 * RESOLVE_NO_MAGICLINKS. A scoped lookup without that flag refuses magic
+	 * links with EXDEV instead, so asking again (O_PATH: nothing is read)
+	 * tells an escape from a loop without following anything. */
+	int probe = openat2_retry(dirfd, path, O_PATH | (flags & O_NOFOLLOW), 0, RESOLVE_BENEATH);
+	if (probe >= 0)
+		close(probe);
+	return probe == -EXDEV ? -EXDEV : -ELOOP;
+}
+
+/*
+ * Makes path relative to the root, newly allocated: NUL bytes are refused,
+ * an absolute path must start with the root's components (so "/ws-evil/x"
+ * is not inside "/ws"), and an empty path is ".".
+ */
+static int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret)
+{
+	if (!path)
+		len = 0;
+	if (len > 0 && memchr(path, 0, len))
+		return -EINVAL;
+	if (len >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (len == 0) {
+		*ret = xstrdup(".");
+		return 0;
+	}
+	if (path[0] != '/') {
+		*ret = xstrndup(path, len);
+		return 0;
+	}
+
+	const char *p = path, *end = path + len, *q = ws->root;
+	for (;;) {
+		while (*q == '/')
+			q++;
+		if (!*q)
+			break;
+		const char *qe = strchrnul(q, '/');
+
+		/* The path's next component, skipping empty ones and "."; ".."
+		 * never matches a component of the canonical root. */
+		const char *pe;
+		for (;;) {
+			while (p < end && *p == '/')
+				p++;
+			pe = memchr(p, '/', (size_t)(end - p));
+			if (!pe)
+				pe = end;
+			if (pe - p == 1 && *p == '.') {
+				p = pe;
+				continue;
+			}
+			break;
+		}
+		if (pe - p != qe - q || memcmp(p, q, (size_t)(qe - q)) != 0)
+			return -EXDEV;
+		p = pe;
+		q = qe;
+	}
+	while (p < end && *p == '/')
+		p++;
+	*ret = p < end ? xstrndup(p, (size_t)(end - p)) : xstrdup(".");
+	return 0;
+}
+
+/*
+ * Splits a relative path into its directory ("." when none) and its last
+ * component. A path that names a directory by its form ("a/", ".", "a/..")
+ * has no file name: -EISDIR.
+ */
+static int split_path(const char *rel, char **ret_dir, char **ret_name)
+{
+	size_t n = strlen(rel);
+	if (n > 0 && rel[n - 1] == '/')
+		return -EISDIR;
+	const char *slash = memrchr(rel, '/', n);
+	const char *name = slash ? slash + 1 : rel;
+	if (str_eq(name, ".") || str_eq(name, "..") || !*name)
+		return -EISDIR;
+
+	size_t dlen = slash ? (size_t)(slash - rel) : 0;
+	while (dlen > 0 && rel[dlen - 1] == '/')
+		dlen--;
+	*ret_dir = dlen ? xstrndup(rel, dlen) : xstrdup(slash ? "/" : ".");
+	*ret_name = xstrdup(name);
+	return 0;
+}
+
+/* Returns the length of rel without its last component (and the slashes before it). */
+static size_t drop_last(const char *rel, size_t n)
+{
+	while (n > 0 && rel[n - 1] == '/')
+		n--;
+	while (n > 0 && rel[n - 1] != '/')
+		n--;
+	while (n > 0 && rel[n - 1] == '/')
+		n--;
+	return n;
+}
+
+/* Checks that rel, as far as it exists, resolves beneath the root, and that the rest would too. */
+static int check_rel(const struct workspace *ws, const char *rel)
+{
+	/* Find the longest prefix that exists; the kernel resolves it. */
+	size_t n = strlen(rel), full = n;
+	for (;;) {
+		_cleanup_free_ char *prefix = n ? xstrndup(rel, n) : xstrdup(".");
+		int fd = openat_beneath(ws->dirfd, prefix, O_PATH, 0);
+		if (fd >= 0) {
+			close(fd);
+			break;
+		}
+		if (fd != -ENOENT || n == 0)
+			return fd;
+		n = drop_last(rel, n);
+	}
+	if (n == full)
+		return 0;
+
+	/* What does not exist yet would be created as plain directories, so
+	 * its ".." are lexical: if they climb above the existing prefix, the
+	 * kernel judges where they land. */
+	int depth = 0, lowest = 0;
+	for (size_t i = n; i < full;) {
+		while (i < full && rel[i] == '/')
+			i++;
+		size_t e = i;
+		while (e < full && rel[e] != '/')
+			e++;
+		if (e - i == 2 && rel[i] == '.' && rel[i + 1] == '.')
+			depth--;
+		else if (e > i && !(e - i == 1 && rel[i] == '.'))
+			depth++;
+		lowest = MIN(lowest, depth);
+		i = e;
+	}
+	if (lowest == 0)
+		return 0;
+
+	struct buf b = {};
+	buf_append(&b, n ? rel : ".", n ? n : 1);
+	for (int k = lowest; k < 0; k++)
+		buf_puts(&b, "/..");
+	buf_putc(&b, '\0');
+	int fd = openat_beneath(ws->dirfd, buf_head(&b), O_PATH, 0);
+	buf_free(&b);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+int ws_check(const struct workspace *ws, const char *path, size_t len)
+{
+	_cleanup_free_ char *rel = NULL;
+	int r = ws_relative(ws, path, len, &rel);
+	if (r < 0)
+		return r;
+	return check_rel(ws, rel);
+}
+
+/* Creates the missing directories of rel, each created in a parent the kernel found beneath the root. */
+static int mkdir_beneath(const struct workspace *ws, const char *rel)
+{
+	size_t n = strlen(rel), i = 0;
+
+	while (i < n) {
+		size_t s = i;
+		while (s < n && rel[s] == '/')
+			s++;
+		if (s >= n)
+			break;
+		size_t e = s;
+		while (e < n && rel[e] != '/')
+			e++;
+		i = e;
+		/* "." and ".." exist wherever the walk stands; the kernel judges
+		 * them when the prefix holding them is opened. */
+		if ((e - s == 1 && rel[s] == '.') || (e - s == 2 && rel[s] == '.' && rel[s + 1] == '.'))
+			continue;
+
+		_cleanup_free_ char *prefix = xstrndup(rel, e);
+		int fd = openat_beneath(ws->dirfd, prefix, O_PATH | O_DIRECTORY, 0);
+		if (fd >= 0) {
+			close(fd);
+			continue;
+		}
+		if (fd != -ENOENT)
+			return fd;
+
+		_cleanup_free_ char *parent = xstrndup(rel, s);
+		_cleanup_close_ int pfd = openat_beneath(ws->dirfd, s ? parent : ".", O_PATH | O_DIRECTORY, 0);
+		if (pfd < 0)
+			return pfd;
+		_cleanup_free_ char *comp = xstrndup(rel + s, e - s);
+		/* mkdirat never follows a symlink in its last component: a
+		 * dangling link there gives EEXIST and the open below fails. */
+		if (mkdirat(pfd, comp, 0777) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Opens the directory rel beneath the root for creating files in it (readable, so it can be fsynced). */
+static int open_dir(const struct workspace *ws, const char *rel, bool create, int *ret_fd)
+{
+	int fd = openat_beneath(ws->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (fd == -ENOENT && create) {
+		/* Nothing is created for a path that would lead out. */
+		int r = check_rel(ws, rel);
+		if (r < 0)
+			return r;
+		r = mkdir_beneath(ws, rel);
+		if (r < 0)
+			return r;
+		fd = openat_beneath(ws->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
+	}
+	if (fd == -EACCES)	/* a write-only directory: still usable, without fsync */
+		fd = openat_beneath(ws->dirfd, rel, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	*ret_fd = fd;
+	return 0;
+}
+
+int ws_open(const char *path, struct workspace **ret)
+{
+	if (!path || !*path)
+		return -EINVAL;
+	_cleanup_free_ char *root = realpath(path, NULL);
+	if (!root)
+		return -errno;
+	_cleanup_close_ int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+
+	/* Refuse to serve a workspace the kernel cannot confine (openat2 came
+	 * with Linux 5.6; a seccomp filter may also deny it). */
+	int probe = openat2_retry(fd, ".", O_PATH | O_DIRECTORY, 0, RESOLVE_WS);
+	if (probe < 0)
+		return probe;
+	close(probe);
+
+	struct workspace *ws = xcalloc(1, sizeof(*ws));
+	ws->refs = 1;
+	ws->dirfd = TAKE_FD(fd);
+	ws->root = TAKE_PTR(root);
+	*ret = ws;
+	return 0;
+}
+
+struct workspace *ws_ref(struct workspace *ws)
+{
+	if (ws)
+		ws->refs++;
+	return ws;
+}
+
+struct workspace *ws_unref(struct workspace *ws)
+{
+	if (!ws || --ws->refs > 0)
+		return NULL;
+	if (ws->dirfd >= 0)
+		close(ws->dirfd);
+	free(ws->root);
+	free(ws);
+	return NULL;
+}
+
+int ws_openat(const struct workspace *ws, const char *path, size_t len, int flags, mode_t mode, int *ret_fd)
+{
+	_cleanup_free_ char *rel = NULL;
+	int r = ws_relative(ws, path, len, &rel);
+	if (r < 0)
+		return r;
+	int fd = openat_beneath(ws->dirfd, rel, flags, mode);
+	if (fd < 0)
+		return fd;
+	*ret_fd = fd;
+	return 0;
+}
+
+int ws_open_parent(const struct workspace *ws, const char *path, size_t len, bool create_dirs,
+		   int *ret_dirfd, char **ret_name)
+{
+	_cleanup_free_ char *rel = NULL, *dir = NULL, *name = NULL;
+	int r = ws_relative(ws, path, len, &rel);
+	if (r < 0)
+		return r;
+	r = split_path(rel, &dir, &name);
+	if (r < 0)
+		return r;
+	int fd;
+	r = open_dir(ws, dir, create_dirs, &fd);
+	if (r < 0)
+		return r;
+	*ret_dirfd = fd;
+	*ret_name = TAKE_PTR(name);
+	return 0;
+}
+
+char *ws_display_path(const struct workspace *ws, const char *path, size_t len)
+{
+	_cleanup_free_ char *rel = NULL;
+	if (ws_relative(ws, path, len, &rel) < 0)
+		return xstrndup(path ? path : "", path ? strnlen(path, len) : 0);
+
+	/* Drop empty and "." components; ".." stays, as only the kernel knows where it leads. */
+	struct buf b = {};
+	for (const char *p = rel; *p;) {
+		while (*p == '/')
+			p++;
+		const char *e = strchrnul(p, '/');
+		if (e > p && !(e - p == 1 && *p == '.')) {
+			if (buf_size(&b))
+				buf_putc(&b, '/');
+			buf_append(&b, p, (size_t)(e - p));
+		}
+		p = e;
+	}
+	if (!buf_size(&b))
+		buf_putc(&b, '.');
+	return buf_steal(&b);
+}
+
+int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
+	    struct buf *out, struct stat *ret_st)
+{
+	struct stat st;
+
+	/* Look before opening: opening a device can have side effects. */
+	_cleanup_close_ int pfd = -1;
+	int r = ws_openat(ws, path, len, O_PATH, 0, &pfd);
+	if (r < 0)
+		return r;
+	if (fstat(pfd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return -ENXIO;
+
+	/* O_NONBLOCK: should a FIFO take the file's place meanwhile, opening
+	 * it must not wait for a writer. */
+	_cleanup_close_ int fd = -1;
+	r = ws_openat(ws, path, len, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd);
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return -ENXIO;
+	if (offset > (uint64_t)INT64_MAX)
+		offset = (uint64_t)INT64_MAX;
+
+	size_t got = 0;
+	while (got < max) {
+		size_t want = MIN(max - got, (size_t)1 << 20);
+		uint64_t at = offset + got;
+		if (at >= (uint64_t)INT64_MAX)
+			break;
+		buf_reserve(out, want);
+		ssize_t k = pread(fd, out->data + out->len, want, (off_t)at);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (k == 0)
+			break;
+		out->len += (size_t)k;
+		got += (size_t)k;
+	}
+	if (ret_st)
+		*ret_st = st;
+	return 0;
+}
+
+/* Writes all n bytes. */
+static int write_all(int fd, const void *data, size_t n)
+{
+	const char *p = data;
+	while (n > 0) {
+		ssize_t k = write(fd, p, MIN(n, (size_t)SSIZE_MAX));
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Fills s with n random characters usable in a file name. */
+static void random_name(char *s, size_t n)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	unsigned char rnd[16];
+
+	if (n > sizeof(rnd))
+		n = sizeof(rnd);
+	if (getrandom(rnd, n, GRND_NONBLOCK) != (ssize_t)n) {
+		/* No entropy yet: O_EXCL still makes the name safe, only less unpredictable. */
+		uint64_t x = mono_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s;
+		for (size_t i = 0; i < n; i++, x = x * 6364136223846793005ULL + 1442695040888963407ULL)
+			rnd[i] = (unsigned char)(x >> 33);
+	}
+	for (size_t i = 0; i < n; i++)
+		s[i] = alphabet[rnd[i] % (sizeof(alphabet) - 1)];
+	s[n] = '\0';
+}
+
+/* Reads the symlink name in dirfd, newly allocated. */
+static int readlink_alloc(int dirfd, const char *name, char **ret)
+{
+	char buf[PATH_MAX];
+	ssize_t k = readlinkat(dirfd, name, buf, sizeof(buf));
+	if (k < 0)
+		return -errno;
+	if ((size_t)k >= sizeof(buf))
+		return -ENAMETOOLONG;
+	*ret = xstrndup(buf, (size_t)k);
+	return 0;
+}
+
+/*
+ * Finds the file a write to rel lands on: its directory (opened beneath the
+ * root) and name, following relative symlinks that stay beneath the root as
+ * the kernel would. Absolute symlinks are refused, as RESOLVE_BENEATH
+ * refuses them when reading, so reads and writes agree on every link.
+ */
+static int resolve_target(const struct workspace *ws, const char *rel, bool create_dirs,
+			  int *ret_dirfd, char **ret_name, struct stat *ret_st, bool *ret_exists)
+{
+	_cleanup_free_ char *cur = xstrdup(rel);
+
+	for (unsigned hop = 0;; hop++) {
+		_cleanup_free_ char *dir = NULL, *name = NULL, *target = NULL;
+		int r = split_path(cur, &dir, &name);
+		if (r < 0)
+			return r;
+		_cleanup_close_ int dfd = -1;
+		r = open_dir(ws, dir, create_dirs, &dfd);
+		if (r < 0)
+			return r;
+
+		struct stat st;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				return -errno;
+			*ret_exists = false;
+		} else if (S_ISLNK(st.st_mode)) {
+			if (hop >= SYMLINK_HOPS)
+				return -ELOOP;
+			r = readlink_alloc(dfd, name, &target);
+			if (r < 0)
+				return r;
+			if (target[0] == '/')
+				return -EXDEV;
+			char *next = xasprintf("%s/%s", dir, target);
+			free(cur);
+			cur = next;
+			if (strlen(cur) >= PATH_MAX)
+				return -ENAMETOOLONG;
+			continue;
+		} else {
+			*ret_exists = true;
+			*ret_st = st;
+		}
+		*ret_dirfd = TAKE_FD(dfd);
+		*ret_name = TAKE_PTR(name);
+		return 0;
+	}
+}
+
+int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, const void *data, size_t n,
+		    bool create_dirs, bool *ret_created)
+{
+	_cleanup_free_ char *rel = NULL, *name = NULL;
+	_cleanup_close_ int dfd = -1;
+	struct stat st = {};
+	bool exists = false;
+
+	int r = ws_relative(ws, path, len, &rel);
+	if (r < 0)
+		return r;
+	r = resolve_target(ws, rel, create_dirs, &dfd, &name, &st, &exists);
+	if (r < 0)
+		return r;
+	if (exists && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (exists && !S_ISREG(st.st_mode))
+		return -ENXIO;
+
+	/* A hidden name next to the target, so the rename stays on one file
+	 * system; the original name is cut to leave room under NAME_MAX. */
+	char tmp[NAME_MAX + 1], rnd[8];
+	_cleanup_close_ int tfd = -1;
+	for (unsigned i = 0; i < TEMP_TRIES; i++) {
+		random_name(rnd, 6);
+		snprintf(tmp, sizeof(tmp), ".%.*s.tc-%s", (int)MIN(strlen(name), (size_t)200), name, rnd);
+		/* An existing file's content is never more exposed than before:
+		 * 0600 until its own mode is set. A new file gets 0644 less the umask. */
+		tfd = openat2_retry(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, exists ? 0600 : 0644,
+				    RESOLVE_WS);
+		if (tfd != -EEXIST)
+			break;
+	}
+	if (tfd < 0)
+		return tfd;
+
+	if (exists) {
+		/* Best effort: only root may give a file away. */
+		if (st.st_uid != geteuid() || st.st_gid != getegid())
+			(void) !fchown(tfd, st.st_uid, st.st_gid);
+		if (fchmod(tfd, st.st_mode & 07777) < 0) {
+			r = -errno;
+			goto fail;
+		}
+	}
+	r = write_all(tfd, data, n);
+	if (r < 0)
+		goto fail;
+	if (fsync(tfd) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (renameat(dfd, tmp, dfd, name) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	/* Make the rename durable. An O_PATH fd (write-only directory) and
+	 * file systems without directory fsync report EBADF/EINVAL: nothing
+	 * more can be done there. */
+	if (fsync(dfd) < 0 && errno != EBADF && errno != EINVAL && errno != EROFS)
+		return -errno;
+	if (ret_created)
+		*ret_created = !exists;
+	return 0;
+
+fail:
+	(void) unlinkat(dfd, tmp, 0);
+	return r;
+}
+
+/* Returns path for a message, cut at a UTF-8 boundary when long. */
+static char *msg_path(const char *path)
+{
+	if (!path)
+		return xstrdup("");
+	size_t n = strlen(path);
+	if (n <= MSG_PATH_MAX)
+		return xstrdup(path);
+	n = MSG_PATH_MAX;
+	while (n > 0 && ((unsigned char)path[n] & 0xC0) == 0x80)
+		n--;
+	return xasprintf("%.*s...", (int)n, path);
+}
+
+enum tc_kind ws_error(int r, const char *path, char **ret_msg)
+{
+	_cleanup_free_ char *p = msg_path(path);
+	enum tc_kind kind = TC_EXECUTION_ERROR;
+	char *msg;
+
+	switch (r < 0 ? -r : r) {
+	case 0:
+		kind = TC_OK;
+		msg = NULL;
+		break;
+	case EXDEV:
+		kind = TC_PERMISSION_DENIED;
+		msg = xasprintf("Path '%s' escapes the workspace", p);
+		break;
+	case EINVAL:
+		kind = TC_PERMISSION_DENIED;
+		msg = xstrdup("Path contains a NUL byte");
+		break;
+	case ENOENT:
+		msg = xasprintf("File '%s' not found", p);
+		break;
+	case ELOOP:
+		msg = xasprintf("Path '%s' has too many levels of symbolic links (a symlink loop?)", p);
+		break;
+	case ENOTDIR:
+		msg = xasprintf("Path '%s' goes through something that is not a directory", p);
+		break;
+	case EISDIR:
+		msg = xasprintf("'%s' is a directory", p);
+		break;
+	case ENXIO:
+		msg = xasprintf("'%s' is not a regular file (a FIFO, socket or device); only regular files can be read or written", p);
+		break;
+	case EACCES:
+	case EPERM:
+		msg = xasprintf("Permission denied by the file system on '%s'", p);
+		break;
+	case EEXIST:
+		msg = xasprintf("'%s' already exists", p);
+		break;
+	case ENOSPC:
+	case EDQUOT:
+		msg = xasprintf("No space left on the device while writing '%s'; free some space and try again", p);
+		break;
+	case EFBIG:
+		msg = xasprintf("'%s' is too large", p);
+		break;
+	case ENAMETOOLONG:
+		msg = xasprintf("Path '%s' is too long", p);
+		break;
+	case EROFS:
+		msg = xasprintf("'%s' is on a read-only file system", p);
+		break;
+	case EBUSY:
+	case ETXTBSY:
+		msg = xasprintf("'%s' is busy", p);
+		break;
+	case EIO:
+		msg = xasprintf("I/O error on '%s'", p);
+		break;
+	case EAGAIN:
+	case EINTR:
+	case ENOMEM:
+	case ENOBUFS:
+	case EMFILE:
+	case ENFILE:
+		kind = TC_TRANSIENT;
+		msg = xasprintf("Temporarily unable to access '%s' (%s); try again", p, strerror(r < 0 ? -r : r));
+		break;
+	default:
+		msg = xasprintf("Cannot access '%s': %s", p, strerror(r < 0 ? -r : r));
+		break;
+	}
+	if (ret_msg)
+		*ret_msg = msg;
+	else
+		free(msg);
+	return kind;
+}

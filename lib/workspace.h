@@ -11,9 +11,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "lib/errors.h"
+
+struct buf;
+struct stat;
 
 struct workspace {
 	unsigned refs;
@@ -48,6 +52,26 @@ int ws_open_parent(const struct workspace *ws, const char *path, size_t len, boo
  * negative errno.
  */
 int ws_check(const struct workspace *ws, const char *path, size_t len);
+/*
+ * Reads up to max bytes of the regular file at path, from offset on, and
+ * appends them to out; *ret_st (may be NULL) receives the file's status.
+ * A directory fails with -EISDIR, any other non-regular file (FIFO, device,
+ * socket) with -ENXIO, without blocking.
+ */
+int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
+	    struct buf *out, struct stat *ret_st);
+/*
+ * Replaces the file at path with n bytes of data, atomically: a temporary
+ * file in the same directory is written, fsynced, given the old file's mode
+ * and owner (0644 minus the umask for a new file) and renamed over the
+ * target, then the directory is fsynced; on failure the temporary file is
+ * removed and the target is untouched. Relative symlinks are followed while
+ * they stay beneath the root (the file they lead to is replaced, the link
+ * kept); a symlink leading out or an absolute one fails with -EXDEV.
+ * *ret_created (may be NULL) says whether the file did not exist before.
+ */
+int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, const void *data, size_t n,
+		    bool create_dirs, bool *ret_created);
 /* The path relative to the root as the model should see it ("src/a.c"). */
 char *ws_display_path(const struct workspace *ws, const char *path, size_t len);
 /*

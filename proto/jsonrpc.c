@@ -76,6 +76,7 @@ int jrpc_parse_request(const struct json *v, const char *src, struct jrpc_req *r
 {
 	memset(req, 0, sizeof(*req));
 	req->msg = v;
+	req->src = src;
 	if (!v || v->type != JSON_OBJECT) {
 		*why = "a request must be an object";
 		return JRPC_INVALID_REQUEST;

@@ -48,6 +48,8 @@ enum frame_result framer_next(struct framer *f, struct buf *in, const char **lin
 /* One request (or notification) inside a message. */
 struct jrpc_req {
 	const struct json *msg;
+	const char *src;		/* the text msg was parsed from */
+	struct json_doc *doc;		/* its document, when the caller sets it */
 	const char *method;
 	const struct json *params;	/* NULL when absent */
 	const char *id;			/* the id's text as sent; NULL: a notification */

@@ -1,1 +1,547 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The "command" tool kind: declarations from tool files are checked and
+ * compiled into an argv template; each call substitutes its arguments into
+ * the template element by element and runs the program with no shell in
+ * between, through the child supervision of lib/child.c (same environment
+ * scrubbing, output caps and stopping rules as the shell tool).
+ */
+#include "tools/command.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/child.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+
+/* Bounds on what a declaration may hold. */
+#define ARGV_MAX 1024
+#define ENV_MAX 256
+#define NAME_MAX_LEN 128
+#define TIMEOUT_MAX_MS 86400000
+#define ATTEMPTS_MAX 10
+#define CONCURRENCY_MAX 1024
+/* How much of stderr a failure message quotes. */
+#define TAIL_BYTES 500
+
+#define EX_TEMPFAIL 75
+
+struct seg {
+	char *text;		/* literal text, or the property name */
+	bool placeholder;
+};
+
+/* One argv element of the template. */
+struct targ {
+	struct seg *segs;
+	size_t n;
+};
+
+struct cmd {
+	struct targ *argv;
+	size_t argc;
+	char *program;		/* argv[0] as declared, for messages */
+	char *cwd;		/* beneath the workspace, or NULL for the root */
+	char **env;		/* "NAME=value" added to the scrubbed environment */
+	size_t n_env;
+	bool stdout_json;
+};
+
+static void cmd_free(void *p)
+{
+	struct cmd *cmd = p;
+	if (!cmd)
+		return;
+	for (size_t i = 0; i < cmd->argc; i++) {
+		for (size_t k = 0; k < cmd->argv[i].n; k++)
+			free(cmd->argv[i].segs[k].text);
+		free(cmd->argv[i].segs);
+	}
+	free(cmd->argv);
+	free(cmd->program);
+	free(cmd->cwd);
+	for (size_t i = 0; i < cmd->n_env; i++)
+		free(cmd->env[i]);
+	free(cmd->env);
+	free(cmd);
+}
+
+static void cmd_freep(struct cmd **p)
+{
+	cmd_free(*p);
+}
+
+PRINTF(2, 3)
+static int bad(char **ret_err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	*ret_err = xvasprintf(fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static void targ_add(struct targ *a, const char *s, size_t n, bool placeholder)
+{
+	a->segs = xreallocarray(a->segs, a->n + 1, sizeof(*a->segs));
+	a->segs[a->n++] = (struct seg){ .text = xstrndup(s, n), .placeholder = placeholder };
+}
+
+/* Splits one argv element into literal text and {{name}} placeholders,
+ * each of which must name a property of the input schema. */
+static int parse_element(const struct json *v, size_t idx, const struct json *props,
+			 struct targ *ret, char **ret_err)
+{
+	if (!v || v->type != JSON_STRING)
+		return bad(ret_err, "argv[%zu]: expected a string", idx);
+	const char *p = v->u.str.s, *end = p + v->u.str.len;
+	if (memchr(p, '\0', v->u.str.len))
+		return bad(ret_err, "argv[%zu]: contains a NUL character", idx);
+	if (idx == 0 && v->u.str.len == 0)
+		return bad(ret_err, "argv[0]: the program name is empty");
+
+	while (p < end) {
+		const char *open = memmem(p, (size_t)(end - p), "{{", 2);
+		if (!open) {
+			targ_add(ret, p, (size_t)(end - p), false);
+			break;
+		}
+		if (open > p)
+			targ_add(ret, p, (size_t)(open - p), false);
+		const char *name = open + 2;
+		const char *close = memmem(name, (size_t)(end - name), "}}", 2);
+		if (!close)
+			return bad(ret_err, "argv[%zu]: '{{' without a closing '}}'", idx);
+		if (close == name)
+			return bad(ret_err, "argv[%zu]: empty placeholder '{{}}'", idx);
+		_cleanup_free_ char *key = xstrndup(name, (size_t)(close - name));
+		if (idx == 0)
+			return bad(ret_err, "argv[0]: the program must be literal, not a placeholder");
+		if (!json_get(props, key))
+			return bad(ret_err, "argv[%zu]: placeholder '{{%s}}' names no property of input_schema",
+				   idx, key);
+		targ_add(ret, key, strlen(key), true);
+		p = close + 2;
+	}
+	return 0;
+}
+
+/* A tool name as MCP allows it. */
+static bool name_valid(const struct json *v)
+{
+	if (!v || v->type != JSON_STRING || v->u.str.len == 0 || v->u.str.len > NAME_MAX_LEN)
+		return false;
+	for (size_t i = 0; i < v->u.str.len; i++) {
+		char ch = v->u.str.s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || ch == '-' || ch == '.'))
+			return false;
+	}
+	return true;
+}
+
+/* Reads an optional integer key within [lo, hi]. */
+static int get_bounded(const struct json *decl, const char *key, int64_t lo, int64_t hi,
+		       int64_t *val, char **ret_err)
+{
+	const struct json *v = json_get(decl, key);
+	if (!v)
+		return 0;
+	if (!json_get_int(v, val) || *val < lo || *val > hi)
+		return bad(ret_err, "%s: expected an integer from %" PRId64 " to %" PRId64, key, lo, hi);
+	return 1;
+}
+
+static const char *const known_keys[] = {
+	"name", "kind", "description", "argv", "side_effects", "idempotent", "timeout_ms",
+	"max_attempts", "concurrency", "input_schema", "cwd", "env", "stdout", "output", NULL,
+};
+
+static int check_keys(const struct json *decl, char **ret_err)
+{
+	for (size_t i = 0; i < decl->u.obj.n; i++) {
+		const char *key = decl->u.obj.members[i].key;
+		bool known = false;
+		for (const char *const *k = known_keys; *k && !known; k++)
+			known = strcmp(*k, key) == 0 && strlen(key) == decl->u.obj.members[i].key_len;
+		if (!known)
+			return bad(ret_err, "%s: unknown key", key);
+	}
+	if (json_get(decl, "stdout") && json_get(decl, "output"))
+		return bad(ret_err, "output: give either 'stdout' or 'output', not both");
+	return 0;
+}
+
+static int parse_env(const struct json *env, struct cmd *cmd, char **ret_err)
+{
+	if (!env)
+		return 0;
+	if (env->type != JSON_OBJECT)
+		return bad(ret_err, "env: expected an object of NAME: value strings");
+	if (env->u.obj.n > ENV_MAX)
+		return bad(ret_err, "env: more than %d variables", ENV_MAX);
+	cmd->env = xcalloc(env->u.obj.n + 1, sizeof(*cmd->env));
+	for (size_t i = 0; i < env->u.obj.n; i++) {
+		const struct json_member *m = &env->u.obj.members[i];
+		if (m->key_len == 0 || strlen(m->key) != m->key_len || strchr(m->key, '='))
+			return bad(ret_err, "env: '%s' is not a variable name", m->key);
+		if (m->value->type != JSON_STRING || strlen(m->value->u.str.s) != m->value->u.str.len)
+			return bad(ret_err, "env.%s: expected a string without NUL characters", m->key);
+		cmd->env[cmd->n_env++] = xasprintf("%s=%s", m->key, m->value->u.str.s);
+	}
+	return 0;
+}
+
+int command_tool_from_json(const struct json *decl, const char *source_path,
+			   struct tool **ret, char **ret_err)
+{
+	_cleanup_(cmd_freep) struct cmd *cmd = NULL;
+	int64_t timeout = 0, attempts = 0, conc = 0;
+	int r, has_timeout, has_attempts, has_conc;
+
+	if (!decl || decl->type != JSON_OBJECT)
+		return bad(ret_err, "a command tool is declared by a JSON object");
+	if ((r = check_keys(decl, ret_err)) < 0)
+		return r;
+
+	const struct json *name = json_get(decl, "name");
+	if (!name)
+		return bad(ret_err, "name: missing");
+	if (!name_valid(name))
+		return bad(ret_err, "name: expected 1 to %d characters of A-Z a-z 0-9 _ - .", NAME_MAX_LEN);
+
+	const struct json *kind = json_get(decl, "kind");
+	if (kind && !str_eq(json_str(kind), "command"))
+		return bad(ret_err, "kind: expected \"command\"");
+
+	const struct json *desc = json_get(decl, "description");
+	if (desc && desc->type != JSON_STRING)
+		return bad(ret_err, "description: expected a string");
+
+	const struct json *se = json_get(decl, "side_effects");
+	if (!se)
+		return bad(ret_err, "side_effects: missing (one of none, read, write, execute, network)");
+	int side = side_effect_from_name(json_str(se));
+	if (side < 0)
+		return bad(ret_err, "side_effects: expected one of none, read, write, execute, network");
+
+	const struct json *idem = json_get(decl, "idempotent");
+	if (idem && idem->type != JSON_BOOL)
+		return bad(ret_err, "idempotent: expected true or false");
+	if ((has_timeout = get_bounded(decl, "timeout_ms", 1, TIMEOUT_MAX_MS, &timeout, ret_err)) < 0 ||
+	    (has_attempts = get_bounded(decl, "max_attempts", 1, ATTEMPTS_MAX, &attempts, ret_err)) < 0 ||
+	    (has_conc = get_bounded(decl, "concurrency", 0, CONCURRENCY_MAX, &conc, ret_err)) < 0)
+		return -EINVAL;
+
+	const struct json *schema = json_get(decl, "input_schema");
+	if (schema && schema->type != JSON_OBJECT)
+		return bad(ret_err, "input_schema: expected an object");
+	const struct json *props = json_get(schema, "properties");
+
+	cmd = xcalloc(1, sizeof(*cmd));
+
+	const struct json *argv = json_get(decl, "argv");
+	if (!argv)
+		return bad(ret_err, "argv: missing");
+	if (argv->type != JSON_ARRAY || argv->u.arr.n == 0)
+		return bad(ret_err, "argv: expected a non-empty array of strings");
+	if (argv->u.arr.n > ARGV_MAX)
+		return bad(ret_err, "argv: more than %d elements", ARGV_MAX);
+	cmd->argv = xcalloc(argv->u.arr.n, sizeof(*cmd->argv));
+	for (size_t i = 0; i < argv->u.arr.n; i++) {
+		cmd->argc++;
+		if ((r = parse_element(argv->u.arr.items[i], i, props, &cmd->argv[i], ret_err)) < 0)
+			return r;
+	}
+	cmd->program = xstrdup(json_str(argv->u.arr.items[0]));
+
+	const struct json *cwd = json_get(decl, "cwd");
+	if (cwd) {
+		if (cwd->type != JSON_STRING || cwd->u.str.len == 0 || strlen(cwd->u.str.s) != cwd->u.str.len)
+			return bad(ret_err, "cwd: expected a non-empty path");
+		cmd->cwd = xstrdup(cwd->u.str.s);
+	}
+	if ((r = parse_env(json_get(decl, "env"), cmd, ret_err)) < 0)
+		return r;
+
+	const struct json *out = json_get(decl, "stdout");
+	const char *out_key = "stdout";
+	if (!out) {
+		out = json_get(decl, "output");
+		out_key = "output";
+	}
+	if (out) {
+		const char *mode = json_str(out);
+		if (!str_eq(mode, "text") && !str_eq(mode, "json"))
+			return bad(ret_err, "%s: expected \"text\" or \"json\"", out_key);
+		cmd->stdout_json = str_eq(mode, "json");
+	}
+
+	struct buf text = {0};
+	if (schema) {
+		struct jgen *g = jgen_new(&text);
+		jgen_value(g, schema);
+		jgen_free(g);
+	} else {
+		buf_puts(&text, "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}");
+	}
+	_cleanup_free_ char *schema_text = buf_steal(&text);
+	_cleanup_free_ char *err = NULL;
+	struct tool *t = NULL;
+	r = tool_new(&tool_kind_command, name->u.str.s, desc ? desc->u.str.s : "", schema_text, cmd, &t, &err);
+	if (r < 0)
+		return bad(ret_err, "input_schema: %s", err ? err : "invalid schema");
+	TAKE_PTR(cmd);
+
+	t->side_effects = (enum side_effect)side;
+	t->idempotent = json_is_true(idem);
+	t->timeout_ms = has_timeout ? (uint32_t)timeout : tool_default_timeout(t->side_effects);
+	if (has_attempts)
+		t->max_attempts = (unsigned)attempts;
+	if (has_conc)
+		t->concurrency = (unsigned)conc;
+	free(t->source);
+	t->source = xstrdup(source_path ? source_path : "built-in");
+	struct buf fp = {0};
+	json_canonical(decl, &fp);
+	free(t->fingerprint);
+	t->fingerprint = buf_steal(&fp);
+	*ret = t;
+	return 0;
+}
+
+/* Appends an argument's value as it goes on a command line; false when it
+ * is absent or null. */
+static bool arg_text(const struct json *v, struct buf *out)
+{
+	if (!v || v->type == JSON_NULL)
+		return false;
+	switch (v->type) {
+	case JSON_STRING:
+		buf_append(out, v->u.str.s, v->u.str.len);
+		break;
+	case JSON_NUMBER:
+		if (v->u.num.raw)
+			buf_append(out, v->u.num.raw, v->u.num.raw_len);
+		else
+			buf_printf(out, "%.17g", v->u.num.d);
+		break;
+	case JSON_BOOL:
+		buf_puts(out, v->u.b ? "true" : "false");
+		break;
+	default:
+		json_canonical(v, out);
+		break;
+	}
+	return true;
+}
+
+static char **strv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+	return NULL;
+}
+
+static void strv_freep(char ***v)
+{
+	strv_free(*v);
+}
+
+/* Builds the argv of one call. Fails (validation_error) only when an
+ * argument holds a NUL character, which no command line can carry. */
+static int build_argv(struct tool_call *c, const struct cmd *cmd, char ***ret)
+{
+	char **argv = xcalloc(cmd->argc + 1, sizeof(*argv));
+	size_t n = 0;
+
+	for (size_t i = 0; i < cmd->argc; i++) {
+		const struct targ *a = &cmd->argv[i];
+		struct buf b = {0};
+		bool missing_lone = false;
+		for (size_t k = 0; k < a->n; k++) {
+			if (!a->segs[k].placeholder) {
+				buf_puts(&b, a->segs[k].text);
+				continue;
+			}
+			size_t before = buf_size(&b);
+			const struct json *v = json_get(c->args, a->segs[k].text);
+			if (!arg_text(v, &b))
+				missing_lone = a->n == 1;
+			else if (memchr(buf_head(&b) + before, '\0', buf_size(&b) - before)) {
+				tool_call_fail(c, TC_VALIDATION_ERROR,
+					       "Invalid arguments for '%s': /%s: contains a NUL character, which a command line cannot carry",
+					       c->tool->name, a->segs[k].text);
+				buf_free(&b);
+				strv_free(argv);
+				return -EINVAL;
+			}
+		}
+		if (missing_lone) {
+			buf_free(&b);
+			continue;
+		}
+		argv[n++] = buf_steal(&b);
+	}
+	*ret = argv;
+	return 0;
+}
+
+/* Appends s quoted for a POSIX shell, for the audit log's "command run". */
+static void quote_arg(struct buf *b, const char *s)
+{
+	static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_";
+	if (*s && strspn(s, safe) == strlen(s)) {
+		buf_puts(b, s);
+		return;
+	}
+	buf_putc(b, '\'');
+	for (; *s; s++) {
+		if (*s == '\'')
+			buf_puts(b, "'\\''");
+		else
+			buf_putc(b, *s);
+	}
+	buf_putc(b, '\'');
+}
+
+/* The end of stderr (or of stdout when stderr is empty), as ": tail". */
+static char *failure_tail(const struct child_result *r)
+{
+	struct buf b = {0};
+	enum child_stream s = r->out_len[CHILD_STDERR] ? CHILD_STDERR : CHILD_STDOUT;
+	child_result_tail(r, s, TAIL_BYTES, &b);
+	if (buf_size(&b) == 0) {
+		buf_free(&b);
+		return xstrdup("");
+	}
+	char *tail = xasprintf(": %s", buf_head(&b));
+	buf_free(&b);
+	return tail;
+}
+
+/* Success with stdout parsed as JSON. */
+static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct child_result *r)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err = {0};
+
+	if (r->truncated[CHILD_STDOUT]) {
+		tool_call_fail(c, TC_EXECUTION_ERROR,
+			       "Command '%s' printed %" PRIu64 " bytes, more than the output limit; its JSON output was cut",
+			       cmd->program, r->total[CHILD_STDOUT]);
+		return;
+	}
+	if (json_parse(r->out[CHILD_STDOUT], r->out_len[CHILD_STDOUT], 0, 0, &doc, &err) < 0) {
+		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' did not print valid JSON: %s at byte %zu",
+			       cmd->program, err.msg, err.offset);
+		return;
+	}
+	const struct json *root = json_doc_root(doc);
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	if (root->type == JSON_OBJECT) {
+		jgen_value(g, root);
+	} else {
+		/* structuredContent is an object: other values are wrapped. */
+		jgen_obj_open(g);
+		jgen_key(g, "result");
+		jgen_value(g, root);
+		jgen_obj_close(g);
+	}
+	jgen_free(g);
+	json_doc_unref(doc);
+	tool_call_succeed(c, child_result_text(r), buf_steal(&b), false);
+}
+
+/* Maps how the program ended to the call's outcome. */
+static void command_done(struct tool_call *c, struct child_result *r)
+{
+	const struct cmd *cmd = c->tool->priv;
+	char sig[16];
+
+	if (r->signal) {
+		_cleanup_free_ char *tail = failure_tail(r);
+		child_signal_name(r->signal, sig);
+		tool_call_fail_data(c, TC_EXECUTION_ERROR, xasprintf("{\"signal\":\"%s\"}", sig),
+				    "Command '%s' was killed by signal %s%s", cmd->program, sig, tail);
+	} else if (r->exit_code != 0) {
+		_cleanup_free_ char *tail = failure_tail(r);
+		enum tc_kind kind = r->exit_code == EX_TEMPFAIL ? TC_TRANSIENT : TC_EXECUTION_ERROR;
+		tool_call_fail_data(c, kind, xasprintf("{\"exitCode\":%d}", r->exit_code),
+				    "Command '%s' exited with status %d%s", cmd->program, r->exit_code, tail);
+	} else if (cmd->stdout_json) {
+		succeed_json(c, cmd, r);
+	} else {
+		tool_call_succeed(c, child_result_text(r), child_result_json(r, false), false);
+	}
+}
+
+/* Starts one call; the outcome follows from command_done. */
+static enum tool_ret command_exec(struct tool_call *c)
+{
+	const struct cmd *cmd = c->tool->priv;
+	_cleanup_close_ int cwd_fd = -1;
+	_cleanup_(strv_freep) char **argv = NULL;
+	_cleanup_(strv_freep) char **env = NULL;
+	int r;
+
+	if (cmd->cwd) {
+		r = ws_openat(c->ws, cmd->cwd, strlen(cmd->cwd), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, &cwd_fd);
+		if (r < 0) {
+			_cleanup_free_ char *msg = NULL;
+			enum tc_kind kind = ws_error(r, cmd->cwd, &msg);
+			tool_call_fail(c, kind, "%s", msg);
+			return TOOL_DONE;
+		}
+	}
+	if (build_argv(c, cmd, &argv) < 0)
+		return TOOL_DONE;
+
+	struct buf line = {0};
+	for (char **a = argv; *a; a++) {
+		if (a != argv)
+			buf_putc(&line, ' ');
+		quote_arg(&line, *a);
+	}
+	_cleanup_free_ char *shown = buf_steal(&line);
+	tool_call_note_command(c, shown);
+
+	env = child_env_new(c->env ? c->env->shell_env_allow : NULL);
+	for (size_t i = 0; i < cmd->n_env; i++) {
+		const char *eq = strchr(cmd->env[i], '=');
+		_cleanup_free_ char *name = xstrndup(cmd->env[i], (size_t)(eq - cmd->env[i]));
+		child_env_put(&env, name, eq + 1);
+	}
+
+	struct child_opts opts = {
+		.path = NULL,		/* argv[0], searched in the child's PATH */
+		.argv = argv,
+		.envp = env,
+		.cwd_fd = cwd_fd >= 0 ? cwd_fd : c->ws->dirfd,
+	};
+	r = child_call_start(c, &opts, command_done);
+	if (r == -ENOENT)
+		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' not found", cmd->program);
+	else if (r == -EACCES)
+		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' is not executable", cmd->program);
+	else if (r == -EAGAIN || r == -EMFILE || r == -ENFILE || r == -ENOMEM)
+		tool_call_fail(c, TC_TRANSIENT, "Could not start command '%s': %s", cmd->program, strerror(-r));
+	else if (r < 0)
+		tool_call_fail(c, TC_EXECUTION_ERROR, "Could not start command '%s': %s", cmd->program, strerror(-r));
+	return r < 0 ? TOOL_DONE : TOOL_PENDING;
+}
+
+const struct tool_def tool_kind_command = {
+	.name = "command",
+	.description = "A program run with an argv built from the arguments",
+	.side_effects = SIDE_EXECUTE,	/* each tool's own comes from its declaration */
+	.exec = command_exec,
+	.cancel = child_call_cancel,
+	.priv_free = cmd_free,
+};

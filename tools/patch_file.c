@@ -1,1 +1,146 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * patch_file: replaces the one occurrence of a string in a file beneath the
+ * workspace (str_replace style) and writes the result atomically. Zero or
+ * several occurrences fail, saying how many there are, so the model can
+ * widen its context instead of editing the wrong place.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "lib/workspace.h"
+#include "proto/buf.h"
+#include "proto/json.h"
+#include "tools/tools.h"
+
+/* The largest file patched in memory. */
+#define PATCH_MAX_BYTES ((size_t)64 << 20)
+
+static const char *const path_args[] = { "path", NULL };
+
+/* Fails the call for a negative errno from the workspace. */
+static void fail_errno(struct tool_call *call, int r, const char *path)
+{
+	if (r == -EISDIR) {
+		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory; patch_file edits regular files", path);
+		return;
+	}
+	_cleanup_free_ char *msg = NULL;
+	enum tc_kind kind = ws_error(r, path, &msg);
+	tool_call_fail(call, kind, "%s", msg);
+}
+
+/* Counts the occurrences of needle in hay, overlapping ones included (they make the edit ambiguous too). */
+static size_t count_occurrences(const char *hay, size_t n, const char *needle, size_t m, const char **ret_first)
+{
+	size_t count = 0;
+	const char *p = hay, *end = hay + n;
+
+	*ret_first = NULL;
+	while (p < end && (p = memmem(p, (size_t)(end - p), needle, m))) {
+		if (!count)
+			*ret_first = p;
+		count++;
+		p++;
+	}
+	return count;
+}
+
+/* Runs patch_file. */
+static enum tool_ret patch_file_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	const struct json *jold = json_get(call->args, "old");
+	const struct json *jnew = json_get(call->args, "new");
+	const char *path = json_str(jpath);
+	size_t path_len = path ? jpath->u.str.len : 0;
+	const char *old = json_str(jold), *new = json_str(jnew);
+	size_t old_len = old ? jold->u.str.len : 0, new_len = new ? jnew->u.str.len : 0;
+
+	if (old_len == 0) {
+		/* The schema asks for minLength 1; this guards direct callers. */
+		tool_call_fail(call, TC_VALIDATION_ERROR, "Invalid arguments for 'patch_file': /old: must not be empty");
+		return TOOL_DONE;
+	}
+
+	_cleanup_(buf_free) struct buf data = {};
+	int r = ws_read(call->ws, path, path_len, 0, PATCH_MAX_BYTES + 1, &data, NULL);
+	if (r < 0) {
+		fail_errno(call, r, path);
+		return TOOL_DONE;
+	}
+	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
+	if (buf_size(&data) > PATCH_MAX_BYTES) {
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "'%s' is larger than %zu MiB, too large for patch_file; use shell tools to edit it",
+			       display, PATCH_MAX_BYTES >> 20);
+		return TOOL_DONE;
+	}
+
+	const char *hay = buf_head(&data), *first;
+	size_t n = buf_size(&data);
+	size_t count = count_occurrences(hay, n, old, old_len, &first);
+	if (count == 0) {
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "'old' was not found in %s; read the file and copy the text exactly, "
+			       "whitespace and indentation included", display);
+		return TOOL_DONE;
+	}
+	if (count > 1) {
+		tool_call_fail_data(call, TC_EXECUTION_ERROR, xasprintf("{\"occurrences\":%zu}", count),
+				    "'old' occurs %zu times in %s; include more context so it occurs exactly once",
+				    count, display);
+		return TOOL_DONE;
+	}
+
+	struct buf patched = {};
+	size_t at = (size_t)(first - hay);
+	buf_reserve(&patched, n - old_len + new_len + 1);
+	buf_append(&patched, hay, at);
+	buf_append(&patched, new, new_len);
+	buf_append(&patched, hay + at + old_len, n - at - old_len);
+	r = ws_write_atomic(call->ws, path, path_len, buf_head(&patched), buf_size(&patched), false, NULL);
+	buf_free(&patched);
+	if (r < 0) {
+		fail_errno(call, r, path);
+		return TOOL_DONE;
+	}
+	tool_call_note_file(call, display);
+
+	struct buf out = {};
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "path", display);
+	jgen_kv_int(g, "replacements", 1);
+	jgen_obj_close(g);
+	jgen_free(g);
+
+	tool_call_succeed(call, xasprintf("Replaced 1 occurrence in %s", display), buf_steal(&out), false);
+	return TOOL_DONE;
+}
+
+const struct tool_def tool_patch_file = {
+	.name = "patch_file",
+	.description =
+		"Edit a file in the workspace by replacing one exact piece of text: 'old' must "
+		"occur exactly once in the file, matched byte for byte (whitespace and "
+		"indentation included), and is replaced by 'new'. If 'old' occurs several "
+		"times, include more surrounding lines so it is unique; if it is not found, "
+		"read the file again. Paths are relative to the workspace root. The file is "
+		"rewritten atomically and keeps its permissions.",
+	.input_schema =
+		"{\"type\":\"object\","
+		"\"properties\":{"
+		"\"path\":{\"type\":\"string\",\"minLength\":1,"
+		"\"description\":\"File to edit, relative to the workspace root\"},"
+		"\"old\":{\"type\":\"string\",\"minLength\":1,"
+		"\"description\":\"The exact text to replace; must occur exactly once\"},"
+		"\"new\":{\"type\":\"string\","
+		"\"description\":\"The text to put in its place\"}},"
+		"\"required\":[\"path\",\"old\",\"new\"],"
+		"\"additionalProperties\":false}",
+	.side_effects = SIDE_WRITE,
+	.idempotent = false,
+	.path_args = path_args,
+	.exec = patch_file_exec,
+};

@@ -1,1 +1,183 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * read_file: returns a window of a regular file beneath the workspace, as
+ * UTF-8 text or as base64. Text is never mangled: bytes that are not UTF-8
+ * fail with a message pointing at base64, and a window that would cut a
+ * multibyte character ends before it instead.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lib/workspace.h"
+#include "proto/buf.h"
+#include "proto/json.h"
+#include "tools/tools.h"
+
+#define DEFAULT_READ_CAP ((size_t)1 << 20)
+
+static const char *const path_args[] = { "path", NULL };
+
+/* Appends the base64 form of n bytes to out. */
+static void base64_encode(const unsigned char *s, size_t n, struct buf *out)
+{
+	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+	buf_reserve(out, (n + 2) / 3 * 4 + 1);
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)s[i + 1] << 8;
+		if (i + 2 < n)
+			v |= s[i + 2];
+		char q[4] = { tbl[(v >> 18) & 63], tbl[(v >> 12) & 63],
+			      i + 1 < n ? tbl[(v >> 6) & 63] : '=', i + 2 < n ? tbl[v & 63] : '=' };
+		buf_append(out, q, 4);
+	}
+}
+
+static bool is_cont(unsigned char c)
+{
+	return (c & 0xC0) == 0x80;
+}
+
+/* Length of the UTF-8 sequence a lead byte starts (1 for anything else). */
+static size_t seq_len(unsigned char c)
+{
+	return c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+}
+
+/*
+ * Chooses how many of the got bytes to return as text when at most limit
+ * were asked for: a character the limit would cut is left for the next
+ * read, unless it is the first one (then it is returned whole, so that a
+ * reader advancing by what it got always makes progress).
+ */
+static size_t utf8_cut(const unsigned char *d, size_t got, size_t limit)
+{
+	if (got <= limit)
+		return got;
+	size_t j = limit;
+	while (j > 0 && limit - j < 3 && is_cont(d[j]))
+		j--;
+	if (is_cont(d[j]))
+		return limit;		/* not UTF-8 anyway: validation says so */
+	if (j > 0)
+		return j;
+	size_t first = seq_len(d[0]);
+	return first <= got ? first : limit;
+}
+
+/* Fails the call for a negative errno from the workspace. */
+static void fail_errno(struct tool_call *call, int r, const char *path)
+{
+	if (r == -EISDIR) {
+		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory, use list_dir to see its entries", path);
+		return;
+	}
+	_cleanup_free_ char *msg = NULL;
+	enum tc_kind kind = ws_error(r, path, &msg);
+	tool_call_fail(call, kind, "%s", msg);
+}
+
+/* Runs read_file. */
+static enum tool_ret read_file_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	const char *path = json_str(jpath);
+	size_t path_len = path ? jpath->u.str.len : 0;
+	int64_t v;
+
+	uint64_t offset = 0;
+	if (json_get_int(json_get(call->args, "offset"), &v) && v > 0)
+		offset = (uint64_t)v;
+	size_t limit = call->env && call->env->read_cap ? call->env->read_cap : DEFAULT_READ_CAP;
+	if (json_get_int(json_get(call->args, "limit"), &v) && v > 0)
+		limit = (size_t)v;
+	const char *encoding = json_str(json_get(call->args, "encoding"));
+	bool b64 = str_eq(encoding, "base64");
+
+	/* Up to 4 bytes beyond the limit: one tells whether more follows, the
+	 * rest complete a character that straddles the limit. */
+	_cleanup_(buf_free) struct buf data = {};
+	struct stat st;
+	int r = ws_read(call->ws, path, path_len, offset, limit + 4, &data, &st);
+	if (r < 0) {
+		fail_errno(call, r, path);
+		return TOOL_DONE;
+	}
+
+	const unsigned char *d = (const unsigned char *)buf_head(&data);
+	size_t got = buf_size(&data), n;
+	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
+	_cleanup_(buf_free) struct buf content = {};
+
+	if (b64) {
+		n = MIN(got, limit);
+		base64_encode(d, n, &content);
+	} else {
+		if (offset > 0 && got > 0 && is_cont(d[0])) {
+			tool_call_fail(call, TC_EXECUTION_ERROR,
+				       "Offset %llu of '%s' falls inside a multibyte UTF-8 character; "
+				       "use the offset of a character boundary, or encoding \"base64\"",
+				       (unsigned long long)offset, display);
+			return TOOL_DONE;
+		}
+		n = utf8_cut(d, got, limit);
+		/* NUL bytes are valid UTF-8 but mark binary data, and would cut
+		 * the text content short. */
+		if (!utf8_valid((const char *)d, n) || memchr(d, 0, n)) {
+			tool_call_fail(call, TC_EXECUTION_ERROR,
+				       "'%s' is not UTF-8 text (it holds invalid UTF-8 or NUL bytes); "
+				       "read it with encoding \"base64\"", display);
+			return TOOL_DONE;
+		}
+		buf_append(&content, d, n);
+	}
+	bool truncated = got > n;
+
+	struct buf out = {};
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "path", display);
+	jgen_key(g, "content");
+	jgen_strn(g, buf_head(&content), buf_size(&content));
+	jgen_kv_int(g, "size", (int64_t)st.st_size);
+	jgen_kv_bool(g, "truncated", truncated);
+	jgen_kv_str(g, "encoding", b64 ? "base64" : "utf8");
+	if (truncated)
+		jgen_kv_int(g, "next_offset", (int64_t)(offset + n));
+	jgen_obj_close(g);
+	jgen_free(g);
+
+	tool_call_succeed(call, buf_steal(&content), buf_steal(&out), false);
+	return TOOL_DONE;
+}
+
+const struct tool_def tool_read_file = {
+	.name = "read_file",
+	.description =
+		"Read a file in the workspace. Paths are relative to the workspace root. "
+		"Returns the file's text (it must be UTF-8), or its bytes in base64 with "
+		"encoding \"base64\" (use that for binary files). At most 'limit' bytes "
+		"(default 1 MiB) are returned, starting at byte 'offset'; when 'truncated' "
+		"is true, read again from 'next_offset' for the rest. 'size' is the whole "
+		"file's size in bytes. To see what a directory holds, use list_dir.",
+	.input_schema =
+		"{\"type\":\"object\","
+		"\"properties\":{"
+		"\"path\":{\"type\":\"string\",\"minLength\":1,"
+		"\"description\":\"File to read, relative to the workspace root (e.g. \\\"src/main.c\\\")\"},"
+		"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,"
+		"\"description\":\"Byte offset to start at (default 0)\"},"
+		"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,"
+		"\"description\":\"Maximum number of bytes to return (default 1 MiB)\"},"
+		"\"encoding\":{\"type\":\"string\",\"enum\":[\"utf8\",\"base64\"],\"default\":\"utf8\","
+		"\"description\":\"utf8 returns text; base64 returns the raw bytes encoded\"}},"
+		"\"required\":[\"path\"],"
+		"\"additionalProperties\":false}",
+	.side_effects = SIDE_READ,
+	.idempotent = true,
+	.path_args = path_args,
+	.exec = read_file_exec,
+};

@@ -1,1 +1,99 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The shell tool: runs `/bin/sh -c command` in the workspace (or a
+ * directory beneath it), with stdin on /dev/null, in a process group of its
+ * own, with a scrubbed environment and capped output. A command that exits
+ * non-zero or is killed is a successful dispatch with is_error set; its
+ * exit code and signal are in structuredContent. Process handling lives in
+ * lib/child.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+
+#include "lib/child.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+#include "tools/tools.h"
+
+/* The kernel caps one argument at 128 KiB (MAX_ARG_STRLEN): 32000
+ * characters of at most 4 bytes each always fit. */
+static const char shell_schema[] =
+	"{\"type\":\"object\","
+	"\"properties\":{"
+	"\"command\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":32000,"
+	"\"description\":\"Shell command, run with /bin/sh -c\"},"
+	"\"cwd\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
+	"\"description\":\"Working directory, relative to the workspace root (default: the root)\"},"
+	"\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
+	"\"description\":\"Time limit in milliseconds\"}},"
+	"\"required\":[\"command\"],"
+	"\"additionalProperties\":false}";
+
+static const char *const shell_path_args[] = { "cwd", NULL };
+
+/* Sets the outcome from how the shell ended. */
+static void shell_done(struct tool_call *c, struct child_result *r)
+{
+	tool_call_succeed(c, child_result_text(r), child_result_json(r, true),
+			  r->signal != 0 || r->exit_code != 0);
+}
+
+/* Starts the command; the outcome follows from shell_done. */
+static enum tool_ret shell_exec(struct tool_call *c)
+{
+	const struct json *command = json_get(c->args, "command");
+	const struct json *cwd = json_get(c->args, "cwd");
+	_cleanup_close_ int cwd_fd = -1;
+	char **env = NULL;
+	int r;
+
+	/* sh -c would see the command cut at the first NUL. */
+	if (memchr(command->u.str.s, '\0', command->u.str.len)) {
+		tool_call_fail(c, TC_VALIDATION_ERROR, "Invalid arguments for 'shell': /command: contains a NUL character");
+		return TOOL_DONE;
+	}
+	if (cwd) {
+		r = ws_openat(c->ws, cwd->u.str.s, cwd->u.str.len, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, &cwd_fd);
+		if (r < 0) {
+			_cleanup_free_ char *msg = NULL;
+			enum tc_kind kind = ws_error(r, cwd->u.str.s, &msg);
+			tool_call_fail(c, kind, "%s", msg);
+			return TOOL_DONE;
+		}
+	}
+	tool_call_note_command(c, command->u.str.s);
+
+	char *argv[] = { (char *)"/bin/sh", (char *)"-c", (char *)command->u.str.s, NULL };
+	env = child_env_new(c->env ? c->env->shell_env_allow : NULL);
+	struct child_opts opts = {
+		.path = "/bin/sh",
+		.argv = argv,
+		.envp = env,
+		.cwd_fd = cwd_fd >= 0 ? cwd_fd : c->ws->dirfd,
+	};
+	r = child_call_start(c, &opts, shell_done);
+	child_env_free(env);
+	if (r < 0) {
+		if (r == -EAGAIN || r == -EMFILE || r == -ENFILE || r == -ENOMEM)
+			tool_call_fail(c, TC_TRANSIENT, "Could not start the shell: %s", strerror(-r));
+		else
+			tool_call_fail(c, TC_EXECUTION_ERROR, "Could not start the shell: %s", strerror(-r));
+		return TOOL_DONE;
+	}
+	return TOOL_PENDING;
+}
+
+const struct tool_def tool_shell = {
+	.name = "shell",
+	.description = "Run a shell command (/bin/sh -c) in the workspace. stdin is empty; "
+		       "stdout and stderr are captured (long output keeps its head and tail). "
+		       "A non-zero exit is reported with its exit code.",
+	.input_schema = shell_schema,
+	.side_effects = SIDE_EXECUTE,
+	.idempotent = false,
+	.timeout_ms = 600000,
+	.path_args = shell_path_args,
+	.exec = shell_exec,
+	.cancel = child_call_cancel,
+};

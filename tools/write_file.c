@@ -1,1 +1,161 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * write_file: creates or replaces a file beneath the workspace, atomically
+ * (ws_write_atomic: temp file, fsync, rename, fsync of the directory), with
+ * the old file's mode kept.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "lib/workspace.h"
+#include "proto/buf.h"
+#include "proto/json.h"
+#include "tools/tools.h"
+
+static const char *const path_args[] = { "path", NULL };
+
+/* Value of a base64 digit, or -1. */
+static int b64_digit(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * Decodes standard base64 (line breaks and spaces between digits are
+ * skipped; "=" padding is optional but only at the end). -EINVAL when the
+ * text is not base64.
+ */
+static int base64_decode(const char *s, size_t n, struct buf *out)
+{
+	uint32_t acc = 0;
+	unsigned bits = 0, digits = 0, pad = 0;
+
+	buf_reserve(out, n / 4 * 3 + 3);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+			continue;
+		if (c == '=') {
+			pad++;
+			continue;
+		}
+		int d = b64_digit(c);
+		if (d < 0 || pad > 0)
+			return -EINVAL;
+		acc = (acc << 6) | (uint32_t)d;
+		bits += 6;
+		digits++;
+		if (bits >= 8) {
+			bits -= 8;
+			buf_putc(out, (char)((acc >> bits) & 0xFF));
+		}
+	}
+	/* One digit alone cannot encode a byte; padding only fills a group. */
+	if (digits % 4 == 1 || pad > 2 || (pad > 0 && (digits + pad) % 4 != 0))
+		return -EINVAL;
+	return 0;
+}
+
+/* Fails the call for a negative errno from the workspace. */
+static void fail_errno(struct tool_call *call, int r, const char *path, bool create_dirs)
+{
+	if (r == -ENOENT && !create_dirs) {
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "The directory of '%s' does not exist; set create_dirs to true to create it", path);
+		return;
+	}
+	if (r == -EISDIR) {
+		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory; write_file writes regular files", path);
+		return;
+	}
+	_cleanup_free_ char *msg = NULL;
+	enum tc_kind kind = ws_error(r, path, &msg);
+	tool_call_fail(call, kind, "%s", msg);
+}
+
+/* Runs write_file. */
+static enum tool_ret write_file_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	const struct json *jcontent = json_get(call->args, "content");
+	const char *path = json_str(jpath);
+	size_t path_len = path ? jpath->u.str.len : 0;
+	const char *content = json_str(jcontent);
+	size_t content_len = content ? jcontent->u.str.len : 0;
+	bool create_dirs = json_is_true(json_get(call->args, "create_dirs"));
+	bool b64 = str_eq(json_str(json_get(call->args, "encoding")), "base64");
+
+	_cleanup_(buf_free) struct buf decoded = {};
+	if (b64) {
+		if (base64_decode(content, content_len, &decoded) < 0) {
+			tool_call_fail_data(call, TC_VALIDATION_ERROR,
+					    xstrdup("{\"errors\":[{\"path\":\"/content\",\"message\":\"not valid base64\"}]}"),
+					    "Invalid arguments for 'write_file': /content: not valid base64 "
+					    "(with encoding \"base64\", content must be standard base64)");
+			return TOOL_DONE;
+		}
+		content = buf_head(&decoded);
+		content_len = buf_size(&decoded);
+	}
+
+	bool created = false;
+	int r = ws_write_atomic(call->ws, path, path_len, content, content_len, create_dirs, &created);
+	if (r < 0) {
+		fail_errno(call, r, path, create_dirs);
+		return TOOL_DONE;
+	}
+
+	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
+	tool_call_note_file(call, display);
+
+	struct buf out = {};
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "path", display);
+	jgen_kv_int(g, "bytes", (int64_t)content_len);
+	jgen_kv_bool(g, "created", created);
+	jgen_obj_close(g);
+	jgen_free(g);
+
+	char *text = xasprintf("%s %s (%zu bytes)", created ? "Created" : "Wrote", display, content_len);
+	tool_call_succeed(call, text, buf_steal(&out), false);
+	return TOOL_DONE;
+}
+
+const struct tool_def tool_write_file = {
+	.name = "write_file",
+	.description =
+		"Create a file in the workspace, or replace the whole content of an existing one. "
+		"Paths are relative to the workspace root. The write is atomic (readers see the "
+		"old or the new file, never a mix) and keeps the file's permissions. Missing "
+		"parent directories are an error unless create_dirs is true. For binary data, "
+		"pass the bytes in base64 with encoding \"base64\". To change part of a file, "
+		"patch_file is safer than rewriting it.",
+	.input_schema =
+		"{\"type\":\"object\","
+		"\"properties\":{"
+		"\"path\":{\"type\":\"string\",\"minLength\":1,"
+		"\"description\":\"File to write, relative to the workspace root (e.g. \\\"src/main.c\\\")\"},"
+		"\"content\":{\"type\":\"string\","
+		"\"description\":\"The new content of the whole file\"},"
+		"\"encoding\":{\"type\":\"string\",\"enum\":[\"utf8\",\"base64\"],\"default\":\"utf8\","
+		"\"description\":\"utf8: content is the text; base64: content is the bytes in base64\"},"
+		"\"create_dirs\":{\"type\":\"boolean\",\"default\":false,"
+		"\"description\":\"Create missing parent directories\"}},"
+		"\"required\":[\"path\",\"content\"],"
+		"\"additionalProperties\":false}",
+	.side_effects = SIDE_WRITE,
+	.idempotent = true,
+	.path_args = path_args,
+	.exec = write_file_exec,
+};

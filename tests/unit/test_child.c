@@ -1,16 +1,1033 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Child processes, the shell tool and the "command" tool kind, driven the
+ * way the dispatcher drives them: a struct tool_call handed to the tool's
+ * exec on a real libev loop, run until on_finish fires. Covers exit codes
+ * and signals, capture with head and tail, invalid UTF-8, environment
+ * scrubbing, the working directory, SIGTERM then SIGKILL on cancel with no
+ * survivor, zombies and fd hygiene, streaming, and the command kind's argv
+ * substitution, outcome mapping and declaration checks.
+ */
 #include <check.h>
+#include <dirent.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
-START_TEST(placeholder) { ck_assert_int_eq(1, 1); }
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/child.h"
+#include "lib/loop.h"
+#include "lib/tool.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+#include "tools/command.h"
+#include "tools/tools.h"
+
+/* --- fixture ------------------------------------------------------------- */
+
+static char tmpdir[PATH_MAX];
+static struct workspace *ws;
+static struct ev_loop *ev;
+static struct tc_loop *loop;
+static struct tool *shell;
+static struct tool_env env;
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/tc-child-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	ck_assert_int_eq(ws_open(tmpdir, &ws), 0);
+	ev = ev_loop_new(0);
+	ck_assert_ptr_nonnull(ev);
+	loop = tc_loop_ev_new(ev);
+	char *err = NULL;
+	int r = tool_new(&tool_shell, tool_shell.name, tool_shell.description, tool_shell.input_schema,
+			 NULL, &shell, &err);
+	ck_assert_msg(r == 0, "shell schema: %s", err ? err : "?");
+	env = (struct tool_env){ 0 };
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void teardown(void)
+{
+	tool_unref(shell);
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+	ws_unref(ws);
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* --- running calls ------------------------------------------------------- */
+
+struct run {
+	struct tool_call c;
+	struct json_doc *args;
+	struct buf streamed[CHILD_NSTREAMS];
+	uint64_t first_output_ms;	/* when "first" was streamed */
+	uint64_t finish_ms;
+	uint64_t cancel_ms;
+	pid_t pids[2];			/* "pids A B" printed by the command */
+	bool cancel_on_pids;
+	bool finished;
+};
+
+static void on_finish(struct tool_call *c)
+{
+	struct run *run = c->owner;
+	run->finished = true;
+	run->finish_ms = mono_ms();
+}
+
+static void on_output(struct tool_call *c, const char *stream, const char *data, size_t n)
+{
+	struct run *run = c->owner;
+	int s = strcmp(stream, "stdout") == 0 ? CHILD_STDOUT : CHILD_STDERR;
+	ck_assert(strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0);
+	buf_append(&run->streamed[s], data, n);
+	const char *all = buf_head(&run->streamed[CHILD_STDOUT]);
+	if (!run->first_output_ms && strstr(all, "first"))
+		run->first_output_ms = mono_ms();
+	const char *p = strstr(all, "pids ");
+	if (run->cancel_on_pids && !run->cancel_ms && p && strchr(p, '\n')) {
+		ck_assert_int_eq(sscanf(p, "pids %d %d", &run->pids[0], &run->pids[1]), 2);
+		/* Cancel from inside the output callback, as a timeout could. */
+		run->cancel_ms = mono_ms();
+		c->tool->def->cancel(c);
+	}
+}
+
+static void on_deadline(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/* Runs the loop until every run has finished; fails after timeout_ms. */
+static void wait_runs(struct run *runs, size_t n, uint64_t timeout_ms)
+{
+	bool expired = false;
+	struct tc_timer *t = tc_timer_new(loop, on_deadline, &expired);
+	tc_timer_start(t, timeout_ms);
+	for (;;) {
+		size_t done = 0;
+		for (size_t i = 0; i < n; i++)
+			done += runs[i].finished;
+		if (done == n)
+			break;
+		ck_assert_msg(!expired, "calls still running after %llu ms", (unsigned long long)timeout_ms);
+		ev_run(ev, EVRUN_ONCE);
+	}
+	tc_timer_free(t);
+}
+
+/* Starts one call of tool t with arguments given as JSON text. */
+static void start(struct run *run, struct tool *t, const char *args)
+{
+	struct json_err err;
+	memset(run, 0, sizeof(*run));
+	ck_assert_msg(json_parse(args, strlen(args), 0, 0, &run->args, &err) == 0, "args: %s", err.msg);
+	run->c = (struct tool_call){
+		.tool = t,
+		.args = json_doc_root(run->args),
+		.ws = ws,
+		.loop = loop,
+		.env = &env,
+		.call_id = "test",
+		.on_finish = on_finish,
+		.on_output = on_output,
+		.owner = run,
+	};
+	if (t->def->exec(&run->c) == TOOL_DONE) {
+		run->finished = true;
+		run->finish_ms = mono_ms();
+	}
+}
+
+static void run_call(struct run *run, struct tool *t, const char *args)
+{
+	start(run, t, args);
+	wait_runs(run, 1, 20000);
+}
+
+static void run_done(struct run *run)
+{
+	tool_call_clear(&run->c);
+	json_doc_unref(run->args);
+	for (int s = 0; s < CHILD_NSTREAMS; s++)
+		buf_free(&run->streamed[s]);
+}
+
+/* The call's structuredContent, parsed (it must be valid JSON). */
+static struct json_doc *structured(struct run *run)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	ck_assert_ptr_nonnull(run->c.structured);
+	ck_assert_msg(json_parse(run->c.structured, strlen(run->c.structured), 0, 0, &doc, &err) == 0,
+		      "structuredContent is not JSON (%s): %s", err.msg, run->c.structured);
+	return doc;
+}
+
+static const char *sget(struct json_doc *doc, const char *key)
+{
+	const struct json *v = json_get(json_doc_root(doc), key);
+	ck_assert_msg(v && v->type == JSON_STRING, "%s is not a string", key);
+	return v->u.str.s;
+}
+
+/* Runs a shell command and returns its parsed structuredContent. */
+static struct json_doc *shell_ok(struct run *run, const char *args)
+{
+	run_call(run, shell, args);
+	ck_assert_msg(run->c.kind == TC_OK, "kind %s: %s", tc_kind_name(run->c.kind),
+		      run->c.message ? run->c.message : "");
+	return structured(run);
+}
+
+/* {"command": cmd} with cmd quoted as JSON. */
+static char *shell_args(const char *cmd)
+{
+	struct buf b = { 0 };
+	buf_puts(&b, "{\"command\":");
+	json_quote(&b, cmd, strlen(cmd));
+	buf_putc(&b, '}');
+	return buf_steal(&b);
+}
+
+/* --- /proc helpers ------------------------------------------------------- */
+
+/* The state letter of a process, 0 when it is gone. */
+static char proc_state(pid_t pid, pid_t *ret_ppid)
+{
+	char path[64], line[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(line, 1, sizeof(line) - 1, f);
+	fclose(f);
+	line[n] = '\0';
+	char *p = strrchr(line, ')');
+	char state = 0;
+	int ppid = 0;
+	if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+		return 0;
+	if (ret_ppid)
+		*ret_ppid = ppid;
+	return state;
+}
+
+/* True once the process is gone or dead (a zombie awaiting its reaper). */
+static bool pid_dead(pid_t pid)
+{
+	for (int i = 0; i < 200; i++) {
+		char st = proc_state(pid, NULL);
+		if (st == 0 || st == 'Z' || st == 'X')
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Children of this process, zombies included. */
+static int count_children(void)
+{
+	DIR *d = opendir("/proc");
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		pid_t pid = (pid_t)atoi(de->d_name), ppid = 0;
+		if (pid > 0 && proc_state(pid, &ppid) && ppid == getpid())
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the directory's own fd */
+}
+
+/* --- shell: outcome ------------------------------------------------------ */
+
+START_TEST(shell_exit_codes)
+{
+	struct run run;
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"true\"}");
+	ck_assert(!run.c.is_error);
+	ck_assert(json_get_int(json_get(json_doc_root(doc), "exit_code"), &(int64_t){0}));
+	ck_assert_int_eq(json_get(json_doc_root(doc), "exit_code")->u.num.i, 0);
+	ck_assert_int_eq(json_get(json_doc_root(doc), "signal")->type, JSON_NULL);
+	ck_assert_str_eq(run.c.text, "(no output)");
+	ck_assert_str_eq(run.c.command, "true");
+	json_doc_unref(doc);
+	run_done(&run);
+
+	/* Non-zero exit: a successful dispatch, with is_error set. */
+	doc = shell_ok(&run, "{\"command\":\"echo partial; exit 3\"}");
+	ck_assert(run.c.is_error);
+	ck_assert_int_eq(json_get(json_doc_root(doc), "exit_code")->u.num.i, 3);
+	ck_assert_str_eq(sget(doc, "stdout"), "partial\n");
+	ck_assert_ptr_nonnull(strstr(run.c.text, "[exit code 3]"));
+	ck_assert(json_is_int(json_get(json_doc_root(doc), "duration_ms")));
+	json_doc_unref(doc);
+	run_done(&run);
+	ck_assert_int_eq(count_children(), 0);
+}
 END_TEST
+
+START_TEST(shell_capture)
+{
+	struct run run;
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; echo err >&2; printf tail\"}");
+	ck_assert_str_eq(sget(doc, "stdout"), "out\ntail");
+	ck_assert_str_eq(sget(doc, "stderr"), "err\n");
+	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
+	ck_assert_str_eq(run.c.text, "out\ntail\n[stderr]\nerr\n");
+	json_doc_unref(doc);
+	run_done(&run);
+}
+END_TEST
+
+START_TEST(shell_signals)
+{
+	/* The daemon ignores SIGPIPE and may block signals: the child must
+	 * start with default dispositions and an empty mask all the same. */
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	static const struct { const char *cmd, *sig; } cases[] = {
+		{ "{\"command\":\"kill -KILL $$\"}", "SIGKILL" },
+		{ "{\"command\":\"kill -PIPE $$\"}", "SIGPIPE" },
+		{ "{\"command\":\"kill -USR1 $$\"}", "SIGUSR1" },
+		{ "{\"command\":\"kill -TERM $$\"}", "SIGTERM" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct run run;
+		struct json_doc *doc = shell_ok(&run, cases[i].cmd);
+		ck_assert(run.c.is_error);
+		ck_assert_int_eq(json_get(json_doc_root(doc), "exit_code")->type, JSON_NULL);
+		ck_assert_str_eq(sget(doc, "signal"), cases[i].sig);
+		char want[32];
+		snprintf(want, sizeof(want), "[killed by %s]", cases[i].sig);
+		ck_assert_ptr_nonnull(strstr(run.c.text, want));
+		json_doc_unref(doc);
+		run_done(&run);
+	}
+	char buf[16];
+	ck_assert_str_eq(child_signal_name(SIGSEGV, buf), "SIGSEGV");
+	ck_assert_str_eq(child_signal_name(SIGRTMIN + 2, buf), "SIGRTMIN+2");
+}
+END_TEST
+
+/* --- shell: caps and encoding -------------------------------------------- */
+
+START_TEST(shell_cap_head_tail)
+{
+	struct run run;
+	env.output_cap = 1000;
+	/* 5008 bytes: HEAD, 5000 x, TAIL; 500 kept from each end. */
+	struct json_doc *doc = shell_ok(&run,
+		"{\"command\":\"printf HEAD; head -c 5000 /dev/zero | tr '\\\\0' x; printf TAIL; echo small >&2\"}");
+	struct buf want = {0};
+	buf_puts(&want, "HEAD");
+	for (int i = 0; i < 496; i++)
+		buf_putc(&want, 'x');
+	buf_puts(&want, "\n[... 4008 bytes omitted ...]\n");
+	for (int i = 0; i < 496; i++)
+		buf_putc(&want, 'x');
+	buf_puts(&want, "TAIL");
+	ck_assert_str_eq(sget(doc, "stdout"), buf_head(&want));
+	ck_assert_str_eq(sget(doc, "stderr"), "small\n");
+	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, true);
+	buf_free(&want);
+	/* Everything was streamed, even what the cap left out. */
+	ck_assert_uint_eq(buf_size(&run.streamed[CHILD_STDOUT]), 5008);
+	json_doc_unref(doc);
+	run_done(&run);
+
+	/* Exactly at the cap: kept whole, not truncated. */
+	doc = shell_ok(&run, "{\"command\":\"head -c 1000 /dev/zero | tr '\\\\0' y\"}");
+	ck_assert_uint_eq(strlen(sget(doc, "stdout")), 1000);
+	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
+	json_doc_unref(doc);
+	run_done(&run);
+}
+END_TEST
+
+START_TEST(shell_invalid_utf8)
+{
+	struct run run;
+	/* Bytes that are not UTF-8, a NUL, and characters cut by the cap. */
+	env.output_cap = 64;
+	char *args = shell_args("printf 'ab\\377\\376cd\\000ef'; "
+				"{ printf x; printf '\\303\\251%.0s' $(seq 100); printf y; } >&2");
+	struct json_doc *doc = shell_ok(&run, args);
+	free(args);
+	ck_assert(utf8_valid(run.c.structured, strlen(run.c.structured)));
+	const struct json *out = json_get(json_doc_root(doc), "stdout");
+	ck_assert_ptr_nonnull(strstr(out->u.str.s, "ab"));
+	ck_assert_ptr_nonnull(strstr(out->u.str.s, "\xEF\xBF\xBD"));	/* U+FFFD */
+	ck_assert_uint_eq(out->u.str.len, strlen("ab") + 2 * 3 + strlen("cd") + 1 + strlen("ef"));
+	/* Head and tail were cut on character boundaries: no U+FFFD. */
+	const char *err = sget(doc, "stderr");
+	ck_assert_ptr_null(strstr(err, "\xEF\xBF\xBD"));
+	ck_assert(utf8_valid(err, strlen(err)));
+	ck_assert_ptr_nonnull(strstr(err, "bytes omitted"));
+	ck_assert_int_eq(err[0], 'x');
+	ck_assert_int_eq(err[strlen(err) - 1], 'y');
+	ck_assert(json_get(json_doc_root(doc), "truncated")->u.b);
+	ck_assert(utf8_valid(run.c.text, strlen(run.c.text)));
+	json_doc_unref(doc);
+	run_done(&run);
+}
+END_TEST
+
+/* --- shell: environment and working directory ----------------------------- */
+
+START_TEST(shell_env_scrubbed)
+{
+	struct run run;
+	setenv("TC_TEST_SECRET", "leaked", 1);
+	setenv("TC_TEST_ALLOWED", "yes", 1);
+	static const char *const allow[] = { "PATH", "TC_TEST_ALLOWED", NULL };
+	env.shell_env_allow = allow;
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"env\"}");
+	const char *out = sget(doc, "stdout");
+	ck_assert_ptr_nonnull(strstr(out, "TC_TEST_ALLOWED=yes\n"));
+	ck_assert_ptr_null(strstr(out, "TC_TEST_SECRET"));
+	ck_assert_ptr_null(strstr(out, "HOME="));
+	json_doc_unref(doc);
+	run_done(&run);
+
+	/* No allow-list: PATH, LANG, HOME, TERM. */
+	env.shell_env_allow = NULL;
+	setenv("HOME", "/nonexistent-home", 1);
+	doc = shell_ok(&run, "{\"command\":\"env\"}");
+	out = sget(doc, "stdout");
+	ck_assert_ptr_nonnull(strstr(out, "HOME=/nonexistent-home\n"));
+	ck_assert_ptr_null(strstr(out, "TC_TEST_ALLOWED"));
+	ck_assert_ptr_null(strstr(out, "TC_TEST_SECRET"));
+	json_doc_unref(doc);
+	run_done(&run);
+
+	/* No PATH in the daemon's environment: a safe default. */
+	unsetenv("PATH");
+	doc = shell_ok(&run, "{\"command\":\"echo \\\"$PATH\\\"\"}");
+	ck_assert_str_eq(sget(doc, "stdout"), CHILD_SAFE_PATH "\n");
+	json_doc_unref(doc);
+	run_done(&run);
+}
+END_TEST
+
+START_TEST(shell_cwd)
+{
+	struct run run;
+	char sub[PATH_MAX + 8];
+	snprintf(sub, sizeof(sub), "%s/sub", ws->root);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"pwd -P\"}");
+	char want[PATH_MAX + 16];
+	snprintf(want, sizeof(want), "%s\n", ws->root);
+	ck_assert_str_eq(sget(doc, "stdout"), want);
+	json_doc_unref(doc);
+	run_done(&run);
+
+	doc = shell_ok(&run, "{\"command\":\"pwd -P\",\"cwd\":\"sub\"}");
+	snprintf(want, sizeof(want), "%s/sub\n", ws->root);
+	ck_assert_str_eq(sget(doc, "stdout"), want);
+	json_doc_unref(doc);
+	run_done(&run);
+
+	/* Escapes are refused before anything runs. */
+	static const char *const bad[] = {
+		"{\"command\":\"touch escaped\",\"cwd\":\"..\"}",
+		"{\"command\":\"touch escaped\",\"cwd\":\"sub/../..\"}",
+		"{\"command\":\"touch escaped\",\"cwd\":\"/tmp\"}",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		run_call(&run, shell, bad[i]);
+		ck_assert_int_eq(run.c.kind, TC_PERMISSION_DENIED);
+		ck_assert_ptr_nonnull(run.c.message);
+		ck_assert_ptr_null(run.c.command);
+		run_done(&run);
+	}
+	ck_assert_int_eq(access("/tmp/escaped", F_OK), -1);
+
+	/* A cwd that does not exist is the tool's failure, not an escape. */
+	run_call(&run, shell, "{\"command\":\"true\",\"cwd\":\"missing\"}");
+	ck_assert_int_eq(run.c.kind, TC_EXECUTION_ERROR);
+	run_done(&run);
+}
+END_TEST
+
+/* --- shell: stopping ----------------------------------------------------- */
+
+/* The leader traps TERM and keeps going; a grandchild ignores TERM. Both
+ * print their pids, and only SIGKILL of the group ends them. */
+#define STUBBORN \
+	"trap 'echo got-term' TERM; (trap '' TERM; exec sleep 300) & " \
+	"echo \"pids $$ $!\"; while :; do sleep 0.05; done"
+
+
+START_TEST(shell_cancel_term_then_kill)
+{
+	struct run run;
+	char *args = shell_args(STUBBORN);
+	start(&run, shell, args);
+	free(args);
+	run.cancel_on_pids = true;
+	wait_runs(&run, 1, 15000);
+
+	ck_assert_int_ne(run.cancel_ms, 0);
+	ck_assert_int_eq(run.c.kind, TC_CANCELLED);
+	ck_assert_ptr_nonnull(strstr(run.c.message, "SIGKILL"));
+	/* SIGTERM came first (the trap ran), SIGKILL after the 5 s delay. */
+	ck_assert_ptr_nonnull(strstr(buf_head(&run.streamed[CHILD_STDOUT]), "got-term"));
+	uint64_t waited = run.finish_ms - run.cancel_ms;
+	ck_assert_msg(waited >= 4900 && waited < 8000, "SIGKILL after %llu ms", (unsigned long long)waited);
+	ck_assert(pid_dead(run.pids[0]));
+	ck_assert(pid_dead(run.pids[1]));
+	ck_assert_int_eq(count_children(), 0);
+	run_done(&run);
+}
+END_TEST
+
+struct child_wait {
+	bool done;
+	uint64_t done_ms;
+	struct buf out;
+	struct child_result r;
+};
+
+static void cw_output(void *arg, enum child_stream s, const char *data, size_t n)
+{
+	struct child_wait *w = arg;
+	if (s == CHILD_STDOUT)
+		buf_append(&w->out, data, n);
+}
+
+static void cw_done(void *arg, struct child *ch, struct child_result *r)
+{
+	struct child_wait *w = arg;
+	w->done = true;
+	w->done_ms = mono_ms();
+	w->r = *r;
+	w->r.out[0] = w->r.out[1] = NULL;
+}
+
+static void cw_run(struct child_wait *w, uint64_t timeout_ms)
+{
+	uint64_t end = mono_ms() + timeout_ms;
+	while (!w->done) {
+		ck_assert_msg(mono_ms() < end, "child still running");
+		ev_run(ev, EVRUN_ONCE);
+	}
+}
+
+START_TEST(child_short_kill_delay)
+{
+	struct child_wait w = { 0 };
+	char *argv[] = { "/bin/sh", "-c", STUBBORN, NULL };
+	char **envp = child_env_new(NULL);
+	struct child_opts o = {
+		.path = "/bin/sh", .argv = argv, .envp = envp, .cwd_fd = ws->dirfd,
+		.kill_delay_ms = 200, .on_output = cw_output, .on_done = cw_done, .arg = &w,
+	};
+	struct child *ch = NULL;
+	ck_assert_int_eq(child_spawn(loop, &o, &ch), 0);
+	child_env_free(envp);
+	ck_assert_int_eq(getpgid(child_pid(ch)), child_pid(ch));
+
+	int leader = 0, grandchild = 0;
+	while (!strchr(buf_head(&w.out), '\n'))
+		ev_run(ev, EVRUN_ONCE);
+	ck_assert_int_eq(sscanf(buf_head(&w.out), "pids %d %d", &leader, &grandchild), 2);
+	ck_assert_int_eq(leader, child_pid(ch));
+	ck_assert(child_running(ch));
+
+	uint64_t t0 = mono_ms();
+	child_terminate(ch);
+	child_terminate(ch);	/* idempotent */
+	cw_run(&w, 5000);
+	uint64_t waited = w.done_ms - t0;
+	ck_assert_msg(waited >= 180 && waited < 2000, "SIGKILL after %llu ms", (unsigned long long)waited);
+	ck_assert(w.r.cancelled);
+	ck_assert_int_eq(w.r.signal, SIGKILL);
+	ck_assert_int_eq(w.r.exit_code, -1);
+	ck_assert_ptr_nonnull(strstr(buf_head(&w.out), "got-term"));
+	ck_assert(!child_running(ch));
+	child_free(ch);
+	ck_assert(pid_dead(leader));
+	ck_assert(pid_dead(grandchild));
+	ck_assert_int_eq(count_children(), 0);
+	buf_free(&w.out);
+}
+END_TEST
+
+START_TEST(child_free_running)
+{
+	/* Freeing a child that still runs kills and reaps it: no zombie. */
+	struct child_wait w = { 0 };
+	char *argv[] = { "sleep", "300", NULL };
+	char **envp = child_env_new(NULL);
+	struct child_opts o = {
+		.argv = argv, .envp = envp, .cwd_fd = -1, .on_done = cw_done, .arg = &w,
+	};
+	struct child *ch = NULL;
+	ck_assert_int_eq(child_spawn(loop, &o, &ch), 0);
+	child_env_free(envp);
+	pid_t pid = child_pid(ch);
+	ck_assert_int_eq(proc_state(pid, NULL) != 0, 1);
+	child_free(ch);
+	ck_assert_int_eq(proc_state(pid, NULL), 0);
+	ck_assert(!w.done);
+	ck_assert_int_eq(count_children(), 0);
+
+	/* A program that does not exist. */
+	char *argv2[] = { "tc-no-such-program", NULL };
+	envp = child_env_new(NULL);
+	o.argv = argv2;
+	o.envp = envp;
+	ck_assert_int_eq(child_spawn(loop, &o, &ch), -ENOENT);
+	child_env_free(envp);
+}
+END_TEST
+
+START_TEST(shell_background_killed_at_exit)
+{
+	/* When the leader exits, the rest of its group goes with it: the
+	 * call does not wait for a background job holding the pipes. */
+	struct run run;
+	uint64_t t0 = mono_ms();
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"sleep 300 & echo \\\"pids $$ $!\\\"\"}");
+	ck_assert_uint_lt(mono_ms() - t0, 900);
+	int leader = 0, bg = 0;
+	ck_assert_int_eq(sscanf(sget(doc, "stdout"), "pids %d %d", &leader, &bg), 2);
+	ck_assert(pid_dead(bg));
+	json_doc_unref(doc);
+	run_done(&run);
+
+	/* One that escapes the group (setsid) cannot be killed; its pipes are
+	 * given up after the drain delay instead of holding the call. */
+	t0 = mono_ms();
+	doc = shell_ok(&run, "{\"command\":\"setsid sh -c 'echo \\\"pids $$\\\"; exec sleep 3' & sleep 0.2\"}");
+	uint64_t took = mono_ms() - t0;
+	ck_assert_msg(took >= 1000 && took < 2800, "took %llu ms", (unsigned long long)took);
+	int esc = 0;
+	ck_assert_int_eq(sscanf(sget(doc, "stdout"), "pids %d", &esc), 1);
+	ck_assert_int_gt(esc, 1);
+	kill(esc, SIGKILL);
+	json_doc_unref(doc);
+	run_done(&run);
+}
+END_TEST
+
+/* --- shell: streaming, zombies, fds -------------------------------------- */
+
+START_TEST(shell_streams_while_running)
+{
+	struct run run;
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo first; sleep 0.5; echo second >&2\"}");
+	ck_assert_int_ne(run.first_output_ms, 0);
+	ck_assert_msg(run.finish_ms - run.first_output_ms >= 300,
+		      "output came only %llu ms before the end",
+		      (unsigned long long)(run.finish_ms - run.first_output_ms));
+	ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDOUT]), "first\n");
+	ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDERR]), "second\n");
+	json_doc_unref(doc);
+	run_done(&run);
+}
+END_TEST
+
+#define N_CONCURRENT 200
+
+START_TEST(shell_fd_hygiene)
+{
+	int before = count_fds();
+	struct run *runs = calloc(N_CONCURRENT, sizeof(*runs));
+	ck_assert_ptr_nonnull(runs);
+	for (int i = 0; i < N_CONCURRENT; i++) {
+		char args[96];
+		snprintf(args, sizeof(args), "{\"command\":\"echo %d; echo e%d >&2\"}", i, i);
+		start(&runs[i], shell, args);
+		ck_assert(!runs[i].finished);
+	}
+	ck_assert_int_ge(count_fds(), before + N_CONCURRENT);
+	wait_runs(runs, N_CONCURRENT, 25000);
+	for (int i = 0; i < N_CONCURRENT; i++) {
+		char want[32];
+		ck_assert_int_eq(runs[i].c.kind, TC_OK);
+		ck_assert(!runs[i].c.is_error);
+		struct json_doc *doc = structured(&runs[i]);
+		snprintf(want, sizeof(want), "%d\n", i);
+		ck_assert_str_eq(sget(doc, "stdout"), want);
+		snprintf(want, sizeof(want), "e%d\n", i);
+		ck_assert_str_eq(sget(doc, "stderr"), want);
+		json_doc_unref(doc);
+		run_done(&runs[i]);
+	}
+	free(runs);
+	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(count_children(), 0);
+}
+END_TEST
+
+/* Checks `ls -l /proc/self/fd` output: 0 is /dev/null, 1 and 2 pipes, and
+ * the only other fd is the one ls opened on the directory it lists. */
+static void check_child_fds(const char *out)
+{
+	char *copy = strdup(out), *save = NULL;
+	int seen = 0;
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *arrow = strstr(line, " -> ");
+		if (!arrow)
+			continue;
+		*arrow = '\0';
+		const char *num = strrchr(line, ' ');
+		int fd = atoi(num ? num + 1 : line);
+		const char *target = arrow + 4;
+		if (fd == 0)
+			ck_assert_str_eq(target, "/dev/null");
+		else if (fd <= 2)
+			ck_assert_msg(strncmp(target, "pipe:", 5) == 0, "fd %d -> %s", fd, target);
+		else
+			ck_assert_msg(strncmp(target, "/proc/", 6) == 0 &&
+				      strcmp(target + strlen(target) - 3, "/fd") == 0,
+				      "fd %d leaked into the child: %s", fd, target);
+		seen++;
+	}
+	free(copy);
+	ck_assert_int_le(seen, 4);
+	ck_assert_int_ge(seen, 3);
+}
+
+START_TEST(child_sees_only_stdio)
+{
+	/* Even an fd someone opened without O_CLOEXEC stays out. */
+	int leaky = open("/dev/null", O_RDONLY);
+	ck_assert_int_ge(leaky, 3);
+	struct run run;
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd\"}");
+	check_child_fds(sget(doc, "stdout"));
+	json_doc_unref(doc);
+	run_done(&run);
+	close(leaky);
+}
+END_TEST
+
+/* --- command kind -------------------------------------------------------- */
+
+static struct tool *command_tool(const char *decl_text)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	ck_assert_msg(json_parse(decl_text, strlen(decl_text), 0, 0, &doc, &err) == 0, "decl: %s", err.msg);
+	struct tool *t = NULL;
+	char *msg = NULL;
+	int r = command_tool_from_json(json_doc_root(doc), "/etc/toolcalld/tools.d/t.json", &t, &msg);
+	ck_assert_msg(r == 0, "declaration refused: %s", msg ? msg : "?");
+	json_doc_unref(doc);
+	return t;
+}
+
+static char *command_error(const char *decl_text)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	ck_assert_msg(json_parse(decl_text, strlen(decl_text), 0, 0, &doc, &err) == 0, "decl: %s", err.msg);
+	struct tool *t = NULL;
+	char *msg = NULL;
+	ck_assert_int_eq(command_tool_from_json(json_doc_root(doc), "t.json", &t, &msg), -EINVAL);
+	ck_assert_ptr_null(t);
+	ck_assert_ptr_nonnull(msg);
+	json_doc_unref(doc);
+	return msg;
+}
+
+#define ECHO_DECL \
+	"{\"name\":\"echo_args\",\"kind\":\"command\",\"description\":\"Echo\"," \
+	"\"argv\":[\"printf\",\"%s|\",\"{{a}}\",\"{{b}}\",\"x{{opt}}y\",\"{{opt}}\",\"{{n}}\",\"{{flag}}\",\"{{list}}\"]," \
+	"\"side_effects\":\"read\",\"idempotent\":true,\"timeout_ms\":10000,\"max_attempts\":2," \
+	"\"input_schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}," \
+	"\"b\":{\"type\":\"string\"},\"opt\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"}," \
+	"\"flag\":{\"type\":\"boolean\"},\"list\":{\"type\":\"array\"}},\"required\":[\"a\",\"b\"]}}"
+
+START_TEST(command_argv_literal)
+{
+	struct tool *t = command_tool(ECHO_DECL);
+	ck_assert_str_eq(t->name, "echo_args");
+	ck_assert_int_eq(t->side_effects, SIDE_READ);
+	ck_assert(t->idempotent);
+	ck_assert_uint_eq(t->timeout_ms, 10000);
+	ck_assert_uint_eq(t->max_attempts, 2);
+	ck_assert_str_eq(t->source, "/etc/toolcalld/tools.d/t.json");
+	ck_assert_ptr_nonnull(t->fingerprint);
+	ck_assert_ptr_eq(t->def, &tool_kind_command);
+
+	struct run run;
+	run_call(&run, t, "{\"a\":\"; rm -rf / #\",\"b\":\"$(touch pwned) `touch pwned2`\","
+		 "\"n\":42,\"flag\":true,\"list\":[1,\"x\"]}");
+	ck_assert_msg(run.c.kind == TC_OK, "%s", run.c.message ? run.c.message : "");
+	struct json_doc *doc = structured(&run);
+	/* A missing optional element is dropped; inside a longer one, empty. */
+	ck_assert_str_eq(sget(doc, "stdout"), "; rm -rf / #|$(touch pwned) `touch pwned2`|xy|42|true|[1,\"x\"]|");
+	ck_assert_int_eq(json_get(json_doc_root(doc), "exit_code")->u.num.i, 0);
+	ck_assert_ptr_null(json_get(json_doc_root(doc), "signal"));
+	json_doc_unref(doc);
+	/* The audit line quotes each element. */
+	ck_assert_ptr_nonnull(strstr(run.c.command, "printf '%s|' '; rm -rf / #' '$(touch pwned) `touch pwned2`' xy 42 true"));
+	run_done(&run);
+
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/pwned", ws->root);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/pwned2", ws->root);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(access("pwned", F_OK), -1);
+	tool_unref(t);
+}
+END_TEST
+
+START_TEST(command_outcomes)
+{
+	struct run run;
+	struct tool *t = command_tool(
+		"{\"name\":\"run_sh\",\"argv\":[\"sh\",\"-c\",\"{{script}}\"],\"side_effects\":\"execute\","
+		"\"env\":{\"TC_FIXED\":\"fixed value\"},"
+		"\"input_schema\":{\"type\":\"object\",\"properties\":{\"script\":{\"type\":\"string\"}}}}");
+	ck_assert_uint_eq(t->timeout_ms, 600000);
+
+	/* EX_TEMPFAIL: transient. */
+	run_call(&run, t, "{\"script\":\"echo busy >&2; exit 75\"}");
+	ck_assert_int_eq(run.c.kind, TC_TRANSIENT);
+	ck_assert_ptr_nonnull(strstr(run.c.message, "busy"));
+	run_done(&run);
+
+	/* Other status: execution_error quoting the tail of stderr. */
+	run_call(&run, t, "{\"script\":\"head -c 3000 /dev/zero | tr '\\\\0' z >&2; echo oops-END >&2; exit 3\"}");
+	ck_assert_int_eq(run.c.kind, TC_EXECUTION_ERROR);
+	ck_assert_msg(strncmp(run.c.message, "Command 'sh' exited with status 3: ", 35) == 0, "%s", run.c.message);
+	ck_assert_str_eq(run.c.message + strlen(run.c.message) - 8, "oops-END");
+	ck_assert_uint_le(strlen(run.c.message), 35 + 500);
+	ck_assert_ptr_nonnull(run.c.error_data);
+	ck_assert_ptr_nonnull(strstr(run.c.error_data, "\"exitCode\":3"));
+	run_done(&run);
+
+	/* Killed by a signal. */
+	run_call(&run, t, "{\"script\":\"kill -SEGV $$\"}");
+	ck_assert_int_eq(run.c.kind, TC_EXECUTION_ERROR);
+	ck_assert_ptr_nonnull(strstr(run.c.message, "killed by signal SIGSEGV"));
+	run_done(&run);
+
+	/* Declared environment on top of the scrubbed one. */
+	setenv("TC_TEST_SECRET", "leaked", 1);
+	run_call(&run, t, "{\"script\":\"echo \\\"$TC_FIXED/$TC_TEST_SECRET\\\"\"}");
+	ck_assert_int_eq(run.c.kind, TC_OK);
+	struct json_doc *doc = structured(&run);
+	ck_assert_str_eq(sget(doc, "stdout"), "fixed value/\n");
+	json_doc_unref(doc);
+	run_done(&run);
+	tool_unref(t);
+
+	/* A program that does not exist. */
+	t = command_tool("{\"name\":\"nope\",\"argv\":[\"tc-no-such-program\"],\"side_effects\":\"read\"}");
+	run_call(&run, t, "{}");
+	ck_assert_int_eq(run.c.kind, TC_EXECUTION_ERROR);
+	ck_assert_str_eq(run.c.message, "Command 'tc-no-such-program' not found");
+	run_done(&run);
+	tool_unref(t);
+	ck_assert_int_eq(count_children(), 0);
+}
+END_TEST
+
+START_TEST(command_stdout_json)
+{
+	struct run run;
+	struct tool *t = command_tool(
+		"{\"name\":\"emit\",\"argv\":[\"printf\",\"%s\",\"{{text}}\"],\"side_effects\":\"none\",\"stdout\":\"json\","
+		"\"input_schema\":{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}}}}");
+
+	run_call(&run, t, "{\"text\":\" {\\\"a\\\": 1, \\\"b\\\": [true, null]}\\n\"}");
+	ck_assert_msg(run.c.kind == TC_OK, "%s", run.c.message ? run.c.message : "");
+	ck_assert_str_eq(run.c.structured, "{\"a\":1,\"b\":[true,null]}");
+	run_done(&run);
+
+	run_call(&run, t, "{\"text\":\"[1,2]\"}");
+	ck_assert_int_eq(run.c.kind, TC_OK);
+	ck_assert_str_eq(run.c.structured, "{\"result\":[1,2]}");
+	run_done(&run);
+
+	run_call(&run, t, "{\"text\":\"not json\"}");
+	ck_assert_int_eq(run.c.kind, TC_EXECUTION_ERROR);
+	ck_assert_ptr_nonnull(strstr(run.c.message, "did not print valid JSON"));
+	run_done(&run);
+	tool_unref(t);
+}
+END_TEST
+
+START_TEST(command_sees_only_stdio)
+{
+	int leaky = open("/dev/null", O_RDONLY);
+	ck_assert_int_ge(leaky, 3);
+	struct tool *t = command_tool("{\"name\":\"fds\",\"argv\":[\"ls\",\"-l\",\"/proc/self/fd\"],\"side_effects\":\"read\"}");
+	struct run run;
+	run_call(&run, t, "{}");
+	ck_assert_int_eq(run.c.kind, TC_OK);
+	struct json_doc *doc = structured(&run);
+	check_child_fds(sget(doc, "stdout"));
+	json_doc_unref(doc);
+	run_done(&run);
+	tool_unref(t);
+	close(leaky);
+}
+END_TEST
+
+START_TEST(command_cancel)
+{
+	struct tool *t = command_tool("{\"name\":\"wait\",\"argv\":[\"sleep\",\"300\"],\"side_effects\":\"none\"}");
+	struct run run;
+	start(&run, t, "{}");
+	/* Plain sleep dies of SIGTERM at once. */
+	uint64_t t0 = mono_ms();
+	t->def->cancel(&run.c);
+	wait_runs(&run, 1, 3000);
+	ck_assert_int_eq(run.c.kind, TC_CANCELLED);
+	ck_assert_uint_lt(mono_ms() - t0, 2000);
+	run_done(&run);
+	tool_unref(t);
+	ck_assert_int_eq(count_children(), 0);
+}
+END_TEST
+
+START_TEST(command_declaration_errors)
+{
+	static const struct { const char *decl, *want; } cases[] = {
+		{ "[]", "object" },
+		{ "{\"argv\":[\"ls\"],\"side_effects\":\"read\"}", "name: missing" },
+		{ "{\"name\":\"bad name\",\"argv\":[\"ls\"],\"side_effects\":\"read\"}", "name:" },
+		{ "{\"name\":\"t\",\"side_effects\":\"read\"}", "argv: missing" },
+		{ "{\"name\":\"t\",\"argv\":[],\"side_effects\":\"read\"}", "argv:" },
+		{ "{\"name\":\"t\",\"argv\":\"ls -l\",\"side_effects\":\"read\"}", "argv:" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\",1],\"side_effects\":\"read\"}", "argv[1]: expected a string" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\",\"{{pth}}\"],\"side_effects\":\"read\","
+		  "\"input_schema\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}}",
+		  "argv[1]: placeholder '{{pth}}' names no property of input_schema" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\",\"--\",\"x{{path\"],\"side_effects\":\"read\","
+		  "\"input_schema\":{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"}}}}",
+		  "argv[2]:" },
+		{ "{\"name\":\"t\",\"argv\":[\"{{prog}}\"],\"side_effects\":\"read\","
+		  "\"input_schema\":{\"type\":\"object\",\"properties\":{\"prog\":{\"type\":\"string\"}}}}",
+		  "argv[0]:" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"]}", "side_effects: missing" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"],\"side_effects\":\"destroy\"}", "side_effects:" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"],\"side_effects\":\"read\",\"kind\":\"mcp\"}", "kind:" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"],\"side_effects\":\"read\",\"timeout_ms\":0}", "timeout_ms:" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"],\"side_effects\":\"read\",\"idempotent\":\"yes\"}", "idempotent:" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"],\"side_effects\":\"read\",\"stdout\":\"xml\"}", "stdout:" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"],\"side_effects\":\"read\",\"env\":{\"A=B\":\"x\"}}", "env:" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"],\"side_effects\":\"read\",\"shell\":true}", "shell: unknown key" },
+		{ "{\"name\":\"t\",\"argv\":[\"ls\"],\"side_effects\":\"read\",\"input_schema\":{\"type\":\"object\",\"patternProperties\":{}}}",
+		  "input_schema:" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char *msg = command_error(cases[i].decl);
+		ck_assert_msg(strstr(msg, cases[i].want), "case %zu: got '%s', want '%s'", i, msg, cases[i].want);
+		free(msg);
+	}
+}
+END_TEST
+
+START_TEST(command_cwd_beneath)
+{
+	char sub[PATH_MAX + 8];
+	snprintf(sub, sizeof(sub), "%s/src", ws->root);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	struct tool *t = command_tool("{\"name\":\"where\",\"argv\":[\"pwd\",\"-P\"],\"side_effects\":\"none\",\"cwd\":\"src\"}");
+	struct run run;
+	run_call(&run, t, "{}");
+	ck_assert_int_eq(run.c.kind, TC_OK);
+	struct json_doc *doc = structured(&run);
+	char want[PATH_MAX + 16];
+	snprintf(want, sizeof(want), "%s/src\n", ws->root);
+	ck_assert_str_eq(sget(doc, "stdout"), want);
+	json_doc_unref(doc);
+	run_done(&run);
+	tool_unref(t);
+
+	t = command_tool("{\"name\":\"out\",\"argv\":[\"pwd\"],\"side_effects\":\"none\",\"cwd\":\"../..\"}");
+	run_call(&run, t, "{}");
+	ck_assert_int_eq(run.c.kind, TC_PERMISSION_DENIED);
+	run_done(&run);
+	tool_unref(t);
+}
+END_TEST
+
+static Suite *child_suite(void)
+{
+	Suite *s = suite_create("child");
+	TCase *tc = tcase_create("shell");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, shell_exit_codes);
+	tcase_add_test(tc, shell_capture);
+	tcase_add_test(tc, shell_signals);
+	tcase_add_test(tc, shell_cap_head_tail);
+	tcase_add_test(tc, shell_invalid_utf8);
+	tcase_add_test(tc, shell_env_scrubbed);
+	tcase_add_test(tc, shell_cwd);
+	tcase_add_test(tc, shell_cancel_term_then_kill);
+	tcase_add_test(tc, shell_background_killed_at_exit);
+	tcase_add_test(tc, shell_streams_while_running);
+	tcase_add_test(tc, shell_fd_hygiene);
+	tcase_add_test(tc, child_sees_only_stdio);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("child");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, child_short_kill_delay);
+	tcase_add_test(tc, child_free_running);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("command");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, command_argv_literal);
+	tcase_add_test(tc, command_outcomes);
+	tcase_add_test(tc, command_stdout_json);
+	tcase_add_test(tc, command_sees_only_stdio);
+	tcase_add_test(tc, command_cancel);
+	tcase_add_test(tc, command_declaration_errors);
+	tcase_add_test(tc, command_cwd_beneath);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
 int main(void)
 {
-	Suite *s = suite_create("placeholder");
-	TCase *tc = tcase_create("core");
-	tcase_add_test(tc, placeholder);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
+	SRunner *sr = srunner_create(child_suite());
+	srunner_run_all(sr, CK_ENV);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;

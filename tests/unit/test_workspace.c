@@ -1,15 +1,1639 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The workspace file API and the four file tools (read_file, write_file,
+ * patch_file, list_dir), run directly on a temporary tree:
+ *
+ *   base/outside.txt, base/outdir/, base/ws-evil/x     things a call must never reach
+ *   base/ws/                                           the workspace, with files and
+ *                                                      symlinks leading in and out
+ *
+ * Every escape is tried against every tool, and the tree outside the
+ * workspace is compared before and after to prove nothing there was read
+ * into a result, changed or created.
+ */
 #include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
-START_TEST(placeholder) { ck_assert_int_eq(1, 1); }
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "lib/schema.h"
+#include "lib/tool.h"
+#include "lib/workspace.h"
+#include "proto/buf.h"
+#include "proto/json.h"
+#include "tools/tools.h"
+
+static char base[PATH_MAX];
+static char root[PATH_MAX + 8];
+static struct workspace *ws;
+
+/* --- the tree ------------------------------------------------------------ */
+
+/* Returns base/rel in a static buffer (one of a few, so two can be in use). */
+static const char *at(const char *rel)
+{
+	static char bufs[4][PATH_MAX * 2];
+	static unsigned k;
+	char *b = bufs[k++ % 4];
+	snprintf(b, PATH_MAX * 2, "%s/%s", base, rel);
+	return b;
+}
+
+static void put(const char *rel, const char *content, size_t n)
+{
+	int fd = open(at(rel), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_msg(fd >= 0, "create %s: %m", rel);
+	ck_assert_int_eq(write(fd, content, n), (ssize_t)n);
+	close(fd);
+}
+
+static void puts_file(const char *rel, const char *content)
+{
+	put(rel, content, strlen(content));
+}
+
+/* Reads base/rel whole, or returns NULL when it does not exist. */
+static char *slurp(const char *rel, size_t *ret_n)
+{
+	int fd = open(at(rel), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct buf b = {};
+	char tmp[4096];
+	ssize_t k;
+	while ((k = read(fd, tmp, sizeof(tmp))) > 0)
+		buf_append(&b, tmp, (size_t)k);
+	close(fd);
+	if (ret_n)
+		*ret_n = buf_size(&b);
+	return buf_steal(&b);
+}
+
+static void mkd(const char *rel)
+{
+	ck_assert_msg(mkdir(at(rel), 0755) == 0, "mkdir %s: %m", rel);
+}
+
+static void lnk(const char *target, const char *rel)
+{
+	ck_assert_msg(symlink(target, at(rel)) == 0, "symlink %s: %m", rel);
+}
+
+static bool exists(const char *rel)
+{
+	struct stat st;
+	return lstat(at(rel), &st) == 0;
+}
+
+static mode_t mode_of(const char *rel)
+{
+	struct stat st;
+	ck_assert_int_eq(lstat(at(rel), &st), 0);
+	return st.st_mode & 07777;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+/* Describes everything under base except the workspace: names, types, sizes, contents. */
+static int snap_one(const char *p, const struct stat *st, int flag, struct FTW *f);
+static struct buf *snap_out;
+
+static int snap_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	const char *rel = p + strlen(base);
+	if (str_has_prefix(rel, "/ws/") || str_eq(rel, "/ws"))
+		return 0;
+	buf_printf(snap_out, "%s %o %lld\n", rel, (unsigned)st->st_mode, (long long)st->st_size);
+	if (S_ISREG(st->st_mode)) {
+		_cleanup_free_ char *c = slurp(rel + 1, NULL);
+		buf_printf(snap_out, "[%s]\n", c ? c : "?");
+	}
+	return 0;
+}
+
+static char *outside_snapshot(void)
+{
+	struct buf b = {};
+	snap_out = &b;
+	ck_assert_int_eq(nftw(base, snap_one, 16, FTW_PHYS), 0);
+	snap_out = NULL;
+	return buf_steal(&b);
+}
+
+static void setup(void)
+{
+	umask(022);
+	snprintf(base, sizeof(base), "/tmp/tc-ws-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(base));
+	/* mkdtemp's result may go through a symlink (/tmp): compare canonical paths. */
+	char *real = realpath(base, NULL);
+	ck_assert_ptr_nonnull(real);
+	snprintf(base, sizeof(base), "%s", real);
+	free(real);
+	snprintf(root, sizeof(root), "%s/ws", base);
+
+	puts_file("outside.txt", "secret\n");
+	mkd("outdir");
+	puts_file("outdir/o.txt", "outdir\n");
+	mkd("ws-evil");
+	puts_file("ws-evil/x", "evil\n");
+
+	mkd("ws");
+	puts_file("ws/hello.txt", "hello\n");
+	mkd("ws/sub");
+	puts_file("ws/sub/inner.txt", "inner\n");
+	puts_file("ws/..test", "dotdot-test\n");
+	mkd("ws/a");
+	puts_file("ws/a/..b", "a-dotdot-b\n");
+	lnk("hello.txt", "ws/link-in");
+	lnk("link-in", "ws/link-chain-in");
+	lnk("sub", "ws/link-in-dir");
+	lnk("../hello.txt", "ws/sub/link-up");
+	lnk("made-by-link.txt", "ws/link-dangling-in");
+	lnk("../outside.txt", "ws/link-out-file");
+	lnk(at("outside.txt"), "ws/link-out-abs");
+	lnk(at("ws/hello.txt"), "ws/link-in-abs");
+	lnk("../outdir", "ws/link-out-dir");
+	lnk("../ws-evil/x", "ws/link-evil");
+	lnk("link-out-file", "ws/link-chain-out");
+	lnk("../created-outside.txt", "ws/link-dangling-out");
+	lnk("link-loop-b", "ws/link-loop-a");
+	lnk("link-loop-a", "ws/link-loop-b");
+	lnk("/proc/self/root", "ws/link-proc");
+	lnk("../../../../../../../../../../proc/self/root", "ws/link-proc-rel");
+
+	ck_assert_int_eq(ws_open(root, &ws), 0);
+	/* So that /proc/self/cwd leads into the workspace: still refused. */
+	ck_assert_int_eq(chdir(root), 0);
+}
+
+static void teardown(void)
+{
+	ws = ws_unref(ws);
+	ck_assert_int_eq(chdir("/"), 0);
+	nftw(base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* --- running tools -------------------------------------------------------- */
+
+struct result {
+	struct tool_call call;
+	struct json_doc *doc;		/* structuredContent, parsed */
+	const struct json *sc;
+};
+
+static struct tool *make_tool(const struct tool_def *def)
+{
+	struct tool *t = NULL;
+	_cleanup_free_ char *err = NULL;
+	int r = tool_new(def, def->name, def->description, def->input_schema, NULL, &t, &err);
+	ck_assert_msg(r == 0, "schema of %s: %s", def->name, err ? err : "?");
+	return t;
+}
+
+/* Parses JSON text written by a test. */
+static struct json_doc *parse(const char *text)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	int r = json_parse(text, strlen(text), 0, 0, &doc, &err);
+	ck_assert_msg(r == 0, "bad JSON in test: %s: %s", text, err.msg);
+	return doc;
+}
+
+/*
+ * Runs a tool on arguments given as printf-style JSON text ("@" in a string
+ * stands for the base directory, as "%s" would need escaping in every call).
+ * The arguments must pass the tool's schema, as the dispatcher would ensure.
+ */
+static void run_env(const struct tool_def *def, const struct tool_env *env, struct result *res, const char *fmt, ...)
+	PRINTF(4, 5);
+static void run_env(const struct tool_def *def, const struct tool_env *env, struct result *res, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	_cleanup_free_ char *raw = xvasprintf(fmt, ap);
+	va_end(ap);
+	struct buf b = {};
+	for (const char *p = raw; *p; p++) {
+		if (*p == '@')
+			buf_puts(&b, base);
+		else
+			buf_putc(&b, *p);
+	}
+	_cleanup_free_ char *args = buf_steal(&b);
+
+	struct tool *t = make_tool(def);
+	struct json_doc *adoc = parse(args);
+	struct schema_errors errs = {};
+	bool valid = schema_validate(t->schema, json_doc_root(adoc), &errs);
+	ck_assert_msg(valid, "%s: arguments refused by the schema: %s: %s", def->name, args,
+		      errs.n ? errs.v[0].message : "?");
+	schema_errors_clear(&errs);
+
+	memset(res, 0, sizeof(*res));
+	res->call.tool = t;
+	res->call.args = json_doc_root(adoc);
+	res->call.ws = ws;
+	res->call.env = env;
+	res->call.call_id = "test";
+	ck_assert_int_eq(def->exec(&res->call), TOOL_DONE);
+	res->call.tool = NULL;
+	res->call.args = NULL;
+	json_doc_unref(adoc);
+	tool_unref(t);
+
+	if (res->call.kind == TC_OK) {
+		ck_assert_ptr_nonnull(res->call.structured);
+		ck_assert_ptr_nonnull(res->call.text);
+		res->doc = parse(res->call.structured);
+		res->sc = json_doc_root(res->doc);
+		ck_assert_int_eq(res->sc->type, JSON_OBJECT);
+		ck_assert_ptr_null(res->call.message);
+	} else {
+		ck_assert_ptr_nonnull(res->call.message);
+	}
+}
+
+#define run(def, res, ...) run_env(def, NULL, res, __VA_ARGS__)
+
+static void result_clear(struct result *res)
+{
+	tool_call_clear(&res->call);
+	res->doc = json_doc_unref(res->doc);
+	res->sc = NULL;
+}
+
+static const char *sc_str(const struct result *res, const char *key)
+{
+	const char *s = json_str(json_get(res->sc, key));
+	ck_assert_msg(s, "structuredContent has no string '%s': %s", key, res->call.structured);
+	return s;
+}
+
+static int64_t sc_int(const struct result *res, const char *key)
+{
+	int64_t v;
+	ck_assert_msg(json_get_int(json_get(res->sc, key), &v), "no integer '%s': %s", key, res->call.structured);
+	return v;
+}
+
+static bool sc_bool(const struct result *res, const char *key)
+{
+	const struct json *v = json_get(res->sc, key);
+	ck_assert_msg(v && v->type == JSON_BOOL, "no boolean '%s': %s", key, res->call.structured);
+	return v->u.b;
+}
+
+#define assert_ok(res) \
+	ck_assert_msg((res)->call.kind == TC_OK, "expected success, got %s: %s", \
+		      tc_kind_name((res)->call.kind), (res)->call.message ? (res)->call.message : "")
+
+#define assert_fail(res, k, substr) do { \
+	ck_assert_msg((res)->call.kind == (k), "expected %s, got %s (%s)", tc_kind_name(k), \
+		      tc_kind_name((res)->call.kind), \
+		      (res)->call.message ? (res)->call.message : (res)->call.structured); \
+	ck_assert_msg(strstr((res)->call.message, (substr)), "message '%s' lacks '%s'", \
+		      (res)->call.message, (substr)); \
+} while (0)
+
+/* Counts the open fds of this process. */
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;	/* the directory's own fd */
+}
+
+static void assert_no_temp(const char *rel);
+
+/* --- the escape matrix ------------------------------------------------------ */
+
+/* Paths that name files and must be refused; "@" is the base directory. */
+static const char *const escape_files[] = {
+	"../outside.txt",
+	"../../../../../../../../../../etc/passwd",
+	"./../outside.txt",
+	"sub/../../outside.txt",
+	"sub/../../ws-evil/x",
+	"../ws-evil/x",
+	"link-out-file",		/* relative symlink leading out */
+	"link-out-abs",			/* absolute symlink leading out */
+	"link-in-abs",			/* absolute symlinks are refused even pointing inside */
+	"link-out-dir/o.txt",		/* through a symlinked directory outside */
+	"link-evil",			/* into the sibling with the same prefix */
+	"link-chain-out",		/* a chain whose last hop leads out */
+	"link-proc/etc/passwd",
+	"link-proc-rel/etc/passwd",
+	"/etc/passwd",
+	"/proc/self/root/etc/passwd",
+	"/proc/self/cwd/hello.txt",	/* cwd is the workspace, but this is not its path */
+	"@/outside.txt",
+	"@/ws-evil/x",			/* the prefix trick: "/ws-evil" is not inside "/ws" */
+	"@/ws/../outside.txt",
+	"@/ws/../ws-evil/x",
+	"@/ws/sub/../../outside.txt",
+};
+
+/* Paths that would create a file outside. */
+static const char *const escape_creates[] = {
+	"../created-outside.txt",
+	"link-dangling-out",
+	"link-out-dir/created.txt",
+	"@/ws-evil/created.txt",
+	"@/created-outside.txt",
+	"sub/../../created-outside.txt",
+	"../ws-evil/created.txt",
+};
+
+static const char *const escape_dirs[] = {
+	"..",
+	"../..",
+	"sub/../..",
+	"../ws-evil",
+	"../outdir",
+	"link-out-dir",
+	"link-proc",
+	"link-proc-rel",
+	"/",
+	"/tmp",
+	"/proc/self/root",
+	"/proc/self/cwd",
+	"@",
+	"@/ws-evil",
+	"@/ws/..",
+};
+
+/* Asserts the call was refused as an escape, naming the path as given. */
+static void assert_escape(struct result *res, const char *given)
+{
+	struct buf b = {};
+	for (const char *p = given; *p; p++) {
+		if (*p == '@')
+			buf_puts(&b, base);
+		else
+			buf_putc(&b, *p);
+	}
+	_cleanup_free_ char *path = buf_steal(&b);
+	_cleanup_free_ char *want = xasprintf("Path '%s' escapes the workspace", path);
+	ck_assert_msg(res->call.kind == TC_PERMISSION_DENIED, "'%s': expected permission_denied, got %s (%s)",
+		      path, tc_kind_name(res->call.kind),
+		      res->call.message ? res->call.message : res->call.structured);
+	ck_assert_str_eq(res->call.message, want);
+	ck_assert_uint_eq(res->call.n_files, 0);
+}
+
+START_TEST(escape_read_file)
+{
+	_cleanup_free_ char *before = outside_snapshot();
+	struct result res;
+	for (size_t i = 0; i < ELEMENTSOF(escape_files); i++) {
+		run(&tool_read_file, &res, "{\"path\":\"%s\"}", escape_files[i]);
+		assert_escape(&res, escape_files[i]);
+		result_clear(&res);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(escape_creates); i++) {
+		run(&tool_read_file, &res, "{\"path\":\"%s\"}", escape_creates[i]);
+		assert_escape(&res, escape_creates[i]);
+		result_clear(&res);
+	}
+	_cleanup_free_ char *after = outside_snapshot();
+	ck_assert_str_eq(before, after);
+}
 END_TEST
+
+START_TEST(escape_write_file)
+{
+	_cleanup_free_ char *before = outside_snapshot();
+	struct result res;
+	for (int dirs = 0; dirs <= 1; dirs++) {
+		for (size_t i = 0; i < ELEMENTSOF(escape_files); i++) {
+			run(&tool_write_file, &res, "{\"path\":\"%s\",\"content\":\"pwned\",\"create_dirs\":%s}",
+			    escape_files[i], dirs ? "true" : "false");
+			assert_escape(&res, escape_files[i]);
+			result_clear(&res);
+		}
+		for (size_t i = 0; i < ELEMENTSOF(escape_creates); i++) {
+			run(&tool_write_file, &res, "{\"path\":\"%s\",\"content\":\"pwned\",\"create_dirs\":%s}",
+			    escape_creates[i], dirs ? "true" : "false");
+			assert_escape(&res, escape_creates[i]);
+			result_clear(&res);
+		}
+	}
+	/* Outside: nothing changed, nothing created. */
+	_cleanup_free_ char *after = outside_snapshot();
+	ck_assert_str_eq(before, after);
+	ck_assert(!exists("created-outside.txt"));
+	ck_assert(!exists("outdir/created.txt"));
+	/* The links themselves are untouched. */
+	char target[PATH_MAX];
+	ssize_t k = readlink(at("ws/link-out-file"), target, sizeof(target) - 1);
+	ck_assert_int_gt(k, 0);
+	target[k] = '\0';
+	ck_assert_str_eq(target, "../outside.txt");
+}
+END_TEST
+
+START_TEST(escape_patch_file)
+{
+	_cleanup_free_ char *before = outside_snapshot();
+	struct result res;
+	for (size_t i = 0; i < ELEMENTSOF(escape_files); i++) {
+		/* "ecr" occurs once in outside.txt: only the refusal keeps it unchanged. */
+		run(&tool_patch_file, &res, "{\"path\":\"%s\",\"old\":\"ecr\",\"new\":\"PWNED\"}", escape_files[i]);
+		assert_escape(&res, escape_files[i]);
+		result_clear(&res);
+	}
+	_cleanup_free_ char *after = outside_snapshot();
+	ck_assert_str_eq(before, after);
+}
+END_TEST
+
+START_TEST(escape_list_dir)
+{
+	struct result res;
+	for (size_t i = 0; i < ELEMENTSOF(escape_dirs); i++) {
+		for (int rec = 0; rec <= 1; rec++) {
+			run(&tool_list_dir, &res, "{\"path\":\"%s\",\"recursive\":%s}", escape_dirs[i],
+			    rec ? "true" : "false");
+			assert_escape(&res, escape_dirs[i]);
+			result_clear(&res);
+		}
+	}
+	for (size_t i = 0; i < ELEMENTSOF(escape_files); i++) {
+		run(&tool_list_dir, &res, "{\"path\":\"%s\"}", escape_files[i]);
+		assert_escape(&res, escape_files[i]);
+		result_clear(&res);
+	}
+}
+END_TEST
+
+START_TEST(escape_nul_byte)
+{
+	_cleanup_free_ char *before = outside_snapshot();
+	struct result res;
+	const char *p = "hello.txt\\u0000../../outside.txt";
+
+	run(&tool_read_file, &res, "{\"path\":\"%s\"}", p);
+	assert_fail(&res, TC_PERMISSION_DENIED, "Path contains a NUL byte");
+	result_clear(&res);
+	run(&tool_write_file, &res, "{\"path\":\"%s\",\"content\":\"x\"}", p);
+	assert_fail(&res, TC_PERMISSION_DENIED, "Path contains a NUL byte");
+	result_clear(&res);
+	run(&tool_patch_file, &res, "{\"path\":\"%s\",\"old\":\"h\",\"new\":\"x\"}", p);
+	assert_fail(&res, TC_PERMISSION_DENIED, "Path contains a NUL byte");
+	result_clear(&res);
+	run(&tool_list_dir, &res, "{\"path\":\"sub\\u0000/..\"}");
+	assert_fail(&res, TC_PERMISSION_DENIED, "Path contains a NUL byte");
+	result_clear(&res);
+
+	_cleanup_free_ char *after = outside_snapshot();
+	ck_assert_str_eq(before, after);
+	_cleanup_free_ char *hello = slurp("ws/hello.txt", NULL);
+	ck_assert_str_eq(hello, "hello\n");
+
+	/* The API itself, with the length counting the NUL. */
+	static const char raw[] = "hello.txt\0/x";
+	int fd = -1;
+	ck_assert_int_eq(ws_openat(ws, raw, sizeof(raw) - 1, O_RDONLY, 0, &fd), -EINVAL);
+	ck_assert_int_eq(ws_check(ws, raw, sizeof(raw) - 1), -EINVAL);
+	char *name = NULL;
+	ck_assert_int_eq(ws_open_parent(ws, raw, sizeof(raw) - 1, true, &fd, &name), -EINVAL);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_ptr_null(name);
+}
+END_TEST
+
+/* A /proc magic link beneath the root is refused as an escape, not reported as a loop. */
+START_TEST(escape_magic_links)
+{
+	struct workspace *proc = NULL;
+	ck_assert_int_eq(ws_open("/proc/self", &proc), 0);
+	int fd = -1;
+	ck_assert_int_eq(ws_openat(proc, "root/etc/passwd", strlen("root/etc/passwd"), O_RDONLY, 0, &fd), -EXDEV);
+	ck_assert_int_eq(ws_openat(proc, "cwd/hello.txt", strlen("cwd/hello.txt"), O_RDONLY, 0, &fd), -EXDEV);
+	ck_assert_int_eq(ws_openat(proc, "exe", 3, O_RDONLY, 0, &fd), -EXDEV);
+	ck_assert_int_eq(ws_check(proc, "root/etc", 8), -EXDEV);
+	ck_assert_int_eq(fd, -1);
+
+	struct tool_call call = { .ws = proc };
+	struct json_doc *args = parse("{\"path\":\"root/etc/passwd\"}");
+	call.args = json_doc_root(args);
+	tool_read_file.exec(&call);
+	ck_assert_int_eq(call.kind, TC_PERMISSION_DENIED);
+	ck_assert_str_eq(call.message, "Path 'root/etc/passwd' escapes the workspace");
+	tool_call_clear(&call);
+	json_doc_unref(args);
+	ws_unref(proc);
+
+	/* With "/" as the root, absolute paths are inside, and /proc/self/root is still refused. */
+	struct workspace *slash = NULL;
+	ck_assert_int_eq(ws_open("/", &slash), 0);
+	ck_assert_str_eq(slash->root, "/");
+	const char *p = "/proc/self/root/etc/passwd";
+	ck_assert_int_eq(ws_openat(slash, p, strlen(p), O_RDONLY, 0, &fd), -EXDEV);
+	p = "/proc/self/fd/0";
+	ck_assert_int_eq(ws_openat(slash, p, strlen(p), O_RDONLY, 0, &fd), -EXDEV);
+	/* and an ordinary absolute path works */
+	ck_assert_int_eq(ws_openat(slash, root, strlen(root), O_PATH, 0, &fd), 0);
+	close(fd);
+	ws_unref(slash);
+}
+END_TEST
+
+/* --- what is allowed ------------------------------------------------------- */
+
+START_TEST(allowed_reads)
+{
+	static const struct { const char *path, *content, *display; } cases[] = {
+		{ "hello.txt", "hello\n", "hello.txt" },
+		{ "./hello.txt", "hello\n", "hello.txt" },
+		{ "sub/../hello.txt", "hello\n", "sub/../hello.txt" },
+		{ "sub//inner.txt", "inner\n", "sub/inner.txt" },
+		{ "@/ws/hello.txt", "hello\n", "hello.txt" },
+		{ "@/ws//./sub/inner.txt", "inner\n", "sub/inner.txt" },
+		{ "link-in", "hello\n", "link-in" },
+		{ "link-chain-in", "hello\n", "link-chain-in" },
+		{ "sub/link-up", "hello\n", "sub/link-up" },
+		{ "link-in-dir/inner.txt", "inner\n", "link-in-dir/inner.txt" },
+		{ "link-in-dir/../hello.txt", "hello\n", "link-in-dir/../hello.txt" },
+		{ "..test", "dotdot-test\n", "..test" },
+		{ "a/..b", "a-dotdot-b\n", "a/..b" },
+		{ "@/ws/a/..b", "a-dotdot-b\n", "a/..b" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct result res;
+		run(&tool_read_file, &res, "{\"path\":\"%s\"}", cases[i].path);
+		assert_ok(&res);
+		ck_assert_str_eq(sc_str(&res, "content"), cases[i].content);
+		ck_assert_str_eq(res.call.text, cases[i].content);
+		ck_assert_str_eq(sc_str(&res, "path"), cases[i].display);
+		ck_assert_str_eq(sc_str(&res, "encoding"), "utf8");
+		ck_assert_int_eq(sc_int(&res, "size"), (int64_t)strlen(cases[i].content));
+		ck_assert(!sc_bool(&res, "truncated"));
+		result_clear(&res);
+	}
+}
+END_TEST
+
+START_TEST(allowed_writes)
+{
+	struct result res;
+
+	/* Through a symlink inside: the file it leads to is replaced, the link kept. */
+	run(&tool_write_file, &res, "{\"path\":\"link-chain-in\",\"content\":\"via link\\n\"}");
+	assert_ok(&res);
+	ck_assert(!sc_bool(&res, "created"));
+	result_clear(&res);
+	_cleanup_free_ char *hello = slurp("ws/hello.txt", NULL);
+	ck_assert_str_eq(hello, "via link\n");
+	struct stat st;
+	ck_assert_int_eq(lstat(at("ws/link-in"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(lstat(at("ws/link-chain-in"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+
+	/* A dangling symlink inside: its target is created. */
+	run(&tool_write_file, &res, "{\"path\":\"link-dangling-in\",\"content\":\"made\"}");
+	assert_ok(&res);
+	ck_assert(sc_bool(&res, "created"));
+	result_clear(&res);
+	_cleanup_free_ char *made = slurp("ws/made-by-link.txt", NULL);
+	ck_assert_str_eq(made, "made");
+
+	static const struct { const char *path, *file; } cases[] = {
+		{ "@/ws/abs.txt", "ws/abs.txt" },
+		{ "..test", "ws/..test" },
+		{ "a/..b", "ws/a/..b" },
+		{ "sub/link-up", "ws/hello.txt" },
+		{ "link-in-dir/via-dir.txt", "ws/sub/via-dir.txt" },
+		{ "sub/../up.txt", "ws/up.txt" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		run(&tool_write_file, &res, "{\"path\":\"%s\",\"content\":\"case %zu\"}", cases[i].path, i);
+		assert_ok(&res);
+		result_clear(&res);
+		_cleanup_free_ char *c = slurp(cases[i].file, NULL);
+		_cleanup_free_ char *want = xasprintf("case %zu", i);
+		ck_assert_msg(c && str_eq(c, want), "%s: %s", cases[i].path, c ? c : "(missing)");
+	}
+}
+END_TEST
+
+START_TEST(allowed_patch_and_list)
+{
+	struct result res;
+	run(&tool_patch_file, &res, "{\"path\":\"link-chain-in\",\"old\":\"hello\",\"new\":\"HELLO\"}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "path"), "link-chain-in");
+	result_clear(&res);
+	_cleanup_free_ char *hello = slurp("ws/hello.txt", NULL);
+	ck_assert_str_eq(hello, "HELLO\n");
+
+	run(&tool_patch_file, &res, "{\"path\":\"@/ws/a/..b\",\"old\":\"dotdot\",\"new\":\"dd\"}");
+	assert_ok(&res);
+	result_clear(&res);
+	_cleanup_free_ char *ab = slurp("ws/a/..b", NULL);
+	ck_assert_str_eq(ab, "a-dd-b\n");
+
+	static const char *const dirs[] = { "link-in-dir", "@/ws/sub", "sub/../sub", "a/../link-in-dir/" };
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		run(&tool_list_dir, &res, "{\"path\":\"%s\"}", dirs[i]);
+		assert_ok(&res);
+		const struct json *e = json_get(res.sc, "entries");
+		ck_assert_uint_eq(e->u.arr.n, 2);
+		ck_assert_str_eq(json_str(json_get(e->u.arr.items[0], "name")), "inner.txt");
+		ck_assert_str_eq(json_str(json_get(e->u.arr.items[1], "name")), "link-up");
+		result_clear(&res);
+	}
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const roots[] = { "{}", "{\"path\":\"\"}", "{\"path\":\"@/ws\"}" };
+		run(&tool_list_dir, &res, "%s", roots[i]);
+		assert_ok(&res);
+		ck_assert_str_eq(sc_str(&res, "path"), ".");
+		const struct json *e = json_get(res.sc, "entries");
+		ck_assert_str_eq(json_str(json_get(e->u.arr.items[0], "name")), "..test");
+		result_clear(&res);
+	}
+}
+END_TEST
+
+START_TEST(symlink_loops)
+{
+	struct result res;
+	run(&tool_read_file, &res, "{\"path\":\"link-loop-a\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "too many levels of symbolic links");
+	result_clear(&res);
+	run(&tool_write_file, &res, "{\"path\":\"link-loop-b\",\"content\":\"x\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "too many levels of symbolic links");
+	result_clear(&res);
+	struct stat st;
+	ck_assert_int_eq(lstat(at("ws/link-loop-b"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	assert_no_temp("ws");
+}
+END_TEST
+
+/* --- the API ------------------------------------------------------------- */
+
+START_TEST(api_open)
+{
+	struct workspace *w = NULL;
+	ck_assert_int_eq(ws_open(at("nope"), &w), -ENOENT);
+	ck_assert_int_eq(ws_open(at("outside.txt"), &w), -ENOTDIR);
+	ck_assert_ptr_null(w);
+
+	/* The root is made canonical: a symlink to it, "..", "." and trailing slashes. */
+	lnk("ws", "ws-link");
+	ck_assert_int_eq(ws_open(at("ws-link"), &w), 0);
+	ck_assert_str_eq(w->root, root);
+	ck_assert(ws_ref(w) == w);
+	ck_assert_ptr_null(ws_unref(w));
+	ck_assert_ptr_null(ws_unref(w));
+	ck_assert_int_eq(ws_open(at("outdir/../ws/./"), &w), 0);
+	ck_assert_str_eq(w->root, root);
+	ws_unref(w);
+	ck_assert_ptr_null(ws_unref(NULL));
+}
+END_TEST
+
+static int check_path(const char *p)
+{
+	struct buf b = {};
+	for (; *p; p++) {
+		if (*p == '@')
+			buf_puts(&b, base);
+		else
+			buf_putc(&b, *p);
+	}
+	_cleanup_free_ char *s = buf_steal(&b);
+	return ws_check(ws, s, strlen(s));
+}
+
+START_TEST(api_check)
+{
+	ck_assert_int_eq(check_path("hello.txt"), 0);
+	ck_assert_int_eq(check_path(""), 0);
+	ck_assert_int_eq(check_path("new.txt"), 0);
+	ck_assert_int_eq(check_path("new/dir/file"), 0);
+	ck_assert_int_eq(check_path("new/../x"), 0);
+	ck_assert_int_eq(check_path("sub/new/../../x"), 0);
+	ck_assert_int_eq(check_path("@/ws/new/file"), 0);
+	ck_assert_int_eq(check_path("link-dangling-in"), 0);
+	ck_assert_int_eq(check_path("link-in-dir/new"), 0);
+
+	ck_assert_int_eq(check_path("new/../../x"), -EXDEV);
+	ck_assert_int_eq(check_path("new/a/../../../x"), -EXDEV);
+	ck_assert_int_eq(check_path("../x"), -EXDEV);
+	ck_assert_int_eq(check_path("link-out-dir/new"), -EXDEV);
+	ck_assert_int_eq(check_path("link-dangling-out"), -EXDEV);
+	ck_assert_int_eq(check_path("@/ws-evil/x"), -EXDEV);
+	ck_assert_int_eq(check_path("@/ws-evil/new"), -EXDEV);
+	ck_assert_int_eq(check_path("/etc/passwd"), -EXDEV);
+	ck_assert_int_eq(check_path("/"), -EXDEV);
+	ck_assert_int_eq(check_path("hello.txt/x"), -ENOTDIR);
+	ck_assert_int_eq(check_path("link-loop-a"), -ELOOP);
+
+	/* A path as long as the kernel allows, or longer. */
+	_cleanup_free_ char *longp = xmalloc(PATH_MAX + 10);
+	memset(longp, 'a', PATH_MAX + 9);
+	longp[PATH_MAX + 9] = '\0';
+	ck_assert_int_eq(ws_check(ws, longp, strlen(longp)), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(api_display_path)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "a.c", "a.c" },
+		{ "./src//a.c", "src/a.c" },
+		{ "src/", "src" },
+		{ "", "." },
+		{ ".", "." },
+		{ "@/ws", "." },
+		{ "@/ws/", "." },
+		{ "@/ws//sub/./inner.txt", "sub/inner.txt" },
+		{ "sub/../x", "sub/../x" },
+		{ "@/ws-evil/x", "@/ws-evil/x" },	/* outside: shown as given */
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct buf in = {}, out = {};
+		for (const char *p = cases[i].in; *p; p++)
+			*p == '@' ? buf_puts(&in, base) : buf_putc(&in, *p);
+		for (const char *p = cases[i].out; *p; p++)
+			*p == '@' ? buf_puts(&out, base) : buf_putc(&out, *p);
+		_cleanup_free_ char *s_in = buf_steal(&in), *s_out = buf_steal(&out);
+		_cleanup_free_ char *d = ws_display_path(ws, s_in, strlen(s_in));
+		ck_assert_str_eq(d, s_out);
+	}
+}
+END_TEST
+
+START_TEST(api_open_parent)
+{
+	int fd = -1;
+	char *name = NULL;
+
+	ck_assert_int_eq(ws_open_parent(ws, "sub/x.txt", 9, false, &fd, &name), 0);
+	ck_assert_str_eq(name, "x.txt");
+	struct stat a, b;
+	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert_int_eq(stat(at("ws/sub"), &b), 0);
+	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	close(fd);
+	free(name);
+
+	ck_assert_int_eq(ws_open_parent(ws, "top.txt", 7, false, &fd, &name), 0);
+	ck_assert_str_eq(name, "top.txt");
+	close(fd);
+	free(name);
+	fd = -1;
+	name = NULL;
+
+	/* Missing directories: refused, or created with create_dirs. */
+	ck_assert_int_eq(ws_open_parent(ws, "n1/n2/f", 7, false, &fd, &name), -ENOENT);
+	ck_assert_int_eq(ws_open_parent(ws, "n1/n2/f", 7, true, &fd, &name), 0);
+	ck_assert_str_eq(name, "f");
+	ck_assert_int_eq(stat(at("ws/n1/n2"), &b), 0);
+	ck_assert(S_ISDIR(b.st_mode));
+	close(fd);
+	free(name);
+	fd = -1;
+	name = NULL;
+
+	/* Nothing is created for a path that leads out, not even inside. */
+	ck_assert_int_eq(ws_open_parent(ws, "n3/../../f", 10, true, &fd, &name), -EXDEV);
+	ck_assert(!exists("ws/n3"));
+	ck_assert_int_eq(ws_open_parent(ws, "link-out-dir/n4/f", 17, true, &fd, &name), -EXDEV);
+	ck_assert(!exists("outdir/n4"));
+	/* Names that are directories by their form. */
+	ck_assert_int_eq(ws_open_parent(ws, "sub/", 4, false, &fd, &name), -EISDIR);
+	ck_assert_int_eq(ws_open_parent(ws, "sub/..", 6, false, &fd, &name), -EISDIR);
+	ck_assert_int_eq(ws_open_parent(ws, ".", 1, false, &fd, &name), -EISDIR);
+	ck_assert_int_eq(ws_open_parent(ws, "", 0, false, &fd, &name), -EISDIR);
+	ck_assert_int_eq(ws_open_parent(ws, root, strlen(root), false, &fd, &name), -EISDIR);
+	/* A file where a directory should be. */
+	ck_assert_int_eq(ws_open_parent(ws, "hello.txt/f", 11, true, &fd, &name), -ENOTDIR);
+	ck_assert_int_eq(fd, -1);
+	ck_assert_ptr_null(name);
+}
+END_TEST
+
+START_TEST(api_errors)
+{
+	static const struct { int r; enum tc_kind kind; const char *msg; } cases[] = {
+		{ -EXDEV, TC_PERMISSION_DENIED, "Path '../x' escapes the workspace" },
+		{ -EINVAL, TC_PERMISSION_DENIED, "Path contains a NUL byte" },
+		{ -ENOENT, TC_EXECUTION_ERROR, "File '../x' not found" },
+		{ -EISDIR, TC_EXECUTION_ERROR, "'../x' is a directory" },
+		{ -ENOTDIR, TC_EXECUTION_ERROR, "not a directory" },
+		{ -EACCES, TC_EXECUTION_ERROR, "Permission denied" },
+		{ -EEXIST, TC_EXECUTION_ERROR, "already exists" },
+		{ -ENOSPC, TC_EXECUTION_ERROR, "No space left" },
+		{ -EFBIG, TC_EXECUTION_ERROR, "too large" },
+		{ -ELOOP, TC_EXECUTION_ERROR, "symbolic links" },
+		{ -ENXIO, TC_EXECUTION_ERROR, "not a regular file" },
+		{ -EROFS, TC_EXECUTION_ERROR, "read-only" },
+		{ -EAGAIN, TC_TRANSIENT, "try again" },
+		{ -EINTR, TC_TRANSIENT, "try again" },
+		{ -ENOMEM, TC_TRANSIENT, "try again" },
+		{ -EMFILE, TC_TRANSIENT, "try again" },
+		{ -ENFILE, TC_TRANSIENT, "try again" },
+		{ -EPROTO, TC_EXECUTION_ERROR, "Cannot access '../x'" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char *msg = NULL;
+		ck_assert_int_eq(ws_error(cases[i].r, "../x", &msg), cases[i].kind);
+		ck_assert_msg(strstr(msg, cases[i].msg), "%d: '%s' lacks '%s'", cases[i].r, msg, cases[i].msg);
+		free(msg);
+	}
+	/* A huge path is cut in the message. */
+	_cleanup_free_ char *longp = xmalloc(100001);
+	memset(longp, 'x', 100000);
+	longp[100000] = '\0';
+	char *msg = NULL;
+	ck_assert_int_eq(ws_error(-ENAMETOOLONG, longp, &msg), TC_EXECUTION_ERROR);
+	ck_assert_uint_lt(strlen(msg), 400);
+	ck_assert_ptr_nonnull(strstr(msg, "too long"));
+	free(msg);
+}
+END_TEST
+
+/* --- read_file ------------------------------------------------------------- */
+
+START_TEST(read_window)
+{
+	puts_file("ws/digits.txt", "0123456789");
+	struct result res;
+
+	run(&tool_read_file, &res, "{\"path\":\"digits.txt\",\"offset\":2,\"limit\":3}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "234");
+	ck_assert_int_eq(sc_int(&res, "size"), 10);
+	ck_assert(sc_bool(&res, "truncated"));
+	ck_assert_int_eq(sc_int(&res, "next_offset"), 5);
+	result_clear(&res);
+
+	run(&tool_read_file, &res, "{\"path\":\"digits.txt\",\"offset\":7,\"limit\":3}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "789");
+	ck_assert(!sc_bool(&res, "truncated"));
+	ck_assert_ptr_null(json_get(res.sc, "next_offset"));
+	result_clear(&res);
+
+	run(&tool_read_file, &res, "{\"path\":\"digits.txt\",\"offset\":50}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "");
+	ck_assert_int_eq(sc_int(&res, "size"), 10);
+	ck_assert(!sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	/* The default limit comes from the daemon's settings. */
+	struct tool_env env = { .read_cap = 4 };
+	run_env(&tool_read_file, &env, &res, "{\"path\":\"digits.txt\"}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "0123");
+	ck_assert(sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	/* ... and is 1 MiB without them. */
+	size_t big = (1u << 20) + 10;
+	char *data = xmalloc(big);
+	memset(data, 'z', big);
+	put("ws/big.txt", data, big);
+	free(data);
+	run(&tool_read_file, &res, "{\"path\":\"big.txt\"}");
+	assert_ok(&res);
+	ck_assert_uint_eq(strlen(sc_str(&res, "content")), 1u << 20);
+	ck_assert_int_eq(sc_int(&res, "size"), (int64_t)big);
+	ck_assert(sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	/* An empty file. */
+	puts_file("ws/empty", "");
+	run(&tool_read_file, &res, "{\"path\":\"empty\"}");
+	assert_ok(&res);
+	ck_assert_str_eq(res.call.text, "");
+	ck_assert(!sc_bool(&res, "truncated"));
+	result_clear(&res);
+}
+END_TEST
+
+START_TEST(read_utf8)
+{
+	struct result res;
+	/* "aé€😀" : 1 + 2 + 3 + 4 bytes */
+	puts_file("ws/u.txt", "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+
+	run(&tool_read_file, &res, "{\"path\":\"u.txt\",\"limit\":2}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "a");	/* é would be cut: left for later */
+	ck_assert(sc_bool(&res, "truncated"));
+	ck_assert_int_eq(sc_int(&res, "next_offset"), 1);
+	result_clear(&res);
+
+	run(&tool_read_file, &res, "{\"path\":\"u.txt\",\"offset\":1,\"limit\":4}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "\xc3\xa9");
+	ck_assert_int_eq(sc_int(&res, "next_offset"), 3);
+	result_clear(&res);
+
+	/* A limit smaller than the first character still makes progress. */
+	run(&tool_read_file, &res, "{\"path\":\"u.txt\",\"offset\":6,\"limit\":1}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "\xf0\x9f\x98\x80");
+	ck_assert(!sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	run(&tool_read_file, &res, "{\"path\":\"u.txt\",\"offset\":3,\"limit\":6}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "\xe2\x82\xac");
+	ck_assert(sc_bool(&res, "truncated"));
+	ck_assert_int_eq(sc_int(&res, "next_offset"), 6);
+	result_clear(&res);
+
+	/* An offset inside a character. */
+	run(&tool_read_file, &res, "{\"path\":\"u.txt\",\"offset\":2}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "inside a multibyte UTF-8 character");
+	result_clear(&res);
+
+	/* Not UTF-8: refused, pointing at base64; never mangled. */
+	put("ws/bin", "ab\xff\xfe", 4);
+	run(&tool_read_file, &res, "{\"path\":\"bin\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "encoding \"base64\"");
+	ck_assert_ptr_null(res.call.text);
+	result_clear(&res);
+	put("ws/nul", "ab\0cd", 5);
+	run(&tool_read_file, &res, "{\"path\":\"nul\",\"encoding\":\"utf8\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "base64");
+	result_clear(&res);
+}
+END_TEST
+
+START_TEST(base64_both_ways)
+{
+	struct result res;
+	put("ws/bin", "ab\xff\xfe\0", 5);
+	run(&tool_read_file, &res, "{\"path\":\"bin\",\"encoding\":\"base64\"}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "YWL//gA=");
+	ck_assert_str_eq(res.call.text, "YWL//gA=");
+	ck_assert_str_eq(sc_str(&res, "encoding"), "base64");
+	ck_assert_int_eq(sc_int(&res, "size"), 5);
+	result_clear(&res);
+
+	run(&tool_read_file, &res, "{\"path\":\"bin\",\"encoding\":\"base64\",\"offset\":1,\"limit\":2}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "content"), "Yv8=");
+	ck_assert(sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	static const struct { const char *b64; const char *bytes; size_t n; } cases[] = {
+		{ "", "", 0 },
+		{ "AA==", "\0", 1 },
+		{ "AAE=", "\0\1", 2 },
+		{ "AAEC", "\0\1\2", 3 },
+		{ "AAEC/w", "\0\1\2\xff", 4 },		/* padding optional */
+		{ "AAEC\\n/w==\\r\\n", "\0\1\2\xff", 4 },	/* line breaks skipped */
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		run(&tool_write_file, &res, "{\"path\":\"out.bin\",\"content\":\"%s\",\"encoding\":\"base64\"}",
+		    cases[i].b64);
+		assert_ok(&res);
+		ck_assert_int_eq(sc_int(&res, "bytes"), (int64_t)cases[i].n);
+		result_clear(&res);
+		size_t n;
+		_cleanup_free_ char *c = slurp("ws/out.bin", &n);
+		ck_assert_uint_eq(n, cases[i].n);
+		ck_assert(memcmp(c, cases[i].bytes, n) == 0);
+	}
+
+	/* Round trip of all byte values. */
+	char all[256];
+	for (int i = 0; i < 256; i++)
+		all[i] = (char)i;
+	put("ws/all.bin", all, sizeof(all));
+	run(&tool_read_file, &res, "{\"path\":\"all.bin\",\"encoding\":\"base64\"}");
+	assert_ok(&res);
+	_cleanup_free_ char *enc = xstrdup(sc_str(&res, "content"));
+	result_clear(&res);
+	run(&tool_write_file, &res, "{\"path\":\"all2.bin\",\"content\":\"%s\",\"encoding\":\"base64\"}", enc);
+	assert_ok(&res);
+	result_clear(&res);
+	size_t n;
+	_cleanup_free_ char *back = slurp("ws/all2.bin", &n);
+	ck_assert_uint_eq(n, 256);
+	ck_assert(memcmp(back, all, 256) == 0);
+
+	/* Not base64: refused as invalid arguments, nothing written. */
+	static const char *const bad[] = { "!!!!", "AAA=A", "A", "AA=", "AA===", "YW-_" };
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		run(&tool_write_file, &res, "{\"path\":\"bad.bin\",\"content\":\"%s\",\"encoding\":\"base64\"}", bad[i]);
+		assert_fail(&res, TC_VALIDATION_ERROR, "base64");
+		ck_assert_ptr_nonnull(res.call.error_data);
+		result_clear(&res);
+	}
+	ck_assert(!exists("ws/bad.bin"));
+}
+END_TEST
+
+START_TEST(read_refusals)
+{
+	struct result res;
+	run(&tool_read_file, &res, "{\"path\":\"sub\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "is a directory, use list_dir");
+	result_clear(&res);
+
+	run(&tool_read_file, &res, "{\"path\":\"nope.txt\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "File 'nope.txt' not found");
+	result_clear(&res);
+
+	run(&tool_read_file, &res, "{\"path\":\"hello.txt/x\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "not a directory");
+	result_clear(&res);
+
+	/* A FIFO with no writer: refused at once, not waited on. */
+	ck_assert_int_eq(mkfifo(at("ws/fifo"), 0644), 0);
+	alarm(10);
+	run(&tool_read_file, &res, "{\"path\":\"fifo\"}");
+	alarm(0);
+	assert_fail(&res, TC_EXECUTION_ERROR, "not a regular file");
+	result_clear(&res);
+
+	/* A device, when the sandbox allows making one. */
+	if (mknod(at("ws/null"), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+		run(&tool_read_file, &res, "{\"path\":\"null\"}");
+		assert_fail(&res, TC_EXECUTION_ERROR, "not a regular file");
+		result_clear(&res);
+	}
+
+	/* A path longer than the kernel takes. */
+	_cleanup_free_ char *longp = xmalloc(PATH_MAX + 2);
+	memset(longp, 'a', PATH_MAX + 1);
+	longp[PATH_MAX + 1] = '\0';
+	run(&tool_read_file, &res, "{\"path\":\"%s\"}", longp);
+	assert_fail(&res, TC_EXECUTION_ERROR, "too long");
+	ck_assert_uint_lt(strlen(res.call.message), 500);
+	result_clear(&res);
+}
+END_TEST
+
+/* --- write_file ------------------------------------------------------------ */
+
+/* Asserts no temporary file was left in base/rel. */
+static void assert_no_temp(const char *rel)
+{
+	DIR *d = opendir(at(rel));
+	ck_assert_ptr_nonnull(d);
+	struct dirent *de;
+	while ((de = readdir(d)))
+		ck_assert_msg(!strstr(de->d_name, ".tc-"), "temporary file left: %s", de->d_name);
+	closedir(d);
+}
+
+START_TEST(write_new_and_replace)
+{
+	struct result res;
+	umask(027);
+	run(&tool_write_file, &res, "{\"path\":\"new.txt\",\"content\":\"fresh\\n\"}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "path"), "new.txt");
+	ck_assert_int_eq(sc_int(&res, "bytes"), 6);
+	ck_assert(sc_bool(&res, "created"));
+	ck_assert_uint_eq(res.call.n_files, 1);
+	ck_assert_str_eq(res.call.files[0], "new.txt");
+	result_clear(&res);
+	_cleanup_free_ char *c1 = slurp("ws/new.txt", NULL);
+	ck_assert_str_eq(c1, "fresh\n");
+	ck_assert_uint_eq(mode_of("ws/new.txt"), 0640);	/* 0644 less the umask */
+
+	/* Replacing keeps the mode, and is a rename: a reader holding the
+	 * old file still sees it whole. */
+	ck_assert_int_eq(chmod(at("ws/new.txt"), 0751), 0);
+	int old = open(at("ws/new.txt"), O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(old, 0);
+	run(&tool_write_file, &res, "{\"path\":\"@/ws/new.txt\",\"content\":\"second version\"}");
+	assert_ok(&res);
+	ck_assert(!sc_bool(&res, "created"));
+	ck_assert_str_eq(sc_str(&res, "path"), "new.txt");
+	ck_assert_str_eq(res.call.files[0], "new.txt");
+	result_clear(&res);
+	_cleanup_free_ char *c2 = slurp("ws/new.txt", NULL);
+	ck_assert_str_eq(c2, "second version");
+	ck_assert_uint_eq(mode_of("ws/new.txt"), 0751);
+	char tmp[16] = {};
+	ck_assert_int_eq(read(old, tmp, sizeof(tmp) - 1), 6);
+	ck_assert_str_eq(tmp, "fresh\n");
+	close(old);
+
+	/* Owner kept too (only root can give a file away). */
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(at("ws/new.txt"), 1234, 5678), 0);
+		run(&tool_write_file, &res, "{\"path\":\"new.txt\",\"content\":\"third\"}");
+		assert_ok(&res);
+		result_clear(&res);
+		struct stat st;
+		ck_assert_int_eq(stat(at("ws/new.txt"), &st), 0);
+		ck_assert_uint_eq(st.st_uid, 1234);
+		ck_assert_uint_eq(st.st_gid, 5678);
+		ck_assert_uint_eq(st.st_mode & 07777, 0751);
+	}
+
+	/* Empty content, and idempotent rewrites. */
+	for (int i = 0; i < 2; i++) {
+		run(&tool_write_file, &res, "{\"path\":\"new.txt\",\"content\":\"\"}");
+		assert_ok(&res);
+		ck_assert_int_eq(sc_int(&res, "bytes"), 0);
+		result_clear(&res);
+	}
+	_cleanup_free_ char *c3 = slurp("ws/new.txt", NULL);
+	ck_assert_str_eq(c3, "");
+	assert_no_temp("ws");
+}
+END_TEST
+
+START_TEST(write_create_dirs)
+{
+	struct result res;
+	run(&tool_write_file, &res, "{\"path\":\"d1/d2/f.txt\",\"content\":\"x\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "create_dirs");
+	result_clear(&res);
+	ck_assert(!exists("ws/d1"));
+
+	run(&tool_write_file, &res, "{\"path\":\"d1/d2/f.txt\",\"content\":\"x\",\"create_dirs\":true}");
+	assert_ok(&res);
+	ck_assert(sc_bool(&res, "created"));
+	ck_assert_str_eq(sc_str(&res, "path"), "d1/d2/f.txt");
+	result_clear(&res);
+	_cleanup_free_ char *c = slurp("ws/d1/d2/f.txt", NULL);
+	ck_assert_str_eq(c, "x");
+
+	/* Existing parts, "..", and a symlinked directory inside, on the way. */
+	run(&tool_write_file, &res, "{\"path\":\"d1/../link-in-dir/d3/g.txt\",\"content\":\"y\",\"create_dirs\":true}");
+	assert_ok(&res);
+	result_clear(&res);
+	_cleanup_free_ char *g = slurp("ws/sub/d3/g.txt", NULL);
+	ck_assert_str_eq(g, "y");
+
+	/* A file in the way. */
+	run(&tool_write_file, &res, "{\"path\":\"hello.txt/f\",\"content\":\"x\",\"create_dirs\":true}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "not a directory");
+	result_clear(&res);
+}
+END_TEST
+
+START_TEST(write_refusals)
+{
+	struct result res;
+	run(&tool_write_file, &res, "{\"path\":\"sub\",\"content\":\"x\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "is a directory");
+	result_clear(&res);
+	run(&tool_write_file, &res, "{\"path\":\"sub/\",\"content\":\"x\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "is a directory");
+	result_clear(&res);
+	run(&tool_write_file, &res, "{\"path\":\"@/ws\",\"content\":\"x\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "is a directory");
+	result_clear(&res);
+	run(&tool_write_file, &res, "{\"path\":\"link-in-dir\",\"content\":\"x\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "is a directory");
+	result_clear(&res);
+
+	ck_assert_int_eq(mkfifo(at("ws/fifo"), 0644), 0);
+	alarm(10);
+	run(&tool_write_file, &res, "{\"path\":\"fifo\",\"content\":\"x\"}");
+	alarm(0);
+	assert_fail(&res, TC_EXECUTION_ERROR, "not a regular file");
+	result_clear(&res);
+	struct stat st;
+	ck_assert_int_eq(lstat(at("ws/fifo"), &st), 0);
+	ck_assert(S_ISFIFO(st.st_mode));
+
+	/* A directory the process cannot write to (root can, so only as others). */
+	if (geteuid() != 0) {
+		ck_assert_int_eq(chmod(at("ws/sub"), 0555), 0);
+		run(&tool_write_file, &res, "{\"path\":\"sub/f\",\"content\":\"x\"}");
+		assert_fail(&res, TC_EXECUTION_ERROR, "Permission denied");
+		result_clear(&res);
+		chmod(at("ws/sub"), 0755);
+	}
+	assert_no_temp("ws");
+	assert_no_temp("ws/sub");
+}
+END_TEST
+
+/* --- patch_file ------------------------------------------------------------ */
+
+START_TEST(patch_exactly_once)
+{
+	struct result res;
+	puts_file("ws/p.txt", "one two three two\n");
+	ck_assert_int_eq(chmod(at("ws/p.txt"), 0600), 0);
+
+	run(&tool_patch_file, &res, "{\"path\":\"p.txt\",\"old\":\"one\",\"new\":\"1\"}");
+	assert_ok(&res);
+	ck_assert_str_eq(sc_str(&res, "path"), "p.txt");
+	ck_assert_int_eq(sc_int(&res, "replacements"), 1);
+	ck_assert_uint_eq(res.call.n_files, 1);
+	ck_assert_str_eq(res.call.files[0], "p.txt");
+	result_clear(&res);
+	_cleanup_free_ char *c1 = slurp("ws/p.txt", NULL);
+	ck_assert_str_eq(c1, "1 two three two\n");
+	ck_assert_uint_eq(mode_of("ws/p.txt"), 0600);
+
+	run(&tool_patch_file, &res, "{\"path\":\"p.txt\",\"old\":\"two\",\"new\":\"2\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "'old' occurs 2 times in p.txt; include more context so it occurs exactly once");
+	ck_assert_ptr_nonnull(res.call.error_data);
+	struct json_doc *d = parse(res.call.error_data);
+	int64_t occ;
+	ck_assert(json_get_int(json_get(json_doc_root(d), "occurrences"), &occ));
+	ck_assert_int_eq(occ, 2);
+	json_doc_unref(d);
+	ck_assert_uint_eq(res.call.n_files, 0);
+	result_clear(&res);
+
+	run(&tool_patch_file, &res, "{\"path\":\"p.txt\",\"old\":\"four\",\"new\":\"4\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "'old' was not found in p.txt");
+	result_clear(&res);
+
+	/* Overlapping occurrences are ambiguous too. */
+	puts_file("ws/aaa.txt", "aaa");
+	run(&tool_patch_file, &res, "{\"path\":\"aaa.txt\",\"old\":\"aa\",\"new\":\"b\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "occurs 2 times");
+	result_clear(&res);
+
+	/* Unchanged after the failures. */
+	_cleanup_free_ char *c2 = slurp("ws/p.txt", NULL);
+	ck_assert_str_eq(c2, "1 two three two\n");
+
+	/* More context makes it unique; multi-line text, deleting with an empty "new". */
+	run(&tool_patch_file, &res, "{\"path\":\"p.txt\",\"old\":\"three two\\n\",\"new\":\"3\\nlines\\n\"}");
+	assert_ok(&res);
+	result_clear(&res);
+	run(&tool_patch_file, &res, "{\"path\":\"p.txt\",\"old\":\"1 \",\"new\":\"\"}");
+	assert_ok(&res);
+	result_clear(&res);
+	_cleanup_free_ char *c3 = slurp("ws/p.txt", NULL);
+	ck_assert_str_eq(c3, "two 3\nlines\n");
+	ck_assert_uint_eq(mode_of("ws/p.txt"), 0600);
+
+	/* Binary-safe: bytes around NUL. */
+	put("ws/b.bin", "x\0y\0z", 5);
+	run(&tool_patch_file, &res, "{\"path\":\"b.bin\",\"old\":\"\\u0000y\",\"new\":\"Y\"}");
+	assert_ok(&res);
+	result_clear(&res);
+	size_t n;
+	_cleanup_free_ char *c4 = slurp("ws/b.bin", &n);
+	ck_assert_uint_eq(n, 4);
+	ck_assert(memcmp(c4, "xY\0z", 4) == 0);
+
+	run(&tool_patch_file, &res, "{\"path\":\"sub\",\"old\":\"a\",\"new\":\"b\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "is a directory");
+	result_clear(&res);
+	run(&tool_patch_file, &res, "{\"path\":\"missing.txt\",\"old\":\"a\",\"new\":\"b\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "File 'missing.txt' not found");
+	result_clear(&res);
+	ck_assert(!exists("ws/missing.txt"));
+	assert_no_temp("ws");
+}
+END_TEST
+
+/* --- list_dir -------------------------------------------------------------- */
+
+/* Joins "name:type:size" of every entry with spaces. */
+static char *entries_str(const struct result *res)
+{
+	const struct json *e = json_get(res->sc, "entries");
+	ck_assert(e && e->type == JSON_ARRAY);
+	struct buf b = {};
+	for (size_t i = 0; i < e->u.arr.n; i++) {
+		int64_t size;
+		ck_assert(json_get_int(json_get(e->u.arr.items[i], "size"), &size));
+		buf_printf(&b, "%s%s:%s:%lld", i ? " " : "", json_str(json_get(e->u.arr.items[i], "name")),
+			   json_str(json_get(e->u.arr.items[i], "type")), (long long)size);
+	}
+	return buf_steal(&b);
+}
+
+static void make_tree(void)
+{
+	mkd("ws/tree");
+	puts_file("ws/tree/b.txt", "bbb");
+	puts_file("ws/tree/a.c", "c");
+	mkd("ws/tree/a");
+	puts_file("ws/tree/a/x.c", "xx");
+	mkd("ws/tree/a/y");
+	puts_file("ws/tree/a/y/z", "");
+	lnk("a", "ws/tree/ln");
+	lnk("../../outdir", "ws/tree/out");
+	ck_assert_int_eq(mkfifo(at("ws/tree/fifo"), 0644), 0);
+}
+
+START_TEST(list_flat_and_recursive)
+{
+	make_tree();
+	struct result res;
+
+	run(&tool_list_dir, &res, "{\"path\":\"tree\"}");
+	assert_ok(&res);
+	_cleanup_free_ char *flat = entries_str(&res);
+	ck_assert_str_eq(flat, "a:dir:0 a.c:file:1 b.txt:file:3 fifo:other:0 ln:symlink:0 out:symlink:0");
+	ck_assert(!sc_bool(&res, "truncated"));
+	ck_assert_str_eq(sc_str(&res, "path"), "tree");
+	ck_assert_ptr_nonnull(strstr(res.call.text, "b.txt (3 bytes)"));
+	result_clear(&res);
+
+	/* Recursive: relative names, each directory followed by its entries, symlinks not followed. */
+	static const char all[] = "a:dir:0 a/x.c:file:2 a/y:dir:0 a/y/z:file:0 a.c:file:1 b.txt:file:3 "
+				  "fifo:other:0 ln:symlink:0 out:symlink:0";
+	run(&tool_list_dir, &res, "{\"path\":\"tree\",\"recursive\":true}");
+	assert_ok(&res);
+	_cleanup_free_ char *rec = entries_str(&res);
+	ck_assert_str_eq(rec, all);
+	ck_assert(!sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	/* Truncation at every possible count gives a prefix of the full listing. */
+	for (int max = 1; max <= 10; max++) {
+		run(&tool_list_dir, &res, "{\"path\":\"tree/\",\"recursive\":true,\"max_entries\":%d}", max);
+		assert_ok(&res);
+		_cleanup_free_ char *got = entries_str(&res);
+		const struct json *e = json_get(res.sc, "entries");
+		ck_assert_uint_eq(e->u.arr.n, (size_t)MIN(max, 9));
+		ck_assert_msg(strncmp(all, got, strlen(got)) == 0, "max %d: %s", max, got);
+		ck_assert_int_eq(sc_bool(&res, "truncated"), max < 9);
+		if (max < 9)
+			ck_assert_ptr_nonnull(strstr(res.call.text, "truncated"));
+		result_clear(&res);
+	}
+
+	/* An empty directory. */
+	mkd("ws/empty");
+	run(&tool_list_dir, &res, "{\"path\":\"empty\",\"recursive\":true}");
+	assert_ok(&res);
+	ck_assert_uint_eq(json_get(res.sc, "entries")->u.arr.n, 0);
+	ck_assert(!sc_bool(&res, "truncated"));
+	result_clear(&res);
+}
+END_TEST
+
+START_TEST(list_bounded)
+{
+	/* Many names in one directory: the first ones by name are kept. */
+	mkd("ws/many");
+	for (int i = 299; i >= 0; i--) {
+		char name[64];
+		snprintf(name, sizeof(name), "ws/many/f%03d", i);
+		puts_file(name, "");
+	}
+	struct result res;
+	run(&tool_list_dir, &res, "{\"path\":\"many\",\"max_entries\":10}");
+	assert_ok(&res);
+	_cleanup_free_ char *s = entries_str(&res);
+	ck_assert_str_eq(s, "f000:file:0 f001:file:0 f002:file:0 f003:file:0 f004:file:0 f005:file:0 "
+			    "f006:file:0 f007:file:0 f008:file:0 f009:file:0");
+	ck_assert(sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	run(&tool_list_dir, &res, "{\"path\":\"many\",\"max_entries\":300}");
+	assert_ok(&res);
+	ck_assert_uint_eq(json_get(res.sc, "entries")->u.arr.n, 300);
+	ck_assert(!sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	/* A deep subdirectory fills the budget before the names pending above it. */
+	mkd("ws/t2");
+	mkd("ws/t2/a");
+	for (int i = 0; i < 50; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "ws/t2/a/f%02d", i);
+		puts_file(name, "");
+		snprintf(name, sizeof(name), "ws/t2/b%02d", i);
+		puts_file(name, "");
+	}
+	run(&tool_list_dir, &res, "{\"path\":\"t2\",\"recursive\":true,\"max_entries\":20}");
+	assert_ok(&res);
+	const struct json *e = json_get(res.sc, "entries");
+	ck_assert_uint_eq(e->u.arr.n, 20);
+	ck_assert_str_eq(json_str(json_get(e->u.arr.items[0], "name")), "a");
+	ck_assert_str_eq(json_str(json_get(e->u.arr.items[1], "name")), "a/f00");
+	ck_assert_str_eq(json_str(json_get(e->u.arr.items[19], "name")), "a/f18");
+	ck_assert(sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	run(&tool_list_dir, &res, "{\"path\":\"t2\",\"recursive\":true,\"max_entries\":60}");
+	assert_ok(&res);
+	e = json_get(res.sc, "entries");
+	ck_assert_uint_eq(e->u.arr.n, 60);
+	ck_assert_str_eq(json_str(json_get(e->u.arr.items[50], "name")), "a/f49");
+	ck_assert_str_eq(json_str(json_get(e->u.arr.items[51], "name")), "b00");
+	ck_assert_str_eq(json_str(json_get(e->u.arr.items[59], "name")), "b08");
+	ck_assert(sc_bool(&res, "truncated"));
+	result_clear(&res);
+}
+END_TEST
+
+START_TEST(list_refusals)
+{
+	struct result res;
+	run(&tool_list_dir, &res, "{\"path\":\"hello.txt\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "'hello.txt' is not a directory; use read_file");
+	result_clear(&res);
+	run(&tool_list_dir, &res, "{\"path\":\"nope\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "Directory 'nope' not found");
+	result_clear(&res);
+	run(&tool_list_dir, &res, "{\"path\":\"link-loop-a\"}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "symbolic links");
+	result_clear(&res);
+}
+END_TEST
+
+/* --- declarations and schemas ---------------------------------------------- */
+
+static bool valid_args(const struct tool_def *def, const char *json)
+{
+	struct tool *t = make_tool(def);
+	struct json_doc *doc = parse(json);
+	struct schema_errors errs = {};
+	bool ok = schema_validate(t->schema, json_doc_root(doc), &errs);
+	ck_assert(ok == (errs.n == 0));
+	schema_errors_clear(&errs);
+	json_doc_unref(doc);
+	tool_unref(t);
+	return ok;
+}
+
+START_TEST(declarations)
+{
+	static const struct { const struct tool_def *def; const char *name; enum side_effect se; bool idem; } cases[] = {
+		{ &tool_read_file, "read_file", SIDE_READ, true },
+		{ &tool_write_file, "write_file", SIDE_WRITE, true },
+		{ &tool_patch_file, "patch_file", SIDE_WRITE, false },
+		{ &tool_list_dir, "list_dir", SIDE_READ, true },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		const struct tool_def *d = cases[i].def;
+		ck_assert_str_eq(d->name, cases[i].name);
+		ck_assert_int_eq(d->side_effects, cases[i].se);
+		ck_assert_int_eq(d->idempotent, cases[i].idem);
+		ck_assert_ptr_nonnull(d->path_args);
+		ck_assert_str_eq(d->path_args[0], "path");
+		ck_assert_ptr_null(d->path_args[1]);
+		ck_assert_uint_gt(strlen(d->description), 80);
+		ck_assert_ptr_nonnull(d->exec);
+		ck_assert_ptr_null(d->cancel);
+		/* Unknown arguments are refused by every file tool. */
+		ck_assert(!valid_args(d, "{\"path\":\"x\",\"old\":\"a\",\"new\":\"b\",\"content\":\"c\",\"bogus\":1}"));
+	}
+
+	ck_assert(valid_args(&tool_read_file, "{\"path\":\"x\",\"offset\":0,\"limit\":1,\"encoding\":\"base64\"}"));
+	ck_assert(!valid_args(&tool_read_file, "{}"));
+	ck_assert(!valid_args(&tool_read_file, "{\"path\":1}"));
+	ck_assert(!valid_args(&tool_read_file, "{\"path\":\"\"}"));
+	ck_assert(!valid_args(&tool_read_file, "{\"path\":\"x\",\"offset\":-1}"));
+	ck_assert(!valid_args(&tool_read_file, "{\"path\":\"x\",\"limit\":0}"));
+	ck_assert(!valid_args(&tool_read_file, "{\"path\":\"x\",\"limit\":1.5}"));
+	ck_assert(!valid_args(&tool_read_file, "{\"path\":\"x\",\"limit\":16777217}"));
+	ck_assert(!valid_args(&tool_read_file, "{\"path\":\"x\",\"encoding\":\"latin1\"}"));
+
+	ck_assert(valid_args(&tool_write_file, "{\"path\":\"x\",\"content\":\"\",\"create_dirs\":true}"));
+	ck_assert(!valid_args(&tool_write_file, "{\"path\":\"x\"}"));
+	ck_assert(!valid_args(&tool_write_file, "{\"path\":\"x\",\"content\":\"\",\"create_dirs\":\"yes\"}"));
+	ck_assert(!valid_args(&tool_write_file, "{\"path\":\"x\",\"content\":\"\",\"encoding\":\"hex\"}"));
+
+	ck_assert(valid_args(&tool_patch_file, "{\"path\":\"x\",\"old\":\"a\",\"new\":\"\"}"));
+	ck_assert(!valid_args(&tool_patch_file, "{\"path\":\"x\",\"old\":\"\",\"new\":\"b\"}"));
+	ck_assert(!valid_args(&tool_patch_file, "{\"path\":\"x\",\"old\":\"a\"}"));
+
+	ck_assert(valid_args(&tool_list_dir, "{}"));
+	ck_assert(valid_args(&tool_list_dir, "{\"path\":\"x\",\"recursive\":true,\"max_entries\":100000}"));
+	ck_assert(!valid_args(&tool_list_dir, "{\"max_entries\":100001}"));
+	ck_assert(!valid_args(&tool_list_dir, "{\"max_entries\":0}"));
+	ck_assert(!valid_args(&tool_list_dir, "{\"recursive\":1}"));
+}
+END_TEST
+
+/* --- resources -------------------------------------------------------------- */
+
+START_TEST(no_fd_leak)
+{
+	make_tree();
+	ck_assert_int_eq(mkfifo(at("ws/fifo"), 0644), 0);
+	struct result res;
+
+	/* Warm up whatever the C library opens once. */
+	run(&tool_list_dir, &res, "{\"recursive\":true}");
+	result_clear(&res);
+
+	int before = count_fds();
+	for (int round = 0; round < 3; round++) {
+		static const struct { const struct tool_def *def; const char *args; } calls[] = {
+			{ &tool_read_file, "{\"path\":\"hello.txt\"}" },
+			{ &tool_read_file, "{\"path\":\"hello.txt\",\"encoding\":\"base64\",\"limit\":2}" },
+			{ &tool_read_file, "{\"path\":\"nope\"}" },
+			{ &tool_read_file, "{\"path\":\"sub\"}" },
+			{ &tool_read_file, "{\"path\":\"fifo\"}" },
+			{ &tool_read_file, "{\"path\":\"link-out-file\"}" },
+			{ &tool_read_file, "{\"path\":\"link-loop-a\"}" },
+			{ &tool_write_file, "{\"path\":\"w.txt\",\"content\":\"x\"}" },
+			{ &tool_write_file, "{\"path\":\"wd/x/y.txt\",\"content\":\"x\",\"create_dirs\":true}" },
+			{ &tool_write_file, "{\"path\":\"nod/y.txt\",\"content\":\"x\"}" },
+			{ &tool_write_file, "{\"path\":\"link-dangling-out\",\"content\":\"x\"}" },
+			{ &tool_write_file, "{\"path\":\"link-loop-a\",\"content\":\"x\"}" },
+			{ &tool_write_file, "{\"path\":\"fifo\",\"content\":\"x\"}" },
+			{ &tool_write_file, "{\"path\":\"sub\",\"content\":\"x\"}" },
+			{ &tool_patch_file, "{\"path\":\"w.txt\",\"old\":\"x\",\"new\":\"yy\"}" },
+			{ &tool_patch_file, "{\"path\":\"w.txt\",\"old\":\"zz\",\"new\":\"y\"}" },
+			{ &tool_patch_file, "{\"path\":\"../outside.txt\",\"old\":\"s\",\"new\":\"y\"}" },
+			{ &tool_list_dir, "{\"recursive\":true}" },
+			{ &tool_list_dir, "{\"recursive\":true,\"max_entries\":3}" },
+			{ &tool_list_dir, "{\"path\":\"hello.txt\"}" },
+			{ &tool_list_dir, "{\"path\":\"..\"}" },
+		};
+		for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+			run(calls[i].def, &res, "%s", calls[i].args);
+			result_clear(&res);
+		}
+		int fd = -1;
+		char *name = NULL;
+		ck_assert_int_eq(ws_check(ws, "wd/new/../x", 11), 0);
+		ck_assert_int_eq(ws_check(ws, "../x", 4), -EXDEV);
+		ck_assert_int_eq(ws_open_parent(ws, "n/../../x", 9, true, &fd, &name), -EXDEV);
+		ck_assert_int_eq(ws_open_parent(ws, "sub/x", 5, false, &fd, &name), 0);
+		close(fd);
+		free(name);
+	}
+	ck_assert_int_eq(count_fds(), before);
+}
+END_TEST
+
+static Suite *workspace_suite(void)
+{
+	Suite *s = suite_create("workspace");
+	TCase *tc;
+
+	tc = tcase_create("escapes");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, escape_read_file);
+	tcase_add_test(tc, escape_write_file);
+	tcase_add_test(tc, escape_patch_file);
+	tcase_add_test(tc, escape_list_dir);
+	tcase_add_test(tc, escape_nul_byte);
+	tcase_add_test(tc, escape_magic_links);
+	tcase_add_test(tc, allowed_reads);
+	tcase_add_test(tc, allowed_writes);
+	tcase_add_test(tc, allowed_patch_and_list);
+	tcase_add_test(tc, symlink_loops);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("api");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, api_open);
+	tcase_add_test(tc, api_check);
+	tcase_add_test(tc, api_display_path);
+	tcase_add_test(tc, api_open_parent);
+	tcase_add_test(tc, api_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("tools");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, read_window);
+	tcase_add_test(tc, read_utf8);
+	tcase_add_test(tc, base64_both_ways);
+	tcase_add_test(tc, read_refusals);
+	tcase_add_test(tc, write_new_and_replace);
+	tcase_add_test(tc, write_create_dirs);
+	tcase_add_test(tc, write_refusals);
+	tcase_add_test(tc, patch_exactly_once);
+	tcase_add_test(tc, list_flat_and_recursive);
+	tcase_add_test(tc, list_bounded);
+	tcase_add_test(tc, list_refusals);
+	tcase_add_test(tc, declarations);
+	tcase_add_test(tc, no_fd_leak);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
 int main(void)
 {
-	Suite *s = suite_create("placeholder");
-	TCase *tc = tcase_create("core");
-	tcase_add_test(tc, placeholder);
-	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
+	SRunner *sr = srunner_create(workspace_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connections: bounded input and output buffers, line framing, parsing,
+ * batches, requests waiting for answers, and backpressure (a client that
+ * stops reading stops being read, so the daemon never buffers without
+ * bound). A connection is stopped and closed at once when it goes; its
+ * calls are detached from the dispatcher (keyed ones run on for the cache).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "lib/dispatch.h"
+#include "lib/map.h"
+#include "lib/session.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+
+#define READ_CHUNK (64 * 1024)
+
+static void on_read(struct ev_loop *ev, ev_io *w, int revents);
+static void on_write(struct ev_loop *ev, ev_io *w, int revents);
+
+static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct conn *c = container_of(w, struct conn, idle_w);
+	if (list_empty(&c->pendings)) {
+		log_debug("closing idle connection (fd %d)", c->fd);
+		conn_close(c);
+	} else {
+		ev_timer_again(ev, w);
+	}
+}
+
+void conn_new(struct server *s, int fd, const struct ucred *cred)
+{
+	struct conn *c = xcalloc(1, sizeof(*c));
+	c->srv = s;
+	c->fd = fd;
+	c->cred = *cred;
+	c->framer.max = s->cfg.limits.max_message_bytes;
+	c->ids = map_new();
+	list_init(&c->pendings);
+	list_init(&c->dirty_node);
+	list_insert_tail(&s->conns, &c->node);
+	s->n_conns++;
+	s->conns_total++;
+	ev_io_init(&c->rw, on_read, fd, EV_READ);
+	ev_io_init(&c->ww, on_write, fd, EV_WRITE);
+	ev_io_start(s->ev, &c->rw);
+	if (s->cfg.limits.idle_timeout_ms) {
+		ev_init(&c->idle_w, on_idle);
+		c->idle_w.repeat = (double)s->cfg.limits.idle_timeout_ms / 1000.0;
+		ev_timer_again(s->ev, &c->idle_w);
+	}
+}
+
+static void batch_free(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->slots[i]);
+	free(b->slots);
+	free(b->lens);
+	free(b);
+}
+
+/* Frees a pending request; its batch goes with its last member. */
+static void pending_free(struct pending *p)
+{
+	if (p->tracked)
+		map_remove(p->conn->ids, p->id);
+	list_remove(&p->node);
+	if (p->batch && --p->batch->remaining == 0)
+		batch_free(p->batch);
+	free(p->id);
+	free(p);
+}
+
+void conn_close(struct conn *c)
+{
+	if (c->dead)
+		return;
+	struct server *s = c->srv;
+	c->dead = true;
+	ev_io_stop(s->ev, &c->rw);
+	ev_io_stop(s->ev, &c->ww);
+	ev_timer_stop(s->ev, &c->idle_w);
+	if (list_linked(&c->dirty_node))
+		list_remove(&c->dirty_node);
+	/* Flush what can be flushed without waiting. */
+	if (buf_size(&c->out))
+		(void)!send(c->fd, buf_head(&c->out), buf_size(&c->out), MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(c->fd);
+	c->fd = -1;
+	event_unsubscribe(c->sub);
+	c->sub = NULL;
+	/* Detach calls: keyed executions run on, the others are cancelled. */
+	while (!list_empty(&c->pendings)) {
+		struct pending *p = list_first(&c->pendings, struct pending, node);
+		if (p->caller) {
+			struct caller *caller = TAKE_PTR(p->caller);
+			dispatch_detach(caller);
+		}
+		if (p->batch) {
+			/* Siblings answered already keep their slots until the
+			 * last one goes. */
+		}
+		pending_free(p);
+	}
+	list_remove(&c->node);
+	s->n_conns--;
+	session_unref(TAKE_PTR(c->session));
+	/* Freed after the current callback returns (conn_reap): code up the
+	 * stack may still look at c->dead. */
+	list_insert_tail(&s->graveyard, &c->node);
+	server_conn_closed(s);
+}
+
+void conn_reap(struct server *s)
+{
+	while (!list_empty(&s->graveyard)) {
+		struct conn *c = list_first(&s->graveyard, struct conn, node);
+		list_remove(&c->node);
+		map_free(c->ids);
+		buf_free(&c->in);
+		buf_free(&c->out);
+		free(c->ev_ends);
+		free(c);
+	}
+}
+
+struct session *conn_session(struct conn *c)
+{
+	if (!c->session) {
+		struct session *s = NULL;
+		if (session_get(c->srv->sessions, NULL, c->cred.uid, c->srv->default_ws, &s) == 0)
+			c->session = s;
+	}
+	return c->session;
+}
+
+/* Pauses or resumes reading as queued output crosses the limits. */
+static void update_backpressure(struct conn *c)
+{
+	size_t max = c->srv->cfg.limits.max_output_bytes;
+	size_t queued = buf_size(&c->out);
+	if (!c->paused && queued > max) {
+		c->paused = true;
+		ev_io_stop(c->srv->ev, &c->rw);
+	} else if (c->paused && queued <= max / 2) {
+		c->paused = false;
+		ev_io_start(c->srv->ev, &c->rw);
+		/* Lines that arrived while paused are still buffered. */
+		ev_feed_event(c->srv->ev, &c->rw, EV_CUSTOM);
+	}
+}
+
+void conn_flush(struct conn *c)
+{
+	if (c->dead)
+		return;
+	while (buf_size(&c->out)) {
+		ssize_t n = send(c->fd, buf_head(&c->out), buf_size(&c->out), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				ev_io_start(c->srv->ev, &c->ww);
+				break;
+			}
+			log_debug("write to client failed: %s", strerror(errno));
+			conn_close(c);
+			return;
+		}
+		buf_consume(&c->out, (size_t)n);
+		c->written_total += (uint64_t)n;
+	}
+	if (!buf_size(&c->out))
+		ev_io_stop(c->srv->ev, &c->ww);
+	/* Events that left the buffer no longer count against the queue. */
+	while (c->ev_count && c->ev_ends[c->ev_head] <= c->written_total) {
+		c->ev_head = (c->ev_head + 1) % c->ev_cap;
+		c->ev_count--;
+	}
+	update_backpressure(c);
+}
+
+static void on_write(struct ev_loop *ev, ev_io *w, int revents)
+{
+	conn_flush(container_of(w, struct conn, ww));
+}
+
+void conn_send(struct conn *c, const char *json, size_t n)
+{
+	if (c->dead)
+		return;
+	buf_append(&c->out, json, n);
+	buf_putc(&c->out, '\n');
+	c->queued_total += n + 1;
+	if (!list_linked(&c->dirty_node))
+		list_insert_tail(&c->srv->dirty, &c->dirty_node);
+	if (buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes)
+		update_backpressure(c);
+}
+
+bool conn_deliver_event(void *ctx, const char *params, size_t n)
+{
+	struct conn *c = ctx;
+	if (c->dead)
+		return false;
+	unsigned cap = c->srv->cfg.limits.event_queue ? c->srv->cfg.limits.event_queue : 1024;
+	if (c->ev_cap != cap) {
+		/* First use (or a reload changed the limit): start afresh. */
+		free(c->ev_ends);
+		c->ev_ends = xcalloc(cap, sizeof(*c->ev_ends));
+		c->ev_cap = cap;
+		c->ev_head = c->ev_count = 0;
+	}
+	if (c->ev_count >= c->ev_cap || buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes)
+		return false;
+	struct buf b = {0};
+	jrpc_write_notification(&b, "notifications/event", params, n);
+	conn_send(c, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+	c->ev_ends[(c->ev_head + c->ev_count) % c->ev_cap] = c->queued_total;
+	c->ev_count++;
+	return true;
+}
+
+/* Writes a finished batch as one array. */
+static void batch_write(struct conn *c, struct batch *b)
+{
+	struct buf out = {0};
+	buf_putc(&out, '[');
+	bool first = true;
+	for (size_t i = 0; i < b->n; i++) {
+		if (!b->slots[i])
+			continue;
+		if (!first)
+			buf_putc(&out, ',');
+		first = false;
+		buf_append(&out, b->slots[i], b->lens[i]);
+	}
+	buf_putc(&out, ']');
+	conn_send(c, buf_head(&out), buf_size(&out));
+	buf_free(&out);
+}
+
+void conn_answer(struct pending *p, const char *json, size_t n)
+{
+	struct conn *c = p->conn;
+	p->caller = NULL;
+	if (p->batch) {
+		struct batch *b = p->batch;
+		b->slots[p->index] = xstrndup(json, n);
+		b->lens[p->index] = n;
+		/* The batch is written when its last answer arrives: the one
+		 * whose pending_free() would drop remaining to zero. */
+		if (b->remaining == 1)
+			batch_write(c, b);
+	} else {
+		conn_send(c, json, n);
+	}
+	pending_free(p);
+}
+
+void conn_drop(struct pending *p)
+{
+	p->caller = NULL;
+	pending_free(p);
+}
+
+void conn_result(struct pending *p, const char *result, size_t n)
+{
+	struct buf b = {0};
+	jrpc_write_result(&b, p->id, p->id_len, result, n);
+	conn_answer(p, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
+void conn_error(struct pending *p, int code, const char *message, const char *data)
+{
+	struct buf b = {0};
+	jrpc_write_error(&b, p->id, p->id_len, code, message, data, data ? strlen(data) : 0);
+	conn_answer(p, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
+static struct pending *pending_new(struct conn *c, struct batch *b, size_t index, const char *id, size_t id_len)
+{
+	struct pending *p = xcalloc(1, sizeof(*p));
+	p->conn = c;
+	p->batch = b;
+	p->index = index;
+	if (id) {
+		p->id = xstrndup(id, id_len);
+		p->id_len = id_len;
+	}
+	list_insert_tail(&c->pendings, &p->node);
+	return p;
+}
+
+/* Handles one element of a message: a request, a notification or junk. */
+static void handle_value(struct conn *c, struct json_doc *doc, const struct json *v, struct batch *b,
+			 size_t *index)
+{
+	struct jrpc_req req;
+	const char *why = NULL;
+	int r = jrpc_parse_request(v, json_doc_text(doc), &req, &why);
+	req.doc = doc;
+	if (r < 0) {
+		struct pending *p = pending_new(c, b, b ? (*index)++ : 0, req.id, req.id_len);
+		char *msg = xasprintf("Invalid Request: %s", why);
+		conn_error(p, JRPC_INVALID_REQUEST, msg, NULL);
+		free(msg);
+		return;
+	}
+	c->requests++;
+	if (!req.id) {
+		methods_handle(c, &req, NULL);
+		return;
+	}
+	struct pending *p = pending_new(c, b, b ? (*index)++ : 0, req.id, req.id_len);
+	if (map_get(c->ids, p->id)) {
+		conn_error(p, JRPC_INVALID_REQUEST,
+			   "Invalid Request: a request with this id is still in flight on this connection",
+			   "{\"kind\":\"duplicate_id\"}");
+		return;
+	}
+	map_put(c->ids, p->id, p);
+	p->tracked = true;
+	methods_handle(c, &req, p);
+}
+
+/* Parses and dispatches one line. */
+static void handle_line(struct conn *c, const char *line, size_t len)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	if (json_parse(line, len, 0, c->srv->cfg.limits.max_json_depth, &doc, &err) < 0) {
+		if (err.code == JSON_ERR_DEPTH) {
+			char *msg = xasprintf("Invalid Request: %s", err.msg);
+			struct pending *p = pending_new(c, NULL, 0, NULL, 0);
+			conn_error(p, JRPC_INVALID_REQUEST, msg, NULL);
+			free(msg);
+			return;
+		}
+		char *msg = xasprintf("Parse error: %s at byte %zu", err.msg, err.offset);
+		struct pending *p = pending_new(c, NULL, 0, NULL, 0);
+		conn_error(p, JRPC_PARSE_ERROR, msg, NULL);
+		free(msg);
+		return;
+	}
+	const struct json *root = json_doc_root(doc);
+	const char *src = json_doc_text(doc);
+	if (root->type != JSON_ARRAY) {
+		handle_value(c, doc, root, NULL, NULL);
+		json_doc_unref(doc);
+		return;
+	}
+	if (root->u.arr.n == 0) {
+		struct pending *p = pending_new(c, NULL, 0, NULL, 0);
+		conn_error(p, JRPC_INVALID_REQUEST, "Invalid Request: empty batch", NULL);
+		json_doc_unref(doc);
+		return;
+	}
+	/* Count the answers the batch will hold: every element but valid
+	 * notifications. */
+	size_t answers = 0;
+	for (size_t i = 0; i < root->u.arr.n; i++) {
+		struct jrpc_req req;
+		const char *why;
+		if (jrpc_parse_request(root->u.arr.items[i], src, &req, &why) < 0 || req.id)
+			answers++;
+	}
+	struct batch *b = NULL;
+	if (answers) {
+		b = xcalloc(1, sizeof(*b));
+		b->n = answers;
+		/* One extra reference while we are still filling it, so it is
+		 * written only after every element has been looked at. */
+		b->remaining = answers + 1;
+		b->slots = xcalloc(answers, sizeof(char *));
+		b->lens = xcalloc(answers, sizeof(size_t));
+	}
+	size_t index = 0;
+	for (size_t i = 0; i < root->u.arr.n && !c->dead; i++)
+		handle_value(c, doc, root->u.arr.items[i], b, &index);
+	if (b) {
+		if (--b->remaining == 0) {
+			if (!c->dead)
+				batch_write(c, b);
+			batch_free(b);
+		}
+	}
+	json_doc_unref(doc);
+}
+
+/* Frames and handles what is buffered. */
+static void process_input(struct conn *c)
+{
+	while (!c->dead && !c->paused) {
+		const char *line;
+		size_t len;
+		enum frame_result fr = framer_next(&c->framer, &c->in, &line, &len);
+		if (fr == FRAME_NONE)
+			break;
+		if (fr == FRAME_TOO_LONG) {
+			char *msg = xasprintf("Invalid Request: message longer than %zu bytes", c->framer.max);
+			struct pending *p = pending_new(c, NULL, 0, NULL, 0);
+			conn_error(p, JRPC_INVALID_REQUEST, msg, NULL);
+			free(msg);
+			continue;
+		}
+		/* The framer consumed the line; its bytes stay in place until
+		 * the input buffer is next written to, which handle_line never
+		 * does (json_parse copies what it keeps). */
+		handle_line(c, line, len);
+	}
+}
+
+static void on_read(struct ev_loop *ev, ev_io *w, int revents)
+{
+	struct conn *c = container_of(w, struct conn, rw);
+	if (revents & EV_READ) {
+		buf_reserve(&c->in, READ_CHUNK);
+		ssize_t n = recv(c->fd, c->in.data + c->in.len, READ_CHUNK, 0);
+		if (n == 0) {
+			conn_close(c);
+			return;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			conn_close(c);
+			return;
+		}
+		c->in.len += (size_t)n;
+		if (c->srv->cfg.limits.idle_timeout_ms)
+			ev_timer_again(ev, &c->idle_w);
+	}
+	process_input(c);
+}

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * toolcallctl's output: pretty JSON, call results and error envelopes,
+ * the aligned tool list, one line per event, and the approver's question.
+ */
+#include "daemon/ctl_format.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+
+/* Longest value shown inside an event line or a prompt. */
+#define VALUE_MAX 200
+
+/* Length of the UTF-8 sequence a lead byte starts (0: not a lead byte). */
+static size_t utf8_lead_len(unsigned char c)
+{
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		return 2;
+	if (c >= 0xE0 && c <= 0xEF)
+		return 3;
+	if (c >= 0xF0 && c <= 0xF4)
+		return 4;
+	return 0;
+}
+
+/* True for characters a terminal acts on: C0 and C1 controls, DEL, and the
+ * bidirectional overrides that make text read differently than it is. */
+static bool is_control(const unsigned char *s, size_t n)
+{
+	if (n == 1)
+		return s[0] < 0x20 || s[0] == 0x7f;
+	if (n == 2)
+		return s[0] == 0xC2 && s[1] >= 0x80 && s[1] <= 0x9F;
+	if (n == 3 && s[0] == 0xE2 && s[1] == 0x80)
+		return s[2] >= 0xAA && s[2] <= 0xAE;	/* U+202A..U+202E */
+	if (n == 3 && s[0] == 0xE2 && s[1] == 0x81)
+		return s[2] >= 0xA6 && s[2] <= 0xA9;	/* U+2066..U+2069 */
+	return false;
+}
+
+void ctl_sanitize(const char *s, size_t n, size_t max, struct buf *out)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, shown = 0;
+
+	while (i < n) {
+		size_t l = utf8_lead_len(u[i]);
+		bool ok = l > 0 && i + l <= n && utf8_valid(s + i, l);
+		if (!ok)
+			l = 1;
+		if (shown + l > max) {
+			buf_puts(out, "...");
+			return;
+		}
+		if (!ok || is_control(u + i, l))
+			buf_putc(out, '?');
+		else
+			buf_append(out, s + i, l);
+		shown += l;
+		i += l;
+	}
+}
+
+static void sanitize_str(const char *s, size_t max, struct buf *out)
+{
+	if (s)
+		ctl_sanitize(s, strlen(s), max, out);
+}
+
+static void indent(struct buf *out, unsigned level)
+{
+	for (unsigned i = 0; i < level; i++)
+		buf_puts(out, "  ");
+}
+
+/* Writes one value of the pretty printer. */
+static void pretty_value(const struct json *v, unsigned level, struct buf *out)
+{
+	switch (v->type) {
+	case JSON_NULL:
+		buf_puts(out, "null");
+		return;
+	case JSON_BOOL:
+		buf_puts(out, v->u.b ? "true" : "false");
+		return;
+	case JSON_NUMBER:
+		buf_append(out, v->u.num.raw, v->u.num.raw_len);
+		return;
+	case JSON_STRING:
+		json_quote(out, v->u.str.s, v->u.str.len);
+		return;
+	case JSON_ARRAY:
+		if (v->u.arr.n == 0) {
+			buf_puts(out, "[]");
+			return;
+		}
+		buf_puts(out, "[\n");
+		for (size_t i = 0; i < v->u.arr.n; i++) {
+			indent(out, level + 1);
+			pretty_value(v->u.arr.items[i], level + 1, out);
+			buf_puts(out, i + 1 < v->u.arr.n ? ",\n" : "\n");
+		}
+		indent(out, level);
+		buf_putc(out, ']');
+		return;
+	case JSON_OBJECT:
+		if (v->u.obj.n == 0) {
+			buf_puts(out, "{}");
+			return;
+		}
+		buf_puts(out, "{\n");
+		for (size_t i = 0; i < v->u.obj.n; i++) {
+			const struct json_member *m = &v->u.obj.members[i];
+			indent(out, level + 1);
+			json_quote(out, m->key, m->key_len);
+			buf_puts(out, ": ");
+			pretty_value(m->value, level + 1, out);
+			buf_puts(out, i + 1 < v->u.obj.n ? ",\n" : "\n");
+		}
+		indent(out, level);
+		buf_putc(out, '}');
+		return;
+	}
+}
+
+void ctl_pretty(const struct json *v, struct buf *out)
+{
+	if (v)
+		pretty_value(v, 0, out);
+	else
+		buf_puts(out, "null");
+	buf_putc(out, '\n');
+}
+
+bool ctl_call_text(const struct json *result, struct buf *out)
+{
+	const struct json *content = json_get(result, "content");
+
+	if (content && content->type == JSON_ARRAY)
+		for (size_t i = 0; i < content->u.arr.n; i++) {
+			const struct json *item = content->u.arr.items[i];
+			const struct json *text = json_get(item, "text");
+			if (!str_eq(json_str(json_get(item, "type")), "text") || !json_str(text))
+				continue;
+			buf_append(out, text->u.str.s, text->u.str.len);
+			if (text->u.str.len == 0 || text->u.str.s[text->u.str.len - 1] != '\n')
+				buf_putc(out, '\n');
+		}
+	return json_is_true(json_get(result, "isError"));
+}
+
+void ctl_error_lines(const struct json *error, struct buf *out)
+{
+	const struct json *data = json_get(error, "data");
+	const char *kind = json_str(json_get(data, "kind"));
+	const char *message = json_str(json_get(error, "message"));
+	int64_t code = 0;
+
+	buf_puts(out, "error: ");
+	if (kind)
+		sanitize_str(kind, SIZE_MAX, out);
+	else if (json_get_int(json_get(error, "code"), &code))
+		buf_printf(out, "code %lld", (long long)code);
+	else
+		buf_puts(out, "unknown");
+	buf_puts(out, ": ");
+	sanitize_str(message ? message : "(no message)", SIZE_MAX, out);
+	buf_putc(out, '\n');
+
+	const struct json *errors = json_get(data, "errors");
+	if (!str_eq(kind, "validation_error") || !errors || errors->type != JSON_ARRAY)
+		return;
+	for (size_t i = 0; i < errors->u.arr.n; i++) {
+		const struct json *e = errors->u.arr.items[i];
+		const char *path = json_str(json_get(e, "path"));
+		buf_puts(out, "  ");
+		/* "" is the JSON pointer of the whole arguments object. */
+		sanitize_str(path && *path ? path : "/", SIZE_MAX, out);
+		buf_puts(out, ": ");
+		sanitize_str(json_str(json_get(e, "message")), SIZE_MAX, out);
+		buf_putc(out, '\n');
+	}
+}
+
+/* The side-effect class a listed tool declares in its _meta. */
+static const char *tool_side(const struct json *tool)
+{
+	const char *s = json_str(json_get(json_get(tool, "_meta"), "toolcalld/sideEffects"));
+	return s ? s : "-";
+}
+
+void ctl_tool_lines(const struct json *const *tools, size_t n, struct buf *out)
+{
+	size_t width = 4, side_width = 4;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name = json_str(json_get(tools[i], "name"));
+		width = MAX(width, name ? MIN(strlen(name), (size_t)40) : 0);
+		side_width = MAX(side_width, MIN(strlen(tool_side(tools[i])), (size_t)16));
+	}
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name = json_str(json_get(tools[i], "name"));
+		const char *desc = json_str(json_get(tools[i], "description"));
+		size_t start = buf_size(out);
+
+		struct buf cell = {};
+		sanitize_str(name ? name : "?", 80, &cell);
+		buf_printf(out, "%-*s  ", (int)width, buf_head(&cell));
+		buf_clear(&cell);
+		sanitize_str(tool_side(tools[i]), 16, &cell);
+		buf_printf(out, "%-*s  ", (int)side_width, buf_head(&cell));
+		buf_free(&cell);
+
+		if (desc) {
+			size_t len = strcspn(desc, "\n");
+			ctl_sanitize(desc, len, VALUE_MAX, out);
+		}
+		/* No trailing blanks when there is no description. */
+		while (buf_size(out) > start && buf_head(out)[buf_size(out) - 1] == ' ')
+			out->len--;
+		buf_putc(out, '\n');
+	}
+}
+
+/* True when a string can be shown bare after "key=". */
+static bool plain_word(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c <= ' ' || c == '"' || c == '\\' || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* Appends a value of an event or prompt, shortened and made harmless. */
+static void short_value(const struct json *v, struct buf *out)
+{
+	struct buf tmp = {};
+
+	if (v->type == JSON_STRING && plain_word(v->u.str.s, v->u.str.len)) {
+		ctl_sanitize(v->u.str.s, v->u.str.len, VALUE_MAX, out);
+		return;
+	}
+	if (v->type == JSON_STRING) {
+		json_quote(&tmp, v->u.str.s, v->u.str.len);
+	} else {
+		struct jgen *g = jgen_new(&tmp);
+		jgen_value(g, v);
+		jgen_free(g);
+	}
+	ctl_sanitize(buf_head(&tmp), buf_size(&tmp), VALUE_MAX, out);
+	buf_free(&tmp);
+}
+
+void ctl_event_line(const struct json *event, struct buf *out)
+{
+	static const struct {
+		const char *key, *label;
+	} first[] = {
+		{ "callId", "call" },
+		{ "sessionId", "session" },
+		{ "kind", "kind" },
+	};
+	const struct json *time = json_get(event, "time");
+	int64_t ms;
+
+	if (json_str(time)) {
+		sanitize_str(json_str(time), 64, out);
+	} else if (json_get_int(time, &ms) && ms >= 0) {
+		char tbuf[32];
+		format_time((uint64_t)ms, tbuf);
+		buf_puts(out, tbuf);
+	} else {
+		buf_puts(out, "-");
+	}
+	buf_putc(out, ' ');
+	sanitize_str(json_str(json_get(event, "type")) ?: "?", 64, out);
+
+	const struct json *tool = json_get(event, "tool");
+	if (json_str(tool)) {
+		buf_putc(out, ' ');
+		short_value(tool, out);
+	}
+
+	for (size_t i = 0; i < ELEMENTSOF(first); i++) {
+		const struct json *v = json_get(event, first[i].key);
+		if (!v || v->type == JSON_NULL)
+			continue;
+		buf_printf(out, " %s=", first[i].label);
+		short_value(v, out);
+	}
+
+	if (event && event->type == JSON_OBJECT)
+		for (size_t i = 0; i < event->u.obj.n; i++) {
+			const struct json_member *m = &event->u.obj.members[i];
+			bool shown = str_eq(m->key, "time") || str_eq(m->key, "type") ||
+				     (str_eq(m->key, "tool") && json_str(tool));
+			for (size_t j = 0; j < ELEMENTSOF(first); j++)
+				shown = shown || str_eq(m->key, first[j].key);
+			if (shown)
+				continue;
+			buf_putc(out, ' ');
+			ctl_sanitize(m->key, m->key_len, 64, out);
+			buf_putc(out, '=');
+			short_value(m->value, out);
+		}
+	buf_putc(out, '\n');
+}
+
+/* The first of several names a member may go by. */
+static const struct json *get_any(const struct json *obj, const char *const *keys)
+{
+	for (; *keys; keys++) {
+		const struct json *v = json_get(obj, *keys);
+		if (v && v->type != JSON_NULL)
+			return v;
+	}
+	return NULL;
+}
+
+const struct json *ctl_confirm_request_id(const struct json *event)
+{
+	static const char *const keys[] = { "requestId", "confirmationId", "id", NULL };
+	return get_any(event, keys);
+}
+
+void ctl_confirm_prompt(const struct json *event, struct buf *out)
+{
+	static const char *const side_keys[] = { "sideEffects", "sideEffect", "side_effects", NULL };
+	static const char *const summary_keys[] = { "summary", "inputSummary", "input", "arguments", NULL };
+	static const char *const files_keys[] = { "files", "projectedFiles", NULL };
+
+	buf_puts(out, "Allow ");
+	sanitize_str(json_str(json_get(event, "tool")) ?: "?", 80, out);
+	const struct json *side = get_any(event, side_keys);
+	if (json_str(side)) {
+		buf_puts(out, " (");
+		sanitize_str(json_str(side), 16, out);
+		buf_putc(out, ')');
+	}
+	const struct json *summary = get_any(event, summary_keys);
+	if (summary) {
+		buf_putc(out, ' ');
+		if (json_str(summary))
+			ctl_sanitize(summary->u.str.s, summary->u.str.len, VALUE_MAX, out);
+		else
+			short_value(summary, out);
+	}
+	const struct json *files = get_any(event, files_keys);
+	if (files && files->type == JSON_ARRAY && files->u.arr.n > 0) {
+		buf_puts(out, " [files:");
+		for (size_t i = 0; i < files->u.arr.n && i < 10; i++) {
+			buf_putc(out, ' ');
+			short_value(files->u.arr.items[i], out);
+		}
+		if (files->u.arr.n > 10)
+			buf_printf(out, " and %zu more", files->u.arr.n - 10);
+		buf_putc(out, ']');
+	}
+	buf_puts(out, "? [y]es/[n]o/[a]lways: ");
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+const char *ctl_parse_answer(const char *line, size_t len)
+{
+	static const struct {
+		const char *word, *decision;
+	} answers[] = {
+		{ "y", "allow" },
+		{ "yes", "allow" },
+		{ "n", "deny" },
+		{ "no", "deny" },
+		{ "a", "always_allow" },
+		{ "always", "always_allow" },
+	};
+
+	while (len > 0 && is_blank(line[0])) {
+		line++;
+		len--;
+	}
+	while (len > 0 && is_blank(line[len - 1]))
+		len--;
+	for (size_t i = 0; i < ELEMENTSOF(answers); i++)
+		if (strlen(answers[i].word) == len && strncasecmp(line, answers[i].word, len) == 0)
+			return answers[i].decision;
+	return NULL;
+}

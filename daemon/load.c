@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Registry loading: built-ins with their configured timeouts and caps, and
+ * tool files by kind.
+ */
+#include "daemon/load.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+#include "lib/registry.h"
+#include "proto/json.h"
+#include "tools/command.h"
+#include "tools/tools.h"
+
+#define TOOL_FILE_MAX (4u << 20)
+
+static char *read_file_text(const char *path, size_t *ret_len, int *ret_errno)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		*ret_errno = errno;
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TOOL_FILE_MAX) {
+		*ret_errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+		close(fd);
+		return NULL;
+	}
+	char *text = xmalloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	text[got] = '\0';
+	*ret_len = got;
+	return text;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Loads one tool file into r. */
+static int load_file(struct registry *r, const char *path, char **ret_err)
+{
+	int e = 0;
+	size_t len = 0;
+	char *text = read_file_text(path, &len, &e);
+	if (!text) {
+		*ret_err = xasprintf("%s: cannot read: %s", path, strerror(e));
+		return -EINVAL;
+	}
+	struct json_doc *doc = NULL;
+	struct json_err jerr;
+	if (json_parse(text, len, JSON_ALLOW_COMMENTS, 64, &doc, &jerr) < 0) {
+		unsigned line, col;
+		json_line_col(text, len, jerr.offset, &line, &col);
+		*ret_err = xasprintf("%s:%u:%u: %s", path, line, col, jerr.msg);
+		free(text);
+		return -EINVAL;
+	}
+	const struct json *decl = json_doc_root(doc);
+	const char *kind = json_str(json_get(decl, "kind"));
+	struct tool *t = NULL;
+	char *err = NULL;
+	int rr;
+	if (decl->type != JSON_OBJECT) {
+		err = xstrdup("a tool file holds one JSON object");
+		rr = -EINVAL;
+	} else if (!kind || str_eq(kind, "command")) {
+		if (!kind) {
+			err = xstrdup("kind: missing (\"command\" or \"mcp\")");
+			rr = -EINVAL;
+		} else {
+			rr = command_tool_from_json(decl, path, &t, &err);
+		}
+	} else {
+		err = xasprintf("kind: unsupported kind '%s' (supported: \"command\")", kind);
+		rr = -EINVAL;
+	}
+	if (rr < 0) {
+		/* Point at the member the message names when we can find it. */
+		size_t off = decl->off;
+		for (size_t i = 0; decl->type == JSON_OBJECT && err && i < decl->u.obj.n; i++) {
+			const struct json_member *m = &decl->u.obj.members[i];
+			size_t kl = strlen(m->key);
+			if (strncmp(err, m->key, kl) == 0 && (err[kl] == ':' || err[kl] == '.' || err[kl] == '[')) {
+				off = m->value->off;
+				break;
+			}
+		}
+		unsigned line, col;
+		json_line_col(text, len, off, &line, &col);
+		*ret_err = xasprintf("%s:%u:%u: %s", path, line, col, err ? err : "invalid tool");
+		free(err);
+		json_doc_unref(doc);
+		free(text);
+		return -EINVAL;
+	}
+	struct buf fp = {0};
+	json_canonical(decl, &fp);
+	free(t->fingerprint);
+	t->fingerprint = buf_steal(&fp);
+	free(t->source);
+	t->source = xstrdup(path);
+	json_doc_unref(doc);
+	free(text);
+	return registry_add(r, t, ret_err);
+}
+
+int registry_build(const struct config *cfg, struct registry **ret, char **ret_err)
+{
+	struct registry *r = registry_new();
+	for (const struct tool_def *const *d = builtin_tools; *d; d++) {
+		struct tool *t = NULL;
+		char *err = NULL;
+		if (tool_new(*d, (*d)->name, (*d)->description, (*d)->input_schema, NULL, &t, &err) < 0) {
+			*ret_err = xasprintf("built-in tool '%s': %s", (*d)->name, err);
+			free(err);
+			registry_unref(r);
+			return -EINVAL;
+		}
+		uint32_t timeout = config_tool_timeout(cfg, t->name);
+		if (timeout)
+			t->timeout_ms = timeout;
+		t->concurrency = config_tool_concurrency(cfg, t->name);
+		t->fingerprint = xasprintf("built-in:%u:%u", t->timeout_ms, t->concurrency);
+		registry_add(r, t, NULL);
+	}
+
+	if (cfg->tools_dir) {
+		DIR *dir = opendir(cfg->tools_dir);
+		if (!dir) {
+			*ret_err = xasprintf("%s: cannot open tools_dir: %s", cfg->tools_dir, strerror(errno));
+			registry_unref(r);
+			return -EINVAL;
+		}
+		char **names = NULL;
+		size_t n = 0;
+		struct dirent *de;
+		while ((de = readdir(dir))) {
+			size_t l = strlen(de->d_name);
+			if (de->d_name[0] == '.' || l < 6 || strcmp(de->d_name + l - 5, ".json") != 0)
+				continue;
+			names = xreallocarray(names, n + 1, sizeof(*names));
+			names[n++] = xstrdup(de->d_name);
+		}
+		closedir(dir);
+		if (n)
+			qsort(names, n, sizeof(*names), name_cmp);
+		int rr = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (rr == 0) {
+				char *path = xasprintf("%s/%s", cfg->tools_dir, names[i]);
+				rr = load_file(r, path, ret_err);
+				free(path);
+			}
+			free(names[i]);
+		}
+		free(names);
+		if (rr < 0) {
+			registry_unref(r);
+			return rr;
+		}
+	}
+	/* Per-tool caps apply to file tools too. */
+	for (size_t i = 0; i < r->n; i++) {
+		uint32_t cap = config_tool_concurrency(cfg, r->tools[i]->name);
+		if (cap)
+			r->tools[i]->concurrency = cap;
+	}
+	registry_seal(r);
+	*ret = r;
+	return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stderr or journald logging.
+ */
+#include "daemon/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
+
+static int max_level = LOG_INFO;
+static bool to_journal;
+
+void log_init(int level)
+{
+	max_level = level;
+	/* systemd sets JOURNAL_STREAM=dev:ino of the stream it connected. */
+	const char *js = getenv("JOURNAL_STREAM");
+	struct stat st;
+	unsigned long long dev, ino;
+	if (js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+	    (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino)
+		to_journal = true;
+}
+
+void log_set_level(int level)
+{
+	max_level = level;
+}
+
+void log_call(int prio, const char *session, const char *call_id, const char *tool,
+	      const char *fmt, ...)
+{
+	if (prio > max_level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	if (to_journal) {
+		sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio,
+				"SYSLOG_IDENTIFIER=toolcalld",
+				session ? "TOOLCALLD_SESSION=%s" : "TOOLCALLD_SESSION=", session ? session : "",
+				call_id ? "TOOLCALLD_CALL_ID=%s" : "TOOLCALLD_CALL_ID=", call_id ? call_id : "",
+				tool ? "TOOLCALLD_TOOL=%s" : "TOOLCALLD_TOOL=", tool ? tool : "",
+				NULL);
+	} else {
+		static const char *const names[] = { "emerg", "alert", "crit", "error",
+						     "warning", "notice", "info", "debug" };
+		fprintf(stderr, "toolcalld: %s: %s", names[prio & 7], msg);
+		if (session)
+			fprintf(stderr, " session=%s", session);
+		if (call_id)
+			fprintf(stderr, " call=%s", call_id);
+		if (tool)
+			fprintf(stderr, " tool=%s", tool);
+		fputc('\n', stderr);
+	}
+	free(msg);
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * toolcalld: command line, configuration, and the server's life.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+#include "daemon/load.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "lib/registry.h"
+#include "version.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: toolcalld [OPTION]...\n"
+		"Serve tool calls to agent loops over a Unix socket (JSON-RPC 2.0, MCP).\n"
+		"\n"
+		"  -c, --config FILE     read the configuration from FILE (JSON, comments allowed)\n"
+		"  -s, --socket PATH     listen on PATH (default: $TOOLCALLD_SOCKET, else\n"
+		"                        $XDG_RUNTIME_DIR/toolcalld.sock, else\n"
+		"                        /run/toolcalld/toolcalld.sock)\n"
+		"  -w, --workspace DIR   default workspace of new sessions (default: the\n"
+		"                        current directory)\n"
+		"      --check-config    check the configuration and the tool files, then exit\n"
+		"  -V, --version         print the version and exit\n"
+		"  -h, --help            print this help and exit\n"
+		"\n"
+		"Flags win over the config file. Under systemd the daemon takes the socket it\n"
+		"is passed, reports readiness (Type=notify) and logs to the journal.\n"
+		"Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the configuration and\n"
+		"the tool files and reopens the audit log.\n"
+		"\n"
+		"Try it: socat - UNIX-CONNECT:$XDG_RUNTIME_DIR/toolcalld.sock\n"
+		"  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n"
+		"See toolcalld(8), toolcalld.conf(5) and toolcallctl(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "workspace", required_argument, NULL, 'w' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *config_path = NULL, *socket_path = NULL, *workspace = NULL;
+	bool check = false;
+	int o;
+	while ((o = getopt_long(argc, argv, "c:s:w:Vh", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c': config_path = optarg; break;
+		case 's': socket_path = optarg; break;
+		case 'w': workspace = optarg; break;
+		case 'C': check = true; break;
+		case 'V': printf("toolcalld %s\n", TOOLCALLD_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "toolcalld: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	log_init(LOG_INFO);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct server s = {0};
+	config_init(&s.cfg);
+	if (config_path) {
+		char *err = NULL;
+		if (config_load(&s.cfg, config_path, &err) < 0) {
+			fprintf(stderr, "toolcalld: %s\n", err);
+			free(err);
+			config_free(&s.cfg);
+			return 1;
+		}
+		s.config_path = realpath(config_path, NULL);
+	}
+	if (socket_path) {
+		free(s.cfg.socket);
+		s.cfg.socket = xstrdup(socket_path);
+	}
+	if (workspace) {
+		free(s.cfg.workspace);
+		s.cfg.workspace = xstrdup(workspace);
+	}
+	log_set_level(s.cfg.log_level);
+
+	if (check) {
+		struct registry *r = NULL;
+		char *err = NULL;
+		if (registry_build(&s.cfg, &r, &err) < 0) {
+			fprintf(stderr, "toolcalld: %s\n", err);
+			free(err);
+			config_free(&s.cfg);
+			free(s.config_path);
+			return 1;
+		}
+		printf("%s: configuration OK, %zu tools\n", config_path ? config_path : "(defaults)", r->n);
+		registry_unref(r);
+		config_free(&s.cfg);
+		free(s.config_path);
+		return 0;
+	}
+
+	char *err = NULL;
+	if (server_init(&s, &err) < 0) {
+		log_error("%s", err ? err : "cannot start");
+		fprintf(stderr, "toolcalld: %s\n", err ? err : "cannot start");
+		free(err);
+		server_free(&s);
+		return 1;
+	}
+	server_run(&s);
+	log_info("stopped");
+	server_free(&s);
+	return 0;
+}

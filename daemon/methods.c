@@ -1,0 +1,671 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The JSON-RPC methods the daemon answers, one function each, listed in one
+ * table. Parameters are checked here; the work is the dispatcher's.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "lib/dispatch.h"
+#include "lib/map.h"
+#include "lib/registry.h"
+#include "lib/session.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+#include "version.h"
+
+#define LIST_PAGE 200
+
+static const char *const versions[] = {
+	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+};
+#define LATEST_VERSION "2025-11-25"
+#define DISCOVERY_VERSION "2026-07-28"
+
+/* Answers a params error. */
+static void invalid_params(struct pending *p, const char *fmt, ...) PRINTF(2, 3);
+static void invalid_params(struct pending *p, const char *fmt, ...)
+{
+	if (!p)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	conn_error(p, JRPC_INVALID_PARAMS, msg, "{\"kind\":\"validation_error\"}");
+	free(msg);
+}
+
+/* Answers with the generated object in b. */
+static void answer(struct pending *p, struct buf *b)
+{
+	if (p)
+		conn_result(p, buf_head(b), buf_size(b));
+	buf_free(b);
+}
+
+static void write_server_info(struct jgen *g)
+{
+	jgen_obj_open(g);
+	jgen_kv_str(g, "name", "toolcalld");
+	jgen_kv_str(g, "version", TOOLCALLD_VERSION);
+	jgen_obj_close(g);
+}
+
+/* --- initialize -------------------------------------------------------- */
+
+/* True when root is one of the allowed workspaces or lies beneath one. */
+static bool workspace_allowed(struct server *s, const char *root)
+{
+	if (str_eq(root, s->default_ws->root))
+		return true;
+	for (size_t i = 0; i < s->cfg.n_workspaces_allowed; i++) {
+		char *allowed = realpath(s->cfg.workspaces_allowed[i], NULL);
+		if (!allowed)
+			continue;
+		size_t n = strlen(allowed);
+		bool ok = strncmp(root, allowed, n) == 0 &&
+			  (root[n] == '\0' || root[n] == '/' || str_eq(allowed, "/"));
+		free(allowed);
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
+static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	struct server *s = c->srv;
+	const struct json *params = req->params;
+	const char *want = json_str(json_get(params, "protocolVersion"));
+	const char *version = LATEST_VERSION;
+	for (size_t i = 0; want && i < ELEMENTSOF(versions); i++)
+		if (str_eq(want, versions[i]))
+			version = versions[i];
+
+	const struct json *sid = json_get(params, "sessionId");
+	const struct json *wsv = json_get(params, "workspace");
+	const struct json *budget = json_get(params, "budget");
+	if (sid && (sid->type != JSON_STRING || sid->u.str.len == 0 || sid->u.str.len > 128 ||
+		    strlen(sid->u.str.s) != sid->u.str.len)) {
+		invalid_params(p, "sessionId must be a non-empty string of at most 128 bytes");
+		return;
+	}
+	if (wsv && (wsv->type != JSON_STRING || strlen(wsv->u.str.s) != wsv->u.str.len)) {
+		invalid_params(p, "workspace must be a path");
+		return;
+	}
+	int64_t calls = -1;
+	if (budget) {
+		const struct json *tc = json_get(budget, "toolCalls");
+		if (budget->type != JSON_OBJECT || !json_get_int(tc, &calls) || calls < 0) {
+			invalid_params(p, "budget must be {\"toolCalls\": N} with N >= 0");
+			return;
+		}
+	}
+
+	struct workspace *ws = ws_ref(s->default_ws);
+	if (wsv) {
+		struct workspace *asked = NULL;
+		int r = ws_open(wsv->u.str.s, &asked);
+		if (r < 0) {
+			ws_unref(ws);
+			invalid_params(p, "Workspace '%s' cannot be opened: %s", wsv->u.str.s, strerror(-r));
+			return;
+		}
+		if (!workspace_allowed(s, asked->root)) {
+			ws_unref(asked);
+			ws_unref(ws);
+			invalid_params(p, "Workspace '%s' is not allowed (see workspaces.allowed in the "
+				       "daemon's config)", wsv->u.str.s);
+			return;
+		}
+		ws_unref(ws);
+		ws = asked;
+	}
+
+	struct session *session = NULL;
+	int r = session_get(s->sessions, sid ? sid->u.str.s : NULL, c->cred.uid, ws, &session);
+	if (r < 0) {
+		ws_unref(ws);
+		invalid_params(p, "Session '%s' belongs to another user", sid->u.str.s);
+		return;
+	}
+	if (wsv && !str_eq(session->ws->root, ws->root)) {
+		ws_unref(ws);
+		session_unref(session);
+		invalid_params(p, "Session '%s' already works in '%s'", session->id, session->ws->root);
+		return;
+	}
+	ws_unref(ws);
+	if (calls >= 0) {
+		session->has_budget = true;
+		session->budget_left = calls;
+	}
+	session_unref(c->session);
+	c->session = session;
+	c->initialized = true;
+
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "protocolVersion", version);
+	jgen_key(g, "capabilities");
+	jgen_obj_open(g);
+	jgen_key(g, "tools");
+	jgen_obj_open(g);
+	jgen_kv_bool(g, "listChanged", true);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_key(g, "serverInfo");
+	write_server_info(g);
+	jgen_kv_str(g, "sessionId", session->id);
+	jgen_kv_str(g, "workspace", session->ws->root);
+	jgen_obj_close(g);
+	jgen_free(g);
+	answer(p, &b);
+}
+
+static void m_initialized(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	c->initialized = true;
+	if (p) {
+		struct buf b = {0};
+		buf_puts(&b, "{}");
+		answer(p, &b);
+	}
+}
+
+static void m_ping(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	if (p)
+		conn_result(p, "{}", 2);
+}
+
+static void m_discover(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "resultType", "complete");
+	jgen_key(g, "supportedVersions");
+	jgen_arr_open(g);
+	jgen_str(g, DISCOVERY_VERSION);
+	for (size_t i = 0; i < ELEMENTSOF(versions); i++)
+		jgen_str(g, versions[i]);
+	jgen_arr_close(g);
+	jgen_key(g, "capabilities");
+	jgen_obj_open(g);
+	jgen_key(g, "tools");
+	jgen_obj_open(g);
+	jgen_kv_bool(g, "listChanged", true);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_key(g, "_meta");
+	jgen_obj_open(g);
+	jgen_key(g, "serverInfo");
+	write_server_info(g);
+	jgen_key(g, "io.modelcontextprotocol/serverInfo");
+	write_server_info(g);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	answer(p, &b);
+}
+
+/* --- tools ------------------------------------------------------------- */
+
+static void write_tool(struct jgen *g, const struct tool *t)
+{
+	jgen_obj_open(g);
+	jgen_kv_str(g, "name", t->name);
+	jgen_kv_str(g, "description", t->description);
+	jgen_kv_raw(g, "inputSchema", t->input_schema, strlen(t->input_schema));
+	jgen_key(g, "annotations");
+	jgen_obj_open(g);
+	jgen_kv_bool(g, "readOnlyHint", t->side_effects <= SIDE_READ);
+	jgen_kv_bool(g, "destructiveHint", t->side_effects >= SIDE_WRITE);
+	jgen_kv_bool(g, "idempotentHint", t->idempotent);
+	jgen_kv_bool(g, "openWorldHint", t->side_effects >= SIDE_EXECUTE);
+	jgen_obj_close(g);
+	jgen_key(g, "_meta");
+	jgen_obj_open(g);
+	jgen_kv_str(g, "toolcalld/sideEffects", side_effect_name(t->side_effects));
+	jgen_kv_int(g, "toolcalld/timeoutMs", t->timeout_ms);
+	jgen_kv_bool(g, "toolcalld/idempotent", t->idempotent);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+}
+
+static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	if (!p)
+		return;
+	struct server *s = c->srv;
+	struct session *session = conn_session(c);
+	size_t start = 0;
+	const struct json *cursor = json_get(req->params, "cursor");
+	if (cursor && cursor->type != JSON_NULL) {
+		const char *cs = json_str(cursor);
+		char *end = NULL;
+		unsigned long v = cs ? strtoul(cs, &end, 10) : 0;
+		if (!cs || !*cs || *end || v > s->registry->n) {
+			invalid_params(p, "cursor is not one this server gave");
+			return;
+		}
+		start = v;
+	}
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "tools");
+	jgen_arr_open(g);
+	size_t i, listed = 0;
+	struct dispatcher *d = s->dispatcher;
+	for (i = start; i < s->registry->n && listed < LIST_PAGE; i++) {
+		const struct tool *t = s->registry->tools[i];
+		if (!dispatch_tool_visible(d, session, t))
+			continue;
+		write_tool(g, t);
+		listed++;
+	}
+	jgen_arr_close(g);
+	if (i < s->registry->n) {
+		char next[32];
+		snprintf(next, sizeof(next), "%zu", i);
+		jgen_kv_str(g, "nextCursor", next);
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+	answer(p, &b);
+}
+
+static void call_complete(void *ctx, const struct outcome *o, bool replayed)
+{
+	struct pending *p = ctx;
+	struct buf b = {0};
+	if (o->kind == TC_OK) {
+		outcome_write_result(o, replayed, &b);
+		conn_result(p, buf_head(&b), buf_size(&b));
+	} else {
+		if (o->kind == TC_INTERNAL)
+			log_call(LOG_ERR, p->conn->session ? p->conn->session->id : NULL, o->call_id, o->tool,
+				 "internal error: %s", o->message);
+		outcome_write_error_data(o, &b);
+		const char *msg = o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
+							 : o->message;
+		conn_error(p, tc_kind_code(o->kind), msg ? msg : tc_kind_name(o->kind), buf_head(&b));
+	}
+	buf_free(&b);
+}
+
+static void call_progress(void *ctx, const char *token, size_t token_len, uint64_t progress,
+			  const char *stream, const char *data, size_t n)
+{
+	struct pending *p = ctx;
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_raw(g, "progressToken", token, token_len);
+	jgen_kv_int(g, "progress", (int64_t)progress);
+	jgen_key(g, "message");
+	jgen_strn(g, data, n);
+	jgen_key(g, "_meta");
+	jgen_obj_open(g);
+	jgen_kv_str(g, "toolcalld/stream", stream);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	struct buf line = {0};
+	jrpc_write_notification(&line, "notifications/progress", buf_head(&b), buf_size(&b));
+	conn_send(p->conn, buf_head(&line), buf_size(&line));
+	buf_free(&line);
+	buf_free(&b);
+}
+
+static const struct caller_ops call_ops = {
+	.complete = call_complete,
+	.progress = call_progress,
+};
+
+/* Answers a malformed tools/call with the validation envelope. */
+static void call_invalid(struct pending *p, const char *tool, const char *msg)
+{
+	struct buf data = {0};
+	struct jgen *g = jgen_new(&data);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "kind", "validation_error");
+	jgen_kv_bool(g, "retryable", false);
+	jgen_kv_int(g, "attempts", 0);
+	jgen_kv_int(g, "durationMs", 0);
+	jgen_kv_str(g, "callId", NULL);
+	jgen_kv_str(g, "tool", tool);
+	jgen_obj_close(g);
+	jgen_free(g);
+	char *m = xasprintf("Invalid params for tools/call: %s", msg);
+	conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
+	free(m);
+	buf_free(&data);
+}
+
+static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	if (!p)
+		return;	/* a call nobody will hear the outcome of is not run */
+	const struct json *params = req->params;
+	const struct json *name = json_get(params, "name");
+	if (!params || params->type != JSON_OBJECT) {
+		call_invalid(p, NULL, "params must be an object with name and arguments");
+		return;
+	}
+	if (!name || name->type != JSON_STRING || strlen(name->u.str.s) != name->u.str.len) {
+		call_invalid(p, NULL, "name must be a string");
+		return;
+	}
+	struct call_params cp = {
+		.tool = name->u.str.s,
+		.arguments = json_get(params, "arguments"),
+		.doc = NULL,
+		.timeout_ms = -1,
+		.budget = -1,
+		.pid = c->cred.pid,
+	};
+	const struct json *meta = json_get(params, "_meta");
+	if (meta && meta->type != JSON_OBJECT && meta->type != JSON_NULL) {
+		call_invalid(p, cp.tool, "_meta must be an object");
+		return;
+	}
+	const struct json *v;
+	if ((v = json_get(meta, "idempotencyKey"))) {
+		if (v->type != JSON_STRING || v->u.str.len == 0 || v->u.str.len > 256 ||
+		    strlen(v->u.str.s) != v->u.str.len) {
+			call_invalid(p, cp.tool, "_meta.idempotencyKey must be a non-empty string of at most 256 bytes");
+			return;
+		}
+		cp.idempotency_key = v->u.str.s;
+	}
+	if ((v = json_get(meta, "timeoutMs"))) {
+		if (!json_get_int(v, &cp.timeout_ms) || cp.timeout_ms <= 0 || cp.timeout_ms > 86400000) {
+			call_invalid(p, cp.tool, "_meta.timeoutMs must be an integer from 1 to 86400000");
+			return;
+		}
+	}
+	if ((v = json_get(meta, "budget"))) {
+		if (!json_get_int(v, &cp.budget) || cp.budget < 0) {
+			call_invalid(p, cp.tool, "_meta.budget must be an integer >= 0");
+			return;
+		}
+	}
+	if ((v = json_get(meta, "progressToken"))) {
+		if (v->type != JSON_STRING && !(v->type == JSON_NUMBER && json_is_int(v))) {
+			call_invalid(p, cp.tool, "_meta.progressToken must be a string or an integer");
+			return;
+		}
+		cp.progress_token = req->src + v->off;
+		cp.progress_token_len = v->len;
+	}
+	const struct json *args = cp.arguments;
+	if (args && args->type != JSON_OBJECT && args->type != JSON_STRING && args->type != JSON_NULL) {
+		call_invalid(p, cp.tool, "arguments must be an object (or a string holding JSON text)");
+		return;
+	}
+	/* The dispatcher keeps a reference on the message's document for as
+	 * long as it needs the arguments. */
+	cp.doc = req->doc;
+	struct session *session = conn_session(c);
+	struct caller *caller = dispatch_call(c->srv->dispatcher, session, &cp, &call_ops, p);
+	/* p is gone when the call was answered inside. */
+	if (caller)
+		p->caller = caller;
+}
+
+/* --- cancellation ------------------------------------------------------ */
+
+static void m_cancelled(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	const struct json *rid = json_get(req->params, "requestId");
+	if (rid && (rid->type == JSON_STRING || rid->type == JSON_NUMBER)) {
+		char *key = xstrndup(req->src + rid->off, rid->len);
+		struct pending *target = map_get(c->ids, key);
+		free(key);
+		if (target && target->caller) {
+			/* As MCP says: the cancelled call gets no response. */
+			struct caller *caller = TAKE_PTR(target->caller);
+			conn_drop(target);
+			dispatch_cancel(caller, false);
+		}
+	}
+	if (p)
+		conn_result(p, "{}", 2);
+}
+
+static void m_sessions_cancel(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	struct server *s = c->srv;
+	const struct json *sid = json_get(req->params, "sessionId");
+	struct session *session;
+	if (sid && sid->type != JSON_NULL) {
+		if (sid->type != JSON_STRING) {
+			invalid_params(p, "sessionId must be a string");
+			return;
+		}
+		session = session_find(s->sessions, sid->u.str.s);
+		if (!session || session->uid != c->cred.uid) {
+			invalid_params(p, "Unknown session '%s'", sid->u.str.s);
+			return;
+		}
+	} else {
+		session = conn_session(c);
+	}
+	unsigned n = dispatch_cancel_session(s->dispatcher, session);
+	if (p) {
+		char out[64];
+		int len = snprintf(out, sizeof(out), "{\"cancelled\":%u}", n);
+		conn_result(p, out, (size_t)len);
+	}
+}
+
+/* --- events and confirmations ------------------------------------------ */
+
+static void m_subscribe(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	struct server *s = c->srv;
+	const struct json *types = json_get(req->params, "types");
+	const struct json *sid = json_get(req->params, "sessionId");
+	const char *scope = "*";
+	if (types && types->type != JSON_ARRAY && types->type != JSON_NULL) {
+		invalid_params(p, "types must be an array of patterns like \"tool.*\"");
+		return;
+	}
+	size_t n = types && types->type == JSON_ARRAY ? types->u.arr.n : 0;
+	if (n > 64) {
+		invalid_params(p, "at most 64 type patterns");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *pat = json_str(types->u.arr.items[i]);
+		if (!event_pattern_valid(pat)) {
+			invalid_params(p, "types[%zu] is not a valid pattern (letters, digits, '.', '_', '*')", i);
+			return;
+		}
+	}
+	if (sid && sid->type != JSON_NULL) {
+		if (sid->type != JSON_STRING) {
+			invalid_params(p, "sessionId must be a string or \"*\"");
+			return;
+		}
+		if (!str_eq(sid->u.str.s, "*")) {
+			struct session *session = session_find(s->sessions, sid->u.str.s);
+			if (!session || session->uid != c->cred.uid) {
+				invalid_params(p, "Unknown session '%s'", sid->u.str.s);
+				return;
+			}
+			scope = session->id;
+		}
+	}
+	const char **pats = xcalloc(n + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		pats[i] = json_str(types->u.arr.items[i]);
+	event_unsubscribe(c->sub);
+	c->sub = event_subscribe(&s->bus, pats, c->cred.uid, scope, conn_deliver_event, c);
+	free(pats);
+	if (!p)
+		return;
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "subscribed");
+	jgen_arr_open(g);
+	if (n == 0)
+		jgen_str(g, "*");
+	for (size_t i = 0; i < n; i++)
+		jgen_str(g, json_str(types->u.arr.items[i]));
+	jgen_arr_close(g);
+	jgen_kv_str(g, "sessionId", scope);
+	jgen_obj_close(g);
+	jgen_free(g);
+	answer(p, &b);
+}
+
+static void m_resolve(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	const char *id = json_str(json_get(req->params, "requestId"));
+	const char *decision = json_str(json_get(req->params, "decision"));
+	if (!id || !decision) {
+		invalid_params(p, "requestId and decision (\"allow\", \"deny\" or \"always_allow\") are required");
+		return;
+	}
+	bool accepted = false;
+	const char *in_force = NULL;
+	int r = dispatch_resolve(c->srv->dispatcher, c->cred.uid, id, decision, &accepted, &in_force);
+	if (r == -ENOENT) {
+		invalid_params(p, "Unknown confirmation request '%s'", id);
+		return;
+	}
+	if (r == -EINVAL) {
+		invalid_params(p, "decision must be \"allow\", \"deny\" or \"always_allow\"");
+		return;
+	}
+	if (!p)
+		return;
+	char *out = xasprintf("{\"accepted\":%s,\"decision\":\"%s\"}", accepted ? "true" : "false", in_force);
+	conn_result(p, out, strlen(out));
+	free(out);
+}
+
+/* --- administration ---------------------------------------------------- */
+
+/* Administration is for the daemon's own user and root. */
+static bool admin_allowed(struct conn *c, struct pending *p)
+{
+	if (c->cred.uid == 0 || c->cred.uid == c->srv->uid)
+		return true;
+	if (p)
+		conn_error(p, JRPC_INTERNAL_ERROR, "Permission denied: admin methods are for the daemon's user",
+			   "{\"kind\":\"permission_denied\"}");
+	return false;
+}
+
+static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	if (!admin_allowed(c, p))
+		return;
+	char *result = NULL, *err = NULL;
+	int r = server_reload(c->srv, &result, &err);
+	if (p) {
+		if (r < 0) {
+			struct buf data = {0};
+			struct jgen *g = jgen_new(&data);
+			jgen_obj_open(g);
+			jgen_kv_str(g, "kind", "invalid_config");
+			jgen_kv_str(g, "error", err);
+			jgen_obj_close(g);
+			jgen_free(g);
+			char *msg = xasprintf("Reload failed, the previous configuration stays in force: %s", err);
+			conn_error(p, JRPC_INTERNAL_ERROR, msg, buf_head(&data));
+			free(msg);
+			buf_free(&data);
+		} else {
+			conn_result(p, result, strlen(result));
+		}
+	}
+	free(result);
+	free(err);
+}
+
+static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	if (!p)
+		return;
+	struct server *s = c->srv;
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_int(g, "uptimeMs", (int64_t)(mono_ms() - s->started_ms));
+	jgen_key(g, "connections");
+	jgen_obj_open(g);
+	jgen_kv_int(g, "open", s->n_conns);
+	jgen_kv_int(g, "total", (int64_t)s->conns_total);
+	jgen_kv_int(g, "refused", (int64_t)s->conns_refused);
+	jgen_obj_close(g);
+	jgen_kv_int(g, "sessions", (int64_t)map_size(s->sessions->by_id));
+	jgen_kv_int(g, "reloads", (int64_t)s->reloads);
+	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
+	dispatch_write_stats(s->dispatcher, g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	answer(p, &b);
+}
+
+/* --- the table --------------------------------------------------------- */
+
+struct method {
+	const char *name;
+	void (*fn)(struct conn *c, const struct jrpc_req *req, struct pending *p);
+};
+
+static const struct method methods[] = {
+	{ "initialize", m_initialize },
+	{ "notifications/initialized", m_initialized },
+	{ "ping", m_ping },
+	{ "server/discover", m_discover },
+	{ "tools/list", m_tools_list },
+	{ "tools/call", m_tools_call },
+	{ "notifications/cancelled", m_cancelled },
+	{ "sessions/cancel", m_sessions_cancel },
+	{ "events/subscribe", m_subscribe },
+	{ "confirmations/resolve", m_resolve },
+	{ "admin/reload", m_reload },
+	{ "admin/stats", m_stats },
+};
+
+void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	for (size_t i = 0; i < ELEMENTSOF(methods); i++) {
+		if (strcmp(methods[i].name, req->method) == 0) {
+			methods[i].fn(c, req, p);
+			return;
+		}
+	}
+	if (p) {
+		char *msg = xasprintf("Method not found: '%.200s'", req->method);
+		conn_error(p, JRPC_METHOD_NOT_FOUND, msg, NULL);
+		free(msg);
+	}
+}
+
+void methods_broadcast_list_changed(struct server *s)
+{
+	static const char line[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
+	struct list *pos, *tmp;
+	list_foreach_safe(pos, tmp, &s->conns) {
+		struct conn *c = list_entry(pos, struct conn, node);
+		if (c->initialized)
+			conn_send(c, line, sizeof(line) - 1);
+	}
+}

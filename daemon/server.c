@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server: the listening socket (ours, or systemd's), accepting with
+ * peer checks and fd-exhaustion recovery, signals, readiness and watchdog
+ * notification, live reload of the tool files, and the graceful stop.
+ */
+#include "daemon/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "daemon/load.h"
+#include "daemon/log.h"
+#include "lib/audit.h"
+#include "lib/dispatch.h"
+#include "lib/loop.h"
+#include "lib/registry.h"
+#include "lib/session.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+
+#define ACCEPT_BURST 64
+
+/* --- the listening socket ---------------------------------------------- */
+
+/* Removes a socket file nobody listens on; refuses a live one. */
+static int clear_stale(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	close(fd);
+	if (r == 0)
+		return -EADDRINUSE;
+	if (e != ECONNREFUSED)
+		return -e;
+	return unlink(path) < 0 ? -errno : 0;
+}
+
+static int listen_on(struct server *s, const char *path, char **ret_err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		*ret_err = xasprintf("socket path too long (%zu bytes, at most %zu): %s", strlen(path),
+				     sizeof(sa.sun_path) - 1, path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, path);
+
+	/* The parent may be a per-daemon directory that does not exist yet. */
+	char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			log_warning("cannot create %s: %s", dir, strerror(errno));
+	}
+	free(dir);
+
+	int r = clear_stale(path);
+	if (r == -EADDRINUSE) {
+		*ret_err = xasprintf("%s: another toolcalld is already listening there", path);
+		return r;
+	}
+	if (r == -EEXIST) {
+		*ret_err = xasprintf("%s: exists and is not a socket", path);
+		return r;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		*ret_err = xasprintf("socket: %s", strerror(errno));
+		return -errno;
+	}
+	/* Create the socket file with its final mode: no window in which a
+	 * wider mode lets someone else connect. */
+	mode_t old = umask(~s->cfg.socket_mode & 0777);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	umask(old);
+	if (r < 0) {
+		*ret_err = xasprintf("%s: bind: %s", path, strerror(e));
+		close(fd);
+		return -e;
+	}
+	if (chmod(path, s->cfg.socket_mode) < 0)
+		log_warning("chmod %s: %s", path, strerror(errno));
+	if (listen(fd, SOMAXCONN) < 0) {
+		e = errno;
+		*ret_err = xasprintf("%s: listen: %s", path, strerror(e));
+		close(fd);
+		unlink(path);
+		return -e;
+	}
+	s->listen_fd = fd;
+	s->socket_owned = true;
+	return 0;
+}
+
+/* Takes the socket systemd passed, if any. */
+static int listen_activated(struct server *s)
+{
+	int n = sd_listen_fds(1);
+	if (n <= 0)
+		return 0;
+	int fd = SD_LISTEN_FDS_START;
+	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+		log_error("the fd systemd passed is not a listening Unix stream socket");
+		return -EINVAL;
+	}
+	for (int i = 1; i < n; i++)
+		close(SD_LISTEN_FDS_START + i);
+	int flags = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	s->listen_fd = fd;
+	s->socket_owned = false;
+	return 1;
+}
+
+/* --- accepting --------------------------------------------------------- */
+
+static bool peer_allowed(const struct server *s, const struct ucred *cred)
+{
+	if (!s->cfg.peers.n_uids && !s->cfg.peers.n_gids)
+		return true;
+	if (cred->uid == s->uid)
+		return true;
+	for (size_t i = 0; i < s->cfg.peers.n_uids; i++)
+		if (s->cfg.peers.uids[i] == cred->uid)
+			return true;
+	for (size_t i = 0; i < s->cfg.peers.n_gids; i++)
+		if (s->cfg.peers.gids[i] == cred->gid)
+			return true;
+	return false;
+}
+
+static void on_accept_retry(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct server *s = container_of(w, struct server, accept_retry);
+	if (!s->stopping)
+		ev_io_start(ev, &s->accept_w);
+}
+
+static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
+{
+	struct server *s = container_of(w, struct server, accept_w);
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				return;
+			if (errno == EMFILE || errno == ENFILE) {
+				/* Out of fds: use the spare to take the connection
+				 * off the queue and close it, so the listener does
+				 * not spin, then pause accepting briefly. */
+				if (s->spare_fd >= 0) {
+					close(s->spare_fd);
+					int victim = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+					if (victim >= 0)
+						close(victim);
+					s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+				}
+				s->conns_refused++;
+				log_warning("out of file descriptors; refusing connections for 100 ms");
+				ev_io_stop(ev, &s->accept_w);
+				ev_timer_set(&s->accept_retry, 0.1, 0.0);
+				ev_timer_start(ev, &s->accept_retry);
+				return;
+			}
+			log_warning("accept: %s", strerror(errno));
+			return;
+		}
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		if (!peer_allowed(s, &cred)) {
+			log_info("refusing connection from uid %u gid %u pid %d", (unsigned)cred.uid,
+				 (unsigned)cred.gid, (int)cred.pid);
+			s->conns_refused++;
+			close(fd);
+			continue;
+		}
+		if (s->n_conns >= s->cfg.limits.max_connections) {
+			s->conns_refused++;
+			close(fd);
+			continue;
+		}
+		conn_new(s, fd, &cred);
+	}
+}
+
+/* --- the loop's housekeeping ------------------------------------------- */
+
+static void check_stopped(struct server *s)
+{
+	if (s->stopping && dispatch_inflight(s->dispatcher) == 0)
+		ev_break(s->ev, EVBREAK_ALL);
+}
+
+/* Runs before the loop blocks: write what was queued this iteration. */
+static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
+{
+	struct server *s = container_of(w, struct server, flush_w);
+	while (!list_empty(&s->dirty)) {
+		struct conn *c = list_first(&s->dirty, struct conn, dirty_node);
+		list_remove(&c->dirty_node);
+		conn_flush(c);
+	}
+	conn_reap(s);
+	check_stopped(s);
+}
+
+void server_conn_closed(struct server *s)
+{
+}
+
+static void on_watchdog(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	sd_notify(0, "WATCHDOG=1");
+}
+
+static void on_grace(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct server *s = container_of(w, struct server, grace_w);
+	log_info("grace period over: cancelling %u calls", dispatch_inflight(s->dispatcher));
+	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
+	ev_break(ev, EVBREAK_ALL);
+}
+
+void server_stop(struct server *s)
+{
+	if (s->stopping)
+		return;
+	s->stopping = true;
+	sd_notify(0, "STOPPING=1");
+	log_info("stopping: %u calls in flight, grace %llu ms", dispatch_inflight(s->dispatcher),
+		 (unsigned long long)s->cfg.grace_ms);
+	ev_io_stop(s->ev, &s->accept_w);
+	ev_timer_stop(s->ev, &s->accept_retry);
+	if (s->listen_fd >= 0) {
+		close(s->listen_fd);
+		s->listen_fd = -1;
+	}
+	if (s->socket_owned) {
+		unlink(s->socket_path);
+		s->socket_owned = false;
+	}
+	ev_timer_set(&s->grace_w, (double)s->cfg.grace_ms / 1000.0, 0.0);
+	ev_timer_start(s->ev, &s->grace_w);
+	check_stopped(s);
+}
+
+static void on_signal(struct ev_loop *ev, ev_signal *w, int revents)
+{
+	struct server *s = w->data;
+	if (w->signum == SIGHUP) {
+		char *result = NULL, *err = NULL;
+		if (server_reload(s, &result, &err) < 0)
+			log_error("reload failed, the previous configuration stays in force: %s", err);
+		else
+			log_info("reloaded: %s", result);
+		free(result);
+		free(err);
+		if (s->audit && audit_reopen(s->audit) < 0)
+			log_error("cannot reopen the audit log %s", s->cfg.audit_log);
+		return;
+	}
+	server_stop(s);
+}
+
+/* --- configuration and reload ------------------------------------------ */
+
+static void apply_config(struct server *s)
+{
+	struct config *c = &s->cfg;
+	struct dispatch_config dc;
+	dispatch_config_defaults(&dc);
+	dc.max_concurrent = c->limits.max_concurrent;
+	dc.session_concurrency = c->limits.session_concurrency;
+	dc.queue_max = c->limits.queue_max;
+	dc.max_attempts = c->retry.max_attempts;
+	dc.base_delay_ms = c->retry.base_delay_ms;
+	dc.idem_ttl_ms = c->idempotency.ttl_ms;
+	dc.idem_max_entries = (size_t)c->idempotency.max_entries;
+	dc.circuit_failures = c->circuit.failures;
+	dc.circuit_window_ms = c->circuit.window_ms;
+	dc.circuit_open_ms = c->circuit.open_ms;
+	dc.confirm_timeout_ms = c->confirmation.timeout_ms;
+	dc.no_approver_wait = c->confirmation.no_approver_wait;
+	dc.max_json_depth = c->limits.max_json_depth;
+	s->env.shell_env_allow = (const char *const *)c->tools.shell_env_allow;
+	s->env.output_cap = (size_t)c->tools.shell_output_cap;
+	s->env.read_cap = (size_t)c->tools.read_file_limit;
+	if (s->dispatcher) {
+		dispatch_set_config(s->dispatcher, &dc);
+	} else {
+		s->dispatcher = dispatcher_new(s->loop, &dc, &s->bus);
+	}
+	dispatch_set_policy(s->dispatcher, &c->confirmation);
+	dispatch_set_env(s->dispatcher, &s->env);
+	log_set_level(c->log_level);
+}
+
+struct reload_arg {
+	size_t n;
+	const char *added, *removed, *changed;
+};
+
+static void extra_reloaded(struct jgen *g, void *arg)
+{
+	struct reload_arg *r = arg;
+	jgen_kv_int(g, "tools", (int64_t)r->n);
+	jgen_kv_raw(g, "added", r->added, strlen(r->added));
+	jgen_kv_raw(g, "removed", r->removed, strlen(r->removed));
+	jgen_kv_raw(g, "changed", r->changed, strlen(r->changed));
+}
+
+int server_reload(struct server *s, char **ret_result, char **ret_err)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)mono_ms() * 1000ULL);
+	sd_notify(0, buf);
+
+	struct config fresh;
+	config_init(&fresh);
+	struct config *cfg = &s->cfg;
+	if (s->config_path) {
+		int r = config_load(&fresh, s->config_path, ret_err);
+		if (r < 0) {
+			config_free(&fresh);
+			sd_notify(0, "READY=1");
+			return r;
+		}
+		cfg = &fresh;
+	}
+	struct registry *reg = NULL;
+	int r = registry_build(cfg, &reg, ret_err);
+	if (r < 0) {
+		config_free(&fresh);
+		sd_notify(0, "READY=1");
+		return r;
+	}
+
+	if (s->config_path) {
+		/* What cannot change while running stays: the socket and the
+		 * flags given on the command line. */
+		free(fresh.socket);
+		fresh.socket = s->cfg.socket ? xstrdup(s->cfg.socket) : NULL;
+		free(fresh.workspace);
+		fresh.workspace = xstrdup(s->cfg.workspace);
+		if (!str_eq(fresh.audit_log, s->cfg.audit_log))
+			log_warning("audit_log changes take effect at restart");
+		free(fresh.audit_log);
+		fresh.audit_log = s->cfg.audit_log ? xstrdup(s->cfg.audit_log) : NULL;
+		config_free(&s->cfg);
+		s->cfg = fresh;
+		apply_config(s);
+	} else {
+		config_free(&fresh);
+	}
+
+	char *added, *removed, *changed;
+	registry_diff(s->registry, reg, &added, &removed, &changed);
+	registry_unref(s->registry);
+	s->registry = reg;
+	dispatch_set_registry(s->dispatcher, reg);
+	s->reloads++;
+
+	struct reload_arg ra = { reg->n, added, removed, changed };
+	event_emit(&s->bus, "registry.reloaded", NULL, NULL, NULL, extra_reloaded, &ra);
+	methods_broadcast_list_changed(s);
+	*ret_result = xasprintf("{\"tools\":%zu,\"added\":%s,\"removed\":%s,\"changed\":%s}", reg->n, added,
+				removed, changed);
+	free(added);
+	free(removed);
+	free(changed);
+	sd_notify(0, "READY=1");
+	return 0;
+}
+
+static void on_reload_debounce(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct server *s = container_of(w, struct server, reload_debounce);
+	char *result = NULL, *err = NULL;
+	if (server_reload(s, &result, &err) < 0)
+		log_error("tool files changed but do not load, the previous registry stays: %s", err);
+	else
+		log_info("tool files changed, reloaded: %s", result);
+	free(result);
+	free(err);
+}
+
+static void on_inotify(struct ev_loop *ev, ev_io *w, int revents)
+{
+	struct server *s = container_of(w, struct server, inotify_w);
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool any = false;
+	for (;;) {
+		ssize_t n = read(s->inotify_fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		any = true;
+	}
+	if (any) {
+		/* Editors write in several steps: wait for the dust to settle. */
+		ev_timer_stop(ev, &s->reload_debounce);
+		ev_timer_set(&s->reload_debounce, 0.2, 0.0);
+		ev_timer_start(ev, &s->reload_debounce);
+	}
+}
+
+static void watch_tools_dir(struct server *s)
+{
+	s->inotify_fd = -1;
+	if (!s->cfg.tools_dir)
+		return;
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd < 0) {
+		log_warning("inotify: %s; tool files reload on SIGHUP only", strerror(errno));
+		return;
+	}
+	if (inotify_add_watch(fd, s->cfg.tools_dir, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
+						 IN_CLOSE_WRITE | IN_ATTRIB) < 0) {
+		log_warning("cannot watch %s: %s", s->cfg.tools_dir, strerror(errno));
+		close(fd);
+		return;
+	}
+	s->inotify_fd = fd;
+	ev_io_init(&s->inotify_w, on_inotify, fd, EV_READ);
+	ev_io_start(s->ev, &s->inotify_w);
+	ev_init(&s->reload_debounce, on_reload_debounce);
+}
+
+/* --- life cycle -------------------------------------------------------- */
+
+int server_init(struct server *s, char **ret_err)
+{
+	s->listen_fd = -1;
+	s->inotify_fd = -1;
+	s->uid = getuid();
+	s->started_ms = mono_ms();
+	list_init(&s->conns);
+	list_init(&s->dirty);
+	list_init(&s->graveyard);
+	event_bus_init(&s->bus);
+	s->ev = ev_default_loop(EVFLAG_AUTO);
+	s->loop = tc_loop_ev_new(s->ev);
+	s->sessions = session_table_new();
+
+	int r = ws_open(s->cfg.workspace, &s->default_ws);
+	if (r < 0) {
+		*ret_err = xasprintf("workspace %s: %s", s->cfg.workspace, strerror(-r));
+		return r;
+	}
+	r = registry_build(&s->cfg, &s->registry, ret_err);
+	if (r < 0)
+		return r;
+	apply_config(s);
+	dispatch_set_registry(s->dispatcher, s->registry);
+	if (s->cfg.audit_log) {
+		r = audit_open(s->cfg.audit_log, s->loop, s->cfg.audit_fsync_ms, &s->audit);
+		if (r < 0) {
+			*ret_err = xasprintf("audit log %s: %s", s->cfg.audit_log, strerror(-r));
+			return r;
+		}
+		dispatch_set_audit(s->dispatcher, s->audit);
+	}
+
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	r = listen_activated(s);
+	if (r < 0) {
+		*ret_err = xstrdup("unusable socket from systemd");
+		return r;
+	}
+	if (r == 0) {
+		s->socket_path = s->cfg.socket ? xstrdup(s->cfg.socket) : config_default_socket();
+		r = listen_on(s, s->socket_path, ret_err);
+		if (r < 0)
+			return r;
+	}
+
+	ev_io_init(&s->accept_w, on_accept, s->listen_fd, EV_READ);
+	ev_io_start(s->ev, &s->accept_w);
+	ev_init(&s->accept_retry, on_accept_retry);
+	ev_prepare_init(&s->flush_w, on_prepare);
+	ev_prepare_start(s->ev, &s->flush_w);
+	ev_init(&s->grace_w, on_grace);
+	ev_signal_init(&s->sig_term, on_signal, SIGTERM);
+	ev_signal_init(&s->sig_int, on_signal, SIGINT);
+	ev_signal_init(&s->sig_hup, on_signal, SIGHUP);
+	s->sig_term.data = s->sig_int.data = s->sig_hup.data = s;
+	ev_signal_start(s->ev, &s->sig_term);
+	ev_signal_start(s->ev, &s->sig_int);
+	ev_signal_start(s->ev, &s->sig_hup);
+	watch_tools_dir(s);
+
+	uint64_t usec = 0;
+	if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+		ev_timer_init(&s->watchdog_w, on_watchdog, (double)usec / 2e6, (double)usec / 2e6);
+		ev_timer_start(s->ev, &s->watchdog_w);
+	}
+	return 0;
+}
+
+/* Gives queued answers a last chance to reach their clients. */
+static void drain_output(struct server *s, int timeout_ms)
+{
+	uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
+	for (;;) {
+		bool pending = false;
+		struct list *pos, *tmp;
+		list_foreach_safe(pos, tmp, &s->conns) {
+			struct conn *c = list_entry(pos, struct conn, node);
+			conn_flush(c);
+			if (!c->dead && buf_size(&c->out))
+				pending = true;
+		}
+		conn_reap(s);
+		if (!pending || mono_ms() >= deadline)
+			return;
+		struct pollfd pfds[256];
+		nfds_t n = 0;
+		list_foreach_safe(pos, tmp, &s->conns) {
+			struct conn *c = list_entry(pos, struct conn, node);
+			if (buf_size(&c->out) && n < ELEMENTSOF(pfds))
+				pfds[n++] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
+		}
+		poll(pfds, n, 50);
+	}
+}
+
+int server_run(struct server *s)
+{
+	char status[PATH_MAX + 64];
+	snprintf(status, sizeof(status), "READY=1\nSTATUS=Serving %zu tools on %s", s->registry->n,
+		 s->socket_path ? s->socket_path : "the socket systemd passed");
+	sd_notify(0, status);
+	log_info("serving %zu tools on %s, workspace %s", s->registry->n,
+		 s->socket_path ? s->socket_path : "(socket activation)", s->default_ws->root);
+	ev_run(s->ev, 0);
+	/* Stopped: every call has been answered or cancelled; let the
+	 * answers out, then close. */
+	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
+	on_prepare(s->ev, &s->flush_w, 0);
+	drain_output(s, 2000);
+	return 0;
+}
+
+void server_free(struct server *s)
+{
+	while (!list_empty(&s->conns))
+		conn_close(list_first(&s->conns, struct conn, node));
+	conn_reap(s);
+	s->dispatcher = dispatcher_free(s->dispatcher);
+	s->audit = audit_close(s->audit);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->socket_owned)
+		unlink(s->socket_path);
+	if (s->inotify_fd >= 0)
+		close(s->inotify_fd);
+	if (s->spare_fd >= 0)
+		close(s->spare_fd);
+	registry_unref(s->registry);
+	ws_unref(s->default_ws);
+	s->sessions = session_table_free(s->sessions);
+	tc_loop_ev_free(s->loop);
+	free(s->socket_path);
+	free(s->config_path);
+	config_free(&s->cfg);
+}

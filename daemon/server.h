@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's state: the listening socket, the connections, and the
+ * dispatcher they feed. Connections frame JSON-RPC lines (conn.c) and hand
+ * each request to the method table (methods.c).
+ */
+#ifndef TC_SERVER_H
+#define TC_SERVER_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "daemon/config.h"
+#include "lib/events.h"
+#include "lib/list.h"
+#include "lib/tool.h"
+#include "proto/buf.h"
+#include "proto/jsonrpc.h"
+
+struct audit;
+struct caller;
+struct dispatcher;
+struct registry;
+struct session;
+struct session_table;
+struct tc_loop;
+struct workspace;
+
+struct server {
+	struct ev_loop *ev;
+	struct tc_loop *loop;
+	struct config cfg;
+	char *config_path;		/* NULL: defaults only */
+	char *socket_path;
+	bool socket_owned;		/* we created it: unlink at exit */
+	int listen_fd;
+	int spare_fd;			/* kept open to survive EMFILE on accept */
+	ev_io accept_w;
+	ev_timer accept_retry;
+	ev_prepare flush_w;		/* writes queued output once per loop iteration */
+	ev_signal sig_term, sig_int, sig_hup;
+	ev_timer grace_w;
+	ev_timer watchdog_w;
+	ev_io inotify_w;
+	ev_timer reload_debounce;
+	int inotify_fd;
+
+	struct list conns;
+	struct list dirty;		/* connections with output to flush */
+	struct list graveyard;		/* closed connections, freed before the loop blocks */
+	unsigned n_conns;
+	uint64_t conns_total;
+	uint64_t conns_refused;
+
+	struct dispatcher *dispatcher;
+	struct session_table *sessions;
+	struct event_bus bus;
+	struct registry *registry;
+	struct workspace *default_ws;
+	struct audit *audit;
+	struct tool_env env;
+	uid_t uid;			/* the daemon's own */
+	bool stopping;
+	uint64_t started_ms;
+	uint64_t reloads;
+};
+
+struct batch;
+
+/* A request waiting for its answer. */
+struct pending {
+	struct list node;		/* conn->pendings */
+	struct conn *conn;
+	struct batch *batch;
+	size_t index;
+	char *id;			/* raw id text; NULL: answered with id null */
+	size_t id_len;
+	bool tracked;			/* counted in conn->ids (in flight) */
+	struct caller *caller;
+};
+
+struct batch {
+	size_t n;
+	size_t remaining;
+	char **slots;
+	size_t *lens;
+};
+
+struct conn {
+	struct list node;		/* server->conns */
+	struct list dirty_node;		/* server->dirty */
+	struct server *srv;
+	int fd;
+	struct ucred cred;
+	ev_io rw;
+	ev_io ww;
+	ev_timer idle_w;
+	struct buf in;
+	struct buf out;
+	struct framer framer;
+	struct session *session;
+	bool initialized;		/* "initialize" answered: gets list_changed */
+	struct map *ids;		/* ids in flight -> struct pending */
+	struct list pendings;
+	struct subscriber *sub;
+	bool paused;			/* not reading: too much output queued */
+	bool dead;
+	uint64_t queued_total;		/* bytes ever queued to out */
+	uint64_t written_total;		/* bytes ever written */
+	uint64_t *ev_ends;		/* ring: stream offsets where queued events end */
+	unsigned ev_head;
+	unsigned ev_count;
+	unsigned ev_cap;
+	uint64_t requests;
+};
+
+/* server.c */
+/* Opens the workspace, builds the registry, listens (or takes systemd's socket). */
+int server_init(struct server *s, char **ret_err);
+/* Runs until stopped; returns 0 after a clean stop. */
+int server_run(struct server *s);
+void server_free(struct server *s);
+int server_reload(struct server *s, char **ret_result, char **ret_err);
+void server_stop(struct server *s);
+void server_conn_closed(struct server *s);
+
+/* conn.c */
+void conn_new(struct server *s, int fd, const struct ucred *cred);
+void conn_close(struct conn *c);
+/* Frees closed connections. */
+void conn_reap(struct server *s);
+/* Queues one JSON line (newline added). */
+void conn_send(struct conn *c, const char *json, size_t n);
+void conn_flush(struct conn *c);
+void conn_answer(struct pending *p, const char *json, size_t n);
+/* Forgets a request without answering it (a cancelled call). */
+void conn_drop(struct pending *p);
+/* The connection's session, made on first use with the default workspace. */
+struct session *conn_session(struct conn *c);
+bool conn_deliver_event(void *ctx, const char *params, size_t n);
+/* Answers an error (no data when data is NULL). */
+void conn_error(struct pending *p, int code, const char *message, const char *data);
+void conn_result(struct pending *p, const char *result, size_t n);
+
+/* methods.c */
+void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p);
+void methods_broadcast_list_changed(struct server *s);
+
+#endif

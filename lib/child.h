@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Child processes, supervised from the event loop without SIGCHLD.
+ *
+ * A child is started with posix_spawn in a process group of its own, with
+ * stdin on /dev/null, stdout and stderr on non-blocking pipes, a default
+ * signal disposition and an empty signal mask, and nothing inherited but
+ * fds 0, 1 and 2. Right after the spawn its pidfd is opened (an unreaped
+ * child's pid cannot be recycled, so this is race-free) and watched through
+ * the loop seam; output is read as it comes, passed to a callback chunk by
+ * chunk, and kept per stream up to a cap: the head and the tail, with a
+ * marker line saying how much was left out between them.
+ *
+ * Process-group rule: the group is signalled (kill(-pgid)) only while the
+ * leader is not reaped, because the leader's pid, zombie or not, holds the
+ * group id, so a recycled pgid is never signalled. When the leader exits,
+ * the rest of its group is killed with SIGKILL before the leader is reaped:
+ * no background process ("sleep 300 &") outlives the command or keeps its
+ * pipes open. Processes that left the group (setsid) are beyond reach; the
+ * pipes they may still hold are given up after a short drain delay.
+ *
+ * Stopping (child_terminate): SIGTERM (and SIGCONT) to the group, then
+ * SIGKILL to the group after a delay if the leader has not exited.
+ *
+ * On top, a thin layer runs a child as one tool call (the shell tool and the
+ * "command" tool kind share it): output streamed through
+ * tool_call_output(), cancel through the tool's .cancel, the outcome set by
+ * the tool from the child's result, then tool_call_finish().
+ */
+#ifndef TC_CHILD_H
+#define TC_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/buf.h"
+
+struct child;
+struct tc_loop;
+struct tool_call;
+
+enum child_stream {
+	CHILD_STDOUT,
+	CHILD_STDERR,
+	CHILD_NSTREAMS,
+};
+
+#define CHILD_OUTPUT_CAP_DEFAULT (1024 * 1024)
+#define CHILD_KILL_DELAY_DEFAULT 5000
+#define CHILD_DRAIN_DEFAULT 1000
+/* PATH given to children when the allowed environment has none. */
+#define CHILD_SAFE_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* How a child ended, and what it wrote. Owned by the child. */
+struct child_result {
+	int exit_code;			/* -1 when killed by a signal */
+	int signal;			/* the terminating signal, 0 when it exited */
+	bool cancelled;			/* child_terminate() ran before the leader exited */
+	uint64_t duration_ms;		/* from spawn to the leader's exit */
+	/* Per stream: what was kept (head, marker line, tail; NUL-terminated,
+	 * may hold NUL bytes and invalid UTF-8), its length, whether bytes
+	 * were left out, and how many bytes the stream carried in all. */
+	char *out[CHILD_NSTREAMS];
+	size_t out_len[CHILD_NSTREAMS];
+	bool truncated[CHILD_NSTREAMS];
+	uint64_t total[CHILD_NSTREAMS];
+};
+
+struct child_opts {
+	/* The program: an absolute or relative path (relative to the child's
+	 * working directory), or NULL to search argv[0] in the PATH of envp. */
+	const char *path;
+	char *const *argv;		/* NULL-terminated, argv[0] set */
+	char *const *envp;		/* NULL-terminated; see child_env_new() */
+	/* The child's working directory as a directory fd (O_PATH is fine),
+	 * or negative to keep the daemon's. Used only during child_spawn(). */
+	int cwd_fd;
+	size_t output_cap;		/* bytes kept per stream; 0: 1 MiB */
+	uint32_t kill_delay_ms;		/* SIGTERM to SIGKILL; 0: 5000 */
+	uint32_t drain_ms;		/* after the leader's exit, how long to wait for
+					 * pipes held by escaped processes; 0: 1000 */
+	/* Each chunk read, as it comes (may be NULL). Must not free the child. */
+	void (*on_output)(void *arg, enum child_stream s, const char *data, size_t n);
+	/* Once: the leader is reaped and the pipes are closed. The result stays
+	 * valid until child_free(), which this callback may call. */
+	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
+	void *arg;
+	/* Room for later variants (a stdin pipe for stdio servers) goes here. */
+};
+
+/*
+ * Spawns a child and starts watching it on loop. Returns 0, or a negative
+ * errno: -ENOENT when the program does not exist, -EACCES when it cannot be
+ * run, -EAGAIN/-EMFILE/-ENFILE/-ENOMEM when resources are short.
+ */
+int child_spawn(struct tc_loop *loop, const struct child_opts *opts, struct child **ret);
+/* Asks the child's process group to stop: SIGTERM now, SIGKILL after the
+ * kill delay if the leader is still running. Idempotent. */
+void child_terminate(struct child *ch);
+/* Frees a child. One still running is killed with its group and reaped
+ * first (SIGKILL: the wait is short). Accepts NULL; returns NULL. */
+struct child *child_free(struct child *ch);
+pid_t child_pid(const struct child *ch);
+/* True while the leader has not been reaped. */
+bool child_running(const struct child *ch);
+
+/*
+ * Builds a scrubbed environment: "NAME=value" for each allowed name set in
+ * the daemon's environment (allow NULL: PATH, LANG, HOME, TERM), and PATH
+ * set to CHILD_SAFE_PATH when it is not among them. NULL-terminated; free
+ * with child_env_free().
+ */
+char **child_env_new(const char *const *allow);
+/* Sets (or replaces) name=value in an environment from child_env_new(). */
+void child_env_put(char ***env, const char *name, const char *value);
+/* Looks a name up in an environment; NULL when unset. */
+const char *child_env_get(char *const *env, const char *name);
+char **child_env_free(char **env);
+
+/* "SIGKILL", "SIGRTMIN+2", or "SIG<n>" for an unknown number, into buf. */
+const char *child_signal_name(int sig, char buf[static 16]);
+
+/*
+ * Tool calls that run one child. child_call_start() spawns the child for
+ * call c (output cap from c->env unless opts sets one; opts' callbacks are
+ * replaced), streams its output as tool_call_output(c, "stdout"|"stderr",
+ * ...), and when it is done either fails the call as cancelled (after
+ * child_call_cancel()) or hands the result to done, which sets the
+ * outcome; then it frees the child and calls tool_call_finish(c). Returns 0
+ * (the tool returns TOOL_PENDING) or a negative errno from child_spawn().
+ */
+typedef void (*child_call_done_fn)(struct tool_call *c, struct child_result *r);
+int child_call_start(struct tool_call *c, const struct child_opts *opts, child_call_done_fn done);
+/* The .cancel of tools that run a child. */
+void child_call_cancel(struct tool_call *c);
+
+/*
+ * Helpers for the outcome of such tools. child_result_json() writes
+ * {exit_code, signal?, stdout, stderr, truncated, duration_ms} (signal only
+ * when with_signal); exit_code is null when a signal ended the child.
+ * child_result_text() is the text for the model: stdout, then stderr under
+ * a separator, then the exit status when not 0. Both are valid UTF-8.
+ */
+char *child_result_json(const struct child_result *r, bool with_signal);
+char *child_result_text(const struct child_result *r);
+/* Appends the last bytes (at most max, starting on a character boundary,
+ * white space trimmed, invalid UTF-8 replaced) of a stream to out. */
+void child_result_tail(const struct child_result *r, enum child_stream s, size_t max, struct buf *out);
+
+#endif

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The dispatch engine: the one layer that knows about timeouts, retries,
+ * idempotency, budgets, concurrency caps, the circuit breaker and
+ * confirmation. A caller (one tools/call request) asks for a tool to run;
+ * the engine validates it, finds or makes the execution that will answer it
+ * (executions with the same idempotency key are shared by every caller that
+ * names the key), and completes the caller exactly once through its ops —
+ * unless the caller is cancelled silently or detached.
+ *
+ * It knows nothing of sockets: the daemon hands it callers and gets
+ * outcomes back through callbacks; time and randomness come through the
+ * loop seam, so unit tests drive it with a fake clock.
+ */
+#ifndef TC_DISPATCH_H
+#define TC_DISPATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/errors.h"
+#include "lib/tool.h"
+
+struct audit;
+struct buf;
+struct event_bus;
+struct jgen;
+struct json;
+struct json_doc;
+struct policy_config;
+struct registry;
+struct session;
+struct tc_loop;
+
+struct dispatch_config {
+	unsigned max_concurrent;	/* 64 */
+	unsigned session_concurrency;	/* 4 */
+	unsigned queue_max;		/* 256 per session */
+	unsigned max_attempts;		/* 3 */
+	uint64_t base_delay_ms;		/* 100 */
+	uint64_t idem_ttl_ms;		/* 60000 */
+	size_t idem_max_entries;	/* 10000 */
+	unsigned circuit_failures;	/* 5 */
+	uint64_t circuit_window_ms;	/* 30000 */
+	uint64_t circuit_open_ms;	/* 30000 */
+	uint64_t confirm_timeout_ms;	/* 300000 */
+	bool no_approver_wait;		/* false: fail at once with user_denied */
+	unsigned max_json_depth;	/* for arguments sent as a string */
+};
+
+/* Fills c with the contract's defaults. */
+void dispatch_config_defaults(struct dispatch_config *c);
+
+/* How a call ended: shared by every caller of one execution. */
+struct outcome {
+	unsigned refs;
+	enum tc_kind kind;		/* TC_OK on success */
+	bool is_error;			/* success with isError (shell exit != 0) */
+	char *text;
+	char *structured;		/* JSON object text */
+	char *message;
+	char *error_data;		/* extra data members: JSON object text */
+	char *call_id;
+	char *tool;
+	enum side_effect side_effects;
+	bool idempotent;
+	unsigned attempts;
+	uint64_t duration_ms;
+	uint64_t retry_after_ms;	/* circuit_open */
+	char **files;
+	size_t n_files;
+	char *command;
+};
+
+struct outcome *outcome_ref(struct outcome *o);
+struct outcome *outcome_unref(struct outcome *o);
+/* True when the kind is worth retrying (timeout: only idempotent tools). */
+bool outcome_retryable(const struct outcome *o);
+/* Writes the JSON-RPC result object of a success. */
+void outcome_write_result(const struct outcome *o, bool replayed, struct buf *out);
+/* Writes the error's data object (kind, retryable, attempts, ...). */
+void outcome_write_error_data(const struct outcome *o, struct buf *out);
+
+struct call_params {
+	const char *tool;
+	const struct json *arguments;	/* object, JSON text in a string, or NULL ({}) */
+	struct json_doc *doc;		/* the document holding arguments */
+	const char *idempotency_key;	/* NULL: none */
+	int64_t timeout_ms;		/* < 0: the tool's */
+	const char *progress_token;	/* JSON text of _meta.progressToken, or NULL */
+	size_t progress_token_len;
+	int64_t budget;			/* < 0: none */
+	pid_t pid;			/* the peer's, for the audit log */
+};
+
+struct caller_ops {
+	/* The call's outcome: called once (replayed: from the idempotency cache). */
+	void (*complete)(void *ctx, const struct outcome *o, bool replayed);
+	/* Output of a running call with a progress token. */
+	void (*progress)(void *ctx, const char *token, size_t token_len, uint64_t progress,
+			 const char *stream, const char *data, size_t n);
+};
+
+struct dispatcher;
+struct caller;
+
+struct dispatcher *dispatcher_new(struct tc_loop *loop, const struct dispatch_config *cfg,
+				  struct event_bus *bus);
+/* Cancels what is left and frees. Accepts NULL; returns NULL. */
+struct dispatcher *dispatcher_free(struct dispatcher *d);
+void dispatch_set_config(struct dispatcher *d, const struct dispatch_config *cfg);
+/* The policy, the tool environment and the audit log stay the caller's. */
+void dispatch_set_policy(struct dispatcher *d, const struct policy_config *policy);
+void dispatch_set_env(struct dispatcher *d, const struct tool_env *env);
+void dispatch_set_audit(struct dispatcher *d, struct audit *audit);
+/* Swaps the registry in (taking a reference); calls in flight keep theirs. */
+void dispatch_set_registry(struct dispatcher *d, struct registry *r);
+struct registry *dispatch_registry(const struct dispatcher *d);
+struct event_bus *dispatch_bus(const struct dispatcher *d);
+
+/*
+ * Dispatches one call for session s. Returns the caller, or NULL when the
+ * call was answered at once (ops->complete has already run).
+ */
+struct caller *dispatch_call(struct dispatcher *d, struct session *s, const struct call_params *p,
+			     const struct caller_ops *ops, void *ctx);
+/* Cancels one caller: respond true answers it with "cancelled", false
+ * drops it without an answer (notifications/cancelled). The execution is
+ * cancelled when no caller is left. */
+void dispatch_cancel(struct caller *c, bool respond);
+/* The caller's connection went away: a keyed execution runs on for the
+ * cache; an unkeyed one is cancelled. No answer is given. */
+void dispatch_detach(struct caller *c);
+/* Cancels (with answers) every call of the session; returns how many. */
+unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
+/* Cancels everything (shutdown). */
+void dispatch_cancel_all(struct dispatcher *d, const char *why);
+/* Callers waiting for outcomes. */
+unsigned dispatch_inflight(const struct dispatcher *d);
+
+/* True when the session may call the tool (not denied by policy). */
+bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t);
+
+/*
+ * Answers confirmation request id for uid: decision "allow", "deny" or
+ * "always_allow". First write wins: *ret_accepted is false when it was
+ * already decided, and *ret_decision is the decision in force. -ENOENT for
+ * an unknown request (or another uid's), -EINVAL for a bad decision.
+ */
+int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
+		     bool *ret_accepted, const char **ret_decision);
+
+/* Writes admin/stats members (inside an open object). */
+void dispatch_write_stats(struct dispatcher *d, struct jgen *g);
+
+#endif

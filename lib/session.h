@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sessions: who made them (the peer uid, from SO_PEERCRED), their workspace,
+ * their budget, their confirmations-for-the-rest-of-the-session, and the
+ * calls they have in flight. Connections share a session by naming its id
+ * in initialize; another uid can never join, cancel or watch it.
+ */
+#ifndef TC_SESSION_H
+#define TC_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/list.h"
+
+struct map;
+struct workspace;
+
+struct session {
+	unsigned refs;
+	char *id;
+	uid_t uid;
+	struct workspace *ws;
+	bool trusted;			/* the workspace is a trusted one */
+	bool has_budget;
+	int64_t budget_left;		/* tool-call attempts still allowed */
+	struct map *always_allow;	/* tool names allowed for the rest of the session */
+	struct list callers;		/* struct caller.session_node: calls in flight */
+	struct list queued;		/* struct exec.queue_node waiting for a slot (per-session FIFO) */
+	unsigned running;		/* executions holding a concurrency slot */
+	unsigned waiting;		/* executions queued for a slot */
+	struct session_table *table;
+};
+
+struct session_table {
+	struct map *by_id;
+	uint64_t counter;
+	uint64_t boot;			/* random per daemon start: ids are not guessable across restarts */
+};
+
+struct session_table *session_table_new(void);
+struct session_table *session_table_free(struct session_table *t);
+/*
+ * Finds the session named id for uid, or makes one (id NULL: a fresh id).
+ * Returns -EPERM when id belongs to another uid.
+ */
+int session_get(struct session_table *t, const char *id, uid_t uid, struct workspace *ws,
+		struct session **ret);
+struct session *session_find(struct session_table *t, const char *id);
+struct session *session_ref(struct session *s);
+struct session *session_unref(struct session *s);
+
+#endif

@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * toolcallctl against a scripted server: a forked process listens on a
+ * private socket, answers each request with the next canned line of its
+ * script (interleaving notifications where the script says), and records
+ * what the client sent. Checks exit statuses, printed output and what went
+ * over the wire. The path of the toolcallctl binary is argv[1].
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proto/buf.h"
+#include "proto/json.h"
+#include "proto/jsonrpc.h"
+#include "proto/util.h"
+
+static const char *ctl_path;
+
+/* One step of the server's script, consumed by one request. */
+struct step {
+	const char *method;	/* the request expected */
+	const char *before;	/* lines sent before the reply ("\n"-separated), or NULL */
+	const char *reply;	/* with $ID for the request's id; NULL: never answer; "CLOSE": hang up */
+	const char *after;	/* lines sent after the reply, or NULL */
+};
+
+struct fixture {
+	char *dir;
+	char *sock;
+	char *log;		/* what the client sent, one line each */
+	pid_t server;
+};
+
+struct run {
+	int status;		/* exit status, or -1 when killed */
+	char *out;
+	char *err;
+};
+
+static char *read_all(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return xstrdup("");
+	struct buf b = {};
+	char tmp[4096];
+	size_t n;
+	while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+		buf_append(&b, tmp, n);
+	fclose(f);
+	buf_putc(&b, '\0');
+	return buf_steal(&b);
+}
+
+static void write_all(int fd, const char *s, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, s, n);
+		if (k <= 0)
+			return;
+		s += k;
+		n -= (size_t)k;
+	}
+}
+
+/* Sends template text with $ID replaced, ending with a newline. */
+static void send_lines(int fd, const char *tmpl, const char *id, size_t id_len)
+{
+	struct buf b = {};
+	for (const char *p = tmpl; *p;) {
+		const char *at = strstr(p, "$ID");
+		if (!at) {
+			buf_puts(&b, p);
+			break;
+		}
+		buf_append(&b, p, (size_t)(at - p));
+		buf_append(&b, id, id_len);
+		p = at + 3;
+	}
+	buf_putc(&b, '\n');
+	write_all(fd, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
+/* The server process: one connection, one script. */
+static void serve(int lfd, const char *log_path, const struct step *script)
+{
+	alarm(20);
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		_exit(1);
+	FILE *log = fopen(log_path, "we");
+	if (!log)
+		_exit(1);
+
+	struct buf in = {};
+	struct framer fr = { .max = 1 << 20 };
+	for (;;) {
+		const char *line;
+		size_t len;
+		enum frame_result f = framer_next(&fr, &in, &line, &len);
+		if (f == FRAME_NONE) {
+			buf_reserve(&in, 4096);
+			ssize_t n = read(fd, in.data + in.len, in.cap - in.len);
+			if (n <= 0)
+				break;
+			in.len += (size_t)n;
+			continue;
+		}
+		if (f != FRAME_LINE)
+			break;
+		fprintf(log, "%.*s\n", (int)len, line);
+		fflush(log);
+
+		struct json_doc *doc = NULL;
+		if (json_parse(line, len, 0, 0, &doc, NULL) < 0)
+			break;
+		const struct json *msg = json_doc_root(doc);
+		const struct json *id = json_get(msg, "id");
+		if (!id) {
+			json_doc_unref(doc);
+			continue;	/* notifications get nothing */
+		}
+		const char *idtext = line + id->off;
+		size_t idlen = id->len;
+		const char *method = json_str(json_get(msg, "method"));
+		if (!script->method || !str_eq(method, script->method)) {
+			send_lines(fd, "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"error\":{\"code\":-32601,"
+				   "\"message\":\"unexpected request in the script\"}}", idtext, idlen);
+			json_doc_unref(doc);
+			continue;
+		}
+		if (script->before)
+			send_lines(fd, script->before, idtext, idlen);
+		if (script->reply && str_eq(script->reply, "CLOSE")) {
+			json_doc_unref(doc);
+			break;
+		}
+		if (script->reply)
+			send_lines(fd, script->reply, idtext, idlen);
+		if (script->after)
+			send_lines(fd, script->after, idtext, idlen);
+		script++;
+		json_doc_unref(doc);
+	}
+	fclose(log);
+	close(fd);
+	buf_free(&in);
+	_exit(0);
+}
+
+static void fixture_start(struct fixture *fx, const struct step *script)
+{
+	char tmpl[] = "/tmp/tc-ctl-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	fx->dir = xstrdup(tmpl);
+	fx->sock = xasprintf("%s/sock", fx->dir);
+	fx->log = xasprintf("%s/sent", fx->dir);
+	fx->server = -1;
+	if (!script)
+		return;
+
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fx->sock);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+
+	fx->server = fork();
+	ck_assert_int_ge(fx->server, 0);
+	if (fx->server == 0)
+		serve(lfd, fx->log, script);
+	close(lfd);
+}
+
+static void fixture_stop(struct fixture *fx)
+{
+	if (fx->server > 0) {
+		kill(fx->server, SIGKILL);
+		waitpid(fx->server, NULL, 0);
+	}
+	_cleanup_free_ char *out = xasprintf("%s/out", fx->dir);
+	_cleanup_free_ char *err = xasprintf("%s/err", fx->dir);
+	_cleanup_free_ char *in = xasprintf("%s/in", fx->dir);
+	unlink(out);
+	unlink(err);
+	unlink(in);
+	unlink(fx->log);
+	unlink(fx->sock);
+	rmdir(fx->dir);
+	free(fx->dir);
+	free(fx->sock);
+	free(fx->log);
+}
+
+/* Waits for the server to finish its connection, so its log is complete. */
+static void fixture_wait_server(struct fixture *fx)
+{
+	if (fx->server <= 0)
+		return;
+	int st;
+	ck_assert_int_eq(waitpid(fx->server, &st, 0), fx->server);
+	fx->server = -1;
+}
+
+/*
+ * Runs toolcallctl with argv (NULL-terminated, without the program name),
+ * input as its stdin (NULL: /dev/null) and env_socket as
+ * $TOOLCALLD_SOCKET (NULL: unset).
+ */
+static struct run run_ctl(struct fixture *fx, const char *input, const char *env_socket,
+			  const char *const *argv)
+{
+	_cleanup_free_ char *out = xasprintf("%s/out", fx->dir);
+	_cleanup_free_ char *err = xasprintf("%s/err", fx->dir);
+	_cleanup_free_ char *in = xasprintf("%s/in", fx->dir);
+	int fd = open(in, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	if (input)
+		write_all(fd, input, strlen(input));
+	close(fd);
+
+	const char *args[32] = { ctl_path };
+	size_t n = 1;
+	for (; argv[n - 1]; n++) {
+		ck_assert_uint_lt(n, ELEMENTSOF(args) - 1);
+		args[n] = argv[n - 1];
+	}
+	args[n] = NULL;
+
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int i = open(input ? in : "/dev/null", O_RDONLY);
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (i < 0 || o < 0 || e < 0)
+			_exit(127);
+		dup2(i, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		unsetenv("XDG_RUNTIME_DIR");
+		if (env_socket)
+			setenv("TOOLCALLD_SOCKET", env_socket, 1);
+		else
+			unsetenv("TOOLCALLD_SOCKET");
+		alarm(20);
+		execv(ctl_path, (char *const *)args);
+		_exit(127);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+
+	struct run r = {
+		.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+		.out = read_all(out),
+		.err = read_all(err),
+	};
+	return r;
+}
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+#define ARGS(...) ((const char *const[]) { __VA_ARGS__, NULL })
+
+#define OK(id_result) "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":" id_result "}"
+
+START_TEST(ping_skips_notifications)
+{
+	static const struct step script[] = {
+		{ "ping",
+		  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/event\",\"params\":{\"type\":\"tool.called\"}}",
+		  OK("{}"), NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "pong\n");
+	ck_assert_str_eq(r.err, "");
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(default_socket_from_env)
+{
+	static const struct step script[] = { { "ping", NULL, OK("{}"), NULL }, {} };
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, fx.sock, ARGS("ping"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "pong\n");
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(call_success_prints_text)
+{
+	static const struct step script[] = {
+		{ "tools/call", NULL,
+		  OK("{\"content\":[{\"type\":\"text\",\"text\":\"hello\\nworld\"}],"
+		     "\"structuredContent\":{\"content\":\"hello\\nworld\"},\"isError\":false}"), NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL,
+			       ARGS("-s", fx.sock, "call", "read_file", "{ \"path\": \"a.txt\" }"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "hello\nworld\n");
+	run_free(&r);
+
+	fixture_wait_server(&fx);
+	_cleanup_free_ char *sent = read_all(fx.log);
+	ck_assert_str_eq(sent, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+			       "\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.txt\"}}}\n");
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(call_arguments_default_and_stdin)
+{
+	static const struct step script[] = {
+		{ "tools/call", NULL, OK("{\"content\":[],\"isError\":false}"), NULL },
+		{},
+	};
+	struct fixture fx;
+
+	/* No JSON-ARGS: {}. */
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "list_dir"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "");
+	run_free(&r);
+	fixture_wait_server(&fx);
+	_cleanup_free_ char *sent = read_all(fx.log);
+	ck_assert_msg(strstr(sent, "\"arguments\":{}") != NULL, "%s", sent);
+	fixture_stop(&fx);
+
+	/* "-": from stdin, sent on one line however it was written. */
+	fixture_start(&fx, script);
+	r = run_ctl(&fx, "{\n  \"path\": \"x\",\n  \"recursive\": true\n}\n", NULL,
+		    ARGS("-s", fx.sock, "call", "list_dir", "-"));
+	ck_assert_int_eq(r.status, 0);
+	run_free(&r);
+	fixture_wait_server(&fx);
+	free(sent);
+	sent = read_all(fx.log);
+	ck_assert_msg(strstr(sent, "\"arguments\":{\"path\":\"x\",\"recursive\":true}}}\n") != NULL, "%s", sent);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(call_is_error_exits_1)
+{
+	static const struct step script[] = {
+		{ "tools/call", NULL,
+		  OK("{\"content\":[{\"type\":\"text\",\"text\":\"exit 3\\n\"}],"
+		     "\"structuredContent\":{\"exit_code\":3},\"isError\":true}"), NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "shell", "{\"command\":\"exit 3\"}"));
+	ck_assert_int_eq(r.status, 1);
+	ck_assert_str_eq(r.out, "exit 3\n");
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(call_error_envelope_exits_5)
+{
+	static const struct step script[] = {
+		{ "tools/call", NULL,
+		  "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"error\":{\"code\":-32602,"
+		  "\"message\":\"Invalid arguments for 'read_file': /path: expected string, got number\","
+		  "\"data\":{\"kind\":\"validation_error\",\"retryable\":false,\"attempts\":0,"
+		  "\"errors\":[{\"path\":\"/path\",\"message\":\"expected string, got number\"},"
+		  "{\"path\":\"\",\"message\":\"unexpected property 'x'\"}]}}}", NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "read_file", "{\"path\":1}"));
+	ck_assert_int_eq(r.status, 5);
+	ck_assert_str_eq(r.out, "");
+	ck_assert_str_eq(r.err,
+			 "error: validation_error: Invalid arguments for 'read_file': /path: expected string, got number\n"
+			 "  /path: expected string, got number\n"
+			 "  /: unexpected property 'x'\n");
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(call_not_found)
+{
+	static const struct step script[] = {
+		{ "tools/call", NULL,
+		  "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"error\":{\"code\":-32601,"
+		  "\"message\":\"Tool 'red_file' not found. Available: [read_file]\","
+		  "\"data\":{\"kind\":\"not_found\",\"retryable\":false}}}", NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "--json", "call", "red_file"));
+	ck_assert_int_eq(r.status, 5);
+	ck_assert_str_eq(r.err, "error: not_found: Tool 'red_file' not found. Available: [read_file]\n");
+	/* --json also prints the whole error. */
+	ck_assert_msg(strstr(r.out, "\"code\": -32601,\n") != NULL, "%s", r.out);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(call_json_prints_result)
+{
+	static const struct step script[] = {
+		{ "tools/call", NULL, OK("{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"isError\":false}"), NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-j", "call", "t"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out,
+			 "{\n"
+			 "  \"content\": [\n"
+			 "    {\n"
+			 "      \"type\": \"text\",\n"
+			 "      \"text\": \"hi\"\n"
+			 "    }\n"
+			 "  ],\n"
+			 "  \"isError\": false\n"
+			 "}\n");
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(call_bad_arguments_is_usage_error)
+{
+	/* Checked before connecting: there is no server at all. */
+	struct fixture fx;
+	fixture_start(&fx, NULL);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "read_file", "{path: 1}"));
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "JSON-ARGS is not valid JSON") != NULL, "%s", r.err);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(list_is_aligned_and_paged)
+{
+	static const struct step script[] = {
+		{ "tools/list", NULL,
+		  OK("{\"tools\":[{\"name\":\"read_file\",\"description\":\"Read a file.\\nMore text.\","
+		     "\"_meta\":{\"toolcalld/sideEffects\":\"read\"}},"
+		     "{\"name\":\"shell\",\"description\":\"Run a command\","
+		     "\"_meta\":{\"toolcalld/sideEffects\":\"execute\"}}],\"nextCursor\":\"p2\"}"), NULL },
+		{ "tools/list", NULL,
+		  OK("{\"tools\":[{\"name\":\"git_status\",\"description\":\"Show \\u001b[31mchanged\\u001b[0m files\","
+		     "\"_meta\":{\"toolcalld/sideEffects\":\"none\"}}]}"), NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "list"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out,
+			 "read_file   read     Read a file.\n"
+			 "shell       execute  Run a command\n"
+			 "git_status  none     Show ?[31mchanged?[0m files\n");
+	run_free(&r);
+	fixture_wait_server(&fx);
+	_cleanup_free_ char *sent = read_all(fx.log);
+	ck_assert_msg(strstr(sent, "\"params\":{\"cursor\":\"p2\"}") != NULL, "%s", sent);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(stats_and_cancel)
+{
+	static const struct step script[] = {
+		{ "admin/stats", NULL, OK("{\"connections\":1,\"sessions\":{\"active\":2}}"), NULL },
+		{},
+	};
+	static const struct step cancel[] = {
+		{ "sessions/cancel", NULL, OK("{\"cancelled\":2}"), NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "stats"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "{\n  \"connections\": 1,\n  \"sessions\": {\n    \"active\": 2\n  }\n}\n");
+	run_free(&r);
+	fixture_stop(&fx);
+
+	fixture_start(&fx, cancel);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "cancel", "s-42"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "cancelled 2\n");
+	run_free(&r);
+	fixture_wait_server(&fx);
+	_cleanup_free_ char *sent = read_all(fx.log);
+	ck_assert_msg(strstr(sent, "\"method\":\"sessions/cancel\",\"params\":{\"sessionId\":\"s-42\"}") != NULL,
+		      "%s", sent);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(cannot_connect_exits_3)
+{
+	struct fixture fx;
+	fixture_start(&fx, NULL);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
+	ck_assert_int_eq(r.status, 3);
+	ck_assert_msg(strstr(r.err, "cannot connect to") != NULL, "%s", r.err);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(closed_connection_exits_3)
+{
+	static const struct step script[] = { { "ping", NULL, "CLOSE", NULL }, {} };
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
+	ck_assert_int_eq(r.status, 3);
+	ck_assert_msg(strstr(r.err, "closed the connection") != NULL, "%s", r.err);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(garbage_exits_4)
+{
+	static const struct step script[] = { { "ping", NULL, "this is not json", NULL }, {} };
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
+	ck_assert_int_eq(r.status, 4);
+	ck_assert_msg(strstr(r.err, "not JSON") != NULL, "%s", r.err);
+	run_free(&r);
+	fixture_stop(&fx);
+
+	static const struct step neither[] = { { "ping", NULL, "{\"jsonrpc\":\"2.0\",\"id\":$ID}", NULL }, {} };
+	fixture_start(&fx, neither);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
+	ck_assert_int_eq(r.status, 4);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(timeout_exits_6_and_cancels)
+{
+	static const struct step script[] = { { "tools/call", NULL, NULL, NULL }, {} };
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "200", "call", "shell"));
+	ck_assert_int_eq(r.status, 6);
+	ck_assert_msg(strstr(r.err, "no answer within 200 ms") != NULL, "%s", r.err);
+	run_free(&r);
+	fixture_wait_server(&fx);
+	_cleanup_free_ char *sent = read_all(fx.log);
+	/* The call nobody waits for is cancelled. */
+	ck_assert_msg(strstr(sent, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+			     "\"params\":{\"requestId\":1,") != NULL, "%s", sent);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(usage_errors_exit_2)
+{
+	struct fixture fx;
+	fixture_start(&fx, NULL);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock));
+	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("frobnicate"));
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "unknown command 'frobnicate'") != NULL, "%s", r.err);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("call"));
+	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("ping", "extra"));
+	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-t", "soon", "ping"));
+	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("--bogus", "ping"));
+	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+
+	r = run_ctl(&fx, NULL, NULL, ARGS("--help"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_msg(strstr(r.out, "Exit status:") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "approve") != NULL, "%s", r.out);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("--version"));
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_msg(str_has_prefix(r.out, "toolcallctl "), "%s", r.out);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+#define INIT_OK OK("{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"serverInfo\":{\"name\":\"toolcalld\"},\"sessionId\":\"s-1\"}")
+#define EVENT(p) "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/event\",\"params\":" p "}"
+
+START_TEST(watch_prints_events)
+{
+	static const struct step script[] = {
+		{ "initialize", NULL, INIT_OK, NULL },
+		{ "events/subscribe", NULL, OK("{\"subscribed\":[\"tool.*\"]}"),
+		  EVENT("{\"type\":\"tool.called\",\"time\":\"2026-01-02T03:04:05.678Z\",\"sessionId\":\"s-1\","
+			"\"callId\":\"c-1\",\"tool\":\"shell\"}") "\n"
+		  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n"
+		  EVENT("{\"type\":\"tool.failed\",\"time\":\"2026-01-02T03:04:06.000Z\",\"sessionId\":\"s-1\","
+			"\"callId\":\"c-1\",\"tool\":\"shell\",\"kind\":\"timeout\",\"attempts\":1,"
+			"\"message\":\"Tool 'shell' exceeded its 10 ms limit\"}") },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	/* The server hangs up after its script: watch ends with status 3. */
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "watch", "tool.*"));
+	ck_assert_int_eq(r.status, 3);
+	ck_assert_str_eq(r.out,
+			 "2026-01-02T03:04:05.678Z tool.called shell call=c-1 session=s-1\n"
+			 "2026-01-02T03:04:06.000Z tool.failed shell call=c-1 session=s-1 kind=timeout "
+			 "attempts=1 message=\"Tool 'shell' exceeded its 10 ms limit\"\n");
+	run_free(&r);
+
+	fixture_wait_server(&fx);
+	_cleanup_free_ char *sent = read_all(fx.log);
+	ck_assert_msg(strstr(sent, "\"method\":\"initialize\"") != NULL, "%s", sent);
+	ck_assert_msg(strstr(sent, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n") != NULL,
+		      "%s", sent);
+	ck_assert_msg(strstr(sent, "\"params\":{\"types\":[\"tool.*\"],\"sessionId\":\"*\"}") != NULL, "%s", sent);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(approve_answers_from_stdin)
+{
+	static const struct step script[] = {
+		{ "initialize", NULL, INIT_OK, NULL },
+		{ "events/subscribe", NULL, OK("{\"subscribed\":[]}"),
+		  EVENT("{\"type\":\"tool.confirmation_requested\",\"time\":\"2026-01-02T03:04:05.000Z\","
+			"\"requestId\":\"r-1\",\"tool\":\"write_file\",\"sideEffects\":\"write\","
+			"\"summary\":\"path=a.txt\",\"files\":[\"a.txt\"]}") "\n"
+		  EVENT("{\"type\":\"tool.confirmation_requested\",\"time\":\"2026-01-02T03:04:05.100Z\","
+			"\"requestId\":\"r-2\",\"tool\":\"shell\",\"sideEffects\":\"execute\","
+			"\"summary\":\"rm -rf build\"}") },
+		{ "confirmations/resolve", NULL, OK("{\"accepted\":true,\"decision\":\"allow\"}"),
+		  EVENT("{\"type\":\"tool.confirmation_resolved\",\"time\":\"2026-01-02T03:04:06.000Z\","
+			"\"requestId\":\"r-1\",\"tool\":\"write_file\",\"decision\":\"allow\"}") },
+		{ "confirmations/resolve", NULL, OK("{\"accepted\":true,\"decision\":\"deny\"}"), NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	/* A line that is no answer is asked again. */
+	struct run r = run_ctl(&fx, "y\nperhaps\nno\n", NULL, ARGS("-s", fx.sock, "approve"));
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	ck_assert_msg(strstr(r.out, "Allow write_file (write) path=a.txt [files: a.txt]? [y]es/[n]o/[a]lways: ")
+		      != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "Allow shell (execute) rm -rf build? [y]es/[n]o/[a]lways: Please answer y, n or a: ")
+		      != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "tool.confirmation_resolved write_file requestId=r-1 decision=allow\n") != NULL,
+		      "%s", r.out);
+	run_free(&r);
+
+	fixture_wait_server(&fx);
+	_cleanup_free_ char *sent = read_all(fx.log);
+	ck_assert_msg(strstr(sent, "\"params\":{\"types\":[\"tool.confirmation_requested\","
+			     "\"tool.confirmation_resolved\"],\"sessionId\":\"*\"}") != NULL, "%s", sent);
+	ck_assert_msg(strstr(sent, "\"method\":\"confirmations/resolve\",\"params\":{\"requestId\":\"r-1\","
+			     "\"decision\":\"allow\"}") != NULL, "%s", sent);
+	ck_assert_msg(strstr(sent, "\"method\":\"confirmations/resolve\",\"params\":{\"requestId\":\"r-2\","
+			     "\"decision\":\"deny\"}") != NULL, "%s", sent);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(approve_skips_requests_resolved_elsewhere)
+{
+	static const struct step script[] = {
+		{ "initialize", NULL, INIT_OK, NULL },
+		{ "events/subscribe", NULL, OK("{\"subscribed\":[]}"),
+		  EVENT("{\"type\":\"tool.confirmation_requested\",\"requestId\":7,\"tool\":\"write_file\","
+			"\"sideEffects\":\"write\",\"summary\":\"path=a\"}") "\n"
+		  EVENT("{\"type\":\"tool.confirmation_requested\",\"requestId\":8,\"tool\":\"write_file\","
+			"\"sideEffects\":\"write\",\"summary\":\"path=b\"}") "\n"
+		  EVENT("{\"type\":\"tool.confirmation_resolved\",\"requestId\":8,\"decision\":\"confirmation_timeout\"}") },
+		{ "confirmations/resolve", NULL, OK("{\"accepted\":true,\"decision\":\"always_allow\"}"), NULL },
+		{},
+	};
+	struct fixture fx;
+	fixture_start(&fx, script);
+	struct run r = run_ctl(&fx, "a\n", NULL, ARGS("-s", fx.sock, "approve"));
+	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	/* Request 8 was resolved before it was asked: never asked. */
+	ck_assert_msg(strstr(r.out, "path=b") == NULL, "%s", r.out);
+	run_free(&r);
+	fixture_wait_server(&fx);
+	_cleanup_free_ char *sent = read_all(fx.log);
+	ck_assert_msg(strstr(sent, "{\"requestId\":7,\"decision\":\"always_allow\"}") != NULL, "%s", sent);
+	ck_assert_msg(strstr(sent, "\"requestId\":8") == NULL, "%s", sent);
+	fixture_stop(&fx);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	ctl_path = argc > 1 ? argv[1] : NULL;
+	if (!ctl_path || access(ctl_path, X_OK) < 0) {
+		fprintf(stderr, "usage: test_ctl PATH-OF-TOOLCALLCTL\n");
+		return EXIT_FAILURE;
+	}
+
+	Suite *s = suite_create("toolcallctl");
+	TCase *tc = tcase_create("ctl");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, ping_skips_notifications);
+	tcase_add_test(tc, default_socket_from_env);
+	tcase_add_test(tc, call_success_prints_text);
+	tcase_add_test(tc, call_arguments_default_and_stdin);
+	tcase_add_test(tc, call_is_error_exits_1);
+	tcase_add_test(tc, call_error_envelope_exits_5);
+	tcase_add_test(tc, call_not_found);
+	tcase_add_test(tc, call_json_prints_result);
+	tcase_add_test(tc, call_bad_arguments_is_usage_error);
+	tcase_add_test(tc, list_is_aligned_and_paged);
+	tcase_add_test(tc, stats_and_cancel);
+	tcase_add_test(tc, cannot_connect_exits_3);
+	tcase_add_test(tc, closed_connection_exits_3);
+	tcase_add_test(tc, garbage_exits_4);
+	tcase_add_test(tc, timeout_exits_6_and_cancels);
+	tcase_add_test(tc, usage_errors_exit_2);
+	tcase_add_test(tc, watch_prints_events);
+	tcase_add_test(tc, approve_answers_from_stdin);
+	tcase_add_test(tc, approve_skips_requests_resolved_elsewhere);
+	suite_add_tcase(s, tc);
+
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
