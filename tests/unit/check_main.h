@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The main() every unit suite shares: run the suite, exit non-zero on failure.
+ */
+#ifndef TC_CHECK_MAIN_H
+#define TC_CHECK_MAIN_H
+
+#include <check.h>
+#include <stdlib.h>
+
+static inline int run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#endif

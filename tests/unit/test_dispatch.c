@@ -1,0 +1,817 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the dispatch engine with fake tools, a fake clock and a
+ * scripted random source: every branch of the flow for one call (lookup,
+ * validation, idempotency join/replay/conflict, budget, circuit,
+ * confirmation, caps, timeout, retry with backoff), exactly and at once.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/dispatch.h"
+#include "lib/events.h"
+#include "lib/policy.h"
+#include "lib/registry.h"
+#include "lib/session.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+#include "tests/unit/fakeloop.h"
+
+/* --- fake tools -------------------------------------------------------- */
+
+#define MAX_PENDING 512
+
+static struct tool_call *pending[MAX_PENDING];
+static unsigned n_pending;
+static unsigned exec_count;
+static unsigned cancel_count;
+
+static enum tool_ret async_exec(struct tool_call *c)
+{
+	exec_count++;
+	ck_assert_uint_lt(n_pending, MAX_PENDING);
+	pending[n_pending++] = c;
+	return TOOL_PENDING;
+}
+
+static void take_pending(struct tool_call *c)
+{
+	for (unsigned i = 0; i < n_pending; i++) {
+		if (pending[i] == c) {
+			pending[i] = pending[--n_pending];
+			return;
+		}
+	}
+}
+
+static void async_cancel(struct tool_call *c)
+{
+	cancel_count++;
+	take_pending(c);
+	tool_call_fail(c, TC_CANCELLED, "stopped");
+	tool_call_finish(c);
+}
+
+/* Ends the oldest pending attempt with kind. */
+static void complete_first(enum tc_kind kind)
+{
+	ck_assert_uint_gt(n_pending, 0);
+	struct tool_call *c = pending[0];
+	memmove(pending, pending + 1, sizeof(pending[0]) * --n_pending);
+	if (kind == TC_OK)
+		tool_call_succeed(c, xstrdup("done"), xstrdup("{\"v\":1}"), false);
+	else
+		tool_call_fail(c, kind, "boom");
+	tool_call_finish(c);
+}
+
+static enum tool_ret echo_exec(struct tool_call *c)
+{
+	exec_count++;
+	struct buf b = {0};
+	json_canonical(c->args, &b);
+	tool_call_succeed(c, NULL, buf_steal(&b), false);
+	return TOOL_DONE;
+}
+
+static const char schema_any[] = "{\"type\":\"object\"}";
+static const char schema_path[] =
+	"{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"}},"
+	"\"required\":[\"path\"],\"additionalProperties\":false}";
+
+static const struct tool_def def_slow = {
+	.name = "slow", .description = "async", .input_schema = schema_any,
+	.side_effects = SIDE_READ, .idempotent = false, .timeout_ms = 1000,
+	.exec = async_exec, .cancel = async_cancel,
+};
+static const struct tool_def def_slow_idem = {
+	.name = "slow_idem", .description = "async idempotent", .input_schema = schema_any,
+	.side_effects = SIDE_READ, .idempotent = true, .timeout_ms = 1000,
+	.exec = async_exec, .cancel = async_cancel,
+};
+static const struct tool_def def_echo = {
+	.name = "echo", .description = "sync", .input_schema = schema_path,
+	.side_effects = SIDE_NONE, .idempotent = true,
+	.exec = echo_exec,
+};
+static const struct tool_def def_writer = {
+	.name = "writer", .description = "async write", .input_schema = schema_any,
+	.side_effects = SIDE_WRITE, .idempotent = false, .timeout_ms = 1000,
+	.exec = async_exec, .cancel = async_cancel,
+};
+
+/* --- recorded outcomes and events ---------------------------------------- */
+
+struct rec {
+	bool done;
+	enum tc_kind kind;
+	bool replayed;
+	char call_id[64];
+	unsigned attempts;
+	uint64_t retry_after;
+	char message[512];
+	uint64_t at;
+};
+
+static struct rec recs[MAX_PENDING];
+static unsigned n_recs;
+static char events[1024][1024];
+static unsigned n_events;
+
+static struct tc_loop *loop;
+static struct dispatcher *d;
+static struct event_bus bus;
+static struct registry *reg;
+static struct session_table *table;
+static struct workspace *ws;
+static struct session *sess;
+static struct policy_config policy;
+static char tmpdir[64];
+
+static void on_complete(void *ctx, const struct outcome *o, bool replayed)
+{
+	struct rec *r = ctx;
+	ck_assert(!r->done);
+	r->done = true;
+	r->kind = o->kind;
+	r->replayed = replayed;
+	r->attempts = o->attempts;
+	r->retry_after = o->retry_after_ms;
+	r->at = tc_now(loop);
+	snprintf(r->call_id, sizeof(r->call_id), "%s", o->call_id ? o->call_id : "");
+	snprintf(r->message, sizeof(r->message), "%s", o->message ? o->message : "");
+}
+
+static const struct caller_ops ops = { .complete = on_complete };
+
+static bool on_event(void *ctx, const char *params, size_t n)
+{
+	if (n_events < 1024)
+		snprintf(events[n_events++], sizeof(events[0]), "%.*s", (int)n, params);
+	return true;
+}
+
+/* Counts recorded events whose JSON contains needle. */
+static unsigned count_events(const char *needle)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < n_events; i++)
+		if (strstr(events[i], needle))
+			n++;
+	return n;
+}
+
+static void add_tool(const struct tool_def *def)
+{
+	struct tool *t = NULL;
+	char *err = NULL;
+	ck_assert_int_eq(tool_new(def, def->name, def->description, def->input_schema, NULL, &t, &err), 0);
+	ck_assert_int_eq(registry_add(reg, t, NULL), 0);
+}
+
+static void setup_with(const struct dispatch_config *cfg)
+{
+	n_pending = exec_count = cancel_count = n_recs = n_events = 0;
+	memset(recs, 0, sizeof(recs));
+	loop = fakeloop_new();
+	fakeloop_set_random(loop, 0);
+	event_bus_init(&bus);
+	d = dispatcher_new(loop, cfg, &bus);
+	reg = registry_new();
+	add_tool(&def_slow);
+	add_tool(&def_slow_idem);
+	add_tool(&def_echo);
+	add_tool(&def_writer);
+	registry_seal(reg);
+	dispatch_set_registry(d, reg);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/tc-dispatch-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	ck_assert_int_eq(ws_open(tmpdir, &ws), 0);
+	table = session_table_new();
+	ck_assert_int_eq(session_get(table, NULL, 1000, ws, &sess), 0);
+	policy_config_init(&policy);
+	for (int c = 0; c < SIDE_MAX; c++)
+		policy.by_class[c] = CONFIRM_AUTO;
+	dispatch_set_policy(d, &policy);
+}
+
+static void setup(void)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	setup_with(&cfg);
+}
+
+static void teardown(void)
+{
+	/* Whatever is still pending ends now. */
+	while (n_pending)
+		complete_first(TC_OK);
+	d = dispatcher_free(d);
+	session_unref(sess);
+	session_table_free(table);
+	ws_unref(ws);
+	registry_unref(reg);
+	policy_config_free(&policy);
+	fakeloop_free(loop);
+	rmdir(tmpdir);
+}
+
+/* Calls tool with JSON arguments text; returns the caller handle. */
+static struct caller *call(const char *tool, const char *args, const char *key, struct rec *r)
+{
+	struct json_doc *doc = NULL;
+	ck_assert_int_eq(json_parse(args, strlen(args), 0, 0, &doc, NULL), 0);
+	struct call_params p = {
+		.tool = tool, .arguments = json_doc_root(doc), .doc = doc,
+		.idempotency_key = key, .timeout_ms = -1, .budget = -1,
+	};
+	struct caller *c = dispatch_call(d, sess, &p, &ops, r);
+	json_doc_unref(doc);
+	return c;
+}
+
+/* --- lookup and validation ---------------------------------------------- */
+
+START_TEST(unknown_tool_lists_available)
+{
+	ck_assert_ptr_null(call("red_file", "{}", NULL, &recs[0]));
+	ck_assert(recs[0].done);
+	ck_assert_int_eq(recs[0].kind, TC_NOT_FOUND);
+	ck_assert_str_eq(recs[0].message, "Tool 'red_file' not found. Available: [echo, slow, slow_idem, writer]");
+	ck_assert_uint_eq(exec_count, 0);
+	ck_assert_uint_eq(count_events("tool.failed"), 0);	/* no subscriber */
+}
+END_TEST
+
+START_TEST(validation_reports_every_error)
+{
+	ck_assert_ptr_null(call("echo", "{\"n\":1.5,\"x\":1}", NULL, &recs[0]));
+	ck_assert_int_eq(recs[0].kind, TC_VALIDATION_ERROR);
+	ck_assert_ptr_nonnull(strstr(recs[0].message, "Invalid arguments for 'echo': "));
+	ck_assert_ptr_nonnull(strstr(recs[0].message, "path"));
+	ck_assert_ptr_nonnull(strstr(recs[0].message, "/n"));
+	ck_assert_ptr_nonnull(strstr(recs[0].message, "x"));
+	ck_assert_uint_eq(exec_count, 0);
+}
+END_TEST
+
+START_TEST(arguments_as_json_string)
+{
+	struct json_doc *doc = NULL;
+	const char *msg = "{\"a\":\"{\\\"path\\\":\\\"x\\\"}\",\"b\":\"{\\\"path\\\": \"}";
+	ck_assert_int_eq(json_parse(msg, strlen(msg), 0, 0, &doc, NULL), 0);
+	struct call_params p = { .tool = "echo", .timeout_ms = -1, .budget = -1, .doc = doc };
+	p.arguments = json_get(json_doc_root(doc), "a");
+	ck_assert_ptr_null(dispatch_call(d, sess, &p, &ops, &recs[0]));
+	ck_assert_int_eq(recs[0].kind, TC_OK);
+	p.arguments = json_get(json_doc_root(doc), "b");
+	ck_assert_ptr_null(dispatch_call(d, sess, &p, &ops, &recs[1]));
+	ck_assert_int_eq(recs[1].kind, TC_VALIDATION_ERROR);
+	ck_assert_ptr_nonnull(strstr(recs[1].message, "not valid JSON"));
+	ck_assert_ptr_nonnull(strstr(recs[1].message, "at byte 9"));
+	json_doc_unref(doc);
+}
+END_TEST
+
+/* --- timeouts and retries ------------------------------------------------ */
+
+START_TEST(transient_retries_with_backoff)
+{
+	ck_assert_ptr_nonnull(call("slow", "{}", NULL, &recs[0]));
+	ck_assert_uint_eq(exec_count, 1);
+	complete_first(TC_TRANSIENT);
+	/* 100 ms × (1 + U[0, 0.5]) with U = 0: exactly 100 ms. */
+	fakeloop_advance(loop, 99);
+	ck_assert_uint_eq(exec_count, 1);
+	fakeloop_advance(loop, 1);
+	ck_assert_uint_eq(exec_count, 2);
+	complete_first(TC_TRANSIENT);
+	fakeloop_advance(loop, 399);
+	ck_assert_uint_eq(exec_count, 2);
+	fakeloop_advance(loop, 1);
+	ck_assert_uint_eq(exec_count, 3);
+	complete_first(TC_TRANSIENT);
+	/* Three attempts is the most: the last error stands. */
+	ck_assert(recs[0].done);
+	ck_assert_int_eq(recs[0].kind, TC_TRANSIENT);
+	ck_assert_uint_eq(recs[0].attempts, 3);
+	fakeloop_advance(loop, 10000);
+	ck_assert_uint_eq(exec_count, 3);
+}
+END_TEST
+
+START_TEST(jitter_stays_within_half)
+{
+	fakeloop_set_random(loop, UINT32_MAX);
+	call("slow", "{}", NULL, &recs[0]);
+	complete_first(TC_TRANSIENT);
+	fakeloop_advance(loop, 149);
+	ck_assert_uint_eq(exec_count, 1);
+	fakeloop_advance(loop, 1);
+	ck_assert_uint_eq(exec_count, 2);
+	complete_first(TC_TRANSIENT);
+	fakeloop_advance(loop, 599);
+	ck_assert_uint_eq(exec_count, 2);
+	fakeloop_advance(loop, 1);
+	ck_assert_uint_eq(exec_count, 3);
+	complete_first(TC_OK);
+	ck_assert_int_eq(recs[0].kind, TC_OK);
+	ck_assert_uint_eq(recs[0].attempts, 3);
+}
+END_TEST
+
+START_TEST(execution_error_does_not_retry)
+{
+	call("slow", "{}", NULL, &recs[0]);
+	complete_first(TC_EXECUTION_ERROR);
+	ck_assert_int_eq(recs[0].kind, TC_EXECUTION_ERROR);
+	ck_assert_uint_eq(recs[0].attempts, 1);
+	fakeloop_advance(loop, 10000);
+	ck_assert_uint_eq(exec_count, 1);
+}
+END_TEST
+
+START_TEST(timeout_not_retried_for_non_idempotent)
+{
+	call("slow", "{}", NULL, &recs[0]);
+	fakeloop_advance(loop, 999);
+	ck_assert(!recs[0].done);
+	fakeloop_advance(loop, 1);
+	ck_assert(recs[0].done);
+	ck_assert_int_eq(recs[0].kind, TC_TIMEOUT);
+	ck_assert_str_eq(recs[0].message, "Tool 'slow' exceeded its 1000 ms limit");
+	ck_assert_uint_eq(recs[0].attempts, 1);
+	ck_assert_uint_eq(cancel_count, 1);
+	ck_assert_uint_eq(exec_count, 1);
+}
+END_TEST
+
+START_TEST(timeout_retried_for_idempotent)
+{
+	call("slow_idem", "{}", NULL, &recs[0]);
+	fakeloop_advance(loop, 1000);	/* attempt 1 times out */
+	fakeloop_advance(loop, 100);	/* backoff */
+	ck_assert_uint_eq(exec_count, 2);
+	fakeloop_advance(loop, 1000);
+	fakeloop_advance(loop, 400);
+	ck_assert_uint_eq(exec_count, 3);
+	fakeloop_advance(loop, 1000);
+	ck_assert_int_eq(recs[0].kind, TC_TIMEOUT);
+	ck_assert_uint_eq(recs[0].attempts, 3);
+	ck_assert_uint_eq(cancel_count, 3);
+}
+END_TEST
+
+START_TEST(per_call_timeout_overrides)
+{
+	struct json_doc *doc = NULL;
+	ck_assert_int_eq(json_parse("{}", 2, 0, 0, &doc, NULL), 0);
+	struct call_params p = { .tool = "slow", .arguments = json_doc_root(doc), .doc = doc,
+				 .timeout_ms = 50, .budget = -1 };
+	dispatch_call(d, sess, &p, &ops, &recs[0]);
+	json_doc_unref(doc);
+	fakeloop_advance(loop, 49);
+	ck_assert(!recs[0].done);
+	fakeloop_advance(loop, 1);
+	ck_assert_int_eq(recs[0].kind, TC_TIMEOUT);
+}
+END_TEST
+
+/* --- budgets -------------------------------------------------------------- */
+
+START_TEST(session_budget_stops_calls_before_they_run)
+{
+	sess->has_budget = true;
+	sess->budget_left = 1;
+	ck_assert_ptr_null(call("echo", "{\"path\":\"a\"}", NULL, &recs[0]));
+	ck_assert_int_eq(recs[0].kind, TC_OK);
+	ck_assert_ptr_null(call("echo", "{\"path\":\"a\"}", NULL, &recs[1]));
+	ck_assert_int_eq(recs[1].kind, TC_BUDGET_EXCEEDED);
+	ck_assert_uint_eq(recs[1].attempts, 0);
+	ck_assert_uint_eq(exec_count, 1);
+}
+END_TEST
+
+START_TEST(budget_exhausted_before_retry_returns_last_error)
+{
+	struct json_doc *doc = NULL;
+	ck_assert_int_eq(json_parse("{}", 2, 0, 0, &doc, NULL), 0);
+	struct call_params p = { .tool = "slow", .arguments = json_doc_root(doc), .doc = doc,
+				 .timeout_ms = -1, .budget = 2 };
+	dispatch_call(d, sess, &p, &ops, &recs[0]);
+	p.budget = 0;
+	dispatch_call(d, sess, &p, &ops, &recs[1]);
+	json_doc_unref(doc);
+	ck_assert_int_eq(recs[1].kind, TC_BUDGET_EXCEEDED);
+	complete_first(TC_TRANSIENT);
+	fakeloop_advance(loop, 100);
+	complete_first(TC_TRANSIENT);
+	fakeloop_advance(loop, 400);
+	ck_assert(recs[0].done);
+	ck_assert_int_eq(recs[0].kind, TC_TRANSIENT);
+	ck_assert_uint_eq(recs[0].attempts, 2);
+	ck_assert_uint_eq(exec_count, 2);
+}
+END_TEST
+
+/* --- idempotency ----------------------------------------------------------- */
+
+START_TEST(joiners_share_one_execution)
+{
+	struct caller *c[20];
+	for (int i = 0; i < 20; i++)
+		c[i] = call("slow", "{\"a\":1,\"b\":2}", "k1", &recs[i]);
+	for (int i = 0; i < 20; i++)
+		ck_assert_ptr_nonnull(c[i]);
+	ck_assert_uint_eq(exec_count, 1);
+	complete_first(TC_OK);
+	for (int i = 0; i < 20; i++) {
+		ck_assert(recs[i].done);
+		ck_assert_int_eq(recs[i].kind, TC_OK);
+		ck_assert(!recs[i].replayed);
+		ck_assert_str_eq(recs[i].call_id, recs[0].call_id);
+	}
+	/* Afterwards: replayed, key order ignored. */
+	ck_assert_ptr_null(call("slow", "{\"b\":2,\"a\":1}", "k1", &recs[20]));
+	ck_assert(recs[20].replayed);
+	ck_assert_str_eq(recs[20].call_id, recs[0].call_id);
+	ck_assert_uint_eq(exec_count, 1);
+}
+END_TEST
+
+START_TEST(key_reuse_with_other_arguments_conflicts)
+{
+	call("slow", "{\"a\":1}", "k", &recs[0]);
+	ck_assert_ptr_null(call("slow", "{\"a\":2}", "k", &recs[1]));
+	ck_assert_int_eq(recs[1].kind, TC_IDEMPOTENCY_CONFLICT);
+	ck_assert_ptr_null(call("writer", "{\"a\":1}", "k", &recs[2]));
+	ck_assert_int_eq(recs[2].kind, TC_IDEMPOTENCY_CONFLICT);
+	complete_first(TC_OK);
+	ck_assert_ptr_null(call("slow", "{\"a\":2}", "k", &recs[3]));
+	ck_assert_int_eq(recs[3].kind, TC_IDEMPOTENCY_CONFLICT);
+}
+END_TEST
+
+START_TEST(kept_outcomes_expire_after_ttl)
+{
+	call("slow", "{}", "k", &recs[0]);
+	complete_first(TC_OK);
+	fakeloop_advance(loop, 59999);
+	ck_assert_ptr_null(call("slow", "{}", "k", &recs[1]));
+	ck_assert(recs[1].replayed);
+	fakeloop_advance(loop, 1);
+	ck_assert_ptr_nonnull(call("slow", "{}", "k", &recs[2]));
+	ck_assert_uint_eq(exec_count, 2);
+}
+END_TEST
+
+START_TEST(cache_is_bounded_lru)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	cfg.idem_max_entries = 2;
+	dispatch_set_config(d, &cfg);
+	call("echo", "{\"path\":\"1\"}", "a", &recs[0]);
+	call("echo", "{\"path\":\"2\"}", "b", &recs[1]);
+	call("echo", "{\"path\":\"1\"}", "a", &recs[2]);	/* a is now the most recent */
+	ck_assert(recs[2].replayed);
+	call("echo", "{\"path\":\"3\"}", "c", &recs[3]);	/* evicts b */
+	call("echo", "{\"path\":\"2\"}", "b", &recs[4]);
+	ck_assert(!recs[4].replayed);
+	ck_assert_uint_eq(exec_count, 4);
+}
+END_TEST
+
+START_TEST(disconnect_keeps_keyed_execution)
+{
+	struct caller *c = call("slow", "{}", "k", &recs[0]);
+	dispatch_detach(c);
+	ck_assert_uint_eq(cancel_count, 0);
+	complete_first(TC_OK);
+	ck_assert(!recs[0].done);	/* detached: never answered */
+	ck_assert_ptr_null(call("slow", "{}", "k", &recs[1]));
+	ck_assert(recs[1].replayed);
+	ck_assert_int_eq(recs[1].kind, TC_OK);
+	ck_assert_uint_eq(exec_count, 1);
+}
+END_TEST
+
+START_TEST(disconnect_cancels_unkeyed_execution)
+{
+	struct caller *c = call("slow", "{}", NULL, &recs[0]);
+	dispatch_detach(c);
+	ck_assert_uint_eq(cancel_count, 1);
+	ck_assert(!recs[0].done);
+}
+END_TEST
+
+START_TEST(explicit_cancel_detaches_until_none_left)
+{
+	struct caller *a = call("slow", "{}", "k", &recs[0]);
+	struct caller *b = call("slow", "{}", "k", &recs[1]);
+	dispatch_cancel(a, false);
+	ck_assert(!recs[0].done);
+	ck_assert_uint_eq(cancel_count, 0);
+	dispatch_cancel(b, true);
+	ck_assert(recs[1].done);
+	ck_assert_int_eq(recs[1].kind, TC_CANCELLED);
+	ck_assert_uint_eq(cancel_count, 1);
+	/* Cancelled outcomes are not kept. */
+	ck_assert_ptr_nonnull(call("slow", "{}", "k", &recs[2]));
+	ck_assert_uint_eq(exec_count, 2);
+}
+END_TEST
+
+START_TEST(session_cancel_answers_every_call)
+{
+	call("slow", "{}", NULL, &recs[0]);
+	call("slow", "{}", NULL, &recs[1]);
+	ck_assert_uint_eq(dispatch_cancel_session(d, sess), 2);
+	ck_assert_int_eq(recs[0].kind, TC_CANCELLED);
+	ck_assert_int_eq(recs[1].kind, TC_CANCELLED);
+	ck_assert_uint_eq(cancel_count, 2);
+	ck_assert_uint_eq(dispatch_inflight(d), 0);
+}
+END_TEST
+
+/* --- concurrency ------------------------------------------------------------ */
+
+START_TEST(session_cap_queues_fifo)
+{
+	for (int i = 0; i < 6; i++)
+		call("slow", "{}", NULL, &recs[i]);
+	ck_assert_uint_eq(exec_count, 4);
+	complete_first(TC_OK);
+	ck_assert_uint_eq(exec_count, 5);
+	ck_assert(recs[0].done);
+	complete_first(TC_OK);
+	ck_assert_uint_eq(exec_count, 6);
+	while (n_pending)
+		complete_first(TC_OK);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(recs[i].kind, TC_OK);
+}
+END_TEST
+
+START_TEST(queue_overflow_is_overloaded)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	cfg.session_concurrency = 1;
+	cfg.queue_max = 2;
+	dispatch_set_config(d, &cfg);
+	for (int i = 0; i < 4; i++)
+		call("slow", "{}", NULL, &recs[i]);
+	ck_assert_uint_eq(exec_count, 1);
+	ck_assert(!recs[1].done);
+	ck_assert(!recs[2].done);
+	ck_assert_int_eq(recs[3].kind, TC_OVERLOADED);
+}
+END_TEST
+
+START_TEST(timeout_clock_starts_with_the_attempt)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	cfg.session_concurrency = 1;
+	dispatch_set_config(d, &cfg);
+	call("slow", "{}", NULL, &recs[0]);
+	call("slow", "{}", NULL, &recs[1]);
+	fakeloop_advance(loop, 900);
+	complete_first(TC_OK);
+	/* The second waited 900 ms in the queue; its 1000 ms start now. */
+	fakeloop_advance(loop, 999);
+	ck_assert(!recs[1].done);
+	fakeloop_advance(loop, 1);
+	ck_assert_int_eq(recs[1].kind, TC_TIMEOUT);
+}
+END_TEST
+
+/* --- circuit breaker -------------------------------------------------------- */
+
+START_TEST(circuit_opens_and_probe_closes)
+{
+	for (int i = 0; i < 5; i++) {
+		call("slow", "{}", NULL, &recs[i]);
+		complete_first(TC_EXECUTION_ERROR);
+	}
+	ck_assert_ptr_null(call("slow", "{}", NULL, &recs[5]));
+	ck_assert_int_eq(recs[5].kind, TC_CIRCUIT_OPEN);
+	ck_assert_uint_eq(recs[5].retry_after, 30000);
+	fakeloop_advance(loop, 30000);
+	ck_assert_ptr_nonnull(call("slow", "{}", NULL, &recs[6]));	/* the probe */
+	ck_assert_ptr_null(call("slow", "{}", NULL, &recs[7]));
+	ck_assert_int_eq(recs[7].kind, TC_CIRCUIT_OPEN);
+	complete_first(TC_OK);
+	ck_assert_int_eq(recs[6].kind, TC_OK);
+	ck_assert_ptr_nonnull(call("slow", "{}", NULL, &recs[8]));
+	/* Another tool was never affected. */
+	ck_assert_ptr_null(call("echo", "{\"path\":\"x\"}", NULL, &recs[9]));
+	ck_assert_int_eq(recs[9].kind, TC_OK);
+}
+END_TEST
+
+START_TEST(old_failures_leave_the_window)
+{
+	for (int i = 0; i < 4; i++) {
+		call("slow", "{}", NULL, &recs[i]);
+		complete_first(TC_EXECUTION_ERROR);
+	}
+	fakeloop_advance(loop, 30001);
+	call("slow", "{}", NULL, &recs[4]);
+	complete_first(TC_EXECUTION_ERROR);
+	ck_assert_ptr_nonnull(call("slow", "{}", NULL, &recs[5]));
+}
+END_TEST
+
+START_TEST(failed_probe_reopens)
+{
+	for (int i = 0; i < 5; i++) {
+		call("slow", "{}", NULL, &recs[i]);
+		complete_first(TC_TRANSIENT);
+		fakeloop_advance(loop, 100);
+		complete_first(TC_TRANSIENT);
+		fakeloop_advance(loop, 400);
+		complete_first(TC_TRANSIENT);
+	}
+	fakeloop_advance(loop, 30000);
+	call("slow", "{}", NULL, &recs[5]);
+	complete_first(TC_EXECUTION_ERROR);
+	ck_assert_ptr_null(call("slow", "{}", NULL, &recs[6]));
+	ck_assert_int_eq(recs[6].kind, TC_CIRCUIT_OPEN);
+}
+END_TEST
+
+/* --- confirmation ------------------------------------------------------------ */
+
+static char *requested_id(void)
+{
+	for (unsigned i = 0; i < n_events; i++) {
+		char *p = strstr(events[i], "\"requestId\":\"");
+		if (p && strstr(events[i], "tool.confirmation_requested")) {
+			p += 13;
+			return xstrndup(p, strcspn(p, "\""));
+		}
+	}
+	return NULL;
+}
+
+START_TEST(no_approver_denies_at_once)
+{
+	policy.by_class[SIDE_WRITE] = CONFIRM_PROMPT;
+	ck_assert_ptr_null(call("writer", "{}", NULL, &recs[0]));
+	ck_assert_int_eq(recs[0].kind, TC_USER_DENIED);
+	ck_assert_ptr_nonnull(strstr(recs[0].message, "toolcallctl approve"));
+	ck_assert_uint_eq(exec_count, 0);
+}
+END_TEST
+
+START_TEST(approver_allows_then_always)
+{
+	policy.by_class[SIDE_WRITE] = CONFIRM_PROMPT;
+	const char *pats[] = { "tool.confirmation_*", NULL };
+	struct subscriber *sub = event_subscribe(&bus, pats, 1000, "*", on_event, NULL);
+	call("writer", "{\"x\":1}", NULL, &recs[0]);
+	ck_assert_uint_eq(exec_count, 0);
+	char *id = requested_id();
+	ck_assert_ptr_nonnull(id);
+	ck_assert_uint_eq(count_events("\"sideEffect\":\"write\""), 1);
+	bool accepted;
+	const char *dec;
+	ck_assert_int_eq(dispatch_resolve(d, 1001, id, "allow", &accepted, &dec), -ENOENT);
+	ck_assert_int_eq(dispatch_resolve(d, 1000, id, "maybe", &accepted, &dec), -EINVAL);
+	ck_assert_int_eq(dispatch_resolve(d, 1000, id, "always_allow", &accepted, &dec), 0);
+	ck_assert(accepted);
+	ck_assert_uint_eq(exec_count, 1);
+	/* First write wins. */
+	ck_assert_int_eq(dispatch_resolve(d, 1000, id, "deny", &accepted, &dec), 0);
+	ck_assert(!accepted);
+	ck_assert_str_eq(dec, "always_allow");
+	ck_assert_uint_eq(count_events("tool.confirmation_resolved"), 1);
+	complete_first(TC_OK);
+	ck_assert_int_eq(recs[0].kind, TC_OK);
+	/* always_allow: the rest of the session runs without asking. */
+	call("writer", "{}", NULL, &recs[1]);
+	ck_assert_uint_eq(exec_count, 2);
+	ck_assert_uint_eq(count_events("tool.confirmation_requested"), 1);
+	free(id);
+	event_unsubscribe(sub);
+}
+END_TEST
+
+START_TEST(approver_denies)
+{
+	policy.by_class[SIDE_WRITE] = CONFIRM_PROMPT;
+	struct subscriber *sub = event_subscribe(&bus, NULL, 1000, "*", on_event, NULL);
+	call("writer", "{}", NULL, &recs[0]);
+	char *id = requested_id();
+	bool accepted;
+	const char *dec;
+	ck_assert_int_eq(dispatch_resolve(d, 1000, id, "deny", &accepted, &dec), 0);
+	ck_assert_int_eq(recs[0].kind, TC_USER_DENIED);
+	ck_assert_uint_eq(exec_count, 0);
+	ck_assert_uint_eq(count_events("\"kind\":\"user_denied\""), 1);
+	free(id);
+	event_unsubscribe(sub);
+}
+END_TEST
+
+START_TEST(confirmation_times_out)
+{
+	policy.by_class[SIDE_WRITE] = CONFIRM_PROMPT;
+	struct subscriber *sub = event_subscribe(&bus, NULL, 1000, "*", on_event, NULL);
+	call("writer", "{}", NULL, &recs[0]);
+	fakeloop_advance(loop, 299999);
+	ck_assert(!recs[0].done);
+	fakeloop_advance(loop, 1);
+	ck_assert_int_eq(recs[0].kind, TC_CONFIRMATION_TIMEOUT);
+	ck_assert_uint_eq(exec_count, 0);
+	event_unsubscribe(sub);
+}
+END_TEST
+
+START_TEST(policy_deny_is_permission_denied)
+{
+	policy.by_class[SIDE_WRITE] = CONFIRM_DENY;
+	ck_assert_ptr_null(call("writer", "{}", NULL, &recs[0]));
+	ck_assert_int_eq(recs[0].kind, TC_PERMISSION_DENIED);
+	ck_assert(!dispatch_tool_visible(d, sess, registry_find(reg, "writer")));
+	ck_assert(dispatch_tool_visible(d, sess, registry_find(reg, "slow")));
+	/* Hidden tools are not offered in not_found either. */
+	call("nope", "{}", NULL, &recs[1]);
+	ck_assert_str_eq(recs[1].message, "Tool 'nope' not found. Available: [echo, slow, slow_idem]");
+}
+END_TEST
+
+/* --- events ------------------------------------------------------------------- */
+
+START_TEST(events_follow_the_call)
+{
+	struct subscriber *sub = event_subscribe(&bus, NULL, 1000, "*", on_event, NULL);
+	call("slow", "{}", NULL, &recs[0]);
+	complete_first(TC_TRANSIENT);
+	fakeloop_advance(loop, 100);
+	complete_first(TC_OK);
+	ck_assert_uint_eq(count_events("\"type\":\"tool.called\""), 1);
+	ck_assert_uint_eq(count_events("\"sideEffect\":\"read\""), 1);
+	ck_assert_uint_eq(count_events("\"type\":\"dispatch.attempt\""), 2);
+	ck_assert_uint_eq(count_events("\"type\":\"dispatch.retry\""), 1);
+	ck_assert_uint_eq(count_events("\"type\":\"tool.completed\""), 1);
+	/* Another uid sees nothing of it. */
+	event_unsubscribe(sub);
+	n_events = 0;
+	sub = event_subscribe(&bus, NULL, 1001, "*", on_event, NULL);
+	call("echo", "{\"path\":\"x\"}", NULL, &recs[1]);
+	ck_assert_uint_eq(n_events, 0);
+	event_unsubscribe(sub);
+}
+END_TEST
+
+static Suite *dispatch_suite(void)
+{
+	Suite *s = suite_create("dispatch");
+	struct {
+		const char *name;
+		const TTest *tests[16];
+	} groups[] = {
+		{ "lookup", { unknown_tool_lists_available, validation_reports_every_error,
+			      arguments_as_json_string } },
+		{ "retry", { transient_retries_with_backoff, jitter_stays_within_half,
+			     execution_error_does_not_retry, timeout_not_retried_for_non_idempotent,
+			     timeout_retried_for_idempotent, per_call_timeout_overrides } },
+		{ "budget", { session_budget_stops_calls_before_they_run,
+			      budget_exhausted_before_retry_returns_last_error } },
+		{ "idempotency", { joiners_share_one_execution, key_reuse_with_other_arguments_conflicts,
+				   kept_outcomes_expire_after_ttl, cache_is_bounded_lru,
+				   disconnect_keeps_keyed_execution, disconnect_cancels_unkeyed_execution,
+				   explicit_cancel_detaches_until_none_left, session_cancel_answers_every_call } },
+		{ "caps", { session_cap_queues_fifo, queue_overflow_is_overloaded,
+			    timeout_clock_starts_with_the_attempt } },
+		{ "circuit", { circuit_opens_and_probe_closes, old_failures_leave_the_window,
+			       failed_probe_reopens } },
+		{ "confirmation", { no_approver_denies_at_once, approver_allows_then_always, approver_denies,
+				    confirmation_times_out, policy_deny_is_permission_denied } },
+		{ "events", { events_follow_the_call } },
+	};
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+		TCase *tc = tcase_create(groups[g].name);
+		tcase_add_checked_fixture(tc, setup, teardown);
+		for (size_t i = 0; groups[g].tests[i]; i++)
+			tcase_add_test(tc, groups[g].tests[i]);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(dispatch_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
