@@ -20,6 +20,8 @@
 #include "proto/json.h"
 
 #define READ_CHUNK (64 * 1024)
+/* Empty buffers larger than this are given back. */
+#define SHRINK_ABOVE (16 * 1024)
 
 static void on_read(struct ev_loop *ev, ev_io *w, int revents);
 static void on_write(struct ev_loop *ev, ev_io *w, int revents);
@@ -73,6 +75,8 @@ static void pending_free(struct pending *p)
 	if (p->tracked)
 		map_remove(p->conn->ids, p->id);
 	list_remove(&p->node);
+	list_remove(&p->defer_node);
+	json_doc_unref(p->defer_doc);
 	if (p->batch && --p->batch->remaining == 0)
 		batch_free(p->batch);
 	free(p->id);
@@ -178,8 +182,11 @@ void conn_flush(struct conn *c)
 		buf_consume(&c->out, (size_t)n);
 		c->written_total += (uint64_t)n;
 	}
-	if (!buf_size(&c->out))
+	if (!buf_size(&c->out)) {
 		ev_io_stop(c->srv->ev, &c->ww);
+		if (c->out.cap > SHRINK_ABOVE)
+			buf_free(&c->out);
+	}
 	/* Events that left the buffer no longer count against the queue. */
 	while (c->ev_count && c->ev_ends[c->ev_head] <= c->written_total) {
 		c->ev_head = (c->ev_head + 1) % c->ev_cap;
@@ -295,6 +302,7 @@ static struct pending *pending_new(struct conn *c, struct batch *b, size_t index
 	p->conn = c;
 	p->batch = b;
 	p->index = index;
+	list_init(&p->defer_node);
 	if (id) {
 		p->id = xstrndup(id, id_len);
 		p->id_len = id_len;
@@ -426,8 +434,10 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct conn *c = container_of(w, struct conn, rw);
 	if (revents & EV_READ) {
-		buf_reserve(&c->in, READ_CHUNK);
-		ssize_t n = recv(c->fd, c->in.data + c->in.len, READ_CHUNK, 0);
+		/* Read into one shared buffer and keep only what a connection
+		 * needs: idle connections then cost a few hundred bytes. */
+		static char rbuf[READ_CHUNK];
+		ssize_t n = recv(c->fd, rbuf, sizeof(rbuf), 0);
 		if (n == 0) {
 			conn_close(c);
 			return;
@@ -438,9 +448,11 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 			conn_close(c);
 			return;
 		}
-		c->in.len += (size_t)n;
+		buf_append(&c->in, rbuf, (size_t)n);
 		if (c->srv->cfg.limits.idle_timeout_ms)
 			ev_timer_again(ev, &c->idle_w);
 	}
 	process_input(c);
+	if (!c->dead && buf_size(&c->in) == 0 && c->in.cap > SHRINK_ABOVE)
+		buf_free(&c->in);
 }

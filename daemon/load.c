@@ -16,6 +16,7 @@
 #include "lib/registry.h"
 #include "proto/json.h"
 #include "tools/command.h"
+#include "tools/mcp.h"
 #include "tools/tools.h"
 
 #define TOOL_FILE_MAX (4u << 20)
@@ -54,8 +55,39 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+void providers_clear(struct providers *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		mcp_provider_unref(p->v[i]);
+	free(p->v);
+	p->v = NULL;
+	p->n = 0;
+}
+
+/* Adds an MCP provider: the one already running when unchanged. */
+static int load_provider(struct registry *r, const struct json *decl, const char *path,
+			 const struct providers *prev, struct providers *next, char **ret_err)
+{
+	struct mcp_provider *p = NULL;
+	int rr = mcp_provider_from_json(decl, path, &p, ret_err);
+	if (rr < 0)
+		return rr;
+	for (size_t i = 0; prev && i < prev->n; i++) {
+		if (str_eq(mcp_provider_source(prev->v[i]), path) &&
+		    str_eq(mcp_provider_fingerprint(prev->v[i]), mcp_provider_fingerprint(p))) {
+			mcp_provider_unref(p);
+			p = mcp_provider_ref(prev->v[i]);
+			break;
+		}
+	}
+	next->v = xreallocarray(next->v, next->n + 1, sizeof(*next->v));
+	next->v[next->n++] = p;
+	return mcp_provider_imported(p) ? mcp_provider_register(p, r, ret_err) : 0;
+}
+
 /* Loads one tool file into r. */
-static int load_file(struct registry *r, const char *path, char **ret_err)
+static int load_file(struct registry *r, const char *path, const struct providers *prev,
+		     struct providers *next, char **ret_err)
 {
 	int e = 0;
 	size_t len = 0;
@@ -88,8 +120,21 @@ static int load_file(struct registry *r, const char *path, char **ret_err)
 		} else {
 			rr = command_tool_from_json(decl, path, &t, &err);
 		}
+	} else if (str_eq(kind, "mcp")) {
+		rr = load_provider(r, decl, path, prev, next, &err);
+		if (rr == 0) {
+			json_doc_unref(doc);
+			free(text);
+			return 0;
+		}
+		if (rr == -EEXIST) {
+			*ret_err = err;
+			json_doc_unref(doc);
+			free(text);
+			return -EINVAL;
+		}
 	} else {
-		err = xasprintf("kind: unsupported kind '%s' (supported: \"command\")", kind);
+		err = xasprintf("kind: unsupported kind '%s' (supported: \"command\", \"mcp\")", kind);
 		rr = -EINVAL;
 	}
 	if (rr < 0) {
@@ -122,8 +167,12 @@ static int load_file(struct registry *r, const char *path, char **ret_err)
 	return registry_add(r, t, ret_err);
 }
 
-int registry_build(const struct config *cfg, struct registry **ret, char **ret_err)
+int registry_build(const struct config *cfg, const struct providers *prev, struct providers *next,
+		   struct registry **ret, char **ret_err)
 {
+	struct providers local = {0};
+	if (!next)
+		next = &local;
 	struct registry *r = registry_new();
 	for (const struct tool_def *const *d = builtin_tools; *d; d++) {
 		struct tool *t = NULL;
@@ -166,13 +215,14 @@ int registry_build(const struct config *cfg, struct registry **ret, char **ret_e
 		for (size_t i = 0; i < n; i++) {
 			if (rr == 0) {
 				char *path = xasprintf("%s/%s", cfg->tools_dir, names[i]);
-				rr = load_file(r, path, ret_err);
+				rr = load_file(r, path, prev, next, ret_err);
 				free(path);
 			}
 			free(names[i]);
 		}
 		free(names);
 		if (rr < 0) {
+			providers_clear(next);
 			registry_unref(r);
 			return rr;
 		}
@@ -184,6 +234,7 @@ int registry_build(const struct config *cfg, struct registry **ret, char **ret_e
 			r->tools[i]->concurrency = cap;
 	}
 	registry_seal(r);
+	providers_clear(&local);
 	*ret = r;
 	return 0;
 }

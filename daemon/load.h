@@ -7,10 +7,27 @@
 #ifndef TC_LOAD_H
 #define TC_LOAD_H
 
+#include <stddef.h>
+
 struct config;
+struct mcp_provider;
 struct registry;
 
-/* Returns 0, or -EINVAL with "FILE:LINE:COL: message" in *ret_err. */
-int registry_build(const struct config *cfg, struct registry **ret, char **ret_err);
+/* The MCP providers that tool files declare. */
+struct providers {
+	struct mcp_provider **v;
+	size_t n;
+};
+
+/*
+ * Builds a registry. Providers of prev whose declaration is unchanged are
+ * kept (their server keeps running); the providers of the new registry are
+ * stored in next (which the caller clears). Returns 0, or -EINVAL with
+ * "FILE:LINE:COL: message" in *ret_err.
+ */
+int registry_build(const struct config *cfg, const struct providers *prev, struct providers *next,
+		   struct registry **ret, char **ret_err);
+/* Drops the references of a provider set. */
+void providers_clear(struct providers *p);
 
 #endif

@@ -102,7 +102,7 @@ int main(int argc, char **argv)
 	if (check) {
 		struct registry *r = NULL;
 		char *err = NULL;
-		if (registry_build(&s.cfg, &r, &err) < 0) {
+		if (registry_build(&s.cfg, NULL, NULL, &r, &err) < 0) {
 			fprintf(stderr, "toolcalld: %s\n", err);
 			free(err);
 			config_free(&s.cfg);

@@ -17,6 +17,7 @@
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
+#include "tools/mcp.h"
 #include "version.h"
 
 #define LIST_PAGE 200
@@ -218,6 +219,55 @@ static void m_discover(struct conn *c, const struct jrpc_req *req, struct pendin
 	answer(p, &b);
 }
 
+/* --- MCP providers: lazily started ------------------------------------ */
+
+static bool providers_starting(const struct server *s)
+{
+	for (size_t i = 0; i < s->providers.n; i++)
+		if (mcp_provider_state(s->providers.v[i]) == MCP_STARTING)
+			return true;
+	return false;
+}
+
+/* Parks a request until the providers being started have settled. */
+static void defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	p->defer_doc = json_doc_ref(req->doc);
+	p->defer_msg = req->msg;
+	list_insert_tail(&c->srv->deferred, &p->defer_node);
+}
+
+void methods_resume(struct server *s)
+{
+	if (providers_starting(s))
+		return;
+	while (!list_empty(&s->deferred)) {
+		struct pending *p = list_first(&s->deferred, struct pending, defer_node);
+		list_remove(&p->defer_node);
+		struct json_doc *doc = TAKE_PTR(p->defer_doc);
+		struct jrpc_req req;
+		const char *why;
+		jrpc_parse_request(p->defer_msg, json_doc_text(doc), &req, &why);
+		req.doc = doc;
+		p->resumed = true;
+		methods_handle(p->conn, &req, p);
+		json_doc_unref(doc);
+	}
+}
+
+/* The provider whose prefix a tool name carries (the longest prefix wins). */
+static struct mcp_provider *provider_for(const struct server *s, const char *name)
+{
+	struct mcp_provider *best = NULL;
+	for (size_t i = 0; i < s->providers.n; i++) {
+		struct mcp_provider *pv = s->providers.v[i];
+		const char *pre = mcp_provider_prefix(pv);
+		if (str_has_prefix(name, pre) && (!best || strlen(pre) > strlen(mcp_provider_prefix(best))))
+			best = pv;
+	}
+	return best;
+}
+
 /* --- tools ------------------------------------------------------------- */
 
 static void write_tool(struct jgen *g, const struct tool *t)
@@ -247,6 +297,17 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 	if (!p)
 		return;
 	struct server *s = c->srv;
+	if (!p->resumed) {
+		/* MCP servers start when their tools are first asked for. */
+		for (size_t i = 0; i < s->providers.n; i++)
+			if (mcp_provider_state(s->providers.v[i]) == MCP_IDLE &&
+			    !mcp_provider_imported(s->providers.v[i]))
+				mcp_provider_start(s->providers.v[i]);
+		if (providers_starting(s)) {
+			defer(c, req, p);
+			return;
+		}
+	}
 	struct session *session = conn_session(c);
 	size_t start = 0;
 	const struct json *cursor = json_get(req->params, "cursor");
@@ -366,6 +427,17 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	if (!name || name->type != JSON_STRING || strlen(name->u.str.s) != name->u.str.len) {
 		call_invalid(p, NULL, "name must be a string");
 		return;
+	}
+	if (!p->resumed && !registry_find(c->srv->registry, name->u.str.s)) {
+		/* A tool of an MCP server not imported yet: start it, wait. */
+		struct mcp_provider *pv = provider_for(c->srv, name->u.str.s);
+		if (pv && mcp_provider_state(pv) != MCP_READY) {
+			mcp_provider_start(pv);
+			if (mcp_provider_state(pv) == MCP_STARTING) {
+				defer(c, req, p);
+				return;
+			}
+		}
 	}
 	struct call_params cp = {
 		.tool = name->u.str.s,

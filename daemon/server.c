@@ -27,6 +27,7 @@
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
+#include "tools/mcp.h"
 
 #define ACCEPT_BURST 64
 
@@ -336,6 +337,48 @@ static void extra_reloaded(struct jgen *g, void *arg)
 	jgen_kv_raw(g, "changed", r->changed, strlen(r->changed));
 }
 
+/* Puts a new registry in force; tells clients and subscribers. Returns
+ * the {tools, added, removed, changed} summary. */
+static char *swap_registry(struct server *s, struct registry *reg, bool always_notify)
+{
+	char *added, *removed, *changed;
+	registry_diff(s->registry, reg, &added, &removed, &changed);
+	bool same = str_eq(added, "[]") && str_eq(removed, "[]") && str_eq(changed, "[]");
+	registry_unref(s->registry);
+	s->registry = reg;
+	dispatch_set_registry(s->dispatcher, reg);
+	s->reloads++;
+	struct reload_arg ra = { reg->n, added, removed, changed };
+	event_emit(&s->bus, "registry.reloaded", NULL, NULL, NULL, extra_reloaded, &ra);
+	if (always_notify || !same)
+		methods_broadcast_list_changed(s);
+	char *result = xasprintf("{\"tools\":%zu,\"added\":%s,\"removed\":%s,\"changed\":%s}", reg->n, added,
+				 removed, changed);
+	free(added);
+	free(removed);
+	free(changed);
+	return result;
+}
+
+/* An MCP provider finished importing (or failed): offer its tools. */
+static void on_provider_settled(void *arg, struct mcp_provider *p)
+{
+	struct server *s = arg;
+	if (mcp_provider_state(p) == MCP_FAILED)
+		log_warning("%s", mcp_provider_error(p));
+	else
+		log_info("MCP server '%s' is ready", mcp_provider_name(p));
+	server_refresh(s);
+	methods_resume(s);
+}
+
+static void setup_providers(struct server *s)
+{
+	for (size_t i = 0; i < s->providers.n; i++)
+		mcp_provider_setup(s->providers.v[i], s->loop, &s->env, s->default_ws->root,
+				   on_provider_settled, s);
+}
+
 int server_reload(struct server *s, char **ret_result, char **ret_err)
 {
 	char buf[64];
@@ -355,7 +398,8 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 		cfg = &fresh;
 	}
 	struct registry *reg = NULL;
-	int r = registry_build(cfg, &reg, ret_err);
+	struct providers next = {0};
+	int r = registry_build(cfg, &s->providers, &next, &reg, ret_err);
 	if (r < 0) {
 		config_free(&fresh);
 		sd_notify(0, "READY=1");
@@ -380,23 +424,27 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 		config_free(&fresh);
 	}
 
-	char *added, *removed, *changed;
-	registry_diff(s->registry, reg, &added, &removed, &changed);
-	registry_unref(s->registry);
-	s->registry = reg;
-	dispatch_set_registry(s->dispatcher, reg);
-	s->reloads++;
-
-	struct reload_arg ra = { reg->n, added, removed, changed };
-	event_emit(&s->bus, "registry.reloaded", NULL, NULL, NULL, extra_reloaded, &ra);
-	methods_broadcast_list_changed(s);
-	*ret_result = xasprintf("{\"tools\":%zu,\"added\":%s,\"removed\":%s,\"changed\":%s}", reg->n, added,
-				removed, changed);
-	free(added);
-	free(removed);
-	free(changed);
+	providers_clear(&s->providers);
+	s->providers = next;
+	setup_providers(s);
+	*ret_result = swap_registry(s, reg, true);
 	sd_notify(0, "READY=1");
 	return 0;
+}
+
+void server_refresh(struct server *s)
+{
+	struct registry *reg = NULL;
+	struct providers next = {0};
+	char *err = NULL;
+	if (registry_build(&s->cfg, &s->providers, &next, &reg, &err) < 0) {
+		log_error("cannot rebuild the registry: %s", err);
+		free(err);
+		return;
+	}
+	providers_clear(&s->providers);
+	s->providers = next;
+	free(swap_registry(s, reg, false));
 }
 
 static void on_reload_debounce(struct ev_loop *ev, ev_timer *w, int revents)
@@ -463,8 +511,11 @@ int server_init(struct server *s, char **ret_err)
 	list_init(&s->conns);
 	list_init(&s->dirty);
 	list_init(&s->graveyard);
+	list_init(&s->deferred);
 	event_bus_init(&s->bus);
-	s->ev = ev_default_loop(EVFLAG_AUTO);
+	/* Not the default loop: that one reaps every child on SIGCHLD, racing
+	 * lib/child.c's waitid on the pidfd, which then loses the exit status. */
+	s->ev = ev_loop_new(EVFLAG_AUTO);
 	s->loop = tc_loop_ev_new(s->ev);
 	s->sessions = session_table_new();
 
@@ -473,10 +524,11 @@ int server_init(struct server *s, char **ret_err)
 		*ret_err = xasprintf("workspace %s: %s", s->cfg.workspace, strerror(-r));
 		return r;
 	}
-	r = registry_build(&s->cfg, &s->registry, ret_err);
+	r = registry_build(&s->cfg, NULL, &s->providers, &s->registry, ret_err);
 	if (r < 0)
 		return r;
 	apply_config(s);
+	setup_providers(s);
 	dispatch_set_registry(s->dispatcher, s->registry);
 	if (s->cfg.audit_log) {
 		r = audit_open(s->cfg.audit_log, s->loop, s->cfg.audit_fsync_ms, &s->audit);
@@ -573,6 +625,7 @@ void server_free(struct server *s)
 		conn_close(list_first(&s->conns, struct conn, node));
 	conn_reap(s);
 	s->dispatcher = dispatcher_free(s->dispatcher);
+	providers_clear(&s->providers);
 	s->audit = audit_close(s->audit);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
@@ -586,6 +639,13 @@ void server_free(struct server *s)
 	ws_unref(s->default_ws);
 	s->sessions = session_table_free(s->sessions);
 	tc_loop_ev_free(s->loop);
+	if (s->ev) {
+		ev_signal_stop(s->ev, &s->sig_term);
+		ev_signal_stop(s->ev, &s->sig_int);
+		ev_signal_stop(s->ev, &s->sig_hup);
+		ev_loop_destroy(s->ev);
+		s->ev = NULL;
+	}
 	free(s->socket_path);
 	free(s->config_path);
 	config_free(&s->cfg);

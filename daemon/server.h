@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "daemon/config.h"
+#include "daemon/load.h"
 #include "lib/events.h"
 #include "lib/list.h"
 #include "lib/tool.h"
@@ -59,6 +60,8 @@ struct server {
 	struct session_table *sessions;
 	struct event_bus bus;
 	struct registry *registry;
+	struct providers providers;	/* MCP servers the tool files declare */
+	struct list deferred;		/* requests waiting for providers to start */
 	struct workspace *default_ws;
 	struct audit *audit;
 	struct tool_env env;
@@ -80,6 +83,11 @@ struct pending {
 	size_t id_len;
 	bool tracked;			/* counted in conn->ids (in flight) */
 	struct caller *caller;
+	/* Waiting for MCP providers to import their tools. */
+	struct list defer_node;		/* server->deferred */
+	struct json_doc *defer_doc;
+	const struct json *defer_msg;
+	bool resumed;
 };
 
 struct batch {
@@ -124,6 +132,8 @@ int server_init(struct server *s, char **ret_err);
 int server_run(struct server *s);
 void server_free(struct server *s);
 int server_reload(struct server *s, char **ret_result, char **ret_err);
+/* Rebuilds the registry with the same configuration (providers imported). */
+void server_refresh(struct server *s);
 void server_stop(struct server *s);
 void server_conn_closed(struct server *s);
 
@@ -148,5 +158,7 @@ void conn_result(struct pending *p, const char *result, size_t n);
 /* methods.c */
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p);
 void methods_broadcast_list_changed(struct server *s);
+/* Answers requests that waited for providers, once none is starting. */
+void methods_resume(struct server *s);
 
 #endif

@@ -173,6 +173,7 @@ static void capture_free(struct capture *cp)
 	cp->ring = NULL;
 }
 
+/* Stops watching a pipe and closes it. */
 static void pipe_close(struct pipe_reader *p)
 {
 	if (p->fd < 0)
@@ -237,6 +238,7 @@ static void on_drain_timer(void *arg)
 	child_maybe_done(ch);
 }
 
+/* Sends the SIGKILL that follows SIGTERM after the kill delay. */
 static void on_kill_timer(void *arg)
 {
 	struct child *ch = arg;
@@ -319,6 +321,7 @@ static int make_pipe(int *ret_r, int *ret_w)
 	return 0;
 }
 
+/* Finds the value of name in env. */
 const char *child_env_get(char *const *env, const char *name)
 {
 	size_t n = strlen(name);
@@ -328,6 +331,7 @@ const char *child_env_get(char *const *env, const char *name)
 	return NULL;
 }
 
+/* Sets name=value in env, replacing an earlier value. */
 void child_env_put(char ***env, const char *name, const char *value)
 {
 	size_t n = strlen(name), i = 0;
@@ -344,6 +348,7 @@ void child_env_put(char ***env, const char *name, const char *value)
 	*env = v;
 }
 
+/* Copies the allowed variables of the daemon's environment. */
 char **child_env_new(const char *const *allow)
 {
 	static const char *const dflt[] = { "PATH", "LANG", "HOME", "TERM", NULL };
@@ -407,7 +412,7 @@ static int find_program(const char *name, char *const *envp, char **ret)
 
 /* Runs posix_spawn with the group, signal and fd setup described in
  * child.h. Returns the pid, or a negative errno. */
-static int spawn(const char *path, const struct child_opts *o, int out_w, int err_w, pid_t *ret_pid)
+static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -436,7 +441,9 @@ static int spawn(const char *path, const struct child_opts *o, int out_w, int er
 
 	if (!e && o->cwd_fd >= 0)
 		e = posix_spawn_file_actions_addfchdir_np(&fa, o->cwd_fd);
-	if (!e)
+	if (!e && in_r >= 0)
+		e = posix_spawn_file_actions_adddup2(&fa, in_r, STDIN_FILENO);
+	else if (!e)
 		e = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
 	if (!e)
 		e = posix_spawn_file_actions_adddup2(&fa, out_w, STDOUT_FILENO);
@@ -446,7 +453,7 @@ static int spawn(const char *path, const struct child_opts *o, int out_w, int er
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
 	if (!e)
-		;
+		e = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 #endif
 	if (!e)
 		e = posix_spawn(ret_pid, path, &fa, &attr, o->argv, o->envp);
@@ -456,6 +463,7 @@ static int spawn(const char *path, const struct child_opts *o, int out_w, int er
 	return -e;
 }
 
+/* Spawns the child, opens its pidfd and starts watching it and its pipes. */
 int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child **ret)
 {
 	_cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1;
@@ -474,10 +482,25 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	}
 	if ((r = make_pipe(&out_r, &out_w)) < 0 || (r = make_pipe(&err_r, &err_w)) < 0)
 		return r;
+	_cleanup_close_ int in_r = -1, in_w = -1;
+	if (o->ret_stdin_fd) {
+		/* make_pipe's ends swapped: ours (the write end) non-blocking. */
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -errno;
+		in_r = p[0];
+		in_w = p[1];
+		if ((r = fd_above_stdio(&in_r)) < 0 || (r = fd_above_stdio(&in_w)) < 0)
+			return r;
+		if (fcntl(in_w, F_SETFL, O_NONBLOCK) < 0)
+			return -errno;
+	}
 
-	r = spawn(path, o, out_w, err_w, &pid);
+	r = spawn(path, o, in_r, out_w, err_w, &pid);
 	if (r < 0)
 		return r;
+	if (o->ret_stdin_fd)
+		*o->ret_stdin_fd = TAKE_FD(in_w);
 	uint64_t start = mono_ms();
 
 	/* Safe at once: until we reap it, the pid cannot be reused. */
@@ -520,6 +543,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	return 0;
 }
 
+/* Sends SIGTERM to the group and arms the SIGKILL that follows. */
 void child_terminate(struct child *ch)
 {
 	if (!ch || ch->done)
@@ -540,6 +564,7 @@ void child_terminate(struct child *ch)
 	tc_timer_start(ch->kill_timer, ch->kill_delay_ms);
 }
 
+/* Frees a child, killing and reaping it first if it still runs. */
 struct child *child_free(struct child *ch)
 {
 	if (!ch)
@@ -574,6 +599,7 @@ bool child_running(const struct child *ch)
 	return !ch->reaped;
 }
 
+/* Names a signal as "SIGKILL". */
 const char *child_signal_name(int sig, char buf[static 16])
 {
 	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
@@ -594,6 +620,7 @@ struct child_call {
 	child_call_done_fn done;
 };
 
+/* Streams a chunk of output to the call's owner. */
 static void call_output(void *arg, enum child_stream s, const char *data, size_t n)
 {
 	struct child_call *cc = arg;
@@ -623,6 +650,7 @@ static void call_done(void *arg, struct child *ch, struct child_result *r)
 	tool_call_finish(c);
 }
 
+/* Spawns the child of a tool call. */
 int child_call_start(struct tool_call *c, const struct child_opts *opts, child_call_done_fn done)
 {
 	struct child_opts o = *opts;
@@ -644,6 +672,7 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, child_c
 	return 0;
 }
 
+/* Stops the child of a tool call; the call finishes once it is gone. */
 void child_call_cancel(struct tool_call *c)
 {
 	struct child_call *cc = c->state;
@@ -669,6 +698,7 @@ static void append_text(struct buf *out, const char *s, size_t n)
 	}
 }
 
+/* Writes the structuredContent of a finished child. */
 char *child_result_json(const struct child_result *r, bool with_signal)
 {
 	struct buf b = {0};
@@ -696,6 +726,7 @@ char *child_result_json(const struct child_result *r, bool with_signal)
 	return buf_steal(&b);
 }
 
+/* Writes the text the model reads for a finished child. */
 char *child_result_text(const struct child_result *r)
 {
 	struct buf b = {0};
@@ -728,6 +759,7 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* Appends the trimmed end of a stream, for error messages. */
 void child_result_tail(const struct child_result *r, enum child_stream s, size_t max, struct buf *out)
 {
 	const char *p = r->out[s] ? r->out[s] : "";

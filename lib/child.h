@@ -17,7 +17,9 @@
  * the rest of its group is killed with SIGKILL before the leader is reaped:
  * no background process ("sleep 300 &") outlives the command or keeps its
  * pipes open. Processes that left the group (setsid) are beyond reach; the
- * pipes they may still hold are given up after a short drain delay.
+ * pipes they may still hold are given up after a short drain delay. The
+ * rule holds only if nothing else reaps these children: the daemon must not
+ * call waitpid(-1) or set SIGCHLD to SIG_IGN.
  *
  * Stopping (child_terminate): SIGTERM (and SIGCONT) to the group, then
  * SIGKILL to the group after a delay if the leader has not exited.
@@ -87,7 +89,10 @@ struct child_opts {
 	 * valid until child_free(), which this callback may call. */
 	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
 	void *arg;
-	/* Room for later variants (a stdin pipe for stdio servers) goes here. */
+	/* When not NULL: the child's stdin is a pipe instead of /dev/null, and
+	 * its write end (non-blocking, close-on-exec, owned by the caller) is
+	 * stored here. Stdio servers (MCP providers) are fed this way. */
+	int *ret_stdin_fd;
 };
 
 /*

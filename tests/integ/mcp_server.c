@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A small stdio MCP server for the tests of the "mcp" tool kind. Tools:
+ * echo {text} answers the text; add {a, b} answers structuredContent
+ * {sum}; fail answers isError; slow {ms} sleeps then answers; crash exits
+ * the process without answering; pid answers the server's pid.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/json.h"
+#include "proto/jsonrpc.h"
+
+static void reply(const char *id, size_t id_len, const char *result)
+{
+	struct buf b = {0};
+	jrpc_write_result(&b, id, id_len, result, strlen(result));
+	buf_putc(&b, '\n');
+	fwrite(buf_head(&b), 1, buf_size(&b), stdout);
+	fflush(stdout);
+	buf_free(&b);
+}
+
+static const char tools[] =
+	"{\"tools\":["
+	"{\"name\":\"echo\",\"description\":\"Echo text\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\"}},\"required\":[\"text\"]}},"
+	"{\"name\":\"add\",\"description\":\"Add\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":\"integer\"}}}},"
+	"{\"name\":\"fail\",\"description\":\"Fails\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"slow\",\"description\":\"Sleeps\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"ms\":{\"type\":\"integer\"}}}},"
+	"{\"name\":\"crash\",\"description\":\"Exits\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"pid\",\"description\":\"Its pid\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"bad_schema\",\"description\":\"Unsupported schema\",\"inputSchema\":{\"type\":\"object\",\"patternProperties\":{}}}"
+	"]}";
+
+int main(void)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	while ((n = getline(&line, &cap, stdin)) > 0) {
+		struct json_doc *doc = NULL;
+		if (json_parse(line, (size_t)n, 0, 64, &doc, NULL) < 0)
+			continue;
+		const struct json *msg = json_doc_root(doc);
+		const char *src = json_doc_text(doc);
+		const char *method = json_str(json_get(msg, "method"));
+		const struct json *id = json_get(msg, "id");
+		if (!method || !id) {
+			json_doc_unref(doc);
+			continue;
+		}
+		const char *idt = src + id->off;
+		if (strcmp(method, "initialize") == 0) {
+			reply(idt, id->len, "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"tools\":{}},"
+					    "\"serverInfo\":{\"name\":\"test\",\"version\":\"1\"}}");
+		} else if (strcmp(method, "tools/list") == 0) {
+			reply(idt, id->len, tools);
+		} else if (strcmp(method, "tools/call") == 0) {
+			const struct json *params = json_get(msg, "params");
+			const char *name = json_str(json_get(params, "name"));
+			const struct json *args = json_get(params, "arguments");
+			char out[512];
+			int64_t a = 0, b = 0;
+			if (str_eq(name, "echo")) {
+				struct buf q = {0};
+				const char *t = json_str(json_get(args, "text"));
+				json_quote(&q, t ? t : "", t ? strlen(t) : 0);
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":%s}]}", buf_head(&q));
+				buf_free(&q);
+			} else if (str_eq(name, "add")) {
+				json_get_int(json_get(args, "a"), &a);
+				json_get_int(json_get(args, "b"), &b);
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"%lld\"}],"
+					 "\"structuredContent\":{\"sum\":%lld}}", (long long)(a + b), (long long)(a + b));
+			} else if (str_eq(name, "fail")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"it failed\"}],\"isError\":true}");
+			} else if (str_eq(name, "slow")) {
+				json_get_int(json_get(args, "ms"), &a);
+				usleep((useconds_t)a * 1000);
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"slept\"}]}");
+			} else if (str_eq(name, "crash")) {
+				_exit(3);
+			} else if (str_eq(name, "pid")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"%d\"}]}", (int)getpid());
+			} else {
+				struct buf e = {0};
+				jrpc_write_error(&e, idt, id->len, -32602, "unknown tool", NULL, 0);
+				printf("%s\n", buf_head(&e));
+				fflush(stdout);
+				buf_free(&e);
+				json_doc_unref(doc);
+				continue;
+			}
+			reply(idt, id->len, out);
+		} else if (strcmp(method, "ping") == 0) {
+			reply(idt, id->len, "{}");
+		}
+		json_doc_unref(doc);
+	}
+	free(line);
+	return 0;
+}

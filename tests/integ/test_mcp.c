@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "mcp" tool kind through the socket: a stdio MCP server declared in a
+ * tool file starts when its tools are first wanted, its tools are listed
+ * under the prefix, calls are multiplexed, and a crash fails the pending
+ * call as transient while the next call starts the server again.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+static void start(struct tcd *d)
+{
+	tcd_prepare(d, &(struct tcd_opts){ .config = "{\"retry\":{\"max_attempts\":1}}" });
+	const char *server = getenv("TC_MCP_SERVER");
+	ck_assert_ptr_nonnull(server);
+	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"],"
+			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\" }", server);
+	tcd_write_tool(d, "demo.json", decl);
+	free(decl);
+	tcd_spawn(d, &(struct tcd_opts){ .config = "{\"retry\":{\"max_attempts\":1}}" });
+	ck_assert_int_eq(tcd_wait_socket(d, d->sock, 5000), 0);
+}
+
+static bool listed(const struct json *r, const char *name)
+{
+	const struct json *tools = tj(r, "result.tools");
+	for (size_t i = 0; tools && i < tools->u.arr.n; i++)
+		if (str_eq(json_str(json_get(tools->u.arr.items[i], "name")), name))
+			return true;
+	return false;
+}
+
+START_TEST(tools_are_imported_under_the_prefix)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_request(c, "tools/list", "{}");
+	ck_assert(listed(r, "demo_echo"));
+	ck_assert(listed(r, "demo_add"));
+	ck_assert(listed(r, "read_file"));
+	/* A tool whose schema is outside the subset is not offered. */
+	ck_assert(!listed(r, "demo_bad_schema"));
+
+	r = tcc_call(c, "demo_echo", "{\"text\":\"hi there\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "hi there");
+	r = tcc_call(c, "demo_add", "{\"a\":2,\"b\":40}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.sum"), 42);
+	/* Arguments are validated against the imported schema. */
+	r = tcc_call(c, "demo_echo", "{\"text\":5}");
+	tc_assert_kind(r, "validation_error");
+	/* A tool error inside the server is isError, not an envelope. */
+	r = tcc_call(c, "demo_fail", "{}");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.isError"));
+
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(first_call_starts_the_server)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_echo", "{\"text\":\"lazy\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "lazy");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(calls_are_multiplexed)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "demo_echo", "{\"text\":\"warm\"}"));
+	/* The server answers in order, so 4 calls of 300 ms on one server
+	 * take about 1.2 s in all; what matters is that all are answered
+	 * and matched to their ids. */
+	int64_t ids[4];
+	for (int i = 0; i < 4; i++)
+		ids[i] = tcc_send_request(c, "tools/call", "{\"name\":\"demo_slow\",\"arguments\":{\"ms\":300}}");
+	for (int i = 0; i < 4; i++) {
+		char idt[32];
+		snprintf(idt, sizeof(idt), "%lld", (long long)ids[i]);
+		const struct json *r = tcc_wait_id(c, idt, 10000);
+		ck_assert_ptr_nonnull(r);
+		tc_assert_ok(r);
+		ck_assert_str_eq(tj_str(r, "result.content.0.text"), "slept");
+	}
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(crash_fails_pending_and_respawns)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	char *pid1 = xstrdup(tj_str(r, "result.content.0.text"));
+	r = tcc_call(c, "demo_crash", "{}");
+	tc_assert_kind(r, "transient");
+	ck_assert(tj_bool(r, "error.data.retryable"));
+	r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_ne(tj_str(r, "result.content.0.text"), pid1);
+	/* The old server is gone. */
+	ck_assert_int_ne(kill(atoi(pid1), 0), 0);
+	free(pid1);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("mcp");
+	TCase *tc = tcase_create("provider");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, tools_are_imported_under_the_prefix);
+	tcase_add_test(tc, first_call_starts_the_server);
+	tcase_add_test(tc, calls_are_multiplexed);
+	tcase_add_test(tc, crash_fails_pending_and_respawns);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The "mcp" tool kind: a stdio MCP server declared in a tool file,
+ *
+ *   { "name": "fs", "kind": "mcp", "command": ["node", "server.js", "/srv"],
+ *     "prefix": "fs_", "side_effects": "write" }
+ *
+ * is a provider. It is spawned lazily (when a client first lists the
+ * tools, or calls a name with its prefix), initialized as an MCP client
+ * would, and its tools are imported under the prefix. Calls are sent to it
+ * over its stdin and matched to answers by JSON-RPC id, so any number run at
+ * once. When the server dies its pending calls fail as transient and the
+ * next call spawns it again.
+ */
+#ifndef TC_MCP_H
+#define TC_MCP_H
+
+#include <stdbool.h>
+
+#include "lib/tool.h"
+
+struct json;
+struct registry;
+struct tc_loop;
+struct mcp_provider;
+
+enum mcp_state {
+	MCP_IDLE,	/* not started (or stopped after a crash, tools known) */
+	MCP_STARTING,	/* spawned; initializing or listing tools */
+	MCP_READY,	/* tools imported, calls flow */
+	MCP_FAILED,	/* the last start failed; see mcp_provider_error() */
+};
+
+extern const struct tool_def tool_kind_mcp;
+
+/* Checks a declaration of kind "mcp"; errors name the key ("prefix: ..."). */
+int mcp_provider_from_json(const struct json *decl, const char *source, struct mcp_provider **ret,
+			   char **ret_err);
+struct mcp_provider *mcp_provider_ref(struct mcp_provider *p);
+/* The last reference stops the server. Accepts NULL; returns NULL. */
+struct mcp_provider *mcp_provider_unref(struct mcp_provider *p);
+
+const char *mcp_provider_name(const struct mcp_provider *p);
+const char *mcp_provider_prefix(const struct mcp_provider *p);
+const char *mcp_provider_source(const struct mcp_provider *p);
+/* The canonical declaration: equal fingerprints mean the same provider. */
+const char *mcp_provider_fingerprint(const struct mcp_provider *p);
+enum mcp_state mcp_provider_state(const struct mcp_provider *p);
+const char *mcp_provider_error(const struct mcp_provider *p);
+/* True once a tool list was imported (the provider may be idle again). */
+bool mcp_provider_imported(const struct mcp_provider *p);
+
+/*
+ * Where the provider runs: the loop, the settings of tool calls (for the
+ * environment allow-list) and the directory it starts in. on_settled is
+ * called each time an import ends, ready or failed (and when the server
+ * says its tool list changed and the new one is in).
+ */
+void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const struct tool_env *env,
+			const char *cwd, void (*on_settled)(void *arg, struct mcp_provider *p), void *arg);
+/* Spawns the server and imports its tools, unless running already. */
+void mcp_provider_start(struct mcp_provider *p);
+/* Registers the imported tools ("<prefix><name>") into r. */
+int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret_err);
+
+#endif
