@@ -286,6 +286,7 @@ static bool key_plain(const struct json_member *m)
 	return m->key_len > 0 && strlen(m->key) == m->key_len;
 }
 
+/* The type of a value as messages name it ("integer", "string"). */
 static const char *got(const struct json *v)
 {
 	return json_kind_name(v);
@@ -394,6 +395,7 @@ static int want_class(struct cfg_parse *p, const char *key, const struct json_me
 	return 0;
 }
 
+/* Checks that a value is an object. */
 static int want_object(struct cfg_parse *p, const char *key, const struct json *v)
 {
 	if (v->type != JSON_OBJECT)
@@ -476,6 +478,7 @@ static int parse_socket_mode(struct cfg_parse *p, const char *key, const struct 
 	return 0;
 }
 
+/* "log_level": a name mapped to a syslog priority. */
 static int parse_log_level(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
 {
 	const char *s = json_str(v);
@@ -522,6 +525,7 @@ static int parse_per_tool_concurrency(struct cfg_parse *p, const char *key, cons
 	return 0;
 }
 
+/* "confirmation.no_approver": "deny" or "wait". */
 static int parse_no_approver(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
 {
 	const char *s = json_str(v);
@@ -638,6 +642,7 @@ static int parse_trusted(struct cfg_parse *p, const char *key, const struct json
 	return 0;
 }
 
+/* "tools.shell.env_allow": names of variables passed to commands. */
 static int parse_env_allow(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
 {
 	char **strv;
@@ -700,6 +705,7 @@ static int want_ids(struct cfg_parse *p, const char *key, const struct json *v, 
 	return 0;
 }
 
+/* "peers.allow_uids". */
 static int parse_allow_uids(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
 {
 	uint32_t *ids;
@@ -714,6 +720,7 @@ static int parse_allow_uids(struct cfg_parse *p, const char *key, const struct j
 	return 0;
 }
 
+/* "peers.allow_gids". */
 static int parse_allow_gids(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
 {
 	uint32_t *ids;

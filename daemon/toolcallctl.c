@@ -99,6 +99,7 @@ static void on_signal(int sig)
 
 /* --- the connection --------------------------------------------------------- */
 
+/* Connects to the daemon's socket. */
 static int client_connect(struct client *c, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -180,6 +181,7 @@ static int64_t client_request(struct client *c, const char *method, const char *
 	return r < 0 ? r : id;
 }
 
+/* Sends a notification; params is JSON text or NULL. */
 static int client_notify(struct client *c, const char *method, const char *params)
 {
 	struct buf b = {};
@@ -424,11 +426,13 @@ static void show_pong(const struct json *result)
 	puts("pong");
 }
 
+/* ping: is the daemon there and answering? */
 static int run_ping(struct client *c, struct opts *o, char **args, int n)
 {
 	return simple_request(c, o, "ping", NULL, show_pong);
 }
 
+/* stats: admin/stats, pretty-printed. */
 static int run_stats(struct client *c, struct opts *o, char **args, int n)
 {
 	return simple_request(c, o, "admin/stats", NULL, NULL);
@@ -441,6 +445,7 @@ static void show_cancelled(const struct json *result)
 	printf("cancelled %lld\n", (long long)n);
 }
 
+/* cancel [SESSION]: sessions/cancel, for this connection's session when none is named. */
 static int run_cancel(struct client *c, struct opts *o, char **args, int n)
 {
 	_cleanup_free_ char *params = NULL;
@@ -456,6 +461,7 @@ static int run_cancel(struct client *c, struct opts *o, char **args, int n)
 	return simple_request(c, o, "sessions/cancel", params, show_cancelled);
 }
 
+/* list: every page of tools/list, one aligned line per tool. */
 static int run_list(struct client *c, struct opts *o, char **args, int n)
 {
 	struct json_doc **docs = NULL;
@@ -599,6 +605,7 @@ static int check_call(struct opts *o, char **args, int n)
 	return EXIT_OK;
 }
 
+/* call NAME [JSON-ARGS]: tools/call; the text on success, the envelope on failure. */
 static int run_call(struct client *c, struct opts *o, char **args, int n)
 {
 	struct buf b = {};
@@ -698,6 +705,7 @@ static const struct json *event_of(const struct json *msg)
 	return params && params->type == JSON_OBJECT ? params : NULL;
 }
 
+/* Prints an event as a line (or as compact JSON with --json). */
 static void print_event(const struct opts *o, const struct json *event)
 {
 	struct buf b = {};
@@ -712,6 +720,7 @@ static void print_event(const struct opts *o, const struct json *event)
 	print_buf(&b);
 }
 
+/* watch [PATTERN...]: one line per event until interrupted. */
 static int run_watch(struct client *c, struct opts *o, char **args, int n)
 {
 	int r = subscribe(c, o, args, n);
@@ -841,6 +850,14 @@ static void approve_message(struct approver *a, const struct opts *o, struct jso
 static int approve_answer(struct approver *a, struct client *c, const char *line, size_t len)
 {
 	const char *decision = ctl_parse_answer(line, len);
+	/* A terminal has echoed the answer already; piped input has not, and
+	 * the transcript should read the same. */
+	if (!a->tty) {
+		struct buf b = {};
+		ctl_sanitize(line, len, 80, &b);
+		buf_putc(&b, '\n');
+		print_buf(&b);
+	}
 	if (!decision) {
 		fputs("Please answer y, n or a: ", stdout);
 		fflush(stdout);
@@ -883,6 +900,7 @@ static void approve_read_input(struct approver *a)
 		buf_putc(&a->input, '\n');
 }
 
+/* approve: answers confirmation requests from stdin, one line each. */
 static int run_approve(struct client *c, struct opts *o, char **args, int n)
 {
 	static char *types[] = { "tool.confirmation_requested", "tool.confirmation_resolved" };
@@ -997,17 +1015,18 @@ static const struct command commands[] = {
 	{ .name = "list", .args = "", .help = "list tools: name, side effects, description",
 	  .min_args = 0, .max_args = 0, .run = run_list },
 	{ .name = "call", .args = "NAME [JSON-ARGS|-]",
-	  .help = "call a tool (arguments default to {}; - reads them from stdin)",
+	  .help = "call a tool (default arguments {}; - reads stdin)",
 	  .min_args = 1, .max_args = 2, .waits = true, .check = check_call, .run = run_call },
 	{ .name = "stats", .args = "", .help = "print the daemon's counters",
 	  .min_args = 0, .max_args = 0, .run = run_stats },
-	{ .name = "cancel", .args = "[SESSION]", .help = "cancel the calls in flight of a session",
+	{ .name = "cancel", .args = "[SESSION]",
+	  .help = "cancel the calls in flight of SESSION",
 	  .min_args = 0, .max_args = 1, .run = run_cancel },
 	{ .name = "watch", .args = "[PATTERN...]",
-	  .help = "print events as they happen (patterns like tool.*), until interrupted",
+	  .help = "print events (e.g. tool.*) until interrupted",
 	  .min_args = 0, .max_args = -1, .run = run_watch },
 	{ .name = "approve", .args = "",
-	  .help = "answer confirmation requests, one line of input each (y, n, a)",
+	  .help = "answer confirmation requests: y, n or a per line",
 	  .min_args = 0, .max_args = 0, .run = run_approve },
 };
 
@@ -1029,14 +1048,14 @@ static void usage(FILE *f)
 		   "  -h, --help              print this help\n"
 		   "  -V, --version           print the version\n"
 		   "\nExit status:\n"
-		   "  0  success\n"
-		   "  1  the tool ran and reported an error (isError)\n"
-		   "  2  bad command line or JSON-ARGS\n"
-		   "  3  cannot connect, or the daemon closed the connection\n"
-		   "  4  the daemon sent something that is not a valid answer\n"
-		   "  5  the daemon answered with an error (printed as error: KIND: MESSAGE)\n"
-		   "  6  no answer within the timeout\n"
-		   "  130  interrupted during a call (the call is cancelled)\n",
+		   "    0  success\n"
+		   "    1  the tool ran and reported an error (isError)\n"
+		   "    2  bad command line or JSON-ARGS\n"
+		   "    3  cannot connect, or the daemon closed the connection\n"
+		   "    4  the daemon sent something that is not a valid answer\n"
+		   "    5  the daemon answered with an error (printed as error: KIND: MESSAGE)\n"
+		   "    6  no answer within the timeout\n"
+		   "  130  interrupted (a call in flight is cancelled)\n",
 		DEFAULT_TIMEOUT_MS);
 }
 

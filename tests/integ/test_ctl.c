@@ -32,6 +32,7 @@ struct step {
 	const char *before;	/* lines sent before the reply ("\n"-separated), or NULL */
 	const char *reply;	/* with $ID for the request's id; NULL: never answer; "CLOSE": hang up */
 	const char *after;	/* lines sent after the reply, or NULL */
+	bool hangup;		/* close the connection after this step */
 };
 
 struct fixture {
@@ -150,8 +151,10 @@ static void serve(int lfd, const char *log_path, const struct step *script)
 			send_lines(fd, script->reply, idtext, idlen);
 		if (script->after)
 			send_lines(fd, script->after, idtext, idlen);
-		script++;
 		json_doc_unref(doc);
+		if (script->hangup)
+			break;
+		script++;
 	}
 	fclose(log);
 	close(fd);
@@ -283,9 +286,9 @@ static void run_free(struct run *r)
 START_TEST(ping_skips_notifications)
 {
 	static const struct step script[] = {
-		{ "ping",
-		  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/event\",\"params\":{\"type\":\"tool.called\"}}",
-		  OK("{}"), NULL },
+		{ .method = "ping",
+		  .before = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/event\",\"params\":{\"type\":\"tool.called\"}}",
+		  .reply = OK("{}") },
 		{},
 	};
 	struct fixture fx;
@@ -301,7 +304,7 @@ END_TEST
 
 START_TEST(default_socket_from_env)
 {
-	static const struct step script[] = { { "ping", NULL, OK("{}"), NULL }, {} };
+	static const struct step script[] = { { .method = "ping", .reply = OK("{}") }, {} };
 	struct fixture fx;
 	fixture_start(&fx, script);
 	struct run r = run_ctl(&fx, NULL, fx.sock, ARGS("ping"));
@@ -315,9 +318,9 @@ END_TEST
 START_TEST(call_success_prints_text)
 {
 	static const struct step script[] = {
-		{ "tools/call", NULL,
-		  OK("{\"content\":[{\"type\":\"text\",\"text\":\"hello\\nworld\"}],"
-		     "\"structuredContent\":{\"content\":\"hello\\nworld\"},\"isError\":false}"), NULL },
+		{ .method = "tools/call",
+		  .reply = OK("{\"content\":[{\"type\":\"text\",\"text\":\"hello\\nworld\"}],"
+		     "\"structuredContent\":{\"content\":\"hello\\nworld\"},\"isError\":false}") },
 		{},
 	};
 	struct fixture fx;
@@ -339,7 +342,7 @@ END_TEST
 START_TEST(call_arguments_default_and_stdin)
 {
 	static const struct step script[] = {
-		{ "tools/call", NULL, OK("{\"content\":[],\"isError\":false}"), NULL },
+		{ .method = "tools/call", .reply = OK("{\"content\":[],\"isError\":false}") },
 		{},
 	};
 	struct fixture fx;
@@ -372,9 +375,9 @@ END_TEST
 START_TEST(call_is_error_exits_1)
 {
 	static const struct step script[] = {
-		{ "tools/call", NULL,
-		  OK("{\"content\":[{\"type\":\"text\",\"text\":\"exit 3\\n\"}],"
-		     "\"structuredContent\":{\"exit_code\":3},\"isError\":true}"), NULL },
+		{ .method = "tools/call",
+		  .reply = OK("{\"content\":[{\"type\":\"text\",\"text\":\"exit 3\\n\"}],"
+		     "\"structuredContent\":{\"exit_code\":3},\"isError\":true}") },
 		{},
 	};
 	struct fixture fx;
@@ -390,12 +393,12 @@ END_TEST
 START_TEST(call_error_envelope_exits_5)
 {
 	static const struct step script[] = {
-		{ "tools/call", NULL,
-		  "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"error\":{\"code\":-32602,"
+		{ .method = "tools/call",
+		  .reply = "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"error\":{\"code\":-32602,"
 		  "\"message\":\"Invalid arguments for 'read_file': /path: expected string, got number\","
 		  "\"data\":{\"kind\":\"validation_error\",\"retryable\":false,\"attempts\":0,"
 		  "\"errors\":[{\"path\":\"/path\",\"message\":\"expected string, got number\"},"
-		  "{\"path\":\"\",\"message\":\"unexpected property 'x'\"}]}}}", NULL },
+		  "{\"path\":\"\",\"message\":\"unexpected property 'x'\"}]}}}" },
 		{},
 	};
 	struct fixture fx;
@@ -415,10 +418,10 @@ END_TEST
 START_TEST(call_not_found)
 {
 	static const struct step script[] = {
-		{ "tools/call", NULL,
-		  "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"error\":{\"code\":-32601,"
+		{ .method = "tools/call",
+		  .reply = "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"error\":{\"code\":-32601,"
 		  "\"message\":\"Tool 'red_file' not found. Available: [read_file]\","
-		  "\"data\":{\"kind\":\"not_found\",\"retryable\":false}}}", NULL },
+		  "\"data\":{\"kind\":\"not_found\",\"retryable\":false}}}" },
 		{},
 	};
 	struct fixture fx;
@@ -436,7 +439,8 @@ END_TEST
 START_TEST(call_json_prints_result)
 {
 	static const struct step script[] = {
-		{ "tools/call", NULL, OK("{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"isError\":false}"), NULL },
+		{ .method = "tools/call",
+		  .reply = OK("{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"isError\":false}") },
 		{},
 	};
 	struct fixture fx;
@@ -474,14 +478,14 @@ END_TEST
 START_TEST(list_is_aligned_and_paged)
 {
 	static const struct step script[] = {
-		{ "tools/list", NULL,
-		  OK("{\"tools\":[{\"name\":\"read_file\",\"description\":\"Read a file.\\nMore text.\","
+		{ .method = "tools/list",
+		  .reply = OK("{\"tools\":[{\"name\":\"read_file\",\"description\":\"Read a file.\\nMore text.\","
 		     "\"_meta\":{\"toolcalld/sideEffects\":\"read\"}},"
 		     "{\"name\":\"shell\",\"description\":\"Run a command\","
-		     "\"_meta\":{\"toolcalld/sideEffects\":\"execute\"}}],\"nextCursor\":\"p2\"}"), NULL },
-		{ "tools/list", NULL,
-		  OK("{\"tools\":[{\"name\":\"git_status\",\"description\":\"Show \\u001b[31mchanged\\u001b[0m files\","
-		     "\"_meta\":{\"toolcalld/sideEffects\":\"none\"}}]}"), NULL },
+		     "\"_meta\":{\"toolcalld/sideEffects\":\"execute\"}}],\"nextCursor\":\"p2\"}") },
+		{ .method = "tools/list",
+		  .reply = OK("{\"tools\":[{\"name\":\"git_status\",\"description\":\"Show \\u001b[31mchanged\\u001b[0m files\","
+		     "\"_meta\":{\"toolcalld/sideEffects\":\"none\"}}]}") },
 		{},
 	};
 	struct fixture fx;
@@ -503,11 +507,11 @@ END_TEST
 START_TEST(stats_and_cancel)
 {
 	static const struct step script[] = {
-		{ "admin/stats", NULL, OK("{\"connections\":1,\"sessions\":{\"active\":2}}"), NULL },
+		{ .method = "admin/stats", .reply = OK("{\"connections\":1,\"sessions\":{\"active\":2}}") },
 		{},
 	};
 	static const struct step cancel[] = {
-		{ "sessions/cancel", NULL, OK("{\"cancelled\":2}"), NULL },
+		{ .method = "sessions/cancel", .reply = OK("{\"cancelled\":2}") },
 		{},
 	};
 	struct fixture fx;
@@ -545,7 +549,7 @@ END_TEST
 
 START_TEST(closed_connection_exits_3)
 {
-	static const struct step script[] = { { "ping", NULL, "CLOSE", NULL }, {} };
+	static const struct step script[] = { { .method = "ping", .reply = "CLOSE" }, {} };
 	struct fixture fx;
 	fixture_start(&fx, script);
 	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
@@ -558,7 +562,7 @@ END_TEST
 
 START_TEST(garbage_exits_4)
 {
-	static const struct step script[] = { { "ping", NULL, "this is not json", NULL }, {} };
+	static const struct step script[] = { { .method = "ping", .reply = "this is not json" }, {} };
 	struct fixture fx;
 	fixture_start(&fx, script);
 	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
@@ -567,7 +571,8 @@ START_TEST(garbage_exits_4)
 	run_free(&r);
 	fixture_stop(&fx);
 
-	static const struct step neither[] = { { "ping", NULL, "{\"jsonrpc\":\"2.0\",\"id\":$ID}", NULL }, {} };
+	static const struct step neither[] = { { .method = "ping",
+		  .reply = "{\"jsonrpc\":\"2.0\",\"id\":$ID}" }, {} };
 	fixture_start(&fx, neither);
 	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
 	ck_assert_int_eq(r.status, 4);
@@ -578,7 +583,7 @@ END_TEST
 
 START_TEST(timeout_exits_6_and_cancels)
 {
-	static const struct step script[] = { { "tools/call", NULL, NULL, NULL }, {} };
+	static const struct step script[] = { { .method = "tools/call" }, {} };
 	struct fixture fx;
 	fixture_start(&fx, script);
 	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "200", "call", "shell"));
@@ -637,14 +642,16 @@ END_TEST
 START_TEST(watch_prints_events)
 {
 	static const struct step script[] = {
-		{ "initialize", NULL, INIT_OK, NULL },
-		{ "events/subscribe", NULL, OK("{\"subscribed\":[\"tool.*\"]}"),
-		  EVENT("{\"type\":\"tool.called\",\"time\":\"2026-01-02T03:04:05.678Z\",\"sessionId\":\"s-1\","
+		{ .method = "initialize", .reply = INIT_OK },
+		{ .method = "events/subscribe",
+		  .reply = OK("{\"subscribed\":[\"tool.*\"]}"),
+		  .after = EVENT("{\"type\":\"tool.called\",\"time\":\"2026-01-02T03:04:05.678Z\",\"sessionId\":\"s-1\","
 			"\"callId\":\"c-1\",\"tool\":\"shell\"}") "\n"
 		  "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n"
 		  EVENT("{\"type\":\"tool.failed\",\"time\":\"2026-01-02T03:04:06.000Z\",\"sessionId\":\"s-1\","
 			"\"callId\":\"c-1\",\"tool\":\"shell\",\"kind\":\"timeout\",\"attempts\":1,"
-			"\"message\":\"Tool 'shell' exceeded its 10 ms limit\"}") },
+			"\"message\":\"Tool 'shell' exceeded its 10 ms limit\"}"),
+		  .hangup = true },
 		{},
 	};
 	struct fixture fx;
@@ -671,18 +678,20 @@ END_TEST
 START_TEST(approve_answers_from_stdin)
 {
 	static const struct step script[] = {
-		{ "initialize", NULL, INIT_OK, NULL },
-		{ "events/subscribe", NULL, OK("{\"subscribed\":[]}"),
-		  EVENT("{\"type\":\"tool.confirmation_requested\",\"time\":\"2026-01-02T03:04:05.000Z\","
+		{ .method = "initialize", .reply = INIT_OK },
+		{ .method = "events/subscribe",
+		  .reply = OK("{\"subscribed\":[]}"),
+		  .after = EVENT("{\"type\":\"tool.confirmation_requested\",\"time\":\"2026-01-02T03:04:05.000Z\","
 			"\"requestId\":\"r-1\",\"tool\":\"write_file\",\"sideEffects\":\"write\","
 			"\"summary\":\"path=a.txt\",\"files\":[\"a.txt\"]}") "\n"
 		  EVENT("{\"type\":\"tool.confirmation_requested\",\"time\":\"2026-01-02T03:04:05.100Z\","
 			"\"requestId\":\"r-2\",\"tool\":\"shell\",\"sideEffects\":\"execute\","
 			"\"summary\":\"rm -rf build\"}") },
-		{ "confirmations/resolve", NULL, OK("{\"accepted\":true,\"decision\":\"allow\"}"),
-		  EVENT("{\"type\":\"tool.confirmation_resolved\",\"time\":\"2026-01-02T03:04:06.000Z\","
+		{ .method = "confirmations/resolve",
+		  .reply = OK("{\"accepted\":true,\"decision\":\"allow\"}"),
+		  .after = EVENT("{\"type\":\"tool.confirmation_resolved\",\"time\":\"2026-01-02T03:04:06.000Z\","
 			"\"requestId\":\"r-1\",\"tool\":\"write_file\",\"decision\":\"allow\"}") },
-		{ "confirmations/resolve", NULL, OK("{\"accepted\":true,\"decision\":\"deny\"}"), NULL },
+		{ .method = "confirmations/resolve", .reply = OK("{\"accepted\":true,\"decision\":\"deny\"}") },
 		{},
 	};
 	struct fixture fx;
@@ -690,9 +699,10 @@ START_TEST(approve_answers_from_stdin)
 	/* A line that is no answer is asked again. */
 	struct run r = run_ctl(&fx, "y\nperhaps\nno\n", NULL, ARGS("-s", fx.sock, "approve"));
 	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
-	ck_assert_msg(strstr(r.out, "Allow write_file (write) path=a.txt [files: a.txt]? [y]es/[n]o/[a]lways: ")
+	ck_assert_msg(strstr(r.out, "Allow write_file (write) path=a.txt [files: a.txt]? [y]es/[n]o/[a]lways: y\n")
 		      != NULL, "%s", r.out);
-	ck_assert_msg(strstr(r.out, "Allow shell (execute) rm -rf build? [y]es/[n]o/[a]lways: Please answer y, n or a: ")
+	ck_assert_msg(strstr(r.out, "Allow shell (execute) rm -rf build? [y]es/[n]o/[a]lways: perhaps\n"
+			     "Please answer y, n or a: no\n")
 		      != NULL, "%s", r.out);
 	ck_assert_msg(strstr(r.out, "tool.confirmation_resolved write_file requestId=r-1 decision=allow\n") != NULL,
 		      "%s", r.out);
@@ -713,14 +723,16 @@ END_TEST
 START_TEST(approve_skips_requests_resolved_elsewhere)
 {
 	static const struct step script[] = {
-		{ "initialize", NULL, INIT_OK, NULL },
-		{ "events/subscribe", NULL, OK("{\"subscribed\":[]}"),
-		  EVENT("{\"type\":\"tool.confirmation_requested\",\"requestId\":7,\"tool\":\"write_file\","
+		{ .method = "initialize", .reply = INIT_OK },
+		{ .method = "events/subscribe",
+		  .reply = OK("{\"subscribed\":[]}"),
+		  .after = EVENT("{\"type\":\"tool.confirmation_requested\",\"requestId\":7,\"tool\":\"write_file\","
 			"\"sideEffects\":\"write\",\"summary\":\"path=a\"}") "\n"
 		  EVENT("{\"type\":\"tool.confirmation_requested\",\"requestId\":8,\"tool\":\"write_file\","
 			"\"sideEffects\":\"write\",\"summary\":\"path=b\"}") "\n"
 		  EVENT("{\"type\":\"tool.confirmation_resolved\",\"requestId\":8,\"decision\":\"confirmation_timeout\"}") },
-		{ "confirmations/resolve", NULL, OK("{\"accepted\":true,\"decision\":\"always_allow\"}"), NULL },
+		{ .method = "confirmations/resolve",
+		  .reply = OK("{\"accepted\":true,\"decision\":\"always_allow\"}") },
 		{},
 	};
 	struct fixture fx;
