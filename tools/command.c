@@ -75,6 +75,7 @@ static void cmd_freep(struct cmd **p)
 	cmd_free(*p);
 }
 
+/* Sets *ret_err and returns -EINVAL. */
 PRINTF(2, 3)
 static int bad(char **ret_err, const char *fmt, ...)
 {
@@ -161,6 +162,7 @@ static const char *const known_keys[] = {
 	"max_attempts", "concurrency", "input_schema", "cwd", "env", "stdout", "output", NULL,
 };
 
+/* Refuses keys the kind does not know. */
 static int check_keys(const struct json *decl, char **ret_err)
 {
 	for (size_t i = 0; i < decl->u.obj.n; i++) {
@@ -176,6 +178,7 @@ static int check_keys(const struct json *decl, char **ret_err)
 	return 0;
 }
 
+/* Reads the declared fixed environment variables. */
 static int parse_env(const struct json *env, struct cmd *cmd, char **ret_err)
 {
 	if (!env)
@@ -196,6 +199,7 @@ static int parse_env(const struct json *env, struct cmd *cmd, char **ret_err)
 	return 0;
 }
 
+/* Checks a declaration and builds its tool. */
 int command_tool_from_json(const struct json *decl, const char *source_path,
 			   struct tool **ret, char **ret_err)
 {

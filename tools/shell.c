@@ -94,6 +94,7 @@ const struct tool_def tool_shell = {
 	.idempotent = false,
 	.timeout_ms = 600000,
 	.path_args = shell_path_args,
+	.timeout_arg = true,
 	.exec = shell_exec,
 	.cancel = child_call_cancel,
 };

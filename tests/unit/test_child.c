@@ -184,6 +184,13 @@ static const char *sget(struct json_doc *doc, const char *key)
 	return v->u.str.s;
 }
 
+static int64_t iget(struct json_doc *doc, const char *key)
+{
+	int64_t v = 0;
+	ck_assert_msg(json_get_int(json_get(json_doc_root(doc), key), &v), "%s is not an integer", key);
+	return v;
+}
+
 /* Runs a shell command and returns its parsed structuredContent. */
 static struct json_doc *shell_ok(struct run *run, const char *args)
 {
@@ -273,8 +280,7 @@ START_TEST(shell_exit_codes)
 	struct run run;
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"true\"}");
 	ck_assert(!run.c.is_error);
-	ck_assert(json_get_int(json_get(json_doc_root(doc), "exit_code"), &(int64_t){0}));
-	ck_assert_int_eq(json_get(json_doc_root(doc), "exit_code")->u.num.i, 0);
+	ck_assert_int_eq(iget(doc, "exit_code"), 0);
 	ck_assert_int_eq(json_get(json_doc_root(doc), "signal")->type, JSON_NULL);
 	ck_assert_str_eq(run.c.text, "(no output)");
 	ck_assert_str_eq(run.c.command, "true");
@@ -284,10 +290,10 @@ START_TEST(shell_exit_codes)
 	/* Non-zero exit: a successful dispatch, with is_error set. */
 	doc = shell_ok(&run, "{\"command\":\"echo partial; exit 3\"}");
 	ck_assert(run.c.is_error);
-	ck_assert_int_eq(json_get(json_doc_root(doc), "exit_code")->u.num.i, 3);
+	ck_assert_int_eq(iget(doc, "exit_code"), 3);
 	ck_assert_str_eq(sget(doc, "stdout"), "partial\n");
 	ck_assert_ptr_nonnull(strstr(run.c.text, "[exit code 3]"));
-	ck_assert(json_is_int(json_get(json_doc_root(doc), "duration_ms")));
+	ck_assert_int_ge(iget(doc, "duration_ms"), 0);
 	json_doc_unref(doc);
 	run_done(&run);
 	ck_assert_int_eq(count_children(), 0);
@@ -794,7 +800,7 @@ START_TEST(command_argv_literal)
 	struct json_doc *doc = structured(&run);
 	/* A missing optional element is dropped; inside a longer one, empty. */
 	ck_assert_str_eq(sget(doc, "stdout"), "; rm -rf / #|$(touch pwned) `touch pwned2`|xy|42|true|[1,\"x\"]|");
-	ck_assert_int_eq(json_get(json_doc_root(doc), "exit_code")->u.num.i, 0);
+	ck_assert_int_eq(iget(doc, "exit_code"), 0);
 	ck_assert_ptr_null(json_get(json_doc_root(doc), "signal"));
 	json_doc_unref(doc);
 	/* The audit line quotes each element. */
