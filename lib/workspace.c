@@ -2,12 +2,31 @@
 /*
  * The workspace file API. Every path a client names is made relative to the
  * root (an absolute path must spell the canonical root, compared by whole
- * components) and handed to openat2() against the root's O_PATH fd with
- * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS: the kernel walks the path and
- * refuses "..", absolute symlinks, symlinks leading out and /proc magic
- * links, with no window between check and use. Code here never follows a
- * path on its own: files are created and replaced through directory fds the
- * kernel resolved beneath the root, one final component at a time.
+ * components) and opened beneath the root's O_PATH fd. Code here never
+ * follows a path from anywhere but that fd: files are created and replaced
+ * through directory fds resolved beneath the root, one final component at a
+ * time.
+ *
+ * The rule: symlinks are followed while they stay beneath the root. A
+ * relative target is resolved from the link's directory; an absolute target
+ * is inside when it names the canonical root or a place under it (by whole
+ * components: "/ws-evil/x" is not under "/ws") and is then resolved from the
+ * root. ".." never climbs above the root. Any other absolute target, a
+ * relative one climbing out, and /proc magic links lead out: -EXDEV. At most
+ * 40 symlinks are followed: -ELOOP.
+ *
+ * Two walks apply it. The fast one hands the whole path to openat2() with
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS: the kernel refuses "..", symlinks
+ * leading out and magic links with no window between check and use, but
+ * also every absolute symlink, even one pointing inside (ws/link ->
+ * /home/u/ws/src, as users and scripts make them). What it refuses with
+ * EXDEV is walked again by chase(), in the manner of systemd's chaseat():
+ * one component at a time, each opened O_PATH | O_NOFOLLOW with openat2
+ * RESOLVE_BENEATH beneath the fd of the directory reached so far, symlinks
+ * read and their targets spliced into what is left of the path. Every open
+ * is relative to an fd beneath the root, so a symlink swapped meanwhile can
+ * change which place under the root is reached, never lead out. chase()
+ * also makes the directories create_dirs asks for, walking down once.
  *
  * Also here: the atomic replacement of a file shared by write_file and
  * patch_file, and the one place where errnos become messages for the model.
@@ -57,13 +76,9 @@ static int openat2_retry(int dirfd, const char *path, int flags, mode_t mode, ui
 	}
 }
 
-/* Opens path beneath dirfd; a magic link met on the way fails with -EXDEV. */
-static int openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
+/* Tells why opening path beneath dirfd failed with ELOOP: -EXDEV for a magic link, else -ELOOP. */
+static int eloop_cause(int dirfd, const char *path, int flags)
 {
-	int fd = openat2_retry(dirfd, path, flags, mode, RESOLVE_WS);
-	if (fd != -ELOOP)
-		return fd;
-
 	/* ELOOP means either a symlink loop or a /proc magic link refused by
 	 * RESOLVE_NO_MAGICLINKS. A scoped lookup without that flag refuses magic
 	 * links with EXDEV instead, so asking again (O_PATH: nothing is read)
@@ -72,6 +87,46 @@ static int openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	if (probe >= 0)
 		close(probe);
 	return probe == -EXDEV ? -EXDEV : -ELOOP;
+}
+
+/* Opens path beneath dirfd; a magic link met on the way fails with -EXDEV. */
+static int openat_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	int fd = openat2_retry(dirfd, path, flags, mode, RESOLVE_WS);
+	if (fd != -ELOOP)
+		return fd;
+	return eloop_cause(dirfd, path, flags);
+}
+
+/* Tells whether following the symlink name in dirfd meets a /proc magic link. */
+static bool meets_magic_link(int dirfd, const char *name)
+{
+	/* Followed alone beneath dirfd, a magic link fails with ELOOP as it
+	 * is followed (RESOLVE_NO_MAGICLINKS is checked before the scope is),
+	 * while an ordinary link is read, an absolute one then failing with
+	 * EXDEV and a relative one walked on. Only ELOOP needs a second look,
+	 * to tell a loop further on from a magic link. A magic link's target
+	 * string (readlink) must not be taken for a path: it names an object
+	 * ("/" for /proc/self/root, "pipe:[42]" for an fd). */
+	int fd = openat2_retry(dirfd, name, O_PATH, 0, RESOLVE_WS);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return fd == -ELOOP && eloop_cause(dirfd, name, 0) == -EXDEV;
+}
+
+/* Reads the symlink name in dirfd ("" for dirfd itself), newly allocated. */
+static int readlink_alloc(int dirfd, const char *name, char **ret)
+{
+	char buf[PATH_MAX];
+	ssize_t k = readlinkat(dirfd, name, buf, sizeof(buf));
+	if (k < 0)
+		return -errno;
+	if ((size_t)k >= sizeof(buf))
+		return -ENAMETOOLONG;
+	*ret = xstrndup(buf, (size_t)k);
+	return 0;
 }
 
 /*
@@ -165,22 +220,216 @@ static size_t drop_last(const char *rel, size_t n)
 	return n;
 }
 
+/*
+ * Opens rel (relative to the root) the slow way, one component at a time,
+ * for what the kernel refused with EXDEV: an escape, or an absolute symlink
+ * that may name a place under the root. Each component is opened
+ * O_PATH | O_NOFOLLOW beneath the directory reached so far; a symlink is
+ * read and its target put in front of what is left: a relative one walked
+ * on from the link's directory, an absolute one inside rewritten relative
+ * to the root and walked from the root fd. ".." goes back to the parent of
+ * the directory reached, never above the root. The last component is opened
+ * with the caller's flags (after its symlinks, unless they are not to be
+ * followed), beneath the directory that holds it.
+ *
+ * With create, missing directories are made on the way (and the last one),
+ * as "mkdir -p" would: only those the caller named, never the missing
+ * target of a dangling symlink.
+ */
+static int chase(const struct workspace *ws, const char *rel, int flags, mode_t mode, bool create)
+{
+	_cleanup_free_ char *todo = xstrdup(rel);	/* what is left, from todo + at */
+	_cleanup_(buf_free) struct buf done = {};	/* the directory reached, relative to the root */
+	_cleanup_close_ int dfd = -1;			/* its fd; -1 for the root itself */
+	size_t at = 0, named = 0;			/* todo from named on is the caller's own path */
+	unsigned hops = 0;
+	/* As the kernel: O_CREAT | O_EXCL never follows a last symlink. */
+	bool follow = !(flags & O_NOFOLLOW) && (flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL);
+	int r;
+
+	for (;;) {
+		int cur = dfd >= 0 ? dfd : ws->dirfd;
+		const char *p = todo + at;
+		while (*p == '/')
+			p++;
+		if (!*p)	/* the path ends at a directory: the one reached */
+			return openat_beneath(cur, ".", flags, mode);
+		const char *e = strchrnul(p, '/'), *next = e;
+		while (*next == '/')
+			next++;
+		size_t n = (size_t)(e - p);
+		bool last = !*next, slash = *e == '/';
+		at = (size_t)(e - todo);
+
+		if (n == 1 && p[0] == '.')
+			continue;
+		if (n > NAME_MAX)
+			return -ENAMETOOLONG;
+		char name[NAME_MAX + 1];
+		memcpy(name, p, n);
+		name[n] = '\0';
+
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			if (buf_size(&done) == 0)
+				return -EXDEV;
+			/* The parent is found again from the root, by the names
+			 * walked (real directories, no symlinks): an fd cannot
+			 * climb beneath itself. */
+			done.len = drop_last(done.data, done.len);
+			if (dfd >= 0)
+				close(TAKE_FD(dfd));
+			if (buf_size(&done) > 0) {
+				_cleanup_free_ char *up = xstrndup(buf_head(&done), buf_size(&done));
+				dfd = openat2_retry(ws->dirfd, up, O_PATH | O_DIRECTORY, 0, RESOLVE_WS);
+				if (dfd < 0)
+					return dfd;
+			}
+			continue;
+		}
+
+		/* The last component as opened with the caller's flags: a
+		 * trailing slash follows a symlink and wants a directory. */
+		char final[NAME_MAX + 2];
+		snprintf(final, sizeof(final), "%s%s", name, slash ? "/" : "");
+		if (last && !follow && !slash)
+			return openat_beneath(cur, final, flags, mode);
+
+		_cleanup_close_ int fd = openat2_retry(cur, name, O_PATH | O_NOFOLLOW, 0, RESOLVE_WS);
+		if (fd == -ENOENT && create && (size_t)(p - todo) >= named) {
+			/* mkdirat never follows a symlink: one made meanwhile
+			 * gives EEXIST, and is looked at below. */
+			if (mkdirat(cur, name, 0777) < 0 && errno != EEXIST)
+				return -errno;
+			fd = openat2_retry(cur, name, O_PATH | O_NOFOLLOW, 0, RESOLVE_WS);
+		}
+		if (fd == -ENOENT && last)	/* the caller's flags say whether to create it */
+			return openat_beneath(cur, final, flags, mode);
+		if (fd < 0)
+			return fd;
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return -errno;
+
+		if (S_ISLNK(st.st_mode)) {
+			if (++hops > SYMLINK_HOPS)
+				return -ELOOP;
+			if (meets_magic_link(cur, name))
+				return -EXDEV;
+			_cleanup_free_ char *target = NULL, *inside = NULL;
+			/* The link just looked at, not whatever took its name since. */
+			r = readlink_alloc(fd, "", &target);
+			if (r < 0)
+				return r;
+			if (!*target)
+				return -ENOENT;
+			if (target[0] == '/') {
+				/* Inside only when it names the root or a place under it. */
+				r = ws_relative(ws, target, strlen(target), &inside);
+				if (r < 0)
+					return r;
+				if (dfd >= 0)
+					close(TAKE_FD(dfd));
+				buf_clear(&done);
+			}
+			const char *lead = inside ? inside : target;
+			char *spliced = xasprintf("%s%s", lead, todo + at);
+			free(todo);
+			todo = spliced;
+			named = strlen(lead) + (named > at ? named - at : 0);
+			at = 0;
+			if (strlen(todo) >= PATH_MAX)
+				return -ENAMETOOLONG;
+			continue;
+		}
+
+		if (last)
+			/* Not a symlink (should one take its place now, the kernel
+			 * refuses it unless it stays beneath cur). */
+			return openat_beneath(cur, final, flags, mode);
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		if (buf_size(&done) > 0)
+			buf_putc(&done, '/');
+		buf_append(&done, name, n);
+		if (dfd >= 0)
+			close(dfd);
+		dfd = TAKE_FD(fd);
+	}
+}
+
+/*
+ * Opens rel (relative to the root) beneath the root with flags. The kernel
+ * walks it first; only what it refuses with EXDEV, as it refuses every
+ * absolute symlink, is walked again by chase() to tell the links pointing
+ * inside from the escapes.
+ */
+static int open_rel(const struct workspace *ws, const char *rel, int flags, mode_t mode)
+{
+	int fd = openat2_retry(ws->dirfd, rel, flags, mode, RESOLVE_WS);
+	if (fd == -EXDEV)
+		return chase(ws, rel, flags, mode, false);
+	if (fd == -ELOOP)
+		return eloop_cause(ws->dirfd, rel, flags);
+	return fd;
+}
+
+/*
+ * Finds how much of rel exists (*ret_n bytes, whole components), resolving
+ * it beneath the root. A walk that meets a missing component fails there
+ * whatever follows, so existence only shrinks as the prefix grows: a binary
+ * search over the components needs a logarithmic number of walks, where
+ * trying each would be quadratic in the path's length.
+ */
+static int existing_prefix(const struct workspace *ws, const char *rel, size_t *ret_n)
+{
+	size_t full = strlen(rel);
+	int fd = open_rel(ws, full ? rel : ".", O_PATH, 0);
+	if (fd >= 0) {
+		close(fd);
+		*ret_n = full;
+		return 0;
+	}
+	if (fd != -ENOENT)
+		return fd;
+
+	/* ends[k]: where the k-th component ends; ends[0] = 0 is the root. */
+	_cleanup_free_ size_t *ends = xreallocarray(NULL, full / 2 + 2, sizeof(size_t));
+	size_t k = 0;
+	ends[k++] = 0;
+	for (size_t i = 0; i < full;) {
+		while (i < full && rel[i] == '/')
+			i++;
+		while (i < full && rel[i] != '/')
+			i++;
+		if (i > ends[k - 1] && rel[i - 1] != '/')
+			ends[k++] = i;
+	}
+	/* ends[lo] exists (the root does), ends[hi] does not (the whole path). */
+	size_t lo = 0, hi = k - 1;
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		_cleanup_free_ char *prefix = xstrndup(rel, ends[mid]);
+		fd = open_rel(ws, prefix, O_PATH, 0);
+		if (fd >= 0) {
+			close(fd);
+			lo = mid;
+		} else if (fd == -ENOENT) {
+			hi = mid;
+		} else {
+			return fd;
+		}
+	}
+	*ret_n = ends[lo];
+	return 0;
+}
+
 /* Checks that rel, as far as it exists, resolves beneath the root, and that the rest would too. */
 static int check_rel(const struct workspace *ws, const char *rel)
 {
-	/* Find the longest prefix that exists; the kernel resolves it. */
-	size_t n = strlen(rel), full = n;
-	for (;;) {
-		_cleanup_free_ char *prefix = n ? xstrndup(rel, n) : xstrdup(".");
-		int fd = openat_beneath(ws->dirfd, prefix, O_PATH, 0);
-		if (fd >= 0) {
-			close(fd);
-			break;
-		}
-		if (fd != -ENOENT || n == 0)
-			return fd;
-		n = drop_last(rel, n);
-	}
+	size_t n, full = strlen(rel);
+	int r = existing_prefix(ws, rel, &n);
+	if (r < 0)
+		return r;
 	if (n == full)
 		return 0;
 
@@ -209,7 +458,7 @@ static int check_rel(const struct workspace *ws, const char *rel)
 	for (int k = lowest; k < 0; k++)
 		buf_puts(&b, "/..");
 	buf_putc(&b, '\0');
-	int fd = openat_beneath(ws->dirfd, buf_head(&b), O_PATH, 0);
+	int fd = open_rel(ws, buf_head(&b), O_PATH, 0);
 	buf_free(&b);
 	if (fd < 0)
 		return fd;
@@ -226,64 +475,28 @@ int ws_check(const struct workspace *ws, const char *path, size_t len)
 	return check_rel(ws, rel);
 }
 
-/* Creates the missing directories of rel, each created in a parent the kernel found beneath the root. */
-static int mkdir_beneath(const struct workspace *ws, const char *rel)
+/* Splits rel as split_path() does; a directory by its form that leads out ("..") is an escape first. */
+static int split_beneath(const struct workspace *ws, const char *rel, char **ret_dir, char **ret_name)
 {
-	size_t n = strlen(rel), i = 0;
-
-	while (i < n) {
-		size_t s = i;
-		while (s < n && rel[s] == '/')
-			s++;
-		if (s >= n)
-			break;
-		size_t e = s;
-		while (e < n && rel[e] != '/')
-			e++;
-		i = e;
-		/* "." and ".." exist wherever the walk stands; the kernel judges
-		 * them when the prefix holding them is opened. */
-		if ((e - s == 1 && rel[s] == '.') || (e - s == 2 && rel[s] == '.' && rel[s + 1] == '.'))
-			continue;
-
-		_cleanup_free_ char *prefix = xstrndup(rel, e);
-		int fd = openat_beneath(ws->dirfd, prefix, O_PATH | O_DIRECTORY, 0);
-		if (fd >= 0) {
-			close(fd);
-			continue;
-		}
-		if (fd != -ENOENT)
-			return fd;
-
-		_cleanup_free_ char *parent = xstrndup(rel, s);
-		_cleanup_close_ int pfd = openat_beneath(ws->dirfd, s ? parent : ".", O_PATH | O_DIRECTORY, 0);
-		if (pfd < 0)
-			return pfd;
-		_cleanup_free_ char *comp = xstrndup(rel + s, e - s);
-		/* mkdirat never follows a symlink in its last component: a
-		 * dangling link there gives EEXIST and the open below fails. */
-		if (mkdirat(pfd, comp, 0777) < 0 && errno != EEXIST)
-			return -errno;
-	}
-	return 0;
+	int r = split_path(rel, ret_dir, ret_name);
+	if (r == -EISDIR && check_rel(ws, rel) == -EXDEV)
+		return -EXDEV;
+	return r;
 }
 
 /* Opens the directory rel beneath the root for creating files in it (readable, so it can be fsynced). */
 static int open_dir(const struct workspace *ws, const char *rel, bool create, int *ret_fd)
 {
-	int fd = openat_beneath(ws->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
+	int fd = open_rel(ws, rel, O_RDONLY | O_DIRECTORY, 0);
 	if (fd == -ENOENT && create) {
 		/* Nothing is created for a path that would lead out. */
 		int r = check_rel(ws, rel);
 		if (r < 0)
 			return r;
-		r = mkdir_beneath(ws, rel);
-		if (r < 0)
-			return r;
-		fd = openat_beneath(ws->dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
+		fd = chase(ws, rel, O_RDONLY | O_DIRECTORY, 0, true);
 	}
 	if (fd == -EACCES)	/* a write-only directory: still usable, without fsync */
-		fd = openat_beneath(ws->dirfd, rel, O_PATH | O_DIRECTORY, 0);
+		fd = open_rel(ws, rel, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
 	*ret_fd = fd;
@@ -340,7 +553,7 @@ int ws_openat(const struct workspace *ws, const char *path, size_t len, int flag
 	int r = ws_relative(ws, path, len, &rel);
 	if (r < 0)
 		return r;
-	int fd = openat_beneath(ws->dirfd, rel, flags, mode);
+	int fd = open_rel(ws, rel, flags, mode);
 	if (fd < 0)
 		return fd;
 	*ret_fd = fd;
@@ -354,7 +567,7 @@ int ws_open_parent(const struct workspace *ws, const char *path, size_t len, boo
 	int r = ws_relative(ws, path, len, &rel);
 	if (r < 0)
 		return r;
-	r = split_path(rel, &dir, &name);
+	r = split_beneath(ws, rel, &dir, &name);
 	if (r < 0)
 		return r;
 	int fd;
@@ -481,24 +694,12 @@ static void random_name(char *s, size_t n)
 	s[n] = '\0';
 }
 
-/* Reads the symlink name in dirfd, newly allocated. */
-static int readlink_alloc(int dirfd, const char *name, char **ret)
-{
-	char buf[PATH_MAX];
-	ssize_t k = readlinkat(dirfd, name, buf, sizeof(buf));
-	if (k < 0)
-		return -errno;
-	if ((size_t)k >= sizeof(buf))
-		return -ENAMETOOLONG;
-	*ret = xstrndup(buf, (size_t)k);
-	return 0;
-}
-
 /*
  * Finds the file a write to rel lands on: its directory (opened beneath the
- * root) and name, following relative symlinks that stay beneath the root as
- * the kernel would. Absolute symlinks are refused, as RESOLVE_BENEATH
- * refuses them when reading, so reads and writes agree on every link.
+ * root) and name, following symlinks by the rule reads follow (a relative
+ * target from the link's directory, an absolute one only when it names a
+ * place under the root), so reads and writes agree on every link. The link
+ * is kept; the file it leads to is what gets replaced.
  */
 static int resolve_target(const struct workspace *ws, const char *rel, bool create_dirs,
 			  int *ret_dirfd, char **ret_name, struct stat *ret_st, bool *ret_exists)
@@ -507,7 +708,7 @@ static int resolve_target(const struct workspace *ws, const char *rel, bool crea
 
 	for (unsigned hop = 0;; hop++) {
 		_cleanup_free_ char *dir = NULL, *name = NULL, *target = NULL;
-		int r = split_path(cur, &dir, &name);
+		int r = split_beneath(ws, cur, &dir, &name);
 		if (r < 0)
 			return r;
 		_cleanup_close_ int dfd = -1;
@@ -523,12 +724,19 @@ static int resolve_target(const struct workspace *ws, const char *rel, bool crea
 		} else if (S_ISLNK(st.st_mode)) {
 			if (hop >= SYMLINK_HOPS)
 				return -ELOOP;
+			if (meets_magic_link(dfd, name))
+				return -EXDEV;
 			r = readlink_alloc(dfd, name, &target);
 			if (r < 0)
 				return r;
-			if (target[0] == '/')
-				return -EXDEV;
-			char *next = xasprintf("%s/%s", dir, target);
+			char *next;
+			if (target[0] == '/') {
+				/* Inside only when it names the root or a place under it. */
+				r = ws_relative(ws, target, strlen(target), &next);
+				if (r < 0)
+					return r;
+			} else
+				next = xasprintf("%s/%s", dir, target);
 			free(cur);
 			cur = next;
 			if (strlen(cur) >= PATH_MAX)

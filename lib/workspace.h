@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A session's workspace: a root directory held open as an O_PATH fd, and
- * every path a client names resolved beneath it by the kernel with
- * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS). "..", absolute paths
- * outside the root, symlinks leading out, /proc magic links and prefix
- * tricks ("/ws" vs "/ws-evil") are refused with no race between check and use.
+ * every path a client names resolved beneath it with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), relative to that fd or
+ * to directory fds found beneath it. Symlinks are followed while they stay
+ * beneath the root: a relative target from the link's directory, an
+ * absolute one when it names the canonical root or a place under it (it is
+ * then resolved from the root). "..", absolute paths outside the root,
+ * symlinks leading out, /proc magic links and prefix tricks ("/ws" vs
+ * "/ws-evil") are refused with no race between check and use.
  */
 #ifndef TC_WORKSPACE_H
 #define TC_WORKSPACE_H
@@ -34,8 +38,9 @@ struct workspace *ws_unref(struct workspace *ws);
 /*
  * Opens path beneath the root. Absolute paths that lie under the root are
  * taken relative to it; any other absolute path is refused. A path with a
- * NUL byte (len counts it) is refused with -EINVAL. On escape the kernel's
- * error comes back (-EXDEV, -ELOOP, ...).
+ * NUL byte (len counts it) is refused with -EINVAL. A path leading out
+ * (through "..", a symlink or a magic link) fails with -EXDEV, a symlink
+ * loop with -ELOOP.
  */
 int ws_openat(const struct workspace *ws, const char *path, size_t len, int flags, mode_t mode, int *ret_fd);
 /*
@@ -65,9 +70,9 @@ int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t o
  * file in the same directory is written, fsynced, given the old file's mode
  * and owner (0644 minus the umask for a new file) and renamed over the
  * target, then the directory is fsynced; on failure the temporary file is
- * removed and the target is untouched. Relative symlinks are followed while
- * they stay beneath the root (the file they lead to is replaced, the link
- * kept); a symlink leading out or an absolute one fails with -EXDEV.
+ * removed and the target is untouched. Symlinks are followed as when
+ * reading, while they stay beneath the root (the file they lead to is
+ * replaced, the link kept); a symlink leading out fails with -EXDEV.
  * *ret_created (may be NULL) says whether the file did not exist before.
  */
 int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, const void *data, size_t n,

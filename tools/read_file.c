@@ -94,6 +94,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	size_t limit = call->env && call->env->read_cap ? call->env->read_cap : DEFAULT_READ_CAP;
 	if (json_get_int(json_get(call->args, "limit"), &v) && v > 0)
 		limit = (size_t)v;
+	limit = MIN(limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
 	const char *encoding = json_str(json_get(call->args, "encoding"));
 	bool b64 = str_eq(encoding, "base64");
 
