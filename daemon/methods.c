@@ -586,8 +586,10 @@ static void m_subscribe(struct conn *c, const struct jrpc_req *req, struct pendi
 	event_unsubscribe(c->sub);
 	c->sub = event_subscribe(&s->bus, pats, c->cred.uid, scope, conn_deliver_event, c);
 	free(pats);
-	if (!p)
+	if (!p) {
+		dispatch_replay_confirmations(s->dispatcher, c->sub);
 		return;
+	}
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
 	jgen_obj_open(g);
@@ -602,6 +604,8 @@ static void m_subscribe(struct conn *c, const struct jrpc_req *req, struct pendi
 	jgen_obj_close(g);
 	jgen_free(g);
 	answer(p, &b);
+	/* After the answer, so the client knows it is subscribed first. */
+	dispatch_replay_confirmations(s->dispatcher, c->sub);
 }
 
 static void m_resolve(struct conn *c, const struct jrpc_req *req, struct pending *p)

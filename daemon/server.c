@@ -215,6 +215,12 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 
 static void check_stopped(struct server *s)
 {
+	if (s->winding_down) {
+		/* Cancelled children are being killed: wait for them to go. */
+		if (dispatch_abandoned(s->dispatcher) == 0)
+			ev_break(s->ev, EVBREAK_ALL);
+		return;
+	}
 	if (s->stopping && dispatch_inflight(s->dispatcher) == 0)
 		ev_break(s->ev, EVBREAK_ALL);
 }
@@ -246,6 +252,12 @@ static void on_grace(struct ev_loop *ev, ev_timer *w, int revents)
 	struct server *s = container_of(w, struct server, grace_w);
 	log_info("grace period over: cancelling %u calls", dispatch_inflight(s->dispatcher));
 	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
+	ev_break(ev, EVBREAK_ALL);
+}
+
+static void on_wind_down_timeout(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	log_warning("children of cancelled calls are still running; exiting anyway");
 	ev_break(ev, EVBREAK_ALL);
 }
 
@@ -337,6 +349,8 @@ static void extra_reloaded(struct jgen *g, void *arg)
 	jgen_kv_raw(g, "changed", r->changed, strlen(r->changed));
 }
 
+static void watch_tools_dir(struct server *s);
+
 /* Puts a new registry in force; tells clients and subscribers. Returns
  * the {tools, added, removed, changed} summary. */
 static char *swap_registry(struct server *s, struct registry *reg, bool always_notify)
@@ -417,9 +431,17 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 			log_warning("audit_log changes take effect at restart");
 		free(fresh.audit_log);
 		fresh.audit_log = s->cfg.audit_log ? xstrdup(s->cfg.audit_log) : NULL;
+		bool rewatch = !str_eq(fresh.tools_dir, s->cfg.tools_dir);
 		config_free(&s->cfg);
 		s->cfg = fresh;
 		apply_config(s);
+		if (rewatch) {
+			if (s->inotify_fd >= 0) {
+				ev_io_stop(s->ev, &s->inotify_w);
+				close(s->inotify_fd);
+			}
+			watch_tools_dir(s);
+		}
 	} else {
 		config_free(&fresh);
 	}
@@ -612,10 +634,21 @@ int server_run(struct server *s)
 		 s->socket_path ? s->socket_path : "(socket activation)", s->default_ws->root);
 	ev_run(s->ev, 0);
 	/* Stopped: every call has been answered or cancelled; let the
-	 * answers out, then close. */
+	 * answers out. */
 	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
 	on_prepare(s->ev, &s->flush_w, 0);
 	drain_output(s, 2000);
+	/* Children of cancelled calls get SIGTERM, then SIGKILL after 5 s:
+	 * keep the loop turning until they are gone (bounded), so none is
+	 * left behind and nothing they hold is lost. */
+	if (dispatch_abandoned(s->dispatcher) > 0) {
+		s->winding_down = true;
+		ev_timer_stop(s->ev, &s->grace_w);
+		ev_init(&s->grace_w, on_wind_down_timeout);
+		ev_timer_set(&s->grace_w, 7.0, 0.0);
+		ev_timer_start(s->ev, &s->grace_w);
+		ev_run(s->ev, 0);
+	}
 	return 0;
 }
 

@@ -67,6 +67,7 @@ struct server {
 	struct tool_env env;
 	uid_t uid;			/* the daemon's own */
 	bool stopping;
+	bool winding_down;		/* stopped; waiting for children of cancelled calls */
 	uint64_t started_ms;
 	uint64_t reloads;
 };

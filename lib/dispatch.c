@@ -96,11 +96,13 @@ struct exec {
 	struct outcome *last;		/* last failed attempt, while backing off */
 	bool holds_slot;
 	bool probe;
+	uint64_t confirm_seq;		/* when confirmation was asked */
 };
 
 struct attempt {
 	struct tool_call tc;
 	struct exec *exec;		/* NULL: abandoned */
+	struct dispatcher *d;
 };
 
 struct caller {
@@ -152,6 +154,7 @@ struct dispatcher {
 	uint64_t boot;
 	unsigned pumping;
 	struct caller *watch;		/* cleared when that caller is freed */
+	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 };
 
 static void pump(struct dispatcher *d);
@@ -794,6 +797,7 @@ static void attempt_end(struct attempt *a)
 {
 	struct exec *e = a->exec;
 	if (!e) {
+		a->d->abandoned--;
 		tool_call_clear(&a->tc);
 		free(a);
 		return;
@@ -851,17 +855,27 @@ static void abandon_attempt(struct exec *e)
 		return;
 	e->attempt = NULL;
 	a->exec = NULL;
+	e->d->abandoned++;
 	if (e->tool->def->cancel)
 		e->tool->def->cancel(&a->tc);
+}
+
+/* The command the attempt in progress ran, for the audit log of an
+ * outcome that does not come from the tool (timeout, cancel). */
+static char *attempt_command(const struct exec *e)
+{
+	return e->attempt && e->attempt->tc.command ? xstrdup(e->attempt->tc.command) : NULL;
 }
 
 static void on_attempt_timeout(void *arg)
 {
 	struct exec *e = arg;
+	char *command = attempt_command(e);
 	abandon_attempt(e);
 	struct outcome *o = outcome_error(TC_TIMEOUT, "Tool '%s' exceeded its %llu ms limit",
 					  e->tool->name, (unsigned long long)e->timeout_ms);
 	o->idempotent = e->tool->idempotent;
+	o->command = command;
 	attempt_result(e, o);
 }
 
@@ -901,6 +915,7 @@ static void start_attempt(struct exec *e)
 
 	struct attempt *a = xcalloc(1, sizeof(*a));
 	a->exec = e;
+	a->d = d;
 	a->tc.tool = e->tool;
 	a->tc.args = e->args;
 	a->tc.ws = s->ws;
@@ -1013,6 +1028,7 @@ static void ask_confirmation(struct exec *e)
 			  (unsigned long long)++d->counter);
 	c->exec = e;
 	c->uid = e->session->uid;
+	e->confirm_seq = d->counter;
 	list_init(&c->node);
 	map_put(d->confirms, c->id, c);
 	e->confirm = c;
@@ -1021,6 +1037,34 @@ static void ask_confirmation(struct exec *e)
 	struct confirm_arg ca = { e };
 	event_emit(d->bus, "tool.confirmation_requested", e->session, e->call_id, e->tool->name,
 		   extra_confirm, &ca);
+}
+
+void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub)
+{
+	/* In the order they were asked (ids carry a counter). */
+	struct exec **open = NULL;
+	size_t n = 0;
+	size_t it = 0;
+	void *v;
+	while (map_next(d->confirms, &it, NULL, &v)) {
+		struct confirm *c = v;
+		if (c->exec && !c->decision) {
+			open = xreallocarray(open, n + 1, sizeof(*open));
+			open[n++] = c->exec;
+		}
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && open[j]->confirm_seq < open[j - 1]->confirm_seq; j--) {
+			struct exec *t = open[j];
+			open[j] = open[j - 1];
+			open[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		struct confirm_arg ca = { open[i] };
+		event_emit_to(d->bus, sub, "tool.confirmation_requested", open[i]->session, open[i]->call_id,
+			      open[i]->tool->name, extra_confirm, &ca);
+	}
+	free(open);
 }
 
 int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
@@ -1204,9 +1248,10 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 		args = json_doc_root(doc);
 	}
 	if (args->type != JSON_OBJECT) {
-		json_doc_unref(doc);
+		/* args lives in doc: name its type before letting doc go. */
 		struct outcome *o = one_invalid(name, "", "arguments must be an object, got %s",
 						json_kind_name(args));
+		json_doc_unref(doc);
 		event_emit(d->bus, "tool.input_invalid", s, NULL, name, extra_invalid, o);
 		fail_now(d, c, name, t, o);
 		return NULL;
@@ -1222,9 +1267,15 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 		return NULL;
 	}
 
-	/* Paths: the kernel resolves what exists beneath the root now, so an
-	 * escape is refused before anyone is asked to confirm it. */
-	for (const char *const *pa = t->def->path_args; pa && *pa && s->ws; pa++) {
+	enum confirm_mode mode = CONFIRM_AUTO;
+	if (d->policy && !map_get(s->always_allow, t->name))
+		mode = policy_decide(d->policy, t->name, t->side_effects, s->ws ? s->ws->root : NULL);
+
+	/* Paths: when someone will be asked to confirm, the kernel resolves
+	 * what exists of them beneath the root now, so an escape is refused
+	 * before anyone is asked. Otherwise the tool's own openat2 refuses it
+	 * (the same error), and the extra lookup is saved. */
+	for (const char *const *pa = t->def->path_args; mode == CONFIRM_PROMPT && pa && *pa && s->ws; pa++) {
 		const struct json *v = json_get(args, *pa);
 		if (!v || v->type != JSON_STRING)
 			continue;
@@ -1306,10 +1357,6 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 		return NULL;
 	}
 
-	enum confirm_mode mode = CONFIRM_AUTO;
-	if (d->policy && !map_get(s->always_allow, t->name))
-		mode = policy_decide(d->policy, t->name, t->side_effects, s->ws ? s->ws->root : NULL);
-
 	struct exec *e = xcalloc(1, sizeof(*e));
 	e->d = d;
 	e->tool = tool_ref(t);
@@ -1373,6 +1420,7 @@ static void exec_cancel(struct exec *e, const char *why)
 {
 	if (e->state == EX_DONE)
 		return;
+	char *command = attempt_command(e);
 	abandon_attempt(e);
 	if (e->confirm) {
 		struct confirm *c = e->confirm;
@@ -1380,7 +1428,9 @@ static void exec_cancel(struct exec *e, const char *why)
 		c->exec = NULL;
 		confirm_settle(e->d, c, "cancelled");
 	}
-	finish(e, outcome_error(TC_CANCELLED, "%s", why));
+	struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
+	o->command = command;
+	finish(e, o);
 }
 
 static void cancel_caller(struct caller *c, bool respond, const char *why)
@@ -1448,6 +1498,11 @@ void dispatch_cancel_all(struct dispatcher *d, const char *why)
 		struct exec *e = list_first(&d->execs, struct exec, node);
 		exec_cancel(e, why);
 	}
+}
+
+unsigned dispatch_abandoned(const struct dispatcher *d)
+{
+	return d->abandoned;
 }
 
 unsigned dispatch_inflight(const struct dispatcher *d)

@@ -139,6 +139,9 @@ unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
 void dispatch_cancel_all(struct dispatcher *d, const char *why);
 /* Callers waiting for outcomes. */
 unsigned dispatch_inflight(const struct dispatcher *d);
+/* Attempts that were stopped (timeout, cancel) whose tool has not yet
+ * finished them: a child still being killed. */
+unsigned dispatch_abandoned(const struct dispatcher *d);
 
 /* True when the session may call the tool (not denied by policy). */
 bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t);
@@ -151,6 +154,11 @@ bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, 
  */
 int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
 		     bool *ret_accepted, const char **ret_decision);
+
+struct subscriber;
+/* Sends a new subscriber the confirmation requests still open that it may
+ * see, so an approver that arrives late can answer them. */
+void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub);
 
 /* Writes admin/stats members (inside an open object). */
 void dispatch_write_stats(struct dispatcher *d, struct jgen *g);

@@ -102,6 +102,39 @@ static void report_drops(struct subscriber *sub)
 	buf_free(&b);
 }
 
+/* Writes one event object. */
+static void build_event(struct buf *out, const char *type, const struct session *s, const char *call_id,
+			const char *tool, void (*extra)(struct jgen *g, void *arg), void *arg)
+{
+	char tbuf[32];
+	format_time(wall_ms(), tbuf);
+	struct jgen *g = jgen_new(out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "type", type);
+	jgen_kv_str(g, "time", tbuf);
+	if (s)
+		jgen_kv_str(g, "sessionId", s->id);
+	if (call_id)
+		jgen_kv_str(g, "callId", call_id);
+	if (tool)
+		jgen_kv_str(g, "tool", tool);
+	if (extra)
+		extra(g, arg);
+	jgen_obj_close(g);
+	jgen_free(g);
+}
+
+static void deliver(struct event_bus *b, struct subscriber *sub, const struct buf *out)
+{
+	if (sub->dropped)
+		report_drops(sub);
+	if (!sub->deliver(sub->ctx, buf_head(out), buf_size(out))) {
+		sub->dropped++;
+		sub->dropped_total++;
+		b->dropped++;
+	}
+}
+
 void event_emit(struct event_bus *b, const char *type, const struct session *s, const char *call_id,
 		const char *tool, void (*extra)(struct jgen *g, void *arg), void *arg)
 {
@@ -115,32 +148,23 @@ void event_emit(struct event_bus *b, const char *type, const struct session *s, 
 		if (!type_matches(sub, type) || !scope_matches(sub, s))
 			continue;
 		if (!built) {
-			char tbuf[32];
-			format_time(wall_ms(), tbuf);
-			struct jgen *g = jgen_new(&out);
-			jgen_obj_open(g);
-			jgen_kv_str(g, "type", type);
-			jgen_kv_str(g, "time", tbuf);
-			if (s)
-				jgen_kv_str(g, "sessionId", s->id);
-			if (call_id)
-				jgen_kv_str(g, "callId", call_id);
-			if (tool)
-				jgen_kv_str(g, "tool", tool);
-			if (extra)
-				extra(g, arg);
-			jgen_obj_close(g);
-			jgen_free(g);
+			build_event(&out, type, s, call_id, tool, extra, arg);
 			built = true;
 			b->emitted++;
 		}
-		if (sub->dropped)
-			report_drops(sub);
-		if (!sub->deliver(sub->ctx, buf_head(&out), buf_size(&out))) {
-			sub->dropped++;
-			sub->dropped_total++;
-			b->dropped++;
-		}
+		deliver(b, sub, &out);
 	}
+	buf_free(&out);
+}
+
+void event_emit_to(struct event_bus *b, struct subscriber *sub, const char *type, const struct session *s,
+		   const char *call_id, const char *tool, void (*extra)(struct jgen *g, void *arg), void *arg)
+{
+	if (!type_matches(sub, type) || !scope_matches(sub, s))
+		return;
+	struct buf out = {0};
+	build_event(&out, type, s, call_id, tool, extra, arg);
+	b->emitted++;
+	deliver(b, sub, &out);
 	buf_free(&out);
 }

@@ -56,4 +56,8 @@ bool event_pattern_valid(const char *pattern);
 void event_emit(struct event_bus *b, const char *type, const struct session *s, const char *call_id,
 		const char *tool, void (*extra)(struct jgen *g, void *arg), void *arg);
 
+/* Emits one event to one subscriber only (if it matches). */
+void event_emit_to(struct event_bus *b, struct subscriber *sub, const char *type, const struct session *s,
+		   const char *call_id, const char *tool, void (*extra)(struct jgen *g, void *arg), void *arg);
+
 #endif
