@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The file tools through the socket (read_file, write_file, patch_file,
+ * list_dir) and the workspace escape matrix: "..", absolute paths, prefix
+ * tricks, symlinks out (to files and directories, for reading and for
+ * writing), symlink chains, /proc magic links and NUL bytes are refused
+ * with permission_denied, and nothing outside the workspace is read,
+ * changed or created (CONTRACT §6).
+ */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+
+/* Writes and the shell run without asking: tests here are about the
+ * tools, not about confirmation. */
+#define CFG_AUTO "{\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"}}}"
+
+static const char secret[] = "TOP SECRET\n";
+
+/* Number of entries in a directory (not counting . and ..). */
+static int count_entries(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	ck_assert_msg(dp, "opendir %s", dir);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(dp)))
+		if (!str_eq(e->d_name, ".") && !str_eq(e->d_name, ".."))
+			n++;
+	closedir(dp);
+	return n;
+}
+
+static mode_t file_mode(const char *path)
+{
+	struct stat st;
+	ck_assert_msg(stat(path, &st) == 0, "stat %s", path);
+	return st.st_mode & 07777;
+}
+
+/* --- the tools ----------------------------------------------------------- */
+
+START_TEST(read_file_basics)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_AUTO);
+	tcd_put(&d, "src/main.c", "0123456789abcdef");
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = tcc_call(c, "read_file", "{\"path\":\"src/main.c\"}");
+	tc_assert_ok(r);
+	const struct json *sc = tj(r, "result.structuredContent");
+	ck_assert_pstr_eq(tj_str(sc, "path"), "src/main.c");
+	ck_assert_pstr_eq(tj_str(sc, "content"), "0123456789abcdef");
+	ck_assert_int_eq(tj_int(sc, "size"), 16);
+	ck_assert(!tj_bool(sc, "truncated"));
+	ck_assert_pstr_eq(tj_str(sc, "encoding"), "utf8");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "0123456789abcdef"), "text content");
+
+	/* offset and limit */
+	r = tcc_call(c, "read_file", "{\"path\":\"src/main.c\",\"offset\":4,\"limit\":5}");
+	tc_assert_ok(r);
+	sc = tj(r, "result.structuredContent");
+	ck_assert_pstr_eq(tj_str(sc, "content"), "45678");
+	ck_assert_int_eq(tj_int(sc, "size"), 16);
+	ck_assert(tj_bool(sc, "truncated"));
+	ck_assert_int_eq(tj_int(sc, "next_offset"), 9);
+	r = tcc_call(c, "read_file", "{\"path\":\"src/main.c\",\"offset\":9}");
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "9abcdef");
+	ck_assert(!tj_bool(r, "result.structuredContent.truncated"));
+	r = tcc_call(c, "read_file", "{\"path\":\"src/main.c\",\"offset\":100}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "");
+
+	/* an absolute path inside the workspace is accepted */
+	char *abs = tcd_ws_path(&d, "src/main.c");
+	char *q = tj_quote(abs);
+	r = tcc_call(c, "read_file", tcc_fmt(c, "{\"path\":%s}", q));
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "0123456789abcdef");
+	free(q);
+	free(abs);
+
+	/* a missing file and a directory: execution errors the model can act on */
+	r = tcc_call(c, "read_file", "{\"path\":\"nope.txt\"}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "nope.txt"), "%s", tj_str(r, "error.message"));
+	ck_assert(!tj_bool(r, "error.data.retryable"));
+	ck_assert_pstr_eq(tj_str(r, "error.data.tool"), "read_file");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 1);
+	r = tcc_call(c, "read_file", "{\"path\":\"src\"}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "list_dir"), "%s", tj_str(r, "error.message"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(write_file_basics)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_AUTO);
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = tcc_call(c, "write_file", "{\"path\":\"new.txt\",\"content\":\"hello\\n\"}");
+	tc_assert_ok(r);
+	const struct json *sc = tj(r, "result.structuredContent");
+	ck_assert_pstr_eq(tj_str(sc, "path"), "new.txt");
+	ck_assert_int_eq(tj_int(sc, "bytes"), 6);
+	ck_assert(tj_bool(sc, "created"));
+	char *got = tcd_read(&d, "new.txt", NULL);
+	ck_assert_pstr_eq(got, "hello\n");
+	free(got);
+
+	/* replacing: created false, whole content replaced */
+	r = tcc_call(c, "write_file", "{\"path\":\"new.txt\",\"content\":\"hi\"}");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.structuredContent.created"));
+	got = tcd_read(&d, "new.txt", NULL);
+	ck_assert_pstr_eq(got, "hi");
+	free(got);
+
+	/* the mode is kept */
+	char *path = tcd_ws_path(&d, "run.sh");
+	free(tcd_write_ws(&d, "run.sh", "#!/bin/sh\n", 10, 0751));
+	ck_assert_int_eq(file_mode(path), 0751);
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"run.sh\",\"content\":\"#!/bin/sh\\necho hi\\n\"}"));
+	ck_assert_int_eq(file_mode(path), 0751);
+	free(tcd_write_ws(&d, "private.txt", "x", 1, 0600));
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"private.txt\",\"content\":\"y\"}"));
+	char *priv = tcd_ws_path(&d, "private.txt");
+	ck_assert_int_eq(file_mode(priv), 0600);
+	free(priv);
+	free(path);
+
+	/* missing parent directories: an error unless create_dirs */
+	r = tcc_call(c, "write_file", "{\"path\":\"a/b/c.txt\",\"content\":\"x\"}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "create_dirs"), "%s", tj_str(r, "error.message"));
+	r = tcc_call(c, "write_file", "{\"path\":\"a/b/c.txt\",\"content\":\"x\",\"create_dirs\":true}");
+	tc_assert_ok(r);
+	got = tcd_read(&d, "a/b/c.txt", NULL);
+	ck_assert_pstr_eq(got, "x");
+	free(got);
+
+	/* base64 content is written as bytes */
+	r = tcc_call(c, "write_file", "{\"path\":\"bin.dat\",\"content\":\"AP8Kw6k=\",\"encoding\":\"base64\"}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.bytes"), 5);
+	size_t len;
+	got = tcd_read(&d, "bin.dat", &len);
+	ck_assert_int_eq(len, 5);
+	ck_assert(memcmp(got, "\x00\xff\n\xc3\xa9", 5) == 0);
+	free(got);
+	r = tcc_call(c, "write_file", "{\"path\":\"bin2.dat\",\"content\":\"not base64!\",\"encoding\":\"base64\"}");
+	tc_assert_kind(r, "validation_error");
+
+	/* no temporary file is left behind */
+	ck_assert_int_eq(count_entries(d.ws), 5);	/* new.txt run.sh private.txt a bin.dat */
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(patch_file_basics)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_AUTO);
+	char *path = tcd_write_ws(&d, "f.py", "a = 1\nb = 2\nb = 2\nb = 2\nc = 3\n", 30, 0700);
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = tcc_call(c, "patch_file", "{\"path\":\"f.py\",\"old\":\"a = 1\",\"new\":\"a = 10\"}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.path"), "f.py");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.replacements"), 1);
+	char *got = tcd_read(&d, "f.py", NULL);
+	ck_assert_pstr_eq(got, "a = 10\nb = 2\nb = 2\nb = 2\nc = 3\n");
+	free(got);
+	ck_assert_int_eq(file_mode(path), 0700);
+
+	/* three occurrences: refused, the count said, nothing changed */
+	r = tcc_call(c, "patch_file", "{\"path\":\"f.py\",\"old\":\"b = 2\",\"new\":\"b = 20\"}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "occurs 3 times"), "%s", tj_str(r, "error.message"));
+	ck_assert_int_eq(tj_int(r, "error.data.occurrences"), 3);
+	got = tcd_read(&d, "f.py", NULL);
+	ck_assert_pstr_eq(got, "a = 10\nb = 2\nb = 2\nb = 2\nc = 3\n");
+	free(got);
+	/* twice, overlapping occurrences counted too */
+	tcd_put(&d, "aa.txt", "aaa");
+	r = tcc_call(c, "patch_file", "{\"path\":\"aa.txt\",\"old\":\"aa\",\"new\":\"b\"}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "occurs 2 times"), "%s", tj_str(r, "error.message"));
+
+	/* not found: refused, nothing changed */
+	r = tcc_call(c, "patch_file", "{\"path\":\"f.py\",\"old\":\"zzz\",\"new\":\"y\"}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "not found"), "%s", tj_str(r, "error.message"));
+	/* made unique with context: works */
+	r = tcc_call(c, "patch_file", "{\"path\":\"f.py\",\"old\":\"b = 2\\nc = 3\",\"new\":\"b = 2\\nc = 30\"}");
+	tc_assert_ok(r);
+	got = tcd_read(&d, "f.py", NULL);
+	ck_assert_pstr_eq(got, "a = 10\nb = 2\nb = 2\nb = 2\nc = 30\n");
+	free(got);
+	/* a missing file */
+	r = tcc_call(c, "patch_file", "{\"path\":\"none.py\",\"old\":\"a\",\"new\":\"b\"}");
+	tc_assert_kind(r, "execution_error");
+	free(path);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(list_dir_basics)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_AUTO);
+	tcd_put(&d, "b.txt", "12345");
+	tcd_put(&d, "a/x.c", "x");
+	tcd_put(&d, "a/y/z.h", "zz");
+	char *link = tcd_ws_path(&d, "l");
+	ck_assert(symlink("a", link) == 0);
+	free(link);
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = tcc_call(c, "list_dir", "{}");
+	tc_assert_ok(r);
+	const struct json *sc = tj(r, "result.structuredContent");
+	ck_assert_int_eq(tj_len(sc, "entries"), 3);
+	ck_assert_pstr_eq(tj_str(sc, "entries.0.name"), "a");
+	ck_assert_pstr_eq(tj_str(sc, "entries.0.type"), "dir");
+	ck_assert_pstr_eq(tj_str(sc, "entries.1.name"), "b.txt");
+	ck_assert_pstr_eq(tj_str(sc, "entries.1.type"), "file");
+	ck_assert_int_eq(tj_int(sc, "entries.1.size"), 5);
+	ck_assert_pstr_eq(tj_str(sc, "entries.2.name"), "l");
+	ck_assert_pstr_eq(tj_str(sc, "entries.2.type"), "symlink");
+	ck_assert(!tj_bool(sc, "truncated"));
+
+	/* recursive: relative names, symlinked dirs not followed */
+	r = tcc_call(c, "list_dir", "{\"path\":\".\",\"recursive\":true}");
+	tc_assert_ok(r);
+	sc = tj(r, "result.structuredContent");
+	ck_assert_int_eq(tj_len(sc, "entries"), 6);
+	bool found = false;
+	for (long i = 0; i < tj_len(sc, "entries"); i++) {
+		const char *name = tj_str(sc, tcc_fmt(c, "entries.%ld.name", i));
+		found |= str_eq(name, "a/y/z.h");
+		ck_assert_msg(!str_has_prefix(name, "l/"), "followed the symlink: %s", name);
+	}
+	ck_assert_msg(found, "a/y/z.h not listed");
+
+	/* max_entries truncates */
+	r = tcc_call(c, "list_dir", "{\"recursive\":true,\"max_entries\":2}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.entries"), 2);
+	ck_assert(tj_bool(r, "result.structuredContent.truncated"));
+	/* a subdirectory */
+	r = tcc_call(c, "list_dir", "{\"path\":\"a\"}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.entries"), 2);
+	/* a file and a missing directory */
+	tc_assert_kind(tcc_call(c, "list_dir", "{\"path\":\"b.txt\"}"), "execution_error");
+	tc_assert_kind(tcc_call(c, "list_dir", "{\"path\":\"nope\"}"), "execution_error");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Without configuration a write needs a confirmation; with nobody
+ * subscribed to approve it, it fails at once and writes nothing. */
+START_TEST(write_needs_confirmation_by_default)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "write_file", "{\"path\":\"x.txt\",\"content\":\"x\"}");
+	tc_assert_kind(r, "user_denied");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
+	ck_assert_int_eq(count_entries(d.ws), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- the escape matrix --------------------------------------------------- */
+
+struct escape {
+	struct tcd d;
+	struct tcc *c;
+	char *outside;		/* dir/outside: a directory next to the workspace */
+	char *evil;		/* dir/ws-evil: shares the workspace's name as prefix */
+	char *secret;		/* outside/secret.txt */
+};
+
+static void escape_setup(struct escape *e)
+{
+	tcd_start(&e->d, CFG_AUTO);
+	struct tcd *d = &e->d;
+	e->outside = xasprintf("%s/outside", d->dir);
+	e->evil = xasprintf("%s/ws-evil", d->dir);
+	e->secret = xasprintf("%s/secret.txt", e->outside);
+	ck_assert(mkdir(e->outside, 0755) == 0);
+	ck_assert(mkdir(e->evil, 0755) == 0);
+	tc_write_file_atomic(e->secret, secret, strlen(secret));
+	char *evil_secret = xasprintf("%s/secret.txt", e->evil);
+	tc_write_file_atomic(evil_secret, secret, strlen(secret));
+	free(evil_secret);
+
+	tcd_put(d, "inside.txt", "inside\n");
+	tcd_put(d, "sub/deep.txt", "deep\n");
+	tcd_put(d, "..test", "dotdot name\n");
+	tcd_put(d, "...", "three dots\n");
+	tcd_put(d, "sub/..hidden", "hidden\n");
+	/* symlinks leading out: absolute and relative, to a file and a dir */
+	struct {
+		const char *name, *target;
+	} links[] = {
+		{ "abs_file", e->secret },
+		{ "abs_dir", e->outside },
+		{ "rel_file", "../outside/secret.txt" },
+		{ "rel_dir", "../outside" },
+		{ "sub/up_file", "../../outside/secret.txt" },
+		{ "evil_dir", "../ws-evil" },
+		{ "root_link", "/" },
+		{ "proc_root", "/proc/self/root" },
+		{ "proc_cwd", "/proc/self/cwd" },
+		/* a chain: chain1 -> chain2 -> chain3 -> outside */
+		{ "chain1", "chain2" },
+		{ "chain2", "sub/chain3" },
+		{ "sub/chain3", "../rel_file" },
+		/* dangling, leading out: writing through it must not create */
+		{ "dangling_out", "../outside/created.txt" },
+		{ "dangling_dir", "../outside/newdir" },
+		/* inside: allowed */
+		{ "in_file", "inside.txt" },
+		{ "in_dir", "sub" },
+		{ "in_chain", "in_file" },
+		{ "sub/in_up", "../inside.txt" },
+		{ "loop1", "loop2" },
+		{ "loop2", "loop1" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+		char *p = tcd_ws_path(d, links[i].name);
+		ck_assert_msg(symlink(links[i].target, p) == 0, "symlink %s", p);
+		free(p);
+	}
+	e->c = tcc_connect(d);
+}
+
+static void escape_teardown(struct escape *e)
+{
+	/* nothing outside changed or appeared */
+	char *got = tcd_read(&e->d, e->secret, NULL);
+	ck_assert_pstr_eq(got, secret);
+	free(got);
+	ck_assert_int_eq(count_entries(e->outside), 1);
+	ck_assert_int_eq(count_entries(e->evil), 1);
+	ck_assert_int_eq(count_entries(e->d.dir), 7);	/* config, sock, ws, tools.d, log, outside, ws-evil */
+	tcc_close(e->c);
+	ck_assert_int_eq(tcd_stop(&e->d), 0);
+	free(e->outside);
+	free(e->evil);
+	free(e->secret);
+	tcd_free(&e->d);
+}
+
+/* Asserts a call is refused as an escape and that the message says so. */
+static void denied_at(struct escape *e, const char *tool, const char *args, int line)
+{
+	const struct json *r = tcc_call(e->c, tool, args);
+	const char *kind = tj_kind(r);
+	char *t = tj_text(r);
+	ck_assert_msg(kind && str_eq(kind, "permission_denied"), "line %d: %s %s: expected permission_denied, got %s",
+		      line, tool, args, t);
+	ck_assert_msg(tj_int(r, "error.code") == -32603, "line %d: code: %s", line, t);
+	ck_assert_msg(!tj_bool(r, "error.data.retryable"), "line %d: retryable: %s", line, t);
+	const char *msg = tj_str(r, "error.message");
+	ck_assert_msg(strstr(msg, "escapes the workspace") || strstr(msg, "NUL"), "line %d: message: %s", line, msg);
+	ck_assert_msg(!strstr(msg, "TOP SECRET"), "line %d: leaked: %s", line, msg);
+	free(t);
+}
+#define denied(e, tool, args) denied_at((e), (tool), (args), __LINE__)
+
+/* Every tool that takes a path, for a path (JSON text, quotes included). */
+static void all_denied_at(struct escape *e, const char *path_json, int line)
+{
+	struct tcc *c = e->c;
+	denied_at(e, "read_file", tcc_fmt(c, "{\"path\":%s}", path_json), line);
+	denied_at(e, "read_file", tcc_fmt(c, "{\"path\":%s,\"encoding\":\"base64\"}", path_json), line);
+	denied_at(e, "write_file", tcc_fmt(c, "{\"path\":%s,\"content\":\"PWNED\"}", path_json), line);
+	denied_at(e, "write_file", tcc_fmt(c, "{\"path\":%s,\"content\":\"PWNED\",\"create_dirs\":true}", path_json),
+		  line);
+	denied_at(e, "patch_file", tcc_fmt(c, "{\"path\":%s,\"old\":\"TOP\",\"new\":\"PWNED\"}", path_json), line);
+	denied_at(e, "list_dir", tcc_fmt(c, "{\"path\":%s}", path_json), line);
+}
+#define all_denied(e, path_json) all_denied_at((e), (path_json), __LINE__)
+
+START_TEST(escape_dotdot)
+{
+	struct escape e;
+	escape_setup(&e);
+	const struct json *r = tcc_call(e.c, "read_file", "{\"path\":\"../../etc/passwd\"}");
+	tc_assert_kind(r, "permission_denied");
+	ck_assert_pstr_eq(tj_str(r, "error.message"), "Path '../../etc/passwd' escapes the workspace");
+	denied(&e, "read_file", "{\"path\":\"..\"}");
+	denied(&e, "list_dir", "{\"path\":\"..\"}");
+	denied(&e, "list_dir", "{\"path\":\"../..\"}");
+	denied(&e, "patch_file", "{\"path\":\"..\",\"old\":\"a\",\"new\":\"b\"}");
+	all_denied(&e, "\"../outside/secret.txt\"");
+	all_denied(&e, "\"../../../../../../../../etc/passwd\"");
+	all_denied(&e, "\"sub/../../outside/secret.txt\"");
+	all_denied(&e, "\"sub/../sub/../../outside/secret.txt\"");
+	all_denied(&e, "\"./../outside/secret.txt\"");
+	all_denied(&e, "\"sub/./../../outside\"");
+	all_denied(&e, "\"../ws/../outside/secret.txt\"");
+	all_denied(&e, "\"../outside/new.txt\"");
+	all_denied(&e, "\"../outside/newdir/new.txt\"");
+	/* the workspace's own name through its parent is still "out then in" */
+	all_denied(&e, "\"../ws-evil/secret.txt\"");
+	escape_teardown(&e);
+}
+END_TEST
+
+/* A path whose last component is ".." and that leads out is an escape,
+ * for write_file as for the other tools (not "is a directory"). */
+START_TEST(escape_write_dotdot_name)
+{
+	struct escape e;
+	escape_setup(&e);
+	denied(&e, "write_file", "{\"path\":\"..\",\"content\":\"PWNED\"}");
+	denied(&e, "write_file", "{\"path\":\"../..\",\"content\":\"PWNED\"}");
+	denied(&e, "write_file", "{\"path\":\"sub/../..\",\"content\":\"PWNED\",\"create_dirs\":true}");
+	denied(&e, "write_file", "{\"path\":\"rel_dir/..\",\"content\":\"PWNED\"}");
+	escape_teardown(&e);
+}
+END_TEST
+
+START_TEST(escape_absolute)
+{
+	struct escape e;
+	escape_setup(&e);
+	struct tcc *c = e.c;
+	char *q = tj_quote(e.secret);
+	all_denied(&e, q);
+	free(q);
+	all_denied(&e, "\"/etc/passwd\"");
+	all_denied(&e, "\"/\"");
+	all_denied(&e, "\"/tmp\"");
+	/* a prefix of the root is not the root: /…/ws-evil */
+	char *evil = xasprintf("%s/secret.txt", e.evil);
+	q = tj_quote(evil);
+	all_denied(&e, q);
+	free(q);
+	free(evil);
+	q = tj_quote(e.evil);
+	denied(&e, "list_dir", tcc_fmt(c, "{\"path\":%s}", q));
+	free(q);
+	/* the workspace's parent, and ws/.. spelled absolutely */
+	q = tj_quote(e.d.dir);
+	denied(&e, "list_dir", tcc_fmt(c, "{\"path\":%s}", q));
+	free(q);
+	char *up = xasprintf("%s/../outside/secret.txt", e.d.ws);
+	q = tj_quote(up);
+	all_denied(&e, q);
+	free(q);
+	free(up);
+	/* /proc magic links */
+	all_denied(&e, "\"/proc/self/root/etc/passwd\"");
+	char *proc = xasprintf("/proc/self/root%s", e.secret);
+	q = tj_quote(proc);
+	all_denied(&e, q);
+	free(q);
+	free(proc);
+	proc = xasprintf("/proc/self/root%s/inside.txt", e.d.ws);
+	q = tj_quote(proc);
+	denied(&e, "read_file", tcc_fmt(c, "{\"path\":%s}", q));
+	free(q);
+	free(proc);
+	/* absolute inside is allowed, for reading and writing */
+	char *in = tcd_ws_path(&e.d, "inside.txt");
+	q = tj_quote(in);
+	tc_assert_ok(tcc_call(c, "read_file", tcc_fmt(c, "{\"path\":%s}", q)));
+	free(q);
+	free(in);
+	in = tcd_ws_path(&e.d, "sub/abs-new.txt");
+	q = tj_quote(in);
+	tc_assert_ok(tcc_call(c, "write_file", tcc_fmt(c, "{\"path\":%s,\"content\":\"ok\"}", q)));
+	free(q);
+	free(in);
+	q = tj_quote(e.d.ws);
+	tc_assert_ok(tcc_call(c, "list_dir", tcc_fmt(c, "{\"path\":%s}", q)));
+	free(q);
+	escape_teardown(&e);
+}
+END_TEST
+
+START_TEST(escape_symlinks)
+{
+	struct escape e;
+	escape_setup(&e);
+	static const char *const out[] = {
+		"\"abs_file\"", "\"rel_file\"", "\"sub/up_file\"", "\"chain1\"", "\"chain2\"", "\"sub/chain3\"",
+		"\"abs_dir/secret.txt\"", "\"rel_dir/secret.txt\"", "\"evil_dir/secret.txt\"",
+		"\"root_link/etc/passwd\"", "\"proc_root/etc/passwd\"", "\"proc_cwd/inside.txt\"",
+		"\"dangling_out\"", "\"dangling_dir/x.txt\"", "\"abs_dir/new.txt\"", "\"rel_dir/new.txt\"",
+		"\"abs_dir/newsub/new.txt\"", "\"in_dir/../rel_dir/secret.txt\"",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(out); i++)
+		all_denied(&e, out[i]);
+	/* directories leading out, listed */
+	denied(&e, "list_dir", "{\"path\":\"abs_dir\"}");
+	denied(&e, "list_dir", "{\"path\":\"rel_dir\"}");
+	denied(&e, "list_dir", "{\"path\":\"root_link\"}");
+	/* the shell's cwd too */
+	denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"../outside\"}");
+	denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"rel_dir\"}");
+	denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"/tmp\"}");
+	escape_teardown(&e);
+}
+END_TEST
+
+START_TEST(escape_nul_byte)
+{
+	struct escape e;
+	escape_setup(&e);
+	all_denied(&e, "\"inside.txt\\u0000../../etc/passwd\"");
+	all_denied(&e, "\"\\u0000\"");
+	all_denied(&e, "\"sub\\u0000\"");
+	/* nothing named "inside.txt" was truncated to by the NUL */
+	char *got = tcd_read(&e.d, "inside.txt", NULL);
+	ck_assert_pstr_eq(got, "inside\n");
+	free(got);
+	escape_teardown(&e);
+}
+END_TEST
+
+/* What stays inside is allowed, however it is spelled. */
+START_TEST(inside_allowed)
+{
+	struct escape e;
+	escape_setup(&e);
+	struct tcc *c = e.c;
+	static const struct {
+		const char *path, *content;
+	} reads[] = {
+		{ "..test", "dotdot name\n" },
+		{ "...", "three dots\n" },
+		{ "sub/..hidden", "hidden\n" },
+		{ "./inside.txt", "inside\n" },
+		{ "sub/../inside.txt", "inside\n" },
+		{ "sub/./deep.txt", "deep\n" },
+		{ "sub//deep.txt", "deep\n" },
+		{ "in_file", "inside\n" },
+		{ "in_chain", "inside\n" },
+		{ "in_dir/deep.txt", "deep\n" },
+		{ "sub/in_up", "inside\n" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(reads); i++) {
+		char *q = tj_quote(reads[i].path);
+		const struct json *r = tcc_call(c, "read_file", tcc_fmt(c, "{\"path\":%s}", q));
+		tc_assert_ok(r);
+		ck_assert_msg(str_eq(tj_str(r, "result.structuredContent.content"), reads[i].content), "%s: %s",
+			      reads[i].path, tj_str(r, "result.structuredContent.content"));
+		free(q);
+	}
+	/* writing through an inside symlink replaces its target, the link stays */
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"in_file\",\"content\":\"via link\\n\"}"));
+	char *got = tcd_read(&e.d, "inside.txt", NULL);
+	ck_assert_pstr_eq(got, "via link\n");
+	free(got);
+	char *lp = tcd_ws_path(&e.d, "in_file");
+	struct stat st;
+	ck_assert(lstat(lp, &st) == 0 && S_ISLNK(st.st_mode));
+	free(lp);
+	tc_assert_ok(tcc_call(c, "patch_file", "{\"path\":\"in_chain\",\"old\":\"via\",\"new\":\"through\"}"));
+	got = tcd_read(&e.d, "inside.txt", NULL);
+	ck_assert_pstr_eq(got, "through link\n");
+	free(got);
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"in_dir/new.txt\",\"content\":\"n\"}"));
+	got = tcd_read(&e.d, "sub/new.txt", NULL);
+	ck_assert_pstr_eq(got, "n");
+	free(got);
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"..test2\",\"content\":\"n\"}"));
+	tc_assert_ok(tcc_call(c, "list_dir", "{\"path\":\"in_dir\"}"));
+	tc_assert_ok(tcc_call(c, "list_dir", "{\"path\":\"sub/..\"}"));
+	/* the shell in a subdirectory */
+	const struct json *r = tcc_call(c, "shell", "{\"command\":\"cat deep.txt\",\"cwd\":\"sub\"}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.stdout"), "deep\n");
+	/* a symlink loop is an error, not a hang, and not "denied" */
+	r = tcc_call(c, "read_file", "{\"path\":\"loop1\"}");
+	ck_assert_msg(tj_has(r, "error"), "a loop was read");
+	escape_teardown(&e);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("integ_files");
+	TCase *tc = tcase_create("tools");
+	tcase_add_test(tc, read_file_basics);
+	tcase_add_test(tc, write_file_basics);
+	tcase_add_test(tc, patch_file_basics);
+	tcase_add_test(tc, list_dir_basics);
+	tcase_add_test(tc, write_needs_confirmation_by_default);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("escape");
+	tcase_add_test(tc, escape_dotdot);
+	tcase_add_test(tc, escape_write_dotdot_name);
+	tcase_add_test(tc, escape_absolute);
+	tcase_add_test(tc, escape_symlinks);
+	tcase_add_test(tc, escape_nul_byte);
+	tcase_add_test(tc, inside_allowed);
+	suite_add_tcase(s, tc);
+
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

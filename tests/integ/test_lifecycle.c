@@ -1,0 +1,772 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's life from the outside: command line, --check-config and its
+ * FILE:LINE:COL messages, where the socket goes and with which mode, stale
+ * and live sockets at start, graceful stop on SIGTERM (calls within the
+ * grace period answered, the rest cancelled, the socket removed, exit 0),
+ * bounded memory for a client that stops reading, hot reload (admin/reload,
+ * invalid tool files, inotify) with list_changed notifications, and
+ * admin/stats (CONTRACT §2, §3, §8, §9).
+ */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+
+#define CFG_SHELL_AUTO "{\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}"
+
+/* A command tool file: echoes its msg argument. */
+#define ECHO_TOOL(name, desc)                                                                           \
+	"{ \"name\": \"" name "\", \"kind\": \"command\", \"description\": \"" desc "\",\n"             \
+	"  \"argv\": [\"echo\", \"{{msg}}\"], \"side_effects\": \"none\", \"idempotent\": true,\n"     \
+	"  \"input_schema\": { \"type\": \"object\", \"properties\": { \"msg\": { \"type\": \"string\" } },\n" \
+	"                    \"required\": [\"msg\"], \"additionalProperties\": false } }\n"
+
+static bool path_exists(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0;
+}
+
+/* True when the JSON array at path of v holds the string s. */
+static bool array_has(const struct json *v, const char *path, const char *s)
+{
+	const struct json *a = tj(v, path);
+	for (size_t i = 0; a && a->type == JSON_ARRAY && i < a->u.arr.n; i++)
+		if (str_eq(json_str(a->u.arr.items[i]), s))
+			return true;
+	return false;
+}
+
+/* True when tools/list on c names the tool. */
+static bool listed(struct tcc *c, const char *name)
+{
+	const struct json *r = tcc_request(c, "tools/list", NULL);
+	tc_assert_ok(r);
+	for (long i = 0; i < tj_len(r, "result.tools"); i++)
+		if (str_eq(tj_str(r, tcc_fmt(c, "result.tools.%ld.name", i)), name))
+			return true;
+	return false;
+}
+
+/* --- the command line ---------------------------------------------------- */
+
+START_TEST(flags_help_version_unknown)
+{
+	char *out = NULL, *err = NULL;
+	const char *help[] = { tc_daemon_path(), "--help", NULL };
+	ck_assert_int_eq(tc_run(help, NULL, NULL, &out, &err, 10000), 0);
+	ck_assert_msg(strstr(out, "Usage: toolcalld") && strstr(out, "--check-config") && strstr(out, "--socket"),
+		      "help: %s", out);
+	free(out);
+	free(err);
+
+	const char *h[] = { tc_daemon_path(), "-h", NULL };
+	ck_assert_int_eq(tc_run(h, NULL, NULL, &out, &err, 10000), 0);
+	ck_assert_msg(strstr(out, "Usage: toolcalld"), "-h: %s", out);
+	free(out);
+	free(err);
+
+	const char *ver[] = { tc_daemon_path(), "--version", NULL };
+	ck_assert_int_eq(tc_run(ver, NULL, NULL, &out, &err, 10000), 0);
+	ck_assert_msg(str_has_prefix(out, "toolcalld ") && strchr(out, '.') && out[strlen(out) - 1] == '\n',
+		      "version: %s", out);
+	free(out);
+	free(err);
+
+	/* an unknown flag: exit 2, usage on stderr, nothing started */
+	const char *bad[] = { tc_daemon_path(), "--frobnicate", NULL };
+	ck_assert_int_eq(tc_run(bad, NULL, NULL, &out, &err, 10000), 2);
+	ck_assert_msg(strstr(err, "Usage") || strstr(err, "usage"), "stderr: %s", err);
+	ck_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	const char *extra[] = { tc_daemon_path(), "stray-argument", NULL };
+	ck_assert_int_eq(tc_run(extra, NULL, NULL, &out, &err, 10000), 2);
+	ck_assert_msg(strstr(err, "stray-argument"), "stderr: %s", err);
+	free(out);
+	free(err);
+	const char *missing[] = { tc_daemon_path(), "--config", NULL };
+	ck_assert_int_eq(tc_run(missing, NULL, NULL, &out, &err, 10000), 2);
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(check_config)
+{
+	struct tcd d;
+	struct tcd_opts o = { .config = "{ // comments are allowed\n  \"grace_ms\": 100 }" };
+	tcd_prepare(&d, &o);
+	tcd_write_tool(&d, "echo.json", ECHO_TOOL("echo", "Echo a message"));
+	char *out = NULL, *err = NULL;
+	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 0);
+	ck_assert_msg(strstr(out, "OK") && strstr(out, "6 tools"), "stdout: %s", out);
+	ck_assert_msg(!path_exists(d.sock), "--check-config created the socket");
+	free(out);
+	free(err);
+
+	/* a value of the wrong type: FILE:LINE:COL: key: message, exit 1 */
+	static const char wrong_type[] = "{\n  \"limits\": {\n    \"max_json_depth\": \"x\"\n  }\n}\n";
+	tc_write_file_atomic(d.config, wrong_type, strlen(wrong_type));
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	char *want = xasprintf("%s:3:23: limits.max_json_depth:", d.config);
+	ck_assert_msg(strstr(err, want), "stderr: %s (want %s)", err, want);
+	free(want);
+	free(out);
+	free(err);
+
+	/* an unknown key */
+	static const char unknown[] = "{\n  \"grace_ms\": 10,\n  \"bogus\": 1\n}\n";
+	tc_write_file_atomic(d.config, unknown, strlen(unknown));
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	want = xasprintf("%s:3:3: bogus", d.config);
+	ck_assert_msg(strstr(err, want), "stderr: %s (want %s)", err, want);
+	free(want);
+	free(out);
+	free(err);
+
+	/* a syntax error: the line, and a column at the bad token */
+	static const char syntax[] = "{\n  \"grace_ms\": 10,\n  oops\n}\n";
+	tc_write_file_atomic(d.config, syntax, strlen(syntax));
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	char *w3 = xasprintf("%s:3:3: ", d.config), *w4 = xasprintf("%s:3:4: ", d.config);
+	ck_assert_msg(strstr(err, w3) || strstr(err, w4), "stderr: %s", err);
+	free(w3);
+	free(w4);
+	free(out);
+	free(err);
+
+	/* a config that does not exist */
+	const char *none[] = { tc_daemon_path(), "--check-config", "--config", "/nonexistent/toolcalld.json", NULL };
+	ck_assert_int_eq(tc_run(none, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_msg(strstr(err, "/nonexistent/toolcalld.json"), "stderr: %s", err);
+	free(out);
+	free(err);
+
+	/* a good config with a bad tool file: the tool file is named with
+	 * line and column */
+	static const char good[] = "{ \"tools_dir\": \"tools.d\" }\n";
+	tc_write_file_atomic(d.config, good, strlen(good));
+	tcd_write_tool(&d, "broken.json",
+		       "{ \"name\": \"broken\", \"kind\": \"command\", \"description\": \"x\",\n"
+		       "  \"argv\": 5, \"side_effects\": \"none\",\n"
+		       "  \"input_schema\": { \"type\": \"object\" } }\n");
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_msg(strstr(err, "broken.json:2:11: argv"), "stderr: %s", err);
+	free(out);
+	free(err);
+	/* a tool file that is not JSON */
+	tcd_write_tool(&d, "broken.json", "{ \"name\": \"broken\",\n  \"kind\": \"command\" ]\n");
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_msg(strstr(err, "broken.json:2:"), "stderr: %s", err);
+	free(out);
+	free(err);
+	/* a schema outside the supported subset */
+	tcd_write_tool(&d, "broken.json",
+		       "{ \"name\": \"broken\", \"kind\": \"command\", \"description\": \"x\",\n"
+		       "  \"argv\": [\"true\"], \"side_effects\": \"none\",\n"
+		       "  \"input_schema\": { \"type\": \"object\", \"patternProperties\": {} } }\n");
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_msg(strstr(err, "broken.json:") && strstr(err, "patternProperties"), "stderr: %s", err);
+	free(out);
+	free(err);
+	/* a duplicate name */
+	tcd_write_tool(&d, "broken.json", ECHO_TOOL("echo", "again"));
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_msg(strstr(err, "echo") && strstr(err, "duplicate"), "stderr: %s", err);
+	free(out);
+	free(err);
+	/* and the daemon refuses to start on it */
+	const char *run[] = { tc_daemon_path(), "--config", d.config, NULL };
+	ck_assert_int_eq(tc_run(run, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_msg(strstr(err, "duplicate"), "stderr: %s", err);
+	ck_assert_msg(!path_exists(d.sock), "the socket was left behind");
+	free(out);
+	free(err);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- the socket ---------------------------------------------------------- */
+
+/* With no flags and no config, the socket is $TOOLCALLD_SOCKET, else
+ * $XDG_RUNTIME_DIR/toolcalld.sock, and the workspace is the cwd. */
+START_TEST(default_socket_paths)
+{
+	struct tcd d;
+	tcd_prepare(&d, NULL);
+	char *env_sock = xasprintf("%s/env.sock", d.dir);
+	char *xdg = xasprintf("%s/xdg", d.dir);
+	char *xdg_sock = xasprintf("%s/toolcalld.sock", xdg);
+	ck_assert(mkdir(xdg, 0700) == 0);
+	char *set_sock = xasprintf("TOOLCALLD_SOCKET=%s", env_sock);
+	char *set_xdg = xasprintf("XDG_RUNTIME_DIR=%s", xdg);
+
+	/* $TOOLCALLD_SOCKET wins over $XDG_RUNTIME_DIR */
+	const char *env1[] = { set_sock, set_xdg, NULL };
+	struct tcd_opts o = { .no_config_flag = true, .env = env1, .cwd = d.ws, .no_wait = true };
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, env_sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", env_sock);
+	ck_assert(!path_exists(xdg_sock));
+	struct tcc *c = tcc_connect_path(env_sock);
+	const struct json *r = tcc_initialize(c, NULL);
+	char *ws = realpath(d.ws, NULL);
+	ck_assert_pstr_eq(tj_str(r, "workspace"), ws);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	ck_assert_msg(!path_exists(env_sock), "socket not removed at exit");
+
+	/* $XDG_RUNTIME_DIR/toolcalld.sock */
+	const char *env2[] = { set_xdg, NULL };
+	o.env = env2;
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, xdg_sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", xdg_sock);
+	c = tcc_connect_path(xdg_sock);
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+
+	/* --socket wins over the environment and the config */
+	const char *env3[] = { set_sock, NULL };
+	char *flag_sock = xasprintf("%s/flag.sock", d.dir);
+	const char *args[] = { "--socket", flag_sock, NULL };
+	struct tcd_opts o3 = { .env = env3, .args = args, .no_wait = true };
+	tcd_spawn(&d, &o3);
+	ck_assert_msg(tcd_wait_socket(&d, flag_sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", flag_sock);
+	ck_assert(!path_exists(env_sock));
+	ck_assert(!path_exists(d.sock));
+	ck_assert_int_eq(tcd_stop(&d), 0);
+
+	free(flag_sock);
+	free(ws);
+	free(set_sock);
+	free(set_xdg);
+	free(env_sock);
+	free(xdg_sock);
+	free(xdg);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(socket_mode)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct stat st;
+	ck_assert(lstat(d.sock, &st) == 0);
+	ck_assert_msg(S_ISSOCK(st.st_mode), "not a socket");
+	ck_assert_msg((st.st_mode & 07777) == 0660, "mode %o", st.st_mode & 07777);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+
+	tcd_start(&d, "{\"socket_mode\":\"0600\"}");
+	ck_assert(lstat(d.sock, &st) == 0);
+	ck_assert_msg((st.st_mode & 07777) == 0600, "mode %o", st.st_mode & 07777);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(stale_and_live_sockets)
+{
+	struct tcd d;
+	tcd_prepare(&d, NULL);
+	/* a socket file nobody listens on */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	strcpy(sa.sun_path, d.sock);
+	ck_assert(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	close(fd);
+	ck_assert(path_exists(d.sock));
+	tcd_spawn(&d, NULL);
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "the stale socket was not replaced");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+
+	/* a second daemon on the same live socket refuses to start */
+	char *out = NULL, *err = NULL;
+	const char *argv[] = { tc_daemon_path(), "--config", d.config, NULL };
+	uint64_t t0 = tc_now_ms();
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_uint_lt(tc_now_ms() - t0, 5000);
+	ck_assert_msg(strstr(err, d.sock) && strstr(err, "already"), "stderr: %s", err);
+	free(out);
+	free(err);
+	/* and did not disturb the first */
+	ck_assert(path_exists(d.sock));
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	struct tcc *c2 = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c2, "ping", NULL));
+	tcc_close(c2);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+
+	/* a regular file in the socket's place is not removed */
+	tc_write_file_atomic(d.sock, "data", 4);
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_msg(strstr(err, d.sock), "stderr: %s", err);
+	char *got = tcd_read(&d, d.sock, NULL);
+	ck_assert_pstr_eq(got, "data");
+	free(got);
+	free(out);
+	free(err);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- stopping ------------------------------------------------------------- */
+
+START_TEST(sigterm_lets_calls_finish)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_SHELL_AUTO);
+	struct tcc *c = tcc_connect(&d);
+	int64_t id = tcc_send_request(c, "tools/call",
+				      "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 1; echo done\"}}");
+	/* an idle second client */
+	struct tcc *idle = tcc_connect(&d);
+	tc_assert_ok(tcc_request(idle, "ping", NULL));
+	usleep(200 * 1000);
+	uint64_t t0 = tc_now_ms();
+	tcd_kill(&d, SIGTERM);
+	/* it stops accepting and removes the socket at once */
+	uint64_t deadline = tc_now_ms() + 2000;
+	while (path_exists(d.sock) && tc_now_ms() < deadline)
+		usleep(10 * 1000);
+	ck_assert_msg(!path_exists(d.sock), "socket still there during the grace period");
+	/* the call in flight is answered, not cancelled */
+	char raw[32];
+	snprintf(raw, sizeof(raw), "%lld", (long long)id);
+	const struct json *r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
+	ck_assert_msg(r, "the call in flight got no answer");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.stdout"), "done\n");
+	ck_assert_int_eq(tcd_wait_exit(&d, TCD_STOP_TIMEOUT_MS), 0);
+	/* it waited for the call, not for the full grace period */
+	ck_assert_uint_lt(tc_now_ms() - t0, 5000);
+	ck_assert(!path_exists(d.sock));
+	tcc_close(idle);
+	tcc_close(c);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(sigterm_cancels_after_grace)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"grace_ms\":200,\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}");
+	struct tcc *c = tcc_connect(&d);
+	int64_t id = tcc_send_request(c, "tools/call",
+				      "{\"name\":\"shell\",\"arguments\":{\"command\":\"echo $$ > pid; exec sleep 30\"}}");
+	/* wait until the shell runs */
+	char *pidfile = tcd_ws_path(&d, "pid");
+	uint64_t deadline = tc_now_ms() + 5000;
+	char *pidtext = NULL;
+	while (!(pidtext = tcd_read(&d, pidfile, NULL)) || !*pidtext) {
+		free(pidtext);
+		pidtext = NULL;
+		ck_assert_msg(tc_now_ms() < deadline, "the shell did not start");
+		usleep(10 * 1000);
+	}
+	pid_t child = (pid_t)atoi(pidtext);
+	free(pidtext);
+	ck_assert_int_gt(child, 1);
+
+	uint64_t t0 = tc_now_ms();
+	tcd_kill(&d, SIGTERM);
+	char raw[32];
+	snprintf(raw, sizeof(raw), "%lld", (long long)id);
+	const struct json *r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
+	ck_assert_msg(r, "the long call got no answer");
+	tc_assert_kind(r, "cancelled");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
+	ck_assert_pstr_eq(tj_str(r, "error.data.tool"), "shell");
+	ck_assert_int_eq(tcd_wait_exit(&d, 5000), 0);
+	ck_assert_uint_lt(tc_now_ms() - t0, 4000);
+	ck_assert(!path_exists(d.sock));
+	/* the command was stopped too */
+	deadline = tc_now_ms() + 3000;
+	while (kill(child, 0) == 0 && tc_now_ms() < deadline)
+		usleep(20 * 1000);
+	ck_assert_msg(kill(child, 0) < 0 && errno == ESRCH, "the command (pid %d) still runs", (int)child);
+	free(pidfile);
+	tcc_close(c);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- a client that stops reading ------------------------------------------ */
+
+START_TEST(slow_reader_bounded)
+{
+	struct tcd d;
+	struct tcd_opts o = { .config = "{}" };
+	/* Under AddressSanitizer freed memory sits in a quarantine of 256 MB
+	 * by default; keep it small so RSS measures what is live. */
+	const char *asan = getenv("ASAN_OPTIONS");
+	char *asan_env = xasprintf("ASAN_OPTIONS=%s%squarantine_size_mb=16", asan ? asan : "", asan ? ":" : "");
+	const char *env[] = { asan_env, NULL };
+	o.env = env;
+	tcd_start_opts(&d, &o);
+	char *big = xmalloc(65536);
+	for (size_t i = 0; i < 65536; i++)
+		big[i] = (char)('a' + i % 26);
+	free(tcd_write_ws(&d, "big.txt", big, 65536, 0));
+	free(big);
+	long rss0 = tcd_rss_kb(&d);
+	ck_assert_int_gt(rss0, 0);
+
+	struct tcc *slow = tcc_connect(&d);
+	/* a small receive buffer so the daemon's writes block early */
+	int small = 4096;
+	setsockopt(tcc_fd(slow), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	struct buf reqs = {};
+	for (int i = 0; i < 2000; i++)
+		buf_printf(&reqs, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+				  "\"read_file\",\"arguments\":{\"path\":\"big.txt\"}}}\n", i);
+	/* Send what the socket takes, never reading; stop when it takes no
+	 * more for a while (the daemon stopped reading us) or all is sent. */
+	size_t sent = 0;
+	uint64_t stalled_since = 0, deadline = tc_now_ms() + 10000;
+	long peak = rss0;
+	while (sent < buf_size(&reqs) && tc_now_ms() < deadline) {
+		ssize_t k = tcc_send_nb(slow, buf_head(&reqs) + sent, buf_size(&reqs) - sent);
+		ck_assert_int_ge(k, 0);
+		if (k > 0) {
+			sent += (size_t)k;
+			stalled_since = 0;
+		} else {
+			if (!stalled_since)
+				stalled_since = tc_now_ms();
+			if (tc_now_ms() - stalled_since > 1500)
+				break;
+			usleep(20 * 1000);
+		}
+		long rss = tcd_rss_kb(&d);
+		if (rss > peak)
+			peak = rss;
+	}
+	/* let the daemon do what it will with what it has */
+	for (int i = 0; i < 20; i++) {
+		usleep(50 * 1000);
+		long rss = tcd_rss_kb(&d);
+		if (rss > peak)
+			peak = rss;
+	}
+	ck_assert_msg(peak < 200 * 1024, "RSS grew to %ld KiB (from %ld KiB) for a client that does not read",
+		      peak, rss0);
+
+	/* other clients are served promptly meanwhile */
+	struct tcc *other = tcc_connect(&d);
+	uint64_t t0 = tc_now_ms();
+	tc_assert_ok(tcc_request(other, "ping", NULL));
+	const struct json *r = tcc_call(other, "read_file", "{\"path\":\"big.txt\",\"limit\":10}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "abcdefghij");
+	ck_assert_uint_lt(tc_now_ms() - t0, 1000);
+
+	/* now read: every request sent gets exactly one answer */
+	size_t want = 0;
+	for (size_t i = 0; i < sent; i++)
+		want += buf_head(&reqs)[i] == '\n';
+	buf_free(&reqs);
+	size_t lines = 0;
+	char tmp[65536];
+	deadline = tc_now_ms() + 30000;
+	while (lines < want && tc_now_ms() < deadline) {
+		struct pollfd pfd = { tcc_fd(slow), POLLIN, 0 };
+		if (poll(&pfd, 1, 1000) <= 0)
+			continue;
+		ssize_t n = read(tcc_fd(slow), tmp, sizeof(tmp));
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			lines += tmp[i] == '\n';
+	}
+	ck_assert_msg(lines == want, "%zu answers for %zu requests", lines, want);
+	ck_assert_msg(tcc_quiet(slow, 100), "more answers than requests");
+	tcc_close(slow);
+	tc_assert_ok(tcc_request(other, "ping", NULL));
+	tcc_close(other);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	free(asan_env);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- reload ------------------------------------------------------------ */
+
+START_TEST(admin_reload)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct tcc *a = tcc_connect(&d);	/* initialized: hears list changes */
+	struct tcc *b = tcc_connect(&d);	/* not initialized: does not */
+	tcc_initialize(a, NULL);
+	tc_assert_ok(tcc_request(b, "ping", NULL));
+
+	/* nothing changed */
+	const struct json *r = tcc_reload(a);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.tools"), 5);
+	ck_assert_int_eq(tj_len(r, "result.added"), 0);
+	ck_assert_int_eq(tj_len(r, "result.removed"), 0);
+	ck_assert_int_eq(tj_len(r, "result.changed"), 0);
+	tcc_clear_queue(a);
+
+	/* a tool file added */
+	tcd_write_tool(&d, "echo.json", ECHO_TOOL("echo", "Echo a message"));
+	r = tcc_reload(a);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.tools"), 6);
+	ck_assert_int_eq(tj_len(r, "result.added"), 1);
+	ck_assert(array_has(r, "result.added", "echo"));
+	ck_assert_int_eq(tj_len(r, "result.removed"), 0);
+	ck_assert_msg(tcc_wait_notification(a, "notifications/tools/list_changed", 2000), "no list_changed");
+	ck_assert(listed(a, "echo"));
+	r = tcc_call(a, "echo", "{\"msg\":\"hi there\"}");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "hi there"), "%s", tj_str(r, "result.content.0.text"));
+	/* the uninitialized client heard nothing */
+	ck_assert(listed(b, "echo"));
+	ck_assert_int_eq(tcc_count_notifications(b, NULL), 0);
+	ck_assert_msg(tcc_quiet(b, 300), "a client that did not initialize got: %s", tcc_recv_line(b, 0, NULL));
+
+	/* changed */
+	usleep(300 * 1000);	/* let the file watch's own reload pass */
+	tcc_clear_queue(a);
+	tcd_write_tool(&d, "echo.json", ECHO_TOOL("echo", "Echo a message, louder"));
+	r = tcc_reload(a);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.added"), 0);
+	ck_assert_int_eq(tj_len(r, "result.changed"), 1);
+	ck_assert_pstr_eq(tj_str(r, "result.changed.0"), "echo");
+
+	/* an invalid tool file: an error naming file:line:col, and the old
+	 * registry still serves */
+	usleep(300 * 1000);
+	tcd_write_tool(&d, "zbad.json", "{ \"name\": \"zbad\", \"kind\": \"command\",\n  \"argv\": [\"true\"],, }\n");
+	r = tcc_reload(a);
+	ck_assert_msg(tj_has(r, "error"), "an invalid tool file was accepted");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
+	const char *msg = tj_str(r, "error.message");
+	char *want = xasprintf("%s/zbad.json:2:", d.tools_dir);
+	ck_assert_msg(msg && strstr(msg, want), "message: %s (want %s)", msg, want);
+	free(want);
+	ck_assert_msg(tj_str(r, "error.data.kind"), "no data.kind");
+	ck_assert(listed(a, "echo"));
+	ck_assert(!listed(a, "zbad"));
+	tc_assert_ok(tcc_call(a, "echo", "{\"msg\":\"still here\"}"));
+	tc_assert_ok(tcc_call(a, "list_dir", "{}"));
+
+	/* removed (and the bad file with it) */
+	usleep(300 * 1000);
+	char *p = xasprintf("%s/zbad.json", d.tools_dir);
+	unlink(p);
+	free(p);
+	p = xasprintf("%s/echo.json", d.tools_dir);
+	unlink(p);
+	free(p);
+	r = tcc_reload(a);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.removed"), 1);
+	ck_assert_pstr_eq(tj_str(r, "result.removed.0"), "echo");
+	ck_assert_int_eq(tj_int(r, "result.tools"), 5);
+	r = tcc_call(a, "echo", "{\"msg\":\"gone\"}");
+	tc_assert_kind(r, "not_found");
+
+	tcc_close(a);
+	tcc_close(b);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A call in flight finishes on the definition it started with. */
+START_TEST(reload_during_call)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	tcd_write_tool(&d, "slow.json",
+		       "{ \"name\": \"slow\", \"kind\": \"command\", \"description\": \"Sleep then print\",\n"
+		       "  \"argv\": [\"sh\", \"-c\", \"sleep 0.5; echo v1\"], \"side_effects\": \"none\",\n"
+		       "  \"input_schema\": { \"type\": \"object\" } }\n");
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, NULL);
+	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+	int64_t id = tcc_send_request(c, "tools/call", "{\"name\":\"slow\",\"arguments\":{}}");
+	usleep(100 * 1000);
+	char *path = xasprintf("%s/slow.json", d.tools_dir);
+	unlink(path);
+	free(path);
+	struct tcc *c2 = tcc_connect(&d);
+	const struct json *r = tcc_request(c2, "admin/reload", NULL);
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.removed.0"), "slow");
+	char raw[32];
+	snprintf(raw, sizeof(raw), "%lld", (long long)id);
+	r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
+	ck_assert_msg(r, "no answer");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "v1"), "%s", tj_str(r, "result.content.0.text"));
+	tcc_close(c2);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(live_reload_inotify)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, NULL);
+	ck_assert(!listed(c, "live"));
+	tcd_write_tool(&d, "live.json", ECHO_TOOL("live", "Appears by itself"));
+	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000),
+		      "no list_changed within 3 s of writing a tool file");
+	ck_assert(listed(c, "live"));
+	tc_assert_ok(tcc_call(c, "live", "{\"msg\":\"x\"}"));
+
+	/* a broken file written live: the old registry stays */
+	tcc_clear_queue(c);
+	tcd_write_tool(&d, "live.json", "{ \"name\": \"live\", oops }\n");
+	usleep(600 * 1000);
+	ck_assert(listed(c, "live"));
+	tc_assert_ok(tcc_call(c, "live", "{\"msg\":\"x\"}"));
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "live.json:1:"), "the log does not name the bad file: %s", log);
+	free(log);
+
+	/* removed live */
+	char *p = xasprintf("%s/live.json", d.tools_dir);
+	unlink(p);
+	free(p);
+	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000),
+		      "no list_changed within 3 s of removing a tool file");
+	ck_assert(!listed(c, "live"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(sighup_reloads)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, NULL);
+	/* a file written elsewhere and renamed in (one event), then SIGHUP */
+	tcd_write_tool(&d, "hup.json", ECHO_TOOL("hup", "Reloaded by SIGHUP"));
+	tcd_kill(&d, SIGHUP);
+	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000), "no list_changed");
+	ck_assert(listed(c, "hup"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- stats --------------------------------------------------------------- */
+
+START_TEST(admin_stats)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	tcd_put(&d, "a.txt", "a");
+	struct tcc *c = tcc_connect(&d);
+	struct tcc *c2 = tcc_connect(&d);
+	tcc_initialize(c2, NULL);
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"nope.txt\"}"), "execution_error");
+	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":5}"), "validation_error");
+	tc_assert_kind(tcc_call(c, "nosuch", "{}"), "not_found");
+
+	const struct json *r = tcc_request(c, "admin/stats", NULL);
+	tc_assert_ok(r);
+	const struct json *s = tj(r, "result");
+	ck_assert_int_ge(tj_int(s, "uptimeMs"), 0);
+	ck_assert_int_eq(tj_int(s, "connections.open"), 2);
+	ck_assert_int_ge(tj_int(s, "connections.total"), 2);
+	ck_assert_int_ge(tj_int(s, "sessions"), 1);
+	ck_assert_int_eq(tj_int(s, "registeredTools"), 5);
+	ck_assert_int_eq(tj_int(s, "inFlight"), 0);
+	ck_assert_int_eq(tj_int(s, "calls"), 5);
+	ck_assert_int_eq(tj_int(s, "errors.execution_error"), 1);
+	ck_assert_int_eq(tj_int(s, "errors.validation_error"), 1);
+	ck_assert_int_eq(tj_int(s, "errors.not_found"), 1);
+	ck_assert_int_eq(tj_int(s, "tools.read_file.calls"), 4);
+	ck_assert_int_eq(tj_int(s, "tools.read_file.errors"), 2);
+	ck_assert_int_eq(tj_int(s, "tools.read_file.errorsByKind.execution_error"), 1);
+	ck_assert_msg(tj(s, "tools.read_file.latencyMs.p50") && tj(s, "tools.read_file.latencyMs.p99"),
+		      "no latency percentiles");
+	ck_assert_int_ge(tj_int(s, "idempotency.entries"), 0);
+	ck_assert_int_ge(tj_int(s, "idempotency.hits"), 0);
+	ck_assert_int_ge(tj_int(s, "idempotency.joins"), 0);
+
+	tcc_close(c2);
+	/* a closed connection is no longer counted as open */
+	uint64_t deadline = tc_now_ms() + 2000;
+	int64_t open;
+	do {
+		r = tcc_request(c, "admin/stats", NULL);
+		open = tj_int(r, "result.connections.open");
+	} while (open != 1 && tc_now_ms() < deadline);
+	ck_assert_int_eq(open, 1);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("integ_lifecycle");
+	TCase *tc = tcase_create("cli");
+	tcase_add_test(tc, flags_help_version_unknown);
+	tcase_add_test(tc, check_config);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("socket");
+	tcase_add_test(tc, default_socket_paths);
+	tcase_add_test(tc, socket_mode);
+	tcase_add_test(tc, stale_and_live_sockets);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stop");
+	tcase_add_test(tc, sigterm_lets_calls_finish);
+	tcase_add_test(tc, sigterm_cancels_after_grace);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("backpressure");
+	tcase_add_test(tc, slow_reader_bounded);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reload");
+	tcase_add_test(tc, admin_reload);
+	tcase_add_test(tc, reload_during_call);
+	tcase_add_test(tc, live_reload_inotify);
+	tcase_add_test(tc, sighup_reloads);
+	tcase_add_test(tc, admin_stats);
+	suite_add_tcase(s, tc);
+
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
