@@ -7,6 +7,7 @@
  * calls are detached from the dispatcher (keyed ones run on for the cache).
  */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #define SHRINK_ABOVE (16 * 1024)
 
 static void on_read(struct ev_loop *ev, ev_io *w, int revents);
+static void maybe_finish(struct conn *c);
 static void on_write(struct ev_loop *ev, ev_io *w, int revents);
 
 static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
@@ -149,6 +151,8 @@ struct session *conn_session(struct conn *c)
 /* Pauses or resumes reading as queued output crosses the limits. */
 static void update_backpressure(struct conn *c)
 {
+	if (c->read_closed)
+		return;
 	size_t max = c->srv->cfg.limits.max_output_bytes;
 	size_t queued = buf_size(&c->out);
 	if (!c->paused && queued > max) {
@@ -186,6 +190,10 @@ void conn_flush(struct conn *c)
 		ev_io_stop(c->srv->ev, &c->ww);
 		if (c->out.cap > SHRINK_ABOVE)
 			buf_free(&c->out);
+		if (c->read_closed && list_empty(&c->pendings)) {
+			conn_close(c);
+			return;
+		}
 	}
 	/* Events that left the buffer no longer count against the queue. */
 	while (c->ev_count && c->ev_ends[c->ev_head] <= c->written_total) {
@@ -276,8 +284,10 @@ void conn_answer(struct pending *p, const char *json, size_t n)
 
 void conn_drop(struct pending *p)
 {
+	struct conn *c = p->conn;
 	p->caller = NULL;
 	pending_free(p);
+	maybe_finish(c);
 }
 
 void conn_result(struct pending *p, const char *result, size_t n)
@@ -430,6 +440,51 @@ static void process_input(struct conn *c)
 	}
 }
 
+/* True when the peer closed both directions (not just its sending side). */
+static bool peer_gone(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = 0 };
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* Closes a half-closed connection once every answer is out. */
+static void maybe_finish(struct conn *c)
+{
+	if (c->read_closed && !c->dead && list_empty(&c->pendings) && !buf_size(&c->out))
+		conn_close(c);
+}
+
+static void on_hup_check(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct conn *c = container_of(w, struct conn, idle_w);
+	if (peer_gone(c->fd))
+		conn_close(c);
+}
+
+/*
+ * The peer sent EOF. A client that only shut its sending side (socat at the
+ * end of its input does) still waits for its answers: keep the connection
+ * until they are out. A peer that closed both ways has gone away.
+ */
+static void half_closed(struct conn *c)
+{
+	if (list_empty(&c->pendings) && !buf_size(&c->out)) {
+		conn_close(c);
+		return;
+	}
+	if (peer_gone(c->fd)) {
+		conn_close(c);
+		return;
+	}
+	c->read_closed = true;
+	ev_io_stop(c->srv->ev, &c->rw);
+	/* epoll cannot wait for a hang-up alone: look now and then. */
+	ev_timer_stop(c->srv->ev, &c->idle_w);
+	ev_init(&c->idle_w, on_hup_check);
+	c->idle_w.repeat = 0.25;
+	ev_timer_again(c->srv->ev, &c->idle_w);
+}
+
 static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct conn *c = container_of(w, struct conn, rw);
@@ -439,7 +494,7 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 		static char rbuf[READ_CHUNK];
 		ssize_t n = recv(c->fd, rbuf, sizeof(rbuf), 0);
 		if (n == 0) {
-			conn_close(c);
+			half_closed(c);
 			return;
 		}
 		if (n < 0) {

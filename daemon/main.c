@@ -119,7 +119,6 @@ int main(int argc, char **argv)
 	char *err = NULL;
 	if (server_init(&s, &err) < 0) {
 		log_error("%s", err ? err : "cannot start");
-		fprintf(stderr, "toolcalld: %s\n", err ? err : "cannot start");
 		free(err);
 		server_free(&s);
 		return 1;

@@ -116,6 +116,7 @@ struct conn {
 	struct list pendings;
 	struct subscriber *sub;
 	bool paused;			/* not reading: too much output queued */
+	bool read_closed;		/* the peer shut its sending side; answers still go out */
 	bool dead;
 	uint64_t queued_total;		/* bytes ever queued to out */
 	uint64_t written_total;		/* bytes ever written */

@@ -740,8 +740,11 @@ int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret
 		buf_printf(&fp, "%s|%s|%s|%s", p->fingerprint, im->name, im->description, im->schema);
 		t->fingerprint = buf_steal(&fp);
 		free(name);
-		if (registry_add(r, t, ret_err) < 0)
-			return -EEXIST;
+		/* A name another tool already has is not offered: one server
+		 * must not make the whole registry fail to load. */
+		char *clash = NULL;
+		if (registry_add(r, t, &clash) < 0)
+			free(clash);
 	}
 	return 0;
 }

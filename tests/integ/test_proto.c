@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "tests/integ/harness.h"
 
@@ -867,6 +868,33 @@ START_TEST(invalid_utf8_request)
 }
 END_TEST
 
+
+/* A client that shuts its sending side (socat at the end of its input)
+ * still gets its answers; one that closes both ways has gone away. */
+START_TEST(half_close_still_answered)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}");
+	struct tcc *c = tcc_connect(&d);
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+		    "\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 0.3; echo late\"}}}");
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+	ck_assert_int_eq(shutdown(tcc_fd(c), SHUT_WR), 0);
+	const struct json *r = tcc_wait_id(c, "2", 5000);
+	ck_assert_ptr_nonnull(r);
+	r = tcc_wait_id(c, "1", 5000);
+	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "late\n");
+	/* Then the daemon closes its side. */
+	ck_assert_ptr_null(tcc_recv_line(c, 2000, NULL));
+	ck_assert(tcc_eof(c));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("integ_proto");
@@ -893,6 +921,7 @@ int main(void)
 	tcase_add_test(tc, validation_error_reports_all);
 	tcase_add_test(tc, no_raw_newline_in_output);
 	tcase_add_test(tc, output_is_utf8);
+	tcase_add_test(tc, half_close_still_answered);
 	suite_add_tcase(s, tc);
 
 	SRunner *sr = srunner_create(s);
