@@ -51,8 +51,7 @@ socket:    $sock
 Connect from another terminal:
     socat - UNIX-CONNECT:$sock
 
-then paste one line at a time (each is one JSON-RPC request; keep socat
-open until the answer arrives: closing it cancels calls still running):
+then paste one line at a time (each line is one JSON-RPC request):
 
     {"jsonrpc":"2.0","id":1,"method":"tools/list"}
     {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"README.md","limit":100}}}
