@@ -40,18 +40,27 @@ check-asan: deps $(ASAN_BUILD)/build.ninja
 		meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 2 --suite unit --suite integ
 
 bench: build
-	$(BUILD)/tests/bench/tc-bench
+	$(BUILD)/tests/bench/tc-bench $(BENCH_ARGS)
 
 $(FUZZ_BUILD)/build.ninja:
 	CC=clang meson setup $(FUZZ_BUILD) -Dfuzz=true -Dbench=false -Db_sanitize=address,undefined -Db_lundef=false
 
 fuzz: deps $(FUZZ_BUILD)/build.ninja
-	ninja -C $(FUZZ_BUILD)
+	ninja -C $(FUZZ_BUILD) build.ninja
+	ninja -C $(FUZZ_BUILD) $$(ninja -C $(FUZZ_BUILD) -t targets all | sed -n 's|^\(tests/fuzz/fuzz_[a-z_]*\): .*|\1|p')
 	sh tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 valgrind: build
-	meson test -C $(BUILD) --suite integ --wrapper 'valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --trace-children=no' \
-		--timeout-multiplier 10 --print-errorlogs
+	rm -rf $(BUILD)/valgrind && mkdir -p $(BUILD)/valgrind
+	@status=0; meson test -C $(BUILD) --suite integ --no-suite load --timeout-multiplier 10 --print-errorlogs --num-processes 2 \
+		--wrapper 'valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --trace-children=yes --trace-children-skip=/bin/*,/usr/bin/*,/usr/sbin/*,/usr/local/* --log-file=$(CURDIR)/$(BUILD)/valgrind/%p.log' \
+		|| status=1; \
+	if grep -qs 'unhandled amd64-linux syscall: 437' $(BUILD)/valgrind/*.log; then \
+		echo "$$(valgrind --version) does not implement openat2 (syscall 437): toolcalld cannot open its workspace under it"; exit 1; fi; \
+	if grep -l -E 'definitely lost: [1-9]|ERROR SUMMARY: [1-9]' $(BUILD)/valgrind/*.log; then \
+		echo "valgrind found errors or definite leaks: see the logs above"; exit 1; fi; \
+	[ $$status -eq 0 ] || exit 1; \
+	echo "valgrind: no errors, no definite leaks ($$(ls $(BUILD)/valgrind | wc -l) processes checked)"
 
 install: build
 	meson install -C $(BUILD)

@@ -161,8 +161,11 @@ static void update_backpressure(struct conn *c)
 	} else if (c->paused && queued <= max / 2) {
 		c->paused = false;
 		ev_io_start(c->srv->ev, &c->rw);
-		/* Lines that arrived while paused are still buffered. */
+		/* Lines that arrived while paused are still buffered: handle
+		 * them on the next iteration, which must not block first (this
+		 * runs while the output is flushed, just before the poll). */
 		ev_feed_event(c->srv->ev, &c->rw, EV_CUSTOM);
+		ev_idle_start(c->srv->ev, &c->srv->kick);
 	}
 }
 

@@ -238,6 +238,11 @@ static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 	check_stopped(s);
 }
 
+static void on_kick(struct ev_loop *ev, ev_idle *w, int revents)
+{
+	ev_idle_stop(ev, w);
+}
+
 void server_conn_closed(struct server *s)
 {
 }
@@ -577,6 +582,7 @@ int server_init(struct server *s, char **ret_err)
 	ev_io_init(&s->accept_w, on_accept, s->listen_fd, EV_READ);
 	ev_io_start(s->ev, &s->accept_w);
 	ev_init(&s->accept_retry, on_accept_retry);
+	ev_idle_init(&s->kick, on_kick);
 	ev_prepare_init(&s->flush_w, on_prepare);
 	ev_prepare_start(s->ev, &s->flush_w);
 	ev_init(&s->grace_w, on_grace);

@@ -42,6 +42,7 @@ struct server {
 	ev_io accept_w;
 	ev_timer accept_retry;
 	ev_prepare flush_w;		/* writes queued output once per loop iteration */
+	ev_idle kick;			/* keeps the next poll from blocking (work was fed) */
 	ev_signal sig_term, sig_int, sig_hup;
 	ev_timer grace_w;
 	ev_timer watchdog_w;

@@ -1,0 +1,1525 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tc-bench: a load generator for toolcalld, measured side by side with a
+ * floor server. The floor is the least work any newline-delimited JSON-RPC
+ * server must do for the same scenario: read a line, find the id, do the
+ * scenario's irreducible system calls (read the file; write, fsync and
+ * rename it), write a fixed response. Each figure of toolcalld is printed
+ * with its ratio to the floor's, measured in the same run on the same core.
+ *
+ * The daemon is started from the path given on the command line (or the
+ * one meson compiled in) in a temporary directory, with a config that lets
+ * write_file and shell run without confirmation. The floor runs as its own
+ * process (this program run again with --floor-serve, its listening socket
+ * on fd 3), so its memory figures are its own. The server under test
+ * (daemon or floor) is pinned to CPU 0 and the load generator to CPU 1
+ * when the machine has two CPUs, so "one core" means one core; besides
+ * throughput, the server's CPU time per call (from /proc/PID/schedstat)
+ * gives a ratio that does not depend on whether the load generator kept up.
+ *
+ * The load generator is one epoll loop over many connections, each keeping
+ * a fixed number of requests in flight (pipelined). A request's id is its
+ * send time in nanoseconds shifted left by 6 (the low bits number the
+ * elements of a batch), so latency needs no bookkeeping: the server echoes
+ * the id and the answer carries its own send time.
+ *
+ * Usage: tc-bench [--daemon PATH] [--seconds S] [--only NAME] [--quick]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/buf.h"
+#include "proto/util.h"
+
+#ifndef TOOLCALLD_PATH
+#define TOOLCALLD_PATH "toolcalld"
+#endif
+
+extern char **environ;
+
+#define RESP_PREFIX "{\"jsonrpc\":\"2.0\",\"id\":"
+#define RESP_PREFIX_LEN (sizeof(RESP_PREFIX) - 1)
+#define FILE_BYTES 4096
+#define IDLE_CONNS 10000
+#define IDEM_CLIENTS 1000
+#define IDEM_ROUNDS 5
+#define BATCH_CALLS 40
+#define SERVER_CPU 0
+#define CLIENT_CPU 1
+
+/* --- small helpers ----------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *fmt, ...) PRINTF(1, 2);
+
+/* The children to kill when the bench stops early. */
+static pid_t daemon_pid = -1, floor_pid = -1;
+static char tmp_dir[128];	/* /tmp/tc-bench-XXXXXX: short, so paths below it fit */
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+/* Stops the children and removes the temporary tree. */
+static void cleanup(void)
+{
+	if (floor_pid > 0) {
+		kill(floor_pid, SIGKILL);
+		waitpid(floor_pid, NULL, 0);
+		floor_pid = -1;
+	}
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGKILL);
+		waitpid(daemon_pid, NULL, 0);
+		daemon_pid = -1;
+	}
+	if (tmp_dir[0]) {
+		nftw(tmp_dir, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+		tmp_dir[0] = '\0';
+	}
+}
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("tc-bench: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	if (tmp_dir[0]) {
+		/* The daemon's log says why it refused or died. */
+		char cmd[PATH_MAX + 64];
+		snprintf(cmd, sizeof(cmd), "tail -n 20 %s/daemon.log >&2", tmp_dir);
+		(void)!system(cmd);
+	}
+	cleanup();
+	exit(1);
+}
+
+static bool pinning = true;
+
+/* Binds the calling process (and what it starts later) to one CPU. */
+static void pin_cpu(int cpu)
+{
+	if (!pinning)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		pinning = false;
+}
+
+/* Reads one "Key:   N kB" line of /proc/PID/status, in KiB (0 if absent). */
+static uint64_t proc_status_kib(pid_t pid, const char *key)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	uint64_t v = 0;
+	size_t kl = strlen(key);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+			v = strtoull(line + kl + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return v;
+}
+
+static uint64_t rss_kib(pid_t pid)
+{
+	return proc_status_kib(pid, "VmRSS");
+}
+
+/* Resets the peak RSS (VmHWM) of pid so a scenario sees its own peak. */
+static void reset_peak(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	(void)!write(fd, "5", 1);
+	close(fd);
+}
+
+/* CPU time of pid in seconds: /proc/PID/schedstat counts nanoseconds on
+ * the CPU (all threads), finer than the clock ticks of /proc/PID/stat. */
+static double cpu_seconds(pid_t pid)
+{
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			return (double)strtoull(buf, NULL, 10) / 1e9;
+		}
+	}
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* Fields after the command: state is field 3, utime 14, stime 15. */
+	unsigned long ut = 0, st = 0;
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU time of this process in seconds. */
+static double self_cpu_seconds(void)
+{
+	return cpu_seconds(getpid());
+}
+
+static int connect_unix(const char *path, bool nonblock)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* Blocking connect: a full backlog waits instead of failing. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	if (nonblock)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return fd;
+}
+
+static void write_file(const char *path, const char *data, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, data, n) != (ssize_t)n)
+		die("cannot write %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/* Appends the decimal digits of v. */
+static void put_u64(struct buf *b, uint64_t v)
+{
+	char tmp[24];
+	int i = sizeof(tmp);
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	buf_append(b, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+/* The 4 KiB file read and written: text lines, so answers need escaping. */
+static char file_text[FILE_BYTES + 1];
+
+static void make_file_text(void)
+{
+	for (size_t i = 0; i < FILE_BYTES; i++)
+		file_text[i] = (i % 64 == 63) ? '\n' : (char)('a' + (i * 7 + i / 64) % 26);
+	file_text[FILE_BYTES] = '\0';
+}
+
+/* --- the floor server -------------------------------------------------- */
+
+enum floor_mode {
+	FLOOR_FIXED,	/* a fixed result: {} */
+	FLOOR_READ,	/* open, read and close the 4 KiB file; its text in the result */
+	FLOOR_WRITE,	/* write the 4 KiB to a temp file, fsync, rename, fsync the dir */
+};
+
+struct floor {
+	enum floor_mode mode;
+	const char *read_path;
+	int dir_fd;		/* FLOOR_WRITE: where files go */
+	struct buf out;		/* answers of one read */
+	char *in;		/* one read's bytes, after a partial line carried over */
+	size_t in_cap;
+};
+
+struct fconn {
+	int fd;
+	char *partial;		/* an incomplete line carried to the next read */
+	size_t partial_len;
+	char *pending;		/* answers the socket did not take yet */
+	size_t pending_len, pending_off;
+};
+
+/* Appends s as a JSON string body (no quotes), escaping what must be. */
+static void floor_escape(struct buf *out, const char *s, size_t n)
+{
+	buf_reserve(out, 2 * n);
+	char *o = out->data + out->len;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '\n') {
+			*o++ = '\\';
+			*o++ = 'n';
+		} else if (c == '"' || c == '\\') {
+			*o++ = '\\';
+			*o++ = c;
+		} else {
+			*o++ = c;
+		}
+	}
+	out->len = (size_t)(o - out->data);
+}
+
+/* Writes the result of one request for the floor's mode. */
+static void floor_result(struct floor *fl, int cfd)
+{
+	struct buf *o = &fl->out;
+	switch (fl->mode) {
+	case FLOOR_FIXED:
+		buf_append(o, "{}", 2);
+		break;
+	case FLOOR_READ: {
+		char data[FILE_BYTES * 2];
+		int fd = open(fl->read_path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, data, sizeof(data)) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n < 0)
+			n = 0;
+		/* The contract's answer carries the text twice: content and
+		 * structuredContent. */
+		buf_puts(o, "{\"content\":[{\"type\":\"text\",\"text\":\"");
+		floor_escape(o, data, (size_t)n);
+		buf_puts(o, "\"}],\"structuredContent\":{\"content\":\"");
+		floor_escape(o, data, (size_t)n);
+		buf_puts(o, "\"}}");
+		break;
+	}
+	case FLOOR_WRITE: {
+		char tmp[32], name[32];
+		snprintf(tmp, sizeof(tmp), ".f%d.tmp", cfd);
+		snprintf(name, sizeof(name), "f%d.txt", cfd);
+		int fd = openat(fl->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			(void)!write(fd, file_text, FILE_BYTES);
+			fsync(fd);
+			close(fd);
+			renameat(fl->dir_fd, tmp, fl->dir_fd, name);
+			fsync(fl->dir_fd);
+		}
+		buf_puts(o, "{\"bytes\":4096}");
+		break;
+	}
+	}
+}
+
+/* Finds the id token after "id": in [p, end); returns its length or 0. */
+static size_t floor_id(const char *p, const char *end, const char **ret)
+{
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	const char *s = p;
+	if (p < end && *p == '"') {
+		for (p++; p < end && *p != '"'; p++)
+			if (*p == '\\')
+				p++;
+		if (p < end)
+			p++;
+	} else {
+		while (p < end && *p != ',' && *p != '}' && *p != ' ' && *p != ']')
+			p++;
+	}
+	*ret = s;
+	return (size_t)(p - s);
+}
+
+/* Answers one line: an object, or a batch (an answer per "id" in it). */
+static void floor_line(struct floor *fl, int cfd, const char *line, size_t len)
+{
+	const char *end = line + len;
+	bool batch = len && line[0] == '[';
+	bool first = true;
+	if (batch)
+		buf_putc(&fl->out, '[');
+	const char *p = line;
+	for (;;) {
+		const char *k = memmem(p, (size_t)(end - p), "\"id\":", 5);
+		if (!k)
+			break;
+		const char *id;
+		size_t id_len = floor_id(k + 5, end, &id);
+		if (!first)
+			buf_putc(&fl->out, ',');
+		first = false;
+		buf_append(&fl->out, RESP_PREFIX, RESP_PREFIX_LEN);
+		buf_append(&fl->out, id, id_len);
+		buf_puts(&fl->out, ",\"result\":");
+		floor_result(fl, cfd);
+		buf_putc(&fl->out, '}');
+		p = id + id_len;
+		if (!batch)
+			break;
+	}
+	if (batch)
+		buf_putc(&fl->out, ']');
+	if (!first || batch)
+		buf_putc(&fl->out, '\n');
+}
+
+static void floor_close(int ep, struct fconn *c)
+{
+	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	free(c->partial);
+	free(c->pending);
+	free(c);
+}
+
+/* Writes what is pending; returns false when the connection broke. */
+static bool floor_flush(int ep, struct fconn *c)
+{
+	while (c->pending_off < c->pending_len) {
+		ssize_t n = send(c->fd, c->pending + c->pending_off, c->pending_len - c->pending_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
+				epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+				return true;
+			}
+			return false;
+		}
+		c->pending_off += (size_t)n;
+	}
+	free(c->pending);
+	c->pending = NULL;
+	c->pending_len = c->pending_off = 0;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+	epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+	return true;
+}
+
+/* Reads what a connection sent and answers every complete line. */
+static bool floor_read(int ep, struct floor *fl, struct fconn *c)
+{
+	for (int rounds = 0; rounds < 4; rounds++) {
+		size_t have = c->partial_len;
+		if (fl->in_cap < have + 65536) {
+			fl->in_cap = have + 65536;
+			fl->in = xrealloc(fl->in, fl->in_cap);
+		}
+		if (have)
+			memcpy(fl->in, c->partial, have);
+		ssize_t n = recv(c->fd, fl->in + have, fl->in_cap - have, 0);
+		if (n == 0)
+			return false;
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		size_t total = have + (size_t)n;
+		const char *p = fl->in, *end = fl->in + total;
+		buf_clear(&fl->out);
+		for (;;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+			if (!nl)
+				break;
+			if (nl > p)
+				floor_line(fl, c->fd, p, (size_t)(nl - p));
+			p = nl + 1;
+		}
+		free(c->partial);
+		c->partial = NULL;
+		c->partial_len = (size_t)(end - p);
+		if (c->partial_len)
+			c->partial = xmemdup(p, c->partial_len);
+		if (buf_size(&fl->out)) {
+			c->pending = xmemdup(buf_head(&fl->out), buf_size(&fl->out));
+			c->pending_len = buf_size(&fl->out);
+			c->pending_off = 0;
+			if (!floor_flush(ep, c))
+				return false;
+			if (c->pending)
+				return true;	/* wait for the reader before reading more */
+		}
+		if ((size_t)n < fl->in_cap - have)
+			return true;
+	}
+	return true;
+}
+
+/* The floor server's loop; never returns. */
+static void floor_serve(int lfd, enum floor_mode mode, const char *read_path, const char *write_dir)
+{
+	struct floor fl = { .mode = mode, .read_path = read_path, .dir_fd = -1 };
+	if (mode == FLOOR_WRITE) {
+		fl.dir_fd = open(write_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fl.dir_fd < 0)
+			_exit(1);
+	}
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+	struct epoll_event evs[256];
+	for (;;) {
+		int n = epoll_wait(ep, evs, ELEMENTSOF(evs), -1);
+		for (int i = 0; i < n; i++) {
+			struct fconn *c = evs[i].data.ptr;
+			if (!c) {
+				for (;;) {
+					int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+					if (fd < 0)
+						break;
+					struct fconn *nc = xcalloc(1, sizeof(*nc));
+					nc->fd = fd;
+					struct epoll_event cev = { .events = EPOLLIN, .data.ptr = nc };
+					epoll_ctl(ep, EPOLL_CTL_ADD, fd, &cev);
+				}
+				continue;
+			}
+			bool ok = true;
+			if (evs[i].events & EPOLLOUT) {
+				ok = floor_flush(ep, c);
+				if (ok && !c->pending)
+					ok = floor_read(ep, &fl, c);
+			} else if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+				ok = floor_read(ep, &fl, c);
+			}
+			if (!ok)
+				floor_close(ep, c);
+		}
+	}
+}
+
+/* Starts a floor server in a child pinned to the server CPU. */
+static pid_t floor_start(const char *sock, enum floor_mode mode, const char *read_path, const char *write_dir)
+{
+	unlink(sock);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(sock) >= sizeof(sa.sun_path))
+		die("socket path too long: %s", sock);
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, SOMAXCONN) < 0)
+		die("floor socket %s: %s", sock, strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* A fresh program, so the floor's memory is its own and not
+		 * the load generator's pages inherited by fork. */
+		pin_cpu(SERVER_CPU);
+		if (lfd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(lfd, 3) < 0)
+			_exit(127);
+		char m[16];
+		snprintf(m, sizeof(m), "%d", (int)mode);
+		execl("/proc/self/exe", "tc-bench", "--floor-serve", m, read_path ? read_path : "-",
+		      write_dir ? write_dir : "-", (char *)NULL);
+		_exit(127);
+	}
+	close(lfd);
+	floor_pid = pid;
+	return pid;
+}
+
+static void floor_stop(void)
+{
+	if (floor_pid > 0) {
+		kill(floor_pid, SIGKILL);
+		waitpid(floor_pid, NULL, 0);
+		floor_pid = -1;
+	}
+}
+
+/* --- the daemon -------------------------------------------------------- */
+
+static char daemon_sock[PATH_MAX];
+
+/* Starts toolcalld in the temporary directory and waits for its socket. */
+static void daemon_start(const char *exe)
+{
+	char cfg[PATH_MAX], log[PATH_MAX];
+	snprintf(cfg, sizeof(cfg), "%s/toolcalld.json", tmp_dir);
+	snprintf(log, sizeof(log), "%s/daemon.log", tmp_dir);
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s/d.sock", tmp_dir);
+	char *text = xasprintf(
+		"{\n"
+		"  \"socket\": \"%s\",\n"
+		"  \"workspace\": \"%s/ws\",\n"
+		"  \"log_level\": \"warning\",\n"
+		"  \"grace_ms\": 2000,\n"
+		"  \"limits\": { \"max_connections\": 20000 },\n"
+		"  \"confirmation\": { \"default\": { \"write\": \"auto\", \"execute\": \"auto\" } }\n"
+		"}\n",
+		daemon_sock, tmp_dir);
+	write_file(cfg, text, strlen(text));
+	free(text);
+
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		pin_cpu(SERVER_CPU);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			dup2(fd, STDERR_FILENO);
+			dup2(fd, STDOUT_FILENO);
+		}
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_PID");
+		unsetenv("NOTIFY_SOCKET");
+		execl(exe, exe, "--config", cfg, (char *)NULL);
+		fprintf(stderr, "exec %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	daemon_pid = pid;
+	uint64_t deadline = now_ns() + 10000000000ull;
+	for (;;) {
+		int fd = connect_unix(daemon_sock, false);
+		if (fd >= 0) {
+			close(fd);
+			return;
+		}
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			daemon_pid = -1;
+			die("toolcalld (%s) exited at start (status %d)", exe, st);
+		}
+		if (now_ns() > deadline)
+			die("toolcalld did not listen on %s within 10 s", daemon_sock);
+		usleep(10000);
+	}
+}
+
+/* Sends one request on a fresh connection and returns the answer line. */
+static char *daemon_request(const char *json)
+{
+	int fd = connect_unix(daemon_sock, false);
+	if (fd < 0)
+		die("connect %s: %s", daemon_sock, strerror(-fd));
+	struct timeval tv = { .tv_sec = 10 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	size_t n = strlen(json);
+	if (write(fd, json, n) != (ssize_t)n || write(fd, "\n", 1) != 1)
+		die("write to toolcalld: %s", strerror(errno));
+	struct buf b = {0};
+	for (;;) {
+		buf_reserve(&b, 4096);
+		ssize_t k = read(fd, b.data + b.len, b.cap - b.len);
+		if (k <= 0)
+			break;
+		b.len += (size_t)k;
+		const char *nl = memchr(buf_head(&b), '\n', buf_size(&b));
+		if (nl) {
+			b.len = (size_t)(nl - b.data);
+			break;
+		}
+	}
+	close(fd);
+	buf_putc(&b, '\0');
+	return buf_steal(&b);
+}
+
+/* Reads an integer that follows "key": in a JSON text (-1 if absent). */
+static int64_t json_int_after(const char *text, const char *key)
+{
+	char pat[128];
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	const char *p = strstr(text, pat);
+	return p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+}
+
+/* --- the load generator ------------------------------------------------ */
+
+struct cconn {
+	int fd;
+	int index;
+	unsigned inflight;
+	uint64_t sent, answered;	/* requests (batches count once) */
+	uint64_t last_ns;		/* ids must grow on each connection */
+	struct buf in, out;
+	bool want_out;
+};
+
+struct load;
+/* Appends one request (or batch) line with ids base | i. */
+typedef void (*gen_fn)(struct load *L, struct cconn *c, uint64_t base);
+
+struct load {
+	struct cconn *conns;
+	int n;
+	unsigned depth;			/* requests in flight per connection */
+	uint64_t per_conn;		/* 0: timed; else requests per connection */
+	double warm_s, dur_s;
+	gen_fn gen;
+	const char *suffix;		/* request text after the id */
+	size_t suffix_len;
+	const char *const *suffixes;	/* per connection, when set */
+	pid_t server;
+	/* Results. */
+	uint64_t *lat;			/* latencies (ns) counted in the window */
+	size_t n_lat, cap_lat;
+	uint64_t calls;			/* answers counted (batch elements each) */
+	uint64_t errors;
+	char first_error[320];
+	double secs;			/* the window's length */
+	double server_cpu;		/* server CPU seconds in the window */
+	double client_cpu;		/* the load generator's CPU seconds in the window */
+	bool timed_out;
+	uint64_t inflight;		/* over all connections */
+	uint64_t unanswered;		/* counted runs: answers still due */
+};
+
+static void gen_simple(struct load *L, struct cconn *c, uint64_t base)
+{
+	const char *suffix = L->suffixes ? L->suffixes[c->index] : L->suffix;
+	size_t len = L->suffixes ? strlen(suffix) : L->suffix_len;
+	buf_append(&c->out, RESP_PREFIX, RESP_PREFIX_LEN);
+	put_u64(&c->out, base);
+	buf_append(&c->out, suffix, len);
+}
+
+static void gen_batch(struct load *L, struct cconn *c, uint64_t base)
+{
+	buf_putc(&c->out, '[');
+	for (unsigned i = 0; i < BATCH_CALLS; i++) {
+		if (i)
+			buf_putc(&c->out, ',');
+		buf_append(&c->out, RESP_PREFIX, RESP_PREFIX_LEN);
+		put_u64(&c->out, base | i);
+		/* Without the newline the simple suffix ends with. */
+		buf_append(&c->out, L->suffix, L->suffix_len - 1);
+	}
+	buf_append(&c->out, "]\n", 2);
+}
+
+static void record_error(struct load *L, const char *line, size_t len)
+{
+	if (L->errors++ == 0)
+		snprintf(L->first_error, sizeof(L->first_error), "%.*s", (int)MIN(len, 300), line);
+}
+
+/* Checks one answer object at p; returns its id (0 when it has none). */
+static uint64_t check_answer(struct load *L, const char *p, const char *end)
+{
+	if ((size_t)(end - p) < RESP_PREFIX_LEN || memcmp(p, RESP_PREFIX, RESP_PREFIX_LEN) != 0)
+		return 0;
+	const char *q = p + RESP_PREFIX_LEN;
+	uint64_t id = 0;
+	while (q < end && *q >= '0' && *q <= '9')
+		id = id * 10 + (uint64_t)(*q++ - '0');
+	if ((size_t)(end - q) < 10 || memcmp(q, ",\"result\":", 10) != 0)
+		record_error(L, p, (size_t)(end - p));
+	return id;
+}
+
+static void queue_requests(struct load *L, struct cconn *c)
+{
+	while (c->inflight < L->depth && (!L->per_conn || c->sent < L->per_conn)) {
+		uint64_t t = now_ns();
+		if (t <= c->last_ns)
+			t = c->last_ns + 1;
+		c->last_ns = t;
+		L->gen(L, c, t << 6);
+		c->inflight++;
+		c->sent++;
+		L->inflight++;
+	}
+}
+
+static bool flush_out(int ep, struct cconn *c)
+{
+	while (buf_size(&c->out)) {
+		ssize_t n = send(c->fd, buf_head(&c->out), buf_size(&c->out), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			return false;
+		}
+		buf_consume(&c->out, (size_t)n);
+	}
+	bool want = buf_size(&c->out) > 0;
+	if (want != c->want_out) {
+		struct epoll_event ev = { .events = EPOLLIN | (want ? EPOLLOUT : 0), .data.ptr = c };
+		epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+		c->want_out = want;
+	}
+	return true;
+}
+
+/* Handles every complete answer line buffered on c. */
+static void consume_answers(struct load *L, struct cconn *c, uint64_t t, uint64_t t0, uint64_t t1)
+{
+	const char *head = buf_head(&c->in);
+	size_t size = buf_size(&c->in), used = 0;
+	for (;;) {
+		const char *p = head + used;
+		const char *nl = memchr(p, '\n', size - used);
+		if (!nl)
+			break;
+		used = (size_t)(nl - head) + 1;
+		uint64_t id = 0, elems = 1;
+		if (*p == '[') {
+			/* A batch: every element is checked, the first carries the time. */
+			elems = 0;
+			const char *q = p + 1;
+			while (q < nl) {
+				const char *e = memmem(q, (size_t)(nl - q), RESP_PREFIX, RESP_PREFIX_LEN);
+				if (!e)
+					break;
+				const char *next = memmem(e + 1, (size_t)(nl - e - 1), RESP_PREFIX, RESP_PREFIX_LEN);
+				uint64_t eid = check_answer(L, e, next ? next : nl);
+				if (!id)
+					id = eid;
+				elems++;
+				q = next ? next : nl;
+			}
+			if (elems != BATCH_CALLS)
+				record_error(L, p, (size_t)(nl - p));
+		} else {
+			id = check_answer(L, p, nl);
+			if (!id)
+				continue;	/* a notification */
+		}
+		c->inflight--;
+		c->answered++;
+		L->inflight--;
+		if (L->unanswered)
+			L->unanswered--;
+		if (t >= t0 && t < t1) {
+			L->calls += elems;
+			if (L->n_lat == L->cap_lat) {
+				L->cap_lat = L->cap_lat ? 2 * L->cap_lat : 65536;
+				L->lat = xreallocarray(L->lat, L->cap_lat, sizeof(*L->lat));
+			}
+			uint64_t sent = id >> 6;
+			L->lat[L->n_lat++] = t > sent ? t - sent : 0;
+		}
+	}
+	buf_consume(&c->in, used);
+}
+
+/*
+ * Runs the load over L->conns (connected, nonblocking). Timed: warm up,
+ * measure for dur_s, then let what is in flight drain. Counted: each
+ * connection sends per_conn requests; everything is measured.
+ */
+static void drive(struct load *L)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	for (int i = 0; i < L->n; i++) {
+		struct cconn *c = &L->conns[i];
+		c->index = i;
+		c->inflight = 0;
+		c->want_out = false;
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+			die("epoll_ctl: %s", strerror(errno));
+	}
+	uint64_t start = now_ns();
+	uint64_t t0 = L->per_conn ? 0 : start + (uint64_t)(L->warm_s * 1e9);
+	uint64_t t1 = L->per_conn ? UINT64_MAX : t0 + (uint64_t)(L->dur_s * 1e9);
+	uint64_t hard_end = L->per_conn ? start + 60000000000ull : t1 + 10000000000ull;
+	double cpu0 = L->per_conn ? cpu_seconds(L->server) : 0;
+	double self0 = L->per_conn ? self_cpu_seconds() : 0;
+	L->inflight = 0;
+	L->unanswered = L->per_conn * (uint64_t)L->n;
+	bool measuring = L->per_conn != 0, stopping = false;
+
+	for (int i = 0; i < L->n; i++) {
+		queue_requests(L, &L->conns[i]);
+		if (!flush_out(ep, &L->conns[i]))
+			die("send: %s", strerror(errno));
+	}
+	struct epoll_event evs[512];
+	for (;;) {
+		uint64_t t = now_ns();
+		if (!measuring && t >= t0) {
+			measuring = true;
+			cpu0 = cpu_seconds(L->server);
+			self0 = self_cpu_seconds();
+		}
+		if (!stopping && t >= t1) {
+			stopping = true;
+			L->server_cpu = cpu_seconds(L->server) - cpu0;
+			L->client_cpu = self_cpu_seconds() - self0;
+		}
+		bool busy = L->per_conn ? L->unanswered > 0 : L->inflight > 0;
+		if ((stopping || L->per_conn) && !busy)
+			break;
+		if (t >= hard_end) {
+			L->timed_out = true;
+			break;
+		}
+		int timeout = 100;
+		if (!measuring)
+			timeout = (int)MIN((t0 - t) / 1000000 + 1, 100);
+		int n = epoll_wait(ep, evs, ELEMENTSOF(evs), timeout);
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait: %s", strerror(errno));
+		t = now_ns();
+		for (int i = 0; i < n; i++) {
+			struct cconn *c = evs[i].data.ptr;
+			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+				for (;;) {
+					buf_reserve(&c->in, 16384);
+					ssize_t k = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+					if (k > 0) {
+						c->in.len += (size_t)k;
+						if (c->in.len < c->in.cap)
+							break;
+						continue;
+					}
+					if (k < 0 && (errno == EAGAIN || errno == EINTR))
+						break;
+					die("the server closed connection %d (%s) with %u requests in flight", c->index,
+					    k == 0 ? "EOF" : strerror(errno), c->inflight);
+				}
+				consume_answers(L, c, t, t0, t1);
+				if (!stopping)
+					queue_requests(L, c);
+			}
+			if (!flush_out(ep, c))
+				die("send: %s", strerror(errno));
+		}
+	}
+	uint64_t end = now_ns();
+	if (L->per_conn) {
+		L->secs = (double)(end - start) / 1e9;
+		L->server_cpu = cpu_seconds(L->server) - cpu0;
+		L->client_cpu = self_cpu_seconds() - self0;
+	} else {
+		L->secs = L->dur_s;
+	}
+	close(ep);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Opens n nonblocking connections to sock. */
+static struct cconn *open_conns(const char *sock, int n)
+{
+	struct cconn *c = xcalloc((size_t)n, sizeof(*c));
+	for (int i = 0; i < n; i++) {
+		c[i].fd = connect_unix(sock, true);
+		if (c[i].fd < 0)
+			die("connect %s (connection %d of %d): %s", sock, i + 1, n, strerror(-c[i].fd));
+	}
+	return c;
+}
+
+static void close_conns(struct cconn *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		close(c[i].fd);
+		buf_free(&c[i].in);
+		buf_free(&c[i].out);
+	}
+	free(c);
+}
+
+/* --- results and the table --------------------------------------------- */
+
+struct row {
+	const char *scenario;
+	const char *server;
+	double rate;		/* calls per second */
+	double p50_us, p99_us;
+	uint64_t peak_kib;
+	double cpu;		/* server CPU share of the window */
+	double cpu_per_call_us;	/* server CPU time per call */
+	char extra[160];	/* the ratio, or a per-connection figure */
+	char target[96];
+	bool have_lat;
+};
+
+static struct row rows[32];
+static size_t n_rows;
+static char notes[4096];
+
+static void note(const char *fmt, ...) PRINTF(1, 2);
+static void note(const char *fmt, ...)
+{
+	size_t used = strlen(notes);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(notes + used, sizeof(notes) - used, fmt, ap);
+	va_end(ap);
+	used = strlen(notes);
+	if (used + 1 < sizeof(notes))
+		strcat(notes, "\n");
+}
+
+/* Turns a load's results into a row. */
+static struct row *add_row(const char *scenario, const char *server, struct load *L, pid_t pid)
+{
+	struct row *r = &rows[n_rows++];
+	memset(r, 0, sizeof(*r));
+	r->scenario = scenario;
+	r->server = server;
+	r->rate = L->secs > 0 ? (double)L->calls / L->secs : 0;
+	if (L->n_lat) {
+		qsort(L->lat, L->n_lat, sizeof(*L->lat), cmp_u64);
+		r->p50_us = (double)L->lat[(L->n_lat - 1) / 2] / 1e3;
+		r->p99_us = (double)L->lat[(size_t)((double)(L->n_lat - 1) * 0.99)] / 1e3;
+		r->have_lat = true;
+	}
+	r->peak_kib = proc_status_kib(pid, "VmHWM");
+	r->cpu = L->secs > 0 ? L->server_cpu / L->secs : 0;
+	r->cpu_per_call_us = L->calls ? L->server_cpu * 1e6 / (double)L->calls : 0;
+	if (L->secs > 0 && L->client_cpu / L->secs > 0.9)
+		note("%s, %s: the load generator was busy %.0f%% of the window: the server was not the only "
+		     "limit", scenario, server, 100 * L->client_cpu / L->secs);
+	if (L->errors)
+		note("%s, %s: %" PRIu64 " error answers; the first: %s", scenario, server, L->errors, L->first_error);
+	if (L->timed_out)
+		note("%s, %s: stopped after the time limit with answers missing", scenario, server);
+	free(L->lat);
+	L->lat = NULL;
+	L->n_lat = L->cap_lat = 0;
+	return r;
+}
+
+static void fmt_lat(char *out, size_t n, double us, bool have)
+{
+	if (!have)
+		snprintf(out, n, "-");
+	else if (us < 1000)
+		snprintf(out, n, "%.0f µs", us);
+	else if (us < 100000)
+		snprintf(out, n, "%.2f ms", us / 1000);
+	else
+		snprintf(out, n, "%.0f ms", us / 1000);
+}
+
+static void fmt_rate(char *out, size_t n, double rate)
+{
+	if (rate >= 100)
+		snprintf(out, n, "%.0f", rate);
+	else
+		snprintf(out, n, "%.1f", rate);
+	/* Thousands separators make six-digit rates readable. */
+	char tmp[48];
+	snprintf(tmp, sizeof(tmp), "%s", out);
+	char *dot = strchr(tmp, '.');
+	size_t int_len = dot ? (size_t)(dot - tmp) : strlen(tmp);
+	size_t o = 0;
+	for (size_t i = 0; i < int_len && o + 2 < n; i++) {
+		if (i && (int_len - i) % 3 == 0)
+			out[o++] = ',';
+		out[o++] = tmp[i];
+	}
+	snprintf(out + o, n - o, "%s", dot ? dot : "");
+}
+
+static void print_table(void)
+{
+	printf("| scenario | server | calls/s | p50 | p99 | peak RSS | server CPU | CPU/call | vs floor | target |\n");
+	printf("|---|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+	for (size_t i = 0; i < n_rows; i++) {
+		struct row *r = &rows[i];
+		char rate[48], p50[32], p99[32], rss[32], cpc[32];
+		fmt_rate(rate, sizeof(rate), r->rate);
+		fmt_lat(p50, sizeof(p50), r->p50_us, r->have_lat);
+		fmt_lat(p99, sizeof(p99), r->p99_us, r->have_lat);
+		snprintf(rss, sizeof(rss), "%.1f MiB", (double)r->peak_kib / 1024.0);
+		if (r->cpu_per_call_us <= 0)
+			snprintf(cpc, sizeof(cpc), "-");
+		else if (r->cpu_per_call_us < 10)
+			snprintf(cpc, sizeof(cpc), "%.2f µs", r->cpu_per_call_us);
+		else
+			snprintf(cpc, sizeof(cpc), "%.0f µs", r->cpu_per_call_us);
+		bool same = i > 0 && rows[i - 1].scenario == r->scenario;
+		printf("| %s | %s | %s | %s | %s | %s | %.0f%% | %s | %s | %s |\n", same ? "" : r->scenario, r->server,
+		       r->rate > 0 ? rate : "-", p50, p99, r->peak_kib ? rss : "-", r->cpu * 100, cpc, r->extra,
+		       r->target);
+	}
+	if (notes[0])
+		printf("\n%s", notes);
+}
+
+/* Fills the daemon row's ratio columns against the floor row. */
+static void ratio(struct row *d, const struct row *f)
+{
+	char lat[64] = "";
+	if (d->have_lat && f->have_lat && f->p99_us > 0)
+		snprintf(lat, sizeof(lat), ", p99 %.2f×", d->p99_us / f->p99_us);
+	char cpc[64] = "";
+	if (d->cpu_per_call_us > 0 && f->cpu_per_call_us > 0)
+		snprintf(cpc, sizeof(cpc), ", CPU/call %.2f×", d->cpu_per_call_us / f->cpu_per_call_us);
+	snprintf(d->extra, sizeof(d->extra), "calls/s %.2f×%s%s", f->rate > 0 ? d->rate / f->rate : 0, cpc, lat);
+}
+
+/* --- scenarios --------------------------------------------------------- */
+
+struct opts {
+	const char *daemon;
+	double seconds;
+	double warm;
+	const char *only;
+};
+
+static struct opts opt = { .seconds = 3.0, .warm = 0.5 };
+
+static bool wanted(const char *name)
+{
+	return !opt.only || strstr(opt.only, name);
+}
+
+static char floor_sock[PATH_MAX];
+
+/* Runs one timed pipelined load against the daemon and then the floor. */
+static void timed_pair(const char *scenario, int nconns, unsigned depth, gen_fn gen, const char *suffix,
+		       const char *const *suffixes, enum floor_mode mode, const char *fpath, const char *fdir,
+		       struct row **ret_d, struct row **ret_f)
+{
+	const char *servers[2] = { "floor", "toolcalld" };
+	struct row *r[2];
+	for (int s = 0; s < 2; s++) {
+		pid_t pid;
+		const char *sock;
+		if (s == 0) {
+			pid = floor_start(floor_sock, mode, fpath, fdir);
+			sock = floor_sock;
+		} else {
+			pid = daemon_pid;
+			sock = daemon_sock;
+		}
+		reset_peak(pid);
+		struct load L = {
+			.conns = open_conns(sock, nconns), .n = nconns, .depth = depth,
+			.warm_s = opt.warm, .dur_s = opt.seconds, .gen = gen,
+			.suffix = suffix, .suffix_len = suffix ? strlen(suffix) : 0, .suffixes = suffixes,
+			.server = pid,
+		};
+		drive(&L);
+		r[s] = add_row(scenario, servers[s], &L, pid);
+		close_conns(L.conns, nconns);
+		if (s == 0)
+			floor_stop();
+	}
+	ratio(r[1], r[0]);
+	*ret_f = r[0];
+	*ret_d = r[1];
+}
+
+static void scenario_ping(void)
+{
+	struct row *d, *f;
+	timed_pair("ping (16 conns × 32 pipelined)", 16, 32, gen_simple, ",\"method\":\"ping\"}\n", NULL,
+		   FLOOR_FIXED, NULL, NULL, &d, &f);
+	bool ok = d->rate >= 0.7 * f->rate && d->p99_us <= 2 * f->p99_us;
+	snprintf(d->target, sizeof(d->target), "≥0.7× calls/s, p99 ≤2×: %s", ok ? "met" : "MISSED");
+}
+
+static void scenario_read(void)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/ws/file4k.txt", tmp_dir);
+	struct row *d, *f;
+	timed_pair("read_file 4 KiB (16 conns × 16)", 16, 16, gen_simple,
+		   ",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"file4k.txt\"}}}\n",
+		   NULL, FLOOR_READ, path, NULL, &d, &f);
+	snprintf(d->target, sizeof(d->target), "≥100,000 calls/s: %s", d->rate >= 100000 ? "met" : "MISSED");
+}
+
+static void scenario_write(void)
+{
+	enum { N = 16 };
+	char *suffixes[N];
+	struct buf esc = {0};
+	floor_escape(&esc, file_text, FILE_BYTES);
+	for (int i = 0; i < N; i++)
+		suffixes[i] = xasprintf(",\"method\":\"tools/call\",\"params\":{\"name\":\"write_file\","
+					"\"arguments\":{\"path\":\"out/c%d.txt\",\"content\":\"%.*s\"}}}\n",
+					i, (int)buf_size(&esc), buf_head(&esc));
+	buf_free(&esc);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/floor-out", tmp_dir);
+	struct row *d, *f;
+	timed_pair("write_file 4 KiB (16 conns × 4)", N, 4, gen_simple, NULL, (const char *const *)suffixes,
+		   FLOOR_WRITE, NULL, dir, &d, &f);
+	for (int i = 0; i < N; i++)
+		free(suffixes[i]);
+}
+
+/* shell `true`, one call at a time, against posix_spawn of sh -c true. */
+static void scenario_shell(void)
+{
+	const char *scenario = "shell `true` (1 conn, 1 at a time)";
+	struct load fl = { 0 };
+	/* The floor runs on the server CPU, like the daemon and its children. */
+	pin_cpu(SERVER_CPU);
+	uint64_t start = now_ns(), stop = start + (uint64_t)((opt.warm + opt.seconds) * 1e9);
+	uint64_t t0 = start + (uint64_t)(opt.warm * 1e9);
+	char *argv[] = { "sh", "-c", "true", NULL };
+	double cpu0 = 0;
+	bool measuring = false;
+	for (;;) {
+		uint64_t t = now_ns();
+		if (t >= stop)
+			break;
+		if (!measuring && t >= t0) {
+			measuring = true;
+			struct rusage self;
+			getrusage(RUSAGE_SELF, &self);
+			cpu0 = (double)self.ru_utime.tv_sec + (double)self.ru_utime.tv_usec / 1e6 +
+			       (double)self.ru_stime.tv_sec + (double)self.ru_stime.tv_usec / 1e6;
+		}
+		pid_t pid;
+		if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) != 0)
+			die("posix_spawn: %s", strerror(errno));
+		int st;
+		waitpid(pid, &st, 0);
+		uint64_t e = now_ns();
+		if (measuring) {
+			if (fl.n_lat == fl.cap_lat) {
+				fl.cap_lat = fl.cap_lat ? 2 * fl.cap_lat : 4096;
+				fl.lat = xreallocarray(fl.lat, fl.cap_lat, sizeof(*fl.lat));
+			}
+			fl.lat[fl.n_lat++] = e - t;
+			fl.calls++;
+		}
+	}
+	struct rusage self;
+	getrusage(RUSAGE_SELF, &self);
+	double cpu1 = (double)self.ru_utime.tv_sec + (double)self.ru_utime.tv_usec / 1e6 + (double)self.ru_stime.tv_sec +
+		      (double)self.ru_stime.tv_usec / 1e6;
+	pin_cpu(CLIENT_CPU);
+	fl.secs = opt.seconds;
+	fl.server_cpu = cpu1 - cpu0;	/* the spawning process only, like the daemon's */
+	struct row *f = add_row(scenario, "floor (posix_spawn)", &fl, getpid());
+	f->peak_kib = 0;
+
+	reset_peak(daemon_pid);
+	struct load L = {
+		.conns = open_conns(daemon_sock, 1), .n = 1, .depth = 1,
+		.warm_s = opt.warm, .dur_s = opt.seconds, .gen = gen_simple,
+		.suffix = ",\"method\":\"tools/call\",\"params\":{\"name\":\"shell\",\"arguments\":{\"command\":\"true\"}}}\n",
+		.server = daemon_pid,
+	};
+	L.suffix_len = strlen(L.suffix);
+	drive(&L);
+	struct row *d = add_row(scenario, "toolcalld", &L, daemon_pid);
+	close_conns(L.conns, 1);
+	double per_call_d = d->rate > 0 ? 1e6 / d->rate : 0, per_call_f = f->rate > 0 ? 1e6 / f->rate : 0;
+	snprintf(d->extra, sizeof(d->extra), "time/call %.0f vs %.0f µs: %.2f×", per_call_d, per_call_f,
+		 per_call_f > 0 ? per_call_d / per_call_f : 0);
+	snprintf(d->target, sizeof(d->target), "≤1.3× time/call: %s",
+		 per_call_f > 0 && per_call_d <= 1.3 * per_call_f ? "met" : "MISSED");
+}
+
+/* Runs IDEM_CLIENTS connections, one request each, IDEM_ROUNDS times. */
+static struct row *idem_run(const char *scenario, const char *server, const char *sock, pid_t pid)
+{
+	struct cconn *conns = open_conns(sock, IDEM_CLIENTS);
+	struct load total = { 0 };
+	reset_peak(pid);
+	for (int round = 0; round < IDEM_ROUNDS; round++) {
+		char *suffix = xasprintf(",\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+					 "\"arguments\":{\"command\":\"true\"},"
+					 "\"_meta\":{\"idempotencyKey\":\"bench-%d-%d\"}}}\n", (int)getpid(), round);
+		for (int i = 0; i < IDEM_CLIENTS; i++)
+			conns[i].sent = conns[i].answered = 0;
+		struct load L = {
+			.conns = conns, .n = IDEM_CLIENTS, .depth = 1, .per_conn = 1, .gen = gen_simple,
+			.suffix = suffix, .suffix_len = strlen(suffix), .server = pid,
+		};
+		drive(&L);
+		free(suffix);
+		total.calls += L.calls;
+		total.secs += L.secs;
+		total.server_cpu += L.server_cpu;
+		total.client_cpu += L.client_cpu;
+		total.errors += L.errors;
+		total.timed_out |= L.timed_out;
+		if (L.errors && !total.first_error[0])
+			memcpy(total.first_error, L.first_error, sizeof(total.first_error));
+		for (size_t k = 0; k < L.n_lat; k++) {
+			if (total.n_lat == total.cap_lat) {
+				total.cap_lat = total.cap_lat ? 2 * total.cap_lat : 8192;
+				total.lat = xreallocarray(total.lat, total.cap_lat, sizeof(*total.lat));
+			}
+			total.lat[total.n_lat++] = L.lat[k];
+		}
+		free(L.lat);
+	}
+	close_conns(conns, IDEM_CLIENTS);
+	return add_row(scenario, server, &total, pid);
+}
+
+static void scenario_idem(void)
+{
+	const char *scenario = "1000 clients, one idempotency key (shell `true`)";
+	floor_start(floor_sock, FLOOR_FIXED, NULL, NULL);
+	struct row *f = idem_run(scenario, "floor", floor_sock, floor_pid);
+	floor_stop();
+	char *before = daemon_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"admin/stats\"}");
+	struct row *d = idem_run(scenario, "toolcalld", daemon_sock, daemon_pid);
+	char *after = daemon_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"admin/stats\"}");
+	ratio(d, f);
+	int64_t shell_before = -1, shell_after = -1;
+	const char *sb = strstr(before, "\"shell\":{"), *sa = strstr(after, "\"shell\":{");
+	if (sb)
+		shell_before = json_int_after(sb, "calls");
+	if (sa)
+		shell_after = json_int_after(sa, "calls");
+	int64_t joins = json_int_after(after, "joins") - json_int_after(before, "joins");
+	int64_t hits = json_int_after(after, "hits") - json_int_after(before, "hits");
+	note("idempotency: %d rounds of %d clients: shell ran %" PRId64 " times; %" PRId64 " callers joined a "
+	     "running execution, %" PRId64 " got the kept outcome (admin/stats)",
+	     IDEM_ROUNDS, IDEM_CLIENTS, shell_after >= 0 && shell_before >= 0 ? shell_after - shell_before : -1,
+	     joins, hits);
+	snprintf(d->target, sizeof(d->target), "one run per key: %s",
+		 shell_after - shell_before == IDEM_ROUNDS ? "met" : "MISSED");
+	free(before);
+	free(after);
+}
+
+/* Connects IDLE_CONNS, pings each once, and measures memory per connection. */
+static struct row *idle_run(const char *scenario, const char *server, const char *sock, pid_t pid,
+			    double *ret_per_conn, double *ret_per_conn_silent, bool *ret_served)
+{
+	usleep(200000);
+	uint64_t base = rss_kib(pid);
+	reset_peak(pid);
+	uint64_t t = now_ns();
+	struct cconn *conns = open_conns(sock, IDLE_CONNS);
+	double connect_s = (double)(now_ns() - t) / 1e9;
+	*ret_per_conn_silent = -1;
+	if (pid == daemon_pid) {
+		/* Wait until the daemon has accepted them all. */
+		for (int i = 0; i < 100; i++) {
+			char *st = daemon_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"admin/stats\"}");
+			int64_t open = json_int_after(st, "open");
+			free(st);
+			if (open >= IDLE_CONNS)
+				break;
+			usleep(50000);
+		}
+		*ret_per_conn_silent = ((double)rss_kib(pid) - (double)base) * 1024.0 / IDLE_CONNS;
+	}
+	struct load L = {
+		.conns = conns, .n = IDLE_CONNS, .depth = 1, .per_conn = 1, .gen = gen_simple,
+		.suffix = ",\"method\":\"ping\"}\n", .suffix_len = strlen(",\"method\":\"ping\"}\n"), .server = pid,
+	};
+	drive(&L);
+	usleep(200000);
+	uint64_t after = rss_kib(pid);
+	struct row *r = add_row(scenario, server, &L, pid);
+	*ret_per_conn = ((double)after - (double)base) * 1024.0 / IDLE_CONNS;
+	*ret_served = !L.timed_out && L.errors == 0;
+	close_conns(conns, IDLE_CONNS);
+	note("%s: %d connections opened in %.2f s; RSS %.1f MiB before, %.1f MiB with them open and pinged once",
+	     server, IDLE_CONNS, connect_s, (double)base / 1024.0, (double)after / 1024.0);
+	return r;
+}
+
+static void scenario_idle(void)
+{
+	const char *scenario = "10,000 idle connections, one ping each";
+	double f_per, d_per, f_silent, d_silent;
+	bool f_served, served;
+	floor_start(floor_sock, FLOOR_FIXED, NULL, NULL);
+	struct row *f = idle_run(scenario, "floor", floor_sock, floor_pid, &f_per, &f_silent, &f_served);
+	floor_stop();
+	struct row *d = idle_run(scenario, "toolcalld", daemon_sock, daemon_pid, &d_per, &d_silent, &served);
+	snprintf(f->extra, sizeof(f->extra), "%.0f B/conn", f_per);
+	snprintf(d->extra, sizeof(d->extra), "%.0f B/conn (%.0f before their ping) vs %.0f: %.1f×", d_per,
+		 d_silent, f_per, f_per > 0 ? d_per / f_per : 0);
+	snprintf(d->target, sizeof(d->target), "≤4 KiB/conn: %s; 10,000 served: %s", d_per <= 4096 ? "met" : "MISSED",
+		 served ? "met" : "MISSED");
+	/* Let the daemon notice the closed connections before what follows. */
+	usleep(300000);
+}
+
+static void scenario_batch(void)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/ws/hello.txt", tmp_dir);
+	struct row *d, *f;
+	timed_pair("batch of 40 read_file calls, 6 B file (16 conns × 4)", 16, 4, gen_batch,
+		   ",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}}\n",
+		   NULL, FLOOR_READ, path, NULL, &d, &f);
+}
+
+/* --- main -------------------------------------------------------------- */
+
+/* Raises the fd limit to what 10,000 connections need (and the children inherit). */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rlim_t want = 2 * IDLE_CONNS + 512;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+		want = rl.rlim_max;
+	rl.rlim_cur = want;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+		rl.rlim_max = want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || want < IDLE_CONNS + 256)
+		die("RLIMIT_NOFILE is %llu; 10,000 connections need %d (raise the hard limit: ulimit -Hn)",
+		    (unsigned long long)want, IDLE_CONNS + 256);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: tc-bench [--daemon PATH] [--seconds S] [--only LIST] [--quick]\n"
+		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
+		"  --daemon PATH   the toolcalld binary (default: %s)\n"
+		"  --seconds S     measured seconds per timed run (default 3)\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write shell idem idle batch\n"
+		"  --quick         1 s per timed run\n",
+		TOOLCALLD_PATH);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "daemon", required_argument, NULL, 'd' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "only", required_argument, NULL, 'o' },
+		{ "quick", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int o;
+	if (argc == 5 && str_eq(argv[1], "--floor-serve")) {
+		/* The floor server, started by floor_start with its socket on fd 3. */
+		make_file_text();
+		floor_serve(3, (enum floor_mode)atoi(argv[2]), str_eq(argv[3], "-") ? NULL : argv[3],
+			    str_eq(argv[4], "-") ? NULL : argv[4]);
+		return 0;
+	}
+	opt.daemon = TOOLCALLD_PATH;
+	while ((o = getopt_long(argc, argv, "d:s:o:qh", lo, NULL)) != -1) {
+		switch (o) {
+		case 'd': opt.daemon = optarg; break;
+		case 's': opt.seconds = atof(optarg); break;
+		case 'o': opt.only = optarg; break;
+		case 'q': opt.seconds = 1.0; opt.warm = 0.2; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		opt.daemon = argv[optind];
+	if (opt.seconds <= 0)
+		opt.seconds = 3.0;
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	make_file_text();
+
+	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/tc-bench-XXXXXX");
+	if (!mkdtemp(tmp_dir))
+		die("mkdtemp: %s", strerror(errno));
+	atexit(cleanup);
+	char p[PATH_MAX + 32];
+	snprintf(p, sizeof(p), "%s/ws", tmp_dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/ws/out", tmp_dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/floor-out", tmp_dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof(p), "%s/ws/file4k.txt", tmp_dir);
+	write_file(p, file_text, FILE_BYTES);
+	snprintf(p, sizeof(p), "%s/ws/hello.txt", tmp_dir);
+	write_file(p, "hello\n", 6);
+	snprintf(floor_sock, sizeof(floor_sock), "%s/floor.sock", tmp_dir);
+
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 2)
+		pinning = false;
+	pin_cpu(CLIENT_CPU);
+
+	daemon_start(opt.daemon);
+	usleep(300000);
+	uint64_t idle_rss = rss_kib(daemon_pid);
+
+	if (wanted("ping"))
+		scenario_ping();
+	if (wanted("read"))
+		scenario_read();
+	if (wanted("write"))
+		scenario_write();
+	if (wanted("shell"))
+		scenario_shell();
+	if (wanted("idem"))
+		scenario_idem();
+	if (wanted("idle"))
+		scenario_idle();
+	if (wanted("batch"))
+		scenario_batch();
+
+	/* The daemon must still be alive and stop cleanly. */
+	kill(daemon_pid, SIGTERM);
+	int st = 0;
+	waitpid(daemon_pid, &st, 0);
+	daemon_pid = -1;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		note("toolcalld did not exit 0 on SIGTERM (status 0x%x)", st);
+
+	printf("toolcalld benchmark: %ld CPUs, %s; %.1f s measured per timed run after %.1f s of warm-up\n", ncpu,
+	       pinning ? "server (toolcalld or floor) pinned to CPU 0, load generator to CPU 1"
+		       : "no CPU pinning",
+	       opt.seconds, opt.warm);
+	printf("toolcalld idle RSS at start: %.1f MiB (target ≤ 4 MiB: %s)\n\n", (double)idle_rss / 1024.0,
+	       idle_rss <= 4096 ? "met" : "MISSED");
+	print_table();
+	printf("\nfloor: the least a newline JSON-RPC server must do: read a line, find the id, write a fixed "
+	       "answer ({}),\nplus the scenario's own system calls (read_file: open/read/close, the text escaped, "
+	       "twice;\nwrite_file: temp file, fsync, rename, fsync dir; shell: posix_spawn of sh -c true and "
+	       "waitpid, no socket).\nserver CPU: the server's CPU time over the window (100%% = one core busy); CPU/call: that time per call,\n"
+	       "so 1 / CPU/call is what one core could serve when the load generator is not the limit.\n");
+	return 0;
+}
