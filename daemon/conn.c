@@ -76,6 +76,8 @@ static void pending_free(struct pending *p)
 {
 	if (p->tracked)
 		map_remove(p->conn->ids, p->id);
+	if (p->conn->watch == p)
+		p->conn->watch = NULL;
 	list_remove(&p->node);
 	list_remove(&p->defer_node);
 	json_doc_unref(p->defer_doc);
@@ -293,8 +295,29 @@ void conn_drop(struct pending *p)
 	maybe_finish(c);
 }
 
+/* Ends an answer written straight into the output buffer. */
+static void direct_done(struct conn *c, size_t before)
+{
+	buf_putc(&c->out, '\n');
+	c->queued_total += buf_size(&c->out) - before;
+	if (!list_linked(&c->dirty_node))
+		list_insert_tail(&c->srv->dirty, &c->dirty_node);
+	if (buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes)
+		update_backpressure(c);
+}
+
 void conn_result(struct pending *p, const char *result, size_t n)
 {
+	struct conn *c = p->conn;
+	if (!p->batch && !c->dead) {
+		/* The common case: no copy through a temporary buffer. */
+		size_t before = buf_size(&c->out);
+		jrpc_write_result(&c->out, p->id, p->id_len, result, n);
+		direct_done(c, before);
+		p->caller = NULL;
+		pending_free(p);
+		return;
+	}
 	struct buf b = {0};
 	jrpc_write_result(&b, p->id, p->id_len, result, n);
 	conn_answer(p, buf_head(&b), buf_size(&b));
@@ -303,6 +326,15 @@ void conn_result(struct pending *p, const char *result, size_t n)
 
 void conn_error(struct pending *p, int code, const char *message, const char *data)
 {
+	struct conn *c = p->conn;
+	if (!p->batch && !c->dead) {
+		size_t before = buf_size(&c->out);
+		jrpc_write_error(&c->out, p->id, p->id_len, code, message, data, data ? strlen(data) : 0);
+		direct_done(c, before);
+		p->caller = NULL;
+		pending_free(p);
+		return;
+	}
 	struct buf b = {0};
 	jrpc_write_error(&b, p->id, p->id_len, code, message, data, data ? strlen(data) : 0);
 	conn_answer(p, buf_head(&b), buf_size(&b));
@@ -345,15 +377,21 @@ static void handle_value(struct conn *c, struct json_doc *doc, const struct json
 		return;
 	}
 	struct pending *p = pending_new(c, b, b ? (*index)++ : 0, req.id, req.id_len);
-	if (map_get(c->ids, p->id)) {
+	if (map_size(c->ids) && map_get(c->ids, p->id)) {
 		conn_error(p, JRPC_INVALID_REQUEST,
 			   "Invalid Request: a request with this id is still in flight on this connection",
 			   "{\"kind\":\"duplicate_id\"}");
 		return;
 	}
-	map_put(c->ids, p->id, p);
-	p->tracked = true;
+	/* Most requests are answered inside methods_handle; only those still
+	 * waiting afterwards are in flight and need their id remembered. */
+	c->watch = p;
 	methods_handle(c, &req, p);
+	if (c->watch == p) {
+		c->watch = NULL;
+		map_put(c->ids, p->id, p);
+		p->tracked = true;
+	}
 }
 
 /* Parses and dispatches one line. */

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,10 @@ int main(int argc, char **argv)
 
 	log_init(LOG_INFO);
 	signal(SIGPIPE, SIG_IGN);
+	/* Answers of a few hundred KiB come and go all the time: keep glibc
+	 * from giving memory back and taking it again on every one. */
+	mallopt(M_TRIM_THRESHOLD, 32 << 20);
+	mallopt(M_MMAP_THRESHOLD, 8 << 20);
 
 	struct server s = {0};
 	config_init(&s.cfg);

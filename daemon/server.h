@@ -126,6 +126,7 @@ struct conn {
 	unsigned ev_count;
 	unsigned ev_cap;
 	uint64_t requests;
+	struct pending *watch;		/* cleared when that request is answered */
 };
 
 /* server.c */

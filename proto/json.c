@@ -34,16 +34,26 @@ struct json_doc {
 	size_t text_len;
 };
 
+#define CHUNK_SMALL ((size_t)4096 - sizeof(struct chunk))
+
+/* One spare first-size chunk: most documents (a request, a small answer)
+ * fit in one, so parsing one after another allocates nothing. The daemon
+ * is single-threaded; the cache is per thread all the same. */
+static __thread struct chunk *spare_chunk;
+
 /* Allocates n bytes from the document's arena. */
 static void *arena_alloc(struct json_doc *doc, size_t n)
 {
 	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
 	struct chunk *c = doc->chunks;
 	if (!c || c->cap - c->used < n) {
-		size_t cap = MAX(n, (size_t)4096 - sizeof(struct chunk));
+		size_t cap = MAX(n, CHUNK_SMALL);
 		if (c && c->cap * 2 > cap && c->cap < 1u << 20)
 			cap = MAX(cap, c->cap * 2);
-		c = xmalloc(sizeof(struct chunk) + cap);
+		if (cap == CHUNK_SMALL && spare_chunk)
+			c = TAKE_PTR(spare_chunk);
+		else
+			c = xmalloc(sizeof(struct chunk) + cap);
 		c->next = doc->chunks;
 		c->used = 0;
 		c->cap = cap;
@@ -175,13 +185,32 @@ static void set_number(struct json *v, const char *raw, size_t n)
 	char tmp[64];
 	char *heap = NULL;
 	char *s = tmp;
+
+	v->u.num.raw = raw;
+	v->u.num.raw_len = n;
+	/* Fast path: short integers (ids, counts) need neither strtod nor
+	 * strtoll. */
+	if (n <= 18) {
+		size_t i = raw[0] == '-';
+		int64_t x = 0;
+		bool digits = i < n;
+		for (size_t k = i; k < n && digits; k++) {
+			if (raw[k] < '0' || raw[k] > '9')
+				digits = false;
+			else
+				x = x * 10 + (raw[k] - '0');
+		}
+		if (digits) {
+			v->u.num.i = i ? -x : x;
+			v->u.num.d = (double)v->u.num.i;
+			v->u.num.is_int = true;
+			return;
+		}
+	}
 	if (n >= sizeof(tmp))
 		s = heap = xmalloc(n + 1);
 	memcpy(s, raw, n);
 	s[n] = '\0';
-
-	v->u.num.raw = raw;
-	v->u.num.raw_len = n;
 	v->u.num.d = strtod(s, NULL);
 	if (!strpbrk(s, ".eE")) {
 		errno = 0;
@@ -369,9 +398,79 @@ static void yajl_error_message(struct parser *p, const char *text, size_t len)
 	fail(p, JSON_ERR_SYNTAX, MIN(off, len), msg);
 }
 
+/*
+ * yajl's own allocations (handle, lexer, buffers) live only during one
+ * parse: they come from a scratch area reset after each parse instead of
+ * malloc, which a profile showed costing as much as the parse itself for
+ * small messages. Requests beyond the area fall back to malloc.
+ */
+#define SCRATCH_SIZE (64 * 1024)
+
+struct scratch {
+	size_t used;
+	_Alignas(max_align_t) char mem[SCRATCH_SIZE];
+};
+
+static __thread struct scratch *scratch;
+
+struct scratch_hdr {
+	size_t size;
+	size_t pad;	/* keeps the payload aligned like max_align_t on x86-64 */
+};
+
+static bool in_scratch(const void *p)
+{
+	return scratch && (const char *)p >= scratch->mem && (const char *)p < scratch->mem + SCRATCH_SIZE;
+}
+
+static void *scratch_malloc(void *ctx, size_t n)
+{
+	size_t need = (sizeof(struct scratch_hdr) + n + 15) & ~(size_t)15;
+	if (scratch && SCRATCH_SIZE - scratch->used >= need) {
+		struct scratch_hdr *h = (struct scratch_hdr *)(scratch->mem + scratch->used);
+		scratch->used += need;
+		h->size = n;
+		return h + 1;
+	}
+	struct scratch_hdr *h = xmalloc(sizeof(*h) + n);
+	h->size = n;
+	return h + 1;
+}
+
+static void scratch_free(void *ctx, void *p)
+{
+	if (p && !in_scratch(p))
+		free((struct scratch_hdr *)p - 1);
+}
+
+static void *scratch_realloc(void *ctx, void *p, size_t n)
+{
+	if (!p)
+		return scratch_malloc(ctx, n);
+	struct scratch_hdr *h = (struct scratch_hdr *)p - 1;
+	if (!in_scratch(p)) {
+		h = xrealloc(h, sizeof(*h) + n);
+		h->size = n;
+		return h + 1;
+	}
+	if (n <= h->size)
+		return p;
+	void *q = scratch_malloc(ctx, n);
+	memcpy(q, p, h->size);
+	return q;
+}
+
+static const yajl_alloc_funcs scratch_funcs = {
+	.malloc = scratch_malloc,
+	.realloc = scratch_realloc,
+	.free = scratch_free,
+};
+
 int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
 	       struct json_doc **ret, struct json_err *err)
 {
+	if (!scratch)
+		scratch = xcalloc(1, sizeof(*scratch));
 	struct json_err dummy;
 	if (!err)
 		err = &dummy;
@@ -387,9 +486,14 @@ int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
 		return -EINVAL;
 	}
 
-	struct json_doc *doc = xcalloc(1, sizeof(*doc));
+	/* The document, its copy of the text and its nodes share the arena:
+	 * a small message costs one (usually cached) chunk in all. */
+	struct json_doc tmp = {0};
+	void *place = arena_alloc(&tmp, sizeof(struct json_doc));
+	struct json_doc *doc = place;
+	*doc = tmp;
 	doc->refs = 1;
-	doc->text = xstrndup(text, len);
+	doc->text = arena_strndup(doc, text, len);
 	doc->text_len = len;
 
 	struct parser p = {
@@ -399,7 +503,10 @@ int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
 		.max_depth = max_depth ? max_depth : DEFAULT_MAX_DEPTH,
 		.err = err,
 	};
-	p.h = yajl_alloc(&callbacks, NULL, &p);
+	/* Parses do not nest (callbacks never parse), so the scratch area is
+	 * free at the start of each one. */
+	scratch->used = 0;
+	p.h = yajl_alloc(&callbacks, (yajl_alloc_funcs *)&scratch_funcs, &p);
 	if (flags & JSON_ALLOW_COMMENTS)
 		yajl_config(p.h, yajl_allow_comments, 1);
 
@@ -457,14 +564,16 @@ struct json_doc *json_doc_unref(struct json_doc *doc)
 {
 	if (!doc || --doc->refs > 0)
 		return NULL;
+	/* The document itself lives in its oldest chunk, the last freed. */
 	struct chunk *c = doc->chunks;
 	while (c) {
 		struct chunk *next = c->next;
-		free(c);
+		if (c->cap == CHUNK_SMALL && !spare_chunk)
+			spare_chunk = c;
+		else
+			free(c);
 		c = next;
 	}
-	free(doc->text);
-	free(doc);
 	return NULL;
 }
 
@@ -577,34 +686,86 @@ bool json_equal(const struct json *a, const struct json *b)
 	return false;
 }
 
+/* The bytes of w that need escaping in a JSON string (a control
+ * character, '"' or '\\'), as the high bit of each: the "has less than"
+ * and "has zero byte" word tricks. Exact up to the first such byte (bits
+ * above it may be false), which is all the callers use. */
+static inline uint64_t word_dirty(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	uint64_t ctl = (w - ones * 0x20) & ~w & highs;
+	uint64_t q = w ^ (ones * '"');
+	uint64_t bs = w ^ (ones * '\\');
+	return ctl | ((q - ones) & ~q & highs) | ((bs - ones) & ~bs & highs);
+}
+
+/* Index of the first byte at or after i that needs escaping, or n. */
+static inline size_t next_dirty(const char *s, size_t i, size_t n)
+{
+	while (i + 8 <= n) {
+		uint64_t w;
+		memcpy(&w, s + i, 8);
+		uint64_t d = word_dirty(w);
+		if (d)
+			return i + ((size_t)__builtin_ctzll(d) >> 3);
+		i += 8;
+	}
+	while (i < n) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == '"' || c == '\\')
+			return i;
+		i++;
+	}
+	return n;
+}
+
 void json_quote(struct buf *out, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
-	buf_reserve(out, n + 2);
-	buf_putc(out, '"');
-	size_t start = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		buf_append(out, s + start, i - start);
-		start = i + 1;
-		switch (c) {
-		case '"': buf_puts(out, "\\\""); break;
-		case '\\': buf_puts(out, "\\\\"); break;
-		case '\n': buf_puts(out, "\\n"); break;
-		case '\r': buf_puts(out, "\\r"); break;
-		case '\t': buf_puts(out, "\\t"); break;
-		case '\b': buf_puts(out, "\\b"); break;
-		case '\f': buf_puts(out, "\\f"); break;
-		default: {
-			char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-			buf_append(out, u, 6);
+	/* One pass: clean runs are copied whole; room for the text plus a
+	 * little is reserved up front and grown only when escapes use it. */
+	buf_reserve(out, n + n / 16 + 16);
+	size_t len = out->len;
+	out->data[len++] = '"';
+	size_t i = 0;
+	while (i < n) {
+		size_t d = next_dirty(s, i, n);
+		/* The run, one escape (at most 6 bytes) and the closing quote. */
+		size_t need = (d - i) + 8;
+		if (out->cap - len <= need) {
+			out->len = len;
+			buf_reserve(out, need + (n - d) + (n - d) / 8);
+			len = out->len;	/* reserving may move the contents */
 		}
+		char *o = out->data + len;
+		memcpy(o, s + i, d - i);
+		o += d - i;
+		if (d < n) {
+			unsigned char c = (unsigned char)s[d];
+			*o++ = '\\';
+			switch (c) {
+			case '"': *o++ = '"'; break;
+			case '\\': *o++ = '\\'; break;
+			case '\n': *o++ = 'n'; break;
+			case '\r': *o++ = 'r'; break;
+			case '\t': *o++ = 't'; break;
+			case '\b': *o++ = 'b'; break;
+			case '\f': *o++ = 'f'; break;
+			default:
+				*o++ = 'u';
+				*o++ = '0';
+				*o++ = '0';
+				*o++ = hex[c >> 4];
+				*o++ = hex[c & 15];
+			}
 		}
+		len = (size_t)(o - out->data);
+		i = d + 1;
 	}
-	buf_append(out, s + start, n - start);
-	buf_putc(out, '"');
+	out->len = len;
+	buf_reserve(out, 2);
+	out->data[out->len++] = '"';
+	out->data[out->len] = '\0';
 }
 
 void json_canonical(const struct json *v, struct buf *out)
@@ -762,6 +923,7 @@ size_t utf8_length(const char *s, size_t n)
 struct jgen {
 	yajl_gen g;
 	struct buf *out;
+	struct buf tmp;		/* long strings are escaped here first */
 };
 
 static void gen_print(void *ctx, const char *s, size_t n)
@@ -771,7 +933,7 @@ static void gen_print(void *ctx, const char *s, size_t n)
 
 struct jgen *jgen_new(struct buf *out)
 {
-	struct jgen *g = xmalloc(sizeof(*g));
+	struct jgen *g = xcalloc(1, sizeof(*g));
 	g->out = out;
 	g->g = yajl_gen_alloc(NULL);
 	if (!g->g)
@@ -785,6 +947,7 @@ struct jgen *jgen_free(struct jgen *g)
 {
 	if (g) {
 		yajl_gen_free(g->g);
+		buf_free(&g->tmp);
 		free(g);
 	}
 	return NULL;
@@ -806,12 +969,26 @@ void jgen_strn(struct jgen *g, const char *s, size_t n)
 		yajl_gen_null(g->g);
 		return;
 	}
-	if (yajl_gen_string(g->g, (const unsigned char *)s, n) != yajl_gen_invalid_string)
+	/* Short strings (keys, names): yajl's own path. */
+	if (n < 64) {
+		if (yajl_gen_string(g->g, (const unsigned char *)s, n) != yajl_gen_invalid_string)
+			return;
+	} else if (utf8_valid(s, n)) {
+		/* Long strings (file contents, output): escape in one pass
+		 * into a scratch buffer and hand yajl the finished literal,
+		 * instead of yajl's run-by-run printing. The result is what
+		 * yajl would write. */
+		g->tmp.len = g->tmp.off = 0;
+		json_quote(&g->tmp, s, n);
+		yajl_gen_number(g->g, buf_head(&g->tmp), buf_size(&g->tmp));
+		if (g->tmp.cap > (1u << 20))
+			buf_free(&g->tmp);
 		return;
+	}
 	/* Not UTF-8 (tool output can be anything): replace, then write. */
 	struct buf b = {0};
 	utf8_sanitize(s, n, &b);
-	yajl_gen_string(g->g, (const unsigned char *)buf_head(&b), buf_size(&b));
+	jgen_strn(g, buf_head(&b), buf_size(&b));
 	buf_free(&b);
 }
 

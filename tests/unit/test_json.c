@@ -4,6 +4,7 @@
  * UTF-8, canonical form and the generator.
  */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/json.h"
@@ -210,6 +211,38 @@ START_TEST(documents_are_refcounted)
 }
 END_TEST
 
+
+/* Escaping round-trips: whatever bytes a valid UTF-8 string holds, the
+ * quoted text parses back to exactly them (word-at-a-time paths included). */
+START_TEST(quote_round_trips)
+{
+	unsigned seed = 12345;
+	for (int t = 0; t < 20000; t++) {
+		char s[300];
+		size_t n = (size_t)(rand_r(&seed) % 300);
+		for (size_t i = 0; i < n; i++) {
+			int r = rand_r(&seed) % 10;
+			s[i] = r == 0 ? '"' : r == 1 ? '\\' : r == 2 ? (char)(rand_r(&seed) % 32)
+								   : (char)('a' + rand_r(&seed) % 26);
+		}
+		/* A buffer with a consumed prefix: growing it may move its
+		 * contents while quoting. */
+		struct buf q = {0};
+		buf_puts(&q, "0123456789");
+		buf_consume(&q, 7);
+		json_quote(&q, s, n);
+		ck_assert_int_eq(memcmp(buf_head(&q), "789", 3), 0);
+		struct json_doc *doc = NULL;
+		ck_assert_int_eq(json_parse(buf_head(&q) + 3, buf_size(&q) - 3, 0, 0, &doc, NULL), 0);
+		const struct json *v = json_doc_root(doc);
+		ck_assert_uint_eq(v->u.str.len, n);
+		ck_assert_int_eq(memcmp(v->u.str.s, s, n), 0);
+		json_doc_unref(doc);
+		buf_free(&q);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("json");
@@ -225,6 +258,7 @@ int main(void)
 	tcase_add_test(tc, generator_output_is_one_line_of_valid_utf8);
 	tcase_add_test(tc, line_and_column);
 	tcase_add_test(tc, documents_are_refcounted);
+	tcase_add_test(tc, quote_round_trips);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
