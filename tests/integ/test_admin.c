@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Administration through the socket: the audit log follows logrotate
+ * (reopened on SIGHUP), the peer allow-list keeps other uids out, and
+ * admin methods are for the daemon's own user.
+ */
+#include <check.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+/* Counts the lines of a file that contain needle. */
+static unsigned count_lines(const struct tcd *d, const char *path, const char *needle)
+{
+	size_t len = 0;
+	char *text = tcd_read(d, path, &len);
+	unsigned n = 0;
+	for (char *line = text, *nl; line && *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		*nl = '\0';
+		if (strstr(line, needle))
+			n++;
+	}
+	free(text);
+	return n;
+}
+
+START_TEST(audit_log_follows_logrotate)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"audit_log\":\"@DIR@/audit.log\",\"audit_fsync_ms\":50}");
+	struct tcc *c = tcc_connect(&d);
+	tcd_put(&d, "a.txt", "a");
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\",\"limit\":1}"));
+	/* logrotate: move the file away, then SIGHUP. */
+	char *log = xasprintf("%s/audit.log", d.dir);
+	char *old = xasprintf("%s/audit.log.1", d.dir);
+	uint64_t end = tc_now_ms() + 3000;
+	while (count_lines(&d, log, "\"tool\":\"read_file\"") < 1 && tc_now_ms() < end)
+		usleep(20000);
+	ck_assert_int_eq(rename(log, old), 0);
+	tcd_kill(&d, SIGHUP);
+	/* The reopen happens with the reload; a ping after it is answered
+	 * after the signal was handled. */
+	end = tc_now_ms() + 3000;
+	struct stat st;
+	while (stat(log, &st) < 0 && tc_now_ms() < end)
+		usleep(20000);
+	ck_assert_int_eq(stat(log, &st), 0);
+	tc_assert_ok(tcc_call(c, "list_dir", "{}"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	ck_assert_uint_eq(count_lines(&d, old, "\"tool\":\"read_file\""), 1);
+	ck_assert_uint_eq(count_lines(&d, old, "\"tool\":\"list_dir\""), 0);
+	ck_assert_uint_eq(count_lines(&d, log, "\"tool\":\"list_dir\""), 1);
+	ck_assert_uint_eq(count_lines(&d, log, "\"tool\":\"read_file\""), 0);
+	free(log);
+	free(old);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Connects with the effective ids of uid/gid (SO_PEERCRED records the
+ * credentials at connect time). */
+static struct tcc *connect_as(struct tcd *d, uid_t uid, gid_t gid)
+{
+	ck_assert(setegid(gid) == 0);
+	ck_assert(seteuid(uid) == 0);
+	struct tcc *c = tcc_connect(d);
+	ck_assert(seteuid(0) == 0);
+	ck_assert(setegid(0) == 0);
+	return c;
+}
+
+static bool need_nobody(struct passwd **ret)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "skipped: needs root to connect as user nobody\n");
+		return false;
+	}
+	*ret = getpwnam("nobody");
+	if (!*ret) {
+		fprintf(stderr, "skipped: no user nobody\n");
+		return false;
+	}
+	return true;
+}
+
+START_TEST(peer_allow_list)
+{
+	struct passwd *pw;
+	if (!need_nobody(&pw))
+		return;
+	/* Only uid 0 (and the daemon's own, root here) may connect. */
+	struct tcd d;
+	tcd_start(&d, "{\"socket_mode\":\"0666\",\"peers\":{\"allow_uids\":[0]}}");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	struct tcc *n = connect_as(&d, pw->pw_uid, pw->pw_gid);
+	tcc_send(n, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+	/* Refused: the daemon closes the connection without an answer. */
+	ck_assert_ptr_null(tcc_recv_line(n, 3000, NULL));
+	ck_assert(tcc_eof(n));
+	tcc_close(n);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_ge(tj_int(st, "result.connections.refused"), 1);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+
+	/* Allowing nobody's uid lets it in. */
+	char *cfg = xasprintf("{\"socket_mode\":\"0666\",\"peers\":{\"allow_uids\":[%u]}}", (unsigned)pw->pw_uid);
+	tcd_start(&d, cfg);
+	free(cfg);
+	ck_assert(chmod(d.dir, 0711) == 0);
+	n = connect_as(&d, pw->pw_uid, pw->pw_gid);
+	tc_assert_ok(tcc_request(n, "ping", NULL));
+	/* But administration stays with root and the daemon's user. */
+	const struct json *r = tcc_request(n, "admin/reload", NULL);
+	ck_assert_str_eq(tj_kind(r), "permission_denied");
+	tcc_close(n);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("admin");
+	TCase *tc = tcase_create("admin");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, audit_log_follows_logrotate);
+	tcase_add_test(tc, peer_allow_list);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
