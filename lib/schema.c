@@ -37,17 +37,21 @@
 #define COPY_DEPTH_MAX 128		/* JSON nesting of a schema text */
 #define PATTERN_LEN_MAX 4096		/* bytes of one "pattern" */
 #define REGEX_WEIGHT_MAX (1u << 16)	/* translated size, repetitions expanded */
+#define REGEX_CLOSURE_MAX (1u << 22)	/* that size times optional atoms */
+#define REGEX_CHAIN_MAX (1u << 21)	/* sum of squared optional chains */
 #define REGEX_GROUPS_MAX 64		/* nested groups in a pattern */
 #define REGEX_REPEAT_MAX 32767		/* RE_DUP_MAX of glibc */
 
 /* Limits on one validation. */
 #define REF_DEPTH_MAX 256
 #define EVAL_DEPTH_MAX 1024
-#define STEPS_MAX (1u << 24)
+#define STEPS_BASE (1u << 20)	/* schema nodes visited, whatever the instance */
+#define STEPS_PER_VALUE 32u	/* and so many more per value of the instance */
 #define ERRORS_MAX 100
 
-/* Bytes of a name or value quoted in a message. */
+/* Bytes of a name or value quoted in a message, of a key in a path. */
 #define SHOW_MAX 120
+#define PATH_KEY_MAX 256
 
 enum {
 	TB_NULL = 1u << 0,
@@ -185,6 +189,7 @@ static void show_value(struct buf *out, const struct json *v)
 	buf_free(&b);
 }
 
+/* Same, as a new string. */
 static char *show_value_str(const struct json *v)
 {
 	struct buf b = {};
@@ -205,6 +210,7 @@ static bool is_integral(const struct json *v)
 	return isinf(d) || (isfinite(d) && floor(d) == d);
 }
 
+/* The TB_* bits of a value: an integral number is also an integer. */
 static unsigned type_bits(const struct json *v)
 {
 	switch (v->type) {
@@ -224,7 +230,8 @@ static unsigned type_bits(const struct json *v)
 	return 0;
 }
 
-/* The instance's type as a message names it. */
+/* The instance's JSON type as a message names it: "number" for every
+ * number, as in "/path: expected string, got number" (CONTRACT, 4). */
 static const char *kind_name(const struct json *v)
 {
 	switch (v->type) {
@@ -233,7 +240,7 @@ static const char *kind_name(const struct json *v)
 	case JSON_BOOL:
 		return "boolean";
 	case JSON_NUMBER:
-		return is_integral(v) ? "integer" : "number";
+		return "number";
 	case JSON_STRING:
 		return "string";
 	case JSON_ARRAY:
@@ -283,6 +290,11 @@ static int name_qcmp(const void *a, const void *b)
  * and escaped punctuation, groups ( ) (?: ) (?<name> ), alternation,
  * anchors ^ $, quantifiers * + ? {n} {n,} {n,m} (lazy forms match the same
  * strings). Refused: lookaround, backreferences, \b \B, \p{...}, flags.
+ *
+ * Cost: without backreferences glibc matches with a lazily built DFA, one
+ * pass over the subject; the translated size is bounded (repetitions
+ * expanded). Patterns whose DFA has very many states (a[ab]{20}c) remain
+ * slow on long subjects: patterns come from the operator's schemas.
  */
 
 struct cp_range {
@@ -389,6 +401,7 @@ static void cp_set_add_class(struct cp_set *s, char c)
 	free(t.r);
 }
 
+/* Encodes a code point as UTF-8; returns its length. */
 static size_t utf8_encode(uint32_t cp, unsigned char out[static 4])
 {
 	if (cp < 0x80) {
@@ -413,6 +426,7 @@ static size_t utf8_encode(uint32_t cp, unsigned char out[static 4])
 	return 4;
 }
 
+/* True for the bytes a POSIX extended regex reads as operators. */
 static bool ere_special(unsigned char b)
 {
 	return b && b < 0x80 && strchr(".[]()*+?{}|^$\\", b);
@@ -614,7 +628,15 @@ struct rx {
 	size_t err_at;		/* at which byte of it */
 	size_t weight;		/* of the current group, repetitions expanded */
 	size_t last;		/* weight of the last atom; 0: nothing to repeat */
+	size_t last_start;	/* where the last atom starts in out */
+	size_t opt;		/* optional atoms of the current group, expanded */
+	size_t last_opt;	/* those of the last atom */
+	size_t chain;		/* squared optional chains of the group, expanded */
+	size_t last_chain;	/* those of the last atom */
 	size_t saved[REGEX_GROUPS_MAX];
+	size_t saved_opt[REGEX_GROUPS_MAX];
+	size_t saved_chain[REGEX_GROUPS_MAX];
+	size_t group_start[REGEX_GROUPS_MAX];
 	unsigned depth;
 };
 
@@ -627,6 +649,7 @@ static int rx_fail(struct rx *r, size_t at, const char *msg)
 	return -EINVAL;
 }
 
+/* The value of a hex digit, or -1. */
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -841,7 +864,7 @@ static int rx_class(struct rx *r, struct cp_set *set)
 		ka = rx_class_atom(r, &a, &ca);
 		if (ka < 0)
 			return ka;
-		if (rx_peek(r, 0) != '-' || !rx_more(r) || r->i + 1 >= r->n || rx_peek(r, 1) == ']') {
+		if (rx_peek(r, 0) != '-' || r->i + 1 >= r->n || rx_peek(r, 1) == ']') {
 			if (ka == 1)
 				cp_set_add_class(set, ca);
 			else
@@ -882,6 +905,9 @@ static int rx_atom(struct rx *r, size_t before)
 
 	r->weight += w;
 	r->last = w;
+	r->last_start = before;
+	r->last_opt = 0;
+	r->last_chain = 0;
 	if (r->weight > REGEX_WEIGHT_MAX)
 		return rx_fail(r, r->i, "the pattern is too large");
 	return 0;
@@ -926,26 +952,70 @@ static bool rx_braces(struct rx *r, unsigned long *ret_min, unsigned long *ret_m
 	return true;
 }
 
-/* Applies a quantifier to the last atom. */
-static int rx_quantify(struct rx *r, size_t at, size_t factor)
+/*
+ * Applies a quantifier to the last atom: factor copies of it (as glibc
+ * expands repetitions), of which optional are optional.
+ *
+ * Optional atoms matter as much as size: glibc computes for every node the
+ * nodes reachable without input, which is quadratic in a run of optional
+ * atoms ("((a?){100}){100}" would take gigabytes) and in a chain of them
+ * (x{1,m} is expanded as x(x(x...)?)?: "a{1,20000}" takes gigabytes). So
+ * the product of the size and the count of optional atoms, and the sum of
+ * the squares of the chains, are bounded too.
+ */
+static int rx_quantify(struct rx *r, size_t at, size_t factor, size_t optional)
 {
-	size_t extra;
-
 	if (r->last == 0)
 		return rx_fail(r, at, "nothing to repeat");
 	if (factor > 1) {
-		if (r->last > REGEX_WEIGHT_MAX / (factor - 1))
+		if (r->last > REGEX_WEIGHT_MAX / (factor - 1) || r->last_opt > REGEX_CLOSURE_MAX / factor ||
+		    r->last_chain > REGEX_CHAIN_MAX / factor)
 			return rx_fail(r, at, "the pattern is too large");
-		extra = r->last * (factor - 1);
-		r->weight += extra;
+		r->weight += r->last * (factor - 1);
+		r->opt += r->last_opt * (factor - 1);
+		r->chain += r->last_chain * (factor - 1);
 		if (r->weight > REGEX_WEIGHT_MAX)
 			return rx_fail(r, at, "the pattern is too large");
 	}
+	if (optional > REGEX_REPEAT_MAX)
+		return rx_fail(r, at, "the pattern is too large");
+	r->opt += optional ? 1 : 0;
+	r->chain += optional * optional;
+	if (r->opt > REGEX_CLOSURE_MAX / MAX(r->weight, (size_t)1) || r->chain > REGEX_CHAIN_MAX)
+		return rx_fail(r, at, "the pattern is too large");
 	r->last = 0;
 	/* A lazy quantifier matches the same strings. */
 	if (rx_peek(r, 0) == '?')
 		r->i++;
 	return 0;
+}
+
+/*
+ * Emits {min,max} for the last atom. x{0,m} is written (x{1,m})?, which
+ * matches the same: glibc's first match with x{0,m} builds its automaton
+ * in time that explodes with m (seconds for ^.{0,100}$), the other form
+ * costs milliseconds.
+ */
+static void rx_emit_braces(struct rx *r, unsigned long min, unsigned long max, bool has_max)
+{
+	struct buf *o = &r->out;
+
+	if (!has_max) {
+		if (min == 0)
+			buf_putc(o, '*');
+		else
+			buf_printf(o, "{%lu,}", min);
+	} else if (min == max)
+		buf_printf(o, "{%lu}", min);
+	else if (min == 0 && max == 1)
+		buf_putc(o, '?');
+	else if (min == 0) {
+		buf_putc(o, '\0');
+		memmove(o->data + r->last_start + 1, o->data + r->last_start, o->len - 1 - r->last_start);
+		o->data[r->last_start] = '(';
+		buf_printf(o, "{1,%lu})?", max);
+	} else
+		buf_printf(o, "{%lu,%lu}", min, max);
 }
 
 /* Parses the group opening after "(". */
@@ -977,9 +1047,14 @@ static int rx_group_open(struct rx *r, size_t at)
 		} else
 			return rx_fail(r, at, "invalid group");
 	}
+	r->group_start[r->depth] = r->out.len;
 	buf_putc(&r->out, '(');
+	r->saved_opt[r->depth] = r->opt;
+	r->saved_chain[r->depth] = r->chain;
 	r->saved[r->depth++] = r->weight;
 	r->weight = 0;
+	r->opt = 0;
+	r->chain = 0;
 	r->last = 0;
 	return 0;
 }
@@ -987,6 +1062,10 @@ static int rx_group_open(struct rx *r, size_t at)
 /* Translates the whole pattern into r->out (NUL-terminated). */
 static int rx_translate(struct rx *r)
 {
+	/* An unanchored search written as one anchored pass: glibc would
+	 * otherwise restart the automaton at every offset of the subject,
+	 * which is quadratic for patterns such as ".*x". */
+	buf_puts(&r->out, "^[\x01-\xff]*(");
 	while (rx_more(r)) {
 		size_t at = r->i, before = r->out.len;
 		unsigned long min, max;
@@ -1022,7 +1101,12 @@ static int rx_translate(struct rx *r)
 				return rx_fail(r, at, "unmatched ')'");
 			buf_putc(&r->out, ')');
 			w = r->weight + 2;
+			r->last_opt = r->opt;
+			r->last_chain = r->chain;
 			r->weight = r->saved[--r->depth] + w;
+			r->opt += r->saved_opt[r->depth];
+			r->chain += r->saved_chain[r->depth];
+			r->last_start = r->group_start[r->depth];
 			r->last = w;
 			if (r->weight > REGEX_WEIGHT_MAX)
 				return rx_fail(r, at, "the pattern is too large");
@@ -1031,7 +1115,8 @@ static int rx_translate(struct rx *r)
 		case '*':
 		case '+':
 		case '?':
-			k = rx_quantify(r, at, 2);
+			/* glibc copies the atom for "+" (xx*), not for "*", "?". */
+			k = rx_quantify(r, at, cp == '+' ? 2 : 1, cp != '+');
 			if (k < 0)
 				return k;
 			buf_putc(&r->out, (char)cp);
@@ -1042,15 +1127,11 @@ static int rx_translate(struct rx *r)
 					return rx_fail(r, at, "numbers out of order in {} quantifier");
 				if (min > REGEX_REPEAT_MAX || max > REGEX_REPEAT_MAX)
 					return rx_fail(r, at, "repeat count above 32767");
-				k = rx_quantify(r, at, MAX(has_max ? max : min + 1, 1ul));
+				k = rx_quantify(r, at, MAX(has_max ? max : min + 1, 1ul),
+						!has_max ? 1 : max - min);
 				if (k < 0)
 					return k;
-				if (!has_max)
-					buf_printf(&r->out, "{%lu,}", min);
-				else if (min == max)
-					buf_printf(&r->out, "{%lu}", min);
-				else
-					buf_printf(&r->out, "{%lu,%lu}", min, max);
+				rx_emit_braces(r, min, max, has_max);
 				continue;
 			}
 			emit_cp(&r->out, '{');
@@ -1102,6 +1183,9 @@ static int rx_translate(struct rx *r)
 	}
 	if (r->depth > 0)
 		return rx_fail(r, r->n, "missing ')'");
+	if (r->opt > REGEX_CLOSURE_MAX / MAX(r->weight, (size_t)1))
+		return rx_fail(r, r->n, "the pattern is too large");
+	buf_puts(&r->out, ")");
 	buf_putc(&r->out, '\0');
 	return 0;
 }
@@ -1117,6 +1201,7 @@ struct compiler {
 	unsigned depth;
 };
 
+/* The current schema location, NUL-terminated. */
 static const char *where_str(struct compiler *c)
 {
 	buf_reserve(&c->where, 1);
@@ -1165,6 +1250,7 @@ static void where_pop(struct compiler *c, size_t saved)
 	c->where.len = saved;
 }
 
+/* Allocates a node for the schema at the current location. */
 static struct node *node_new(struct compiler *c, const struct json *src)
 {
 	struct schema *s = c->s;
@@ -1212,6 +1298,7 @@ static int compile_indexed(struct compiler *c, const char *kw, size_t index, con
 
 typedef int (*kw_fn)(struct compiler *c, struct node *n, const char *kw, const struct json *v);
 
+/* "type": a name or an array of distinct names. */
 static int kw_type(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	const struct json *const *list;
@@ -1258,6 +1345,7 @@ static int kw_type(struct compiler *c, struct node *n, const char *kw, const str
 	return 0;
 }
 
+/* "properties": one schema per property name (names are not keywords). */
 static int kw_properties(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	size_t saved;
@@ -1282,6 +1370,7 @@ static int kw_properties(struct compiler *c, struct node *n, const char *kw, con
 	return 0;
 }
 
+/* "required": distinct property names. */
 static int kw_required(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	struct name *sorted;
@@ -1311,12 +1400,14 @@ static int kw_required(struct compiler *c, struct node *n, const char *kw, const
 	return 0;
 }
 
+/* "additionalProperties": a schema (false closes the object). */
 static int kw_additional(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	n->checks = true;
 	return compile_sub(c, kw, strlen(kw), v, &n->additional);
 }
 
+/* "items": one schema for all items, or an array of them (tuple form). */
 static int kw_items(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	n->checks = true;
@@ -1335,6 +1426,7 @@ static int kw_items(struct compiler *c, struct node *n, const char *kw, const st
 	return 0;
 }
 
+/* "enum": a non-empty array of values (data, not schemas). */
 static int kw_enum(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	struct buf text = {};
@@ -1357,6 +1449,7 @@ static int kw_enum(struct compiler *c, struct node *n, const char *kw, const str
 	return 0;
 }
 
+/* "const": any value (data, not a schema). */
 static int kw_const(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	n->const_v = v;
@@ -1365,6 +1458,7 @@ static int kw_const(struct compiler *c, struct node *n, const char *kw, const st
 	return 0;
 }
 
+/* minimum, maximum, exclusiveMinimum, exclusiveMaximum: numbers. */
 static int kw_number(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	if (v->type != JSON_NUMBER) {
@@ -1384,6 +1478,7 @@ static int kw_number(struct compiler *c, struct node *n, const char *kw, const s
 	return 0;
 }
 
+/* minLength, maxLength, minItems, maxItems: non-negative integers. */
 static int kw_count(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	size_t count;
@@ -1412,6 +1507,7 @@ static int kw_count(struct compiler *c, struct node *n, const char *kw, const st
 	return 0;
 }
 
+/* "pattern": an ECMA-262 regex, translated and compiled now. */
 static int kw_pattern(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	struct rx r = {};
@@ -1443,6 +1539,13 @@ static int kw_pattern(struct compiler *c, struct node *n, const char *kw, const 
 	n->re = xmalloc(sizeof(*n->re));
 	old = uselocale(c->s->c_locale);
 	k = regcomp(n->re, r.out.data, REG_EXTENDED | REG_NOSUB);
+	if (k == 0) {
+		/* glibc builds the automaton's first states at the first match:
+		 * pay that here, at registration, not in the first call. */
+		regmatch_t m[1] = { { 0, 0 } };
+
+		regexec(n->re, "", 1, m, REG_STARTEND);
+	}
 	uselocale(old);
 	buf_free(&r.out);
 	if (k != 0) {
@@ -1457,6 +1560,7 @@ static int kw_pattern(struct compiler *c, struct node *n, const char *kw, const 
 	return 0;
 }
 
+/* "uniqueItems": a boolean. */
 static int kw_unique(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	if (v->type != JSON_BOOL)
@@ -1466,6 +1570,7 @@ static int kw_unique(struct compiler *c, struct node *n, const char *kw, const s
 	return 0;
 }
 
+/* allOf, anyOf, oneOf: non-empty arrays of schemas. */
 static int kw_schema_list(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	struct node ***list;
@@ -1495,12 +1600,14 @@ static int kw_schema_list(struct compiler *c, struct node *n, const char *kw, co
 	return 0;
 }
 
+/* "not": a schema. */
 static int kw_not(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	n->checks = true;
 	return compile_sub(c, kw, strlen(kw), v, &n->not);
 }
 
+/* "$ref": kept as text, resolved once the whole schema is compiled. */
 static int kw_ref(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	if (v->type != JSON_STRING)
@@ -1509,6 +1616,7 @@ static int kw_ref(struct compiler *c, struct node *n, const char *kw, const stru
 	return 0;
 }
 
+/* "definitions": schemas reached through $ref. */
 static int kw_definitions(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	size_t saved;
@@ -1528,6 +1636,7 @@ static int kw_definitions(struct compiler *c, struct node *n, const char *kw, co
 	return r;
 }
 
+/* Annotations that must be strings. */
 static int kw_string(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	if (v->type != JSON_STRING)
@@ -1535,6 +1644,7 @@ static int kw_string(struct compiler *c, struct node *n, const char *kw, const s
 	return 0;
 }
 
+/* "examples": an array of values. */
 static int kw_examples(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	if (v->type != JSON_ARRAY)
@@ -1542,6 +1652,7 @@ static int kw_examples(struct compiler *c, struct node *n, const char *kw, const
 	return 0;
 }
 
+/* "default": any value. */
 static int kw_any(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
 	return 0;
@@ -1584,6 +1695,7 @@ static const struct keyword {
 	{ "examples", kw_examples },
 };
 
+/* Finds a keyword of the subset by name (the key may hold NULs). */
 static const struct keyword *keyword_find(const char *key, size_t len)
 {
 	for (size_t i = 0; i < ELEMENTSOF(keywords); i++)
@@ -1965,17 +2077,20 @@ struct seg {
 
 struct vctx {
 	const struct schema *s;
+	const struct json *instance;
 	struct schema_errors *errs;	/* NULL: stop at the first error */
 	size_t added;			/* errors added by this validation */
 	struct seg *path;
 	size_t n_path, cap_path;
 	struct seg path_inline[16];
 	unsigned depth, ref_depth;
-	size_t steps;
+	size_t steps, budget;
+	bool budget_grown;
 	bool stop;			/* a limit was hit: everything fails */
 	char *limit_path, *limit_msg;
 };
 
+/* Enters a member or an item of the instance. */
 static void path_push(struct vctx *x, const char *key, size_t len)
 {
 	if (x->n_path == x->cap_path) {
@@ -2003,13 +2118,17 @@ static char *path_format(const struct vctx *x)
 
 	for (size_t i = 0; i < x->n_path; i++) {
 		const struct seg *g = &x->path[i];
+		size_t keep;
 
 		buf_putc(&b, '/');
 		if (!g->key) {
 			buf_printf(&b, "%zu", g->len);
 			continue;
 		}
-		for (size_t k = 0; k < g->len; k++) {
+		/* A client's keys can be megabytes long and appear in every
+		 * error below them: shorten them. */
+		keep = utf8_cut(g->key, g->len, PATH_KEY_MAX);
+		for (size_t k = 0; k < keep; k++) {
 			if (g->key[k] == '~')
 				buf_puts(&b, "~0");
 			else if (g->key[k] == '/')
@@ -2017,11 +2136,14 @@ static char *path_format(const struct vctx *x)
 			else
 				buf_putc(&b, g->key[k]);
 		}
+		if (keep < g->len)
+			buf_puts(&b, "...");
 	}
 	buf_putc(&b, '\0');
 	return buf_steal(&b);
 }
 
+/* Appends one error, taking both strings. */
 static void errors_append(struct schema_errors *errs, char *path, char *message)
 {
 	errs->v = xreallocarray(errs->v, errs->n + 1, sizeof(*errs->v));
@@ -2092,6 +2214,7 @@ static const char *num_text(const struct json *v, int *ret_len)
 	return v->u.num.raw;
 }
 
+/* Checks the numeric bounds. */
 static bool validate_number(struct vctx *x, const struct node *n, const struct json *v)
 {
 	bool ok = true;
@@ -2132,11 +2255,12 @@ static bool pattern_matches(const struct vctx *x, const regex_t *re, const char 
 	if (len > INT_MAX)
 		return false;
 	if (memchr(s, '\0', len)) {
-		/* The patterns stand for U+0000 with 0xFF. */
-		copy = xmemdup(s, len);
+		/* The patterns stand for U+0000 with 0xFF. Still NUL-terminated:
+		 * some regexec wrappers ignore REG_STARTEND. */
+		copy = xmalloc(len + 1);
 		for (size_t i = 0; i < len; i++)
-			if (copy[i] == '\0')
-				copy[i] = (char)NUL_BYTE;
+			copy[i] = s[i] ? s[i] : (char)NUL_BYTE;
+		copy[len] = '\0';
 		s = copy;
 	}
 	m[0].rm_so = 0;
@@ -2147,6 +2271,7 @@ static bool pattern_matches(const struct vctx *x, const regex_t *re, const char 
 	return r == 0;
 }
 
+/* Checks the length in code points and the pattern. */
 static bool validate_string(struct vctx *x, const struct node *n, const struct json *v)
 {
 	size_t bytes = v->u.str.len;
@@ -2172,6 +2297,7 @@ static bool validate_string(struct vctx *x, const struct node *n, const struct j
 	return ok;
 }
 
+/* Mixes the bits of a hash (the murmur3 finalizer). */
 static uint64_t hash_mix(uint64_t h)
 {
 	h ^= h >> 33;
@@ -2182,6 +2308,7 @@ static uint64_t hash_mix(uint64_t h)
 	return h;
 }
 
+/* Hashes bytes (FNV-1a). */
 static uint64_t hash_bytes(const char *s, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -2285,6 +2412,7 @@ static bool find_duplicate(const struct json *v, size_t *ret_a, size_t *ret_b)
 	return found;
 }
 
+/* Checks the item count, the items and their uniqueness. */
 static bool validate_array(struct vctx *x, const struct node *n, const struct json *v)
 {
 	size_t count = v->u.arr.n, a, b;
@@ -2325,6 +2453,7 @@ static bool validate_array(struct vctx *x, const struct node *n, const struct js
 	return ok;
 }
 
+/* Finds the schema of a property by name (binary search). */
 static const struct prop *prop_find(const struct node *n, const char *key, size_t len)
 {
 	struct prop k = { .name = { key, len } };
@@ -2334,6 +2463,7 @@ static const struct prop *prop_find(const struct node *n, const char *key, size_
 	return bsearch(&k, n->props, n->n_props, sizeof(*n->props), prop_cmp);
 }
 
+/* True when the object has a member of that name. */
 static bool has_member(const struct json *v, const struct name *name)
 {
 	for (size_t i = 0; i < v->u.obj.n; i++)
@@ -2342,6 +2472,7 @@ static bool has_member(const struct json *v, const struct name *name)
 	return false;
 }
 
+/* Checks required properties, then every property against its schema. */
 static bool validate_object(struct vctx *x, const struct node *n, const struct json *v)
 {
 	bool ok = true;
@@ -2474,6 +2605,32 @@ static bool validate_keywords(struct vctx *x, const struct node *n, const struct
 	return ok;
 }
 
+/* Counts the values of an instance (saturating at limit). */
+static size_t count_values(const struct json *v, size_t limit, unsigned depth)
+{
+	size_t n = 1, k;
+
+	if (depth > EVAL_DEPTH_MAX)
+		return n;
+	k = v->type == JSON_ARRAY ? v->u.arr.n : v->type == JSON_OBJECT ? v->u.obj.n : 0;
+	for (size_t i = 0; i < k && n < limit; i++)
+		n += count_values(v->type == JSON_ARRAY ? v->u.arr.items[i] : v->u.obj.members[i].value,
+				  limit - n, depth + 1);
+	return n;
+}
+
+/* The work allowed grows with the size of the instance: once, when the
+ * base budget is spent (so small validations never count). */
+static bool grow_budget(struct vctx *x)
+{
+	if (x->budget_grown)
+		return false;
+	x->budget_grown = true;
+	x->budget += STEPS_PER_VALUE * count_values(x->instance, SIZE_MAX / (2 * STEPS_PER_VALUE), 0);
+	return x->steps <= x->budget;
+}
+
+/* Validates v against node n, within the limits. */
 static bool validate(struct vctx *x, const struct node *n, const struct json *v)
 {
 	bool ok;
@@ -2486,7 +2643,7 @@ static bool validate(struct vctx *x, const struct node *n, const struct json *v)
 		add_error(x, "no value is allowed here");
 		return false;
 	}
-	if (++x->steps > STEPS_MAX) {
+	if (++x->steps > x->budget && !grow_budget(x)) {
 		hit_limit(x, "validation stopped: the schema is too expensive for this value");
 		return false;
 	}
@@ -2518,7 +2675,9 @@ bool schema_validate(const struct schema *s, const struct json *instance, struct
 {
 	struct vctx x = {
 		.s = s,
+		.instance = instance,
 		.errs = errs,
+		.budget = STEPS_BASE,
 	};
 	bool ok;
 

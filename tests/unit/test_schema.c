@@ -158,7 +158,8 @@ static char *read_file(const char *path, size_t *ret_len)
  */
 
 /* For each file of a supported keyword: how many groups at least must
- * compile and pass (all of them but those using unsupported keywords). */
+ * compile and pass (all of them but those using unsupported keywords or
+ * remote references, as counted with the suite of Debian 12). */
 static const struct {
 	const char *file;
 	unsigned min_groups;
@@ -184,7 +185,7 @@ static const struct {
 	{ "oneOf.json", 7 },
 	{ "allOf.json", 6 },
 	{ "not.json", 6 },
-	{ "ref.json", 7 },
+	{ "ref.json", 8 },
 	{ "definitions.json", 0 },
 	{ "boolean_schema.json", 2 },
 	{ "default.json", 2 },
@@ -309,7 +310,7 @@ START_TEST(official_suite)
 		if (!supported) {
 			run_suite_file(dir, names[k], &c);
 			printf("schema suite: %-26s %2u groups, %2u compiled and passed (%3u tests), %u refused "
-			       "(unsupported keyword)\n", names[k], c.groups, c.compiled, c.tests, c.refused);
+			       "(outside the subset)\n", names[k], c.groups, c.compiled, c.tests, c.refused);
 			total.groups += c.groups;
 			total.compiled += c.compiled;
 			total.refused += c.refused;
@@ -320,8 +321,8 @@ START_TEST(official_suite)
 	free(names);
 	printf("schema suite: %u groups, %u compiled and passed (%u tests), %u refused\n", total.groups,
 	       total.compiled, total.tests, total.refused);
-	ck_assert_uint_ge(total.compiled, 70);
-	ck_assert_uint_ge(total.tests, 300);
+	ck_assert_uint_ge(total.compiled, 77);
+	ck_assert_uint_ge(total.tests, 266);
 }
 END_TEST
 
@@ -383,10 +384,10 @@ END_TEST
 
 START_TEST(malformed_schemas)
 {
-	refused("5", "(root): a schema must be an object or a boolean, not integer");
+	refused("5", "(root): a schema must be an object or a boolean, not number");
 	refused("{\"properties\": {\"a\": \"string\"}}",
 		"/properties/a: a schema must be an object or a boolean, not string");
-	refused("{\"items\": [1]}", "/items/0: a schema must be an object or a boolean, not integer");
+	refused("{\"items\": [1]}", "/items/0: a schema must be an object or a boolean, not number");
 	refused_with("{\"type\": 5}", "(root): 'type' must be a type name");
 	refused_with("{\"type\": []}", "(root): 'type' must be a type name");
 	refused_with("{\"type\": \"int\"}", "(root): 'type': unknown type \"int\"");
@@ -408,8 +409,8 @@ START_TEST(malformed_schemas)
 	refused("{\"items\": []}", "(root): 'items' must be a schema or a non-empty array of schemas");
 	refused("{\"allOf\": []}", "(root): 'allOf' must be a non-empty array of schemas");
 	refused("{\"anyOf\": {}}", "(root): 'anyOf' must be a non-empty array of schemas");
-	refused("{\"oneOf\": [true, 2]}", "/oneOf/1: a schema must be an object or a boolean, not integer");
-	refused("{\"not\": 5}", "/not: a schema must be an object or a boolean, not integer");
+	refused("{\"oneOf\": [true, 2]}", "/oneOf/1: a schema must be an object or a boolean, not number");
+	refused("{\"not\": 5}", "/not: a schema must be an object or a boolean, not number");
 	refused("{\"properties\": []}", "(root): 'properties' must be an object mapping names to schemas");
 	refused("{\"additionalProperties\": \"no\"}",
 		"/additionalProperties: a schema must be an object or a boolean, not string");
@@ -511,7 +512,7 @@ START_TEST(messages_and_paths)
 		" \"required\": [\"path\"], \"additionalProperties\": false}";
 
 	assert_valid(read_file, "{\"path\": \"a.txt\", \"offset\": 0, \"limit\": 10, \"encoding\": \"utf8\"}");
-	expect_errors(read_file, "{\"path\": 5}", "/path", "expected string, got integer", NULL);
+	expect_errors(read_file, "{\"path\": 5}", "/path", "expected string, got number", NULL);
 	expect_errors(read_file, "{}", "", "missing required property 'path'", NULL);
 	expect_errors(read_file, "[]", "", "expected object, got array", NULL);
 	expect_errors(read_file, "{\"path\": \"\"}", "/path", "must be at least 1 characters long", NULL);
@@ -524,7 +525,7 @@ START_TEST(messages_and_paths)
 	expect_errors(read_file, "{\"path\": \"a\", \"encoding\": \"utf-16\"}", "/encoding",
 		      "must be one of: \"utf8\", \"base64\"", NULL);
 
-	expect_errors("{\"type\": [\"string\", \"null\"]}", "1", "", "expected string or null, got integer", NULL);
+	expect_errors("{\"type\": [\"string\", \"null\"]}", "1", "", "expected string or null, got number", NULL);
 	expect_errors("{\"type\": [\"string\", \"array\", \"null\"]}", "true", "",
 		      "expected string, array or null, got boolean", NULL);
 	expect_errors("{\"exclusiveMinimum\": 0, \"exclusiveMaximum\": 10}", "0", "", "must be > 0", NULL);
@@ -551,15 +552,37 @@ START_TEST(messages_and_paths)
 	expect_errors("{\"additionalProperties\": false}", "{\"a\": 1}", "/a",
 		      "property 'a' is not allowed (no properties are allowed)", NULL);
 	expect_errors("{\"additionalProperties\": {\"type\": \"string\"}}", "{\"a\": \"x\", \"b\": 2}", "/b",
-		      "expected string, got integer", NULL);
+		      "expected string, got number", NULL);
 
 	/* Paths escape "~" and "/" (RFC 6901) and index arrays. */
 	expect_errors("{\"additionalProperties\": {\"items\": {\"type\": \"string\"}}}",
 		      "{\"a/b\": [\"x\", 1], \"c~d\": [2]}",
-		      "/a~1b/1", "expected string, got integer",
-		      "/c~0d/0", "expected string, got integer", NULL);
+		      "/a~1b/1", "expected string, got number",
+		      "/c~0d/0", "expected string, got number", NULL);
+	{
+		/* Very long keys are shortened in paths and messages. */
+		struct buf b = {};
+		_cleanup_free_ char *inst = NULL;
+		struct schema *s = compile_ok("{\"additionalProperties\": false}");
+		struct schema_errors errs = {};
+
+		buf_puts(&b, "{\"");
+		for (int i = 0; i < 100000; i++)
+			buf_putc(&b, 'k');
+		buf_puts(&b, "\": 1}");
+		buf_putc(&b, '\0');
+		inst = buf_steal(&b);
+		ck_assert(!validate_text(s, inst, &errs));
+		ck_assert_uint_eq(errs.n, 1);
+		ck_assert_uint_eq(strlen(errs.v[0].path), 1 + 256 + 3);
+		ck_assert(str_has_prefix(errs.v[0].path, "/kkk"));
+		ck_assert(strstr(errs.v[0].path, "kk..."));
+		ck_assert_uint_lt(strlen(errs.v[0].message), 200);
+		schema_errors_clear(&errs);
+		schema_free(s);
+	}
 	expect_errors("{\"items\": {\"properties\": {\"k\": {\"items\": [{\"type\": \"null\"}]}}}}",
-		      "[{}, {\"k\": [null]}, {\"k\": [0]}]", "/2/k/0", "expected null, got integer", NULL);
+		      "[{}, {\"k\": [null]}, {\"k\": [0]}]", "/2/k/0", "expected null, got number", NULL);
 }
 END_TEST
 
@@ -821,11 +844,48 @@ START_TEST(regex_translation)
 	refused_with("{\"pattern\": \"(|+)\"}", "nothing to repeat");
 	refused_with("{\"pattern\": \"a{2,1}\"}", "numbers out of order");
 	refused_with("{\"pattern\": \"a{40000}\"}", "repeat count above 32767");
+	/* Sizes that would cost glibc gigabytes: repetitions expanded, runs
+	 * and chains of optional atoms. */
 	refused_with("{\"pattern\": \"(.{1000}){1000}\"}", "the pattern is too large");
+	refused_with("{\"pattern\": \"((a?){100}){100}\"}", "the pattern is too large");
+	refused_with("{\"pattern\": \"]{1,22222}\"}", "the pattern is too large");
+	refused_with("{\"pattern\": \"(a{1,1000}){1,60}\"}", "the pattern is too large");
+	assert_match("\"^(x{1,1000})?$\"", "\"xxx\"");
 	refused_with("{\"pattern\": \"a\\\\\"}", "lone backslash");
 	refused_with("{\"pattern\": \"a\\u0000b\"}", "contains a NUL character");
 	refused("{\"properties\": {\"p\": {\"pattern\": \"x(?=y)\"}}}",
 		"/properties/p: invalid pattern 'x(?=y)': lookahead assertions are not supported (at offset 1)");
+}
+END_TEST
+
+/* Unanchored searches run in one pass: patterns that would restart at
+ * every offset (quadratic: minutes here) take milliseconds; so do long
+ * optional repetitions. */
+START_TEST(regex_linear_search)
+{
+	static const char *const patterns[] = {
+		"\".*\\\\.py$\"", "\"(a|aa)*b\"", "\"(x+x+)+y\"", "\"^(\\\\w+\\\\s?)*$\"",
+		/* glibc's automaton for x{0,m} explodes: written (x{1,m})? */
+		"\"^.{0,200}$\"", "\"^[a-z]{0,1000}$\"",
+	};
+	struct buf b = {};
+	_cleanup_free_ char *subject = NULL;
+	struct timespec t0, t1;
+	double ms;
+
+	buf_putc(&b, '"');
+	for (int i = 0; i < 256 * 1024; i++)
+		buf_putc(&b, 'a');
+	buf_puts(&b, "!\"");
+	buf_putc(&b, '\0');
+	subject = buf_steal(&b);
+	for (size_t i = 0; i < ELEMENTSOF(patterns); i++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		ck_assert_msg(!pattern_matches(patterns[i], subject), "%s should not match", patterns[i]);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		ck_assert_msg(ms < 5000, "%s took %.0f ms on 256 KiB", patterns[i], ms);
+	}
 }
 END_TEST
 
@@ -907,7 +967,7 @@ START_TEST(deep_nesting)
 	ck_assert(!validate_text(s, nested, &errs));
 	ck_assert_uint_eq(errs.n, 1);
 	ck_assert_uint_eq(strlen(errs.v[0].path), 2 * 63);
-	ck_assert_str_eq(errs.v[0].message, "expected array, got integer");
+	ck_assert_str_eq(errs.v[0].message, "expected array, got number");
 	schema_errors_clear(&errs);
 	schema_free(s);
 
@@ -991,6 +1051,7 @@ int main(void)
 	tcase_add_test(tc, unique_items);
 	tcase_add_test(tc, boolean_and_empty_schemas);
 	tcase_add_test(tc, regex_translation);
+	tcase_add_test(tc, regex_linear_search);
 	tcase_add_test(tc, compile_from_value);
 	tcase_add_test(tc, deep_nesting);
 	tcase_add_test(tc, validation_rate);
