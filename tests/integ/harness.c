@@ -659,6 +659,16 @@ static struct json_doc *own_doc(struct tcc *c, struct json_doc *doc)
 	return doc;
 }
 
+struct tcc *tcc_connect_as(struct tcd *d, uid_t uid, gid_t gid)
+{
+	ck_assert(setegid(gid) == 0);
+	ck_assert(seteuid(uid) == 0);
+	struct tcc *c = tcc_connect(d);
+	ck_assert(seteuid(0) == 0);
+	ck_assert(setegid(0) == 0);
+	return c;
+}
+
 struct tcc *tcc_connect_path(const char *path)
 {
 	int fd = try_connect(path);

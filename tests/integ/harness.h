@@ -190,6 +190,9 @@ struct tcc;
 /* Connects to the daemon's socket (fails the test on error). */
 struct tcc *tcc_connect(struct tcd *d);
 struct tcc *tcc_connect_path(const char *path);
+/* Connects with the effective ids uid/gid (needs root): the daemon sees
+ * them through SO_PEERCRED, which records the credentials at connect time. */
+struct tcc *tcc_connect_as(struct tcd *d, uid_t uid, gid_t gid);
 /* Closes the connection and frees everything it returned. Accepts NULL. */
 void tcc_close(struct tcc *c);
 /* The socket fd (for shutdown(), poll(), SO_RCVBUF tweaks). */

@@ -68,18 +68,6 @@ START_TEST(audit_log_follows_logrotate)
 }
 END_TEST
 
-/* Connects with the effective ids of uid/gid (SO_PEERCRED records the
- * credentials at connect time). */
-static struct tcc *connect_as(struct tcd *d, uid_t uid, gid_t gid)
-{
-	ck_assert(setegid(gid) == 0);
-	ck_assert(seteuid(uid) == 0);
-	struct tcc *c = tcc_connect(d);
-	ck_assert(seteuid(0) == 0);
-	ck_assert(setegid(0) == 0);
-	return c;
-}
-
 static bool need_nobody(struct passwd **ret)
 {
 	if (geteuid() != 0) {
@@ -103,7 +91,7 @@ START_TEST(peer_allow_list)
 	struct tcd d;
 	tcd_start(&d, "{\"socket_mode\":\"0666\",\"peers\":{\"allow_uids\":[0]}}");
 	ck_assert(chmod(d.dir, 0711) == 0);
-	struct tcc *n = connect_as(&d, pw->pw_uid, pw->pw_gid);
+	struct tcc *n = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
 	tcc_send(n, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
 	/* Refused: the daemon closes the connection without an answer. */
 	ck_assert_ptr_null(tcc_recv_line(n, 3000, NULL));
@@ -122,7 +110,7 @@ START_TEST(peer_allow_list)
 	tcd_start(&d, cfg);
 	free(cfg);
 	ck_assert(chmod(d.dir, 0711) == 0);
-	n = connect_as(&d, pw->pw_uid, pw->pw_gid);
+	n = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
 	tc_assert_ok(tcc_request(n, "ping", NULL));
 	/* But administration stays with root and the daemon's user. */
 	const struct json *r = tcc_request(n, "admin/reload", NULL);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
 
 #define EXEC_AUTO "\"confirmation\":{\"default\":{\"execute\":\"auto\"}}"
 
@@ -540,9 +541,5 @@ static Suite *children_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(children_suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(children_suite());
 }

@@ -23,6 +23,7 @@
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
 #include "proto/util.h"
+#include "tests/unit/check_main.h"
 
 static const char *ctl_path;
 
@@ -782,9 +783,5 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, approve_skips_requests_resolved_elsewhere);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
 
 /* --- the probe tool and its log ------------------------------------------- */
 
@@ -758,9 +759,5 @@ static Suite *dispatch_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(dispatch_suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(dispatch_suite());
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
 
 /* Writes and the shell run without asking: tests here are about the
  * tools, not about confirmation. */
@@ -627,9 +628,5 @@ int main(void)
 	tcase_add_test(tc, inside_allowed);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
 
 #define CFG_SHELL_AUTO "{\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}"
 
@@ -764,9 +765,5 @@ int main(void)
 	tcase_add_test(tc, admin_stats);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
 
 /* Everything runs at once except what a test sets itself. */
 #define ALL_AUTO "{\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"}}}"
@@ -755,18 +756,6 @@ END_TEST
 
 /* --- peers of another uid --------------------------------------------------- */
 
-/* Connects with the effective ids of uid/gid: the daemon sees them through
- * SO_PEERCRED, which records the credentials at connect time. */
-static struct tcc *connect_as(struct tcd *d, uid_t uid, gid_t gid)
-{
-	ck_assert(setegid(gid) == 0);
-	ck_assert(seteuid(uid) == 0);
-	struct tcc *c = tcc_connect(d);
-	ck_assert(seteuid(0) == 0);
-	ck_assert(setegid(0) == 0);
-	return c;
-}
-
 START_TEST(peers_other_uid)
 {
 	if (geteuid() != 0) {
@@ -793,7 +782,7 @@ START_TEST(peers_other_uid)
 	/* A call of root's in flight while nobody tries to cancel it. */
 	const char *busy = send_call(c, "shell", "{\"command\":\"sleep 0.7; echo survived\"}");
 
-	struct tcc *n = connect_as(&d, nuid, ngid);
+	struct tcc *n = tcc_connect_as(&d, nuid, ngid);
 	const struct json *r = tcc_request(n, "initialize",
 		tcc_fmt(n, "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
 			   "\"clientInfo\":{\"name\":\"x\",\"version\":\"1\"},\"sessionId\":%s}", qs));
@@ -803,7 +792,7 @@ START_TEST(peers_other_uid)
 	r = tcc_request(n, "events/subscribe", tcc_fmt(n, "{\"sessionId\":%s}", qs));
 	ck_assert_msg(tj(r, "error") != NULL, "another uid watches the session: %s", tj_text(r));
 	/* A watcher of every session of nobody's. */
-	struct tcc *nsub = connect_as(&d, nuid, ngid);
+	struct tcc *nsub = tcc_connect_as(&d, nuid, ngid);
 	r = tcc_request(nsub, "events/subscribe", "{\"sessionId\":\"*\"}");
 	tc_assert_ok(r);
 
@@ -844,7 +833,7 @@ START_TEST(peers_other_uid)
 
 	/* An approver of another uid is no approver: root's write is refused
 	 * at once, and nobody is not shown it. */
-	struct tcc *nap = connect_as(&d, nuid, ngid);
+	struct tcc *nap = tcc_connect_as(&d, nuid, ngid);
 	tc_assert_ok(tcc_request(nap, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
 	r = tcc_call(c, "write_file", "{\"path\":\"x.txt\",\"content\":\"x\"}");
 	tc_assert_kind(r, "user_denied");
@@ -894,9 +883,5 @@ static Suite *policy_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(policy_suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(policy_suite());
 }

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
 
 /* Shell runs without asking: tests here are about the protocol. */
 #define CFG_SHELL_AUTO "{\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}"
@@ -718,10 +719,10 @@ START_TEST(validation_error_reports_all)
 	const struct json *r = tcc_call(c, "read_file", "{\"path\":5}");
 	tc_assert_kind(r, "validation_error");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
-	ck_assert_pstr_eq(tj_str(r, "error.message"), "Invalid arguments for 'read_file': /path: expected string, got integer");
+	ck_assert_pstr_eq(tj_str(r, "error.message"), "Invalid arguments for 'read_file': /path: expected string, got number");
 	ck_assert_int_eq(tj_len(r, "error.data.errors"), 1);
 	ck_assert_pstr_eq(tj_str(r, "error.data.errors.0.path"), "/path");
-	ck_assert_pstr_eq(tj_str(r, "error.data.errors.0.message"), "expected string, got integer");
+	ck_assert_pstr_eq(tj_str(r, "error.data.errors.0.message"), "expected string, got number");
 	ck_assert(!tj_bool(r, "error.data.retryable"));
 	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
 
@@ -924,9 +925,5 @@ int main(void)
 	tcase_add_test(tc, half_close_still_answered);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
 
 /* Finds a program on $PATH; NULL when it is not installed. */
 static char *find_program(const char *name)
@@ -302,9 +303,5 @@ int main(void)
 	tcase_add_test(tc, journal_when_under_systemd);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -30,6 +30,7 @@
 #include "proto/json.h"
 #include "proto/util.h"
 #include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
 
 /* --- raw client connections --------------------------------------------- */
 
@@ -699,9 +700,5 @@ static Suite *load_suite(void)
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
-	SRunner *sr = srunner_create(load_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(load_suite());
 }

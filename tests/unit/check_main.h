@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The main() every unit suite shares: run the suite, exit non-zero on failure.
+ * What every suite's main() ends with: run the suite, exit non-zero on failure.
  */
 #ifndef TC_CHECK_MAIN_H
 #define TC_CHECK_MAIN_H
@@ -11,7 +11,8 @@
 static inline int run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
+	/* CK_ENV: CK_VERBOSITY picks the detail; normal when unset. */
+	srunner_run_all(sr, CK_ENV);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;

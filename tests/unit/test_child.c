@@ -28,6 +28,7 @@
 #include "proto/json.h"
 #include "tools/command.h"
 #include "tools/tools.h"
+#include "tests/unit/check_main.h"
 
 /* --- fixture ------------------------------------------------------------- */
 
@@ -1032,9 +1033,5 @@ static Suite *child_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(child_suite());
-	srunner_run_all(sr, CK_ENV);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(child_suite());
 }

@@ -17,6 +17,7 @@
 
 #include "daemon/config.h"
 #include "lib/policy.h"
+#include "tests/unit/check_main.h"
 
 /* Loads text into c (initialised here); returns config_load_text's result. */
 static int load(struct config *c, const char *text, char **err)
@@ -802,9 +803,5 @@ int main(void)
 	tcase_add_test(tp, mode_names);
 	suite_add_tcase(s, tp);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon/ctl_format.h"
+#include "tests/unit/check_main.h"
 
 /* Parses text (asserting it is valid) into *doc and returns its root. */
 static const struct json *parse(const char *text, struct json_doc **doc)
@@ -227,9 +228,5 @@ int main(void)
 	tcase_add_test(tc, sanitize);
 	suite_add_tcase(s, tc);
 
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

@@ -19,6 +19,7 @@
 #include "lib/workspace.h"
 #include "proto/json.h"
 #include "tests/unit/fakeloop.h"
+#include "tests/unit/check_main.h"
 
 /* --- fake tools -------------------------------------------------------- */
 
@@ -809,9 +810,5 @@ static Suite *dispatch_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(dispatch_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(dispatch_suite());
 }
