@@ -28,20 +28,36 @@
  * change which place under the root is reached, never lead out. chase()
  * also makes the directories create_dirs asks for, walking down once.
  *
+ * Without openat2 (Linux before 5.6, a seccomp filter refusing it, valgrind
+ * up to 3.19 at least; or TOOLCALLD_NO_OPENAT2=1 in the environment), every
+ * path is walked by chase(), whose primitives then fall back to plain
+ * openat(): each component is opened O_PATH | O_NOFOLLOW beneath the
+ * directory fd reached so far, so the kernel never follows a symlink or
+ * climbs a ".." for us, and the last one is opened O_NOFOLLOW once chase()
+ * knows it is no symlink. Magic links cannot be told apart by the kernel
+ * then: a symlink on procfs whose text is absolute or no path at all
+ * ("pipe:[42]") is taken for one and refused. The walk is the same; only
+ * the two primitives (open one component, open the last) differ.
+ *
  * Also here: the atomic replacement of a file shared by write_file and
  * patch_file, and the one place where errnos become messages for the model.
  */
 #include "lib/workspace.h"
+#include "lib/workspace_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "proto/buf.h"
@@ -55,6 +71,54 @@
 #define TEMP_TRIES 16
 /* Paths quoted in messages are cut to this many bytes. */
 #define MSG_PATH_MAX 300
+
+/*
+ * Whether openat2 is used: 0 not known yet, 1 yes, -1 no. Process-wide, as
+ * the kernel and the environment are; settled on first use.
+ */
+static atomic_int openat2_state;
+
+/* Tells whether openat2 is to be used, finding out on the first call. */
+static bool have_openat2(void)
+{
+	int s = atomic_load_explicit(&openat2_state, memory_order_relaxed);
+	if (s != 0)
+		return s > 0;
+
+	const char *e = getenv("TOOLCALLD_NO_OPENAT2");
+	if (e && *e && !str_eq(e, "0")) {
+		s = -1;
+	} else {
+		/* ENOSYS: an old kernel (or valgrind). EPERM: a seccomp filter
+		 * that denies what it does not know, as older container
+		 * runtimes do; opening "/" as O_PATH fails so for nothing else. */
+		struct open_how how = { .flags = O_PATH | O_CLOEXEC };
+		long fd = syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
+		if (fd >= 0)
+			close((int)fd);
+		s = fd < 0 && (errno == ENOSYS || errno == EPERM) ? -1 : 1;
+	}
+	atomic_store_explicit(&openat2_state, s, memory_order_relaxed);
+	return s > 0;
+}
+
+void ws_force_fallback(bool on)
+{
+	atomic_store_explicit(&openat2_state, on ? -1 : 0, memory_order_relaxed);
+}
+
+/* Calls openat with O_CLOEXEC, retrying EINTR a bounded number of times. */
+static int openat_retry(int dirfd, const char *path, int flags, mode_t mode)
+{
+	for (unsigned i = 0;; i++) {
+		int fd = openat(dirfd, path, flags | O_CLOEXEC, mode);
+		if (fd >= 0)
+			return fd;
+		if (errno == EINTR && i + 1 < RETRY_TRIES)
+			continue;
+		return -errno;
+	}
+}
 
 /* Calls openat2, retrying the transient EAGAIN and EINTR a bounded number of times. */
 static int openat2_retry(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve)
@@ -126,6 +190,142 @@ static int readlink_alloc(int dirfd, const char *name, char **ret)
 	if ((size_t)k >= sizeof(buf))
 		return -ENAMETOOLONG;
 	*ret = xstrndup(buf, (size_t)k);
+	return 0;
+}
+
+/*
+ * Reads the symlink name in dirfd, or linkfd (the link itself, O_PATH) when
+ * not -1, newly allocated; a /proc magic link fails with -EXDEV.
+ */
+static int read_link(int dirfd, const char *name, int linkfd, char **ret)
+{
+	if (have_openat2() && meets_magic_link(dirfd, name))
+		return -EXDEV;
+	_cleanup_free_ char *target = NULL;
+	int fd = linkfd >= 0 ? linkfd : dirfd;
+	int r = readlink_alloc(fd, linkfd >= 0 ? "" : name, &target);
+	if (r < 0)
+		return r;
+	if (!have_openat2() && (target[0] == '/' || strchr(target, ':'))) {
+		/* Without openat2 the kernel cannot say. Magic links live on
+		 * procfs and read as an absolute path or as no path at all
+		 * ("pipe:[42]", "net:[4026531840]"), while its ordinary links
+		 * read as relative paths ("self/mounts"); taking the rare
+		 * absolute ordinary one for magic only refuses more. */
+		struct statfs sf;
+		if (fstatfs(fd, &sf) < 0)
+			return -errno;
+		if (sf.f_type == PROC_SUPER_MAGIC)
+			return -EXDEV;
+	}
+	*ret = TAKE_PTR(target);
+	return 0;
+}
+
+/* Opens the single component name in dirfd with flags, following no symlink in it without openat2. */
+static int open_one(int dirfd, const char *name, int flags, mode_t mode)
+{
+	if (have_openat2())
+		return openat2_retry(dirfd, name, flags, mode, RESOLVE_WS);
+	/* name holds no "/" and is neither "." nor "..": nothing but the
+	 * entry itself is looked up, beneath dirfd. */
+	return openat_retry(dirfd, name, flags | O_NOFOLLOW, mode);
+}
+
+/*
+ * Opens the last component of a path, final, in dirfd with the caller's
+ * flags. With openat2 the kernel follows a symlink put there meanwhile
+ * while it stays beneath dirfd; without, chase() has followed the links
+ * already, so the name is opened O_NOFOLLOW (and holds no trailing slash,
+ * which would follow one).
+ */
+static int open_last(int dirfd, const char *final, int flags, mode_t mode)
+{
+	if (have_openat2())
+		return openat_beneath(dirfd, final, flags, mode);
+	return openat_retry(dirfd, final, flags | O_NOFOLLOW, mode);
+}
+
+/*
+ * Opens rel beneath dirfd with flags without openat2, one component at a
+ * time, following no symlink: each directory on the way is opened
+ * O_PATH | O_NOFOLLOW relative to the one before, and a symlink anywhere
+ * fails with -ELOOP, as RESOLVE_NO_SYMLINKS does (the last one is opened
+ * itself with O_PATH | O_NOFOLLOW). ".." is refused with -EXDEV: it is
+ * never needed by the callers, and nothing else could climb.
+ */
+static int walk_nofollow(int dirfd, const char *rel, int flags)
+{
+	_cleanup_close_ int fd = -1;
+	const char *p = rel;
+	if (!*rel)
+		return -ENOENT;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		const char *e = strchrnul(p, '/'), *next = e;
+		while (*next == '/')
+			next++;
+		size_t n = (size_t)(e - p);
+		int cur = fd >= 0 ? fd : dirfd;
+		if (n == 0)	/* rel names a directory reached (or dirfd itself) */
+			return openat_retry(cur, ".", flags | O_NOFOLLOW, 0);
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return -EXDEV;
+		if (n > NAME_MAX)
+			return -ENAMETOOLONG;
+		char name[NAME_MAX + 1];
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p = next;
+		if (str_eq(name, "."))
+			continue;
+		if (!*next && *e != '/') {
+			int last = openat_retry(cur, name, flags | O_NOFOLLOW, 0);
+			/* O_DIRECTORY | O_NOFOLLOW on a symlink: a symlink met, as the kernel says. */
+			struct stat st;
+			if (last == -ENOTDIR && fstatat(cur, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+				return -ELOOP;
+			return last;
+		}
+
+		int step = openat_retry(cur, name, O_PATH | O_NOFOLLOW, 0);
+		if (step < 0)
+			return step;
+		struct stat st;
+		if (fstat(step, &st) < 0) {
+			int r = -errno;
+			close(step);
+			return r;
+		}
+		if (fd >= 0)
+			close(fd);
+		fd = step;
+		if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
+}
+
+/* Opens the directory rel beneath dirfd as O_PATH, rel naming real directories only (no symlinks, no ".."). */
+static int open_walked(int dirfd, const char *rel)
+{
+	if (have_openat2())
+		return openat2_retry(dirfd, rel, O_PATH | O_DIRECTORY, 0, RESOLVE_WS);
+	return walk_nofollow(dirfd, rel, O_PATH | O_DIRECTORY);
+}
+
+int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd)
+{
+	if (flags & O_CREAT)
+		return -EINVAL;
+	int fd = have_openat2()
+		? openat2_retry(dirfd, rel, flags, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+		: walk_nofollow(dirfd, rel, flags);
+	if (fd < 0)
+		return fd;
+	*ret_fd = fd;
 	return 0;
 }
 
@@ -253,7 +453,7 @@ static int chase(const struct workspace *ws, const char *rel, int flags, mode_t 
 		while (*p == '/')
 			p++;
 		if (!*p)	/* the path ends at a directory: the one reached */
-			return openat_beneath(cur, ".", flags, mode);
+			return open_last(cur, ".", flags, mode);
 		const char *e = strchrnul(p, '/'), *next = e;
 		while (*next == '/')
 			next++;
@@ -280,7 +480,7 @@ static int chase(const struct workspace *ws, const char *rel, int flags, mode_t 
 				close(TAKE_FD(dfd));
 			if (buf_size(&done) > 0) {
 				_cleanup_free_ char *up = xstrndup(buf_head(&done), buf_size(&done));
-				dfd = openat2_retry(ws->dirfd, up, O_PATH | O_DIRECTORY, 0, RESOLVE_WS);
+				dfd = open_walked(ws->dirfd, up);
 				if (dfd < 0)
 					return dfd;
 			}
@@ -292,18 +492,25 @@ static int chase(const struct workspace *ws, const char *rel, int flags, mode_t 
 		char final[NAME_MAX + 2];
 		snprintf(final, sizeof(final), "%s%s", name, slash ? "/" : "");
 		if (last && !follow && !slash)
-			return openat_beneath(cur, final, flags, mode);
+			return open_last(cur, final, flags, mode);
+		/* Without openat2 a last name is never opened with its
+		 * trailing slash (that would follow a symlink put there
+		 * meanwhile): the kernel's answers are given here instead.
+		 * With O_CREAT it answers "x/" before looking at x. */
+		bool kernel_slash = have_openat2() || !slash;
+		if (last && !kernel_slash && (flags & O_CREAT))
+			return -EISDIR;
 
-		_cleanup_close_ int fd = openat2_retry(cur, name, O_PATH | O_NOFOLLOW, 0, RESOLVE_WS);
+		_cleanup_close_ int fd = open_one(cur, name, O_PATH | O_NOFOLLOW, 0);
 		if (fd == -ENOENT && create && (size_t)(p - todo) >= named) {
 			/* mkdirat never follows a symlink: one made meanwhile
 			 * gives EEXIST, and is looked at below. */
 			if (mkdirat(cur, name, 0777) < 0 && errno != EEXIST)
 				return -errno;
-			fd = openat2_retry(cur, name, O_PATH | O_NOFOLLOW, 0, RESOLVE_WS);
+			fd = open_one(cur, name, O_PATH | O_NOFOLLOW, 0);
 		}
 		if (fd == -ENOENT && last)	/* the caller's flags say whether to create it */
-			return openat_beneath(cur, final, flags, mode);
+			return kernel_slash ? open_last(cur, final, flags, mode) : -ENOENT;
 		if (fd < 0)
 			return fd;
 		struct stat st;
@@ -313,11 +520,9 @@ static int chase(const struct workspace *ws, const char *rel, int flags, mode_t 
 		if (S_ISLNK(st.st_mode)) {
 			if (++hops > SYMLINK_HOPS)
 				return -ELOOP;
-			if (meets_magic_link(cur, name))
-				return -EXDEV;
 			_cleanup_free_ char *target = NULL, *inside = NULL;
 			/* The link just looked at, not whatever took its name since. */
-			r = readlink_alloc(fd, "", &target);
+			r = read_link(cur, name, fd, &target);
 			if (r < 0)
 				return r;
 			if (!*target)
@@ -342,10 +547,13 @@ static int chase(const struct workspace *ws, const char *rel, int flags, mode_t 
 			continue;
 		}
 
-		if (last)
+		if (last && kernel_slash)
 			/* Not a symlink (should one take its place now, the kernel
-			 * refuses it unless it stays beneath cur). */
-			return openat_beneath(cur, final, flags, mode);
+			 * refuses it unless it stays beneath cur, or without
+			 * openat2 refuses it outright). */
+			return open_last(cur, final, flags, mode);
+		/* Not last, or "dir/" without openat2: walked into, and opened
+		 * as "." on the next turn. */
 		if (!S_ISDIR(st.st_mode))
 			return -ENOTDIR;
 		if (buf_size(&done) > 0)
@@ -365,6 +573,8 @@ static int chase(const struct workspace *ws, const char *rel, int flags, mode_t 
  */
 static int open_rel(const struct workspace *ws, const char *rel, int flags, mode_t mode)
 {
+	if (!have_openat2())
+		return chase(ws, rel, flags, mode, false);
 	int fd = openat2_retry(ws->dirfd, rel, flags, mode, RESOLVE_WS);
 	if (fd == -EXDEV)
 		return chase(ws, rel, flags, mode, false);
@@ -514,12 +724,14 @@ int ws_open(const char *path, struct workspace **ret)
 	if (fd < 0)
 		return -errno;
 
-	/* Refuse to serve a workspace the kernel cannot confine (openat2 came
-	 * with Linux 5.6; a seccomp filter may also deny it). */
-	int probe = openat2_retry(fd, ".", O_PATH | O_DIRECTORY, 0, RESOLVE_WS);
-	if (probe < 0)
-		return probe;
-	close(probe);
+	/* Make sure the kernel confines lookups beneath this fd. Without
+	 * openat2, chase() walks every path itself. */
+	if (have_openat2()) {
+		int probe = openat2_retry(fd, ".", O_PATH | O_DIRECTORY, 0, RESOLVE_WS);
+		if (probe < 0)
+			return probe;
+		close(probe);
+	}
 
 	struct workspace *ws = xcalloc(1, sizeof(*ws));
 	ws->refs = 1;
@@ -724,9 +936,7 @@ static int resolve_target(const struct workspace *ws, const char *rel, bool crea
 		} else if (S_ISLNK(st.st_mode)) {
 			if (hop >= SYMLINK_HOPS)
 				return -ELOOP;
-			if (meets_magic_link(dfd, name))
-				return -EXDEV;
-			r = readlink_alloc(dfd, name, &target);
+			r = read_link(dfd, name, -1, &target);
 			if (r < 0)
 				return r;
 			char *next;
@@ -780,8 +990,7 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 		snprintf(tmp, sizeof(tmp), ".%.*s.tc-%s", (int)MIN(strlen(name), (size_t)200), name, rnd);
 		/* An existing file's content is never more exposed than before:
 		 * 0600 until its own mode is set. A new file gets 0644 less the umask. */
-		tfd = openat2_retry(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, exists ? 0600 : 0644,
-				    RESOLVE_WS);
+		tfd = open_one(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, exists ? 0600 : 0644);
 		if (tfd != -EEXIST)
 			break;
 	}

@@ -9,6 +9,13 @@
  * then resolved from the root). "..", absolute paths outside the root,
  * symlinks leading out, /proc magic links and prefix tricks ("/ws" vs
  * "/ws-evil") are refused with no race between check and use.
+ *
+ * Where the kernel lacks openat2 (before Linux 5.6, under valgrind, behind
+ * a seccomp filter that denies it), or TOOLCALLD_NO_OPENAT2=1 is in the
+ * environment, the same rules hold by a walk in user space, one component
+ * at a time with openat(O_NOFOLLOW) beneath the directory fd reached so
+ * far; symlinks on /proc that read as absolute paths or as no path are
+ * then taken for magic links and refused.
  */
 #ifndef TC_WORKSPACE_H
 #define TC_WORKSPACE_H
@@ -46,11 +53,22 @@ int ws_openat(const struct workspace *ws, const char *path, size_t len, int flag
 /*
  * Opens the directory that holds path (creating missing directories, each
  * beneath the root, when create_dirs) and returns its fd and the last
- * component. Used to create files: the caller then opens the name with
- * openat2 RESOLVE_BENEATH relative to the returned fd.
+ * component. Used to create files: the caller then opens the name (one
+ * component) relative to the returned fd, with O_NOFOLLOW or
+ * O_CREAT | O_EXCL so that no symlink put there is followed.
  */
 int ws_open_parent(const struct workspace *ws, const char *path, size_t len, bool create_dirs,
 		   int *ret_dirfd, char **ret_name);
+/*
+ * Opens rel beneath dirfd (an fd found beneath a root) following no symlink
+ * at all, as openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS) does: a symlink on the way fails with -ELOOP, the
+ * last one too unless flags hold O_PATH | O_NOFOLLOW (it is then opened
+ * itself). rel holds names found in directories, no ".." (-EXDEV without
+ * openat2); flags may not hold O_CREAT (-EINVAL). For walking a tree found
+ * by reading directories.
+ */
+int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd);
 /*
  * Checks, before a call runs, that path stays beneath the root: what exists
  * of it is resolved by the kernel (a missing final part is fine). 0 or a

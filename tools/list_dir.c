@@ -13,10 +13,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include "lib/workspace.h"
 #include "proto/buf.h"
@@ -24,7 +22,6 @@
 #include "tools/tools.h"
 
 #define DEFAULT_MAX_ENTRIES 1000
-#define RETRY_TRIES 16
 
 static const char *const path_args[] = { "path", NULL };
 
@@ -89,18 +86,9 @@ static void sort_and_cut(struct walk *w, struct entry *v, size_t *n, size_t cap)
  */
 static int open_subdir(int basefd, const char *rel)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	for (unsigned i = 0;; i++) {
-		long fd = syscall(SYS_openat2, basefd, rel, &how, sizeof(how));
-		if (fd >= 0)
-			return (int)fd;
-		if ((errno == EAGAIN || errno == EINTR) && i + 1 < RETRY_TRIES)
-			continue;
-		return -errno;
-	}
+	int fd = -1;
+	int r = ws_open_nofollow(basefd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+	return r < 0 ? r : fd;
 }
 
 /* Reads the directory rel into a level, keeping its first cap entries by name. */

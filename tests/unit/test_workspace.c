@@ -12,6 +12,11 @@
  * into a result, changed or created. Symlinks are made both relative and
  * absolute (naming base/ws/... in full, as users and scripts make them):
  * either kind works while it leads beneath the root.
+ *
+ * Every test case runs twice: with the kernel's openat2, and with the walk
+ * used where openat2 is missing (ws_force_fallback). A differential test
+ * holds the two walks to the same answers, and one test takes openat2 away
+ * for real with a seccomp filter.
  */
 #include <check.h>
 #include <dirent.h>
@@ -19,13 +24,19 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +44,7 @@
 #include "lib/schema.h"
 #include "lib/tool.h"
 #include "lib/workspace.h"
+#include "lib/workspace_internal.h"
 #include "proto/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
@@ -202,6 +214,20 @@ static void setup(void)
 	ck_assert_int_eq(ws_open(root, &ws), 0);
 	/* So that /proc/self/cwd leads into the workspace: still refused. */
 	ck_assert_int_eq(chdir(root), 0);
+}
+
+/* The tree, walked by the kernel's openat2 (unless TOOLCALLD_NO_OPENAT2 is set). */
+static void setup_kernel(void)
+{
+	ws_force_fallback(false);
+	setup();
+}
+
+/* The tree, walked as where openat2 is missing. */
+static void setup_fallback(void)
+{
+	ws_force_fallback(true);
+	setup();
 }
 
 static void teardown(void)
@@ -2117,13 +2143,309 @@ START_TEST(no_fd_leak)
 }
 END_TEST
 
-static Suite *workspace_suite(void)
+/* --- the walk without openat2 ----------------------------------------------- */
+
+/* Returns p with "@" replaced by the base directory, newly allocated. */
+static char *expand_at(const char *p)
 {
-	Suite *s = suite_create("workspace");
+	struct buf b = {};
+	for (; *p; p++) {
+		if (*p == '@')
+			buf_puts(&b, base);
+		else
+			buf_putc(&b, *p);
+	}
+	buf_putc(&b, '\0');
+	return buf_steal(&b);
+}
+
+/* Describes what opening path beneath ws gives: the errno, or the file reached. */
+static char *open_outcome(const char *path, int flags)
+{
+	_cleanup_free_ char *p = expand_at(path);
+	int fd = -1;
+	int r = ws_openat(ws, p, strlen(p), flags, 0, &fd);
+	if (r < 0)
+		return xasprintf("%s", strerror(-r));
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	return xasprintf("type %o dev %llu ino %llu", (unsigned)(st.st_mode & S_IFMT),
+			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+}
+
+/* Describes what ws_open_parent(create_dirs false) gives for path. */
+static char *parent_outcome(const char *path)
+{
+	_cleanup_free_ char *p = expand_at(path);
+	int fd = -1;
+	_cleanup_free_ char *name = NULL;
+	int r = ws_open_parent(ws, p, strlen(p), false, &fd, &name);
+	if (r < 0)
+		return xasprintf("%s", strerror(-r));
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	return xasprintf("dir ino %llu name %s", (unsigned long long)st.st_ino, name);
+}
+
+/* Paths beyond the matrices above: trailing slashes, dots, loops, missing parts. */
+static const char *const more_paths[] = {
+	"", ".", "./", "sub/", "sub/.", "sub/./inner.txt", "sub/../sub/../hello.txt", "hello.txt/",
+	"hello.txt/x", "hello.txt/..", "nope", "nope/", "nope/x", "nope/..", "link-in/", "link-in-dir/",
+	"link-in-dir/.", "link-in-dir/..", "link-abs-dir/", "link-abs-dir/.", "link-abs-root/./sub/",
+	"link-dangling-in", "link-dangling-in/", "link-abs-dangling/", "link-loop-a", "link-loop-a/x",
+	"link-abs-self/x", "link-proc", "link-proc/", "deep/link-abs-up/../hello.txt", "deep/..",
+	"deep/../..", "@/ws/", "@/ws/.", "/proc/self/root", "sub//inner.txt//", "..test", "a/..b",
+	"link-in-abs", "link-abs-chain", "link-rel-to-abs", "link-abs-messy/inner.txt",
+	"link-abs-root/link-abs-root/sub/inner.txt", "link-abs-root/..", "link-abs-dir/../hello.txt",
+};
+
+/*
+ * The walk without openat2 gives the same answers as the kernel's, for
+ * every path above and every way of opening that creates nothing: the same
+ * file, or the same errno (so the same error kind and message).
+ */
+START_TEST(walks_agree)
+{
+	static const int flag_sets[] = {
+		O_PATH, O_RDONLY, O_PATH | O_NOFOLLOW, O_RDONLY | O_NOFOLLOW, O_RDONLY | O_DIRECTORY,
+		O_PATH | O_DIRECTORY, O_RDONLY | O_NONBLOCK | O_NOCTTY,
+	};
+	const char *const *lists[] = { escape_files, escape_creates, escape_dirs, more_paths };
+	const size_t lens[] = { ELEMENTSOF(escape_files), ELEMENTSOF(escape_creates), ELEMENTSOF(escape_dirs),
+				ELEMENTSOF(more_paths) };
+	const char *no = getenv("TOOLCALLD_NO_OPENAT2");
+	if (no && *no && !str_eq(no, "0")) {
+		fprintf(stderr, "walks_agree: skipped: TOOLCALLD_NO_OPENAT2 leaves one walk only\n");
+		return;
+	}
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC };
+	long probe = syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
+	if (probe < 0) {
+		fprintf(stderr, "walks_agree: skipped: this kernel has no openat2 to compare with (%m)\n");
+		return;
+	}
+	close((int)probe);
+	ck_assert_int_eq(mkfifo(at("ws/fifo"), 0644), 0);
+	_cleanup_free_ char *before = outside_snapshot();
+	unsigned compared = 0;
+
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
+		for (size_t i = 0; i < lens[l]; i++) {
+			const char *path = lists[l][i];
+			for (size_t f = 0; f < ELEMENTSOF(flag_sets); f++) {
+				ws_force_fallback(false);
+				_cleanup_free_ char *kernel = open_outcome(path, flag_sets[f]);
+				ws_force_fallback(true);
+				_cleanup_free_ char *walk = open_outcome(path, flag_sets[f]);
+				ck_assert_msg(str_eq(kernel, walk), "'%s' flags %#o: openat2 %s, without %s", path,
+					      (unsigned)flag_sets[f], kernel, walk);
+				compared++;
+			}
+			ws_force_fallback(false);
+			_cleanup_free_ char *p = expand_at(path);
+			int kernel_check = ws_check(ws, p, strlen(p));
+			_cleanup_free_ char *kernel_parent = parent_outcome(path);
+			ws_force_fallback(true);
+			ck_assert_msg(ws_check(ws, p, strlen(p)) == kernel_check, "ws_check '%s'", path);
+			_cleanup_free_ char *walk_parent = parent_outcome(path);
+			ck_assert_msg(str_eq(kernel_parent, walk_parent), "ws_open_parent '%s': openat2 %s, without %s",
+				      path, kernel_parent, walk_parent);
+		}
+	}
+	ck_assert_uint_gt(compared, 700);
+
+	/* Creating: a trailing slash names a directory, existing or not, and
+	 * O_EXCL never follows a last symlink; nothing is created either way. */
+	static const struct { const char *path; int flags; int want; } creates[] = {
+		{ "sub/", O_WRONLY | O_CREAT, -EISDIR },
+		{ "nope/", O_WRONLY | O_CREAT, -EISDIR },
+		{ "hello.txt/", O_WRONLY | O_CREAT, -EISDIR },
+		{ "link-in/", O_WRONLY | O_CREAT, -EISDIR },
+		{ "link-in-dir/", O_WRONLY | O_CREAT, -EISDIR },
+		{ "link-dangling-in/", O_WRONLY | O_CREAT, -EISDIR },
+		{ "link-abs-dangling/", O_WRONLY | O_CREAT, -EISDIR },
+		{ ".", O_WRONLY | O_CREAT, -EISDIR },
+		{ "link-out-dir/", O_WRONLY | O_CREAT, -EISDIR },	/* answered before the link is looked at */
+		{ "link-abs-dangling-out/", O_WRONLY | O_CREAT, -EISDIR },
+		{ "link-out-dir/x/", O_WRONLY | O_CREAT, -EXDEV },
+		{ "link-abs-dir/x/", O_WRONLY | O_CREAT, -EISDIR },
+		{ "hello.txt", O_WRONLY | O_CREAT | O_EXCL, -EEXIST },
+		{ "link-in", O_WRONLY | O_CREAT | O_EXCL, -EEXIST },
+		{ "link-dangling-in", O_WRONLY | O_CREAT | O_EXCL, -EEXIST },
+		{ "link-abs-dangling", O_WRONLY | O_CREAT | O_EXCL, -EEXIST },
+		{ "link-dangling-out", O_WRONLY | O_CREAT | O_EXCL, -EEXIST },
+		{ "link-abs-dangling-out", O_WRONLY | O_CREAT | O_EXCL, -EEXIST },
+		{ "link-dangling-out", O_WRONLY | O_CREAT, -EXDEV },
+		{ "link-abs-dangling-out", O_WRONLY | O_CREAT, -EXDEV },
+		{ "link-in-abs", O_WRONLY | O_CREAT | O_NOFOLLOW, -ELOOP },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(creates); i++) {
+		for (int fallback = 0; fallback <= 1; fallback++) {
+			ws_force_fallback(fallback);
+			int fd = -1;
+			const char *p = creates[i].path;
+			ck_assert_msg(ws_openat(ws, p, strlen(p), creates[i].flags, 0600, &fd) == creates[i].want,
+				      "'%s' %s", p, fallback ? "without openat2" : "with openat2");
+			ck_assert_int_eq(fd, -1);
+		}
+	}
+	ck_assert(!exists("ws/nope"));
+	ck_assert(!exists("ws/made-by-link.txt"));
+	ck_assert(!exists("ws/made-by-abs.txt"));
+	ck_assert(!exists("created-outside.txt"));
+	_cleanup_free_ char *after = outside_snapshot();
+	ck_assert_str_eq(before, after);
+}
+END_TEST
+
+/* ws_open_nofollow follows no symlink at all, and stays beneath its fd. */
+START_TEST(open_nofollow)
+{
+	make_tree();
+	int base_fd = -1;
+	ck_assert_int_eq(ws_openat(ws, "tree", 4, O_RDONLY | O_DIRECTORY, 0, &base_fd), 0);
+
+	int fd = -1;
+	struct stat a, b;
+	ck_assert_int_eq(ws_open_nofollow(base_fd, ".", O_RDONLY | O_DIRECTORY, &fd), 0);
+	close(fd);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "a/y", O_RDONLY | O_DIRECTORY, &fd), 0);
+	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert_int_eq(stat(at("ws/tree/a/y"), &b), 0);
+	ck_assert(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	close(fd);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "a/y/", O_RDONLY | O_DIRECTORY, &fd), 0);
+	close(fd);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "a/x.c", O_RDONLY, &fd), 0);
+	close(fd);
+	/* The link itself with O_PATH | O_NOFOLLOW. */
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "ln", O_PATH | O_NOFOLLOW, &fd), 0);
+	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert(S_ISLNK(a.st_mode));
+	close(fd);
+	fd = -1;
+
+	/* Symlinks anywhere, even inside; climbing out; a file on the way. */
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "ln", O_RDONLY | O_DIRECTORY, &fd), -ELOOP);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "ln/", O_RDONLY | O_DIRECTORY, &fd), -ELOOP);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "ln/y", O_RDONLY | O_DIRECTORY, &fd), -ELOOP);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "out", O_RDONLY | O_DIRECTORY, &fd), -ELOOP);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "out/o.txt", O_RDONLY, &fd), -ELOOP);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "..", O_RDONLY | O_DIRECTORY, &fd), -EXDEV);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "../../outside.txt", O_RDONLY, &fd), -EXDEV);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "a.c/x", O_RDONLY, &fd), -ENOTDIR);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "nope", O_RDONLY, &fd), -ENOENT);
+	ck_assert_int_eq(ws_open_nofollow(base_fd, "a", O_RDONLY | O_CREAT, &fd), -EINVAL);
+	ck_assert_int_eq(fd, -1);
+	close(base_fd);
+}
+END_TEST
+
+/* Installs a seccomp filter making openat2 fail with err; false where seccomp is missing. */
+static bool deny_openat2(int err)
+{
+#if defined(__x86_64__)
+	const unsigned arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+	const unsigned arch = AUDIT_ARCH_AARCH64;
+#else
+	const unsigned arch = 0;
+	return false;
+#endif
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return false;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0;
+}
+
+/*
+ * With openat2 taken away for real (ENOSYS, as on Linux before 5.6 or under
+ * valgrind), the workspace finds out once and walks without it: never
+ * calling openat2 again, still following links inside and refusing escapes.
+ */
+START_TEST(without_openat2)
+{
+	const char *fork_mode = getenv("CK_FORK");
+	if (fork_mode && str_eq(fork_mode, "no")) {
+		fprintf(stderr, "without_openat2: skipped: the seccomp filter would outlive the test with CK_FORK=no\n");
+		return;
+	}
+	if (!deny_openat2(ENOSYS)) {
+		fprintf(stderr, "without_openat2: skipped: no seccomp filter on this machine (%m)\n");
+		return;
+	}
+	ws_force_fallback(false);
+	struct workspace *w = NULL;
+	ck_assert_int_eq(ws_open(root, &w), 0);
+	/* Found out: any openat2 from now on fails with an errno of its own. */
+	ck_assert(deny_openat2(ENOTRECOVERABLE));
+
+	struct buf out = {};
+	ck_assert_int_eq(ws_read(w, "link-abs-dir/inner.txt", 22, 0, 100, &out, NULL), 0);
+	ck_assert_uint_eq(buf_size(&out), 6);
+	ck_assert(memcmp(buf_head(&out), "inner\n", 6) == 0);
+	buf_free(&out);
+	int fd = -1;
+	ck_assert_int_eq(ws_openat(w, "link-chain-in", 13, O_RDONLY, 0, &fd), 0);
+	close(fd);
+	fd = -1;
+	ck_assert_int_eq(ws_openat(w, "link-out-abs", 12, O_RDONLY, 0, &fd), -EXDEV);
+	ck_assert_int_eq(ws_openat(w, "sub/../../outside.txt", 21, O_RDONLY, 0, &fd), -EXDEV);
+	ck_assert_int_eq(ws_openat(w, "link-proc/etc/passwd", 20, O_RDONLY, 0, &fd), -EXDEV);
+	ck_assert_int_eq(ws_openat(w, "link-loop-a", 11, O_RDONLY, 0, &fd), -ELOOP);
+	ck_assert_int_eq(ws_check(w, "new/../../x", 11), -EXDEV);
+	ck_assert_int_eq(ws_write_atomic(w, "link-abs-dir/d/new.txt", 22, "new", 3, true, NULL), 0);
+	_cleanup_free_ char *c = slurp("ws/sub/d/new.txt", NULL);
+	ck_assert_str_eq(c, "new");
+	ck_assert_int_eq(ws_write_atomic(w, "link-dangling-out", 17, "x", 1, false, NULL), -EXDEV);
+	ck_assert(!exists("created-outside.txt"));
+	ck_assert_int_eq(ws_open_nofollow(w->dirfd, "sub", O_RDONLY | O_DIRECTORY, &fd), 0);
+	close(fd);
+	fd = -1;
+	ck_assert_int_eq(ws_open_nofollow(w->dirfd, "link-in-dir", O_RDONLY | O_DIRECTORY, &fd), -ELOOP);
+	ck_assert_int_eq(fd, -1);
+	ws_unref(w);
+
+	/* Magic links, where every absolute target is inside. */
+	struct workspace *slash = NULL;
+	ck_assert_int_eq(ws_open("/", &slash), 0);
+	int held = open(at("ws/hello.txt"), O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(held, 0);
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", held);
+	ck_assert_int_eq(ws_openat(slash, p, strlen(p), O_RDONLY, 0, &fd), -EXDEV);
+	const char *q = "/proc/self/root/etc/passwd";
+	ck_assert_int_eq(ws_openat(slash, q, strlen(q), O_RDONLY, 0, &fd), -EXDEV);
+	q = "/proc/self/ns/net";
+	ck_assert_int_eq(ws_openat(slash, q, strlen(q), O_RDONLY, 0, &fd), -EXDEV);
+	/* An ordinary link on /proc (self -> the pid) is still followed. */
+	q = "/proc/self/status";
+	ck_assert_int_eq(ws_openat(slash, q, strlen(q), O_RDONLY, 0, &fd), 0);
+	close(fd);
+	close(held);
+	ws_unref(slash);
+}
+END_TEST
+
+/* Adds the test cases, run by one walk or the other. */
+static void add_tcases(Suite *s, bool fallback)
+{
+	void (*fixture)(void) = fallback ? setup_fallback : setup_kernel;
 	TCase *tc;
 
-	tc = tcase_create("escapes");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tcase_create(fallback ? "escapes (no openat2)" : "escapes");
+	tcase_add_checked_fixture(tc, fixture, teardown);
 	tcase_add_test(tc, escape_read_file);
 	tcase_add_test(tc, escape_write_file);
 	tcase_add_test(tc, escape_patch_file);
@@ -2136,8 +2458,8 @@ static Suite *workspace_suite(void)
 	tcase_add_test(tc, symlink_loops);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("absolute links");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tcase_create(fallback ? "absolute links (no openat2)" : "absolute links");
+	tcase_add_checked_fixture(tc, fixture, teardown);
 	tcase_add_test(tc, abs_reads);
 	tcase_add_test(tc, abs_writes);
 	tcase_add_test(tc, abs_patch_and_list);
@@ -2147,8 +2469,8 @@ static Suite *workspace_suite(void)
 	tcase_add_test(tc, abs_swap_race);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("api");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tcase_create(fallback ? "api (no openat2)" : "api");
+	tcase_add_checked_fixture(tc, fixture, teardown);
 	tcase_add_test(tc, api_open);
 	tcase_add_test(tc, api_check);
 	tcase_add_test(tc, api_display_path);
@@ -2156,8 +2478,8 @@ static Suite *workspace_suite(void)
 	tcase_add_test(tc, api_errors);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("tools");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tc = tcase_create(fallback ? "tools (no openat2)" : "tools");
+	tcase_add_checked_fixture(tc, fixture, teardown);
 	tcase_add_test(tc, read_window);
 	tcase_add_test(tc, read_utf8);
 	tcase_add_test(tc, base64_both_ways);
@@ -2171,6 +2493,20 @@ static Suite *workspace_suite(void)
 	tcase_add_test(tc, list_refusals);
 	tcase_add_test(tc, declarations);
 	tcase_add_test(tc, no_fd_leak);
+	tcase_add_test(tc, open_nofollow);
+	suite_add_tcase(s, tc);
+}
+
+static Suite *workspace_suite(void)
+{
+	Suite *s = suite_create("workspace");
+	add_tcases(s, false);
+	add_tcases(s, true);
+
+	TCase *tc = tcase_create("both walks");
+	tcase_add_checked_fixture(tc, setup_kernel, teardown);
+	tcase_add_test(tc, walks_agree);
+	tcase_add_test(tc, without_openat2);
 	suite_add_tcase(s, tc);
 	return s;
 }
