@@ -26,6 +26,9 @@
 #include "proto/json.h"
 #include "proto/util.h"
 
+/* How often a leader without a pidfd is looked at. */
+#define CHILD_POLL_MS 10
+
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
@@ -60,6 +63,7 @@ struct child {
 	pid_t pid;			/* also the process group id */
 	int pidfd;
 	struct tc_io *pid_io;
+	struct tc_timer *poll_timer;	/* no pidfd: how the leader's exit is noticed */
 	struct tc_timer *kill_timer;
 	struct tc_timer *drain_timer;
 	struct pipe_reader pipes[CHILD_NSTREAMS];
@@ -247,6 +251,16 @@ static void on_kill_timer(void *arg)
 		(void)kill(-ch->pid, SIGKILL);
 }
 
+/* waitid on the leader: through its pidfd, or its pid when the kernel (or
+ * valgrind) has no pidfd_open. Either way only our own unreaped child is
+ * waited for, whose pid cannot have been recycled. */
+static int wait_leader(const struct child *ch, siginfo_t *si, int flags)
+{
+	if (ch->pidfd >= 0)
+		return waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, si, flags);
+	return waitid(P_PID, (id_t)ch->pid, si, flags);
+}
+
 /* The leader has exited: kill what is left of its group, then reap it. */
 static void on_pidfd(void *arg, int revents)
 {
@@ -257,7 +271,7 @@ static void on_pidfd(void *arg, int revents)
 	 * recycled group; it ends background jobs that would otherwise
 	 * outlive the command and hold its pipes open. */
 	(void)kill(-ch->pid, SIGKILL);
-	if (waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, &si, WEXITED | WNOHANG) < 0) {
+	if (wait_leader(ch, &si, WEXITED | WNOHANG) < 0) {
 		if (errno == EINTR || errno == EAGAIN)
 			return;
 		/* ECHILD: reaped behind our back (SIGCHLD ignored by someone);
@@ -279,12 +293,26 @@ static void on_pidfd(void *arg, int revents)
 	}
 	ch->reaped = true;
 	ch->pid_io = tc_io_free(ch->pid_io);
-	close(ch->pidfd);
+	ch->poll_timer = tc_timer_free(ch->poll_timer);
+	if (ch->pidfd >= 0)
+		close(ch->pidfd);
 	ch->pidfd = -1;
 	tc_timer_stop(ch->kill_timer);
 	if (ch->open_pipes)
 		tc_timer_start(ch->drain_timer, ch->drain_ms);
 	child_maybe_done(ch);
+}
+
+/* Without a pidfd: looks, without reaping, whether the leader has exited. */
+static void on_poll_exit(void *arg)
+{
+	struct child *ch = arg;
+	siginfo_t si = {0};
+	if (waitid(P_PID, (id_t)ch->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0) {
+		tc_timer_start(ch->poll_timer, CHILD_POLL_MS);
+		return;
+	}
+	on_pidfd(ch, 0);
 }
 
 /* Moves an fd to 3 or above, so the child's dup2s onto 0-2 cannot clobber
@@ -503,9 +531,10 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 		*o->ret_stdin_fd = TAKE_FD(in_w);
 	uint64_t start = mono_ms();
 
-	/* Safe at once: until we reap it, the pid cannot be reused. */
+	/* Safe at once: until we reap it, the pid cannot be reused. Without
+	 * pidfd_open (kernels before 5.3, valgrind) the leader is polled. */
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd < 0) {
+	if (pidfd < 0 && errno != ENOSYS) {
 		r = -errno;
 		(void)kill(-pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
@@ -535,8 +564,14 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 		tc_io_start(p->io);
 		ch->open_pipes++;
 	}
-	ch->pid_io = tc_io_new(loop, pidfd, TC_IO_READ, on_pidfd, ch);
-	tc_io_start(ch->pid_io);
+	if (pidfd >= 0) {
+		ch->pid_io = tc_io_new(loop, pidfd, TC_IO_READ, on_pidfd, ch);
+		tc_io_start(ch->pid_io);
+	} else {
+		ch->pidfd = -1;
+		ch->poll_timer = tc_timer_new(loop, on_poll_exit, ch);
+		tc_timer_start(ch->poll_timer, CHILD_POLL_MS);
+	}
 	ch->kill_timer = tc_timer_new(loop, on_kill_timer, ch);
 	ch->drain_timer = tc_timer_new(loop, on_drain_timer, ch);
 	*ret = ch;
@@ -572,10 +607,11 @@ struct child *child_free(struct child *ch)
 	if (!ch->reaped) {
 		siginfo_t si;
 		(void)kill(-ch->pid, SIGKILL);
-		while (waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+		while (wait_leader(ch, &si, WEXITED) < 0 && errno == EINTR)
 			;
 	}
 	tc_io_free(ch->pid_io);
+	tc_timer_free(ch->poll_timer);
 	if (ch->pidfd >= 0)
 		close(ch->pidfd);
 	tc_timer_free(ch->kill_timer);
