@@ -27,6 +27,7 @@ run: build
 	@sh packaging/run.sh $(BUILD)
 
 check: check-plain check-asan
+	@sh packaging/summary.sh $(BUILD) $(ASAN_BUILD)
 
 check-plain: build
 	meson test -C $(BUILD) --print-errorlogs --num-processes 2
