@@ -213,6 +213,7 @@ struct outcome *outcome_unref(struct outcome *o)
 	if (!o || --o->refs > 0)
 		return NULL;
 	free(o->text);
+	free(o->text_json);
 	free(o->structured);
 	free(o->message);
 	free(o->error_data);
@@ -233,40 +234,45 @@ bool outcome_retryable(const struct outcome *o)
 	return tc_kind_info(o->kind)->retryable;
 }
 
+/* Appends s as a JSON string literal, valid UTF-8 whatever s holds. */
+static void put_string(struct buf *out, const char *s, size_t n)
+{
+	if (utf8_valid(s, n)) {
+		json_quote(out, s, n);
+		return;
+	}
+	struct buf clean = {0};
+	utf8_sanitize(s, n, &clean);
+	json_quote(out, buf_head(&clean), buf_size(&clean));
+	buf_free(&clean);
+}
+
 void outcome_write_result(const struct outcome *o, bool replayed, struct buf *out)
 {
-	struct jgen *g = jgen_new(out);
-	jgen_obj_open(g);
-	jgen_key(g, "content");
-	jgen_arr_open(g);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "type", "text");
-	jgen_key(g, "text");
-	if (o->text)
-		jgen_str(g, o->text);
+	/* The answer to every successful call, on the hot path: its shape is
+	 * fixed, so it is written directly (the same bytes the generator
+	 * would write), with its size reserved at once. */
+	size_t text_len = o->text_json ? strlen(o->text_json) : o->text ? strlen(o->text) : 0;
+	size_t struct_len = o->structured ? strlen(o->structured) : 2;
+	buf_reserve(out, text_len + text_len / 8 + struct_len + 256);
+	buf_puts(out, "{\"content\":[{\"type\":\"text\",\"text\":");
+	if (o->text_json)
+		buf_append(out, o->text_json, text_len);
+	else if (o->text)
+		put_string(out, o->text, text_len);
 	else if (o->structured)
-		jgen_str(g, o->structured);
+		put_string(out, o->structured, struct_len);
 	else
-		jgen_str(g, "");
-	jgen_obj_close(g);
-	jgen_arr_close(g);
-	jgen_key(g, "structuredContent");
+		buf_puts(out, "\"\"");
+	buf_puts(out, "}],\"structuredContent\":");
 	if (o->structured)
-		jgen_raw(g, o->structured, strlen(o->structured));
-	else {
-		jgen_obj_open(g);
-		jgen_obj_close(g);
-	}
-	jgen_kv_bool(g, "isError", o->is_error);
-	jgen_key(g, "_meta");
-	jgen_obj_open(g);
-	jgen_kv_str(g, "toolcalld/callId", o->call_id);
-	jgen_kv_int(g, "toolcalld/attempts", o->attempts);
-	jgen_kv_int(g, "toolcalld/durationMs", (int64_t)o->duration_ms);
-	jgen_kv_bool(g, "toolcalld/replayed", replayed);
-	jgen_obj_close(g);
-	jgen_obj_close(g);
-	jgen_free(g);
+		buf_append(out, o->structured, struct_len);
+	else
+		buf_puts(out, "{}");
+	buf_printf(out, ",\"isError\":%s,\"_meta\":{\"toolcalld/callId\":", o->is_error ? "true" : "false");
+	put_string(out, o->call_id ? o->call_id : "", o->call_id ? strlen(o->call_id) : 0);
+	buf_printf(out, ",\"toolcalld/attempts\":%u,\"toolcalld/durationMs\":%llu,\"toolcalld/replayed\":%s}}",
+		   o->attempts, (unsigned long long)o->duration_ms, replayed ? "true" : "false");
 }
 
 void outcome_write_error_data(const struct outcome *o, struct buf *out)
@@ -721,6 +727,7 @@ static struct outcome *outcome_from_call(struct tool_call *tc)
 	struct outcome *o = outcome_new(tc->kind);
 	o->is_error = tc->is_error;
 	o->text = TAKE_PTR(tc->text);
+	o->text_json = TAKE_PTR(tc->text_json);
 	o->structured = TAKE_PTR(tc->structured);
 	o->message = TAKE_PTR(tc->message);
 	o->error_data = TAKE_PTR(tc->error_data);

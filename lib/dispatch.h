@@ -59,6 +59,7 @@ struct outcome {
 	enum tc_kind kind;		/* TC_OK on success */
 	bool is_error;			/* success with isError (shell exit != 0) */
 	char *text;
+	char *text_json;		/* text as a JSON string literal, when the tool gave it */
 	char *structured;		/* JSON object text */
 	char *message;
 	char *error_data;		/* extra data members: JSON object text */

@@ -95,6 +95,12 @@ void tool_call_succeed(struct tool_call *c, char *text, char *structured, bool i
 	c->structured = structured;
 }
 
+void tool_call_set_text_json(struct tool_call *c, char *literal)
+{
+	free(c->text_json);
+	c->text_json = literal;
+}
+
 static void fail_v(struct tool_call *c, enum tc_kind kind, char *data, const char *fmt, va_list ap)
 {
 	free(c->message);
@@ -148,6 +154,7 @@ void tool_call_note_command(struct tool_call *c, const char *command)
 void tool_call_clear(struct tool_call *c)
 {
 	free(c->text);
+	free(c->text_json);
 	free(c->structured);
 	free(c->message);
 	free(c->error_data);
@@ -155,7 +162,7 @@ void tool_call_clear(struct tool_call *c)
 		free(c->files[i]);
 	free(c->files);
 	free(c->command);
-	c->text = c->structured = c->message = c->error_data = c->command = NULL;
+	c->text = c->text_json = c->structured = c->message = c->error_data = c->command = NULL;
 	c->files = NULL;
 	c->n_files = 0;
 	c->kind = TC_OK;

@@ -125,6 +125,7 @@ struct tool_call {
 	enum tc_kind kind;		/* TC_OK on success */
 	bool is_error;			/* success of the dispatch, failure of the tool (exit != 0) */
 	char *text;			/* content[0].text */
+	char *text_json;		/* optional: text already as a JSON string literal */
 	char *structured;		/* structuredContent: JSON object text */
 	char *message;			/* on failure: for the model to read */
 	char *error_data;		/* on failure: extra members of data, JSON object text */
@@ -137,6 +138,10 @@ struct tool_call {
 
 /* Success: takes ownership of text and structured (either may be NULL). */
 void tool_call_succeed(struct tool_call *c, char *text, char *structured, bool is_error);
+/* Gives the text of a success also as a JSON string literal (quotes
+ * included, owned), when the tool has it anyway: the answer then embeds
+ * it instead of escaping the text a second time. */
+void tool_call_set_text_json(struct tool_call *c, char *literal);
 /* Failure with a kind and a message written for the model. */
 void tool_call_fail(struct tool_call *c, enum tc_kind kind, const char *fmt, ...) PRINTF(3, 4);
 /* Failure with extra members for data (JSON object text, owned). */

@@ -847,12 +847,24 @@ int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t o
 	if (offset > (uint64_t)INT64_MAX)
 		offset = (uint64_t)INT64_MAX;
 
+	/* Read what the file holds as fstat saw it, in one pread for small
+	 * files, rather than reserving the whole limit (1 MiB by default) and
+	 * asking again for the end. Files that report no size (/proc) are
+	 * read in modest chunks until the end. */
+	uint64_t size = (uint64_t)st.st_size;
 	size_t got = 0;
 	while (got < max) {
 		size_t want = MIN(max - got, (size_t)1 << 20);
 		uint64_t at = offset + got;
 		if (at >= (uint64_t)INT64_MAX)
 			break;
+		if (size > 0) {
+			if (at >= size)
+				break;
+			want = (size_t)MIN((uint64_t)want, size - at);
+		} else {
+			want = MIN(want, (size_t)64 * 1024);
+		}
 		buf_reserve(out, want);
 		ssize_t k = pread(fd, out->data + out->len, want, (off_t)at);
 		if (k < 0) {

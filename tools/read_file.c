@@ -141,8 +141,12 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	struct jgen *g = jgen_new(&out);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "path", display);
+	/* Quoted once, used twice: in structuredContent and as the text. The
+	 * content is valid UTF-8 here (checked above, or base64). */
+	struct buf quoted = {0};
+	json_quote(&quoted, buf_head(&content), buf_size(&content));
 	jgen_key(g, "content");
-	jgen_strn(g, buf_head(&content), buf_size(&content));
+	jgen_raw(g, buf_head(&quoted), buf_size(&quoted));
 	jgen_kv_int(g, "size", (int64_t)st.st_size);
 	jgen_kv_bool(g, "truncated", truncated);
 	jgen_kv_str(g, "encoding", b64 ? "base64" : "utf8");
@@ -152,6 +156,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	jgen_free(g);
 
 	tool_call_succeed(call, buf_steal(&content), buf_steal(&out), false);
+	tool_call_set_text_json(call, buf_steal(&quoted));
 	return TOOL_DONE;
 }
 

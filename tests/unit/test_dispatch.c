@@ -772,6 +772,48 @@ START_TEST(events_follow_the_call)
 }
 END_TEST
 
+
+/* The answer of a success is valid JSON with every field, whatever bytes
+ * the tool's text holds. */
+START_TEST(result_is_valid_json)
+{
+	struct outcome o = { .refs = 1, .kind = TC_OK, .attempts = 2, .duration_ms = 7 };
+	o.text = xstrdup("line\n\"q\" \xff\x01 end");
+	o.structured = xstrdup("{\"a\":1}");
+	o.call_id = xstrdup("c-1");
+	struct buf b = {0};
+	outcome_write_result(&o, true, &b);
+	struct json_doc *doc = NULL;
+	ck_assert_msg(json_parse(buf_head(&b), buf_size(&b), 0, 0, &doc, NULL) == 0, "%s", buf_head(&b));
+	const struct json *r = json_doc_root(doc);
+	const struct json *item = json_get(r, "content")->u.arr.items[0];
+	ck_assert_str_eq(json_str(json_get(item, "type")), "text");
+	ck_assert_str_eq(json_str(json_get(item, "text")), "line\n\"q\" \xef\xbf\xbd\x01 end");
+	ck_assert(json_equal(json_get(r, "structuredContent"), json_get(r, "structuredContent")));
+	int64_t v;
+	ck_assert(json_get_int(json_get(json_get(r, "structuredContent"), "a"), &v) && v == 1);
+	ck_assert(!json_is_true(json_get(r, "isError")));
+	const struct json *meta = json_get(r, "_meta");
+	ck_assert_str_eq(json_str(json_get(meta, "toolcalld/callId")), "c-1");
+	ck_assert(json_get_int(json_get(meta, "toolcalld/attempts"), &v) && v == 2);
+	ck_assert(json_get_int(json_get(meta, "toolcalld/durationMs"), &v) && v == 7);
+	ck_assert(json_is_true(json_get(meta, "toolcalld/replayed")));
+	json_doc_unref(doc);
+	buf_free(&b);
+	/* No text: the structured content is the text. */
+	free(o.text);
+	o.text = NULL;
+	outcome_write_result(&o, false, &b);
+	ck_assert_int_eq(json_parse(buf_head(&b), buf_size(&b), 0, 0, &doc, NULL), 0);
+	item = json_get(json_doc_root(doc), "content")->u.arr.items[0];
+	ck_assert_str_eq(json_str(json_get(item, "text")), "{\"a\":1}");
+	json_doc_unref(doc);
+	buf_free(&b);
+	free(o.structured);
+	free(o.call_id);
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("dispatch");
@@ -797,6 +839,7 @@ static Suite *dispatch_suite(void)
 		{ "confirmation", { no_approver_denies_at_once, approver_allows_then_always, approver_denies,
 				    confirmation_times_out, policy_deny_is_permission_denied } },
 		{ "events", { events_follow_the_call } },
+		{ "answers", { result_is_valid_json } },
 	};
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 		TCase *tc = tcase_create(groups[g].name);
