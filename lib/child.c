@@ -315,6 +315,31 @@ static void on_poll_exit(void *arg)
 	on_pidfd(ch, 0);
 }
 
+/*
+ * The signals this process ignores: the only dispositions exec keeps
+ * (handlers are reset by exec itself), so the only ones the child must set
+ * back to default. Asking posix_spawn to reset every signal instead costs
+ * the child some 64 sigaction calls before exec, while the daemon waits.
+ * Looked up once: the daemon sets its dispositions at start and keeps them.
+ */
+static const sigset_t *ignored_signals(void)
+{
+	static sigset_t set;
+	static bool known;
+	if (!known) {
+		sigemptyset(&set);
+		for (int sig = 1; sig < NSIG; sig++) {
+			struct sigaction sa;
+			if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+				continue;
+			if (sa.sa_handler == SIG_IGN)
+				sigaddset(&set, sig);
+		}
+		known = true;
+	}
+	return &set;
+}
+
 /* Moves an fd to 3 or above, so the child's dup2s onto 0-2 cannot clobber
  * it when the daemon runs with a standard fd closed. */
 static int fd_above_stdio(int *fd)
@@ -463,9 +488,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	sigemptyset(&mask);
 	if (!e)
 		e = posix_spawnattr_setsigmask(&attr, &mask);
-	sigfillset(&mask);
 	if (!e)
-		e = posix_spawnattr_setsigdefault(&attr, &mask);
+		e = posix_spawnattr_setsigdefault(&attr, ignored_signals());
 
 	if (!e && o->cwd_fd >= 0)
 		e = posix_spawn_file_actions_addfchdir_np(&fa, o->cwd_fd);
