@@ -10,7 +10,7 @@ FUZZ_BUILD ?= build-fuzz
 MESON_OPTS ?=
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run check check-plain check-asan bench fuzz valgrind install clean
+.PHONY: all deps build run check check-plain check-asan bench fuzz valgrind interop install clean
 
 all: build
 
@@ -64,6 +64,9 @@ valgrind: build
 		echo "valgrind found errors or definite leaks: see the logs above (a test process that failed an assertion leaks what it held)"; exit 1; fi; \
 	[ $$status -eq 0 ] || exit 1; \
 	echo "valgrind: no errors, no definite leaks ($$(ls $(BUILD)/valgrind | wc -l) processes checked)"
+
+interop: build
+	sh tests/interop/run.sh $(BUILD)
 
 install: build
 	meson install -C $(BUILD)
