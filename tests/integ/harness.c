@@ -904,10 +904,13 @@ static bool is_notification(struct json_doc *doc, const char *method)
 	return m && (!method || str_eq(m, method));
 }
 
-const struct json *tcc_wait_id(struct tcc *c, const char *id_raw, int timeout_ms)
+/* Takes the first message matching want(doc, arg): from the queue first,
+ * then from the socket, queueing whatever else arrives. */
+static const struct json *wait_for(struct tcc *c, bool (*want)(struct json_doc *doc, const char *arg),
+				   const char *arg, int timeout_ms)
 {
 	for (size_t i = 0; i < c->n_queue; i++)
-		if (id_matches(c->queue[i], id_raw)) {
+		if (want(c->queue[i], arg)) {
 			struct json_doc *doc = c->queue[i];
 			dequeue(c, i);
 			return json_doc_root(doc);
@@ -919,31 +922,20 @@ const struct json *tcc_wait_id(struct tcc *c, const char *id_raw, int timeout_ms
 		if (!line)
 			return NULL;
 		struct json_doc *doc = parse_line(c, line, len);
-		if (id_matches(doc, id_raw))
+		if (want(doc, arg))
 			return json_doc_root(doc);
 		enqueue(c, doc);
 	}
 }
 
+const struct json *tcc_wait_id(struct tcc *c, const char *id_raw, int timeout_ms)
+{
+	return wait_for(c, id_matches, id_raw, timeout_ms);
+}
+
 const struct json *tcc_wait_notification(struct tcc *c, const char *method, int timeout_ms)
 {
-	for (size_t i = 0; i < c->n_queue; i++)
-		if (is_notification(c->queue[i], method)) {
-			struct json_doc *doc = c->queue[i];
-			dequeue(c, i);
-			return json_doc_root(doc);
-		}
-	uint64_t deadline = tc_now_ms() + (uint64_t)timeout_ms;
-	for (;;) {
-		size_t len;
-		const char *line = next_line(c, deadline, &len);
-		if (!line)
-			return NULL;
-		struct json_doc *doc = parse_line(c, line, len);
-		if (is_notification(doc, method))
-			return json_doc_root(doc);
-		enqueue(c, doc);
-	}
+	return wait_for(c, is_notification, method, timeout_ms);
 }
 
 void tcc_clear_queue(struct tcc *c)
