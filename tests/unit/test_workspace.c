@@ -2439,6 +2439,24 @@ START_TEST(without_openat2)
 END_TEST
 
 /* Adds the test cases, run by one walk or the other. */
+
+/* Files that report no size (procfs) are read to their end all the same:
+ * reads are bounded by the size fstat gives only when it gives one. */
+START_TEST(read_sizeless_file)
+{
+	struct workspace *pws = NULL;
+	ck_assert_int_eq(ws_open("/proc/self", &pws), 0);
+	struct buf out = {0};
+	struct stat st;
+	ck_assert_int_eq(ws_read(pws, "status", 6, 0, 1 << 20, &out, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	ck_assert_uint_gt(buf_size(&out), 100);
+	ck_assert_ptr_nonnull(strstr(buf_head(&out), "Name:"));
+	buf_free(&out);
+	ws_unref(pws);
+}
+END_TEST
+
 static void add_tcases(Suite *s, bool fallback)
 {
 	void (*fixture)(void) = fallback ? setup_fallback : setup_kernel;
@@ -2476,6 +2494,7 @@ static void add_tcases(Suite *s, bool fallback)
 	tcase_add_test(tc, api_display_path);
 	tcase_add_test(tc, api_open_parent);
 	tcase_add_test(tc, api_errors);
+	tcase_add_test(tc, read_sizeless_file);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create(fallback ? "tools (no openat2)" : "tools");
