@@ -815,35 +815,55 @@ char *ws_display_path(const struct workspace *ws, const char *path, size_t len)
 	return buf_steal(&b);
 }
 
+/* Checks that an open file (or O_PATH look) is a regular file. */
+static int check_regular(int fd, struct stat *st)
+{
+	if (fstat(fd, st) < 0)
+		return -errno;
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st->st_mode))
+		return -ENXIO;
+	return 0;
+}
+
 int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
 	    struct buf *out, struct stat *ret_st)
 {
+	_cleanup_free_ char *rel = NULL;
 	struct stat st;
-
-	/* Look before opening: opening a device can have side effects. */
-	_cleanup_close_ int pfd = -1;
-	int r = ws_openat(ws, path, len, O_PATH, 0, &pfd);
+	int r = ws_relative(ws, path, len, &rel);
 	if (r < 0)
 		return r;
-	if (fstat(pfd, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return -ENXIO;
+
+	/*
+	 * Look before opening: opening a device can have side effects (a
+	 * tape rewinds, a watchdog arms). The cheap look is a plain fstatat:
+	 * when it sees a regular file, the file is opened at once, beneath the
+	 * root as always. Anything else (a symlink, a device, a path that leads
+	 * outside, an error) takes the careful way: an O_PATH open beneath the
+	 * root and a look at what that found. So what fstatat may have seen
+	 * outside the root never shapes an answer; it only saves, for the
+	 * common plain file, a second path walk.
+	 */
+	if (fstatat(ws->dirfd, rel, &st, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) < 0 ||
+	    !S_ISREG(st.st_mode)) {
+		int pfd = open_rel(ws, rel, O_PATH, 0);
+		if (pfd < 0)
+			return pfd;
+		r = check_regular(pfd, &st);
+		close(pfd);
+		if (r < 0)
+			return r;
+	}
 
 	/* O_NONBLOCK: should a FIFO take the file's place meanwhile, opening
 	 * it must not wait for a writer. */
-	_cleanup_close_ int fd = -1;
-	r = ws_openat(ws, path, len, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd);
-	if (r < 0)
+	_cleanup_close_ int fd = open_rel(ws, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	if (fd < 0)
+		return fd;
+	if ((r = check_regular(fd, &st)) < 0)
 		return r;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (!S_ISREG(st.st_mode))
-		return -ENXIO;
 	if (offset > (uint64_t)INT64_MAX)
 		offset = (uint64_t)INT64_MAX;
 

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -2457,6 +2458,51 @@ START_TEST(read_sizeless_file)
 }
 END_TEST
 
+/*
+ * read_file looks before it opens: a FIFO (or a device) is refused without
+ * ever being opened, whether named directly or through a link, while plain
+ * files, in-workspace links to them and links leading out keep their usual
+ * answers. inotify sees every real open; O_PATH looks are not opens.
+ */
+START_TEST(read_looks_before_opening)
+{
+	ck_assert_int_eq(mkfifo(at("ws/pipe"), 0644), 0);
+	lnk("pipe", "ws/link-pipe");
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ck_assert_int_ge(in, 0);
+	ck_assert_int_ge(inotify_add_watch(in, at("ws/pipe"), IN_OPEN), 0);
+
+	struct workspace *w = NULL;
+	ck_assert_int_eq(ws_open(root, &w), 0);
+	struct buf out = {};
+	ck_assert_int_eq(ws_read(w, "pipe", 4, 0, 100, &out, NULL), -ENXIO);
+	ck_assert_int_eq(ws_read(w, "link-pipe", 9, 0, 100, &out, NULL), -ENXIO);
+	ck_assert_int_eq(ws_read(w, "sub", 3, 0, 100, &out, NULL), -EISDIR);
+	ck_assert_uint_eq(buf_size(&out), 0);
+	char ev[sizeof(struct inotify_event) + NAME_MAX + 1];
+	ck_assert_int_eq(read(in, ev, sizeof(ev)), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+
+	/* The same watch sees an open when a regular file is read. */
+	ck_assert_int_ge(inotify_add_watch(in, at("ws/hello.txt"), IN_OPEN), 0);
+	ck_assert_int_eq(ws_read(w, "hello.txt", 9, 0, 100, &out, NULL), 0);
+	ck_assert_int_gt(read(in, ev, sizeof(ev)), 0);
+	ck_assert_uint_eq(buf_size(&out), 6);
+	buf_free(&out);
+
+	/* Links inside still lead to their file; links out are still refused,
+	 * even where a plain stat through them finds a regular file. */
+	ck_assert_int_eq(ws_read(w, "link-in-dir/inner.txt", 21, 0, 100, &out, NULL), 0);
+	ck_assert_uint_eq(buf_size(&out), 6);
+	buf_free(&out);
+	ck_assert_int_eq(ws_read(w, "link-out-dir/o.txt", 18, 0, 100, &out, NULL), -EXDEV);
+	ck_assert_int_eq(ws_read(w, "link-out-file", 13, 0, 100, &out, NULL), -EXDEV);
+	ck_assert_uint_eq(buf_size(&out), 0);
+	ws_unref(w);
+	close(in);
+}
+END_TEST
+
 static void add_tcases(Suite *s, bool fallback)
 {
 	void (*fixture)(void) = fallback ? setup_fallback : setup_kernel;
@@ -2495,6 +2541,7 @@ static void add_tcases(Suite *s, bool fallback)
 	tcase_add_test(tc, api_open_parent);
 	tcase_add_test(tc, api_errors);
 	tcase_add_test(tc, read_sizeless_file);
+	tcase_add_test(tc, read_looks_before_opening);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create(fallback ? "tools (no openat2)" : "tools");
