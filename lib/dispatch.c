@@ -317,8 +317,26 @@ void outcome_write_error_data(const struct outcome *o, struct buf *out)
 
 static char *new_call_id(struct dispatcher *d)
 {
-	return xasprintf("c-%08llx-%llu", (unsigned long long)(d->boot & 0xffffffff),
-			 (unsigned long long)++d->counter);
+	/* "c-%08x-%llu", written by hand: every call takes one, and printf
+	 * showed in the profile of small calls. */
+	static const char hex[] = "0123456789abcdef";
+	char id[2 + 8 + 1 + 20 + 1], digits[20], *p = id;
+	uint32_t boot = (uint32_t)(d->boot & 0xffffffff);
+	uint64_t n = ++d->counter;
+	size_t k = 0;
+
+	*p++ = 'c';
+	*p++ = '-';
+	for (int shift = 28; shift >= 0; shift -= 4)
+		*p++ = hex[(boot >> shift) & 0xf];
+	*p++ = '-';
+	do {
+		digits[k++] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	while (k)
+		*p++ = digits[--k];
+	return xstrndup(id, (size_t)(p - id));
 }
 
 static struct tool_state *tool_state(struct dispatcher *d, const char *name)

@@ -248,6 +248,24 @@ START_TEST(unknown_tool_lists_available)
 }
 END_TEST
 
+/* Every call gets its own id, "c-" + 8 hex digits of this run + "-" + a
+ * count, so logs, audit lines and answers can be matched up. */
+START_TEST(call_ids_distinct_and_shaped)
+{
+	ck_assert_ptr_null(call("red_file", "{}", NULL, &recs[0]));
+	ck_assert_ptr_null(call("red_file", "{}", NULL, &recs[1]));
+	unsigned long long n0 = 0, n1 = 0;
+	char hex0[9] = "", hex1[9] = "";
+	int used = 0;
+	ck_assert_int_eq(sscanf(recs[0].call_id, "c-%8[0-9a-f]-%llu%n", hex0, &n0, &used), 2);
+	ck_assert_uint_eq(strlen(hex0), 8);
+	ck_assert_uint_eq((size_t)used, strlen(recs[0].call_id));
+	ck_assert_int_eq(sscanf(recs[1].call_id, "c-%8[0-9a-f]-%llu", hex1, &n1), 2);
+	ck_assert_str_eq(hex0, hex1);
+	ck_assert_uint_eq(n1, n0 + 1);
+}
+END_TEST
+
 START_TEST(validation_reports_every_error)
 {
 	ck_assert_ptr_null(call("echo", "{\"n\":1.5,\"x\":1}", NULL, &recs[0]));
@@ -821,7 +839,7 @@ static Suite *dispatch_suite(void)
 		const char *name;
 		const TTest *tests[16];
 	} groups[] = {
-		{ "lookup", { unknown_tool_lists_available, validation_reports_every_error,
+		{ "lookup", { unknown_tool_lists_available, call_ids_distinct_and_shaped, validation_reports_every_error,
 			      arguments_as_json_string } },
 		{ "retry", { transient_retries_with_backoff, jitter_stays_within_half,
 			     execution_error_does_not_retry, timeout_not_retried_for_non_idempotent,
