@@ -54,6 +54,10 @@ struct pipe_reader {
 	struct child *ch;
 	enum child_stream id;
 	int fd;
+	/* Our copy of the write end, kept until the leader is reaped: the
+	 * leader's exit then wakes us once (the pidfd), not once per pipe
+	 * it closes on its way out, and the pipes are drained right there. */
+	int hold_fd;
 	struct tc_io *io;
 	struct capture cap;
 };
@@ -177,9 +181,18 @@ static void capture_free(struct capture *cp)
 	cp->ring = NULL;
 }
 
+/* Lets go of our copy of a pipe's write end. */
+static void pipe_release(struct pipe_reader *p)
+{
+	if (p->hold_fd >= 0)
+		close(p->hold_fd);
+	p->hold_fd = -1;
+}
+
 /* Stops watching a pipe and closes it. */
 static void pipe_close(struct pipe_reader *p)
 {
+	pipe_release(p);
 	if (p->fd < 0)
 		return;
 	/* The watcher goes before the fd: the loop must not watch a closed fd. */
@@ -207,14 +220,13 @@ static void child_maybe_done(struct child *ch)
 	ch->on_done(ch->arg, ch, &ch->result);
 }
 
-/* Reads what a pipe has, up to a bound per wakeup. */
-static void on_pipe(void *arg, int revents)
+/* Reads what a pipe has, up to a bound per call; closes it at its end. */
+static void pipe_drain(struct pipe_reader *p)
 {
-	struct pipe_reader *p = arg;
 	struct child *ch = p->ch;
 	char chunk[READ_CHUNK];
 
-	for (int i = 0; i < READS_PER_WAKEUP; i++) {
+	for (int i = 0; i < READS_PER_WAKEUP && p->fd >= 0; i++) {
 		ssize_t n = read(p->fd, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -224,13 +236,21 @@ static void on_pipe(void *arg, int revents)
 			/* EOF, or an error a pipe should not give: either way the
 			 * stream is over. */
 			pipe_close(p);
-			child_maybe_done(ch);
 			return;
 		}
 		capture_add(&p->cap, chunk, (size_t)n);
 		if (ch->on_output)
 			ch->on_output(ch->arg, p->id, chunk, (size_t)n);
 	}
+}
+
+/* Reads what a pipe has, up to a bound per wakeup. */
+static void on_pipe(void *arg, int revents)
+{
+	struct pipe_reader *p = arg;
+	pipe_drain(p);
+	if (p->fd < 0)
+		child_maybe_done(p->ch);
 }
 
 /* Gives up on pipes still held open by processes that left the group. */
@@ -298,6 +318,13 @@ static void on_pidfd(void *arg, int revents)
 		close(ch->pidfd);
 	ch->pidfd = -1;
 	tc_timer_stop(ch->kill_timer);
+	/* With our write ends gone, a pipe no one else holds reads to its
+	 * end at once: most commands finish here, in this one wakeup. */
+	for (int s = 0; s < CHILD_NSTREAMS; s++) {
+		pipe_release(&ch->pipes[s]);
+		if (ch->pipes[s].fd >= 0)
+			pipe_drain(&ch->pipes[s]);
+	}
 	if (ch->open_pipes)
 		tc_timer_start(ch->drain_timer, ch->drain_ms);
 	child_maybe_done(ch);
@@ -578,11 +605,13 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	ch->arg = o->arg;
 	size_t cap = o->output_cap ? o->output_cap : CHILD_OUTPUT_CAP_DEFAULT;
 	int fds[CHILD_NSTREAMS] = { TAKE_FD(out_r), TAKE_FD(err_r) };
+	int holds[CHILD_NSTREAMS] = { TAKE_FD(out_w), TAKE_FD(err_w) };
 	for (int s = 0; s < CHILD_NSTREAMS; s++) {
 		struct pipe_reader *p = &ch->pipes[s];
 		p->ch = ch;
 		p->id = (enum child_stream)s;
 		p->fd = fds[s];
+		p->hold_fd = holds[s];
 		capture_init(&p->cap, cap);
 		p->io = tc_io_new(loop, p->fd, TC_IO_READ, on_pipe, p);
 		tc_io_start(p->io);

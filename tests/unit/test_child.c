@@ -450,6 +450,26 @@ START_TEST(shell_cap_head_tail)
 }
 END_TEST
 
+/* Output still sitting in the pipes when the command exits is all read:
+ * here both pipes are full to the brim (64 KiB, what Linux pipes hold by
+ * default) when the shell exits, with nothing read before. */
+START_TEST(shell_output_left_at_exit)
+{
+	struct run run;
+	env.output_cap = 1 << 20;
+	struct json_doc *doc = shell_ok(&run,
+		"{\"command\":\"head -c 65536 /dev/zero | tr '\\\\0' o; head -c 65536 /dev/zero | tr '\\\\0' e >&2\"}");
+	ck_assert_uint_eq(strlen(sget(doc, "stdout")), 65536);
+	ck_assert_uint_eq(strlen(sget(doc, "stderr")), 65536);
+	ck_assert_int_eq(sget(doc, "stdout")[65535], 'o');
+	ck_assert_int_eq(sget(doc, "stderr")[0], 'e');
+	ck_assert_uint_eq(buf_size(&run.streamed[CHILD_STDOUT]), 65536);
+	ck_assert_uint_eq(buf_size(&run.streamed[CHILD_STDERR]), 65536);
+	json_doc_unref(doc);
+	run_done(&run);
+}
+END_TEST
+
 START_TEST(shell_invalid_utf8)
 {
 	struct run run;
@@ -1070,6 +1090,7 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, shell_capture);
 	tcase_add_test(tc, shell_signals);
 	tcase_add_test(tc, shell_cap_head_tail);
+	tcase_add_test(tc, shell_output_left_at_exit);
 	tcase_add_test(tc, shell_invalid_utf8);
 	tcase_add_test(tc, shell_env_scrubbed);
 	tcase_add_test(tc, shell_cwd);
