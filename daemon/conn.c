@@ -83,7 +83,6 @@ static void pending_free(struct pending *p)
 	json_doc_unref(p->defer_doc);
 	if (p->batch && --p->batch->remaining == 0)
 		batch_free(p->batch);
-	free(p->id);
 	free(p);
 }
 
@@ -343,13 +342,16 @@ void conn_error(struct pending *p, int code, const char *message, const char *da
 
 static struct pending *pending_new(struct conn *c, struct batch *b, size_t index, const char *id, size_t id_len)
 {
-	struct pending *p = xcalloc(1, sizeof(*p));
+	/* Bounded: the id is part of a line within the line limit. */
+	struct pending *p = xcalloc(1, sizeof(*p) + (id ? id_len + 1 : 0));
 	p->conn = c;
 	p->batch = b;
 	p->index = index;
 	list_init(&p->defer_node);
 	if (id) {
-		p->id = xstrndup(id, id_len);
+		memcpy(p->id_text, id, id_len);
+		p->id_text[id_len] = '\0';
+		p->id = p->id_text;
 		p->id_len = id_len;
 	}
 	list_insert_tail(&c->pendings, &p->node);

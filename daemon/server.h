@@ -90,6 +90,7 @@ struct pending {
 	struct json_doc *defer_doc;
 	const struct json *defer_msg;
 	bool resumed;
+	char id_text[];			/* where id points: one allocation per request */
 };
 
 struct batch {
