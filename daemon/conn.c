@@ -323,6 +323,25 @@ void conn_result(struct pending *p, const char *result, size_t n)
 	buf_free(&b);
 }
 
+void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg)
+{
+	struct conn *c = p->conn;
+	if (!p->batch && !c->dead) {
+		size_t before = buf_size(&c->out);
+		jrpc_write_result_head(&c->out, p->id, p->id_len);
+		write(arg, &c->out);
+		buf_putc(&c->out, '}');
+		direct_done(c, before);
+		p->caller = NULL;
+		pending_free(p);
+		return;
+	}
+	struct buf b = {0};
+	write(arg, &b);
+	conn_result(p, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
 void conn_error(struct pending *p, int code, const char *message, const char *data)
 {
 	struct conn *c = p->conn;

@@ -346,13 +346,24 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 	answer(p, &b);
 }
 
+struct result_arg {
+	const struct outcome *o;
+	bool replayed;
+};
+
+static void write_result(const void *arg, struct buf *out)
+{
+	const struct result_arg *a = arg;
+	outcome_write_result(a->o, a->replayed, out);
+}
+
 static void call_complete(void *ctx, const struct outcome *o, bool replayed)
 {
 	struct pending *p = ctx;
 	struct buf b = {0};
 	if (o->kind == TC_OK) {
-		outcome_write_result(o, replayed, &b);
-		conn_result(p, buf_head(&b), buf_size(&b));
+		struct result_arg a = { o, replayed };
+		conn_result_with(p, write_result, &a);
 	} else {
 		if (o->kind == TC_INTERNAL)
 			log_call(LOG_ERR, p->conn->session ? p->conn->session->id : NULL, o->call_id, o->tool,

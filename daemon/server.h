@@ -159,6 +159,10 @@ bool conn_deliver_event(void *ctx, const char *params, size_t n);
 /* Answers an error (no data when data is NULL). */
 void conn_error(struct pending *p, int code, const char *message, const char *data);
 void conn_result(struct pending *p, const char *result, size_t n);
+/* Answers a result that write() appends to the buffer it is given: in
+ * place in the output queue when it can be, so a large result is written
+ * once instead of built aside and copied. */
+void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg);
 
 /* methods.c */
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p);

@@ -269,10 +269,14 @@ void outcome_write_result(const struct outcome *o, bool replayed, struct buf *ou
 		buf_append(out, o->structured, struct_len);
 	else
 		buf_puts(out, "{}");
-	buf_printf(out, ",\"isError\":%s,\"_meta\":{\"toolcalld/callId\":", o->is_error ? "true" : "false");
+	buf_puts(out, o->is_error ? ",\"isError\":true" : ",\"isError\":false");
+	buf_puts(out, ",\"_meta\":{\"toolcalld/callId\":");
 	put_string(out, o->call_id ? o->call_id : "", o->call_id ? strlen(o->call_id) : 0);
-	buf_printf(out, ",\"toolcalld/attempts\":%u,\"toolcalld/durationMs\":%llu,\"toolcalld/replayed\":%s}}",
-		   o->attempts, (unsigned long long)o->duration_ms, replayed ? "true" : "false");
+	buf_puts(out, ",\"toolcalld/attempts\":");
+	buf_put_u64(out, o->attempts);
+	buf_puts(out, ",\"toolcalld/durationMs\":");
+	buf_put_u64(out, o->duration_ms);
+	buf_puts(out, replayed ? ",\"toolcalld/replayed\":true}}" : ",\"toolcalld/replayed\":false}}");
 }
 
 void outcome_write_error_data(const struct outcome *o, struct buf *out)

@@ -52,6 +52,17 @@ void buf_putc(struct buf *b, char c)
 	buf_append(b, &c, 1);
 }
 
+void buf_put_u64(struct buf *b, uint64_t v)
+{
+	char digits[20];
+	size_t k = sizeof(digits);
+	do {
+		digits[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	buf_append(b, digits + k, sizeof(digits) - k);
+}
+
 void buf_printf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "proto/util.h"
 
@@ -23,6 +24,8 @@ void buf_reserve(struct buf *b, size_t n);
 void buf_append(struct buf *b, const void *p, size_t n);
 void buf_puts(struct buf *b, const char *s);
 void buf_putc(struct buf *b, char c);
+/* Appends v in decimal (cheaper than buf_printf on hot paths). */
+void buf_put_u64(struct buf *b, uint64_t v);
 void buf_printf(struct buf *b, const char *fmt, ...) PRINTF(2, 3);
 /* The unconsumed bytes. */
 static inline const char *buf_head(const struct buf *b) { return b->data ? b->data + b->off : ""; }

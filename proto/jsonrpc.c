@@ -146,6 +146,12 @@ static void write_id(struct buf *out, const char *id, size_t id_len)
 		buf_puts(out, "null");
 }
 
+void jrpc_write_result_head(struct buf *out, const char *id, size_t id_len)
+{
+	write_id(out, id, id_len);
+	buf_append(out, ",\"result\":", 10);
+}
+
 void jrpc_write_result(struct buf *out, const char *id, size_t id_len, const char *result, size_t result_len)
 {
 	/* The answer to most requests: one reservation, four copies. */

@@ -66,6 +66,10 @@ int jrpc_parse_request(const struct json *v, const char *src, struct jrpc_req *r
 
 /* Writes one response object (no newline) to out. id NULL means null. */
 void jrpc_write_result(struct buf *out, const char *id, size_t id_len, const char *result, size_t result_len);
+/* The start of a result answer, up to and including "result":; the caller
+ * appends the value and the closing brace (so a large value is written in
+ * place rather than copied in). */
+void jrpc_write_result_head(struct buf *out, const char *id, size_t id_len);
 void jrpc_write_error(struct buf *out, const char *id, size_t id_len, int code, const char *message,
 		      const char *data, size_t data_len);
 /* Writes a notification object (no newline) with params as JSON text. */

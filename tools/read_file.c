@@ -133,18 +133,23 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 				       "read it with encoding \"base64\"", display);
 			return TOOL_DONE;
 		}
-		buf_append(&content, d, n);
+		/* The text is what was read, cut at n: keep the buffer rather
+		 * than copy it. */
+		data.len = data.off + n;
+		content = data;
+		data = (struct buf){0};
 	}
 	bool truncated = got > n;
 
-	struct buf out = {};
-	struct jgen *g = jgen_new(&out);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "path", display);
 	/* Quoted once, used twice: in structuredContent and as the text. The
 	 * content is valid UTF-8 here (checked above, or base64). */
 	struct buf quoted = {0};
 	json_quote(&quoted, buf_head(&content), buf_size(&content));
+	struct buf out = {};
+	buf_reserve(&out, buf_size(&quoted) + strlen(display) + 160);
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "path", display);
 	jgen_key(g, "content");
 	jgen_raw(g, buf_head(&quoted), buf_size(&quoted));
 	jgen_kv_int(g, "size", (int64_t)st.st_size);

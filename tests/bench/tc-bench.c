@@ -246,18 +246,6 @@ static void write_file(const char *path, const char *data, size_t n)
 	close(fd);
 }
 
-/* Appends the decimal digits of v. */
-static void put_u64(struct buf *b, uint64_t v)
-{
-	char tmp[24];
-	int i = sizeof(tmp);
-	do {
-		tmp[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	buf_append(b, tmp + i, sizeof(tmp) - (size_t)i);
-}
-
 /* The 4 KiB file read and written: text lines, so answers need escaping. */
 static char file_text[FILE_BYTES + 1];
 
@@ -718,7 +706,7 @@ static void gen_simple(struct load *L, struct cconn *c, uint64_t base)
 	const char *suffix = L->suffixes ? L->suffixes[c->index] : L->suffix;
 	size_t len = L->suffixes ? strlen(suffix) : L->suffix_len;
 	buf_append(&c->out, RESP_PREFIX, RESP_PREFIX_LEN);
-	put_u64(&c->out, base);
+	buf_put_u64(&c->out, base);
 	buf_append(&c->out, suffix, len);
 }
 
@@ -729,7 +717,7 @@ static void gen_batch(struct load *L, struct cconn *c, uint64_t base)
 		if (i)
 			buf_putc(&c->out, ',');
 		buf_append(&c->out, RESP_PREFIX, RESP_PREFIX_LEN);
-		put_u64(&c->out, base | i);
+		buf_put_u64(&c->out, base | i);
 		/* Without the newline the simple suffix ends with. */
 		buf_append(&c->out, L->suffix, L->suffix_len - 1);
 	}

@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -189,6 +190,43 @@ START_TEST(notification_writer)
 }
 END_TEST
 
+/* Result answers: written whole or head first (the value appended in
+ * place), the same bytes either way; ids echoed as sent, null when absent. */
+START_TEST(result_writers)
+{
+	struct buf a = {0}, b = {0};
+	jrpc_write_result(&a, "\"x-1\"", 5, "{\"ok\":true}", 11);
+	ck_assert_str_eq(buf_head(&a), "{\"jsonrpc\":\"2.0\",\"id\":\"x-1\",\"result\":{\"ok\":true}}");
+	jrpc_write_result_head(&b, "\"x-1\"", 5);
+	buf_puts(&b, "{\"ok\":true}}");
+	ck_assert_str_eq(buf_head(&a), buf_head(&b));
+	buf_clear(&a);
+	jrpc_write_result(&a, NULL, 0, "{}", 2);
+	ck_assert_str_eq(buf_head(&a), "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}");
+	/* Appended after what the buffer held, still NUL-terminated. */
+	jrpc_write_result(&a, "12", 2, "[]", 2);
+	ck_assert_str_eq(buf_head(&a), "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}"
+					"{\"jsonrpc\":\"2.0\",\"id\":12,\"result\":[]}");
+	buf_free(&a);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(decimal_numbers)
+{
+	struct buf b = {0};
+	buf_put_u64(&b, 0);
+	buf_putc(&b, ' ');
+	buf_put_u64(&b, 7);
+	buf_putc(&b, ' ');
+	buf_put_u64(&b, 1234567890);
+	buf_putc(&b, ' ');
+	buf_put_u64(&b, UINT64_MAX);
+	ck_assert_str_eq(buf_head(&b), "0 7 1234567890 18446744073709551615");
+	buf_free(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jsonrpc");
@@ -197,6 +235,8 @@ int main(void)
 	tcase_add_test(tc, framing);
 	tcase_add_test(tc, too_long_is_reported_once);
 	tcase_add_test(tc, notification_writer);
+	tcase_add_test(tc, result_writers);
+	tcase_add_test(tc, decimal_numbers);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
