@@ -3,10 +3,14 @@
  * JSON parsing into an arena-backed tree through yajl's callback API, with a
  * depth counter (yajl's own tree parser has no depth limit and frees
  * recursively: a 1,000,000-deep "[[[[" must be an error, not a crash),
- * duplicate-key rejection, and the source span of every value. Also value
+ * duplicate-key rejection, and the source span of every value. yajl is the
+ * parser of record; json_parse first offers the text to the fast path in
+ * json_fast.c, which builds the same tree for the plain requests that make
+ * up nearly all traffic and declines anything else. Also the arena, value
  * comparison, canonical form, UTF-8 helpers and the generator.
  */
 #include "proto/json.h"
+#include "proto/json_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,24 +19,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
 
-#define DEFAULT_MAX_DEPTH 64
-
 /* --- arena ------------------------------------------------------------ */
-
-struct chunk {
-	struct chunk *next;
-	size_t used;
-	size_t cap;
-	max_align_t data[];
-};
-
-struct json_doc {
-	unsigned refs;
-	struct chunk *chunks;
-	struct json *root;
-	char *text;		/* a copy of the source, NUL-terminated */
-	size_t text_len;
-};
 
 #define CHUNK_SMALL ((size_t)4096 - sizeof(struct chunk))
 
@@ -41,35 +28,68 @@ struct json_doc {
  * is single-threaded; the cache is per thread all the same. */
 static __thread struct chunk *spare_chunk;
 
-/* Allocates n bytes from the document's arena. */
-static void *arena_alloc(struct json_doc *doc, size_t n)
+struct chunk *json_arena_grow(struct json_doc *doc, size_t n)
 {
 	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
 	struct chunk *c = doc->chunks;
-	if (!c || c->cap - c->used < n) {
-		size_t cap = MAX(n, CHUNK_SMALL);
-		if (c && c->cap * 2 > cap && c->cap < 1u << 20)
-			cap = MAX(cap, c->cap * 2);
-		if (cap == CHUNK_SMALL && spare_chunk)
-			c = TAKE_PTR(spare_chunk);
-		else
-			c = xmalloc(sizeof(struct chunk) + cap);
-		c->next = doc->chunks;
-		c->used = 0;
-		c->cap = cap;
-		doc->chunks = c;
+	size_t cap = MAX(n, CHUNK_SMALL);
+	if (c && c->cap * 2 > cap && c->cap < 1u << 20)
+		cap = MAX(cap, c->cap * 2);
+	if (cap == CHUNK_SMALL && spare_chunk)
+		c = TAKE_PTR(spare_chunk);
+	else
+		c = xmalloc(sizeof(struct chunk) + cap);
+	c->next = doc->chunks;
+	c->used = 0;
+	c->cap = cap;
+	doc->chunks = c;
+	return c;
+}
+
+/* Frees one chunk, or keeps it as the spare. */
+static void chunk_release(struct chunk *c)
+{
+	if (c->cap == CHUNK_SMALL && !spare_chunk)
+		spare_chunk = c;
+	else
+		free(c);
+}
+
+void json_arena_rewind(struct json_doc *doc, struct chunk *mark, size_t used)
+{
+	while (doc->chunks != mark) {
+		struct chunk *c = doc->chunks;
+		doc->chunks = c->next;
+		chunk_release(c);
 	}
-	void *p = (char *)c->data + c->used;
-	c->used += n;
-	return p;
+	mark->used = used;
+}
+
+static void *arena_alloc(struct json_doc *doc, size_t n)
+{
+	return json_arena_alloc(doc, n);
 }
 
 static char *arena_strndup(struct json_doc *doc, const void *s, size_t n)
 {
-	char *p = arena_alloc(doc, n + 1);
-	memcpy(p, s, n);
-	p[n] = '\0';
-	return p;
+	return json_arena_strndup(doc, s, n);
+}
+
+struct json_doc *json_doc_new(const char *text, size_t len)
+{
+	/* The document, its copy of the text and its nodes share the arena:
+	 * a small message costs one (usually cached) chunk in all. */
+	struct json_doc tmp = {0};
+	struct json_doc *doc = arena_alloc(&tmp, sizeof(struct json_doc));
+	/* Field by field: copying tmp whole right after arena_alloc wrote
+	 * into it stalls on store forwarding, a measurable part of a small
+	 * parse. */
+	doc->refs = 1;
+	doc->chunks = tmp.chunks;
+	doc->root = NULL;
+	doc->text = arena_strndup(doc, text, len);
+	doc->text_len = len;
+	return doc;
 }
 
 /* --- parser ----------------------------------------------------------- */
@@ -180,7 +200,7 @@ static int cb_bool(void *ctx, int b)
 }
 
 /* Fills a number node from its text. */
-static void set_number(struct json *v, const char *raw, size_t n)
+void json_set_number(struct json *v, const char *raw, size_t n)
 {
 	char tmp[64];
 	char *heap = NULL;
@@ -193,14 +213,14 @@ static void set_number(struct json *v, const char *raw, size_t n)
 	if (n <= 18) {
 		size_t i = raw[0] == '-';
 		int64_t x = 0;
-		bool digits = i < n;
-		for (size_t k = i; k < n && digits; k++) {
-			if (raw[k] < '0' || raw[k] > '9')
-				digits = false;
-			else
-				x = x * 10 + (raw[k] - '0');
+		size_t k = i;
+		for (; k < n; k++) {
+			unsigned d = (unsigned char)raw[k] - (unsigned)'0';
+			if (d > 9)
+				break;
+			x = x * 10 + d;
 		}
-		if (digits) {
+		if (i < n && k == n) {
 			v->u.num.i = i ? -x : x;
 			v->u.num.d = (double)v->u.num.i;
 			v->u.num.is_int = true;
@@ -233,7 +253,7 @@ static int cb_number(void *ctx, const char *s, size_t n)
 	size_t end = token_end(p);
 	size_t off = p->depth ? end - n : first_value_off(p);
 	struct json *v = new_node(p, JSON_NUMBER, off, n);
-	set_number(v, arena_strndup(p->doc, s, n), n);
+	json_set_number(v, arena_strndup(p->doc, s, n), n);
 	return add_value(p, v);
 }
 
@@ -466,8 +486,10 @@ static const yajl_alloc_funcs scratch_funcs = {
 	.free = scratch_free,
 };
 
-int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
-	       struct json_doc **ret, struct json_err *err)
+/* Parses doc's text with yajl: the parser of record. Takes doc, which
+ * it hands out in *ret or frees. */
+static int parse_with_yajl(struct json_doc *doc, unsigned flags, unsigned max_depth,
+			   struct json_doc **ret, struct json_err *err)
 {
 	if (!scratch)
 		scratch = xcalloc(1, sizeof(*scratch));
@@ -476,6 +498,8 @@ int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
 		err = &dummy;
 	memset(err, 0, sizeof(*err));
 
+	const char *text = doc->text;
+	size_t len = doc->text_len;
 	size_t i = 0;
 	while (i < len && strchr(" \t\r\n", text[i]) && text[i])
 		i++;
@@ -483,24 +507,15 @@ int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
 		err->code = JSON_ERR_EMPTY;
 		err->offset = len;
 		snprintf(err->msg, sizeof(err->msg), "empty input");
+		json_doc_unref(doc);
 		return -EINVAL;
 	}
-
-	/* The document, its copy of the text and its nodes share the arena:
-	 * a small message costs one (usually cached) chunk in all. */
-	struct json_doc tmp = {0};
-	void *place = arena_alloc(&tmp, sizeof(struct json_doc));
-	struct json_doc *doc = place;
-	*doc = tmp;
-	doc->refs = 1;
-	doc->text = arena_strndup(doc, text, len);
-	doc->text_len = len;
 
 	struct parser p = {
 		.doc = doc,
 		.text = doc->text,
 		.text_len = len,
-		.max_depth = max_depth ? max_depth : DEFAULT_MAX_DEPTH,
+		.max_depth = max_depth ? max_depth : JSON_DEFAULT_MAX_DEPTH,
 		.err = err,
 	};
 	/* Parses do not nest (callbacks never parse), so the scratch area is
@@ -543,6 +558,34 @@ int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
 	return 0;
 }
 
+int json_parse_yajl(const char *text, size_t len, unsigned flags, unsigned max_depth,
+		    struct json_doc **ret, struct json_err *err)
+{
+	return parse_with_yajl(json_doc_new(text, len), flags, max_depth, ret, err);
+}
+
+int json_parse(const char *text, size_t len, unsigned flags, unsigned max_depth,
+	       struct json_doc **ret, struct json_err *err)
+{
+	struct json_doc *doc = json_doc_new(text, len);
+	/* The fast path takes what it is sure of (see json_fast.c); when it
+	 * declines, the document is as it was and yajl parses it, so every
+	 * error, message and offset is yajl's. Comments are yajl's alone. */
+	if (!(flags & JSON_ALLOW_COMMENTS) && json_fast_build(doc, max_depth)) {
+		/* No error: code 0, offset 0, an empty message, as the yajl
+		 * path leaves it. Field by field: zeroing all 176 bytes costs
+		 * a fifth of a small parse (x86 compilers use rep stos). */
+		if (err) {
+			err->code = 0;
+			err->offset = 0;
+			err->msg[0] = '\0';
+		}
+		*ret = doc;
+		return 0;
+	}
+	return parse_with_yajl(doc, flags, max_depth, ret, err);
+}
+
 struct json *json_doc_root(const struct json_doc *doc)
 {
 	return doc ? doc->root : NULL;
@@ -568,10 +611,7 @@ struct json_doc *json_doc_unref(struct json_doc *doc)
 	struct chunk *c = doc->chunks;
 	while (c) {
 		struct chunk *next = c->next;
-		if (c->cap == CHUNK_SMALL && !spare_chunk)
-			spare_chunk = c;
-		else
-			free(c);
+		chunk_release(c);
 		c = next;
 	}
 	return NULL;
@@ -686,26 +726,13 @@ bool json_equal(const struct json *a, const struct json *b)
 	return false;
 }
 
-/* The bytes of w that need escaping in a JSON string (a control
- * character, '"' or '\\'), as the high bit of each: the "has less than"
- * and "has zero byte" word tricks. Exact up to the first such byte (bits
- * above it may be false), which is all the callers use. */
-static inline uint64_t word_dirty(uint64_t w)
-{
-	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-	uint64_t ctl = (w - ones * 0x20) & ~w & highs;
-	uint64_t q = w ^ (ones * '"');
-	uint64_t bs = w ^ (ones * '\\');
-	return ctl | ((q - ones) & ~q & highs) | ((bs - ones) & ~bs & highs);
-}
-
 /* Index of the first byte at or after i that needs escaping, or n. */
 static inline size_t next_dirty(const char *s, size_t i, size_t n)
 {
 	while (i + 8 <= n) {
 		uint64_t w;
 		memcpy(&w, s + i, 8);
-		uint64_t d = word_dirty(w);
+		uint64_t d = json_word_dirty(w);
 		if (d)
 			return i + ((size_t)__builtin_ctzll(d) >> 3);
 		i += 8;
@@ -1004,7 +1031,20 @@ void jgen_key(struct jgen *g, const char *key)
 
 void jgen_int(struct jgen *g, int64_t v)
 {
-	yajl_gen_integer(g->g, (long long)v);
+	/* What yajl_gen_integer writes ("%lld"), without sprintf, which
+	 * showed in profiles of answers. yajl_gen_number adds the separators
+	 * the generator's state calls for, exactly as yajl_gen_integer does. */
+	char tmp[24];
+	char *end = tmp + sizeof(tmp), *p = end;
+	/* The magnitude as unsigned: -INT64_MIN does not fit an int64. */
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	yajl_gen_number(g->g, p, (size_t)(end - p));
 }
 
 void jgen_double(struct jgen *g, double v)

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The JSON layer: depth limits, duplicate keys, numbers, source spans,
- * UTF-8, canonical form and the generator.
+ * UTF-8, canonical form and the generator; the fast parse path, which must
+ * take the plain texts, decline the rest, and build exactly the tree the
+ * yajl path builds.
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/json.h"
+#include "proto/json_internal.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/json_same.h"
 
 static struct json_doc *parse_ok(const char *s)
 {
@@ -39,6 +43,10 @@ START_TEST(depth_limit_is_exact)
 		struct json_doc *doc = NULL;
 		int r = json_parse(buf, (size_t)depth * 2, 0, 64, &doc, NULL);
 		ck_assert_int_eq(r, depth <= 64 ? 0 : -EINVAL);
+		json_doc_unref(doc);
+		/* The fast path stops at the same depth (0: the default, 64). */
+		doc = NULL;
+		ck_assert_int_eq(json_parse_fast(buf, (size_t)depth * 2, 0, 0, &doc), depth <= 64);
 		json_doc_unref(doc);
 	}
 }
@@ -243,6 +251,316 @@ START_TEST(quote_round_trips)
 }
 END_TEST
 
+/* --- the fast path ---------------------------------------------------- */
+
+struct fast_case {
+	const char *text;
+	size_t len;		/* 0: strlen(text) */
+	unsigned flags;
+	unsigned depth;
+	bool fast;		/* the fast path must take it (else decline) */
+};
+
+#define TAKE(t) { t, 0, 0, 0, true }
+#define DECLINE(t) { t, 0, 0, 0, false }
+
+static const struct fast_case fast_cases[] = {
+	/* Typical requests. */
+	TAKE("{\"jsonrpc\":\"2.0\",\"id\":1234567,\"method\":\"ping\"}"),
+	TAKE("{\"jsonrpc\":\"2.0\",\"id\":\"req-7\",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+	     "\"arguments\":{\"path\":\"src/a b.c\",\"offset\":0,\"limit\":4096,\"flags\":[true,false,null],"
+	     "\"deep\":{\"x\":[[1,[2]],{\"y\":{}}]}}}}"),
+	TAKE("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"method\":\"n\"}]"),
+	TAKE(" \t\r\n{ \"a\" :\t[ 1 ,2\n, 3 ] ,\r\n \"b\" : { } , \"c\" : [ ] }\n\t "),
+	TAKE("[]"), TAKE("{}"), TAKE("[[],{},[[]],{\"\":{}}]"),
+	/* Scalars, at the top and inside. */
+	TAKE("true"), TAKE("false"), TAKE("null"), TAKE("  null  "), TAKE("[true,false,null]"),
+	TAKE("0"), TAKE("-0"), TAKE("-5"), TAKE("1.5"), TAKE("1e3"), TAKE("1E+3"), TAKE("-1.25e-3"),
+	TAKE("  42  "), TAKE("[0,-0,-5,1.5,1e3,1E+3,2e-0,0.0,-0.5e10,123456789012345678]"),
+	TAKE("[12345678901234567890123,9223372036854775807,-9223372036854775808,9223372036854775808]"),
+	TAKE("[1e400,-1e400,1e-400,4.9e-324,0.1,1.0,100.000e-2]"),
+	TAKE("{\"id\":1.50e3}"),
+	/* Strings: simple escapes, UTF-8, DEL, the top-level span to the end. */
+	TAKE("\"x\""), TAKE("\"\""), TAKE("\"x\"   \n"), TAKE("  \"x\\n\"\t"),
+	TAKE("[\"a\\\"b\\\\c\\/d\\be\\ff\\ng\\rh\\ti\",\"\\\\\",\"\\\"\",\"\\\\\\\"\"]"),
+	TAKE("{\"k\\\"ey\\\\\":\"v\\\\\\\\\",\"k\":\"\\/\"}"),
+	TAKE("{\"h\u00e9llo\":\"\u20ac \U0001D11E \u00e9\",\"\u4e2d\u6587\":[\"\u00ff\"]}"),
+	TAKE("[\"\x7f\",\"a\x7f" "b\"]"),
+	TAKE("\"a long string that crosses several eight-byte words, with \\\"escapes\\\" and \u00e9\""),
+	/* Limits: exactly max_depth, objects past the pairwise duplicate check. */
+	{ "[[1]]", 0, 0, 2, true },
+	{ "{\"a\":{\"b\":{}}}", 0, 0, 3, true },
+	TAKE("{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,"
+	     "\"k\":11,\"l\":12,\"m\":13,\"n\":14,\"o\":15,\"p\":16,\"q\":17,\"ab\":18,\"a\\n\":0}"),
+
+	/* Comments: the flag, or any '/'. */
+	{ "{\"a\":1}", 0, JSON_ALLOW_COMMENTS, 0, false },
+	{ "{/*c*/ \"a\": 1 // x\n}", 0, JSON_ALLOW_COMMENTS, 0, false },
+	DECLINE("{/*c*/}"), DECLINE("[1]//x"), DECLINE("/"),
+	/* \u escapes, bad escapes. */
+	DECLINE("\"\\u0041\""), DECLINE("{\"a\\u00e9\":1}"), DECLINE("[\"\\ud834\\udd1e\"]"), DECLINE("\"\\u0000\""),
+	DECLINE("\"\\x\""), DECLINE("\"\\'\""), DECLINE("\"\\"), DECLINE("\"\\\""), DECLINE("[\"\\U0041\"]"),
+	/* Raw control bytes in strings. */
+	DECLINE("\"a\x01z\""), DECLINE("\"a\tb\""), DECLINE("{\"a\nb\":1}"), DECLINE("[\"\x1f\"]"),
+	{ "\"a\0b\"", 5, 0, 0, false },
+	/* UTF-8 that is not strictly valid: yajl refuses some and takes
+	 * others (overlong forms, surrogates), the fast path none. */
+	DECLINE("\"\xff\""), DECLINE("\"\xc0\xaf\""), DECLINE("\"\xed\xa0\x80\""), DECLINE("\"\xe2\x82\""),
+	DECLINE("\"\xf4\x90\x80\x80\""), DECLINE("{\"\xc3\":1}"), DECLINE("[\"\xc3(\"]"),
+	/* Syntax errors. */
+	DECLINE("{\"a\":1,}"), DECLINE("[1,]"), DECLINE("{\"a\" 1}"), DECLINE("[1 2]"), DECLINE("{1:2}"),
+	DECLINE("tru"), DECLINE("nul"), DECLINE("fals"), DECLINE("True"), DECLINE("truex"), DECLINE("[true1]"),
+	DECLINE("["), DECLINE("]"), DECLINE("{"), DECLINE("}"), DECLINE("{\"a\":1}}"), DECLINE("[1]]"),
+	DECLINE("[}"), DECLINE("{]"), DECLINE("{\"a\"}"), DECLINE("{\"a\":}"), DECLINE("[,1]"), DECLINE(","),
+	DECLINE("\"abc"), DECLINE("[\"abc]"), DECLINE("{'a':1}"), DECLINE("x"),
+	/* Duplicate keys, small and large objects. */
+	DECLINE("{\"a\":1,\"a\":2}"), DECLINE("{\"a\":{\"b\":1,\"c\":2,\"b\":3}}"),
+	DECLINE("{\"a\\n\":1,\"a\\u000a\":2}"),
+	DECLINE("{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"i\":9,\"j\":10,"
+		"\"k\":11,\"l\":12,\"m\":13,\"n\":14,\"o\":15,\"p\":16,\"q\":17,\"g\":18}"),
+	/* Nesting past max_depth. */
+	{ "[[1]]", 0, 0, 1, false },
+	{ "{\"a\":{\"b\":{}}}", 0, 0, 2, false },
+	/* Nothing, or something after the value. */
+	DECLINE(""), DECLINE("   "), DECLINE(" \n\t\r "), DECLINE("{} x"), DECLINE("1 2"), DECLINE("{}{}"),
+	DECLINE("[] []"), DECLINE("\"a\" \"b\""), DECLINE("0 x"),
+	{ "{\"a\":1}\0", 8, 0, 0, false },
+	{ "\0{}", 3, 0, 0, false },
+	{ "\0", 1, 0, 0, false },
+	/* White space JSON does not allow and yajl skips. */
+	DECLINE("\f{}"), DECLINE("{}\f"), DECLINE("[1,\v2]"), DECLINE("\v1"), DECLINE("{\"a\":\f1}"),
+	/* Numbers outside the grammar. */
+	DECLINE("01"), DECLINE("-"), DECLINE("1."), DECLINE("1e"), DECLINE("+1"), DECLINE(".5"), DECLINE("-01"),
+	DECLINE("1.5e"), DECLINE("0x10"), DECLINE("1e+"), DECLINE("--1"), DECLINE("NaN"), DECLINE("Infinity"),
+	DECLINE("-Infinity"), DECLINE("[01]"), DECLINE("[1.]"), DECLINE("[-]"), DECLINE("[1e5e5]"),
+	DECLINE("1.5.3"), DECLINE("[.5]"), DECLINE("{\"a\":-}"), DECLINE("00"), DECLINE("-.5"), DECLINE("1.e5"),
+};
+
+/* Checks that json_parse gives what the yajl path alone gives: the same
+ * result, the same error, the same tree. */
+static void check_same_as_yajl(const char *text, size_t len, unsigned flags, unsigned depth)
+{
+	struct json_doc *a = NULL, *b = NULL;
+	struct json_err ea, eb;
+	memset(&ea, 0x55, sizeof(ea));
+	memset(&eb, 0x55, sizeof(eb));
+	int ra = json_parse(text, len, flags, depth, &a, &ea);
+	int rb = json_parse_yajl(text, len, flags, depth, &b, &eb);
+	ck_assert_int_eq(ra, rb);
+	ck_assert_int_eq(ea.code, eb.code);
+	ck_assert_uint_eq(ea.offset, eb.offset);
+	ck_assert(memchr(ea.msg, '\0', sizeof(ea.msg)) && memchr(eb.msg, '\0', sizeof(eb.msg)));
+	ck_assert_str_eq(ea.msg, eb.msg);
+	if (ra == 0) {
+		char why[200];
+		const char *w = json_same_tree(json_doc_root(a), json_doc_root(b), why);
+		ck_assert_msg(!w, "json_parse and yajl differ on '%.*s': %s", (int)len, text, w ? w : "");
+		ck_assert_int_eq(memcmp(json_doc_text(a), text, len), 0);
+		ck_assert_int_eq(json_doc_text(a)[len], '\0');
+	}
+	json_doc_unref(a);
+	json_doc_unref(b);
+}
+
+START_TEST(fast_path_takes_plain_json_and_declines_the_rest)
+{
+	for (size_t k = 0; k < ELEMENTSOF(fast_cases); k++) {
+		const struct fast_case *c = &fast_cases[k];
+		size_t len = c->len ? c->len : strlen(c->text);
+		struct json_doc *fast = NULL;
+		int r = json_parse_fast(c->text, len, c->flags, c->depth, &fast);
+		ck_assert_msg(r == (c->fast ? 1 : 0), "case %zu '%.*s': the fast path %s", k, (int)len,
+			      c->text, r ? "took it" : "declined");
+		if (r) {
+			/* What it takes, yajl takes, with the same tree. */
+			struct json_doc *slow = NULL;
+			ck_assert_int_eq(json_parse_yajl(c->text, len, c->flags, c->depth, &slow, NULL), 0);
+			char why[200];
+			const char *w = json_same_tree(json_doc_root(fast), json_doc_root(slow), why);
+			ck_assert_msg(!w, "case %zu '%.*s': %s", k, (int)len, c->text, w ? w : "");
+			ck_assert_int_eq(memcmp(json_doc_text(fast), c->text, len), 0);
+			json_doc_unref(slow);
+			json_doc_unref(fast);
+		} else {
+			ck_assert_ptr_null(fast);
+		}
+		check_same_as_yajl(c->text, len, c->flags, c->depth);
+	}
+}
+END_TEST
+
+/* The spans the fast path writes, spelled out (the yajl path's rules). */
+START_TEST(fast_path_spans)
+{
+	const char *s = " { \"id\" : \"a\\\"b\" , \"n\":[ -1.5e3 ,true] } ";
+	struct json_doc *doc = NULL;
+	ck_assert_int_eq(json_parse_fast(s, strlen(s), 0, 0, &doc), 1);
+	const struct json *root = json_doc_root(doc);
+	ck_assert_uint_eq(root->off, 1);
+	ck_assert_uint_eq(root->len, strlen(s) - 2);
+	const struct json *id = json_get(root, "id");
+	ck_assert_uint_eq(id->off, 10);
+	ck_assert_uint_eq(id->len, 6);
+	ck_assert_str_eq(id->u.str.s, "a\"b");
+	const struct json *n = json_get(root, "n");
+	ck_assert_int_eq(strncmp(s + n->off, "[ -1.5e3 ,true]", n->len), 0);
+	ck_assert_int_eq(strncmp(s + n->u.arr.items[0]->off, "-1.5e3", n->u.arr.items[0]->len), 0);
+	ck_assert_uint_eq(n->u.arr.items[0]->len, 6);
+	json_doc_unref(doc);
+	/* A top-level string spans to the end of the text, white space and all. */
+	ck_assert_int_eq(json_parse_fast("  \"x\"  ", 7, 0, 0, &doc), 1);
+	ck_assert_uint_eq(json_doc_root(doc)->off, 2);
+	ck_assert_uint_eq(json_doc_root(doc)->len, 5);
+	json_doc_unref(doc);
+}
+END_TEST
+
+/* Big containers, reuse of the kept stacks between parses, and long
+ * strings: still the yajl path's trees. */
+START_TEST(fast_path_large_inputs)
+{
+	struct buf b = {0};
+	buf_putc(&b, '[');
+	for (int i = 0; i < 20000; i++)
+		buf_printf(&b, "%s{\"k%d\":[%d,\"v\\n%d\",%d.5e1]}", i ? "," : "", i, i, i, -i);
+	buf_putc(&b, ']');
+	struct json_doc *doc = NULL;
+	ck_assert_int_eq(json_parse_fast(buf_head(&b), buf_size(&b), 0, 0, &doc), 1);
+	ck_assert_uint_eq(json_doc_root(doc)->u.arr.n, 20000);
+	json_doc_unref(doc);
+	check_same_as_yajl(buf_head(&b), buf_size(&b), 0, 0);
+
+	/* An object of 5000 keys: the sorted duplicate check, both ways. */
+	buf_free(&b);
+	buf_putc(&b, '{');
+	for (int i = 0; i < 5000; i++)
+		buf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
+	buf_puts(&b, "}");
+	ck_assert_int_eq(json_parse_fast(buf_head(&b), buf_size(&b), 0, 0, &doc), 1);
+	json_doc_unref(doc);
+	check_same_as_yajl(buf_head(&b), buf_size(&b), 0, 0);
+	b.len--;
+	buf_puts(&b, ",\"k4321\":0}");
+	ck_assert_int_eq(json_parse_fast(buf_head(&b), buf_size(&b), 0, 0, &doc), 0);
+	check_same_as_yajl(buf_head(&b), buf_size(&b), 0, 0);
+
+	/* A long string with escapes and UTF-8 spread through it. */
+	buf_free(&b);
+	buf_puts(&b, "{\"content\":\"");
+	for (int i = 0; i < 3000; i++)
+		buf_puts(&b, i % 7 ? "abc d\u00e9f " : "\\n\\t\\\"\\\\\\/");
+	buf_puts(&b, "\"}");
+	ck_assert_int_eq(json_parse_fast(buf_head(&b), buf_size(&b), 0, 0, &doc), 1);
+	json_doc_unref(doc);
+	check_same_as_yajl(buf_head(&b), buf_size(&b), 0, 0);
+	/* The same with one \u near its end: declined after all that work,
+	 * and yajl's tree all the same. */
+	b.len -= 2;
+	buf_puts(&b, "\\u00e9\"}");
+	ck_assert_int_eq(json_parse_fast(buf_head(&b), buf_size(&b), 0, 0, &doc), 0);
+	check_same_as_yajl(buf_head(&b), buf_size(&b), 0, 0);
+	buf_free(&b);
+}
+END_TEST
+
+/* Random texts around the fast path's edges: json_parse must always give
+ * what yajl alone gives. */
+START_TEST(fast_path_random_texts_match_yajl)
+{
+	static const char *const bits[] = {
+		"{", "}", "[", "]", ",", ":", " ", "\n", "\t", "\f", "\"a\"", "\"\\n\"", "\"\\u0041\"",
+		"\"\xc3\xa9\"", "\"\xc0\xaf\"", "1", "-", "0", "01", "1.5", "1e", "e5", ".", "true", "null",
+		"fals", "\"k\":", "\"k\"", "/", "\\", "\"", "\x01", "\xff",
+	};
+	unsigned seed = 777;
+	char text[256];
+	for (int t = 0; t < 30000; t++) {
+		size_t len = 0;
+		int parts = 1 + rand_r(&seed) % 12;
+		for (int p = 0; p < parts; p++) {
+			const char *x = bits[rand_r(&seed) % ELEMENTSOF(bits)];
+			size_t n = strlen(x);
+			if (len + n > sizeof(text))
+				break;
+			memcpy(text + len, x, n);
+			len += n;
+		}
+		unsigned depth = (unsigned)(rand_r(&seed) % 4);
+		struct json_doc *fast = NULL, *slow = NULL;
+		int r = json_parse_fast(text, len, 0, depth, &fast);
+		int y = json_parse_yajl(text, len, 0, depth, &slow, NULL);
+		if (r) {
+			ck_assert_msg(y == 0, "the fast path took '%.*s', yajl refuses it", (int)len, text);
+			char why[200];
+			const char *w = json_same_tree(json_doc_root(fast), json_doc_root(slow), why);
+			ck_assert_msg(!w, "'%.*s': %s", (int)len, text, w ? w : "");
+		}
+		json_doc_unref(fast);
+		json_doc_unref(slow);
+		check_same_as_yajl(text, len, 0, depth);
+	}
+}
+END_TEST
+
+/* jgen_int writes what yajl_gen_integer ("%lld") did, separators and all. */
+START_TEST(generator_integers)
+{
+	static const int64_t vals[] = {
+		0, 1, -1, 9, 10, -10, 99, 100, 1234567, -1234567, INT32_MAX, INT32_MIN,
+		(int64_t)INT32_MAX + 1, 999999999999999999, 1000000000000000000, INT64_MAX, INT64_MIN,
+		INT64_MIN + 1,
+	};
+	struct buf got = {0}, want = {0};
+	struct jgen *g = jgen_new(&got);
+	jgen_obj_open(g);
+	buf_putc(&want, '{');
+	for (size_t i = 0; i < ELEMENTSOF(vals); i++) {
+		char key[16];
+		snprintf(key, sizeof(key), "k%zu", i);
+		jgen_kv_int(g, key, vals[i]);
+		buf_printf(&want, "%s\"%s\":%lld", i ? "," : "", key, (long long)vals[i]);
+	}
+	jgen_key(g, "a");
+	jgen_arr_open(g);
+	buf_puts(&want, ",\"a\":[");
+	for (size_t i = 0; i < ELEMENTSOF(vals); i++) {
+		jgen_int(g, vals[i]);
+		buf_printf(&want, "%s%lld", i ? "," : "", (long long)vals[i]);
+	}
+	jgen_arr_close(g);
+	jgen_obj_close(g);
+	buf_puts(&want, "]}");
+	/* A new top-level value after a reset: no separator. */
+	jgen_reset(g);
+	jgen_int(g, -42);
+	buf_puts(&want, "-42");
+	jgen_free(g);
+	ck_assert_str_eq(buf_head(&got), buf_head(&want));
+
+	unsigned seed = 99;
+	for (int t = 0; t < 20000; t++) {
+		int64_t v = (int64_t)(((uint64_t)rand_r(&seed) << 42) ^ ((uint64_t)rand_r(&seed) << 21) ^
+				      (uint64_t)rand_r(&seed));
+		v >>= rand_r(&seed) % 63;
+		if (t & 1)
+			v = -v;
+		struct buf a = {0};
+		g = jgen_new(&a);
+		jgen_arr_open(g);
+		jgen_int(g, v);
+		jgen_int(g, v);
+		jgen_arr_close(g);
+		jgen_free(g);
+		char w[64];
+		snprintf(w, sizeof(w), "[%lld,%lld]", (long long)v, (long long)v);
+		ck_assert_str_eq(buf_head(&a), w);
+		buf_free(&a);
+	}
+	buf_free(&got);
+	buf_free(&want);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("json");
@@ -259,6 +577,11 @@ int main(void)
 	tcase_add_test(tc, line_and_column);
 	tcase_add_test(tc, documents_are_refcounted);
 	tcase_add_test(tc, quote_round_trips);
+	tcase_add_test(tc, fast_path_takes_plain_json_and_declines_the_rest);
+	tcase_add_test(tc, fast_path_spans);
+	tcase_add_test(tc, fast_path_large_inputs);
+	tcase_add_test(tc, fast_path_random_texts_match_yajl);
+	tcase_add_test(tc, generator_integers);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the JSON module, shared by json.c (the arena, the yajl parser of
+ * record) and json_fast.c (the fast path in front of it): the document and
+ * arena layout, the arena allocator, the number filler, and each parser on
+ * its own, which the unit tests and the differential fuzz harness use to
+ * prove the two build identical trees. Nothing outside proto/ and those
+ * tests includes this header.
+ */
+#ifndef TC_JSON_INTERNAL_H
+#define TC_JSON_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "proto/json.h"
+
+#define JSON_DEFAULT_MAX_DEPTH 64
+
+struct chunk {
+	struct chunk *next;
+	size_t used;
+	size_t cap;
+	max_align_t data[];
+};
+
+struct json_doc {
+	unsigned refs;
+	struct chunk *chunks;	/* newest first; the doc lives in the last */
+	struct json *root;
+	char *text;		/* a copy of the source, NUL-terminated */
+	size_t text_len;
+};
+
+/* Makes room for n (rounded) bytes in a new chunk at the head of the
+ * arena and returns that chunk. */
+struct chunk *json_arena_grow(struct json_doc *doc, size_t n);
+/* Frees the chunks added after mark and sets mark's fill back to used:
+ * the arena is as it was when mark and used were taken. */
+void json_arena_rewind(struct json_doc *doc, struct chunk *mark, size_t used);
+
+/* Allocates n bytes from the document's arena. */
+static inline void *json_arena_alloc(struct json_doc *doc, size_t n)
+{
+	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	struct chunk *c = doc->chunks;
+	if (__builtin_expect(!c || c->cap - c->used < n, 0))
+		c = json_arena_grow(doc, n);
+	void *p = (char *)c->data + c->used;
+	c->used += n;
+	return p;
+}
+
+static inline char *json_arena_strndup(struct json_doc *doc, const void *s, size_t n)
+{
+	char *p = json_arena_alloc(doc, n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+/* A new document (one reference) holding a copy of text, and no root. */
+struct json_doc *json_doc_new(const char *text, size_t len);
+/* Fills a number node from its text (raw must live as long as the doc). */
+void json_set_number(struct json *v, const char *raw, size_t n);
+
+/* The bytes of w that need escaping in a JSON string (a control
+ * character, '"' or '\\'), as the high bit of each: the "has less than"
+ * and "has zero byte" word tricks. Exact up to the first such byte (bits
+ * above it may be false), which is all the callers use. */
+static inline uint64_t json_word_dirty(uint64_t w)
+{
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	uint64_t ctl = (w - ones * 0x20) & ~w & highs;
+	uint64_t q = w ^ (ones * '"');
+	uint64_t bs = w ^ (ones * '\\');
+	return ctl | ((q - ones) & ~q & highs) | ((bs - ones) & ~bs & highs);
+}
+
+/*
+ * The fast path: builds doc's tree from doc's text and returns true, or
+ * declines and returns false with the document as it was (no root, the
+ * arena rewound). max_depth is json_parse's (0: the default).
+ */
+bool json_fast_build(struct json_doc *doc, unsigned max_depth);
+
+/* The fast path alone, for tests: 1 and a new document in *ret when it
+ * accepts the text, 0 when it declines. */
+int json_parse_fast(const char *text, size_t len, unsigned flags, unsigned max_depth,
+		    struct json_doc **ret);
+/* The yajl path alone: what json_parse does when the fast path declines. */
+int json_parse_yajl(const char *text, size_t len, unsigned flags, unsigned max_depth,
+		    struct json_doc **ret, struct json_err *err);
+
+#endif
