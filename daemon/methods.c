@@ -713,28 +713,31 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 
 struct method {
 	const char *name;
+	size_t len;
 	void (*fn)(struct conn *c, const struct jrpc_req *req, struct pending *p);
 };
 
+#define METHOD(name, fn) { name, sizeof(name) - 1, fn }
+
 static const struct method methods[] = {
-	{ "initialize", m_initialize },
-	{ "notifications/initialized", m_initialized },
-	{ "ping", m_ping },
-	{ "server/discover", m_discover },
-	{ "tools/list", m_tools_list },
-	{ "tools/call", m_tools_call },
-	{ "notifications/cancelled", m_cancelled },
-	{ "sessions/cancel", m_sessions_cancel },
-	{ "events/subscribe", m_subscribe },
-	{ "confirmations/resolve", m_resolve },
-	{ "admin/reload", m_reload },
-	{ "admin/stats", m_stats },
+	METHOD("initialize", m_initialize),
+	METHOD("notifications/initialized", m_initialized),
+	METHOD("ping", m_ping),
+	METHOD("server/discover", m_discover),
+	METHOD("tools/list", m_tools_list),
+	METHOD("tools/call", m_tools_call),
+	METHOD("notifications/cancelled", m_cancelled),
+	METHOD("sessions/cancel", m_sessions_cancel),
+	METHOD("events/subscribe", m_subscribe),
+	METHOD("confirmations/resolve", m_resolve),
+	METHOD("admin/reload", m_reload),
+	METHOD("admin/stats", m_stats),
 };
 
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
 	for (size_t i = 0; i < ELEMENTSOF(methods); i++) {
-		if (strcmp(methods[i].name, req->method) == 0) {
+		if (methods[i].len == req->method_len && memcmp(methods[i].name, req->method, req->method_len) == 0) {
 			methods[i].fn(c, req, p);
 			return;
 		}

@@ -115,8 +115,8 @@ int jrpc_parse_request(const struct json *v, const char *src, struct jrpc_req *r
 		*why = "id must be a string, a number or null";
 		return JRPC_INVALID_REQUEST;
 	}
-	if (!version || version->type != JSON_STRING || strcmp(version->u.str.s, "2.0") != 0 ||
-	    version->u.str.len != 3) {
+	if (!version || version->type != JSON_STRING || version->u.str.len != 3 ||
+	    memcmp(version->u.str.s, "2.0", 3) != 0) {
 		*why = "jsonrpc must be exactly \"2.0\"";
 		return JRPC_INVALID_REQUEST;
 	}
@@ -124,7 +124,7 @@ int jrpc_parse_request(const struct json *v, const char *src, struct jrpc_req *r
 		*why = "method must be a string";
 		return JRPC_INVALID_REQUEST;
 	}
-	if (strlen(method->u.str.s) != method->u.str.len) {
+	if (memchr(method->u.str.s, '\0', method->u.str.len)) {
 		*why = "method must not contain NUL";
 		return JRPC_INVALID_REQUEST;
 	}
@@ -133,6 +133,7 @@ int jrpc_parse_request(const struct json *v, const char *src, struct jrpc_req *r
 		return JRPC_INVALID_REQUEST;
 	}
 	req->method = method->u.str.s;
+	req->method_len = method->u.str.len;
 	req->params = params;
 	return 0;
 }

@@ -51,6 +51,7 @@ struct jrpc_req {
 	const char *src;		/* the text msg was parsed from */
 	struct json_doc *doc;		/* its document, when the caller sets it */
 	const char *method;
+	size_t method_len;
 	const struct json *params;	/* NULL when absent */
 	const char *id;			/* the id's text as sent; NULL: a notification */
 	size_t id_len;
