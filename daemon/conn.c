@@ -71,7 +71,18 @@ static void batch_free(struct batch *b)
 	free(b);
 }
 
-/* Frees a pending request; its batch goes with its last member. */
+/* Room for ids in a reusable pending, and how many are kept. Under
+ * AddressSanitizer none are: a freed pending must stay poisoned for a use
+ * after free to be caught. */
+#define PENDING_ID_ROOM 48
+#if defined(__SANITIZE_ADDRESS__)
+#define SPARE_PENDINGS 0
+#else
+#define SPARE_PENDINGS 256
+#endif
+
+/* Frees a pending request (keeping it for reuse when it is of the common
+ * size); its batch goes with its last member. */
 static void pending_free(struct pending *p)
 {
 	if (p->tracked)
@@ -83,7 +94,24 @@ static void pending_free(struct pending *p)
 	json_doc_unref(p->defer_doc);
 	if (p->batch && --p->batch->remaining == 0)
 		batch_free(p->batch);
+	struct server *s = p->conn->srv;
+	static const unsigned spare_max = SPARE_PENDINGS;
+	if (p->id_cap == PENDING_ID_ROOM && s->n_spare_pendings < spare_max) {
+		list_insert_tail(&s->spare_pendings, &p->node);
+		s->n_spare_pendings++;
+		return;
+	}
 	free(p);
+}
+
+void conn_free_spares(struct server *s)
+{
+	while (!list_empty(&s->spare_pendings)) {
+		struct pending *p = list_first(&s->spare_pendings, struct pending, node);
+		list_remove(&p->node);
+		free(p);
+	}
+	s->n_spare_pendings = 0;
 }
 
 void conn_close(struct conn *c)
@@ -361,8 +389,23 @@ void conn_error(struct pending *p, int code, const char *message, const char *da
 
 static struct pending *pending_new(struct conn *c, struct batch *b, size_t index, const char *id, size_t id_len)
 {
-	/* Bounded: the id is part of a line within the line limit. */
-	struct pending *p = xcalloc(1, sizeof(*p) + (id ? id_len + 1 : 0));
+	/* Most ids are short: those pendings are kept for reuse when freed
+	 * (a request's answer is often written before the next is read), so
+	 * a stream of small requests allocates nothing. Longer ids take their
+	 * own allocation, bounded as the id is part of a line within the
+	 * line limit. */
+	struct server *s = c->srv;
+	size_t cap = id && id_len + 1 > PENDING_ID_ROOM ? id_len + 1 : PENDING_ID_ROOM;
+	struct pending *p;
+	if (cap == PENDING_ID_ROOM && !list_empty(&s->spare_pendings)) {
+		p = list_first(&s->spare_pendings, struct pending, node);
+		list_remove(&p->node);
+		s->n_spare_pendings--;
+		memset(p, 0, sizeof(*p));
+	} else {
+		p = xcalloc(1, sizeof(*p) + cap);
+	}
+	p->id_cap = cap;
 	p->conn = c;
 	p->batch = b;
 	p->index = index;

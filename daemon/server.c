@@ -537,6 +537,7 @@ int server_init(struct server *s, char **ret_err)
 	s->started_ms = mono_ms();
 	list_init(&s->conns);
 	list_init(&s->dirty);
+	list_init(&s->spare_pendings);
 	list_init(&s->graveyard);
 	list_init(&s->deferred);
 	event_bus_init(&s->bus);
@@ -663,6 +664,7 @@ void server_free(struct server *s)
 	while (!list_empty(&s->conns))
 		conn_close(list_first(&s->conns, struct conn, node));
 	conn_reap(s);
+	conn_free_spares(s);
 	s->dispatcher = dispatcher_free(s->dispatcher);
 	providers_clear(&s->providers);
 	s->audit = audit_close(s->audit);

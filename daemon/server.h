@@ -52,6 +52,8 @@ struct server {
 
 	struct list conns;
 	struct list dirty;		/* connections with output to flush */
+	struct list spare_pendings;	/* freed pendings kept for reuse, at most SPARE_PENDINGS */
+	unsigned n_spare_pendings;
 	struct list graveyard;		/* closed connections, freed before the loop blocks */
 	unsigned n_conns;
 	uint64_t conns_total;
@@ -90,6 +92,7 @@ struct pending {
 	struct json_doc *defer_doc;
 	const struct json *defer_msg;
 	bool resumed;
+	size_t id_cap;			/* room in id_text */
 	char id_text[];			/* where id points: one allocation per request */
 };
 
@@ -147,6 +150,8 @@ void conn_new(struct server *s, int fd, const struct ucred *cred);
 void conn_close(struct conn *c);
 /* Frees closed connections. */
 void conn_reap(struct server *s);
+/* Frees the pendings kept for reuse. */
+void conn_free_spares(struct server *s);
 /* Queues one JSON line (newline added). */
 void conn_send(struct conn *c, const char *json, size_t n);
 void conn_flush(struct conn *c);
