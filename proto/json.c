@@ -1024,9 +1024,22 @@ void jgen_str(struct jgen *g, const char *s)
 	jgen_strn(g, s, s ? strlen(s) : 0);
 }
 
+/* Writes an object key. Always as a yajl string, whatever its length:
+ * jgen_strn hands long strings to yajl as a finished literal, which yajl
+ * refuses (and drops) in key position. */
+static void gen_key(struct jgen *g, const char *key, size_t n)
+{
+	if (yajl_gen_string(g->g, (const unsigned char *)key, n) != yajl_gen_invalid_string)
+		return;
+	struct buf b = {0};
+	utf8_sanitize(key, n, &b);
+	yajl_gen_string(g->g, (const unsigned char *)buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
 void jgen_key(struct jgen *g, const char *key)
 {
-	jgen_strn(g, key, strlen(key));
+	gen_key(g, key, strlen(key));
 }
 
 void jgen_int(struct jgen *g, int64_t v)
@@ -1098,7 +1111,7 @@ void jgen_value(struct jgen *g, const struct json *v)
 	case JSON_OBJECT:
 		jgen_obj_open(g);
 		for (size_t i = 0; i < v->u.obj.n; i++) {
-			jgen_strn(g, v->u.obj.members[i].key, v->u.obj.members[i].key_len);
+			gen_key(g, v->u.obj.members[i].key, v->u.obj.members[i].key_len);
 			jgen_value(g, v->u.obj.members[i].value);
 		}
 		jgen_obj_close(g);
