@@ -996,11 +996,17 @@ void jgen_strn(struct jgen *g, const char *s, size_t n)
 		yajl_gen_null(g->g);
 		return;
 	}
-	/* Short strings (keys, names): yajl's own path. */
-	if (n < 64) {
-		if (yajl_gen_string(g->g, (const unsigned char *)s, n) != yajl_gen_invalid_string)
-			return;
-	} else if (utf8_valid(s, n)) {
+	/* Only strict UTF-8 goes out as it is: yajl's own check lets
+	 * encoded surrogates through (a lone "\udc00" in a request decodes to
+	 * one), which strict UTF-8 decoders refuse; they are replaced below,
+	 * whatever the string's length. Short strings (keys, names) take
+	 * yajl's own path. */
+	bool valid = utf8_valid(s, n);
+	if (valid && n < 64) {
+		yajl_gen_string(g->g, (const unsigned char *)s, n);
+		return;
+	}
+	if (valid) {
 		/* Long strings (file contents, output): escape in one pass
 		 * into a scratch buffer and hand yajl the finished literal,
 		 * instead of yajl's run-by-run printing. The result is what
@@ -1029,8 +1035,10 @@ void jgen_str(struct jgen *g, const char *s)
  * refuses (and drops) in key position. */
 static void gen_key(struct jgen *g, const char *key, size_t n)
 {
-	if (yajl_gen_string(g->g, (const unsigned char *)key, n) != yajl_gen_invalid_string)
+	if (utf8_valid(key, n)) {
+		yajl_gen_string(g->g, (const unsigned char *)key, n);
 		return;
+	}
 	struct buf b = {0};
 	utf8_sanitize(key, n, &b);
 	yajl_gen_string(g->g, (const unsigned char *)buf_head(&b), buf_size(&b));

@@ -538,6 +538,34 @@ START_TEST(generator_long_keys)
 }
 END_TEST
 
+/* A lone surrogate escape decodes to bytes that are not strict UTF-8;
+ * the generator replaces them, in short and long strings and in keys, so
+ * every answer decodes as UTF-8. */
+START_TEST(generator_replaces_encoded_surrogates)
+{
+	const char *text = "{\"\\udc00k\":\"\\udddd\",\"long\":\"\\udddd"
+			   "................................................................\"}";
+	struct json_doc *doc = parse_ok(text);
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_value(g, json_doc_root(doc));
+	jgen_free(g);
+	ck_assert(utf8_valid(buf_head(&b), buf_size(&b)));
+	struct json_doc *out = parse_ok(buf_head(&b));
+	/* One U+FFFD per byte of the 3-byte sequence (none of them starts a
+	 * valid one), as Unicode's practice for maximal subparts has it. */
+#define FFFD3 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+	ck_assert_str_eq(json_str(json_get(json_doc_root(out), FFFD3 "k")), FFFD3);
+	const char *l = json_str(json_get(json_doc_root(out), "long"));
+	ck_assert_ptr_nonnull(l);
+	ck_assert(strncmp(l, FFFD3 "....", 13) == 0);
+#undef FFFD3
+	json_doc_unref(out);
+	json_doc_unref(doc);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(generator_integers)
 {
 	static const int64_t vals[] = {
@@ -610,6 +638,7 @@ int main(void)
 	tcase_add_test(tc, utf8_helpers);
 	tcase_add_test(tc, generator_output_is_one_line_of_valid_utf8);
 	tcase_add_test(tc, generator_long_keys);
+	tcase_add_test(tc, generator_replaces_encoded_surrogates);
 	tcase_add_test(tc, line_and_column);
 	tcase_add_test(tc, documents_are_refcounted);
 	tcase_add_test(tc, quote_round_trips);
