@@ -324,23 +324,16 @@ static char *new_call_id(struct dispatcher *d)
 	/* "c-%08x-%llu", written by hand: every call takes one, and printf
 	 * showed in the profile of small calls. */
 	static const char hex[] = "0123456789abcdef";
-	char id[2 + 8 + 1 + 20 + 1], digits[20], *p = id;
+	char id[2 + 8 + 1 + 20], *end = id + sizeof(id);
 	uint32_t boot = (uint32_t)(d->boot & 0xffffffff);
-	uint64_t n = ++d->counter;
-	size_t k = 0;
 
-	*p++ = 'c';
-	*p++ = '-';
-	for (int shift = 28; shift >= 0; shift -= 4)
-		*p++ = hex[(boot >> shift) & 0xf];
-	*p++ = '-';
-	do {
-		digits[k++] = (char)('0' + n % 10);
-		n /= 10;
-	} while (n);
-	while (k)
-		*p++ = digits[--k];
-	return xstrndup(id, (size_t)(p - id));
+	char *p = fmt_u64(end, ++d->counter);
+	*--p = '-';
+	for (int shift = 0; shift < 32; shift += 4)
+		*--p = hex[(boot >> shift) & 0xf];
+	*--p = '-';
+	*--p = 'c';
+	return xstrndup(p, (size_t)(end - p));
 }
 
 static struct tool_state *tool_state(struct dispatcher *d, const char *name)

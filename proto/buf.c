@@ -52,15 +52,20 @@ void buf_putc(struct buf *b, char c)
 	buf_append(b, &c, 1);
 }
 
+char *fmt_u64(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
 void buf_put_u64(struct buf *b, uint64_t v)
 {
 	char digits[20];
-	size_t k = sizeof(digits);
-	do {
-		digits[--k] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	buf_append(b, digits + k, sizeof(digits) - k);
+	char *end = digits + sizeof(digits), *p = fmt_u64(end, v);
+	buf_append(b, p, (size_t)(end - p));
 }
 
 void buf_printf(struct buf *b, const char *fmt, ...)

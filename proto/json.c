@@ -65,29 +65,19 @@ void json_arena_rewind(struct json_doc *doc, struct chunk *mark, size_t used)
 	mark->used = used;
 }
 
-static void *arena_alloc(struct json_doc *doc, size_t n)
-{
-	return json_arena_alloc(doc, n);
-}
-
-static char *arena_strndup(struct json_doc *doc, const void *s, size_t n)
-{
-	return json_arena_strndup(doc, s, n);
-}
-
 struct json_doc *json_doc_new(const char *text, size_t len)
 {
 	/* The document, its copy of the text and its nodes share the arena:
 	 * a small message costs one (usually cached) chunk in all. */
 	struct json_doc tmp = {0};
-	struct json_doc *doc = arena_alloc(&tmp, sizeof(struct json_doc));
+	struct json_doc *doc = json_arena_alloc(&tmp, sizeof(struct json_doc));
 	/* Field by field: copying tmp whole right after arena_alloc wrote
 	 * into it stalls on store forwarding, a measurable part of a small
 	 * parse. */
 	doc->refs = 1;
 	doc->chunks = tmp.chunks;
 	doc->root = NULL;
-	doc->text = arena_strndup(doc, text, len);
+	doc->text = json_arena_strndup(doc, text, len);
 	doc->text_len = len;
 	return doc;
 }
@@ -172,7 +162,7 @@ static int add_value(struct parser *p, struct json *v)
 
 static struct json *new_node(struct parser *p, enum json_type type, size_t off, size_t len)
 {
-	struct json *v = arena_alloc(p->doc, sizeof(*v));
+	struct json *v = json_arena_alloc(p->doc, sizeof(*v));
 	memset(v, 0, sizeof(*v));
 	v->type = type;
 	v->off = (uint32_t)off;
@@ -253,7 +243,7 @@ static int cb_number(void *ctx, const char *s, size_t n)
 	size_t end = token_end(p);
 	size_t off = p->depth ? end - n : first_value_off(p);
 	struct json *v = new_node(p, JSON_NUMBER, off, n);
-	json_set_number(v, arena_strndup(p->doc, s, n), n);
+	json_set_number(v, json_arena_strndup(p->doc, s, n), n);
 	return add_value(p, v);
 }
 
@@ -283,7 +273,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
 	size_t end = token_end(p);
 	size_t off = p->depth ? string_start(p->text, end) : first_value_off(p);
 	struct json *v = new_node(p, JSON_STRING, off, p->depth ? end - off : p->text_len - off);
-	v->u.str.s = arena_strndup(p->doc, s, n);
+	v->u.str.s = json_arena_strndup(p->doc, s, n);
 	v->u.str.len = n;
 	return add_value(p, v);
 }
@@ -353,7 +343,7 @@ static int pop(struct parser *p)
 	v->len = (uint32_t)(token_end(p) - v->off);
 	if (v->type == JSON_ARRAY) {
 		v->u.arr.n = f->n;
-		v->u.arr.items = arena_alloc(p->doc, f->n * sizeof(struct json *) + 1);
+		v->u.arr.items = json_arena_alloc(p->doc, f->n * sizeof(struct json *) + 1);
 		if (f->n)
 			memcpy(v->u.arr.items, f->items, f->n * sizeof(struct json *));
 	} else {
@@ -366,7 +356,7 @@ static int pop(struct parser *p)
 			return 0;
 		}
 		v->u.obj.n = f->n;
-		v->u.obj.members = arena_alloc(p->doc, f->n * sizeof(struct json_member) + 1);
+		v->u.obj.members = json_arena_alloc(p->doc, f->n * sizeof(struct json_member) + 1);
 		if (f->n)
 			memcpy(v->u.obj.members, f->items, f->n * sizeof(struct json_member));
 	}
@@ -383,7 +373,7 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 {
 	struct parser *p = ctx;
 	struct frame *f = &p->stack[p->depth - 1];
-	f->key = arena_strndup(p->doc, s, n);
+	f->key = json_arena_strndup(p->doc, s, n);
 	f->key_len = n;
 	return 1;
 }
@@ -1055,14 +1045,10 @@ void jgen_int(struct jgen *g, int64_t v)
 	/* What yajl_gen_integer writes ("%lld"), without sprintf, which
 	 * showed in profiles of answers. yajl_gen_number adds the separators
 	 * the generator's state calls for, exactly as yajl_gen_integer does. */
-	char tmp[24];
-	char *end = tmp + sizeof(tmp), *p = end;
+	char tmp[21];
+	char *end = tmp + sizeof(tmp);
 	/* The magnitude as unsigned: -INT64_MIN does not fit an int64. */
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
+	char *p = fmt_u64(end, v < 0 ? -(uint64_t)v : (uint64_t)v);
 	if (v < 0)
 		*--p = '-';
 	yajl_gen_number(g->g, p, (size_t)(end - p));

@@ -140,11 +140,12 @@ int jrpc_parse_request(const struct json *v, const char *src, struct jrpc_req *r
 
 static void write_id(struct buf *out, const char *id, size_t id_len)
 {
-	buf_puts(out, "{\"jsonrpc\":\"2.0\",\"id\":");
+	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+	buf_append(out, head, sizeof(head) - 1);
 	if (id)
 		buf_append(out, id, id_len);
 	else
-		buf_puts(out, "null");
+		buf_append(out, "null", 4);
 }
 
 void jrpc_write_result_head(struct buf *out, const char *id, size_t id_len)
@@ -155,26 +156,9 @@ void jrpc_write_result_head(struct buf *out, const char *id, size_t id_len)
 
 void jrpc_write_result(struct buf *out, const char *id, size_t id_len, const char *result, size_t result_len)
 {
-	/* The answer to most requests: one reservation, four copies. */
-	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":", mid[] = ",\"result\":";
-	if (!id) {
-		id = "null";
-		id_len = 4;
-	}
-	size_t n = (sizeof(head) - 1) + id_len + (sizeof(mid) - 1) + result_len + 1;
-	buf_reserve(out, n);
-	char *p = out->data + out->len;
-	memcpy(p, head, sizeof(head) - 1);
-	p += sizeof(head) - 1;
-	memcpy(p, id, id_len);
-	p += id_len;
-	memcpy(p, mid, sizeof(mid) - 1);
-	p += sizeof(mid) - 1;
-	if (result_len)
-		memcpy(p, result, result_len);
-	p[result_len] = '}';
-	out->len += n;
-	out->data[out->len] = '\0';	/* as buf_append leaves it */
+	jrpc_write_result_head(out, id, id_len);
+	buf_append(out, result, result_len);
+	buf_putc(out, '}');
 }
 
 void jrpc_write_error(struct buf *out, const char *id, size_t id_len, int code, const char *message,
