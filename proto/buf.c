@@ -8,11 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-void buf_reserve(struct buf *b, size_t n)
+void buf_grow(struct buf *b, size_t n)
 {
-	if (b->off && b->off == b->len) {
-		b->off = b->len = 0;
-	}
 	if (b->cap - b->len > n)
 		return;
 	/* Reuse the consumed prefix before growing. */
@@ -33,23 +30,9 @@ void buf_reserve(struct buf *b, size_t n)
 	b->cap = cap;
 }
 
-void buf_append(struct buf *b, const void *p, size_t n)
-{
-	buf_reserve(b, n);
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-}
-
 void buf_puts(struct buf *b, const char *s)
 {
 	buf_append(b, s, strlen(s));
-}
-
-void buf_putc(struct buf *b, char c)
-{
-	buf_append(b, &c, 1);
 }
 
 char *fmt_u64(char *end, uint64_t v)

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "proto/util.h"
 
@@ -19,11 +20,37 @@ struct buf {
 	size_t off;		/* bytes already consumed from the front */
 };
 
-/* Makes room for n more bytes after the end. */
-void buf_reserve(struct buf *b, size_t n);
-void buf_append(struct buf *b, const void *p, size_t n);
+/* The slow half of buf_reserve: compacts or grows the buffer. */
+void buf_grow(struct buf *b, size_t n);
+
+/* Makes room for n more bytes after the end (and a NUL after them).
+ * Inline: every answer is a handful of appends to a buffer that already
+ * has room, and the calls showed in profiles of small answers. */
+static inline void buf_reserve(struct buf *b, size_t n)
+{
+	if (b->off && b->off == b->len)
+		b->off = b->len = 0;
+	if (__builtin_expect(b->cap - b->len <= n, 0))
+		buf_grow(b, n);
+}
+
+static inline void buf_append(struct buf *b, const void *p, size_t n)
+{
+	buf_reserve(b, n);
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+static inline void buf_putc(struct buf *b, char c)
+{
+	buf_reserve(b, 1);
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+}
+
 void buf_puts(struct buf *b, const char *s);
-void buf_putc(struct buf *b, char c);
 /* Writes v in decimal to end at end (so at most 20 digits before it, no
  * NUL) and returns where the digits start: printf showed in profiles of
  * small answers. */

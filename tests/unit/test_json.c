@@ -6,6 +6,7 @@
  * yajl path builds.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,45 @@ START_TEST(numbers)
 	ck_assert(!json_equal(a->u.arr.items[0], a->u.arr.items[4]));
 	/* Numbers keep their text. */
 	ck_assert_uint_eq(a->u.arr.items[5]->u.num.raw_len, 23);
+	json_doc_unref(doc);
+}
+END_TEST
+
+/* Integers of every length to 19 digits decode exactly, whichever way the
+ * digits are read (eight at a time or one by one), signed or not, and a
+ * number with a fraction or an exponent is never taken for its digits. */
+START_TEST(integer_digits)
+{
+	char text[64];
+	for (int len = 1; len <= 19; len++) {
+		/* 1, 12, 123, ... 1234567890123456789 and 9, 99, ... */
+		for (int pattern = 0; pattern < 2; pattern++) {
+			if (len == 19 && pattern)
+				continue;	/* nineteen nines overflow int64 */
+			int64_t want = 0;
+			for (int k = 0; k < len; k++) {
+				int d = pattern ? 9 : (k + 1) % 10;
+				text[k + 1] = (char)('0' + d);
+				want = want * 10 + d;
+			}
+			for (int neg = 0; neg < 2; neg++) {
+				const char *t = neg ? text : text + 1;
+				text[0] = '-';
+				text[len + 1] = '\0';
+				struct json_doc *doc = parse_ok(t);
+				int64_t v = 0;
+				ck_assert_msg(json_get_int(json_doc_root(doc), &v) && v == (neg ? -want : want),
+					      "%s decoded as %" PRId64, t, v);
+				json_doc_unref(doc);
+			}
+		}
+	}
+	struct json_doc *doc = parse_ok("[12345678.5, 123456789e3, 1234567812345678e-8]");
+	const struct json *a = json_doc_root(doc);
+	int64_t v;
+	ck_assert(!json_is_int(a->u.arr.items[0]));
+	ck_assert(json_get_int(a->u.arr.items[1], &v) && v == 123456789000);
+	ck_assert(!json_is_int(a->u.arr.items[2]));
 	json_doc_unref(doc);
 }
 END_TEST
@@ -632,6 +672,7 @@ int main(void)
 	tcase_add_test(tc, million_deep_is_an_error);
 	tcase_add_test(tc, duplicate_keys_refused);
 	tcase_add_test(tc, numbers);
+	tcase_add_test(tc, integer_digits);
 	tcase_add_test(tc, spans_point_at_the_source);
 	tcase_add_test(tc, syntax_errors);
 	tcase_add_test(tc, canonical_sorts_keys);
