@@ -13,6 +13,9 @@
 #include "proto/json_internal.h"
 
 #include <errno.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -747,9 +750,33 @@ bool json_equal(const struct json *a, const struct json *b)
 	return false;
 }
 
+#ifdef __SSE2__
+/* The bytes of a block of 16 that need escaping, as a bit mask. */
+static inline unsigned dirty_mask16(__m128i x)
+{
+	const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+	const __m128i below = _mm_set1_epi8(0x1f);
+	/* x <= 0x1f, unsigned: the larger of x and 0x1f is 0x1f. */
+	__m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(x, below), below);
+	__m128i hit = _mm_or_si128(ctl, _mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, backslash)));
+	return (unsigned)_mm_movemask_epi8(hit);
+}
+#endif
+
 /* Index of the first byte at or after i that needs escaping, or n. */
 static inline size_t next_dirty(const char *s, size_t i, size_t n)
 {
+#ifdef __SSE2__
+	/* Sixteen bytes at a time where SSE2 is there (all of x86-64): file
+	 * contents are quoted whole into answers, and this scan was the
+	 * largest share of a read_file call's instructions. */
+	while (i + 16 <= n) {
+		unsigned m = dirty_mask16(_mm_loadu_si128((const __m128i *)(const void *)(s + i)));
+		if (m)
+			return i + (size_t)__builtin_ctz(m);
+		i += 16;
+	}
+#endif
 	while (i + 8 <= n) {
 		uint64_t w;
 		memcpy(&w, s + i, 8);
@@ -920,7 +947,16 @@ bool utf8_valid(const char *s, size_t n)
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0;
 	while (i < n) {
-		/* ASCII fast path, 8 bytes at a time. */
+		/* ASCII fast path: 32 bytes at a time with SSE2, then 8. */
+#ifdef __SSE2__
+		while (i + 32 <= n) {
+			__m128i a = _mm_loadu_si128((const __m128i *)(const void *)(u + i));
+			__m128i b = _mm_loadu_si128((const __m128i *)(const void *)(u + i + 16));
+			if (_mm_movemask_epi8(_mm_or_si128(a, b)))
+				break;
+			i += 32;
+		}
+#endif
 		while (i + 8 <= n) {
 			uint64_t w;
 			memcpy(&w, u + i, 8);

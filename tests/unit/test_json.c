@@ -291,6 +291,75 @@ START_TEST(quote_round_trips)
 }
 END_TEST
 
+/* The byte-by-byte meaning of json_quote, to hold the vector paths to. */
+static void quote_reference(struct buf *out, const unsigned char *s, size_t n)
+{
+	buf_putc(out, '"');
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = s[i];
+		if (c == '"' || c == '\\')
+			buf_printf(out, "\\%c", c);
+		else if (c == '\n')
+			buf_puts(out, "\\n");
+		else if (c == '\r')
+			buf_puts(out, "\\r");
+		else if (c == '\t')
+			buf_puts(out, "\\t");
+		else if (c == '\b')
+			buf_puts(out, "\\b");
+		else if (c == '\f')
+			buf_puts(out, "\\f");
+		else if (c < 0x20)
+			buf_printf(out, "\\u%04x", c);
+		else
+			buf_putc(out, (char)c);
+	}
+	buf_putc(out, '"');
+}
+
+/* Every byte that needs escaping, and its neighbours that do not (0x20,
+ * 0x7f, bytes >= 0x80), is found at every offset of runs long enough for
+ * the 16- and 8-byte scans; utf8_valid finds a bad byte anywhere in a
+ * long ASCII run and accepts a good sequence anywhere. */
+START_TEST(vector_scans_see_every_offset)
+{
+	static const unsigned char probes[] = { 0x00, 0x01, 0x0a, 0x1f, 0x20, '"', '\\', '/', 0x7f, 0x80, 0xc3,
+						0xff };
+	unsigned char s[80];
+	for (size_t len = 1; len <= sizeof(s); len += 13) {
+		for (size_t at = 0; at < len; at++) {
+			for (size_t k = 0; k < sizeof(probes); k++) {
+				for (size_t i = 0; i < len; i++)
+					s[i] = (unsigned char)('a' + i % 26);
+				s[at] = probes[k];
+				struct buf got = {0}, want = {0};
+				json_quote(&got, (const char *)s, len);
+				quote_reference(&want, s, len);
+				ck_assert_msg(buf_size(&got) == buf_size(&want) &&
+					      memcmp(buf_head(&got), buf_head(&want), buf_size(&want)) == 0,
+					      "byte 0x%02x at %zu of %zu quoted as %s", probes[k], at, len,
+					      buf_head(&got));
+				buf_free(&got);
+				buf_free(&want);
+				bool valid = probes[k] < 0x80;
+				ck_assert_msg(utf8_valid((const char *)s, len) == valid,
+					      "byte 0x%02x at %zu of %zu", probes[k], at, len);
+			}
+			/* A whole two-byte character at the offset is valid; its
+			 * lead byte alone, last, is cut short. */
+			if (at + 1 < len) {
+				for (size_t i = 0; i < len; i++)
+					s[i] = (unsigned char)('a' + i % 26);
+				s[at] = 0xc3;
+				s[at + 1] = 0xa9;
+				ck_assert(utf8_valid((const char *)s, len));
+				ck_assert(!utf8_valid((const char *)s, at + 1));
+			}
+		}
+	}
+}
+END_TEST
+
 /* --- the fast path ---------------------------------------------------- */
 
 struct fast_case {
@@ -683,6 +752,7 @@ int main(void)
 	tcase_add_test(tc, line_and_column);
 	tcase_add_test(tc, documents_are_refcounted);
 	tcase_add_test(tc, quote_round_trips);
+	tcase_add_test(tc, vector_scans_see_every_offset);
 	tcase_add_test(tc, fast_path_takes_plain_json_and_declines_the_rest);
 	tcase_add_test(tc, fast_path_spans);
 	tcase_add_test(tc, fast_path_large_inputs);
