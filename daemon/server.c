@@ -138,7 +138,34 @@ static int listen_activated(struct server *s)
 
 /* --- accepting --------------------------------------------------------- */
 
-static bool peer_allowed(const struct server *s, const struct ucred *cred)
+/* True when a listed group is the peer's primary group (SO_PEERCRED) or
+ * one of its supplementary groups (SO_PEERGROUPS, Linux 4.13): both as
+ * they were when it connected, from the kernel. */
+static bool peer_in_groups(const struct server *s, int fd, gid_t primary)
+{
+	for (size_t i = 0; i < s->cfg.peers.n_gids; i++)
+		if (s->cfg.peers.gids[i] == primary)
+			return true;
+	gid_t small[64];
+	_cleanup_free_ gid_t *big = NULL;
+	gid_t *groups = small;
+	socklen_t len = sizeof(small);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+		if (errno != ERANGE)
+			return false;
+		/* The kernel said how much room the list needs. */
+		groups = big = xmalloc(len);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+			return false;
+	}
+	for (size_t k = 0; k < len / sizeof(gid_t); k++)
+		for (size_t i = 0; i < s->cfg.peers.n_gids; i++)
+			if (s->cfg.peers.gids[i] == groups[k])
+				return true;
+	return false;
+}
+
+static bool peer_allowed(const struct server *s, int fd, const struct ucred *cred)
 {
 	if (!s->cfg.peers.n_uids && !s->cfg.peers.n_gids)
 		return true;
@@ -147,10 +174,7 @@ static bool peer_allowed(const struct server *s, const struct ucred *cred)
 	for (size_t i = 0; i < s->cfg.peers.n_uids; i++)
 		if (s->cfg.peers.uids[i] == cred->uid)
 			return true;
-	for (size_t i = 0; i < s->cfg.peers.n_gids; i++)
-		if (s->cfg.peers.gids[i] == cred->gid)
-			return true;
-	return false;
+	return s->cfg.peers.n_gids && peer_in_groups(s, fd, cred->gid);
 }
 
 static void on_accept_retry(struct ev_loop *ev, ev_timer *w, int revents)
@@ -195,7 +219,7 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
-		if (!peer_allowed(s, &cred)) {
+		if (!peer_allowed(s, fd, &cred)) {
 			log_info("refusing connection from uid %u gid %u pid %d", (unsigned)cred.uid,
 				 (unsigned)cred.gid, (int)cred.pid);
 			s->conns_refused++;

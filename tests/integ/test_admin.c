@@ -5,6 +5,7 @@
  * admin methods are for the daemon's own user.
  */
 #include <check.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -123,6 +124,49 @@ START_TEST(peer_allow_list)
 }
 END_TEST
 
+/* Connects as uid with primary group gid and the single supplementary
+ * group extra (setgroups is process-wide: restored right after). */
+static struct tcc *connect_with_group(struct tcd *d, uid_t uid, gid_t gid, gid_t extra)
+{
+	gid_t saved[256];
+	int n = getgroups(256, saved);
+	ck_assert_int_ge(n, 0);
+	ck_assert(setgroups(1, &extra) == 0);
+	struct tcc *c = tcc_connect_as(d, uid, gid);
+	ck_assert(setgroups((size_t)n, saved) == 0);
+	return c;
+}
+
+/* allow_gids admits a peer through a supplementary group, not only its
+ * primary one; a peer in none of the listed groups stays out. */
+START_TEST(peer_allow_supplementary_group)
+{
+	struct passwd *pw;
+	if (!need_nobody(&pw))
+		return;
+	const gid_t listed = 4242, other = 4243;
+	char *cfg = xasprintf("{\"socket_mode\":\"0666\",\"peers\":{\"allow_gids\":[%u]}}", (unsigned)listed);
+	struct tcd d;
+	tcd_start(&d, cfg);
+	free(cfg);
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert_uint_ne(pw->pw_gid, listed);
+
+	struct tcc *in = connect_with_group(&d, pw->pw_uid, pw->pw_gid, listed);
+	tc_assert_ok(tcc_request(in, "ping", NULL));
+	tcc_close(in);
+
+	struct tcc *out = connect_with_group(&d, pw->pw_uid, pw->pw_gid, other);
+	static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+	(void)tcc_send_raw(out, ping, sizeof(ping) - 1);
+	ck_assert_ptr_null(tcc_recv_line(out, 3000, NULL));
+	ck_assert(tcc_eof(out));
+	tcc_close(out);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("admin");
@@ -130,6 +174,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, audit_log_follows_logrotate);
 	tcase_add_test(tc, peer_allow_list);
+	tcase_add_test(tc, peer_allow_supplementary_group);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
