@@ -31,7 +31,8 @@ static void on_write(struct ev_loop *ev, ev_io *w, int revents);
 static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
 {
 	struct conn *c = container_of(w, struct conn, idle_w);
-	if (list_empty(&c->pendings)) {
+	/* Lines waiting in the backlog are not idleness. */
+	if (list_empty(&c->pendings) && !c->backlogged) {
 		log_debug("closing idle connection (fd %d)", c->fd);
 		conn_close(c);
 	} else {
@@ -49,6 +50,7 @@ void conn_new(struct server *s, int fd, const struct ucred *cred)
 	c->ids = map_new();
 	list_init(&c->pendings);
 	list_init(&c->dirty_node);
+	list_init(&c->backlog_node);
 	list_insert_tail(&s->conns, &c->node);
 	s->n_conns++;
 	s->conns_total++;
@@ -125,6 +127,8 @@ void conn_close(struct conn *c)
 	ev_timer_stop(s->ev, &c->idle_w);
 	if (list_linked(&c->dirty_node))
 		list_remove(&c->dirty_node);
+	if (list_linked(&c->backlog_node))
+		list_remove(&c->backlog_node);
 	/* Flush what can be flushed without waiting. */
 	if (buf_size(&c->out))
 		(void)!send(c->fd, buf_head(&c->out), buf_size(&c->out), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -189,7 +193,8 @@ static void update_backpressure(struct conn *c)
 		ev_io_stop(c->srv->ev, &c->rw);
 	} else if (c->paused && queued <= max / 2) {
 		c->paused = false;
-		ev_io_start(c->srv->ev, &c->rw);
+		if (!c->backlogged)
+			ev_io_start(c->srv->ev, &c->rw);
 		/* Lines that arrived while paused are still buffered: handle
 		 * them on the next iteration, which must not block first (this
 		 * runs while the output is flushed, just before the poll). */
@@ -522,15 +527,47 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	json_doc_unref(doc);
 }
 
-/* Frames and handles what is buffered. */
-static void process_input(struct conn *c)
+/* True for a line that may start tool calls: a tools/call request, or a
+ * batch holding one. By its text: a miss (the method name written with
+ * escapes) costs fairness, never correctness. */
+static bool may_run_tools(const char *line, size_t len)
+{
+	return memmem(line, len, "tools/call", 10) != NULL;
+}
+
+/*
+ * Frames and handles what is buffered. File tools run in the loop, so
+ * without a bound one client's burst of writes, each with its fsync, would
+ * hold every other client up until all were done. Once the loop turn's
+ * budget for tool calls is spent, a line that may start one is put back:
+ * the connection joins the backlog with it and the lines after it (their
+ * order kept) and stops reading (its client's sends wait in the kernel)
+ * until it has caught up. Other lines (ping, cancellations, confirmations)
+ * are handled at once. must_progress: handle at least one line whatever
+ * the budget (the head of the backlog, so that it always moves on).
+ */
+static void process_input(struct conn *c, bool must_progress)
 {
 	while (!c->dead && !c->paused) {
+		size_t off = c->in.off, len_before = c->in.len;
 		const char *line;
 		size_t len;
 		enum frame_result fr = framer_next(&c->framer, &c->in, &line, &len);
 		if (fr == FRAME_NONE)
 			break;
+		if (fr == FRAME_LINE && c->srv->turn_over && !must_progress && may_run_tools(line, len)) {
+			/* Put the line back (consuming never moves the bytes). */
+			c->in.off = off;
+			c->in.len = len_before;
+			if (!c->backlogged) {
+				c->backlogged = true;
+				ev_io_stop(c->srv->ev, &c->rw);
+			}
+			if (!list_linked(&c->backlog_node))
+				list_insert_tail(&c->srv->backlog, &c->backlog_node);
+			return;
+		}
+		must_progress = false;
 		if (fr == FRAME_TOO_LONG) {
 			char *msg = xasprintf("Invalid Request: message longer than %zu bytes", c->framer.max);
 			struct pending *p = pending_new(c, NULL, 0, NULL, 0);
@@ -542,6 +579,33 @@ static void process_input(struct conn *c)
 		 * the input buffer is next written to, which handle_line never
 		 * does (json_parse copies what it keeps). */
 		handle_line(c, line, len);
+	}
+	if (list_linked(&c->backlog_node))
+		list_remove(&c->backlog_node);
+	if (c->backlogged) {
+		/* Caught up (or paused, or closed): reading resumes, unless
+		 * output backpressure or the peer's EOF says otherwise. */
+		c->backlogged = false;
+		if (!c->dead && !c->paused && !c->read_closed)
+			ev_io_start(c->srv->ev, &c->rw);
+	}
+}
+
+void conn_run_backlog(struct server *s)
+{
+	/* Oldest first. The first always gets a line, so the backlog moves
+	 * on however busy the turns are; the others only while the budget
+	 * lasts. One that stops again goes to the end; none runs twice in a
+	 * turn. */
+	size_t n = 0;
+	for (struct list *pos = s->backlog.next; pos != &s->backlog; pos = pos->next)
+		n++;
+	for (size_t k = 0; k < n && !list_empty(&s->backlog); k++) {
+		if (k && s->turn_over)
+			break;
+		struct conn *c = list_first(&s->backlog, struct conn, backlog_node);
+		list_remove(&c->backlog_node);
+		process_input(c, k == 0);
 	}
 }
 
@@ -593,7 +657,9 @@ static void half_closed(struct conn *c)
 static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct conn *c = container_of(w, struct conn, rw);
-	if (revents & EV_READ) {
+	/* A connection in the backlog reads nothing more until it has
+	 * caught up: what it buffers stays bounded. */
+	if ((revents & EV_READ) && !c->backlogged) {
 		/* Read into one shared buffer and keep only what a connection
 		 * needs: idle connections then cost a few hundred bytes. */
 		static char rbuf[READ_CHUNK];
@@ -612,7 +678,7 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 		if (c->srv->cfg.limits.idle_timeout_ms)
 			ev_timer_again(ev, &c->idle_w);
 	}
-	process_input(c);
+	process_input(c, false);
 	if (!c->dead && buf_size(&c->in) == 0 && c->in.cap > SHRINK_ABOVE)
 		buf_free(&c->in);
 }

@@ -501,7 +501,9 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	 * long as it needs the arguments. */
 	cp.doc = req->doc;
 	struct session *session = conn_session(c);
+	server_work_begin(c->srv);
 	struct caller *caller = dispatch_call(c->srv->dispatcher, session, &cp, &call_ops, p);
+	server_work_end(c->srv);
 	/* p is gone when the call was answered inside. */
 	if (caller)
 		p->caller = caller;

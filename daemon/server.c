@@ -15,6 +15,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -245,20 +246,58 @@ static void check_stopped(struct server *s)
 			ev_break(s->ev, EVBREAK_ALL);
 		return;
 	}
-	if (s->stopping && dispatch_inflight(s->dispatcher) == 0)
+	/* Lines already read are requests accepted: they are handled too. */
+	if (s->stopping && dispatch_inflight(s->dispatcher) == 0 && list_empty(&s->backlog))
 		ev_break(s->ev, EVBREAK_ALL);
 }
 
-/* Runs before the loop blocks: write what was queued this iteration. */
+/*
+ * The turn budget. File tools run in the loop, so their time is everyone's
+ * wait: once the tool calls started in one loop turn have taken
+ * TURN_BUDGET_NS, connections stop handling lines until the next turn,
+ * which polls first (so other clients are read and answered in between).
+ * Every connection still handles at least one line per turn it is served
+ * in. Calls that run as child processes take next to no loop time.
+ */
+#define TURN_BUDGET_NS 1000000ull
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void server_work_begin(struct server *s)
+{
+	if (!s->turn_start_ns)
+		s->turn_start_ns = mono_ns();
+}
+
+void server_work_end(struct server *s)
+{
+	if (mono_ns() - s->turn_start_ns >= TURN_BUDGET_NS)
+		s->turn_over = true;
+}
+
+/* Runs before the loop blocks: serve the backlog within what is left of
+ * the turn, write what was queued, start the next turn. */
 static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 {
 	struct server *s = container_of(w, struct server, flush_w);
+	if (!list_empty(&s->backlog))
+		conn_run_backlog(s);
 	while (!list_empty(&s->dirty)) {
 		struct conn *c = list_first(&s->dirty, struct conn, dirty_node);
 		list_remove(&c->dirty_node);
 		conn_flush(c);
 	}
 	conn_reap(s);
+	s->turn_start_ns = 0;
+	s->turn_over = false;
+	/* Lines still waiting: the next poll must not block. */
+	if (!list_empty(&s->backlog))
+		ev_idle_start(ev, &s->kick);
 	check_stopped(s);
 }
 
@@ -561,6 +600,7 @@ int server_init(struct server *s, char **ret_err)
 	s->started_ms = mono_ms();
 	list_init(&s->conns);
 	list_init(&s->dirty);
+	list_init(&s->backlog);
 	list_init(&s->spare_pendings);
 	list_init(&s->graveyard);
 	list_init(&s->deferred);
@@ -665,7 +705,10 @@ int server_run(struct server *s)
 		 s->socket_path ? s->socket_path : "(socket activation)", s->default_ws->root);
 	ev_run(s->ev, 0);
 	/* Stopped: every call has been answered or cancelled; let the
-	 * answers out. */
+	 * answers out. Lines still in the backlog (the grace period ran out)
+	 * are not started now. */
+	while (!list_empty(&s->backlog))
+		list_remove(s->backlog.next);
 	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
 	on_prepare(s->ev, &s->flush_w, 0);
 	drain_output(s, 2000);

@@ -52,6 +52,9 @@ struct server {
 
 	struct list conns;
 	struct list dirty;		/* connections with output to flush */
+	struct list backlog;		/* connections with lines left for a later turn */
+	uint64_t turn_start_ns;		/* the first tool call of this loop turn (0: none yet) */
+	bool turn_over;			/* this turn's budget for tool calls is spent */
 	struct list spare_pendings;	/* freed pendings kept for reuse, at most SPARE_PENDINGS */
 	unsigned n_spare_pendings;
 	struct list graveyard;		/* closed connections, freed before the loop blocks */
@@ -106,6 +109,7 @@ struct batch {
 struct conn {
 	struct list node;		/* server->conns */
 	struct list dirty_node;		/* server->dirty */
+	struct list backlog_node;	/* server->backlog */
 	struct server *srv;
 	int fd;
 	struct ucred cred;
@@ -121,6 +125,7 @@ struct conn {
 	struct list pendings;
 	struct subscriber *sub;
 	bool paused;			/* not reading: too much output queued */
+	bool backlogged;		/* not reading: lines wait for a later turn */
 	bool read_closed;		/* the peer shut its sending side; answers still go out */
 	bool dead;
 	uint64_t queued_total;		/* bytes ever queued to out */
@@ -144,6 +149,12 @@ int server_reload(struct server *s, char **ret_result, char **ret_err);
 void server_refresh(struct server *s);
 void server_stop(struct server *s);
 void server_conn_closed(struct server *s);
+/* conn.c: lets connections in the backlog handle more of their lines. */
+void conn_run_backlog(struct server *s);
+/* Bracket a tool call started from a request: file tools run in the loop,
+ * and their time counts against the turn's budget (see server.c). */
+void server_work_begin(struct server *s);
+void server_work_end(struct server *s);
 
 /* conn.c */
 void conn_new(struct server *s, int fd, const struct ucred *cred);

@@ -677,6 +677,78 @@ START_TEST(emfile_on_accept_survived)
 }
 END_TEST
 
+/* --- a burst of file calls shares the loop --------------------------------- */
+
+#define BURST_CALLS 500
+
+/* The number at the end of an answer's call id ("c-<boot>-<n>"): calls
+ * are numbered in the order they start. */
+static uint64_t call_number(const struct json *answer)
+{
+	const char *id = tj_str(answer, "result._meta.toolcalld/callId");
+	ck_assert_ptr_nonnull(id);
+	const char *dash = strrchr(id, '-');
+	ck_assert_ptr_nonnull(dash);
+	return strtoull(dash + 1, NULL, 10);
+}
+
+/*
+ * File tools run in the daemon's loop. A client that sends a burst of them
+ * in one write does not have them all run before another client's call:
+ * the second client's call starts while the burst is still going, and
+ * nothing of the burst is lost or answered twice.
+ */
+START_TEST(burst_of_file_calls_shares_the_loop)
+{
+	struct tcd d;
+	tcd_start(&d, auto_config);
+	char *text = xmalloc(8192);
+	for (size_t i = 0; i < 8192; i++)
+		text[i] = i % 64 == 63 ? '\n' : (char)('a' + i % 26);
+	free(tcd_write_ws(&d, "8k.txt", text, 8192, 0));
+	free(text);
+
+	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d);
+	struct buf burst = {0};
+	for (int i = 1; i <= BURST_CALLS; i++)
+		buf_printf(&burst, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":"
+			   "{\"name\":\"read_file\",\"arguments\":{\"path\":\"8k.txt\"}}}\n", i);
+	ck_assert_int_eq(tcc_send_raw(a, buf_head(&burst), buf_size(&burst)), 0);
+	buf_free(&burst);
+
+	/* The burst has started (its first answer is out): the other client
+	 * sends one call, which must not wait for the whole burst. */
+	uint64_t a_last = 0;
+	bool seen[BURST_CALLS + 1] = { false };
+	for (int i = 0; i < BURST_CALLS; i++) {
+		if (i == 1)
+			tcc_send(b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+				    "{\"name\":\"read_file\",\"arguments\":{\"path\":\"8k.txt\"}}}");
+		struct json_doc *ad = tcc_recv(a, 30000);
+		ck_assert_msg(ad != NULL, "the burst got %d of %d answers", i, BURST_CALLS);
+		const struct json *r = json_doc_root(ad);
+		tc_assert_ok(r);
+		int64_t id = tj_int(r, "id");
+		ck_assert(id >= 1 && id <= BURST_CALLS && !seen[id]);
+		seen[id] = true;
+		a_last = MAX(a_last, call_number(r));
+		json_doc_unref(ad);
+	}
+	struct json_doc *bd = tcc_recv(b, 30000);
+	ck_assert_ptr_nonnull(bd);
+	tc_assert_ok(json_doc_root(bd));
+	uint64_t b_number = call_number(json_doc_root(bd));
+	json_doc_unref(bd);
+	ck_assert_msg(tcc_quiet(a, 100), "the burst got more than its answers");
+	ck_assert_msg(b_number < a_last, "the other client's call started after the whole burst (%" PRIu64
+		      " > %" PRIu64 ")", b_number, a_last);
+	tcc_close(a);
+	tcc_close(b);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 static Suite *load_suite(void)
 {
 	Suite *s = suite_create("load");
@@ -691,6 +763,7 @@ static Suite *load_suite(void)
 		{ "sigterm", sigterm_under_load_answers_accepted_calls },
 		{ "sigterm_grace", sigterm_cancels_calls_beyond_grace },
 		{ "emfile", emfile_on_accept_survived },
+		{ "burst", burst_of_file_calls_shares_the_loop },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(tests); i++) {
 		TCase *tc = tcase_create(tests[i].name);
