@@ -385,7 +385,11 @@ static void floor_line(struct floor *fl, int cfd, const char *line, size_t len)
 		buf_append(&fl->out, RESP_PREFIX, RESP_PREFIX_LEN);
 		buf_append(&fl->out, id, id_len);
 		buf_puts(&fl->out, ",\"result\":");
-		floor_result(fl, cfd);
+		/* A ping is a ping whatever the scenario. */
+		if (memmem(line, len, "\"method\":\"ping\"", 15))
+			buf_puts(&fl->out, "{}");
+		else
+			floor_result(fl, cfd);
 		buf_putc(&fl->out, '}');
 		p = id + id_len;
 		if (!batch)
@@ -687,6 +691,8 @@ struct load {
 	size_t suffix_len;
 	const char *const *suffixes;	/* per connection, when set */
 	pid_t server;
+	bool probe_last;		/* the last connection is a probe: one request at a
+					 * time, and only its answers are counted and timed */
 	/* Results. */
 	uint64_t *lat;			/* latencies (ns) counted in the window */
 	size_t n_lat, cap_lat;
@@ -744,9 +750,15 @@ static uint64_t check_answer(struct load *L, const char *p, const char *end)
 	return id;
 }
 
+static bool is_probe(const struct load *L, const struct cconn *c)
+{
+	return L->probe_last && c->index == L->n - 1;
+}
+
 static void queue_requests(struct load *L, struct cconn *c)
 {
-	while (c->inflight < L->depth && (!L->per_conn || c->sent < L->per_conn)) {
+	unsigned depth = is_probe(L, c) ? 1 : L->depth;
+	while (c->inflight < depth && (!L->per_conn || c->sent < L->per_conn)) {
 		uint64_t t = now_ns();
 		if (t <= c->last_ns)
 			t = c->last_ns + 1;
@@ -819,7 +831,7 @@ static void consume_answers(struct load *L, struct cconn *c, uint64_t t, uint64_
 		L->inflight--;
 		if (L->unanswered)
 			L->unanswered--;
-		if (t >= t0 && t < t1) {
+		if (t >= t0 && t < t1 && (!L->probe_last || is_probe(L, c))) {
 			L->calls += elems;
 			if (L->n_lat == L->cap_lat) {
 				L->cap_lat = L->cap_lat ? 2 * L->cap_lat : 65536;
@@ -874,8 +886,8 @@ static void drive(struct load *L)
 		}
 		if (!stopping && t >= t1) {
 			stopping = true;
-			L->server_cpu = cpu_seconds(L->server) - cpu0;
-			L->client_cpu = self_cpu_seconds() - self0;
+			L->server_cpu += cpu_seconds(L->server) - cpu0;
+			L->client_cpu += self_cpu_seconds() - self0;
 		}
 		bool busy = L->per_conn ? L->unanswered > 0 : L->inflight > 0;
 		if ((stopping || L->per_conn) && !busy)
@@ -922,7 +934,7 @@ static void drive(struct load *L)
 		L->server_cpu = cpu_seconds(L->server) - cpu0;
 		L->client_cpu = self_cpu_seconds() - self0;
 	} else {
-		L->secs = L->dur_s;
+		L->secs += L->dur_s;	/* rounds add up */
 	}
 	close(ep);
 }
@@ -1105,37 +1117,55 @@ static bool wanted(const char *name)
 
 static char floor_sock[PATH_MAX];
 
-/* Runs one timed pipelined load against the daemon and then the floor. */
+/*
+ * Runs one timed pipelined load against the floor and the daemon, in
+ * PAIR_ROUNDS interleaved rounds (floor, daemon, daemon, floor, ...): this
+ * machine's speed drifts over seconds, and interleaving makes the drift
+ * fall on both servers alike. Each figure sums all rounds; the ratio of
+ * each round goes to the notes so the spread is visible.
+ */
+#define PAIR_ROUNDS 4
 static void timed_pair(const char *scenario, int nconns, unsigned depth, gen_fn gen, const char *suffix,
 		       const char *const *suffixes, enum floor_mode mode, const char *fpath, const char *fdir,
-		       struct row **ret_d, struct row **ret_f)
+		       bool probe_last, struct row **ret_d, struct row **ret_f)
 {
 	const char *servers[2] = { "floor", "toolcalld" };
+	pid_t pid[2] = { floor_start(floor_sock, mode, fpath, fdir), daemon_pid };
+	const char *sock[2] = { floor_sock, daemon_sock };
+	struct load L[2];
+	double round_rate[PAIR_ROUNDS][2];
 	struct row *r[2];
+
 	for (int s = 0; s < 2; s++) {
-		pid_t pid;
-		const char *sock;
-		if (s == 0) {
-			pid = floor_start(floor_sock, mode, fpath, fdir);
-			sock = floor_sock;
-		} else {
-			pid = daemon_pid;
-			sock = daemon_sock;
-		}
-		reset_peak(pid);
-		struct load L = {
-			.conns = open_conns(sock, nconns), .n = nconns, .depth = depth,
-			.warm_s = opt.warm, .dur_s = opt.seconds, .gen = gen,
+		reset_peak(pid[s]);
+		L[s] = (struct load){
+			.conns = open_conns(sock[s], nconns), .n = nconns, .depth = depth,
+			.warm_s = opt.warm, .dur_s = opt.seconds / PAIR_ROUNDS, .gen = gen,
 			.suffix = suffix, .suffix_len = suffix ? strlen(suffix) : 0, .suffixes = suffixes,
-			.server = pid,
+			.server = pid[s], .probe_last = probe_last,
 		};
-		drive(&L);
-		r[s] = add_row(scenario, servers[s], &L, pid);
-		close_conns(L.conns, nconns);
-		if (s == 0)
-			floor_stop();
 	}
+	for (int round = 0; round < PAIR_ROUNDS; round++) {
+		for (int k = 0; k < 2; k++) {
+			int s = round % 2 ? 1 - k : k;
+			uint64_t calls = L[s].calls;
+			drive(&L[s]);
+			round_rate[round][s] = (double)(L[s].calls - calls) / L[s].dur_s;
+		}
+	}
+	for (int s = 0; s < 2; s++) {
+		r[s] = add_row(scenario, servers[s], &L[s], pid[s]);
+		close_conns(L[s].conns, nconns);
+	}
+	floor_stop();
 	ratio(r[1], r[0]);
+
+	char rounds[128] = "";
+	size_t used = 0;
+	for (int round = 0; round < PAIR_ROUNDS && used < sizeof(rounds); round++)
+		used += (size_t)snprintf(rounds + used, sizeof(rounds) - used, "%s%.2f×", round ? ", " : "",
+					 round_rate[round][0] > 0 ? round_rate[round][1] / round_rate[round][0] : 0);
+	note("%s: toolcalld's calls/s over the floor's, round by round: %s", scenario, rounds);
 	*ret_f = r[0];
 	*ret_d = r[1];
 }
@@ -1144,7 +1174,7 @@ static void scenario_ping(void)
 {
 	struct row *d, *f;
 	timed_pair("ping (16 conns × 32 pipelined)", 16, 32, gen_simple, ",\"method\":\"ping\"}\n", NULL,
-		   FLOOR_FIXED, NULL, NULL, &d, &f);
+		   FLOOR_FIXED, NULL, NULL, false, &d, &f);
 	bool ok = d->rate >= 0.7 * f->rate && d->p99_us <= 2 * f->p99_us;
 	snprintf(d->target, sizeof(d->target), "≥0.7× calls/s, p99 ≤2×: %s", ok ? "met" : "MISSED");
 }
@@ -1156,7 +1186,7 @@ static void scenario_read(void)
 	struct row *d, *f;
 	timed_pair("read_file 4 KiB (16 conns × 16)", 16, 16, gen_simple,
 		   ",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"file4k.txt\"}}}\n",
-		   NULL, FLOOR_READ, path, NULL, &d, &f);
+		   NULL, FLOOR_READ, path, NULL, false, &d, &f);
 	snprintf(d->target, sizeof(d->target), "≥100,000 calls/s: %s", d->rate >= 100000 ? "met" : "MISSED");
 }
 
@@ -1175,7 +1205,37 @@ static void scenario_write(void)
 	snprintf(dir, sizeof(dir), "%s/floor-out", tmp_dir);
 	struct row *d, *f;
 	timed_pair("write_file 4 KiB (16 conns × 4)", N, 4, gen_simple, NULL, (const char *const *)suffixes,
-		   FLOOR_WRITE, NULL, dir, &d, &f);
+		   FLOOR_WRITE, NULL, dir, false, &d, &f);
+	for (int i = 0; i < N; i++)
+		free(suffixes[i]);
+}
+
+/*
+ * A ping at a time next to 16 clients writing files (4 in flight each):
+ * how long others wait while file tools, which run in the server's loop,
+ * keep it busy. Only the pings are counted and timed.
+ */
+static void scenario_fair(void)
+{
+	enum { N = 17 };
+	char *suffixes[N];
+	struct buf esc = {0};
+	floor_escape(&esc, file_text, FILE_BYTES);
+	for (int i = 0; i < N - 1; i++)
+		suffixes[i] = xasprintf(",\"method\":\"tools/call\",\"params\":{\"name\":\"write_file\","
+					"\"arguments\":{\"path\":\"out/f%d.txt\",\"content\":\"%.*s\"}}}\n",
+					i, (int)buf_size(&esc), buf_head(&esc));
+	suffixes[N - 1] = xstrdup(",\"method\":\"ping\"}\n");
+	buf_free(&esc);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/floor-out", tmp_dir);
+	struct row *d, *f;
+	timed_pair("ping next to 16 write_file clients (16 conns × 4 + 1 ping at a time)", N, 4, gen_simple, NULL,
+		   (const char *const *)suffixes, FLOOR_WRITE, NULL, dir, true, &d, &f);
+	/* Only the pings are counted: CPU per ping means nothing here. */
+	d->cpu_per_call_us = f->cpu_per_call_us = 0;
+	snprintf(d->extra, sizeof(d->extra), "ping p50 %.2f×, p99 %.2f×", f->p50_us > 0 ? d->p50_us / f->p50_us : 0,
+		 f->p99_us > 0 ? d->p99_us / f->p99_us : 0);
 	for (int i = 0; i < N; i++)
 		free(suffixes[i]);
 }
@@ -1377,7 +1437,7 @@ static void scenario_batch(void)
 	struct row *d, *f;
 	timed_pair("batch of 40 read_file calls, 6 B file (16 conns × 4)", 16, 4, gen_batch,
 		   ",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}}\n",
-		   NULL, FLOOR_READ, path, NULL, &d, &f);
+		   NULL, FLOOR_READ, path, NULL, false, &d, &f);
 }
 
 /* --- main -------------------------------------------------------------- */
@@ -1406,7 +1466,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write shell idem idle batch\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair shell idem idle batch\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -1480,6 +1540,8 @@ int main(int argc, char **argv)
 		scenario_read();
 	if (wanted("write"))
 		scenario_write();
+	if (wanted("fair"))
+		scenario_fair();
 	if (wanted("shell"))
 		scenario_shell();
 	if (wanted("idem"))
