@@ -2,16 +2,16 @@
 /*
  * The JSON Schema subset validator. schema_compile() turns a schema into a
  * graph of nodes: every keyword is checked (anything outside the subset is
- * refused, naming the schema location), "pattern" regexes are translated
- * from ECMA-262 to POSIX extended regexes over UTF-8 bytes and compiled,
- * "$ref"s are resolved to the node they point at and checked for cycles
- * that would never consume input. The schema keeps its own copy of the
- * JSON text: property names, const and enum values point into it.
+ * refused, naming the schema location), "pattern" regexes are compiled by
+ * lib/regex.c (ECMA-262, matched without backtracking, in time linear in
+ * the string), "$ref"s are resolved to the node they point at and checked
+ * for cycles that would never consume input. The schema keeps its own copy
+ * of the JSON text: property names, const and enum values point into it.
  *
  * schema_validate() walks an instance against the nodes and reports every
  * error with a JSON pointer into the instance. Whatever the schema and the
- * instance, it is bounded in stack depth, $ref depth, work and number of
- * errors reported.
+ * instance, it is bounded in stack depth, $ref depth, work (schema nodes
+ * visited and, separately, regex steps) and number of errors reported.
  *
  * Draft 7 semantics throughout; in particular a schema holding "$ref" is
  * validated by the referenced schema alone: its sibling keywords are
@@ -19,14 +19,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <locale.h>
 #include <math.h>
-#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/regex.h"
 #include "lib/schema.h"
 #include "proto/buf.h"
 #include "proto/json.h"
@@ -35,12 +33,7 @@
 /* Limits on what a schema may ask for. */
 #define COMPILE_DEPTH_MAX 128		/* schemas nested in schemas */
 #define COPY_DEPTH_MAX 128		/* JSON nesting of a schema text */
-#define PATTERN_LEN_MAX 4096		/* bytes of one "pattern" */
-#define REGEX_WEIGHT_MAX (1u << 16)	/* translated size, repetitions expanded */
-#define REGEX_CLOSURE_MAX (1u << 22)	/* that size times optional atoms */
-#define REGEX_CHAIN_MAX (1u << 21)	/* sum of squared optional chains */
-#define REGEX_GROUPS_MAX 64		/* nested groups in a pattern */
-#define REGEX_REPEAT_MAX 32767		/* RE_DUP_MAX of glibc */
+#define PATTERN_LEN_MAX REGEX_PATTERN_MAX	/* bytes of one "pattern" */
 
 /* Limits on one validation. */
 #define REF_DEPTH_MAX 256
@@ -48,6 +41,19 @@
 #define STEPS_BASE (1u << 20)	/* schema nodes visited, whatever the instance */
 #define STEPS_PER_VALUE 32u	/* and so many more per value of the instance */
 #define ERRORS_MAX 100
+
+/*
+ * Steps of the pattern matcher, for all the strings of one validation. A
+ * search costs at most (2 * size + 1) steps per byte (lib/regex.h), a few
+ * nanoseconds each: unbounded, the worst patterns on a long string would
+ * take minutes. 2^26 steps stop the worst ones found after 0.15 to 0.35 s
+ * on a 2-core x86-64 machine. Ordinary patterns cost 1 to 3 steps per byte
+ * of a long string (the DFA states are cached) and up to about 7 per byte
+ * of short ones, each searched afresh: even a whole message of the default
+ * largest size (8 MiB) of strings, each matched against an ordinary
+ * pattern, stays within it.
+ */
+#define REGEX_STEPS (UINT64_C(1) << 26)
 
 /* Bytes of a name or value quoted in a message, of a key in a path. */
 #define SHOW_MAX 120
@@ -126,7 +132,7 @@ struct node {
 	const struct json *minimum, *maximum, *xminimum, *xmaximum;
 
 	size_t min_len, max_len;
-	regex_t *re;
+	struct regex *re;
 	char *pattern_text;
 
 	struct node **all_of, **any_of, **one_of;
@@ -139,7 +145,6 @@ struct schema {
 	struct node **nodes;
 	size_t n_nodes, cap_nodes;
 	struct node *root;
-	locale_t c_locale;		/* regexes work on bytes: the "C" locale */
 };
 
 /* ------------------------------------------------------------------------
@@ -271,923 +276,6 @@ static int prop_cmp(const void *a, const void *b)
 static int name_qcmp(const void *a, const void *b)
 {
 	return name_cmp(a, b);
-}
-
-/* ------------------------------------------------------------------------
- * ECMA-262 patterns to POSIX extended regexes.
- *
- * The translation works on code points and emits a byte-level POSIX ERE
- * compiled in the "C" locale: a character class becomes an alternation of
- * UTF-8 byte sequences, so matching does not depend on the process locale
- * and non-ASCII ranges work (glibc refuses multibyte ranges). Instances are
- * valid UTF-8 (the JSON parser checks), so byte sequences that cannot occur
- * need not be excluded. NUL cannot be written in a POSIX pattern: it is
- * stood for by the byte 0xFF (never in UTF-8), in patterns and in the
- * strings they are matched against.
- *
- * Supported: literals, ., [...] and [^...] with ranges, the escapes \d \D
- * \w \W \s \S \n \r \t \v \f \0 \cX \xHH \uHHHH (surrogate pairs joined)
- * and escaped punctuation, groups ( ) (?: ) (?<name> ), alternation,
- * anchors ^ $, quantifiers * + ? {n} {n,} {n,m} (lazy forms match the same
- * strings). Refused: lookaround, backreferences, \b \B, \p{...}, flags.
- *
- * Cost: without backreferences glibc matches with a lazily built DFA, one
- * pass over the subject; the translated size is bounded (repetitions
- * expanded). Patterns whose DFA has very many states (a[ab]{20}c) remain
- * slow on long subjects: patterns come from the operator's schemas.
- */
-
-struct cp_range {
-	uint32_t lo, hi;
-};
-
-struct cp_set {
-	struct cp_range *r;
-	size_t n, cap;
-};
-
-#define CP_MAX 0x10FFFFu
-#define NUL_BYTE 0xFFu		/* stands for U+0000 */
-#define NEVER_BYTE 0xC0u	/* never occurs in UTF-8: an empty class */
-
-static void cp_set_add(struct cp_set *s, uint32_t lo, uint32_t hi)
-{
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 8;
-		s->r = xreallocarray(s->r, s->cap, sizeof(*s->r));
-	}
-	s->r[s->n++] = (struct cp_range){ lo, hi };
-}
-
-static int cp_range_cmp(const void *a, const void *b)
-{
-	const struct cp_range *x = a, *y = b;
-
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-/* Sorts and merges overlapping and adjacent ranges. */
-static void cp_set_normalize(struct cp_set *s)
-{
-	size_t k = 0;
-
-	if (s->n == 0)
-		return;
-	qsort(s->r, s->n, sizeof(*s->r), cp_range_cmp);
-	for (size_t i = 1; i < s->n; i++) {
-		if (s->r[i].lo <= s->r[k].hi + 1) {
-			if (s->r[i].hi > s->r[k].hi)
-				s->r[k].hi = s->r[i].hi;
-		} else
-			s->r[++k] = s->r[i];
-	}
-	s->n = k + 1;
-}
-
-/* Replaces a normalized set by its complement in [0, CP_MAX]. */
-static void cp_set_complement(struct cp_set *s)
-{
-	struct cp_set c = {};
-	uint32_t next = 0;
-
-	for (size_t i = 0; i < s->n; i++) {
-		if (s->r[i].lo > next)
-			cp_set_add(&c, next, s->r[i].lo - 1);
-		next = s->r[i].hi + 1;
-	}
-	if (next <= CP_MAX)
-		cp_set_add(&c, next, CP_MAX);
-	free(s->r);
-	*s = c;
-}
-
-/* Adds the class \d, \w, \s or their negations. */
-static void cp_set_add_class(struct cp_set *s, char c)
-{
-	struct cp_set t = {};
-
-	switch (c) {
-	case 'd':
-	case 'D':
-		cp_set_add(&t, '0', '9');
-		break;
-	case 'w':
-	case 'W':
-		cp_set_add(&t, '0', '9');
-		cp_set_add(&t, 'A', 'Z');
-		cp_set_add(&t, '_', '_');
-		cp_set_add(&t, 'a', 'z');
-		break;
-	case 's':
-	case 'S':
-		/* WhiteSpace and LineTerminator of ECMA-262. */
-		cp_set_add(&t, 0x09, 0x0D);
-		cp_set_add(&t, 0x20, 0x20);
-		cp_set_add(&t, 0xA0, 0xA0);
-		cp_set_add(&t, 0x1680, 0x1680);
-		cp_set_add(&t, 0x2000, 0x200A);
-		cp_set_add(&t, 0x2028, 0x2029);
-		cp_set_add(&t, 0x202F, 0x202F);
-		cp_set_add(&t, 0x205F, 0x205F);
-		cp_set_add(&t, 0x3000, 0x3000);
-		cp_set_add(&t, 0xFEFF, 0xFEFF);
-		break;
-	}
-	cp_set_normalize(&t);
-	if (c >= 'A' && c <= 'Z')
-		cp_set_complement(&t);
-	for (size_t i = 0; i < t.n; i++)
-		cp_set_add(s, t.r[i].lo, t.r[i].hi);
-	free(t.r);
-}
-
-/* Encodes a code point as UTF-8; returns its length. */
-static size_t utf8_encode(uint32_t cp, unsigned char out[static 4])
-{
-	if (cp < 0x80) {
-		out[0] = cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = 0xC0 | (cp >> 6);
-		out[1] = 0x80 | (cp & 0x3F);
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = 0xE0 | (cp >> 12);
-		out[1] = 0x80 | ((cp >> 6) & 0x3F);
-		out[2] = 0x80 | (cp & 0x3F);
-		return 3;
-	}
-	out[0] = 0xF0 | (cp >> 18);
-	out[1] = 0x80 | ((cp >> 12) & 0x3F);
-	out[2] = 0x80 | ((cp >> 6) & 0x3F);
-	out[3] = 0x80 | (cp & 0x3F);
-	return 4;
-}
-
-/* True for the bytes a POSIX extended regex reads as operators. */
-static bool ere_special(unsigned char b)
-{
-	return b && b < 0x80 && strchr(".[]()*+?{}|^$\\", b);
-}
-
-/* Emits one byte matching itself. */
-static void emit_byte(struct buf *o, unsigned char b)
-{
-	if (ere_special(b))
-		buf_putc(o, '\\');
-	buf_putc(o, (char)b);
-}
-
-/* Emits a bracket expression for a set of bytes, or a single byte. The
- * bytes ] ^ - [ are placed where POSIX reads them as themselves. */
-static void emit_byte_set(struct buf *o, const bool set[static 256])
-{
-	size_t count = 0;
-	unsigned last = 0;
-	bool any = false, dash;
-
-	for (unsigned b = 1; b < 256; b++)
-		if (set[b]) {
-			count++;
-			last = b;
-		}
-	if (count == 0) {
-		buf_putc(o, (char)NEVER_BYTE);
-		return;
-	}
-	if (count == 1) {
-		emit_byte(o, last);
-		return;
-	}
-	buf_putc(o, '[');
-	if (set[']']) {
-		buf_putc(o, ']');
-		any = true;
-	}
-	for (unsigned b = 1; b < 256; b++) {
-		unsigned e = b;
-
-		if (!set[b] || b == ']' || b == '^' || b == '-' || b == '[')
-			continue;
-		while (e + 1 < 256 && set[e + 1] && e + 1 != ']' && e + 1 != '^' &&
-		       e + 1 != '-' && e + 1 != '[')
-			e++;
-		if (e - b >= 2) {
-			buf_putc(o, (char)b);
-			buf_putc(o, '-');
-			buf_putc(o, (char)e);
-		} else
-			for (unsigned k = b; k <= e; k++)
-				buf_putc(o, (char)k);
-		any = true;
-		b = e;
-	}
-	if (set['[']) {
-		buf_putc(o, '[');
-		any = true;
-	}
-	dash = set['-'];
-	if (set['^']) {
-		if (!any) {
-			/* Only "^" and "-": "[-^]", as "[^-]" would negate. */
-			buf_putc(o, '-');
-			dash = false;
-		}
-		buf_putc(o, '^');
-	}
-	if (dash)
-		buf_putc(o, '-');
-	buf_putc(o, ']');
-}
-
-/* Emits the UTF-8 byte sequences of the code points lo..hi (all >= 0x80)
- * as alternatives, each preceded by "|" unless it is the first. Splits the
- * range until every piece is a product of byte ranges. */
-static void emit_utf8_range(struct buf *o, uint32_t lo, uint32_t hi, bool *first)
-{
-	static const uint32_t len_max[] = { 0x7F, 0x7FF, 0xFFFF };
-	uint32_t stack[32][2];
-	size_t sp = 0;
-
-	stack[sp][0] = lo;
-	stack[sp][1] = hi;
-	sp++;
-	while (sp > 0) {
-		uint32_t s, e;
-		unsigned char a[4], b[4];
-		size_t n;
-
-		sp--;
-		s = stack[sp][0];
-		e = stack[sp][1];
-again:
-		for (size_t k = 0; k < ELEMENTSOF(len_max); k++)
-			if (s <= len_max[k] && e > len_max[k]) {
-				stack[sp][0] = len_max[k] + 1;
-				stack[sp][1] = e;
-				sp++;
-				e = len_max[k];
-				goto again;
-			}
-		for (unsigned i = 1; i < 4; i++) {
-			uint32_t m = (1u << (6 * i)) - 1;
-
-			if ((s & ~m) == (e & ~m))
-				continue;
-			if ((s & m) != 0) {
-				stack[sp][0] = (s | m) + 1;
-				stack[sp][1] = e;
-				sp++;
-				e = s | m;
-				goto again;
-			}
-			if ((e & m) != m) {
-				stack[sp][0] = e & ~m;
-				stack[sp][1] = e;
-				sp++;
-				e = (e & ~m) - 1;
-				goto again;
-			}
-		}
-		n = utf8_encode(s, a);
-		utf8_encode(e, b);
-		if (!*first)
-			buf_putc(o, '|');
-		*first = false;
-		for (size_t k = 0; k < n; k++) {
-			if (a[k] == b[k])
-				buf_putc(o, (char)a[k]);
-			else {
-				buf_putc(o, '[');
-				buf_putc(o, (char)a[k]);
-				buf_putc(o, '-');
-				buf_putc(o, (char)b[k]);
-				buf_putc(o, ']');
-			}
-		}
-	}
-}
-
-/* Emits one atom matching one code point of the set. */
-static void emit_cp_set(struct buf *o, struct cp_set *s)
-{
-	bool bytes[256] = {};
-	bool multi = false, first = true, any_byte = false;
-
-	cp_set_normalize(s);
-	for (size_t i = 0; i < s->n; i++) {
-		for (uint32_t cp = s->r[i].lo; cp <= s->r[i].hi && cp < 0x80; cp++) {
-			bytes[cp ? cp : NUL_BYTE] = true;
-			any_byte = true;
-		}
-		if (s->r[i].hi >= 0x80)
-			multi = true;
-	}
-	if (!multi) {
-		emit_byte_set(o, bytes);
-		return;
-	}
-	buf_putc(o, '(');
-	if (any_byte) {
-		emit_byte_set(o, bytes);
-		first = false;
-	}
-	for (size_t i = 0; i < s->n; i++)
-		if (s->r[i].hi >= 0x80)
-			emit_utf8_range(o, MAX(s->r[i].lo, 0x80u), s->r[i].hi, &first);
-	buf_putc(o, ')');
-}
-
-/* Emits one atom matching the code point cp. */
-static void emit_cp(struct buf *o, uint32_t cp)
-{
-	unsigned char u[4];
-	size_t n;
-
-	if (cp == 0) {
-		buf_putc(o, (char)NUL_BYTE);
-		return;
-	}
-	if (cp < 0x80) {
-		emit_byte(o, cp);
-		return;
-	}
-	n = utf8_encode(cp, u);
-	buf_putc(o, '(');
-	buf_append(o, u, n);
-	buf_putc(o, ')');
-}
-
-struct rx {
-	const char *p;		/* the ECMA pattern */
-	size_t n, i;
-	struct buf out;		/* the POSIX pattern */
-	const char *err;	/* why the pattern is refused */
-	size_t err_at;		/* at which byte of it */
-	size_t weight;		/* of the current group, repetitions expanded */
-	size_t last;		/* weight of the last atom; 0: nothing to repeat */
-	size_t last_start;	/* where the last atom starts in out */
-	size_t opt;		/* optional atoms of the current group, expanded */
-	size_t last_opt;	/* those of the last atom */
-	size_t chain;		/* squared optional chains of the group, expanded */
-	size_t last_chain;	/* those of the last atom */
-	size_t saved[REGEX_GROUPS_MAX];
-	size_t saved_opt[REGEX_GROUPS_MAX];
-	size_t saved_chain[REGEX_GROUPS_MAX];
-	size_t group_start[REGEX_GROUPS_MAX];
-	unsigned depth;
-};
-
-static int rx_fail(struct rx *r, size_t at, const char *msg)
-{
-	if (!r->err) {
-		r->err = msg;
-		r->err_at = at;
-	}
-	return -EINVAL;
-}
-
-/* The value of a hex digit, or -1. */
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static bool rx_more(const struct rx *r)
-{
-	return r->i < r->n;
-}
-
-static char rx_peek(const struct rx *r, size_t ahead)
-{
-	return r->i + ahead < r->n ? r->p[r->i + ahead] : '\0';
-}
-
-/* Reads one code point of the pattern (valid UTF-8). */
-static int rx_next(struct rx *r, uint32_t *ret)
-{
-	const unsigned char *p = (const unsigned char *)r->p + r->i;
-	size_t left = r->n - r->i, len;
-	uint32_t cp;
-
-	if (p[0] < 0x80) {
-		cp = p[0];
-		len = 1;
-	} else if ((p[0] & 0xE0) == 0xC0) {
-		cp = p[0] & 0x1F;
-		len = 2;
-	} else if ((p[0] & 0xF0) == 0xE0) {
-		cp = p[0] & 0x0F;
-		len = 3;
-	} else if ((p[0] & 0xF8) == 0xF0) {
-		cp = p[0] & 0x07;
-		len = 4;
-	} else
-		return rx_fail(r, r->i, "invalid UTF-8");
-	if (len > left)
-		return rx_fail(r, r->i, "invalid UTF-8");
-	for (size_t k = 1; k < len; k++) {
-		if ((p[k] & 0xC0) != 0x80)
-			return rx_fail(r, r->i, "invalid UTF-8");
-		cp = (cp << 6) | (p[k] & 0x3F);
-	}
-	r->i += len;
-	*ret = cp;
-	return 0;
-}
-
-/* Reads n hex digits. */
-static int rx_hex(struct rx *r, unsigned n, uint32_t *ret)
-{
-	uint32_t v = 0;
-
-	for (unsigned k = 0; k < n; k++) {
-		int h = hexval(rx_peek(r, k));
-
-		if (h < 0)
-			return -EINVAL;
-		v = v * 16 + (uint32_t)h;
-	}
-	r->i += n;
-	*ret = v;
-	return 0;
-}
-
-/*
- * Reads an escape after its backslash. Returns 0 with a code point in
- * *ret_cp, 1 when it is a class (\d, \w, \s, negated or not; the letter in
- * *ret_class), or a negative errno.
- */
-static int rx_escape(struct rx *r, bool in_class, uint32_t *ret_cp, char *ret_class)
-{
-	size_t at = r->i - 1;
-	uint32_t cp;
-	char c;
-
-	if (!rx_more(r))
-		return rx_fail(r, at, "the pattern ends with a lone backslash");
-	c = r->p[r->i];
-	if ((unsigned char)c >= 0x80) {
-		/* An identity escape of a non-ASCII character. */
-		return rx_next(r, ret_cp);
-	}
-	r->i++;
-	switch (c) {
-	case 'd': case 'D': case 'w': case 'W': case 's': case 'S':
-		*ret_class = c;
-		return 1;
-	case 'n':
-		*ret_cp = '\n';
-		return 0;
-	case 'r':
-		*ret_cp = '\r';
-		return 0;
-	case 't':
-		*ret_cp = '\t';
-		return 0;
-	case 'v':
-		*ret_cp = '\v';
-		return 0;
-	case 'f':
-		*ret_cp = '\f';
-		return 0;
-	case 'b':
-		if (in_class) {
-			*ret_cp = '\b';
-			return 0;
-		}
-		return rx_fail(r, at, "word boundaries (\\b) are not supported");
-	case 'B':
-		return rx_fail(r, at, "word boundaries (\\B) are not supported");
-	case '0':
-		if (rx_peek(r, 0) >= '0' && rx_peek(r, 0) <= '9')
-			return rx_fail(r, at, "octal escapes are not supported");
-		*ret_cp = 0;
-		return 0;
-	case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
-		return rx_fail(r, at, "backreferences are not supported");
-	case 'k':
-		return rx_fail(r, at, "named backreferences (\\k) are not supported");
-	case 'p':
-	case 'P':
-		return rx_fail(r, at, "Unicode property escapes (\\p, \\P) are not supported");
-	case 'c': {
-		char l = rx_peek(r, 0);
-
-		if (!((l >= 'a' && l <= 'z') || (l >= 'A' && l <= 'Z')))
-			return rx_fail(r, at, "\\c must be followed by a letter");
-		r->i++;
-		*ret_cp = (uint32_t)l % 32;
-		return 0;
-	}
-	case 'x':
-		if (rx_hex(r, 2, &cp) < 0)
-			return rx_fail(r, at, "\\x must be followed by two hex digits");
-		*ret_cp = cp;
-		return 0;
-	case 'u':
-		if (rx_peek(r, 0) == '{')
-			return rx_fail(r, at, "\\u{...} escapes are not supported (they need the u flag)");
-		if (rx_hex(r, 4, &cp) < 0)
-			return rx_fail(r, at, "\\u must be followed by four hex digits");
-		if (cp >= 0xD800 && cp <= 0xDBFF) {
-			uint32_t lo;
-			size_t save = r->i;
-
-			if (rx_peek(r, 0) == '\\' && rx_peek(r, 1) == 'u') {
-				r->i += 2;
-				if (rx_hex(r, 4, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF) {
-					*ret_cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-					return 0;
-				}
-				r->i = save;
-			}
-			return rx_fail(r, at, "a lone surrogate (\\uD800-\\uDFFF) cannot be matched");
-		}
-		if (cp >= 0xDC00 && cp <= 0xDFFF)
-			return rx_fail(r, at, "a lone surrogate (\\uD800-\\uDFFF) cannot be matched");
-		*ret_cp = cp;
-		return 0;
-	}
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_')
-		return rx_fail(r, at, "unknown escape");
-	/* Escaped punctuation, space or control character: itself. */
-	*ret_cp = (unsigned char)c;
-	return 0;
-}
-
-/* Reads one class atom: a code point (returns 0) or a class escape (1). */
-static int rx_class_atom(struct rx *r, uint32_t *ret_cp, char *ret_class)
-{
-	uint32_t cp;
-	int k;
-
-	k = rx_next(r, &cp);
-	if (k < 0)
-		return k;
-	if (cp != '\\') {
-		*ret_cp = cp;
-		return 0;
-	}
-	return rx_escape(r, true, ret_cp, ret_class);
-}
-
-/* Parses "[...]" (after the "[") into a set. */
-static int rx_class(struct rx *r, struct cp_set *set)
-{
-	size_t at = r->i - 1;
-	bool negate = false;
-
-	if (rx_peek(r, 0) == '^') {
-		negate = true;
-		r->i++;
-	}
-	for (;;) {
-		uint32_t a, b;
-		char ca = 0, cb = 0;
-		int ka, kb;
-
-		if (!rx_more(r))
-			return rx_fail(r, at, "missing ']'");
-		if (r->p[r->i] == ']') {
-			r->i++;
-			break;
-		}
-		ka = rx_class_atom(r, &a, &ca);
-		if (ka < 0)
-			return ka;
-		if (rx_peek(r, 0) != '-' || r->i + 1 >= r->n || rx_peek(r, 1) == ']') {
-			if (ka == 1)
-				cp_set_add_class(set, ca);
-			else
-				cp_set_add(set, a, a);
-			continue;
-		}
-		r->i++;		/* the "-" */
-		kb = rx_class_atom(r, &b, &cb);
-		if (kb < 0)
-			return kb;
-		if (ka == 1 || kb == 1) {
-			/* [\d-z]: the "-" is itself (Annex B). */
-			if (ka == 1)
-				cp_set_add_class(set, ca);
-			else
-				cp_set_add(set, a, a);
-			cp_set_add(set, '-', '-');
-			if (kb == 1)
-				cp_set_add_class(set, cb);
-			else
-				cp_set_add(set, b, b);
-			continue;
-		}
-		if (a > b)
-			return rx_fail(r, at, "range out of order in character class");
-		cp_set_add(set, a, b);
-	}
-	cp_set_normalize(set);
-	if (negate)
-		cp_set_complement(set);
-	return 0;
-}
-
-/* Adds an atom of the given output size to the current group. */
-static int rx_atom(struct rx *r, size_t before)
-{
-	size_t w = r->out.len - before;
-
-	r->weight += w;
-	r->last = w;
-	r->last_start = before;
-	r->last_opt = 0;
-	r->last_chain = 0;
-	if (r->weight > REGEX_WEIGHT_MAX)
-		return rx_fail(r, r->i, "the pattern is too large");
-	return 0;
-}
-
-/* Parses {n}, {n,} or {n,m} after the "{"; false (nothing consumed) when
- * the brace does not start a quantifier, and so stands for itself. */
-static bool rx_braces(struct rx *r, unsigned long *ret_min, unsigned long *ret_max, bool *ret_has_max)
-{
-	size_t i = r->i;
-	unsigned long min = 0, max = 0;
-	bool has_max = false, digits = false;
-
-	while (i < r->n && r->p[i] >= '0' && r->p[i] <= '9') {
-		min = MIN(min * 10 + (unsigned long)(r->p[i] - '0'), 1000000ul);
-		digits = true;
-		i++;
-	}
-	if (!digits)
-		return false;
-	if (i < r->n && r->p[i] == ',') {
-		i++;
-		digits = false;
-		while (i < r->n && r->p[i] >= '0' && r->p[i] <= '9') {
-			max = MIN(max * 10 + (unsigned long)(r->p[i] - '0'), 1000000ul);
-			digits = true;
-			i++;
-		}
-		has_max = digits;
-		if (!digits)
-			max = 0;
-	} else {
-		max = min;
-		has_max = true;
-	}
-	if (i >= r->n || r->p[i] != '}')
-		return false;
-	r->i = i + 1;
-	*ret_min = min;
-	*ret_max = max;
-	*ret_has_max = has_max;
-	return true;
-}
-
-/*
- * Applies a quantifier to the last atom: factor copies of it (as glibc
- * expands repetitions), of which optional are optional.
- *
- * Optional atoms matter as much as size: glibc computes for every node the
- * nodes reachable without input, which is quadratic in a run of optional
- * atoms ("((a?){100}){100}" would take gigabytes) and in a chain of them
- * (x{1,m} is expanded as x(x(x...)?)?: "a{1,20000}" takes gigabytes). So
- * the product of the size and the count of optional atoms, and the sum of
- * the squares of the chains, are bounded too.
- */
-static int rx_quantify(struct rx *r, size_t at, size_t factor, size_t optional)
-{
-	if (r->last == 0)
-		return rx_fail(r, at, "nothing to repeat");
-	if (factor > 1) {
-		if (r->last > REGEX_WEIGHT_MAX / (factor - 1) || r->last_opt > REGEX_CLOSURE_MAX / factor ||
-		    r->last_chain > REGEX_CHAIN_MAX / factor)
-			return rx_fail(r, at, "the pattern is too large");
-		r->weight += r->last * (factor - 1);
-		r->opt += r->last_opt * (factor - 1);
-		r->chain += r->last_chain * (factor - 1);
-		if (r->weight > REGEX_WEIGHT_MAX)
-			return rx_fail(r, at, "the pattern is too large");
-	}
-	if (optional > REGEX_REPEAT_MAX)
-		return rx_fail(r, at, "the pattern is too large");
-	r->opt += optional ? 1 : 0;
-	r->chain += optional * optional;
-	if (r->opt > REGEX_CLOSURE_MAX / MAX(r->weight, (size_t)1) || r->chain > REGEX_CHAIN_MAX)
-		return rx_fail(r, at, "the pattern is too large");
-	r->last = 0;
-	/* A lazy quantifier matches the same strings. */
-	if (rx_peek(r, 0) == '?')
-		r->i++;
-	return 0;
-}
-
-/*
- * Emits {min,max} for the last atom. x{0,m} is written (x{1,m})?, which
- * matches the same: glibc's first match with x{0,m} builds its automaton
- * in time that explodes with m (seconds for ^.{0,100}$), the other form
- * costs milliseconds.
- */
-static void rx_emit_braces(struct rx *r, unsigned long min, unsigned long max, bool has_max)
-{
-	struct buf *o = &r->out;
-
-	if (!has_max) {
-		if (min == 0)
-			buf_putc(o, '*');
-		else
-			buf_printf(o, "{%lu,}", min);
-	} else if (min == max)
-		buf_printf(o, "{%lu}", min);
-	else if (min == 0 && max == 1)
-		buf_putc(o, '?');
-	else if (min == 0) {
-		buf_putc(o, '\0');
-		memmove(o->data + r->last_start + 1, o->data + r->last_start, o->len - 1 - r->last_start);
-		o->data[r->last_start] = '(';
-		buf_printf(o, "{1,%lu})?", max);
-	} else
-		buf_printf(o, "{%lu,%lu}", min, max);
-}
-
-/* Parses the group opening after "(". */
-static int rx_group_open(struct rx *r, size_t at)
-{
-	if (r->depth >= REGEX_GROUPS_MAX)
-		return rx_fail(r, at, "groups nested too deeply");
-	if (rx_peek(r, 0) == '?') {
-		char k = rx_peek(r, 1);
-
-		if (k == ':')
-			r->i += 2;
-		else if (k == '=' || k == '!')
-			return rx_fail(r, at, "lookahead assertions are not supported");
-		else if (k == '<' && (rx_peek(r, 2) == '=' || rx_peek(r, 2) == '!'))
-			return rx_fail(r, at, "lookbehind assertions are not supported");
-		else if (k == '<') {
-			size_t i = r->i + 2, start = i;
-
-			while (i < r->n && (((unsigned char)r->p[i] >= 0x80) ||
-					    (r->p[i] >= 'a' && r->p[i] <= 'z') ||
-					    (r->p[i] >= 'A' && r->p[i] <= 'Z') ||
-					    (r->p[i] >= '0' && r->p[i] <= '9') ||
-					    r->p[i] == '_' || r->p[i] == '$'))
-				i++;
-			if (i == start || i >= r->n || r->p[i] != '>')
-				return rx_fail(r, at, "invalid group name");
-			r->i = i + 1;
-		} else
-			return rx_fail(r, at, "invalid group");
-	}
-	r->group_start[r->depth] = r->out.len;
-	buf_putc(&r->out, '(');
-	r->saved_opt[r->depth] = r->opt;
-	r->saved_chain[r->depth] = r->chain;
-	r->saved[r->depth++] = r->weight;
-	r->weight = 0;
-	r->opt = 0;
-	r->chain = 0;
-	r->last = 0;
-	return 0;
-}
-
-/* Translates the whole pattern into r->out (NUL-terminated). */
-static int rx_translate(struct rx *r)
-{
-	/* An unanchored search written as one anchored pass: glibc would
-	 * otherwise restart the automaton at every offset of the subject,
-	 * which is quadratic for patterns such as ".*x". */
-	buf_puts(&r->out, "^[\x01-\xff]*(");
-	while (rx_more(r)) {
-		size_t at = r->i, before = r->out.len;
-		unsigned long min, max;
-		bool has_max;
-		uint32_t cp;
-		char cls = 0;
-		int k;
-
-		k = rx_next(r, &cp);
-		if (k < 0)
-			return k;
-		switch (cp) {
-		case '^':
-		case '$':
-			buf_putc(&r->out, (char)cp);
-			r->weight++;
-			r->last = 0;
-			continue;
-		case '|':
-			buf_putc(&r->out, '|');
-			r->weight++;
-			r->last = 0;
-			continue;
-		case '(':
-			k = rx_group_open(r, at);
-			if (k < 0)
-				return k;
-			continue;
-		case ')': {
-			size_t w;
-
-			if (r->depth == 0)
-				return rx_fail(r, at, "unmatched ')'");
-			buf_putc(&r->out, ')');
-			w = r->weight + 2;
-			r->last_opt = r->opt;
-			r->last_chain = r->chain;
-			r->weight = r->saved[--r->depth] + w;
-			r->opt += r->saved_opt[r->depth];
-			r->chain += r->saved_chain[r->depth];
-			r->last_start = r->group_start[r->depth];
-			r->last = w;
-			if (r->weight > REGEX_WEIGHT_MAX)
-				return rx_fail(r, at, "the pattern is too large");
-			continue;
-		}
-		case '*':
-		case '+':
-		case '?':
-			/* glibc copies the atom for "+" (xx*), not for "*", "?". */
-			k = rx_quantify(r, at, cp == '+' ? 2 : 1, cp != '+');
-			if (k < 0)
-				return k;
-			buf_putc(&r->out, (char)cp);
-			continue;
-		case '{':
-			if (rx_braces(r, &min, &max, &has_max)) {
-				if (has_max && min > max)
-					return rx_fail(r, at, "numbers out of order in {} quantifier");
-				if (min > REGEX_REPEAT_MAX || max > REGEX_REPEAT_MAX)
-					return rx_fail(r, at, "repeat count above 32767");
-				k = rx_quantify(r, at, MAX(has_max ? max : min + 1, 1ul),
-						!has_max ? 1 : max - min);
-				if (k < 0)
-					return k;
-				rx_emit_braces(r, min, max, has_max);
-				continue;
-			}
-			emit_cp(&r->out, '{');
-			break;
-		case '.': {
-			struct cp_set set = {};
-
-			cp_set_add(&set, '\n', '\n');
-			cp_set_add(&set, '\r', '\r');
-			cp_set_add(&set, 0x2028, 0x2029);
-			cp_set_normalize(&set);
-			cp_set_complement(&set);
-			emit_cp_set(&r->out, &set);
-			free(set.r);
-			break;
-		}
-		case '[': {
-			struct cp_set set = {};
-
-			k = rx_class(r, &set);
-			if (k >= 0)
-				emit_cp_set(&r->out, &set);
-			free(set.r);
-			if (k < 0)
-				return k;
-			break;
-		}
-		case '\\':
-			k = rx_escape(r, false, &cp, &cls);
-			if (k < 0)
-				return k;
-			if (k == 1) {
-				struct cp_set set = {};
-
-				cp_set_add_class(&set, cls);
-				emit_cp_set(&r->out, &set);
-				free(set.r);
-			} else
-				emit_cp(&r->out, cp);
-			break;
-		default:
-			/* Literals, "]" and "}" included (Annex B). */
-			emit_cp(&r->out, cp);
-			break;
-		}
-		k = rx_atom(r, before);
-		if (k < 0)
-			return k;
-	}
-	if (r->depth > 0)
-		return rx_fail(r, r->n, "missing ')'");
-	if (r->opt > REGEX_CLOSURE_MAX / MAX(r->weight, (size_t)1))
-		return rx_fail(r, r->n, "the pattern is too large");
-	buf_puts(&r->out, ")");
-	buf_putc(&r->out, '\0');
-	return 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -1507,12 +595,10 @@ static int kw_count(struct compiler *c, struct node *n, const char *kw, const st
 	return 0;
 }
 
-/* "pattern": an ECMA-262 regex, translated and compiled now. */
+/* "pattern": an ECMA-262 regex, compiled now. */
 static int kw_pattern(struct compiler *c, struct node *n, const char *kw, const struct json *v)
 {
-	struct rx r = {};
-	locale_t old;
-	int k;
+	_cleanup_free_ char *why = NULL;
 
 	if (v->type != JSON_STRING)
 		return fail(c, "'pattern' must be a string");
@@ -1521,41 +607,8 @@ static int kw_pattern(struct compiler *c, struct node *n, const char *kw, const 
 		return fail(c, "'pattern' is longer than %d bytes", PATTERN_LEN_MAX);
 	if (memchr(v->u.str.s, '\0', v->u.str.len))
 		return fail(c, "'pattern' contains a NUL character (write \\u0000 as \\\\0)");
-
-	r.p = v->u.str.s;
-	r.n = v->u.str.len;
-	k = rx_translate(&r);
-	if (k < 0) {
-		buf_free(&r.out);
-		return fail(c, "invalid pattern '%s': %s (at offset %zu)", n->pattern_text, r.err, r.err_at);
-	}
-	if (c->s->c_locale == (locale_t)0) {
-		c->s->c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-		if (c->s->c_locale == (locale_t)0) {
-			buf_free(&r.out);
-			return fail(c, "cannot create the C locale for 'pattern': %s", strerror(errno));
-		}
-	}
-	n->re = xmalloc(sizeof(*n->re));
-	old = uselocale(c->s->c_locale);
-	k = regcomp(n->re, r.out.data, REG_EXTENDED | REG_NOSUB);
-	if (k == 0) {
-		/* glibc builds the automaton's first states at the first match:
-		 * pay that here, at registration, not in the first call. */
-		regmatch_t m[1] = { { 0, 0 } };
-
-		regexec(n->re, "", 1, m, REG_STARTEND);
-	}
-	uselocale(old);
-	buf_free(&r.out);
-	if (k != 0) {
-		char why[128];
-
-		regerror(k, n->re, why, sizeof(why));
-		free(n->re);
-		n->re = NULL;
+	if (regex_compile(v->u.str.s, v->u.str.len, &n->re, &why) < 0)
 		return fail(c, "invalid pattern '%s': %s", n->pattern_text, why);
-	}
 	n->checks = true;
 	return 0;
 }
@@ -1774,6 +827,18 @@ static int node_src_cmp(const void *a, const void *b)
 	uintptr_t p = (uintptr_t)x->src, q = (uintptr_t)y->src;
 
 	return p < q ? -1 : p > q;
+}
+
+/* The value of a hex digit, or -1. */
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 /* Decodes the %XX escapes of a URI fragment. */
@@ -2048,10 +1113,7 @@ struct schema *schema_free(struct schema *s)
 		free(n->tuple);
 		free(n->enum_text);
 		free(n->const_text);
-		if (n->re) {
-			regfree(n->re);
-			free(n->re);
-		}
+		regex_free(n->re);
 		free(n->pattern_text);
 		free(n->all_of);
 		free(n->any_of);
@@ -2059,8 +1121,6 @@ struct schema *schema_free(struct schema *s)
 		free(n);
 	}
 	free(s->nodes);
-	if (s->c_locale != (locale_t)0)
-		freelocale(s->c_locale);
 	json_doc_unref(s->doc);
 	free(s);
 	return NULL;
@@ -2086,6 +1146,7 @@ struct vctx {
 	unsigned depth, ref_depth;
 	size_t steps, budget;
 	bool budget_grown;
+	uint64_t regex_budget;		/* steps left for matching patterns */
 	bool stop;			/* a limit was hit: everything fails */
 	char *limit_path, *limit_msg;
 };
@@ -2244,33 +1305,6 @@ static bool validate_number(struct vctx *x, const struct node *n, const struct j
 	return ok;
 }
 
-/* Matches an unanchored pattern against a string. */
-static bool pattern_matches(const struct vctx *x, const regex_t *re, const char *s, size_t len)
-{
-	_cleanup_free_ char *copy = NULL;
-	regmatch_t m[1];
-	locale_t old;
-	int r;
-
-	if (len > INT_MAX)
-		return false;
-	if (memchr(s, '\0', len)) {
-		/* The patterns stand for U+0000 with 0xFF. Still NUL-terminated:
-		 * some regexec wrappers ignore REG_STARTEND. */
-		copy = xmalloc(len + 1);
-		for (size_t i = 0; i < len; i++)
-			copy[i] = s[i] ? s[i] : (char)NUL_BYTE;
-		copy[len] = '\0';
-		s = copy;
-	}
-	m[0].rm_so = 0;
-	m[0].rm_eo = (regoff_t)len;
-	old = uselocale(x->s->c_locale);
-	r = regexec(re, s, 1, m, REG_STARTEND);
-	uselocale(old);
-	return r == 0;
-}
-
 /* Checks the length in code points and the pattern. */
 static bool validate_string(struct vctx *x, const struct node *n, const struct json *v)
 {
@@ -2290,9 +1324,20 @@ static bool validate_string(struct vctx *x, const struct node *n, const struct j
 			ok = false;
 		}
 	}
-	if (n->re && !pattern_matches(x, n->re, v->u.str.s, bytes)) {
-		add_error(x, "must match pattern '%s'", n->pattern_text);
-		ok = false;
+	if (n->re) {
+		int r = regex_search(n->re, v->u.str.s, bytes, &x->regex_budget);
+
+		if (r == -E2BIG) {
+			_cleanup_free_ char *msg = xasprintf("validation stopped: pattern '%s' is too expensive "
+							     "to match against this value", n->pattern_text);
+
+			hit_limit(x, msg);
+			return false;
+		}
+		if (r == 0) {
+			add_error(x, "must match pattern '%s'", n->pattern_text);
+			ok = false;
+		}
 	}
 	return ok;
 }
@@ -2678,6 +1723,7 @@ bool schema_validate(const struct schema *s, const struct json *instance, struct
 		.instance = instance,
 		.errs = errs,
 		.budget = STEPS_BASE,
+		.regex_budget = REGEX_STEPS,
 	};
 	bool ok;
 

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The insides of lib/regex.c that its tests and fuzz harness look at: the
+ * parsed form of a pattern (a tree over code points, before it becomes a
+ * program over UTF-8 bytes) and searches with each strategy, so that an
+ * independent matcher can check the program against the tree and every
+ * strategy against the others.
+ */
+#ifndef TC_REGEX_INTERNAL_H
+#define TC_REGEX_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/regex.h"
+
+#define RX_INF UINT32_MAX	/* no upper bound of a repetition */
+
+enum rx_kind {
+	RX_EMPTY,	/* the empty string */
+	RX_SET,		/* one code point of a set */
+	RX_CAT,		/* kids in sequence */
+	RX_ALT,		/* one of the kids */
+	RX_REPEAT,	/* kids[0], min to max times */
+	RX_BEGIN,	/* ^: the start of the subject */
+	RX_END,		/* $: its end */
+};
+
+struct rx_range {
+	uint32_t lo, hi;
+};
+
+struct rx_frag;
+
+struct rx_node {
+	enum rx_kind kind;
+	size_t size;			/* program units it compiles to */
+	struct rx_node **kids;		/* CAT, ALT: two or more; REPEAT: one */
+	size_t n_kids;
+	uint32_t min, max;		/* REPEAT */
+	struct rx_range *set;		/* SET: sorted, disjoint, not adjacent */
+	size_t n_set;
+	struct rx_frag *frag;		/* SET: its UTF-8 byte automaton */
+};
+
+struct rx_tree {
+	struct rx_node *root;
+	struct rx_node **all;		/* every node made, to free them */
+	size_t n_all, cap_all;
+};
+
+/* Parses a pattern; on failure *ret_err is "message (at offset N)". */
+int rx_parse(const char *pattern, size_t len, struct rx_tree **ret, char **ret_err);
+/* Accepts NULL; returns NULL. */
+struct rx_tree *rx_tree_free(struct rx_tree *t);
+
+enum rx_mode {
+	RX_MODE_DFA,		/* state sets cached as DFA states: regex_search() */
+	RX_MODE_NFA,		/* state sets only, nothing cached */
+	RX_MODE_DFA_TINY,	/* cached, in a cache flushed at every new state */
+};
+
+/* regex_search() with a chosen strategy: all of them give the same answer,
+ * each within the same step bound. */
+int rx_search(const struct regex *re, const char *s, size_t len, uint64_t *budget, enum rx_mode mode);
+
+#endif
