@@ -539,14 +539,17 @@ static bool may_run_tools(const char *line, size_t len)
  * Frames and handles what is buffered. File tools run in the loop, so
  * without a bound one client's burst of writes, each with its fsync, would
  * hold every other client up until all were done. Once the loop turn's
- * budget for tool calls is spent, a line that may start one is put back:
- * the connection joins the backlog with it and the lines after it (their
- * order kept) and stops reading (its client's sends wait in the kernel)
- * until it has caught up. Other lines (ping, cancellations, confirmations)
- * are handled at once. must_progress: handle at least one line whatever
- * the budget (the head of the backlog, so that it always moves on).
+ * budget for tool calls is spent, or when other connections already wait
+ * for their turn (no cutting in line), a line that may start a tool call
+ * is put back: the connection joins the backlog with it and the lines
+ * after it (their order kept) and stops reading (its client's sends wait
+ * in the kernel) until it has caught up. Other lines (ping, cancellations,
+ * confirmations) are handled at once. serving: the backlog is being
+ * served, this connection's turn has come. must_progress: handle at least
+ * one line whatever the budget (the head of the backlog, so that it always
+ * moves on).
  */
-static void process_input(struct conn *c, bool must_progress)
+static void process_input(struct conn *c, bool serving, bool must_progress)
 {
 	while (!c->dead && !c->paused) {
 		size_t off = c->in.off, len_before = c->in.len;
@@ -555,7 +558,8 @@ static void process_input(struct conn *c, bool must_progress)
 		enum frame_result fr = framer_next(&c->framer, &c->in, &line, &len);
 		if (fr == FRAME_NONE)
 			break;
-		if (fr == FRAME_LINE && c->srv->turn_over && !must_progress && may_run_tools(line, len)) {
+		bool wait = c->srv->turn_over || (!serving && !list_empty(&c->srv->backlog));
+		if (fr == FRAME_LINE && wait && !must_progress && may_run_tools(line, len)) {
 			/* Put the line back (consuming never moves the bytes). */
 			c->in.off = off;
 			c->in.len = len_before;
@@ -605,7 +609,7 @@ void conn_run_backlog(struct server *s)
 			break;
 		struct conn *c = list_first(&s->backlog, struct conn, backlog_node);
 		list_remove(&c->backlog_node);
-		process_input(c, k == 0);
+		process_input(c, true, k == 0);
 	}
 }
 
@@ -678,7 +682,7 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 		if (c->srv->cfg.limits.idle_timeout_ms)
 			ev_timer_again(ev, &c->idle_w);
 	}
-	process_input(c, false);
+	process_input(c, false, false);
 	if (!c->dead && buf_size(&c->in) == 0 && c->in.cap > SHRINK_ABOVE)
 		buf_free(&c->in);
 }
