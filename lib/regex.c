@@ -1181,7 +1181,9 @@ static void step(struct run *r, const uint32_t *from, size_t n_from, uint8_t b, 
 		const struct frag_edge *e;
 		size_t a = 0, z;
 
-		if (in->op != OP_RANGES)
+		/* An empty class ([]) has no edges, and the program then
+		 * perhaps no edge array at all. */
+		if (in->op != OP_RANGES || in->y == 0)
 			continue;
 		e = re->ranges + in->x;
 		z = in->y;

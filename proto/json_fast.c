@@ -436,7 +436,9 @@ close: {
 	size_t count = top - o->base;
 	c->len = (uint32_t)(i + 1 - c->off);
 	if (c->type == JSON_OBJECT) {
-		if (has_duplicate(st, st->m + o->base, count))
+		/* (The value stack may not exist yet: no pointer into it
+		 * unless there are members.) */
+		if (count > 1 && has_duplicate(st, st->m + o->base, count))
 			goto decline;	/* yajl names the key */
 		/* "+ 1" as the yajl path does: never a zero-size block. */
 		c->u.obj.members = json_arena_alloc(doc, count * sizeof(struct json_member) + 1);
