@@ -5,7 +5,8 @@
  * server must do for the same scenario: read a line, find the id, do the
  * scenario's irreducible system calls (read the file; write, fsync and
  * rename it), write a fixed response. Each figure of toolcalld is printed
- * with its ratio to the floor's, measured in the same run on the same core.
+ * with its ratio to the floor's, measured in the same run on the same core,
+ * the two taking turns in rounds (the machine's speed drifts).
  *
  * The daemon is started from the path given on the command line (or the
  * one meson compiled in) in a temporary directory, with a config that lets
