@@ -15,7 +15,6 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -256,17 +255,11 @@ static void check_stopped(struct server *s)
  * wait: once the tool calls started in one loop turn have taken
  * TURN_BUDGET_NS, connections stop handling lines until the next turn,
  * which polls first (so other clients are read and answered in between).
- * Every connection still handles at least one line per turn it is served
- * in. Calls that run as child processes take next to no loop time.
+ * The head of the backlog always gets a line, so waiting connections move
+ * on (conn.c). Calls that run as child processes take next to no loop
+ * time.
  */
 #define TURN_BUDGET_NS 1000000ull
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void server_work_begin(struct server *s)
 {

@@ -43,6 +43,7 @@
 
 #include "lib/regex.h"
 #include "lib/regex_internal.h"
+#include "proto/json.h"
 #include "proto/util.h"
 
 #define REGEX_GROUPS_MAX 64		/* nested groups in a pattern */
@@ -407,38 +408,13 @@ static char rx_peek(const struct rx_parser *r, size_t ahead)
 /* Reads one code point of the pattern (valid UTF-8). */
 static int rx_next(struct rx_parser *r, uint32_t *ret)
 {
-	const unsigned char *p = (const unsigned char *)r->p + r->i;
-	size_t left = r->n - r->i, len;
-	uint32_t cp;
-
-	if (p[0] < 0x80) {
-		cp = p[0];
-		len = 1;
-	} else if ((p[0] & 0xE0) == 0xC0) {
-		cp = p[0] & 0x1F;
-		len = 2;
-	} else if ((p[0] & 0xF0) == 0xE0) {
-		cp = p[0] & 0x0F;
-		len = 3;
-	} else if ((p[0] & 0xF8) == 0xF0) {
-		cp = p[0] & 0x07;
-		len = 4;
-	} else
-		return rx_fail(r, r->i, "invalid UTF-8");
-	if (len > left)
-		return rx_fail(r, r->i, "invalid UTF-8");
-	for (size_t k = 1; k < len; k++) {
-		if ((p[k] & 0xC0) != 0x80)
-			return rx_fail(r, r->i, "invalid UTF-8");
-		cp = (cp << 6) | (p[k] & 0x3F);
-	}
 	/* Overlong forms, surrogates and code points above U+10FFFF are not
 	 * characters: no subject can hold them. */
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xD800 && cp <= 0xDFFF) || cp > CP_MAX)
+	size_t len = utf8_decode(r->p + r->i, r->n - r->i, ret);
+
+	if (!len)
 		return rx_fail(r, r->i, "invalid UTF-8");
 	r->i += len;
-	*ret = cp;
 	return 0;
 }
 

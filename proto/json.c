@@ -192,7 +192,6 @@ static int cb_bool(void *ctx, int b)
 	return add_value(p, v);
 }
 
-/* Fills a number node from its text. */
 /* Reads eight ASCII digits at p as a number: false if one is not a digit.
  * The combining multiplications are those of Lemire's "fast integer
  * parsing" (little-endian; elsewhere the caller's loop does the work). */
@@ -217,6 +216,7 @@ static inline bool digits8(const char *p, uint32_t *ret)
 #endif
 }
 
+/* Fills a number node from its text. */
 void json_set_number(struct json *v, const char *raw, size_t n)
 {
 	char tmp[64];
@@ -909,12 +909,14 @@ void json_line_col(const char *text, size_t len, size_t off, unsigned *line, uns
 
 /* --- UTF-8 ------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
+size_t utf8_decode(const char *str, size_t n, uint32_t *ret_cp)
 {
+	const unsigned char *s = (const unsigned char *)str;
 	unsigned char c = s[0];
-	if (c < 0x80)
+	if (c < 0x80) {
+		*ret_cp = c;
 		return 1;
+	}
 	size_t len;
 	uint32_t cp;
 	if (c >= 0xC2 && c <= 0xDF) {
@@ -939,7 +941,15 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
 	    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
 		return 0;
+	*ret_cp = cp;
 	return len;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	uint32_t cp;
+	return utf8_decode((const char *)s, n, &cp);
 }
 
 bool utf8_valid(const char *s, size_t n)

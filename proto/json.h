@@ -119,6 +119,10 @@ void json_line_col(const char *text, size_t len, size_t off, unsigned *line, uns
 
 /* UTF-8: true when the bytes are valid UTF-8. */
 bool utf8_valid(const char *s, size_t n);
+/* Decodes the character at s (n bytes available): its length, with its
+ * code point in *ret_cp, or 0 when s does not start with valid UTF-8
+ * (overlong forms, surrogates, beyond U+10FFFF, cut short). */
+size_t utf8_decode(const char *s, size_t n, uint32_t *ret_cp);
 /* Appends s to out with every invalid UTF-8 sequence replaced by U+FFFD. */
 void utf8_sanitize(const char *s, size_t n, struct buf *out);
 /* Number of code points in valid UTF-8. */

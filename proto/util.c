@@ -84,11 +84,16 @@ char *xasprintf(const char *fmt, ...)
 	return s;
 }
 
-uint64_t mono_ms(void)
+uint64_t mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t mono_ms(void)
+{
+	return mono_ns() / 1000000;
 }
 
 uint64_t wall_ms(void)

@@ -44,8 +44,10 @@ static inline void closep(int *fd) { if (*fd >= 0) { int e = errno; close(*fd); 
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
 #define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
 
-/* Milliseconds of CLOCK_MONOTONIC and of CLOCK_REALTIME. */
+/* Milliseconds of CLOCK_MONOTONIC and of CLOCK_REALTIME; nanoseconds of
+ * CLOCK_MONOTONIC. */
 uint64_t mono_ms(void);
+uint64_t mono_ns(void);
 uint64_t wall_ms(void);
 /* Formats a wall-clock time as RFC 3339 UTC with milliseconds into buf[32]. */
 void format_time(uint64_t ms, char buf[static 32]);

@@ -71,13 +71,6 @@ extern char **environ;
 
 /* --- small helpers ----------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void die(const char *fmt, ...) PRINTF(1, 2);
 
 /* The children to kill when the bench stops early. */
@@ -609,7 +602,7 @@ static void daemon_start(const char *exe)
 		_exit(127);
 	}
 	daemon_pid = pid;
-	uint64_t deadline = now_ns() + 10000000000ull;
+	uint64_t deadline = mono_ns() + 10000000000ull;
 	for (;;) {
 		int fd = connect_unix(daemon_sock, false);
 		if (fd >= 0) {
@@ -621,7 +614,7 @@ static void daemon_start(const char *exe)
 			daemon_pid = -1;
 			die("toolcalld (%s) exited at start (status %d)", exe, st);
 		}
-		if (now_ns() > deadline)
+		if (mono_ns() > deadline)
 			die("toolcalld did not listen on %s within 10 s", daemon_sock);
 		usleep(10000);
 	}
@@ -760,7 +753,7 @@ static void queue_requests(struct load *L, struct cconn *c)
 {
 	unsigned depth = is_probe(L, c) ? 1 : L->depth;
 	while (c->inflight < depth && (!L->per_conn || c->sent < L->per_conn)) {
-		uint64_t t = now_ns();
+		uint64_t t = mono_ns();
 		if (t <= c->last_ns)
 			t = c->last_ns + 1;
 		c->last_ns = t;
@@ -862,7 +855,7 @@ static void drive(struct load *L)
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0)
 			die("epoll_ctl: %s", strerror(errno));
 	}
-	uint64_t start = now_ns();
+	uint64_t start = mono_ns();
 	uint64_t t0 = L->per_conn ? 0 : start + (uint64_t)(L->warm_s * 1e9);
 	uint64_t t1 = L->per_conn ? UINT64_MAX : t0 + (uint64_t)(L->dur_s * 1e9);
 	uint64_t hard_end = L->per_conn ? start + 60000000000ull : t1 + 10000000000ull;
@@ -879,7 +872,7 @@ static void drive(struct load *L)
 	}
 	struct epoll_event evs[512];
 	for (;;) {
-		uint64_t t = now_ns();
+		uint64_t t = mono_ns();
 		if (!measuring && t >= t0) {
 			measuring = true;
 			cpu0 = cpu_seconds(L->server);
@@ -903,7 +896,7 @@ static void drive(struct load *L)
 		int n = epoll_wait(ep, evs, ELEMENTSOF(evs), timeout);
 		if (n < 0 && errno != EINTR)
 			die("epoll_wait: %s", strerror(errno));
-		t = now_ns();
+		t = mono_ns();
 		for (int i = 0; i < n; i++) {
 			struct cconn *c = evs[i].data.ptr;
 			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
@@ -929,7 +922,7 @@ static void drive(struct load *L)
 				die("send: %s", strerror(errno));
 		}
 	}
-	uint64_t end = now_ns();
+	uint64_t end = mono_ns();
 	if (L->per_conn) {
 		L->secs = (double)(end - start) / 1e9;
 		L->server_cpu = cpu_seconds(L->server) - cpu0;
@@ -1247,13 +1240,13 @@ static void scenario_fair(void)
 static void shell_floor_round(struct load *fl, double warm, double dur)
 {
 	pin_cpu(SERVER_CPU);
-	uint64_t start = now_ns(), stop = start + (uint64_t)((warm + dur) * 1e9);
+	uint64_t start = mono_ns(), stop = start + (uint64_t)((warm + dur) * 1e9);
 	uint64_t t0 = start + (uint64_t)(warm * 1e9);
 	char *argv[] = { "sh", "-c", "true", NULL };
 	double cpu0 = 0;
 	bool measuring = false;
 	for (;;) {
-		uint64_t t = now_ns();
+		uint64_t t = mono_ns();
 		if (t >= stop)
 			break;
 		if (!measuring && t >= t0) {
@@ -1265,7 +1258,7 @@ static void shell_floor_round(struct load *fl, double warm, double dur)
 			die("posix_spawn: %s", strerror(errno));
 		int st;
 		waitpid(pid, &st, 0);
-		uint64_t e = now_ns();
+		uint64_t e = mono_ns();
 		if (measuring) {
 			if (fl->n_lat == fl->cap_lat) {
 				fl->cap_lat = fl->cap_lat ? 2 * fl->cap_lat : 4096;
@@ -1388,9 +1381,9 @@ static struct row *idle_run(const char *scenario, const char *server, const char
 	usleep(200000);
 	uint64_t base = rss_kib(pid);
 	reset_peak(pid);
-	uint64_t t = now_ns();
+	uint64_t t = mono_ns();
 	struct cconn *conns = open_conns(sock, IDLE_CONNS);
-	double connect_s = (double)(now_ns() - t) / 1e9;
+	double connect_s = (double)(mono_ns() - t) / 1e9;
 	*ret_per_conn_silent = -1;
 	if (pid == daemon_pid) {
 		/* Wait until the daemon has accepted them all. */

@@ -204,6 +204,13 @@ START_TEST(utf8_helpers)
 	ck_assert(!utf8_valid("\xc0\xaf", 2));		/* overlong */
 	ck_assert(!utf8_valid("\xed\xa0\x80", 3));	/* surrogate */
 	ck_assert(!utf8_valid("\xe2\x82", 2));		/* cut short */
+	uint32_t cp = 0;
+	ck_assert_uint_eq(utf8_decode("\xc3\xa9x", 3, &cp), 2);
+	ck_assert_uint_eq(cp, 0xE9);
+	ck_assert_uint_eq(utf8_decode("\xf0\x9d\x84\x9e", 4, &cp), 4);
+	ck_assert_uint_eq(cp, 0x1D11E);
+	ck_assert_uint_eq(utf8_decode("\xed\xa0\x80", 3, &cp), 0);	/* surrogate */
+	ck_assert_uint_eq(utf8_decode("\xf0\x9d\x84", 3, &cp), 0);		/* cut short */
 	struct buf b = {0};
 	utf8_sanitize("a\xffz", 3, &b);
 	ck_assert_str_eq(buf_head(&b), "a\xef\xbf\xbdz");
