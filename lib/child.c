@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -343,13 +342,15 @@ static void on_poll_exit(void *arg)
 }
 
 /*
- * The signals this process ignores: the only dispositions exec keeps
- * (handlers are reset by exec itself), so the only ones the child must set
- * back to default. Asking posix_spawn to reset every signal instead costs
- * the child some 64 sigaction calls before exec, while the daemon waits.
- * Looked up once: the daemon sets its dispositions at start and keeps them.
+ * The signals whose disposition is not the default here: ignored (exec
+ * keeps SIG_IGN, so the child must set these back) or caught (exec resets
+ * these itself, but the child runs in the daemon's memory until it execs,
+ * and a handler of ours must never run there). Looked up once, on the
+ * first spawn: the daemon sets its dispositions at start and keeps them.
+ * Resetting every signal instead, as posix_spawn does, costs the child
+ * some 64 sigaction calls before exec, while the daemon waits.
  */
-static const sigset_t *ignored_signals(void)
+static const sigset_t *signals_to_reset(void)
 {
 	static sigset_t set;
 	static bool known;
@@ -359,7 +360,7 @@ static const sigset_t *ignored_signals(void)
 			struct sigaction sa;
 			if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
 				continue;
-			if (sa.sa_handler == SIG_IGN)
+			if (sa.sa_handler != SIG_DFL)
 				sigaddset(&set, sig);
 		}
 		known = true;
@@ -490,56 +491,77 @@ static int find_program(const char *name, char *const *envp, char **ret)
 	return r;
 }
 
-/* Runs posix_spawn with the group, signal and fd setup described in
- * child.h. Returns the pid, or a negative errno. */
+/* The kernel's struct sigaction for rt_sigaction(2): the child calls the
+ * system call itself, past any wrapper that keeps state in memory it
+ * shares with the daemon. */
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/*
+ * Starts the child with vfork: it borrows the daemon's memory and stack,
+ * and the daemon is suspended until the child has exec'd or exited, so
+ * nothing is copied and the exec error comes back through memory. Until
+ * exec the child makes system calls only: it sets back the signals that
+ * are not at their default, takes its own process group, moves to its
+ * working directory, puts its fds on 0-2 and closes the rest, then
+ * unblocks every signal and execs. All signals are blocked around the
+ * vfork so that none is handled in the child. Returns the pid, or a
+ * negative errno (the failed exec's among them).
+ */
 static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid)
 {
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t mask;
-	int e;
+	const sigset_t *reset = signals_to_reset();
+	volatile int err = 0;
+	sigset_t all, old;
 
-	if ((e = posix_spawnattr_init(&attr)) != 0)
-		return -e;
-	if ((e = posix_spawn_file_actions_init(&fa)) != 0) {
-		posix_spawnattr_destroy(&attr);
-		return -e;
+	sigfillset(&all);
+	if (sigprocmask(SIG_SETMASK, &all, &old) < 0)
+		return -errno;
+
+	pid_t pid = vfork();
+	if (pid == 0) {
+		const struct kernel_sigaction dfl = { .handler = SIG_DFL };
+		const uint64_t none = 0;
+		int in = in_r;
+
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sigismember(reset, sig) == 1)
+				(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+		if (setpgid(0, 0) < 0 || (o->cwd_fd >= 0 && fchdir(o->cwd_fd) < 0))
+			goto fail;
+		if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+			goto fail;
+		/* in, out_w and err_w are 3 or above (fd_above_stdio), so
+		 * dup2 always makes a new fd, without close-on-exec. */
+		if (dup2(in, STDIN_FILENO) < 0 || dup2(out_w, STDOUT_FILENO) < 0 ||
+		    dup2(err_w, STDERR_FILENO) < 0)
+			goto fail;
+		/* Every fd of ours is close-on-exec already; this also covers
+		 * fds that libraries may have opened without the flag. Before
+		 * Linux 5.9 there is no close_range, and the flag must do. */
+		(void)syscall(SYS_close_range, 3U, ~0U, 0U);
+		(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+		execve(path, o->argv, o->envp);
+	fail:
+		err = errno ? errno : EINVAL;
+		_exit(127);
 	}
-
-	/* Own process group (pgid = pid), empty mask, every signal at its
-	 * default: the daemon ignores SIGPIPE, the child must not. */
-	e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-				     POSIX_SPAWN_SETSIGDEF);
-	if (!e)
-		e = posix_spawnattr_setpgroup(&attr, 0);
-	sigemptyset(&mask);
-	if (!e)
-		e = posix_spawnattr_setsigmask(&attr, &mask);
-	if (!e)
-		e = posix_spawnattr_setsigdefault(&attr, ignored_signals());
-
-	if (!e && o->cwd_fd >= 0)
-		e = posix_spawn_file_actions_addfchdir_np(&fa, o->cwd_fd);
-	if (!e && in_r >= 0)
-		e = posix_spawn_file_actions_adddup2(&fa, in_r, STDIN_FILENO);
-	else if (!e)
-		e = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-	if (!e)
-		e = posix_spawn_file_actions_adddup2(&fa, out_w, STDOUT_FILENO);
-	if (!e)
-		e = posix_spawn_file_actions_adddup2(&fa, err_w, STDERR_FILENO);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
-	/* Every fd of ours is close-on-exec already; this also covers fds
-	 * that libraries may have opened without the flag. */
-	if (!e)
-		e = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-#endif
-	if (!e)
-		e = posix_spawn(ret_pid, path, &fa, &attr, o->argv, o->envp);
-
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	return -e;
+	int e = pid < 0 ? errno : 0;
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -e;
+	if (err) {
+		/* The child has exited: reap it before its pid means nothing. */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return -err;
+	}
+	*ret_pid = pid;
+	return 0;
 }
 
 /* Spawns the child, opens its pidfd and starts watching it and its pipes. */

@@ -710,6 +710,110 @@ START_TEST(child_free_running)
 }
 END_TEST
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* The value of a "SigXxx:" line of /proc/PID/status text. */
+static unsigned long long status_mask(const char *status, const char *key)
+{
+	const char *p = strstr(status, key);
+	ck_assert_msg(p, "no %s in %s", key, status);
+	return strtoull(p + strlen(key), NULL, 16);
+}
+
+static void write_file_mode(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	ck_assert_int_eq(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+START_TEST(child_starts_clean)
+{
+	/* Whatever the daemon catches, ignores or blocks, the program starts
+	 * with every signal at its default and none blocked, and the daemon
+	 * keeps its own dispositions and mask. */
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	signal(SIGUSR2, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t set, mask;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+
+	struct child_wait w = { 0 };
+	char *argv[] = { "cat", "/proc/self/status", NULL };
+	char **envp = child_env_new(NULL);
+	struct child_opts o = {
+		.argv = argv, .envp = envp, .cwd_fd = -1, .on_output = cw_output, .on_done = cw_done, .arg = &w,
+	};
+	struct child *ch = NULL;
+	ck_assert_int_eq(child_spawn(loop, &o, &ch), 0);
+	child_env_free(envp);
+	cw_run(&w, 5000);
+	ck_assert_int_eq(w.r.exit_code, 0);
+	const char *status = buf_head(&w.out);
+	ck_assert_uint_eq(status_mask(status, "SigBlk:"), 0);
+	ck_assert_uint_eq(status_mask(status, "SigIgn:"), 0);
+	ck_assert_uint_eq(status_mask(status, "SigCgt:"), 0);
+	child_free(ch);
+	buf_free(&w.out);
+
+	struct sigaction now;
+	ck_assert_int_eq(sigaction(SIGUSR1, NULL, &now), 0);
+	ck_assert(now.sa_handler == on_usr1);
+	ck_assert_int_eq(sigaction(SIGUSR2, NULL, &now), 0);
+	ck_assert(now.sa_handler == SIG_IGN);
+	sigprocmask(SIG_BLOCK, NULL, &mask);
+	ck_assert_int_eq(sigismember(&mask, SIGTERM), 1);
+	ck_assert_int_eq(sigismember(&mask, SIGUSR1), 0);
+}
+END_TEST
+
+START_TEST(child_exec_errors)
+{
+	/* A program that cannot be run is an error of child_spawn, with the
+	 * errno of the exec (or of the step before it), and no child left. */
+	char path_noexec[PATH_MAX + 16], path_junk[PATH_MAX + 16], path_file[PATH_MAX + 16];
+	snprintf(path_noexec, sizeof(path_noexec), "%s/noexec", tmpdir);
+	snprintf(path_junk, sizeof(path_junk), "%s/junk", tmpdir);
+	snprintf(path_file, sizeof(path_file), "%s/file", tmpdir);
+	write_file_mode(path_noexec, "#!/bin/sh\ntrue\n", 0644);
+	write_file_mode(path_junk, "\x01\x02\x03 not a program\n", 0755);
+	write_file_mode(path_file, "x", 0644);
+	int file_fd = open(path_file, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(file_fd, 3);
+
+	static const struct { const char *path; bool file_cwd; int err; } cases[] = {
+		{ "/nonexistent/program", false, -ENOENT },
+		{ NULL, false, -EACCES },	/* path_noexec */
+		{ NULL, false, -ENOEXEC },	/* path_junk */
+		{ "/bin/true", true, -ENOTDIR },
+	};
+	const char *paths[] = { cases[0].path, path_noexec, path_junk, cases[3].path };
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char *argv[] = { (char *)paths[i], NULL };
+		char **envp = child_env_new(NULL);
+		struct child_opts o = {
+			.path = paths[i], .argv = argv, .envp = envp,
+			.cwd_fd = cases[i].file_cwd ? file_fd : -1,
+		};
+		struct child *ch = NULL;
+		ck_assert_int_eq(child_spawn(loop, &o, &ch), cases[i].err);
+		ck_assert_ptr_null(ch);
+		child_env_free(envp);
+		ck_assert_int_eq(count_children(), 0);
+	}
+	close(file_fd);
+}
+END_TEST
+
 START_TEST(shell_background_killed_at_exit)
 {
 	/* When the leader exits, the rest of its group goes with it: the
@@ -1105,6 +1209,8 @@ static Suite *child_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, child_short_kill_delay);
 	tcase_add_test(tc, child_free_running);
+	tcase_add_test(tc, child_starts_clean);
+	tcase_add_test(tc, child_exec_errors);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("command");
