@@ -341,31 +341,46 @@ static void on_poll_exit(void *arg)
 	on_pidfd(ch, 0);
 }
 
+/* The kernel's struct sigaction for rt_sigaction(2), which spawn() calls
+ * itself: glibc's sigaction() will not touch the signals it keeps for its
+ * own use (32 and 33), and the child must not run through wrappers that
+ * keep state in memory it shares with the daemon. */
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+#define KERNEL_NSIG 64
+
 /*
- * The signals whose disposition is not the default here: ignored (exec
- * keeps SIG_IGN, so the child must set these back) or caught (exec resets
- * these itself, but the child runs in the daemon's memory until it execs,
- * and a handler of ours must never run there). Looked up once, on the
- * first spawn: the daemon sets its dispositions at start and keeps them.
- * Resetting every signal instead, as posix_spawn does, costs the child
- * some 64 sigaction calls before exec, while the daemon waits.
+ * The signals whose disposition is not the default here, as a bit mask
+ * (bit sig - 1): ignored (exec keeps SIG_IGN, so the child must set these
+ * back; glibc's own posix_spawn leaves 32 and 33 ignored in what it starts,
+ * make's recipes among them) or caught (exec resets these itself, but the
+ * child runs in the daemon's memory until it execs, and a handler of ours
+ * must never run there). Looked up once, on the first spawn: the daemon
+ * sets its dispositions at start and keeps them. Resetting every signal
+ * instead, as posix_spawn does, costs the child some 64 sigaction calls
+ * before exec, while the daemon waits.
  */
-static const sigset_t *signals_to_reset(void)
+static uint64_t signals_to_reset(void)
 {
-	static sigset_t set;
+	static uint64_t set;
 	static bool known;
 	if (!known) {
-		sigemptyset(&set);
-		for (int sig = 1; sig < NSIG; sig++) {
-			struct sigaction sa;
-			if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+		for (int sig = 1; sig <= KERNEL_NSIG; sig++) {
+			struct kernel_sigaction ksa;
+			if (sig == SIGKILL || sig == SIGSTOP ||
+			    syscall(SYS_rt_sigaction, sig, NULL, &ksa, sizeof(ksa.mask)) < 0)
 				continue;
-			if (sa.sa_handler != SIG_DFL)
-				sigaddset(&set, sig);
+			if (ksa.handler != SIG_DFL)
+				set |= UINT64_C(1) << (sig - 1);
 		}
 		known = true;
 	}
-	return &set;
+	return set;
 }
 
 /* Moves an fd to 3 or above, so the child's dup2s onto 0-2 cannot clobber
@@ -491,16 +506,6 @@ static int find_program(const char *name, char *const *envp, char **ret)
 	return r;
 }
 
-/* The kernel's struct sigaction for rt_sigaction(2): the child calls the
- * system call itself, past any wrapper that keeps state in memory it
- * shares with the daemon. */
-struct kernel_sigaction {
-	void (*handler)(int);
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-
 /*
  * Starts the child with vfork: it borrows the daemon's memory and stack,
  * and the daemon is suspended until the child has exec'd or exited, so
@@ -514,7 +519,7 @@ struct kernel_sigaction {
  */
 static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid)
 {
-	const sigset_t *reset = signals_to_reset();
+	const uint64_t reset = signals_to_reset();
 	volatile int err = 0;
 	sigset_t all, old;
 
@@ -528,8 +533,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		const uint64_t none = 0;
 		int in = in_r;
 
-		for (int sig = 1; sig < NSIG; sig++)
-			if (sigismember(reset, sig) == 1)
+		for (int sig = 1; sig <= KERNEL_NSIG; sig++)
+			if (reset & (UINT64_C(1) << (sig - 1)))
 				(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
 		if (setpgid(0, 0) < 0 || (o->cwd_fd >= 0 && fchdir(o->cwd_fd) < 0))
 			goto fail;
