@@ -16,9 +16,17 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/close_range.h>
+
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 #include "lib/loop.h"
 #include "lib/tool.h"
@@ -506,64 +514,107 @@ static int find_program(const char *name, char *const *envp, char **ret)
 	return r;
 }
 
+/* What the child of spawn() needs, in memory it shares with the daemon. */
+struct spawn_args {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	int cwd_fd;
+	int in_fd;			/* or -1: /dev/null */
+	int out_fd;
+	int err_fd;
+	unsigned keep_below;		/* every fd above is left behind */
+	uint64_t reset;			/* signals_to_reset() */
+	int err;			/* set by the child when it cannot exec */
+};
+
 /*
- * Starts the child with vfork: it borrows the daemon's memory and stack,
- * and the daemon is suspended until the child has exec'd or exited, so
- * nothing is copied and the exec error comes back through memory. Until
- * exec the child makes system calls only: it sets back the signals that
+ * The child, until exec. It runs on a stack of spawn()'s, in the daemon's
+ * memory and at first on its fd table, so it makes system calls only (no
+ * libc state, no sanitizer bookkeeping) and touches no fd before it has a
+ * table of its own: close_range(CLOSE_RANGE_UNSHARE) gives it a copy of the
+ * fds below keep_below and nothing else, which costs the same with ten or
+ * ten thousand connections open above. Then it sets back the signals that
  * are not at their default, takes its own process group, moves to its
- * working directory, puts its fds on 0-2 and closes the rest, then
- * unblocks every signal and execs. All signals are blocked around the
- * vfork so that none is handled in the child. Returns the pid, or a
- * negative errno (the failed exec's among them).
+ * working directory, puts its fds on 0-2, closes the rest, unblocks every
+ * signal and execs.
+ */
+__attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
+{
+	struct spawn_args *a = arg;
+	const struct kernel_sigaction dfl = { .handler = SIG_DFL };
+	const uint64_t none = 0;
+	long in = a->in_fd;
+
+	/* Before Linux 5.9 (no close_range): a copy of the whole table. */
+	if (syscall(SYS_close_range, a->keep_below, ~0U, CLOSE_RANGE_UNSHARE) < 0 &&
+	    syscall(SYS_unshare, CLONE_FILES) < 0)
+		goto fail;
+	for (int sig = 1; sig <= KERNEL_NSIG; sig++)
+		if (a->reset & (UINT64_C(1) << (sig - 1)))
+			(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+	if (syscall(SYS_setpgid, 0, 0) < 0 || (a->cwd_fd >= 0 && syscall(SYS_fchdir, a->cwd_fd) < 0))
+		goto fail;
+	/* Without close-on-exec: it may land on 0 itself when the daemon
+	 * runs with stdin closed; anywhere above 2 it is closed below. */
+	if (in < 0 && (in = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY)) < 0)
+		goto fail;
+	/* The pipes are 3 or above (fd_above_stdio), so each dup3 makes a
+	 * new fd, without close-on-exec. */
+	if ((in != STDIN_FILENO && syscall(SYS_dup3, in, STDIN_FILENO, 0) < 0) ||
+	    syscall(SYS_dup3, a->out_fd, STDOUT_FILENO, 0) < 0 ||
+	    syscall(SYS_dup3, a->err_fd, STDERR_FILENO, 0) < 0)
+		goto fail;
+	/* Every fd of ours is close-on-exec already; this also covers fds
+	 * that libraries may have opened without the flag. */
+	(void)syscall(SYS_close_range, 3U, ~0U, 0U);
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	(void)syscall(SYS_execve, a->path, a->argv, a->envp);
+fail:
+	a->err = errno ? errno : EINVAL;
+	syscall(SYS_exit_group, 127);
+	return 127;
+}
+
+/*
+ * Starts the child with clone(CLONE_VM | CLONE_VFORK), as posix_spawn does:
+ * nothing is copied, the daemon is suspended until the child has exec'd or
+ * exited, and the exec error comes back through memory. With CLONE_FILES
+ * the child also starts on the daemon's fd table and copies only the low
+ * fds it needs (see spawn_child). All signals are blocked around the clone
+ * so that none is handled in the child. Returns the pid, or a negative
+ * errno (the failed exec's among them).
  */
 static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid)
 {
-	const uint64_t reset = signals_to_reset();
-	volatile int err = 0;
-	sigset_t all, old;
+	/* The child needs a few hundred bytes; the rest is margin. */
+	_Alignas(16) char stack[16384];
+	struct spawn_args a = {
+		.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd,
+		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
+	};
+	int top = MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w));
+	a.keep_below = (unsigned)top + 1;
+	int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+	/* valgrind runs CLONE_VM | CLONE_VFORK as a fork, and refuses it
+	 * with CLONE_FILES. */
+	if (!RUNNING_ON_VALGRIND)
+		flags |= CLONE_FILES;
 
+	sigset_t all, old;
 	sigfillset(&all);
 	if (sigprocmask(SIG_SETMASK, &all, &old) < 0)
 		return -errno;
-
-	pid_t pid = vfork();
-	if (pid == 0) {
-		const struct kernel_sigaction dfl = { .handler = SIG_DFL };
-		const uint64_t none = 0;
-		int in = in_r;
-
-		for (int sig = 1; sig <= KERNEL_NSIG; sig++)
-			if (reset & (UINT64_C(1) << (sig - 1)))
-				(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
-		if (setpgid(0, 0) < 0 || (o->cwd_fd >= 0 && fchdir(o->cwd_fd) < 0))
-			goto fail;
-		if (in < 0 && (in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
-			goto fail;
-		/* in, out_w and err_w are 3 or above (fd_above_stdio), so
-		 * dup2 always makes a new fd, without close-on-exec. */
-		if (dup2(in, STDIN_FILENO) < 0 || dup2(out_w, STDOUT_FILENO) < 0 ||
-		    dup2(err_w, STDERR_FILENO) < 0)
-			goto fail;
-		/* Every fd of ours is close-on-exec already; this also covers
-		 * fds that libraries may have opened without the flag. Before
-		 * Linux 5.9 there is no close_range, and the flag must do. */
-		(void)syscall(SYS_close_range, 3U, ~0U, 0U);
-		(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
-		execve(path, o->argv, o->envp);
-	fail:
-		err = errno ? errno : EINVAL;
-		_exit(127);
-	}
-	int e = pid < 0 ? errno : 0;
+	pid_t pid = clone(spawn_child, stack + sizeof(stack), flags, &a);
+	int e = errno;
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0)
 		return -e;
-	if (err) {
+	if (a.err) {
 		/* The child has exited: reap it before its pid means nothing. */
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		return -err;
+		return -a.err;
 	}
 	*ret_pid = pid;
 	return 0;

@@ -2,14 +2,15 @@
 /*
  * Child processes, supervised from the event loop without SIGCHLD.
  *
- * A child is started with vfork and execve (see spawn() in child.c) in a
- * process group of its own, with stdin on /dev/null, stdout and stderr on
- * non-blocking pipes, a default signal disposition and an empty signal
- * mask, and nothing inherited but fds 0, 1 and 2. Right after the spawn its pidfd is opened (an unreaped
- * child's pid cannot be recycled, so this is race-free) and watched through
- * the loop seam; output is read as it comes, passed to a callback chunk by
- * chunk, and kept per stream up to a cap: the head and the tail, with a
- * marker line saying how much was left out between them.
+ * A child is started with clone(CLONE_VM | CLONE_VFORK) and execve (see
+ * spawn() in child.c) in a process group of its own, with stdin on
+ * /dev/null, stdout and stderr on non-blocking pipes, a default signal
+ * disposition and an empty signal mask, and nothing inherited but fds 0, 1
+ * and 2. Right after the spawn its pidfd is opened (an unreaped child's pid
+ * cannot be recycled, so this is race-free) and watched through the loop
+ * seam; output is read as it comes, passed to a callback chunk by chunk,
+ * and kept per stream up to a cap: the head and the tail, with a marker
+ * line saying how much was left out between them.
  *
  * Process-group rule: the group is signalled (kill(-pgid)) only while the
  * leader is not reaped, because the leader's pid, zombie or not, holds the

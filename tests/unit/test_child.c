@@ -931,15 +931,27 @@ static void check_child_fds(const char *out)
 
 START_TEST(child_sees_only_stdio)
 {
-	/* Even an fd someone opened without O_CLOEXEC stays out. */
+	/* Even an fd someone opened without O_CLOEXEC stays out, low or
+	 * high (the child copies only the fds below its own: the high one
+	 * must be left behind, not copied). */
 	int leaky = open("/dev/null", O_RDONLY);
 	ck_assert_int_ge(leaky, 3);
+	int leaky_high = fcntl(leaky, F_DUPFD, 1000);
+	ck_assert_int_ge(leaky_high, 1000);
 	struct run run;
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd\"}");
 	check_child_fds(sget(doc, "stdout"));
 	json_doc_unref(doc);
 	run_done(&run);
 	close(leaky);
+	close(leaky_high);
+
+	/* A daemon started with stdin closed still gives /dev/null. */
+	close(STDIN_FILENO);
+	doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd\"}");
+	check_child_fds(sget(doc, "stdout"));
+	json_doc_unref(doc);
+	run_done(&run);
 }
 END_TEST
 
