@@ -177,6 +177,26 @@ static bool peer_allowed(const struct server *s, int fd, const struct ucred *cre
 	return s->cfg.peers.n_gids && peer_in_groups(s, fd, cred->gid);
 }
 
+/*
+ * Connections live at fds CONN_FD_FLOOR and above when the fd limit
+ * allows, so that the fds below (the listener, pipes and pidfds of
+ * children, files being read) stay few: a child copies only the fds below
+ * its own (lib/child.c), so spawning costs the same with ten thousand
+ * connections open. Where the limit is lower, the fd stays where it is.
+ */
+#define CONN_FD_FLOOR 1024
+
+static int fd_move_high(int fd)
+{
+	if (fd >= CONN_FD_FLOOR)
+		return fd;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, CONN_FD_FLOOR);
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
+}
+
 static void on_accept_retry(struct ev_loop *ev, ev_timer *w, int revents)
 {
 	struct server *s = container_of(w, struct server, accept_retry);
@@ -231,7 +251,7 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
-		conn_new(s, fd, &cred);
+		conn_new(s, fd_move_high(fd), &cred);
 	}
 }
 
