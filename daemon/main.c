@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "daemon/config.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "lib/child.h"
 #include "lib/registry.h"
 #include "version.h"
 
@@ -42,6 +44,35 @@ static void usage(FILE *f)
 		"Try it: socat - UNIX-CONNECT:$XDG_RUNTIME_DIR/toolcalld.sock\n"
 		"  {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n"
 		"See toolcalld(8), toolcalld.conf(5) and toolcallctl(1).\n");
+}
+
+/* Past the kernel's default fs.nr_open, setrlimit fails. */
+#define FD_LIMIT_CAP (UINT64_C(1) << 20)
+
+/*
+ * Raises the soft limit on open files to the hard one: each connection
+ * holds an fd, and the soft limit is often 1024 (systemd's default) while
+ * the hard one is far higher. Commands get the old soft limit back
+ * (child_set_fd_limit): programs that use select() break past 1024.
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rlim_t was = rl.rlim_cur;
+	rlim_t want = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > FD_LIMIT_CAP ? FD_LIMIT_CAP : rl.rlim_max;
+	if (want <= was)
+		return;
+	rl.rlim_cur = want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		log_warning("cannot raise the limit on open files from %llu to %llu: %s",
+			    (unsigned long long)was, (unsigned long long)want, strerror(errno));
+		return;
+	}
+	child_set_fd_limit(was);
+	log_debug("limit on open files raised from %llu to %llu (commands keep %llu)",
+		  (unsigned long long)was, (unsigned long long)want, (unsigned long long)was);
 }
 
 int main(int argc, char **argv)
@@ -121,6 +152,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	raise_fd_limit();
 	char *err = NULL;
 	if (server_init(&s, &err) < 0) {
 		log_error("%s", err ? err : "cannot start");

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -514,6 +515,20 @@ static int find_program(const char *name, char *const *envp, char **ret)
 	return r;
 }
 
+/* child_set_fd_limit(): 0, or the soft limit on open files for children. */
+static uint64_t child_fd_soft;
+
+void child_set_fd_limit(uint64_t soft)
+{
+	child_fd_soft = soft;
+}
+
+/* The kernel's struct rlimit64 for prlimit64(2). */
+struct kernel_rlimit {
+	uint64_t cur;
+	uint64_t max;
+};
+
 /* What the child of spawn() needs, in memory it shares with the daemon. */
 struct spawn_args {
 	const char *path;
@@ -524,6 +539,7 @@ struct spawn_args {
 	int out_fd;
 	int err_fd;
 	unsigned keep_below;		/* every fd above is left behind */
+	uint64_t fd_soft;		/* 0, or the soft RLIMIT_NOFILE to set */
 	uint64_t reset;			/* signals_to_reset() */
 	int err;			/* set by the child when it cannot exec */
 };
@@ -555,6 +571,14 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 			(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
 	if (syscall(SYS_setpgid, 0, 0) < 0 || (a->cwd_fd >= 0 && syscall(SYS_fchdir, a->cwd_fd) < 0))
 		goto fail;
+	if (a->fd_soft) {
+		struct kernel_rlimit rl;
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
+			goto fail;
+		rl.cur = a->fd_soft < rl.max ? a->fd_soft : rl.max;
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &rl, NULL) < 0)
+			goto fail;
+	}
 	/* Without close-on-exec: it may land on 0 itself when the daemon
 	 * runs with stdin closed; anywhere above 2 it is closed below. */
 	if (in < 0 && (in = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY)) < 0)
@@ -592,6 +616,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	struct spawn_args a = {
 		.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd,
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
+		.fd_soft = child_fd_soft,
 	};
 	int top = MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w));
 	a.keep_below = (unsigned)top + 1;

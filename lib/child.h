@@ -125,6 +125,13 @@ void child_env_put(char ***env, const char *name, const char *value);
 const char *child_env_get(char *const *env, const char *name);
 char **child_env_free(char **env);
 
+/*
+ * The soft limit on open files that children start with, when the daemon
+ * has raised its own (programs that use select() break past 1024); 0, the
+ * default, leaves them the daemon's limit. The hard limit is kept.
+ */
+void child_set_fd_limit(uint64_t soft);
+
 /* "SIGKILL", "SIGRTMIN+2", or "SIG<n>" for an unknown number, into buf. */
 const char *child_signal_name(int sig, char buf[static 16]);
 

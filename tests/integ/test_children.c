@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -515,6 +516,47 @@ START_TEST(shell_sees_only_stdio)
 }
 END_TEST
 
+START_TEST(fd_limit_raised_commands_keep_theirs)
+{
+	/* Started with a soft limit on open files below the hard one, as
+	 * systemd starts services (1024 of 524288): the daemon serves more
+	 * connections than the soft limit, and commands still start with
+	 * it (select() breaks past 1024). */
+	enum { SOFT = 200, CONNS = 300 };
+	struct rlimit rl;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rlim_t hard = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 4096 ? 4096 : rl.rlim_max;
+	if (hard < 2 * CONNS || rl.rlim_cur < CONNS + 64) {
+		fprintf(stderr, "skipped: RLIMIT_NOFILE (%llu/%llu) too low for %d connections\n",
+			(unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, (int)CONNS);
+		return;
+	}
+	char script[128];
+	snprintf(script, sizeof(script), "ulimit -Sn %d && ulimit -Hn %llu && exec \"$@\"", (int)SOFT,
+		 (unsigned long long)hard);
+	const char *const wrapper[] = { "sh", "-c", script, "sh", NULL };
+	struct tcd d;
+	struct tcd_opts o = { .config = "{" EXEC_AUTO "}", .wrapper = wrapper };
+	tcd_start_opts(&d, &o);
+
+	struct tcc **conns = calloc(CONNS, sizeof(*conns));
+	ck_assert_ptr_nonnull(conns);
+	for (int i = 0; i < CONNS; i++) {
+		conns[i] = tcc_connect(&d);
+		tc_assert_ok(tcc_request_t(conns[i], "ping", NULL, 5000));
+	}
+	const struct json *r = shell(conns[0], "ulimit -Sn; ulimit -Hn; ls /proc/self/fd | wc -l");
+	tc_assert_ok(r);
+	char want[64];
+	snprintf(want, sizeof(want), "%d\n%llu\n4\n", (int)SOFT, (unsigned long long)hard);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
+	for (int i = 0; i < CONNS; i++)
+		tcc_close(conns[i]);
+	free(conns);
+	stop_clean(&d);
+}
+END_TEST
+
 static Suite *children_suite(void)
 {
 	Suite *s = suite_create("integ_children");
@@ -535,6 +577,7 @@ static Suite *children_suite(void)
 	tcase_add_test(tc, two_hundred_shells);
 	tcase_add_test(tc, command_args_literal);
 	tcase_add_test(tc, shell_sees_only_stdio);
+	tcase_add_test(tc, fd_limit_raised_commands_keep_theirs);
 	suite_add_tcase(s, tc);
 	return s;
 }
