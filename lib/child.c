@@ -544,6 +544,50 @@ struct spawn_args {
 	int err;			/* set by the child when it cannot exec */
 };
 
+/* The kernel's struct linux_dirent64, as getdents64(2) fills it. */
+struct kernel_dirent64 {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+/*
+ * Closes every fd from 3 up, reading the list from /proc/self/fd: for the
+ * child of spawn() on kernels without close_range (before 5.9), so system
+ * calls only, on a buffer of the stack. After closing some, the directory
+ * is read again from the start, since its entries moved.
+ */
+__attribute__((no_sanitize("address"))) static void close_from_3_by_proc(void)
+{
+	long dfd = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;	/* no /proc: close-on-exec must do */
+	_Alignas(8) char buf[1024];
+	for (;;) {
+		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		bool closed = false;
+		for (long off = 0; off < n;) {
+			const struct kernel_dirent64 *d = (const void *)(buf + off);
+			const char *name = d->name;
+			long fd = 0;
+			for (; *name >= '0' && *name <= '9'; name++)
+				fd = fd * 10 + (*name - '0');
+			if (!*name && fd >= 3 && fd != dfd) {
+				(void)syscall(SYS_close, fd);
+				closed = true;
+			}
+			off += d->reclen;
+		}
+		if (closed && syscall(SYS_lseek, dfd, 0, SEEK_SET) < 0)
+			break;
+	}
+	(void)syscall(SYS_close, dfd);
+}
+
 /*
  * The child, until exec. It runs on a stack of spawn()'s, in the daemon's
  * memory and at first on its fd table, so it makes system calls only (no
@@ -591,7 +635,8 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
-	(void)syscall(SYS_close_range, 3U, ~0U, 0U);
+	if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+		close_from_3_by_proc();
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 	(void)syscall(SYS_execve, a->path, a->argv, a->envp);
 fail:

@@ -309,7 +309,9 @@ END_TEST
 
 /* Installs a seccomp filter making pidfd_open fail with ENOSYS (as on
  * kernels before 5.3, or under valgrind); false where that is impossible. */
-static bool deny_pidfd_open(void)
+/* Makes system call nr fail with ENOSYS in this process and its children,
+ * as on a kernel without it. */
+static bool deny_syscall(long nr)
 {
 #if defined(__x86_64__)
 	const unsigned arch = AUDIT_ARCH_X86_64;
@@ -323,7 +325,7 @@ static bool deny_pidfd_open(void)
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pidfd_open, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
@@ -336,6 +338,38 @@ static bool deny_pidfd_open(void)
 /* Without pidfd_open the leader is polled (waitid WNOWAIT on our own
  * unreaped child): exit codes, the group kill at exit and cancel all
  * behave the same, and nothing is left behind. */
+static void check_child_fds(const char *out);
+
+START_TEST(without_close_range)
+{
+	/* Before Linux 5.9: the child copies the whole fd table instead, and
+	 * close-on-exec alone keeps the daemon's fds out. */
+	const char *fork_mode = getenv("CK_FORK");
+	if (fork_mode && str_eq(fork_mode, "no")) {
+		fprintf(stderr, "without_close_range: skipped: the seccomp filter would outlive the test with CK_FORK=no\n");
+		return;
+	}
+	if (!deny_syscall(SYS_close_range)) {
+		fprintf(stderr, "without_close_range: skipped: no seccomp filter on this machine (%m)\n");
+		return;
+	}
+	ck_assert_int_eq(syscall(SYS_close_range, 1000U, 1001U, 0U), -1);
+	ck_assert_int_eq(errno, ENOSYS);
+	int high = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 1000);
+	ck_assert_int_ge(high, 1000);
+
+	struct run run;
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd; exit 3\"}");
+	ck_assert(run.c.is_error);
+	ck_assert_int_eq(iget(doc, "exit_code"), 3);
+	check_child_fds(sget(doc, "stdout"));
+	json_doc_unref(doc);
+	run_done(&run);
+	ck_assert_int_eq(count_children(), 0);
+	close(high);
+}
+END_TEST
+
 START_TEST(without_pidfd_open)
 {
 	const char *fork_mode = getenv("CK_FORK");
@@ -343,7 +377,7 @@ START_TEST(without_pidfd_open)
 		fprintf(stderr, "without_pidfd_open: skipped: the seccomp filter would outlive the test with CK_FORK=no\n");
 		return;
 	}
-	if (!deny_pidfd_open()) {
+	if (!deny_syscall(SYS_pidfd_open)) {
 		fprintf(stderr, "without_pidfd_open: skipped: no seccomp filter on this machine (%m)\n");
 		return;
 	}
@@ -1210,6 +1244,7 @@ static Suite *child_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, shell_exit_codes);
 	tcase_add_test(tc, without_pidfd_open);
+	tcase_add_test(tc, without_close_range);
 	tcase_add_test(tc, shell_capture);
 	tcase_add_test(tc, shell_signals);
 	tcase_add_test(tc, shell_cap_head_tail);
