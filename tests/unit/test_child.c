@@ -20,11 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include "lib/child.h"
@@ -35,6 +31,7 @@
 #include "tools/command.h"
 #include "tools/tools.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/deny_syscall.h"
 
 /* --- fixture ------------------------------------------------------------- */
 
@@ -307,52 +304,14 @@ START_TEST(shell_exit_codes)
 }
 END_TEST
 
-/* Installs a seccomp filter making pidfd_open fail with ENOSYS (as on
- * kernels before 5.3, or under valgrind); false where that is impossible. */
-/* Makes system call nr fail with ENOSYS in this process and its children,
- * as on a kernel without it. */
-static bool deny_syscall(long nr)
-{
-#if defined(__x86_64__)
-	const unsigned arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-	const unsigned arch = AUDIT_ARCH_AARCH64;
-#else
-	return false;
-#endif
-	struct sock_filter code[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return false;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0;
-}
-
-/* Without pidfd_open the leader is polled (waitid WNOWAIT on our own
- * unreaped child): exit codes, the group kill at exit and cancel all
- * behave the same, and nothing is left behind. */
 static void check_child_fds(const char *out);
 
 START_TEST(without_close_range)
 {
 	/* Before Linux 5.9: the child copies the whole fd table instead, and
 	 * close-on-exec alone keeps the daemon's fds out. */
-	const char *fork_mode = getenv("CK_FORK");
-	if (fork_mode && str_eq(fork_mode, "no")) {
-		fprintf(stderr, "without_close_range: skipped: the seccomp filter would outlive the test with CK_FORK=no\n");
+	if (!deny_syscall_or_skip("without_close_range", SYS_close_range))
 		return;
-	}
-	if (!deny_syscall(SYS_close_range)) {
-		fprintf(stderr, "without_close_range: skipped: no seccomp filter on this machine (%m)\n");
-		return;
-	}
 	ck_assert_int_eq(syscall(SYS_close_range, 1000U, 1001U, 0U), -1);
 	ck_assert_int_eq(errno, ENOSYS);
 	int high = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 1000);
@@ -370,17 +329,13 @@ START_TEST(without_close_range)
 }
 END_TEST
 
+/* Without pidfd_open (kernels before 5.3, or valgrind) the leader is
+ * polled (waitid WNOWAIT on our own unreaped child): exit codes, the group
+ * kill at exit and cancel all behave the same, and nothing is left behind. */
 START_TEST(without_pidfd_open)
 {
-	const char *fork_mode = getenv("CK_FORK");
-	if (fork_mode && str_eq(fork_mode, "no")) {
-		fprintf(stderr, "without_pidfd_open: skipped: the seccomp filter would outlive the test with CK_FORK=no\n");
+	if (!deny_syscall_or_skip("without_pidfd_open", SYS_pidfd_open))
 		return;
-	}
-	if (!deny_syscall(SYS_pidfd_open)) {
-		fprintf(stderr, "without_pidfd_open: skipped: no seccomp filter on this machine (%m)\n");
-		return;
-	}
 	ck_assert_int_eq(syscall(SYS_pidfd_open, getpid(), 0), -1);
 	ck_assert_int_eq(errno, ENOSYS);
 

@@ -24,17 +24,13 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
 #include <linux/openat2.h>
-#include <linux/seccomp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -49,6 +45,7 @@
 #include "proto/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
+#include "tests/unit/deny_syscall.h"
 
 static char run_dir[PATH_MAX];	/* one per run, removed by main() even after failed tests */
 static char base[PATH_MAX + 16];
@@ -2344,32 +2341,6 @@ START_TEST(open_nofollow)
 }
 END_TEST
 
-/* Installs a seccomp filter making openat2 fail with err; false where seccomp is missing. */
-static bool deny_openat2(int err)
-{
-#if defined(__x86_64__)
-	const unsigned arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-	const unsigned arch = AUDIT_ARCH_AARCH64;
-#else
-	const unsigned arch = 0;
-	return false;
-#endif
-	struct sock_filter code[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = ELEMENTSOF(code), .filter = code };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return false;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0;
-}
-
 /*
  * With openat2 taken away for real (ENOSYS, as on Linux before 5.6 or under
  * valgrind), the workspace finds out once and walks without it: never
@@ -2377,20 +2348,13 @@ static bool deny_openat2(int err)
  */
 START_TEST(without_openat2)
 {
-	const char *fork_mode = getenv("CK_FORK");
-	if (fork_mode && str_eq(fork_mode, "no")) {
-		fprintf(stderr, "without_openat2: skipped: the seccomp filter would outlive the test with CK_FORK=no\n");
+	if (!deny_syscall_or_skip("without_openat2", SYS_openat2))
 		return;
-	}
-	if (!deny_openat2(ENOSYS)) {
-		fprintf(stderr, "without_openat2: skipped: no seccomp filter on this machine (%m)\n");
-		return;
-	}
 	ws_force_fallback(false);
 	struct workspace *w = NULL;
 	ck_assert_int_eq(ws_open(root, &w), 0);
 	/* Found out: any openat2 from now on fails with an errno of its own. */
-	ck_assert(deny_openat2(ENOTRECOVERABLE));
+	ck_assert(deny_syscall(SYS_openat2, ENOTRECOVERABLE));
 
 	struct buf out = {};
 	ck_assert_int_eq(ws_read(w, "link-abs-dir/inner.txt", 22, 0, 100, &out, NULL), 0);
