@@ -215,7 +215,11 @@ ssize_t tcc_send_nb(struct tcc *c, const void *data, size_t len);
  */
 const char *tcc_recv_line(struct tcc *c, int timeout_ms, size_t *ret_len);
 /* Same, parsed; NULL on timeout/EOF; fails the test if the line is not
- * JSON. */
+ * JSON. Here and in every wait below for something that should come (a
+ * response, a notification, the daemon's socket or exit), timeout_ms is
+ * multiplied by $TC_WAIT_SCALE when set (make valgrind sets it);
+ * tcc_recv_line and tcc_quiet, which tests also use to see that nothing
+ * comes, wait as told. */
 struct json_doc *tcc_recv(struct tcc *c, int timeout_ms);
 /* True once the daemon closed the connection. */
 bool tcc_eof(const struct tcc *c);
