@@ -12,12 +12,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -392,7 +392,7 @@ static uint64_t signals_to_reset(void)
 	return set;
 }
 
-/* Moves an fd to 3 or above, so the child's dup2s onto 0-2 cannot clobber
+/* Moves an fd to 3 or above, so the child's dup3s onto 0-2 cannot clobber
  * it when the daemon runs with a standard fd closed. */
 static int fd_above_stdio(int *fd)
 {
@@ -596,8 +596,9 @@ __attribute__((no_sanitize("address"))) static void close_from_3_by_proc(void)
  * fds below keep_below and nothing else, which costs the same with ten or
  * ten thousand connections open above. Then it sets back the signals that
  * are not at their default, takes its own process group, moves to its
- * working directory, puts its fds on 0-2, closes the rest, unblocks every
- * signal and execs.
+ * working directory, gets back the soft limit on open files the daemon was
+ * given (child_set_fd_limit), puts its fds on 0-2, closes the rest,
+ * unblocks every signal and execs.
  */
 __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 {
