@@ -19,7 +19,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <yajl/yajl_gen.h>
 #include <yajl/yajl_parse.h>
 
 /* --- arena ------------------------------------------------------------ */
@@ -1014,34 +1013,47 @@ size_t utf8_length(const char *s, size_t n)
 
 /* --- generator -------------------------------------------------------- */
 
-struct jgen {
-	yajl_gen g;
-	struct buf *out;
-	struct buf tmp;		/* long strings are escaped here first */
+/*
+ * Our own, not yajl's: every answer is a handful of keys and values, and
+ * yajl_gen escaped them a character at a time through a print callback
+ * (about a quarter of a small call's instructions), capped nesting at 128
+ * (a parsed value may be nested up to limits.max_json_depth, 1024 at most)
+ * and let encoded surrogates through. Here strings are checked as strict
+ * UTF-8 and quoted in one pass (json_quote), and a byte of state per open
+ * container says which separator comes next.
+ */
+enum gen_state {
+	GEN_ARR_FIRST,		/* in an array, before its first element */
+	GEN_ARR_MORE,		/* in an array, after an element: ',' */
+	GEN_OBJ_FIRST,		/* in an object, before its first key */
+	GEN_OBJ_MORE,		/* in an object, after a member: ',' before the key */
+	GEN_OBJ_VALUE,		/* in an object, after a key and ':' */
 };
 
-static void gen_print(void *ctx, const char *s, size_t n)
-{
-	buf_append(ctx, s, n);
-}
+#define GEN_INLINE_DEPTH 32
+
+struct jgen {
+	struct buf *out;
+	size_t depth, cap;
+	uint8_t *st;				/* state per open container */
+	uint8_t inline_st[GEN_INLINE_DEPTH];
+};
 
 struct jgen *jgen_new(struct buf *out)
 {
-	struct jgen *g = xcalloc(1, sizeof(*g));
+	struct jgen *g = xmalloc(sizeof(*g));
 	g->out = out;
-	g->g = yajl_gen_alloc(NULL);
-	if (!g->g)
-		abort();
-	yajl_gen_config(g->g, yajl_gen_print_callback, gen_print, out);
-	yajl_gen_config(g->g, yajl_gen_validate_utf8, 1);
+	g->depth = 0;
+	g->cap = GEN_INLINE_DEPTH;
+	g->st = g->inline_st;
 	return g;
 }
 
 struct jgen *jgen_free(struct jgen *g)
 {
 	if (g) {
-		yajl_gen_free(g->g);
-		buf_free(&g->tmp);
+		if (g->st != g->inline_st)
+			free(g->st);
 		free(g);
 	}
 	return NULL;
@@ -1049,67 +1061,119 @@ struct jgen *jgen_free(struct jgen *g)
 
 void jgen_reset(struct jgen *g)
 {
-	yajl_gen_reset(g->g, NULL);
+	g->depth = 0;
 }
 
-void jgen_obj_open(struct jgen *g) { yajl_gen_map_open(g->g); }
-void jgen_obj_close(struct jgen *g) { yajl_gen_map_close(g->g); }
-void jgen_arr_open(struct jgen *g) { yajl_gen_array_open(g->g); }
-void jgen_arr_close(struct jgen *g) { yajl_gen_array_close(g->g); }
-
-void jgen_strn(struct jgen *g, const char *s, size_t n)
+/* True when the next thing written is an object's key. */
+static inline bool gen_at_key(const struct jgen *g)
 {
-	if (!s) {
-		yajl_gen_null(g->g);
+	return g->depth && g->st[g->depth - 1] != GEN_OBJ_VALUE && g->st[g->depth - 1] >= GEN_OBJ_FIRST;
+}
+
+/* Writes the separator a value needs where the generator stands. */
+static inline void gen_before_value(struct jgen *g)
+{
+	if (!g->depth)
+		return;
+	uint8_t *s = &g->st[g->depth - 1];
+	switch (*s) {
+	case GEN_ARR_FIRST:
+		*s = GEN_ARR_MORE;
+		break;
+	case GEN_ARR_MORE:
+		buf_putc(g->out, ',');
+		break;
+	case GEN_OBJ_VALUE:
+		*s = GEN_OBJ_MORE;
+		break;
+	}
+}
+
+static void gen_push(struct jgen *g, enum gen_state s)
+{
+	if (g->depth == g->cap) {
+		size_t cap = g->cap * 2;
+		uint8_t *st = xmalloc(cap);
+		memcpy(st, g->st, g->depth);
+		if (g->st != g->inline_st)
+			free(g->st);
+		g->st = st;
+		g->cap = cap;
+	}
+	g->st[g->depth++] = (uint8_t)s;
+}
+
+void jgen_obj_open(struct jgen *g)
+{
+	gen_before_value(g);
+	buf_putc(g->out, '{');
+	gen_push(g, GEN_OBJ_FIRST);
+}
+
+void jgen_obj_close(struct jgen *g)
+{
+	if (g->depth)
+		g->depth--;
+	buf_putc(g->out, '}');
+}
+
+void jgen_arr_open(struct jgen *g)
+{
+	gen_before_value(g);
+	buf_putc(g->out, '[');
+	gen_push(g, GEN_ARR_FIRST);
+}
+
+void jgen_arr_close(struct jgen *g)
+{
+	if (g->depth)
+		g->depth--;
+	buf_putc(g->out, ']');
+}
+
+/* Appends s as a string literal: strict UTF-8 as it is, anything else
+ * with U+FFFD replacements (tool output can be anything). */
+static void gen_quote(struct buf *out, const char *s, size_t n)
+{
+	/* Keys and short values are mostly printable ASCII with nothing to
+	 * escape: copied at once, without the scans set up for long text. */
+	if (n <= 32) {
+		size_t i = 0;
+		while (i < n && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x80 && s[i] != '"' &&
+		       s[i] != '\\')
+			i++;
+		if (i == n) {
+			buf_reserve(out, n + 2);
+			char *o = out->data + out->len;
+			o[0] = '"';
+			memcpy(o + 1, s, n);
+			o[n + 1] = '"';
+			out->len += n + 2;
+			out->data[out->len] = '\0';
+			return;
+		}
+	}
+	if (utf8_valid(s, n)) {
+		json_quote(out, s, n);
 		return;
 	}
-	/* Only strict UTF-8 goes out as it is: yajl's own check lets
-	 * encoded surrogates through (a lone "\udc00" in a request decodes to
-	 * one), which strict UTF-8 decoders refuse; they are replaced below,
-	 * whatever the string's length. Short strings (keys, names) take
-	 * yajl's own path. */
-	bool valid = utf8_valid(s, n);
-	if (valid && n < 64) {
-		yajl_gen_string(g->g, (const unsigned char *)s, n);
-		return;
-	}
-	if (valid) {
-		/* Long strings (file contents, output): escape in one pass
-		 * into a scratch buffer and hand yajl the finished literal,
-		 * instead of yajl's run-by-run printing. The result is what
-		 * yajl would write. */
-		g->tmp.len = g->tmp.off = 0;
-		json_quote(&g->tmp, s, n);
-		yajl_gen_number(g->g, buf_head(&g->tmp), buf_size(&g->tmp));
-		if (g->tmp.cap > (1u << 20))
-			buf_free(&g->tmp);
-		return;
-	}
-	/* Not UTF-8 (tool output can be anything): replace, then write. */
 	struct buf b = {0};
 	utf8_sanitize(s, n, &b);
-	jgen_strn(g, buf_head(&b), buf_size(&b));
+	json_quote(out, buf_head(&b), buf_size(&b));
 	buf_free(&b);
 }
 
-void jgen_str(struct jgen *g, const char *s)
-{
-	jgen_strn(g, s, s ? strlen(s) : 0);
-}
-
-/* Writes an object key. Always as a yajl string, whatever its length:
- * jgen_strn hands long strings to yajl as a finished literal, which yajl
- * refuses (and drops) in key position. */
+/* Writes an object key and its ':'. */
 static void gen_key(struct jgen *g, const char *key, size_t n)
 {
-	if (utf8_valid(key, n)) {
-		yajl_gen_string(g->g, (const unsigned char *)key, n);
-		return;
+	if (g->depth) {
+		uint8_t *s = &g->st[g->depth - 1];
+		if (*s == GEN_OBJ_MORE)
+			buf_putc(g->out, ',');
+		*s = GEN_OBJ_VALUE;
 	}
-	struct buf b = {0};
-	utf8_sanitize(key, n, &b);
-	yajl_gen_string(g->g, (const unsigned char *)buf_head(&b), buf_size(&b));
-	buf_free(&b);
+	gen_quote(g->out, key, n);
+	buf_putc(g->out, ':');
 }
 
 void jgen_key(struct jgen *g, const char *key)
@@ -1117,41 +1181,64 @@ void jgen_key(struct jgen *g, const char *key)
 	gen_key(g, key, strlen(key));
 }
 
+void jgen_strn(struct jgen *g, const char *s, size_t n)
+{
+	if (!s) {
+		jgen_null(g);
+		return;
+	}
+	/* A string where a key is due is that key, as with yajl. */
+	if (gen_at_key(g)) {
+		gen_key(g, s, n);
+		return;
+	}
+	gen_before_value(g);
+	gen_quote(g->out, s, n);
+}
+
+void jgen_str(struct jgen *g, const char *s)
+{
+	jgen_strn(g, s, s ? strlen(s) : 0);
+}
+
 void jgen_int(struct jgen *g, int64_t v)
 {
-	/* What yajl_gen_integer writes ("%lld"), without sprintf, which
-	 * showed in profiles of answers. yajl_gen_number adds the separators
-	 * the generator's state calls for, exactly as yajl_gen_integer does. */
 	char tmp[21];
 	char *end = tmp + sizeof(tmp);
 	/* The magnitude as unsigned: -INT64_MIN does not fit an int64. */
 	char *p = fmt_u64(end, v < 0 ? -(uint64_t)v : (uint64_t)v);
 	if (v < 0)
 		*--p = '-';
-	yajl_gen_number(g->g, p, (size_t)(end - p));
+	jgen_raw(g, p, (size_t)(end - p));
 }
 
 void jgen_double(struct jgen *g, double v)
 {
 	if (!isfinite(v)) {
-		yajl_gen_null(g->g);
+		jgen_null(g);
 		return;
 	}
 	char tmp[40];
 	int n = snprintf(tmp, sizeof(tmp), "%.15g", v);
 	if (strtod(tmp, NULL) != v)
 		n = snprintf(tmp, sizeof(tmp), "%.17g", v);
-	yajl_gen_number(g->g, tmp, (size_t)n);
+	jgen_raw(g, tmp, (size_t)n);
 }
 
-void jgen_bool(struct jgen *g, bool v) { yajl_gen_bool(g->g, v); }
-void jgen_null(struct jgen *g) { yajl_gen_null(g->g); }
+void jgen_bool(struct jgen *g, bool v)
+{
+	jgen_raw(g, v ? "true" : "false", v ? 4 : 5);
+}
+
+void jgen_null(struct jgen *g)
+{
+	jgen_raw(g, "null", 4);
+}
 
 void jgen_raw(struct jgen *g, const char *json, size_t n)
 {
-	/* yajl_gen_number writes its text verbatim, with the separators the
-	 * generator's state calls for: exactly what an embedded value needs. */
-	yajl_gen_number(g->g, json, n);
+	gen_before_value(g);
+	buf_append(g->out, json, n);
 }
 
 void jgen_value(struct jgen *g, const struct json *v)

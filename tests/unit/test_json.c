@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <yajl/yajl_gen.h>
+
 #include "proto/json.h"
 #include "proto/json_internal.h"
 #include "tests/unit/check_main.h"
@@ -682,6 +684,173 @@ START_TEST(generator_replaces_encoded_surrogates)
 }
 END_TEST
 
+/* Writes v with yajl's own generator: the reference jgen is held to. */
+static void yajl_write(yajl_gen y, const struct json *v)
+{
+	switch (v->type) {
+	case JSON_NULL:
+		yajl_gen_null(y);
+		break;
+	case JSON_BOOL:
+		yajl_gen_bool(y, v->u.b);
+		break;
+	case JSON_NUMBER:
+		yajl_gen_number(y, v->u.num.raw, v->u.num.raw_len);
+		break;
+	case JSON_STRING:
+		yajl_gen_string(y, (const unsigned char *)v->u.str.s, v->u.str.len);
+		break;
+	case JSON_ARRAY:
+		yajl_gen_array_open(y);
+		for (size_t i = 0; i < v->u.arr.n; i++)
+			yajl_write(y, v->u.arr.items[i]);
+		yajl_gen_array_close(y);
+		break;
+	case JSON_OBJECT:
+		yajl_gen_map_open(y);
+		for (size_t i = 0; i < v->u.obj.n; i++) {
+			yajl_gen_string(y, (const unsigned char *)v->u.obj.members[i].key,
+					v->u.obj.members[i].key_len);
+			yajl_write(y, v->u.obj.members[i].value);
+		}
+		yajl_gen_map_close(y);
+		break;
+	}
+}
+
+static void yajl_print(void *ctx, const char *s, size_t n)
+{
+	buf_append(ctx, s, n);
+}
+
+/* yajl writes the hex of \u00XX in capitals, jgen in small letters. */
+static void lower_unicode_escapes(char *s)
+{
+	for (; *s; s++) {
+		if (*s != '\\')
+			continue;
+		if (s[1] == 'u')
+			for (int k = 2; k < 6 && s[k]; k++)
+				if (s[k] >= 'A' && s[k] <= 'F')
+					s[k] = (char)(s[k] - 'A' + 'a');
+		s++;
+	}
+}
+
+/* Appends a random JSON value of valid UTF-8, nested at most 6 deep. */
+static void random_value(struct buf *b, unsigned *seed, int depth)
+{
+	static const char *const scalars[] = {
+		"1", "-2.5e3", "0", "true", "false", "null", "\"\"", "\"a\"", "\"\\n\\t\\u0001\"",
+		"\"\\u001F \\\"q\\\" \\\\\"", "\"\xc3\xa9\xf0\x9d\x84\x9e\"", "\"\\u00e9/\\/\"",
+	};
+	int kind = depth >= 6 ? 0 : rand_r(seed) % 3;
+	if (kind == 0) {
+		buf_puts(b, scalars[rand_r(seed) % ELEMENTSOF(scalars)]);
+		return;
+	}
+	int n = rand_r(seed) % 4;
+	buf_putc(b, kind == 1 ? '[' : '{');
+	for (int i = 0; i < n; i++) {
+		if (i)
+			buf_putc(b, ',');
+		if (kind == 2)
+			buf_printf(b, "\"k%d\\u0007\":", i);
+		random_value(b, seed, depth + 1);
+	}
+	buf_putc(b, kind == 1 ? ']' : '}');
+}
+
+/* The generator writes, byte for byte, what yajl_gen writes for any parsed
+ * value of valid UTF-8 (but the case of hex digits): separators of nested
+ * and empty containers, escapes, numbers verbatim. */
+START_TEST(generator_writes_what_yajl_writes)
+{
+	static const char *const fixed[] = {
+		"{}", "[]", "[[],{},[[]],{\"a\":{}}]", "{\"a\":[1,{\"b\":[]},\"c\"],\"d\":{\"e\":null}}",
+		"\"\\u0001\\u001f\\b\\f\\n\\r\\t\\\"\\\\/\\u007f\"", "[true,false,null,-0,1.5e300,12345678901234567890]",
+		"{\"\\u00e9\":\"\xf0\x9d\x84\x9e\"}",
+	};
+	unsigned seed = 4242;
+	size_t compared = 0;
+	for (size_t t = 0; t < ELEMENTSOF(fixed) + 20000; t++) {
+		struct buf src = {0};
+		if (t < ELEMENTSOF(fixed))
+			buf_puts(&src, fixed[t]);
+		else
+			random_value(&src, &seed, 0);
+		const char *text = buf_head(&src);
+		size_t len = buf_size(&src);
+		struct json_doc *doc = NULL;
+		struct json_err err;
+		ck_assert_msg(json_parse(text, len, 0, 0, &doc, &err) == 0, "'%s' does not parse: %s", text, err.msg);
+		struct buf got = {0}, want = {0};
+		struct jgen *g = jgen_new(&got);
+		jgen_value(g, json_doc_root(doc));
+		jgen_free(g);
+		yajl_gen y = yajl_gen_alloc(NULL);
+		yajl_gen_config(y, yajl_gen_print_callback, yajl_print, &want);
+		yajl_write(y, json_doc_root(doc));
+		yajl_gen_free(y);
+		buf_putc(&want, '\0');
+		want.len--;
+		lower_unicode_escapes(want.data);
+		ck_assert_msg(str_eq(buf_head(&got), buf_head(&want)), "'%.*s': jgen wrote %s, yajl %s",
+			      (int)len, text, buf_head(&got), buf_head(&want));
+		compared++;
+		buf_free(&got);
+		buf_free(&want);
+		json_doc_unref(doc);
+		buf_free(&src);
+	}
+	ck_assert_uint_eq(compared, ELEMENTSOF(fixed) + 20000);
+}
+END_TEST
+
+/* Values nested deeper than yajl's generator allowed (128) are written
+ * whole: limits.max_json_depth goes up to 1024. */
+START_TEST(generator_writes_deep_values)
+{
+	struct buf text = {0};
+	for (int i = 0; i < 1000; i++)
+		buf_puts(&text, i % 2 ? "{\"k\":" : "[");
+	buf_puts(&text, "1");
+	for (int i = 999; i >= 0; i--)
+		buf_puts(&text, i % 2 ? "}" : "]");
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	ck_assert_int_eq(json_parse(buf_head(&text), buf_size(&text), 0, 1000, &doc, &err), 0);
+	struct buf out = {0};
+	struct jgen *g = jgen_new(&out);
+	jgen_value(g, json_doc_root(doc));
+	jgen_free(g);
+	ck_assert_str_eq(buf_head(&out), buf_head(&text));
+	json_doc_unref(doc);
+	buf_free(&out);
+	buf_free(&text);
+}
+END_TEST
+
+/* A string where a key is due is written as that key. */
+START_TEST(generator_string_in_key_position)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_str(g, "a");
+	jgen_int(g, 1);
+	jgen_strn(g, "b", 1);
+	jgen_arr_open(g);
+	jgen_obj_open(g);
+	jgen_obj_close(g);
+	jgen_arr_close(g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	ck_assert_str_eq(buf_head(&b), "{\"a\":1,\"b\":[{}]}");
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(generator_integers)
 {
 	static const int64_t vals[] = {
@@ -756,6 +925,9 @@ int main(void)
 	tcase_add_test(tc, generator_output_is_one_line_of_valid_utf8);
 	tcase_add_test(tc, generator_long_keys);
 	tcase_add_test(tc, generator_replaces_encoded_surrogates);
+	tcase_add_test(tc, generator_writes_what_yajl_writes);
+	tcase_add_test(tc, generator_writes_deep_values);
+	tcase_add_test(tc, generator_string_in_key_position);
 	tcase_add_test(tc, line_and_column);
 	tcase_add_test(tc, documents_are_refcounted);
 	tcase_add_test(tc, quote_round_trips);
