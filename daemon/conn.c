@@ -136,19 +136,20 @@ void conn_close(struct conn *c)
 	c->fd = -1;
 	event_unsubscribe(c->sub);
 	c->sub = NULL;
-	/* Detach calls: keyed executions run on, the others are cancelled. */
+	/* Detach calls: keyed executions run on, the others are cancelled
+	 * (with the dispatcher held, so that none of them starts in a slot
+	 * another one freed). A batch's answered siblings keep their slots
+	 * until the last member goes. */
+	dispatch_hold(s->dispatcher);
 	while (!list_empty(&c->pendings)) {
 		struct pending *p = list_first(&c->pendings, struct pending, node);
 		if (p->caller) {
 			struct caller *caller = TAKE_PTR(p->caller);
 			dispatch_detach(caller);
 		}
-		if (p->batch) {
-			/* Siblings answered already keep their slots until the
-			 * last one goes. */
-		}
 		pending_free(p);
 	}
+	dispatch_release(s->dispatcher);
 	list_remove(&c->node);
 	s->n_conns--;
 	session_unref(TAKE_PTR(c->session));

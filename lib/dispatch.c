@@ -723,7 +723,10 @@ static void pump(struct dispatcher *d)
 static void enqueue(struct exec *e)
 {
 	struct dispatcher *d = e->d;
-	if (e->session->waiting >= d->cfg.queue_max) {
+	/* Only a call that has to wait counts against the queue: pump()
+	 * runs whenever a slot frees, so a call that can run now starts at
+	 * once (with queue_max 0, calls run or are refused, never wait). */
+	if (!can_run(d, e) && e->session->waiting >= d->cfg.queue_max) {
 		finish(e, outcome_error(TC_OVERLOADED,
 					"Too many calls are queued for this session (limit %u); "
 					"wait for some to finish, then retry", d->cfg.queue_max));
@@ -1496,21 +1499,37 @@ void dispatch_detach(struct caller *c)
 	cancel_caller(c, false, "The client disconnected");
 }
 
+void dispatch_hold(struct dispatcher *d)
+{
+	d->pumping++;
+}
+
+void dispatch_release(struct dispatcher *d)
+{
+	if (--d->pumping == 0)
+		pump(d);
+}
+
 unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s)
 {
 	unsigned n = 0;
 	session_ref(s);
+	/* A running call cancelled frees a slot: the session's queued calls
+	 * must not start in it only to be cancelled next. */
+	dispatch_hold(d);
 	while (!list_empty(&s->callers)) {
 		struct caller *c = list_first(&s->callers, struct caller, session_node);
 		cancel_caller(c, true, "The call was cancelled with its session");
 		n++;
 	}
+	dispatch_release(d);
 	session_unref(s);
 	return n;
 }
 
 void dispatch_cancel_all(struct dispatcher *d, const char *why)
 {
+	dispatch_hold(d);
 	while (!list_empty(&d->callers)) {
 		struct caller *c = list_first(&d->callers, struct caller, all_node);
 		cancel_caller(c, true, why);
@@ -1520,6 +1539,7 @@ void dispatch_cancel_all(struct dispatcher *d, const char *why)
 		struct exec *e = list_first(&d->execs, struct exec, node);
 		exec_cancel(e, why);
 	}
+	dispatch_release(d);
 }
 
 unsigned dispatch_abandoned(const struct dispatcher *d)

@@ -134,6 +134,11 @@ void dispatch_cancel(struct caller *c, bool respond);
 /* The caller's connection went away: a keyed execution runs on for the
  * cache; an unkeyed one is cancelled. No answer is given. */
 void dispatch_detach(struct caller *c);
+/* Holds queued calls back while several are cancelled or detached (the
+ * slots a cancelled call frees must not start calls about to be cancelled
+ * too); release starts what may run. Pairs nest. */
+void dispatch_hold(struct dispatcher *d);
+void dispatch_release(struct dispatcher *d);
 /* Cancels (with answers) every call of the session; returns how many. */
 unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
 /* Cancels everything (shutdown). */

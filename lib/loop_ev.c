@@ -32,10 +32,12 @@ struct evloop {
 	uint64_t rng;
 };
 
+/* The monotonic clock read now, not ev_now(): that is the wall clock (a
+ * step back would make durations wrap) as of the start of the loop turn
+ * (a call's durationMs could come out shorter than its command's own). */
 static uint64_t ev_now_ms(struct tc_loop *l)
 {
-	struct evloop *e = (struct evloop *)l;
-	return (uint64_t)(ev_now(e->ev) * 1000.0);
+	return mono_ms();
 }
 
 /* xorshift64*: jitter needs spread, not secrecy. */

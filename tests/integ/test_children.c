@@ -421,6 +421,9 @@ START_TEST(two_hundred_shells)
 		tc_assert_ok(r);
 		ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
 		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), tcc_fmt(cc, "n%d\n", i));
+		/* The call's time covers its command's, read on one clock. */
+		ck_assert_int_ge(tj_int(r, "result._meta.toolcalld/durationMs"),
+				 tj_int(r, "result.structuredContent.duration_ms"));
 	}
 	unsigned all, zombies;
 	count_children(d.pid, &all, &zombies);

@@ -557,6 +557,50 @@ START_TEST(session_cancel_answers_every_call)
 }
 END_TEST
 
+/* Cancelling a session's running call frees its slot: the session's
+ * queued calls are cancelled without ever starting (no attempt, no budget
+ * spent). */
+START_TEST(session_cancel_does_not_start_queued_calls)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	cfg.session_concurrency = 1;
+	dispatch_set_config(d, &cfg);
+	call("slow", "{}", NULL, &recs[0]);
+	call("slow", "{}", NULL, &recs[1]);
+	call("slow", "{}", NULL, &recs[2]);
+	ck_assert_uint_eq(exec_count, 1);
+	ck_assert_uint_eq(dispatch_cancel_session(d, sess), 3);
+	ck_assert_uint_eq(exec_count, 1);
+	ck_assert_uint_eq(cancel_count, 1);
+	ck_assert_int_eq(recs[1].kind, TC_CANCELLED);
+	ck_assert_uint_eq(recs[1].attempts, 0);
+	ck_assert_uint_eq(recs[2].attempts, 0);
+	/* Slots are free again: the next call runs at once. */
+	call("slow", "{}", NULL, &recs[3]);
+	ck_assert_uint_eq(exec_count, 2);
+}
+END_TEST
+
+/* The same for a connection that goes away with calls running and queued. */
+START_TEST(detach_does_not_start_queued_calls)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	cfg.session_concurrency = 1;
+	dispatch_set_config(d, &cfg);
+	struct caller *a = call("slow", "{}", NULL, &recs[0]);
+	struct caller *b = call("slow", "{}", NULL, &recs[1]);
+	ck_assert_uint_eq(exec_count, 1);
+	dispatch_hold(d);
+	dispatch_detach(a);
+	dispatch_detach(b);
+	dispatch_release(d);
+	ck_assert_uint_eq(exec_count, 1);
+	ck_assert_uint_eq(dispatch_inflight(d), 0);
+}
+END_TEST
+
 /* --- concurrency ------------------------------------------------------------ */
 
 START_TEST(session_cap_queues_fifo)
@@ -589,6 +633,28 @@ START_TEST(queue_overflow_is_overloaded)
 	ck_assert(!recs[1].done);
 	ck_assert(!recs[2].done);
 	ck_assert_int_eq(recs[3].kind, TC_OVERLOADED);
+}
+END_TEST
+
+/* queue_max bounds the calls that wait, not those that can run: with 0,
+ * a call runs when a slot is free and is refused only when it would wait. */
+START_TEST(queue_max_zero_runs_what_can_run)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	cfg.session_concurrency = 1;
+	cfg.queue_max = 0;
+	dispatch_set_config(d, &cfg);
+	call("slow", "{}", NULL, &recs[0]);
+	ck_assert_uint_eq(exec_count, 1);
+	ck_assert(!recs[0].done);
+	call("slow", "{}", NULL, &recs[1]);
+	ck_assert_int_eq(recs[1].kind, TC_OVERLOADED);
+	complete_first(TC_OK);
+	ck_assert_int_eq(recs[0].kind, TC_OK);
+	call("slow", "{}", NULL, &recs[2]);
+	ck_assert_uint_eq(exec_count, 2);
+	ck_assert(!recs[2].done);
 }
 END_TEST
 
@@ -850,8 +916,9 @@ static Suite *dispatch_suite(void)
 				   kept_outcomes_expire_after_ttl, cache_is_bounded_lru,
 				   disconnect_keeps_keyed_execution, disconnect_cancels_unkeyed_execution,
 				   explicit_cancel_detaches_until_none_left, session_cancel_answers_every_call } },
-		{ "caps", { session_cap_queues_fifo, queue_overflow_is_overloaded,
-			    timeout_clock_starts_with_the_attempt } },
+		{ "caps", { session_cap_queues_fifo, queue_overflow_is_overloaded, queue_max_zero_runs_what_can_run,
+			    timeout_clock_starts_with_the_attempt, session_cancel_does_not_start_queued_calls,
+			    detach_does_not_start_queued_calls } },
 		{ "circuit", { circuit_opens_and_probe_closes, old_failures_leave_the_window,
 			       failed_probe_reopens } },
 		{ "confirmation", { no_approver_denies_at_once, approver_allows_then_always, approver_denies,
