@@ -497,6 +497,8 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 	int r = registry_build(cfg, &s->providers, &next, &reg, ret_err);
 	if (r < 0) {
 		config_free(&fresh);
+		/* The directory may have been replaced: the watch follows. */
+		watch_tools_dir(s);
 		sd_notify(0, "READY=1");
 		return r;
 	}
@@ -508,21 +510,13 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 		fresh.socket = s->cfg.socket ? xstrdup(s->cfg.socket) : NULL;
 		free(fresh.workspace);
 		fresh.workspace = xstrdup(s->cfg.workspace);
-		if (!str_eq(fresh.audit_log, s->cfg.audit_log))
+		if (!(fresh.audit_log == s->cfg.audit_log || str_eq(fresh.audit_log, s->cfg.audit_log)))
 			log_warning("audit_log changes take effect at restart");
 		free(fresh.audit_log);
 		fresh.audit_log = s->cfg.audit_log ? xstrdup(s->cfg.audit_log) : NULL;
-		bool rewatch = !str_eq(fresh.tools_dir, s->cfg.tools_dir);
 		config_free(&s->cfg);
 		s->cfg = fresh;
 		apply_config(s);
-		if (rewatch) {
-			if (s->inotify_fd >= 0) {
-				ev_io_stop(s->ev, &s->inotify_w);
-				close(s->inotify_fd);
-			}
-			watch_tools_dir(s);
-		}
 	} else {
 		config_free(&fresh);
 	}
@@ -531,6 +525,7 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 	s->providers = next;
 	setup_providers(s);
 	*ret_result = swap_registry(s, reg, true);
+	watch_tools_dir(s);
 	sd_notify(0, "READY=1");
 	return 0;
 }
@@ -562,6 +557,16 @@ static void on_reload_debounce(struct ev_loop *ev, ev_timer *w, int revents)
 	free(err);
 }
 
+/* True for an inotify event that may change the tool files: anything in
+ * tools_dir itself, and in its parent only what happens to its name (the
+ * directory replaced, moved away or made). */
+static bool tools_event(const struct server *s, const struct inotify_event *ev)
+{
+	if (ev->wd != s->parent_wd)
+		return true;
+	return ev->len && str_eq(ev->name, s->tools_name);
+}
+
 static void on_inotify(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct server *s = container_of(w, struct server, inotify_w);
@@ -571,7 +576,11 @@ static void on_inotify(struct ev_loop *ev, ev_io *w, int revents)
 		ssize_t n = read(s->inotify_fd, buf, sizeof(buf));
 		if (n <= 0)
 			break;
-		any = true;
+		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *e = (const struct inotify_event *)(buf + off);
+			any |= tools_event(s, e);
+			off += (ssize_t)(sizeof(*e) + e->len);
+		}
 	}
 	if (any) {
 		/* Editors write in several steps: wait for the dust to settle. */
@@ -581,9 +590,18 @@ static void on_inotify(struct ev_loop *ev, ev_io *w, int revents)
 	}
 }
 
+/*
+ * (Re)arms the watch on tools_dir, on every (re)load: the directory and
+ * its parent, so that a tools_dir replaced by another (moved away and made
+ * again, as deployment tools do) is noticed and then watched in its turn.
+ */
 static void watch_tools_dir(struct server *s)
 {
-	s->inotify_fd = -1;
+	if (s->inotify_fd >= 0) {
+		ev_io_stop(s->ev, &s->inotify_w);
+		close(s->inotify_fd);
+		s->inotify_fd = -1;
+	}
 	if (!s->cfg.tools_dir)
 		return;
 	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -591,16 +609,27 @@ static void watch_tools_dir(struct server *s)
 		log_warning("inotify: %s; tool files reload on SIGHUP only", strerror(errno));
 		return;
 	}
-	if (inotify_add_watch(fd, s->cfg.tools_dir, IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
-						 IN_CLOSE_WRITE | IN_ATTRIB) < 0) {
-		log_warning("cannot watch %s: %s", s->cfg.tools_dir, strerror(errno));
-		close(fd);
-		return;
-	}
+	const uint32_t names = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM;
+	if (inotify_add_watch(fd, s->cfg.tools_dir, names | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF |
+				      IN_MOVE_SELF | IN_ONLYDIR) < 0)
+		log_warning("cannot watch %s: %s; it is watched again at the next reload", s->cfg.tools_dir,
+			    strerror(errno));
+	/* The parent and the name in it, trailing slashes aside. */
+	_cleanup_free_ char *parent = xstrdup(s->cfg.tools_dir);
+	size_t n = strlen(parent);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = '\0';
+	char *slash = strrchr(parent, '/');
+	free(s->tools_name);
+	s->tools_name = xstrdup(slash ? slash + 1 : parent);
+	if (slash == parent)
+		parent[1] = '\0';	/* "/" */
+	else if (slash)
+		*slash = '\0';
+	s->parent_wd = inotify_add_watch(fd, slash ? parent : ".", names | IN_ONLYDIR);
 	s->inotify_fd = fd;
 	ev_io_init(&s->inotify_w, on_inotify, fd, EV_READ);
 	ev_io_start(s->ev, &s->inotify_w);
-	ev_init(&s->reload_debounce, on_reload_debounce);
 }
 
 /* --- life cycle -------------------------------------------------------- */
@@ -671,6 +700,7 @@ int server_init(struct server *s, char **ret_err)
 	ev_signal_start(s->ev, &s->sig_term);
 	ev_signal_start(s->ev, &s->sig_int);
 	ev_signal_start(s->ev, &s->sig_hup);
+	ev_init(&s->reload_debounce, on_reload_debounce);
 	watch_tools_dir(s);
 
 	uint64_t usec = 0;
@@ -754,6 +784,7 @@ void server_free(struct server *s)
 		unlink(s->socket_path);
 	if (s->inotify_fd >= 0)
 		close(s->inotify_fd);
+	free(s->tools_name);
 	if (s->spare_fd >= 0)
 		close(s->spare_fd);
 	registry_unref(s->registry);

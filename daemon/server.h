@@ -49,6 +49,8 @@ struct server {
 	ev_io inotify_w;
 	ev_timer reload_debounce;
 	int inotify_fd;
+	int parent_wd;		/* watch on tools_dir's parent */
+	char *tools_name;	/* tools_dir's name in it */
 
 	struct list conns;
 	struct list dirty;		/* connections with output to flush */

@@ -59,6 +59,19 @@ static bool listed(struct tcc *c, const char *name)
 	return false;
 }
 
+/* Waits up to ms for name to be listed (want true) or not (want false). */
+static bool wait_listed(struct tcc *c, const char *name, bool want, int ms)
+{
+	uint64_t end = tc_now_ms() + (uint64_t)ms;
+	for (;;) {
+		if (listed(c, name) == want)
+			return true;
+		if (tc_now_ms() >= end)
+			return false;
+		usleep(50 * 1000);
+	}
+}
+
 /* --- the command line ---------------------------------------------------- */
 
 START_TEST(flags_help_version_unknown)
@@ -664,6 +677,57 @@ START_TEST(live_reload_inotify)
 }
 END_TEST
 
+/* tools_dir replaced by a new directory (moved away, made again, as
+ * deployment tools do): the new one is read and then watched in its turn;
+ * the old one, now elsewhere, is not. */
+START_TEST(live_reload_follows_a_replaced_tools_dir)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, NULL);
+	tcd_write_tool(&d, "one.json", ECHO_TOOL("one", "In the first directory"));
+	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000), "no list_changed");
+	ck_assert(listed(c, "one"));
+
+	/* Moved away: the reload fails (no tools_dir), the registry stays. */
+	char *old = xasprintf("%s.old", d.tools_dir);
+	ck_assert_int_eq(rename(d.tools_dir, old), 0);
+	usleep(500 * 1000);
+	ck_assert(listed(c, "one"));
+	/* A directory made in its place is read, then watched. */
+	ck_assert_int_eq(mkdir(d.tools_dir, 0755), 0);
+	tcd_write_tool(&d, "two.json", ECHO_TOOL("two", "In the second directory"));
+	ck_assert_msg(wait_listed(c, "two", true, 3000), "the new tools_dir was not read within 3 s");
+	ck_assert(!listed(c, "one"));
+	tcd_write_tool(&d, "three.json", ECHO_TOOL("three", "Also in the second directory"));
+	ck_assert_msg(wait_listed(c, "three", true, 3000), "a file of the new tools_dir was not seen within 3 s");
+	tc_assert_ok(tcc_call(c, "three", "{\"msg\":\"x\"}"));
+	/* Reloads that change nothing but tools do not warn about the rest. */
+	char *log = tcd_log(&d);
+	ck_assert_msg(!strstr(log, "audit_log changes"), "a reload warned about an audit_log it did not change: %s",
+		      log);
+	free(log);
+
+	/* The old directory, now elsewhere, is not watched any more. */
+	tcc_clear_queue(c);
+	char *p = xasprintf("%s/four.json", old);
+	tc_write_file_atomic(p, ECHO_TOOL("four", "Outside"), strlen(ECHO_TOOL("four", "Outside")));
+	ck_assert(tcc_quiet(c, 600));
+	ck_assert(!listed(c, "four"));
+	unlink(p);
+	free(p);
+	p = xasprintf("%s/one.json", old);
+	unlink(p);
+	free(p);
+	rmdir(old);
+	free(old);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(sighup_reloads)
 {
 	struct tcd d;
@@ -761,6 +825,7 @@ int main(void)
 	tcase_add_test(tc, admin_reload);
 	tcase_add_test(tc, reload_during_call);
 	tcase_add_test(tc, live_reload_inotify);
+	tcase_add_test(tc, live_reload_follows_a_replaced_tools_dir);
 	tcase_add_test(tc, sighup_reloads);
 	tcase_add_test(tc, admin_stats);
 	suite_add_tcase(s, tc);
