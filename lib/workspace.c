@@ -320,9 +320,36 @@ int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd)
 {
 	if (flags & O_CREAT)
 		return -EINVAL;
-	int fd = have_openat2()
-		? openat2_retry(dirfd, rel, flags, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-		: walk_nofollow(dirfd, rel, flags);
+	if (!have_openat2()) {
+		/* One component at a time: no length limit but NAME_MAX. */
+		int fd = walk_nofollow(dirfd, rel, flags);
+		if (fd < 0)
+			return fd;
+		*ret_fd = fd;
+		return 0;
+	}
+	/* A path the kernel finds too long (a deep tree found by reading
+	 * directories) is opened a piece at a time, each piece beneath the
+	 * directory the one before reached: as strict as one walk. */
+	const uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+	_cleanup_close_ int cur = -1;
+	const char *p = rel;
+	size_t len = strlen(p);
+	while (len >= PATH_MAX) {
+		const char *cut = memrchr(p, '/', PATH_MAX - 1);
+		if (!cut || cut == p)
+			return -ENAMETOOLONG;
+		_cleanup_free_ char *piece = xstrndup(p, (size_t)(cut - p));
+		int fd = openat2_retry(cur >= 0 ? cur : dirfd, piece, O_PATH | O_DIRECTORY, 0, resolve);
+		if (fd < 0)
+			return fd;
+		if (cur >= 0)
+			close(cur);
+		cur = fd;
+		p = cut + 1;
+		len = strlen(p);
+	}
+	int fd = openat2_retry(cur >= 0 ? cur : dirfd, *p ? p : ".", flags, 0, resolve);
 	if (fd < 0)
 		return fd;
 	*ret_fd = fd;

@@ -212,8 +212,8 @@ static int walk(struct walk *w, bool recursive)
 		if (!recursive || e.type != ENTRY_DIR || w->n_out >= w->limit)
 			continue;
 		struct level child;
-		/* A directory that cannot be opened (no permission, path too
-		 * long, replaced meanwhile) is listed without its entries. */
+		/* A directory that cannot be opened (no permission, replaced
+		 * meanwhile) is listed without its entries. */
 		if (read_level(w, e.name, w->limit - w->n_out, &child) < 0)
 			continue;
 		w->stack = xreallocarray(w->stack, w->depth + 1, sizeof(*w->stack));

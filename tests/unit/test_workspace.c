@@ -1474,6 +1474,58 @@ START_TEST(list_flat_and_recursive)
 }
 END_TEST
 
+/* A tree deeper than the kernel's PATH_MAX lists whole: 300 nested
+ * directories of 20-byte names make relative paths of 6,300 bytes. */
+START_TEST(list_deeper_than_path_max)
+{
+	enum { DEPTH = 300 };
+	const char *name = "dddddddddddddddddddd";
+	mkd("ws/deeptree");
+	int fd = open(at("ws/deeptree"), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < DEPTH; i++) {
+		ck_assert_int_eq(mkdirat(fd, name, 0755), 0);
+		int next = openat(fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_ge(next, 0);
+		close(fd);
+		fd = next;
+	}
+	int f = openat(fd, "leaf.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(f, 0);
+	ck_assert_int_eq(write(f, "x", 1), 1);
+	close(f);
+	close(fd);
+
+	struct result res;
+	run(&tool_list_dir, &res, "{\"path\":\"deeptree\",\"recursive\":true,\"max_entries\":100000}");
+	assert_ok(&res);
+	const struct json *e = json_get(res.sc, "entries");
+	ck_assert_uint_eq(e->u.arr.n, DEPTH + 1);
+	ck_assert(!sc_bool(&res, "truncated"));
+	const char *leaf = json_str(json_get(e->u.arr.items[DEPTH], "name"));
+	ck_assert_uint_eq(strlen(leaf), DEPTH * (strlen(name) + 1) + strlen("leaf.txt"));
+	ck_assert_str_eq(leaf + strlen(leaf) - strlen("/leaf.txt"), "/leaf.txt");
+	ck_assert_str_eq(json_str(json_get(e->u.arr.items[DEPTH], "type")), "file");
+	result_clear(&res);
+
+	/* Removed bottom up: rm_one through nftw would meet the same limit. */
+	for (int depth = DEPTH; depth >= 0; depth--) {
+		int d = open(at("ws/deeptree"), O_PATH | O_DIRECTORY | O_CLOEXEC);
+		for (int i = 0; i < depth; i++) {
+			int next = openat(d, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			close(d);
+			d = next;
+		}
+		if (depth == DEPTH)
+			unlinkat(d, "leaf.txt", 0);
+		else
+			unlinkat(d, name, AT_REMOVEDIR);
+		close(d);
+	}
+	ck_assert_int_eq(rmdir(at("ws/deeptree")), 0);
+}
+END_TEST
+
 START_TEST(list_bounded)
 {
 	/* Many names in one directory: the first ones by name are kept. */
@@ -2520,6 +2572,7 @@ static void add_tcases(Suite *s, bool fallback)
 	tcase_add_test(tc, patch_exactly_once);
 	tcase_add_test(tc, list_flat_and_recursive);
 	tcase_add_test(tc, list_bounded);
+	tcase_add_test(tc, list_deeper_than_path_max);
 	tcase_add_test(tc, list_refusals);
 	tcase_add_test(tc, declarations);
 	tcase_add_test(tc, no_fd_leak);
