@@ -283,9 +283,15 @@ bool conn_deliver_event(void *ctx, const char *params, size_t n)
 	return true;
 }
 
-/* Writes a finished batch as one array. */
+/* Writes a finished batch as one array; nothing when every call in it
+ * was dropped (JSON-RPC never answers with an empty array). */
 static void batch_write(struct conn *c, struct batch *b)
 {
+	size_t filled = 0;
+	for (size_t i = 0; i < b->n; i++)
+		filled += b->slots[i] != NULL;
+	if (!filled)
+		return;
 	struct buf out = {0};
 	buf_putc(&out, '[');
 	bool first = true;
@@ -435,7 +441,9 @@ static void handle_value(struct conn *c, struct json_doc *doc, const struct json
 	int r = jrpc_parse_request(v, json_doc_text(doc), &req, &why);
 	req.doc = doc;
 	if (r < 0) {
-		struct pending *p = pending_new(c, b, b ? (*index)++ : 0, req.id, req.id_len);
+		/* Not a request, whatever id it may hold: answered with id
+		 * null, as JSON-RPC 2.0 says for an Invalid Request. */
+		struct pending *p = pending_new(c, b, b ? (*index)++ : 0, NULL, 0);
 		char *msg = xasprintf("Invalid Request: %s", why);
 		conn_error(p, JRPC_INVALID_REQUEST, msg, NULL);
 		free(msg);

@@ -523,6 +523,21 @@ static int parse_with_yajl(struct json_doc *doc, unsigned flags, unsigned max_de
 
 	const char *text = doc->text;
 	size_t len = doc->text_len;
+	/* JSON text is UTF-8 (RFC 8259 §8.1), which yajl checks loosely:
+	 * overlong forms, encoded surrogates and code points past U+10FFFF
+	 * pass it. And it takes form feed and vertical tab for white space,
+	 * which JSON does not (§2); in a string they are invalid anyway. */
+	size_t bad = utf8_valid_prefix(text, len);
+	const char *ff = memchr(text, '\f', bad), *vt = memchr(text, '\v', bad);
+	if (ff || vt || bad < len) {
+		const char *at = ff && (!vt || ff < vt) ? ff : vt;
+		err->code = JSON_ERR_SYNTAX;
+		err->offset = at ? (size_t)(at - text) : bad;
+		snprintf(err->msg, sizeof(err->msg), "%s", at ? "invalid character (form feed or vertical tab)" :
+			 "invalid UTF-8");
+		json_doc_unref(doc);
+		return -EINVAL;
+	}
 	size_t i = 0;
 	while (i < len && strchr(" \t\r\n", text[i]) && text[i])
 		i++;
@@ -842,6 +857,45 @@ void json_quote(struct buf *out, const char *s, size_t n)
 	out->data[out->len] = '\0';
 }
 
+/*
+ * Quotes s as JSON text that parses back to the same bytes. A lone
+ * surrogate escape ("\udc00") decodes to bytes that are not UTF-8, which
+ * the parser would refuse raw: they are written as that escape again.
+ * (Input is strict UTF-8, so nothing else invalid can be in a value; were
+ * it there, it would come out as U+FFFD.)
+ */
+static void quote_lossless(struct buf *out, const char *s, size_t n)
+{
+	if (utf8_valid(s, n)) {
+		json_quote(out, s, n);
+		return;
+	}
+	struct buf run = {0};
+	buf_putc(out, '"');
+	size_t i = 0;
+	while (i < n) {
+		size_t ok = utf8_valid_prefix(s + i, n - i);
+		if (ok) {
+			run.len = run.off = 0;
+			json_quote(&run, s + i, ok);
+			buf_append(out, buf_head(&run) + 1, buf_size(&run) - 2);
+			i += ok;
+			continue;
+		}
+		const unsigned char *u = (const unsigned char *)s + i;
+		if (n - i >= 3 && u[0] == 0xED && u[1] >= 0xA0 && u[1] <= 0xBF && (u[2] & 0xC0) == 0x80) {
+			unsigned cp = 0xD000u | ((unsigned)(u[1] & 0x3F) << 6) | (u[2] & 0x3F);
+			buf_printf(out, "\\u%04x", cp);
+			i += 3;
+		} else {
+			buf_puts(out, "\xef\xbf\xbd");
+			i++;
+		}
+	}
+	buf_putc(out, '"');
+	buf_free(&run);
+}
+
 void json_canonical(const struct json *v, struct buf *out)
 {
 	if (!v) {
@@ -859,7 +913,7 @@ void json_canonical(const struct json *v, struct buf *out)
 		buf_append(out, v->u.num.raw, v->u.num.raw_len);
 		break;
 	case JSON_STRING:
-		json_quote(out, v->u.str.s, v->u.str.len);
+		quote_lossless(out, v->u.str.s, v->u.str.len);
 		break;
 	case JSON_ARRAY:
 		buf_putc(out, '[');
@@ -953,6 +1007,11 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 
 bool utf8_valid(const char *s, size_t n)
 {
+	return utf8_valid_prefix(s, n) == n;
+}
+
+size_t utf8_valid_prefix(const char *s, size_t n)
+{
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0;
 	while (i < n) {
@@ -977,10 +1036,10 @@ bool utf8_valid(const char *s, size_t n)
 			break;
 		size_t l = utf8_seq(u + i, n - i);
 		if (!l)
-			return false;
+			return i;
 		i += l;
 	}
-	return true;
+	return n;
 }
 
 void utf8_sanitize(const char *s, size_t n, struct buf *out)

@@ -119,6 +119,8 @@ void json_line_col(const char *text, size_t len, size_t off, unsigned *line, uns
 
 /* UTF-8: true when the bytes are valid UTF-8. */
 bool utf8_valid(const char *s, size_t n);
+/* Length of the longest prefix of s that is strict UTF-8 (n when all is). */
+size_t utf8_valid_prefix(const char *s, size_t n);
 /* Decodes the character at s (n bytes available): its length, with its
  * code point in *ret_cp, or 0 when s does not start with valid UTF-8
  * (overlong forms, surrogates, beyond U+10FFFF, cut short). */

@@ -145,9 +145,11 @@ static void handle_value(const struct json *v, const char *src, struct buf *batc
 	if (r < 0) {
 		if (r != JRPC_INVALID_REQUEST || !why || !*why)
 			fail("an invalid request without a reason", src, strlen(src));
+		/* Answered with id null, as any value that is not a request. */
 		char *msg = xasprintf("Invalid Request: %s", why);
-		jrpc_write_error(&out, req.id, req.id_len, JRPC_INVALID_REQUEST, msg, NULL, 0);
+		jrpc_write_error(&out, NULL, 0, JRPC_INVALID_REQUEST, msg, NULL, 0);
 		free(msg);
+		want = NULL;
 	} else {
 		if (!req.method || strlen(req.method) != json_get(v, "method")->u.str.len)
 			fail("a request without its whole method", src, strlen(src));

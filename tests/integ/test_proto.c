@@ -196,6 +196,15 @@ START_TEST(batch_waits_for_all_in_order)
 	assert_result(c, tj(r, "1"), "2");
 	ck_assert_str_eq(tj_str(r, "1.result.structuredContent.content"), "A");
 	assert_result(c, tj(r, "2"), "3");
+
+	/* A batch whose only call is cancelled by a notification of the same
+	 * batch has no answer left: nothing is sent, not an empty array. */
+	tcc_send(c, "["
+		"{\"jsonrpc\":\"2.0\",\"id\":\"e1\",\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		"\"arguments\":{\"command\":\"sleep 0.3\"}}},"
+		"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"e1\"}}]");
+	ck_assert_msg(tcc_quiet(c, 800), "a batch of cancelled calls got an answer: %s", tcc_recv_line(c, 0, NULL));
+	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -228,9 +237,14 @@ START_TEST(ids_echoed_byte_for_byte)
 	assert_error(c, r, -32601, "1.50");
 	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"x\\u0000y\",\"method\":\"nope\"}");
 	assert_error(c, r, -32601, "\"x\\u0000y\"");
-	/* an invalid request whose id could be read gets it back */
+	/* an invalid request is answered with id null, even when it holds
+	 * an id that could be read */
 	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":77,\"method\":1}");
-	assert_error(c, r, -32600, "77");
+	assert_error(c, r, -32600, "null");
+	r = exchange(c, "{\"jsonrpc\":\"1.0\",\"id\":78,\"method\":\"ping\"}");
+	assert_error(c, r, -32600, "null");
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":79,\"result\":{}}");
+	assert_error(c, r, -32600, "null");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);

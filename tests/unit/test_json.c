@@ -183,6 +183,51 @@ START_TEST(syntax_errors)
 }
 END_TEST
 
+/* JSON text is strict UTF-8, wherever the bytes stand (yajl's own check
+ * lets overlong forms, encoded surrogates and code points past U+10FFFF
+ * through), and its white space is space, tab, LF and CR only. */
+START_TEST(strict_utf8_and_white_space)
+{
+	static const struct {
+		const char *text;
+		size_t off;
+	} bad[] = {
+		{ "{\"a\":\"x\xc0\xaf\"}", 7 },		/* overlong '/' */
+		{ "{\"a\":\"\xe0\x80\x80\"}", 6 },	/* overlong NUL */
+		{ "{\"a\":\"\xed\xa0\x80\"}", 6 },	/* an encoded surrogate */
+		{ "{\"a\":\"\xf4\x90\x80\x80\"}", 6 },	/* past U+10FFFF */
+		{ "{\"a\":\"\xf5\x80\x80\x80\"}", 6 },
+		{ "{\"a\":\"\xc1\x80\"}", 6 },
+		{ "{\"\xc0\xaf\":1}", 2 },		/* in a key */
+		{ "[1,\"\\u0041\xed\xa0\x80\"]", 10 },	/* past an escape (yajl's path) */
+		{ "{\"a\":1,\f\"b\":2}", 7 },		/* form feed */
+		{ "[1,\v2]", 3 },			/* vertical tab */
+		{ "{\"a\":1} \f", 8 },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		size_t off = 0;
+		ck_assert_int_eq(parse_fail(bad[i].text, strlen(bad[i].text), 0, 0, &off), JSON_ERR_SYNTAX);
+		ck_assert_msg(off == bad[i].off, "case %zu: offset %zu, not %zu", i, off, bad[i].off);
+	}
+	/* Not in comments either, where comments are allowed. */
+	ck_assert_int_eq(parse_fail("{/* \xed\xa0\x80 */}", 12, JSON_ALLOW_COMMENTS, 0, NULL), JSON_ERR_SYNTAX);
+	/* Valid UTF-8 of every length passes, by either path. */
+	struct json_doc *doc = parse_ok("{\"\xc3\xa9\":\"\xe2\x82\xac\xf0\x9d\x84\x9e\xf4\x8f\xbf\xbf\",\"b\":\"\\u0041\xc3\xa9\"}");
+	json_doc_unref(doc);
+	/* A lone surrogate escape is JSON (its value is not UTF-8): the
+	 * canonical form keeps it as an escape, so that it parses again. */
+	doc = parse_ok("[\"a\\udc00b\"]");
+	struct buf c = {0};
+	json_canonical(json_doc_root(doc), &c);
+	ck_assert_str_eq(buf_head(&c), "[\"a\\udc00b\"]");
+	struct json_doc *again = parse_ok(buf_head(&c));
+	ck_assert(json_equal(json_doc_root(doc), json_doc_root(again)));
+	json_doc_unref(again);
+	json_doc_unref(doc);
+	buf_free(&c);
+}
+END_TEST
+
 START_TEST(canonical_sorts_keys)
 {
 	struct json_doc *a = parse_ok("{\"b\":[1,{\"d\":1,\"c\":\"\\n\"}],\"a\":null}");
@@ -920,6 +965,7 @@ int main(void)
 	tcase_add_test(tc, integer_digits);
 	tcase_add_test(tc, spans_point_at_the_source);
 	tcase_add_test(tc, syntax_errors);
+	tcase_add_test(tc, strict_utf8_and_white_space);
 	tcase_add_test(tc, canonical_sorts_keys);
 	tcase_add_test(tc, utf8_helpers);
 	tcase_add_test(tc, generator_output_is_one_line_of_valid_utf8);

@@ -36,7 +36,7 @@ static void describe(const struct json *v, const char *src, struct buf *out)
 	int r = jrpc_parse_request(v, src, &req, &why);
 	if (r < 0) {
 		buf_printf(out, "invalid (%s) -> ", why);
-		jrpc_write_error(out, req.id, req.id_len, r, "Invalid Request", NULL, 0);
+		jrpc_write_error(out, NULL, 0, r, "Invalid Request", NULL, 0);
 	} else if (!req.id) {
 		buf_printf(out, "notification %s -> (nothing)", req.method);
 	} else {
