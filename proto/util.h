@@ -55,5 +55,6 @@ void format_time(uint64_t ms, char buf[static 32]);
 /* Strings. */
 bool str_eq(const char *a, const char *b);
 bool str_has_prefix(const char *s, const char *prefix);
+bool str_has_suffix(const char *s, const char *suffix);
 
 #endif

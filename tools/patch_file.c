@@ -81,9 +81,10 @@ static enum tool_ret patch_file_exec(struct tool_call *call)
 	size_t n = buf_size(&data);
 	size_t count = count_occurrences(hay, n, old, old_len, &first);
 	if (count == 0) {
-		tool_call_fail(call, TC_EXECUTION_ERROR,
-			       "'old' was not found in %s; read the file and copy the text exactly, "
-			       "whitespace and indentation included", display);
+		tool_call_fail_data(call, TC_EXECUTION_ERROR, xstrdup("{\"occurrences\":0}"),
+				    "'old' was not found in %s (it occurs 0 times; it must occur exactly once); "
+				    "read the file and copy the text exactly, whitespace and indentation included",
+				    display);
 		return TOOL_DONE;
 	}
 	if (count > 1) {

@@ -75,7 +75,18 @@ static void fail_errno(struct tool_call *call, int r, const char *path, bool cre
 		return;
 	}
 	if (r == -EISDIR) {
-		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory; write_file writes regular files", path);
+		/* Also for a path that names a directory by its form ("a/",
+		 * "a/.."), whatever is there. */
+		size_t n = strlen(path);
+		bool form = (n && path[n - 1] == '/') || str_eq(path, ".") || str_has_suffix(path, "/.") ||
+			    str_eq(path, "..") || str_has_suffix(path, "/..");
+		if (form)
+			tool_call_fail(call, TC_EXECUTION_ERROR,
+				       "'%s' names a directory, not a file (it ends with '/', '.' or '..'); "
+				       "give the path of the file to write", path);
+		else
+			tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory; write_file writes regular files",
+				       path);
 		return;
 	}
 	_cleanup_free_ char *msg = NULL;
