@@ -124,6 +124,7 @@ void config_free(struct config *c)
 	free(c->workspace);
 	strv_free(c->workspaces_allowed, c->n_workspaces_allowed);
 	free(c->tools_dir);
+	free(c->tools_dir_at);
 	free(c->audit_log);
 	for (size_t i = 0; i < c->limits.n_per_tool; i++)
 		free(c->limits.per_tool[i].name);
@@ -951,6 +952,14 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
 		config_free(&tmp);
 		*ret_err = p.err;
 		return r;
+	}
+	/* tools_dir is read at every (re)load: a directory that cannot be
+	 * opened then is reported at its line in this file. */
+	const struct json *td = json_get(json_doc_root(doc), "tools_dir");
+	if (td && tmp.tools_dir) {
+		unsigned line, col;
+		json_line_col(text, len, key_offset(&p, td), &line, &col);
+		tmp.tools_dir_at = xasprintf("%s:%u:%u", name, line, col);
 	}
 	config_free(c);
 	*c = tmp;

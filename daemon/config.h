@@ -101,6 +101,7 @@ struct config {
 	char **workspaces_allowed;
 	size_t n_workspaces_allowed;
 	char *tools_dir;		/* NULL: none */
+	char *tools_dir_at;		/* "FILE:LINE:COL" of its key, for messages; NULL: not from a file */
 	char *audit_log;		/* NULL: none */
 	uint64_t audit_fsync_ms;
 	uint64_t grace_ms;

@@ -162,9 +162,19 @@ static int load_file(struct registry *r, const char *path, const struct provider
 	t->fingerprint = buf_steal(&fp);
 	free(t->source);
 	t->source = xstrdup(path);
+	/* A name already taken is reported at this file's "name". */
+	const struct json *jname = json_get(decl, "name");
+	unsigned line, col;
+	json_line_col(text, len, jname ? jname->off : decl->off, &line, &col);
 	json_doc_unref(doc);
 	free(text);
-	return registry_add(r, t, ret_err);
+	rr = registry_add(r, t, &err);
+	if (rr < 0) {
+		*ret_err = xasprintf("%s:%u:%u: %s", path, line, col, err);
+		free(err);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int registry_build(const struct config *cfg, const struct providers *prev, struct providers *next,
@@ -194,7 +204,11 @@ int registry_build(const struct config *cfg, const struct providers *prev, struc
 	if (cfg->tools_dir) {
 		DIR *dir = opendir(cfg->tools_dir);
 		if (!dir) {
-			*ret_err = xasprintf("%s: cannot open tools_dir: %s", cfg->tools_dir, strerror(errno));
+			if (cfg->tools_dir_at)
+				*ret_err = xasprintf("%s: tools_dir: cannot open %s: %s", cfg->tools_dir_at,
+						     cfg->tools_dir, strerror(errno));
+			else
+				*ret_err = xasprintf("%s: cannot open tools_dir: %s", cfg->tools_dir, strerror(errno));
 			registry_unref(r);
 			return -EINVAL;
 		}

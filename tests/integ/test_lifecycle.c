@@ -161,6 +161,16 @@ START_TEST(check_config)
 	free(out);
 	free(err);
 
+	/* a tools_dir that cannot be opened: named at its line in the config */
+	static const char no_dir[] = "{\n  \"tools_dir\": \"missing.d\"\n}\n";
+	tc_write_file_atomic(d.config, no_dir, strlen(no_dir));
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	want = xasprintf("%s:2:3: tools_dir: cannot open", d.config);
+	ck_assert_msg(strstr(err, want) && strstr(err, "missing.d"), "stderr: %s (want %s)", err, want);
+	free(want);
+	free(out);
+	free(err);
+
 	/* a config that does not exist */
 	const char *none[] = { tc_daemon_path(), "--check-config", "--config", "/nonexistent/toolcalld.json", NULL };
 	ck_assert_int_eq(tc_run(none, NULL, d.dir, &out, &err, 10000), 1);
@@ -199,6 +209,8 @@ START_TEST(check_config)
 	tcd_write_tool(&d, "broken.json", ECHO_TOOL("echo", "again"));
 	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
 	ck_assert_msg(strstr(err, "echo") && strstr(err, "duplicate"), "stderr: %s", err);
+	/* named at the "name" of the file read second (by name: echo.json) */
+	ck_assert_msg(strstr(err, "echo.json:1:"), "stderr: %s", err);
 	free(out);
 	free(err);
 	/* and the daemon refuses to start on it */
