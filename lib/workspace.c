@@ -361,24 +361,12 @@ int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd)
  * an absolute path must start with the root's components (so "/ws-evil/x"
  * is not inside "/ws"), and an empty path is ".".
  */
-static int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret)
+/* Strips root (absolute, with no "." or "..") from the front of the
+ * absolute path[0..len), by whole components: the rest, newly allocated
+ * ("." when nothing is left), or -EXDEV when path is not under root. */
+static int strip_root(const char *root, const char *path, size_t len, char **ret)
 {
-	if (!path)
-		len = 0;
-	if (len > 0 && memchr(path, 0, len))
-		return -EINVAL;
-	if (len >= PATH_MAX)
-		return -ENAMETOOLONG;
-	if (len == 0) {
-		*ret = xstrdup(".");
-		return 0;
-	}
-	if (path[0] != '/') {
-		*ret = xstrndup(path, len);
-		return 0;
-	}
-
-	const char *p = path, *end = path + len, *q = ws->root;
+	const char *p = path, *end = path + len, *q = root;
 	for (;;) {
 		while (*q == '/')
 			q++;
@@ -410,6 +398,31 @@ static int ws_relative(const struct workspace *ws, const char *path, size_t len,
 		p++;
 	*ret = p < end ? xstrndup(p, (size_t)(end - p)) : xstrdup(".");
 	return 0;
+}
+
+static int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret)
+{
+	if (!path)
+		len = 0;
+	if (len > 0 && memchr(path, 0, len))
+		return -EINVAL;
+	if (len >= PATH_MAX)
+		return -ENAMETOOLONG;
+	if (len == 0) {
+		*ret = xstrdup(".");
+		return 0;
+	}
+	if (path[0] != '/') {
+		*ret = xstrndup(path, len);
+		return 0;
+	}
+	/* Only the prefix is compared: what follows is resolved beneath the
+	 * root's fd either way, so the alias (never walked itself) cannot
+	 * lead anywhere else. */
+	int r = strip_root(ws->root, path, len, ret);
+	if (r == -EXDEV && ws->alias)
+		r = strip_root(ws->alias, path, len, ret);
+	return r;
 }
 
 /*
@@ -740,6 +753,20 @@ static int open_dir(const struct workspace *ws, const char *rel, bool create, in
 	return 0;
 }
 
+/* True when path holds a "." or ".." component. */
+static bool has_dot_component(const char *path)
+{
+	for (const char *p = path; *p;) {
+		while (*p == '/')
+			p++;
+		const char *e = strchrnul(p, '/');
+		if ((e - p == 1 && p[0] == '.') || (e - p == 2 && p[0] == '.' && p[1] == '.'))
+			return true;
+		p = e;
+	}
+	return false;
+}
+
 int ws_open(const char *path, struct workspace **ret)
 {
 	if (!path || !*path)
@@ -763,6 +790,18 @@ int ws_open(const char *path, struct workspace **ret)
 	struct workspace *ws = xcalloc(1, sizeof(*ws));
 	ws->refs = 1;
 	ws->dirfd = TAKE_FD(fd);
+	if (path[0] == '/' && !has_dot_component(path)) {
+		/* The spelling the user gave (a symlink on the way): absolute
+		 * paths written with it are accepted too. */
+		char *alias = xstrdup(path);
+		size_t n = strlen(alias);
+		while (n > 1 && alias[n - 1] == '/')
+			alias[--n] = '\0';
+		if (!str_eq(alias, root))
+			ws->alias = alias;
+		else
+			free(alias);
+	}
 	ws->root = TAKE_PTR(root);
 	*ret = ws;
 	return 0;
@@ -782,6 +821,7 @@ struct workspace *ws_unref(struct workspace *ws)
 	if (ws->dirfd >= 0)
 		close(ws->dirfd);
 	free(ws->root);
+	free(ws->alias);
 	free(ws);
 	return NULL;
 }

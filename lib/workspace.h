@@ -34,9 +34,13 @@ struct workspace {
 	unsigned refs;
 	int dirfd;		/* O_PATH | O_DIRECTORY | O_CLOEXEC of the root */
 	char *root;		/* canonical absolute path of the root */
+	char *alias;		/* the absolute path it was opened by, when that
+				 * differs (a symlink on the way); or NULL */
 };
 
-/* Opens a workspace rooted at path (made canonical). Negative errno on failure. */
+/* Opens a workspace rooted at path (made canonical). Absolute paths in
+ * calls may spell the root canonically or, when path is absolute with no
+ * "." or ".." in it, as path does. Negative errno on failure. */
 int ws_open(const char *path, struct workspace **ret);
 struct workspace *ws_ref(struct workspace *ws);
 /* Accepts NULL; returns NULL. */

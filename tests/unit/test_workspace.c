@@ -788,8 +788,44 @@ START_TEST(api_open)
 	ck_assert_ptr_null(ws_unref(w));
 	ck_assert_int_eq(ws_open(at("outdir/../ws/./"), &w), 0);
 	ck_assert_str_eq(w->root, root);
+	ck_assert_ptr_null(w->alias);	/* ".." in it: no alias */
 	ws_unref(w);
 	ck_assert_ptr_null(ws_unref(NULL));
+}
+END_TEST
+
+/* A root opened through a symlink takes absolute paths spelled either way,
+ * by whole components, and what follows is still resolved beneath it. */
+START_TEST(api_open_by_alias)
+{
+	lnk("ws", "ws-link");
+	lnk("outdir", "ws-link-evil");
+	puts_file("outdir/secret.txt", "no");
+	struct workspace *w = NULL;
+	char *given = xasprintf("%s/", at("ws-link"));
+	ck_assert_int_eq(ws_open(given, &w), 0);
+	free(given);
+	ck_assert_str_eq(w->root, root);
+	ck_assert_str_eq(w->alias, at("ws-link"));
+	struct buf data = {};
+	char *p = xasprintf("%s/sub/inner.txt", at("ws-link"));
+	ck_assert_int_eq(ws_read(w, p, strlen(p), 0, 100, &data, NULL), 0);
+	free(p);
+	buf_free(&data);
+	p = xasprintf("%s/sub/inner.txt", root);
+	ck_assert_int_eq(ws_read(w, p, strlen(p), 0, 100, &data, NULL), 0);
+	free(p);
+	buf_free(&data);
+	/* Not a prefix trick, not a climb out. */
+	static const char *const out[] = { "ws-link-evil/secret.txt", "ws-link/../outdir/secret.txt", "outdir/secret.txt" };
+	for (size_t i = 0; i < ELEMENTSOF(out); i++) {
+		p = xasprintf("%s", at(out[i]));
+		int r = ws_read(w, p, strlen(p), 0, 100, &data, NULL);
+		ck_assert_msg(r == -EXDEV, "%s: %d", out[i], r);
+		free(p);
+		buf_free(&data);
+	}
+	ws_unref(w);
 }
 END_TEST
 
@@ -2564,6 +2600,7 @@ static void add_tcases(Suite *s, bool fallback)
 	tc = tcase_create(fallback ? "api (no openat2)" : "api");
 	tcase_add_checked_fixture(tc, fixture, teardown);
 	tcase_add_test(tc, api_open);
+	tcase_add_test(tc, api_open_by_alias);
 	tcase_add_test(tc, api_check);
 	tcase_add_test(tc, api_display_path);
 	tcase_add_test(tc, api_open_parent);
