@@ -368,7 +368,7 @@ static void call_complete(void *ctx, const struct outcome *o, bool replayed)
 		if (o->kind == TC_INTERNAL)
 			log_call(LOG_ERR, p->conn->session ? p->conn->session->id : NULL, o->call_id, o->tool,
 				 "internal error: %s", o->message);
-		outcome_write_error_data(o, &b);
+		outcome_write_error_data(o, replayed, &b);
 		const char *msg = o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
 							 : o->message;
 		conn_error(p, tc_kind_code(o->kind), msg ? msg : tc_kind_name(o->kind), buf_head(&b));

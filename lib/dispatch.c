@@ -279,7 +279,7 @@ void outcome_write_result(const struct outcome *o, bool replayed, struct buf *ou
 	buf_puts(out, replayed ? ",\"toolcalld/replayed\":true}}" : ",\"toolcalld/replayed\":false}}");
 }
 
-void outcome_write_error_data(const struct outcome *o, struct buf *out)
+void outcome_write_error_data(const struct outcome *o, bool replayed, struct buf *out)
 {
 	struct jgen *g = jgen_new(out);
 	jgen_obj_open(g);
@@ -291,6 +291,8 @@ void outcome_write_error_data(const struct outcome *o, struct buf *out)
 	jgen_kv_str(g, "tool", o->tool);
 	if (o->kind == TC_CIRCUIT_OPEN)
 		jgen_kv_int(g, "retryAfterMs", (int64_t)o->retry_after_ms);
+	if (replayed)
+		jgen_kv_bool(g, "replayed", true);
 	jgen_obj_close(g);
 	jgen_free(g);
 	/* Splice extra members in before the closing brace. */

@@ -81,8 +81,9 @@ struct outcome *outcome_unref(struct outcome *o);
 bool outcome_retryable(const struct outcome *o);
 /* Writes the JSON-RPC result object of a success. */
 void outcome_write_result(const struct outcome *o, bool replayed, struct buf *out);
-/* Writes the error's data object (kind, retryable, attempts, ...). */
-void outcome_write_error_data(const struct outcome *o, struct buf *out);
+/* Writes the error's data object (kind, retryable, attempts, ...; replayed:
+ * true for an outcome replayed from the idempotency cache). */
+void outcome_write_error_data(const struct outcome *o, bool replayed, struct buf *out);
 
 struct call_params {
 	const char *tool;

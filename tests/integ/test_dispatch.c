@@ -306,6 +306,19 @@ START_TEST(idem_conflict_and_key_order)
 	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
 
 	ck_assert_uint_eq(count_events(&d, true, "ord"), 1);
+
+	/* A kept error is replayed too, and says so in its data. */
+	r = tcc_request(c, "tools/call",
+		call_params(c, "read_file", "{\"path\":\"missing.txt\"}", "\"idempotencyKey\":\"key-err\""));
+	tc_assert_kind(r, "execution_error");
+	ck_assert(!tj_has(r, "error.data.replayed"));
+	char *err_call = xstrdup(tj_str(r, "error.data.callId"));
+	r = tcc_request(c, "tools/call",
+		call_params(c, "read_file", "{\"path\":\"missing.txt\"}", "\"idempotencyKey\":\"key-err\""));
+	tc_assert_kind(r, "execution_error");
+	ck_assert(tj_bool(r, "error.data.replayed"));
+	ck_assert_str_eq(tj_str(r, "error.data.callId"), err_call);
+	free(err_call);
 	free(q);
 	tcc_close(c);
 	free(log);
