@@ -678,6 +678,17 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 		static char rbuf[READ_CHUNK];
 		ssize_t n = recv(c->fd, rbuf, sizeof(rbuf), 0);
 		if (n == 0) {
+			/* A last line without its newline ends with the input
+			 * (printf '{...}' | socat ...): it is a line all the
+			 * same, unless it is the rest of one too long. */
+			size_t left = buf_size(&c->in);
+			if (left && buf_head(&c->in)[left - 1] != '\n' && !c->framer.discarding)
+				buf_putc(&c->in, '\n');
+			if (buf_size(&c->in)) {
+				process_input(c, false, false);
+				if (c->dead || c->backlogged || c->paused)
+					return;	/* EOF is read again once caught up */
+			}
 			half_closed(c);
 			return;
 		}

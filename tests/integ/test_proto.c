@@ -905,6 +905,21 @@ START_TEST(half_close_still_answered)
 	ck_assert_ptr_null(tcc_recv_line(c, 2000, NULL));
 	ck_assert(tcc_eof(c));
 	tcc_close(c);
+
+	/* A last line without its newline (printf '{...}' | socat ...) is
+	 * still a line when the input ends there. */
+	c = tcc_connect(&d);
+	static const char last[] = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n"
+				   "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}";
+	ck_assert_int_eq(tcc_send_raw(c, last, sizeof(last) - 1), 0);
+	ck_assert_int_eq(shutdown(tcc_fd(c), SHUT_WR), 0);
+	ck_assert_ptr_nonnull(tcc_wait_id(c, "3", 5000));
+	r = tcc_wait_id(c, "4", 5000);
+	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(r);
+	ck_assert_ptr_null(tcc_recv_line(c, 2000, NULL));
+	ck_assert(tcc_eof(c));
+	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
 }
