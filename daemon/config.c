@@ -90,6 +90,7 @@ void config_init(struct config *c)
 		.limits = {
 			.max_message_bytes = 8388608,
 			.max_json_depth = 64,
+			.max_batch = 1000,
 			.max_concurrent = 64,
 			.session_concurrency = 4,
 			.queue_max = 256,
@@ -746,6 +747,7 @@ static const struct field workspaces_fields[] = {
 static const struct field limits_fields[] = {
 	U64("max_message_bytes", limits.max_message_bytes, 256, GIB),
 	U32("max_json_depth", limits.max_json_depth, 2, 1024),
+	U32("max_batch", limits.max_batch, 1, 1000000),
 	U32("max_concurrent", limits.max_concurrent, 1, 1000000),
 	U32("session_concurrency", limits.session_concurrency, 1, 1000000),
 	U32("queue_max", limits.queue_max, 0, 1000000),

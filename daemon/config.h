@@ -20,6 +20,7 @@
  *   log_level                             string          "info": "debug"|"info"|"warning"|"error"
  *   limits.max_message_bytes              256..1 GiB      8388608
  *   limits.max_json_depth                 2..1024         64
+ *   limits.max_batch                      1..1000000      1000: requests in one batch
  *   limits.max_concurrent                 1..1000000      64: calls running at once, daemon-wide
  *   limits.session_concurrency            1..1000000      4: calls running at once per session
  *   limits.queue_max                      0..1000000      256: calls waiting per session
@@ -110,6 +111,7 @@ struct config {
 	struct {
 		uint64_t max_message_bytes;
 		uint32_t max_json_depth;
+		uint32_t max_batch;
 		uint32_t max_concurrent;
 		uint32_t session_concurrency;
 		uint32_t queue_max;

@@ -7,6 +7,7 @@
  * calls are detached from the dispatcher (keyed ones run on for the cache).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,6 +24,8 @@
 #define READ_CHUNK (64 * 1024)
 /* Empty buffers larger than this are given back. */
 #define SHRINK_ABOVE (16 * 1024)
+/* After a line longer than this, memory freed is handed back to the system. */
+#define TRIM_ABOVE (1024 * 1024)
 
 static void on_read(struct ev_loop *ev, ev_io *w, int revents);
 static void maybe_finish(struct conn *c);
@@ -283,57 +286,6 @@ bool conn_deliver_event(void *ctx, const char *params, size_t n)
 	return true;
 }
 
-/* Writes a finished batch as one array; nothing when every call in it
- * was dropped (JSON-RPC never answers with an empty array). */
-static void batch_write(struct conn *c, struct batch *b)
-{
-	size_t filled = 0;
-	for (size_t i = 0; i < b->n; i++)
-		filled += b->slots[i] != NULL;
-	if (!filled)
-		return;
-	struct buf out = {0};
-	buf_putc(&out, '[');
-	bool first = true;
-	for (size_t i = 0; i < b->n; i++) {
-		if (!b->slots[i])
-			continue;
-		if (!first)
-			buf_putc(&out, ',');
-		first = false;
-		buf_append(&out, b->slots[i], b->lens[i]);
-	}
-	buf_putc(&out, ']');
-	conn_send(c, buf_head(&out), buf_size(&out));
-	buf_free(&out);
-}
-
-void conn_answer(struct pending *p, const char *json, size_t n)
-{
-	struct conn *c = p->conn;
-	p->caller = NULL;
-	if (p->batch) {
-		struct batch *b = p->batch;
-		b->slots[p->index] = xstrndup(json, n);
-		b->lens[p->index] = n;
-		/* The batch is written when its last answer arrives: the one
-		 * whose pending_free() would drop remaining to zero. */
-		if (b->remaining == 1)
-			batch_write(c, b);
-	} else {
-		conn_send(c, json, n);
-	}
-	pending_free(p);
-}
-
-void conn_drop(struct pending *p)
-{
-	struct conn *c = p->conn;
-	p->caller = NULL;
-	pending_free(p);
-	maybe_finish(c);
-}
-
 /* Ends an answer written straight into the output buffer. */
 static void direct_done(struct conn *c, size_t before)
 {
@@ -345,58 +297,132 @@ static void direct_done(struct conn *c, size_t before)
 		update_backpressure(c);
 }
 
-void conn_result(struct pending *p, const char *result, size_t n)
+/* Writes a finished batch as one array, straight into the output queue;
+ * nothing when every call in it was dropped (JSON-RPC never answers with
+ * an empty array). */
+static void batch_write(struct conn *c, struct batch *b)
 {
-	struct conn *c = p->conn;
-	if (!p->batch && !c->dead) {
-		/* The common case: no copy through a temporary buffer. */
-		size_t before = buf_size(&c->out);
-		jrpc_write_result(&c->out, p->id, p->id_len, result, n);
-		direct_done(c, before);
-		p->caller = NULL;
-		pending_free(p);
+	size_t total = 0, filled = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->slots[i]) {
+			total += b->lens[i] + 1;
+			filled++;
+		}
+	}
+	if (!filled)
+		return;
+	size_t before = buf_size(&c->out);
+	buf_reserve(&c->out, total + 2);
+	buf_putc(&c->out, '[');
+	bool first = true;
+	for (size_t i = 0; i < b->n; i++) {
+		if (!b->slots[i])
+			continue;
+		if (!first)
+			buf_putc(&c->out, ',');
+		first = false;
+		buf_append(&c->out, b->slots[i], b->lens[i]);
+	}
+	buf_putc(&c->out, ']');
+	direct_done(c, before);
+}
+
+/* Files a batch member's answer, taking the text in b; the batch is
+ * written when its last answer arrives (the one whose pending_free()
+ * would drop remaining to zero). */
+static void batch_answer(struct pending *p, struct buf *b)
+{
+	struct batch *bt = p->batch;
+	p->caller = NULL;
+	bt->lens[p->index] = buf_size(b);
+	bt->slots[p->index] = buf_steal(b);
+	if (bt->remaining == 1 && !p->conn->dead)
+		batch_write(p->conn, bt);
+	pending_free(p);
+}
+
+void conn_answer(struct pending *p, const char *json, size_t n)
+{
+	if (p->batch) {
+		struct buf b = {0};
+		buf_append(&b, json, n);
+		batch_answer(p, &b);
 		return;
 	}
-	struct buf b = {0};
-	jrpc_write_result(&b, p->id, p->id_len, result, n);
-	conn_answer(p, buf_head(&b), buf_size(&b));
-	buf_free(&b);
+	p->caller = NULL;
+	conn_send(p->conn, json, n);
+	pending_free(p);
+}
+
+void conn_drop(struct pending *p)
+{
+	struct conn *c = p->conn;
+	p->caller = NULL;
+	pending_free(p);
+	maybe_finish(c);
+}
+
+/*
+ * Where an answer is written: straight into the output queue in the common
+ * case, or into a buffer of its own for a member of a batch (kept until the
+ * batch is whole) or when the connection is gone. Returns the buffer;
+ * *ret_before is what the queue held.
+ */
+static struct buf *answer_begin(struct pending *p, struct buf *own, size_t *ret_before)
+{
+	*ret_before = 0;
+	if (p->batch || p->conn->dead) {
+		*own = (struct buf){0};
+		buf_reserve(own, 256);
+		return own;
+	}
+	*ret_before = buf_size(&p->conn->out);
+	return &p->conn->out;
+}
+
+/* Ends an answer begun with answer_begin. */
+static void answer_end(struct pending *p, struct buf *out, size_t before)
+{
+	struct conn *c = p->conn;
+	if (p->batch) {
+		batch_answer(p, out);
+		return;
+	}
+	if (out == &c->out)
+		direct_done(c, before);
+	else
+		buf_free(out);	/* the connection is gone */
+	p->caller = NULL;
+	pending_free(p);
+}
+
+void conn_result(struct pending *p, const char *result, size_t n)
+{
+	struct buf own, *out;
+	size_t before;
+	out = answer_begin(p, &own, &before);
+	jrpc_write_result(out, p->id, p->id_len, result, n);
+	answer_end(p, out, before);
 }
 
 void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg)
 {
-	struct conn *c = p->conn;
-	if (!p->batch && !c->dead) {
-		size_t before = buf_size(&c->out);
-		jrpc_write_result_head(&c->out, p->id, p->id_len);
-		write(arg, &c->out);
-		buf_putc(&c->out, '}');
-		direct_done(c, before);
-		p->caller = NULL;
-		pending_free(p);
-		return;
-	}
-	struct buf b = {0};
-	write(arg, &b);
-	conn_result(p, buf_head(&b), buf_size(&b));
-	buf_free(&b);
+	struct buf own, *out;
+	size_t before;
+	out = answer_begin(p, &own, &before);
+	jrpc_write_result_head(out, p->id, p->id_len);
+	write(arg, out);
+	buf_putc(out, '}');
+	answer_end(p, out, before);
 }
 
 void conn_error(struct pending *p, int code, const char *message, const char *data)
 {
-	struct conn *c = p->conn;
-	if (!p->batch && !c->dead) {
-		size_t before = buf_size(&c->out);
-		jrpc_write_error(&c->out, p->id, p->id_len, code, message, data, data ? strlen(data) : 0);
-		direct_done(c, before);
-		p->caller = NULL;
-		pending_free(p);
-		return;
-	}
-	struct buf b = {0};
-	jrpc_write_error(&b, p->id, p->id_len, code, message, data, data ? strlen(data) : 0);
-	conn_answer(p, buf_head(&b), buf_size(&b));
-	buf_free(&b);
+	struct buf own, *out;
+	size_t before;
+	out = answer_begin(p, &own, &before);
+	jrpc_write_error(out, p->id, p->id_len, code, message, data, data ? strlen(data) : 0);
+	answer_end(p, out, before);
 }
 
 static struct pending *pending_new(struct conn *c, struct batch *b, size_t index, const char *id, size_t id_len)
@@ -504,6 +530,19 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		json_doc_unref(doc);
 		return;
 	}
+	/* The answer to a batch grows with its length, by far more than
+	 * the line did ("[1,1,...]" gets an error object per element). */
+	uint32_t max_batch = c->srv->cfg.limits.max_batch;
+	if (root->u.arr.n > max_batch) {
+		char *msg = xasprintf("Invalid Request: a batch of %zu requests is more than the %u allowed "
+				      "(limits.max_batch); send it in parts",
+				      root->u.arr.n, max_batch);
+		struct pending *p = pending_new(c, NULL, 0, NULL, 0);
+		conn_error(p, JRPC_INVALID_REQUEST, msg, NULL);
+		free(msg);
+		json_doc_unref(doc);
+		return;
+	}
 	/* Count the answers the batch will hold: every element but valid
 	 * notifications. */
 	size_t answers = 0;
@@ -592,6 +631,10 @@ static void process_input(struct conn *c, bool serving, bool must_progress)
 		 * the input buffer is next written to, which handle_line never
 		 * does (json_parse copies what it keeps). */
 		handle_line(c, line, len);
+		/* A huge line's tree (tens of bytes per value) is freed by
+		 * now, but malloc keeps the pages: give them back. */
+		if (len > TRIM_ABOVE)
+			malloc_trim(0);
 	}
 	if (list_linked(&c->backlog_node))
 		list_remove(&c->backlog_node);

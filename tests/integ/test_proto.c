@@ -430,6 +430,45 @@ START_TEST(nesting_limit_configurable)
 }
 END_TEST
 
+/* A batch longer than limits.max_batch is refused whole, with one error:
+ * its answer would grow far beyond the line ("[1,1,...]" of 8 MiB holds
+ * four million requests). */
+START_TEST(batch_length_limit)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"max_batch\":3}}");
+	tcd_put(&d, "a.txt", "A");
+	struct tcc *c = tcc_connect(&d);
+	const char *call = "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+			   "\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.txt\"}}}";
+	struct buf b = {0};
+	buf_putc(&b, '[');
+	for (int i = 1; i <= 3; i++) {
+		buf_printf(&b, i > 1 ? "," : "");
+		buf_printf(&b, call, i);
+	}
+	buf_putc(&b, ']');
+	const struct json *r = exchange(c, buf_head(&b));
+	ck_assert_int_eq(r->type, JSON_ARRAY);
+	ck_assert_int_eq(tj_len(r, ""), 3);
+	/* One more: a single error, id null, and nothing of it run. */
+	b.len--;
+	buf_printf(&b, ",");
+	buf_printf(&b, call, 4);
+	buf_putc(&b, ']');
+	r = exchange(c, buf_head(&b));
+	assert_error(c, r, -32600, "null");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "limits.max_batch"), "%s", tj_str(r, "error.message"));
+	r = tcc_request(c, "admin/stats", NULL);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.tools.read_file.calls"), 3);
+	buf_free(&b);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* --- duplicate ids -------------------------------------------------------- */
 
 START_TEST(duplicate_inflight_id)
@@ -937,6 +976,7 @@ int main(void)
 	tcase_add_test(tc, framing_message_too_long);
 	tcase_add_test(tc, nesting_limits);
 	tcase_add_test(tc, nesting_limit_configurable);
+	tcase_add_test(tc, batch_length_limit);
 	tcase_add_test(tc, duplicate_inflight_id);
 	tcase_add_test(tc, invalid_utf8_request);
 	suite_add_tcase(s, tc);
