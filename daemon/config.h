@@ -27,6 +27,9 @@
  *   limits.max_connections                1..1000000      16384
  *   limits.max_output_bytes               4096..1 TiB     16777216: output queued for one client
  *                                                         before its requests stop being read
+ *   limits.max_client_memory              1 MiB..1 TiB    1 GiB: input and output buffered for
+ *                                                         all clients; beyond, the client holding
+ *                                                         the most is disconnected
  *   limits.idle_timeout_ms                0..2^32-1       0: never disconnect idle clients
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
  *   limits.event_queue                    1..1000000      1024: events held for a slow
@@ -117,6 +120,7 @@ struct config {
 		uint32_t queue_max;
 		uint32_t max_connections;
 		uint64_t max_output_bytes;
+		uint64_t max_client_memory;
 		uint64_t idle_timeout_ms;	/* 0: none */
 		struct config_tool_cap *per_tool;
 		size_t n_per_tool;

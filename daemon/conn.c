@@ -29,6 +29,16 @@
 
 static void on_read(struct ev_loop *ev, ev_io *w, int revents);
 static void maybe_finish(struct conn *c);
+
+/* Counts what the connection's buffers hold now into the server's total
+ * (checked against limits.max_client_memory before each poll). */
+static inline void account(struct conn *c)
+{
+	size_t now = c->in.cap + c->out.cap;
+	c->srv->client_memory += now;
+	c->srv->client_memory -= c->memory;
+	c->memory = now;
+}
 static void on_write(struct ev_loop *ev, ev_io *w, int revents);
 
 static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
@@ -137,6 +147,8 @@ void conn_close(struct conn *c)
 		(void)!send(c->fd, buf_head(&c->out), buf_size(&c->out), MSG_NOSIGNAL | MSG_DONTWAIT);
 	close(c->fd);
 	c->fd = -1;
+	s->client_memory -= c->memory;
+	c->memory = 0;
 	event_unsubscribe(c->sub);
 	c->sub = NULL;
 	/* Detach calls: keyed executions run on, the others are cancelled
@@ -229,8 +241,10 @@ void conn_flush(struct conn *c)
 	}
 	if (!buf_size(&c->out)) {
 		ev_io_stop(c->srv->ev, &c->ww);
-		if (c->out.cap > SHRINK_ABOVE)
+		if (c->out.cap > SHRINK_ABOVE) {
 			buf_free(&c->out);
+			account(c);
+		}
 		if (c->read_closed && list_empty(&c->pendings)) {
 			conn_close(c);
 			return;
@@ -256,6 +270,7 @@ void conn_send(struct conn *c, const char *json, size_t n)
 	buf_append(&c->out, json, n);
 	buf_putc(&c->out, '\n');
 	c->queued_total += n + 1;
+	account(c);
 	if (!list_linked(&c->dirty_node))
 		list_insert_tail(&c->srv->dirty, &c->dirty_node);
 	if (buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes)
@@ -291,6 +306,7 @@ static void direct_done(struct conn *c, size_t before)
 {
 	buf_putc(&c->out, '\n');
 	c->queued_total += buf_size(&c->out) - before;
+	account(c);
 	if (!list_linked(&c->dirty_node))
 		list_insert_tail(&c->srv->dirty, &c->dirty_node);
 	if (buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes)
@@ -742,10 +758,46 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 			return;
 		}
 		buf_append(&c->in, rbuf, (size_t)n);
+		account(c);
 		if (c->srv->cfg.limits.idle_timeout_ms)
 			ev_timer_again(ev, &c->idle_w);
 	}
 	process_input(c, false, false);
-	if (!c->dead && buf_size(&c->in) == 0 && c->in.cap > SHRINK_ABOVE)
+	if (!c->dead && buf_size(&c->in) == 0 && c->in.cap > SHRINK_ABOVE) {
 		buf_free(&c->in);
+		account(c);
+	}
+}
+
+void conn_evict(struct server *s)
+{
+	/* At least what two connections may hold each, so that one client
+	 * within the per-connection limits is never evicted alone. */
+	const struct config *cfg = &s->cfg;
+	uint64_t limit = MAX(cfg->limits.max_client_memory,
+			     2 * (2 * cfg->limits.max_message_bytes + 2 * cfg->limits.max_output_bytes));
+	while (s->client_memory > limit) {
+		struct conn *big = NULL;
+		struct list *pos;
+		for (pos = s->conns.next; pos != &s->conns; pos = pos->next) {
+			struct conn *c = list_entry(pos, struct conn, node);
+			if (!big || c->memory > big->memory)
+				big = c;
+		}
+		if (!big || !big->memory)
+			break;
+		log_warning("clients hold %llu bytes of buffers, more than limits.max_client_memory (%llu): "
+			    "disconnecting the one holding the most (%zu bytes, uid %u, pid %d)",
+			    (unsigned long long)s->client_memory, (unsigned long long)limit, big->memory,
+			    (unsigned)big->cred.uid, (int)big->cred.pid);
+		/* What it had queued is dropped; it is told why. */
+		buf_clear(&big->out);
+		jrpc_write_error(&big->out, NULL, 0, JRPC_INVALID_REQUEST,
+				 "Connection closed: the daemon's buffers for all clients are full "
+				 "(limits.max_client_memory) and this connection held the most",
+				 NULL, 0);
+		buf_putc(&big->out, '\n');
+		s->conns_evicted++;
+		conn_close(big);
+	}
 }

@@ -701,6 +701,8 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	jgen_kv_int(g, "open", s->n_conns);
 	jgen_kv_int(g, "total", (int64_t)s->conns_total);
 	jgen_kv_int(g, "refused", (int64_t)s->conns_refused);
+	jgen_kv_int(g, "evicted", (int64_t)s->conns_evicted);
+	jgen_kv_int(g, "bufferedBytes", (int64_t)s->client_memory);
 	jgen_obj_close(g);
 	jgen_kv_int(g, "sessions", (int64_t)map_size(s->sessions->by_id));
 	jgen_kv_int(g, "reloads", (int64_t)s->reloads);

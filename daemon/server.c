@@ -305,6 +305,7 @@ static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 		list_remove(&c->dirty_node);
 		conn_flush(c);
 	}
+	conn_evict(s);
 	conn_reap(s);
 	s->turn_start_ns = 0;
 	s->turn_over = false;

@@ -62,6 +62,8 @@ struct server {
 	struct list graveyard;		/* closed connections, freed before the loop blocks */
 	unsigned n_conns;
 	uint64_t conns_total;
+	uint64_t client_memory;		/* bytes of buffers held by live connections */
+	uint64_t conns_evicted;
 	uint64_t conns_refused;
 
 	struct dispatcher *dispatcher;
@@ -138,6 +140,7 @@ struct conn {
 	unsigned ev_cap;
 	uint64_t requests;
 	struct pending *watch;		/* cleared when that request is answered */
+	size_t memory;			/* its buffers, as counted in client_memory */
 };
 
 /* server.c */
@@ -151,6 +154,9 @@ int server_reload(struct server *s, char **ret_result, char **ret_err);
 void server_refresh(struct server *s);
 void server_stop(struct server *s);
 void server_conn_closed(struct server *s);
+/* conn.c: disconnects the clients holding the most buffered bytes while
+ * all of them hold more than limits.max_client_memory. */
+void conn_evict(struct server *s);
 /* conn.c: lets connections in the backlog handle more of their lines. */
 void conn_run_backlog(struct server *s);
 /* Bracket a tool call started from a request: file tools run in the loop,

@@ -434,6 +434,67 @@ END_TEST
 
 /* --- a client that stops reading ------------------------------------------ */
 
+/* Many clients each holding an unfinished line (within the line limit)
+ * could together take all memory: beyond limits.max_client_memory the
+ * client holding the most is told why and disconnected, until the rest
+ * fit; everyone else is served as before. */
+START_TEST(client_memory_bounded)
+{
+	struct tcd d;
+	/* The bound is at least what two connections may hold: 4 x 256 KiB
+	 * of input and 4 x 4 KiB of output here, so 1 MiB is taken as is. */
+	tcd_start(&d, "{\"limits\":{\"max_message_bytes\":262144,\"max_output_bytes\":4096,"
+		      "\"max_client_memory\":1048576}}");
+	enum { N = 12 };
+	struct tcc *c[N];
+	char *partial = xmalloc(200 * 1024);
+	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"pad\":\"";
+	memcpy(partial, head, strlen(head));
+	memset(partial + strlen(head), 'x', 200 * 1024 - strlen(head));
+	for (int i = 0; i < N; i++) {
+		c[i] = tcc_connect(&d);
+		ck_assert_int_eq(tcc_send_raw(c[i], partial, 200 * 1024), 0);
+		usleep(20 * 1000);
+	}
+	free(partial);
+	/* Every connection holds 256 KiB of buffer: 3 MiB in all. Those
+	 * disconnected got one error line, then the end. */
+	int evicted = 0;
+	for (int i = 0; i < N; i++) {
+		size_t n;
+		const char *line = tcc_recv_line(c[i], 300, &n);
+		if (!line)
+			continue;
+		ck_assert_msg(strstr(line, "limits.max_client_memory") && strstr(line, "\"id\":null"), "%s", line);
+		ck_assert_ptr_null(tcc_recv_line(c[i], 2000, NULL));
+		ck_assert(tcc_eof(c[i]));
+		evicted++;
+	}
+	ck_assert_msg(evicted >= N - 4 && evicted < N, "%d of %d connections evicted", evicted, N);
+	/* The others finish their line and are answered. */
+	for (int i = 0; i < N; i++) {
+		if (tcc_eof(c[i]))
+			continue;
+		ck_assert_int_eq(tcc_send_raw(c[i], "\"}}\n", 4), 0);
+		const struct json *r = tcc_wait_id(c[i], "1", 5000);
+		ck_assert_ptr_nonnull(r);
+		tc_assert_ok(r);
+	}
+	struct tcc *other = tcc_connect(&d);
+	const struct json *r = tcc_request(other, "admin/stats", NULL);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.connections.evicted"), evicted);
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "disconnecting the one holding the most"), "log: %s", log);
+	free(log);
+	tcc_close(other);
+	for (int i = 0; i < N; i++)
+		tcc_close(c[i]);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(slow_reader_bounded)
 {
 	struct tcd d;
@@ -831,6 +892,7 @@ int main(void)
 
 	tc = tcase_create("backpressure");
 	tcase_add_test(tc, slow_reader_bounded);
+	tcase_add_test(tc, client_memory_bounded);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reload");
