@@ -234,19 +234,6 @@ bool outcome_retryable(const struct outcome *o)
 	return tc_kind_info(o->kind)->retryable;
 }
 
-/* Appends s as a JSON string literal, valid UTF-8 whatever s holds. */
-static void put_string(struct buf *out, const char *s, size_t n)
-{
-	if (utf8_valid(s, n)) {
-		json_quote(out, s, n);
-		return;
-	}
-	struct buf clean = {0};
-	utf8_sanitize(s, n, &clean);
-	json_quote(out, buf_head(&clean), buf_size(&clean));
-	buf_free(&clean);
-}
-
 void outcome_write_result(const struct outcome *o, bool replayed, struct buf *out)
 {
 	/* The answer to every successful call, on the hot path: its shape is
@@ -259,9 +246,9 @@ void outcome_write_result(const struct outcome *o, bool replayed, struct buf *ou
 	if (o->text_json)
 		buf_append(out, o->text_json, text_len);
 	else if (o->text)
-		put_string(out, o->text, text_len);
+		json_quote_utf8(out, o->text, text_len);
 	else if (o->structured)
-		put_string(out, o->structured, struct_len);
+		json_quote_utf8(out, o->structured, struct_len);
 	else
 		buf_puts(out, "\"\"");
 	buf_puts(out, "}],\"structuredContent\":");
@@ -271,7 +258,7 @@ void outcome_write_result(const struct outcome *o, bool replayed, struct buf *ou
 		buf_puts(out, "{}");
 	buf_puts(out, o->is_error ? ",\"isError\":true" : ",\"isError\":false");
 	buf_puts(out, ",\"_meta\":{\"toolcalld/callId\":");
-	put_string(out, o->call_id ? o->call_id : "", o->call_id ? strlen(o->call_id) : 0);
+	json_quote_utf8(out, o->call_id ? o->call_id : "", o->call_id ? strlen(o->call_id) : 0);
 	buf_puts(out, ",\"toolcalld/attempts\":");
 	buf_put_u64(out, o->attempts);
 	buf_puts(out, ",\"toolcalld/durationMs\":");

@@ -74,7 +74,7 @@ struct registry *registry_unref(struct registry *r)
 static void name_list_add(struct buf *b, const char *name)
 {
 	buf_putc(b, buf_size(b) ? ',' : '[');
-	json_quote(b, name, strlen(name));
+	json_quote_utf8(b, name, strlen(name));
 }
 
 void registry_diff(const struct registry *old, const struct registry *new,

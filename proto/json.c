@@ -1190,9 +1190,7 @@ void jgen_arr_close(struct jgen *g)
 	buf_putc(g->out, ']');
 }
 
-/* Appends s as a string literal: strict UTF-8 as it is, anything else
- * with U+FFFD replacements (tool output can be anything). */
-static void gen_quote(struct buf *out, const char *s, size_t n)
+void json_quote_utf8(struct buf *out, const char *s, size_t n)
 {
 	/* Keys and short values are mostly printable ASCII with nothing to
 	 * escape: copied at once, without the scans set up for long text. */
@@ -1231,7 +1229,7 @@ static void gen_key(struct jgen *g, const char *key, size_t n)
 			buf_putc(g->out, ',');
 		*s = GEN_OBJ_VALUE;
 	}
-	gen_quote(g->out, key, n);
+	json_quote_utf8(g->out, key, n);
 	buf_putc(g->out, ':');
 }
 
@@ -1252,7 +1250,7 @@ void jgen_strn(struct jgen *g, const char *s, size_t n)
 		return;
 	}
 	gen_before_value(g);
-	gen_quote(g->out, s, n);
+	json_quote_utf8(g->out, s, n);
 }
 
 void jgen_str(struct jgen *g, const char *s)

@@ -166,5 +166,8 @@ void jgen_kv_raw(struct jgen *g, const char *key, const char *json, size_t n);
 
 /* Appends a JSON string literal (quotes included) for s to out. */
 void json_quote(struct buf *out, const char *s, size_t n);
+/* The same for text of any origin (tool output, client strings): strict
+ * UTF-8 as it is, anything else with U+FFFD replacements. */
+void json_quote_utf8(struct buf *out, const char *s, size_t n);
 
 #endif

@@ -166,10 +166,7 @@ void jrpc_write_error(struct buf *out, const char *id, size_t id_len, int code, 
 {
 	write_id(out, id, id_len);
 	buf_printf(out, ",\"error\":{\"code\":%d,\"message\":", code);
-	struct buf tmp = {0};
-	utf8_sanitize(message, strlen(message), &tmp);
-	json_quote(out, buf_head(&tmp), buf_size(&tmp));
-	buf_free(&tmp);
+	json_quote_utf8(out, message, strlen(message));
 	if (data) {
 		buf_puts(out, ",\"data\":");
 		buf_append(out, data, data_len);
@@ -180,7 +177,7 @@ void jrpc_write_error(struct buf *out, const char *id, size_t id_len, int code, 
 void jrpc_write_notification(struct buf *out, const char *method, const char *params, size_t params_len)
 {
 	buf_puts(out, "{\"jsonrpc\":\"2.0\",\"method\":");
-	json_quote(out, method, strlen(method));
+	json_quote_utf8(out, method, strlen(method));
 	if (params) {
 		buf_puts(out, ",\"params\":");
 		buf_append(out, params, params_len);
