@@ -29,6 +29,7 @@
 
 static void on_read(struct ev_loop *ev, ev_io *w, int revents);
 static void maybe_finish(struct conn *c);
+static void on_write(struct ev_loop *ev, ev_io *w, int revents);
 
 /* Counts what the connection's buffers hold now into the server's total
  * (checked against limits.max_client_memory before each poll). */
@@ -39,7 +40,6 @@ static inline void account(struct conn *c)
 	c->srv->client_memory -= c->memory;
 	c->memory = now;
 }
-static void on_write(struct ev_loop *ev, ev_io *w, int revents);
 
 static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
 {
@@ -354,19 +354,6 @@ static void batch_answer(struct pending *p, struct buf *b)
 	bt->slots[p->index] = buf_steal(b);
 	if (bt->remaining == 1 && !p->conn->dead)
 		batch_write(p->conn, bt);
-	pending_free(p);
-}
-
-void conn_answer(struct pending *p, const char *json, size_t n)
-{
-	if (p->batch) {
-		struct buf b = {0};
-		buf_append(&b, json, n);
-		batch_answer(p, &b);
-		return;
-	}
-	p->caller = NULL;
-	conn_send(p->conn, json, n);
 	pending_free(p);
 }
 

@@ -174,7 +174,6 @@ void conn_free_spares(struct server *s);
 /* Queues one JSON line (newline added). */
 void conn_send(struct conn *c, const char *json, size_t n);
 void conn_flush(struct conn *c);
-void conn_answer(struct pending *p, const char *json, size_t n);
 /* Forgets a request without answering it (a cancelled call). */
 void conn_drop(struct pending *p);
 /* The connection's session, made on first use with the default workspace. */
