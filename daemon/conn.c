@@ -77,13 +77,41 @@ void conn_new(struct server *s, int fd, const struct ucred *cred)
 	}
 }
 
-static void batch_free(struct batch *b)
+/*
+ * The value in conn->ids of a batch member that was answered while its
+ * batch waits for others: its id stays taken until the batch is written,
+ * so that no other answer with that id can come before the batch's.
+ */
+static char id_held;
+#define ID_HELD ((void *)&id_held)
+
+/* Keeps id taken on c until batch b is written. */
+static void batch_hold_id(struct conn *c, struct batch *b, const char *id)
 {
+	map_put(c->ids, id, ID_HELD);
+	b->held = xreallocarray(b->held, b->n_held + 1, sizeof(*b->held));
+	b->held[b->n_held++] = xstrdup(id);
+}
+
+static void batch_free(struct conn *c, struct batch *b)
+{
+	for (size_t i = 0; i < b->n_held; i++) {
+		if (map_get(c->ids, b->held[i]) == ID_HELD)
+			map_remove(c->ids, b->held[i]);
+		free(b->held[i]);
+	}
+	free(b->held);
 	for (size_t i = 0; i < b->n; i++)
 		free(b->slots[i]);
 	free(b->slots);
 	free(b->lens);
 	free(b);
+}
+
+struct pending *conn_pending_by_id(struct conn *c, const char *id)
+{
+	struct pending *p = map_get(c->ids, id);
+	return p == ID_HELD ? NULL : p;
 }
 
 /* Room for ids in a reusable pending, and how many are kept. Under
@@ -100,15 +128,20 @@ static void batch_free(struct batch *b)
  * size); its batch goes with its last member. */
 static void pending_free(struct pending *p)
 {
-	if (p->tracked)
-		map_remove(p->conn->ids, p->id);
+	if (p->tracked) {
+		/* remaining > 1: the batch is not written yet. */
+		if (p->batch && p->batch->remaining > 1)
+			batch_hold_id(p->conn, p->batch, p->id);
+		else
+			map_remove(p->conn->ids, p->id);
+	}
 	if (p->conn->watch == p)
 		p->conn->watch = NULL;
 	list_remove(&p->node);
 	list_remove(&p->defer_node);
 	json_doc_unref(p->defer_doc);
 	if (p->batch && --p->batch->remaining == 0)
-		batch_free(p->batch);
+		batch_free(p->conn, p->batch);
 	struct server *s = p->conn->srv;
 	static const unsigned spare_max = SPARE_PENDINGS;
 	if (p->id_cap == PENDING_ID_ROOM && s->n_spare_pendings < spare_max) {
@@ -572,7 +605,20 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		if (--b->remaining == 0) {
 			if (!c->dead)
 				batch_write(c, b);
-			batch_free(b);
+			batch_free(c, b);
+		} else if (!c->dead) {
+			/* The batch waits for some of its calls: the ids of those
+			 * answered already stay taken until it is written. */
+			for (size_t i = 0; i < root->u.arr.n; i++) {
+				struct jrpc_req req;
+				const char *why;
+				if (jrpc_parse_request(root->u.arr.items[i], src, &req, &why) < 0 || !req.id)
+					continue;
+				char *id = xstrndup(req.id, req.id_len);
+				if (!map_get(c->ids, id))
+					batch_hold_id(c, b, id);
+				free(id);
+			}
 		}
 	}
 	json_doc_unref(doc);

@@ -516,7 +516,7 @@ static void m_cancelled(struct conn *c, const struct jrpc_req *req, struct pendi
 	const struct json *rid = json_get(req->params, "requestId");
 	if (rid && (rid->type == JSON_STRING || rid->type == JSON_NUMBER)) {
 		char *key = xstrndup(req->src + rid->off, rid->len);
-		struct pending *target = map_get(c->ids, key);
+		struct pending *target = conn_pending_by_id(c, key);
 		free(key);
 		if (target && target->caller) {
 			/* As MCP says: the cancelled call gets no response. */

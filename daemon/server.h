@@ -108,6 +108,8 @@ struct batch {
 	size_t remaining;
 	char **slots;
 	size_t *lens;
+	char **held;		/* ids of members answered but not yet written */
+	size_t n_held;
 };
 
 struct conn {
@@ -174,6 +176,9 @@ void conn_free_spares(struct server *s);
 /* Queues one JSON line (newline added). */
 void conn_send(struct conn *c, const char *json, size_t n);
 void conn_flush(struct conn *c);
+/* The request in flight with this id (as written), or NULL: none, or one
+ * answered inside a batch not yet written. */
+struct pending *conn_pending_by_id(struct conn *c, const char *id);
 /* Forgets a request without answering it (a cancelled call). */
 void conn_drop(struct pending *p);
 /* The connection's session, made on first use with the default workspace. */

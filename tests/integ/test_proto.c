@@ -197,6 +197,26 @@ START_TEST(batch_waits_for_all_in_order)
 	ck_assert_str_eq(tj_str(r, "1.result.structuredContent.content"), "A");
 	assert_result(c, tj(r, "2"), "3");
 
+	/* A member answered while its batch waits for another keeps its id
+	 * taken until the batch is written: no answer with that id can come
+	 * before the batch's. */
+	tcc_send(c, "["
+		"{\"jsonrpc\":\"2.0\",\"id\":\"g\",\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		"\"arguments\":{\"command\":\"sleep 0.3\"}}},"
+		"{\"jsonrpc\":\"2.0\",\"id\":\"h\",\"method\":\"ping\"}]");
+	r = exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"h\",\"method\":\"ping\"}");
+	ck_assert_msg(r->type == JSON_OBJECT, "the batch came first: %s", tcc_raw(c, r));
+	assert_error(c, r, -32600, "\"h\"");
+	ck_assert_str_eq(tj_str(r, "error.data.kind"), "duplicate_id");
+	struct json_doc *bd = tcc_recv(c, 5000);
+	ck_assert_ptr_nonnull(bd);
+	r = json_doc_root(bd);
+	ck_assert_int_eq(r->type, JSON_ARRAY);
+	ck_assert_int_eq(tj_len(r, ""), 2);
+	assert_result(c, tj(r, "1"), "\"h\"");
+	/* Once the batch is out, the id is free again. */
+	assert_result(c, exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"h\",\"method\":\"ping\"}"), "\"h\"");
+
 	/* A batch whose only call is cancelled by a notification of the same
 	 * batch has no answer left: nothing is sent, not an empty array. */
 	tcc_send(c, "["
