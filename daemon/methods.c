@@ -12,6 +12,7 @@
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "lib/dispatch.h"
+#include "lib/loop.h"
 #include "lib/map.h"
 #include "lib/registry.h"
 #include "lib/session.h"
@@ -232,6 +233,7 @@ static bool providers_starting(const struct server *s)
 /* Parks a request until the providers being started have settled. */
 static void defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
+	p->accepted_ms = tc_now(c->srv->loop);
 	p->defer_doc = json_doc_ref(req->doc);
 	p->defer_msg = req->msg;
 	list_insert_tail(&c->srv->deferred, &p->defer_node);
@@ -457,6 +459,7 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 		.timeout_ms = -1,
 		.budget = -1,
 		.pid = c->cred.pid,
+		.accepted_ms = p->resumed ? p->accepted_ms : 0,
 	};
 	const struct json *meta = json_get(params, "_meta");
 	if (meta && meta->type != JSON_OBJECT && meta->type != JSON_NULL) {

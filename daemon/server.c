@@ -465,6 +465,9 @@ static void on_provider_settled(void *arg, struct mcp_provider *p)
 	else
 		log_info("MCP server '%s' is ready", mcp_provider_name(p));
 	server_refresh(s);
+	const char *notes = mcp_provider_notes(p);
+	if (notes && mcp_provider_state(p) != MCP_FAILED)
+		log_warning("MCP server '%s': tools not offered: %s", mcp_provider_name(p), notes);
 	methods_resume(s);
 }
 

@@ -99,6 +99,7 @@ struct pending {
 	struct json_doc *defer_doc;
 	const struct json *defer_msg;
 	bool resumed;
+	uint64_t accepted_ms;		/* when it was parked (tc_now), for durationMs */
 	size_t id_cap;			/* room in id_text */
 	char id_text[];			/* where id points: one allocation per request */
 };

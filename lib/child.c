@@ -87,6 +87,7 @@ struct child {
 	bool terminating;
 	bool done;
 	void (*on_output)(void *arg, enum child_stream s, const char *data, size_t n);
+	void (*on_eof)(void *arg, enum child_stream s);
 	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
 	void *arg;
 	struct child_result result;
@@ -244,6 +245,8 @@ static void pipe_drain(struct pipe_reader *p)
 			/* EOF, or an error a pipe should not give: either way the
 			 * stream is over. */
 			pipe_close(p);
+			if (ch->on_eof)
+				ch->on_eof(ch->arg, p->id);
 			return;
 		}
 		capture_add(&p->cap, chunk, (size_t)n);
@@ -750,11 +753,20 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	ch->kill_delay_ms = o->kill_delay_ms ? o->kill_delay_ms : CHILD_KILL_DELAY_DEFAULT;
 	ch->drain_ms = o->drain_ms ? o->drain_ms : CHILD_DRAIN_DEFAULT;
 	ch->on_output = o->on_output;
+	ch->on_eof = o->on_eof;
 	ch->on_done = o->on_done;
 	ch->arg = o->arg;
 	size_t cap = o->output_cap ? o->output_cap : CHILD_OUTPUT_CAP_DEFAULT;
 	int fds[CHILD_NSTREAMS] = { TAKE_FD(out_r), TAKE_FD(err_r) };
 	int holds[CHILD_NSTREAMS] = { TAKE_FD(out_w), TAKE_FD(err_w) };
+	if (o->ret_stdin_fd) {
+		/* A server lives long and may close its output before it
+		 * exits: that must be seen when it happens. */
+		for (int s = 0; s < CHILD_NSTREAMS; s++) {
+			close(holds[s]);
+			holds[s] = -1;
+		}
+	}
 	for (int s = 0; s < CHILD_NSTREAMS; s++) {
 		struct pipe_reader *p = &ch->pipes[s];
 		p->ch = ch;

@@ -86,13 +86,17 @@ struct child_opts {
 					 * pipes held by escaped processes; 0: 1000 */
 	/* Each chunk read, as it comes (may be NULL). Must not free the child. */
 	void (*on_output)(void *arg, enum child_stream s, const char *data, size_t n);
+	/* A stream reached its end (may be NULL). Must not free the child. */
+	void (*on_eof)(void *arg, enum child_stream s);
 	/* Once: the leader is reaped and the pipes are closed. The result stays
 	 * valid until child_free(), which this callback may call. */
 	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
 	void *arg;
 	/* When not NULL: the child's stdin is a pipe instead of /dev/null, and
 	 * its write end (non-blocking, close-on-exec, owned by the caller) is
-	 * stored here. Stdio servers (MCP providers) are fed this way. */
+	 * stored here. Stdio servers (MCP providers) are fed this way; their
+	 * output pipes then end as soon as the server closes them (no copy of
+	 * their write ends is kept until the exit), so on_eof tells of it. */
 	int *ret_stdin_fd;
 };
 

@@ -118,6 +118,7 @@ struct caller {
 	size_t token_len;
 	uint64_t progress;
 	pid_t pid;
+	uint64_t accepted_ms;		/* durations count from here */
 };
 
 struct idem_entry {
@@ -404,6 +405,7 @@ static struct caller *caller_new(struct dispatcher *d, struct session *s, const 
 	c->ops = ops;
 	c->ctx = ctx;
 	c->pid = p->pid;
+	c->accepted_ms = p->accepted_ms ? p->accepted_ms : tc_now(d->loop);
 	if (p->progress_token) {
 		c->token = xstrndup(p->progress_token, p->progress_token_len);
 		c->token_len = p->progress_token_len;
@@ -446,6 +448,7 @@ static void fail_now(struct dispatcher *d, struct caller *c, const char *tool_na
 {
 	o->call_id = new_call_id(d);
 	o->tool = xstrdup(tool_name);
+	o->duration_ms = tc_now(d->loop) - c->accepted_ms;
 	if (t) {
 		o->side_effects = t->side_effects;
 		o->idempotent = t->idempotent;
@@ -1398,7 +1401,7 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 	}
 	if (p->timeout_ms > 0)
 		e->timeout_ms = (uint64_t)p->timeout_ms;
-	e->start_ms = tc_now(d->loop);
+	e->start_ms = c->accepted_ms;
 	clock_gettime(CLOCK_MONOTONIC, &e->start_ts);
 	c->exec = e;
 	list_insert_tail(&e->waiters, &c->node);

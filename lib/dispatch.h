@@ -95,6 +95,8 @@ struct call_params {
 	size_t progress_token_len;
 	int64_t budget;			/* < 0: none */
 	pid_t pid;			/* the peer's, for the audit log */
+	uint64_t accepted_ms;		/* when the request came in, on the loop's
+					 * clock (it may have waited); 0: now */
 };
 
 struct caller_ops {

@@ -38,6 +38,19 @@ uint32_t tool_default_timeout(enum side_effect s)
 	return s >= SIDE_EXECUTE ? 600000 : 60000;
 }
 
+bool tool_name_valid(const char *s, size_t n)
+{
+	if (!s || n == 0 || n > TOOL_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || ch == '-' || ch == '.'))
+			return false;
+	}
+	return true;
+}
+
 int tool_new(const struct tool_def *def, const char *name, const char *description,
 	     const char *input_schema, void *priv, struct tool **ret, char **ret_err)
 {

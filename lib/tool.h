@@ -97,6 +97,10 @@ struct tool *tool_ref(struct tool *t);
 struct tool *tool_unref(struct tool *t);
 /* The timeout a tool gets by default for its class. */
 uint32_t tool_default_timeout(enum side_effect s);
+/* True for a valid tool name: 1 to TOOL_NAME_MAX characters of A-Z a-z 0-9
+ * _ - . (as MCP advises). */
+#define TOOL_NAME_MAX 128
+bool tool_name_valid(const char *s, size_t n);
 
 /* Settings the daemon hands every call (from the config). */
 struct tool_env {

@@ -21,7 +21,6 @@
 /* Bounds on what a declaration may hold. */
 #define ARGV_MAX 1024
 #define ENV_MAX 256
-#define NAME_MAX_LEN 128
 #define TIMEOUT_MAX_MS 86400000
 #define ATTEMPTS_MAX 10
 #define CONCURRENCY_MAX 1024
@@ -134,15 +133,7 @@ static int parse_element(const struct json *v, size_t idx, const struct json *pr
 /* A tool name as MCP allows it. */
 static bool name_valid(const struct json *v)
 {
-	if (!v || v->type != JSON_STRING || v->u.str.len == 0 || v->u.str.len > NAME_MAX_LEN)
-		return false;
-	for (size_t i = 0; i < v->u.str.len; i++) {
-		char ch = v->u.str.s[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		      ch == '_' || ch == '-' || ch == '.'))
-			return false;
-	}
-	return true;
+	return v && v->type == JSON_STRING && tool_name_valid(v->u.str.s, v->u.str.len);
 }
 
 /* Reads an optional integer key within [lo, hi]. */
@@ -216,7 +207,7 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	if (!name)
 		return bad(ret_err, "name: missing");
 	if (!name_valid(name))
-		return bad(ret_err, "name: expected 1 to %d characters of A-Z a-z 0-9 _ - .", NAME_MAX_LEN);
+		return bad(ret_err, "name: expected 1 to %d characters of A-Z a-z 0-9 _ - .", TOOL_NAME_MAX);
 
 	const struct json *kind = json_get(decl, "kind");
 	if (kind && !str_eq(json_str(kind), "command"))

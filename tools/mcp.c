@@ -67,6 +67,9 @@ struct mcp_provider {
 	struct tc_io *in_io;
 	struct buf out;			/* to the server */
 	struct buf line;		/* from the server, up to a newline */
+	bool discarding;		/* dropping the rest of a line too long */
+	struct buf notes;		/* tools not offered, and why ("; "-joined) */
+	size_t import_notes;		/* how much of notes the last tool list made */
 	struct tc_timer *import_timer;
 	uint64_t next_id;
 	uint64_t init_id;
@@ -212,6 +215,7 @@ struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
 	strv_free(p->env_extra);
 	buf_free(&p->out);
 	buf_free(&p->line);
+	buf_free(&p->notes);
 	free(p->name);
 	free(p->prefix);
 	free(p->source);
@@ -228,6 +232,23 @@ const char *mcp_provider_source(const struct mcp_provider *p) { return p->source
 const char *mcp_provider_fingerprint(const struct mcp_provider *p) { return p->fingerprint; }
 enum mcp_state mcp_provider_state(const struct mcp_provider *p) { return p->state; }
 const char *mcp_provider_error(const struct mcp_provider *p) { return p->error; }
+const char *mcp_provider_notes(const struct mcp_provider *p) { return buf_size(&p->notes) ? buf_head(&p->notes) : NULL; }
+
+/* Notes a tool of the server that is not offered, for the daemon's log. */
+static void note(struct mcp_provider *p, const char *fmt, ...) PRINTF(2, 3);
+static void note(struct mcp_provider *p, const char *fmt, ...)
+{
+	if (buf_size(&p->notes) > 4096)
+		return;
+	if (buf_size(&p->notes))
+		buf_puts(&p->notes, "; ");
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = xvasprintf(fmt, ap);
+	va_end(ap);
+	buf_puts(&p->notes, s);
+	free(s);
+}
 bool mcp_provider_imported(const struct mcp_provider *p) { return p->imported; }
 
 void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const struct tool_env *env,
@@ -390,6 +411,7 @@ static void provider_down(struct mcp_provider *p, const char *why)
 	tc_timer_stop(p->import_timer);
 	buf_clear(&p->out);
 	buf_clear(&p->line);
+	p->discarding = false;
 	p->initialized = false;
 	imports_free(p->next_tools, p->n_next);
 	p->next_tools = NULL;
@@ -415,12 +437,34 @@ static bool take_tools(struct mcp_provider *p, const struct json *result, const 
 	const struct json *tools = json_get(result, "tools");
 	if (!tools || tools->type != JSON_ARRAY)
 		return false;
+	if (p->n_next == 0) {
+		buf_clear(&p->notes);	/* a new list: new notes */
+		p->import_notes = 0;
+	}
 	for (size_t i = 0; i < tools->u.arr.n && p->n_next < MCP_TOOLS_MAX; i++) {
 		const struct json *t = tools->u.arr.items[i];
-		const char *name = json_str(json_get(t, "name"));
+		const struct json *jname = json_get(t, "name");
+		const char *name = json_str(jname);
 		const struct json *schema = json_get(t, "inputSchema");
-		if (!name || !*name || strlen(name) > 128)
+		/* Offered as prefix + name: that must be a valid tool name. */
+		size_t plen = strlen(p->prefix);
+		if (!name || jname->u.str.len > TOOL_NAME_MAX - plen || strlen(name) != jname->u.str.len ||
+		    !tool_name_valid(name, jname->u.str.len)) {
+			struct buf shown = {0};
+			json_quote_utf8(&shown, name ? name : "", name ? MIN(jname->u.str.len, (size_t)64) : 0);
+			note(p, "%s%s: not a valid tool name (1 to %zu characters of A-Z a-z 0-9 _ - . after the "
+			     "prefix)", buf_head(&shown), name && jname->u.str.len > 64 ? "..." : "",
+			     TOOL_NAME_MAX - plen);
+			buf_free(&shown);
 			continue;
+		}
+		bool seen = false;
+		for (size_t k = 0; k < p->n_next && !seen; k++)
+			seen = str_eq(p->next_tools[k].name, name);
+		if (seen) {
+			note(p, "'%s': listed twice, the first is offered", name);
+			continue;
+		}
 		p->next_tools = xreallocarray(p->next_tools, p->n_next + 1, sizeof(*p->next_tools));
 		struct mcp_import *im = &p->next_tools[p->n_next++];
 		im->name = xstrdup(name);
@@ -486,7 +530,17 @@ static void call_answered(struct mcp_provider *p, struct mcp_call *mc, const str
 static void on_message(struct mcp_provider *p, const char *line, size_t len)
 {
 	struct json_doc *doc = NULL;
-	if (json_parse(line, len, 0, 64, &doc, NULL) < 0)
+	/* Bytes that are not UTF-8 (in a tool's output, most likely) become
+	 * U+FFFD, as everywhere tool output is shown; JSON text must be UTF-8. */
+	struct buf clean = {0};
+	if (!utf8_valid(line, len)) {
+		utf8_sanitize(line, len, &clean);
+		line = buf_head(&clean);
+		len = buf_size(&clean);
+	}
+	int r = json_parse(line, len, 0, 64, &doc, NULL);
+	buf_free(&clean);
+	if (r < 0)
 		return;	/* servers print junk at times: skip it */
 	const struct json *msg = json_doc_root(doc);
 	const char *src = json_doc_text(doc);
@@ -547,6 +601,7 @@ static void on_message(struct mcp_provider *p, const char *line, size_t len)
 			p->n_tools = p->n_next;
 			p->n_next = 0;
 			p->imported = true;
+			p->import_notes = buf_size(&p->notes);
 			p->state = MCP_READY;
 			tc_timer_stop(p->import_timer);
 			settle(p);
@@ -564,11 +619,66 @@ static void on_message(struct mcp_provider *p, const char *line, size_t len)
 	json_doc_unref(doc);
 }
 
+/* Reads the id of an answer from the start of its text, when it comes
+ * first as servers write it ({"jsonrpc":"2.0","id":7,...}). */
+static bool sniff_id(const char *s, size_t n, uint64_t *ret)
+{
+	const char *end = s + MIN(n, (size_t)256);
+	const char *k = memmem(s, (size_t)(end - s), "\"id\"", 4);
+	if (!k || memmem(s, (size_t)(k - s), "\"result\"", 8) || memmem(s, (size_t)(k - s), "\"error\"", 7))
+		return false;
+	const char *q = k + 4;
+	while (q < end && (*q == ' ' || *q == ':'))
+		q++;
+	uint64_t v = 0;
+	const char *digits = q;
+	while (q < end && *q >= '0' && *q <= '9' && q - digits < 19)
+		v = v * 10 + (uint64_t)(*q++ - '0');
+	if (q == digits || q == end || (*q != ',' && *q != '}' && *q != ' '))
+		return false;
+	*ret = v;
+	return true;
+}
+
+/*
+ * A message longer than MCP_LINE_MAX is dropped as it comes (up to its
+ * newline) instead of being held. The call it answers fails, without a
+ * retry (it may have done its work); when that call cannot be told, every
+ * call sent to the server fails so. The server is kept: the stream is in
+ * step again after the newline.
+ */
+static void line_too_long(struct mcp_provider *p)
+{
+	uint64_t rid;
+	bool known = sniff_id(buf_head(&p->line), buf_size(&p->line), &rid);
+	buf_clear(&p->line);
+	p->discarding = true;
+	struct list *pos, *tmp;
+	list_foreach_safe(pos, tmp, &p->sent) {
+		struct mcp_call *mc = list_entry(pos, struct mcp_call, node);
+		if (known && mc->id != rid)
+			continue;
+		tool_call_fail(mc->tc, TC_EXECUTION_ERROR,
+			       "MCP server '%s' sent a message longer than %u MiB%s; it was not read",
+			       p->name, MCP_LINE_MAX >> 20, known ? " as the answer" : ", and the call it answers "
+			       "cannot be told, so every call in flight failed");
+		call_end(mc);
+	}
+}
+
 static void on_output(void *arg, enum child_stream s, const char *data, size_t n)
 {
 	struct mcp_provider *p = arg;
 	if (s != CHILD_STDOUT)
 		return;
+	if (p->discarding) {
+		const char *nl = memchr(data, '\n', n);
+		if (!nl)
+			return;
+		p->discarding = false;
+		n -= (size_t)(nl + 1 - data);
+		data = nl + 1;
+	}
 	buf_append(&p->line, data, n);
 	for (;;) {
 		const char *head = buf_head(&p->line);
@@ -585,11 +695,17 @@ static void on_output(void *arg, enum child_stream s, const char *data, size_t n
 		if (!p->child)
 			return;
 	}
-	if (buf_size(&p->line) > MCP_LINE_MAX) {
-		buf_clear(&p->line);
-		if (p->child)
-			child_terminate(p->child);
-	}
+	if (buf_size(&p->line) > MCP_LINE_MAX)
+		line_too_long(p);
+}
+
+/* The server closed its output: it cannot answer any more. It is stopped;
+ * its exit fails what waits for it, and the next call starts it again. */
+static void on_eof(void *arg, enum child_stream s)
+{
+	struct mcp_provider *p = arg;
+	if (s == CHILD_STDOUT && p->child && child_running(p->child))
+		child_terminate(p->child);
 }
 
 static void on_child_done(void *arg, struct child *ch, struct child_result *r)
@@ -637,6 +753,7 @@ void mcp_provider_start(struct mcp_provider *p)
 		.cwd_fd = cwd_fd,
 		.output_cap = 64 * 1024,
 		.on_output = on_output,
+		.on_eof = on_eof,
 		.on_done = on_child_done,
 		.arg = p,
 		.ret_stdin_fd = &p->in_fd,
@@ -714,6 +831,10 @@ const struct tool_def tool_kind_mcp = {
 
 int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret_err)
 {
+	/* Notes of the last registration go; those of the import stay. */
+	p->notes.len = p->notes.off + p->import_notes;
+	if (p->notes.data)
+		p->notes.data[p->notes.len] = '\0';
 	for (size_t i = 0; i < p->n_tools; i++) {
 		const struct mcp_import *im = &p->tools[i];
 		char *name = xasprintf("%s%s", p->prefix, im->name);
@@ -726,6 +847,7 @@ int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret
 		if (rr < 0) {
 			/* A schema outside the supported subset: the tool cannot be
 			 * validated, so it is not offered. */
+			note(p, "'%s': %s", name, err ? err : "invalid input schema");
 			mcp_tool_free(mt);
 			free(err);
 			free(name);
@@ -739,12 +861,14 @@ int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret
 		struct buf fp = {0};
 		buf_printf(&fp, "%s|%s|%s|%s", p->fingerprint, im->name, im->description, im->schema);
 		t->fingerprint = buf_steal(&fp);
-		free(name);
 		/* A name another tool already has is not offered: one server
 		 * must not make the whole registry fail to load. */
 		char *clash = NULL;
-		if (registry_add(r, t, &clash) < 0)
+		if (registry_add(r, t, &clash) < 0) {
+			note(p, "'%s': another tool has this name", name);
 			free(clash);
+		}
+		free(name);
 	}
 	return 0;
 }

@@ -47,6 +47,9 @@ const char *mcp_provider_source(const struct mcp_provider *p);
 const char *mcp_provider_fingerprint(const struct mcp_provider *p);
 enum mcp_state mcp_provider_state(const struct mcp_provider *p);
 const char *mcp_provider_error(const struct mcp_provider *p);
+/* What the last import or registration left out (tools not offered, and
+ * why), for the daemon to log; NULL when nothing. */
+const char *mcp_provider_notes(const struct mcp_provider *p);
 /* True once a tool list was imported (the provider may be idle again). */
 bool mcp_provider_imported(const struct mcp_provider *p);
 

@@ -3,8 +3,13 @@
  * A small stdio MCP server for the tests of the "mcp" tool kind. Tools:
  * echo {text} answers the text; add {a, b} answers structuredContent
  * {sum}; fail answers isError; slow {ms} sleeps then answers; crash exits
- * the process without answering; pid answers the server's pid.
+ * the process without answering; pid answers the server's pid; badutf
+ * answers bytes that are not UTF-8; huge {n} answers a text of n bytes;
+ * closeout closes its standard output and stays. Its list also holds names
+ * that are no tool names and a name twice. With "slowinit" as argument,
+ * it takes a second to answer initialize.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +37,17 @@ static const char tools[] =
 	"{\"name\":\"slow\",\"description\":\"Sleeps\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"ms\":{\"type\":\"integer\"}}}},"
 	"{\"name\":\"crash\",\"description\":\"Exits\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"pid\",\"description\":\"Its pid\",\"inputSchema\":{\"type\":\"object\"}},"
-	"{\"name\":\"bad_schema\",\"description\":\"Unsupported schema\",\"inputSchema\":{\"type\":\"object\",\"patternProperties\":{}}}"
+	"{\"name\":\"bad_schema\",\"description\":\"Unsupported schema\",\"inputSchema\":{\"type\":\"object\",\"patternProperties\":{}}},"
+	"{\"name\":\"badutf\",\"description\":\"Not UTF-8\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"huge\",\"description\":\"A long text\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}},"
+	"{\"name\":\"closeout\",\"description\":\"Closes stdout\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"bad name\",\"description\":\"A space\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"echo\",\"description\":\"Twice\",\"inputSchema\":{\"type\":\"object\"}}"
 	"]}";
 
-int main(void)
+int main(int argc, char **argv)
 {
+	bool slow_init = argc > 1 && strcmp(argv[1], "slowinit") == 0;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -55,6 +66,8 @@ int main(void)
 		}
 		const char *idt = src + id->off;
 		if (strcmp(method, "initialize") == 0) {
+			if (slow_init)
+				sleep(1);
 			reply(idt, id->len, "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"tools\":{}},"
 					    "\"serverInfo\":{\"name\":\"test\",\"version\":\"1\"}}");
 		} else if (strcmp(method, "tools/list") == 0) {
@@ -84,6 +97,25 @@ int main(void)
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"slept\"}]}");
 			} else if (str_eq(name, "crash")) {
 				_exit(3);
+			} else if (str_eq(name, "badutf")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"bad\xff\xfe!\"}]}");
+			} else if (str_eq(name, "huge")) {
+				json_get_int(json_get(args, "n"), &a);
+				struct buf h = {0};
+				buf_puts(&h, "{\"content\":[{\"type\":\"text\",\"text\":\"");
+				buf_reserve(&h, (size_t)a);
+				memset(h.data + h.len, 'x', (size_t)a);
+				h.len += (size_t)a;
+				buf_puts(&h, "\"}]}");
+				reply(idt, id->len, buf_head(&h));
+				buf_free(&h);
+				json_doc_unref(doc);
+				continue;
+			} else if (str_eq(name, "closeout")) {
+				fflush(stdout);
+				close(1);
+				for (;;)
+					pause();
 			} else if (str_eq(name, "pid")) {
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"%d\"}]}", (int)getpid());
 			} else {

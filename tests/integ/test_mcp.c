@@ -13,17 +13,25 @@
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
-static void start(struct tcd *d)
+/* Starts the daemon with the test server as provider "demo"; arg, when
+ * not NULL, is passed to the server. */
+static void start_with(struct tcd *d, const char *arg)
 {
 	tcd_prepare(d, &(struct tcd_opts){ .config = "{\"retry\":{\"max_attempts\":1}}" });
 	const char *server = getenv("TC_MCP_SERVER");
 	ck_assert_ptr_nonnull(server);
-	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"],"
-			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\" }", server);
+	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"%s%s%s],"
+			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\" }", server,
+			       arg ? ", \"" : "", arg ? arg : "", arg ? "\"" : "");
 	tcd_write_tool(d, "demo.json", decl);
 	free(decl);
 	tcd_spawn(d, &(struct tcd_opts){ .config = "{\"retry\":{\"max_attempts\":1}}" });
 	ck_assert_int_eq(tcd_wait_socket(d, d->sock, 5000), 0);
+}
+
+static void start(struct tcd *d)
+{
+	start_with(d, NULL);
 }
 
 static bool listed(const struct json *r, const char *name)
@@ -130,6 +138,89 @@ START_TEST(crash_fails_pending_and_respawns)
 }
 END_TEST
 
+/* What a server sends is taken with care: bytes that are not UTF-8 become
+ * U+FFFD; an answer over 8 MiB fails its call once (no retry: it may have
+ * done its work) and the server stays; tools it names badly are not
+ * offered, and the log says why. */
+START_TEST(server_output_is_checked)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_badutf", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "bad\xef\xbf\xbd\xef\xbf\xbd!");
+
+	r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	char *pid1 = xstrdup(tj_str(r, "result.content.0.text"));
+	r = tcc_call(c, "demo_huge", "{\"n\":9437184}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 1);
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "longer than 8 MiB"), "%s", tj_str(r, "error.message"));
+	r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), pid1);
+	free(pid1);
+	/* Under the limit, a long answer comes through whole. */
+	r = tcc_call(c, "demo_huge", "{\"n\":1048576}");
+	tc_assert_ok(r);
+	ck_assert_uint_eq(strlen(tj_str(r, "result.content.0.text")), 1048576);
+
+	r = tcc_request(c, "tools/list", "{}");
+	ck_assert(!listed(r, "demo_bad name"));
+	ck_assert_str_eq(tj_str(r, "result.tools.0.name"), "demo_add");
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "MCP server 'demo': tools not offered") && strstr(log, "bad name") &&
+		      strstr(log, "'echo': listed twice") && strstr(log, "'demo_bad_schema'"),
+		      "log: %s", log);
+	free(log);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A server that closes its output but stays cannot answer: it is stopped
+ * at once, its call fails as transient, the next call starts it again. */
+START_TEST(closed_output_is_a_crash)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	char *pid1 = xstrdup(tj_str(r, "result.content.0.text"));
+	uint64_t t0 = tc_now_ms();
+	r = tcc_call(c, "demo_closeout", "{}");
+	tc_assert_kind(r, "transient");
+	ck_assert_uint_lt(tc_now_ms() - t0, 4000);
+	r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_ne(tj_str(r, "result.content.0.text"), pid1);
+	ck_assert_int_ne(kill(atoi(pid1), 0), 0);
+	free(pid1);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A call that waits for its server to start counts that wait. */
+START_TEST(waiting_for_the_server_counts)
+{
+	struct tcd d;
+	start_with(&d, "slowinit");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_echo", "{\"text\":\"late\"}");
+	tc_assert_ok(r);
+	ck_assert_int_ge(tj_int(r, "result._meta.toolcalld/durationMs"), 900);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mcp");
@@ -139,6 +230,9 @@ int main(void)
 	tcase_add_test(tc, first_call_starts_the_server);
 	tcase_add_test(tc, calls_are_multiplexed);
 	tcase_add_test(tc, crash_fails_pending_and_respawns);
+	tcase_add_test(tc, server_output_is_checked);
+	tcase_add_test(tc, closed_output_is_a_crash);
+	tcase_add_test(tc, waiting_for_the_server_counts);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
