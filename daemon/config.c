@@ -94,6 +94,7 @@ void config_init(struct config *c)
 			.max_concurrent = 64,
 			.session_concurrency = 4,
 			.queue_max = 256,
+			.queue_max_total = 8192,
 			.max_connections = 16384,
 			.max_output_bytes = 16u << 20,
 			.max_client_memory = UINT64_C(1) << 30,
@@ -101,7 +102,7 @@ void config_init(struct config *c)
 			.event_queue = 1024,
 		},
 		.retry = { .max_attempts = 3, .base_delay_ms = 100 },
-		.idempotency = { .ttl_ms = 60000, .max_entries = 10000 },
+		.idempotency = { .ttl_ms = 60000, .max_entries = 10000, .max_bytes = UINT64_C(256) << 20 },
 		.circuit = { .failures = 5, .window_ms = 30000, .open_ms = 30000 },
 		.tools = {
 			.timeout_ms = { [CONFIG_TOOL_SHELL] = 600000 },
@@ -752,6 +753,7 @@ static const struct field limits_fields[] = {
 	U32("max_concurrent", limits.max_concurrent, 1, 1000000),
 	U32("session_concurrency", limits.session_concurrency, 1, 1000000),
 	U32("queue_max", limits.queue_max, 0, 1000000),
+	U32("queue_max_total", limits.queue_max_total, 0, 100000000),
 	U32("max_connections", limits.max_connections, 1, 1000000),
 	U64("max_output_bytes", limits.max_output_bytes, 4096, 1024 * GIB),
 	U64("max_client_memory", limits.max_client_memory, 1 << 20, 1024 * GIB),
@@ -770,6 +772,7 @@ static const struct field retry_fields[] = {
 static const struct field idempotency_fields[] = {
 	U64("ttl_ms", idempotency.ttl_ms, 0, MS_MAX),
 	U64("max_entries", idempotency.max_entries, 1, 100000000),
+	U64("max_bytes", idempotency.max_bytes, 1 << 20, 1024 * GIB),
 	{},
 };
 

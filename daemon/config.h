@@ -24,6 +24,7 @@
  *   limits.max_concurrent                 1..1000000      64: calls running at once, daemon-wide
  *   limits.session_concurrency            1..1000000      4: calls running at once per session
  *   limits.queue_max                      0..1000000      256: calls waiting per session
+ *   limits.queue_max_total                0..100000000    8192: calls waiting daemon-wide
  *   limits.max_connections                1..1000000      16384
  *   limits.max_output_bytes               4096..1 TiB     16777216: output queued for one client
  *                                                         before its requests stop being read
@@ -38,6 +39,7 @@
  *   retry.base_delay_ms                   0..3600000      100
  *   idempotency.ttl_ms                    0..2^32-1       60000
  *   idempotency.max_entries               1..100000000    10000
+ *   idempotency.max_bytes                 1 MiB..1 TiB    268435456: of kept outcomes
  *   circuit.failures                      1..1000000      5
  *   circuit.window_ms                     1..2^32-1       30000
  *   circuit.open_ms                       1..2^32-1       30000
@@ -118,6 +120,7 @@ struct config {
 		uint32_t max_concurrent;
 		uint32_t session_concurrency;
 		uint32_t queue_max;
+		uint32_t queue_max_total;
 		uint32_t max_connections;
 		uint64_t max_output_bytes;
 		uint64_t max_client_memory;
@@ -135,6 +138,7 @@ struct config {
 	struct {
 		uint64_t ttl_ms;
 		uint64_t max_entries;
+		uint64_t max_bytes;
 	} idempotency;
 
 	struct {

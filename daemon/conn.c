@@ -24,6 +24,8 @@
 #define READ_CHUNK (64 * 1024)
 /* Empty buffers larger than this are given back. */
 #define SHRINK_ABOVE (16 * 1024)
+/* A batch member's answer this small is always kept, whatever the batch holds. */
+#define BATCH_SMALL_ANSWER 4096
 /* After a line longer than this, memory freed is handed back to the system. */
 #define TRIM_ABOVE (1024 * 1024)
 
@@ -382,6 +384,20 @@ static void batch_write(struct conn *c, struct batch *b)
 static void batch_answer(struct pending *p, struct buf *b)
 {
 	struct batch *bt = p->batch;
+	/* A batch is written whole, so its answers are held until the last:
+	 * bounded by what a client may have queued. Past it a large answer
+	 * is replaced by an error saying so (small ones always fit). */
+	size_t limit = p->conn->srv->cfg.limits.max_output_bytes;
+	if (buf_size(b) > BATCH_SMALL_ANSWER && bt->bytes + buf_size(b) > limit) {
+		char *msg = xasprintf("The answer (%zu bytes) was dropped: the answers of this batch went past "
+				      "limits.max_output_bytes (%zu bytes). The call did run; send calls with large "
+				      "answers on their own", buf_size(b), limit);
+		buf_clear(b);
+		jrpc_write_error(b, p->id, p->id_len, JRPC_INTERNAL_ERROR, msg,
+				 "{\"kind\":\"overloaded\",\"retryable\":true}", 38);
+		free(msg);
+	}
+	bt->bytes += buf_size(b);
 	p->caller = NULL;
 	bt->lens[p->index] = buf_size(b);
 	bt->slots[p->index] = buf_steal(b);

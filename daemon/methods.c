@@ -382,6 +382,14 @@ static void call_progress(void *ctx, const char *token, size_t token_len, uint64
 			  const char *stream, const char *data, size_t n)
 {
 	struct pending *p = ctx;
+	struct conn *c = p->conn;
+	/* Progress is a courtesy: for a client that does not read, it is
+	 * dropped (as events are) rather than queued without bound; the
+	 * result still holds the output. */
+	if (c->dead || buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes) {
+		c->srv->progress_dropped++;
+		return;
+	}
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
 	jgen_obj_open(g);
@@ -706,6 +714,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	jgen_kv_int(g, "refused", (int64_t)s->conns_refused);
 	jgen_kv_int(g, "evicted", (int64_t)s->conns_evicted);
 	jgen_kv_int(g, "bufferedBytes", (int64_t)s->client_memory);
+	jgen_kv_int(g, "progressDropped", (int64_t)s->progress_dropped);
 	jgen_obj_close(g);
 	jgen_kv_int(g, "sessions", (int64_t)map_size(s->sessions->by_id));
 	jgen_kv_int(g, "reloads", (int64_t)s->reloads);

@@ -394,10 +394,12 @@ static void apply_config(struct server *s)
 	dc.max_concurrent = c->limits.max_concurrent;
 	dc.session_concurrency = c->limits.session_concurrency;
 	dc.queue_max = c->limits.queue_max;
+	dc.queue_max_total = c->limits.queue_max_total;
 	dc.max_attempts = c->retry.max_attempts;
 	dc.base_delay_ms = c->retry.base_delay_ms;
 	dc.idem_ttl_ms = c->idempotency.ttl_ms;
 	dc.idem_max_entries = (size_t)c->idempotency.max_entries;
+	dc.idem_max_bytes = c->idempotency.max_bytes;
 	dc.circuit_failures = c->circuit.failures;
 	dc.circuit_window_ms = c->circuit.window_ms;
 	dc.circuit_open_ms = c->circuit.open_ms;

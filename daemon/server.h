@@ -63,6 +63,7 @@ struct server {
 	unsigned n_conns;
 	uint64_t conns_total;
 	uint64_t client_memory;		/* bytes of buffers held by live connections */
+	uint64_t progress_dropped;	/* notifications/progress left out (client not reading) */
 	uint64_t conns_evicted;
 	uint64_t conns_refused;
 
@@ -111,6 +112,7 @@ struct batch {
 	size_t *lens;
 	char **held;		/* ids of members answered but not yet written */
 	size_t n_held;
+	size_t bytes;		/* of the answers kept in slots */
 };
 
 struct conn {

@@ -126,6 +126,7 @@ struct idem_entry {
 	char *canon;
 	struct exec *exec;		/* in flight */
 	struct outcome *outcome;	/* kept */
+	size_t bytes;			/* what the kept outcome holds, roughly */
 	uint64_t expires;
 	struct list lru;		/* d->idem_lru while kept */
 	char *key;
@@ -142,6 +143,8 @@ struct dispatcher {
 	struct stats stats;
 	struct map *idem;
 	struct list idem_lru;
+	uint64_t idem_bytes;		/* held by kept outcomes */
+	unsigned waiting;		/* executions queued, all sessions */
 	struct map *tools;		/* name -> struct tool_state */
 	struct map *confirms;
 	struct list resolved;
@@ -168,10 +171,12 @@ void dispatch_config_defaults(struct dispatch_config *c)
 		.max_concurrent = 64,
 		.session_concurrency = 4,
 		.queue_max = 256,
+		.queue_max_total = 8192,
 		.max_attempts = 3,
 		.base_delay_ms = 100,
 		.idem_ttl_ms = 60000,
 		.idem_max_entries = 10000,
+		.idem_max_bytes = UINT64_C(256) << 20,
 		.circuit_failures = 5,
 		.circuit_window_ms = 30000,
 		.circuit_open_ms = 30000,
@@ -464,6 +469,7 @@ static void fail_now(struct dispatcher *d, struct caller *c, const char *tool_na
 
 static void idem_entry_free(struct dispatcher *d, struct idem_entry *e)
 {
+	d->idem_bytes -= e->bytes;
 	if (list_linked(&e->lru))
 		list_remove(&e->lru);
 	map_remove(d->idem, e->key);
@@ -486,6 +492,19 @@ static void idem_expire(struct dispatcher *d, uint64_t now)
 }
 
 /* Keeps an outcome under the exec's key (or forgets the key). */
+/* What an outcome holds, for the cache's byte bound. */
+static size_t outcome_bytes(const struct outcome *o)
+{
+	size_t n = sizeof(*o);
+	const char *const parts[] = { o->text, o->text_json, o->structured, o->message, o->error_data,
+				      o->call_id, o->tool, o->command };
+	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+		n += parts[i] ? strlen(parts[i]) + 1 : 0;
+	for (size_t i = 0; i < o->n_files; i++)
+		n += strlen(o->files[i]) + 1 + sizeof(char *);
+	return n;
+}
+
 static void idem_store(struct dispatcher *d, struct exec *e, struct outcome *o)
 {
 	struct idem_entry *ie = map_get(d->idem, e->key);
@@ -498,9 +517,14 @@ static void idem_store(struct dispatcher *d, struct exec *e, struct outcome *o)
 	}
 	ie->outcome = outcome_ref(o);
 	ie->expires = tc_now(d->loop) + d->cfg.idem_ttl_ms;
-	/* TTLs are equal, so completion order is expiry order. */
+	ie->bytes = outcome_bytes(o) + strlen(ie->key) + strlen(ie->canon) + sizeof(*ie);
+	d->idem_bytes += ie->bytes;
+	/* TTLs are equal, so completion order is expiry order. Bounded by
+	 * count and by bytes: forty answers of 16 MiB would otherwise stay
+	 * in memory for the whole TTL. */
 	list_insert_tail(&d->idem_lru, &ie->lru);
-	while (map_size(d->idem) > d->cfg.idem_max_entries && !list_empty(&d->idem_lru))
+	while ((map_size(d->idem) > d->cfg.idem_max_entries || d->idem_bytes > d->cfg.idem_max_bytes) &&
+	       !list_empty(&d->idem_lru))
 		idem_entry_free(d, list_first(&d->idem_lru, struct idem_entry, lru));
 }
 
@@ -611,6 +635,7 @@ static void leave_queue(struct exec *e)
 	if (list_linked(&e->queue_node)) {
 		list_remove(&e->queue_node);
 		e->session->waiting--;
+		e->d->waiting--;
 	}
 }
 
@@ -724,9 +749,18 @@ static void enqueue(struct exec *e)
 					"wait for some to finish, then retry", d->cfg.queue_max));
 		return;
 	}
+	/* And daemon-wide: what waits holds memory (its arguments), and
+	 * sessions are as many as clients care to open. */
+	if (!can_run(d, e) && d->waiting >= d->cfg.queue_max_total) {
+		finish(e, outcome_error(TC_OVERLOADED,
+					"Too many calls are queued in toolcalld (limit %u, all sessions); "
+					"wait for some to finish, then retry", d->cfg.queue_max_total));
+		return;
+	}
 	e->state = EX_QUEUED;
 	list_insert_tail(&d->queue, &e->queue_node);
 	e->session->waiting++;
+	d->waiting++;
 	pump(d);
 }
 

@@ -38,10 +38,12 @@ struct dispatch_config {
 	unsigned max_concurrent;	/* 64 */
 	unsigned session_concurrency;	/* 4 */
 	unsigned queue_max;		/* 256 per session */
+	unsigned queue_max_total;	/* 8192 daemon-wide */
 	unsigned max_attempts;		/* 3 */
 	uint64_t base_delay_ms;		/* 100 */
 	uint64_t idem_ttl_ms;		/* 60000 */
 	size_t idem_max_entries;	/* 10000 */
+	uint64_t idem_max_bytes;	/* 256 MiB of kept outcomes */
 	unsigned circuit_failures;	/* 5 */
 	uint64_t circuit_window_ms;	/* 30000 */
 	uint64_t circuit_open_ms;	/* 30000 */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -396,6 +397,40 @@ START_TEST(progress_streams_before_response)
 }
 END_TEST
 
+/* Progress for a client that does not read is dropped past
+ * limits.max_output_bytes, as events are: the result still holds the
+ * output, and admin/stats counts what was left out. */
+START_TEST(progress_dropped_for_a_client_not_reading)
+{
+	struct tcd d;
+	tcd_start(&d, "{" EXEC_AUTO ",\"limits\":{\"max_output_bytes\":65536}}");
+	struct tcc *c = tcc_connect(&d);
+	int small = 4096;
+	setsockopt(tcc_fd(c), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	const char *id = send_shell(c, "i=0; while [ $i -lt 400 ]; do head -c 2000 /dev/zero | tr '\\0' x; echo;"
+				       " i=$((i+1)); done", NULL, "\"progressToken\":\"p\"");
+	/* Not reading while it runs (about 800 kB of output). */
+	usleep(1500 * 1000);
+	struct tcc *other = tcc_connect(&d);
+	const struct json *s = NULL;
+	for (int i = 0; i < 50; i++) {
+		s = tcc_request(other, "admin/stats", NULL);
+		if (tj_int(s, "result.connections.progressDropped") > 0)
+			break;
+		usleep(100 * 1000);
+	}
+	ck_assert_int_gt(tj_int(s, "result.connections.progressDropped"), 0);
+	const struct json *r = wait_response(c, id, 20000);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+	ck_assert_uint_eq(strlen(tj_str(r, "result.structuredContent.stdout")), 400 * 2001);
+	ck_assert_uint_lt(tcc_count_notifications(c, "notifications/progress"), 400);
+	tcc_close(other);
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 /* --- many at once -------------------------------------------------------------- */
 
 /* 200 shells at once: all finish, none is left a zombie, and the daemon
@@ -577,6 +612,7 @@ static Suite *children_suite(void)
 	tcase_add_test(tc, output_cap_head_and_tail);
 	tcase_add_test(tc, environment_scrubbed);
 	tcase_add_test(tc, progress_streams_before_response);
+	tcase_add_test(tc, progress_dropped_for_a_client_not_reading);
 	tcase_add_test(tc, two_hundred_shells);
 	tcase_add_test(tc, command_args_literal);
 	tcase_add_test(tc, shell_sees_only_stdio);

@@ -489,6 +489,48 @@ START_TEST(batch_length_limit)
 }
 END_TEST
 
+/* A batch is written whole, so its answers are held until the last one:
+ * past limits.max_output_bytes a large answer is replaced by an error
+ * saying so, and small ones still come through. */
+START_TEST(batch_answers_bounded)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"max_output_bytes\":65536}}");
+	char *text = xmalloc(20001);
+	memset(text, 'x', 20000);
+	text[20000] = '\0';
+	tcd_put(&d, "big.txt", text);
+	free(text);
+	struct tcc *c = tcc_connect(&d);
+	const char *call = "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+			   "\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"big.txt\"}}}";
+	struct buf b = {0};
+	buf_putc(&b, '[');
+	for (int i = 1; i <= 3; i++) {
+		buf_printf(&b, call, i);
+		buf_putc(&b, ',');
+	}
+	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
+	const struct json *r = exchange(c, buf_head(&b));
+	buf_free(&b);
+	ck_assert_int_eq(r->type, JSON_ARRAY);
+	ck_assert_int_eq(tj_len(r, ""), 4);
+	assert_result(c, tj(r, "0"), "1");
+	ck_assert_uint_eq(strlen(tj_str(r, "0.result.structuredContent.content")), 20000);
+	for (int i = 1; i <= 2; i++) {
+		const struct json *e = tj(r, tcc_fmt(c, "%d", i));
+		assert_error(c, e, -32603, tcc_fmt(c, "%d", i + 1));
+		ck_assert_str_eq(tj_str(e, "error.data.kind"), "overloaded");
+		ck_assert_msg(strstr(tj_str(e, "error.message"), "limits.max_output_bytes"), "%s",
+			      tj_str(e, "error.message"));
+	}
+	assert_result(c, tj(r, "3"), "4");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* --- duplicate ids -------------------------------------------------------- */
 
 START_TEST(duplicate_inflight_id)
@@ -997,6 +1039,7 @@ int main(void)
 	tcase_add_test(tc, nesting_limits);
 	tcase_add_test(tc, nesting_limit_configurable);
 	tcase_add_test(tc, batch_length_limit);
+	tcase_add_test(tc, batch_answers_bounded);
 	tcase_add_test(tc, duplicate_inflight_id);
 	tcase_add_test(tc, invalid_utf8_request);
 	suite_add_tcase(s, tc);

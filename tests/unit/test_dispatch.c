@@ -488,6 +488,34 @@ START_TEST(kept_outcomes_expire_after_ttl)
 }
 END_TEST
 
+/* Kept outcomes are bounded by bytes too: a large one pushes the least
+ * recently used out, and one larger than the bound is not kept. */
+START_TEST(cache_is_bounded_in_bytes)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	cfg.idem_max_bytes = 4000;
+	dispatch_set_config(d, &cfg);
+	call("echo", "{\"path\":\"a\"}", "a", &recs[0]);
+	ck_assert_ptr_null(call("echo", "{\"path\":\"a\"}", "a", &recs[1]));
+	ck_assert(recs[1].replayed);
+	ck_assert_uint_eq(exec_count, 1);
+	char big[6000];
+	memset(big, 'x', sizeof(big));
+	char *args = xasprintf("{\"path\":\"%.*s\"}", 5000, big);
+	call("echo", args, "b", &recs[2]);
+	ck_assert_uint_eq(exec_count, 2);
+	/* b (over 5000 bytes) did not fit: it went, and a before it. */
+	call("echo", args, "b", &recs[3]);
+	ck_assert(!recs[3].replayed);
+	ck_assert_uint_eq(exec_count, 3);
+	call("echo", "{\"path\":\"a\"}", "a", &recs[4]);
+	ck_assert(!recs[4].replayed);
+	ck_assert_uint_eq(exec_count, 4);
+	free(args);
+}
+END_TEST
+
 START_TEST(cache_is_bounded_lru)
 {
 	struct dispatch_config cfg;
@@ -655,6 +683,30 @@ START_TEST(queue_max_zero_runs_what_can_run)
 	call("slow", "{}", NULL, &recs[2]);
 	ck_assert_uint_eq(exec_count, 2);
 	ck_assert(!recs[2].done);
+}
+END_TEST
+
+/* limits.queue_max_total bounds what waits in all sessions together. */
+START_TEST(queue_max_total_is_overloaded)
+{
+	struct dispatch_config cfg;
+	dispatch_config_defaults(&cfg);
+	cfg.session_concurrency = 1;
+	cfg.queue_max = 10;
+	cfg.queue_max_total = 2;
+	dispatch_set_config(d, &cfg);
+	for (int i = 0; i < 4; i++)
+		call("slow", "{}", NULL, &recs[i]);
+	ck_assert_uint_eq(exec_count, 1);
+	ck_assert(!recs[1].done);
+	ck_assert(!recs[2].done);
+	ck_assert_int_eq(recs[3].kind, TC_OVERLOADED);
+	ck_assert_msg(strstr(recs[3].message, "all sessions"), "%s", recs[3].message);
+	/* One ends, one starts: room to wait again. */
+	complete_first(TC_OK);
+	ck_assert_uint_eq(exec_count, 2);
+	call("slow", "{}", NULL, &recs[4]);
+	ck_assert(!recs[4].done);
 }
 END_TEST
 
@@ -913,10 +965,11 @@ static Suite *dispatch_suite(void)
 		{ "budget", { session_budget_stops_calls_before_they_run,
 			      budget_exhausted_before_retry_returns_last_error } },
 		{ "idempotency", { joiners_share_one_execution, key_reuse_with_other_arguments_conflicts,
-				   kept_outcomes_expire_after_ttl, cache_is_bounded_lru,
+				   kept_outcomes_expire_after_ttl, cache_is_bounded_lru, cache_is_bounded_in_bytes,
 				   disconnect_keeps_keyed_execution, disconnect_cancels_unkeyed_execution,
 				   explicit_cancel_detaches_until_none_left, session_cancel_answers_every_call } },
 		{ "caps", { session_cap_queues_fifo, queue_overflow_is_overloaded, queue_max_zero_runs_what_can_run,
+			    queue_max_total_is_overloaded,
 			    timeout_clock_starts_with_the_attempt, session_cancel_does_not_start_queued_calls,
 			    detach_does_not_start_queued_calls } },
 		{ "circuit", { circuit_opens_and_probe_closes, old_failures_leave_the_window,
