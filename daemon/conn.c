@@ -184,6 +184,7 @@ void conn_close(struct conn *c)
 	c->fd = -1;
 	s->client_memory -= c->memory;
 	c->memory = 0;
+	bool subscribed = c->sub != NULL;
 	event_unsubscribe(c->sub);
 	c->sub = NULL;
 	/* Detach calls: keyed executions run on, the others are cancelled
@@ -200,6 +201,8 @@ void conn_close(struct conn *c)
 		pending_free(p);
 	}
 	dispatch_release(s->dispatcher);
+	if (subscribed)
+		dispatch_approvers_left(s->dispatcher);
 	list_remove(&c->node);
 	s->n_conns--;
 	session_unref(TAKE_PTR(c->session));

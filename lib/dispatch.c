@@ -1090,6 +1090,40 @@ static void ask_confirmation(struct exec *e)
 		   extra_confirm, &ca);
 }
 
+void dispatch_approvers_left(struct dispatcher *d)
+{
+	if (d->cfg.no_approver_wait)
+		return;
+	/* Collected first: finishing one changes the map. */
+	struct exec **left = NULL;
+	size_t n = 0, it = 0;
+	void *v;
+	while (map_next(d->confirms, &it, NULL, &v)) {
+		struct confirm *c = v;
+		if (c->exec && !c->decision &&
+		    !event_has_subscriber(d->bus, "tool.confirmation_requested", c->exec->session)) {
+			left = xreallocarray(left, n + 1, sizeof(*left));
+			left[n++] = c->exec;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct exec *e = left[i];
+		struct confirm *c = e->confirm;
+		e->confirm = NULL;
+		c->exec = NULL;
+		confirm_settle(d, c, "deny");
+		struct resolved_arg r = { c->id, "deny" };
+		event_emit(d->bus, "tool.confirmation_resolved", e->session, e->call_id, e->tool->name,
+			   extra_resolved, &r);
+		finish(e, outcome_error(TC_USER_DENIED,
+					"Tool '%s' needs confirmation and the approver left without answering, "
+					"so the call was not run. To approve calls, run 'toolcallctl approve' "
+					"(or subscribe to tool.confirmation_requested and answer with "
+					"confirmations/resolve)", e->tool->name));
+	}
+	free(left);
+}
+
 void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub)
 {
 	/* In the order they were asked (ids carry a counter). */

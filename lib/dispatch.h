@@ -166,6 +166,11 @@ bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, 
 int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
 		     bool *ret_accepted, const char **ret_decision);
 
+/* An approver went away: confirmation requests that no approver can see
+ * any more fail with user_denied, as a call finding none does (unless
+ * confirmation.no_approver is "wait"). */
+void dispatch_approvers_left(struct dispatcher *d);
+
 struct subscriber;
 /* Sends a new subscriber the confirmation requests still open that it may
  * see, so an approver that arrives late can answer them. */

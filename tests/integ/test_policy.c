@@ -239,6 +239,28 @@ START_TEST(confirm_deny)
 }
 END_TEST
 
+/* The only approver leaves without answering: the call fails at once with
+ * user_denied, as one finding no approver does, not after the timeout. */
+START_TEST(confirm_approver_leaves)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct tcc *ap = approver(&d);
+	struct tcc *c = tcc_connect(&d);
+	const char *id = send_call(c, "write_file", "{\"path\":\"c.txt\",\"content\":\"no\"}");
+	ck_assert_ptr_nonnull(wait_event(ap, "tool.confirmation_requested", 5000));
+	uint64_t t0 = tc_now_ms();
+	tcc_close(ap);
+	const struct json *r = wait_response(c, id, 5000);
+	tc_assert_kind(r, "user_denied");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "approver left"), "%s", tj_str(r, "error.message"));
+	ck_assert_uint_lt(tc_now_ms() - t0, 2000);
+	ck_assert(!ws_exists(&d, "c.txt"));
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 /* always_allow: the rest of the session's calls of that tool run without a
  * prompt (on any connection of the session); other sessions still ask. */
 START_TEST(confirm_always_allow)
@@ -857,6 +879,7 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, no_approver_denied_at_once);
 	tcase_add_test(tc, confirm_allow);
 	tcase_add_test(tc, confirm_deny);
+	tcase_add_test(tc, confirm_approver_leaves);
 	tcase_add_test(tc, confirm_always_allow);
 	tcase_add_test(tc, confirm_timeout);
 	tcase_add_test(tc, confirm_approvers_race);
