@@ -69,6 +69,8 @@ void conn_new(struct server *s, int fd, const struct ucred *cred)
 	list_insert_tail(&s->conns, &c->node);
 	s->n_conns++;
 	s->conns_total++;
+	if (s->n_conns > s->peak_conns)
+		s->peak_conns = s->n_conns;
 	ev_io_init(&c->rw, on_read, fd, EV_READ);
 	ev_io_init(&c->ww, on_write, fd, EV_WRITE);
 	ev_io_start(s->ev, &c->rw);

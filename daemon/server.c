@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -322,6 +323,24 @@ static void on_kick(struct ev_loop *ev, ev_idle *w, int revents)
 
 void server_conn_closed(struct server *s)
 {
+}
+
+/*
+ * Once the connections (or calls) have fallen below half of their peak,
+ * hands the memory they used back to the system: malloc keeps freed pages
+ * for reuse, so after 16,000 connections came and went the daemon would
+ * keep their memory for good.
+ */
+static void on_trim(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct server *s = container_of(w, struct server, trim_w);
+	unsigned now = MAX(s->n_conns, dispatch_inflight(s->dispatcher));
+	if (now > s->peak_conns)
+		s->peak_conns = now;
+	if (s->peak_conns >= 64 && now < s->peak_conns / 2) {
+		malloc_trim(0);
+		s->peak_conns = now;
+	}
 }
 
 static void on_watchdog(struct ev_loop *ev, ev_timer *w, int revents)
@@ -707,6 +726,8 @@ int server_init(struct server *s, char **ret_err)
 	ev_signal_start(s->ev, &s->sig_int);
 	ev_signal_start(s->ev, &s->sig_hup);
 	ev_init(&s->reload_debounce, on_reload_debounce);
+	ev_timer_init(&s->trim_w, on_trim, 5.0, 5.0);
+	ev_timer_start(s->ev, &s->trim_w);
 	watch_tools_dir(s);
 
 	uint64_t usec = 0;

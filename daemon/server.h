@@ -46,6 +46,8 @@ struct server {
 	ev_signal sig_term, sig_int, sig_hup;
 	ev_timer grace_w;
 	ev_timer watchdog_w;
+	ev_timer trim_w;		/* gives memory back after a crowd has gone */
+	unsigned peak_conns;		/* most connections (or calls) since the last trim */
 	ev_io inotify_w;
 	ev_timer reload_debounce;
 	int inotify_fd;

@@ -495,6 +495,49 @@ START_TEST(client_memory_bounded)
 }
 END_TEST
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TC_ASAN 1
+#endif
+#endif
+
+#ifndef TC_ASAN
+/* After a crowd of connections has come and gone, the memory they used is
+ * given back within seconds (malloc alone keeps freed pages for reuse). */
+START_TEST(memory_given_back_after_a_crowd)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	long rss0 = tcd_rss_kb(&d);
+	enum { N = 3000 };
+	struct tcc **c = xcalloc(N, sizeof(*c));
+	for (int i = 0; i < N; i++) {
+		c[i] = tcc_connect(&d);
+		tcc_send(c[i], "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+			       "\"params\":{\"name\":\"list_dir\",\"arguments\":{}}}");
+	}
+	for (int i = 0; i < N; i++)
+		ck_assert_ptr_nonnull(tcc_wait_id(c[i], "1", 10000));
+	long rss_full = tcd_rss_kb(&d);
+	ck_assert_msg(rss_full > rss0 + 2048, "RSS %ld KiB with %d connections, %ld KiB before", rss_full, N, rss0);
+	for (int i = 0; i < N; i++)
+		tcc_close(c[i]);
+	free(c);
+	long rss = rss_full;
+	for (int i = 0; i < 100 && rss > rss0 + (rss_full - rss0) / 2; i++) {
+		usleep(100 * 1000);
+		rss = tcd_rss_kb(&d);
+	}
+	ck_assert_msg(rss <= rss0 + (rss_full - rss0) / 2, "RSS %ld KiB 10 s after %d connections went "
+		      "(%ld KiB with them, %ld KiB before)", rss, N, rss_full, rss0);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+#endif
+
 START_TEST(slow_reader_bounded)
 {
 	struct tcd d;
@@ -894,6 +937,17 @@ int main(void)
 	tcase_add_test(tc, slow_reader_bounded);
 	tcase_add_test(tc, client_memory_bounded);
 	suite_add_tcase(s, tc);
+
+#ifndef TC_ASAN
+	/* Measures the daemon's RSS as malloc gives pages back: not what
+	 * AddressSanitizer's allocator or valgrind's does (make valgrind
+	 * leaves "timing" out). */
+	tc = tcase_create("memory");
+	tcase_set_tags(tc, "timing");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, memory_given_back_after_a_crowd);
+	suite_add_tcase(s, tc);
+#endif
 
 	tc = tcase_create("reload");
 	tcase_add_test(tc, admin_reload);
