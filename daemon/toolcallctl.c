@@ -48,6 +48,10 @@ enum {
 #define MAX_ARGS (64u << 20)
 /* Notifications kept while waiting for a response. */
 #define MAX_QUEUED 4096
+/* What the daemon takes as a session id and as event patterns. */
+#define MAX_SESSION_ID 128
+#define MAX_PATTERN 128
+#define MAX_PATTERNS 64
 /* Timeout of requests that should answer at once. */
 #define DEFAULT_TIMEOUT_MS 10000
 
@@ -273,11 +277,17 @@ static int client_read(struct client *c, uint64_t deadline, struct json_doc **re
 	}
 }
 
-/* True when a message answers request id. */
+/*
+ * True when a message answers request id, the only request waiting. An
+ * answer with id null is the daemon's answer to a request it could not
+ * read far enough to find its id (one over its size limit, say): with one
+ * request waiting, that request is the one.
+ */
 static bool is_response_to(const struct json *msg, int64_t id)
 {
+	const struct json *v = json_get(msg, "id");
 	int64_t got;
-	return json_get_int(json_get(msg, "id"), &got) && got == id;
+	return (json_get_int(v, &got) && got == id) || (v && v->type == JSON_NULL);
 }
 
 /* Keeps or drops a notification that arrived while waiting. */
@@ -339,6 +349,12 @@ static int client_call(struct client *c, const char *method, const char *params,
 			snprintf(c->why, sizeof(c->why), "a response with neither result nor error");
 			return -EPROTO;
 		}
+		if (result && json_get(msg, "id")->type == JSON_NULL) {
+			/* Only an error can answer a request whose id went unread. */
+			json_doc_unref(doc);
+			snprintf(c->why, sizeof(c->why), "a result with id null");
+			return -EPROTO;
+		}
 		*ret = doc;
 		*ret_result = result;
 		*ret_error = error;
@@ -367,6 +383,14 @@ static int report_failure(struct client *c, const char *method, int r)
 		fprintf(stderr, "toolcallctl: %s: %s\n", method, strerror(-r));
 		return EXIT_CONNECT;
 	}
+}
+
+/* Prints why a result is not the answer the command needs; returns the
+ * exit status. */
+static int report_bad_result(struct client *c, const char *method, const char *why)
+{
+	snprintf(c->why, sizeof(c->why), "%s", why);
+	return report_failure(c, method, -EPROTO);
 }
 
 /* Prints an error envelope on stderr (and, with --json, on stdout). */
@@ -400,9 +424,18 @@ static void print_pretty(const struct json *v)
 	print_buf(&b);
 }
 
-/* Runs one request whose result is printed as JSON (or by show). */
+/* Says what a result lacks, or NULL when it is an object. */
+static const char *bad_object(const struct json *result)
+{
+	return result->type == JSON_OBJECT ? NULL : "a result that is not an object";
+}
+
+/*
+ * Runs one request whose result is printed as JSON (or by show), once bad
+ * (NULL: bad_object) finds nothing missing from it.
+ */
 static int simple_request(struct client *c, struct opts *o, const char *method, const char *params,
-			  void (*show)(const struct json *result))
+			  const char *(*bad)(const struct json *result), void (*show)(const struct json *result))
 {
 	_cleanup_doc_ struct json_doc *doc = NULL;
 	const struct json *result, *error;
@@ -412,6 +445,9 @@ static int simple_request(struct client *c, struct opts *o, const char *method, 
 		return report_failure(c, method, r);
 	if (error)
 		return report_error(o, error);
+	const char *why = (bad ? bad : bad_object)(result);
+	if (why)
+		return report_bad_result(c, method, why);
 	if (o->json || !show)
 		print_pretty(result);
 	else
@@ -429,13 +465,22 @@ static void show_pong(const struct json *result)
 /* ping: is the daemon there and answering? */
 static int run_ping(struct client *c, struct opts *o, char **args, int n)
 {
-	return simple_request(c, o, "ping", NULL, show_pong);
+	return simple_request(c, o, "ping", NULL, NULL, show_pong);
 }
 
 /* stats: admin/stats, pretty-printed. */
 static int run_stats(struct client *c, struct opts *o, char **args, int n)
 {
-	return simple_request(c, o, "admin/stats", NULL, NULL);
+	return simple_request(c, o, "admin/stats", NULL, NULL, NULL);
+}
+
+/* Says what a sessions/cancel result lacks, or NULL. */
+static const char *bad_cancelled(const struct json *result)
+{
+	int64_t n;
+	if (!json_get_int(json_get(result, "cancelled"), &n) || n < 0)
+		return "a result without a count of calls cancelled";
+	return NULL;
 }
 
 static void show_cancelled(const struct json *result)
@@ -443,6 +488,17 @@ static void show_cancelled(const struct json *result)
 	int64_t n = 0;
 	json_get_int(json_get(result, "cancelled"), &n);
 	printf("cancelled %lld\n", (long long)n);
+}
+
+/* cancel: checks SESSION, an id as initialize hands them out. */
+static int check_cancel(struct opts *o, char **args, int n)
+{
+	if (n > 0 && (!*args[0] || strlen(args[0]) > MAX_SESSION_ID)) {
+		fprintf(stderr, "toolcallctl: cancel: SESSION must be a session id of 1 to %d bytes\n",
+			MAX_SESSION_ID);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
 }
 
 /* cancel [SESSION]: sessions/cancel, for this connection's session when none is named. */
@@ -458,7 +514,22 @@ static int run_cancel(struct client *c, struct opts *o, char **args, int n)
 		jgen_free(g);
 		params = buf_steal(&b);
 	}
-	return simple_request(c, o, "sessions/cancel", params, show_cancelled);
+	return simple_request(c, o, "sessions/cancel", params, bad_cancelled, show_cancelled);
+}
+
+/* Says what a page of tools/list lacks, or NULL. */
+static const char *bad_tools_page(const struct json *result)
+{
+	const struct json *list = json_get(result, "tools");
+	if (!list || list->type != JSON_ARRAY)
+		return "a result without a tools array";
+	for (size_t i = 0; i < list->u.arr.n; i++)
+		if (!json_str(json_get(list->u.arr.items[i], "name")))
+			return "a tool without a name";
+	const struct json *next = json_get(result, "nextCursor");
+	if (next && next->type != JSON_NULL && next->type != JSON_STRING)
+		return "a nextCursor that is not a string";
+	return NULL;
 }
 
 /* list: every page of tools/list, one aligned line per tool. */
@@ -497,12 +568,12 @@ static int run_list(struct client *c, struct opts *o, char **args, int n)
 			ret = report_error(o, error);
 			goto out;
 		}
-		const struct json *list = json_get(result, "tools");
-		if (!list || list->type != JSON_ARRAY) {
-			fprintf(stderr, "toolcallctl: tools/list: toolcalld sent a result without tools\n");
-			ret = EXIT_PROTOCOL;
+		const char *why = bad_tools_page(result);
+		if (why) {
+			ret = report_bad_result(c, "tools/list", why);
 			goto out;
 		}
+		const struct json *list = json_get(result, "tools");
 		tools = xreallocarray(tools, n_tools + list->u.arr.n + 1, sizeof(*tools));
 		for (size_t i = 0; i < list->u.arr.n; i++)
 			tools[n_tools++] = list->u.arr.items[i];
@@ -595,6 +666,11 @@ static int check_call(struct opts *o, char **args, int n)
 		return EXIT_USAGE;
 	}
 	buf_free(&in);
+	if (json_doc_root(doc)->type != JSON_OBJECT) {
+		fprintf(stderr, "toolcallctl: JSON-ARGS must be a JSON object (got %s)\n",
+			json_kind_name(json_doc_root(doc)));
+		return EXIT_USAGE;
+	}
 
 	/* Sent compact: arguments read from a file may span lines. */
 	struct buf b = {};
@@ -603,6 +679,18 @@ static int check_call(struct opts *o, char **args, int n)
 	jgen_free(g);
 	o->call_args = buf_steal(&b);
 	return EXIT_OK;
+}
+
+/* Says what a tools/call result lacks, or NULL. */
+static const char *bad_call_result(const struct json *result)
+{
+	const struct json *content = json_get(result, "content");
+	if (!content || content->type != JSON_ARRAY)
+		return "a result without a content array";
+	const struct json *is_error = json_get(result, "isError");
+	if (is_error && is_error->type != JSON_BOOL)
+		return "an isError that is not a boolean";
+	return NULL;
 }
 
 /* call NAME [JSON-ARGS]: tools/call; the text on success, the envelope on failure. */
@@ -631,6 +719,9 @@ static int run_call(struct client *c, struct opts *o, char **args, int n)
 		return report_failure(c, "tools/call", r);
 	if (error)
 		return report_error(o, error);
+	const char *why = bad_call_result(result);
+	if (why)
+		return report_bad_result(c, "tools/call", why);
 
 	if (o->json) {
 		print_pretty(result);
@@ -663,11 +754,15 @@ static int subscribe(struct client *c, struct opts *o, char **types, int n)
 	c->keep_events = true;
 	_cleanup_doc_ struct json_doc *doc = NULL;
 	const struct json *result, *error;
+	const char *why;
 	int r = client_call(c, "initialize", init, NULL, &doc, &result, &error);
 	if (r < 0)
 		return report_failure(c, "initialize", r);
 	if (error)
 		return report_error(o, error);
+	why = bad_object(result);
+	if (why)
+		return report_bad_result(c, "initialize", why);
 	r = client_notify(c, "notifications/initialized", NULL);
 	if (r < 0)
 		return report_failure(c, "notifications/initialized", r);
@@ -693,6 +788,9 @@ static int subscribe(struct client *c, struct opts *o, char **types, int n)
 		return report_failure(c, "events/subscribe", r);
 	if (error)
 		return report_error(o, error);
+	why = bad_object(result);
+	if (why)
+		return report_bad_result(c, "events/subscribe", why);
 	return EXIT_OK;
 }
 
@@ -718,6 +816,35 @@ static void print_event(const struct opts *o, const struct json *event)
 		ctl_event_line(event, &b);
 	}
 	print_buf(&b);
+}
+
+/* True when p is an event pattern as the daemon takes them. */
+static bool pattern_valid(const char *p)
+{
+	size_t n = strlen(p);
+	return n > 0 && n <= MAX_PATTERN && strspn(p, "abcdefghijklmnopqrstuvwxyz"
+						     "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+						     "0123456789._*") == n;
+}
+
+/* watch: checks the patterns. */
+static int check_watch(struct opts *o, char **args, int n)
+{
+	if (n > MAX_PATTERNS) {
+		fprintf(stderr, "toolcallctl: watch: at most %d patterns\n", MAX_PATTERNS);
+		return EXIT_USAGE;
+	}
+	for (int i = 0; i < n; i++)
+		if (!pattern_valid(args[i])) {
+			struct buf b = {};
+			ctl_sanitize(args[i], strlen(args[i]), 80, &b);
+			fprintf(stderr, "toolcallctl: watch: '%s' is not an event pattern "
+					"(letters, digits, '.', '_' and '*', at most %d bytes)\n",
+				buf_head(&b), MAX_PATTERN);
+			buf_free(&b);
+			return EXIT_USAGE;
+		}
+	return EXIT_OK;
 }
 
 /* watch [PATTERN...]: one line per event until interrupted. */
@@ -749,9 +876,9 @@ static int run_watch(struct client *c, struct opts *o, char **args, int n)
  * Answers must follow the question they answer. On a terminal, input
  * typed before a question appears is thrown away, so a stray "y" cannot
  * approve something nobody has read. From a pipe or a file, answers are
- * taken in order, one line per question, and input is first read when the
- * first question is asked; approve exits once its input is used up and
- * every answer sent has been acknowledged.
+ * taken in order, one line per question; input is read ahead by a line,
+ * so that its end is seen even when no question comes, and approve exits
+ * once its input is used up and every answer sent has been acknowledged.
  */
 struct approver {
 	struct json_doc **pending;	/* tool.confirmation_requested messages */
@@ -760,7 +887,6 @@ struct approver {
 	struct buf input;		/* stdin not yet used */
 	bool input_eof;
 	bool tty;
-	bool answered;			/* at least one answer was sent */
 	unsigned outstanding;		/* confirmations/resolve sent, unanswered */
 };
 
@@ -878,7 +1004,6 @@ static int approve_answer(struct approver *a, struct client *c, const char *line
 	if (r < 0)
 		return (int)r;
 	a->outstanding++;
-	a->answered = true;
 	return 0;
 }
 
@@ -976,7 +1101,11 @@ static int run_approve(struct client *c, struct opts *o, char **args, int n)
 				break;
 			wait = (int)MIN(drain_deadline - now, (uint64_t)INT32_MAX);
 		}
-		bool want_input = !a.input_eof && (a.asking || (!a.tty && a.answered));
+		/* A terminal is read only while it is asked something (what
+		 * comes before is thrown away); other input a line ahead, so
+		 * that approve sees it end and exits instead of waiting as an
+		 * approver nobody answers for. */
+		bool want_input = !a.input_eof && !has_line(&a) && (a.asking || !a.tty);
 		struct pollfd p[2] = {
 			{ .fd = c->fd, .events = POLLIN },
 			{ .fd = STDIN_FILENO, .events = POLLIN },
@@ -1021,10 +1150,10 @@ static const struct command commands[] = {
 	  .min_args = 0, .max_args = 0, .run = run_stats },
 	{ .name = "cancel", .args = "[SESSION]",
 	  .help = "cancel the calls in flight of SESSION",
-	  .min_args = 0, .max_args = 1, .run = run_cancel },
+	  .min_args = 0, .max_args = 1, .check = check_cancel, .run = run_cancel },
 	{ .name = "watch", .args = "[PATTERN...]",
 	  .help = "print events (e.g. tool.*) until interrupted",
-	  .min_args = 0, .max_args = -1, .run = run_watch },
+	  .min_args = 0, .max_args = -1, .check = check_watch, .run = run_watch },
 	{ .name = "approve", .args = "",
 	  .help = "answer confirmation requests: y, n or a per line",
 	  .min_args = 0, .max_args = 0, .run = run_approve },

@@ -582,6 +582,95 @@ START_TEST(garbage_exits_4)
 }
 END_TEST
 
+START_TEST(null_id_error_answers_the_request)
+{
+	/* What toolcalld answers to a request over its size limit: it never
+	 * read the id. Without a timeout, call would wait forever. */
+	static const char *const too_long = "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+					    "\"message\":\"Invalid Request: message longer than 8388608 bytes\"}}";
+	const struct step call[] = { { .method = "tools/call", .reply = too_long }, {} };
+	const struct step ping[] = { { .method = "ping", .reply = too_long }, {} };
+	const struct step list[] = { { .method = "tools/list", .reply = too_long }, {} };
+	struct fixture fx;
+
+	fixture_start(&fx, call);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "read_file", "{\"path\":\"a\"}"));
+	ck_assert_int_eq(r.status, 5);
+	ck_assert_str_eq(r.err, "error: code -32600: Invalid Request: message longer than 8388608 bytes\n");
+	run_free(&r);
+	fixture_stop(&fx);
+
+	/* Every command that waits for one answer: no waiting out -t. */
+	fixture_start(&fx, ping);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "0", "ping"));
+	ck_assert_int_eq(r.status, 5);
+	ck_assert_str_eq(r.out, "");
+	run_free(&r);
+	fixture_stop(&fx);
+
+	fixture_start(&fx, list);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "0", "--json", "list"));
+	ck_assert_int_eq(r.status, 5);
+	ck_assert_msg(strstr(r.out, "\"code\": -32600") != NULL, "%s", r.out);
+	run_free(&r);
+	fixture_stop(&fx);
+
+	/* Only an error can come with id null. */
+	static const struct step result[] = { { .method = "ping",
+		  .reply = "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}" }, {} };
+	fixture_start(&fx, result);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "0", "ping"));
+	ck_assert_int_eq(r.status, 4);
+	ck_assert_str_eq(r.out, "");
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+START_TEST(bad_results_exit_4)
+{
+	static const struct {
+		const char *method, *result;
+		const char *argv[4];
+	} cases[] = {
+		{ "tools/call", "5", { "call", "t" } },
+		{ "tools/call", "{}", { "call", "t" } },
+		{ "tools/call", "{}", { "--json", "call", "t" } },
+		{ "tools/call", "{\"content\":\"hi\"}", { "call", "t" } },
+		{ "tools/call", "{\"content\":[],\"isError\":\"no\"}", { "call", "t" } },
+		{ "sessions/cancel", "{}", { "cancel", "s-1" } },
+		{ "sessions/cancel", "{\"cancelled\":\"2\"}", { "cancel", "s-1" } },
+		{ "sessions/cancel", "{\"cancelled\":1.5}", { "cancel" } },
+		{ "admin/stats", "[]", { "stats" } },
+		{ "admin/stats", "5", { "--json", "stats" } },
+		{ "ping", "\"pong\"", { "ping" } },
+		{ "tools/list", "{}", { "list" } },
+		{ "tools/list", "{\"tools\":[1]}", { "list" } },
+		{ "tools/list", "{\"tools\":[{\"description\":\"no name\"}]}", { "list" } },
+		{ "tools/list", "{\"tools\":[],\"nextCursor\":5}", { "list" } },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_free_ char *reply = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":%s}",
+						       cases[i].result);
+		const struct step script[] = { { .method = cases[i].method, .reply = reply }, {} };
+		const char *argv[8] = { "-s", NULL, "-t", "5000" };
+		size_t n = 4;
+		for (size_t j = 0; j < ELEMENTSOF(cases[i].argv) && cases[i].argv[j]; j++)
+			argv[n++] = cases[i].argv[j];
+		struct fixture fx;
+		fixture_start(&fx, script);
+		argv[1] = fx.sock;
+		struct run r = run_ctl(&fx, NULL, NULL, argv);
+		ck_assert_msg(r.status == 4, "%s %s: status %d, out '%s', err '%s'", cases[i].method,
+			      cases[i].result, r.status, r.out, r.err);
+		ck_assert_msg(str_eq(r.out, ""), "%s %s: %s", cases[i].method, cases[i].result, r.out);
+		ck_assert_msg(strstr(r.err, "toolcalld sent") != NULL, "%s", r.err);
+		run_free(&r);
+		fixture_stop(&fx);
+	}
+}
+END_TEST
+
 START_TEST(timeout_exits_6_and_cancels)
 {
 	static const struct step script[] = { { .method = "tools/call" }, {} };
@@ -622,6 +711,31 @@ START_TEST(usage_errors_exit_2)
 	run_free(&r);
 	r = run_ctl(&fx, NULL, NULL, ARGS("--bogus", "ping"));
 	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+
+
+	/* Arguments are checked before connecting: there is no server. */
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "read_file", "[1]"));
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "JSON-ARGS must be a JSON object (got array)") != NULL, "%s", r.err);
+	run_free(&r);
+	r = run_ctl(&fx, "\"{}\"\n", NULL, ARGS("-s", fx.sock, "call", "read_file", "-"));
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "must be a JSON object (got string)") != NULL, "%s", r.err);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "watch", "tool.*", "bad$pat"));
+	ck_assert_int_eq(r.status, 2);
+	ck_assert_msg(strstr(r.err, "'bad$pat' is not an event pattern") != NULL, "%s", r.err);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "watch", ""));
+	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "cancel", ""));
+	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+	/* Good patterns pass the check, and then nothing answers. */
+	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "watch", "tool.*", "dispatch.retry", "circuit_2.*"));
+	ck_assert_int_eq(r.status, 3);
 	run_free(&r);
 
 	r = run_ctl(&fx, NULL, NULL, ARGS("--help"));
@@ -751,6 +865,40 @@ START_TEST(approve_skips_requests_resolved_elsewhere)
 }
 END_TEST
 
+START_TEST(approve_exits_at_end_of_input)
+{
+	/* Subscribed, and nothing to ask: approve sees its input end. */
+	static const struct step idle[] = {
+		{ .method = "initialize", .reply = INIT_OK },
+		{ .method = "events/subscribe", .reply = OK("{\"subscribed\":[]}") },
+		{},
+	};
+	/* A question comes, and input ends instead of an answer. */
+	static const struct step asked[] = {
+		{ .method = "initialize", .reply = INIT_OK },
+		{ .method = "events/subscribe",
+		  .reply = OK("{\"subscribed\":[]}"),
+		  .after = EVENT("{\"type\":\"tool.confirmation_requested\",\"requestId\":\"r-1\","
+			"\"tool\":\"write_file\",\"sideEffects\":\"write\"}") },
+		{},
+	};
+	const struct step *scripts[] = { idle, asked };
+
+	for (size_t i = 0; i < ELEMENTSOF(scripts); i++) {
+		struct fixture fx;
+		fixture_start(&fx, scripts[i]);
+		struct run r = run_ctl(&fx, "", NULL, ARGS("-s", fx.sock, "approve"));
+		ck_assert_msg(r.status == 0, "script %zu: status %d: %s", i, r.status, r.err);
+		ck_assert_str_eq(r.err, "");
+		run_free(&r);
+		fixture_wait_server(&fx);
+		_cleanup_free_ char *sent = read_all(fx.log);
+		ck_assert_msg(strstr(sent, "confirmations/resolve") == NULL, "%s", sent);
+		fixture_stop(&fx);
+	}
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	ctl_path = argc > 1 ? argv[1] : NULL;
@@ -776,11 +924,14 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, cannot_connect_exits_3);
 	tcase_add_test(tc, closed_connection_exits_3);
 	tcase_add_test(tc, garbage_exits_4);
+	tcase_add_test(tc, null_id_error_answers_the_request);
+	tcase_add_test(tc, bad_results_exit_4);
 	tcase_add_test(tc, timeout_exits_6_and_cancels);
 	tcase_add_test(tc, usage_errors_exit_2);
 	tcase_add_test(tc, watch_prints_events);
 	tcase_add_test(tc, approve_answers_from_stdin);
 	tcase_add_test(tc, approve_skips_requests_resolved_elsewhere);
+	tcase_add_test(tc, approve_exits_at_end_of_input);
 	suite_add_tcase(s, tc);
 
 	return run_suite(s);
