@@ -1043,21 +1043,27 @@ static void confirm_settle(struct dispatcher *d, struct confirm *c, const char *
 	list_insert_tail(&d->resolved, &c->node);
 }
 
-static void on_confirm_timeout(void *arg)
+/* Ends a call whose confirmation request nobody answered: the request is
+ * settled with decision, subscribers are told, the call ends with o. */
+static void confirm_unanswered(struct exec *e, const char *decision, struct outcome *o)
 {
-	struct exec *e = arg;
 	struct dispatcher *d = e->d;
 	struct confirm *c = e->confirm;
 	e->confirm = NULL;
 	c->exec = NULL;
-	confirm_settle(d, c, "timeout");
-	struct resolved_arg r = { c->id, "timeout" };
+	confirm_settle(d, c, decision);
+	struct resolved_arg r = { c->id, decision };
 	event_emit(d->bus, "tool.confirmation_resolved", e->session, e->call_id, e->tool->name,
 		   extra_resolved, &r);
-	finish(e, outcome_error(TC_CONFIRMATION_TIMEOUT,
-				"Nobody answered the confirmation request for '%s' within %llu ms; "
-				"the call was not run", e->tool->name,
-				(unsigned long long)d->cfg.confirm_timeout_ms));
+	finish(e, o);
+}
+
+static void on_confirm_timeout(void *arg)
+{
+	struct exec *e = arg;
+	confirm_unanswered(e, "timeout", outcome_error(TC_CONFIRMATION_TIMEOUT,
+		"Nobody answered the confirmation request for '%s' within %llu ms; the call was not run",
+		e->tool->name, (unsigned long long)e->d->cfg.confirm_timeout_ms));
 }
 
 static void ask_confirmation(struct exec *e)
@@ -1106,21 +1112,11 @@ void dispatch_approvers_left(struct dispatcher *d)
 			left[n++] = c->exec;
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct exec *e = left[i];
-		struct confirm *c = e->confirm;
-		e->confirm = NULL;
-		c->exec = NULL;
-		confirm_settle(d, c, "deny");
-		struct resolved_arg r = { c->id, "deny" };
-		event_emit(d->bus, "tool.confirmation_resolved", e->session, e->call_id, e->tool->name,
-			   extra_resolved, &r);
-		finish(e, outcome_error(TC_USER_DENIED,
-					"Tool '%s' needs confirmation and the approver left without answering, "
-					"so the call was not run. To approve calls, run 'toolcallctl approve' "
-					"(or subscribe to tool.confirmation_requested and answer with "
-					"confirmations/resolve)", e->tool->name));
-	}
+	for (size_t i = 0; i < n; i++)
+		confirm_unanswered(left[i], "deny", outcome_error(TC_USER_DENIED,
+			"Tool '%s' needs confirmation and the approver left without answering, so the call "
+			"was not run. To approve calls, run 'toolcallctl approve' (or subscribe to "
+			"tool.confirmation_requested and answer with confirmations/resolve)", left[i]->tool->name));
 	free(left);
 }
 
