@@ -317,6 +317,27 @@ void conn_send(struct conn *c, const char *json, size_t n)
 		update_backpressure(c);
 }
 
+/* Ends an answer written straight into the output buffer. */
+static void direct_done(struct conn *c, size_t before)
+{
+	buf_putc(&c->out, '\n');
+	c->queued_total += buf_size(&c->out) - before;
+	account(c);
+	if (!list_linked(&c->dirty_node))
+		list_insert_tail(&c->srv->dirty, &c->dirty_node);
+	if (buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes)
+		update_backpressure(c);
+}
+
+void conn_notify(struct conn *c, const char *method, const char *params, size_t n)
+{
+	if (c->dead)
+		return;
+	size_t before = buf_size(&c->out);
+	jrpc_write_notification(&c->out, method, params, n);
+	direct_done(c, before);
+}
+
 bool conn_deliver_event(void *ctx, const char *params, size_t n)
 {
 	struct conn *c = ctx;
@@ -332,26 +353,12 @@ bool conn_deliver_event(void *ctx, const char *params, size_t n)
 	}
 	if (c->ev_count >= c->ev_cap || buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes)
 		return false;
-	struct buf b = {0};
-	jrpc_write_notification(&b, "notifications/event", params, n);
-	conn_send(c, buf_head(&b), buf_size(&b));
-	buf_free(&b);
+	conn_notify(c, "notifications/event", params, n);
 	c->ev_ends[(c->ev_head + c->ev_count) % c->ev_cap] = c->queued_total;
 	c->ev_count++;
 	return true;
 }
 
-/* Ends an answer written straight into the output buffer. */
-static void direct_done(struct conn *c, size_t before)
-{
-	buf_putc(&c->out, '\n');
-	c->queued_total += buf_size(&c->out) - before;
-	account(c);
-	if (!list_linked(&c->dirty_node))
-		list_insert_tail(&c->srv->dirty, &c->dirty_node);
-	if (buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes)
-		update_backpressure(c);
-}
 
 /* Writes a finished batch as one array, straight into the output queue;
  * nothing when every call in it was dropped (JSON-RPC never answers with

@@ -403,10 +403,7 @@ static void call_progress(void *ctx, const char *token, size_t token_len, uint64
 	jgen_obj_close(g);
 	jgen_obj_close(g);
 	jgen_free(g);
-	struct buf line = {0};
-	jrpc_write_notification(&line, "notifications/progress", buf_head(&b), buf_size(&b));
-	conn_send(p->conn, buf_head(&line), buf_size(&line));
-	buf_free(&line);
+	conn_notify(c, "notifications/progress", buf_head(&b), buf_size(&b));
 	buf_free(&b);
 }
 

@@ -180,6 +180,8 @@ void conn_reap(struct server *s);
 void conn_free_spares(struct server *s);
 /* Queues one JSON line (newline added). */
 void conn_send(struct conn *c, const char *json, size_t n);
+/* Queues a notification, written straight into the output queue. */
+void conn_notify(struct conn *c, const char *method, const char *params, size_t n);
 void conn_flush(struct conn *c);
 /* The request in flight with this id (as written), or NULL: none, or one
  * answered inside a batch not yet written. */
