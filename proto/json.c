@@ -934,7 +934,7 @@ void json_canonical(const struct json *v, struct buf *out)
 		for (size_t i = 0; i < n; i++) {
 			if (i)
 				buf_putc(out, ',');
-			json_quote(out, m[i]->key, m[i]->key_len);
+			quote_lossless(out, m[i]->key, m[i]->key_len);
 			buf_putc(out, ':');
 			json_canonical(m[i]->value, out);
 		}
