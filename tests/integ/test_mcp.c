@@ -34,6 +34,14 @@ static void start(struct tcd *d)
 	start_with(d, NULL);
 }
 
+/* The pid of the demo server, as it answers demo_pid (to be freed). */
+static char *server_pid(struct tcc *c)
+{
+	const struct json *r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	return xstrdup(tj_str(r, "result.content.0.text"));
+}
+
 static bool listed(const struct json *r, const char *name)
 {
 	const struct json *tools = tj(r, "result.tools");
@@ -120,9 +128,8 @@ START_TEST(crash_fails_pending_and_respawns)
 	struct tcd d;
 	start(&d);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_call(c, "demo_pid", "{}");
-	tc_assert_ok(r);
-	char *pid1 = xstrdup(tj_str(r, "result.content.0.text"));
+	char *pid1 = server_pid(c);
+	const struct json *r;
 	r = tcc_call(c, "demo_crash", "{}");
 	tc_assert_kind(r, "transient");
 	ck_assert(tj_bool(r, "error.data.retryable"));
@@ -151,9 +158,7 @@ START_TEST(server_output_is_checked)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "bad\xef\xbf\xbd\xef\xbf\xbd!");
 
-	r = tcc_call(c, "demo_pid", "{}");
-	tc_assert_ok(r);
-	char *pid1 = xstrdup(tj_str(r, "result.content.0.text"));
+	char *pid1 = server_pid(c);
 	r = tcc_call(c, "demo_huge", "{\"n\":9437184}");
 	tc_assert_kind(r, "execution_error");
 	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 1);
@@ -188,9 +193,8 @@ START_TEST(closed_output_is_a_crash)
 	struct tcd d;
 	start(&d);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_call(c, "demo_pid", "{}");
-	tc_assert_ok(r);
-	char *pid1 = xstrdup(tj_str(r, "result.content.0.text"));
+	char *pid1 = server_pid(c);
+	const struct json *r;
 	uint64_t t0 = tc_now_ms();
 	r = tcc_call(c, "demo_closeout", "{}");
 	tc_assert_kind(r, "transient");
