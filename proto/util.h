@@ -39,6 +39,10 @@ static inline void closep(int *fd) { if (*fd >= 0) { int e = errno; close(*fd); 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
+/* Defines funcp(type **), calling func on the pointer: for _cleanup_(funcp)
+ * with a destructor that accepts NULL. */
+#define DEFINE_CLEANUP_FUNC(type, func) \
+	static inline void func##p(type **p) { func(*p); }
 
 /* Hand ownership of a pointer or fd out of a cleanup-attributed variable. */
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
