@@ -4,7 +4,6 @@
  */
 #include "lib/errors.h"
 
-
 #include "proto/jsonrpc.h"
 
 static const struct tc_kind_info kinds[TC_KIND_MAX] = {
