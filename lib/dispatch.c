@@ -29,6 +29,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "lib/admit.h"
 #include "lib/audit.h"
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
@@ -105,17 +106,6 @@ static char *new_call_id(struct dispatcher *d)
 	*--p = '-';
 	*--p = 'c';
 	return xstrndup(p, (size_t)(end - p));
-}
-
-/* The engine's state of a tool, made on first use. */
-static struct tool_state *tool_state(struct dispatcher *d, const char *name)
-{
-	struct tool_state *ts = map_get(d->tools, name);
-	if (!ts) {
-		ts = xcalloc(1, sizeof(*ts));
-		map_put(d->tools, name, ts);
-	}
-	return ts;
 }
 
 static uint64_t elapsed_us(const struct timespec *start)
@@ -639,191 +629,6 @@ bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, 
 	return policy_decide(d->policy, t->name, t->side_effects, s->ws ? s->ws->root : NULL) != CONFIRM_DENY;
 }
 
-/* Builds the not_found message with the names the session may call. */
-static struct outcome *not_found(struct dispatcher *d, struct session *s, const char *name)
-{
-	struct buf b = {0};
-	buf_printf(&b, "Tool '%s' not found. Available: [", name);
-	bool first = true;
-	for (size_t i = 0; d->reg && i < d->reg->n; i++) {
-		const struct tool *t = d->reg->tools[i];
-		if (!dispatch_tool_visible(d, s, t))
-			continue;
-		buf_printf(&b, "%s%s", first ? "" : ", ", t->name);
-		first = false;
-	}
-	buf_putc(&b, ']');
-	struct outcome *o = outcome_new(TC_NOT_FOUND);
-	o->message = buf_steal(&b);
-	return o;
-}
-
-/* Validation errors as one message and as data.errors. */
-static struct outcome *invalid_args(const char *tool, const struct schema_errors *errs)
-{
-	struct buf msg = {0}, data = {0};
-	buf_printf(&msg, "Invalid arguments for '%s': ", tool);
-	struct jgen *g = jgen_new(&data);
-	jgen_obj_open(g);
-	jgen_key(g, "errors");
-	jgen_arr_open(g);
-	for (size_t i = 0; i < errs->n; i++) {
-		const struct schema_error *e = &errs->v[i];
-		if (i)
-			buf_puts(&msg, "; ");
-		if (e->path && *e->path)
-			buf_printf(&msg, "%s: %s", e->path, e->message);
-		else
-			buf_puts(&msg, e->message);
-		jgen_obj_open(g);
-		jgen_kv_str(g, "path", e->path ? e->path : "");
-		jgen_kv_str(g, "message", e->message);
-		jgen_obj_close(g);
-	}
-	jgen_arr_close(g);
-	jgen_obj_close(g);
-	jgen_free(g);
-	struct outcome *o = outcome_new(TC_VALIDATION_ERROR);
-	o->message = buf_steal(&msg);
-	o->error_data = buf_steal(&data);
-	return o;
-}
-
-static struct outcome *one_invalid(const char *tool, const char *path, const char *fmt, ...) PRINTF(3, 4);
-static struct outcome *one_invalid(const char *tool, const char *path, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *m = xvasprintf(fmt, ap);
-	va_end(ap);
-	struct schema_error e = { (char *)path, m };
-	struct schema_errors errs = { &e, 1 };
-	struct outcome *o = invalid_args(tool, &errs);
-	free(m);
-	return o;
-}
-
-static void extra_invalid(struct jgen *g, void *arg)
-{
-	const struct outcome *o = arg;
-	jgen_kv_str(g, "message", o->message);
-}
-
-/* What dispatch_call learns about a call before it becomes an execution. */
-struct admission {
-	const char *name;
-	struct tool *t;			/* the registry's; NULL when not found */
-	struct json_doc *doc;		/* holds args */
-	const struct json *args;
-	enum confirm_mode mode;
-	char *key;			/* uid-scoped idempotency key, or NULL */
-	char *canon;			/* canonical arguments (keyed only) */
-	struct tool_state *ts;
-	bool probe;			/* the circuit's probe */
-};
-
-static void admission_clear(struct admission *a)
-{
-	json_doc_unref(a->doc);
-	free(a->key);
-	free(a->canon);
-}
-
-/* Finds the tool the session may call. */
-static struct outcome *find_tool(struct dispatcher *d, struct session *s, struct admission *a)
-{
-	a->t = registry_find(d->reg, a->name);
-	if (a->t && dispatch_tool_visible(d, s, a->t))
-		return NULL;
-	if (a->t && d->policy)
-		return outcome_error(TC_PERMISSION_DENIED, "Tool '%s' is denied by policy", a->name);
-	a->t = NULL;
-	return not_found(d, s, a->name);
-}
-
-/* Takes the arguments: an object, or JSON text in a string (as
- * OpenAI-style providers send them); none is {}. */
-static struct outcome *parse_arguments(struct dispatcher *d, const struct call_params *p,
-				       struct admission *a)
-{
-	a->doc = json_doc_ref(p->doc);
-	a->args = p->arguments;
-	if (a->args && a->args->type == JSON_STRING) {
-		struct json_doc *parsed = NULL;
-		struct json_err err;
-		if (json_parse(a->args->u.str.s, a->args->u.str.len, 0, d->cfg.max_json_depth, &parsed,
-			       &err) < 0)
-			return one_invalid(a->name, "", "arguments is not valid JSON: %s at byte %zu",
-					   err.msg, err.offset);
-		json_doc_unref(a->doc);
-		a->doc = parsed;
-		a->args = json_doc_root(parsed);
-	} else if (!a->args || a->args->type == JSON_NULL) {
-		json_doc_unref(a->doc);
-		a->doc = NULL;
-		json_parse("{}", 2, 0, 0, &a->doc, NULL);
-		a->args = json_doc_root(a->doc);
-	}
-	if (a->args->type != JSON_OBJECT)
-		return one_invalid(a->name, "", "arguments must be an object, got %s",
-				   json_kind_name(a->args));
-	return NULL;
-}
-
-/* Checks the arguments against the tool's schema. */
-static struct outcome *validate_arguments(struct admission *a)
-{
-	struct schema_errors errs = {0};
-	if (schema_validate(a->t->schema, a->args, &errs))
-		return NULL;
-	struct outcome *o = invalid_args(a->name, &errs);
-	schema_errors_clear(&errs);
-	return o;
-}
-
-/* Applies the confirmation policy (always_allow wins for the session). */
-static void decide_confirmation(struct dispatcher *d, struct session *s, struct admission *a)
-{
-	a->mode = CONFIRM_AUTO;
-	if (d->policy && !map_get(s->always_allow, a->t->name))
-		a->mode = policy_decide(d->policy, a->t->name, a->t->side_effects, s->ws ? s->ws->root : NULL);
-}
-
-/* Paths: when someone will be asked to confirm, the kernel resolves what
- * exists of them beneath the root now, so an escape is refused before
- * anyone is asked. Otherwise the tool's own openat2 refuses it (the same
- * error), and the extra lookup is saved. */
-static struct outcome *check_paths(struct session *s, const struct admission *a)
-{
-	if (a->mode != CONFIRM_PROMPT || !s->ws)
-		return NULL;
-	for (const char *const *pa = a->t->def->path_args; pa && *pa; pa++) {
-		const struct json *v = json_get(a->args, *pa);
-		if (!v || v->type != JSON_STRING)
-			continue;
-		int r = ws_check(s->ws, v->u.str.s, v->u.str.len);
-		if (r < 0 && r != -ENOENT) {
-			char *msg = NULL;
-			struct outcome *o = outcome_new(ws_error(r, v->u.str.s, &msg));
-			o->message = msg ? msg : xstrdup("Path refused");
-			return o;
-		}
-	}
-	return NULL;
-}
-
-/* Looks the call's idempotency key up: the entry it names, or NULL for a
- * new key (a->key and a->canon are set either way). */
-static struct idem_entry *find_keyed(struct dispatcher *d, struct session *s, const char *client_key,
-				     struct admission *a)
-{
-	a->key = idem_key(s->uid, client_key);
-	struct buf cb = {0};
-	json_canonical(a->args, &cb);
-	a->canon = buf_steal(&cb);
-	return idem_find(&d->idem, a->key, tc_now(d->loop));
-}
-
 /* Answers a call whose key is known: a conflict, a join of the execution
  * in flight (the caller is handed back), or a replay of the kept outcome. */
 static struct caller *answer_keyed(struct dispatcher *d, struct caller *c, const char *client_key,
@@ -846,30 +651,6 @@ static struct caller *answer_keyed(struct dispatcher *d, struct caller *c, const
 	_cleanup_(outcome_unrefp) struct outcome *o = outcome_ref(ie->outcome);
 	caller_complete(c, o, true);
 	return NULL;
-}
-
-/* Asks the tool's circuit whether the call may run. */
-static struct outcome *check_circuit(struct dispatcher *d, struct admission *a)
-{
-	a->ts = tool_state(d, a->t->name);
-	uint64_t retry_after = 0;
-	if (circuit_allows(&a->ts->circuit, &d->cfg, tc_now(d->loop), &retry_after, &a->probe))
-		return NULL;
-	struct outcome *o = outcome_error(TC_CIRCUIT_OPEN,
-		"Tool '%s' failed repeatedly and is paused; retry in %llu ms", a->t->name,
-		(unsigned long long)retry_after);
-	o->retry_after_ms = retry_after;
-	return o;
-}
-
-/* Refuses a call when no budget is left for its first attempt. */
-static struct outcome *check_budget(struct session *s, const struct call_params *p, struct admission *a)
-{
-	if (!(s->has_budget && s->budget_left <= 0) && p->budget != 0)
-		return NULL;
-	if (a->probe)
-		circuit_probe_abort(&a->ts->circuit);
-	return outcome_error(TC_BUDGET_EXCEEDED, "No tool calls are left in the budget; the call was not run");
 }
 
 /* Makes the execution of an admitted call, with c its first caller. */
@@ -939,24 +720,24 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 			     const struct caller_ops *ops, void *ctx)
 {
 	struct caller *c = caller_new(d, s, p, ops, ctx);
-	_cleanup_(admission_clear) struct admission a = { .name = p->tool ? p->tool : "" };
+	_cleanup_(admit_clear) struct admission a = { .name = p->tool ? p->tool : "" };
 	struct outcome *o;
 
-	if ((o = find_tool(d, s, &a)))
+	if ((o = admit_find_tool(d, s, &a)))
 		return fail_now(d, c, a.name, a.t, o);
-	if ((o = parse_arguments(d, p, &a)) || (o = validate_arguments(&a))) {
-		event_emit(d->bus, "tool.input_invalid", s, NULL, a.name, extra_invalid, o);
+	if ((o = admit_parse_arguments(d, p, &a)) || (o = admit_validate_arguments(&a))) {
+		admit_report_invalid(d, s, a.name, o);
 		return fail_now(d, c, a.name, a.t, o);
 	}
-	decide_confirmation(d, s, &a);
-	if ((o = check_paths(s, &a)))
+	admit_decide_confirmation(d, s, &a);
+	if ((o = admit_check_paths(s, &a)))
 		return fail_now(d, c, a.name, a.t, o);
 	if (p->idempotency_key) {
-		struct idem_entry *ie = find_keyed(d, s, p->idempotency_key, &a);
+		struct idem_entry *ie = admit_find_keyed(d, s, p->idempotency_key, &a);
 		if (ie)
 			return answer_keyed(d, c, p->idempotency_key, &a, ie);
 	}
-	if ((o = check_circuit(d, &a)) || (o = check_budget(s, p, &a)))
+	if ((o = admit_check_circuit(d, &a)) || (o = admit_check_budget(s, p, &a)))
 		return fail_now(d, c, a.name, a.t, o);
 	return exec_start(d, exec_new(d, s, p, c, &a), c, a.mode);
 }
@@ -1129,77 +910,4 @@ void dispatch_set_registry(struct dispatcher *d, struct registry *r)
 {
 	registry_unref(d->reg);
 	d->reg = registry_ref(r);
-}
-
-void dispatch_write_stats(struct dispatcher *d, struct jgen *g)
-{
-	jgen_kv_int(g, "inFlight", dispatch_inflight(d));
-	jgen_kv_int(g, "running", d->running);
-	unsigned queued = 0;
-	struct list *pos;
-	for (pos = d->queue.next; pos != &d->queue; pos = pos->next)
-		queued++;
-	jgen_kv_int(g, "queued", queued);
-	jgen_kv_int(g, "calls", (int64_t)d->stats.calls);
-	jgen_kv_int(g, "attempts", (int64_t)d->stats.attempts);
-	jgen_kv_int(g, "retries", (int64_t)d->stats.retries);
-	jgen_key(g, "errors");
-	jgen_obj_open(g);
-	for (int k = 1; k < TC_KIND_MAX; k++)
-		if (d->stats.errors[k])
-			jgen_kv_int(g, tc_kind_name(k), (int64_t)d->stats.errors[k]);
-	jgen_obj_close(g);
-	jgen_key(g, "idempotency");
-	jgen_obj_open(g);
-	jgen_kv_int(g, "entries", (int64_t)idem_size(&d->idem));
-	jgen_kv_int(g, "hits", (int64_t)d->stats.idem_hits);
-	jgen_kv_int(g, "joins", (int64_t)d->stats.idem_joins);
-	jgen_obj_close(g);
-	jgen_key(g, "events");
-	jgen_obj_open(g);
-	jgen_kv_int(g, "emitted", (int64_t)d->bus->emitted);
-	jgen_kv_int(g, "dropped", (int64_t)d->bus->dropped);
-	jgen_obj_close(g);
-	if (d->audit) {
-		jgen_key(g, "audit");
-		jgen_obj_open(g);
-		jgen_kv_int(g, "lines", (int64_t)audit_lines(d->audit));
-		jgen_kv_int(g, "lost", (int64_t)audit_lost(d->audit));
-		jgen_obj_close(g);
-	}
-	jgen_key(g, "tools");
-	jgen_obj_open(g);
-	size_t it = 0;
-	const char *name;
-	void *v;
-	while (map_next(d->stats.tools, &it, &name, &v)) {
-		struct tool_stats *t = v;
-		jgen_key(g, name);
-		jgen_obj_open(g);
-		jgen_kv_int(g, "calls", (int64_t)t->calls);
-		uint64_t errors = 0;
-		for (int k = 1; k < TC_KIND_MAX; k++)
-			errors += t->errors[k];
-		jgen_kv_int(g, "errors", (int64_t)errors);
-		jgen_key(g, "errorsByKind");
-		jgen_obj_open(g);
-		for (int k = 1; k < TC_KIND_MAX; k++)
-			if (t->errors[k])
-				jgen_kv_int(g, tc_kind_name(k), (int64_t)t->errors[k]);
-		jgen_obj_close(g);
-		jgen_key(g, "latencyMs");
-		jgen_obj_open(g);
-		jgen_key(g, "p50");
-		jgen_double(g, (double)stats_percentile(t, 0.50) / 1000.0);
-		jgen_key(g, "p99");
-		jgen_double(g, (double)stats_percentile(t, 0.99) / 1000.0);
-		jgen_obj_close(g);
-		struct tool_state *ts = map_get(d->tools, name);
-		if (ts) {
-			jgen_kv_str(g, "circuit", circuit_state_name(&ts->circuit));
-			jgen_kv_int(g, "running", ts->running);
-		}
-		jgen_obj_close(g);
-	}
-	jgen_obj_close(g);
 }
