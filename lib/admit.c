@@ -86,13 +86,11 @@ static struct outcome *one_invalid(const char *tool, const char *path, const cha
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *m = xvasprintf(fmt, ap);
+	_cleanup_free_ char *m = xvasprintf(fmt, ap);
 	va_end(ap);
 	struct schema_error e = { (char *)path, m };
 	struct schema_errors errs = { &e, 1 };
-	struct outcome *o = invalid_args(tool, &errs);
-	free(m);
-	return o;
+	return invalid_args(tool, &errs);
 }
 
 static void extra_invalid(struct jgen *g, void *arg)

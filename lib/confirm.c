@@ -46,7 +46,7 @@ static void extra_confirm(struct jgen *g, void *arg)
 	struct exec *e = ((struct confirm_arg *)arg)->e;
 	jgen_kv_str(g, "requestId", e->confirm->id);
 	jgen_kv_str(g, "sideEffect", side_effect_name(e->tool->side_effects));
-	struct buf b = {0};
+	_cleanup_(buf_free) struct buf b = {0};
 	json_canonical(e->args, &b);
 	if (buf_size(&b) > SUMMARY_MAX) {
 		b.len = b.off + SUMMARY_MAX;
@@ -56,7 +56,6 @@ static void extra_confirm(struct jgen *g, void *arg)
 		buf_puts(&b, "…");
 	}
 	jgen_kv_str(g, "input", buf_head(&b));
-	buf_free(&b);
 	jgen_key(g, "files");
 	jgen_arr_open(g);
 	for (const char *const *p = e->tool->def->path_args; p && *p; p++) {
@@ -90,8 +89,8 @@ static void confirm_settle(struct dispatcher *d, struct confirm *c, const char *
 	list_insert_tail(&d->resolved, &c->node);
 }
 
-/* Unties e from its request and settles it with decision; tells
- * subscribers when told is true. */
+/* Unties e from its request and settles it with decision; with tell,
+ * subscribers are told. */
 static struct confirm *confirm_detach(struct exec *e, const char *decision, bool tell)
 {
 	struct dispatcher *d = e->d;

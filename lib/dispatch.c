@@ -23,8 +23,6 @@
  */
 #include "lib/dispatch.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -36,12 +34,9 @@
 #include "lib/map.h"
 #include "lib/policy.h"
 #include "lib/registry.h"
-#include "lib/schema.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
-
-DEFINE_CLEANUP_FUNC(struct json_doc, json_doc_unref)
 
 struct attempt {
 	struct tool_call tc;
@@ -137,7 +132,7 @@ static void write_audit(struct dispatcher *d, const struct caller *c, const stru
 		return;
 	char tbuf[32];
 	format_time(wall_ms(), tbuf);
-	struct buf b = {0};
+	_cleanup_(buf_free) struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "time", tbuf);
@@ -163,7 +158,6 @@ static void write_audit(struct dispatcher *d, const struct caller *c, const stru
 	jgen_obj_close(g);
 	jgen_free(g);
 	audit_record(d->audit, buf_head(&b), buf_size(&b));
-	buf_free(&b);
 }
 
 /* --- callers ----------------------------------------------------------- */
@@ -761,7 +755,7 @@ static void cancel_caller(struct caller *c, bool respond, const char *why)
 	list_remove(&c->node);
 	c->exec = NULL;
 	if (respond) {
-		struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
+		_cleanup_(outcome_unrefp) struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
 		o->call_id = xstrdup(e ? e->call_id : "");
 		o->tool = xstrdup(e ? e->tool->name : "");
 		if (e) {
@@ -770,7 +764,6 @@ static void cancel_caller(struct caller *c, bool respond, const char *why)
 			o->side_effects = e->tool->side_effects;
 		}
 		caller_complete(c, o, false);
-		outcome_unref(o);
 	} else {
 		caller_free(c);
 	}
