@@ -128,12 +128,12 @@ void confirm_ask(struct exec *e)
 	if (!d->cfg.no_approver_wait &&
 	    !event_has_subscriber(d->bus, "tool.confirmation_requested", e->session)) {
 		exec_finish(e, outcome_error(TC_USER_DENIED,
-					"Tool '%s' (side effect: %s) needs confirmation and no approver is "
-					"connected, so the call was not run. To approve calls, run "
-					"'toolcallctl approve' (or subscribe to tool.confirmation_requested "
-					"and answer with confirmations/resolve), or set the tool to \"auto\" "
-					"in the confirmation policy", e->tool->name,
-					side_effect_name(e->tool->side_effects)));
+					     "Tool '%s' (side effect: %s) needs confirmation and no approver is "
+					     "connected, so the call was not run. To approve calls, run "
+					     "'toolcallctl approve' (or subscribe to tool.confirmation_requested "
+					     "and answer with confirmations/resolve), or set the tool to \"auto\" "
+					     "in the confirmation policy", e->tool->name,
+					     side_effect_name(e->tool->side_effects)));
 		return;
 	}
 	struct confirm *c = xcalloc(1, sizeof(*c));

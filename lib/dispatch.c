@@ -376,16 +376,16 @@ void exec_enqueue(struct exec *e)
 	 * once (with queue_max 0, calls run or are refused, never wait). */
 	if (!can_run(d, e) && e->session->waiting >= d->cfg.queue_max) {
 		exec_finish(e, outcome_error(TC_OVERLOADED,
-					"Too many calls are queued for this session (limit %u); "
-					"wait for some to finish, then retry", d->cfg.queue_max));
+					     "Too many calls are queued for this session (limit %u); "
+					     "wait for some to finish, then retry", d->cfg.queue_max));
 		return;
 	}
 	/* And daemon-wide: what waits holds memory (its arguments), and
 	 * sessions are as many as clients care to open. */
 	if (!can_run(d, e) && d->waiting >= d->cfg.queue_max_total) {
 		exec_finish(e, outcome_error(TC_OVERLOADED,
-					"Too many calls are queued in toolcalld (limit %u, all sessions); "
-					"wait for some to finish, then retry", d->cfg.queue_max_total));
+					     "Too many calls are queued in toolcalld (limit %u, all sessions); "
+					     "wait for some to finish, then retry", d->cfg.queue_max_total));
 		return;
 	}
 	e->state = EX_QUEUED;
@@ -560,7 +560,7 @@ static void start_attempt(struct exec *e)
 			exec_finish(e, TAKE_PTR(e->last));
 		} else {
 			exec_finish(e, outcome_error(TC_BUDGET_EXCEEDED,
-						"No tool calls are left in the budget; the call was not run"));
+						     "No tool calls are left in the budget; the call was not run"));
 		}
 		return;
 	}
@@ -690,7 +690,8 @@ static struct exec *exec_new(struct dispatcher *d, struct session *s, const stru
 
 /* Sends a new execution on its way: to confirmation or to the queue.
  * Returns c while it still waits for its answer. */
-static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct caller *c, enum confirm_mode mode)
+static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct caller *c,
+				  enum confirm_mode mode)
 {
 	if (mode == CONFIRM_DENY) {
 		/* Only reachable through always_allow races; kept for safety. */

@@ -11,6 +11,9 @@
  * It knows nothing of sockets: the daemon hands it callers and gets
  * outcomes back through callbacks; time and randomness come through the
  * loop seam, so unit tests drive it with a fake clock.
+ *
+ * Outcomes (lib/outcome.h) and confirmation (lib/confirm.h) have headers of
+ * their own, included here so that the daemon needs only this one.
  */
 #ifndef TC_DISPATCH_H
 #define TC_DISPATCH_H
@@ -26,7 +29,6 @@
 #include "lib/tool.h"
 
 struct audit;
-struct buf;
 struct event_bus;
 struct jgen;
 struct json;
