@@ -72,12 +72,12 @@ END_TEST
 static bool need_nobody(struct passwd **ret)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: needs root to connect as user nobody\n");
+		tc_skip_note("needs root to connect as user nobody");
 		return false;
 	}
 	*ret = getpwnam("nobody");
 	if (!*ret) {
-		fprintf(stderr, "skipped: no user nobody\n");
+		tc_skip_note("no user nobody");
 		return false;
 	}
 	return true;

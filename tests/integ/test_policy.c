@@ -781,13 +781,11 @@ END_TEST
 START_TEST(peers_other_uid)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "peers_other_uid: skipped: needs root to connect as user nobody\n");
-		return;
+		TC_SKIP("peers_other_uid: needs root to connect as user nobody");
 	}
 	struct passwd *pw = getpwnam("nobody");
 	if (!pw) {
-		fprintf(stderr, "peers_other_uid: skipped: no user nobody\n");
-		return;
+		TC_SKIP("peers_other_uid: no user nobody");
 	}
 	uid_t nuid = pw->pw_uid;
 	gid_t ngid = pw->pw_gid;
