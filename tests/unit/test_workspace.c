@@ -2129,8 +2129,9 @@ START_TEST(abs_swap_race)
 		_exit(0);
 	}
 	/* Let the links appear. */
-	while (!exists("ws/flip") || !exists("ws/flipdir"))
-		usleep(1000);
+	for (uint64_t links_end = mono_ms() + 5000; (!exists("ws/flip") || !exists("ws/flipdir")) && mono_ms() < links_end;)
+		usleep(1000);	/* the interval of a poll with a deadline */
+	ck_assert(exists("ws/flip") && exists("ws/flipdir"));
 
 	unsigned inside = 0, refused = 0;
 	uint64_t end = mono_ms() + 400;
