@@ -164,8 +164,9 @@ static void on_timer(void *arg)
 	struct audit *a = arg;
 	a->armed = false;
 	audit_flush(a, true);
-	/* Lines kept by a failing write are retried on the next tick. */
-	if (buf_size(&a->queue) > 0 && !a->armed) {
+	/* Lines kept by a failing write, or written during a sync in flight,
+	 * are taken up on the next tick; an idle, healthy log stays unarmed. */
+	if ((buf_size(&a->queue) > 0 || a->dirty) && !a->armed) {
 		tc_timer_start(a->timer, a->opts.flush_ms);
 		a->armed = true;
 	}
@@ -224,7 +225,6 @@ void audit_record(struct audit *a, const char *line, size_t n)
 {
 	if (!a)
 		return;
-	a->st.lines++;
 	if (buf_size(&a->queue) + n + 1 > a->opts.max_queued) {
 		a->st.dropped++;
 		if (!a->dropping)
@@ -235,6 +235,7 @@ void audit_record(struct audit *a, const char *line, size_t n)
 	}
 	buf_append(&a->queue, line, n);
 	buf_putc(&a->queue, '\n');
+	a->st.lines++;
 	if (buf_size(&a->queue) >= AUDIT_HIGH_WATER || !a->timer)
 		audit_flush(a, false);
 	if (a->timer && !a->armed) {

@@ -42,7 +42,7 @@ struct audit_opts {
 };
 
 struct audit_stats {
-	uint64_t lines;		/* lines recorded (queued) */
+	uint64_t lines;		/* lines queued (then written, or retried) */
 	uint64_t dropped;	/* lines dropped: the queue was full */
 	uint64_t write_errors;
 	uint64_t fsync_errors;
@@ -64,7 +64,7 @@ void audit_record(struct audit *a, const char *line, size_t n);
 int audit_flush(struct audit *a, bool sync);
 /* Flushes, then reopens the file by its path (after logrotate moved it). */
 int audit_reopen(struct audit *a);
-/* Lines recorded, and lines dropped because the queue was full. */
+/* Lines queued, and lines dropped because the queue was full. */
 uint64_t audit_lines(const struct audit *a);
 uint64_t audit_lost(const struct audit *a);
 void audit_get_stats(const struct audit *a, struct audit_stats *ret);
