@@ -407,7 +407,7 @@ START_TEST(progress_dropped_for_a_client_not_reading)
 	const char *id = send_shell(c, "i=0; while [ $i -lt 400 ]; do head -c 2000 /dev/zero | tr '\\0' x; echo;"
 				       " i=$((i+1)); done", NULL, "\"progressToken\":\"p\"");
 	/* Not reading while it runs (about 800 kB of output). */
-	ck_assert(tcd_wait_stat(&d, "result.calls", 1, 20000));	/* it ended unread */
+	ck_assert(tcd_wait_stat(&d, "result.calls", 1, 60000));	/* it ended unread */
 	ck_assert(tcd_wait_stat(&d, "result.connections.progressDropped", 1, 1000));
 	const struct json *r = wait_response(c, id, 20000);
 	tc_assert_ok(r);
