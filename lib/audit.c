@@ -79,6 +79,7 @@ static void note_health(struct audit *a, bool was_healthy)
 		    (unsigned long long)a->st.write_errors, (unsigned long long)a->st.fsync_errors);
 }
 
+/* Counts a failed write; logs it when it starts an outage. */
 static void write_failed(struct audit *a, int err)
 {
 	a->st.write_errors++;
@@ -88,6 +89,7 @@ static void write_failed(struct audit *a, int err)
 	a->write_down = true;
 }
 
+/* Takes in a sync's result (0 or an errno): counted, logged once per outage. */
 static void fsync_result(struct audit *a, int err)
 {
 	bool was = audit_healthy(a);
@@ -109,6 +111,7 @@ static void fsync_result(struct audit *a, int err)
 	note_health(a, was);
 }
 
+/* Syncs fd's data here and now; returns 0 or an errno. */
 static int sync_now(int fd)
 {
 	while (fdatasync(fd) < 0) {
@@ -118,12 +121,14 @@ static int sync_now(int fd)
 	return 0;
 }
 
+/* On a worker: the sync, on the job's own fd. */
 static void sync_run(struct iojob *job, void *arg)
 {
 	struct sync_job *j = arg;
 	j->err = sync_now(j->fd);
 }
 
+/* On the loop: the result back to the log, unless it closed meanwhile. */
 static void sync_done(void *arg, bool cancelled)
 {
 	struct sync_job *j = arg;

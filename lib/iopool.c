@@ -96,6 +96,7 @@ static void drain_done(struct iopool *p)
 	}
 }
 
+/* The eventfd is readable: workers finished jobs. */
 static void on_wake(void *arg, int revents)
 {
 	struct iopool *p = arg;
