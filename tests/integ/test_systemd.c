@@ -47,9 +47,8 @@ START_TEST(socket_activation)
 {
 	char *activate = find_program("systemd-socket-activate");
 	if (!activate) {
-		fprintf(stderr, "SKIP socket_activation: systemd-socket-activate is not installed "
-				"(Debian: the systemd package; packaging/deps.sh installs it)\n");
-		return;
+		TC_SKIP("socket_activation: systemd-socket-activate is not installed "
+			"(Debian: the systemd package; packaging/deps.sh installs it)");
 	}
 	struct tcd d;
 	struct tcd_opts o = { .config = "{}" };
@@ -267,8 +266,7 @@ END_TEST
 START_TEST(journal_when_under_systemd)
 {
 	if (access("/run/systemd/journal/socket", W_OK) < 0) {
-		fprintf(stderr, "SKIP journal_when_under_systemd: no journald socket on this machine\n");
-		return;
+		TC_SKIP("journal_when_under_systemd: no journald socket on this machine");
 	}
 	struct tcd d;
 	tcd_prepare(&d, NULL);
