@@ -130,8 +130,11 @@ static int listen_activated(struct server *s)
 	for (int i = 1; i < n; i++)
 		close(SD_LISTEN_FDS_START + i);
 	int flags = fcntl(fd, F_GETFL);
-	fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		int e = errno;
+		log_error("the socket systemd passed: fcntl: %s", strerror(e));
+		return -e;
+	}
 	s->listen_fd = fd;
 	s->socket_owned = false;
 	return 1;
