@@ -388,17 +388,21 @@ void server_stop(struct server *s)
 	check_stopped(s);
 }
 
+/* Reloads and logs the outcome: "FAILED: error" or "DONE: what changed". */
+static void reload_and_log(struct server *s, const char *failed, const char *done)
+{
+	_cleanup_free_ char *result = NULL, *err = NULL;
+	if (server_reload(s, &result, &err) < 0)
+		log_error("%s: %s", failed, err);
+	else
+		log_info("%s: %s", done, result);
+}
+
 static void on_signal(struct ev_loop *ev, ev_signal *w, int revents)
 {
 	struct server *s = w->data;
 	if (w->signum == SIGHUP) {
-		char *result = NULL, *err = NULL;
-		if (server_reload(s, &result, &err) < 0)
-			log_error("reload failed, the previous configuration stays in force: %s", err);
-		else
-			log_info("reloaded: %s", result);
-		free(result);
-		free(err);
+		reload_and_log(s, "reload failed, the previous configuration stays in force", "reloaded");
 		if (s->audit && audit_reopen(s->audit) < 0)
 			log_error("cannot reopen the audit log %s", s->cfg.audit_log);
 		return;
@@ -576,13 +580,8 @@ void server_refresh(struct server *s)
 static void on_reload_debounce(struct ev_loop *ev, ev_timer *w, int revents)
 {
 	struct server *s = container_of(w, struct server, reload_debounce);
-	char *result = NULL, *err = NULL;
-	if (server_reload(s, &result, &err) < 0)
-		log_error("tool files changed but do not load, the previous registry stays: %s", err);
-	else
-		log_info("tool files changed, reloaded: %s", result);
-	free(result);
-	free(err);
+	reload_and_log(s, "tool files changed but do not load, the previous registry stays",
+		       "tool files changed, reloaded");
 }
 
 /* True for an inotify event that may change the tool files: anything in

@@ -19,11 +19,11 @@
 #include <unistd.h>
 
 #include "daemon/ctl/ctl_format.h"
+#include "daemon/ctl/watch.h"
 #include "proto/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
 #include "proto/util.h"
-#include "daemon/ctl/watch.h"
 
 /*
  * The state of approve: requests waiting for an answer, the one being

@@ -48,7 +48,6 @@ enum {
 /* Timeout of requests that should answer at once. */
 #define DEFAULT_TIMEOUT_MS 10000
 
-#define PROTOCOL_VERSION "2025-06-18"
 
 /* Set by SIGINT and SIGTERM; checked wherever the client waits. */
 extern volatile sig_atomic_t interrupted;

@@ -22,6 +22,7 @@
 #include "proto/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
+#include "proto/mcp.h"
 #include "proto/util.h"
 #include "version.h"
 
@@ -30,17 +31,7 @@ int subscribe(struct client *c, struct opts *o, char **types, int n)
 {
 	struct buf b = {};
 	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "protocolVersion", PROTOCOL_VERSION);
-	jgen_key(g, "capabilities");
-	jgen_obj_open(g);
-	jgen_obj_close(g);
-	jgen_key(g, "clientInfo");
-	jgen_obj_open(g);
-	jgen_kv_str(g, "name", "toolcallctl");
-	jgen_kv_str(g, "version", TOOLCALLD_VERSION);
-	jgen_obj_close(g);
-	jgen_obj_close(g);
+	mcp_initialize_params(g, "toolcallctl", TOOLCALLD_VERSION);
 	jgen_free(g);
 	_cleanup_free_ char *init = buf_steal(&b);
 
