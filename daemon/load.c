@@ -68,15 +68,6 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void providers_clear(struct providers *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		mcp_provider_unref(p->v[i]);
-	free(p->v);
-	p->v = NULL;
-	p->n = 0;
-}
-
 /* Adds an MCP provider: the one already running when unchanged. */
 static int load_provider(struct registry *r, const struct json *decl, const char *path,
 			 const struct providers *prev, struct providers *next, char **ret_err)
