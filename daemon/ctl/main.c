@@ -8,7 +8,12 @@
  * for the commands that print them (watch, approve).
  *
  * The exit status tells scripts what happened without parsing text; the
- * codes are listed in usage() and in toolcallctl(1).
+ * codes are listed in usage() and in toolcallctl(1). Output that cannot be
+ * written (a full disk) is a failure too: main checks stdout at the end.
+ *
+ * Here: the command table, the one-request commands (ping, list, call,
+ * stats, cancel) and main. The connection is client.c; watch.c and
+ * approve.c hold the commands that print events.
  */
 #include <errno.h>
 #include <getopt.h>
