@@ -21,12 +21,12 @@
 #include "lib/registry.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
+#include "proto/mcp.h"
 #include "version.h"
 
 #define MCP_LINE_MAX (8u << 20)		/* a message from the server */
 #define MCP_IMPORT_MS 15000		/* spawn to tool list */
 #define MCP_TOOLS_MAX 1024
-#define MCP_PROTOCOL "2025-06-18"
 
 struct mcp_import {
 	char *name;
@@ -324,17 +324,7 @@ static void send_line(struct mcp_provider *p, const char *line)
 
 static void init_params(struct jgen *g, void *arg)
 {
-	jgen_obj_open(g);
-	jgen_kv_str(g, "protocolVersion", MCP_PROTOCOL);
-	jgen_key(g, "capabilities");
-	jgen_obj_open(g);
-	jgen_obj_close(g);
-	jgen_key(g, "clientInfo");
-	jgen_obj_open(g);
-	jgen_kv_str(g, "name", "toolcalld");
-	jgen_kv_str(g, "version", TOOLCALLD_VERSION);
-	jgen_obj_close(g);
-	jgen_obj_close(g);
+	mcp_initialize_params(g, "toolcalld", TOOLCALLD_VERSION);
 }
 
 static void list_params(struct jgen *g, void *arg)
