@@ -151,17 +151,6 @@ struct schema {
  * Small helpers for messages.
  */
 
-/* Returns how many bytes of s to keep so that at most max are kept and no
- * UTF-8 sequence is cut. */
-static size_t utf8_cut(const char *s, size_t n, size_t max)
-{
-	if (n <= max)
-		return n;
-	while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
-		max--;
-	return max;
-}
-
 /* Copies a name for a message: shortened, NULs made visible. */
 static char *show_name(const char *s, size_t n)
 {

@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "proto/buf.h"
+#include "proto/utf8.h"
 #include "proto/util.h"
 
 #define RESOLVE_WS (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
@@ -1138,9 +1139,7 @@ static char *msg_path(const char *path)
 	size_t n = strlen(path);
 	if (n <= MSG_PATH_MAX)
 		return xstrdup(path);
-	n = MSG_PATH_MAX;
-	while (n > 0 && ((unsigned char)path[n] & 0xC0) == 0x80)
-		n--;
+	n = utf8_cut(path, n, MSG_PATH_MAX);
 	return xasprintf("%.*s...", (int)n, path);
 }
 

@@ -53,17 +53,11 @@ static size_t seq_len(unsigned char c)
  * read, unless it is the first one (then it is returned whole, so that a
  * reader advancing by what it got always makes progress).
  */
-static size_t utf8_cut(const unsigned char *d, size_t got, size_t limit)
+static size_t text_window(const unsigned char *d, size_t got, size_t limit)
 {
-	if (got <= limit)
-		return got;
-	size_t j = limit;
-	while (j > 0 && limit - j < 3 && is_cont(d[j]))
-		j--;
-	if (is_cont(d[j]))
-		return limit;		/* not UTF-8 anyway: validation says so */
-	if (j > 0)
-		return j;
+	size_t n = utf8_cut((const char *)d, got, limit);
+	if (n > 0 || got <= limit)
+		return n;
 	size_t first = seq_len(d[0]);
 	return first <= got ? first : limit;
 }
@@ -124,7 +118,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 				       (unsigned long long)offset, display);
 			return TOOL_DONE;
 		}
-		n = utf8_cut(d, got, limit);
+		n = text_window(d, got, limit);
 		/* NUL bytes are valid UTF-8 but mark binary data, and would cut
 		 * the text content short. */
 		if (!utf8_valid((const char *)d, n) || memchr(d, 0, n)) {
