@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of the JSON Schema subset validator (lib/schema.c): the official
+ * Tests of the JSON Schema subset validator (lib/schema_*.c): the official
  * JSON-Schema-Test-Suite for Draft 7 (Debian's json-schema-test-suite), then
  * our own cases: what is refused at compile time and with which message,
  * error paths and messages, all-errors reporting, integers, Unicode
