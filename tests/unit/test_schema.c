@@ -4,7 +4,7 @@
  * JSON-Schema-Test-Suite for Draft 7 (Debian's json-schema-test-suite), then
  * our own cases: what is refused at compile time and with which message,
  * error paths and messages, all-errors reporting, integers, Unicode
- * lengths, ECMA-262 patterns (lib/regex.c), $ref resolution and
+ * lengths, ECMA-262 patterns (lib/regex*.c), $ref resolution and
  * cycles, and the bounds on deep or expensive validations.
  */
 #include <check.h>
@@ -721,7 +721,7 @@ START_TEST(boolean_and_empty_schemas)
 END_TEST
 
 /* ------------------------------------------------------------------------
- * Patterns: ECMA-262, matched by lib/regex.c (more in test_regex.c).
+ * Patterns: ECMA-262, matched by lib/regex*.c (more in test_regex.c).
  */
 
 static bool pattern_matches(const char *pattern_json, const char *string_json)
