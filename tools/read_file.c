@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lib/workspace.h"
+#include "proto/base64.h"
 #include "proto/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
@@ -17,24 +18,6 @@
 #define DEFAULT_READ_CAP ((size_t)1 << 20)
 
 static const char *const path_args[] = { "path", NULL };
-
-/* Appends the base64 form of n bytes to out. */
-static void base64_encode(const unsigned char *s, size_t n, struct buf *out)
-{
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-	buf_reserve(out, (n + 2) / 3 * 4 + 1);
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)s[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)s[i + 1] << 8;
-		if (i + 2 < n)
-			v |= s[i + 2];
-		char q[4] = { tbl[(v >> 18) & 63], tbl[(v >> 12) & 63],
-			      i + 1 < n ? tbl[(v >> 6) & 63] : '=', i + 2 < n ? tbl[v & 63] : '=' };
-		buf_append(out, q, 4);
-	}
-}
 
 static bool is_cont(unsigned char c)
 {

@@ -8,63 +8,12 @@
 #include <string.h>
 
 #include "lib/workspace.h"
+#include "proto/base64.h"
 #include "proto/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
 
 static const char *const path_args[] = { "path", NULL };
-
-/* Value of a base64 digit, or -1. */
-static int b64_digit(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/*
- * Decodes standard base64 (line breaks and spaces between digits are
- * skipped; "=" padding is optional but only at the end). -EINVAL when the
- * text is not base64.
- */
-static int base64_decode(const char *s, size_t n, struct buf *out)
-{
-	uint32_t acc = 0;
-	unsigned bits = 0, digits = 0, pad = 0;
-
-	buf_reserve(out, n / 4 * 3 + 3);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-			continue;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int d = b64_digit(c);
-		if (d < 0 || pad > 0)
-			return -EINVAL;
-		acc = (acc << 6) | (uint32_t)d;
-		bits += 6;
-		digits++;
-		if (bits >= 8) {
-			bits -= 8;
-			buf_putc(out, (char)((acc >> bits) & 0xFF));
-		}
-	}
-	/* One digit alone cannot encode a byte; padding only fills a group. */
-	if (digits % 4 == 1 || pad > 2 || (pad > 0 && (digits + pad) % 4 != 0))
-		return -EINVAL;
-	return 0;
-}
 
 /* Fails the call for a negative errno from the workspace. */
 static void fail_errno(struct tool_call *call, int r, const char *path, bool create_dirs)
