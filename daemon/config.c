@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "daemon/default_socket.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 
 static const char *const builtin_names[CONFIG_TOOL_MAX] = {

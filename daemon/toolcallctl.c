@@ -24,10 +24,10 @@
 
 #include "daemon/ctl_format.h"
 #include "daemon/default_socket.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "version.h"
 
 enum {

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "lib/loop.h"
-#include "proto/buf.h"
-#include "proto/util.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
 
 /* Past this much queued, lines are written at once rather than waiting. */
 #define AUDIT_HIGH_WATER (256 * 1024)

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define TOMBSTONE ((char *)1)
 

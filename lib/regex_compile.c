@@ -19,7 +19,7 @@
 #include "lib/regex.h"
 #include "lib/regex_internal.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* ------------------------------------------------------------------------
  * The UTF-8 byte automaton of a code point set.

@@ -26,7 +26,7 @@
 #include "lib/regex.h"
 #include "lib/regex_internal.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define REGEX_GROUPS_MAX 64		/* nested groups in a pattern */
 #define REGEX_REPEAT_MAX 32767		/* the largest count of {n,m} */

@@ -31,7 +31,7 @@
 #include "lib/regex.h"
 #include "lib/regex_internal.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 
 /* Memory of the DFA states one search may cache; when full, it is emptied. */

@@ -15,9 +15,9 @@
 
 #include "lib/regex.h"
 #include "lib/schema.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* Bytes of a name or value quoted in a message. */
 #define SHOW_MAX 120

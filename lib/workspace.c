@@ -23,9 +23,9 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/utf8.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 /* Paths quoted in messages are cut to this many bytes. */
 #define MSG_PATH_MAX 300
 

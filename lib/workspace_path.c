@@ -60,9 +60,9 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/utf8.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* openat2 fails with EAGAIN when a rename races a RESOLVE_BENEATH walk. */
 #define RETRY_TRIES 16

@@ -23,9 +23,9 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/utf8.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #define TEMP_TRIES 16
 
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 
 /* Appends the padded base64 form of n bytes to out. */
 void base64_encode(const void *data, size_t n, struct buf *out);

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/utf8.h"
 
 enum json_type {

@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* A container still open: its node, and where its values start on the
  * value stack. */

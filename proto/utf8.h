@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 
 /* True when the bytes are valid UTF-8. */
 bool utf8_valid(const char *s, size_t n);

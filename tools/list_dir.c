@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
 

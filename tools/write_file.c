@@ -9,7 +9,7 @@
 
 #include "lib/workspace.h"
 #include "proto/base64.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
 

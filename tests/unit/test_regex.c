@@ -15,9 +15,9 @@
 #include "lib/regex.h"
 #include "lib/regex_internal.h"
 #include "lib/schema.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 
 #define MIB (1024 * 1024)

@@ -17,9 +17,9 @@
 #include <time.h>
 
 #include "lib/schema.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define SUITE_DIR "/usr/share/json-schema-test-suite/tests/draft7"
 
