@@ -8,6 +8,8 @@
 #include "lib/workspace.h"
 #include "lib/workspace_internal.h"
 
+#include "lib/tool.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -322,4 +324,17 @@ enum tc_kind ws_error(int r, const char *path, char **ret_msg)
 	else
 		free(msg);
 	return kind;
+}
+
+void ws_fail_call(struct tool_call *call, int r, const char *path, const struct ws_hint *hints)
+{
+	for (const struct ws_hint *h = hints; h && h->fmt; h++) {
+		if (h->err == r) {
+			tool_call_fail(call, TC_EXECUTION_ERROR, h->fmt, path);
+			return;
+		}
+	}
+	_cleanup_free_ char *msg = NULL;
+	enum tc_kind kind = ws_error(r, path, &msg);
+	tool_call_fail(call, kind, "%s", msg);
 }

@@ -19,6 +19,11 @@
 
 static const char *const path_args[] = { "path", NULL };
 
+static const struct ws_hint read_hints[] = {
+	{ -EISDIR, "'%s' is a directory, use list_dir to see its entries" },
+	{ 0, NULL },
+};
+
 static bool is_cont(unsigned char c)
 {
 	return (c & 0xC0) == 0x80;
@@ -45,18 +50,6 @@ static size_t text_window(const unsigned char *d, size_t got, size_t limit)
 	return first <= got ? first : limit;
 }
 
-/* Fails the call for a negative errno from the workspace. */
-static void fail_errno(struct tool_call *call, int r, const char *path)
-{
-	if (r == -EISDIR) {
-		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory, use list_dir to see its entries", path);
-		return;
-	}
-	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, path, &msg);
-	tool_call_fail(call, kind, "%s", msg);
-}
-
 /* Runs read_file. */
 static enum tool_ret read_file_exec(struct tool_call *call)
 {
@@ -81,7 +74,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	struct stat st;
 	int r = ws_read(call->ws, path, path_len, offset, limit + 4, &data, &st);
 	if (r < 0) {
-		fail_errno(call, r, path);
+		ws_fail_call(call, r, path, read_hints);
 		return TOOL_DONE;
 	}
 

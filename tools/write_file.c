@@ -15,32 +15,28 @@
 
 static const char *const path_args[] = { "path", NULL };
 
+/* True when path names a directory by its form: it ends with '/', "." or "..". */
+static bool dir_form(const char *path)
+{
+	size_t n = strlen(path);
+	return (n && path[n - 1] == '/') || str_eq(path, ".") || str_has_suffix(path, "/.") ||
+	       str_eq(path, "..") || str_has_suffix(path, "/..");
+}
+
 /* Fails the call for a negative errno from the workspace. */
 static void fail_errno(struct tool_call *call, int r, const char *path, bool create_dirs)
 {
-	if (r == -ENOENT && !create_dirs) {
-		tool_call_fail(call, TC_EXECUTION_ERROR,
-			       "The directory of '%s' does not exist; set create_dirs to true to create it", path);
-		return;
-	}
-	if (r == -EISDIR) {
-		/* Also for a path that names a directory by its form ("a/",
-		 * "a/.."), whatever is there. */
-		size_t n = strlen(path);
-		bool form = (n && path[n - 1] == '/') || str_eq(path, ".") || str_has_suffix(path, "/.") ||
-			    str_eq(path, "..") || str_has_suffix(path, "/..");
-		if (form)
-			tool_call_fail(call, TC_EXECUTION_ERROR,
-				       "'%s' names a directory, not a file (it ends with '/', '.' or '..'); "
-				       "give the path of the file to write", path);
-		else
-			tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory; write_file writes regular files",
-				       path);
-		return;
-	}
-	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, path, &msg);
-	tool_call_fail(call, kind, "%s", msg);
+	/* -EISDIR also for a path that names a directory by its form ("a/",
+	 * "a/.."), whatever is there. */
+	struct ws_hint hints[3] = {
+		{ -EISDIR, dir_form(path) ? "'%s' names a directory, not a file (it ends with '/', '.' or '..'); "
+					    "give the path of the file to write"
+					  : "'%s' is a directory; write_file writes regular files" },
+		{ create_dirs ? 0 : -ENOENT,
+		  create_dirs ? NULL : "The directory of '%s' does not exist; set create_dirs to true to create it" },
+		{ 0, NULL },
+	};
+	ws_fail_call(call, r, path, hints);
 }
 
 /* Runs write_file. */
