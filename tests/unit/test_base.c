@@ -1,13 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The text helpers every module shares: base64 (proto/base64.c) against
- * the RFC 4648 test vectors, and cutting text at a UTF-8 character
- * boundary (proto/utf8.c), which messages and read_file windows rely on.
+ * The helpers every module shares: base64 (proto/base64.c) against the
+ * RFC 4648 test vectors, cutting text at a UTF-8 character boundary
+ * (proto/utf8.c), which messages and read_file windows rely on, and the
+ * capped whole-file reader (proto/base/fileio.c) behind config and tool
+ * files.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "proto/base/fileio.h"
+#include "proto/base/strv.h"
+#include "proto/base/util.h"
 #include "proto/base64.h"
 #include "proto/utf8.h"
 #include "tests/unit/check_main.h"
@@ -105,9 +115,55 @@ START_TEST(utf8_cut_keeps_whole_characters)
 }
 END_TEST
 
-static Suite *text_suite(void)
+START_TEST(read_file_capped_limits)
 {
-	Suite *s = suite_create("text");
+	char dir[] = "/tmp/tc-base-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	_cleanup_free_ char *path = xasprintf("%s/f", dir);
+	_cleanup_free_ char *fifo = xasprintf("%s/fifo", dir);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("hello", f);
+	fclose(f);
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+
+	char *text = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(read_file_capped(path, 5, 0, &text, &len), 0);
+	ck_assert_uint_eq(len, 5);
+	ck_assert_str_eq(text, "hello");
+	free(text);
+	ck_assert_int_eq(read_file_capped(path, 4, 0, &text, &len), -EFBIG);
+	ck_assert_int_eq(read_file_capped(path, 4, READ_REGULAR_ONLY, &text, &len), -EFBIG);
+	ck_assert_int_eq(read_file_capped(dir, 100, 0, &text, &len), -EISDIR);
+	ck_assert_int_eq(read_file_capped(fifo, 100, READ_REGULAR_ONLY, &text, &len), -EINVAL);
+	ck_assert_int_eq(read_file_capped("/nonexistent/x", 100, 0, &text, &len), -ENOENT);
+	/* No size in stat: read to the end, capped all the same. */
+	if (access("/proc/self/status", R_OK) == 0) {
+		ck_assert_int_eq(read_file_capped("/proc/self/status", 16, 0, &text, &len), -EFBIG);
+		ck_assert_int_eq(read_file_capped("/proc/self/status", 1 << 20, 0, &text, &len), 0);
+		ck_assert(len > 16);
+		free(text);
+	}
+	unlink(fifo);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(strv_free_accepts_null)
+{
+	ck_assert_ptr_null(strv_free(NULL));
+	char **v = xcalloc(3, sizeof(*v));
+	v[0] = xstrdup("a");
+	v[1] = xstrdup("b");
+	ck_assert_ptr_null(strv_free(v));
+}
+END_TEST
+
+static Suite *base_suite(void)
+{
+	Suite *s = suite_create("base");
 	TCase *tc = tcase_create("base64");
 	tcase_add_loop_test(tc, base64_rfc4648_encode, 0, sizeof(rfc4648) / sizeof(rfc4648[0]));
 	tcase_add_loop_test(tc, base64_rfc4648_decode, 0, sizeof(rfc4648) / sizeof(rfc4648[0]));
@@ -117,10 +173,14 @@ static Suite *text_suite(void)
 	tc = tcase_create("utf8");
 	tcase_add_test(tc, utf8_cut_keeps_whole_characters);
 	suite_add_tcase(s, tc);
+	tc = tcase_create("files");
+	tcase_add_test(tc, read_file_capped_limits);
+	tcase_add_test(tc, strv_free_accepts_null);
+	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	return run_suite(text_suite());
+	return run_suite(base_suite());
 }
