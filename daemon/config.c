@@ -24,7 +24,7 @@
 #include "daemon/config_policy.h"
 #include "daemon/default_socket.h"
 #include "lib/dispatch.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 
 static const char *const builtin_names[CONFIG_TOOL_MAX] = {

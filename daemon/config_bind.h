@@ -14,7 +14,7 @@
 
 #include "daemon/config.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct cfg_parse {
 	const char *name;	/* the file's name, for messages */

@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 
 #include "lib/list.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/jsonrpc.h"
 
 struct caller;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tools/mcp.h"
 
 void providers_clear(struct providers *p)

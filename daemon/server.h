@@ -20,7 +20,7 @@
 #include "lib/events.h"
 #include "lib/list.h"
 #include "lib/tool.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/jsonrpc.h"
 
 struct conn;

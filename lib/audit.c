@@ -15,8 +15,8 @@
 
 #include "lib/iopool.h"
 #include "lib/loop.h"
-#include "proto/buf.h"
-#include "proto/util.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
 
 /* Past this much queued, lines are written at once rather than waiting. */
 #define AUDIT_HIGH_WATER (256 * 1024)

@@ -18,7 +18,7 @@
 
 #include "lib/list.h"
 #include "lib/loop.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct iojob {
 	struct list node;	/* in the queue, then in the done list */

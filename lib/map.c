@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define TOMBSTONE ((char *)1)
 

@@ -20,10 +20,10 @@
 
 #include "daemon/ctl/ctl_format.h"
 #include "daemon/ctl/watch.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /*
  * The state of approve: requests waiting for an answer, the one being

@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "daemon/ctl/ctl_format.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 volatile sig_atomic_t interrupted;
 

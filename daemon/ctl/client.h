@@ -13,10 +13,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /*
  * The exit status tells scripts what happened without parsing text; the

@@ -32,10 +32,10 @@
 #include "daemon/ctl/ctl_format.h"
 #include "daemon/ctl/watch.h"
 #include "daemon/default_socket.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "version.h"
 
 struct command {

@@ -19,11 +19,11 @@
 #include <unistd.h>
 
 #include "daemon/ctl/ctl_format.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
 #include "proto/mcp.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "version.h"
 
 /* Opens an MCP session and subscribes to the given event types. */

@@ -62,9 +62,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* How long a tcc_* wait lasts unless told otherwise. */
 #define TCC_TIMEOUT_MS 10000

@@ -19,10 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 
 static const char *ctl_path;

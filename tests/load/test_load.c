@@ -26,9 +26,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 

@@ -10,7 +10,7 @@
 #include <ev.h>
 #include <stdbool.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 static void loop_spin_tick(struct ev_loop *ev, ev_timer *w, int revents) { }
 

@@ -14,7 +14,7 @@
 
 #include "lib/audit.h"
 #include "lib/loop.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/loop_spin.h"
 

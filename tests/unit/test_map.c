@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "lib/map.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 
 extern char **environ;

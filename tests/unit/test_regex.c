@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of the pattern matcher (lib/regex.c): ECMA-262 matching semantics
+ * Tests of the pattern matcher (lib/regex*.c): ECMA-262 matching semantics
  * on UTF-8 subjects (NUL bytes included), what is refused and with which
  * message, and the cost bound: every search, whatever the pattern, takes
  * at most (len + 2) * (2 * regex_size() + 1) steps, counted, never timed;
@@ -16,9 +16,9 @@
 #include "lib/regex.h"
 #include "lib/regex_internal.h"
 #include "lib/schema.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 
 #define MIB (1024 * 1024)

@@ -42,7 +42,7 @@
 #include "lib/tool.h"
 #include "lib/workspace.h"
 #include "lib/workspace_internal.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
 #include "tests/unit/deny_syscall.h"
