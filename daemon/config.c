@@ -23,6 +23,7 @@
 #include "daemon/config_bind.h"
 #include "daemon/config_policy.h"
 #include "daemon/default_socket.h"
+#include "lib/audit.h"
 #include "lib/dispatch.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
@@ -90,6 +91,7 @@ void config_init(struct config *c)
 			.max_connections = 16384,
 			.max_output_bytes = 16u << 20,
 			.max_client_memory = UINT64_C(1) << 30,
+			.io_threads = 4,
 			.idle_timeout_ms = 0,
 			.event_queue = 1024,
 		},
@@ -234,6 +236,23 @@ static int parse_log_level(struct cfg_parse *p, const char *key, const struct js
 	return cfg_fail(p, v->off, key, "expected \"debug\", \"info\", \"warning\" or \"error\"%s%s",
 		    s ? "" : ", got ", s ? "" : cfg_got(v));
 }
+
+/* "audit.on_error": "log" or "refuse". */
+static int parse_audit_on_error(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+{
+	const char *s = json_str(v);
+	enum audit_on_error e;
+	if (!s || strlen(s) != v->u.str.len || audit_on_error_from_string(s, &e) < 0)
+		return cfg_fail(p, v->off, key, "expected \"log\" or \"refuse\"%s%s", s ? "" : ", got ",
+				s ? "" : cfg_got(v));
+	c->audit_on_error = e;
+	return 0;
+}
+
+static const struct field audit_fields[] = {
+	CUSTOM("on_error", parse_audit_on_error),
+	{},
+};
 
 /* "limits.per_tool_concurrency": { "tool": N }. */
 static int parse_per_tool_concurrency(struct cfg_parse *p, const char *key, const struct json *v,
@@ -383,6 +402,7 @@ static const struct field limits_fields[] = {
 	U64("idle_timeout_ms", limits.idle_timeout_ms, 0, MS_MAX),
 	CUSTOM("per_tool_concurrency", parse_per_tool_concurrency),
 	U32("event_queue", limits.event_queue, 1, 1000000),
+	U32("io_threads", limits.io_threads, 1, 64),
 	{},
 };
 
@@ -448,6 +468,7 @@ static const struct field root_fields[] = {
 	U64("audit_fsync_ms", audit_fsync_ms, 0, MS_MAX),
 	U64("grace_ms", grace_ms, 0, MS_MAX),
 	CUSTOM("log_level", parse_log_level),
+	SECTION("audit", audit_fields, NULL),
 	SECTION("limits", limits_fields, NULL),
 	SECTION("retry", retry_fields, NULL),
 	SECTION("idempotency", idempotency_fields, NULL),

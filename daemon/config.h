@@ -16,6 +16,9 @@
  *   audit_log                             path|null       null: no audit log
  *   audit_fsync_ms                        0..2^32-1       1000: fsync the audit log at most this
  *                                                         often (0: after every record)
+ *   audit.on_error                        string          "log": keep serving while the audit log
+ *                                                         cannot be written; "refuse": calls fail
+ *                                                         internal until it can
  *   grace_ms                              0..2^32-1       10000: SIGTERM waits this long for calls
  *   log_level                             string          "info": "debug"|"info"|"warning"|"error"
  *   limits.max_message_bytes              256..1 GiB      8388608
@@ -31,6 +34,7 @@
  *   limits.max_client_memory              1 MiB..1 TiB    1 GiB: input and output buffered for
  *                                                         all clients; beyond, the client holding
  *                                                         the most is disconnected
+ *   limits.io_threads                     1..64           4: worker threads for blocking file work
  *   limits.idle_timeout_ms                0..2^32-1       0: never disconnect idle clients
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
  *   limits.event_queue                    1..1000000      1024: events held for a slow
@@ -110,6 +114,7 @@ struct config {
 	char *tools_dir_at;		/* "FILE:LINE:COL" of its key, for messages; NULL: not from a file */
 	char *audit_log;		/* NULL: none */
 	uint64_t audit_fsync_ms;
+	int audit_on_error;		/* enum audit_on_error */
 	uint64_t grace_ms;
 	int log_level;			/* syslog priority: LOG_DEBUG .. LOG_ERR */
 
@@ -125,6 +130,7 @@ struct config {
 		uint64_t max_output_bytes;
 		uint64_t max_client_memory;
 		uint64_t idle_timeout_ms;	/* 0: none */
+		unsigned io_threads;		/* worker threads for file work */
 		struct config_tool_cap *per_tool;
 		size_t n_per_tool;
 		uint32_t event_queue;

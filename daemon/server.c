@@ -26,6 +26,7 @@
 #include "daemon/providers.h"
 #include "lib/audit.h"
 #include "lib/dispatch.h"
+#include "lib/iopool.h"
 #include "lib/loop.h"
 #include "lib/registry.h"
 #include "lib/session.h"
@@ -634,6 +635,12 @@ static void watch_tools_dir(struct server *s)
 
 /* --- life cycle -------------------------------------------------------- */
 
+/* Logs the audit log's outages (their start and their end). */
+static void on_audit_log(void *userdata, bool error, const char *msg)
+{
+	log_msg(error ? LOG_ERR : LOG_NOTICE, "%s", msg);
+}
+
 int server_init(struct server *s, char **ret_err)
 {
 	s->listen_fd = -1;
@@ -665,8 +672,20 @@ int server_init(struct server *s, char **ret_err)
 	apply_config(s);
 	setup_providers(s);
 	dispatch_set_registry(s->dispatcher, s->registry);
+	r = iopool_new(s->loop, s->cfg.limits.io_threads, &s->iopool);
+	if (r < 0) {
+		*ret_err = xasprintf("io threads: %s", strerror(-r));
+		return r;
+	}
+	s->env.pool = s->iopool;
 	if (s->cfg.audit_log) {
-		r = audit_open(s->cfg.audit_log, s->loop, s->cfg.audit_fsync_ms, &s->audit);
+		const struct audit_opts ao = {
+			.flush_ms = s->cfg.audit_fsync_ms,
+			.pool = s->iopool,
+			.on_error = s->cfg.audit_on_error,
+			.log = on_audit_log,
+		};
+		r = audit_open_with(s->cfg.audit_log, s->loop, &ao, &s->audit);
 		if (r < 0) {
 			*ret_err = xasprintf("audit log %s: %s", s->cfg.audit_log, strerror(-r));
 			return r;
@@ -781,6 +800,7 @@ void server_free(struct server *s)
 	s->dispatcher = dispatcher_free(s->dispatcher);
 	providers_clear(&s->providers);
 	s->audit = audit_close(s->audit);
+	s->iopool = iopool_free(s->iopool);
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	if (s->socket_owned)

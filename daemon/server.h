@@ -84,6 +84,7 @@ struct server {
 	void (*sink)(struct conn *c, const struct jrpc_req *req, struct pending *p);
 	struct workspace *default_ws;
 	struct audit *audit;
+	struct iopool *iopool;		/* worker threads for blocking file work (limits.io_threads) */
 	struct tool_env env;
 	uid_t uid;			/* the daemon's own */
 	bool stopping;

@@ -23,6 +23,7 @@
 #include "lib/errors.h"
 #include "proto/base/util.h"
 
+struct iopool;
 struct json;
 struct schema;
 struct tc_loop;
@@ -107,6 +108,7 @@ struct tool_env {
 	const char *const *shell_env_allow;	/* NULL-terminated names */
 	size_t output_cap;			/* bytes kept per output stream */
 	size_t read_cap;			/* read_file's default limit */
+	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 };
 
 struct tool_call {
