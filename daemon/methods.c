@@ -107,6 +107,12 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 		invalid_params(p, "workspace must be a path");
 		return;
 	}
+	const struct json *te = json_get(params, "toolErrors");
+	const char *te_s = json_str(te);
+	if (te && (!te_s || (!str_eq(te_s, "result") && !str_eq(te_s, "envelope")))) {
+		invalid_params(p, "toolErrors must be \"result\" or \"envelope\"");
+		return;
+	}
 	int64_t calls = -1;
 	if (budget) {
 		const struct json *tc = json_get(budget, "toolCalls");
@@ -157,6 +163,8 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	session_unref(c->session);
 	c->session = session;
 	c->initialized = true;
+	if (te_s)
+		c->tool_errors_result = str_eq(te_s, "result");
 
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
@@ -368,6 +376,35 @@ static void write_result(const void *arg, struct buf *out)
 	outcome_write_result(a->o, a->replayed, out);
 }
 
+/*
+ * Answers a failed call as a CallResult with isError (initialize
+ * toolErrors "result"): MCP hosts show such results to the model, while
+ * they throw JSON-RPC errors away as exceptions. data is the envelope's
+ * data object, kept whole under structuredContent.error.
+ */
+static void error_as_result(struct pending *p, const char *msg, const char *data)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "content");
+	jgen_arr_open(g);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "type", "text");
+	jgen_kv_str(g, "text", msg);
+	jgen_obj_close(g);
+	jgen_arr_close(g);
+	jgen_key(g, "structuredContent");
+	jgen_obj_open(g);
+	jgen_kv_raw(g, "error", data, strlen(data));
+	jgen_obj_close(g);
+	jgen_kv_bool(g, "isError", true);
+	jgen_obj_close(g);
+	jgen_free(g);
+	conn_result(p, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
 static void call_complete(void *ctx, const struct outcome *o, bool replayed)
 {
 	struct pending *p = ctx;
@@ -382,7 +419,12 @@ static void call_complete(void *ctx, const struct outcome *o, bool replayed)
 		outcome_write_error_data(o, replayed, &b);
 		const char *msg = o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
 							 : o->message;
-		conn_error(p, tc_kind_code(o->kind), msg ? msg : tc_kind_name(o->kind), buf_head(&b));
+		if (!msg)
+			msg = tc_kind_name(o->kind);
+		if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND)
+			error_as_result(p, msg, buf_head(&b));
+		else
+			conn_error(p, tc_kind_code(o->kind), msg, buf_head(&b));
 	}
 	buf_free(&b);
 }
@@ -436,7 +478,10 @@ static void call_invalid(struct pending *p, const char *tool, const char *msg)
 	jgen_obj_close(g);
 	jgen_free(g);
 	char *m = xasprintf("Invalid params for tools/call: %s", msg);
-	conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
+	if (p->conn->tool_errors_result)
+		error_as_result(p, m, buf_head(&data));
+	else
+		conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
 	free(m);
 	buf_free(&data);
 }
