@@ -15,6 +15,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
+#include "daemon/methods_dispatch.h"
 #include "daemon/providers.h"
 #include "daemon/server.h"
 #include "lib/dispatch.h"
@@ -24,6 +25,7 @@
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
+#include "proto/llm.h"
 #include "version.h"
 
 #define LIST_PAGE 200
@@ -327,6 +329,12 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		defer(c, req, p);
 		return;
 	}
+	enum llm_format format = LLM_MCP;
+	const struct json *fv = json_get(req->params, "format");
+	if (fv && fv->type != JSON_NULL && llm_format_from_name(json_str(fv), &format) < 0) {
+		invalid_params(p, "format must be \"mcp\", \"openai\" or \"anthropic\"");
+		return;
+	}
 	struct session *session = conn_session(c);
 	size_t start = 0;
 	const struct json *cursor = json_get(req->params, "cursor");
@@ -351,7 +359,10 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		const struct tool *t = s->registry->tools[i];
 		if (!dispatch_tool_visible(d, session, t))
 			continue;
-		write_tool(g, t);
+		if (format == LLM_MCP)
+			write_tool(g, t);
+		else
+			llm_write_tool(g, format, t->name, t->description, t->input_schema);
 		listed++;
 	}
 	jgen_arr_close(g);
@@ -576,7 +587,9 @@ static void m_cancelled(struct conn *c, const struct jrpc_req *req, struct pendi
 		char *key = xstrndup(req->src + rid->off, rid->len);
 		struct pending *target = conn_pending_by_id(c, key);
 		free(key);
-		if (target && target->caller) {
+		if (target && methods_dispatch_cancel(target)) {
+			/* tools/dispatch: its calls are cancelled, no response. */
+		} else if (target && target->caller) {
 			/* As MCP says: the cancelled call gets no response. */
 			struct caller *caller = TAKE_PTR(target->caller);
 			conn_drop(target);
@@ -789,6 +802,7 @@ static const struct method methods[] = {
 	METHOD("server/discover", m_discover),
 	METHOD("tools/list", m_tools_list),
 	METHOD("tools/call", m_tools_call),
+	METHOD("tools/dispatch", m_tools_dispatch),
 	METHOD("notifications/cancelled", m_cancelled),
 	METHOD("sessions/cancel", m_sessions_cancel),
 	METHOD("events/subscribe", m_subscribe),

@@ -232,6 +232,66 @@ START_TEST(bridge_says_when_the_daemon_is_down)
 }
 END_TEST
 
+START_TEST(provider_formats)
+{
+	struct tcd d;
+	tcd_start(&d, "{}");
+	tcd_put(&d, "a.txt", "alpha");
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = tcc_request(c, "tools/list", "{\"format\":\"openai\"}");
+	ck_assert_str_eq(tj_str(r, "result.tools.0.type"), "function");
+	ck_assert_ptr_nonnull(tj_str(r, "result.tools.0.function.name"));
+	ck_assert_str_eq(tj_str(r, "result.tools.0.function.parameters.type"), "object");
+	r = tcc_request(c, "tools/list", "{\"format\":\"anthropic\"}");
+	ck_assert_str_eq(tj_str(r, "result.tools.0.input_schema.type"), "object");
+	r = tcc_request(c, "tools/list", "{\"format\":\"gemini\"}");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
+
+	/* OpenAI: arguments as JSON text; one tool message per call, in order. */
+	r = tcc_request(c, "tools/dispatch",
+			"{\"format\":\"openai\",\"calls\":["
+			"{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"read_file\","
+			"\"arguments\":\"{\\\"path\\\":\\\"a.txt\\\"}\"}},"
+			"{\"id\":\"call_2\",\"type\":\"function\",\"function\":{\"name\":\"read_file\","
+			"\"arguments\":\"{\\\"path\\\":\\\"nope.txt\\\"}\"}},"
+			"{\"id\":\"call_3\",\"type\":\"function\",\"function\":{\"name\":\"red_file\","
+			"\"arguments\":\"{}\"}}]}");
+	ck_assert_int_eq(tj_len(r, "result.messages"), 3);
+	ck_assert_str_eq(tj_str(r, "result.messages.0.role"), "tool");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.tool_call_id"), "call_1");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content"), "alpha");
+	ck_assert_str_eq(tj_str(r, "result.messages.1.tool_call_id"), "call_2");
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.messages.1.content"), "nope.txt"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.messages.2.content"), "Available:"));
+
+	/* Anthropic: tool_use blocks among text; one user message of results. */
+	r = tcc_request(c, "tools/dispatch",
+			"{\"format\":\"anthropic\",\"calls\":[{\"type\":\"text\",\"text\":\"Reading.\"},"
+			"{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"read_file\",\"input\":{\"path\":\"a.txt\"}},"
+			"{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"read_file\",\"input\":{\"path\":7}}]}");
+	ck_assert_int_eq(tj_len(r, "result.messages"), 1);
+	ck_assert_str_eq(tj_str(r, "result.messages.0.role"), "user");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.type"), "tool_result");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.tool_use_id"), "toolu_1");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.content"), "alpha");
+	ck_assert(!tj_bool(r, "result.messages.0.content.0.is_error"));
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.1.tool_use_id"), "toolu_2");
+	ck_assert(tj_bool(r, "result.messages.0.content.1.is_error"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.messages.0.content.1.content"), "expected string"));
+
+	r = tcc_request(c, "tools/dispatch", "{\"format\":\"openai\",\"calls\":[{\"id\":1}]}");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "calls[0] id"));
+	/* No calls: nothing to append. */
+	r = tcc_request(c, "tools/dispatch", "{\"format\":\"anthropic\",\"calls\":[]}");
+	ck_assert_int_eq(tj_len(r, "result.messages"), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("bridge");
@@ -241,6 +301,7 @@ int main(void)
 	tcase_add_test(tc, bridge_relays_and_adds_what_a_host_cannot_send);
 	tcase_add_test(tc, bridge_keeps_what_the_host_sent);
 	tcase_add_test(tc, bridge_says_when_the_daemon_is_down);
+	tcase_add_test(tc, provider_formats);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
