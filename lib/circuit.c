@@ -11,7 +11,7 @@
 #include "lib/dispatch.h"
 #include "lib/events.h"
 #include "lib/tool.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 bool circuit_allows(struct circuit *c, const struct dispatch_config *cfg, uint64_t now,
 		    uint64_t *ret_retry_after, bool *ret_probe)

@@ -12,7 +12,7 @@
 #include "lib/dispatch.h"
 #include "lib/map.h"
 #include "lib/outcome.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 void idem_init(struct idem_cache *c)
 {

@@ -14,7 +14,7 @@
 
 #include "lib/errors.h"
 #include "lib/tool.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct buf;
 

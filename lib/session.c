@@ -10,7 +10,7 @@
 
 #include "lib/map.h"
 #include "lib/workspace.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct session_table *session_table_new(void)
 {

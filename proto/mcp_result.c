@@ -10,9 +10,9 @@
 
 #include <string.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 DEFINE_CLEANUP_FUNC(struct json_doc, json_doc_unref)
 DEFINE_CLEANUP_FUNC(struct jgen, jgen_free)

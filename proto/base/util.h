@@ -33,6 +33,9 @@ char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);
 char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
 char *xvasprintf(const char *fmt, va_list ap) PRINTF(1, 0);
+/* Sets *ret_err to the formatted message and returns -EINVAL: for parsers
+ * that explain what they refuse. */
+int set_errorf(char **ret_err, const char *fmt, ...) PRINTF(2, 3);
 
 static inline void freep(void *p) { free(*(void **)p); }
 static inline void closep(int *fd) { if (*fd >= 0) { int e = errno; close(*fd); errno = e; } }
