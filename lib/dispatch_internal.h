@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The dispatch engine's own structures, shared by the files that make it
- * up (dispatch.c: callers, executions, attempts, cancellation; dispatch_fair.c: the
- * queues and the slots; confirm.c: confirmation requests; admit.c:
- * admission) and by nothing else.
+ * up (dispatch.c: callers, executions, attempts, cancellation;
+ * dispatch_fair.c: the queues and the slots; confirm.c: confirmation
+ * requests; admit.c: admission) and by nothing else.
  */
 #ifndef TC_DISPATCH_INTERNAL_H
 #define TC_DISPATCH_INTERNAL_H

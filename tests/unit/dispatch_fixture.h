@@ -5,10 +5,11 @@
  * (sess, uid 1000), and what it answered and emitted, recorded.
  *
  * Fake tools: "slow" (async, read), "slow_idem" (async, idempotent),
- * "echo" (synchronous, echoes its arguments), "writer" (async, write) and
- * "prog" (async, its execution errors count for the circuit, as a
- * command or mcp tool's do) and "capped" (async, one call at a time). An async attempt waits in pending[] until the
- * test ends it with complete_first() or complete_tag().
+ * "echo" (synchronous, echoes its arguments), "writer" (async, write),
+ * "prog" (async, its execution errors count for the circuit, as a command
+ * or mcp tool's do) and "capped" (async, one call at a time). An async
+ * attempt waits in pending[] until the test ends it with complete_first()
+ * or complete_tag().
  */
 #ifndef TC_DISPATCH_FIXTURE_H
 #define TC_DISPATCH_FIXTURE_H

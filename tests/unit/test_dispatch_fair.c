@@ -37,7 +37,7 @@ static void teardown_other(void)
 	teardown();
 }
 
-/* Applies the defaults changed by f. */
+/* Sets the default config with the changes stmt makes to c. */
 #define WITH_CONFIG(stmt)                             \
 	do {                                          \
 		struct dispatch_config cfg_;          \
