@@ -61,7 +61,6 @@ struct caller {
 	uint64_t accepted_ms;		/* durations count from here */
 };
 
-
 void dispatch_config_defaults(struct dispatch_config *c)
 {
 	*c = (struct dispatch_config){
