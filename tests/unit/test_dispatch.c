@@ -4,6 +4,8 @@
  * scripted random source: every branch of the flow for one call (lookup,
  * validation, idempotency join/replay/conflict, budget, circuit,
  * confirmation, caps, timeout, retry with backoff), exactly and at once.
+ * The fake tools and recorders are in tests/unit/dispatch_fixture.h;
+ * sharing between uids and sessions is tested in test_dispatch_fair.c.
  */
 #include <check.h>
 #include <stdio.h>
