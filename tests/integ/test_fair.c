@@ -181,9 +181,11 @@ START_TEST(keys_flood_evicts_only_own)
 	r = tcc_wait_id(a, id, 10000);
 	tc_assert_ok(r);
 	ck_assert(tj_bool(r, "result._meta.toolcalld/replayed"));
-	char *log = tcd_read(&d, tcd_ws_path(&d, "once.log"), NULL);
+	char *path = tcd_ws_path(&d, "once.log");
+	char *log = tcd_read(&d, path, NULL);
 	ck_assert_str_eq(log, "ran\n");
 	free(log);
+	free(path);
 	tcc_close(a);
 	tcc_close(b);
 	ck_assert_int_eq(tcd_stop(&d), 0);
