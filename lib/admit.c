@@ -158,12 +158,14 @@ struct outcome *admit_validate_arguments(struct admission *a)
 	return o;
 }
 
-/* Applies the confirmation policy (always_allow wins for the session). */
+/* Applies the confirmation policy (always_allow wins for the session);
+ * "sandboxed" becomes auto or prompt by what the call will run under. */
 void admit_decide_confirmation(struct dispatcher *d, struct session *s, struct admission *a)
 {
 	a->mode = CONFIRM_AUTO;
 	if (d->policy && !map_get(s->always_allow, a->t->name))
-		a->mode = policy_decide(d->policy, a->t->name, a->t->side_effects, s->ws ? s->ws->root : NULL);
+		a->mode = policy_settle_sandboxed(policy_decide(d->policy, a->t->name, a->t->side_effects,
+								s->ws ? s->ws->root : NULL), a->t);
 }
 
 /* Paths: when someone will be asked to confirm, the kernel resolves what
