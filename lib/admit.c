@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Admission steps of a call: find the tool (or list those the session may
- * call), parse and validate the arguments (every schema error in one
+ * call), refuse while the audit log is down (on_error "refuse"), parse and validate the arguments (every schema error in one
  * message and as data.errors), decide the confirmation mode, check paths,
  * look up the idempotency key, ask the circuit, check the budget.
  */
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 
+#include "lib/audit.h"
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
 #include "lib/map.h"
@@ -116,6 +117,14 @@ struct outcome *admit_find_tool(struct dispatcher *d, struct session *s, struct 
 		return outcome_error(TC_PERMISSION_DENIED, "Tool '%s' is denied by policy", a->name);
 	a->t = NULL;
 	return not_found(d, s, a->name);
+}
+
+struct outcome *admit_check_audit(struct dispatcher *d)
+{
+	if (!audit_refusing(d->audit))
+		return NULL;
+	return outcome_error(TC_INTERNAL, "The audit log cannot be written and audit.on_error is \"refuse\", "
+			     "so no call runs until it can be written again; the call was not run");
 }
 
 /* Takes the arguments: an object, or JSON text in a string (as

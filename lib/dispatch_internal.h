@@ -63,6 +63,7 @@ struct exec {
 	bool holds_slot;
 	bool probe;
 	uint64_t confirm_seq;		/* when confirmation was asked */
+	pid_t pid;			/* its first caller's, for an audit line nobody waits for */
 };
 
 struct dispatcher {
