@@ -104,6 +104,8 @@ static char *projected_file(const struct workspace *ws, const char *path, size_t
 /* Resolves the paths the call names, once, when it is asked. */
 static void project_files(struct confirm *c, const struct exec *e)
 {
+	if (!e->session->ws)
+		return;
 	for (const char *const *p = e->tool->def->path_args; p && *p; p++) {
 		const struct json *v = json_get(e->args, *p);
 		if (!v || v->type != JSON_STRING)
