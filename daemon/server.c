@@ -31,6 +31,7 @@
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
+#include "lib/workspace_root.h"
 #include "proto/json.h"
 #include "tools/mcp.h"
 
@@ -422,6 +423,8 @@ static void apply_config(struct server *s)
 	dispatch_set_policy(s->dispatcher, &c->confirmation);
 	dispatch_set_env(s->dispatcher, &s->env);
 	log_set_level(c->log_level);
+	s->ws_roots = ws_roots_free(s->ws_roots);
+	s->ws_roots = methods_resolve_roots(s);
 }
 
 struct reload_arg {
@@ -815,6 +818,7 @@ void server_free(struct server *s)
 		close(s->spare_fd);
 	registry_unref(s->registry);
 	ws_unref(s->default_ws);
+	s->ws_roots = ws_roots_free(s->ws_roots);
 	s->sessions = session_table_free(s->sessions);
 	tc_loop_ev_free(s->loop);
 	if (s->ev) {

@@ -77,6 +77,7 @@ struct exec {
 	bool parked;			/* queue_node is in ts->parked */
 	bool probe;
 	uint64_t confirm_seq;		/* when confirmation was asked */
+	pid_t pid;			/* its first caller's, for an audit line nobody waits for */
 };
 
 struct dispatcher {

@@ -57,8 +57,7 @@ void dispatch_write_stats(struct dispatcher *d, struct jgen *g)
 	if (d->audit) {
 		jgen_key(g, "audit");
 		jgen_obj_open(g);
-		jgen_kv_int(g, "lines", (int64_t)audit_lines(d->audit));
-		jgen_kv_int(g, "lost", (int64_t)audit_lost(d->audit));
+		audit_write_stats(d->audit, g);
 		jgen_obj_close(g);
 	}
 	jgen_key(g, "tools");

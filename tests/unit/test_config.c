@@ -408,12 +408,12 @@ END_TEST
 START_TEST(error_bad_mode)
 {
 	assert_error("{\n\t\"confirmation\": {\n\t\t\"default\": { \"write\": \"maybe\" }\n\t}\n}",
-		     "t.json:3:25: confirmation.default.write: expected \"auto\", \"prompt\" or \"deny\"");
+		     "t.json:3:25: confirmation.default.write: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"");
 	assert_error("{\"confirmation\": {\"per_tool\": {\"shell\": true}}}",
-		     "t.json:1:41: confirmation.per_tool.shell: expected \"auto\", \"prompt\" or \"deny\", got boolean");
+		     "t.json:1:41: confirmation.per_tool.shell: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\", got boolean");
 	assert_error("{\"confirmation\": {\"trusted_workspace_overrides\": {\"write\": \"Auto\"}}}",
 		     "t.json:1:60: confirmation.trusted_workspace_overrides.write: "
-		     "expected \"auto\", \"prompt\" or \"deny\"");
+		     "expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"");
 }
 END_TEST
 
@@ -689,6 +689,27 @@ START_TEST(policy_defaults)
 }
 END_TEST
 
+/* "sandboxed": auto only for a call that runs sandboxed without network. */
+START_TEST(policy_sandboxed_mode)
+{
+	ck_assert_int_eq(confirm_mode_from_name("sandboxed"), CONFIRM_SANDBOXED);
+	struct tool t = { .name = "shell" };
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
+	t.sandbox_profile = "off";
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
+	t.sandbox_profile = "workspace-write";
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_AUTO);
+	t.network = true;
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
+	t.sandbox_profile = "read-only";
+	t.network = false;
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_AUTO);
+	/* Other modes stay what they are. */
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_DENY, &t), CONFIRM_DENY);
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_PROMPT, &t), CONFIRM_PROMPT);
+}
+END_TEST
+
 START_TEST(policy_trusted_workspace_example)
 {
 	/* The contract's example: in a trusted workspace writes run at once,
@@ -814,6 +835,7 @@ int main(void)
 	tcase_add_test(tp, policy_precedence);
 	tcase_add_test(tp, policy_trusted_symlink_canonical);
 	tcase_add_test(tp, mode_names);
+	tcase_add_test(tp, policy_sandboxed_mode);
 	suite_add_tcase(s, tp);
 
 	return run_suite(s);
