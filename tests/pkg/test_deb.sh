@@ -13,6 +13,8 @@
 # Skips (77) without root or without the packaging tools.
 #
 #   sh tests/pkg/test_deb.sh            (meson test --suite pkg)
+#   TC_DEB=build-deb/toolcalld_0.1.0_amd64.deb sh tests/pkg/test_deb.sh
+#                                       (a package built before)
 set -eu
 
 skip() { echo "SKIP: $*"; exit 77; }
@@ -20,7 +22,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "-- $*"; }
 
 [ "$(id -u)" -eq 0 ] || skip "installs a package: needs root"
-for p in dpkg-buildpackage dh lintian systemd-sysusers systemd-tmpfiles runuser flock; do
+for p in dpkg-buildpackage dh lintian systemd-sysusers systemd-tmpfiles runuser setpriv flock; do
 	command -v "$p" >/dev/null || skip "$p is missing (sh packaging/deps.sh deb)"
 done
 top=${TC_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -43,6 +45,7 @@ daemon_pid=""
 
 cleanup() {
 	status=$?
+	set +e
 	[ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
 	if installed; then
 		echo "cleanup: purging the package"
@@ -63,8 +66,12 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-step "build (packaging/deb.sh)"
-deb=$(sh "$top/packaging/deb.sh" "$tmp/out") || fail "make deb failed"
+if [ -n "${TC_DEB:-}" ]; then
+	deb=$TC_DEB
+else
+	step "build (packaging/deb.sh)"
+	deb=$(sh "$top/packaging/deb.sh" "$tmp/out") || fail "make deb failed"
+fi
 [ -f "$deb" ] || fail "packaging/deb.sh printed '$deb', which is not a file"
 
 step "dpkg -i $(basename "$deb")"
@@ -122,7 +129,9 @@ fi
 
 step "the installed daemon serves as toolcalld"
 sock=/run/toolcalld/pkgtest-$$.sock
-runuser -u toolcalld -- /usr/sbin/toolcalld --config /etc/toolcalld/toolcalld.json \
+# setpriv execs the daemon (runuser would stay its parent and take the signal).
+setpriv --reuid toolcalld --regid toolcalld --init-groups \
+	/usr/sbin/toolcalld --config /etc/toolcalld/toolcalld.json \
 	--socket "$sock" >"$tmp/daemon.log" 2>&1 &
 daemon_pid=$!
 i=0
@@ -139,7 +148,9 @@ out=$(/usr/bin/toolcallctl -s "$sock" call write_file '{"path":"pkgtest.txt","co
 # is that the daemon answered; the workspace's ownership is checked above.
 echo "$out" | grep -q . || fail "no answer to write_file"
 kill -TERM "$daemon_pid"
-wait "$daemon_pid" || fail "the daemon exited with $? on SIGTERM"
+rc=0
+wait "$daemon_pid" || rc=$?
+[ $rc -eq 0 ] || { cat "$tmp/daemon.log"; fail "the daemon exited with $rc on SIGTERM"; }
 daemon_pid=""
 [ ! -e "$sock" ] || fail "the daemon left $sock behind"
 
