@@ -22,32 +22,13 @@ mkdir -p "$bin"
 ln -sf "$(cd "$(dirname "$daemon")" && pwd)/toolcalld" "$bin/toolcalld"
 ln -sf "$(cd "$(dirname "$ctl")" && pwd)/toolcallctl" "$bin/toolcallctl"
 
-# The daemon's own rule for its default socket, so the path printed below
-# is the one it will listen on.
-if [ -n "${TOOLCALLD_SOCKET:-}" ]; then
-	sock=$TOOLCALLD_SOCKET
-elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then
-	sock=$XDG_RUNTIME_DIR/toolcalld.sock
-else
-	sock=/run/toolcalld/toolcalld.sock
-fi
-
-# Without XDG_RUNTIME_DIR and without root, /run/toolcalld is out of reach:
-# say so, and use a private directory instead of failing.
-sockdir=$(dirname "$sock")
-parent=$(dirname "$sockdir")
-if { [ -d "$sockdir" ] && [ ! -w "$sockdir" ]; } ||
-   { [ ! -d "$sockdir" ] && [ ! -w "$parent" ]; }; then
-	fallback=${TMPDIR:-/tmp}/toolcalld-$(id -u)
-	mkdir -p "$fallback"
-	chmod 700 "$fallback"
-	echo "run: cannot create $sock (not root, XDG_RUNTIME_DIR unset);" >&2
-	echo "run: using $fallback/toolcalld.sock instead" >&2
-	sock=$fallback/toolcalld.sock
-	export TOOLCALLD_SOCKET="$sock"
-fi
-
+# The daemon's own rule for its default socket ($TOOLCALLD_SOCKET, else
+# $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock for
+# root, else /tmp/toolcalld-UID/toolcalld.sock): --check-config prints the
+# path it will listen on, after checking what start-up needs.
 ws=$(pwd)
+checked=$("$daemon" --check-config --workspace "$ws") || exit 1
+sock=$(printf '%s\n' "$checked" | sed -n 's/^socket: //p')
 cat <<EOF
 
 toolcalld: serving $ws

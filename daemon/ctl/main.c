@@ -476,6 +476,14 @@ static int run(int argc, char **argv)
 		.timeout_ms = o.timeout_ms != -2 ? o.timeout_ms : cmd->waits ? -1 : DEFAULT_TIMEOUT_MS,
 		.waitmask = waitmask,
 	};
+	/* The fallback in /tmp: connect only through a directory of our own,
+	 * never to a socket someone else put there. */
+	_cleanup_free_ char *dir_err = NULL;
+	if (default_socket_is_private(socket_path) && default_socket_private_dir(false, &dir_err) < 0) {
+		fprintf(stderr, "toolcallctl: cannot connect to %s: %s\n", socket_path, dir_err);
+		free(o.call_args);
+		return EXIT_CONNECT;
+	}
 	int r = client_connect(&c, socket_path);
 	if (r < 0) {
 		fprintf(stderr, "toolcallctl: cannot connect to %s: %s\n", socket_path, strerror(-r));

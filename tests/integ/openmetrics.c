@@ -22,7 +22,7 @@ struct family {
 };
 
 struct hist {
-	char key[1024];		/* family + labels without le */
+	char key[1400];		/* family + labels without le */
 	double last_le, inf_count, last_count;
 	bool any_bucket, inf_seen, count_seen, sum_seen;
 	double count;
