@@ -72,6 +72,28 @@ static int run_stats(struct client *c, struct opts *o, char **args, int n)
 	return simple_request(c, o, "admin/stats", NULL, NULL, NULL);
 }
 
+/* Says what an admin/metrics result lacks, or NULL. */
+static const char *bad_metrics(const struct json *result)
+{
+	const struct json *text = json_get(result, "text");
+	if (!text || text->type != JSON_STRING)
+		return "a result without the metrics text";
+	return NULL;
+}
+
+/* Prints the OpenMetrics text as it came (it ends with its own newline). */
+static void show_metrics(const struct json *result)
+{
+	const struct json *text = json_get(result, "text");
+	fwrite(text->u.str.s, 1, text->u.str.len, stdout);
+}
+
+/* metrics: admin/metrics, the OpenMetrics text (--json: the JSON answer). */
+static int run_metrics(struct client *c, struct opts *o, char **args, int n)
+{
+	return simple_request(c, o, "admin/metrics", NULL, bad_metrics, show_metrics);
+}
+
 /* Says what a sessions/cancel result lacks, or NULL. */
 static const char *bad_cancelled(const struct json *result)
 {
@@ -340,6 +362,8 @@ static const struct command commands[] = {
 	  .min_args = 1, .max_args = 2, .waits = true, .check = check_call, .run = run_call },
 	{ .name = "stats", .args = "", .help = "print the daemon's counters",
 	  .min_args = 0, .max_args = 0, .run = run_stats },
+	{ .name = "metrics", .args = "", .help = "print the daemon's metrics (OpenMetrics text)",
+	  .min_args = 0, .max_args = 0, .run = run_metrics },
 	{ .name = "cancel", .args = "[SESSION]",
 	  .help = "cancel the calls in flight of SESSION",
 	  .min_args = 0, .max_args = 1, .check = check_cancel, .run = run_cancel },

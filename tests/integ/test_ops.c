@@ -18,6 +18,7 @@
 #include "tests/integ/harness.h"
 #include "tests/integ/openmetrics.h"
 #include "tests/unit/check_main.h"
+#include "version.h"
 
 /* A scratch directory others may search (mode 0755), for runs as another uid. */
 static char *scratch(void)
@@ -247,6 +248,62 @@ START_TEST(default_socket_fallback_for_users)
 }
 END_TEST
 
+/* Checks text with the strict grammar, failing with the text on error. */
+static void assert_openmetrics(const char *text)
+{
+	char err[512] = "";
+	ck_assert_msg(om_check(text, err, sizeof(err)) == 0, "not OpenMetrics: %s\n%s", err, text);
+}
+
+START_TEST(metrics_are_strict_openmetrics)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"audit_log\":\"@DIR@/audit.jsonl\"}");
+	tcd_put(&d, "a.txt", "hello\n");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(c, "list_dir", "{}"));
+	tcc_call(c, "read_file", "{\"path\":\"missing.txt\"}");
+	tcc_call(c, "red_file", "{}");
+
+	const struct json *r = tcc_request(c, "admin/metrics", NULL);
+	tc_assert_ok(r);
+	const char *text = tj_str(r, "result.text");
+	ck_assert_ptr_nonnull(text);
+	assert_openmetrics(text);
+	ck_assert(om_value(text, "toolcalld_build_info", "{version=\"" TOOLCALLD_VERSION "\"}") == 1);
+	ck_assert(om_value(text, "toolcalld_calls_total", "{tool=\"read_file\"}") == 3);
+	ck_assert(om_value(text, "toolcalld_calls_total", "{tool=\"list_dir\"}") == 1);
+	ck_assert(om_value(text, "toolcalld_call_errors_total",
+			   "{tool=\"read_file\",kind=\"execution_error\"}") == 1);
+	ck_assert(om_value(text, "toolcalld_call_errors_total",
+			   "{tool=\"(unknown)\",kind=\"not_found\"}") == 1);
+	ck_assert(om_value(text, "toolcalld_call_duration_seconds_count", "{tool=\"read_file\"}") == 3);
+	ck_assert(om_value(text, "toolcalld_call_duration_seconds_bucket",
+			   "{tool=\"read_file\",le=\"+Inf\"}") == 3);
+	ck_assert(om_value(text, "toolcalld_call_duration_seconds_bucket",
+			   "{tool=\"read_file\",le=\"600\"}") == 3);
+	ck_assert(om_value(text, "toolcalld_calls_in_flight", "") == 0);
+	ck_assert(om_value(text, "toolcalld_calls_queued", "") == 0);
+	ck_assert(om_value(text, "toolcalld_connections_open", "") == 1);
+	ck_assert(om_value(text, "toolcalld_tools", "") >= 5);
+	ck_assert(om_value(text, "toolcalld_idempotency_entries", "") >= 0);
+	ck_assert(om_value(text, "toolcalld_audit_lines_total", "") >= 0);
+
+	/* toolcallctl metrics prints the text itself. */
+	const char *argv[] = { tc_ctl_path(), "-s", d.sock, "metrics", NULL };
+	char *out = NULL;
+	ck_assert_int_eq(tc_run(argv, NULL, NULL, &out, NULL, 10000), 0);
+	assert_openmetrics(out);
+	ck_assert(om_value(out, "toolcalld_calls_total", "{tool=\"list_dir\"}") == 1);
+	free(out);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ops");
@@ -259,6 +316,10 @@ int main(void)
 	tc = tcase_create("default_socket");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, default_socket_fallback_for_users);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("metrics");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, metrics_are_strict_openmetrics);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
