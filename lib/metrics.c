@@ -131,7 +131,7 @@ static uint64_t tool_circuit_open(const struct tool_stats *t, const struct tool_
 static void durations(struct dispatcher *d, struct buf *b)
 {
 	metrics_family(b, "toolcalld_call_duration_seconds", "histogram", "seconds",
-		       "Time from a call's first attempt to its answer, per tool.");
+		       "Time from a call's acceptance to its outcome, per tool.");
 	size_t it = 0;
 	const char *name;
 	void *v;
