@@ -29,16 +29,20 @@ static char *dir_of(const char *path)
 	return xstrdup(dirname(copy));
 }
 
-int preflight_workspace(const char *path, char **ret_err)
+/* Why dir is not a directory the daemon may use with access mode, or 0. */
+static int dir_unusable(const char *dir, int mode)
 {
 	struct stat st;
-	int e = 0;
-	if (stat(path, &st) < 0)
-		e = errno;
-	else if (!S_ISDIR(st.st_mode))
-		e = ENOTDIR;
-	else if (access(path, R_OK | X_OK) < 0)
-		e = errno;
+	if (stat(dir, &st) < 0)
+		return errno;
+	if (!S_ISDIR(st.st_mode))
+		return ENOTDIR;
+	return access(dir, mode) < 0 ? errno : 0;
+}
+
+int preflight_workspace(const char *path, char **ret_err)
+{
+	int e = dir_unusable(path, R_OK | X_OK);
 	if (e) {
 		*ret_err = xasprintf("workspace %s: %s", path, strerror(e));
 		return -e;
@@ -50,19 +54,14 @@ int preflight_allowed(const struct config *cfg, void (*warn)(const char *msg), c
 {
 	for (size_t i = 0; i < cfg->n_workspaces_allowed; i++) {
 		const char *root = cfg->workspaces_allowed[i];
-		struct stat st;
-		if (stat(root, &st) < 0 && errno == ENOENT) {
+		if (access(root, F_OK) < 0 && errno == ENOENT) {
 			_cleanup_free_ char *msg = xasprintf("workspaces.allowed: %s does not exist (yet); "
 							     "clients cannot use it until it does", root);
 			if (warn)
 				warn(msg);
 			continue;
 		}
-		int e = 0;
-		if (stat(root, &st) < 0)
-			e = errno;
-		else if (!S_ISDIR(st.st_mode))
-			e = ENOTDIR;
+		int e = dir_unusable(root, X_OK);
 		if (e) {
 			*ret_err = xasprintf("workspaces.allowed: %s: %s", root, strerror(e));
 			return -e;
@@ -88,13 +87,7 @@ int preflight_audit_log(const char *path, char **ret_err)
 		return -e;
 	}
 	_cleanup_free_ char *dir = dir_of(path);
-	int e = 0;
-	if (stat(dir, &st) < 0)
-		e = errno;
-	else if (!S_ISDIR(st.st_mode))
-		e = ENOTDIR;
-	else if (access(dir, W_OK | X_OK) < 0)
-		e = errno;
+	int e = dir_unusable(dir, W_OK | X_OK);
 	if (e) {
 		*ret_err = xasprintf("audit log %s: cannot create it in %s: %s", path, dir, strerror(e));
 		return -e;
@@ -130,13 +123,7 @@ int preflight_socket(const char *path, bool create, char **ret_err)
 		}
 		return 0;
 	}
-	int e = 0;
-	if (stat(dir, &st) < 0)
-		e = errno;
-	else if (!S_ISDIR(st.st_mode))
-		e = ENOTDIR;
-	else if (access(dir, W_OK | X_OK) < 0)
-		e = errno;
+	int e = dir_unusable(dir, W_OK | X_OK);
 	if (e) {
 		*ret_err = xasprintf("socket directory %s: %s", dir, strerror(e));
 		return -e;
