@@ -386,7 +386,9 @@ static void usage(FILE *f)
 	}
 	fprintf(f, "\nOptions:\n"
 		   "  -s, --socket PATH       the daemon's socket (default: $TOOLCALLD_SOCKET, else\n"
-		   "                          $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock)\n"
+		   "                          $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock\n"
+		   "                          for root or who may write there, else\n"
+		   "                          /tmp/toolcalld-UID/toolcalld.sock: the daemon's rule)\n"
 		   "  -t, --timeout MS        how long to wait for an answer; 0 waits forever\n"
 		   "                          (default: %d ms, none for call)\n"
 		   "  -j, --json              print results as JSON\n"

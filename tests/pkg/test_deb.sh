@@ -116,10 +116,17 @@ ls /etc/systemd/system/*.wants/toolcalld.service >/dev/null 2>&1 &&
 grep -q '^User=toolcalld$' /lib/systemd/system/toolcalld.service || fail "the service does not run as toolcalld"
 
 step "toolcalld --check-config on the installed config"
-/usr/sbin/toolcalld --check-config --config /etc/toolcalld/toolcalld.json ||
+# As a service would run it: no XDG_RUNTIME_DIR, no TOOLCALLD_SOCKET; the
+# socket is then /run/toolcalld/toolcalld.sock for both.
+env -u XDG_RUNTIME_DIR -u TOOLCALLD_SOCKET \
+	/usr/sbin/toolcalld --check-config --config /etc/toolcalld/toolcalld.json ||
 	fail "--check-config fails as root"
-runuser -u toolcalld -- /usr/sbin/toolcalld --check-config --config /etc/toolcalld/toolcalld.json ||
+out=$(env -u XDG_RUNTIME_DIR -u TOOLCALLD_SOCKET runuser -u toolcalld -- \
+	/usr/sbin/toolcalld --check-config --config /etc/toolcalld/toolcalld.json) ||
 	fail "--check-config fails as toolcalld"
+echo "$out"
+echo "$out" | grep -qx 'socket: /run/toolcalld/toolcalld.sock' ||
+	fail "toolcalld would not listen on /run/toolcalld/toolcalld.sock"
 
 if command -v logrotate >/dev/null; then
 	step "logrotate -d"
