@@ -17,6 +17,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/methods_dispatch.h"
+#include "daemon/metrics.h"
 #include "daemon/providers.h"
 #include "daemon/server.h"
 #include "lib/dispatch.h"
@@ -810,6 +811,23 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	answer(p, &b);
 }
 
+/* admin/metrics: {text}, the numbers of admin/stats in OpenMetrics text. */
+static void m_metrics(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	if (!p)
+		return;
+	struct buf text = {0}, b = {0};
+	metrics_write(c->srv, &text);
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "text");
+	jgen_strn(g, buf_head(&text), buf_size(&text));
+	jgen_obj_close(g);
+	jgen_free(g);
+	buf_free(&text);
+	answer(p, &b);
+}
+
 /* --- the table --------------------------------------------------------- */
 
 struct method {
@@ -834,6 +852,7 @@ static const struct method methods[] = {
 	METHOD("confirmations/resolve", m_resolve),
 	METHOD("admin/reload", m_reload),
 	METHOD("admin/stats", m_stats),
+	METHOD("admin/metrics", m_metrics),
 };
 
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)

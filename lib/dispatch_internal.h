@@ -112,6 +112,10 @@ struct dispatcher {
 
 /* Ends an execution with outcome o (consumed) and answers every caller. */
 void exec_finish(struct exec *e, struct outcome *o);
+/* dispatch_stats.c: the state of a tool's circuit for the uid it is worst
+ * for ("closed", "half-open" or "open"). */
+const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
+
 /* Queues an execution for a slot, or refuses it when the queue is full. */
 void exec_enqueue(struct exec *e);
 /* Arms the exec's one timer with a callback (timeout, backoff, confirmation). */
