@@ -7,7 +7,8 @@ set -eu
 
 pkgs="build-essential meson ninja-build pkg-config libev-dev libyajl-dev
 libsystemd-dev check socat systemd json-schema-test-suite clang
-libclang-rt-14-dev valgrind procps util-linux"
+libclang-rt-14-dev valgrind procps util-linux
+libhiredis-dev redis-server"
 
 missing=""
 for p in $pkgs; do
