@@ -146,6 +146,7 @@ struct store_wait {
 	struct tc_timer *poll;
 	struct store_wait *local;	/* handed to the local store in an outage */
 	char token[TOKEN_LEN + 1];	/* of the claim in flight */
+	bool *freed;			/* set when w is freed (a caller on the stack asks) */
 	bool joined;
 	/* Task requests. */
 	void (*get_cb)(void *arg, int r, const char *meta, size_t n);
@@ -453,6 +454,8 @@ static void chan_leave(struct store_wait *w)
 
 static void wait_free(struct store_wait *w)
 {
+	if (w->freed)
+		*w->freed = true;
 	if (w->cmd)
 		w->cmd->arg = NULL;
 	chan_leave(w);
@@ -512,7 +515,14 @@ static void wait_fallback(struct store_wait *w)
 	}
 	chan_leave(w);
 	tc_timer_stop(w->poll);
-	w->local = store_claim(r->local, &w->k, local_answer, w);
+	/* The local store may answer (and so free w) at once. */
+	bool freed = false;
+	w->freed = &freed;
+	struct store_wait *lw = store_claim(r->local, &w->k, local_answer, w);
+	if (!freed) {
+		w->freed = NULL;
+		w->local = lw;
+	}
 }
 
 static void hex(const uint8_t *p, size_t n, char *out)
