@@ -107,6 +107,15 @@ static int take_u64(const struct json *v, uint64_t *ret)
 	return 0;
 }
 
+/* The kind named s, or -1. */
+static int kind_from_name(const char *s)
+{
+	for (int k = 0; k < TC_KIND_MAX; k++)
+		if (str_eq(tc_kind_name((enum tc_kind)k), s))
+			return k;
+	return -1;
+}
+
 static int decode_member(struct outcome *o, const char *text, const char *key, const struct json *v)
 {
 	uint64_t u;
@@ -114,7 +123,7 @@ static int decode_member(struct outcome *o, const char *text, const char *key, c
 	if (str_eq(key, "k")) {
 		if (v->type != JSON_STRING)
 			return -EINVAL;
-		int k = tc_kind_from_name(v->u.str.s);
+		int k = kind_from_name(v->u.str.s);
 		if (k < 0)
 			return -EINVAL;
 		o->kind = (enum tc_kind)k;

@@ -908,13 +908,14 @@ static void rs_task_put(struct store *s, uid_t uid, const char *id, const char *
 }
 
 /* A task's JSON read back: an object of bounded size, or nothing. */
-static bool task_meta_ok(const redisReply *m)
+static bool task_meta_ok(const struct rstore *r, const redisReply *m)
 {
-	if (m->type != REDIS_REPLY_STRING || m->len == 0 || m->len > MAX_TASK_META)
+	if (m->type != REDIS_REPLY_STRING || m->len == 0 || m->len > r->cfg.max_value_bytes + MAX_TASK_META)
 		return false;
 	struct json_doc *doc = NULL;
 	struct json_err err;
-	if (json_parse(m->str, m->len, 0, 8, &doc, &err) < 0)
+	/* Deep enough for an outcome's structured content inside. */
+	if (json_parse(m->str, m->len, 0, 96, &doc, &err) < 0)
 		return false;
 	bool ok = json_doc_root(doc)->type == JSON_OBJECT;
 	json_doc_unref(doc);
@@ -938,7 +939,7 @@ static void task_get_reply(struct rstore *r, redisReply *reply, void *arg)
 		cb(cb_arg, -ENOENT, NULL, 0);
 		return;
 	}
-	if (!task_meta_ok(reply)) {
+	if (!task_meta_ok(r, reply)) {
 		outage(r, "a task record is not one this store wrote");
 		wait_fallback(w);
 		return;
@@ -984,7 +985,7 @@ static void task_list_reply(struct rstore *r, redisReply *reply, void *arg)
 		const redisReply *o = reply->element[2 * i], *m = reply->element[2 * i + 1];
 		char *end = NULL;
 		double d = o->type == REDIS_REPLY_STRING ? strtod(o->str, &end) : -1;
-		if (!end || *end || d < 0 || d > 9007199254740992.0 || !task_meta_ok(m)) {
+		if (!end || *end || d < 0 || d > 9007199254740992.0 || !task_meta_ok(r, m)) {
 			ok = false;
 			break;
 		}
