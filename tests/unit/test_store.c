@@ -12,17 +12,13 @@
  */
 #include <check.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ev.h>
-#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 
 #include "lib/loop.h"
+#include "tests/unit/redis_server.h"
 #include "lib/store.h"
 #include "proto/buf.h"
 #include "proto/util.h"
@@ -91,74 +87,7 @@ static void run_for(int ms)
 	run_until(&never, ms);
 }
 
-/* --- redis-server -------------------------------------------------------- */
-
-static char rdir[64];
-static char rsock[128];
-static pid_t rpid = -1;
-
-static bool socket_answers(const char *path)
-{
-	redisContext *c = redisConnectUnix(path);
-	bool ok = c && !c->err;
-	if (ok) {
-		redisReply *r = redisCommand(c, "PING");
-		ok = r && r->type == REDIS_REPLY_STATUS;
-		if (r)
-			freeReplyObject(r);
-	}
-	if (c)
-		redisFree(c);
-	return ok;
-}
-
-static void redis_start(void)
-{
-	unlink(rsock);
-	rpid = fork();
-	ck_assert_int_ge(rpid, 0);
-	if (rpid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-		dup2(fd, 1);
-		execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", rsock, "--save", "",
-		       "--appendonly", "no", "--dir", rdir, (char *)NULL);
-		_exit(127);
-	}
-	uint64_t end = mono_ms() + 10000;
-	while (!socket_answers(rsock)) {
-		ck_assert_msg(mono_ms() < end, "redis-server did not answer within 10 s");
-		usleep(10000);
-	}
-}
-
-static void redis_stop(void)
-{
-	if (rpid <= 0)
-		return;
-	kill(rpid, SIGCONT);
-	kill(rpid, SIGKILL);
-	waitpid(rpid, NULL, 0);
-	rpid = -1;
-}
-
-static void redis_flush(void)
-{
-	redisContext *c = redisConnectUnix(rsock);
-	ck_assert(c && !c->err);
-	freeReplyObject(redisCommand(c, "FLUSHALL"));
-	redisFree(c);
-}
-
-/* Sets a raw key in Redis, as a hostile writer would. */
-static void redis_set(const char *key, const char *val)
-{
-	redisContext *c = redisConnectUnix(rsock);
-	ck_assert(c && !c->err);
-	redisReply *r = redisCommand(c, "SET %s %s", key, val);
-	ck_assert(r && r->type == REDIS_REPLY_STATUS);
-	freeReplyObject(r);
-	redisFree(c);
-}
+static struct redis_server rs;
 
 /* --- stores -------------------------------------------------------------- */
 
@@ -178,7 +107,7 @@ static struct store *open_store(const char *kind, uint64_t lease_ms, bool fail)
 	struct store_config c;
 	store_config_defaults(&c);
 	c.kind = kind;
-	c.address = xasprintf("unix:%s", rsock);
+	c.address = xasprintf("unix:%s", rs.sock);
 	c.prefix = "test:";
 	c.lease_ms = lease_ms;
 	c.timeout_ms = 300;
@@ -232,7 +161,7 @@ static void setup_backend(void)
 {
 	downs = ups = 0;
 	if (str_eq(backend, "redis"))
-		redis_flush();
+		redis_server_flush(&rs);
 	s1 = open_store(backend, 10000, false);
 }
 
@@ -455,9 +384,9 @@ END_TEST
 
 static void setup_redis(void)
 {
-	if (rpid <= 0)
-		redis_start();
-	redis_flush();
+	if (rs.pid <= 0)
+		redis_server_start(&rs);
+	redis_server_flush(&rs);
 	downs = ups = 0;
 }
 
@@ -600,7 +529,7 @@ START_TEST(stalled_redis)
 	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
 	struct store *f = open_store("redis", 10000, true);
 	ck_assert(shared_again(a, b, 5000));
-	kill(rpid, SIGSTOP);
+	redis_server_pause(&rs, true);
 	uint8_t h[STORE_HASH_LEN];
 	struct store_key k;
 	mkkey(&k, 1000, "during-stall", "shell", "{}", h);
@@ -624,7 +553,7 @@ START_TEST(stalled_redis)
 	unsigned d = downs;
 	ck_assert_uint_ge(d, 2);	/* a and f, once each */
 	ck_assert_uint_le(d, 3);
-	kill(rpid, SIGCONT);
+	redis_server_pause(&rs, false);
 	ck_assert(shared_again(a, b, 10000));
 	ck_assert_uint_ge(ups, 2);
 	store_free(a);
@@ -645,7 +574,7 @@ START_TEST(killed_redis)
 	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
 	claim(b, &k, &gb, 200);
 	ck_assert(!gb.done);
-	redis_stop();
+	redis_server_kill(&rs);
 	/* The joiner cannot know how the call elsewhere ends. */
 	ck_assert(run_until(&gb.done, 3000));
 	ck_assert_int_eq(gb.a.result, STORE_LOST);
@@ -654,7 +583,7 @@ START_TEST(killed_redis)
 	claim(a, &k, &ga, 2000);
 	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
 	store_release(ga.a.claim);
-	redis_start();
+	redis_server_start(&rs);
 	ck_assert(shared_again(a, b, 15000));
 	store_free(a);
 	store_free(b);
@@ -686,7 +615,7 @@ START_TEST(hostile_records)
 	snprintf(built, sizeof(built), "D0123456789abcdef0123456789abcdef%sshell\n!bad", hhex);
 	bad[2] = built;
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-		redis_set(key, bad[i]);
+		redis_server_set(&rs, key, bad[i]);
 		unsigned d = downs;
 		struct got g;
 		claim(a, &k, &g, 3000);
@@ -742,14 +671,11 @@ int main(int argc, char **argv)
 {
 	backend = argc > 1 ? argv[1] : "memory";
 	signal(SIGPIPE, SIG_IGN);
-	if (str_eq(backend, "redis") && system("command -v redis-server >/dev/null 2>&1") != 0) {
-		fprintf(stderr, "skipped: redis-server is not installed (Debian package redis-server)\n");
+	const char *why;
+	if (str_eq(backend, "redis") && !redis_server_available(&why)) {
+		fprintf(stderr, "skipped: %s\n", why);
 		return 77;
 	}
-	snprintf(rdir, sizeof(rdir), "/tmp/tc-store-XXXXXX");
-	if (!mkdtemp(rdir))
-		return 1;
-	snprintf(rsock, sizeof(rsock), "%s/r.sock", rdir);
 	ev = ev_loop_new(EVFLAG_AUTO);
 	loop = tc_loop_ev_new(ev);
 	ev_timer_init(&tick, tick_cb, 0.01, 0.01);
@@ -760,11 +686,7 @@ int main(int argc, char **argv)
 	srunner_run_all(sr, CK_ENV);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	redis_stop();
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", rdir);
-	if (system(cmd) != 0)
-		failed++;
+	redis_server_free(&rs);
 	tc_loop_ev_free(loop);
 	ev_loop_destroy(ev);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
