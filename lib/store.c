@@ -93,6 +93,13 @@ struct store_wait *store_task_list(struct store *s, uid_t uid, uint64_t after, s
 
 void store_write_stats(struct store *s, struct jgen *g) { s->ops->write_stats(s, g); }
 
+void store_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes)
+{
+	s->ops->set_limits(s, ttl_ms, max_entries, max_bytes);
+}
+
+size_t store_entries(struct store *s) { return s->ops->entries(s); }
+
 /* --- SHA-256 (FIPS 180-4) ---------------------------------------------- */
 
 struct sha256 {

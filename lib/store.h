@@ -109,6 +109,8 @@ struct store_ops {
 					void (*cb)(void *arg, int r, char **metas, size_t n, uint64_t next),
 					void *arg);
 	void (*write_stats)(struct store *s, struct jgen *g);
+	void (*set_limits)(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes);
+	size_t (*entries)(struct store *s);
 };
 
 struct store {
@@ -168,6 +170,12 @@ struct store_wait *store_task_list(struct store *s, uid_t uid, uint64_t after, s
 /* Writes the store's admin/stats object members (inside an open object):
  * kind, connected, rttUs, outages, entries. */
 void store_write_stats(struct store *s, struct jgen *g);
+
+/* Changes how long outcomes are kept and how many (a reload). */
+void store_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes);
+/* Records this daemon holds in memory (the memory store, or the Redis
+ * store's fallback). */
+size_t store_entries(struct store *s);
 
 /* The hash that tells one call from another under one key: SHA-256 of the
  * tool name, a NUL, and the canonical arguments. */

@@ -436,6 +436,16 @@ static void mem_write_stats(struct store *s, struct jgen *g)
 	jgen_kv_int(g, "bytes", (int64_t)m->bytes);
 }
 
+static void mem_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes)
+{
+	struct mem_store *m = MEM(s);
+	m->cfg.ttl_ms = ttl_ms;
+	m->cfg.max_entries = max_entries;
+	m->cfg.max_bytes = max_bytes;
+}
+
+static size_t mem_entries(struct store *s) { return map_size(MEM(s)->entries); }
+
 static void mem_free(struct store *s)
 {
 	struct mem_store *m = MEM(s);
@@ -487,4 +497,6 @@ const struct store_ops store_memory_ops = {
 	.task_get = mem_task_get,
 	.task_list = mem_task_list,
 	.write_stats = mem_write_stats,
+	.set_limits = mem_set_limits,
+	.entries = mem_entries,
 };

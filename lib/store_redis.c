@@ -1062,6 +1062,17 @@ static void rs_write_stats(struct store *s, struct jgen *g)
 	jgen_obj_close(g);
 }
 
+static void rs_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes)
+{
+	struct rstore *r = RS(s);
+	r->cfg.ttl_ms = ttl_ms;
+	r->cfg.max_entries = max_entries;
+	r->cfg.max_bytes = max_bytes;
+	store_set_limits(r->local, ttl_ms, max_entries, max_bytes);
+}
+
+static size_t rs_entries(struct store *s) { return store_entries(RS(s)->local); }
+
 static void rs_free(struct store *s)
 {
 	struct rstore *r = RS(s);
@@ -1177,4 +1188,6 @@ const struct store_ops store_redis_ops = {
 	.task_get = rs_task_get,
 	.task_list = rs_task_list,
 	.write_stats = rs_write_stats,
+	.set_limits = rs_set_limits,
+	.entries = rs_entries,
 };
