@@ -99,6 +99,7 @@ void store_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint
 }
 
 size_t store_entries(struct store *s) { return s->ops->entries(s); }
+void store_sweep(struct store *s) { s->ops->sweep(s); }
 
 /* --- SHA-256 (FIPS 180-4) ---------------------------------------------- */
 

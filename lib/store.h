@@ -111,6 +111,7 @@ struct store_ops {
 	void (*write_stats)(struct store *s, struct jgen *g);
 	void (*set_limits)(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes);
 	size_t (*entries)(struct store *s);
+	void (*sweep)(struct store *s);
 };
 
 struct store {
@@ -173,6 +174,8 @@ void store_write_stats(struct store *s, struct jgen *g);
 
 /* Changes how long outcomes are kept and how many (a reload). */
 void store_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes);
+/* Drops what this daemon holds past its time (called every second or so). */
+void store_sweep(struct store *s);
 /* Records this daemon holds in memory (the memory store, or the Redis
  * store's fallback). */
 size_t store_entries(struct store *s);

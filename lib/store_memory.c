@@ -446,6 +446,12 @@ static void mem_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries,
 
 static size_t mem_entries(struct store *s) { return map_size(MEM(s)->entries); }
 
+static void mem_sweep(struct store *s)
+{
+	struct mem_store *m = MEM(s);
+	expire(m, tc_now(m->loop));
+}
+
 static void mem_free(struct store *s)
 {
 	struct mem_store *m = MEM(s);
@@ -499,4 +505,5 @@ const struct store_ops store_memory_ops = {
 	.write_stats = mem_write_stats,
 	.set_limits = mem_set_limits,
 	.entries = mem_entries,
+	.sweep = mem_sweep,
 };

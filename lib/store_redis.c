@@ -1072,6 +1072,7 @@ static void rs_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, 
 }
 
 static size_t rs_entries(struct store *s) { return store_entries(RS(s)->local); }
+static void rs_sweep(struct store *s) { store_sweep(RS(s)->local); }
 
 static void rs_free(struct store *s)
 {
@@ -1190,4 +1191,5 @@ const struct store_ops store_redis_ops = {
 	.write_stats = rs_write_stats,
 	.set_limits = rs_set_limits,
 	.entries = rs_entries,
+	.sweep = rs_sweep,
 };
