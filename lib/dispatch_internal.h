@@ -14,9 +14,11 @@
 #include "lib/idem.h"
 #include "lib/list.h"
 #include "lib/loop.h"
+#include "lib/policy.h"
 #include "lib/stats.h"
 
 enum exec_state {
+	EX_CLAIMING,			/* asking the store for its key */
 	EX_NEW,
 	EX_CONFIRMING,
 	EX_QUEUED,
@@ -62,6 +64,10 @@ struct exec {
 	struct outcome *last;		/* last failed attempt, while backing off */
 	bool holds_slot;
 	bool probe;
+	bool unkept;			/* refused before it ran: its outcome is not kept */
+	enum confirm_mode mode;		/* decided at admission, applied once claimed */
+	struct store_claim *claim;	/* the key is this execution's */
+	struct store_wait *claim_wait;	/* while EX_CLAIMING */
 	uint64_t confirm_seq;		/* when confirmation was asked */
 };
 
@@ -89,6 +95,7 @@ struct dispatcher {
 	uint64_t boot;
 	unsigned pumping;
 	struct caller *watch;		/* cleared when that caller is freed */
+	struct exec *claiming;		/* cleared when that exec is freed */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 };
 

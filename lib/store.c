@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 const struct store_ops *const store_backends[] = {
 	&store_memory_ops,

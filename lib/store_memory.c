@@ -20,7 +20,7 @@
 #include "lib/loop.h"
 #include "lib/map.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct mem_store;
 

@@ -10,29 +10,17 @@
 #include <errno.h>
 #include <string.h>
 
-#include "lib/dispatch.h"
-#include "proto/buf.h"
+#include "lib/outcome.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define MAX_FILES 100000
 
 static void *o_ref(void *v) { return outcome_ref(v); }
 static void o_unref(void *v) { outcome_unref(v); }
 
-size_t outcome_size(const struct outcome *o)
-{
-	size_t n = sizeof(*o);
-	const char *const parts[] = { o->text, o->text_json, o->structured, o->message, o->error_data,
-				      o->call_id, o->tool, o->command };
-	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
-		n += parts[i] ? strlen(parts[i]) + 1 : 0;
-	for (size_t i = 0; i < o->n_files; i++)
-		n += strlen(o->files[i]) + 1 + sizeof(char *);
-	return n;
-}
-
-static size_t o_bytes(const void *v) { return outcome_size(v); }
+static size_t o_bytes(const void *v) { return outcome_bytes(v); }
 
 static void o_encode(const void *v, struct buf *out)
 {
@@ -192,8 +180,7 @@ static int o_decode(const char *s, size_t n, void **ret)
 	const struct json *root = json_doc_root(doc);
 	const char *text = json_doc_text(doc);
 	int r = root->type == JSON_OBJECT && json_get(root, "k") ? 0 : -EINVAL;
-	struct outcome *o = xcalloc(1, sizeof(*o));
-	o->refs = 1;
+	struct outcome *o = outcome_new(TC_OK);
 	for (size_t i = 0; r == 0 && i < root->u.obj.n; i++)
 		r = decode_member(o, text, root->u.obj.members[i].key, root->u.obj.members[i].value);
 	json_doc_unref(doc);

@@ -42,9 +42,10 @@
 #include "lib/list.h"
 #include "lib/loop.h"
 #include "lib/map.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
+#include "proto/utf8.h"
 
 #define TOKEN_LEN 32
 #define HASH_HEX (2 * STORE_HASH_LEN)

@@ -20,9 +20,9 @@
 #include "lib/map.h"
 #include "lib/store.h"
 #include "lib/store_outcome.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define LIST_PAGE 100
 #define REFRESH_MS 10000

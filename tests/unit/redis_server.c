@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 bool redis_server_available(const char **why)
 {

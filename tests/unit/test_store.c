@@ -20,8 +20,8 @@
 #include "lib/loop.h"
 #include "tests/unit/redis_server.h"
 #include "lib/store.h"
-#include "proto/buf.h"
-#include "proto/util.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
 
 /* --- values: refcounted strings ------------------------------------------ */
 
