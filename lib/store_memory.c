@@ -267,16 +267,27 @@ static void take_waiters(struct mem_entry *e, struct list *ret)
 	list_init(&e->waiters);
 }
 
-static void mem_complete(struct store_claim *c, void *value)
+/* Frees a claim: its entry (NULL when the store went first) with the
+ * entry's waiters moved to *waiters. */
+static struct mem_entry *claim_take(struct store_claim *c, struct list *waiters)
 {
 	struct mem_entry *e = c->e;
 	free(c);
+	list_init(waiters);
+	if (e) {
+		e->claim = NULL;
+		take_waiters(e, waiters);
+	}
+	return e;
+}
+
+static void mem_complete(struct store_claim *c, void *value)
+{
+	struct list waiters;
+	struct mem_entry *e = claim_take(c, &waiters);
 	if (!e)
 		return;
 	struct mem_store *m = e->m;
-	e->claim = NULL;
-	struct list waiters;
-	take_waiters(e, &waiters);
 	if (m->cfg.ttl_ms)
 		keep(m, e, value);
 	else
@@ -293,14 +304,11 @@ static void mem_complete(struct store_claim *c, void *value)
 
 static void mem_release(struct store_claim *c)
 {
-	struct mem_entry *e = c->e;
-	free(c);
+	struct list waiters;
+	struct mem_entry *e = claim_take(c, &waiters);
 	if (!e)
 		return;
 	struct mem_store *m = e->m;
-	e->claim = NULL;
-	struct list waiters;
-	take_waiters(e, &waiters);
 	entry_free(e);
 	/* The key is free: the first waiter claims it, the others join that
 	 * claim with the handles they hold. */

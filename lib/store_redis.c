@@ -634,16 +634,27 @@ static bool parse_record(struct rstore *r, const redisReply *rec, char *ret_stat
 	return true;
 }
 
-static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
+/* The wait a reply is for, or NULL when there is nothing more to do:
+ * nobody waits any more, or the connection went (answered from the
+ * fallback). */
+static struct store_wait *reply_wait(void *arg, const redisReply *reply)
 {
 	struct store_wait *w = arg;
 	if (!w)
-		return;
+		return NULL;
 	w->cmd = NULL;
 	if (!reply) {
 		wait_fallback(w);
-		return;
+		return NULL;
 	}
+	return w;
+}
+
+static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct store_wait *w = reply_wait(arg, reply);
+	if (!w)
+		return;
 	char state = 0;
 	const char *token, *hash, *tool, *value;
 	size_t tool_len, value_len;
@@ -925,14 +936,9 @@ static bool task_meta_ok(const struct rstore *r, const redisReply *m)
 
 static void task_get_reply(struct rstore *r, redisReply *reply, void *arg)
 {
-	struct store_wait *w = arg;
+	struct store_wait *w = reply_wait(arg, reply);
 	if (!w)
 		return;
-	w->cmd = NULL;
-	if (!reply) {
-		wait_fallback(w);
-		return;
-	}
 	void (*cb)(void *, int, const char *, size_t) = w->get_cb;
 	void *cb_arg = w->arg;
 	if (reply->type == REDIS_REPLY_NIL) {
@@ -969,14 +975,9 @@ static struct store_wait *rs_task_get(struct store *s, uid_t uid, const char *id
 
 static void task_list_reply(struct rstore *r, redisReply *reply, void *arg)
 {
-	struct store_wait *w = arg;
+	struct store_wait *w = reply_wait(arg, reply);
 	if (!w)
 		return;
-	w->cmd = NULL;
-	if (!reply) {
-		wait_fallback(w);
-		return;
-	}
 	bool ok = reply->type == REDIS_REPLY_ARRAY && reply->elements % 2 == 0 &&
 		  reply->elements <= 2 * (w->limit + 1);
 	size_t n = ok ? reply->elements / 2 : 0;
