@@ -22,6 +22,7 @@
 
 #include "daemon/config_bind.h"
 #include "daemon/config_policy.h"
+#include "daemon/config_store.h"
 #include "daemon/default_socket.h"
 #include "lib/audit.h"
 #include "lib/dispatch.h"
@@ -103,6 +104,9 @@ void config_init(struct config *c)
 				 .max_bytes = d.idem_max_bytes },
 		.circuit = { .failures = d.circuit_failures, .window_ms = d.circuit_window_ms,
 			     .open_ms = d.circuit_open_ms },
+		.store = { .kind = xstrdup("memory"), .address = xstrdup("127.0.0.1:6379"),
+			   .prefix = xstrdup("toolcalld:"), .lease_ms = 10000, .timeout_ms = 2000,
+			   .task_ttl_ms = 3600000, .max_tasks = 1000 },
 		.tools = {
 			.timeout_ms = { [CONFIG_TOOL_SHELL] = 600000 },
 			.shell_output_cap = 1048576,
@@ -135,6 +139,9 @@ void config_free(struct config *c)
 	cfg_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
 	free(c->peers.uids);
 	free(c->peers.gids);
+	free(c->store.kind);
+	free(c->store.address);
+	free(c->store.prefix);
 	*c = (struct config) {};
 }
 
@@ -479,6 +486,8 @@ static const struct field root_fields[] = {
 	SECTION("retry", retry_fields, NULL),
 	SECTION("idempotency", idempotency_fields, NULL),
 	SECTION("circuit", circuit_fields, NULL),
+	SECTION("store", config_store_fields, NULL),
+	SECTION("tasks", config_tasks_fields, NULL),
 	SECTION("confirmation", config_confirmation_fields, NULL),
 	SECTION("tools", tools_fields,
 		"not a built-in tool (read_file, write_file, patch_file, list_dir, shell); "

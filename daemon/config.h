@@ -47,6 +47,14 @@
  *   idempotency.ttl_ms                    0..2^32-1       60000
  *   idempotency.max_entries               1..100000000    10000
  *   idempotency.max_bytes                 1 MiB..1 TiB    268435456: of kept outcomes
+ *   store.kind                            string          "memory" | "redis"
+ *   store.address                         string          "127.0.0.1:6379" | "unix:/path"
+ *   store.prefix                          string          "toolcalld:": of every Redis key
+ *   store.lease_ms                        100..3600000    10000: a claim's lease, renewed
+ *   store.timeout_ms                      10..600000      2000: no reply means Redis is away
+ *   store.on_unavailable                  string          "local" | "fail"
+ *   tasks.ttl_ms                          1000..86400000  3600000: kept after they end
+ *   tasks.max_per_uid                     1..1000000      1000
  *   circuit.failures                      1..1000000      5
  *   circuit.window_ms                     1..2^32-1       30000
  *   circuit.open_ms                       1..2^32-1       30000
@@ -158,6 +166,17 @@ struct config {
 		uint64_t window_ms;
 		uint64_t open_ms;
 	} circuit;
+
+	struct {
+		char *kind;			/* "memory" or "redis" */
+		char *address;			/* "unix:/path" or "HOST:PORT" */
+		char *prefix;
+		uint64_t lease_ms;
+		uint64_t timeout_ms;
+		bool fail;			/* on_unavailable "fail" */
+		uint64_t task_ttl_ms;		/* tasks.ttl_ms */
+		uint64_t max_tasks;		/* tasks.max_per_uid */
+	} store;
 
 	struct policy_config confirmation;
 

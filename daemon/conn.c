@@ -13,6 +13,7 @@
  * same buffers and pendings; split, each part would reach into the others.
  */
 #include "daemon/conn.h"
+#include "daemon/durable.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -211,6 +212,7 @@ void conn_close(struct conn *c)
 		pending_free(p);
 	}
 	dispatch_release(s->dispatcher);
+	durable_conn_closed(c);
 	if (subscribed)
 		dispatch_approvers_left(s->dispatcher);
 	list_remove(&c->node);

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "daemon/conn.h"
+#include "daemon/durable.h"
 #include "daemon/log.h"
 #include "daemon/methods_dispatch.h"
 #include "daemon/metrics.h"
@@ -204,6 +205,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	jgen_obj_open(g);
 	jgen_kv_bool(g, "listChanged", true);
 	jgen_obj_close(g);
+	durable_write_capability(g);
 	jgen_obj_close(g);
 	jgen_key(g, "serverInfo");
 	write_server_info(g);
@@ -342,6 +344,7 @@ static void write_tool(struct jgen *g, const struct tool *t)
 	jgen_kv_int(g, "toolcalld/timeoutMs", t->timeout_ms);
 	jgen_kv_bool(g, "toolcalld/idempotent", t->idempotent);
 	jgen_obj_close(g);
+	durable_write_tool_execution(g);
 	jgen_obj_close(g);
 }
 
@@ -444,7 +447,11 @@ static void error_as_result(struct pending *p, const char *msg, const char *data
 
 static void call_complete(void *ctx, const struct outcome *o, bool replayed)
 {
-	struct pending *p = ctx;
+	methods_answer_outcome(ctx, o, replayed);
+}
+
+void methods_answer_outcome(struct pending *p, const struct outcome *o, bool replayed)
+{
 	struct buf b = {0};
 	if (o->kind == TC_OK) {
 		struct result_arg a = { o, replayed };
@@ -595,6 +602,12 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	/* The dispatcher keeps a reference on the message's document for as
 	 * long as it needs the arguments. */
 	cp.doc = req->doc;
+	if ((v = json_get(params, "task")) && v->type != JSON_NULL) {
+		int64_t ttl;
+		if (durable_task_params(p, v, &ttl))
+			durable_call_as_task(c, p, &cp, ttl);
+		return;
+	}
 	struct session *session = conn_session(c);
 	conn_work_begin(c->srv);
 	struct caller *caller = dispatch_call(c->srv->dispatcher, session, &cp, &call_ops, p);
@@ -806,6 +819,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	jgen_kv_int(g, "reloads", (int64_t)s->reloads);
 	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
 	dispatch_write_stats(s->dispatcher, g);
+	durable_write_stats(s, g);
 	jgen_obj_close(g);
 	jgen_free(g);
 	answer(p, &b);
@@ -860,6 +874,12 @@ void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *
 	for (size_t i = 0; i < ELEMENTSOF(methods); i++) {
 		if (methods[i].len == req->method_len && memcmp(methods[i].name, req->method, req->method_len) == 0) {
 			methods[i].fn(c, req, p);
+			return;
+		}
+	}
+	for (const struct durable_method *m = durable_methods; m->name; m++) {
+		if (strlen(m->name) == req->method_len && memcmp(m->name, req->method, req->method_len) == 0) {
+			m->fn(c, req, p);
 			return;
 		}
 	}

@@ -15,6 +15,9 @@ struct server;
 /* Handles one request (p NULL: a notification). */
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p);
 void methods_broadcast_list_changed(struct server *s);
+/* Answers a request with what a tools/call ending with o answers. */
+struct outcome;
+void methods_answer_outcome(struct pending *p, const struct outcome *o, bool replayed);
 /* Answers requests that waited for providers, once none is starting. */
 void methods_resume(struct server *s);
 /* Resolves the workspaces initialize may choose: the default workspace and

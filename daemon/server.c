@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "daemon/conn.h"
+#include "daemon/durable.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
@@ -683,6 +684,9 @@ int server_init(struct server *s, char **ret_err)
 	if (r < 0)
 		return r;
 	apply_config(s);
+	r = durable_open(s, ret_err);
+	if (r < 0)
+		return r;
 	setup_providers(s);
 	dispatch_set_registry(s->dispatcher, s->registry);
 	r = iopool_new(s->loop, s->cfg.limits.io_threads, &s->iopool);
@@ -810,6 +814,7 @@ void server_free(struct server *s)
 		conn_close(list_first(&s->conns, struct conn, node));
 	conn_reap(s);
 	conn_free_spares(s);
+	durable_close(s);
 	s->dispatcher = dispatcher_free(s->dispatcher);
 	providers_clear(&s->providers);
 	s->audit = audit_close(s->audit);

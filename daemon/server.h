@@ -76,6 +76,7 @@ struct server {
 	uint64_t conns_refused;
 
 	struct dispatcher *dispatcher;
+	struct tasks *tasks;		/* MCP tasks (daemon/durable.c) */
 	struct session_table *sessions;
 	struct event_bus bus;
 	struct registry *registry;

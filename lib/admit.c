@@ -210,7 +210,7 @@ struct idem_entry *admit_find_keyed(struct dispatcher *d, struct session *s, con
 	struct buf cb = {0};
 	json_canonical(a->args, &cb);
 	a->canon = buf_steal(&cb);
-	return idem_find(&d->idem, a->key, tc_now(d->loop));
+	return idem_find(&d->idem, a->key);
 }
 
 /* The circuit of tool name for the uid, made on first use. */

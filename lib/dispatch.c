@@ -37,6 +37,7 @@
 #include "lib/policy.h"
 #include "lib/registry.h"
 #include "lib/session.h"
+#include "lib/store.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
 
@@ -216,6 +217,11 @@ static struct caller *fail_now(struct dispatcher *d, struct caller *c, const cha
 /* Frees an execution that is done. */
 static void exec_free(struct exec *e)
 {
+	if (e->d->claiming == e)
+		e->d->claiming = NULL;
+	store_wait_cancel(e->claim_wait);
+	if (e->claim)
+		store_release(e->claim);
 	list_remove(&e->node);
 	tc_timer_free(e->timer);
 	confirm_forget(e);
@@ -279,7 +285,14 @@ void exec_finish(struct exec *e, struct outcome *o)
 	else
 		event_emit(d->bus, "tool.failed", e->session, e->call_id, e->tool->name, extra_failed, &ca);
 	if (e->key) {
-		idem_store(&d->idem, &d->cfg, e->key, e, o, tc_now(d->loop));
+		idem_end(&d->idem, e->key, e);
+		/* Kept and handed to joiners elsewhere, unless it never ran
+		 * (refused before its claim counted) or was cancelled. */
+		struct store_claim *claim = TAKE_PTR(e->claim);
+		if (claim && (e->unkept || o->kind == TC_CANCELLED))
+			store_release(claim);
+		else if (claim)
+			store_complete(claim, o);
 		dispatch_arm_sweep(d);
 	}
 
@@ -562,7 +575,7 @@ static void on_sweep(void *arg)
 	struct dispatcher *d = arg;
 	uint64_t now = tc_now(d->loop);
 	d->sweep_due = 0;
-	idem_expire(&d->idem, now);
+	store_sweep(d->idem.store);
 	confirm_sweep(d, now);
 	dispatch_arm_sweep(d);
 }
@@ -571,7 +584,7 @@ static void on_sweep(void *arg)
  * that expires, and not at all when nothing will. */
 void dispatch_arm_sweep(struct dispatcher *d)
 {
-	uint64_t next = idem_next_expiry(&d->idem);
+	uint64_t next = store_next_expiry(d->idem.store);
 	uint64_t confirm_next = confirm_next_expiry(d);
 	if (!next || (confirm_next && confirm_next < next))
 		next = confirm_next;
@@ -599,28 +612,24 @@ bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, 
 	return policy_decide(d->policy, t->name, t->side_effects, s->ws ? s->ws->root : NULL) != CONFIRM_DENY;
 }
 
-/* Answers a call whose key is known: a conflict, a join of the execution
- * in flight (the caller is handed back), or a replay of the kept outcome. */
+static struct outcome *conflict(const char *client_key, bool same_tool)
+{
+	return outcome_error(TC_IDEMPOTENCY_CONFLICT,
+		"Idempotency key '%s' was already used with %s; use a new key for a different call",
+		client_key, same_tool ? "other arguments" : "another tool");
+}
+
+/* Answers a call whose key names an execution in flight here: a conflict,
+ * or a join (the caller is handed back). */
 static struct caller *answer_keyed(struct dispatcher *d, struct caller *c, const char *client_key,
 				   const struct admission *a, struct idem_entry *ie)
 {
 	if (idem_conflicts(ie, a->t->name, a->canon))
-		return fail_now(d, c, a->name, a->t, outcome_error(TC_IDEMPOTENCY_CONFLICT,
-			"Idempotency key '%s' was already used with %s; use a new key for a "
-			"different call", client_key,
-			str_eq(ie->tool, a->t->name) ? "other arguments" : "another tool"));
-	if (ie->exec) {
-		d->stats.idem_joins++;
-		c->exec = ie->exec;
-		list_insert_tail(&ie->exec->waiters, &c->node);
-		return c;
-	}
-	d->stats.idem_hits++;
-	/* Most recently used goes last. */
-	idem_touch(&d->idem, ie);
-	_cleanup_(outcome_unrefp) struct outcome *o = outcome_ref(ie->outcome);
-	caller_complete(c, o, true);
-	return NULL;
+		return fail_now(d, c, a->name, a->t, conflict(client_key, str_eq(ie->tool, a->t->name)));
+	d->stats.idem_joins++;
+	c->exec = ie->exec;
+	list_insert_tail(&ie->exec->waiters, &c->node);
+	return c;
 }
 
 /* Makes the execution of an admitted call, with c its first caller. */
@@ -670,6 +679,126 @@ static struct exec *exec_new(struct dispatcher *d, struct session *s, const stru
 /* Sends a new execution on its way: to confirmation or to the queue.
  * Returns c while it still waits for its answer. */
 static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct caller *c,
+				  enum confirm_mode mode);
+
+/* Answers every caller of a keyed execution that will not run here with
+ * the outcome the store holds (replayed, or joined from elsewhere). */
+static void exec_replay(struct exec *e, struct outcome *o, bool joined)
+{
+	struct dispatcher *d = e->d;
+	idem_end(&d->idem, e->key, e);
+	bool first = true;
+	while (!list_empty(&e->waiters)) {
+		struct caller *c = list_first(&e->waiters, struct caller, node);
+		if (first && !joined)
+			d->stats.idem_hits++;
+		else
+			d->stats.idem_joins++;
+		first = false;
+		caller_complete(c, o, !joined);
+	}
+	exec_free(e);
+}
+
+/* Ends a keyed execution that will not run, with o, keeping nothing. */
+static void exec_refuse(struct exec *e, struct outcome *o)
+{
+	e->unkept = true;
+	exec_finish(e, o);
+}
+
+/* The key is the execution's: the checks that spend something (the
+ * circuit's probe, the budget) run now, then it goes on its way. */
+static void exec_admit_claimed(struct exec *e)
+{
+	struct dispatcher *d = e->d;
+	struct admission a = { .name = e->tool->name, .t = e->tool };
+	struct call_params p = { .budget = e->budget };
+	struct outcome *o = admit_check_circuit(d, e->session, &a);
+	e->ts = a.ts;
+	e->us = a.us;
+	if (!o)
+		o = admit_check_budget(e->session, &p, &a);
+	if (o) {
+		exec_refuse(e, o);
+		return;
+	}
+	e->probe = a.probe;
+	e->state = EX_NEW;
+	struct caller *first = list_first(&e->waiters, struct caller, node);
+	struct caller *watch = d->watch;
+	struct caller *still = exec_start(d, e, first, e->mode);
+	/* exec_start watched first itself: give dispatch_call its answer. */
+	d->watch = watch == first ? still : watch;
+}
+
+/* The store's answer to an execution's claim of its key. */
+static void on_claim(void *arg, const struct store_answer *ans)
+{
+	struct exec *e = arg;
+	e->claim_wait = NULL;
+	const char *client_key = idem_client_key(e->key);
+	switch (ans->result) {
+	case STORE_CLAIMED:
+		e->claim = ans->claim;
+		exec_admit_claimed(e);
+		return;
+	case STORE_DONE:
+		exec_replay(e, ans->value, ans->joined);
+		return;
+	case STORE_CONFLICT:
+		exec_refuse(e, conflict(client_key, ans->same_tool));
+		return;
+	case STORE_LOST: {
+		struct outcome *o = outcome_error(TC_EXECUTION_ERROR,
+			"The call with idempotency key '%s' was running on another toolcalld that stopped "
+			"before it ended: whether it took effect is unknown. Check its effects, then retry "
+			"with a new key", client_key);
+		o->error_data = xstrdup("{\"outcome\":\"unknown\"}");
+		exec_refuse(e, o);
+		return;
+	}
+	case STORE_UNAVAILABLE:
+		exec_refuse(e, outcome_error(TC_TRANSIENT,
+			"The shared idempotency store cannot be reached; retry the call later"));
+		return;
+	}
+}
+
+/* A keyed call that no execution here answers: its execution claims the
+ * key in the store first (callers with the same key join it meanwhile). */
+static struct caller *claim_keyed(struct dispatcher *d, struct session *s, const struct call_params *p,
+				  struct caller *c, struct admission *a)
+{
+	/* The uid's share of the slots is known before the claim answers. */
+	a->us = fair_uid(d, s->uid);
+	struct exec *e = exec_new(d, s, p, c, a);
+	e->state = EX_CLAIMING;
+	e->mode = a->mode;
+	uint8_t hash[STORE_HASH_LEN];
+	store_args_hash(e->tool->name, e->canon, strlen(e->canon), hash);
+	struct store_key k = {
+		.uid = s->uid,
+		.key = p->idempotency_key,
+		.key_len = strlen(p->idempotency_key),
+		.tool = e->tool->name,
+		.hash = hash,
+		.idempotent = e->tool->idempotent,
+	};
+	/* The store may answer at once (the memory store does): the call
+	 * may then be answered, and e freed, inside. */
+	d->watch = c;
+	d->claiming = e;
+	struct store_wait *w = store_claim(d->idem.store, &k, on_claim, e);
+	if (d->claiming == e && e->state == EX_CLAIMING)
+		e->claim_wait = w;
+	d->claiming = NULL;
+	bool waiting = d->watch == c;
+	d->watch = NULL;
+	return waiting ? c : NULL;
+}
+
+static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct caller *c,
 				  enum confirm_mode mode)
 {
 	if (mode == CONFIRM_DENY) {
@@ -710,6 +839,7 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 		struct idem_entry *ie = admit_find_keyed(d, s, p->idempotency_key, &a);
 		if (ie)
 			return answer_keyed(d, c, p->idempotency_key, &a, ie);
+		return claim_keyed(d, s, p, c, &a);
 	}
 	if ((o = admit_check_circuit(d, s, &a)) || (o = admit_check_budget(s, p, &a)))
 		return fail_now(d, c, a.name, a.t, o);
@@ -841,7 +971,7 @@ struct dispatcher *dispatcher_new(struct tc_loop *loop, const struct dispatch_co
 	d->cfg = *cfg;
 	d->bus = bus;
 	stats_init(&d->stats);
-	idem_init(&d->idem);
+	idem_init(&d->idem, loop, cfg);
 	d->tools = map_new();
 	d->uids = map_new();
 	list_init(&d->ready);
@@ -879,11 +1009,19 @@ struct dispatcher *dispatcher_free(struct dispatcher *d)
 void dispatch_set_config(struct dispatcher *d, const struct dispatch_config *cfg)
 {
 	d->cfg = *cfg;
+	idem_configure(&d->idem, cfg);
 	/* Caps may have changed, and the TTL of what is kept. */
 	fair_recheck(d);
 	fair_pump(d);
 	dispatch_arm_sweep(d);
 }
+
+int dispatch_open_store(struct dispatcher *d, const struct store_config *sc)
+{
+	return idem_open_store(&d->idem, d->loop, &d->cfg, sc);
+}
+
+struct store *dispatch_store(const struct dispatcher *d) { return d->idem.store; }
 
 void dispatch_set_policy(struct dispatcher *d, const struct policy_config *policy) { d->policy = policy; }
 void dispatch_set_env(struct dispatcher *d, const struct tool_env *env) { d->env = env; }

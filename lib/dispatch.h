@@ -35,6 +35,8 @@ struct json;
 struct json_doc;
 struct policy_config;
 struct registry;
+struct store;
+struct store_config;
 struct session;
 struct tc_loop;
 
@@ -98,6 +100,10 @@ void dispatch_set_env(struct dispatcher *d, const struct tool_env *env);
 void dispatch_set_audit(struct dispatcher *d, struct audit *audit);
 /* Swaps the registry in (taking a reference); calls in flight keep theirs. */
 void dispatch_set_registry(struct dispatcher *d, struct registry *r);
+/* Keeps idempotency records (and tasks) in the store sc names instead of
+ * this daemon's memory; at start, before any call. 0 or the store's error. */
+int dispatch_open_store(struct dispatcher *d, const struct store_config *sc);
+struct store *dispatch_store(const struct dispatcher *d);
 
 /*
  * Dispatches one call for session s. Returns the caller, or NULL when the

@@ -15,9 +15,11 @@
 #include "lib/idem.h"
 #include "lib/list.h"
 #include "lib/loop.h"
+#include "lib/policy.h"
 #include "lib/stats.h"
 
 enum exec_state {
+	EX_CLAIMING,			/* asking the store for its key */
 	EX_NEW,
 	EX_CONFIRMING,
 	EX_QUEUED,
@@ -76,6 +78,10 @@ struct exec {
 	bool holds_slot;
 	bool parked;			/* queue_node is in ts->parked */
 	bool probe;
+	bool unkept;			/* refused before it ran: its outcome is not kept */
+	enum confirm_mode mode;		/* decided at admission, applied once claimed */
+	struct store_claim *claim;	/* the key is this execution's */
+	struct store_wait *claim_wait;	/* while EX_CLAIMING */
 	uint64_t confirm_seq;		/* when confirmation was asked */
 	pid_t pid;			/* its first caller's, for an audit line nobody waits for */
 };
@@ -107,6 +113,7 @@ struct dispatcher {
 	uint64_t boot;
 	unsigned pumping;
 	struct caller *watch;		/* cleared when that caller is freed */
+	struct exec *claiming;		/* cleared when that exec is freed */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 };
 

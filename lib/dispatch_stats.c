@@ -9,6 +9,7 @@
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
 #include "lib/map.h"
+#include "lib/store.h"
 #include "proto/json.h"
 
 /* The state of tool name's circuit for the uid it is worst for: "open"
@@ -46,8 +47,13 @@ void dispatch_write_stats(struct dispatcher *d, struct jgen *g)
 	jgen_key(g, "idempotency");
 	jgen_obj_open(g);
 	jgen_kv_int(g, "entries", (int64_t)idem_size(&d->idem));
+	jgen_kv_int(g, "inFlight", (int64_t)idem_in_flight(&d->idem));
 	jgen_kv_int(g, "hits", (int64_t)d->stats.idem_hits);
 	jgen_kv_int(g, "joins", (int64_t)d->stats.idem_joins);
+	jgen_obj_close(g);
+	jgen_key(g, "store");
+	jgen_obj_open(g);
+	store_write_stats(d->idem.store, g);
 	jgen_obj_close(g);
 	jgen_key(g, "events");
 	jgen_obj_open(g);

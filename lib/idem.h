@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The idempotency cache. A key (scoped to the caller's uid) names one
- * execution: while it runs, later callers with the same key and the same
- * tool and canonical arguments join it; once it ends its outcome is kept
- * for a TTL and replayed; the same key with another call is a conflict.
- * Entries are bounded by count and by bytes per uid, that uid's least
- * recently used dropped first: one uid's keys never evict another's.
+ * Idempotency: a key (scoped to the caller's uid) names one execution.
+ * Executions in flight here are indexed by key, so later callers with the
+ * same key and the same tool and canonical arguments join them without
+ * asking anyone; the same key with another call is a conflict. Everything
+ * else goes through the store (lib/store.h): the claim that makes an
+ * execution the key's, the outcome kept for the TTL and replayed, and the
+ * calls running on other daemons (a shared store) that are joined there.
  */
 #ifndef TC_IDEM_H
 #define TC_IDEM_H
@@ -15,63 +16,50 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/list.h"
-
 struct dispatch_config;
 struct exec;
-struct json;
-struct outcome;
+struct store;
+struct store_config;
+struct tc_loop;
 
 struct idem_entry {
 	char *tool;
 	char *canon;
 	struct exec *exec;		/* in flight */
-	struct outcome *outcome;	/* kept */
-	size_t bytes;			/* what the kept outcome holds, roughly */
-	uint64_t expires;
-	struct list lru;		/* its owner's lru while kept */
-	struct list expiry;		/* idem_cache.expiry while kept */
-	struct idem_owner *owner;	/* the uid the key belongs to */
 	char *key;
 };
 
-/* What one uid holds in the cache. */
-struct idem_owner {
-	char *uid;			/* the key prefix naming the uid */
-	struct list lru;		/* kept outcomes, least recently used first */
-	size_t n;			/* entries, in flight and kept */
-	uint64_t bytes;			/* held by kept outcomes */
-};
-
 struct idem_cache {
-	struct map *entries;		/* key -> struct idem_entry */
-	struct map *owners;		/* uid -> struct idem_owner */
-	struct list expiry;		/* kept outcomes in the order they expire */
-	uint64_t bytes;			/* held by kept outcomes, all uids */
+	struct map *entries;		/* key -> struct idem_entry, in flight */
+	struct store *store;
 };
 
-void idem_init(struct idem_cache *c);
-/* Frees every entry and the cache's own memory. */
+/* Opens the memory store with cfg's limits. */
+void idem_init(struct idem_cache *c, struct tc_loop *loop, const struct dispatch_config *cfg);
+/* Frees every entry, the store and the cache's own memory. */
 void idem_clear(struct idem_cache *c);
+/* Swaps in the store sc names (nothing may be in flight): 0 or the
+ * store's error. */
+int idem_open_store(struct idem_cache *c, struct tc_loop *loop, const struct dispatch_config *cfg,
+		    const struct store_config *sc);
+/* Applies cfg's TTL and bounds to the store. */
+void idem_configure(struct idem_cache *c, const struct dispatch_config *cfg);
 /* The cache key of a client's idempotency key for uid. */
 char *idem_key(uid_t uid, const char *client_key);
-/* Drops kept outcomes past their TTL, then finds key (NULL: unknown). */
-struct idem_entry *idem_find(struct idem_cache *c, const char *key, uint64_t now);
+/* The client's key inside a cache key. */
+const char *idem_client_key(const char *key);
+/* Finds the execution in flight here for key (NULL: none). */
+struct idem_entry *idem_find(struct idem_cache *c, const char *key);
 /* True when the entry was made for another tool or other arguments. */
 bool idem_conflicts(const struct idem_entry *ie, const char *tool, const char *canon);
-/* Marks a kept entry as the most recently used. */
-void idem_touch(struct idem_cache *c, struct idem_entry *ie);
 /* Records that exec, running tool with canonical arguments canon, answers key. */
 void idem_begin(struct idem_cache *c, const char *key, const char *tool, const char *canon,
 		struct exec *exec);
-/* Keeps exec's outcome o under key for the TTL (or forgets the key: a
- * cancelled call, a TTL of 0). */
-void idem_store(struct idem_cache *c, const struct dispatch_config *cfg, const char *key,
-		const struct exec *exec, struct outcome *o, uint64_t now);
-/* Drops kept outcomes past their TTL. */
-void idem_expire(struct idem_cache *c, uint64_t now);
-/* When the next kept outcome expires; 0: none is kept. */
-uint64_t idem_next_expiry(const struct idem_cache *c);
+/* exec no longer answers key here. */
+void idem_end(struct idem_cache *c, const char *key, const struct exec *exec);
+/* Records the store holds in this daemon's memory. */
 size_t idem_size(const struct idem_cache *c);
+/* Keyed executions in flight here. */
+size_t idem_in_flight(const struct idem_cache *c);
 
 #endif

@@ -59,5 +59,8 @@ struct tc_io *tc_io_free(struct tc_io *io);
 /* The libev implementation: ev is a struct ev_loop *. */
 struct tc_loop *tc_loop_ev_new(void *ev);
 void tc_loop_ev_free(struct tc_loop *l);
+/* The struct ev_loop * under l, for a library that attaches to libev
+ * itself (hiredis); NULL when l is not the libev implementation. */
+void *tc_loop_ev_raw(struct tc_loop *l);
 
 #endif

@@ -162,3 +162,10 @@ void tc_loop_ev_free(struct tc_loop *l)
 {
 	free(l);
 }
+
+void *tc_loop_ev_raw(struct tc_loop *l)
+{
+	if (!l || l->ops != &ev_ops)
+		return NULL;
+	return ((struct evloop *)l)->ev;
+}

@@ -24,6 +24,7 @@ libyajl-dev
 libsystemd-dev
 systemd
 socat
+libhiredis-dev
 "
 
 test_pkgs="
@@ -34,6 +35,7 @@ libclang-rt-14-dev
 valgrind
 procps
 util-linux
+redis-server
 "
 
 deb_pkgs="

@@ -84,8 +84,11 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 }
 
 /* Stops the children and removes the temporary tree. */
+static void store_stop(void);
+
 static void cleanup(void)
 {
+	store_stop();
 	if (floor_pid > 0) {
 		kill(floor_pid, SIGKILL);
 		waitpid(floor_pid, NULL, 0);
@@ -1662,6 +1665,198 @@ static void usage(FILE *f)
 		TOOLCALLD_PATH);
 }
 
+/* --- the shared store: Redis next to memory ----------------------------- */
+
+/* A redis-server and two more daemons that keep idempotency records in
+ * it, for the "store" scenarios; all stopped by store_stop. */
+static pid_t redis_pid = -1, store_pids[2] = { -1, -1 };
+static char redis_sock[PATH_MAX], store_socks[2][PATH_MAX];
+
+/* Starts a program with its output in log and waits until sock accepts. */
+static pid_t spawn_until_listening(const char *const *argv, const char *log, const char *sock, bool pin)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (pin)
+			pin_cpu(SERVER_CPU);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			dup2(fd, STDERR_FILENO);
+			dup2(fd, STDOUT_FILENO);
+		}
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_PID");
+		unsetenv("NOTIFY_SOCKET");
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	uint64_t deadline = mono_ns() + 10000000000ull;
+	for (;;) {
+		int fd = connect_unix(sock, false);
+		if (fd >= 0) {
+			close(fd);
+			return pid;
+		}
+		if (waitpid(pid, NULL, WNOHANG) == pid || mono_ns() > deadline)
+			die("%s did not listen on %s (see %s)", argv[0], sock, log);
+		usleep(10000);
+	}
+}
+
+/* Starts redis-server and two daemons on it; false when redis-server is
+ * not installed. */
+static bool store_start(void)
+{
+	if (system("command -v redis-server >/dev/null 2>&1") != 0)
+		return false;
+	char log[PATH_MAX];
+	snprintf(redis_sock, sizeof(redis_sock), "%s/redis.sock", tmp_dir);
+	snprintf(log, sizeof(log), "%s/redis.log", tmp_dir);
+	const char *rargv[] = { "redis-server", "--port", "0", "--unixsocket", redis_sock, "--save", "",
+				"--appendonly", "no", "--dir", tmp_dir, NULL };
+	redis_pid = spawn_until_listening(rargv, log, redis_sock, false);
+	for (int i = 0; i < 2; i++) {
+		char cfg[PATH_MAX];
+		snprintf(cfg, sizeof(cfg), "%s/store%d.json", tmp_dir, i);
+		snprintf(log, sizeof(log), "%s/store%d.log", tmp_dir, i);
+		snprintf(store_socks[i], sizeof(store_socks[i]), "%s/s%d.sock", tmp_dir, i);
+		char *text = xasprintf(
+			"{ \"socket\": \"%s\", \"workspace\": \"%s/ws\", \"log_level\": \"warning\",\n"
+			"  \"limits\": { \"max_connections\": 20000 },\n"
+			"  \"confirmation\": { \"default\": { \"write\": \"auto\", \"execute\": \"auto\" } },\n"
+			"  \"store\": { \"kind\": \"redis\", \"address\": \"unix:%s\", \"prefix\": \"bench:\" } }\n",
+			store_socks[i], tmp_dir, redis_sock);
+		write_file(cfg, text, strlen(text));
+		free(text);
+		const char *dargv[] = { opt.daemon, "--config", cfg, NULL };
+		store_pids[i] = spawn_until_listening(dargv, log, store_socks[i], true);
+	}
+	return true;
+}
+
+static void store_stop(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (store_pids[i] > 0) {
+			kill(store_pids[i], SIGTERM);
+			waitpid(store_pids[i], NULL, 0);
+			store_pids[i] = -1;
+		}
+	if (redis_pid > 0) {
+		kill(redis_pid, SIGTERM);
+		waitpid(redis_pid, NULL, 0);
+		redis_pid = -1;
+	}
+}
+
+/* A read_file call under a key of its own: the id is unique per
+ * connection, the connection's index makes it unique overall. */
+static void gen_keyed_read(struct load *L, struct cconn *c, uint64_t base)
+{
+	buf_append(&c->out, RESP_PREFIX, RESP_PREFIX_LEN);
+	buf_put_u64(&c->out, base);
+	buf_puts(&c->out, ",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+			  "\"arguments\":{\"path\":\"file4k.txt\"},\"_meta\":{\"idempotencyKey\":\"k");
+	buf_put_u64(&c->out, (uint64_t)c->index);
+	buf_putc(&c->out, '-');
+	buf_put_u64(&c->out, base);
+	buf_puts(&c->out, "\"}}}\n");
+}
+
+/* Keyed read_file, every call a new key: the memory store and the Redis
+ * store in interleaved rounds of the same run. */
+static void scenario_store_keyed(void)
+{
+	const char *scenario = "keyed read_file, a new key each (16 conns × 8)";
+	const char *servers[2] = { "toolcalld, memory store", "toolcalld, Redis store" };
+	pid_t pid[2] = { daemon_pid, store_pids[0] };
+	const char *sock[2] = { daemon_sock, store_socks[0] };
+	struct load L[2];
+	double rate[PAIR_ROUNDS][2];
+	for (int s = 0; s < 2; s++) {
+		reset_peak(pid[s]);
+		L[s] = (struct load){
+			.conns = open_conns(sock[s], 16), .n = 16, .depth = 8, .warm_s = opt.warm,
+			.dur_s = opt.seconds / PAIR_ROUNDS, .gen = gen_keyed_read, .server = pid[s],
+		};
+	}
+	for (int round = 0; round < PAIR_ROUNDS; round++)
+		for (int k = 0; k < 2; k++) {
+			int s = round % 2 ? 1 - k : k;
+			uint64_t calls = L[s].calls;
+			drive(&L[s]);
+			rate[round][s] = (double)(L[s].calls - calls) / L[s].dur_s;
+		}
+	struct row *r[2];
+	for (int s = 0; s < 2; s++) {
+		r[s] = add_row(scenario, servers[s], &L[s], pid[s]);
+		close_conns(L[s].conns, 16);
+	}
+	ratio(r[1], r[0]);
+	note("%s: the Redis store's calls/s over the memory store's, round by round: %.2f×, %.2f×, %.2f×, %.2f×",
+	     scenario, rate[0][1] / rate[0][0], rate[1][1] / rate[1][0], rate[2][1] / rate[2][0],
+	     rate[3][1] / rate[3][0]);
+	bool ok = r[1]->rate >= 0.5 * r[0]->rate;
+	snprintf(r[1]->target, sizeof(r[1]->target), "≥0.5× the memory store: %s", ok ? "met" : "MISSED");
+}
+
+/* Shell calls counted in a daemon's admin/stats. */
+static int64_t shell_runs(const char *sock)
+{
+	char *saved = xstrdup(daemon_sock);
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s", sock);
+	char *st = daemon_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"admin/stats\"}");
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s", saved);
+	free(saved);
+	const char *sh = strstr(st, "\"shell\":{");
+	int64_t n = sh ? json_int_after(sh, "calls") : 0;
+	free(st);
+	return n;
+}
+
+/* 1,000 clients, half on each of two daemons, call with one key at once:
+ * one run in all, everyone gets its outcome. */
+static void scenario_store_crowd(void)
+{
+	const char *scenario = "1000 clients, one key, two daemons (Redis store)";
+	struct cconn *a = open_conns(store_socks[0], IDEM_CLIENTS / 2);
+	struct cconn *b = open_conns(store_socks[1], IDEM_CLIENTS / 2);
+	struct cconn *all = xcalloc(IDEM_CLIENTS, sizeof(*all));
+	memcpy(all, a, sizeof(*a) * (IDEM_CLIENTS / 2));
+	memcpy(all + IDEM_CLIENTS / 2, b, sizeof(*b) * (IDEM_CLIENTS / 2));
+	free(a);
+	free(b);
+	int64_t before = shell_runs(store_socks[0]) + shell_runs(store_socks[1]);
+	char *suffix = xasprintf(",\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+				 "\"arguments\":{\"command\":\"sleep 0.2\"},"
+				 "\"_meta\":{\"idempotencyKey\":\"crowd-%d\"}}}\n", (int)getpid());
+	struct load L = {
+		.conns = all, .n = IDEM_CLIENTS, .depth = 1, .per_conn = 1, .gen = gen_simple,
+		.suffix = suffix, .suffix_len = strlen(suffix), .server = store_pids[0],
+	};
+	drive(&L);
+	free(suffix);
+	int64_t runs = shell_runs(store_socks[0]) + shell_runs(store_socks[1]) - before;
+	struct row *r = add_row(scenario, "two toolcalld, one Redis", &L, store_pids[0]);
+	close_conns(all, IDEM_CLIENTS);
+	snprintf(r->extra, sizeof(r->extra), "%" PRIu64 " answers, shell ran %" PRId64 " time(s)", L.calls, runs);
+	snprintf(r->target, sizeof(r->target), "one run: %s",
+		 runs == 1 && L.calls == IDEM_CLIENTS && !L.errors ? "met" : "MISSED");
+}
+
+static void scenario_store(void)
+{
+	if (!store_start()) {
+		note("store: redis-server is not installed; the Redis store was not measured");
+		return;
+	}
+	scenario_store_keyed();
+	scenario_store_crowd();
+	store_stop();
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1743,6 +1938,8 @@ int main(int argc, char **argv)
 		scenario_idle();
 	if (wanted("batch"))
 		scenario_batch();
+	if (wanted("store"))
+		scenario_store();
 	/* Last: its 10,000 connections leave the daemon's memory grown, which
 	 * would hide what idle connections cost. */
 	if (wanted("shell10k"))

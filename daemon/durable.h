@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Durable calls in the daemon: the store (memory or Redis) and MCP tasks
+ * (tools/call made as a task, tasks/get, tasks/result, tasks/list,
+ * tasks/cancel, notifications/tasks/status).
+ */
+#ifndef TC_DURABLE_H
+#define TC_DURABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct call_params;
+struct conn;
+struct jgen;
+struct json;
+struct jrpc_req;
+struct pending;
+struct server;
+
+/* Opens the configured store (after the dispatcher) and the tasks: 0, or
+ * a negative errno with a message in *ret_err. */
+int durable_open(struct server *s, char **ret_err);
+void durable_close(struct server *s);
+/* A connection went away: its tasks run on, unwatched. */
+void durable_conn_closed(struct conn *c);
+
+/* admin/stats' "tasks" member. */
+void durable_write_stats(struct server *s, struct jgen *g);
+/* initialize's capabilities.tasks; a listed tool's execution member. */
+void durable_write_capability(struct jgen *g);
+void durable_write_tool_execution(struct jgen *g);
+
+/* Checks tools/call's params.task: its ttl (-1: none) or false after
+ * answering the error. */
+bool durable_task_params(struct pending *p, const struct json *task, int64_t *ret_ttl);
+/* Makes a task for the checked call, answers {task} and runs the call. */
+void durable_call_as_task(struct conn *c, struct pending *p, const struct call_params *cp, int64_t ttl);
+
+struct durable_method {
+	const char *name;
+	void (*fn)(struct conn *c, const struct jrpc_req *req, struct pending *p);
+};
+/* tasks/get, tasks/result, tasks/list, tasks/cancel; NULL-terminated. */
+extern const struct durable_method durable_methods[];
+
+#endif

@@ -1,0 +1,1199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Redis store: idempotency records and tasks shared by every daemon
+ * that uses the same Redis and prefix, spoken asynchronously on the
+ * daemon's own loop (hiredis and its libev adapter, given the ev_loop the
+ * loop seam wraps). Commands issued in one loop turn leave in one write.
+ *
+ * Long because it holds the whole protocol with Redis: the scripts, the
+ * claim and join state machine, the outage handling and the hostile-reply
+ * checks belong together.
+ *
+ * Keys, under the prefix P and the peer uid U:
+ *   P idem:U:H        the record: "R" (running) or "D" (done) or "X" (done,
+ *                     outcome too large to share), then the holder's token
+ *                     (32 hex), the arguments' hash (64 hex), the tool, "\n",
+ *                     and for "D" the encoded outcome. H is the SHA-256 of
+ *                     the client's key, so key bytes never reach Redis.
+ *   P idem:U:H:lease  the holder's token while its lease runs (SET NX PX
+ *                     lease_ms, renewed every third of it while the call
+ *                     runs); the channel P idem:U:H hears when it ends.
+ *   P task:U:ID       a task's JSON;  P tasks:U  a sorted set of U's tasks.
+ * A record outlives a dead holder's lease by the idempotency TTL, so its key
+ * keeps answering "outcome unknown" to non-idempotent tools instead of
+ * running them twice. Leases are timed by Redis alone: daemons' clocks
+ * never meet.
+ *
+ * Faults: no reply within timeout_ms, a closed connection, an error reply
+ * or a reply of the wrong shape is an outage: the connections are dropped,
+ * every pending request is answered from the local memory store ("local")
+ * or as unavailable ("fail"), and reconnection is tried with backoff.
+ */
+#include "lib/store.h"
+
+#include <errno.h>
+#include <hiredis/adapters/libev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/list.h"
+#include "lib/loop.h"
+#include "lib/map.h"
+#include "proto/base/buf.h"
+#include "proto/json.h"
+#include "proto/base/util.h"
+#include "proto/utf8.h"
+
+#define TOKEN_LEN 32
+#define HASH_HEX (2 * STORE_HASH_LEN)
+#define REC_HEAD (1 + TOKEN_LEN + HASH_HEX)	/* state, token, hash */
+#define MAX_TOOL 1024
+#define MAX_TASK_META (64 * 1024)
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+/* Claims the key, or tells who has it: {0} claimed, {2} claimed from a
+ * dead holder (idempotent tools only), {1, record, lease alive}. */
+static const char CLAIM_LUA[] =
+	"local v = redis.call('GET', KEYS[1])\n"
+	"local take = not v\n"
+	"local alive = 0\n"
+	"if v then\n"
+	"  alive = redis.call('EXISTS', KEYS[2])\n"
+	"  take = alive == 0 and ARGV[5] == '1' and string.sub(v, 1, 1) == 'R'\n"
+	"         and string.sub(v, 34) == ARGV[6]\n"
+	"end\n"
+	"if take then\n"
+	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])\n"
+	"  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
+	"  if v then return {2} end\n"
+	"  return {0}\n"
+	"end\n"
+	"return {1, v, alive}\n";
+
+/* Renews the holder's lease (and the record's life): 1, or 0 when lost. */
+static const char RENEW_LUA[] =
+	"if redis.call('GET', KEYS[2]) == ARGV[1] then\n"
+	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+	"  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+	"  return 1\n"
+	"end\n"
+	"return 0\n";
+
+/* Ends the holder's claim: the outcome (ARGV[2], kept ARGV[3] ms) or,
+ * when ARGV[2] is empty, nothing (the key is free again); then tells the
+ * joiners. 0 when the record is no longer the holder's. */
+static const char END_LUA[] =
+	"local v = redis.call('GET', KEYS[1])\n"
+	"if not v or string.sub(v, 1, 1) ~= 'R' or string.sub(v, 2, 33) ~= ARGV[1] then return 0 end\n"
+	"if ARGV[2] == '' or ARGV[3] == '0' then redis.call('DEL', KEYS[1])\n"
+	"else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end\n"
+	"if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end\n"
+	"redis.call('PUBLISH', KEYS[1], 'E')\n"
+	"return 1\n";
+
+/* Lists tasks above a position: {order, meta, order, meta, ...}. */
+static const char LIST_LUA[] =
+	"local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES',\n"
+	"                       'LIMIT', 0, tonumber(ARGV[2]))\n"
+	"local out = {}\n"
+	"for i = 1, #ids, 2 do\n"
+	"  local m = redis.call('GET', ARGV[3] .. ids[i])\n"
+	"  if m then table.insert(out, ids[i + 1]); table.insert(out, m)\n"
+	"  else redis.call('ZREM', KEYS[1], ids[i]) end\n"
+	"end\n"
+	"return out\n";
+
+/* Saves a task and bounds the uid's list. */
+static const char TASK_PUT_LUA[] =
+	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+	"redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4])\n"
+	"redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1 - tonumber(ARGV[5]))\n"
+	"if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end\n"
+	"return 1\n";
+
+struct rstore;
+
+/* One command in flight on the command connection, oldest first. */
+struct rcmd {
+	struct list node;		/* r->pending */
+	struct rstore *r;
+	uint64_t sent_ns;
+	void (*fn)(struct rstore *r, redisReply *reply, void *arg);
+	void *arg;			/* NULL: nobody waits for the reply any more */
+};
+
+struct chan {
+	char *name;
+	struct list waits;		/* struct store_wait.chan_node */
+	bool subscribed;
+};
+
+struct store_wait {
+	const struct store_ops *ops;	/* first, as in every handle */
+	struct rstore *r;
+	struct list node;		/* r->waits */
+	struct store_key k;		/* strings owned */
+	uint8_t hash[STORE_HASH_LEN];
+	char *rkey;
+	store_cb cb;
+	void *arg;
+	struct rcmd *cmd;		/* claim in flight */
+	struct chan *chan;		/* subscribed to the holder's end */
+	struct list chan_node;
+	struct tc_timer *poll;
+	struct store_wait *local;	/* handed to the local store in an outage */
+	char token[TOKEN_LEN + 1];	/* of the claim in flight */
+	bool *freed;			/* set when w is freed (a caller on the stack asks) */
+	bool joined;
+	/* Task requests. */
+	void (*get_cb)(void *arg, int r, const char *meta, size_t n);
+	void (*list_cb)(void *arg, int r, char **metas, size_t n, uint64_t next);
+	size_t limit;
+};
+
+struct store_claim {
+	const struct store_ops *ops;
+	struct rstore *r;
+	struct list node;		/* r->claims */
+	char *rkey;
+	char *tail;			/* hash hex, tool, "\n": the record after the token */
+	char token[TOKEN_LEN + 1];
+	struct tc_timer *renew;
+};
+
+struct rstore {
+	struct store base;
+	struct tc_loop *loop;
+	struct ev_loop *ev;
+	struct store_config cfg;
+	char *address, *prefix;
+	char *host;			/* NULL: unix socket at path */
+	char *path;
+	int port;
+	const struct store_value_ops *vops;
+	struct store *local;		/* the fallback */
+	redisAsyncContext *cmd, *sub;
+	bool up;			/* a reply came since connecting */
+	bool outage;			/* warned, not yet back */
+	uint64_t outages;
+	uint64_t lost_leases;
+	uint64_t backoff_ms;
+	struct tc_timer *retry;
+	bool retry_armed;
+	struct tc_timer *watchdog;
+	bool watchdog_armed;
+	struct list pending;		/* struct rcmd */
+	struct list waits;
+	struct list claims;
+	struct map *chans;
+	uint64_t rtt_us;
+	uint64_t poll_ms;
+	uint64_t commands;
+	uint64_t hits, joins;
+	char last_error[128];
+};
+
+#define RS(s) ((struct rstore *)(s))
+
+static void outage(struct rstore *r, const char *fmt, ...) PRINTF(2, 3);
+static void connect_now(struct rstore *r);
+static void wait_send(struct store_wait *w);
+static void on_message(redisAsyncContext *ac, void *reply, void *priv);
+
+/* --- commands ---------------------------------------------------------- */
+
+static void watchdog_arm(struct rstore *r)
+{
+	if (r->watchdog_armed)
+		return;
+	r->watchdog_armed = true;
+	tc_timer_start(r->watchdog, MAX(r->cfg.timeout_ms / 4, 10));
+}
+
+/* A command without a reply past the timeout: Redis is stalled. */
+static void watchdog_fire(void *arg)
+{
+	struct rstore *r = arg;
+	r->watchdog_armed = false;
+	struct rcmd *c = list_first(&r->pending, struct rcmd, node);
+	if (!c)
+		return;
+	if (mono_ns() - c->sent_ns >= r->cfg.timeout_ms * 1000000ULL) {
+		outage(r, "no reply in %" PRIu64 " ms", r->cfg.timeout_ms);
+		return;
+	}
+	watchdog_arm(r);
+}
+
+static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct rcmd *c = priv;
+	struct rstore *r = c->r;
+	list_remove(&c->node);
+	if (reply) {
+		uint64_t us = (mono_ns() - c->sent_ns) / 1000;
+		r->rtt_us = r->rtt_us ? (r->rtt_us * 7 + us) / 8 : us;
+		if (!r->up && ac == r->cmd) {
+			r->up = true;
+			r->backoff_ms = 0;
+			if (r->outage) {
+				r->outage = false;
+				if (r->cfg.notify)
+					r->cfg.notify(r->cfg.notify_arg, true, "reconnected");
+			}
+		}
+	}
+	void *arg = c->arg;
+	void (*fn)(struct rstore *, redisReply *, void *) = c->fn;
+	free(c);
+	fn(r, reply, arg);
+}
+
+/*
+ * Sends one command (argv form) on the command connection; fn gets the
+ * reply, or NULL when the connection went away first. Returns the command
+ * (its arg may be cleared to ignore the reply), or NULL when nothing could
+ * be sent (fn was not called).
+ */
+static struct rcmd *send_cmd(struct rstore *r, void (*fn)(struct rstore *, redisReply *, void *), void *arg,
+			     int argc, const char **argv, const size_t *lens)
+{
+	if (!r->cmd)
+		return NULL;
+	struct rcmd *c = xcalloc(1, sizeof(*c));
+	c->r = r;
+	c->fn = fn;
+	c->arg = arg;
+	c->sent_ns = mono_ns();
+	list_insert_tail(&r->pending, &c->node);
+	if (redisAsyncCommandArgv(r->cmd, on_reply, c, argc, argv, lens) != REDIS_OK) {
+		list_remove(&c->node);
+		free(c);
+		return NULL;
+	}
+	r->commands++;
+	watchdog_arm(r);
+	return c;
+}
+
+/* EVAL of script with the keys and args given as strings. */
+static struct rcmd *send_eval(struct rstore *r, void (*fn)(struct rstore *, redisReply *, void *), void *arg,
+			      const char *script, int nkeys, int nargs, const char *const *kv, const size_t *kvlen)
+{
+	const char *argv[16];
+	size_t lens[16];
+	char nk[8];
+	snprintf(nk, sizeof(nk), "%d", nkeys);
+	argv[0] = "EVAL";
+	lens[0] = 4;
+	argv[1] = script;
+	lens[1] = strlen(script);
+	argv[2] = nk;
+	lens[2] = strlen(nk);
+	for (int i = 0; i < nkeys + nargs; i++) {
+		argv[3 + i] = kv[i];
+		lens[3 + i] = kvlen ? kvlen[i] : strlen(kv[i]);
+	}
+	return send_cmd(r, fn, arg, 3 + nkeys + nargs, argv, lens);
+}
+
+/* A reply that must be an integer. */
+static void ignore_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	if (reply && reply->type != REDIS_REPLY_INTEGER && reply->type != REDIS_REPLY_STATUS)
+		outage(r, "unexpected reply: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
+}
+
+/* --- connection -------------------------------------------------------- */
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+	struct rstore *r = ac->data;
+	if (!r)
+		return;
+	/* hiredis frees ac after this: forget it first. */
+	if (ac == r->cmd)
+		r->cmd = NULL;
+	if (ac == r->sub)
+		r->sub = NULL;
+	outage(r, "connection closed%s%s", ac->errstr[0] ? ": " : "", ac->errstr);
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+	struct rstore *r = ac->data;
+	if (r && status != REDIS_OK) {
+		if (ac == r->cmd)
+			r->cmd = NULL;
+		if (ac == r->sub)
+			r->sub = NULL;
+		outage(r, "cannot connect to %s: %s", r->address, ac->errstr);
+	}
+}
+
+static redisAsyncContext *open_ctx(struct rstore *r)
+{
+	redisAsyncContext *ac = r->host ? redisAsyncConnect(r->host, r->port) : redisAsyncConnectUnix(r->path);
+	if (!ac)
+		return NULL;
+	if (ac->err) {
+		snprintf(r->last_error, sizeof(r->last_error), "%s", ac->errstr);
+		redisAsyncFree(ac);
+		return NULL;
+	}
+	ac->data = r;
+	redisLibevAttach(r->ev, ac);
+	redisAsyncSetConnectCallback(ac, on_connect);
+	redisAsyncSetDisconnectCallback(ac, on_disconnect);
+	return ac;
+}
+
+/* Drops both connections: every pending reply comes back NULL. */
+static void drop(struct rstore *r)
+{
+	redisAsyncContext *c = r->cmd, *s = r->sub;
+	r->cmd = r->sub = NULL;
+	r->up = false;
+	if (c) {
+		c->data = NULL;
+		redisAsyncFree(c);
+	}
+	if (s) {
+		s->data = NULL;
+		redisAsyncFree(s);
+	}
+	/* A context being freed inside its own callback answers later. */
+	while (!list_empty(&r->pending)) {
+		struct rcmd *cmd = list_first(&r->pending, struct rcmd, node);
+		list_remove(&cmd->node);
+		list_init(&cmd->node);
+	}
+	struct map *chans = r->chans;
+	const char *k;
+	void *v;
+	for (size_t it = 0; map_next(chans, &it, &k, &v);)
+		((struct chan *)v)->subscribed = false;
+}
+
+static void retry_fire(void *arg)
+{
+	struct rstore *r = arg;
+	r->retry_armed = false;
+	connect_now(r);
+}
+
+static void connect_now(struct rstore *r)
+{
+	if (r->cmd)
+		return;
+	r->cmd = open_ctx(r);
+	r->sub = r->cmd ? open_ctx(r) : NULL;
+	if (!r->cmd || !r->sub) {
+		outage(r, "cannot connect to %s: %s", r->address, r->last_error);
+		return;
+	}
+	/* The first reply says Redis is there. */
+	const char *ping = "PING";
+	send_cmd(r, ignore_reply, NULL, 1, &ping, NULL);
+}
+
+/* Treats Redis as away: warns once, answers what waits, reconnects later. */
+static void outage(struct rstore *r, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (!r->outage) {
+		r->outage = true;
+		r->outages++;
+		if (r->cfg.notify)
+			r->cfg.notify(r->cfg.notify_arg, false, why);
+	}
+	drop(r);
+	/* Joins waiting for a message from a holder elsewhere: their polls
+	 * fire now and answer them from the fallback (a callback may cancel
+	 * other waits, so none is answered from inside this loop). */
+	struct list *p;
+	for (p = r->waits.next; p != &r->waits; p = p->next) {
+		struct store_wait *w = list_entry(p, struct store_wait, node);
+		if (!w->cmd && w->chan)
+			tc_timer_start(w->poll, 0);
+	}
+	if (!r->retry_armed) {
+		r->retry_armed = true;
+		r->backoff_ms = r->backoff_ms ? MIN(r->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
+		tc_timer_start(r->retry, r->backoff_ms + tc_random(r->loop) % (r->backoff_ms / 2 + 1));
+	}
+}
+
+/* --- waits ------------------------------------------------------------- */
+
+static void chan_leave(struct store_wait *w)
+{
+	struct chan *ch = w->chan;
+	if (!ch)
+		return;
+	w->chan = NULL;
+	list_remove(&w->chan_node);
+	if (!list_empty(&ch->waits))
+		return;
+	struct rstore *r = w->r;
+	if (ch->subscribed && r->sub) {
+		const char *argv[] = { "UNSUBSCRIBE", ch->name };
+		redisAsyncCommandArgv(r->sub, NULL, NULL, 2, argv, NULL);
+	}
+	map_remove(r->chans, ch->name);
+	free(ch->name);
+	free(ch);
+}
+
+static void wait_free(struct store_wait *w)
+{
+	if (w->freed)
+		*w->freed = true;
+	if (w->cmd)
+		w->cmd->arg = NULL;
+	chan_leave(w);
+	tc_timer_free(w->poll);
+	list_remove(&w->node);
+	free((char *)w->k.key);
+	free((char *)w->k.tool);
+	free(w->rkey);
+	free(w);
+}
+
+static void rs_wait_cancel(struct store_wait *w)
+{
+	store_wait_cancel(w->local);
+	wait_free(w);
+}
+
+/* Answers the wait and frees it. */
+static void wait_answer(struct store_wait *w, const struct store_answer *a)
+{
+	store_cb cb = w->cb;
+	void *arg = w->arg;
+	wait_free(w);
+	cb(arg, a);
+}
+
+static void local_answer(void *arg, const struct store_answer *a)
+{
+	struct store_wait *w = arg;
+	w->local = NULL;
+	wait_answer(w, a);
+}
+
+/* Redis is away: answers from the local store, or as unavailable. */
+static void wait_fallback(struct store_wait *w)
+{
+	struct rstore *r = w->r;
+	if (w->get_cb || w->list_cb) {
+		void (*gcb)(void *, int, const char *, size_t) = w->get_cb;
+		void (*lcb)(void *, int, char **, size_t, uint64_t) = w->list_cb;
+		void *arg = w->arg;
+		wait_free(w);
+		if (gcb)
+			gcb(arg, -EIO, NULL, 0);
+		else
+			lcb(arg, -EIO, NULL, 0, 0);
+		return;
+	}
+	if (r->cfg.fail_unavailable) {
+		wait_answer(w, &(struct store_answer){ .result = STORE_UNAVAILABLE });
+		return;
+	}
+	if (w->joined && !w->k.idempotent) {
+		/* Its holder elsewhere may still be running it. */
+		wait_answer(w, &(struct store_answer){ .result = STORE_LOST });
+		return;
+	}
+	chan_leave(w);
+	tc_timer_stop(w->poll);
+	/* The local store may answer (and so free w) at once. */
+	bool freed = false;
+	w->freed = &freed;
+	struct store_wait *lw = store_claim(r->local, &w->k, local_answer, w);
+	if (!freed) {
+		w->freed = NULL;
+		w->local = lw;
+	}
+}
+
+static void hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static bool is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static void new_token(struct rstore *r, char out[static TOKEN_LEN + 1])
+{
+	uint8_t b[TOKEN_LEN / 2];
+	for (size_t i = 0; i < sizeof(b); i += 4) {
+		uint32_t x = tc_random(r->loop) ^ (uint32_t)mono_ns();
+		memcpy(b + i, &x, MIN(4, sizeof(b) - i));
+	}
+	hex(b, sizeof(b), out);
+}
+
+static void renew_fire(void *arg);
+
+static struct store_claim *claim_new(struct rstore *r, const struct store_wait *w)
+{
+	struct store_claim *c = xcalloc(1, sizeof(*c));
+	c->ops = &store_redis_ops;
+	c->r = r;
+	c->rkey = xstrdup(w->rkey);
+	char hashhex[HASH_HEX + 1];
+	hex(w->hash, STORE_HASH_LEN, hashhex);
+	c->tail = xasprintf("%s%s\n", hashhex, w->k.tool);
+	memcpy(c->token, w->token, TOKEN_LEN + 1);
+	c->renew = tc_timer_new(r->loop, renew_fire, c);
+	tc_timer_start(c->renew, MAX(r->cfg.lease_ms / 3, 1));
+	list_insert_tail(&r->claims, &c->node);
+	return c;
+}
+
+static void poll_fire(void *arg)
+{
+	struct store_wait *w = arg;
+	if (!w->cmd)
+		wait_send(w);
+}
+
+/* Subscribes w to the end of the call that holds its key. */
+static void wait_join(struct store_wait *w)
+{
+	struct rstore *r = w->r;
+	w->joined = true;
+	if (!w->chan) {
+		struct chan *ch = map_get(r->chans, w->rkey);
+		if (!ch) {
+			ch = xcalloc(1, sizeof(*ch));
+			ch->name = xstrdup(w->rkey);
+			list_init(&ch->waits);
+			map_put(r->chans, ch->name, ch);
+		}
+		w->chan = ch;
+		list_insert_tail(&ch->waits, &w->chan_node);
+		if (!ch->subscribed && r->sub) {
+			const char *argv[] = { "SUBSCRIBE", ch->name };
+			if (redisAsyncCommandArgv(r->sub, on_message, r, 2, argv, NULL) == REDIS_OK)
+				ch->subscribed = true;
+		}
+	}
+	/* The poll catches a message lost in a reconnection, and a holder
+	 * that died without a word. */
+	tc_timer_start(w->poll, r->poll_ms);
+}
+
+/* Reads a record: false when it is not one this store wrote. */
+static bool parse_record(struct rstore *r, const redisReply *rec, char *ret_state, const char **ret_token,
+			 const char **ret_hash, const char **ret_tool, size_t *ret_tool_len,
+			 const char **ret_value, size_t *ret_value_len)
+{
+	if (rec->type != REDIS_REPLY_STRING || rec->len < REC_HEAD + 2 ||
+	    rec->len > r->cfg.max_value_bytes + REC_HEAD + MAX_TOOL + 2)
+		return false;
+	const char *s = rec->str;
+	if (s[0] != 'R' && s[0] != 'D' && s[0] != 'X')
+		return false;
+	if (!is_hex(s + 1, TOKEN_LEN + HASH_HEX))
+		return false;
+	const char *tool = s + REC_HEAD;
+	const char *nl = memchr(tool, '\n', MIN(rec->len - REC_HEAD, MAX_TOOL + 1));
+	if (!nl || nl == tool || !utf8_valid(tool, (size_t)(nl - tool)) || memchr(tool, '\0', (size_t)(nl - tool)))
+		return false;
+	if (s[0] != 'D' && (size_t)(nl + 1 - s) != rec->len)
+		return false;
+	*ret_state = s[0];
+	*ret_token = s + 1;
+	*ret_hash = s + 1 + TOKEN_LEN;
+	*ret_tool = tool;
+	*ret_tool_len = (size_t)(nl - tool);
+	*ret_value = nl + 1;
+	*ret_value_len = rec->len - (size_t)(nl + 1 - s);
+	return true;
+}
+
+/* The wait a reply is for, or NULL when there is nothing more to do:
+ * nobody waits any more, or the connection went (answered from the
+ * fallback). */
+static struct store_wait *reply_wait(void *arg, const redisReply *reply)
+{
+	struct store_wait *w = arg;
+	if (!w)
+		return NULL;
+	w->cmd = NULL;
+	if (!reply) {
+		wait_fallback(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct store_wait *w = reply_wait(arg, reply);
+	if (!w)
+		return;
+	char state = 0;
+	const char *token, *hash, *tool, *value;
+	size_t tool_len, value_len;
+	long long code = -1, alive = 0;
+	if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 &&
+	    reply->element[0]->type == REDIS_REPLY_INTEGER)
+		code = reply->element[0]->integer;
+	if ((code == 0 || code == 2) && reply->elements == 1) {
+		struct store_claim *c = claim_new(r, w);
+		wait_answer(w, &(struct store_answer){ .result = STORE_CLAIMED, .claim = c });
+		return;
+	}
+	if (code != 1 || reply->elements != 3 || reply->element[2]->type != REDIS_REPLY_INTEGER ||
+	    !parse_record(r, reply->element[1], &state, &token, &hash, &tool, &tool_len, &value, &value_len)) {
+		chan_leave(w);	/* answered below, not by outage() */
+		outage(r, "unexpected reply to a claim: %s",
+		       reply->type == REDIS_REPLY_ERROR ? reply->str : "not a record of this store");
+		wait_fallback(w);
+		return;
+	}
+	alive = reply->element[2]->integer;
+	char want[HASH_HEX + 1];
+	hex(w->hash, STORE_HASH_LEN, want);
+	bool same_tool = tool_len == strlen(w->k.tool) && !memcmp(tool, w->k.tool, tool_len);
+	if (!same_tool || memcmp(hash, want, HASH_HEX)) {
+		wait_answer(w, &(struct store_answer){ .result = STORE_CONFLICT, .same_tool = same_tool });
+		return;
+	}
+	if (state == 'X') {
+		wait_answer(w, &(struct store_answer){ .result = STORE_LOST });
+		return;
+	}
+	if (state == 'D') {
+		void *v = NULL;
+		if (r->vops->decode(value, value_len, &v) < 0) {
+			chan_leave(w);
+			outage(r, "a kept outcome does not decode");
+			wait_fallback(w);
+			return;
+		}
+		if (w->joined)
+			r->joins++;
+		else
+			r->hits++;
+		wait_answer(w, &(struct store_answer){ .result = STORE_DONE, .value = v, .joined = w->joined });
+		r->vops->unref(v);
+		return;
+	}
+	if (!alive) {
+		/* The holder died (an idempotent tool's claim was taken over
+		 * by the script): nobody can say whether it ran. */
+		wait_answer(w, &(struct store_answer){ .result = STORE_LOST });
+		return;
+	}
+	wait_join(w);
+}
+
+/* Sends the claim of w: false when it cannot be sent. */
+static bool claim_send(struct store_wait *w)
+{
+	struct rstore *r = w->r;
+	new_token(r, w->token);
+	char hashhex[HASH_HEX + 1];
+	hex(w->hash, STORE_HASH_LEN, hashhex);
+	_cleanup_free_ char *lease = xasprintf("%s:lease", w->rkey);
+	_cleanup_free_ char *rec = xasprintf("R%s%s%s\n", w->token, hashhex, w->k.tool);
+	_cleanup_free_ char *tail = xasprintf("%s%s\n", hashhex, w->k.tool);
+	char lease_ms[24], rec_ms[24];
+	snprintf(lease_ms, sizeof(lease_ms), "%" PRIu64, r->cfg.lease_ms);
+	snprintf(rec_ms, sizeof(rec_ms), "%" PRIu64, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000));
+	const char *kv[] = { w->rkey, lease, rec, w->token, lease_ms, rec_ms, w->k.idempotent ? "1" : "0", tail };
+	w->cmd = send_eval(r, claim_reply, w, CLAIM_LUA, 2, 6, kv, NULL);
+	return w->cmd != NULL;
+}
+
+/* Claims again for w (a message came, or its poll), or falls back. */
+static void wait_send(struct store_wait *w)
+{
+	if (!w->cmd && !claim_send(w))
+		wait_fallback(w);
+}
+
+static void on_message(redisAsyncContext *ac, void *reply_, void *priv)
+{
+	struct rstore *r = priv;
+	redisReply *reply = reply_;
+	if (!reply || !r || ac != r->sub)
+		return;
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
+	    reply->element[0]->type != REDIS_REPLY_STRING || reply->element[1]->type != REDIS_REPLY_STRING) {
+		outage(r, "unexpected message on a subscription");
+		return;
+	}
+	const char *what = reply->element[0]->str;
+	/* On "subscribe" too: the end may have come before the subscription. */
+	if (!str_eq(what, "message") && !str_eq(what, "subscribe"))
+		return;
+	struct chan *ch = map_get(r->chans, reply->element[1]->str);
+	if (!ch)
+		return;
+	/* Claims again from the waits' polls, outside this callback. */
+	struct list *p;
+	for (p = ch->waits.next; p != &ch->waits; p = p->next) {
+		struct store_wait *w = list_entry(p, struct store_wait, chan_node);
+		if (!w->cmd)
+			tc_timer_start(w->poll, 0);
+	}
+}
+
+static struct store_wait *wait_new(struct rstore *r, store_cb cb, void *arg)
+{
+	struct store_wait *w = xcalloc(1, sizeof(*w));
+	w->ops = &store_redis_ops;
+	w->r = r;
+	w->cb = cb;
+	w->arg = arg;
+	list_init(&w->chan_node);
+	list_insert_tail(&r->waits, &w->node);
+	return w;
+}
+
+static char *uid_key(struct rstore *r, const char *kind, uid_t uid, const char *rest)
+{
+	return xasprintf("%s%s:%u:%s", r->prefix, kind, (unsigned)uid, rest);
+}
+
+static struct store_wait *rs_claim(struct store *s, const struct store_key *k, store_cb cb, void *arg)
+{
+	struct rstore *r = RS(s);
+	if (!r->cmd) {
+		if (r->cfg.fail_unavailable) {
+			cb(arg, &(struct store_answer){ .result = STORE_UNAVAILABLE });
+			return NULL;
+		}
+		return store_claim(r->local, k, cb, arg);
+	}
+	struct store_wait *w = wait_new(r, cb, arg);
+	w->k = *k;
+	w->k.key = xmemdup(k->key, k->key_len + 1);
+	w->k.tool = xstrdup(k->tool);
+	memcpy(w->hash, k->hash, STORE_HASH_LEN);
+	w->k.hash = w->hash;
+	uint8_t kh[STORE_HASH_LEN];
+	char khex[HASH_HEX + 1];
+	store_sha256(k->key, k->key_len, kh);
+	hex(kh, STORE_HASH_LEN, khex);
+	w->rkey = uid_key(r, "idem", k->uid, khex);
+	w->poll = tc_timer_new(r->loop, poll_fire, w);
+	/* A tool name with a newline cannot be stored: no such tool exists. */
+	if (strchr(k->tool, '\n') || strlen(k->tool) > MAX_TOOL) {
+		wait_answer(w, &(struct store_answer){ .result = STORE_CONFLICT });
+		return NULL;
+	}
+	if (claim_send(w))
+		return w;
+	wait_free(w);
+	if (r->cfg.fail_unavailable) {
+		cb(arg, &(struct store_answer){ .result = STORE_UNAVAILABLE });
+		return NULL;
+	}
+	return store_claim(r->local, k, cb, arg);
+}
+
+/* --- claims ------------------------------------------------------------ */
+
+static void renew_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	if (!reply)
+		return;
+	if (reply->type != REDIS_REPLY_INTEGER) {
+		outage(r, "unexpected reply to a renewal: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
+		return;
+	}
+	if (reply->integer == 0)
+		r->lost_leases++;
+}
+
+static void renew_fire(void *arg)
+{
+	struct store_claim *c = arg;
+	struct rstore *r = c->r;
+	tc_timer_start(c->renew, MAX(r->cfg.lease_ms / 3, 1));
+	_cleanup_free_ char *lease = xasprintf("%s:lease", c->rkey);
+	char lease_ms[24], rec_ms[24];
+	snprintf(lease_ms, sizeof(lease_ms), "%" PRIu64, r->cfg.lease_ms);
+	snprintf(rec_ms, sizeof(rec_ms), "%" PRIu64, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000));
+	const char *kv[] = { c->rkey, lease, c->token, lease_ms, rec_ms };
+	send_eval(r, renew_reply, NULL, RENEW_LUA, 2, 3, kv, NULL);
+}
+
+static void claim_free(struct store_claim *c)
+{
+	list_remove(&c->node);
+	tc_timer_free(c->renew);
+	free(c->rkey);
+	free(c->tail);
+	free(c);
+}
+
+/* Ends a claim in Redis with record rec (NULL: the key is freed). */
+static void claim_end(struct store_claim *c, const char *rec, size_t rec_len)
+{
+	struct rstore *r = c->r;
+	if (r) {
+		_cleanup_free_ char *lease = xasprintf("%s:lease", c->rkey);
+		char ttl[24];
+		snprintf(ttl, sizeof(ttl), "%" PRIu64, r->cfg.ttl_ms);
+		const char *kv[] = { c->rkey, lease, c->token, rec ? rec : "", ttl };
+		size_t lens[] = { strlen(c->rkey), strlen(lease), TOKEN_LEN, rec ? rec_len : 0, strlen(ttl) };
+		send_eval(r, ignore_reply, NULL, END_LUA, 2, 3, kv, lens);
+	}
+	claim_free(c);
+}
+
+static void rs_complete(struct store_claim *c, void *value)
+{
+	struct rstore *r = c->r;
+	if (!r || !r->cmd) {
+		/* Redis is away: the record stays "running" there until its
+		 * lease runs out; here the outcome is simply not shared. */
+		claim_free(c);
+		return;
+	}
+	struct buf b = {0};
+	buf_putc(&b, 'D');
+	buf_append(&b, c->token, TOKEN_LEN);
+	buf_puts(&b, c->tail);
+	size_t head = buf_size(&b);
+	r->vops->encode(value, &b);
+	if (buf_size(&b) - head > r->cfg.max_value_bytes) {
+		/* Too large to share: other daemons hear that it ended, not how. */
+		b.len = head;
+		b.data[0] = 'X';
+	}
+	claim_end(c, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
+static void rs_release(struct store_claim *c)
+{
+	claim_end(c, NULL, 0);
+}
+
+/* --- tasks ------------------------------------------------------------- */
+
+static void rs_task_put(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
+			uint64_t order, uint64_t keep_ms)
+{
+	struct rstore *r = RS(s);
+	if (!r->cmd) {
+		store_task_put(r->local, uid, id, meta, meta_len, order, keep_ms);
+		return;
+	}
+	_cleanup_free_ char *key = uid_key(r, "task", uid, id);
+	_cleanup_free_ char *set = xasprintf("%stasks:%u", r->prefix, (unsigned)uid);
+	char keep[24], ord[24], max[24];
+	snprintf(keep, sizeof(keep), "%" PRIu64, MAX(keep_ms, 1));
+	snprintf(ord, sizeof(ord), "%" PRIu64, order);
+	snprintf(max, sizeof(max), "%zu", r->cfg.max_tasks);
+	const char *kv[] = { key, set, meta, keep, ord, id, max };
+	size_t lens[] = { strlen(key), strlen(set), meta_len, strlen(keep), strlen(ord), strlen(id), strlen(max) };
+	send_eval(r, ignore_reply, NULL, TASK_PUT_LUA, 2, 5, kv, lens);
+}
+
+/* A task's JSON read back: an object of bounded size, or nothing. */
+static bool task_meta_ok(const struct rstore *r, const redisReply *m)
+{
+	if (m->type != REDIS_REPLY_STRING || m->len == 0 || m->len > r->cfg.max_value_bytes + MAX_TASK_META)
+		return false;
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	/* Deep enough for an outcome's structured content inside. */
+	if (json_parse(m->str, m->len, 0, 96, &doc, &err) < 0)
+		return false;
+	bool ok = json_doc_root(doc)->type == JSON_OBJECT;
+	json_doc_unref(doc);
+	return ok;
+}
+
+static void task_get_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct store_wait *w = reply_wait(arg, reply);
+	if (!w)
+		return;
+	void (*cb)(void *, int, const char *, size_t) = w->get_cb;
+	void *cb_arg = w->arg;
+	if (reply->type == REDIS_REPLY_NIL) {
+		wait_free(w);
+		cb(cb_arg, -ENOENT, NULL, 0);
+		return;
+	}
+	if (!task_meta_ok(r, reply)) {
+		outage(r, "a task record is not one this store wrote");
+		wait_fallback(w);
+		return;
+	}
+	wait_free(w);
+	cb(cb_arg, 0, reply->str, reply->len);
+}
+
+static struct store_wait *rs_task_get(struct store *s, uid_t uid, const char *id,
+				      void (*cb)(void *arg, int r, const char *meta, size_t n), void *arg)
+{
+	struct rstore *r = RS(s);
+	if (!r->cmd)
+		return store_task_get(r->local, uid, id, cb, arg);
+	struct store_wait *w = wait_new(r, NULL, arg);
+	w->get_cb = cb;
+	_cleanup_free_ char *key = uid_key(r, "task", uid, id);
+	const char *argv[] = { "GET", key };
+	w->cmd = send_cmd(r, task_get_reply, w, 2, argv, NULL);
+	if (!w->cmd) {
+		wait_fallback(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void task_list_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct store_wait *w = reply_wait(arg, reply);
+	if (!w)
+		return;
+	bool ok = reply->type == REDIS_REPLY_ARRAY && reply->elements % 2 == 0 &&
+		  reply->elements <= 2 * (w->limit + 1);
+	size_t n = ok ? reply->elements / 2 : 0;
+	_cleanup_free_ char **metas = xcalloc(n + 1, sizeof(char *));
+	_cleanup_free_ uint64_t *orders = xcalloc(n + 1, sizeof(uint64_t));
+	for (size_t i = 0; ok && i < n; i++) {
+		const redisReply *o = reply->element[2 * i], *m = reply->element[2 * i + 1];
+		char *end = NULL;
+		double d = o->type == REDIS_REPLY_STRING ? strtod(o->str, &end) : -1;
+		if (!end || *end || d < 0 || d > 9007199254740992.0 || !task_meta_ok(r, m)) {
+			ok = false;
+			break;
+		}
+		orders[i] = (uint64_t)d;
+		metas[i] = m->str;
+	}
+	if (!ok) {
+		outage(r, "unexpected reply to a task list");
+		wait_fallback(w);
+		return;
+	}
+	uint64_t next = 0;
+	if (n > w->limit) {
+		n = w->limit;
+		next = orders[n - 1];
+	}
+	void (*cb)(void *, int, char **, size_t, uint64_t) = w->list_cb;
+	void *cb_arg = w->arg;
+	wait_free(w);
+	cb(cb_arg, 0, metas, n, next);
+}
+
+static struct store_wait *rs_task_list(struct store *s, uid_t uid, uint64_t after, size_t limit,
+				       void (*cb)(void *arg, int r, char **metas, size_t n, uint64_t next),
+				       void *arg)
+{
+	struct rstore *r = RS(s);
+	if (!r->cmd)
+		return store_task_list(r->local, uid, after, limit, cb, arg);
+	struct store_wait *w = wait_new(r, NULL, arg);
+	w->list_cb = cb;
+	w->limit = limit ? limit : 1;
+	_cleanup_free_ char *set = xasprintf("%stasks:%u", r->prefix, (unsigned)uid);
+	_cleanup_free_ char *pre = uid_key(r, "task", uid, "");
+	char aft[24], lim[24];
+	snprintf(aft, sizeof(aft), "%" PRIu64, after);
+	snprintf(lim, sizeof(lim), "%zu", w->limit + 1);
+	const char *kv[] = { set, aft, lim, pre };
+	w->cmd = send_eval(r, task_list_reply, w, LIST_LUA, 1, 3, kv, NULL);
+	if (!w->cmd) {
+		wait_fallback(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* --- the store --------------------------------------------------------- */
+
+static size_t list_count(const struct list *l)
+{
+	size_t n = 0;
+	for (const struct list *p = l->next; p != l; p = p->next)
+		n++;
+	return n;
+}
+
+static void rs_write_stats(struct store *s, struct jgen *g)
+{
+	struct rstore *r = RS(s);
+	jgen_kv_str(g, "kind", "redis");
+	jgen_kv_str(g, "address", r->address);
+	jgen_kv_bool(g, "connected", r->up);
+	jgen_kv_int(g, "rttUs", (int64_t)r->rtt_us);
+	jgen_kv_int(g, "outages", (int64_t)r->outages);
+	jgen_kv_int(g, "commands", (int64_t)r->commands);
+	jgen_kv_int(g, "pending", (int64_t)list_count(&r->pending));
+	jgen_kv_int(g, "claimsHeld", (int64_t)list_count(&r->claims));
+	jgen_kv_int(g, "leasesLost", (int64_t)r->lost_leases);
+	jgen_kv_int(g, "hits", (int64_t)r->hits);
+	jgen_kv_int(g, "joins", (int64_t)r->joins);
+	jgen_key(g, "local");
+	jgen_obj_open(g);
+	store_write_stats(r->local, g);
+	jgen_obj_close(g);
+}
+
+static void rs_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes)
+{
+	struct rstore *r = RS(s);
+	r->cfg.ttl_ms = ttl_ms;
+	r->cfg.max_entries = max_entries;
+	r->cfg.max_bytes = max_bytes;
+	store_set_limits(r->local, ttl_ms, max_entries, max_bytes);
+}
+
+static size_t rs_entries(struct store *s) { return store_entries(RS(s)->local); }
+static void rs_sweep(struct store *s) { store_sweep(RS(s)->local); }
+static uint64_t rs_next_expiry(struct store *s) { return store_next_expiry(RS(s)->local); }
+
+static void rs_free(struct store *s)
+{
+	struct rstore *r = RS(s);
+	/* Held claims outlive the store as empty handles. */
+	while (!list_empty(&r->claims)) {
+		struct store_claim *c = list_first(&r->claims, struct store_claim, node);
+		list_remove(&c->node);
+		tc_timer_stop(c->renew);
+		c->r = NULL;
+	}
+	while (!list_empty(&r->waits)) {
+		struct store_wait *w = list_first(&r->waits, struct store_wait, node);
+		store_wait_cancel(w->local);
+		wait_free(w);
+	}
+	drop(r);
+	tc_timer_free(r->retry);
+	tc_timer_free(r->watchdog);
+	map_free(r->chans);
+	store_free(r->local);
+	free(r->address);
+	free(r->prefix);
+	free(r->host);
+	free(r->path);
+	free(r);
+}
+
+/* Reads "unix:/path" or "HOST:PORT" ("[v6]:PORT"). */
+static int parse_address(struct rstore *r, const char *a)
+{
+	if (!a || !*a)
+		return -EINVAL;
+	if (str_has_prefix(a, "unix:")) {
+		if (a[5] != '/' || strlen(a + 5) >= 108)
+			return -EINVAL;
+		r->path = xstrdup(a + 5);
+		return 0;
+	}
+	const char *colon = strrchr(a, ':');
+	if (!colon || colon == a || !colon[1])
+		return -EINVAL;
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || port <= 0 || port > 65535)
+		return -EINVAL;
+	const char *h = a;
+	size_t n = (size_t)(colon - a);
+	if (h[0] == '[') {
+		if (n < 3 || h[n - 1] != ']')
+			return -EINVAL;
+		h++;
+		n -= 2;
+	}
+	r->host = xstrndup(h, n);
+	r->port = (int)port;
+	return 0;
+}
+
+static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const struct store_value_ops *vops,
+		   struct store **ret)
+{
+	struct ev_loop *ev = tc_loop_ev_raw(loop);
+	if (!ev)
+		return -EOPNOTSUPP;
+	struct rstore *r = xcalloc(1, sizeof(*r));
+	r->base.ops = &store_redis_ops;
+	if (parse_address(r, cfg->address) < 0 || (cfg->prefix && strlen(cfg->prefix) > 256)) {
+		free(r->host);
+		free(r->path);
+		free(r);
+		return -EINVAL;
+	}
+	r->loop = loop;
+	r->ev = ev;
+	r->cfg = *cfg;
+	r->address = xstrdup(cfg->address);
+	r->prefix = xstrdup(cfg->prefix ? cfg->prefix : "toolcalld:");
+	r->cfg.address = r->address;
+	r->cfg.prefix = r->prefix;
+	if (!r->cfg.lease_ms)
+		r->cfg.lease_ms = 10000;
+	if (!r->cfg.timeout_ms)
+		r->cfg.timeout_ms = 2000;
+	r->poll_ms = MIN(MAX(r->cfg.lease_ms / 4, 100), 2000);
+	r->vops = vops;
+	struct store_config lc = *cfg;
+	lc.kind = "memory";
+	list_init(&r->pending);
+	list_init(&r->waits);
+	list_init(&r->claims);
+	r->chans = map_new();
+	r->retry = tc_timer_new(loop, retry_fire, r);
+	r->watchdog = tc_timer_new(loop, watchdog_fire, r);
+	int k = store_memory_ops.open(loop, &lc, vops, &r->local);
+	if (k < 0) {
+		rs_free(&r->base);
+		return k;
+	}
+	connect_now(r);
+	*ret = &r->base;
+	return 0;
+}
+
+const struct store_ops store_redis_ops = {
+	.name = "redis",
+	.open = rs_open,
+	.free = rs_free,
+	.claim = rs_claim,
+	.wait_cancel = rs_wait_cancel,
+	.complete = rs_complete,
+	.release = rs_release,
+	.task_put = rs_task_put,
+	.task_get = rs_task_get,
+	.task_list = rs_task_list,
+	.write_stats = rs_write_stats,
+	.set_limits = rs_set_limits,
+	.entries = rs_entries,
+	.sweep = rs_sweep,
+	.next_expiry = rs_next_expiry,
+};

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Many daemons, one Redis: two real daemons share a redis-server that the
+ * test starts on a Unix socket. A keyed call running on one is joined from
+ * the other and runs once; it is replayed there, and a key reused with
+ * other arguments is a conflict there too; tasks made on one are fetched on
+ * the other; a daemon SIGKILLed mid-call leaves idempotent calls to run
+ * again and non-idempotent ones "unknown"; Redis stopped (SIGSTOP) or
+ * killed and restarted is survived and used again.
+ *
+ * Calls go to command tools running tests/integ/tools/probe.sh, which logs
+ * each start to a file both daemons write to.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/redis_server.h"
+
+static struct redis_server rs;
+static char *probe_log;
+
+/* Declares the probe tools: "probe" (not idempotent), "probe_idem". */
+static void write_probes(struct tcd *d)
+{
+	const char *dir = getenv("TC_INTEG_TOOLS");
+	ck_assert_msg(dir && *dir, "TC_INTEG_TOOLS is not set");
+	for (int idem = 0; idem < 2; idem++) {
+		char *json = xasprintf(
+			"{\"name\":\"%s\",\"kind\":\"command\",\"description\":\"Logs its start, sleeps\","
+			"\"argv\":[\"%s/probe.sh\",\"{{log}}\",\"{{tag}}\",\"{{secs}}\",\"0\"],"
+			"\"side_effects\":\"read\",\"idempotent\":%s,\"timeout_ms\":30000,"
+			"\"input_schema\":{\"type\":\"object\",\"properties\":{\"log\":{\"type\":\"string\"},"
+			"\"tag\":{\"type\":\"string\"},\"secs\":{\"type\":\"number\"}},"
+			"\"required\":[\"log\",\"tag\",\"secs\"],\"additionalProperties\":false}}",
+			idem ? "probe_idem" : "probe", dir, idem ? "true" : "false");
+		tcd_write_tool(d, idem ? "probe_idem.json" : "probe.json", json);
+		free(json);
+	}
+}
+
+/* Starts a daemon on the shared Redis; extra: more store members. */
+static void start(struct tcd *d, const char *extra)
+{
+	char *config = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"it:\","
+				 "\"lease_ms\":1000,\"timeout_ms\":300%s%s}}",
+				 rs.sock, extra ? "," : "", extra ? extra : "");
+	struct tcd_opts o = { .config = config };
+	tcd_prepare(d, &o);
+	write_probes(d);
+	tcd_spawn(d, &o);
+	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0) {
+		char *log = tcd_log(d);
+		ck_abort_msg("the daemon did not start; its log:\n%s", log);
+	}
+	free(config);
+}
+
+/* Sends a probe call with key (NULL: none); returns its id. */
+static const char *send_probe(struct tcc *c, const char *tool, const char *tag, const char *secs,
+			      const char *key)
+{
+	char *log = tj_quote(probe_log);
+	const char *params = tcc_fmt(c, "{\"name\":\"%s\",\"arguments\":{\"log\":%s,\"tag\":\"%s\",\"secs\":%s}%s%s%s}",
+				     tool, log, tag, secs, key ? ",\"_meta\":{\"idempotencyKey\":\"" : "",
+				     key ? key : "", key ? "\"}" : "");
+	free(log);
+	return tcc_fmt(c, "%lld", (long long)tcc_send_request(c, "tools/call", params));
+}
+
+static const struct json *wait_for(struct tcc *c, const char *id, int ms)
+{
+	const struct json *r = tcc_wait_id(c, id, ms);
+	ck_assert_msg(r != NULL, "no answer to %s within %d ms", id, ms);
+	return r;
+}
+
+/* Starts of tag in the shared log. */
+static unsigned starts(const char *tag)
+{
+	FILE *f = fopen(probe_log, "r");
+	unsigned n = 0;
+	char line[256], want[80];
+	snprintf(want, sizeof(want), "start %s ", tag);
+	while (f && fgets(line, sizeof(line), f))
+		if (str_has_prefix(line, want))
+			n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static void wait_starts(const char *tag, unsigned n)
+{
+	uint64_t end = mono_ms() + 10000;
+	while (starts(tag) < n) {
+		ck_assert_msg(mono_ms() < end, "probe %s did not start", tag);
+		usleep(10000);
+	}
+}
+
+/* Waits until admin/stats says the store is connected (or not). */
+static void wait_connected(struct tcc *c, bool want)
+{
+	uint64_t end = mono_ms() + 15000;
+	for (;;) {
+		const struct json *r = tcc_request(c, "admin/stats", NULL);
+		if (tj_bool(r, "result.store.connected") == want)
+			return;
+		ck_assert_msg(mono_ms() < end, "the store did not become %s", want ? "connected" : "disconnected");
+		usleep(50000);
+	}
+}
+
+static void setup(void)
+{
+	if (rs.pid <= 0)
+		redis_server_start(&rs);
+	redis_server_flush(&rs);
+	free(probe_log);
+	probe_log = xasprintf("%s/probe.log", rs.dir);
+	unlink(probe_log);
+}
+
+START_TEST(join_replay_conflict)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	const char *id1 = send_probe(c1, "probe", "J", "1", "k-join");
+	wait_starts("J", 1);
+	const char *id2 = send_probe(c2, "probe", "J", "1", "k-join");
+	const struct json *r1 = wait_for(c1, id1, 10000), *r2 = wait_for(c2, id2, 10000);
+	tc_assert_ok(r1);
+	tc_assert_ok(r2);
+	ck_assert_str_eq(tj_str(r2, "result._meta.toolcalld/callId"), tj_str(r1, "result._meta.toolcalld/callId"));
+	ck_assert_uint_eq(starts("J"), 1);
+	/* Replayed on the other daemon. */
+	const struct json *r3 = wait_for(c2, send_probe(c2, "probe", "J", "1", "k-join"), 5000);
+	tc_assert_ok(r3);
+	ck_assert(tj_bool(r3, "result._meta.toolcalld/replayed"));
+	ck_assert_uint_eq(starts("J"), 1);
+	/* The same key with other arguments. */
+	tc_assert_kind(wait_for(c2, send_probe(c2, "probe", "OTHER", "0", "k-join"), 5000), "idempotency_conflict");
+	const struct json *st = tcc_request(c2, "admin/stats", NULL);
+	ck_assert_str_eq(tj_str(st, "result.store.kind"), "redis");
+	ck_assert(tj_bool(st, "result.store.connected"));
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+/* The daemon running a keyed call dies: after its lease, an idempotent
+ * tool runs again elsewhere, a non-idempotent one is never run twice. */
+START_TEST(holder_killed)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	send_probe(c1, "probe", "K", "30", "k-kill");
+	wait_starts("K", 1);
+	tcd_kill(&d1, SIGKILL);
+	tcd_wait_exit(&d1, 5000);
+	const struct json *ra = wait_for(c2, send_probe(c2, "probe", "K", "30", "k-kill"), 10000);
+	tc_assert_kind(ra, "execution_error");
+	ck_assert_str_eq(tj_str(ra, "error.data.outcome"), "unknown");
+	ck_assert_uint_eq(starts("K"), 1);
+	/* And again: never a second run under that key. */
+	tc_assert_kind(wait_for(c2, send_probe(c2, "probe", "K", "30", "k-kill"), 10000), "execution_error");
+	ck_assert_uint_eq(starts("K"), 1);
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+START_TEST(idempotent_holder_killed)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	send_probe(c1, "probe_idem", "KI", "1", "k-idem");
+	wait_starts("KI", 1);
+	tcd_kill(&d1, SIGKILL);
+	tcd_wait_exit(&d1, 5000);
+	const struct json *r = wait_for(c2, send_probe(c2, "probe_idem", "KI", "1", "k-idem"), 15000);
+	tc_assert_ok(r);
+	ck_assert_uint_eq(starts("KI"), 2);
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+START_TEST(tasks_across)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	const struct json *init = tcc_initialize(c1, NULL);
+	ck_assert(tj_has(init, "capabilities.tasks.requests.tools.call"));
+	const struct json *list = tcc_request(c1, "tools/list", NULL);
+	ck_assert_str_eq(tj_str(list, "result.tools.0.execution.taskSupport"), "optional");
+	char *log = tj_quote(probe_log);
+	const struct json *made = tcc_request(c1, "tools/call", tcc_fmt(c1,
+		"{\"name\":\"probe\",\"arguments\":{\"log\":%s,\"tag\":\"T\",\"secs\":1},\"task\":{\"ttl\":60000}}", log));
+	free(log);
+	tc_assert_ok(made);
+	ck_assert_str_eq(tj_str(made, "result.task.status"), "working");
+	ck_assert_int_eq(tj_int(made, "result.task.ttl"), 60000);
+	const char *id = tj_str(made, "result.task.taskId");
+	ck_assert(id && *id);
+	const char *q = tcc_fmt(c2, "{\"taskId\":\"%s\"}", id);
+	const struct json *got = tcc_request(c2, "tasks/get", q);
+	tc_assert_ok(got);
+	ck_assert_str_eq(tj_str(got, "result.taskId"), id);
+	/* tasks/result waits for the end, on the other daemon. */
+	const struct json *res = tcc_request_t(c2, "tasks/result", q, 15000);
+	tc_assert_ok(res);
+	ck_assert(strstr(tj_str(res, "result.content.0.text"), "ran T") != NULL);
+	got = tcc_request(c2, "tasks/get", q);
+	ck_assert_str_eq(tj_str(got, "result.status"), "completed");
+	const struct json *all = tcc_request(c2, "tasks/list", NULL);
+	ck_assert_int_ge(tj_len(all, "result.tasks"), 1);
+	/* The creator heard of the change. */
+	ck_assert(tcc_wait_notification(c1, "notifications/tasks/status", 5000) != NULL);
+	/* Unknown tasks are invalid params. */
+	const struct json *bad = tcc_request(c2, "tasks/get", "{\"taskId\":\"nope\"}");
+	ck_assert_int_eq(tj_int(bad, "error.code"), -32602);
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+START_TEST(redis_stalled)
+{
+	struct tcd d1, d2, df;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	start(&df, "\"on_unavailable\":\"fail\"");
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2), *cf = tcc_connect(&df);
+	wait_connected(c1, true);
+	redis_server_pause(&rs, true);
+	/* "local": keyed calls still work on each daemon. */
+	tc_assert_ok(wait_for(c1, send_probe(c1, "probe", "S1", "0", "k-stall"), 10000));
+	tc_assert_kind(wait_for(cf, send_probe(cf, "probe", "S2", "0", "k-stall-f"), 10000), "transient");
+	/* Unkeyed calls never wait for the store. */
+	tc_assert_ok(wait_for(cf, send_probe(cf, "probe", "S3", "0", NULL), 5000));
+	const struct json *st = tcc_request(c1, "admin/stats", NULL);
+	ck_assert_int_ge(tj_int(st, "result.store.outages"), 1);
+	redis_server_pause(&rs, false);
+	wait_connected(c1, true);
+	wait_connected(c2, true);
+	/* Shared again: a join across daemons. */
+	const char *a = send_probe(c1, "probe", "S4", "1", "k-after");
+	wait_starts("S4", 1);
+	tc_assert_ok(wait_for(c2, send_probe(c2, "probe", "S4", "1", "k-after"), 10000));
+	tc_assert_ok(wait_for(c1, a, 10000));
+	ck_assert_uint_eq(starts("S4"), 1);
+	tcc_close(c1);
+	tcc_close(c2);
+	tcc_close(cf);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	ck_assert_int_eq(tcd_stop(&df), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+	tcd_free(&df);
+}
+END_TEST
+
+START_TEST(redis_killed_and_restarted)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	wait_connected(c1, true);
+	redis_server_kill(&rs);
+	tc_assert_ok(wait_for(c1, send_probe(c1, "probe", "R1", "0", "k-down"), 10000));
+	wait_connected(c1, false);
+	redis_server_start(&rs);
+	wait_connected(c1, true);
+	wait_connected(c2, true);
+	const char *a = send_probe(c1, "probe", "R2", "1", "k-back");
+	wait_starts("R2", 1);
+	tc_assert_ok(wait_for(c2, send_probe(c2, "probe", "R2", "1", "k-back"), 10000));
+	tc_assert_ok(wait_for(c1, a, 10000));
+	ck_assert_uint_eq(starts("R2"), 1);
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+int main(void)
+{
+	const char *why;
+	if (!redis_server_available(&why)) {
+		fprintf(stderr, "skipped: %s\n", why);
+		return 77;
+	}
+	Suite *s = suite_create("integ_store");
+	TCase *tc = tcase_create("two daemons, one redis");
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, join_replay_conflict);
+	tcase_add_test(tc, holder_killed);
+	tcase_add_test(tc, idempotent_holder_killed);
+	tcase_add_test(tc, tasks_across);
+	tcase_add_test(tc, redis_stalled);
+	tcase_add_test(tc, redis_killed_and_restarted);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	/* One redis-server for all the cases: they run in this process. */
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	redis_server_free(&rs);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

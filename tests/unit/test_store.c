@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store interface against both backends: claims, joins, replays,
+ * conflicts, releases, uid scoping and tasks, each run on the memory store
+ * and on the Redis store; then what only a shared store has: two stores
+ * (two daemons) on one Redis, a holder that dies, and Redis stalled
+ * (SIGSTOP), killed and restarted, or answering what it never stored.
+ *
+ * The Redis cases start their own redis-server on a Unix socket in a
+ * temporary directory; without redis-server they are skipped (exit 77 when
+ * nothing else could run).
+ */
+#include <check.h>
+#include <errno.h>
+#include <ev.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/loop.h"
+#include "tests/unit/redis_server.h"
+#include "lib/store.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
+
+/* --- values: refcounted strings ------------------------------------------ */
+
+struct sv {
+	unsigned refs;
+	char *s;
+};
+
+static struct sv *sv_new(const char *s)
+{
+	struct sv *v = xcalloc(1, sizeof(*v));
+	v->refs = 1;
+	v->s = xstrdup(s);
+	return v;
+}
+
+static void *sv_ref(void *p) { ((struct sv *)p)->refs++; return p; }
+static void sv_unref(void *p)
+{
+	struct sv *v = p;
+	if (v && --v->refs == 0) {
+		free(v->s);
+		free(v);
+	}
+}
+static size_t sv_bytes(const void *p) { return strlen(((const struct sv *)p)->s) + sizeof(struct sv); }
+static void sv_encode(const void *p, struct buf *out) { buf_puts(out, ((const struct sv *)p)->s); }
+static int sv_decode(const char *s, size_t n, void **ret)
+{
+	if (memchr(s, '\0', n) || (n && s[0] == '!'))
+		return -EINVAL;
+	struct sv *v = xcalloc(1, sizeof(*v));
+	v->refs = 1;
+	v->s = xstrndup(s, n);
+	*ret = v;
+	return 0;
+}
+
+static const struct store_value_ops sv_ops = {
+	.ref = sv_ref, .unref = sv_unref, .bytes = sv_bytes, .encode = sv_encode, .decode = sv_decode,
+};
+
+/* --- the loop ------------------------------------------------------------ */
+
+static struct ev_loop *ev;
+static struct tc_loop *loop;
+static ev_timer tick;
+
+static void tick_cb(struct ev_loop *l, ev_timer *w, int revents) {}
+
+/* Runs the loop until *flag is set or ms pass; returns *flag. */
+static bool run_until(const bool *flag, int ms)
+{
+	uint64_t end = mono_ms() + (uint64_t)ms;
+	while (!*flag && mono_ms() < end)
+		ev_run(ev, EVRUN_ONCE);
+	return *flag;
+}
+
+static void run_for(int ms)
+{
+	bool never = false;
+	run_until(&never, ms);
+}
+
+static struct redis_server rs;
+
+/* --- stores -------------------------------------------------------------- */
+
+static const char *backend;		/* of the current case */
+static unsigned downs, ups;
+
+static void on_notify(void *arg, bool up, const char *why)
+{
+	if (up)
+		ups++;
+	else
+		downs++;
+}
+
+static struct store *open_store(const char *kind, uint64_t lease_ms, bool fail)
+{
+	struct store_config c;
+	store_config_defaults(&c);
+	c.kind = kind;
+	c.address = xasprintf("unix:%s", rs.sock);
+	c.prefix = "test:";
+	c.lease_ms = lease_ms;
+	c.timeout_ms = 300;
+	c.fail_unavailable = fail;
+	c.notify = on_notify;
+	struct store *s = NULL;
+	int r = store_open(loop, &c, &sv_ops, &s);
+	free((char *)c.address);
+	ck_assert_int_eq(r, 0);
+	return s;
+}
+
+struct got {
+	bool done;
+	struct store_answer a;
+	char value[64];
+	struct store_wait *w;
+};
+
+static void got_cb(void *arg, const struct store_answer *a)
+{
+	struct got *g = arg;
+	ck_assert(!g->done);
+	g->done = true;
+	g->a = *a;
+	g->w = NULL;
+	if (a->result == STORE_DONE)
+		snprintf(g->value, sizeof(g->value), "%s", ((struct sv *)a->value)->s);
+}
+
+static void mkkey(struct store_key *k, uid_t uid, const char *key, const char *tool, const char *args,
+		  uint8_t hash[static STORE_HASH_LEN])
+{
+	store_args_hash(tool, args, strlen(args), hash);
+	*k = (struct store_key){ .uid = uid, .key = key, .key_len = strlen(key), .tool = tool, .hash = hash,
+				 .idempotent = false };
+}
+
+/* Asks for a claim and waits at most ms for its answer. */
+static void claim(struct store *s, struct store_key *k, struct got *g, int ms)
+{
+	*g = (struct got){0};
+	g->w = store_claim(s, k, got_cb, g);
+	if (ms)
+		run_until(&g->done, ms);
+}
+
+static struct store *s1;
+
+static void setup_backend(void)
+{
+	downs = ups = 0;
+	if (str_eq(backend, "redis"))
+		redis_server_flush(&rs);
+	s1 = open_store(backend, 10000, false);
+}
+
+static void teardown_backend(void)
+{
+	s1 = store_free(s1);
+}
+
+/* --- both backends --------------------------------------------------------- */
+
+START_TEST(claim_join_replay)
+{
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "k1", "read_file", "{\"path\":\"a\"}", h);
+	struct got a, b, c;
+	claim(s1, &k, &a, 2000);
+	ck_assert(a.done);
+	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
+	claim(s1, &k, &b, 100);
+	ck_assert(!b.done);		/* joins the running call */
+	struct sv *v = sv_new("outcome-1");
+	store_complete(a.a.claim, v);
+	sv_unref(v);
+	ck_assert(run_until(&b.done, 3000));
+	ck_assert_int_eq(b.a.result, STORE_DONE);
+	ck_assert(b.a.joined);
+	ck_assert_str_eq(b.value, "outcome-1");
+	claim(s1, &k, &c, 2000);
+	ck_assert_int_eq(c.a.result, STORE_DONE);
+	ck_assert(!c.a.joined);
+	ck_assert_str_eq(c.value, "outcome-1");
+}
+END_TEST
+
+START_TEST(conflicts)
+{
+	uint8_t h[STORE_HASH_LEN], h2[STORE_HASH_LEN], h3[STORE_HASH_LEN];
+	struct store_key k, other_args, other_tool;
+	mkkey(&k, 1000, "k2", "write_file", "{\"path\":\"a\"}", h);
+	mkkey(&other_args, 1000, "k2", "write_file", "{\"path\":\"b\"}", h2);
+	mkkey(&other_tool, 1000, "k2", "read_file", "{\"path\":\"a\"}", h3);
+	struct got a, b, c;
+	claim(s1, &k, &a, 2000);
+	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
+	/* While running, and once done. */
+	for (int round = 0; round < 2; round++) {
+		claim(s1, &other_args, &b, 2000);
+		ck_assert_int_eq(b.a.result, STORE_CONFLICT);
+		ck_assert(b.a.same_tool);
+		claim(s1, &other_tool, &c, 2000);
+		ck_assert_int_eq(c.a.result, STORE_CONFLICT);
+		ck_assert(!c.a.same_tool);
+		if (round == 0) {
+			struct sv *v = sv_new("x");
+			store_complete(a.a.claim, v);
+			sv_unref(v);
+			run_for(50);
+		}
+	}
+}
+END_TEST
+
+START_TEST(release_hands_over)
+{
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "k3", "shell", "{}", h);
+	struct got a, b, c;
+	claim(s1, &k, &a, 2000);
+	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
+	claim(s1, &k, &b, 100);
+	claim(s1, &k, &c, 100);
+	ck_assert(!b.done && !c.done);
+	store_release(a.a.claim);
+	ck_assert(run_until(&b.done, 3000));
+	ck_assert_int_eq(b.a.result, STORE_CLAIMED);
+	/* The other waiter joins the new holder. */
+	run_for(100);
+	ck_assert(!c.done);
+	struct sv *v = sv_new("second");
+	store_complete(b.a.claim, v);
+	sv_unref(v);
+	ck_assert(run_until(&c.done, 3000));
+	ck_assert_int_eq(c.a.result, STORE_DONE);
+	ck_assert_str_eq(c.value, "second");
+}
+END_TEST
+
+START_TEST(cancel_wait)
+{
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "k4", "shell", "{}", h);
+	struct got a, b;
+	claim(s1, &k, &a, 2000);
+	claim(s1, &k, &b, 100);
+	ck_assert(b.w && !b.done);
+	store_wait_cancel(b.w);
+	struct sv *v = sv_new("x");
+	store_complete(a.a.claim, v);
+	sv_unref(v);
+	run_for(200);
+	ck_assert(!b.done);
+}
+END_TEST
+
+START_TEST(uids_apart)
+{
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k1, k2;
+	mkkey(&k1, 1000, "same", "read_file", "{}", h);
+	mkkey(&k2, 1001, "same", "read_file", "{}", h);
+	struct got a, b;
+	claim(s1, &k1, &a, 2000);
+	claim(s1, &k2, &b, 2000);
+	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
+	ck_assert_int_eq(b.a.result, STORE_CLAIMED);
+	store_release(a.a.claim);
+	store_release(b.a.claim);
+	run_for(50);
+}
+END_TEST
+
+START_TEST(key_with_nul)
+{
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k1, k2;
+	mkkey(&k1, 1000, "a", "read_file", "{}", h);
+	mkkey(&k2, 1000, "a", "read_file", "{}", h);
+	k1.key = "a\0b";
+	k1.key_len = 3;
+	k2.key = "a\0c";
+	k2.key_len = 3;
+	struct got a, b;
+	claim(s1, &k1, &a, 2000);
+	claim(s1, &k2, &b, 2000);
+	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
+	ck_assert_int_eq(b.a.result, STORE_CLAIMED);
+	store_release(a.a.claim);
+	store_release(b.a.claim);
+	run_for(50);
+}
+END_TEST
+
+struct got_task {
+	bool done;
+	int r;
+	char meta[256];
+	char metas[8][64];
+	size_t n;
+	uint64_t next;
+};
+
+static void task_cb(void *arg, int r, const char *meta, size_t n)
+{
+	struct got_task *g = arg;
+	g->done = true;
+	g->r = r;
+	if (r == 0)
+		snprintf(g->meta, sizeof(g->meta), "%.*s", (int)n, meta);
+}
+
+static void list_cb(void *arg, int r, char **metas, size_t n, uint64_t next)
+{
+	struct got_task *g = arg;
+	g->done = true;
+	g->r = r;
+	g->n = n;
+	g->next = next;
+	for (size_t i = 0; i < n && i < 8; i++)
+		snprintf(g->metas[i], sizeof(g->metas[i]), "%s", metas[i]);
+}
+
+START_TEST(tasks)
+{
+	for (int i = 1; i <= 5; i++) {
+		char id[8], meta[64];
+		snprintf(id, sizeof(id), "t%d", i);
+		snprintf(meta, sizeof(meta), "{\"taskId\":\"t%d\"}", i);
+		store_task_put(s1, 1000, id, meta, strlen(meta), (uint64_t)i * 10, 60000);
+	}
+	store_task_put(s1, 1001, "t9", "{\"taskId\":\"t9\"}", 15, 5, 60000);
+	/* An update keeps the task's place. */
+	store_task_put(s1, 1000, "t2", "{\"taskId\":\"t2\",\"s\":1}", 21, 99, 60000);
+	struct got_task g = {0};
+	store_task_get(s1, 1000, "t2", task_cb, &g);
+	ck_assert(run_until(&g.done, 2000));
+	ck_assert_int_eq(g.r, 0);
+	ck_assert_str_eq(g.meta, "{\"taskId\":\"t2\",\"s\":1}");
+	g = (struct got_task){0};
+	store_task_get(s1, 1001, "t2", task_cb, &g);
+	ck_assert(run_until(&g.done, 2000));
+	ck_assert_int_eq(g.r, -ENOENT);
+	g = (struct got_task){0};
+	store_task_list(s1, 1000, 0, 2, list_cb, &g);
+	ck_assert(run_until(&g.done, 2000));
+	ck_assert_int_eq(g.n, 2);
+	ck_assert_str_eq(g.metas[0], "{\"taskId\":\"t1\"}");
+	ck_assert_str_eq(g.metas[1], "{\"taskId\":\"t2\",\"s\":1}");
+	ck_assert_uint_eq(g.next, 20);
+	uint64_t next = g.next;
+	g = (struct got_task){0};
+	store_task_list(s1, 1000, next, 10, list_cb, &g);
+	ck_assert(run_until(&g.done, 2000));
+	ck_assert_int_eq(g.n, 3);
+	ck_assert_str_eq(g.metas[2], "{\"taskId\":\"t5\"}");
+	ck_assert_uint_eq(g.next, 0);
+	/* Kept only keep_ms. */
+	store_task_put(s1, 1002, "short", "{}", 2, 1, 50);
+	run_for(150);
+	g = (struct got_task){0};
+	store_task_get(s1, 1002, "short", task_cb, &g);
+	ck_assert(run_until(&g.done, 2000));
+	ck_assert_int_eq(g.r, -ENOENT);
+}
+END_TEST
+
+/* --- two daemons on one Redis ------------------------------------------ */
+
+static void setup_redis(void)
+{
+	if (rs.pid <= 0)
+		redis_server_start(&rs);
+	redis_server_flush(&rs);
+	downs = ups = 0;
+}
+
+START_TEST(join_across_stores)
+{
+	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "shared", "shell", "{\"command\":\"x\"}", h);
+	struct got ga, gb, gc;
+	claim(a, &k, &ga, 2000);
+	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
+	claim(b, &k, &gb, 300);
+	ck_assert(!gb.done);
+	struct sv *v = sv_new("ran once");
+	store_complete(ga.a.claim, v);
+	sv_unref(v);
+	ck_assert(run_until(&gb.done, 3000));
+	ck_assert_int_eq(gb.a.result, STORE_DONE);
+	ck_assert(gb.a.joined);
+	ck_assert_str_eq(gb.value, "ran once");
+	/* Replayed on the other daemon too, and conflicts are seen there. */
+	claim(b, &k, &gc, 2000);
+	ck_assert_int_eq(gc.a.result, STORE_DONE);
+	ck_assert_str_eq(gc.value, "ran once");
+	k.tool = "read_file";
+	claim(b, &k, &gc, 2000);
+	ck_assert_int_eq(gc.a.result, STORE_CONFLICT);
+	/* Tasks too. */
+	store_task_put(a, 1000, "tA", "{\"taskId\":\"tA\"}", 15, 1, 60000);
+	run_for(50);
+	struct got_task gt = {0};
+	store_task_get(b, 1000, "tA", task_cb, &gt);
+	ck_assert(run_until(&gt.done, 2000));
+	ck_assert_int_eq(gt.r, 0);
+	store_free(a);
+	store_free(b);
+	ck_assert_uint_eq(downs, 0);
+}
+END_TEST
+
+START_TEST(release_across_stores)
+{
+	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "rel", "shell", "{}", h);
+	struct got ga, gb;
+	claim(a, &k, &ga, 2000);
+	claim(b, &k, &gb, 300);
+	ck_assert(!gb.done);
+	store_release(ga.a.claim);
+	ck_assert(run_until(&gb.done, 3000));
+	ck_assert_int_eq(gb.a.result, STORE_CLAIMED);
+	store_release(gb.a.claim);
+	store_free(a);
+	store_free(b);
+}
+END_TEST
+
+/* A holder dies: its lease runs out; an idempotent tool runs again, a
+ * non-idempotent one is never run twice under that key. */
+START_TEST(dead_holder)
+{
+	struct store *a = open_store("redis", 300, false), *b = open_store("redis", 300, false);
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "dies", "shell", "{}", h);
+	struct got ga, gb, gc;
+	claim(a, &k, &ga, 2000);
+	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
+	struct store_claim *held = ga.a.claim;
+	/* Lease renewal keeps it alive well past lease_ms. */
+	claim(b, &k, &gb, 900);
+	ck_assert(!gb.done);
+	store_wait_cancel(gb.w);
+	store_free(a);			/* dies: renewals stop */
+	uint64_t t0 = mono_ms();
+	claim(b, &k, &gb, 3000);
+	ck_assert(gb.done);
+	ck_assert_int_eq(gb.a.result, STORE_LOST);
+	ck_assert_uint_lt(mono_ms() - t0, 2000);
+	/* Still unknown for the next caller: never a second run. */
+	claim(b, &k, &gc, 2000);
+	ck_assert_int_eq(gc.a.result, STORE_LOST);
+	store_release(held);		/* the dead store's handle */
+
+	mkkey(&k, 1000, "dies-idem", "read_file", "{}", h);
+	k.idempotent = true;
+	struct store *c = open_store("redis", 300, false);
+	claim(c, &k, &ga, 2000);
+	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
+	held = ga.a.claim;
+	store_free(c);
+	claim(b, &k, &gb, 3000);
+	ck_assert_int_eq(gb.a.result, STORE_CLAIMED);
+	store_release(held);
+	struct sv *v = sv_new("second run");
+	store_complete(gb.a.claim, v);
+	sv_unref(v);
+	claim(b, &k, &gc, 2000);
+	ck_assert_int_eq(gc.a.result, STORE_DONE);
+	ck_assert_str_eq(gc.value, "second run");
+	store_free(b);
+}
+END_TEST
+
+/* Waits until a's claims are seen by b again (Redis back in use). */
+static bool shared_again(struct store *a, struct store *b, int ms)
+{
+	uint64_t end = mono_ms() + (uint64_t)ms;
+	for (int i = 0; mono_ms() < end; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "probe-%d", i);
+		uint8_t h[STORE_HASH_LEN];
+		struct store_key k;
+		mkkey(&k, 1000, key, "shell", "{}", h);
+		struct got ga, gb;
+		claim(a, &k, &ga, 1000);
+		claim(b, &k, &gb, 200);
+		bool joined = !gb.done;
+		if (ga.done && ga.a.result == STORE_CLAIMED)
+			store_release(ga.a.claim);
+		if (joined) {
+			run_until(&gb.done, 1000);
+		}
+		if (gb.done && gb.a.result == STORE_CLAIMED)
+			store_release(gb.a.claim);
+		else if (!gb.done)
+			store_wait_cancel(gb.w);
+		if (joined)
+			return true;
+		run_for(100);
+	}
+	return false;
+}
+
+START_TEST(stalled_redis)
+{
+	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
+	struct store *f = open_store("redis", 10000, true);
+	ck_assert(shared_again(a, b, 5000));
+	redis_server_pause(&rs, true);
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "during-stall", "shell", "{}", h);
+	struct got ga, gf, gl;
+	/* "local": the claim is answered from this daemon's memory after the
+	 * timeout; "fail": unavailable. */
+	claim(a, &k, &ga, 3000);
+	ck_assert(ga.done);
+	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
+	claim(f, &k, &gf, 3000);
+	ck_assert(gf.done);
+	ck_assert_int_eq(gf.a.result, STORE_UNAVAILABLE);
+	/* Local joins still work while Redis is away. */
+	claim(a, &k, &gl, 100);
+	ck_assert(!gl.done);
+	struct sv *v = sv_new("local");
+	store_complete(ga.a.claim, v);
+	sv_unref(v);
+	ck_assert(run_until(&gl.done, 1000));
+	ck_assert_str_eq(gl.value, "local");
+	unsigned d = downs;
+	ck_assert_uint_ge(d, 2);	/* a and f, once each */
+	ck_assert_uint_le(d, 3);
+	redis_server_pause(&rs, false);
+	ck_assert(shared_again(a, b, 10000));
+	ck_assert_uint_ge(ups, 2);
+	store_free(a);
+	store_free(b);
+	store_free(f);
+}
+END_TEST
+
+START_TEST(killed_redis)
+{
+	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
+	ck_assert(shared_again(a, b, 5000));
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "joined-then-killed", "shell", "{}", h);
+	struct got ga, gb;
+	claim(a, &k, &ga, 2000);
+	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
+	claim(b, &k, &gb, 200);
+	ck_assert(!gb.done);
+	redis_server_kill(&rs);
+	/* The joiner cannot know how the call elsewhere ends. */
+	ck_assert(run_until(&gb.done, 3000));
+	ck_assert_int_eq(gb.a.result, STORE_LOST);
+	store_release(ga.a.claim);
+	mkkey(&k, 1000, "while-down", "shell", "{}", h);
+	claim(a, &k, &ga, 2000);
+	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
+	store_release(ga.a.claim);
+	redis_server_start(&rs);
+	ck_assert(shared_again(a, b, 15000));
+	store_free(a);
+	store_free(b);
+}
+END_TEST
+
+START_TEST(hostile_records)
+{
+	struct store *a = open_store("redis", 10000, false);
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "hostile", "shell", "{}", h);
+	uint8_t kh[STORE_HASH_LEN];
+	store_sha256("hostile", 7, kh);
+	char key[160];
+	int n = snprintf(key, sizeof(key), "test:idem:1000:");
+	for (int i = 0; i < STORE_HASH_LEN; i++)
+		n += snprintf(key + n, sizeof(key) - (size_t)n, "%02x", kh[i]);
+	const char *bad[] = {
+		"garbage",
+		"D0123456789abcdef0123456789abcdefZZZZ",
+		/* A well-formed record whose outcome does not decode. */
+		NULL,
+	};
+	char built[256];
+	char hhex[65];
+	for (int i = 0; i < STORE_HASH_LEN; i++)
+		snprintf(hhex + 2 * i, 3, "%02x", h[i]);
+	snprintf(built, sizeof(built), "D0123456789abcdef0123456789abcdef%sshell\n!bad", hhex);
+	bad[2] = built;
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		redis_server_set(&rs, key, bad[i]);
+		unsigned d = downs;
+		struct got g;
+		claim(a, &k, &g, 3000);
+		ck_assert_msg(g.done, "record %zu", i);
+		/* Never trusted: answered from the local store as an outage. */
+		ck_assert_int_eq(g.a.result, STORE_CLAIMED);
+		ck_assert_uint_eq(downs, d + 1);
+		store_release(g.a.claim);
+		/* Reconnects by itself. */
+		uint64_t end = mono_ms() + 5000;
+		while (ups < d + 1 && mono_ms() < end)
+			run_for(20);
+		ck_assert_uint_ge(ups, d + 1);
+	}
+	store_free(a);
+}
+END_TEST
+
+static Suite *suite(const char *kind)
+{
+	Suite *s = suite_create("store");
+	TCase *tc = tcase_create(kind);
+	tcase_set_timeout(tc, 120);
+	if (str_eq(kind, "redis"))
+		tcase_add_checked_fixture(tc, setup_redis, NULL);
+	tcase_add_checked_fixture(tc, setup_backend, teardown_backend);
+	tcase_add_test(tc, claim_join_replay);
+	tcase_add_test(tc, conflicts);
+	tcase_add_test(tc, release_hands_over);
+	tcase_add_test(tc, cancel_wait);
+	tcase_add_test(tc, uids_apart);
+	tcase_add_test(tc, key_with_nul);
+	tcase_add_test(tc, tasks);
+	suite_add_tcase(s, tc);
+	if (str_eq(kind, "redis")) {
+		tc = tcase_create("shared");
+		tcase_set_timeout(tc, 120);
+		tcase_add_checked_fixture(tc, setup_redis, NULL);
+		tcase_add_test(tc, join_across_stores);
+		tcase_add_test(tc, release_across_stores);
+		tcase_add_test(tc, dead_holder);
+		tcase_add_test(tc, stalled_redis);
+		tcase_add_test(tc, killed_redis);
+		tcase_add_test(tc, hostile_records);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+/* argv[1] names the backend: "memory" or "redis". The cases run in this
+ * process (no fork): the redis-server child and the loop are shared. */
+int main(int argc, char **argv)
+{
+	backend = argc > 1 ? argv[1] : "memory";
+	signal(SIGPIPE, SIG_IGN);
+	const char *why;
+	if (str_eq(backend, "redis") && !redis_server_available(&why)) {
+		fprintf(stderr, "skipped: %s\n", why);
+		return 77;
+	}
+	ev = ev_loop_new(EVFLAG_AUTO);
+	loop = tc_loop_ev_new(ev);
+	ev_timer_init(&tick, tick_cb, 0.01, 0.01);
+	ev_timer_start(ev, &tick);
+
+	SRunner *sr = srunner_create(suite(backend));
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_ENV);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	redis_server_free(&rs);
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
