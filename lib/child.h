@@ -41,6 +41,7 @@
 #include "proto/buf.h"
 
 struct child;
+struct sandbox_run;
 struct tc_loop;
 struct tool_call;
 
@@ -98,6 +99,10 @@ struct child_opts {
 	 * output pipes then end as soon as the server closes them (no copy of
 	 * their write ends is kept until the exit), so on_eof tells of it. */
 	int *ret_stdin_fd;
+	/* The sandbox the child is put in before exec (see
+	 * lib/sandbox/sandbox.h), or NULL; not owned, kept until the child
+	 * is freed: its cgroup is killed when the leader exits. */
+	struct sandbox_run *sandbox;
 };
 
 /*

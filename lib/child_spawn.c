@@ -33,6 +33,9 @@
 #include "proto/json.h"
 #include "proto/util.h"
 #include "lib/child_internal.h"
+#include "lib/sandbox/sandbox.h"
+#include <dirent.h>
+#include <sys/prctl.h>
 
 /* How often a leader without a pidfd is looked at. */
 #define CHILD_POLL_MS 10
@@ -79,9 +82,107 @@ struct child {
 	void (*on_eof)(void *arg, enum child_stream s);
 	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
 	void *arg;
+	struct sandbox_run *sandbox;	/* not owned */
 	struct child_result result;
 };
 
+
+/* The leaders not yet reaped. While the daemon is child subreaper, any
+ * other child of it is an orphan some call left behind (a process that
+ * left its group, a double fork), reparented to the daemon when its
+ * leader exited: reap_orphans() kills and reaps those. */
+static pid_t *tracked;
+static size_t n_tracked;
+
+static void track(pid_t pid)
+{
+	tracked = xreallocarray(tracked, n_tracked + 1, sizeof(*tracked));
+	tracked[n_tracked++] = pid;
+}
+
+static void untrack(pid_t pid)
+{
+	for (size_t i = 0; i < n_tracked; i++)
+		if (tracked[i] == pid) {
+			tracked[i] = tracked[--n_tracked];
+			break;
+		}
+	if (!n_tracked) {
+		free(tracked);
+		tracked = NULL;
+	}
+}
+
+static bool is_tracked(pid_t pid)
+{
+	for (size_t i = 0; i < n_tracked; i++)
+		if (tracked[i] == pid)
+			return true;
+	return false;
+}
+
+/* Kills and reaps one orphan: it is our child, unreaped, so its pid is
+ * still its own. A process slow to die is left for the next sweep. */
+static void reap_orphan(pid_t pid)
+{
+	(void)kill(pid, SIGKILL);
+	for (int i = 0; i < 50; i++) {
+		siginfo_t si = {0};
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (si.si_pid)
+			return;
+		(void)usleep(1000);
+	}
+}
+
+/* Kills and reaps every child of the daemon that is not a tracked leader,
+ * over and over while killing them hands their own children to us. The
+ * list of our children comes from /proc/self/task/<tid>/children (a child
+ * reparented to the daemon may be any of its threads' child). Only by
+ * pid, never waitpid(-1): see child.h. */
+static void reap_orphans(void)
+{
+	int v = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) < 0 || !v)
+		return;
+	for (int round = 0; round < 64; round++) {
+		bool found = false;
+		DIR *d = opendir("/proc/self/task");
+		if (!d)
+			return;
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[300], buf[4096];
+			snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			ssize_t n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n <= 0)
+				continue;
+			buf[n] = '\0';
+			for (char *p = buf, *end; *p; p = end) {
+				long pid = strtol(p, &end, 10);
+				if (end == p)
+					break;
+				if (pid > 0 && !is_tracked((pid_t)pid)) {
+					reap_orphan((pid_t)pid);
+					found = true;
+				}
+			}
+		}
+		closedir(d);
+		if (!found)
+			return;
+	}
+}
 
 /* Lets go of our copy of a pipe's write end. */
 static void pipe_release(struct pipe_reader *p)
@@ -194,6 +295,7 @@ static void on_pidfd(void *arg, int revents)
 	/* The zombie still holds the group id, so this cannot reach a
 	 * recycled group; it ends background jobs that would otherwise
 	 * outlive the command and hold its pipes open. */
+	sandbox_run_kill(ch->sandbox);
 	(void)kill(-ch->pid, SIGKILL);
 	if (wait_leader(ch, &si, WEXITED | WNOHANG) < 0) {
 		if (errno == EINTR || errno == EAGAIN)
@@ -216,6 +318,8 @@ static void on_pidfd(void *arg, int revents)
 		ch->result.exit_code = -1;
 	}
 	ch->reaped = true;
+	untrack(ch->pid);
+	reap_orphans();
 	ch->pid_io = tc_io_free(ch->pid_io);
 	ch->poll_timer = tc_timer_free(ch->poll_timer);
 	if (ch->pidfd >= 0)
@@ -349,6 +453,7 @@ struct spawn_args {
 	unsigned keep_below;		/* every fd above is left behind */
 	uint64_t fd_soft;		/* 0, or the soft RLIMIT_NOFILE to set */
 	uint64_t reset;			/* signals_to_reset() */
+	struct sandbox_child *sandbox;	/* or NULL */
 	int err;			/* set by the child when it cannot exec */
 };
 
@@ -442,6 +547,8 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	    syscall(SYS_dup3, a->out_fd, STDOUT_FILENO, 0) < 0 ||
 	    syscall(SYS_dup3, a->err_fd, STDERR_FILENO, 0) < 0)
 		goto fail;
+	if (a->sandbox && sandbox_child_apply(a->sandbox) < 0)
+		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
 	if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
@@ -470,9 +577,11 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	struct spawn_args a = {
 		.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd,
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
-		.fd_soft = child_fd_soft,
+		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox),
 	};
 	int top = MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w));
+	if (a.sandbox)
+		top = MAX(top, MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd), a.sandbox->landlock_fd));
 	a.keep_below = (unsigned)top + 1;
 	int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 	/* valgrind runs CLONE_VM | CLONE_VFORK as a fork, and refuses it
@@ -495,6 +604,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			;
 		return -a.err;
 	}
+	track(pid);
 	*ret_pid = pid;
 	return 0;
 }
@@ -547,6 +657,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 		(void)kill(-pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		untrack(pid);
 		return r;
 	}
 
@@ -561,6 +672,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	ch->on_eof = o->on_eof;
 	ch->on_done = o->on_done;
 	ch->arg = o->arg;
+	ch->sandbox = o->sandbox;
 	size_t cap = o->output_cap ? o->output_cap : CHILD_OUTPUT_CAP_DEFAULT;
 	int fds[CHILD_NSTREAMS] = { TAKE_FD(out_r), TAKE_FD(err_r) };
 	int holds[CHILD_NSTREAMS] = { TAKE_FD(out_w), TAKE_FD(err_w) };
@@ -625,9 +737,12 @@ struct child *child_free(struct child *ch)
 		return NULL;
 	if (!ch->reaped) {
 		siginfo_t si;
+		sandbox_run_kill(ch->sandbox);
 		(void)kill(-ch->pid, SIGKILL);
 		while (wait_leader(ch, &si, WEXITED) < 0 && errno == EINTR)
 			;
+		untrack(ch->pid);
+		reap_orphans();
 	}
 	tc_io_free(ch->pid_io);
 	tc_timer_free(ch->poll_timer);

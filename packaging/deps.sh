@@ -7,7 +7,7 @@ set -eu
 
 pkgs="build-essential meson ninja-build pkg-config libev-dev libyajl-dev
 libsystemd-dev check socat systemd json-schema-test-suite clang
-libclang-rt-14-dev valgrind procps util-linux"
+libclang-rt-14-dev valgrind procps util-linux libseccomp-dev bubblewrap"
 
 missing=""
 for p in $pkgs; do
