@@ -41,6 +41,7 @@
 #include "proto/buf.h"
 
 struct child;
+struct sandbox_req;
 struct sandbox_run;
 struct tc_loop;
 struct tool_call;
@@ -154,7 +155,22 @@ const char *child_signal_name(int sig, char buf[static 16]);
  * (the tool returns TOOL_PENDING) or a negative errno from child_spawn().
  */
 typedef void (*child_call_done_fn)(struct tool_call *c, struct child_result *r);
-int child_call_start(struct tool_call *c, const struct child_opts *opts, child_call_done_fn done);
+int child_call_start(struct tool_call *c, const struct child_opts *opts, const struct sandbox_req *req,
+		     child_call_done_fn done);
+/* With req (see sandbox_req_init(); its workspaces default to the call's,
+ * its identity to c->peer) the child runs in that sandbox, with TMPDIR its
+ * private directory (and HOME the peer's, when it runs as the peer); a
+ * sandbox that cannot be had fails the call itself (permission_denied when
+ * the profile cannot be enforced), and c->kind is then set. */
+/* The sandbox of the call's child, or NULL; valid until done returns. */
+struct sandbox_run *child_call_sandbox(struct tool_call *c);
+/* child_result_json() with "sandbox": {profile, network, enforced}. */
+char *child_call_json(struct tool_call *c, const struct child_result *r, bool with_signal);
+/* child_result_text(), ending with a line that names the limit the child
+ * hit, or says the sandbox refused it, when it failed so. */
+char *child_call_text(struct tool_call *c, const struct child_result *r);
+/* The limit the child hit ("the memory limit (64 MB)"), or NULL. */
+char *child_call_limit(struct tool_call *c, const struct child_result *r);
 /* The .cancel of tools that run a child. */
 void child_call_cancel(struct tool_call *c);
 

@@ -24,6 +24,8 @@
 #include "proto/util.h"
 
 struct json;
+struct sandbox_config;
+struct sandbox_identity;
 struct schema;
 struct tc_loop;
 struct tool_call;
@@ -107,6 +109,7 @@ struct tool_env {
 	const char *const *shell_env_allow;	/* NULL-terminated names */
 	size_t output_cap;			/* bytes kept per output stream */
 	size_t read_cap;			/* read_file's default limit */
+	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
 };
 
 struct tool_call {
@@ -117,6 +120,7 @@ struct tool_call {
 	struct tc_loop *loop;
 	const struct tool_env *env;
 	const char *call_id;
+	const struct sandbox_identity *peer;	/* whom children run as; NULL: the daemon */
 	void *state;			/* the tool's own per-attempt state */
 
 	/* Set by whoever runs the call (the dispatcher, or a test). */

@@ -200,6 +200,8 @@ static char *rules_key(const struct sandbox_req *req, int abi)
 		buf_printf(&k, "w%s\n", *p);
 	for (const char *const *p = req->write_extra; p && *p; p++)
 		buf_printf(&k, "x%s\n", *p);
+	for (const char *const *p = req->write_extra_tool; p && *p; p++)
+		buf_printf(&k, "x%s\n", *p);
 	for (const char *const *p = req->deny_read; p && *p; p++)
 		buf_printf(&k, "d%s\n", *p);
 	return buf_steal(&k);
@@ -231,11 +233,13 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules *
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
 		for (const char *const *p = req->workspaces; p && *p; p++)
 			grant(&b, *p, b.handled);
-		for (const char *const *p = req->write_extra; p && *p; p++) {
-			_cleanup_free_ char *c = canonical(*p, home);
-			if (c)
-				grant(&b, c, b.handled);
-		}
+		const char *const *extra[] = { req->write_extra, req->write_extra_tool };
+		for (size_t i = 0; i < ELEMENTSOF(extra); i++)
+			for (const char *const *p = extra[i]; p && *p; p++) {
+				_cleanup_free_ char *c = canonical(*p, home);
+				if (c)
+					grant(&b, c, b.handled);
+			}
 	}
 	grant(&b, "/dev/null", LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE);
 	for (size_t i = 0; i < b.n_deny; i++)

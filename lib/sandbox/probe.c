@@ -100,11 +100,45 @@ void sandbox_config_init(struct sandbox_config *cfg)
 
 void sandbox_config_clear(struct sandbox_config *cfg)
 {
+	for (size_t i = 0; i < cfg->n_per_tool; i++)
+		free(cfg->per_tool[i].tool);
+	free(cfg->per_tool);
+	cfg->per_tool = NULL;
+	cfg->n_per_tool = 0;
 	cfg->deny_read = strv_drop(cfg->deny_read);
 	cfg->protect = strv_drop(cfg->protect);
 	cfg->write_extra = strv_drop(cfg->write_extra);
 	free(cfg->cgroup_dir);
 	cfg->cgroup_dir = NULL;
+}
+
+void sandbox_tool_clear(struct sandbox_tool *t)
+{
+	t->write_extra = strv_drop(t->write_extra);
+}
+
+/* Resolves one call's profile and settings. */
+void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg, const char *tool_name,
+		      bool network_tool, const struct sandbox_tool *tool)
+{
+	*req = (struct sandbox_req){ .profile = SANDBOX_OFF, .network = true, .limits = SANDBOX_LIMITS_DEFAULT };
+	if (!cfg)
+		return;
+	req->profile = cfg->profile;
+	for (size_t i = 0; i < cfg->n_per_tool; i++)
+		if (tool_name && strcmp(cfg->per_tool[i].tool, tool_name) == 0)
+			req->profile = cfg->per_tool[i].profile;
+	if (tool && tool->profile >= 0)
+		req->profile = (enum sandbox_profile)tool->profile;
+	req->network = tool && tool->network >= 0 ? tool->network != 0 : network_tool || cfg->network;
+	req->require = cfg->require;
+	req->limits = cfg->limits;
+	if (tool)
+		sandbox_limits_merge(&req->limits, &tool->limits);
+	req->deny_read = (const char *const *)cfg->deny_read;
+	req->write_extra = (const char *const *)cfg->write_extra;
+	req->write_extra_tool = tool ? (const char *const *)tool->write_extra : NULL;
+	req->protect = (const char *const *)cfg->protect;
 }
 
 static struct sandbox_features features;

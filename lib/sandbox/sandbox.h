@@ -86,9 +86,17 @@ void sandbox_probe_reset(void);
 /* "sandbox: landlock ABI 7, seccomp, no_new_privs, cgroup v2 delegated: no, ..." */
 char *sandbox_features_line(const struct sandbox_features *f);
 
+/* sandbox.per_tool: a profile by tool name. */
+struct sandbox_per_tool {
+	char *tool;
+	enum sandbox_profile profile;
+};
+
 /* Settings shared by every call (the config's "sandbox" object). */
 struct sandbox_config {
 	enum sandbox_profile profile;		/* the default */
+	struct sandbox_per_tool *per_tool;
+	size_t n_per_tool;
 	bool network;				/* the default for tools not of side effect network */
 	char **deny_read;			/* NULL-terminated; "~/" is the identity's home */
 	char **write_extra;			/* absolute paths */
@@ -98,6 +106,30 @@ struct sandbox_config {
 	bool run_as_peer;
 	char *cgroup_dir;			/* NULL: detect */
 };
+
+/* A tool file's "sandbox" object; members unset are -1, NULL or
+ * SANDBOX_LIMITS_UNSET. */
+struct sandbox_tool {
+	int profile;
+	int network;
+	char **write_extra;
+	struct sandbox_limits limits;
+	int run_as_peer;
+};
+
+#define SANDBOX_TOOL_UNSET \
+	((struct sandbox_tool){ .profile = -1, .network = -1, .limits = SANDBOX_LIMITS_UNSET, .run_as_peer = -1 })
+void sandbox_tool_clear(struct sandbox_tool *t);
+
+struct json;
+/* Reads a tool or provider file's "sandbox" object into t (set to
+ * SANDBOX_TOOL_UNSET first). -EINVAL with a message naming the key. */
+int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **ret_err);
+/* Reads the config's "sandbox" object over cfg (sandbox_config_init()
+ * first). -EINVAL with a message naming the key. */
+int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, char **ret_err);
+/* Reads "peer" (1) or "daemon" (0). */
+int sandbox_run_as_from_json(const struct json *v, const char *where, int *ret, char **ret_err);
 
 /* The defaults of CONTRACT §10 (deny_read, protect, limits, require). */
 void sandbox_config_init(struct sandbox_config *cfg);
@@ -121,11 +153,23 @@ struct sandbox_req {
 	struct sandbox_limits limits;
 	const char *const *workspaces;		/* canonical absolute roots */
 	const char *const *deny_read;
-	const char *const *write_extra;		/* config's and the tool's */
+	const char *const *write_extra;		/* the config's */
+	const char *const *write_extra_tool;	/* the tool's */
 	const char *const *protect;
 	const struct sandbox_identity *id;	/* NULL: the daemon's own */
 	const char *call_name;			/* for the cgroup's and TMPDIR's name */
 };
+
+/*
+ * Resolves a call's request: the profile from the tool file, else
+ * sandbox.per_tool, else the default; network from the tool file, else
+ * true for tools of side effect network, else sandbox.network; limits the
+ * config's with the tool's over them. Workspaces and identity are left for
+ * the caller. Pointers refer to cfg and tool (either may be NULL: then
+ * profile off, nothing confined).
+ */
+void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg, const char *tool_name,
+		      bool network_tool, const struct sandbox_tool *tool);
 
 /* The plan the spawned child carries out (apply.c), in memory it shares
  * with the daemon: raw values and fds only. */
