@@ -274,7 +274,7 @@ void sandbox_probe_reset(void)
 	free(features.cgroup_dir);
 	features = (struct sandbox_features){0};
 	probed = false;
-	sandbox_cache_clear();
+	sandbox_shutdown();
 }
 
 /* Says what the kernel enforces, on one line. */

@@ -106,6 +106,21 @@ void sandbox_cache_clear(void)
 	seccomp_cache_clear();
 }
 
+static void rmdir_pending(void);
+
+/* Removes what the daemon made for its calls: the directory of TMPDIRs,
+ * the cgroups left busy; and drops the caches. */
+void sandbox_shutdown(void)
+{
+	if (tmp_base) {
+		rm_tree_at(AT_FDCWD, tmp_base, 0);
+		free(tmp_base);
+		tmp_base = NULL;
+	}
+	rmdir_pending();
+	sandbox_cache_clear();
+}
+
 /* The daemon's directory of private TMPDIRs: made once, mode 0711 so each
  * child can reach its own (0700) and list none. */
 static int tmp_base_get(const char **ret)

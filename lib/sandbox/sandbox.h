@@ -225,8 +225,11 @@ char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int si
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
 enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
 
-/* Drops the cached rulesets and programs (on reload, at exit). */
+/* Drops the cached rulesets and programs (on reload). */
 void sandbox_cache_clear(void);
+/* At exit: removes the directory of TMPDIRs and the call cgroups left,
+ * drops the caches. */
+void sandbox_shutdown(void);
 
 /*
  * Carries out the plan in the spawned child: raw system calls only, on its
