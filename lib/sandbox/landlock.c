@@ -71,6 +71,11 @@ static void rules_free(struct ll_rules *r)
 	free(r);
 }
 
+const char *ll_rules_key(const struct ll_rules *rules)
+{
+	return rules->key;
+}
+
 void ll_cache_clear(void)
 {
 	for (size_t i = 0; i < n_cache; i++)

@@ -8,7 +8,6 @@
  */
 #include "lib/sandbox/sandbox.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,18 +23,15 @@
 #include "proto/json.h"
 #include "proto/util.h"
 
-/* How deep a TMPDIR is removed; deeper is left (and logged by no one). */
-#define RM_DEPTH_MAX 128
 #define ENFORCED_MAX 16
 
 struct sandbox_run {
 	enum sandbox_profile profile;
 	bool network;
 	struct sandbox_limits limits;
-	char *tmpdir;
+	struct tmp_slot *tmp;
 	char *cgroup;
 	int cgroup_fd;
-	int landlock_fd;
 	struct sandbox_child child;
 	char **binds;
 	char **ro_binds;
@@ -46,7 +42,6 @@ struct sandbox_run {
 	unsigned n_not_enforced;
 };
 
-static char *tmp_base;
 static uint64_t seq;
 
 /* Frees a NULL-terminated vector. */
@@ -76,34 +71,11 @@ static bool strv_has(char **v, const char *s)
 	return false;
 }
 
-/* Removes what is in dir_fd, then dir_fd's entry name in parent. Never
- * follows a symlink: entries are opened with O_NOFOLLOW. */
-static void rm_tree_at(int parent, const char *name, unsigned depth)
-{
-	if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
-		return;
-	if (depth >= RM_DEPTH_MAX)
-		return;
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			rm_tree_at(dirfd(d), e->d_name, depth + 1);
-	closedir(d);
-	(void)unlinkat(parent, name, AT_REMOVEDIR);
-}
-
 void sandbox_cache_clear(void)
 {
 	ll_cache_clear();
 	seccomp_cache_clear();
+	tmp_slots_clear();
 }
 
 static void rmdir_pending(void);
@@ -112,34 +84,9 @@ static void rmdir_pending(void);
  * the cgroups left busy; and drops the caches. */
 void sandbox_shutdown(void)
 {
-	if (tmp_base) {
-		rm_tree_at(AT_FDCWD, tmp_base, 0);
-		free(tmp_base);
-		tmp_base = NULL;
-	}
 	rmdir_pending();
 	sandbox_cache_clear();
-}
-
-/* The daemon's directory of private TMPDIRs: made once, mode 0711 so each
- * child can reach its own (0700) and list none. */
-static int tmp_base_get(const char **ret)
-{
-	if (!tmp_base) {
-		const char *t = getenv("TMPDIR");
-		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", t && t[0] == '/' ? t : "/tmp",
-						      (int)getpid());
-		if (!mkdtemp(tmpl))
-			return -errno;
-		if (chmod(tmpl, 0711) < 0) {
-			int e = -errno;
-			(void)rmdir(tmpl);
-			return e;
-		}
-		tmp_base = TAKE_PTR(tmpl);
-	}
-	*ret = tmp_base;
-	return 0;
+	tmp_base_remove();
 }
 
 static void note(struct sandbox_run *run, bool enforced, const char *what)
@@ -154,10 +101,14 @@ static void note(struct sandbox_run *run, bool enforced, const char *what)
  * given more than the daemon has). */
 static void add_rlimit(struct sandbox_child *c, int resource, int64_t value, uint64_t unit)
 {
-	struct rlimit cur;
+	/* The daemon's hard limits, looked up once: they do not change. */
+	static struct rlimit max[RLIM_NLIMITS];
+	static bool known[RLIM_NLIMITS];
 	uint64_t v = (uint64_t)value * unit;
-	if (getrlimit(resource, &cur) == 0 && cur.rlim_max != RLIM_INFINITY && v > cur.rlim_max)
-		v = cur.rlim_max;
+	if (!known[resource] && getrlimit(resource, &max[resource]) == 0)
+		known[resource] = true;
+	if (known[resource] && max[resource].rlim_max != RLIM_INFINITY && v > max[resource].rlim_max)
+		v = max[resource].rlim_max;
 	c->rlimits[c->n_rlimits].resource = resource;
 	c->rlimits[c->n_rlimits].value = v;
 	c->n_rlimits++;
@@ -209,25 +160,6 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	return 0;
 }
 
-/* Makes the call's private TMPDIR, owned by the child's identity. */
-static int tmpdir_make(struct sandbox_run *run, const struct sandbox_req *req, int *ret_fd, char **ret_msg)
-{
-	const char *base = NULL;
-	int r = tmp_base_get(&base);
-	if (r >= 0) {
-		run->tmpdir = xasprintf("%s/%" PRIu64, base, ++seq);
-		if (mkdir(run->tmpdir, 0700) < 0)
-			r = -errno;
-	}
-	if (r >= 0 && req->id && req->id->change && chown(run->tmpdir, req->id->uid, req->id->gid) < 0)
-		r = -errno;
-	if (r >= 0 && (*ret_fd = open(run->tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-		r = -errno;
-	if (r < 0)
-		*ret_msg = xasprintf("Could not make a private TMPDIR: %s", strerror(-r));
-	return r;
-}
-
 /* Lists the protected paths that exist in each workspace (and the
  * directories on the way, which are bound onto themselves so that they
  * cannot be renamed away with what they hold). */
@@ -258,13 +190,12 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	const struct sandbox_features *f = sandbox_probe(NULL);
 	struct sandbox_run *run = xcalloc(1, sizeof(*run));
 	struct sandbox_child *c = &run->child;
-	_cleanup_close_ int tmp_fd = -1;
 	int r;
 
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
-	run->cgroup_fd = run->landlock_fd = -1;
+	run->cgroup_fd = -1;
 	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = -1;
 	c->subreaper = f->subreaper;
 	if (req->id && req->id->change) {
@@ -301,21 +232,15 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	}
 	buf_free(&missing);
 
-	if ((r = tmpdir_make(run, req, &tmp_fd, ret_msg)) < 0)
+	const struct ll_rules *rules = NULL;
+	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, &rules, ret_msg)) < 0)
 		goto fail;
-	if (f->landlock_abi) {
-		const struct ll_rules *rules;
-		if ((r = ll_rules_get(req, f->landlock_abi, &rules, ret_msg)) < 0)
-			goto fail;
-		if ((r = ll_ruleset_make(rules, f->landlock_abi, tmp_fd, &run->landlock_fd)) < 0) {
-			*ret_msg = xasprintf("Could not make the Landlock ruleset: %s", strerror(-r));
-			goto fail;
-		}
-		c->landlock_fd = run->landlock_fd;
-		note(run, true, "landlock");
-	} else {
-		note(run, false, "landlock");
-	}
+	bool other = req->id && req->id->change;
+	if ((r = tmp_slot_get(rules, f->landlock_abi, other ? req->id->uid : geteuid(),
+			      other ? req->id->gid : getegid(), other, &run->tmp, ret_msg)) < 0)
+		goto fail;
+	c->landlock_fd = run->tmp->ruleset_fd;
+	note(run, rules != NULL, "landlock");
 	if (f->seccomp) {
 		if (!(c->bpf = seccomp_prog_get(req->network, ret_msg))) {
 			r = -EINVAL;
@@ -384,7 +309,7 @@ struct sandbox_child *sandbox_run_child(struct sandbox_run *run)
 
 const char *sandbox_run_tmpdir(const struct sandbox_run *run)
 {
-	return run ? run->tmpdir : NULL;
+	return run && run->tmp ? run->tmp->path : NULL;
 }
 
 enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run)
@@ -455,11 +380,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	rmdir_pending();
 	if (run->cgroup_fd >= 0)
 		close(run->cgroup_fd);
-	if (run->landlock_fd >= 0)
-		close(run->landlock_fd);
-	if (run->tmpdir)
-		rm_tree_at(AT_FDCWD, run->tmpdir, 0);
-	free(run->tmpdir);
+	tmp_slot_put(run->tmp);
 	strv_drop(run->binds);
 	strv_drop(run->ro_binds);
 	free(run->groups);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lib/sandbox/sandbox.h"
 
@@ -71,6 +72,27 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules *
  * call's TMPDIR, or -1). */
 int ll_ruleset_make(const struct ll_rules *rules, int abi, int tmp_fd, int *ret_fd);
 void ll_cache_clear(void);
+/* What the rules depend on, as a string. */
+const char *ll_rules_key(const struct ll_rules *rules);
+
+/* A private TMPDIR with the ruleset that makes it writable (tmp.c). */
+struct tmp_slot {
+	char *key;
+	uint64_t gen;
+	char *path;
+	int dir_fd;
+	int ruleset_fd;		/* -1 without Landlock */
+};
+
+/* Takes a free slot for the rules (NULL: no Landlock) and identity, or
+ * makes one (owned by uid:gid when chown_it). */
+int tmp_slot_get(const struct ll_rules *rules, int abi, uid_t uid, gid_t gid, bool chown_it,
+		 struct tmp_slot **ret, char **ret_msg);
+/* Empties the slot's directory and keeps it for the next call. */
+void tmp_slot_put(struct tmp_slot *s);
+void tmp_slots_clear(void);
+void tmp_base_remove(void);
+void rm_tree_at(int parent, const char *name, unsigned depth);
 
 /* The seccomp program for a request (kept), or NULL with *ret_msg set. */
 const void *seccomp_prog_get(bool network, char **ret_msg);

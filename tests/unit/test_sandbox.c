@@ -270,10 +270,19 @@ START_TEST(profile_builder)
 	struct stat st;
 	ck_assert_int_eq(stat(tmp, &st), 0);
 	ck_assert_int_eq(st.st_mode & 07777, 0700);
-	char *saved = xstrdup(tmp);
+	char left[PATH_MAX + 16];
+	snprintf(left, sizeof(left), "%s/left", tmp);
+	write_file(left, "x", 0600);
+	ck_assert_int_eq(chmod(tmp, 0777), 0);
 	sandbox_run_end(run);
-	ck_assert_int_lt(stat(saved, &st), 0);
-	free(saved);
+	/* What a call leaves in its TMPDIR goes with it. */
+	ck_assert_int_lt(stat(left, &st), 0);
+
+	/* The next call gets a private, empty one again. */
+	ck_assert_int_eq(sandbox_prepare(&req, &run, &msg), 0);
+	ck_assert_int_eq(stat(sandbox_run_tmpdir(run), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	sandbox_run_end(run);
 }
 END_TEST
 
@@ -339,8 +348,8 @@ START_TEST(shell_file_system)
 	ck_assert_int_lt(access(cmd, F_OK), 0);
 
 	/* ...but the workspace and TMPDIR are, and TMPDIR goes at the end. */
-	sh(&r, "echo in > made && mkdir -p d/e && echo deep > d/e/f && echo t > \"$TMPDIR/t\" && "
-	       "cat \"$TMPDIR/t\" && echo \"$TMPDIR\"", NULL);
+	sh(&r, "echo in > made && mkdir -p d/e && echo deep > d/e/f && mkdir \"$TMPDIR/sub\" && "
+	       "echo t > \"$TMPDIR/sub/t\" && cat \"$TMPDIR/sub/t\" && echo \"$TMPDIR/sub\"", NULL);
 	ck_assert_int_eq(exit_code(&r), 0);
 	char tmp[PATH_MAX];
 	const char *out = sc_str(&r, "stdout");
