@@ -245,6 +245,64 @@ static bool controller_on(const char *dir, const char *name)
 	return false;
 }
 
+/* Reads a small cgroup file into buf; false when it cannot. */
+static bool cg_read(const char *dir, const char *file, char *buf, size_t size)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+/*
+ * Under Delegate=yes the daemon's cgroup is its own, but the kernel gives
+ * a cgroup's children controllers only while it holds no process itself:
+ * the daemon moves into a leaf of its own ("daemon") and enables memory
+ * and pids for the calls' cgroups, its siblings. Nothing is done when the
+ * controllers are not offered or are on already.
+ */
+static void enable_controllers(const char *dir)
+{
+	char avail[512], on[512];
+	if (!cg_read(dir, "cgroup.controllers", avail, sizeof(avail)) ||
+	    !cg_read(dir, "cgroup.subtree_control", on, sizeof(on)))
+		return;
+	struct buf want = {0};
+	if (has_word(avail, "memory") && !has_word(on, "memory"))
+		buf_puts(&want, "+memory ");
+	if (has_word(avail, "pids") && !has_word(on, "pids"))
+		buf_puts(&want, "+pids ");
+	if (!buf_size(&want))
+		return;
+	_cleanup_free_ char *leaf = xasprintf("%s/daemon", dir);
+	_cleanup_free_ char *procs = xasprintf("%s/daemon/cgroup.procs", dir);
+	_cleanup_free_ char *control = xasprintf("%s/cgroup.subtree_control", dir);
+	int fd;
+	if ((mkdir(leaf, 0755) == 0 || errno == EEXIST) && (fd = open(procs, O_WRONLY | O_CLOEXEC)) >= 0) {
+		if (write(fd, "0", 1) == 1) {
+			int cfd = open(control, O_WRONLY | O_CLOEXEC);
+			if (cfd >= 0) {
+				(void)!write(cfd, buf_head(&want), buf_size(&want) - 1);
+				close(cfd);
+			}
+		}
+		close(fd);
+	}
+	buf_free(&want);
+}
+
 /* Looks at what the kernel offers, once. */
 const struct sandbox_features *sandbox_probe(const char *cgroup_dir)
 {
@@ -259,6 +317,8 @@ const struct sandbox_features *sandbox_probe(const char *cgroup_dir)
 	features.mountns = probe_mountns();
 	char *dir = cgroup_dir ? (*cgroup_dir ? xstrdup(cgroup_dir) : NULL) : own_cgroup_dir();
 	if (dir && probe_cgroup(dir)) {
+		if (!cgroup_dir)
+			enable_controllers(dir);
 		features.cgroup = true;
 		features.cgroup_dir = dir;
 		features.cgroup_memory = controller_on(dir, "memory");
