@@ -17,13 +17,24 @@
  * group id, so a recycled pgid is never signalled. When the leader exits,
  * the rest of its group is killed with SIGKILL before the leader is reaped:
  * no background process ("sleep 300 &") outlives the command or keeps its
- * pipes open. Processes that left the group (setsid) are beyond reach; the
- * pipes they may still hold are given up after a short drain delay. The
- * rule holds only if nothing else reaps these children: the daemon must not
- * call waitpid(-1) or set SIGCHLD to SIG_IGN.
+ * pipes open.
+ *
+ * Processes that left the group (setsid, a double fork) are caught as
+ * child subreaper (set by sandbox_probe()): each leader is made one too,
+ * so they stay its descendants while it runs; when it exits they are
+ * reparented to the daemon, which then kills and reaps, by pid, every
+ * child of its own that is not a leader it tracks, and again for their
+ * children. With a call cgroup (lib/sandbox/), cgroup.kill ends them first.
+ * Pipes still held after that are given up after a short drain delay. The
+ * rules hold only if nothing else reaps these children: the daemon must not
+ * call waitpid(-1) or set SIGCHLD to SIG_IGN, and starts children only
+ * through child_spawn().
  *
  * Stopping (child_terminate): SIGTERM (and SIGCONT) to the group, then
  * SIGKILL to the group after a delay if the leader has not exited.
+ *
+ * Before exec, the child carries out its sandbox's plan (child_opts
+ * .sandbox; see lib/sandbox/sandbox.h).
  *
  * On top, a thin layer runs a child as one tool call (the shell tool and the
  * "command" tool kind share it): output streamed through

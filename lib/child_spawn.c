@@ -454,6 +454,7 @@ struct spawn_args {
 	uint64_t fd_soft;		/* 0, or the soft RLIMIT_NOFILE to set */
 	uint64_t reset;			/* signals_to_reset() */
 	struct sandbox_child *sandbox;	/* or NULL */
+	bool subreaper;			/* the daemon is one: so is the child */
 	int err;			/* set by the child when it cannot exec */
 };
 
@@ -547,6 +548,10 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	    syscall(SYS_dup3, a->out_fd, STDOUT_FILENO, 0) < 0 ||
 	    syscall(SYS_dup3, a->err_fd, STDERR_FILENO, 0) < 0)
 		goto fail;
+	/* A leader keeps what it starts as its descendants while it runs,
+	 * as the daemon does once it has exited (see reap_orphans). */
+	if (a->subreaper && !a->sandbox && syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		goto fail;
 	if (a->sandbox && sandbox_child_apply(a->sandbox) < 0)
 		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
@@ -582,6 +587,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	int top = MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w));
 	if (a.sandbox)
 		top = MAX(top, MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd), a.sandbox->landlock_fd));
+	int reaper = 0;
+	a.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0) == 0 && reaper;
 	a.keep_below = (unsigned)top + 1;
 	int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 	/* valgrind runs CLONE_VM | CLONE_VFORK as a fork, and refuses it
