@@ -199,8 +199,8 @@ static void grant(struct builder *b, const char *path, uint64_t access)
 static char *rules_key(const struct sandbox_req *req, int abi)
 {
 	struct buf k = {0};
-	buf_printf(&k, "%d\n%d\n%s\n", abi, (int)req->profile,
-		   req->id && req->id->home ? req->id->home : "");
+	buf_printf(&k, "%d\n%d\n%s\n%d\n", abi, (int)req->profile,
+		   req->id && req->id->home ? req->id->home : "", req->id && req->id->change);
 	for (const char *const *p = req->workspaces; p && *p; p++)
 		buf_printf(&k, "w%s\n", *p);
 	for (const char *const *p = req->write_extra; p && *p; p++)
@@ -225,15 +225,20 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules *
 	struct builder b = { .handled = ll_fs_rights(abi) };
 	b.r = xcalloc(1, sizeof(*b.r));
 	/* "~" is the home of whom the child runs as: the peer's passwd entry,
-	 * or $HOME for the daemon's own user. */
+	 * or $HOME for the daemon's own user. A child running as a peer is
+	 * kept from the daemon's user's home entries too. */
 	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
-	for (const char *const *p = req->deny_read; p && *p; p++) {
-		char *c = canonical(*p, home);
-		if (!c)
-			continue;	/* "~/..." with no home: nothing to deny */
-		b.deny = xreallocarray(b.deny, b.n_deny + 1, sizeof(*b.deny));
-		b.deny[b.n_deny++] = c;
-	}
+	const char *homes[] = { home, req->id && req->id->change ? getenv("HOME") : NULL };
+	for (size_t h = 0; h < ELEMENTSOF(homes); h++)
+		for (const char *const *p = req->deny_read; p && *p; p++) {
+			if (h > 0 && (!homes[h] || (*p)[0] != '~'))
+				continue;
+			char *c = canonical(*p, homes[h]);
+			if (!c)
+				continue;	/* "~/..." with no home: nothing to deny */
+			b.deny = xreallocarray(b.deny, b.n_deny + 1, sizeof(*b.deny));
+			b.deny[b.n_deny++] = c;
+		}
 	grant(&b, "/", LL_READ);
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
 		for (const char *const *p = req->workspaces; p && *p; p++)

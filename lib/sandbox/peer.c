@@ -8,6 +8,7 @@
 #include "lib/sandbox/sandbox.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -85,4 +86,39 @@ bool sandbox_pid_confined(pid_t pid, int pidfd)
 	if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
 		return true;
 	return confined;
+}
+
+/* Fills a peer's identity: its own when children are to run as it. */
+void sandbox_peer_init(struct sandbox_peer *p, bool run_as_peer, uid_t uid, gid_t gid, const gid_t *groups,
+		       size_t n_groups)
+{
+	*p = (struct sandbox_peer){0};
+	if (!run_as_peer || geteuid() != 0 || uid == geteuid()) {
+		const char *home = getenv("HOME");
+		p->home = home ? xstrdup(home) : NULL;
+		p->id.home = p->home;
+		return;
+	}
+	p->id.change = true;
+	p->id.uid = uid;
+	p->id.gid = gid;
+	size_t n = MIN(n_groups, ELEMENTSOF(p->groups));
+	for (size_t i = 0; i < n; i++)
+		p->groups[i] = groups[i];
+	if (n == 0)
+		p->groups[n++] = gid;	/* never keep the daemon's groups */
+	p->id.groups = p->groups;
+	p->id.n_groups = n;
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res && res->pw_dir && res->pw_dir[0] == '/')
+		p->home = xstrdup(res->pw_dir);
+	p->id.home = p->home;
+}
+
+void sandbox_peer_clear(struct sandbox_peer *p)
+{
+	free(p->home);
+	p->home = NULL;
+	p->id.home = NULL;
 }

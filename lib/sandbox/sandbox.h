@@ -145,6 +145,23 @@ struct sandbox_identity {
 	bool change;				/* false: the daemon's own identity */
 };
 
+/* A peer's identity, kept with its connection. */
+struct sandbox_peer {
+	struct sandbox_identity id;
+	gid_t groups[64];
+	char *home;
+};
+
+/*
+ * Fills p for a peer of the socket: children run as it (id.change) when
+ * run_as_peer, the daemon is root and the peer is another uid; its home is
+ * its passwd entry's (looked up here, once per connection). Otherwise the
+ * daemon's own identity, with $HOME. Clear with sandbox_peer_clear().
+ */
+void sandbox_peer_init(struct sandbox_peer *p, bool run_as_peer, uid_t uid, gid_t gid, const gid_t *groups,
+		       size_t n_groups);
+void sandbox_peer_clear(struct sandbox_peer *p);
+
 /* One call's wish: profile and settings resolved from config and tool. */
 struct sandbox_req {
 	enum sandbox_profile profile;
