@@ -199,8 +199,10 @@ static void grant(struct builder *b, const char *path, uint64_t access)
 static char *rules_key(const struct sandbox_req *req, int abi)
 {
 	struct buf k = {0};
-	buf_printf(&k, "%d\n%d\n%s\n%d\n", abi, (int)req->profile,
-		   req->id && req->id->home ? req->id->home : "", req->id && req->id->change);
+	const char *env_home = getenv("HOME");
+	buf_printf(&k, "%d\n%d\n%s\n%d\n%s\n", abi, (int)req->profile,
+		   req->id && req->id->home ? req->id->home : "", req->id && req->id->change,
+		   env_home ? env_home : "");
 	for (const char *const *p = req->workspaces; p && *p; p++)
 		buf_printf(&k, "w%s\n", *p);
 	for (const char *const *p = req->write_extra; p && *p; p++)
