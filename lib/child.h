@@ -49,7 +49,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 
 struct child;
 struct sandbox_req;

@@ -14,7 +14,7 @@
 #include "lib/tool.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 static const char *const stream_names[CHILD_NSTREAMS] = {
 	[CHILD_STDOUT] = "stdout",

@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 void capture_init(struct capture *cp, size_t cap)
 {

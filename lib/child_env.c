@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* Finds the value of name in env. */
 const char *child_env_get(char *const *env, const char *name)

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 
 /* One output stream's kept bytes: the first head_cap bytes, and the last
  * tail_cap bytes in a ring allocated once the head is full. */

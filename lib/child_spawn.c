@@ -31,7 +31,7 @@
 #include "lib/loop.h"
 #include "lib/tool.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "lib/child_internal.h"
 #include "lib/sandbox/sandbox.h"
 #include <dirent.h>

@@ -8,24 +8,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <string.h>
 
+#include "proto/base/strv.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define LIST_MAX 256
 #define LIMIT_MAX (INT64_C(1) << 40)
-
-PRINTF(2, 3)
-static int bad(char **ret_err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	*ret_err = xvasprintf(fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 /* Refuses keys not in known. */
 static int check_keys(const struct json *obj, const char *const *known, const char *where, char **ret_err)
@@ -36,7 +26,7 @@ static int check_keys(const struct json *obj, const char *const *known, const ch
 		for (const char *const *k = known; *k && !ok; k++)
 			ok = strcmp(*k, key) == 0 && strlen(key) == obj->u.obj.members[i].key_len;
 		if (!ok)
-			return bad(ret_err, "%s.%s: unknown key", where, key);
+			return set_errorf(ret_err, "%s.%s: unknown key", where, key);
 	}
 	return 0;
 }
@@ -46,7 +36,7 @@ static int check_keys(const struct json *obj, const char *const *known, const ch
 static int str_list(const struct json *v, const char *where, int kind, char ***ret, char **ret_err)
 {
 	if (v->type != JSON_ARRAY || v->u.arr.n > LIST_MAX)
-		return bad(ret_err, "%s: expected an array of at most %d strings", where, LIST_MAX);
+		return set_errorf(ret_err, "%s: expected an array of at most %d strings", where, LIST_MAX);
 	char **list = xcalloc(v->u.arr.n + 1, sizeof(*list));
 	for (size_t i = 0; i < v->u.arr.n; i++) {
 		const struct json *s = v->u.arr.items[i];
@@ -60,7 +50,7 @@ static int str_list(const struct json *v, const char *where, int kind, char ***r
 			for (size_t k = 0; k < i; k++)
 				free(list[k]);
 			free(list);
-			return bad(ret_err, "%s[%zu]: expected %s", where, i,
+			return set_errorf(ret_err, "%s[%zu]: expected %s", where, i,
 				   kind == 1 ? "an absolute path or one starting with ~/"
 					     : kind == 2 ? "a path relative to the workspace, without .."
 							 : "a non-empty string");
@@ -73,9 +63,7 @@ static int str_list(const struct json *v, const char *where, int kind, char ***r
 
 static void strv_set(char ***dst, char **v)
 {
-	for (char **p = *dst; p && *p; p++)
-		free(*p);
-	free(*dst);
+	strv_free(*dst);
 	*dst = v;
 }
 
@@ -85,7 +73,7 @@ static int limits_from_json(const struct json *v, const char *where, struct sand
 	static const char *const keys[] = { "memory_mb", "pids", "file_size_mb", "nofile", "cpu_s", NULL };
 	int r;
 	if (v->type != JSON_OBJECT)
-		return bad(ret_err, "%s: expected an object", where);
+		return set_errorf(ret_err, "%s: expected an object", where);
 	if ((r = check_keys(v, keys, where, ret_err)) < 0)
 		return r;
 	int64_t *dst[] = { &l->memory_mb, &l->pids, &l->file_size_mb, &l->nofile, &l->cpu_s };
@@ -99,7 +87,7 @@ static int limits_from_json(const struct json *v, const char *where, struct sand
 			continue;
 		}
 		if (!json_get_int(m, &n) || n < 1 || n > LIMIT_MAX)
-			return bad(ret_err, "%s.%s: expected a positive integer or null (no limit)", where, keys[i]);
+			return set_errorf(ret_err, "%s.%s: expected a positive integer or null (no limit)", where, keys[i]);
 		*dst[i] = n;
 	}
 	return 0;
@@ -109,7 +97,7 @@ static int profile_from_json(const struct json *v, const char *where, int *ret, 
 {
 	int p = sandbox_profile_from_name(json_str(v));
 	if (p < 0)
-		return bad(ret_err, "%s: expected \"workspace-write\", \"read-only\" or \"off\"", where);
+		return set_errorf(ret_err, "%s: expected \"workspace-write\", \"read-only\" or \"off\"", where);
 	*ret = p;
 	return 0;
 }
@@ -117,7 +105,7 @@ static int profile_from_json(const struct json *v, const char *where, int *ret, 
 static int bool_from_json(const struct json *v, const char *where, bool *ret, char **ret_err)
 {
 	if (v->type != JSON_BOOL)
-		return bad(ret_err, "%s: expected true or false", where);
+		return set_errorf(ret_err, "%s: expected true or false", where);
 	*ret = v->u.b;
 	return 0;
 }
@@ -127,7 +115,7 @@ int sandbox_run_as_from_json(const struct json *v, const char *where, int *ret, 
 {
 	const char *s = json_str(v);
 	if (!str_eq(s, "peer") && !str_eq(s, "daemon"))
-		return bad(ret_err, "%s: expected \"peer\" or \"daemon\"", where);
+		return set_errorf(ret_err, "%s: expected \"peer\" or \"daemon\"", where);
 	*ret = str_eq(s, "peer");
 	return 0;
 }
@@ -141,7 +129,7 @@ int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **
 	bool b = false;
 
 	if (v->type != JSON_OBJECT)
-		return bad(ret_err, "sandbox: expected an object");
+		return set_errorf(ret_err, "sandbox: expected an object");
 	if ((r = check_keys(v, keys, "sandbox", ret_err)) < 0)
 		return r;
 	if ((m = json_get(v, "profile")) && (r = profile_from_json(m, "sandbox.profile", &t->profile, ret_err)) < 0)
@@ -174,7 +162,7 @@ int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, c
 	int r, p = 0;
 
 	if (v->type != JSON_OBJECT)
-		return bad(ret_err, "sandbox: expected an object");
+		return set_errorf(ret_err, "sandbox: expected an object");
 	if ((r = check_keys(v, keys, "sandbox", ret_err)) < 0)
 		return r;
 	if ((m = json_get(v, "default"))) {
@@ -184,7 +172,7 @@ int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, c
 	}
 	if ((m = json_get(v, "per_tool"))) {
 		if (m->type != JSON_OBJECT || m->u.obj.n > LIST_MAX)
-			return bad(ret_err, "sandbox.per_tool: expected an object of tool name: profile");
+			return set_errorf(ret_err, "sandbox.per_tool: expected an object of tool name: profile");
 		for (size_t i = 0; i < m->u.obj.n; i++) {
 			const struct json_member *e = &m->u.obj.members[i];
 			_cleanup_free_ char *where = xasprintf("sandbox.per_tool.%s", e->key);
@@ -219,7 +207,7 @@ int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, c
 	if ((m = json_get(v, "cgroup"))) {
 		const char *s = json_str(m);
 		if (!s || (*s && *s != '/'))
-			return bad(ret_err, "sandbox.cgroup: expected an absolute path, or \"\" for none");
+			return set_errorf(ret_err, "sandbox.cgroup: expected an absolute path, or \"\" for none");
 		free(cfg->cgroup_dir);
 		cfg->cgroup_dir = xstrdup(s);
 	}

@@ -29,7 +29,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* Bounds what one list may hold (a directory along a denied path with a
  * huge number of entries would otherwise cost a rule each). */

@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* How far up the tree is followed; deeper counts as confined. */
 #define DEPTH_MAX 4096

@@ -22,7 +22,8 @@
 #include <linux/seccomp.h>
 
 #include "lib/sandbox/sandbox_internal.h"
-#include "proto/util.h"
+#include "proto/base/strv.h"
+#include "proto/base/util.h"
 
 static const char *const profile_names[] = {
 	[SANDBOX_WORKSPACE_WRITE] = "workspace-write",
@@ -69,14 +70,6 @@ static char **strv_from(const char *const *v)
 	return r;
 }
 
-static char **strv_drop(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-	return NULL;
-}
-
 /* Sets the defaults of CONTRACT §10. */
 void sandbox_config_init(struct sandbox_config *cfg)
 {
@@ -105,16 +98,16 @@ void sandbox_config_clear(struct sandbox_config *cfg)
 	free(cfg->per_tool);
 	cfg->per_tool = NULL;
 	cfg->n_per_tool = 0;
-	cfg->deny_read = strv_drop(cfg->deny_read);
-	cfg->protect = strv_drop(cfg->protect);
-	cfg->write_extra = strv_drop(cfg->write_extra);
+	cfg->deny_read = strv_free(cfg->deny_read);
+	cfg->protect = strv_free(cfg->protect);
+	cfg->write_extra = strv_free(cfg->write_extra);
 	free(cfg->cgroup_dir);
 	cfg->cgroup_dir = NULL;
 }
 
 void sandbox_tool_clear(struct sandbox_tool *t)
 {
-	t->write_extra = strv_drop(t->write_extra);
+	t->write_extra = strv_free(t->write_extra);
 }
 
 /* Resolves one call's profile and settings. */

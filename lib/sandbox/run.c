@@ -21,7 +21,8 @@
 
 #include "lib/sandbox/sandbox_internal.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/strv.h"
+#include "proto/base/util.h"
 
 #define ENFORCED_MAX 16
 
@@ -43,15 +44,6 @@ struct sandbox_run {
 };
 
 static uint64_t seq;
-
-/* Frees a NULL-terminated vector. */
-static char **strv_drop(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-	return NULL;
-}
 
 static void strv_push(char ***v, char *s)
 {
@@ -258,8 +250,8 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
 		protect_plan(run, req);
 		if (run->ro_binds && !f->mountns) {
-			run->binds = strv_drop(run->binds);
-			run->ro_binds = strv_drop(run->ro_binds);
+			run->binds = strv_free(run->binds);
+			run->ro_binds = strv_free(run->ro_binds);
 			note(run, false, "protect");
 		} else if (run->ro_binds) {
 			note(run, true, "protect");
@@ -381,8 +373,8 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	if (run->cgroup_fd >= 0)
 		close(run->cgroup_fd);
 	tmp_slot_put(run->tmp);
-	strv_drop(run->binds);
-	strv_drop(run->ro_binds);
+	strv_free(run->binds);
+	strv_free(run->ro_binds);
 	free(run->groups);
 	free(run);
 	return NULL;

@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 
 enum sandbox_profile {
 	SANDBOX_WORKSPACE_WRITE,

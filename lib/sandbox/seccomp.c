@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include <linux/filter.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080

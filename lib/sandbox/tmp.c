@@ -22,7 +22,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* Free slots kept; more are removed when their call ends. */
 #define FREE_MAX 64

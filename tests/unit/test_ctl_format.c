@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/ctl_format.h"
+#include "daemon/ctl/ctl_format.h"
 #include "tests/unit/check_main.h"
 
 /* Parses text (asserting it is valid) into *doc and returns its root. */

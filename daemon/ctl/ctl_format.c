@@ -3,7 +3,7 @@
  * toolcallctl's output: pretty JSON, call results and error envelopes,
  * the aligned tool list, one line per event, and the approver's question.
  */
-#include "daemon/ctl_format.h"
+#include "daemon/ctl/ctl_format.h"
 
 #include <stdint.h>
 #include <string.h>
