@@ -17,6 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "lib/child.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/registry.h"
 #include "version.h"
 
@@ -146,6 +147,10 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("%s: configuration OK, %zu tools\n", config_path ? config_path : "(defaults)", r->n);
+		char *line = sandbox_features_line(sandbox_probe(s.cfg.sandbox.cgroup_dir));
+		printf("%s\n", line);
+		free(line);
+		sandbox_shutdown();
 		registry_unref(r);
 		config_free(&s.cfg);
 		free(s.config_path);

@@ -586,6 +586,7 @@ static void start_attempt(struct exec *e)
 	a->tc.ws = s->ws;
 	a->tc.loop = d->loop;
 	a->tc.env = d->env;
+	a->tc.peer = s->has_peer ? &s->peer.id : NULL;
 	a->tc.call_id = e->call_id;
 	a->tc.on_finish = on_tool_finish;
 	a->tc.on_output = on_tool_output;

@@ -25,6 +25,7 @@
 
 struct json;
 struct sandbox_config;
+struct sandbox_tool;
 struct sandbox_identity;
 struct schema;
 struct tc_loop;
@@ -69,6 +70,8 @@ struct tool_def {
 	void (*cancel)(struct tool_call *call);
 	/* Kinds only: frees struct tool's priv. */
 	void (*priv_free)(void *priv);
+	/* Runs child processes (in a sandbox: see lib/sandbox/sandbox.h). */
+	bool runs_children;
 };
 
 /* One registered tool. */
@@ -87,6 +90,7 @@ struct tool {
 	char *source;			/* "built-in" or the tool file's path */
 	const struct tool_def *def;
 	void *priv;			/* the kind's per-tool data */
+	const struct sandbox_tool *sandbox;	/* its file's "sandbox" (in priv), or NULL */
 };
 
 /*

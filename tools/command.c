@@ -307,7 +307,7 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	r = tool_new(&tool_kind_command, name->u.str.s, desc ? desc->u.str.s : "", schema_text, cmd, &t, &err);
 	if (r < 0)
 		return set_errorf(ret_err, "input_schema: %s", err ? err : "invalid schema");
-	TAKE_PTR(cmd);
+	t->sandbox = &TAKE_PTR(cmd)->sandbox;
 
 	t->side_effects = (enum side_effect)side;
 	t->idempotent = json_is_true(idem);
@@ -569,4 +569,5 @@ const struct tool_def tool_kind_command = {
 	.exec = command_exec,
 	.cancel = child_call_cancel,
 	.priv_free = cmd_free,
+	.runs_children = true,
 };

@@ -104,4 +104,5 @@ const struct tool_def tool_shell = {
 	.timeout_arg = true,
 	.exec = shell_exec,
 	.cancel = child_call_cancel,
+	.runs_children = true,
 };

@@ -51,6 +51,10 @@ static void start(struct tcd *d, const char *sandbox_members)
 	const char *env[] = { env_home, NULL };
 	o.env = env;
 	tcd_spawn(d, &o);
+	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0) {
+		char *log = tcd_log(d);
+		ck_abort_msg("the daemon did not start: %s", log);
+	}
 	/* Other uids reach the socket and the workspace. */
 	ck_assert_int_eq(chmod(d->dir, 0711), 0);
 	ck_assert_int_eq(chmod(d->ws, 0777), 0);
