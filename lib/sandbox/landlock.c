@@ -13,6 +13,10 @@
  * workspace that is a home directory): the directories on the way are then
  * not writable themselves, only their other entries.
  *
+ * The rules are kept as paths with their rights, and made into one
+ * ruleset fd per entry of the cache (the TMPDIR parent of the identity
+ * among them), which every call of that set then enforces.
+ *
  * Symbolic links among the entries get no rule (access is checked where a
  * link leads, by that place's own rules); denied paths are taken as they
  * resolve (a denied ~/.ssh that links elsewhere denies the target).
@@ -37,7 +41,7 @@
 #define CACHE_MAX 32
 
 struct ll_rule {
-	int fd;
+	char *path;
 	uint64_t access;
 };
 
@@ -45,6 +49,7 @@ struct ll_rules {
 	char *key;
 	struct ll_rule *v;
 	size_t n;
+	int ruleset_fd;		/* made once from the rules and the TMPDIR parent */
 };
 
 static struct ll_rules *cache[CACHE_MAX];
@@ -65,15 +70,12 @@ static void rules_free(struct ll_rules *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n; i++)
-		close(r->v[i].fd);
+		free(r->v[i].path);
+	if (r->ruleset_fd >= 0)
+		close(r->ruleset_fd);
 	free(r->v);
 	free(r->key);
 	free(r);
-}
-
-const char *ll_rules_key(const struct ll_rules *rules)
-{
-	return rules->key;
 }
 
 void ll_cache_clear(void)
@@ -127,24 +129,20 @@ struct builder {
 	int err;
 };
 
-/* Adds a rule on an opened path, its rights cut to what the file type
- * takes. */
-static void add_rule(struct builder *b, int fd, const struct stat *st, uint64_t access)
+/* Adds a rule on a path, its rights cut to what the file type takes. */
+static void add_rule(struct builder *b, const char *path, const struct stat *st, uint64_t access)
 {
 	if (!S_ISDIR(st->st_mode))
 		access &= LL_FILE_RIGHTS;
 	access &= b->handled;
-	if (!access) {
-		close(fd);
+	if (!access)
 		return;
-	}
 	if (b->r->n >= RULES_MAX) {
-		close(fd);
 		b->err = -E2BIG;
 		return;
 	}
 	b->r->v = xreallocarray(b->r->v, b->r->n + 1, sizeof(*b->r->v));
-	b->r->v[b->r->n++] = (struct ll_rule){ .fd = fd, .access = access };
+	b->r->v[b->r->n++] = (struct ll_rule){ .path = xstrdup(path), .access = access };
 }
 
 /* Whether path is denied, or has a denied path beneath it. */
@@ -168,19 +166,14 @@ static void grant(struct builder *b, const char *path, uint64_t access)
 	int state = deny_state(b, path);
 	if (state == 2 || b->err)
 		return;
-	int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;		/* gone, or not ours to see: no rule */
 	struct stat st;
-	if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
-		close(fd);
-		return;
-	}
+	if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode))
+		return;		/* gone, not ours to see, or a link: no rule */
 	if (state == 0 || !S_ISDIR(st.st_mode)) {
-		add_rule(b, fd, &st, access);
+		add_rule(b, path, &st, access);
 		return;
 	}
-	add_rule(b, fd, &st, access & LL_FS_READ_DIR);
+	add_rule(b, path, &st, access & LL_FS_READ_DIR);
 	DIR *d = opendir(path);
 	if (!d)
 		return;
@@ -214,10 +207,13 @@ static char *rules_key(const struct sandbox_req *req, int abi)
 	return buf_steal(&k);
 }
 
-/* Finds the rules of a request in the cache, or builds them. */
-int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules **ret, char **ret_msg)
+/* Finds the rules of a request in the cache, or builds them with their
+ * ruleset (tmp_parent writable). */
+int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, const struct ll_rules **ret,
+		 char **ret_msg)
 {
-	_cleanup_free_ char *key = rules_key(req, abi);
+	_cleanup_free_ char *key0 = rules_key(req, abi);
+	_cleanup_free_ char *key = xasprintf("%s\nt%s", key0, tmp_parent ? tmp_parent : "");
 	for (size_t i = 0; i < n_cache; i++)
 		if (strcmp(cache[i]->key, key) == 0) {
 			*ret = cache[i];
@@ -226,6 +222,7 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules *
 
 	struct builder b = { .handled = ll_fs_rights(abi) };
 	b.r = xcalloc(1, sizeof(*b.r));
+	b.r->ruleset_fd = -1;
 	/* "~" is the home of whom the child runs as: the peer's passwd entry,
 	 * or $HOME for the daemon's own user. A child running as a peer is
 	 * kept from the daemon's user's home entries too. */
@@ -254,6 +251,8 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules *
 			}
 	}
 	grant(&b, "/dev/null", LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE);
+	if (tmp_parent)
+		grant(&b, tmp_parent, b.handled);
 	for (size_t i = 0; i < b.n_deny; i++)
 		free(b.deny[i]);
 	free(b.deny);
@@ -262,6 +261,12 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules *
 				     RULES_MAX);
 		rules_free(b.r);
 		return b.err;
+	}
+	int r = ll_ruleset_make(b.r, abi, &b.r->ruleset_fd);
+	if (r < 0) {
+		*ret_msg = xasprintf("Could not make the Landlock ruleset: %s", strerror(-r));
+		rules_free(b.r);
+		return r;
 	}
 	b.r->key = TAKE_PTR(key);
 	if (n_cache == CACHE_MAX) {
@@ -274,8 +279,9 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules *
 	return 0;
 }
 
-/* Makes a ruleset from the kept rules and the call's TMPDIR. */
-int ll_ruleset_make(const struct ll_rules *rules, int abi, int tmp_fd, int *ret_fd)
+/* Makes a ruleset from the rules, each path opened without following a
+ * final symlink (one swapped in since is skipped). */
+int ll_ruleset_make(const struct ll_rules *rules, int abi, int *ret_fd)
 {
 	struct ll_ruleset_attr attr = { .handled_access_fs = ll_fs_rights(abi) };
 	size_t size = sizeof(attr.handled_access_fs);
@@ -287,15 +293,22 @@ int ll_ruleset_make(const struct ll_rules *rules, int abi, int tmp_fd, int *ret_
 	if (fd < 0)
 		return -errno;
 	for (size_t i = 0; i < rules->n; i++) {
-		struct ll_path_beneath_attr pb = { .allowed_access = rules->v[i].access, .parent_fd = rules->v[i].fd };
-		if (syscall(SYS_landlock_add_rule, fd, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
-			return -errno;
-	}
-	if (tmp_fd >= 0) {
-		struct ll_path_beneath_attr pb = { .allowed_access = attr.handled_access_fs, .parent_fd = tmp_fd };
-		if (syscall(SYS_landlock_add_rule, fd, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
+		_cleanup_close_ int pfd = open(rules->v[i].path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (pfd < 0 || fstat(pfd, &st) < 0 || S_ISLNK(st.st_mode))
+			continue;
+		uint64_t access = rules->v[i].access;
+		if (!S_ISDIR(st.st_mode))
+			access &= LL_FILE_RIGHTS;
+		struct ll_path_beneath_attr pb = { .allowed_access = access, .parent_fd = pfd };
+		if (access && syscall(SYS_landlock_add_rule, fd, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
 			return -errno;
 	}
 	*ret_fd = TAKE_FD(fd);
 	return 0;
+}
+
+int ll_rules_fd(const struct ll_rules *rules)
+{
+	return rules->ruleset_fd;
 }

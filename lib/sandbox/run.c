@@ -30,7 +30,7 @@ struct sandbox_run {
 	enum sandbox_profile profile;
 	bool network;
 	struct sandbox_limits limits;
-	struct tmp_slot *tmp;
+	char *tmpdir;
 	char *cgroup;
 	int cgroup_fd;
 	struct sandbox_child child;
@@ -67,7 +67,6 @@ void sandbox_cache_clear(void)
 {
 	ll_cache_clear();
 	seccomp_cache_clear();
-	tmp_slots_clear();
 }
 
 static void rmdir_pending(void);
@@ -224,14 +223,16 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	}
 	buf_free(&missing);
 
-	const struct ll_rules *rules = NULL;
-	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, &rules, ret_msg)) < 0)
-		goto fail;
 	bool other = req->id && req->id->change;
-	if ((r = tmp_slot_get(rules, f->landlock_abi, other ? req->id->uid : geteuid(),
-			      other ? req->id->gid : getegid(), other, &run->tmp, ret_msg)) < 0)
+	const char *parent;
+	if ((r = tmp_parent_get(other ? req->id->uid : geteuid(), other ? req->id->gid : getegid(), other,
+				&parent, ret_msg)) < 0 ||
+	    (r = tmp_call_make(parent, &run->tmpdir, ret_msg)) < 0)
 		goto fail;
-	c->landlock_fd = run->tmp->ruleset_fd;
+	const struct ll_rules *rules = NULL;
+	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, &rules, ret_msg)) < 0)
+		goto fail;
+	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
 	note(run, rules != NULL, "landlock");
 	if (f->seccomp) {
 		if (!(c->bpf = seccomp_prog_get(req->network, ret_msg))) {
@@ -301,7 +302,7 @@ struct sandbox_child *sandbox_run_child(struct sandbox_run *run)
 
 const char *sandbox_run_tmpdir(const struct sandbox_run *run)
 {
-	return run && run->tmp ? run->tmp->path : NULL;
+	return run ? run->tmpdir : NULL;
 }
 
 enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run)
@@ -372,7 +373,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	rmdir_pending();
 	if (run->cgroup_fd >= 0)
 		close(run->cgroup_fd);
-	tmp_slot_put(run->tmp);
+	tmp_call_remove(run->tmpdir);
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
 	free(run->groups);

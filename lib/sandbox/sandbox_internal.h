@@ -64,35 +64,23 @@ struct ll_rules;
 
 /*
  * Finds or builds the rules of a request (read everywhere but deny_read,
- * write on the workspaces and write_extra unless read-only, /dev/null).
- * Kept until sandbox_cache_clear(). Negative errno, *ret_msg set.
+ * write on the workspaces and write_extra unless read-only, /dev/null,
+ * tmp_parent) and their ruleset. Kept until sandbox_cache_clear().
+ * Negative errno, *ret_msg set.
  */
-int ll_rules_get(const struct sandbox_req *req, int abi, const struct ll_rules **ret, char **ret_msg);
-/* Makes a ruleset fd from the rules plus one writable directory (the
- * call's TMPDIR, or -1). */
-int ll_ruleset_make(const struct ll_rules *rules, int abi, int tmp_fd, int *ret_fd);
+int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, const struct ll_rules **ret,
+		 char **ret_msg);
+/* The ruleset of the rules. */
+int ll_rules_fd(const struct ll_rules *rules);
+int ll_ruleset_make(const struct ll_rules *rules, int abi, int *ret_fd);
 void ll_cache_clear(void);
-/* What the rules depend on, as a string. */
-const char *ll_rules_key(const struct ll_rules *rules);
 
-/* A private TMPDIR with the ruleset that makes it writable (tmp.c). */
-struct tmp_slot {
-	char *key;
-	uint64_t gen;
-	char *path;
-	int dir_fd;
-	int ruleset_fd;		/* -1 without Landlock */
-};
-
-/* Takes a free slot for the rules (NULL: no Landlock) and identity, or
- * makes one (owned by uid:gid when chown_it). */
-int tmp_slot_get(const struct ll_rules *rules, int abi, uid_t uid, gid_t gid, bool chown_it,
-		 struct tmp_slot **ret, char **ret_msg);
-/* Empties the slot's directory and keeps it for the next call. */
-void tmp_slot_put(struct tmp_slot *s);
-void tmp_slots_clear(void);
+/* Private TMPDIRs (tmp.c): a parent per identity (mode 0700, its own),
+ * writable in the rules; a directory per call beneath it. */
+int tmp_parent_get(uid_t uid, gid_t gid, bool chown_it, const char **ret, char **ret_msg);
+int tmp_call_make(const char *parent, char **ret, char **ret_msg);
+void tmp_call_remove(char *path);
 void tmp_base_remove(void);
-void rm_tree_at(int parent, const char *name, unsigned depth);
 
 /* The seccomp program for a request (kept), or NULL with *ret_msg set. */
 const void *seccomp_prog_get(bool network, char **ret_msg);
