@@ -273,11 +273,10 @@ START_TEST(profile_builder)
 	char left[PATH_MAX + 16];
 	snprintf(left, sizeof(left), "%s/left", tmp);
 	write_file(left, "x", 0600);
-	char *saved = xstrdup(tmp);
+	ck_assert_int_eq(chmod(tmp, 0777), 0);
 	sandbox_run_end(run);
-	/* The TMPDIR goes with its call, and what it held. */
-	ck_assert_int_lt(stat(saved, &st), 0);
-	free(saved);
+	/* What a call leaves in its TMPDIR goes with it. */
+	ck_assert_int_lt(stat(left, &st), 0);
 
 	/* The next call gets a private, empty one again. */
 	ck_assert_int_eq(sandbox_prepare(&req, &run, &msg), 0);
@@ -356,9 +355,7 @@ START_TEST(shell_file_system)
 	const char *out = sc_str(&r, "stdout");
 	ck_assert_int_eq(sscanf(out, "t\n%4095s", tmp), 1);
 	run_done(&r);
-	/* $TMPDIR/sub went with the call's TMPDIR. */
-	ck_assert_int_lt(access(tmp, F_OK), 0);
-	*strrchr(tmp, '/') = '\0';
+	/* $TMPDIR/sub went with the call. */
 	ck_assert_int_lt(access(tmp, F_OK), 0);
 	snprintf(cmd, sizeof(cmd), "%s/d/e/f", wsdir);
 	ck_assert_int_eq(access(cmd, F_OK), 0);
