@@ -69,7 +69,13 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		}
 	}
 	for (unsigned i = 0; i < c->n_rlimits; i++) {
-		struct raw_rlimit rl = { c->rlimits[i].value, c->rlimits[i].value };
+		/* Lowered, never raised: a soft limit below stays (the fd
+		 * limit children keep, child_set_fd_limit). */
+		struct raw_rlimit old, rl;
+		uint64_t v = c->rlimits[i].value;
+		STEP("reading a resource limit", syscall(SYS_prlimit64, 0, c->rlimits[i].resource, NULL, &old));
+		rl.max = old.max < v ? old.max : v;
+		rl.cur = old.cur < rl.max ? old.cur : rl.max;
 		STEP("setting a resource limit", syscall(SYS_prlimit64, 0, c->rlimits[i].resource, &rl, NULL));
 	}
 	if (c->set_ids) {
