@@ -268,14 +268,14 @@ static bool has_word(const char *list, const char *word)
  */
 static void enable_controllers(const char *dir)
 {
-	char avail[512], on[512], procs[64];
+	char avail[512], on[512], members[64];
 	if (!cg_read(dir, "cgroup.controllers", avail, sizeof(avail)) ||
 	    !cg_read(dir, "cgroup.subtree_control", on, sizeof(on)) ||
-	    !cg_read(dir, "cgroup.procs", procs, sizeof(procs)))
+	    !cg_read(dir, "cgroup.procs", members, sizeof(members)))
 		return;
 	/* Only a cgroup the daemon has to itself (a service's): never
 	 * rearrange a shared one, such as a login session's. */
-	if (strtol(procs, NULL, 10) != getpid() || strchr(procs, '\n') != procs + strlen(procs) - 1)
+	if (strtol(members, NULL, 10) != getpid() || strchr(members, '\n') != members + strlen(members) - 1)
 		return;
 	struct buf want = {0};
 	if (has_word(avail, "memory") && !has_word(on, "memory"))
