@@ -10,8 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,32 +110,6 @@ static void imports_free(struct mcp_import *t, size_t n)
 	free(t);
 }
 
-/* Reads "run_as": "daemon", or a user name whose uid, gid, groups and
- * home the server then runs with (the daemon must be root). */
-static int run_as_user(const struct json *v, struct sandbox_peer *ret, char **ret_err)
-{
-	const char *name = json_str(v);
-	if (!name || !*name || strlen(name) != v->u.str.len)
-		return set_errorf(ret_err, "run_as: expected \"daemon\" or a user name");
-	if (strcmp(name, "daemon") == 0)
-		return 0;
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
-		return set_errorf(ret_err, "run_as: no user '%s'", name);
-	gid_t groups[64];
-	int n = (int)ELEMENTSOF(groups);
-	if (getgrouplist(name, pw.pw_gid, groups, &n) < 0)
-		n = 0;
-	sandbox_peer_init(ret, true, pw.pw_uid, pw.pw_gid, groups, (size_t)n);
-	if (!ret->id.change)
-		return 0;	/* the daemon's own user, or the daemon is not root */
-	free(ret->home);
-	ret->home = pw.pw_dir && pw.pw_dir[0] == '/' ? xstrdup(pw.pw_dir) : NULL;
-	ret->id.home = ret->home;
-	return 0;
-}
-
 int mcp_provider_from_json(const struct json *decl, const char *source, struct mcp_provider **ret,
 			   char **ret_err)
 {
@@ -194,7 +166,7 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 	struct sandbox_peer run_as = {0};
 	const struct json *ra = json_get(decl, "run_as");
 	if (ra) {
-		int r = run_as_user(ra, &run_as, ret_err);
+		int r = sandbox_peer_from_json(ra, &run_as, ret_err);
 		if (r < 0) {
 			sandbox_tool_clear(&sb);
 			return r;

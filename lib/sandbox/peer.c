@@ -8,6 +8,7 @@
 #include "lib/sandbox/sandbox.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "proto/base/util.h"
+#include "proto/json.h"
 
 /* How far up the tree is followed; deeper counts as confined. */
 #define DEPTH_MAX 4096
@@ -121,4 +123,26 @@ void sandbox_peer_clear(struct sandbox_peer *p)
 	free(p->home);
 	p->home = NULL;
 	p->id.home = NULL;
+}
+
+/* Reads "run_as": "daemon", or a user name whose uid, gid, groups and
+ * home a server then runs with (when the daemon is root). */
+int sandbox_peer_from_json(const struct json *v, struct sandbox_peer *ret, char **ret_err)
+{
+	const char *name = json_str(v);
+	*ret = (struct sandbox_peer){0};
+	if (!name || !*name || strlen(name) != v->u.str.len)
+		return set_errorf(ret_err, "run_as: expected \"daemon\" or a user name");
+	if (strcmp(name, "daemon") == 0)
+		return 0;
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
+		return set_errorf(ret_err, "run_as: no user '%s'", name);
+	gid_t groups[64];
+	int n = (int)ELEMENTSOF(groups);
+	if (getgrouplist(name, pw.pw_gid, groups, &n) < 0)
+		n = 0;
+	sandbox_peer_init(ret, true, pw.pw_uid, pw.pw_gid, groups, (size_t)n);
+	return 0;
 }

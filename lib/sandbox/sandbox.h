@@ -161,6 +161,9 @@ struct sandbox_peer {
 void sandbox_peer_init(struct sandbox_peer *p, bool run_as_peer, uid_t uid, gid_t gid, const gid_t *groups,
 		       size_t n_groups);
 void sandbox_peer_clear(struct sandbox_peer *p);
+/* Reads a provider file's "run_as": "daemon" (ret left the daemon's), or
+ * a user name, looked up now. -EINVAL with a message for an unknown one. */
+int sandbox_peer_from_json(const struct json *v, struct sandbox_peer *ret, char **ret_err);
 
 /* One call's wish: profile and settings resolved from config and tool. */
 struct sandbox_req {
