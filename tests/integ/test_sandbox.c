@@ -355,6 +355,77 @@ END_TEST
 
 #endif
 
+#ifndef SANDBOX_AS_PEER
+/* Reads one "Name:\tvalue" line of /proc/pid/status (malloc'd). */
+static char *proc_status(pid_t pid, const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	char *text = tcd_read(NULL, path, NULL);
+	ck_assert_ptr_nonnull(text);
+	char *line = strstr(text, name);
+	ck_assert_ptr_nonnull(line);
+	line += strlen(name);
+	while (*line == ':' || *line == '\t' || *line == ' ')
+		line++;
+	char *r = strndup(line, strcspn(line, "\n"));
+	free(text);
+	return r;
+}
+
+/* An MCP server runs under the profile, and goes when its provider does. */
+START_TEST(mcp_server_sandboxed)
+{
+	const char *server = getenv("TC_MCP_SERVER");
+	if (!server) {
+		skip("mcp_server_sandboxed", "TC_MCP_SERVER is not set");
+		return;
+	}
+	struct tcd d;
+	start(&d, "");
+	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"],"
+			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\" }", server);
+	tcd_write_tool(&d, "demo.json", decl);
+	free(decl);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+	const struct json *r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	pid_t pid = atoi(tj_str(r, "result.content.0.text"));
+	ck_assert_int_gt(pid, 1);
+	char *nnp = proc_status(pid, "NoNewPrivs");
+	char *seccomp = proc_status(pid, "Seccomp");
+	ck_assert_str_eq(nnp, "1");
+	ck_assert_str_eq(seccomp, "2");
+	free(nnp);
+	free(seccomp);
+
+	r = tcc_request(c, "tools/list", NULL);
+	const struct json *tools = json_get(json_get(r, "result"), "tools");
+	for (size_t i = 0; tools && i < tools->u.arr.n; i++) {
+		const struct json *t = tools->u.arr.items[i];
+		if (str_eq(json_str(json_get(t, "name")), "demo_pid"))
+			ck_assert_str_eq(json_str(json_get(json_get(t, "_meta"), "toolcalld/sandbox")), "workspace-write");
+	}
+
+	/* The provider goes: so does its server. */
+	char *file = xasprintf("%s/demo.json", d.tools_dir);
+	ck_assert_int_eq(unlink(file), 0);
+	free(file);
+	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+	bool gone = false;
+	for (int i = 0; i < 500 && !gone; i++) {
+		gone = kill(pid, 0) < 0 && errno == ESRCH;
+		if (!gone)
+			usleep(10000);
+	}
+	ck_assert_msg(gone, "MCP server %d outlived its provider", (int)pid);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+#endif
+
 static Suite *sandbox_suite(void)
 {
 	Suite *s = suite_create("integ_sandbox");
@@ -372,6 +443,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, memory_limit_named);
 	tcase_add_test(tc, socket_refuses_sandboxed_peer);
 	tcase_add_test(tc, command_options_and_off_listed);
+	tcase_add_test(tc, mcp_server_sandboxed);
 #endif
 	suite_add_tcase(s, tc);
 	return s;
