@@ -95,7 +95,7 @@ static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
 	}
 	*ret_what = "prctl";
 	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(prctl), 1,
-				  SCMP_A0(SCMP_CMP_EQ, PR_SET_CHILD_SUBREAPER))) < 0)
+				  SCMP_A0(SCMP_CMP_EQ, PR_SET_CHILD_SUBREAPER, 0))) < 0)
 		return r;
 	*ret_what = "ioctl";
 	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
@@ -110,11 +110,11 @@ static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
 		if (fam == AF_UNIX || fam == AF_NETLINK)
 			continue;
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-					  SCMP_A0(SCMP_CMP_EQ, (uint64_t)fam))) < 0)
+					  SCMP_A0(SCMP_CMP_EQ, (uint64_t)fam, 0))) < 0)
 			return r;
 	}
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-				  SCMP_A0(SCMP_CMP_GE, (uint64_t)AF_MAX))) < 0)
+				  SCMP_A0(SCMP_CMP_GE, (uint64_t)AF_MAX, 0))) < 0)
 		return r;
 	return 0;
 }
