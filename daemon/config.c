@@ -120,6 +120,7 @@ void config_init(struct config *c)
 	for (size_t i = 0; i < n; i++)
 		c->tools.shell_env_allow[i] = xstrdup(default_env_allow[i]);
 	c->tools.n_shell_env_allow = n;
+	sandbox_config_init(&c->sandbox);
 }
 
 void config_free(struct config *c)
@@ -142,6 +143,7 @@ void config_free(struct config *c)
 	free(c->store.kind);
 	free(c->store.address);
 	free(c->store.prefix);
+	sandbox_config_clear(&c->sandbox);
 	*c = (struct config) {};
 }
 
@@ -391,6 +393,26 @@ static int parse_allow_gids(struct cfg_parse *p, const char *key, const struct j
 	return 0;
 }
 
+/* "sandbox": checked by lib/sandbox, over the defaults. */
+static int parse_sandbox(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+{
+	_cleanup_free_ char *err = NULL;
+	if (sandbox_config_from_json(v, &c->sandbox, &err) < 0)
+		return cfg_fail(p, v->off, NULL, "%s", err);
+	return 0;
+}
+
+/* "run_as": "peer" or "daemon". */
+static int parse_run_as(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+{
+	_cleanup_free_ char *err = NULL;
+	int peer;
+	if (sandbox_run_as_from_json(v, key, &peer, &err) < 0)
+		return cfg_fail(p, v->off, NULL, "%s", err);
+	c->sandbox.run_as_peer = peer;
+	return 0;
+}
+
 #define TOOL_TIMEOUT(b) U32("timeout_ms", tools.timeout_ms[b], 1, MS_MAX)
 
 static const struct field workspaces_fields[] = {
@@ -493,6 +515,8 @@ static const struct field root_fields[] = {
 		"not a built-in tool (read_file, write_file, patch_file, list_dir, shell); "
 		"tool files set their own timeout_ms"),
 	SECTION("peers", peers_fields, NULL),
+	CUSTOM("run_as", parse_run_as),
+	CUSTOM("sandbox", parse_sandbox),
 	{},
 };
 
@@ -535,6 +559,21 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
 		unsigned line, col;
 		json_line_col(text, len, cfg_key_offset(&p, td), &line, &col);
 		tmp.tools_dir_at = xasprintf("%s:%u:%u", name, line, col);
+	}
+	/* What holds the daemon's settings is never a sandboxed child's to
+	 * read: the config file itself, the tool files, the audit log. */
+	_cleanup_free_ char *self = name && base_dir ? config_resolve_path(base_dir, strrchr(name, '/') ?
+								       strrchr(name, '/') + 1 : name) : NULL;
+	const char *own[] = { self, tmp.tools_dir, tmp.audit_log };
+	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
+		if (!own[i] || own[i][0] != '/')
+			continue;
+		size_t n = 0;
+		while (tmp.sandbox.deny_read[n])
+			n++;
+		tmp.sandbox.deny_read = xreallocarray(tmp.sandbox.deny_read, n + 2, sizeof(char *));
+		tmp.sandbox.deny_read[n] = xstrdup(own[i]);
+		tmp.sandbox.deny_read[n + 1] = NULL;
 	}
 	config_free(c);
 	*c = tmp;

@@ -71,6 +71,12 @@
  *   tools.read_file.limit                 1..1 GiB        1048576: read_file's default limit
  *   peers.allow_uids                      [uid|name]      []: with both lists empty, anyone
  *   peers.allow_gids                      [gid|name]      []  who can open the socket
+ *   run_as                                "peer"|"daemon" "peer": children run as the peer when
+ *                                                         the daemon is root
+ *   sandbox.*                             object          see lib/sandbox/sandbox.h and
+ *                                                         toolcalld.conf(5); deny_read always
+ *                                                         gets the config file, tools_dir and
+ *                                                         audit_log added
  *
  * A mode is "auto", "prompt" or "deny"; a class is "none", "read", "write",
  * "execute" or "network". confirmation.default merges with the defaults key
@@ -94,6 +100,7 @@
 #include <sys/types.h>
 
 #include "lib/policy.h"
+#include "lib/sandbox/sandbox.h"
 
 /* The largest config file read, and its nesting limit. */
 #define CONFIG_MAX_BYTES (16u << 20)
@@ -195,6 +202,7 @@ struct config {
 		gid_t *gids;
 		size_t n_gids;
 	} peers;
+	struct sandbox_config sandbox;	/* run_as is its run_as_peer */
 };
 
 /* Fills c with every default. */

@@ -240,10 +240,23 @@ struct session *conn_session(struct conn *c)
 {
 	if (!c->session) {
 		struct session *s = NULL;
-		if (session_get(c->srv->sessions, NULL, c->cred.uid, c->srv->default_ws, &s) == 0)
+		if (session_get(c->srv->sessions, NULL, c->cred.uid, c->srv->default_ws, &s) == 0) {
+			conn_session_peer(c, s);
 			c->session = s;
+		}
 	}
 	return c->session;
+}
+
+/* Gives a session the identity its children run as: this connection's
+ * peer, with its groups as the kernel recorded them at connect. */
+void conn_session_peer(struct conn *c, struct session *s)
+{
+	gid_t groups[64];
+	socklen_t len = sizeof(groups);
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		len = 0;	/* more than 64, or none: the primary group only */
+	session_set_peer(s, c->srv->cfg.sandbox.run_as_peer, c->cred.gid, groups, len / sizeof(gid_t));
 }
 
 /* Pauses or resumes reading as queued output crosses the limits. */

@@ -101,6 +101,8 @@ void conn_work_end(struct server *s);
 /* Starts the next turn: its budget is whole again. */
 void conn_turn_reset(struct server *s);
 void conn_new(struct server *s, int fd, const struct ucred *cred);
+/* Gives a session made for this connection its peer's identity. */
+void conn_session_peer(struct conn *c, struct session *s);
 void conn_close(struct conn *c);
 /* Frees closed connections. */
 void conn_reap(struct server *s);

@@ -18,6 +18,7 @@
 #include "daemon/preflight.h"
 #include "daemon/server.h"
 #include "lib/child.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/registry.h"
 #include "version.h"
 

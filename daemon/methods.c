@@ -25,6 +25,7 @@
 #include "lib/loop.h"
 #include "lib/map.h"
 #include "lib/registry.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "lib/workspace_root.h"
@@ -178,6 +179,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 		invalid_params(p, "Session '%s' belongs to another user", sid->u.str.s);
 		return;
 	}
+	conn_session_peer(c, session);
 	if (wsv && !str_eq(session->ws->root, ws->root)) {
 		ws_unref(ws);
 		session_unref(session);
@@ -325,7 +327,7 @@ void methods_resume(struct server *s)
 
 /* --- tools ------------------------------------------------------------- */
 
-static void write_tool(struct jgen *g, const struct tool *t)
+static void write_tool(struct jgen *g, const struct tool *t, const struct sandbox_config *sb)
 {
 	jgen_obj_open(g);
 	jgen_kv_str(g, "name", t->name);
@@ -343,6 +345,12 @@ static void write_tool(struct jgen *g, const struct tool *t)
 	jgen_kv_str(g, "toolcalld/sideEffects", side_effect_name(t->side_effects));
 	jgen_kv_int(g, "toolcalld/timeoutMs", t->timeout_ms);
 	jgen_kv_bool(g, "toolcalld/idempotent", t->idempotent);
+	if (t->def->runs_children) {
+		/* The profile its children run under; "off": unconfined. */
+		struct sandbox_req req;
+		sandbox_req_init(&req, sb, t->name, t->side_effects == SIDE_NETWORK, t->sandbox);
+		jgen_kv_str(g, "toolcalld/sandbox", sandbox_profile_name(req.profile));
+	}
 	jgen_obj_close(g);
 	durable_write_tool_execution(g);
 	jgen_obj_close(g);
@@ -389,7 +397,7 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		if (!dispatch_tool_visible(d, session, t))
 			continue;
 		if (format == LLM_MCP)
-			write_tool(g, t);
+			write_tool(g, t, &s->cfg.sandbox);
 		else
 			llm_write_tool(g, format, t->name, t->description, t->input_schema);
 		listed++;

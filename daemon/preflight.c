@@ -20,6 +20,7 @@
 #include "daemon/default_socket.h"
 #include "daemon/load.h"
 #include "lib/registry.h"
+#include "lib/sandbox/sandbox.h"
 #include "proto/base/util.h"
 
 /* The directory part of path, as a new string. */
@@ -156,6 +157,10 @@ int preflight_check_config(const struct config *cfg, const char *config_path)
 	}
 	printf("%s: configuration OK, %zu tools\n", config_path ? config_path : "(defaults)", r->n);
 	printf("socket: %s\n", socket);
+	/* What the kernel enforces of the process sandbox, as start-up says. */
+	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(cfg->sandbox.cgroup_dir));
+	printf("%s\n", line);
+	sandbox_shutdown();
 	registry_unref(r);
 	return 0;
 }

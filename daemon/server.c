@@ -31,6 +31,7 @@
 #include "lib/iopool.h"
 #include "lib/loop.h"
 #include "lib/registry.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "lib/workspace_root.h"
@@ -178,6 +179,26 @@ static bool peer_allowed(const struct server *s, int fd, const struct ucred *cre
 	return s->cfg.peers.n_gids && peer_in_groups(s, fd, cred->gid);
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* True when the peer is a process some call started (a descendant of the
+ * daemon, or in a call's cgroup): it could approve its own confirmations
+ * or reach unconfined tools. The peer's pidfd (Linux 6.5) pins it while
+ * its ancestry is read. */
+static bool peer_sandboxed(int fd, const struct ucred *cred)
+{
+	int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+		pidfd = -1;
+	bool r = sandbox_pid_confined(cred->pid, pidfd);
+	if (pidfd >= 0)
+		close(pidfd);
+	return r;
+}
+
 /*
  * Connections live at fds CONN_FD_FLOOR and above when the fd limit
  * allows, so that the fds below (the listener, pipes and pidfds of
@@ -237,6 +258,13 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		if (peer_sandboxed(fd, &cred)) {
+			log_warning("refusing connection from pid %d (uid %u): a process started by a tool call "
+				    "(sandboxed) may not be a peer of the daemon", (int)cred.pid, (unsigned)cred.uid);
+			s->conns_refused++;
 			close(fd);
 			continue;
 		}
@@ -407,6 +435,10 @@ static void apply_config(struct server *s)
 	s->env.shell_env_allow = (const char *const *)c->tools.shell_env_allow;
 	s->env.output_cap = (size_t)c->tools.shell_output_cap;
 	s->env.read_cap = (size_t)c->tools.read_file_limit;
+	s->env.sandbox = &c->sandbox;
+	/* The rules are made again from the new settings (and pick up
+	 * entries created since along the denied paths). */
+	sandbox_cache_clear();
 	if (s->dispatcher) {
 		dispatch_set_config(s->dispatcher, &dc);
 	} else {
@@ -680,6 +712,9 @@ int server_init(struct server *s, char **ret_err)
 		*ret_err = xasprintf("workspace %s: %s", s->cfg.workspace, strerror(-r));
 		return r;
 	}
+	/* Before any child: also makes the daemon child subreaper. */
+	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(s->cfg.sandbox.cgroup_dir));
+	log_info("%s", line);
 	r = registry_build(&s->cfg, NULL, &s->providers, &s->registry, ret_err);
 	if (r < 0)
 		return r;
@@ -832,6 +867,7 @@ void server_free(struct server *s)
 	ws_unref(s->default_ws);
 	s->ws_roots = ws_roots_free(s->ws_roots);
 	s->sessions = session_table_free(s->sessions);
+	sandbox_shutdown();
 	tc_loop_ev_free(s->loop);
 	if (s->ev) {
 		ev_signal_stop(s->ev, &s->sig_term);

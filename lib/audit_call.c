@@ -7,6 +7,7 @@
 
 #include "lib/audit.h"
 #include "lib/outcome.h"
+#include "lib/policy.h"
 #include "lib/session.h"
 #include "lib/tool.h"
 #include "lib/workspace.h"
@@ -63,8 +64,9 @@ void audit_call(struct audit *a, const struct audit_call *c)
 	jgen_arr_close(g);
 	files_read(g, c);
 	jgen_kv_str(g, "command", o->command);
-	if (c->tool && c->tool->sandbox_profile)
-		jgen_kv_str(g, "sandbox", c->tool->sandbox_profile);
+	const char *profile = policy_sandbox_profile(c->tool, c->sandbox, NULL);
+	if (profile)
+		jgen_kv_str(g, "sandbox", profile);
 	if (o->kind != TC_OK)
 		jgen_kv_str(g, "message", o->message);
 	jgen_obj_close(g);

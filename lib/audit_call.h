@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 struct audit;
+struct sandbox_config;
 struct json;
 struct outcome;
 struct session;
@@ -27,6 +28,7 @@ struct audit_call {
 	bool replayed;			/* answered from the idempotency cache */
 	const struct tool *tool;	/* the tool that ran it, or NULL */
 	const struct json *args;	/* its validated arguments, or NULL */
+	const struct sandbox_config *sandbox;	/* the daemon's, for the profile of children */
 };
 
 /* Records the audit line of a call (nothing when a is NULL). */

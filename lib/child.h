@@ -17,13 +17,24 @@
  * group id, so a recycled pgid is never signalled. When the leader exits,
  * the rest of its group is killed with SIGKILL before the leader is reaped:
  * no background process ("sleep 300 &") outlives the command or keeps its
- * pipes open. Processes that left the group (setsid) are beyond reach; the
- * pipes they may still hold are given up after a short drain delay. The
- * rule holds only if nothing else reaps these children: the daemon must not
- * call waitpid(-1) or set SIGCHLD to SIG_IGN.
+ * pipes open.
+ *
+ * Processes that left the group (setsid, a double fork) are caught as
+ * child subreaper (set by sandbox_probe()): each leader is made one too,
+ * so they stay its descendants while it runs; when it exits they are
+ * reparented to the daemon, which then kills and reaps, by pid, every
+ * child of its own that is not a leader it tracks, and again for their
+ * children. With a call cgroup (lib/sandbox/), cgroup.kill ends them first.
+ * Pipes still held after that are given up after a short drain delay. The
+ * rules hold only if nothing else reaps these children: the daemon must not
+ * call waitpid(-1) or set SIGCHLD to SIG_IGN, and starts children only
+ * through child_spawn().
  *
  * Stopping (child_terminate): SIGTERM (and SIGCONT) to the group, then
  * SIGKILL to the group after a delay if the leader has not exited.
+ *
+ * Before exec, the child carries out its sandbox's plan (child_opts
+ * .sandbox; see lib/sandbox/sandbox.h).
  *
  * On top, a thin layer runs a child as one tool call (the shell tool and the
  * "command" tool kind share it): output streamed through
@@ -41,6 +52,8 @@
 #include "proto/base/buf.h"
 
 struct child;
+struct sandbox_req;
+struct sandbox_run;
 struct tc_loop;
 struct tool_call;
 
@@ -98,6 +111,10 @@ struct child_opts {
 	 * output pipes then end as soon as the server closes them (no copy of
 	 * their write ends is kept until the exit), so on_eof tells of it. */
 	int *ret_stdin_fd;
+	/* The sandbox the child is put in before exec (see
+	 * lib/sandbox/sandbox.h), or NULL; not owned, kept until the child
+	 * is freed: its cgroup is killed when the leader exits. */
+	struct sandbox_run *sandbox;
 };
 
 /*
@@ -149,7 +166,22 @@ const char *child_signal_name(int sig, char buf[static 16]);
  * (the tool returns TOOL_PENDING) or a negative errno from child_spawn().
  */
 typedef void (*child_call_done_fn)(struct tool_call *c, struct child_result *r);
-int child_call_start(struct tool_call *c, const struct child_opts *opts, child_call_done_fn done);
+int child_call_start(struct tool_call *c, const struct child_opts *opts, const struct sandbox_req *req,
+		     child_call_done_fn done);
+/* With req (see sandbox_req_init(); its workspaces default to the call's,
+ * its identity to c->peer) the child runs in that sandbox, with TMPDIR its
+ * private directory (and HOME the peer's, when it runs as the peer); a
+ * sandbox that cannot be had fails the call itself (permission_denied when
+ * the profile cannot be enforced), and c->kind is then set. */
+/* The sandbox of the call's child, or NULL; valid until done returns. */
+struct sandbox_run *child_call_sandbox(struct tool_call *c);
+/* child_result_json() with "sandbox": {profile, network, enforced}. */
+char *child_call_json(struct tool_call *c, const struct child_result *r, bool with_signal);
+/* child_result_text(), ending with a line that names the limit the child
+ * hit, or says the sandbox refused it, when it failed so. */
+char *child_call_text(struct tool_call *c, const struct child_result *r);
+/* The limit the child hit ("the memory limit (64 MB)"), or NULL. */
+char *child_call_limit(struct tool_call *c, const struct child_result *r);
 /* The .cancel of tools that run a child. */
 void child_call_cancel(struct tool_call *c);
 

@@ -134,6 +134,7 @@ static void write_audit(struct dispatcher *d, const struct caller *c, const stru
 	const struct audit_call ac = {
 		.session = c->session, .pid = c->pid, .o = o, .replayed = replayed,
 		.tool = c->exec ? c->exec->tool : NULL, .args = c->exec ? c->exec->args : NULL,
+		.sandbox = d->env ? d->env->sandbox : NULL,
 	};
 	audit_call(d->audit, &ac);
 }
@@ -300,7 +301,8 @@ void exec_finish(struct exec *e, struct outcome *o)
 	 * to run): the call still gets its audit line. */
 	if (list_empty(&e->waiters)) {
 		const struct audit_call ac = { .session = e->session, .pid = e->pid, .o = o,
-					       .tool = e->tool, .args = e->args };
+					       .tool = e->tool, .args = e->args,
+					       .sandbox = d->env ? d->env->sandbox : NULL };
 		audit_call(d->audit, &ac);
 	}
 	while (!list_empty(&e->waiters)) {
@@ -553,6 +555,7 @@ void exec_run(struct exec *e)
 	a->tc.ws = s->ws;
 	a->tc.loop = d->loop;
 	a->tc.env = d->env;
+	a->tc.peer = s->has_peer ? &s->peer.id : NULL;
 	a->tc.call_id = e->call_id;
 	a->tc.on_finish = on_tool_finish;
 	a->tc.on_output = on_tool_output;

@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include "lib/sandbox/sandbox.h"
+
 static const char *const mode_names[CONFIRM_MODE_MAX] = {
 	[CONFIRM_AUTO] = "auto",
 	[CONFIRM_PROMPT] = "prompt",
@@ -105,9 +107,26 @@ enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_
 	return p->by_class[cls];
 }
 
-enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool *t)
+const char *policy_sandbox_profile(const struct tool *t, const struct sandbox_config *sb, bool *ret_network)
+{
+	if (!t || !t->def->runs_children)
+		return NULL;
+	struct sandbox_req req;
+	sandbox_req_init(&req, sb, t->name, t->side_effects == SIDE_NETWORK, t->sandbox);
+	if (ret_network)
+		*ret_network = req.network;
+	return sandbox_profile_name(req.profile);
+}
+
+enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool *t, const struct sandbox_config *sb)
 {
 	if (m != CONFIRM_SANDBOXED)
 		return m;
-	return tool_runs_sandboxed(t) && !t->network ? CONFIRM_AUTO : CONFIRM_PROMPT;
+	/* Tools that start no process act beneath the workspace through the
+	 * kernel's confined lookups, with no network: confined already. */
+	bool network = false;
+	const char *profile = policy_sandbox_profile(t, sb, &network);
+	if (!profile)
+		return t && t->side_effects < SIDE_NETWORK ? CONFIRM_AUTO : CONFIRM_PROMPT;
+	return strcmp(profile, "off") != 0 && !network ? CONFIRM_AUTO : CONFIRM_PROMPT;
 }

@@ -18,6 +18,8 @@
 
 #include "lib/tool.h"
 
+struct sandbox_config;
+
 enum confirm_mode {
 	CONFIRM_AUTO,
 	CONFIRM_PROMPT,
@@ -75,6 +77,10 @@ enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_
 
 /* Settles mode "sandboxed" for tool t: auto when its calls run sandboxed
  * without network, prompt otherwise. Other modes are returned as they are. */
-enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool *t);
+enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool *t, const struct sandbox_config *sb);
+/* The sandbox profile a tool's processes run under ("workspace-write",
+ * "read-only", "off"; *ret_network whether they have network), or NULL for
+ * a tool that starts none. sb NULL: unconfined. */
+const char *policy_sandbox_profile(const struct tool *t, const struct sandbox_config *sb, bool *ret_network);
 
 #endif

@@ -85,6 +85,15 @@ struct session *session_unref(struct session *s)
 	ws_unref(s->ws);
 	map_free(s->always_allow);
 	free(s->id);
+	sandbox_peer_clear(&s->peer);
 	free(s);
 	return NULL;
+}
+
+void session_set_peer(struct session *s, bool run_as_peer, gid_t gid, const gid_t *groups, size_t n_groups)
+{
+	if (s->has_peer)
+		return;
+	sandbox_peer_init(&s->peer, run_as_peer, s->uid, gid, groups, n_groups);
+	s->has_peer = true;
 }

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "lib/list.h"
+#include "lib/sandbox/sandbox.h"
 
 struct map;
 struct workspace;
@@ -34,6 +35,9 @@ struct session {
 	uint64_t served;		/* when it last got a slot, for the round's order */
 	unsigned confirming;		/* confirmation requests pending */
 	struct session_table *table;
+	/* Whom its calls' children run as (the peer that made it). */
+	struct sandbox_peer peer;
+	bool has_peer;
 };
 
 struct session_table {
@@ -51,6 +55,9 @@ struct session_table *session_table_free(struct session_table *t);
 int session_get(struct session_table *t, const char *id, uid_t uid, struct workspace *ws,
 		struct session **ret);
 struct session *session_find(struct session_table *t, const char *id);
+/* Sets, once, whom the session's children run as: the peer that made it
+ * (uid from the session, gid and groups from its credentials). */
+void session_set_peer(struct session *s, bool run_as_peer, gid_t gid, const gid_t *groups, size_t n_groups);
 struct session *session_ref(struct session *s);
 struct session *session_unref(struct session *s);
 

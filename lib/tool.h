@@ -26,6 +26,9 @@
 
 struct iopool;
 struct json;
+struct sandbox_config;
+struct sandbox_tool;
+struct sandbox_identity;
 struct schema;
 struct tc_loop;
 struct tool_call;
@@ -73,6 +76,8 @@ struct tool_def {
 	void (*cancel)(struct tool_call *call);
 	/* Kinds only: frees struct tool's priv. */
 	void (*priv_free)(void *priv);
+	/* Runs child processes (in a sandbox: see lib/sandbox/sandbox.h). */
+	bool runs_children;
 };
 
 /* One registered tool. */
@@ -91,17 +96,8 @@ struct tool {
 	char *source;			/* "built-in" or the tool file's path */
 	const struct tool_def *def;
 	void *priv;			/* the kind's per-tool data */
-	/* What its calls run under, set by the sandbox: the profile's name
-	 * (static; NULL: unsandboxed) and whether network is allowed. */
-	const char *sandbox_profile;
-	bool network;
+	const struct sandbox_tool *sandbox;	/* its file's "sandbox" (in priv), or NULL */
 };
-
-/* True when the tool's calls run confined by a sandbox profile. */
-static inline bool tool_runs_sandboxed(const struct tool *t)
-{
-	return t && t->sandbox_profile && strcmp(t->sandbox_profile, "off") != 0;
-}
 
 /*
  * Makes a tool from a definition: compiles the schema (an unsupported
@@ -124,6 +120,7 @@ struct tool_env {
 	size_t output_cap;			/* bytes kept per output stream */
 	size_t read_cap;			/* read_file's default limit */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
+	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
 };
 
 struct tool_call {
@@ -134,6 +131,7 @@ struct tool_call {
 	struct tc_loop *loop;
 	const struct tool_env *env;
 	const char *call_id;
+	const struct sandbox_identity *peer;	/* whom children run as; NULL: the daemon */
 	void *state;			/* the tool's own per-attempt state */
 
 	/* Set by whoever runs the call (the dispatcher, or a test). */

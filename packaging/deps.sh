@@ -25,6 +25,7 @@ libsystemd-dev
 systemd
 socat
 libhiredis-dev
+libseccomp-dev
 "
 
 test_pkgs="
@@ -36,6 +37,7 @@ valgrind
 procps
 util-linux
 redis-server
+bubblewrap
 "
 
 deb_pkgs="

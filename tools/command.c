@@ -4,7 +4,10 @@
  * compiled into an argv template; each call substitutes its arguments into
  * the template element by element and runs the program with no shell in
  * between, through the child supervision of lib/child.c (same environment
- * scrubbing, output caps and stopping rules as the shell tool).
+ * scrubbing, output caps, stopping rules and sandbox as the shell tool).
+ * A placeholder value that starts an element may not start with '-' (it
+ * would be an option of the program) unless the element follows a "--" of
+ * argv or the file says "options_allowed": true.
  */
 #include "tools/command.h"
 
@@ -15,6 +18,7 @@
 #include <string.h>
 
 #include "lib/child.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/workspace.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
@@ -33,6 +37,7 @@
 struct seg {
 	char *text;		/* literal text, or the property name */
 	bool placeholder;
+	bool may_be_option;	/* starts its element after a "--": a value may start with '-' */
 };
 
 /* One argv element of the template. */
@@ -49,6 +54,9 @@ struct cmd {
 	char **env;		/* "NAME=value" added to the scrubbed environment */
 	size_t n_env;
 	bool stdout_json;
+	bool options_allowed;	/* placeholder values may start with '-' */
+	struct sandbox_tool sandbox;
+	int run_as_peer;	/* -1: the config's */
 };
 
 static void cmd_free(void *p)
@@ -67,6 +75,7 @@ static void cmd_free(void *p)
 	for (size_t i = 0; i < cmd->n_env; i++)
 		free(cmd->env[i]);
 	free(cmd->env);
+	sandbox_tool_clear(&cmd->sandbox);
 	free(cmd);
 }
 
@@ -140,7 +149,8 @@ static int get_bounded(const struct json *decl, const char *key, int64_t lo, int
 
 static const char *const known_keys[] = {
 	"name", "kind", "description", "argv", "side_effects", "idempotent", "timeout_ms",
-	"max_attempts", "concurrency", "input_schema", "cwd", "env", "stdout", "output", NULL,
+	"max_attempts", "concurrency", "input_schema", "cwd", "env", "stdout", "output", "sandbox",
+	"run_as", "options_allowed", NULL,
 };
 
 /* Refuses keys the kind does not know. */
@@ -228,6 +238,18 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	const struct json *props = json_get(schema, "properties");
 
 	cmd = xcalloc(1, sizeof(*cmd));
+	cmd->sandbox = SANDBOX_TOOL_UNSET;
+	cmd->run_as_peer = -1;
+	const struct json *sb = json_get(decl, "sandbox");
+	if (sb && (r = sandbox_tool_from_json(sb, &cmd->sandbox, ret_err)) < 0)
+		return r;
+	const struct json *run_as = json_get(decl, "run_as");
+	if (run_as && (r = sandbox_run_as_from_json(run_as, "run_as", &cmd->run_as_peer, ret_err)) < 0)
+		return r;
+	const struct json *opts_ok = json_get(decl, "options_allowed");
+	if (opts_ok && opts_ok->type != JSON_BOOL)
+		return set_errorf(ret_err, "options_allowed: expected true or false");
+	cmd->options_allowed = json_is_true(opts_ok);
 
 	const struct json *argv = json_get(decl, "argv");
 	if (!argv)
@@ -237,10 +259,15 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	if (argv->u.arr.n > ARGV_MAX)
 		return set_errorf(ret_err, "argv: more than %d elements", ARGV_MAX);
 	cmd->argv = xcalloc(argv->u.arr.n, sizeof(*cmd->argv));
+	bool after_dashes = false;
 	for (size_t i = 0; i < argv->u.arr.n; i++) {
 		cmd->argc++;
 		if ((r = parse_element(argv->u.arr.items[i], i, props, &cmd->argv[i], ret_err)) < 0)
 			return r;
+		if (cmd->argv[i].n && cmd->argv[i].segs[0].placeholder)
+			cmd->argv[i].segs[0].may_be_option = after_dashes;
+		if (str_eq(json_str(argv->u.arr.items[i]), "--"))
+			after_dashes = true;
 	}
 	cmd->program = xstrdup(json_str(argv->u.arr.items[0]));
 
@@ -280,7 +307,7 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	r = tool_new(&tool_kind_command, name->u.str.s, desc ? desc->u.str.s : "", schema_text, cmd, &t, &err);
 	if (r < 0)
 		return set_errorf(ret_err, "input_schema: %s", err ? err : "invalid schema");
-	TAKE_PTR(cmd);
+	t->sandbox = &TAKE_PTR(cmd)->sandbox;
 
 	t->side_effects = (enum side_effect)side;
 	t->idempotent = json_is_true(idem);
@@ -345,6 +372,15 @@ static int build_argv(struct tool_call *c, const struct cmd *cmd, char ***ret)
 			const struct json *v = json_get(c->args, a->segs[k].text);
 			if (!arg_text(v, &b))
 				missing_lone = a->n == 1;
+			else if (k == 0 && buf_size(&b) > 0 && buf_head(&b)[0] == '-' && !cmd->options_allowed &&
+				 !a->segs[k].may_be_option) {
+				tool_call_fail(c, TC_VALIDATION_ERROR,
+					       "Invalid arguments for '%s': /%s: a value starting with '-' would be taken as an option of '%s'; give a value that does not start with '-' (for a file, prefix it with ./)",
+					       c->tool->name, a->segs[k].text, cmd->program);
+				buf_free(&b);
+				strv_free(argv);
+				return -EINVAL;
+			}
 			else if (memchr(buf_head(&b) + before, '\0', buf_size(&b) - before)) {
 				tool_call_fail(c, TC_VALIDATION_ERROR,
 					       "Invalid arguments for '%s': /%s: contains a NUL character, which a command line cannot carry",
@@ -436,8 +472,13 @@ static void command_done(struct tool_call *c, struct child_result *r)
 {
 	const struct cmd *cmd = c->tool->priv;
 	char sig[16];
+	_cleanup_free_ char *limit = (r->signal || r->exit_code) ? child_call_limit(c, r) : NULL;
 
-	if (r->signal) {
+	if (limit) {
+		_cleanup_free_ char *tail = failure_tail(r);
+		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' was stopped by %s of its sandbox%s",
+			       cmd->program, limit, tail);
+	} else if (r->signal) {
 		_cleanup_free_ char *tail = failure_tail(r);
 		child_signal_name(r->signal, sig);
 		tool_call_fail_data(c, TC_EXECUTION_ERROR, xasprintf("{\"signal\":\"%s\"}", sig),
@@ -445,12 +486,15 @@ static void command_done(struct tool_call *c, struct child_result *r)
 	} else if (r->exit_code != 0) {
 		_cleanup_free_ char *tail = failure_tail(r);
 		enum tc_kind kind = r->exit_code == EX_TEMPFAIL ? TC_TRANSIENT : TC_EXECUTION_ERROR;
+		_cleanup_free_ char *note = sandbox_run_denial_note(child_call_sandbox(c), r->out[CHILD_STDERR],
+								   r->out_len[CHILD_STDERR]);
 		tool_call_fail_data(c, kind, xasprintf("{\"exitCode\":%d}", r->exit_code),
-				    "Command '%s' exited with status %d%s", cmd->program, r->exit_code, tail);
+				    "Command '%s' exited with status %d%s%s%s", cmd->program, r->exit_code, tail,
+				    note ? "\n" : "", note ? note : "");
 	} else if (cmd->stdout_json) {
 		succeed_json(c, cmd, r);
 	} else {
-		tool_call_succeed(c, child_result_text(r), child_result_json(r, false), false);
+		tool_call_succeed(c, child_result_text(r), child_call_json(c, r, false), false);
 	}
 }
 
@@ -497,8 +541,17 @@ static enum tool_ret command_exec(struct tool_call *c)
 		.envp = env,
 		.cwd_fd = cwd_fd >= 0 ? cwd_fd : c->ws->dirfd,
 	};
-	r = child_call_start(c, &opts, command_done);
-	if (r == -ENOENT)
+	const struct sandbox_config *sbc = c->env ? c->env->sandbox : NULL;
+	struct sandbox_req req;
+	sandbox_req_init(&req, sbc, c->tool->name, c->tool->side_effects == SIDE_NETWORK, &cmd->sandbox);
+	/* run_as "daemon" in the tool file: the daemon's own identity. */
+	static const struct sandbox_identity daemon_id = { .change = false };
+	if (cmd->run_as_peer == 0 || (cmd->run_as_peer < 0 && sbc && !sbc->run_as_peer))
+		req.id = &daemon_id;
+	r = child_call_start(c, &opts, sbc ? &req : NULL, command_done);
+	if (r < 0 && c->kind != TC_OK)
+		;	/* the sandbox said why */
+	else if (r == -ENOENT)
 		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' not found", cmd->program);
 	else if (r == -EACCES)
 		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' is not executable", cmd->program);
@@ -517,4 +570,5 @@ const struct tool_def tool_kind_command = {
 	.errors_trip_circuit = true,
 	.cancel = child_call_cancel,
 	.priv_free = cmd_free,
+	.runs_children = true,
 };

@@ -19,6 +19,7 @@
 #include "lib/loop.h"
 #include "lib/map.h"
 #include "lib/registry.h"
+#include "lib/sandbox/sandbox.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
@@ -54,6 +55,9 @@ struct mcp_provider {
 	enum side_effect side_effects;
 	bool idempotent;
 	uint32_t timeout_ms;
+	struct sandbox_tool sandbox;	/* the file's "sandbox" */
+	struct sandbox_peer run_as;	/* the file's "run_as" user, when id.change */
+	struct sandbox_run *run;	/* the running server's sandbox */
 
 	struct tc_loop *loop;
 	const struct tool_env *tenv;
@@ -110,14 +114,15 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 			   char **ret_err)
 {
 	static const char *const keys[] = { "name", "kind", "command", "prefix", "side_effects",
-					     "idempotent", "timeout_ms", "description", "env", NULL };
+					     "idempotent", "timeout_ms", "description", "env", "sandbox",
+					     "run_as", NULL };
 	for (size_t i = 0; i < decl->u.obj.n; i++) {
 		bool known = false;
 		for (const char *const *k = keys; *k; k++)
 			known |= strcmp(*k, decl->u.obj.members[i].key) == 0;
 		if (!known)
 			return set_errorf(ret_err, "%s: unknown key (known: name, kind, command, prefix, side_effects, "
-				   "idempotent, timeout_ms, description, env)", decl->u.obj.members[i].key);
+				   "idempotent, timeout_ms, description, env, sandbox, run_as)", decl->u.obj.members[i].key);
 	}
 	const char *name = json_str(json_get(decl, "name"));
 	if (!name || !*name || strlen(name) > 128)
@@ -154,8 +159,24 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 			return set_errorf(ret_err, "env.%s: must be a string", m->key);
 	}
 
+	struct sandbox_tool sb = SANDBOX_TOOL_UNSET;
+	const struct json *sbv = json_get(decl, "sandbox");
+	if (sbv && sandbox_tool_from_json(sbv, &sb, ret_err) < 0)
+		return -EINVAL;
+	struct sandbox_peer run_as = {0};
+	const struct json *ra = json_get(decl, "run_as");
+	if (ra) {
+		int r = sandbox_peer_from_json(ra, &run_as, ret_err);
+		if (r < 0) {
+			sandbox_tool_clear(&sb);
+			return r;
+		}
+	}
+
 	struct mcp_provider *p = xcalloc(1, sizeof(*p));
 	p->refs = 1;
+	p->sandbox = sb;
+	p->run_as = run_as;
 	p->name = xstrdup(name);
 	p->prefix = xstrdup(prefix ? prefix->u.str.s : "");
 	p->source = xstrdup(source ? source : "");
@@ -206,6 +227,8 @@ struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
 	free(p->fingerprint);
 	free(p->error);
 	free(p->cwd);
+	sandbox_tool_clear(&p->sandbox);
+	sandbox_peer_clear(&p->run_as);
 	free(p);
 	return NULL;
 }
@@ -382,6 +405,8 @@ static void provider_down(struct mcp_provider *p, const char *why)
 		struct child *ch = TAKE_PTR(p->child);
 		child_free(ch);
 	}
+	/* The server's whole tree goes with it. */
+	p->run = sandbox_run_end(p->run);
 	tc_timer_stop(p->import_timer);
 	buf_clear(&p->out);
 	buf_clear(&p->line);
@@ -693,10 +718,14 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *r)
 		snprintf(why, sizeof(why), "exited with status %d", r->exit_code);
 	}
 	bool starting = p->state == MCP_STARTING;
+	_cleanup_free_ char *note = starting ? sandbox_run_denial_note(p->run, r->out[CHILD_STDERR],
+								       r->out_len[CHILD_STDERR]) : NULL;
 	p->child = NULL;
 	child_free(ch);
+	p->run = sandbox_run_end(p->run);
 	if (starting) {
-		import_failed(p, "MCP server '%s' %s while starting", p->name, why);
+		import_failed(p, "MCP server '%s' %s while starting%s%s", p->name, why, note ? "\n" : "",
+			      note ? note : "");
 		return;
 	}
 	provider_down(p, why);
@@ -720,8 +749,31 @@ void mcp_provider_start(struct mcp_provider *p)
 		child_env_put(&env, name, eq + 1);
 		free(name);
 	}
+	/* The server's sandbox: its own profile over the config's, the
+	 * daemon's default workspace writable, as the daemon unless the file
+	 * names a user. */
+	const struct sandbox_config *sbc = p->tenv ? p->tenv->sandbox : NULL;
+	if (sbc) {
+		struct sandbox_req req;
+		sandbox_req_init(&req, sbc, p->name, p->side_effects == SIDE_NETWORK, &p->sandbox);
+		const char *ws[] = { p->cwd, NULL };
+		static const struct sandbox_identity daemon_id = { .change = false };
+		req.workspaces = p->cwd ? ws : NULL;
+		req.id = p->run_as.id.change ? &p->run_as.id : &daemon_id;
+		_cleanup_free_ char *msg = NULL;
+		if (sandbox_prepare(&req, &p->run, &msg) < 0) {
+			child_env_free(env);
+			import_failed(p, "MCP server '%s' cannot be started: %s", p->name, msg ? msg : "sandbox");
+			return;
+		}
+		if (sandbox_run_tmpdir(p->run))
+			child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(p->run));
+		if (p->run_as.id.change && p->run_as.home)
+			child_env_put(&env, "HOME", p->run_as.home);
+	}
 	int cwd_fd = p->cwd ? open(p->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	struct child_opts o = {
+		.sandbox = p->run,
 		.argv = p->argv,
 		.envp = env,
 		.cwd_fd = cwd_fd,
@@ -737,8 +789,15 @@ void mcp_provider_start(struct mcp_provider *p)
 		close(cwd_fd);
 	child_env_free(env);
 	if (r < 0) {
+		const struct sandbox_child *sc = sandbox_run_child(p->run);
 		p->child = NULL;
-		import_failed(p, "MCP server '%s' cannot be started (%s): %s", p->name, p->argv[0], strerror(-r));
+		if (sc && sc->failed)
+			import_failed(p, "MCP server '%s' cannot be started: its sandbox could not be set up (%s): %s",
+				      p->name, sc->failed, strerror(-r));
+		else
+			import_failed(p, "MCP server '%s' cannot be started (%s): %s", p->name, p->argv[0],
+				      strerror(-r));
+		p->run = sandbox_run_end(p->run);
 		return;
 	}
 	free(p->error);
@@ -802,6 +861,7 @@ const struct tool_def tool_kind_mcp = {
 	.errors_trip_circuit = true,
 	.cancel = mcp_cancel,
 	.priv_free = mcp_tool_free,
+	.runs_children = true,
 };
 
 int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret_err)
@@ -829,6 +889,7 @@ int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret
 			continue;
 		}
 		t->side_effects = p->side_effects;
+		t->sandbox = &p->sandbox;	/* the tool holds a reference on p */
 		t->idempotent = p->idempotent;
 		t->timeout_ms = p->timeout_ms ? p->timeout_ms : tool_default_timeout(p->side_effects);
 		free(t->source);

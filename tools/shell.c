@@ -4,14 +4,16 @@
  * directory beneath it), with stdin on /dev/null, in a process group of its
  * own, with a scrubbed environment and capped output. A command that exits
  * non-zero or is killed is a successful dispatch with is_error set; its
- * exit code and signal are in structuredContent. Process handling lives in
- * lib/child.c.
+ * exit code and signal are in structuredContent. It runs in the sandbox
+ * of the configured profile (lib/sandbox/), as the peer when the daemon is
+ * root. Process handling lives in lib/child_*.c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 
 #include "lib/child.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
 #include "tools/tools.h"
@@ -35,7 +37,7 @@ static const char *const shell_path_args[] = { "cwd", NULL };
 /* Sets the outcome from how the shell ended. */
 static void shell_done(struct tool_call *c, struct child_result *r)
 {
-	tool_call_succeed(c, child_result_text(r), child_result_json(r, true),
+	tool_call_succeed(c, child_call_text(c, r), child_call_json(c, r, true),
 			  r->signal != 0 || r->exit_code != 0);
 }
 
@@ -72,8 +74,13 @@ static enum tool_ret shell_exec(struct tool_call *c)
 		.envp = env,
 		.cwd_fd = cwd_fd >= 0 ? cwd_fd : c->ws->dirfd,
 	};
-	r = child_call_start(c, &opts, shell_done);
+	const struct sandbox_config *sb = c->env ? c->env->sandbox : NULL;
+	struct sandbox_req req;
+	sandbox_req_init(&req, sb, c->tool->name, c->tool->side_effects == SIDE_NETWORK, NULL);
+	r = child_call_start(c, &opts, sb ? &req : NULL, shell_done);
 	child_env_free(env);
+	if (r < 0 && c->kind != TC_OK)
+		return TOOL_DONE;	/* the sandbox said why */
 	if (r < 0) {
 		if (r == -EAGAIN || r == -EMFILE || r == -ENFILE || r == -ENOMEM)
 			tool_call_fail(c, TC_TRANSIENT, "Could not start the shell: %s", strerror(-r));
@@ -97,4 +104,5 @@ const struct tool_def tool_shell = {
 	.timeout_arg = true,
 	.exec = shell_exec,
 	.cancel = child_call_cancel,
+	.runs_children = true,
 };

@@ -583,11 +583,24 @@ static void daemon_start(const char *exe)
 		"  \"log_level\": \"warning\",\n"
 		"  \"grace_ms\": 2000,\n"
 		"  \"limits\": { \"max_connections\": 20000 },\n"
+		"  \"tools_dir\": \"%s/tools.d\",\n"
 		"  \"confirmation\": { \"default\": { \"write\": \"auto\", \"execute\": \"auto\" } }\n"
 		"}\n",
-		daemon_sock, tmp_dir);
+		daemon_sock, tmp_dir, tmp_dir);
 	write_file(cfg, text, strlen(text));
 	free(text);
+	/* The shell's unconfined twin, for the sandbox scenario: the same
+	 * child path (sh -c, the call layer) with the sandbox off. */
+	char tools[PATH_MAX + 32];
+	snprintf(tools, sizeof(tools), "%s/tools.d", tmp_dir);
+	mkdir(tools, 0755);
+	snprintf(tools, sizeof(tools), "%s/tools.d/shell_unconfined.json", tmp_dir);
+	static const char twin[] =
+		"{ \"name\": \"shell_unconfined\", \"kind\": \"command\", \"side_effects\": \"execute\",\n"
+		"  \"argv\": [\"/bin/sh\", \"-c\", \"{{command}}\"], \"sandbox\": { \"profile\": \"off\" },\n"
+		"  \"input_schema\": { \"type\": \"object\", \"properties\": { \"command\": { \"type\": \"string\" } },\n"
+		"                    \"required\": [\"command\"] } }\n";
+	write_file(tools, twin, strlen(twin));
 
 	pid_t pid = fork();
 	if (pid < 0)
@@ -1248,15 +1261,13 @@ static void scenario_fair(void)
 		free(suffixes[i]);
 }
 
-/* shell `true`, one call at a time, against posix_spawn of sh -c true. */
-/* One timed round of the shell floor: posix_spawn of sh -c true and
- * waitpid, one after the other, from the server CPU; adds to fl. */
-static void shell_floor_round(struct load *fl, double warm, double dur)
+/* One timed round of spawning path with argv and waiting for it, one
+ * after the other, from the server CPU; adds to fl. */
+static void spawn_round(struct load *fl, double warm, double dur, const char *path, char *const argv[])
 {
 	pin_cpu(SERVER_CPU);
 	uint64_t start = mono_ns(), stop = start + (uint64_t)((warm + dur) * 1e9);
 	uint64_t t0 = start + (uint64_t)(warm * 1e9);
-	char *argv[] = { "sh", "-c", "true", NULL };
 	double cpu0 = 0;
 	bool measuring = false;
 	for (;;) {
@@ -1268,8 +1279,8 @@ static void shell_floor_round(struct load *fl, double warm, double dur)
 			cpu0 = self_cpu_seconds();
 		}
 		pid_t pid;
-		if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) != 0)
-			die("posix_spawn: %s", strerror(errno));
+		if (posix_spawn(&pid, path, NULL, NULL, argv, environ) != 0)
+			die("posix_spawn %s: %s", path, strerror(errno));
 		int st;
 		waitpid(pid, &st, 0);
 		uint64_t e = mono_ns();
@@ -1286,6 +1297,14 @@ static void shell_floor_round(struct load *fl, double warm, double dur)
 	fl->server_cpu += self_cpu_seconds() - cpu0;
 	fl->secs += dur;
 	pin_cpu(CLIENT_CPU);
+}
+
+/* shell `true`, one call at a time, against posix_spawn of sh -c true:
+ * the floor's round. */
+static void shell_floor_round(struct load *fl, double warm, double dur)
+{
+	char *argv[] = { "sh", "-c", "true", NULL };
+	spawn_round(fl, warm, dur, "/bin/sh", argv);
 }
 
 /* Waits until the daemon has accepted n connections (admin/stats). */
@@ -1337,6 +1356,91 @@ static void scenario_shell(void)
 {
 	struct row *d = shell_pair("shell `true` (1 conn, 1 at a time)", "floor (posix_spawn)");
 	snprintf(d->target, sizeof(d->target), "≤1.3× time/call: %s", d->ratio > 0 && d->ratio <= 1.3 ? "met" : "MISSED");
+}
+
+#define BWRAP_PATH "/usr/bin/bwrap"
+
+/* Whether bubblewrap is here and can make its namespaces. */
+static bool bwrap_works(void)
+{
+	char *argv[] = { "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "sh", "-c", "true", NULL };
+	pid_t pid;
+	int st;
+	if (access(BWRAP_PATH, X_OK) < 0 || posix_spawn(&pid, BWRAP_PATH, NULL, NULL, argv, environ) != 0)
+		return false;
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Drives one call at a time of tool name with command "true". */
+static struct load shell_load(const char *tool)
+{
+	struct load L = {
+		.conns = open_conns(daemon_sock, 1), .n = 1, .depth = 1,
+		.warm_s = opt.warm, .dur_s = opt.seconds / PAIR_ROUNDS, .gen = gen_simple,
+		.suffix = xasprintf(",\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+				    "\"arguments\":{\"command\":\"true\"}}}\n", tool),
+		.server = daemon_pid,
+	};
+	L.suffix_len = strlen(L.suffix);
+	return L;
+}
+
+/* shell `true` in its default sandbox, its unconfined twin, the
+ * posix_spawn floor, and bubblewrap (what sandbox-runtime runs for each
+ * command) spawning sh -c true, in rounds that rotate their order. */
+static void scenario_sandbox(void)
+{
+	const char *scenario = "sandboxed shell `true` (1 conn, 1 at a time)";
+	struct load fl = { 0 }, bw = { 0 };
+	struct load sb = shell_load("shell"), un = shell_load("shell_unconfined");
+	bool bwrap = bwrap_works();
+	char *bargv[] = { "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "sh", "-c", "true", NULL };
+	reset_peak(daemon_pid);
+	for (int round = 0; round < PAIR_ROUNDS; round++) {
+		for (int k = 0; k < 4; k++) {
+			switch ((round + k) % 4) {
+			case 0:
+				shell_floor_round(&fl, opt.warm, opt.seconds / PAIR_ROUNDS);
+				break;
+			case 1:
+				drive(&sb);
+				break;
+			case 2:
+				drive(&un);
+				break;
+			default:
+				if (bwrap)
+					spawn_round(&bw, opt.warm, opt.seconds / PAIR_ROUNDS, BWRAP_PATH, bargv);
+				break;
+			}
+		}
+	}
+	struct row *f = add_row(scenario, "floor (posix_spawn)", &fl, getpid());
+	f->peak_kib = 0;
+	double per_f = f->rate > 0 ? 1e6 / f->rate : 0;
+	struct row *d = add_row(scenario, "toolcalld, sandboxed (default profile)", &sb, daemon_pid);
+	struct row *u = add_row(scenario, "toolcalld, sandbox off", &un, daemon_pid);
+	struct row *rows3[] = { d, u };
+	for (int i = 0; i < 2; i++) {
+		double per = rows3[i]->rate > 0 ? 1e6 / rows3[i]->rate : 0;
+		rows3[i]->ratio = per_f > 0 ? per / per_f : 0;
+		snprintf(rows3[i]->extra, sizeof(rows3[i]->extra), "time/call %.0f vs %.0f µs: %.2f×", per, per_f,
+			 rows3[i]->ratio);
+	}
+	snprintf(d->target, sizeof(d->target), "≤1.3× time/call: %s", d->ratio > 0 && d->ratio <= 1.3 ? "met" : "MISSED");
+	if (bwrap) {
+		struct row *b = add_row(scenario, "bwrap --ro-bind / / --dev /dev --unshare-net", &bw, getpid());
+		b->peak_kib = 0;
+		double per = b->rate > 0 ? 1e6 / b->rate : 0;
+		b->ratio = per_f > 0 ? per / per_f : 0;
+		snprintf(b->extra, sizeof(b->extra), "time/call %.0f vs %.0f µs: %.2f×", per, per_f, b->ratio);
+	} else {
+		note("%s: bubblewrap is not installed or cannot make namespaces here: its row is left out", scenario);
+	}
+	close_conns(sb.conns, 1);
+	close_conns(un.conns, 1);
+	free((char *)sb.suffix);
+	free((char *)un.suffix);
 }
 
 /* The same with IDLE_CONNS idle connections open. A child starts with a
@@ -1660,7 +1764,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell idem idle batch shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem idle batch shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -1932,6 +2036,8 @@ int main(int argc, char **argv)
 		scenario_fair_uid();
 	if (wanted("shell"))
 		scenario_shell();
+	if (wanted("sandbox"))
+		scenario_sandbox();
 	if (wanted("idem"))
 		scenario_idem();
 	if (wanted("idle"))
@@ -1963,7 +2069,7 @@ int main(int argc, char **argv)
 	printf("\nfloor: the least a newline JSON-RPC server must do: read a line, find the id, write a fixed "
 	       "answer ({}),\nplus the scenario's own system calls (read_file: open/read/close, the text escaped, "
 	       "twice;\nwrite_file: temp file, fsync, rename, fsync dir; shell: posix_spawn of sh -c true and "
-	       "waitpid, no socket).\nserver CPU: the server's CPU time over the window (100%% = one core busy); CPU/call: that time per call,\n"
+	       "waitpid, no socket;\nsandbox: the same floor, and bubblewrap spawned the same way).\nserver CPU: the server's CPU time over the window (100%% = one core busy); CPU/call: that time per call,\n"
 	       "so 1 / CPU/call is what one core could serve when the load generator is not the limit.\n");
 	return 0;
 }

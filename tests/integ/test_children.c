@@ -433,6 +433,8 @@ START_TEST(two_hundred_shells)
 		c[k] = tcc_connect(&d);
 		tc_assert_ok(tcc_request(c[k], "ping", NULL));
 	}
+	/* One call first: the sandbox keeps a Landlock ruleset fd per rule set. */
+	tc_assert_ok(shell(c[0], "true"));
 	unsigned fds_before = count_fds(d.pid);
 
 	const char *ids[N];
@@ -573,7 +575,8 @@ START_TEST(fd_limit_raised_commands_keep_theirs)
 	const struct json *r = shell(conns[0], "ulimit -Sn; ulimit -Hn; ls /proc/self/fd | wc -l");
 	tc_assert_ok(r);
 	char want[64];
-	snprintf(want, sizeof(want), "%d\n%llu\n4\n", (int)SOFT, (unsigned long long)hard);
+	/* The sandbox's nofile limit (1024) caps the hard limit. */
+	snprintf(want, sizeof(want), "%d\n%llu\n4\n", (int)SOFT, (unsigned long long)(hard > 1024 ? 1024 : hard));
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
 	for (int i = 0; i < CONNS; i++)
 		tcc_close(conns[i]);

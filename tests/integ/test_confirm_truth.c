@@ -191,13 +191,22 @@ START_TEST(unanswered_requests_are_taken_down)
 }
 END_TEST
 
-/* "sandboxed": a call that will not run sandboxed (shell here, until its
- * tool says otherwise) is asked about; with nobody to ask, refused. */
+/* "sandboxed": a call that runs sandboxed without network goes at once; one
+ * that will not (shell with the profile off) is asked about; with nobody to
+ * ask, refused. */
 START_TEST(sandboxed_mode_asks_when_not_sandboxed)
 {
 	struct tcd d;
 	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"sandboxed\"}}}");
 	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "shell", "{\"command\":\"true\"}"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+
+	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"sandboxed\"}},"
+		      "\"sandbox\":{\"per_tool\":{\"shell\":\"off\"}}}");
+	c = tcc_connect(&d);
 	tc_assert_kind(tcc_call(c, "shell", "{\"command\":\"true\"}"), "user_denied");
 	struct tcc *ap = approver(&d);
 	const char *id = send_call(c, "shell", "{\"command\":\"true\"}");

@@ -37,11 +37,13 @@ static void write_probe_tool(struct tcd *d, const char *name, bool idempotent, u
 		"\"description\":\"Records its start and end, sleeps, exits with a status\","
 		"\"argv\":[\"%s/probe.sh\",\"{{log}}\",\"{{tag}}\",\"{{secs}}\",\"{{status}}\"],"
 		"\"side_effects\":\"read\",\"idempotent\":%s,\"timeout_ms\":%u,"
+		/* Its log lies beside the workspace. */
+		"\"sandbox\":{\"write_extra\":[\"%s\"]},"
 		"\"input_schema\":{\"type\":\"object\",\"properties\":{"
 		"\"log\":{\"type\":\"string\"},\"tag\":{\"type\":\"string\"},"
 		"\"secs\":{\"type\":\"number\",\"minimum\":0},\"status\":{\"type\":\"integer\"}},"
 		"\"required\":[\"log\",\"tag\",\"secs\",\"status\"],\"additionalProperties\":false}}",
-		name, tools_src(), idempotent ? "true" : "false", timeout_ms);
+		name, tools_src(), idempotent ? "true" : "false", timeout_ms, d->dir);
 	tcd_write_tool(d, file, json);
 	free(json);
 	free(file);
@@ -57,6 +59,12 @@ static void start_probes(struct tcd *d, const char *config)
 	write_probe_tool(d, "probe", false, 20000);
 	write_probe_tool(d, "probe_idem", true, 20000);
 	write_probe_tool(d, "probe_short", false, 300);
+	/* Made before the first call: write_extra covers files that exist
+	 * when the sandbox's rules are made (the daemon's own files in the
+	 * same directory are kept from its children). */
+	char *probe = xasprintf("%s/probe.log", d->dir);
+	tc_write_file_atomic(probe, "", 0);
+	free(probe);
 	tcd_spawn(d, &o);
 	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0) {
 		char *log = tcd_log(d);

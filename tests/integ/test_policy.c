@@ -791,7 +791,12 @@ START_TEST(peers_other_uid)
 	gid_t ngid = pw->pw_gid;
 
 	struct tcd d;
-	tcd_start(&d, "{\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
+	/* As the daemon, with its dir writable: both uids count in one file. */
+	tcd_start(&d, "{\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"execute\":\"auto\"}},"
+		      "\"run_as\":\"daemon\",\"sandbox\":{\"write_extra\":[\"@DIR@/count\"]}}");
+	char *count_path = xasprintf("%s/count", d.dir);
+	tc_write_file_atomic(count_path, "", 0);
+	free(count_path);
 	/* The temp dir is 0700; nobody needs to reach the socket in it. */
 	ck_assert(chmod(d.dir, 0711) == 0);
 

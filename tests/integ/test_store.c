@@ -35,6 +35,8 @@ static void write_probes(struct tcd *d)
 			"{\"name\":\"%s\",\"kind\":\"command\",\"description\":\"Logs its start, sleeps\","
 			"\"argv\":[\"%s/probe.sh\",\"{{log}}\",\"{{tag}}\",\"{{secs}}\",\"0\"],"
 			"\"side_effects\":\"read\",\"idempotent\":%s,\"timeout_ms\":30000,"
+			/* It logs to the test's directory, beside the workspace. */
+			"\"sandbox\":{\"profile\":\"off\"},"
 			"\"input_schema\":{\"type\":\"object\",\"properties\":{\"log\":{\"type\":\"string\"},"
 			"\"tag\":{\"type\":\"string\"},\"secs\":{\"type\":\"number\"}},"
 			"\"required\":[\"log\",\"tag\",\"secs\"],\"additionalProperties\":false}}",

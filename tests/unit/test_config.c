@@ -18,6 +18,7 @@
 #include "daemon/config.h"
 #include "lib/audit.h"
 #include "lib/policy.h"
+#include "lib/sandbox/sandbox.h"
 #include "tests/unit/check_main.h"
 
 /* Loads text into c (initialised here); returns config_load_text's result. */
@@ -698,20 +699,31 @@ END_TEST
 START_TEST(policy_sandboxed_mode)
 {
 	ck_assert_int_eq(confirm_mode_from_name("sandboxed"), CONFIRM_SANDBOXED);
-	struct tool t = { .name = "shell" };
-	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
-	t.sandbox_profile = "off";
-	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
-	t.sandbox_profile = "workspace-write";
-	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_AUTO);
-	t.network = true;
-	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
-	t.sandbox_profile = "read-only";
-	t.network = false;
-	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_AUTO);
+	static const struct tool_def runs = { .name = "shell", .side_effects = SIDE_EXECUTE, .runs_children = true };
+	static const struct tool_def files = { .name = "write_file", .side_effects = SIDE_WRITE };
+	struct sandbox_config cfg;
+	sandbox_config_init(&cfg);
+	struct sandbox_tool st = SANDBOX_TOOL_UNSET;
+	struct tool t = { .name = "shell", .def = &runs, .side_effects = SIDE_EXECUTE };
+	/* No sandbox at all: its children would run unconfined. */
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t, NULL), CONFIRM_PROMPT);
+	/* The default profile, without network. */
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t, &cfg), CONFIRM_AUTO);
+	t.sandbox = &st;
+	st.profile = SANDBOX_READ_ONLY;
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t, &cfg), CONFIRM_AUTO);
+	st.network = 1;
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t, &cfg), CONFIRM_PROMPT);
+	st.network = -1;
+	st.profile = SANDBOX_OFF;
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t, &cfg), CONFIRM_PROMPT);
+	/* A file tool is confined beneath the workspace by the kernel. */
+	struct tool f = { .name = "write_file", .def = &files, .side_effects = SIDE_WRITE };
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &f, &cfg), CONFIRM_AUTO);
 	/* Other modes stay what they are. */
-	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_DENY, &t), CONFIRM_DENY);
-	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_PROMPT, &t), CONFIRM_PROMPT);
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_DENY, &t, &cfg), CONFIRM_DENY);
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_PROMPT, &f, &cfg), CONFIRM_PROMPT);
+	sandbox_config_clear(&cfg);
 }
 END_TEST
 

@@ -2,10 +2,9 @@
 /*
  * Child process supervision: spawning into a process group of its own,
  * watching the leader through its pidfd and the output pipes through io
- * watchers of the loop seam, keeping the head and tail of each stream,
- * stopping the group with SIGTERM then SIGKILL, and the small layer that
- * runs one child as one tool call. See child.h for the rules on process
- * groups, which are what keep this race-free.
+ * watchers of the loop seam, and stopping the group with SIGTERM then
+ * SIGKILL. See child.h for the rules on process groups, which are what
+ * keep this race-free.
  */
 #include "lib/child.h"
 
@@ -33,6 +32,10 @@
 #include "lib/tool.h"
 #include "proto/json.h"
 #include "proto/base/util.h"
+#include "lib/child_internal.h"
+#include "lib/sandbox/sandbox.h"
+#include <dirent.h>
+#include <sys/prctl.h>
 
 /* How often a leader without a pidfd is looked at. */
 #define CHILD_POLL_MS 10
@@ -46,17 +49,6 @@
 #define READ_CHUNK 65536
 #define READS_PER_WAKEUP 4
 
-/* One output stream's kept bytes: the first head_cap bytes, and the last
- * tail_cap bytes in a ring allocated once the head is full. */
-struct capture {
-	size_t head_cap;
-	size_t tail_cap;
-	struct buf head;
-	char *ring;
-	size_t ring_start;
-	size_t ring_len;
-	uint64_t total;
-};
 
 struct pipe_reader {
 	struct child *ch;
@@ -90,104 +82,106 @@ struct child {
 	void (*on_eof)(void *arg, enum child_stream s);
 	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
 	void *arg;
+	struct sandbox_run *sandbox;	/* not owned */
 	struct child_result result;
 };
 
-static const char *const stream_names[CHILD_NSTREAMS] = {
-	[CHILD_STDOUT] = "stdout",
-	[CHILD_STDERR] = "stderr",
-};
 
-static void capture_init(struct capture *cp, size_t cap)
+/* The leaders not yet reaped. While the daemon is child subreaper, any
+ * other child of it is an orphan some call left behind (a process that
+ * left its group, a double fork), reparented to the daemon when its
+ * leader exited: reap_orphans() kills and reaps those. */
+static pid_t *tracked;
+static size_t n_tracked;
+
+static void track(pid_t pid)
 {
-	cp->head_cap = cap / 2;
-	cp->tail_cap = cap - cp->head_cap;
+	tracked = xreallocarray(tracked, n_tracked + 1, sizeof(*tracked));
+	tracked[n_tracked++] = pid;
 }
 
-/* Adds bytes: the head fills first, then the ring keeps the latest. */
-static void capture_add(struct capture *cp, const char *p, size_t n)
+static void untrack(pid_t pid)
 {
-	cp->total += n;
-	size_t take = MIN(n, cp->head_cap - buf_size(&cp->head));
-	if (take) {
-		buf_append(&cp->head, p, take);
-		p += take;
-		n -= take;
+	for (size_t i = 0; i < n_tracked; i++)
+		if (tracked[i] == pid) {
+			tracked[i] = tracked[--n_tracked];
+			break;
+		}
+	if (!n_tracked) {
+		free(tracked);
+		tracked = NULL;
 	}
-	if (!n || !cp->tail_cap)
+}
+
+static bool is_tracked(pid_t pid)
+{
+	for (size_t i = 0; i < n_tracked; i++)
+		if (tracked[i] == pid)
+			return true;
+	return false;
+}
+
+/* Kills and reaps one orphan: it is our child, unreaped, so its pid is
+ * still its own. A process slow to die is left for the next sweep. */
+static void reap_orphan(pid_t pid)
+{
+	(void)kill(pid, SIGKILL);
+	for (int i = 0; i < 50; i++) {
+		siginfo_t si = {0};
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (si.si_pid)
+			return;
+		(void)usleep(1000);
+	}
+}
+
+/* Kills and reaps every child of the daemon that is not a tracked leader,
+ * over and over while killing them hands their own children to us. The
+ * list of our children comes from /proc/self/task/<tid>/children (a child
+ * reparented to the daemon may be any of its threads' child). Only by
+ * pid, never waitpid(-1): see child.h. */
+static void reap_orphans(void)
+{
+	int v = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) < 0 || !v)
 		return;
-	if (!cp->ring)
-		cp->ring = xmalloc(cp->tail_cap);
-	if (n >= cp->tail_cap) {
-		memcpy(cp->ring, p + n - cp->tail_cap, cp->tail_cap);
-		cp->ring_start = 0;
-		cp->ring_len = cp->tail_cap;
-		return;
+	for (int round = 0; round < 64; round++) {
+		bool found = false;
+		DIR *d = opendir("/proc/self/task");
+		if (!d)
+			return;
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[300], buf[4096];
+			snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			ssize_t n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n <= 0)
+				continue;
+			buf[n] = '\0';
+			for (char *p = buf, *end; *p; p = end) {
+				long pid = strtol(p, &end, 10);
+				if (end == p)
+					break;
+				if (pid > 0 && !is_tracked((pid_t)pid)) {
+					reap_orphan((pid_t)pid);
+					found = true;
+				}
+			}
+		}
+		closedir(d);
+		if (!found)
+			return;
 	}
-	size_t pos = (cp->ring_start + cp->ring_len) % cp->tail_cap;
-	size_t first = MIN(n, cp->tail_cap - pos);
-	memcpy(cp->ring + pos, p, first);
-	memcpy(cp->ring, p + first, n - first);
-	cp->ring_len += n;
-	if (cp->ring_len > cp->tail_cap) {
-		cp->ring_start = (cp->ring_start + cp->ring_len - cp->tail_cap) % cp->tail_cap;
-		cp->ring_len = cp->tail_cap;
-	}
-}
-
-/* Returns len shortened by a trailing incomplete UTF-8 sequence, if any. */
-static size_t utf8_trim_end(const char *s, size_t len)
-{
-	for (size_t k = 1; k <= 4 && k <= len; k++) {
-		unsigned char b = (unsigned char)s[len - k];
-		if ((b & 0xC0) == 0x80)
-			continue;
-		size_t need = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 1;
-		return need > k ? len - k : len;
-	}
-	return len;
-}
-
-static char ring_at(const struct capture *cp, size_t i)
-{
-	return cp->ring[(cp->ring_start + i) % cp->tail_cap];
-}
-
-/* Builds what is kept of a stream: all of it when nothing was dropped,
- * else head, marker line and tail, cut on character boundaries. */
-static void capture_finish(struct capture *cp, char **ret, size_t *ret_len, bool *ret_truncated)
-{
-	struct buf out = {0};
-	size_t head_len = buf_size(&cp->head);
-	size_t skip = 0;
-	bool truncated = cp->total > (uint64_t)head_len + cp->ring_len;
-
-	if (truncated) {
-		head_len = utf8_trim_end(buf_head(&cp->head), head_len);
-		while (skip < 3 && skip < cp->ring_len && ((unsigned char)ring_at(cp, skip) & 0xC0) == 0x80)
-			skip++;
-	}
-	buf_append(&out, buf_head(&cp->head), head_len);
-	if (truncated)
-		buf_printf(&out, "\n[... %" PRIu64 " bytes omitted ...]\n",
-			   cp->total - head_len - (cp->ring_len - skip));
-	if (cp->ring_len > skip) {
-		size_t start = (cp->ring_start + skip) % cp->tail_cap;
-		size_t n = cp->ring_len - skip;
-		size_t first = MIN(n, cp->tail_cap - start);
-		buf_append(&out, cp->ring + start, first);
-		buf_append(&out, cp->ring, n - first);
-	}
-	*ret_len = buf_size(&out);
-	*ret = buf_steal(&out);
-	*ret_truncated = truncated;
-}
-
-static void capture_free(struct capture *cp)
-{
-	buf_free(&cp->head);
-	free(cp->ring);
-	cp->ring = NULL;
 }
 
 /* Lets go of our copy of a pipe's write end. */
@@ -301,6 +295,7 @@ static void on_pidfd(void *arg, int revents)
 	/* The zombie still holds the group id, so this cannot reach a
 	 * recycled group; it ends background jobs that would otherwise
 	 * outlive the command and hold its pipes open. */
+	sandbox_run_kill(ch->sandbox);
 	(void)kill(-ch->pid, SIGKILL);
 	if (wait_leader(ch, &si, WEXITED | WNOHANG) < 0) {
 		if (errno == EINTR || errno == EAGAIN)
@@ -323,6 +318,8 @@ static void on_pidfd(void *arg, int revents)
 		ch->result.exit_code = -1;
 	}
 	ch->reaped = true;
+	untrack(ch->pid);
+	reap_orphans();
 	ch->pid_io = tc_io_free(ch->pid_io);
 	ch->poll_timer = tc_timer_free(ch->poll_timer);
 	if (ch->pidfd >= 0)
@@ -429,94 +426,6 @@ static int make_pipe(int *ret_r, int *ret_w)
 	return 0;
 }
 
-/* Finds the value of name in env. */
-const char *child_env_get(char *const *env, const char *name)
-{
-	size_t n = strlen(name);
-	for (; env && *env; env++)
-		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
-			return *env + n + 1;
-	return NULL;
-}
-
-/* Sets name=value in env, replacing an earlier value. */
-void child_env_put(char ***env, const char *name, const char *value)
-{
-	size_t n = strlen(name), i = 0;
-	char **v = *env;
-	for (; v && v[i]; i++)
-		if (strncmp(v[i], name, n) == 0 && v[i][n] == '=') {
-			free(v[i]);
-			v[i] = xasprintf("%s=%s", name, value);
-			return;
-		}
-	v = xreallocarray(v, i + 2, sizeof(*v));
-	v[i] = xasprintf("%s=%s", name, value);
-	v[i + 1] = NULL;
-	*env = v;
-}
-
-/* Copies the allowed variables of the daemon's environment. */
-char **child_env_new(const char *const *allow)
-{
-	static const char *const dflt[] = { "PATH", "LANG", "HOME", "TERM", NULL };
-	char **env = xcalloc(1, sizeof(*env));
-
-	for (allow = allow ? allow : dflt; *allow; allow++) {
-		const char *name = *allow;
-		if (!*name || strchr(name, '='))
-			continue;
-		const char *v = getenv(name);
-		if (v && !child_env_get(env, name))
-			child_env_put(&env, name, v);
-	}
-	if (!child_env_get(env, "PATH"))
-		child_env_put(&env, "PATH", CHILD_SAFE_PATH);
-	return env;
-}
-
-char **child_env_free(char **env)
-{
-	for (char **e = env; e && *e; e++)
-		free(*e);
-	free(env);
-	return NULL;
-}
-
-/* Finds a program named without a slash in the absolute directories of
- * PATH (relative entries would resolve against the daemon's directory, so
- * they are skipped). */
-static int find_program(const char *name, char *const *envp, char **ret)
-{
-	if (!name || !*name)
-		return -ENOENT;
-	if (strchr(name, '/')) {
-		*ret = xstrdup(name);
-		return 0;
-	}
-	const char *path = child_env_get(envp, "PATH");
-	if (!path)
-		path = CHILD_SAFE_PATH;
-	int r = -ENOENT;
-	for (const char *p = path; *p;) {
-		size_t len = strcspn(p, ":");
-		if (len > 0 && p[0] == '/') {
-			_cleanup_free_ char *full = xasprintf("%.*s/%s", (int)len, p, name);
-			struct stat st;
-			if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
-				if (access(full, X_OK) == 0) {
-					*ret = TAKE_PTR(full);
-					return 0;
-				}
-				r = -EACCES;
-			}
-		}
-		p += len;
-		if (*p == ':')
-			p++;
-	}
-	return r;
-}
 
 /* child_set_fd_limit(): 0, or the soft limit on open files for children. */
 static uint64_t child_fd_soft;
@@ -544,6 +453,8 @@ struct spawn_args {
 	unsigned keep_below;		/* every fd above is left behind */
 	uint64_t fd_soft;		/* 0, or the soft RLIMIT_NOFILE to set */
 	uint64_t reset;			/* signals_to_reset() */
+	struct sandbox_child *sandbox;	/* or NULL */
+	bool subreaper;			/* the daemon is one: so is the child */
 	int err;			/* set by the child when it cannot exec */
 };
 
@@ -637,6 +548,12 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	    syscall(SYS_dup3, a->out_fd, STDOUT_FILENO, 0) < 0 ||
 	    syscall(SYS_dup3, a->err_fd, STDERR_FILENO, 0) < 0)
 		goto fail;
+	/* A leader keeps what it starts as its descendants while it runs,
+	 * as the daemon does once it has exited (see reap_orphans). */
+	if (a->subreaper && !a->sandbox && syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		goto fail;
+	if (a->sandbox && sandbox_child_apply(a->sandbox) < 0)
+		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
 	if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
@@ -665,9 +582,13 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	struct spawn_args a = {
 		.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd,
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
-		.fd_soft = child_fd_soft,
+		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox),
 	};
 	int top = MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w));
+	if (a.sandbox)
+		top = MAX(top, MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd), a.sandbox->landlock_fd));
+	int reaper = 0;
+	a.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0) == 0 && reaper;
 	a.keep_below = (unsigned)top + 1;
 	int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 	/* valgrind runs CLONE_VM | CLONE_VFORK as a fork, and refuses it
@@ -690,6 +611,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			;
 		return -a.err;
 	}
+	track(pid);
 	*ret_pid = pid;
 	return 0;
 }
@@ -742,6 +664,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 		(void)kill(-pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		untrack(pid);
 		return r;
 	}
 
@@ -756,6 +679,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	ch->on_eof = o->on_eof;
 	ch->on_done = o->on_done;
 	ch->arg = o->arg;
+	ch->sandbox = o->sandbox;
 	size_t cap = o->output_cap ? o->output_cap : CHILD_OUTPUT_CAP_DEFAULT;
 	int fds[CHILD_NSTREAMS] = { TAKE_FD(out_r), TAKE_FD(err_r) };
 	int holds[CHILD_NSTREAMS] = { TAKE_FD(out_w), TAKE_FD(err_w) };
@@ -820,9 +744,12 @@ struct child *child_free(struct child *ch)
 		return NULL;
 	if (!ch->reaped) {
 		siginfo_t si;
+		sandbox_run_kill(ch->sandbox);
 		(void)kill(-ch->pid, SIGKILL);
 		while (wait_leader(ch, &si, WEXITED) < 0 && errno == EINTR)
 			;
+		untrack(ch->pid);
+		reap_orphans();
 	}
 	tc_io_free(ch->pid_io);
 	tc_timer_free(ch->poll_timer);
@@ -862,172 +789,3 @@ const char *child_signal_name(int sig, char buf[static 16])
 	return buf;
 }
 
-/* --- one child as one tool call ------------------------------------------ */
-
-struct child_call {
-	struct tool_call *c;
-	struct child *ch;
-	child_call_done_fn done;
-};
-
-/* Streams a chunk of output to the call's owner. */
-static void call_output(void *arg, enum child_stream s, const char *data, size_t n)
-{
-	struct child_call *cc = arg;
-	tool_call_output(cc->c, stream_names[s], data, n);
-}
-
-/* Sets the outcome, lets go of the child, and finishes the call (last:
- * the owner may free the call from on_finish). */
-static void call_done(void *arg, struct child *ch, struct child_result *r)
-{
-	struct child_call *cc = arg;
-	struct tool_call *c = cc->c;
-
-	if (r->cancelled) {
-		char sig[16];
-		if (r->signal)
-			tool_call_fail(c, TC_CANCELLED, "The command was stopped before it finished (%s)",
-				       child_signal_name(r->signal, sig));
-		else
-			tool_call_fail(c, TC_CANCELLED, "The command was stopped before it finished");
-	} else {
-		cc->done(c, r);
-	}
-	c->state = NULL;
-	child_free(ch);
-	free(cc);
-	tool_call_finish(c);
-}
-
-/* Spawns the child of a tool call. */
-int child_call_start(struct tool_call *c, const struct child_opts *opts, child_call_done_fn done)
-{
-	struct child_opts o = *opts;
-	if (!o.output_cap && c->env)
-		o.output_cap = c->env->output_cap;
-	o.on_output = call_output;
-	o.on_done = call_done;
-
-	struct child_call *cc = xcalloc(1, sizeof(*cc));
-	cc->c = c;
-	cc->done = done;
-	o.arg = cc;
-	int r = child_spawn(c->loop, &o, &cc->ch);
-	if (r < 0) {
-		free(cc);
-		return r;
-	}
-	c->state = cc;
-	return 0;
-}
-
-/* Stops the child of a tool call; the call finishes once it is gone. */
-void child_call_cancel(struct tool_call *c)
-{
-	struct child_call *cc = c->state;
-	if (cc)
-		child_terminate(cc->ch);
-}
-
-/* Appends output as text: invalid UTF-8 and NUL bytes become U+FFFD, so
- * the result is a valid C string and valid UTF-8. */
-static void append_text(struct buf *out, const char *s, size_t n)
-{
-	while (n) {
-		const char *nul = memchr(s, '\0', n);
-		size_t k = nul ? (size_t)(nul - s) : n;
-		utf8_sanitize(s, k, out);
-		s += k;
-		n -= k;
-		if (nul) {
-			buf_puts(out, "\xEF\xBF\xBD");
-			s++;
-			n--;
-		}
-	}
-}
-
-/* Writes the structuredContent of a finished child. */
-char *child_result_json(const struct child_result *r, bool with_signal)
-{
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	char sig[16];
-
-	jgen_obj_open(g);
-	jgen_key(g, "exit_code");
-	if (r->signal)
-		jgen_null(g);
-	else
-		jgen_int(g, r->exit_code);
-	if (with_signal) {
-		jgen_key(g, "signal");
-		jgen_str(g, r->signal ? child_signal_name(r->signal, sig) : NULL);
-	}
-	jgen_key(g, "stdout");
-	jgen_strn(g, r->out[CHILD_STDOUT] ? r->out[CHILD_STDOUT] : "", r->out_len[CHILD_STDOUT]);
-	jgen_key(g, "stderr");
-	jgen_strn(g, r->out[CHILD_STDERR] ? r->out[CHILD_STDERR] : "", r->out_len[CHILD_STDERR]);
-	jgen_kv_bool(g, "truncated", r->truncated[CHILD_STDOUT] || r->truncated[CHILD_STDERR]);
-	jgen_kv_int(g, "duration_ms", (int64_t)r->duration_ms);
-	jgen_obj_close(g);
-	jgen_free(g);
-	return buf_steal(&b);
-}
-
-/* Writes the text the model reads for a finished child. */
-char *child_result_text(const struct child_result *r)
-{
-	struct buf b = {0};
-	size_t on = r->out_len[CHILD_STDOUT], en = r->out_len[CHILD_STDERR];
-	char sig[16];
-
-	if (on)
-		append_text(&b, r->out[CHILD_STDOUT], on);
-	if (en) {
-		if (buf_size(&b) && buf_head(&b)[buf_size(&b) - 1] != '\n')
-			buf_putc(&b, '\n');
-		buf_puts(&b, "[stderr]\n");
-		append_text(&b, r->out[CHILD_STDERR], en);
-	}
-	if (r->signal || r->exit_code != 0) {
-		if (buf_size(&b) && buf_head(&b)[buf_size(&b) - 1] != '\n')
-			buf_putc(&b, '\n');
-		if (r->signal)
-			buf_printf(&b, "[killed by %s]", child_signal_name(r->signal, sig));
-		else
-			buf_printf(&b, "[exit code %d]", r->exit_code);
-	} else if (!on && !en) {
-		buf_puts(&b, "(no output)");
-	}
-	return buf_steal(&b);
-}
-
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/* Appends the trimmed end of a stream, for error messages. */
-void child_result_tail(const struct child_result *r, enum child_stream s, size_t max, struct buf *out)
-{
-	const char *p = r->out[s] ? r->out[s] : "";
-	size_t n = r->out_len[s];
-
-	while (n && is_space(p[n - 1]))
-		n--;
-	if (n > max) {
-		p += n - max;
-		n = max;
-		for (int k = 0; k < 3 && n && ((unsigned char)*p & 0xC0) == 0x80; k++) {
-			p++;
-			n--;
-		}
-	}
-	while (n && is_space(*p)) {
-		p++;
-		n--;
-	}
-	append_text(out, p, n);
-}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox as the spawned child carries it out, between its clone and
+ * its exec. It runs on a stack of the spawn, in the daemon's memory (see
+ * spawn_child() in lib/child_spawn.c), so it makes raw system calls only
+ * and reads nothing but the plan the daemon prepared.
+ */
+#include "lib/sandbox/sandbox_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/seccomp.h>
+
+/* The kernel's struct rlimit64 for prlimit64(2). */
+struct raw_rlimit {
+	uint64_t cur;
+	uint64_t max;
+};
+
+/* Self-binds each path (read-only when ro) in the child's private mount
+ * namespace. A path gone since the daemon looked has nothing to protect. */
+__attribute__((no_sanitize("address"))) static int bind_all(const char *const *paths, bool ro)
+{
+	for (; paths && *paths; paths++) {
+		if (syscall(SYS_mount, *paths, *paths, NULL, MS_BIND, NULL) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return -errno;
+		}
+		if (ro && syscall(SYS_mount, NULL, *paths, NULL,
+				  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+#define STEP(name, call) \
+	do { \
+		if ((call) < 0) { \
+			c->failed = name; \
+			return -errno; \
+		} \
+	} while (0)
+
+/* Carries out the plan, in the order that needs the privileges it drops
+ * last: cgroup, subreaper, mounts, rlimits, groups/gid/uid, no_new_privs,
+ * Landlock, seccomp. */
+__attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_child *c)
+{
+	if (c->cgroup_procs_fd >= 0)
+		STEP("joining the call's cgroup", syscall(SYS_write, c->cgroup_procs_fd, "0", 1));
+	if (c->subreaper)
+		STEP("becoming subreaper", syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
+	if ((c->binds && *c->binds) || (c->ro_binds && *c->ro_binds)) {
+		STEP("making a mount namespace", syscall(SYS_unshare, CLONE_NEWNS));
+		/* Nothing mounted here may propagate back to the daemon's. */
+		STEP("making mounts private", syscall(SYS_mount, NULL, "/", NULL, MS_REC | MS_SLAVE, NULL));
+		int r = bind_all(c->binds, false);
+		if (r == 0)
+			r = bind_all(c->ro_binds, true);
+		if (r < 0) {
+			c->failed = "mounting the protected paths read-only";
+			errno = -r;
+			return r;
+		}
+	}
+	for (unsigned i = 0; i < c->n_rlimits; i++) {
+		/* Lowered, never raised: a soft limit below stays (the fd
+		 * limit children keep, child_set_fd_limit). */
+		struct raw_rlimit old, rl;
+		uint64_t v = c->rlimits[i].value;
+		STEP("reading a resource limit", syscall(SYS_prlimit64, 0, c->rlimits[i].resource, NULL, &old));
+		rl.max = old.max < v ? old.max : v;
+		rl.cur = old.cur < rl.max ? old.cur : rl.max;
+		STEP("setting a resource limit", syscall(SYS_prlimit64, 0, c->rlimits[i].resource, &rl, NULL));
+	}
+	if (c->set_ids) {
+		STEP("setting the groups", syscall(SYS_setgroups, c->n_groups, c->groups));
+		STEP("setting the gid", syscall(SYS_setresgid, c->gid, c->gid, c->gid));
+		STEP("setting the uid", syscall(SYS_setresuid, c->uid, c->uid, c->uid));
+	}
+	if (c->no_new_privs)
+		STEP("setting no_new_privs", syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	if (c->landlock_fd >= 0)
+		STEP("enforcing Landlock", syscall(SYS_landlock_restrict_self, c->landlock_fd, 0));
+	if (c->bpf)
+		STEP("loading the seccomp filter", syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->bpf));
+	return 0;
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox's settings as JSON: the config's "sandbox" object and the
+ * "sandbox" object of a tool or provider file, checked strictly (unknown
+ * keys, wrong types and out-of-range values are errors naming the key).
+ */
+#include "lib/sandbox/sandbox.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "proto/base/strv.h"
+#include "proto/json.h"
+#include "proto/base/util.h"
+
+#define LIST_MAX 256
+#define LIMIT_MAX (INT64_C(1) << 40)
+
+/* Refuses keys not in known. */
+static int check_keys(const struct json *obj, const char *const *known, const char *where, char **ret_err)
+{
+	for (size_t i = 0; i < obj->u.obj.n; i++) {
+		const char *key = obj->u.obj.members[i].key;
+		bool ok = false;
+		for (const char *const *k = known; *k && !ok; k++)
+			ok = strcmp(*k, key) == 0 && strlen(key) == obj->u.obj.members[i].key_len;
+		if (!ok)
+			return set_errorf(ret_err, "%s.%s: unknown key", where, key);
+	}
+	return 0;
+}
+
+/* Reads an array of strings (no NUL, not empty); absolute paths or "~/"
+ * ones when paths, relative ones without ".." when relative. */
+static int str_list(const struct json *v, const char *where, int kind, char ***ret, char **ret_err)
+{
+	if (v->type != JSON_ARRAY || v->u.arr.n > LIST_MAX)
+		return set_errorf(ret_err, "%s: expected an array of at most %d strings", where, LIST_MAX);
+	char **list = xcalloc(v->u.arr.n + 1, sizeof(*list));
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct json *s = v->u.arr.items[i];
+		const char *str = json_str(s);
+		bool ok = str && *str && strlen(str) == s->u.str.len;
+		if (ok && kind == 1)	/* absolute, or from the home */
+			ok = str[0] == '/' || (str[0] == '~' && (str[1] == '/' || !str[1]));
+		if (ok && kind == 2)	/* beneath a workspace */
+			ok = str[0] != '/' && !strstr(str, "..");
+		if (!ok) {
+			for (size_t k = 0; k < i; k++)
+				free(list[k]);
+			free(list);
+			return set_errorf(ret_err, "%s[%zu]: expected %s", where, i,
+				   kind == 1 ? "an absolute path or one starting with ~/"
+					     : kind == 2 ? "a path relative to the workspace, without .."
+							 : "a non-empty string");
+		}
+		list[i] = xstrdup(str);
+	}
+	*ret = list;
+	return 0;
+}
+
+static void strv_set(char ***dst, char **v)
+{
+	strv_free(*dst);
+	*dst = v;
+}
+
+/* Reads a "limits" object over *l. */
+static int limits_from_json(const struct json *v, const char *where, struct sandbox_limits *l, char **ret_err)
+{
+	static const char *const keys[] = { "memory_mb", "pids", "file_size_mb", "nofile", "cpu_s", NULL };
+	int r;
+	if (v->type != JSON_OBJECT)
+		return set_errorf(ret_err, "%s: expected an object", where);
+	if ((r = check_keys(v, keys, where, ret_err)) < 0)
+		return r;
+	int64_t *dst[] = { &l->memory_mb, &l->pids, &l->file_size_mb, &l->nofile, &l->cpu_s };
+	for (size_t i = 0; keys[i]; i++) {
+		const struct json *m = json_get(v, keys[i]);
+		int64_t n;
+		if (!m)
+			continue;
+		if (m->type == JSON_NULL) {
+			*dst[i] = -1;	/* none */
+			continue;
+		}
+		if (!json_get_int(m, &n) || n < 1 || n > LIMIT_MAX)
+			return set_errorf(ret_err, "%s.%s: expected a positive integer or null (no limit)", where, keys[i]);
+		*dst[i] = n;
+	}
+	return 0;
+}
+
+static int profile_from_json(const struct json *v, const char *where, int *ret, char **ret_err)
+{
+	int p = sandbox_profile_from_name(json_str(v));
+	if (p < 0)
+		return set_errorf(ret_err, "%s: expected \"workspace-write\", \"read-only\" or \"off\"", where);
+	*ret = p;
+	return 0;
+}
+
+static int bool_from_json(const struct json *v, const char *where, bool *ret, char **ret_err)
+{
+	if (v->type != JSON_BOOL)
+		return set_errorf(ret_err, "%s: expected true or false", where);
+	*ret = v->u.b;
+	return 0;
+}
+
+/* Reads a run_as value: 1 for "peer", 0 for "daemon". */
+int sandbox_run_as_from_json(const struct json *v, const char *where, int *ret, char **ret_err)
+{
+	const char *s = json_str(v);
+	if (!str_eq(s, "peer") && !str_eq(s, "daemon"))
+		return set_errorf(ret_err, "%s: expected \"peer\" or \"daemon\"", where);
+	*ret = str_eq(s, "peer");
+	return 0;
+}
+
+/* Reads a tool or provider file's "sandbox" object. */
+int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **ret_err)
+{
+	static const char *const keys[] = { "profile", "network", "write_extra", "limits", NULL };
+	const struct json *m;
+	int r;
+	bool b = false;
+
+	if (v->type != JSON_OBJECT)
+		return set_errorf(ret_err, "sandbox: expected an object");
+	if ((r = check_keys(v, keys, "sandbox", ret_err)) < 0)
+		return r;
+	if ((m = json_get(v, "profile")) && (r = profile_from_json(m, "sandbox.profile", &t->profile, ret_err)) < 0)
+		return r;
+	if ((m = json_get(v, "network"))) {
+		if ((r = bool_from_json(m, "sandbox.network", &b, ret_err)) < 0)
+			return r;
+		t->network = b;
+	}
+	if ((m = json_get(v, "write_extra"))) {
+		char **list;
+		if ((r = str_list(m, "sandbox.write_extra", 1, &list, ret_err)) < 0)
+			return r;
+		strv_set(&t->write_extra, list);
+	}
+	if ((m = json_get(v, "limits")) && (r = limits_from_json(m, "sandbox.limits", &t->limits, ret_err)) < 0)
+		return r;
+	return 0;
+}
+
+/* Reads the config's "sandbox" object over cfg (defaults set). */
+int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, char **ret_err)
+{
+	static const char *const keys[] = {
+		"default", "per_tool", "network", "deny_read", "write_extra", "protect", "limits", "require",
+		"cgroup", NULL,
+	};
+	const struct json *m;
+	char **list;
+	int r, p = 0;
+
+	if (v->type != JSON_OBJECT)
+		return set_errorf(ret_err, "sandbox: expected an object");
+	if ((r = check_keys(v, keys, "sandbox", ret_err)) < 0)
+		return r;
+	if ((m = json_get(v, "default"))) {
+		if ((r = profile_from_json(m, "sandbox.default", &p, ret_err)) < 0)
+			return r;
+		cfg->profile = (enum sandbox_profile)p;
+	}
+	if ((m = json_get(v, "per_tool"))) {
+		if (m->type != JSON_OBJECT || m->u.obj.n > LIST_MAX)
+			return set_errorf(ret_err, "sandbox.per_tool: expected an object of tool name: profile");
+		for (size_t i = 0; i < m->u.obj.n; i++) {
+			const struct json_member *e = &m->u.obj.members[i];
+			_cleanup_free_ char *where = xasprintf("sandbox.per_tool.%s", e->key);
+			if ((r = profile_from_json(e->value, where, &p, ret_err)) < 0)
+				return r;
+			cfg->per_tool = xreallocarray(cfg->per_tool, cfg->n_per_tool + 1, sizeof(*cfg->per_tool));
+			cfg->per_tool[cfg->n_per_tool++] = (struct sandbox_per_tool){
+				.tool = xstrdup(e->key), .profile = (enum sandbox_profile)p };
+		}
+	}
+	if ((m = json_get(v, "network")) && (r = bool_from_json(m, "sandbox.network", &cfg->network, ret_err)) < 0)
+		return r;
+	if ((m = json_get(v, "require")) && (r = bool_from_json(m, "sandbox.require", &cfg->require, ret_err)) < 0)
+		return r;
+	if ((m = json_get(v, "deny_read"))) {
+		if ((r = str_list(m, "sandbox.deny_read", 1, &list, ret_err)) < 0)
+			return r;
+		strv_set(&cfg->deny_read, list);
+	}
+	if ((m = json_get(v, "write_extra"))) {
+		if ((r = str_list(m, "sandbox.write_extra", 1, &list, ret_err)) < 0)
+			return r;
+		strv_set(&cfg->write_extra, list);
+	}
+	if ((m = json_get(v, "protect"))) {
+		if ((r = str_list(m, "sandbox.protect", 2, &list, ret_err)) < 0)
+			return r;
+		strv_set(&cfg->protect, list);
+	}
+	if ((m = json_get(v, "limits")) && (r = limits_from_json(m, "sandbox.limits", &cfg->limits, ret_err)) < 0)
+		return r;
+	if ((m = json_get(v, "cgroup"))) {
+		const char *s = json_str(m);
+		if (!s || (*s && *s != '/'))
+			return set_errorf(ret_err, "sandbox.cgroup: expected an absolute path, or \"\" for none");
+		free(cfg->cgroup_dir);
+		cfg->cgroup_dir = xstrdup(s);
+	}
+	return 0;
+}

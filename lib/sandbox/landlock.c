@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Landlock rules for the file system, made in the daemon and kept.
+ *
+ * Landlock only grants, and a right granted on a directory holds for all
+ * beneath it. "Readable except deny_read" is therefore granted around each
+ * denied path: along the way from "/" to it, each directory gets only
+ * READ_DIR (its names can be listed) and every other entry of it gets the
+ * full right; the denied entry gets nothing. Entries created later in a
+ * directory along such a way are not covered by any rule, so they are not
+ * readable until the rules are made again (on reload): the safe side. The
+ * same split applies to a writable root that holds a denied path (a
+ * workspace that is a home directory): the directories on the way are then
+ * not writable themselves, only their other entries.
+ *
+ * The rules are kept as paths with their rights, and made into one
+ * ruleset fd per entry of the cache (the TMPDIR parent of the identity
+ * among them), which every call of that set then enforces.
+ *
+ * Symbolic links among the entries get no rule (access is checked where a
+ * link leads, by that place's own rules); denied paths are taken as they
+ * resolve (a denied ~/.ssh that links elsewhere denies the target).
+ */
+#include "lib/sandbox/sandbox_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "proto/base/util.h"
+
+/* Bounds what one list may hold (a directory along a denied path with a
+ * huge number of entries would otherwise cost a rule each). */
+#define RULES_MAX 4096
+#define CACHE_MAX 32
+
+struct ll_rule {
+	char *path;
+	uint64_t access;
+};
+
+struct ll_rules {
+	char *key;
+	struct ll_rule *v;
+	size_t n;
+	int ruleset_fd;		/* made once from the rules and the TMPDIR parent */
+};
+
+static struct ll_rules *cache[CACHE_MAX];
+static size_t n_cache;
+
+uint64_t ll_fs_rights(int abi)
+{
+	uint64_t r = (LL_FS_MAKE_SYM << 1) - 1;	/* ABI 1 */
+	if (abi >= 2)
+		r |= LL_FS_REFER;
+	if (abi >= 3)
+		r |= LL_FS_TRUNCATE;
+	return r;
+}
+
+static void rules_free(struct ll_rules *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i].path);
+	if (r->ruleset_fd >= 0)
+		close(r->ruleset_fd);
+	free(r->v);
+	free(r->key);
+	free(r);
+}
+
+void ll_cache_clear(void)
+{
+	for (size_t i = 0; i < n_cache; i++)
+		rules_free(cache[i]);
+	n_cache = 0;
+}
+
+/* A path made absolute and canonical as far as it exists: "~/" expanded
+ * with home, the existing prefix resolved, the rest appended. NULL when it
+ * cannot be made absolute (no home). */
+static char *canonical(const char *p, const char *home)
+{
+	_cleanup_free_ char *abs = NULL;
+	if (p[0] == '~' && (p[1] == '/' || !p[1])) {
+		if (!home || home[0] != '/')
+			return NULL;
+		abs = xasprintf("%s%s", home, p + 1);
+	} else if (p[0] == '/') {
+		abs = xstrdup(p);
+	} else {
+		return NULL;
+	}
+	/* Resolve the longest prefix that exists. */
+	size_t len = strlen(abs);
+	for (size_t cut = len; cut > 0;) {
+		char save = abs[cut];
+		abs[cut] = '\0';
+		char *real = realpath(abs, NULL);
+		abs[cut] = save;
+		if (real) {
+			char *r = strcmp(real, "/") == 0 && cut < len ? xstrdup(abs + cut)
+								       : xasprintf("%s%s", real, abs + cut);
+			free(real);
+			return r;
+		}
+		while (cut > 0 && abs[cut - 1] != '/')
+			cut--;
+		if (cut > 0)
+			cut--;	/* drop the slash too */
+	}
+	return xstrdup(abs);
+}
+
+struct builder {
+	struct ll_rules *r;
+	char **deny;
+	size_t n_deny;
+	uint64_t handled;
+	int err;
+};
+
+/* Adds a rule on a path, its rights cut to what the file type takes. */
+static void add_rule(struct builder *b, const char *path, const struct stat *st, uint64_t access)
+{
+	if (!S_ISDIR(st->st_mode))
+		access &= LL_FILE_RIGHTS;
+	access &= b->handled;
+	if (!access)
+		return;
+	if (b->r->n >= RULES_MAX) {
+		b->err = -E2BIG;
+		return;
+	}
+	b->r->v = xreallocarray(b->r->v, b->r->n + 1, sizeof(*b->r->v));
+	b->r->v[b->r->n++] = (struct ll_rule){ .path = xstrdup(path), .access = access };
+}
+
+/* Whether path is denied, or has a denied path beneath it. */
+static int deny_state(const struct builder *b, const char *path)
+{
+	size_t n = strlen(path);
+	int state = 0;
+	for (size_t i = 0; i < b->n_deny; i++) {
+		const char *d = b->deny[i];
+		if (strcmp(d, path) == 0)
+			return 2;
+		if (strcmp(path, "/") == 0 || (strncmp(d, path, n) == 0 && d[n] == '/'))
+			state = 1;
+	}
+	return state;
+}
+
+/* Grants access on path, around the denied paths beneath it. */
+static void grant(struct builder *b, const char *path, uint64_t access)
+{
+	int state = deny_state(b, path);
+	if (state == 2 || b->err)
+		return;
+	struct stat st;
+	if (lstat(path, &st) < 0 || S_ISLNK(st.st_mode))
+		return;		/* gone, not ours to see, or a link: no rule */
+	if (state == 0 || !S_ISDIR(st.st_mode)) {
+		add_rule(b, path, &st, access);
+		return;
+	}
+	add_rule(b, path, &st, access & LL_FS_READ_DIR);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)) && !b->err) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		_cleanup_free_ char *sub = strcmp(path, "/") == 0 ? xasprintf("/%s", e->d_name)
+								 : xasprintf("%s/%s", path, e->d_name);
+		grant(b, sub, access);
+	}
+	closedir(d);
+}
+
+/* The cache key of a request: everything the rules depend on. */
+static char *rules_key(const struct sandbox_req *req, int abi)
+{
+	struct buf k = {0};
+	const char *env_home = getenv("HOME");
+	buf_printf(&k, "%d\n%d\n%s\n%d\n%s\n", abi, (int)req->profile,
+		   req->id && req->id->home ? req->id->home : "", req->id && req->id->change,
+		   env_home ? env_home : "");
+	for (const char *const *p = req->workspaces; p && *p; p++)
+		buf_printf(&k, "w%s\n", *p);
+	for (const char *const *p = req->write_extra; p && *p; p++)
+		buf_printf(&k, "x%s\n", *p);
+	for (const char *const *p = req->write_extra_tool; p && *p; p++)
+		buf_printf(&k, "x%s\n", *p);
+	for (const char *const *p = req->deny_read; p && *p; p++)
+		buf_printf(&k, "d%s\n", *p);
+	return buf_steal(&k);
+}
+
+/* Finds the rules of a request in the cache, or builds them with their
+ * ruleset (tmp_parent writable). */
+int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, const struct ll_rules **ret,
+		 char **ret_msg)
+{
+	_cleanup_free_ char *key0 = rules_key(req, abi);
+	_cleanup_free_ char *key = xasprintf("%s\nt%s", key0, tmp_parent ? tmp_parent : "");
+	for (size_t i = 0; i < n_cache; i++)
+		if (strcmp(cache[i]->key, key) == 0) {
+			*ret = cache[i];
+			return 0;
+		}
+
+	struct builder b = { .handled = ll_fs_rights(abi) };
+	b.r = xcalloc(1, sizeof(*b.r));
+	b.r->ruleset_fd = -1;
+	/* "~" is the home of whom the child runs as: the peer's passwd entry,
+	 * or $HOME for the daemon's own user. A child running as a peer is
+	 * kept from the daemon's user's home entries too. */
+	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
+	const char *homes[] = { home, req->id && req->id->change ? getenv("HOME") : NULL };
+	for (size_t h = 0; h < ELEMENTSOF(homes); h++)
+		for (const char *const *p = req->deny_read; p && *p; p++) {
+			if (h > 0 && (!homes[h] || (*p)[0] != '~'))
+				continue;
+			char *c = canonical(*p, homes[h]);
+			if (!c)
+				continue;	/* "~/..." with no home: nothing to deny */
+			b.deny = xreallocarray(b.deny, b.n_deny + 1, sizeof(*b.deny));
+			b.deny[b.n_deny++] = c;
+		}
+	grant(&b, "/", LL_READ);
+	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
+		for (const char *const *p = req->workspaces; p && *p; p++)
+			grant(&b, *p, b.handled);
+		const char *const *extra[] = { req->write_extra, req->write_extra_tool };
+		for (size_t i = 0; i < ELEMENTSOF(extra); i++)
+			for (const char *const *p = extra[i]; p && *p; p++) {
+				_cleanup_free_ char *c = canonical(*p, home);
+				if (c)
+					grant(&b, c, b.handled);
+			}
+	}
+	grant(&b, "/dev/null", LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE);
+	if (tmp_parent)
+		grant(&b, tmp_parent, b.handled);
+	for (size_t i = 0; i < b.n_deny; i++)
+		free(b.deny[i]);
+	free(b.deny);
+	if (b.err < 0) {
+		*ret_msg = xasprintf("more than %d Landlock rules would be needed around the deny_read paths",
+				     RULES_MAX);
+		rules_free(b.r);
+		return b.err;
+	}
+	int r = ll_ruleset_make(b.r, abi, &b.r->ruleset_fd);
+	if (r < 0) {
+		*ret_msg = xasprintf("Could not make the Landlock ruleset: %s", strerror(-r));
+		rules_free(b.r);
+		return r;
+	}
+	b.r->key = TAKE_PTR(key);
+	if (n_cache == CACHE_MAX) {
+		rules_free(cache[0]);
+		memmove(cache, cache + 1, (CACHE_MAX - 1) * sizeof(*cache));
+		n_cache--;
+	}
+	cache[n_cache++] = b.r;
+	*ret = b.r;
+	return 0;
+}
+
+/* Makes a ruleset from the rules, each path opened without following a
+ * final symlink (one swapped in since is skipped). */
+int ll_ruleset_make(const struct ll_rules *rules, int abi, int *ret_fd)
+{
+	struct ll_ruleset_attr attr = { .handled_access_fs = ll_fs_rights(abi) };
+	size_t size = sizeof(attr.handled_access_fs);
+	if (abi >= 6) {
+		attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
+		size = sizeof(attr);
+	}
+	_cleanup_close_ int fd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+	if (fd < 0)
+		return -errno;
+	for (size_t i = 0; i < rules->n; i++) {
+		_cleanup_close_ int pfd = open(rules->v[i].path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (pfd < 0 || fstat(pfd, &st) < 0 || S_ISLNK(st.st_mode))
+			continue;
+		uint64_t access = rules->v[i].access;
+		if (!S_ISDIR(st.st_mode))
+			access &= LL_FILE_RIGHTS;
+		struct ll_path_beneath_attr pb = { .allowed_access = access, .parent_fd = pfd };
+		if (access && syscall(SYS_landlock_add_rule, fd, LL_RULE_PATH_BENEATH, &pb, 0) < 0)
+			return -errno;
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int ll_rules_fd(const struct ll_rules *rules)
+{
+	return rules->ruleset_fd;
+}

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the kernel enforces here, looked at once: the Landlock ABI, seccomp
+ * filters, no_new_privs, child subreaper, a cgroup v2 directory calls can
+ * be made in (delegated to the daemon, or configured), private mount
+ * namespaces (for the protected paths), changing a child's uid. Also the
+ * names and defaults of profiles, limits and the config object.
+ */
+#include "lib/sandbox/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/seccomp.h>
+
+#include "lib/sandbox/sandbox_internal.h"
+#include "proto/base/strv.h"
+#include "proto/base/util.h"
+
+static const char *const profile_names[] = {
+	[SANDBOX_WORKSPACE_WRITE] = "workspace-write",
+	[SANDBOX_READ_ONLY] = "read-only",
+	[SANDBOX_OFF] = "off",
+};
+
+const char *sandbox_profile_name(enum sandbox_profile p)
+{
+	return (unsigned)p < ELEMENTSOF(profile_names) ? profile_names[p] : "?";
+}
+
+int sandbox_profile_from_name(const char *s)
+{
+	for (size_t i = 0; s && i < ELEMENTSOF(profile_names); i++)
+		if (strcmp(s, profile_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Copies the members of over that are set. */
+void sandbox_limits_merge(struct sandbox_limits *base, const struct sandbox_limits *over)
+{
+	if (over->memory_mb != INT64_MIN)
+		base->memory_mb = over->memory_mb;
+	if (over->pids != INT64_MIN)
+		base->pids = over->pids;
+	if (over->file_size_mb != INT64_MIN)
+		base->file_size_mb = over->file_size_mb;
+	if (over->nofile != INT64_MIN)
+		base->nofile = over->nofile;
+	if (over->cpu_s != INT64_MIN)
+		base->cpu_s = over->cpu_s;
+}
+
+static char **strv_from(const char *const *v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **r = xcalloc(n + 1, sizeof(*r));
+	for (size_t i = 0; i < n; i++)
+		r[i] = xstrdup(v[i]);
+	return r;
+}
+
+/* Sets the defaults of CONTRACT §10. */
+void sandbox_config_init(struct sandbox_config *cfg)
+{
+	static const char *const deny[] = {
+		"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.docker",
+		"~/.kube", "~/.netrc", NULL,
+	};
+	static const char *const protect[] = { ".git/hooks", ".git/config", NULL };
+	static const char *const none[] = { NULL };
+
+	*cfg = (struct sandbox_config){
+		.profile = SANDBOX_WORKSPACE_WRITE,
+		.limits = SANDBOX_LIMITS_DEFAULT,
+		.require = true,
+		.run_as_peer = true,
+	};
+	cfg->deny_read = strv_from(deny);
+	cfg->protect = strv_from(protect);
+	cfg->write_extra = strv_from(none);
+}
+
+void sandbox_config_clear(struct sandbox_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_per_tool; i++)
+		free(cfg->per_tool[i].tool);
+	free(cfg->per_tool);
+	cfg->per_tool = NULL;
+	cfg->n_per_tool = 0;
+	cfg->deny_read = strv_free(cfg->deny_read);
+	cfg->protect = strv_free(cfg->protect);
+	cfg->write_extra = strv_free(cfg->write_extra);
+	free(cfg->cgroup_dir);
+	cfg->cgroup_dir = NULL;
+}
+
+void sandbox_tool_clear(struct sandbox_tool *t)
+{
+	t->write_extra = strv_free(t->write_extra);
+}
+
+/* Resolves one call's profile and settings. */
+void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg, const char *tool_name,
+		      bool network_tool, const struct sandbox_tool *tool)
+{
+	*req = (struct sandbox_req){ .profile = SANDBOX_OFF, .network = true, .limits = SANDBOX_LIMITS_DEFAULT };
+	if (!cfg)
+		return;
+	req->profile = cfg->profile;
+	for (size_t i = 0; i < cfg->n_per_tool; i++)
+		if (tool_name && strcmp(cfg->per_tool[i].tool, tool_name) == 0)
+			req->profile = cfg->per_tool[i].profile;
+	if (tool && tool->profile >= 0)
+		req->profile = (enum sandbox_profile)tool->profile;
+	req->network = tool && tool->network >= 0 ? tool->network != 0 : network_tool || cfg->network;
+	req->require = cfg->require;
+	req->limits = cfg->limits;
+	if (tool)
+		sandbox_limits_merge(&req->limits, &tool->limits);
+	req->deny_read = (const char *const *)cfg->deny_read;
+	req->write_extra = (const char *const *)cfg->write_extra;
+	req->write_extra_tool = tool ? (const char *const *)tool->write_extra : NULL;
+	req->protect = (const char *const *)cfg->protect;
+}
+
+static struct sandbox_features features;
+static bool probed;
+
+/* The highest Landlock ABI, or 0. */
+static int probe_landlock(void)
+{
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	return abi > 0 ? (int)abi : 0;
+}
+
+/* Whether seccomp filters that return an errno can be installed. */
+static bool probe_seccomp(void)
+{
+	uint32_t action = SECCOMP_RET_ERRNO;
+	if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0)
+		return true;
+	/* Before 4.14: no GET_ACTION_AVAIL, but filters may still be there. */
+	return errno == EINVAL && prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
+}
+
+/* Whether a child can have a private mount namespace (needs CAP_SYS_ADMIN;
+ * tried in a short-lived child, so the daemon's own namespace is kept). */
+static bool probe_mountns(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return false;
+	if (pid == 0)
+		_exit(syscall(SYS_unshare, CLONE_NEWNS) == 0 ? 0 : 1);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return false;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Finds the daemon's cgroup v2 directory: the "0::" line of
+ * /proc/self/cgroup under the cgroup2 mount of /proc/self/mountinfo. */
+static char *own_cgroup_dir(void)
+{
+	_cleanup_free_ char *rel = NULL, *mnt = NULL;
+	char line[4096];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			rel = xstrdup(line + 3);
+			break;
+		}
+	fclose(f);
+	if (!rel || strstr(rel, "(deleted)"))
+		return NULL;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return NULL;
+	while (!mnt && fgets(line, sizeof(line), f)) {
+		/* id parent maj:min root mountpoint options... - fstype source ... */
+		char *dash = strstr(line, " - cgroup2 ");
+		if (!dash)
+			continue;
+		char root[1024], point[1024];
+		if (sscanf(line, "%*d %*d %*s %1023s %1023s", root, point) == 2 && strcmp(root, "/") == 0)
+			mnt = xstrdup(point);
+	}
+	fclose(f);
+	if (!mnt)
+		return NULL;
+	return strcmp(rel, "/") == 0 ? TAKE_PTR(mnt) : xasprintf("%s%s", mnt, rel);
+}
+
+/* Whether calls can get cgroups in dir: a cgroup2 directory where a
+ * subdirectory can be made, with cgroup.kill (Linux 5.14). */
+static bool probe_cgroup(const char *dir)
+{
+	_cleanup_free_ char *probe = xasprintf("%s/tc-probe-%d", dir, (int)getpid());
+	if (mkdir(probe, 0755) < 0)
+		return false;
+	_cleanup_free_ char *kill_path = xasprintf("%s/cgroup.kill", probe);
+	bool ok = access(kill_path, W_OK) == 0;
+	(void)rmdir(probe);
+	return ok;
+}
+
+/* Whether the controller is enabled for dir's children. */
+static bool controller_on(const char *dir, const char *name)
+{
+	_cleanup_free_ char *path = xasprintf("%s/cgroup.subtree_control", dir);
+	char buf[512] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n"))
+		if (strcmp(tok, name) == 0)
+			return true;
+	return false;
+}
+
+/* Reads a small cgroup file into buf; false when it cannot. */
+static bool cg_read(const char *dir, const char *file, char *buf, size_t size)
+{
+	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	return true;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+/*
+ * Under Delegate=yes the daemon's cgroup is its own, but the kernel gives
+ * a cgroup's children controllers only while it holds no process itself:
+ * the daemon moves into a leaf of its own ("daemon") and enables memory
+ * and pids for the calls' cgroups, its siblings. Nothing is done when the
+ * controllers are not offered or are on already.
+ */
+static void enable_controllers(const char *dir)
+{
+	char avail[512], on[512], members[64];
+	if (!cg_read(dir, "cgroup.controllers", avail, sizeof(avail)) ||
+	    !cg_read(dir, "cgroup.subtree_control", on, sizeof(on)) ||
+	    !cg_read(dir, "cgroup.procs", members, sizeof(members)))
+		return;
+	/* Only a cgroup the daemon has to itself (a service's): never
+	 * rearrange a shared one, such as a login session's. */
+	if (strtol(members, NULL, 10) != getpid() || strchr(members, '\n') != members + strlen(members) - 1)
+		return;
+	struct buf want = {0};
+	if (has_word(avail, "memory") && !has_word(on, "memory"))
+		buf_puts(&want, "+memory ");
+	if (has_word(avail, "pids") && !has_word(on, "pids"))
+		buf_puts(&want, "+pids ");
+	if (!buf_size(&want))
+		return;
+	_cleanup_free_ char *leaf = xasprintf("%s/daemon", dir);
+	_cleanup_free_ char *procs = xasprintf("%s/daemon/cgroup.procs", dir);
+	_cleanup_free_ char *control = xasprintf("%s/cgroup.subtree_control", dir);
+	int fd;
+	if ((mkdir(leaf, 0755) == 0 || errno == EEXIST) && (fd = open(procs, O_WRONLY | O_CLOEXEC)) >= 0) {
+		if (write(fd, "0", 1) == 1) {
+			int cfd = open(control, O_WRONLY | O_CLOEXEC);
+			if (cfd >= 0) {
+				(void)!write(cfd, buf_head(&want), buf_size(&want) - 1);
+				close(cfd);
+			}
+		}
+		close(fd);
+	}
+	buf_free(&want);
+}
+
+/* Looks at what the kernel offers, once. */
+const struct sandbox_features *sandbox_probe(const char *cgroup_dir)
+{
+	if (probed)
+		return &features;
+	probed = true;
+	features.landlock_abi = probe_landlock();
+	features.seccomp = probe_seccomp();
+	features.no_new_privs = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) >= 0;
+	features.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+	features.setid = geteuid() == 0;
+	features.mountns = probe_mountns();
+	char *dir = cgroup_dir ? (*cgroup_dir ? xstrdup(cgroup_dir) : NULL) : own_cgroup_dir();
+	if (dir && probe_cgroup(dir)) {
+		if (!cgroup_dir)
+			enable_controllers(dir);
+		features.cgroup = true;
+		features.cgroup_dir = dir;
+		features.cgroup_memory = controller_on(dir, "memory");
+		features.cgroup_pids = controller_on(dir, "pids");
+	} else {
+		free(dir);
+	}
+	return &features;
+}
+
+void sandbox_probe_reset(void)
+{
+	free(features.cgroup_dir);
+	features = (struct sandbox_features){0};
+	probed = false;
+	sandbox_shutdown();
+}
+
+/* Says what the kernel enforces, on one line. */
+char *sandbox_features_line(const struct sandbox_features *f)
+{
+	struct buf b = {0};
+	buf_puts(&b, "sandbox: ");
+	if (f->landlock_abi)
+		buf_printf(&b, "landlock ABI %d", f->landlock_abi);
+	else
+		buf_puts(&b, "landlock: no");
+	buf_puts(&b, f->seccomp ? ", seccomp" : ", seccomp: no");
+	buf_puts(&b, f->no_new_privs ? ", no_new_privs" : ", no_new_privs: no");
+	if (f->cgroup)
+		buf_printf(&b, ", cgroup v2 delegated: %s (memory.max: %s, pids.max: %s)", f->cgroup_dir,
+			   f->cgroup_memory ? "yes" : "no", f->cgroup_pids ? "yes" : "no");
+	else
+		buf_puts(&b, ", cgroup v2 delegated: no");
+	buf_puts(&b, f->subreaper ? ", subreaper" : ", subreaper: no");
+	buf_puts(&b, f->mountns ? ", protect: mount namespace" : ", protect: not enforced");
+	buf_puts(&b, f->setid ? ", run_as peer: yes" : ", run_as peer: no (not root)");
+	return buf_steal(&b);
+}

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One child's sandbox, from its preparation to its end: what the profile
+ * needs and what is missing, the private TMPDIR, the Landlock ruleset made
+ * from the kept rules, the seccomp program, the call's cgroup with its
+ * limits, the protected paths, the rlimits; then what was enforced, for
+ * the result, and the cleanup (cgroup.kill, rmdir, TMPDIR removed).
+ */
+#include "lib/sandbox/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/sandbox/sandbox_internal.h"
+#include "proto/json.h"
+#include "proto/base/strv.h"
+#include "proto/base/util.h"
+
+#define ENFORCED_MAX 16
+
+struct sandbox_run {
+	enum sandbox_profile profile;
+	bool network;
+	struct sandbox_limits limits;
+	char *tmpdir;
+	char *cgroup;
+	int cgroup_fd;
+	struct sandbox_child child;
+	char **binds;
+	char **ro_binds;
+	gid_t *groups;
+	const char *enforced[ENFORCED_MAX];
+	unsigned n_enforced;
+	const char *not_enforced[ENFORCED_MAX];
+	unsigned n_not_enforced;
+};
+
+static uint64_t seq;
+
+static void strv_push(char ***v, char *s)
+{
+	size_t n = 0;
+	while (*v && (*v)[n])
+		n++;
+	*v = xreallocarray(*v, n + 2, sizeof(**v));
+	(*v)[n] = s;
+	(*v)[n + 1] = NULL;
+}
+
+static bool strv_has(char **v, const char *s)
+{
+	for (; v && *v; v++)
+		if (strcmp(*v, s) == 0)
+			return true;
+	return false;
+}
+
+void sandbox_cache_clear(void)
+{
+	ll_cache_clear();
+	seccomp_cache_clear();
+}
+
+static void rmdir_pending(void);
+
+/* Removes what the daemon made for its calls: the directory of TMPDIRs,
+ * the cgroups left busy; and drops the caches. */
+void sandbox_shutdown(void)
+{
+	rmdir_pending();
+	sandbox_cache_clear();
+	tmp_base_remove();
+}
+
+static void note(struct sandbox_run *run, bool enforced, const char *what)
+{
+	if (enforced && run->n_enforced < ENFORCED_MAX)
+		run->enforced[run->n_enforced++] = what;
+	else if (!enforced && run->n_not_enforced < ENFORCED_MAX)
+		run->not_enforced[run->n_not_enforced++] = what;
+}
+
+/* Adds an rlimit, cut to the daemon's own hard limit (a child cannot be
+ * given more than the daemon has). */
+static void add_rlimit(struct sandbox_child *c, int resource, int64_t value, uint64_t unit)
+{
+	/* The daemon's hard limits, looked up once: they do not change. */
+	static struct rlimit max[RLIM_NLIMITS];
+	static bool known[RLIM_NLIMITS];
+	uint64_t v = (uint64_t)value * unit;
+	if (!known[resource] && getrlimit(resource, &max[resource]) == 0)
+		known[resource] = true;
+	if (known[resource] && max[resource].rlim_max != RLIM_INFINITY && v > max[resource].rlim_max)
+		v = max[resource].rlim_max;
+	c->rlimits[c->n_rlimits].resource = resource;
+	c->rlimits[c->n_rlimits].value = v;
+	c->n_rlimits++;
+}
+
+/* Writes a value into a control file of the call's cgroup. */
+static int cg_write(int dir_fd, const char *file, const char *value)
+{
+	_cleanup_close_ int fd = openat(dir_fd, file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, value, strlen(value)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Makes the call's cgroup, with memory.max and pids.max where the
+ * controllers are on. */
+static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f, char **ret_msg)
+{
+	run->cgroup = xasprintf("%s/tc-%d-%" PRIu64, f->cgroup_dir, (int)getpid(), ++seq);
+	if (mkdir(run->cgroup, 0755) < 0) {
+		int e = -errno;
+		*ret_msg = xasprintf("Could not make the call's cgroup %s: %s", run->cgroup, strerror(-e));
+		free(run->cgroup);
+		run->cgroup = NULL;
+		return e;
+	}
+	run->cgroup_fd = open(run->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (run->cgroup_fd >= 0)
+		run->child.cgroup_procs_fd = openat(run->cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	if (run->cgroup_fd < 0 || run->child.cgroup_procs_fd < 0) {
+		*ret_msg = xasprintf("Could not open the call's cgroup %s: %s", run->cgroup, strerror(errno));
+		return -errno;
+	}
+	run->child.cgroup_fd = run->cgroup_fd;
+	note(run, true, "cgroup");
+	char v[32];
+	if (f->cgroup_memory && run->limits.memory_mb > 0) {
+		snprintf(v, sizeof(v), "%" PRId64, run->limits.memory_mb * 1024 * 1024);
+		if (cg_write(run->cgroup_fd, "memory.max", v) == 0)
+			note(run, true, "memory.max");
+	}
+	if (f->cgroup_pids && run->limits.pids > 0) {
+		snprintf(v, sizeof(v), "%" PRId64, run->limits.pids);
+		if (cg_write(run->cgroup_fd, "pids.max", v) == 0)
+			note(run, true, "pids.max");
+	}
+	return 0;
+}
+
+/* Lists the protected paths that exist in each workspace (and the
+ * directories on the way, which are bound onto themselves so that they
+ * cannot be renamed away with what they hold). */
+static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req)
+{
+	for (const char *const *w = req->workspaces; w && *w; w++)
+		for (const char *const *p = req->protect; p && *p; p++) {
+			if (!**p || **p == '/' || strstr(*p, ".."))
+				continue;
+			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
+			struct stat st;
+			if (lstat(full, &st) < 0)
+				continue;
+			for (char *s = full + strlen(*w) + 1; (s = strchr(s, '/')); s++) {
+				*s = '\0';
+				if (!strv_has(run->binds, full))
+					strv_push(&run->binds, xstrdup(full));
+				*s = '/';
+			}
+			if (!strv_has(run->ro_binds, full))
+				strv_push(&run->ro_binds, xstrdup(full));
+		}
+}
+
+/* Prepares one child's sandbox. */
+int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, char **ret_msg)
+{
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	struct sandbox_run *run = xcalloc(1, sizeof(*run));
+	struct sandbox_child *c = &run->child;
+	int r;
+
+	run->profile = req->profile;
+	run->network = req->network;
+	run->limits = req->limits;
+	run->cgroup_fd = -1;
+	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = -1;
+	c->subreaper = f->subreaper;
+	if (req->id && req->id->change) {
+		c->set_ids = true;
+		c->uid = req->id->uid;
+		c->gid = req->id->gid;
+		if (req->id->n_groups) {
+			run->groups = xmemdup(req->id->groups, req->id->n_groups * sizeof(gid_t));
+			c->groups = run->groups;
+			c->n_groups = req->id->n_groups;
+		}
+		note(run, true, "identity");
+	}
+	if (req->profile == SANDBOX_OFF) {
+		*ret = run;
+		return 0;
+	}
+
+	/* What the profile needs of the kernel. */
+	struct buf missing = {0};
+	if (!f->landlock_abi)
+		buf_puts(&missing, ", Landlock");
+	if (!f->seccomp)
+		buf_puts(&missing, ", seccomp");
+	if (!f->no_new_privs)
+		buf_puts(&missing, ", no_new_privs");
+	if (buf_size(&missing) && req->require) {
+		*ret_msg = xasprintf("The sandbox cannot be enforced on this system: it lacks %s, which the profile "
+				     "'%s' needs (sandbox.require is true; the daemon's start-up line says what the "
+				     "kernel enforces)", buf_head(&missing) + 2, sandbox_profile_name(req->profile));
+		buf_free(&missing);
+		sandbox_run_end(run);
+		return -EPERM;
+	}
+	buf_free(&missing);
+
+	bool other = req->id && req->id->change;
+	const char *parent;
+	if ((r = tmp_parent_get(other ? req->id->uid : geteuid(), other ? req->id->gid : getegid(), other,
+				&parent, ret_msg)) < 0 ||
+	    (r = tmp_call_make(parent, &run->tmpdir, ret_msg)) < 0)
+		goto fail;
+	const struct ll_rules *rules = NULL;
+	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, &rules, ret_msg)) < 0)
+		goto fail;
+	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
+	note(run, rules != NULL, "landlock");
+	if (f->seccomp) {
+		if (!(c->bpf = seccomp_prog_get(req->network, ret_msg))) {
+			r = -EINVAL;
+			goto fail;
+		}
+		note(run, true, "seccomp");
+	} else {
+		note(run, false, "seccomp");
+	}
+	c->no_new_privs = f->no_new_privs;
+	note(run, f->no_new_privs, "no_new_privs");
+	if (f->cgroup && (r = cgroup_make(run, f, ret_msg)) < 0)
+		goto fail;
+
+	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
+		protect_plan(run, req);
+		if (run->ro_binds && !f->mountns) {
+			run->binds = strv_free(run->binds);
+			run->ro_binds = strv_free(run->ro_binds);
+			note(run, false, "protect");
+		} else if (run->ro_binds) {
+			note(run, true, "protect");
+		}
+		c->binds = (const char *const *)run->binds;
+		c->ro_binds = (const char *const *)run->ro_binds;
+	}
+
+	/* Limits: rlimits always, cgroup limits on top where there are some. */
+	const struct sandbox_limits *l = &run->limits;
+	uid_t child_uid = c->set_ids ? c->uid : geteuid();
+	if (l->memory_mb > 0) {
+		add_rlimit(c, RLIMIT_DATA, l->memory_mb, 1024 * 1024);
+		note(run, true, "memory");
+	}
+	if (l->file_size_mb > 0) {
+		add_rlimit(c, RLIMIT_FSIZE, l->file_size_mb, 1024 * 1024);
+		note(run, true, "file_size");
+	}
+	if (l->nofile > 0) {
+		add_rlimit(c, RLIMIT_NOFILE, l->nofile, 1);
+		note(run, true, "nofile");
+	}
+	if (l->cpu_s > 0) {
+		add_rlimit(c, RLIMIT_CPU, l->cpu_s, 1);
+		note(run, true, "cpu");
+	}
+	if (l->pids > 0) {
+		/* RLIMIT_NPROC counts every process of the uid, and root is
+		 * exempt from it: for root only a pids cgroup can count. */
+		bool cg = f->cgroup && f->cgroup_pids;
+		if (child_uid != 0)
+			add_rlimit(c, RLIMIT_NPROC, l->pids, 1);
+		note(run, cg || child_uid != 0, "pids");
+	}
+	*ret = run;
+	return 0;
+fail:
+	sandbox_run_end(run);
+	return r;
+}
+
+struct sandbox_child *sandbox_run_child(struct sandbox_run *run)
+{
+	return run ? &run->child : NULL;
+}
+
+const char *sandbox_run_tmpdir(const struct sandbox_run *run)
+{
+	return run ? run->tmpdir : NULL;
+}
+
+enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run)
+{
+	return run ? run->profile : SANDBOX_OFF;
+}
+
+/* Kills every process in the call's cgroup. */
+void sandbox_run_kill(struct sandbox_run *run)
+{
+	if (run && run->cgroup_fd >= 0)
+		(void)cg_write(run->cgroup_fd, "cgroup.kill", "1");
+}
+
+/* Reads one "key value" line of a cgroup file; -1 when absent. */
+static int64_t cg_read_key(const struct sandbox_run *run, const char *file, const char *key)
+{
+	if (!run || run->cgroup_fd < 0)
+		return -1;
+	_cleanup_close_ int fd = openat(run->cgroup_fd, file, O_RDONLY | O_CLOEXEC);
+	char buf[1024];
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	size_t klen = strlen(key);
+	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+			return strtoll(line + klen + 1, NULL, 10);
+	return -1;
+}
+
+bool sandbox_run_empty(const struct sandbox_run *run)
+{
+	return cg_read_key(run, "cgroup.events", "populated") <= 0;
+}
+
+/* Cgroups that still had processes when their call ended: removed later. */
+static char **pending_rmdir;
+
+/* Removes the cgroups left behind earlier, now that they may be empty. */
+static void rmdir_pending(void)
+{
+	size_t k = 0;
+	for (size_t i = 0; pending_rmdir && pending_rmdir[i]; i++) {
+		if (rmdir(pending_rmdir[i]) == 0 || errno == ENOENT)
+			free(pending_rmdir[i]);
+		else
+			pending_rmdir[k++] = pending_rmdir[i];
+	}
+	if (pending_rmdir)
+		pending_rmdir[k] = NULL;
+}
+
+/* Ends a run. */
+struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
+{
+	if (!run)
+		return NULL;
+	if (run->child.cgroup_procs_fd >= 0)
+		close(run->child.cgroup_procs_fd);
+	if (run->cgroup) {
+		sandbox_run_kill(run);
+		if (rmdir(run->cgroup) < 0 && errno == EBUSY)
+			strv_push(&pending_rmdir, TAKE_PTR(run->cgroup));
+		free(run->cgroup);
+	}
+	rmdir_pending();
+	if (run->cgroup_fd >= 0)
+		close(run->cgroup_fd);
+	tmp_call_remove(run->tmpdir);
+	strv_free(run->binds);
+	strv_free(run->ro_binds);
+	free(run->groups);
+	free(run);
+	return NULL;
+}
+
+/* Writes the sandbox member of structuredContent. */
+void sandbox_run_json(const struct sandbox_run *run, struct buf *out)
+{
+	struct jgen *g = jgen_new(out);
+	jgen_obj_open(g);
+	jgen_key(g, "profile");
+	jgen_str(g, sandbox_profile_name(sandbox_run_profile(run)));
+	jgen_kv_bool(g, "network", run ? run->profile == SANDBOX_OFF || run->network : true);
+	jgen_key(g, "enforced");
+	jgen_arr_open(g);
+	for (unsigned i = 0; run && i < run->n_enforced; i++)
+		jgen_str(g, run->enforced[i]);
+	jgen_arr_close(g);
+	if (run && run->n_not_enforced) {
+		jgen_key(g, "not_enforced");
+		jgen_arr_open(g);
+		for (unsigned i = 0; i < run->n_not_enforced; i++)
+			jgen_str(g, run->not_enforced[i]);
+		jgen_arr_close(g);
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+}
+
+static bool has(const char *s, size_t n, const char *needle)
+{
+	return s && memmem(s, n, needle, strlen(needle));
+}
+
+/* Names the limit a child ran into, if any. */
+char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int sig, const char *err, size_t n)
+{
+	if (!run || run->profile == SANDBOX_OFF)
+		return NULL;
+	const struct sandbox_limits *l = &run->limits;
+	if (sig == SIGXFSZ && l->file_size_mb > 0)
+		return xasprintf("the file size limit (%" PRId64 " MB)", l->file_size_mb);
+	if (sig == SIGXCPU && l->cpu_s > 0)
+		return xasprintf("the CPU time limit (%" PRId64 " s)", l->cpu_s);
+	if (cg_read_key(run, "memory.events", "oom_kill") > 0 ||
+	    (l->memory_mb > 0 && (sig || exit_code) &&
+	     (has(err, n, "Cannot allocate memory") || has(err, n, "Out of memory") ||
+	      has(err, n, "out of memory") || has(err, n, "MemoryError") || has(err, n, "bad_alloc") ||
+	      has(err, n, "memory exhausted") || has(err, n, "Out of space"))))
+		return xasprintf("the memory limit (%" PRId64 " MB)", l->memory_mb);
+	if (cg_read_key(run, "pids.events", "max") > 0 ||
+	    (l->pids > 0 && (sig || exit_code) &&
+	     (has(err, n, "fork: Resource temporarily unavailable") || has(err, n, "Cannot fork") ||
+	      has(err, n, "can't fork") || has(err, n, "fork: retry") ||
+	      has(err, n, "Resource temporarily unavailable"))))
+		return xasprintf("the process limit (%" PRId64 " processes)", l->pids);
+	if (l->nofile > 0 && (sig || exit_code) && has(err, n, "Too many open files"))
+		return xasprintf("the open files limit (%" PRId64 ")", l->nofile);
+	if (l->file_size_mb > 0 && (sig || exit_code) && has(err, n, "File too large"))
+		return xasprintf("the file size limit (%" PRId64 " MB)", l->file_size_mb);
+	return NULL;
+}
+
+/* Tells the model, when stderr shows a denial, that the sandbox said no. */
+char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t n)
+{
+	static const char *const denials[] = {
+		"Permission denied", "Operation not permitted", "Network is unreachable",
+		"Read-only file system", "Address family not supported", "Could not resolve host",
+		"Temporary failure in name resolution",
+	};
+	if (!run || run->profile == SANDBOX_OFF)
+		return NULL;
+	bool denied = false;
+	for (size_t i = 0; i < ELEMENTSOF(denials) && !denied; i++)
+		denied = has(err, n, denials[i]);
+	if (!denied)
+		return NULL;
+	return xasprintf("[sandbox] This may have been refused by the sandbox (profile %s): it allows reading "
+			 "files except private ones (such as ~/.ssh), writing only in %s, and %s. Work within "
+			 "that, or ask the user to loosen the tool's sandbox.",
+			 sandbox_profile_name(run->profile),
+			 run->profile == SANDBOX_WORKSPACE_WRITE
+				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"
+				 : "$TMPDIR and /dev/null",
+			 run->network ? "network access" : "no network access");
+}

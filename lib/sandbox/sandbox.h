@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox of everything the daemon starts (shell, command tools, MCP
+ * servers, hooks): what the kernel can enforce here (probed once), the
+ * profiles, and the plan one spawned child carries out before exec.
+ *
+ * Everything expensive is made in the daemon: the Landlock rules per
+ * (workspace set, identity, profile) are resolved once and kept as O_PATH
+ * fds (probe.c, landlock.c), the seccomp program per (network, identity
+ * kind) is built with libseccomp once and kept as BPF (seccomp.c). A call
+ * then only makes its private TMPDIR, a ruleset fd from the kept rules and,
+ * with a delegated cgroup v2 subtree, a cgroup of its own (run.c). The
+ * child, spawned with clone(CLONE_VM | CLONE_VFORK), carries out the plan
+ * with raw system calls (apply.c): cgroup, mount namespace for the
+ * protected paths, rlimits, groups/gid/uid, no_new_privs, Landlock,
+ * seccomp, in that order, then execs.
+ *
+ * Cleanup: the daemon is child subreaper and each call's leader is one
+ * too, so every process a call starts stays its descendant while it runs
+ * and comes back to the daemon when it exits; lib/child_spawn.c then kills
+ * and reaps what is not a tracked child. With a cgroup, cgroup.kill ends
+ * the call's processes first.
+ */
+#ifndef TC_SANDBOX_H
+#define TC_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/base/buf.h"
+
+enum sandbox_profile {
+	SANDBOX_WORKSPACE_WRITE,
+	SANDBOX_READ_ONLY,
+	SANDBOX_OFF,
+};
+
+const char *sandbox_profile_name(enum sandbox_profile p);
+/* Returns the profile named s, or -1. */
+int sandbox_profile_from_name(const char *s);
+
+/* Per call limits; a negative value means none. */
+struct sandbox_limits {
+	int64_t memory_mb;
+	int64_t pids;
+	int64_t file_size_mb;
+	int64_t nofile;
+	int64_t cpu_s;
+};
+
+#define SANDBOX_LIMITS_DEFAULT \
+	((struct sandbox_limits){ .memory_mb = 4096, .pids = 512, .file_size_mb = 4096, .nofile = 1024, .cpu_s = -1 })
+/* A limits object with every member unset, to be merged over another. */
+#define SANDBOX_LIMITS_UNSET \
+	((struct sandbox_limits){ .memory_mb = INT64_MIN, .pids = INT64_MIN, .file_size_mb = INT64_MIN, \
+				  .nofile = INT64_MIN, .cpu_s = INT64_MIN })
+/* Sets in *base what over sets (members not INT64_MIN). */
+void sandbox_limits_merge(struct sandbox_limits *base, const struct sandbox_limits *over);
+
+/* What the kernel enforces here. */
+struct sandbox_features {
+	int landlock_abi;		/* 0: no Landlock */
+	bool seccomp;
+	bool no_new_privs;
+	bool subreaper;
+	bool cgroup;			/* a cgroup v2 directory calls can be made in */
+	bool cgroup_memory;		/* its memory controller is enabled for them */
+	bool cgroup_pids;
+	bool mountns;			/* protect: a private mount namespace per call */
+	bool setid;			/* the daemon can change a child's uid */
+	char *cgroup_dir;		/* where call cgroups are made, or NULL */
+};
+
+/*
+ * Probes the kernel, once: Landlock ABI, seccomp, no_new_privs, the
+ * cgroup v2 directory (cgroup_dir when not NULL, else the daemon's own
+ * cgroup when it is writable), mount namespaces; and makes the daemon
+ * child subreaper. Later calls return the first result. cgroup_dir "" turns
+ * the cgroup off.
+ */
+const struct sandbox_features *sandbox_probe(const char *cgroup_dir);
+/* Forgets the probe (tests that emulate another kernel probe again). */
+void sandbox_probe_reset(void);
+/* "sandbox: landlock ABI 7, seccomp, no_new_privs, cgroup v2 delegated: no, ..." */
+char *sandbox_features_line(const struct sandbox_features *f);
+
+/* sandbox.per_tool: a profile by tool name. */
+struct sandbox_per_tool {
+	char *tool;
+	enum sandbox_profile profile;
+};
+
+/* Settings shared by every call (the config's "sandbox" object). */
+struct sandbox_config {
+	enum sandbox_profile profile;		/* the default */
+	struct sandbox_per_tool *per_tool;
+	size_t n_per_tool;
+	bool network;				/* the default for tools not of side effect network */
+	char **deny_read;			/* NULL-terminated; "~/" is the identity's home */
+	char **write_extra;			/* absolute paths */
+	char **protect;				/* relative to each workspace */
+	struct sandbox_limits limits;
+	bool require;
+	bool run_as_peer;
+	char *cgroup_dir;			/* NULL: detect */
+};
+
+/* A tool file's "sandbox" object; members unset are -1, NULL or
+ * SANDBOX_LIMITS_UNSET. */
+struct sandbox_tool {
+	int profile;
+	int network;
+	char **write_extra;
+	struct sandbox_limits limits;
+	int run_as_peer;
+};
+
+#define SANDBOX_TOOL_UNSET \
+	((struct sandbox_tool){ .profile = -1, .network = -1, .limits = SANDBOX_LIMITS_UNSET, .run_as_peer = -1 })
+void sandbox_tool_clear(struct sandbox_tool *t);
+
+struct json;
+/* Reads a tool or provider file's "sandbox" object into t (set to
+ * SANDBOX_TOOL_UNSET first). -EINVAL with a message naming the key. */
+int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **ret_err);
+/* Reads the config's "sandbox" object over cfg (sandbox_config_init()
+ * first). -EINVAL with a message naming the key. */
+int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, char **ret_err);
+/* Reads "peer" (1) or "daemon" (0). */
+int sandbox_run_as_from_json(const struct json *v, const char *where, int *ret, char **ret_err);
+
+/* The defaults of CONTRACT §10 (deny_read, protect, limits, require). */
+void sandbox_config_init(struct sandbox_config *cfg);
+void sandbox_config_clear(struct sandbox_config *cfg);
+
+/* Who a child runs as. */
+struct sandbox_identity {
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	size_t n_groups;
+	const char *home;			/* for "~/" in deny_read; NULL: none */
+	bool change;				/* false: the daemon's own identity */
+};
+
+/* A peer's identity, kept with its connection. */
+struct sandbox_peer {
+	struct sandbox_identity id;
+	gid_t groups[64];
+	char *home;
+};
+
+/*
+ * Fills p for a peer of the socket: children run as it (id.change) when
+ * run_as_peer, the daemon is root and the peer is another uid; its home is
+ * its passwd entry's (looked up here, once per connection). Otherwise the
+ * daemon's own identity, with $HOME. Clear with sandbox_peer_clear().
+ */
+void sandbox_peer_init(struct sandbox_peer *p, bool run_as_peer, uid_t uid, gid_t gid, const gid_t *groups,
+		       size_t n_groups);
+void sandbox_peer_clear(struct sandbox_peer *p);
+/* Reads a provider file's "run_as": "daemon" (ret left the daemon's), or
+ * a user name, looked up now. -EINVAL with a message for an unknown one. */
+int sandbox_peer_from_json(const struct json *v, struct sandbox_peer *ret, char **ret_err);
+
+/* One call's wish: profile and settings resolved from config and tool. */
+struct sandbox_req {
+	enum sandbox_profile profile;
+	bool network;
+	bool require;
+	struct sandbox_limits limits;
+	const char *const *workspaces;		/* canonical absolute roots */
+	const char *const *deny_read;
+	const char *const *write_extra;		/* the config's */
+	const char *const *write_extra_tool;	/* the tool's */
+	const char *const *protect;
+	const struct sandbox_identity *id;	/* NULL: the daemon's own */
+	const char *call_name;			/* for the cgroup's and TMPDIR's name */
+};
+
+/*
+ * Resolves a call's request: the profile from the tool file, else
+ * sandbox.per_tool, else the default; network from the tool file, else
+ * true for tools of side effect network, else sandbox.network; limits the
+ * config's with the tool's over them. Workspaces and identity are left for
+ * the caller. Pointers refer to cfg and tool (either may be NULL: then
+ * profile off, nothing confined).
+ */
+void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg, const char *tool_name,
+		      bool network_tool, const struct sandbox_tool *tool);
+
+/* The plan the spawned child carries out (apply.c), in memory it shares
+ * with the daemon: raw values and fds only. */
+struct sandbox_child {
+	int cgroup_fd;				/* the call's cgroup dir, or -1 */
+	int cgroup_procs_fd;			/* its cgroup.procs, or -1 */
+	const char *const *binds;		/* self-bind rw (keeps them in place) */
+	const char *const *ro_binds;		/* self-bind read-only */
+	bool set_ids;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	size_t n_groups;
+	struct { int resource; uint64_t value; } rlimits[6];
+	unsigned n_rlimits;
+	bool subreaper;
+	bool no_new_privs;
+	int landlock_fd;			/* -1: none */
+	const void *bpf;			/* struct sock_fprog, or NULL */
+	const char *failed;			/* set by the child: the step that failed */
+};
+
+struct sandbox_run;
+
+/*
+ * Prepares one child's sandbox: TMPDIR (mode 0700, owned by the child's
+ * uid), the Landlock ruleset, the seccomp program, the cgroup. With
+ * req->require and a missing feature the profile needs, fails -EPERM with
+ * what is missing in *ret_msg. Other errors: negative errno, *ret_msg says
+ * what failed. Profile off: a run with nothing to apply.
+ */
+int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, char **ret_msg);
+/* The plan for the spawn, or NULL for profile off. */
+struct sandbox_child *sandbox_run_child(struct sandbox_run *run);
+/* The private temporary directory, or NULL. */
+const char *sandbox_run_tmpdir(const struct sandbox_run *run);
+/* Kills every process of the run's cgroup (no-op without one). */
+void sandbox_run_kill(struct sandbox_run *run);
+/* Ends the run: kills what is left in its cgroup, removes the cgroup and
+ * TMPDIR. Accepts NULL; returns NULL. */
+struct sandbox_run *sandbox_run_end(struct sandbox_run *run);
+/* The cgroup.events "populated" state is 0 or the cgroup is gone. */
+bool sandbox_run_empty(const struct sandbox_run *run);
+
+/* Appends {"profile","network","enforced":[...]} for structuredContent. */
+void sandbox_run_json(const struct sandbox_run *run, struct buf *out);
+/* What the limits were the child hit, from how it ended and its stderr, as
+ * "memory limit (4096 MB)"; NULL when none. */
+char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int sig,
+			    const char *err, size_t err_len);
+/* When stderr shows a denial: the line telling the model the sandbox
+ * refused it and what the profile allows; else NULL. */
+char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
+enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
+
+/* Drops the cached rulesets and programs (on reload). */
+void sandbox_cache_clear(void);
+/* At exit: removes the directory of TMPDIRs and the call cgroups left,
+ * drops the caches. */
+void sandbox_shutdown(void);
+
+/*
+ * Carries out the plan in the spawned child: raw system calls only, on its
+ * stack. Returns 0, or a negative errno with c->failed naming the step.
+ */
+int sandbox_child_apply(struct sandbox_child *c);
+
+/*
+ * True when pid is a process the daemon started (a descendant of the
+ * daemon) or lives in one of its call cgroups: such a peer of the socket
+ * is refused. pidfd (or -1) pins the process against pid reuse.
+ */
+bool sandbox_pid_confined(pid_t pid, int pidfd);
+
+#endif

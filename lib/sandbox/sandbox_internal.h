@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of lib/sandbox/ share: the Landlock ABI (defined here, as
+ * the system headers may predate the kernel), the kept rule lists and the
+ * kept seccomp programs.
+ */
+#ifndef TC_SANDBOX_INTERNAL_H
+#define TC_SANDBOX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/sandbox/sandbox.h"
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+#define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+#define LL_RULE_PATH_BENEATH 1
+
+#define LL_FS_EXECUTE (1ULL << 0)
+#define LL_FS_WRITE_FILE (1ULL << 1)
+#define LL_FS_READ_FILE (1ULL << 2)
+#define LL_FS_READ_DIR (1ULL << 3)
+#define LL_FS_REMOVE_DIR (1ULL << 4)
+#define LL_FS_REMOVE_FILE (1ULL << 5)
+#define LL_FS_MAKE_CHAR (1ULL << 6)
+#define LL_FS_MAKE_DIR (1ULL << 7)
+#define LL_FS_MAKE_REG (1ULL << 8)
+#define LL_FS_MAKE_SOCK (1ULL << 9)
+#define LL_FS_MAKE_FIFO (1ULL << 10)
+#define LL_FS_MAKE_BLOCK (1ULL << 11)
+#define LL_FS_MAKE_SYM (1ULL << 12)
+#define LL_FS_REFER (1ULL << 13)		/* ABI 2 */
+#define LL_FS_TRUNCATE (1ULL << 14)		/* ABI 3 */
+#define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0)	/* ABI 6 */
+#define LL_SCOPE_SIGNAL (1ULL << 1)		/* ABI 6 */
+
+#define LL_READ (LL_FS_EXECUTE | LL_FS_READ_FILE | LL_FS_READ_DIR)
+/* Rights that make sense on a file, not only on a directory. */
+#define LL_FILE_RIGHTS (LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE)
+
+struct ll_ruleset_attr {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net;
+	uint64_t scoped;
+};
+
+struct ll_path_beneath_attr {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
+
+/* The file system rights an ABI handles. */
+uint64_t ll_fs_rights(int abi);
+
+/* A kept list of rules: O_PATH fds of the paths and their rights. */
+struct ll_rules;
+
+/*
+ * Finds or builds the rules of a request (read everywhere but deny_read,
+ * write on the workspaces and write_extra unless read-only, /dev/null,
+ * tmp_parent) and their ruleset. Kept until sandbox_cache_clear().
+ * Negative errno, *ret_msg set.
+ */
+int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, const struct ll_rules **ret,
+		 char **ret_msg);
+/* The ruleset of the rules. */
+int ll_rules_fd(const struct ll_rules *rules);
+int ll_ruleset_make(const struct ll_rules *rules, int abi, int *ret_fd);
+void ll_cache_clear(void);
+
+/* Private TMPDIRs (tmp.c): a parent per identity (mode 0700, its own),
+ * writable in the rules; a directory per call beneath it. */
+int tmp_parent_get(uid_t uid, gid_t gid, bool chown_it, const char **ret, char **ret_msg);
+int tmp_call_make(const char *parent, char **ret, char **ret_msg);
+void tmp_call_remove(char *path);
+void tmp_base_remove(void);
+
+/* The seccomp program for a request (kept), or NULL with *ret_msg set. */
+const void *seccomp_prog_get(bool network, char **ret_msg);
+void seccomp_cache_clear(void);
+
+#endif

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The seccomp programs of the sandbox, built with libseccomp once per
+ * kind and kept as BPF, so the spawned child only loads them.
+ *
+ * Everything is allowed but: sockets of any family other than AF_UNIX and
+ * AF_NETLINK unless the profile has network (EACCES: the program says
+ * "Permission denied"); io_uring, which would run socket and file
+ * operations past this filter; ptrace, bpf, perf_event_open, the key
+ * calls, every mount-type call, setns, new namespaces through unshare or
+ * clone, and clone3 (ENOSYS: its flags are in memory a filter cannot read,
+ * and libc falls back to clone); giving up the subreaper role that keeps a
+ * call's processes together; and the ioctls that push input into a
+ * terminal. The other architectures of the machine (i386 on x86_64) are
+ * killed, so no other system call table is a way around.
+ */
+#include "lib/sandbox/sandbox_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include <linux/filter.h>
+
+#include "proto/base/util.h"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+/* [network] */
+static struct sock_fprog *progs[2];
+
+void seccomp_cache_clear(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (progs[i]) {
+			free(progs[i]->filter);
+			free(progs[i]);
+			progs[i] = NULL;
+		}
+}
+
+static const char *const denied_calls[] = {
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	"ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
+	"keyctl", "add_key", "request_key",
+	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount",
+	"fsconfig", "fspick", "mount_setattr", "setns", "chroot",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"userfaultfd", "name_to_handle_at", "open_by_handle_at",
+};
+
+/* Adds the rules; returns 0 or a negative errno, *ret_what naming the
+ * rule that failed. */
+static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(denied_calls); i++) {
+		int nr = seccomp_syscall_resolve_name(denied_calls[i]);
+		if (nr == __NR_SCMP_ERROR)
+			continue;	/* not on this architecture */
+		*ret_what = denied_calls[i];
+		if ((r = seccomp_rule_add(ctx, eperm, nr, 0)) < 0)
+			return r;
+	}
+	*ret_what = "clone3";
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0)
+		return r;
+	static const uint64_t ns_flags[] = {
+		CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUTS,
+		CLONE_NEWIPC, CLONE_NEWCGROUP, CLONE_NEWTIME,
+	};
+	for (size_t i = 0; i < ELEMENTSOF(ns_flags); i++) {
+		*ret_what = "unshare";
+		if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(unshare), 1,
+					  SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]))) < 0)
+			return r;
+		*ret_what = "clone";
+		/* The flags are clone's first argument on x86_64 and arm64. */
+		if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(clone), 1,
+					  SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]))) < 0)
+			return r;
+	}
+	*ret_what = "prctl";
+	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(prctl), 1,
+				  SCMP_A0(SCMP_CMP_EQ, PR_SET_CHILD_SUBREAPER, 0))) < 0)
+		return r;
+	*ret_what = "ioctl";
+	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI))) < 0 ||
+	    (r = seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
+				  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX))) < 0)
+		return r;
+	if (network)
+		return 0;
+	*ret_what = "socket";
+	for (int fam = 0; fam < AF_MAX; fam++) {
+		if (fam == AF_UNIX || fam == AF_NETLINK)
+			continue;
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
+					  SCMP_A0(SCMP_CMP_EQ, (uint64_t)fam, 0))) < 0)
+			return r;
+	}
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
+				  SCMP_A0(SCMP_CMP_GE, (uint64_t)AF_MAX, 0))) < 0)
+		return r;
+	return 0;
+}
+
+/* Builds a program and exports it as BPF into memory. */
+static int build(bool network, struct sock_fprog **ret, char **ret_msg)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	const char *what = "init";
+	int r = -ENOMEM;
+	_cleanup_close_ int mfd = -1;
+
+	if (!ctx)
+		goto fail;
+	/* no_new_privs is set by the child itself, as one step of its plan. */
+	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
+	    (r = add_rules(ctx, network, &what)) < 0)
+		goto fail;
+	what = "export";
+	mfd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
+	if (mfd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if ((r = seccomp_export_bpf(ctx, mfd)) < 0)
+		goto fail;
+	struct stat st;
+	if (fstat(mfd, &st) < 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) ||
+	    st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS) {
+		r = -EINVAL;
+		goto fail;
+	}
+	struct sock_filter *code = xmalloc((size_t)st.st_size);
+	if (pread(mfd, code, (size_t)st.st_size, 0) != st.st_size) {
+		free(code);
+		r = -EIO;
+		goto fail;
+	}
+	struct sock_fprog *p = xcalloc(1, sizeof(*p));
+	p->len = (unsigned short)(st.st_size / sizeof(struct sock_filter));
+	p->filter = code;
+	seccomp_release(ctx);
+	*ret = p;
+	return 0;
+fail:
+	if (ctx)
+		seccomp_release(ctx);
+	*ret_msg = xasprintf("building the seccomp filter failed (%s): %s", what, strerror(-r));
+	return r;
+}
+
+/* Finds or builds the program of a kind. */
+const void *seccomp_prog_get(bool network, char **ret_msg)
+{
+	struct sock_fprog **slot = &progs[network];
+	if (!*slot && build(network, slot, ret_msg) < 0)
+		return NULL;
+	return *slot;
+}

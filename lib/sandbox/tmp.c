@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private TMPDIRs. The daemon makes one directory (mode 0711) holding a
+ * parent per identity its children run as (mode 0700, owned by that
+ * identity), which the Landlock rules of that identity make writable; each
+ * call gets a directory of its own beneath (mode 0700), emptied of all it
+ * holds when the call ends. So a ruleset serves every call of an identity,
+ * and a call's TMPDIR is reachable by no other identity (the calls of one
+ * identity, which share its uid, may reach each other's while they run).
+ * An emptied directory is kept for the identity's next call: making and
+ * removing directories costs journal writes, looking at an empty one does
+ * not.
+ */
+#include "lib/sandbox/sandbox_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "proto/base/util.h"
+
+/* How deep a TMPDIR is removed; deeper is left in place. */
+#define RM_DEPTH_MAX 128
+#define PARENTS_MAX 256
+/* Emptied TMPDIRs kept per identity. */
+#define FREE_MAX 16
+
+static char *tmp_base;
+static uint64_t seq;
+static struct {
+	uid_t uid;
+	char *path;
+	char *free[FREE_MAX];
+	size_t n_free;
+} parents[PARENTS_MAX];
+static size_t n_parents;
+
+/* Removes name in parent and, for a directory, all it holds. Never
+ * follows a symlink: directories are opened with O_NOFOLLOW. */
+static void rm_tree_at(int parent, const char *name, unsigned depth)
+{
+	if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+		return;
+	if (errno == ENOTDIR) {
+		(void)unlinkat(parent, name, 0);
+		return;
+	}
+	if (depth >= RM_DEPTH_MAX)
+		return;
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			rm_tree_at(dirfd(d), e->d_name, depth + 1);
+	closedir(d);
+	(void)unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+/* The daemon's directory of TMPDIRs: made once, mode 0711, so each child
+ * can reach its own and list none. */
+static int tmp_base_get(const char **ret)
+{
+	if (!tmp_base) {
+		const char *t = getenv("TMPDIR");
+		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", t && t[0] == '/' ? t : "/tmp",
+						      (int)getpid());
+		if (!mkdtemp(tmpl))
+			return -errno;
+		if (chmod(tmpl, 0711) < 0) {
+			int e = -errno;
+			(void)rmdir(tmpl);
+			return e;
+		}
+		tmp_base = TAKE_PTR(tmpl);
+	}
+	*ret = tmp_base;
+	return 0;
+}
+
+/* Finds or makes the TMPDIR parent of an identity. */
+int tmp_parent_get(uid_t uid, gid_t gid, bool chown_it, const char **ret, char **ret_msg)
+{
+	for (size_t i = 0; i < n_parents; i++)
+		if (parents[i].uid == uid) {
+			*ret = parents[i].path;
+			return 0;
+		}
+	const char *base = NULL;
+	int r = tmp_base_get(&base);
+	_cleanup_free_ char *path = r >= 0 ? xasprintf("%s/u%u", base, (unsigned)uid) : NULL;
+	if (r >= 0 && mkdir(path, 0700) < 0 && errno != EEXIST)
+		r = -errno;
+	if (r >= 0 && chown_it && chown(path, uid, gid) < 0)
+		r = -errno;
+	if (r >= 0 && n_parents == PARENTS_MAX)
+		r = -ENOSPC;
+	if (r < 0) {
+		*ret_msg = xasprintf("Could not make a private TMPDIR: %s", strerror(-r));
+		return r;
+	}
+	parents[n_parents].uid = uid;
+	parents[n_parents].path = TAKE_PTR(path);
+	*ret = parents[n_parents++].path;
+	return 0;
+}
+
+static size_t parent_index(const char *parent)
+{
+	for (size_t i = 0; i < n_parents; i++)
+		if (parents[i].path == parent || strcmp(parents[i].path, parent) == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Makes a call's TMPDIR beneath its identity's parent, or takes an
+ * emptied one. */
+int tmp_call_make(const char *parent, char **ret, char **ret_msg)
+{
+	size_t k = parent_index(parent);
+	if (k != SIZE_MAX && parents[k].n_free) {
+		*ret = parents[k].free[--parents[k].n_free];
+		return 0;
+	}
+	char *path = xasprintf("%s/%" PRIu64, parent, ++seq);
+	if (mkdir(path, 0700) < 0) {
+		int r = -errno;
+		*ret_msg = xasprintf("Could not make a private TMPDIR: %s", strerror(-r));
+		free(path);
+		return r;
+	}
+	/* The parent's owner: mkdir as root made it root's. */
+	struct stat st;
+	if (stat(parent, &st) == 0 && st.st_uid != geteuid() && chown(path, st.st_uid, st.st_gid) < 0) {
+		int r = -errno;
+		*ret_msg = xasprintf("Could not make a private TMPDIR: %s", strerror(-r));
+		(void)rmdir(path);
+		free(path);
+		return r;
+	}
+	*ret = path;
+	return 0;
+}
+
+/* Whether a directory (fd read from its start) holds nothing. */
+static bool dir_empty(int fd)
+{
+	_Alignas(8) char buf[256];
+	long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+	for (long off = 0; off < n;) {
+		unsigned short reclen;
+		memcpy(&reclen, buf + off + 16, sizeof(reclen));	/* struct linux_dirent64 */
+		const char *name = buf + off + 19;
+		if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+			return false;
+		off += reclen;
+	}
+	return n >= 0;
+}
+
+/* Empties a call's TMPDIR and keeps it for the identity's next call (or
+ * removes it). */
+void tmp_call_remove(char *path)
+{
+	if (!path)
+		return;
+	_cleanup_free_ char *parent = xstrdup(path);
+	*strrchr(parent, '/') = '\0';
+	size_t k = parent_index(parent);
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	bool reuse = fd >= 0 && k != SIZE_MAX && parents[k].n_free < FREE_MAX && fstat(fd, &st) == 0 &&
+		     dir_empty(fd);
+	/* Its owner may have opened it up: the next call gets it private. */
+	if (reuse && (st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0)
+		reuse = false;
+	if (fd >= 0)
+		close(fd);
+	if (reuse) {
+		parents[k].free[parents[k].n_free++] = path;
+		return;
+	}
+	rm_tree_at(AT_FDCWD, path, 0);
+	free(path);
+}
+
+/* Removes the directory of TMPDIRs, at exit. */
+void tmp_base_remove(void)
+{
+	for (size_t i = 0; i < n_parents; i++) {
+		for (size_t k = 0; k < parents[i].n_free; k++)
+			free(parents[i].free[k]);
+		parents[i].n_free = 0;
+		free(parents[i].path);
+	}
+	n_parents = 0;
+	if (tmp_base) {
+		rm_tree_at(AT_FDCWD, tmp_base, 0);
+		free(tmp_base);
+		tmp_base = NULL;
+	}
+}

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox, black box through the socket: what start-up and
+ * --check-config say the kernel enforces; shell as the peer (uid, owner of
+ * what it writes, a root-only file refused); deny_read, writes outside the
+ * workspace, TMPDIR, .git/hooks; network denied and allowed; processes
+ * that left the call's group gone when it ends (cgroup and subreaper);
+ * memory and process limits named; the daemon's own socket refusing a
+ * sandboxed peer; option-like command arguments; an "off" tool shown in
+ * tools/list. Built twice: the tests as another uid (needing root) make
+ * their own executable (SANDBOX_AS_PEER), which exits 77 when not root.
+ */
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define AUTO "\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
+
+/* Says that the current test cannot run here. */
+static void skip(const char *test, const char *why)
+{
+	fprintf(stderr, "%s: skipped: %s\n", test, why);
+}
+
+/* Starts a daemon with the sandbox config members (JSON members text,
+ * may be empty) and $HOME in its temp dir, holding .ssh/id_rsa. */
+static void start(struct tcd *d, const char *sandbox_members)
+{
+	char *cfg = xasprintf("{" AUTO ",\"sandbox\":{%s}}", sandbox_members);
+	struct tcd_opts o = { .config = cfg };
+	tcd_prepare(d, &o);
+	char *home = xasprintf("%s/home", d->dir);
+	char *ssh = xasprintf("%s/home/.ssh", d->dir);
+	char *key = xasprintf("%s/home/.ssh/id_rsa", d->dir);
+	ck_assert_int_eq(mkdir(home, 0755), 0);
+	ck_assert_int_eq(mkdir(ssh, 0755), 0);
+	tc_write_file_atomic(key, "SECRET KEY\n", 11);
+	ck_assert_int_eq(chmod(key, 0644), 0);
+	char *env_home = xasprintf("HOME=%s", home);
+	const char *env[] = { env_home, NULL };
+	o.env = env;
+	tcd_spawn(d, &o);
+	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0) {
+		char *log = tcd_log(d);
+		ck_abort_msg("the daemon did not start: %s", log);
+	}
+	/* Other uids reach the socket and the workspace. */
+	ck_assert_int_eq(chmod(d->dir, 0711), 0);
+	ck_assert_int_eq(chmod(d->ws, 0777), 0);
+	free(env_home);
+	free(key);
+	free(ssh);
+	free(home);
+	free(cfg);
+}
+
+/* Runs a shell command; returns the response. */
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "command");
+	jgen_str(g, command);
+	jgen_obj_close(g);
+	jgen_free(g);
+	const struct json *r = tcc_call(c, "shell", buf_head(&b));
+	buf_free(&b);
+	return r;
+}
+
+static void stop(struct tcd *d)
+{
+	ck_assert_int_eq(tcd_stop(d), 0);
+	tcd_free(d);
+}
+
+#ifdef SANDBOX_AS_PEER
+START_TEST(shell_runs_as_the_peer)
+{
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw) {
+		skip("shell_runs_as_the_peer", "no user nobody");
+		return;
+	}
+	struct tcd d;
+	start(&d, "");
+	tcd_write_ws(&d, "root-only", "root's\n", 7, 0600);
+	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	const struct json *r = sh(c, "id -u; echo hi > mine");
+	tc_assert_ok(r);
+	char *want = xasprintf("%u\n", (unsigned)pw->pw_uid);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
+	free(want);
+	char *mine = tcd_ws_path(&d, "mine");
+	struct stat st;
+	ck_assert_int_eq(stat(mine, &st), 0);
+	ck_assert_int_eq(st.st_uid, pw->pw_uid);
+	free(mine);
+	r = sh(c, "cat root-only");
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stderr"), "Permission denied"));
+	/* The daemon's environment is out of reach. */
+	char *cmd = xasprintf("cat /proc/%d/environ", (int)d.pid);
+	r = sh(c, cmd);
+	free(cmd);
+	ck_assert(tj_bool(r, "result.isError"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* Root is exempt from RLIMIT_NPROC: without a pids cgroup, the process
+ * limit holds for a peer of another uid. */
+START_TEST(pids_limit_named)
+{
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw) {
+		skip("pids_limit_named", "no user nobody");
+		return;
+	}
+	struct tcd d;
+	start(&d, "\"limits\":{\"pids\":4}");
+	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	const struct json *r = sh(c, "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait");
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "process limit (4 processes)"), "%s",
+		      tj_str(r, "result.content.0.text"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+#else
+START_TEST(startup_says_what_is_enforced)
+{
+	struct tcd d;
+	start(&d, "");
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "sandbox: ") && strstr(log, "cgroup v2 delegated: "), "%s", log);
+	free(log);
+	char *cfg = xasprintf("%s/config.json", d.dir);
+	const char *argv[] = { tc_daemon_path(), "--config", cfg, "--check-config", NULL };
+	char *out = NULL, *err = NULL;
+	ck_assert_int_eq(tc_run(argv, NULL, NULL, &out, &err, 10000), 0);
+	ck_assert_msg(strstr(out, "sandbox: ") || strstr(err, "sandbox: "), "out: %s\nerr: %s", out, err);
+	free(out);
+	free(err);
+	free(cfg);
+	stop(&d);
+}
+END_TEST
+
+
+START_TEST(shell_file_system)
+{
+	struct tcd d;
+	start(&d, "");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "cat \"$HOME/.ssh/id_rsa\"");
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.stdout"), "SECRET"));
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "[sandbox]"), "%s", tj_str(r, "result.content.0.text"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.sandbox.profile"), "workspace-write");
+	ck_assert(!tj_bool(r, "result.structuredContent.sandbox.network"));
+
+	char *cmd = xasprintf("echo x > %s/outside", d.dir);
+	r = sh(c, cmd);
+	free(cmd);
+	ck_assert(tj_bool(r, "result.isError"));
+	char *outside = xasprintf("%s/outside", d.dir);
+	ck_assert_int_lt(access(outside, F_OK), 0);
+	free(outside);
+
+	r = sh(c, "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && echo made > made && echo \"$TMPDIR/t\"");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.isError"));
+	char tmpfile[4096];
+	ck_assert_int_eq(sscanf(tj_str(r, "result.structuredContent.stdout"), "t\n%4095s", tmpfile), 1);
+	ck_assert_int_lt(access(tmpfile, F_OK), 0);
+	char *made = tcd_read(&d, "made", NULL);
+	ck_assert_str_eq(made, "made\n");
+	free(made);
+
+	/* .git/hooks and .git/config stay read-only; new files are fine. */
+	tcd_put(&d, ".git/config", "[core]\n");
+	tcd_put(&d, ".git/hooks/README", "hooks\n");
+	r = sh(c, "echo evil > .git/hooks/pre-commit");
+	ck_assert(tj_bool(r, "result.isError"));
+	r = sh(c, "echo new > another && echo also > .git/notes");
+	ck_assert(!tj_bool(r, "result.isError"));
+	char *hook = tcd_ws_path(&d, ".git/hooks/pre-commit");
+	ck_assert_int_lt(access(hook, F_OK), 0);
+	free(hook);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+START_TEST(shell_network)
+{
+	if (access("/usr/bin/socat", X_OK) < 0) {
+		skip("shell_network", "no socat");
+		return;
+	}
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(ls, 16), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+	char *cmd = xasprintf("socat -u OPEN:/dev/null TCP:127.0.0.1:%d", ntohs(a.sin_port));
+
+	struct tcd d;
+	start(&d, "");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, cmd);
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.content.0.text"), "no network access"));
+	tcc_close(c);
+	stop(&d);
+
+	start(&d, "\"network\":true");
+	c = tcc_connect(&d);
+	r = sh(c, cmd);
+	ck_assert_msg(!tj_bool(r, "result.isError"), "%s", tj_str(r, "result.content.0.text"));
+	ck_assert(tj_bool(r, "result.structuredContent.sandbox.network"));
+	tcc_close(c);
+	stop(&d);
+	free(cmd);
+	close(ls);
+}
+END_TEST
+
+/* A setsid'd process started by a call is gone once the call answered. */
+static void escapee_gone(const char *sandbox_members)
+{
+	struct tcd d;
+	start(&d, sandbox_members);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "setsid sh -c 'echo $$ > pid; exec sleep 300' & while [ ! -s pid ]; do :; done");
+	tc_assert_ok(r);
+	char *pid_text = tcd_read(&d, "pid", NULL);
+	ck_assert_ptr_nonnull(pid_text);
+	pid_t pid = atoi(pid_text);
+	free(pid_text);
+	ck_assert_int_gt(pid, 1);
+	/* Killed and reaped by the daemon: the pid is free. */
+	bool gone = false;
+	for (int i = 0; i < 200 && !gone; i++) {
+		gone = kill(pid, 0) < 0 && errno == ESRCH;
+		if (!gone)
+			usleep(10000);
+	}
+	ck_assert_msg(gone, "process %d outlived its call", (int)pid);
+	tcc_close(c);
+	stop(&d);
+}
+
+START_TEST(setsid_gone_cgroup)
+{
+	escapee_gone("");
+}
+END_TEST
+
+START_TEST(setsid_gone_subreaper)
+{
+	escapee_gone("\"cgroup\":\"\"");
+}
+END_TEST
+
+START_TEST(memory_limit_named)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"memory_mb\":64}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "awk 'BEGIN { s = \"a\"; while (1) s = s s }'");
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "memory limit (64 MB)"), "%s",
+		      tj_str(r, "result.content.0.text"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+
+START_TEST(socket_refuses_sandboxed_peer)
+{
+	if (access("/usr/bin/socat", X_OK) < 0) {
+		skip("socket_refuses_sandboxed_peer", "no socat");
+		return;
+	}
+	struct tcd d;
+	start(&d, "");
+	struct tcc *c = tcc_connect(&d);
+	char *cmd = xasprintf("printf '%%s\\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}' | "
+			      "socat -t 3 - UNIX-CONNECT:%s; echo done", d.sock);
+	const struct json *r = sh(c, cmd);
+	free(cmd);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "done\n");
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "sandboxed"), "%s", log);
+	free(log);
+	/* Still serving its real peers. */
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+START_TEST(command_options_and_off_listed)
+{
+	struct tcd d;
+	start(&d, "");
+	tcd_write_tool(&d, "echo.json",
+		       "{\"name\":\"echo_it\",\"kind\":\"command\",\"side_effects\":\"read\",\"argv\":[\"echo\",\"{{x}}\"],"
+		       "\"input_schema\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}}}}");
+	tcd_write_tool(&d, "raw.json",
+		       "{\"name\":\"raw\",\"kind\":\"command\",\"side_effects\":\"read\",\"argv\":[\"true\"],"
+		       "\"sandbox\":{\"profile\":\"off\"}}");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+	const struct json *r = tcc_call(c, "echo_it", "{\"x\":\"--output=/elsewhere\"}");
+	ck_assert_str_eq(tj_kind(r), "validation_error");
+	r = tcc_call(c, "echo_it", "{\"x\":\"fine\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.sandbox.profile"), "workspace-write");
+
+	r = tcc_request(c, "tools/list", NULL);
+	const struct json *tools = json_get(json_get(r, "result"), "tools");
+	bool seen = false;
+	for (size_t i = 0; tools && i < tools->u.arr.n; i++) {
+		const struct json *t = tools->u.arr.items[i];
+		if (!str_eq(json_str(json_get(t, "name")), "raw"))
+			continue;
+		seen = true;
+		ck_assert_str_eq(json_str(json_get(json_get(t, "_meta"), "toolcalld/sandbox")), "off");
+	}
+	ck_assert(seen);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+#endif
+
+#ifndef SANDBOX_AS_PEER
+/* Reads one "Name:\tvalue" line of /proc/pid/status (malloc'd). */
+static char *proc_status(pid_t pid, const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	char *text = tcd_read(NULL, path, NULL);
+	ck_assert_ptr_nonnull(text);
+	char *line = strstr(text, name);
+	ck_assert_ptr_nonnull(line);
+	line += strlen(name);
+	while (*line == ':' || *line == '\t' || *line == ' ')
+		line++;
+	char *r = strndup(line, strcspn(line, "\n"));
+	free(text);
+	return r;
+}
+
+/* An MCP server runs under the profile, and goes when its provider does. */
+START_TEST(mcp_server_sandboxed)
+{
+	const char *server = getenv("TC_MCP_SERVER");
+	if (!server) {
+		skip("mcp_server_sandboxed", "TC_MCP_SERVER is not set");
+		return;
+	}
+	struct tcd d;
+	start(&d, "");
+	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"],"
+			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\" }", server);
+	tcd_write_tool(&d, "demo.json", decl);
+	free(decl);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+	const struct json *r = tcc_call(c, "demo_pid", "{}");
+	tc_assert_ok(r);
+	pid_t pid = atoi(tj_str(r, "result.content.0.text"));
+	ck_assert_int_gt(pid, 1);
+	char *nnp = proc_status(pid, "NoNewPrivs");
+	char *seccomp = proc_status(pid, "Seccomp");
+	ck_assert_str_eq(nnp, "1");
+	ck_assert_str_eq(seccomp, "2");
+	free(nnp);
+	free(seccomp);
+
+	r = tcc_request(c, "tools/list", NULL);
+	const struct json *tools = json_get(json_get(r, "result"), "tools");
+	for (size_t i = 0; tools && i < tools->u.arr.n; i++) {
+		const struct json *t = tools->u.arr.items[i];
+		if (str_eq(json_str(json_get(t, "name")), "demo_pid"))
+			ck_assert_str_eq(json_str(json_get(json_get(t, "_meta"), "toolcalld/sandbox")), "workspace-write");
+	}
+
+	/* The provider goes: so does its server. */
+	char *file = xasprintf("%s/demo.json", d.tools_dir);
+	ck_assert_int_eq(unlink(file), 0);
+	free(file);
+	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+	bool gone = false;
+	for (int i = 0; i < 500 && !gone; i++) {
+		gone = kill(pid, 0) < 0 && errno == ESRCH;
+		if (!gone)
+			usleep(10000);
+	}
+	ck_assert_msg(gone, "MCP server %d outlived its provider", (int)pid);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+#endif
+
+static Suite *sandbox_suite(void)
+{
+	Suite *s = suite_create("integ_sandbox");
+	TCase *tc = tcase_create("sandbox");
+	tcase_set_timeout(tc, 120);
+#ifdef SANDBOX_AS_PEER
+	tcase_add_test(tc, shell_runs_as_the_peer);
+	tcase_add_test(tc, pids_limit_named);
+#else
+	tcase_add_test(tc, startup_says_what_is_enforced);
+	tcase_add_test(tc, shell_file_system);
+	tcase_add_test(tc, shell_network);
+	tcase_add_test(tc, setsid_gone_cgroup);
+	tcase_add_test(tc, setsid_gone_subreaper);
+	tcase_add_test(tc, memory_limit_named);
+	tcase_add_test(tc, socket_refuses_sandboxed_peer);
+	tcase_add_test(tc, command_options_and_off_listed);
+	tcase_add_test(tc, mcp_server_sandboxed);
+#endif
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+#ifdef SANDBOX_AS_PEER
+	if (geteuid() != 0) {
+		fprintf(stderr, "skipped: running a call as another uid needs root\n");
+		return 77;
+	}
+#endif
+	return run_suite(sandbox_suite());
+}

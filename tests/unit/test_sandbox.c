@@ -1,0 +1,798 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox of spawned children, through the shell and command tools on
+ * a real libev loop: the profile builder and what it reports, the file
+ * system (deny_read, writable workspace and TMPDIR, protected paths), the
+ * network, identity, limits, cleanup of escaped processes by cgroup and by
+ * subreaper, telling a sandboxed peer of the socket, the options rule of
+ * command tools, and each degradation path, emulated by taking the system
+ * call away with a seccomp filter.
+ */
+#include <check.h>
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/child.h"
+#include "lib/loop.h"
+#include "lib/sandbox/sandbox.h"
+#include "lib/tool.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+#include "tools/command.h"
+#include "tools/tools.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/deny_syscall.h"
+
+static char tmpdir[PATH_MAX];
+static char wsdir[PATH_MAX];
+static char home[PATH_MAX];
+static struct workspace *ws;
+static struct ev_loop *ev;
+static struct tc_loop *loop;
+static struct tool *shell;
+static struct tool_env env;
+static struct sandbox_config cfg;
+
+static const gid_t nobody_groups[] = { 65534 };
+static const struct sandbox_identity nobody = {
+	.uid = 65534, .gid = 65534, .groups = nobody_groups, .n_groups = 1, .home = "/nonexistent", .change = true,
+};
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static void setup(void)
+{
+	strcpy(tmpdir, "/tmp/tc-sandbox-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	ck_assert_int_eq(chmod(tmpdir, 0755), 0);
+	snprintf(wsdir, sizeof(wsdir), "%s/ws", tmpdir);
+	snprintf(home, sizeof(home), "%s/home", tmpdir);
+	ck_assert_int_eq(mkdir(wsdir, 0777), 0);
+	ck_assert_int_eq(chmod(wsdir, 0777), 0);
+	ck_assert_int_eq(mkdir(home, 0755), 0);
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/.ssh", home);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/.ssh/id_rsa", home);
+	write_file(path, "SECRET KEY\n", 0644);
+	snprintf(path, sizeof(path), "%s/notes", home);
+	write_file(path, "plain notes\n", 0644);
+	setenv("HOME", home, 1);
+
+	ck_assert_int_eq(ws_open(wsdir, &ws), 0);
+	ev = ev_loop_new(0);
+	loop = tc_loop_ev_new(ev);
+	char *err = NULL;
+	ck_assert_int_eq(tool_new(&tool_shell, tool_shell.name, tool_shell.description, tool_shell.input_schema,
+				  NULL, &shell, &err), 0);
+	sandbox_config_init(&cfg);
+	env = (struct tool_env){ .sandbox = &cfg };
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void teardown(void)
+{
+	tool_unref(shell);
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+	ws_unref(ws);
+	sandbox_config_clear(&cfg);
+	sandbox_probe_reset();
+	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* --- running calls ------------------------------------------------------- */
+
+struct run {
+	struct tool_call c;
+	struct json_doc *args;
+	struct json_doc *sc;
+	bool finished;
+};
+
+static void on_finish(struct tool_call *c)
+{
+	((struct run *)c->owner)->finished = true;
+}
+
+static void on_deadline(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/* Runs one call of tool t to its end (20 s at most). */
+static void run_call(struct run *run, struct tool *t, const char *args, const struct sandbox_identity *peer)
+{
+	struct json_err err;
+	memset(run, 0, sizeof(*run));
+	ck_assert_msg(json_parse(args, strlen(args), 0, 0, &run->args, &err) == 0, "args: %s", err.msg);
+	run->c = (struct tool_call){
+		.tool = t, .args = json_doc_root(run->args), .ws = ws, .loop = loop, .env = &env,
+		.call_id = "test", .peer = peer, .on_finish = on_finish, .owner = run,
+	};
+	if (t->def->exec(&run->c) == TOOL_DONE)
+		run->finished = true;
+	bool expired = false;
+	struct tc_timer *timer = tc_timer_new(loop, on_deadline, &expired);
+	tc_timer_start(timer, 20000);
+	while (!run->finished) {
+		ck_assert_msg(!expired, "the call is still running after 20 s");
+		ev_run(ev, EVRUN_ONCE);
+	}
+	tc_timer_free(timer);
+	if (run->c.structured) {
+		ck_assert_msg(json_parse(run->c.structured, strlen(run->c.structured), 0, 0, &run->sc, &err) == 0,
+			      "structuredContent: %s", run->c.structured);
+	}
+}
+
+static void run_done(struct run *run)
+{
+	tool_call_clear(&run->c);
+	json_doc_unref(run->args);
+	json_doc_unref(run->sc);
+}
+
+static const char *sc_str(struct run *run, const char *key)
+{
+	ck_assert_ptr_nonnull(run->sc);
+	return json_str(json_get(json_doc_root(run->sc), key));
+}
+
+static int64_t exit_code(struct run *run)
+{
+	int64_t v = -1000;
+	ck_assert_ptr_nonnull(run->sc);
+	(void)json_get_int(json_get(json_doc_root(run->sc), "exit_code"), &v);
+	return v;
+}
+
+/* Runs a shell command as the daemon (peer NULL) or as peer. */
+static void sh(struct run *run, const char *command, const struct sandbox_identity *peer)
+{
+	struct buf args = {0};
+	struct jgen *g = jgen_new(&args);
+	jgen_obj_open(g);
+	jgen_key(g, "command");
+	jgen_str(g, command);
+	jgen_obj_close(g);
+	jgen_free(g);
+	run_call(run, shell, buf_head(&args), peer);
+	buf_free(&args);
+}
+
+/* Whether the "enforced" list of the result names what. */
+static bool enforced(struct run *run, const char *list, const char *what)
+{
+	const struct json *sb = json_get(json_doc_root(run->sc), "sandbox");
+	const struct json *e = json_get(sb, list);
+	for (size_t i = 0; e && e->type == JSON_ARRAY && i < e->u.arr.n; i++)
+		if (str_eq(json_str(e->u.arr.items[i]), what))
+			return true;
+	return false;
+}
+
+/* Skips (exit 77 via the caller) when the kernel cannot sandbox. */
+static bool need_kernel(const char *test)
+{
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	if (!f->landlock_abi || !f->seccomp) {
+		fprintf(stderr, "%s: skipped: this kernel has no Landlock or no seccomp\n", test);
+		return false;
+	}
+	return true;
+}
+
+static bool need_root(const char *test)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "%s: skipped: switching to another uid needs root\n", test);
+		return false;
+	}
+	return true;
+}
+
+/* --- the profile builder -------------------------------------------------- */
+
+START_TEST(features_line)
+{
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	char *line = sandbox_features_line(f);
+	ck_assert_msg(strncmp(line, "sandbox: ", 9) == 0, "%s", line);
+	ck_assert_ptr_nonnull(strstr(line, f->landlock_abi ? "landlock ABI " : "landlock: no"));
+	ck_assert_ptr_nonnull(strstr(line, "cgroup v2 delegated: "));
+	free(line);
+}
+END_TEST
+
+START_TEST(profile_builder)
+{
+	if (!need_kernel("profile_builder"))
+		return;
+	struct sandbox_req req;
+	sandbox_req_init(&req, &cfg, "shell", false, NULL);
+	ck_assert_int_eq(req.profile, SANDBOX_WORKSPACE_WRITE);
+	ck_assert(!req.network);
+	ck_assert_int_eq(req.limits.memory_mb, 4096);
+	/* Side effect network: network on by default. */
+	sandbox_req_init(&req, &cfg, "fetch", true, NULL);
+	ck_assert(req.network);
+	/* per_tool, then the tool file, win over the default. */
+	cfg.per_tool = xcalloc(1, sizeof(*cfg.per_tool));
+	cfg.per_tool[0] = (struct sandbox_per_tool){ .tool = xstrdup("shell"), .profile = SANDBOX_READ_ONLY };
+	cfg.n_per_tool = 1;
+	sandbox_req_init(&req, &cfg, "shell", false, NULL);
+	ck_assert_int_eq(req.profile, SANDBOX_READ_ONLY);
+	struct sandbox_tool t = SANDBOX_TOOL_UNSET;
+	t.profile = SANDBOX_OFF;
+	t.limits.memory_mb = 64;
+	sandbox_req_init(&req, &cfg, "shell", false, &t);
+	ck_assert_int_eq(req.profile, SANDBOX_OFF);
+	ck_assert_int_eq(req.limits.memory_mb, 64);
+	ck_assert_int_eq(req.limits.pids, 512);
+
+	/* A prepared run says what it enforces. */
+	const char *wss[] = { wsdir, NULL };
+	sandbox_req_init(&req, &cfg, "x", false, NULL);
+	req.workspaces = wss;
+	struct sandbox_run *run = NULL;
+	char *msg = NULL;
+	ck_assert_int_eq(sandbox_prepare(&req, &run, &msg), 0);
+	struct buf b = {0};
+	sandbox_run_json(run, &b);
+	ck_assert_msg(strstr(buf_head(&b), "\"profile\":\"workspace-write\",\"network\":false,\"enforced\":[") &&
+		      strstr(buf_head(&b), "\"landlock\"") && strstr(buf_head(&b), "\"seccomp\""),
+		      "%s", buf_head(&b));
+	buf_free(&b);
+	const char *tmp = sandbox_run_tmpdir(run);
+	struct stat st;
+	ck_assert_int_eq(stat(tmp, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	char left[PATH_MAX + 16];
+	snprintf(left, sizeof(left), "%s/left", tmp);
+	write_file(left, "x", 0600);
+	ck_assert_int_eq(chmod(tmp, 0777), 0);
+	sandbox_run_end(run);
+	/* What a call leaves in its TMPDIR goes with it. */
+	ck_assert_int_lt(stat(left, &st), 0);
+
+	/* The next call gets a private, empty one again. */
+	ck_assert_int_eq(sandbox_prepare(&req, &run, &msg), 0);
+	ck_assert_int_eq(stat(sandbox_run_tmpdir(run), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	sandbox_run_end(run);
+}
+END_TEST
+
+START_TEST(config_json)
+{
+	struct json_doc *doc;
+	struct json_err jerr;
+	const char *text = "{\"default\":\"read-only\",\"per_tool\":{\"shell\":\"off\"},\"network\":true,"
+			   "\"deny_read\":[\"~/.x\"],\"write_extra\":[\"/var/tmp\"],\"protect\":[\".hg\"],"
+			   "\"limits\":{\"memory_mb\":10,\"cpu_s\":null},\"require\":false}";
+	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
+	char *err = NULL;
+	ck_assert_int_eq(sandbox_config_from_json(json_doc_root(doc), &cfg, &err), 0);
+	ck_assert_int_eq(cfg.profile, SANDBOX_READ_ONLY);
+	ck_assert_int_eq(cfg.n_per_tool, 1);
+	ck_assert(cfg.network && !cfg.require);
+	ck_assert_str_eq(cfg.deny_read[0], "~/.x");
+	ck_assert_int_eq(cfg.limits.memory_mb, 10);
+	ck_assert_int_eq(cfg.limits.cpu_s, -1);
+	json_doc_unref(doc);
+
+	static const char *const bad[] = {
+		"{\"default\":\"loose\"}", "{\"deny_read\":[\"relative\"]}", "{\"protect\":[\"../x\"]}",
+		"{\"limits\":{\"memory_mb\":0}}", "{\"limits\":{\"swap\":1}}", "{\"nope\":1}",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		ck_assert_int_eq(json_parse(bad[i], strlen(bad[i]), 0, 0, &doc, &jerr), 0);
+		err = NULL;
+		ck_assert_msg(sandbox_config_from_json(json_doc_root(doc), &cfg, &err) == -EINVAL, "%s", bad[i]);
+		ck_assert_ptr_nonnull(err);
+		free(err);
+		json_doc_unref(doc);
+	}
+}
+END_TEST
+
+/* --- the file system ------------------------------------------------------- */
+
+START_TEST(shell_file_system)
+{
+	if (!need_kernel("shell_file_system"))
+		return;
+	struct run r;
+	char cmd[PATH_MAX * 3];
+
+	/* A denied file is not readable; its neighbours are. */
+	snprintf(cmd, sizeof(cmd), "cat %s/notes && cat %s/.ssh/id_rsa", home, home);
+	sh(&r, cmd, NULL);
+	ck_assert_int_ne(exit_code(&r), 0);
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "plain notes"));
+	ck_assert_ptr_null(strstr(sc_str(&r, "stdout"), "SECRET"));
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stderr"), "Permission denied"));
+	ck_assert_msg(strstr(r.c.text, "[sandbox]") && strstr(r.c.text, "workspace-write"), "%s", r.c.text);
+	ck_assert(enforced(&r, "enforced", "landlock"));
+	run_done(&r);
+
+	/* Nothing outside the workspace is writable... */
+	snprintf(cmd, sizeof(cmd), "echo x > %s/outside", tmpdir);
+	sh(&r, cmd, NULL);
+	ck_assert_int_ne(exit_code(&r), 0);
+	run_done(&r);
+	snprintf(cmd, sizeof(cmd), "%s/outside", tmpdir);
+	ck_assert_int_lt(access(cmd, F_OK), 0);
+
+	/* ...but the workspace and TMPDIR are, and TMPDIR goes at the end. */
+	sh(&r, "echo in > made && mkdir -p d/e && echo deep > d/e/f && mkdir \"$TMPDIR/sub\" && "
+	       "echo t > \"$TMPDIR/sub/t\" && cat \"$TMPDIR/sub/t\" && echo \"$TMPDIR/sub\"", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	char tmp[PATH_MAX];
+	const char *out = sc_str(&r, "stdout");
+	ck_assert_int_eq(sscanf(out, "t\n%4095s", tmp), 1);
+	run_done(&r);
+	/* $TMPDIR/sub went with the call. */
+	ck_assert_int_lt(access(tmp, F_OK), 0);
+	snprintf(cmd, sizeof(cmd), "%s/d/e/f", wsdir);
+	ck_assert_int_eq(access(cmd, F_OK), 0);
+}
+END_TEST
+
+START_TEST(shell_read_only)
+{
+	if (!need_kernel("shell_read_only"))
+		return;
+	struct run r;
+	cfg.profile = SANDBOX_READ_ONLY;
+	sh(&r, "echo x > made", NULL);
+	ck_assert_int_ne(exit_code(&r), 0);
+	ck_assert_str_eq(json_str(json_get(json_get(json_doc_root(r.sc), "sandbox"), "profile")), "read-only");
+	run_done(&r);
+	sh(&r, "echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(shell_protect)
+{
+	if (!need_kernel("shell_protect"))
+		return;
+	if (!sandbox_probe(NULL)->mountns) {
+		fprintf(stderr, "shell_protect: skipped: no private mount namespaces here (not root)\n");
+		return;
+	}
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/.git", wsdir);
+	ck_assert_int_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/.git/hooks", wsdir);
+	ck_assert_int_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/.git/config", wsdir);
+	write_file(path, "[core]\n", 0666);
+
+	struct run r;
+	sh(&r, "echo evil > .git/hooks/pre-commit", NULL);
+	ck_assert_int_ne(exit_code(&r), 0);
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stderr"), "Read-only file system"));
+	ck_assert(enforced(&r, "enforced", "protect"));
+	run_done(&r);
+	sh(&r, "echo '[core] fsmonitor = evil' >> .git/config", NULL);
+	ck_assert_int_ne(exit_code(&r), 0);
+	run_done(&r);
+	/* Renamed away, the protected paths would be free again. */
+	sh(&r, "mv .git .git-moved || mv .git/hooks .git/h2", NULL);
+	ck_assert_int_ne(exit_code(&r), 0);
+	run_done(&r);
+	/* The rest of the workspace, .git included, takes new files. */
+	sh(&r, "echo a > new && echo b > .git/other && mkdir sub && echo c > sub/f", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	run_done(&r);
+	snprintf(path, sizeof(path), "%s/.git/hooks/pre-commit", wsdir);
+	ck_assert_int_lt(access(path, F_OK), 0);
+}
+END_TEST
+
+/* --- network ----------------------------------------------------------------- */
+
+START_TEST(shell_network)
+{
+	if (!need_kernel("shell_network"))
+		return;
+	if (access("/usr/bin/socat", X_OK) < 0) {
+		fprintf(stderr, "shell_network: skipped: no socat\n");
+		return;
+	}
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(ls, 16), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "socat -u OPEN:/dev/null TCP:127.0.0.1:%d", ntohs(a.sin_port));
+
+	struct run r;
+	sh(&r, cmd, NULL);
+	ck_assert_int_ne(exit_code(&r), 0);
+	ck_assert_msg(strstr(r.c.text, "no network access"), "%s", r.c.text);
+	run_done(&r);
+	cfg.network = true;
+	sh(&r, cmd, NULL);
+	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
+	run_done(&r);
+	close(ls);
+}
+END_TEST
+
+/* --- identity ------------------------------------------------------------------ */
+
+START_TEST(shell_as_peer)
+{
+	if (!need_root("shell_as_peer") || !need_kernel("shell_as_peer"))
+		return;
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/root-only", wsdir);
+	write_file(path, "root's\n", 0600);
+
+	struct run r;
+	sh(&r, "id -u; id -g; echo hi > mine; cat root-only", &nobody);
+	ck_assert_msg(strncmp(sc_str(&r, "stdout"), "65534\n65534\n", 12) == 0, "%s", sc_str(&r, "stdout"));
+	ck_assert_int_ne(exit_code(&r), 0);
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stderr"), "Permission denied"));
+	ck_assert(enforced(&r, "enforced", "identity"));
+	run_done(&r);
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/mine", wsdir);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_uid, 65534);
+	ck_assert_int_eq(st.st_gid, 65534);
+	/* The daemon's own environment is not readable. */
+	snprintf(path, sizeof(path), "cat /proc/%d/environ", (int)getpid());
+	sh(&r, path, &nobody);
+	ck_assert_int_ne(exit_code(&r), 0);
+	run_done(&r);
+}
+END_TEST
+
+/* --- limits ---------------------------------------------------------------------- */
+
+START_TEST(shell_memory_limit)
+{
+	if (!need_kernel("shell_memory_limit"))
+		return;
+	cfg.limits.memory_mb = 64;
+	struct run r;
+	sh(&r, "awk 'BEGIN { s = \"a\"; while (1) s = s s }'", NULL);
+	ck_assert(r.c.is_error);
+	ck_assert_msg(strstr(r.c.text, "[limit]") && strstr(r.c.text, "memory limit (64 MB)"), "%s", r.c.text);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(shell_pids_limit)
+{
+	if (!need_root("shell_pids_limit") || !need_kernel("shell_pids_limit"))
+		return;
+	cfg.limits.pids = 4;
+	struct run r;
+	sh(&r, "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait", &nobody);
+	ck_assert(r.c.is_error);
+	ck_assert_msg(strstr(r.c.text, "process limit (4 processes)"), "%s", r.c.text);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(command_limit_named)
+{
+	if (!need_kernel("command_limit_named"))
+		return;
+	cfg.limits.file_size_mb = 1;
+	const char *decl = "{\"name\":\"big\",\"side_effects\":\"write\",\"argv\":[\"dd\",\"if=/dev/zero\",\"of=big\",\"bs=1M\",\"count=4\"]}";
+	struct json_doc *doc;
+	struct json_err jerr;
+	ck_assert_int_eq(json_parse(decl, strlen(decl), 0, 0, &doc, &jerr), 0);
+	struct tool *t = NULL;
+	char *err = NULL;
+	ck_assert_int_eq(command_tool_from_json(json_doc_root(doc), "test", &t, &err), 0);
+	json_doc_unref(doc);
+	struct run r;
+	run_call(&r, t, "{}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_EXECUTION_ERROR);
+	ck_assert_msg(strstr(r.c.message, "file size limit (1 MB)"), "%s", r.c.message);
+	run_done(&r);
+	tool_unref(t);
+}
+END_TEST
+
+/* --- cleanup ----------------------------------------------------------------------- */
+
+/* Runs a call that leaves a setsid'd sleep behind, and checks it is gone
+ * (killed and reaped) once the call has ended. */
+static void escaped_is_gone(void)
+{
+	struct run r;
+	sh(&r, "setsid sh -c 'echo $$ > pid; exec sleep 300' & while [ ! -s pid ]; do :; done", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	run_done(&r);
+	char path[PATH_MAX + 8], buf[32] = "";
+	snprintf(path, sizeof(path), "%s/pid", wsdir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	close(fd);
+	pid_t pid = atoi(buf);
+	ck_assert_int_gt(pid, 1);
+	ck_assert_msg(kill(pid, 0) < 0 && errno == ESRCH, "process %d outlived its call", (int)pid);
+}
+
+START_TEST(cleanup_by_cgroup)
+{
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	if (!f->cgroup) {
+		fprintf(stderr, "cleanup_by_cgroup: skipped: no cgroup v2 directory the test may write\n");
+		return;
+	}
+	escaped_is_gone();
+}
+END_TEST
+
+START_TEST(cleanup_by_subreaper)
+{
+	const struct sandbox_features *f = sandbox_probe("");
+	ck_assert(!f->cgroup);
+	ck_assert(f->subreaper);
+	escaped_is_gone();
+	/* Also with the sandbox off. */
+	cfg.profile = SANDBOX_OFF;
+	escaped_is_gone();
+}
+END_TEST
+
+/* --- the socket ----------------------------------------------------------------------- */
+
+START_TEST(peer_confined)
+{
+	ck_assert(!sandbox_pid_confined(getpid(), -1));
+	ck_assert(!sandbox_pid_confined(getppid(), -1));
+	/* While it runs, a spawned child counts as confined. */
+	char *argv[] = { (char *)"sleep", (char *)"5", NULL };
+	char *envp[] = { (char *)"PATH=/usr/bin:/bin", NULL };
+	struct child *ch = NULL;
+	struct child_opts o = { .argv = argv, .envp = envp, .cwd_fd = -1, .on_done = NULL };
+	ck_assert_int_eq(child_spawn(loop, &o, &ch), 0);
+	ck_assert(sandbox_pid_confined(child_pid(ch), -1));
+	child_free(ch);
+}
+END_TEST
+
+/* --- command tools: the options rule ------------------------------------------------------- */
+
+static struct tool *command(const char *decl)
+{
+	struct json_doc *doc;
+	struct json_err jerr;
+	ck_assert_int_eq(json_parse(decl, strlen(decl), 0, 0, &doc, &jerr), 0);
+	struct tool *t = NULL;
+	char *err = NULL;
+	int r = command_tool_from_json(json_doc_root(doc), "test", &t, &err);
+	ck_assert_msg(r == 0, "%s", err ? err : "?");
+	json_doc_unref(doc);
+	return t;
+}
+
+START_TEST(command_options_rule)
+{
+	env.sandbox = NULL;
+	const char *schema = "\"input_schema\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}}}";
+	char decl[512];
+	struct run r;
+
+	snprintf(decl, sizeof(decl), "{\"name\":\"e\",\"side_effects\":\"read\",\"argv\":[\"echo\",\"{{x}}\"],%s}", schema);
+	struct tool *t = command(decl);
+	run_call(&r, t, "{\"x\":\"--output=/elsewhere\"}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_VALIDATION_ERROR);
+	ck_assert_msg(strstr(r.c.message, "/x") && strstr(r.c.message, "'-'"), "%s", r.c.message);
+	run_done(&r);
+	run_call(&r, t, "{\"x\":\"plain-value\"}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_OK);
+	run_done(&r);
+	tool_unref(t);
+
+	snprintf(decl, sizeof(decl), "{\"name\":\"e\",\"side_effects\":\"read\",\"argv\":[\"echo\",\"--\",\"{{x}}\"],%s}", schema);
+	t = command(decl);
+	run_call(&r, t, "{\"x\":\"-n\"}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_OK);
+	ck_assert_str_eq(sc_str(&r, "stdout"), "-- -n\n");
+	run_done(&r);
+	tool_unref(t);
+
+	snprintf(decl, sizeof(decl), "{\"name\":\"e\",\"side_effects\":\"read\",\"options_allowed\":true,\"argv\":[\"echo\",\"{{x}}\"],%s}", schema);
+	t = command(decl);
+	run_call(&r, t, "{\"x\":\"-e\"}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_OK);
+	run_done(&r);
+	tool_unref(t);
+}
+END_TEST
+
+START_TEST(command_tool_sandbox_key)
+{
+	if (!need_kernel("command_tool_sandbox_key"))
+		return;
+	struct tool *t = command("{\"name\":\"w\",\"side_effects\":\"write\",\"argv\":[\"sh\",\"-c\",\"echo x > made\"],"
+				 "\"sandbox\":{\"profile\":\"read-only\"}}");
+	struct run r;
+	run_call(&r, t, "{}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_EXECUTION_ERROR);
+	ck_assert_msg(strstr(r.c.message, "[sandbox]"), "%s", r.c.message);
+	run_done(&r);
+	tool_unref(t);
+
+	static const char *const bad[] = {
+		"{\"name\":\"w\",\"side_effects\":\"write\",\"argv\":[\"x\"],\"sandbox\":{\"profile\":\"none\"}}",
+		"{\"name\":\"w\",\"side_effects\":\"write\",\"argv\":[\"x\"],\"sandbox\":{\"network\":1}}",
+		"{\"name\":\"w\",\"side_effects\":\"write\",\"argv\":[\"x\"],\"run_as\":\"root\"}",
+		"{\"name\":\"w\",\"side_effects\":\"write\",\"argv\":[\"x\"],\"options_allowed\":\"yes\"}",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct json_doc *doc;
+		struct json_err jerr;
+		ck_assert_int_eq(json_parse(bad[i], strlen(bad[i]), 0, 0, &doc, &jerr), 0);
+		char *err = NULL;
+		ck_assert_msg(command_tool_from_json(json_doc_root(doc), "test", &t, &err) == -EINVAL, "%s", bad[i]);
+		free(err);
+		json_doc_unref(doc);
+	}
+}
+END_TEST
+
+/* --- degradation: a kernel without the feature ------------------------------------------------ */
+
+START_TEST(without_landlock)
+{
+	if (!deny_syscall_or_skip("without_landlock", SYS_landlock_create_ruleset))
+		return;
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	ck_assert_int_eq(f->landlock_abi, 0);
+	char *line = sandbox_features_line(f);
+	ck_assert_ptr_nonnull(strstr(line, "landlock: no"));
+	free(line);
+
+	struct run r;
+	sh(&r, "echo ran > ran", NULL);
+	ck_assert_int_eq(r.c.kind, TC_PERMISSION_DENIED);
+	ck_assert_msg(strstr(r.c.message, "Landlock") && strstr(r.c.message, "sandbox.require"), "%s", r.c.message);
+	run_done(&r);
+	char path[PATH_MAX + 8];
+	snprintf(path, sizeof(path), "%s/ran", wsdir);
+	ck_assert_int_lt(access(path, F_OK), 0);
+
+	/* Without require, it runs, saying what was not enforced. */
+	cfg.require = false;
+	sh(&r, "echo ran > ran", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	ck_assert(enforced(&r, "not_enforced", "landlock"));
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(without_seccomp)
+{
+	if (!deny_syscall_or_skip("without_seccomp", SYS_seccomp))
+		return;
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	ck_assert(!f->seccomp);
+	struct run r;
+	sh(&r, "true", NULL);
+	ck_assert_int_eq(r.c.kind, TC_PERMISSION_DENIED);
+	ck_assert_msg(strstr(r.c.message, "seccomp"), "%s", r.c.message);
+	run_done(&r);
+	/* Profile off needs nothing. */
+	cfg.profile = SANDBOX_OFF;
+	sh(&r, "true", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(without_cgroup)
+{
+	const struct sandbox_features *f = sandbox_probe("/nonexistent/cgroup");
+	ck_assert(!f->cgroup);
+	char *line = sandbox_features_line(f);
+	ck_assert_ptr_nonnull(strstr(line, "cgroup v2 delegated: no"));
+	free(line);
+	if (!need_kernel("without_cgroup"))
+		return;
+	struct run r;
+	sh(&r, "true", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	ck_assert(!enforced(&r, "enforced", "cgroup"));
+	run_done(&r);
+}
+END_TEST
+
+START_TEST(without_mount_namespaces)
+{
+	if (!deny_syscall_or_skip("without_mount_namespaces", SYS_unshare))
+		return;
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	ck_assert(!f->mountns);
+	if (!need_kernel("without_mount_namespaces"))
+		return;
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/.git", wsdir);
+	ck_assert_int_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/.git/config", wsdir);
+	write_file(path, "[core]\n", 0666);
+	struct run r;
+	sh(&r, "true", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	ck_assert(enforced(&r, "not_enforced", "protect"));
+	run_done(&r);
+}
+END_TEST
+
+static Suite *sandbox_suite(void)
+{
+	Suite *s = suite_create("sandbox");
+	TCase *tc = tcase_create("profile");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, features_line);
+	tcase_add_test(tc, profile_builder);
+	tcase_add_test(tc, config_json);
+	tcase_add_test(tc, shell_file_system);
+	tcase_add_test(tc, shell_read_only);
+	tcase_add_test(tc, shell_protect);
+	tcase_add_test(tc, shell_network);
+	tcase_add_test(tc, shell_as_peer);
+	tcase_add_test(tc, shell_memory_limit);
+	tcase_add_test(tc, shell_pids_limit);
+	tcase_add_test(tc, command_limit_named);
+	tcase_add_test(tc, cleanup_by_cgroup);
+	tcase_add_test(tc, cleanup_by_subreaper);
+	tcase_add_test(tc, peer_confined);
+	tcase_add_test(tc, command_options_rule);
+	tcase_add_test(tc, command_tool_sandbox_key);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("degradation");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, without_landlock);
+	tcase_add_test(tc, without_seccomp);
+	tcase_add_test(tc, without_cgroup);
+	tcase_add_test(tc, without_mount_namespaces);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(sandbox_suite());
+}
