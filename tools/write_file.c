@@ -10,6 +10,7 @@
 #include "lib/workspace.h"
 #include "proto/buf.h"
 #include "proto/json.h"
+#include "tools/preview.h"
 #include "tools/tools.h"
 
 static const char *const path_args[] = { "path", NULL };
@@ -169,4 +170,5 @@ const struct tool_def tool_write_file = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = write_file_exec,
+	.preview = write_file_preview,
 };

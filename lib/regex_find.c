@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Content search on top of the linear-time matcher (see regex_find.h). The
+ * matcher answers "is there a match in this text"; locating one is done by
+ * bisection, which holds because for a pattern without anchors a text that
+ * contains a match keeps containing it when it grows: the shortest prefix
+ * with a match ends where the first match to end does, and the shortest
+ * suffix of that prefix with a match starts where that match starts.
+ */
+#include "lib/regex_find.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "lib/regex.h"
+#include "proto/util.h"
+
+struct regex_finder {
+	struct regex *re;
+	char *lit;		/* the plain string, or NULL */
+	size_t lit_len;
+	bool begin, end;	/* the pattern has "^", "$" */
+};
+
+static bool is_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+void regex_fold_ascii(char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] >= 'A' && s[i] <= 'Z')
+			s[i] = (char)(s[i] + 32);
+}
+
+/*
+ * Looks at the pattern: its plain string when it has no special character
+ * (an escaped punctuation character counts as itself), and whether "^" or
+ * "$" occur outside a class.
+ */
+static void scan(struct regex_finder *f, const char *p, size_t n)
+{
+	static const char special[] = "^$.|?*+()[]{}";
+	bool plain = n > 0, in_class = false;
+	char *lit = xmalloc(n + 1);
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		if (c == '\\' && i + 1 < n) {
+			i++;
+			if (is_alnum(p[i]) || (unsigned char)p[i] >= 0x80)
+				plain = false;	/* \d, \n, \u0041...: a class or an escape */
+			lit[k++] = p[i];
+			continue;
+		}
+		if (in_class) {
+			if (c == ']')
+				in_class = false;
+			continue;
+		}
+		if (c == '[') {
+			in_class = true;
+			plain = false;
+			continue;
+		}
+		if (c == '^')
+			f->begin = true;
+		if (c == '$')
+			f->end = true;
+		if (strchr(special, c))
+			plain = false;
+		lit[k++] = c;
+	}
+	if (plain) {
+		f->lit = lit;
+		f->lit_len = k;
+	} else {
+		free(lit);
+	}
+}
+
+int regex_finder_new(const char *pattern, size_t len, bool icase, struct regex_finder **ret, char **ret_err)
+{
+	_cleanup_free_ char *p = xmemdup(pattern, len + 1);
+	p[len] = '\0';
+	if (icase) {
+		/* Fold letters, but not the letter of an escape (\D, \S, \W). */
+		for (size_t i = 0; i < len; i++) {
+			if (p[i] == '\\')
+				i++;
+			else if (p[i] >= 'A' && p[i] <= 'Z')
+				p[i] = (char)(p[i] + 32);
+		}
+	}
+	struct regex *re = NULL;
+	int r = regex_compile(p, len, &re, ret_err);
+	if (r < 0)
+		return r;
+	struct regex_finder *f = xcalloc(1, sizeof(*f));
+	f->re = re;
+	scan(f, p, len);
+	*ret = f;
+	return 0;
+}
+
+struct regex_finder *regex_finder_free(struct regex_finder *f)
+{
+	if (!f)
+		return NULL;
+	regex_free(f->re);
+	free(f->lit);
+	free(f);
+	return NULL;
+}
+
+bool regex_finder_is_literal(const struct regex_finder *f)
+{
+	return f->lit != NULL;
+}
+
+/* Runs the matcher with a budget that always suffices. */
+static bool test(const struct regex_finder *f, const char *s, size_t n)
+{
+	uint64_t budget = UINT64_MAX;
+	return regex_search(f->re, s, n, &budget) > 0;
+}
+
+bool regex_finder_may_match(const struct regex_finder *f, const char *s, size_t n)
+{
+	if (f->lit)
+		return memmem(s, n, f->lit, f->lit_len) != NULL;
+	if (f->begin || f->end)
+		return true;	/* anchors mean line ends, not the text's */
+	return test(f, s, n);
+}
+
+int regex_finder_line(const struct regex_finder *f, const char *s, size_t n, size_t *ret_col)
+{
+	if (f->lit) {
+		const char *m = memmem(s, n, f->lit, f->lit_len);
+		if (!m)
+			return 0;
+		*ret_col = (size_t)(m - s);
+		return 1;
+	}
+	if (!test(f, s, n))
+		return 0;
+	if (f->begin) {
+		*ret_col = 0;
+		return 1;
+	}
+	/* The end of the first match to end: the shortest prefix with a
+	 * match. "$" ties every match to the end of the line. */
+	size_t lo = 0, hi = n;
+	if (!f->end) {
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (test(f, s, mid))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+	}
+	size_t e = hi;
+	/* Its start: the shortest suffix of s[0..e) with a match. */
+	lo = 0;
+	hi = e;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo + 1) / 2;
+		if (test(f, s + mid, e - mid))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	*ret_col = lo;
+	return 1;
+}
