@@ -38,6 +38,8 @@ struct gtok {
 struct galt {
 	struct gtok *tok;
 	size_t n;		/* tokens; state n accepts */
+	char suffix[16];	/* the literal text a match must end with (UTF-8) */
+	size_t n_suffix;
 };
 
 struct glob {
@@ -259,6 +261,46 @@ static void compile_alt(struct glob *g, const char *s, size_t n, struct galt *a)
 	}
 }
 
+/* Notes the literal tokens that end an alternative: a quick test before running it. */
+static void set_suffix(struct galt *a)
+{
+	char tmp[16];
+	size_t k = sizeof(tmp);
+	for (size_t i = a->n; i > 0 && a->tok[i - 1].op == G_LIT; i--) {
+		uint32_t cp = a->tok[i - 1].cp;
+		char u[4];
+		size_t m;
+		if (cp >= 0xDC80 && cp <= 0xDCFF) {
+			u[0] = (char)(cp - 0xDC00);	/* a byte that is not UTF-8 */
+			m = 1;
+		} else if (cp < 0x80) {
+			u[0] = (char)cp;
+			m = 1;
+		} else if (cp < 0x800) {
+			u[0] = (char)(0xC0 | cp >> 6);
+			u[1] = (char)(0x80 | (cp & 0x3F));
+			m = 2;
+		} else if (cp < 0x10000) {
+			u[0] = (char)(0xE0 | cp >> 12);
+			u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+			u[2] = (char)(0x80 | (cp & 0x3F));
+			m = 3;
+		} else {
+			u[0] = (char)(0xF0 | cp >> 18);
+			u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+			u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+			u[3] = (char)(0x80 | (cp & 0x3F));
+			m = 4;
+		}
+		if (m > k)
+			break;
+		k -= m;
+		memcpy(tmp + k, u, m);
+	}
+	a->n_suffix = sizeof(tmp) - k;
+	memcpy(a->suffix, tmp + k, a->n_suffix);
+}
+
 int glob_compile(const char *pattern, size_t len, struct glob **ret, char **ret_err)
 {
 	if (len > GLOB_PATTERN_MAX) {
@@ -284,6 +326,7 @@ int glob_compile(const char *pattern, size_t len, struct glob **ret, char **ret_
 	g->n_alts = x.n;
 	for (size_t i = 0; i < x.n; i++) {
 		compile_alt(g, x.v[i], x.len[i], &g->alts[i]);
+		set_suffix(&g->alts[i]);
 		free(x.v[i]);
 	}
 	free(x.v);
@@ -391,9 +434,13 @@ static int run_alt(const struct glob *g, const struct galt *a, const char *s, si
 
 bool glob_match(const struct glob *g, const char *path, size_t len)
 {
-	for (size_t i = 0; i < g->n_alts; i++)
-		if (run_alt(g, &g->alts[i], path, len) == 1)
+	for (size_t i = 0; i < g->n_alts; i++) {
+		const struct galt *a = &g->alts[i];
+		if (a->n_suffix > len || memcmp(path + len - a->n_suffix, a->suffix, a->n_suffix) != 0)
+			continue;
+		if (run_alt(g, a, path, len) == 1)
 			return true;
+	}
 	return false;
 }
 

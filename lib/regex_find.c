@@ -14,12 +14,15 @@
 #include <string.h>
 
 #include "lib/regex.h"
+#include "proto/buf.h"
 #include "proto/util.h"
 
 struct regex_finder {
 	struct regex *re;
 	char *lit;		/* the plain string, or NULL */
 	size_t lit_len;
+	char *req;		/* a string every match holds, or NULL */
+	size_t req_len;
 	bool begin, end;	/* the pattern has "^", "$" */
 };
 
@@ -33,6 +36,75 @@ void regex_fold_ascii(char *s, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (s[i] >= 'A' && s[i] <= 'Z')
 			s[i] = (char)(s[i] + 32);
+}
+
+/*
+ * Finds the longest string every match must hold: a run of literal
+ * characters outside groups, none of them made optional by "?", "*" or
+ * "{" (a "+" keeps the character but ends the run). Any "|" outside a
+ * class at the top level, and the run is not required: none is kept.
+ */
+static void required(struct regex_finder *f, const char *p, size_t n)
+{
+	size_t best = 0, depth = 0;
+	struct buf run = {}, keep = {};
+	bool in_class = false;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		bool literal = false;
+		size_t next = i + 1;
+		if (in_class) {
+			if (c == '\\')
+				i++;
+			else if (c == ']')
+				in_class = false;
+			continue;
+		}
+		if (c == '\\' && i + 1 < n) {
+			next = i + 2;
+			c = p[i + 1];
+			literal = !is_alnum(c) && (unsigned char)c < 0x80;
+		} else if (c == '[') {
+			in_class = true;
+		} else if (c == '(') {
+			depth++;
+		} else if (c == ')') {
+			if (depth)
+				depth--;
+		} else if (c == '|') {
+			if (depth == 0) {
+				buf_free(&run);
+				buf_free(&keep);
+				return;
+			}
+		} else if (!strchr("^$.?*+{}", c)) {
+			literal = true;
+		}
+		char q = next < n ? p[next] : '\0';
+		bool optional = q == '?' || q == '*' || q == '{';
+		if (literal && depth == 0 && !optional)
+			buf_putc(&run, c);
+		if (!literal || depth > 0 || optional || q == '+') {
+			if (buf_size(&run) > best) {
+				best = buf_size(&run);
+				buf_clear(&keep);
+				buf_append(&keep, buf_head(&run), best);
+			}
+			buf_clear(&run);
+		}
+		i = next - 1;
+	}
+	if (buf_size(&run) > best) {
+		buf_clear(&keep);
+		buf_append(&keep, buf_head(&run), buf_size(&run));
+	}
+	buf_free(&run);
+	if (buf_size(&keep)) {
+		f->req_len = buf_size(&keep);
+		f->req = buf_steal(&keep);
+	}
+	buf_free(&keep);
 }
 
 /*
@@ -77,8 +149,11 @@ static void scan(struct regex_finder *f, const char *p, size_t n)
 	if (plain) {
 		f->lit = lit;
 		f->lit_len = k;
+		f->req = xmemdup(lit, k + 1);
+		f->req_len = k;
 	} else {
 		free(lit);
+		required(f, p, n);
 	}
 }
 
@@ -112,6 +187,7 @@ struct regex_finder *regex_finder_free(struct regex_finder *f)
 		return NULL;
 	regex_free(f->re);
 	free(f->lit);
+	free(f->req);
 	free(f);
 	return NULL;
 }
@@ -130,11 +206,24 @@ static bool test(const struct regex_finder *f, const char *s, size_t n)
 
 bool regex_finder_may_match(const struct regex_finder *f, const char *s, size_t n)
 {
-	if (f->lit)
-		return memmem(s, n, f->lit, f->lit_len) != NULL;
+	if (f->req)
+		return memmem(s, n, f->req, f->req_len) != NULL;
 	if (f->begin || f->end)
 		return true;	/* anchors mean line ends, not the text's */
 	return test(f, s, n);
+}
+
+bool regex_finder_next(const struct regex_finder *f, const char *s, size_t n, size_t *ret_at)
+{
+	if (!f->req) {
+		*ret_at = 0;
+		return n > 0;
+	}
+	const char *m = memmem(s, n, f->req, f->req_len);
+	if (!m)
+		return false;
+	*ret_at = (size_t)(m - s);
+	return true;
 }
 
 int regex_finder_line(const struct regex_finder *f, const char *s, size_t n, size_t *ret_col)

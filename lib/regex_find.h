@@ -2,7 +2,9 @@
 /*
  * Finding where a pattern matches, for content search: a compiled pattern
  * (lib/regex.h) with what a search needs on top of regex_search()'s yes or
- * no. A pattern with no special characters is searched as a plain string;
+ * no. A pattern with no special characters is searched as a plain string,
+ * and a string every match must hold (as "_ops" in "struct \w+_ops") is
+ * looked for first, so that only the lines holding it are matched;
  * case-insensitive search folds ASCII letters of the pattern and of the
  * subject (regex_fold_ascii); the column of a match in a line is found by
  * bisecting with regex_search(), so it stays linear in the pattern and
@@ -29,6 +31,13 @@ struct regex_finder *regex_finder_free(struct regex_finder *f);
  * quick test over a whole file before looking at its lines).
  */
 bool regex_finder_may_match(const struct regex_finder *f, const char *s, size_t n);
+/*
+ * Finds where in s the next match may be: false when none can be; else
+ * *ret_at is the offset of the next occurrence of a string that every match
+ * holds (0 when the pattern has none), so the line holding it is the first
+ * that may match.
+ */
+bool regex_finder_next(const struct regex_finder *f, const char *s, size_t n, size_t *ret_at);
 /*
  * Searches one line (without its newline): 1 and the byte offset of a
  * match in *ret_col (the first to end, starting as late as it can; for a

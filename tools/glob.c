@@ -71,9 +71,8 @@ static bool glob_step(struct sliced *s, uint64_t deadline)
 			return true;
 		}
 		/* Its time, from the entry itself (never through a symlink). */
-		_cleanup_close_ int fd = -1;
 		struct stat st;
-		if (ws_open_nofollow(G->walk.basefd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, &fd) < 0 || fstat(fd, &st) < 0)
+		if (fstatat(G->walk.dirfd, G->walk.name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;	/* gone meanwhile */
 		if (G->n_hits == G->alloc) {
 			G->alloc = G->alloc ? 2 * G->alloc : 256;

@@ -163,17 +163,15 @@ static bool search_text(struct search *S, const char *path, const char *data, co
 		return true;
 	size_t lineno = 1;	/* of the line starting at off */
 	for (size_t off = 0; off < n;) {
-		size_t col;
-		if (regex_finder_is_literal(S->rf)) {
-			/* Jump to the line of the next occurrence. */
-			if (!regex_finder_line(S->rf, subj + off, n - off, &col))
-				break;
-			const char *ls = col ? memrchr(subj + off, '\n', col) : NULL;
-			if (ls) {
-				size_t l_off = (size_t)(ls - subj) + 1;
-				lineno += count_lines(subj + off, l_off - off);
-				off = l_off;
-			}
+		/* Jump to the line holding what every match holds. */
+		size_t at, col;
+		if (!regex_finder_next(S->rf, subj + off, n - off, &at))
+			break;
+		const char *ls = at ? memrchr(subj + off, '\n', at) : NULL;
+		if (ls) {
+			size_t l_off = (size_t)(ls - subj) + 1;
+			lineno += count_lines(subj + off, l_off - off);
+			off = l_off;
 		}
 		const char *nl = memchr(subj + off, '\n', n - off);
 		size_t len = nl ? (size_t)(nl - subj) - off : n - off;
@@ -226,11 +224,12 @@ static bool search_fd(struct search *S, int fd, const char *path)
 	return search_text(S, path, data, subj, n);
 }
 
-/* Searches the file at rel beneath the searched directory. */
+/* Searches the file the walk is at (rel beneath the searched directory). */
 static bool search_file(struct search *S, const char *rel)
 {
-	_cleanup_close_ int fd = -1;
-	if (ws_open_nofollow(S->walk.basefd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, &fd) < 0)
+	/* One name beneath the directory's fd, O_NOFOLLOW: nothing is followed. */
+	_cleanup_close_ int fd = openat(S->walk.dirfd, S->walk.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return true;	/* gone or unreadable meanwhile */
 	_cleanup_free_ char *path = str_eq(S->root, ".") ? xstrdup(rel) : xasprintf("%s/%s", S->root, rel);
 	return search_fd(S, fd, path);

@@ -18,8 +18,8 @@
 
 /* Work per slice, in milliseconds of the loop's clock. */
 #define SLICE_MS 8
-/* Directories deeper than this are not entered. */
-#define WALK_DEPTH_MAX 256
+/* Directories deeper than this are not entered: each level holds an fd. */
+#define WALK_DEPTH_MAX 128
 
 struct walk_ent {
 	char *name;
@@ -27,6 +27,7 @@ struct walk_ent {
 };
 
 struct walk_level {
+	int fd;			/* the directory, open while its entries are walked */
 	char *rel;		/* relative to the start, "" for the start */
 	struct walk_ent *v;
 	size_t i, n;
@@ -45,14 +46,23 @@ static enum walk_type type_of_mode(mode_t m)
 /* Reads the directory rel whole, names sorted, into a new level on the stack. */
 static int push_level(struct walk *w, const char *rel)
 {
-	int fd = -1;
-	int r = *rel ? ws_open_nofollow(w->basefd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd)
-		     : (fd = openat(w->basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ? -errno : 0;
+	int fd = -1, r = 0;
+	if (!*rel) {
+		fd = openat(w->basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r = fd < 0 ? -errno : 0;
+	} else {
+		/* One component beneath its parent's fd: no symlink followed. */
+		const struct walk_level *up = &w->stack[w->depth - 1];
+		r = ws_open_nofollow(up->fd, w->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+	}
 	if (r < 0)
 		return r;
-	DIR *d = fdopendir(fd);
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 	if (!d) {
 		r = -errno;
+		if (dfd >= 0)
+			close(dfd);
 		close(fd);
 		return r;
 	}
@@ -87,7 +97,7 @@ static int push_level(struct walk *w, const char *rel)
 	if (n > 1)
 		qsort(v, n, sizeof(*v), ent_cmp);
 	w->stack = xreallocarray(w->stack, w->depth + 1, sizeof(*w->stack));
-	w->stack[w->depth++] = (struct walk_level){ .rel = xstrdup(rel), .v = v, .n = n };
+	w->stack[w->depth++] = (struct walk_level){ .fd = fd, .rel = xstrdup(rel), .v = v, .n = n };
 	return r;
 }
 
@@ -98,6 +108,7 @@ static void pop_level(struct walk *w)
 		free(l->v[i].name);
 	free(l->v);
 	free(l->rel);
+	close(l->fd);
 }
 
 void walk_init(struct walk *w, int dirfd)
@@ -113,7 +124,8 @@ int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 			return r;
 	}
 	free(w->path);
-	w->path = NULL;
+	free(w->name);
+	w->path = w->name = NULL;
 	while (w->depth > 0) {
 		struct walk_level *l = &w->stack[w->depth - 1];
 		if (l->i == l->n) {
@@ -122,10 +134,11 @@ int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 		}
 		struct walk_ent e = l->v[l->i++];
 		w->path = *l->rel ? xasprintf("%s/%s", l->rel, e.name) : xstrdup(e.name);
+		w->name = e.name;
+		w->dirfd = l->fd;
 		bool enter = e.type == WALK_DIR && w->depth < WALK_DEPTH_MAX &&
 			     !(w->skip_git && str_eq(e.name, ".git")) &&
 			     (!w->descend || w->descend(w->arg, w->path, strlen(w->path)));
-		free(e.name);
 		/* A directory that cannot be read (no permission, replaced
 		 * meanwhile) is reported without its entries. */
 		if (enter && push_level(w, w->path) < 0)
@@ -143,6 +156,7 @@ void walk_done(struct walk *w)
 		pop_level(w);
 	free(w->stack);
 	free(w->path);
+	free(w->name);
 	if (w->basefd >= 0)
 		close(w->basefd);
 	*w = (struct walk){ .basefd = -1 };

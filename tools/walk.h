@@ -5,12 +5,12 @@
  * runner that drives such work in slices across turns of the event loop,
  * so that a big tree does not stall the other clients.
  *
- * The walk holds no fd but the one of the directory it started from: each
- * directory is read whole (names sorted, so results come in a stable
- * order) and closed, and entries are opened by their path relative to the
- * start with ws_open_nofollow(), following no symlink. So the work on one
- * entry depends only on (start fd, relative path), and could run on
- * another thread.
+ * Each directory is read whole (names sorted, so results come in a stable
+ * order) and its fd kept open while its entries are walked (one fd per
+ * level, at most 128 levels); each entry is reached by its one name beneath
+ * that fd, never through a symlink. So the work on one entry depends only
+ * on (directory fd, name), and could run on another thread while the
+ * directory's level is held.
  */
 #ifndef TC_TOOLS_WALK_H
 #define TC_TOOLS_WALK_H
@@ -34,6 +34,8 @@ struct walk {
 	struct walk_level *stack;
 	size_t depth;
 	char *path;		/* the current entry's relative path */
+	char *name;		/* its name */
+	int dirfd;		/* the directory holding it (the walk's) */
 	size_t unreadable;	/* directories that could not be read */
 };
 
@@ -42,7 +44,8 @@ void walk_init(struct walk *w, int dirfd);
 /*
  * Moves to the next entry below the start, directories before what they
  * hold: 1 with its relative path (valid until the next call) and type, or
- * 0 when the walk is over. Symlinks are reported, never followed.
+ * 0 when the walk is over; w->dirfd and w->name then name the entry for
+ * the *at() calls. Symlinks are reported, never followed.
  */
 int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type);
 /* Frees what the walk holds (closes basefd). */
