@@ -72,6 +72,13 @@ static void required(struct regex_finder *f, const char *p, size_t n)
 		} else if (c == ')') {
 			if (depth)
 				depth--;
+		} else if (c == '{') {
+			/* A quantifier's bounds are no text: skip to its '}'. */
+			size_t j = i + 1;
+			while (j < n && ((p[j] >= '0' && p[j] <= '9') || p[j] == ','))
+				j++;
+			if (j < n && p[j] == '}')
+				next = j + 1;
 		} else if (c == '|') {
 			if (depth == 0) {
 				buf_free(&run);
@@ -217,7 +224,7 @@ bool regex_finder_next(const struct regex_finder *f, const char *s, size_t n, si
 {
 	if (!f->req) {
 		*ret_at = 0;
-		return n > 0;
+		return true;
 	}
 	const char *m = memmem(s, n, f->req, f->req_len);
 	if (!m)

@@ -12,9 +12,11 @@
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "lib/glob.h"
+#include "lib/regex.h"
 #include "lib/regex_find.h"
 #include "proto/util.h"
 #include "tests/unit/check_main.h"
@@ -214,6 +216,49 @@ START_TEST(finder_columns)
 }
 END_TEST
 
+/* The text the finder looks for first is in every match: no line with a
+ * match is ever skipped, on many generated patterns and lines. */
+START_TEST(finder_never_misses)
+{
+	static const char *pat_alpha[] = { "a", "b", "ab", "[ab]", "a?", "b*", "(ab)+", "|", "\\.", ".", "+",
+					   "x{2}", "b{0,1}", "a{1,}", "(a|b)", "c", "^", "$", "\\d", "[^a]" };
+	static const char *line_alpha[] = { "a", "b", ".", "x", "c", "ab", "1" };
+	unsigned seed = 99;
+	char p[64], l[64];
+	size_t checked = 0, matched = 0;
+	for (int i = 0; i < 4000; i++) {
+		gen(p, sizeof(p), pat_alpha, ELEMENTSOF(pat_alpha), &seed);
+		for (int icase = 0; icase < 2; icase++) {
+			struct regex_finder *f = NULL;
+			struct regex *re = NULL;
+			char *err = NULL;
+			if (regex_finder_new(p, strlen(p), icase, &f, &err) < 0) {
+				free(err);
+				continue;
+			}
+			ck_assert_int_eq(regex_compile(p, strlen(p), &re, &err), 0);
+			for (int j = 0; j < 20; j++) {
+				gen(l, sizeof(l), line_alpha, ELEMENTSOF(line_alpha), &seed);
+				size_t n = strlen(l), col, at;
+				uint64_t budget = UINT64_MAX;
+				bool want = regex_search(re, l, n, &budget) > 0;
+				ck_assert_msg(regex_finder_line(f, l, n, &col) == want, "/%s/ on '%s'", p, l);
+				if (want) {
+					ck_assert_msg(regex_finder_may_match(f, l, n), "/%s/ skips '%s'", p, l);
+					ck_assert_msg(regex_finder_next(f, l, n, &at) && at <= n, "/%s/ skips '%s'", p, l);
+					matched++;
+				}
+				checked++;
+			}
+			regex_free(re);
+			regex_finder_free(f);
+		}
+	}
+	ck_assert_uint_gt(checked, 50000);
+	ck_assert_uint_gt(matched, 5000);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("glob");
@@ -224,6 +269,7 @@ int main(void)
 	tcase_add_test(tc, braces_and_pruning);
 	tcase_add_test(tc, bounds);
 	tcase_add_test(tc, finder_columns);
+	tcase_add_test(tc, finder_never_misses);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
