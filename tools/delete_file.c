@@ -12,6 +12,7 @@
 #include "lib/workspace_ops.h"
 #include "proto/buf.h"
 #include "proto/json.h"
+#include "tools/files.h"
 #include "tools/tools.h"
 
 static const char *const path_args[] = { "path", NULL };

@@ -14,7 +14,7 @@
 #include "lib/workspace.h"
 #include "proto/buf.h"
 #include "proto/json.h"
-#include "tools/preview.h"
+#include "tools/files.h"
 #include "tools/tools.h"
 
 /* The largest file edited in memory. */
@@ -122,9 +122,7 @@ static int read_target(struct tool_call *call, struct workspace *ws, const char 
 			tool_call_fail(call, TC_EXECUTION_ERROR,
 				       "'%s' is larger than %zu MiB, too large for edit_file", path, EDIT_MAX_BYTES >> 20);
 		} else {
-			_cleanup_free_ char *msg = NULL;
-			enum tc_kind kind = ws_error(r, path, &msg);
-			tool_call_fail(call, kind, "%s", msg);
+			tool_fail_ws(call, r, path);
 		}
 	}
 	return r;

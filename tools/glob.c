@@ -18,6 +18,7 @@
 #include "lib/workspace.h"
 #include "proto/buf.h"
 #include "proto/json.h"
+#include "tools/files.h"
 #include "tools/tools.h"
 #include "tools/walk.h"
 
@@ -179,9 +180,7 @@ static enum tool_ret glob_exec(struct tool_call *call)
 			tool_call_fail(call, TC_EXECUTION_ERROR,
 				       "'%s' is not a directory; 'path' is the directory the pattern is matched below", path);
 		else {
-			_cleanup_free_ char *msg = NULL;
-			enum tc_kind kind = ws_error(r, path, &msg);
-			tool_call_fail(call, kind, "%s", msg);
+			tool_fail_ws(call, r, path);
 		}
 		globber_free(G);
 		return TOOL_DONE;

@@ -10,6 +10,7 @@
 #include "lib/workspace_ops.h"
 #include "proto/buf.h"
 #include "proto/json.h"
+#include "tools/files.h"
 #include "tools/tools.h"
 
 static const char *const path_args[] = { "path", NULL };
@@ -38,9 +39,7 @@ static enum tool_ret make_dir_exec(struct tool_call *call)
 		return TOOL_DONE;
 	}
 	if (r < 0) {
-		_cleanup_free_ char *msg = NULL;
-		enum tc_kind kind = ws_error(r, path, &msg);
-		tool_call_fail(call, kind, "%s", msg);
+		tool_fail_ws(call, r, path);
 		return TOOL_DONE;
 	}
 	_cleanup_free_ char *display = ws_display_path(call->ws, path, jpath->u.str.len);

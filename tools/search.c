@@ -25,6 +25,7 @@
 #include "lib/workspace.h"
 #include "proto/buf.h"
 #include "proto/json.h"
+#include "tools/files.h"
 #include "tools/tools.h"
 #include "tools/walk.h"
 
@@ -331,9 +332,7 @@ static void fail_errno(struct tool_call *call, int r, const char *path)
 			       path);
 		return;
 	}
-	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, path, &msg);
-	tool_call_fail(call, kind, "%s", msg);
+	tool_fail_ws(call, r, path);
 }
 
 /* Runs search. */

@@ -10,7 +10,7 @@
 #include "lib/workspace.h"
 #include "proto/buf.h"
 #include "proto/json.h"
-#include "tools/preview.h"
+#include "tools/files.h"
 #include "tools/tools.h"
 
 static const char *const path_args[] = { "path", NULL };

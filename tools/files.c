@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Diffs the file tools show: what replacing a file's content would change,
- * as a unified diff with "a/" and "b/" labels, cut at a size bound. Used by
- * edit_file for its result and by the confirmation previews of edit_file
- * and write_file.
+ * Helpers of the file tools: the failure for a workspace errno, and the
+ * diffs they show: what replacing a file's content would change, as a
+ * unified diff with "a/" and "b/" labels, cut at a size bound, for
+ * edit_file's result and the confirmation previews of edit_file and
+ * write_file.
  */
-#include "tools/preview.h"
+#include "tools/files.h"
 
 #include <errno.h>
 #include <string.h>
@@ -17,6 +18,13 @@
 
 /* Files larger than this are not diffed for a preview. */
 #define PREVIEW_FILE_MAX ((size_t)16 << 20)
+
+void tool_fail_ws(struct tool_call *call, int r, const char *path)
+{
+	_cleanup_free_ char *msg = NULL;
+	enum tc_kind kind = ws_error(r, path, &msg);
+	tool_call_fail(call, kind, "%s", msg);
+}
 
 char *file_diff(const char *display, const char *old, size_t old_n, const char *new, size_t new_n, size_t cap,
 		bool *ret_cut)
