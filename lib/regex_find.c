@@ -244,7 +244,7 @@ int regex_finder_line(const struct regex_finder *f, const char *s, size_t n, siz
 	}
 	if (!test(f, s, n))
 		return 0;
-	if (f->begin) {
+	if (f->begin || n > REGEX_FIND_BISECT_MAX) {
 		*ret_col = 0;
 		return 1;
 	}

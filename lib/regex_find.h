@@ -38,10 +38,15 @@ bool regex_finder_may_match(const struct regex_finder *f, const char *s, size_t 
  * that may match.
  */
 bool regex_finder_next(const struct regex_finder *f, const char *s, size_t n, size_t *ret_at);
+/* Lines longer than this get column 0 for a pattern that is no plain string:
+ * bisecting would cost n log n over them. */
+#define REGEX_FIND_BISECT_MAX ((size_t)64 << 10)
+
 /*
  * Searches one line (without its newline): 1 and the byte offset of a
  * match in *ret_col (the first to end, starting as late as it can; for a
- * plain string, the first), or 0.
+ * plain string, the first; 0 for a pattern anchored by "^" or a line over
+ * REGEX_FIND_BISECT_MAX bytes), or 0.
  */
 int regex_finder_line(const struct regex_finder *f, const char *s, size_t n, size_t *ret_col);
 /* Whether the pattern is searched as a plain string. */
