@@ -74,6 +74,7 @@ static int apply_edits(const char *text, size_t n, const struct json *edits, con
 		}
 		if (old_n == 0 || count == 0 || (count > 1 && !all)) {
 			buf_free(&cur);
+			buf_free(&next);
 			return -EINVAL;
 		}
 
