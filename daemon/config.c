@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The config file: reading it with a size cap, parsing it with comments
- * allowed, and checking every key against one table per section. Numbers
- * go through one range check, paths through one resolver, and every
- * complaint through one function that prefixes FILE:LINE:COL, so a message
- * always points at the text to fix.
+ * The config file: its defaults (the dispatcher's own, from
+ * dispatch_config_defaults(), plus the daemon's), the table of keys per
+ * section with the parsers of the daemon's own keys, and reading the file
+ * with a size cap. The generic binder is config_bind.c; the confirmation
+ * section is config_policy.c.
  */
 #include "daemon/config.h"
 
@@ -20,8 +20,11 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "daemon/config_bind.h"
+#include "daemon/config_policy.h"
 #include "daemon/default_socket.h"
-#include "proto/buf.h"
+#include "lib/dispatch.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 
 static const char *const builtin_names[CONFIG_TOOL_MAX] = {
@@ -44,11 +47,6 @@ static const struct {
 	{ "error", LOG_ERR },
 };
 
-const char *config_builtin_name(enum config_builtin b)
-{
-	return (unsigned)b < CONFIG_TOOL_MAX ? builtin_names[b] : NULL;
-}
-
 int config_builtin_from_name(const char *name)
 {
 	for (int i = 0; i < CONFIG_TOOL_MAX; i++)
@@ -70,17 +68,11 @@ char *config_default_socket(void)
 	return default_socket_path();
 }
 
-static void strv_free(char **v, size_t n)
-{
-	if (!v)
-		return;
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
+/* Sets every key to its default; the dispatcher's keys take its own. */
 void config_init(struct config *c)
 {
+	struct dispatch_config d;
+	dispatch_config_defaults(&d);
 	*c = (struct config) {
 		.socket_mode = 0660,
 		.workspace = xstrdup("."),
@@ -89,21 +81,23 @@ void config_init(struct config *c)
 		.log_level = LOG_INFO,
 		.limits = {
 			.max_message_bytes = 8388608,
-			.max_json_depth = 64,
+			.max_json_depth = d.max_json_depth,
 			.max_batch = 1000,
-			.max_concurrent = 64,
-			.session_concurrency = 4,
-			.queue_max = 256,
-			.queue_max_total = 8192,
+			.max_concurrent = d.max_concurrent,
+			.session_concurrency = d.session_concurrency,
+			.queue_max = d.queue_max,
+			.queue_max_total = d.queue_max_total,
 			.max_connections = 16384,
 			.max_output_bytes = 16u << 20,
 			.max_client_memory = UINT64_C(1) << 30,
 			.idle_timeout_ms = 0,
 			.event_queue = 1024,
 		},
-		.retry = { .max_attempts = 3, .base_delay_ms = 100 },
-		.idempotency = { .ttl_ms = 60000, .max_entries = 10000, .max_bytes = UINT64_C(256) << 20 },
-		.circuit = { .failures = 5, .window_ms = 30000, .open_ms = 30000 },
+		.retry = { .max_attempts = d.max_attempts, .base_delay_ms = d.base_delay_ms },
+		.idempotency = { .ttl_ms = d.idem_ttl_ms, .max_entries = d.idem_max_entries,
+				 .max_bytes = d.idem_max_bytes },
+		.circuit = { .failures = d.circuit_failures, .window_ms = d.circuit_window_ms,
+			     .open_ms = d.circuit_open_ms },
 		.tools = {
 			.timeout_ms = { [CONFIG_TOOL_SHELL] = 600000 },
 			.shell_output_cap = 1048576,
@@ -125,7 +119,7 @@ void config_free(struct config *c)
 		return;
 	free(c->socket);
 	free(c->workspace);
-	strv_free(c->workspaces_allowed, c->n_workspaces_allowed);
+	cfg_strv_free(c->workspaces_allowed, c->n_workspaces_allowed);
 	free(c->tools_dir);
 	free(c->tools_dir_at);
 	free(c->audit_log);
@@ -133,7 +127,7 @@ void config_free(struct config *c)
 		free(c->limits.per_tool[i].name);
 	free(c->limits.per_tool);
 	policy_config_free(&c->confirmation);
-	strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
+	cfg_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
 	free(c->peers.uids);
 	free(c->peers.gids);
 	*c = (struct config) {};
@@ -189,273 +183,19 @@ char *config_resolve_path(const char *base_dir, const char *path)
 	return buf_steal(&b);
 }
 
-/* --- parsing ------------------------------------------------------------ */
-
-struct cfg_parse {
-	const char *name;	/* the file's name, for messages */
-	const char *text;
-	size_t len;
-	const char *base_dir;	/* NULL: leave relative paths as written */
-	char *err;
-};
-
-/* Records the first error, located at byte off of the text. Returns -EINVAL. */
-static int PRINTF(4, 5) fail(struct cfg_parse *p, size_t off, const char *key, const char *fmt, ...)
-{
-	if (p->err)
-		return -EINVAL;
-
-	unsigned line, col;
-	json_line_col(p->text, p->len, off, &line, &col);
-
-	va_list ap;
-	va_start(ap, fmt);
-	_cleanup_free_ char *msg = xvasprintf(fmt, ap);
-	va_end(ap);
-
-	if (key)
-		p->err = xasprintf("%s:%u:%u: %s: %s", p->name, line, col, key, msg);
-	else
-		p->err = xasprintf("%s:%u:%u: %s", p->name, line, col, msg);
-	return -EINVAL;
-}
-
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-/*
- * Finds where a member's key starts: the tree keeps only the value's
- * offset, so walk back over ':' and white space to the key's closing quote,
- * then to its opening quote. A comment between key and value defeats
- * this; the value's offset is then close enough.
- */
-static size_t key_offset(const struct cfg_parse *p, const struct json *value)
-{
-	size_t i = value->off;
-
-	while (i > 0 && is_blank(p->text[i - 1]))
-		i--;
-	if (i == 0 || p->text[i - 1] != ':')
-		return value->off;
-	i--;
-	while (i > 0 && is_blank(p->text[i - 1]))
-		i--;
-	if (i == 0 || p->text[i - 1] != '"')
-		return value->off;
-	i--;	/* at the closing quote */
-	while (i > 0) {
-		i--;
-		if (p->text[i] != '"')
-			continue;
-		size_t bs = 0;
-		while (bs < i && p->text[i - 1 - bs] == '\\')
-			bs++;
-		if (bs % 2 == 0)
-			return i;
-	}
-	return value->off;
-}
-
-/* Appends a key to a dotted path, made printable (keys come from the file
- * and end up on a terminal or in the journal). */
-static char *key_path(const char *parent, const struct json_member *m)
-{
-	struct buf b = {};
-
-	if (parent) {
-		buf_puts(&b, parent);
-		buf_putc(&b, '.');
-	}
-	size_t n = MIN(m->key_len, (size_t)64);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)m->key[i];
-		buf_putc(&b, ch < 0x20 || ch == 0x7f ? '?' : (char)ch);
-	}
-	if (m->key_len > n)
-		buf_puts(&b, "...");
-	return buf_steal(&b);
-}
-
-/* True when a key is a plain C string equal to s. */
-static bool key_is(const struct json_member *m, const char *s)
-{
-	return m->key_len == strlen(s) && memcmp(m->key, s, m->key_len) == 0;
-}
-
-/* True when a key holds no NUL byte (it names a tool or a class). */
-static bool key_plain(const struct json_member *m)
-{
-	return m->key_len > 0 && strlen(m->key) == m->key_len;
-}
-
-/* The type of a value as messages name it ("integer", "string"). */
-static const char *got(const struct json *v)
-{
-	return json_kind_name(v);
-}
-
-/* Checks an integer in [min, max]. */
-static int want_uint(struct cfg_parse *p, const char *key, const struct json *v,
-		     uint64_t min, uint64_t max, uint64_t *ret)
-{
-	const char *what = min == 0 ? "a non-negative integer" :
-			   min == 1 ? "a positive integer" : "an integer";
-	int64_t i;
-
-	if (!json_get_int(v, &i)) {
-		if (v->type == JSON_NUMBER)
-			return fail(p, v->off, key, "expected %s, got %.*s", what,
-				    (int)MIN(v->u.num.raw_len, (size_t)40), v->u.num.raw);
-		return fail(p, v->off, key, "expected %s, got %s", what, got(v));
-	}
-	if (i < 0 || (uint64_t)i < min) {
-		if (min <= 1)
-			return fail(p, v->off, key, "expected %s", what);
-		return fail(p, v->off, key, "expected an integer of at least %llu",
-			    (unsigned long long)min);
-	}
-	if ((uint64_t)i > max)
-		return fail(p, v->off, key, "expected %s of at most %llu", what,
-			    (unsigned long long)max);
-	*ret = (uint64_t)i;
-	return 0;
-}
-
-/* Checks a non-empty string without NUL bytes. */
-static int want_string(struct cfg_parse *p, const char *key, const struct json *v, const char **ret)
-{
-	if (v->type != JSON_STRING)
-		return fail(p, v->off, key, "expected a string, got %s", got(v));
-	if (v->u.str.len == 0)
-		return fail(p, v->off, key, "expected a non-empty string");
-	if (strlen(v->u.str.s) != v->u.str.len)
-		return fail(p, v->off, key, "must not contain NUL bytes");
-	*ret = v->u.str.s;
-	return 0;
-}
-
-/* Checks a path and resolves it against the file's directory. */
-static int want_path(struct cfg_parse *p, const char *key, const struct json *v, char **ret)
-{
-	const char *s;
-	int r = want_string(p, key, v, &s);
-	if (r < 0)
-		return r;
-	if (strlen(s) >= PATH_MAX)
-		return fail(p, v->off, key, "path longer than %d bytes", PATH_MAX - 1);
-	*ret = config_resolve_path(p->base_dir, s);
-	return 0;
-}
-
-/* Checks an array of strings (paths when resolve). */
-static int want_strv(struct cfg_parse *p, const char *key, const struct json *v, bool resolve,
-		     char ***ret, size_t *ret_n)
-{
-	if (v->type != JSON_ARRAY)
-		return fail(p, v->off, key, "expected an array of strings, got %s", got(v));
-
-	size_t n = v->u.arr.n;
-	char **strv = xcalloc(n + 1, sizeof(char *));
-	for (size_t i = 0; i < n; i++) {
-		_cleanup_free_ char *k = xasprintf("%s[%zu]", key, i);
-		const struct json *item = v->u.arr.items[i];
-		const char *s;
-		int r = resolve ? want_path(p, k, item, &strv[i]) : want_string(p, k, item, &s);
-		if (r < 0) {
-			strv_free(strv, n);
-			return r;
-		}
-		if (!resolve)
-			strv[i] = xstrdup(s);
-	}
-	*ret = strv;
-	*ret_n = n;
-	return 0;
-}
-
-/* Checks a mode string: "auto", "prompt" or "deny". */
-static int want_mode(struct cfg_parse *p, const char *key, const struct json *v, enum confirm_mode *ret)
-{
-	int m = confirm_mode_from_name(json_str(v));
-	if (m < 0 || strlen(v->u.str.s) != v->u.str.len) {
-		if (v->type != JSON_STRING)
-			return fail(p, v->off, key, "expected \"auto\", \"prompt\" or \"deny\", got %s", got(v));
-		return fail(p, v->off, key, "expected \"auto\", \"prompt\" or \"deny\"");
-	}
-	*ret = (enum confirm_mode)m;
-	return 0;
-}
-
-/* The side-effect class a key names, or a located error. */
-static int want_class(struct cfg_parse *p, const char *key, const struct json_member *m, int *ret)
-{
-	int cls = key_plain(m) ? side_effect_from_name(m->key) : -1;
-	if (cls < 0)
-		return fail(p, key_offset(p, m->value), key,
-			    "unknown side-effect class (expected none, read, write, execute or network)");
-	*ret = cls;
-	return 0;
-}
-
-/* Checks that a value is an object. */
-static int want_object(struct cfg_parse *p, const char *key, const struct json *v)
-{
-	if (v->type != JSON_OBJECT)
-		return fail(p, v->off, key, "expected an object, got %s", got(v));
-	return 0;
-}
-
 /* --- the key tables ------------------------------------------------------ */
-
-enum field_kind {
-	F_U32,		/* uint32_t in [min, max] */
-	F_U64,		/* uint64_t in [min, max] */
-	F_PATH,		/* char *, resolved */
-	F_PATH_NULL,	/* char *, resolved, or null */
-	F_PATHS,	/* char ** and size_t at off_n, resolved */
-	F_SECTION,	/* an object checked against another table */
-	F_CUSTOM,
-};
-
-struct field {
-	const char *key;
-	enum field_kind kind;
-	size_t off;
-	size_t off_n;
-	uint64_t min, max;
-	const struct field *section;	/* NULL-key terminated */
-	const char *unknown;		/* F_SECTION: message for an unknown key */
-	int (*parse)(struct cfg_parse *p, const char *key, const struct json *v, struct config *c);
-};
-
-#define CFG(m) offsetof(struct config, m)
-#define U32(k, m, lo, hi) { .key = k, .kind = F_U32, .off = CFG(m), .min = lo, .max = hi }
-#define U64(k, m, lo, hi) { .key = k, .kind = F_U64, .off = CFG(m), .min = lo, .max = hi }
-#define PATH(k, m) { .key = k, .kind = F_PATH, .off = CFG(m) }
-#define PATH_NULL(k, m) { .key = k, .kind = F_PATH_NULL, .off = CFG(m) }
-#define PATHS(k, m, n) { .key = k, .kind = F_PATHS, .off = CFG(m), .off_n = CFG(n) }
-#define SECTION(k, t, u) { .key = k, .kind = F_SECTION, .section = t, .unknown = u }
-#define CUSTOM(k, f) { .key = k, .kind = F_CUSTOM, .parse = f }
-
-#define MS_MAX UINT32_MAX
-#define GIB (UINT64_C(1) << 30)
-
-static int parse_section(struct cfg_parse *p, const char *key, const struct json *v,
-			 const struct field *fields, const char *unknown, struct config *c);
 
 /* "socket": a path short enough for sun_path, or null. */
 static int parse_socket(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
 {
 	char *s = NULL;
 	if (v->type != JSON_NULL) {
-		int r = want_path(p, key, v, &s);
+		int r = cfg_want_path(p, key, v, &s);
 		if (r < 0)
 			return r;
 		if (strlen(s) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
 			free(s);
-			return fail(p, v->off, key, "socket path longer than %zu bytes",
+			return cfg_fail(p, v->off, key, "socket path longer than %zu bytes",
 				    sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
 		}
 	}
@@ -471,13 +211,13 @@ static int parse_socket_mode(struct cfg_parse *p, const char *key, const struct 
 	static const char want[] = "expected a string of 3 or 4 octal digits such as \"0660\"";
 
 	if (!s)
-		return fail(p, v->off, key, "%s, got %s", want, got(v));
+		return cfg_fail(p, v->off, key, "%s, got %s", want, cfg_got(v));
 	size_t n = v->u.str.len;
 	if (n < 3 || n > 4 || strspn(s, "01234567") != n)
-		return fail(p, v->off, key, "%s", want);
+		return cfg_fail(p, v->off, key, "%s", want);
 	unsigned long mode = strtoul(s, NULL, 8);
 	if (mode > 0777)
-		return fail(p, v->off, key, "setuid, setgid and sticky bits make no sense on a socket");
+		return cfg_fail(p, v->off, key, "setuid, setgid and sticky bits make no sense on a socket");
 	c->socket_mode = (mode_t)mode;
 	return 0;
 }
@@ -491,15 +231,15 @@ static int parse_log_level(struct cfg_parse *p, const char *key, const struct js
 			c->log_level = log_levels[i].level;
 			return 0;
 		}
-	return fail(p, v->off, key, "expected \"debug\", \"info\", \"warning\" or \"error\"%s%s",
-		    s ? "" : ", got ", s ? "" : got(v));
+	return cfg_fail(p, v->off, key, "expected \"debug\", \"info\", \"warning\" or \"error\"%s%s",
+		    s ? "" : ", got ", s ? "" : cfg_got(v));
 }
 
 /* "limits.per_tool_concurrency": { "tool": N }. */
 static int parse_per_tool_concurrency(struct cfg_parse *p, const char *key, const struct json *v,
 				      struct config *c)
 {
-	int r = want_object(p, key, v);
+	int r = cfg_want_object(p, key, v);
 	if (r < 0)
 		return r;
 
@@ -507,12 +247,12 @@ static int parse_per_tool_concurrency(struct cfg_parse *p, const char *key, cons
 	struct config_tool_cap *caps = xcalloc(n ? n : 1, sizeof(*caps));
 	for (size_t i = 0; i < n; i++) {
 		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = key_path(key, m);
+		_cleanup_free_ char *k = cfg_key_path(key, m);
 		uint64_t max = 0;
-		if (!key_plain(m))
-			r = fail(p, key_offset(p, m->value), k, "expected a tool name");
+		if (!cfg_key_plain(m))
+			r = cfg_fail(p, cfg_key_offset(p, m->value), k, "expected a tool name");
 		else
-			r = want_uint(p, k, m->value, 1, 1000000, &max);
+			r = cfg_want_uint(p, k, m->value, 1, 1000000, &max);
 		if (r < 0) {
 			for (size_t j = 0; j < i; j++)
 				free(caps[j].name);
@@ -529,137 +269,20 @@ static int parse_per_tool_concurrency(struct cfg_parse *p, const char *key, cons
 	return 0;
 }
 
-/* "confirmation.no_approver": "deny" or "wait". */
-static int parse_no_approver(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
-{
-	const char *s = json_str(v);
-	if (s && strlen(s) == v->u.str.len && (str_eq(s, "deny") || str_eq(s, "wait"))) {
-		c->confirmation.no_approver_wait = str_eq(s, "wait");
-		return 0;
-	}
-	return fail(p, v->off, key, "expected \"deny\" or \"wait\"%s%s", s ? "" : ", got ", s ? "" : got(v));
-}
-
-/* "confirmation.default": { class: mode }, merged with the defaults. */
-static int parse_confirm_default(struct cfg_parse *p, const char *key, const struct json *v,
-				 struct config *c)
-{
-	int r = want_object(p, key, v);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < v->u.obj.n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = key_path(key, m);
-		int cls = 0;
-		r = want_class(p, k, m, &cls);
-		if (r < 0)
-			return r;
-		r = want_mode(p, k, m->value, &c->confirmation.by_class[cls]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* "confirmation.trusted_workspace_overrides": { class: mode }, replacing
- * the default overrides. */
-static int parse_trusted_overrides(struct cfg_parse *p, const char *key, const struct json *v,
-				   struct config *c)
-{
-	int r = want_object(p, key, v);
-	if (r < 0)
-		return r;
-
-	bool has[SIDE_MAX] = {};
-	enum confirm_mode mode[SIDE_MAX] = {};
-	for (size_t i = 0; i < v->u.obj.n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = key_path(key, m);
-		int cls = 0;
-		r = want_class(p, k, m, &cls);
-		if (r < 0)
-			return r;
-		r = want_mode(p, k, m->value, &mode[cls]);
-		if (r < 0)
-			return r;
-		has[cls] = true;
-	}
-	memcpy(c->confirmation.has_override, has, sizeof(has));
-	memcpy(c->confirmation.trusted_override, mode, sizeof(mode));
-	return 0;
-}
-
-/* "confirmation.per_tool": { "tool": mode }. */
-static int parse_per_tool_mode(struct cfg_parse *p, const char *key, const struct json *v,
-			       struct config *c)
-{
-	int r = want_object(p, key, v);
-	if (r < 0)
-		return r;
-
-	size_t n = v->u.obj.n;
-	struct policy_tool_mode *modes = xcalloc(n ? n : 1, sizeof(*modes));
-	for (size_t i = 0; i < n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = key_path(key, m);
-		if (!key_plain(m))
-			r = fail(p, key_offset(p, m->value), k, "expected a tool name");
-		else
-			r = want_mode(p, k, m->value, &modes[i].mode);
-		if (r < 0) {
-			for (size_t j = 0; j < i; j++)
-				free(modes[j].name);
-			free(modes);
-			return r;
-		}
-		modes[i].name = xstrdup(m->key);
-	}
-	struct policy_config *pc = &c->confirmation;
-	for (size_t i = 0; i < pc->n_per_tool; i++)
-		free(pc->per_tool[i].name);
-	free(pc->per_tool);
-	pc->per_tool = modes;
-	pc->n_per_tool = n;
-	return 0;
-}
-
-/* "confirmation.trusted_workspaces": paths, made canonical when they exist
- * so they compare equal to the canonical roots of sessions. */
-static int parse_trusted(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
-{
-	char **strv;
-	size_t n;
-	int r = want_strv(p, key, v, true, &strv, &n);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < n; i++) {
-		char *real = realpath(strv[i], NULL);
-		if (real) {
-			free(strv[i]);
-			strv[i] = real;
-		}
-	}
-	struct policy_config *pc = &c->confirmation;
-	strv_free(pc->trusted_workspaces, pc->n_trusted);
-	pc->trusted_workspaces = strv;
-	pc->n_trusted = n;
-	return 0;
-}
-
 /* "tools.shell.env_allow": names of variables passed to commands. */
 static int parse_env_allow(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
 {
 	char **strv;
 	size_t n;
-	int r = want_strv(p, key, v, false, &strv, &n);
+	int r = cfg_want_strv(p, key, v, false, &strv, &n);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
 		if (strchr(strv[i], '=')) {
-			strv_free(strv, n);
-			return fail(p, v->u.arr.items[i]->off, key, "expected a variable name, without '='");
+			cfg_strv_free(strv, n);
+			return cfg_fail(p, v->u.arr.items[i]->off, key, "expected a variable name, without '='");
 		}
-	strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
+	cfg_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
 	c->tools.shell_env_allow = strv;
 	c->tools.n_shell_env_allow = n;
 	return 0;
@@ -670,8 +293,8 @@ static int want_ids(struct cfg_parse *p, const char *key, const struct json *v, 
 		    uint32_t **ret, size_t *ret_n)
 {
 	if (v->type != JSON_ARRAY)
-		return fail(p, v->off, key, "expected an array of %s, got %s",
-			    groups ? "group ids or names" : "user ids or names", got(v));
+		return cfg_fail(p, v->off, key, "expected an array of %s, got %s",
+			    groups ? "group ids or names" : "user ids or names", cfg_got(v));
 
 	size_t n = v->u.arr.n;
 	_cleanup_free_ uint32_t *ids = xcalloc(n ? n : 1, sizeof(uint32_t));
@@ -681,25 +304,25 @@ static int want_ids(struct cfg_parse *p, const char *key, const struct json *v, 
 		const char *name = json_str(item);
 		if (name) {
 			const char *s;
-			int r = want_string(p, k, item, &s);
+			int r = cfg_want_string(p, k, item, &s);
 			if (r < 0)
 				return r;
 			if (groups) {
 				struct group *g = getgrnam(name);
 				if (!g)
-					return fail(p, item->off, k, "no such group '%s'", name);
+					return cfg_fail(p, item->off, k, "no such group '%s'", name);
 				ids[i] = g->gr_gid;
 			} else {
 				struct passwd *pw = getpwnam(name);
 				if (!pw)
-					return fail(p, item->off, k, "no such user '%s'", name);
+					return cfg_fail(p, item->off, k, "no such user '%s'", name);
 				ids[i] = pw->pw_uid;
 			}
 			continue;
 		}
 		uint64_t id;
 		/* (uid_t)-1 means "no id" to the kernel: never a real peer. */
-		int r = want_uint(p, k, item, 0, UINT32_MAX - 1, &id);
+		int r = cfg_want_uint(p, k, item, 0, UINT32_MAX - 1, &id);
 		if (r < 0)
 			return r;
 		ids[i] = (uint32_t)id;
@@ -783,16 +406,6 @@ static const struct field circuit_fields[] = {
 	{},
 };
 
-static const struct field confirmation_fields[] = {
-	U64("timeout_ms", confirmation.timeout_ms, 1, MS_MAX),
-	CUSTOM("no_approver", parse_no_approver),
-	CUSTOM("default", parse_confirm_default),
-	CUSTOM("per_tool", parse_per_tool_mode),
-	CUSTOM("trusted_workspaces", parse_trusted),
-	CUSTOM("trusted_workspace_overrides", parse_trusted_overrides),
-	{},
-};
-
 static const struct field shell_fields[] = {
 	TOOL_TIMEOUT(CONFIG_TOOL_SHELL),
 	CUSTOM("env_allow", parse_env_allow),
@@ -839,94 +452,13 @@ static const struct field root_fields[] = {
 	SECTION("retry", retry_fields, NULL),
 	SECTION("idempotency", idempotency_fields, NULL),
 	SECTION("circuit", circuit_fields, NULL),
-	SECTION("confirmation", confirmation_fields, NULL),
+	SECTION("confirmation", config_confirmation_fields, NULL),
 	SECTION("tools", tools_fields,
 		"not a built-in tool (read_file, write_file, patch_file, list_dir, shell); "
 		"tool files set their own timeout_ms"),
 	SECTION("peers", peers_fields, NULL),
 	{},
 };
-
-/* Checks one value against its field and stores it. */
-static int parse_field(struct cfg_parse *p, const char *key, const struct json *v,
-		       const struct field *f, struct config *c)
-{
-	void *at = (char *)c + f->off;
-	uint64_t u;
-	char *s;
-	int r;
-
-	switch (f->kind) {
-	case F_U32:
-		r = want_uint(p, key, v, f->min, f->max, &u);
-		if (r < 0)
-			return r;
-		*(uint32_t *)at = (uint32_t)u;
-		return 0;
-	case F_U64:
-		r = want_uint(p, key, v, f->min, f->max, &u);
-		if (r < 0)
-			return r;
-		*(uint64_t *)at = u;
-		return 0;
-	case F_PATH_NULL:
-		if (v->type == JSON_NULL) {
-			free(*(char **)at);
-			*(char **)at = NULL;
-			return 0;
-		}
-		__attribute__((fallthrough));
-	case F_PATH:
-		r = want_path(p, key, v, &s);
-		if (r < 0)
-			return r;
-		free(*(char **)at);
-		*(char **)at = s;
-		return 0;
-	case F_PATHS: {
-		char **strv;
-		size_t n;
-		r = want_strv(p, key, v, true, &strv, &n);
-		if (r < 0)
-			return r;
-		size_t *at_n = (size_t *)((char *)c + f->off_n);
-		strv_free(*(char ***)at, *at_n);
-		*(char ***)at = strv;
-		*at_n = n;
-		return 0;
-	}
-	case F_SECTION:
-		return parse_section(p, key, v, f->section, f->unknown, c);
-	case F_CUSTOM:
-		return f->parse(p, key, v, c);
-	}
-	return -EINVAL;
-}
-
-/* Checks an object against a table of keys. */
-static int parse_section(struct cfg_parse *p, const char *key, const struct json *v,
-			 const struct field *fields, const char *unknown, struct config *c)
-{
-	if (v->type != JSON_OBJECT) {
-		if (!key)
-			return fail(p, v->off, NULL, "expected an object at the top level, got %s", got(v));
-		return fail(p, v->off, key, "expected an object, got %s", got(v));
-	}
-
-	for (size_t i = 0; i < v->u.obj.n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = key_path(key, m);
-		const struct field *f = fields;
-		while (f->key && !key_is(m, f->key))
-			f++;
-		if (!f->key)
-			return fail(p, key_offset(p, m->value), k, "%s", unknown ? unknown : "unknown key");
-		int r = parse_field(p, k, m->value, f, c);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
 
 static void json_doc_unrefp(struct json_doc **d)
 {
@@ -947,14 +479,14 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
 
 	int r = json_parse(text, len, JSON_ALLOW_COMMENTS, CONFIG_MAX_DEPTH, &doc, &jerr);
 	if (r < 0) {
-		fail(&p, jerr.offset, NULL, "%s", jerr.msg);
+		cfg_fail(&p, jerr.offset, NULL, "%s", jerr.msg);
 		*ret_err = p.err;
 		return -EINVAL;
 	}
 
 	struct config tmp;
 	config_init(&tmp);
-	r = parse_section(&p, NULL, json_doc_root(doc), root_fields, NULL, &tmp);
+	r = cfg_bind_section(&p, NULL, json_doc_root(doc), root_fields, NULL, &tmp);
 	if (r < 0) {
 		config_free(&tmp);
 		*ret_err = p.err;
@@ -965,7 +497,7 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
 	const struct json *td = json_get(json_doc_root(doc), "tools_dir");
 	if (td && tmp.tools_dir) {
 		unsigned line, col;
-		json_line_col(text, len, key_offset(&p, td), &line, &col);
+		json_line_col(text, len, cfg_key_offset(&p, td), &line, &col);
 		tmp.tools_dir_at = xasprintf("%s:%u:%u", name, line, col);
 	}
 	config_free(c);

@@ -198,9 +198,8 @@ char *config_resolve_path(const char *base_dir, const char *path);
  * /run/toolcalld/toolcalld.sock. A new string. */
 char *config_default_socket(void);
 
-/* The name of a built-in tool the config knows ("shell"), and the index of
- * a name (-1 when not a built-in). */
-const char *config_builtin_name(enum config_builtin b);
+/* The index of a built-in tool the config knows by name ("shell"); -1
+ * when not a built-in. */
 int config_builtin_from_name(const char *name);
 
 /* The timeout configured for a tool (0: none configured). */

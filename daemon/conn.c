@@ -5,7 +5,15 @@
  * stops reading stops being read, so the daemon never buffers without
  * bound). A connection is stopped and closed at once when it goes; its
  * calls are detached from the dispatcher (keyed ones run on for the cache).
+ * Each request goes to the server's request sink (methods_handle); the
+ * turn budget that keeps in-loop tool calls from starving other clients
+ * lives here too, as the reading side is what it holds back.
+ *
+ * Long because reading, batches, answers and back-pressure all work on the
+ * same buffers and pendings; split, each part would reach into the others.
  */
+#include "daemon/conn.h"
+
 #include <errno.h>
 #include <malloc.h>
 #include <poll.h>
@@ -142,8 +150,8 @@ static void pending_free(struct pending *p)
 	if (p->conn->watch == p)
 		p->conn->watch = NULL;
 	list_remove(&p->node);
-	list_remove(&p->defer_node);
-	json_doc_unref(p->defer_doc);
+	if (p->upper_free)
+		p->upper_free(p->upper);
 	if (p->batch && --p->batch->remaining == 0)
 		batch_free(p->conn, p->batch);
 	struct server *s = p->conn->srv;
@@ -211,7 +219,6 @@ void conn_close(struct conn *c)
 	/* Freed after the current callback returns (conn_reap): code up the
 	 * stack may still look at c->dead. */
 	list_insert_tail(&s->graveyard, &c->node);
-	server_conn_closed(s);
 }
 
 void conn_reap(struct server *s)
@@ -511,7 +518,6 @@ static struct pending *pending_new(struct conn *c, struct batch *b, size_t index
 	p->conn = c;
 	p->batch = b;
 	p->index = index;
-	list_init(&p->defer_node);
 	if (id) {
 		memcpy(p->id_text, id, id_len);
 		p->id_text[id_len] = '\0';
@@ -541,7 +547,7 @@ static void handle_value(struct conn *c, struct json_doc *doc, const struct json
 	}
 	c->requests++;
 	if (!req.id) {
-		methods_handle(c, &req, NULL);
+		c->srv->sink(c, &req, NULL);
 		return;
 	}
 	struct pending *p = pending_new(c, b, b ? (*index)++ : 0, req.id, req.id_len);
@@ -554,7 +560,7 @@ static void handle_value(struct conn *c, struct json_doc *doc, const struct json
 	/* Most requests are answered inside methods_handle; only those still
 	 * waiting afterwards are in flight and need their id remembered. */
 	c->watch = p;
-	methods_handle(c, &req, p);
+	c->srv->sink(c, &req, p);
 	if (c->watch == p) {
 		c->watch = NULL;
 		map_put(c->ids, p->id, p);
@@ -722,6 +728,34 @@ static void process_input(struct conn *c, bool serving, bool must_progress)
 		if (!c->dead && !c->paused && !c->read_closed)
 			ev_io_start(c->srv->ev, &c->rw);
 	}
+}
+
+/*
+ * The turn budget. File tools run in the loop, so their time is everyone's
+ * wait: once the tool calls started in one loop turn have taken
+ * TURN_BUDGET_NS, connections stop handling lines until the next turn,
+ * which polls first (so other clients are read and answered in between).
+ * The head of the backlog always gets a line, so waiting connections move
+ * on. Calls that run as child processes take next to no loop time.
+ */
+#define TURN_BUDGET_NS 1000000ull
+
+void conn_work_begin(struct server *s)
+{
+	if (!s->turn_start_ns)
+		s->turn_start_ns = mono_ns();
+}
+
+void conn_work_end(struct server *s)
+{
+	if (mono_ns() - s->turn_start_ns >= TURN_BUDGET_NS)
+		s->turn_over = true;
+}
+
+void conn_turn_reset(struct server *s)
+{
+	s->turn_start_ns = 0;
+	s->turn_over = false;
 }
 
 void conn_run_backlog(struct server *s)

@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* Returns $TOOLCALLD_SOCKET, else $XDG_RUNTIME_DIR/toolcalld.sock, else
  * /run/toolcalld/toolcalld.sock, as a new string. Empty variables count as

@@ -21,47 +21,51 @@
 
 #define TOOL_FILE_MAX (4u << 20)
 
+/*
+ * Reads a whole tool file of at most TOOL_FILE_MAX bytes. NULL with the
+ * errno in *ret_errno when it cannot be read whole: a failed fstat or read,
+ * not a regular file, too large, or shorter than it said it was.
+ */
 static char *read_file_text(const char *path, size_t *ret_len, int *ret_errno)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		*ret_errno = errno;
 		return NULL;
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > TOOL_FILE_MAX) {
-		*ret_errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
-		close(fd);
+	if (fstat(fd, &st) < 0) {
+		*ret_errno = errno;
 		return NULL;
 	}
-	char *text = xmalloc((size_t)st.st_size + 1);
+	if (!S_ISREG(st.st_mode) || st.st_size > TOOL_FILE_MAX) {
+		*ret_errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+		return NULL;
+	}
+	_cleanup_free_ char *text = xmalloc((size_t)st.st_size + 1);
 	size_t got = 0;
 	while (got < (size_t)st.st_size) {
 		ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			break;
+		if (n < 0) {
+			*ret_errno = errno;
+			return NULL;
+		}
+		if (n == 0) {		/* shrank while read: not the file it was */
+			*ret_errno = EIO;
+			return NULL;
+		}
 		got += (size_t)n;
 	}
-	close(fd);
 	text[got] = '\0';
 	*ret_len = got;
-	return text;
+	return TAKE_PTR(text);
 }
 
 static int name_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void providers_clear(struct providers *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		mcp_provider_unref(p->v[i]);
-	free(p->v);
-	p->v = NULL;
-	p->n = 0;
 }
 
 /* Adds an MCP provider: the one already running when unchanged. */

@@ -9,15 +9,12 @@
 
 #include <stddef.h>
 
+#include "daemon/providers.h"
+
 struct config;
 struct mcp_provider;
 struct registry;
 
-/* The MCP providers that tool files declare. */
-struct providers {
-	struct mcp_provider **v;
-	size_t n;
-};
 
 /*
  * Builds a registry. Providers of prev whose declaration is unchanged are
@@ -27,7 +24,5 @@ struct providers {
  */
 int registry_build(const struct config *cfg, const struct providers *prev, struct providers *next,
 		   struct registry **ret, char **ret_err);
-/* Drops the references of a provider set. */
-void providers_clear(struct providers *p);
 
 #endif

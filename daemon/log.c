@@ -31,6 +31,24 @@ void log_set_level(int level)
 	max_level = level;
 }
 
+/*
+ * Writes " key=value" to stderr unless value is NULL. Values can come from
+ * clients (a session id may hold any character): control characters and
+ * backslashes are written as \xNN, so one message stays one line.
+ */
+static void put_field(const char *key, const char *value)
+{
+	if (!value)
+		return;
+	fprintf(stderr, " %s=", key);
+	for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+}
+
 void log_call(int prio, const char *session, const char *call_id, const char *tool,
 	      const char *fmt, ...)
 {
@@ -51,12 +69,9 @@ void log_call(int prio, const char *session, const char *call_id, const char *to
 		static const char *const names[] = { "emerg", "alert", "crit", "error",
 						     "warning", "notice", "info", "debug" };
 		fprintf(stderr, "toolcalld: %s: %s", names[prio & 7], msg);
-		if (session)
-			fprintf(stderr, " session=%s", session);
-		if (call_id)
-			fprintf(stderr, " call=%s", call_id);
-		if (tool)
-			fprintf(stderr, " tool=%s", tool);
+		put_field("session", session);
+		put_field("call", call_id);
+		put_field("tool", tool);
 		fputc('\n', stderr);
 	}
 	free(msg);

@@ -9,7 +9,7 @@
 
 #include <syslog.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* Detects journald (JOURNAL_STREAM matches stderr) and sets the level. */
 void log_init(int max_level);

@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The JSON-RPC methods the daemon answers, one function each, listed in one
- * table. Parameters are checked here; the work is the dispatcher's.
+ * table. Parameters are checked here; the work is the dispatcher's. A
+ * request that needs MCP providers still starting is parked here until
+ * they settle.
  */
+#include "daemon/methods.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/conn.h"
 #include "daemon/log.h"
+#include "daemon/providers.h"
 #include "daemon/server.h"
 #include "lib/dispatch.h"
 #include "lib/loop.h"
@@ -18,7 +24,6 @@
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
-#include "tools/mcp.h"
 #include "version.h"
 
 #define LIST_PAGE 200
@@ -220,54 +225,64 @@ static void m_discover(struct conn *c, const struct jrpc_req *req, struct pendin
 	answer(p, &b);
 }
 
-/* --- MCP providers: lazily started ------------------------------------ */
+/* --- requests waiting for MCP providers -------------------------------- */
 
-static bool providers_starting(const struct server *s)
+/* A request parked until the MCP providers being started have settled. */
+struct deferral {
+	struct list node;		/* server->deferred */
+	struct pending *p;
+	struct json_doc *doc;
+	const struct json *msg;
+	bool resumed;
+	uint64_t accepted_ms;		/* when it was parked (tc_now), for durationMs */
+};
+
+/* Frees a deferral with the request it belongs to. */
+static void deferral_free(void *arg)
 {
-	for (size_t i = 0; i < s->providers.n; i++)
-		if (mcp_provider_state(s->providers.v[i]) == MCP_STARTING)
-			return true;
-	return false;
+	struct deferral *d = arg;
+	list_remove(&d->node);
+	json_doc_unref(d->doc);
+	free(d);
+}
+
+/* The deferral of a request handled again once providers settled, or NULL. */
+static const struct deferral *resumed(const struct pending *p)
+{
+	const struct deferral *d = p->upper_free == deferral_free ? p->upper : NULL;
+	return d && d->resumed ? d : NULL;
 }
 
 /* Parks a request until the providers being started have settled. */
 static void defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	p->accepted_ms = tc_now(c->srv->loop);
-	p->defer_doc = json_doc_ref(req->doc);
-	p->defer_msg = req->msg;
-	list_insert_tail(&c->srv->deferred, &p->defer_node);
+	struct deferral *d = xcalloc(1, sizeof(*d));
+	d->p = p;
+	d->accepted_ms = tc_now(c->srv->loop);
+	d->doc = json_doc_ref(req->doc);
+	d->msg = req->msg;
+	list_insert_tail(&c->srv->deferred, &d->node);
+	p->upper = d;
+	p->upper_free = deferral_free;
 }
 
 void methods_resume(struct server *s)
 {
-	if (providers_starting(s))
+	if (providers_starting(&s->providers))
 		return;
 	while (!list_empty(&s->deferred)) {
-		struct pending *p = list_first(&s->deferred, struct pending, defer_node);
-		list_remove(&p->defer_node);
-		struct json_doc *doc = TAKE_PTR(p->defer_doc);
+		struct deferral *d = list_first(&s->deferred, struct deferral, node);
+		list_remove(&d->node);
+		struct pending *p = d->p;
+		struct json_doc *doc = TAKE_PTR(d->doc);
 		struct jrpc_req req;
 		const char *why;
-		jrpc_parse_request(p->defer_msg, json_doc_text(doc), &req, &why);
+		jrpc_parse_request(d->msg, json_doc_text(doc), &req, &why);
 		req.doc = doc;
-		p->resumed = true;
-		methods_handle(p->conn, &req, p);
+		d->resumed = true;
+		methods_handle(p->conn, &req, p);	/* may free p, and d with it */
 		json_doc_unref(doc);
 	}
-}
-
-/* The provider whose prefix a tool name carries (the longest prefix wins). */
-static struct mcp_provider *provider_for(const struct server *s, const char *name)
-{
-	struct mcp_provider *best = NULL;
-	for (size_t i = 0; i < s->providers.n; i++) {
-		struct mcp_provider *pv = s->providers.v[i];
-		const char *pre = mcp_provider_prefix(pv);
-		if (str_has_prefix(name, pre) && (!best || strlen(pre) > strlen(mcp_provider_prefix(best))))
-			best = pv;
-	}
-	return best;
 }
 
 /* --- tools ------------------------------------------------------------- */
@@ -299,16 +314,10 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 	if (!p)
 		return;
 	struct server *s = c->srv;
-	if (!p->resumed) {
-		/* MCP servers start when their tools are first asked for. */
-		for (size_t i = 0; i < s->providers.n; i++)
-			if (mcp_provider_state(s->providers.v[i]) == MCP_IDLE &&
-			    !mcp_provider_imported(s->providers.v[i]))
-				mcp_provider_start(s->providers.v[i]);
-		if (providers_starting(s)) {
-			defer(c, req, p);
-			return;
-		}
+	/* MCP servers start when their tools are first asked for. */
+	if (!resumed(p) && providers_start_all(&s->providers)) {
+		defer(c, req, p);
+		return;
 	}
 	struct session *session = conn_session(c);
 	size_t start = 0;
@@ -446,16 +455,12 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 		call_invalid(p, NULL, "name must be a string");
 		return;
 	}
-	if (!p->resumed && !registry_find(c->srv->registry, name->u.str.s)) {
-		/* A tool of an MCP server not imported yet: start it, wait. */
-		struct mcp_provider *pv = provider_for(c->srv, name->u.str.s);
-		if (pv && mcp_provider_state(pv) != MCP_READY) {
-			mcp_provider_start(pv);
-			if (mcp_provider_state(pv) == MCP_STARTING) {
-				defer(c, req, p);
-				return;
-			}
-		}
+	const struct deferral *d = resumed(p);
+	/* A tool of an MCP server not imported yet: start it, wait. */
+	if (!d && !registry_find(c->srv->registry, name->u.str.s) &&
+	    providers_start_for(&c->srv->providers, name->u.str.s)) {
+		defer(c, req, p);
+		return;
 	}
 	struct call_params cp = {
 		.tool = name->u.str.s,
@@ -464,7 +469,7 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 		.timeout_ms = -1,
 		.budget = -1,
 		.pid = c->cred.pid,
-		.accepted_ms = p->resumed ? p->accepted_ms : 0,
+		.accepted_ms = d ? d->accepted_ms : 0,
 	};
 	const struct json *meta = json_get(params, "_meta");
 	if (meta && meta->type != JSON_OBJECT && meta->type != JSON_NULL) {
@@ -509,9 +514,9 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	 * long as it needs the arguments. */
 	cp.doc = req->doc;
 	struct session *session = conn_session(c);
-	server_work_begin(c->srv);
+	conn_work_begin(c->srv);
 	struct caller *caller = dispatch_call(c->srv->dispatcher, session, &cp, &call_ops, p);
-	server_work_end(c->srv);
+	conn_work_end(c->srv);
 	/* p is gone when the call was answered inside. */
 	if (caller)
 		p->caller = caller;

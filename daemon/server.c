@@ -19,8 +19,11 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "daemon/conn.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/providers.h"
 #include "lib/audit.h"
 #include "lib/dispatch.h"
 #include "lib/loop.h"
@@ -130,8 +133,11 @@ static int listen_activated(struct server *s)
 	for (int i = 1; i < n; i++)
 		close(SD_LISTEN_FDS_START + i);
 	int flags = fcntl(fd, F_GETFL);
-	fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		int e = errno;
+		log_error("the socket systemd passed: fcntl: %s", strerror(e));
+		return -e;
+	}
 	s->listen_fd = fd;
 	s->socket_owned = false;
 	return 1;
@@ -271,29 +277,6 @@ static void check_stopped(struct server *s)
 		ev_break(s->ev, EVBREAK_ALL);
 }
 
-/*
- * The turn budget. File tools run in the loop, so their time is everyone's
- * wait: once the tool calls started in one loop turn have taken
- * TURN_BUDGET_NS, connections stop handling lines until the next turn,
- * which polls first (so other clients are read and answered in between).
- * The head of the backlog always gets a line, so waiting connections move
- * on (conn.c). Calls that run as child processes take next to no loop
- * time.
- */
-#define TURN_BUDGET_NS 1000000ull
-
-void server_work_begin(struct server *s)
-{
-	if (!s->turn_start_ns)
-		s->turn_start_ns = mono_ns();
-}
-
-void server_work_end(struct server *s)
-{
-	if (mono_ns() - s->turn_start_ns >= TURN_BUDGET_NS)
-		s->turn_over = true;
-}
-
 /* Runs before the loop blocks: serve the backlog within what is left of
  * the turn, write what was queued, start the next turn. */
 static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
@@ -308,8 +291,7 @@ static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 	}
 	conn_evict(s);
 	conn_reap(s);
-	s->turn_start_ns = 0;
-	s->turn_over = false;
+	conn_turn_reset(s);
 	/* Lines still waiting: the next poll must not block. */
 	if (!list_empty(&s->backlog))
 		ev_idle_start(ev, &s->kick);
@@ -319,10 +301,6 @@ static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 static void on_kick(struct ev_loop *ev, ev_idle *w, int revents)
 {
 	ev_idle_stop(ev, w);
-}
-
-void server_conn_closed(struct server *s)
-{
 }
 
 /*
@@ -385,17 +363,21 @@ void server_stop(struct server *s)
 	check_stopped(s);
 }
 
+/* Reloads and logs the outcome: "FAILED: error" or "DONE: what changed". */
+static void reload_and_log(struct server *s, const char *failed, const char *done)
+{
+	_cleanup_free_ char *result = NULL, *err = NULL;
+	if (server_reload(s, &result, &err) < 0)
+		log_error("%s: %s", failed, err);
+	else
+		log_info("%s: %s", done, result);
+}
+
 static void on_signal(struct ev_loop *ev, ev_signal *w, int revents)
 {
 	struct server *s = w->data;
 	if (w->signum == SIGHUP) {
-		char *result = NULL, *err = NULL;
-		if (server_reload(s, &result, &err) < 0)
-			log_error("reload failed, the previous configuration stays in force: %s", err);
-		else
-			log_info("reloaded: %s", result);
-		free(result);
-		free(err);
+		reload_and_log(s, "reload failed, the previous configuration stays in force", "reloaded");
 		if (s->audit && audit_reopen(s->audit) < 0)
 			log_error("cannot reopen the audit log %s", s->cfg.audit_log);
 		return;
@@ -494,9 +476,7 @@ static void on_provider_settled(void *arg, struct mcp_provider *p)
 
 static void setup_providers(struct server *s)
 {
-	for (size_t i = 0; i < s->providers.n; i++)
-		mcp_provider_setup(s->providers.v[i], s->loop, &s->env, s->default_ws->root,
-				   on_provider_settled, s);
+	providers_setup(&s->providers, s->loop, &s->env, s->default_ws->root, on_provider_settled, s);
 }
 
 int server_reload(struct server *s, char **ret_result, char **ret_err)
@@ -573,13 +553,8 @@ void server_refresh(struct server *s)
 static void on_reload_debounce(struct ev_loop *ev, ev_timer *w, int revents)
 {
 	struct server *s = container_of(w, struct server, reload_debounce);
-	char *result = NULL, *err = NULL;
-	if (server_reload(s, &result, &err) < 0)
-		log_error("tool files changed but do not load, the previous registry stays: %s", err);
-	else
-		log_info("tool files changed, reloaded: %s", result);
-	free(result);
-	free(err);
+	reload_and_log(s, "tool files changed but do not load, the previous registry stays",
+		       "tool files changed, reloaded");
 }
 
 /* True for an inotify event that may change the tool files: anything in
@@ -671,6 +646,7 @@ int server_init(struct server *s, char **ret_err)
 	list_init(&s->spare_pendings);
 	list_init(&s->graveyard);
 	list_init(&s->deferred);
+	s->sink = methods_handle;
 	event_bus_init(&s->bus);
 	/* Not the default loop: that one reaps every child on SIGCHLD, racing
 	 * lib/child.c's waitid on the pidfd, which then loses the exit status. */

@@ -32,7 +32,7 @@
 #include "lib/loop.h"
 #include "lib/tool.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* How often a leader without a pidfd is looked at. */
 #define CHILD_POLL_MS 10

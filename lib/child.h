@@ -38,7 +38,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 
 struct child;
 struct tc_loop;

@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proto/buf.h"
-#include "proto/util.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
 
 #define DIFF_D_MAX 2000
 #define DIFF_WORK ((uint64_t)1 << 26)

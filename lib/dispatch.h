@@ -11,6 +11,9 @@
  * It knows nothing of sockets: the daemon hands it callers and gets
  * outcomes back through callbacks; time and randomness come through the
  * loop seam, so unit tests drive it with a fake clock.
+ *
+ * Outcomes (lib/outcome.h) and confirmation (lib/confirm.h) have headers of
+ * their own, included here so that the daemon needs only this one.
  */
 #ifndef TC_DISPATCH_H
 #define TC_DISPATCH_H
@@ -20,11 +23,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/confirm.h"
 #include "lib/errors.h"
+#include "lib/outcome.h"
 #include "lib/tool.h"
 
 struct audit;
-struct buf;
 struct event_bus;
 struct jgen;
 struct json;
@@ -54,38 +58,6 @@ struct dispatch_config {
 
 /* Fills c with the contract's defaults. */
 void dispatch_config_defaults(struct dispatch_config *c);
-
-/* How a call ended: shared by every caller of one execution. */
-struct outcome {
-	unsigned refs;
-	enum tc_kind kind;		/* TC_OK on success */
-	bool is_error;			/* success with isError (shell exit != 0) */
-	char *text;
-	char *text_json;		/* text as a JSON string literal, when the tool gave it */
-	char *structured;		/* JSON object text */
-	char *message;
-	char *error_data;		/* extra data members: JSON object text */
-	char *call_id;
-	char *tool;
-	enum side_effect side_effects;
-	bool idempotent;
-	unsigned attempts;
-	uint64_t duration_ms;
-	uint64_t retry_after_ms;	/* circuit_open */
-	char **files;
-	size_t n_files;
-	char *command;
-};
-
-struct outcome *outcome_ref(struct outcome *o);
-struct outcome *outcome_unref(struct outcome *o);
-/* True when the kind is worth retrying (timeout: only idempotent tools). */
-bool outcome_retryable(const struct outcome *o);
-/* Writes the JSON-RPC result object of a success. */
-void outcome_write_result(const struct outcome *o, bool replayed, struct buf *out);
-/* Writes the error's data object (kind, retryable, attempts, ...; replayed:
- * true for an outcome replayed from the idempotency cache). */
-void outcome_write_error_data(const struct outcome *o, bool replayed, struct buf *out);
 
 struct call_params {
 	const char *tool;
@@ -123,8 +95,6 @@ void dispatch_set_env(struct dispatcher *d, const struct tool_env *env);
 void dispatch_set_audit(struct dispatcher *d, struct audit *audit);
 /* Swaps the registry in (taking a reference); calls in flight keep theirs. */
 void dispatch_set_registry(struct dispatcher *d, struct registry *r);
-struct registry *dispatch_registry(const struct dispatcher *d);
-struct event_bus *dispatch_bus(const struct dispatcher *d);
 
 /*
  * Dispatches one call for session s. Returns the caller, or NULL when the
@@ -156,25 +126,6 @@ unsigned dispatch_abandoned(const struct dispatcher *d);
 
 /* True when the session may call the tool (not denied by policy). */
 bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t);
-
-/*
- * Answers confirmation request id for uid: decision "allow", "deny" or
- * "always_allow". First write wins: *ret_accepted is false when it was
- * already decided, and *ret_decision is the decision in force. -ENOENT for
- * an unknown request (or another uid's), -EINVAL for a bad decision.
- */
-int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
-		     bool *ret_accepted, const char **ret_decision);
-
-/* An approver went away: confirmation requests that no approver can see
- * any more fail with user_denied, as a call finding none does (unless
- * confirmation.no_approver is "wait"). */
-void dispatch_approvers_left(struct dispatcher *d);
-
-struct subscriber;
-/* Sends a new subscriber the confirmation requests still open that it may
- * see, so an approver that arrives late can answer them. */
-void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub);
 
 /* Writes admin/stats members (inside an open object). */
 void dispatch_write_stats(struct dispatcher *d, struct jgen *g);

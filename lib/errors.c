@@ -4,8 +4,6 @@
  */
 #include "lib/errors.h"
 
-#include <string.h>
-
 #include "proto/jsonrpc.h"
 
 static const struct tc_kind_info kinds[TC_KIND_MAX] = {
@@ -41,12 +39,4 @@ const char *tc_kind_name(enum tc_kind kind)
 int tc_kind_code(enum tc_kind kind)
 {
 	return tc_kind_info(kind)->code;
-}
-
-int tc_kind_from_name(const char *s)
-{
-	for (int k = 0; k < TC_KIND_MAX; k++)
-		if (s && strcmp(kinds[k].name, s) == 0)
-			return k;
-	return -1;
 }

@@ -36,7 +36,5 @@ struct tc_kind_info {
 const struct tc_kind_info *tc_kind_info(enum tc_kind kind);
 const char *tc_kind_name(enum tc_kind kind);
 int tc_kind_code(enum tc_kind kind);
-/* Returns the kind named s, or -1. */
-int tc_kind_from_name(const char *s);
 
 #endif

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/utf8.h"
+#include "proto/base/util.h"
 
 /* Bytes of all alternatives together. */
 #define GLOB_EXPANDED_MAX ((size_t)1 << 16)

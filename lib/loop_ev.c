@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct tc_timer {
 	const struct tc_loop_ops *ops;	/* first: every handle leads with its ops */

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct map;
 
@@ -24,5 +25,11 @@ size_t map_size(const struct map *m);
 /* Iteration: for (it = 0; map_next(m, &it, &key, &value);) — do not
  * modify the map while iterating except to remove the current key. */
 bool map_next(const struct map *m, size_t *it, const char **ret_key, void **ret_value);
+
+/* The keyed hash of key (SipHash-1-3, key random per process). */
+uint64_t map_hash(const char *key);
+/* Slots a lookup of every live key visits, summed: map_size() when no key
+ * is displaced. For tests that keys spread. */
+size_t map_probes(const struct map *m);
 
 #endif

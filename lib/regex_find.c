@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "lib/regex.h"
-#include "proto/buf.h"
-#include "proto/util.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
 
 struct regex_finder {
 	struct regex *re;

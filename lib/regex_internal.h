@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The insides of lib/regex.c that its tests and fuzz harness look at: the
+ * The insides of lib/regex*.c, shared by regex_parse.c, regex_compile.c
+ * and regex_search.c, and looked at by the tests and fuzz harness: the
  * parsed form of a pattern (a tree over code points, before it becomes a
  * program over UTF-8 bytes) and searches with each strategy, so that an
  * independent matcher can check the program against the tree and every
@@ -9,6 +10,7 @@
 #ifndef TC_REGEX_INTERNAL_H
 #define TC_REGEX_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,5 +65,60 @@ enum rx_mode {
 /* regex_search() with a chosen strategy: all of them give the same answer,
  * each within the same step bound. */
 int rx_search(const struct regex *re, const char *s, size_t len, uint64_t *budget, enum rx_mode mode);
+
+/* The program: compiled by regex_compile.c, run by regex_search.c. */
+#define NONE UINT32_MAX
+#define CP_MAX 0x10FFFFu
+#define FRAG_EXIT NONE
+
+struct frag_edge {
+	uint8_t lo, hi;
+	uint32_t to;		/* node index, or FRAG_EXIT; in a program: pc */
+};
+
+struct frag_node {
+	uint32_t first, n;	/* its edges */
+};
+
+struct rx_frag {
+	struct frag_node *nodes;
+	size_t n_nodes, cap_nodes;
+	struct frag_edge *edges;
+	size_t n_edges, cap_edges;
+	uint32_t full[4];	/* node reading any k continuation bytes; 0: none yet */
+};
+
+/* Builds the UTF-8 byte automaton of a normalized code point set. */
+struct rx_frag *rx_frag_build(const struct rx_range *r, size_t n);
+/* Accepts NULL. */
+void rx_frag_free(struct rx_frag *f);
+
+enum op {
+	OP_RANGES,	/* reads a byte: edges ranges[x .. x + y) say where to */
+	OP_SPLIT,	/* goes on at x and at y */
+	OP_JMP,		/* goes on at x */
+	OP_BEGIN,	/* goes on at x at the start of the subject */
+	OP_END,		/* goes on at x at its end */
+	OP_MATCH,
+};
+
+struct insn {
+	uint32_t op, x, y;
+};
+
+struct regex {
+	struct insn *insns;
+	uint32_t n_insns;
+	struct frag_edge *ranges;	/* .to: a pc */
+	uint32_t n_ranges;
+	uint8_t byte_class[256];	/* bytes no instruction tells apart share a class */
+	uint32_t n_classes;
+	bool restart;			/* a match may start after the first byte */
+	size_t cap_insns, cap_ranges;
+};
+
+/* Whether a match can start past the first byte: is anything reachable
+ * from the start without "^"? */
+bool rx_can_restart(const struct regex *re);
 
 #endif

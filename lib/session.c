@@ -10,7 +10,7 @@
 
 #include "lib/map.h"
 #include "lib/workspace.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct session_table *session_table_new(void)
 {
@@ -61,7 +61,6 @@ int session_get(struct session_table *t, const char *id, uid_t uid, struct works
 	s->ws = ws_ref(ws);
 	s->always_allow = map_new();
 	list_init(&s->callers);
-	list_init(&s->queued);
 	s->table = t;
 	map_put(t->by_id, s->id, s);
 	*ret = s;

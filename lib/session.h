@@ -27,9 +27,8 @@ struct session {
 	int64_t budget_left;		/* tool-call attempts still allowed */
 	struct map *always_allow;	/* tool names allowed for the rest of the session */
 	struct list callers;		/* struct caller.session_node: calls in flight */
-	struct list queued;		/* struct exec.queue_node waiting for a slot (per-session FIFO) */
 	unsigned running;		/* executions holding a concurrency slot */
-	unsigned waiting;		/* executions queued for a slot */
+	unsigned waiting;		/* executions in the dispatcher's queue for a slot */
 	struct session_table *table;
 };
 

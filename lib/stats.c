@@ -5,7 +5,7 @@
 #include "lib/stats.h"
 
 #include "lib/map.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 void stats_init(struct stats *s)
 {

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "lib/errors.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct json;
 struct schema;

@@ -109,4 +109,19 @@ char *ws_display_path(const struct workspace *ws, const char *path, size_t len);
  */
 enum tc_kind ws_error(int r, const char *path, char **ret_msg);
 
+/* A tool's own message for one errno: fmt holds one %s, the path. */
+struct ws_hint {
+	int err;		/* negative errno */
+	const char *fmt;	/* NULL ends a list of hints */
+};
+
+struct tool_call;
+
+/*
+ * Fails call for a negative errno r from the functions above: with the
+ * first of hints (as an execution_error) whose err is r, else with
+ * ws_error()'s kind and message. hints may be NULL.
+ */
+void ws_fail_call(struct tool_call *call, int r, const char *path, const struct ws_hint *hints);
+
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What lib/workspace.c offers its own tests only: switching to the walk
+ * The insides of lib/workspace*.c: the path engine's entry points for the
+ * API and the atomic write, and, for the tests only, switching to the walk
  * used where the kernel lacks openat2, so that both walks run the same
  * tests on any kernel. Programs get the same with TOOLCALLD_NO_OPENAT2=1 in
  * the environment.
@@ -9,6 +10,11 @@
 #define TC_WORKSPACE_INTERNAL_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <linux/openat2.h>
+#include <sys/types.h>
+
+#include "lib/workspace.h"
 
 /*
  * With on, resolves every path by the walk with plain openat(), as where
@@ -16,5 +22,71 @@
  * (and whether TOOLCALLD_NO_OPENAT2 asks not to use it). Process-wide.
  */
 void ws_force_fallback(bool on);
+
+/*
+ * Inside the workspace module, shared by workspace.c (the API),
+ * workspace_path.c (resolution beneath the root) and workspace_write.c
+ * (atomic replacement). Paths are relative to the root, already checked
+ * by ws_relative unless said otherwise.
+ */
+
+#define RESOLVE_WS (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+/* As the kernel's MAXSYMLINKS. */
+#define SYMLINK_HOPS 40
+
+/* Tells whether openat2 is to be used, finding out on the first call. */
+bool ws_have_openat2(void);
+
+/* Calls openat2, retrying the transient EAGAIN and EINTR a bounded number of times. */
+int ws_openat2_retry(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve);
+
+/*
+ * Reads the symlink name in dirfd, or linkfd (the link itself, O_PATH) when
+ * not -1, newly allocated; a /proc magic link fails with -EXDEV.
+ */
+int ws_read_link(int dirfd, const char *name, int linkfd, char **ret);
+
+/* Opens the single component name in dirfd with flags, following no symlink in it without openat2. */
+int ws_open_one(int dirfd, const char *name, int flags, mode_t mode);
+
+/*
+ * Opens rel (relative to the root) the slow way, one component at a time,
+ * for what the kernel refused with EXDEV: an escape, or an absolute symlink
+ * that may name a place under the root. Each component is opened
+ * O_PATH | O_NOFOLLOW beneath the directory reached so far; a symlink is
+ * read and its target put in front of what is left: a relative one walked
+ * on from the link's directory, an absolute one inside rewritten relative
+ * to the root and walked from the root fd. ".." goes back to the parent of
+ * the directory reached, never above the root. The last component is opened
+ * with the caller's flags (after its symlinks, unless they are not to be
+ * followed), beneath the directory that holds it.
+ *
+ * With create, missing directories are made on the way (and the last one),
+ * as "mkdir -p" would: only those the caller named, never the missing
+ * target of a dangling symlink.
+ */
+int ws_chase(const struct workspace *ws, const char *rel, int flags, mode_t mode, bool create);
+
+/*
+ * Opens rel (relative to the root) beneath the root with flags. The kernel
+ * walks it first; only what it refuses with EXDEV, as it refuses every
+ * absolute symlink, is walked again by ws_chase() to tell the links pointing
+ * inside from the escapes.
+ */
+int ws_open_rel(const struct workspace *ws, const char *rel, int flags, mode_t mode);
+
+/* Splits rel as split_path() does; a directory by its form that leads out ("..") is an escape first. */
+int ws_split_beneath(const struct workspace *ws, const char *rel, char **ret_dir, char **ret_name);
+
+/* Opens the directory rel beneath the root for creating files in it (readable, so it can be fsynced). */
+int ws_open_dir(const struct workspace *ws, const char *rel, bool create, int *ret_fd);
+
+/* True when path holds a "." or ".." component. */
+bool ws_has_dot_component(const char *path);
+
+/* Makes a client's path (len bytes) relative to the root in *ret: "." for
+ * the root itself; an absolute path must spell the root (or its alias):
+ * else -EXDEV. NUL bytes: -EINVAL; PATH_MAX or longer: -ENAMETOOLONG. */
+int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret);
 
 #endif

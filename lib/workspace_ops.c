@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "lib/workspace.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* Directories deeper than this below the deleted one are refused. */
 #define DELETE_DEPTH_MAX 256

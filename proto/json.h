@@ -14,7 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
+#include "proto/utf8.h"
 
 enum json_type {
 	JSON_NULL,
@@ -117,18 +118,6 @@ void json_canonical(const struct json *v, struct buf *out);
 /* Line and column (both from 1) of a byte offset in text. */
 void json_line_col(const char *text, size_t len, size_t off, unsigned *line, unsigned *col);
 
-/* UTF-8: true when the bytes are valid UTF-8. */
-bool utf8_valid(const char *s, size_t n);
-/* Length of the longest prefix of s that is strict UTF-8 (n when all is). */
-size_t utf8_valid_prefix(const char *s, size_t n);
-/* Decodes the character at s (n bytes available): its length, with its
- * code point in *ret_cp, or 0 when s does not start with valid UTF-8
- * (overlong forms, surrogates, beyond U+10FFFF, cut short). */
-size_t utf8_decode(const char *s, size_t n, uint32_t *ret_cp);
-/* Appends s to out with every invalid UTF-8 sequence replaced by U+FFFD. */
-void utf8_sanitize(const char *s, size_t n, struct buf *out);
-/* Number of code points in valid UTF-8. */
-size_t utf8_length(const char *s, size_t n);
 
 /*
  * The generator. Appends compact JSON (never a raw newline) to out. Strings

@@ -10,7 +10,7 @@
  * nothing but the document's arena (its work stacks are kept per thread
  * from one parse to the next).
  *
- * What it builds is exactly what the yajl path in json.c builds for the
+ * What it builds is exactly what the yajl path in json_parse.c builds for the
  * same text: node types, source spans (that path's quirks included: a
  * top-level string's span runs to the end of the text), numbers filled by
  * the same json_set_number, decoded strings, member order, everything in
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* A container still open: its node, and where its values start on the
  * value stack. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the JSON module, shared by json.c (the arena, the yajl parser of
- * record) and json_fast.c (the fast path in front of it): the document and
- * arena layout, the arena allocator, the number filler, and each parser on
+ * Inside the JSON module, shared by json_arena.c, json_parse.c (the yajl
+ * parser of record), json_fast.c (the fast path in front of it),
+ * json_values.c and json_gen.c: the document and arena layout, the arena
+ * allocator, the number filler, the key order, and each parser on
  * its own, which the unit tests and the differential fuzz harness use to
  * prove the two build identical trees. Nothing outside proto/ and those
  * tests includes this header.
@@ -59,6 +60,16 @@ static inline char *json_arena_strndup(struct json_doc *doc, const void *s, size
 	memcpy(p, s, n);
 	p[n] = '\0';
 	return p;
+}
+
+/* Orders two members (pointers to struct json_member *) by key bytes:
+ * qsort's comparator for duplicate detection and the canonical form. */
+int json_key_cmp(const void *a, const void *b);
+
+/* True when two members have the same key bytes. */
+static inline bool json_same_key(const struct json_member *a, const struct json_member *b)
+{
+	return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
 }
 
 /* A new document (one reference) holding a copy of text, and no root. */

@@ -16,6 +16,7 @@
 
 #include "lib/child.h"
 #include "lib/workspace.h"
+#include "proto/base/strv.h"
 #include "proto/json.h"
 
 /* Bounds on what a declaration may hold. */
@@ -74,17 +75,6 @@ static void cmd_freep(struct cmd **p)
 	cmd_free(*p);
 }
 
-/* Sets *ret_err and returns -EINVAL. */
-PRINTF(2, 3)
-static int bad(char **ret_err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	*ret_err = xvasprintf(fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 static void targ_add(struct targ *a, const char *s, size_t n, bool placeholder)
 {
 	a->segs = xreallocarray(a->segs, a->n + 1, sizeof(*a->segs));
@@ -97,12 +87,12 @@ static int parse_element(const struct json *v, size_t idx, const struct json *pr
 			 struct targ *ret, char **ret_err)
 {
 	if (!v || v->type != JSON_STRING)
-		return bad(ret_err, "argv[%zu]: expected a string", idx);
+		return set_errorf(ret_err, "argv[%zu]: expected a string", idx);
 	const char *p = v->u.str.s, *end = p + v->u.str.len;
 	if (memchr(p, '\0', v->u.str.len))
-		return bad(ret_err, "argv[%zu]: contains a NUL character", idx);
+		return set_errorf(ret_err, "argv[%zu]: contains a NUL character", idx);
 	if (idx == 0 && v->u.str.len == 0)
-		return bad(ret_err, "argv[0]: the program name is empty");
+		return set_errorf(ret_err, "argv[0]: the program name is empty");
 
 	while (p < end) {
 		const char *open = memmem(p, (size_t)(end - p), "{{", 2);
@@ -115,14 +105,14 @@ static int parse_element(const struct json *v, size_t idx, const struct json *pr
 		const char *name = open + 2;
 		const char *close = memmem(name, (size_t)(end - name), "}}", 2);
 		if (!close)
-			return bad(ret_err, "argv[%zu]: '{{' without a closing '}}'", idx);
+			return set_errorf(ret_err, "argv[%zu]: '{{' without a closing '}}'", idx);
 		if (close == name)
-			return bad(ret_err, "argv[%zu]: empty placeholder '{{}}'", idx);
+			return set_errorf(ret_err, "argv[%zu]: empty placeholder '{{}}'", idx);
 		_cleanup_free_ char *key = xstrndup(name, (size_t)(close - name));
 		if (idx == 0)
-			return bad(ret_err, "argv[0]: the program must be literal, not a placeholder");
+			return set_errorf(ret_err, "argv[0]: the program must be literal, not a placeholder");
 		if (!json_get(props, key))
-			return bad(ret_err, "argv[%zu]: placeholder '{{%s}}' names no property of input_schema",
+			return set_errorf(ret_err, "argv[%zu]: placeholder '{{%s}}' names no property of input_schema",
 				   idx, key);
 		targ_add(ret, key, strlen(key), true);
 		p = close + 2;
@@ -144,7 +134,7 @@ static int get_bounded(const struct json *decl, const char *key, int64_t lo, int
 	if (!v)
 		return 0;
 	if (!json_get_int(v, val) || *val < lo || *val > hi)
-		return bad(ret_err, "%s: expected an integer from %" PRId64 " to %" PRId64, key, lo, hi);
+		return set_errorf(ret_err, "%s: expected an integer from %" PRId64 " to %" PRId64, key, lo, hi);
 	return 1;
 }
 
@@ -162,10 +152,10 @@ static int check_keys(const struct json *decl, char **ret_err)
 		for (const char *const *k = known_keys; *k && !known; k++)
 			known = strcmp(*k, key) == 0 && strlen(key) == decl->u.obj.members[i].key_len;
 		if (!known)
-			return bad(ret_err, "%s: unknown key", key);
+			return set_errorf(ret_err, "%s: unknown key", key);
 	}
 	if (json_get(decl, "stdout") && json_get(decl, "output"))
-		return bad(ret_err, "output: give either 'stdout' or 'output', not both");
+		return set_errorf(ret_err, "output: give either 'stdout' or 'output', not both");
 	return 0;
 }
 
@@ -175,16 +165,16 @@ static int parse_env(const struct json *env, struct cmd *cmd, char **ret_err)
 	if (!env)
 		return 0;
 	if (env->type != JSON_OBJECT)
-		return bad(ret_err, "env: expected an object of NAME: value strings");
+		return set_errorf(ret_err, "env: expected an object of NAME: value strings");
 	if (env->u.obj.n > ENV_MAX)
-		return bad(ret_err, "env: more than %d variables", ENV_MAX);
+		return set_errorf(ret_err, "env: more than %d variables", ENV_MAX);
 	cmd->env = xcalloc(env->u.obj.n + 1, sizeof(*cmd->env));
 	for (size_t i = 0; i < env->u.obj.n; i++) {
 		const struct json_member *m = &env->u.obj.members[i];
 		if (m->key_len == 0 || strlen(m->key) != m->key_len || strchr(m->key, '='))
-			return bad(ret_err, "env: '%s' is not a variable name", m->key);
+			return set_errorf(ret_err, "env: '%s' is not a variable name", m->key);
 		if (m->value->type != JSON_STRING || strlen(m->value->u.str.s) != m->value->u.str.len)
-			return bad(ret_err, "env.%s: expected a string without NUL characters", m->key);
+			return set_errorf(ret_err, "env.%s: expected a string without NUL characters", m->key);
 		cmd->env[cmd->n_env++] = xasprintf("%s=%s", m->key, m->value->u.str.s);
 	}
 	return 0;
@@ -199,34 +189,34 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	int r, has_timeout, has_attempts, has_conc;
 
 	if (!decl || decl->type != JSON_OBJECT)
-		return bad(ret_err, "a command tool is declared by a JSON object");
+		return set_errorf(ret_err, "a command tool is declared by a JSON object");
 	if ((r = check_keys(decl, ret_err)) < 0)
 		return r;
 
 	const struct json *name = json_get(decl, "name");
 	if (!name)
-		return bad(ret_err, "name: missing");
+		return set_errorf(ret_err, "name: missing");
 	if (!name_valid(name))
-		return bad(ret_err, "name: expected 1 to %d characters of A-Z a-z 0-9 _ - .", TOOL_NAME_MAX);
+		return set_errorf(ret_err, "name: expected 1 to %d characters of A-Z a-z 0-9 _ - .", TOOL_NAME_MAX);
 
 	const struct json *kind = json_get(decl, "kind");
 	if (kind && !str_eq(json_str(kind), "command"))
-		return bad(ret_err, "kind: expected \"command\"");
+		return set_errorf(ret_err, "kind: expected \"command\"");
 
 	const struct json *desc = json_get(decl, "description");
 	if (desc && desc->type != JSON_STRING)
-		return bad(ret_err, "description: expected a string");
+		return set_errorf(ret_err, "description: expected a string");
 
 	const struct json *se = json_get(decl, "side_effects");
 	if (!se)
-		return bad(ret_err, "side_effects: missing (one of none, read, write, execute, network)");
+		return set_errorf(ret_err, "side_effects: missing (one of none, read, write, execute, network)");
 	int side = side_effect_from_name(json_str(se));
 	if (side < 0)
-		return bad(ret_err, "side_effects: expected one of none, read, write, execute, network");
+		return set_errorf(ret_err, "side_effects: expected one of none, read, write, execute, network");
 
 	const struct json *idem = json_get(decl, "idempotent");
 	if (idem && idem->type != JSON_BOOL)
-		return bad(ret_err, "idempotent: expected true or false");
+		return set_errorf(ret_err, "idempotent: expected true or false");
 	if ((has_timeout = get_bounded(decl, "timeout_ms", 1, TIMEOUT_MAX_MS, &timeout, ret_err)) < 0 ||
 	    (has_attempts = get_bounded(decl, "max_attempts", 1, ATTEMPTS_MAX, &attempts, ret_err)) < 0 ||
 	    (has_conc = get_bounded(decl, "concurrency", 0, CONCURRENCY_MAX, &conc, ret_err)) < 0)
@@ -234,18 +224,18 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 
 	const struct json *schema = json_get(decl, "input_schema");
 	if (schema && schema->type != JSON_OBJECT)
-		return bad(ret_err, "input_schema: expected an object");
+		return set_errorf(ret_err, "input_schema: expected an object");
 	const struct json *props = json_get(schema, "properties");
 
 	cmd = xcalloc(1, sizeof(*cmd));
 
 	const struct json *argv = json_get(decl, "argv");
 	if (!argv)
-		return bad(ret_err, "argv: missing");
+		return set_errorf(ret_err, "argv: missing");
 	if (argv->type != JSON_ARRAY || argv->u.arr.n == 0)
-		return bad(ret_err, "argv: expected a non-empty array of strings");
+		return set_errorf(ret_err, "argv: expected a non-empty array of strings");
 	if (argv->u.arr.n > ARGV_MAX)
-		return bad(ret_err, "argv: more than %d elements", ARGV_MAX);
+		return set_errorf(ret_err, "argv: more than %d elements", ARGV_MAX);
 	cmd->argv = xcalloc(argv->u.arr.n, sizeof(*cmd->argv));
 	for (size_t i = 0; i < argv->u.arr.n; i++) {
 		cmd->argc++;
@@ -257,7 +247,7 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	const struct json *cwd = json_get(decl, "cwd");
 	if (cwd) {
 		if (cwd->type != JSON_STRING || cwd->u.str.len == 0 || strlen(cwd->u.str.s) != cwd->u.str.len)
-			return bad(ret_err, "cwd: expected a non-empty path");
+			return set_errorf(ret_err, "cwd: expected a non-empty path");
 		cmd->cwd = xstrdup(cwd->u.str.s);
 	}
 	if ((r = parse_env(json_get(decl, "env"), cmd, ret_err)) < 0)
@@ -272,7 +262,7 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	if (out) {
 		const char *mode = json_str(out);
 		if (!str_eq(mode, "text") && !str_eq(mode, "json"))
-			return bad(ret_err, "%s: expected \"text\" or \"json\"", out_key);
+			return set_errorf(ret_err, "%s: expected \"text\" or \"json\"", out_key);
 		cmd->stdout_json = str_eq(mode, "json");
 	}
 
@@ -289,7 +279,7 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	struct tool *t = NULL;
 	r = tool_new(&tool_kind_command, name->u.str.s, desc ? desc->u.str.s : "", schema_text, cmd, &t, &err);
 	if (r < 0)
-		return bad(ret_err, "input_schema: %s", err ? err : "invalid schema");
+		return set_errorf(ret_err, "input_schema: %s", err ? err : "invalid schema");
 	TAKE_PTR(cmd);
 
 	t->side_effects = (enum side_effect)side;
@@ -333,19 +323,6 @@ static bool arg_text(const struct json *v, struct buf *out)
 		break;
 	}
 	return true;
-}
-
-static char **strv_free(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-	return NULL;
-}
-
-static void strv_freep(char ***v)
-{
-	strv_free(*v);
 }
 
 /* Builds the argv of one call. Fails (validation_error) only when an

@@ -10,7 +10,7 @@
 
 #include "lib/workspace.h"
 #include "lib/workspace_ops.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/files.h"
 #include "tools/tools.h"

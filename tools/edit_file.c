@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/files.h"
 #include "tools/tools.h"
@@ -123,7 +123,7 @@ static int read_target(struct tool_call *call, struct workspace *ws, const char 
 			tool_call_fail(call, TC_EXECUTION_ERROR,
 				       "'%s' is larger than %zu MiB, too large for edit_file", path, EDIT_MAX_BYTES >> 20);
 		} else {
-			tool_fail_ws(call, r, path);
+			ws_fail_call(call, r, path, NULL);
 		}
 	}
 	return r;

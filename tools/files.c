@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Helpers of the file tools: the failure for a workspace errno, and the
- * diffs they show: what replacing a file's content would change, as a
+ * The diffs the file tools show: what replacing a file's content would change, as a
  * unified diff with "a/" and "b/" labels, cut at a size bound, for
  * edit_file's result and the confirmation previews of edit_file and
  * write_file.
@@ -13,18 +12,12 @@
 
 #include "lib/diff.h"
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
+#include "proto/utf8.h"
 
 /* Files larger than this are not diffed for a preview. */
 #define PREVIEW_FILE_MAX ((size_t)16 << 20)
-
-void tool_fail_ws(struct tool_call *call, int r, const char *path)
-{
-	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, path, &msg);
-	tool_call_fail(call, kind, "%s", msg);
-}
 
 char *file_diff(const char *display, const char *old, size_t old_n, const char *new, size_t new_n, size_t cap,
 		bool *ret_cut)

@@ -16,8 +16,9 @@
 #include "lib/glob.h"
 #include "lib/loop.h"
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
+#include "proto/utf8.h"
 #include "tools/files.h"
 #include "tools/tools.h"
 #include "tools/walk.h"
@@ -180,7 +181,7 @@ static enum tool_ret glob_exec(struct tool_call *call)
 			tool_call_fail(call, TC_EXECUTION_ERROR,
 				       "'%s' is not a directory; 'path' is the directory the pattern is matched below", path);
 		else {
-			tool_fail_ws(call, r, path);
+			ws_fail_call(call, r, path, NULL);
 		}
 		globber_free(G);
 		return TOOL_DONE;

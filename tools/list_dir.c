@@ -17,13 +17,19 @@
 #include <sys/stat.h>
 
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
 
 #define DEFAULT_MAX_ENTRIES 1000
 
 static const char *const path_args[] = { "path", NULL };
+
+static const struct ws_hint list_hints[] = {
+	{ -ENOENT, "Directory '%s' not found" },
+	{ -ENOTDIR, "'%s' is not a directory; use read_file to read a file" },
+	{ 0, NULL },
+};
 
 enum entry_type { ENTRY_FILE, ENTRY_DIR, ENTRY_SYMLINK, ENTRY_OTHER };
 
@@ -227,22 +233,6 @@ static int walk(struct walk *w, bool recursive)
 	return 0;
 }
 
-/* Fails the call for a negative errno from the workspace. */
-static void fail_errno(struct tool_call *call, int r, const char *path)
-{
-	if (r == -ENOENT) {
-		tool_call_fail(call, TC_EXECUTION_ERROR, "Directory '%s' not found", path);
-		return;
-	}
-	if (r == -ENOTDIR) {
-		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is not a directory; use read_file to read a file", path);
-		return;
-	}
-	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, path, &msg);
-	tool_call_fail(call, kind, "%s", msg);
-}
-
 /* Runs list_dir. */
 static enum tool_ret list_dir_exec(struct tool_call *call)
 {
@@ -262,7 +252,7 @@ static enum tool_ret list_dir_exec(struct tool_call *call)
 	_cleanup_close_ int basefd = -1;
 	int r = ws_openat(call->ws, path, path_len, O_RDONLY | O_DIRECTORY, 0, &basefd);
 	if (r < 0) {
-		fail_errno(call, r, path);
+		ws_fail_call(call, r, path, list_hints);
 		return TOOL_DONE;
 	}
 
@@ -270,7 +260,7 @@ static enum tool_ret list_dir_exec(struct tool_call *call)
 	r = walk(&w, recursive);
 	if (r < 0) {
 		free(w.out);
-		fail_errno(call, r, path);
+		ws_fail_call(call, r, path, list_hints);
 		return TOOL_DONE;
 	}
 	bool truncated = w.dropped;

@@ -8,7 +8,7 @@
 
 #include "lib/workspace.h"
 #include "lib/workspace_ops.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/files.h"
 #include "tools/tools.h"
@@ -39,7 +39,7 @@ static enum tool_ret make_dir_exec(struct tool_call *call)
 		return TOOL_DONE;
 	}
 	if (r < 0) {
-		tool_fail_ws(call, r, path);
+		ws_fail_call(call, r, path, NULL);
 		return TOOL_DONE;
 	}
 	_cleanup_free_ char *display = ws_display_path(call->ws, path, jpath->u.str.len);

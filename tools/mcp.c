@@ -19,14 +19,15 @@
 #include "lib/loop.h"
 #include "lib/map.h"
 #include "lib/registry.h"
+#include "proto/base/strv.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
+#include "proto/mcp.h"
 #include "version.h"
 
 #define MCP_LINE_MAX (8u << 20)		/* a message from the server */
 #define MCP_IMPORT_MS 15000		/* spawn to tool list */
 #define MCP_TOOLS_MAX 1024
-#define MCP_PROTOCOL "2025-06-18"
 
 struct mcp_import {
 	char *name;
@@ -95,23 +96,6 @@ static void provider_down(struct mcp_provider *p, const char *why);
 
 /* --- declarations --------------------------------------------------------- */
 
-static int bad(char **ret_err, const char *fmt, ...) PRINTF(2, 3);
-static int bad(char **ret_err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	*ret_err = xvasprintf(fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static void strv_free(char **v)
-{
-	for (char **q = v; q && *q; q++)
-		free(*q);
-	free(v);
-}
-
 static void imports_free(struct mcp_import *t, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -132,42 +116,42 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 		for (const char *const *k = keys; *k; k++)
 			known |= strcmp(*k, decl->u.obj.members[i].key) == 0;
 		if (!known)
-			return bad(ret_err, "%s: unknown key (known: name, kind, command, prefix, side_effects, "
+			return set_errorf(ret_err, "%s: unknown key (known: name, kind, command, prefix, side_effects, "
 				   "idempotent, timeout_ms, description, env)", decl->u.obj.members[i].key);
 	}
 	const char *name = json_str(json_get(decl, "name"));
 	if (!name || !*name || strlen(name) > 128)
-		return bad(ret_err, "name: a non-empty string is required");
+		return set_errorf(ret_err, "name: a non-empty string is required");
 	const struct json *cmd = json_get(decl, "command");
 	if (!cmd || cmd->type != JSON_ARRAY || cmd->u.arr.n == 0 || cmd->u.arr.n > 1024)
-		return bad(ret_err, "command: a non-empty array of strings is required");
+		return set_errorf(ret_err, "command: a non-empty array of strings is required");
 	for (size_t i = 0; i < cmd->u.arr.n; i++) {
 		const struct json *a = cmd->u.arr.items[i];
 		if (a->type != JSON_STRING || strlen(a->u.str.s) != a->u.str.len || (i == 0 && !a->u.str.len))
-			return bad(ret_err, "command[%zu]: must be a string without NUL bytes", i);
+			return set_errorf(ret_err, "command[%zu]: must be a string without NUL bytes", i);
 	}
 	const struct json *prefix = json_get(decl, "prefix");
 	if (prefix && (prefix->type != JSON_STRING || prefix->u.str.len > 64))
-		return bad(ret_err, "prefix: must be a string of at most 64 bytes");
+		return set_errorf(ret_err, "prefix: must be a string of at most 64 bytes");
 	const char *se = json_str(json_get(decl, "side_effects"));
 	int side = side_effect_from_name(se);
 	if (side < 0)
-		return bad(ret_err, "side_effects: one of \"none\", \"read\", \"write\", \"execute\", \"network\" is required");
+		return set_errorf(ret_err, "side_effects: one of \"none\", \"read\", \"write\", \"execute\", \"network\" is required");
 	const struct json *idem = json_get(decl, "idempotent");
 	if (idem && idem->type != JSON_BOOL)
-		return bad(ret_err, "idempotent: must be true or false");
+		return set_errorf(ret_err, "idempotent: must be true or false");
 	int64_t timeout = 0;
 	const struct json *to = json_get(decl, "timeout_ms");
 	if (to && (!json_get_int(to, &timeout) || timeout < 1 || timeout > 86400000))
-		return bad(ret_err, "timeout_ms: an integer from 1 to 86400000");
+		return set_errorf(ret_err, "timeout_ms: an integer from 1 to 86400000");
 	const struct json *env = json_get(decl, "env");
 	if (env && env->type != JSON_OBJECT)
-		return bad(ret_err, "env: must be an object of strings");
+		return set_errorf(ret_err, "env: must be an object of strings");
 	for (size_t i = 0; env && i < env->u.obj.n; i++) {
 		const struct json_member *m = &env->u.obj.members[i];
 		if (m->value->type != JSON_STRING || !*m->key || strchr(m->key, '=') ||
 		    strlen(m->value->u.str.s) != m->value->u.str.len)
-			return bad(ret_err, "env.%s: must be a string", m->key);
+			return set_errorf(ret_err, "env.%s: must be a string", m->key);
 	}
 
 	struct mcp_provider *p = xcalloc(1, sizeof(*p));
@@ -324,17 +308,7 @@ static void send_line(struct mcp_provider *p, const char *line)
 
 static void init_params(struct jgen *g, void *arg)
 {
-	jgen_obj_open(g);
-	jgen_kv_str(g, "protocolVersion", MCP_PROTOCOL);
-	jgen_key(g, "capabilities");
-	jgen_obj_open(g);
-	jgen_obj_close(g);
-	jgen_key(g, "clientInfo");
-	jgen_obj_open(g);
-	jgen_kv_str(g, "name", "toolcalld");
-	jgen_kv_str(g, "version", TOOLCALLD_VERSION);
-	jgen_obj_close(g);
-	jgen_obj_close(g);
+	mcp_initialize_params(g, "toolcalld", TOOLCALLD_VERSION);
 }
 
 static void list_params(struct jgen *g, void *arg)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
 
@@ -18,17 +18,10 @@
 
 static const char *const path_args[] = { "path", NULL };
 
-/* Fails the call for a negative errno from the workspace. */
-static void fail_errno(struct tool_call *call, int r, const char *path)
-{
-	if (r == -EISDIR) {
-		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory; patch_file edits regular files", path);
-		return;
-	}
-	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, path, &msg);
-	tool_call_fail(call, kind, "%s", msg);
-}
+static const struct ws_hint patch_hints[] = {
+	{ -EISDIR, "'%s' is a directory; patch_file edits regular files" },
+	{ 0, NULL },
+};
 
 /* Counts the occurrences of needle in hay, overlapping ones included (they make the edit ambiguous too). */
 static size_t count_occurrences(const char *hay, size_t n, const char *needle, size_t m, const char **ret_first)
@@ -66,7 +59,7 @@ static enum tool_ret patch_file_exec(struct tool_call *call)
 	_cleanup_(buf_free) struct buf data = {};
 	int r = ws_read(call->ws, path, path_len, 0, PATCH_MAX_BYTES + 1, &data, NULL);
 	if (r < 0) {
-		fail_errno(call, r, path);
+		ws_fail_call(call, r, path, patch_hints);
 		return TOOL_DONE;
 	}
 	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
@@ -103,7 +96,7 @@ static enum tool_ret patch_file_exec(struct tool_call *call)
 	r = ws_write_atomic(call->ws, path, path_len, buf_head(&patched), buf_size(&patched), false, NULL);
 	buf_free(&patched);
 	if (r < 0) {
-		fail_errno(call, r, path);
+		ws_fail_call(call, r, path, patch_hints);
 		return TOOL_DONE;
 	}
 	tool_call_note_file(call, display);

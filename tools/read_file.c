@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base64.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"
 
@@ -20,23 +21,10 @@
 
 static const char *const path_args[] = { "path", NULL };
 
-/* Appends the base64 form of n bytes to out. */
-static void base64_encode(const unsigned char *s, size_t n, struct buf *out)
-{
-	static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-	buf_reserve(out, (n + 2) / 3 * 4 + 1);
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)s[i] << 16;
-		if (i + 1 < n)
-			v |= (uint32_t)s[i + 1] << 8;
-		if (i + 2 < n)
-			v |= s[i + 2];
-		char q[4] = { tbl[(v >> 18) & 63], tbl[(v >> 12) & 63],
-			      i + 1 < n ? tbl[(v >> 6) & 63] : '=', i + 2 < n ? tbl[v & 63] : '=' };
-		buf_append(out, q, 4);
-	}
-}
+static const struct ws_hint read_hints[] = {
+	{ -EISDIR, "'%s' is a directory, use list_dir to see its entries" },
+	{ 0, NULL },
+};
 
 static bool is_cont(unsigned char c)
 {
@@ -55,31 +43,13 @@ static size_t seq_len(unsigned char c)
  * read, unless it is the first one (then it is returned whole, so that a
  * reader advancing by what it got always makes progress).
  */
-static size_t utf8_cut(const unsigned char *d, size_t got, size_t limit)
+static size_t text_window(const unsigned char *d, size_t got, size_t limit)
 {
-	if (got <= limit)
-		return got;
-	size_t j = limit;
-	while (j > 0 && limit - j < 3 && is_cont(d[j]))
-		j--;
-	if (is_cont(d[j]))
-		return limit;		/* not UTF-8 anyway: validation says so */
-	if (j > 0)
-		return j;
+	size_t n = utf8_cut((const char *)d, got, limit);
+	if (n > 0 || got <= limit)
+		return n;
 	size_t first = seq_len(d[0]);
 	return first <= got ? first : limit;
-}
-
-/* Fails the call for a negative errno from the workspace. */
-static void fail_errno(struct tool_call *call, int r, const char *path)
-{
-	if (r == -EISDIR) {
-		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory, use list_dir to see its entries", path);
-		return;
-	}
-	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, path, &msg);
-	tool_call_fail(call, kind, "%s", msg);
 }
 
 struct line_window {
@@ -162,7 +132,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 		return TOOL_DONE;
 	}
 	if (r < 0) {
-		fail_errno(call, r, path);
+		ws_fail_call(call, r, path, read_hints);
 		return TOOL_DONE;
 	}
 
@@ -182,7 +152,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 				       (unsigned long long)offset, display);
 			return TOOL_DONE;
 		}
-		n = utf8_cut(d, got, limit);
+		n = text_window(d, got, limit);
 		/* NUL bytes are valid UTF-8 but mark binary data, and would cut
 		 * the text content short. */
 		if (!utf8_valid((const char *)d, n) || memchr(d, 0, n)) {

@@ -23,8 +23,9 @@
 #include "lib/loop.h"
 #include "lib/regex_find.h"
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
+#include "proto/utf8.h"
 #include "tools/files.h"
 #include "tools/tools.h"
 #include "tools/walk.h"
@@ -332,7 +333,7 @@ static void fail_errno(struct tool_call *call, int r, const char *path)
 			       path);
 		return;
 	}
-	tool_fail_ws(call, r, path);
+	ws_fail_call(call, r, path, NULL);
 }
 
 /* Runs search. */

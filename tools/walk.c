@@ -14,7 +14,7 @@
 
 #include "lib/loop.h"
 #include "lib/workspace.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* Work per slice, in milliseconds of the loop's clock. */
 #define SLICE_MS 8

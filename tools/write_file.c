@@ -8,91 +8,36 @@
 #include <string.h>
 
 #include "lib/workspace.h"
-#include "proto/buf.h"
+#include "proto/base64.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/files.h"
 #include "tools/tools.h"
 
 static const char *const path_args[] = { "path", NULL };
 
-/* Value of a base64 digit, or -1. */
-static int b64_digit(unsigned char c)
+/* True when path names a directory by its form: it ends with '/', "." or "..". */
+static bool dir_form(const char *path)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/*
- * Decodes standard base64 (line breaks and spaces between digits are
- * skipped; "=" padding is optional but only at the end). -EINVAL when the
- * text is not base64.
- */
-static int base64_decode(const char *s, size_t n, struct buf *out)
-{
-	uint32_t acc = 0;
-	unsigned bits = 0, digits = 0, pad = 0;
-
-	buf_reserve(out, n / 4 * 3 + 3);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-			continue;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int d = b64_digit(c);
-		if (d < 0 || pad > 0)
-			return -EINVAL;
-		acc = (acc << 6) | (uint32_t)d;
-		bits += 6;
-		digits++;
-		if (bits >= 8) {
-			bits -= 8;
-			buf_putc(out, (char)((acc >> bits) & 0xFF));
-		}
-	}
-	/* One digit alone cannot encode a byte; padding only fills a group. */
-	if (digits % 4 == 1 || pad > 2 || (pad > 0 && (digits + pad) % 4 != 0))
-		return -EINVAL;
-	return 0;
+	size_t n = strlen(path);
+	return (n && path[n - 1] == '/') || str_eq(path, ".") || str_has_suffix(path, "/.") ||
+	       str_eq(path, "..") || str_has_suffix(path, "/..");
 }
 
 /* Fails the call for a negative errno from the workspace. */
 static void fail_errno(struct tool_call *call, int r, const char *path, bool create_dirs)
 {
-	if (r == -ENOENT && !create_dirs) {
-		tool_call_fail(call, TC_EXECUTION_ERROR,
-			       "The directory of '%s' does not exist; set create_dirs to true to create it", path);
-		return;
-	}
-	if (r == -EISDIR) {
-		/* Also for a path that names a directory by its form ("a/",
-		 * "a/.."), whatever is there. */
-		size_t n = strlen(path);
-		bool form = (n && path[n - 1] == '/') || str_eq(path, ".") || str_has_suffix(path, "/.") ||
-			    str_eq(path, "..") || str_has_suffix(path, "/..");
-		if (form)
-			tool_call_fail(call, TC_EXECUTION_ERROR,
-				       "'%s' names a directory, not a file (it ends with '/', '.' or '..'); "
-				       "give the path of the file to write", path);
-		else
-			tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' is a directory; write_file writes regular files",
-				       path);
-		return;
-	}
-	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, path, &msg);
-	tool_call_fail(call, kind, "%s", msg);
+	/* -EISDIR also for a path that names a directory by its form ("a/",
+	 * "a/.."), whatever is there. */
+	struct ws_hint hints[3] = {
+		{ -EISDIR, dir_form(path) ? "'%s' names a directory, not a file (it ends with '/', '.' or '..'); "
+					    "give the path of the file to write"
+					  : "'%s' is a directory; write_file writes regular files" },
+		{ create_dirs ? 0 : -ENOENT,
+		  create_dirs ? NULL : "The directory of '%s' does not exist; set create_dirs to true to create it" },
+		{ 0, NULL },
+	};
+	ws_fail_call(call, r, path, hints);
 }
 
 /* Runs write_file. */

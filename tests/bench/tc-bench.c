@@ -50,8 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/buf.h"
-#include "proto/util.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
 
 #ifndef TOOLCALLD_PATH
 #define TOOLCALLD_PATH "toolcalld"

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "lib/glob.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

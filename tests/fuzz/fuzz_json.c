@@ -19,7 +19,7 @@
 
 #include "proto/json.h"
 #include "proto/json_internal.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/unit/json_same.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -22,7 +22,7 @@
 #include "lib/regex.h"
 #include "lib/regex_internal.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define REF_PATTERN_MAX 64	/* bytes of a pattern the reference matches */
 #define REF_SUBJECT_MAX 64	/* bytes of a subject it matches */

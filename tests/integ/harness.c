@@ -34,7 +34,7 @@ uint64_t tc_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void sleep_ms(int ms)
+void tc_pause_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -159,6 +159,32 @@ char *tcd_log(const struct tcd *d)
 {
 	char *s = d->log ? slurp(d->log, NULL) : NULL;
 	return s ? s : xstrdup("");
+}
+
+static unsigned count_in(const char *s, const char *needle)
+{
+	unsigned n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+bool tcd_wait_log(const struct tcd *d, const char *needle, unsigned count, int timeout_ms)
+{
+	return tc_wait_until(({
+		char *log = tcd_log(d);
+		bool enough = count_in(log, needle) >= count;
+		free(log);
+		enough;
+	}), timeout_ms);
+}
+
+bool tcd_wait_stat(struct tcd *d, const char *path, int64_t at_least, int timeout_ms)
+{
+	struct tcc *c = tcc_connect(d);
+	bool ok = tc_wait_until(tj_int(tcc_request(c, "admin/stats", NULL), path) >= at_least, timeout_ms);
+	tcc_close(c);
+	return ok;
 }
 
 /* The last bytes of the daemon's log (malloc'd), for failure messages. */
@@ -442,7 +468,7 @@ int tcd_wait_exit(struct tcd *d, int timeout_ms)
 		}
 		if (tc_now_ms() >= deadline)
 			return -ETIMEDOUT;
-		sleep_ms(5);
+		tc_pause_ms(5);
 	}
 }
 
@@ -475,7 +501,7 @@ int tcd_wait_socket(struct tcd *d, const char *path, int timeout_ms)
 			return -ECHILD;
 		if (tc_now_ms() >= deadline)
 			return -ETIMEDOUT;
-		sleep_ms(10);
+		tc_pause_ms(10);
 	}
 }
 

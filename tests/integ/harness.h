@@ -62,9 +62,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 /* How long a tcc_* wait lasts unless told otherwise. */
 #define TCC_TIMEOUT_MS 10000
@@ -151,6 +151,13 @@ void tcd_free(struct tcd *d);
 char *tcd_log(const struct tcd *d);
 /* Resident set size of the daemon in KiB (/proc/PID/status VmRSS), or -1. */
 long tcd_rss_kb(const struct tcd *d);
+/* Waits up to timeout_ms until the daemon's log holds needle at least
+ * count times; returns whether it did. */
+bool tcd_wait_log(const struct tcd *d, const char *needle, unsigned count, int timeout_ms);
+/* Waits up to timeout_ms until the admin/stats value at path (e.g.
+ * "result.running") is at least at_least, asking on a connection of its
+ * own; returns whether it was. */
+bool tcd_wait_stat(struct tcd *d, const char *path, int64_t at_least, int timeout_ms);
 
 /* Writes content to path relative to the workspace (parent dirs created),
  * with the given mode (0 means 0644). Returns the absolute path (malloc'd,
@@ -308,5 +315,21 @@ void tc_assert_kind_at(const struct json *resp, const char *kind, const char *fi
 
 /* Milliseconds since an arbitrary start (CLOCK_MONOTONIC). */
 uint64_t tc_now_ms(void);
+/* Sleeps ms: only as the interval of a poll (tc_wait_until) or where a
+ * test shows that something does NOT happen within a window. */
+void tc_pause_ms(int ms);
+
+/* How often tc_wait_until looks again. */
+#define TC_POLL_MS 10
+/* Evaluates expr every TC_POLL_MS until it is true or timeout_ms passed;
+ * the value is expr's last (false: the deadline passed). */
+#define tc_wait_until(expr, timeout_ms)                                        \
+	({                                                                     \
+		uint64_t tc_wait_end_ = tc_now_ms() + (uint64_t)(timeout_ms);  \
+		bool tc_wait_ok_;                                              \
+		while (!(tc_wait_ok_ = (expr)) && tc_now_ms() < tc_wait_end_)  \
+			tc_pause_ms(TC_POLL_MS);                               \
+		tc_wait_ok_;                                                   \
+	})
 
 #endif

@@ -44,17 +44,13 @@ START_TEST(audit_log_follows_logrotate)
 	/* logrotate: move the file away, then SIGHUP. */
 	char *log = xasprintf("%s/audit.log", d.dir);
 	char *old = xasprintf("%s/audit.log.1", d.dir);
-	uint64_t end = tc_now_ms() + 3000;
-	while (count_lines(&d, log, "\"tool\":\"read_file\"") < 1 && tc_now_ms() < end)
-		usleep(20000);
+	tc_wait_until(count_lines(&d, log, "\"tool\":\"read_file\"") >= 1, 3000);
 	ck_assert_int_eq(rename(log, old), 0);
 	tcd_kill(&d, SIGHUP);
 	/* The reopen happens with the reload; a ping after it is answered
 	 * after the signal was handled. */
-	end = tc_now_ms() + 3000;
 	struct stat st;
-	while (stat(log, &st) < 0 && tc_now_ms() < end)
-		usleep(20000);
+	tc_wait_until(stat(log, &st) == 0, 3000);
 	ck_assert_int_eq(stat(log, &st), 0);
 	tc_assert_ok(tcc_call(c, "list_dir", "{}"));
 	tcc_close(c);
@@ -72,12 +68,12 @@ END_TEST
 static bool need_nobody(struct passwd **ret)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: needs root to connect as user nobody\n");
+		tc_skip_note("needs root to connect as user nobody");
 		return false;
 	}
 	*ret = getpwnam("nobody");
 	if (!*ret) {
-		fprintf(stderr, "skipped: no user nobody\n");
+		tc_skip_note("no user nobody");
 		return false;
 	}
 	return true;

@@ -66,8 +66,7 @@ static void term_stop(struct term *t)
 {
 	kill(t->pid, SIGINT);
 	int status;
-	for (int i = 0; i < 100 && waitpid(t->pid, &status, WNOHANG) == 0; i++)
-		usleep(20000);
+	tc_wait_until(waitpid(t->pid, &status, WNOHANG) != 0, 2000);
 	kill(t->pid, SIGKILL);
 	waitpid(t->pid, &status, 0);
 	close(t->master);
@@ -90,7 +89,7 @@ static int64_t write_waiting(struct tcc *c, const char *path)
 		ck_assert_ptr_nonnull(r);
 		tc_assert_kind(r, "user_denied");
 		ck_assert_msg(tc_now_ms() < end, "approve never subscribed");
-		usleep(50000);
+		tc_pause_ms(TC_POLL_MS);	/* the interval of the retry loop above */
 	}
 }
 

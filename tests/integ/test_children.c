@@ -65,11 +65,8 @@ static bool alive(pid_t pid)
 static int64_t wait_dead(pid_t pid, int timeout_ms)
 {
 	uint64_t t0 = tc_now_ms();
-	while (alive(pid)) {
-		if (tc_now_ms() - t0 >= (uint64_t)timeout_ms)
-			return -1;
-		usleep(20000);
-	}
+	if (!tc_wait_until(!alive(pid), timeout_ms))
+		return -1;
 	return (int64_t)(tc_now_ms() - t0);
 }
 
@@ -130,7 +127,7 @@ static pid_t wait_pid_file(struct tcd *d, const char *rel, int k)
 		}
 		free(text);
 		ck_assert_msg(tc_now_ms() < end, "the command did not write %s", rel);
-		usleep(10000);
+		tc_pause_ms(TC_POLL_MS);
 	}
 }
 
@@ -186,7 +183,7 @@ START_TEST(timeout_sigterm_ignored_then_killed)
 		      (unsigned long long)(answered - t0));
 
 	/* SIGTERM is ignored: both still run a second later... */
-	usleep(1000000);
+	tc_pause_ms(1000);	/* a window in which nothing must happen */
 	ck_assert_msg(alive(sh) && alive(sleeper), "the group died before the kill delay");
 	/* ...and SIGKILL ends both when the kill delay is over. */
 	int64_t left = (int64_t)KILL_DELAY_MS + 1500 - (int64_t)(tc_now_ms() - answered);
@@ -410,22 +407,13 @@ START_TEST(progress_dropped_for_a_client_not_reading)
 	const char *id = send_shell(c, "i=0; while [ $i -lt 400 ]; do head -c 2000 /dev/zero | tr '\\0' x; echo;"
 				       " i=$((i+1)); done", NULL, "\"progressToken\":\"p\"");
 	/* Not reading while it runs (about 800 kB of output). */
-	usleep(1500 * 1000);
-	struct tcc *other = tcc_connect(&d);
-	const struct json *s = NULL;
-	for (int i = 0; i < 50; i++) {
-		s = tcc_request(other, "admin/stats", NULL);
-		if (tj_int(s, "result.connections.progressDropped") > 0)
-			break;
-		usleep(100 * 1000);
-	}
-	ck_assert_int_gt(tj_int(s, "result.connections.progressDropped"), 0);
+	ck_assert(tcd_wait_stat(&d, "result.calls", 1, 60000));	/* it ended unread */
+	ck_assert(tcd_wait_stat(&d, "result.connections.progressDropped", 1, 1000));
 	const struct json *r = wait_response(c, id, 20000);
 	tc_assert_ok(r);
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
 	ck_assert_uint_eq(strlen(tj_str(r, "result.structuredContent.stdout")), 400 * 2001);
 	ck_assert_uint_lt(tcc_count_notifications(c, "notifications/progress"), 400);
-	tcc_close(other);
 	tcc_close(c);
 	stop_clean(&d);
 }
@@ -565,9 +553,8 @@ START_TEST(fd_limit_raised_commands_keep_theirs)
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	rlim_t hard = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > 4096 ? 4096 : rl.rlim_max;
 	if (hard < 2 * CONNS || rl.rlim_cur < CONNS + 64) {
-		fprintf(stderr, "skipped: RLIMIT_NOFILE (%llu/%llu) too low for %d connections\n",
+		TC_SKIP("RLIMIT_NOFILE (%llu/%llu) too low for %d connections",
 			(unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, (int)CONNS);
-		return;
 	}
 	char script[128];
 	snprintf(script, sizeof(script), "ulimit -Sn %d && ulimit -Hn %llu && exec \"$@\"", (int)SOFT,

@@ -19,10 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 
 static const char *ctl_path;
@@ -223,6 +223,9 @@ static void fixture_wait_server(struct fixture *fx)
  * input as its stdin (NULL: /dev/null) and env_socket as
  * $TOOLCALLD_SOCKET (NULL: unset).
  */
+/* Where run_ctl sends toolcallctl's stdout instead of a file (NULL: a file). */
+static const char *stdout_to;
+
 static struct run run_ctl(struct fixture *fx, const char *input, const char *env_socket,
 			  const char *const *argv)
 {
@@ -247,7 +250,7 @@ static struct run run_ctl(struct fixture *fx, const char *input, const char *env
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		int i = open(input ? in : "/dev/null", O_RDONLY);
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int o = open(stdout_to ? stdout_to : out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (i < 0 || o < 0 || e < 0)
 			_exit(127);
@@ -299,6 +302,30 @@ START_TEST(ping_skips_notifications)
 	ck_assert_str_eq(r.out, "pong\n");
 	ck_assert_str_eq(r.err, "");
 	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+/* A full disk is a failure, not a success with the output lost. */
+START_TEST(full_disk_exits_7)
+{
+	if (access("/dev/full", W_OK) != 0) {
+		fprintf(stderr, "SKIP full_disk_exits_7: no writable /dev/full\n");
+		return;
+	}
+	static const struct step script[] = { { .method = "ping", .reply = OK("{}") }, {} };
+	struct fixture fx;
+	fixture_start(&fx, script);
+	stdout_to = "/dev/full";
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
+	struct run h = run_ctl(&fx, NULL, NULL, ARGS("--help"));
+	stdout_to = NULL;
+	ck_assert_int_eq(r.status, 7);
+	ck_assert_str_eq(r.err, "toolcallctl: cannot write the output: No space left on device\n");
+	ck_assert_int_eq(h.status, 7);
+	ck_assert_str_eq(h.err, "toolcallctl: cannot write the output: No space left on device\n");
+	run_free(&r);
+	run_free(&h);
 	fixture_stop(&fx);
 }
 END_TEST
@@ -912,6 +939,7 @@ int main(int argc, char **argv)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, ping_skips_notifications);
 	tcase_add_test(tc, default_socket_from_env);
+	tcase_add_test(tc, full_disk_exits_7);
 	tcase_add_test(tc, call_success_prints_text);
 	tcase_add_test(tc, call_arguments_default_and_stdin);
 	tcase_add_test(tc, call_is_error_exits_1);

@@ -152,7 +152,7 @@ static void wait_starts(const struct tcd *d, const char *tag, unsigned want, int
 	while (count_events(d, true, tag) < want) {
 		ck_assert_msg(tc_now_ms() < end, "%u runs of the probe '%s' did not start within %d ms", want,
 			      tag ? tag : "*", timeout_ms);
-		usleep(10000);
+		tc_pause_ms(TC_POLL_MS);
 	}
 }
 
@@ -342,9 +342,9 @@ START_TEST(idem_disconnect_then_replay)
 	uint64_t end = tc_now_ms() + 5000;
 	while (count_events(&d, false, "gone") < 1) {
 		ck_assert_msg(tc_now_ms() < end, "the keyed call was stopped when its client disconnected");
-		usleep(20000);
+		tc_pause_ms(TC_POLL_MS);
 	}
-	usleep(100000);
+	ck_assert(tcd_wait_stat(&d, "result.calls", 1, 3000));	/* its outcome is kept */
 
 	struct tcc *b = tcc_connect(&d);
 	const struct json *r = tcc_request(b, "tools/call",
@@ -632,7 +632,7 @@ START_TEST(circuit_opens_and_probe_closes)
 	/* Other tools are not affected. */
 	tc_assert_ok(tcc_call(c, "probe_idem", probe_args(c, log, "other", "0", 0)));
 
-	usleep((useconds_t)(after + 100) * 1000);
+	tc_pause_ms((int)after + 100);	/* the cooldown runs on the daemon's clock; no event ends it */
 	/* One probe call goes through; while it runs, the others still wait. */
 	const char *probe = send_call(c, "probe", probe_args(c, log, "p0", "0.5", 0), NULL);
 	wait_starts(&d, "p0", 1, 5000);
@@ -725,7 +725,7 @@ START_TEST(sessions_cancel_all_calls)
 		ck_assert_int_eq(tj_int(r, "error.code"), -32603);
 	}
 	/* The queued one never started; the running ones were stopped. */
-	usleep(300000);
+	tc_pause_ms(300);	/* a window in which the queued one must not start */
 	ck_assert_uint_eq(count_events(&d, true, NULL), 2);
 	ck_assert_uint_eq(count_events(&d, false, NULL), 0);
 	/* Nothing left to cancel. */

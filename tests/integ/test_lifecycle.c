@@ -62,14 +62,7 @@ static bool listed(struct tcc *c, const char *name)
 /* Waits up to ms for name to be listed (want true) or not (want false). */
 static bool wait_listed(struct tcc *c, const char *name, bool want, int ms)
 {
-	uint64_t end = tc_now_ms() + (uint64_t)ms;
-	for (;;) {
-		if (listed(c, name) == want)
-			return true;
-		if (tc_now_ms() >= end)
-			return false;
-		usleep(50 * 1000);
-	}
+	return tc_wait_until(listed(c, name) == want, ms);
 }
 
 /* --- the command line ---------------------------------------------------- */
@@ -363,13 +356,11 @@ START_TEST(sigterm_lets_calls_finish)
 	/* an idle second client */
 	struct tcc *idle = tcc_connect(&d);
 	tc_assert_ok(tcc_request(idle, "ping", NULL));
-	usleep(200 * 1000);
+	ck_assert(tcd_wait_stat(&d, "result.running", 1, 5000));
 	uint64_t t0 = tc_now_ms();
 	tcd_kill(&d, SIGTERM);
 	/* it stops accepting and removes the socket at once */
-	uint64_t deadline = tc_now_ms() + 2000;
-	while (path_exists(d.sock) && tc_now_ms() < deadline)
-		usleep(10 * 1000);
+	tc_wait_until(!path_exists(d.sock), 2000);
 	ck_assert_msg(!path_exists(d.sock), "socket still there during the grace period");
 	/* the call in flight is answered, not cancelled */
 	char raw[32];
@@ -403,7 +394,7 @@ START_TEST(sigterm_cancels_after_grace)
 		free(pidtext);
 		pidtext = NULL;
 		ck_assert_msg(tc_now_ms() < deadline, "the shell did not start");
-		usleep(10 * 1000);
+		tc_pause_ms(TC_POLL_MS);
 	}
 	pid_t child = (pid_t)atoi(pidtext);
 	free(pidtext);
@@ -422,9 +413,7 @@ START_TEST(sigterm_cancels_after_grace)
 	ck_assert_uint_lt(tc_now_ms() - t0, 4000);
 	ck_assert(!path_exists(d.sock));
 	/* the command was stopped too */
-	deadline = tc_now_ms() + 3000;
-	while (kill(child, 0) == 0 && tc_now_ms() < deadline)
-		usleep(20 * 1000);
+	tc_wait_until(kill(child, 0) < 0, 3000);
 	ck_assert_msg(kill(child, 0) < 0 && errno == ESRCH, "the command (pid %d) still runs", (int)child);
 	free(pidfile);
 	tcc_close(c);
@@ -454,7 +443,7 @@ START_TEST(client_memory_bounded)
 	for (int i = 0; i < N; i++) {
 		c[i] = tcc_connect(&d);
 		ck_assert_int_eq(tcc_send_raw(c[i], partial, 200 * 1024), 0);
-		usleep(20 * 1000);
+		tc_pause_ms(20);	/* pacing, so the daemon takes them in one by one */
 	}
 	free(partial);
 	/* Every connection holds 256 KiB of buffer: 3 MiB in all. Those
@@ -526,10 +515,7 @@ START_TEST(memory_given_back_after_a_crowd)
 		tcc_close(c[i]);
 	free(c);
 	long rss = rss_full;
-	for (int i = 0; i < 100 && rss > rss0 + (rss_full - rss0) / 2; i++) {
-		usleep(100 * 1000);
-		rss = tcd_rss_kb(&d);
-	}
+	tc_wait_until((rss = tcd_rss_kb(&d)) <= rss0 + (rss_full - rss0) / 2, 10000);
 	ck_assert_msg(rss <= rss0 + (rss_full - rss0) / 2, "RSS %ld KiB 10 s after %d connections went "
 		      "(%ld KiB with them, %ld KiB before)", rss, N, rss_full, rss0);
 	ck_assert_int_eq(tcd_stop(&d), 0);
@@ -581,7 +567,7 @@ START_TEST(slow_reader_bounded)
 				stalled_since = tc_now_ms();
 			if (tc_now_ms() - stalled_since > 1500)
 				break;
-			usleep(20 * 1000);
+			tc_pause_ms(20);	/* the stall is measured: 1.5 s of no progress */
 		}
 		long rss = tcd_rss_kb(&d);
 		if (rss > peak)
@@ -589,7 +575,7 @@ START_TEST(slow_reader_bounded)
 	}
 	/* let the daemon do what it will with what it has */
 	for (int i = 0; i < 20; i++) {
-		usleep(50 * 1000);
+		tc_pause_ms(50);	/* a window: the peak is sampled across it */
 		long rss = tcd_rss_kb(&d);
 		if (rss > peak)
 			peak = rss;
@@ -674,7 +660,7 @@ START_TEST(admin_reload)
 	ck_assert_msg(tcc_quiet(b, 300), "a client that did not initialize got: %s", tcc_recv_line(b, 0, NULL));
 
 	/* changed */
-	usleep(300 * 1000);	/* let the file watch's own reload pass */
+	tc_pause_ms(300);	/* a window: the watch's debounced reload (200 ms), if one comes, passes */
 	tcc_clear_queue(a);
 	tcd_write_tool(&d, "echo.json", ECHO_TOOL("echo", "Echo a message, louder"));
 	r = tcc_reload(a);
@@ -685,7 +671,7 @@ START_TEST(admin_reload)
 
 	/* an invalid tool file: an error naming file:line:col, and the old
 	 * registry still serves */
-	usleep(300 * 1000);
+	tc_pause_ms(300);	/* a window: the watch's debounced reload (200 ms), if one comes, passes */
 	tcd_write_tool(&d, "zbad.json", "{ \"name\": \"zbad\", \"kind\": \"command\",\n  \"argv\": [\"true\"],, }\n");
 	r = tcc_reload(a);
 	ck_assert_msg(tj_has(r, "error"), "an invalid tool file was accepted");
@@ -701,7 +687,7 @@ START_TEST(admin_reload)
 	tc_assert_ok(tcc_call(a, "list_dir", "{}"));
 
 	/* removed (and the bad file with it) */
-	usleep(300 * 1000);
+	tc_pause_ms(300);	/* a window: the watch's debounced reload (200 ms), if one comes, passes */
 	char *p = xasprintf("%s/zbad.json", d.tools_dir);
 	unlink(p);
 	free(p);
@@ -736,7 +722,7 @@ START_TEST(reload_during_call)
 	tcc_initialize(c, NULL);
 	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
 	int64_t id = tcc_send_request(c, "tools/call", "{\"name\":\"slow\",\"arguments\":{}}");
-	usleep(100 * 1000);
+	ck_assert(tcd_wait_stat(&d, "result.running", 1, 3000));
 	char *path = xasprintf("%s/slow.json", d.tools_dir);
 	unlink(path);
 	free(path);
@@ -773,7 +759,7 @@ START_TEST(live_reload_inotify)
 	/* a broken file written live: the old registry stays */
 	tcc_clear_queue(c);
 	tcd_write_tool(&d, "live.json", "{ \"name\": \"live\", oops }\n");
-	usleep(600 * 1000);
+	ck_assert(tcd_wait_log(&d, "live.json:1:", 1, 3000));
 	ck_assert(listed(c, "live"));
 	tc_assert_ok(tcc_call(c, "live", "{\"msg\":\"x\"}"));
 	char *log = tcd_log(&d);
@@ -809,7 +795,7 @@ START_TEST(live_reload_follows_a_replaced_tools_dir)
 	/* Moved away: the reload fails (no tools_dir), the registry stays. */
 	char *old = xasprintf("%s.old", d.tools_dir);
 	ck_assert_int_eq(rename(d.tools_dir, old), 0);
-	usleep(500 * 1000);
+	ck_assert(tcd_wait_log(&d, "do not load", 1, 3000));
 	ck_assert(listed(c, "one"));
 	/* A directory made in its place is read, then watched. */
 	ck_assert_int_eq(mkdir(d.tools_dir, 0755), 0);

@@ -19,6 +19,12 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
@@ -47,9 +53,8 @@ START_TEST(socket_activation)
 {
 	char *activate = find_program("systemd-socket-activate");
 	if (!activate) {
-		fprintf(stderr, "SKIP socket_activation: systemd-socket-activate is not installed "
-				"(Debian: the systemd package; packaging/deps.sh installs it)\n");
-		return;
+		TC_SKIP("socket_activation: systemd-socket-activate is not installed "
+			"(Debian: the systemd package; packaging/deps.sh installs it)");
 	}
 	struct tcd d;
 	struct tcd_opts o = { .config = "{}" };
@@ -90,6 +95,81 @@ START_TEST(socket_activation)
 	free(cfg);
 	free(other);
 	free(activate);
+	tcd_free(&d);
+}
+END_TEST
+
+/* This program's path, for running itself as the activator below. */
+static char self[4096];
+
+/*
+ * Runs as the activator of fail_getfl_on_passed_socket: listens on path
+ * as fd 3, passes it the way systemd does, and makes fcntl(3, F_GETFL)
+ * fail in the daemon it then becomes (argv).
+ */
+static int activate_with_failing_getfl(const char *path, char **argv)
+{
+#if defined(__x86_64__)
+	const unsigned arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+	const unsigned arch = AUDIT_ARCH_AARCH64;
+#else
+	return 77;
+#endif
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0 ||
+	    dup2(fd, 3) < 0)
+		return 126;
+	if (fd != 3)
+		close(fd);
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	setenv("LISTEN_FDS", "1", 1);
+	setenv("LISTEN_PID", pid, 1);
+	struct sock_filter code[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fcntl, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 3, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, F_GETFL, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EIO),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0) {
+		printf("no seccomp filter here: %s\n", strerror(errno));
+		return 77;
+	}
+	execv(argv[0], argv);
+	return 127;
+}
+
+/* A passed socket whose flags cannot be read is an error, not flags of -1. */
+START_TEST(fail_getfl_on_passed_socket)
+{
+	struct tcd d;
+	struct tcd_opts o = { .config = "{}" };
+	tcd_prepare(&d, &o);
+	const char *wrapper[] = { self, "--activate-with-failing-getfl", d.sock, NULL };
+	o.wrapper = wrapper;
+	o.no_wait = true;
+	tcd_spawn(&d, &o);
+	int st = tcd_wait_exit(&d, 20000);
+	char *log = tcd_log(&d);
+	if (st == 77) {
+		fprintf(stderr, "SKIP fail_getfl_on_passed_socket: %s", log);
+	} else {
+		ck_assert_msg(st != 0 && st != -ETIMEDOUT, "status %d, log: %s", st, log);
+		ck_assert_msg(strstr(log, "the socket systemd passed: fcntl: Input/output error"), "log: %s", log);
+	}
+	free(log);
 	tcd_free(&d);
 }
 END_TEST
@@ -267,8 +347,7 @@ END_TEST
 START_TEST(journal_when_under_systemd)
 {
 	if (access("/run/systemd/journal/socket", W_OK) < 0) {
-		fprintf(stderr, "SKIP journal_when_under_systemd: no journald socket on this machine\n");
-		return;
+		TC_SKIP("journal_when_under_systemd: no journald socket on this machine");
 	}
 	struct tcd d;
 	tcd_prepare(&d, NULL);
@@ -293,11 +372,16 @@ START_TEST(journal_when_under_systemd)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 3 && strcmp(argv[1], "--activate-with-failing-getfl") == 0)
+		return activate_with_failing_getfl(argv[2], argv + 3);
+	if (!realpath(argv[0], self))
+		return 99;
 	Suite *s = suite_create("integ_systemd");
 	TCase *tc = tcase_create("systemd");
 	tcase_add_test(tc, socket_activation);
+	tcase_add_test(tc, fail_getfl_on_passed_socket);
 	tcase_add_test(tc, readiness_and_reload_and_stop);
 	tcase_add_test(tc, watchdog);
 	tcase_add_test(tc, journal_when_under_systemd);

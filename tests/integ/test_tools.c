@@ -487,6 +487,57 @@ START_TEST(read_lines)
 }
 END_TEST
 
+/* A prompting edit_file, and write_file over an existing file, carry the
+ * diff they would make in their confirmation request; toolcallctl approve
+ * shows it. */
+START_TEST(confirmation_diff)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"circuit\":{\"failures\":100000}}");	/* writes prompt */
+	tcd_put(&d, "c.txt", "alpha\nbeta\n");
+	struct tcc *ap = tcc_connect(&d), *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(ap, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
+
+	int64_t id = tcc_send_request(c, "tools/call", "{\"name\":\"edit_file\",\"arguments\":{\"path\":\"c.txt\","
+					     "\"edits\":[{\"old\":\"beta\",\"new\":\"gamma\"}]}}");
+	const struct json *n = tcc_wait_notification(ap, "notifications/event", 5000);
+	ck_assert_ptr_nonnull(n);
+	ck_assert_pstr_eq(tj_str(n, "params.type"), "tool.confirmation_requested");
+	ck_assert_pstr_eq(tj_str(n, "params.diff"), "--- a/c.txt\n+++ b/c.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n");
+	char *rid = tj_quote(tj_str(n, "params.requestId"));
+	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"allow\"}", rid)));
+	free(rid);
+	tc_assert_ok(tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 5000));
+	char *got = tcd_read(&d, "c.txt", NULL);
+	ck_assert_pstr_eq(got, "alpha\ngamma\n");
+	free(got);
+
+	id = tcc_send_request(c, "tools/call", "{\"name\":\"write_file\",\"arguments\":{\"path\":\"c.txt\","
+					     "\"content\":\"alpha\\n\"}}");
+	n = tcc_wait_notification(ap, "notifications/event", 5000);
+	ck_assert_ptr_nonnull(n);
+	ck_assert_pstr_eq(tj_str(n, "params.diff"), "--- a/c.txt\n+++ b/c.txt\n@@ -1,2 +1 @@\n alpha\n-gamma\n");
+	rid = tj_quote(tj_str(n, "params.requestId"));
+	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid)));
+	free(rid);
+	tc_assert_kind(tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 5000), "user_denied");
+
+	/* a new file: no diff */
+	id = tcc_send_request(c, "tools/call", "{\"name\":\"write_file\",\"arguments\":{\"path\":\"new.txt\","
+					     "\"content\":\"x\"}}");
+	n = tcc_wait_notification(ap, "notifications/event", 5000);
+	ck_assert_ptr_nonnull(n);
+	ck_assert(!tj_has(n, "params.diff"));
+	rid = tj_quote(tj_str(n, "params.requestId"));
+	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid)));
+	free(rid);
+	tc_assert_kind(tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 5000), "user_denied");
+	tcc_close(ap);
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 /* The new tools in tools/list, with their side effects. */
 START_TEST(listed)
 {
@@ -662,6 +713,7 @@ int main(void)
 	tcase_add_test(tc, edit_basics);
 	tcase_add_test(tc, read_lines);
 	tcase_add_test(tc, listed);
+	tcase_add_test(tc, confirmation_diff);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("escape");
 	tcase_add_test(tc, escape_matrix);

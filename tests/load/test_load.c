@@ -26,9 +26,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
@@ -229,7 +229,7 @@ static bool wait_stats(struct tcd *d, bool (*cond)(const struct json *st, void *
 			return true;
 		if (tc_now_ms() >= deadline)
 			return false;
-		usleep(20000);
+		tc_pause_ms(20);	/* the interval of this poll */
 	}
 }
 
@@ -304,7 +304,7 @@ START_TEST(many_clients_lose_nothing)
 		      MANY_CLIENTS);
 
 	/* Nothing arrives after the last answer: no duplicates were queued. */
-	usleep(100000);
+	tc_pause_ms(100);	/* a window in which nothing more must come */
 	for (int i = 0; i < MANY_CLIENTS; i++) {
 		lconn_read(&cs[i]);
 		ck_assert_msg(buf_size(&cs[i].in) == 0, "client %d got more than its answers: %.100s", i,
@@ -373,7 +373,7 @@ START_TEST(slow_clients_do_not_delay_others)
 		for (int i = 0; i < SLOWLORIS && pos < sizeof(partial) - 1; i++)
 			ck_assert_int_eq(send(loris[i].fd, partial + pos, 1, MSG_NOSIGNAL), 1);
 		pos = MIN(pos + 1, sizeof(partial) - 1);
-		usleep(25000);
+		tc_pause_ms(25);	/* the trickle's pace: load, not synchronisation */
 	}
 	ck_assert_msg(worst < 2000, "a ping took %" PRIu64 " ms", worst);
 	struct tcc *fast = tcc_connect(&d);
@@ -464,7 +464,7 @@ START_TEST(vanishing_clients)
 		ck_assert_int_eq(send(fd, buf_head(&b), buf_size(&b), MSG_NOSIGNAL), (ssize_t)buf_size(&b));
 		buf_free(&b);
 		if (i % 8 == 0)
-			usleep(2000);	/* some are gone before, some after the daemon reads them */
+			tc_pause_ms(2);	/* some are gone before, some after the daemon reads them */
 		close(fd);
 	}
 
@@ -476,7 +476,7 @@ START_TEST(vanishing_clients)
 		      "calls or connections of vanished clients still held after 10 s");
 	/* The unkeyed shell calls were cancelled: none ran to its end (they
 	 * would have after 2 s). */
-	sleep(3);
+	tc_pause_ms(3000);	/* a window: a shell not cancelled would end in it */
 	for (int i = 0; i < VANISHERS; i += 4) {
 		char name[32];
 		snprintf(name, sizeof(name), "gone-%d", i);
@@ -632,7 +632,7 @@ START_TEST(emfile_on_accept_survived)
 	}
 	/* The established connection is still served, promptly, while the
 	 * daemon is out of descriptors. */
-	usleep(300000);
+	ck_assert(tc_wait_until(tj_int(tcc_request_t(first, "admin/stats", NULL, 2000), "result.connections.refused") > 0, 5000));
 	for (int k = 0; k < 5; k++) {
 		uint64_t t = tc_now_ms();
 		const struct json *r = tcc_request_t(first, "ping", NULL, 2000);
@@ -667,7 +667,7 @@ START_TEST(emfile_on_accept_survived)
 			close(fd);
 		}
 		if (!served)
-			usleep(100000);
+			tc_pause_ms(100);	/* the interval of this retry */
 	}
 	ck_assert_msg(served, "no new connection served within 5 s after the excess closed");
 	tc_assert_ok(tcc_request_t(first, "ping", NULL, 2000));

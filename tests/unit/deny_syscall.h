@@ -18,6 +18,8 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
+#include "tests/unit/check_main.h"
+
 /* Makes system call nr fail with err from now on; false if the machine
  * has no seccomp filters. */
 static inline bool deny_syscall(long nr, int err)
@@ -49,18 +51,18 @@ static inline bool deny_syscall(long nr, int err)
 
 /*
  * deny_syscall(nr, ENOSYS) for the test named test; false, having said why
- * on stderr, when the test must skip instead: no seccomp filters here, or
+ * on stderr and counted the skip (check_main.h), when the test must skip instead: no seccomp filters here, or
  * CK_FORK=no, where the filter would outlive the test.
  */
 static inline bool deny_syscall_or_skip(const char *test, long nr)
 {
 	const char *fork_mode = getenv("CK_FORK");
 	if (fork_mode && strcmp(fork_mode, "no") == 0) {
-		fprintf(stderr, "%s: skipped: the seccomp filter would outlive the test with CK_FORK=no\n", test);
+		tc_skip_note("%s: the seccomp filter would outlive the test with CK_FORK=no", test);
 		return false;
 	}
 	if (!deny_syscall(nr, ENOSYS)) {
-		fprintf(stderr, "%s: skipped: no seccomp filter on this machine (%s)\n", test, strerror(errno));
+		tc_skip_note("%s: no seccomp filter on this machine (%s)", test, strerror(errno));
 		return false;
 	}
 	return true;

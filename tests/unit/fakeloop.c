@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "lib/list.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct fake {
 	struct tc_loop base;

@@ -240,13 +240,15 @@ static char proc_state(pid_t pid, pid_t *ret_ppid)
 /* True once the process is gone or dead (a zombie awaiting its reaper). */
 static bool pid_dead(pid_t pid)
 {
-	for (int i = 0; i < 200; i++) {
+	uint64_t end = mono_ms() + 2000;
+	for (;;) {
 		char st = proc_state(pid, NULL);
 		if (st == 0 || st == 'Z' || st == 'X')
 			return true;
-		usleep(10000);
+		if (mono_ms() >= end)
+			return false;
+		usleep(10000);	/* the interval of a poll with a deadline */
 	}
-	return false;
 }
 
 /* Children of this process, zombies included. */

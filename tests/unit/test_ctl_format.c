@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/ctl_format.h"
+#include "daemon/ctl/ctl_format.h"
 #include "tests/unit/check_main.h"
 
 /* Parses text (asserting it is valid) into *doc and returns its root. */
@@ -168,6 +168,12 @@ START_TEST(confirm_prompt)
 	/* A summary given as arguments is shown as JSON. */
 	ASSERT_FORMAT(ctl_confirm_prompt, "{\"tool\":\"shell\",\"input\":{\"command\":\"make\"}}",
 		      "Allow shell {\"command\":\"make\"}? [y]es/[n]o/[a]lways: ");
+	/* The diff of an edit comes first, line by line, tabs as spaces, no escapes. */
+	ASSERT_FORMAT(ctl_confirm_prompt,
+		      "{\"tool\":\"edit_file\",\"sideEffect\":\"write\",\"files\":[\"a.c\"],"
+		      "\"diff\":\"--- a/a.c\\n+++ b/a.c\\n@@ -1 +1 @@\\n-\\told\\n+new\\u001b[2K\\n\"}",
+		      "--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-    old\n+new?[2K\n"
+		      "Allow edit_file (write) [files: a.c]? [y]es/[n]o/[a]lways: ");
 
 	struct json_doc *d = NULL;
 	const struct json *id = ctl_confirm_request_id(parse("{\"requestId\":42}", &d));

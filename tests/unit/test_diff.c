@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "lib/diff.h"
-#include "proto/buf.h"
-#include "proto/util.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 
 static char dir[] = "/tmp/tc-diff-XXXXXX";

@@ -950,6 +950,41 @@ START_TEST(result_is_valid_json)
 }
 END_TEST
 
+/* The data of an error: our members, then the tool's own, in one object;
+ * extra members that are not an object add nothing. */
+START_TEST(error_data_carries_the_tools_members)
+{
+	struct outcome o = { .refs = 1, .kind = TC_VALIDATION_ERROR, .attempts = 1, .duration_ms = 3 };
+	o.call_id = xstrdup("c-1");
+	o.tool = xstrdup("write_file");
+	o.error_data = xstrdup("{\"errors\":[{\"path\":\"/content\",\"message\":\"caf\xc3\xa9 \\\"q\\\"\"}],"
+			       "\"n\":1.50}");
+	struct buf b = {0};
+	outcome_write_error_data(&o, true, &b);
+	ck_assert_str_eq(buf_head(&b), "{\"kind\":\"validation_error\",\"retryable\":false,\"attempts\":1,"
+			 "\"durationMs\":3,\"callId\":\"c-1\",\"tool\":\"write_file\",\"replayed\":true,"
+			 "\"errors\":[{\"path\":\"/content\",\"message\":\"caf\xc3\xa9 \\\"q\\\"\"}],\"n\":1.50}");
+	buf_free(&b);
+	free(o.error_data);
+	o.error_data = xstrdup("{}");
+	o.kind = TC_CIRCUIT_OPEN;
+	o.retry_after_ms = 900;
+	outcome_write_error_data(&o, false, &b);
+	ck_assert_str_eq(buf_head(&b), "{\"kind\":\"circuit_open\",\"retryable\":true,\"attempts\":1,"
+			 "\"durationMs\":3,\"callId\":\"c-1\",\"tool\":\"write_file\",\"retryAfterMs\":900}");
+	buf_free(&b);
+	free(o.error_data);
+	o.error_data = xstrdup("[1,2]");
+	outcome_write_error_data(&o, false, &b);
+	ck_assert_str_eq(buf_head(&b), "{\"kind\":\"circuit_open\",\"retryable\":true,\"attempts\":1,"
+			 "\"durationMs\":3,\"callId\":\"c-1\",\"tool\":\"write_file\",\"retryAfterMs\":900}");
+	buf_free(&b);
+	free(o.error_data);
+	free(o.call_id);
+	free(o.tool);
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("dispatch");
@@ -977,7 +1012,7 @@ static Suite *dispatch_suite(void)
 		{ "confirmation", { no_approver_denies_at_once, approver_allows_then_always, approver_denies,
 				    confirmation_times_out, policy_deny_is_permission_denied } },
 		{ "events", { events_follow_the_call } },
-		{ "answers", { result_is_valid_json } },
+		{ "answers", { result_is_valid_json, error_data_carries_the_tools_members } },
 	};
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 		TCase *tc = tcase_create(groups[g].name);

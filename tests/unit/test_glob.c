@@ -18,7 +18,7 @@
 #include "lib/glob.h"
 #include "lib/regex.h"
 #include "lib/regex_find.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 
 static struct glob *compile_ok(const char *p)

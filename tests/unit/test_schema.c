@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of the JSON Schema subset validator (lib/schema.c): the official
+ * Tests of the JSON Schema subset validator (lib/schema_*.c): the official
  * JSON-Schema-Test-Suite for Draft 7 (Debian's json-schema-test-suite), then
  * our own cases: what is refused at compile time and with which message,
  * error paths and messages, all-errors reporting, integers, Unicode
- * lengths, ECMA-262 patterns (lib/regex.c), $ref resolution and
+ * lengths, ECMA-262 patterns (lib/regex*.c), $ref resolution and
  * cycles, and the bounds on deep or expensive validations.
  */
 #include <check.h>
@@ -17,9 +17,9 @@
 #include <time.h>
 
 #include "lib/schema.h"
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 #include "proto/json.h"
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #define SUITE_DIR "/usr/share/json-schema-test-suite/tests/draft7"
 
@@ -721,7 +721,7 @@ START_TEST(boolean_and_empty_schemas)
 END_TEST
 
 /* ------------------------------------------------------------------------
- * Patterns: ECMA-262, matched by lib/regex.c (more in test_regex.c).
+ * Patterns: ECMA-262, matched by lib/regex*.c (more in test_regex.c).
  */
 
 static bool pattern_matches(const char *pattern_json, const char *string_json)

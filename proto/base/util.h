@@ -33,12 +33,19 @@ char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);
 char *xasprintf(const char *fmt, ...) PRINTF(1, 2);
 char *xvasprintf(const char *fmt, va_list ap) PRINTF(1, 0);
+/* Sets *ret_err to the formatted message and returns -EINVAL: for parsers
+ * that explain what they refuse. */
+int set_errorf(char **ret_err, const char *fmt, ...) PRINTF(2, 3);
 
 static inline void freep(void *p) { free(*(void **)p); }
 static inline void closep(int *fd) { if (*fd >= 0) { int e = errno; close(*fd); errno = e; } }
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
+/* Defines funcp(type **), calling func on the pointer: for _cleanup_(funcp)
+ * with a destructor that accepts NULL. */
+#define DEFINE_CLEANUP_FUNC(type, func) \
+	static inline void func##p(type **p) { func(*p); }
 
 /* Hand ownership of a pointer or fd out of a cleanup-attributed variable. */
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })

@@ -2,7 +2,7 @@
 /*
  * Allocation that aborts on exhaustion, clocks, string helpers.
  */
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -82,6 +82,15 @@ char *xasprintf(const char *fmt, ...)
 	char *s = xvasprintf(fmt, ap);
 	va_end(ap);
 	return s;
+}
+
+int set_errorf(char **ret_err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	*ret_err = xvasprintf(fmt, ap);
+	va_end(ap);
+	return -EINVAL;
 }
 
 uint64_t mono_ns(void)

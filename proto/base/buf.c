@@ -3,7 +3,7 @@
  * Growable byte buffer with a consumed-prefix offset, so queues drain from
  * the front without memmove on every write.
  */
-#include "proto/buf.h"
+#include "proto/base/buf.h"
 
 #include <stdio.h>
 #include <string.h>

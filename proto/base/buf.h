@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proto/util.h"
+#include "proto/base/util.h"
 
 struct buf {
 	char *data;

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The connection layer: one client socket each, JSON-RPC lines framed in
+ * and answers queued out, batches, ids in flight, output back-pressure,
+ * idle timeouts and the memory cap across clients, and the turn budget
+ * that keeps one busy client from starving the others. Each request is
+ * handed to the server's request sink; what it means is not known here.
+ */
+#ifndef TC_CONN_H
+#define TC_CONN_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "lib/list.h"
+#include "proto/base/buf.h"
+#include "proto/jsonrpc.h"
+
+struct caller;
+struct map;
+struct server;
+struct session;
+struct subscriber;
+
+struct batch;
+
+/* A request waiting for its answer. */
+struct pending {
+	struct list node;		/* conn->pendings */
+	struct conn *conn;
+	struct batch *batch;
+	size_t index;
+	char *id;			/* raw id text; NULL: answered with id null */
+	size_t id_len;
+	bool tracked;			/* counted in conn->ids (in flight) */
+	struct caller *caller;
+	/* State the layer above keeps for this request (methods: a request
+	 * parked while MCP providers start), freed with it by upper_free. */
+	void *upper;
+	void (*upper_free)(void *upper);
+	size_t id_cap;			/* room in id_text */
+	char id_text[];			/* where id points: one allocation per request */
+};
+
+struct batch {
+	size_t n;
+	size_t remaining;
+	char **slots;
+	size_t *lens;
+	char **held;		/* ids of members answered but not yet written */
+	size_t n_held;
+	size_t bytes;		/* of the answers kept in slots */
+};
+
+struct conn {
+	struct list node;		/* server->conns */
+	struct list dirty_node;		/* server->dirty */
+	struct list backlog_node;	/* server->backlog */
+	struct server *srv;
+	int fd;
+	struct ucred cred;
+	ev_io rw;
+	ev_io ww;
+	ev_timer idle_w;
+	struct buf in;
+	struct buf out;
+	struct framer framer;
+	struct session *session;
+	bool initialized;		/* "initialize" answered: gets list_changed */
+	struct map *ids;		/* ids in flight -> struct pending */
+	struct list pendings;
+	struct subscriber *sub;
+	bool paused;			/* not reading: too much output queued */
+	bool backlogged;		/* not reading: lines wait for a later turn */
+	bool read_closed;		/* the peer shut its sending side; answers still go out */
+	bool dead;
+	uint64_t queued_total;		/* bytes ever queued to out */
+	uint64_t written_total;		/* bytes ever written */
+	uint64_t *ev_ends;		/* ring: stream offsets where queued events end */
+	unsigned ev_head;
+	unsigned ev_count;
+	unsigned ev_cap;
+	uint64_t requests;
+	struct pending *watch;		/* cleared when that request is answered */
+	size_t memory;			/* its buffers, as counted in client_memory */
+};
+
+/* Disconnects the clients holding the most buffered bytes while all of
+ * them hold more than limits.max_client_memory. */
+void conn_evict(struct server *s);
+/* Lets connections in the backlog handle more of their lines. */
+void conn_run_backlog(struct server *s);
+/* Bracket a tool call started from a request: file tools run in the loop,
+ * and their time counts against the turn's budget. */
+void conn_work_begin(struct server *s);
+void conn_work_end(struct server *s);
+/* Starts the next turn: its budget is whole again. */
+void conn_turn_reset(struct server *s);
+void conn_new(struct server *s, int fd, const struct ucred *cred);
+void conn_close(struct conn *c);
+/* Frees closed connections. */
+void conn_reap(struct server *s);
+/* Frees the pendings kept for reuse. */
+void conn_free_spares(struct server *s);
+/* Queues one JSON line (newline added). */
+void conn_send(struct conn *c, const char *json, size_t n);
+/* Queues a notification, written straight into the output queue. */
+void conn_notify(struct conn *c, const char *method, const char *params, size_t n);
+void conn_flush(struct conn *c);
+/* The request in flight with this id (as written), or NULL: none, or one
+ * answered inside a batch not yet written. */
+struct pending *conn_pending_by_id(struct conn *c, const char *id);
+/* Forgets a request without answering it (a cancelled call). */
+void conn_drop(struct pending *p);
+/* The connection's session, made on first use with the default workspace. */
+struct session *conn_session(struct conn *c);
+bool conn_deliver_event(void *ctx, const char *params, size_t n);
+/* Answers an error (no data when data is NULL). */
+void conn_error(struct pending *p, int code, const char *message, const char *data);
+void conn_result(struct pending *p, const char *result, size_t n);
+/* Answers a result that write() appends to the buffer it is given: in
+ * place in the output queue when it can be, so a large result is written
+ * once instead of built aside and copied. */
+void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg);
+
+#endif

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The JSON-RPC methods: MCP (initialize, tools/list, tools/call, ping,
+ * cancellation), toolcalld's own (events, confirmations, sessions) and the
+ * admin ones. Each request arrives from the connection layer and is
+ * answered through it.
+ */
+#ifndef TC_METHODS_H
+#define TC_METHODS_H
+
+#include "daemon/conn.h"
+
+struct server;
+
+/* Handles one request (p NULL: a notification). */
+void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p);
+void methods_broadcast_list_changed(struct server *s);
+/* Answers requests that waited for providers, once none is starting. */
+void methods_resume(struct server *s);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MCP servers that tool files declare, as the daemon runs them: the
+ * set of providers, and their lazy start-up (a provider starts when a
+ * client first needs its tools, and requests wait until it has settled).
+ */
+#ifndef TC_PROVIDERS_H
+#define TC_PROVIDERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct mcp_provider;
+struct tc_loop;
+struct tool_env;
+
+/* The MCP providers that tool files declare. */
+struct providers {
+	struct mcp_provider **v;
+	size_t n;
+};
+
+/* Drops the references of a provider set. */
+void providers_clear(struct providers *p);
+/* Readies every provider of the set to run in loop; settled(arg, provider)
+ * is called when one has imported its tools, or failed. */
+void providers_setup(struct providers *p, struct tc_loop *loop, const struct tool_env *env,
+		     const char *root, void (*settled)(void *arg, struct mcp_provider *pv), void *arg);
+/* True while some provider of the set is starting. */
+bool providers_starting(const struct providers *p);
+/* Starts every provider that never imported its tools; true while some
+ * provider is starting (tools/list must wait for them). */
+bool providers_start_all(struct providers *p);
+/* Starts the provider whose prefix the tool name carries, when it is not
+ * ready; true while it is starting (the call must wait for it). */
+bool providers_start_for(struct providers *p, const char *tool);
+
+#endif

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Confirmation requests: asked (with a summary of the arguments and the
+ * paths they name), resolved by an approver, timed out, failed when the
+ * approvers leave, replayed to a late subscriber, and kept after being
+ * settled so that the first answer wins.
+ */
+#include "lib/confirm.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "lib/dispatch_internal.h"
+#include "lib/events.h"
+#include "lib/map.h"
+#include "lib/outcome.h"
+#include "lib/session.h"
+#include "lib/workspace.h"
+#include "proto/json.h"
+
+/* Arguments quoted in a confirmation request. */
+#define SUMMARY_MAX 512
+
+struct confirm {
+	char *id;
+	struct exec *exec;		/* NULL once the exec no longer waits */
+	uid_t uid;
+	const char *decision;		/* NULL while pending */
+	char *diff;			/* what the call would change (tool_def.preview), or NULL */
+	uint64_t expires;		/* resolved records are kept a while for "first write wins" */
+	struct list node;		/* d->resolved */
+};
+
+static void confirm_free(struct confirm *c)
+{
+	free(c->id);
+	free(c->diff);
+	free(c);
+}
+
+struct confirm_arg {
+	struct exec *e;
+};
+
+/* Writes the members of tool.confirmation_requested. */
+static void extra_confirm(struct jgen *g, void *arg)
+{
+	struct exec *e = ((struct confirm_arg *)arg)->e;
+	jgen_kv_str(g, "requestId", e->confirm->id);
+	jgen_kv_str(g, "sideEffect", side_effect_name(e->tool->side_effects));
+	_cleanup_(buf_free) struct buf b = {0};
+	json_canonical(e->args, &b);
+	if (buf_size(&b) > SUMMARY_MAX) {
+		b.len = b.off + SUMMARY_MAX;
+		/* Do not cut a UTF-8 sequence in two. */
+		while (b.len > b.off && ((unsigned char)b.data[b.len] & 0xC0) == 0x80)
+			b.len--;
+		buf_puts(&b, "…");
+	}
+	jgen_kv_str(g, "input", buf_head(&b));
+	jgen_key(g, "files");
+	jgen_arr_open(g);
+	for (const char *const *p = e->tool->def->path_args; p && *p; p++) {
+		const struct json *v = json_get(e->args, *p);
+		if (v && v->type == JSON_STRING) {
+			_cleanup_free_ char *disp = ws_display_path(e->session->ws, v->u.str.s, v->u.str.len);
+			jgen_str(g, disp);
+		}
+	}
+	jgen_arr_close(g);
+	if (e->confirm->diff)
+		jgen_kv_str(g, "diff", e->confirm->diff);
+	jgen_kv_int(g, "timeoutMs", (int64_t)e->d->cfg.confirm_timeout_ms);
+}
+
+struct resolved_arg {
+	const char *id;
+	const char *decision;
+};
+
+static void extra_resolved(struct jgen *g, void *arg)
+{
+	struct resolved_arg *r = arg;
+	jgen_kv_str(g, "requestId", r->id);
+	jgen_kv_str(g, "decision", r->decision);
+}
+
+/* Records the decision and keeps the request a while for later answers. */
+static void confirm_settle(struct dispatcher *d, struct confirm *c, const char *decision)
+{
+	c->decision = decision;
+	c->expires = tc_now(d->loop) + MAX(d->cfg.idem_ttl_ms, 60000);
+	list_insert_tail(&d->resolved, &c->node);
+}
+
+/* Unties e from its request and settles it with decision; with tell,
+ * subscribers are told. */
+static struct confirm *confirm_detach(struct exec *e, const char *decision, bool tell)
+{
+	struct dispatcher *d = e->d;
+	struct confirm *c = e->confirm;
+	e->confirm = NULL;
+	c->exec = NULL;
+	confirm_settle(d, c, decision);
+	if (tell) {
+		struct resolved_arg r = { c->id, decision };
+		event_emit(d->bus, "tool.confirmation_resolved", e->session, e->call_id, e->tool->name,
+			   extra_resolved, &r);
+	}
+	return c;
+}
+
+/* Ends a call whose confirmation request nobody answered: the request is
+ * settled with decision, subscribers are told, the call ends with o. */
+static void confirm_unanswered(struct exec *e, const char *decision, struct outcome *o)
+{
+	confirm_detach(e, decision, true);
+	exec_finish(e, o);
+}
+
+static void on_confirm_timeout(void *arg)
+{
+	struct exec *e = arg;
+	confirm_unanswered(e, "timeout", outcome_error(TC_CONFIRMATION_TIMEOUT,
+		"Nobody answered the confirmation request for '%s' within %llu ms; the call was not run",
+		e->tool->name, (unsigned long long)e->d->cfg.confirm_timeout_ms));
+}
+
+void confirm_ask(struct exec *e)
+{
+	struct dispatcher *d = e->d;
+	if (!d->cfg.no_approver_wait &&
+	    !event_has_subscriber(d->bus, "tool.confirmation_requested", e->session)) {
+		exec_finish(e, outcome_error(TC_USER_DENIED,
+					     "Tool '%s' (side effect: %s) needs confirmation and no approver is "
+					     "connected, so the call was not run. To approve calls, run "
+					     "'toolcallctl approve' (or subscribe to tool.confirmation_requested "
+					     "and answer with confirmations/resolve), or set the tool to \"auto\" "
+					     "in the confirmation policy", e->tool->name,
+					     side_effect_name(e->tool->side_effects)));
+		return;
+	}
+	struct confirm *c = xcalloc(1, sizeof(*c));
+	c->id = xasprintf("cf-%08llx-%llu", (unsigned long long)(d->boot >> 32),
+			  (unsigned long long)++d->counter);
+	c->exec = e;
+	c->uid = e->session->uid;
+	/* Computed once: every approver sees the change as it was asked. */
+	if (e->tool->def->preview && e->session->ws)
+		c->diff = e->tool->def->preview(e->args, e->session->ws);
+	e->confirm_seq = d->counter;
+	list_init(&c->node);
+	map_put(d->confirms, c->id, c);
+	e->confirm = c;
+	e->state = EX_CONFIRMING;
+	exec_set_timer(e, on_confirm_timeout, d->cfg.confirm_timeout_ms);
+	struct confirm_arg ca = { e };
+	event_emit(d->bus, "tool.confirmation_requested", e->session, e->call_id, e->tool->name,
+		   extra_confirm, &ca);
+}
+
+void confirm_cancel(struct exec *e)
+{
+	if (e->confirm)
+		confirm_detach(e, "cancelled", false);
+}
+
+void confirm_forget(struct exec *e)
+{
+	struct confirm *c = e->confirm;
+	if (!c)
+		return;
+	c->exec = NULL;
+	if (!c->decision) {
+		/* Nobody can answer it any more. */
+		map_remove(e->d->confirms, c->id);
+		confirm_free(c);
+	}
+}
+
+/* The executions whose requests are open (and, with unseen, that no
+ * approver can see any more), in a new array of *ret_n. */
+static struct exec **open_requests(struct dispatcher *d, bool unseen, size_t *ret_n)
+{
+	struct exec **v = NULL;
+	size_t n = 0, it = 0;
+	void *x;
+	while (map_next(d->confirms, &it, NULL, &x)) {
+		struct confirm *c = x;
+		if (!c->exec || c->decision)
+			continue;
+		if (unseen && event_has_subscriber(d->bus, "tool.confirmation_requested", c->exec->session))
+			continue;
+		v = xreallocarray(v, n + 1, sizeof(*v));
+		v[n++] = c->exec;
+	}
+	*ret_n = n;
+	return v;
+}
+
+void dispatch_approvers_left(struct dispatcher *d)
+{
+	if (d->cfg.no_approver_wait)
+		return;
+	/* Collected first: finishing one changes the map. */
+	size_t n;
+	_cleanup_free_ struct exec **left = open_requests(d, true, &n);
+	for (size_t i = 0; i < n; i++)
+		confirm_unanswered(left[i], "deny", outcome_error(TC_USER_DENIED,
+			"Tool '%s' needs confirmation and the approver left without answering, so the call "
+			"was not run. To approve calls, run 'toolcallctl approve' (or subscribe to "
+			"tool.confirmation_requested and answer with confirmations/resolve)", left[i]->tool->name));
+}
+
+void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub)
+{
+	size_t n;
+	_cleanup_free_ struct exec **open = open_requests(d, false, &n);
+	/* In the order they were asked. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && open[j]->confirm_seq < open[j - 1]->confirm_seq; j--) {
+			struct exec *t = open[j];
+			open[j] = open[j - 1];
+			open[j - 1] = t;
+		}
+	for (size_t i = 0; i < n; i++) {
+		struct confirm_arg ca = { open[i] };
+		event_emit_to(d->bus, sub, "tool.confirmation_requested", open[i]->session, open[i]->call_id,
+			      open[i]->tool->name, extra_confirm, &ca);
+	}
+}
+
+int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
+		     bool *ret_accepted, const char **ret_decision)
+{
+	struct confirm *c = map_get(d->confirms, request_id);
+	if (!c || c->uid != uid)
+		return -ENOENT;
+	static const char *const decisions[] = { "allow", "deny", "always_allow" };
+	const char *dec = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(decisions); i++)
+		if (str_eq(decision, decisions[i]))
+			dec = decisions[i];
+	if (!dec)
+		return -EINVAL;
+	if (c->decision) {
+		*ret_accepted = false;
+		*ret_decision = c->decision;
+		return 0;
+	}
+	struct exec *e = c->exec;
+	*ret_accepted = true;
+	*ret_decision = dec;
+	if (!e) {
+		confirm_settle(d, c, dec);
+		return 0;
+	}
+	tc_timer_stop(e->timer);
+	confirm_detach(e, dec, true);
+	if (dec == decisions[1]) {
+		exec_finish(e, outcome_error(TC_USER_DENIED, "The user denied this call of '%s'; it was not run",
+					     e->tool->name));
+		return 0;
+	}
+	if (dec == decisions[2])
+		map_put(e->session->always_allow, e->tool->name, (void *)1);
+	exec_enqueue(e);
+	return 0;
+}
+
+void confirm_sweep(struct dispatcher *d, uint64_t now)
+{
+	while (!list_empty(&d->resolved)) {
+		struct confirm *c = list_first(&d->resolved, struct confirm, node);
+		if (c->expires > now)
+			break;
+		list_remove(&c->node);
+		map_remove(d->confirms, c->id);
+		confirm_free(c);
+	}
+}
+
+void confirm_clear(struct dispatcher *d)
+{
+	while (!list_empty(&d->resolved)) {
+		struct confirm *c = list_first(&d->resolved, struct confirm, node);
+		list_remove(&c->node);
+		map_remove(d->confirms, c->id);
+		confirm_free(c);
+	}
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Confirmation: a call whose policy says "prompt" waits for an approver
+ * (a subscriber to tool.confirmation_requested of the same uid) to allow or
+ * deny it. Requests are answered once (first write wins), time out, fail
+ * when no approver is left, and are shown again to an approver that comes
+ * late. Resolved requests are kept a while so a second answer learns the
+ * first.
+ */
+#ifndef TC_CONFIRM_H
+#define TC_CONFIRM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct dispatcher;
+struct exec;
+struct subscriber;
+
+/*
+ * Answers confirmation request id for uid: decision "allow", "deny" or
+ * "always_allow". First write wins: *ret_accepted is false when it was
+ * already decided, and *ret_decision is the decision in force. -ENOENT for
+ * an unknown request (or another uid's), -EINVAL for a bad decision.
+ */
+int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
+		     bool *ret_accepted, const char **ret_decision);
+
+/* An approver went away: confirmation requests that no approver can see
+ * any more fail with user_denied, as a call finding none does (unless
+ * confirmation.no_approver is "wait"). */
+void dispatch_approvers_left(struct dispatcher *d);
+
+/* Sends a new subscriber the confirmation requests still open that it may
+ * see, so an approver that arrives late can answer them. */
+void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub);
+
+/* For the engine: asks for confirmation of e (or fails it at once when no
+ * approver is connected and none is waited for). */
+void confirm_ask(struct exec *e);
+/* For the engine: e is cancelled while it waits; its request is settled. */
+void confirm_cancel(struct exec *e);
+/* For the engine: e is freed; a request still open is forgotten. */
+void confirm_forget(struct exec *e);
+/* Forgets resolved requests kept past their time. */
+void confirm_sweep(struct dispatcher *d, uint64_t now);
+/* Forgets every resolved request (the dispatcher is freed). */
+void confirm_clear(struct dispatcher *d);
+
+#endif

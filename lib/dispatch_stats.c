@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The dispatcher's part of admin/stats: calls in flight, running and
+ * queued, attempts and retries, errors by kind, the idempotency cache, the
+ * event stream, the audit log, and per tool its calls, errors, latency
+ * percentiles and circuit. Declared in dispatch.h.
+ */
+#include "lib/audit.h"
+#include "lib/dispatch_internal.h"
+#include "lib/events.h"
+#include "lib/map.h"
+#include "proto/json.h"
+
+/* Writes admin/stats members (inside an open object). */
+void dispatch_write_stats(struct dispatcher *d, struct jgen *g)
+{
+	jgen_kv_int(g, "inFlight", dispatch_inflight(d));
+	jgen_kv_int(g, "running", d->running);
+	unsigned queued = 0;
+	struct list *pos;
+	for (pos = d->queue.next; pos != &d->queue; pos = pos->next)
+		queued++;
+	jgen_kv_int(g, "queued", queued);
+	jgen_kv_int(g, "calls", (int64_t)d->stats.calls);
+	jgen_kv_int(g, "attempts", (int64_t)d->stats.attempts);
+	jgen_kv_int(g, "retries", (int64_t)d->stats.retries);
+	jgen_key(g, "errors");
+	jgen_obj_open(g);
+	for (int k = 1; k < TC_KIND_MAX; k++)
+		if (d->stats.errors[k])
+			jgen_kv_int(g, tc_kind_name(k), (int64_t)d->stats.errors[k]);
+	jgen_obj_close(g);
+	jgen_key(g, "idempotency");
+	jgen_obj_open(g);
+	jgen_kv_int(g, "entries", (int64_t)idem_size(&d->idem));
+	jgen_kv_int(g, "hits", (int64_t)d->stats.idem_hits);
+	jgen_kv_int(g, "joins", (int64_t)d->stats.idem_joins);
+	jgen_obj_close(g);
+	jgen_key(g, "events");
+	jgen_obj_open(g);
+	jgen_kv_int(g, "emitted", (int64_t)d->bus->emitted);
+	jgen_kv_int(g, "dropped", (int64_t)d->bus->dropped);
+	jgen_obj_close(g);
+	if (d->audit) {
+		jgen_key(g, "audit");
+		jgen_obj_open(g);
+		jgen_kv_int(g, "lines", (int64_t)audit_lines(d->audit));
+		jgen_kv_int(g, "lost", (int64_t)audit_lost(d->audit));
+		jgen_obj_close(g);
+	}
+	jgen_key(g, "tools");
+	jgen_obj_open(g);
+	size_t it = 0;
+	const char *name;
+	void *v;
+	while (map_next(d->stats.tools, &it, &name, &v)) {
+		struct tool_stats *t = v;
+		jgen_key(g, name);
+		jgen_obj_open(g);
+		jgen_kv_int(g, "calls", (int64_t)t->calls);
+		uint64_t errors = 0;
+		for (int k = 1; k < TC_KIND_MAX; k++)
+			errors += t->errors[k];
+		jgen_kv_int(g, "errors", (int64_t)errors);
+		jgen_key(g, "errorsByKind");
+		jgen_obj_open(g);
+		for (int k = 1; k < TC_KIND_MAX; k++)
+			if (t->errors[k])
+				jgen_kv_int(g, tc_kind_name(k), (int64_t)t->errors[k]);
+		jgen_obj_close(g);
+		jgen_key(g, "latencyMs");
+		jgen_obj_open(g);
+		jgen_key(g, "p50");
+		jgen_double(g, (double)stats_percentile(t, 0.50) / 1000.0);
+		jgen_key(g, "p99");
+		jgen_double(g, (double)stats_percentile(t, 0.99) / 1000.0);
+		jgen_obj_close(g);
+		struct tool_state *ts = map_get(d->tools, name);
+		if (ts) {
+			jgen_kv_str(g, "circuit", circuit_state_name(&ts->circuit));
+			jgen_kv_int(g, "running", ts->running);
+		}
+		jgen_obj_close(g);
+	}
+	jgen_obj_close(g);
+}
