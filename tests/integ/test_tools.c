@@ -59,7 +59,7 @@ START_TEST(search_basics)
 	tcd_put(&d, "src/a.c", "int main(void)\n{\n\treturn helper(1);\n}\n");
 	tcd_put(&d, "src/b.h", "int helper(int x);\n/* HELPER docs */\n");
 	tcd_put(&d, "README", "call helper() to help\n");
-	tcd_write_ws(&d, "bin/blob", "helper\0\1\2", 9, 0);
+	free(tcd_write_ws(&d, "bin/blob", "helper\0\1\2", 9, 0));
 	tcd_put(&d, ".git/config", "helper = yes\n");
 	struct tcc *c = tcc_connect(&d);
 
