@@ -29,6 +29,7 @@ struct confirm {
 	struct exec *exec;		/* NULL once the exec no longer waits */
 	uid_t uid;
 	const char *decision;		/* NULL while pending */
+	char *diff;			/* what the call would change (tool_def.preview), or NULL */
 	uint64_t expires;		/* resolved records are kept a while for "first write wins" */
 	struct list node;		/* d->resolved */
 };
@@ -39,6 +40,7 @@ static void confirm_free(struct confirm *c)
 		free(c->files[i]);
 	free(c->files);
 	free(c->id);
+	free(c->diff);
 	free(c);
 }
 
@@ -136,6 +138,8 @@ static void extra_confirm(struct jgen *g, void *arg)
 	for (size_t i = 0; i < e->confirm->n_files; i++)
 		jgen_str(g, e->confirm->files[i]);
 	jgen_arr_close(g);
+	if (e->confirm->diff)
+		jgen_kv_str(g, "diff", e->confirm->diff);
 	jgen_kv_int(g, "timeoutMs", (int64_t)e->d->cfg.confirm_timeout_ms);
 }
 
@@ -228,6 +232,9 @@ void confirm_ask(struct exec *e)
 	c->exec = e;
 	c->uid = e->session->uid;
 	project_files(c, e);
+	/* Computed once: every approver sees the change as it was asked. */
+	if (e->tool->def->preview && e->session->ws)
+		c->diff = e->tool->def->preview(e->args, e->session->ws);
 	e->confirm_seq = d->counter;
 	list_init(&c->node);
 	map_put(d->confirms, c->id, c);

@@ -74,11 +74,19 @@ struct tool_def {
 	/* Asks a pending attempt to stop (timeout, cancel); the tool still
 	 * calls tool_call_finish() once it has stopped. */
 	void (*cancel)(struct tool_call *call);
+	/* Optional: what a call with these (validated) arguments would change,
+	 * as a unified diff (owned text), for its confirmation request; NULL
+	 * when there is nothing to show or the call would fail. Reads only,
+	 * bounded (TOOL_PREVIEW_MAX bytes). */
+	char *(*preview)(const struct json *args, struct workspace *ws);
 	/* Kinds only: frees struct tool's priv. */
 	void (*priv_free)(void *priv);
 	/* Runs child processes (in a sandbox: see lib/sandbox/sandbox.h). */
 	bool runs_children;
 };
+
+/* The most a preview holds; a longer diff is cut with a note. */
+#define TOOL_PREVIEW_MAX ((size_t)64 << 10)
 
 /* One registered tool. */
 struct tool {

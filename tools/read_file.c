@@ -16,6 +16,8 @@
 #include "tools/tools.h"
 
 #define DEFAULT_READ_CAP ((size_t)1 << 20)
+/* The largest file read by lines: it is scanned whole to count them. */
+#define LINES_MAX_BYTES ((size_t)64 << 20)
 
 static const char *const path_args[] = { "path", NULL };
 
@@ -50,6 +52,44 @@ static size_t text_window(const unsigned char *d, size_t got, size_t limit)
 	return first <= got ? first : limit;
 }
 
+struct line_window {
+	int64_t first_line;	/* 0: a window by bytes */
+	size_t total_lines;
+};
+
+/*
+ * Reads the lines [line, line + lines) of the file whole into *data, cut to
+ * limit + 4 bytes as a read by bytes would be, and returns their byte
+ * offset in *ret_offset.
+ */
+static int read_lines(struct tool_call *call, const char *path, size_t path_len, int64_t line, int64_t lines,
+		      size_t limit, struct buf *data, struct stat *st, uint64_t *ret_offset, struct line_window *w)
+{
+	_cleanup_(buf_free) struct buf all = {};
+	int r = ws_read(call->ws, path, path_len, 0, LINES_MAX_BYTES + 1, &all, st);
+	if (r < 0)
+		return r;
+	if (buf_size(&all) > LINES_MAX_BYTES)
+		return -EFBIG;
+	const char *s = buf_head(&all), *end = s + buf_size(&all);
+	size_t start = buf_size(&all), stop = buf_size(&all), count = 0;
+	for (const char *p = s; p < end; count++) {
+		if ((int64_t)count + 1 == line)
+			start = (size_t)(p - s);
+		if (lines > 0 && (int64_t)count + 1 == line + lines)
+			stop = (size_t)(p - s);
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		p = nl ? nl + 1 : end;
+	}
+	if (stop < start)
+		stop = start;
+	buf_append(data, s + start, MIN(stop - start, limit + 4));
+	*ret_offset = start;
+	w->first_line = line;
+	w->total_lines = count;
+	return 0;
+}
+
 /* Runs read_file. */
 static enum tool_ret read_file_exec(struct tool_call *call)
 {
@@ -67,12 +107,30 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	limit = MIN(limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
 	const char *encoding = json_str(json_get(call->args, "encoding"));
 	bool b64 = str_eq(encoding, "base64");
+	int64_t line = 0, lines = 0;
+	json_get_int(json_get(call->args, "line"), &line);
+	json_get_int(json_get(call->args, "lines"), &lines);
+	if (lines > 0 && line <= 0)
+		line = 1;
+	if (line > 0 && json_get(call->args, "offset")) {
+		tool_call_fail(call, TC_VALIDATION_ERROR,
+			       "Invalid arguments for 'read_file': give either 'offset' (bytes) or 'line', not both");
+		return TOOL_DONE;
+	}
 
 	/* Up to 4 bytes beyond the limit: one tells whether more follows, the
 	 * rest complete a character that straddles the limit. */
 	_cleanup_(buf_free) struct buf data = {};
 	struct stat st;
-	int r = ws_read(call->ws, path, path_len, offset, limit + 4, &data, &st);
+	struct line_window w = {};
+	int r = line > 0 ? read_lines(call, path, path_len, line, lines, limit, &data, &st, &offset, &w)
+			 : ws_read(call->ws, path, path_len, offset, limit + 4, &data, &st);
+	if (r == -EFBIG) {
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "'%s' is larger than %zu MiB, too large to read by lines; read it by bytes with 'offset' "
+			       "and 'limit' instead", path, LINES_MAX_BYTES >> 20);
+		return TOOL_DONE;
+	}
 	if (r < 0) {
 		ws_fail_call(call, r, path, read_hints);
 		return TOOL_DONE;
@@ -127,6 +185,10 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	jgen_kv_str(g, "encoding", b64 ? "base64" : "utf8");
 	if (truncated)
 		jgen_kv_int(g, "next_offset", (int64_t)(offset + n));
+	if (w.first_line) {
+		jgen_kv_int(g, "first_line", w.first_line);
+		jgen_kv_int(g, "total_lines", (int64_t)w.total_lines);
+	}
 	jgen_obj_close(g);
 	jgen_free(g);
 
@@ -143,7 +205,10 @@ const struct tool_def tool_read_file = {
 		"encoding \"base64\" (use that for binary files). At most 'limit' bytes "
 		"(default 1 MiB) are returned, starting at byte 'offset'; when 'truncated' "
 		"is true, read again from 'next_offset' for the rest. 'size' is the whole "
-		"file's size in bytes. To see what a directory holds, use list_dir.",
+		"file's size in bytes. To read by lines instead, give 'line' (1-based) and "
+		"'lines' (how many; default: to the end): the result then also has "
+		"'first_line' and 'total_lines' (the file's line count). To see what a "
+		"directory holds, use list_dir; to find text in files, use search.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"
@@ -153,6 +218,10 @@ const struct tool_def tool_read_file = {
 		"\"description\":\"Byte offset to start at (default 0)\"},"
 		"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,"
 		"\"description\":\"Maximum number of bytes to return (default 1 MiB)\"},"
+		"\"line\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991,"
+		"\"description\":\"First line to return, 1-based (instead of offset)\"},"
+		"\"lines\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991,"
+		"\"description\":\"Number of lines to return from 'line' on (default: all)\"},"
 		"\"encoding\":{\"type\":\"string\",\"enum\":[\"utf8\",\"base64\"],\"default\":\"utf8\","
 		"\"description\":\"utf8 returns text; base64 returns the raw bytes encoded\"}},"
 		"\"required\":[\"path\"],"

@@ -14,6 +14,13 @@ extern const struct tool_def tool_write_file;
 extern const struct tool_def tool_patch_file;
 extern const struct tool_def tool_list_dir;
 extern const struct tool_def tool_shell;
+extern const struct tool_def tool_search;
+extern const struct tool_def tool_glob;
+extern const struct tool_def tool_stat;
+extern const struct tool_def tool_move_file;
+extern const struct tool_def tool_delete_file;
+extern const struct tool_def tool_make_dir;
+extern const struct tool_def tool_edit_file;
 
 /* NULL-terminated. */
 extern const struct tool_def *const builtin_tools[];

@@ -11,6 +11,7 @@
 #include "proto/base64.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
+#include "tools/files.h"
 #include "tools/tools.h"
 
 static const char *const path_args[] = { "path", NULL };
@@ -114,4 +115,5 @@ const struct tool_def tool_write_file = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = write_file_exec,
+	.preview = write_file_preview,
 };

@@ -398,12 +398,51 @@ static void argument_line(const struct json_member *m, struct buf *out)
 	buf_putc(out, '\n');
 }
 
+
+/* Lines of a diff shown before a confirmation question, at most. */
+#define DIFF_LINES_MAX 200
+
+/*
+ * Appends the diff a confirmation request carries, line by line, each line
+ * sanitized (a tab shown as spaces) so that it cannot move the cursor or
+ * fake the question, cut after DIFF_LINES_MAX lines.
+ */
+static void confirm_diff(const struct json *diff, struct buf *out)
+{
+	const char *s = diff->u.str.s, *end = s + diff->u.str.len;
+	size_t lines = 0;
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *e = nl ? nl : end;
+		if (++lines > DIFF_LINES_MAX) {
+			size_t more = 0;
+			for (const char *p = s; p < end; p++)
+				more += *p == '\n';
+			buf_printf(out, "[... %zu more lines of diff]\n", more + (end[-1] != '\n'));
+			return;
+		}
+		for (const char *p = s; p < e;) {
+			const char *tab = memchr(p, '\t', (size_t)(e - p));
+			const char *pe = tab ? tab : e;
+			ctl_sanitize(p, (size_t)(pe - p), 400, out);
+			if (tab)
+				buf_puts(out, "    ");
+			p = tab ? tab + 1 : e;
+		}
+		buf_putc(out, '\n');
+		s = nl ? nl + 1 : end;
+	}
+}
+
 void ctl_confirm_prompt(const struct json *event, struct buf *out)
 {
 	static const char *const side_keys[] = { "sideEffects", "sideEffect", "side_effects", NULL };
 	static const char *const summary_keys[] = { "summary", "inputSummary", "arguments", NULL };
 	static const char *const files_keys[] = { "files", "projectedFiles", NULL };
 
+	const struct json *diff = json_get(event, "diff");
+	if (json_str(diff) && diff->u.str.len)
+		confirm_diff(diff, out);
 	buf_puts(out, "Allow ");
 	sanitize_str(json_str(json_get(event, "tool")) ?: "?", 80, out);
 	const struct json *side = get_any(event, side_keys);

@@ -1582,6 +1582,127 @@ static void scenario_batch(void)
 		   NULL, FLOOR_READ, path, NULL, false, &d, &f);
 }
 
+/* --- search and glob over a copy of /usr/include, next to grep and find --- */
+
+#define FILES_ROUNDS 7
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* CPU time of the children waited for so far, in milliseconds. */
+static double children_cpu_ms(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+/* Runs a shell command; its wall time in milliseconds, its CPU time in *cpu. */
+static double command_ms(const char *cmd, double *cpu)
+{
+	uint64_t t0 = mono_ns();
+	double c0 = children_cpu_ms();
+	if (system(cmd) == -1)
+		die("system: %s", strerror(errno));
+	*cpu = children_cpu_ms() - c0;
+	return (double)(mono_ns() - t0) / 1e6;
+}
+
+/* Calls a tool on a fresh connection; the wall time in milliseconds, the
+ * daemon's CPU time in *cpu, the answer in *ret. */
+static double tool_ms(const char *request, char **ret, double *cpu)
+{
+	uint64_t t0 = mono_ns();
+	double c0 = cpu_seconds(daemon_pid);
+	char *answer = daemon_request(request);
+	double ms = (double)(mono_ns() - t0) / 1e6;
+	*cpu = (cpu_seconds(daemon_pid) - c0) * 1e3;
+	if (!strstr(answer, "\"result\""))
+		die("toolcalld answered: %.300s", answer);
+	free(*ret);
+	*ret = answer;
+	return ms;
+}
+
+/* Times a tool call and a command in alternating rounds and notes the medians and their ratio. */
+static void files_pair(const char *what, const char *request, const char *cmd, const char *count_key)
+{
+	double d[FILES_ROUNDS], c[FILES_ROUNDS], dc[FILES_ROUNDS], cc[FILES_ROUNDS];
+	char *answer = NULL;
+	for (int i = 0; i < FILES_ROUNDS; i++) {
+		if (i % 2) {
+			c[i] = command_ms(cmd, &cc[i]);
+			d[i] = tool_ms(request, &answer, &dc[i]);
+		} else {
+			d[i] = tool_ms(request, &answer, &dc[i]);
+			c[i] = command_ms(cmd, &cc[i]);
+		}
+	}
+	qsort(d, FILES_ROUNDS, sizeof(*d), cmp_double);
+	qsort(c, FILES_ROUNDS, sizeof(*c), cmp_double);
+	qsort(dc, FILES_ROUNDS, sizeof(*dc), cmp_double);
+	qsort(cc, FILES_ROUNDS, sizeof(*cc), cmp_double);
+	double dm = d[FILES_ROUNDS / 2], cm = c[FILES_ROUNDS / 2];
+	double dcm = dc[FILES_ROUNDS / 2], ccm = cc[FILES_ROUNDS / 2];
+	size_t found = 0;
+	for (const char *p = answer; (p = strstr(p, count_key)); p += strlen(count_key))
+		found++;
+	note("%s: toolcalld %.1f ms (%zu results), reference %.1f ms: %.2f× (target ≤ 1.5×: %s); "
+	     "CPU %.1f ms vs %.1f ms: %.2f×; medians of %d",
+	     what, dm, found, cm, cm > 0 ? dm / cm : 0, dm <= 1.5 * cm ? "met" : "MISSED", dcm, ccm,
+	     ccm > 0 ? dcm / ccm : 0, FILES_ROUNDS);
+	free(answer);
+}
+
+static void scenario_search(void)
+{
+	struct stat st;
+	if (stat("/usr/include", &st) < 0) {
+		note("search, glob: skipped, no /usr/include to copy");
+		return;
+	}
+	char cmd[3 * PATH_MAX];
+	snprintf(cmd, sizeof(cmd), "cp -R /usr/include %s/ws/inc", tmp_dir);
+	if (system(cmd) != 0)
+		die("could not copy /usr/include");
+	size_t files = 0;
+	snprintf(cmd, sizeof(cmd), "find %s/ws/inc -type f | wc -l > %s/count", tmp_dir, tmp_dir);
+	if (system(cmd) == 0) {
+		snprintf(cmd, sizeof(cmd), "%s/count", tmp_dir);
+		FILE *f = fopen(cmd, "r");
+		if (f && fscanf(f, "%zu", &files) != 1)
+			files = 0;
+		if (f)
+			fclose(f);
+	}
+	note("search, glob: a copy of /usr/include, %zu files; wall time per call on a fresh connection, "
+	     "grep and find writing to a file", files);
+	/* Output to a file: GNU grep stops at the first match when it writes to /dev/null. */
+	snprintf(cmd, sizeof(cmd), "cd %s/ws && grep -rnE 'pthread_mutex_timedlock' inc > %s/grep.out", tmp_dir, tmp_dir);
+	double unused;
+	command_ms(cmd, &unused);	/* the page cache warm for both */
+	files_pair("search literal 'pthread_mutex_timedlock' vs grep -rnE",
+		   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"search\","
+		   "\"arguments\":{\"pattern\":\"pthread_mutex_timedlock\",\"path\":\"inc\",\"max_results\":10000}}}",
+		   cmd, "\"line\":");
+	snprintf(cmd, sizeof(cmd), "cd %s/ws && grep -rnE 'struct [a-z_]+_ops \\{' inc > %s/grep.out", tmp_dir,
+		 tmp_dir);
+	files_pair("search regex 'struct [a-z_]+_ops \\{' vs grep -rnE",
+		   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"search\","
+		   "\"arguments\":{\"pattern\":\"struct [a-z_]+_ops \\\\{\",\"path\":\"inc\",\"max_results\":10000}}}",
+		   cmd, "\"line\":");
+	snprintf(cmd, sizeof(cmd), "cd %s/ws && find inc -name '*.h' > %s/find.out", tmp_dir, tmp_dir);
+	files_pair("glob '**/*.h' vs find -name '*.h'",
+		   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"glob\","
+		   "\"arguments\":{\"pattern\":\"**/*.h\",\"path\":\"inc\",\"max_results\":100000}}}",
+		   cmd, ".h\"");
+}
+/* --- end search and glob --- */
+
 /* --- main -------------------------------------------------------------- */
 
 /* Raises the fd limit to what 10,000 connections need (and the children inherit). */
@@ -1764,7 +1885,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem idle batch shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem idle batch search shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -2046,6 +2167,8 @@ int main(int argc, char **argv)
 		scenario_batch();
 	if (wanted("store"))
 		scenario_store();
+	if (wanted("search"))
+		scenario_search();
 	/* Last: its 10,000 connections leave the daemon's memory grown, which
 	 * would hide what idle connections cost. */
 	if (wanted("shell10k"))

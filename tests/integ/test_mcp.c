@@ -174,7 +174,7 @@ START_TEST(server_output_is_checked)
 
 	r = tcc_request(c, "tools/list", "{}");
 	ck_assert(!listed(r, "demo_bad name"));
-	ck_assert_str_eq(tj_str(r, "result.tools.0.name"), "demo_add");
+	ck_assert(listed(r, "demo_add"));
 	char *log = tcd_log(&d);
 	ck_assert_msg(strstr(log, "MCP server 'demo': tools not offered") && strstr(log, "bad name") &&
 		      strstr(log, "'echo': listed twice") && strstr(log, "'demo_bad_schema'"),

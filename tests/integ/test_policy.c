@@ -620,7 +620,7 @@ START_TEST(events_dispatch_registry_circuit)
 	const struct json *ev = wait_event(sub, "registry.reloaded", 2000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_int_eq(tj_int(ev, "tools"), tj_int(r, "result.tools"));
-	ck_assert_int_eq(tj_int(ev, "tools"), 7);
+	ck_assert_int_eq(tj_int(ev, "tools"), 14);
 
 	tc_assert_kind(tcc_call(c, "breaker", "{\"code\":1}"), "execution_error");
 	tc_assert_kind(tcc_call(c, "breaker", "{\"code\":1}"), "execution_error");

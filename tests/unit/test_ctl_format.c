@@ -174,6 +174,12 @@ START_TEST(confirm_prompt)
 		      "\"input\":\"{\\\"content\\\":\\\"a\\\\nb\\\\u001b[2K\\\",\\\"n\\\":3,\\\"path\\\":\\\"NOTES.md\\\"}\"}",
 		      "Allow write_file (write):\n  content (7 bytes): a\\nb\\u{1B}[2K\n  n: 3\n"
 		      "  path (8 bytes): NOTES.md\n  files: NOTES.md -> .git/config\nAllow it? [y]es/[n]o/[a]lways: ");
+	/* The diff of an edit comes first, line by line, tabs as spaces, no escapes. */
+	ASSERT_FORMAT(ctl_confirm_prompt,
+		      "{\"tool\":\"edit_file\",\"sideEffect\":\"write\",\"files\":[\"a.c\"],"
+		      "\"diff\":\"--- a/a.c\\n+++ b/a.c\\n@@ -1 +1 @@\\n-\\told\\n+new\\u001b[2K\\n\"}",
+		      "--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-    old\n+new?[2K\n"
+		      "Allow edit_file (write) [files: a.c]? [y]es/[n]o/[a]lways: ");
 
 	struct json_doc *d = NULL;
 	const struct json *id = ctl_confirm_request_id(parse("{\"requestId\":42}", &d));

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * glob: the paths beneath a directory of the workspace that match a glob
+ * pattern (lib/glob.h: "**", "*", "?", "[...]", "{a,b}"), newest first.
+ * Directories that no match can lie below are not entered, ".git" is
+ * skipped unless the pattern names it, symlinks are listed but not
+ * followed. A big tree is walked in slices across turns of the event loop
+ * (tools/walk.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/glob.h"
+#include "lib/loop.h"
+#include "lib/workspace.h"
+#include "proto/base/buf.h"
+#include "proto/json.h"
+#include "proto/utf8.h"
+#include "tools/files.h"
+#include "tools/tools.h"
+#include "tools/walk.h"
+
+#define DEFAULT_MAX_RESULTS 1000
+/* Matches kept to sort at most; beyond, the result is truncated. */
+#define GLOB_KEEP_MAX 200000
+/* Entries visited per slice at most, whatever the clock says. */
+#define ENTRIES_PER_SLICE 8192
+
+static const char *const path_args[] = { "path", NULL };
+
+struct hit {
+	char *path;
+	int64_t mtime_ns;
+};
+
+struct globber {
+	struct sliced s;
+	struct workspace *ws;
+	struct walk walk;
+	struct glob *glob;
+	char *root;		/* display path of the walked directory */
+	size_t max_results;
+	struct hit *hits;
+	size_t n_hits, alloc;
+	bool truncated;
+};
+
+static bool may_descend(void *arg, const char *rel, size_t len)
+{
+	const struct globber *G = arg;
+	return glob_may_match_below(G->glob, rel, len);
+}
+
+/* Walks until the deadline; true when the walk is over. */
+static bool glob_step(struct sliced *s, uint64_t deadline)
+{
+	struct globber *G = (struct globber *)s;
+	for (unsigned k = 0; k < ENTRIES_PER_SLICE; k++) {
+		if ((k & 63) == 63 && s->call->loop && tc_now(s->call->loop) >= deadline)
+			return false;
+		const char *rel;
+		enum walk_type type;
+		if (walk_next(&G->walk, &rel, &type) <= 0)
+			return true;
+		size_t len = strlen(rel);
+		if (!glob_match(G->glob, rel, len))
+			continue;
+		if (G->n_hits >= GLOB_KEEP_MAX) {
+			G->truncated = true;
+			return true;
+		}
+		/* Its time, from the entry itself (never through a symlink). */
+		struct stat st;
+		if (fstatat(G->walk.dirfd, G->walk.name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;	/* gone meanwhile */
+		if (G->n_hits == G->alloc) {
+			G->alloc = G->alloc ? 2 * G->alloc : 256;
+			G->hits = xreallocarray(G->hits, G->alloc, sizeof(*G->hits));
+		}
+		G->hits[G->n_hits++] = (struct hit){
+			str_eq(G->root, ".") ? xstrdup(rel) : xasprintf("%s/%s", G->root, rel),
+			(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+		};
+	}
+	return false;
+}
+
+static int hit_cmp(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	if (x->mtime_ns != y->mtime_ns)
+		return x->mtime_ns > y->mtime_ns ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+static void globber_free(struct globber *G)
+{
+	walk_done(&G->walk);
+	glob_free(G->glob);
+	for (size_t i = 0; i < G->n_hits; i++)
+		free(G->hits[i].path);
+	free(G->hits);
+	free(G->root);
+	ws_unref(G->ws);
+	free(G);
+}
+
+/* Sets the outcome and frees the walk. */
+static void glob_finish(struct sliced *s)
+{
+	struct globber *G = (struct globber *)s;
+	if (s->cancelled) {
+		tool_call_fail(s->call, TC_CANCELLED, "The glob was stopped");
+		globber_free(G);
+		return;
+	}
+	if (G->n_hits > 1)
+		qsort(G->hits, G->n_hits, sizeof(*G->hits), hit_cmp);
+	size_t n = G->n_hits;
+	if (n > G->max_results) {
+		n = G->max_results;
+		G->truncated = true;
+	}
+	struct buf out = {}, text = {};
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_key(g, "paths");
+	jgen_arr_open(g);
+	for (size_t i = 0; i < n; i++) {
+		jgen_str(g, G->hits[i].path);
+		utf8_sanitize(G->hits[i].path, strlen(G->hits[i].path), &text);
+		buf_putc(&text, '\n');
+	}
+	jgen_arr_close(g);
+	jgen_kv_bool(g, "truncated", G->truncated);
+	jgen_obj_close(g);
+	jgen_free(g);
+	if (!n)
+		buf_puts(&text, "No paths match\n");
+	if (G->truncated)
+		buf_printf(&text, "(truncated after %zu paths: narrow the pattern or raise max_results)\n", n);
+	tool_call_succeed(s->call, buf_steal(&text), buf_steal(&out), false);
+	globber_free(G);
+}
+
+/* Runs glob. */
+static enum tool_ret glob_exec(struct tool_call *call)
+{
+	const struct json *jpat = json_get(call->args, "pattern");
+	const struct json *jpath = json_get(call->args, "path");
+	const char *path = jpath && jpath->u.str.len ? jpath->u.str.s : ".";
+	size_t path_len = jpath && jpath->u.str.len ? jpath->u.str.len : 1;
+	int64_t v;
+
+	struct globber *G = xcalloc(1, sizeof(*G));
+	G->s.call = call;
+	G->s.step = glob_step;
+	G->s.finish = glob_finish;
+	G->walk.basefd = -1;
+	G->max_results = DEFAULT_MAX_RESULTS;
+	if (json_get_int(json_get(call->args, "max_results"), &v) && v > 0)
+		G->max_results = (size_t)v;
+	_cleanup_free_ char *err = NULL;
+	if (glob_compile(jpat->u.str.s, jpat->u.str.len, &G->glob, &err) < 0) {
+		tool_call_fail(call, TC_VALIDATION_ERROR, "Invalid arguments for 'glob': /pattern: %s", err);
+		globber_free(G);
+		return TOOL_DONE;
+	}
+	G->ws = ws_ref(call->ws);
+	G->root = ws_display_path(call->ws, path, path_len);
+
+	int fd = -1;
+	int r = ws_openat(call->ws, path, path_len, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &fd);
+	if (r < 0) {
+		if (r == -ENOENT)
+			tool_call_fail(call, TC_EXECUTION_ERROR, "Directory '%s' not found", path);
+		else if (r == -ENOTDIR)
+			tool_call_fail(call, TC_EXECUTION_ERROR,
+				       "'%s' is not a directory; 'path' is the directory the pattern is matched below", path);
+		else {
+			ws_fail_call(call, r, path, NULL);
+		}
+		globber_free(G);
+		return TOOL_DONE;
+	}
+	walk_init(&G->walk, fd);
+	G->walk.skip_git = !memmem(jpat->u.str.s, jpat->u.str.len, ".git", 4);
+	G->walk.descend = may_descend;
+	G->walk.arg = G;
+	return sliced_run(&G->s);
+}
+
+const struct tool_def tool_glob = {
+	.name = "glob",
+	.description =
+		"Find files and directories in the workspace by name pattern, newest first (by "
+		"modification time). Patterns are matched against paths relative to 'path' (default: "
+		"the workspace root): \"*\" matches within one path component, \"**\" any number of "
+		"directories, \"?\" one character, \"[abc]\" one of a set, \"{c,h}\" alternatives. "
+		"Examples: \"**/*.c\" (every C file), \"src/*.{h,c}\", \"**/test_*\". .git directories "
+		"are skipped unless the pattern names them; symlinks are listed but not followed. At "
+		"most max_results paths (default 1000) are returned; 'truncated' is true when there "
+		"were more. To search file contents, use search.",
+	.input_schema =
+		"{\"type\":\"object\","
+		"\"properties\":{"
+		"\"pattern\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
+		"\"description\":\"Glob pattern, e.g. \\\"**/*.c\\\" or \\\"src/*.{h,c}\\\"\"},"
+		"\"path\":{\"type\":\"string\",\"default\":\".\","
+		"\"description\":\"Directory to match below, relative to the workspace root (default: the root)\"},"
+		"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"default\":1000,"
+		"\"description\":\"Maximum number of paths to return\"}},"
+		"\"required\":[\"pattern\"],"
+		"\"additionalProperties\":false}",
+	.side_effects = SIDE_READ,
+	.idempotent = true,
+	.path_args = path_args,
+	.exec = glob_exec,
+	.cancel = sliced_cancel,
+};

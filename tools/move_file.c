@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * move_file: renames a file, symlink or directory to another path beneath
+ * the workspace in one atomic step (renameat2), never replacing what is at
+ * the destination unless overwrite is set.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "lib/workspace.h"
+#include "lib/workspace_ops.h"
+#include "proto/base/buf.h"
+#include "proto/json.h"
+#include "tools/files.h"
+#include "tools/tools.h"
+
+static const char *const path_args[] = { "from", "to", NULL };
+
+/* Fails the call for a negative errno from ws_rename(). */
+static void fail_errno(struct tool_call *call, int r, const char *from, const char *to)
+{
+	switch (-r) {
+	case EEXIST:
+	case ENOTEMPTY:
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       r == -EEXIST ? "'%s' already exists; set overwrite to true to replace it, or choose another name"
+					    : "'%s' is a directory that is not empty; it cannot be replaced", to);
+		return;
+	case EBUSY:
+		tool_call_fail(call, TC_EXECUTION_ERROR, "The workspace root itself cannot be moved or replaced");
+		return;
+	case EOPNOTSUPP:
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "'%s' and '%s' are on different file systems, so they cannot be moved atomically; "
+			       "copy the file with read_file and write_file, then delete_file the original", from, to);
+		return;
+	case EINVAL:
+		if (strlen(from) != json_get(call->args, "from")->u.str.len ||
+		    strlen(to) != json_get(call->args, "to")->u.str.len)
+			break;	/* a NUL byte in a path */
+		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' cannot be moved into itself ('%s')", from, to);
+		return;
+	case EISDIR:
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "'%s' is a directory and '%s' is not; a file cannot replace a directory", to, from);
+		return;
+	case ENOTDIR:
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "'%s' is a directory and '%s' a file, or a parent of one of them is not a directory", from, to);
+		return;
+	case ENOENT:
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "'%s' does not exist, or the directory of '%s' does not (make it with make_dir first)", from, to);
+		return;
+	}
+	_cleanup_free_ char *msg = NULL;
+	enum tc_kind kind = ws_error(r, ws_check(call->ws, from, strlen(from)) < 0 ? from : to, &msg);
+	tool_call_fail(call, kind, "%s", msg);
+}
+
+/* Runs move_file. */
+static enum tool_ret move_file_exec(struct tool_call *call)
+{
+	const struct json *jfrom = json_get(call->args, "from"), *jto = json_get(call->args, "to");
+	bool overwrite = json_is_true(json_get(call->args, "overwrite"));
+
+	int r = ws_rename(call->ws, jfrom->u.str.s, jfrom->u.str.len, jto->u.str.s, jto->u.str.len, overwrite);
+	if (r < 0) {
+		fail_errno(call, r, jfrom->u.str.s, jto->u.str.s);
+		return TOOL_DONE;
+	}
+	_cleanup_free_ char *from = ws_display_path(call->ws, jfrom->u.str.s, jfrom->u.str.len);
+	_cleanup_free_ char *to = ws_display_path(call->ws, jto->u.str.s, jto->u.str.len);
+	tool_call_note_file(call, from);
+	tool_call_note_file(call, to);
+
+	struct buf out = {};
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "from", from);
+	jgen_kv_str(g, "to", to);
+	jgen_obj_close(g);
+	jgen_free(g);
+	tool_call_succeed(call, xasprintf("Moved %s to %s", from, to), buf_steal(&out), false);
+	return TOOL_DONE;
+}
+
+const struct tool_def tool_move_file = {
+	.name = "move_file",
+	.description =
+		"Move or rename a file, directory or symlink within the workspace, atomically. "
+		"Both paths are relative to the workspace root; the destination's directory must "
+		"exist (create it with make_dir). An existing destination is an error unless "
+		"overwrite is true. A symlink is moved itself, not what it points to.",
+	.input_schema =
+		"{\"type\":\"object\","
+		"\"properties\":{"
+		"\"from\":{\"type\":\"string\",\"minLength\":1,"
+		"\"description\":\"Path to move, relative to the workspace root\"},"
+		"\"to\":{\"type\":\"string\",\"minLength\":1,"
+		"\"description\":\"New path, relative to the workspace root\"},"
+		"\"overwrite\":{\"type\":\"boolean\",\"default\":false,"
+		"\"description\":\"Replace an existing file at 'to'\"}},"
+		"\"required\":[\"from\",\"to\"],"
+		"\"additionalProperties\":false}",
+	.side_effects = SIDE_WRITE,
+	.idempotent = false,
+	.path_args = path_args,
+	.exec = move_file_exec,
+};

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the searching tools (search, glob) share: a walk of a tree beneath
+ * the workspace that can stop after any entry and resume later, and a
+ * runner that drives such work in slices across turns of the event loop,
+ * so that a big tree does not stall the other clients.
+ *
+ * Each directory is read whole (names sorted, so results come in a stable
+ * order) and its fd kept open while its entries are walked (one fd per
+ * level, at most 128 levels); each entry is reached by its one name beneath
+ * that fd, never through a symlink. So the work on one entry depends only
+ * on (directory fd, name), and could run on another thread while the
+ * directory's level is held.
+ */
+#ifndef TC_TOOLS_WALK_H
+#define TC_TOOLS_WALK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/tool.h"
+
+enum walk_type { WALK_FILE, WALK_DIR, WALK_SYMLINK, WALK_OTHER };
+
+struct walk_level;
+
+struct walk {
+	int basefd;		/* the start directory, owned */
+	bool skip_git;		/* do not enter directories named ".git" */
+	/* Optional: whether to enter the directory rel (relative to the start). */
+	bool (*descend)(void *arg, const char *rel, size_t len);
+	void *arg;
+	struct walk_level *stack;
+	size_t depth;
+	char *path;		/* the current entry's relative path */
+	char *name;		/* its name */
+	int dirfd;		/* the directory holding it (the walk's) */
+	size_t unreadable;	/* directories that could not be read */
+};
+
+/* Starts a walk of the directory fd dirfd (taken over). */
+void walk_init(struct walk *w, int dirfd);
+/*
+ * Moves to the next entry below the start, directories before what they
+ * hold: 1 with its relative path (valid until the next call) and type, or
+ * 0 when the walk is over; w->dirfd and w->name then name the entry for
+ * the *at() calls. Symlinks are reported, never followed.
+ */
+int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type);
+/* Frees what the walk holds (closes basefd). */
+void walk_done(struct walk *w);
+
+/* Work run in slices; embedded in a tool's per-call state. */
+struct sliced {
+	struct tool_call *call;
+	struct tc_timer *timer;
+	bool cancelled;
+	/* Works until the loop's clock reaches deadline_ms; true when all is done. */
+	bool (*step)(struct sliced *s, uint64_t deadline_ms);
+	/* Sets the outcome (s->cancelled tells why it stops) and frees the state. */
+	void (*finish)(struct sliced *s);
+};
+
+/*
+ * Runs s: the first slice at once (a small job then ends within exec:
+ * TOOL_DONE), the rest from the loop (TOOL_PENDING), one slice per turn.
+ * Without a loop, runs to the end at once.
+ */
+enum tool_ret sliced_run(struct sliced *s);
+/* The tool_def.cancel of a sliced tool: stops at the next slice. */
+void sliced_cancel(struct tool_call *call);
+
+#endif
