@@ -34,6 +34,10 @@
  *   limits.max_client_memory              1 MiB..1 TiB    1 GiB: input and output buffered for
  *                                                         all clients; beyond, the client holding
  *                                                         the most is disconnected
+ *   limits.per_uid_connections            1..1000000      1024: connections of one peer uid
+ *   limits.per_uid_memory                 1 MiB..1 TiB    268435456: input, output and batch
+ *                                                         answers held for one peer uid; beyond,
+ *                                                         that uid's largest connection goes
  *   limits.io_threads                     1..64           4: worker threads for blocking file work
  *   limits.idle_timeout_ms                0..2^32-1       0: never disconnect idle clients
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
@@ -129,6 +133,8 @@ struct config {
 		uint32_t max_connections;
 		uint64_t max_output_bytes;
 		uint64_t max_client_memory;
+		uint32_t per_uid_connections;
+		uint64_t per_uid_memory;
 		uint64_t idle_timeout_ms;	/* 0: none */
 		unsigned io_threads;		/* worker threads for file work */
 		struct config_tool_cap *per_tool;
