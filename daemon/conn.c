@@ -910,8 +910,8 @@ static struct conn *largest_of(struct peer *p)
 static void evict(struct server *s, struct conn *c, const char *key, const char *why, uint64_t held,
 		  uint64_t limit)
 {
-	log_warning("%s hold %llu bytes, more than %s (%llu): disconnecting the connection of uid %u "
-		    "holding the most (%zu bytes, pid %d)", why, (unsigned long long)held, key,
+	log_warning("%s hold %llu bytes, more than %s (%llu): disconnecting the one holding the most "
+		    "(uid %u, %zu bytes, pid %d)", why, (unsigned long long)held, key,
 		    (unsigned long long)limit, (unsigned)c->cred.uid, c->memory, (int)c->cred.pid);
 	/* What it had queued is dropped; it is told why. */
 	buf_clear(&c->out);
