@@ -38,6 +38,9 @@
  *   limits.per_uid_memory                 1 MiB..1 TiB    268435456: input, output and batch
  *                                                         answers held for one peer uid; beyond,
  *                                                         that uid's largest connection goes
+ *   limits.turn_budget_us                 0..1000000      1000: time tool calls may take in one
+ *                                                         loop turn before further tools/call
+ *                                                         lines wait for a later turn
  *   limits.io_threads                     1..64           4: worker threads for blocking file work
  *   limits.idle_timeout_ms                0..2^32-1       0: never disconnect idle clients
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
@@ -135,6 +138,7 @@ struct config {
 		uint64_t max_client_memory;
 		uint32_t per_uid_connections;
 		uint64_t per_uid_memory;
+		uint32_t turn_budget_us;	/* tool call time in one loop turn */
 		uint64_t idle_timeout_ms;	/* 0: none */
 		unsigned io_threads;		/* worker threads for file work */
 		struct config_tool_cap *per_tool;

@@ -762,13 +762,11 @@ static void process_input(struct conn *c, bool serving, bool must_progress)
 /*
  * The turn budget. File tools run in the loop, so their time is everyone's
  * wait: once the tool calls started in one loop turn have taken
- * TURN_BUDGET_NS, connections stop handling lines until the next turn,
+ * limits.turn_budget_us, connections stop handling lines until the next turn,
  * which polls first (so other clients are read and answered in between).
  * The head of the backlog always gets a line, so waiting connections move
  * on. Calls that run as child processes take next to no loop time.
  */
-#define TURN_BUDGET_NS 1000000ull
-
 void conn_work_begin(struct server *s)
 {
 	if (!s->turn_start_ns)
@@ -777,7 +775,7 @@ void conn_work_begin(struct server *s)
 
 void conn_work_end(struct server *s)
 {
-	if (mono_ns() - s->turn_start_ns >= TURN_BUDGET_NS)
+	if (mono_ns() - s->turn_start_ns >= (uint64_t)s->cfg.limits.turn_budget_us * 1000)
 		s->turn_over = true;
 }
 

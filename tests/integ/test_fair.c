@@ -4,12 +4,14 @@
  * peer uid (connections, memory held) refuse or disconnect within the uid
  * that went over them and leave another uid (root here, against user
  * nobody) unaffected; a batch holds memory for what is answered, not for
- * what was asked; the idle timeout spares subscribers and calls in flight;
+ * what was asked; a call queues behind connections waiting for their
+ * turn; the idle timeout spares subscribers and calls in flight;
  * an idle daemon sleeps. Cases with a second uid need root and skip
  * otherwise.
  */
 #include <check.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,6 +284,72 @@ START_TEST(batch_holds_what_is_answered)
 }
 END_TEST
 
+/* --- the turn budget ---------------------------------------------------- */
+
+/* The daemon's state letter in /proc/PID/stat ('T': stopped), or 0. */
+static char proc_state(const struct tcd *d)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)d->pid);
+	char *s = tcd_read(d, path, NULL);
+	char *paren = s ? strrchr(s, ')') : NULL;
+	char st = paren && paren[1] ? paren[2] : 0;
+	free(s);
+	return st;
+}
+
+/* No cutting in line: a tool call arriving while another connection waits
+ * in the backlog for its turn queues behind it, and is not made to wait
+ * for that connection's whole burst either. With a budget of one call per
+ * turn, client A's burst is served one line per turn. The daemon is
+ * stopped in the middle of it while C asks for the count of calls handled
+ * and then B sends one call (and asks for the count in the same line):
+ * both are read at the same turn once the daemon goes on, C's question
+ * first. B's call must come after at least one more of A's, and long
+ * before A's burst ends. */
+START_TEST(turn_budget_no_cutting_in_line)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"turn_budget_us\":0}}");
+	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d), *c = tcc_connect(&d);
+	assert_served(a);
+	assert_served(b);
+	assert_served(c);
+	/* Calls of a tool that does not exist: answered at once, on the loop. */
+	enum { K = 2500 };
+	struct buf burst = {0};
+	for (int i = 0; i < K; i++)
+		buf_printf(&burst, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+			   "\"params\":{\"name\":\"nope\"}}\n", i);
+	ck_assert_int_eq(tcc_send_raw(a, buf_head(&burst), buf_size(&burst)), 0);
+	buf_free(&burst);
+	ck_assert_ptr_nonnull(tcc_recv_line(a, 10000, NULL));
+	tcd_kill(&d, SIGSTOP);
+	ck_assert(tc_wait_until(proc_state(&d) == 'T', 5000));
+	int64_t cid = tcc_send_request(c, "admin/stats", NULL);
+	tcc_send(b, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}},"
+		    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"admin/stats\"}]");
+	tcd_kill(&d, SIGCONT);
+	const struct json *cr = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)cid), 10000);
+	ck_assert_ptr_nonnull(cr);
+	int64_t at_c = tj_int(cr, "result.calls");
+	ck_assert_int_lt(at_c, K - 100);	/* A's burst was still going */
+	struct json_doc *doc = tcc_recv(b, 10000);
+	ck_assert_ptr_nonnull(doc);
+	/* Calls handled when B's line was: A's, and B's own. */
+	int64_t before_b = tj_int(json_doc_root(doc), "1.result.calls") - 1;
+	ck_assert_msg(before_b >= at_c + 1, "B's call cut in line: %lld calls before it, %lld when C asked",
+		      (long long)before_b, (long long)at_c);
+	ck_assert_msg(before_b <= at_c + 4, "B's call waited for %lld of A's calls",
+		      (long long)(before_b - at_c));
+	tcc_close(a);
+	tcc_close(b);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* --- idleness ----------------------------------------------------------- */
 
 /* limits.idle_timeout_ms closes connections that have nothing going on,
@@ -378,6 +446,7 @@ int main(void)
 	tcase_add_test(tc, per_uid_memory);
 	tcase_add_test(tc, global_memory_evicts_within_heaviest_uid);
 	tcase_add_test(tc, batch_holds_what_is_answered);
+	tcase_add_test(tc, turn_budget_no_cutting_in_line);
 	tcase_add_test(tc, idle_timeout_spares_subscribers_and_calls);
 	tcase_add_test(tc, idle_daemon_sleeps);
 	suite_add_tcase(s, tc);
