@@ -439,8 +439,8 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("fair");
-	TCase *tc = tcase_create("fair");
+	Suite *s = suite_create("fair_conn");
+	TCase *tc = tcase_create("fair_conn");
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, per_uid_connections);
 	tcase_add_test(tc, per_uid_memory);
