@@ -169,6 +169,7 @@ static void pending_free(struct pending *p)
 	if (p->batch && --p->batch->remaining == 0)
 		batch_free(p->conn, p->batch);
 	struct server *s = p->conn->srv;
+	s->n_pendings--;
 	static const unsigned spare_max = SPARE_PENDINGS;
 	if (p->id_cap == PENDING_ID_ROOM && s->n_spare_pendings < spare_max) {
 		list_insert_tail(&s->spare_pendings, &p->node);
@@ -545,6 +546,7 @@ static struct pending *pending_new(struct conn *c, struct batch *b, size_t index
 	}
 	p->id_cap = cap;
 	p->conn = c;
+	s->n_pendings++;
 	p->batch = b;
 	p->index = index;
 	if (id) {

@@ -333,7 +333,7 @@ static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 	conn_reap(s);
 	conn_turn_reset(s);
 	if (!ev_is_active(&s->trim_w))
-		note_crowd(s, dispatch_inflight(s->dispatcher));
+		note_crowd(s, s->n_pendings);
 	/* Lines still waiting: the next poll must not block. */
 	if (!list_empty(&s->backlog))
 		ev_idle_start(ev, &s->kick);
