@@ -88,6 +88,8 @@ void config_init(struct config *c)
 			.session_concurrency = d.session_concurrency,
 			.queue_max = d.queue_max,
 			.queue_max_total = d.queue_max_total,
+			.per_uid_queue = d.per_uid_queue,
+			.session_confirmations = d.session_confirmations,
 			.max_connections = 16384,
 			.max_output_bytes = 16u << 20,
 			.max_client_memory = UINT64_C(1) << 30,
@@ -98,7 +100,8 @@ void config_init(struct config *c)
 			.idle_timeout_ms = 0,
 			.event_queue = 1024,
 		},
-		.retry = { .max_attempts = d.max_attempts, .base_delay_ms = d.base_delay_ms },
+		.retry = { .max_attempts = d.max_attempts, .base_delay_ms = d.base_delay_ms,
+			   .max_delay_ms = d.max_delay_ms },
 		.idempotency = { .ttl_ms = d.idem_ttl_ms, .max_entries = d.idem_max_entries,
 				 .max_bytes = d.idem_max_bytes },
 		.circuit = { .failures = d.circuit_failures, .window_ms = d.circuit_window_ms,
@@ -409,12 +412,15 @@ static const struct field limits_fields[] = {
 	CUSTOM("per_tool_concurrency", parse_per_tool_concurrency),
 	U32("event_queue", limits.event_queue, 1, 1000000),
 	U32("io_threads", limits.io_threads, 1, 64),
+	U32("per_uid_queue", limits.per_uid_queue, 0, 100000000),
+	U32("session_confirmations", limits.session_confirmations, 1, 1000000),
 	{},
 };
 
 static const struct field retry_fields[] = {
 	U32("max_attempts", retry.max_attempts, 1, 100),
 	U64("base_delay_ms", retry.base_delay_ms, 0, 3600000),
+	U64("max_delay_ms", retry.max_delay_ms, 0, 3600000),
 	{},
 };
 

@@ -41,6 +41,8 @@
  *   limits.turn_budget_us                 0..1000000      1000: time tool calls may take in one
  *                                                         loop turn before further tools/call
  *                                                         lines wait for a later turn
+ *   limits.per_uid_queue                  0..100000000    4096: calls waiting per peer uid
+ *   limits.session_confirmations          1..1000000      64: confirmations pending per session
  *   limits.io_threads                     1..64           4: worker threads for blocking file work
  *   limits.idle_timeout_ms                0..2^32-1       0: never disconnect idle clients
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
@@ -48,6 +50,7 @@
  *                                                         subscriber before some are dropped
  *   retry.max_attempts                    1..100          3
  *   retry.base_delay_ms                   0..3600000      100
+ *   retry.max_delay_ms                    0..3600000      10000: the longest wait between attempts
  *   idempotency.ttl_ms                    0..2^32-1       60000
  *   idempotency.max_entries               1..100000000    10000
  *   idempotency.max_bytes                 1 MiB..1 TiB    268435456: of kept outcomes
@@ -141,6 +144,8 @@ struct config {
 		uint32_t turn_budget_us;	/* tool call time in one loop turn */
 		uint64_t idle_timeout_ms;	/* 0: none */
 		unsigned io_threads;		/* worker threads for file work */
+		uint32_t per_uid_queue;		/* calls waiting per uid */
+		uint32_t session_confirmations;	/* confirmations pending per session */
 		struct config_tool_cap *per_tool;
 		size_t n_per_tool;
 		uint32_t event_queue;
@@ -149,6 +154,7 @@ struct config {
 	struct {
 		uint32_t max_attempts;
 		uint64_t base_delay_ms;
+		uint64_t max_delay_ms;
 	} retry;
 
 	struct {

@@ -73,6 +73,7 @@ struct conn {
 	struct framer framer;
 	struct session *session;
 	bool initialized;		/* "initialize" answered: gets list_changed */
+	bool tool_errors_result;	/* initialize toolErrors "result": failed calls answer isError results */
 	struct map *ids;		/* ids in flight -> struct pending */
 	struct list pendings;
 	struct subscriber *sub;

@@ -14,54 +14,13 @@
 
 #include "daemon/config.h"
 #include "lib/registry.h"
+#include "proto/base/fileio.h"
 #include "proto/json.h"
 #include "tools/command.h"
 #include "tools/mcp.h"
 #include "tools/tools.h"
 
 #define TOOL_FILE_MAX (4u << 20)
-
-/*
- * Reads a whole tool file of at most TOOL_FILE_MAX bytes. NULL with the
- * errno in *ret_errno when it cannot be read whole: a failed fstat or read,
- * not a regular file, too large, or shorter than it said it was.
- */
-static char *read_file_text(const char *path, size_t *ret_len, int *ret_errno)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		*ret_errno = errno;
-		return NULL;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		*ret_errno = errno;
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > TOOL_FILE_MAX) {
-		*ret_errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
-		return NULL;
-	}
-	_cleanup_free_ char *text = xmalloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			*ret_errno = errno;
-			return NULL;
-		}
-		if (n == 0) {		/* shrank while read: not the file it was */
-			*ret_errno = EIO;
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	text[got] = '\0';
-	*ret_len = got;
-	return TAKE_PTR(text);
-}
 
 static int name_cmp(const void *a, const void *b)
 {
@@ -93,11 +52,11 @@ static int load_provider(struct registry *r, const struct json *decl, const char
 static int load_file(struct registry *r, const char *path, const struct providers *prev,
 		     struct providers *next, char **ret_err)
 {
-	int e = 0;
 	size_t len = 0;
-	char *text = read_file_text(path, &len, &e);
-	if (!text) {
-		*ret_err = xasprintf("%s: cannot read: %s", path, strerror(e));
+	char *text = NULL;
+	int e = read_file_capped(path, TOOL_FILE_MAX, READ_REGULAR_ONLY, &text, &len);
+	if (e < 0) {
+		*ret_err = xasprintf("%s: cannot read: %s", path, strerror(-e));
 		return -EINVAL;
 	}
 	struct json_doc *doc = NULL;

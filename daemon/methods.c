@@ -15,6 +15,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
+#include "daemon/methods_dispatch.h"
 #include "daemon/providers.h"
 #include "daemon/server.h"
 #include "lib/dispatch.h"
@@ -24,6 +25,7 @@
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
+#include "proto/llm.h"
 #include "version.h"
 
 #define LIST_PAGE 200
@@ -107,6 +109,12 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 		invalid_params(p, "workspace must be a path");
 		return;
 	}
+	const struct json *te = json_get(params, "toolErrors");
+	const char *te_s = json_str(te);
+	if (te && (!te_s || (!str_eq(te_s, "result") && !str_eq(te_s, "envelope")))) {
+		invalid_params(p, "toolErrors must be \"result\" or \"envelope\"");
+		return;
+	}
 	int64_t calls = -1;
 	if (budget) {
 		const struct json *tc = json_get(budget, "toolCalls");
@@ -157,6 +165,8 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	session_unref(c->session);
 	c->session = session;
 	c->initialized = true;
+	if (te_s)
+		c->tool_errors_result = str_eq(te_s, "result");
 
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
@@ -319,6 +329,12 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		defer(c, req, p);
 		return;
 	}
+	enum llm_format format = LLM_MCP;
+	const struct json *fv = json_get(req->params, "format");
+	if (fv && fv->type != JSON_NULL && llm_format_from_name(json_str(fv), &format) < 0) {
+		invalid_params(p, "format must be \"mcp\", \"openai\" or \"anthropic\"");
+		return;
+	}
 	struct session *session = conn_session(c);
 	size_t start = 0;
 	const struct json *cursor = json_get(req->params, "cursor");
@@ -343,7 +359,10 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		const struct tool *t = s->registry->tools[i];
 		if (!dispatch_tool_visible(d, session, t))
 			continue;
-		write_tool(g, t);
+		if (format == LLM_MCP)
+			write_tool(g, t);
+		else
+			llm_write_tool(g, format, t->name, t->description, t->input_schema);
 		listed++;
 	}
 	jgen_arr_close(g);
@@ -368,6 +387,35 @@ static void write_result(const void *arg, struct buf *out)
 	outcome_write_result(a->o, a->replayed, out);
 }
 
+/*
+ * Answers a failed call as a CallResult with isError (initialize
+ * toolErrors "result"): MCP hosts show such results to the model, while
+ * they throw JSON-RPC errors away as exceptions. data is the envelope's
+ * data object, kept whole under structuredContent.error.
+ */
+static void error_as_result(struct pending *p, const char *msg, const char *data)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "content");
+	jgen_arr_open(g);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "type", "text");
+	jgen_kv_str(g, "text", msg);
+	jgen_obj_close(g);
+	jgen_arr_close(g);
+	jgen_key(g, "structuredContent");
+	jgen_obj_open(g);
+	jgen_kv_raw(g, "error", data, strlen(data));
+	jgen_obj_close(g);
+	jgen_kv_bool(g, "isError", true);
+	jgen_obj_close(g);
+	jgen_free(g);
+	conn_result(p, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
 static void call_complete(void *ctx, const struct outcome *o, bool replayed)
 {
 	struct pending *p = ctx;
@@ -382,7 +430,12 @@ static void call_complete(void *ctx, const struct outcome *o, bool replayed)
 		outcome_write_error_data(o, replayed, &b);
 		const char *msg = o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
 							 : o->message;
-		conn_error(p, tc_kind_code(o->kind), msg ? msg : tc_kind_name(o->kind), buf_head(&b));
+		if (!msg)
+			msg = tc_kind_name(o->kind);
+		if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND)
+			error_as_result(p, msg, buf_head(&b));
+		else
+			conn_error(p, tc_kind_code(o->kind), msg, buf_head(&b));
 	}
 	buf_free(&b);
 }
@@ -436,7 +489,10 @@ static void call_invalid(struct pending *p, const char *tool, const char *msg)
 	jgen_obj_close(g);
 	jgen_free(g);
 	char *m = xasprintf("Invalid params for tools/call: %s", msg);
-	conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
+	if (p->conn->tool_errors_result)
+		error_as_result(p, m, buf_head(&data));
+	else
+		conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
 	free(m);
 	buf_free(&data);
 }
@@ -531,7 +587,9 @@ static void m_cancelled(struct conn *c, const struct jrpc_req *req, struct pendi
 		char *key = xstrndup(req->src + rid->off, rid->len);
 		struct pending *target = conn_pending_by_id(c, key);
 		free(key);
-		if (target && target->caller) {
+		if (target && methods_dispatch_cancel(target)) {
+			/* tools/dispatch: its calls are cancelled, no response. */
+		} else if (target && target->caller) {
 			/* As MCP says: the cancelled call gets no response. */
 			struct caller *caller = TAKE_PTR(target->caller);
 			conn_drop(target);
@@ -744,6 +802,7 @@ static const struct method methods[] = {
 	METHOD("server/discover", m_discover),
 	METHOD("tools/list", m_tools_list),
 	METHOD("tools/call", m_tools_call),
+	METHOD("tools/dispatch", m_tools_dispatch),
 	METHOD("notifications/cancelled", m_cancelled),
 	METHOD("sessions/cancel", m_sessions_cancel),
 	METHOD("events/subscribe", m_subscribe),

@@ -443,6 +443,9 @@ static void apply_config(struct server *s)
 	dc.queue_max_total = c->limits.queue_max_total;
 	dc.max_attempts = c->retry.max_attempts;
 	dc.base_delay_ms = c->retry.base_delay_ms;
+	dc.max_delay_ms = c->retry.max_delay_ms;
+	dc.per_uid_queue = c->limits.per_uid_queue;
+	dc.session_confirmations = c->limits.session_confirmations;
 	dc.idem_ttl_ms = c->idempotency.ttl_ms;
 	dc.idem_max_entries = (size_t)c->idempotency.max_entries;
 	dc.idem_max_bytes = c->idempotency.max_bytes;

@@ -26,6 +26,7 @@ static struct tool_state *tool_state(struct dispatcher *d, const char *name)
 	struct tool_state *ts = map_get(d->tools, name);
 	if (!ts) {
 		ts = xcalloc(1, sizeof(*ts));
+		list_init(&ts->parked);
 		map_put(d->tools, name, ts);
 	}
 	return ts;
@@ -201,12 +202,26 @@ struct idem_entry *admit_find_keyed(struct dispatcher *d, struct session *s, con
 	return idem_find(&d->idem, a->key, tc_now(d->loop));
 }
 
-/* Asks the tool's circuit whether the call may run. */
-struct outcome *admit_check_circuit(struct dispatcher *d, struct admission *a)
+/* The circuit of tool name for the uid, made on first use. */
+static struct circuit *circuit_of(struct uid_state *u, const char *name)
+{
+	struct circuit *c = map_get(u->circuits, name);
+	if (!c) {
+		c = xcalloc(1, sizeof(*c));
+		map_put(u->circuits, name, c);
+	}
+	return c;
+}
+
+/* Asks the circuit of the tool for the session's uid whether the call may
+ * run: one uid's failures never pause a tool for another. */
+struct outcome *admit_check_circuit(struct dispatcher *d, struct session *s, struct admission *a)
 {
 	a->ts = tool_state(d, a->t->name);
+	a->us = fair_uid(d, s->uid);
+	a->circuit = circuit_of(a->us, a->t->name);
 	uint64_t retry_after = 0;
-	if (circuit_allows(&a->ts->circuit, &d->cfg, tc_now(d->loop), &retry_after, &a->probe))
+	if (circuit_allows(a->circuit, &d->cfg, tc_now(d->loop), &retry_after, &a->probe))
 		return NULL;
 	struct outcome *o = outcome_error(TC_CIRCUIT_OPEN,
 		"Tool '%s' failed repeatedly and is paused; retry in %llu ms", a->t->name,
@@ -221,7 +236,7 @@ struct outcome *admit_check_budget(struct session *s, const struct call_params *
 	if (!(s->has_budget && s->budget_left <= 0) && p->budget != 0)
 		return NULL;
 	if (a->probe)
-		circuit_probe_abort(&a->ts->circuit);
+		circuit_probe_abort(a->circuit);
 	return outcome_error(TC_BUDGET_EXCEEDED, "No tool calls are left in the budget; the call was not run");
 }
 

@@ -22,6 +22,7 @@ struct outcome;
 struct session;
 struct tool;
 struct tool_state;
+struct uid_state;
 
 /* What dispatch_call learns about a call before it becomes an execution. */
 struct admission {
@@ -33,6 +34,8 @@ struct admission {
 	char *key;			/* uid-scoped idempotency key, or NULL */
 	char *canon;			/* canonical arguments (keyed only) */
 	struct tool_state *ts;
+	struct uid_state *us;		/* the session's uid */
+	struct circuit *circuit;	/* the tool's for that uid */
 	bool probe;			/* the circuit's probe */
 };
 
@@ -54,8 +57,9 @@ struct outcome *admit_check_paths(struct session *s, const struct admission *a);
 /* Looks the idempotency key up: its entry, or NULL for a new key. */
 struct idem_entry *admit_find_keyed(struct dispatcher *d, struct session *s, const char *client_key,
 				    struct admission *a);
-/* Asks the tool's circuit whether the call may run (a->ts, a->probe). */
-struct outcome *admit_check_circuit(struct dispatcher *d, struct admission *a);
+/* Asks the circuit of the tool for the session's uid whether the call may
+ * run (a->ts, a->us, a->circuit, a->probe). */
+struct outcome *admit_check_circuit(struct dispatcher *d, struct session *s, struct admission *a);
 /* Refuses a call when no budget is left for its first attempt. */
 struct outcome *admit_check_budget(struct session *s, const struct call_params *p, struct admission *a);
 

@@ -87,6 +87,17 @@ static void confirm_settle(struct dispatcher *d, struct confirm *c, const char *
 	c->decision = decision;
 	c->expires = tc_now(d->loop) + MAX(d->cfg.idem_ttl_ms, 60000);
 	list_insert_tail(&d->resolved, &c->node);
+	dispatch_arm_sweep(d);
+}
+
+/* Unties e from its open request: the session has one pending less. */
+static struct confirm *untie(struct exec *e)
+{
+	struct confirm *c = e->confirm;
+	e->confirm = NULL;
+	c->exec = NULL;
+	e->session->confirming--;
+	return c;
 }
 
 /* Unties e from its request and settles it with decision; with tell,
@@ -94,9 +105,7 @@ static void confirm_settle(struct dispatcher *d, struct confirm *c, const char *
 static struct confirm *confirm_detach(struct exec *e, const char *decision, bool tell)
 {
 	struct dispatcher *d = e->d;
-	struct confirm *c = e->confirm;
-	e->confirm = NULL;
-	c->exec = NULL;
+	struct confirm *c = untie(e);
 	confirm_settle(d, c, decision);
 	if (tell) {
 		struct resolved_arg r = { c->id, decision };
@@ -136,6 +145,15 @@ void confirm_ask(struct exec *e)
 					     side_effect_name(e->tool->side_effects)));
 		return;
 	}
+	/* Each pending request holds the call's arguments: bounded per
+	 * session. (Waiting for an answer holds no concurrency slot: the
+	 * call queues for one once it is allowed.) */
+	if (e->session->confirming >= d->cfg.session_confirmations) {
+		exec_finish(e, outcome_error(TC_OVERLOADED,
+					     "Too many calls of this session wait for confirmation (limit %u); "
+					     "answer or cancel some, then retry", d->cfg.session_confirmations));
+		return;
+	}
 	struct confirm *c = xcalloc(1, sizeof(*c));
 	c->id = xasprintf("cf-%08llx-%llu", (unsigned long long)(d->boot >> 32),
 			  (unsigned long long)++d->counter);
@@ -145,6 +163,7 @@ void confirm_ask(struct exec *e)
 	list_init(&c->node);
 	map_put(d->confirms, c->id, c);
 	e->confirm = c;
+	e->session->confirming++;
 	e->state = EX_CONFIRMING;
 	exec_set_timer(e, on_confirm_timeout, d->cfg.confirm_timeout_ms);
 	struct confirm_arg ca = { e };
@@ -160,10 +179,9 @@ void confirm_cancel(struct exec *e)
 
 void confirm_forget(struct exec *e)
 {
-	struct confirm *c = e->confirm;
-	if (!c)
+	if (!e->confirm)
 		return;
-	c->exec = NULL;
+	struct confirm *c = untie(e);
 	if (!c->decision) {
 		/* Nobody can answer it any more. */
 		map_remove(e->d->confirms, c->id);
@@ -271,6 +289,12 @@ void confirm_sweep(struct dispatcher *d, uint64_t now)
 		map_remove(d->confirms, c->id);
 		confirm_free(c);
 	}
+}
+
+uint64_t confirm_next_expiry(struct dispatcher *d)
+{
+	const struct confirm *c = list_first(&d->resolved, struct confirm, node);
+	return c ? c->expires : 0;
 }
 
 void confirm_clear(struct dispatcher *d)

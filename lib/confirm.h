@@ -45,6 +45,8 @@ void confirm_cancel(struct exec *e);
 void confirm_forget(struct exec *e);
 /* Forgets resolved requests kept past their time. */
 void confirm_sweep(struct dispatcher *d, uint64_t now);
+/* When the first resolved request is to be forgotten; 0: none is kept. */
+uint64_t confirm_next_expiry(struct dispatcher *d);
 /* Forgets every resolved request (the dispatcher is freed). */
 void confirm_clear(struct dispatcher *d);
 

@@ -9,9 +9,10 @@
  * caller of the execution, the idempotency cache, the circuit, the stats,
  * the event stream and the audit log.
  *
- * This file holds callers, executions, attempts, the queue and
- * cancellation; outcomes live in outcome.c, the idempotency cache in
- * idem.c, the circuit breaker in circuit.c and confirmation in confirm.c.
+ * This file holds callers, executions, attempts and cancellation; the
+ * queues and slots live in dispatch_fair.c, outcomes in outcome.c, the
+ * idempotency cache in idem.c, the circuit breaker in circuit.c and
+ * confirmation in confirm.c.
  * It is long because the life of an execution (admitted, queued, attempted,
  * retried, finished, cancelled) reads best in one place.
  *
@@ -60,9 +61,6 @@ struct caller {
 	uint64_t accepted_ms;		/* durations count from here */
 };
 
-static void pump(struct dispatcher *d);
-static void start_attempt(struct exec *e);
-
 void dispatch_config_defaults(struct dispatch_config *c)
 {
 	*c = (struct dispatch_config){
@@ -70,8 +68,11 @@ void dispatch_config_defaults(struct dispatch_config *c)
 		.session_concurrency = 4,
 		.queue_max = 256,
 		.queue_max_total = 8192,
+		.per_uid_queue = 4096,
+		.session_confirmations = 64,
 		.max_attempts = 3,
 		.base_delay_ms = 100,
+		.max_delay_ms = 10000,
 		.idem_ttl_ms = 60000,
 		.idem_max_entries = 10000,
 		.idem_max_bytes = UINT64_C(256) << 20,
@@ -246,27 +247,6 @@ static void exec_free(struct exec *e)
 	free(e);
 }
 
-/* Gives back the concurrency slot the execution holds, if any. */
-static void release_slot(struct exec *e)
-{
-	if (!e->holds_slot)
-		return;
-	e->holds_slot = false;
-	e->d->running--;
-	e->session->running--;
-	e->ts->running--;
-}
-
-/* Takes the execution out of the queue, if it is in it. */
-static void leave_queue(struct exec *e)
-{
-	if (list_linked(&e->queue_node)) {
-		list_remove(&e->queue_node);
-		e->session->waiting--;
-		e->d->waiting--;
-	}
-}
-
 struct completed_arg {
 	const struct outcome *o;
 };
@@ -293,8 +273,8 @@ void exec_finish(struct exec *e, struct outcome *o)
 	struct dispatcher *d = e->d;
 	e->state = EX_DONE;
 	tc_timer_stop(e->timer);
-	leave_queue(e);
-	release_slot(e);
+	fair_leave(e);
+	fair_release(e);
 
 	o->attempts = e->attempts;
 	o->duration_ms = tc_now(d->loop) - e->start_ms;
@@ -306,7 +286,7 @@ void exec_finish(struct exec *e, struct outcome *o)
 	o->idempotent = e->tool->idempotent;
 
 	if (e->attempts > 0 || e->probe) {
-		circuit_record(&e->ts->circuit, &d->cfg, d->bus, e->tool->name, e->probe, o->kind,
+		circuit_record(e->circuit, &d->cfg, d->bus, e->session, e->tool, e->probe, o->kind,
 			       tc_now(d->loop));
 		e->probe = false;
 	}
@@ -316,8 +296,10 @@ void exec_finish(struct exec *e, struct outcome *o)
 		event_emit(d->bus, "tool.completed", e->session, e->call_id, e->tool->name, extra_completed, &ca);
 	else
 		event_emit(d->bus, "tool.failed", e->session, e->call_id, e->tool->name, extra_failed, &ca);
-	if (e->key)
+	if (e->key) {
 		idem_store(&d->idem, &d->cfg, e->key, e, o, tc_now(d->loop));
+		dispatch_arm_sweep(d);
+	}
 
 	while (!list_empty(&e->waiters)) {
 		struct caller *c = list_first(&e->waiters, struct caller, node);
@@ -325,74 +307,40 @@ void exec_finish(struct exec *e, struct outcome *o)
 	}
 	outcome_unref(o);
 	exec_free(e);
-	pump(d);
-}
-
-/* True when a slot is free for the execution at every level. */
-static bool can_run(struct dispatcher *d, struct exec *e)
-{
-	if (d->running >= d->cfg.max_concurrent)
-		return false;
-	if (e->session->running >= d->cfg.session_concurrency)
-		return false;
-	if (e->tool->concurrency && e->ts->running >= e->tool->concurrency)
-		return false;
-	return true;
-}
-
-/* Starts queued executions while slots are free, oldest first. */
-static void pump(struct dispatcher *d)
-{
-	if (d->pumping)
-		return;
-	d->pumping++;
-	bool progress = true;
-	while (progress && d->running < d->cfg.max_concurrent) {
-		progress = false;
-		struct list *pos, *tmp;
-		list_foreach_safe(pos, tmp, &d->queue) {
-			struct exec *e = list_entry(pos, struct exec, queue_node);
-			if (!can_run(d, e))
-				continue;
-			leave_queue(e);
-			e->holds_slot = true;
-			d->running++;
-			e->session->running++;
-			e->ts->running++;
-			start_attempt(e);
-			/* The queue may have changed under us. */
-			progress = true;
-			break;
-		}
-	}
-	d->pumping--;
+	fair_pump(d);
 }
 
 void exec_enqueue(struct exec *e)
 {
 	struct dispatcher *d = e->d;
-	/* Only a call that has to wait counts against the queue: pump()
+	/* Only a call that has to wait counts against the queues: the pump
 	 * runs whenever a slot frees, so a call that can run now starts at
 	 * once (with queue_max 0, calls run or are refused, never wait). */
-	if (!can_run(d, e) && e->session->waiting >= d->cfg.queue_max) {
-		exec_finish(e, outcome_error(TC_OVERLOADED,
-					     "Too many calls are queued for this session (limit %u); "
-					     "wait for some to finish, then retry", d->cfg.queue_max));
-		return;
+	if (!fair_can_run(d, e)) {
+		if (e->session->waiting >= d->cfg.queue_max) {
+			exec_finish(e, outcome_error(TC_OVERLOADED,
+				"Too many calls are queued for this session (limit %u); "
+				"wait for some to finish, then retry", d->cfg.queue_max));
+			return;
+		}
+		/* Per uid: one user's flood fills its own share, never the
+		 * queue another user needs. */
+		if (e->us->waiting >= d->cfg.per_uid_queue) {
+			exec_finish(e, outcome_error(TC_OVERLOADED,
+				"Too many calls are queued for this user (limit %u, all sessions); "
+				"wait for some to finish, then retry", d->cfg.per_uid_queue));
+			return;
+		}
+		/* And daemon-wide: what waits holds memory (its arguments). */
+		if (d->waiting >= d->cfg.queue_max_total) {
+			exec_finish(e, outcome_error(TC_OVERLOADED,
+				"Too many calls are queued in toolcalld (limit %u, all sessions); "
+				"wait for some to finish, then retry", d->cfg.queue_max_total));
+			return;
+		}
 	}
-	/* And daemon-wide: what waits holds memory (its arguments), and
-	 * sessions are as many as clients care to open. */
-	if (!can_run(d, e) && d->waiting >= d->cfg.queue_max_total) {
-		exec_finish(e, outcome_error(TC_OVERLOADED,
-					     "Too many calls are queued in toolcalld (limit %u, all sessions); "
-					     "wait for some to finish, then retry", d->cfg.queue_max_total));
-		return;
-	}
-	e->state = EX_QUEUED;
-	list_insert_tail(&d->queue, &e->queue_node);
-	e->session->waiting++;
-	d->waiting++;
-	pump(d);
+	fair_queue(e, false);
+	fair_pump(d);
 }
 
 /* --- attempts ---------------------------------------------------------- */
@@ -430,6 +378,20 @@ void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms)
 	tc_timer_start(e->timer, after_ms);
 }
 
+/* The delay before the attempt after attempts: 100 ms before attempt 2,
+ * 400 ms before attempt 3, ... each × (1 + U[0, 0.5]), never more than
+ * max_delay_ms (with up to 100 attempts, base × 4 per attempt would wait
+ * for hours, then overflow). */
+static uint64_t backoff_delay(struct dispatcher *d, unsigned attempts)
+{
+	uint64_t cap = d->cfg.max_delay_ms;
+	uint64_t base = MIN(d->cfg.base_delay_ms, cap);
+	for (unsigned i = 1; i < attempts && base < cap; i++)
+		base = base > cap / 4 ? cap : base * 4;
+	uint64_t jitter = (uint64_t)((double)base * 0.5 * ((double)tc_random(d->loop) / 4294967295.0));
+	return MIN(base + jitter, cap);
+}
+
 /* Decides between a retry and the end, after an attempt ended with o. */
 static void attempt_result(struct exec *e, struct outcome *o)
 {
@@ -440,12 +402,7 @@ static void attempt_result(struct exec *e, struct outcome *o)
 		exec_finish(e, o);
 		return;
 	}
-	/* 100 ms before attempt 2, 400 ms before attempt 3, each × (1 + U[0, 0.5]). */
-	uint64_t base = d->cfg.base_delay_ms;
-	for (unsigned i = 1; i < e->attempts; i++)
-		base *= 4;
-	uint64_t jitter = (uint64_t)((double)base * 0.5 * ((double)tc_random(d->loop) / 4294967295.0));
-	uint64_t delay = base + jitter;
+	uint64_t delay = backoff_delay(d, e->attempts);
 	outcome_unref(e->last);
 	e->last = o;
 	e->state = EX_BACKOFF;
@@ -453,6 +410,9 @@ static void attempt_result(struct exec *e, struct outcome *o)
 	struct retry_arg ra = { e->attempts + 1, delay, tc_kind_name(o->kind) };
 	event_emit(d->bus, "dispatch.retry", e->session, e->call_id, e->tool->name, extra_retry, &ra);
 	exec_set_timer(e, on_backoff, delay);
+	/* Waiting holds no slot: another call may use it meanwhile. */
+	fair_release(e);
+	fair_pump(d);
 }
 
 /* The tool is done with an attempt (or, abandoned, just done). */
@@ -543,13 +503,18 @@ static void on_attempt_timeout(void *arg)
 	attempt_result(e, o);
 }
 
+/* The backoff is over: the next attempt waits for a slot in its turn, at
+ * the head of its session's line (it was admitted before the calls behind
+ * it). No queue bound refuses it: it has its place already. */
 static void on_backoff(void *arg)
 {
-	start_attempt(arg);
+	struct exec *e = arg;
+	fair_queue(e, true);
+	fair_pump(e->d);
 }
 
 /* Runs the next attempt, when the budgets allow one. */
-static void start_attempt(struct exec *e)
+void exec_run(struct exec *e)
 {
 	struct dispatcher *d = e->d;
 	struct session *s = e->session;
@@ -607,9 +572,31 @@ static void on_sweep(void *arg)
 {
 	struct dispatcher *d = arg;
 	uint64_t now = tc_now(d->loop);
+	d->sweep_due = 0;
 	idem_expire(&d->idem, now);
 	confirm_sweep(d, now);
-	tc_timer_start(d->sweep, 1000);
+	dispatch_arm_sweep(d);
+}
+
+/* An idle daemon is not woken: the timer is armed for the first thing
+ * that expires, and not at all when nothing will. */
+void dispatch_arm_sweep(struct dispatcher *d)
+{
+	uint64_t next = idem_next_expiry(&d->idem);
+	uint64_t confirm_next = confirm_next_expiry(d);
+	if (!next || (confirm_next && confirm_next < next))
+		next = confirm_next;
+	if (!next) {
+		if (d->sweep_due)
+			tc_timer_stop(d->sweep);
+		d->sweep_due = 0;
+		return;
+	}
+	if (d->sweep_due && d->sweep_due <= next)
+		return;
+	uint64_t now = tc_now(d->loop);
+	d->sweep_due = next;
+	tc_timer_start(d->sweep, next > now ? next - now : 0);
 }
 
 /* --- calls ------------------------------------------------------------- */
@@ -656,6 +643,8 @@ static struct exec *exec_new(struct dispatcher *d, struct session *s, const stru
 	e->d = d;
 	e->tool = tool_ref(t);
 	e->ts = a->ts;
+	e->us = a->us;
+	e->circuit = a->circuit;
 	e->session = session_ref(s);
 	e->doc = TAKE_PTR(a->doc);
 	e->args = a->args;
@@ -732,7 +721,7 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 		if (ie)
 			return answer_keyed(d, c, p->idempotency_key, &a, ie);
 	}
-	if ((o = admit_check_circuit(d, &a)) || (o = admit_check_budget(s, p, &a)))
+	if ((o = admit_check_circuit(d, s, &a)) || (o = admit_check_budget(s, p, &a)))
 		return fail_now(d, c, a.name, a.t, o);
 	return exec_start(d, exec_new(d, s, p, c, &a), c, a.mode);
 }
@@ -798,7 +787,7 @@ void dispatch_hold(struct dispatcher *d)
 void dispatch_release(struct dispatcher *d)
 {
 	if (--d->pumping == 0)
-		pump(d);
+		fair_pump(d);
 }
 
 unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s)
@@ -859,15 +848,15 @@ struct dispatcher *dispatcher_new(struct tc_loop *loop, const struct dispatch_co
 	stats_init(&d->stats);
 	idem_init(&d->idem);
 	d->tools = map_new();
+	d->uids = map_new();
+	list_init(&d->ready);
 	d->confirms = map_new();
 	list_init(&d->resolved);
-	list_init(&d->queue);
 	list_init(&d->execs);
 	list_init(&d->callers);
 	if (getrandom(&d->boot, sizeof(d->boot), GRND_NONBLOCK) != sizeof(d->boot))
 		d->boot = wall_ms() ^ ((uint64_t)getpid() << 40);
 	d->sweep = tc_timer_new(loop, on_sweep, d);
-	tc_timer_start(d->sweep, 1000);
 	return d;
 }
 
@@ -883,6 +872,7 @@ struct dispatcher *dispatcher_free(struct dispatcher *d)
 	while (map_next(d->tools, &it, NULL, &v))
 		free(v);
 	map_free(d->tools);
+	fair_clear(d);
 	map_free(d->confirms);
 	tc_timer_free(d->sweep);
 	registry_unref(d->reg);
@@ -894,7 +884,10 @@ struct dispatcher *dispatcher_free(struct dispatcher *d)
 void dispatch_set_config(struct dispatcher *d, const struct dispatch_config *cfg)
 {
 	d->cfg = *cfg;
-	pump(d);
+	/* Caps may have changed, and the TTL of what is kept. */
+	fair_recheck(d);
+	fair_pump(d);
+	dispatch_arm_sweep(d);
 }
 
 void dispatch_set_policy(struct dispatcher *d, const struct policy_config *policy) { d->policy = policy; }

@@ -43,11 +43,14 @@ struct dispatch_config {
 	unsigned session_concurrency;	/* 4 */
 	unsigned queue_max;		/* 256 per session */
 	unsigned queue_max_total;	/* 8192 daemon-wide */
+	unsigned per_uid_queue;		/* 4096 per uid, all its sessions */
+	unsigned session_confirmations;	/* 64 pending per session */
 	unsigned max_attempts;		/* 3 */
 	uint64_t base_delay_ms;		/* 100 */
+	uint64_t max_delay_ms;		/* 10000: the longest backoff */
 	uint64_t idem_ttl_ms;		/* 60000 */
-	size_t idem_max_entries;	/* 10000 */
-	uint64_t idem_max_bytes;	/* 256 MiB of kept outcomes */
+	size_t idem_max_entries;	/* 10000 per uid */
+	uint64_t idem_max_bytes;	/* 256 MiB of kept outcomes per uid */
 	unsigned circuit_failures;	/* 5 */
 	uint64_t circuit_window_ms;	/* 30000 */
 	uint64_t circuit_open_ms;	/* 30000 */

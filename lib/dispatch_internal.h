@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The dispatch engine's own structures, shared by the files that make it
- * up (dispatch.c: callers, executions, attempts, the queue, cancellation;
- * confirm.c: confirmation requests) and by nothing else.
+ * up (dispatch.c: callers, executions, attempts, cancellation;
+ * dispatch_fair.c: the queues and the slots; confirm.c: confirmation
+ * requests; admit.c: admission) and by nothing else.
  */
 #ifndef TC_DISPATCH_INTERNAL_H
 #define TC_DISPATCH_INTERNAL_H
@@ -28,7 +29,17 @@ enum exec_state {
 /* What the engine keeps per tool name. */
 struct tool_state {
 	unsigned running;
-	struct circuit circuit;
+	struct list parked;		/* struct exec.queue_node: first in line, held by the tool's cap */
+};
+
+/* What the engine keeps per peer uid: its turn for slots and its circuits. */
+struct uid_state {
+	uid_t uid;
+	struct list ready;		/* struct session.ready_node: sessions that may start a call */
+	struct list node;		/* d->ready while ready is not empty */
+	unsigned waiting;		/* executions waiting for a slot, all its sessions */
+	uint64_t served;		/* when it last got a slot (d->slots_given) */
+	struct map *circuits;		/* tool name -> struct circuit */
 };
 
 struct attempt;
@@ -40,6 +51,8 @@ struct exec {
 	struct dispatcher *d;
 	struct tool *tool;
 	struct tool_state *ts;
+	struct uid_state *us;		/* the session's uid */
+	struct circuit *circuit;	/* the tool's for that uid */
 	struct session *session;
 	struct json_doc *doc;
 	const struct json *args;
@@ -49,7 +62,7 @@ struct exec {
 	enum exec_state state;
 	struct list waiters;		/* struct caller.node */
 	struct list node;		/* d->execs */
-	struct list queue_node;		/* d->queue while EX_QUEUED */
+	struct list queue_node;		/* session->queue or ts->parked while EX_QUEUED */
 	unsigned attempts;
 	unsigned max_attempts;
 	int64_t budget;			/* per-call budget left, < 0: none */
@@ -61,6 +74,7 @@ struct exec {
 	struct confirm *confirm;
 	struct outcome *last;		/* last failed attempt, while backing off */
 	bool holds_slot;
+	bool parked;			/* queue_node is in ts->parked */
 	bool probe;
 	uint64_t confirm_seq;		/* when confirmation was asked */
 };
@@ -77,13 +91,16 @@ struct dispatcher {
 	struct idem_cache idem;
 	unsigned waiting;		/* executions queued, all sessions */
 	struct map *tools;		/* name -> struct tool_state */
+	struct map *uids;		/* uid -> struct uid_state */
+	struct list ready;		/* struct uid_state.node: uids whose turn comes, in order */
 	struct map *confirms;		/* id -> struct confirm */
 	struct list resolved;		/* struct confirm.node, oldest first */
-	struct tc_timer *sweep;
-	struct list queue;
+	struct tc_timer *sweep;		/* armed only for the next expiry */
+	uint64_t sweep_due;		/* when it fires; 0: not armed */
 	struct list execs;
 	struct list callers;
 	unsigned running;
+	uint64_t slots_given;		/* a clock of starts, for the rounds' order */
 	unsigned n_callers;
 	uint64_t counter;
 	uint64_t boot;
@@ -98,5 +115,31 @@ void exec_finish(struct exec *e, struct outcome *o);
 void exec_enqueue(struct exec *e);
 /* Arms the exec's one timer with a callback (timeout, backoff, confirmation). */
 void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms);
+/* Runs the next attempt of an execution that holds a slot. */
+void exec_run(struct exec *e);
+/* Arms the sweep timer for the earliest expiry there is (kept outcomes,
+ * settled confirmations), or stops it when there is none. */
+void dispatch_arm_sweep(struct dispatcher *d);
+
+/* dispatch_fair.c: the queues and the slots. */
+/* The engine's state of uid, made on first use. */
+struct uid_state *fair_uid(struct dispatcher *d, uid_t uid);
+/* Frees every uid's state (the dispatcher is freed). */
+void fair_clear(struct dispatcher *d);
+/* Puts e in its session's queue: at the tail, or at the head (a retry
+ * that was already admitted once). */
+void fair_queue(struct exec *e, bool head);
+/* Takes e out of the queue, if it is in it. */
+void fair_leave(struct exec *e);
+/* Gives back the slot e holds, if any. */
+void fair_release(struct exec *e);
+/* True when e could take a slot now. */
+bool fair_can_run(struct dispatcher *d, const struct exec *e);
+/* Starts queued executions while slots are free: round-robin across uids,
+ * then across the uid's sessions, FIFO within a session. */
+void fair_pump(struct dispatcher *d);
+/* Caps or tools may have changed: every waiting execution is looked at
+ * again. */
+void fair_recheck(struct dispatcher *d);
 
 #endif

@@ -11,16 +11,29 @@
 #include "lib/map.h"
 #include "proto/json.h"
 
+/* The state of tool name's circuit for the uid it is worst for: "open"
+ * when it is paused for anyone. */
+static const char *worst_circuit(struct dispatcher *d, const char *name)
+{
+	static const char *const order[] = { "closed", "half-open", "open" };
+	size_t worst = 0, it = 0;
+	void *v;
+	while (map_next(d->uids, &it, NULL, &v)) {
+		const struct circuit *c = map_get(((struct uid_state *)v)->circuits, name);
+		const char *st = c ? circuit_state_name(c) : order[0];
+		for (size_t i = worst + 1; i < ELEMENTSOF(order); i++)
+			if (str_eq(st, order[i]))
+				worst = i;
+	}
+	return order[worst];
+}
+
 /* Writes admin/stats members (inside an open object). */
 void dispatch_write_stats(struct dispatcher *d, struct jgen *g)
 {
 	jgen_kv_int(g, "inFlight", dispatch_inflight(d));
 	jgen_kv_int(g, "running", d->running);
-	unsigned queued = 0;
-	struct list *pos;
-	for (pos = d->queue.next; pos != &d->queue; pos = pos->next)
-		queued++;
-	jgen_kv_int(g, "queued", queued);
+	jgen_kv_int(g, "queued", d->waiting);
 	jgen_kv_int(g, "calls", (int64_t)d->stats.calls);
 	jgen_kv_int(g, "attempts", (int64_t)d->stats.attempts);
 	jgen_kv_int(g, "retries", (int64_t)d->stats.retries);
@@ -77,7 +90,7 @@ void dispatch_write_stats(struct dispatcher *d, struct jgen *g)
 		jgen_obj_close(g);
 		struct tool_state *ts = map_get(d->tools, name);
 		if (ts) {
-			jgen_kv_str(g, "circuit", circuit_state_name(&ts->circuit));
+			jgen_kv_str(g, "circuit", worst_circuit(d, name));
 			jgen_kv_int(g, "running", ts->running);
 		}
 		jgen_obj_close(g);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The idempotency cache: entries by uid-scoped key, in flight (joined) or
- * kept (replayed) until their TTL, in one LRU list that is also their
- * expiry order (TTLs are equal), bounded by count and by bytes.
+ * kept (replayed) until their TTL. Kept outcomes are in one list in expiry
+ * order (completion order: TTLs are equal) and in their uid's LRU list;
+ * each uid is bounded by count and by bytes on its own.
  */
 #include "lib/idem.h"
 
@@ -16,16 +17,40 @@
 void idem_init(struct idem_cache *c)
 {
 	c->entries = map_new();
-	list_init(&c->lru);
+	c->owners = map_new();
+	list_init(&c->expiry);
 	c->bytes = 0;
 }
 
-/* Forgets one entry. */
+/* The entries of the uid that key (made by idem_key) belongs to. */
+static struct idem_owner *owner_of(struct idem_cache *c, const char *key)
+{
+	_cleanup_free_ char *uid = xstrndup(key, strcspn(key, "\x1f"));
+	struct idem_owner *o = map_get(c->owners, uid);
+	if (!o) {
+		o = xcalloc(1, sizeof(*o));
+		o->uid = TAKE_PTR(uid);
+		list_init(&o->lru);
+		map_put(c->owners, o->uid, o);
+	}
+	return o;
+}
+
+/* Forgets one entry (and its owner with its last one). */
 static void idem_entry_free(struct idem_cache *c, struct idem_entry *e)
 {
+	struct idem_owner *o = e->owner;
 	c->bytes -= e->bytes;
-	if (list_linked(&e->lru))
+	o->bytes -= e->bytes;
+	if (list_linked(&e->lru)) {
 		list_remove(&e->lru);
+		list_remove(&e->expiry);
+	}
+	if (--o->n == 0) {
+		map_remove(c->owners, o->uid);
+		free(o->uid);
+		free(o);
+	}
 	map_remove(c->entries, e->key);
 	outcome_unref(e->outcome);
 	free(e->tool);
@@ -41,6 +66,7 @@ void idem_clear(struct idem_cache *c)
 	while (map_next(c->entries, &it, NULL, &v))
 		idem_entry_free(c, v);
 	c->entries = map_free(c->entries);
+	c->owners = map_free(c->owners);
 }
 
 char *idem_key(uid_t uid, const char *client_key)
@@ -50,12 +76,18 @@ char *idem_key(uid_t uid, const char *client_key)
 
 void idem_expire(struct idem_cache *c, uint64_t now)
 {
-	while (!list_empty(&c->lru)) {
-		struct idem_entry *e = list_first(&c->lru, struct idem_entry, lru);
+	while (!list_empty(&c->expiry)) {
+		struct idem_entry *e = list_first(&c->expiry, struct idem_entry, expiry);
 		if (e->expires > now)
 			break;
 		idem_entry_free(c, e);
 	}
+}
+
+uint64_t idem_next_expiry(const struct idem_cache *c)
+{
+	const struct idem_entry *e = list_first(&c->expiry, struct idem_entry, expiry);
+	return e ? e->expires : 0;
 }
 
 struct idem_entry *idem_find(struct idem_cache *c, const char *key, uint64_t now)
@@ -72,7 +104,7 @@ bool idem_conflicts(const struct idem_entry *ie, const char *tool, const char *c
 void idem_touch(struct idem_cache *c, struct idem_entry *ie)
 {
 	list_remove(&ie->lru);
-	list_insert_tail(&c->lru, &ie->lru);
+	list_insert_tail(&ie->owner->lru, &ie->lru);
 }
 
 void idem_begin(struct idem_cache *c, const char *key, const char *tool, const char *canon,
@@ -84,6 +116,9 @@ void idem_begin(struct idem_cache *c, const char *key, const char *tool, const c
 	ie->canon = xstrdup(canon);
 	ie->exec = exec;
 	list_init(&ie->lru);
+	list_init(&ie->expiry);
+	ie->owner = owner_of(c, key);
+	ie->owner->n++;
 	map_put(c->entries, key, ie);
 }
 
@@ -101,14 +136,22 @@ void idem_store(struct idem_cache *c, const struct dispatch_config *cfg, const c
 	ie->outcome = outcome_ref(o);
 	ie->expires = now + cfg->idem_ttl_ms;
 	ie->bytes = outcome_bytes(o) + strlen(ie->key) + strlen(ie->canon) + sizeof(*ie);
+	struct idem_owner *own = ie->owner;
 	c->bytes += ie->bytes;
+	own->bytes += ie->bytes;
 	/* TTLs are equal, so completion order is expiry order. Bounded by
-	 * count and by bytes: forty answers of 16 MiB would otherwise stay
-	 * in memory for the whole TTL. */
-	list_insert_tail(&c->lru, &ie->lru);
-	while ((map_size(c->entries) > cfg->idem_max_entries || c->bytes > cfg->idem_max_bytes) &&
-	       !list_empty(&c->lru))
-		idem_entry_free(c, list_first(&c->lru, struct idem_entry, lru));
+	 * count and by bytes (forty answers of 16 MiB would otherwise stay
+	 * in memory for the whole TTL), per uid: a uid that floods keys
+	 * evicts only its own. */
+	list_insert_tail(&c->expiry, &ie->expiry);
+	list_insert_tail(&own->lru, &ie->lru);
+	while ((own->n > cfg->idem_max_entries || own->bytes > cfg->idem_max_bytes) &&
+	       !list_empty(&own->lru)) {
+		bool last = own->n == 1;	/* then own goes with it */
+		idem_entry_free(c, list_first(&own->lru, struct idem_entry, lru));
+		if (last)
+			break;
+	}
 }
 
 size_t idem_size(const struct idem_cache *c)

@@ -4,7 +4,8 @@
  * execution: while it runs, later callers with the same key and the same
  * tool and canonical arguments join it; once it ends its outcome is kept
  * for a TTL and replayed; the same key with another call is a conflict.
- * Kept outcomes are bounded by count and by bytes, oldest dropped first.
+ * Entries are bounded by count and by bytes per uid, that uid's least
+ * recently used dropped first: one uid's keys never evict another's.
  */
 #ifndef TC_IDEM_H
 #define TC_IDEM_H
@@ -28,14 +29,25 @@ struct idem_entry {
 	struct outcome *outcome;	/* kept */
 	size_t bytes;			/* what the kept outcome holds, roughly */
 	uint64_t expires;
-	struct list lru;		/* idem_cache.lru while kept */
+	struct list lru;		/* its owner's lru while kept */
+	struct list expiry;		/* idem_cache.expiry while kept */
+	struct idem_owner *owner;	/* the uid the key belongs to */
 	char *key;
+};
+
+/* What one uid holds in the cache. */
+struct idem_owner {
+	char *uid;			/* the key prefix naming the uid */
+	struct list lru;		/* kept outcomes, least recently used first */
+	size_t n;			/* entries, in flight and kept */
+	uint64_t bytes;			/* held by kept outcomes */
 };
 
 struct idem_cache {
 	struct map *entries;		/* key -> struct idem_entry */
-	struct list lru;		/* kept outcomes, oldest first */
-	uint64_t bytes;			/* held by kept outcomes */
+	struct map *owners;		/* uid -> struct idem_owner */
+	struct list expiry;		/* kept outcomes in the order they expire */
+	uint64_t bytes;			/* held by kept outcomes, all uids */
 };
 
 void idem_init(struct idem_cache *c);
@@ -58,6 +70,8 @@ void idem_store(struct idem_cache *c, const struct dispatch_config *cfg, const c
 		const struct exec *exec, struct outcome *o, uint64_t now);
 /* Drops kept outcomes past their TTL. */
 void idem_expire(struct idem_cache *c, uint64_t now);
+/* When the next kept outcome expires; 0: none is kept. */
+uint64_t idem_next_expiry(const struct idem_cache *c);
 size_t idem_size(const struct idem_cache *c);
 
 #endif

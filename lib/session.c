@@ -61,6 +61,8 @@ int session_get(struct session_table *t, const char *id, uid_t uid, struct works
 	s->ws = ws_ref(ws);
 	s->always_allow = map_new();
 	list_init(&s->callers);
+	list_init(&s->queue);
+	list_init(&s->ready_node);
 	s->table = t;
 	map_put(t->by_id, s->id, s);
 	*ret = s;

@@ -28,7 +28,11 @@ struct session {
 	struct map *always_allow;	/* tool names allowed for the rest of the session */
 	struct list callers;		/* struct caller.session_node: calls in flight */
 	unsigned running;		/* executions holding a concurrency slot */
-	unsigned waiting;		/* executions in the dispatcher's queue for a slot */
+	unsigned waiting;		/* executions waiting for a slot (queued or parked) */
+	struct list queue;		/* struct exec.queue_node: waiting for a slot, oldest first */
+	struct list ready_node;		/* in its uid's round of sessions that may start a call */
+	uint64_t served;		/* when it last got a slot, for the round's order */
+	unsigned confirming;		/* confirmation requests pending */
 	struct session_table *table;
 };
 

@@ -61,6 +61,10 @@ struct tool_def {
 	const char *const *path_args;
 	/* The "timeout_ms" argument, when given, sets the attempt's timeout. */
 	bool timeout_arg;
+	/* Its execution_error is the tool's own sickness (a program or server
+	 * that fails), not the caller's mistake (a file that is missing): it
+	 * counts toward the circuit breaker. */
+	bool errors_trip_circuit;
 	/* Runs one attempt. */
 	enum tool_ret (*exec)(struct tool_call *call);
 	/* Asks a pending attempt to stop (timeout, cancel); the tool still

@@ -514,6 +514,7 @@ const struct tool_def tool_kind_command = {
 	.description = "A program run with an argv built from the arguments",
 	.side_effects = SIDE_EXECUTE,	/* each tool's own comes from its declaration */
 	.exec = command_exec,
+	.errors_trip_circuit = true,
 	.cancel = child_call_cancel,
 	.priv_free = cmd_free,
 };

@@ -799,6 +799,7 @@ const struct tool_def tool_kind_mcp = {
 	.input_schema = "{\"type\":\"object\"}",
 	.side_effects = SIDE_EXECUTE,
 	.exec = mcp_exec,
+	.errors_trip_circuit = true,
 	.cancel = mcp_cancel,
 	.priv_free = mcp_tool_free,
 };

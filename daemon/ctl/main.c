@@ -30,6 +30,7 @@
 #include "daemon/ctl/approve.h"
 #include "daemon/ctl/client.h"
 #include "daemon/ctl/ctl_format.h"
+#include "daemon/ctl/mcp.h"
 #include "daemon/ctl/watch.h"
 #include "daemon/default_socket.h"
 #include "proto/base/buf.h"
@@ -44,6 +45,7 @@ struct command {
 	const char *help;
 	int min_args, max_args;		/* max < 0: any number */
 	bool waits;			/* no default timeout (call) */
+	bool bridge;			/* connects by itself (mcp): run_bridge instead of run */
 	int (*check)(struct opts *o, char **args, int n);
 	int (*run)(struct client *c, struct opts *o, char **args, int n);
 };
@@ -346,6 +348,9 @@ static const struct command commands[] = {
 	{ .name = "watch", .args = "[PATTERN...]",
 	  .help = "print events (e.g. tool.*) until interrupted",
 	  .min_args = 0, .max_args = -1, .check = check_watch, .run = run_watch },
+	{ .name = "mcp", .args = "[-s SOCKET] [-w DIR]",
+	  .help = "serve MCP on stdin/stdout for a host, relayed to the daemon",
+	  .min_args = 0, .max_args = -1, .bridge = true },
 	{ .name = "approve", .args = "",
 	  .help = "answer confirmation requests: y, n or a per line",
 	  .min_args = 0, .max_args = 0, .run = run_approve },
@@ -470,6 +475,8 @@ static int run(int argc, char **argv)
 	sigdelset(&waitmask, SIGTERM);
 
 	_cleanup_free_ char *socket_path = o.socket ? xstrdup(o.socket) : default_socket_path();
+	if (cmd->bridge)
+		return ctl_mcp(socket_path, args, n);
 	struct client c = {
 		.fd = -1,
 		.framer = { .max = MAX_LINE },

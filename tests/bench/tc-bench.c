@@ -32,6 +32,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -1493,6 +1494,162 @@ static void raise_nofile(void)
 		    (unsigned long long)want, IDLE_CONNS + 256);
 }
 
+/* --- fairness between uids --------------------------------------------- */
+
+/*
+ * One uid fills the 64 slots with long shells (sleep 60) on 16 connections
+ * of 8 calls each, so 64 more wait; another uid (nobody; without root,
+ * another session of the same uid) queues one read_file, and one of the
+ * first uid's running calls is cancelled. The figure is the time from that
+ * cancel to the read_file's answer: with fair slots the freed slot goes to
+ * the other uid at once, where a FIFO queue gave it to the first uid's
+ * next call, and the other uid waited behind all 64 (here: gave up after
+ * FAIR_GIVE_UP_MS). Repeated FAIR_ROUNDS times.
+ */
+#define FAIR_CONNS 16
+#define FAIR_DEPTH 8
+#define FAIR_ROUNDS 40
+#define FAIR_GIVE_UP_MS 3000
+
+/* Connects to the daemon as uid/gid (root only): the fd, or a negative errno. */
+static int connect_as(uid_t uid, gid_t gid)
+{
+	if (setegid(gid) < 0 || seteuid(uid) < 0)
+		return -errno;
+	int fd = connect_unix(daemon_sock, false);
+	if (seteuid(0) < 0 || setegid(0) < 0)
+		die("cannot return to root: %s", strerror(errno));
+	return fd;
+}
+
+/* Sends one line on a blocking fd. */
+static void fair_send(int fd, const char *line)
+{
+	size_t n = strlen(line);
+	if (write(fd, line, n) != (ssize_t)n)
+		die("write to toolcalld: %s", strerror(errno));
+}
+
+/* The "queued" count of admin/stats. */
+static int64_t fair_queued(void)
+{
+	char *st = daemon_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"admin/stats\"}");
+	int64_t q = json_int_after(st, "queued");
+	free(st);
+	return q;
+}
+
+/* Waits (up to 20 s) until at least n calls are queued. */
+static void fair_wait_queued(int64_t n)
+{
+	uint64_t end = mono_ns() + 20000000000ull;
+	while (fair_queued() < n)
+		if (mono_ns() > end)
+			die("the fairness scenario: %" PRId64 " calls never queued", n);
+}
+
+/* Waits for one answer line on fd (the buffer keeps what follows); returns
+ * false after ms. */
+static bool fair_answer(int fd, struct buf *b, int ms, bool *ret_error)
+{
+	uint64_t end = mono_ns() + (uint64_t)ms * 1000000;
+	for (;;) {
+		const char *nl = memchr(buf_head(b), '\n', buf_size(b));
+		if (nl) {
+			if (memmem(buf_head(b), (size_t)(nl - buf_head(b)), "\"error\"", 7))
+				*ret_error = true;
+			b->off += (size_t)(nl - buf_head(b)) + 1;
+			return true;
+		}
+		uint64_t now = mono_ns();
+		if (now >= end)
+			return false;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, (int)((end - now) / 1000000) + 1) <= 0)
+			continue;
+		buf_reserve(b, 4096);
+		ssize_t k = read(fd, b->data + b->len, b->cap - b->len);
+		if (k <= 0)
+			die("toolcalld closed a connection of the fairness scenario");
+		b->len += (size_t)k;
+	}
+}
+
+static void scenario_fair_uid(void)
+{
+	const char *who = "another session (not root: no second uid)";
+	int other = -1;
+	if (geteuid() == 0) {
+		char path[PATH_MAX + 16];
+		snprintf(path, sizeof(path), "%s/ws/hello.txt", tmp_dir);
+		if (chmod(tmp_dir, 0711) == 0 && chmod(daemon_sock, 0666) == 0 && chmod(path, 0644) == 0 &&
+		    (other = connect_as(65534, 65534)) >= 0)
+			who = "uid 65534";
+	}
+	if (other < 0)
+		other = connect_unix(daemon_sock, false);
+	if (other < 0)
+		die("connect %s: %s", daemon_sock, strerror(-other));
+
+	int fds[FAIR_CONNS];
+	unsigned cancelled[FAIR_CONNS] = {0};
+	for (int i = 0; i < FAIR_CONNS; i++) {
+		fds[i] = connect_unix(daemon_sock, false);
+		if (fds[i] < 0)
+			die("connect %s: %s", daemon_sock, strerror(-fds[i]));
+		for (int k = 0; k < FAIR_DEPTH; k++) {
+			char line[200];
+			snprintf(line, sizeof(line), RESP_PREFIX "%d,\"method\":\"tools/call\",\"params\":"
+				 "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 60\"}}}\n", k);
+			fair_send(fds[i], line);
+		}
+	}
+	fair_wait_queued(FAIR_CONNS * FAIR_DEPTH - 64);
+
+	struct buf in = {0};
+	uint64_t lat[FAIR_ROUNDS];
+	size_t n_lat = 0;
+	bool errors = false, gave_up = false;
+	for (int r = 0; r < FAIR_ROUNDS && !gave_up; r++) {
+		char line[200];
+		snprintf(line, sizeof(line), RESP_PREFIX "%d,\"method\":\"tools/call\",\"params\":"
+			 "{\"name\":\"read_file\",\"arguments\":{\"path\":\"hello.txt\"}}}\n", r);
+		fair_send(other, line);
+		fair_wait_queued(FAIR_CONNS * FAIR_DEPTH - 64 - r + 1);
+		/* One running call of the first uid ends: the oldest of a
+		 * connection, in turn. */
+		int c = r % FAIR_CONNS;
+		snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+			 "\"params\":{\"requestId\":%u}}\n", cancelled[c]++);
+		uint64_t t0 = mono_ns();
+		fair_send(fds[c], line);
+		if (fair_answer(other, &in, FAIR_GIVE_UP_MS, &errors))
+			lat[n_lat++] = mono_ns() - t0;
+		else
+			gave_up = true;
+	}
+	for (int i = 0; i < FAIR_CONNS; i++)
+		close(fds[i]);
+	close(other);
+	buf_free(&in);
+	qsort(lat, n_lat, sizeof(*lat), cmp_u64);
+	char result[200];
+	if (gave_up)
+		snprintf(result, sizeof(result), "no slot within %d ms (round %zu): it waited behind the queue",
+			 FAIR_GIVE_UP_MS, n_lat + 1);
+	else
+		snprintf(result, sizeof(result), "p50 %.2f ms, p99 %.2f ms over %zu rounds",
+			 (double)lat[n_lat / 2] / 1e6, (double)lat[(n_lat * 99) / 100] / 1e6, n_lat);
+	printf("fair_uid: %s's read_file, from a slot freeing to its answer: %s%s\n", who, result,
+	       errors ? " (some answers were errors)" : "");
+	note("fairness between uids (64 shells running, 64 queued by one uid): %s's read_file, from a slot "
+	     "freeing to its answer: %s%s", who, result, errors ? " (some answers were errors)" : "");
+	/* Let the daemon cancel and reap the shells of the closed connections. */
+	usleep(500000);
+}
+
+/* --- end fairness between uids ----------------------------------------- */
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -1500,7 +1657,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair shell idem idle batch shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell idem idle batch shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -1576,6 +1733,8 @@ int main(int argc, char **argv)
 		scenario_write();
 	if (wanted("fair"))
 		scenario_fair();
+	if (wanted("fair_uid"))
+		scenario_fair_uid();
 	if (wanted("shell"))
 		scenario_shell();
 	if (wanted("idem"))

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "lib/audit.h"
 #include "lib/policy.h"
 #include "tests/unit/check_main.h"
 
@@ -129,6 +130,11 @@ START_TEST(defaults_are_the_contracts)
 	ck_assert_uint_eq(c.limits.idle_timeout_ms, 0);
 	ck_assert_uint_eq(c.limits.n_per_tool, 0);
 	ck_assert_uint_eq(c.limits.event_queue, 1024);
+	ck_assert_uint_eq(c.limits.io_threads, 4);
+	ck_assert_uint_eq(c.limits.per_uid_queue, 4096);
+	ck_assert_uint_eq(c.limits.session_confirmations, 64);
+	ck_assert_uint_eq(c.retry.max_delay_ms, 10000);
+	ck_assert_int_eq(c.audit_on_error, AUDIT_ON_ERROR_LOG);
 	ck_assert_uint_eq(c.tools.shell_output_cap, 1048576);
 	ck_assert_uint_eq(c.tools.read_file_limit, 1048576);
 	ck_assert_uint_eq(c.peers.n_uids, 0);
@@ -210,9 +216,11 @@ START_TEST(full_config)
 		"    \"session_concurrency\": 2, \"queue_max\": 0, \"max_connections\": 100,\n"
 		"    \"max_output_bytes\": 1048576, \"idle_timeout_ms\": 60000,\n"
 		"    \"per_tool_concurrency\": { \"shell\": 2, \"git_status\": 1 },\n"
-		"    \"event_queue\": 64\n"
+		"    \"event_queue\": 64, \"io_threads\": 2, \"per_uid_queue\": 10,\n"
+		"    \"session_confirmations\": 3\n"
 		"  },\n"
-		"  \"retry\": { \"max_attempts\": 5, \"base_delay_ms\": 50 },\n"
+		"  \"audit\": { \"on_error\": \"refuse\" },\n"
+		"  \"retry\": { \"max_attempts\": 5, \"base_delay_ms\": 50, \"max_delay_ms\": 700 },\n"
 		"  \"idempotency\": { \"ttl_ms\": 1000, \"max_entries\": 20 },\n"
 		"  \"circuit\": { \"failures\": 3, \"window_ms\": 1000, \"open_ms\": 2000 },\n"
 		"  \"confirmation\": {\n"
@@ -256,6 +264,11 @@ START_TEST(full_config)
 	ck_assert_uint_eq(c.limits.max_output_bytes, 1048576);
 	ck_assert_uint_eq(c.limits.idle_timeout_ms, 60000);
 	ck_assert_uint_eq(c.limits.event_queue, 64);
+	ck_assert_uint_eq(c.limits.io_threads, 2);
+	ck_assert_uint_eq(c.limits.per_uid_queue, 10);
+	ck_assert_uint_eq(c.limits.session_confirmations, 3);
+	ck_assert_uint_eq(c.retry.max_delay_ms, 700);
+	ck_assert_int_eq(c.audit_on_error, AUDIT_ON_ERROR_REFUSE);
 	ck_assert_uint_eq(config_tool_concurrency(&c, "shell"), 2);
 	ck_assert_uint_eq(config_tool_concurrency(&c, "git_status"), 1);
 	ck_assert_uint_eq(config_tool_concurrency(&c, "read_file"), 0);

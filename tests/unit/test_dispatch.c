@@ -4,6 +4,8 @@
  * scripted random source: every branch of the flow for one call (lookup,
  * validation, idempotency join/replay/conflict, budget, circuit,
  * confirmation, caps, timeout, retry with backoff), exactly and at once.
+ * The fake tools and recorders are in tests/unit/dispatch_fixture.h;
+ * sharing between uids and sessions is tested in test_dispatch_fair.c.
  */
 #include <check.h>
 #include <stdio.h>
@@ -18,222 +20,10 @@
 #include "lib/session.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
+#include "tests/unit/dispatch_fixture.h"
 #include "tests/unit/fakeloop.h"
 #include "tests/unit/check_main.h"
 
-/* --- fake tools -------------------------------------------------------- */
-
-#define MAX_PENDING 512
-
-static struct tool_call *pending[MAX_PENDING];
-static unsigned n_pending;
-static unsigned exec_count;
-static unsigned cancel_count;
-
-static enum tool_ret async_exec(struct tool_call *c)
-{
-	exec_count++;
-	ck_assert_uint_lt(n_pending, MAX_PENDING);
-	pending[n_pending++] = c;
-	return TOOL_PENDING;
-}
-
-static void take_pending(struct tool_call *c)
-{
-	for (unsigned i = 0; i < n_pending; i++) {
-		if (pending[i] == c) {
-			pending[i] = pending[--n_pending];
-			return;
-		}
-	}
-}
-
-static void async_cancel(struct tool_call *c)
-{
-	cancel_count++;
-	take_pending(c);
-	tool_call_fail(c, TC_CANCELLED, "stopped");
-	tool_call_finish(c);
-}
-
-/* Ends the oldest pending attempt with kind. */
-static void complete_first(enum tc_kind kind)
-{
-	ck_assert_uint_gt(n_pending, 0);
-	struct tool_call *c = pending[0];
-	memmove(pending, pending + 1, sizeof(pending[0]) * --n_pending);
-	if (kind == TC_OK)
-		tool_call_succeed(c, xstrdup("done"), xstrdup("{\"v\":1}"), false);
-	else
-		tool_call_fail(c, kind, "boom");
-	tool_call_finish(c);
-}
-
-static enum tool_ret echo_exec(struct tool_call *c)
-{
-	exec_count++;
-	struct buf b = {0};
-	json_canonical(c->args, &b);
-	tool_call_succeed(c, NULL, buf_steal(&b), false);
-	return TOOL_DONE;
-}
-
-static const char schema_any[] = "{\"type\":\"object\"}";
-static const char schema_path[] =
-	"{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"}},"
-	"\"required\":[\"path\"],\"additionalProperties\":false}";
-
-static const struct tool_def def_slow = {
-	.name = "slow", .description = "async", .input_schema = schema_any,
-	.side_effects = SIDE_READ, .idempotent = false, .timeout_ms = 1000,
-	.exec = async_exec, .cancel = async_cancel,
-};
-static const struct tool_def def_slow_idem = {
-	.name = "slow_idem", .description = "async idempotent", .input_schema = schema_any,
-	.side_effects = SIDE_READ, .idempotent = true, .timeout_ms = 1000,
-	.exec = async_exec, .cancel = async_cancel,
-};
-static const struct tool_def def_echo = {
-	.name = "echo", .description = "sync", .input_schema = schema_path,
-	.side_effects = SIDE_NONE, .idempotent = true,
-	.exec = echo_exec,
-};
-static const struct tool_def def_writer = {
-	.name = "writer", .description = "async write", .input_schema = schema_any,
-	.side_effects = SIDE_WRITE, .idempotent = false, .timeout_ms = 1000,
-	.exec = async_exec, .cancel = async_cancel,
-};
-
-/* --- recorded outcomes and events ---------------------------------------- */
-
-struct rec {
-	bool done;
-	enum tc_kind kind;
-	bool replayed;
-	char call_id[64];
-	unsigned attempts;
-	uint64_t retry_after;
-	char message[512];
-	uint64_t at;
-};
-
-static struct rec recs[MAX_PENDING];
-static unsigned n_recs;
-static char events[1024][1024];
-static unsigned n_events;
-
-static struct tc_loop *loop;
-static struct dispatcher *d;
-static struct event_bus bus;
-static struct registry *reg;
-static struct session_table *table;
-static struct workspace *ws;
-static struct session *sess;
-static struct policy_config policy;
-static char tmpdir[64];
-
-static void on_complete(void *ctx, const struct outcome *o, bool replayed)
-{
-	struct rec *r = ctx;
-	ck_assert(!r->done);
-	r->done = true;
-	r->kind = o->kind;
-	r->replayed = replayed;
-	r->attempts = o->attempts;
-	r->retry_after = o->retry_after_ms;
-	r->at = tc_now(loop);
-	snprintf(r->call_id, sizeof(r->call_id), "%s", o->call_id ? o->call_id : "");
-	snprintf(r->message, sizeof(r->message), "%s", o->message ? o->message : "");
-}
-
-static const struct caller_ops ops = { .complete = on_complete };
-
-static bool on_event(void *ctx, const char *params, size_t n)
-{
-	if (n_events < 1024)
-		snprintf(events[n_events++], sizeof(events[0]), "%.*s", (int)n, params);
-	return true;
-}
-
-/* Counts recorded events whose JSON contains needle. */
-static unsigned count_events(const char *needle)
-{
-	unsigned n = 0;
-	for (unsigned i = 0; i < n_events; i++)
-		if (strstr(events[i], needle))
-			n++;
-	return n;
-}
-
-static void add_tool(const struct tool_def *def)
-{
-	struct tool *t = NULL;
-	char *err = NULL;
-	ck_assert_int_eq(tool_new(def, def->name, def->description, def->input_schema, NULL, &t, &err), 0);
-	ck_assert_int_eq(registry_add(reg, t, NULL), 0);
-}
-
-static void setup_with(const struct dispatch_config *cfg)
-{
-	n_pending = exec_count = cancel_count = n_recs = n_events = 0;
-	memset(recs, 0, sizeof(recs));
-	loop = fakeloop_new();
-	fakeloop_set_random(loop, 0);
-	event_bus_init(&bus);
-	d = dispatcher_new(loop, cfg, &bus);
-	reg = registry_new();
-	add_tool(&def_slow);
-	add_tool(&def_slow_idem);
-	add_tool(&def_echo);
-	add_tool(&def_writer);
-	registry_seal(reg);
-	dispatch_set_registry(d, reg);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/tc-dispatch-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-	ck_assert_int_eq(ws_open(tmpdir, &ws), 0);
-	table = session_table_new();
-	ck_assert_int_eq(session_get(table, NULL, 1000, ws, &sess), 0);
-	policy_config_init(&policy);
-	for (int c = 0; c < SIDE_MAX; c++)
-		policy.by_class[c] = CONFIRM_AUTO;
-	dispatch_set_policy(d, &policy);
-}
-
-static void setup(void)
-{
-	struct dispatch_config cfg;
-	dispatch_config_defaults(&cfg);
-	setup_with(&cfg);
-}
-
-static void teardown(void)
-{
-	/* Whatever is still pending ends now. */
-	while (n_pending)
-		complete_first(TC_OK);
-	d = dispatcher_free(d);
-	session_unref(sess);
-	session_table_free(table);
-	ws_unref(ws);
-	registry_unref(reg);
-	policy_config_free(&policy);
-	fakeloop_free(loop);
-	rmdir(tmpdir);
-}
-
-/* Calls tool with JSON arguments text; returns the caller handle. */
-static struct caller *call(const char *tool, const char *args, const char *key, struct rec *r)
-{
-	struct json_doc *doc = NULL;
-	ck_assert_int_eq(json_parse(args, strlen(args), 0, 0, &doc, NULL), 0);
-	struct call_params p = {
-		.tool = tool, .arguments = json_doc_root(doc), .doc = doc,
-		.idempotency_key = key, .timeout_ms = -1, .budget = -1,
-	};
-	struct caller *c = dispatch_call(d, sess, &p, &ops, r);
-	json_doc_unref(doc);
-	return c;
-}
 
 /* --- lookup and validation ---------------------------------------------- */
 
@@ -242,7 +32,7 @@ START_TEST(unknown_tool_lists_available)
 	ck_assert_ptr_null(call("red_file", "{}", NULL, &recs[0]));
 	ck_assert(recs[0].done);
 	ck_assert_int_eq(recs[0].kind, TC_NOT_FOUND);
-	ck_assert_str_eq(recs[0].message, "Tool 'red_file' not found. Available: [echo, slow, slow_idem, writer]");
+	ck_assert_str_eq(recs[0].message, "Tool 'red_file' not found. Available: [capped, echo, prog, slow, slow_idem, writer]");
 	ck_assert_uint_eq(exec_count, 0);
 	ck_assert_uint_eq(count_events("tool.failed"), 0);	/* no subscriber */
 }
@@ -733,19 +523,19 @@ END_TEST
 START_TEST(circuit_opens_and_probe_closes)
 {
 	for (int i = 0; i < 5; i++) {
-		call("slow", "{}", NULL, &recs[i]);
+		call("prog", "{}", NULL, &recs[i]);
 		complete_first(TC_EXECUTION_ERROR);
 	}
-	ck_assert_ptr_null(call("slow", "{}", NULL, &recs[5]));
+	ck_assert_ptr_null(call("prog", "{}", NULL, &recs[5]));
 	ck_assert_int_eq(recs[5].kind, TC_CIRCUIT_OPEN);
 	ck_assert_uint_eq(recs[5].retry_after, 30000);
 	fakeloop_advance(loop, 30000);
-	ck_assert_ptr_nonnull(call("slow", "{}", NULL, &recs[6]));	/* the probe */
-	ck_assert_ptr_null(call("slow", "{}", NULL, &recs[7]));
+	ck_assert_ptr_nonnull(call("prog", "{}", NULL, &recs[6]));	/* the probe */
+	ck_assert_ptr_null(call("prog", "{}", NULL, &recs[7]));
 	ck_assert_int_eq(recs[7].kind, TC_CIRCUIT_OPEN);
 	complete_first(TC_OK);
 	ck_assert_int_eq(recs[6].kind, TC_OK);
-	ck_assert_ptr_nonnull(call("slow", "{}", NULL, &recs[8]));
+	ck_assert_ptr_nonnull(call("prog", "{}", NULL, &recs[8]));
 	/* Another tool was never affected. */
 	ck_assert_ptr_null(call("echo", "{\"path\":\"x\"}", NULL, &recs[9]));
 	ck_assert_int_eq(recs[9].kind, TC_OK);
@@ -755,20 +545,20 @@ END_TEST
 START_TEST(old_failures_leave_the_window)
 {
 	for (int i = 0; i < 4; i++) {
-		call("slow", "{}", NULL, &recs[i]);
+		call("prog", "{}", NULL, &recs[i]);
 		complete_first(TC_EXECUTION_ERROR);
 	}
 	fakeloop_advance(loop, 30001);
-	call("slow", "{}", NULL, &recs[4]);
+	call("prog", "{}", NULL, &recs[4]);
 	complete_first(TC_EXECUTION_ERROR);
-	ck_assert_ptr_nonnull(call("slow", "{}", NULL, &recs[5]));
+	ck_assert_ptr_nonnull(call("prog", "{}", NULL, &recs[5]));
 }
 END_TEST
 
 START_TEST(failed_probe_reopens)
 {
 	for (int i = 0; i < 5; i++) {
-		call("slow", "{}", NULL, &recs[i]);
+		call("prog", "{}", NULL, &recs[i]);
 		complete_first(TC_TRANSIENT);
 		fakeloop_advance(loop, 100);
 		complete_first(TC_TRANSIENT);
@@ -776,26 +566,14 @@ START_TEST(failed_probe_reopens)
 		complete_first(TC_TRANSIENT);
 	}
 	fakeloop_advance(loop, 30000);
-	call("slow", "{}", NULL, &recs[5]);
+	call("prog", "{}", NULL, &recs[5]);
 	complete_first(TC_EXECUTION_ERROR);
-	ck_assert_ptr_null(call("slow", "{}", NULL, &recs[6]));
+	ck_assert_ptr_null(call("prog", "{}", NULL, &recs[6]));
 	ck_assert_int_eq(recs[6].kind, TC_CIRCUIT_OPEN);
 }
 END_TEST
 
 /* --- confirmation ------------------------------------------------------------ */
-
-static char *requested_id(void)
-{
-	for (unsigned i = 0; i < n_events; i++) {
-		char *p = strstr(events[i], "\"requestId\":\"");
-		if (p && strstr(events[i], "tool.confirmation_requested")) {
-			p += 13;
-			return xstrndup(p, strcspn(p, "\""));
-		}
-	}
-	return NULL;
-}
 
 START_TEST(no_approver_denies_at_once)
 {
@@ -880,7 +658,7 @@ START_TEST(policy_deny_is_permission_denied)
 	ck_assert(dispatch_tool_visible(d, sess, registry_find(reg, "slow")));
 	/* Hidden tools are not offered in not_found either. */
 	call("nope", "{}", NULL, &recs[1]);
-	ck_assert_str_eq(recs[1].message, "Tool 'nope' not found. Available: [echo, slow, slow_idem]");
+	ck_assert_str_eq(recs[1].message, "Tool 'nope' not found. Available: [capped, echo, prog, slow, slow_idem]");
 }
 END_TEST
 

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools/dispatch: an assistant message's tool calls, as OpenAI or Anthropic
+ * send them, run concurrently within the caps, answered with the messages
+ * to append to the conversation (proto/llm.h has the shapes). Each call is
+ * an ordinary tools/call for the dispatcher: validated, confirmed, timed
+ * out, retried and audited alike; failures become their model-readable
+ * message. The answer is written once every call has ended; a disconnect
+ * detaches the calls still running, a notifications/cancelled for the
+ * request cancels them.
+ */
+#include "daemon/methods_dispatch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/server.h"
+#include "lib/dispatch.h"
+#include "lib/outcome.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
+#include "proto/json.h"
+#include "proto/llm.h"
+
+struct group;
+
+struct member {
+	struct group *group;
+	struct caller *caller;		/* NULL once it has ended */
+	char *text;
+	bool is_error;
+	bool done;
+};
+
+struct group {
+	struct pending *p;
+	enum llm_format format;
+	struct json_doc *doc;		/* holds the calls' ids and arguments */
+	struct llm_call *calls;
+	struct member *m;
+	size_t n;
+	size_t remaining;
+	bool starting;			/* still handing calls to the dispatcher */
+};
+
+static void group_free(void *arg)
+{
+	struct group *g = arg;
+	for (size_t i = 0; i < g->n; i++) {
+		if (g->m[i].caller)
+			dispatch_detach(TAKE_PTR(g->m[i].caller));
+		free(g->m[i].text);
+	}
+	free(g->m);
+	free(g->calls);
+	json_doc_unref(g->doc);
+	free(g);
+}
+
+/* Writes the answer: {messages: [...]} in the calls' order. */
+static void group_answer(struct group *g)
+{
+	_cleanup_free_ struct llm_result *r = xcalloc(g->n ? g->n : 1, sizeof(*r));
+	for (size_t i = 0; i < g->n; i++)
+		r[i] = (struct llm_result){ g->calls[i].id, g->m[i].text ? g->m[i].text : "",
+					    g->m[i].is_error };
+	struct buf b = {0};
+	struct jgen *gen = jgen_new(&b);
+	jgen_obj_open(gen);
+	jgen_key(gen, "messages");
+	llm_write_messages(gen, g->format, r, g->n);
+	jgen_obj_close(gen);
+	jgen_free(gen);
+	/* Frees g through the pending's upper_free. */
+	conn_result(g->p, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
+static void member_complete(void *ctx, const struct outcome *o, bool replayed)
+{
+	struct member *m = ctx;
+	struct group *g = m->group;
+	m->caller = NULL;
+	m->done = true;
+	if (o->kind == TC_OK) {
+		m->text = xstrdup(o->text ? o->text : o->structured ? o->structured : "");
+		m->is_error = o->is_error;
+	} else {
+		m->text = xstrdup(o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
+				  : o->message ? o->message : tc_kind_name(o->kind));
+		m->is_error = true;
+	}
+	if (--g->remaining == 0 && !g->starting)
+		group_answer(g);
+}
+
+static const struct caller_ops member_ops = {
+	.complete = member_complete,
+};
+
+/* Answers a bad tools/dispatch request. */
+static void dispatch_invalid(struct pending *p, const char *msg)
+{
+	char *m = xasprintf("Invalid params for tools/dispatch: %s", msg);
+	conn_error(p, JRPC_INVALID_PARAMS, m, "{\"kind\":\"validation_error\"}");
+	free(m);
+}
+
+void m_tools_dispatch(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	if (!p)
+		return;
+	const struct json *params = req->params;
+	enum llm_format f;
+	if (!params || params->type != JSON_OBJECT ||
+	    llm_format_from_name(json_str(json_get(params, "format")), &f) < 0 || f == LLM_MCP) {
+		dispatch_invalid(p, "format must be \"openai\" or \"anthropic\"");
+		return;
+	}
+	const struct json *meta = json_get(params, "_meta");
+	int64_t timeout_ms = -1;
+	if (meta && (meta->type != JSON_OBJECT ||
+		     (json_get(meta, "timeoutMs") &&
+		      (!json_get_int(json_get(meta, "timeoutMs"), &timeout_ms) || timeout_ms <= 0 ||
+		       timeout_ms > 86400000)))) {
+		dispatch_invalid(p, "_meta must be an object; _meta.timeoutMs an integer from 1 to 86400000");
+		return;
+	}
+	struct group *g = xcalloc(1, sizeof(*g));
+	char *err = NULL;
+	if (llm_parse_calls(f, json_get(params, "calls"), c->srv->cfg.limits.max_batch, &g->calls, &g->n, &err) < 0) {
+		dispatch_invalid(p, err);
+		free(err);
+		free(g);
+		return;
+	}
+	g->p = p;
+	g->format = f;
+	g->doc = json_doc_ref(req->doc);
+	g->m = xcalloc(g->n ? g->n : 1, sizeof(*g->m));
+	g->remaining = g->n;
+	p->upper = g;
+	p->upper_free = group_free;
+
+	struct session *session = conn_session(c);
+	g->starting = true;
+	for (size_t i = 0; i < g->n; i++) {
+		struct member *m = &g->m[i];
+		m->group = g;
+		const struct call_params cp = {
+			.tool = g->calls[i].name,
+			.arguments = g->calls[i].arguments,
+			.doc = req->doc,
+			.timeout_ms = timeout_ms,
+			.budget = -1,
+			.pid = c->cred.pid,
+		};
+		conn_work_begin(c->srv);
+		struct caller *caller = dispatch_call(c->srv->dispatcher, session, &cp, &member_ops, m);
+		conn_work_end(c->srv);
+		if (!m->done)
+			m->caller = caller;
+	}
+	g->starting = false;
+	if (g->remaining == 0)
+		group_answer(g);
+}
+
+bool methods_dispatch_cancel(struct pending *p)
+{
+	if (p->upper_free != group_free)
+		return false;
+	struct group *g = p->upper;
+	/* As for tools/call: the cancelled request gets no response. The
+	 * group goes with the pending; its calls are cancelled first. */
+	for (size_t i = 0; i < g->n; i++)
+		if (g->m[i].caller)
+			dispatch_cancel(TAKE_PTR(g->m[i].caller), false);
+	conn_drop(p);
+	return true;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Integration tests of sharing one daemon between two uids (root and
+ * nobody, 65534): one uid's calls, failures, keys and confirmations leave
+ * the other's calls unaffected. Connecting as another uid needs root:
+ * without it the suite is skipped (exit 77).
+ */
+#include <check.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define SKIP 77
+
+static struct passwd nobody;
+
+/* Looks up nobody; false (and why, on stderr) when the tests cannot run. */
+static bool can_switch_uid(void)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "skipped: connecting as a second uid needs root\n");
+		return false;
+	}
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw) {
+		fprintf(stderr, "skipped: no user nobody\n");
+		return false;
+	}
+	nobody = *pw;
+	return true;
+}
+
+/* Starts a daemon that root and nobody may use, with extra config members
+ * (JSON object members, or ""), and the command tool "exit" (exits with
+ * {{code}}). */
+static void start_shared(struct tcd *d, const char *extra)
+{
+	char *cfg = xasprintf("{\"socket_mode\":\"0666\",\"peers\":{\"allow_uids\":[0,%u]},"
+			      "\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}%s%s}",
+			      (unsigned)nobody.pw_uid, *extra ? "," : "", extra);
+	struct tcd_opts o = { .config = cfg };
+	tcd_prepare(d, &o);
+	tcd_write_tool(d, "exit.json",
+		       "{\"name\":\"exit\",\"kind\":\"command\",\"description\":\"Exits with the status given\","
+		       "\"argv\":[\"/bin/sh\",\"-c\",\"exit {{code}}\"],\"side_effects\":\"read\","
+		       "\"input_schema\":{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"integer\","
+		       "\"minimum\":0,\"maximum\":255}},\"required\":[\"code\"],\"additionalProperties\":false}}");
+	tcd_spawn(d, &o);
+	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0)
+		ck_abort_msg("the daemon did not start; its log:\n%s", tcd_log(d));
+	free(cfg);
+	ck_assert(chmod(d->dir, 0711) == 0);
+	tcd_put(d, "a.txt", "hello\n");
+}
+
+static struct tcc *connect_nobody(struct tcd *d)
+{
+	return tcc_connect_as(d, nobody.pw_uid, nobody.pw_gid);
+}
+
+/* Sends tools/call without waiting; returns the id as text (owned by c). */
+static const char *send_call(struct tcc *c, const char *tool, const char *args, const char *meta)
+{
+	const char *params = meta ? tcc_fmt(c, "{\"name\":\"%s\",\"arguments\":%s,\"_meta\":{%s}}", tool, args, meta)
+				  : tcc_fmt(c, "{\"name\":\"%s\",\"arguments\":%s}", tool, args);
+	return tcc_fmt(c, "%lld", (long long)tcc_send_request(c, "tools/call", params));
+}
+
+/* Waits until admin/stats says at least n calls run; fails after 20 s. */
+static void wait_running(struct tcc *admin, int64_t n)
+{
+	uint64_t end = tc_now_ms() + 20000;
+	int64_t running = -1;
+	while (tc_now_ms() < end) {
+		running = tj_int(tcc_request(admin, "admin/stats", NULL), "result.running");
+		if (running >= n)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("%lld calls run, not %lld", (long long)running, (long long)n);
+}
+
+/* Waits until admin/stats says at least n calls are queued. */
+static void wait_queued(struct tcc *admin, int64_t n)
+{
+	uint64_t end = tc_now_ms() + 20000;
+	int64_t queued = -1;
+	while (tc_now_ms() < end) {
+		queued = tj_int(tcc_request(admin, "admin/stats", NULL), "result.queued");
+		if (queued >= n)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("%lld calls queued, not %lld", (long long)queued, (long long)n);
+}
+
+/* Root fills all 64 slots with long shells and queues many more behind
+ * them; nobody's read_file, queued last, gets the first slot that frees
+ * instead of waiting behind root's queue. */
+START_TEST(other_uid_gets_a_slot_in_turn)
+{
+	struct tcd d;
+	start_shared(&d, "\"limits\":{\"session_concurrency\":64}");
+	struct tcc *a = tcc_connect(&d);
+	const char *first = send_call(a, "shell", "{\"command\":\"sleep 60\"}", NULL);
+	for (int i = 1; i < 164; i++)
+		send_call(a, "shell", "{\"command\":\"sleep 60\"}", NULL);
+	struct tcc *admin = tcc_connect(&d);
+	wait_running(admin, 64);
+	wait_queued(admin, 100);
+	struct tcc *b = connect_nobody(&d);
+	const char *rid = send_call(b, "read_file", "{\"path\":\"a.txt\"}", NULL);
+	wait_queued(admin, 101);
+	/* One of root's calls ends: its slot goes to nobody, not to root's
+	 * next call in line. */
+	tcc_send(a, tcc_fmt(a, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+			    "\"params\":{\"requestId\":%s}}", first));
+	const struct json *r = tcc_wait_id(b, rid, 5000);
+	ck_assert_msg(r != NULL, "nobody's read_file waited behind root's queue");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.content"), "hello\n");
+	tcc_close(b);
+	tcc_close(a);	/* cancels root's calls */
+	tcc_close(admin);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Nobody trips the breaker of a command tool; root's calls of it run.
+ * Nobody's read_file of missing files never trips read_file's. */
+START_TEST(breaker_trips_for_one_uid)
+{
+	struct tcd d;
+	start_shared(&d, "");
+	struct tcc *b = connect_nobody(&d);
+	for (int i = 0; i < 5; i++)
+		tc_assert_kind(tcc_call(b, "exit", "{\"code\":1}"), "execution_error");
+	tc_assert_kind(tcc_call(b, "exit", "{\"code\":0}"), "circuit_open");
+	for (int i = 0; i < 6; i++)
+		tc_assert_kind(tcc_call(b, "read_file", "{\"path\":\"missing.txt\"}"), "execution_error");
+	tc_assert_ok(tcc_call(b, "read_file", "{\"path\":\"a.txt\"}"));
+	struct tcc *a = tcc_connect(&d);
+	tc_assert_ok(tcc_call(a, "exit", "{\"code\":0}"));
+	tcc_close(a);
+	tcc_close(b);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Nobody floods more keys than idempotency.max_entries; root's key
+ * survives: its retry is replayed and the command ran once. */
+START_TEST(keys_flood_evicts_only_own)
+{
+	struct tcd d;
+	start_shared(&d, "\"idempotency\":{\"max_entries\":50}");
+	struct tcc *a = tcc_connect(&d);
+	static const char once[] = "{\"command\":\"echo ran >> once.log\"}";
+	const char *id = send_call(a, "shell", once, "\"idempotencyKey\":\"mine\"");
+	const struct json *r = tcc_wait_id(a, id, 10000);
+	tc_assert_ok(r);
+
+	struct tcc *b = connect_nobody(&d);
+	const char *ids[120];
+	for (int i = 0; i < 120; i++)
+		ids[i] = send_call(b, "read_file", "{\"path\":\"a.txt\"}",
+				   tcc_fmt(b, "\"idempotencyKey\":\"k%d\"", i));
+	for (int i = 0; i < 120; i++)
+		ck_assert_ptr_nonnull(tcc_wait_id(b, ids[i], 10000));
+	/* Nobody's own oldest key is gone, its newest is kept. */
+	r = tcc_wait_id(b, send_call(b, "read_file", "{\"path\":\"a.txt\"}", "\"idempotencyKey\":\"k119\""), 10000);
+	ck_assert(tj_bool(r, "result._meta.toolcalld/replayed"));
+
+	id = send_call(a, "shell", once, "\"idempotencyKey\":\"mine\"");
+	r = tcc_wait_id(a, id, 10000);
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result._meta.toolcalld/replayed"));
+	char *path = tcd_ws_path(&d, "once.log");
+	char *log = tcd_read(&d, path, NULL);
+	ck_assert_str_eq(log, "ran\n");
+	free(log);
+	free(path);
+	tcc_close(a);
+	tcc_close(b);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Nobody leaves 65 confirmations unanswered: the 65th is overloaded (64
+ * per session), and root's confirmation and calls go on; pending
+ * confirmations hold no slot (two slots, 64 requests pending). */
+START_TEST(pending_confirmations_bounded)
+{
+	struct tcd d;
+	start_shared(&d, "\"limits\":{\"max_concurrent\":2}");
+	struct tcc *bap = tcc_connect_as(&d, nobody.pw_uid, nobody.pw_gid);
+	tc_assert_ok(tcc_request(bap, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
+	struct tcc *b = connect_nobody(&d);
+	const char *ids[65];
+	for (int i = 0; i < 65; i++)
+		ids[i] = send_call(b, "write_file", tcc_fmt(b, "{\"path\":\"b%d.txt\",\"content\":\"x\"}", i), NULL);
+	const struct json *r = tcc_wait_id(b, ids[64], 10000);
+	ck_assert_ptr_nonnull(r);
+	tc_assert_kind(r, "overloaded");
+	unsigned asked = 0;
+	while (asked < 64 && tcc_wait_notification(bap, "notifications/event", 10000))
+		asked++;
+	ck_assert_uint_eq(asked, 64);
+
+	struct tcc *aap = tcc_connect(&d);
+	tc_assert_ok(tcc_request(aap, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
+	struct tcc *a = tcc_connect(&d);
+	const char *wid = send_call(a, "write_file", "{\"path\":\"root.txt\",\"content\":\"y\"}", NULL);
+	const struct json *ev = tcc_wait_notification(aap, "notifications/event", 10000);
+	ck_assert_ptr_nonnull(ev);
+	const char *req = tj_str(ev, "params.requestId");
+	ck_assert_ptr_nonnull(req);
+	char *q = tj_quote(req);
+	tc_assert_ok(tcc_request(aap, "confirmations/resolve",
+				 tcc_fmt(aap, "{\"requestId\":%s,\"decision\":\"allow\"}", q)));
+	free(q);
+	tc_assert_ok(tcc_wait_id(a, wid, 10000));
+	tc_assert_ok(tcc_call(a, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(a, "read_file", "{\"path\":\"root.txt\"}"));
+	tcc_close(a);
+	tcc_close(aap);
+	tcc_close(b);
+	tcc_close(bap);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	if (!can_switch_uid())
+		return SKIP;
+	Suite *s = suite_create("fair");
+	TCase *tc = tcase_create("two uids");
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, other_uid_gets_a_slot_in_turn);
+	tcase_add_test(tc, breaker_trips_for_one_uid);
+	tcase_add_test(tc, keys_flood_evicts_only_own);
+	tcase_add_test(tc, pending_confirmations_bounded);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
