@@ -32,8 +32,9 @@
  *   limits.max_output_bytes               4096..1 TiB     16777216: output queued for one client
  *                                                         before its requests stop being read
  *   limits.max_client_memory              1 MiB..1 TiB    1 GiB: input and output buffered for
- *                                                         all clients; beyond, the client holding
- *                                                         the most is disconnected
+ *                                                         all clients; beyond, the largest
+ *                                                         connection of the uid holding the most
+ *                                                         is disconnected
  *   limits.per_uid_connections            1..1000000      1024: connections of one peer uid
  *   limits.per_uid_memory                 1 MiB..1 TiB    268435456: input, output and batch
  *                                                         answers held for one peer uid; beyond,
