@@ -32,8 +32,16 @@
  *   limits.max_output_bytes               4096..1 TiB     16777216: output queued for one client
  *                                                         before its requests stop being read
  *   limits.max_client_memory              1 MiB..1 TiB    1 GiB: input and output buffered for
- *                                                         all clients; beyond, the client holding
- *                                                         the most is disconnected
+ *                                                         all clients; beyond, the largest
+ *                                                         connection of the uid holding the most
+ *                                                         is disconnected
+ *   limits.per_uid_connections            1..1000000      1024: connections of one peer uid
+ *   limits.per_uid_memory                 1 MiB..1 TiB    268435456: input, output and batch
+ *                                                         answers held for one peer uid; beyond,
+ *                                                         that uid's largest connection goes
+ *   limits.turn_budget_us                 0..1000000      1000: time tool calls may take in one
+ *                                                         loop turn before further tools/call
+ *                                                         lines wait for a later turn
  *   limits.per_uid_queue                  0..100000000    4096: calls waiting per peer uid
  *   limits.session_confirmations          1..1000000      64: confirmations pending per session
  *   limits.io_threads                     1..64           4: worker threads for blocking file work
@@ -147,6 +155,9 @@ struct config {
 		uint32_t max_connections;
 		uint64_t max_output_bytes;
 		uint64_t max_client_memory;
+		uint32_t per_uid_connections;
+		uint64_t per_uid_memory;
+		uint32_t turn_budget_us;	/* tool call time in one loop turn */
 		uint64_t idle_timeout_ms;	/* 0: none */
 		unsigned io_threads;		/* worker threads for file work */
 		uint32_t per_uid_queue;		/* calls waiting per uid */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/peers.h"
 #include "daemon/server.h"
 #include "lib/dispatch.h"
 #include "lib/map.h"
@@ -42,23 +43,33 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents);
 static void maybe_finish(struct conn *c);
 static void on_write(struct ev_loop *ev, ev_io *w, int revents);
 
-/* Counts what the connection's buffers hold now into the server's total
- * (checked against limits.max_client_memory before each poll). */
+/* Counts what the connection holds now (its buffers and the answers of
+ * its unwritten batches) into the server's total and its uid's (checked
+ * against the bounds before each poll). */
 static inline void account(struct conn *c)
 {
-	size_t now = c->in.cap + c->out.cap;
-	c->srv->client_memory += now;
-	c->srv->client_memory -= c->memory;
+	size_t now = c->in.cap + c->out.cap + c->held;
+	int64_t delta = (int64_t)now - (int64_t)c->memory;
+	if (!delta)
+		return;
+	c->srv->client_memory += (uint64_t)delta;
+	peers_charge(&c->srv->peers, c->peer, delta);
 	c->memory = now;
 }
 
 static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
 {
 	struct conn *c = container_of(w, struct conn, idle_w);
-	/* Lines waiting in the backlog are not idleness. */
-	if (list_empty(&c->pendings) && !c->backlogged) {
+	/* Lines waiting in the backlog, calls in flight and subscriptions
+	 * (an approver or a watcher waits for events, silently) are not
+	 * idleness. */
+	if (list_empty(&c->pendings) && !c->backlogged && !c->sub) {
 		log_debug("closing idle connection (fd %d)", c->fd);
 		conn_close(c);
+	} else if (c->sub) {
+		/* Subscribed for good: no need to look again (and to wake the
+		 * daemon for it). */
+		ev_timer_stop(ev, w);
 	} else {
 		ev_timer_again(ev, w);
 	}
@@ -76,10 +87,10 @@ void conn_new(struct server *s, int fd, const struct ucred *cred)
 	list_init(&c->dirty_node);
 	list_init(&c->backlog_node);
 	list_insert_tail(&s->conns, &c->node);
+	c->peer = peers_join(&s->peers, cred->uid);
+	list_insert_tail(&c->peer->members, &c->peer_node);
 	s->n_conns++;
 	s->conns_total++;
-	if (s->n_conns > s->peak_conns)
-		s->peak_conns = s->n_conns;
 	ev_io_init(&c->rw, on_read, fd, EV_READ);
 	ev_io_init(&c->ww, on_write, fd, EV_WRITE);
 	ev_io_start(s->ev, &c->rw);
@@ -108,6 +119,9 @@ static void batch_hold_id(struct conn *c, struct batch *b, const char *id)
 
 static void batch_free(struct conn *c, struct batch *b)
 {
+	c->held -= b->bytes;
+	if (!c->dead)
+		account(c);
 	for (size_t i = 0; i < b->n_held; i++) {
 		if (map_get(c->ids, b->held[i]) == ID_HELD)
 			map_remove(c->ids, b->held[i]);
@@ -156,6 +170,7 @@ static void pending_free(struct pending *p)
 	if (p->batch && --p->batch->remaining == 0)
 		batch_free(p->conn, p->batch);
 	struct server *s = p->conn->srv;
+	s->n_pendings--;
 	static const unsigned spare_max = SPARE_PENDINGS;
 	if (p->id_cap == PENDING_ID_ROOM && s->n_spare_pendings < spare_max) {
 		list_insert_tail(&s->spare_pendings, &p->node);
@@ -194,6 +209,7 @@ void conn_close(struct conn *c)
 	close(c->fd);
 	c->fd = -1;
 	s->client_memory -= c->memory;
+	peers_charge(&s->peers, c->peer, -(int64_t)c->memory);
 	c->memory = 0;
 	bool subscribed = c->sub != NULL;
 	event_unsubscribe(c->sub);
@@ -217,6 +233,8 @@ void conn_close(struct conn *c)
 		dispatch_approvers_left(s->dispatcher);
 	list_remove(&c->node);
 	s->n_conns--;
+	list_remove(&c->peer_node);
+	peers_leave(&s->peers, TAKE_PTR(c->peer));
 	session_unref(TAKE_PTR(c->session));
 	/* Freed after the current callback returns (conn_reap): code up the
 	 * stack may still look at c->dead. */
@@ -426,15 +444,27 @@ static void batch_answer(struct pending *p, struct buf *b)
 		char *msg = xasprintf("The answer (%zu bytes) was dropped: the answers of this batch went past "
 				      "limits.max_output_bytes (%zu bytes). The call did run; send calls with large "
 				      "answers on their own", buf_size(b), limit);
-		buf_clear(b);
+		/* Not kept in the answer's own buffer: it may have grown to
+		 * twice the answer, and held until the batch is written. */
+		buf_free(b);
 		jrpc_write_error(b, p->id, p->id_len, JRPC_INTERNAL_ERROR, msg,
 				 "{\"kind\":\"overloaded\",\"retryable\":true}", 38);
 		free(msg);
 	}
-	bt->bytes += buf_size(b);
+	/* Held as long as it is, no longer: the batch grows with what is
+	 * answered. */
+	size_t n = buf_size(b);
+	bool slack = b->cap > n + n / 8 + 64;
+	char *text = buf_steal(b);
+	if (slack)
+		text = xrealloc(text, n + 1);
+	bt->bytes += n;
+	p->conn->held += n;
+	if (!p->conn->dead)
+		account(p->conn);
 	p->caller = NULL;
-	bt->lens[p->index] = buf_size(b);
-	bt->slots[p->index] = buf_steal(b);
+	bt->lens[p->index] = n;
+	bt->slots[p->index] = text;
 	if (bt->remaining == 1 && !p->conn->dead)
 		batch_write(p->conn, bt);
 	pending_free(p);
@@ -531,6 +561,7 @@ static struct pending *pending_new(struct conn *c, struct batch *b, size_t index
 	}
 	p->id_cap = cap;
 	p->conn = c;
+	s->n_pendings++;
 	p->batch = b;
 	p->index = index;
 	if (id) {
@@ -748,13 +779,11 @@ static void process_input(struct conn *c, bool serving, bool must_progress)
 /*
  * The turn budget. File tools run in the loop, so their time is everyone's
  * wait: once the tool calls started in one loop turn have taken
- * TURN_BUDGET_NS, connections stop handling lines until the next turn,
+ * limits.turn_budget_us, connections stop handling lines until the next turn,
  * which polls first (so other clients are read and answered in between).
  * The head of the backlog always gets a line, so waiting connections move
  * on. Calls that run as child processes take next to no loop time.
  */
-#define TURN_BUDGET_NS 1000000ull
-
 void conn_work_begin(struct server *s)
 {
 	if (!s->turn_start_ns)
@@ -763,7 +792,7 @@ void conn_work_begin(struct server *s)
 
 void conn_work_end(struct server *s)
 {
-	if (mono_ns() - s->turn_start_ns >= TURN_BUDGET_NS)
+	if (mono_ns() - s->turn_start_ns >= (uint64_t)s->cfg.limits.turn_budget_us * 1000)
 		s->turn_over = true;
 }
 
@@ -879,35 +908,64 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 	}
 }
 
+/* The connection of uid p holding the most, or NULL when none holds anything. */
+static struct conn *largest_of(struct peer *p)
+{
+	struct conn *big = NULL;
+	struct list *pos;
+	for (pos = p->members.next; pos != &p->members; pos = pos->next) {
+		struct conn *c = list_entry(pos, struct conn, peer_node);
+		if (!big || c->memory > big->memory)
+			big = c;
+	}
+	return big && big->memory ? big : NULL;
+}
+
+/* Disconnects c, telling it which bound (key) it went over. */
+static void evict(struct server *s, struct conn *c, const char *key, const char *why, uint64_t held,
+		  uint64_t limit)
+{
+	log_warning("%s hold %llu bytes, more than %s (%llu): disconnecting the one holding the most "
+		    "(uid %u, %zu bytes, pid %d)", why, (unsigned long long)held, key,
+		    (unsigned long long)limit, (unsigned)c->cred.uid, c->memory, (int)c->cred.pid);
+	/* What it had queued is dropped; it is told why. */
+	buf_clear(&c->out);
+	_cleanup_free_ char *msg = xasprintf("Connection closed: %s hold more than %s allows, and this "
+					     "connection held the most of them", why, key);
+	jrpc_write_error(&c->out, NULL, 0, JRPC_INVALID_REQUEST, msg, NULL, 0);
+	buf_putc(&c->out, '\n');
+	s->conns_evicted++;
+	conn_close(c);
+}
+
 void conn_evict(struct server *s)
 {
 	/* At least what two connections may hold each, so that one client
 	 * within the per-connection limits is never evicted alone. */
 	const struct config *cfg = &s->cfg;
-	uint64_t limit = MAX(cfg->limits.max_client_memory,
-			     2 * (2 * cfg->limits.max_message_bytes + 2 * cfg->limits.max_output_bytes));
-	while (s->client_memory > limit) {
-		struct conn *big = NULL;
-		struct list *pos;
-		for (pos = s->conns.next; pos != &s->conns; pos = pos->next) {
-			struct conn *c = list_entry(pos, struct conn, node);
-			if (!big || c->memory > big->memory)
-				big = c;
+	uint64_t floor = 2 * (2 * cfg->limits.max_message_bytes + 2 * cfg->limits.max_output_bytes);
+	uint64_t per_uid = MAX(cfg->limits.per_uid_memory, floor);
+	if (s->peers.memory_limit != per_uid)
+		peers_set_limit(&s->peers, per_uid);
+	/* Each uid within its own bound: the victim is one of its own. */
+	while (!list_empty(&s->peers.over)) {
+		struct peer *p = list_first(&s->peers.over, struct peer, over_node);
+		struct conn *big = largest_of(p);
+		if (!big) {
+			list_remove(&p->over_node);
+			continue;
 		}
-		if (!big || !big->memory)
+		_cleanup_free_ char *why = xasprintf("the connections of uid %u", (unsigned)p->uid);
+		evict(s, big, "limits.per_uid_memory", why, p->memory, per_uid);
+	}
+	/* All clients within theirs: the victim is of the uid holding the
+	 * most, so that no uid is disconnected for what another holds. */
+	uint64_t limit = MAX(cfg->limits.max_client_memory, floor);
+	while (s->client_memory > limit) {
+		struct peer *p = peers_heaviest(&s->peers);
+		struct conn *big = p ? largest_of(p) : NULL;
+		if (!big)
 			break;
-		log_warning("clients hold %llu bytes of buffers, more than limits.max_client_memory (%llu): "
-			    "disconnecting the one holding the most (%zu bytes, uid %u, pid %d)",
-			    (unsigned long long)s->client_memory, (unsigned long long)limit, big->memory,
-			    (unsigned)big->cred.uid, (int)big->cred.pid);
-		/* What it had queued is dropped; it is told why. */
-		buf_clear(&big->out);
-		jrpc_write_error(&big->out, NULL, 0, JRPC_INVALID_REQUEST,
-				 "Connection closed: the daemon's buffers for all clients are full "
-				 "(limits.max_client_memory) and this connection held the most",
-				 NULL, 0);
-		buf_putc(&big->out, '\n');
-		s->conns_evicted++;
-		conn_close(big);
+		evict(s, big, "limits.max_client_memory", "all clients together", s->client_memory, limit);
 	}
 }

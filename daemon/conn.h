@@ -21,6 +21,7 @@
 
 struct caller;
 struct map;
+struct peer;
 struct server;
 struct session;
 struct subscriber;
@@ -59,6 +60,8 @@ struct conn {
 	struct list node;		/* server->conns */
 	struct list dirty_node;		/* server->dirty */
 	struct list backlog_node;	/* server->backlog */
+	struct list peer_node;		/* peer->members */
+	struct peer *peer;		/* its uid's entry in the uid table */
 	struct server *srv;
 	int fd;
 	struct ucred cred;
@@ -86,11 +89,14 @@ struct conn {
 	unsigned ev_cap;
 	uint64_t requests;
 	struct pending *watch;		/* cleared when that request is answered */
-	size_t memory;			/* its buffers, as counted in client_memory */
+	size_t memory;			/* its buffers and held answers, as counted in client_memory */
+	size_t held;			/* bytes of batch answers held until their batch is written */
 };
 
-/* Disconnects the clients holding the most buffered bytes while all of
- * them hold more than limits.max_client_memory. */
+/* Brings memory back under the bounds: while a uid holds more than
+ * limits.per_uid_memory, disconnects that uid's largest connection; while
+ * all clients hold more than limits.max_client_memory, the largest
+ * connection of the uid holding the most. */
 void conn_evict(struct server *s);
 /* Lets connections in the backlog handle more of their lines. */
 void conn_run_backlog(struct server *s);

@@ -226,6 +226,39 @@ static void on_accept_retry(struct ev_loop *ev, ev_timer *w, int revents)
 		ev_io_start(ev, &s->accept_w);
 }
 
+/* Refuses a connection of a uid that has as many as it may: one error
+ * line says why (the socket is new: it has room for it), then it is closed.
+ * The uid's other connections, and other uids', are untouched. */
+static void refuse_over_uid(struct server *s, int fd, const struct peer *p)
+{
+	s->conns_refused++;
+	_cleanup_free_ char *msg = xasprintf("Connection refused: uid %u has %u connections open, as many as "
+					     "limits.per_uid_connections allows; close some first",
+					     (unsigned)p->uid, p->conns);
+	struct buf b = {0};
+	jrpc_write_error(&b, NULL, 0, JRPC_INVALID_REQUEST, msg, "{\"kind\":\"overloaded\",\"retryable\":true}", 38);
+	buf_putc(&b, '\n');
+	(void)!send(fd, buf_head(&b), buf_size(&b), MSG_NOSIGNAL | MSG_DONTWAIT);
+	buf_free(&b);
+	close(fd);
+	log_debug("refusing a connection of uid %u: %u open (limits.per_uid_connections)", (unsigned)p->uid,
+		  p->conns);
+}
+
+/* A crowd (connections or calls) this large arms the trim timer. */
+#define TRIM_CROWD 64
+
+/* Remembers the largest crowd since the last trim, and arms the timer
+ * that gives its memory back once it has gone: only then, so that an
+ * idle daemon is never woken for nothing. */
+static void note_crowd(struct server *s, unsigned now)
+{
+	if (now > s->peak_conns)
+		s->peak_conns = now;
+	if (s->peak_conns >= TRIM_CROWD && !ev_is_active(&s->trim_w))
+		ev_timer_again(s->ev, &s->trim_w);
+}
+
 static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct server *s = container_of(w, struct server, accept_w);
@@ -280,7 +313,13 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
+		const struct peer *p = peers_find(&s->peers, cred.uid);
+		if (p && p->conns >= s->cfg.limits.per_uid_connections) {
+			refuse_over_uid(s, fd, p);
+			continue;
+		}
 		conn_new(s, fd_move_high(fd), &cred);
+		note_crowd(s, s->n_conns);
 	}
 }
 
@@ -314,6 +353,8 @@ static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 	conn_evict(s);
 	conn_reap(s);
 	conn_turn_reset(s);
+	if (!ev_is_active(&s->trim_w))
+		note_crowd(s, s->n_pendings);
 	/* Lines still waiting: the next poll must not block. */
 	if (!list_empty(&s->backlog))
 		ev_idle_start(ev, &s->kick);
@@ -337,10 +378,13 @@ static void on_trim(struct ev_loop *ev, ev_timer *w, int revents)
 	unsigned now = MAX(s->n_conns, dispatch_inflight(s->dispatcher));
 	if (now > s->peak_conns)
 		s->peak_conns = now;
-	if (s->peak_conns >= 64 && now < s->peak_conns / 2) {
+	if (s->peak_conns >= TRIM_CROWD && now < s->peak_conns / 2) {
 		malloc_trim(0);
 		s->peak_conns = now;
 	}
+	/* No crowd left to watch: sleep until the next one. */
+	if (s->peak_conns < TRIM_CROWD)
+		ev_timer_stop(ev, w);
 }
 
 static void on_watchdog(struct ev_loop *ev, ev_timer *w, int revents)
@@ -688,6 +732,7 @@ int server_init(struct server *s, char **ret_err)
 	list_init(&s->spare_pendings);
 	list_init(&s->graveyard);
 	list_init(&s->deferred);
+	peers_init(&s->peers);
 	s->sink = methods_handle;
 	event_bus_init(&s->bus);
 	/* Not the default loop: that one reaps every child on SIGCHLD, racing
@@ -773,8 +818,8 @@ int server_init(struct server *s, char **ret_err)
 	ev_signal_start(s->ev, &s->sig_int);
 	ev_signal_start(s->ev, &s->sig_hup);
 	ev_init(&s->reload_debounce, on_reload_debounce);
-	ev_timer_init(&s->trim_w, on_trim, 5.0, 5.0);
-	ev_timer_start(s->ev, &s->trim_w);
+	ev_init(&s->trim_w, on_trim);
+	s->trim_w.repeat = 5.0;
 	watch_tools_dir(s);
 
 	uint64_t usec = 0;
@@ -867,6 +912,7 @@ void server_free(struct server *s)
 	ws_unref(s->default_ws);
 	s->ws_roots = ws_roots_free(s->ws_roots);
 	s->sessions = session_table_free(s->sessions);
+	peers_done(&s->peers);
 	sandbox_shutdown();
 	tc_loop_ev_free(s->loop);
 	if (s->ev) {

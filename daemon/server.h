@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "daemon/config.h"
+#include "daemon/peers.h"
 #include "daemon/providers.h"
 #include "lib/events.h"
 #include "lib/list.h"
@@ -54,6 +55,7 @@ struct server {
 	ev_timer watchdog_w;
 	ev_timer trim_w;		/* gives memory back after a crowd has gone */
 	unsigned peak_conns;		/* most connections (or calls) since the last trim */
+	unsigned n_pendings;		/* requests of all connections waiting for answers */
 	ev_io inotify_w;
 	ev_timer reload_debounce;
 	int inotify_fd;
@@ -71,6 +73,7 @@ struct server {
 	unsigned n_conns;
 	uint64_t conns_total;
 	uint64_t client_memory;		/* bytes of buffers held by live connections */
+	struct peers peers;		/* what each peer uid holds */
 	uint64_t progress_dropped;	/* notifications/progress left out (client not reading) */
 	uint64_t conns_evicted;
 	uint64_t conns_refused;

@@ -582,7 +582,7 @@ static void daemon_start(const char *exe)
 		"  \"workspace\": \"%s/ws\",\n"
 		"  \"log_level\": \"warning\",\n"
 		"  \"grace_ms\": 2000,\n"
-		"  \"limits\": { \"max_connections\": 20000 },\n"
+		"  \"limits\": { \"max_connections\": 20000, \"per_uid_connections\": 20000 },\n"
 		"  \"tools_dir\": \"%s/tools.d\",\n"
 		"  \"confirmation\": { \"default\": { \"write\": \"auto\", \"execute\": \"auto\" } }\n"
 		"}\n",

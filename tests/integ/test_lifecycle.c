@@ -498,7 +498,7 @@ END_TEST
 START_TEST(memory_given_back_after_a_crowd)
 {
 	struct tcd d;
-	tcd_start(&d, NULL);
+	tcd_start(&d, "{\"limits\":{\"per_uid_connections\":4096}}");
 	long rss0 = tcd_rss_kb(&d);
 	enum { N = 3000 };
 	struct tcc **c = xcalloc(N, sizeof(*c));

@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sharing one daemon fairly, from the connection side: the bounds per
+ * peer uid (connections, memory held) refuse or disconnect within the uid
+ * that went over them and leave another uid (root here, against user
+ * nobody) unaffected; a batch holds memory for what is answered, not for
+ * what was asked; a call queues behind connections waiting for their
+ * turn; the idle timeout spares subscribers and calls in flight;
+ * an idle daemon sleeps. Cases with a second uid need root and skip
+ * otherwise.
+ */
+#include <check.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+/* User nobody, or NULL (the case is skipped, saying why). */
+static struct passwd *nobody(void)
+{
+	if (geteuid() != 0) {
+		tc_skip_note("needs root to connect as user nobody");
+		return NULL;
+	}
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw)
+		tc_skip_note("no user nobody");
+	return pw;
+}
+
+/* Starts a daemon that user nobody may reach too. */
+static void start_shared(struct tcd *d, const struct passwd *pw, const char *limits)
+{
+	char *cfg = xasprintf("{\"socket_mode\":\"0666\",\"peers\":{\"allow_uids\":[0,%u]},\"limits\":{%s}}",
+			      (unsigned)pw->pw_uid, limits);
+	tcd_start(d, cfg);
+	free(cfg);
+	/* The temp dir is 0700; nobody needs to reach the socket in it. */
+	ck_assert(chmod(d->dir, 0711) == 0);
+}
+
+/* A value (in KiB) of the daemon's /proc/PID/status line key, or -1. */
+static long proc_status_kb(const struct tcd *d, const char *key)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)d->pid);
+	char *s = tcd_read(d, path, NULL);
+	if (!s)
+		return -1;
+	char *p = strstr(s, key);
+	long v = p ? strtol(p + strlen(key), NULL, 10) : -1;
+	free(s);
+	return v;
+}
+
+/* Asserts that c is answered on ping. */
+static void assert_served(struct tcc *c)
+{
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+}
+
+/* --- connections per uid ------------------------------------------------ */
+
+/* One uid's connections are bounded; beyond, its new connection is told
+ * why and closed, while its open ones and another uid's new ones go on. */
+START_TEST(per_uid_connections)
+{
+	struct passwd *pw = nobody();
+	if (!pw)
+		return;
+	struct tcd d;
+	start_shared(&d, pw, "\"per_uid_connections\":8");
+	struct tcc *n[8];
+	for (int i = 0; i < 8; i++) {
+		n[i] = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+		assert_served(n[i]);
+	}
+	struct tcc *over = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	const char *line = tcc_recv_line(over, 5000, NULL);
+	ck_assert_ptr_nonnull(line);
+	ck_assert_msg(strstr(line, "limits.per_uid_connections") && strstr(line, "\"id\":null"), "%s", line);
+	ck_assert_ptr_null(tcc_recv_line(over, 5000, NULL));
+	ck_assert(tcc_eof(over));
+	tcc_close(over);
+
+	/* Root's connections are its own to count: it has all of its 8. */
+	struct tcc *r[8];
+	for (int i = 0; i < 8; i++) {
+		r[i] = tcc_connect(&d);
+		assert_served(r[i]);
+	}
+	for (int i = 0; i < 8; i++)
+		assert_served(n[i]);
+	/* One of nobody's goes: room for one more. */
+	tcc_close(n[0]);
+	ck_assert(tc_wait_until(({
+		const struct json *st = tcc_request(r[0], "admin/stats", NULL);
+		tj_int(st, "result.connections.open") == 15;
+	}), 5000));
+	n[0] = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	assert_served(n[0]);
+	const struct json *st = tcc_request(r[0], "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(st, "result.connections.refused"), 1);
+	for (int i = 0; i < 8; i++)
+		tcc_close(n[i]);
+	for (int i = 0; i < 8; i++)
+		tcc_close(r[i]);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- memory per uid ----------------------------------------------------- */
+
+/* Sends the start of a ping request padded to len bytes, without its end. */
+static void send_partial(struct tcc *c, size_t len)
+{
+	static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"pad\":\"";
+	char *partial = xmalloc(len);
+	memcpy(partial, head, strlen(head));
+	memset(partial + strlen(head), 'x', len - strlen(head));
+	ck_assert_int_eq(tcc_send_raw(c, partial, len), 0);
+	free(partial);
+}
+
+/* Finishes the line send_partial began and expects its answer. */
+static void finish_partial(struct tcc *c)
+{
+	ck_assert_int_eq(tcc_send_raw(c, "\"}}\n", 4), 0);
+	const struct json *r = tcc_wait_id(c, "1", 5000);
+	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(r);
+}
+
+/* Reads what an evicted connection got: one error naming key, then the
+ * end. Returns whether c was evicted. */
+static bool evicted(struct tcc *c, const char *key, int wait_ms)
+{
+	const char *line = tcc_recv_line(c, wait_ms, NULL);
+	if (!line)
+		return false;
+	ck_assert_msg(strstr(line, key) && strstr(line, "\"id\":null"), "%s", line);
+	ck_assert_ptr_null(tcc_recv_line(c, 2000, NULL));
+	ck_assert(tcc_eof(c));
+	return true;
+}
+
+/* A uid over limits.per_uid_memory loses its own largest connections,
+ * never another uid's, even one larger than each of them. */
+START_TEST(per_uid_memory)
+{
+	struct passwd *pw = nobody();
+	if (!pw)
+		return;
+	struct tcd d;
+	/* One connection may hold 2 x 256 KiB of input and 2 x 4 KiB of
+	 * output: the bound used is at least twice that, 1 MiB is taken. */
+	start_shared(&d, pw, "\"max_message_bytes\":262144,\"max_output_bytes\":4096,\"per_uid_memory\":1048576");
+	/* Root's connection holds the most of all: 256 KiB of buffer. */
+	struct tcc *root = tcc_connect(&d);
+	send_partial(root, 200 * 1024);
+	/* Nobody's twelve hold 128 KiB each: 1.5 MiB. */
+	enum { N = 12 };
+	struct tcc *n[N];
+	for (int i = 0; i < N; i++) {
+		n[i] = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+		send_partial(n[i], 100 * 1024);
+	}
+	ck_assert(tcd_wait_stat(&d, "result.connections.evicted", 4, 5000));
+	int gone = 0;
+	for (int i = 0; i < N; i++)
+		gone += evicted(n[i], "limits.per_uid_memory", 300);
+	ck_assert_msg(gone >= 4 && gone < N, "%d of %d connections of nobody evicted", gone, N);
+	/* Root's connection stays and is answered, and so are nobody's
+	 * others. */
+	ck_assert(tcc_quiet(root, 200));
+	finish_partial(root);
+	for (int i = 0; i < N; i++)
+		if (!tcc_eof(n[i]))
+			finish_partial(n[i]);
+	for (int i = 0; i < N; i++)
+		tcc_close(n[i]);
+	tcc_close(root);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Over limits.max_client_memory, the victim is a connection of the uid
+ * holding the most in all, not the largest connection daemon-wide. */
+START_TEST(global_memory_evicts_within_heaviest_uid)
+{
+	struct passwd *pw = nobody();
+	if (!pw)
+		return;
+	struct tcd d;
+	start_shared(&d, pw, "\"max_message_bytes\":262144,\"max_output_bytes\":4096,\"max_client_memory\":1048576");
+	struct tcc *root = tcc_connect(&d);
+	send_partial(root, 200 * 1024);
+	enum { N = 12 };
+	struct tcc *n[N];
+	for (int i = 0; i < N; i++) {
+		n[i] = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+		send_partial(n[i], 100 * 1024);
+	}
+	ck_assert(tcd_wait_stat(&d, "result.connections.evicted", 4, 5000));
+	int gone = 0;
+	for (int i = 0; i < N; i++)
+		gone += evicted(n[i], "limits.max_client_memory", 300);
+	ck_assert_msg(gone >= 4 && gone < N, "%d of %d connections of nobody evicted", gone, N);
+	ck_assert(tcc_quiet(root, 200));
+	finish_partial(root);
+	for (int i = 0; i < N; i++)
+		tcc_close(n[i]);
+	tcc_close(root);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- batches ------------------------------------------------------------ */
+
+
+/* A batch whose members' answers are all refused (each too large for what
+ * a batch may hold) holds only the refusals: 40 members reading 16 MiB
+ * each leave the daemon's memory within a small bound, not 40 answers'
+ * worth (which was 1.3 GiB). */
+START_TEST(batch_holds_what_is_answered)
+{
+	struct tcd d;
+	struct tcd_opts o = { .config = "{}" };
+	/* Under AddressSanitizer freed memory sits in a quarantine of 256 MB
+	 * by default; keep it small so the peak measures what is live. */
+	const char *asan = getenv("ASAN_OPTIONS");
+	_cleanup_free_ char *asan_env = xasprintf("ASAN_OPTIONS=%s%squarantine_size_mb=16", asan ? asan : "",
+						  asan ? ":" : "");
+	const char *env[] = { asan_env, NULL };
+	o.env = env;
+	tcd_start_opts(&d, &o);
+	enum { MIB = 1 << 20, N = 40 };
+	char *big = xmalloc(16 * MIB);
+	memset(big, 'a', 16 * MIB);
+	free(tcd_write_ws(&d, "big.txt", big, 16 * MIB, 0));
+	free(big);
+	long before = proc_status_kb(&d, "VmHWM:");
+	ck_assert_int_gt(before, 0);
+
+	struct buf b = {0};
+	buf_putc(&b, '[');
+	for (int i = 0; i < N; i++)
+		buf_printf(&b, "%s{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+			   "\"read_file\",\"arguments\":{\"path\":\"big.txt\",\"limit\":%d}}}",
+			   i ? "," : "", i, 16 * MIB);
+	buf_putc(&b, ']');
+	struct tcc *c = tcc_connect(&d);
+	tcc_send(c, buf_head(&b));
+	buf_free(&b);
+	struct json_doc *doc = tcc_recv(c, 240000);
+	ck_assert_ptr_nonnull(doc);
+	const struct json *r = json_doc_root(doc);
+	ck_assert_int_eq(tj_len(r, ""), N);
+	for (int i = 0; i < N; i++) {
+		const struct json *m = tj(r, tcc_fmt(c, "%d", i));
+		ck_assert_str_eq(tj_kind(m), "overloaded");
+		ck_assert_ptr_nonnull(strstr(tj_str(m, "error.message"), "was dropped"));
+	}
+	/* A few answers being built at once (session_concurrency) is all the
+	 * batch ever needed: each is 32 MiB, built in a buffer of up to 64. */
+	long peak = proc_status_kb(&d, "VmHWM:"), now = proc_status_kb(&d, "VmRSS:");
+	ck_assert_msg(peak - before < 400 * 1024, "the daemon grew by %ld KiB at its peak", peak - before);
+	ck_assert_msg(now - before < 64 * 1024, "the daemon holds %ld KiB more after the batch", now - before);
+	assert_served(c);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- the turn budget ---------------------------------------------------- */
+
+/* The daemon's state letter in /proc/PID/stat ('T': stopped), or 0. */
+static char proc_state(const struct tcd *d)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)d->pid);
+	char *s = tcd_read(d, path, NULL);
+	char *paren = s ? strrchr(s, ')') : NULL;
+	char st = paren && paren[1] ? paren[2] : 0;
+	free(s);
+	return st;
+}
+
+/* No cutting in line: a tool call arriving while another connection waits
+ * in the backlog for its turn queues behind it, and is not made to wait
+ * for that connection's whole burst either. With a budget of one call per
+ * turn, client A's burst is served one line per turn. The daemon is
+ * stopped in the middle of it while C asks for the count of calls handled
+ * and then B sends one call (and asks for the count in the same line):
+ * both are read at the same turn once the daemon goes on, C's question
+ * first. B's call must come after at least one more of A's, and long
+ * before A's burst ends. */
+START_TEST(turn_budget_no_cutting_in_line)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"turn_budget_us\":0}}");
+	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d), *c = tcc_connect(&d);
+	assert_served(a);
+	assert_served(b);
+	assert_served(c);
+	/* Calls of a tool that does not exist: answered at once, on the loop. */
+	enum { K = 2500 };
+	struct buf burst = {0};
+	for (int i = 0; i < K; i++)
+		buf_printf(&burst, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+			   "\"params\":{\"name\":\"nope\"}}\n", i);
+	ck_assert_int_eq(tcc_send_raw(a, buf_head(&burst), buf_size(&burst)), 0);
+	buf_free(&burst);
+	ck_assert_ptr_nonnull(tcc_recv_line(a, 10000, NULL));
+	tcd_kill(&d, SIGSTOP);
+	ck_assert(tc_wait_until(proc_state(&d) == 'T', 5000));
+	int64_t cid = tcc_send_request(c, "admin/stats", NULL);
+	tcc_send(b, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"nope\"}},"
+		    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"admin/stats\"}]");
+	tcd_kill(&d, SIGCONT);
+	const struct json *cr = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)cid), 10000);
+	ck_assert_ptr_nonnull(cr);
+	int64_t at_c = tj_int(cr, "result.calls");
+	ck_assert_int_lt(at_c, K - 100);	/* A's burst was still going */
+	struct json_doc *doc = tcc_recv(b, 10000);
+	ck_assert_ptr_nonnull(doc);
+	/* Calls handled when B's line was: A's, and B's own. */
+	int64_t before_b = tj_int(json_doc_root(doc), "1.result.calls") - 1;
+	ck_assert_msg(before_b >= at_c + 1, "B's call cut in line: %lld calls before it, %lld when C asked",
+		      (long long)before_b, (long long)at_c);
+	ck_assert_msg(before_b <= at_c + 4, "B's call waited for %lld of A's calls",
+		      (long long)(before_b - at_c));
+	tcc_close(a);
+	tcc_close(b);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* --- idleness ----------------------------------------------------------- */
+
+/* limits.idle_timeout_ms closes connections that have nothing going on,
+ * but not subscribers (an approver waits silently for confirmations) nor
+ * connections with a call in flight. */
+START_TEST(idle_timeout_spares_subscribers_and_calls)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"idle_timeout_ms\":300},"
+		      "\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}");
+	struct tcc *idle = tcc_connect(&d);
+	assert_served(idle);
+	struct tcc *sub = tcc_connect(&d);
+	tc_assert_ok(tcc_request(sub, "events/subscribe", "{\"types\":[\"registry.*\"]}"));
+	struct tcc *busy = tcc_connect(&d);
+	int64_t id = tcc_send_request(busy, "tools/call",
+				      "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 1.5\"}}");
+	/* The idle one goes. */
+	ck_assert_ptr_null(tcc_recv_line(idle, 5000, NULL));
+	ck_assert(tcc_eof(idle));
+	/* The call outlives the timeout several times and is answered. */
+	const struct json *r = tcc_wait_id(busy, tcc_fmt(busy, "%lld", (long long)id), 10000);
+	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(r);
+	/* The subscriber is still there, long after. */
+	ck_assert(tcc_quiet(sub, 400));
+	assert_served(sub);
+	tcc_close(idle);
+	tcc_close(sub);
+	tcc_close(busy);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Context switches of the daemon's main thread so far, or -1. */
+static long main_thread_switches(const struct tcd *d)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)d->pid, (int)d->pid);
+	char *s = tcd_read(d, path, NULL);
+	if (!s)
+		return -1;
+	char *v = strstr(s, "voluntary_ctxt_switches:");
+	char *nv = strstr(s, "nonvoluntary_ctxt_switches:");
+	long n = -1;
+	if (v && nv)
+		n = strtol(v + strlen("voluntary_ctxt_switches:"), NULL, 10) +
+		    strtol(nv + strlen("nonvoluntary_ctxt_switches:"), NULL, 10);
+	free(s);
+	return n;
+}
+
+/* An idle daemon, even with clients connected and a crowd of them gone,
+ * sleeps: no timer wakes it while there is nothing to do. */
+START_TEST(idle_daemon_sleeps)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	/* A crowd came and went (the trim timer is armed for it, then
+	 * disarms); one client stays, idle. */
+	struct tcc *crowd[70];
+	for (int i = 0; i < 70; i++)
+		crowd[i] = tcc_connect(&d);
+	struct tcc *c = crowd[0];
+	assert_served(c);
+	for (int i = 1; i < 70; i++)
+		tcc_close(crowd[i]);
+	ck_assert(tc_wait_until(({
+		const struct json *st = tcc_request(c, "admin/stats", NULL);
+		tj_int(st, "result.connections.open") == 1;
+	}), 5000));
+	/* The trim timer looks once more (5 s), then sleeps. */
+	tc_pause_ms(5500);
+	long before = main_thread_switches(&d);
+	if (before < 0)
+		TC_SKIP("idle_daemon_sleeps: no /proc/PID/task/TID/status here");
+	tc_pause_ms(3000);
+	long after = main_thread_switches(&d);
+	ck_assert_msg(after - before == 0, "the idle daemon woke %ld times in 3 s", after - before);
+	assert_served(c);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fair_conn");
+	TCase *tc = tcase_create("fair_conn");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, per_uid_connections);
+	tcase_add_test(tc, per_uid_memory);
+	tcase_add_test(tc, global_memory_evicts_within_heaviest_uid);
+	tcase_add_test(tc, batch_holds_what_is_answered);
+	tcase_add_test(tc, turn_budget_no_cutting_in_line);
+	tcase_add_test(tc, idle_timeout_spares_subscribers_and_calls);
+	tcase_add_test(tc, idle_daemon_sleeps);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
