@@ -249,6 +249,17 @@ static int parse_audit_on_error(struct cfg_parse *p, const char *key, const stru
 	return 0;
 }
 
+/* "run_as": "peer" (file work as the connected peer when root) or "daemon". */
+static int parse_run_as(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+{
+	const char *s = json_str(v);
+	if (!s || strlen(s) != v->u.str.len || (!str_eq(s, "peer") && !str_eq(s, "daemon")))
+		return cfg_fail(p, v->off, key, "expected \"peer\" or \"daemon\"%s%s", s ? "" : ", got ",
+				s ? "" : cfg_got(v));
+	c->run_as_daemon = str_eq(s, "daemon");
+	return 0;
+}
+
 static const struct field audit_fields[] = {
 	CUSTOM("on_error", parse_audit_on_error),
 	{},
@@ -468,6 +479,7 @@ static const struct field root_fields[] = {
 	U64("audit_fsync_ms", audit_fsync_ms, 0, MS_MAX),
 	U64("grace_ms", grace_ms, 0, MS_MAX),
 	CUSTOM("log_level", parse_log_level),
+	CUSTOM("run_as", parse_run_as),
 	SECTION("audit", audit_fields, NULL),
 	SECTION("limits", limits_fields, NULL),
 	SECTION("retry", retry_fields, NULL),

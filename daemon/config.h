@@ -115,6 +115,7 @@ struct config {
 	char *audit_log;		/* NULL: none */
 	uint64_t audit_fsync_ms;
 	int audit_on_error;		/* enum audit_on_error */
+	bool run_as_daemon;		/* run_as "daemon": not as the peer */
 	uint64_t grace_ms;
 	int log_level;			/* syslog priority: LOG_DEBUG .. LOG_ERR */
 

@@ -238,10 +238,24 @@ struct session *conn_session(struct conn *c)
 {
 	if (!c->session) {
 		struct session *s = NULL;
-		if (session_get(c->srv->sessions, NULL, c->cred.uid, c->srv->default_ws, &s) == 0)
+		if (session_get(c->srv->sessions, NULL, c->cred.uid, c->srv->default_ws, &s) == 0) {
+			conn_give_identity(c, s);
 			c->session = s;
+		}
 	}
 	return c->session;
+}
+
+void conn_give_identity(struct conn *c, struct session *s)
+{
+	if (s->has_peer)
+		return;
+	struct identity id;
+	/* Without the groups, the primary group only: fewer rights, never more. */
+	if (identity_from_socket(c->fd, &id) < 0 || id.uid != c->cred.uid)
+		id = (struct identity){ .uid = c->cred.uid, .gid = c->cred.gid };
+	session_set_identity(s, &id);
+	identity_clear(&id);
 }
 
 /* Pauses or resumes reading as queued output crosses the limits. */

@@ -143,6 +143,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 		invalid_params(p, "Session '%s' belongs to another user", sid->u.str.s);
 		return;
 	}
+	conn_give_identity(c, session);
 	if (wsv && !str_eq(session->ws->root, ws->root)) {
 		ws_unref(ws);
 		session_unref(session);

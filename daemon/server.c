@@ -411,6 +411,7 @@ static void apply_config(struct server *s)
 	s->env.shell_env_allow = (const char *const *)c->tools.shell_env_allow;
 	s->env.output_cap = (size_t)c->tools.shell_output_cap;
 	s->env.read_cap = (size_t)c->tools.read_file_limit;
+	s->env.run_as_peer = !c->run_as_daemon;
 	if (s->dispatcher) {
 		dispatch_set_config(s->dispatcher, &dc);
 	} else {

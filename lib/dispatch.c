@@ -587,6 +587,7 @@ static void start_attempt(struct exec *e)
 	a->tc.loop = d->loop;
 	a->tc.env = d->env;
 	a->tc.call_id = e->call_id;
+	a->tc.ident = session_identity(s);
 	a->tc.on_finish = on_tool_finish;
 	a->tc.on_output = on_tool_output;
 	a->tc.owner = a;

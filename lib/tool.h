@@ -23,6 +23,7 @@
 #include "lib/errors.h"
 #include "proto/base/util.h"
 
+struct identity;
 struct iopool;
 struct json;
 struct schema;
@@ -109,6 +110,7 @@ struct tool_env {
 	size_t output_cap;			/* bytes kept per output stream */
 	size_t read_cap;			/* read_file's default limit */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
+	bool run_as_peer;			/* run_as "peer": file work as the call's identity */
 };
 
 struct tool_call {
@@ -119,6 +121,9 @@ struct tool_call {
 	struct tc_loop *loop;
 	const struct tool_env *env;
 	const char *call_id;
+	/* Who asked (the session's peer), NULL when unknown: file tools act
+	 * as it when env->run_as_peer and the daemon is root (lib/fsjob.h). */
+	const struct identity *ident;
 	void *state;			/* the tool's own per-attempt state */
 
 	/* Set by whoever runs the call (the dispatcher, or a test). */

@@ -90,7 +90,9 @@ int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t o
 /*
  * Replaces the file at path with n bytes of data, atomically: a temporary
  * file in the same directory is written, fsynced, given the old file's mode
- * and owner (0644 minus the umask for a new file) and renamed over the
+ * less its setuid and setgid bits, and its owner when the writer may chown
+ * (0644 minus the umask for a new file, owned by the writer: the peer when
+ * the call runs as the peer), and renamed over the
  * target, then the directory is fsynced; on failure the temporary file is
  * removed and the target is untouched. Symlinks are followed as when
  * reading, while they stay beneath the root (the file they lead to is

@@ -3,12 +3,14 @@
  * read_file: returns a window of a regular file beneath the workspace, as
  * UTF-8 text or as base64. Text is never mangled: bytes that are not UTF-8
  * fail with a message pointing at base64, and a window that would cut a
- * multibyte character ends before it instead.
+ * multibyte character ends before it instead. The read runs on an io
+ * thread with the peer's file-system identity (lib/fsjob.h).
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
 #include "proto/base64.h"
 #include "proto/base/buf.h"
@@ -50,40 +52,50 @@ static size_t text_window(const unsigned char *d, size_t got, size_t limit)
 	return first <= got ? first : limit;
 }
 
-/* Runs read_file. */
-static enum tool_ret read_file_exec(struct tool_call *call)
+/* What a read carries to the io thread and back. */
+struct read_job {
+	char *path;
+	size_t path_len;
+	uint64_t offset;
+	size_t limit;
+	bool b64;
+	struct buf data;	/* out: up to limit + 4 bytes from offset */
+	struct stat st;		/* out */
+};
+
+static void read_job_free(void *arg)
 {
-	const struct json *jpath = json_get(call->args, "path");
-	const char *path = json_str(jpath);
-	size_t path_len = path ? jpath->u.str.len : 0;
-	int64_t v;
+	struct read_job *j = arg;
+	free(j->path);
+	buf_free(&j->data);
+	free(j);
+}
 
-	uint64_t offset = 0;
-	if (json_get_int(json_get(call->args, "offset"), &v) && v > 0)
-		offset = (uint64_t)v;
-	size_t limit = call->env && call->env->read_cap ? call->env->read_cap : DEFAULT_READ_CAP;
-	if (json_get_int(json_get(call->args, "limit"), &v) && v > 0)
-		limit = (size_t)v;
-	limit = MIN(limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
-	const char *encoding = json_str(json_get(call->args, "encoding"));
-	bool b64 = str_eq(encoding, "base64");
+/* On an io thread: reads the window. Up to 4 bytes beyond the limit: one
+ * tells whether more follows, the rest complete a character that
+ * straddles the limit. */
+static int read_job_run(struct fsjob *job, void *arg)
+{
+	struct read_job *j = arg;
+	return ws_read(fsjob_ws(job), j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
+}
 
-	/* Up to 4 bytes beyond the limit: one tells whether more follows, the
-	 * rest complete a character that straddles the limit. */
-	_cleanup_(buf_free) struct buf data = {};
-	struct stat st;
-	int r = ws_read(call->ws, path, path_len, offset, limit + 4, &data, &st);
+/* On the loop: turns the bytes read into the call's result. */
+static void read_job_done(struct tool_call *call, void *arg, int r)
+{
+	struct read_job *j = arg;
 	if (r < 0) {
-		ws_fail_call(call, r, path, read_hints);
-		return TOOL_DONE;
+		ws_fail_call(call, r, j->path, read_hints);
+		return;
 	}
 
-	const unsigned char *d = (const unsigned char *)buf_head(&data);
-	size_t got = buf_size(&data), n;
-	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
+	const unsigned char *d = (const unsigned char *)buf_head(&j->data);
+	size_t got = buf_size(&j->data), n, limit = j->limit;
+	uint64_t offset = j->offset;
+	_cleanup_free_ char *display = ws_display_path(call->ws, j->path, j->path_len);
 	_cleanup_(buf_free) struct buf content = {};
 
-	if (b64) {
+	if (j->b64) {
 		n = MIN(got, limit);
 		base64_encode(d, n, &content);
 	} else {
@@ -92,7 +104,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 				       "Offset %llu of '%s' falls inside a multibyte UTF-8 character; "
 				       "use the offset of a character boundary, or encoding \"base64\"",
 				       (unsigned long long)offset, display);
-			return TOOL_DONE;
+			return;
 		}
 		n = text_window(d, got, limit);
 		/* NUL bytes are valid UTF-8 but mark binary data, and would cut
@@ -101,13 +113,13 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 			tool_call_fail(call, TC_EXECUTION_ERROR,
 				       "'%s' is not UTF-8 text (it holds invalid UTF-8 or NUL bytes); "
 				       "read it with encoding \"base64\"", display);
-			return TOOL_DONE;
+			return;
 		}
 		/* The text is what was read, cut at n: keep the buffer rather
 		 * than copy it. */
-		data.len = data.off + n;
-		content = data;
-		data = (struct buf){0};
+		j->data.len = j->data.off + n;
+		content = j->data;
+		j->data = (struct buf){0};
 	}
 	bool truncated = got > n;
 
@@ -122,9 +134,9 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	jgen_kv_str(g, "path", display);
 	jgen_key(g, "content");
 	jgen_raw(g, buf_head(&quoted), buf_size(&quoted));
-	jgen_kv_int(g, "size", (int64_t)st.st_size);
+	jgen_kv_int(g, "size", (int64_t)j->st.st_size);
 	jgen_kv_bool(g, "truncated", truncated);
-	jgen_kv_str(g, "encoding", b64 ? "base64" : "utf8");
+	jgen_kv_str(g, "encoding", j->b64 ? "base64" : "utf8");
 	if (truncated)
 		jgen_kv_int(g, "next_offset", (int64_t)(offset + n));
 	jgen_obj_close(g);
@@ -132,7 +144,32 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 
 	tool_call_succeed(call, buf_steal(&content), buf_steal(&out), false);
 	tool_call_set_text_json(call, buf_steal(&quoted));
-	return TOOL_DONE;
+}
+
+static const struct fsjob_ops read_ops = {
+	.run = read_job_run,
+	.done = read_job_done,
+	.free = read_job_free,
+};
+
+/* Runs read_file: the read on an io thread, as the peer. */
+static enum tool_ret read_file_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	const char *path = json_str(jpath);
+	int64_t v;
+
+	struct read_job *j = xcalloc(1, sizeof(*j));
+	j->path_len = path ? jpath->u.str.len : 0;
+	j->path = path ? xmemdup(path, j->path_len + 1) : NULL;
+	if (json_get_int(json_get(call->args, "offset"), &v) && v > 0)
+		j->offset = (uint64_t)v;
+	j->limit = call->env && call->env->read_cap ? call->env->read_cap : DEFAULT_READ_CAP;
+	if (json_get_int(json_get(call->args, "limit"), &v) && v > 0)
+		j->limit = (size_t)v;
+	j->limit = MIN(j->limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
+	j->b64 = str_eq(json_str(json_get(call->args, "encoding")), "base64");
+	return fsjob_start(call, &read_ops, j, 0);
 }
 
 const struct tool_def tool_read_file = {
@@ -161,4 +198,5 @@ const struct tool_def tool_read_file = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = read_file_exec,
+	.cancel = fsjob_cancel,
 };
