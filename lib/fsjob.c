@@ -75,7 +75,7 @@ static void job_done(void *p, bool cancelled)
 	tool_call_finish(call);
 }
 
-enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg, unsigned flags)
+enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg)
 {
 	struct fsjob *job = xcalloc(1, sizeof(*job));
 	job->call = call;
@@ -89,7 +89,7 @@ enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, v
 	}
 	struct iopool *pool = env ? env->pool : NULL;
 
-	if (!pool || ((flags & FSJOB_INLINE_OK) && !job->switch_ident)) {
+	if (!pool) {
 		if (job->switch_ident) {
 			/* The loop never takes another identity. */
 			tool_call_fail(call, TC_INTERNAL, "No io thread to act as the peer on files");

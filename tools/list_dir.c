@@ -364,7 +364,7 @@ static enum tool_ret list_dir_exec(struct tool_call *call)
 	j->max = DEFAULT_MAX_ENTRIES;
 	if (json_get_int(json_get(call->args, "max_entries"), &v) && v > 0)
 		j->max = (size_t)v;
-	return fsjob_start(call, &list_ops, j, 0);
+	return fsjob_start(call, &list_ops, j);
 }
 
 const struct tool_def tool_list_dir = {

@@ -159,7 +159,7 @@ static enum tool_ret patch_file_exec(struct tool_call *call)
 	j->old = xmemdup(old, old_len + 1);
 	j->new_len = new ? jnew->u.str.len : 0;
 	j->new = xmemdup(new ? new : "", j->new_len + 1);
-	return fsjob_start(call, &patch_ops, j, 0);
+	return fsjob_start(call, &patch_ops, j);
 }
 
 const struct tool_def tool_patch_file = {

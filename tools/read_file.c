@@ -169,7 +169,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 		j->limit = (size_t)v;
 	j->limit = MIN(j->limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
 	j->b64 = str_eq(json_str(json_get(call->args, "encoding")), "base64");
-	return fsjob_start(call, &read_ops, j, 0);
+	return fsjob_start(call, &read_ops, j);
 }
 
 const struct tool_def tool_read_file = {

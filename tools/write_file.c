@@ -132,7 +132,7 @@ static enum tool_ret write_file_exec(struct tool_call *call)
 	} else {
 		buf_append(&j->data, content, content_len);
 	}
-	return fsjob_start(call, &write_ops, j, 0);
+	return fsjob_start(call, &write_ops, j);
 }
 
 const struct tool_def tool_write_file = {
