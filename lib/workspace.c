@@ -281,6 +281,8 @@ enum tc_kind ws_error(int r, const char *path, char **ret_msg)
 		break;
 	case EACCES:
 	case EPERM:
+		/* The kernel refused the peer (file tools act as it). */
+		kind = TC_PERMISSION_DENIED;
 		msg = xasprintf("Permission denied by the file system on '%s'", p);
 		break;
 	case EEXIST:

@@ -962,7 +962,7 @@ START_TEST(api_errors)
 		{ -ENOENT, TC_EXECUTION_ERROR, "File '../x' not found" },
 		{ -EISDIR, TC_EXECUTION_ERROR, "'../x' is a directory" },
 		{ -ENOTDIR, TC_EXECUTION_ERROR, "not a directory" },
-		{ -EACCES, TC_EXECUTION_ERROR, "Permission denied" },
+		{ -EACCES, TC_PERMISSION_DENIED, "Permission denied" },
 		{ -EEXIST, TC_EXECUTION_ERROR, "already exists" },
 		{ -ENOSPC, TC_EXECUTION_ERROR, "No space left" },
 		{ -EFBIG, TC_EXECUTION_ERROR, "too large" },
