@@ -9,6 +9,8 @@
 #include "lib/fsjob.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "lib/identity.h"
 #include "lib/iopool.h"
@@ -39,10 +41,29 @@ static void job_free(struct fsjob *job)
 	free(job);
 }
 
+/* The niceness of a worker doing file work. Where the loop and the
+ * workers share a CPU (a daemon pinned to one, a busy machine), a worker
+ * sorting a huge directory or copying a large file must not hold the CPU
+ * while the loop has a ping to answer: the scheduler preempts a niced
+ * thread as soon as the loop wakes. */
+#define WORKER_NICE 10
+
+/* Lowers the calling worker's priority, once per thread. */
+static void nice_worker(void)
+{
+	static _Thread_local bool done;
+	if (done)
+		return;
+	done = true;
+	/* Per thread on Linux; best effort. */
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
+}
+
 /* On a worker: runs the work as the peer, leaving the thread as it found it. */
 static void job_run(struct iojob *io, void *p)
 {
 	struct fsjob *job = p;
+	nice_worker();
 	/* An identity left over from an earlier job would be a peer acting
 	 * with another's rights: never go on with one. */
 	if (!identity_thread_clean())
