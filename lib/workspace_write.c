@@ -31,12 +31,16 @@
 #define TEMP_TRIES 16
 
 
+/* Bytes per write(): a large file goes in steps, each a point where the
+ * scheduler may hand the CPU to the loop. */
+#define WRITE_STEP ((size_t)1 << 20)
+
 /* Writes all n bytes. */
 static int write_all(int fd, const void *data, size_t n)
 {
 	const char *p = data;
 	while (n > 0) {
-		ssize_t k = write(fd, p, MIN(n, (size_t)SSIZE_MAX));
+		ssize_t k = write(fd, p, MIN(n, WRITE_STEP));
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
