@@ -96,6 +96,17 @@ static void job_done(void *p, bool cancelled)
 	tool_call_finish(call);
 }
 
+/* True when work for call has to take the peer's identity. */
+static bool needs_switch(const struct tool_call *call)
+{
+	return call->env && call->env->run_as_peer && identity_needs_switch(call->ident);
+}
+
+bool fsjob_may_inline(const struct tool_call *call)
+{
+	return !needs_switch(call);
+}
+
 enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg)
 {
 	struct fsjob *job = xcalloc(1, sizeof(*job));
@@ -104,7 +115,7 @@ enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, v
 	job->arg = arg;
 	job->ws = ws_ref(call->ws);
 	const struct tool_env *env = call->env;
-	if (env && env->run_as_peer && identity_needs_switch(call->ident)) {
+	if (needs_switch(call)) {
 		identity_copy(&job->ident, call->ident);
 		job->switch_ident = true;
 	}

@@ -18,9 +18,12 @@
  *
  * Without a pool (unit tests) run executes inline on the loop and
  * fsjob_start() returns TOOL_DONE; work that needs another identity then
- * fails (the loop never switches). There is no inline fast path: measured,
- * a 4 KiB read_file through the pool is as fast as inline, and only the
- * pool guarantees that a slow disk or a huge file never stalls the loop.
+ * fails (the loop never switches).
+ *
+ * A tool may do work it knows to be small on the loop first, when
+ * fsjob_may_inline() says so (no identity switch needed): read_file reads a
+ * regular file of at most FSJOB_INLINE_BYTES there, which costs far less
+ * than a trip to a worker and back, and hands anything larger to the pool.
  */
 #ifndef TC_FSJOB_H
 #define TC_FSJOB_H
@@ -43,6 +46,11 @@ struct fsjob_ops {
 	void (*free)(void *arg);	/* NULL: free() */
 };
 
+/* The most bytes a file may hold to be read on the loop. */
+#define FSJOB_INLINE_BYTES (64 * 1024)
+
+/* True when call's file work may run on the loop: no identity to take. */
+bool fsjob_may_inline(const struct tool_call *call);
 /* Starts arg's work for call (arg is owned from here, freed by ops->free). */
 enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg);
 /* tool_def.cancel of tools that use fsjob_start. */

@@ -79,7 +79,7 @@ void identity_clear(struct identity *id)
 
 bool identity_needs_switch(const struct identity *id)
 {
-	return id && geteuid() == 0 && id->uid != 0;
+	return id && id->uid != 0 && geteuid() == 0;
 }
 
 /* Returns the thread's fsuid (setfsuid with an invalid id only reports). */

@@ -88,6 +88,15 @@ int ws_check(const struct workspace *ws, const char *path, size_t len);
 int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
 	    struct buf *out, struct stat *ret_st);
 /*
+ * As ws_read, but only when the file holds at most small bytes (small > 0):
+ * a larger file, or one that reports no size, is opened and looked at but
+ * not read, and WS_NOT_SMALL is returned. For reading small files at once
+ * where a large one would take too long.
+ */
+#define WS_NOT_SMALL 1
+int ws_read_small(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
+		  uint64_t small, struct buf *out, struct stat *ret_st);
+/*
  * Replaces the file at path with n bytes of data, atomically: a temporary
  * file in the same directory is written, fsynced, given the old file's mode
  * less its setuid and setgid bits, and its owner when the writer may chown

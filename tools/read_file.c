@@ -169,6 +169,18 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 		j->limit = (size_t)v;
 	j->limit = MIN(j->limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
 	j->b64 = str_eq(json_str(json_get(call->args, "encoding")), "base64");
+
+	/* A small file is read at once: a trip to an io thread would cost
+	 * more than the read. Anything larger goes to the pool. */
+	if (fsjob_may_inline(call)) {
+		int r = ws_read_small(call->ws, j->path, j->path_len, j->offset, j->limit + 4, FSJOB_INLINE_BYTES,
+				      &j->data, &j->st);
+		if (r != WS_NOT_SMALL) {
+			read_job_done(call, j, r);
+			read_job_free(j);
+			return TOOL_DONE;
+		}
+	}
 	return fsjob_start(call, &read_ops, j);
 }
 
