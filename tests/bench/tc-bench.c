@@ -1569,6 +1569,13 @@ static char *stall_ping_call(unsigned i)
 	return xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"ping\"}\n", i + 1);
 }
 
+/* The largest read_file done on the loop (lib/fsjob.h FSJOB_INLINE_BYTES). */
+static char *stall_read64k_call(unsigned i)
+{
+	return xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+			 "\"arguments\":{\"path\":\"stall-64k.txt\"}}}\n", i + 1);
+}
+
 static char *stall_list_call(unsigned i)
 {
 	return xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"list_dir\","
@@ -1601,6 +1608,15 @@ static void scenario_stall(void)
 	close(dfd);
 	/* What this machine gives a ping anyway, to read the others against. */
 	stall_run("another client pinging (baseline)", stall_ping_call);
+	/* Small reads stay on the loop: what one costs the others, back to back. */
+	snprintf(p, sizeof(p), "%s/ws/stall-64k.txt", tmp_dir);
+	char *text = xmalloc(64 * 1024);
+	for (size_t i = 0; i < 64 * 1024; i++)
+		text[i] = i % 64 == 63 ? '\n' : 'a';
+	write_file(p, text, 64 * 1024);
+	free(text);
+	snprintf(p, sizeof(p), "%s/ws/stall-big", tmp_dir);
+	stall_run("read_file of a 64 KiB file (read on the loop)", stall_read64k_call);
 	stall_run("list_dir of a 300,000-entry directory", stall_list_call);
 
 	snprintf(p, sizeof(p), "%s/ws/stall-60m.txt", tmp_dir);
