@@ -509,6 +509,7 @@ static const struct field root_fields[] = {
 	U64("audit_fsync_ms", audit_fsync_ms, 0, MS_MAX),
 	U64("grace_ms", grace_ms, 0, MS_MAX),
 	CUSTOM("log_level", parse_log_level),
+	CUSTOM("run_as", parse_run_as),
 	SECTION("audit", audit_fields, NULL),
 	SECTION("limits", limits_fields, NULL),
 	SECTION("retry", retry_fields, NULL),
@@ -521,7 +522,6 @@ static const struct field root_fields[] = {
 		"not a built-in tool (read_file, write_file, patch_file, list_dir, shell); "
 		"tool files set their own timeout_ms"),
 	SECTION("peers", peers_fields, NULL),
-	CUSTOM("run_as", parse_run_as),
 	CUSTOM("sandbox", parse_sandbox),
 	{},
 };

@@ -260,6 +260,7 @@ struct session *conn_session(struct conn *c)
 		struct session *s = NULL;
 		if (session_get(c->srv->sessions, NULL, c->cred.uid, c->srv->default_ws, &s) == 0) {
 			conn_session_peer(c, s);
+			conn_give_identity(c, s);
 			c->session = s;
 		}
 	}
@@ -275,6 +276,18 @@ void conn_session_peer(struct conn *c, struct session *s)
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
 		len = 0;	/* more than 64, or none: the primary group only */
 	session_set_peer(s, c->srv->cfg.sandbox.run_as_peer, c->cred.gid, groups, len / sizeof(gid_t));
+}
+
+void conn_give_identity(struct conn *c, struct session *s)
+{
+	if (s->has_ident)
+		return;
+	struct identity id;
+	/* Without the groups, the primary group only: fewer rights, never more. */
+	if (identity_from_socket(c->fd, &id) < 0 || id.uid != c->cred.uid)
+		id = (struct identity){ .uid = c->cred.uid, .gid = c->cred.gid };
+	session_set_identity(s, &id);
+	identity_clear(&id);
 }
 
 /* Pauses or resumes reading as queued output crosses the limits. */

@@ -126,6 +126,8 @@ struct pending *conn_pending_by_id(struct conn *c, const char *id);
 void conn_drop(struct pending *p);
 /* The connection's session, made on first use with the default workspace. */
 struct session *conn_session(struct conn *c);
+/* Gives s, once, the peer's uid, gid and groups: file tools act as them. */
+void conn_give_identity(struct conn *c, struct session *s);
 bool conn_deliver_event(void *ctx, const char *params, size_t n);
 /* Answers an error (no data when data is NULL). */
 void conn_error(struct pending *p, int code, const char *message, const char *data);

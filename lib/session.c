@@ -83,6 +83,7 @@ struct session *session_unref(struct session *s)
 	if (s->table && map_get(s->table->by_id, s->id) == s)
 		map_remove(s->table->by_id, s->id);
 	ws_unref(s->ws);
+	identity_clear(&s->ident);
 	map_free(s->always_allow);
 	free(s->id);
 	sandbox_peer_clear(&s->peer);

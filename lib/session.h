@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sessions: who made them (the peer uid, from SO_PEERCRED), their workspace,
+ * Sessions: who made them (the peer uid, from SO_PEERCRED, with its gid and
+ * supplementary groups), their workspace,
  * their budget, their confirmations-for-the-rest-of-the-session, and the
  * calls they have in flight. Connections share a session by naming its id
  * in initialize; another uid can never join, cancel or watch it.
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/identity.h"
 #include "lib/list.h"
 #include "lib/sandbox/sandbox.h"
 
@@ -22,6 +24,9 @@ struct session {
 	unsigned refs;
 	char *id;
 	uid_t uid;
+	struct identity ident;		/* uid, gid and groups of the connection that made it:
+					 * whom file tools act as (lib/fsjob.h) */
+	bool has_ident;			/* ident is set */
 	struct workspace *ws;
 	bool trusted;			/* the workspace is a trusted one */
 	bool has_budget;
@@ -54,6 +59,21 @@ struct session_table *session_table_free(struct session_table *t);
  */
 int session_get(struct session_table *t, const char *id, uid_t uid, struct workspace *ws,
 		struct session **ret);
+/* Records who the session acts for, once: the first connection's peer
+ * (same uid; its gid and supplementary groups as the kernel gave them). */
+static inline void session_set_identity(struct session *s, const struct identity *peer)
+{
+	if (s->has_ident || peer->uid != s->uid)
+		return;
+	identity_copy(&s->ident, peer);
+	s->has_ident = true;
+}
+
+/* The identity calls of the session act as, or NULL when unknown. */
+static inline const struct identity *session_identity(const struct session *s)
+{
+	return s->has_ident ? &s->ident : NULL;
+}
 struct session *session_find(struct session_table *t, const char *id);
 /* Sets, once, whom the session's children run as: the peer that made it
  * (uid from the session, gid and groups from its credentials). */

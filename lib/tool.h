@@ -24,6 +24,7 @@
 #include "lib/errors.h"
 #include "proto/base/util.h"
 
+struct identity;
 struct iopool;
 struct json;
 struct sandbox_config;
@@ -129,6 +130,7 @@ struct tool_env {
 	size_t read_cap;			/* read_file's default limit */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
+	bool run_as_peer;			/* run_as "peer": file work as the call's identity */
 };
 
 struct tool_call {
@@ -140,6 +142,9 @@ struct tool_call {
 	const struct tool_env *env;
 	const char *call_id;
 	const struct sandbox_identity *peer;	/* whom children run as; NULL: the daemon */
+	/* Who asked (the session's peer), NULL when unknown: file tools act
+	 * as it when env->run_as_peer and the daemon is root (lib/fsjob.h). */
+	const struct identity *ident;
 	void *state;			/* the tool's own per-attempt state */
 
 	/* Set by whoever runs the call (the dispatcher, or a test). */

@@ -161,6 +161,12 @@ static int check_regular(int fd, struct stat *st)
 int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
 	    struct buf *out, struct stat *ret_st)
 {
+	return ws_read_small(ws, path, len, offset, max, 0, out, ret_st);
+}
+
+int ws_read_small(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
+		  uint64_t small, struct buf *out, struct stat *ret_st)
+{
 	_cleanup_free_ char *rel = NULL;
 	struct stat st;
 	int r = ws_relative(ws, path, len, &rel);
@@ -195,6 +201,9 @@ int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t o
 		return fd;
 	if ((r = check_regular(fd, &st)) < 0)
 		return r;
+	/* Files that report no size (/proc) may be anything: not small. */
+	if (small && (st.st_size <= 0 || (uint64_t)st.st_size > small))
+		return WS_NOT_SMALL;
 	if (offset > (uint64_t)INT64_MAX)
 		offset = (uint64_t)INT64_MAX;
 
@@ -281,6 +290,8 @@ enum tc_kind ws_error(int r, const char *path, char **ret_msg)
 		break;
 	case EACCES:
 	case EPERM:
+		/* The kernel refused the peer (file tools act as it). */
+		kind = TC_PERMISSION_DENIED;
 		msg = xasprintf("Permission denied by the file system on '%s'", p);
 		break;
 	case EEXIST:

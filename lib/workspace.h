@@ -88,9 +88,20 @@ int ws_check(const struct workspace *ws, const char *path, size_t len);
 int ws_read(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
 	    struct buf *out, struct stat *ret_st);
 /*
+ * As ws_read, but only when the file holds at most small bytes (small > 0):
+ * a larger file, or one that reports no size, is opened and looked at but
+ * not read, and WS_NOT_SMALL is returned. For reading small files at once
+ * where a large one would take too long.
+ */
+#define WS_NOT_SMALL 1
+int ws_read_small(const struct workspace *ws, const char *path, size_t len, uint64_t offset, size_t max,
+		  uint64_t small, struct buf *out, struct stat *ret_st);
+/*
  * Replaces the file at path with n bytes of data, atomically: a temporary
  * file in the same directory is written, fsynced, given the old file's mode
- * and owner (0644 minus the umask for a new file) and renamed over the
+ * less its setuid and setgid bits, and its owner when the writer may chown
+ * (0644 minus the umask for a new file, owned by the writer: the peer when
+ * the call runs as the peer), and renamed over the
  * target, then the directory is fsynced; on failure the temporary file is
  * removed and the target is untouched. Symlinks are followed as when
  * reading, while they stay beneath the root (the file they lead to is

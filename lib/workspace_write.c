@@ -3,7 +3,9 @@
  * The atomic replacement of a file beneath the workspace, shared by
  * write_file and patch_file: the data goes to a new temporary file in the
  * target's directory (opened beneath the root by the path engine in
- * workspace_path.c), which is then renamed over the target.
+ * workspace_path.c), which is then renamed over the target. What is
+ * written never gains privilege: no setuid or setgid bit, no file
+ * capability.
  */
 #include "lib/workspace.h"
 #include "lib/workspace_internal.h"
@@ -29,12 +31,16 @@
 #define TEMP_TRIES 16
 
 
+/* Bytes per write(): a large file goes in steps, each a point where the
+ * scheduler may hand the CPU to the loop. */
+#define WRITE_STEP ((size_t)1 << 20)
+
 /* Writes all n bytes. */
 static int write_all(int fd, const void *data, size_t n)
 {
 	const char *p = data;
 	while (n > 0) {
-		ssize_t k = write(fd, p, MIN(n, (size_t)SSIZE_MAX));
+		ssize_t k = write(fd, p, MIN(n, WRITE_STEP));
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
@@ -121,6 +127,30 @@ static int resolve_target(const struct workspace *ws, const char *rel, bool crea
 	}
 }
 
+/*
+ * Gives the new file tfd the old file's owner, as far as the writer may,
+ * and its mode less the setuid and setgid bits: a write never makes a
+ * privileged program. The owner is kept only by a writer that may chown
+ * (root acting as itself); a peer keeps the group when it is in it, and
+ * otherwise the file is its own. The temporary file is new, so it carries
+ * no file capability (security.capability) nor other extended attribute.
+ */
+static int keep_owner_and_mode(int tfd, const struct stat *old)
+{
+	struct stat now;
+	if (fstat(tfd, &now) < 0)
+		return -errno;
+	if (now.st_uid != old->st_uid || now.st_gid != old->st_gid) {
+		/* Best effort, as the kernel allows: both, else the group alone. */
+		if (fchown(tfd, old->st_uid, old->st_gid) < 0 && now.st_gid != old->st_gid)
+			(void) !fchown(tfd, (uid_t)-1, old->st_gid);
+	}
+	/* After the chown, which may clear these bits itself. */
+	if (fchmod(tfd, old->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) < 0)
+		return -errno;
+	return 0;
+}
+
 int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, const void *data, size_t n,
 		    bool create_dirs, bool *ret_created)
 {
@@ -157,13 +187,9 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 		return tfd;
 
 	if (exists) {
-		/* Best effort: only root may give a file away. */
-		if (st.st_uid != geteuid() || st.st_gid != getegid())
-			(void) !fchown(tfd, st.st_uid, st.st_gid);
-		if (fchmod(tfd, st.st_mode & 07777) < 0) {
-			r = -errno;
+		r = keep_owner_and_mode(tfd, &st);
+		if (r < 0)
 			goto fail;
-		}
 	}
 	r = write_all(tfd, data, n);
 	if (r < 0)

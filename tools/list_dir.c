@@ -9,6 +9,8 @@
  * Memory is bounded by max_entries, not by the tree: each directory keeps
  * only the names that can still be shown, and the names pending in the
  * directories above are cut whenever a deeper directory fills the budget.
+ * The walk runs on an io thread with the peer's file-system identity
+ * (lib/fsjob.h), and stops between entries when the call is cancelled.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
@@ -54,6 +57,7 @@ struct level {
 };
 
 struct walk {
+	const struct fsjob *job;	/* polled for cancellation between entries */
 	int basefd;
 	size_t limit;		/* max_entries + 1: one more tells that there is more */
 	bool dropped;		/* entries were left out */
@@ -113,7 +117,12 @@ static int read_level(struct walk *w, const char *rel, size_t cap, struct level 
 	struct entry *v = NULL;
 	size_t n = 0, alloc = 0;
 	struct dirent *de;
+	int r = 0;
 	for (errno = 0; (de = readdir(d)); errno = 0) {
+		if (fsjob_cancelled(w->job)) {
+			r = -ECANCELED;
+			break;
+		}
 		if (str_eq(de->d_name, ".") || str_eq(de->d_name, ".."))
 			continue;
 		/* Only the first cap names can be shown: trim now and then
@@ -126,7 +135,8 @@ static int read_level(struct walk *w, const char *rel, size_t cap, struct level 
 		}
 		v[n++] = (struct entry){ .name = xstrdup(de->d_name) };
 	}
-	int r = errno ? -errno : 0;
+	if (r == 0 && errno)
+		r = -errno;
 	if (r == 0)
 		sort_and_cut(w, v, &n, cap);
 
@@ -198,6 +208,10 @@ static int walk(struct walk *w, bool recursive)
 	size_t out_alloc = MIN(w->limit, (size_t)1024);
 
 	while (w->depth > 0 && w->n_out < w->limit) {
+		if (fsjob_cancelled(w->job)) {
+			r = -ECANCELED;
+			break;
+		}
 		struct level *l = &w->stack[w->depth - 1];
 		if (l->i == l->n) {
 			level_pop(w);
@@ -230,55 +244,39 @@ static int walk(struct walk *w, bool recursive)
 		level_pop(w);
 	free(w->stack);
 	w->stack = NULL;
-	return 0;
+	return r;
 }
 
-/* Runs list_dir. */
-static enum tool_ret list_dir_exec(struct tool_call *call)
+/* What a listing carries to the io thread and back. */
+struct list_job {
+	char *path;
+	size_t path_len;
+	bool recursive;
+	size_t max;
+	char *text, *structured;	/* out */
+};
+
+static void list_job_free(void *arg)
 {
-	const struct json *jpath = json_get(call->args, "path");
-	const char *path = json_str(jpath);
-	size_t path_len = path ? jpath->u.str.len : 0;
-	if (!path || path_len == 0) {
-		path = ".";
-		path_len = 1;
-	}
-	bool recursive = json_is_true(json_get(call->args, "recursive"));
-	int64_t v;
-	size_t max = DEFAULT_MAX_ENTRIES;
-	if (json_get_int(json_get(call->args, "max_entries"), &v) && v > 0)
-		max = (size_t)v;
+	struct list_job *j = arg;
+	free(j->path);
+	free(j->text);
+	free(j->structured);
+	free(j);
+}
 
-	_cleanup_close_ int basefd = -1;
-	int r = ws_openat(call->ws, path, path_len, O_RDONLY | O_DIRECTORY, 0, &basefd);
-	if (r < 0) {
-		ws_fail_call(call, r, path, list_hints);
-		return TOOL_DONE;
-	}
-
-	struct walk w = { .basefd = basefd, .limit = max + 1 };
-	r = walk(&w, recursive);
-	if (r < 0) {
-		free(w.out);
-		ws_fail_call(call, r, path, list_hints);
-		return TOOL_DONE;
-	}
-	bool truncated = w.dropped;
-	if (w.n_out > max) {
-		entries_free(w.out, max, w.n_out);
-		w.n_out = max;
-		truncated = true;
-	}
-
-	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
+/* Writes the listing as structuredContent and text, into j. */
+static void format_listing(struct list_job *j, const struct workspace *ws, struct walk *w, bool truncated)
+{
+	_cleanup_free_ char *display = ws_display_path(ws, j->path, j->path_len);
 	struct buf out = {}, text = {};
 	struct jgen *g = jgen_new(&out);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "path", display);
 	jgen_key(g, "entries");
 	jgen_arr_open(g);
-	for (size_t i = 0; i < w.n_out; i++) {
-		const struct entry *e = &w.out[i];
+	for (size_t i = 0; i < w->n_out; i++) {
+		const struct entry *e = &w->out[i];
 		jgen_obj_open(g);
 		jgen_kv_str(g, "name", e->name);
 		jgen_kv_str(g, "type", type_names[e->type]);
@@ -297,15 +295,76 @@ static enum tool_ret list_dir_exec(struct tool_call *call)
 	jgen_obj_close(g);
 	jgen_free(g);
 
-	if (w.n_out == 0)
+	if (w->n_out == 0)
 		buf_printf(&text, "%s is empty\n", display);
 	if (truncated)
-		buf_printf(&text, "(truncated after %zu entries: raise max_entries or list a subdirectory)\n", w.n_out);
+		buf_printf(&text, "(truncated after %zu entries: raise max_entries or list a subdirectory)\n", w->n_out);
+	j->text = buf_steal(&text);
+	j->structured = buf_steal(&out);
+}
+
+/* On an io thread: walks the directory and formats the answer (a large
+ * listing is costly to format too: not on the loop). */
+static int list_job_run(struct fsjob *job, void *arg)
+{
+	struct list_job *j = arg;
+	const struct workspace *ws = fsjob_ws(job);
+	_cleanup_close_ int basefd = -1;
+	int r = ws_openat(ws, j->path, j->path_len, O_RDONLY | O_DIRECTORY, 0, &basefd);
+	if (r < 0)
+		return r;
+
+	struct walk w = { .job = job, .basefd = basefd, .limit = j->max + 1 };
+	r = walk(&w, j->recursive);
+	bool truncated = w.dropped;
+	if (r == 0 && w.n_out > j->max) {
+		entries_free(w.out, j->max, w.n_out);
+		w.n_out = j->max;
+		truncated = true;
+	}
+	if (r == 0)
+		format_listing(j, ws, &w, truncated);
 	entries_free(w.out, 0, w.n_out);
 	free(w.out);
+	return r;
+}
 
-	tool_call_succeed(call, buf_steal(&text), buf_steal(&out), false);
-	return TOOL_DONE;
+/* On the loop: hands the listing to the call. */
+static void list_job_done(struct tool_call *call, void *arg, int r)
+{
+	struct list_job *j = arg;
+	if (r < 0) {
+		ws_fail_call(call, r, j->path, list_hints);
+		return;
+	}
+	tool_call_succeed(call, TAKE_PTR(j->text), TAKE_PTR(j->structured), false);
+}
+
+static const struct fsjob_ops list_ops = {
+	.run = list_job_run,
+	.done = list_job_done,
+	.free = list_job_free,
+};
+
+/* Runs list_dir: the walk on an io thread, as the peer. */
+static enum tool_ret list_dir_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	const char *path = json_str(jpath);
+	size_t path_len = path ? jpath->u.str.len : 0;
+	if (!path || path_len == 0) {
+		path = ".";
+		path_len = 1;
+	}
+	int64_t v;
+	struct list_job *j = xcalloc(1, sizeof(*j));
+	j->path = xmemdup(path, path_len + 1);
+	j->path_len = path_len;
+	j->recursive = json_is_true(json_get(call->args, "recursive"));
+	j->max = DEFAULT_MAX_ENTRIES;
+	if (json_get_int(json_get(call->args, "max_entries"), &v) && v > 0)
+		j->max = (size_t)v;
+	return fsjob_start(call, &list_ops, j);
 }
 
 const struct tool_def tool_list_dir = {
@@ -330,4 +389,5 @@ const struct tool_def tool_list_dir = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = list_dir_exec,
+	.cancel = fsjob_cancel,
 };

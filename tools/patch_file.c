@@ -3,11 +3,14 @@
  * patch_file: replaces the one occurrence of a string in a file beneath the
  * workspace (str_replace style) and writes the result atomically. Zero or
  * several occurrences fail, saying how many there are, so the model can
- * widen its context instead of editing the wrong place.
+ * widen its context instead of editing the wrong place. The read and the
+ * write run on an io thread with the peer's file-system identity
+ * (lib/fsjob.h).
  */
 #include <errno.h>
 #include <string.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
@@ -39,65 +42,81 @@ static size_t count_occurrences(const char *hay, size_t n, const char *needle, s
 	return count;
 }
 
-/* Runs patch_file. */
-static enum tool_ret patch_file_exec(struct tool_call *call)
+/* What a patch carries to the io thread and back. */
+struct patch_job {
+	char *path;
+	size_t path_len;
+	char *old, *new;
+	size_t old_len, new_len;
+	bool too_large;		/* out: the file is over PATCH_MAX_BYTES */
+	size_t count;		/* out: occurrences of old */
+};
+
+static void patch_job_free(void *arg)
 {
-	const struct json *jpath = json_get(call->args, "path");
-	const struct json *jold = json_get(call->args, "old");
-	const struct json *jnew = json_get(call->args, "new");
-	const char *path = json_str(jpath);
-	size_t path_len = path ? jpath->u.str.len : 0;
-	const char *old = json_str(jold), *new = json_str(jnew);
-	size_t old_len = old ? jold->u.str.len : 0, new_len = new ? jnew->u.str.len : 0;
+	struct patch_job *j = arg;
+	free(j->path);
+	free(j->old);
+	free(j->new);
+	free(j);
+}
 
-	if (old_len == 0) {
-		/* The schema asks for minLength 1; this guards direct callers. */
-		tool_call_fail(call, TC_VALIDATION_ERROR, "Invalid arguments for 'patch_file': /old: must not be empty");
-		return TOOL_DONE;
-	}
-
+/* On an io thread: reads the file, and when old occurs once, writes it patched. */
+static int patch_job_run(struct fsjob *job, void *arg)
+{
+	struct patch_job *j = arg;
+	const struct workspace *ws = fsjob_ws(job);
 	_cleanup_(buf_free) struct buf data = {};
-	int r = ws_read(call->ws, path, path_len, 0, PATCH_MAX_BYTES + 1, &data, NULL);
-	if (r < 0) {
-		ws_fail_call(call, r, path, patch_hints);
-		return TOOL_DONE;
-	}
-	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
+	int r = ws_read(ws, j->path, j->path_len, 0, PATCH_MAX_BYTES + 1, &data, NULL);
+	if (r < 0)
+		return r;
 	if (buf_size(&data) > PATCH_MAX_BYTES) {
+		j->too_large = true;
+		return 0;
+	}
+	const char *hay = buf_head(&data), *first;
+	size_t n = buf_size(&data);
+	j->count = count_occurrences(hay, n, j->old, j->old_len, &first);
+	if (j->count != 1 || fsjob_cancelled(job))
+		return 0;
+
+	_cleanup_(buf_free) struct buf patched = {};
+	size_t at = (size_t)(first - hay);
+	buf_reserve(&patched, n - j->old_len + j->new_len + 1);
+	buf_append(&patched, hay, at);
+	buf_append(&patched, j->new, j->new_len);
+	buf_append(&patched, hay + at + j->old_len, n - at - j->old_len);
+	buf_free(&data);	/* not both copies of a large file at once */
+	return ws_write_atomic(ws, j->path, j->path_len, buf_head(&patched), buf_size(&patched), false, NULL);
+}
+
+/* On the loop: says what was done, or why not. */
+static void patch_job_done(struct tool_call *call, void *arg, int r)
+{
+	struct patch_job *j = arg;
+	if (r < 0) {
+		ws_fail_call(call, r, j->path, patch_hints);
+		return;
+	}
+	_cleanup_free_ char *display = ws_display_path(call->ws, j->path, j->path_len);
+	if (j->too_large) {
 		tool_call_fail(call, TC_EXECUTION_ERROR,
 			       "'%s' is larger than %zu MiB, too large for patch_file; use shell tools to edit it",
 			       display, PATCH_MAX_BYTES >> 20);
-		return TOOL_DONE;
+		return;
 	}
-
-	const char *hay = buf_head(&data), *first;
-	size_t n = buf_size(&data);
-	size_t count = count_occurrences(hay, n, old, old_len, &first);
-	if (count == 0) {
+	if (j->count == 0) {
 		tool_call_fail_data(call, TC_EXECUTION_ERROR, xstrdup("{\"occurrences\":0}"),
 				    "'old' was not found in %s (it occurs 0 times; it must occur exactly once); "
 				    "read the file and copy the text exactly, whitespace and indentation included",
 				    display);
-		return TOOL_DONE;
+		return;
 	}
-	if (count > 1) {
-		tool_call_fail_data(call, TC_EXECUTION_ERROR, xasprintf("{\"occurrences\":%zu}", count),
+	if (j->count > 1) {
+		tool_call_fail_data(call, TC_EXECUTION_ERROR, xasprintf("{\"occurrences\":%zu}", j->count),
 				    "'old' occurs %zu times in %s; include more context so it occurs exactly once",
-				    count, display);
-		return TOOL_DONE;
-	}
-
-	struct buf patched = {};
-	size_t at = (size_t)(first - hay);
-	buf_reserve(&patched, n - old_len + new_len + 1);
-	buf_append(&patched, hay, at);
-	buf_append(&patched, new, new_len);
-	buf_append(&patched, hay + at + old_len, n - at - old_len);
-	r = ws_write_atomic(call->ws, path, path_len, buf_head(&patched), buf_size(&patched), false, NULL);
-	buf_free(&patched);
-	if (r < 0) {
-		ws_fail_call(call, r, path, patch_hints);
-		return TOOL_DONE;
+				    j->count, display);
+		return;
 	}
 	tool_call_note_file(call, display);
 
@@ -110,7 +129,37 @@ static enum tool_ret patch_file_exec(struct tool_call *call)
 	jgen_free(g);
 
 	tool_call_succeed(call, xasprintf("Replaced 1 occurrence in %s", display), buf_steal(&out), false);
-	return TOOL_DONE;
+}
+
+static const struct fsjob_ops patch_ops = {
+	.run = patch_job_run,
+	.done = patch_job_done,
+	.free = patch_job_free,
+};
+
+/* Runs patch_file: the read and the write on an io thread, as the peer. */
+static enum tool_ret patch_file_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	const struct json *jold = json_get(call->args, "old");
+	const struct json *jnew = json_get(call->args, "new");
+	const char *path = json_str(jpath);
+	const char *old = json_str(jold), *new = json_str(jnew);
+	size_t old_len = old ? jold->u.str.len : 0;
+
+	if (old_len == 0) {
+		/* The schema asks for minLength 1; this guards direct callers. */
+		tool_call_fail(call, TC_VALIDATION_ERROR, "Invalid arguments for 'patch_file': /old: must not be empty");
+		return TOOL_DONE;
+	}
+	struct patch_job *j = xcalloc(1, sizeof(*j));
+	j->path_len = path ? jpath->u.str.len : 0;
+	j->path = path ? xmemdup(path, j->path_len + 1) : NULL;
+	j->old_len = old_len;
+	j->old = xmemdup(old, old_len + 1);
+	j->new_len = new ? jnew->u.str.len : 0;
+	j->new = xmemdup(new ? new : "", j->new_len + 1);
+	return fsjob_start(call, &patch_ops, j);
 }
 
 const struct tool_def tool_patch_file = {
@@ -137,4 +186,5 @@ const struct tool_def tool_patch_file = {
 	.idempotent = false,
 	.path_args = path_args,
 	.exec = patch_file_exec,
+	.cancel = fsjob_cancel,
 };

@@ -3,12 +3,14 @@
  * read_file: returns a window of a regular file beneath the workspace, as
  * UTF-8 text or as base64. Text is never mangled: bytes that are not UTF-8
  * fail with a message pointing at base64, and a window that would cut a
- * multibyte character ends before it instead.
+ * multibyte character ends before it instead. The read runs on an io
+ * thread with the peer's file-system identity (lib/fsjob.h).
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
 #include "proto/base64.h"
 #include "proto/base/buf.h"
@@ -62,11 +64,11 @@ struct line_window {
  * limit + 4 bytes as a read by bytes would be, and returns their byte
  * offset in *ret_offset.
  */
-static int read_lines(struct tool_call *call, const char *path, size_t path_len, int64_t line, int64_t lines,
+static int read_lines(const struct workspace *ws, const char *path, size_t path_len, int64_t line, int64_t lines,
 		      size_t limit, struct buf *data, struct stat *st, uint64_t *ret_offset, struct line_window *w)
 {
 	_cleanup_(buf_free) struct buf all = {};
-	int r = ws_read(call->ws, path, path_len, 0, LINES_MAX_BYTES + 1, &all, st);
+	int r = ws_read(ws, path, path_len, 0, LINES_MAX_BYTES + 1, &all, st);
 	if (r < 0)
 		return r;
 	if (buf_size(&all) > LINES_MAX_BYTES)
@@ -90,58 +92,61 @@ static int read_lines(struct tool_call *call, const char *path, size_t path_len,
 	return 0;
 }
 
-/* Runs read_file. */
-static enum tool_ret read_file_exec(struct tool_call *call)
+/* What a read carries to the io thread and back. */
+struct read_job {
+	char *path;
+	size_t path_len;
+	uint64_t offset;	/* in; out for a read by lines: where they start */
+	size_t limit;
+	bool b64;
+	int64_t line, lines;	/* line > 0: a window by lines */
+	struct line_window w;	/* out */
+	struct buf data;	/* out: up to limit + 4 bytes from offset */
+	struct stat st;		/* out */
+};
+
+static void read_job_free(void *arg)
 {
-	const struct json *jpath = json_get(call->args, "path");
-	const char *path = json_str(jpath);
-	size_t path_len = path ? jpath->u.str.len : 0;
-	int64_t v;
+	struct read_job *j = arg;
+	free(j->path);
+	buf_free(&j->data);
+	free(j);
+}
 
-	uint64_t offset = 0;
-	if (json_get_int(json_get(call->args, "offset"), &v) && v > 0)
-		offset = (uint64_t)v;
-	size_t limit = call->env && call->env->read_cap ? call->env->read_cap : DEFAULT_READ_CAP;
-	if (json_get_int(json_get(call->args, "limit"), &v) && v > 0)
-		limit = (size_t)v;
-	limit = MIN(limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
-	const char *encoding = json_str(json_get(call->args, "encoding"));
-	bool b64 = str_eq(encoding, "base64");
-	int64_t line = 0, lines = 0;
-	json_get_int(json_get(call->args, "line"), &line);
-	json_get_int(json_get(call->args, "lines"), &lines);
-	if (lines > 0 && line <= 0)
-		line = 1;
-	if (line > 0 && json_get(call->args, "offset")) {
-		tool_call_fail(call, TC_VALIDATION_ERROR,
-			       "Invalid arguments for 'read_file': give either 'offset' (bytes) or 'line', not both");
-		return TOOL_DONE;
-	}
+/* On an io thread: reads the window. Up to 4 bytes beyond the limit: one
+ * tells whether more follows, the rest complete a character that
+ * straddles the limit. */
+static int read_job_run(struct fsjob *job, void *arg)
+{
+	struct read_job *j = arg;
+	if (j->line > 0)
+		return read_lines(fsjob_ws(job), j->path, j->path_len, j->line, j->lines, j->limit, &j->data,
+				  &j->st, &j->offset, &j->w);
+	return ws_read(fsjob_ws(job), j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
+}
 
-	/* Up to 4 bytes beyond the limit: one tells whether more follows, the
-	 * rest complete a character that straddles the limit. */
-	_cleanup_(buf_free) struct buf data = {};
-	struct stat st;
-	struct line_window w = {};
-	int r = line > 0 ? read_lines(call, path, path_len, line, lines, limit, &data, &st, &offset, &w)
-			 : ws_read(call->ws, path, path_len, offset, limit + 4, &data, &st);
-	if (r == -EFBIG) {
+/* On the loop: turns the bytes read into the call's result. */
+static void read_job_done(struct tool_call *call, void *arg, int r)
+{
+	struct read_job *j = arg;
+	if (r == -EFBIG && j->line > 0) {
 		tool_call_fail(call, TC_EXECUTION_ERROR,
 			       "'%s' is larger than %zu MiB, too large to read by lines; read it by bytes with 'offset' "
-			       "and 'limit' instead", path, LINES_MAX_BYTES >> 20);
-		return TOOL_DONE;
+			       "and 'limit' instead", j->path, LINES_MAX_BYTES >> 20);
+		return;
 	}
 	if (r < 0) {
-		ws_fail_call(call, r, path, read_hints);
-		return TOOL_DONE;
+		ws_fail_call(call, r, j->path, read_hints);
+		return;
 	}
 
-	const unsigned char *d = (const unsigned char *)buf_head(&data);
-	size_t got = buf_size(&data), n;
-	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
+	const unsigned char *d = (const unsigned char *)buf_head(&j->data);
+	size_t got = buf_size(&j->data), n, limit = j->limit;
+	uint64_t offset = j->offset;
+	_cleanup_free_ char *display = ws_display_path(call->ws, j->path, j->path_len);
 	_cleanup_(buf_free) struct buf content = {};
 
-	if (b64) {
+	if (j->b64) {
 		n = MIN(got, limit);
 		base64_encode(d, n, &content);
 	} else {
@@ -150,7 +155,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 				       "Offset %llu of '%s' falls inside a multibyte UTF-8 character; "
 				       "use the offset of a character boundary, or encoding \"base64\"",
 				       (unsigned long long)offset, display);
-			return TOOL_DONE;
+			return;
 		}
 		n = text_window(d, got, limit);
 		/* NUL bytes are valid UTF-8 but mark binary data, and would cut
@@ -159,13 +164,13 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 			tool_call_fail(call, TC_EXECUTION_ERROR,
 				       "'%s' is not UTF-8 text (it holds invalid UTF-8 or NUL bytes); "
 				       "read it with encoding \"base64\"", display);
-			return TOOL_DONE;
+			return;
 		}
 		/* The text is what was read, cut at n: keep the buffer rather
 		 * than copy it. */
-		data.len = data.off + n;
-		content = data;
-		data = (struct buf){0};
+		j->data.len = j->data.off + n;
+		content = j->data;
+		j->data = (struct buf){0};
 	}
 	bool truncated = got > n;
 
@@ -180,21 +185,68 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	jgen_kv_str(g, "path", display);
 	jgen_key(g, "content");
 	jgen_raw(g, buf_head(&quoted), buf_size(&quoted));
-	jgen_kv_int(g, "size", (int64_t)st.st_size);
+	jgen_kv_int(g, "size", (int64_t)j->st.st_size);
 	jgen_kv_bool(g, "truncated", truncated);
-	jgen_kv_str(g, "encoding", b64 ? "base64" : "utf8");
+	jgen_kv_str(g, "encoding", j->b64 ? "base64" : "utf8");
 	if (truncated)
 		jgen_kv_int(g, "next_offset", (int64_t)(offset + n));
-	if (w.first_line) {
-		jgen_kv_int(g, "first_line", w.first_line);
-		jgen_kv_int(g, "total_lines", (int64_t)w.total_lines);
+	if (j->w.first_line) {
+		jgen_kv_int(g, "first_line", j->w.first_line);
+		jgen_kv_int(g, "total_lines", (int64_t)j->w.total_lines);
 	}
 	jgen_obj_close(g);
 	jgen_free(g);
 
 	tool_call_succeed(call, buf_steal(&content), buf_steal(&out), false);
 	tool_call_set_text_json(call, buf_steal(&quoted));
-	return TOOL_DONE;
+}
+
+static const struct fsjob_ops read_ops = {
+	.run = read_job_run,
+	.done = read_job_done,
+	.free = read_job_free,
+};
+
+/* Runs read_file: the read on an io thread, as the peer. */
+static enum tool_ret read_file_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	const char *path = json_str(jpath);
+	int64_t v;
+
+	struct read_job *j = xcalloc(1, sizeof(*j));
+	j->path_len = path ? jpath->u.str.len : 0;
+	j->path = path ? xmemdup(path, j->path_len + 1) : NULL;
+	if (json_get_int(json_get(call->args, "offset"), &v) && v > 0)
+		j->offset = (uint64_t)v;
+	j->limit = call->env && call->env->read_cap ? call->env->read_cap : DEFAULT_READ_CAP;
+	if (json_get_int(json_get(call->args, "limit"), &v) && v > 0)
+		j->limit = (size_t)v;
+	j->limit = MIN(j->limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
+	j->b64 = str_eq(json_str(json_get(call->args, "encoding")), "base64");
+	json_get_int(json_get(call->args, "line"), &j->line);
+	json_get_int(json_get(call->args, "lines"), &j->lines);
+	if (j->lines > 0 && j->line <= 0)
+		j->line = 1;
+	if (j->line > 0 && json_get(call->args, "offset")) {
+		read_job_free(j);
+		tool_call_fail(call, TC_VALIDATION_ERROR,
+			       "Invalid arguments for 'read_file': give either 'offset' (bytes) or 'line', not both");
+		return TOOL_DONE;
+	}
+
+	/* A small file is read at once: a trip to an io thread would cost
+	 * more than the read. Anything larger goes to the pool. */
+	if (j->line == 0 && fsjob_may_inline(call)) {
+		int r = ws_read_small(call->ws, j->path, j->path_len, j->offset, j->limit + 4, FSJOB_INLINE_BYTES,
+				      &j->data, &j->st);
+		if (r != WS_NOT_SMALL) {
+			read_job_done(call, j, r);
+			read_job_free(j);
+			return TOOL_DONE;
+		}
+	}
+	return fsjob_start(call, &read_ops, j);
 }
 
 const struct tool_def tool_read_file = {
@@ -230,4 +282,5 @@ const struct tool_def tool_read_file = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = read_file_exec,
+	.cancel = fsjob_cancel,
 };

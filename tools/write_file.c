@@ -2,11 +2,13 @@
 /*
  * write_file: creates or replaces a file beneath the workspace, atomically
  * (ws_write_atomic: temp file, fsync, rename, fsync of the directory), with
- * the old file's mode kept.
+ * the old file's mode kept but for setuid and setgid bits. The write runs on
+ * an io thread with the peer's file-system identity (lib/fsjob.h).
  */
 #include <errno.h>
 #include <string.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
 #include "proto/base64.h"
 #include "proto/base/buf.h"
@@ -40,7 +42,63 @@ static void fail_errno(struct tool_call *call, int r, const char *path, bool cre
 	ws_fail_call(call, r, path, hints);
 }
 
-/* Runs write_file. */
+/* What a write carries to the io thread and back. */
+struct write_job {
+	char *path;
+	size_t path_len;
+	bool create_dirs;
+	struct buf data;
+	bool created;		/* out */
+};
+
+static void write_job_free(void *arg)
+{
+	struct write_job *j = arg;
+	free(j->path);
+	buf_free(&j->data);
+	free(j);
+}
+
+/* On an io thread: replaces the file. */
+static int write_job_run(struct fsjob *job, void *arg)
+{
+	struct write_job *j = arg;
+	return ws_write_atomic(fsjob_ws(job), j->path, j->path_len, buf_head(&j->data), buf_size(&j->data),
+			       j->create_dirs, &j->created);
+}
+
+/* On the loop: says what was written. */
+static void write_job_done(struct tool_call *call, void *arg, int r)
+{
+	struct write_job *j = arg;
+	if (r < 0) {
+		fail_errno(call, r, j->path, j->create_dirs);
+		return;
+	}
+	_cleanup_free_ char *display = ws_display_path(call->ws, j->path, j->path_len);
+	tool_call_note_file(call, display);
+
+	size_t n = buf_size(&j->data);
+	struct buf out = {};
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "path", display);
+	jgen_kv_int(g, "bytes", (int64_t)n);
+	jgen_kv_bool(g, "created", j->created);
+	jgen_obj_close(g);
+	jgen_free(g);
+
+	char *text = xasprintf("%s %s (%zu bytes)", j->created ? "Created" : "Wrote", display, n);
+	tool_call_succeed(call, text, buf_steal(&out), false);
+}
+
+static const struct fsjob_ops write_ops = {
+	.run = write_job_run,
+	.done = write_job_done,
+	.free = write_job_free,
+};
+
+/* Runs write_file: the write on an io thread, as the peer. */
 static enum tool_ret write_file_exec(struct tool_call *call)
 {
 	const struct json *jpath = json_get(call->args, "path");
@@ -65,28 +123,17 @@ static enum tool_ret write_file_exec(struct tool_call *call)
 		content_len = buf_size(&decoded);
 	}
 
-	bool created = false;
-	int r = ws_write_atomic(call->ws, path, path_len, content, content_len, create_dirs, &created);
-	if (r < 0) {
-		fail_errno(call, r, path, create_dirs);
-		return TOOL_DONE;
+	struct write_job *j = xcalloc(1, sizeof(*j));
+	j->path_len = path ? path_len : 0;
+	j->path = path ? xmemdup(path, path_len + 1) : NULL;
+	j->create_dirs = create_dirs;
+	if (b64) {
+		j->data = decoded;	/* taken whole, no copy */
+		decoded = (struct buf){0};
+	} else {
+		buf_append(&j->data, content, content_len);
 	}
-
-	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
-	tool_call_note_file(call, display);
-
-	struct buf out = {};
-	struct jgen *g = jgen_new(&out);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "path", display);
-	jgen_kv_int(g, "bytes", (int64_t)content_len);
-	jgen_kv_bool(g, "created", created);
-	jgen_obj_close(g);
-	jgen_free(g);
-
-	char *text = xasprintf("%s %s (%zu bytes)", created ? "Created" : "Wrote", display, content_len);
-	tool_call_succeed(call, text, buf_steal(&out), false);
-	return TOOL_DONE;
+	return fsjob_start(call, &write_ops, j);
 }
 
 const struct tool_def tool_write_file = {
@@ -116,4 +163,5 @@ const struct tool_def tool_write_file = {
 	.path_args = path_args,
 	.exec = write_file_exec,
 	.preview = write_file_preview,
+	.cancel = fsjob_cancel,
 };

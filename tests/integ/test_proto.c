@@ -515,15 +515,23 @@ START_TEST(batch_answers_bounded)
 	buf_free(&b);
 	ck_assert_int_eq(r->type, JSON_ARRAY);
 	ck_assert_int_eq(tj_len(r, ""), 4);
-	assert_result(c, tj(r, "0"), "1");
-	ck_assert_uint_eq(strlen(tj_str(r, "0.result.structuredContent.content")), 20000);
-	for (int i = 1; i <= 2; i++) {
+	/* The reads end in any order (on the io threads): the first to end
+	 * fits, the two after it do not. */
+	int kept = 0;
+	for (int i = 0; i <= 2; i++) {
 		const struct json *e = tj(r, tcc_fmt(c, "%d", i));
+		if (tj_has(e, "result")) {
+			assert_result(c, e, tcc_fmt(c, "%d", i + 1));
+			ck_assert_uint_eq(strlen(tj_str(e, "result.structuredContent.content")), 20000);
+			kept++;
+			continue;
+		}
 		assert_error(c, e, -32603, tcc_fmt(c, "%d", i + 1));
 		ck_assert_str_eq(tj_str(e, "error.data.kind"), "overloaded");
 		ck_assert_msg(strstr(tj_str(e, "error.message"), "limits.max_output_bytes"), "%s",
 			      tj_str(e, "error.message"));
 	}
+	ck_assert_int_eq(kept, 1);
 	assert_result(c, tj(r, "3"), "4");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);

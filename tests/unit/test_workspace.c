@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/fsjob.h"
 #include "lib/schema.h"
 #include "lib/tool.h"
 #include "lib/workspace.h"
@@ -961,7 +962,7 @@ START_TEST(api_errors)
 		{ -ENOENT, TC_EXECUTION_ERROR, "File '../x' not found" },
 		{ -EISDIR, TC_EXECUTION_ERROR, "'../x' is a directory" },
 		{ -ENOTDIR, TC_EXECUTION_ERROR, "not a directory" },
-		{ -EACCES, TC_EXECUTION_ERROR, "Permission denied" },
+		{ -EACCES, TC_PERMISSION_DENIED, "Permission denied" },
 		{ -EEXIST, TC_EXECUTION_ERROR, "already exists" },
 		{ -ENOSPC, TC_EXECUTION_ERROR, "No space left" },
 		{ -EFBIG, TC_EXECUTION_ERROR, "too large" },
@@ -1678,7 +1679,7 @@ START_TEST(declarations)
 		ck_assert_ptr_null(d->path_args[1]);
 		ck_assert_uint_gt(strlen(d->description), 80);
 		ck_assert_ptr_nonnull(d->exec);
-		ck_assert_ptr_null(d->cancel);
+		ck_assert(d->cancel == fsjob_cancel);	/* cancellable: the work runs on the io pool */
 		/* Unknown arguments are refused by every file tool. */
 		ck_assert(!valid_args(d, "{\"path\":\"x\",\"old\":\"a\",\"new\":\"b\",\"content\":\"c\",\"bogus\":1}"));
 	}

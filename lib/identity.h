@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whom file work is done for: a peer's uid, gid and supplementary groups
+ * (from SO_PEERCRED and SO_PEERGROUPS when it connected), and the switch of
+ * one thread's file-system identity to them and back.
+ *
+ * The switch uses the raw setfsuid, setfsgid and setgroups system calls,
+ * which change only the calling thread's credentials (glibc's wrappers
+ * change every thread of the process). With the fsuid set to a non-zero
+ * uid the kernel also clears CAP_CHOWN, CAP_DAC_OVERRIDE,
+ * CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, CAP_LINUX_IMMUTABLE,
+ * CAP_MAC_OVERRIDE and CAP_MKNOD from the thread's effective set, and puts
+ * them back when it returns to 0: the kernel, not the daemon, then decides
+ * what the peer may open. Only worker threads switch; the loop never does.
+ */
+#ifndef TC_IDENTITY_H
+#define TC_IDENTITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* The kernel's NGROUPS_MAX: more supplementary groups than this cannot be set. */
+#define IDENTITY_MAX_GROUPS 65536
+
+struct identity {
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;		/* supplementary groups, owned */
+	size_t n_groups;
+};
+
+/* Reads the identity of the peer on the Unix socket fd (uid and gid from
+ * SO_PEERCRED, groups from SO_PEERGROUPS, none where the kernel lacks it). */
+int identity_from_socket(int fd, struct identity *ret);
+/* Copies src into dst (dst's old content is not freed). */
+void identity_copy(struct identity *dst, const struct identity *src);
+/* Frees what id holds; leaves it empty. */
+void identity_clear(struct identity *id);
+/* True when work for id has to switch identity: the process runs as root
+ * and id is another uid. */
+bool identity_needs_switch(const struct identity *id);
+
+/* A thread's own credentials while it acts as someone else. */
+struct identity_saved {
+	uid_t fsuid;
+	gid_t fsgid;
+	gid_t *groups;
+	int n_groups;
+	bool active;
+};
+
+/*
+ * Makes the calling thread (never the loop) act on files as id: groups,
+ * then fsgid, then fsuid, each checked. On failure the thread is as it was
+ * and a negative errno is returned. identity_leave() must follow.
+ */
+int identity_enter(const struct identity *id, struct identity_saved *saved);
+/* Gives the thread back the credentials identity_enter() saved; aborts
+ * when they cannot be restored (a thread must never keep a peer's rights). */
+void identity_leave(struct identity_saved *saved);
+/* True when the calling thread's fsuid and fsgid are the process's
+ * effective ids: no identity of an earlier job is left on it. */
+bool identity_thread_clean(void);
+
+#endif

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File work of tool calls on the io pool (lib/fsjob.h) and the per-thread
+ * identity switch under it (lib/identity.h): a worker acting as a peer is
+ * refused what the peer may not open and creates files the peer owns,
+ * while other threads keep the daemon's rights; its credentials are back
+ * after the job, so the next job runs as the daemon; cancelled jobs do not
+ * start, a running one stops at its next check, and both calls end
+ * cancelled. The identity cases need root and skip without it.
+ */
+#include <check.h>
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/fsjob.h"
+#include "lib/identity.h"
+#include "lib/iopool.h"
+#include "lib/loop.h"
+#include "lib/workspace.h"
+#include "proto/base/util.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/loop_spin.h"
+
+#define NOBODY 65534
+
+struct fixture {
+	struct ev_loop *ev;
+	struct tc_loop *loop;
+	struct iopool *pool;
+	struct workspace *ws;
+	struct tool_env env;
+	char dir[64];
+};
+
+static void setup(struct fixture *f, unsigned threads)
+{
+	f->ev = ev_loop_new(EVFLAG_AUTO);
+	f->loop = tc_loop_ev_new(f->ev);
+	ck_assert_int_eq(iopool_new(f->loop, threads, &f->pool), 0);
+	strcpy(f->dir, "/tmp/tc-fsjob-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(f->dir));
+	ck_assert_int_eq(chmod(f->dir, 0755), 0);
+	ck_assert_int_eq(ws_open(f->dir, &f->ws), 0);
+	f->env = (struct tool_env){ .pool = f->pool, .run_as_peer = true };
+}
+
+static void teardown(struct fixture *f)
+{
+	f->pool = iopool_free(f->pool);
+	f->ws = ws_unref(f->ws);
+	tc_loop_ev_free(f->loop);
+	ev_loop_destroy(f->ev);
+	char *cmd = xasprintf("rm -rf '%s'", f->dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+
+/* What a test job saw and how its call ended. */
+struct probe {
+	struct tool_call call;
+	atomic_bool ran;
+	bool done, saw_cancel, wait_for_cancel;
+	uid_t fsuid;
+	int open_err;		/* errno of opening the secret, 0 when it opened */
+	const char *secret;
+};
+
+static void probe_finish(struct tool_call *c)
+{
+	container_of(c, struct probe, call)->done = true;
+}
+
+/* On a worker: notes the thread's fsuid, tries the secret, and waits for
+ * a cancel when asked to (at most 10 s). */
+static int probe_run(struct fsjob *job, void *arg)
+{
+	struct probe *p = arg;
+	atomic_store(&p->ran, true);
+	p->fsuid = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
+	if (p->secret) {
+		int fd = openat(-1, p->secret, O_RDONLY | O_CLOEXEC);
+		p->open_err = fd < 0 ? errno : 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	uint64_t end = mono_ms() + 10000;
+	while (p->wait_for_cancel && !fsjob_cancelled(job) && mono_ms() < end)
+		usleep(1000);
+	p->saw_cancel = fsjob_cancelled(job);
+	return 0;
+}
+
+static void probe_done(struct tool_call *call, void *arg, int r)
+{
+	tool_call_succeed(call, xstrdup("ok"), NULL, false);
+}
+
+static void no_free(void *arg) { }
+
+static const struct fsjob_ops probe_ops = { .run = probe_run, .done = probe_done, .free = no_free };
+
+static void probe_init(struct probe *p, struct fixture *f, const struct identity *id)
+{
+	*p = (struct probe){ .call = { .ws = f->ws, .env = &f->env, .ident = id, .on_finish = probe_finish } };
+}
+
+static bool probe_done_p(void *arg)
+{
+	return ((struct probe *)arg)->done;
+}
+
+static bool probe_ran(void *arg)
+{
+	return atomic_load(&((struct probe *)arg)->ran);
+}
+
+static bool both_done(void *arg)
+{
+	struct probe *p = arg;
+	return p[0].done && p[1].done;
+}
+
+/* Writes a root-owned 0600 file in dir; returns its path. */
+static char *make_secret(const char *dir)
+{
+	char *path = xasprintf("%s/secret", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "s\n", 2), 2);
+	close(fd);
+	return path;
+}
+
+/* --- the switch on one thread ------------------------------------------- */
+
+struct twin {
+	const char *dir, *secret;
+	atomic_int step;
+	int err_as_peer, err_after;
+	uid_t owner;
+	bool clean_after;
+};
+
+static void wait_step(struct twin *t, int want)
+{
+	uint64_t end = mono_ms() + 10000;
+	while (atomic_load(&t->step) < want && mono_ms() < end)
+		usleep(200);
+	ck_assert_int_ge(atomic_load(&t->step), want);
+}
+
+static void *as_nobody(void *arg)
+{
+	struct twin *t = arg;
+	gid_t groups[] = { NOBODY };
+	struct identity id = { .uid = NOBODY, .gid = NOBODY, .groups = groups, .n_groups = 1 };
+	struct identity_saved saved;
+	if (identity_enter(&id, &saved) < 0)
+		return NULL;
+	int fd = open(t->secret, O_RDONLY | O_CLOEXEC);
+	t->err_as_peer = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	char *mine = xasprintf("%s/mine", t->dir);
+	fd = open(mine, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	struct stat st = {};
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		t->owner = st.st_uid;
+	if (fd >= 0)
+		close(fd);
+	free(mine);
+	/* The main thread checks its own rights while this one is nobody. */
+	atomic_store(&t->step, 1);
+	wait_step(t, 2);
+	identity_leave(&saved);
+	t->clean_after = identity_thread_clean();
+	fd = open(t->secret, O_RDONLY | O_CLOEXEC);
+	t->err_after = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+START_TEST(switch_is_per_thread_and_restored)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to act as uid %d", NOBODY);
+	char dir[] = "/tmp/tc-ident-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	char *secret = make_secret(dir);
+	struct twin t = { .dir = dir, .secret = secret };
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, as_nobody, &t), 0);
+	wait_step(&t, 1);
+	/* This thread is still root: it reads the secret. */
+	int fd = open(secret, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert(identity_thread_clean());
+	atomic_store(&t.step, 2);
+	pthread_join(th, NULL);
+
+	ck_assert_int_eq(t.err_as_peer, EACCES);	/* no CAP_DAC_OVERRIDE as nobody */
+	ck_assert_uint_eq(t.owner, NOBODY);
+	ck_assert(t.clean_after);
+	ck_assert_int_eq(t.err_after, 0);		/* rights back after leaving */
+	unlink(secret);
+	char *mine = xasprintf("%s/mine", dir);
+	unlink(mine);
+	free(mine);
+	rmdir(dir);
+	free(secret);
+}
+END_TEST
+
+/* --- jobs on the pool ----------------------------------------------------- */
+
+START_TEST(next_job_runs_as_the_daemon)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to act as uid %d", NOBODY);
+	struct fixture f;
+	setup(&f, 1);	/* one worker: both jobs on the same thread */
+	char *secret = make_secret(f.dir);
+	struct identity nobody = { .uid = NOBODY, .gid = NOBODY };
+	struct probe p[2];
+	probe_init(&p[0], &f, &nobody);
+	probe_init(&p[1], &f, NULL);
+	p[0].secret = p[1].secret = secret;
+	ck_assert_int_eq(fsjob_start(&p[0].call, &probe_ops, &p[0]), TOOL_PENDING);
+	ck_assert_int_eq(fsjob_start(&p[1].call, &probe_ops, &p[1]), TOOL_PENDING);
+	ck_assert(loop_spin(f.ev, both_done, p, 10000));
+	ck_assert_uint_eq(p[0].fsuid, NOBODY);
+	ck_assert_int_eq(p[0].open_err, EACCES);
+	ck_assert_uint_eq(p[1].fsuid, 0);
+	ck_assert_int_eq(p[1].open_err, 0);
+	ck_assert_int_eq(p[0].call.kind, TC_OK);
+
+	/* run_as "daemon": the peer's job runs as the daemon. */
+	f.env.run_as_peer = false;
+	probe_init(&p[0], &f, &nobody);
+	p[0].secret = secret;
+	ck_assert_int_eq(fsjob_start(&p[0].call, &probe_ops, &p[0]), TOOL_PENDING);
+	ck_assert(loop_spin(f.ev, probe_done_p, &p[0], 10000));
+	ck_assert_uint_eq(p[0].fsuid, 0);
+	ck_assert_int_eq(p[0].open_err, 0);
+	tool_call_clear(&p[0].call);
+	tool_call_clear(&p[1].call);
+	free(secret);
+	teardown(&f);
+}
+END_TEST
+
+START_TEST(peer_work_never_runs_on_the_loop)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to act as uid %d", NOBODY);
+	struct fixture f;
+	setup(&f, 1);
+	f.env.pool = NULL;
+	struct identity nobody = { .uid = NOBODY, .gid = NOBODY };
+	struct probe p;
+	probe_init(&p, &f, &nobody);
+	ck_assert_int_eq(fsjob_start(&p.call, &probe_ops, &p), TOOL_DONE);
+	ck_assert(!p.ran);
+	ck_assert_int_eq(p.call.kind, TC_INTERNAL);
+	ck_assert(identity_thread_clean());
+	tool_call_clear(&p.call);
+	teardown(&f);
+}
+END_TEST
+
+START_TEST(without_a_pool_work_runs_inline)
+{
+	struct fixture f;
+	setup(&f, 1);
+	f.env.pool = NULL;
+	struct probe p;
+	probe_init(&p, &f, NULL);
+	ck_assert_int_eq(fsjob_start(&p.call, &probe_ops, &p), TOOL_DONE);
+	ck_assert(p.ran);
+	ck_assert_int_eq(p.call.kind, TC_OK);
+	tool_call_clear(&p.call);
+	teardown(&f);
+}
+END_TEST
+
+START_TEST(cancel_stops_running_and_queued_jobs)
+{
+	struct fixture f;
+	setup(&f, 1);
+	struct probe p[2];
+	probe_init(&p[0], &f, NULL);
+	probe_init(&p[1], &f, NULL);
+	p[0].wait_for_cancel = true;
+	ck_assert_int_eq(fsjob_start(&p[0].call, &probe_ops, &p[0]), TOOL_PENDING);
+	ck_assert_int_eq(fsjob_start(&p[1].call, &probe_ops, &p[1]), TOOL_PENDING);
+	/* The queued one is cancelled first: it never runs. */
+	fsjob_cancel(&p[1].call);
+	ck_assert(loop_spin(f.ev, probe_ran, &p[0], 10000));
+	uint64_t t0 = mono_ms();
+	fsjob_cancel(&p[0].call);
+	ck_assert(loop_spin(f.ev, both_done, p, 10000));
+	ck_assert_uint_lt(mono_ms() - t0, 5000);	/* stopped at its check, not at its 10 s bound */
+	ck_assert(p[0].ran && p[0].saw_cancel);
+	ck_assert(!p[1].ran);
+	ck_assert_int_eq(p[0].call.kind, TC_CANCELLED);
+	ck_assert_int_eq(p[1].call.kind, TC_CANCELLED);
+	ck_assert_ptr_null(p[0].call.state);
+	tool_call_clear(&p[0].call);
+	tool_call_clear(&p[1].call);
+	teardown(&f);
+}
+END_TEST
+
+START_TEST(shutdown_ends_pending_calls_cancelled)
+{
+	struct fixture f;
+	setup(&f, 1);
+	struct probe p[2];
+	probe_init(&p[0], &f, NULL);
+	probe_init(&p[1], &f, NULL);
+	p[0].wait_for_cancel = true;
+	ck_assert_int_eq(fsjob_start(&p[0].call, &probe_ops, &p[0]), TOOL_PENDING);
+	ck_assert_int_eq(fsjob_start(&p[1].call, &probe_ops, &p[1]), TOOL_PENDING);
+	f.pool = iopool_free(f.pool);
+	ck_assert(p[0].done && p[1].done);
+	ck_assert_int_eq(p[0].call.kind, TC_CANCELLED);
+	ck_assert_int_eq(p[1].call.kind, TC_CANCELLED);
+	tool_call_clear(&p[0].call);
+	tool_call_clear(&p[1].call);
+	teardown(&f);
+}
+END_TEST
+
+static Suite *fsjob_suite(void)
+{
+	Suite *s = suite_create("fsjob");
+	TCase *tc = tcase_create("fsjob");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, switch_is_per_thread_and_restored);
+	tcase_add_test(tc, next_job_runs_as_the_daemon);
+	tcase_add_test(tc, peer_work_never_runs_on_the_loop);
+	tcase_add_test(tc, without_a_pool_work_runs_inline);
+	tcase_add_test(tc, cancel_stops_running_and_queued_jobs);
+	tcase_add_test(tc, shutdown_ends_pending_calls_cancelled);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(fsjob_suite());
+}
