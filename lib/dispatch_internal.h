@@ -15,10 +15,12 @@
 #include "lib/idem.h"
 #include "lib/list.h"
 #include "lib/loop.h"
+#include "lib/policy.h"
 #include "lib/stats.h"
 
 enum exec_state {
 	EX_NEW,
+	EX_HOOKS,			/* pre-call hooks are running */
 	EX_CONFIRMING,
 	EX_QUEUED,
 	EX_RUNNING,
@@ -44,6 +46,8 @@ struct uid_state {
 
 struct attempt;
 struct confirm;
+struct hook_run;
+struct hooks;
 
 /* One execution: the tool run that answers one call, or every call that
  * names the same idempotency key. */
@@ -77,6 +81,9 @@ struct exec {
 	bool parked;			/* queue_node is in ts->parked */
 	bool probe;
 	uint64_t confirm_seq;		/* when confirmation was asked */
+	struct hook_run *hook;		/* pre-call hooks running, or NULL */
+	enum confirm_mode mode;		/* the policy's, until the hooks have spoken */
+	pid_t pid;			/* the first caller's peer, for the hooks */
 };
 
 struct dispatcher {
@@ -87,6 +94,7 @@ struct dispatcher {
 	struct registry *reg;
 	struct event_bus *bus;
 	struct audit *audit;
+	struct hooks *hooks;		/* pre_call and post_call hooks */
 	struct stats stats;
 	struct idem_cache idem;
 	unsigned waiting;		/* executions queued, all sessions */
