@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon/config_bind.h"
+#include "daemon/config_hooks.h"
 #include "daemon/config_policy.h"
 #include "daemon/default_socket.h"
 #include "lib/audit.h"
@@ -132,6 +133,7 @@ void config_free(struct config *c)
 		free(c->limits.per_tool[i].name);
 	free(c->limits.per_tool);
 	policy_config_free(&c->confirmation);
+	hooks_config_clear(&c->hooks);
 	cfg_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
 	free(c->peers.uids);
 	free(c->peers.gids);
@@ -484,6 +486,7 @@ static const struct field root_fields[] = {
 		"not a built-in tool (read_file, write_file, patch_file, list_dir, shell); "
 		"tool files set their own timeout_ms"),
 	SECTION("peers", peers_fields, NULL),
+	SECTION("hooks", config_hooks_fields, NULL),
 	{},
 };
 

@@ -85,6 +85,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/hooks.h"
 #include "lib/policy.h"
 
 /* The largest config file read, and its nesting limit. */
@@ -160,6 +161,7 @@ struct config {
 	} circuit;
 
 	struct policy_config confirmation;
+	struct hooks_config hooks;
 
 	struct {
 		/* Indexed by enum config_builtin; 0: the tool's own default. */
