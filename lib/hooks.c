@@ -164,11 +164,17 @@ int hook_parse_verdict(const char *text, size_t len, struct hook_verdict *ret, c
 static void run_next(struct hook_run *r);
 static void on_input_writable(void *arg, int revents);
 
-/* "pre_call hook 2 (/etc/toolcalld/policy.sh)": how messages name a hook. */
+/* "pre_call hook 2 (/bin/sh /etc/toolcalld/policy.sh)": how messages name
+ * a hook (its command, cut after 200 bytes). */
 static char *hook_label(const struct hook_run *r)
 {
-	return xasprintf("%s hook %zu (%s)", r->post ? "post_call" : "pre_call", r->i + 1,
-			 r->hooks[r->i].argv[0]);
+	struct buf b = {0};
+	buf_printf(&b, "%s hook %zu (", r->post ? "post_call" : "pre_call", r->i + 1);
+	size_t start = buf_size(&b);
+	for (char **a = r->hooks[r->i].argv; *a && buf_size(&b) - start < 200; a++)
+		buf_printf(&b, "%s%.200s", a == r->hooks[r->i].argv ? "" : " ", *a);
+	buf_putc(&b, ')');
+	return buf_steal(&b);
 }
 
 /* Stops what the running hook holds: its stdin and its timer. */
