@@ -271,6 +271,29 @@ START_TEST(hook_config_errors)
 }
 END_TEST
 
+START_TEST(example_policy_script)
+{
+	const char *root = getenv("TC_SOURCE_ROOT");
+	ck_assert_ptr_nonnull(root);
+	struct tcd d;
+	char cfg[1024];
+	snprintf(cfg, sizeof(cfg),
+		 "{\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}},\"hooks\":{\"pre_call\":"
+		 "[{\"match\":\"shell\",\"command\":[\"%s/packaging/hooks/deny-dangerous-shell.sh\"]}]}}",
+		 root);
+	tcd_start(&d, cfg);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "shell", "{\"command\":\"rm -rf / --no-preserve-root\"}");
+	tc_assert_kind(r, "permission_denied");
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "recursive removal"));
+	r = tcc_call(c, "shell", "{\"command\":\"echo fine\"}");
+	tc_assert_ok(r);
+	ck_assert(resp_has(r, "fine"));
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 static Suite *hooks_suite(void)
 {
 	Suite *s = suite_create("integ_hooks");
@@ -294,6 +317,7 @@ static Suite *hooks_suite(void)
 	tcase_add_test(tc, hook_post_call_gets_outcome);
 	tcase_add_test(tc, hook_post_call_failure_only_reported);
 	tcase_add_test(tc, hook_config_errors);
+	tcase_add_test(tc, example_policy_script);
 	suite_add_tcase(s, tc);
 	return s;
 }
