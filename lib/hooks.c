@@ -30,6 +30,7 @@ struct hooks {
 	struct tc_loop *loop;
 	const struct hooks_config *cfg;
 	struct list runs;		/* struct hook_run.node */
+	unsigned n_post;		/* post-call runs in flight */
 	hook_failed_fn failed;
 	void *failed_arg;
 };
@@ -191,6 +192,8 @@ static void run_stop_io(struct hook_run *r)
 static void run_free(struct hook_run *r)
 {
 	list_remove(&r->node);
+	if (r->post)
+		r->h->n_post--;
 	run_stop_io(r);
 	r->ch = child_free(r->ch);
 	tc_timer_free(r->timer);
@@ -510,6 +513,15 @@ void hooks_post_start(struct hooks *h, const struct hook_input *in, const struct
 	struct hook_run *r = run_new(h, h->cfg->post, h->cfg->n_post, in->tool, true);
 	if (!r)
 		return;
+	/* Nothing waits for them, so nothing else holds their number down. */
+	if (h->n_post >= HOOKS_POST_RUNNING_MAX) {
+		if (h->failed)
+			h->failed(h->failed_arg, in->tool, "post_call hooks skipped: too many are running");
+		r->post = false;	/* not counted yet */
+		run_free(r);
+		return;
+	}
+	h->n_post++;
 	r->uid = in->uid;
 	struct jgen *g = jgen_new(&r->post_input);
 	jgen_obj_open(g);

@@ -26,6 +26,7 @@ struct tc_loop;
 #define HOOK_OUTPUT_MAX (1024 * 1024)		/* bytes a hook may print */
 #define HOOK_POST_TEXT_MAX (64 * 1024)		/* outcome text given to post_call */
 #define HOOKS_MAX 64				/* hooks per list */
+#define HOOKS_POST_RUNNING_MAX 256		/* post-call runs in flight */
 
 struct hook {
 	char *match;			/* glob on the tool name: * ? [...] */
