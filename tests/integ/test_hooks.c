@@ -8,6 +8,7 @@
  * is a /bin/sh script written into the daemon's temp dir.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,26 @@ START_TEST(hook_crash_denies)
 }
 END_TEST
 
+/* A call that goes away while its hook runs takes the hook with it. */
+START_TEST(hook_stopped_with_its_call)
+{
+	struct tcd d;
+	start_hooked(&d, "pre_call", "read_file", "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30\n", 0);
+	struct tcc *c = tcc_connect(&d);
+	tcc_send_request(c, "tools/call", "{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.txt\"}}");
+	const char *path = tcc_fmt(c, "%s/pid", d.dir);
+	char *text = NULL;
+	ck_assert(tc_wait_until((text = tcd_read(&d, path, NULL)) && strchr(text, '\n'), 5000));
+	pid_t pid = (pid_t)atoi(text);
+	free(text);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(kill(pid, 0), 0);
+	tcc_close(c);
+	ck_assert(tc_wait_until(kill(pid, 0) < 0, 5000));
+	stop_clean(&d);
+}
+END_TEST
+
 START_TEST(hook_missing_program_denies)
 {
 	struct tcd d;
@@ -310,6 +331,7 @@ static Suite *hooks_suite(void)
 	tcase_add_test(tc, hook_hang_denies);
 	tcase_add_test(tc, hook_crash_denies);
 	tcase_add_test(tc, hook_missing_program_denies);
+	tcase_add_test(tc, hook_stopped_with_its_call);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("post_call_and_config");
