@@ -1,21 +1,28 @@
 # SPDX-License-Identifier: MIT
 #
-# A thin front for meson: `make run`, `make check`, `make bench`, `make fuzz`.
-# meson.build is the truth; this file only installs what is missing and
-# calls meson and ninja with the right build directories.
+# A thin front for meson: `make run`, `make check`, `make bench`, `make fuzz`,
+# `make deb`, `make install-user`. meson.build is the truth; this file only
+# installs what is missing (packaging/deps.sh, by purpose) and calls meson
+# and ninja with the right build directories.
 
 BUILD      ?= build
+# The programs alone (no tests, no benchmarks): make run, make install-user.
+RUN_BUILD  ?= build-run
+DEB_DIR    ?= build-deb
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 MESON_OPTS ?=
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run check check-plain check-asan bench fuzz valgrind interop install clean
+.PHONY: all deps deps-run build build-run run check check-plain check-asan bench fuzz valgrind interop install install-user deb clean
 
 all: build
 
 deps:
-	@sh packaging/deps.sh
+	@sh packaging/deps.sh build test
+
+deps-run:
+	@sh packaging/deps.sh build
 
 $(BUILD)/build.ninja:
 	meson setup $(BUILD) $(MESON_OPTS)
@@ -23,8 +30,23 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-run: build
-	@sh packaging/run.sh $(BUILD)
+$(RUN_BUILD)/build.ninja:
+	meson setup $(RUN_BUILD) -Dtests=false -Dbench=false -Dfuzz=false $(MESON_OPTS)
+
+build-run: deps-run $(RUN_BUILD)/build.ninja
+	ninja -C $(RUN_BUILD)
+
+run: build-run
+	@sh packaging/run.sh $(RUN_BUILD)
+
+# Per-user units and programs in ~/.local/bin, ~/.config/systemd/user.
+install-user: build-run
+	@sh packaging/install-user.sh $(RUN_BUILD)
+
+# The Debian package, built in a temporary copy of the tree, into $(DEB_DIR).
+deb:
+	@sh packaging/deps.sh deb
+	@sh packaging/deb.sh $(DEB_DIR)
 
 check: check-plain check-asan
 	@sh packaging/summary.sh $(BUILD) $(ASAN_BUILD)
@@ -74,4 +96,4 @@ install: build
 	meson install -C $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(RUN_BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(DEB_DIR)

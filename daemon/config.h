@@ -208,8 +208,9 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
  */
 char *config_resolve_path(const char *base_dir, const char *path);
 
-/* $TOOLCALLD_SOCKET, else $XDG_RUNTIME_DIR/toolcalld.sock, else
- * /run/toolcalld/toolcalld.sock. A new string. */
+/* The default socket (daemon/default_socket.h: $TOOLCALLD_SOCKET, else
+ * $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock or
+ * /tmp/toolcalld-UID/toolcalld.sock). A new string. */
 char *config_default_socket(void);
 
 /* The index of a built-in tool the config knows by name ("shell"); -1

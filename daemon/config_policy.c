@@ -11,14 +11,14 @@
 
 #include "lib/policy.h"
 
-/* Checks a mode string: "auto", "prompt" or "deny". */
+/* Checks a mode string: "auto", "prompt", "deny" or "sandboxed". */
 static int want_mode(struct cfg_parse *p, const char *key, const struct json *v, enum confirm_mode *ret)
 {
 	int m = confirm_mode_from_name(json_str(v));
 	if (m < 0 || strlen(v->u.str.s) != v->u.str.len) {
 		if (v->type != JSON_STRING)
-			return cfg_fail(p, v->off, key, "expected \"auto\", \"prompt\" or \"deny\", got %s", cfg_got(v));
-		return cfg_fail(p, v->off, key, "expected \"auto\", \"prompt\" or \"deny\"");
+			return cfg_fail(p, v->off, key, "expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\", got %s", cfg_got(v));
+		return cfg_fail(p, v->off, key, "expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"");
 	}
 	*ret = (enum confirm_mode)m;
 	return 0;

@@ -1,28 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Where toolcalld listens when neither the command line nor the config file
- * says (contract §9). Shared by the daemon and toolcallctl so both always
- * agree; kept header-only so the client links nothing of the daemon.
+ * says (contract §9), and the checks of the per-user fallback directory.
+ * One rule for the daemon and toolcallctl, so that both always agree: the
+ * client links this file alone, nothing else of the daemon.
+ *
+ *   1. $TOOLCALLD_SOCKET
+ *   2. $XDG_RUNTIME_DIR/toolcalld.sock
+ *   3. /run/toolcalld/toolcalld.sock, for root, or for a user who may
+ *      create files in /run/toolcalld (the packaged service user)
+ *   4. /tmp/toolcalld-UID/toolcalld.sock otherwise: a directory of the
+ *      user's own, mode 0700, which the daemon creates; a directory of that
+ *      name that is someone else's, a symlink or open to others is refused
+ *      by both programs (anyone can create names in /tmp).
+ *
+ * Empty variables count as unset.
  */
 #ifndef TC_DEFAULT_SOCKET_H
 #define TC_DEFAULT_SOCKET_H
 
-#include <stdlib.h>
+#include <stdbool.h>
 
-#include "proto/base/util.h"
+#define DEFAULT_SOCKET_SYSTEM_DIR "/run/toolcalld"
+#define DEFAULT_SOCKET_NAME "toolcalld.sock"
 
-/* Returns $TOOLCALLD_SOCKET, else $XDG_RUNTIME_DIR/toolcalld.sock, else
- * /run/toolcalld/toolcalld.sock, as a new string. Empty variables count as
- * unset. */
-static inline char *default_socket_path(void)
-{
-	const char *e = getenv("TOOLCALLD_SOCKET");
-	if (e && *e)
-		return xstrdup(e);
-	e = getenv("XDG_RUNTIME_DIR");
-	if (e && *e)
-		return xasprintf("%s/toolcalld.sock", e);
-	return xstrdup("/run/toolcalld/toolcalld.sock");
-}
+/* Returns the default socket path (the rule above), as a new string. */
+char *default_socket_path(void);
+
+/* True when path's directory is this user's fallback /tmp/toolcalld-UID. */
+bool default_socket_is_private(const char *path);
+
+/* Checks this user's fallback directory: it must be a directory (not a
+ * symlink) owned by this user and closed to group and others. A missing
+ * one passes, and with create is made (mode 0700). Returns 0, or a negative errno with a
+ * message in *ret_err ("socket directory DIR: ..."). */
+int default_socket_private_dir(bool create, char **ret_err);
 
 #endif

@@ -15,6 +15,7 @@
 #include "daemon/config.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
+#include "daemon/preflight.h"
 #include "daemon/server.h"
 #include "lib/child.h"
 #include "lib/registry.h"
@@ -29,10 +30,13 @@ static void usage(FILE *f)
 		"  -c, --config FILE     read the configuration from FILE (JSON, comments allowed)\n"
 		"  -s, --socket PATH     listen on PATH (default: $TOOLCALLD_SOCKET, else\n"
 		"                        $XDG_RUNTIME_DIR/toolcalld.sock, else\n"
-		"                        /run/toolcalld/toolcalld.sock)\n"
+		"                        /run/toolcalld/toolcalld.sock for root or who may\n"
+		"                        write there, else /tmp/toolcalld-UID/toolcalld.sock)\n"
 		"  -w, --workspace DIR   default workspace of new sessions (default: the\n"
 		"                        current directory)\n"
-		"      --check-config    check the configuration and the tool files, then exit\n"
+		"      --check-config    check the configuration, the tool files and what start-up\n"
+		"                        needs (workspace, allowed roots, audit log, socket\n"
+		"                        directory), print the socket path, then exit\n"
 		"  -V, --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
 		"\n"
@@ -136,20 +140,10 @@ int main(int argc, char **argv)
 	log_set_level(s.cfg.log_level);
 
 	if (check) {
-		struct registry *r = NULL;
-		char *err = NULL;
-		if (registry_build(&s.cfg, NULL, NULL, &r, &err) < 0) {
-			fprintf(stderr, "toolcalld: %s\n", err);
-			free(err);
-			config_free(&s.cfg);
-			free(s.config_path);
-			return 1;
-		}
-		printf("%s: configuration OK, %zu tools\n", config_path ? config_path : "(defaults)", r->n);
-		registry_unref(r);
+		int status = preflight_check_config(&s.cfg, config_path);
 		config_free(&s.cfg);
 		free(s.config_path);
-		return 0;
+		return status;
 	}
 
 	raise_fd_limit();

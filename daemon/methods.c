@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/methods_dispatch.h"
+#include "daemon/metrics.h"
 #include "daemon/providers.h"
 #include "daemon/server.h"
 #include "lib/dispatch.h"
@@ -24,6 +26,7 @@
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
+#include "lib/workspace_root.h"
 #include "proto/json.h"
 #include "proto/llm.h"
 #include "version.h"
@@ -68,23 +71,50 @@ static void write_server_info(struct jgen *g)
 
 /* --- initialize -------------------------------------------------------- */
 
-/* True when root is one of the allowed workspaces or lies beneath one. */
-static bool workspace_allowed(struct server *s, const char *root)
+struct ws_roots *methods_resolve_roots(struct server *s)
 {
-	if (str_eq(root, s->default_ws->root))
-		return true;
+	struct ws_roots *r = ws_roots_new();
+	if (s->default_ws)
+		ws_roots_add_ws(r, s->default_ws);
 	for (size_t i = 0; i < s->cfg.n_workspaces_allowed; i++) {
-		char *allowed = realpath(s->cfg.workspaces_allowed[i], NULL);
-		if (!allowed)
-			continue;
-		size_t n = strlen(allowed);
-		bool ok = strncmp(root, allowed, n) == 0 &&
-			  (root[n] == '\0' || root[n] == '/' || str_eq(allowed, "/"));
-		free(allowed);
-		if (ok)
-			return true;
+		int k = ws_roots_add(r, s->cfg.workspaces_allowed[i], true);
+		if (k < 0)
+			log_warning("workspaces.allowed: %s cannot be opened as a directory (%s); it is not offered",
+				    s->cfg.workspaces_allowed[i], strerror(-k));
 	}
-	return false;
+	return r;
+}
+
+/* The peer's groups, as the kernel saw them when it connected (SO_PEERGROUPS). */
+static gid_t *peer_groups(int fd, size_t *ret_n)
+{
+	socklen_t len = 64 * sizeof(gid_t);
+	gid_t *v = xmalloc(len);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, v, &len) < 0) {
+		/* Too small: the kernel said how much it needs. Otherwise none
+		 * known, which can only make the search check stricter. */
+		bool again = errno == ERANGE && len > 0 && len <= 65536 * sizeof(gid_t);
+		if (again)
+			v = xrealloc(v, len);
+		if (!again || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, v, &len) < 0)
+			len = 0;
+	}
+	*ret_n = len / sizeof(gid_t);
+	return v;
+}
+
+/* The one answer for a workspace that may not be used, whatever the reason,
+ * so that it tells nothing about the path. */
+#define WS_REFUSED "Workspace not allowed: it must be an existing directory that is, or lies beneath, " \
+		   "one of workspaces.allowed in the daemon's config, and that you can search"
+
+/* Opens the workspace a client asks for, judged by the directory opened. */
+static int open_asked_workspace(struct conn *c, const char *path, struct workspace **ret)
+{
+	size_t n = 0;
+	_cleanup_free_ gid_t *groups = peer_groups(c->fd, &n);
+	const struct ws_peer peer = { c->cred.uid, c->cred.gid, groups, n };
+	return ws_open_allowed(c->srv->ws_roots, path, &peer, ret);
 }
 
 static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pending *p)
@@ -127,17 +157,13 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	struct workspace *ws = ws_ref(s->default_ws);
 	if (wsv) {
 		struct workspace *asked = NULL;
-		int r = ws_open(wsv->u.str.s, &asked);
+		int r = open_asked_workspace(c, wsv->u.str.s, &asked);
 		if (r < 0) {
 			ws_unref(ws);
-			invalid_params(p, "Workspace '%s' cannot be opened: %s", wsv->u.str.s, strerror(-r));
-			return;
-		}
-		if (!workspace_allowed(s, asked->root)) {
-			ws_unref(asked);
-			ws_unref(ws);
-			invalid_params(p, "Workspace '%s' is not allowed (see workspaces.allowed in the "
-				       "daemon's config)", wsv->u.str.s);
+			if (r == -EINVAL)
+				invalid_params(p, "workspace must be an absolute path");
+			else
+				invalid_params(p, WS_REFUSED);
 			return;
 		}
 		ws_unref(ws);
@@ -785,6 +811,23 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	answer(p, &b);
 }
 
+/* admin/metrics: {text}, the numbers of admin/stats in OpenMetrics text. */
+static void m_metrics(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	if (!p)
+		return;
+	struct buf text = {0}, b = {0};
+	metrics_write(c->srv, &text);
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "text");
+	jgen_strn(g, buf_head(&text), buf_size(&text));
+	jgen_obj_close(g);
+	jgen_free(g);
+	buf_free(&text);
+	answer(p, &b);
+}
+
 /* --- the table --------------------------------------------------------- */
 
 struct method {
@@ -809,6 +852,7 @@ static const struct method methods[] = {
 	METHOD("confirmations/resolve", m_resolve),
 	METHOD("admin/reload", m_reload),
 	METHOD("admin/stats", m_stats),
+	METHOD("admin/metrics", m_metrics),
 };
 
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)

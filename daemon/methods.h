@@ -17,5 +17,8 @@ void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *
 void methods_broadcast_list_changed(struct server *s);
 /* Answers requests that waited for providers, once none is starting. */
 void methods_resume(struct server *s);
+/* Resolves the workspaces initialize may choose: the default workspace and
+ * workspaces.allowed (those that cannot be opened are logged and left out). */
+struct ws_roots *methods_resolve_roots(struct server *s);
 
 #endif

@@ -23,6 +23,7 @@
 #include "daemon/load.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
+#include "daemon/preflight.h"
 #include "daemon/providers.h"
 #include "lib/audit.h"
 #include "lib/dispatch.h"
@@ -31,6 +32,7 @@
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
+#include "lib/workspace_root.h"
 #include "proto/json.h"
 #include "tools/mcp.h"
 
@@ -63,25 +65,15 @@ static int clear_stale(const char *path)
 
 static int listen_on(struct server *s, const char *path, char **ret_err)
 {
+	/* Checks the length, and makes the directory when it is a per-daemon
+	 * one that does not exist yet. */
+	int r = preflight_socket(path, true, ret_err);
+	if (r < 0)
+		return r;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		*ret_err = xasprintf("socket path too long (%zu bytes, at most %zu): %s", strlen(path),
-				     sizeof(sa.sun_path) - 1, path);
-		return -ENAMETOOLONG;
-	}
 	strcpy(sa.sun_path, path);
 
-	/* The parent may be a per-daemon directory that does not exist yet. */
-	char *dir = xstrdup(path);
-	char *slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-			log_warning("cannot create %s: %s", dir, strerror(errno));
-	}
-	free(dir);
-
-	int r = clear_stale(path);
+	r = clear_stale(path);
 	if (r == -EADDRINUSE) {
 		*ret_err = xasprintf("%s: another toolcalld is already listening there", path);
 		return r;
@@ -423,6 +415,8 @@ static void apply_config(struct server *s)
 	dispatch_set_env(s->dispatcher, &s->env);
 	dispatch_set_hooks(s->dispatcher, &c->hooks);
 	log_set_level(c->log_level);
+	s->ws_roots = ws_roots_free(s->ws_roots);
+	s->ws_roots = methods_resolve_roots(s);
 }
 
 struct reload_arg {
@@ -645,6 +639,11 @@ static void on_audit_log(void *userdata, bool error, const char *msg)
 	log_msg(error ? LOG_ERR : LOG_NOTICE, "%s", msg);
 }
 
+static void warn_log(const char *msg)
+{
+	log_warning("%s", msg);
+}
+
 int server_init(struct server *s, char **ret_err)
 {
 	s->listen_fd = -1;
@@ -665,7 +664,18 @@ int server_init(struct server *s, char **ret_err)
 	s->loop = tc_loop_ev_new(s->ev);
 	s->sessions = session_table_new();
 
-	int r = ws_open(s->cfg.workspace, &s->default_ws);
+	int r = preflight_workspace(s->cfg.workspace, ret_err);
+	if (r < 0)
+		return r;
+	r = preflight_allowed(&s->cfg, warn_log, ret_err);
+	if (r < 0)
+		return r;
+	if (s->cfg.audit_log) {
+		r = preflight_audit_log(s->cfg.audit_log, ret_err);
+		if (r < 0)
+			return r;
+	}
+	r = ws_open(s->cfg.workspace, &s->default_ws);
 	if (r < 0) {
 		*ret_err = xasprintf("workspace %s: %s", s->cfg.workspace, strerror(-r));
 		return r;
@@ -816,6 +826,7 @@ void server_free(struct server *s)
 		close(s->spare_fd);
 	registry_unref(s->registry);
 	ws_unref(s->default_ws);
+	s->ws_roots = ws_roots_free(s->ws_roots);
 	s->sessions = session_table_free(s->sessions);
 	tc_loop_ev_free(s->loop);
 	if (s->ev) {

@@ -34,6 +34,7 @@ struct session;
 struct session_table;
 struct tc_loop;
 struct workspace;
+struct ws_roots;
 
 struct server {
 	struct ev_loop *ev;
@@ -83,6 +84,7 @@ struct server {
 	/* Where connections hand each request (methods_handle). */
 	void (*sink)(struct conn *c, const struct jrpc_req *req, struct pending *p);
 	struct workspace *default_ws;
+	struct ws_roots *ws_roots;	/* default_ws and workspaces.allowed, resolved at (re)load */
 	struct audit *audit;
 	struct iopool *iopool;		/* worker threads for blocking file work (limits.io_threads) */
 	struct tool_env env;

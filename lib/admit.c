@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Admission steps of a call: find the tool (or list those the session may
- * call), parse and validate the arguments (every schema error in one
+ * call), refuse while the audit log is down (on_error "refuse"), parse and validate the arguments (every schema error in one
  * message and as data.errors), decide the confirmation mode, check paths,
  * look up the idempotency key, ask the circuit, check the budget.
  */
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 
+#include "lib/audit.h"
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
 #include "lib/map.h"
@@ -119,6 +120,14 @@ struct outcome *admit_find_tool(struct dispatcher *d, struct session *s, struct 
 	return not_found(d, s, a->name);
 }
 
+struct outcome *admit_check_audit(struct dispatcher *d)
+{
+	if (!audit_refusing(d->audit))
+		return NULL;
+	return outcome_error(TC_INTERNAL, "The audit log cannot be written and audit.on_error is \"refuse\", "
+			     "so no call runs until it can be written again; the call was not run");
+}
+
 /* Takes the arguments: an object, or JSON text in a string (as
  * OpenAI-style providers send them); none is {}. */
 struct outcome *admit_parse_arguments(struct dispatcher *d, const struct call_params *p,
@@ -159,12 +168,14 @@ struct outcome *admit_validate_arguments(struct admission *a)
 	return o;
 }
 
-/* Applies the confirmation policy (always_allow wins for the session). */
+/* Applies the confirmation policy (always_allow wins for the session);
+ * "sandboxed" becomes auto or prompt by what the call will run under. */
 void admit_decide_confirmation(struct dispatcher *d, struct session *s, struct admission *a)
 {
 	a->mode = CONFIRM_AUTO;
 	if (d->policy && !map_get(s->always_allow, a->t->name))
-		a->mode = policy_decide(d->policy, a->t->name, a->t->side_effects, s->ws ? s->ws->root : NULL);
+		a->mode = policy_settle_sandboxed(policy_decide(d->policy, a->t->name, a->t->side_effects,
+								s->ws ? s->ws->root : NULL), a->t);
 }
 
 /* Paths: when someone will be asked to confirm, the kernel resolves what

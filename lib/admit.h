@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Admission: the checks a call passes before it becomes an execution. Each
- * step looks at one thing (the tool, the arguments, the schema, the
+ * step looks at one thing (the tool, the audit log, the arguments, the schema, the
  * confirmation policy, paths, the idempotency key, the circuit, the budget)
  * and returns the outcome that refuses the call, or NULL to go on; what the
  * steps learn is gathered in a struct admission. Used by dispatch.c only.
@@ -43,6 +43,9 @@ struct admission {
 void admit_clear(struct admission *a);
 /* Finds the tool the session may call (a->t; NULL when not found). */
 struct outcome *admit_find_tool(struct dispatcher *d, struct session *s, struct admission *a);
+/* Refuses every call while the audit log cannot be written and
+ * audit.on_error is "refuse". */
+struct outcome *admit_check_audit(struct dispatcher *d);
 /* Takes the arguments: an object, or JSON text in a string; none is {}. */
 struct outcome *admit_parse_arguments(struct dispatcher *d, const struct call_params *p,
 				      struct admission *a);

@@ -16,6 +16,7 @@
 #include "lib/iopool.h"
 #include "lib/loop.h"
 #include "proto/base/buf.h"
+#include "proto/json.h"
 #include "proto/base/util.h"
 
 /* Past this much queued, lines are written at once rather than waiting. */
@@ -328,6 +329,18 @@ void audit_get_stats(const struct audit *a, struct audit_stats *ret)
 {
 	*ret = a ? a->st : (struct audit_stats){ 0 };
 	ret->healthy = audit_healthy(a);
+}
+
+void audit_write_stats(const struct audit *a, struct jgen *g)
+{
+	struct audit_stats st;
+	audit_get_stats(a, &st);
+	jgen_kv_int(g, "lines", (int64_t)st.lines);
+	jgen_kv_int(g, "lost", (int64_t)st.dropped);
+	jgen_kv_int(g, "writeErrors", (int64_t)st.write_errors);
+	jgen_kv_int(g, "fsyncErrors", (int64_t)st.fsync_errors);
+	jgen_kv_bool(g, "healthy", st.healthy);
+	jgen_kv_bool(g, "refusing", audit_refusing(a));
 }
 
 bool audit_healthy(const struct audit *a)

@@ -72,6 +72,10 @@ void audit_get_stats(const struct audit *a, struct audit_stats *ret);
 bool audit_healthy(const struct audit *a);
 /* True when calls must be refused: on_error "refuse" and not healthy. */
 bool audit_refusing(const struct audit *a);
+struct jgen;
+/* Writes the members of admin/stats' "audit" object: lines, lost,
+ * writeErrors, fsyncErrors, healthy, refusing. */
+void audit_write_stats(const struct audit *a, struct jgen *g);
 /* Flushes, fsyncs and closes. Accepts NULL; returns NULL. */
 struct audit *audit_close(struct audit *a);
 

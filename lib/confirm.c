@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Confirmation requests: asked (with a summary of the arguments and the
- * paths they name), resolved by an approver, timed out, failed when the
+ * Confirmation requests: asked (with the whole input and the paths it
+ * names as they resolve, symlinks shown with their targets), resolved by an approver, timed out, failed when the
  * approvers leave, replayed to a late subscriber, and kept after being
  * settled so that the first answer wins.
  */
 #include "lib/confirm.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
@@ -18,11 +22,10 @@
 #include "lib/workspace.h"
 #include "proto/json.h"
 
-/* Arguments quoted in a confirmation request. */
-#define SUMMARY_MAX 512
-
 struct confirm {
 	char *id;
+	char **files;			/* the projected files, as they resolved when asked */
+	size_t n_files;
 	struct exec *exec;		/* NULL once the exec no longer waits */
 	uid_t uid;
 	const char *decision;		/* NULL while pending */
@@ -32,8 +35,84 @@ struct confirm {
 
 static void confirm_free(struct confirm *c)
 {
+	for (size_t i = 0; i < c->n_files; i++)
+		free(c->files[i]);
+	free(c->files);
 	free(c->id);
 	free(c);
+}
+
+/* The path of the open fd relative to the workspace root, or NULL when it
+ * is not beneath it. */
+static char *fd_relative(const struct workspace *ws, int fd)
+{
+	char proc[64], path[PATH_MAX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(proc, path, sizeof(path) - 1);
+	if (n <= 0)
+		return NULL;
+	path[n] = '\0';
+	size_t r = strlen(ws->root);
+	if (str_eq(path, ws->root))
+		return xstrdup(".");
+	if (r == 1)
+		return xstrdup(path + 1);
+	if (strncmp(path, ws->root, r) == 0 && path[r] == '/')
+		return xstrdup(path + r + 1);
+	return NULL;
+}
+
+/* Where path leads inside the workspace once its symlinks are followed,
+ * or NULL when that is not known (it leads out: the call will be refused).
+ * For a file not there yet, its directory resolved and its name; for a
+ * dangling symlink, the link's own text (the file a write would create). */
+static char *resolved_target(const struct workspace *ws, const char *path, size_t len)
+{
+	int fd;
+	if (ws_openat(ws, path, len, O_PATH, 0, &fd) == 0) {
+		char *rel = fd_relative(ws, fd);
+		close(fd);
+		return rel;
+	}
+	_cleanup_free_ char *name = NULL;
+	if (ws_open_parent(ws, path, len, false, &fd, &name) < 0)
+		return NULL;
+	_cleanup_close_ int dirfd = fd;
+	char link[PATH_MAX];
+	ssize_t k = readlinkat(dirfd, name, link, sizeof(link) - 1);
+	if (k > 0)
+		return xstrndup(link, (size_t)k);
+	_cleanup_free_ char *dir = fd_relative(ws, dirfd);
+	if (!dir)
+		return NULL;
+	return str_eq(dir, ".") ? xstrdup(name) : xasprintf("%s/%s", dir, name);
+}
+
+/* The file as the approver should see it: "NOTES.md -> .git/config" when
+ * a symlink on the way leads elsewhere in the workspace. */
+static char *projected_file(const struct workspace *ws, const char *path, size_t len)
+{
+	char *disp = ws_display_path(ws, path, len);
+	_cleanup_free_ char *target = resolved_target(ws, path, len);
+	if (!target || str_eq(target, disp))
+		return disp;
+	char *shown = xasprintf("%s -> %s", disp, target);
+	free(disp);
+	return shown;
+}
+
+/* Resolves the paths the call names, once, when it is asked. */
+static void project_files(struct confirm *c, const struct exec *e)
+{
+	if (!e->session->ws)
+		return;
+	for (const char *const *p = e->tool->def->path_args; p && *p; p++) {
+		const struct json *v = json_get(e->args, *p);
+		if (!v || v->type != JSON_STRING)
+			continue;
+		c->files = xreallocarray(c->files, c->n_files + 1, sizeof(*c->files));
+		c->files[c->n_files++] = projected_file(e->session->ws, v->u.str.s, v->u.str.len);
+	}
 }
 
 struct confirm_arg {
@@ -46,25 +125,16 @@ static void extra_confirm(struct jgen *g, void *arg)
 	struct exec *e = ((struct confirm_arg *)arg)->e;
 	jgen_kv_str(g, "requestId", e->confirm->id);
 	jgen_kv_str(g, "sideEffect", side_effect_name(e->tool->side_effects));
+	/* The whole input, never a prefix: it came in one message, so it
+	 * fits in one (limits.max_message_bytes). */
 	_cleanup_(buf_free) struct buf b = {0};
 	json_canonical(e->args, &b);
-	if (buf_size(&b) > SUMMARY_MAX) {
-		b.len = b.off + SUMMARY_MAX;
-		/* Do not cut a UTF-8 sequence in two. */
-		while (b.len > b.off && ((unsigned char)b.data[b.len] & 0xC0) == 0x80)
-			b.len--;
-		buf_puts(&b, "…");
-	}
-	jgen_kv_str(g, "input", buf_head(&b));
+	jgen_key(g, "input");
+	jgen_strn(g, buf_head(&b), buf_size(&b));
 	jgen_key(g, "files");
 	jgen_arr_open(g);
-	for (const char *const *p = e->tool->def->path_args; p && *p; p++) {
-		const struct json *v = json_get(e->args, *p);
-		if (v && v->type == JSON_STRING) {
-			_cleanup_free_ char *disp = ws_display_path(e->session->ws, v->u.str.s, v->u.str.len);
-			jgen_str(g, disp);
-		}
-	}
+	for (size_t i = 0; i < e->confirm->n_files; i++)
+		jgen_str(g, e->confirm->files[i]);
 	jgen_arr_close(g);
 	jgen_kv_int(g, "timeoutMs", (int64_t)e->d->cfg.confirm_timeout_ms);
 }
@@ -100,18 +170,16 @@ static struct confirm *untie(struct exec *e)
 	return c;
 }
 
-/* Unties e from its request and settles it with decision; with tell,
- * subscribers are told. */
-static struct confirm *confirm_detach(struct exec *e, const char *decision, bool tell)
+/* Unties e from its request, settles it with decision and tells the
+ * subscribers (approvers take the question down). */
+static struct confirm *confirm_detach(struct exec *e, const char *decision)
 {
 	struct dispatcher *d = e->d;
 	struct confirm *c = untie(e);
 	confirm_settle(d, c, decision);
-	if (tell) {
-		struct resolved_arg r = { c->id, decision };
-		event_emit(d->bus, "tool.confirmation_resolved", e->session, e->call_id, e->tool->name,
-			   extra_resolved, &r);
-	}
+	struct resolved_arg r = { c->id, decision };
+	event_emit(d->bus, "tool.confirmation_resolved", e->session, e->call_id, e->tool->name,
+		   extra_resolved, &r);
 	return c;
 }
 
@@ -119,7 +187,7 @@ static struct confirm *confirm_detach(struct exec *e, const char *decision, bool
  * settled with decision, subscribers are told, the call ends with o. */
 static void confirm_unanswered(struct exec *e, const char *decision, struct outcome *o)
 {
-	confirm_detach(e, decision, true);
+	confirm_detach(e, decision);
 	exec_finish(e, o);
 }
 
@@ -159,6 +227,7 @@ void confirm_ask(struct exec *e)
 			  (unsigned long long)++d->counter);
 	c->exec = e;
 	c->uid = e->session->uid;
+	project_files(c, e);
 	e->confirm_seq = d->counter;
 	list_init(&c->node);
 	map_put(d->confirms, c->id, c);
@@ -174,7 +243,7 @@ void confirm_ask(struct exec *e)
 void confirm_cancel(struct exec *e)
 {
 	if (e->confirm)
-		confirm_detach(e, "cancelled", false);
+		confirm_detach(e, "cancelled");
 }
 
 void confirm_forget(struct exec *e)
@@ -267,7 +336,7 @@ int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, co
 		return 0;
 	}
 	tc_timer_stop(e->timer);
-	confirm_detach(e, dec, true);
+	confirm_detach(e, dec);
 	if (dec == decisions[1]) {
 		exec_finish(e, outcome_error(TC_USER_DENIED, "The user denied this call of '%s'; it was not run",
 					     e->tool->name));

@@ -2,9 +2,12 @@
 /*
  * Confirmation: a call whose policy says "prompt" waits for an approver
  * (a subscriber to tool.confirmation_requested of the same uid) to allow or
- * deny it. Requests are answered once (first write wins), time out, fail
- * when no approver is left, and are shown again to an approver that comes
- * late. Resolved requests are kept a while so a second answer learns the
+ * deny it. The request shows the whole input and the files the call names
+ * as they resolve ("NOTES.md -> .git/config"). Requests are answered once
+ * (first write wins), time out, fail when no approver is left, are
+ * cancelled with their call (each end is told by
+ * tool.confirmation_resolved), and are shown again to an approver that
+ * comes late. Resolved requests are kept a while so a second answer learns the
  * first.
  */
 #ifndef TC_CONFIRM_H
@@ -39,7 +42,8 @@ void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub)
 /* For the engine: asks for confirmation of e (or fails it at once when no
  * approver is connected and none is waited for). */
 void confirm_ask(struct exec *e);
-/* For the engine: e is cancelled while it waits; its request is settled. */
+/* For the engine: e is cancelled while it waits; its request is settled
+ * and tool.confirmation_resolved (decision "cancelled") tells approvers. */
 void confirm_cancel(struct exec *e);
 /* For the engine: e is freed; a request still open is forgotten. */
 void confirm_forget(struct exec *e);

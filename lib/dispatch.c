@@ -30,6 +30,7 @@
 
 #include "lib/admit.h"
 #include "lib/audit.h"
+#include "lib/audit_call.h"
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
 #include "lib/hooks.h"
@@ -127,39 +128,14 @@ static void extra_kind(struct jgen *g, void *arg)
 		jgen_kv_str(g, "message", k->message);
 }
 
-static void write_audit(struct dispatcher *d, const struct caller *c, const struct session *s,
-			const struct outcome *o, bool replayed)
+/* Records the audit line of a call answered to caller c. */
+static void write_audit(struct dispatcher *d, const struct caller *c, const struct outcome *o, bool replayed)
 {
-	if (!d->audit)
-		return;
-	char tbuf[32];
-	format_time(wall_ms(), tbuf);
-	_cleanup_(buf_free) struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "time", tbuf);
-	jgen_kv_str(g, "session", s ? s->id : NULL);
-	jgen_kv_int(g, "uid", s ? (int64_t)s->uid : -1);
-	jgen_kv_int(g, "pid", c ? c->pid : 0);
-	jgen_kv_str(g, "callId", o->call_id);
-	jgen_kv_str(g, "tool", o->tool);
-	jgen_kv_str(g, "sideEffect", side_effect_name(o->side_effects));
-	jgen_kv_str(g, "outcome", tc_kind_name(o->kind));
-	jgen_kv_bool(g, "isError", o->is_error);
-	jgen_kv_int(g, "attempts", o->attempts);
-	jgen_kv_int(g, "durationMs", (int64_t)o->duration_ms);
-	jgen_kv_bool(g, "replayed", replayed);
-	jgen_key(g, "files");
-	jgen_arr_open(g);
-	for (size_t i = 0; i < o->n_files; i++)
-		jgen_str(g, o->files[i]);
-	jgen_arr_close(g);
-	jgen_kv_str(g, "command", o->command);
-	if (o->kind != TC_OK)
-		jgen_kv_str(g, "message", o->message);
-	jgen_obj_close(g);
-	jgen_free(g);
-	audit_record(d->audit, buf_head(&b), buf_size(&b));
+	const struct audit_call ac = {
+		.session = c->session, .pid = c->pid, .o = o, .replayed = replayed,
+		.tool = c->exec ? c->exec->tool : NULL, .args = c->exec ? c->exec->args : NULL,
+	};
+	audit_call(d->audit, &ac);
 }
 
 /* --- callers ----------------------------------------------------------- */
@@ -199,15 +175,21 @@ static void caller_free(struct caller *c)
 	free(c);
 }
 
-/* Answers a caller and frees it. */
-static void caller_complete(struct caller *c, struct outcome *o, bool replayed)
+/* Answers a caller and frees it, with no audit line (its execution will
+ * have one). */
+static void caller_answer(struct caller *c, struct outcome *o, bool replayed)
 {
-	struct dispatcher *d = c->d;
-	write_audit(d, c, c->session, o, replayed);
 	const struct caller_ops *ops = c->ops;
 	void *ctx = c->ctx;
 	caller_free(c);
 	ops->complete(ctx, o, replayed);
+}
+
+/* Answers a caller and frees it; the call is audited. */
+static void caller_complete(struct caller *c, struct outcome *o, bool replayed)
+{
+	write_audit(c->d, c, o, replayed);
+	caller_answer(c, o, replayed);
 }
 
 /* Answers a call that never became an execution, and records it.
@@ -339,6 +321,13 @@ void exec_finish(struct exec *e, struct outcome *o)
 		dispatch_arm_sweep(d);
 	}
 
+	/* Nobody waits (a disconnect, a cancel, shutdown, a keyed call left
+	 * to run): the call still gets its audit line. */
+	if (list_empty(&e->waiters)) {
+		const struct audit_call ac = { .session = e->session, .pid = e->pid, .o = o,
+					       .tool = e->tool, .args = e->args };
+		audit_call(d->audit, &ac);
+	}
 	while (!list_empty(&e->waiters)) {
 		struct caller *c = list_first(&e->waiters, struct caller, node);
 		caller_complete(c, o, false);
@@ -796,7 +785,7 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 	_cleanup_(admit_clear) struct admission a = { .name = p->tool ? p->tool : "" };
 	struct outcome *o;
 
-	if ((o = admit_find_tool(d, s, &a)))
+	if ((o = admit_find_tool(d, s, &a)) || (o = admit_check_audit(d)))
 		return fail_now(d, c, a.name, a.t, o);
 	if ((o = admit_parse_arguments(d, p, &a)) || (o = admit_validate_arguments(&a))) {
 		admit_report_invalid(d, s, a.name, o);
@@ -842,7 +831,12 @@ static void cancel_caller(struct caller *c, bool respond, const char *why)
 			o->duration_ms = tc_now(c->d->loop) - e->start_ms;
 			o->side_effects = e->tool->side_effects;
 		}
-		caller_complete(c, o, false);
+		/* The last caller gone ends the execution, whose own audit line
+		 * says what ran (command, files); else this one is audited. */
+		if (e && list_empty(&e->waiters))
+			caller_answer(c, o, false);
+		else
+			caller_complete(c, o, false);
 	} else {
 		caller_free(c);
 	}

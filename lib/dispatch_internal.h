@@ -83,7 +83,7 @@ struct exec {
 	uint64_t confirm_seq;		/* when confirmation was asked */
 	struct hook_run *hook;		/* pre-call hooks running, or NULL */
 	enum confirm_mode mode;		/* the policy's, until the hooks have spoken */
-	pid_t pid;			/* the first caller's peer, for the hooks */
+	pid_t pid;			/* its first caller's, for an audit line nobody waits for */
 };
 
 struct dispatcher {
@@ -119,6 +119,10 @@ struct dispatcher {
 
 /* Ends an execution with outcome o (consumed) and answers every caller. */
 void exec_finish(struct exec *e, struct outcome *o);
+/* dispatch_stats.c: the state of a tool's circuit for the uid it is worst
+ * for ("closed", "half-open" or "open"). */
+const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
+
 /* Queues an execution for a slot, or refuses it when the queue is full. */
 void exec_enqueue(struct exec *e);
 /* Arms the exec's one timer with a callback (timeout, backoff, confirmation). */

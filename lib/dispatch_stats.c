@@ -13,7 +13,7 @@
 
 /* The state of tool name's circuit for the uid it is worst for: "open"
  * when it is paused for anyone. */
-static const char *worst_circuit(struct dispatcher *d, const char *name)
+const char *dispatch_worst_circuit(struct dispatcher *d, const char *name)
 {
 	static const char *const order[] = { "closed", "half-open", "open" };
 	size_t worst = 0, it = 0;
@@ -57,8 +57,7 @@ void dispatch_write_stats(struct dispatcher *d, struct jgen *g)
 	if (d->audit) {
 		jgen_key(g, "audit");
 		jgen_obj_open(g);
-		jgen_kv_int(g, "lines", (int64_t)audit_lines(d->audit));
-		jgen_kv_int(g, "lost", (int64_t)audit_lost(d->audit));
+		audit_write_stats(d->audit, g);
 		jgen_obj_close(g);
 	}
 	jgen_key(g, "tools");
@@ -90,7 +89,7 @@ void dispatch_write_stats(struct dispatcher *d, struct jgen *g)
 		jgen_obj_close(g);
 		struct tool_state *ts = map_get(d->tools, name);
 		if (ts) {
-			jgen_kv_str(g, "circuit", worst_circuit(d, name));
+			jgen_kv_str(g, "circuit", dispatch_worst_circuit(d, name));
 			jgen_kv_int(g, "running", ts->running);
 		}
 		jgen_obj_close(g);

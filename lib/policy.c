@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The confirmation policy: defaults, the mode names of the config file, and
- * the decision for one call.
+ * the decision for one call ("sandboxed" settled by what the tool runs under).
  */
 #include "lib/policy.h"
 
@@ -11,6 +11,7 @@ static const char *const mode_names[CONFIRM_MODE_MAX] = {
 	[CONFIRM_AUTO] = "auto",
 	[CONFIRM_PROMPT] = "prompt",
 	[CONFIRM_DENY] = "deny",
+	[CONFIRM_SANDBOXED] = "sandboxed",
 };
 
 const char *confirm_mode_name(enum confirm_mode m)
@@ -102,4 +103,11 @@ enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_
 	if (p->has_override[cls] && policy_workspace_trusted(p, workspace_root))
 		return p->trusted_override[cls];
 	return p->by_class[cls];
+}
+
+enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool *t)
+{
+	if (m != CONFIRM_SANDBOXED)
+		return m;
+	return tool_runs_sandboxed(t) && !t->network ? CONFIRM_AUTO : CONFIRM_PROMPT;
 }

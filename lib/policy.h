@@ -3,7 +3,9 @@
  * The confirmation policy (contract §7): for each call, whether it runs at
  * once (auto), waits for an approver (prompt) or is refused (deny). The
  * decision depends on the tool's name, its side-effect class and the
- * session's workspace root. The daemon fills a struct policy_config from the
+ * session's workspace root; mode "sandboxed" runs a call at once when it
+ * will run sandboxed without network and asks otherwise, which is the
+ * setting for an autonomous loop with nobody to approve. The daemon fills a struct policy_config from the
  * "confirmation" section of its config file; the dispatcher asks
  * policy_decide() before every call.
  */
@@ -20,6 +22,7 @@ enum confirm_mode {
 	CONFIRM_AUTO,
 	CONFIRM_PROMPT,
 	CONFIRM_DENY,
+	CONFIRM_SANDBOXED,	/* auto when sandboxed without network, else prompt */
 	CONFIRM_MODE_MAX,
 };
 
@@ -53,7 +56,7 @@ void policy_config_init(struct policy_config *p);
 /* Frees what p holds and leaves it empty (not re-initialised). */
 void policy_config_free(struct policy_config *p);
 
-/* "auto", "prompt", "deny". */
+/* "auto", "prompt", "deny", "sandboxed". */
 const char *confirm_mode_name(enum confirm_mode m);
 /* Returns the mode named s, or -1. */
 int confirm_mode_from_name(const char *s);
@@ -69,5 +72,9 @@ bool policy_workspace_trusted(const struct policy_config *p, const char *root);
  */
 enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_name,
 				enum side_effect cls, const char *workspace_root);
+
+/* Settles mode "sandboxed" for tool t: auto when its calls run sandboxed
+ * without network, prompt otherwise. Other modes are returned as they are. */
+enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool *t);
 
 #endif

@@ -63,6 +63,7 @@ void stats_record(struct stats *s, const char *tool, enum tc_kind kind, uint64_t
 		s->errors[kind]++;
 	}
 	t->hist[bucket_of(duration_us)]++;
+	t->sum_us += duration_us;
 }
 
 uint64_t stats_percentile(const struct tool_stats *t, double q)
@@ -82,4 +83,12 @@ uint64_t stats_percentile(const struct tool_stats *t, double q)
 			return bucket_value(i);
 	}
 	return bucket_value(STATS_BUCKETS - 1);
+}
+
+uint64_t stats_count_at_most(const struct tool_stats *t, uint64_t us)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < STATS_BUCKETS && bucket_value(i) <= us; i++)
+		n += t->hist[i];
+	return n;
 }

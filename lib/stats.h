@@ -16,6 +16,7 @@ struct tool_stats {
 	uint64_t calls;
 	uint64_t errors[TC_KIND_MAX];
 	uint64_t hist[STATS_BUCKETS];
+	uint64_t sum_us;		/* of all durations, for admin/metrics */
 };
 
 struct stats {
@@ -33,5 +34,8 @@ void stats_free(struct stats *s);
 void stats_record(struct stats *s, const char *tool, enum tc_kind kind, uint64_t duration_us);
 /* The value (microseconds) below which the fraction q of recorded calls fall. */
 uint64_t stats_percentile(const struct tool_stats *t, double q);
+/* How many recorded calls took at most us microseconds, each counted at
+ * the value stats_percentile reports for its bucket (for admin/metrics). */
+uint64_t stats_count_at_most(const struct tool_stats *t, uint64_t us);
 
 #endif

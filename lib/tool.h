@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lib/errors.h"
 #include "proto/base/util.h"
@@ -90,7 +91,17 @@ struct tool {
 	char *source;			/* "built-in" or the tool file's path */
 	const struct tool_def *def;
 	void *priv;			/* the kind's per-tool data */
+	/* What its calls run under, set by the sandbox: the profile's name
+	 * (static; NULL: unsandboxed) and whether network is allowed. */
+	const char *sandbox_profile;
+	bool network;
 };
+
+/* True when the tool's calls run confined by a sandbox profile. */
+static inline bool tool_runs_sandboxed(const struct tool *t)
+{
+	return t && t->sandbox_profile && strcmp(t->sandbox_profile, "off") != 0;
+}
 
 /*
  * Makes a tool from a definition: compiles the schema (an unsupported

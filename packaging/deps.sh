@@ -1,16 +1,62 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# Installs the Debian 12 packages toolcalld needs to build, test and run,
-# when any is missing. Root runs apt-get directly; anyone else through sudo.
+# Installs the Debian 12 packages that a make target needs, when any is
+# missing. Root runs apt-get directly; anyone else through sudo.
+#
+#   sh packaging/deps.sh [PURPOSE...]     (default: build)
+#
+#   build    build and run the programs (make run, make install-user)
+#   test     the test suites, the sanitizer build and the fuzzers (make build,
+#            make check, make fuzz, make valgrind)
+#   deb      the Debian package (make deb)
+#
+# One package per line, in the list of the purpose it serves.
 set -eu
 
-pkgs="build-essential meson ninja-build pkg-config libev-dev libyajl-dev
-libsystemd-dev check socat systemd json-schema-test-suite clang
-libclang-rt-14-dev valgrind procps util-linux"
+build_pkgs="
+build-essential
+meson
+ninja-build
+pkg-config
+libev-dev
+libyajl-dev
+libsystemd-dev
+systemd
+socat
+"
+
+test_pkgs="
+check
+json-schema-test-suite
+clang
+libclang-rt-14-dev
+valgrind
+procps
+util-linux
+"
+
+deb_pkgs="
+debhelper
+devscripts
+dpkg-dev
+lintian
+"
+
+pkgs=""
+[ $# -gt 0 ] || set -- build
+for purpose in "$@"; do
+	case $purpose in
+	build) pkgs="$pkgs $build_pkgs" ;;
+	test) pkgs="$pkgs $build_pkgs $test_pkgs" ;;
+	deb) pkgs="$pkgs $build_pkgs $deb_pkgs" ;;
+	*) echo "deps: unknown purpose '$purpose' (build, test, deb)" >&2; exit 2 ;;
+	esac
+done
 
 missing=""
 for p in $pkgs; do
+	case " $missing " in *" $p "*) continue ;; esac
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing="$missing $p"
 done

@@ -3,46 +3,32 @@
 #
 # What `make run` runs once the build is done: toolcalld in the foreground,
 # serving the current directory as its workspace on its default socket, after
-# printing how to talk to it. Ctrl-C stops it cleanly (SIGINT: calls in
-# flight get up to 10 s to finish, the socket file is removed).
+# printing how to talk to it. Both programs are linked into BUILD_DIR/bin,
+# the PATH entry the README's examples use. Ctrl-C stops it cleanly (SIGINT:
+# calls in flight get up to 10 s to finish, the socket file is removed).
 #
-#   sh packaging/run.sh [BUILD_DIR]        (default: build)
+#   sh packaging/run.sh [BUILD_DIR]        (default: build-run)
 set -eu
 
-build=${1:-build}
+build=${1:-build-run}
 daemon=$build/daemon/toolcalld
-ctl=$build/daemon/toolcallctl
-if [ ! -x "$daemon" ]; then
-	echo "run: $daemon is missing; build first (make build)" >&2
+ctl=$(find "$build/daemon" -name toolcallctl -type f -perm -u+x 2>/dev/null | head -n 1)
+if [ ! -x "$daemon" ] || [ -z "$ctl" ]; then
+	echo "run: the programs are missing in $build; build first (make build-run)" >&2
 	exit 1
 fi
+bin=$(cd "$build" && pwd)/bin
+mkdir -p "$bin"
+ln -sf "$(cd "$(dirname "$daemon")" && pwd)/toolcalld" "$bin/toolcalld"
+ln -sf "$(cd "$(dirname "$ctl")" && pwd)/toolcallctl" "$bin/toolcallctl"
 
-# The daemon's own rule for its default socket, so the path printed below
-# is the one it will listen on.
-if [ -n "${TOOLCALLD_SOCKET:-}" ]; then
-	sock=$TOOLCALLD_SOCKET
-elif [ -n "${XDG_RUNTIME_DIR:-}" ]; then
-	sock=$XDG_RUNTIME_DIR/toolcalld.sock
-else
-	sock=/run/toolcalld/toolcalld.sock
-fi
-
-# Without XDG_RUNTIME_DIR and without root, /run/toolcalld is out of reach:
-# say so, and use a private directory instead of failing.
-sockdir=$(dirname "$sock")
-parent=$(dirname "$sockdir")
-if { [ -d "$sockdir" ] && [ ! -w "$sockdir" ]; } ||
-   { [ ! -d "$sockdir" ] && [ ! -w "$parent" ]; }; then
-	fallback=${TMPDIR:-/tmp}/toolcalld-$(id -u)
-	mkdir -p "$fallback"
-	chmod 700 "$fallback"
-	echo "run: cannot create $sock (not root, XDG_RUNTIME_DIR unset);" >&2
-	echo "run: using $fallback/toolcalld.sock instead" >&2
-	sock=$fallback/toolcalld.sock
-	export TOOLCALLD_SOCKET="$sock"
-fi
-
+# The daemon's own rule for its default socket ($TOOLCALLD_SOCKET, else
+# $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock for
+# root, else /tmp/toolcalld-UID/toolcalld.sock): --check-config prints the
+# path it will listen on, after checking what start-up needs.
 ws=$(pwd)
+checked=$("$daemon" --check-config --workspace "$ws") || exit 1
+sock=$(printf '%s\n' "$checked" | sed -n 's/^socket: //p')
 cat <<EOF
 
 toolcalld: serving $ws
@@ -59,13 +45,14 @@ then paste one line at a time (each line is one JSON-RPC request):
     {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"../../etc/passwd"}}}
 
 Or use the client:
-    $ctl -s $sock list
-    $ctl -s $sock call read_file '{"path":"README.md"}'
+    export PATH="$bin:\$PATH"
+    toolcallctl -s $sock list
+    toolcallctl -s $sock call read_file '{"path":"README.md"}'
 
 shell, write_file and patch_file ask for confirmation: without an approver
 they fail with user_denied. To approve them, keep this running in a third
 terminal:
-    $ctl -s $sock approve
+    $bin/toolcallctl -s $sock approve
 
 Ctrl-C stops the daemon.
 

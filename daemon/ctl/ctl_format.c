@@ -331,10 +331,77 @@ const struct json *ctl_confirm_request_id(const struct json *event)
 	return get_any(event, keys);
 }
 
+void ctl_escape(const char *s, size_t n, struct buf *out)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_lead_len(u[i]);
+		bool ok = l > 0 && i + l <= n && utf8_valid(s + i, l);
+		if (!ok) {
+			buf_printf(out, "\\x%02X", u[i]);
+			i++;
+			continue;
+		}
+		if (l == 1 && u[i] == '\\')
+			buf_puts(out, "\\\\");
+		else if (l == 1 && u[i] == '\n')
+			buf_puts(out, "\\n");
+		else if (l == 1 && u[i] == '\t')
+			buf_puts(out, "\\t");
+		else if (l == 1 && u[i] == '\r')
+			buf_puts(out, "\\r");
+		else if (is_control(u + i, l)) {
+			uint32_t cp = 0;
+			utf8_decode(s + i, l, &cp);
+			buf_printf(out, "\\u{%X}", (unsigned)cp);
+		}
+		else
+			buf_append(out, s + i, l);
+		i += l;
+	}
+}
+
+/* The arguments of a confirmation request as an object: the daemon sends
+ * them as JSON text in "input" (*ret_doc then holds them), others may send
+ * the object itself. NULL when there is none. */
+static const struct json *confirm_arguments(const struct json *event, struct json_doc **ret_doc)
+{
+	const struct json *in = json_get(event, "input");
+	if (in && in->type == JSON_OBJECT)
+		return in;
+	if (!in || in->type != JSON_STRING ||
+	    json_parse(in->u.str.s, in->u.str.len, 0, 64, ret_doc, NULL) < 0)
+		return NULL;
+	const struct json *v = json_doc_root(*ret_doc);
+	return v && v->type == JSON_OBJECT ? v : NULL;
+}
+
+/* Appends one argument on a line of its own, every byte of it: strings
+ * with their length, other values as JSON. */
+static void argument_line(const struct json_member *m, struct buf *out)
+{
+	buf_puts(out, "  ");
+	ctl_escape(m->key, m->key_len, out);
+	const struct json *v = m->value;
+	if (v->type == JSON_STRING) {
+		buf_printf(out, " (%zu bytes): ", v->u.str.len);
+		ctl_escape(v->u.str.s, v->u.str.len, out);
+	} else {
+		struct buf tmp = {};
+		struct jgen *g = jgen_new(&tmp);
+		jgen_value(g, v);
+		jgen_free(g);
+		buf_puts(out, ": ");
+		ctl_escape(buf_head(&tmp), buf_size(&tmp), out);
+		buf_free(&tmp);
+	}
+	buf_putc(out, '\n');
+}
+
 void ctl_confirm_prompt(const struct json *event, struct buf *out)
 {
 	static const char *const side_keys[] = { "sideEffects", "sideEffect", "side_effects", NULL };
-	static const char *const summary_keys[] = { "summary", "inputSummary", "input", "arguments", NULL };
+	static const char *const summary_keys[] = { "summary", "inputSummary", "arguments", NULL };
 	static const char *const files_keys[] = { "files", "projectedFiles", NULL };
 
 	buf_puts(out, "Allow ");
@@ -345,23 +412,48 @@ void ctl_confirm_prompt(const struct json *event, struct buf *out)
 		sanitize_str(json_str(side), 16, out);
 		buf_putc(out, ')');
 	}
+	const struct json *files = get_any(event, files_keys);
+	bool has_files = files && files->type == JSON_ARRAY && files->u.arr.n > 0;
+
+	struct json_doc *doc = NULL;
+	const struct json *args = confirm_arguments(event, &doc);
+	if (args) {
+		/* Every byte of what will run, one argument a line. */
+		buf_puts(out, ":\n");
+		for (size_t i = 0; i < args->u.obj.n; i++)
+			argument_line(&args->u.obj.members[i], out);
+		if (has_files) {
+			buf_puts(out, "  files:");
+			for (size_t i = 0; i < files->u.arr.n; i++) {
+				const struct json *f = files->u.arr.items[i];
+				buf_puts(out, i ? ", " : " ");
+				if (json_str(f))
+					ctl_escape(f->u.str.s, f->u.str.len, out);
+				else
+					short_value(f, out);
+			}
+			buf_putc(out, '\n');
+		}
+		json_doc_unref(doc);
+		buf_puts(out, "Allow it? [y]es/[n]o/[a]lways: ");
+		return;
+	}
+	json_doc_unref(doc);
+
 	const struct json *summary = get_any(event, summary_keys);
 	if (summary) {
 		buf_putc(out, ' ');
 		if (json_str(summary))
-			ctl_sanitize(summary->u.str.s, summary->u.str.len, VALUE_MAX, out);
+			ctl_sanitize(summary->u.str.s, summary->u.str.len, SIZE_MAX, out);
 		else
 			short_value(summary, out);
 	}
-	const struct json *files = get_any(event, files_keys);
-	if (files && files->type == JSON_ARRAY && files->u.arr.n > 0) {
+	if (has_files) {
 		buf_puts(out, " [files:");
-		for (size_t i = 0; i < files->u.arr.n && i < 10; i++) {
+		for (size_t i = 0; i < files->u.arr.n; i++) {
 			buf_putc(out, ' ');
 			short_value(files->u.arr.items[i], out);
 		}
-		if (files->u.arr.n > 10)
-			buf_printf(out, " and %zu more", files->u.arr.n - 10);
 		buf_putc(out, ']');
 	}
 	buf_puts(out, "? [y]es/[n]o/[a]lways: ");

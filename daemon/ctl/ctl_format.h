@@ -38,8 +38,16 @@ void ctl_tool_lines(const struct json *const *tools, size_t n, struct buf *out);
  * tool, then callId, sessionId, kind and every other member as key=value. */
 void ctl_event_line(const struct json *event, struct buf *out);
 
-/* Appends the question for a tool.confirmation_requested event:
- * "Allow <tool> (<side effect>) <summary>? [y]es/[n]o/[a]lways: ". */
+/*
+ * Appends the question for a tool.confirmation_requested event. With the
+ * arguments (the daemon's "input"), every byte of what will run, never a
+ * prefix, one argument a line (strings with their length):
+ *     Allow shell (execute):
+ *       command (600 bytes): make ...
+ *       files: NOTES.md -> .git/config
+ *     Allow it? [y]es/[n]o/[a]lways:
+ * With only a summary: "Allow <tool> (<side effect>) <summary>? [y]es/...".
+ */
 void ctl_confirm_prompt(const struct json *event, struct buf *out);
 
 /* The id a confirmation event carries, for confirmations/resolve. */
@@ -52,5 +60,11 @@ const char *ctl_parse_answer(const char *line, size_t len);
 /* Appends s with control characters replaced by '?' (at most max bytes of
  * it, then "..."). */
 void ctl_sanitize(const char *s, size_t n, size_t max, struct buf *out);
+
+/* Appends every byte of s so that it reads unambiguously and moves no
+ * cursor: "\\" "\n" "\t" "\r" escaped, other control characters (C0,
+ * C1, bidirectional overrides) as \u{XXXX}, bytes that are not UTF-8 as
+ * \xHH. */
+void ctl_escape(const char *s, size_t n, struct buf *out);
 
 #endif

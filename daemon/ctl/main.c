@@ -74,6 +74,28 @@ static int run_stats(struct client *c, struct opts *o, char **args, int n)
 	return simple_request(c, o, "admin/stats", NULL, NULL, NULL);
 }
 
+/* Says what an admin/metrics result lacks, or NULL. */
+static const char *bad_metrics(const struct json *result)
+{
+	const struct json *text = json_get(result, "text");
+	if (!text || text->type != JSON_STRING)
+		return "a result without the metrics text";
+	return NULL;
+}
+
+/* Prints the OpenMetrics text as it came (it ends with its own newline). */
+static void show_metrics(const struct json *result)
+{
+	const struct json *text = json_get(result, "text");
+	fwrite(text->u.str.s, 1, text->u.str.len, stdout);
+}
+
+/* metrics: admin/metrics, the OpenMetrics text (--json: the JSON answer). */
+static int run_metrics(struct client *c, struct opts *o, char **args, int n)
+{
+	return simple_request(c, o, "admin/metrics", NULL, bad_metrics, show_metrics);
+}
+
 /* Says what a sessions/cancel result lacks, or NULL. */
 static const char *bad_cancelled(const struct json *result)
 {
@@ -342,6 +364,8 @@ static const struct command commands[] = {
 	  .min_args = 1, .max_args = 2, .waits = true, .check = check_call, .run = run_call },
 	{ .name = "stats", .args = "", .help = "print the daemon's counters",
 	  .min_args = 0, .max_args = 0, .run = run_stats },
+	{ .name = "metrics", .args = "", .help = "print the daemon's metrics (OpenMetrics text)",
+	  .min_args = 0, .max_args = 0, .run = run_metrics },
 	{ .name = "cancel", .args = "[SESSION]",
 	  .help = "cancel the calls in flight of SESSION",
 	  .min_args = 0, .max_args = 1, .check = check_cancel, .run = run_cancel },
@@ -367,7 +391,9 @@ static void usage(FILE *f)
 	}
 	fprintf(f, "\nOptions:\n"
 		   "  -s, --socket PATH       the daemon's socket (default: $TOOLCALLD_SOCKET, else\n"
-		   "                          $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock)\n"
+		   "                          $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock\n"
+		   "                          for root or who may write there, else\n"
+		   "                          /tmp/toolcalld-UID/toolcalld.sock: the daemon's rule)\n"
 		   "  -t, --timeout MS        how long to wait for an answer; 0 waits forever\n"
 		   "                          (default: %d ms, none for call)\n"
 		   "  -j, --json              print results as JSON\n"
@@ -483,6 +509,14 @@ static int run(int argc, char **argv)
 		.timeout_ms = o.timeout_ms != -2 ? o.timeout_ms : cmd->waits ? -1 : DEFAULT_TIMEOUT_MS,
 		.waitmask = waitmask,
 	};
+	/* The fallback in /tmp: connect only through a directory of our own,
+	 * never to a socket someone else put there. */
+	_cleanup_free_ char *dir_err = NULL;
+	if (default_socket_is_private(socket_path) && default_socket_private_dir(false, &dir_err) < 0) {
+		fprintf(stderr, "toolcallctl: cannot connect to %s: %s\n", socket_path, dir_err);
+		free(o.call_args);
+		return EXIT_CONNECT;
+	}
 	int r = client_connect(&c, socket_path);
 	if (r < 0) {
 		fprintf(stderr, "toolcallctl: cannot connect to %s: %s\n", socket_path, strerror(-r));

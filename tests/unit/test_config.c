@@ -408,12 +408,12 @@ END_TEST
 START_TEST(error_bad_mode)
 {
 	assert_error("{\n\t\"confirmation\": {\n\t\t\"default\": { \"write\": \"maybe\" }\n\t}\n}",
-		     "t.json:3:25: confirmation.default.write: expected \"auto\", \"prompt\" or \"deny\"");
+		     "t.json:3:25: confirmation.default.write: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"");
 	assert_error("{\"confirmation\": {\"per_tool\": {\"shell\": true}}}",
-		     "t.json:1:41: confirmation.per_tool.shell: expected \"auto\", \"prompt\" or \"deny\", got boolean");
+		     "t.json:1:41: confirmation.per_tool.shell: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\", got boolean");
 	assert_error("{\"confirmation\": {\"trusted_workspace_overrides\": {\"write\": \"Auto\"}}}",
 		     "t.json:1:60: confirmation.trusted_workspace_overrides.write: "
-		     "expected \"auto\", \"prompt\" or \"deny\"");
+		     "expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"");
 }
 END_TEST
 
@@ -617,8 +617,12 @@ START_TEST(default_socket_from_env)
 {
 	unsetenv("TOOLCALLD_SOCKET");
 	unsetenv("XDG_RUNTIME_DIR");
+	/* Root, or who may write /run/toolcalld; else a directory of one's own. */
+	char *fallback = geteuid() == 0 || access("/run/toolcalld", W_OK | X_OK) == 0 ?
+			 xstrdup("/run/toolcalld/toolcalld.sock") :
+			 xasprintf("/tmp/toolcalld-%u/toolcalld.sock", (unsigned)geteuid());
 	char *s = config_default_socket();
-	ck_assert_str_eq(s, "/run/toolcalld/toolcalld.sock");
+	ck_assert_str_eq(s, fallback);
 	free(s);
 
 	setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
@@ -638,8 +642,9 @@ START_TEST(default_socket_from_env)
 	free(s);
 	setenv("XDG_RUNTIME_DIR", "", 1);
 	s = config_default_socket();
-	ck_assert_str_eq(s, "/run/toolcalld/toolcalld.sock");
+	ck_assert_str_eq(s, fallback);
 	free(s);
+	free(fallback);
 }
 END_TEST
 
@@ -686,6 +691,27 @@ START_TEST(policy_defaults)
 	/* Nothing is trusted by default. */
 	ck_assert(!policy_workspace_trusted(&p, "/"));
 	policy_config_free(&p);
+}
+END_TEST
+
+/* "sandboxed": auto only for a call that runs sandboxed without network. */
+START_TEST(policy_sandboxed_mode)
+{
+	ck_assert_int_eq(confirm_mode_from_name("sandboxed"), CONFIRM_SANDBOXED);
+	struct tool t = { .name = "shell" };
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
+	t.sandbox_profile = "off";
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
+	t.sandbox_profile = "workspace-write";
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_AUTO);
+	t.network = true;
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_PROMPT);
+	t.sandbox_profile = "read-only";
+	t.network = false;
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_SANDBOXED, &t), CONFIRM_AUTO);
+	/* Other modes stay what they are. */
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_DENY, &t), CONFIRM_DENY);
+	ck_assert_int_eq(policy_settle_sandboxed(CONFIRM_PROMPT, &t), CONFIRM_PROMPT);
 }
 END_TEST
 
@@ -814,6 +840,7 @@ int main(void)
 	tcase_add_test(tp, policy_precedence);
 	tcase_add_test(tp, policy_trusted_symlink_canonical);
 	tcase_add_test(tp, mode_names);
+	tcase_add_test(tp, policy_sandboxed_mode);
 	suite_add_tcase(s, tp);
 
 	return run_suite(s);

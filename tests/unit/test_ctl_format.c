@@ -165,9 +165,15 @@ START_TEST(confirm_prompt)
 		      "{\"tool\":\"shell\",\"sideEffect\":\"execute\","
 		      "\"summary\":\"ls\\rAllow read_file (read) x\\u001b[2K\"}",
 		      "Allow shell (execute) ls?Allow read_file (read) x?[2K? [y]es/[n]o/[a]lways: ");
-	/* A summary given as arguments is shown as JSON. */
+	/* The arguments are shown whole, one a line, strings with their
+	 * length; control characters and stray bytes escaped, not hidden. */
 	ASSERT_FORMAT(ctl_confirm_prompt, "{\"tool\":\"shell\",\"input\":{\"command\":\"make\"}}",
-		      "Allow shell {\"command\":\"make\"}? [y]es/[n]o/[a]lways: ");
+		      "Allow shell:\n  command (4 bytes): make\nAllow it? [y]es/[n]o/[a]lways: ");
+	ASSERT_FORMAT(ctl_confirm_prompt,
+		      "{\"tool\":\"write_file\",\"sideEffect\":\"write\",\"files\":[\"NOTES.md -> .git/config\"],"
+		      "\"input\":\"{\\\"content\\\":\\\"a\\\\nb\\\\u001b[2K\\\",\\\"n\\\":3,\\\"path\\\":\\\"NOTES.md\\\"}\"}",
+		      "Allow write_file (write):\n  content (7 bytes): a\\nb\\u{1B}[2K\n  n: 3\n"
+		      "  path (8 bytes): NOTES.md\n  files: NOTES.md -> .git/config\nAllow it? [y]es/[n]o/[a]lways: ");
 
 	struct json_doc *d = NULL;
 	const struct json *id = ctl_confirm_request_id(parse("{\"requestId\":42}", &d));

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's part of admin/metrics: uptime, connections, sessions,
+ * reloads, tools, the state of each MCP provider, and the build. The same
+ * numbers as admin/stats (methods.c), as OpenMetrics families.
+ */
+#include "daemon/metrics.h"
+
+#include "daemon/server.h"
+#include "lib/map.h"
+#include "lib/metrics.h"
+#include "lib/registry.h"
+#include "lib/session.h"
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
+#include "tools/mcp.h"
+#include "version.h"
+
+static const char *const provider_states[] = {
+	[MCP_IDLE] = "idle", [MCP_STARTING] = "starting", [MCP_READY] = "ready", [MCP_FAILED] = "failed",
+};
+
+/* One sample per provider and state: 1 for the state it is in. */
+static void providers(const struct server *s, struct buf *b)
+{
+	metrics_family(b, "toolcalld_provider_state", "gauge", NULL,
+		       "1 for the state each MCP provider is in (idle, starting, ready, failed).");
+	for (size_t i = 0; i < s->providers.n; i++) {
+		const struct mcp_provider *pv = s->providers.v[i];
+		enum mcp_state now = mcp_provider_state(pv);
+		for (size_t k = 0; k < ELEMENTSOF(provider_states); k++) {
+			const char *labels[] = { "provider", mcp_provider_name(pv), "state", provider_states[k],
+						 NULL };
+			metrics_u64(b, "toolcalld_provider_state", labels, (size_t)now == k);
+		}
+	}
+}
+
+void metrics_write(struct server *s, struct buf *b)
+{
+	metrics_family(b, "toolcalld_build_info", "gauge", NULL, "The daemon's version, always 1.");
+	const char *version[] = { "version", TOOLCALLD_VERSION, NULL };
+	metrics_u64(b, "toolcalld_build_info", version, 1);
+	metrics_family(b, "toolcalld_uptime_seconds", "gauge", "seconds", "Time since the daemon started.");
+	metrics_real(b, "toolcalld_uptime_seconds", NULL, (double)(mono_ms() - s->started_ms) / 1000.0);
+
+	metrics_family(b, "toolcalld_connections_open", "gauge", NULL, "Client connections open.");
+	metrics_u64(b, "toolcalld_connections_open", NULL, s->n_conns);
+	metrics_family(b, "toolcalld_connections", "counter", NULL, "Client connections accepted.");
+	metrics_u64(b, "toolcalld_connections_total", NULL, s->conns_total);
+	metrics_family(b, "toolcalld_connections_refused", "counter", NULL,
+		       "Connections refused (limits, peer allow-list).");
+	metrics_u64(b, "toolcalld_connections_refused_total", NULL, s->conns_refused);
+	metrics_family(b, "toolcalld_connections_evicted", "counter", NULL,
+		       "Connections dropped for holding too much memory.");
+	metrics_u64(b, "toolcalld_connections_evicted_total", NULL, s->conns_evicted);
+	metrics_family(b, "toolcalld_client_buffers_bytes", "gauge", "bytes",
+		       "Input and output buffered for all clients.");
+	metrics_u64(b, "toolcalld_client_buffers_bytes", NULL, s->client_memory);
+	metrics_family(b, "toolcalld_progress_dropped", "counter", NULL,
+		       "Progress notifications dropped for slow clients.");
+	metrics_u64(b, "toolcalld_progress_dropped_total", NULL, s->progress_dropped);
+	metrics_family(b, "toolcalld_sessions", "gauge", NULL, "Sessions open.");
+	metrics_u64(b, "toolcalld_sessions", NULL, map_size(s->sessions->by_id));
+	metrics_family(b, "toolcalld_reloads", "counter", NULL, "Configuration reloads (SIGHUP, admin/reload, tool file changes).");
+	metrics_u64(b, "toolcalld_reloads_total", NULL, s->reloads);
+	metrics_family(b, "toolcalld_tools", "gauge", NULL, "Tools registered.");
+	metrics_u64(b, "toolcalld_tools", NULL, s->registry->n);
+	providers(s, b);
+
+	dispatch_write_metrics(s->dispatcher, b);
+	metrics_end(b);
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * admin/metrics: the daemon's whole OpenMetrics text (its own families,
+ * the MCP providers', then the dispatcher's: lib/metrics.h).
+ */
+#ifndef TC_DAEMON_METRICS_H
+#define TC_DAEMON_METRICS_H
+
+struct buf;
+struct server;
+
+/* Writes the text, "# EOF" last. */
+void metrics_write(struct server *s, struct buf *b);
+
+#endif

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The start-up checks of preflight.h, and --check-config built from them.
+ * Checks use access(2) with the daemon's own ids, so that the answer is
+ * the one the daemon itself would get.
+ */
+#include "daemon/preflight.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+#include "daemon/default_socket.h"
+#include "daemon/load.h"
+#include "lib/registry.h"
+#include "proto/base/util.h"
+
+/* The directory part of path, as a new string. */
+static char *dir_of(const char *path)
+{
+	_cleanup_free_ char *copy = xstrdup(path);
+	return xstrdup(dirname(copy));
+}
+
+/* Why dir is not a directory the daemon may use with access mode, or 0. */
+static int dir_unusable(const char *dir, int mode)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return errno;
+	if (!S_ISDIR(st.st_mode))
+		return ENOTDIR;
+	return access(dir, mode) < 0 ? errno : 0;
+}
+
+int preflight_workspace(const char *path, char **ret_err)
+{
+	int e = dir_unusable(path, R_OK | X_OK);
+	if (e) {
+		*ret_err = xasprintf("workspace %s: %s", path, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int preflight_allowed(const struct config *cfg, void (*warn)(const char *msg), char **ret_err)
+{
+	for (size_t i = 0; i < cfg->n_workspaces_allowed; i++) {
+		const char *root = cfg->workspaces_allowed[i];
+		if (access(root, F_OK) < 0 && errno == ENOENT) {
+			_cleanup_free_ char *msg = xasprintf("workspaces.allowed: %s does not exist (yet); "
+							     "clients cannot use it until it does", root);
+			if (warn)
+				warn(msg);
+			continue;
+		}
+		int e = dir_unusable(root, X_OK);
+		if (e) {
+			*ret_err = xasprintf("workspaces.allowed: %s: %s", root, strerror(e));
+			return -e;
+		}
+	}
+	return 0;
+}
+
+int preflight_audit_log(const char *path, char **ret_err)
+{
+	struct stat st;
+	if (stat(path, &st) == 0) {
+		int e = S_ISDIR(st.st_mode) ? EISDIR : access(path, W_OK) < 0 ? errno : 0;
+		if (e) {
+			*ret_err = xasprintf("audit log %s: %s", path, strerror(e));
+			return -e;
+		}
+		return 0;
+	}
+	if (errno != ENOENT) {
+		int e = errno;
+		*ret_err = xasprintf("audit log %s: %s", path, strerror(e));
+		return -e;
+	}
+	_cleanup_free_ char *dir = dir_of(path);
+	int e = dir_unusable(dir, W_OK | X_OK);
+	if (e) {
+		*ret_err = xasprintf("audit log %s: cannot create it in %s: %s", path, dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+int preflight_socket(const char *path, bool create, char **ret_err)
+{
+	struct sockaddr_un sa;
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		*ret_err = xasprintf("socket path too long (%zu bytes, at most %zu): %s", strlen(path),
+				     sizeof(sa.sun_path) - 1, path);
+		return -ENAMETOOLONG;
+	}
+	if (default_socket_is_private(path))
+		return default_socket_private_dir(create, ret_err);
+
+	_cleanup_free_ char *dir = dir_of(path);
+	struct stat st;
+	if (stat(dir, &st) < 0 && errno == ENOENT) {
+		/* A per-daemon directory (/run/toolcalld) is made at start-up:
+		 * its parent must let us. */
+		_cleanup_free_ char *parent = dir_of(dir);
+		int e = 0;
+		if (create)
+			e = mkdir(dir, 0755) < 0 && errno != EEXIST ? errno : 0;
+		else if (access(parent, W_OK | X_OK) < 0)
+			e = errno;
+		if (e) {
+			*ret_err = xasprintf("socket directory %s: cannot create it: %s", dir, strerror(e));
+			return -e;
+		}
+		return 0;
+	}
+	int e = dir_unusable(dir, W_OK | X_OK);
+	if (e) {
+		*ret_err = xasprintf("socket directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		*ret_err = xasprintf("%s: exists and is not a socket", path);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+static void warn_stderr(const char *msg)
+{
+	fprintf(stderr, "toolcalld: warning: %s\n", msg);
+}
+
+int preflight_check_config(const struct config *cfg, const char *config_path)
+{
+	_cleanup_free_ char *err = NULL;
+	_cleanup_free_ char *socket = cfg->socket ? xstrdup(cfg->socket) : default_socket_path();
+	struct registry *r = NULL;
+	if (registry_build(cfg, NULL, NULL, &r, &err) < 0 ||
+	    preflight_workspace(cfg->workspace, &err) < 0 ||
+	    preflight_allowed(cfg, warn_stderr, &err) < 0 ||
+	    (cfg->audit_log && preflight_audit_log(cfg->audit_log, &err) < 0) ||
+	    preflight_socket(socket, false, &err) < 0) {
+		fprintf(stderr, "toolcalld: %s\n", err);
+		registry_unref(r);
+		return 1;
+	}
+	printf("%s: configuration OK, %zu tools\n", config_path ? config_path : "(defaults)", r->n);
+	printf("socket: %s\n", socket);
+	registry_unref(r);
+	return 0;
+}
