@@ -349,7 +349,9 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *res)
 	} else if (res->exit_code != 0) {
 		struct buf b = {0};
 		buf_printf(&b, "exited with status %d", res->exit_code);
-		if (res->out_len[CHILD_STDERR]) {
+		/* Not for post_call: its failure is told to every subscriber,
+		 * and a hook's stderr may echo the call. */
+		if (res->out_len[CHILD_STDERR] && !r->post) {
 			buf_puts(&b, ": ");
 			child_result_tail(res, CHILD_STDERR, HOOK_STDERR_TAIL, &b);
 		}
