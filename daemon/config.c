@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon/config_bind.h"
+#include "daemon/config_hooks.h"
 #include "daemon/config_policy.h"
 #include "daemon/config_store.h"
 #include "daemon/default_socket.h"
@@ -140,6 +141,7 @@ void config_free(struct config *c)
 		free(c->limits.per_tool[i].name);
 	free(c->limits.per_tool);
 	policy_config_free(&c->confirmation);
+	hooks_config_clear(&c->hooks);
 	cfg_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
 	free(c->peers.uids);
 	free(c->peers.gids);
@@ -523,6 +525,7 @@ static const struct field root_fields[] = {
 		"tool files set their own timeout_ms"),
 	SECTION("peers", peers_fields, NULL),
 	CUSTOM("sandbox", parse_sandbox),
+	SECTION("hooks", config_hooks_fields, NULL),
 	{},
 };
 

@@ -107,6 +107,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/hooks.h"
 #include "lib/policy.h"
 #include "lib/sandbox/sandbox.h"
 
@@ -197,6 +198,7 @@ struct config {
 	} store;
 
 	struct policy_config confirmation;
+	struct hooks_config hooks;
 
 	struct {
 		/* Indexed by enum config_builtin; 0: the tool's own default. */

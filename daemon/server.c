@@ -491,6 +491,7 @@ static void apply_config(struct server *s)
 	}
 	dispatch_set_policy(s->dispatcher, &c->confirmation);
 	dispatch_set_env(s->dispatcher, &s->env);
+	dispatch_set_hooks(s->dispatcher, &c->hooks);
 	log_set_level(c->log_level);
 	s->ws_roots = ws_roots_free(s->ws_roots);
 	s->ws_roots = methods_resolve_roots(s);

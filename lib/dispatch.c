@@ -33,6 +33,7 @@
 #include "lib/audit_call.h"
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
+#include "lib/hooks.h"
 #include "lib/map.h"
 #include "lib/policy.h"
 #include "lib/registry.h"
@@ -225,6 +226,7 @@ static void exec_free(struct exec *e)
 		store_release(e->claim);
 	list_remove(&e->node);
 	tc_timer_free(e->timer);
+	e->hook = hook_run_cancel(e->hook);
 	confirm_forget(e);
 	outcome_unref(e->last);
 	tool_unref(e->tool);
@@ -257,6 +259,41 @@ static void extra_failed(struct jgen *g, void *arg)
 	jgen_kv_int(g, "durationMs", (int64_t)o->duration_ms);
 }
 
+/* The call as hooks see it. */
+static void hook_input_of(const struct exec *e, struct hook_input *in)
+{
+	*in = (struct hook_input){
+		.tool = e->tool->name, .arguments = e->args, .session_id = e->session->id,
+		.uid = e->session->uid, .pid = e->pid,
+		.workspace = e->session->ws ? e->session->ws->root : NULL,
+		.side_effects = side_effect_name(e->tool->side_effects), .call_id = e->call_id,
+	};
+}
+
+/* Tells the post-call hooks how the execution ended. */
+static void run_post_hooks(struct exec *e, const struct outcome *o)
+{
+	struct hook_input in;
+	hook_input_of(e, &in);
+	struct hook_outcome ho = {
+		.kind = tc_kind_name(o->kind), .is_error = o->is_error, .duration_ms = o->duration_ms,
+		.attempts = o->attempts, .text = o->text, .message = o->kind != TC_OK ? o->message : NULL,
+	};
+	hooks_post_start(e->d->hooks, &in, &ho);
+}
+
+static void extra_hook_failed(struct jgen *g, void *arg)
+{
+	jgen_kv_str(g, "message", arg);
+}
+
+/* A post-call hook failed: its failure changes nothing but is told. */
+static void on_post_hook_failed(void *arg, const char *tool, const char *message)
+{
+	struct dispatcher *d = arg;
+	event_emit(d->bus, "hook.failed", NULL, NULL, tool, extra_hook_failed, (void *)message);
+}
+
 void exec_finish(struct exec *e, struct outcome *o)
 {
 	struct dispatcher *d = e->d;
@@ -285,6 +322,7 @@ void exec_finish(struct exec *e, struct outcome *o)
 		event_emit(d->bus, "tool.completed", e->session, e->call_id, e->tool->name, extra_completed, &ca);
 	else
 		event_emit(d->bus, "tool.failed", e->session, e->call_id, e->tool->name, extra_failed, &ca);
+	run_post_hooks(e, o);
 	if (e->key) {
 		idem_end(&d->idem, e->key, e);
 		/* Kept and handed to joiners elsewhere, unless it never ran
@@ -680,8 +718,53 @@ static struct exec *exec_new(struct dispatcher *d, struct session *s, const stru
 	return e;
 }
 
-/* Sends a new execution on its way: to confirmation or to the queue.
- * Returns c while it still waits for its answer. */
+/* Sends an execution to confirmation or to the queue, as e->mode says. */
+static void exec_proceed(struct exec *e)
+{
+	if (e->mode == CONFIRM_PROMPT)
+		confirm_ask(e);
+	else
+		exec_enqueue(e);
+}
+
+/* The pre-call hooks are done: a deny ends the execution; new arguments
+ * are checked against the schema again and replace the old ones; allow
+ * and prompt override the policy's confirmation mode. */
+static void on_pre_hooks(void *arg, struct hook_verdict *v)
+{
+	struct exec *e = arg;
+	e->hook = NULL;
+	if (v->decision == HOOK_DENY) {
+		exec_finish(e, outcome_error(TC_PERMISSION_DENIED, "%s", v->message));
+		return;
+	}
+	if (v->args_doc) {
+		struct admission a = { .name = e->tool->name, .t = e->tool, .args = v->args };
+		struct outcome *o = admit_validate_arguments(&a);
+		if (o) {
+			char *m = xasprintf("%s (arguments as rewritten by %s)", o->message, v->rewrote);
+			free(o->message);
+			o->message = m;
+			exec_finish(e, o);
+			return;
+		}
+		json_doc_unref(e->doc);
+		e->doc = TAKE_PTR(v->args_doc);
+		e->args = v->args;
+	}
+	if (v->decision == HOOK_ALLOW)
+		e->mode = CONFIRM_AUTO;
+	else if (v->decision == HOOK_PROMPT)
+		e->mode = CONFIRM_PROMPT;
+	exec_proceed(e);
+}
+
+/* Sends a new execution on its way: through the pre-call hooks, to
+ * confirmation or to the queue. Returns c while it still waits for its
+ * answer. Hooks run once per execution, after the idempotency lookup:
+ * a caller that joins or replays a keyed execution is answered by one
+ * the hooks have already seen, and the key compares the arguments as the
+ * client sent them. */
 static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct caller *c,
 				  enum confirm_mode mode);
 
@@ -811,13 +894,18 @@ static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct ca
 					     e->tool->name));
 		return NULL;
 	}
+	e->mode = mode;
+	struct hook_input in;
+	hook_input_of(e, &in);
+	e->hook = hooks_pre_start(d->hooks, &in, on_pre_hooks, e);
+	if (e->hook) {
+		e->state = EX_HOOKS;
+		return c;
+	}
 	/* The caller may be answered inside (a synchronous tool): only hand
 	 * it back if it is still waiting. */
 	d->watch = c;
-	if (mode == CONFIRM_PROMPT)
-		confirm_ask(e);
-	else
-		exec_enqueue(e);
+	exec_proceed(e);
 	bool waiting = d->watch == c;
 	d->watch = NULL;
 	return waiting ? c : NULL;
@@ -986,6 +1074,8 @@ struct dispatcher *dispatcher_new(struct tc_loop *loop, const struct dispatch_co
 	if (getrandom(&d->boot, sizeof(d->boot), GRND_NONBLOCK) != sizeof(d->boot))
 		d->boot = wall_ms() ^ ((uint64_t)getpid() << 40);
 	d->sweep = tc_timer_new(loop, on_sweep, d);
+	d->hooks = hooks_new(loop);
+	hooks_set_failed_cb(d->hooks, on_post_hook_failed, d);
 	return d;
 }
 
@@ -994,6 +1084,7 @@ struct dispatcher *dispatcher_free(struct dispatcher *d)
 	if (!d)
 		return NULL;
 	dispatch_cancel_all(d, "toolcalld is shutting down");
+	d->hooks = hooks_free(d->hooks);
 	idem_clear(&d->idem);
 	confirm_clear(d);
 	size_t it = 0;
@@ -1030,6 +1121,7 @@ struct store *dispatch_store(const struct dispatcher *d) { return d->idem.store;
 void dispatch_set_policy(struct dispatcher *d, const struct policy_config *policy) { d->policy = policy; }
 void dispatch_set_env(struct dispatcher *d, const struct tool_env *env) { d->env = env; }
 void dispatch_set_audit(struct dispatcher *d, struct audit *audit) { d->audit = audit; }
+void dispatch_set_hooks(struct dispatcher *d, const struct hooks_config *c) { hooks_set_config(d->hooks, c); }
 void dispatch_set_registry(struct dispatcher *d, struct registry *r)
 {
 	registry_unref(d->reg);

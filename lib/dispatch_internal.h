@@ -21,6 +21,7 @@
 enum exec_state {
 	EX_CLAIMING,			/* asking the store for its key */
 	EX_NEW,
+	EX_HOOKS,			/* pre-call hooks are running */
 	EX_CONFIRMING,
 	EX_QUEUED,
 	EX_RUNNING,
@@ -46,6 +47,8 @@ struct uid_state {
 
 struct attempt;
 struct confirm;
+struct hook_run;
+struct hooks;
 
 /* One execution: the tool run that answers one call, or every call that
  * names the same idempotency key. */
@@ -79,10 +82,11 @@ struct exec {
 	bool parked;			/* queue_node is in ts->parked */
 	bool probe;
 	bool unkept;			/* refused before it ran: its outcome is not kept */
-	enum confirm_mode mode;		/* decided at admission, applied once claimed */
+	enum confirm_mode mode;		/* decided at admission; applied once claimed and the hooks have spoken */
 	struct store_claim *claim;	/* the key is this execution's */
 	struct store_wait *claim_wait;	/* while EX_CLAIMING */
 	uint64_t confirm_seq;		/* when confirmation was asked */
+	struct hook_run *hook;		/* pre-call hooks running, or NULL */
 	pid_t pid;			/* its first caller's, for an audit line nobody waits for */
 };
 
@@ -94,6 +98,7 @@ struct dispatcher {
 	struct registry *reg;
 	struct event_bus *bus;
 	struct audit *audit;
+	struct hooks *hooks;		/* pre_call and post_call hooks */
 	struct stats stats;
 	struct idem_cache idem;
 	unsigned waiting;		/* executions queued, all sessions */
