@@ -14,7 +14,7 @@ FUZZ_BUILD ?= build-fuzz
 MESON_OPTS ?=
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps deps-run build build-run run check check-plain check-asan bench fuzz valgrind interop install install-user deb clean
+.PHONY: quickstart all deps deps-run build build-run run check check-plain check-asan bench fuzz valgrind interop install install-user deb clean
 
 all: build
 
@@ -52,7 +52,11 @@ check: check-plain check-asan
 	@sh packaging/summary.sh $(BUILD) $(ASAN_BUILD)
 
 check-plain: build
-	meson test -C $(BUILD) --print-errorlogs --num-processes 2
+	meson test -C $(BUILD) --print-errorlogs --num-processes 2 --no-suite quickstart
+
+# The README's quick start from a fresh clone, timed (printed, not asserted).
+quickstart: build
+	meson test -C $(BUILD) --suite quickstart --verbose
 
 # clang, not gcc: its UBSan also flags pointer arithmetic on NULL (NULL + 0),
 # which gcc's lets pass.
