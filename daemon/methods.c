@@ -4,6 +4,10 @@
  * table. Parameters are checked here; the work is the dispatcher's. A
  * request that needs MCP providers still starting is parked here until
  * they settle.
+ *
+ * Long because the table's small methods share their parameter helpers;
+ * methods with a state of their own live beside it (methods_dispatch.c,
+ * durable.c for tasks, metrics.c).
  */
 #include "daemon/methods.h"
 

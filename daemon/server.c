@@ -3,6 +3,10 @@
  * The server: the listening socket (ours, or systemd's), accepting with
  * peer checks and fd-exhaustion recovery, signals, readiness and watchdog
  * notification, live reload of the tool files, and the graceful stop.
+ *
+ * Long because the daemon's life cycle (start-up, reload, stop) touches
+ * every subsystem it owns, and reads best as one sequence; the checks
+ * --check-config shares with start-up live in preflight.c.
  */
 #include "daemon/server.h"
 

@@ -5,6 +5,10 @@
  * matched to answers by id. The import (initialize, notifications/
  * initialized, tools/list with its pages) runs once per spawn; tools/call
  * requests wait until the server is initialized.
+ *
+ * Long because one provider's protocol state (import, id multiplexing,
+ * crash and restart, its process tree) is one machine; splitting it would
+ * spread that state across files.
  */
 #include "tools/mcp.h"
 
