@@ -4,12 +4,10 @@
  * parent per identity its children run as (mode 0700, owned by that
  * identity), which the Landlock rules of that identity make writable; each
  * call gets a directory of its own beneath (mode 0700), emptied of all it
- * holds when the call ends. So a ruleset serves every call of an identity,
- * and a call's TMPDIR is reachable by no other identity (the calls of one
- * identity, which share its uid, may reach each other's while they run).
- * An emptied directory is kept for the identity's next call: making and
- * removing directories costs journal writes, looking at an empty one does
- * not.
+ * holds, and itself, when the call ends. So a ruleset serves every call of
+ * an identity, and a call's TMPDIR is reachable by no other identity (the
+ * calls of one identity, which share its uid, may reach each other's while
+ * they run).
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -21,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "proto/base/util.h"
@@ -29,16 +26,12 @@
 /* How deep a TMPDIR is removed; deeper is left in place. */
 #define RM_DEPTH_MAX 128
 #define PARENTS_MAX 256
-/* Emptied TMPDIRs kept per identity. */
-#define FREE_MAX 16
 
 static char *tmp_base;
 static uint64_t seq;
 static struct {
 	uid_t uid;
 	char *path;
-	char *free[FREE_MAX];
-	size_t n_free;
 } parents[PARENTS_MAX];
 static size_t n_parents;
 
@@ -118,23 +111,9 @@ int tmp_parent_get(uid_t uid, gid_t gid, bool chown_it, const char **ret, char *
 	return 0;
 }
 
-static size_t parent_index(const char *parent)
-{
-	for (size_t i = 0; i < n_parents; i++)
-		if (parents[i].path == parent || strcmp(parents[i].path, parent) == 0)
-			return i;
-	return SIZE_MAX;
-}
-
-/* Makes a call's TMPDIR beneath its identity's parent, or takes an
- * emptied one. */
+/* Makes a call's TMPDIR beneath its identity's parent. */
 int tmp_call_make(const char *parent, char **ret, char **ret_msg)
 {
-	size_t k = parent_index(parent);
-	if (k != SIZE_MAX && parents[k].n_free) {
-		*ret = parents[k].free[--parents[k].n_free];
-		return 0;
-	}
 	char *path = xasprintf("%s/%" PRIu64, parent, ++seq);
 	if (mkdir(path, 0700) < 0) {
 		int r = -errno;
@@ -155,44 +134,11 @@ int tmp_call_make(const char *parent, char **ret, char **ret_msg)
 	return 0;
 }
 
-/* Whether a directory (fd read from its start) holds nothing. */
-static bool dir_empty(int fd)
-{
-	_Alignas(8) char buf[256];
-	long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
-	for (long off = 0; off < n;) {
-		unsigned short reclen;
-		memcpy(&reclen, buf + off + 16, sizeof(reclen));	/* struct linux_dirent64 */
-		const char *name = buf + off + 19;
-		if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
-			return false;
-		off += reclen;
-	}
-	return n >= 0;
-}
-
-/* Empties a call's TMPDIR and keeps it for the identity's next call (or
- * removes it). */
+/* Removes a call's TMPDIR and all it holds. */
 void tmp_call_remove(char *path)
 {
 	if (!path)
 		return;
-	_cleanup_free_ char *parent = xstrdup(path);
-	*strrchr(parent, '/') = '\0';
-	size_t k = parent_index(parent);
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	bool reuse = fd >= 0 && k != SIZE_MAX && parents[k].n_free < FREE_MAX && fstat(fd, &st) == 0 &&
-		     dir_empty(fd);
-	/* Its owner may have opened it up: the next call gets it private. */
-	if (reuse && (st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0)
-		reuse = false;
-	if (fd >= 0)
-		close(fd);
-	if (reuse) {
-		parents[k].free[parents[k].n_free++] = path;
-		return;
-	}
 	rm_tree_at(AT_FDCWD, path, 0);
 	free(path);
 }
@@ -201,9 +147,6 @@ void tmp_call_remove(char *path)
 void tmp_base_remove(void)
 {
 	for (size_t i = 0; i < n_parents; i++) {
-		for (size_t k = 0; k < parents[i].n_free; k++)
-			free(parents[i].free[k]);
-		parents[i].n_free = 0;
 		free(parents[i].path);
 	}
 	n_parents = 0;

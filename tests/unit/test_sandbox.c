@@ -266,7 +266,8 @@ START_TEST(profile_builder)
 		      strstr(buf_head(&b), "\"landlock\"") && strstr(buf_head(&b), "\"seccomp\""),
 		      "%s", buf_head(&b));
 	buf_free(&b);
-	const char *tmp = sandbox_run_tmpdir(run);
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", sandbox_run_tmpdir(run));
 	struct stat st;
 	ck_assert_int_eq(stat(tmp, &st), 0);
 	ck_assert_int_eq(st.st_mode & 07777, 0700);
@@ -275,8 +276,10 @@ START_TEST(profile_builder)
 	write_file(left, "x", 0600);
 	ck_assert_int_eq(chmod(tmp, 0777), 0);
 	sandbox_run_end(run);
-	/* What a call leaves in its TMPDIR goes with it. */
+	/* What a call leaves in its TMPDIR goes with it, and so does the
+	 * directory itself. */
 	ck_assert_int_lt(stat(left, &st), 0);
+	ck_assert_int_lt(stat(tmp, &st), 0);
 
 	/* The next call gets a private, empty one again. */
 	ck_assert_int_eq(sandbox_prepare(&req, &run, &msg), 0);
@@ -355,7 +358,9 @@ START_TEST(shell_file_system)
 	const char *out = sc_str(&r, "stdout");
 	ck_assert_int_eq(sscanf(out, "t\n%4095s", tmp), 1);
 	run_done(&r);
-	/* $TMPDIR/sub went with the call. */
+	/* $TMPDIR/sub went with the call, and $TMPDIR too. */
+	ck_assert_int_lt(access(tmp, F_OK), 0);
+	*strrchr(tmp, '/') = '\0';
 	ck_assert_int_lt(access(tmp, F_OK), 0);
 	snprintf(cmd, sizeof(cmd), "%s/d/e/f", wsdir);
 	ck_assert_int_eq(access(cmd, F_OK), 0);
