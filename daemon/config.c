@@ -28,6 +28,7 @@
 #include "lib/audit.h"
 #include "lib/dispatch.h"
 #include "proto/base/buf.h"
+#include "proto/base/fileio.h"
 #include "proto/json.h"
 
 static const char *const builtin_names[CONFIG_TOOL_MAX] = {
@@ -589,49 +590,12 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
 	return 0;
 }
 
-/* Reads a whole file of at most max bytes. */
-static int read_file_capped(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-
-	struct buf b = {};
-	for (;;) {
-		buf_reserve(&b, 65536);
-		ssize_t n = read(fd, b.data + b.len, b.cap - b.len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			int e = errno;
-			buf_free(&b);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		b.len += (size_t)n;
-		if (b.len > max) {
-			buf_free(&b);
-			return -EFBIG;
-		}
-	}
-	*ret_len = buf_size(&b);
-	*ret = buf_steal(&b);
-	return 0;
-}
-
 int config_load(struct config *c, const char *path, char **ret_err)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 
-	int r = read_file_capped(path, CONFIG_MAX_BYTES, &text, &len);
+	int r = read_file_capped(path, CONFIG_MAX_BYTES, 0, &text, &len);
 	if (r == -EFBIG) {
 		*ret_err = xasprintf("%s: larger than %u bytes", path, CONFIG_MAX_BYTES);
 		return r;
