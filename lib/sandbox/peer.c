@@ -7,6 +7,7 @@
  */
 #include "lib/sandbox/sandbox.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -85,8 +86,8 @@ bool sandbox_pid_confined(pid_t pid, int pidfd)
 	}
 	/* The walk read /proc by pid: if the peer is gone now, its pid may
 	 * have named another process meanwhile. A gone peer is refused. */
-	if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0)
-		return true;
+	if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno == ESRCH)
+		return true;	/* EPERM only says the peer is another user's: it is there */
 	return confined;
 }
 
