@@ -267,6 +267,7 @@ static void hook_input_of(const struct exec *e, struct hook_input *in)
 		.uid = e->session->uid, .pid = e->pid,
 		.workspace = e->session->ws ? e->session->ws->root : NULL,
 		.side_effects = side_effect_name(e->tool->side_effects), .call_id = e->call_id,
+		.peer = e->session->has_peer ? &e->session->peer.id : NULL,
 	};
 }
 
@@ -1119,7 +1120,11 @@ int dispatch_open_store(struct dispatcher *d, const struct store_config *sc)
 struct store *dispatch_store(const struct dispatcher *d) { return d->idem.store; }
 
 void dispatch_set_policy(struct dispatcher *d, const struct policy_config *policy) { d->policy = policy; }
-void dispatch_set_env(struct dispatcher *d, const struct tool_env *env) { d->env = env; }
+void dispatch_set_env(struct dispatcher *d, const struct tool_env *env)
+{
+	d->env = env;
+	hooks_set_sandbox(d->hooks, env ? env->sandbox : NULL);
+}
 void dispatch_set_audit(struct dispatcher *d, struct audit *audit) { d->audit = audit; }
 void dispatch_set_hooks(struct dispatcher *d, const struct hooks_config *c) { hooks_set_config(d->hooks, c); }
 void dispatch_set_registry(struct dispatcher *d, struct registry *r)

@@ -6,6 +6,8 @@
  * without blocking, its output kept up to a bound, a timer for its time
  * limit. A run is owned by the struct hooks that started it (so freeing the
  * dispatcher stops every hook) and frees itself when its last hook is done.
+ * Each hook runs in its own sandbox run (profile "read-only", no network,
+ * as the call's peer), ended with its child.
  */
 #include "lib/hooks.h"
 
@@ -18,6 +20,7 @@
 #include "lib/child.h"
 #include "lib/list.h"
 #include "lib/loop.h"
+#include "lib/sandbox/sandbox.h"
 #include "proto/base/buf.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
@@ -33,6 +36,7 @@ struct hooks {
 	unsigned n_post;		/* post-call runs in flight */
 	hook_failed_fn failed;
 	void *failed_arg;
+	const struct sandbox_config *sandbox;	/* NULL: hooks run unconfined */
 };
 
 struct hook_run {
@@ -46,6 +50,9 @@ struct hook_run {
 	char *tool, *session_id, *workspace, *side_effects, *call_id;
 	uid_t uid;
 	pid_t pid;
+	/* Whom the hooks run as (a copy: the session may go first). */
+	struct sandbox_peer peer;
+	bool has_peer;
 	const struct json *args;	/* the caller's, or v.args */
 	struct hook_verdict v;
 	hook_pre_done_fn done;
@@ -53,8 +60,9 @@ struct hook_run {
 	bool finishing;			/* the timer delivers v */
 	/* post_call: one input for every hook. */
 	struct buf post_input;
-	/* The hook running now. */
+	/* The hook running now, and its sandbox (or NULL). */
 	struct child *ch;
+	struct sandbox_run *run;
 	int in_fd;
 	struct tc_io *in_io;
 	struct buf in;
@@ -196,6 +204,7 @@ static void run_free(struct hook_run *r)
 		r->h->n_post--;
 	run_stop_io(r);
 	r->ch = child_free(r->ch);
+	r->run = sandbox_run_end(r->run);
 	tc_timer_free(r->timer);
 	for (size_t i = 0; i < r->n; i++) {
 		free(r->hooks[i].match);
@@ -209,6 +218,7 @@ static void run_free(struct hook_run *r)
 	free(r->call_id);
 	hook_verdict_clear(&r->v);
 	buf_free(&r->post_input);
+	sandbox_peer_clear(&r->peer);
 	free(r);
 }
 
@@ -366,6 +376,7 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *res)
 			what = xasprintf("printed something that is not a decision (%s)", err);
 	}
 	r->ch = child_free(r->ch);
+	r->run = sandbox_run_end(r->run);
 	if (what) {
 		run_failed(r, what);
 		return;
@@ -397,9 +408,45 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *res)
 	run_next(r);
 }
 
-/* Builds the spawn options of one hook. This is the one place where a
- * hook's process is described: the sandbox profile ("read-only") and the
- * peer's identity (r->uid) are to be given to the spawn here. */
+/*
+ * Prepares the sandbox of the hook at r->i in r->run: profile "read-only"
+ * and no network whatever the config's default, the session's workspace,
+ * the peer's identity; the config's limits and deny_read. No sandbox
+ * config (tests of the module): none, the hook runs unconfined. Returns 0,
+ * or a negative errno with *ret_msg saying what failed (-EPERM: the kernel
+ * lacks what sandbox.require asks for).
+ */
+static int hook_sandbox(struct hook_run *r, char **ret_msg)
+{
+	if (!r->h->sandbox)
+		return 0;
+	struct sandbox_req req;
+	sandbox_req_init(&req, r->h->sandbox, NULL, false, NULL);
+	req.profile = SANDBOX_READ_ONLY;
+	req.network = false;
+	req.write_extra = NULL;
+	const char *ws[] = { r->workspace, NULL };
+	req.workspaces = ws;
+	req.id = r->has_peer ? &r->peer.id : NULL;
+	req.call_name = "hook";
+	return sandbox_prepare(&req, &r->run, ret_msg);
+}
+
+/* The environment of a hook: which list it is in, its sandbox's TMPDIR,
+ * and HOME the peer's when it runs as the peer. */
+static char **hook_env(const struct hook_run *r)
+{
+	char **env = child_env_new(NULL);
+	child_env_put(&env, "TOOLCALLD_HOOK", r->post ? "post_call" : "pre_call");
+	if (sandbox_run_tmpdir(r->run))
+		child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(r->run));
+	if (r->has_peer && r->peer.id.change && r->peer.id.home)
+		child_env_put(&env, "HOME", r->peer.id.home);
+	return env;
+}
+
+/* Builds the spawn options of one hook: the one place where a hook's
+ * process is described (its sandbox prepared by hook_sandbox()). */
 static void hook_spawn_opts(struct hook_run *r, char *const *env, int cwd_fd, struct child_opts *o)
 {
 	*o = (struct child_opts){
@@ -412,7 +459,7 @@ static void hook_spawn_opts(struct hook_run *r, char *const *env, int cwd_fd, st
 		.on_done = on_child_done,
 		.arg = r,
 		.ret_stdin_fd = &r->in_fd,
-		/* SANDBOX: .sandbox = "read-only", .uid = r->uid (once lib/child has them). */
+		.sandbox = r->run,
 	};
 }
 
@@ -432,16 +479,29 @@ static void run_next(struct hook_run *r)
 	else
 		pre_input(r, &r->in);
 
-	_cleanup_(strv_freep) char **env = child_env_new(NULL);
-	child_env_put(&env, "TOOLCALLD_HOOK", r->post ? "post_call" : "pre_call");
+	_cleanup_free_ char *msg = NULL;
+	int k = hook_sandbox(r, &msg);
+	if (k < 0) {
+		buf_free(&r->in);
+		_cleanup_free_ char *what = xasprintf("could not start in its sandbox: %s",
+						      msg ? msg : strerror(-k));
+		run_failed(r, what);
+		return;
+	}
+	_cleanup_(strv_freep) char **env = hook_env(r);
 	_cleanup_close_ int cwd_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct child_opts o;
 	hook_spawn_opts(r, env, cwd_fd, &o);
-	int k = child_spawn(r->h->loop, &o, &r->ch);
+	k = child_spawn(r->h->loop, &o, &r->ch);
 	if (k < 0) {
 		buf_free(&r->in);
 		r->in_fd = -1;
-		_cleanup_free_ char *what = xasprintf("could not start: %s", strerror(-k));
+		const struct sandbox_child *sc = sandbox_run_child(r->run);
+		_cleanup_free_ char *what = sc && sc->failed
+			? xasprintf("could not start: its sandbox could not be set up (%s): %s", sc->failed,
+				    strerror(-k))
+			: xasprintf("could not start: %s", strerror(-k));
+		r->run = sandbox_run_end(r->run);
 		run_failed(r, what);
 		return;
 	}
@@ -487,6 +547,22 @@ static char *strdup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
+/* Keeps a copy of whom the run's hooks run as (NULL: the daemon). */
+static void run_set_peer(struct hook_run *r, const struct sandbox_identity *id)
+{
+	if (!id)
+		return;
+	r->has_peer = true;
+	r->peer.id = *id;
+	size_t n = MIN(id->n_groups, ELEMENTSOF(r->peer.groups));
+	if (n)
+		memcpy(r->peer.groups, id->groups, n * sizeof(*id->groups));
+	r->peer.id.groups = r->peer.groups;
+	r->peer.id.n_groups = n;
+	r->peer.home = strdup_or_null(id->home);
+	r->peer.id.home = r->peer.home;
+}
+
 struct hook_run *hooks_pre_start(struct hooks *h, const struct hook_input *in,
 				 hook_pre_done_fn done, void *arg)
 {
@@ -501,6 +577,7 @@ struct hook_run *hooks_pre_start(struct hooks *h, const struct hook_input *in,
 	r->call_id = strdup_or_null(in->call_id);
 	r->uid = in->uid;
 	r->pid = in->pid;
+	run_set_peer(r, in->peer);
 	r->args = in->arguments;
 	r->done = done;
 	r->arg = arg;
@@ -525,6 +602,8 @@ void hooks_post_start(struct hooks *h, const struct hook_input *in, const struct
 	}
 	h->n_post++;
 	r->uid = in->uid;
+	r->workspace = strdup_or_null(in->workspace);
+	run_set_peer(r, in->peer);
 	struct jgen *g = jgen_new(&r->post_input);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "hook", "post_call");
@@ -579,6 +658,11 @@ struct hooks *hooks_free(struct hooks *h)
 void hooks_set_config(struct hooks *h, const struct hooks_config *c)
 {
 	h->cfg = c;
+}
+
+void hooks_set_sandbox(struct hooks *h, const struct sandbox_config *cfg)
+{
+	h->sandbox = cfg;
 }
 
 void hooks_set_failed_cb(struct hooks *h, hook_failed_fn fn, void *arg)

@@ -8,7 +8,8 @@
  * pre_call, may print one JSON object back. Everything a hook prints is
  * bounded; a pre-call hook that fails in any way denies the call (fail
  * closed). Several matching hooks run one after the other, in the order
- * of the config.
+ * of the config. With the daemon's sandbox config set, each hook runs in
+ * the sandbox profile "read-only" without network, as the call's peer.
  */
 #ifndef TC_HOOKS_H
 #define TC_HOOKS_H
@@ -20,6 +21,8 @@
 
 struct json;
 struct json_doc;
+struct sandbox_config;
+struct sandbox_identity;
 struct tc_loop;
 
 #define HOOK_TIMEOUT_DEFAULT_MS 5000
@@ -81,6 +84,7 @@ struct hook_input {
 	const char *workspace;		/* NULL: none */
 	const char *side_effects;
 	const char *call_id;
+	const struct sandbox_identity *peer;	/* whom hooks run as; NULL: the daemon */
 };
 
 /* The outcome, as post-call hooks see it. */
@@ -108,6 +112,9 @@ struct hooks *hooks_free(struct hooks *h);
 /* The config stays the caller's; runs in flight keep copies of their hooks. */
 void hooks_set_config(struct hooks *h, const struct hooks_config *c);
 void hooks_set_failed_cb(struct hooks *h, hook_failed_fn fn, void *arg);
+/* The daemon's sandbox config (stays the caller's), or NULL: hooks run
+ * unconfined. Read when each hook starts. */
+void hooks_set_sandbox(struct hooks *h, const struct sandbox_config *cfg);
 
 /*
  * Starts the pre-call hooks that match in->tool, in order. Returns NULL

@@ -4,35 +4,50 @@
  * hooks that allow (skipping confirmation), deny (the reason and the hook
  * in the message), force a prompt, rewrite the arguments (and a rewrite
  * the schema refuses), print nothing, print garbage, hang and crash (both
- * deny the call), and a post-call hook that is told the outcome. Each hook
- * is a /bin/sh script written into the daemon's temp dir.
+ * deny the call), and a post-call hook that is told the outcome. Hooks run
+ * sandboxed read-only as the peer: one cannot write into the workspace (but
+ * can into its TMPDIR), one run for another uid prints that uid. Each hook
+ * is a /bin/sh script written into the daemon's temp dir; as it cannot
+ * write there, it tells what it saw through its decision or exit status.
  */
 #include <check.h>
+#include <dirent.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
-/* Starts a daemon whose list (pre_call, post_call) holds one hook running
- * script for the tools that match; timeout_ms 0: the default. */
-static void start_hooked(struct tcd *d, const char *list, const char *match, const char *script,
-			 int timeout_ms)
+/* Starts a daemon with the config members extra (text ending in ',', or
+ * "") whose list (pre_call, post_call) holds one hook running script for
+ * the tools that match; timeout_ms 0: the default. */
+static void start_hooked_with(struct tcd *d, const char *extra, const char *list, const char *match,
+			      const char *script, int timeout_ms)
 {
 	char cfg[1024], t[64] = "";
 	if (timeout_ms)
 		snprintf(t, sizeof(t), ",\"timeout_ms\":%d", timeout_ms);
 	snprintf(cfg, sizeof(cfg),
-		 "{\"hooks\":{\"%s\":[{\"match\":\"%s\",\"command\":[\"/bin/sh\",\"@DIR@/hook.sh\"]%s}]}}",
-		 list, match, t);
+		 "{%s\"hooks\":{\"%s\":[{\"match\":\"%s\",\"command\":[\"/bin/sh\",\"@DIR@/hook.sh\"]%s}]}}",
+		 extra, list, match, t);
 	tcd_start(d, cfg);
 	char *path = xasprintf("%s/hook.sh", d->dir);
 	tc_write_file_atomic(path, script, strlen(script));
+	ck_assert_int_eq(chmod(path, 0644), 0);
 	free(path);
 	tcd_put(d, "a.txt", "alpha\n");
 	tcd_put(d, "b.txt", "bravo\n");
+}
+
+static void start_hooked(struct tcd *d, const char *list, const char *match, const char *script,
+			 int timeout_ms)
+{
+	start_hooked_with(d, "", list, match, script, timeout_ms);
 }
 
 static void stop_clean(struct tcd *d)
@@ -69,9 +84,10 @@ END_TEST
 START_TEST(hook_deny_names_reason_and_hook)
 {
 	struct tcd d;
+	/* The hook gives back its input inside its reason, escaped. */
 	start_hooked(&d, "pre_call", "read_*",
-		     "cat > \"$(dirname \"$0\")/input.json\"\n"
-		     "echo '{\"decision\":\"deny\",\"reason\":\"no reading today\"}'\n", 0);
+		     "in=$(sed 's/[\\\\\"]/\\\\&/g')\n"
+		     "printf '{\"decision\":\"deny\",\"reason\":\"no reading today %s\"}\\n' \"$in\"\n", 0);
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = tcc_call(c, "read_file", "{\"path\":\"a.txt\"}");
 	tc_assert_kind(r, "permission_denied");
@@ -81,7 +97,7 @@ START_TEST(hook_deny_names_reason_and_hook)
 	ck_assert_ptr_nonnull(strstr(msg, "hook.sh"));
 
 	/* The hook saw the call. */
-	char *in = tcd_read(&d, tcc_fmt(c, "%s/input.json", d.dir), NULL);
+	const char *in = strchr(strstr(msg, "no reading today"), '{');
 	ck_assert_ptr_nonnull(in);
 	const struct json *j = tcc_parse(c, in, strlen(in));
 	ck_assert_str_eq(tj_str(j, "tool"), "read_file");
@@ -91,7 +107,6 @@ START_TEST(hook_deny_names_reason_and_hook)
 	ck_assert(tj_int(j, "peer.pid") > 0);
 	ck_assert_ptr_nonnull(tj_str(j, "sessionId"));
 	ck_assert_ptr_nonnull(tj_str(j, "workspace"));
-	free(in);
 
 	/* Other tools do not match. */
 	tc_assert_ok(tcc_call(c, "list_dir", "{\"path\":\".\"}"));
@@ -198,19 +213,48 @@ START_TEST(hook_crash_denies)
 }
 END_TEST
 
+/* The pid of a process whose command line is exactly argv0 arg1, or 0. */
+static pid_t find_process(const char *argv0, const char *arg1)
+{
+	DIR *dir = opendir("/proc");
+	if (!dir)
+		return 0;
+	pid_t found = 0;
+	struct dirent *e;
+	while (!found && (e = readdir(dir))) {
+		pid_t pid = (pid_t)atoi(e->d_name);
+		if (pid <= 0)
+			continue;
+		char path[64], cmd[256];
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		size_t n = fread(cmd, 1, sizeof(cmd) - 1, f);
+		fclose(f);
+		cmd[n] = 0;
+		size_t l0 = strlen(argv0);
+		if (n == l0 + strlen(arg1) + 2 && strcmp(cmd, argv0) == 0 && strcmp(cmd + l0 + 1, arg1) == 0)
+			found = pid;
+	}
+	closedir(dir);
+	return found;
+}
+
 /* A call that goes away while its hook runs takes the hook with it. */
 START_TEST(hook_stopped_with_its_call)
 {
 	struct tcd d;
-	start_hooked(&d, "pre_call", "read_file", "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30\n", 0);
+	/* A duration no other process sleeps for names the hook's process. */
+	char arg[32];
+	snprintf(arg, sizeof(arg), "30.%d", (int)getpid());
+	char *script = xasprintf("exec sleep %s\n", arg);
+	start_hooked(&d, "pre_call", "read_file", script, 0);
+	free(script);
 	struct tcc *c = tcc_connect(&d);
 	tcc_send_request(c, "tools/call", "{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.txt\"}}");
-	const char *path = tcc_fmt(c, "%s/pid", d.dir);
-	char *text = NULL;
-	ck_assert(tc_wait_until((text = tcd_read(&d, path, NULL)) && strchr(text, '\n'), 5000));
-	pid_t pid = (pid_t)atoi(text);
-	free(text);
-	ck_assert_int_gt(pid, 0);
+	pid_t pid = 0;
+	ck_assert(tc_wait_until((pid = find_process("sleep", arg)) > 0, 5000));
 	ck_assert_int_eq(kill(pid, 0), 0);
 	tcc_close(c);
 	ck_assert(tc_wait_until(kill(pid, 0) < 0, 5000));
@@ -231,25 +275,37 @@ START_TEST(hook_missing_program_denies)
 }
 END_TEST
 
+/* Calls read_file on a.txt (subscribed to events first) and returns the
+ * hook.failed event that follows, or NULL after 5 s. */
+static const struct json *read_then_hook_failed(struct tcc *c)
+{
+	tc_assert_ok(tcc_request(c, "events/subscribe", "{}"));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	uint64_t end = tc_now_ms() + 5000;
+	while (tc_now_ms() < end) {
+		const struct json *n = tcc_wait_notification(c, "notifications/event", 1000);
+		if (n && tj_str(n, "params.type") && !strcmp(tj_str(n, "params.type"), "hook.failed"))
+			return n;
+	}
+	return NULL;
+}
+
+/* The hook cannot write anywhere the test reads, so it tells what it saw
+ * by its exit status: 42 when its input held everything expected. */
 START_TEST(hook_post_call_gets_outcome)
 {
 	struct tcd d;
 	start_hooked(&d, "post_call", "read_file",
-		     "cat > \"$(dirname \"$0\")/post.tmp\" && mv \"$(dirname \"$0\")/post.tmp\" "
-		     "\"$(dirname \"$0\")/post.json\"\n", 0);
+		     "in=$(cat)\n"
+		     "for want in '\"hook\":\"post_call\"' '\"tool\":\"read_file\"' '\"kind\":\"ok\"' "
+		     "'\"isError\":false' '\"durationMs\":' 'alpha'; do\n"
+		     "  case \"$in\" in *\"$want\"*) ;; *) echo \"no $want\" >&2; exit 1;; esac\n"
+		     "done\n"
+		     "exit 42\n", 0);
 	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
-	const char *path = tcc_fmt(c, "%s/post.json", d.dir);
-	char *out = NULL;
-	ck_assert(tc_wait_until((out = tcd_read(&d, path, NULL)) != NULL, 5000));
-	const struct json *j = tcc_parse(c, out, strlen(out));
-	ck_assert_str_eq(tj_str(j, "hook"), "post_call");
-	ck_assert_str_eq(tj_str(j, "tool"), "read_file");
-	ck_assert_str_eq(tj_str(j, "outcome.kind"), "ok");
-	ck_assert(!tj_bool(j, "outcome.isError"));
-	ck_assert(tj_int(j, "outcome.durationMs") >= 0);
-	ck_assert_ptr_nonnull(strstr(tj_str(j, "outcome.text"), "alpha"));
-	free(out);
+	const struct json *ev = read_then_hook_failed(c);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert(resp_has(ev, "exited with status 42"));
 	tcc_close(c);
 	stop_clean(&d);
 }
@@ -260,17 +316,60 @@ START_TEST(hook_post_call_failure_only_reported)
 	struct tcd d;
 	start_hooked(&d, "post_call", "*", "exit 3\n", 0);
 	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(tcc_request(c, "events/subscribe", "{}"));
-	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
-	const struct json *ev = NULL;
-	uint64_t end = tc_now_ms() + 5000;
-	while (!ev && tc_now_ms() < end) {
-		const struct json *n = tcc_wait_notification(c, "notifications/event", 1000);
-		if (n && tj_str(n, "params.type") && !strcmp(tj_str(n, "params.type"), "hook.failed"))
-			ev = n;
-	}
+	const struct json *ev = read_then_hook_failed(c);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert(resp_has(ev, "exited with status 3"));
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
+/* A hook runs read-only: it cannot write into the workspace (it finds the
+ * path in its input), only into its own TMPDIR, and may still decide. */
+START_TEST(hook_cannot_write_workspace)
+{
+	struct tcd d;
+	start_hooked(&d, "pre_call", "read_file",
+		     "ws=$(sed -n 's/.*\"workspace\":\"\\([^\"]*\\)\".*/\\1/p')\n"
+		     "[ -d \"$ws\" ] || { echo \"no workspace in the input\" >&2; exit 1; }\n"
+		     "echo x > \"$TMPDIR/scratch\" || { echo \"TMPDIR is not writable\" >&2; exit 1; }\n"
+		     "echo x > \"$ws/hooked\" 2>/dev/null\n"
+		     "echo '{\"decision\":\"allow\"}'\n", 0);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "read_file", "{\"path\":\"a.txt\"}");
+	tc_assert_ok(r);
+	ck_assert(resp_has(r, "alpha"));
+	char *hooked = tcd_ws_path(&d, "hooked");
+	ck_assert_int_ne(access(hooked, F_OK), 0);
+	free(hooked);
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
+/* A hook runs as the peer that made the call. */
+START_TEST(hook_runs_as_the_peer)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "hook_runs_as_the_peer: skipped: connecting as another uid needs root\n");
+		return;
+	}
+	struct passwd *pw = getpwuid(65534);
+	if (!pw) {
+		fprintf(stderr, "hook_runs_as_the_peer: skipped: no user 65534\n");
+		return;
+	}
+	struct tcd d;
+	start_hooked_with(&d, "\"socket_mode\":\"0666\",", "pre_call", "list_dir",
+			  "printf '{\"decision\":\"deny\",\"reason\":\"uid %s\"}\\n' \"$(id -u)\"\n", 0);
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	const struct json *r = tcc_call(c, "list_dir", "{\"path\":\".\"}");
+	tc_assert_kind(r, "permission_denied");
+	char *want = xasprintf("uid %u", (unsigned)pw->pw_uid);
+	ck_assert(resp_has(r, want));
+	free(want);
 	tcc_close(c);
 	stop_clean(&d);
 }
@@ -332,6 +431,8 @@ static Suite *hooks_suite(void)
 	tcase_add_test(tc, hook_crash_denies);
 	tcase_add_test(tc, hook_missing_program_denies);
 	tcase_add_test(tc, hook_stopped_with_its_call);
+	tcase_add_test(tc, hook_cannot_write_workspace);
+	tcase_add_test(tc, hook_runs_as_the_peer);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("post_call_and_config");
