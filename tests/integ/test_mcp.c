@@ -21,7 +21,10 @@ static void start_with(struct tcd *d, const char *arg)
 	const char *server = getenv("TC_MCP_SERVER");
 	ck_assert_ptr_nonnull(server);
 	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"%s%s%s],"
-			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\" }", server,
+			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\","
+			       /* A sanitizer build of the server maps terabytes of
+			        * shadow memory: no address-space limit for it. */
+			       "  \"sandbox\": {\"limits\": {\"memory_mb\": null}} }", server,
 			       arg ? ", \"" : "", arg ? arg : "", arg ? "\"" : "");
 	tcd_write_tool(d, "demo.json", decl);
 	free(decl);

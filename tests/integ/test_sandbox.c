@@ -96,7 +96,7 @@ START_TEST(shell_runs_as_the_peer)
 	}
 	struct tcd d;
 	start(&d, "");
-	tcd_write_ws(&d, "root-only", "root's\n", 7, 0600);
+	free(tcd_write_ws(&d, "root-only", "root's\n", 7, 0600));
 	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
 	const struct json *r = sh(c, "id -u; echo hi > mine");
 	tc_assert_ok(r);
@@ -384,7 +384,10 @@ START_TEST(mcp_server_sandboxed)
 	struct tcd d;
 	start(&d, "");
 	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"],"
-			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\" }", server);
+			       "  \"prefix\": \"demo_\", \"side_effects\": \"read\","
+			       /* A sanitizer build of the server maps terabytes of
+			        * shadow memory: no address-space limit for it. */
+			       "  \"sandbox\": {\"limits\": {\"memory_mb\": null}} }", server);
 	tcd_write_tool(&d, "demo.json", decl);
 	free(decl);
 	struct tcc *c = tcc_connect(&d);

@@ -246,6 +246,7 @@ START_TEST(next_job_runs_as_the_daemon)
 
 	/* run_as "daemon": the peer's job runs as the daemon. */
 	f.env.run_as_peer = false;
+	tool_call_clear(&p[0].call);
 	probe_init(&p[0], &f, &nobody);
 	p[0].secret = secret;
 	ck_assert_int_eq(fsjob_start(&p[0].call, &probe_ops, &p[0]), TOOL_PENDING);
