@@ -230,7 +230,13 @@ START_TEST(tasks_across)
 	const char *id = tj_str(made, "result.task.taskId");
 	ck_assert(id && *id);
 	const char *q = tcc_fmt(c2, "{\"taskId\":\"%s\"}", id);
-	const struct json *got = tcc_request(c2, "tasks/get", q);
+	/* The creating daemon answers before its write reaches Redis: the
+	 * other daemon knows the task once that write has landed. */
+	const struct json *got = NULL;
+	uint64_t until = mono_ms() + 5000;
+	do {
+		got = tcc_request(c2, "tasks/get", q);
+	} while (!tj_has(got, "result") && mono_ms() < until && (tc_pause_ms(20), true));
 	tc_assert_ok(got);
 	ck_assert_str_eq(tj_str(got, "result.taskId"), id);
 	/* tasks/result waits for the end, on the other daemon. */
