@@ -530,11 +530,6 @@ static const struct field root_fields[] = {
 	{},
 };
 
-static void json_doc_unrefp(struct json_doc **d)
-{
-	json_doc_unref(*d);
-}
-
 int config_load_text(struct config *c, const char *name, const char *base_dir,
 		     const char *text, size_t len, char **ret_err)
 {

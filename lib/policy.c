@@ -46,7 +46,7 @@ void policy_config_init(struct policy_config *p)
 			[SIDE_WRITE] = CONFIRM_AUTO,
 			[SIDE_EXECUTE] = CONFIRM_PROMPT,
 		},
-		.timeout_ms = 300000,
+		.timeout_ms = POLICY_CONFIRM_TIMEOUT_MS,
 		.no_approver_wait = false,
 	};
 }

@@ -53,6 +53,9 @@ struct policy_config {
 	bool no_approver_wait;
 };
 
+/* confirmation.timeout_ms when the config does not say: five minutes. */
+#define POLICY_CONFIRM_TIMEOUT_MS 300000
+
 /* Fills p with the contract's defaults (write, execute, network prompt). */
 void policy_config_init(struct policy_config *p);
 /* Frees what p holds and leaves it empty (not re-initialised). */

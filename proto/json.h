@@ -98,6 +98,8 @@ const char *json_doc_text(const struct json_doc *doc);
 struct json_doc *json_doc_ref(struct json_doc *doc);
 /* Drops one reference; frees at zero. Accepts NULL; returns NULL. */
 struct json_doc *json_doc_unref(struct json_doc *doc);
+/* For _cleanup_(json_doc_unrefp). */
+DEFINE_CLEANUP_FUNC(struct json_doc, json_doc_unref)
 
 /* Accessors: all accept NULL and return NULL/false when the type differs. */
 const struct json *json_get(const struct json *obj, const char *key);

@@ -14,7 +14,6 @@
 #include "proto/json.h"
 #include "proto/base/util.h"
 
-DEFINE_CLEANUP_FUNC(struct json_doc, json_doc_unref)
 DEFINE_CLEANUP_FUNC(struct jgen, jgen_free)
 
 void mcp_write_result(const struct mcp_result *r, struct buf *out)

@@ -72,10 +72,6 @@ struct opts {
 	char *call_args;		/* call: compact JSON text of the arguments */
 };
 
-static inline void json_doc_unrefp(struct json_doc **d)
-{
-	json_doc_unref(*d);
-}
 #define _cleanup_doc_ _cleanup_(json_doc_unrefp)
 
 /* Connects to the daemon's socket. */
