@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The insides of lib/regex*.c, shared by regex_parse.c, regex_compile.c
+ * The insides of lib/regex*.c, shared by regex_parse.c, regex_utf8set.c, regex_compile.c
  * and regex_search.c, and looked at by the tests and fuzz harness: the
  * parsed form of a pattern (a tree over code points, before it becomes a
  * program over UTF-8 bytes) and searches with each strategy, so that an
@@ -88,7 +88,8 @@ struct rx_frag {
 	uint32_t full[4];	/* node reading any k continuation bytes; 0: none yet */
 };
 
-/* Builds the UTF-8 byte automaton of a normalized code point set. */
+/* Builds the UTF-8 byte automaton of a normalized code point set
+ * (regex_utf8set.c). */
 struct rx_frag *rx_frag_build(const struct rx_range *r, size_t n);
 /* Accepts NULL. */
 void rx_frag_free(struct rx_frag *f);
