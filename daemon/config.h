@@ -239,13 +239,6 @@ int config_load(struct config *c, const char *path, char **ret_err);
 int config_load_text(struct config *c, const char *name, const char *base_dir,
 		     const char *text, size_t len, char **ret_err);
 
-/*
- * Returns path made absolute against base_dir when it is relative (and
- * base_dir is not NULL), with "." components, repeated and trailing
- * slashes removed and ".." taken lexically. Always a new string.
- */
-char *config_resolve_path(const char *base_dir, const char *path);
-
 /* The default socket (daemon/default_socket.h: $TOOLCALLD_SOCKET, else
  * $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock or
  * /tmp/toolcalld-UID/toolcalld.sock). A new string. */

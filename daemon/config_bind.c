@@ -286,3 +286,40 @@ void cfg_strv_free(char **v, size_t n)
 		free(v[i]);
 	free(v);
 }
+
+/* Joins and tidies a path the config file names. */
+char *config_resolve_path(const char *base_dir, const char *path)
+{
+	struct buf b = {};
+
+	if (path[0] != '/' && base_dir)
+		buf_printf(&b, "%s/", base_dir);
+	buf_puts(&b, path);
+	_cleanup_free_ char *joined = buf_steal(&b);
+
+	/* Drop "." components and repeated or trailing slashes; ".." stays for
+	 * the kernel to resolve, since taking it lexically would be wrong when
+	 * a component is a symbolic link. */
+	bool is_abs = joined[0] == '/';
+	bool first = true;
+	if (is_abs)
+		buf_putc(&b, '/');
+	for (char *s = joined; *s;) {
+		while (*s == '/')
+			s++;
+		char *e = s;
+		while (*e && *e != '/')
+			e++;
+		size_t n = (size_t)(e - s);
+		if (n > 0 && !(n == 1 && s[0] == '.')) {
+			if (!first)
+				buf_putc(&b, '/');
+			buf_append(&b, s, n);
+			first = false;
+		}
+		s = e;
+	}
+	if (buf_size(&b) == 0)
+		buf_putc(&b, '.');
+	return buf_steal(&b);
+}

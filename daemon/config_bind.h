@@ -12,9 +12,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/config.h"
 #include "proto/json.h"
 #include "proto/base/util.h"
+
+/* The binder stores into it by offsets (CFG); only daemon/config.h, which
+ * includes this header, knows its members. */
+struct config;
+
+/*
+ * Returns path made absolute against base_dir when it is relative (and
+ * base_dir is not NULL), with "." components and repeated and trailing
+ * slashes removed; ".." stays for the kernel to resolve (a component may
+ * be a symbolic link). Always a new string.
+ */
+char *config_resolve_path(const char *base_dir, const char *path);
 
 struct cfg_parse {
 	const char *name;	/* the file's name, for messages */

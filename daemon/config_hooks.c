@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "daemon/config.h"
 #include "lib/hooks.h"
 
 /* Checks one {match, command, timeout_ms} into h. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/config.h"
 #include "lib/policy.h"
 
 /* Checks a mode string: "auto", "prompt", "deny" or "sandboxed". */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/config_bind.h"
 #include "lib/audit.h"
 #include "lib/policy.h"
 #include "lib/sandbox/sandbox.h"
