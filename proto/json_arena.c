@@ -5,8 +5,7 @@
  * never a recursion over its tree. Both parsers (json_parse.c and
  * json_fast.c) allocate through it.
  */
-#include "proto/json.h"
-#include "proto/json_internal.h"
+#include "proto/json_arena.h"
 
 #include <string.h>
 

@@ -2,8 +2,7 @@
 /*
  * Inside the JSON module, shared by json_arena.c, json_parse.c (the yajl
  * parser of record), json_fast.c (the fast path in front of it),
- * json_values.c and json_gen.c: the document and arena layout, the arena
- * allocator, the number filler, the key order, and each parser on
+ * json_values.c and json_gen.c: the number filler, the key order, and each parser on
  * its own, which the unit tests and the differential fuzz harness use to
  * prove the two build identical trees. Nothing outside proto/ and those
  * tests includes this header.
@@ -17,50 +16,9 @@
 #include <string.h>
 
 #include "proto/json.h"
+#include "proto/json_arena.h"
 
 #define JSON_DEFAULT_MAX_DEPTH 64
-
-struct chunk {
-	struct chunk *next;
-	size_t used;
-	size_t cap;
-	max_align_t data[];
-};
-
-struct json_doc {
-	unsigned refs;
-	struct chunk *chunks;	/* newest first; the doc lives in the last */
-	struct json *root;
-	char *text;		/* a copy of the source, NUL-terminated */
-	size_t text_len;
-};
-
-/* Makes room for n (rounded) bytes in a new chunk at the head of the
- * arena and returns that chunk. */
-struct chunk *json_arena_grow(struct json_doc *doc, size_t n);
-/* Frees the chunks added after mark and sets mark's fill back to used:
- * the arena is as it was when mark and used were taken. */
-void json_arena_rewind(struct json_doc *doc, struct chunk *mark, size_t used);
-
-/* Allocates n bytes from the document's arena. */
-static inline void *json_arena_alloc(struct json_doc *doc, size_t n)
-{
-	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
-	struct chunk *c = doc->chunks;
-	if (__builtin_expect(!c || c->cap - c->used < n, 0))
-		c = json_arena_grow(doc, n);
-	void *p = (char *)c->data + c->used;
-	c->used += n;
-	return p;
-}
-
-static inline char *json_arena_strndup(struct json_doc *doc, const void *s, size_t n)
-{
-	char *p = json_arena_alloc(doc, n + 1);
-	memcpy(p, s, n);
-	p[n] = '\0';
-	return p;
-}
 
 /* Orders two members (pointers to struct json_member *) by key bytes:
  * qsort's comparator for duplicate detection and the canonical form. */
@@ -72,8 +30,6 @@ static inline bool json_same_key(const struct json_member *a, const struct json_
 	return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
 }
 
-/* A new document (one reference) holding a copy of text, and no root. */
-struct json_doc *json_doc_new(const char *text, size_t len);
 /* Fills a number node from its text (raw must live as long as the doc). */
 void json_set_number(struct json *v, const char *raw, size_t n);
 
