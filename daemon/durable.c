@@ -27,6 +27,9 @@
 
 #define TASK_ID_MAX 64
 #define RELATED_TASK "io.modelcontextprotocol/related-task"
+/* Deeper than any result the daemon writes (arguments and structured
+ * content: limits.max_json_depth is at most 1024). */
+#define RESULT_DEPTH 1100
 
 /* The store went away or came back: one line each time. */
 static void store_notify(void *arg, bool up, const char *why)
@@ -358,17 +361,24 @@ static void m_tasks_get(struct conn *c, const struct jrpc_req *req, struct pendi
 
 /*
  * Writes the JSON object obj (n bytes) with "_meta" holding
- * io.modelcontextprotocol/related-task: {taskId} beside what it held.
+ * io.modelcontextprotocol/related-task: {taskId} beside what it held;
+ * false (nothing written) when obj is not an object this can read.
  */
-static void with_related_task(const char *obj, size_t n, const char *id, struct buf *out)
+static bool with_related_task(const char *obj, size_t n, const char *id, struct buf *out)
 {
 	struct json_doc *doc = NULL;
 	struct json_err err;
-	const struct json *root = json_parse(obj, n, 0, 0, &doc, &err) == 0 ? json_doc_root(doc) : NULL;
+	if (json_parse(obj, n, 0, RESULT_DEPTH, &doc, &err) < 0)
+		return false;
+	const struct json *root = json_doc_root(doc);
+	if (root->type != JSON_OBJECT) {
+		json_doc_unref(doc);
+		return false;
+	}
 	struct jgen *g = jgen_new(out);
 	jgen_obj_open(g);
 	const struct json *meta = NULL;
-	for (size_t i = 0; root && root->type == JSON_OBJECT && i < root->u.obj.n; i++) {
+	for (size_t i = 0; i < root->u.obj.n; i++) {
 		const struct json_member *m = &root->u.obj.members[i];
 		if (str_eq(m->key, "_meta") && m->value->type == JSON_OBJECT)
 			meta = m->value;
@@ -390,6 +400,7 @@ static void with_related_task(const char *obj, size_t n, const char *id, struct 
 	jgen_obj_close(g);
 	jgen_free(g);
 	json_doc_unref(doc);
+	return true;
 }
 
 /* Answers tasks/result: what the call would have answered, its _meta (an
@@ -399,11 +410,14 @@ static void answer_result(struct pending *p, const struct outcome *o, const char
 	struct buf b = {0}, out = {0};
 	if (o->kind == TC_OK) {
 		outcome_write_result(o, false, &b);
-		with_related_task(buf_head(&b), buf_size(&b), id, &out);
-		conn_result(p, buf_head(&out), buf_size(&out));
+		if (with_related_task(buf_head(&b), buf_size(&b), id, &out))
+			conn_result(p, buf_head(&out), buf_size(&out));
+		else
+			methods_answer_outcome(p, o, false);
+	} else if (outcome_write_error_data(o, false, &b),
+		   !with_related_task(buf_head(&b), buf_size(&b), id, &out)) {
+		methods_answer_outcome(p, o, false);
 	} else {
-		outcome_write_error_data(o, false, &b);
-		with_related_task(buf_head(&b), buf_size(&b), id, &out);
 		const char *msg = o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
 							 : o->message ? o->message : tc_kind_name(o->kind);
 		if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND) {
@@ -426,9 +440,11 @@ static void answer_result(struct pending *p, const struct outcome *o, const char
 			jgen_obj_close(g);
 			jgen_free(g);
 			buf_clear(&out);
-			with_related_task(buf_head(&r), buf_size(&r), id, &out);
+			if (with_related_task(buf_head(&r), buf_size(&r), id, &out))
+				conn_result(p, buf_head(&out), buf_size(&out));
+			else
+				methods_answer_outcome(p, o, false);
 			buf_free(&r);
-			conn_result(p, buf_head(&out), buf_size(&out));
 		} else {
 			buf_putc(&out, '\0');
 			conn_error(p, tc_kind_code(o->kind), msg, buf_head(&out));
