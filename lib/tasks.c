@@ -17,6 +17,10 @@
  * Requests that go to the store start from a timer of their own (a fresh
  * stack), and the memory store's answers come inside the call: a request
  * may be gone when the call returns (req_store).
+ *
+ * Long because a task's life (made, run, saved, cancelled here or
+ * elsewhere, looked up) and the requests that follow it through the store
+ * share one set of states, best read together.
  */
 #include "lib/tasks.h"
 
