@@ -10,6 +10,7 @@
 #include "daemon/durable.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "daemon/conn.h"
@@ -17,6 +18,7 @@
 #include "daemon/methods.h"
 #include "daemon/server.h"
 #include "lib/dispatch.h"
+#include "lib/errors.h"
 #include "lib/outcome.h"
 #include "lib/session.h"
 #include "lib/store.h"
@@ -24,6 +26,10 @@
 #include "proto/json.h"
 
 #define TASK_ID_MAX 64
+#define RELATED_TASK "io.modelcontextprotocol/related-task"
+/* Deeper than any result the daemon writes (arguments and structured
+ * content: limits.max_json_depth is at most 1024). */
+#define RESULT_DEPTH 1100
 
 /* The store went away or came back: one line each time. */
 static void store_notify(void *arg, bool up, const char *why)
@@ -69,8 +75,72 @@ int durable_open(struct server *s, char **ret_err)
 	return 0;
 }
 
+/* Settings that name the shared state itself: changed by a reload, they
+ * wait for a restart (held claims, joins and tasks live in the store in
+ * use; moving them mid-call would let one key run twice). */
+static const struct {
+	const char *name;
+	size_t off;
+} restart_only[] = {
+	{ "store.kind", offsetof(struct config, store.kind) },
+	{ "store.address", offsetof(struct config, store.address) },
+	{ "store.prefix", offsetof(struct config, store.prefix) },
+};
+
+/* The settings a reload asked for that wait for a restart, for admin/stats. */
+static char *restart_pending;
+
+#define CFG_STR(c, off) (*(char **)((char *)(c) + (off)))
+
+void durable_reload(struct server *s, struct config *fresh)
+{
+	const struct config *old = &s->cfg;
+	struct buf b = {0};
+	buf_putc(&b, '[');
+	bool redis = str_eq(old->store.kind, "redis") || str_eq(fresh->store.kind, "redis");
+	for (size_t i = 0; i < sizeof(restart_only) / sizeof(restart_only[0]); i++) {
+		char **now = &CFG_STR(fresh, restart_only[i].off);
+		const char *was = CFG_STR(old, restart_only[i].off);
+		if (str_eq(*now ? *now : "", was ? was : ""))
+			continue;
+		if (redis) {
+			log_warning("%s changes from '%s' to '%s' at the next restart; the daemon goes on with '%s'",
+				    restart_only[i].name, was ? was : "", *now ? *now : "", was ? was : "");
+			if (buf_size(&b) > 1)
+				buf_putc(&b, ',');
+			json_quote(&b, restart_only[i].name, strlen(restart_only[i].name));
+		}
+		/* The configuration in force says what is in use. */
+		free(*now);
+		*now = was ? xstrdup(was) : NULL;
+	}
+	buf_putc(&b, ']');
+	free(restart_pending);
+	restart_pending = buf_size(&b) > 2 ? buf_steal(&b) : NULL;
+	buf_free(&b);
+	/* The rest applies now. */
+	struct store *st = dispatch_store(s->dispatcher);
+	if (st) {
+		struct store_config sc;
+		store_config_defaults(&sc);
+		sc.lease_ms = fresh->store.lease_ms;
+		sc.timeout_ms = fresh->store.timeout_ms;
+		sc.fail_unavailable = fresh->store.fail;
+		sc.max_tasks = fresh->store.max_tasks;
+		store_reconfigure(st, &sc);
+	}
+	struct tasks_config tc;
+	tasks_config_defaults(&tc);
+	tc.default_ttl_ms = fresh->store.task_ttl_ms;
+	tc.max_per_uid = fresh->store.max_tasks;
+	if (s->tasks)
+		tasks_reconfigure(s->tasks, &tc);
+}
+
 void durable_close(struct server *s)
 {
+	free(restart_pending);
+	restart_pending = NULL;
 	s->tasks = tasks_free(s->tasks);
 }
 
@@ -86,6 +156,8 @@ void durable_write_stats(struct server *s, struct jgen *g)
 	jgen_obj_open(g);
 	tasks_write_stats(s->tasks, g);
 	jgen_obj_close(g);
+	const char *pending = restart_pending ? restart_pending : "[]";
+	jgen_kv_raw(g, "storeRestartPending", pending, strlen(pending));
 }
 
 void durable_write_capability(struct jgen *g)
@@ -147,39 +219,83 @@ bool durable_task_params(struct pending *p, const struct json *task, int64_t *re
 	return true;
 }
 
-void durable_call_as_task(struct conn *c, struct pending *p, const struct call_params *cp, int64_t ttl)
+/* A call made as a task, waiting for the store to have the task. */
+struct task_start {
+	struct server *s;
+	struct conn *c;
+	struct pending *p;
+	struct call_params cp;		/* its strings live in cp.doc */
+	struct task_req *q;
+};
+
+static void start_forget(void *upper)
 {
-	struct server *s = c->srv;
-	struct task *k;
-	if (tasks_create(s->tasks, c->cred.uid, ttl, &k) < 0) {
+	struct task_start *ts = upper;
+	task_req_cancel(ts->q);
+	json_doc_unref(ts->cp.doc);
+	free(ts);
+}
+
+/* The store has the task (or refused it): answer {task}, then run it. */
+static void task_made(void *arg, int r, struct task *k)
+{
+	struct task_start *ts = arg;
+	struct pending *p = ts->p;
+	struct conn *c = ts->c;
+	struct server *s = ts->s;
+	p->upper = NULL;
+	p->upper_free = NULL;
+	if (r == -EBUSY) {
 		conn_error(p, JRPC_INTERNAL_ERROR,
 			   "Too many tasks are kept for this user; wait for some to expire or fetch their results",
 			   "{\"kind\":\"overloaded\",\"retryable\":true}");
-		return;
+	} else if (r < 0) {
+		conn_error(p, JRPC_INTERNAL_ERROR, "The task store cannot be reached; retry later",
+			   "{\"kind\":\"transient\",\"retryable\":true}");
+	} else {
+		task_watch(k, &watch_ops, c);
+		/* The answer goes out first: the task's notifications follow it. */
+		struct buf b = {0};
+		struct jgen *g = jgen_new(&b);
+		jgen_obj_open(g);
+		jgen_key(g, "task");
+		task_write(k, g);
+		jgen_obj_close(g);
+		jgen_free(g);
+		conn_result(p, buf_head(&b), buf_size(&b));
+		buf_free(&b);
+		struct session *session = conn_session(c);
+		conn_work_begin(s);
+		struct caller *caller = dispatch_call(s->dispatcher, session, &ts->cp, &task_caller_ops, k);
+		conn_work_end(s);
+		if (caller)
+			task_set_caller(k, caller);
 	}
-	task_watch(k, &watch_ops, c);
-	/* The answer goes out first: the task's notifications follow it. */
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_key(g, "task");
-	task_write(k, g);
-	jgen_obj_close(g);
-	jgen_free(g);
-	conn_result(p, buf_head(&b), buf_size(&b));
-	buf_free(&b);
-	struct session *session = conn_session(c);
-	conn_work_begin(s);
-	struct caller *caller = dispatch_call(s->dispatcher, session, cp, &task_caller_ops, k);
-	conn_work_end(s);
-	if (caller)
-		task_set_caller(k, caller);
+	json_doc_unref(ts->cp.doc);
+	free(ts);
+}
+
+void durable_call_as_task(struct conn *c, struct pending *p, const struct call_params *cp, int64_t ttl)
+{
+	struct task_start *ts = xcalloc(1, sizeof(*ts));
+	ts->s = c->srv;
+	ts->c = c;
+	ts->p = p;
+	ts->cp = *cp;
+	ts->cp.doc = json_doc_ref(cp->doc);
+	/* Until the store answers, the request's end (its connection went)
+	 * drops the task: its creator never heard of it. */
+	p->upper = ts;
+	p->upper_free = start_forget;
+	struct task_req *q = tasks_create(c->srv->tasks, c->cred.uid, ttl, task_made, ts);
+	if (q)
+		ts->q = q;
 }
 
 /* --- the task methods --------------------------------------------------- */
 
 /* The taskId of params, or NULL after answering the error. */
-static const char *task_id(struct pending *p, const struct jrpc_req *req)
+static const char *task_id_param(struct pending *p, const struct jrpc_req *req)
 {
 	const struct json *id = json_get(req->params, "taskId");
 	if (!id || id->type != JSON_STRING || id->u.str.len == 0 || id->u.str.len > TASK_ID_MAX ||
@@ -238,26 +354,135 @@ static void m_tasks_get(struct conn *c, const struct jrpc_req *req, struct pendi
 {
 	if (!p)
 		return;
-	const char *id = task_id(p, req);
+	const char *id = task_id_param(p, req);
 	if (id)
 		park(p, tasks_get(c->srv->tasks, c->cred.uid, id, false, got_task, p));
+}
+
+/*
+ * Writes the JSON object obj (n bytes) with "_meta" holding
+ * io.modelcontextprotocol/related-task: {taskId} beside what it held;
+ * false (nothing written) when obj is not an object this can read.
+ */
+static bool with_related_task(const char *obj, size_t n, const char *id, struct buf *out)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	if (json_parse(obj, n, 0, RESULT_DEPTH, &doc, &err) < 0)
+		return false;
+	const struct json *root = json_doc_root(doc);
+	if (root->type != JSON_OBJECT) {
+		json_doc_unref(doc);
+		return false;
+	}
+	struct jgen *g = jgen_new(out);
+	jgen_obj_open(g);
+	const struct json *meta = NULL;
+	for (size_t i = 0; i < root->u.obj.n; i++) {
+		const struct json_member *m = &root->u.obj.members[i];
+		if (str_eq(m->key, "_meta") && m->value->type == JSON_OBJECT)
+			meta = m->value;
+		else
+			jgen_kv_raw(g, m->key, obj + m->value->off, m->value->len);
+	}
+	jgen_key(g, "_meta");
+	jgen_obj_open(g);
+	for (size_t i = 0; meta && i < meta->u.obj.n; i++) {
+		const struct json_member *m = &meta->u.obj.members[i];
+		if (!str_eq(m->key, RELATED_TASK))
+			jgen_kv_raw(g, m->key, obj + m->value->off, m->value->len);
+	}
+	jgen_key(g, RELATED_TASK);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "taskId", id);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	json_doc_unref(doc);
+	return true;
+}
+
+/* Answers tasks/result: what the call would have answered, its _meta (an
+ * error's data._meta) naming the task, as MCP asks of tasks/result. */
+static void answer_result(struct pending *p, const struct outcome *o, const char *id)
+{
+	struct buf b = {0}, out = {0};
+	if (o->kind == TC_OK) {
+		outcome_write_result(o, false, &b);
+		if (with_related_task(buf_head(&b), buf_size(&b), id, &out))
+			conn_result(p, buf_head(&out), buf_size(&out));
+		else
+			methods_answer_outcome(p, o, false);
+	} else if (outcome_write_error_data(o, false, &b),
+		   !with_related_task(buf_head(&b), buf_size(&b), id, &out)) {
+		methods_answer_outcome(p, o, false);
+	} else {
+		const char *msg = o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
+							 : o->message ? o->message : tc_kind_name(o->kind);
+		if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND) {
+			/* As a tools/call answers such a client: an isError result. */
+			struct buf r = {0};
+			struct jgen *g = jgen_new(&r);
+			jgen_obj_open(g);
+			jgen_key(g, "content");
+			jgen_arr_open(g);
+			jgen_obj_open(g);
+			jgen_kv_str(g, "type", "text");
+			jgen_kv_str(g, "text", msg);
+			jgen_obj_close(g);
+			jgen_arr_close(g);
+			jgen_key(g, "structuredContent");
+			jgen_obj_open(g);
+			jgen_kv_raw(g, "error", buf_head(&b), buf_size(&b));
+			jgen_obj_close(g);
+			jgen_kv_bool(g, "isError", true);
+			jgen_obj_close(g);
+			jgen_free(g);
+			buf_clear(&out);
+			if (with_related_task(buf_head(&r), buf_size(&r), id, &out))
+				conn_result(p, buf_head(&out), buf_size(&out));
+			else
+				methods_answer_outcome(p, o, false);
+			buf_free(&r);
+		} else {
+			buf_putc(&out, '\0');
+			conn_error(p, tc_kind_code(o->kind), msg, buf_head(&out));
+		}
+	}
+	buf_free(&b);
+	buf_free(&out);
+}
+
+/* The taskId member of a task object. */
+static char *task_json_id(const char *task_json, size_t n)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	if (json_parse(task_json, n, 0, 0, &doc, &err) < 0)
+		return NULL;
+	const char *id = json_str(json_get(json_doc_root(doc), "taskId"));
+	char *ret = id ? xstrdup(id) : NULL;
+	json_doc_unref(doc);
+	return ret;
 }
 
 static void got_result(void *arg, int r, const char *task_json, size_t n, const struct outcome *o)
 {
 	struct pending *p = unpark(arg);
-	if (r < 0 || !o) {
+	_cleanup_free_ char *id = r == 0 && o ? task_json_id(task_json, n) : NULL;
+	if (!id) {
 		lookup_failed(p, r < 0 ? r : -EIO);
 		return;
 	}
-	methods_answer_outcome(p, o, false);
+	answer_result(p, o, id);
 }
 
 static void m_tasks_result(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
 	if (!p)
 		return;
-	const char *id = task_id(p, req);
+	const char *id = task_id_param(p, req);
 	if (id)
 		park(p, tasks_get(c->srv->tasks, c->cred.uid, id, true, got_result, p));
 }
@@ -298,26 +523,24 @@ static void m_tasks_list(struct conn *c, const struct jrpc_req *req, struct pend
 	park(p, tasks_list(c->srv->tasks, c->cred.uid, cursor, got_list, p));
 }
 
+static void got_cancel(void *arg, int r, const char *task_json, size_t n, const struct outcome *o)
+{
+	struct pending *p = unpark(arg);
+	if (r == -EALREADY)
+		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: the task has already ended", NULL);
+	else if (r < 0)
+		lookup_failed(p, r);
+	else
+		conn_result(p, task_json, n);
+}
+
 static void m_tasks_cancel(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
 	if (!p)
 		return;
-	const char *id = task_id(p, req);
-	if (!id)
-		return;
-	int r = tasks_cancel(c->srv->tasks, c->cred.uid, id);
-	if (r == -EALREADY) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: the task has already ended", NULL);
-		return;
-	}
-	if (r == -ENOENT) {
-		char *msg = xasprintf("Unknown task '%s': only the daemon running a task can cancel it", id);
-		conn_error(p, JRPC_INVALID_PARAMS, msg, NULL);
-		free(msg);
-		return;
-	}
-	/* Cancelled: answer the task as it now stands. */
-	park(p, tasks_get(c->srv->tasks, c->cred.uid, id, false, got_task, p));
+	const char *id = task_id_param(p, req);
+	if (id)
+		park(p, tasks_cancel(c->srv->tasks, c->cred.uid, id, got_cancel, p));
 }
 
 const struct durable_method durable_methods[] = {

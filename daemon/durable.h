@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 struct call_params;
+struct config;
 struct conn;
 struct jgen;
 struct json;
@@ -22,6 +23,11 @@ struct server;
  * a negative errno with a message in *ret_err. */
 int durable_open(struct server *s, char **ret_err);
 void durable_close(struct server *s);
+/* A reload with fresh: the store's kind, address and prefix wait for a
+ * restart (logged, listed in admin/stats' storeRestartPending, and put
+ * back in fresh, which stays true about what is in use); lease_ms,
+ * timeout_ms, on_unavailable and the tasks section apply at once. */
+void durable_reload(struct server *s, struct config *fresh);
 /* A connection went away: its tasks run on, unwatched. */
 void durable_conn_closed(struct conn *c);
 

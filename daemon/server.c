@@ -600,6 +600,7 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 			log_warning("audit_log changes take effect at restart");
 		free(fresh.audit_log);
 		fresh.audit_log = s->cfg.audit_log ? xstrdup(s->cfg.audit_log) : NULL;
+		durable_reload(s, &fresh);
 		config_free(&s->cfg);
 		s->cfg = fresh;
 		apply_config(s);

@@ -72,11 +72,24 @@ void store_wait_cancel(struct store_wait *w)
 void store_complete(struct store_claim *c, void *value) { OPS(c)->complete(c, value); }
 void store_release(struct store_claim *c) { OPS(c)->release(c); }
 
-void store_task_put(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
-		    uint64_t order, uint64_t keep_ms)
+struct store_wait *store_task_put(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
+				  uint64_t order, uint64_t keep_ms, bool create, store_put_cb cb, void *arg)
 {
-	s->ops->task_put(s, uid, id, meta, meta_len, order, keep_ms);
+	return s->ops->task_put(s, uid, id, meta, meta_len, order, keep_ms, create, cb, arg);
 }
+
+struct store_wait *store_task_swap(struct store *s, uid_t uid, const char *id, const char *old, size_t old_len,
+				   const char *meta, size_t meta_len, uint64_t keep_ms, store_put_cb cb, void *arg)
+{
+	return s->ops->task_swap(s, uid, id, old, old_len, meta, meta_len, keep_ms, cb, arg);
+}
+
+void store_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg)
+{
+	s->ops->watch_tasks(s, fn, arg);
+}
+
+void store_reconfigure(struct store *s, const struct store_config *c) { s->ops->reconfigure(s, c); }
 
 struct store_wait *store_task_get(struct store *s, uid_t uid, const char *id,
 				  void (*cb)(void *arg, int r, const char *meta, size_t n), void *arg)

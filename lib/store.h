@@ -92,6 +92,13 @@ struct store_key {
 
 struct store;
 
+/* A task write's answer: 0 (stored), -EBUSY (a new task beyond the uid's
+ * bound), -EIO (the shared store cannot be reached, "fail"), -ECANCELED
+ * (the store keeps the task cancelled by another daemon: kept is that
+ * record, which stays), -ESTALE (a swap found another record: kept),
+ * -ENOENT (a swap found none). */
+typedef void (*store_put_cb)(void *arg, int r, const char *kept, size_t n);
+
 struct store_ops {
 	const char *name;
 	int (*open)(struct tc_loop *loop, const struct store_config *cfg,
@@ -101,8 +108,14 @@ struct store_ops {
 	void (*wait_cancel)(struct store_wait *w);
 	void (*complete)(struct store_claim *c, void *value);
 	void (*release)(struct store_claim *c);
-	void (*task_put)(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
-			 uint64_t order, uint64_t keep_ms);
+	struct store_wait *(*task_put)(struct store *s, uid_t uid, const char *id, const char *meta,
+				       size_t meta_len, uint64_t order, uint64_t keep_ms, bool create,
+				       store_put_cb cb, void *arg);
+	struct store_wait *(*task_swap)(struct store *s, uid_t uid, const char *id, const char *old,
+					size_t old_len, const char *meta, size_t meta_len, uint64_t keep_ms,
+					store_put_cb cb, void *arg);
+	void (*watch_tasks)(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg);
+	void (*reconfigure)(struct store *s, const struct store_config *c);
 	struct store_wait *(*task_get)(struct store *s, uid_t uid, const char *id,
 				       void (*cb)(void *arg, int r, const char *meta, size_t n), void *arg);
 	struct store_wait *(*task_list)(struct store *s, uid_t uid, uint64_t after, size_t limit,
@@ -153,16 +166,33 @@ void store_complete(struct store_claim *c, void *value);
 void store_release(struct store_claim *c);
 
 /*
- * Tasks: meta is the task's JSON object, kept keep_ms; order (unique per
- * uid, growing: creation time and a counter) orders the list. A put for a new id beyond max_tasks for the uid is dropped
- * (the caller checks the count first through task_list). get answers
- * -ENOENT for an unknown task (or another uid's), -EIO when the shared
- * store cannot tell. list answers at most limit tasks whose order is
- * above after (0: from the start), oldest first, and the order to go on
- * from (0: no more). A put of a task that exists keeps its order.
+ * Tasks: meta is the task's record, a JSON object starting
+ * {"task":{"taskId":ID,"status":..., kept keep_ms; order (unique per uid,
+ * growing: creation time and a counter) orders the list. A put with
+ * create of an id the store does not have is refused (-EBUSY) when the
+ * uid has max_tasks tasks: the bound holds across every daemon sharing
+ * the store. A put never replaces a record whose status is "cancelled"
+ * (-ECANCELED with that record): a cancelled task stays cancelled. cb
+ * (NULL: nobody asks) gets the answer once the write has landed, or at
+ * once for the memory store and, with on_unavailable "local", while the
+ * shared store is away (the write then goes to this daemon's memory).
+ * A put of a task that exists keeps its order.
+ *
+ * get answers -ENOENT for an unknown task (or another uid's), -EIO when
+ * the shared store cannot tell. list answers at most limit tasks whose
+ * order is above after (0: from the start), oldest first, and the order
+ * to go on from (0: no more).
+ *
+ * swap replaces the record old by meta, atomically, and tells every
+ * daemon watching tasks (watch_tasks) that the task was cancelled: 0,
+ * -ESTALE with the record found instead, -ENOENT, -EIO.
  */
-void store_task_put(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
-		    uint64_t order, uint64_t keep_ms);
+struct store_wait *store_task_put(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
+				  uint64_t order, uint64_t keep_ms, bool create, store_put_cb cb, void *arg);
+struct store_wait *store_task_swap(struct store *s, uid_t uid, const char *id, const char *old, size_t old_len,
+				   const char *meta, size_t meta_len, uint64_t keep_ms, store_put_cb cb, void *arg);
+/* fn hears of tasks cancelled through another daemon (a swap). */
+void store_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg);
 struct store_wait *store_task_get(struct store *s, uid_t uid, const char *id,
 				  void (*cb)(void *arg, int r, const char *meta, size_t n), void *arg);
 struct store_wait *store_task_list(struct store *s, uid_t uid, uint64_t after, size_t limit,
@@ -173,6 +203,10 @@ struct store_wait *store_task_list(struct store *s, uid_t uid, uint64_t after, s
  * kind, connected, rttUs, outages, entries. */
 void store_write_stats(struct store *s, struct jgen *g);
 
+/* Applies what a reload may change without a restart: lease_ms,
+ * timeout_ms, fail_unavailable, max_tasks (kind, address and prefix name
+ * the shared state itself and stay). */
+void store_reconfigure(struct store *s, const struct store_config *c);
 /* Changes how long outcomes are kept and how many (a reload). */
 void store_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes);
 /* Drops what this daemon holds past its time (when store_next_expiry()

@@ -350,19 +350,26 @@ static void tasks_expire(struct mem_store *m, struct uid_state *u, uint64_t now)
 	}
 }
 
-static void mem_task_put(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
-			 uint64_t order, uint64_t keep_ms)
+static struct store_wait *mem_task_put(struct store *s, uid_t uid, const char *id, const char *meta,
+				       size_t meta_len, uint64_t order, uint64_t keep_ms, bool create,
+				       store_put_cb cb, void *arg)
 {
 	struct mem_store *m = MEM(s);
 	uint64_t now = tc_now(m->loop);
 	_cleanup_free_ char *key = xasprintf("%u\x1f%s", (unsigned)uid, id);
 	struct mem_task *t = map_get(m->tasks, key);
+	if (t && t->expires <= now) {
+		task_free(m, t);
+		t = NULL;
+	}
 	if (!t) {
 		struct uid_state *u = uid_get(m, uid);
 		tasks_expire(m, u, now);
-		if (u->n_tasks >= m->cfg.max_tasks) {
+		if (create && u->n_tasks >= m->cfg.max_tasks) {
 			uid_put(m, u);
-			return;
+			if (cb)
+				cb(arg, -EBUSY, NULL, 0);
+			return NULL;
 		}
 		t = xcalloc(1, sizeof(*t));
 		t->u = u;
@@ -381,6 +388,35 @@ static void mem_task_put(struct store *s, uid_t uid, const char *id, const char 
 	t->meta[meta_len] = '\0';
 	t->meta_len = meta_len;
 	t->expires = now + keep_ms;
+	if (cb)
+		cb(arg, 0, NULL, 0);
+	return NULL;
+}
+
+/* Compare and set: one daemon's memory has no one to tell. */
+static struct store_wait *mem_task_swap(struct store *s, uid_t uid, const char *id, const char *old,
+					size_t old_len, const char *meta, size_t meta_len, uint64_t keep_ms,
+					store_put_cb cb, void *arg)
+{
+	struct mem_store *m = MEM(s);
+	_cleanup_free_ char *key = xasprintf("%u\x1f%s", (unsigned)uid, id);
+	struct mem_task *t = map_get(m->tasks, key);
+	if (!t || t->expires <= tc_now(m->loop)) {
+		cb(arg, -ENOENT, NULL, 0);
+		return NULL;
+	}
+	if (t->meta_len != old_len || memcmp(t->meta, old, old_len)) {
+		cb(arg, -ESTALE, t->meta, t->meta_len);
+		return NULL;
+	}
+	return mem_task_put(s, uid, id, meta, meta_len, t->order, keep_ms, false, cb, arg);
+}
+
+static void mem_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg) {}
+
+static void mem_reconfigure(struct store *s, const struct store_config *c)
+{
+	MEM(s)->cfg.max_tasks = c->max_tasks;
 }
 
 static struct store_wait *mem_task_get(struct store *s, uid_t uid, const char *id,
@@ -515,6 +551,9 @@ const struct store_ops store_memory_ops = {
 	.complete = mem_complete,
 	.release = mem_release,
 	.task_put = mem_task_put,
+	.task_swap = mem_task_swap,
+	.watch_tasks = mem_watch_tasks,
+	.reconfigure = mem_reconfigure,
 	.task_get = mem_task_get,
 	.task_list = mem_task_list,
 	.write_stats = mem_write_stats,

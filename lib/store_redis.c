@@ -56,7 +56,10 @@
 #define BACKOFF_MAX_MS 5000
 
 /* Claims the key, or tells who has it: {0} claimed, {2} claimed from a
- * dead holder (idempotent tools only), {1, record, lease alive}. */
+ * dead holder (idempotent tools only), {1, record, lease alive}. A new
+ * record joins the uid's set (KEYS[3], scored by Redis's clock); past
+ * ARGV[7] records, the uid's oldest ended ones (by microsecond) (ARGV[8] .. member) go,
+ * as the memory store drops a uid's oldest outcomes: running ones stay. */
 static const char CLAIM_LUA[] =
 	"local v = redis.call('GET', KEYS[1])\n"
 	"local take = not v\n"
@@ -70,6 +73,22 @@ static const char CLAIM_LUA[] =
 	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])\n"
 	"  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
 	"  if v then return {2} end\n"
+	"  local t = redis.call('TIME')\n"
+	"  redis.call('ZADD', KEYS[3], t[1] * 1000000 + t[2], ARGV[9])\n"
+	"  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end\n"
+	"  local n, max = redis.call('ZCARD', KEYS[3]), tonumber(ARGV[7])\n"
+	"  if n > max then\n"
+	"    local old = redis.call('ZRANGE', KEYS[3], 0, n - max + 15)\n"
+	"    for i = 1, #old do\n"
+	"      if n <= max then break end\n"
+	"      local r = old[i] ~= ARGV[9] and redis.call('GET', ARGV[8] .. old[i])\n"
+	"      if old[i] ~= ARGV[9] and (not r or string.sub(r, 1, 1) ~= 'R') then\n"
+	"        if r then redis.call('DEL', ARGV[8] .. old[i], ARGV[8] .. old[i] .. ':lease') end\n"
+	"        redis.call('ZREM', KEYS[3], old[i])\n"
+	"        n = n - 1\n"
+	"      end\n"
+	"    end\n"
+	"  end\n"
 	"  return {0}\n"
 	"end\n"
 	"return {1, v, alive}\n";
@@ -84,12 +103,15 @@ static const char RENEW_LUA[] =
 	"return 0\n";
 
 /* Ends the holder's claim: the outcome (ARGV[2], kept ARGV[3] ms) or,
- * when ARGV[2] is empty, nothing (the key is free again); then tells the
- * joiners. 0 when the record is no longer the holder's. */
+ * when ARGV[2] is empty, nothing (the key is free again, and leaves the
+ * uid's set KEYS[3]); then tells the joiners. 0 when the record is no
+ * longer the holder's. */
 static const char END_LUA[] =
 	"local v = redis.call('GET', KEYS[1])\n"
 	"if not v or string.sub(v, 1, 1) ~= 'R' or string.sub(v, 2, 33) ~= ARGV[1] then return 0 end\n"
-	"if ARGV[2] == '' or ARGV[3] == '0' then redis.call('DEL', KEYS[1])\n"
+	"if ARGV[2] == '' or ARGV[3] == '0' then\n"
+	"  redis.call('DEL', KEYS[1])\n"
+	"  redis.call('ZREM', KEYS[3], ARGV[4])\n"
 	"else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end\n"
 	"if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end\n"
 	"redis.call('PUBLISH', KEYS[1], 'E')\n"
@@ -107,13 +129,36 @@ static const char LIST_LUA[] =
 	"end\n"
 	"return out\n";
 
-/* Saves a task and bounds the uid's list. */
+/* Saves a task: {1}; {2, record} when the stored one is cancelled (it
+ * stays); {0} when a new task (ARGV[7] '1') would take the uid past
+ * ARGV[5] tasks, counted after dropping members whose record expired. */
 static const char TASK_PUT_LUA[] =
+	"local old = redis.call('GET', KEYS[1])\n"
+	"if old and string.sub(old, 1, #ARGV[6]) == ARGV[6] then return {2, old} end\n"
+	"if not old and ARGV[7] == '1' then\n"
+	"  local n, max = redis.call('ZCARD', KEYS[2]), tonumber(ARGV[5])\n"
+	"  if n >= max then\n"
+	"    for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do\n"
+	"      if redis.call('EXISTS', ARGV[8] .. id) == 0 then redis.call('ZREM', KEYS[2], id); n = n - 1 end\n"
+	"    end\n"
+	"    if n >= max then return {0} end\n"
+	"  end\n"
+	"end\n"
 	"redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
 	"redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[4])\n"
-	"redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1 - tonumber(ARGV[5]))\n"
 	"if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end\n"
-	"return 1\n";
+	"return {1}\n";
+
+/* Cancels a task from any daemon: replaces record ARGV[1] by ARGV[2] and
+ * tells the daemons (channel KEYS[2]): {2}; {1, record} when another
+ * record is there; {0} when none is. */
+static const char TASK_SWAP_LUA[] =
+	"local old = redis.call('GET', KEYS[1])\n"
+	"if not old then return {0} end\n"
+	"if old ~= ARGV[1] then return {1, old} end\n"
+	"redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])\n"
+	"redis.call('PUBLISH', KEYS[2], ARGV[4])\n"
+	"return {2}\n";
 
 struct rstore;
 
@@ -152,7 +197,15 @@ struct store_wait {
 	/* Task requests. */
 	void (*get_cb)(void *arg, int r, const char *meta, size_t n);
 	void (*list_cb)(void *arg, int r, char **metas, size_t n, uint64_t next);
+	store_put_cb put_cb;
 	size_t limit;
+	/* A put, made again in the local store when Redis goes away. */
+	uid_t uid;
+	char *id;
+	char *meta;
+	size_t meta_len;
+	uint64_t order, keep_ms;
+	bool create, swap;
 };
 
 struct store_claim {
@@ -195,6 +248,9 @@ struct rstore {
 	uint64_t commands;
 	uint64_t hits, joins;
 	char last_error[128];
+	char *cancel_chan;		/* P task-cancel: "uid:id" of tasks cancelled */
+	void (*task_fn)(void *arg, uid_t uid, const char *id);
+	void *task_arg;
 };
 
 #define RS(s) ((struct rstore *)(s))
@@ -203,6 +259,7 @@ static void outage(struct rstore *r, const char *fmt, ...) PRINTF(2, 3);
 static void connect_now(struct rstore *r);
 static void wait_send(struct store_wait *w);
 static void on_message(redisAsyncContext *ac, void *reply, void *priv);
+static char *uid_key(struct rstore *r, const char *kind, uid_t uid, const char *rest);
 
 /* --- commands ---------------------------------------------------------- */
 
@@ -396,6 +453,9 @@ static void connect_now(struct rstore *r)
 		outage(r, "cannot connect to %s: %s", r->address, r->last_error);
 		return;
 	}
+	/* Tasks cancelled through other daemons. */
+	const char *sub[] = { "SUBSCRIBE", r->cancel_chan };
+	redisAsyncCommandArgv(r->sub, on_message, r, 2, sub, NULL);
 	/* The first reply says Redis is there. */
 	const char *ping = "PING";
 	send_cmd(r, ignore_reply, NULL, 1, &ping, NULL);
@@ -465,6 +525,8 @@ static void wait_free(struct store_wait *w)
 	free((char *)w->k.key);
 	free((char *)w->k.tool);
 	free(w->rkey);
+	free(w->id);
+	free(w->meta);
 	free(w);
 }
 
@@ -494,6 +556,23 @@ static void local_answer(void *arg, const struct store_answer *a)
 static void wait_fallback(struct store_wait *w)
 {
 	struct rstore *r = w->r;
+	if (w->put_cb) {
+		store_put_cb cb = w->put_cb;
+		void *arg = w->arg;
+		_cleanup_free_ char *id = TAKE_PTR(w->id), *meta = TAKE_PTR(w->meta);
+		uid_t uid = w->uid;
+		size_t meta_len = w->meta_len;
+		uint64_t order = w->order, keep = w->keep_ms;
+		bool create = w->create, swap = w->swap;
+		wait_free(w);
+		/* A cancellation must reach the daemon running the task: this
+		 * one's memory cannot. */
+		if (r->cfg.fail_unavailable || swap)
+			cb(arg, -EIO, NULL, 0);
+		else
+			store_task_put(r->local, uid, id, meta, meta_len, order, keep, create, cb, arg);
+		return;
+	}
 	if (w->get_cb || w->list_cb) {
 		void (*gcb)(void *, int, const char *, size_t) = w->get_cb;
 		void (*lcb)(void *, int, char **, size_t, uint64_t) = w->list_cb;
@@ -725,8 +804,14 @@ static bool claim_send(struct store_wait *w)
 	char lease_ms[24], rec_ms[24];
 	snprintf(lease_ms, sizeof(lease_ms), "%" PRIu64, r->cfg.lease_ms);
 	snprintf(rec_ms, sizeof(rec_ms), "%" PRIu64, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000));
-	const char *kv[] = { w->rkey, lease, rec, w->token, lease_ms, rec_ms, w->k.idempotent ? "1" : "0", tail };
-	w->cmd = send_eval(r, claim_reply, w, CLAIM_LUA, 2, 6, kv, NULL);
+	_cleanup_free_ char *set = uid_key(r, "idems", w->k.uid, "");
+	_cleanup_free_ char *pre = uid_key(r, "idem", w->k.uid, "");
+	set[strlen(set) - 1] = '\0';	/* P idems:U */
+	char max[24];
+	snprintf(max, sizeof(max), "%zu", MAX(r->cfg.max_entries, 1));
+	const char *kv[] = { w->rkey, lease, set, rec, w->token, lease_ms, rec_ms, w->k.idempotent ? "1" : "0", tail,
+			     max, pre, w->rkey + strlen(pre) };
+	w->cmd = send_eval(r, claim_reply, w, CLAIM_LUA, 3, 9, kv, NULL);
 	return w->cmd != NULL;
 }
 
@@ -735,6 +820,19 @@ static void wait_send(struct store_wait *w)
 {
 	if (!w->cmd && !claim_send(w))
 		wait_fallback(w);
+}
+
+/* "uid:id" on the cancel channel: tells the tasks of this daemon. */
+static void cancel_heard(struct rstore *r, const redisReply *m)
+{
+	if (!r->task_fn || m->type != REDIS_REPLY_STRING || m->len > 96 || strlen(m->str) != m->len)
+		return;
+	char *end;
+	errno = 0;
+	unsigned long uid = strtoul(m->str, &end, 10);
+	if (errno || end == m->str || *end != ':' || !end[1] || uid > UINT32_MAX || !utf8_valid(end + 1, strlen(end + 1)))
+		return;
+	r->task_fn(r->task_arg, (uid_t)uid, end + 1);
 }
 
 static void on_message(redisAsyncContext *ac, void *reply_, void *priv)
@@ -749,6 +847,11 @@ static void on_message(redisAsyncContext *ac, void *reply_, void *priv)
 		return;
 	}
 	const char *what = reply->element[0]->str;
+	if (str_eq(reply->element[1]->str, r->cancel_chan)) {
+		if (str_eq(what, "message"))
+			cancel_heard(r, reply->element[2]);
+		return;
+	}
 	/* On "subscribe" too: the end may have come before the subscription. */
 	if (!str_eq(what, "message") && !str_eq(what, "subscribe"))
 		return;
@@ -862,9 +965,16 @@ static void claim_end(struct store_claim *c, const char *rec, size_t rec_len)
 		_cleanup_free_ char *lease = xasprintf("%s:lease", c->rkey);
 		char ttl[24];
 		snprintf(ttl, sizeof(ttl), "%" PRIu64, r->cfg.ttl_ms);
-		const char *kv[] = { c->rkey, lease, c->token, rec ? rec : "", ttl };
-		size_t lens[] = { strlen(c->rkey), strlen(lease), TOKEN_LEN, rec ? rec_len : 0, strlen(ttl) };
-		send_eval(r, ignore_reply, NULL, END_LUA, 2, 3, kv, lens);
+		/* P idem:U:H: the set is P idems:U, the member H. */
+		const char *h = strrchr(c->rkey, ':') + 1;
+		const char *u = h - 1;
+		while (u > c->rkey && u[-1] != ':')
+			u--;
+		_cleanup_free_ char *set = xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
+		const char *kv[] = { c->rkey, lease, set, c->token, rec ? rec : "", ttl, h };
+		size_t lens[] = { strlen(c->rkey), strlen(lease), strlen(set), TOKEN_LEN, rec ? rec_len : 0, strlen(ttl),
+				  strlen(h) };
+		send_eval(r, ignore_reply, NULL, END_LUA, 3, 4, kv, lens);
 	}
 	claim_free(c);
 }
@@ -900,23 +1010,131 @@ static void rs_release(struct store_claim *c)
 
 /* --- tasks ------------------------------------------------------------- */
 
-static void rs_task_put(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
-			uint64_t order, uint64_t keep_ms)
+static void task_put_reply(struct rstore *r, redisReply *reply, void *arg);
+
+/* Sends w's put (or swap): false when it cannot be sent. */
+static bool put_send(struct store_wait *w, const char *old, size_t old_len)
+{
+	struct rstore *r = w->r;
+	char uidtxt[24];
+	snprintf(uidtxt, sizeof(uidtxt), "%u", (unsigned)w->uid);
+	_cleanup_free_ char *key = uid_key(r, "task", w->uid, w->id);
+	char keep[24];
+	snprintf(keep, sizeof(keep), "%" PRIu64, MAX(w->keep_ms, 1));
+	if (w->swap) {
+		_cleanup_free_ char *who = xasprintf("%s:%s", uidtxt, w->id);
+		const char *kv[] = { key, r->cancel_chan, old, w->meta, keep, who };
+		size_t lens[] = { strlen(key), strlen(r->cancel_chan), old_len, w->meta_len, strlen(keep), strlen(who) };
+		w->cmd = send_eval(r, task_put_reply, w, TASK_SWAP_LUA, 2, 4, kv, lens);
+		return w->cmd != NULL;
+	}
+	_cleanup_free_ char *set = xasprintf("%stasks:%s", r->prefix, uidtxt);
+	_cleanup_free_ char *pre = uid_key(r, "task", w->uid, "");
+	_cleanup_free_ char *cancelled = xasprintf("{\"task\":{\"taskId\":\"%s\",\"status\":\"cancelled\"", w->id);
+	char ord[24], max[24];
+	snprintf(ord, sizeof(ord), "%" PRIu64, w->order);
+	snprintf(max, sizeof(max), "%zu", MAX(r->cfg.max_tasks, 1));
+	const char *kv[] = { key, set, w->meta, keep, ord, w->id, max, cancelled, w->create ? "1" : "0", pre };
+	size_t lens[] = { strlen(key), strlen(set), w->meta_len, strlen(keep), strlen(ord), strlen(w->id),
+			  strlen(max), strlen(cancelled), 1, strlen(pre) };
+	w->cmd = send_eval(r, task_put_reply, w, TASK_PUT_LUA, 2, 8, kv, lens);
+	return w->cmd != NULL;
+}
+
+static struct store_wait *put_new(struct rstore *r, uid_t uid, const char *id, const char *meta, size_t meta_len,
+				  uint64_t order, uint64_t keep_ms, store_put_cb cb, void *arg)
+{
+	struct store_wait *w = wait_new(r, NULL, arg);
+	w->put_cb = cb;
+	w->uid = uid;
+	w->id = xstrdup(id);
+	w->meta = xmemdup(meta, meta_len + 1);
+	w->meta[meta_len] = '\0';
+	w->meta_len = meta_len;
+	w->order = order;
+	w->keep_ms = keep_ms;
+	return w;
+}
+
+static void put_ignored(void *arg, int r, const char *kept, size_t n) {}
+
+static struct store_wait *rs_task_put(struct store *s, uid_t uid, const char *id, const char *meta,
+				      size_t meta_len, uint64_t order, uint64_t keep_ms, bool create,
+				      store_put_cb cb, void *arg)
 {
 	struct rstore *r = RS(s);
 	if (!r->cmd) {
-		store_task_put(r->local, uid, id, meta, meta_len, order, keep_ms);
+		if (cb && r->cfg.fail_unavailable) {
+			cb(arg, -EIO, NULL, 0);
+			return NULL;
+		}
+		return store_task_put(r->local, uid, id, meta, meta_len, order, keep_ms, create, cb, arg);
+	}
+	struct store_wait *w = put_new(r, uid, id, meta, meta_len, order, keep_ms, cb ? cb : put_ignored, arg);
+	w->create = create;
+	if (put_send(w, NULL, 0))
+		return cb ? w : NULL;
+	wait_fallback(w);
+	return NULL;
+}
+
+static struct store_wait *rs_task_swap(struct store *s, uid_t uid, const char *id, const char *old,
+				       size_t old_len, const char *meta, size_t meta_len, uint64_t keep_ms,
+				       store_put_cb cb, void *arg)
+{
+	struct rstore *r = RS(s);
+	if (!r->cmd) {
+		cb(arg, -EIO, NULL, 0);
+		return NULL;
+	}
+	struct store_wait *w = put_new(r, uid, id, meta, meta_len, 0, keep_ms, cb, arg);
+	w->swap = true;
+	if (put_send(w, old, old_len))
+		return w;
+	wait_fallback(w);
+	return NULL;
+}
+
+static void task_put_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct store_wait *w = reply_wait(arg, reply);
+	if (!w)
+		return;
+	long long code = -1;
+	if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 1 && reply->element[0]->type == REDIS_REPLY_INTEGER)
+		code = reply->element[0]->integer;
+	/* put: 1 stored, 0 refused, 2 cancelled; swap: 2 swapped, 1 stale, 0 none. */
+	bool with_rec = w->swap ? code == 1 : code == 2;
+	const redisReply *rec = with_rec && reply->elements == 2 ? reply->element[1] : NULL;
+	if (code < 0 || code > 2 || reply->elements != (with_rec ? 2u : 1u) ||
+	    (with_rec && (rec->type != REDIS_REPLY_STRING || rec->len > r->cfg.max_value_bytes + MAX_TASK_META))) {
+		outage(r, "unexpected reply to a task write: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong shape");
+		wait_fallback(w);
 		return;
 	}
-	_cleanup_free_ char *key = uid_key(r, "task", uid, id);
-	_cleanup_free_ char *set = xasprintf("%stasks:%u", r->prefix, (unsigned)uid);
-	char keep[24], ord[24], max[24];
-	snprintf(keep, sizeof(keep), "%" PRIu64, MAX(keep_ms, 1));
-	snprintf(ord, sizeof(ord), "%" PRIu64, order);
-	snprintf(max, sizeof(max), "%zu", r->cfg.max_tasks);
-	const char *kv[] = { key, set, meta, keep, ord, id, max };
-	size_t lens[] = { strlen(key), strlen(set), meta_len, strlen(keep), strlen(ord), strlen(id), strlen(max) };
-	send_eval(r, ignore_reply, NULL, TASK_PUT_LUA, 2, 5, kv, lens);
+	int res = w->swap ? (code == 2 ? 0 : code == 1 ? -ESTALE : -ENOENT)
+			  : (code == 1 ? 0 : code == 0 ? -EBUSY : -ECANCELED);
+	store_put_cb cb = w->put_cb;
+	void *cb_arg = w->arg;
+	wait_free(w);
+	cb(cb_arg, res, rec ? rec->str : NULL, rec ? rec->len : 0);
+}
+
+static void rs_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg)
+{
+	RS(s)->task_fn = fn;
+	RS(s)->task_arg = arg;
+}
+
+static void rs_reconfigure(struct store *s, const struct store_config *c)
+{
+	struct rstore *r = RS(s);
+	r->cfg.lease_ms = c->lease_ms ? c->lease_ms : 10000;
+	r->cfg.timeout_ms = c->timeout_ms ? c->timeout_ms : 2000;
+	r->cfg.fail_unavailable = c->fail_unavailable;
+	r->cfg.max_tasks = c->max_tasks;
+	r->poll_ms = MIN(MAX(r->cfg.lease_ms / 4, 100), 2000);
+	store_reconfigure(r->local, c);
 }
 
 /* A task's JSON read back: an object of bounded size, or nothing. */
@@ -1099,6 +1317,7 @@ static void rs_free(struct store *s)
 	store_free(r->local);
 	free(r->address);
 	free(r->prefix);
+	free(r->cancel_chan);
 	free(r->host);
 	free(r->path);
 	free(r);
@@ -1156,6 +1375,7 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 	r->prefix = xstrdup(cfg->prefix ? cfg->prefix : "toolcalld:");
 	r->cfg.address = r->address;
 	r->cfg.prefix = r->prefix;
+	r->cancel_chan = xasprintf("%stask-cancel", r->prefix);
 	if (!r->cfg.lease_ms)
 		r->cfg.lease_ms = 10000;
 	if (!r->cfg.timeout_ms)
@@ -1189,6 +1409,9 @@ const struct store_ops store_redis_ops = {
 	.complete = rs_complete,
 	.release = rs_release,
 	.task_put = rs_task_put,
+	.task_swap = rs_task_swap,
+	.watch_tasks = rs_watch_tasks,
+	.reconfigure = rs_reconfigure,
 	.task_get = rs_task_get,
 	.task_list = rs_task_list,
 	.write_stats = rs_write_stats,

@@ -6,6 +6,21 @@
  * away instead of working forever), so that any daemon sharing the store
  * answers tasks/get, tasks/result and tasks/list for the same uid. What is
  * read back from the store is parsed again and checked.
+ *
+ * A task is answered to its creator only once the store has it, so any
+ * daemon knows it from then on. tasks/cancel of a task running elsewhere
+ * swaps its record for a cancelled one in the store, which tells the
+ * daemons; the one running it cancels the call and keeps the store's
+ * record (the store never lets a cancelled task be written over, which
+ * also tells a daemon that missed the message at its next write).
+ *
+ * Requests that go to the store start from a timer of their own (a fresh
+ * stack), and the memory store's answers come inside the call: a request
+ * may be gone when the call returns (req_store).
+ *
+ * Long because a task's life (made, run, saved, cancelled here or
+ * elsewhere, looked up) and the requests that follow it through the store
+ * share one set of states, best read together.
  */
 #include "lib/tasks.h"
 
@@ -49,20 +64,30 @@ struct task {
 	struct list waiters;		/* struct task_req.node */
 	struct list node;		/* t->all */
 	struct tc_timer *expire;
+	struct outcome *adopted;	/* the store's cancelled outcome, to end with */
 };
+
+enum req_kind { REQ_GET, REQ_LIST, REQ_MADE, REQ_SAVE, REQ_CANCEL };
 
 struct task_req {
 	struct tasks *t;
+	enum req_kind kind;
 	struct list node;		/* task->waiters, or t->reqs */
 	uid_t uid;
 	char *id;
 	bool wait;
-	task_cb cb;
-	task_list_cb list_cb;
+	task_cb cb;			/* GET, CANCEL */
+	task_list_cb list_cb;		/* LIST */
+	task_made_cb made_cb;		/* MADE */
 	void *arg;
 	struct store_wait *sw;
 	struct tc_timer *poll;
+	void (*step)(struct task_req *q);	/* what the timer starts */
+	bool *freed;			/* set when q is freed (req_store asks) */
 	uint64_t after;
+	char *rec;			/* CANCEL: the record to swap */
+	size_t rec_len;
+	unsigned tries;
 };
 
 struct tasks {
@@ -89,6 +114,9 @@ void tasks_config_defaults(struct tasks_config *c)
 }
 
 static void refresh_fire(void *arg);
+static void task_free(struct task *k);
+static char *task_json(const struct task *k);
+static void cancel_heard(void *arg, uid_t uid, const char *id);
 
 struct tasks *tasks_new(struct tc_loop *loop, const struct tasks_config *cfg)
 {
@@ -103,7 +131,18 @@ struct tasks *tasks_new(struct tc_loop *loop, const struct tasks_config *cfg)
 	return t;
 }
 
-void tasks_set_store(struct tasks *t, struct store *s) { t->store = s; }
+void tasks_set_store(struct tasks *t, struct store *s)
+{
+	if (t->store)
+		store_watch_tasks(t->store, NULL, NULL);
+	t->store = s;
+	if (s)
+		store_watch_tasks(s, cancel_heard, t);
+}
+
+void tasks_reconfigure(struct tasks *t, const struct tasks_config *cfg) { t->cfg = *cfg; }
+
+const char *task_id(const struct task *k) { return k->id; }
 
 static void uid_count(struct tasks *t, uid_t uid, int delta)
 {
@@ -149,24 +188,142 @@ static char *task_json(const struct task *k)
 	return buf_steal(&b);
 }
 
-/* Writes the task's record to the store. */
-static void task_save(struct task *k)
+static struct task *task_find(struct tasks *t, uid_t uid, const char *id)
+{
+	_cleanup_free_ char *key = xasprintf("%u\x1f%s", (unsigned)uid, id);
+	return map_get(t->by_key, key);
+}
+
+/* The task's record: {"task": {...}, "outcome": {...}}. */
+static void task_record(const struct task *k, struct buf *b)
+{
+	buf_puts(b, "{\"task\":");
+	char *j = task_json(k);
+	buf_puts(b, j);
+	free(j);
+	if (k->o) {
+		buf_puts(b, ",\"outcome\":");
+		outcome_store_ops.encode(k->o, b);
+	}
+	buf_putc(b, '}');
+}
+
+static struct task_req *req_new(struct tasks *t, enum req_kind kind, uid_t uid, const char *id, void *arg)
+{
+	struct task_req *q = xcalloc(1, sizeof(*q));
+	q->t = t;
+	q->kind = kind;
+	q->uid = uid;
+	q->id = id ? xstrdup(id) : NULL;
+	q->arg = arg;
+	list_insert_tail(&t->reqs, &q->node);
+	return q;
+}
+
+static void req_free(struct task_req *q)
+{
+	if (q->freed)
+		*q->freed = true;
+	list_remove(&q->node);
+	store_wait_cancel(q->sw);
+	tc_timer_free(q->poll);
+	free(q->id);
+	free(q->rec);
+	free(q);
+}
+
+/* Makes a store call for q (from q's timer: never nested); the memory
+ * store answers inside it, and the answer may free q. */
+static void req_store(struct task_req *q, struct store_wait *sw_of(struct task_req *q))
+{
+	bool freed = false;
+	q->freed = &freed;
+	struct store_wait *sw = sw_of(q);
+	if (freed)
+		return;
+	q->freed = NULL;
+	q->sw = sw;
+}
+
+static void step_fire(void *arg)
+{
+	struct task_req *q = arg;
+	q->step(q);
+}
+
+/* Runs step for q from a timer, outside the caller's stack. */
+static void req_later(struct task_req *q, void (*step)(struct task_req *q))
+{
+	if (!q->poll)
+		q->poll = tc_timer_new(q->t->loop, step_fire, q);
+	q->step = step;
+	tc_timer_start(q->poll, 0);
+}
+
+static void adopt(struct task *k, const char *rec, size_t n);
+static void req_answer_local(struct task_req *q, const struct task *k);
+
+/* The store's answer to a task write. */
+static void saved(void *arg, int r, const char *kept, size_t n)
+{
+	struct task_req *q = arg;
+	q->sw = NULL;
+	struct tasks *t = q->t;
+	struct task *k = task_find(t, q->uid, q->id);
+	if (q->kind == REQ_MADE) {
+		task_made_cb cb = q->made_cb;
+		void *cb_arg = q->arg;
+		req_free(q);
+		if (k && r < 0) {
+			task_free(k);
+			k = NULL;
+		}
+		cb(cb_arg, k ? 0 : r < 0 ? r : -EIO, k);
+		return;
+	}
+	if (r == -ECANCELED && k)
+		adopt(k, kept, n);
+	if (q->kind == REQ_CANCEL && k) {
+		req_answer_local(q, k);
+		return;
+	}
+	if (q->kind == REQ_CANCEL) {
+		task_cb cb = q->cb;
+		void *cb_arg = q->arg;
+		req_free(q);
+		cb(cb_arg, -ENOENT, NULL, 0, NULL);
+		return;
+	}
+	req_free(q);
+}
+
+static struct store_wait *put_of(struct task_req *q)
+{
+	struct task *k = task_find(q->t, q->uid, q->id);
+	if (!k) {
+		saved(q, -ENOENT, NULL, 0);
+		return NULL;
+	}
+	struct buf b = {0};
+	task_record(k, &b);
+	uint64_t keep = k->st == TS_WORKING ? MAX(WORKING_KEEP_MS, 3 * REFRESH_MS) : MAX(k->ttl_ms, 1);
+	struct store_wait *sw = store_task_put(q->t->store, k->uid, k->id, buf_head(&b), buf_size(&b), k->order, keep,
+					       q->kind == REQ_MADE, saved, q);
+	buf_free(&b);
+	return sw;
+}
+
+static void put_step(struct task_req *q) { req_store(q, put_of); }
+
+/* Writes the task's record to the store; q (NULL: a request of its own)
+ * hears when it landed. */
+static void task_save(struct task *k, struct task_req *q)
 {
 	if (!k->t->store)
 		return;
-	struct buf b = {0};
-	buf_puts(&b, "{\"task\":");
-	char *j = task_json(k);
-	buf_puts(&b, j);
-	free(j);
-	if (k->o) {
-		buf_puts(&b, ",\"outcome\":");
-		outcome_store_ops.encode(k->o, &b);
-	}
-	buf_putc(&b, '}');
-	uint64_t keep = k->st == TS_WORKING ? MAX(WORKING_KEEP_MS, 3 * REFRESH_MS) : MAX(k->ttl_ms, 1);
-	store_task_put(k->t->store, k->uid, k->id, buf_head(&b), buf_size(&b), k->order, keep);
-	buf_free(&b);
+	if (!q)
+		q = req_new(k->t, REQ_SAVE, k->uid, k->id, NULL);
+	req_later(q, put_step);
 }
 
 /* Keeps the records of working tasks alive in the store. */
@@ -177,7 +334,7 @@ static void refresh_fire(void *arg)
 	for (p = t->all.next; p != &t->all; p = p->next) {
 		struct task *k = list_entry(p, struct task, node);
 		if (k->st == TS_WORKING)
-			task_save(k);
+			task_save(k, NULL);
 	}
 	if (t->working)
 		tc_timer_start(t->refresh, REFRESH_MS);
@@ -193,6 +350,7 @@ static void task_free(struct task *k)
 		t->working--;
 	tc_timer_free(k->expire);
 	outcome_unref(k->o);
+	outcome_unref(k->adopted);
 	free(k->message);
 	free(k->key);
 	free(k);
@@ -216,10 +374,12 @@ static void new_id(struct tasks *t, char out[static 33])
 	out[32] = '\0';
 }
 
-int tasks_create(struct tasks *t, uid_t uid, int64_t ttl_ms, struct task **ret)
+struct task_req *tasks_create(struct tasks *t, uid_t uid, int64_t ttl_ms, task_made_cb cb, void *arg)
 {
-	if (uid_tasks(t, uid) >= t->cfg.max_per_uid)
-		return -EBUSY;
+	if (uid_tasks(t, uid) >= t->cfg.max_per_uid) {
+		cb(arg, -EBUSY, NULL);
+		return NULL;
+	}
 	struct task *k = xcalloc(1, sizeof(*k));
 	k->t = t;
 	do
@@ -243,9 +403,14 @@ int tasks_create(struct tasks *t, uid_t uid, int64_t ttl_ms, struct task **ret)
 	uid_count(t, uid, 1);
 	if (t->working++ == 0)
 		tc_timer_start(t->refresh, REFRESH_MS);
-	task_save(k);
-	*ret = k;
-	return 0;
+	if (!t->store) {
+		cb(arg, 0, k);
+		return NULL;
+	}
+	struct task_req *q = req_new(t, REQ_MADE, uid, k->id, arg);
+	q->made_cb = cb;
+	task_save(k, q);
+	return q;
 }
 
 void task_watch(struct task *k, const struct task_watch_ops *ops, void *ctx)
@@ -266,19 +431,22 @@ void tasks_unwatch(struct tasks *t, void *ctx)
 
 void task_set_caller(struct task *k, struct caller *c) { k->caller = c; }
 
-static void req_free(struct task_req *q)
-{
-	list_remove(&q->node);
-	store_wait_cancel(q->sw);
-	tc_timer_free(q->poll);
-	free(q->id);
-	free(q);
-}
-
 void task_req_cancel(struct task_req *q)
 {
-	if (q)
-		req_free(q);
+	if (!q)
+		return;
+	/* A task whose creator went before hearing of it: nobody knows its
+	 * id, so it never runs; its record goes. */
+	struct tasks *t = q->t;
+	struct task *k = q->kind == REQ_MADE ? task_find(t, q->uid, q->id) : NULL;
+	req_free(q);
+	if (k) {
+		k->st = TS_CANCELLED;
+		k->ttl_ms = 1;
+		t->working--;
+		task_save(k, NULL);
+		tc_timer_start(k->expire, 1000);
+	}
 }
 
 /* Answers q with k's state and frees q. */
@@ -291,24 +459,35 @@ static void req_answer_local(struct task_req *q, const struct task *k)
 	cb(arg, 0, j, strlen(j), k->st == TS_WORKING ? NULL : k->o);
 }
 
-/* The task's call ended with o. */
+static void task_tell(struct task *k)
+{
+	if (k->wops) {
+		_cleanup_free_ char *j = task_json(k);
+		k->wops->status(k->wctx, j, strlen(j));
+	}
+}
+
+/* The task's call ended with o (or, cancelled through another daemon, with
+ * the store's outcome). */
 static void task_end(void *ctx, const struct outcome *o, bool replayed)
 {
 	struct task *k = ctx;
 	struct tasks *t = k->t;
 	k->caller = NULL;
+	if (k->st != TS_WORKING)
+		return;
+	if (k->adopted)
+		o = k->adopted;
 	k->o = outcome_ref((struct outcome *)o);
 	k->st = o->kind == TC_OK ? TS_COMPLETED : o->kind == TC_CANCELLED ? TS_CANCELLED : TS_FAILED;
-	if (k->st == TS_FAILED)
+	if (k->st != TS_COMPLETED)
 		k->message = xstrdup(o->message ? o->message : tc_kind_name(o->kind));
 	k->updated = wall_ms();
 	t->working--;
-	task_save(k);
+	if (!k->adopted)
+		task_save(k, NULL);
 	tc_timer_start(k->expire, k->ttl_ms);
-	if (k->wops) {
-		_cleanup_free_ char *j = task_json(k);
-		k->wops->status(k->wctx, j, strlen(j));
-	}
+	task_tell(k);
 	while (!list_empty(&k->waiters))
 		req_answer_local(list_first(&k->waiters, struct task_req, node), k);
 }
@@ -316,6 +495,48 @@ static void task_end(void *ctx, const struct outcome *o, bool replayed)
 const struct caller_ops task_caller_ops = {
 	.complete = task_end,
 };
+
+static int record_parse(const char *rec, size_t n, char **ret_task, struct outcome **ret_o, bool *ret_done);
+
+/* The store keeps k cancelled (through another daemon): k ends so, with
+ * the store's outcome, whatever its call did. */
+static void adopt(struct task *k, const char *rec, size_t n)
+{
+	_cleanup_free_ char *task = NULL;
+	struct outcome *o = NULL;
+	bool done;
+	if (record_parse(rec, n, &task, &o, &done) < 0 || !o)
+		return;
+	if (k->st == TS_WORKING) {
+		outcome_unref(k->adopted);
+		k->adopted = o;
+		if (k->caller)
+			dispatch_cancel(TAKE_PTR(k->caller), true);
+		else
+			task_end(k, o, false);
+		return;
+	}
+	bool changed = k->st != TS_CANCELLED;
+	outcome_unref(k->o);
+	k->o = o;
+	k->st = TS_CANCELLED;
+	free(k->message);
+	k->message = xstrdup(o->message ? o->message : "cancelled");
+	if (changed) {
+		k->updated = wall_ms();
+		task_tell(k);
+	}
+}
+
+/* Another daemon cancelled a task through the store: if it runs here, its
+ * call is cancelled (its write then finds the store's record and keeps it). */
+static void cancel_heard(void *arg, uid_t uid, const char *id)
+{
+	struct tasks *t = arg;
+	struct task *k = task_find(t, uid, id);
+	if (k && k->st == TS_WORKING && k->caller)
+		dispatch_cancel(TAKE_PTR(k->caller), true);
+}
 
 /* --- lookups through the store ----------------------------------------- */
 
@@ -345,8 +566,6 @@ out:
 	return r;
 }
 
-static void req_poll(void *arg);
-
 static void store_got(void *arg, int r, const char *meta, size_t n)
 {
 	struct task_req *q = arg;
@@ -367,41 +586,34 @@ static void store_got(void *arg, int r, const char *meta, size_t n)
 	outcome_unref(o);
 }
 
-static void req_poll(void *arg)
+static struct store_wait *get_of(struct task_req *q)
 {
-	struct task_req *q = arg;
-	q->sw = store_task_get(q->t->store, q->uid, q->id, store_got, q);
+	return store_task_get(q->t->store, q->uid, q->id, store_got, q);
 }
+
+static void get_step(struct task_req *q) { req_store(q, get_of); }
 
 struct task_req *tasks_get(struct tasks *t, uid_t uid, const char *id, bool wait, task_cb cb, void *arg)
 {
-	_cleanup_free_ char *key = xasprintf("%u\x1f%s", (unsigned)uid, id);
-	struct task *k = map_get(t->by_key, key);
-	struct task_req *q = xcalloc(1, sizeof(*q));
-	q->t = t;
-	q->uid = uid;
-	q->id = xstrdup(id);
+	struct task *k = task_find(t, uid, id);
+	if (!k && !t->store) {
+		cb(arg, -ENOENT, NULL, 0, NULL);
+		return NULL;
+	}
+	struct task_req *q = req_new(t, REQ_GET, uid, id, arg);
 	q->wait = wait;
 	q->cb = cb;
-	q->arg = arg;
-	list_init(&q->node);
 	if (k) {
 		if (wait && k->st == TS_WORKING) {
+			list_remove(&q->node);
 			list_insert_tail(&k->waiters, &q->node);
 			return q;
 		}
 		req_answer_local(q, k);
 		return NULL;
 	}
-	if (!t->store) {
-		req_free(q);
-		cb(arg, -ENOENT, NULL, 0, NULL);
-		return NULL;
-	}
-	list_insert_tail(&t->reqs, &q->node);
-	q->poll = tc_timer_new(t->loop, req_poll, q);
-	/* The store may answer at once (memory): q is then gone. */
-	tc_timer_start(q->poll, 0);
+	/* The poll timer asks the store again while a waited task works. */
+	req_later(q, get_step);
 	return q;
 }
 
@@ -433,11 +645,12 @@ static void store_listed(void *arg, int r, char **metas, size_t n, uint64_t next
 	buf_free(&b);
 }
 
-static void list_fire(void *arg)
+static struct store_wait *list_of(struct task_req *q)
 {
-	struct task_req *q = arg;
-	q->sw = store_task_list(q->t->store, q->uid, q->after, LIST_PAGE, store_listed, q);
+	return store_task_list(q->t->store, q->uid, q->after, LIST_PAGE, store_listed, q);
 }
+
+static void list_step(struct task_req *q) { req_store(q, list_of); }
 
 struct task_req *tasks_list(struct tasks *t, uid_t uid, const char *cursor, task_list_cb cb, void *arg)
 {
@@ -456,30 +669,165 @@ struct task_req *tasks_list(struct tasks *t, uid_t uid, const char *cursor, task
 		cb(arg, 0, "[]", 2, NULL);
 		return NULL;
 	}
-	struct task_req *q = xcalloc(1, sizeof(*q));
-	q->t = t;
-	q->uid = uid;
+	struct task_req *q = req_new(t, REQ_LIST, uid, NULL, arg);
 	q->list_cb = cb;
-	q->arg = arg;
 	q->after = after;
-	list_insert_tail(&t->reqs, &q->node);
-	q->poll = tc_timer_new(t->loop, list_fire, q);
-	tc_timer_start(q->poll, 0);
+	req_later(q, list_step);
 	return q;
 }
 
-int tasks_cancel(struct tasks *t, uid_t uid, const char *id)
+/* --- cancellation ------------------------------------------------------ */
+
+static void cancel_answer(struct task_req *q, int r, const char *task, size_t n)
 {
-	_cleanup_free_ char *key = xasprintf("%u\x1f%s", (unsigned)uid, id);
-	struct task *k = map_get(t->by_key, key);
-	if (!k)
-		return -ENOENT;
-	if (k->st != TS_WORKING)
-		return -EALREADY;
-	if (!k->caller)
-		return -EALREADY;
+	task_cb cb = q->cb;
+	void *arg = q->arg;
+	req_free(q);
+	cb(arg, r, task, n, NULL);
+}
+
+/* The task record rec with status "cancelled", as of now. */
+static char *cancelled_record(const char *task, size_t n, size_t *ret_len, uint64_t *ret_ttl)
+{
+	struct json_doc *doc = NULL;
+	struct json_err err;
+	if (json_parse(task, n, 0, 8, &doc, &err) < 0)
+		return NULL;
+	const struct json *root = json_doc_root(doc);
+	char now[32];
+	format_time(wall_ms(), now);
+	struct buf b = {0};
+	buf_puts(&b, "{\"task\":");
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	int64_t ttl = 0;
+	for (size_t i = 0; root->type == JSON_OBJECT && i < root->u.obj.n; i++) {
+		const struct json_member *m = &root->u.obj.members[i];
+		if (str_eq(m->key, "statusMessage"))
+			continue;
+		if (str_eq(m->key, "status")) {
+			jgen_kv_str(g, "status", "cancelled");
+			jgen_kv_str(g, "statusMessage", "The task was cancelled by request");
+		} else if (str_eq(m->key, "lastUpdatedAt")) {
+			jgen_kv_str(g, "lastUpdatedAt", now);
+		} else {
+			if (str_eq(m->key, "ttl"))
+				json_get_int(m->value, &ttl);
+			jgen_kv_raw(g, m->key, task + m->value->off, m->value->len);
+		}
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+	json_doc_unref(doc);
+	_cleanup_(outcome_unrefp) struct outcome *o = outcome_error(TC_CANCELLED, "The task was cancelled by request");
+	buf_puts(&b, ",\"outcome\":");
+	outcome_store_ops.encode(o, &b);
+	buf_putc(&b, '}');
+	*ret_len = buf_size(&b);
+	*ret_ttl = ttl > 0 ? (uint64_t)ttl : 1;
+	return buf_steal(&b);
+}
+
+static void swap_step(struct task_req *q);
+
+static void cancel_swapped(void *arg, int r, const char *kept, size_t n);
+
+/* The task's record as the store has it: swaps it for a cancelled one. */
+static void cancel_got(void *arg, int r, const char *rec, size_t n)
+{
+	struct task_req *q = arg;
+	q->sw = NULL;
+	_cleanup_free_ char *task = NULL;
+	struct outcome *o = NULL;
+	bool done = false;
+	if (r == 0)
+		r = record_parse(rec, n, &task, &o, &done);
+	outcome_unref(o);
+	if (r < 0 || done) {
+		cancel_answer(q, r < 0 ? r : -EALREADY, NULL, 0);
+		return;
+	}
+	free(q->rec);
+	q->rec = xmemdup(rec, n + 1);
+	q->rec[n] = '\0';
+	q->rec_len = n;
+	req_later(q, swap_step);
+}
+
+static struct store_wait *swap_of(struct task_req *q)
+{
+	_cleanup_free_ char *task = NULL;
+	struct outcome *o = NULL;
+	bool done;
+	if (record_parse(q->rec, q->rec_len, &task, &o, &done) < 0) {
+		cancel_answer(q, -EIO, NULL, 0);
+		return NULL;
+	}
+	outcome_unref(o);
+	size_t len;
+	uint64_t ttl;
+	_cleanup_free_ char *rec = cancelled_record(task, strlen(task), &len, &ttl);
+	if (!rec) {
+		cancel_answer(q, -EIO, NULL, 0);
+		return NULL;
+	}
+	return store_task_swap(q->t->store, q->uid, q->id, q->rec, q->rec_len, rec, len, ttl, cancel_swapped, q);
+}
+
+static void swap_step(struct task_req *q) { req_store(q, swap_of); }
+
+static void cancel_swapped(void *arg, int r, const char *kept, size_t n)
+{
+	struct task_req *q = arg;
+	q->sw = NULL;
+	/* The task changed meanwhile (it ended, or was refreshed): again. */
+	if (r == -ESTALE && q->tries++ < 5) {
+		cancel_got(q, 0, kept, n);
+		return;
+	}
+	if (r < 0) {
+		cancel_answer(q, r == -ESTALE ? -EIO : r, NULL, 0);
+		return;
+	}
+	/* Read back what now stands: the cancelled task. */
+	q->wait = false;
+	q->kind = REQ_GET;
+	req_later(q, get_step);
+}
+
+static struct store_wait *fetch_of(struct task_req *q)
+{
+	return store_task_get(q->t->store, q->uid, q->id, cancel_got, q);
+}
+
+static void fetch_step(struct task_req *q) { req_store(q, fetch_of); }
+
+struct task_req *tasks_cancel(struct tasks *t, uid_t uid, const char *id, task_cb cb, void *arg)
+{
+	struct task *k = task_find(t, uid, id);
+	if (!k && !t->store) {
+		cb(arg, -ENOENT, NULL, 0, NULL);
+		return NULL;
+	}
+	if (k && (k->st != TS_WORKING || !k->caller)) {
+		cb(arg, -EALREADY, NULL, 0, NULL);
+		return NULL;
+	}
+	struct task_req *q = req_new(t, REQ_CANCEL, uid, id, arg);
+	q->cb = cb;
+	if (!k) {
+		req_later(q, fetch_step);
+		return q;
+	}
 	dispatch_cancel(TAKE_PTR(k->caller), true);
-	return 0;
+	/* Answered once the store has it cancelled (a write after the one
+	 * the end made lands after it). */
+	if (!t->store) {
+		req_answer_local(q, k);
+		return NULL;
+	}
+	task_save(k, q);
+	return q;
 }
 
 void tasks_write_stats(const struct tasks *t, struct jgen *g)
@@ -488,25 +836,30 @@ void tasks_write_stats(const struct tasks *t, struct jgen *g)
 	jgen_kv_int(g, "working", (int64_t)t->working);
 }
 
+/* Answers a request the tasks' end leaves unanswered. */
+static void req_drop(struct task_req *q)
+{
+	if (q->kind == REQ_GET || q->kind == REQ_CANCEL)
+		q->cb(q->arg, -ECANCELED, NULL, 0, NULL);
+	else if (q->kind == REQ_LIST)
+		q->list_cb(q->arg, -ECANCELED, NULL, 0, NULL);
+	else if (q->kind == REQ_MADE)
+		q->made_cb(q->arg, -ECANCELED, NULL);
+	req_free(q);
+}
+
 struct tasks *tasks_free(struct tasks *t)
 {
 	if (!t)
 		return NULL;
-	while (!list_empty(&t->reqs)) {
-		struct task_req *q = list_first(&t->reqs, struct task_req, node);
-		if (q->cb)
-			q->cb(q->arg, -ECANCELED, NULL, 0, NULL);
-		else
-			q->list_cb(q->arg, -ECANCELED, NULL, 0, NULL);
-		req_free(q);
-	}
+	if (t->store)
+		store_watch_tasks(t->store, NULL, NULL);
+	while (!list_empty(&t->reqs))
+		req_drop(list_first(&t->reqs, struct task_req, node));
 	while (!list_empty(&t->all)) {
 		struct task *k = list_first(&t->all, struct task, node);
-		while (!list_empty(&k->waiters)) {
-			struct task_req *q = list_first(&k->waiters, struct task_req, node);
-			q->cb(q->arg, -ECANCELED, NULL, 0, NULL);
-			req_free(q);
-		}
+		while (!list_empty(&k->waiters))
+			req_drop(list_first(&k->waiters, struct task_req, node));
 		if (k->caller)
 			dispatch_detach(TAKE_PTR(k->caller));
 		task_free(k);

@@ -49,9 +49,25 @@ struct tasks *tasks_free(struct tasks *t);
 /* Shares tasks through a store (NULL: this daemon only). */
 void tasks_set_store(struct tasks *t, struct store *s);
 
-/* Makes a working task for uid, kept ttl_ms after it ends (< 0: the
- * default; capped). -EBUSY: the uid has max_per_uid tasks. */
-int tasks_create(struct tasks *t, uid_t uid, int64_t ttl_ms, struct task **ret);
+struct task_req;
+
+/*
+ * Makes a working task for uid, kept ttl_ms after it ends (< 0: the
+ * default; capped), and writes it to the store. cb gets r = 0 and the task
+ * once the store has it (so every daemon sharing the store knows it): at
+ * once with the memory store, and while a shared store is away with
+ * on_unavailable "local" (then only this daemon knows it). Else -EBUSY:
+ * the uid has max_per_uid tasks, here or across the daemons sharing the
+ * store; -EIO: the shared store cannot be reached ("fail"). cb may run
+ * before tasks_create returns (then NULL is returned). Cancelling the
+ * request first drops the task.
+ */
+typedef void (*task_made_cb)(void *arg, int r, struct task *k);
+struct task_req *tasks_create(struct tasks *t, uid_t uid, int64_t ttl_ms, task_made_cb cb, void *arg);
+/* The task's id. */
+const char *task_id(const struct task *k);
+/* Applies new settings (a reload) to tasks made from now on. */
+void tasks_reconfigure(struct tasks *t, const struct tasks_config *cfg);
 /* Watches the task for the creating connection (ctx); ops NULL stops. */
 void task_watch(struct task *k, const struct task_watch_ops *ops, void *ctx);
 /* Stops every watch of ctx (its connection went away). */
@@ -70,7 +86,6 @@ void task_write(const struct task *k, struct jgen *g);
  * wait, the answer waits until the task ends. cb may run before tasks_get
  * returns (then NULL is returned); else the request can be cancelled.
  */
-struct task_req;
 typedef void (*task_cb)(void *arg, int r, const char *task_json, size_t n, const struct outcome *o);
 struct task_req *tasks_get(struct tasks *t, uid_t uid, const char *id, bool wait, task_cb cb, void *arg);
 void task_req_cancel(struct task_req *q);
@@ -80,10 +95,13 @@ void task_req_cancel(struct task_req *q);
 typedef void (*task_list_cb)(void *arg, int r, const char *tasks_json, size_t n, const char *next);
 struct task_req *tasks_list(struct tasks *t, uid_t uid, const char *cursor, task_list_cb cb, void *arg);
 
-/* Cancels uid's task: 0 (its call is cancelled; it ends "cancelled"),
- * -ENOENT, -EALREADY when it already ended, -EREMOTE when it runs on
- * another daemon. */
-int tasks_cancel(struct tasks *t, uid_t uid, const char *id);
+/*
+ * Cancels uid's task, whichever daemon sharing the store runs it: cb gets
+ * the task, "cancelled", once the store has it so (the daemon running it
+ * hears, cancels its call and keeps it cancelled); else -ENOENT,
+ * -EALREADY (it already ended) or -EIO (the store cannot be reached).
+ */
+struct task_req *tasks_cancel(struct tasks *t, uid_t uid, const char *id, task_cb cb, void *arg);
 
 /* Writes admin/stats members: tasks, working. */
 void tasks_write_stats(const struct tasks *t, struct jgen *g);

@@ -4,9 +4,11 @@
  * test starts on a Unix socket. A keyed call running on one is joined from
  * the other and runs once; it is replayed there, and a key reused with
  * other arguments is a conflict there too; tasks made on one are fetched on
- * the other; a daemon SIGKILLed mid-call leaves idempotent calls to run
- * again and non-idempotent ones "unknown"; Redis stopped (SIGSTOP) or
- * killed and restarted is survived and used again.
+ * the other (known there as soon as the creator answers), cancelled from
+ * the other, and bounded per uid across both; a daemon SIGKILLed mid-call
+ * leaves idempotent calls to run again and non-idempotent ones "unknown";
+ * Redis stopped (SIGSTOP) or killed and restarted is survived and used
+ * again; a reload tells which store settings wait for a restart.
  *
  * Calls go to command tools running tests/integ/tools/probe.sh, which logs
  * each start to a file both daemons write to.
@@ -82,13 +84,13 @@ static const struct json *wait_for(struct tcc *c, const char *id, int ms)
 	return r;
 }
 
-/* Starts of tag in the shared log. */
-static unsigned starts(const char *tag)
+/* Lines "what tag ..." in the shared log. */
+static unsigned logged(const char *what, const char *tag)
 {
 	FILE *f = fopen(probe_log, "r");
 	unsigned n = 0;
 	char line[256], want[80];
-	snprintf(want, sizeof(want), "start %s ", tag);
+	snprintf(want, sizeof(want), "%s %s ", what, tag);
 	while (f && fgets(line, sizeof(line), f))
 		if (str_has_prefix(line, want))
 			n++;
@@ -97,6 +99,8 @@ static unsigned starts(const char *tag)
 	return n;
 }
 
+static unsigned starts(const char *tag) { return logged("start", tag); }
+
 static void wait_starts(const char *tag, unsigned n)
 {
 	uint64_t end = mono_ms() + 10000;
@@ -104,6 +108,26 @@ static void wait_starts(const char *tag, unsigned n)
 		ck_assert_msg(mono_ms() < end, "probe %s did not start", tag);
 		usleep(10000);
 	}
+}
+
+/* Makes a task of the probe on c: the tools/call answer. */
+static const struct json *make_task(struct tcc *c, const char *tag, const char *secs)
+{
+	char *log = tj_quote(probe_log);
+	const struct json *made = tcc_request(c, "tools/call", tcc_fmt(c,
+		"{\"name\":\"probe\",\"arguments\":{\"log\":%s,\"tag\":\"%s\",\"secs\":%s},\"task\":{\"ttl\":60000}}",
+		log, tag, secs));
+	free(log);
+	return made;
+}
+
+/* The taskId of a result's (or an error data's) related-task _meta. */
+static const char *related_task(const struct json *r)
+{
+	const struct json *meta = tj(r, "result._meta");
+	if (!meta)
+		meta = tj(r, "error.data._meta");
+	return json_str(json_get(json_get(meta, "io.modelcontextprotocol/related-task"), "taskId"));
 }
 
 /* Waits until admin/stats says the store is connected (or not). */
@@ -230,19 +254,17 @@ START_TEST(tasks_across)
 	const char *id = tj_str(made, "result.task.taskId");
 	ck_assert(id && *id);
 	const char *q = tcc_fmt(c2, "{\"taskId\":\"%s\"}", id);
-	/* The creating daemon answers before its write reaches Redis: the
-	 * other daemon knows the task once that write has landed. */
-	const struct json *got = NULL;
-	uint64_t until = mono_ms() + 5000;
-	do {
-		got = tcc_request(c2, "tasks/get", q);
-	} while (!tj_has(got, "result") && mono_ms() < until && (tc_pause_ms(20), true));
+	/* The creator answered once Redis had the task: the other knows it. */
+	const struct json *got = tcc_request(c2, "tasks/get", q);
 	tc_assert_ok(got);
 	ck_assert_str_eq(tj_str(got, "result.taskId"), id);
 	/* tasks/result waits for the end, on the other daemon. */
 	const struct json *res = tcc_request_t(c2, "tasks/result", q, 15000);
 	tc_assert_ok(res);
 	ck_assert(strstr(tj_str(res, "result.content.0.text"), "ran T") != NULL);
+	/* MCP: tasks/result names its task in _meta; the call's own _meta stays. */
+	ck_assert_str_eq(related_task(res), id);
+	ck_assert(tj_str(res, "result._meta.toolcalld/callId") != NULL);
 	got = tcc_request(c2, "tasks/get", q);
 	ck_assert_str_eq(tj_str(got, "result.status"), "completed");
 	const struct json *all = tcc_request(c2, "tasks/list", NULL);
@@ -252,6 +274,121 @@ START_TEST(tasks_across)
 	/* Unknown tasks are invalid params. */
 	const struct json *bad = tcc_request(c2, "tasks/get", "{\"taskId\":\"nope\"}");
 	ck_assert_int_eq(tj_int(bad, "error.code"), -32602);
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+/* Right after the creator's answer, the other daemon knows the task:
+ * many times over, so a write still on its way would be caught. */
+START_TEST(task_known_at_once)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	wait_connected(c1, true);
+	for (int i = 0; i < 100; i++) {
+		const struct json *made = make_task(c1, "N", "0");
+		tc_assert_ok(made);
+		const char *id = tj_str(made, "result.task.taskId");
+		const struct json *got = tcc_request(c2, "tasks/get", tcc_fmt(c2, "{\"taskId\":\"%s\"}", id));
+		ck_assert_msg(tj_has(got, "result"), "task %d unknown on the other daemon", i);
+		ck_assert_str_eq(tj_str(got, "result.taskId"), id);
+	}
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+/* tasks/cancel on the daemon that does not run the task stops its call
+ * where it runs; both then say "cancelled", and so does tasks/result. */
+START_TEST(cancel_across)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	wait_connected(c1, true);
+	wait_connected(c2, true);
+	tcc_initialize(c1, NULL);
+	const struct json *made = make_task(c1, "C", "30");
+	tc_assert_ok(made);
+	const char *id = tj_str(made, "result.task.taskId");
+	wait_starts("C", 1);
+	const char *q1 = tcc_fmt(c1, "{\"taskId\":\"%s\"}", id);
+	const char *q2 = tcc_fmt(c2, "{\"taskId\":\"%s\"}", id);
+	const struct json *cancelled = tcc_request(c2, "tasks/cancel", q2);
+	tc_assert_ok(cancelled);
+	ck_assert_str_eq(tj_str(cancelled, "result.status"), "cancelled");
+	ck_assert_str_eq(tj_str(cancelled, "result.taskId"), id);
+	/* The running daemon stopped the call: tasks/result answers there. */
+	const struct json *res = tcc_request_t(c1, "tasks/result", q1, 10000);
+	tc_assert_kind(res, "cancelled");
+	ck_assert_str_eq(related_task(res), id);
+	ck_assert_str_eq(tj_str(tcc_request(c1, "tasks/get", q1), "result.status"), "cancelled");
+	ck_assert_str_eq(tj_str(tcc_request(c2, "tasks/get", q2), "result.status"), "cancelled");
+	tc_assert_kind(tcc_request(c2, "tasks/result", q2), "cancelled");
+	/* The creator heard; the probe never reached its end. */
+	const struct json *n = tcc_wait_notification(c1, "notifications/tasks/status", 5000);
+	ck_assert(n != NULL);
+	ck_assert_str_eq(tj_str(n, "params.status"), "cancelled");
+	ck_assert_uint_eq(logged("end", "C"), 0);
+	/* A task that ended cannot be cancelled, on either daemon. */
+	ck_assert_int_eq(tj_int(tcc_request(c2, "tasks/cancel", q2), "error.code"), -32602);
+	ck_assert_int_eq(tj_int(tcc_request(c1, "tasks/cancel", q1), "error.code"), -32602);
+	ck_assert_int_eq(tj_int(tcc_request(c2, "tasks/cancel", "{\"taskId\":\"nope\"}"), "error.code"), -32602);
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+/* Replaces the first from in the file at path by to. */
+static void edit_config(const char *path, const char *from, const char *to)
+{
+	size_t n;
+	_cleanup_free_ char *text = tcd_read(NULL, path, &n);
+	ck_assert(text != NULL);
+	char *at = strstr(text, from);
+	ck_assert_msg(at != NULL, "'%s' is not in %s", from, path);
+	char *out = xasprintf("%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	tc_write_file_atomic(path, out, strlen(out));
+	free(out);
+}
+
+/* A reload that changes the store's prefix says so and keeps the prefix
+ * in use until a restart; the tasks bound applies at once, and it holds
+ * across daemons (the other daemon's tasks count). */
+START_TEST(reload_store_settings)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	wait_connected(c1, true);
+	edit_config(d1.config, "\"prefix\":\"it:\"", "\"prefix\":\"other:\"");
+	edit_config(d1.config, "\"store\":{", "\"tasks\":{\"max_per_uid\":1},\"store\":{");
+	tc_assert_ok(tcc_request(c1, "admin/reload", NULL));
+	ck_assert(tcd_wait_log(&d1, "store.prefix changes from 'it:' to 'other:' at the next restart", 1, 5000));
+	const struct json *st = tcc_request(c1, "admin/stats", NULL);
+	ck_assert_str_eq(tj_str(st, "result.storeRestartPending.0"), "store.prefix");
+	/* Still "it:": a task made on the other daemon counts here. */
+	tc_assert_ok(make_task(c2, "B1", "5"));
+	const struct json *over = make_task(c1, "B2", "5");
+	tc_assert_kind(over, "overloaded");
+	ck_assert_uint_eq(starts("B2"), 0);
 	tcc_close(c1);
 	tcc_close(c2);
 	ck_assert_int_eq(tcd_stop(&d1), 0);
@@ -342,6 +479,9 @@ int main(void)
 	tcase_add_test(tc, tasks_across);
 	tcase_add_test(tc, redis_stalled);
 	tcase_add_test(tc, redis_killed_and_restarted);
+	tcase_add_test(tc, task_known_at_once);
+	tcase_add_test(tc, cancel_across);
+	tcase_add_test(tc, reload_store_settings);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	/* One redis-server for all the cases: they run in this process. */

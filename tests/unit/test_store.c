@@ -342,11 +342,11 @@ START_TEST(tasks)
 		char id[8], meta[64];
 		snprintf(id, sizeof(id), "t%d", i);
 		snprintf(meta, sizeof(meta), "{\"taskId\":\"t%d\"}", i);
-		store_task_put(s1, 1000, id, meta, strlen(meta), (uint64_t)i * 10, 60000);
+		store_task_put(s1, 1000, id, meta, strlen(meta), (uint64_t)i * 10, 60000, false, NULL, NULL);
 	}
-	store_task_put(s1, 1001, "t9", "{\"taskId\":\"t9\"}", 15, 5, 60000);
+	store_task_put(s1, 1001, "t9", "{\"taskId\":\"t9\"}", 15, 5, 60000, false, NULL, NULL);
 	/* An update keeps the task's place. */
-	store_task_put(s1, 1000, "t2", "{\"taskId\":\"t2\",\"s\":1}", 21, 99, 60000);
+	store_task_put(s1, 1000, "t2", "{\"taskId\":\"t2\",\"s\":1}", 21, 99, 60000, false, NULL, NULL);
 	struct got_task g = {0};
 	store_task_get(s1, 1000, "t2", task_cb, &g);
 	ck_assert(run_until(&g.done, 2000));
@@ -371,7 +371,7 @@ START_TEST(tasks)
 	ck_assert_str_eq(g.metas[2], "{\"taskId\":\"t5\"}");
 	ck_assert_uint_eq(g.next, 0);
 	/* Kept only keep_ms. */
-	store_task_put(s1, 1002, "short", "{}", 2, 1, 50);
+	store_task_put(s1, 1002, "short", "{}", 2, 1, 50, false, NULL, NULL);
 	run_for(150);
 	g = (struct got_task){0};
 	store_task_get(s1, 1002, "short", task_cb, &g);
@@ -380,7 +380,147 @@ START_TEST(tasks)
 }
 END_TEST
 
+struct put {
+	bool done;
+	int r;
+	char kept[256];
+};
+
+static void put_cb(void *arg, int r, const char *kept, size_t n)
+{
+	struct put *p = arg;
+	p->done = true;
+	p->r = r;
+	snprintf(p->kept, sizeof(p->kept), "%.*s", (int)n, kept ? kept : "");
+}
+
+/* Puts a task and waits for the store's answer. */
+static int put_task(struct store *s, uid_t uid, const char *id, const char *meta, bool create)
+{
+	struct put p = {0};
+	store_task_put(s, uid, id, meta, strlen(meta), 1, 60000, create, put_cb, &p);
+	ck_assert(run_until(&p.done, 2000));
+	return p.r;
+}
+
+/* Claims key for uid and completes it with value. */
+static void run_keyed(struct store *s, uid_t uid, const char *key, const char *value)
+{
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, uid, key, "read_file", "{}", h);
+	struct got g;
+	claim(s, &k, &g, 2000);
+	ck_assert_int_eq(g.a.result, STORE_CLAIMED);
+	struct sv *v = sv_new(value);
+	store_complete(g.a.claim, v);
+	sv_unref(v);
+	run_for(20);
+}
+
+static enum store_result probe(struct store *s, uid_t uid, const char *key)
+{
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, uid, key, "read_file", "{}", h);
+	struct got g;
+	claim(s, &k, &g, 2000);
+	ck_assert(g.done);
+	if (g.a.result == STORE_CLAIMED) {
+		store_release(g.a.claim);
+		run_for(20);
+	}
+	return g.a.result;
+}
+
+/* One uid past its bounds loses its own oldest outcomes and cannot make
+ * more tasks; another uid keeps what it has and makes tasks. */
+START_TEST(bounds_per_uid)
+{
+	store_set_limits(s1, 60000, 3, UINT64_C(1) << 30);
+	struct store_config c;
+	store_config_defaults(&c);
+	c.max_tasks = 2;
+	store_reconfigure(s1, &c);
+	run_keyed(s1, 1001, "other", "kept");
+	run_keyed(s1, 1000, "k0", "v0");
+	for (int i = 1; i <= 3; i++) {
+		char key[8];
+		snprintf(key, sizeof(key), "k%d", i);
+		run_keyed(s1, 1000, key, "v");
+	}
+	ck_assert_int_eq(probe(s1, 1000, "k3"), STORE_DONE);
+	ck_assert_int_eq(probe(s1, 1000, "k0"), STORE_CLAIMED);
+	ck_assert_int_eq(probe(s1, 1001, "other"), STORE_DONE);
+	ck_assert_int_eq(put_task(s1, 1000, "t1", "{}", true), 0);
+	ck_assert_int_eq(put_task(s1, 1000, "t2", "{}", true), 0);
+	ck_assert_int_eq(put_task(s1, 1000, "t3", "{}", true), -EBUSY);
+	ck_assert_int_eq(put_task(s1, 1000, "t1", "{\"s\":1}", false), 0);
+	ck_assert_int_eq(put_task(s1, 1001, "t1", "{}", true), 0);
+}
+END_TEST
+
 /* --- two daemons on one Redis ------------------------------------------ */
+
+static unsigned heard;
+static char heard_id[64];
+
+static void heard_fn(void *arg, uid_t uid, const char *id)
+{
+	heard++;
+	snprintf(heard_id, sizeof(heard_id), "%u:%s", (unsigned)uid, id);
+}
+
+/* A task written on one daemon is known to the other once the write's
+ * answer came; cancelled from the other, the first hears of it and can
+ * never write it back to working. */
+START_TEST(task_cancel_across_stores)
+{
+	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
+	store_watch_tasks(a, heard_fn, NULL);
+	heard = 0;
+	const char *working = "{\"task\":{\"taskId\":\"tX\",\"status\":\"working\"}}";
+	const char *cancelled = "{\"task\":{\"taskId\":\"tX\",\"status\":\"cancelled\"}}";
+	run_for(100);	/* a's subscription */
+	for (int i = 0; i < 50; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "n%d", i);
+		ck_assert_int_eq(put_task(a, 1000, id, "{}", true), 0);
+		struct got_task gt = {0};
+		store_task_get(b, 1000, id, task_cb, &gt);
+		ck_assert(run_until(&gt.done, 2000));
+		ck_assert_int_eq(gt.r, 0);
+	}
+	ck_assert_int_eq(put_task(a, 1000, "tX", working, true), 0);
+	struct put p = {0};
+	store_task_swap(b, 1000, "tX", "stale", 5, cancelled, strlen(cancelled), 60000, put_cb, &p);
+	ck_assert(run_until(&p.done, 2000));
+	ck_assert_int_eq(p.r, -ESTALE);
+	ck_assert_str_eq(p.kept, working);
+	p = (struct put){0};
+	store_task_swap(b, 1000, "tX", working, strlen(working), cancelled, strlen(cancelled), 60000, put_cb, &p);
+	ck_assert(run_until(&p.done, 2000));
+	ck_assert_int_eq(p.r, 0);
+	bool got = false;
+	uint64_t end = mono_ms() + 2000;
+	while (!(got = heard > 0) && mono_ms() < end)
+		ev_run(ev, EVRUN_ONCE);
+	ck_assert(got);
+	ck_assert_str_eq(heard_id, "1000:tX");
+	/* The running daemon's next write finds it cancelled and keeps it. */
+	p = (struct put){0};
+	store_task_put(a, 1000, "tX", working, strlen(working), 1, 60000, false, put_cb, &p);
+	ck_assert(run_until(&p.done, 2000));
+	ck_assert_int_eq(p.r, -ECANCELED);
+	ck_assert_str_eq(p.kept, cancelled);
+	p = (struct put){0};
+	store_task_swap(b, 1000, "nope", working, strlen(working), cancelled, strlen(cancelled), 60000, put_cb, &p);
+	ck_assert(run_until(&p.done, 2000));
+	ck_assert_int_eq(p.r, -ENOENT);
+	store_free(a);
+	store_free(b);
+}
+END_TEST
 
 static void setup_redis(void)
 {
@@ -416,7 +556,7 @@ START_TEST(join_across_stores)
 	claim(b, &k, &gc, 2000);
 	ck_assert_int_eq(gc.a.result, STORE_CONFLICT);
 	/* Tasks too. */
-	store_task_put(a, 1000, "tA", "{\"taskId\":\"tA\"}", 15, 1, 60000);
+	store_task_put(a, 1000, "tA", "{\"taskId\":\"tA\"}", 15, 1, 60000, false, NULL, NULL);
 	run_for(50);
 	struct got_task gt = {0};
 	store_task_get(b, 1000, "tA", task_cb, &gt);
@@ -649,6 +789,7 @@ static Suite *suite(const char *kind)
 	tcase_add_test(tc, uids_apart);
 	tcase_add_test(tc, key_with_nul);
 	tcase_add_test(tc, tasks);
+	tcase_add_test(tc, bounds_per_uid);
 	suite_add_tcase(s, tc);
 	if (str_eq(kind, "redis")) {
 		tc = tcase_create("shared");
@@ -660,6 +801,7 @@ static Suite *suite(const char *kind)
 		tcase_add_test(tc, stalled_redis);
 		tcase_add_test(tc, killed_redis);
 		tcase_add_test(tc, hostile_records);
+		tcase_add_test(tc, task_cancel_across_stores);
 		suite_add_tcase(s, tc);
 	}
 	return s;
