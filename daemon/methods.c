@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "daemon/client_asks.h"
 #include "daemon/conn.h"
 #include "daemon/durable.h"
 #include "daemon/log.h"
@@ -115,7 +116,7 @@ static gid_t *peer_groups(int fd, size_t *ret_n)
 		   "one of workspaces.allowed in the daemon's config, and that you can search"
 
 /* Opens the workspace a client asks for, judged by the directory opened. */
-static int open_asked_workspace(struct conn *c, const char *path, struct workspace **ret)
+int methods_open_workspace(struct conn *c, const char *path, struct workspace **ret)
 {
 	size_t n = 0;
 	_cleanup_free_ gid_t *groups = peer_groups(c->fd, &n);
@@ -163,7 +164,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	struct workspace *ws = ws_ref(s->default_ws);
 	if (wsv) {
 		struct workspace *asked = NULL;
-		int r = open_asked_workspace(c, wsv->u.str.s, &asked);
+		int r = methods_open_workspace(c, wsv->u.str.s, &asked);
 		if (r < 0) {
 			ws_unref(ws);
 			if (r == -EINVAL)
@@ -201,6 +202,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	c->initialized = true;
 	if (te_s)
 		c->tool_errors_result = str_eq(te_s, "result");
+	asks_capabilities(c, json_get(params, "capabilities"));
 
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
@@ -226,11 +228,20 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 static void m_initialized(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
 	c->initialized = true;
+	asks_roots(c);
 	if (p) {
 		struct buf b = {0};
 		buf_puts(&b, "{}");
 		answer(p, &b);
 	}
+}
+
+/* notifications/roots/list_changed: the client's roots are asked again. */
+static void m_roots_changed(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	asks_roots(c);
+	if (p)
+		conn_result(p, "{}", 2);
 }
 
 static void m_ping(struct conn *c, const struct jrpc_req *req, struct pending *p)
@@ -518,6 +529,7 @@ static void call_progress(void *ctx, const char *token, size_t token_len, uint64
 static const struct caller_ops call_ops = {
 	.complete = call_complete,
 	.progress = call_progress,
+	.ask = asks_confirm,
 };
 
 /* Answers a malformed tools/call with the validation envelope. */
@@ -874,6 +886,7 @@ static const struct method methods[] = {
 	METHOD("tools/call", m_tools_call),
 	METHOD("tools/dispatch", m_tools_dispatch),
 	METHOD("notifications/cancelled", m_cancelled),
+	METHOD("notifications/roots/list_changed", m_roots_changed),
 	METHOD("sessions/cancel", m_sessions_cancel),
 	METHOD("events/subscribe", m_subscribe),
 	METHOD("confirmations/resolve", m_resolve),
