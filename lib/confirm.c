@@ -265,7 +265,12 @@ void dispatch_elicit_failed(struct dispatcher *d, const char *request_id)
 	if (!c || !c->exec || c->decision)
 		return;
 	c->elicited = false;
-	dispatch_approvers_left(d);
+	struct exec *e = c->exec;
+	if (d->cfg.no_approver_wait || event_has_subscriber(d->bus, "tool.confirmation_requested", e->session))
+		return;
+	confirm_unanswered(e, "deny", outcome_error(TC_USER_DENIED,
+		"Tool '%s' needs confirmation and the user was asked but gave no answer (or the client could "
+		"not ask), so the call was not run", e->tool->name));
 }
 
 void confirm_cancel(struct exec *e)

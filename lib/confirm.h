@@ -36,8 +36,8 @@ int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, co
 void dispatch_approvers_left(struct dispatcher *d);
 
 /* The client asked to confirm request_id (MCP elicitation) will not
- * answer: when no approver can see it either, it fails as when the
- * approvers leave. */
+ * answer: when no approver can see it either, the call fails user_denied
+ * saying the user gave no answer. */
 void dispatch_elicit_failed(struct dispatcher *d, const char *request_id);
 
 /* Sends a new subscriber the confirmation requests still open that it may

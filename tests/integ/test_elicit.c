@@ -123,6 +123,14 @@ START_TEST(elicitation_answers)
 	 * ask, the call is refused. */
 	id = send_write(c, "maybe.txt");
 	answer(c, "{\"action\":\"accept\",\"content\":{\"decision\":\"sure\"}}");
+	r = tcc_wait_id(c, id, 5000);
+	tc_assert_kind(r, "user_denied");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "no answer"), "%s", tj_str(r, "error.message"));
+	/* Nor is an error. */
+	id = send_write(c, "error.txt");
+	const struct json *q = answer(c, NULL);
+	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32601,\"message\":\"no\"}}",
+			    tcc_raw(c, tj(q, "id"))));
 	tc_assert_kind(tcc_wait_id(c, id, 5000), "user_denied");
 
 	/* always_allow: this tool runs without asking for the rest of the session. */
