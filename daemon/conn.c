@@ -13,6 +13,7 @@
  * same buffers and pendings; split, each part would reach into the others.
  */
 #include "daemon/conn.h"
+#include "daemon/conn_requests.h"
 #include "daemon/durable.h"
 
 #include <errno.h>
@@ -55,112 +56,6 @@ static inline void account(struct conn *c)
 	c->srv->client_memory += (uint64_t)delta;
 	peers_charge(&c->srv->peers, c->peer, delta);
 	c->memory = now;
-}
-
-/* Ends a request the daemon sent: tells its sender (unless fn is NULL), frees it. */
-static void outreq_end(struct outreq *o, int r, const struct json *result, const struct json *error)
-{
-	struct conn *c = o->conn;
-	list_remove(&o->node);
-	c->n_outreqs--;
-	ev_timer_stop(c->srv->ev, &o->timer);
-	if (c->roots_req == o)
-		c->roots_req = NULL;
-	if (o->fn)
-		o->fn(o->arg, r, result, error);
-	if (o->arg_free)
-		o->arg_free(o->arg);
-	free(o);
-}
-
-static void on_outreq_timeout(struct ev_loop *ev, ev_timer *w, int revents)
-{
-	outreq_end(container_of(w, struct outreq, timer), -ETIMEDOUT, NULL, NULL);
-}
-
-int conn_request(struct conn *c, const char *method, const char *params, size_t n, uint64_t timeout_ms,
-		 conn_reply_fn fn, void *arg, void (*arg_free)(void *arg), struct outreq **ret)
-{
-	if (c->dead || c->read_closed)
-		return -ENOTCONN;
-	if (c->n_outreqs >= CONN_OUTREQS_MAX)
-		return -EBUSY;
-	struct outreq *o = xcalloc(1, sizeof(*o));
-	o->conn = c;
-	o->n = ++c->outreq_counter;
-	o->fn = fn;
-	o->arg = arg;
-	o->arg_free = arg_free;
-	list_insert_tail(&c->outreqs, &o->node);
-	c->n_outreqs++;
-	ev_timer_init(&o->timer, on_outreq_timeout, (double)timeout_ms / 1000.0, 0.);
-	ev_timer_start(c->srv->ev, &o->timer);
-	/* Ids of the daemon's own, strings a client's answer must echo. */
-	_cleanup_(buf_free) struct buf b = {0};
-	buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":\"tc-%llu\",\"method\":", (unsigned long long)o->n);
-	json_quote(&b, method, strlen(method));
-	if (params) {
-		buf_append(&b, ",\"params\":", 10);
-		buf_append(&b, params, n);
-	}
-	buf_putc(&b, '}');
-	conn_send(c, buf_head(&b), buf_size(&b));
-	if (ret)
-		*ret = o;
-	return 0;
-}
-
-void conn_request_forget(struct outreq *o)
-{
-	if (!o)
-		return;
-	o->fn = NULL;
-	outreq_end(o, -ECANCELED, NULL, NULL);
-}
-
-/* True for a response: an object with a result or an error and no method. */
-static bool is_response(const struct json *v)
-{
-	return v && v->type == JSON_OBJECT && !json_get(v, "method") &&
-	       (json_get(v, "result") || json_get(v, "error"));
-}
-
-/* Routes a client's answer to the request of the daemon's it names. An
- * answer to no request waiting is ignored; a malformed one ends its
- * request with -EPROTO. */
-static void handle_response(struct conn *c, const struct json *v)
-{
-	const struct json *id = json_get(v, "id"), *result = json_get(v, "result"), *error = json_get(v, "error");
-	struct outreq *o = NULL;
-	if (id && id->type == JSON_STRING && id->u.str.len > 3 && id->u.str.len < 24 &&
-	    memcmp(id->u.str.s, "tc-", 3) == 0) {
-		char *end;
-		errno = 0;
-		unsigned long long n = strtoull(id->u.str.s + 3, &end, 10);
-		if (!errno && end == id->u.str.s + id->u.str.len && id->u.str.s[3] >= '0' && id->u.str.s[3] <= '9')
-			for (struct list *pos = c->outreqs.next; pos != &c->outreqs; pos = pos->next) {
-				struct outreq *x = list_entry(pos, struct outreq, node);
-				if (x->n == n) {
-					o = x;
-					break;
-				}
-			}
-	}
-	if (!o) {
-		log_debug("an answer to no request of ours (fd %d) ignored", c->fd);
-		return;
-	}
-	const char *ver = json_str(json_get(v, "jsonrpc"));
-	bool ok = ver && str_eq(ver, "2.0") && !(result && error);
-	if (ok && error)
-		ok = error->type == JSON_OBJECT && json_is_int(json_get(error, "code")) &&
-		     json_str(json_get(error, "message"));
-	if (!ok) {
-		log_debug("a malformed answer to request tc-%llu (fd %d)", (unsigned long long)o->n, c->fd);
-		outreq_end(o, -EPROTO, NULL, NULL);
-		return;
-	}
-	outreq_end(o, 0, result, error);
 }
 
 static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
@@ -337,8 +232,7 @@ void conn_close(struct conn *c)
 	dispatch_release(s->dispatcher);
 	/* The daemon's own requests learn that no answer will come (after
 	 * the calls went: none of them is answered on a closed connection). */
-	while (!list_empty(&c->outreqs))
-		outreq_end(list_first(&c->outreqs, struct outreq, node), -ECONNRESET, NULL, NULL);
+	conn_requests_end(c);
 	durable_conn_closed(c);
 	if (subscribed)
 		dispatch_approvers_left(s->dispatcher);
@@ -702,8 +596,8 @@ static struct pending *pending_new(struct conn *c, struct batch *b, size_t index
 static void handle_value(struct conn *c, struct json_doc *doc, const struct json *v, struct batch *b,
 			 size_t *index)
 {
-	if (is_response(v)) {
-		handle_response(c, v);
+	if (conn_is_response(v)) {
+		conn_take_response(c, v);
 		return;
 	}
 	struct jrpc_req req;
@@ -793,7 +687,7 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	for (size_t i = 0; i < root->u.arr.n; i++) {
 		struct jrpc_req req;
 		const char *why;
-		if (is_response(root->u.arr.items[i]))
+		if (conn_is_response(root->u.arr.items[i]))
 			continue;
 		if (jrpc_parse_request(root->u.arr.items[i], src, &req, &why) < 0 || req.id)
 			answers++;
