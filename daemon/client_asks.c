@@ -128,6 +128,18 @@ static void extra_roots(struct jgen *g, void *arg)
 	jgen_arr_close(g);
 }
 
+/* A client's text fit for a log line: at most 300 bytes, control
+ * characters replaced, so that it cannot forge lines. */
+static char *loggable(const char *s, size_t n)
+{
+	n = MIN(n, (size_t)300);
+	char *out = xstrndup(s, n);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
+			out[i] = '?';
+	return out;
+}
+
 /* Judges one root: NULL (with *why) or its workspace, opened race-free as
  * initialize's is. */
 static struct workspace *open_root(struct conn *c, const struct json *root, const char **why)
@@ -139,6 +151,10 @@ static struct workspace *open_root(struct conn *c, const struct json *root, cons
 	}
 	if (uri->u.str.len > ROOT_URI_MAX) {
 		*why = "uri longer than 4096 bytes";
+		return NULL;
+	}
+	if (memchr(uri->u.str.s, '\0', uri->u.str.len)) {
+		*why = "uri holds a NUL byte";
 		return NULL;
 	}
 	_cleanup_free_ char *path = file_uri_path(uri->u.str.s, uri->u.str.len, why);
@@ -160,9 +176,11 @@ static void on_roots(void *arg, int r, const struct json *result, const struct j
 		return;
 	const struct json *list = json_get(result, "roots");
 	if (r < 0 || error || !list || list->type != JSON_ARRAY) {
+		const char *msg = json_str(json_get(error, "message"));
+		_cleanup_free_ char *why = loggable(r < 0 ? strerror(-r) : msg ? msg : "no roots array",
+						    r < 0 ? strlen(strerror(-r)) : msg ? strlen(msg) : 14);
 		log_info("roots/list of uid %u (pid %d) got no list of roots (%s): the session keeps its workspaces",
-			 (unsigned)c->cred.uid, (int)c->cred.pid,
-			 r < 0 ? strerror(-r) : error ? json_str(json_get(error, "message")) : "no roots array");
+			 (unsigned)c->cred.uid, (int)c->cred.pid, why);
 		return;
 	}
 	struct session *s = conn_session(c);
@@ -190,8 +208,9 @@ static void on_roots(void *arg, int r, const struct json *result, const struct j
 			bool has_uri = uri && uri->type == JSON_STRING;
 			size_t len = has_uri ? MIN(uri->u.str.len, (size_t)ROOT_URI_MAX) : 0;
 			refused[n_refused++] = (struct refused){ has_uri ? uri->u.str.s : "", len, why };
-			log_warning("root %.*s of uid %u (pid %d) left out: %s", (int)MIN(len, (size_t)300),
-				    refused[n_refused - 1].uri, (unsigned)c->cred.uid, (int)c->cred.pid, why);
+			_cleanup_free_ char *shown = loggable(refused[n_refused - 1].uri, len);
+			log_warning("root %s of uid %u (pid %d) left out: %s", shown, (unsigned)c->cred.uid,
+				    (int)c->cred.pid, why);
 		}
 	}
 	if (n > ROOTS_MAX) {
