@@ -13,6 +13,7 @@
  * same buffers and pendings; split, each part would reach into the others.
  */
 #include "daemon/conn.h"
+#include "daemon/conn_requests.h"
 #include "daemon/durable.h"
 
 #include <errno.h>
@@ -63,7 +64,7 @@ static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
 	/* Lines waiting in the backlog, calls in flight and subscriptions
 	 * (an approver or a watcher waits for events, silently) are not
 	 * idleness. */
-	if (list_empty(&c->pendings) && !c->backlogged && !c->sub) {
+	if (list_empty(&c->pendings) && !c->backlogged && !c->sub && !c->n_outreqs) {
 		log_debug("closing idle connection (fd %d)", c->fd);
 		conn_close(c);
 	} else if (c->sub) {
@@ -84,6 +85,7 @@ void conn_new(struct server *s, int fd, const struct ucred *cred)
 	c->framer.max = s->cfg.limits.max_message_bytes;
 	c->ids = map_new();
 	list_init(&c->pendings);
+	list_init(&c->outreqs);
 	list_init(&c->dirty_node);
 	list_init(&c->backlog_node);
 	list_insert_tail(&s->conns, &c->node);
@@ -228,6 +230,9 @@ void conn_close(struct conn *c)
 		pending_free(p);
 	}
 	dispatch_release(s->dispatcher);
+	/* The daemon's own requests learn that no answer will come (after
+	 * the calls went: none of them is answered on a closed connection). */
+	conn_requests_end(c);
 	durable_conn_closed(c);
 	if (subscribed)
 		dispatch_approvers_left(s->dispatcher);
@@ -591,6 +596,10 @@ static struct pending *pending_new(struct conn *c, struct batch *b, size_t index
 static void handle_value(struct conn *c, struct json_doc *doc, const struct json *v, struct batch *b,
 			 size_t *index)
 {
+	if (conn_is_response(v)) {
+		conn_take_response(c, v);
+		return;
+	}
 	struct jrpc_req req;
 	const char *why = NULL;
 	int r = jrpc_parse_request(v, json_doc_text(doc), &req, &why);
@@ -678,6 +687,8 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	for (size_t i = 0; i < root->u.arr.n; i++) {
 		struct jrpc_req req;
 		const char *why;
+		if (conn_is_response(root->u.arr.items[i]))
+			continue;
 		if (jrpc_parse_request(root->u.arr.items[i], src, &req, &why) < 0 || req.id)
 			answers++;
 	}

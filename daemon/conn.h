@@ -46,6 +46,29 @@ struct pending {
 	char id_text[];			/* where id points: one allocation per request */
 };
 
+/*
+ * What became of a request the daemon sent its client: r 0 with result
+ * (the "result" member) or error (the "error" object, checked to hold an
+ * integer code and a string message), -ETIMEDOUT when the deadline
+ * passed, -ECONNRESET when the connection went. Called once; src is the
+ * text result and error were parsed from.
+ */
+typedef void (*conn_reply_fn)(void *arg, int r, const struct json *result, const struct json *error);
+
+/* A request the daemon sent its client, waiting for the client's answer. */
+struct outreq {
+	struct list node;		/* conn->outreqs */
+	struct conn *conn;
+	uint64_t n;			/* its id is "tc-<n>" */
+	ev_timer timer;
+	conn_reply_fn fn;
+	void *arg;
+	void (*arg_free)(void *arg);	/* frees arg after fn (or when forgotten) */
+};
+
+/* Requests a connection may have sent and not yet had answered. */
+#define CONN_OUTREQS_MAX 16
+
 struct batch {
 	size_t n;
 	size_t remaining;
@@ -74,6 +97,12 @@ struct conn {
 	struct session *session;
 	bool initialized;		/* "initialize" answered: gets list_changed */
 	bool tool_errors_result;	/* initialize toolErrors "result": failed calls answer isError results */
+	bool roots_cap;			/* initialize declared capabilities.roots */
+	bool elicit_cap;		/* initialize declared capabilities.elicitation (form mode) */
+	struct list outreqs;		/* struct outreq: the daemon's requests awaiting answers */
+	unsigned n_outreqs;
+	uint64_t outreq_counter;
+	struct outreq *roots_req;	/* roots/list in flight, or NULL */
 	struct map *ids;		/* ids in flight -> struct pending */
 	struct list pendings;
 	struct subscriber *sub;
@@ -116,6 +145,18 @@ void conn_reap(struct server *s);
 void conn_free_spares(struct server *s);
 /* Queues one JSON line (newline added). */
 void conn_send(struct conn *c, const char *json, size_t n);
+/*
+ * Sends the client a request (params: JSON object text) answered within
+ * timeout_ms: fn(arg, ...) is called once with what became of it, then
+ * arg_free(arg) (may be NULL). -ENOTCONN when the connection is going,
+ * -EBUSY when CONN_OUTREQS_MAX are already waiting (then nothing is
+ * called and arg stays the caller's).
+ */
+int conn_request(struct conn *c, const char *method, const char *params, size_t n, uint64_t timeout_ms,
+		 conn_reply_fn fn, void *arg, void (*arg_free)(void *arg), struct outreq **ret);
+/* Forgets a request sent: a later answer is ignored; fn is not called,
+ * arg is freed. */
+void conn_request_forget(struct outreq *o);
 /* Queues a notification, written straight into the output queue. */
 void conn_notify(struct conn *c, const char *method, const char *params, size_t n);
 void conn_flush(struct conn *c);

@@ -5,9 +5,11 @@
  * request that needs MCP providers still starting is parked here until
  * they settle.
  *
- * Long because the table's small methods share their parameter helpers;
- * methods with a state of their own live beside it (methods_dispatch.c,
- * durable.c for tasks, metrics.c).
+ * The table holds the hot methods (tools/list, tools/call, ping) and those parked for
+ * providers; the others live by subject beside it, each file with a table
+ * of its own (methods_session.c, methods_events.c, methods_admin.c), and
+ * methods with a state of their own too (methods_dispatch.c, durable.c for
+ * tasks, metrics.c).
  */
 #include "daemon/methods.h"
 
@@ -18,7 +20,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "daemon/client_asks.h"
 #include "daemon/conn.h"
+#include "daemon/methods_internal.h"
 #include "daemon/durable.h"
 #include "daemon/log.h"
 #include "daemon/methods_dispatch.h"
@@ -39,15 +43,13 @@
 
 #define LIST_PAGE 200
 
-static const char *const versions[] = {
-	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
+const char *const methods_versions[] = {
+	METHODS_LATEST_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
 };
-#define LATEST_VERSION "2025-11-25"
+const size_t methods_n_versions = ELEMENTSOF(methods_versions);
 #define DISCOVERY_VERSION "2026-07-28"
 
-/* Answers a params error. */
-static void invalid_params(struct pending *p, const char *fmt, ...) PRINTF(2, 3);
-static void invalid_params(struct pending *p, const char *fmt, ...)
+void methods_invalid_params(struct pending *p, const char *fmt, ...)
 {
 	if (!p)
 		return;
@@ -59,178 +61,19 @@ static void invalid_params(struct pending *p, const char *fmt, ...)
 	free(msg);
 }
 
-/* Answers with the generated object in b. */
-static void answer(struct pending *p, struct buf *b)
+void methods_answer(struct pending *p, struct buf *b)
 {
 	if (p)
 		conn_result(p, buf_head(b), buf_size(b));
 	buf_free(b);
 }
 
-static void write_server_info(struct jgen *g)
+void methods_write_server_info(struct jgen *g)
 {
 	jgen_obj_open(g);
 	jgen_kv_str(g, "name", "toolcalld");
 	jgen_kv_str(g, "version", TOOLCALLD_VERSION);
 	jgen_obj_close(g);
-}
-
-/* --- initialize -------------------------------------------------------- */
-
-struct ws_roots *methods_resolve_roots(struct server *s)
-{
-	struct ws_roots *r = ws_roots_new();
-	if (s->default_ws)
-		ws_roots_add_ws(r, s->default_ws);
-	for (size_t i = 0; i < s->cfg.n_workspaces_allowed; i++) {
-		int k = ws_roots_add(r, s->cfg.workspaces_allowed[i], true);
-		if (k < 0)
-			log_warning("workspaces.allowed: %s cannot be opened as a directory (%s); it is not offered",
-				    s->cfg.workspaces_allowed[i], strerror(-k));
-	}
-	return r;
-}
-
-/* The peer's groups, as the kernel saw them when it connected (SO_PEERGROUPS). */
-static gid_t *peer_groups(int fd, size_t *ret_n)
-{
-	socklen_t len = 64 * sizeof(gid_t);
-	gid_t *v = xmalloc(len);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, v, &len) < 0) {
-		/* Too small: the kernel said how much it needs. Otherwise none
-		 * known, which can only make the search check stricter. */
-		bool again = errno == ERANGE && len > 0 && len <= 65536 * sizeof(gid_t);
-		if (again)
-			v = xrealloc(v, len);
-		if (!again || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, v, &len) < 0)
-			len = 0;
-	}
-	*ret_n = len / sizeof(gid_t);
-	return v;
-}
-
-/* The one answer for a workspace that may not be used, whatever the reason,
- * so that it tells nothing about the path. */
-#define WS_REFUSED "Workspace not allowed: it must be an existing directory that is, or lies beneath, " \
-		   "one of workspaces.allowed in the daemon's config, and that you can search"
-
-/* Opens the workspace a client asks for, judged by the directory opened. */
-static int open_asked_workspace(struct conn *c, const char *path, struct workspace **ret)
-{
-	size_t n = 0;
-	_cleanup_free_ gid_t *groups = peer_groups(c->fd, &n);
-	const struct ws_peer peer = { c->cred.uid, c->cred.gid, groups, n };
-	return ws_open_allowed(c->srv->ws_roots, path, &peer, ret);
-}
-
-static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pending *p)
-{
-	struct server *s = c->srv;
-	const struct json *params = req->params;
-	const char *want = json_str(json_get(params, "protocolVersion"));
-	const char *version = LATEST_VERSION;
-	for (size_t i = 0; want && i < ELEMENTSOF(versions); i++)
-		if (str_eq(want, versions[i]))
-			version = versions[i];
-
-	const struct json *sid = json_get(params, "sessionId");
-	const struct json *wsv = json_get(params, "workspace");
-	const struct json *budget = json_get(params, "budget");
-	if (sid && (sid->type != JSON_STRING || sid->u.str.len == 0 || sid->u.str.len > 128 ||
-		    strlen(sid->u.str.s) != sid->u.str.len)) {
-		invalid_params(p, "sessionId must be a non-empty string of at most 128 bytes");
-		return;
-	}
-	if (wsv && (wsv->type != JSON_STRING || strlen(wsv->u.str.s) != wsv->u.str.len)) {
-		invalid_params(p, "workspace must be a path");
-		return;
-	}
-	const struct json *te = json_get(params, "toolErrors");
-	const char *te_s = json_str(te);
-	if (te && (!te_s || (!str_eq(te_s, "result") && !str_eq(te_s, "envelope")))) {
-		invalid_params(p, "toolErrors must be \"result\" or \"envelope\"");
-		return;
-	}
-	int64_t calls = -1;
-	if (budget) {
-		const struct json *tc = json_get(budget, "toolCalls");
-		if (budget->type != JSON_OBJECT || !json_get_int(tc, &calls) || calls < 0) {
-			invalid_params(p, "budget must be {\"toolCalls\": N} with N >= 0");
-			return;
-		}
-	}
-
-	struct workspace *ws = ws_ref(s->default_ws);
-	if (wsv) {
-		struct workspace *asked = NULL;
-		int r = open_asked_workspace(c, wsv->u.str.s, &asked);
-		if (r < 0) {
-			ws_unref(ws);
-			if (r == -EINVAL)
-				invalid_params(p, "workspace must be an absolute path");
-			else
-				invalid_params(p, WS_REFUSED);
-			return;
-		}
-		ws_unref(ws);
-		ws = asked;
-	}
-
-	struct session *session = NULL;
-	int r = session_get(s->sessions, sid ? sid->u.str.s : NULL, c->cred.uid, ws, &session);
-	if (r < 0) {
-		ws_unref(ws);
-		invalid_params(p, "Session '%s' belongs to another user", sid->u.str.s);
-		return;
-	}
-	conn_session_peer(c, session);
-	conn_give_identity(c, session);
-	if (wsv && !str_eq(session->ws->root, ws->root)) {
-		ws_unref(ws);
-		session_unref(session);
-		invalid_params(p, "Session '%s' already works in '%s'", session->id, session->ws->root);
-		return;
-	}
-	ws_unref(ws);
-	if (calls >= 0) {
-		session->has_budget = true;
-		session->budget_left = calls;
-	}
-	session_unref(c->session);
-	c->session = session;
-	c->initialized = true;
-	if (te_s)
-		c->tool_errors_result = str_eq(te_s, "result");
-
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "protocolVersion", version);
-	jgen_key(g, "capabilities");
-	jgen_obj_open(g);
-	jgen_key(g, "tools");
-	jgen_obj_open(g);
-	jgen_kv_bool(g, "listChanged", true);
-	jgen_obj_close(g);
-	durable_write_capability(g);
-	jgen_obj_close(g);
-	jgen_key(g, "serverInfo");
-	write_server_info(g);
-	jgen_kv_str(g, "sessionId", session->id);
-	jgen_kv_str(g, "workspace", session->ws->root);
-	jgen_obj_close(g);
-	jgen_free(g);
-	answer(p, &b);
-}
-
-static void m_initialized(struct conn *c, const struct jrpc_req *req, struct pending *p)
-{
-	c->initialized = true;
-	if (p) {
-		struct buf b = {0};
-		buf_puts(&b, "{}");
-		answer(p, &b);
-	}
 }
 
 static void m_ping(struct conn *c, const struct jrpc_req *req, struct pending *p)
@@ -248,8 +91,8 @@ static void m_discover(struct conn *c, const struct jrpc_req *req, struct pendin
 	jgen_key(g, "supportedVersions");
 	jgen_arr_open(g);
 	jgen_str(g, DISCOVERY_VERSION);
-	for (size_t i = 0; i < ELEMENTSOF(versions); i++)
-		jgen_str(g, versions[i]);
+	for (size_t i = 0; i < methods_n_versions; i++)
+		jgen_str(g, methods_versions[i]);
 	jgen_arr_close(g);
 	jgen_key(g, "capabilities");
 	jgen_obj_open(g);
@@ -261,13 +104,13 @@ static void m_discover(struct conn *c, const struct jrpc_req *req, struct pendin
 	jgen_key(g, "_meta");
 	jgen_obj_open(g);
 	jgen_key(g, "serverInfo");
-	write_server_info(g);
+	methods_write_server_info(g);
 	jgen_key(g, "io.modelcontextprotocol/serverInfo");
-	write_server_info(g);
+	methods_write_server_info(g);
 	jgen_obj_close(g);
 	jgen_obj_close(g);
 	jgen_free(g);
-	answer(p, &b);
+	methods_answer(p, &b);
 }
 
 /* --- requests waiting for MCP providers -------------------------------- */
@@ -374,7 +217,7 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 	enum llm_format format = LLM_MCP;
 	const struct json *fv = json_get(req->params, "format");
 	if (fv && fv->type != JSON_NULL && llm_format_from_name(json_str(fv), &format) < 0) {
-		invalid_params(p, "format must be \"mcp\", \"openai\" or \"anthropic\"");
+		methods_invalid_params(p, "format must be \"mcp\", \"openai\" or \"anthropic\"");
 		return;
 	}
 	struct session *session = conn_session(c);
@@ -385,7 +228,7 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		char *end = NULL;
 		unsigned long v = cs ? strtoul(cs, &end, 10) : 0;
 		if (!cs || !*cs || *end || v > s->registry->n) {
-			invalid_params(p, "cursor is not one this server gave");
+			methods_invalid_params(p, "cursor is not one this server gave");
 			return;
 		}
 		start = v;
@@ -415,7 +258,7 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 	}
 	jgen_obj_close(g);
 	jgen_free(g);
-	answer(p, &b);
+	methods_answer(p, &b);
 }
 
 struct result_arg {
@@ -518,6 +361,7 @@ static void call_progress(void *ctx, const char *token, size_t token_len, uint64
 static const struct caller_ops call_ops = {
 	.complete = call_complete,
 	.progress = call_progress,
+	.ask = asks_confirm,
 };
 
 /* Answers a malformed tools/call with the validation envelope. */
@@ -652,209 +496,6 @@ static void m_cancelled(struct conn *c, const struct jrpc_req *req, struct pendi
 		conn_result(p, "{}", 2);
 }
 
-static void m_sessions_cancel(struct conn *c, const struct jrpc_req *req, struct pending *p)
-{
-	struct server *s = c->srv;
-	const struct json *sid = json_get(req->params, "sessionId");
-	struct session *session;
-	if (sid && sid->type != JSON_NULL) {
-		if (sid->type != JSON_STRING) {
-			invalid_params(p, "sessionId must be a string");
-			return;
-		}
-		session = session_find(s->sessions, sid->u.str.s);
-		if (!session || session->uid != c->cred.uid) {
-			invalid_params(p, "Unknown session '%s'", sid->u.str.s);
-			return;
-		}
-	} else {
-		session = conn_session(c);
-	}
-	unsigned n = dispatch_cancel_session(s->dispatcher, session);
-	if (p) {
-		char out[64];
-		int len = snprintf(out, sizeof(out), "{\"cancelled\":%u}", n);
-		conn_result(p, out, (size_t)len);
-	}
-}
-
-/* --- events and confirmations ------------------------------------------ */
-
-static void m_subscribe(struct conn *c, const struct jrpc_req *req, struct pending *p)
-{
-	struct server *s = c->srv;
-	const struct json *types = json_get(req->params, "types");
-	const struct json *sid = json_get(req->params, "sessionId");
-	const char *scope = "*";
-	if (types && types->type != JSON_ARRAY && types->type != JSON_NULL) {
-		invalid_params(p, "types must be an array of patterns like \"tool.*\"");
-		return;
-	}
-	size_t n = types && types->type == JSON_ARRAY ? types->u.arr.n : 0;
-	if (n > 64) {
-		invalid_params(p, "at most 64 type patterns");
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *pat = json_str(types->u.arr.items[i]);
-		if (!event_pattern_valid(pat)) {
-			invalid_params(p, "types[%zu] is not a valid pattern (letters, digits, '.', '_', '*')", i);
-			return;
-		}
-	}
-	if (sid && sid->type != JSON_NULL) {
-		if (sid->type != JSON_STRING) {
-			invalid_params(p, "sessionId must be a string or \"*\"");
-			return;
-		}
-		if (!str_eq(sid->u.str.s, "*")) {
-			struct session *session = session_find(s->sessions, sid->u.str.s);
-			if (!session || session->uid != c->cred.uid) {
-				invalid_params(p, "Unknown session '%s'", sid->u.str.s);
-				return;
-			}
-			scope = session->id;
-		}
-	}
-	const char **pats = xcalloc(n + 1, sizeof(char *));
-	for (size_t i = 0; i < n; i++)
-		pats[i] = json_str(types->u.arr.items[i]);
-	event_unsubscribe(c->sub);
-	c->sub = event_subscribe(&s->bus, pats, c->cred.uid, scope, conn_deliver_event, c);
-	free(pats);
-	if (!p) {
-		dispatch_replay_confirmations(s->dispatcher, c->sub);
-		return;
-	}
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_key(g, "subscribed");
-	jgen_arr_open(g);
-	if (n == 0)
-		jgen_str(g, "*");
-	for (size_t i = 0; i < n; i++)
-		jgen_str(g, json_str(types->u.arr.items[i]));
-	jgen_arr_close(g);
-	jgen_kv_str(g, "sessionId", scope);
-	jgen_obj_close(g);
-	jgen_free(g);
-	answer(p, &b);
-	/* After the answer, so the client knows it is subscribed first. */
-	dispatch_replay_confirmations(s->dispatcher, c->sub);
-}
-
-static void m_resolve(struct conn *c, const struct jrpc_req *req, struct pending *p)
-{
-	const char *id = json_str(json_get(req->params, "requestId"));
-	const char *decision = json_str(json_get(req->params, "decision"));
-	if (!id || !decision) {
-		invalid_params(p, "requestId and decision (\"allow\", \"deny\" or \"always_allow\") are required");
-		return;
-	}
-	bool accepted = false;
-	const char *in_force = NULL;
-	int r = dispatch_resolve(c->srv->dispatcher, c->cred.uid, id, decision, &accepted, &in_force);
-	if (r == -ENOENT) {
-		invalid_params(p, "Unknown confirmation request '%s'", id);
-		return;
-	}
-	if (r == -EINVAL) {
-		invalid_params(p, "decision must be \"allow\", \"deny\" or \"always_allow\"");
-		return;
-	}
-	if (!p)
-		return;
-	char *out = xasprintf("{\"accepted\":%s,\"decision\":\"%s\"}", accepted ? "true" : "false", in_force);
-	conn_result(p, out, strlen(out));
-	free(out);
-}
-
-/* --- administration ---------------------------------------------------- */
-
-/* Administration is for the daemon's own user and root. */
-static bool admin_allowed(struct conn *c, struct pending *p)
-{
-	if (c->cred.uid == 0 || c->cred.uid == c->srv->uid)
-		return true;
-	if (p)
-		conn_error(p, JRPC_INTERNAL_ERROR, "Permission denied: admin methods are for the daemon's user",
-			   "{\"kind\":\"permission_denied\"}");
-	return false;
-}
-
-static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending *p)
-{
-	if (!admin_allowed(c, p))
-		return;
-	char *result = NULL, *err = NULL;
-	int r = server_reload(c->srv, &result, &err);
-	if (p) {
-		if (r < 0) {
-			struct buf data = {0};
-			struct jgen *g = jgen_new(&data);
-			jgen_obj_open(g);
-			jgen_kv_str(g, "kind", "invalid_config");
-			jgen_kv_str(g, "error", err);
-			jgen_obj_close(g);
-			jgen_free(g);
-			char *msg = xasprintf("Reload failed, the previous configuration stays in force: %s", err);
-			conn_error(p, JRPC_INTERNAL_ERROR, msg, buf_head(&data));
-			free(msg);
-			buf_free(&data);
-		} else {
-			conn_result(p, result, strlen(result));
-		}
-	}
-	free(result);
-	free(err);
-}
-
-static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *p)
-{
-	if (!p)
-		return;
-	struct server *s = c->srv;
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_kv_int(g, "uptimeMs", (int64_t)(mono_ms() - s->started_ms));
-	jgen_key(g, "connections");
-	jgen_obj_open(g);
-	jgen_kv_int(g, "open", s->n_conns);
-	jgen_kv_int(g, "total", (int64_t)s->conns_total);
-	jgen_kv_int(g, "refused", (int64_t)s->conns_refused);
-	jgen_kv_int(g, "evicted", (int64_t)s->conns_evicted);
-	jgen_kv_int(g, "bufferedBytes", (int64_t)s->client_memory);
-	jgen_kv_int(g, "progressDropped", (int64_t)s->progress_dropped);
-	jgen_obj_close(g);
-	jgen_kv_int(g, "sessions", (int64_t)map_size(s->sessions->by_id));
-	jgen_kv_int(g, "reloads", (int64_t)s->reloads);
-	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
-	dispatch_write_stats(s->dispatcher, g);
-	durable_write_stats(s, g);
-	jgen_obj_close(g);
-	jgen_free(g);
-	answer(p, &b);
-}
-
-/* admin/metrics: {text}, the numbers of admin/stats in OpenMetrics text. */
-static void m_metrics(struct conn *c, const struct jrpc_req *req, struct pending *p)
-{
-	if (!p)
-		return;
-	struct buf text = {0}, b = {0};
-	metrics_write(c->srv, &text);
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_key(g, "text");
-	jgen_strn(g, buf_head(&text), buf_size(&text));
-	jgen_obj_close(g);
-	jgen_free(g);
-	buf_free(&text);
-	answer(p, &b);
-}
-
 /* --- the table --------------------------------------------------------- */
 
 struct method {
@@ -866,20 +507,17 @@ struct method {
 #define METHOD(name, fn) { name, sizeof(name) - 1, fn }
 
 static const struct method methods[] = {
-	METHOD("initialize", m_initialize),
-	METHOD("notifications/initialized", m_initialized),
 	METHOD("ping", m_ping),
 	METHOD("server/discover", m_discover),
 	METHOD("tools/list", m_tools_list),
 	METHOD("tools/call", m_tools_call),
 	METHOD("tools/dispatch", m_tools_dispatch),
 	METHOD("notifications/cancelled", m_cancelled),
-	METHOD("sessions/cancel", m_sessions_cancel),
-	METHOD("events/subscribe", m_subscribe),
-	METHOD("confirmations/resolve", m_resolve),
-	METHOD("admin/reload", m_reload),
-	METHOD("admin/stats", m_stats),
-	METHOD("admin/metrics", m_metrics),
+};
+
+/* The other methods, by subject, each file with its table. */
+static const struct method_def *const more_methods[] = {
+	session_methods, event_methods, admin_methods, NULL,
 };
 
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)
@@ -890,6 +528,12 @@ void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *
 			return;
 		}
 	}
+	for (const struct method_def *const *t = more_methods; *t; t++)
+		for (const struct method_def *m = *t; m->name; m++)
+			if (strlen(m->name) == req->method_len && memcmp(m->name, req->method, req->method_len) == 0) {
+				m->fn(c, req, p);
+				return;
+			}
 	for (const struct durable_method *m = durable_methods; m->name; m++) {
 		if (strlen(m->name) == req->method_len && memcmp(m->name, req->method, req->method_len) == 0) {
 			m->fn(c, req, p);

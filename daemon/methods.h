@@ -23,5 +23,10 @@ void methods_resume(struct server *s);
 /* Resolves the workspaces initialize may choose: the default workspace and
  * workspaces.allowed (those that cannot be opened are logged and left out). */
 struct ws_roots *methods_resolve_roots(struct server *s);
+/* Opens the workspace (or MCP root) a client names, judged by the
+ * directory opened: 0, -EINVAL (not absolute), or -EACCES for every
+ * refusal. */
+struct workspace;
+int methods_open_workspace(struct conn *c, const char *path, struct workspace **ret);
 
 #endif

@@ -77,7 +77,8 @@ static int call_sandbox(struct tool_call *c, const struct sandbox_req *req, stru
 {
 	_cleanup_free_ char *msg = NULL;
 	struct sandbox_req rq = *req;
-	const char *ws[] = { c->ws ? c->ws->root : NULL, NULL };
+	const char *ws[WS_GROUP_MAX + 1];
+	ws_group_roots(c->ws, ws, WS_GROUP_MAX + 1);
 	if (!rq.workspaces)
 		rq.workspaces = ws;
 	if (!rq.id)

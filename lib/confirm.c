@@ -30,6 +30,7 @@ struct confirm {
 	uid_t uid;
 	const char *decision;		/* NULL while pending */
 	char *diff;			/* what the call would change (tool_def.preview), or NULL */
+	bool elicited;			/* the calling client was asked too (MCP elicitation) */
 	uint64_t expires;		/* resolved records are kept a while for "first write wins" */
 	struct list node;		/* d->resolved */
 };
@@ -206,7 +207,8 @@ static void on_confirm_timeout(void *arg)
 void confirm_ask(struct exec *e)
 {
 	struct dispatcher *d = e->d;
-	if (!d->cfg.no_approver_wait &&
+	bool elicit = exec_ask_callers(e, NULL);
+	if (!d->cfg.no_approver_wait && !elicit &&
 	    !event_has_subscriber(d->bus, "tool.confirmation_requested", e->session)) {
 		exec_finish(e, outcome_error(TC_USER_DENIED,
 					     "Tool '%s' (side effect: %s) needs confirmation and no approver is "
@@ -245,6 +247,30 @@ void confirm_ask(struct exec *e)
 	struct confirm_arg ca = { e };
 	event_emit(d->bus, "tool.confirmation_requested", e->session, e->call_id, e->tool->name,
 		   extra_confirm, &ca);
+	if (elicit) {
+		_cleanup_(buf_free) struct buf in = {0};
+		json_canonical(e->args, &in);
+		const struct confirm_question q = { c->id, e->tool->name, side_effect_name(e->tool->side_effects),
+						    buf_head(&in), buf_size(&in), c->files, c->n_files, c->diff,
+						    d->cfg.confirm_timeout_ms };
+		c->elicited = exec_ask_callers(e, &q);
+		if (!c->elicited)
+			dispatch_elicit_failed(d, c->id);	/* maybe nobody else sees it */
+	}
+}
+
+void dispatch_elicit_failed(struct dispatcher *d, const char *request_id)
+{
+	struct confirm *c = map_get(d->confirms, request_id);
+	if (!c || !c->exec || c->decision)
+		return;
+	c->elicited = false;
+	struct exec *e = c->exec;
+	if (d->cfg.no_approver_wait || event_has_subscriber(d->bus, "tool.confirmation_requested", e->session))
+		return;
+	confirm_unanswered(e, "deny", outcome_error(TC_USER_DENIED,
+		"Tool '%s' needs confirmation and the user was asked but gave no answer (or the client could "
+		"not ask), so the call was not run", e->tool->name));
 }
 
 void confirm_cancel(struct exec *e)
@@ -276,7 +302,8 @@ static struct exec **open_requests(struct dispatcher *d, bool unseen, size_t *re
 		struct confirm *c = x;
 		if (!c->exec || c->decision)
 			continue;
-		if (unseen && event_has_subscriber(d->bus, "tool.confirmation_requested", c->exec->session))
+		if (unseen && (c->elicited || event_has_subscriber(d->bus, "tool.confirmation_requested",
+								       c->exec->session)))
 			continue;
 		v = xreallocarray(v, n + 1, sizeof(*v));
 		v[n++] = c->exec;

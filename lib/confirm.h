@@ -35,6 +35,11 @@ int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, co
  * confirmation.no_approver is "wait"). */
 void dispatch_approvers_left(struct dispatcher *d);
 
+/* The client asked to confirm request_id (MCP elicitation) will not
+ * answer: when no approver can see it either, the call fails user_denied
+ * saying the user gave no answer. */
+void dispatch_elicit_failed(struct dispatcher *d, const char *request_id);
+
 /* Sends a new subscriber the confirmation requests still open that it may
  * see, so an approver that arrives late can answer them. */
 void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub);

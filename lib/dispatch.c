@@ -295,6 +295,16 @@ static void on_post_hook_failed(void *arg, const char *tool, const char *message
 	event_emit(d->bus, "hook.failed", NULL, NULL, tool, extra_hook_failed, (void *)message);
 }
 
+bool exec_ask_callers(struct exec *e, const struct confirm_question *q)
+{
+	for (struct list *pos = e->waiters.next; pos != &e->waiters; pos = pos->next) {
+		struct caller *c = list_entry(pos, struct caller, node);
+		if (c->ops->ask && c->ops->ask(c->ctx, q))
+			return true;
+	}
+	return false;
+}
+
 void exec_finish(struct exec *e, struct outcome *o)
 {
 	struct dispatcher *d = e->d;
@@ -464,6 +474,7 @@ static void attempt_end(struct attempt *a)
 	struct exec *e = a->exec;
 	if (!e) {
 		a->d->abandoned--;
+		ws_unref(a->tc.ws);
 		tool_call_clear(&a->tc);
 		free(a);
 		return;
@@ -471,6 +482,7 @@ static void attempt_end(struct attempt *a)
 	e->attempt = NULL;
 	tc_timer_stop(e->timer);
 	struct outcome *o = outcome_from_call(&a->tc);
+	ws_unref(a->tc.ws);
 	tool_call_clear(&a->tc);
 	free(a);
 	attempt_result(e, o);
@@ -591,7 +603,7 @@ void exec_run(struct exec *e)
 	a->d = d;
 	a->tc.tool = e->tool;
 	a->tc.args = e->args;
-	a->tc.ws = s->ws;
+	a->tc.ws = ws_ref(s->ws);	/* the session may be given new roots meanwhile */
 	a->tc.loop = d->loop;
 	a->tc.env = d->env;
 	a->tc.peer = s->has_peer ? &s->peer.id : NULL;

@@ -79,12 +79,29 @@ struct call_params {
 					 * clock (it may have waited); 0: now */
 };
 
+/* What a confirmation request asks (see caller_ops.ask). */
+struct confirm_question {
+	const char *request_id;
+	const char *tool;
+	const char *side_effect;
+	const char *input;		/* the arguments, canonical JSON text */
+	size_t input_len;
+	char *const *files;		/* the files it names, as they resolve */
+	size_t n_files;
+	const char *diff;		/* what it would change, or NULL */
+	uint64_t timeout_ms;
+};
+
 struct caller_ops {
 	/* The call's outcome: called once (replayed: from the idempotency cache). */
 	void (*complete)(void *ctx, const struct outcome *o, bool replayed);
 	/* Output of a running call with a progress token. */
 	void (*progress)(void *ctx, const char *token, size_t token_len, uint64_t progress,
 			 const char *stream, const char *data, size_t n);
+	/* Optional: asks the caller's own client to confirm (MCP
+	 * elicitation), answered later through dispatch_resolve(). q NULL
+	 * only asks whether it could. True when asked (or could be). */
+	bool (*ask)(void *ctx, const struct confirm_question *q);
 };
 
 struct dispatcher;

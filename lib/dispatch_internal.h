@@ -130,6 +130,9 @@ const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
 
 /* Queues an execution for a slot, or refuses it when the queue is full. */
 void exec_enqueue(struct exec *e);
+/* Asks the first caller of e that can ask its client to confirm (q NULL:
+ * whether one could); true when one did. */
+bool exec_ask_callers(struct exec *e, const struct confirm_question *q);
 /* Arms the exec's one timer with a callback (timeout, backoff, confirmation). */
 void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms);
 /* Runs the next attempt of an execution that holds a slot. */

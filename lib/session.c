@@ -59,6 +59,7 @@ int session_get(struct session_table *t, const char *id, uid_t uid, struct works
 				  (unsigned long long)++t->counter);
 	s->uid = uid;
 	s->ws = ws_ref(ws);
+	s->base = ws_ref(ws);
 	s->always_allow = map_new();
 	list_init(&s->callers);
 	list_init(&s->queue);
@@ -83,12 +84,20 @@ struct session *session_unref(struct session *s)
 	if (s->table && map_get(s->table->by_id, s->id) == s)
 		map_remove(s->table->by_id, s->id);
 	ws_unref(s->ws);
+	ws_unref(s->base);
 	identity_clear(&s->ident);
 	map_free(s->always_allow);
 	free(s->id);
 	sandbox_peer_clear(&s->peer);
 	free(s);
 	return NULL;
+}
+
+void session_set_workspace(struct session *s, struct workspace *ws)
+{
+	struct workspace *old = s->ws;
+	s->ws = ws_ref(ws ? ws : s->base);
+	ws_unref(old);
 }
 
 void session_set_peer(struct session *s, bool run_as_peer, gid_t gid, const gid_t *groups, size_t n_groups)

@@ -27,7 +27,8 @@ struct session {
 	struct identity ident;		/* uid, gid and groups of the connection that made it:
 					 * whom file tools act as (lib/fsjob.h) */
 	bool has_ident;			/* ident is set */
-	struct workspace *ws;
+	struct workspace *ws;		/* where its calls work: base, or the group of its MCP roots */
+	struct workspace *base;		/* the workspace initialize chose */
 	bool trusted;			/* the workspace is a trusted one */
 	bool has_budget;
 	int64_t budget_left;		/* tool-call attempts still allowed */
@@ -75,6 +76,9 @@ static inline const struct identity *session_identity(const struct session *s)
 	return s->has_ident ? &s->ident : NULL;
 }
 struct session *session_find(struct session_table *t, const char *id);
+/* Makes ws (referenced) where the session's calls work from now on; NULL:
+ * back to the workspace initialize chose. Calls in flight keep theirs. */
+void session_set_workspace(struct session *s, struct workspace *ws);
 /* Sets, once, whom the session's children run as: the peer that made it
  * (uid from the session, gid and groups from its credentials). */
 void session_set_peer(struct session *s, bool run_as_peer, gid_t gid, const gid_t *groups, size_t n_groups);

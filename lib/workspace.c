@@ -78,10 +78,71 @@ struct workspace *ws_ref(struct workspace *ws)
 	return ws;
 }
 
+struct workspace *ws_group(struct workspace *primary, struct workspace *const *others, size_t n)
+{
+	struct workspace *ws = xcalloc(1, sizeof(*ws));
+	ws->refs = 1;
+	ws->dirfd = fcntl(primary->dirfd, F_DUPFD_CLOEXEC, 3);
+	if (ws->dirfd < 0) {
+		free(ws);
+		return NULL;
+	}
+	ws->root = xstrdup(primary->root);
+	ws->alias = primary->alias ? xstrdup(primary->alias) : NULL;
+	n = MIN(n, (size_t)WS_GROUP_MAX - 1);
+	if (n) {
+		ws->others = xcalloc(n, sizeof(*ws->others));
+		for (size_t i = 0; i < n; i++)
+			ws->others[ws->n_others++] = ws_ref(others[i]);
+	}
+	return ws;
+}
+
+size_t ws_group_roots(const struct workspace *ws, const char **roots, size_t max)
+{
+	size_t k = 0;
+	if (ws && k + 1 < max)
+		roots[k++] = ws->root;
+	for (size_t i = 0; ws && i < ws->n_others && k + 1 < max; i++)
+		roots[k++] = ws->others[i]->root;
+	roots[k] = NULL;
+	return k;
+}
+
+/* How many bytes of path the root (or its alias) of w spells, when path
+ * lies beneath it; else 0. */
+static size_t root_match(const struct workspace *w, const char *path, size_t len)
+{
+	_cleanup_free_ char *rel = NULL;
+	if (ws_relative(w, path, len, &rel) < 0)
+		return 0;
+	size_t a = strlen(w->root), b = w->alias ? strlen(w->alias) : 0;
+	return MAX(a, b);
+}
+
+const struct workspace *ws_pick(const struct workspace *ws, const char *path, size_t len)
+{
+	if (!ws || !ws->n_others || !path || !len || path[0] != '/')
+		return ws;
+	const struct workspace *best = ws;
+	size_t best_n = root_match(ws, path, len);
+	for (size_t i = 0; i < ws->n_others; i++) {
+		size_t n = root_match(ws->others[i], path, len);
+		if (n > best_n) {
+			best = ws->others[i];
+			best_n = n;
+		}
+	}
+	return best;
+}
+
 struct workspace *ws_unref(struct workspace *ws)
 {
 	if (!ws || --ws->refs > 0)
 		return NULL;
+	for (size_t i = 0; i < ws->n_others; i++)
+		ws_unref(ws->others[i]);
+	free(ws->others);
 	if (ws->dirfd >= 0)
 		close(ws->dirfd);
 	free(ws->root);
@@ -93,6 +154,7 @@ struct workspace *ws_unref(struct workspace *ws)
 int ws_openat(const struct workspace *ws, const char *path, size_t len, int flags, mode_t mode, int *ret_fd)
 {
 	_cleanup_free_ char *rel = NULL;
+	ws = ws_pick(ws, path, len);
 	int r = ws_relative(ws, path, len, &rel);
 	if (r < 0)
 		return r;
@@ -107,6 +169,7 @@ int ws_open_parent(const struct workspace *ws, const char *path, size_t len, boo
 		   int *ret_dirfd, char **ret_name)
 {
 	_cleanup_free_ char *rel = NULL, *dir = NULL, *name = NULL;
+	ws = ws_pick(ws, path, len);
 	int r = ws_relative(ws, path, len, &rel);
 	if (r < 0)
 		return r;
@@ -125,11 +188,16 @@ int ws_open_parent(const struct workspace *ws, const char *path, size_t len, boo
 char *ws_display_path(const struct workspace *ws, const char *path, size_t len)
 {
 	_cleanup_free_ char *rel = NULL;
-	if (ws_relative(ws, path, len, &rel) < 0)
+	const struct workspace *in = ws_pick(ws, path, len);
+	if (ws_relative(in, path, len, &rel) < 0)
 		return xstrndup(path ? path : "", path ? strnlen(path, len) : 0);
 
 	/* Drop empty and "." components; ".." stays, as only the kernel knows where it leads. */
 	struct buf b = {};
+	if (in != ws)
+		/* In another root of the session: relative to the primary it
+		 * would name another file. */
+		buf_append(&b, in->root, strlen(in->root));
 	for (const char *p = rel; *p;) {
 		while (*p == '/')
 			p++;
@@ -169,6 +237,7 @@ int ws_read_small(const struct workspace *ws, const char *path, size_t len, uint
 {
 	_cleanup_free_ char *rel = NULL;
 	struct stat st;
+	ws = ws_pick(ws, path, len);
 	int r = ws_relative(ws, path, len, &rel);
 	if (r < 0)
 		return r;

@@ -36,6 +36,12 @@ struct workspace {
 	char *root;		/* canonical absolute path of the root */
 	char *alias;		/* the absolute path it was opened by, when that
 				 * differs (a symlink on the way); or NULL */
+	/* A session's other roots (MCP roots, §12): an absolute path beneath
+	 * one of them is resolved there; relative paths stay with this one,
+	 * the primary. Never changed once made: a session given new roots
+	 * gets a new workspace (ws_group), calls in flight keep theirs. */
+	struct workspace **others;
+	size_t n_others;
 };
 
 /* Opens a workspace rooted at path (made canonical). Absolute paths in
@@ -43,6 +49,19 @@ struct workspace {
  * "." or ".." in it, as path does. Negative errno on failure. */
 int ws_open(const char *path, struct workspace **ret);
 struct workspace *ws_ref(struct workspace *ws);
+/* The most roots one workspace group holds (the primary included). */
+#define WS_GROUP_MAX 32
+/* Fills roots (room for max, max > 0) with the canonical roots of ws's
+ * group, the primary first, NULL-terminated; returns how many. */
+size_t ws_group_roots(const struct workspace *ws, const char **roots, size_t max);
+/* Makes a workspace rooted where primary is, whose absolute paths may also
+ * name the n workspaces in others (each referenced, their own others
+ * ignored). */
+struct workspace *ws_group(struct workspace *primary, struct workspace *const *others, size_t n);
+/* The member of ws's group that path (len bytes) lies in: the one whose
+ * root is its longest prefix, or ws itself (relative paths, paths in no
+ * member). */
+const struct workspace *ws_pick(const struct workspace *ws, const char *path, size_t len);
 /* Accepts NULL; returns NULL. */
 struct workspace *ws_unref(struct workspace *ws);
 

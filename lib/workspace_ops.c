@@ -28,6 +28,7 @@ static bool is_root(const struct workspace *ws, const char *path, size_t len)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat a, b;
+	ws = ws_pick(ws, path, len);
 	if (ws_openat(ws, path, len, O_PATH | O_DIRECTORY, 0, &fd) < 0)
 		return false;
 	return fstat(fd, &a) == 0 && fstat(ws->dirfd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;

@@ -718,6 +718,7 @@ static int check_rel(const struct workspace *ws, const char *rel)
 int ws_check(const struct workspace *ws, const char *path, size_t len)
 {
 	_cleanup_free_ char *rel = NULL;
+	ws = ws_pick(ws, path, len);
 	int r = ws_relative(ws, path, len, &rel);
 	if (r < 0)
 		return r;

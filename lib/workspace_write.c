@@ -159,6 +159,7 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 	struct stat st = {};
 	bool exists = false;
 
+	ws = ws_pick(ws, path, len);
 	int r = ws_relative(ws, path, len, &rel);
 	if (r < 0)
 		return r;

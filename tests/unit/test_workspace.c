@@ -2567,6 +2567,53 @@ START_TEST(read_looks_before_opening)
 }
 END_TEST
 
+/* A group of roots (a session's MCP roots): relative paths stay in the
+ * primary, absolute ones reach the member they lie in (the longest root
+ * that prefixes them, never a sibling by its name's prefix), anything
+ * else is refused as before. */
+START_TEST(api_group)
+{
+	struct workspace *outdir = NULL, *evil = NULL;
+	ck_assert_int_eq(ws_open(at("outdir"), &outdir), 0);
+	ck_assert_int_eq(ws_open(at("ws-evil"), &evil), 0);
+	struct workspace *const others[] = { outdir, evil };
+	struct workspace *g = ws_group(ws, others, 2);
+	ck_assert_ptr_nonnull(g);
+	const char *roots[WS_GROUP_MAX + 1];
+	ck_assert_uint_eq(ws_group_roots(g, roots, WS_GROUP_MAX + 1), 3);
+	ck_assert_str_eq(roots[0], root);
+	ck_assert_ptr_null(roots[3]);
+
+	struct buf b = {};
+	ck_assert_int_eq(ws_read(g, "hello.txt", 9, 0, 100, &b, NULL), 0);
+	ck_assert_int_eq(ws_read(g, at("outdir/o.txt"), strlen(at("outdir/o.txt")), 0, 100, &b, NULL), 0);
+	ck_assert_int_eq(ws_read(g, at("ws-evil/x"), strlen(at("ws-evil/x")), 0, 100, &b, NULL), 0);
+	buf_putc(&b, '\0');
+	ck_assert_str_eq(buf_head(&b), "hello\noutdir\nevil\n");
+	buf_free(&b);
+	ck_assert_ptr_eq(ws_pick(g, at("ws/sub"), strlen(at("ws/sub"))), g);
+	ck_assert_ptr_eq(ws_pick(g, at("ws-evil"), strlen(at("ws-evil"))), evil);
+	ck_assert_ptr_eq(ws_pick(g, "outdir/o.txt", 12), g);
+	/* Outside every root, or led out by a link of the primary: refused. */
+	ck_assert_int_eq(ws_read(g, at("outside.txt"), strlen(at("outside.txt")), 0, 100, &b, NULL), -EXDEV);
+	ck_assert_int_lt(ws_read(g, "link-out-dir/o.txt", 18, 0, 100, &b, NULL), 0);
+	ck_assert_int_lt(ws_check(g, "../outdir/o.txt", 15), 0);
+	/* Shown relative in the primary, absolute elsewhere. */
+	_cleanup_free_ char *d1 = ws_display_path(g, at("ws/sub/inner.txt"), strlen(at("ws/sub/inner.txt")));
+	ck_assert_str_eq(d1, "sub/inner.txt");
+	_cleanup_free_ char *want = xstrdup(at("outdir/o.txt"));
+	_cleanup_free_ char *d2 = ws_display_path(g, want, strlen(want));
+	ck_assert_str_eq(d2, want);
+	/* Writes reach the member too. */
+	const char *nw = at("outdir/new.txt");
+	ck_assert_int_eq(ws_write_atomic(g, nw, strlen(nw), "n", 1, false, NULL), 0);
+	ck_assert_int_eq(access(at("outdir/new.txt"), F_OK), 0);
+	ck_assert_ptr_null(ws_unref(g));
+	ws_unref(outdir);
+	ws_unref(evil);
+}
+END_TEST
+
 static void add_tcases(Suite *s, bool fallback)
 {
 	void (*fixture)(void) = fallback ? setup_fallback : setup_kernel;
@@ -2626,6 +2673,7 @@ static void add_tcases(Suite *s, bool fallback)
 	tcase_add_test(tc, declarations);
 	tcase_add_test(tc, no_fd_leak);
 	tcase_add_test(tc, open_nofollow);
+	tcase_add_test(tc, api_group);
 	suite_add_tcase(s, tc);
 }
 

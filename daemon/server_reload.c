@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration and live reload: applying a config to the dispatcher and
+ * the connections' limits, rebuilding the registry (SIGHUP, admin/reload,
+ * a change in tools_dir seen by inotify, debounced), and the MCP providers
+ * whose tools are imported when they start.
+ */
+#include "daemon/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/durable.h"
+#include "daemon/load.h"
+#include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/preflight.h"
+#include "daemon/providers.h"
+#include "daemon/server_internal.h"
+#include "lib/audit.h"
+#include "lib/dispatch.h"
+#include "lib/iopool.h"
+#include "lib/loop.h"
+#include "lib/registry.h"
+#include "lib/sandbox/sandbox.h"
+#include "lib/session.h"
+#include "lib/workspace.h"
+#include "lib/workspace_root.h"
+#include "proto/json.h"
+#include "tools/mcp.h"
+
+/* --- configuration and reload ------------------------------------------ */
+
+void server_apply_config(struct server *s)
+{
+	struct config *c = &s->cfg;
+	struct dispatch_config dc;
+	dispatch_config_defaults(&dc);
+	dc.max_concurrent = c->limits.max_concurrent;
+	dc.session_concurrency = c->limits.session_concurrency;
+	dc.queue_max = c->limits.queue_max;
+	dc.queue_max_total = c->limits.queue_max_total;
+	dc.max_attempts = c->retry.max_attempts;
+	dc.base_delay_ms = c->retry.base_delay_ms;
+	dc.max_delay_ms = c->retry.max_delay_ms;
+	dc.per_uid_queue = c->limits.per_uid_queue;
+	dc.session_confirmations = c->limits.session_confirmations;
+	dc.idem_ttl_ms = c->idempotency.ttl_ms;
+	dc.idem_max_entries = (size_t)c->idempotency.max_entries;
+	dc.idem_max_bytes = c->idempotency.max_bytes;
+	dc.circuit_failures = c->circuit.failures;
+	dc.circuit_window_ms = c->circuit.window_ms;
+	dc.circuit_open_ms = c->circuit.open_ms;
+	dc.confirm_timeout_ms = c->confirmation.timeout_ms;
+	dc.no_approver_wait = c->confirmation.no_approver_wait;
+	dc.max_json_depth = c->limits.max_json_depth;
+	s->env.shell_env_allow = (const char *const *)c->tools.shell_env_allow;
+	s->env.output_cap = (size_t)c->tools.shell_output_cap;
+	s->env.read_cap = (size_t)c->tools.read_file_limit;
+	s->env.sandbox = &c->sandbox;
+	/* The rules are made again from the new settings (and pick up
+	 * entries created since along the denied paths). */
+	sandbox_cache_clear();
+	s->env.run_as_peer = c->sandbox.run_as_peer;
+	if (s->dispatcher) {
+		dispatch_set_config(s->dispatcher, &dc);
+	} else {
+		s->dispatcher = dispatcher_new(s->loop, &dc, &s->bus);
+	}
+	dispatch_set_policy(s->dispatcher, &c->confirmation);
+	dispatch_set_env(s->dispatcher, &s->env);
+	dispatch_set_hooks(s->dispatcher, &c->hooks);
+	log_set_level(c->log_level);
+	s->ws_roots = ws_roots_free(s->ws_roots);
+	s->ws_roots = methods_resolve_roots(s);
+}
+
+struct reload_arg {
+	size_t n;
+	const char *added, *removed, *changed;
+};
+
+static void extra_reloaded(struct jgen *g, void *arg)
+{
+	struct reload_arg *r = arg;
+	jgen_kv_int(g, "tools", (int64_t)r->n);
+	jgen_kv_raw(g, "added", r->added, strlen(r->added));
+	jgen_kv_raw(g, "removed", r->removed, strlen(r->removed));
+	jgen_kv_raw(g, "changed", r->changed, strlen(r->changed));
+}
+
+static void watch_tools_dir(struct server *s);
+
+/* Puts a new registry in force; tells clients and subscribers. Returns
+ * the {tools, added, removed, changed} summary. */
+static char *swap_registry(struct server *s, struct registry *reg, bool always_notify)
+{
+	char *added, *removed, *changed;
+	registry_diff(s->registry, reg, &added, &removed, &changed);
+	bool same = str_eq(added, "[]") && str_eq(removed, "[]") && str_eq(changed, "[]");
+	registry_unref(s->registry);
+	s->registry = reg;
+	dispatch_set_registry(s->dispatcher, reg);
+	s->reloads++;
+	struct reload_arg ra = { reg->n, added, removed, changed };
+	event_emit(&s->bus, "registry.reloaded", NULL, NULL, NULL, extra_reloaded, &ra);
+	if (always_notify || !same)
+		methods_broadcast_list_changed(s);
+	char *result = xasprintf("{\"tools\":%zu,\"added\":%s,\"removed\":%s,\"changed\":%s}", reg->n, added,
+				 removed, changed);
+	free(added);
+	free(removed);
+	free(changed);
+	return result;
+}
+
+/* An MCP provider finished importing (or failed): offer its tools. */
+static void on_provider_settled(void *arg, struct mcp_provider *p)
+{
+	struct server *s = arg;
+	if (mcp_provider_state(p) == MCP_FAILED)
+		log_warning("%s", mcp_provider_error(p));
+	else
+		log_info("MCP server '%s' is ready", mcp_provider_name(p));
+	server_refresh(s);
+	const char *notes = mcp_provider_notes(p);
+	if (notes && mcp_provider_state(p) != MCP_FAILED)
+		log_warning("MCP server '%s': tools not offered: %s", mcp_provider_name(p), notes);
+	methods_resume(s);
+}
+
+void server_setup_providers(struct server *s)
+{
+	providers_setup(&s->providers, s->loop, &s->env, s->default_ws->root, on_provider_settled, s);
+}
+
+void server_reload_and_log(struct server *s, const char *failed, const char *done)
+{
+	_cleanup_free_ char *result = NULL, *err = NULL;
+	if (server_reload(s, &result, &err) < 0)
+		log_error("%s: %s", failed, err);
+	else
+		log_info("%s: %s", done, result);
+}
+
+int server_reload(struct server *s, char **ret_result, char **ret_err)
+{
+	char buf[64];
+	snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)mono_ms() * 1000ULL);
+	sd_notify(0, buf);
+
+	struct config fresh;
+	config_init(&fresh);
+	struct config *cfg = &s->cfg;
+	if (s->config_path) {
+		int r = config_load(&fresh, s->config_path, ret_err);
+		if (r < 0) {
+			config_free(&fresh);
+			sd_notify(0, "READY=1");
+			return r;
+		}
+		cfg = &fresh;
+	}
+	struct registry *reg = NULL;
+	struct providers next = {0};
+	int r = registry_build(cfg, &s->providers, &next, &reg, ret_err);
+	if (r < 0) {
+		config_free(&fresh);
+		/* The directory may have been replaced: the watch follows. */
+		watch_tools_dir(s);
+		sd_notify(0, "READY=1");
+		return r;
+	}
+
+	if (s->config_path) {
+		/* What cannot change while running stays: the socket and the
+		 * flags given on the command line. */
+		free(fresh.socket);
+		fresh.socket = s->cfg.socket ? xstrdup(s->cfg.socket) : NULL;
+		free(fresh.workspace);
+		fresh.workspace = xstrdup(s->cfg.workspace);
+		if (!(fresh.audit_log == s->cfg.audit_log || str_eq(fresh.audit_log, s->cfg.audit_log)))
+			log_warning("audit_log changes take effect at restart");
+		free(fresh.audit_log);
+		fresh.audit_log = s->cfg.audit_log ? xstrdup(s->cfg.audit_log) : NULL;
+		durable_reload(s, &fresh);
+		config_free(&s->cfg);
+		s->cfg = fresh;
+		server_apply_config(s);
+	} else {
+		config_free(&fresh);
+	}
+
+	providers_clear(&s->providers);
+	s->providers = next;
+	server_setup_providers(s);
+	*ret_result = swap_registry(s, reg, true);
+	watch_tools_dir(s);
+	sd_notify(0, "READY=1");
+	return 0;
+}
+
+void server_refresh(struct server *s)
+{
+	struct registry *reg = NULL;
+	struct providers next = {0};
+	char *err = NULL;
+	if (registry_build(&s->cfg, &s->providers, &next, &reg, &err) < 0) {
+		log_error("cannot rebuild the registry: %s", err);
+		free(err);
+		return;
+	}
+	providers_clear(&s->providers);
+	s->providers = next;
+	free(swap_registry(s, reg, false));
+}
+
+static void on_reload_debounce(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct server *s = container_of(w, struct server, reload_debounce);
+	server_reload_and_log(s, "tool files changed but do not load, the previous registry stays",
+		       "tool files changed, reloaded");
+}
+
+/* True for an inotify event that may change the tool files: anything in
+ * tools_dir itself, and in its parent only what happens to its name (the
+ * directory replaced, moved away or made). */
+static bool tools_event(const struct server *s, const struct inotify_event *ev)
+{
+	if (ev->wd != s->parent_wd)
+		return true;
+	return ev->len && str_eq(ev->name, s->tools_name);
+}
+
+static void on_inotify(struct ev_loop *ev, ev_io *w, int revents)
+{
+	struct server *s = container_of(w, struct server, inotify_w);
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool any = false;
+	for (;;) {
+		ssize_t n = read(s->inotify_fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *e = (const struct inotify_event *)(buf + off);
+			any |= tools_event(s, e);
+			off += (ssize_t)(sizeof(*e) + e->len);
+		}
+	}
+	if (any) {
+		/* Editors write in several steps: wait for the dust to settle. */
+		ev_timer_stop(ev, &s->reload_debounce);
+		ev_timer_set(&s->reload_debounce, 0.2, 0.0);
+		ev_timer_start(ev, &s->reload_debounce);
+	}
+}
+
+/*
+ * (Re)arms the watch on tools_dir, on every (re)load: the directory and
+ * its parent, so that a tools_dir replaced by another (moved away and made
+ * again, as deployment tools do) is noticed and then watched in its turn.
+ */
+static void watch_tools_dir(struct server *s)
+{
+	if (s->inotify_fd >= 0) {
+		ev_io_stop(s->ev, &s->inotify_w);
+		close(s->inotify_fd);
+		s->inotify_fd = -1;
+	}
+	if (!s->cfg.tools_dir)
+		return;
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd < 0) {
+		log_warning("inotify: %s; tool files reload on SIGHUP only", strerror(errno));
+		return;
+	}
+	const uint32_t names = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM;
+	if (inotify_add_watch(fd, s->cfg.tools_dir, names | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF |
+				      IN_MOVE_SELF | IN_ONLYDIR) < 0)
+		log_warning("cannot watch %s: %s; it is watched again at the next reload", s->cfg.tools_dir,
+			    strerror(errno));
+	/* The parent and the name in it, trailing slashes aside. */
+	_cleanup_free_ char *parent = xstrdup(s->cfg.tools_dir);
+	size_t n = strlen(parent);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = '\0';
+	char *slash = strrchr(parent, '/');
+	free(s->tools_name);
+	s->tools_name = xstrdup(slash ? slash + 1 : parent);
+	if (slash == parent)
+		parent[1] = '\0';	/* "/" */
+	else if (slash)
+		*slash = '\0';
+	s->parent_wd = inotify_add_watch(fd, slash ? parent : ".", names | IN_ONLYDIR);
+	s->inotify_fd = fd;
+	ev_io_init(&s->inotify_w, on_inotify, fd, EV_READ);
+	ev_io_start(s->ev, &s->inotify_w);
+}
+
+void server_watch_init(struct server *s)
+{
+	ev_init(&s->reload_debounce, on_reload_debounce);
+	watch_tools_dir(s);
+}
