@@ -564,6 +564,16 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 		defer(c, req, p);
 		return;
 	}
+	const char *down = registry_find(c->srv->registry, name->u.str.s) ? NULL
+			   : providers_down_for(&c->srv->providers, name->u.str.s);
+	if (down) {
+		/* Maybe a tool of a provider that failed to start: transient. */
+		struct outcome *o = outcome_error(TC_TRANSIENT, "%s", down);
+		o->tool = xstrdup(name->u.str.s);
+		methods_answer_outcome(p, o, false);
+		outcome_unref(o);
+		return;
+	}
 	struct call_params cp = {
 		.tool = name->u.str.s,
 		.arguments = json_get(params, "arguments"),
@@ -833,6 +843,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
 	dispatch_write_stats(s->dispatcher, g);
 	durable_write_stats(s, g);
+	providers_write_stats(&s->providers, g);
 	jgen_obj_close(g);
 	jgen_free(g);
 	answer(p, &b);

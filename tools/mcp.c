@@ -271,7 +271,7 @@ struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
 	if (!p || --p->refs > 0)
 		return NULL;
 	p->on_settled = NULL;
-	p->on_stderr = NULL;
+	p->on_log = NULL;
 	mcp_provider_down(p, "the provider was removed");
 	tc_timer_free(p->import_timer);
 	mcp_imports_free(p->tools, p->n_tools);
@@ -334,9 +334,9 @@ void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const stru
 	p->arg = arg;
 }
 
-void mcp_provider_set_stderr_log(struct mcp_provider *p,
-				 void (*on_line)(void *arg, struct mcp_provider *p, const char *line))
+void mcp_provider_set_log(struct mcp_provider *p,
+			  void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line))
 {
-	p->on_stderr = on_line;
+	p->on_log = on_log;
 }
 

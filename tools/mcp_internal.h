@@ -80,7 +80,7 @@ struct mcp_provider {
 	char *cwd;
 	void (*on_settled)(void *arg, struct mcp_provider *p);
 	void *arg;
-	void (*on_stderr)(void *arg, struct mcp_provider *p, const char *line);
+	void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line);
 
 	enum mcp_state state;
 	char *error;

@@ -94,14 +94,14 @@ void mcp_settle(struct mcp_provider *p)
 /* Logs one line of stderr, within the budget of the window. */
 static void stderr_log(struct mcp_provider *p, const char *s, size_t n)
 {
-	if (!p->on_stderr)
+	if (!p->on_log)
 		return;
 	uint64_t now = p->loop ? tc_now(p->loop) : mono_ms();
 	if (now - p->err_window_ms >= STDERR_WINDOW_MS) {
 		if (p->err_dropped) {
 			char msg[96];
 			snprintf(msg, sizeof(msg), "(%u more lines of stderr were not logged)", p->err_dropped);
-			p->on_stderr(p->arg, p, msg);
+			p->on_log(p->arg, p, false, msg);
 		}
 		p->err_window_ms = now;
 		p->err_lines = 0;
@@ -116,7 +116,7 @@ static void stderr_log(struct mcp_provider *p, const char *s, size_t n)
 	utf8_sanitize(s, MIN(n, (size_t)STDERR_LINE_MAX), &clean);
 	if (n > STDERR_LINE_MAX)
 		buf_puts(&clean, "...");
-	p->on_stderr(p->arg, p, buf_head(&clean));
+	p->on_log(p->arg, p, false, buf_head(&clean));
 	buf_free(&clean);
 }
 

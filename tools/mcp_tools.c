@@ -334,6 +334,12 @@ void mcp_on_message(struct mcp_provider *p, const char *line, size_t len)
 			p->import_notes = buf_size(&p->notes);
 			p->state = MCP_READY;
 			tc_timer_stop(p->import_timer);
+			_cleanup_free_ char *unmatched = mcp_provider_unmatched(p);
+			if (unmatched && p->on_log) {
+				_cleanup_free_ char *w = xasprintf("\"tools\" keys of %s that match none of its "
+								   "tools: %s", p->source, unmatched);
+				p->on_log(p->arg, p, true, w);
+			}
 			mcp_settle(p);
 		}
 	} else {
