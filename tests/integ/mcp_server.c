@@ -6,8 +6,10 @@
  * the process without answering; pid answers the server's pid; badutf
  * answers bytes that are not UTF-8; huge {n} answers a text of n bytes;
  * closeout closes its standard output and stays. Its list also holds names
- * that are no tool names and a name twice. With "slowinit" as argument,
- * it takes a second to answer initialize.
+ * that are no tool names and a name twice; image answers a text and a PNG
+ * image, badimage an image whose data is not base64; stderr writes a line
+ * to its stderr. With "slowinit" as argument, it takes a second to answer
+ * initialize; with "failstart", it writes two lines to stderr and exits 1.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -40,6 +42,9 @@ static const char tools[] =
 	"{\"name\":\"bad_schema\",\"description\":\"Unsupported schema\",\"inputSchema\":{\"type\":\"object\",\"patternProperties\":{}}},"
 	"{\"name\":\"badutf\",\"description\":\"Not UTF-8\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"huge\",\"description\":\"A long text\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}},"
+	"{\"name\":\"image\",\"description\":\"An image\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"badimage\",\"description\":\"A bad image\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"stderr\",\"description\":\"Writes to stderr\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"closeout\",\"description\":\"Closes stdout\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"bad name\",\"description\":\"A space\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"echo\",\"description\":\"Twice\",\"inputSchema\":{\"type\":\"object\"}}"
@@ -48,6 +53,10 @@ static const char tools[] =
 int main(int argc, char **argv)
 {
 	bool slow_init = argc > 1 && strcmp(argv[1], "slowinit") == 0;
+	if (argc > 1 && strcmp(argv[1], "failstart") == 0) {
+		fprintf(stderr, "starting test server\nfatal: cannot open /nonexistent/config.toml\n");
+		return 1;
+	}
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -116,6 +125,16 @@ int main(int argc, char **argv)
 				close(1);
 				for (;;)
 					pause();
+			} else if (str_eq(name, "image")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"a dot\"},"
+					 "{\"type\":\"image\",\"data\":\"iVBORw0KGgo=\",\"mimeType\":\"image/png\"}]}");
+			} else if (str_eq(name, "badimage")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"image\",\"data\":\"not base64!\","
+					 "\"mimeType\":\"image/png\"}]}");
+			} else if (str_eq(name, "stderr")) {
+				fprintf(stderr, "a note on stderr\n");
+				fflush(stderr);
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"noted\"}]}");
 			} else if (str_eq(name, "pid")) {
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"%d\"}]}", (int)getpid());
 			} else {
