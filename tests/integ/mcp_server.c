@@ -9,7 +9,8 @@
  * that are no tool names and a name twice; image answers a text and a PNG
  * image, badimage an image whose data is not base64; stderr writes a line
  * to its stderr. With "slowinit" as argument, it takes a second to answer
- * initialize; with "failstart", it writes two lines to stderr and exits 1.
+ * initialize ("slowinit12": 12 s); with "failstart", it writes two lines
+ * to stderr and exits 1.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,7 +53,8 @@ static const char tools[] =
 
 int main(int argc, char **argv)
 {
-	bool slow_init = argc > 1 && strcmp(argv[1], "slowinit") == 0;
+	/* "slowinit" waits a second before answering initialize, "slowinitN" N. */
+	int slow_init = argc > 1 && strncmp(argv[1], "slowinit", 8) == 0 ? (argv[1][8] ? atoi(argv[1] + 8) : 1) : 0;
 	if (argc > 1 && strcmp(argv[1], "failstart") == 0) {
 		fprintf(stderr, "starting test server\nfatal: cannot open /nonexistent/config.toml\n");
 		return 1;
@@ -76,7 +78,7 @@ int main(int argc, char **argv)
 		const char *idt = src + id->off;
 		if (strcmp(method, "initialize") == 0) {
 			if (slow_init)
-				sleep(1);
+				sleep((unsigned)slow_init);
 			reply(idt, id->len, "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"tools\":{}},"
 					    "\"serverInfo\":{\"name\":\"test\",\"version\":\"1\"}}");
 		} else if (strcmp(method, "tools/list") == 0) {

@@ -197,6 +197,24 @@ START_TEST(check_config_warns_about_per_tool_keys)
 }
 END_TEST
 
+/* toolcallctl's default timeout covers a provider's start: a list right
+ * after start-up waits for a server that takes 11 s to initialize. */
+START_TEST(ctl_waits_for_a_provider_to_start)
+{
+	struct tcd d;
+	start_demo(&d, NULL, "read", NULL, "slowinit11");
+	const char *argv[] = { tc_ctl_path(), "-s", d.sock, "list", NULL };
+	char *out = NULL, *err = NULL;
+	int status = tc_run(argv, NULL, d.dir, &out, &err, 30000);
+	ck_assert_msg(status == 0, "status %d: %s", status, err);
+	ck_assert_msg(strstr(out, "demo_echo"), "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("providers");
@@ -208,6 +226,7 @@ int main(void)
 	tcase_add_test(tc, failed_start_says_why);
 	tcase_add_test(tc, stderr_and_stats);
 	tcase_add_test(tc, check_config_warns_about_per_tool_keys);
+	tcase_add_test(tc, ctl_waits_for_a_provider_to_start);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
