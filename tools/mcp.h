@@ -73,8 +73,8 @@ bool mcp_provider_imported(const struct mcp_provider *p);
 void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const struct tool_env *env,
 			const char *cwd, void (*on_settled)(void *arg, struct mcp_provider *p), void *arg);
 /* Where the provider's log goes: each line of the server's stderr (cut at
- * 512 bytes, at most 20 lines per 10 s, then one line saying how many were
- * not logged), and warnings (warning true) such as "tools" keys that match
+ * 512 bytes, at most 20 lines per 10 s, then a line saying so, and with the
+ * next line logged how many were not), and warnings (warning true) such as "tools" keys that match
  * none of its tools. */
 void mcp_provider_set_log(struct mcp_provider *p,
 			  void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line));

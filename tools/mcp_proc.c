@@ -108,7 +108,8 @@ static void stderr_log(struct mcp_provider *p, const char *s, size_t n)
 		p->err_dropped = 0;
 	}
 	if (p->err_lines >= STDERR_WINDOW_LINES) {
-		p->err_dropped++;
+		if (p->err_dropped++ == 0)
+			p->on_log(p->arg, p, false, "(more lines of stderr within 10 s are not logged)");
 		return;
 	}
 	p->err_lines++;

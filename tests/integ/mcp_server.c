@@ -7,8 +7,8 @@
  * answers bytes that are not UTF-8; huge {n} answers a text of n bytes;
  * closeout closes its standard output and stays. Its list also holds names
  * that are no tool names and a name twice; image answers a text and a PNG
- * image, badimage an image whose data is not base64; stderr writes a line
- * to its stderr. With "slowinit" as argument, it takes a second to answer
+ * image, badimage an image whose data is not base64; stderr {lines} writes
+ * lines (default 1) to its stderr. With "slowinit" as argument, it takes a second to answer
  * initialize ("slowinit12": 12 s); with "failstart", it writes two lines
  * to stderr and exits 1.
  */
@@ -45,7 +45,7 @@ static const char tools[] =
 	"{\"name\":\"huge\",\"description\":\"A long text\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}},"
 	"{\"name\":\"image\",\"description\":\"An image\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"badimage\",\"description\":\"A bad image\",\"inputSchema\":{\"type\":\"object\"}},"
-	"{\"name\":\"stderr\",\"description\":\"Writes to stderr\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"stderr\",\"description\":\"Writes to stderr\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"lines\":{\"type\":\"integer\"}}}},"
 	"{\"name\":\"closeout\",\"description\":\"Closes stdout\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"bad name\",\"description\":\"A space\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"echo\",\"description\":\"Twice\",\"inputSchema\":{\"type\":\"object\"}}"
@@ -134,7 +134,9 @@ int main(int argc, char **argv)
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"image\",\"data\":\"not base64!\","
 					 "\"mimeType\":\"image/png\"}]}");
 			} else if (str_eq(name, "stderr")) {
-				fprintf(stderr, "a note on stderr\n");
+				json_get_int(json_get(args, "lines"), &a);
+				for (int64_t i = 0; i < (a ? a : 1); i++)
+					fprintf(stderr, "a note on stderr, %lld\n", (long long)i);
 				fflush(stderr);
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"noted\"}]}");
 			} else if (str_eq(name, "pid")) {

@@ -154,7 +154,13 @@ START_TEST(stderr_and_stats)
 	start_demo(&d, "{\"retry\":{\"max_attempts\":1}}", "read", NULL, NULL);
 	struct tcc *c = tcc_connect(&d);
 	tc_assert_ok(tcc_call(c, "demo_stderr", "{}"));
-	ck_assert(tcd_wait_log(&d, "MCP server 'demo' stderr: a note on stderr", 1, 5000));
+	ck_assert(tcd_wait_log(&d, "MCP server 'demo' stderr: a note on stderr, 0", 1, 5000));
+	/* A flood is logged within a budget: 20 lines per 10 s, then a note. */
+	tc_assert_ok(tcc_call(c, "demo_stderr", "{\"lines\":200}"));
+	ck_assert(tcd_wait_log(&d, "(more lines of stderr within 10 s are not logged)", 1, 5000));
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "a note on stderr, 18") && !strstr(log, "a note on stderr, 19\n"), "%s", log);
+	free(log);
 	const struct json *r = tcc_request(c, "admin/stats", "{}");
 	ck_assert_str_eq(tj_str(r, "result.providers.0.state"), "ready");
 	ck_assert_int_gt(tj_int(r, "result.providers.0.pid"), 0);
