@@ -102,8 +102,7 @@ bool policy_key_matches(const char *key, const char *name)
 	return policy_key_is_glob(key) ? fnmatch(key, name, 0) == 0 : strcmp(key, name) == 0;
 }
 
-/* Characters of a glob that are not wildcards: the more, the more specific. */
-static size_t literal_chars(const char *glob)
+size_t policy_key_literal(const char *glob)
 {
 	size_t n = 0;
 	for (const char *c = glob; *c; c++)
@@ -122,7 +121,7 @@ const struct policy_tool_mode *policy_per_tool(const struct policy_config *p, co
 				return &p->per_tool[i];
 			continue;
 		}
-		size_t lit = literal_chars(key);
+		size_t lit = policy_key_literal(key);
 		if (fnmatch(key, tool_name, 0) == 0 && (!best || lit > best_literal)) {
 			best = &p->per_tool[i];
 			best_literal = lit;

@@ -67,6 +67,9 @@ int confirm_mode_from_name(const char *s);
 bool policy_key_is_glob(const char *key);
 /* True when a per_tool key (a name or a glob) matches a tool name. */
 bool policy_key_matches(const char *key, const char *name);
+/* The characters of a key that are not wildcards: among globs that match,
+ * the one with the most is the most specific. */
+size_t policy_key_literal(const char *key);
 /*
  * The per_tool entry for a tool: the entry of its exact name, else the
  * matching glob with the most characters that are not wildcards (the first

@@ -8,13 +8,13 @@
 #include "tools/mcp.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "lib/child.h"
 #include "lib/loop.h"
+#include "lib/policy.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
 #include "tools/mcp_internal.h"
@@ -91,12 +91,8 @@ static int override_from_json(const char *key, const struct json *v, struct mcp_
 		o->description = xstrdup(x->u.str.s);
 	}
 	o->pattern = xstrdup(key);
-	for (const char *c = key; *c; c++) {
-		if (*c == '*' || *c == '?' || *c == '[')
-			o->glob = true;
-		else
-			o->literal++;
-	}
+	o->glob = policy_key_is_glob(key);
+	o->literal = (unsigned)policy_key_literal(key);
 	return 0;
 }
 
@@ -122,17 +118,12 @@ static int overrides_from_json(const struct json *v, struct mcp_override **ret, 
 	return 0;
 }
 
-static bool override_matches(const struct mcp_override *o, const char *remote)
-{
-	return o->glob ? fnmatch(o->pattern, remote, 0) == 0 : strcmp(o->pattern, remote) == 0;
-}
-
 const struct mcp_override *mcp_override_for(const struct mcp_provider *p, const char *remote)
 {
 	const struct mcp_override *best = NULL;
 	for (size_t i = 0; i < p->n_overrides; i++) {
 		const struct mcp_override *o = &p->overrides[i];
-		if (!override_matches(o, remote))
+		if (!policy_key_matches(o->pattern, remote))
 			continue;
 		if (!o->glob)
 			return o;
@@ -150,7 +141,7 @@ char *mcp_provider_unmatched(const struct mcp_provider *p)
 	for (size_t i = 0; i < p->n_overrides; i++) {
 		bool hit = false;
 		for (size_t k = 0; k < p->n_tools && !hit; k++)
-			hit = override_matches(&p->overrides[i], p->tools[k].name);
+			hit = policy_key_matches(p->overrides[i].pattern, p->tools[k].name);
 		if (!hit)
 			buf_printf(&b, "%s\"%s\"", buf_size(&b) ? ", " : "", p->overrides[i].pattern);
 	}

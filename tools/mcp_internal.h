@@ -37,7 +37,8 @@ struct mcp_import {
 };
 
 /* One entry of the file's "tools": what it changes of the tools it names
- * (a name, or a glob with * ? [...]). */
+ * (a name, or a glob with * ? [...], matched as confirmation.per_tool keys:
+ * lib/policy.h). */
 struct mcp_override {
 	char *pattern;
 	bool glob;

@@ -10,6 +10,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
@@ -148,6 +149,38 @@ START_TEST(failed_start_says_why)
 }
 END_TEST
 
+/* A server the sandbox stops from starting: the error says it may have
+ * been the sandbox, then what the server printed. */
+START_TEST(sandbox_refusal_is_named)
+{
+	struct tcd d;
+	tcd_prepare(&d, &(struct tcd_opts){ 0 });
+	char *outside = xasprintf("%s/outside", d.dir);
+	char *decl = xasprintf("{\"name\":\"demo\",\"kind\":\"mcp\",\"prefix\":\"demo_\",\"side_effects\":\"read\","
+			       "\"command\":[\"sh\",\"-c\",\"echo x > %s; exit 1\"]}", outside);
+	tcd_write_tool(&d, "demo.json", decl);
+	free(decl);
+	tcd_spawn(&d, &(struct tcd_opts){ 0 });
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 5000), 0);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_echo", "{}");
+	const char *m = tj_str(r, "error.message");
+	ck_assert_msg(m, "%s", tcc_raw(c, r));
+	bool confined = access(outside, F_OK) < 0 && !strstr(m, "cannot be started");
+	if (confined) {
+		tc_assert_kind(r, "transient");
+		ck_assert_msg(strstr(m, "exited with status 1 while starting\n[sandbox] This may have been refused "
+					"by the sandbox") && strstr(m, "Last lines of its stderr:\n") &&
+			      strstr(m, "outside"), "%s", m);
+	}
+	/* else the sandbox does not confine here, or refuses to run at all. */
+	free(outside);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(stderr_and_stats)
 {
 	struct tcd d;
@@ -230,6 +263,7 @@ int main(void)
 	tcase_add_test(tc, overrides_are_checked);
 	tcase_add_test(tc, per_tool_globs);
 	tcase_add_test(tc, failed_start_says_why);
+	tcase_add_test(tc, sandbox_refusal_is_named);
 	tcase_add_test(tc, stderr_and_stats);
 	tcase_add_test(tc, check_config_warns_about_per_tool_keys);
 	tcase_add_test(tc, ctl_waits_for_a_provider_to_start);
