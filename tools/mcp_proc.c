@@ -94,7 +94,7 @@ void mcp_settle(struct mcp_provider *p)
 /* Logs one line of stderr, within the budget of the window. */
 static void stderr_log(struct mcp_provider *p, const char *s, size_t n)
 {
-	if (!p->on_log)
+	if (!p->on_log || n == 0)	/* empty lines are not worth a log line */
 		return;
 	uint64_t now = p->loop ? tc_now(p->loop) : mono_ms();
 	if (now - p->err_window_ms >= STDERR_WINDOW_MS) {
@@ -115,6 +115,11 @@ static void stderr_log(struct mcp_provider *p, const char *s, size_t n)
 	p->err_lines++;
 	struct buf clean = {0};
 	utf8_sanitize(s, MIN(n, (size_t)STDERR_LINE_MAX), &clean);
+	/* Control characters (a carriage return, escapes) could forge or
+	 * garble log lines. */
+	for (size_t i = 0; i < buf_size(&clean); i++)
+		if ((unsigned char)clean.data[clean.off + i] < 0x20 && clean.data[clean.off + i] != '\t')
+			clean.data[clean.off + i] = '?';
 	if (n > STDERR_LINE_MAX)
 		buf_puts(&clean, "...");
 	p->on_log(p->arg, p, false, buf_head(&clean));
@@ -156,7 +161,7 @@ static void stderr_tail(const struct mcp_provider *p, struct buf *out)
 	size_t n = p->err_tail_len;
 	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
 		n--;
-	if (n == MCP_STDERR_TAIL) {
+	if (p->err_tail_len == MCP_STDERR_TAIL) {
 		/* Cut: start at a line. */
 		const char *nl = memchr(s, '\n', n);
 		if (nl && nl + 1 < s + n) {
