@@ -9,8 +9,8 @@
  * that are no tool names and a name twice; image answers a text and a PNG
  * image, badimage an image whose data is not base64; stderr {lines} writes
  * lines (default 1) to its stderr. With "slowinit" as argument, it takes a second to answer
- * initialize ("slowinit12": 12 s); with "failstart", it writes two lines
- * to stderr and exits 1.
+ * initialize ("slowinit12": 12 s); with "failstart" (or "failif=PATH"
+ * while PATH exists), it writes two lines to stderr and exits 1.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -55,7 +55,9 @@ int main(int argc, char **argv)
 {
 	/* "slowinit" waits a second before answering initialize, "slowinitN" N. */
 	int slow_init = argc > 1 && strncmp(argv[1], "slowinit", 8) == 0 ? (argv[1][8] ? atoi(argv[1] + 8) : 1) : 0;
-	if (argc > 1 && strcmp(argv[1], "failstart") == 0) {
+	/* "failif=PATH": fails to start while PATH exists. */
+	bool fail_now = argc > 1 && strncmp(argv[1], "failif=", 7) == 0 && access(argv[1] + 7, F_OK) == 0;
+	if (fail_now || (argc > 1 && strcmp(argv[1], "failstart") == 0)) {
 		fprintf(stderr, "starting test server\nfatal: cannot open /nonexistent/config.toml\n");
 		return 1;
 	}

@@ -149,6 +149,30 @@ START_TEST(failed_start_says_why)
 }
 END_TEST
 
+/* A provider that imported its tools and then fails to restart keeps them
+ * listed; their calls fail as transient with the failure. */
+START_TEST(known_tools_of_a_down_provider)
+{
+	struct tcd d;
+	/* The server runs in the workspace: "down" is a file there. */
+	start_demo(&d, "{\"retry\":{\"max_attempts\":1}}", "read", NULL, "failif=down");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "demo_echo", "{\"text\":\"up\"}"));
+	tcd_put(&d, "down", "");
+	tc_assert_kind(tcc_call(c, "demo_crash", "{}"), "transient");
+	const struct json *r = tcc_call(c, "demo_echo", "{\"text\":\"down\"}");
+	tc_assert_kind(r, "transient");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "fatal: cannot open"), "%s", tcc_raw(c, r));
+	r = tcc_request(c, "tools/list", "{}");
+	ck_assert(listed(r, "demo_echo"));
+	r = tcc_request(c, "admin/stats", "{}");
+	ck_assert_str_eq(tj_str(r, "result.providers.0.state"), "failed");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* A server the sandbox stops from starting: the error says it may have
  * been the sandbox, then what the server printed. */
 START_TEST(sandbox_refusal_is_named)
@@ -263,6 +287,7 @@ int main(void)
 	tcase_add_test(tc, overrides_are_checked);
 	tcase_add_test(tc, per_tool_globs);
 	tcase_add_test(tc, failed_start_says_why);
+	tcase_add_test(tc, known_tools_of_a_down_provider);
 	tcase_add_test(tc, sandbox_refusal_is_named);
 	tcase_add_test(tc, stderr_and_stats);
 	tcase_add_test(tc, check_config_warns_about_per_tool_keys);
