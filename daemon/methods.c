@@ -408,6 +408,16 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 		defer(c, req, p);
 		return;
 	}
+	const char *down = registry_find(c->srv->registry, name->u.str.s) ? NULL
+			   : providers_down_for(&c->srv->providers, name->u.str.s);
+	if (down) {
+		/* Maybe a tool of a provider that failed to start: transient. */
+		struct outcome *o = outcome_error(TC_TRANSIENT, "%s", down);
+		o->tool = xstrdup(name->u.str.s);
+		methods_answer_outcome(p, o, false);
+		outcome_unref(o);
+		return;
+	}
 	struct call_params cp = {
 		.tool = name->u.str.s,
 		.arguments = json_get(params, "arguments"),

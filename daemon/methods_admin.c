@@ -90,6 +90,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
 	dispatch_write_stats(s->dispatcher, g);
 	durable_write_stats(s, g);
+	providers_write_stats(&s->providers, g);
 	jgen_obj_close(g);
 	jgen_free(g);
 	methods_answer(p, &b);

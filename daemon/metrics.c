@@ -34,6 +34,12 @@ static void providers(const struct server *s, struct buf *b)
 			metrics_u64(b, "toolcalld_provider_state", labels, (size_t)now == k);
 		}
 	}
+	metrics_family(b, "toolcalld_provider_restarts", "counter", NULL,
+		       "Times each MCP provider's server was started again.");
+	for (size_t i = 0; i < s->providers.n; i++) {
+		const char *labels[] = { "provider", mcp_provider_name(s->providers.v[i]), NULL };
+		metrics_u64(b, "toolcalld_provider_restarts_total", labels, mcp_provider_restarts(s->providers.v[i]));
+	}
 }
 
 void metrics_write(struct server *s, struct buf *b)

@@ -19,9 +19,12 @@
 #include "daemon/config.h"
 #include "daemon/default_socket.h"
 #include "daemon/load.h"
+#include "daemon/providers.h"
+#include "lib/policy.h"
 #include "lib/registry.h"
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/util.h"
+#include "tools/mcp.h"
 
 /* The directory part of path, as a new string. */
 static char *dir_of(const char *path)
@@ -141,20 +144,62 @@ static void warn_stderr(const char *msg)
 	fprintf(stderr, "toolcalld: warning: %s\n", msg);
 }
 
+/* The provider whose tools a per_tool key may name (its literal start and
+ * the provider's prefix agree), or NULL. */
+static const char *provider_of_key(const struct providers *pv, const char *key)
+{
+	size_t lit = strcspn(key, "*?[");
+	for (size_t i = 0; i < pv->n; i++) {
+		const char *pre = mcp_provider_prefix(pv->v[i]);
+		size_t n = MIN(lit, strlen(pre));
+		if (strncmp(key, pre, n) == 0 && (lit >= strlen(pre) || key[lit]))
+			return mcp_provider_name(pv->v[i]);
+	}
+	return NULL;
+}
+
+/* Warns about a per_tool key that matches no tool; one that may name a
+ * tool of an MCP server is only noted: those are known once it runs. */
+static void check_key(const struct registry *r, const struct providers *pv, const char *section, const char *key)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (policy_key_matches(key, r->tools[i]->name))
+			return;
+	const char *provider = provider_of_key(pv, key);
+	if (provider)
+		printf("%s: \"%s\" is checked when MCP server '%s' runs (its tools are not imported here)\n",
+		       section, key, provider);
+	else
+		fprintf(stderr, "toolcalld: warning: %s: \"%s\" matches no tool\n", section, key);
+}
+
+/* Warns about confirmation.per_tool and sandbox.per_tool keys that match
+ * no tool. */
+static void check_per_tool(const struct config *cfg, const struct registry *r, const struct providers *pv)
+{
+	for (size_t i = 0; i < cfg->confirmation.n_per_tool; i++)
+		check_key(r, pv, "confirmation.per_tool", cfg->confirmation.per_tool[i].name);
+	for (size_t i = 0; i < cfg->sandbox.n_per_tool; i++)
+		check_key(r, pv, "sandbox.per_tool", cfg->sandbox.per_tool[i].tool);
+}
+
 int preflight_check_config(const struct config *cfg, const char *config_path)
 {
 	_cleanup_free_ char *err = NULL;
 	_cleanup_free_ char *socket = cfg->socket ? xstrdup(cfg->socket) : default_socket_path();
 	struct registry *r = NULL;
-	if (registry_build(cfg, NULL, NULL, &r, &err) < 0 ||
+	struct providers pv = {0};
+	if (registry_build(cfg, NULL, &pv, &r, &err) < 0 ||
 	    preflight_workspace(cfg->workspace, &err) < 0 ||
 	    preflight_allowed(cfg, warn_stderr, &err) < 0 ||
 	    (cfg->audit_log && preflight_audit_log(cfg->audit_log, &err) < 0) ||
 	    preflight_socket(socket, false, &err) < 0) {
 		fprintf(stderr, "toolcalld: %s\n", err);
 		registry_unref(r);
+		providers_clear(&pv);
 		return 1;
 	}
+	check_per_tool(cfg, r, &pv);
 	printf("%s: configuration OK, %zu tools\n", config_path ? config_path : "(defaults)", r->n);
 	printf("socket: %s\n", socket);
 	/* What the kernel enforces of the process sandbox, as start-up says. */
@@ -162,5 +207,6 @@ int preflight_check_config(const struct config *cfg, const char *config_path)
 	printf("%s\n", line);
 	sandbox_shutdown();
 	registry_unref(r);
+	providers_clear(&pv);
 	return 0;
 }

@@ -3,14 +3,17 @@
  * The MCP providers as the daemon runs them: set up in the loop at start
  * and at each reload, started when a client first needs their tools
  * (tools/list starts all of them, tools/call the one whose prefix the
- * tool carries), and asked whether any is still starting.
+ * tool carries), asked whether any is still starting, and shown in
+ * admin/stats. Their stderr and warnings go to the daemon's log.
  */
 #include "daemon/providers.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/log.h"
 #include "proto/base/util.h"
+#include "proto/json.h"
 #include "tools/mcp.h"
 
 void providers_clear(struct providers *p)
@@ -22,11 +25,48 @@ void providers_clear(struct providers *p)
 	p->n = 0;
 }
 
+/* Logs a line of a provider's stderr, or a warning about it. */
+static void provider_log(void *arg, struct mcp_provider *pv, bool warning, const char *line)
+{
+	if (warning)
+		log_warning("MCP server '%s': %s", mcp_provider_name(pv), line);
+	else
+		log_info("MCP server '%s' stderr: %s", mcp_provider_name(pv), line);
+}
+
 void providers_setup(struct providers *p, struct tc_loop *loop, const struct tool_env *env,
 		     const char *root, void (*settled)(void *arg, struct mcp_provider *pv), void *arg)
 {
-	for (size_t i = 0; i < p->n; i++)
+	for (size_t i = 0; i < p->n; i++) {
 		mcp_provider_setup(p->v[i], loop, env, root, settled, arg);
+		mcp_provider_set_log(p->v[i], provider_log);
+	}
+}
+
+static const char *const state_names[] = {
+	[MCP_IDLE] = "idle", [MCP_STARTING] = "starting", [MCP_READY] = "ready", [MCP_FAILED] = "failed",
+};
+
+void providers_write_stats(const struct providers *p, struct jgen *g)
+{
+	jgen_key(g, "providers");
+	jgen_arr_open(g);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct mcp_provider *pv = p->v[i];
+		jgen_obj_open(g);
+		jgen_kv_str(g, "name", mcp_provider_name(pv));
+		jgen_kv_str(g, "prefix", mcp_provider_prefix(pv));
+		jgen_kv_str(g, "state", state_names[mcp_provider_state(pv)]);
+		jgen_key(g, "pid");
+		if (mcp_provider_pid(pv) > 0)
+			jgen_int(g, mcp_provider_pid(pv));
+		else
+			jgen_null(g);
+		jgen_kv_int(g, "restarts", mcp_provider_restarts(pv));
+		jgen_kv_str(g, "lastError", mcp_provider_last_error(pv));
+		jgen_obj_close(g);
+	}
+	jgen_arr_close(g);
 }
 
 bool providers_starting(const struct providers *p)
@@ -56,6 +96,14 @@ static struct mcp_provider *provider_for(const struct providers *p, const char *
 			best = pv;
 	}
 	return best;
+}
+
+const char *providers_down_for(const struct providers *p, const char *tool)
+{
+	struct mcp_provider *pv = provider_for(p, tool);
+	if (!pv || mcp_provider_imported(pv) || mcp_provider_state(pv) != MCP_FAILED)
+		return NULL;
+	return mcp_provider_error(pv);
 }
 
 bool providers_start_for(struct providers *p, const char *tool)

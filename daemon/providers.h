@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct jgen;
 struct mcp_provider;
 struct tc_loop;
 struct tool_env;
@@ -34,5 +35,15 @@ bool providers_start_all(struct providers *p);
 /* Starts the provider whose prefix the tool name carries, when it is not
  * ready; true while it is starting (the call must wait for it). */
 bool providers_start_for(struct providers *p, const char *tool);
+
+/*
+ * When the tool name carries the prefix of a provider that never imported
+ * its tools because its start failed: that failure (the tool may be one of
+ * its tools, so the call is transient, not not_found); else NULL.
+ */
+const char *providers_down_for(const struct providers *p, const char *tool);
+/* Writes "providers": [{name, prefix, state, pid, restarts, lastError}] into
+ * the open object of admin/stats. */
+void providers_write_stats(const struct providers *p, struct jgen *g);
 
 #endif

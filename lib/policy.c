@@ -2,9 +2,11 @@
 /*
  * The confirmation policy: defaults, the mode names of the config file, and
  * the decision for one call ("sandboxed" settled by what the tool runs under).
+ * "per_tool" keys are names or globs (fnmatch(3): * ? [...]).
  */
 #include "lib/policy.h"
 
+#include <fnmatch.h>
 #include <string.h>
 
 #include "lib/sandbox/sandbox.h"
@@ -90,13 +92,50 @@ bool policy_workspace_trusted(const struct policy_config *p, const char *root)
 	return false;
 }
 
+bool policy_key_is_glob(const char *key)
+{
+	return strpbrk(key, "*?[") != NULL;
+}
+
+bool policy_key_matches(const char *key, const char *name)
+{
+	return policy_key_is_glob(key) ? fnmatch(key, name, 0) == 0 : strcmp(key, name) == 0;
+}
+
+size_t policy_key_literal(const char *glob)
+{
+	size_t n = 0;
+	for (const char *c = glob; *c; c++)
+		n += *c != '*' && *c != '?' && *c != '[';
+	return n;
+}
+
+const struct policy_tool_mode *policy_per_tool(const struct policy_config *p, const char *tool_name)
+{
+	const struct policy_tool_mode *best = NULL;
+	size_t best_literal = 0;
+	for (size_t i = 0; tool_name && i < p->n_per_tool; i++) {
+		const char *key = p->per_tool[i].name;
+		if (!policy_key_is_glob(key)) {
+			if (strcmp(key, tool_name) == 0)
+				return &p->per_tool[i];
+			continue;
+		}
+		size_t lit = policy_key_literal(key);
+		if (fnmatch(key, tool_name, 0) == 0 && (!best || lit > best_literal)) {
+			best = &p->per_tool[i];
+			best_literal = lit;
+		}
+	}
+	return best;
+}
+
 enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_name,
 				enum side_effect cls, const char *workspace_root)
 {
-	if (tool_name)
-		for (size_t i = 0; i < p->n_per_tool; i++)
-			if (strcmp(p->per_tool[i].name, tool_name) == 0)
-				return p->per_tool[i].mode;
+	const struct policy_tool_mode *pt = policy_per_tool(p, tool_name);
+	if (pt)
+		return pt->mode;
 
 	/* An unknown class is treated as the most dangerous one. */
 	if ((unsigned)cls >= SIDE_MAX)

@@ -28,7 +28,7 @@ enum confirm_mode {
 	CONFIRM_MODE_MAX,
 };
 
-/* One "per_tool" entry: { "git_status": "auto" }. */
+/* One "per_tool" entry: { "git_status": "auto" } or { "fs_read_*": "auto" }. */
 struct policy_tool_mode {
 	char *name;
 	enum confirm_mode mode;
@@ -66,13 +66,27 @@ const char *confirm_mode_name(enum confirm_mode m);
 /* Returns the mode named s, or -1. */
 int confirm_mode_from_name(const char *s);
 
+/* True when a per_tool key is a glob (holds * ? or [). */
+bool policy_key_is_glob(const char *key);
+/* True when a per_tool key (a name or a glob) matches a tool name. */
+bool policy_key_matches(const char *key, const char *name);
+/* The characters of a key that are not wildcards: among globs that match,
+ * the one with the most is the most specific. */
+size_t policy_key_literal(const char *key);
+/*
+ * The per_tool entry for a tool: the entry of its exact name, else the
+ * matching glob with the most characters that are not wildcards (the first
+ * in the file on a tie), else NULL.
+ */
+const struct policy_tool_mode *policy_per_tool(const struct policy_config *p, const char *tool_name);
+
 /* True when root equals a trusted workspace or lies beneath one. */
 bool policy_workspace_trusted(const struct policy_config *p, const char *root);
 
 /*
  * Decides how a call of tool_name (of class cls) in a session rooted at
  * workspace_root (canonical; may be NULL) is confirmed. Precedence: a
- * per_tool entry, then the trusted-workspace override of the class, then
+ * per_tool entry (policy_per_tool()), then the trusted-workspace override of the class, then
  * the default of the class.
  */
 enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_name,

@@ -108,6 +108,12 @@ void tool_call_succeed(struct tool_call *c, char *text, char *structured, bool i
 	c->structured = structured;
 }
 
+void tool_call_set_content(struct tool_call *c, char *content)
+{
+	free(c->content);
+	c->content = content;
+}
+
 void tool_call_set_text_json(struct tool_call *c, char *literal)
 {
 	free(c->text_json);
@@ -169,13 +175,14 @@ void tool_call_clear(struct tool_call *c)
 	free(c->text);
 	free(c->text_json);
 	free(c->structured);
+	free(c->content);
 	free(c->message);
 	free(c->error_data);
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);
 	free(c->command);
-	c->text = c->text_json = c->structured = c->message = c->error_data = c->command = NULL;
+	c->text = c->text_json = c->structured = c->content = c->message = c->error_data = c->command = NULL;
 	c->files = NULL;
 	c->n_files = 0;
 	c->kind = TC_OK;

@@ -159,6 +159,8 @@ struct tool_call {
 	char *text;			/* content[0].text */
 	char *text_json;		/* optional: text already as a JSON string literal */
 	char *structured;		/* structuredContent: JSON object text */
+	char *content;			/* optional: the content array (JSON text) in place of
+					 * the text item (images: tool_call_set_content()) */
 	char *message;			/* on failure: for the model to read */
 	char *error_data;		/* on failure: extra members of data, JSON object text */
 
@@ -168,6 +170,9 @@ struct tool_call {
 	char *command;
 };
 
+/* Sets the content array of a success (JSON array text, owned) in place of
+ * the one text item: images ({type: "image", data, mimeType}). */
+void tool_call_set_content(struct tool_call *c, char *content);
 /* Success: takes ownership of text and structured (either may be NULL). */
 void tool_call_succeed(struct tool_call *c, char *text, char *structured, bool is_error);
 /* Gives the text of a success also as a JSON string literal (quotes

@@ -16,12 +16,9 @@
 
 DEFINE_CLEANUP_FUNC(struct jgen, jgen_free)
 
-void mcp_write_result(const struct mcp_result *r, struct buf *out)
+/* Writes the text of the one text item: the text, else structuredContent. */
+static void write_text_item(const struct mcp_result *r, size_t text_len, size_t struct_len, struct buf *out)
 {
-	size_t text_len = r->text_json ? strlen(r->text_json) : r->text ? strlen(r->text) : 0;
-	size_t struct_len = r->structured ? strlen(r->structured) : 2;
-	buf_reserve(out, text_len + text_len / 8 + struct_len + 256);
-	buf_puts(out, "{\"content\":[{\"type\":\"text\",\"text\":");
 	if (r->text_json)
 		buf_append(out, r->text_json, text_len);
 	else if (r->text)
@@ -30,7 +27,24 @@ void mcp_write_result(const struct mcp_result *r, struct buf *out)
 		json_quote_utf8(out, r->structured, struct_len);
 	else
 		buf_puts(out, "\"\"");
-	buf_puts(out, "}],\"structuredContent\":");
+}
+
+void mcp_write_result(const struct mcp_result *r, struct buf *out)
+{
+	size_t text_len = r->text_json ? strlen(r->text_json) : r->text ? strlen(r->text) : 0;
+	size_t struct_len = r->structured ? strlen(r->structured) : 2;
+	size_t content_len = r->content ? strlen(r->content) : 0;
+	buf_reserve(out, (r->content ? content_len : text_len + text_len / 8) + struct_len + 256);
+	if (r->content) {
+		/* Images and what else the tool gave, as it gave them. */
+		buf_puts(out, "{\"content\":");
+		buf_append(out, r->content, content_len);
+		buf_puts(out, ",\"structuredContent\":");
+	} else {
+		buf_puts(out, "{\"content\":[{\"type\":\"text\",\"text\":");
+		write_text_item(r, text_len, struct_len, out);
+		buf_puts(out, "}],\"structuredContent\":");
+	}
 	if (r->structured)
 		buf_append(out, r->structured, struct_len);
 	else

@@ -31,6 +31,8 @@
 #define CONCURRENCY_MAX 1024
 /* How much of stderr a failure message quotes. */
 #define TAIL_BYTES 500
+#define DATA_TAIL_BYTES 4096	/* of each stream, in a failure's data */
+#define OK_EXIT_MAX 64
 
 #define EX_TEMPFAIL 75
 
@@ -55,6 +57,7 @@ struct cmd {
 	size_t n_env;
 	bool stdout_json;
 	bool options_allowed;	/* placeholder values may start with '-' */
+	uint64_t ok_exit[4];	/* "ok_exit_codes": bit n set when exit n succeeds */
 	struct sandbox_tool sandbox;
 	int run_as_peer;	/* -1: the config's */
 };
@@ -150,8 +153,27 @@ static int get_bounded(const struct json *decl, const char *key, int64_t lo, int
 static const char *const known_keys[] = {
 	"name", "kind", "description", "argv", "side_effects", "idempotent", "timeout_ms",
 	"max_attempts", "concurrency", "input_schema", "cwd", "env", "stdout", "output", "sandbox",
-	"run_as", "options_allowed", NULL,
+	"run_as", "options_allowed", "ok_exit_codes", NULL,
 };
+
+/* Reads "ok_exit_codes": exit statuses (0 to 255) that are a success;
+ * default [0]. */
+static int ok_exit_from_json(const struct json *v, uint64_t ok[4], char **ret_err)
+{
+	ok[0] = 1;
+	if (!v)
+		return 0;
+	if (v->type != JSON_ARRAY || v->u.arr.n == 0 || v->u.arr.n > OK_EXIT_MAX)
+		return set_errorf(ret_err, "ok_exit_codes: an array of 1 to %d exit statuses", OK_EXIT_MAX);
+	ok[0] = 0;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		int64_t n;
+		if (!json_get_int(v->u.arr.items[i], &n) || n < 0 || n > 255)
+			return set_errorf(ret_err, "ok_exit_codes[%zu]: an integer from 0 to 255", i);
+		ok[n / 64] |= UINT64_C(1) << (n % 64);
+	}
+	return 0;
+}
 
 /* Refuses keys the kind does not know. */
 static int check_keys(const struct json *decl, char **ret_err)
@@ -250,6 +272,8 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	if (opts_ok && opts_ok->type != JSON_BOOL)
 		return set_errorf(ret_err, "options_allowed: expected true or false");
 	cmd->options_allowed = json_is_true(opts_ok);
+	if ((r = ok_exit_from_json(json_get(decl, "ok_exit_codes"), cmd->ok_exit, ret_err)) < 0)
+		return r;
 
 	const struct json *argv = json_get(decl, "argv");
 	if (!argv)
@@ -418,6 +442,30 @@ static void quote_arg(struct buf *b, const char *s)
 	buf_putc(b, '\'');
 }
 
+/* The error data of a failed run: the exit code (or signal) and the ends
+ * of both streams, so that what it printed before failing is not lost. */
+static char *failure_data(const struct child_result *r, const char *signal)
+{
+	struct buf b = {0}, tail = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	if (signal)
+		jgen_kv_str(g, "signal", signal);
+	else
+		jgen_kv_int(g, "exitCode", r->exit_code);
+	static const char *const names[] = { [CHILD_STDOUT] = "stdout", [CHILD_STDERR] = "stderr" };
+	for (enum child_stream s = CHILD_STDOUT; s <= CHILD_STDERR; s++) {
+		buf_clear(&tail);
+		child_result_tail(r, s, DATA_TAIL_BYTES, &tail);
+		jgen_key(g, names[s]);
+		jgen_strn(g, buf_size(&tail) ? buf_head(&tail) : "", buf_size(&tail));
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+	buf_free(&tail);
+	return buf_steal(&b);
+}
+
 /* The end of stderr (or of stdout when stderr is empty), as ": tail". */
 static char *failure_tail(const struct child_result *r)
 {
@@ -467,6 +515,12 @@ static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct chil
 	tool_call_succeed(c, child_result_text(r), buf_steal(&b), false);
 }
 
+/* True when the file's ok_exit_codes hold an exit status. */
+static bool exit_ok(const struct cmd *cmd, int code)
+{
+	return code >= 0 && code <= 255 && (cmd->ok_exit[code / 64] >> (code % 64) & 1);
+}
+
 /* Maps how the program ended to the call's outcome. */
 static void command_done(struct tool_call *c, struct child_result *r)
 {
@@ -481,14 +535,14 @@ static void command_done(struct tool_call *c, struct child_result *r)
 	} else if (r->signal) {
 		_cleanup_free_ char *tail = failure_tail(r);
 		child_signal_name(r->signal, sig);
-		tool_call_fail_data(c, TC_EXECUTION_ERROR, xasprintf("{\"signal\":\"%s\"}", sig),
+		tool_call_fail_data(c, TC_EXECUTION_ERROR, failure_data(r, sig),
 				    "Command '%s' was killed by signal %s%s", cmd->program, sig, tail);
-	} else if (r->exit_code != 0) {
+	} else if (!exit_ok(cmd, r->exit_code)) {
 		_cleanup_free_ char *tail = failure_tail(r);
 		enum tc_kind kind = r->exit_code == EX_TEMPFAIL ? TC_TRANSIENT : TC_EXECUTION_ERROR;
 		_cleanup_free_ char *note = sandbox_run_denial_note(child_call_sandbox(c), r->out[CHILD_STDERR],
 								   r->out_len[CHILD_STDERR]);
-		tool_call_fail_data(c, kind, xasprintf("{\"exitCode\":%d}", r->exit_code),
+		tool_call_fail_data(c, kind, failure_data(r, NULL),
 				    "Command '%s' exited with status %d%s%s%s", cmd->program, r->exit_code, tail,
 				    note ? "\n" : "", note ? note : "");
 	} else if (cmd->stdout_json) {

@@ -3,14 +3,16 @@
  * The "mcp" tool kind: a stdio MCP server declared in a tool file,
  *
  *   { "name": "fs", "kind": "mcp", "command": ["node", "server.js", "/srv"],
- *     "prefix": "fs_", "side_effects": "write" }
+ *     "prefix": "fs_", "side_effects": "write",
+ *     "tools": { "read_*": { "side_effects": "read" } } }
  *
  * is a provider. It is spawned lazily (when a client first lists the
  * tools, or calls a name with its prefix), initialized as an MCP client
  * would, and its tools are imported under the prefix. Calls are sent to it
  * over its stdin and matched to answers by JSON-RPC id, so any number run at
  * once. When the server dies its pending calls fail as transient and the
- * next call spawns it again.
+ * next call spawns it again. "tools" overrides what the file says for the
+ * imported tools it names (exact names win over globs).
  */
 #ifndef TC_MCP_H
 #define TC_MCP_H
@@ -50,6 +52,15 @@ const char *mcp_provider_error(const struct mcp_provider *p);
 /* What the last import or registration left out (tools not offered, and
  * why), for the daemon to log; NULL when nothing. */
 const char *mcp_provider_notes(const struct mcp_provider *p);
+/* The last failure (to start, or a crash), kept after a restart; NULL. */
+const char *mcp_provider_last_error(const struct mcp_provider *p);
+/* Spawns after the first; the server's pid while it runs, else 0. */
+unsigned mcp_provider_restarts(const struct mcp_provider *p);
+int mcp_provider_pid(const struct mcp_provider *p);
+/* The keys of the file's "tools" that match no imported tool, as
+ * "\"a\", \"b_*\"" (to be freed); NULL when all match or nothing was
+ * imported yet. */
+char *mcp_provider_unmatched(const struct mcp_provider *p);
 /* True once a tool list was imported (the provider may be idle again). */
 bool mcp_provider_imported(const struct mcp_provider *p);
 
@@ -61,6 +72,12 @@ bool mcp_provider_imported(const struct mcp_provider *p);
  */
 void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const struct tool_env *env,
 			const char *cwd, void (*on_settled)(void *arg, struct mcp_provider *p), void *arg);
+/* Where the provider's log goes: each line of the server's stderr (cut at
+ * 512 bytes, at most 20 lines per 10 s, then a line saying so, and with the
+ * next line logged how many were not), and warnings (warning true) such as "tools" keys that match
+ * none of its tools. */
+void mcp_provider_set_log(struct mcp_provider *p,
+			  void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line));
 /* Spawns the server and imports its tools, unless running already. */
 void mcp_provider_start(struct mcp_provider *p);
 /* Registers the imported tools ("<prefix><name>") into r. */

@@ -125,6 +125,21 @@ static int read_job_run(struct fsjob *job, void *arg)
 	return ws_read(fsjob_ws(job), j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
 }
 
+/* The MIME type of an image format the model can be shown (PNG, JPEG,
+ * GIF, WebP), told by its first bytes; NULL for anything else. */
+static const char *image_mime(const unsigned char *d, size_t n)
+{
+	if (n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0)
+		return "image/png";
+	if (n >= 3 && d[0] == 0xff && d[1] == 0xd8 && d[2] == 0xff)
+		return "image/jpeg";
+	if (n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0))
+		return "image/gif";
+	if (n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0)
+		return "image/webp";
+	return NULL;
+}
+
 /* On the loop: turns the bytes read into the call's result. */
 static void read_job_done(struct tool_call *call, void *arg, int r)
 {
@@ -173,6 +188,8 @@ static void read_job_done(struct tool_call *call, void *arg, int r)
 		j->data = (struct buf){0};
 	}
 	bool truncated = got > n;
+	/* A whole image in base64 is shown as one: MCP image content. */
+	const char *mime = j->b64 && offset == 0 && !truncated && j->line <= 0 ? image_mime(d, n) : NULL;
 
 	/* Quoted once, used twice: in structuredContent and as the text. The
 	 * content is valid UTF-8 here (checked above, or base64). */
@@ -188,6 +205,8 @@ static void read_job_done(struct tool_call *call, void *arg, int r)
 	jgen_kv_int(g, "size", (int64_t)j->st.st_size);
 	jgen_kv_bool(g, "truncated", truncated);
 	jgen_kv_str(g, "encoding", j->b64 ? "base64" : "utf8");
+	if (mime)
+		jgen_kv_str(g, "mimeType", mime);
 	if (truncated)
 		jgen_kv_int(g, "next_offset", (int64_t)(offset + n));
 	if (j->w.first_line) {
@@ -197,6 +216,14 @@ static void read_job_done(struct tool_call *call, void *arg, int r)
 	jgen_obj_close(g);
 	jgen_free(g);
 
+	if (mime) {
+		struct buf items = {0};
+		buf_reserve(&items, buf_size(&quoted) + 64);
+		buf_puts(&items, "[{\"type\":\"image\",\"data\":");
+		buf_append(&items, buf_head(&quoted), buf_size(&quoted));
+		buf_printf(&items, ",\"mimeType\":\"%s\"}]", mime);
+		tool_call_set_content(call, buf_steal(&items));
+	}
 	tool_call_succeed(call, buf_steal(&content), buf_steal(&out), false);
 	tool_call_set_text_json(call, buf_steal(&quoted));
 }
@@ -254,7 +281,8 @@ const struct tool_def tool_read_file = {
 	.description =
 		"Read a file in the workspace. Paths are relative to the workspace root. "
 		"Returns the file's text (it must be UTF-8), or its bytes in base64 with "
-		"encoding \"base64\" (use that for binary files). At most 'limit' bytes "
+		"encoding \"base64\" (use that for binary files; a whole PNG, JPEG, GIF or WebP "
+		"image then comes back as image content). At most 'limit' bytes "
 		"(default 1 MiB) are returned, starting at byte 'offset'; when 'truncated' "
 		"is true, read again from 'next_offset' for the rest. 'size' is the whole "
 		"file's size in bytes. To read by lines instead, give 'line' (1-based) and "

@@ -39,12 +39,17 @@
 #include "proto/base/util.h"
 #include "version.h"
 
+/* How long the daemon gives an MCP server to start and list its tools
+ * (tools/MCP_IMPORT_MS): a request that starts one may wait that long. */
+#define PROVIDER_START_MS 15000
+
 struct command {
 	const char *name;
 	const char *args;		/* for usage() */
 	const char *help;
 	int min_args, max_args;		/* max < 0: any number */
 	bool waits;			/* no default timeout (call) */
+	bool starts_providers;		/* the default timeout covers their start (list) */
 	bool bridge;			/* connects by itself (mcp): run_bridge instead of run */
 	int (*check)(struct opts *o, char **args, int n);
 	int (*run)(struct client *c, struct opts *o, char **args, int n);
@@ -358,7 +363,7 @@ static const struct command commands[] = {
 	{ .name = "ping", .args = "", .help = "check that toolcalld answers",
 	  .min_args = 0, .max_args = 0, .run = run_ping },
 	{ .name = "list", .args = "", .help = "list tools: name, side effects, description",
-	  .min_args = 0, .max_args = 0, .run = run_list },
+	  .min_args = 0, .max_args = 0, .starts_providers = true, .run = run_list },
 	{ .name = "call", .args = "NAME [JSON-ARGS|-]",
 	  .help = "call a tool (default arguments {}; - reads stdin)",
 	  .min_args = 1, .max_args = 2, .waits = true, .check = check_call, .run = run_call },
@@ -395,7 +400,8 @@ static void usage(FILE *f)
 		   "                          for root or who may write there, else\n"
 		   "                          /tmp/toolcalld-UID/toolcalld.sock: the daemon's rule)\n"
 		   "  -t, --timeout MS        how long to wait for an answer; 0 waits forever\n"
-		   "                          (default: %d ms, none for call)\n"
+		   "                          (default: %d ms; none for call; %d ms for list,\n"
+		   "                          which waits for MCP servers to start)\n"
 		   "  -j, --json              print results as JSON\n"
 		   "  -h, --help              print this help\n"
 		   "  -V, --version           print the version\n"
@@ -409,7 +415,7 @@ static void usage(FILE *f)
 		   "    6  no answer within the timeout\n"
 		   "    7  the output could not be written\n"
 		   "  130  interrupted (a call in flight is cancelled)\n",
-		DEFAULT_TIMEOUT_MS);
+		DEFAULT_TIMEOUT_MS, DEFAULT_TIMEOUT_MS + PROVIDER_START_MS);
 }
 
 /* Parses -t: milliseconds, 0 meaning none. */
@@ -506,7 +512,8 @@ static int run(int argc, char **argv)
 	struct client c = {
 		.fd = -1,
 		.framer = { .max = MAX_LINE },
-		.timeout_ms = o.timeout_ms != -2 ? o.timeout_ms : cmd->waits ? -1 : DEFAULT_TIMEOUT_MS,
+		.timeout_ms = o.timeout_ms != -2 ? o.timeout_ms : cmd->waits ? -1
+			    : cmd->starts_providers ? DEFAULT_TIMEOUT_MS + PROVIDER_START_MS : DEFAULT_TIMEOUT_MS,
 		.waitmask = waitmask,
 	};
 	/* The fallback in /tmp: connect only through a directory of our own,

@@ -6,8 +6,11 @@
  * the process without answering; pid answers the server's pid; badutf
  * answers bytes that are not UTF-8; huge {n} answers a text of n bytes;
  * closeout closes its standard output and stays. Its list also holds names
- * that are no tool names and a name twice. With "slowinit" as argument,
- * it takes a second to answer initialize.
+ * that are no tool names and a name twice; image answers a text and a PNG
+ * image, badimage an image whose data is not base64; stderr {lines} writes
+ * lines (default 1) to its stderr. With "slowinit" as argument, it takes a second to answer
+ * initialize ("slowinit12": 12 s); with "failstart" (or "failif=PATH"
+ * while PATH exists), it writes two lines to stderr and exits 1.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -40,6 +43,9 @@ static const char tools[] =
 	"{\"name\":\"bad_schema\",\"description\":\"Unsupported schema\",\"inputSchema\":{\"type\":\"object\",\"patternProperties\":{}}},"
 	"{\"name\":\"badutf\",\"description\":\"Not UTF-8\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"huge\",\"description\":\"A long text\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}}}},"
+	"{\"name\":\"image\",\"description\":\"An image\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"badimage\",\"description\":\"A bad image\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"stderr\",\"description\":\"Writes to stderr\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"lines\":{\"type\":\"integer\"}}}},"
 	"{\"name\":\"closeout\",\"description\":\"Closes stdout\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"bad name\",\"description\":\"A space\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"echo\",\"description\":\"Twice\",\"inputSchema\":{\"type\":\"object\"}}"
@@ -47,7 +53,14 @@ static const char tools[] =
 
 int main(int argc, char **argv)
 {
-	bool slow_init = argc > 1 && strcmp(argv[1], "slowinit") == 0;
+	/* "slowinit" waits a second before answering initialize, "slowinitN" N. */
+	int slow_init = argc > 1 && strncmp(argv[1], "slowinit", 8) == 0 ? (argv[1][8] ? atoi(argv[1] + 8) : 1) : 0;
+	/* "failif=PATH": fails to start while PATH exists. */
+	bool fail_now = argc > 1 && strncmp(argv[1], "failif=", 7) == 0 && access(argv[1] + 7, F_OK) == 0;
+	if (fail_now || (argc > 1 && strcmp(argv[1], "failstart") == 0)) {
+		fprintf(stderr, "starting test server\nfatal: cannot open /nonexistent/config.toml\n");
+		return 1;
+	}
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -67,7 +80,7 @@ int main(int argc, char **argv)
 		const char *idt = src + id->off;
 		if (strcmp(method, "initialize") == 0) {
 			if (slow_init)
-				sleep(1);
+				sleep((unsigned)slow_init);
 			reply(idt, id->len, "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{\"tools\":{}},"
 					    "\"serverInfo\":{\"name\":\"test\",\"version\":\"1\"}}");
 		} else if (strcmp(method, "tools/list") == 0) {
@@ -116,6 +129,18 @@ int main(int argc, char **argv)
 				close(1);
 				for (;;)
 					pause();
+			} else if (str_eq(name, "image")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"a dot\"},"
+					 "{\"type\":\"image\",\"data\":\"iVBORw0KGgo=\",\"mimeType\":\"image/png\"}]}");
+			} else if (str_eq(name, "badimage")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"image\",\"data\":\"not base64!\","
+					 "\"mimeType\":\"image/png\"}]}");
+			} else if (str_eq(name, "stderr")) {
+				json_get_int(json_get(args, "lines"), &a);
+				for (int64_t i = 0; i < (a ? a : 1); i++)
+					fprintf(stderr, "a note on stderr, %lld\n", (long long)i);
+				fflush(stderr);
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"noted\"}]}");
 			} else if (str_eq(name, "pid")) {
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"%d\"}]}", (int)getpid());
 			} else {

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a command tool's exit is read: "ok_exit_codes" says which statuses
+ * are a success (grep finding nothing exits 1), and a run that failed
+ * keeps what it printed: the ends of stdout and stderr are in the error's
+ * data (structuredContent.error with toolErrors "result").
+ */
+#include <check.h>
+#include <string.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+static void start(struct tcd *d)
+{
+	const char *cfg = "{\"retry\":{\"max_attempts\":1}}";
+	tcd_prepare(d, &(struct tcd_opts){ .config = cfg });
+	tcd_write_tool(d, "count.json",
+		       "{\"name\":\"count\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Count\","
+		       " \"argv\":[\"grep\",\"-c\",\"--\",\"{{pattern}}\",\"notes.txt\"], \"ok_exit_codes\":[0,1],"
+		       " \"input_schema\":{\"type\":\"object\",\"properties\":{\"pattern\":{\"type\":\"string\"}},"
+		       "                 \"required\":[\"pattern\"]}}");
+	tcd_write_tool(d, "strict.json",
+		       "{\"name\":\"strict\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Count\","
+		       " \"argv\":[\"grep\",\"-c\",\"--\",\"{{pattern}}\",\"notes.txt\"],"
+		       " \"input_schema\":{\"type\":\"object\",\"properties\":{\"pattern\":{\"type\":\"string\"}},"
+		       "                 \"required\":[\"pattern\"]}}");
+	tcd_write_tool(d, "build.json",
+		       "{\"name\":\"build\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Fails\","
+		       " \"argv\":[\"sh\",\"-c\",\"echo compiling a.c; echo compiling b.c; echo 'b.c:3: error' >&2; exit 2\"],"
+		       " \"input_schema\":{\"type\":\"object\"}}");
+	tcd_spawn(d, &(struct tcd_opts){ .config = cfg });
+	ck_assert_int_eq(tcd_wait_socket(d, d->sock, 5000), 0);
+	tcd_put(d, "notes.txt", "alpha\nbeta\n");
+}
+
+START_TEST(ok_exit_codes_are_a_success)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "count", "{\"pattern\":\"alpha\"}");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.isError"));
+	/* No match: grep exits 1, which the file says is fine. */
+	r = tcc_call(c, "count", "{\"pattern\":\"gamma\"}");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.isError"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 1);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "0\n");
+	/* Without ok_exit_codes, only 0 is. */
+	r = tcc_call(c, "strict", "{\"pattern\":\"gamma\"}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_int_eq(tj_int(r, "error.data.exitCode"), 1);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(failure_keeps_stdout)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "build", "{}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_int_eq(tj_int(r, "error.data.exitCode"), 2);
+	ck_assert_str_eq(tj_str(r, "error.data.stdout"), "compiling a.c\ncompiling b.c");
+	ck_assert_str_eq(tj_str(r, "error.data.stderr"), "b.c:3: error");
+	tcc_close(c);
+
+	/* As a result for the model: next to the kind in structuredContent. */
+	c = tcc_connect(&d);
+	tcc_initialize(c, "\"toolErrors\":\"result\"");
+	r = tcc_call(c, "build", "{}");
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.error.stdout"), "compiling a.c\ncompiling b.c");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.error.stderr"), "b.c:3: error");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(ok_exit_codes_are_checked)
+{
+	struct tcd d;
+	tcd_prepare(&d, &(struct tcd_opts){ 0 });
+	tcd_write_tool(&d, "bad.json", "{\"name\":\"bad\",\"kind\":\"command\",\"side_effects\":\"read\","
+				       "\"argv\":[\"true\"],\"ok_exit_codes\":[0,300],\"input_schema\":{\"type\":\"object\"}}");
+	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
+	char *out = NULL, *err = NULL;
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	ck_assert_msg(strstr(err, "ok_exit_codes[1]: an integer from 0 to 255"), "%s", err);
+	free(out);
+	free(err);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("command_exit");
+	TCase *tc = tcase_create("command_exit");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, ok_exit_codes_are_a_success);
+	tcase_add_test(tc, failure_keeps_stdout);
+	tcase_add_test(tc, ok_exit_codes_are_checked);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MCP providers as an operator sees them: the provider file overrides what
+ * its imported tools declare (exact names before globs), confirmation
+ * per_tool keys take globs, a server that fails to start says why (the
+ * last lines of its stderr) and its tools fail as transient naming it,
+ * its stderr is in the daemon's log, admin/stats lists providers, and
+ * --check-config warns about per_tool keys that match no tool.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+/* Starts the daemon with config and the test server as provider "demo"
+ * (prefix demo_, side effects side, more keys in extra); arg, when not
+ * NULL, is passed to the server. */
+static void start_demo(struct tcd *d, const char *config, const char *side, const char *extra, const char *arg)
+{
+	tcd_prepare(d, &(struct tcd_opts){ .config = config });
+	const char *server = getenv("TC_MCP_SERVER");
+	ck_assert_ptr_nonnull(server);
+	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"%s%s%s],"
+			       "  \"prefix\": \"demo_\", \"side_effects\": \"%s\"%s%s,"
+			       "  \"sandbox\": {\"limits\": {\"memory_mb\": null}} }", server,
+			       arg ? ", \"" : "", arg ? arg : "", arg ? "\"" : "", side, extra ? ", " : "",
+			       extra ? extra : "");
+	tcd_write_tool(d, "demo.json", decl);
+	free(decl);
+	tcd_spawn(d, &(struct tcd_opts){ .config = config });
+	ck_assert_int_eq(tcd_wait_socket(d, d->sock, 5000), 0);
+}
+
+/* The tools/list entry of a tool, or NULL. */
+static const struct json *listed(const struct json *r, const char *name)
+{
+	const struct json *tools = tj(r, "result.tools");
+	for (size_t i = 0; tools && i < tools->u.arr.n; i++)
+		if (str_eq(json_str(json_get(tools->u.arr.items[i], "name")), name))
+			return tools->u.arr.items[i];
+	return NULL;
+}
+
+static const char *side_of(const struct json *r, const char *name)
+{
+	const struct json *t = listed(r, name);
+	ck_assert_msg(t, "%s is not listed", name);
+	return tj_str(t, "_meta.toolcalld/sideEffects");
+}
+
+START_TEST(overrides_per_imported_tool)
+{
+	struct tcd d;
+	start_demo(&d, "{\"retry\":{\"max_attempts\":1}}", "write",
+		   "\"tools\": {\"echo\": {\"side_effects\": \"read\", \"timeout_ms\": 1234,"
+		   "                      \"description\": \"Echo, overridden\"},"
+		   "          \"a*\": {\"side_effects\": \"none\"},"
+		   "          \"add\": {\"side_effects\": \"execute\", \"idempotent\": true},"
+		   "          \"ba*\": {\"side_effects\": \"none\"}, \"bad*\": {\"side_effects\": \"read\"},"
+		   "          \"nomatch_*\": {\"side_effects\": \"read\"}}",
+		   NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_request(c, "tools/list", "{}");
+	ck_assert_str_eq(side_of(r, "demo_echo"), "read");
+	ck_assert_int_eq(tj_int(listed(r, "demo_echo"), "_meta.toolcalld/timeoutMs"), 1234);
+	ck_assert_str_eq(tj_str(listed(r, "demo_echo"), "description"), "Echo, overridden");
+	/* The exact name wins over a glob that matches too. */
+	ck_assert_str_eq(side_of(r, "demo_add"), "execute");
+	ck_assert(tj_bool(listed(r, "demo_add"), "_meta.toolcalld/idempotent"));
+	/* Among globs, the one with more literal characters. */
+	ck_assert_str_eq(side_of(r, "demo_badutf"), "read");
+	/* Not named: the file's side effects. */
+	ck_assert_str_eq(side_of(r, "demo_pid"), "write");
+	/* A key that matches none of the server's tools is logged. */
+	ck_assert(tcd_wait_log(&d, "match none of its tools: \"nomatch_*\"", 1, 5000));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(overrides_are_checked)
+{
+	struct tcd d;
+	tcd_prepare(&d, &(struct tcd_opts){ 0 });
+	tcd_write_tool(&d, "demo.json", "{\"name\":\"demo\",\"kind\":\"mcp\",\"command\":[\"true\"],"
+					"\"side_effects\":\"read\",\"tools\":{\"x*\":{\"side_effects\":\"loud\"}}}");
+	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
+	char *out = NULL, *err = NULL;
+	int status = tc_run(argv, NULL, d.dir, &out, &err, 10000);
+	ck_assert_int_eq(status, 1);
+	ck_assert_msg(strstr(err, "tools.x*.side_effects"), "stderr: %s", err);
+	free(out);
+	free(err);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(per_tool_globs)
+{
+	struct tcd d;
+	start_demo(&d, "{\"retry\":{\"max_attempts\":1},\"confirmation\":{\"no_approver\":\"deny\","
+		       "\"per_tool\":{\"demo_*\":\"deny\",\"demo_ec*\":\"auto\",\"demo_fail\":\"auto\","
+		       "\"demo_f*\":\"deny\"}}}", "write", NULL, NULL);
+	struct tcc *c = tcc_connect(&d);
+	/* The glob with more literal characters wins over a shorter one. */
+	tc_assert_ok(tcc_call(c, "demo_echo", "{\"text\":\"hi\"}"));
+	/* The exact name wins over any glob. */
+	tc_assert_ok(tcc_call(c, "demo_fail", "{}"));
+	const struct json *r = tcc_call(c, "demo_add", "{\"a\":1,\"b\":2}");
+	ck_assert_msg(!tj_has(r, "result"), "demo_add ran: %s", tcc_raw(c, r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(failed_start_says_why)
+{
+	struct tcd d;
+	start_demo(&d, "{\"retry\":{\"max_attempts\":1}}", "read", NULL, "failstart");
+	struct tcc *c = tcc_connect(&d);
+	for (int i = 0; i < 2; i++) {
+		/* Twice: the second call starts it again, and is not not_found. */
+		const struct json *r = tcc_call(c, "demo_echo", "{\"text\":\"hi\"}");
+		tc_assert_kind(r, "transient");
+		const char *m = tj_str(r, "error.message");
+		ck_assert_msg(strstr(m, "MCP server 'demo' exited with status 1 while starting") &&
+			      strstr(m, "Last lines of its stderr:\nstarting test server\n"
+					"fatal: cannot open /nonexistent/config.toml"), "%s", m);
+	}
+	/* Its stderr is in the log, line by line. */
+	ck_assert(tcd_wait_log(&d, "MCP server 'demo' stderr: fatal: cannot open /nonexistent/config.toml", 2,
+			       5000));
+	const struct json *r = tcc_request(c, "admin/stats", "{}");
+	ck_assert_str_eq(tj_str(r, "result.providers.0.name"), "demo");
+	ck_assert_str_eq(tj_str(r, "result.providers.0.state"), "failed");
+	ck_assert(tj_has(r, "result.providers.0.pid") && tj(r, "result.providers.0.pid")->type == JSON_NULL);
+	ck_assert_int_eq(tj_int(r, "result.providers.0.restarts"), 1);
+	ck_assert(strstr(tj_str(r, "result.providers.0.lastError"), "fatal: cannot open"));
+	/* A name no provider's prefix carries stays not_found. */
+	tc_assert_kind(tcc_call(c, "nosuch_tool", "{}"), "not_found");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A provider that imported its tools and then fails to restart keeps them
+ * listed; their calls fail as transient with the failure. */
+START_TEST(known_tools_of_a_down_provider)
+{
+	struct tcd d;
+	/* The server runs in the workspace: "down" is a file there. */
+	start_demo(&d, "{\"retry\":{\"max_attempts\":1}}", "read", NULL, "failif=down");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "demo_echo", "{\"text\":\"up\"}"));
+	tcd_put(&d, "down", "");
+	tc_assert_kind(tcc_call(c, "demo_crash", "{}"), "transient");
+	const struct json *r = tcc_call(c, "demo_echo", "{\"text\":\"down\"}");
+	tc_assert_kind(r, "transient");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "fatal: cannot open"), "%s", tcc_raw(c, r));
+	r = tcc_request(c, "tools/list", "{}");
+	ck_assert(listed(r, "demo_echo"));
+	r = tcc_request(c, "admin/stats", "{}");
+	ck_assert_str_eq(tj_str(r, "result.providers.0.state"), "failed");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A server the sandbox stops from starting: the error says it may have
+ * been the sandbox, then what the server printed. */
+START_TEST(sandbox_refusal_is_named)
+{
+	struct tcd d;
+	tcd_prepare(&d, &(struct tcd_opts){ 0 });
+	char *outside = xasprintf("%s/outside", d.dir);
+	char *decl = xasprintf("{\"name\":\"demo\",\"kind\":\"mcp\",\"prefix\":\"demo_\",\"side_effects\":\"read\","
+			       "\"command\":[\"sh\",\"-c\",\"echo x > %s; exit 1\"]}", outside);
+	tcd_write_tool(&d, "demo.json", decl);
+	free(decl);
+	tcd_spawn(&d, &(struct tcd_opts){ 0 });
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 5000), 0);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_echo", "{}");
+	const char *m = tj_str(r, "error.message");
+	ck_assert_msg(m, "%s", tcc_raw(c, r));
+	bool confined = access(outside, F_OK) < 0 && !strstr(m, "cannot be started");
+	if (confined) {
+		tc_assert_kind(r, "transient");
+		ck_assert_msg(strstr(m, "exited with status 1 while starting\n[sandbox] This may have been refused "
+					"by the sandbox") && strstr(m, "Last lines of its stderr:\n") &&
+			      strstr(m, "outside"), "%s", m);
+	}
+	/* else the sandbox does not confine here, or refuses to run at all. */
+	free(outside);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(stderr_and_stats)
+{
+	struct tcd d;
+	start_demo(&d, "{\"retry\":{\"max_attempts\":1}}", "read", NULL, NULL);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "demo_stderr", "{}"));
+	ck_assert(tcd_wait_log(&d, "MCP server 'demo' stderr: a note on stderr, 0", 1, 5000));
+	/* A flood is logged within a budget: 20 lines per 10 s, then a note. */
+	tc_assert_ok(tcc_call(c, "demo_stderr", "{\"lines\":200}"));
+	ck_assert(tcd_wait_log(&d, "(more lines of stderr within 10 s are not logged)", 1, 5000));
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "a note on stderr, 18") && !strstr(log, "a note on stderr, 19\n"), "%s", log);
+	free(log);
+	const struct json *r = tcc_request(c, "admin/stats", "{}");
+	ck_assert_str_eq(tj_str(r, "result.providers.0.state"), "ready");
+	ck_assert_int_gt(tj_int(r, "result.providers.0.pid"), 0);
+	ck_assert_int_eq(tj_int(r, "result.providers.0.restarts"), 0);
+	tc_assert_kind(tcc_call(c, "demo_crash", "{}"), "transient");
+	tc_assert_ok(tcc_call(c, "demo_pid", "{}"));
+	r = tcc_request(c, "admin/stats", "{}");
+	ck_assert_str_eq(tj_str(r, "result.providers.0.state"), "ready");
+	ck_assert_int_eq(tj_int(r, "result.providers.0.restarts"), 1);
+	ck_assert_msg(strstr(tj_str(r, "result.providers.0.lastError"), "exited with status 3"), "%s",
+		      tcc_raw(c, r));
+	r = tcc_request(c, "admin/metrics", "{}");
+	ck_assert(strstr(tj_str(r, "result.text"), "toolcalld_provider_restarts_total{provider=\"demo\"} 1"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(check_config_warns_about_per_tool_keys)
+{
+	struct tcd d;
+	tcd_prepare(&d, &(struct tcd_opts){
+		.config = "{\"confirmation\":{\"per_tool\":{\"nosuch_tool\":\"auto\",\"read_*\":\"auto\","
+			  "\"demo_x*\":\"auto\",\"shell\":\"prompt\"}},"
+			  "\"sandbox\":{\"per_tool\":{\"nosuch2\":\"read-only\"}}}" });
+	tcd_write_tool(&d, "demo.json", "{\"name\":\"demo\",\"kind\":\"mcp\",\"command\":[\"true\"],"
+					"\"prefix\":\"demo_\",\"side_effects\":\"read\"}");
+	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
+	char *out = NULL, *err = NULL;
+	int status = tc_run(argv, NULL, d.dir, &out, &err, 10000);
+	ck_assert_msg(status == 0, "status %d: %s", status, err);
+	ck_assert_msg(strstr(err, "warning: confirmation.per_tool: \"nosuch_tool\" matches no tool"), "%s", err);
+	ck_assert_msg(strstr(err, "warning: sandbox.per_tool: \"nosuch2\" matches no tool"), "%s", err);
+	ck_assert_msg(!strstr(err, "read_*") && !strstr(err, "shell"), "%s", err);
+	ck_assert_msg(strstr(out, "\"demo_x*\" is checked when MCP server 'demo' runs"), "%s", out);
+	free(out);
+	free(err);
+	tcd_free(&d);
+}
+END_TEST
+
+/* toolcallctl's default timeout covers a provider's start: a list right
+ * after start-up waits for a server that takes 11 s to initialize. */
+START_TEST(ctl_waits_for_a_provider_to_start)
+{
+	struct tcd d;
+	start_demo(&d, NULL, "read", NULL, "slowinit11");
+	const char *argv[] = { tc_ctl_path(), "-s", d.sock, "list", NULL };
+	char *out = NULL, *err = NULL;
+	int status = tc_run(argv, NULL, d.dir, &out, &err, 30000);
+	ck_assert_msg(status == 0, "status %d: %s", status, err);
+	ck_assert_msg(strstr(out, "demo_echo"), "%s", out);
+	free(out);
+	free(err);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("providers");
+	TCase *tc = tcase_create("providers");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, overrides_per_imported_tool);
+	tcase_add_test(tc, overrides_are_checked);
+	tcase_add_test(tc, per_tool_globs);
+	tcase_add_test(tc, failed_start_says_why);
+	tcase_add_test(tc, known_tools_of_a_down_provider);
+	tcase_add_test(tc, sandbox_refusal_is_named);
+	tcase_add_test(tc, stderr_and_stats);
+	tcase_add_test(tc, check_config_warns_about_per_tool_keys);
+	tcase_add_test(tc, ctl_waits_for_a_provider_to_start);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of the "mcp" tool kind share, and nothing else includes:
+ * the provider's state, and the seams between its three parts:
+ *   mcp.c        the declaration (the tool file), its overrides per
+ *                imported tool, and the provider's life (references);
+ *   mcp_proc.c   the server process and its transport: spawn, the stdin
+ *                and stdout of newline-delimited JSON-RPC, its stderr
+ *                (logged, bounded, its tail kept for errors), exit;
+ *   mcp_tools.c  the protocol over it: initialize and the tool import,
+ *                tools/call requests and their answers, and the tools it
+ *                offers to the registry.
+ */
+#ifndef TC_MCP_INTERNAL_H
+#define TC_MCP_INTERNAL_H
+
+#include <stdint.h>
+
+#include "lib/list.h"
+#include "lib/sandbox/sandbox.h"
+#include "proto/base/buf.h"
+#include "tools/mcp.h"
+
+#define MCP_LINE_MAX (8u << 20)		/* a message from the server */
+#define MCP_IMPORT_MS 15000		/* spawn to tool list */
+#define MCP_TOOLS_MAX 1024
+#define MCP_OVERRIDES_MAX 256
+#define MCP_STDERR_TAIL 2048		/* bytes of stderr kept for errors */
+
+struct jgen;
+struct json;
+
+struct mcp_import {
+	char *name;
+	char *description;
+	char *schema;
+};
+
+/* One entry of the file's "tools": what it changes of the tools it names
+ * (a name, or a glob with * ? [...], matched as confirmation.per_tool keys:
+ * lib/policy.h). */
+struct mcp_override {
+	char *pattern;
+	bool glob;
+	unsigned literal;		/* characters that are not wildcards */
+	int side_effects;		/* -1: unchanged */
+	int idempotent;			/* -1: unchanged */
+	uint32_t timeout_ms;		/* 0: unchanged */
+	unsigned max_attempts;		/* 0: unchanged */
+	int concurrency;		/* -1: unchanged */
+	char *description;		/* NULL: unchanged */
+};
+
+/* A call waiting for the server (queued before it is ready, or sent). */
+struct mcp_call {
+	struct list node;		/* p->queued or p->sent */
+	struct tool_call *tc;
+	char *remote;
+	uint64_t id;			/* 0 until sent */
+};
+
+struct mcp_provider {
+	unsigned refs;
+	char *name;
+	char *prefix;
+	char *source;
+	char *fingerprint;
+	char **argv;
+	char **env_extra;		/* "NAME=value" */
+	enum side_effect side_effects;
+	bool idempotent;
+	uint32_t timeout_ms;
+	struct mcp_override *overrides;	/* the file's "tools" */
+	size_t n_overrides;
+	struct sandbox_tool sandbox;	/* the file's "sandbox" */
+	struct sandbox_peer run_as;	/* the file's "run_as" user, when id.change */
+	struct sandbox_run *run;	/* the running server's sandbox */
+
+	struct tc_loop *loop;
+	const struct tool_env *tenv;
+	char *cwd;
+	void (*on_settled)(void *arg, struct mcp_provider *p);
+	void *arg;
+	void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line);
+
+	enum mcp_state state;
+	char *error;
+	char *last_error;		/* the last failure (start or crash); kept once ready */
+	unsigned restarts;		/* spawns after the first */
+	unsigned spawns;
+	struct child *child;
+	int in_fd;
+	struct tc_io *in_io;
+	struct buf out;			/* to the server */
+	struct buf line;		/* from the server, up to a newline */
+	bool discarding;		/* dropping the rest of a line too long */
+	/* Its stderr: the line being read, the last bytes, the log's budget. */
+	struct buf err_line;
+	char err_tail[MCP_STDERR_TAIL];
+	size_t err_tail_len;
+	uint64_t err_window_ms;
+	unsigned err_lines;		/* logged in this window */
+	unsigned err_dropped;		/* not logged in this window */
+	struct buf notes;		/* tools not offered, and why ("; "-joined) */
+	size_t import_notes;		/* how much of notes the last tool list made */
+	struct tc_timer *import_timer;
+	uint64_t next_id;
+	uint64_t init_id;
+	uint64_t list_id;
+	bool initialized;		/* the server answered initialize */
+	struct list queued;
+	struct list sent;
+	/* The imported tools, and the list being read. */
+	struct mcp_import *tools;
+	size_t n_tools;
+	bool imported;
+	struct mcp_import *next_tools;
+	size_t n_next;
+};
+
+/* What a registered imported tool points to. */
+struct mcp_tool {
+	struct mcp_provider *p;
+	char *remote;
+};
+
+/* mcp.c */
+void mcp_imports_free(struct mcp_import *t, size_t n);
+/* Notes a tool of the server that is not offered, for the daemon's log. */
+void mcp_note(struct mcp_provider *p, const char *fmt, ...) PRINTF(2, 3);
+/* The override for an imported tool: the exact name, else the glob with
+ * the most literal characters (the first in the file on a tie); NULL. */
+const struct mcp_override *mcp_override_for(const struct mcp_provider *p, const char *remote);
+
+/* mcp_proc.c */
+/* Sends a request; returns its id. */
+uint64_t mcp_send_request(struct mcp_provider *p, const char *method, void (*params)(struct jgen *g, void *arg),
+			  void *arg);
+void mcp_send_line(struct mcp_provider *p, const char *line);
+void mcp_settle(struct mcp_provider *p);
+/* The server is gone (or being stopped): fail what waits for it. */
+void mcp_provider_down(struct mcp_provider *p, const char *why);
+/* The start failed: the error (with the last lines of stderr), state FAILED. */
+void mcp_import_failed(struct mcp_provider *p, const char *fmt, ...) PRINTF(2, 3);
+
+/* mcp_tools.c */
+/* Sends initialize, the first message to a server just spawned. */
+void mcp_send_initialize(struct mcp_provider *p);
+/* Handles one message (a line) from the server. */
+void mcp_on_message(struct mcp_provider *p, const char *line, size_t len);
+/* Ends a waiting call with an outcome already set on its tool_call. */
+void mcp_call_end(struct mcp_call *mc);
+/* Fails every call that waits, sent or queued, as transient. */
+void mcp_calls_fail(struct mcp_provider *p, const char *why);
+
+#endif

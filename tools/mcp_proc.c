@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The server process of an MCP provider and its transport: spawned in its
+ * sandbox, fed newline-delimited JSON-RPC on stdin, its stdout cut into
+ * lines (a line too long is dropped as it comes), its stderr logged with a
+ * budget and its last bytes kept for the error when it fails to start, its
+ * exit failing what waits for it. What the messages mean is mcp_tools.c's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/child.h"
+#include "lib/loop.h"
+#include "lib/registry.h"
+#include "proto/json.h"
+#include "proto/utf8.h"
+#include "tools/mcp_internal.h"
+
+#define STDERR_LINE_MAX 512		/* bytes of a stderr line logged */
+#define STDERR_WINDOW_MS 10000
+#define STDERR_WINDOW_LINES 20		/* lines logged per window */
+
+/* --- to the server ------------------------------------------------------- */
+
+static void flush_out(struct mcp_provider *p);
+
+static void on_writable(void *arg, int revents)
+{
+	flush_out(arg);
+}
+
+static void flush_out(struct mcp_provider *p)
+{
+	while (p->in_fd >= 0 && buf_size(&p->out)) {
+		ssize_t n = write(p->in_fd, buf_head(&p->out), buf_size(&p->out));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (!p->in_io)
+				p->in_io = tc_io_new(p->loop, p->in_fd, TC_IO_WRITE, on_writable, p);
+			tc_io_start(p->in_io);
+			return;
+		}
+		if (n < 0) {
+			/* The server closed its stdin: its exit follows. */
+			buf_clear(&p->out);
+			break;
+		}
+		buf_consume(&p->out, (size_t)n);
+	}
+	if (p->in_io)
+		tc_io_stop(p->in_io);
+}
+
+uint64_t mcp_send_request(struct mcp_provider *p, const char *method, void (*params)(struct jgen *g, void *arg),
+			     void *arg)
+{
+	uint64_t id = ++p->next_id;
+	struct jgen *g = jgen_new(&p->out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "jsonrpc", "2.0");
+	jgen_kv_int(g, "id", (int64_t)id);
+	jgen_kv_str(g, "method", method);
+	if (params) {
+		jgen_key(g, "params");
+		params(g, arg);
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+	buf_putc(&p->out, '\n');
+	flush_out(p);
+	return id;
+}
+
+void mcp_send_line(struct mcp_provider *p, const char *line)
+{
+	buf_puts(&p->out, line);
+	buf_putc(&p->out, '\n');
+	flush_out(p);
+}
+
+void mcp_settle(struct mcp_provider *p)
+{
+	if (p->on_settled)
+		p->on_settled(p->arg, p);
+}
+
+/* --- its stderr ------------------------------------------------------------ */
+
+/* Logs one line of stderr, within the budget of the window. */
+static void stderr_log(struct mcp_provider *p, const char *s, size_t n)
+{
+	if (!p->on_log || n == 0)	/* empty lines are not worth a log line */
+		return;
+	uint64_t now = p->loop ? tc_now(p->loop) : mono_ms();
+	if (now - p->err_window_ms >= STDERR_WINDOW_MS) {
+		if (p->err_dropped) {
+			char msg[96];
+			snprintf(msg, sizeof(msg), "(%u more lines of stderr were not logged)", p->err_dropped);
+			p->on_log(p->arg, p, false, msg);
+		}
+		p->err_window_ms = now;
+		p->err_lines = 0;
+		p->err_dropped = 0;
+	}
+	if (p->err_lines >= STDERR_WINDOW_LINES) {
+		if (p->err_dropped++ == 0)
+			p->on_log(p->arg, p, false, "(more lines of stderr within 10 s are not logged)");
+		return;
+	}
+	p->err_lines++;
+	struct buf clean = {0};
+	utf8_sanitize(s, MIN(n, (size_t)STDERR_LINE_MAX), &clean);
+	/* Control characters (a carriage return, escapes) could forge or
+	 * garble log lines. */
+	for (size_t i = 0; i < buf_size(&clean); i++)
+		if ((unsigned char)clean.data[clean.off + i] < 0x20 && clean.data[clean.off + i] != '\t')
+			clean.data[clean.off + i] = '?';
+	if (n > STDERR_LINE_MAX)
+		buf_puts(&clean, "...");
+	p->on_log(p->arg, p, false, buf_head(&clean));
+	buf_free(&clean);
+}
+
+/* Takes a chunk of stderr: its tail is kept, its lines logged. */
+static void stderr_take(struct mcp_provider *p, const char *data, size_t n)
+{
+	if (n >= MCP_STDERR_TAIL) {
+		memcpy(p->err_tail, data + n - MCP_STDERR_TAIL, MCP_STDERR_TAIL);
+		p->err_tail_len = MCP_STDERR_TAIL;
+	} else {
+		size_t keep = MIN(p->err_tail_len, (size_t)MCP_STDERR_TAIL - n);
+		memmove(p->err_tail, p->err_tail + p->err_tail_len - keep, keep);
+		memcpy(p->err_tail + keep, data, n);
+		p->err_tail_len = keep + n;
+	}
+	while (n) {
+		const char *nl = memchr(data, '\n', n);
+		size_t len = nl ? (size_t)(nl - data) : n;
+		/* Only the start of a long line is held. */
+		size_t held = buf_size(&p->err_line);
+		size_t room = held <= STDERR_LINE_MAX ? STDERR_LINE_MAX + 1 - held : 0;
+		buf_append(&p->err_line, data, MIN(len, room));
+		if (!nl)
+			break;
+		stderr_log(p, buf_size(&p->err_line) ? buf_head(&p->err_line) : "", buf_size(&p->err_line));
+		buf_clear(&p->err_line);
+		data = nl + 1;
+		n -= len + 1;
+	}
+}
+
+/* Appends the last lines of stderr, as "\nLast lines of its stderr:\n...". */
+static void stderr_tail(const struct mcp_provider *p, struct buf *out)
+{
+	const char *s = p->err_tail;
+	size_t n = p->err_tail_len;
+	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+		n--;
+	if (p->err_tail_len == MCP_STDERR_TAIL) {
+		/* Cut: start at a line. */
+		const char *nl = memchr(s, '\n', n);
+		if (nl && nl + 1 < s + n) {
+			n -= (size_t)(nl + 1 - s);
+			s = nl + 1;
+		}
+	}
+	if (!n)
+		return;
+	buf_puts(out, "\nLast lines of its stderr:\n");
+	utf8_sanitize(s, n, out);
+}
+
+/* --- its end ---------------------------------------------------------------- */
+
+void mcp_provider_down(struct mcp_provider *p, const char *why)
+{
+	mcp_calls_fail(p, why);
+	p->in_io = tc_io_free(p->in_io);
+	if (p->in_fd >= 0) {
+		close(p->in_fd);
+		p->in_fd = -1;
+	}
+	if (p->child) {
+		struct child *ch = TAKE_PTR(p->child);
+		child_free(ch);
+	}
+	/* The server's whole tree goes with it. */
+	p->run = sandbox_run_end(p->run);
+	tc_timer_stop(p->import_timer);
+	buf_clear(&p->out);
+	buf_clear(&p->line);
+	p->discarding = false;
+	buf_clear(&p->err_line);
+	p->initialized = false;
+	mcp_imports_free(p->next_tools, p->n_next);
+	p->next_tools = NULL;
+	p->n_next = 0;
+}
+
+void mcp_import_failed(struct mcp_provider *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	struct buf b = {0};
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	buf_puts(&b, msg);
+	free(msg);
+	stderr_tail(p, &b);
+	free(p->error);
+	p->error = buf_steal(&b);
+	free(p->last_error);
+	p->last_error = xstrdup(p->error);
+	p->state = MCP_FAILED;
+	mcp_provider_down(p, "failed to start");
+	mcp_settle(p);
+}
+
+/* --- from the server -------------------------------------------------------- */
+
+/* Reads the id of an answer from the start of its text, when it comes
+ * first as servers write it ({"jsonrpc":"2.0","id":7,...}). */
+static bool sniff_id(const char *s, size_t n, uint64_t *ret)
+{
+	const char *end = s + MIN(n, (size_t)256);
+	const char *k = memmem(s, (size_t)(end - s), "\"id\"", 4);
+	if (!k || memmem(s, (size_t)(k - s), "\"result\"", 8) || memmem(s, (size_t)(k - s), "\"error\"", 7))
+		return false;
+	const char *q = k + 4;
+	while (q < end && (*q == ' ' || *q == ':'))
+		q++;
+	uint64_t v = 0;
+	const char *digits = q;
+	while (q < end && *q >= '0' && *q <= '9' && q - digits < 19)
+		v = v * 10 + (uint64_t)(*q++ - '0');
+	if (q == digits || q == end || (*q != ',' && *q != '}' && *q != ' '))
+		return false;
+	*ret = v;
+	return true;
+}
+
+/*
+ * A message longer than MCP_LINE_MAX is dropped as it comes (up to its
+ * newline) instead of being held. The call it answers fails, without a
+ * retry (it may have done its work); when that call cannot be told, every
+ * call sent to the server fails so. The server is kept: the stream is in
+ * step again after the newline.
+ */
+static void line_too_long(struct mcp_provider *p)
+{
+	uint64_t rid;
+	bool known = sniff_id(buf_head(&p->line), buf_size(&p->line), &rid);
+	buf_clear(&p->line);
+	p->discarding = true;
+	struct list *pos, *tmp;
+	list_foreach_safe(pos, tmp, &p->sent) {
+		struct mcp_call *mc = list_entry(pos, struct mcp_call, node);
+		if (known && mc->id != rid)
+			continue;
+		tool_call_fail(mc->tc, TC_EXECUTION_ERROR,
+			       "MCP server '%s' sent a message longer than %u MiB%s; it was not read",
+			       p->name, MCP_LINE_MAX >> 20, known ? " as the answer" : ", and the call it answers "
+			       "cannot be told, so every call in flight failed");
+		mcp_call_end(mc);
+	}
+}
+
+static void on_output(void *arg, enum child_stream s, const char *data, size_t n)
+{
+	struct mcp_provider *p = arg;
+	if (s == CHILD_STDERR)
+		stderr_take(p, data, n);
+	if (s != CHILD_STDOUT)
+		return;
+	if (p->discarding) {
+		const char *nl = memchr(data, '\n', n);
+		if (!nl)
+			return;
+		p->discarding = false;
+		n -= (size_t)(nl + 1 - data);
+		data = nl + 1;
+	}
+	buf_append(&p->line, data, n);
+	for (;;) {
+		const char *head = buf_head(&p->line);
+		const char *nl = memchr(head, '\n', buf_size(&p->line));
+		if (!nl)
+			break;
+		size_t len = (size_t)(nl - head);
+		/* Copy: handling a message may write to p->line (it does not,
+		 * but the server may be restarted underneath). */
+		char *msg = xstrndup(head, len);
+		buf_consume(&p->line, len + 1);
+		mcp_on_message(p, msg, len);
+		free(msg);
+		if (!p->child)
+			return;
+	}
+	if (buf_size(&p->line) > MCP_LINE_MAX)
+		line_too_long(p);
+}
+
+/* The server closed its output: it cannot answer any more. It is stopped;
+ * its exit fails what waits for it, and the next call starts it again. */
+static void on_eof(void *arg, enum child_stream s)
+{
+	struct mcp_provider *p = arg;
+	if (s == CHILD_STDOUT && p->child && child_running(p->child))
+		child_terminate(p->child);
+}
+
+/* The server exited: while starting, the start failed; else its calls fail
+ * as transient and the next call starts it again. */
+static void on_child_done(void *arg, struct child *ch, struct child_result *r)
+{
+	struct mcp_provider *p = arg;
+	char why[64];
+	if (r->signal) {
+		char sig[16];
+		snprintf(why, sizeof(why), "was killed by %s", child_signal_name(r->signal, sig));
+	} else {
+		snprintf(why, sizeof(why), "exited with status %d", r->exit_code);
+	}
+	bool starting = p->state == MCP_STARTING;
+	if (buf_size(&p->err_line))	/* a last line without its newline */
+		stderr_log(p, buf_head(&p->err_line), buf_size(&p->err_line));
+	_cleanup_free_ char *note = starting ? sandbox_run_denial_note(p->run, r->out[CHILD_STDERR],
+								       r->out_len[CHILD_STDERR]) : NULL;
+	p->child = NULL;
+	child_free(ch);
+	p->run = sandbox_run_end(p->run);
+	if (starting) {
+		mcp_import_failed(p, "MCP server '%s' %s while starting%s%s", p->name, why, note ? "\n" : "",
+			      note ? note : "");
+		return;
+	}
+	/* A crash: kept for admin/stats, with what it said last. */
+	struct buf b = {0};
+	buf_printf(&b, "MCP server '%s' %s", p->name, why);
+	stderr_tail(p, &b);
+	free(p->last_error);
+	p->last_error = buf_steal(&b);
+	mcp_provider_down(p, why);
+	p->state = MCP_IDLE;
+}
+
+static void on_import_timeout(void *arg)
+{
+	struct mcp_provider *p = arg;
+	mcp_import_failed(p, "MCP server '%s' did not list its tools within %d ms", p->name, MCP_IMPORT_MS);
+}
+
+void mcp_provider_start(struct mcp_provider *p)
+{
+	if (p->child || !p->loop)
+		return;
+	/* What a previous run said is not this run's. */
+	p->err_tail_len = 0;
+	buf_clear(&p->err_line);
+	char **env = child_env_new(p->tenv ? p->tenv->shell_env_allow : NULL);
+	for (char **e = p->env_extra; *e; e++) {
+		char *eq = strchr(*e, '=');
+		char *name = xstrndup(*e, (size_t)(eq - *e));
+		child_env_put(&env, name, eq + 1);
+		free(name);
+	}
+	/* The server's sandbox: its own profile over the config's, the
+	 * daemon's default workspace writable, as the daemon unless the file
+	 * names a user. */
+	const struct sandbox_config *sbc = p->tenv ? p->tenv->sandbox : NULL;
+	if (sbc) {
+		struct sandbox_req req;
+		sandbox_req_init(&req, sbc, p->name, p->side_effects == SIDE_NETWORK, &p->sandbox);
+		const char *ws[] = { p->cwd, NULL };
+		static const struct sandbox_identity daemon_id = { .change = false };
+		req.workspaces = p->cwd ? ws : NULL;
+		req.id = p->run_as.id.change ? &p->run_as.id : &daemon_id;
+		_cleanup_free_ char *msg = NULL;
+		if (sandbox_prepare(&req, &p->run, &msg) < 0) {
+			child_env_free(env);
+			mcp_import_failed(p, "MCP server '%s' cannot be started: %s", p->name, msg ? msg : "sandbox");
+			return;
+		}
+		if (sandbox_run_tmpdir(p->run))
+			child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(p->run));
+		if (p->run_as.id.change && p->run_as.home)
+			child_env_put(&env, "HOME", p->run_as.home);
+	}
+	int cwd_fd = p->cwd ? open(p->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	struct child_opts o = {
+		.sandbox = p->run,
+		.argv = p->argv,
+		.envp = env,
+		.cwd_fd = cwd_fd,
+		.output_cap = 64 * 1024,
+		.on_output = on_output,
+		.on_eof = on_eof,
+		.on_done = on_child_done,
+		.arg = p,
+		.ret_stdin_fd = &p->in_fd,
+	};
+	int r = child_spawn(p->loop, &o, &p->child);
+	if (cwd_fd >= 0)
+		close(cwd_fd);
+	child_env_free(env);
+	if (r < 0) {
+		const struct sandbox_child *sc = sandbox_run_child(p->run);
+		p->child = NULL;
+		if (sc && sc->failed)
+			mcp_import_failed(p, "MCP server '%s' cannot be started: its sandbox could not be set up (%s): %s",
+				      p->name, sc->failed, strerror(-r));
+		else
+			mcp_import_failed(p, "MCP server '%s' cannot be started (%s): %s", p->name, p->argv[0],
+				      strerror(-r));
+		p->run = sandbox_run_end(p->run);
+		return;
+	}
+	free(p->error);
+	p->error = NULL;
+	if (p->spawns++)
+		p->restarts++;
+	p->state = MCP_STARTING;
+	if (!p->import_timer)
+		p->import_timer = tc_timer_new(p->loop, on_import_timeout, p);
+	tc_timer_start(p->import_timer, MCP_IMPORT_MS);
+	mcp_send_initialize(p);
+}
+
+
