@@ -37,6 +37,9 @@ struct sandbox_run {
 	char **binds;
 	char **ro_binds;
 	gid_t *groups;
+	char *tmp_parent;
+	char uid_map[32];
+	char gid_map[32];
 	const char *enforced[ENFORCED_MAX];
 	unsigned n_enforced;
 	const char *not_enforced[ENFORCED_MAX];
@@ -224,11 +227,13 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	buf_free(&missing);
 
 	bool other = req->id && req->id->change;
+	uid_t child_uid = other ? req->id->uid : geteuid();
+	gid_t child_gid = other ? req->id->gid : getegid();
 	const char *parent;
-	if ((r = tmp_parent_get(other ? req->id->uid : geteuid(), other ? req->id->gid : getegid(), other,
-				&parent, ret_msg)) < 0 ||
-	    (r = tmp_call_make(parent, &run->tmpdir, ret_msg)) < 0)
+	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
+	    (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0)
 		goto fail;
+	run->tmp_parent = xasprintf("%s/c", parent);
 	const struct ll_rules *rules = NULL;
 	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, &rules, ret_msg)) < 0)
 		goto fail;
@@ -248,9 +253,13 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (f->cgroup && (r = cgroup_make(run, f, ret_msg)) < 0)
 		goto fail;
 
+	/* A mount namespace of the child's own: with CAP_SYS_ADMIN, or in a
+	 * user namespace of its own (not for a child that changes its uid:
+	 * the ids it takes would not be mapped there). */
+	bool ns = f->mountns || (f->userns && !c->set_ids);
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
 		protect_plan(run, req);
-		if (run->ro_binds && !f->mountns) {
+		if (run->ro_binds && !ns) {
 			run->binds = strv_free(run->binds);
 			run->ro_binds = strv_free(run->ro_binds);
 			note(run, false, "protect");
@@ -260,10 +269,22 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->binds = (const char *const *)run->binds;
 		c->ro_binds = (const char *const *)run->ro_binds;
 	}
+	if (ns) {
+		c->tmp_parent = run->tmp_parent;
+		c->tmp_own = run->tmpdir;
+	}
+	note(run, ns, "tmpdir hidden");
+	if (ns && !f->mountns) {
+		c->userns = true;
+		snprintf(run->uid_map, sizeof(run->uid_map), "%u %u 1\n", (unsigned)child_uid, (unsigned)child_uid);
+		snprintf(run->gid_map, sizeof(run->gid_map), "%u %u 1\n", (unsigned)child_gid, (unsigned)child_gid);
+		c->uid_map = run->uid_map;
+		c->gid_map = run->gid_map;
+		note(run, true, "user namespace");
+	}
 
 	/* Limits: rlimits always, cgroup limits on top where there are some. */
 	const struct sandbox_limits *l = &run->limits;
-	uid_t child_uid = c->set_ids ? c->uid : geteuid();
 	if (l->memory_mb > 0) {
 		add_rlimit(c, RLIMIT_DATA, l->memory_mb, 1024 * 1024);
 		note(run, true, "memory");
@@ -374,6 +395,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	if (run->cgroup_fd >= 0)
 		close(run->cgroup_fd);
 	tmp_call_remove(run->tmpdir);
+	free(run->tmp_parent);
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
 	free(run->groups);

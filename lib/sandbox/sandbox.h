@@ -69,6 +69,8 @@ struct sandbox_features {
 	bool cgroup_memory;		/* its memory controller is enabled for them */
 	bool cgroup_pids;
 	bool mountns;			/* protect: a private mount namespace per call */
+	bool userns;			/* protect without CAP_SYS_ADMIN: a user namespace
+					 * mapping only the child's own uid and gid */
 	bool setid;			/* the daemon can change a child's uid */
 	char *cgroup_dir;		/* where call cgroups are made, or NULL */
 };
@@ -196,8 +198,14 @@ void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg,
 struct sandbox_child {
 	int cgroup_fd;				/* the call's cgroup dir, or -1 */
 	int cgroup_procs_fd;			/* its cgroup.procs, or -1 */
+	bool userns;				/* cloned into a user and a mount namespace
+						 * (CLONE_NEWUSER | CLONE_NEWNS) */
+	const char *uid_map;			/* userns: "uid uid 1\n", written by the child */
+	const char *gid_map;
 	const char *const *binds;		/* self-bind rw (keeps them in place) */
 	const char *const *ro_binds;		/* self-bind read-only */
+	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
+	const char *tmp_own;			/* empty tmpfs but for this call's own */
 	bool set_ids;
 	uid_t uid;
 	gid_t gid;

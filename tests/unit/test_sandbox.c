@@ -378,7 +378,7 @@ START_TEST(shell_read_only)
 	ck_assert_str_eq(json_str(json_get(json_get(json_doc_root(r.sc), "sandbox"), "profile")), "read-only");
 	run_done(&r);
 	sh(&r, "echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"", NULL);
-	ck_assert_int_eq(exit_code(&r), 0);
+	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "stderr"));
 	run_done(&r);
 }
 END_TEST
