@@ -127,8 +127,11 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 	if (c->userns)
 		STEP("mapping the user namespace", sandbox_userns_map(c->uid_map, c->gid_map));
 	if (c->userns || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || c->tmp_own) {
-		if (!c->userns)
-			STEP("making a mount namespace", syscall(SYS_unshare, CLONE_NEWNS));
+		/* Here, not at the clone: the child has moved to its working
+		 * directory, which the new namespace then holds in its copy of
+		 * the mounts (a directory entered later, by an fd of the
+		 * daemon's, would stay in the daemon's namespace). */
+		STEP("making a mount namespace", syscall(SYS_unshare, CLONE_NEWNS));
 		/* Nothing mounted here may propagate back to the daemon's. */
 		STEP("making mounts private", syscall(SYS_mount, NULL, "/", NULL, MS_REC | MS_SLAVE, NULL));
 		int r = bind_all(c->binds, false);

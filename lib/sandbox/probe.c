@@ -185,24 +185,33 @@ static bool probe_userns(void)
 	char uid_map[64], gid_map[64];
 	snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
 	snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
-	pid_t pid = fork();
-	if (pid < 0)
+	/* A directory with nothing mounted beneath (binding one that has,
+	 * such as "/", is refused in a user namespace). */
+	const char *t = getenv("TMPDIR");
+	_cleanup_free_ char *dir = xasprintf("%s/toolcalld-probe.XXXXXX", t && t[0] == '/' ? t : "/tmp");
+	if (!mkdtemp(dir))
 		return false;
+	pid_t pid = fork();
+	if (pid < 0) {
+		(void)rmdir(dir);
+		return false;
+	}
 	if (pid == 0) {
 		struct statfs st;
 		bool ok = syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNS) == 0 &&
 			  sandbox_userns_map(uid_map, gid_map) == 0 &&
-			  mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0 && mount("/", "/", NULL, MS_BIND, NULL) == 0 &&
-			  statfs("/", &st) == 0 &&
-			  mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+			  mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0 && mount(dir, dir, NULL, MS_BIND, NULL) == 0 &&
+			  statfs(dir, &st) == 0 &&
+			  mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
 				(st.f_flags & MS_NOEXEC), NULL) == 0;
 		_exit(ok ? 0 : 1);
 	}
 	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return false;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	int r;
+	while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	(void)rmdir(dir);
+	return r == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 /* Finds the daemon's cgroup v2 directory: the "0::" line of

@@ -198,8 +198,8 @@ void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg,
 struct sandbox_child {
 	int cgroup_fd;				/* the call's cgroup dir, or -1 */
 	int cgroup_procs_fd;			/* its cgroup.procs, or -1 */
-	bool userns;				/* cloned into a user and a mount namespace
-						 * (CLONE_NEWUSER | CLONE_NEWNS) */
+	bool userns;				/* cloned into a user namespace (CLONE_NEWUSER),
+						 * where it makes its mount namespace */
 	const char *uid_map;			/* userns: "uid uid 1\n", written by the child */
 	const char *gid_map;
 	const char *const *binds;		/* self-bind rw (keeps them in place) */
