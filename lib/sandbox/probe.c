@@ -258,7 +258,7 @@ static bool probe_cgroup(const char *dir)
 	if (mkdir(probe, 0755) < 0)
 		return false;
 	_cleanup_free_ char *kill_path = xasprintf("%s/cgroup.kill", probe);
-	bool ok = access(kill_path, W_OK) == 0;
+	bool ok = sandbox_cgroup_is_fake() || access(kill_path, W_OK) == 0;
 	(void)rmdir(probe);
 	return ok;
 }

@@ -108,15 +108,59 @@ static void add_rlimit(struct sandbox_child *c, int resource, int64_t value, uin
 	c->n_rlimits++;
 }
 
+/* sandbox_cgroup_fake(): the cgroup directory is plain files. */
+static bool cg_fake;
+
+void sandbox_cgroup_fake(bool on)
+{
+	cg_fake = on;
+}
+
+bool sandbox_cgroup_is_fake(void)
+{
+	return cg_fake;
+}
+
+/* Opens a control file of the call's cgroup for writing (a fake one's is
+ * made by the first write). */
+static int cg_open(int dir_fd, const char *file)
+{
+	return openat(dir_fd, file, O_WRONLY | O_CLOEXEC | (cg_fake ? O_CREAT : 0), 0644);
+}
+
 /* Writes a value into a control file of the call's cgroup. */
 static int cg_write(int dir_fd, const char *file, const char *value)
 {
-	_cleanup_close_ int fd = openat(dir_fd, file, O_WRONLY | O_CLOEXEC);
+	_cleanup_close_ int fd = cg_open(dir_fd, file);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, value, strlen(value)) < 0)
 		return -errno;
 	return 0;
+}
+
+/* A fake cgroup is no cgroupfs, where rmdir takes the control files with
+ * it: each file goes, its content appended to "writes.log" beside the
+ * call's directory as "name=content", for the test to read. */
+static void cg_fake_empty(const char *cgroup)
+{
+	_cleanup_free_ char *log = xasprintf("%s/../writes.log", cgroup);
+	static const char *const files[] = { "cgroup.procs", "memory.max", "pids.max", "cgroup.kill" };
+	FILE *out = fopen(log, "ae");
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		_cleanup_free_ char *path = xasprintf("%s/%s", cgroup, files[i]);
+		char buf[64] = "";
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (n < 0)
+			continue;
+		buf[n] = '\0';
+		if (out)
+			fprintf(out, "%s=%s\n", files[i], buf);
+		(void)unlink(path);
+	}
+	if (out)
+		fclose(out);
 }
 
 /* Makes the call's cgroup, with memory.max and pids.max where the
@@ -133,7 +177,7 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	}
 	run->cgroup_fd = open(run->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (run->cgroup_fd >= 0)
-		run->child.cgroup_procs_fd = openat(run->cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		run->child.cgroup_procs_fd = cg_open(run->cgroup_fd, "cgroup.procs");
 	if (run->cgroup_fd < 0 || run->child.cgroup_procs_fd < 0) {
 		*ret_msg = xasprintf("Could not open the call's cgroup %s: %s", run->cgroup, strerror(errno));
 		return -errno;
@@ -387,6 +431,8 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->child.cgroup_procs_fd);
 	if (run->cgroup) {
 		sandbox_run_kill(run);
+		if (cg_fake)
+			cg_fake_empty(run->cgroup);
 		if (rmdir(run->cgroup) < 0 && errno == EBUSY)
 			strv_push(&pending_rmdir, TAKE_PTR(run->cgroup));
 		free(run->cgroup);

@@ -83,6 +83,15 @@ struct sandbox_features {
  * the cgroup off.
  */
 const struct sandbox_features *sandbox_probe(const char *cgroup_dir);
+/*
+ * For tests: the cgroup_dir given to sandbox_probe() is a directory of
+ * plain files standing in for a delegated cgroup v2 (the test writes its
+ * cgroup.subtree_control): control files are made by their first write,
+ * and when a call ends each is appended to <cgroup_dir>/writes.log as
+ * "name=content" and removed before the directory is.
+ */
+void sandbox_cgroup_fake(bool on);
+bool sandbox_cgroup_is_fake(void);
 /* Forgets the probe (tests that emulate another kernel probe again). */
 void sandbox_probe_reset(void);
 /* "sandbox: landlock ABI 7, seccomp, no_new_privs, cgroup v2 delegated: no, ..." */

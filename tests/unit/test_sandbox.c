@@ -9,6 +9,7 @@
  * call away with a seccomp filter.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
@@ -577,6 +578,59 @@ START_TEST(cleanup_by_subreaper)
 }
 END_TEST
 
+/* The cgroup code against a fake cgroup v2 directory of plain files: what
+ * a call's cgroup gets written (memory.max, pids.max, the child's join in
+ * cgroup.procs) and that its end writes cgroup.kill and removes it. */
+START_TEST(cgroup_written)
+{
+	char fake[PATH_MAX + 16], path[PATH_MAX + 64];
+	snprintf(fake, sizeof(fake), "%s/cg", tmpdir);
+	ck_assert_int_eq(mkdir(fake, 0755), 0);
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", fake);
+	write_file(path, "memory pids\n", 0644);
+	sandbox_probe_reset();
+	sandbox_cgroup_fake(true);
+	const struct sandbox_features *f = sandbox_probe(fake);
+	ck_assert(f->cgroup && f->cgroup_memory && f->cgroup_pids);
+	char *line = sandbox_features_line(f);
+	ck_assert_msg(strstr(line, "cgroup v2 delegated: ") && strstr(line, "memory.max: yes, pids.max: yes"), "%s", line);
+	free(line);
+	if (!need_kernel("cgroup_written")) {
+		sandbox_cgroup_fake(false);
+		return;
+	}
+	cfg.limits.memory_mb = 100;
+	cfg.limits.pids = 7;
+	struct run r;
+	sh(&r, "echo ok", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	ck_assert(enforced(&r, "enforced", "cgroup"));
+	ck_assert(enforced(&r, "enforced", "memory.max"));
+	ck_assert(enforced(&r, "enforced", "pids.max"));
+	run_done(&r);
+
+	snprintf(path, sizeof(path), "%s/writes.log", fake);
+	FILE *in = fopen(path, "re");
+	ck_assert_ptr_nonnull(in);
+	char log[1024];
+	size_t n = fread(log, 1, sizeof(log) - 1, in);
+	fclose(in);
+	log[n] = '\0';
+	ck_assert_msg(strstr(log, "memory.max=104857600\n"), "%s", log);
+	ck_assert_msg(strstr(log, "pids.max=7\n"), "%s", log);
+	ck_assert_msg(strstr(log, "cgroup.procs=0\n"), "%s", log);	/* the child joined */
+	ck_assert_msg(strstr(log, "cgroup.kill=1\n"), "%s", log);
+	/* The call's cgroup is gone, and only it was made. */
+	DIR *d = opendir(fake);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		ck_assert_msg(strncmp(e->d_name, "tc-", 3) != 0, "left: %s", e->d_name);
+	closedir(d);
+	sandbox_cgroup_fake(false);
+}
+END_TEST
+
 /* --- the socket ----------------------------------------------------------------------- */
 
 START_TEST(peer_confined)
@@ -781,6 +835,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, command_limit_named);
 	tcase_add_test(tc, cleanup_by_cgroup);
 	tcase_add_test(tc, cleanup_by_subreaper);
+	tcase_add_test(tc, cgroup_written);
 	tcase_add_test(tc, peer_confined);
 	tcase_add_test(tc, command_options_rule);
 	tcase_add_test(tc, command_tool_sandbox_key);
