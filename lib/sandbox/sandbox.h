@@ -281,4 +281,13 @@ int sandbox_child_apply(struct sandbox_child *c);
  */
 bool sandbox_pid_confined(pid_t pid, int pidfd);
 
+/* How often a refused sandboxed peer is logged, at most. */
+#define SANDBOX_REFUSAL_LOG_MS 60000
+/*
+ * Whether a refusal of a sandboxed peer is to be logged now: the first,
+ * then at most one every interval_ms; *ret_more (set when true) counts the
+ * refusals not logged since the last line.
+ */
+bool sandbox_refusal_due(uint64_t now_ms, uint64_t interval_ms, unsigned *ret_more);
+
 #endif

@@ -8,7 +8,8 @@
  * what the kernel lacks (Landlock taken away by a seccomp filter the
  * daemon inherits) and require:false runs it, saying what was not
  * enforced; node runs under the default profile and limits; and with a
- * writable cgroup v2 directory, a call gets a cgroup with its limits.
+ * writable cgroup v2 directory, a call gets a cgroup with its limits; a
+ * call connecting to the socket again and again is logged once.
  */
 #include <check.h>
 #include <errno.h>
@@ -340,6 +341,43 @@ START_TEST(cgroup_real)
 }
 END_TEST
 
+/* A sandboxed call connecting to the daemon's socket over and over is
+ * refused each time, and logged once, not once per connection. */
+START_TEST(refusals_do_not_flood_the_log)
+{
+	if (access("/usr/bin/python3", X_OK) < 0)
+		TC_SKIP("refusals_do_not_flood_the_log: skipped: no python3 to connect with");
+	struct tcd d;
+	start(&d, "", false);
+	struct tcc *c = tcc_connect(&d);
+	char *cmd = xasprintf("python3 -c 'import socket\n"
+			      "n = 0\n"
+			      "for i in range(200):\n"
+			      "    s = socket.socket(socket.AF_UNIX)\n"
+			      "    try:\n"
+			      "        s.connect(\"%s\")\n"
+			      "        s.sendall(b\"{}\\n\")\n"
+			      "        n += s.recv(100) == b\"\"\n"
+			      "    except OSError:\n"
+			      "        n += 1\n"
+			      "    s.close()\n"
+			      "print(n)'", d.sock);
+	const struct json *r = sh(c, cmd);
+	free(cmd);
+	tc_assert_ok(r);
+	ck_assert_msg(strcmp(tj_str(r, "result.structuredContent.stdout"), "200\n") == 0, "%s", tj_str(r, "result.content.0.text"));
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	char *log = tcd_log(&d);
+	unsigned lines = 0;
+	for (const char *p = log; (p = strstr(p, "(sandboxed) may not be a peer")); p++)
+		lines++;
+	ck_assert_msg(lines == 1, "%u lines: %s", lines, log);
+	free(log);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 static Suite *iso_suite(void)
 {
 	Suite *s = suite_create("integ_sandbox_iso");
@@ -350,6 +388,7 @@ static Suite *iso_suite(void)
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);
 	tcase_add_test(tc, cgroup_real);
+	tcase_add_test(tc, refusals_do_not_flood_the_log);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -631,6 +631,23 @@ START_TEST(cgroup_written)
 }
 END_TEST
 
+/* Refusals of sandboxed peers are logged the first time, then at most once
+ * an interval, with the count of those not logged. */
+START_TEST(refusal_log_rate)
+{
+	unsigned more = 99;
+	ck_assert(sandbox_refusal_due(1000, 60000, &more));
+	ck_assert_uint_eq(more, 0);
+	for (int i = 0; i < 1000; i++)
+		ck_assert(!sandbox_refusal_due(1000 + (uint64_t)i * 10, 60000, &more));
+	ck_assert(sandbox_refusal_due(61000, 60000, &more));
+	ck_assert_uint_eq(more, 1000);
+	ck_assert(!sandbox_refusal_due(61001, 60000, &more));
+	ck_assert(sandbox_refusal_due(200000, 60000, &more));
+	ck_assert_uint_eq(more, 1);
+}
+END_TEST
+
 /* --- the socket ----------------------------------------------------------------------- */
 
 START_TEST(peer_confined)
@@ -836,6 +853,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, cleanup_by_cgroup);
 	tcase_add_test(tc, cleanup_by_subreaper);
 	tcase_add_test(tc, cgroup_written);
+	tcase_add_test(tc, refusal_log_rate);
 	tcase_add_test(tc, peer_confined);
 	tcase_add_test(tc, command_options_rule);
 	tcase_add_test(tc, command_tool_sandbox_key);
