@@ -11,9 +11,11 @@
  * then only makes its private TMPDIR, a ruleset fd from the kept rules and,
  * with a delegated cgroup v2 subtree, a cgroup of its own (run.c). The
  * child, spawned with clone(CLONE_VM | CLONE_VFORK), carries out the plan
- * with raw system calls (apply.c): cgroup, mount namespace for the
- * protected paths, rlimits, groups/gid/uid, no_new_privs, Landlock,
- * seccomp, in that order, then execs.
+ * with raw system calls (apply.c): cgroup, mount namespace (for the
+ * protected paths and to hide the other calls' TMPDIRs; without
+ * CAP_SYS_ADMIN inside a user namespace the child is cloned into, mapping
+ * only its own uid and gid), rlimits, groups/gid/uid, no_new_privs,
+ * Landlock, seccomp, in that order, then execs.
  *
  * Cleanup: the daemon is child subreaper and each call's leader is one
  * too, so every process a call starts stays its descendant while it runs
