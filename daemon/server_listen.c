@@ -294,8 +294,11 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 			continue;
 		}
 		if (peer_sandboxed(fd, &cred)) {
-			log_warning("refusing connection from pid %d (uid %u): a process started by a tool call "
-				    "(sandboxed) may not be a peer of the daemon", (int)cred.pid, (unsigned)cred.uid);
+			unsigned more = 0;
+			if (sandbox_refusal_due(mono_ms(), SANDBOX_REFUSAL_LOG_MS, &more))
+				log_warning("refusing connection from pid %d (uid %u): a process started by a tool call "
+					    "(sandboxed) may not be a peer of the daemon (%u more refused since the last "
+					    "such line, logged at most once a minute)", (int)cred.pid, (unsigned)cred.uid, more);
 			s->conns_refused++;
 			close(fd);
 			continue;

@@ -595,6 +595,14 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	 * with CLONE_FILES. */
 	if (!RUNNING_ON_VALGRIND)
 		flags |= CLONE_FILES;
+	/* A child protecting paths without CAP_SYS_ADMIN gets its user
+	 * namespace here: unshare(CLONE_NEWUSER) refuses a process that
+	 * shares its memory (EINVAL), clone does not. The child writes its
+	 * own uid and gid maps, then makes its mount namespace with unshare
+	 * (CLONE_NEWNS alone is allowed there), after its chdir
+	 * (sandbox_child_apply). */
+	if (a.sandbox && a.sandbox->userns)
+		flags |= CLONE_NEWUSER;
 
 	sigset_t all, old;
 	sigfillset(&all);

@@ -8,10 +8,12 @@
 #include "lib/sandbox/sandbox_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <linux/seccomp.h>
 
@@ -22,7 +24,9 @@ struct raw_rlimit {
 };
 
 /* Self-binds each path (read-only when ro) in the child's private mount
- * namespace. A path gone since the daemon looked has nothing to protect. */
+ * namespace. A path gone since the daemon looked has nothing to protect.
+ * The remount keeps noexec where the mount had it: in a user namespace a
+ * flag of the mount it comes from cannot be dropped (EPERM). */
 __attribute__((no_sanitize("address"))) static int bind_all(const char *const *paths, bool ro)
 {
 	for (; paths && *paths; paths++) {
@@ -31,11 +35,76 @@ __attribute__((no_sanitize("address"))) static int bind_all(const char *const *p
 				continue;
 			return -errno;
 		}
+		struct statfs st;
+		if (ro && syscall(SYS_statfs, *paths, &st) < 0)
+			return -errno;
 		if (ro && syscall(SYS_mount, NULL, *paths, NULL,
-				  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+				  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | (st.f_flags & MS_NOEXEC),
+				  NULL) < 0)
 			return -errno;
 	}
 	return 0;
+}
+
+/* Writes text into a file (of /proc/self), raw. */
+__attribute__((no_sanitize("address"))) static int write_text(const char *path, const char *text)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = 0;
+	while (text[n])
+		n++;
+	long w = syscall(SYS_write, fd, text, n);
+	int e = errno;
+	(void)syscall(SYS_close, fd);
+	errno = e;
+	return w < 0 ? -e : 0;
+}
+
+/*
+ * Maps, in the user namespace the child was cloned into, its own uid and
+ * gid onto themselves and nothing else (setgroups denied first, as the
+ * kernel requires of an unprivileged gid_map). Inside it the child has
+ * capabilities over its own mount namespace only, and loses them at exec
+ * (its uid there is not 0); files of unmapped owners are out of their
+ * reach.
+ */
+__attribute__((no_sanitize("address"))) int sandbox_userns_map(const char *uid_map, const char *gid_map)
+{
+	int r;
+	if ((r = write_text("/proc/self/setgroups", "deny")) < 0 || (r = write_text("/proc/self/uid_map", uid_map)) < 0 ||
+	    (r = write_text("/proc/self/gid_map", gid_map)) < 0)
+		return r;
+	return 0;
+}
+
+/*
+ * Hides the other calls' TMPDIRs: an empty tmpfs over the parent they
+ * share, with the call's own directory bound back at its place (through
+ * /proc/self/fd, opened before the tmpfs covers it). The path is the same,
+ * and the neighbours are not there to list or open.
+ */
+__attribute__((no_sanitize("address"))) static int hide_tmp(const char *parent, const char *own)
+{
+	long fd = syscall(SYS_openat, AT_FDCWD, own, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char src[32] = "/proc/self/fd/", digits[12];
+	int nd = 0, len = 14;
+	for (long v = fd; nd == 0 || v; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	while (nd)
+		src[len++] = digits[--nd];
+	src[len] = '\0';
+	int r = 0;
+	if (syscall(SYS_mount, "tmpfs", parent, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		    "mode=0711,size=4k,nr_inodes=4") < 0 ||
+	    syscall(SYS_mkdirat, AT_FDCWD, own, 0700) < 0 || syscall(SYS_mount, src, own, NULL, MS_BIND, NULL) < 0)
+		r = -errno;
+	(void)syscall(SYS_close, fd);
+	errno = -r;
+	return r;
 }
 
 #define STEP(name, call) \
@@ -47,7 +116,7 @@ __attribute__((no_sanitize("address"))) static int bind_all(const char *const *p
 	} while (0)
 
 /* Carries out the plan, in the order that needs the privileges it drops
- * last: cgroup, subreaper, mounts, rlimits, groups/gid/uid, no_new_privs,
+ * last: cgroup, subreaper, user namespace maps, mounts, rlimits, groups/gid/uid, no_new_privs,
  * Landlock, seccomp. */
 __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_child *c)
 {
@@ -55,7 +124,13 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		STEP("joining the call's cgroup", syscall(SYS_write, c->cgroup_procs_fd, "0", 1));
 	if (c->subreaper)
 		STEP("becoming subreaper", syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
-	if ((c->binds && *c->binds) || (c->ro_binds && *c->ro_binds)) {
+	if (c->userns)
+		STEP("mapping the user namespace", sandbox_userns_map(c->uid_map, c->gid_map));
+	if (c->userns || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || c->tmp_own) {
+		/* Here, not at the clone: the child has moved to its working
+		 * directory, which the new namespace then holds in its copy of
+		 * the mounts (a directory entered later, by an fd of the
+		 * daemon's, would stay in the daemon's namespace). */
 		STEP("making a mount namespace", syscall(SYS_unshare, CLONE_NEWNS));
 		/* Nothing mounted here may propagate back to the daemon's. */
 		STEP("making mounts private", syscall(SYS_mount, NULL, "/", NULL, MS_REC | MS_SLAVE, NULL));
@@ -67,6 +142,8 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 			errno = -r;
 			return r;
 		}
+		if (c->tmp_own)
+			STEP("hiding the other calls' TMPDIRs", hide_tmp(c->tmp_parent, c->tmp_own));
 	}
 	for (unsigned i = 0; i < c->n_rlimits; i++) {
 		/* Lowered, never raised: a soft limit below stays (the fd

@@ -3,7 +3,8 @@
  * Telling a sandboxed process among the peers of the daemon's socket: a
  * process the daemon started is its descendant for as long as it lives
  * (the daemon is child subreaper, so nothing can leave its tree), and one
- * in a call's cgroup is one of a call's. Such a peer is refused.
+ * in a call's cgroup is one of a call's. Such a peer is refused, and the
+ * refusals are logged at a bounded rate (a call could connect in a loop).
  */
 #include "lib/sandbox/sandbox.h"
 
@@ -89,6 +90,27 @@ bool sandbox_pid_confined(pid_t pid, int pidfd)
 	if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno == ESRCH)
 		return true;	/* EPERM only says the peer is another user's: it is there */
 	return confined;
+}
+
+/* The refusals since the last logged one, and when that was. */
+static unsigned refused_unlogged;
+static uint64_t refused_logged_ms;
+static bool refused_any;
+
+/* Says whether a refusal of a sandboxed peer is logged now: the first one,
+ * then at most one every interval_ms, which says (*ret_more) how many were
+ * refused since the last logged one and not logged. */
+bool sandbox_refusal_due(uint64_t now_ms, uint64_t interval_ms, unsigned *ret_more)
+{
+	if (refused_any && now_ms - refused_logged_ms < interval_ms) {
+		refused_unlogged++;
+		return false;
+	}
+	*ret_more = refused_unlogged;
+	refused_unlogged = 0;
+	refused_logged_ms = now_ms;
+	refused_any = true;
+	return true;
 }
 
 /* Fills a peer's identity: its own when children are to run as it. */

@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -170,6 +172,48 @@ static bool probe_mountns(void)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
+/*
+ * Whether a child can protect paths without CAP_SYS_ADMIN: a user
+ * namespace of its own mapping only its uid and gid, with a mount
+ * namespace where it binds a directory read-only. Tried in a short-lived
+ * child the whole way, as calls will do it: unprivileged user namespaces
+ * may be off (user.max_user_namespaces 0, a distribution's sysctl), or
+ * allowed without the capabilities inside (an LSM's policy).
+ */
+static bool probe_userns(void)
+{
+	char uid_map[64], gid_map[64];
+	snprintf(uid_map, sizeof(uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+	snprintf(gid_map, sizeof(gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+	/* A directory with nothing mounted beneath (binding one that has,
+	 * such as "/", is refused in a user namespace). */
+	const char *t = getenv("TMPDIR");
+	_cleanup_free_ char *dir = xasprintf("%s/toolcalld-probe.XXXXXX", t && t[0] == '/' ? t : "/tmp");
+	if (!mkdtemp(dir))
+		return false;
+	pid_t pid = fork();
+	if (pid < 0) {
+		(void)rmdir(dir);
+		return false;
+	}
+	if (pid == 0) {
+		struct statfs st;
+		bool ok = syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNS) == 0 &&
+			  sandbox_userns_map(uid_map, gid_map) == 0 &&
+			  mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) == 0 && mount(dir, dir, NULL, MS_BIND, NULL) == 0 &&
+			  statfs(dir, &st) == 0 &&
+			  mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				(st.f_flags & MS_NOEXEC), NULL) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	int st;
+	int r;
+	while ((r = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	(void)rmdir(dir);
+	return r == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 /* Finds the daemon's cgroup v2 directory: the "0::" line of
  * /proc/self/cgroup under the cgroup2 mount of /proc/self/mountinfo. */
 static char *own_cgroup_dir(void)
@@ -214,7 +258,7 @@ static bool probe_cgroup(const char *dir)
 	if (mkdir(probe, 0755) < 0)
 		return false;
 	_cleanup_free_ char *kill_path = xasprintf("%s/cgroup.kill", probe);
-	bool ok = access(kill_path, W_OK) == 0;
+	bool ok = sandbox_cgroup_is_fake() || access(kill_path, W_OK) == 0;
 	(void)rmdir(probe);
 	return ok;
 }
@@ -313,6 +357,7 @@ const struct sandbox_features *sandbox_probe(const char *cgroup_dir)
 	features.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
 	features.setid = geteuid() == 0;
 	features.mountns = probe_mountns();
+	features.userns = !features.mountns && probe_userns();
 	char *dir = cgroup_dir ? (*cgroup_dir ? xstrdup(cgroup_dir) : NULL) : own_cgroup_dir();
 	if (dir && probe_cgroup(dir)) {
 		if (!cgroup_dir)
@@ -352,7 +397,8 @@ char *sandbox_features_line(const struct sandbox_features *f)
 	else
 		buf_puts(&b, ", cgroup v2 delegated: no");
 	buf_puts(&b, f->subreaper ? ", subreaper" : ", subreaper: no");
-	buf_puts(&b, f->mountns ? ", protect: mount namespace" : ", protect: not enforced");
+	buf_puts(&b, f->mountns ? ", protect: mount namespace"
+			 : f->userns ? ", protect: user namespace" : ", protect: not enforced");
 	buf_puts(&b, f->setid ? ", run_as peer: yes" : ", run_as peer: no (not root)");
 	return buf_steal(&b);
 }

@@ -37,6 +37,9 @@ struct sandbox_run {
 	char **binds;
 	char **ro_binds;
 	gid_t *groups;
+	char *tmp_parent;
+	char uid_map[32];
+	char gid_map[32];
 	const char *enforced[ENFORCED_MAX];
 	unsigned n_enforced;
 	const char *not_enforced[ENFORCED_MAX];
@@ -105,15 +108,59 @@ static void add_rlimit(struct sandbox_child *c, int resource, int64_t value, uin
 	c->n_rlimits++;
 }
 
+/* sandbox_cgroup_fake(): the cgroup directory is plain files. */
+static bool cg_fake;
+
+void sandbox_cgroup_fake(bool on)
+{
+	cg_fake = on;
+}
+
+bool sandbox_cgroup_is_fake(void)
+{
+	return cg_fake;
+}
+
+/* Opens a control file of the call's cgroup for writing (a fake one's is
+ * made by the first write). */
+static int cg_open(int dir_fd, const char *file)
+{
+	return openat(dir_fd, file, O_WRONLY | O_CLOEXEC | (cg_fake ? O_CREAT : 0), 0644);
+}
+
 /* Writes a value into a control file of the call's cgroup. */
 static int cg_write(int dir_fd, const char *file, const char *value)
 {
-	_cleanup_close_ int fd = openat(dir_fd, file, O_WRONLY | O_CLOEXEC);
+	_cleanup_close_ int fd = cg_open(dir_fd, file);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, value, strlen(value)) < 0)
 		return -errno;
 	return 0;
+}
+
+/* A fake cgroup is no cgroupfs, where rmdir takes the control files with
+ * it: each file goes, its content appended to "writes.log" beside the
+ * call's directory as "name=content", for the test to read. */
+static void cg_fake_empty(const char *cgroup)
+{
+	_cleanup_free_ char *log = xasprintf("%s/../writes.log", cgroup);
+	static const char *const files[] = { "cgroup.procs", "memory.max", "pids.max", "cgroup.kill" };
+	FILE *out = fopen(log, "ae");
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		_cleanup_free_ char *path = xasprintf("%s/%s", cgroup, files[i]);
+		char buf[64] = "";
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (n < 0)
+			continue;
+		buf[n] = '\0';
+		if (out)
+			fprintf(out, "%s=%s\n", files[i], buf);
+		(void)unlink(path);
+	}
+	if (out)
+		fclose(out);
 }
 
 /* Makes the call's cgroup, with memory.max and pids.max where the
@@ -130,7 +177,7 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	}
 	run->cgroup_fd = open(run->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (run->cgroup_fd >= 0)
-		run->child.cgroup_procs_fd = openat(run->cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+		run->child.cgroup_procs_fd = cg_open(run->cgroup_fd, "cgroup.procs");
 	if (run->cgroup_fd < 0 || run->child.cgroup_procs_fd < 0) {
 		*ret_msg = xasprintf("Could not open the call's cgroup %s: %s", run->cgroup, strerror(errno));
 		return -errno;
@@ -224,11 +271,13 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	buf_free(&missing);
 
 	bool other = req->id && req->id->change;
+	uid_t child_uid = other ? req->id->uid : geteuid();
+	gid_t child_gid = other ? req->id->gid : getegid();
 	const char *parent;
-	if ((r = tmp_parent_get(other ? req->id->uid : geteuid(), other ? req->id->gid : getegid(), other,
-				&parent, ret_msg)) < 0 ||
-	    (r = tmp_call_make(parent, &run->tmpdir, ret_msg)) < 0)
+	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
+	    (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0)
 		goto fail;
+	run->tmp_parent = xasprintf("%s/c", parent);
 	const struct ll_rules *rules = NULL;
 	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, &rules, ret_msg)) < 0)
 		goto fail;
@@ -248,9 +297,13 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (f->cgroup && (r = cgroup_make(run, f, ret_msg)) < 0)
 		goto fail;
 
+	/* A mount namespace of the child's own: with CAP_SYS_ADMIN, or in a
+	 * user namespace of its own (not for a child that changes its uid:
+	 * the ids it takes would not be mapped there). */
+	bool ns = f->mountns || (f->userns && !c->set_ids);
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
 		protect_plan(run, req);
-		if (run->ro_binds && !f->mountns) {
+		if (run->ro_binds && !ns) {
 			run->binds = strv_free(run->binds);
 			run->ro_binds = strv_free(run->ro_binds);
 			note(run, false, "protect");
@@ -260,10 +313,22 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->binds = (const char *const *)run->binds;
 		c->ro_binds = (const char *const *)run->ro_binds;
 	}
+	if (ns) {
+		c->tmp_parent = run->tmp_parent;
+		c->tmp_own = run->tmpdir;
+	}
+	note(run, ns, "tmpdir hidden");
+	if (ns && !f->mountns) {
+		c->userns = true;
+		snprintf(run->uid_map, sizeof(run->uid_map), "%u %u 1\n", (unsigned)child_uid, (unsigned)child_uid);
+		snprintf(run->gid_map, sizeof(run->gid_map), "%u %u 1\n", (unsigned)child_gid, (unsigned)child_gid);
+		c->uid_map = run->uid_map;
+		c->gid_map = run->gid_map;
+		note(run, true, "user namespace");
+	}
 
 	/* Limits: rlimits always, cgroup limits on top where there are some. */
 	const struct sandbox_limits *l = &run->limits;
-	uid_t child_uid = c->set_ids ? c->uid : geteuid();
 	if (l->memory_mb > 0) {
 		add_rlimit(c, RLIMIT_DATA, l->memory_mb, 1024 * 1024);
 		note(run, true, "memory");
@@ -366,6 +431,8 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->child.cgroup_procs_fd);
 	if (run->cgroup) {
 		sandbox_run_kill(run);
+		if (cg_fake)
+			cg_fake_empty(run->cgroup);
 		if (rmdir(run->cgroup) < 0 && errno == EBUSY)
 			strv_push(&pending_rmdir, TAKE_PTR(run->cgroup));
 		free(run->cgroup);
@@ -374,6 +441,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	if (run->cgroup_fd >= 0)
 		close(run->cgroup_fd);
 	tmp_call_remove(run->tmpdir);
+	free(run->tmp_parent);
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
 	free(run->groups);

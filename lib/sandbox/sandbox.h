@@ -11,9 +11,11 @@
  * then only makes its private TMPDIR, a ruleset fd from the kept rules and,
  * with a delegated cgroup v2 subtree, a cgroup of its own (run.c). The
  * child, spawned with clone(CLONE_VM | CLONE_VFORK), carries out the plan
- * with raw system calls (apply.c): cgroup, mount namespace for the
- * protected paths, rlimits, groups/gid/uid, no_new_privs, Landlock,
- * seccomp, in that order, then execs.
+ * with raw system calls (apply.c): cgroup, mount namespace (for the
+ * protected paths and to hide the other calls' TMPDIRs; without
+ * CAP_SYS_ADMIN inside a user namespace the child is cloned into, mapping
+ * only its own uid and gid), rlimits, groups/gid/uid, no_new_privs,
+ * Landlock, seccomp, in that order, then execs.
  *
  * Cleanup: the daemon is child subreaper and each call's leader is one
  * too, so every process a call starts stays its descendant while it runs
@@ -69,6 +71,8 @@ struct sandbox_features {
 	bool cgroup_memory;		/* its memory controller is enabled for them */
 	bool cgroup_pids;
 	bool mountns;			/* protect: a private mount namespace per call */
+	bool userns;			/* protect without CAP_SYS_ADMIN: a user namespace
+					 * mapping only the child's own uid and gid */
 	bool setid;			/* the daemon can change a child's uid */
 	char *cgroup_dir;		/* where call cgroups are made, or NULL */
 };
@@ -81,6 +85,15 @@ struct sandbox_features {
  * the cgroup off.
  */
 const struct sandbox_features *sandbox_probe(const char *cgroup_dir);
+/*
+ * For tests: the cgroup_dir given to sandbox_probe() is a directory of
+ * plain files standing in for a delegated cgroup v2 (the test writes its
+ * cgroup.subtree_control): control files are made by their first write,
+ * and when a call ends each is appended to <cgroup_dir>/writes.log as
+ * "name=content" and removed before the directory is.
+ */
+void sandbox_cgroup_fake(bool on);
+bool sandbox_cgroup_is_fake(void);
 /* Forgets the probe (tests that emulate another kernel probe again). */
 void sandbox_probe_reset(void);
 /* "sandbox: landlock ABI 7, seccomp, no_new_privs, cgroup v2 delegated: no, ..." */
@@ -196,8 +209,14 @@ void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg,
 struct sandbox_child {
 	int cgroup_fd;				/* the call's cgroup dir, or -1 */
 	int cgroup_procs_fd;			/* its cgroup.procs, or -1 */
+	bool userns;				/* cloned into a user namespace (CLONE_NEWUSER),
+						 * where it makes its mount namespace */
+	const char *uid_map;			/* userns: "uid uid 1\n", written by the child */
+	const char *gid_map;
 	const char *const *binds;		/* self-bind rw (keeps them in place) */
 	const char *const *ro_binds;		/* self-bind read-only */
+	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
+	const char *tmp_own;			/* empty tmpfs but for this call's own */
 	bool set_ids;
 	uid_t uid;
 	gid_t gid;
@@ -263,5 +282,14 @@ int sandbox_child_apply(struct sandbox_child *c);
  * is refused. pidfd (or -1) pins the process against pid reuse.
  */
 bool sandbox_pid_confined(pid_t pid, int pidfd);
+
+/* How often a refused sandboxed peer is logged, at most. */
+#define SANDBOX_REFUSAL_LOG_MS 60000
+/*
+ * Whether a refusal of a sandboxed peer is to be logged now: the first,
+ * then at most one every interval_ms; *ret_more (set when true) counts the
+ * refusals not logged since the last line.
+ */
+bool sandbox_refusal_due(uint64_t now_ms, uint64_t interval_ms, unsigned *ret_more);
 
 #endif

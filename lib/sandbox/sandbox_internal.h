@@ -75,12 +75,16 @@ int ll_rules_fd(const struct ll_rules *rules);
 int ll_ruleset_make(const struct ll_rules *rules, int abi, int *ret_fd);
 void ll_cache_clear(void);
 
-/* Private TMPDIRs (tmp.c): a parent per identity (mode 0700, its own),
- * writable in the rules; a directory per call beneath it. */
-int tmp_parent_get(uid_t uid, gid_t gid, bool chown_it, const char **ret, char **ret_msg);
-int tmp_call_make(const char *parent, char **ret, char **ret_msg);
+/* Private TMPDIRs (tmp.c): a parent per identity (mode 0711, the
+ * daemon's), writable in the rules; a directory per call beneath it,
+ * under a random name, the child's (chown_it) with mode 0700. */
+int tmp_parent_get(uid_t uid, const char **ret, char **ret_msg);
+int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg);
 void tmp_call_remove(char *path);
 void tmp_base_remove(void);
+
+/* Maps the child's own uid and gid in its new user namespace (apply.c). */
+int sandbox_userns_map(const char *uid_map, const char *gid_map);
 
 /* The seccomp program for a request (kept), or NULL with *ret_msg set. */
 const void *seccomp_prog_get(bool network, char **ret_msg);

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private TMPDIRs. The daemon makes one directory (mode 0711) holding a
- * parent per identity its children run as (mode 0700, owned by that
- * identity), which the Landlock rules of that identity make writable; each
- * call gets a directory of its own beneath (mode 0700), emptied of all it
+ * parent per identity its children run as (mode 0711 too, the daemon's),
+ * which the Landlock rules of that identity make writable, and in it a
+ * directory "c" (the same) where each call gets a directory of its own
+ * (mode 0700, the child's), named by 128 random bits, emptied of all it
  * holds, and itself, when the call ends. So a ruleset serves every call of
- * an identity, and a call's TMPDIR is reachable by no other identity (the
- * calls of one identity, which share its uid, may reach each other's while
- * they run).
+ * an identity, no call can list "c" (nor chmod it, unless it runs as the
+ * daemon's own uid) or guess a neighbour's name, and where the child has a
+ * mount namespace "c" is covered with an empty tmpfs but for the call's
+ * own directory (apply.c): the other calls' TMPDIRs are not there at all.
+ * ("c" and not the parent itself: Landlock does not look at a rule on a
+ * covered mount point, and the rule is on the parent.)
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -18,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,7 +33,6 @@
 #define PARENTS_MAX 256
 
 static char *tmp_base;
-static uint64_t seq;
 static struct {
 	uid_t uid;
 	char *path;
@@ -84,8 +88,8 @@ static int tmp_base_get(const char **ret)
 	return 0;
 }
 
-/* Finds or makes the TMPDIR parent of an identity. */
-int tmp_parent_get(uid_t uid, gid_t gid, bool chown_it, const char **ret, char **ret_msg)
+/* Finds or makes the TMPDIR parent of an identity: the daemon's, 0711. */
+int tmp_parent_get(uid_t uid, const char **ret, char **ret_msg)
 {
 	for (size_t i = 0; i < n_parents; i++)
 		if (parents[i].uid == uid) {
@@ -95,10 +99,11 @@ int tmp_parent_get(uid_t uid, gid_t gid, bool chown_it, const char **ret, char *
 	const char *base = NULL;
 	int r = tmp_base_get(&base);
 	_cleanup_free_ char *path = r >= 0 ? xasprintf("%s/u%u", base, (unsigned)uid) : NULL;
-	if (r >= 0 && mkdir(path, 0700) < 0 && errno != EEXIST)
-		r = -errno;
-	if (r >= 0 && chown_it && chown(path, uid, gid) < 0)
-		r = -errno;
+	_cleanup_free_ char *calls = r >= 0 ? xasprintf("%s/c", path) : NULL;
+	/* chmod: mkdir's mode went through the umask. */
+	for (int i = 0; i < 2 && r >= 0; i++)
+		if ((mkdir(i ? calls : path, 0711) < 0 && errno != EEXIST) || chmod(i ? calls : path, 0711) < 0)
+			r = -errno;
 	if (r >= 0 && n_parents == PARENTS_MAX)
 		r = -ENOSPC;
 	if (r < 0) {
@@ -111,20 +116,22 @@ int tmp_parent_get(uid_t uid, gid_t gid, bool chown_it, const char **ret, char *
 	return 0;
 }
 
-/* Makes a call's TMPDIR beneath its identity's parent. */
-int tmp_call_make(const char *parent, char **ret, char **ret_msg)
+/* Makes a call's TMPDIR beneath its identity's parent, under a name no
+ * other call can guess, owned by the child (chown_it) or the daemon. */
+int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg)
 {
-	char *path = xasprintf("%s/%" PRIu64, parent, ++seq);
-	if (mkdir(path, 0700) < 0) {
-		int r = -errno;
-		*ret_msg = xasprintf("Could not make a private TMPDIR: %s", strerror(-r));
-		free(path);
-		return r;
+	uint64_t name[2];
+	if (getrandom(name, sizeof(name), 0) != (ssize_t)sizeof(name)) {
+		*ret_msg = xasprintf("Could not make a private TMPDIR: no random bytes (%s)", strerror(errno));
+		return -EAGAIN;
 	}
-	/* The parent's owner: mkdir as root made it root's. */
-	struct stat st;
-	if (stat(parent, &st) == 0 && st.st_uid != geteuid() && chown(path, st.st_uid, st.st_gid) < 0) {
-		int r = -errno;
+	char *path = xasprintf("%s/c/%016" PRIx64 "%016" PRIx64, parent, name[0], name[1]);
+	int r = 0;
+	if (mkdir(path, 0700) < 0)
+		r = -errno;
+	else if (chown_it && chown(path, uid, gid) < 0)
+		r = -errno;
+	if (r < 0) {
 		*ret_msg = xasprintf("Could not make a private TMPDIR: %s", strerror(-r));
 		(void)rmdir(path);
 		free(path);

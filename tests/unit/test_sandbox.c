@@ -9,6 +9,7 @@
  * call away with a seccomp filter.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
@@ -378,7 +379,7 @@ START_TEST(shell_read_only)
 	ck_assert_str_eq(json_str(json_get(json_get(json_doc_root(r.sc), "sandbox"), "profile")), "read-only");
 	run_done(&r);
 	sh(&r, "echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"", NULL);
-	ck_assert_int_eq(exit_code(&r), 0);
+	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "stderr"));
 	run_done(&r);
 }
 END_TEST
@@ -574,6 +575,76 @@ START_TEST(cleanup_by_subreaper)
 	/* Also with the sandbox off. */
 	cfg.profile = SANDBOX_OFF;
 	escaped_is_gone();
+}
+END_TEST
+
+/* The cgroup code against a fake cgroup v2 directory of plain files: what
+ * a call's cgroup gets written (memory.max, pids.max, the child's join in
+ * cgroup.procs) and that its end writes cgroup.kill and removes it. */
+START_TEST(cgroup_written)
+{
+	char fake[PATH_MAX + 16], path[PATH_MAX + 64];
+	snprintf(fake, sizeof(fake), "%s/cg", tmpdir);
+	ck_assert_int_eq(mkdir(fake, 0755), 0);
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", fake);
+	write_file(path, "memory pids\n", 0644);
+	sandbox_probe_reset();
+	sandbox_cgroup_fake(true);
+	const struct sandbox_features *f = sandbox_probe(fake);
+	ck_assert(f->cgroup && f->cgroup_memory && f->cgroup_pids);
+	char *line = sandbox_features_line(f);
+	ck_assert_msg(strstr(line, "cgroup v2 delegated: ") && strstr(line, "memory.max: yes, pids.max: yes"), "%s", line);
+	free(line);
+	if (!need_kernel("cgroup_written")) {
+		sandbox_cgroup_fake(false);
+		return;
+	}
+	cfg.limits.memory_mb = 100;
+	cfg.limits.pids = 7;
+	struct run r;
+	sh(&r, "echo ok", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	ck_assert(enforced(&r, "enforced", "cgroup"));
+	ck_assert(enforced(&r, "enforced", "memory.max"));
+	ck_assert(enforced(&r, "enforced", "pids.max"));
+	run_done(&r);
+
+	snprintf(path, sizeof(path), "%s/writes.log", fake);
+	FILE *in = fopen(path, "re");
+	ck_assert_ptr_nonnull(in);
+	char log[1024];
+	size_t n = fread(log, 1, sizeof(log) - 1, in);
+	fclose(in);
+	log[n] = '\0';
+	ck_assert_msg(strstr(log, "memory.max=104857600\n"), "%s", log);
+	ck_assert_msg(strstr(log, "pids.max=7\n"), "%s", log);
+	ck_assert_msg(strstr(log, "cgroup.procs=0\n"), "%s", log);	/* the child joined */
+	ck_assert_msg(strstr(log, "cgroup.kill=1\n"), "%s", log);
+	/* The call's cgroup is gone, and only it was made. */
+	DIR *d = opendir(fake);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		ck_assert_msg(strncmp(e->d_name, "tc-", 3) != 0, "left: %s", e->d_name);
+	closedir(d);
+	sandbox_cgroup_fake(false);
+}
+END_TEST
+
+/* Refusals of sandboxed peers are logged the first time, then at most once
+ * an interval, with the count of those not logged. */
+START_TEST(refusal_log_rate)
+{
+	unsigned more = 99;
+	ck_assert(sandbox_refusal_due(1000, 60000, &more));
+	ck_assert_uint_eq(more, 0);
+	for (int i = 0; i < 1000; i++)
+		ck_assert(!sandbox_refusal_due(1000 + (uint64_t)i * 10, 60000, &more));
+	ck_assert(sandbox_refusal_due(61000, 60000, &more));
+	ck_assert_uint_eq(more, 1000);
+	ck_assert(!sandbox_refusal_due(61001, 60000, &more));
+	ck_assert(sandbox_refusal_due(200000, 60000, &more));
+	ck_assert_uint_eq(more, 1);
 }
 END_TEST
 
@@ -781,6 +852,8 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, command_limit_named);
 	tcase_add_test(tc, cleanup_by_cgroup);
 	tcase_add_test(tc, cleanup_by_subreaper);
+	tcase_add_test(tc, cgroup_written);
+	tcase_add_test(tc, refusal_log_rate);
 	tcase_add_test(tc, peer_confined);
 	tcase_add_test(tc, command_options_rule);
 	tcase_add_test(tc, command_tool_sandbox_key);

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox where the daemon has no privilege, black box: a daemon
+ * running as uid 65534 (the test, as root, starts it so; as another user,
+ * as itself) still keeps .git/hooks read-only, through a user namespace of
+ * each child's own, and a call cannot undo those mounts; calls of one uid
+ * cannot reach each other's TMPDIR; sandbox.require refuses a call naming
+ * what the kernel lacks (Landlock taken away by a seccomp filter the
+ * daemon inherits) and require:false runs it, saying what was not
+ * enforced; node runs under the default profile and limits; and with a
+ * writable cgroup v2 directory, a call gets a cgroup with its limits; a
+ * call connecting to the socket again and again is logged once.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/deny_syscall.h"
+
+#define AUTO "\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
+#define NOBODY 65534
+
+/* Gives uid everything below dir (the daemon's files, its workspace). */
+static void chown_tree(const char *dir, uid_t uid)
+{
+	char *cmd = xasprintf("chown -R %u:%u '%s'", (unsigned)uid, (unsigned)uid, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+
+/*
+ * Starts a daemon with the sandbox members given, as uid 65534 when as_nobody
+ * (the test being root) with $HOME in its temp dir. Returns false, having
+ * said why, when that cannot be done here.
+ */
+static bool start(struct tcd *d, const char *sandbox_members, bool as_nobody)
+{
+	char *cfg = xasprintf("{" AUTO ",\"sandbox\":{%s}}", sandbox_members);
+	const char *wrap[] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", NULL };
+	struct tcd_opts o = { .config = cfg };
+	tcd_prepare(d, &o);
+	char *home = xasprintf("%s/home", d->dir);
+	ck_assert_int_eq(mkdir(home, 0755), 0);
+	char *env_home = xasprintf("HOME=%s", home);
+	const char *env[] = { env_home, NULL };
+	o.env = env;
+	if (as_nobody) {
+		chown_tree(d->dir, NOBODY);
+		ck_assert_int_eq(chmod(d->dir, 0755), 0);
+		o.wrapper = wrap;
+	}
+	tcd_spawn(d, &o);
+	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0) {
+		char *log = tcd_log(d);
+		ck_abort_msg("the daemon did not start: %s", log);
+	}
+	free(env_home);
+	free(home);
+	free(cfg);
+	return true;
+}
+
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "command");
+	jgen_str(g, command);
+	jgen_obj_close(g);
+	jgen_free(g);
+	const struct json *r = tcc_call(c, "shell", buf_head(&b));
+	buf_free(&b);
+	return r;
+}
+
+/* Whether the array at path of r holds s. */
+static bool has_str(const struct json *r, const char *path, const char *s)
+{
+	const struct json *a = tj(r, path);
+	for (size_t i = 0; a && a->type == JSON_ARRAY && i < a->u.arr.n; i++)
+		if (json_str(a->u.arr.items[i]) && strcmp(json_str(a->u.arr.items[i]), s) == 0)
+			return true;
+	return false;
+}
+
+static void stop(struct tcd *d)
+{
+	ck_assert_int_eq(tcd_stop(d), 0);
+	tcd_free(d);
+}
+
+/* Whether the daemon will be another uid than root here: as 65534 when the
+ * test is root, else the test's own. */
+static bool want_nobody(void)
+{
+	return geteuid() == 0;
+}
+
+START_TEST(protect_without_privilege)
+{
+	struct tcd d;
+	start(&d, "", want_nobody());
+	char *log = tcd_log(&d);
+	if (!strstr(log, "protect: user namespace")) {
+		char *line = strstr(log, "sandbox:");
+		char *end = line ? strchr(line, '\n') : NULL;
+		if (end)
+			*end = '\0';
+		free(log);
+		stop(&d);
+		TC_SKIP("protect_without_privilege: skipped: unprivileged user namespaces are not available here "
+			"(%s)", line ? line : "no start-up line");
+	}
+	free(log);
+	tcd_put(&d, ".git/hooks/pre-commit.sample", "#!/bin/sh\n");
+	tcd_put(&d, ".git/config", "[core]\n");
+	if (want_nobody())
+		chown_tree(d.ws, NOBODY);
+
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "id -u; echo x > .git/hooks/x");
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stderr"), "Read-only file system"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "user namespace"));
+	char *uid = xasprintf("%u\n", (unsigned)(want_nobody() ? NOBODY : geteuid()));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), uid);
+	free(uid);
+	r = sh(c, "echo '[core] fsmonitor = evil' >> .git/config");
+	ck_assert(tj_bool(r, "result.isError"));
+	/* The mounts stay: neither unmounted, remounted, nor renamed away. */
+	r = sh(c, "umount .git/hooks && echo escaped; mount -o remount,rw .git/hooks && echo escaped; "
+		  "mount --bind /tmp .git/hooks && echo escaped; unshare -rm true && echo escaped; "
+		  "mv .git/hooks .git/h2 && echo escaped; mv .git .g2 && echo escaped; true");
+	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.stdout"), "escaped"));
+	r = sh(c, "echo y > .git/hooks/x");
+	ck_assert(tj_bool(r, "result.isError"));
+	/* The rest of the workspace takes new files. */
+	r = sh(c, "echo a > new && echo b > .git/other");
+	tc_assert_ok(r);
+	char *x = tcd_ws_path(&d, ".git/hooks/x");
+	ck_assert_int_lt(access(x, F_OK), 0);
+	free(x);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/*
+ * Call A writes a file in its TMPDIR and waits; call B, of the same uid,
+ * can neither list the directory holding TMPDIRs nor read A's file, even
+ * knowing its path. As the daemon's own uid (loop 0) and, when the test is
+ * root, with the daemon as uid 65534 (loop 1: the user namespace path).
+ */
+START_TEST(tmpdir_private)
+{
+	if (_i == 1 && !want_nobody())
+		TC_SKIP("tmpdir_private: skipped: not root, cannot start the daemon as another uid");
+	struct tcd d;
+	start(&d, "", _i == 1);
+	if (_i == 1)
+		chown_tree(d.ws, NOBODY);
+	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d);
+	struct buf args = {0};
+	struct jgen *g = jgen_new(&args);
+	jgen_obj_open(g);
+	jgen_key(g, "command");
+	jgen_str(g, "echo secret > \"$TMPDIR/a\" && echo \"$TMPDIR\" > a-tmp.new && mv a-tmp.new a-tmp && "
+		    "while [ ! -e done ]; do sleep 0.02; done; cat \"$TMPDIR/a\"");
+	jgen_obj_close(g);
+	jgen_free(g);
+	char *params = xasprintf("{\"name\":\"shell\",\"arguments\":%s}", buf_head(&args));
+	int64_t id = tcc_send_request(a, "tools/call", params);
+	free(params);
+	buf_free(&args);
+	char *marker = tcd_ws_path(&d, "a-tmp");
+	struct stat st;
+	for (int i = 0; i < 1000 && stat(marker, &st) < 0; i++)
+		usleep(10000);
+	size_t n = 0;
+	char *a_tmp = tcd_read(&d, marker, &n);
+	ck_assert_ptr_nonnull(a_tmp);
+	a_tmp[strcspn(a_tmp, "\n")] = '\0';
+	char *a_name = strrchr(a_tmp, '/') + 1;
+
+	char *cmd = xasprintf("ls -a \"$(dirname \"$TMPDIR\")\" '%s/..' 2>&1; cat '%s/a' 2>&1; ls '%s' 2>&1; true",
+			      a_tmp, a_tmp, a_tmp);
+	const struct json *r = sh(b, cmd);
+	free(cmd);
+	tc_assert_ok(r);
+	const char *out = tj_str(r, "result.structuredContent.stdout");
+	ck_assert_msg(!strstr(out, a_name) || strstr(out, "No such file"), "%s", out);
+	ck_assert_msg(!strstr(out, "secret"), "%s", out);
+	/* B's own TMPDIR works. */
+	r = sh(b, "echo mine > \"$TMPDIR/b\" && cat \"$TMPDIR/b\"");
+	tc_assert_ok(r);
+	tcd_put(&d, "done", "");
+	char idbuf[32];
+	snprintf(idbuf, sizeof(idbuf), "%lld", (long long)id);
+	r = tcc_wait_id(a, idbuf, 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "secret\n");
+	free(a_tmp);
+	free(marker);
+	tcc_close(a);
+	tcc_close(b);
+	stop(&d);
+}
+END_TEST
+
+/* A kernel without Landlock, emulated: the daemon inherits a seccomp filter
+ * that takes landlock_create_ruleset away. */
+START_TEST(require_refuses)
+{
+	if (!deny_syscall_or_skip("require_refuses", SYS_landlock_create_ruleset))
+		return;
+	struct tcd d;
+	start(&d, "", false);
+	ck_assert(tcd_wait_log(&d, "landlock: no", 1, 5000));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "echo ran > ran");
+	ck_assert_ptr_nonnull(tj(r, "error"));
+	ck_assert_str_eq(tj_str(r, "error.data.kind"), "permission_denied");
+	const char *msg = tj_str(r, "error.message");
+	ck_assert_msg(strstr(msg, "Landlock") && strstr(msg, "sandbox.require"), "%s", msg);
+	char *ran = tcd_ws_path(&d, "ran");
+	ck_assert_int_lt(access(ran, F_OK), 0);
+	tcc_close(c);
+	stop(&d);
+
+	/* require:false runs it, less confined, and says so. */
+	start(&d, "\"require\":false", false);
+	c = tcc_connect(&d);
+	r = sh(c, "echo ran > ran");
+	tc_assert_ok(r);
+	ck_assert(has_str(r, "result.structuredContent.sandbox.not_enforced", "landlock"));
+	ck_assert(!has_str(r, "result.structuredContent.sandbox.enforced", "landlock"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "seccomp"));
+	free(ran);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* node (V8 reserves far more address space than it uses) starts under the
+ * default profile and limits: memory_mb is RLIMIT_DATA, not RLIMIT_AS. */
+START_TEST(node_runs)
+{
+	if (access("/usr/bin/node", X_OK) < 0 && access("/usr/local/bin/node", X_OK) < 0)
+		TC_SKIP("node_runs: skipped: node is not installed");
+	struct tcd d;
+	start(&d, "", false);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "node -e 'console.log(1 + 1)'");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "memory"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* Finds a cgroup v2 directory this process may make cgroups in: its own
+ * cgroup's, under the cgroup2 mount. NULL when there is none. */
+static char *writable_cgroup(void)
+{
+	char line[4096], *rel = NULL, *mnt = NULL;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "0::", 3) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			rel = xstrdup(line + 3);
+		}
+	if (f)
+		fclose(f);
+	f = fopen("/proc/self/mountinfo", "re");
+	while (f && !mnt && fgets(line, sizeof(line), f)) {
+		char root[1024], point[1024];
+		if (strstr(line, " - cgroup2 ") && sscanf(line, "%*d %*d %*s %1023s %1023s", root, point) == 2 &&
+		    strcmp(root, "/") == 0)
+			mnt = xstrdup(point);
+	}
+	if (f)
+		fclose(f);
+	char *dir = rel && mnt ? xasprintf("%s%s/tc-test-%d", mnt, rel, (int)getpid()) : NULL;
+	free(rel);
+	free(mnt);
+	if (dir && mkdir(dir, 0755) < 0) {
+		free(dir);
+		dir = NULL;
+	}
+	char *kill_path = dir ? xasprintf("%s/cgroup.kill", dir) : NULL;
+	if (dir && access(kill_path, W_OK) < 0) {
+		(void)rmdir(dir);
+		free(dir);
+		dir = NULL;
+	}
+	free(kill_path);
+	return dir;
+}
+
+/* With a real, writable cgroup v2 directory: a call lives in a cgroup of
+ * its own, which a process it leaves behind does not outlive. */
+START_TEST(cgroup_real)
+{
+	char *dir = writable_cgroup();
+	if (!dir)
+		TC_SKIP("cgroup_real: skipped: no writable cgroup v2 directory here (no delegation)");
+	struct tcd d;
+	char *members = xasprintf("\"cgroup\":\"%s\"", dir);
+	start(&d, members, false);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "cat /proc/self/cgroup; (setsid sleep 300 &) ; echo started");
+	tc_assert_ok(r);
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "cgroup"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "/tc-"));
+	/* Gone with its call: the directory holds no call cgroup. */
+	char *cmd = xasprintf("test -z \"$(find '%s' -mindepth 1 -maxdepth 1 -type d -name 'tc-*')\"", dir);
+	bool empty = false;
+	for (int i = 0; i < 500 && !empty; i++) {
+		empty = system(cmd) == 0;
+		if (!empty)
+			usleep(10000);
+	}
+	ck_assert(empty);
+	free(cmd);
+	tcc_close(c);
+	stop(&d);
+	(void)rmdir(dir);
+	free(members);
+	free(dir);
+}
+END_TEST
+
+/* A sandboxed call connecting to the daemon's socket over and over is
+ * refused each time, and logged once, not once per connection. */
+START_TEST(refusals_do_not_flood_the_log)
+{
+	if (access("/usr/bin/python3", X_OK) < 0)
+		TC_SKIP("refusals_do_not_flood_the_log: skipped: no python3 to connect with");
+	struct tcd d;
+	start(&d, "", false);
+	struct tcc *c = tcc_connect(&d);
+	char *cmd = xasprintf("python3 -c 'import socket\n"
+			      "n = 0\n"
+			      "for i in range(200):\n"
+			      "    s = socket.socket(socket.AF_UNIX)\n"
+			      "    try:\n"
+			      "        s.connect(\"%s\")\n"
+			      "        s.sendall(b\"{}\\n\")\n"
+			      "        n += s.recv(100) == b\"\"\n"
+			      "    except OSError:\n"
+			      "        n += 1\n"
+			      "    s.close()\n"
+			      "print(n)'", d.sock);
+	const struct json *r = sh(c, cmd);
+	free(cmd);
+	tc_assert_ok(r);
+	ck_assert_msg(strcmp(tj_str(r, "result.structuredContent.stdout"), "200\n") == 0, "%s", tj_str(r, "result.content.0.text"));
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	char *log = tcd_log(&d);
+	unsigned lines = 0;
+	for (const char *p = log; (p = strstr(p, "(sandboxed) may not be a peer")); p++)
+		lines++;
+	ck_assert_msg(lines == 1, "%u lines: %s", lines, log);
+	free(log);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+static Suite *iso_suite(void)
+{
+	Suite *s = suite_create("integ_sandbox_iso");
+	TCase *tc = tcase_create("iso");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, protect_without_privilege);
+	tcase_add_loop_test(tc, tmpdir_private, 0, 2);
+	tcase_add_test(tc, require_refuses);
+	tcase_add_test(tc, node_runs);
+	tcase_add_test(tc, cgroup_real);
+	tcase_add_test(tc, refusals_do_not_flood_the_log);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(iso_suite());
+}
