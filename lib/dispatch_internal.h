@@ -72,6 +72,7 @@ struct exec {
 	unsigned max_attempts;
 	int64_t budget;			/* per-call budget left, < 0: none */
 	uint64_t timeout_ms;
+	int64_t call_timeout_ms;	/* the request's own timeout, <= 0: none */
 	uint64_t start_ms;
 	struct timespec start_ts;
 	struct attempt *attempt;
