@@ -107,6 +107,8 @@ struct dispatcher {
 	struct map *uids;		/* uid -> struct uid_state */
 	struct list ready;		/* struct uid_state.node: uids whose turn comes, in order */
 	struct map *confirms;		/* id -> struct confirm */
+	confirm_charge_fn confirm_charge;	/* counts open requests' bytes per uid, or NULL */
+	void *confirm_charge_arg;
 	struct list resolved;		/* struct confirm.node, oldest first */
 	struct tc_timer *sweep;		/* armed only for the next expiry */
 	uint64_t sweep_due;		/* when it fires; 0: not armed */
