@@ -273,8 +273,10 @@ static void answer_next(struct tcc *a, const char *decision, struct tcc *c, cons
 
 /* The inputs of calls waiting for confirmation count in their uid's
  * memory: one uid with many large requests open is refused overloaded,
- * naming limits.per_uid_memory, while another uid's request is asked as
- * usual; what they held is given back when they are cancelled. */
+ * naming limits.per_uid_memory, and its own largest connection is
+ * disconnected when they take it over the bound, while another uid's
+ * request is asked as usual; what they held is given back when they are
+ * cancelled. */
 START_TEST(per_uid_memory_counts_confirmations)
 {
 	struct passwd *pw = nobody();
@@ -302,6 +304,26 @@ START_TEST(per_uid_memory_counts_confirmations)
 		ck_assert_msg(strstr(line, "overloaded") && strstr(line, "limits.per_uid_memory"), "%s", line);
 	}
 	ck_assert_msg(refused >= 5 && refused < N, "%d of %d requests of nobody refused", refused, N);
+
+	/* What they hold counts for eviction too: six new connections of
+	 * nobody holding 100 KiB of unfinished line each (128 KiB of buffer:
+	 * 768 KiB together, within the bound) take the uid over it with the
+	 * requests open, and nobody's largest are disconnected, not the one
+	 * holding the requests (its buffers are small by now). */
+	enum { P = 6 };
+	struct tcc *part[P];
+	for (int i = 0; i < P; i++) {
+		part[i] = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+		send_partial(part[i], 100 * 1024);
+	}
+	ck_assert(tcd_wait_stat(&d, "result.connections.evicted", 1, 5000));
+	int gone = 0;
+	for (int i = 0; i < P; i++) {
+		gone += evicted(part[i], "limits.per_uid_memory", 300);
+		tcc_close(part[i]);
+	}
+	ck_assert_int_ge(gone, 1);
+	ck_assert_int_lt(gone, P);
 
 	/* Root is not refused for what nobody holds: its request is asked. */
 	struct tcc *ra = tcc_connect(&d);
