@@ -3,10 +3,12 @@
  * The uid table (see peers.h): entries kept in a map by uid, created with
  * a uid's first connection and freed with its last; the bytes charged to
  * each, and the list of those over the per-uid bound for the connection
- * layer to bring back under it.
+ * layer to bring back under it. An entry also lives while requests waiting
+ * for confirmation hold bytes for its uid, after its last connection.
  */
 #include "daemon/peers.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 #include "lib/map.h"
@@ -42,7 +44,8 @@ struct peer *peers_find(const struct peers *t, uid_t uid)
 	return map_get(t->by_uid, key);
 }
 
-struct peer *peers_join(struct peers *t, uid_t uid)
+/* The uid's entry, made when it has none. */
+static struct peer *peer_get(struct peers *t, uid_t uid)
 {
 	struct peer *p = peers_find(t, uid);
 	if (!p) {
@@ -54,21 +57,33 @@ struct peer *peers_join(struct peers *t, uid_t uid)
 		list_init(&p->over_node);
 		map_put(t->by_uid, key, p);
 	}
+	return p;
+}
+
+/* Frees the entry of a uid that holds nothing any more. */
+static void peer_maybe_free(struct peers *t, struct peer *p)
+{
+	if (p->conns || p->memory)
+		return;
+	if (list_linked(&p->over_node))
+		list_remove(&p->over_node);
+	char key[UID_KEY_MAX];
+	uid_key(p->uid, key);
+	map_remove(t->by_uid, key);
+	free(p);
+}
+
+struct peer *peers_join(struct peers *t, uid_t uid)
+{
+	struct peer *p = peer_get(t, uid);
 	p->conns++;
 	return p;
 }
 
 void peers_leave(struct peers *t, struct peer *p)
 {
-	if (--p->conns > 0)
-		return;
-	if (list_linked(&p->over_node))
-		list_remove(&p->over_node);
-	t->memory -= p->memory;
-	char key[UID_KEY_MAX];
-	uid_key(p->uid, key);
-	map_remove(t->by_uid, key);
-	free(p);
+	p->conns--;
+	peer_maybe_free(t, p);
 }
 
 void peers_charge(struct peers *t, struct peer *p, int64_t delta)
@@ -80,6 +95,19 @@ void peers_charge(struct peers *t, struct peer *p, int64_t delta)
 		list_insert_tail(&t->over, &p->over_node);
 	else if (!over && list_linked(&p->over_node))
 		list_remove(&p->over_node);
+}
+
+int peers_charge_uid(void *arg, uid_t uid, int64_t delta)
+{
+	struct peers *t = arg;
+	struct peer *p = peer_get(t, uid);
+	if (delta > 0 && t->memory_limit && p->memory + (uint64_t)delta > t->memory_limit) {
+		peer_maybe_free(t, p);
+		return -ENOBUFS;
+	}
+	peers_charge(t, p, delta);
+	peer_maybe_free(t, p);
+	return 0;
 }
 
 void peers_set_limit(struct peers *t, uint64_t limit)

@@ -5,7 +5,9 @@
  * output buffers, answers of batches not yet written) and lists those
  * connections, so that a bound per uid (limits.per_uid_connections,
  * limits.per_uid_memory) refuses or disconnects within the uid that went
- * over it, never another's. An entry lives while the uid has a connection.
+ * over it, never another's. Requests waiting for confirmation are charged
+ * to their uid too. An entry lives while the uid has a connection or holds
+ * bytes.
  */
 #ifndef TC_PEERS_H
 #define TC_PEERS_H
@@ -20,7 +22,7 @@ struct map;
 struct peer {
 	uid_t uid;
 	unsigned conns;
-	uint64_t memory;		/* bytes its connections hold */
+	uint64_t memory;		/* bytes its connections and open confirmations hold */
 	struct list members;		/* its connections (their peer_node) */
 	struct list over_node;		/* peers->over while memory > the per-uid bound */
 };
@@ -39,10 +41,16 @@ struct peer *peers_find(const struct peers *t, uid_t uid);
 /* Counts one more connection of uid (its entry made on first use). */
 struct peer *peers_join(struct peers *t, uid_t uid);
 /* Counts one connection less (it holds nothing any more); the entry goes
- * with the uid's last connection. */
+ * with the uid's last connection, unless it still holds bytes. */
 void peers_leave(struct peers *t, struct peer *p);
 /* Adds delta bytes (negative: released) to what p holds. */
 void peers_charge(struct peers *t, struct peer *p, int64_t delta);
+/* Charges delta bytes held outside any connection (the input of a call
+ * waiting for confirmation) to uid, whose entry lives while they are
+ * held. A charge that would take the uid over the per-uid bound is refused
+ * (-ENOBUFS) and counts nothing. Arg is the table (lib/confirm.h's
+ * confirm_charge_fn). */
+int peers_charge_uid(void *arg, uid_t uid, int64_t delta);
 /* Sets the per-uid bound on bytes held (0: none) and sorts the entries
  * over it again. */
 void peers_set_limit(struct peers *t, uint64_t limit);

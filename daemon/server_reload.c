@@ -77,6 +77,7 @@ void server_apply_config(struct server *s)
 		dispatch_set_config(s->dispatcher, &dc);
 	} else {
 		s->dispatcher = dispatcher_new(s->loop, &dc, &s->bus);
+		dispatch_set_confirm_charge(s->dispatcher, peers_charge_uid, &s->peers);
 	}
 	dispatch_set_policy(s->dispatcher, &c->confirmation);
 	dispatch_set_env(s->dispatcher, &s->env);

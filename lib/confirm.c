@@ -32,17 +32,57 @@ struct confirm {
 	char *diff;			/* what the call would change (tool_def.preview), or NULL */
 	bool elicited;			/* the calling client was asked too (MCP elicitation) */
 	uint64_t expires;		/* resolved records are kept a while for "first write wins" */
+	int64_t held;			/* bytes charged to the uid while open */
 	struct list node;		/* d->resolved */
 };
 
-static void confirm_free(struct confirm *c)
+/* Frees what only an open request shows (its files and diff): a settled
+ * one is kept for its decision. */
+static void confirm_shed(struct confirm *c)
 {
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);
-	free(c->id);
 	free(c->diff);
+	c->files = NULL;
+	c->n_files = 0;
+	c->diff = NULL;
+}
+
+static void confirm_free(struct confirm *c)
+{
+	confirm_shed(c);
+	free(c->id);
 	free(c);
+}
+
+void dispatch_set_confirm_charge(struct dispatcher *d, confirm_charge_fn charge, void *arg)
+{
+	d->confirm_charge = charge;
+	d->confirm_charge_arg = arg;
+}
+
+/* What an open request holds, as its uid is charged for it: the input as
+ * its canonical text (a parsed tree takes about as much again), the files
+ * and the diff. */
+static int64_t confirm_bytes(const struct confirm *c, const struct exec *e)
+{
+	_cleanup_(buf_free) struct buf b = {0};
+	json_canonical(e->args, &b);
+	int64_t n = (int64_t)(2 * buf_size(&b) + sizeof(*c));
+	for (size_t i = 0; i < c->n_files; i++)
+		n += (int64_t)strlen(c->files[i]) + 1;
+	if (c->diff)
+		n += (int64_t)strlen(c->diff) + 1;
+	return n;
+}
+
+/* Gives back what an open request held to its uid's account. */
+static void confirm_release(struct dispatcher *d, struct confirm *c)
+{
+	if (c->held && d->confirm_charge)
+		d->confirm_charge(d->confirm_charge_arg, c->uid, -c->held);
+	c->held = 0;
 }
 
 /* The path of the open fd relative to the workspace root, or NULL when it
@@ -160,6 +200,7 @@ static void extra_resolved(struct jgen *g, void *arg)
 static void confirm_settle(struct dispatcher *d, struct confirm *c, const char *decision)
 {
 	c->decision = decision;
+	confirm_shed(c);
 	c->expires = tc_now(d->loop) + MAX(d->cfg.idem_ttl_ms, 60000);
 	list_insert_tail(&d->resolved, &c->node);
 	dispatch_arm_sweep(d);
@@ -172,6 +213,7 @@ static struct confirm *untie(struct exec *e)
 	e->confirm = NULL;
 	c->exec = NULL;
 	e->session->confirming--;
+	confirm_release(e->d, c);
 	return c;
 }
 
@@ -237,6 +279,18 @@ void confirm_ask(struct exec *e)
 	/* Computed once: every approver sees the change as it was asked. */
 	if (e->tool->def->preview && e->session->ws)
 		c->diff = e->tool->def->preview(e->args, e->session->ws);
+	/* Counted against the uid's memory (limits.per_uid_memory): a uid
+	 * with many large requests open is refused, not another. */
+	int64_t held = confirm_bytes(c, e);
+	if (d->confirm_charge && d->confirm_charge(d->confirm_charge_arg, c->uid, held) < 0) {
+		confirm_free(c);
+		exec_finish(e, outcome_error(TC_OVERLOADED,
+					     "The calls of this user that wait for confirmation, with its connections, "
+					     "hold more memory than limits.per_uid_memory allows; answer or cancel some, "
+					     "then retry"));
+		return;
+	}
+	c->held = held;
 	e->confirm_seq = d->counter;
 	list_init(&c->node);
 	map_put(d->confirms, c->id, c);

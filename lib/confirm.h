@@ -44,6 +44,16 @@ void dispatch_elicit_failed(struct dispatcher *d, const char *request_id);
  * see, so an approver that arrives late can answer them. */
 void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub);
 
+/*
+ * Counts what open requests hold (the whole input, the files, the diff)
+ * against their uid: charge(arg, uid, delta) is called with the bytes when
+ * a request is made (a negative errno refuses it: the call fails
+ * overloaded) and with their negation when it is resolved, cancelled,
+ * timed out or forgotten. NULL: nothing is counted.
+ */
+typedef int (*confirm_charge_fn)(void *arg, uid_t uid, int64_t delta);
+void dispatch_set_confirm_charge(struct dispatcher *d, confirm_charge_fn charge, void *arg);
+
 /* For the engine: asks for confirmation of e (or fails it at once when no
  * approver is connected and none is waited for). */
 void confirm_ask(struct exec *e);

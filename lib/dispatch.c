@@ -687,6 +687,19 @@ static struct caller *answer_keyed(struct dispatcher *d, struct caller *c, const
 	return c;
 }
 
+/* The execution's time limit: the request's own timeout, else the
+ * arguments' timeout_ms (tools that take one), else the tool's. Computed
+ * again when a hook rewrites the arguments. */
+static uint64_t exec_limit(const struct exec *e)
+{
+	if (e->call_timeout_ms > 0)
+		return (uint64_t)e->call_timeout_ms;
+	int64_t v;
+	if (e->tool->def->timeout_arg && json_get_int(json_get(e->args, "timeout_ms"), &v) && v > 0)
+		return (uint64_t)v;
+	return e->tool->timeout_ms;
+}
+
 /* Makes the execution of an admitted call, with c its first caller. */
 static struct exec *exec_new(struct dispatcher *d, struct session *s, const struct call_params *p,
 			     struct caller *c, struct admission *a)
@@ -713,14 +726,8 @@ static struct exec *exec_new(struct dispatcher *d, struct session *s, const stru
 	if (e->max_attempts == 0)
 		e->max_attempts = 1;
 	e->budget = p->budget;
-	e->timeout_ms = t->timeout_ms;
-	if (t->def->timeout_arg) {
-		int64_t v;
-		if (json_get_int(json_get(e->args, "timeout_ms"), &v) && v > 0)
-			e->timeout_ms = (uint64_t)v;
-	}
-	if (p->timeout_ms > 0)
-		e->timeout_ms = (uint64_t)p->timeout_ms;
+	e->call_timeout_ms = p->timeout_ms;
+	e->timeout_ms = exec_limit(e);
 	e->start_ms = c->accepted_ms;
 	e->pid = c->pid;
 	clock_gettime(CLOCK_MONOTONIC, &e->start_ts);
@@ -761,9 +768,12 @@ static void on_pre_hooks(void *arg, struct hook_verdict *v)
 			exec_finish(e, o);
 			return;
 		}
+		/* The rewritten arguments replace the old ones whole: what
+		 * they say of the limit (shell's timeout_ms) holds too. */
 		json_doc_unref(e->doc);
 		e->doc = TAKE_PTR(v->args_doc);
 		e->args = v->args;
+		e->timeout_ms = exec_limit(e);
 	}
 	if (v->decision == HOOK_ALLOW)
 		e->mode = CONFIRM_AUTO;

@@ -72,6 +72,7 @@ struct exec {
 	unsigned max_attempts;
 	int64_t budget;			/* per-call budget left, < 0: none */
 	uint64_t timeout_ms;
+	int64_t call_timeout_ms;	/* the request's own timeout, <= 0: none */
 	uint64_t start_ms;
 	struct timespec start_ts;
 	struct attempt *attempt;
@@ -106,6 +107,8 @@ struct dispatcher {
 	struct map *uids;		/* uid -> struct uid_state */
 	struct list ready;		/* struct uid_state.node: uids whose turn comes, in order */
 	struct map *confirms;		/* id -> struct confirm */
+	confirm_charge_fn confirm_charge;	/* counts open requests' bytes per uid, or NULL */
+	void *confirm_charge_arg;
 	struct list resolved;		/* struct confirm.node, oldest first */
 	struct tc_timer *sweep;		/* armed only for the next expiry */
 	uint64_t sweep_due;		/* when it fires; 0: not armed */

@@ -26,6 +26,7 @@ struct fsjob {
 	bool switch_ident;
 	bool cancelled;			/* loop side: fsjob_cancel came */
 	struct iojob *io;		/* loop side: the pool's handle, while queued or running */
+	struct iopool *pool;
 	const struct iojob *running;	/* worker side: set while run executes */
 	int r;
 };
@@ -87,6 +88,14 @@ static void job_done(void *p, bool cancelled)
 {
 	struct fsjob *job = p;
 	struct tool_call *call = job->call;
+	if (!cancelled && !job->cancelled && job->r == FSJOB_AGAIN) {
+		/* A part is done: shown, then the next one queued (behind
+		 * the jobs that came meanwhile). */
+		if (job->ops->part)
+			job->ops->part(call, job->arg);
+		job->io = iopool_submit(job->pool, job_run, job_done, job);
+		return;
+	}
 	if (cancelled || job->cancelled)
 		tool_call_fail(call, TC_CANCELLED, "The call was cancelled before its file work was done");
 	else
@@ -126,13 +135,16 @@ enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, v
 			/* The loop never takes another identity. */
 			tool_call_fail(call, TC_INTERNAL, "No io thread to act as the peer on files");
 		} else {
-			job->r = ops->run(job, arg);
+			while ((job->r = ops->run(job, arg)) == FSJOB_AGAIN)
+				if (ops->part)
+					ops->part(call, arg);
 			ops->done(call, arg, job->r);
 		}
 		job_free(job);
 		return TOOL_DONE;
 	}
 	call->state = job;
+	job->pool = pool;
 	job->io = iopool_submit(pool, job_run, job_done, job);
 	return TOOL_PENDING;
 }
@@ -148,7 +160,7 @@ void fsjob_cancel(struct tool_call *call)
 
 bool fsjob_cancelled(const struct fsjob *job)
 {
-	return job->running && iojob_cancelled(job->running);
+	return job && job->running && iojob_cancelled(job->running);
 }
 
 const struct workspace *fsjob_ws(const struct fsjob *job)

@@ -35,15 +35,23 @@
 struct fsjob;
 struct workspace;
 
-/* On a worker (or inline): the blocking work; 0 or a negative errno. */
+/* On a worker (or inline): the blocking work; 0 or a negative errno, or
+ * FSJOB_AGAIN when a part is done and run is to be called again. */
 typedef int (*fsjob_run_fn)(struct fsjob *job, void *arg);
 /* On the loop, not cancelled: sets call's outcome from arg and r. */
 typedef void (*fsjob_done_fn)(struct tool_call *call, void *arg, int r);
+
+/* run's answer when more is to come: the loop calls ops->part (which may
+ * stream what was found, tool_call_output) and queues run again, so a long
+ * job gives way to other jobs now and then and shows its progress. */
+#define FSJOB_AGAIN 1
 
 struct fsjob_ops {
 	fsjob_run_fn run;
 	fsjob_done_fn done;
 	void (*free)(void *arg);	/* NULL: free() */
+	/* On the loop after each part (run returned FSJOB_AGAIN); NULL: none. */
+	void (*part)(struct tool_call *call, void *arg);
 };
 
 /* The most bytes a file may hold to be read on the loop. */
@@ -55,7 +63,8 @@ bool fsjob_may_inline(const struct tool_call *call);
 enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg);
 /* tool_def.cancel of tools that use fsjob_start. */
 void fsjob_cancel(struct tool_call *call);
-/* For run to poll between steps: the call was cancelled or timed out. */
+/* For run to poll between steps: the call was cancelled or timed out
+ * (false for NULL, and inline, where nothing can cancel meanwhile). */
 bool fsjob_cancelled(const struct fsjob *job);
 /* The workspace the job works in. */
 const struct workspace *fsjob_ws(const struct fsjob *job);

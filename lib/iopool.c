@@ -158,7 +158,9 @@ struct iopool *iopool_free(struct iopool *p)
 	pthread_mutex_unlock(&p->mu);
 	for (unsigned i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
-	drain_done(p);
+	/* Completions may submit again (a job in parts): until none is left. */
+	while (p->pending)
+		drain_done(p);
 	tc_io_free(p->io);
 	if (p->efd >= 0)
 		close(p->efd);
@@ -178,6 +180,14 @@ struct iojob *iopool_submit(struct iopool *p, iojob_run_fn run, iojob_done_fn do
 	atomic_init(&job->cancel, false);
 	p->pending++;
 	pthread_mutex_lock(&p->mu);
+	if (p->stopping) {
+		/* A completion run at shutdown queued more work: it never
+		 * starts, and is told cancelled. */
+		atomic_store(&job->cancel, true);
+		list_insert_tail(&p->done, &job->node);
+		pthread_mutex_unlock(&p->mu);
+		return job;
+	}
 	list_insert_tail(&p->queue, &job->node);
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);

@@ -4,8 +4,9 @@
  * pattern (lib/glob.h: "**", "*", "?", "[...]", "{a,b}"), newest first.
  * Directories that no match can lie below are not entered, ".git" is
  * skipped unless the pattern names it, symlinks are listed but not
- * followed. A big tree is walked in slices across turns of the event loop
- * (tools/walk.h).
+ * followed. The walk, the sort and the answer are made on an io thread as
+ * the peer (lib/fsjob.h), never on the loop; cancel and timeout stop it at
+ * the next entry.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/fsjob.h"
 #include "lib/glob.h"
-#include "lib/loop.h"
 #include "lib/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
@@ -26,8 +27,6 @@
 #define DEFAULT_MAX_RESULTS 1000
 /* Matches kept to sort at most; beyond, the result is truncated. */
 #define GLOB_KEEP_MAX 200000
-/* Entries visited per slice at most, whatever the clock says. */
-#define ENTRIES_PER_SLICE 8192
 
 static const char *const path_args[] = { "path", NULL };
 
@@ -37,8 +36,9 @@ struct hit {
 };
 
 struct globber {
-	struct sliced s;
-	struct workspace *ws;
+	char *path;		/* as the client named it */
+	size_t path_len;
+	bool skip_git;
 	struct walk walk;
 	struct glob *glob;
 	char *root;		/* display path of the walked directory */
@@ -46,6 +46,7 @@ struct globber {
 	struct hit *hits;
 	size_t n_hits, alloc;
 	bool truncated;
+	char *text, *structured;	/* the answer */
 };
 
 static bool may_descend(void *arg, const char *rel, size_t len)
@@ -54,23 +55,22 @@ static bool may_descend(void *arg, const char *rel, size_t len)
 	return glob_may_match_below(G->glob, rel, len);
 }
 
-/* Walks until the deadline; true when the walk is over. */
-static bool glob_step(struct sliced *s, uint64_t deadline)
+/* Walks the whole tree, keeping the matches; 0 or -ECANCELED. */
+static int glob_walk(struct globber *G, const struct fsjob *job)
 {
-	struct globber *G = (struct globber *)s;
-	for (unsigned k = 0; k < ENTRIES_PER_SLICE; k++) {
-		if ((k & 63) == 63 && s->call->loop && tc_now(s->call->loop) >= deadline)
-			return false;
+	for (;;) {
+		if (fsjob_cancelled(job))
+			return -ECANCELED;
 		const char *rel;
 		enum walk_type type;
 		if (walk_next(&G->walk, &rel, &type) <= 0)
-			return true;
+			return 0;
 		size_t len = strlen(rel);
 		if (!glob_match(G->glob, rel, len))
 			continue;
 		if (G->n_hits >= GLOB_KEEP_MAX) {
 			G->truncated = true;
-			return true;
+			return 0;
 		}
 		/* Its time, from the entry itself (never through a symlink). */
 		struct stat st;
@@ -85,7 +85,6 @@ static bool glob_step(struct sliced *s, uint64_t deadline)
 			(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
 		};
 	}
-	return false;
 }
 
 static int hit_cmp(const void *a, const void *b)
@@ -96,27 +95,24 @@ static int hit_cmp(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-static void globber_free(struct globber *G)
+static void globber_free(void *arg)
 {
+	struct globber *G = arg;
 	walk_done(&G->walk);
 	glob_free(G->glob);
 	for (size_t i = 0; i < G->n_hits; i++)
 		free(G->hits[i].path);
 	free(G->hits);
 	free(G->root);
-	ws_unref(G->ws);
+	free(G->path);
+	free(G->text);
+	free(G->structured);
 	free(G);
 }
 
-/* Sets the outcome and frees the walk. */
-static void glob_finish(struct sliced *s)
+/* Sorts the matches, newest first, and writes the answer. */
+static void glob_format(struct globber *G)
 {
-	struct globber *G = (struct globber *)s;
-	if (s->cancelled) {
-		tool_call_fail(s->call, TC_CANCELLED, "The glob was stopped");
-		globber_free(G);
-		return;
-	}
 	if (G->n_hits > 1)
 		qsort(G->hits, G->n_hits, sizeof(*G->hits), hit_cmp);
 	size_t n = G->n_hits;
@@ -142,11 +138,54 @@ static void glob_finish(struct sliced *s)
 		buf_puts(&text, "No paths match\n");
 	if (G->truncated)
 		buf_printf(&text, "(truncated after %zu paths: narrow the pattern or raise max_results)\n", n);
-	tool_call_succeed(s->call, buf_steal(&text), buf_steal(&out), false);
-	globber_free(G);
+	G->text = buf_steal(&text);
+	G->structured = buf_steal(&out);
 }
 
-/* Runs glob. */
+/* On an io thread, as the peer: opens the directory, walks it, writes the answer. */
+static int glob_run(struct fsjob *job, void *arg)
+{
+	struct globber *G = arg;
+	int fd = -1;
+	int r = ws_openat(fsjob_ws(job), G->path, G->path_len, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &fd);
+	if (r < 0)
+		return r;
+	walk_init(&G->walk, fd);
+	G->walk.skip_git = G->skip_git;
+	G->walk.descend = may_descend;
+	G->walk.arg = G;
+	G->walk.job = job;
+	r = glob_walk(G, job);
+	if (r < 0)
+		return r;
+	glob_format(G);
+	return 0;
+}
+
+/* On the loop: the answer, or why there is none. */
+static void glob_done(struct tool_call *call, void *arg, int r)
+{
+	struct globber *G = arg;
+	if (r == -ECANCELED)
+		tool_call_fail(call, TC_CANCELLED, "The glob was stopped");
+	else if (r == -ENOENT)
+		tool_call_fail(call, TC_EXECUTION_ERROR, "Directory '%s' not found", G->path);
+	else if (r == -ENOTDIR)
+		tool_call_fail(call, TC_EXECUTION_ERROR,
+			       "'%s' is not a directory; 'path' is the directory the pattern is matched below", G->path);
+	else if (r < 0)
+		ws_fail_call(call, r, G->path, NULL);
+	else
+		tool_call_succeed(call, TAKE_PTR(G->text), TAKE_PTR(G->structured), false);
+}
+
+static const struct fsjob_ops glob_ops = {
+	.run = glob_run,
+	.done = glob_done,
+	.free = globber_free,
+};
+
+/* Runs glob: the compiled pattern goes to an io thread. */
 static enum tool_ret glob_exec(struct tool_call *call)
 {
 	const struct json *jpat = json_get(call->args, "pattern");
@@ -156,10 +195,10 @@ static enum tool_ret glob_exec(struct tool_call *call)
 	int64_t v;
 
 	struct globber *G = xcalloc(1, sizeof(*G));
-	G->s.call = call;
-	G->s.step = glob_step;
-	G->s.finish = glob_finish;
 	G->walk.basefd = -1;
+	G->path = xmemdup(path, path_len + 1);
+	G->path[path_len] = '\0';
+	G->path_len = path_len;
 	G->max_results = DEFAULT_MAX_RESULTS;
 	if (json_get_int(json_get(call->args, "max_results"), &v) && v > 0)
 		G->max_results = (size_t)v;
@@ -169,28 +208,9 @@ static enum tool_ret glob_exec(struct tool_call *call)
 		globber_free(G);
 		return TOOL_DONE;
 	}
-	G->ws = ws_ref(call->ws);
 	G->root = ws_display_path(call->ws, path, path_len);
-
-	int fd = -1;
-	int r = ws_openat(call->ws, path, path_len, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &fd);
-	if (r < 0) {
-		if (r == -ENOENT)
-			tool_call_fail(call, TC_EXECUTION_ERROR, "Directory '%s' not found", path);
-		else if (r == -ENOTDIR)
-			tool_call_fail(call, TC_EXECUTION_ERROR,
-				       "'%s' is not a directory; 'path' is the directory the pattern is matched below", path);
-		else {
-			ws_fail_call(call, r, path, NULL);
-		}
-		globber_free(G);
-		return TOOL_DONE;
-	}
-	walk_init(&G->walk, fd);
-	G->walk.skip_git = !memmem(jpat->u.str.s, jpat->u.str.len, ".git", 4);
-	G->walk.descend = may_descend;
-	G->walk.arg = G;
-	return sliced_run(&G->s);
+	G->skip_git = !memmem(jpat->u.str.s, jpat->u.str.len, ".git", 4);
+	return fsjob_start(call, &glob_ops, G);
 }
 
 const struct tool_def tool_glob = {
@@ -219,5 +239,5 @@ const struct tool_def tool_glob = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = glob_exec,
-	.cancel = sliced_cancel,
+	.cancel = fsjob_cancel,
 };

@@ -7,11 +7,11 @@
  * followed. Results are bounded by max_results and by a byte budget, and
  * stream as progress while the search runs.
  *
- * A big tree is searched in slices (tools/walk.h): a few milliseconds of
- * work per turn of the event loop, so other clients are served meanwhile;
- * cancel and timeout stop it at the next slice. The work on one file
- * (search_file) reads nothing but the file, so it could move to a pool of
- * threads.
+ * The search runs on an io thread as the peer (lib/fsjob.h), never on the
+ * loop, in parts of about PART_MS: after each, the loop streams what was
+ * found and queues the next part (behind the file work of other calls).
+ * Cancel and timeout stop it at the next entry, even within a directory
+ * being read.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include "lib/fsjob.h"
 #include "lib/glob.h"
-#include "lib/loop.h"
 #include "lib/regex_find.h"
 #include "lib/workspace.h"
 #include "proto/base/buf.h"
@@ -37,16 +39,16 @@
 #define SEARCH_OUT_MAX ((size_t)1 << 20)
 /* A line is shown cut to this many bytes. */
 #define LINE_SHOW_MAX 500
-/* Files searched per slice at most, whatever the clock says. */
-#define FILES_PER_SLICE 2048
+/* Work per part, in milliseconds, before the loop sees what was found. */
+#define PART_MS 25
 
 static const char *const path_args[] = { "path", NULL };
 
 struct search {
-	struct sliced s;
-	struct workspace *ws;
+	char *path;			/* as the client named it */
+	size_t path_len;
+	bool started, skip_git;
 	struct walk walk;
-	bool walking;
 	struct regex_finder *rf;
 	struct glob *glob;
 	bool glob_base;			/* the glob has no '/': match names */
@@ -54,7 +56,7 @@ struct search {
 	unsigned context;
 	size_t max_results;
 	char *root;			/* display path of the searched directory */
-	struct buf out, text, stream;	/* structuredContent, text, progress of this slice */
+	struct buf out, text, stream;	/* structuredContent, text, progress of this part */
 	struct jgen *g;
 	size_t n_matches, files_searched, skipped_large;
 	bool truncated;
@@ -256,33 +258,76 @@ static bool may_descend(void *arg, const char *rel, size_t len)
 	return !S->glob || S->glob_base || glob_may_match_below(S->glob, rel, len);
 }
 
-/* Searches files until the deadline; true when the search is over. */
-static bool search_step(struct sliced *s, uint64_t deadline)
+/* The monotonic clock, in milliseconds. */
+static uint64_t now_ms(void)
 {
-	struct search *S = (struct search *)s;
-	bool over = false;
-	for (unsigned k = 0; k < FILES_PER_SLICE && !over; k++) {
-		if ((k & 7) == 7 && s->call->loop && tc_now(s->call->loop) >= deadline)
-			break;
-		const char *rel;
-		enum walk_type type;
-		int r = walk_next(&S->walk, &rel, &type);
-		if (r <= 0) {
-			over = true;
-			break;
-		}
-		if (type == WALK_FILE && selected(S, rel) && !search_file(S, rel))
-			over = true;
-	}
-	if (buf_size(&S->stream)) {
-		tool_call_output(s->call, "stdout", buf_head(&S->stream), buf_size(&S->stream));
-		buf_clear(&S->stream);
-	}
-	return over;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void search_free(struct search *S)
+/* Opens what is searched, as the peer: one file is searched at once, a
+ * directory starts the walk. 0 when done, 1 when the walk is to go on. */
+static int search_open(struct search *S, struct fsjob *job)
 {
+	int fd = -1;
+	int r = ws_openat(fsjob_ws(job), S->path, S->path_len, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &fd);
+	if (r < 0)
+		return r;
+	struct stat st;
+	if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		/* One file, named: searched whatever the glob says. */
+		search_fd(S, fd, S->root);
+		close(fd);
+		return 0;
+	}
+	walk_init(&S->walk, fd);
+	S->walk.skip_git = S->skip_git;
+	S->walk.descend = may_descend;
+	S->walk.arg = S;
+	return 1;
+}
+
+/* On an io thread: searches for a part's time; FSJOB_AGAIN when there is
+ * more, 0 when the search is over, -ECANCELED when it was stopped. */
+static int search_run(struct fsjob *job, void *arg)
+{
+	struct search *S = arg;
+	if (!S->started) {
+		S->started = true;
+		int r = search_open(S, job);
+		if (r <= 0)
+			return r;
+	}
+	S->walk.job = job;
+	uint64_t deadline = now_ms() + PART_MS;
+	for (unsigned k = 0;; k++) {
+		if (fsjob_cancelled(job))
+			return -ECANCELED;
+		if ((k & 7) == 7 && fsjob_on_worker(job) && now_ms() >= deadline)
+			return FSJOB_AGAIN;
+		const char *rel;
+		enum walk_type type;
+		if (walk_next(&S->walk, &rel, &type) <= 0)
+			return 0;
+		if (type == WALK_FILE && selected(S, rel) && !search_file(S, rel))
+			return 0;
+	}
+}
+
+/* On the loop: streams what the part found. */
+static void search_part(struct tool_call *call, void *arg)
+{
+	struct search *S = arg;
+	if (buf_size(&S->stream)) {
+		tool_call_output(call, "stdout", buf_head(&S->stream), buf_size(&S->stream));
+		buf_clear(&S->stream);
+	}
+}
+
+static void search_free(void *arg)
+{
+	struct search *S = arg;
 	walk_done(&S->walk);
 	regex_finder_free(S->rf);
 	glob_free(S->glob);
@@ -293,19 +338,34 @@ static void search_free(struct search *S)
 	buf_free(&S->file);
 	buf_free(&S->fold);
 	free(S->root);
-	ws_unref(S->ws);
+	free(S->path);
 	free(S);
 }
 
-/* Sets the outcome and frees the search. */
-static void search_finish(struct sliced *s)
+/* Fails the call for a negative errno on the searched path. */
+static void fail_errno(struct tool_call *call, int r, const char *path)
 {
-	struct search *S = (struct search *)s;
-	if (s->cancelled) {
-		tool_call_fail(s->call, TC_CANCELLED, "The search was stopped");
-		search_free(S);
+	if (r == -ENOENT) {
+		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' does not exist; search a directory that does, such as \".\"",
+			       path);
 		return;
 	}
+	ws_fail_call(call, r, path, NULL);
+}
+
+/* On the loop: sets the outcome from what the search found. */
+static void search_done(struct tool_call *call, void *arg, int r)
+{
+	struct search *S = arg;
+	if (r == -ECANCELED) {
+		tool_call_fail(call, TC_CANCELLED, "The search was stopped");
+		return;
+	}
+	if (r < 0) {
+		fail_errno(call, r, S->path);
+		return;
+	}
+	search_part(call, S);
 	jgen_arr_close(S->g);
 	jgen_kv_int(S->g, "files_searched", (int64_t)S->files_searched);
 	jgen_kv_bool(S->g, "truncated", S->truncated);
@@ -321,22 +381,17 @@ static void search_finish(struct sliced *s)
 	if (S->skipped_large)
 		buf_printf(&S->text, "(%zu files larger than %zu MiB were not searched)\n", S->skipped_large,
 			   SEARCH_FILE_MAX >> 20);
-	tool_call_succeed(s->call, buf_steal(&S->text), buf_steal(&S->out), false);
-	search_free(S);
+	tool_call_succeed(call, buf_steal(&S->text), buf_steal(&S->out), false);
 }
 
-/* Fails the call for a negative errno on the searched path. */
-static void fail_errno(struct tool_call *call, int r, const char *path)
-{
-	if (r == -ENOENT) {
-		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' does not exist; search a directory that does, such as \".\"",
-			       path);
-		return;
-	}
-	ws_fail_call(call, r, path, NULL);
-}
+static const struct fsjob_ops search_ops = {
+	.run = search_run,
+	.done = search_done,
+	.free = search_free,
+	.part = search_part,
+};
 
-/* Runs search. */
+/* Runs search: the compiled pattern and glob go to an io thread. */
 static enum tool_ret search_exec(struct tool_call *call)
 {
 	const struct json *jpat = json_get(call->args, "pattern");
@@ -351,10 +406,10 @@ static enum tool_ret search_exec(struct tool_call *call)
 	int64_t v;
 
 	struct search *S = xcalloc(1, sizeof(*S));
-	S->s.call = call;
-	S->s.step = search_step;
-	S->s.finish = search_finish;
 	S->walk.basefd = -1;
+	S->path = xmemdup(path, path_len + 1);
+	S->path[path_len] = '\0';
+	S->path_len = path_len;
 	S->icase = json_is_true(json_get(call->args, "case_insensitive"));
 	S->max_results = DEFAULT_MAX_RESULTS;
 	if (json_get_int(json_get(call->args, "max_results"), &v) && v > 0)
@@ -379,34 +434,14 @@ static enum tool_ret search_exec(struct tool_call *call)
 		}
 		S->glob_base = !memchr(jglob->u.str.s, '/', jglob->u.str.len);
 	}
-	S->ws = ws_ref(call->ws);
+	/* ".git" is skipped unless the glob names it. */
+	S->skip_git = !(jglob && memmem(jglob->u.str.s, jglob->u.str.len, ".git", 4));
 	S->root = ws_display_path(call->ws, path, path_len);
 	S->g = jgen_new(&S->out);
 	jgen_obj_open(S->g);
 	jgen_key(S->g, "matches");
 	jgen_arr_open(S->g);
-
-	int fd = -1;
-	int r = ws_openat(call->ws, path, path_len, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &fd);
-	if (r < 0) {
-		fail_errno(call, r, path);
-		search_free(S);
-		return TOOL_DONE;
-	}
-	struct stat st;
-	if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode)) {
-		/* One file, named: searched whatever the glob says. */
-		search_fd(S, fd, S->root);
-		close(fd);
-		search_finish(&S->s);
-		return TOOL_DONE;
-	}
-	walk_init(&S->walk, fd);
-	/* ".git" is skipped unless the glob names it. */
-	S->walk.skip_git = !(jglob && memmem(jglob->u.str.s, jglob->u.str.len, ".git", 4));
-	S->walk.descend = may_descend;
-	S->walk.arg = S;
-	return sliced_run(&S->s);
+	return fsjob_start(call, &search_ops, S);
 }
 
 const struct tool_def tool_search = {
@@ -443,5 +478,5 @@ const struct tool_def tool_search = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = search_exec,
-	.cancel = sliced_cancel,
+	.cancel = fsjob_cancel,
 };

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The resumable tree walk and the slice runner of the searching tools (see
- * walk.h).
+ * The resumable tree walk of the searching tools (see walk.h).
  */
 #include "tools/walk.h"
 
@@ -12,12 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/loop.h"
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
 #include "proto/base/util.h"
 
-/* Work per slice, in milliseconds of the loop's clock. */
-#define SLICE_MS 8
 /* Directories deeper than this are not entered: each level holds an fd. */
 #define WALK_DEPTH_MAX 128
 
@@ -70,6 +67,10 @@ static int push_level(struct walk *w, const char *rel)
 	size_t n = 0, alloc = 0;
 	struct dirent *de;
 	for (errno = 0; (de = readdir(d)); errno = 0) {
+		if ((n & 255) == 255 && fsjob_cancelled(w->job)) {
+			errno = ECANCELED;
+			break;
+		}
 		if (str_eq(de->d_name, ".") || str_eq(de->d_name, ".."))
 			continue;
 		enum walk_type t;
@@ -160,51 +161,4 @@ void walk_done(struct walk *w)
 	if (w->basefd >= 0)
 		close(w->basefd);
 	*w = (struct walk){ .basefd = -1 };
-}
-
-/* Ends a sliced call from the loop: the outcome, the state freed, then the finish. */
-static void sliced_end(struct sliced *s)
-{
-	struct tool_call *call = s->call;
-	tc_timer_free(s->timer);
-	s->timer = NULL;
-	call->state = NULL;
-	s->finish(s);
-	tool_call_finish(call);
-}
-
-static void on_slice(void *arg)
-{
-	struct sliced *s = arg;
-	if (s->cancelled || s->step(s, tc_now(s->call->loop) + SLICE_MS)) {
-		sliced_end(s);
-		return;
-	}
-	tc_timer_start(s->timer, 0);
-}
-
-enum tool_ret sliced_run(struct sliced *s)
-{
-	struct tool_call *call = s->call;
-	if (!call->loop) {
-		while (!s->step(s, UINT64_MAX))
-			;
-		s->finish(s);
-		return TOOL_DONE;
-	}
-	if (s->step(s, tc_now(call->loop) + SLICE_MS)) {
-		s->finish(s);
-		return TOOL_DONE;
-	}
-	call->state = s;
-	s->timer = tc_timer_new(call->loop, on_slice, s);
-	tc_timer_start(s->timer, 0);
-	return TOOL_PENDING;
-}
-
-void sliced_cancel(struct tool_call *call)
-{
-	struct sliced *s = call->state;
-	if (s)
-		s->cancelled = true;
 }

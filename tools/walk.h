@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the searching tools (search, glob) share: a walk of a tree beneath
- * the workspace that can stop after any entry and resume later, and a
- * runner that drives such work in slices across turns of the event loop,
- * so that a big tree does not stall the other clients.
+ * the workspace that can stop after any entry and resume later. It runs on
+ * an io thread as the peer (lib/fsjob.h), in parts for search, and stops
+ * reading a huge directory as soon as the call is cancelled.
  *
  * Each directory is read whole (names sorted, so results come in a stable
  * order) and its fd kept open while its entries are walked (one fd per
@@ -19,10 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/tool.h"
 
 enum walk_type { WALK_FILE, WALK_DIR, WALK_SYMLINK, WALK_OTHER };
 
+struct fsjob;
 struct walk_level;
 
 struct walk {
@@ -31,6 +31,7 @@ struct walk {
 	/* Optional: whether to enter the directory rel (relative to the start). */
 	bool (*descend)(void *arg, const char *rel, size_t len);
 	void *arg;
+	const struct fsjob *job;	/* polled for cancellation while a directory is read, or NULL */
 	struct walk_level *stack;
 	size_t depth;
 	char *path;		/* the current entry's relative path */
@@ -50,25 +51,5 @@ void walk_init(struct walk *w, int dirfd);
 int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type);
 /* Frees what the walk holds (closes basefd). */
 void walk_done(struct walk *w);
-
-/* Work run in slices; embedded in a tool's per-call state. */
-struct sliced {
-	struct tool_call *call;
-	struct tc_timer *timer;
-	bool cancelled;
-	/* Works until the loop's clock reaches deadline_ms; true when all is done. */
-	bool (*step)(struct sliced *s, uint64_t deadline_ms);
-	/* Sets the outcome (s->cancelled tells why it stops) and frees the state. */
-	void (*finish)(struct sliced *s);
-};
-
-/*
- * Runs s: the first slice at once (a small job then ends within exec:
- * TOOL_DONE), the rest from the loop (TOOL_PENDING), one slice per turn.
- * Without a loop, runs to the end at once.
- */
-enum tool_ret sliced_run(struct sliced *s);
-/* The tool_def.cancel of a sliced tool: stops at the next slice. */
-void sliced_cancel(struct tool_call *call);
 
 #endif

@@ -1698,6 +1698,14 @@ static char *stall_patch_call(unsigned i)
 			 i + 1, i % 2 ? 'B' : 'A', i % 2 ? 'A' : 'B');
 }
 
+/* Searches the 300,000 files of the big directory for what is nowhere:
+ * every file is opened and read. */
+static char *stall_search_call(unsigned i)
+{
+	return xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"search\","
+			 "\"arguments\":{\"pattern\":\"MARK-[CD]\",\"path\":\"stall-big\"}}}\n", i + 1);
+}
+
 static void scenario_stall(void)
 {
 	char p[PATH_MAX];
@@ -1736,6 +1744,7 @@ static void scenario_stall(void)
 		fputs(i == lines / 2 ? "MARK-A\n" : "stall stall stall stall stall stall stall stall stall stall stall\n", f);
 	fclose(f);
 	stall_run("patch_file of a 60 MB file", stall_patch_call);
+	stall_run("search of the 300,000 files of that directory", stall_search_call);
 }
 
 
@@ -2052,9 +2061,120 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem idle batch search shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem idle batch search bridge stall shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
+}
+
+/* --- through the stdio bridge (toolcallctl mcp) ------------------------- */
+
+static pid_t bridge_pid = -1;
+
+/* toolcallctl next to the daemon binary, or NULL. */
+static char *ctl_path(void)
+{
+	char *dir = xstrdup(opt.daemon);
+	char *slash = strrchr(dir, '/');
+	char *p = slash ? (*slash = '\0', xasprintf("%s/toolcallctl", dir)) : xstrdup("toolcallctl");
+	free(dir);
+	if (access(p, X_OK) == 0)
+		return p;
+	free(p);
+	return NULL;
+}
+
+/* Starts `toolcallctl mcp` as a host would, its stdin and stdout one end
+ * of a socket pair; returns the other end, nonblocking. */
+static int bridge_start(const char *ctl)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		die("socketpair: %s", strerror(errno));
+	bridge_pid = fork();
+	if (bridge_pid < 0)
+		die("fork: %s", strerror(errno));
+	if (bridge_pid == 0) {
+		dup2(sv[1], 0);
+		dup2(sv[1], 1);
+		execl(ctl, ctl, "mcp", "-s", daemon_sock, (char *)NULL);
+		_exit(127);
+	}
+	close(sv[1]);
+	fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+	return sv[0];
+}
+
+static void bridge_stop(int fd)
+{
+	close(fd);
+	int st;
+	waitpid(bridge_pid, &st, 0);
+	bridge_pid = -1;
+}
+
+/*
+ * One host's load (16 requests in flight) on the daemon's socket and
+ * through toolcallctl mcp, in interleaved rounds as timed_pair does; the
+ * bridge's row says its calls/s over the direct one's.
+ */
+static void bridge_pair(const char *scenario, const char *suffix, const char *ctl)
+{
+	enum { DEPTH = 16 };
+	const char *servers[2] = { "toolcalld (socket)", "toolcallctl mcp" };
+	struct load L[2];
+	struct cconn *conns[2] = { open_conns(daemon_sock, 1), xcalloc(1, sizeof(struct cconn)) };
+	conns[1]->fd = bridge_start(ctl);
+	for (int s = 0; s < 2; s++)
+		L[s] = (struct load){
+			.conns = conns[s], .n = 1, .depth = DEPTH, .warm_s = opt.warm,
+			.dur_s = opt.seconds / PAIR_ROUNDS, .gen = gen_simple, .suffix = suffix,
+			.suffix_len = strlen(suffix), .server = daemon_pid,
+		};
+	double round_rate[PAIR_ROUNDS][2];
+	for (int round = 0; round < PAIR_ROUNDS; round++)
+		for (int k = 0; k < 2; k++) {
+			int s = round % 2 ? 1 - k : k;
+			uint64_t calls = L[s].calls;
+			drive(&L[s]);
+			round_rate[round][s] = (double)(L[s].calls - calls) / L[s].dur_s;
+		}
+	struct row *r[2];
+	for (int s = 0; s < 2; s++)
+		r[s] = add_row(scenario, servers[s], &L[s], daemon_pid);
+	int bfd = conns[1]->fd;
+	conns[1]->fd = -1;
+	close_conns(conns[0], 1);
+	buf_free(&conns[1]->in);
+	buf_free(&conns[1]->out);
+	free(conns[1]);
+	bridge_stop(bfd);
+	ratio(r[1], r[0]);
+	/* The ratio is over the direct socket, not a floor server. */
+	char *x = strstr(r[1]->extra, "calls/s ");
+	if (x)
+		memcpy(x, "direct  ", 8);
+	snprintf(r[1]->target, sizeof(r[1]->target), "≥0.5× direct: %s",
+		 r[0]->rate > 0 && r[1]->rate >= 0.5 * r[0]->rate ? "met" : "MISSED");
+	char rounds[128] = "";
+	size_t used = 0;
+	for (int round = 0; round < PAIR_ROUNDS && used < sizeof(rounds); round++)
+		used += (size_t)snprintf(rounds + used, sizeof(rounds) - used, "%s%.2f×", round ? ", " : "",
+					 round_rate[round][0] > 0 ? round_rate[round][1] / round_rate[round][0] : 0);
+	note("%s: calls/s through toolcallctl mcp over the direct socket's, round by round: %s "
+	     "(the bridge runs on the load generator's CPU; its CPU is not in the server CPU column)", scenario, rounds);
+}
+
+static void scenario_bridge(void)
+{
+	_cleanup_free_ char *ctl = ctl_path();
+	if (!ctl) {
+		note("bridge: no toolcallctl next to %s: skipped", opt.daemon);
+		return;
+	}
+	bridge_pair("ping, 1 host × 16 in flight", ",\"method\":\"ping\"}\n", ctl);
+	bridge_pair("read_file 4 KiB, 1 host × 16 in flight",
+		    ",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"file4k.txt\"}}}\n",
+		    ctl);
 }
 
 /* --- the shared store: Redis next to memory ----------------------------- */
@@ -2336,6 +2456,8 @@ int main(int argc, char **argv)
 		scenario_store();
 	if (wanted("search"))
 		scenario_search();
+	if (wanted("bridge"))
+		scenario_bridge();
 	if (wanted("stall"))
 		scenario_stall();
 	/* Last: its 10,000 connections leave the daemon's memory grown, which

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -238,17 +239,123 @@ START_TEST(pending_confirmations_bounded)
 }
 END_TEST
 
+/* Puts n hard links to one file of about 1 MiB of text under dir t/ of
+ * the workspace: gigabytes to search for little disk and little time. */
+static void put_linked_tree(struct tcd *d, int n)
+{
+	enum { SIZE = 1 << 20 };
+	char *text = xmalloc(SIZE + 1);
+	for (size_t i = 0; i < SIZE; i++)
+		text[i] = i % 64 == 63 ? '\n' : 'a' + (char)(i % 23);
+	text[SIZE] = '\0';
+	tcd_put(d, "t/f0.txt", text);
+	free(text);
+	char *first = xasprintf("%s/t/f0.txt", d->ws);
+	for (int i = 1; i < n; i++) {
+		char *name = xasprintf("%s/t/f%d.txt", d->ws, i);
+		ck_assert_msg(link(first, name) == 0, "link %s: %m", name);
+		free(name);
+	}
+	free(first);
+}
+
+/* Asserts that nobody's read_file, which needs the one io thread (it
+ * acts as nobody), is answered within a few seconds: whatever held the
+ * thread has let go of it. */
+static void assert_io_free(struct tcc *n)
+{
+	const char *id = send_call(n, "read_file", "{\"path\":\"a.txt\"}", NULL);
+	const struct json *r = tcc_wait_id(n, id, 5000);
+	ck_assert_msg(r, "the io thread was still busy 5 s later");
+	tc_assert_ok(r);
+}
+
+/* Nobody searches 60 GB: the search runs on the io thread as nobody,
+ * root's pings are answered promptly meanwhile (a generous bound, not a
+ * measure), and a search cancelled or timed out stops at once (the one
+ * io thread is free again long before the search could have ended). */
+START_TEST(search_runs_off_the_loop)
+{
+	struct tcd d;
+	start_shared(&d, "\"limits\":{\"io_threads\":1}");
+	put_linked_tree(&d, 60000);
+	struct tcc *n = connect_nobody(&d), *root = tcc_connect(&d);
+	const char *args = "{\"pattern\":\"[q-z]{9}\",\"path\":\"t\"}";
+	const char *id = send_call(n, "search", args, NULL);
+	wait_running(root, 1);
+	uint64_t worst = 0;
+	for (int i = 0; i < 20; i++) {
+		uint64_t t0 = tc_now_ms();
+		tc_assert_ok(tcc_request_t(root, "ping", NULL, 5000));
+		worst = MAX(worst, tc_now_ms() - t0);
+	}
+	ck_assert_msg(worst < 2000, "a ping took %llu ms while a search ran", (unsigned long long)worst);
+	/* The pings were answered while it ran. */
+	ck_assert_int_ge(tj_int(tcc_request(root, "admin/stats", NULL), "result.running"), 1);
+
+	/* Cancelled (no answer is due): it lets go of the io thread. */
+	tcc_send(n, tcc_fmt(n, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+			       "\"params\":{\"requestId\":%s}}", id));
+	assert_io_free(n);
+
+	/* Timed out (each attempt of this idempotent tool): the same. */
+	id = send_call(n, "search", args, "\"timeoutMs\":300");
+	const struct json *r = tcc_wait_id(n, id, 20000);
+	ck_assert_ptr_nonnull(r);
+	tc_assert_kind(r, "timeout");
+	assert_io_free(n);
+	/* A small search goes through as usual. */
+	r = tcc_call(n, "search", "{\"pattern\":\"hel+o\",\"path\":\"a.txt\"}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.matches"), 1);
+	tcc_close(n);
+	tcc_close(root);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* The same for glob over a wide tree: pings answered meanwhile, and its
+ * answer made off the loop too. */
+START_TEST(glob_runs_off_the_loop)
+{
+	struct tcd d;
+	start_shared(&d, "\"limits\":{\"io_threads\":1}");
+	put_linked_tree(&d, 60000);
+	struct tcc *n = connect_nobody(&d), *root = tcc_connect(&d);
+	const char *id = send_call(n, "glob", "{\"pattern\":\"**/*.txt\",\"max_results\":100000}", NULL);
+	uint64_t worst = 0;
+	for (int i = 0; i < 10; i++) {
+		uint64_t t0 = tc_now_ms();
+		tc_assert_ok(tcc_request_t(root, "ping", NULL, 5000));
+		worst = MAX(worst, tc_now_ms() - t0);
+	}
+	ck_assert_msg(worst < 2000, "a ping took %llu ms while a glob ran", (unsigned long long)worst);
+	const struct json *r = tcc_wait_id(n, id, 60000);
+	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.paths"), 60001);
+	ck_assert(!tj_bool(r, "result.structuredContent.truncated"));
+	tcc_close(n);
+	tcc_close(root);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	if (!can_switch_uid())
 		return SKIP;
 	Suite *s = suite_create("fair");
 	TCase *tc = tcase_create("two uids");
-	tcase_set_timeout(tc, 90);
+	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, other_uid_gets_a_slot_in_turn);
 	tcase_add_test(tc, breaker_trips_for_one_uid);
 	tcase_add_test(tc, keys_flood_evicts_only_own);
 	tcase_add_test(tc, pending_confirmations_bounded);
+	tcase_add_test(tc, search_runs_off_the_loop);
+	tcase_add_test(tc, glob_runs_off_the_loop);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

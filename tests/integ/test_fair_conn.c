@@ -224,6 +224,138 @@ START_TEST(global_memory_evicts_within_heaviest_uid)
 }
 END_TEST
 
+/* --- confirmations held per uid ------------------------------------------ */
+
+/* Sends write_file of a 200 KB content (a prompt by default) without
+ * waiting; returns the request's id as text. */
+static const char *send_big_write(struct tcc *c, int i)
+{
+	enum { CONTENT = 200 * 1024 };
+	char *content = xmalloc(CONTENT + 1);
+	memset(content, 'a' + i % 26, CONTENT);
+	content[CONTENT] = '\0';
+	int64_t id = tcc_send_request(c, "tools/call",
+		tcc_fmt(c, "{\"name\":\"write_file\",\"arguments\":{\"path\":\"big%d.txt\",\"content\":\"%s\"}}",
+			i, content));
+	free(content);
+	return tcc_fmt(c, "%lld", (long long)id);
+}
+
+/* The params of the next event of a type, NULL on timeout. */
+static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
+	for (uint64_t now; (now = tc_now_ms()) < end;) {
+		const struct json *n = tcc_wait_notification(c, "notifications/event", (int)(end - now));
+		const struct json *e = n ? json_get(n, "params") : NULL;
+		if (!e)
+			return NULL;
+		if (str_eq(tj_str(e, "type"), type))
+			return e;
+	}
+	return NULL;
+}
+
+/* Has the approver a answer the next request it is shown with decision,
+ * and expects the call c sent as id to end with kind. */
+static void answer_next(struct tcc *a, const char *decision, struct tcc *c, const char *id, const char *kind)
+{
+	const struct json *ev = wait_event(a, "tool.confirmation_requested", 5000);
+	ck_assert_msg(ev, "no confirmation request reached the approver");
+	const char *rid = tj_str(ev, "requestId");
+	ck_assert_ptr_nonnull(rid);
+	tc_assert_ok(tcc_request(a, "confirmations/resolve",
+				 tcc_fmt(a, "{\"requestId\":\"%s\",\"decision\":\"%s\"}", rid, decision)));
+	const struct json *r = tcc_wait_id(c, id, 5000);
+	ck_assert_ptr_nonnull(r);
+	tc_assert_kind(r, kind);
+}
+
+/* The inputs of calls waiting for confirmation count in their uid's
+ * memory: one uid with many large requests open is refused overloaded,
+ * naming limits.per_uid_memory, and its own largest connection is
+ * disconnected when they take it over the bound, while another uid's
+ * request is asked as usual; what they held is given back when they are
+ * cancelled. */
+START_TEST(per_uid_memory_counts_confirmations)
+{
+	struct passwd *pw = nobody();
+	if (!pw)
+		return;
+	struct tcd d;
+	/* The bound used is about 1 MiB (twice what one connection may
+	 * hold): five requests of 200 KB at most. A request waits for an
+	 * approver even when none is there yet. */
+	char *cfg = xasprintf("{\"socket_mode\":\"0666\",\"peers\":{\"allow_uids\":[0,%u]},"
+			      "\"confirmation\":{\"no_approver\":\"wait\"},"
+			      "\"limits\":{\"max_message_bytes\":262144,\"max_output_bytes\":4096,"
+			      "\"per_uid_memory\":1048576}}", (unsigned)pw->pw_uid);
+	tcd_start(&d, cfg);
+	free(cfg);
+	ck_assert(chmod(d.dir, 0711) == 0);
+
+	enum { N = 10 };
+	struct tcc *n = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	for (int i = 0; i < N; i++)
+		send_big_write(n, i);
+	/* The requests beyond the bound are answered at once. */
+	int refused = 0;
+	for (const char *line; refused < N && (line = tcc_recv_line(n, refused >= 5 ? 500 : 5000, NULL)); refused++) {
+		ck_assert_msg(strstr(line, "overloaded") && strstr(line, "limits.per_uid_memory"), "%s", line);
+	}
+	ck_assert_msg(refused >= 5 && refused < N, "%d of %d requests of nobody refused", refused, N);
+
+	/* What they hold counts for eviction too: six new connections of
+	 * nobody holding 100 KiB of unfinished line each (128 KiB of buffer:
+	 * 768 KiB together, within the bound) take the uid over it with the
+	 * requests open, and nobody's largest are disconnected, not the one
+	 * holding the requests (its buffers are small by now). */
+	enum { P = 6 };
+	struct tcc *part[P];
+	for (int i = 0; i < P; i++) {
+		part[i] = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+		send_partial(part[i], 100 * 1024);
+	}
+	ck_assert(tcd_wait_stat(&d, "result.connections.evicted", 1, 5000));
+	int gone = 0;
+	for (int i = 0; i < P; i++) {
+		gone += evicted(part[i], "limits.per_uid_memory", 300);
+		tcc_close(part[i]);
+	}
+	ck_assert_int_ge(gone, 1);
+	ck_assert_int_lt(gone, P);
+
+	/* Root is not refused for what nobody holds: its request is asked. */
+	struct tcc *ra = tcc_connect(&d);
+	tc_assert_ok(tcc_request(ra, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
+	struct tcc *root = tcc_connect(&d);
+	const char *rid = send_big_write(root, 0);
+	answer_next(ra, "deny", root, rid, "user_denied");
+	assert_served(n);
+
+	/* Nobody's requests go with its connection (cancelled): what they
+	 * held is given back, and a new one is asked. */
+	tcc_close(n);
+	ck_assert(tc_wait_until(({
+		const struct json *st = tcc_request(root, "admin/stats", NULL);
+		tj_int(st, "result.connections.open") == 2;
+	}), 5000));
+	struct tcc *na = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	tc_assert_ok(tcc_request(na, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
+	n = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	for (int i = 0; i < 3; i++) {
+		const char *id = send_big_write(n, i);
+		answer_next(na, "deny", n, id, "user_denied");
+	}
+	tcc_close(na);
+	tcc_close(n);
+	tcc_close(ra);
+	tcc_close(root);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* --- batches ------------------------------------------------------------ */
 
 
@@ -447,6 +579,7 @@ int main(void)
 	tcase_add_test(tc, turn_budget_no_cutting_in_line);
 	tcase_add_test(tc, idle_timeout_spares_subscribers_and_calls);
 	tcase_add_test(tc, idle_daemon_sleeps);
+	tcase_add_test(tc, per_uid_memory_counts_confirmations);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -156,6 +156,42 @@ START_TEST(hook_rewrite_validated)
 }
 END_TEST
 
+/* A rewrite replaces the arguments whole: the timeout_ms it gives shell
+ * is the call's limit, not the one the client sent. */
+START_TEST(hook_rewritten_timeout_is_the_limit)
+{
+	struct tcd d;
+	start_hooked(&d, "pre_call", "shell",
+		     "cat >/dev/null; echo '{\"decision\":\"allow\",\"arguments\":"
+		     "{\"command\":\"sleep 30\",\"timeout_ms\":300}}'\n", 0);
+	struct tcc *c = tcc_connect(&d);
+	uint64_t t0 = tc_now_ms();
+	const struct json *r = tcc_call(c, "shell", "{\"command\":\"sleep 30\",\"timeout_ms\":60000}");
+	tc_assert_kind(r, "timeout");
+	/* The hook's 300 ms, not the client's 60 s (a generous bound). */
+	ck_assert_uint_lt(tc_now_ms() - t0, 20000);
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
+/* And the other way: a rewrite may give a call more time than the
+ * client asked for. */
+START_TEST(hook_rewrite_raises_the_limit)
+{
+	struct tcd d;
+	start_hooked(&d, "pre_call", "shell",
+		     "cat >/dev/null; echo '{\"decision\":\"allow\",\"arguments\":"
+		     "{\"command\":\"sleep 1; echo done\",\"timeout_ms\":60000}}'\n", 0);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "shell", "{\"command\":\"sleep 1; echo done\",\"timeout_ms\":100}");
+	tc_assert_ok(r);
+	ck_assert(resp_has(r, "done"));
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 START_TEST(hook_silent_is_no_opinion)
 {
 	struct tcd d;
@@ -424,6 +460,8 @@ static Suite *hooks_suite(void)
 	tcase_add_test(tc, hook_prompt_forces_confirmation);
 	tcase_add_test(tc, hook_rewrites_arguments);
 	tcase_add_test(tc, hook_rewrite_validated);
+	tcase_add_test(tc, hook_rewritten_timeout_is_the_limit);
+	tcase_add_test(tc, hook_rewrite_raises_the_limit);
 	tcase_add_test(tc, hook_silent_is_no_opinion);
 	tcase_add_test(tc, hook_garbage_denies);
 	tcase_add_test(tc, hook_unknown_decision_denies);

@@ -6,7 +6,7 @@
  * while other threads keep the daemon's rights; its credentials are back
  * after the job, so the next job runs as the daemon; cancelled jobs do not
  * start, a running one stops at its next check, and both calls end
- * cancelled. The identity cases need root and skip without it.
+ * cancelled; a job in parts shows each on the loop and stops between them. The identity cases need root and skip without it.
  */
 #include <check.h>
 #include <errno.h>
@@ -342,6 +342,135 @@ START_TEST(shutdown_ends_pending_calls_cancelled)
 }
 END_TEST
 
+/* --- jobs in parts -------------------------------------------------------- */
+
+/* A job of `parts` parts: which thread ran each, and what the loop saw
+ * between them. */
+struct parted {
+	struct tool_call call;
+	bool done;
+	int parts, ran, shown;
+	bool on_loop;		/* a part ran on the loop's thread */
+	pthread_t loop_thread;
+	atomic_bool stop_after_first;	/* the test cancels after part 1 */
+	atomic_int seen;		/* parts run, as the loop reads it */
+};
+
+static void parted_finish(struct tool_call *c)
+{
+	container_of(c, struct parted, call)->done = true;
+}
+
+static int parted_run(struct fsjob *job, void *arg)
+{
+	struct parted *p = arg;
+	if (pthread_equal(pthread_self(), p->loop_thread))
+		p->on_loop = true;
+	if (fsjob_cancelled(job))
+		return -ECANCELED;
+	p->ran++;
+	atomic_store(&p->seen, p->ran);
+	if (atomic_load(&p->stop_after_first)) {
+		/* Waits for the cancel (at most 10 s): the next part must not run. */
+		uint64_t end = mono_ms() + 10000;
+		while (!fsjob_cancelled(job) && mono_ms() < end)
+			usleep(1000);
+		return FSJOB_AGAIN;
+	}
+	return p->ran < p->parts ? FSJOB_AGAIN : 0;
+}
+
+static void parted_part(struct tool_call *call, void *arg)
+{
+	struct parted *p = arg;
+	ck_assert(pthread_equal(pthread_self(), p->loop_thread));
+	p->shown++;
+	tool_call_output(call, "stdout", "x", 1);
+}
+
+static void parted_done(struct tool_call *call, void *arg, int r)
+{
+	ck_assert_int_eq(r, 0);
+	tool_call_succeed(call, xasprintf("%d parts", ((struct parted *)arg)->ran), NULL, false);
+}
+
+static const struct fsjob_ops parted_ops = {
+	.run = parted_run, .done = parted_done, .free = no_free, .part = parted_part,
+};
+
+static bool parted_done_p(void *arg)
+{
+	return ((struct parted *)arg)->done;
+}
+
+static bool parted_started(void *arg)
+{
+	return atomic_load(&((struct parted *)arg)->seen) > 0;
+}
+
+static void parted_init(struct parted *p, struct fixture *f, int parts)
+{
+	*p = (struct parted){ .call = { .ws = f->ws, .env = &f->env, .on_finish = parted_finish },
+			      .parts = parts, .loop_thread = pthread_self() };
+}
+
+/* A job that says FSJOB_AGAIN runs again on a worker, the loop seeing
+ * each part in between; without a pool, the parts run inline. */
+START_TEST(job_runs_in_parts)
+{
+	struct fixture f;
+	setup(&f, 1);
+	struct parted p;
+	parted_init(&p, &f, 4);
+	ck_assert_int_eq(fsjob_start(&p.call, &parted_ops, &p), TOOL_PENDING);
+	ck_assert(loop_spin(f.ev, parted_done_p, &p, 10000));
+	ck_assert_int_eq(p.ran, 4);
+	ck_assert_int_eq(p.shown, 3);
+	ck_assert(!p.on_loop);
+	ck_assert_int_eq(p.call.kind, TC_OK);
+	tool_call_clear(&p.call);
+
+	f.env.pool = NULL;
+	parted_init(&p, &f, 3);
+	ck_assert_int_eq(fsjob_start(&p.call, &parted_ops, &p), TOOL_DONE);
+	ck_assert_int_eq(p.ran, 3);
+	ck_assert_int_eq(p.shown, 2);
+	ck_assert_int_eq(p.call.kind, TC_OK);
+	tool_call_clear(&p.call);
+	teardown(&f);
+}
+END_TEST
+
+/* Cancelled during a part: no further part runs and the call ends
+ * cancelled; at shutdown, a part queued by a completion ends the same. */
+START_TEST(cancel_stops_a_job_in_parts)
+{
+	struct fixture f;
+	setup(&f, 1);
+	struct parted p;
+	parted_init(&p, &f, 100);
+	atomic_store(&p.stop_after_first, true);
+	ck_assert_int_eq(fsjob_start(&p.call, &parted_ops, &p), TOOL_PENDING);
+	ck_assert(loop_spin(f.ev, parted_started, &p, 10000));
+	fsjob_cancel(&p.call);
+	ck_assert(loop_spin(f.ev, parted_done_p, &p, 10000));
+	ck_assert_int_eq(p.ran, 1);
+	ck_assert_int_eq(p.shown, 0);
+	ck_assert_int_eq(p.call.kind, TC_CANCELLED);
+	tool_call_clear(&p.call);
+
+	/* Shutdown while parts go on: the pool ends, the call ends cancelled. */
+	parted_init(&p, &f, 1000000);
+	ck_assert_int_eq(fsjob_start(&p.call, &parted_ops, &p), TOOL_PENDING);
+	ck_assert(loop_spin(f.ev, parted_started, &p, 10000));
+	f.pool = iopool_free(f.pool);
+	ck_assert(p.done);
+	ck_assert_int_eq(p.call.kind, TC_CANCELLED);
+	tool_call_clear(&p.call);
+	teardown(&f);
+}
+END_TEST
+
 static Suite *fsjob_suite(void)
 {
 	Suite *s = suite_create("fsjob");
@@ -353,6 +482,8 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, without_a_pool_work_runs_inline);
 	tcase_add_test(tc, cancel_stops_running_and_queued_jobs);
 	tcase_add_test(tc, shutdown_ends_pending_calls_cancelled);
+	tcase_add_test(tc, job_runs_in_parts);
+	tcase_add_test(tc, cancel_stops_a_job_in_parts);
 	suite_add_tcase(s, tc);
 	return s;
 }
