@@ -81,7 +81,7 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 
 valgrind: build
 	rm -rf $(BUILD)/valgrind && mkdir -p $(BUILD)/valgrind
-	@status=0; CK_EXCLUDE_TAGS=timing TC_WAIT_SCALE=5 meson test -C $(BUILD) --suite integ --no-suite load --timeout-multiplier 10 --print-errorlogs --num-processes 2 \
+	@status=0; CK_EXCLUDE_TAGS=timing TC_WAIT_SCALE=5 TC_UNDER_VALGRIND=1 meson test -C $(BUILD) --suite integ --no-suite load --timeout-multiplier 10 --print-errorlogs --num-processes 2 \
 		--wrapper 'valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --trace-children=yes --trace-children-skip=/bin/*,/usr/bin/*,/usr/sbin/*,/usr/local/* --log-file=$(CURDIR)/$(BUILD)/valgrind/%p.log' \
 		|| status=1; \
 	if grep -qs 'unhandled amd64-linux syscall: 434' $(BUILD)/valgrind/*.log; then \
