@@ -213,3 +213,18 @@ int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, c
 	}
 	return 0;
 }
+
+/* Reads "run_as": "daemon", or a user name whose uid, gid, groups and
+ * home a server then runs with (when the daemon is root). */
+int sandbox_run_as_user_from_json(const struct json *v, struct identity *ret, char **ret_err)
+{
+	const char *name = json_str(v);
+	*ret = (struct identity){0};
+	if (!name || !*name || strlen(name) != v->u.str.len)
+		return set_errorf(ret_err, "run_as: expected \"daemon\" or a user name");
+	if (strcmp(name, "daemon") == 0)
+		return 0;
+	if (identity_from_user(name, ret) < 0)
+		return set_errorf(ret_err, "run_as: no user '%s'", name);
+	return 0;
+}

@@ -46,9 +46,10 @@ static struct tool *shell;
 static struct tool_env env;
 static struct sandbox_config cfg;
 
-static const gid_t nobody_groups[] = { 65534 };
-static const struct sandbox_identity nobody = {
-	.uid = 65534, .gid = 65534, .groups = nobody_groups, .n_groups = 1, .home = "/nonexistent", .change = true,
+static gid_t nobody_groups[] = { 65534 };
+static const struct identity nobody = {
+	.uid = 65534, .gid = 65534, .groups = nobody_groups, .n_groups = 1, .home = (char *)"/nonexistent",
+	.change = true,
 };
 
 static void write_file(const char *path, const char *text, mode_t mode)
@@ -124,14 +125,14 @@ static void on_deadline(void *arg)
 }
 
 /* Runs one call of tool t to its end (20 s at most). */
-static void run_call(struct run *run, struct tool *t, const char *args, const struct sandbox_identity *peer)
+static void run_call(struct run *run, struct tool *t, const char *args, const struct identity *peer)
 {
 	struct json_err err;
 	memset(run, 0, sizeof(*run));
 	ck_assert_msg(json_parse(args, strlen(args), 0, 0, &run->args, &err) == 0, "args: %s", err.msg);
 	run->c = (struct tool_call){
 		.tool = t, .args = json_doc_root(run->args), .ws = ws, .loop = loop, .env = &env,
-		.call_id = "test", .peer = peer, .on_finish = on_finish, .owner = run,
+		.call_id = "test", .ident = peer, .on_finish = on_finish, .owner = run,
 	};
 	if (t->def->exec(&run->c) == TOOL_DONE)
 		run->finished = true;
@@ -171,7 +172,7 @@ static int64_t exit_code(struct run *run)
 }
 
 /* Runs a shell command as the daemon (peer NULL) or as peer. */
-static void sh(struct run *run, const char *command, const struct sandbox_identity *peer)
+static void sh(struct run *run, const char *command, const struct identity *peer)
 {
 	struct buf args = {0};
 	struct jgen *g = jgen_new(&args);
