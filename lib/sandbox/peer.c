@@ -6,7 +6,7 @@
  * in a call's cgroup is one of a call's. Such a peer is refused, and the
  * refusals are logged at a bounded rate (a call could connect in a loop).
  */
-#include "lib/sandbox/sandbox.h"
+#include "lib/sandbox/sandbox_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,14 +28,8 @@ static pid_t parent_of(pid_t pid)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_small(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	/* The command name may hold spaces and parentheses: the state and
 	 * ppid follow the last ')'. */
 	char *p = strrchr(buf, ')');
@@ -50,14 +44,8 @@ static bool in_call_cgroup(pid_t pid)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_small(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
 		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	char mark[32];
 	snprintf(mark, sizeof(mark), "/tc-%d-", (int)getpid());
 	return strstr(buf, mark) != NULL;

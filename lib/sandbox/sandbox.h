@@ -95,8 +95,6 @@ const struct sandbox_features *sandbox_probe(const char *cgroup_dir);
  */
 void sandbox_cgroup_fake(bool on);
 bool sandbox_cgroup_is_fake(void);
-/* Forgets the probe (tests that emulate another kernel probe again). */
-void sandbox_probe_reset(void);
 /* "sandbox: landlock ABI 7, seccomp, no_new_privs, cgroup v2 delegated: no, ..." */
 char *sandbox_features_line(const struct sandbox_features *f);
 
@@ -243,7 +241,8 @@ enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
 /* Drops the cached rulesets and programs (on reload). */
 void sandbox_cache_clear(void);
 /* At exit: removes the directory of TMPDIRs and the call cgroups left,
- * drops the caches. */
+ * drops the caches and forgets the probe (tests that emulate another
+ * kernel call it to probe again). */
 void sandbox_shutdown(void);
 
 /*

@@ -101,7 +101,7 @@ static void teardown(void)
 	ev_loop_destroy(ev);
 	ws_unref(ws);
 	sandbox_config_clear(&cfg);
-	sandbox_probe_reset();
+	sandbox_shutdown();
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -589,7 +589,7 @@ START_TEST(cgroup_written)
 	ck_assert_int_eq(mkdir(fake, 0755), 0);
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", fake);
 	write_file(path, "memory pids\n", 0644);
-	sandbox_probe_reset();
+	sandbox_shutdown();
 	sandbox_cgroup_fake(true);
 	const struct sandbox_features *f = sandbox_probe(fake);
 	ck_assert(f->cgroup && f->cgroup_memory && f->cgroup_pids);
