@@ -16,6 +16,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "lib/child.h"
+#include "lib/identity.h"
 #include "lib/loop.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/tool.h"
@@ -288,6 +290,54 @@ START_TEST(profile_builder)
 	ck_assert_int_eq(stat(sandbox_run_tmpdir(run), &st), 0);
 	ck_assert_int_eq(st.st_mode & 07777, 0700);
 	sandbox_run_end(run);
+}
+END_TEST
+
+/* Whom children run as: the peer when run_as is "peer" and the daemon is
+ * root, never with the daemon's groups; else the daemon, with $HOME. A
+ * provider's run_as user is the same kind of identity. */
+START_TEST(identity_for_children_decides)
+{
+	const char *env_home = getenv("HOME");
+	struct identity id = { .uid = 65534, .gid = 65534 };
+	identity_for_children(&id, false);
+	ck_assert(!id.change);
+	if (env_home)
+		ck_assert_pstr_eq(id.home, env_home);
+	identity_for_children(&id, true);
+	ck_assert(id.change == (geteuid() == 0));
+	if (id.change) {
+		ck_assert_uint_eq(id.n_groups, 1);
+		ck_assert_uint_eq(id.groups[0], 65534);
+		struct passwd *pw = getpwuid(65534);
+		ck_assert_pstr_eq(id.home, pw && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL);
+	}
+	struct identity copy;
+	identity_copy(&copy, &id);
+	ck_assert(copy.change == id.change && copy.n_groups == id.n_groups);
+	ck_assert(!copy.home || (copy.home != id.home && strcmp(copy.home, id.home) == 0));
+	identity_clear(&copy);
+	identity_clear(&id);
+	ck_assert_ptr_null(id.home);
+
+	/* The daemon's own uid is never a change. */
+	struct identity self = { .uid = geteuid(), .gid = getegid() };
+	identity_for_children(&self, true);
+	ck_assert(!self.change);
+	identity_clear(&self);
+
+	struct json_doc *doc;
+	struct json_err jerr;
+	char *err = NULL;
+	ck_assert_int_eq(json_parse("\"daemon\"", 8, 0, 0, &doc, &jerr), 0);
+	ck_assert_int_eq(sandbox_run_as_user_from_json(json_doc_root(doc), &id, &err), 0);
+	ck_assert(!id.change);
+	json_doc_unref(doc);
+	ck_assert_int_eq(json_parse("\"no-such-user-tc\"", 17, 0, 0, &doc, &jerr), 0);
+	ck_assert_int_eq(sandbox_run_as_user_from_json(json_doc_root(doc), &id, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "no user 'no-such-user-tc'"));
+	free(err);
+	json_doc_unref(doc);
 }
 END_TEST
 
@@ -843,6 +893,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, features_line);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, config_json);
+	tcase_add_test(tc, identity_for_children_decides);
 	tcase_add_test(tc, shell_file_system);
 	tcase_add_test(tc, shell_read_only);
 	tcase_add_test(tc, shell_protect);
