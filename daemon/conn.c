@@ -265,33 +265,25 @@ struct session *conn_session(struct conn *c)
 		struct session *s = NULL;
 		if (session_get(c->srv->sessions, NULL, c->cred.uid, c->srv->default_ws, &s) == 0) {
 			conn_session_peer(c, s);
-			conn_give_identity(c, s);
 			c->session = s;
 		}
 	}
 	return c->session;
 }
 
-/* Gives a session the identity its children run as: this connection's
- * peer, with its groups as the kernel recorded them at connect. */
+/* Gives a session whom its calls act as: this connection's peer, with its
+ * groups as the kernel recorded them at connect. */
 void conn_session_peer(struct conn *c, struct session *s)
-{
-	gid_t groups[64];
-	socklen_t len = sizeof(groups);
-	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
-		len = 0;	/* more than 64, or none: the primary group only */
-	session_set_peer(s, c->srv->cfg.sandbox.run_as_peer, c->cred.gid, groups, len / sizeof(gid_t));
-}
-
-void conn_give_identity(struct conn *c, struct session *s)
 {
 	if (s->has_ident)
 		return;
-	struct identity id;
+	struct identity id = {0};
 	/* Without the groups, the primary group only: fewer rights, never more. */
-	if (identity_from_socket(c->fd, &id) < 0 || id.uid != c->cred.uid)
+	if (identity_from_socket(c->fd, &id) < 0 || id.uid != c->cred.uid) {
+		identity_clear(&id);
 		id = (struct identity){ .uid = c->cred.uid, .gid = c->cred.gid };
-	session_set_identity(s, &id);
+	}
+	session_set_peer(s, &id, c->srv->cfg.sandbox.run_as_peer);
 	identity_clear(&id);
 }
 

@@ -136,7 +136,8 @@ void conn_work_end(struct server *s);
 /* Starts the next turn: its budget is whole again. */
 void conn_turn_reset(struct server *s);
 void conn_new(struct server *s, int fd, const struct ucred *cred);
-/* Gives a session made for this connection its peer's identity. */
+/* Gives a session made for this connection, once, its peer's identity:
+ * whom its children, hooks and file tools act as. */
 void conn_session_peer(struct conn *c, struct session *s);
 void conn_close(struct conn *c);
 /* Frees closed connections. */
@@ -167,8 +168,6 @@ struct pending *conn_pending_by_id(struct conn *c, const char *id);
 void conn_drop(struct pending *p);
 /* The connection's session, made on first use with the default workspace. */
 struct session *conn_session(struct conn *c);
-/* Gives s, once, the peer's uid, gid and groups: file tools act as them. */
-void conn_give_identity(struct conn *c, struct session *s);
 bool conn_deliver_event(void *ctx, const char *params, size_t n);
 /* Answers an error (no data when data is NULL). */
 void conn_error(struct pending *p, int code, const char *message, const char *data);

@@ -136,7 +136,6 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 		return;
 	}
 	conn_session_peer(c, session);
-	conn_give_identity(c, session);
 	if (wsv && !str_eq(session->ws->root, ws->root)) {
 		ws_unref(ws);
 		session_unref(session);

@@ -169,7 +169,7 @@ typedef void (*child_call_done_fn)(struct tool_call *c, struct child_result *r);
 int child_call_start(struct tool_call *c, const struct child_opts *opts, const struct sandbox_req *req,
 		     child_call_done_fn done);
 /* With req (see sandbox_req_init(); its workspaces default to the call's,
- * its identity to c->peer) the child runs in that sandbox, with TMPDIR its
+ * its identity to c->ident) the child runs in that sandbox, with TMPDIR its
  * private directory (and HOME the peer's, when it runs as the peer); a
  * sandbox that cannot be had fails the call itself (permission_denied when
  * the profile cannot be enforced), and c->kind is then set. */

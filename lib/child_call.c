@@ -82,7 +82,7 @@ static int call_sandbox(struct tool_call *c, const struct sandbox_req *req, stru
 	if (!rq.workspaces)
 		rq.workspaces = ws;
 	if (!rq.id)
-		rq.id = c->peer;
+		rq.id = c->ident;
 	int r = sandbox_prepare(&rq, ret, &msg);
 	if (r == -EPERM)
 		tool_call_fail(c, TC_PERMISSION_DENIED, "%s", msg);
@@ -109,7 +109,7 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 	if (req) {
 		if ((r = call_sandbox(c, req, &run)) < 0)
 			return r;
-		const struct sandbox_identity *id = req->id ? req->id : c->peer;
+		const struct identity *id = req->id ? req->id : c->ident;
 		if (sandbox_run_tmpdir(run) || (id && id->change && id->home)) {
 			env = env_dup(o.envp);
 			if (sandbox_run_tmpdir(run))

@@ -267,7 +267,7 @@ static void hook_input_of(const struct exec *e, struct hook_input *in)
 		.uid = e->session->uid, .pid = e->pid,
 		.workspace = e->session->ws ? e->session->ws->root : NULL,
 		.side_effects = side_effect_name(e->tool->side_effects), .call_id = e->call_id,
-		.peer = e->session->has_peer ? &e->session->peer.id : NULL,
+		.peer = session_identity(e->session),
 	};
 }
 
@@ -606,7 +606,6 @@ void exec_run(struct exec *e)
 	a->tc.ws = ws_ref(s->ws);	/* the session may be given new roots meanwhile */
 	a->tc.loop = d->loop;
 	a->tc.env = d->env;
-	a->tc.peer = s->has_peer ? &s->peer.id : NULL;
 	a->tc.call_id = e->call_id;
 	a->tc.ident = session_identity(s);
 	a->tc.on_finish = on_tool_finish;

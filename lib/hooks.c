@@ -20,6 +20,7 @@
 #include "lib/child.h"
 #include "lib/list.h"
 #include "lib/loop.h"
+#include "lib/identity.h"
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/buf.h"
 #include "proto/base/strv.h"
@@ -51,7 +52,7 @@ struct hook_run {
 	uid_t uid;
 	pid_t pid;
 	/* Whom the hooks run as (a copy: the session may go first). */
-	struct sandbox_peer peer;
+	struct identity peer;
 	bool has_peer;
 	const struct json *args;	/* the caller's, or v.args */
 	struct hook_verdict v;
@@ -218,7 +219,7 @@ static void run_free(struct hook_run *r)
 	free(r->call_id);
 	hook_verdict_clear(&r->v);
 	buf_free(&r->post_input);
-	sandbox_peer_clear(&r->peer);
+	identity_clear(&r->peer);
 	free(r);
 }
 
@@ -427,7 +428,7 @@ static int hook_sandbox(struct hook_run *r, char **ret_msg)
 	req.write_extra = NULL;
 	const char *ws[] = { r->workspace, NULL };
 	req.workspaces = ws;
-	req.id = r->has_peer ? &r->peer.id : NULL;
+	req.id = r->has_peer ? &r->peer : NULL;
 	req.call_name = "hook";
 	return sandbox_prepare(&req, &r->run, ret_msg);
 }
@@ -440,8 +441,8 @@ static char **hook_env(const struct hook_run *r)
 	child_env_put(&env, "TOOLCALLD_HOOK", r->post ? "post_call" : "pre_call");
 	if (sandbox_run_tmpdir(r->run))
 		child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(r->run));
-	if (r->has_peer && r->peer.id.change && r->peer.id.home)
-		child_env_put(&env, "HOME", r->peer.id.home);
+	if (r->has_peer && r->peer.change && r->peer.home)
+		child_env_put(&env, "HOME", r->peer.home);
 	return env;
 }
 
@@ -548,19 +549,12 @@ static char *strdup_or_null(const char *s)
 }
 
 /* Keeps a copy of whom the run's hooks run as (NULL: the daemon). */
-static void run_set_peer(struct hook_run *r, const struct sandbox_identity *id)
+static void run_set_peer(struct hook_run *r, const struct identity *id)
 {
 	if (!id)
 		return;
 	r->has_peer = true;
-	r->peer.id = *id;
-	size_t n = MIN(id->n_groups, ELEMENTSOF(r->peer.groups));
-	if (n)
-		memcpy(r->peer.groups, id->groups, n * sizeof(*id->groups));
-	r->peer.id.groups = r->peer.groups;
-	r->peer.id.n_groups = n;
-	r->peer.home = strdup_or_null(id->home);
-	r->peer.id.home = r->peer.home;
+	identity_copy(&r->peer, id);
 }
 
 struct hook_run *hooks_pre_start(struct hooks *h, const struct hook_input *in,

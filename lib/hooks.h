@@ -22,7 +22,7 @@
 struct json;
 struct json_doc;
 struct sandbox_config;
-struct sandbox_identity;
+struct identity;
 struct tc_loop;
 
 #define HOOK_TIMEOUT_DEFAULT_MS 5000
@@ -84,7 +84,7 @@ struct hook_input {
 	const char *workspace;		/* NULL: none */
 	const char *side_effects;
 	const char *call_id;
-	const struct sandbox_identity *peer;	/* whom hooks run as; NULL: the daemon */
+	const struct identity *peer;	/* whom hooks run as (peer->change); NULL: the daemon */
 };
 
 /* The outcome, as post-call hooks see it. */

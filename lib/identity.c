@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Peer identities and the per-thread switch of file-system credentials
- * (see identity.h). The raw system calls are used on purpose: glibc's
+ * Peer identities (from the socket or a user's name, with the home their
+ * children get) and the per-thread switch of file-system credentials (see
+ * identity.h). The raw system calls are used on purpose: glibc's
  * setgroups() and setfsuid() broadcast to every thread of the process.
  */
 #include "lib/identity.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -58,6 +61,50 @@ int identity_from_socket(int fd, struct identity *ret)
 	return 0;
 }
 
+/* Decides whether id's children take its ids, and their home. */
+void identity_for_children(struct identity *id, bool run_as_peer)
+{
+	free(id->home);
+	id->home = NULL;
+	id->change = run_as_peer && geteuid() == 0 && id->uid != geteuid();
+	if (!id->change) {
+		const char *home = getenv("HOME");
+		id->home = home ? xstrdup(home) : NULL;
+		return;
+	}
+	if (id->n_groups == 0) {
+		free(id->groups);
+		id->groups = xmemdup(&id->gid, sizeof(gid_t));	/* never keep the daemon's groups */
+		id->n_groups = 1;
+	}
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (getpwuid_r(id->uid, &pw, buf, sizeof(buf), &res) == 0 && res && res->pw_dir && res->pw_dir[0] == '/')
+		id->home = xstrdup(res->pw_dir);
+}
+
+/* Looks the user up in the passwd and group databases. */
+int identity_from_user(const char *name, struct identity *ret)
+{
+	*ret = (struct identity){0};
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
+		return -ENOENT;
+	gid_t groups[64];
+	int n = (int)ELEMENTSOF(groups);
+	if (getgrouplist(name, pw.pw_gid, groups, &n) < 0)
+		n = 0;
+	ret->uid = pw.pw_uid;
+	ret->gid = pw.pw_gid;
+	if (n > 0) {
+		ret->groups = xmemdup(groups, (size_t)n * sizeof(gid_t));
+		ret->n_groups = (size_t)n;
+	}
+	identity_for_children(ret, true);
+	return 0;
+}
+
 void identity_copy(struct identity *dst, const struct identity *src)
 {
 	*dst = *src;
@@ -66,6 +113,7 @@ void identity_copy(struct identity *dst, const struct identity *src)
 		dst->groups = xreallocarray(NULL, src->n_groups, sizeof(gid_t));
 		memcpy(dst->groups, src->groups, src->n_groups * sizeof(gid_t));
 	}
+	dst->home = src->home ? xstrdup(src->home) : NULL;
 }
 
 void identity_clear(struct identity *id)
@@ -75,6 +123,8 @@ void identity_clear(struct identity *id)
 	free(id->groups);
 	id->groups = NULL;
 	id->n_groups = 0;
+	free(id->home);
+	id->home = NULL;
 }
 
 bool identity_needs_switch(const struct identity *id)

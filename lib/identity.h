@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Whom file work is done for: a peer's uid, gid and supplementary groups
- * (from SO_PEERCRED and SO_PEERGROUPS when it connected), and the switch of
- * one thread's file-system identity to them and back.
+ * Whom work is done for: a peer's uid, gid and supplementary groups (from
+ * SO_PEERCRED and SO_PEERGROUPS when it connected, or a user named in a
+ * file), its home, and whether the children the daemon starts for it take
+ * its ids. One such identity serves the children of its calls, its hooks,
+ * MCP servers started as a user, and file work; the switch of one thread's
+ * file-system identity to it and back lives here too.
  *
  * The switch uses the raw setfsuid, setfsgid and setgroups system calls,
  * which change only the calling thread's credentials (glibc's wrappers
@@ -28,11 +31,27 @@ struct identity {
 	gid_t gid;
 	gid_t *groups;		/* supplementary groups, owned */
 	size_t n_groups;
+	char *home;		/* for "~/" in deny_read and a child's $HOME; NULL: none; owned */
+	bool change;		/* children take uid, gid and groups; false: they
+				 * keep the daemon's own identity */
 };
 
 /* Reads the identity of the peer on the Unix socket fd (uid and gid from
- * SO_PEERCRED, groups from SO_PEERGROUPS, none where the kernel lacks it). */
+ * SO_PEERCRED, groups from SO_PEERGROUPS, none where the kernel lacks it).
+ * Children are not to take it yet: see identity_for_children(). */
 int identity_from_socket(int fd, struct identity *ret);
+/*
+ * Decides whom id's children run as: as id itself (change) when
+ * run_as_peer, the daemon is root and id is another uid, with its groups
+ * (its primary group alone when it has none: never the daemon's) and the
+ * home of its passwd entry (looked up here, once). Otherwise the daemon's
+ * own identity, with $HOME.
+ */
+void identity_for_children(struct identity *id, bool run_as_peer);
+/* Fills ret for the user called name (a provider file's "run_as"): its
+ * uid, gid and groups, children running as it when the daemon is root.
+ * -ENOENT when there is no such user. */
+int identity_from_user(const char *name, struct identity *ret);
 /* Copies src into dst (dst's old content is not freed). */
 void identity_copy(struct identity *dst, const struct identity *src);
 /* Frees what id holds; leaves it empty. */

@@ -88,7 +88,6 @@ struct session *session_unref(struct session *s)
 	identity_clear(&s->ident);
 	map_free(s->always_allow);
 	free(s->id);
-	sandbox_peer_clear(&s->peer);
 	free(s);
 	return NULL;
 }
@@ -100,10 +99,11 @@ void session_set_workspace(struct session *s, struct workspace *ws)
 	ws_unref(old);
 }
 
-void session_set_peer(struct session *s, bool run_as_peer, gid_t gid, const gid_t *groups, size_t n_groups)
+void session_set_peer(struct session *s, const struct identity *peer, bool run_as_peer)
 {
-	if (s->has_peer)
+	if (s->has_ident || peer->uid != s->uid)
 		return;
-	sandbox_peer_init(&s->peer, run_as_peer, s->uid, gid, groups, n_groups);
-	s->has_peer = true;
+	identity_copy(&s->ident, peer);
+	identity_for_children(&s->ident, run_as_peer);
+	s->has_ident = true;
 }

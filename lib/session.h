@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sessions: who made them (the peer uid, from SO_PEERCRED, with its gid and
- * supplementary groups), their workspace,
- * their budget, their confirmations-for-the-rest-of-the-session, and the
- * calls they have in flight. Connections share a session by naming its id
+ * Sessions: who made them (the peer, from SO_PEERCRED and SO_PEERGROUPS:
+ * whom their calls act as), their workspace, their budget, their
+ * confirmations-for-the-rest-of-the-session, and the calls they have in
+ * flight. Connections share a session by naming its id
  * in initialize; another uid can never join, cancel or watch it.
  */
 #ifndef TC_SESSION_H
@@ -15,7 +15,6 @@
 
 #include "lib/identity.h"
 #include "lib/list.h"
-#include "lib/sandbox/sandbox.h"
 
 struct map;
 struct workspace;
@@ -24,8 +23,9 @@ struct session {
 	unsigned refs;
 	char *id;
 	uid_t uid;
-	struct identity ident;		/* uid, gid and groups of the connection that made it:
-					 * whom file tools act as (lib/fsjob.h) */
+	struct identity ident;		/* the peer of the connection that made it: whom
+					 * its children and hooks run as, and file tools
+					 * act as (lib/fsjob.h) */
 	bool has_ident;			/* ident is set */
 	struct workspace *ws;		/* where its calls work: base, or the group of its MCP roots */
 	struct workspace *base;		/* the workspace initialize chose */
@@ -41,9 +41,6 @@ struct session {
 	uint64_t served;		/* when it last got a slot, for the round's order */
 	unsigned confirming;		/* confirmation requests pending */
 	struct session_table *table;
-	/* Whom its calls' children run as (the peer that made it). */
-	struct sandbox_peer peer;
-	bool has_peer;
 };
 
 struct session_table {
@@ -60,16 +57,6 @@ struct session_table *session_table_free(struct session_table *t);
  */
 int session_get(struct session_table *t, const char *id, uid_t uid, struct workspace *ws,
 		struct session **ret);
-/* Records who the session acts for, once: the first connection's peer
- * (same uid; its gid and supplementary groups as the kernel gave them). */
-static inline void session_set_identity(struct session *s, const struct identity *peer)
-{
-	if (s->has_ident || peer->uid != s->uid)
-		return;
-	identity_copy(&s->ident, peer);
-	s->has_ident = true;
-}
-
 /* The identity calls of the session act as, or NULL when unknown. */
 static inline const struct identity *session_identity(const struct session *s)
 {
@@ -79,9 +66,12 @@ struct session *session_find(struct session_table *t, const char *id);
 /* Makes ws (referenced) where the session's calls work from now on; NULL:
  * back to the workspace initialize chose. Calls in flight keep theirs. */
 void session_set_workspace(struct session *s, struct workspace *ws);
-/* Sets, once, whom the session's children run as: the peer that made it
- * (uid from the session, gid and groups from its credentials). */
-void session_set_peer(struct session *s, bool run_as_peer, gid_t gid, const gid_t *groups, size_t n_groups);
+/*
+ * Records, once, whom the session acts for: the first connection's peer
+ * (same uid; its gid and supplementary groups as the kernel gave them),
+ * its children running as it when run_as_peer (identity_for_children()).
+ */
+void session_set_peer(struct session *s, const struct identity *peer, bool run_as_peer);
 struct session *session_ref(struct session *s);
 struct session *session_unref(struct session *s);
 

@@ -29,7 +29,6 @@ struct iopool;
 struct json;
 struct sandbox_config;
 struct sandbox_tool;
-struct sandbox_identity;
 struct schema;
 struct tc_loop;
 struct tool_call;
@@ -141,9 +140,9 @@ struct tool_call {
 	struct tc_loop *loop;
 	const struct tool_env *env;
 	const char *call_id;
-	const struct sandbox_identity *peer;	/* whom children run as; NULL: the daemon */
-	/* Who asked (the session's peer), NULL when unknown: file tools act
-	 * as it when env->run_as_peer and the daemon is root (lib/fsjob.h). */
+	/* Who asked (the session's peer), NULL when unknown: children run as
+	 * it when ident->change, file tools act as it when env->run_as_peer
+	 * and the daemon is root (lib/fsjob.h). */
 	const struct identity *ident;
 	void *state;			/* the tool's own per-attempt state */
 

@@ -599,7 +599,7 @@ static enum tool_ret command_exec(struct tool_call *c)
 	struct sandbox_req req;
 	sandbox_req_init(&req, sbc, c->tool->name, c->tool->side_effects == SIDE_NETWORK, &cmd->sandbox);
 	/* run_as "daemon" in the tool file: the daemon's own identity. */
-	static const struct sandbox_identity daemon_id = { .change = false };
+	static const struct identity daemon_id = { .change = false };
 	if (cmd->run_as_peer == 0 || (cmd->run_as_peer < 0 && sbc && !sbc->run_as_peer))
 		req.id = &daemon_id;
 	r = child_call_start(c, &opts, sbc ? &req : NULL, command_done);

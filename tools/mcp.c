@@ -210,10 +210,10 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 		overrides_free(ov, n_ov);
 		return -EINVAL;
 	}
-	struct sandbox_peer run_as = {0};
+	struct identity run_as = {0};
 	const struct json *ra = json_get(decl, "run_as");
 	if (ra) {
-		r = sandbox_peer_from_json(ra, &run_as, ret_err);
+		r = sandbox_run_as_user_from_json(ra, &run_as, ret_err);
 		if (r < 0) {
 			sandbox_tool_clear(&sb);
 			overrides_free(ov, n_ov);
@@ -282,7 +282,7 @@ struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
 	buf_free(&p->err_line);
 	overrides_free(p->overrides, p->n_overrides);
 	sandbox_tool_clear(&p->sandbox);
-	sandbox_peer_clear(&p->run_as);
+	identity_clear(&p->run_as);
 	free(p);
 	return NULL;
 }

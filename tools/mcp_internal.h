@@ -73,7 +73,7 @@ struct mcp_provider {
 	struct mcp_override *overrides;	/* the file's "tools" */
 	size_t n_overrides;
 	struct sandbox_tool sandbox;	/* the file's "sandbox" */
-	struct sandbox_peer run_as;	/* the file's "run_as" user, when id.change */
+	struct identity run_as;		/* the file's "run_as" user, when change */
 	struct sandbox_run *run;	/* the running server's sandbox */
 
 	struct tc_loop *loop;

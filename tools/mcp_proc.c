@@ -377,9 +377,9 @@ void mcp_provider_start(struct mcp_provider *p)
 		struct sandbox_req req;
 		sandbox_req_init(&req, sbc, p->name, p->side_effects == SIDE_NETWORK, &p->sandbox);
 		const char *ws[] = { p->cwd, NULL };
-		static const struct sandbox_identity daemon_id = { .change = false };
+		static const struct identity daemon_id = { .change = false };
 		req.workspaces = p->cwd ? ws : NULL;
-		req.id = p->run_as.id.change ? &p->run_as.id : &daemon_id;
+		req.id = p->run_as.change ? &p->run_as : &daemon_id;
 		_cleanup_free_ char *msg = NULL;
 		if (sandbox_prepare(&req, &p->run, &msg) < 0) {
 			child_env_free(env);
@@ -388,7 +388,7 @@ void mcp_provider_start(struct mcp_provider *p)
 		}
 		if (sandbox_run_tmpdir(p->run))
 			child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(p->run));
-		if (p->run_as.id.change && p->run_as.home)
+		if (p->run_as.change && p->run_as.home)
 			child_env_put(&env, "HOME", p->run_as.home);
 	}
 	int cwd_fd = p->cwd ? open(p->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;

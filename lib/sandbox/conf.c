@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The sandbox's settings as JSON: the config's "sandbox" object and the
- * "sandbox" object of a tool or provider file, checked strictly (unknown
- * keys, wrong types and out-of-range values are errors naming the key).
+ * The sandbox's settings: the profiles' names, the defaults of CONTRACT
+ * §10, one call's request resolved from config and tool; and the same as
+ * JSON: the config's "sandbox" object, the "sandbox" object and "run_as"
+ * of a tool or provider file, checked strictly (unknown keys, wrong types
+ * and out-of-range values are errors naming the key).
  */
 #include "lib/sandbox/sandbox.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/base/strv.h"
@@ -16,6 +19,115 @@
 
 #define LIST_MAX 256
 #define LIMIT_MAX (INT64_C(1) << 40)
+
+static const char *const profile_names[] = {
+	[SANDBOX_WORKSPACE_WRITE] = "workspace-write",
+	[SANDBOX_READ_ONLY] = "read-only",
+	[SANDBOX_OFF] = "off",
+};
+
+const char *sandbox_profile_name(enum sandbox_profile p)
+{
+	return (unsigned)p < ELEMENTSOF(profile_names) ? profile_names[p] : "?";
+}
+
+int sandbox_profile_from_name(const char *s)
+{
+	for (size_t i = 0; s && i < ELEMENTSOF(profile_names); i++)
+		if (strcmp(s, profile_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Copies the members of over that are set. */
+void sandbox_limits_merge(struct sandbox_limits *base, const struct sandbox_limits *over)
+{
+	if (over->memory_mb != INT64_MIN)
+		base->memory_mb = over->memory_mb;
+	if (over->pids != INT64_MIN)
+		base->pids = over->pids;
+	if (over->file_size_mb != INT64_MIN)
+		base->file_size_mb = over->file_size_mb;
+	if (over->nofile != INT64_MIN)
+		base->nofile = over->nofile;
+	if (over->cpu_s != INT64_MIN)
+		base->cpu_s = over->cpu_s;
+}
+
+static char **strv_from(const char *const *v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **r = xcalloc(n + 1, sizeof(*r));
+	for (size_t i = 0; i < n; i++)
+		r[i] = xstrdup(v[i]);
+	return r;
+}
+
+/* Sets the defaults of CONTRACT §10. */
+void sandbox_config_init(struct sandbox_config *cfg)
+{
+	static const char *const deny[] = {
+		"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.docker",
+		"~/.kube", "~/.netrc", NULL,
+	};
+	static const char *const protect[] = { ".git/hooks", ".git/config", NULL };
+	static const char *const none[] = { NULL };
+
+	*cfg = (struct sandbox_config){
+		.profile = SANDBOX_WORKSPACE_WRITE,
+		.limits = SANDBOX_LIMITS_DEFAULT,
+		.require = true,
+		.run_as_peer = true,
+	};
+	cfg->deny_read = strv_from(deny);
+	cfg->protect = strv_from(protect);
+	cfg->write_extra = strv_from(none);
+}
+
+void sandbox_config_clear(struct sandbox_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_per_tool; i++)
+		free(cfg->per_tool[i].tool);
+	free(cfg->per_tool);
+	cfg->per_tool = NULL;
+	cfg->n_per_tool = 0;
+	cfg->deny_read = strv_free(cfg->deny_read);
+	cfg->protect = strv_free(cfg->protect);
+	cfg->write_extra = strv_free(cfg->write_extra);
+	free(cfg->cgroup_dir);
+	cfg->cgroup_dir = NULL;
+}
+
+void sandbox_tool_clear(struct sandbox_tool *t)
+{
+	t->write_extra = strv_free(t->write_extra);
+}
+
+/* Resolves one call's profile and settings. */
+void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg, const char *tool_name,
+		      bool network_tool, const struct sandbox_tool *tool)
+{
+	*req = (struct sandbox_req){ .profile = SANDBOX_OFF, .network = true, .limits = SANDBOX_LIMITS_DEFAULT };
+	if (!cfg)
+		return;
+	req->profile = cfg->profile;
+	for (size_t i = 0; i < cfg->n_per_tool; i++)
+		if (tool_name && strcmp(cfg->per_tool[i].tool, tool_name) == 0)
+			req->profile = cfg->per_tool[i].profile;
+	if (tool && tool->profile >= 0)
+		req->profile = (enum sandbox_profile)tool->profile;
+	req->network = tool && tool->network >= 0 ? tool->network != 0 : network_tool || cfg->network;
+	req->require = cfg->require;
+	req->limits = cfg->limits;
+	if (tool)
+		sandbox_limits_merge(&req->limits, &tool->limits);
+	req->deny_read = (const char *const *)cfg->deny_read;
+	req->write_extra = (const char *const *)cfg->write_extra;
+	req->write_extra_tool = tool ? (const char *const *)tool->write_extra : NULL;
+	req->protect = (const char *const *)cfg->protect;
+}
 
 /* Refuses keys not in known. */
 static int check_keys(const struct json *obj, const char *const *known, const char *where, char **ret_err)
@@ -211,5 +323,20 @@ int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, c
 		free(cfg->cgroup_dir);
 		cfg->cgroup_dir = xstrdup(s);
 	}
+	return 0;
+}
+
+/* Reads "run_as": "daemon", or a user name whose uid, gid, groups and
+ * home a server then runs with (when the daemon is root). */
+int sandbox_run_as_user_from_json(const struct json *v, struct identity *ret, char **ret_err)
+{
+	const char *name = json_str(v);
+	*ret = (struct identity){0};
+	if (!name || !*name || strlen(name) != v->u.str.len)
+		return set_errorf(ret_err, "run_as: expected \"daemon\" or a user name");
+	if (strcmp(name, "daemon") == 0)
+		return 0;
+	if (identity_from_user(name, ret) < 0)
+		return set_errorf(ret_err, "run_as: no user '%s'", name);
 	return 0;
 }

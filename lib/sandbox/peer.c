@@ -6,12 +6,10 @@
  * in a call's cgroup is one of a call's. Such a peer is refused, and the
  * refusals are logged at a bounded rate (a call could connect in a loop).
  */
-#include "lib/sandbox/sandbox.h"
+#include "lib/sandbox/sandbox_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,7 +19,6 @@
 #include <unistd.h>
 
 #include "proto/base/util.h"
-#include "proto/json.h"
 
 /* How far up the tree is followed; deeper counts as confined. */
 #define DEPTH_MAX 4096
@@ -31,14 +28,8 @@ static pid_t parent_of(pid_t pid)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_small(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	/* The command name may hold spaces and parentheses: the state and
 	 * ppid follow the last ')'. */
 	char *p = strrchr(buf, ')');
@@ -53,14 +44,8 @@ static bool in_call_cgroup(pid_t pid)
 {
 	char path[64], buf[4096];
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_small(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
 		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	char mark[32];
 	snprintf(mark, sizeof(mark), "/tc-%d-", (int)getpid());
 	return strstr(buf, mark) != NULL;
@@ -111,61 +96,4 @@ bool sandbox_refusal_due(uint64_t now_ms, uint64_t interval_ms, unsigned *ret_mo
 	refused_logged_ms = now_ms;
 	refused_any = true;
 	return true;
-}
-
-/* Fills a peer's identity: its own when children are to run as it. */
-void sandbox_peer_init(struct sandbox_peer *p, bool run_as_peer, uid_t uid, gid_t gid, const gid_t *groups,
-		       size_t n_groups)
-{
-	*p = (struct sandbox_peer){0};
-	if (!run_as_peer || geteuid() != 0 || uid == geteuid()) {
-		const char *home = getenv("HOME");
-		p->home = home ? xstrdup(home) : NULL;
-		p->id.home = p->home;
-		return;
-	}
-	p->id.change = true;
-	p->id.uid = uid;
-	p->id.gid = gid;
-	size_t n = MIN(n_groups, ELEMENTSOF(p->groups));
-	for (size_t i = 0; i < n; i++)
-		p->groups[i] = groups[i];
-	if (n == 0)
-		p->groups[n++] = gid;	/* never keep the daemon's groups */
-	p->id.groups = p->groups;
-	p->id.n_groups = n;
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res && res->pw_dir && res->pw_dir[0] == '/')
-		p->home = xstrdup(res->pw_dir);
-	p->id.home = p->home;
-}
-
-void sandbox_peer_clear(struct sandbox_peer *p)
-{
-	free(p->home);
-	p->home = NULL;
-	p->id.home = NULL;
-}
-
-/* Reads "run_as": "daemon", or a user name whose uid, gid, groups and
- * home a server then runs with (when the daemon is root). */
-int sandbox_peer_from_json(const struct json *v, struct sandbox_peer *ret, char **ret_err)
-{
-	const char *name = json_str(v);
-	*ret = (struct sandbox_peer){0};
-	if (!name || !*name || strlen(name) != v->u.str.len)
-		return set_errorf(ret_err, "run_as: expected \"daemon\" or a user name");
-	if (strcmp(name, "daemon") == 0)
-		return 0;
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
-		return set_errorf(ret_err, "run_as: no user '%s'", name);
-	gid_t groups[64];
-	int n = (int)ELEMENTSOF(groups);
-	if (getgrouplist(name, pw.pw_gid, groups, &n) < 0)
-		n = 0;
-	sandbox_peer_init(ret, true, pw.pw_uid, pw.pw_gid, groups, (size_t)n);
-	return 0;
 }

@@ -2,9 +2,10 @@
 /*
  * What the kernel enforces here, looked at once: the Landlock ABI, seccomp
  * filters, no_new_privs, child subreaper, a cgroup v2 directory calls can
- * be made in (delegated to the daemon, or configured), private mount
- * namespaces (for the protected paths), changing a child's uid. Also the
- * names and defaults of profiles, limits and the config object.
+ * be made in (delegated to the daemon, or configured, or a fake one of
+ * plain files for tests), private mount namespaces (for the protected
+ * paths), changing a child's uid. Also the one reader of the small files
+ * the kernel answers in (/proc, cgroupfs) that the sandbox looks at.
  */
 #include "lib/sandbox/sandbox.h"
 
@@ -24,116 +25,32 @@
 #include <linux/seccomp.h>
 
 #include "lib/sandbox/sandbox_internal.h"
-#include "proto/base/strv.h"
 #include "proto/base/util.h"
 
-static const char *const profile_names[] = {
-	[SANDBOX_WORKSPACE_WRITE] = "workspace-write",
-	[SANDBOX_READ_ONLY] = "read-only",
-	[SANDBOX_OFF] = "off",
-};
+/* sandbox_cgroup_fake(): the cgroup directory is plain files. */
+static bool cg_fake;
 
-const char *sandbox_profile_name(enum sandbox_profile p)
+void sandbox_cgroup_fake(bool on)
 {
-	return (unsigned)p < ELEMENTSOF(profile_names) ? profile_names[p] : "?";
+	cg_fake = on;
 }
 
-int sandbox_profile_from_name(const char *s)
+bool sandbox_cgroup_is_fake(void)
 {
-	for (size_t i = 0; s && i < ELEMENTSOF(profile_names); i++)
-		if (strcmp(s, profile_names[i]) == 0)
-			return (int)i;
-	return -1;
+	return cg_fake;
 }
 
-/* Copies the members of over that are set. */
-void sandbox_limits_merge(struct sandbox_limits *base, const struct sandbox_limits *over)
+/* Reads a small file the kernel answers in one read. */
+ssize_t read_small(int dir_fd, const char *path, char *buf, size_t size)
 {
-	if (over->memory_mb != INT64_MIN)
-		base->memory_mb = over->memory_mb;
-	if (over->pids != INT64_MIN)
-		base->pids = over->pids;
-	if (over->file_size_mb != INT64_MIN)
-		base->file_size_mb = over->file_size_mb;
-	if (over->nofile != INT64_MIN)
-		base->nofile = over->nofile;
-	if (over->cpu_s != INT64_MIN)
-		base->cpu_s = over->cpu_s;
-}
-
-static char **strv_from(const char *const *v)
-{
-	size_t n = 0;
-	while (v[n])
-		n++;
-	char **r = xcalloc(n + 1, sizeof(*r));
-	for (size_t i = 0; i < n; i++)
-		r[i] = xstrdup(v[i]);
-	return r;
-}
-
-/* Sets the defaults of CONTRACT §10. */
-void sandbox_config_init(struct sandbox_config *cfg)
-{
-	static const char *const deny[] = {
-		"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.docker",
-		"~/.kube", "~/.netrc", NULL,
-	};
-	static const char *const protect[] = { ".git/hooks", ".git/config", NULL };
-	static const char *const none[] = { NULL };
-
-	*cfg = (struct sandbox_config){
-		.profile = SANDBOX_WORKSPACE_WRITE,
-		.limits = SANDBOX_LIMITS_DEFAULT,
-		.require = true,
-		.run_as_peer = true,
-	};
-	cfg->deny_read = strv_from(deny);
-	cfg->protect = strv_from(protect);
-	cfg->write_extra = strv_from(none);
-}
-
-void sandbox_config_clear(struct sandbox_config *cfg)
-{
-	for (size_t i = 0; i < cfg->n_per_tool; i++)
-		free(cfg->per_tool[i].tool);
-	free(cfg->per_tool);
-	cfg->per_tool = NULL;
-	cfg->n_per_tool = 0;
-	cfg->deny_read = strv_free(cfg->deny_read);
-	cfg->protect = strv_free(cfg->protect);
-	cfg->write_extra = strv_free(cfg->write_extra);
-	free(cfg->cgroup_dir);
-	cfg->cgroup_dir = NULL;
-}
-
-void sandbox_tool_clear(struct sandbox_tool *t)
-{
-	t->write_extra = strv_free(t->write_extra);
-}
-
-/* Resolves one call's profile and settings. */
-void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg, const char *tool_name,
-		      bool network_tool, const struct sandbox_tool *tool)
-{
-	*req = (struct sandbox_req){ .profile = SANDBOX_OFF, .network = true, .limits = SANDBOX_LIMITS_DEFAULT };
-	if (!cfg)
-		return;
-	req->profile = cfg->profile;
-	for (size_t i = 0; i < cfg->n_per_tool; i++)
-		if (tool_name && strcmp(cfg->per_tool[i].tool, tool_name) == 0)
-			req->profile = cfg->per_tool[i].profile;
-	if (tool && tool->profile >= 0)
-		req->profile = (enum sandbox_profile)tool->profile;
-	req->network = tool && tool->network >= 0 ? tool->network != 0 : network_tool || cfg->network;
-	req->require = cfg->require;
-	req->limits = cfg->limits;
-	if (tool)
-		sandbox_limits_merge(&req->limits, &tool->limits);
-	req->deny_read = (const char *const *)cfg->deny_read;
-	req->write_extra = (const char *const *)cfg->write_extra;
-	req->write_extra_tool = tool ? (const char *const *)tool->write_extra : NULL;
-	req->protect = (const char *const *)cfg->protect;
+	_cleanup_close_ int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, size - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return n;
 }
 
 static struct sandbox_features features;
@@ -258,7 +175,7 @@ static bool probe_cgroup(const char *dir)
 	if (mkdir(probe, 0755) < 0)
 		return false;
 	_cleanup_free_ char *kill_path = xasprintf("%s/cgroup.kill", probe);
-	bool ok = sandbox_cgroup_is_fake() || access(kill_path, W_OK) == 0;
+	bool ok = cg_fake || access(kill_path, W_OK) == 0;
 	(void)rmdir(probe);
 	return ok;
 }
@@ -267,15 +184,9 @@ static bool probe_cgroup(const char *dir)
 static bool controller_on(const char *dir, const char *name)
 {
 	_cleanup_free_ char *path = xasprintf("%s/cgroup.subtree_control", dir);
-	char buf[512] = "";
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[512];
+	if (read_small(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
 		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n"))
 		if (strcmp(tok, name) == 0)
 			return true;
@@ -286,12 +197,7 @@ static bool controller_on(const char *dir, const char *name)
 static bool cg_read(const char *dir, const char *file, char *buf, size_t size)
 {
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, file);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, size - 1);
-	if (n < 0)
-		return false;
-	buf[n] = '\0';
-	return true;
+	return read_small(AT_FDCWD, path, buf, size) >= 0;
 }
 
 static bool has_word(const char *list, const char *word)
@@ -372,12 +278,12 @@ const struct sandbox_features *sandbox_probe(const char *cgroup_dir)
 	return &features;
 }
 
-void sandbox_probe_reset(void)
+/* Forgets the probe: the next sandbox_probe() looks again. */
+void probe_forget(void)
 {
 	free(features.cgroup_dir);
 	features = (struct sandbox_features){0};
 	probed = false;
-	sandbox_shutdown();
 }
 
 /* Says what the kernel enforces, on one line. */

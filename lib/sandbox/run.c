@@ -75,12 +75,13 @@ void sandbox_cache_clear(void)
 static void rmdir_pending(void);
 
 /* Removes what the daemon made for its calls: the directory of TMPDIRs,
- * the cgroups left busy; and drops the caches. */
+ * the cgroups left busy; drops the caches and forgets the probe. */
 void sandbox_shutdown(void)
 {
 	rmdir_pending();
 	sandbox_cache_clear();
 	tmp_base_remove();
+	probe_forget();
 }
 
 static void note(struct sandbox_run *run, bool enforced, const char *what)
@@ -108,24 +109,11 @@ static void add_rlimit(struct sandbox_child *c, int resource, int64_t value, uin
 	c->n_rlimits++;
 }
 
-/* sandbox_cgroup_fake(): the cgroup directory is plain files. */
-static bool cg_fake;
-
-void sandbox_cgroup_fake(bool on)
-{
-	cg_fake = on;
-}
-
-bool sandbox_cgroup_is_fake(void)
-{
-	return cg_fake;
-}
-
 /* Opens a control file of the call's cgroup for writing (a fake one's is
  * made by the first write). */
 static int cg_open(int dir_fd, const char *file)
 {
-	return openat(dir_fd, file, O_WRONLY | O_CLOEXEC | (cg_fake ? O_CREAT : 0), 0644);
+	return openat(dir_fd, file, O_WRONLY | O_CLOEXEC | (sandbox_cgroup_is_fake() ? O_CREAT : 0), 0644);
 }
 
 /* Writes a value into a control file of the call's cgroup. */
@@ -149,12 +137,9 @@ static void cg_fake_empty(const char *cgroup)
 	FILE *out = fopen(log, "ae");
 	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
 		_cleanup_free_ char *path = xasprintf("%s/%s", cgroup, files[i]);
-		char buf[64] = "";
-		_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-		if (n < 0)
+		char buf[64];
+		if (read_small(AT_FDCWD, path, buf, sizeof(buf)) < 0)
 			continue;
-		buf[n] = '\0';
 		if (out)
 			fprintf(out, "%s=%s\n", files[i], buf);
 		(void)unlink(path);
@@ -387,12 +372,9 @@ static int64_t cg_read_key(const struct sandbox_run *run, const char *file, cons
 {
 	if (!run || run->cgroup_fd < 0)
 		return -1;
-	_cleanup_close_ int fd = openat(run->cgroup_fd, file, O_RDONLY | O_CLOEXEC);
 	char buf[1024];
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
+	if (read_small(run->cgroup_fd, file, buf, sizeof(buf)) <= 0)
 		return -1;
-	buf[n] = '\0';
 	size_t klen = strlen(key);
 	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
@@ -431,7 +413,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->child.cgroup_procs_fd);
 	if (run->cgroup) {
 		sandbox_run_kill(run);
-		if (cg_fake)
+		if (sandbox_cgroup_is_fake())
 			cg_fake_empty(run->cgroup);
 		if (rmdir(run->cgroup) < 0 && errno == EBUSY)
 			strv_push(&pending_rmdir, TAKE_PTR(run->cgroup));

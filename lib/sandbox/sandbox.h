@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/identity.h"
 #include "proto/base/buf.h"
 
 enum sandbox_profile {
@@ -94,8 +95,6 @@ const struct sandbox_features *sandbox_probe(const char *cgroup_dir);
  */
 void sandbox_cgroup_fake(bool on);
 bool sandbox_cgroup_is_fake(void);
-/* Forgets the probe (tests that emulate another kernel probe again). */
-void sandbox_probe_reset(void);
 /* "sandbox: landlock ABI 7, seccomp, no_new_privs, cgroup v2 delegated: no, ..." */
 char *sandbox_features_line(const struct sandbox_features *f);
 
@@ -148,35 +147,10 @@ int sandbox_run_as_from_json(const struct json *v, const char *where, int *ret, 
 void sandbox_config_init(struct sandbox_config *cfg);
 void sandbox_config_clear(struct sandbox_config *cfg);
 
-/* Who a child runs as. */
-struct sandbox_identity {
-	uid_t uid;
-	gid_t gid;
-	const gid_t *groups;
-	size_t n_groups;
-	const char *home;			/* for "~/" in deny_read; NULL: none */
-	bool change;				/* false: the daemon's own identity */
-};
-
-/* A peer's identity, kept with its connection. */
-struct sandbox_peer {
-	struct sandbox_identity id;
-	gid_t groups[64];
-	char *home;
-};
-
-/*
- * Fills p for a peer of the socket: children run as it (id.change) when
- * run_as_peer, the daemon is root and the peer is another uid; its home is
- * its passwd entry's (looked up here, once per connection). Otherwise the
- * daemon's own identity, with $HOME. Clear with sandbox_peer_clear().
- */
-void sandbox_peer_init(struct sandbox_peer *p, bool run_as_peer, uid_t uid, gid_t gid, const gid_t *groups,
-		       size_t n_groups);
-void sandbox_peer_clear(struct sandbox_peer *p);
-/* Reads a provider file's "run_as": "daemon" (ret left the daemon's), or
- * a user name, looked up now. -EINVAL with a message for an unknown one. */
-int sandbox_peer_from_json(const struct json *v, struct sandbox_peer *ret, char **ret_err);
+/* Reads a provider file's "run_as": "daemon" (ret left the daemon's:
+ * change false), or a user name, looked up now (identity_from_user()).
+ * -EINVAL with a message for an unknown one. Clear with identity_clear(). */
+int sandbox_run_as_user_from_json(const struct json *v, struct identity *ret, char **ret_err);
 
 /* One call's wish: profile and settings resolved from config and tool. */
 struct sandbox_req {
@@ -189,7 +163,7 @@ struct sandbox_req {
 	const char *const *write_extra;		/* the config's */
 	const char *const *write_extra_tool;	/* the tool's */
 	const char *const *protect;
-	const struct sandbox_identity *id;	/* NULL: the daemon's own */
+	const struct identity *id;		/* whom the child runs as (id->change); NULL: the daemon's own */
 	const char *call_name;			/* for the cgroup's and TMPDIR's name */
 };
 
@@ -267,7 +241,8 @@ enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
 /* Drops the cached rulesets and programs (on reload). */
 void sandbox_cache_clear(void);
 /* At exit: removes the directory of TMPDIRs and the call cgroups left,
- * drops the caches. */
+ * drops the caches and forgets the probe (tests that emulate another
+ * kernel call it to probe again). */
 void sandbox_shutdown(void);
 
 /*

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the files of lib/sandbox/ share: the Landlock ABI (defined here, as
- * the system headers may predate the kernel), the kept rule lists and the
- * kept seccomp programs.
+ * the system headers may predate the kernel), the kept rule lists, the
+ * kept seccomp programs, and the reader of small kernel files.
  */
 #ifndef TC_SANDBOX_INTERNAL_H
 #define TC_SANDBOX_INTERNAL_H
@@ -85,6 +85,13 @@ void tmp_base_remove(void);
 
 /* Maps the child's own uid and gid in its new user namespace (apply.c). */
 int sandbox_userns_map(const char *uid_map, const char *gid_map);
+
+/* Reads the small file path (relative to dir_fd) in one read, as /proc
+ * and cgroupfs answer, at most size - 1 bytes, into buf, NUL-terminated
+ * (probe.c). Returns the bytes read, or a negative errno. */
+ssize_t read_small(int dir_fd, const char *path, char *buf, size_t size);
+/* Forgets the probe (probe.c; sandbox_shutdown()). */
+void probe_forget(void);
 
 /* The seccomp program for a request (kept), or NULL with *ret_msg set. */
 const void *seccomp_prog_get(bool network, char **ret_msg);

@@ -16,6 +16,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "lib/child.h"
+#include "lib/identity.h"
 #include "lib/loop.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/tool.h"
@@ -46,9 +48,10 @@ static struct tool *shell;
 static struct tool_env env;
 static struct sandbox_config cfg;
 
-static const gid_t nobody_groups[] = { 65534 };
-static const struct sandbox_identity nobody = {
-	.uid = 65534, .gid = 65534, .groups = nobody_groups, .n_groups = 1, .home = "/nonexistent", .change = true,
+static gid_t nobody_groups[] = { 65534 };
+static const struct identity nobody = {
+	.uid = 65534, .gid = 65534, .groups = nobody_groups, .n_groups = 1, .home = (char *)"/nonexistent",
+	.change = true,
 };
 
 static void write_file(const char *path, const char *text, mode_t mode)
@@ -100,7 +103,7 @@ static void teardown(void)
 	ev_loop_destroy(ev);
 	ws_unref(ws);
 	sandbox_config_clear(&cfg);
-	sandbox_probe_reset();
+	sandbox_shutdown();
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -124,14 +127,14 @@ static void on_deadline(void *arg)
 }
 
 /* Runs one call of tool t to its end (20 s at most). */
-static void run_call(struct run *run, struct tool *t, const char *args, const struct sandbox_identity *peer)
+static void run_call(struct run *run, struct tool *t, const char *args, const struct identity *peer)
 {
 	struct json_err err;
 	memset(run, 0, sizeof(*run));
 	ck_assert_msg(json_parse(args, strlen(args), 0, 0, &run->args, &err) == 0, "args: %s", err.msg);
 	run->c = (struct tool_call){
 		.tool = t, .args = json_doc_root(run->args), .ws = ws, .loop = loop, .env = &env,
-		.call_id = "test", .peer = peer, .on_finish = on_finish, .owner = run,
+		.call_id = "test", .ident = peer, .on_finish = on_finish, .owner = run,
 	};
 	if (t->def->exec(&run->c) == TOOL_DONE)
 		run->finished = true;
@@ -171,7 +174,7 @@ static int64_t exit_code(struct run *run)
 }
 
 /* Runs a shell command as the daemon (peer NULL) or as peer. */
-static void sh(struct run *run, const char *command, const struct sandbox_identity *peer)
+static void sh(struct run *run, const char *command, const struct identity *peer)
 {
 	struct buf args = {0};
 	struct jgen *g = jgen_new(&args);
@@ -287,6 +290,54 @@ START_TEST(profile_builder)
 	ck_assert_int_eq(stat(sandbox_run_tmpdir(run), &st), 0);
 	ck_assert_int_eq(st.st_mode & 07777, 0700);
 	sandbox_run_end(run);
+}
+END_TEST
+
+/* Whom children run as: the peer when run_as is "peer" and the daemon is
+ * root, never with the daemon's groups; else the daemon, with $HOME. A
+ * provider's run_as user is the same kind of identity. */
+START_TEST(identity_for_children_decides)
+{
+	const char *env_home = getenv("HOME");
+	struct identity id = { .uid = 65534, .gid = 65534 };
+	identity_for_children(&id, false);
+	ck_assert(!id.change);
+	if (env_home)
+		ck_assert_pstr_eq(id.home, env_home);
+	identity_for_children(&id, true);
+	ck_assert(id.change == (geteuid() == 0));
+	if (id.change) {
+		ck_assert_uint_eq(id.n_groups, 1);
+		ck_assert_uint_eq(id.groups[0], 65534);
+		struct passwd *pw = getpwuid(65534);
+		ck_assert_pstr_eq(id.home, pw && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL);
+	}
+	struct identity copy;
+	identity_copy(&copy, &id);
+	ck_assert(copy.change == id.change && copy.n_groups == id.n_groups);
+	ck_assert(!copy.home || (copy.home != id.home && strcmp(copy.home, id.home) == 0));
+	identity_clear(&copy);
+	identity_clear(&id);
+	ck_assert_ptr_null(id.home);
+
+	/* The daemon's own uid is never a change. */
+	struct identity self = { .uid = geteuid(), .gid = getegid() };
+	identity_for_children(&self, true);
+	ck_assert(!self.change);
+	identity_clear(&self);
+
+	struct json_doc *doc;
+	struct json_err jerr;
+	char *err = NULL;
+	ck_assert_int_eq(json_parse("\"daemon\"", 8, 0, 0, &doc, &jerr), 0);
+	ck_assert_int_eq(sandbox_run_as_user_from_json(json_doc_root(doc), &id, &err), 0);
+	ck_assert(!id.change);
+	json_doc_unref(doc);
+	ck_assert_int_eq(json_parse("\"no-such-user-tc\"", 17, 0, 0, &doc, &jerr), 0);
+	ck_assert_int_eq(sandbox_run_as_user_from_json(json_doc_root(doc), &id, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "no user 'no-such-user-tc'"));
+	free(err);
+	json_doc_unref(doc);
 }
 END_TEST
 
@@ -588,7 +639,7 @@ START_TEST(cgroup_written)
 	ck_assert_int_eq(mkdir(fake, 0755), 0);
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", fake);
 	write_file(path, "memory pids\n", 0644);
-	sandbox_probe_reset();
+	sandbox_shutdown();
 	sandbox_cgroup_fake(true);
 	const struct sandbox_features *f = sandbox_probe(fake);
 	ck_assert(f->cgroup && f->cgroup_memory && f->cgroup_pids);
@@ -842,6 +893,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, features_line);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, config_json);
+	tcase_add_test(tc, identity_for_children_decides);
 	tcase_add_test(tc, shell_file_system);
 	tcase_add_test(tc, shell_read_only);
 	tcase_add_test(tc, shell_protect);
