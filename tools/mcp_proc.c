@@ -230,12 +230,10 @@ static void on_output(void *arg, enum child_stream s, const char *data, size_t n
 		size_t len = (size_t)(nl - head);
 		/* Copy: handling a message may write to p->line (it does not,
 		 * but the server may be restarted underneath). */
-		char *msg = xstrndup(head, len);
+		_cleanup_free_ char *msg = xstrndup(head, len), *why = NULL;
 		buf_consume(&p->line, len + 1);
-		_cleanup_free_ char *why = NULL;
 		if (mcp_on_message(p, msg, len, &why) < 0)
 			mcp_import_failed(p, "%s", why);
-		free(msg);
 		if (!p->child)
 			return;
 	}

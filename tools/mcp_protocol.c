@@ -79,6 +79,8 @@ void mcp_send_line(struct mcp_provider *p, const char *line)
 	flush_out(p);
 }
 
+/* --- requests and the calls waiting ------------------------------------------ */
+
 static void init_params(struct jgen *g, void *arg)
 {
 	mcp_initialize_params(g, "toolcalld", TOOLCALLD_VERSION);

@@ -11,8 +11,6 @@
 #include "lib/registry.h"
 #include "tools/mcp_internal.h"
 
-/* --- the tools it offers ------------------------------------------------------ */
-
 static void mcp_tool_free(void *priv)
 {
 	struct mcp_tool *mt = priv;
