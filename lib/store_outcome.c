@@ -36,6 +36,8 @@ static void o_encode(const void *v, struct buf *out)
 		jgen_kv_str(g, "t", o->text);
 	if (o->structured)
 		jgen_kv_raw(g, "s", o->structured, strlen(o->structured));
+	if (o->content)
+		jgen_kv_raw(g, "ct", o->content, strlen(o->content));
 	if (o->message)
 		jgen_kv_str(g, "m", o->message);
 	if (o->error_data)
@@ -95,6 +97,19 @@ static int take_u64(const struct json *v, uint64_t *ret)
 	return 0;
 }
 
+/* The content array's source text, copied: items are objects naming their type. */
+static int take_content(const char *text, const struct json *v, char **ret)
+{
+	if (v->type != JSON_ARRAY || v->u.arr.n == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct json *type = json_get(v->u.arr.items[i], "type");
+		if (!type || type->type != JSON_STRING)
+			return -EINVAL;
+	}
+	return take_raw(text, v, JSON_ARRAY, ret);
+}
+
 /* The kind named s, or -1. */
 static int kind_from_name(const char *s)
 {
@@ -136,6 +151,8 @@ static int decode_member(struct outcome *o, const char *text, const char *key, c
 		return take_raw(text, v, JSON_STRING, &o->text_json);
 	if (str_eq(key, "s"))
 		return take_raw(text, v, JSON_OBJECT, &o->structured);
+	if (str_eq(key, "ct"))
+		return take_content(text, v, &o->content);
 	if (str_eq(key, "d"))
 		return take_raw(text, v, JSON_OBJECT, &o->error_data);
 	if (str_eq(key, "m"))

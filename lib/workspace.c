@@ -6,7 +6,7 @@
  * workspace_path.c; files are replaced by workspace_write.c.
  */
 #include "lib/workspace.h"
-#include "lib/workspace_internal.h"
+#include "lib/workspace_path.h"
 
 #include "lib/tool.h"
 
@@ -163,6 +163,16 @@ int ws_openat(const struct workspace *ws, const char *path, size_t len, int flag
 		return fd;
 	*ret_fd = fd;
 	return 0;
+}
+
+int ws_check(const struct workspace *ws, const char *path, size_t len)
+{
+	_cleanup_free_ char *rel = NULL;
+	ws = ws_pick(ws, path, len);
+	int r = ws_relative(ws, path, len, &rel);
+	if (r < 0)
+		return r;
+	return ws_check_rel(ws, rel);
 }
 
 int ws_open_parent(const struct workspace *ws, const char *path, size_t len, bool create_dirs,

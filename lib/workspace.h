@@ -26,23 +26,11 @@
 #include <sys/types.h>
 
 #include "lib/errors.h"
+#include "lib/workspace_path.h"	/* struct workspace, ws_open_nofollow */
 
 struct buf;
 struct stat;
 
-struct workspace {
-	unsigned refs;
-	int dirfd;		/* O_PATH | O_DIRECTORY | O_CLOEXEC of the root */
-	char *root;		/* canonical absolute path of the root */
-	char *alias;		/* the absolute path it was opened by, when that
-				 * differs (a symlink on the way); or NULL */
-	/* A session's other roots (MCP roots, §12): an absolute path beneath
-	 * one of them is resolved there; relative paths stay with this one,
-	 * the primary. Never changed once made: a session given new roots
-	 * gets a new workspace (ws_group), calls in flight keep theirs. */
-	struct workspace **others;
-	size_t n_others;
-};
 
 /* Opens a workspace rooted at path (made canonical). Absolute paths in
  * calls may spell the root canonically or, when path is absolute with no
@@ -82,16 +70,6 @@ int ws_openat(const struct workspace *ws, const char *path, size_t len, int flag
  */
 int ws_open_parent(const struct workspace *ws, const char *path, size_t len, bool create_dirs,
 		   int *ret_dirfd, char **ret_name);
-/*
- * Opens rel beneath dirfd (an fd found beneath a root) following no symlink
- * at all, as openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
- * RESOLVE_NO_MAGICLINKS) does: a symlink on the way fails with -ELOOP, the
- * last one too unless flags hold O_PATH | O_NOFOLLOW (it is then opened
- * itself). rel holds names found in directories, no ".." (-EXDEV without
- * openat2); flags may not hold O_CREAT (-EINVAL). For walking a tree found
- * by reading directories.
- */
-int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd);
 /*
  * Checks, before a call runs, that path stays beneath the root: what exists
  * of it is resolved by the kernel (a missing final part is fine). 0 or a

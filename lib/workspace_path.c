@@ -40,10 +40,10 @@
  * the two primitives (open one component, open the last) differ.
  *
  * The API (workspace.c) and the atomic write (workspace_write.c) open
- * everything through the functions here.
+ * everything through the functions here; this file knows nothing of them
+ * (workspace_path.h is all it includes of the module).
  */
-#include "lib/workspace.h"
-#include "lib/workspace_internal.h"
+#include "lib/workspace_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,9 +66,6 @@
 
 /* openat2 fails with EAGAIN when a rename races a RESOLVE_BENEATH walk. */
 #define RETRY_TRIES 16
-/* As the kernel's MAXSYMLINKS. */
-#define SYMLINK_HOPS 40
-
 
 /*
  * Whether openat2 is used: 0 not known yet, 1 yes, -1 no. Process-wide, as
@@ -398,7 +395,7 @@ static int strip_root(const char *root, const char *path, size_t len, char **ret
 	return 0;
 }
 
-/* Makes a client's path relative to the root (see workspace_internal.h). */
+/* Makes a client's path relative to the root (see workspace_path.h). */
 int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret)
 {
 	if (!path)
@@ -673,7 +670,7 @@ static int existing_prefix(const struct workspace *ws, const char *rel, size_t *
 }
 
 /* Checks that rel, as far as it exists, resolves beneath the root, and that the rest would too. */
-static int check_rel(const struct workspace *ws, const char *rel)
+int ws_check_rel(const struct workspace *ws, const char *rel)
 {
 	size_t n, full = strlen(rel);
 	int r = existing_prefix(ws, rel, &n);
@@ -715,21 +712,11 @@ static int check_rel(const struct workspace *ws, const char *rel)
 	return 0;
 }
 
-int ws_check(const struct workspace *ws, const char *path, size_t len)
-{
-	_cleanup_free_ char *rel = NULL;
-	ws = ws_pick(ws, path, len);
-	int r = ws_relative(ws, path, len, &rel);
-	if (r < 0)
-		return r;
-	return check_rel(ws, rel);
-}
-
 /* Splits rel as split_path() does; a directory by its form that leads out ("..") is an escape first. */
 int ws_split_beneath(const struct workspace *ws, const char *rel, char **ret_dir, char **ret_name)
 {
 	int r = split_path(rel, ret_dir, ret_name);
-	if (r == -EISDIR && check_rel(ws, rel) == -EXDEV)
+	if (r == -EISDIR && ws_check_rel(ws, rel) == -EXDEV)
 		return -EXDEV;
 	return r;
 }
@@ -740,7 +727,7 @@ int ws_open_dir(const struct workspace *ws, const char *rel, bool create, int *r
 	int fd = ws_open_rel(ws, rel, O_RDONLY | O_DIRECTORY, 0);
 	if (fd == -ENOENT && create) {
 		/* Nothing is created for a path that would lead out. */
-		int r = check_rel(ws, rel);
+		int r = ws_check_rel(ws, rel);
 		if (r < 0)
 			return r;
 		fd = ws_chase(ws, rel, O_RDONLY | O_DIRECTORY, 0, true);

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "lib/workspace.h"
-#include "lib/workspace_internal.h"
+#include "lib/workspace_path.h"
 #include "proto/base/util.h"
 
 /* Deeper than this, a directory is not looked for beneath a root (a path

@@ -8,7 +8,7 @@
  * capability.
  */
 #include "lib/workspace.h"
-#include "lib/workspace_internal.h"
+#include "lib/workspace_path.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,8 +2,9 @@
 /*
  * MCP providers: a stdio MCP server as a source of tools. This file holds
  * the declaration (the tool file, with its overrides per imported tool),
- * the provider's references and what it tells of itself; the server
- * process is in mcp_proc.c, the protocol over it in mcp_tools.c.
+ * the provider's state and what it tells of itself; the protocol with the
+ * server is in mcp_protocol.c, the server process and the provider's
+ * references in mcp_proc.c, the tools it offers in mcp_tools.c.
  */
 #include "tools/mcp.h"
 
@@ -250,20 +251,9 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 	return 0;
 }
 
-struct mcp_provider *mcp_provider_ref(struct mcp_provider *p)
+/* Frees what the declaration and the provider's state hold; its server is down. */
+void mcp_provider_free(struct mcp_provider *p)
 {
-	if (p)
-		p->refs++;
-	return p;
-}
-
-struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
-{
-	if (!p || --p->refs > 0)
-		return NULL;
-	p->on_settled = NULL;
-	p->on_log = NULL;
-	mcp_provider_down(p, "the provider was removed");
 	tc_timer_free(p->import_timer);
 	mcp_imports_free(p->tools, p->n_tools);
 	mcp_imports_free(p->next_tools, p->n_next);
@@ -284,7 +274,6 @@ struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
 	sandbox_tool_clear(&p->sandbox);
 	identity_clear(&p->run_as);
 	free(p);
-	return NULL;
 }
 
 const char *mcp_provider_name(const struct mcp_provider *p) { return p->name; }
@@ -313,6 +302,12 @@ void mcp_note(struct mcp_provider *p, const char *fmt, ...)
 }
 
 bool mcp_provider_imported(const struct mcp_provider *p) { return p->imported; }
+
+void mcp_settle(struct mcp_provider *p)
+{
+	if (p->on_settled)
+		p->on_settled(p->arg, p);
+}
 
 void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const struct tool_env *env,
 			const char *cwd, void (*on_settled)(void *arg, struct mcp_provider *p), void *arg)

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the files of the "mcp" tool kind share, and nothing else includes:
- * the provider's state, and the seams between its three parts:
- *   mcp.c        the declaration (the tool file), its overrides per
- *                imported tool, and the provider's life (references);
- *   mcp_proc.c   the server process and its transport: spawn, the stdin
- *                and stdout of newline-delimited JSON-RPC, its stderr
- *                (logged, bounded, its tail kept for errors), exit;
- *   mcp_tools.c  the protocol over it: initialize and the tool import,
- *                tools/call requests and their answers, and the tools it
- *                offers to the registry.
+ * the provider's state, and the seams between its four parts, each built
+ * on the ones listed before it:
+ *   mcp.c           the declaration (the tool file), its overrides per
+ *                   imported tool, the provider's state and what it tells
+ *                   of itself;
+ *   mcp_protocol.c  the MCP protocol with the server: JSON-RPC lines
+ *                   written to its stdin, initialize and the tool import,
+ *                   tools/call requests and their answers;
+ *   mcp_proc.c      the server process: spawn, its stdout cut into lines
+ *                   for the protocol, its stderr (logged, bounded, its
+ *                   tail kept for errors), exit; the provider's life
+ *                   (references: the last stops the server);
+ *   mcp_tools.c     the tools it offers to the registry, and their calls.
  */
 #ifndef TC_MCP_INTERNAL_H
 #define TC_MCP_INTERNAL_H
@@ -131,26 +135,35 @@ void mcp_note(struct mcp_provider *p, const char *fmt, ...) PRINTF(2, 3);
 /* The override for an imported tool: the exact name, else the glob with
  * the most literal characters (the first in the file on a tie); NULL. */
 const struct mcp_override *mcp_override_for(const struct mcp_provider *p, const char *remote);
+/* Tells the daemon an import ended (ready or failed). */
+void mcp_settle(struct mcp_provider *p);
+/* Frees what the declaration and the provider's state hold; its server is down. */
+void mcp_provider_free(struct mcp_provider *p);
 
-/* mcp_proc.c */
+/* mcp_protocol.c */
 /* Sends a request; returns its id. */
 uint64_t mcp_send_request(struct mcp_provider *p, const char *method, void (*params)(struct jgen *g, void *arg),
 			  void *arg);
 void mcp_send_line(struct mcp_provider *p, const char *line);
-void mcp_settle(struct mcp_provider *p);
-/* The server is gone (or being stopped): fail what waits for it. */
-void mcp_provider_down(struct mcp_provider *p, const char *why);
-/* The start failed: the error (with the last lines of stderr), state FAILED. */
-void mcp_import_failed(struct mcp_provider *p, const char *fmt, ...) PRINTF(2, 3);
-
-/* mcp_tools.c */
 /* Sends initialize, the first message to a server just spawned. */
 void mcp_send_initialize(struct mcp_provider *p);
-/* Handles one message (a line) from the server. */
-void mcp_on_message(struct mcp_provider *p, const char *line, size_t len);
+/* Sends a queued call (tools/call), moving it to the sent ones. */
+void mcp_send_call(struct mcp_provider *p, struct mcp_call *mc);
+/*
+ * Handles one message (a line) from the server. An answer that ends its
+ * start (initialize refused, no tool list while starting) returns -EPROTO
+ * with why (to be freed) in *ret_why; anything else 0.
+ */
+int mcp_on_message(struct mcp_provider *p, const char *line, size_t len, char **ret_why);
 /* Ends a waiting call with an outcome already set on its tool_call. */
 void mcp_call_end(struct mcp_call *mc);
 /* Fails every call that waits, sent or queued, as transient. */
 void mcp_calls_fail(struct mcp_provider *p, const char *why);
+
+/* mcp_proc.c */
+/* The server is gone (or being stopped): fail what waits for it. */
+void mcp_provider_down(struct mcp_provider *p, const char *why);
+/* The start failed: the error (with the last lines of stderr), state FAILED. */
+void mcp_import_failed(struct mcp_provider *p, const char *fmt, ...) PRINTF(2, 3);
 
 #endif

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The server process of an MCP provider and its transport: spawned in its
- * sandbox, fed newline-delimited JSON-RPC on stdin, its stdout cut into
- * lines (a line too long is dropped as it comes), its stderr logged with a
- * budget and its last bytes kept for the error when it fails to start, its
- * exit failing what waits for it. What the messages mean is mcp_tools.c's.
+ * The server process of an MCP provider: spawned in its sandbox, its
+ * stdout cut into lines handed to the protocol (a line too long is dropped
+ * as it comes), its stderr logged with a budget and its last bytes kept for
+ * the error when it fails to start, its exit failing what waits for it.
+ * The provider's references live here too: the last one stops the server.
+ * What the messages mean, and what is written to its stdin, is
+ * mcp_protocol.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,6 @@
 
 #include "lib/child.h"
 #include "lib/loop.h"
-#include "lib/registry.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
 #include "tools/mcp_internal.h"
@@ -23,71 +24,6 @@
 #define STDERR_LINE_MAX 512		/* bytes of a stderr line logged */
 #define STDERR_WINDOW_MS 10000
 #define STDERR_WINDOW_LINES 20		/* lines logged per window */
-
-/* --- to the server ------------------------------------------------------- */
-
-static void flush_out(struct mcp_provider *p);
-
-static void on_writable(void *arg, int revents)
-{
-	flush_out(arg);
-}
-
-static void flush_out(struct mcp_provider *p)
-{
-	while (p->in_fd >= 0 && buf_size(&p->out)) {
-		ssize_t n = write(p->in_fd, buf_head(&p->out), buf_size(&p->out));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			if (!p->in_io)
-				p->in_io = tc_io_new(p->loop, p->in_fd, TC_IO_WRITE, on_writable, p);
-			tc_io_start(p->in_io);
-			return;
-		}
-		if (n < 0) {
-			/* The server closed its stdin: its exit follows. */
-			buf_clear(&p->out);
-			break;
-		}
-		buf_consume(&p->out, (size_t)n);
-	}
-	if (p->in_io)
-		tc_io_stop(p->in_io);
-}
-
-uint64_t mcp_send_request(struct mcp_provider *p, const char *method, void (*params)(struct jgen *g, void *arg),
-			     void *arg)
-{
-	uint64_t id = ++p->next_id;
-	struct jgen *g = jgen_new(&p->out);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "jsonrpc", "2.0");
-	jgen_kv_int(g, "id", (int64_t)id);
-	jgen_kv_str(g, "method", method);
-	if (params) {
-		jgen_key(g, "params");
-		params(g, arg);
-	}
-	jgen_obj_close(g);
-	jgen_free(g);
-	buf_putc(&p->out, '\n');
-	flush_out(p);
-	return id;
-}
-
-void mcp_send_line(struct mcp_provider *p, const char *line)
-{
-	buf_puts(&p->out, line);
-	buf_putc(&p->out, '\n');
-	flush_out(p);
-}
-
-void mcp_settle(struct mcp_provider *p)
-{
-	if (p->on_settled)
-		p->on_settled(p->arg, p);
-}
 
 /* --- its stderr ------------------------------------------------------------ */
 
@@ -294,10 +230,10 @@ static void on_output(void *arg, enum child_stream s, const char *data, size_t n
 		size_t len = (size_t)(nl - head);
 		/* Copy: handling a message may write to p->line (it does not,
 		 * but the server may be restarted underneath). */
-		char *msg = xstrndup(head, len);
+		_cleanup_free_ char *msg = xstrndup(head, len), *why = NULL;
 		buf_consume(&p->line, len + 1);
-		mcp_on_message(p, msg, len);
-		free(msg);
+		if (mcp_on_message(p, msg, len, &why) < 0)
+			mcp_import_failed(p, "%s", why);
 		if (!p->child)
 			return;
 	}
@@ -431,4 +367,22 @@ void mcp_provider_start(struct mcp_provider *p)
 	mcp_send_initialize(p);
 }
 
+/* --- its references --------------------------------------------------------- */
 
+struct mcp_provider *mcp_provider_ref(struct mcp_provider *p)
+{
+	if (p)
+		p->refs++;
+	return p;
+}
+
+struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
+{
+	if (!p || --p->refs > 0)
+		return NULL;
+	p->on_settled = NULL;
+	p->on_log = NULL;
+	mcp_provider_down(p, "the provider was removed");
+	mcp_provider_free(p);
+	return NULL;
+}

@@ -8,7 +8,8 @@
  * the other, and bounded per uid across both; a daemon SIGKILLed mid-call
  * leaves idempotent calls to run again and non-idempotent ones "unknown";
  * Redis stopped (SIGSTOP) or killed and restarted is survived and used
- * again; a reload tells which store settings wait for a restart.
+ * again; a reload tells which store settings wait for a restart. A
+ * replayed result keeps its image content.
  *
  * Calls go to command tools running tests/integ/tools/probe.sh, which logs
  * each start to a file both daemons write to.
@@ -177,6 +178,37 @@ START_TEST(join_replay_conflict)
 	const struct json *st = tcc_request(c2, "admin/stats", NULL);
 	ck_assert_str_eq(tj_str(st, "result.store.kind"), "redis");
 	ck_assert(tj_bool(st, "result.store.connected"));
+	tcc_close(c1);
+	tcc_close(c2);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+END_TEST
+
+/* A keyed read_file of a PNG, replayed from Redis on the other daemon,
+ * answers the same image item, not its base64 as text. */
+START_TEST(replay_keeps_images)
+{
+	struct tcd d1, d2;
+	start(&d1, NULL);
+	start(&d2, NULL);
+	free(tcd_write_ws(&d1, "a.png", "\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16, 0644));
+	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	const char *params = "{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.png\",\"encoding\":\"base64\"},"
+			     "\"_meta\":{\"idempotencyKey\":\"k-image\"}}";
+	const struct json *r1 = tcc_request(c1, "tools/call", params);
+	tc_assert_ok(r1);
+	ck_assert_str_eq(tj_str(r1, "result.content.0.type"), "image");
+	const struct json *r2 = tcc_request(c2, "tools/call", params);
+	tc_assert_ok(r2);
+	ck_assert(tj_bool(r2, "result._meta.toolcalld/replayed"));
+	ck_assert_int_eq(tj_len(r2, "result.content"), 1);
+	ck_assert_str_eq(tj_str(r2, "result.content.0.type"), "image");
+	ck_assert_str_eq(tj_str(r2, "result.content.0.mimeType"), "image/png");
+	ck_assert_str_eq(tj_str(r2, "result.content.0.data"), tj_str(r1, "result.content.0.data"));
+	ck_assert_str_eq(tj_str(r2, "result.structuredContent.content"), tj_str(r1, "result.content.0.data"));
 	tcc_close(c1);
 	tcc_close(c2);
 	ck_assert_int_eq(tcd_stop(&d1), 0);
@@ -474,6 +506,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, join_replay_conflict);
+	tcase_add_test(tc, replay_keeps_images);
 	tcase_add_test(tc, holder_killed);
 	tcase_add_test(tc, idempotent_holder_killed);
 	tcase_add_test(tc, tasks_across);

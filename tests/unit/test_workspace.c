@@ -42,7 +42,7 @@
 #include "lib/schema.h"
 #include "lib/tool.h"
 #include "lib/workspace.h"
-#include "lib/workspace_internal.h"
+#include "lib/workspace_path.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"

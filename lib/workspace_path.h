@@ -1,20 +1,49 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The insides of lib/workspace*.c: the path engine's entry points for the
- * API and the atomic write, and, for the tests only, switching to the walk
- * used where the kernel lacks openat2, so that both walks run the same
- * tests on any kernel. Programs get the same with TOOLCALLD_NO_OPENAT2=1 in
- * the environment.
+ * The workspace path engine (workspace_path.c), the ground the rest of the
+ * workspace module stands on: what a workspace is (a root held open, and
+ * its group), the walk with no symlink that tools use on trees they read,
+ * and the entry points the API (workspace.c), the atomic write
+ * (workspace_write.c) and the choice of roots (workspace_root.c) open
+ * everything through. lib/workspace.h includes it; other code uses that.
+ * For the tests only, the engine can be switched to the walk used where
+ * the kernel lacks openat2, so that both walks run the same tests on any
+ * kernel. Programs get the same with TOOLCALLD_NO_OPENAT2=1 in the
+ * environment.
  */
-#ifndef TC_WORKSPACE_INTERNAL_H
-#define TC_WORKSPACE_INTERNAL_H
+#ifndef TC_WORKSPACE_PATH_H
+#define TC_WORKSPACE_PATH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/openat2.h>
 #include <sys/types.h>
 
-#include "lib/workspace.h"
+struct workspace {
+	unsigned refs;
+	int dirfd;		/* O_PATH | O_DIRECTORY | O_CLOEXEC of the root */
+	char *root;		/* canonical absolute path of the root */
+	char *alias;		/* the absolute path it was opened by, when that
+				 * differs (a symlink on the way); or NULL */
+	/* A session's other roots (MCP roots, §12): an absolute path beneath
+	 * one of them is resolved there; relative paths stay with this one,
+	 * the primary. Never changed once made: a session given new roots
+	 * gets a new workspace (ws_group), calls in flight keep theirs. */
+	struct workspace **others;
+	size_t n_others;
+};
+
+/*
+ * Opens rel beneath dirfd (an fd found beneath a root) following no symlink
+ * at all, as openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS) does: a symlink on the way fails with -ELOOP, the
+ * last one too unless flags hold O_PATH | O_NOFOLLOW (it is then opened
+ * itself). rel holds names found in directories, no ".." (-EXDEV without
+ * openat2); flags may not hold O_CREAT (-EINVAL). For walking a tree found
+ * by reading directories.
+ */
+int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd);
 
 /*
  * With on, resolves every path by the walk with plain openat(), as where
@@ -24,10 +53,10 @@
 void ws_force_fallback(bool on);
 
 /*
- * Inside the workspace module, shared by workspace.c (the API),
- * workspace_path.c (resolution beneath the root) and workspace_write.c
- * (atomic replacement). Paths are relative to the root, already checked
- * by ws_relative unless said otherwise.
+ * Inside the workspace module, for workspace.c (the API),
+ * workspace_write.c (atomic replacement) and workspace_root.c. Paths are
+ * relative to the root, already checked by ws_relative unless said
+ * otherwise.
  */
 
 #define RESOLVE_WS (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
@@ -74,6 +103,10 @@ int ws_chase(const struct workspace *ws, const char *rel, int flags, mode_t mode
  * inside from the escapes.
  */
 int ws_open_rel(const struct workspace *ws, const char *rel, int flags, mode_t mode);
+
+/* Checks that rel, as far as it exists, resolves beneath the root, and
+ * that the rest would too (a missing final part is fine). */
+int ws_check_rel(const struct workspace *ws, const char *rel);
 
 /* Splits rel as split_path() does; a directory by its form that leads out ("..") is an escape first. */
 int ws_split_beneath(const struct workspace *ws, const char *rel, char **ret_dir, char **ret_name);
