@@ -23,6 +23,11 @@ struct raw_rlimit {
 	uint64_t max;
 };
 
+/* The file system type of a bind mount, a remount or a propagation change:
+ * the kernel ignores it; a string rather than NULL keeps memory checkers
+ * (valgrind) from reading the argument as a bad pointer. */
+#define MOUNT_NO_TYPE "none"
+
 /* Self-binds each path (read-only when ro) in the child's private mount
  * namespace. A path gone since the daemon looked has nothing to protect.
  * The remount keeps noexec where the mount had it: in a user namespace a
@@ -30,7 +35,7 @@ struct raw_rlimit {
 __attribute__((no_sanitize("address"))) static int bind_all(const char *const *paths, bool ro)
 {
 	for (; paths && *paths; paths++) {
-		if (syscall(SYS_mount, *paths, *paths, NULL, MS_BIND, NULL) < 0) {
+		if (syscall(SYS_mount, *paths, *paths, MOUNT_NO_TYPE, MS_BIND, NULL) < 0) {
 			if (errno == ENOENT)
 				continue;
 			return -errno;
@@ -38,7 +43,7 @@ __attribute__((no_sanitize("address"))) static int bind_all(const char *const *p
 		struct statfs st;
 		if (ro && syscall(SYS_statfs, *paths, &st) < 0)
 			return -errno;
-		if (ro && syscall(SYS_mount, NULL, *paths, NULL,
+		if (ro && syscall(SYS_mount, NULL, *paths, MOUNT_NO_TYPE,
 				  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | (st.f_flags & MS_NOEXEC),
 				  NULL) < 0)
 			return -errno;
@@ -100,7 +105,7 @@ __attribute__((no_sanitize("address"))) static int hide_tmp(const char *parent, 
 	int r = 0;
 	if (syscall(SYS_mount, "tmpfs", parent, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		    "mode=0711,size=4k,nr_inodes=4") < 0 ||
-	    syscall(SYS_mkdirat, AT_FDCWD, own, 0700) < 0 || syscall(SYS_mount, src, own, NULL, MS_BIND, NULL) < 0)
+	    syscall(SYS_mkdirat, AT_FDCWD, own, 0700) < 0 || syscall(SYS_mount, src, own, MOUNT_NO_TYPE, MS_BIND, NULL) < 0)
 		r = -errno;
 	(void)syscall(SYS_close, fd);
 	errno = -r;
@@ -133,7 +138,7 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		 * daemon's, would stay in the daemon's namespace). */
 		STEP("making a mount namespace", syscall(SYS_unshare, CLONE_NEWNS));
 		/* Nothing mounted here may propagate back to the daemon's. */
-		STEP("making mounts private", syscall(SYS_mount, NULL, "/", NULL, MS_REC | MS_SLAVE, NULL));
+		STEP("making mounts private", syscall(SYS_mount, NULL, "/", MOUNT_NO_TYPE, MS_REC | MS_SLAVE, NULL));
 		int r = bind_all(c->binds, false);
 		if (r == 0)
 			r = bind_all(c->ro_binds, true);
