@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
-#include "daemon/methods.h"
-#include "daemon/server.h"
+#include "daemon/server_state.h"
 #include "lib/confirm.h"
 #include "lib/dispatch.h"
 #include "lib/events.h"
@@ -161,7 +161,7 @@ static struct workspace *open_root(struct conn *c, const struct json *root, cons
 	if (!path)
 		return NULL;
 	struct workspace *ws = NULL;
-	if (methods_open_workspace(c, path, &ws) < 0) {
+	if (client_open_workspace(c, path, &ws) < 0) {
 		*why = "not within workspaces.allowed (or not a directory you can search)";
 		return NULL;
 	}
@@ -172,6 +172,7 @@ static struct workspace *open_root(struct conn *c, const struct json *root, cons
 static void on_roots(void *arg, int r, const struct json *result, const struct json *error)
 {
 	struct conn *c = arg;
+	c->roots_req = NULL;
 	if (c->dead)
 		return;
 	const struct json *list = json_get(result, "roots");
@@ -183,7 +184,7 @@ static void on_roots(void *arg, int r, const struct json *result, const struct j
 			 (unsigned)c->cred.uid, (int)c->cred.pid, why);
 		return;
 	}
-	struct session *s = conn_session(c);
+	struct session *s = client_session(c);
 	if (!s)
 		return;
 	struct workspace *ok[WS_GROUP_MAX];
@@ -227,14 +228,14 @@ static void on_roots(void *arg, int r, const struct json *result, const struct j
 	log_info("session %s of uid %u works in %s%s (%zu roots listed, %zu allowed)", s->id,
 		 (unsigned)c->cred.uid, s->ws->root, s->ws->n_others ? " and more" : "", n, n_ok);
 	struct roots_event ev = { s->ws, refused, n_refused, n };
-	event_emit(&c->srv->bus, "session.roots", s, NULL, NULL, extra_roots, &ev);
+	event_emit(&server_of(c)->bus, "session.roots", s, NULL, NULL, extra_roots, &ev);
 }
 
 void asks_roots(struct conn *c)
 {
 	if (!c->roots_cap || c->dead)
 		return;
-	conn_request_forget(c->roots_req);
+	conn_request_forget(TAKE_PTR(c->roots_req));
 	struct outreq *o = NULL;
 	int r = conn_request(c, "roots/list", NULL, 0, ROOTS_TIMEOUT_MS, on_roots, c, NULL, &o);
 	if (r < 0) {
@@ -307,7 +308,7 @@ bool asks_confirm(void *ctx, const struct confirm_question *q)
 	if (!c->elicit_cap || c->dead || c->read_closed)
 		return false;
 	if (!q)
-		return c->n_outreqs < CONN_OUTREQS_MAX;
+		return c->outreqs.n < CONN_OUTREQS_MAX;
 	_cleanup_(buf_free) struct buf msg = {0}, b = {0};
 	write_message(&msg, q);
 	struct jgen *g = jgen_new(&b);
@@ -345,7 +346,7 @@ bool asks_confirm(void *ctx, const struct confirm_question *q)
 	jgen_obj_close(g);
 	jgen_free(g);
 	struct elicit *el = xcalloc(1, sizeof(*el));
-	el->srv = c->srv;
+	el->srv = server_of(c);
 	el->uid = c->cred.uid;
 	el->request_id = xstrdup(q->request_id);
 	int r = conn_request(c, "elicitation/create", buf_head(&b), buf_size(&b), q->timeout_ms, on_elicit, el,

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The connection layer: one client socket each, JSON-RPC lines framed in
- * and answers queued out, batches, ids in flight, output back-pressure,
- * idle timeouts and the memory cap across clients, and the turn budget
- * that keeps one busy client from starving the others. Each request is
- * handed to the server's request sink; what it means is not known here.
+ * The connection layer, at the bottom of the daemon: one client socket
+ * each, JSON-RPC lines framed in and answers queued out, batches, ids in
+ * flight, output back-pressure, idle timeouts, the memory bounds across
+ * clients, and the turn budget that keeps one busy client from starving
+ * the others. It knows nothing of the layers above but what its owner
+ * gives it (struct conns): the bounds, one function each request goes to,
+ * and hooks run as a connection closes. conn.c holds a connection's life
+ * and its output, conn_read.c its input and the turn, conn_evict.c the
+ * memory bounds, conn_requests.c the daemon's own requests to its client.
  */
 #ifndef TC_CONN_H
 #define TC_CONN_H
@@ -15,6 +19,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "daemon/conn_requests.h"
 #include "lib/list.h"
 #include "proto/base/buf.h"
 #include "proto/jsonrpc.h"
@@ -22,11 +27,12 @@
 struct caller;
 struct map;
 struct peer;
-struct server;
+struct peers;
 struct session;
 struct subscriber;
 
 struct batch;
+struct conn;
 
 /* A request waiting for its answer. */
 struct pending {
@@ -37,37 +43,73 @@ struct pending {
 	char *id;			/* raw id text; NULL: answered with id null */
 	size_t id_len;
 	bool tracked;			/* counted in conn->ids (in flight) */
+	/* The layer above's: the call running for it (NULL: none), and state
+	 * kept for it (methods: a request parked while MCP providers start),
+	 * freed with it by upper_free. */
 	struct caller *caller;
-	/* State the layer above keeps for this request (methods: a request
-	 * parked while MCP providers start), freed with it by upper_free. */
 	void *upper;
 	void (*upper_free)(void *upper);
 	size_t id_cap;			/* room in id_text */
 	char id_text[];			/* where id points: one allocation per request */
 };
 
-/*
- * What became of a request the daemon sent its client: r 0 with result
- * (the "result" member) or error (the "error" object, checked to hold an
- * integer code and a string message), -ETIMEDOUT when the deadline
- * passed, -ECONNRESET when the connection went. Called once; src is the
- * text result and error were parsed from.
- */
-typedef void (*conn_reply_fn)(void *arg, int r, const struct json *result, const struct json *error);
+/* Handles one request (p NULL: a notification): the layer above's. */
+typedef void (*conn_request_fn)(struct conn *c, const struct jrpc_req *req, struct pending *p);
 
-/* A request the daemon sent its client, waiting for the client's answer. */
-struct outreq {
-	struct list node;		/* conn->outreqs */
-	struct conn *conn;
-	uint64_t n;			/* its id is "tc-<n>" */
-	ev_timer timer;
-	conn_reply_fn fn;
-	void *arg;
-	void (*arg_free)(void *arg);	/* frees arg after fn (or when forgotten) */
+/* What a layer above does as a connection closes, each run in the order
+ * the hooks were added (either may be NULL). */
+struct conn_hook {
+	/* The connection is dead (its socket closed), its requests still
+	 * stand: let go of the work behind them. */
+	void (*closing)(void *arg, struct conn *c);
+	/* Its requests are freed and the daemon's own have ended. */
+	void (*closed)(void *arg, struct conn *c);
 };
 
-/* Requests a connection may have sent and not yet had answered. */
-#define CONN_OUTREQS_MAX 16
+#define CONN_HOOKS_MAX 4
+
+/* The bounds the connection layer keeps (limits.* of the configuration). */
+struct conn_limits {
+	uint64_t max_message_bytes;
+	uint32_t max_json_depth;
+	uint32_t max_batch;
+	uint64_t max_output_bytes;
+	uint64_t max_client_memory;
+	uint64_t per_uid_memory;
+	uint32_t turn_budget_us;
+	uint64_t idle_timeout_ms;	/* 0: none */
+	uint32_t event_queue;		/* 0: 1024 */
+};
+
+/* All connections of one owner, and what that owner gave them. */
+struct conns {
+	struct ev_loop *ev;
+	struct conn_limits limits;
+	conn_request_fn on_request;
+	struct {
+		const struct conn_hook *hook;
+		void *arg;
+	} hooks[CONN_HOOKS_MAX];
+	unsigned n_hooks;
+	struct peers *peers;		/* the uid table, charged with what each connection holds */
+
+	struct list all;		/* struct conn, open */
+	struct list dirty;		/* connections with output to flush */
+	struct list backlog;		/* connections with lines left for a later turn */
+	struct list graveyard;		/* closed connections, freed before the loop blocks */
+	struct list spare_pendings;	/* freed pendings kept for reuse, at most SPARE_PENDINGS */
+	unsigned n_spare_pendings;
+	ev_idle kick;			/* keeps the next poll from blocking (lines wait) */
+	uint64_t turn_start_ns;		/* the first tool call of this loop turn (0: none yet) */
+	bool turn_over;			/* this turn's budget for tool calls is spent */
+
+	/* Counted here, read by the owner. */
+	unsigned n;			/* open */
+	uint64_t total;			/* ever accepted */
+	uint64_t evicted;		/* closed for holding too much memory */
+	uint64_t memory;		/* bytes of buffers held by open connections */
+	unsigned n_pendings;		/* requests of all connections waiting for answers */
+};
 
 struct batch {
 	size_t n;
@@ -80,12 +122,12 @@ struct batch {
 };
 
 struct conn {
-	struct list node;		/* server->conns */
-	struct list dirty_node;		/* server->dirty */
-	struct list backlog_node;	/* server->backlog */
+	struct list node;		/* conns->all, then conns->graveyard */
+	struct list dirty_node;		/* conns->dirty */
+	struct list backlog_node;	/* conns->backlog */
 	struct list peer_node;		/* peer->members */
 	struct peer *peer;		/* its uid's entry in the uid table */
-	struct server *srv;
+	struct conns *conns;
 	int fd;
 	struct ucred cred;
 	ev_io rw;
@@ -94,18 +136,9 @@ struct conn {
 	struct buf in;
 	struct buf out;
 	struct framer framer;
-	struct session *session;
-	bool initialized;		/* "initialize" answered: gets list_changed */
-	bool tool_errors_result;	/* initialize toolErrors "result": failed calls answer isError results */
-	bool roots_cap;			/* initialize declared capabilities.roots */
-	bool elicit_cap;		/* initialize declared capabilities.elicitation (form mode) */
-	struct list outreqs;		/* struct outreq: the daemon's requests awaiting answers */
-	unsigned n_outreqs;
-	uint64_t outreq_counter;
-	struct outreq *roots_req;	/* roots/list in flight, or NULL */
+	struct outreqs outreqs;		/* the daemon's requests awaiting answers */
 	struct map *ids;		/* ids in flight -> struct pending */
 	struct list pendings;
-	struct subscriber *sub;
 	bool paused;			/* not reading: too much output queued */
 	bool backlogged;		/* not reading: lines wait for a later turn */
 	bool read_closed;		/* the peer shut its sending side; answers still go out */
@@ -116,59 +149,70 @@ struct conn {
 	unsigned ev_head;
 	unsigned ev_count;
 	unsigned ev_cap;
-	uint64_t requests;
 	struct pending *watch;		/* cleared when that request is answered */
-	size_t memory;			/* its buffers and held answers, as counted in client_memory */
+	size_t memory;			/* its buffers and held answers, as counted in conns->memory */
 	size_t held;			/* bytes of batch answers held until their batch is written */
+
+	/* The layers above keep these; of them the connection layer reads
+	 * only sub, to know it is not idle. */
+	struct session *session;
+	bool initialized;		/* "initialize" answered: gets list_changed */
+	bool tool_errors_result;	/* initialize toolErrors "result": failed calls answer isError results */
+	bool roots_cap;			/* initialize declared capabilities.roots */
+	bool elicit_cap;		/* initialize declared capabilities.elicitation (form mode) */
+	bool was_subscribed;		/* had a subscription when it closed */
+	struct outreq *roots_req;	/* roots/list in flight, or NULL */
+	struct subscriber *sub;		/* events/subscribe: waits for events, silently */
 };
 
-/* Brings memory back under the bounds: while a uid holds more than
- * limits.per_uid_memory, disconnects that uid's largest connection; while
- * all clients hold more than limits.max_client_memory, the largest
- * connection of the uid holding the most. */
-void conn_evict(struct server *s);
-/* Lets connections in the backlog handle more of their lines. */
-void conn_run_backlog(struct server *s);
-/* Bracket a tool call started from a request: file tools run in the loop,
- * and their time counts against the turn's budget. */
-void conn_work_begin(struct server *s);
-void conn_work_end(struct server *s);
-/* Starts the next turn: its budget is whole again. */
-void conn_turn_reset(struct server *s);
-void conn_new(struct server *s, int fd, const struct ucred *cred);
-/* Gives a session made for this connection, once, its peer's identity:
- * whom its children, hooks and file tools act as. */
-void conn_session_peer(struct conn *c, struct session *s);
-void conn_close(struct conn *c);
+/* --- the connections (conn.c) ------------------------------------------ */
+
+/* Starts with no connection: requests go to on_request, what connections
+ * hold is charged to peers. The bounds are set by conns_set_limits. */
+void conns_init(struct conns *cs, struct ev_loop *ev, struct peers *peers, conn_request_fn on_request);
+/* Sets the bounds (at start and at each reload; a connection's line limit
+ * is taken when it opens). */
+void conns_set_limits(struct conns *cs, const struct conn_limits *limits);
+/* Adds what a layer above does as a connection closes (at most
+ * CONN_HOOKS_MAX); arg is handed back. */
+void conns_add_hook(struct conns *cs, const struct conn_hook *hook, void *arg);
+/* Closes every connection and frees what is kept. */
+void conns_done(struct conns *cs);
+/* Gives queued answers a last chance to reach their clients, for at most
+ * timeout_ms. */
+void conns_drain(struct conns *cs, int timeout_ms);
 /* Frees closed connections. */
-void conn_reap(struct server *s);
-/* Frees the pendings kept for reuse. */
-void conn_free_spares(struct server *s);
+void conns_reap(struct conns *cs);
+
+void conn_close(struct conn *c);
 /* Queues one JSON line (newline added). */
 void conn_send(struct conn *c, const char *json, size_t n);
+/* Queues a notification, written straight into the output queue. */
+void conn_notify(struct conn *c, const char *method, const char *params, size_t n);
+/* True when the connection is gone, or its client does not read (more
+ * than limits.max_output_bytes queued): what it may do without is best
+ * left out. */
+bool conn_congested(const struct conn *c);
+/* Queues an event (notifications/event) unless the client lags behind:
+ * limits.event_queue events unwritten, or its output over the bound.
+ * The event bus's delivery function (ctx: the connection). */
+bool conn_deliver_event(void *ctx, const char *params, size_t n);
+/* Writes what is queued; stops at what the socket does not take now. */
+void conn_flush(struct conn *c);
 /*
  * Sends the client a request (params: JSON object text) answered within
  * timeout_ms: fn(arg, ...) is called once with what became of it, then
  * arg_free(arg) (may be NULL). -ENOTCONN when the connection is going,
  * -EBUSY when CONN_OUTREQS_MAX are already waiting (then nothing is
- * called and arg stays the caller's).
+ * called and arg stays the caller's). conn_request_forget() forgets it.
  */
 int conn_request(struct conn *c, const char *method, const char *params, size_t n, uint64_t timeout_ms,
 		 conn_reply_fn fn, void *arg, void (*arg_free)(void *arg), struct outreq **ret);
-/* Forgets a request sent: a later answer is ignored; fn is not called,
- * arg is freed. */
-void conn_request_forget(struct outreq *o);
-/* Queues a notification, written straight into the output queue. */
-void conn_notify(struct conn *c, const char *method, const char *params, size_t n);
-void conn_flush(struct conn *c);
 /* The request in flight with this id (as written), or NULL: none, or one
  * answered inside a batch not yet written. */
 struct pending *conn_pending_by_id(struct conn *c, const char *id);
 /* Forgets a request without answering it (a cancelled call). */
 void conn_drop(struct pending *p);
-/* The connection's session, made on first use with the default workspace. */
-struct session *conn_session(struct conn *c);
-bool conn_deliver_event(void *ctx, const char *params, size_t n);
 /* Answers an error (no data when data is NULL). */
 void conn_error(struct pending *p, int code, const char *message, const char *data);
 void conn_result(struct pending *p, const char *result, size_t n);
@@ -176,5 +220,28 @@ void conn_result(struct pending *p, const char *result, size_t n);
  * place in the output queue when it can be, so a large result is written
  * once instead of built aside and copied. */
 void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg);
+
+/* --- input and the turn (conn_read.c) ---------------------------------- */
+
+/* Takes a connection accepted on fd and starts reading it. */
+void conn_new(struct conns *cs, int fd, const struct ucred *cred);
+/* Runs before the loop blocks: serves the backlog within what is left of
+ * the turn, writes what was queued, brings memory under the bounds, frees
+ * closed connections and starts the next turn. */
+void conns_before_poll(struct conns *cs);
+/* Forgets the lines waiting in the backlog (the daemon is stopping). */
+void conns_drop_backlog(struct conns *cs);
+/* Bracket a tool call started from a request of c: file tools run in the
+ * loop, and their time counts against the turn's budget. */
+void conn_work_begin(struct conn *c);
+void conn_work_end(struct conn *c);
+
+/* --- the memory bounds (conn_evict.c) ---------------------------------- */
+
+/* Brings memory back under the bounds: while a uid holds more than
+ * limits.per_uid_memory, disconnects that uid's largest connection; while
+ * all clients hold more than limits.max_client_memory, the largest
+ * connection of the uid holding the most. */
+void conns_evict(struct conns *cs);
 
 #endif

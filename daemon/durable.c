@@ -4,7 +4,8 @@
  * or Redis shared by many daemons) and logging its outages once each, and
  * the MCP task methods: a tools/call made as a task, tasks/get,
  * tasks/result, tasks/list, tasks/cancel, and notifications/tasks/status
- * to the connection that made the task. Lookups of tasks of other daemons
+ * to the connection that made the task (until it closes: a hook on the
+ * connections unwatches its tasks). Lookups of tasks of other daemons
  * wait for the store; such a request is cancelled with its connection.
  */
 #include "daemon/durable.h"
@@ -13,10 +14,11 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "daemon/answer.h"
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
-#include "daemon/methods.h"
-#include "daemon/server.h"
+#include "daemon/server_state.h"
 #include "lib/dispatch.h"
 #include "lib/errors.h"
 #include "lib/outcome.h"
@@ -43,6 +45,16 @@ static void store_notify(void *arg, bool up, const char *why)
 			    s->cfg.store.address, why,
 			    s->cfg.store.fail ? "fail as transient" : "work on this daemon alone");
 }
+
+/* A connection closed: its tasks run on, unwatched. */
+static void conn_closed(void *arg, struct conn *c)
+{
+	struct server *s = arg;
+	if (s->tasks)
+		tasks_unwatch(s->tasks, c);
+}
+
+static const struct conn_hook close_hook = { .closed = conn_closed };
 
 int durable_open(struct server *s, char **ret_err)
 {
@@ -72,6 +84,7 @@ int durable_open(struct server *s, char **ret_err)
 	tc.max_per_uid = c->store.max_tasks;
 	s->tasks = tasks_new(s->loop, &tc);
 	tasks_set_store(s->tasks, dispatch_store(s->dispatcher));
+	conns_add_hook(&s->conns, &close_hook, s);
 	return 0;
 }
 
@@ -142,12 +155,6 @@ void durable_close(struct server *s)
 	free(restart_pending);
 	restart_pending = NULL;
 	s->tasks = tasks_free(s->tasks);
-}
-
-void durable_conn_closed(struct conn *c)
-{
-	if (c->srv->tasks)
-		tasks_unwatch(c->srv->tasks, c);
 }
 
 void durable_write_stats(struct server *s, struct jgen *g)
@@ -264,10 +271,10 @@ static void task_made(void *arg, int r, struct task *k)
 		jgen_free(g);
 		conn_result(p, buf_head(&b), buf_size(&b));
 		buf_free(&b);
-		struct session *session = conn_session(c);
-		conn_work_begin(s);
+		struct session *session = client_session(c);
+		conn_work_begin(c);
 		struct caller *caller = dispatch_call(s->dispatcher, session, &ts->cp, &task_caller_ops, k);
-		conn_work_end(s);
+		conn_work_end(c);
 		if (caller)
 			task_set_caller(k, caller);
 	}
@@ -278,7 +285,7 @@ static void task_made(void *arg, int r, struct task *k)
 void durable_call_as_task(struct conn *c, struct pending *p, const struct call_params *cp, int64_t ttl)
 {
 	struct task_start *ts = xcalloc(1, sizeof(*ts));
-	ts->s = c->srv;
+	ts->s = server_of(c);
 	ts->c = c;
 	ts->p = p;
 	ts->cp = *cp;
@@ -287,7 +294,7 @@ void durable_call_as_task(struct conn *c, struct pending *p, const struct call_p
 	 * drops the task: its creator never heard of it. */
 	p->upper = ts;
 	p->upper_free = start_forget;
-	struct task_req *q = tasks_create(c->srv->tasks, c->cred.uid, ttl, task_made, ts);
+	struct task_req *q = tasks_create(server_of(c)->tasks, c->cred.uid, ttl, task_made, ts);
 	if (q)
 		ts->q = q;
 }
@@ -356,7 +363,7 @@ static void m_tasks_get(struct conn *c, const struct jrpc_req *req, struct pendi
 		return;
 	const char *id = task_id_param(p, req);
 	if (id)
-		park(p, tasks_get(c->srv->tasks, c->cred.uid, id, false, got_task, p));
+		park(p, tasks_get(server_of(c)->tasks, c->cred.uid, id, false, got_task, p));
 }
 
 /*
@@ -413,37 +420,21 @@ static void answer_result(struct pending *p, const struct outcome *o, const char
 		if (with_related_task(buf_head(&b), buf_size(&b), id, &out))
 			conn_result(p, buf_head(&out), buf_size(&out));
 		else
-			methods_answer_outcome(p, o, false);
+			answer_outcome(p, o, false);
 	} else if (outcome_write_error_data(o, false, &b),
 		   !with_related_task(buf_head(&b), buf_size(&b), id, &out)) {
-		methods_answer_outcome(p, o, false);
+		answer_outcome(p, o, false);
 	} else {
-		const char *msg = o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
-							 : o->message ? o->message : tc_kind_name(o->kind);
+		const char *msg = answer_error_message(o);
 		if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND) {
 			/* As a tools/call answers such a client: an isError result. */
 			struct buf r = {0};
-			struct jgen *g = jgen_new(&r);
-			jgen_obj_open(g);
-			jgen_key(g, "content");
-			jgen_arr_open(g);
-			jgen_obj_open(g);
-			jgen_kv_str(g, "type", "text");
-			jgen_kv_str(g, "text", msg);
-			jgen_obj_close(g);
-			jgen_arr_close(g);
-			jgen_key(g, "structuredContent");
-			jgen_obj_open(g);
-			jgen_kv_raw(g, "error", buf_head(&b), buf_size(&b));
-			jgen_obj_close(g);
-			jgen_kv_bool(g, "isError", true);
-			jgen_obj_close(g);
-			jgen_free(g);
+			answer_write_error_result(&r, msg, buf_head(&b), buf_size(&b));
 			buf_clear(&out);
 			if (with_related_task(buf_head(&r), buf_size(&r), id, &out))
 				conn_result(p, buf_head(&out), buf_size(&out));
 			else
-				methods_answer_outcome(p, o, false);
+				answer_outcome(p, o, false);
 			buf_free(&r);
 		} else {
 			buf_putc(&out, '\0');
@@ -484,7 +475,7 @@ static void m_tasks_result(struct conn *c, const struct jrpc_req *req, struct pe
 		return;
 	const char *id = task_id_param(p, req);
 	if (id)
-		park(p, tasks_get(c->srv->tasks, c->cred.uid, id, true, got_result, p));
+		park(p, tasks_get(server_of(c)->tasks, c->cred.uid, id, true, got_result, p));
 }
 
 static void got_list(void *arg, int r, const char *tasks_json, size_t n, const char *next)
@@ -520,7 +511,7 @@ static void m_tasks_list(struct conn *c, const struct jrpc_req *req, struct pend
 		return;
 	}
 	const char *cursor = cur && cur->type == JSON_STRING ? cur->u.str.s : NULL;
-	park(p, tasks_list(c->srv->tasks, c->cred.uid, cursor, got_list, p));
+	park(p, tasks_list(server_of(c)->tasks, c->cred.uid, cursor, got_list, p));
 }
 
 static void got_cancel(void *arg, int r, const char *task_json, size_t n, const struct outcome *o)
@@ -540,7 +531,7 @@ static void m_tasks_cancel(struct conn *c, const struct jrpc_req *req, struct pe
 		return;
 	const char *id = task_id_param(p, req);
 	if (id)
-		park(p, tasks_cancel(c->srv->tasks, c->cred.uid, id, got_cancel, p));
+		park(p, tasks_cancel(server_of(c)->tasks, c->cred.uid, id, got_cancel, p));
 }
 
 const struct durable_method durable_methods[] = {

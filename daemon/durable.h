@@ -19,8 +19,9 @@ struct jrpc_req;
 struct pending;
 struct server;
 
-/* Opens the configured store (after the dispatcher) and the tasks: 0, or
- * a negative errno with a message in *ret_err. */
+/* Opens the configured store (after the dispatcher) and the tasks, whose
+ * watchers go with their connections: 0, or a negative errno with a
+ * message in *ret_err. */
 int durable_open(struct server *s, char **ret_err);
 void durable_close(struct server *s);
 /* A reload with fresh: the store's kind, address and prefix wait for a
@@ -28,8 +29,6 @@ void durable_close(struct server *s);
  * back in fresh, which stays true about what is in use); lease_ms,
  * timeout_ms, on_unavailable and the tasks section apply at once. */
 void durable_reload(struct server *s, struct config *fresh);
-/* A connection went away: its tasks run on, unwatched. */
-void durable_conn_closed(struct conn *c);
 
 /* admin/stats' "tasks" member. */
 void durable_write_stats(struct server *s, struct jgen *g);

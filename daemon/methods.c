@@ -3,7 +3,7 @@
  * The JSON-RPC methods the daemon answers, one function each, listed in one
  * table. Parameters are checked here; the work is the dispatcher's. A
  * request that needs MCP providers still starting is parked here until
- * they settle.
+ * they settle. When a connection closes, its calls are detached here.
  *
  * The table holds the hot methods (tools/list, tools/call, ping) and those parked for
  * providers; the others live by subject beside it, each file with a table
@@ -20,7 +20,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "daemon/answer.h"
 #include "daemon/client_asks.h"
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/methods_internal.h"
 #include "daemon/durable.h"
@@ -28,8 +30,9 @@
 #include "daemon/methods_dispatch.h"
 #include "daemon/metrics.h"
 #include "daemon/providers.h"
-#include "daemon/server.h"
+#include "daemon/server_state.h"
 #include "lib/dispatch.h"
+#include "lib/events.h"
 #include "lib/loop.h"
 #include "lib/map.h"
 #include "lib/registry.h"
@@ -146,10 +149,10 @@ static void defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
 	struct deferral *d = xcalloc(1, sizeof(*d));
 	d->p = p;
-	d->accepted_ms = tc_now(c->srv->loop);
+	d->accepted_ms = tc_now(server_of(c)->loop);
 	d->doc = json_doc_ref(req->doc);
 	d->msg = req->msg;
-	list_insert_tail(&c->srv->deferred, &d->node);
+	list_insert_tail(&server_of(c)->deferred, &d->node);
 	p->upper = d;
 	p->upper_free = deferral_free;
 }
@@ -208,7 +211,7 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 {
 	if (!p)
 		return;
-	struct server *s = c->srv;
+	struct server *s = server_of(c);
 	/* MCP servers start when their tools are first asked for. */
 	if (!resumed(p) && providers_start_all(&s->providers)) {
 		defer(c, req, p);
@@ -220,7 +223,7 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		methods_invalid_params(p, "format must be \"mcp\", \"openai\" or \"anthropic\"");
 		return;
 	}
-	struct session *session = conn_session(c);
+	struct session *session = client_session(c);
 	size_t start = 0;
 	const struct json *cursor = json_get(req->params, "cursor");
 	if (cursor && cursor->type != JSON_NULL) {
@@ -261,72 +264,9 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 	methods_answer(p, &b);
 }
 
-struct result_arg {
-	const struct outcome *o;
-	bool replayed;
-};
-
-static void write_result(const void *arg, struct buf *out)
-{
-	const struct result_arg *a = arg;
-	outcome_write_result(a->o, a->replayed, out);
-}
-
-/*
- * Answers a failed call as a CallResult with isError (initialize
- * toolErrors "result"): MCP hosts show such results to the model, while
- * they throw JSON-RPC errors away as exceptions. data is the envelope's
- * data object, kept whole under structuredContent.error.
- */
-static void error_as_result(struct pending *p, const char *msg, const char *data)
-{
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_key(g, "content");
-	jgen_arr_open(g);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "type", "text");
-	jgen_kv_str(g, "text", msg);
-	jgen_obj_close(g);
-	jgen_arr_close(g);
-	jgen_key(g, "structuredContent");
-	jgen_obj_open(g);
-	jgen_kv_raw(g, "error", data, strlen(data));
-	jgen_obj_close(g);
-	jgen_kv_bool(g, "isError", true);
-	jgen_obj_close(g);
-	jgen_free(g);
-	conn_result(p, buf_head(&b), buf_size(&b));
-	buf_free(&b);
-}
-
 static void call_complete(void *ctx, const struct outcome *o, bool replayed)
 {
-	methods_answer_outcome(ctx, o, replayed);
-}
-
-void methods_answer_outcome(struct pending *p, const struct outcome *o, bool replayed)
-{
-	struct buf b = {0};
-	if (o->kind == TC_OK) {
-		struct result_arg a = { o, replayed };
-		conn_result_with(p, write_result, &a);
-	} else {
-		if (o->kind == TC_INTERNAL)
-			log_call(LOG_ERR, p->conn->session ? p->conn->session->id : NULL, o->call_id, o->tool,
-				 "internal error: %s", o->message);
-		outcome_write_error_data(o, replayed, &b);
-		const char *msg = o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
-							 : o->message;
-		if (!msg)
-			msg = tc_kind_name(o->kind);
-		if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND)
-			error_as_result(p, msg, buf_head(&b));
-		else
-			conn_error(p, tc_kind_code(o->kind), msg, buf_head(&b));
-	}
-	buf_free(&b);
+	answer_outcome(ctx, o, replayed);
 }
 
 static void call_progress(void *ctx, const char *token, size_t token_len, uint64_t progress,
@@ -337,8 +277,8 @@ static void call_progress(void *ctx, const char *token, size_t token_len, uint64
 	/* Progress is a courtesy: for a client that does not read, it is
 	 * dropped (as events are) rather than queued without bound; the
 	 * result still holds the output. */
-	if (c->dead || buf_size(&c->out) > c->srv->cfg.limits.max_output_bytes) {
-		c->srv->progress_dropped++;
+	if (conn_congested(c)) {
+		server_of(c)->progress_dropped++;
 		return;
 	}
 	struct buf b = {0};
@@ -364,29 +304,6 @@ static const struct caller_ops call_ops = {
 	.ask = asks_confirm,
 };
 
-/* Answers a malformed tools/call with the validation envelope. */
-static void call_invalid(struct pending *p, const char *tool, const char *msg)
-{
-	struct buf data = {0};
-	struct jgen *g = jgen_new(&data);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "kind", "validation_error");
-	jgen_kv_bool(g, "retryable", false);
-	jgen_kv_int(g, "attempts", 0);
-	jgen_kv_int(g, "durationMs", 0);
-	jgen_kv_str(g, "callId", NULL);
-	jgen_kv_str(g, "tool", tool);
-	jgen_obj_close(g);
-	jgen_free(g);
-	char *m = xasprintf("Invalid params for tools/call: %s", msg);
-	if (p->conn->tool_errors_result)
-		error_as_result(p, m, buf_head(&data));
-	else
-		conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
-	free(m);
-	buf_free(&data);
-}
-
 static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
 	if (!p)
@@ -394,27 +311,28 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	const struct json *params = req->params;
 	const struct json *name = json_get(params, "name");
 	if (!params || params->type != JSON_OBJECT) {
-		call_invalid(p, NULL, "params must be an object with name and arguments");
+		answer_invalid_call(p, NULL, "params must be an object with name and arguments");
 		return;
 	}
 	if (!name || name->type != JSON_STRING || strlen(name->u.str.s) != name->u.str.len) {
-		call_invalid(p, NULL, "name must be a string");
+		answer_invalid_call(p, NULL, "name must be a string");
 		return;
 	}
+	struct server *s = server_of(c);
 	const struct deferral *d = resumed(p);
 	/* A tool of an MCP server not imported yet: start it, wait. */
-	if (!d && !registry_find(c->srv->registry, name->u.str.s) &&
-	    providers_start_for(&c->srv->providers, name->u.str.s)) {
+	if (!d && !registry_find(s->registry, name->u.str.s) &&
+	    providers_start_for(&s->providers, name->u.str.s)) {
 		defer(c, req, p);
 		return;
 	}
-	const char *down = registry_find(c->srv->registry, name->u.str.s) ? NULL
-			   : providers_down_for(&c->srv->providers, name->u.str.s);
+	const char *down = registry_find(s->registry, name->u.str.s) ? NULL
+			   : providers_down_for(&s->providers, name->u.str.s);
 	if (down) {
 		/* Maybe a tool of a provider that failed to start: transient. */
 		struct outcome *o = outcome_error(TC_TRANSIENT, "%s", down);
 		o->tool = xstrdup(name->u.str.s);
-		methods_answer_outcome(p, o, false);
+		answer_outcome(p, o, false);
 		outcome_unref(o);
 		return;
 	}
@@ -429,33 +347,33 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	};
 	const struct json *meta = json_get(params, "_meta");
 	if (meta && meta->type != JSON_OBJECT && meta->type != JSON_NULL) {
-		call_invalid(p, cp.tool, "_meta must be an object");
+		answer_invalid_call(p, cp.tool, "_meta must be an object");
 		return;
 	}
 	const struct json *v;
 	if ((v = json_get(meta, "idempotencyKey"))) {
 		if (v->type != JSON_STRING || v->u.str.len == 0 || v->u.str.len > 256 ||
 		    strlen(v->u.str.s) != v->u.str.len) {
-			call_invalid(p, cp.tool, "_meta.idempotencyKey must be a non-empty string of at most 256 bytes");
+			answer_invalid_call(p, cp.tool, "_meta.idempotencyKey must be a non-empty string of at most 256 bytes");
 			return;
 		}
 		cp.idempotency_key = v->u.str.s;
 	}
 	if ((v = json_get(meta, "timeoutMs"))) {
 		if (!json_get_int(v, &cp.timeout_ms) || cp.timeout_ms <= 0 || cp.timeout_ms > 86400000) {
-			call_invalid(p, cp.tool, "_meta.timeoutMs must be an integer from 1 to 86400000");
+			answer_invalid_call(p, cp.tool, "_meta.timeoutMs must be an integer from 1 to 86400000");
 			return;
 		}
 	}
 	if ((v = json_get(meta, "budget"))) {
 		if (!json_get_int(v, &cp.budget) || cp.budget < 0) {
-			call_invalid(p, cp.tool, "_meta.budget must be an integer >= 0");
+			answer_invalid_call(p, cp.tool, "_meta.budget must be an integer >= 0");
 			return;
 		}
 	}
 	if ((v = json_get(meta, "progressToken"))) {
 		if (v->type != JSON_STRING && !(v->type == JSON_NUMBER && json_is_int(v))) {
-			call_invalid(p, cp.tool, "_meta.progressToken must be a string or an integer");
+			answer_invalid_call(p, cp.tool, "_meta.progressToken must be a string or an integer");
 			return;
 		}
 		cp.progress_token = req->src + v->off;
@@ -463,7 +381,7 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	}
 	const struct json *args = cp.arguments;
 	if (args && args->type != JSON_OBJECT && args->type != JSON_STRING && args->type != JSON_NULL) {
-		call_invalid(p, cp.tool, "arguments must be an object (or a string holding JSON text)");
+		answer_invalid_call(p, cp.tool, "arguments must be an object (or a string holding JSON text)");
 		return;
 	}
 	/* The dispatcher keeps a reference on the message's document for as
@@ -475,10 +393,10 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 			durable_call_as_task(c, p, &cp, ttl);
 		return;
 	}
-	struct session *session = conn_session(c);
-	conn_work_begin(c->srv);
-	struct caller *caller = dispatch_call(c->srv->dispatcher, session, &cp, &call_ops, p);
-	conn_work_end(c->srv);
+	struct session *session = client_session(c);
+	conn_work_begin(c);
+	struct caller *caller = dispatch_call(s->dispatcher, session, &cp, &call_ops, p);
+	conn_work_end(c);
 	/* p is gone when the call was answered inside. */
 	if (caller)
 		p->caller = caller;
@@ -561,9 +479,50 @@ void methods_broadcast_list_changed(struct server *s)
 {
 	static const char line[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}";
 	struct list *pos, *tmp;
-	list_foreach_safe(pos, tmp, &s->conns) {
+	list_foreach_safe(pos, tmp, &s->conns.all) {
 		struct conn *c = list_entry(pos, struct conn, node);
 		if (c->initialized)
 			conn_send(c, line, sizeof(line) - 1);
 	}
+}
+
+/* --- a connection closing ---------------------------------------------- */
+
+/* Lets go of what a closing connection's requests hold: its subscription
+ * first (so that nothing is delivered to it any more), then its calls,
+ * detached with the dispatcher held, so that none of them starts in a slot
+ * another one freed (keyed executions run on, the others are cancelled). */
+static void conn_closing(void *arg, struct conn *c)
+{
+	struct server *s = arg;
+	c->was_subscribed = c->sub != NULL;
+	event_unsubscribe(TAKE_PTR(c->sub));
+	dispatch_hold(s->dispatcher);
+	while (!list_empty(&c->pendings)) {
+		struct pending *p = list_first(&c->pendings, struct pending, node);
+		if (p->caller)
+			dispatch_detach(TAKE_PTR(p->caller));
+		conn_drop(p);
+	}
+	dispatch_release(s->dispatcher);
+}
+
+/* Once its requests and the daemon's own have ended: an approver gone may
+ * leave confirmations nobody can answer; the session is let go. */
+static void conn_closed(void *arg, struct conn *c)
+{
+	struct server *s = arg;
+	if (c->was_subscribed)
+		dispatch_approvers_left(s->dispatcher);
+	session_unref(TAKE_PTR(c->session));
+}
+
+static const struct conn_hook close_hook = {
+	.closing = conn_closing,
+	.closed = conn_closed,
+};
+
+void methods_init(struct server *s)
+{
+	conns_add_hook(&s->conns, &close_hook, s);
 }

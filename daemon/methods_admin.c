@@ -32,7 +32,7 @@
 /* Administration is for the daemon's own user and root. */
 static bool admin_allowed(struct conn *c, struct pending *p)
 {
-	if (c->cred.uid == 0 || c->cred.uid == c->srv->uid)
+	if (c->cred.uid == 0 || c->cred.uid == server_of(c)->uid)
 		return true;
 	if (p)
 		conn_error(p, JRPC_INTERNAL_ERROR, "Permission denied: admin methods are for the daemon's user",
@@ -45,7 +45,7 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 	if (!admin_allowed(c, p))
 		return;
 	char *result = NULL, *err = NULL;
-	int r = server_reload(c->srv, &result, &err);
+	int r = server_reload(server_of(c), &result, &err);
 	if (p) {
 		if (r < 0) {
 			struct buf data = {0};
@@ -71,18 +71,18 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 {
 	if (!p)
 		return;
-	struct server *s = c->srv;
+	struct server *s = server_of(c);
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
 	jgen_obj_open(g);
 	jgen_kv_int(g, "uptimeMs", (int64_t)(mono_ms() - s->started_ms));
 	jgen_key(g, "connections");
 	jgen_obj_open(g);
-	jgen_kv_int(g, "open", s->n_conns);
-	jgen_kv_int(g, "total", (int64_t)s->conns_total);
+	jgen_kv_int(g, "open", s->conns.n);
+	jgen_kv_int(g, "total", (int64_t)s->conns.total);
 	jgen_kv_int(g, "refused", (int64_t)s->conns_refused);
-	jgen_kv_int(g, "evicted", (int64_t)s->conns_evicted);
-	jgen_kv_int(g, "bufferedBytes", (int64_t)s->client_memory);
+	jgen_kv_int(g, "evicted", (int64_t)s->conns.evicted);
+	jgen_kv_int(g, "bufferedBytes", (int64_t)s->conns.memory);
 	jgen_kv_int(g, "progressDropped", (int64_t)s->progress_dropped);
 	jgen_obj_close(g);
 	jgen_kv_int(g, "sessions", (int64_t)map_size(s->sessions->by_id));
@@ -102,7 +102,7 @@ static void m_metrics(struct conn *c, const struct jrpc_req *req, struct pending
 	if (!p)
 		return;
 	struct buf text = {0}, b = {0};
-	metrics_write(c->srv, &text);
+	metrics_write(server_of(c), &text);
 	struct jgen *g = jgen_new(&b);
 	jgen_obj_open(g);
 	jgen_key(g, "text");

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/server.h"
+#include "daemon/answer.h"
+#include "daemon/client_session.h"
+#include "daemon/server_state.h"
 #include "lib/dispatch.h"
 #include "lib/outcome.h"
 #include "proto/base/buf.h"
@@ -87,8 +89,7 @@ static void member_complete(void *ctx, const struct outcome *o, bool replayed)
 		m->text = xstrdup(o->text ? o->text : o->structured ? o->structured : "");
 		m->is_error = o->is_error;
 	} else {
-		m->text = xstrdup(o->kind == TC_INTERNAL ? "Internal error in toolcalld; the details are in its log"
-				  : o->message ? o->message : tc_kind_name(o->kind));
+		m->text = xstrdup(answer_error_message(o));
 		m->is_error = true;
 	}
 	if (--g->remaining == 0 && !g->starting)
@@ -127,9 +128,10 @@ void m_tools_dispatch(struct conn *c, const struct jrpc_req *req, struct pending
 		dispatch_invalid(p, "_meta must be an object; _meta.timeoutMs an integer from 1 to 86400000");
 		return;
 	}
+	struct server *s = server_of(c);
 	struct group *g = xcalloc(1, sizeof(*g));
 	char *err = NULL;
-	if (llm_parse_calls(f, json_get(params, "calls"), c->srv->cfg.limits.max_batch, &g->calls, &g->n, &err) < 0) {
+	if (llm_parse_calls(f, json_get(params, "calls"), s->cfg.limits.max_batch, &g->calls, &g->n, &err) < 0) {
 		dispatch_invalid(p, err);
 		free(err);
 		free(g);
@@ -143,7 +145,7 @@ void m_tools_dispatch(struct conn *c, const struct jrpc_req *req, struct pending
 	p->upper = g;
 	p->upper_free = group_free;
 
-	struct session *session = conn_session(c);
+	struct session *session = client_session(c);
 	g->starting = true;
 	for (size_t i = 0; i < g->n; i++) {
 		struct member *m = &g->m[i];
@@ -156,9 +158,9 @@ void m_tools_dispatch(struct conn *c, const struct jrpc_req *req, struct pending
 			.budget = -1,
 			.pid = c->cred.pid,
 		};
-		conn_work_begin(c->srv);
-		struct caller *caller = dispatch_call(c->srv->dispatcher, session, &cp, &member_ops, m);
-		conn_work_end(c->srv);
+		conn_work_begin(c);
+		struct caller *caller = dispatch_call(s->dispatcher, session, &cp, &member_ops, m);
+		conn_work_end(c);
 		if (!m->done)
 			m->caller = caller;
 	}

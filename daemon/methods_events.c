@@ -16,7 +16,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
-#include "daemon/server.h"
+#include "daemon/server_state.h"
 #include "lib/confirm.h"
 #include "lib/dispatch.h"
 #include "lib/events.h"
@@ -27,7 +27,7 @@
 
 static void m_subscribe(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	struct server *s = c->srv;
+	struct server *s = server_of(c);
 	const struct json *types = json_get(req->params, "types");
 	const struct json *sid = json_get(req->params, "sessionId");
 	const char *scope = "*";
@@ -99,7 +99,7 @@ static void m_resolve(struct conn *c, const struct jrpc_req *req, struct pending
 	}
 	bool accepted = false;
 	const char *in_force = NULL;
-	int r = dispatch_resolve(c->srv->dispatcher, c->cred.uid, id, decision, &accepted, &in_force);
+	int r = dispatch_resolve(server_of(c)->dispatcher, c->cred.uid, id, decision, &accepted, &in_force);
 	if (r == -ENOENT) {
 		methods_invalid_params(p, "Unknown confirmation request '%s'", id);
 		return;

@@ -16,11 +16,12 @@
 #include <sys/socket.h>
 
 #include "daemon/client_asks.h"
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/durable.h"
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
-#include "daemon/server.h"
+#include "daemon/server_state.h"
 #include "lib/dispatch.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
@@ -29,55 +30,14 @@
 
 /* --- initialize -------------------------------------------------------- */
 
-struct ws_roots *methods_resolve_roots(struct server *s)
-{
-	struct ws_roots *r = ws_roots_new();
-	if (s->default_ws)
-		ws_roots_add_ws(r, s->default_ws);
-	for (size_t i = 0; i < s->cfg.n_workspaces_allowed; i++) {
-		int k = ws_roots_add(r, s->cfg.workspaces_allowed[i], true);
-		if (k < 0)
-			log_warning("workspaces.allowed: %s cannot be opened as a directory (%s); it is not offered",
-				    s->cfg.workspaces_allowed[i], strerror(-k));
-	}
-	return r;
-}
-
-/* The peer's groups, as the kernel saw them when it connected (SO_PEERGROUPS). */
-static gid_t *peer_groups(int fd, size_t *ret_n)
-{
-	socklen_t len = 64 * sizeof(gid_t);
-	gid_t *v = xmalloc(len);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, v, &len) < 0) {
-		/* Too small: the kernel said how much it needs. Otherwise none
-		 * known, which can only make the search check stricter. */
-		bool again = errno == ERANGE && len > 0 && len <= 65536 * sizeof(gid_t);
-		if (again)
-			v = xrealloc(v, len);
-		if (!again || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, v, &len) < 0)
-			len = 0;
-	}
-	*ret_n = len / sizeof(gid_t);
-	return v;
-}
-
 /* The one answer for a workspace that may not be used, whatever the reason,
  * so that it tells nothing about the path. */
 #define WS_REFUSED "Workspace not allowed: it must be an existing directory that is, or lies beneath, " \
 		   "one of workspaces.allowed in the daemon's config, and that you can search"
 
-/* Opens the workspace a client asks for, judged by the directory opened. */
-int methods_open_workspace(struct conn *c, const char *path, struct workspace **ret)
-{
-	size_t n = 0;
-	_cleanup_free_ gid_t *groups = peer_groups(c->fd, &n);
-	const struct ws_peer peer = { c->cred.uid, c->cred.gid, groups, n };
-	return ws_open_allowed(c->srv->ws_roots, path, &peer, ret);
-}
-
 static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	struct server *s = c->srv;
+	struct server *s = server_of(c);
 	const struct json *params = req->params;
 	const char *want = json_str(json_get(params, "protocolVersion"));
 	const char *version = METHODS_LATEST_VERSION;
@@ -115,7 +75,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	struct workspace *ws = ws_ref(s->default_ws);
 	if (wsv) {
 		struct workspace *asked = NULL;
-		int r = methods_open_workspace(c, wsv->u.str.s, &asked);
+		int r = client_open_workspace(c, wsv->u.str.s, &asked);
 		if (r < 0) {
 			ws_unref(ws);
 			if (r == -EINVAL)
@@ -135,7 +95,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 		methods_invalid_params(p, "Session '%s' belongs to another user", sid->u.str.s);
 		return;
 	}
-	conn_session_peer(c, session);
+	client_session_peer(c, session);
 	if (wsv && !str_eq(session->ws->root, ws->root)) {
 		ws_unref(ws);
 		session_unref(session);
@@ -196,7 +156,7 @@ static void m_roots_changed(struct conn *c, const struct jrpc_req *req, struct p
 
 static void m_sessions_cancel(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	struct server *s = c->srv;
+	struct server *s = server_of(c);
 	const struct json *sid = json_get(req->params, "sessionId");
 	struct session *session;
 	if (sid && sid->type != JSON_NULL) {
@@ -210,7 +170,7 @@ static void m_sessions_cancel(struct conn *c, const struct jrpc_req *req, struct
 			return;
 		}
 	} else {
-		session = conn_session(c);
+		session = client_session(c);
 	}
 	unsigned n = dispatch_cancel_session(s->dispatcher, session);
 	if (p) {

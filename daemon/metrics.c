@@ -6,7 +6,7 @@
  */
 #include "daemon/metrics.h"
 
-#include "daemon/server.h"
+#include "daemon/server_state.h"
 #include "lib/map.h"
 #include "lib/metrics.h"
 #include "lib/registry.h"
@@ -51,18 +51,18 @@ void metrics_write(struct server *s, struct buf *b)
 	metrics_real(b, "toolcalld_uptime_seconds", NULL, (double)(mono_ms() - s->started_ms) / 1000.0);
 
 	metrics_family(b, "toolcalld_connections_open", "gauge", NULL, "Client connections open.");
-	metrics_u64(b, "toolcalld_connections_open", NULL, s->n_conns);
+	metrics_u64(b, "toolcalld_connections_open", NULL, s->conns.n);
 	metrics_family(b, "toolcalld_connections", "counter", NULL, "Client connections accepted.");
-	metrics_u64(b, "toolcalld_connections_total", NULL, s->conns_total);
+	metrics_u64(b, "toolcalld_connections_total", NULL, s->conns.total);
 	metrics_family(b, "toolcalld_connections_refused", "counter", NULL,
 		       "Connections refused (limits, peer allow-list).");
 	metrics_u64(b, "toolcalld_connections_refused_total", NULL, s->conns_refused);
 	metrics_family(b, "toolcalld_connections_evicted", "counter", NULL,
 		       "Connections dropped for holding too much memory.");
-	metrics_u64(b, "toolcalld_connections_evicted_total", NULL, s->conns_evicted);
+	metrics_u64(b, "toolcalld_connections_evicted_total", NULL, s->conns.evicted);
 	metrics_family(b, "toolcalld_client_buffers_bytes", "gauge", "bytes",
 		       "Input and output buffered for all clients.");
-	metrics_u64(b, "toolcalld_client_buffers_bytes", NULL, s->client_memory);
+	metrics_u64(b, "toolcalld_client_buffers_bytes", NULL, s->conns.memory);
 	metrics_family(b, "toolcalld_progress_dropped", "counter", NULL,
 		       "Progress notifications dropped for slow clients.");
 	metrics_u64(b, "toolcalld_progress_dropped_total", NULL, s->progress_dropped);

@@ -53,36 +53,20 @@ static void check_stopped(struct server *s)
 		return;
 	}
 	/* Lines already read are requests accepted: they are handled too. */
-	if (s->stopping && dispatch_inflight(s->dispatcher) == 0 && list_empty(&s->backlog))
+	if (s->stopping && dispatch_inflight(s->dispatcher) == 0 && list_empty(&s->conns.backlog))
 		ev_break(s->ev, EVBREAK_ALL);
 }
 
-/* Runs before the loop blocks: serve the backlog within what is left of
- * the turn, write what was queued, start the next turn. */
+/* Runs before the loop blocks: the connections serve the backlog within
+ * what is left of the turn, write what was queued and start the next
+ * turn; then the crowd is noted and a stop looked at. */
 static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 {
 	struct server *s = container_of(w, struct server, flush_w);
-	if (!list_empty(&s->backlog))
-		conn_run_backlog(s);
-	while (!list_empty(&s->dirty)) {
-		struct conn *c = list_first(&s->dirty, struct conn, dirty_node);
-		list_remove(&c->dirty_node);
-		conn_flush(c);
-	}
-	conn_evict(s);
-	conn_reap(s);
-	conn_turn_reset(s);
+	conns_before_poll(&s->conns);
 	if (!ev_is_active(&s->trim_w))
-		server_note_crowd(s, s->n_pendings);
-	/* Lines still waiting: the next poll must not block. */
-	if (!list_empty(&s->backlog))
-		ev_idle_start(ev, &s->kick);
+		server_note_crowd(s, s->conns.n_pendings);
 	check_stopped(s);
-}
-
-static void on_kick(struct ev_loop *ev, ev_idle *w, int revents)
-{
-	ev_idle_stop(ev, w);
 }
 
 /*
@@ -94,7 +78,7 @@ static void on_kick(struct ev_loop *ev, ev_idle *w, int revents)
 static void on_trim(struct ev_loop *ev, ev_timer *w, int revents)
 {
 	struct server *s = container_of(w, struct server, trim_w);
-	unsigned now = MAX(s->n_conns, dispatch_inflight(s->dispatcher));
+	unsigned now = MAX(s->conns.n, dispatch_inflight(s->dispatcher));
 	if (now > s->peak_conns)
 		s->peak_conns = now;
 	if (s->peak_conns >= SERVER_TRIM_CROWD && now < s->peak_conns / 2) {
@@ -179,18 +163,13 @@ int server_init(struct server *s, char **ret_err)
 	s->inotify_fd = -1;
 	s->uid = getuid();
 	s->started_ms = mono_ms();
-	list_init(&s->conns);
-	list_init(&s->dirty);
-	list_init(&s->backlog);
-	list_init(&s->spare_pendings);
-	list_init(&s->graveyard);
 	list_init(&s->deferred);
 	peers_init(&s->peers);
-	s->sink = methods_handle;
 	event_bus_init(&s->bus);
 	/* Not the default loop: that one reaps every child on SIGCHLD, racing
 	 * lib/child.c's waitid on the pidfd, which then loses the exit status. */
 	s->ev = ev_loop_new(EVFLAG_AUTO);
+	conns_init(&s->conns, s->ev, &s->peers, methods_handle);
 	s->loop = tc_loop_ev_new(s->ev);
 	s->sessions = session_table_new();
 
@@ -220,6 +199,7 @@ int server_init(struct server *s, char **ret_err)
 	r = durable_open(s, ret_err);
 	if (r < 0)
 		return r;
+	methods_init(s);
 	server_setup_providers(s);
 	dispatch_set_registry(s->dispatcher, s->registry);
 	r = iopool_new(s->loop, s->cfg.limits.io_threads, &s->iopool);
@@ -247,7 +227,6 @@ int server_init(struct server *s, char **ret_err)
 	if (r < 0)
 		return r;
 
-	ev_idle_init(&s->kick, on_kick);
 	ev_prepare_init(&s->flush_w, on_prepare);
 	ev_prepare_start(s->ev, &s->flush_w);
 	ev_init(&s->grace_w, on_grace);
@@ -270,33 +249,6 @@ int server_init(struct server *s, char **ret_err)
 	return 0;
 }
 
-/* Gives queued answers a last chance to reach their clients. */
-static void drain_output(struct server *s, int timeout_ms)
-{
-	uint64_t deadline = mono_ms() + (uint64_t)timeout_ms;
-	for (;;) {
-		bool pending = false;
-		struct list *pos, *tmp;
-		list_foreach_safe(pos, tmp, &s->conns) {
-			struct conn *c = list_entry(pos, struct conn, node);
-			conn_flush(c);
-			if (!c->dead && buf_size(&c->out))
-				pending = true;
-		}
-		conn_reap(s);
-		if (!pending || mono_ms() >= deadline)
-			return;
-		struct pollfd pfds[256];
-		nfds_t n = 0;
-		list_foreach_safe(pos, tmp, &s->conns) {
-			struct conn *c = list_entry(pos, struct conn, node);
-			if (buf_size(&c->out) && n < ELEMENTSOF(pfds))
-				pfds[n++] = (struct pollfd){ .fd = c->fd, .events = POLLOUT };
-		}
-		poll(pfds, n, 50);
-	}
-}
-
 int server_run(struct server *s)
 {
 	char status[PATH_MAX + 64];
@@ -309,11 +261,11 @@ int server_run(struct server *s)
 	/* Stopped: every call has been answered or cancelled; let the
 	 * answers out. Lines still in the backlog (the grace period ran out)
 	 * are not started now. */
-	while (!list_empty(&s->backlog))
-		list_remove(s->backlog.next);
+	conns_drop_backlog(&s->conns);
 	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
 	on_prepare(s->ev, &s->flush_w, 0);
-	drain_output(s, 2000);
+	/* Queued answers get a last chance to reach their clients. */
+	conns_drain(&s->conns, 2000);
 	/* Children of cancelled calls get SIGTERM, then SIGKILL after 5 s:
 	 * keep the loop turning until they are gone (bounded), so none is
 	 * left behind and nothing they hold is lost. */
@@ -330,10 +282,7 @@ int server_run(struct server *s)
 
 void server_free(struct server *s)
 {
-	while (!list_empty(&s->conns))
-		conn_close(list_first(&s->conns, struct conn, node));
-	conn_reap(s);
-	conn_free_spares(s);
+	conns_done(&s->conns);
 	durable_close(s);
 	s->dispatcher = dispatcher_free(s->dispatcher);
 	providers_clear(&s->providers);

@@ -310,7 +310,7 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 			close(fd);
 			continue;
 		}
-		if (s->n_conns >= s->cfg.limits.max_connections) {
+		if (s->conns.n >= s->cfg.limits.max_connections) {
 			s->conns_refused++;
 			close(fd);
 			continue;
@@ -320,8 +320,8 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 			refuse_over_uid(s, fd, p);
 			continue;
 		}
-		conn_new(s, fd_move_high(fd), &cred);
-		server_note_crowd(s, s->n_conns);
+		conn_new(&s->conns, fd_move_high(fd), &cred);
+		server_note_crowd(s, s->conns.n);
 	}
 }
 

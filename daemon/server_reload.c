@@ -20,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/durable.h"
 #include "daemon/load.h"
@@ -83,8 +84,20 @@ void server_apply_config(struct server *s)
 	dispatch_set_env(s->dispatcher, &s->env);
 	dispatch_set_hooks(s->dispatcher, &c->hooks);
 	log_set_level(c->log_level);
+	const struct conn_limits cl = {
+		.max_message_bytes = c->limits.max_message_bytes,
+		.max_json_depth = c->limits.max_json_depth,
+		.max_batch = c->limits.max_batch,
+		.max_output_bytes = c->limits.max_output_bytes,
+		.max_client_memory = c->limits.max_client_memory,
+		.per_uid_memory = c->limits.per_uid_memory,
+		.turn_budget_us = c->limits.turn_budget_us,
+		.idle_timeout_ms = c->limits.idle_timeout_ms,
+		.event_queue = c->limits.event_queue,
+	};
+	conns_set_limits(&s->conns, &cl);
 	s->ws_roots = ws_roots_free(s->ws_roots);
-	s->ws_roots = methods_resolve_roots(s);
+	s->ws_roots = client_resolve_roots(s);
 }
 
 struct reload_arg {

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Answers to tool calls. A result is written in place in the output queue
+ * (outcome_write_result); a failure is a JSON-RPC error whose data is the
+ * outcome's envelope, or, for a client that asked at initialize for
+ * toolErrors "result", a CallResult with isError: MCP hosts show such
+ * results to the model, while they throw JSON-RPC errors away as
+ * exceptions. An internal error's details go to the log, not the client.
+ */
+#include "daemon/answer.h"
+
+#include <string.h>
+
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "lib/errors.h"
+#include "lib/outcome.h"
+#include "lib/session.h"
+#include "proto/json.h"
+
+const char *answer_error_message(const struct outcome *o)
+{
+	if (o->kind == TC_INTERNAL)
+		return "Internal error in toolcalld; the details are in its log";
+	return o->message ? o->message : tc_kind_name(o->kind);
+}
+
+void answer_write_error_result(struct buf *out, const char *msg, const char *data, size_t data_len)
+{
+	struct jgen *g = jgen_new(out);
+	jgen_obj_open(g);
+	jgen_key(g, "content");
+	jgen_arr_open(g);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "type", "text");
+	jgen_kv_str(g, "text", msg);
+	jgen_obj_close(g);
+	jgen_arr_close(g);
+	jgen_key(g, "structuredContent");
+	jgen_obj_open(g);
+	jgen_kv_raw(g, "error", data, data_len);
+	jgen_obj_close(g);
+	jgen_kv_bool(g, "isError", true);
+	jgen_obj_close(g);
+	jgen_free(g);
+}
+
+/* Answers a failed call as a CallResult with isError; data is the
+ * envelope's data object. */
+static void error_as_result(struct pending *p, const char *msg, const char *data)
+{
+	struct buf b = {0};
+	answer_write_error_result(&b, msg, data, strlen(data));
+	conn_result(p, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
+struct result_arg {
+	const struct outcome *o;
+	bool replayed;
+};
+
+static void write_result(const void *arg, struct buf *out)
+{
+	const struct result_arg *a = arg;
+	outcome_write_result(a->o, a->replayed, out);
+}
+
+void answer_outcome(struct pending *p, const struct outcome *o, bool replayed)
+{
+	if (o->kind == TC_OK) {
+		struct result_arg a = { o, replayed };
+		conn_result_with(p, write_result, &a);
+		return;
+	}
+	if (o->kind == TC_INTERNAL)
+		log_call(LOG_ERR, p->conn->session ? p->conn->session->id : NULL, o->call_id, o->tool,
+			 "internal error: %s", o->message);
+	struct buf b = {0};
+	outcome_write_error_data(o, replayed, &b);
+	const char *msg = answer_error_message(o);
+	if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND)
+		error_as_result(p, msg, buf_head(&b));
+	else
+		conn_error(p, tc_kind_code(o->kind), msg, buf_head(&b));
+	buf_free(&b);
+}
+
+void answer_invalid_call(struct pending *p, const char *tool, const char *msg)
+{
+	struct buf data = {0};
+	struct jgen *g = jgen_new(&data);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "kind", "validation_error");
+	jgen_kv_bool(g, "retryable", false);
+	jgen_kv_int(g, "attempts", 0);
+	jgen_kv_int(g, "durationMs", 0);
+	jgen_kv_str(g, "callId", NULL);
+	jgen_kv_str(g, "tool", tool);
+	jgen_obj_close(g);
+	jgen_free(g);
+	char *m = xasprintf("Invalid params for tools/call: %s", msg);
+	if (p->conn->tool_errors_result)
+		error_as_result(p, m, buf_head(&data));
+	else
+		conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
+	free(m);
+	buf_free(&data);
+}

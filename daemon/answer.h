@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a tool call is answered, for every method that runs calls
+ * (tools/call and tools/dispatch in methods*.c, tasks/result in
+ * durable.c): its result, or its failure as a JSON-RPC error carrying the
+ * envelope, or as an isError result for a client that asked for
+ * toolErrors "result".
+ */
+#ifndef TC_ANSWER_H
+#define TC_ANSWER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct buf;
+struct outcome;
+struct pending;
+
+/* The message a failed call tells: the outcome's own, its kind's name
+ * when it has none, never an internal error's details (those are logged). */
+const char *answer_error_message(const struct outcome *o);
+/* Writes a CallResult with isError: msg as its text, and the envelope's
+ * data object (data_len bytes) whole under structuredContent.error. */
+void answer_write_error_result(struct buf *out, const char *msg, const char *data, size_t data_len);
+/* Answers a request with what a tools/call ending with o answers. */
+void answer_outcome(struct pending *p, const struct outcome *o, bool replayed);
+/* Answers a malformed tools/call with the validation envelope (tool NULL:
+ * no name known). */
+void answer_invalid_call(struct pending *p, const char *tool, const char *msg);
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client behind a connection as the daemon's policy sees it: its
+ * session (made on first use with the default workspace), the identity
+ * its file tools and children act as, and the workspaces it may open
+ * (workspaces.allowed, judged with its credentials).
+ */
+#ifndef TC_CLIENT_SESSION_H
+#define TC_CLIENT_SESSION_H
+
+struct conn;
+struct server;
+struct session;
+struct workspace;
+struct ws_roots;
+
+/* The connection's session, made on first use with the default workspace. */
+struct session *client_session(struct conn *c);
+/* Gives a session made for this connection, once, its peer's identity:
+ * whom its children, hooks and file tools act as. */
+void client_session_peer(struct conn *c, struct session *s);
+/* Resolves the workspaces initialize may choose: the default workspace and
+ * workspaces.allowed (those that cannot be opened are logged and left out). */
+struct ws_roots *client_resolve_roots(struct server *s);
+/* Opens the workspace (or MCP root) a client names, judged by the
+ * directory opened: 0, -EINVAL (not absolute), or -EACCES for every
+ * refusal. */
+int client_open_workspace(struct conn *c, const char *path, struct workspace **ret);
+
+#endif
