@@ -826,6 +826,7 @@ static void exec_admit_claimed(struct exec *e)
 	struct outcome *o = admit_check_circuit(d, e->session, &a);
 	e->ts = a.ts;
 	e->us = a.us;
+	e->circuit = a.circuit;
 	if (!o)
 		o = admit_check_budget(e->session, &p, &a);
 	if (o) {

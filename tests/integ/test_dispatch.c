@@ -327,6 +327,14 @@ START_TEST(idem_conflict_and_key_order)
 	ck_assert(tj_bool(r, "error.data.replayed"));
 	ck_assert_str_eq(tj_str(r, "error.data.callId"), err_call);
 	free(err_call);
+
+	/* A keyed command that fails counts toward its tool's circuit (the
+	 * circuit of a keyed call is found once its key is claimed), and the
+	 * daemon goes on serving. */
+	r = tcc_request(c, "tools/call",
+		call_params(c, "probe", probe_args(c, log, "fails", "0", 1), "\"idempotencyKey\":\"key-fails\""));
+	tc_assert_kind(r, "execution_error");
+	tc_assert_ok(tcc_request(c, "ping", NULL));
 	free(q);
 	tcc_close(c);
 	free(log);
