@@ -986,6 +986,33 @@ const struct json *tcc_wait_notification(struct tcc *c, const char *method, int 
 	return wait_for(c, is_notification, method, timeout_ms);
 }
 
+/* A request the daemon sends the client: an "id" and this method. */
+static bool is_daemon_request(struct json_doc *doc, const char *method)
+{
+	const struct json *root = json_doc_root(doc);
+	const char *m = root->type == JSON_OBJECT && json_get(root, "id") ? json_str(json_get(root, "method")) : NULL;
+	return m && str_eq(m, method);
+}
+
+const struct json *tcc_wait_daemon_request(struct tcc *c, const char *method, int timeout_ms)
+{
+	return wait_for(c, is_daemon_request, method, timeout_ms);
+}
+
+const struct json *tcc_wait_event(struct tcc *c, const char *type, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
+	for (uint64_t now; (now = tc_now_ms()) < end;) {
+		const struct json *n = tcc_wait_notification(c, "notifications/event", (int)(end - now));
+		const struct json *e = n ? json_get(n, "params") : NULL;
+		if (!e)
+			return NULL;
+		if (str_eq(tj_str(e, "type"), type))
+			return e;
+	}
+	return NULL;
+}
+
 void tcc_clear_queue(struct tcc *c)
 {
 	c->n_queue = 0;

@@ -259,6 +259,12 @@ const struct json *tcc_wait_id(struct tcc *c, const char *id_raw, int timeout_ms
  * given method (NULL: any), from the queue first. Returns its root, NULL
  * on timeout. The notification is removed from the queue. */
 const struct json *tcc_wait_notification(struct tcc *c, const char *method, int timeout_ms);
+/* Waits for a request the daemon sends (an "id" and this method, e.g.
+ * "roots/list"), from the queue first; NULL on timeout. */
+const struct json *tcc_wait_daemon_request(struct tcc *c, const char *method, int timeout_ms);
+/* Waits for a notifications/event of this type, dropping events of other
+ * types; returns its params, NULL on timeout. */
+const struct json *tcc_wait_event(struct tcc *c, const char *type, int timeout_ms);
 /* Drops every queued line (e.g. notifications a test does not care about). */
 void tcc_clear_queue(struct tcc *c);
 /* Number of queued notifications of a method (NULL: any). */

@@ -21,20 +21,6 @@
 #include "tests/unit/check_main.h"
 
 /* The params of the next notifications/event of a type, NULL on timeout. */
-static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
-{
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
-	for (uint64_t now; (now = tc_now_ms()) < end;) {
-		const struct json *n = tcc_wait_notification(c, "notifications/event", (int)(end - now));
-		const struct json *e = n ? json_get(n, "params") : NULL;
-		if (!e)
-			return NULL;
-		if (str_eq(tj_str(e, "type"), type))
-			return e;
-	}
-	return NULL;
-}
-
 static struct tcc *approver(struct tcd *d)
 {
 	struct tcc *c = tcc_connect(d);
@@ -135,7 +121,7 @@ START_TEST(symlink_shown_with_its_target)
 	memset(content, 'z', 2000);
 	content[2000] = '\0';
 	const char *id = send_call(c, "write_file", tcc_fmt(c, "{\"path\":\"NOTES.md\",\"content\":\"%s\"}", content));
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_str_eq(tj_str(ev, "files.0"), "NOTES.md -> .git/config");
 	ck_assert_ptr_nonnull(strstr(tj_str(ev, "input"), content));
@@ -145,7 +131,7 @@ START_TEST(symlink_shown_with_its_target)
 				 tcc_fmt(ap, "{\"requestId\":\"%s\",\"decision\":\"deny\"}", rid)));
 	tc_assert_kind(tcc_wait_id(c, id, 5000), "user_denied");
 	id = send_call(c, "write_file", "{\"path\":\"plain.txt\",\"content\":\"x\"}");
-	ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_str_eq(tj_str(ev, "files.0"), "plain.txt");
 	tcc_close(c);
@@ -164,22 +150,22 @@ START_TEST(unanswered_requests_are_taken_down)
 
 	/* Cancelled by the client. */
 	const char *id = send_call(c, "write_file", "{\"path\":\"a.txt\",\"content\":\"x\"}");
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	const char *rid = tj_str(ev, "requestId");
 	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
 			       "\"params\":{\"requestId\":%s}}", id));
-	ev = wait_event(ap, "tool.confirmation_resolved", 5000);
+	ev = tcc_wait_event(ap, "tool.confirmation_resolved", 5000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_str_eq(tj_str(ev, "requestId"), rid);
 	ck_assert_str_eq(tj_str(ev, "decision"), "cancelled");
 
 	/* Timed out. */
 	id = send_call(c, "write_file", "{\"path\":\"b.txt\",\"content\":\"x\"}");
-	ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	rid = tj_str(ev, "requestId");
-	ev = wait_event(ap, "tool.confirmation_resolved", 5000);
+	ev = tcc_wait_event(ap, "tool.confirmation_resolved", 5000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_str_eq(tj_str(ev, "requestId"), rid);
 	ck_assert_str_eq(tj_str(ev, "decision"), "timeout");
@@ -210,7 +196,7 @@ START_TEST(sandboxed_mode_asks_when_not_sandboxed)
 	tc_assert_kind(tcc_call(c, "shell", "{\"command\":\"true\"}"), "user_denied");
 	struct tcc *ap = approver(&d);
 	const char *id = send_call(c, "shell", "{\"command\":\"true\"}");
-	ck_assert_ptr_nonnull(wait_event(ap, "tool.confirmation_requested", 5000));
+	ck_assert_ptr_nonnull(tcc_wait_event(ap, "tool.confirmation_requested", 5000));
 	tcc_close(c);
 	tcc_close(ap);
 	(void)id;

@@ -18,37 +18,6 @@
 
 #define CFG "{\"socket_mode\":\"0600\",\"confirmation\":{\"per_tool\":{\"write_file\":\"prompt\"}}}"
 
-/* Reads lines until the daemon sends a request with this method; other
- * lines are dropped. NULL on timeout. */
-static const struct json *daemon_request(struct tcc *c, const char *method, int timeout_ms)
-{
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
-	for (uint64_t now; (now = tc_now_ms()) < end;) {
-		size_t len;
-		const char *line = tcc_recv_line(c, (int)(end - now), &len);
-		if (!line)
-			return NULL;
-		const struct json *v = tcc_parse(c, line, len);
-		if (tj_has(v, "id") && str_eq(tj_str(v, "method"), method))
-			return v;
-	}
-	return NULL;
-}
-
-static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
-{
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
-	for (uint64_t now; (now = tc_now_ms()) < end;) {
-		const struct json *n = tcc_wait_notification(c, "notifications/event", (int)(end - now));
-		const struct json *e = n ? json_get(n, "params") : NULL;
-		if (!e)
-			return NULL;
-		if (str_eq(tj_str(e, "type"), type))
-			return e;
-	}
-	return NULL;
-}
-
 static struct tcc *elicit_client(struct tcd *d)
 {
 	struct tcc *c = tcc_connect(d);
@@ -72,7 +41,7 @@ static const char *send_write(struct tcc *c, const char *name)
  * (JSON text); returns the request. */
 static const struct json *answer(struct tcc *c, const char *result)
 {
-	const struct json *rq = daemon_request(c, "elicitation/create", 5000);
+	const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 5000);
 	ck_assert_msg(rq, "the daemon never asked the client");
 	if (result)
 		tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", tcc_raw(c, tj(rq, "id")),
@@ -157,7 +126,7 @@ START_TEST(elicitation_approver_wins)
 	const char *id = send_write(c, "ap.txt");
 	const struct json *rq = answer(c, NULL);
 	const char *rq_id = tcc_raw(c, tj(rq, "id"));
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	tc_assert_ok(tcc_request(ap, "confirmations/resolve",
 				 tcc_fmt(ap, "{\"requestId\":\"%s\",\"decision\":\"allow\"}", tj_str(ev, "requestId"))));

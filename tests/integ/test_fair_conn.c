@@ -151,9 +151,13 @@ static bool evicted(struct tcc *c, const char *key, int wait_ms)
 	return true;
 }
 
-/* A uid over limits.per_uid_memory loses its own largest connections,
- * never another uid's, even one larger than each of them. */
-START_TEST(per_uid_memory)
+/*
+ * Fills a shared daemon past a memory limit (limits.NAME = 1 MiB): root's
+ * one connection holds the most of all (200 KiB of a message), nobody's
+ * twelve hold 100 KiB each. Some of nobody's, never root's, are evicted
+ * naming the limit; the rest of both uids' are answered.
+ */
+static void evicts_within_uid(const char *limit)
 {
 	struct passwd *pw = nobody();
 	if (!pw)
@@ -161,11 +165,11 @@ START_TEST(per_uid_memory)
 	struct tcd d;
 	/* One connection may hold 2 x 256 KiB of input and 2 x 4 KiB of
 	 * output: the bound used is at least twice that, 1 MiB is taken. */
-	start_shared(&d, pw, "\"max_message_bytes\":262144,\"max_output_bytes\":4096,\"per_uid_memory\":1048576");
-	/* Root's connection holds the most of all: 256 KiB of buffer. */
+	char *limits = xasprintf("\"max_message_bytes\":262144,\"max_output_bytes\":4096,\"%s\":1048576", limit);
+	start_shared(&d, pw, limits);
+	free(limits);
 	struct tcc *root = tcc_connect(&d);
 	send_partial(root, 200 * 1024);
-	/* Nobody's twelve hold 128 KiB each: 1.5 MiB. */
 	enum { N = 12 };
 	struct tcc *n[N];
 	for (int i = 0; i < N; i++) {
@@ -173,12 +177,12 @@ START_TEST(per_uid_memory)
 		send_partial(n[i], 100 * 1024);
 	}
 	ck_assert(tcd_wait_stat(&d, "result.connections.evicted", 4, 5000));
+	char *named = xasprintf("limits.%s", limit);
 	int gone = 0;
 	for (int i = 0; i < N; i++)
-		gone += evicted(n[i], "limits.per_uid_memory", 300);
+		gone += evicted(n[i], named, 300);
+	free(named);
 	ck_assert_msg(gone >= 4 && gone < N, "%d of %d connections of nobody evicted", gone, N);
-	/* Root's connection stays and is answered, and so are nobody's
-	 * others. */
 	ck_assert(tcc_quiet(root, 200));
 	finish_partial(root);
 	for (int i = 0; i < N; i++)
@@ -190,37 +194,20 @@ START_TEST(per_uid_memory)
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
 }
+
+/* A uid over limits.per_uid_memory loses its own largest connections,
+ * never another uid's, even one larger than each of them. */
+START_TEST(per_uid_memory)
+{
+	evicts_within_uid("per_uid_memory");
+}
 END_TEST
 
 /* Over limits.max_client_memory, the victim is a connection of the uid
  * holding the most in all, not the largest connection daemon-wide. */
 START_TEST(global_memory_evicts_within_heaviest_uid)
 {
-	struct passwd *pw = nobody();
-	if (!pw)
-		return;
-	struct tcd d;
-	start_shared(&d, pw, "\"max_message_bytes\":262144,\"max_output_bytes\":4096,\"max_client_memory\":1048576");
-	struct tcc *root = tcc_connect(&d);
-	send_partial(root, 200 * 1024);
-	enum { N = 12 };
-	struct tcc *n[N];
-	for (int i = 0; i < N; i++) {
-		n[i] = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
-		send_partial(n[i], 100 * 1024);
-	}
-	ck_assert(tcd_wait_stat(&d, "result.connections.evicted", 4, 5000));
-	int gone = 0;
-	for (int i = 0; i < N; i++)
-		gone += evicted(n[i], "limits.max_client_memory", 300);
-	ck_assert_msg(gone >= 4 && gone < N, "%d of %d connections of nobody evicted", gone, N);
-	ck_assert(tcc_quiet(root, 200));
-	finish_partial(root);
-	for (int i = 0; i < N; i++)
-		tcc_close(n[i]);
-	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	evicts_within_uid("max_client_memory");
 }
 END_TEST
 
@@ -241,26 +228,11 @@ static const char *send_big_write(struct tcc *c, int i)
 	return tcc_fmt(c, "%lld", (long long)id);
 }
 
-/* The params of the next event of a type, NULL on timeout. */
-static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
-{
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
-	for (uint64_t now; (now = tc_now_ms()) < end;) {
-		const struct json *n = tcc_wait_notification(c, "notifications/event", (int)(end - now));
-		const struct json *e = n ? json_get(n, "params") : NULL;
-		if (!e)
-			return NULL;
-		if (str_eq(tj_str(e, "type"), type))
-			return e;
-	}
-	return NULL;
-}
-
 /* Has the approver a answer the next request it is shown with decision,
  * and expects the call c sent as id to end with kind. */
 static void answer_next(struct tcc *a, const char *decision, struct tcc *c, const char *id, const char *kind)
 {
-	const struct json *ev = wait_event(a, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(a, "tool.confirmation_requested", 5000);
 	ck_assert_msg(ev, "no confirmation request reached the approver");
 	const char *rid = tj_str(ev, "requestId");
 	ck_assert_ptr_nonnull(rid);

@@ -30,22 +30,6 @@ static const struct json *next_event(struct tcc *c, int timeout_ms)
 	return n ? json_get(n, "params") : NULL;
 }
 
-/* The next event of a type, skipping others; NULL on timeout. */
-static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
-{
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
-	for (;;) {
-		uint64_t now = tc_now_ms();
-		if (now >= end)
-			return NULL;
-		const struct json *e = next_event(c, (int)(end - now));
-		if (!e)
-			return NULL;
-		if (str_eq(tj_str(e, "type"), type))
-			return e;
-	}
-}
-
 /* Collects events until none comes for quiet_ms (at most 64). */
 static size_t drain_events(struct tcc *c, const struct json **out, size_t max, int quiet_ms)
 {
@@ -177,7 +161,7 @@ START_TEST(confirm_allow)
 	const char *sid = tj_str(tcc_initialize(c, NULL), "sessionId");
 	const char *id = send_call(c, "write_file",
 				   "{\"path\":\"notes/./a.txt\",\"content\":\"hello approver\",\"create_dirs\":true}");
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_msg(ev != NULL, "no tool.confirmation_requested event");
 	ck_assert_str_eq(tj_str(ev, "tool"), "write_file");
 	ck_assert_str_eq(tj_str(ev, "sideEffect"), "write");
@@ -205,7 +189,7 @@ START_TEST(confirm_allow)
 	char *content = tcd_read(&d, "notes/a.txt", NULL);
 	ck_assert_str_eq(content, "hello approver");
 	free(content);
-	ev = wait_event(ap, "tool.confirmation_resolved", 2000);
+	ev = tcc_wait_event(ap, "tool.confirmation_resolved", 2000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_str_eq(tj_str(ev, "requestId"), req);
 	ck_assert_str_eq(tj_str(ev, "decision"), "allow");
@@ -222,7 +206,7 @@ START_TEST(confirm_deny)
 	struct tcc *ap = approver(&d);
 	struct tcc *c = tcc_connect(&d);
 	const char *id = send_call(c, "write_file", "{\"path\":\"b.txt\",\"content\":\"no\"}");
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	const struct json *r = resolve(ap, tj_str(ev, "requestId"), "deny");
 	ck_assert(tj_bool(r, "result.accepted"));
@@ -248,7 +232,7 @@ START_TEST(confirm_approver_leaves)
 	struct tcc *ap = approver(&d);
 	struct tcc *c = tcc_connect(&d);
 	const char *id = send_call(c, "write_file", "{\"path\":\"c.txt\",\"content\":\"no\"}");
-	ck_assert_ptr_nonnull(wait_event(ap, "tool.confirmation_requested", 5000));
+	ck_assert_ptr_nonnull(tcc_wait_event(ap, "tool.confirmation_requested", 5000));
 	uint64_t t0 = tc_now_ms();
 	tcc_close(ap);
 	const struct json *r = wait_response(c, id, 5000);
@@ -271,13 +255,13 @@ START_TEST(confirm_always_allow)
 	struct tcc *c = tcc_connect(&d);
 	const char *sid = tj_str(tcc_initialize(c, NULL), "sessionId");
 	const char *id = send_call(c, "write_file", "{\"path\":\"c1.txt\",\"content\":\"1\"}");
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	const struct json *r = resolve(ap, tj_str(ev, "requestId"), "always_allow");
 	ck_assert(tj_bool(r, "result.accepted"));
 	ck_assert_str_eq(tj_str(r, "result.decision"), "always_allow");
 	tc_assert_ok(wait_response(c, id, 5000));
-	ck_assert(wait_event(ap, "tool.confirmation_resolved", 2000) != NULL);
+	ck_assert(tcc_wait_event(ap, "tool.confirmation_resolved", 2000) != NULL);
 
 	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"c2.txt\",\"content\":\"2\"}"));
 	struct tcc *c2 = tcc_connect(&d);
@@ -286,19 +270,19 @@ START_TEST(confirm_always_allow)
 	free(q);
 	tc_assert_ok(tcc_call(c2, "write_file", "{\"path\":\"c3.txt\",\"content\":\"3\"}"));
 	ck_assert(ws_exists(&d, "c2.txt") && ws_exists(&d, "c3.txt"));
-	ck_assert_msg(wait_event(ap, "tool.confirmation_requested", 300) == NULL,
+	ck_assert_msg(tcc_wait_event(ap, "tool.confirmation_requested", 300) == NULL,
 		      "always_allow did not hold for the rest of the session");
 
 	/* Another session is asked again. */
 	struct tcc *other = tcc_connect(&d);
 	id = send_call(other, "write_file", "{\"path\":\"c4.txt\",\"content\":\"4\"}");
-	ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_msg(ev != NULL, "always_allow leaked into another session");
 	resolve(ap, tj_str(ev, "requestId"), "deny");
 	tc_assert_kind(wait_response(other, id, 5000), "user_denied");
 	/* And another tool of the same session is asked too. */
 	id = send_call(c, "patch_file", "{\"path\":\"c1.txt\",\"old\":\"1\",\"new\":\"one\"}");
-	ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_str_eq(tj_str(ev, "tool"), "patch_file");
 	resolve(ap, tj_str(ev, "requestId"), "deny");
@@ -319,7 +303,7 @@ START_TEST(confirm_timeout)
 	struct tcc *c = tcc_connect(&d);
 	uint64_t t0 = tc_now_ms();
 	const char *id = send_call(c, "write_file", "{\"path\":\"t.txt\",\"content\":\"late\"}");
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_ptr_nonnull(ev);
 	const char *req = tj_str(ev, "requestId");
 	const struct json *r = wait_response(c, id, 5000);
@@ -329,7 +313,7 @@ START_TEST(confirm_timeout)
 	ck_assert_msg(took >= 950 && took < 3000, "a 1000 ms confirmation timeout took %llu ms",
 		      (unsigned long long)took);
 	ck_assert(!ws_exists(&d, "t.txt"));
-	ev = wait_event(ap, "tool.confirmation_resolved", 2000);
+	ev = tcc_wait_event(ap, "tool.confirmation_resolved", 2000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_str_eq(tj_str(ev, "requestId"), req);
 	/* Too late to answer: the first decision (the timeout) stands. */
@@ -353,8 +337,8 @@ START_TEST(confirm_approvers_race)
 	struct tcc *a1 = approver(&d), *a2 = approver(&d);
 	struct tcc *c = tcc_connect(&d);
 	const char *id = send_call(c, "write_file", "{\"path\":\"race.txt\",\"content\":\"r\"}");
-	const struct json *e1 = wait_event(a1, "tool.confirmation_requested", 5000);
-	const struct json *e2 = wait_event(a2, "tool.confirmation_requested", 5000);
+	const struct json *e1 = tcc_wait_event(a1, "tool.confirmation_requested", 5000);
+	const struct json *e2 = tcc_wait_event(a2, "tool.confirmation_requested", 5000);
 	ck_assert(e1 && e2);
 	const char *req = tj_str(e1, "requestId");
 	ck_assert_str_eq(tj_str(e2, "requestId"), req);
@@ -383,8 +367,8 @@ START_TEST(confirm_approvers_race)
 		tc_assert_kind(r, "user_denied");
 		ck_assert(!ws_exists(&d, "race.txt"));
 	}
-	const struct json *s1 = wait_event(a1, "tool.confirmation_resolved", 2000);
-	const struct json *s2 = wait_event(a2, "tool.confirmation_resolved", 2000);
+	const struct json *s1 = tcc_wait_event(a1, "tool.confirmation_resolved", 2000);
+	const struct json *s2 = tcc_wait_event(a2, "tool.confirmation_resolved", 2000);
 	ck_assert(s1 && s2);
 	ck_assert_str_eq(tj_str(s1, "decision"), winner);
 	ck_assert_str_eq(tj_str(s2, "decision"), winner);
@@ -407,7 +391,7 @@ START_TEST(no_approver_wait_late_approver)
 	ck_assert_msg(tcc_quiet(c, 500), "with no_approver \"wait\" the call did not wait");
 
 	struct tcc *ap = approver(&d);
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 1500);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 1500);
 	ck_assert_msg(ev != NULL, "an approver that subscribes while a call waits is not shown its "
 				  "confirmation request, so nobody can ever approve it");
 	tc_assert_ok(resolve(ap, tj_str(ev, "requestId"), "allow"));
@@ -448,11 +432,11 @@ START_TEST(trusted_workspace)
 	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"trusted.txt\",\"content\":\"t\"}"));
 	ck_assert(ws_exists(&d, "trusted.txt"));
 	tc_assert_ok(tcc_call(c, "patch_file", "{\"path\":\"trusted.txt\",\"old\":\"t\",\"new\":\"u\"}"));
-	ck_assert_msg(wait_event(ap, "tool.confirmation_requested", 200) == NULL,
+	ck_assert_msg(tcc_wait_event(ap, "tool.confirmation_requested", 200) == NULL,
 		      "a write in a trusted workspace asked for confirmation");
 
 	const char *id = send_call(c, "shell", "{\"command\":\"echo hi > shell.txt\"}");
-	const struct json *ev = wait_event(ap, "tool.confirmation_requested", 5000);
+	const struct json *ev = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_msg(ev != NULL, "the shell did not ask in a trusted workspace");
 	ck_assert_str_eq(tj_str(ev, "tool"), "shell");
 	ck_assert_str_eq(tj_str(ev, "sideEffect"), "execute");
@@ -617,21 +601,21 @@ START_TEST(events_dispatch_registry_circuit)
 
 	r = tcc_request(c, "admin/reload", NULL);
 	tc_assert_ok(r);
-	const struct json *ev = wait_event(sub, "registry.reloaded", 2000);
+	const struct json *ev = tcc_wait_event(sub, "registry.reloaded", 2000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_int_eq(tj_int(ev, "tools"), tj_int(r, "result.tools"));
 	ck_assert_int_eq(tj_int(ev, "tools"), 14);
 
 	tc_assert_kind(tcc_call(c, "breaker", "{\"code\":1}"), "execution_error");
 	tc_assert_kind(tcc_call(c, "breaker", "{\"code\":1}"), "execution_error");
-	ev = wait_event(sub, "circuit.opened", 2000);
+	ev = tcc_wait_event(sub, "circuit.opened", 2000);
 	ck_assert_msg(ev != NULL, "no circuit.opened after 2 failures");
 	ck_assert_str_eq(tj_str(ev, "tool"), "breaker");
 	r = tcc_call(c, "breaker", "{\"code\":0}");
 	tc_assert_kind(r, "circuit_open");
 	ck_assert(tc_wait_until(!tj_has(tcc_call(c, "breaker", "{\"code\":0}"), "error"), tj_int(r, "error.data.retryAfterMs") + 2000));
 	tc_assert_ok(tcc_call(c, "breaker", "{\"code\":0}"));
-	ev = wait_event(sub, "circuit.closed", 2000);
+	ev = tcc_wait_event(sub, "circuit.closed", 2000);
 	ck_assert_msg(ev != NULL, "no circuit.closed after a successful probe");
 	ck_assert_str_eq(tj_str(ev, "tool"), "breaker");
 	tcc_close(c);
@@ -674,12 +658,12 @@ START_TEST(events_slow_subscriber)
 		;
 	ck_assert(!tcc_eof(slow));
 	tc_assert_ok(tcc_call(c, "list_dir", "{}"));
-	const struct json *ev = wait_event(slow, "events.dropped", 5000);
+	const struct json *ev = tcc_wait_event(slow, "events.dropped", 5000);
 	ck_assert_msg(ev != NULL, "no events.dropped event after reading again");
 	ck_assert_int_gt(tj_int(ev, "count"), 0);
 	ck_assert_int_le(tj_int(ev, "count"), dropped);
 	/* Deliveries resumed. */
-	ck_assert(wait_event(slow, "tool.completed", 2000) != NULL);
+	ck_assert(tcc_wait_event(slow, "tool.completed", 2000) != NULL);
 	tcc_close(c);
 	tcc_close(slow);
 	stop_clean(&d);
@@ -844,7 +828,7 @@ START_TEST(peers_other_uid)
 
 	/* The watcher saw nobody's own call, and none of root's calls, which
 	 * root's subscriber did see. */
-	ck_assert(wait_event(own_sub, "tool.called", 2000) != NULL);
+	ck_assert(tcc_wait_event(own_sub, "tool.called", 2000) != NULL);
 	const struct json *evs[64];
 	size_t nev = drain_events(nsub, evs, ELEMENTSOF(evs), 300);
 	unsigned own_calls = 0;
@@ -862,7 +846,7 @@ START_TEST(peers_other_uid)
 	tc_assert_ok(tcc_request(nap, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
 	r = tcc_call(c, "write_file", "{\"path\":\"x.txt\",\"content\":\"x\"}");
 	tc_assert_kind(r, "user_denied");
-	ck_assert(wait_event(nap, "tool.confirmation_requested", 300) == NULL);
+	ck_assert(tcc_wait_event(nap, "tool.confirmation_requested", 300) == NULL);
 
 	free(qs);
 	tcc_close(nap);

@@ -21,42 +21,10 @@
 #define CFG "{\"workspaces\":{\"allowed\":[\"@DIR@/allowed\"]},\"socket_mode\":\"0600\"," \
 	    "\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"}}}"
 
-/* Reads lines until the daemon sends a request with this method; other
- * lines are dropped. NULL on timeout. */
-static const struct json *daemon_request(struct tcc *c, const char *method, int timeout_ms)
-{
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
-	for (uint64_t now; (now = tc_now_ms()) < end;) {
-		size_t len;
-		const char *line = tcc_recv_line(c, (int)(end - now), &len);
-		if (!line)
-			return NULL;
-		const struct json *v = tcc_parse(c, line, len);
-		if (tj_has(v, "id") && str_eq(tj_str(v, "method"), method))
-			return v;
-	}
-	return NULL;
-}
-
-/* Waits for an event of type on a subscriber. */
-static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
-{
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
-	for (uint64_t now; (now = tc_now_ms()) < end;) {
-		const struct json *n = tcc_wait_notification(c, "notifications/event", (int)(end - now));
-		const struct json *e = n ? json_get(n, "params") : NULL;
-		if (!e)
-			return NULL;
-		if (str_eq(tj_str(e, "type"), type))
-			return e;
-	}
-	return NULL;
-}
-
 /* Answers the daemon's roots/list with the roots (JSON array text). */
 static void answer_roots(struct tcc *c, const char *roots)
 {
-	const struct json *rq = daemon_request(c, "roots/list", 5000);
+	const struct json *rq = tcc_wait_daemon_request(c, "roots/list", 5000);
 	ck_assert_msg(rq, "the daemon never asked for the roots");
 	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"roots\":%s}}",
 			    tcc_raw(c, tj(rq, "id")), roots));
@@ -122,7 +90,7 @@ START_TEST(roots_become_workspaces)
 				"{\"uri\":\"file://%s/elsewhere\"},{\"uri\":\"https://example.com/\"},"
 				"{\"name\":\"no uri\"}]", d.dir, d.dir, d.dir));
 
-	const struct json *e = wait_event(ev, "session.roots", 5000);
+	const struct json *e = tcc_wait_event(ev, "session.roots", 5000);
 	ck_assert_msg(e, "no session.roots event");
 	_cleanup_free_ char *t = tj_text(e);
 	ck_assert_msg(tj_len(e, "workspaces") == 2, "%s", t);
@@ -173,7 +141,7 @@ START_TEST(roots_become_workspaces)
 	/* list_changed: asked again; now b c alone. */
 	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}");
 	answer_roots(c, tcc_fmt(c, "[{\"uri\":\"file://%s/allowed/b%%20c\"}]", d.dir));
-	e = wait_event(ev, "session.roots", 5000);
+	e = tcc_wait_event(ev, "session.roots", 5000);
 	ck_assert_msg(e, "no session.roots event after list_changed");
 	w = e;
 	ck_assert_int_eq(tj_len(w, "workspaces"), 1);
@@ -184,7 +152,7 @@ START_TEST(roots_become_workspaces)
 	/* No allowed root: initialize's workspace again. */
 	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}");
 	answer_roots(c, tcc_fmt(c, "[{\"uri\":\"file://%s/elsewhere\"}]", d.dir));
-	e = wait_event(ev, "session.roots", 5000);
+	e = tcc_wait_event(ev, "session.roots", 5000);
 	ck_assert_msg(e, "no session.roots event for a list with nothing allowed");
 	w = e;
 	_cleanup_free_ char *rws = realpath(d.ws, NULL);
@@ -207,7 +175,7 @@ START_TEST(roots_hostile_answers)
 	struct tcd d;
 	start(&d);
 	struct tcc *c = roots_client(&d);
-	const struct json *rq = daemon_request(c, "roots/list", 5000);
+	const struct json *rq = tcc_wait_daemon_request(c, "roots/list", 5000);
 	ck_assert_ptr_nonnull(rq);
 	ck_assert_msg(tj_str(rq, "id") && !strncmp(tj_str(rq, "id"), "tc-", 3), "id: %s", tcc_raw(c, tj(rq, "id")));
 	/* Answers to nothing, then a malformed answer to the real request. */
