@@ -10,6 +10,7 @@
 #include "daemon/client_asks.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -356,4 +357,23 @@ bool asks_confirm(void *ctx, const struct confirm_question *q)
 		return false;
 	}
 	return true;
+}
+
+void asks_withdraw(void *ctx, const char *request_id)
+{
+	struct pending *p = ctx;
+	struct conn *c = p->conn;
+	if (c->dead)
+		return;
+	for (struct list *pos = c->outreqs.list.next; pos != &c->outreqs.list; pos = pos->next) {
+		struct outreq *o = list_entry(pos, struct outreq, node);
+		if (o->fn != on_elicit || !str_eq(((struct elicit *)o->arg)->request_id, request_id))
+			continue;
+		char params[128];
+		int n = snprintf(params, sizeof(params), "{\"requestId\":\"tc-%llu\",\"reason\":\"The confirmation was "
+				 "settled elsewhere\"}", (unsigned long long)o->n);
+		conn_notify(c, "notifications/cancelled", params, (size_t)n);
+		conn_request_forget(o);
+		return;
+	}
 }

@@ -22,5 +22,9 @@ void asks_capabilities(struct conn *c, const struct json *capabilities);
 void asks_roots(struct conn *c);
 /* caller_ops.ask of a tools/call: ctx is its pending request. */
 bool asks_confirm(void *ctx, const struct confirm_question *q);
+/* Takes down a confirmation question put to the client of ctx (a struct
+ * pending) and still unanswered: notifications/cancelled for it, and its
+ * answer, should one come, is ignored (caller_ops.withdraw). */
+void asks_withdraw(void *ctx, const char *request_id);
 
 #endif

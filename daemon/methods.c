@@ -302,6 +302,7 @@ static const struct caller_ops call_ops = {
 	.complete = call_complete,
 	.progress = call_progress,
 	.ask = asks_confirm,
+	.withdraw = asks_withdraw,
 };
 
 static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pending *p)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "daemon/answer.h"
+#include "daemon/client_asks.h"
 #include "daemon/client_session.h"
 #include "daemon/server_state.h"
 #include "lib/dispatch.h"
@@ -96,8 +97,24 @@ static void member_complete(void *ctx, const struct outcome *o, bool replayed)
 		group_answer(g);
 }
 
+/* A confirmation of one of the calls is put to the client of the whole
+ * request, like a tools/call's. */
+static bool member_ask(void *ctx, const struct confirm_question *q)
+{
+	struct member *m = ctx;
+	return asks_confirm(m->group->p, q);
+}
+
+static void member_withdraw(void *ctx, const char *request_id)
+{
+	struct member *m = ctx;
+	asks_withdraw(m->group->p, request_id);
+}
+
 static const struct caller_ops member_ops = {
 	.complete = member_complete,
+	.ask = member_ask,
+	.withdraw = member_withdraw,
 };
 
 /* Answers a bad tools/dispatch request. */

@@ -218,12 +218,17 @@ static struct confirm *untie(struct exec *e)
 }
 
 /* Unties e from its request, settles it with decision and tells the
- * subscribers (approvers take the question down). */
+ * subscribers (approvers take the question down), and the client asked
+ * (its question is withdrawn; a no-op when its answer settled it). */
 static struct confirm *confirm_detach(struct exec *e, const char *decision)
 {
 	struct dispatcher *d = e->d;
 	struct confirm *c = untie(e);
 	confirm_settle(d, c, decision);
+	if (c->elicited) {
+		c->elicited = false;
+		exec_withdraw_callers(e, c->id);
+	}
 	struct resolved_arg r = { c->id, decision };
 	event_emit(d->bus, "tool.confirmation_resolved", e->session, e->call_id, e->tool->name,
 		   extra_resolved, &r);

@@ -305,6 +305,15 @@ bool exec_ask_callers(struct exec *e, const struct confirm_question *q)
 	return false;
 }
 
+void exec_withdraw_callers(struct exec *e, const char *request_id)
+{
+	for (struct list *pos = e->waiters.next; pos != &e->waiters; pos = pos->next) {
+		struct caller *c = list_entry(pos, struct caller, node);
+		if (c->ops->withdraw)
+			c->ops->withdraw(c->ctx, request_id);
+	}
+}
+
 void exec_finish(struct exec *e, struct outcome *o)
 {
 	struct dispatcher *d = e->d;

@@ -102,6 +102,10 @@ struct caller_ops {
 	 * elicitation), answered later through dispatch_resolve(). q NULL
 	 * only asks whether it could. True when asked (or could be). */
 	bool (*ask)(void *ctx, const struct confirm_question *q);
+	/* Optional: a confirmation put to the caller's client through ask
+	 * was settled otherwise (an approver, the timeout, a cancel); the
+	 * question can be taken down. */
+	void (*withdraw)(void *ctx, const char *request_id);
 };
 
 struct dispatcher;

@@ -136,6 +136,9 @@ void exec_enqueue(struct exec *e);
 /* Asks the first caller of e that can ask its client to confirm (q NULL:
  * whether one could); true when one did. */
 bool exec_ask_callers(struct exec *e, const struct confirm_question *q);
+/* Tells e's callers that its confirmation request_id no longer waits for
+ * their clients' answer. */
+void exec_withdraw_callers(struct exec *e, const char *request_id);
 /* Arms the exec's one timer with a callback (timeout, backoff, confirmation). */
 void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms);
 /* Runs the next attempt of an execution that holds a slot. */

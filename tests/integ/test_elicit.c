@@ -131,6 +131,12 @@ START_TEST(elicitation_approver_wins)
 	tc_assert_ok(tcc_request(ap, "confirmations/resolve",
 				 tcc_fmt(ap, "{\"requestId\":\"%s\",\"decision\":\"allow\"}", tj_str(ev, "requestId"))));
 	tc_assert_ok(tcc_wait_id(c, id, 5000));
+	/* The client's question is taken down: notifications/cancelled
+	 * naming the daemon's request. */
+	const struct json *n = tcc_wait_notification(c, "notifications/cancelled", 5000);
+	ck_assert_msg(n, "the client's question was not withdrawn");
+	ck_assert_str_eq(tcc_raw(c, tj(n, "params.requestId")), rq_id);
+	ck_assert(tj_has(n, "params.reason"));
 	/* Too late, and wrong: ignored. */
 	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"decline\"}}", rq_id));
 	tc_assert_ok(tcc_request(c, "ping", NULL));
@@ -146,10 +152,49 @@ START_TEST(elicitation_approver_wins)
 			    "\"content\":{\"decision\":\"allow\"}}}", tcc_raw(c, tj(rq, "id"))));
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	_cleanup_free_ char *cp = tcd_ws_path(&d, "cancelled.txt");
+	/* Answered by the client itself: nothing is withdrawn. */
+	ck_assert_uint_eq(tcc_count_notifications(c, "notifications/cancelled"), 0);
 	ck_assert_int_lt(access(cp, F_OK), 0);
 
 	tcc_close(c);
 	tcc_close(ap);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* tools/dispatch asks the client like tools/call does, one question per
+ * call that needs one; a call the client allows runs, one it declines
+ * is an error message for the model. */
+START_TEST(elicitation_for_dispatch)
+{
+	struct tcd d;
+	tcd_start(&d, CFG);
+	struct tcc *c = elicit_client(&d);
+	int64_t id = tcc_send_request(c, "tools/dispatch",
+		"{\"format\":\"openai\",\"calls\":["
+		"{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"write_file\","
+		"\"arguments\":\"{\\\"path\\\":\\\"d1.txt\\\",\\\"content\\\":\\\"one\\\"}\"}},"
+		"{\"id\":\"call_2\",\"type\":\"function\",\"function\":{\"name\":\"write_file\","
+		"\"arguments\":\"{\\\"path\\\":\\\"d2.txt\\\",\\\"content\\\":\\\"two\\\"}\"}}]}");
+	for (int i = 0; i < 2; i++) {
+		const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 5000);
+		ck_assert_msg(rq, "the daemon never asked the client about call %d", i + 1);
+		bool first = strstr(tj_str(rq, "params.message"), "d1.txt") != NULL;
+		tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", tcc_raw(c, tj(rq, "id")),
+				    first ? "{\"action\":\"accept\",\"content\":{\"decision\":\"allow\"}}"
+					  : "{\"action\":\"decline\"}"));
+	}
+	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 5000);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.messages"), 2);
+	ck_assert_str_eq(tj_str(r, "result.messages.0.tool_call_id"), "call_1");
+	const char *denied = tj_str(r, "result.messages.1.content");
+	ck_assert_msg(denied && strstr(denied, "denied"), "%s", denied ? denied : "(none)");
+	_cleanup_free_ char *p1 = tcd_ws_path(&d, "d1.txt"), *p2 = tcd_ws_path(&d, "d2.txt");
+	ck_assert_int_eq(access(p1, F_OK), 0);
+	ck_assert_int_lt(access(p2, F_OK), 0);
+	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
 }
@@ -183,6 +228,7 @@ int main(void)
 	tcase_add_test(tc, elicitation_answers);
 	tcase_add_test(tc, elicitation_approver_wins);
 	tcase_add_test(tc, elicitation_client_leaves);
+	tcase_add_test(tc, elicitation_for_dispatch);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
