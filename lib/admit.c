@@ -175,7 +175,7 @@ void admit_decide_confirmation(struct dispatcher *d, struct session *s, struct a
 	a->mode = CONFIRM_AUTO;
 	if (d->policy && !map_get(s->always_allow, a->t->name))
 		a->mode = policy_settle_sandboxed(policy_decide(d->policy, a->t->name, a->t->side_effects,
-								s->ws ? s->ws->root : NULL), a->t,
+								dispatch_policy_root(d, s)), a->t,
 						  d->env ? d->env->sandbox : NULL);
 }
 

@@ -57,6 +57,15 @@ void audit_call(struct audit *a, const struct audit_call *c)
 	jgen_kv_int(g, "durationMs", (int64_t)o->duration_ms);
 	jgen_kv_bool(g, "replayed", c->replayed);
 	jgen_kv_str(g, "workspace", s && s->ws ? s->ws->root : NULL);
+	const char *roots[WS_GROUP_MAX + 1];
+	if (s && s->ws && ws_group_roots(s->ws, roots, WS_GROUP_MAX + 1) > 1) {
+		/* A session of several MCP roots: all of them, the primary first. */
+		jgen_key(g, "workspaces");
+		jgen_arr_open(g);
+		for (const char *const *r = roots; *r; r++)
+			jgen_str(g, *r);
+		jgen_arr_close(g);
+	}
 	jgen_key(g, "files");
 	jgen_arr_open(g);
 	for (size_t i = 0; i < o->n_files; i++)

@@ -259,13 +259,16 @@ static void extra_failed(struct jgen *g, void *arg)
 	jgen_kv_int(g, "durationMs", (int64_t)o->duration_ms);
 }
 
-/* The call as hooks see it. */
-static void hook_input_of(const struct exec *e, struct hook_input *in)
+/* The call as hooks see it; roots holds the session's workspaces. */
+static void hook_input_of(const struct exec *e, struct hook_input *in, const char *roots[WS_GROUP_MAX + 1])
 {
+	roots[0] = NULL;
+	if (e->session->ws)
+		ws_group_roots(e->session->ws, roots, WS_GROUP_MAX + 1);
 	*in = (struct hook_input){
 		.tool = e->tool->name, .arguments = e->args, .session_id = e->session->id,
 		.uid = e->session->uid, .pid = e->pid,
-		.workspace = e->session->ws ? e->session->ws->root : NULL,
+		.workspaces = roots[0] ? roots : NULL,
 		.side_effects = side_effect_name(e->tool->side_effects), .call_id = e->call_id,
 		.peer = session_identity(e->session),
 	};
@@ -275,7 +278,8 @@ static void hook_input_of(const struct exec *e, struct hook_input *in)
 static void run_post_hooks(struct exec *e, const struct outcome *o)
 {
 	struct hook_input in;
-	hook_input_of(e, &in);
+	const char *roots[WS_GROUP_MAX + 1];
+	hook_input_of(e, &in, roots);
 	struct hook_outcome ho = {
 		.kind = tc_kind_name(o->kind), .is_error = o->is_error, .duration_ms = o->duration_ms,
 		.attempts = o->attempts, .text = o->text, .message = o->kind != TC_OK ? o->message : NULL,
@@ -666,13 +670,24 @@ void dispatch_arm_sweep(struct dispatcher *d)
 
 /* --- calls ------------------------------------------------------------- */
 
+const char *dispatch_policy_root(const struct dispatcher *d, const struct session *s)
+{
+	const char *roots[WS_GROUP_MAX + 1];
+	if (!s->ws || !ws_group_roots(s->ws, roots, WS_GROUP_MAX + 1))
+		return NULL;
+	for (size_t i = 1; roots[i]; i++)
+		if (!policy_workspace_trusted(d->policy, roots[i]))
+			return NULL;
+	return roots[0];
+}
+
 bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t)
 {
 	if (!d->policy)
 		return true;
 	if (map_get(s->always_allow, t->name))
 		return true;
-	return policy_decide(d->policy, t->name, t->side_effects, s->ws ? s->ws->root : NULL) != CONFIRM_DENY;
+	return policy_decide(d->policy, t->name, t->side_effects, dispatch_policy_root(d, s)) != CONFIRM_DENY;
 }
 
 static struct outcome *conflict(const char *client_key, bool same_tool)
@@ -928,7 +943,8 @@ static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct ca
 	}
 	e->mode = mode;
 	struct hook_input in;
-	hook_input_of(e, &in);
+	const char *roots[WS_GROUP_MAX + 1];
+	hook_input_of(e, &in, roots);
 	e->hook = hooks_pre_start(d->hooks, &in, on_pre_hooks, e);
 	if (e->hook) {
 		e->state = EX_HOOKS;

@@ -135,6 +135,10 @@ const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
 void exec_enqueue(struct exec *e);
 /* Asks the first caller of e that can ask its client to confirm (q NULL:
  * whether one could); true when one did. */
+/* The workspace root the confirmation policy judges s by: its primary,
+ * or NULL (trusted by no entry) when any other root of its group is not
+ * trusted, so a trusted primary does not vouch for the rest. */
+const char *dispatch_policy_root(const struct dispatcher *d, const struct session *s);
 bool exec_ask_callers(struct exec *e, const struct confirm_question *q);
 /* Tells e's callers that its confirmation request_id no longer waits for
  * their clients' answer. */

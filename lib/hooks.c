@@ -48,7 +48,8 @@ struct hook_run {
 	size_t n, i;
 	/* pre_call: the call, to build each hook's input (arguments change
 	 * when a hook rewrites them). */
-	char *tool, *session_id, *workspace, *side_effects, *call_id;
+	char *tool, *session_id, *side_effects, *call_id;
+	char **workspaces;		/* the session's roots, the primary first */
 	uid_t uid;
 	pid_t pid;
 	/* Whom the hooks run as (a copy: the session may go first). */
@@ -214,7 +215,7 @@ static void run_free(struct hook_run *r)
 	free(r->hooks);
 	free(r->tool);
 	free(r->session_id);
-	free(r->workspace);
+	strv_free(r->workspaces);
 	free(r->side_effects);
 	free(r->call_id);
 	hook_verdict_clear(&r->v);
@@ -323,7 +324,12 @@ static void write_call(struct jgen *g, const struct hook_input *in)
 	jgen_kv_int(g, "uid", in->uid);
 	jgen_kv_int(g, "pid", in->pid);
 	jgen_obj_close(g);
-	jgen_kv_str(g, "workspace", in->workspace);
+	jgen_kv_str(g, "workspace", in->workspaces ? in->workspaces[0] : NULL);
+	jgen_key(g, "workspaces");
+	jgen_arr_open(g);
+	for (const char *const *w = in->workspaces; w && *w; w++)
+		jgen_str(g, *w);
+	jgen_arr_close(g);
 	jgen_kv_str(g, "sideEffects", in->side_effects);
 	jgen_kv_str(g, "callId", in->call_id);
 }
@@ -333,7 +339,7 @@ static void pre_input(struct hook_run *r, struct buf *out)
 {
 	struct hook_input in = {
 		.tool = r->tool, .arguments = r->args, .session_id = r->session_id, .uid = r->uid,
-		.pid = r->pid, .workspace = r->workspace, .side_effects = r->side_effects,
+		.pid = r->pid, .workspaces = (const char *const *)r->workspaces, .side_effects = r->side_effects,
 		.call_id = r->call_id,
 	};
 	struct jgen *g = jgen_new(out);
@@ -426,8 +432,7 @@ static int hook_sandbox(struct hook_run *r, char **ret_msg)
 	req.profile = SANDBOX_READ_ONLY;
 	req.network = false;
 	req.write_extra = NULL;
-	const char *ws[] = { r->workspace, NULL };
-	req.workspaces = ws;
+	req.workspaces = (const char *const *)r->workspaces;
 	req.id = r->has_peer ? &r->peer : NULL;
 	req.call_name = "hook";
 	return sandbox_prepare(&req, &r->run, ret_msg);
@@ -566,7 +571,7 @@ struct hook_run *hooks_pre_start(struct hooks *h, const struct hook_input *in,
 	if (!r)
 		return NULL;
 	r->session_id = strdup_or_null(in->session_id);
-	r->workspace = strdup_or_null(in->workspace);
+	r->workspaces = strv_dup(in->workspaces);
 	r->side_effects = strdup_or_null(in->side_effects);
 	r->call_id = strdup_or_null(in->call_id);
 	r->uid = in->uid;
@@ -596,7 +601,7 @@ void hooks_post_start(struct hooks *h, const struct hook_input *in, const struct
 	}
 	h->n_post++;
 	r->uid = in->uid;
-	r->workspace = strdup_or_null(in->workspace);
+	r->workspaces = strv_dup(in->workspaces);
 	run_set_peer(r, in->peer);
 	struct jgen *g = jgen_new(&r->post_input);
 	jgen_obj_open(g);

@@ -81,7 +81,7 @@ struct hook_input {
 	const char *session_id;
 	uid_t uid;
 	pid_t pid;
-	const char *workspace;		/* NULL: none */
+	const char *const *workspaces;	/* the session's roots, the primary first; NULL: none */
 	const char *side_effects;
 	const char *call_id;
 	const struct identity *peer;	/* whom hooks run as (peer->change); NULL: the daemon */

@@ -9,6 +9,9 @@
 /* Frees every string of v and v itself; accepts NULL. Returns NULL. */
 char **strv_free(char **v);
 
+/* A copy of v (NULL-terminated, NULL for NULL): new strings, new array. */
+char **strv_dup(const char *const *v);
+
 static inline void strv_freep(char ***v)
 {
 	strv_free(*v);

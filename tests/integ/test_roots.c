@@ -55,9 +55,9 @@ static const struct json *sh(struct tcc *c, const char *command)
 }
 
 /* Starts the daemon with DIR/allowed/{a,b c} and DIR/elsewhere made. */
-static void start(struct tcd *d)
+static void start_with(struct tcd *d, const char *config)
 {
-	const struct tcd_opts o = { .config = CFG };
+	const struct tcd_opts o = { .config = config };
 	tcd_prepare(d, &o);
 	mkdir_in(d, "allowed");
 	mkdir_in(d, "allowed/a");
@@ -65,6 +65,11 @@ static void start(struct tcd *d)
 	mkdir_in(d, "elsewhere");
 	tcd_spawn(d, &o);
 	ck_assert_int_eq(tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS), 0);
+}
+
+static void start(struct tcd *d)
+{
+	start_with(d, CFG);
 }
 
 /* Connects a client declaring roots, through initialize and initialized. */
@@ -168,6 +173,69 @@ START_TEST(roots_become_workspaces)
 }
 END_TEST
 
+/* The audit file's text (empty when there is none yet). */
+static char *audit_text(const struct tcd *d)
+{
+	_cleanup_free_ char *path = xasprintf("%s/audit.log", d->dir);
+	char *t = access(path, F_OK) == 0 ? tcd_read(d, path, NULL) : NULL;
+	return t ? t : xstrdup("");
+}
+
+/* With several roots, policy, hooks and the audit see them all: a trusted
+ * primary does not vouch for an untrusted second root, a pre-call hook
+ * gets every root, and the audit line lists them. */
+START_TEST(roots_seen_by_policy_hooks_audit)
+{
+	struct tcd d;
+	start_with(&d, "{\"workspaces\":{\"allowed\":[\"@DIR@/allowed\"]},\"socket_mode\":\"0600\","
+		       "\"audit_log\":\"@DIR@/audit.log\",\"audit_fsync_ms\":50,"
+		       "\"confirmation\":{\"trusted_workspaces\":[\"@DIR@/allowed/a\"],"
+		       "\"trusted_workspace_overrides\":{\"write\":\"auto\"}},"
+		       "\"hooks\":{\"pre_call\":[{\"match\":\"stat\",\"command\":[\"/bin/sh\",\"@DIR@/hook.sh\"]}]}}");
+	_cleanup_free_ char *a = xasprintf("%s/allowed/a", d.dir), *b = xasprintf("%s/allowed/b c", d.dir);
+	_cleanup_free_ char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
+	/* The hook denies, saying whether its input named both roots. */
+	_cleanup_free_ char *hook = xasprintf("%s/hook.sh", d.dir);
+	_cleanup_free_ char *script = xasprintf(
+		"in=$(cat)\ncase \"$in\" in\n*'\"workspaces\":[\"%s\",\"%s\"]'*) r=both-roots ;;\n*) r=not-both ;;\nesac\n"
+		"echo \"{\\\"decision\\\":\\\"deny\\\",\\\"reason\\\":\\\"$r\\\"}\"\n", ra, rb);
+	tc_write_file_atomic(hook, script, strlen(script));
+	struct tcc *ev = tcc_connect(&d);
+	tc_assert_ok(tcc_request(ev, "events/subscribe", "{\"types\":[\"session.roots\"]}"));
+	struct tcc *c = roots_client(&d);
+	answer_roots(c, tcc_fmt(c, "[{\"uri\":\"file://%s/allowed/a\"}]", d.dir));
+	ck_assert_ptr_nonnull(tcc_wait_event(ev, "session.roots", 5000));
+	/* Trusted alone: writes run without asking. */
+	tc_assert_ok(write_file(c, "t.txt", "1"));
+	ck_assert(exists_in(&d, "allowed/a/t.txt"));
+
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/roots/list_changed\"}");
+	answer_roots(c, tcc_fmt(c, "[{\"uri\":\"file://%s/allowed/a\"},{\"uri\":\"file://%s/allowed/b%%20c\"}]",
+				d.dir, d.dir));
+	ck_assert_ptr_nonnull(tcc_wait_event(ev, "session.roots", 5000));
+	/* With an untrusted root beside it, a write needs confirmation
+	 * (and nobody is there to give it). */
+	const struct json *r = write_file(c, "u.txt", "2");
+	tc_assert_kind(r, "user_denied");
+	ck_assert(!exists_in(&d, "allowed/a/u.txt"));
+
+	r = tcc_call(c, "stat", "{\"path\":\".\"}");
+	tc_assert_kind(r, "permission_denied");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "both-roots"), "%s", tj_str(r, "error.message"));
+
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"t.txt\"}"));
+	_cleanup_free_ char *want = xasprintf("\"workspaces\":[\"%s\",\"%s\"]", ra, rb);
+	char *text = NULL;
+	bool seen = tc_wait_until((free(text), text = audit_text(&d), strstr(text, "\"read_file\"") != NULL), 5000);
+	ck_assert_msg(seen && strstr(text, want), "%s", text);
+	free(text);
+	tcc_close(ev);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* Hostile answers: junk ids and malformed answers change nothing and
  * break nothing; a client that never answers keeps its workspace. */
 START_TEST(roots_hostile_answers)
@@ -214,6 +282,7 @@ int main(void)
 	TCase *tc = tcase_create("roots");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, roots_become_workspaces);
+	tcase_add_test(tc, roots_seen_by_policy_hooks_audit);
 	tcase_add_test(tc, roots_hostile_answers);
 	tcase_add_test(tc, roots_not_asked_without_capability);
 	suite_add_tcase(s, tc);
