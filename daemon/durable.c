@@ -4,9 +4,11 @@
  * or Redis shared by many daemons) and logging its outages once each, and
  * the MCP task methods: a tools/call made as a task, tasks/get,
  * tasks/result, tasks/list, tasks/cancel, and notifications/tasks/status
- * to the connection that made the task (until it closes: a hook on the
- * connections unwatches its tasks). Lookups of tasks of other daemons
- * wait for the store; such a request is cancelled with its connection.
+ * and the call's notifications/progress to the connection that made the
+ * task (until it closes: a hook on the connections unwatches its tasks).
+ * Lookups of tasks of other daemons wait for the store; such a request is
+ * cancelled with its connection. The store's outage notices go to the
+ * tasks too.
  */
 #include "daemon/durable.h"
 

@@ -14,6 +14,11 @@
  * record (the store never lets a cancelled task be written over, which
  * also tells a daemon that missed the message at its next write).
  *
+ * While the shared store is away, only this daemon's own tasks are told
+ * of (another daemon's may exist: -EIO, never -ENOENT); when it is back,
+ * every task held here is written again, so what changed meanwhile, or
+ * what a restarted Redis lost, is shared again.
+ *
  * Requests that go to the store start from a timer of their own (a fresh
  * stack), and the memory store's answers come inside the call: a request
  * may be gone when the call returns (req_store).
