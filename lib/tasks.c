@@ -588,6 +588,14 @@ static void cancel_heard(void *arg, uid_t uid, const char *id)
 
 /* --- lookups through the store ----------------------------------------- */
 
+/* A task this daemon does not hold: -ENOENT when nobody else can have it
+ * (no shared store), -EIO when the shared store, which alone can tell
+ * whether another daemon has it, is away; 0: ask the store. */
+static int not_here(const struct tasks *t)
+{
+	return !t->store ? -ENOENT : t->away ? -EIO : 0;
+}
+
 /* Reads a record back: the task's JSON and its outcome, checked. */
 static int record_parse(const char *rec, size_t n, char **ret_task, struct outcome **ret_o, bool *ret_done)
 {
@@ -646,13 +654,9 @@ static void get_step(struct task_req *q) { req_store(q, get_of); }
 struct task_req *tasks_get(struct tasks *t, uid_t uid, const char *id, bool wait, task_cb cb, void *arg)
 {
 	struct task *k = task_find(t, uid, id);
-	if (!k && !t->store) {
-		cb(arg, -ENOENT, NULL, 0, NULL);
-		return NULL;
-	}
-	/* Another daemon's, maybe: only the shared store can tell. */
-	if (!k && t->away) {
-		cb(arg, -EIO, NULL, 0, NULL);
+	int miss = k ? 0 : not_here(t);
+	if (miss < 0) {
+		cb(arg, miss, NULL, 0, NULL);
 		return NULL;
 	}
 	struct task_req *q = req_new(t, REQ_GET, uid, id, arg);
@@ -868,13 +872,9 @@ static void fetch_step(struct task_req *q) { req_store(q, fetch_of); }
 struct task_req *tasks_cancel(struct tasks *t, uid_t uid, const char *id, task_cb cb, void *arg)
 {
 	struct task *k = task_find(t, uid, id);
-	if (!k && !t->store) {
-		cb(arg, -ENOENT, NULL, 0, NULL);
-		return NULL;
-	}
-	/* Another daemon's, maybe: only the shared store can tell. */
-	if (!k && t->away) {
-		cb(arg, -EIO, NULL, 0, NULL);
+	int miss = k ? 0 : not_here(t);
+	if (miss < 0) {
+		cb(arg, miss, NULL, 0, NULL);
 		return NULL;
 	}
 	if (k && (k->st != TS_WORKING || !k->caller)) {
