@@ -4,9 +4,11 @@
  * or Redis shared by many daemons) and logging its outages once each, and
  * the MCP task methods: a tools/call made as a task, tasks/get,
  * tasks/result, tasks/list, tasks/cancel, and notifications/tasks/status
- * to the connection that made the task (until it closes: a hook on the
- * connections unwatches its tasks). Lookups of tasks of other daemons
- * wait for the store; such a request is cancelled with its connection.
+ * and the call's notifications/progress to the connection that made the
+ * task (until it closes: a hook on the connections unwatches its tasks).
+ * Lookups of tasks of other daemons wait for the store; such a request is
+ * cancelled with its connection. The store's outage notices go to the
+ * tasks too.
  */
 #include "daemon/durable.h"
 
@@ -33,10 +35,18 @@
  * content: limits.max_json_depth is at most 1024). */
 #define RESULT_DEPTH 1100
 
-/* The store went away or came back: one line each time. */
+/* Whether the shared store is away, heard before the tasks exist too
+ * (an outage can start while the store opens). */
+static bool store_away;
+
+/* The store went away or came back: one line each time, and the tasks
+ * hear it. */
 static void store_notify(void *arg, bool up, const char *why)
 {
 	struct server *s = arg;
+	store_away = !up;
+	if (s->tasks)
+		tasks_store_state(s->tasks, up);
 	if (up)
 		log_info("store: %s is reachable again; idempotency records are shared again",
 			 s->cfg.store.address);
@@ -84,6 +94,8 @@ int durable_open(struct server *s, char **ret_err)
 	tc.max_per_uid = c->store.max_tasks;
 	s->tasks = tasks_new(s->loop, &tc);
 	tasks_set_store(s->tasks, dispatch_store(s->dispatcher));
+	if (store_away)
+		tasks_store_state(s->tasks, false);
 	conns_add_hook(&s->conns, &close_hook, s);
 	return 0;
 }
@@ -154,6 +166,7 @@ void durable_close(struct server *s)
 {
 	free(restart_pending);
 	restart_pending = NULL;
+	store_away = false;
 	s->tasks = tasks_free(s->tasks);
 }
 
@@ -206,7 +219,42 @@ static void task_status(void *ctx, const char *task_json, size_t n)
 		conn_notify(c, "notifications/tasks/status", task_json, n);
 }
 
-static const struct task_watch_ops watch_ops = { .status = task_status };
+/* The task's call printed: notifications/progress with the token of the
+ * tools/call that made the task, naming the task as MCP asks of messages
+ * about one; dropped (and counted) for a client that does not read, as
+ * for a plain call. */
+static void task_progress(void *ctx, const char *id, const char *token, size_t token_len, uint64_t progress,
+			  const char *stream, const char *data, size_t n)
+{
+	struct conn *c = ctx;
+	if (c->dead)
+		return;
+	if (conn_congested(c)) {
+		server_of(c)->progress_dropped++;
+		return;
+	}
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_raw(g, "progressToken", token, token_len);
+	jgen_kv_int(g, "progress", (int64_t)progress);
+	jgen_key(g, "message");
+	jgen_strn(g, data, n);
+	jgen_key(g, "_meta");
+	jgen_obj_open(g);
+	jgen_kv_str(g, "toolcalld/stream", stream);
+	jgen_key(g, RELATED_TASK);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "taskId", id);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	conn_notify(c, "notifications/progress", buf_head(&b), buf_size(&b));
+	buf_free(&b);
+}
+
+static const struct task_watch_ops watch_ops = { .status = task_status, .progress = task_progress };
 
 bool durable_task_params(struct pending *p, const struct json *task, int64_t *ret_ttl)
 {

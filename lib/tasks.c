@@ -14,6 +14,11 @@
  * record (the store never lets a cancelled task be written over, which
  * also tells a daemon that missed the message at its next write).
  *
+ * While the shared store is away, only this daemon's own tasks are told
+ * of (another daemon's may exist: -EIO, never -ENOENT); when it is back,
+ * every task held here is written again, so what changed meanwhile, or
+ * what a restarted Redis lost, is shared again.
+ *
  * Requests that go to the store start from a timer of their own (a fresh
  * stack), and the memory store's answers come inside the call: a request
  * may be gone when the call returns (req_store).
@@ -65,6 +70,7 @@ struct task {
 	struct list node;		/* t->all */
 	struct tc_timer *expire;
 	struct outcome *adopted;	/* the store's cancelled outcome, to end with */
+	bool made;			/* its creator heard of it */
 };
 
 enum req_kind { REQ_GET, REQ_LIST, REQ_MADE, REQ_SAVE, REQ_CANCEL };
@@ -101,6 +107,7 @@ struct tasks {
 	struct tc_timer *refresh;
 	uint64_t counter;
 	size_t working;
+	bool away;			/* the shared store cannot be reached */
 };
 
 void tasks_config_defaults(struct tasks_config *c)
@@ -141,6 +148,26 @@ void tasks_set_store(struct tasks *t, struct store *s)
 }
 
 void tasks_reconfigure(struct tasks *t, const struct tasks_config *cfg) { t->cfg = *cfg; }
+
+static void task_save(struct task *k, struct task_req *q);
+
+void tasks_store_state(struct tasks *t, bool up)
+{
+	bool was_away = t->away;
+	t->away = !up;
+	if (!up || !was_away)
+		return;
+	/* What changed while the store was away (a task ended or was
+	 * cancelled here, made with "local"; or a restarted Redis lost it)
+	 * reaches the other daemons now rather than at the next refresh, or
+	 * never for a task that ended. */
+	struct list *p;
+	for (p = t->all.next; p != &t->all; p = p->next) {
+		struct task *k = list_entry(p, struct task, node);
+		if (k->made)
+			task_save(k, NULL);
+	}
+}
 
 const char *task_id(const struct task *k) { return k->id; }
 
@@ -278,6 +305,8 @@ static void saved(void *arg, int r, const char *kept, size_t n)
 			task_free(k);
 			k = NULL;
 		}
+		if (k)
+			k->made = true;
 		cb(cb_arg, k ? 0 : r < 0 ? r : -EIO, k);
 		return;
 	}
@@ -297,6 +326,13 @@ static void saved(void *arg, int r, const char *kept, size_t n)
 	req_free(q);
 }
 
+/* How long an ended task is kept from now: ttl after its end. */
+static uint64_t ttl_left(const struct task *k)
+{
+	uint64_t gone = wall_ms() - MIN(k->updated, wall_ms());
+	return gone < k->ttl_ms ? k->ttl_ms - gone : 1;
+}
+
 static struct store_wait *put_of(struct task_req *q)
 {
 	struct task *k = task_find(q->t, q->uid, q->id);
@@ -306,7 +342,7 @@ static struct store_wait *put_of(struct task_req *q)
 	}
 	struct buf b = {0};
 	task_record(k, &b);
-	uint64_t keep = k->st == TS_WORKING ? MAX(WORKING_KEEP_MS, 3 * REFRESH_MS) : MAX(k->ttl_ms, 1);
+	uint64_t keep = k->st == TS_WORKING ? MAX(WORKING_KEEP_MS, 3 * REFRESH_MS) : ttl_left(k);
 	struct store_wait *sw = store_task_put(q->t->store, k->uid, k->id, buf_head(&b), buf_size(&b), k->order, keep,
 					       q->kind == REQ_MADE, saved, q);
 	buf_free(&b);
@@ -404,6 +440,7 @@ struct task_req *tasks_create(struct tasks *t, uid_t uid, int64_t ttl_ms, task_m
 	if (t->working++ == 0)
 		tc_timer_start(t->refresh, REFRESH_MS);
 	if (!t->store) {
+		k->made = true;
 		cb(arg, 0, k);
 		return NULL;
 	}
@@ -492,8 +529,19 @@ static void task_end(void *ctx, const struct outcome *o, bool replayed)
 		req_answer_local(list_first(&k->waiters, struct task_req, node), k);
 }
 
+/* Output of the task's call: to the creating connection while it is
+ * there (MCP: the request's progressToken holds for the task's life). */
+static void task_progress(void *ctx, const char *token, size_t token_len, uint64_t progress,
+			  const char *stream, const char *data, size_t n)
+{
+	struct task *k = ctx;
+	if (k->st == TS_WORKING && k->wops && k->wops->progress)
+		k->wops->progress(k->wctx, k->id, token, token_len, progress, stream, data, n);
+}
+
 const struct caller_ops task_caller_ops = {
 	.complete = task_end,
+	.progress = task_progress,
 };
 
 static int record_parse(const char *rec, size_t n, char **ret_task, struct outcome **ret_o, bool *ret_done);
@@ -540,6 +588,14 @@ static void cancel_heard(void *arg, uid_t uid, const char *id)
 
 /* --- lookups through the store ----------------------------------------- */
 
+/* A task this daemon does not hold: -ENOENT when nobody else can have it
+ * (no shared store), -EIO when the shared store, which alone can tell
+ * whether another daemon has it, is away; 0: ask the store. */
+static int not_here(const struct tasks *t)
+{
+	return !t->store ? -ENOENT : t->away ? -EIO : 0;
+}
+
 /* Reads a record back: the task's JSON and its outcome, checked. */
 static int record_parse(const char *rec, size_t n, char **ret_task, struct outcome **ret_o, bool *ret_done)
 {
@@ -575,6 +631,8 @@ static void store_got(void *arg, int r, const char *meta, size_t n)
 	bool done = false;
 	if (r == 0)
 		r = record_parse(meta, n, &task, &o, &done);
+	else if (r == -ENOENT && q->t->away)
+		r = -EIO;	/* answered by this daemon's memory alone */
 	if (r == 0 && q->wait && !done) {
 		tc_timer_start(q->poll, q->t->cfg.poll_interval_ms);
 		return;
@@ -596,8 +654,9 @@ static void get_step(struct task_req *q) { req_store(q, get_of); }
 struct task_req *tasks_get(struct tasks *t, uid_t uid, const char *id, bool wait, task_cb cb, void *arg)
 {
 	struct task *k = task_find(t, uid, id);
-	if (!k && !t->store) {
-		cb(arg, -ENOENT, NULL, 0, NULL);
+	int miss = k ? 0 : not_here(t);
+	if (miss < 0) {
+		cb(arg, miss, NULL, 0, NULL);
 		return NULL;
 	}
 	struct task_req *q = req_new(t, REQ_GET, uid, id, arg);
@@ -667,6 +726,12 @@ struct task_req *tasks_list(struct tasks *t, uid_t uid, const char *cursor, task
 	}
 	if (!t->store) {
 		cb(arg, 0, "[]", 2, NULL);
+		return NULL;
+	}
+	/* The list is the shared store's: what this daemon holds alone
+	 * would be a part of it passed off as the whole. */
+	if (t->away) {
+		cb(arg, -EIO, NULL, 0, NULL);
 		return NULL;
 	}
 	struct task_req *q = req_new(t, REQ_LIST, uid, NULL, arg);
@@ -742,6 +807,8 @@ static void cancel_got(void *arg, int r, const char *rec, size_t n)
 	bool done = false;
 	if (r == 0)
 		r = record_parse(rec, n, &task, &o, &done);
+	else if (r == -ENOENT && q->t->away)
+		r = -EIO;
 	outcome_unref(o);
 	if (r < 0 || done) {
 		cancel_answer(q, r < 0 ? r : -EALREADY, NULL, 0);
@@ -805,8 +872,9 @@ static void fetch_step(struct task_req *q) { req_store(q, fetch_of); }
 struct task_req *tasks_cancel(struct tasks *t, uid_t uid, const char *id, task_cb cb, void *arg)
 {
 	struct task *k = task_find(t, uid, id);
-	if (!k && !t->store) {
-		cb(arg, -ENOENT, NULL, 0, NULL);
+	int miss = k ? 0 : not_here(t);
+	if (miss < 0) {
+		cb(arg, miss, NULL, 0, NULL);
 		return NULL;
 	}
 	if (k && (k->st != TS_WORKING || !k->caller)) {

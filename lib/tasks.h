@@ -37,9 +37,13 @@ void tasks_config_defaults(struct tasks_config *c);
 struct tasks;
 struct task;
 
-/* Told of each change of a task (the creating connection's). */
+/* Told of each change of a task, and of its call's output while it runs
+ * when the call carried a progress token (the creating connection's). */
 struct task_watch_ops {
 	void (*status)(void *ctx, const char *task_json, size_t n);
+	/* As struct caller_ops.progress, for the task id. */
+	void (*progress)(void *ctx, const char *id, const char *token, size_t token_len, uint64_t progress,
+			 const char *stream, const char *data, size_t n);
 };
 
 struct tasks *tasks_new(struct tc_loop *loop, const struct tasks_config *cfg);
@@ -66,6 +70,14 @@ typedef void (*task_made_cb)(void *arg, int r, struct task *k);
 struct task_req *tasks_create(struct tasks *t, uid_t uid, int64_t ttl_ms, task_made_cb cb, void *arg);
 /* The task's id. */
 const char *task_id(const struct task *k);
+/*
+ * Tells whether the shared store can be reached (its outage notices).
+ * While it cannot, a lookup or cancel of a task this daemon does not hold
+ * answers -EIO (it may be another daemon's), and so does a list; tasks
+ * this daemon holds keep answering and can be cancelled. When it is back,
+ * every task this daemon holds is written to it again.
+ */
+void tasks_store_state(struct tasks *t, bool up);
 /* Applies new settings (a reload) to tasks made from now on. */
 void tasks_reconfigure(struct tasks *t, const struct tasks_config *cfg);
 /* Watches the task for the creating connection (ctx); ops NULL stops. */
