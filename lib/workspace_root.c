@@ -3,7 +3,7 @@
  * The allowed workspace roots and the race-free choice of a session's
  * workspace among them: open first, then judge the directory opened by its
  * identity (st_dev, st_ino), walking up with ".." from its fd; the peer's
- * right to search it is checked by the kernel with the peer's ids.
+ * right to search it is checked by the kernel as the peer (lib/identity.h).
  */
 #include "lib/workspace_root.h"
 
@@ -15,11 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/identity.h"
 #include "lib/workspace.h"
 #include "lib/workspace_path.h"
 #include "proto/base/util.h"
@@ -144,27 +143,26 @@ static bool allowed_fd(const struct ws_roots *r, int fd)
 
 struct search_job {
 	int dirfd;
-	const struct ws_peer *peer;
+	const struct identity *peer;
 	int result;
 };
 
-/* Runs on a thread of its own, whose credentials die with it: takes the
- * peer's file system ids and groups (raw system calls, which change this
- * thread only; glibc's setgroups would change every thread) and asks the
- * kernel to look "." up in the directory, which needs search permission
- * on it (ACLs included). Dropping fsuid 0 drops CAP_DAC_OVERRIDE and
- * CAP_DAC_READ_SEARCH from this thread too. */
+/* Runs on a thread of its own, never the loop: takes the peer's file
+ * system identity (identity_enter(), which changes this thread only) and
+ * asks the kernel to look "." up in the directory, which needs search
+ * permission on it (ACLs included); an fsuid other than 0 also drops
+ * CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the thread. The thread
+ * gives its identity back before it ends (identity_leave() aborts rather
+ * than go on as the peer), though its credentials die with it anyway. */
 static void *search_as_peer(void *arg)
 {
 	struct search_job *j = arg;
+	struct identity_saved saved;
 	j->result = -EACCES;
-	if (syscall(SYS_setgroups, j->peer->n_groups, j->peer->groups) < 0)
-		return NULL;
-	setfsgid(j->peer->gid);
-	setfsuid(j->peer->uid);
-	if ((gid_t)setfsgid((gid_t)-1) != j->peer->gid || (uid_t)setfsuid((uid_t)-1) != j->peer->uid)
+	if (identity_enter(j->peer, &saved) < 0)
 		return NULL;
 	int fd = openat(j->dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	identity_leave(&saved);
 	if (fd >= 0) {
 		close(fd);
 		j->result = 0;
@@ -172,11 +170,11 @@ static void *search_as_peer(void *arg)
 	return NULL;
 }
 
-int ws_peer_can_search(int dirfd, const struct ws_peer *peer)
+int ws_peer_can_search(int dirfd, const struct identity *peer)
 {
 	/* A daemon that is not root acts as itself: it could not take the
 	 * peer's ids, and what it opens it may search. */
-	if (!peer || geteuid() != 0 || peer->uid == 0)
+	if (!identity_needs_switch(peer))
 		return 0;
 	struct search_job j = { dirfd, peer, -EACCES };
 	pthread_t t;
@@ -224,7 +222,7 @@ static int open_dir(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-int ws_open_allowed(const struct ws_roots *r, const char *path, const struct ws_peer *peer,
+int ws_open_allowed(const struct ws_roots *r, const char *path, const struct identity *peer,
 		    struct workspace **ret)
 {
 	if (!path || path[0] != '/')

@@ -9,7 +9,9 @@
  * swapped in between cannot redirect the check, as nothing is looked up by
  * name after the open. When the daemon runs as root for another user, the
  * directory must also be searchable by that user, checked by the kernel
- * with the user's ids on a short-lived thread of its own.
+ * with the user's identity (lib/identity.h: uid, gid and supplementary
+ * groups, as the kernel recorded them when the user connected) on a
+ * short-lived thread of its own.
  *
  * Every refusal is the same -EACCES, whether the path does not exist, is
  * not a directory, lies elsewhere or cannot be searched, so the answer
@@ -20,18 +22,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <sys/types.h>
 
+struct identity;
 struct workspace;
 struct ws_roots;
-
-/* Who asks for a workspace: the kernel checks search permission with these. */
-struct ws_peer {
-	uid_t uid;
-	gid_t gid;
-	const gid_t *groups;	/* supplementary groups */
-	size_t n_groups;
-};
 
 struct ws_roots *ws_roots_new(void);
 /* Accepts NULL; returns NULL. */
@@ -52,11 +46,12 @@ size_t ws_roots_count(const struct ws_roots *r);
  * allowed by roots and searchable by peer (NULL: not checked). -EINVAL for
  * a path that is not absolute or holds a NUL, -EACCES for every refusal.
  */
-int ws_open_allowed(const struct ws_roots *r, const char *path, const struct ws_peer *peer,
+int ws_open_allowed(const struct ws_roots *r, const char *path, const struct identity *peer,
 		    struct workspace **ret);
 
 /* Checks that peer may search the directory dirfd, with the peer's own
- * ids when the daemon is root and the peer is not. 0 or -EACCES. */
-int ws_peer_can_search(int dirfd, const struct ws_peer *peer);
+ * identity when the daemon is root and the peer is not (whatever run_as
+ * says: the peer chose the directory). 0 or -EACCES. */
+int ws_peer_can_search(int dirfd, const struct identity *peer);
 
 #endif
