@@ -105,10 +105,12 @@ static void job_done(void *p, bool cancelled)
 	tool_call_finish(call);
 }
 
-/* True when work for call has to take the peer's identity. */
+/* True when work for call has to take the peer's identity: the identity
+ * says so (run_as "peer", the daemon root, the peer another uid; decided
+ * by identity_for_children()), as it does for the call's children. */
 static bool needs_switch(const struct tool_call *call)
 {
-	return call->env && call->env->run_as_peer && identity_needs_switch(call->ident);
+	return call->ident && call->ident->change;
 }
 
 bool fsjob_may_inline(const struct tool_call *call)

@@ -3,8 +3,9 @@
  * File work of a tool call, run off the loop as the peer who asked. A tool
  * hands fsjob_start() a run function and its arg: run executes on a worker
  * of the io pool (struct tool_env's pool), with the thread's file-system
- * identity switched to the peer's when the call carries one that needs it
- * (lib/identity.h), and restored after; then, back on the loop, done turns
+ * identity switched to the call's when that identity says so (its change,
+ * the same decision its children follow: lib/identity.h), and restored
+ * after; then, back on the loop, done turns
  * what run left in arg into the call's outcome, the arg is freed and the
  * call finished. The tool returns what fsjob_start() returned and uses
  * fsjob_cancel as its tool_def.cancel: a cancelled job (timeout, cancel,

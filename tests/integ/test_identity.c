@@ -109,6 +109,53 @@ START_TEST(run_as_daemon_keeps_the_daemons_rights)
 }
 END_TEST
 
+/* Rewrites the daemon's config file, from replaced by to, and reloads it. */
+static void reload_with(struct tcd *d, const char *from, const char *to)
+{
+	_cleanup_free_ char *cfg = tcd_read(d, d->config, NULL);
+	ck_assert_ptr_nonnull(cfg);
+	char *at = strstr(cfg, from);
+	ck_assert_msg(at, "'%s' not in the config", from);
+	_cleanup_free_ char *next = xasprintf("%.*s%s%s", (int)(at - cfg), cfg, to, at + strlen(from));
+	FILE *f = fopen(d->config, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert(fputs(next, f) >= 0);
+	ck_assert_int_eq(fclose(f), 0);
+	struct tcc *root = tcc_connect(d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+}
+
+/* A reload of run_as applies to sessions already open: their file tools
+ * and children act as the one identity the reload decided, both ways. */
+START_TEST(reload_of_run_as_applies_to_open_sessions)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "\"run_as\":\"daemon\"");
+	free(tcd_write_ws(&d, "secret.txt", "root only\n", 10, 0600));
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	tc_assert_ok(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"));
+
+	reload_with(&d, "\"run_as\":\"daemon\"", "\"run_as\":\"peer\"");
+	tc_assert_kind(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"), "permission_denied");
+	tc_assert_ok(tcc_call(n, "write_file", "{\"path\":\"as_peer.txt\",\"content\":\"x\"}"));
+	ck_assert_uint_eq(stat_ws(&d, "as_peer.txt").st_uid, NOBODY);
+	const struct json *r = tcc_call(n, "shell", "{\"command\":\"id -u\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "65534\n");
+
+	reload_with(&d, "\"run_as\":\"peer\"", "\"run_as\":\"daemon\"");
+	tc_assert_ok(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"));
+	tc_assert_ok(tcc_call(n, "write_file", "{\"path\":\"as_daemon.txt\",\"content\":\"x\"}"));
+	ck_assert_uint_eq(stat_ws(&d, "as_daemon.txt").st_uid, 0);
+	tcc_close(n);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* Puts a file capability (cap_net_raw+ep) on path; false where the file
  * system takes no security.* attributes. */
 static bool set_file_cap(const char *path)
@@ -275,6 +322,7 @@ static Suite *identity_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, peer_is_refused_what_the_kernel_refuses_it);
 	tcase_add_test(tc, run_as_daemon_keeps_the_daemons_rights);
+	tcase_add_test(tc, reload_of_run_as_applies_to_open_sessions);
 	tcase_add_test(tc, writes_never_create_privilege);
 	tcase_add_test(tc, file_work_does_not_stall_other_clients);
 	tcase_add_test(tc, file_work_times_out);

@@ -48,7 +48,7 @@ static void setup(struct fixture *f, unsigned threads)
 	ck_assert_ptr_nonnull(mkdtemp(f->dir));
 	ck_assert_int_eq(chmod(f->dir, 0755), 0);
 	ck_assert_int_eq(ws_open(f->dir, &f->ws), 0);
-	f->env = (struct tool_env){ .pool = f->pool, .run_as_peer = true };
+	f->env = (struct tool_env){ .pool = f->pool };
 }
 
 static void teardown(struct fixture *f)
@@ -230,7 +230,10 @@ START_TEST(next_job_runs_as_the_daemon)
 	struct fixture f;
 	setup(&f, 1);	/* one worker: both jobs on the same thread */
 	char *secret = make_secret(f.dir);
+	/* run_as "peer": the identity says its work takes its ids. */
 	struct identity nobody = { .uid = NOBODY, .gid = NOBODY };
+	identity_for_children(&nobody, true);
+	ck_assert(nobody.change);
 	struct probe p[2];
 	probe_init(&p[0], &f, &nobody);
 	probe_init(&p[1], &f, NULL);
@@ -244,8 +247,10 @@ START_TEST(next_job_runs_as_the_daemon)
 	ck_assert_int_eq(p[1].open_err, 0);
 	ck_assert_int_eq(p[0].call.kind, TC_OK);
 
-	/* run_as "daemon": the peer's job runs as the daemon. */
-	f.env.run_as_peer = false;
+	/* run_as "daemon" (a reload decides again): the peer's job runs as
+	 * the daemon. */
+	identity_for_children(&nobody, false);
+	ck_assert(!nobody.change);
 	tool_call_clear(&p[0].call);
 	probe_init(&p[0], &f, &nobody);
 	p[0].secret = secret;
@@ -255,6 +260,7 @@ START_TEST(next_job_runs_as_the_daemon)
 	ck_assert_int_eq(p[0].open_err, 0);
 	tool_call_clear(&p[0].call);
 	tool_call_clear(&p[1].call);
+	identity_clear(&nobody);
 	free(secret);
 	teardown(&f);
 }
@@ -267,7 +273,7 @@ START_TEST(peer_work_never_runs_on_the_loop)
 	struct fixture f;
 	setup(&f, 1);
 	f.env.pool = NULL;
-	struct identity nobody = { .uid = NOBODY, .gid = NOBODY };
+	struct identity nobody = { .uid = NOBODY, .gid = NOBODY, .change = true };
 	struct probe p;
 	probe_init(&p, &f, &nobody);
 	ck_assert_int_eq(fsjob_start(&p.call, &probe_ops, &p), TOOL_DONE);
