@@ -3,14 +3,15 @@
  * File tools act as the peer and never stall other clients (CONTRACT §10
  * Identity, Writes never create privilege; §11 file tools off the loop).
  * With the daemon as root, a client connected as uid 65534 is refused a
- * 0600 root file and a 0700 root directory by the kernel, owns what it
- * writes, and run_as "daemon" gives back the daemon's rights; writes drop
- * setuid/setgid bits and file capabilities; a client's ping stays fast
- * while others list a large directory and patch a large file, and a
- * listing past its timeout ends as a timeout, freeing its worker (the
- * bench, tc-bench, measures 300,000 entries and 60 MB; cancellation is in
- * tests/unit/test_fsjob.c). Cases that switch uid need root
- * and skip without it.
+ * 0600 root file and a 0700 root directory by the kernel (by every file
+ * tool, edit_file included), owns what it writes, and run_as "daemon"
+ * gives back the daemon's rights, in open sessions too after a reload;
+ * writes drop setuid/setgid bits and file capabilities; a client's ping
+ * stays fast while others list a large directory and patch a large file,
+ * and a listing past its timeout ends as a timeout, freeing its worker
+ * (the bench, tc-bench, measures 300,000 entries and 60 MB; cancellation
+ * is in tests/unit/test_fsjob.c). Cases that switch uid need root and
+ * skip without it.
  */
 #include <check.h>
 #include <errno.h>
@@ -68,6 +69,8 @@ START_TEST(peer_is_refused_what_the_kernel_refuses_it)
 	tc_assert_kind(tcc_call(n, "read_file", "{\"path\":\"private/inner.txt\"}"), "permission_denied");
 	tc_assert_kind(tcc_call(n, "patch_file", "{\"path\":\"secret.txt\",\"old\":\"root\",\"new\":\"mine\"}"),
 		       "permission_denied");
+	tc_assert_kind(tcc_call(n, "edit_file", "{\"path\":\"secret.txt\",\"edits\":[{\"old\":\"root\",\"new\":\"mine\"}]}"),
+		       "permission_denied");
 	/* What it may read, it reads. */
 	const struct json *r = tcc_call(n, "read_file", "{\"path\":\"open.txt\"}");
 	tc_assert_ok(r);
@@ -77,6 +80,8 @@ START_TEST(peer_is_refused_what_the_kernel_refuses_it)
 	struct stat st = stat_ws(&d, "mine.txt");
 	ck_assert_uint_eq(st.st_uid, NOBODY);
 	ck_assert_uint_eq(st.st_gid, NOBODY);
+	tc_assert_ok(tcc_call(n, "edit_file", "{\"path\":\"mine.txt\",\"edits\":[{\"old\":\"hi\",\"new\":\"ho\"}]}"));
+	ck_assert_uint_eq(stat_ws(&d, "mine.txt").st_uid, NOBODY);
 	tc_assert_ok(tcc_call(n, "write_file", "{\"path\":\"sub/deep.txt\",\"content\":\"x\",\"create_dirs\":true}"));
 	ck_assert_uint_eq(stat_ws(&d, "sub").st_uid, NOBODY);
 	ck_assert_uint_eq(stat_ws(&d, "sub/deep.txt").st_uid, NOBODY);
