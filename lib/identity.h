@@ -91,5 +91,13 @@ void identity_leave(struct identity_saved *saved);
 /* True when the calling thread's fsuid and fsgid are the process's
  * effective ids: no identity of an earlier job is left on it. */
 bool identity_thread_clean(void);
+/*
+ * Runs fn(arg) as id on a short-lived thread of its own and waits for it:
+ * for the few checks the loop must have made as a peer (the loop itself
+ * never switches). The thread enters id before fn and leaves it after;
+ * its credentials die with it. Returns what fn returned, or a negative
+ * errno when the thread could not be started or id not taken (fn not run).
+ */
+int identity_run(const struct identity *id, int (*fn)(void *arg), void *arg);
 
 #endif

@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,33 +140,16 @@ static bool allowed_fd(const struct ws_roots *r, int fd)
 	return false;
 }
 
-struct search_job {
-	int dirfd;
-	const struct identity *peer;
-	int result;
-};
-
-/* Runs on a thread of its own, never the loop: takes the peer's file
- * system identity (identity_enter(), which changes this thread only) and
- * asks the kernel to look "." up in the directory, which needs search
- * permission on it (ACLs included); an fsuid other than 0 also drops
- * CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from the thread. The thread
- * gives its identity back before it ends (identity_leave() aborts rather
- * than go on as the peer), though its credentials die with it anyway. */
-static void *search_as_peer(void *arg)
+/* As the peer (identity_run()): asks the kernel to look "." up in the
+ * directory, which needs search permission on it (ACLs included); an
+ * fsuid other than 0 has no CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH. */
+static int search_dir(void *arg)
 {
-	struct search_job *j = arg;
-	struct identity_saved saved;
-	j->result = -EACCES;
-	if (identity_enter(j->peer, &saved) < 0)
-		return NULL;
-	int fd = openat(j->dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	identity_leave(&saved);
-	if (fd >= 0) {
-		close(fd);
-		j->result = 0;
-	}
-	return NULL;
+	int fd = openat(*(const int *)arg, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -EACCES;
+	close(fd);
+	return 0;
 }
 
 int ws_peer_can_search(int dirfd, const struct identity *peer)
@@ -176,13 +158,7 @@ int ws_peer_can_search(int dirfd, const struct identity *peer)
 	 * peer's ids, and what it opens it may search. */
 	if (!identity_needs_switch(peer))
 		return 0;
-	struct search_job j = { dirfd, peer, -EACCES };
-	pthread_t t;
-	int r = pthread_create(&t, NULL, search_as_peer, &j);
-	if (r != 0)
-		return -r;
-	pthread_join(t, NULL);
-	return j.result;
+	return identity_run(peer, search_dir, &dirfd) < 0 ? -EACCES : 0;
 }
 
 /* The canonical path of the directory fd, checked to name that very

@@ -161,6 +161,76 @@ START_TEST(reload_of_run_as_applies_to_open_sessions)
 }
 END_TEST
 
+/* The params of the next notifications/event of a type, NULL on timeout. */
+static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
+	for (uint64_t now; (now = tc_now_ms()) < end;) {
+		const struct json *n = tcc_wait_notification(c, "notifications/event", (int)(end - now));
+		const struct json *e = n ? json_get(n, "params") : NULL;
+		if (!e)
+			return NULL;
+		if (str_eq(tj_str(e, "type"), type))
+			return e;
+	}
+	return NULL;
+}
+
+/* A confirmation request shows the peer what its call would change as the
+ * peer sees it: no diff of a file it may not read, no target of a symlink
+ * in a directory it may not search. */
+START_TEST(confirmation_shows_only_what_the_peer_may_see)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	tcd_start(&d, "{\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"prompt\"}}}");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert(chmod(d.ws, 0777) == 0);
+	free(tcd_write_ws(&d, "secret.txt", "root only\n", 10, 0600));
+	free(tcd_write_ws(&d, "open.txt", "anyone\n", 7, 0644));
+	char *priv = tcd_ws_path(&d, "private");
+	ck_assert(mkdir(priv, 0700) == 0);
+	char *hidden = xasprintf("%s/hidden-name", priv);
+	ck_assert(symlink("../open.txt", hidden) == 0);
+	free(hidden);
+	free(priv);
+
+	struct tcc *watch = tcc_connect_as(&d, NOBODY, NOBODY);
+	tc_assert_ok(tcc_request(watch, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+
+	/* What it may read is shown. */
+	tcc_send_request(n, "tools/call", "{\"name\":\"write_file\",\"arguments\":{\"path\":\"open.txt\",\"content\":\"x\\n\"}}");
+	const struct json *ev = wait_event(watch, "tool.confirmation_requested", 5000);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_ptr_nonnull(strstr(tj_str(ev, "diff"), "-anyone"));
+
+	/* What it may not read is not. */
+	tcc_send_request(n, "tools/call", "{\"name\":\"write_file\",\"arguments\":{\"path\":\"secret.txt\",\"content\":\"x\\n\"}}");
+	ev = wait_event(watch, "tool.confirmation_requested", 5000);
+	ck_assert_ptr_nonnull(ev);
+	const char *diff = tj_str(ev, "diff");
+	ck_assert_msg(!diff || !strstr(diff, "root only"), "the peer was shown a file it may not read: %s", diff);
+	tcc_send_request(n, "tools/call",
+			 "{\"name\":\"edit_file\",\"arguments\":{\"path\":\"secret.txt\",\"edits\":[{\"old\":\"root\",\"new\":\"x\"}]}}");
+	ev = wait_event(watch, "tool.confirmation_requested", 5000);
+	ck_assert_ptr_nonnull(ev);
+	diff = tj_str(ev, "diff");
+	ck_assert_msg(!diff || !strstr(diff, "only"), "the peer was shown a file it may not read: %s", diff);
+	tcc_send_request(n, "tools/call", "{\"name\":\"write_file\",\"arguments\":{\"path\":\"private/hidden-name\",\"content\":\"x\"}}");
+	ev = wait_event(watch, "tool.confirmation_requested", 5000);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(tj_str(ev, "files.0"), "private/hidden-name");
+	ck_assert_ptr_null(tj_str(ev, "diff"));
+
+	tcc_close(n);
+	tcc_close(watch);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* Puts a file capability (cap_net_raw+ep) on path; false where the file
  * system takes no security.* attributes. */
 static bool set_file_cap(const char *path)
@@ -328,6 +398,7 @@ static Suite *identity_suite(void)
 	tcase_add_test(tc, peer_is_refused_what_the_kernel_refuses_it);
 	tcase_add_test(tc, run_as_daemon_keeps_the_daemons_rights);
 	tcase_add_test(tc, reload_of_run_as_applies_to_open_sessions);
+	tcase_add_test(tc, confirmation_shows_only_what_the_peer_may_see);
 	tcase_add_test(tc, writes_never_create_privilege);
 	tcase_add_test(tc, file_work_does_not_stall_other_clients);
 	tcase_add_test(tc, file_work_times_out);

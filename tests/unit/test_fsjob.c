@@ -6,7 +6,9 @@
  * while other threads keep the daemon's rights; its credentials are back
  * after the job, so the next job runs as the daemon; cancelled jobs do not
  * start, a running one stops at its next check, and both calls end
- * cancelled; a job in parts shows each on the loop and stops between them. The identity cases need root and skip without it.
+ * cancelled; a job in parts shows each on the loop and stops between them;
+ * identity_run acts as a peer on a thread of its own, or not at all. The
+ * identity cases need root and skip without it.
  */
 #include <check.h>
 #include <errno.h>
@@ -218,6 +220,33 @@ START_TEST(switch_is_per_thread_and_restored)
 	free(mine);
 	rmdir(dir);
 	free(secret);
+}
+END_TEST
+
+static int note_fsuid(void *arg)
+{
+	*(uid_t *)arg = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
+	return 7;
+}
+
+/* identity_run: fn runs as the identity on another thread, the caller
+ * never changes; an identity that cannot be taken runs nothing. */
+START_TEST(run_as_on_a_thread_of_its_own)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to act as uid %d", NOBODY);
+	gid_t groups[] = { NOBODY };
+	struct identity id = { .uid = NOBODY, .gid = NOBODY, .groups = groups, .n_groups = 1, .change = true };
+	uid_t seen = 0;
+	ck_assert_int_eq(identity_run(&id, note_fsuid, &seen), 7);
+	ck_assert_uint_eq(seen, NOBODY);
+	ck_assert(identity_thread_clean());
+
+	id.n_groups = IDENTITY_MAX_GROUPS + 1;	/* more than the kernel takes */
+	seen = 1;
+	ck_assert_int_eq(identity_run(&id, note_fsuid, &seen), -E2BIG);
+	ck_assert_uint_eq(seen, 1);
+	ck_assert(identity_thread_clean());
 }
 END_TEST
 
@@ -490,6 +519,7 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, shutdown_ends_pending_calls_cancelled);
 	tcase_add_test(tc, job_runs_in_parts);
 	tcase_add_test(tc, cancel_stops_a_job_in_parts);
+	tcase_add_test(tc, run_as_on_a_thread_of_its_own);
 	suite_add_tcase(s, tc);
 	return s;
 }
