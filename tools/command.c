@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lib/child.h"
+#include "lib/identity.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/workspace.h"
 #include "proto/base/strv.h"
@@ -598,10 +599,19 @@ static enum tool_ret command_exec(struct tool_call *c)
 	const struct sandbox_config *sbc = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;
 	sandbox_req_init(&req, sbc, c->tool->name, c->tool->side_effects == SIDE_NETWORK, &cmd->sandbox);
-	/* run_as "daemon" in the tool file: the daemon's own identity. */
+	/* Whom the program runs as: the call's identity as the config's
+	 * run_as decided it (ident->change), unless the tool file says
+	 * otherwise: "daemon", the daemon's own identity; "peer", the
+	 * caller's even where the config keeps the daemon's. */
 	static const struct identity daemon_id = { .change = false };
-	if (cmd->run_as_peer == 0 || (cmd->run_as_peer < 0 && sbc && !sbc->run_as_peer))
+	_cleanup_(identity_clear) struct identity as_peer = {0};
+	if (cmd->run_as_peer == 0) {
 		req.id = &daemon_id;
+	} else if (cmd->run_as_peer == 1 && c->ident && !c->ident->change) {
+		identity_copy(&as_peer, c->ident);
+		identity_for_children(&as_peer, true);
+		req.id = &as_peer;
+	}
 	r = child_call_start(c, &opts, sbc ? &req : NULL, command_done);
 	if (r < 0 && c->kind != TC_OK)
 		;	/* the sandbox said why */

@@ -161,6 +161,34 @@ START_TEST(reload_of_run_as_applies_to_open_sessions)
 }
 END_TEST
 
+/* A command tool's own run_as overrides the config's, both ways. */
+START_TEST(tool_run_as_overrides_the_config)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "\"run_as\":\"daemon\"");
+	tcd_write_tool(&d, "whoami_peer.json",
+		       "{\"name\":\"whoami_peer\",\"kind\":\"command\",\"side_effects\":\"read\",\"argv\":[\"id\",\"-u\"],"
+		       "\"run_as\":\"peer\"}");
+	tcd_write_tool(&d, "whoami.json",
+		       "{\"name\":\"whoami\",\"kind\":\"command\",\"side_effects\":\"read\",\"argv\":[\"id\",\"-u\"]}");
+	struct tcc *root = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "whoami_peer", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "65534\n");
+	r = tcc_call(n, "whoami", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "0\n");
+	tcc_close(n);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* The params of the next notifications/event of a type, NULL on timeout. */
 static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
 {
@@ -399,6 +427,7 @@ static Suite *identity_suite(void)
 	tcase_add_test(tc, run_as_daemon_keeps_the_daemons_rights);
 	tcase_add_test(tc, reload_of_run_as_applies_to_open_sessions);
 	tcase_add_test(tc, confirmation_shows_only_what_the_peer_may_see);
+	tcase_add_test(tc, tool_run_as_overrides_the_config);
 	tcase_add_test(tc, writes_never_create_privilege);
 	tcase_add_test(tc, file_work_does_not_stall_other_clients);
 	tcase_add_test(tc, file_work_times_out);
