@@ -2,8 +2,9 @@
 /*
  * The allowed workspace roots and the race-free choice of a session's
  * workspace among them: open first, then judge the directory opened by its
- * identity (st_dev, st_ino), walking up with ".." from its fd; the peer's
- * right to search it is checked by the kernel as the peer (lib/identity.h).
+ * identity (st_dev, st_ino), walking up with ".." from its fd. The path is
+ * looked up, and the directory's search right checked, by the kernel as
+ * the peer (lib/identity.h).
  */
 #include "lib/workspace_root.h"
 
@@ -140,25 +141,16 @@ static bool allowed_fd(const struct ws_roots *r, int fd)
 	return false;
 }
 
-/* As the peer (identity_run()): asks the kernel to look "." up in the
- * directory, which needs search permission on it (ACLs included); an
- * fsuid other than 0 has no CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH. */
-static int search_dir(void *arg)
+/* Asks the kernel to look "." up in the directory dirfd, which needs
+ * search permission on it (ACLs included); run as the peer, whose fsuid
+ * other than 0 has no CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH. */
+static int search_dir(int dirfd)
 {
-	int fd = openat(*(const int *)arg, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -EACCES;
 	close(fd);
 	return 0;
-}
-
-int ws_peer_can_search(int dirfd, const struct identity *peer)
-{
-	/* A daemon that is not root acts as itself: it could not take the
-	 * peer's ids, and what it opens it may search. */
-	if (!identity_needs_switch(peer))
-		return 0;
-	return identity_run(peer, search_dir, &dirfd) < 0 ? -EACCES : 0;
 }
 
 /* The canonical path of the directory fd, checked to name that very
@@ -198,16 +190,51 @@ static int open_dir(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+struct peer_open {
+	const char *path;
+	int fd;
+};
+
+/* As the peer (identity_run()): opens the directory at path, every
+ * component looked up with the peer's rights, and checks it may search
+ * the directory itself. */
+static int open_searchable(void *arg)
+{
+	struct peer_open *o = arg;
+	int fd = open_dir(o->path);
+	if (fd < 0)
+		return -EACCES;
+	if (search_dir(fd) < 0) {
+		close(fd);
+		return -EACCES;
+	}
+	o->fd = fd;
+	return 0;
+}
+
+/* Opens the directory at path as peer would: a directory the peer could
+ * not reach itself (beneath one it may not search) is not reached for it.
+ * A daemon that is not root, or a peer that is root, opens as the daemon. */
+static int open_as_peer(const char *path, const struct identity *peer)
+{
+	if (!identity_needs_switch(peer))
+		return open_dir(path);
+	struct peer_open o = { path, -1 };
+	if (identity_run(peer, open_searchable, &o) < 0)
+		return -EACCES;
+	return o.fd;
+}
+
 int ws_open_allowed(const struct ws_roots *r, const char *path, const struct identity *peer,
 		    struct workspace **ret)
 {
 	if (!path || path[0] != '/')
 		return -EINVAL;
-	int fd = open_dir(path);
+	int fd = open_as_peer(path, peer);
 	if (fd < 0)
 		return -EACCES;
 	_cleanup_close_ int dirfd = fd;
-	if (!r || !allowed_fd(r, dirfd) || ws_peer_can_search(dirfd, peer) < 0)
+	if (!r || !allowed_fd(r, dirfd))
 		return -EACCES;
 
 	/* The workspace is the directory checked: its path now, and the

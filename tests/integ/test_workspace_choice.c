@@ -4,8 +4,9 @@
  * actually opened, so a symlink flipped between an allowed directory and
  * "/" never yields a session rooted outside; a path that is not allowed
  * gets the same answer whether or not it exists; a directory the peer
- * cannot search is refused as well, searched with its supplementary
- * groups as the kernel recorded them at connect.
+ * cannot search, or that lies beneath one it cannot search, is refused
+ * as well, judged with its supplementary groups as the kernel recorded
+ * them at connect.
  */
 #include <check.h>
 #include <errno.h>
@@ -169,6 +170,16 @@ START_TEST(peer_must_search_it)
 	_cleanup_free_ char *etc = tj_text(tj(ask(c, "/etc"), "error"));
 	ck_assert_str_eq(refused, etc);
 	tc_assert_ok(ask(c, sub));
+	/* Nor beneath a directory it cannot search: the path is looked up
+	 * with its rights, so what lies there, existing or not, is refused
+	 * alike. */
+	_cleanup_free_ char *inner = xasprintf("%s/inner", closed);
+	ck_assert_int_eq(mkdir(inner, 0755), 0);
+	_cleanup_free_ char *inner_missing = xasprintf("%s/nope", closed);
+	_cleanup_free_ char *behind = tj_text(tj(ask(c, inner), "error"));
+	_cleanup_free_ char *behind_missing = tj_text(tj(ask(c, inner_missing), "error"));
+	ck_assert_str_eq(behind, etc);
+	ck_assert_str_eq(behind_missing, etc);
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
