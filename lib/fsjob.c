@@ -69,13 +69,13 @@ static void job_run(struct iojob *io, void *p)
 	 * with another's rights: never go on with one. */
 	if (!identity_thread_clean())
 		abort();
-	job->running = io;
 	struct identity_saved saved = {};
 	if (job->switch_ident) {
 		job->r = identity_enter(&job->ident, &saved);
 		if (job->r < 0)
-			return;
+			return;	/* the thread is as it was */
 	}
+	job->running = io;
 	job->r = job->ops->run(job, job->arg);
 	identity_leave(&saved);
 	job->running = NULL;
