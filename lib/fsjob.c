@@ -118,6 +118,32 @@ bool fsjob_may_inline(const struct tool_call *call)
 	return !needs_switch(call);
 }
 
+struct open_job {
+	const struct workspace *ws;
+	const char *path;
+	size_t len;
+	int flags;
+	int fd;
+};
+
+/* As the identity (identity_run()): the open itself. */
+static int open_as(void *arg)
+{
+	struct open_job *o = arg;
+	return ws_openat(o->ws, o->path, o->len, o->flags, 0, &o->fd);
+}
+
+int fsjob_openat_as(const struct tool_call *call, const struct identity *id, const char *path, size_t len,
+		    int flags, int *ret_fd)
+{
+	struct open_job o = { call->ws, path, len, flags, -1 };
+	int r = id && id->change ? identity_run(id, open_as, &o) : open_as(&o);
+	if (r < 0)
+		return r;
+	*ret_fd = o.fd;
+	return 0;
+}
+
 enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg)
 {
 	struct fsjob *job = xcalloc(1, sizeof(*job));

@@ -189,6 +189,40 @@ START_TEST(tool_run_as_overrides_the_config)
 }
 END_TEST
 
+/* A shell's cwd is reached as the peer: not beneath a directory it may
+ * not search. */
+START_TEST(shell_cwd_is_reached_as_the_peer)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, NULL);
+	char *locked = tcd_ws_path(&d, "locked");
+	ck_assert(mkdir(locked, 0700) == 0);
+	free(locked);
+	char *inner = tcd_ws_path(&d, "locked/inner");
+	ck_assert(mkdir(inner, 0755) == 0);
+	free(inner);
+	free(tcd_write_ws(&d, "locked/inner/file.txt", "hidden\n", 7, 0644));
+	free(tcd_write_ws(&d, "open/file.txt", "shown\n", 6, 0644));
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"locked/inner\"}");
+	tc_assert_kind(r, "permission_denied");
+	r = tcc_call(n, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"open\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "shown\n");
+	tcc_close(n);
+	/* The daemon's own user reaches it. */
+	struct tcc *c = tcc_connect(&d);
+	r = tcc_call(c, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"locked/inner\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hidden\n");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* The params of the next notifications/event of a type, NULL on timeout. */
 static const struct json *wait_event(struct tcc *c, const char *type, int timeout_ms)
 {
@@ -428,6 +462,7 @@ static Suite *identity_suite(void)
 	tcase_add_test(tc, reload_of_run_as_applies_to_open_sessions);
 	tcase_add_test(tc, confirmation_shows_only_what_the_peer_may_see);
 	tcase_add_test(tc, tool_run_as_overrides_the_config);
+	tcase_add_test(tc, shell_cwd_is_reached_as_the_peer);
 	tcase_add_test(tc, writes_never_create_privilege);
 	tcase_add_test(tc, file_work_does_not_stall_other_clients);
 	tcase_add_test(tc, file_work_times_out);
