@@ -73,7 +73,7 @@ void server_apply_config(struct server *s)
 	/* The rules are made again from the new settings (and pick up
 	 * entries created since along the denied paths). */
 	sandbox_cache_clear();
-	s->env.run_as_peer = c->sandbox.run_as_peer;
+	session_table_set_run_as(s->sessions, c->sandbox.run_as_peer);
 	if (s->dispatcher) {
 		dispatch_set_config(s->dispatcher, &dc);
 	} else {

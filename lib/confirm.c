@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Confirmation requests: asked (with the whole input and the paths it
- * names as they resolve, symlinks shown with their targets), resolved by an approver, timed out, failed when the
- * approvers leave, replayed to a late subscriber, and kept after being
- * settled so that the first answer wins.
+ * names as they resolve, symlinks shown with their targets, and the diff
+ * it would make, all seen with the rights the call will have), resolved
+ * by an approver, timed out, failed when the approvers leave, replayed to
+ * a late subscriber, and kept after being settled so that the first
+ * answer wins.
  */
 #include "lib/confirm.h"
 
@@ -16,6 +18,7 @@
 
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
+#include "lib/identity.h"
 #include "lib/map.h"
 #include "lib/outcome.h"
 #include "lib/session.h"
@@ -144,8 +147,9 @@ static char *projected_file(const struct workspace *ws, const char *path, size_t
 	return shown;
 }
 
-/* Resolves the paths the call names, once, when it is asked. */
-static void project_files(struct confirm *c, const struct exec *e)
+/* Lists the paths the call names; resolved (symlinks shown with their
+ * targets) unless plain. */
+static void project_files(struct confirm *c, const struct exec *e, bool plain)
 {
 	if (!e->session->ws)
 		return;
@@ -154,8 +158,40 @@ static void project_files(struct confirm *c, const struct exec *e)
 		if (!v || v->type != JSON_STRING)
 			continue;
 		c->files = xreallocarray(c->files, c->n_files + 1, sizeof(*c->files));
-		c->files[c->n_files++] = projected_file(e->session->ws, v->u.str.s, v->u.str.len);
+		c->files[c->n_files++] = plain ? ws_display_path(e->session->ws, v->u.str.s, v->u.str.len)
+					       : projected_file(e->session->ws, v->u.str.s, v->u.str.len);
 	}
+}
+
+struct inspection {
+	struct confirm *c;
+	const struct exec *e;
+};
+
+/* Looks at what the call would touch: its files as they resolve and the
+ * change it would make (tool_def.preview). */
+static int inspect(void *arg)
+{
+	struct inspection *in = arg;
+	const struct exec *e = in->e;
+	project_files(in->c, e, false);
+	if (e->tool->def->preview && e->session->ws)
+		in->c->diff = e->tool->def->preview(e->args, e->session->ws);
+	return 0;
+}
+
+/* Inspects the call once, when it is asked, with the rights it will run
+ * with: as the peer when its work takes the peer's identity, so the
+ * request shows no file, diff or symlink target the peer may not see.
+ * When that cannot be done, the paths are shown as named, unresolved. */
+static void inspect_call(struct confirm *c, const struct exec *e)
+{
+	struct inspection in = { c, e };
+	const struct identity *id = session_identity(e->session);
+	if (!id || !id->change)
+		inspect(&in);
+	else if (identity_run(id, inspect, &in) < 0)
+		project_files(c, e, true);
 }
 
 struct confirm_arg {
@@ -280,10 +316,8 @@ void confirm_ask(struct exec *e)
 			  (unsigned long long)++d->counter);
 	c->exec = e;
 	c->uid = e->session->uid;
-	project_files(c, e);
 	/* Computed once: every approver sees the change as it was asked. */
-	if (e->tool->def->preview && e->session->ws)
-		c->diff = e->tool->def->preview(e->args, e->session->ws);
+	inspect_call(c, e);
 	/* Counted against the uid's memory (limits.per_uid_memory): a uid
 	 * with many large requests open is refused, not another. */
 	int64_t held = confirm_bytes(c, e);

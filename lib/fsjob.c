@@ -69,13 +69,13 @@ static void job_run(struct iojob *io, void *p)
 	 * with another's rights: never go on with one. */
 	if (!identity_thread_clean())
 		abort();
-	job->running = io;
 	struct identity_saved saved = {};
 	if (job->switch_ident) {
 		job->r = identity_enter(&job->ident, &saved);
 		if (job->r < 0)
-			return;
+			return;	/* the thread is as it was */
 	}
+	job->running = io;
 	job->r = job->ops->run(job, job->arg);
 	identity_leave(&saved);
 	job->running = NULL;
@@ -105,15 +105,43 @@ static void job_done(void *p, bool cancelled)
 	tool_call_finish(call);
 }
 
-/* True when work for call has to take the peer's identity. */
+/* True when work for call has to take the peer's identity: the identity
+ * says so (run_as "peer", the daemon root, the peer another uid; decided
+ * by identity_for_children()), as it does for the call's children. */
 static bool needs_switch(const struct tool_call *call)
 {
-	return call->env && call->env->run_as_peer && identity_needs_switch(call->ident);
+	return call->ident && call->ident->change;
 }
 
 bool fsjob_may_inline(const struct tool_call *call)
 {
 	return !needs_switch(call);
+}
+
+struct open_job {
+	const struct workspace *ws;
+	const char *path;
+	size_t len;
+	int flags;
+	int fd;
+};
+
+/* As the identity (identity_run()): the open itself. */
+static int open_as(void *arg)
+{
+	struct open_job *o = arg;
+	return ws_openat(o->ws, o->path, o->len, o->flags, 0, &o->fd);
+}
+
+int fsjob_openat_as(const struct tool_call *call, const struct identity *id, const char *path, size_t len,
+		    int flags, int *ret_fd)
+{
+	struct open_job o = { call->ws, path, len, flags, -1 };
+	int r = id && id->change ? identity_run(id, open_as, &o) : open_as(&o);
+	if (r < 0)
+		return r;
+	*ret_fd = o.fd;
+	return 0;
 }
 
 enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg)

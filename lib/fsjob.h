@@ -3,8 +3,9 @@
  * File work of a tool call, run off the loop as the peer who asked. A tool
  * hands fsjob_start() a run function and its arg: run executes on a worker
  * of the io pool (struct tool_env's pool), with the thread's file-system
- * identity switched to the peer's when the call carries one that needs it
- * (lib/identity.h), and restored after; then, back on the loop, done turns
+ * identity switched to the call's when that identity says so (its change,
+ * the same decision its children follow: lib/identity.h), and restored
+ * after; then, back on the loop, done turns
  * what run left in arg into the call's outcome, the arg is freed and the
  * call finished. The tool returns what fsjob_start() returned and uses
  * fsjob_cancel as its tool_def.cancel: a cancelled job (timeout, cancel,
@@ -33,6 +34,7 @@
 #include "lib/tool.h"
 
 struct fsjob;
+struct identity;
 struct workspace;
 
 /* On a worker (or inline): the blocking work; 0 or a negative errno, or
@@ -59,6 +61,16 @@ struct fsjob_ops {
 
 /* True when call's file work may run on the loop: no identity to take. */
 bool fsjob_may_inline(const struct tool_call *call);
+/*
+ * Opens path beneath call's workspace (ws_openat, mode 0) with id's rights
+ * (NULL: the daemon's): when id->change, on a short-lived thread acting as
+ * id (identity_run()), so no directory id could not reach itself, beneath
+ * one it may not search, is reached for it. For the little file work a
+ * tool does before it starts a child as id (its working directory). 0 or
+ * ws_openat's negative errno.
+ */
+int fsjob_openat_as(const struct tool_call *call, const struct identity *id, const char *path, size_t len,
+		    int flags, int *ret_fd);
 /* Starts arg's work for call (arg is owned from here, freed by ops->free). */
 enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg);
 /* tool_def.cancel of tools that use fsjob_start. */

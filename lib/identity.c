@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,4 +210,35 @@ void identity_leave(struct identity_saved *saved)
 bool identity_thread_clean(void)
 {
 	return cur_fsuid() == geteuid() && cur_fsgid() == getegid();
+}
+
+struct identity_job {
+	const struct identity *id;
+	int (*fn)(void *arg);
+	void *arg;
+	int result;
+};
+
+/* The thread of identity_run(). */
+static void *run_as(void *p)
+{
+	struct identity_job *j = p;
+	struct identity_saved saved;
+	j->result = identity_enter(j->id, &saved);
+	if (j->result < 0)
+		return NULL;
+	j->result = j->fn(j->arg);
+	identity_leave(&saved);
+	return NULL;
+}
+
+int identity_run(const struct identity *id, int (*fn)(void *arg), void *arg)
+{
+	struct identity_job j = { id, fn, arg, -EPERM };
+	pthread_t t;
+	int r = pthread_create(&t, NULL, run_as, &j);
+	if (r != 0)
+		return -r;
+	pthread_join(t, NULL);
+	return j.result;
 }

@@ -2,10 +2,12 @@
 /*
  * Whom work is done for: a peer's uid, gid and supplementary groups (from
  * SO_PEERCRED and SO_PEERGROUPS when it connected, or a user named in a
- * file), its home, and whether the children the daemon starts for it take
- * its ids. One such identity serves the children of its calls, its hooks,
- * MCP servers started as a user, and file work; the switch of one thread's
- * file-system identity to it and back lives here too.
+ * file), its home, and whether work done for it takes its ids (change:
+ * the one place that decision is kept). One such identity serves the
+ * children of its calls, its hooks, MCP servers started as a user, file
+ * work, and the check that a peer may search the workspace it asks for;
+ * the switch of one thread's file-system identity to it and back lives
+ * here too.
  *
  * The switch uses the raw setfsuid, setfsgid and setgroups system calls,
  * which change only the calling thread's credentials (glibc's wrappers
@@ -14,7 +16,10 @@
  * CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, CAP_LINUX_IMMUTABLE,
  * CAP_MAC_OVERRIDE and CAP_MKNOD from the thread's effective set, and puts
  * them back when it returns to 0: the kernel, not the daemon, then decides
- * what the peer may open. Only worker threads switch; the loop never does.
+ * what the peer may open. Only threads other than the loop switch (io
+ * workers, and the short-lived thread of the workspace search check); the
+ * loop never does, so nothing it does for one peer runs with another's
+ * rights.
  */
 #ifndef TC_IDENTITY_H
 #define TC_IDENTITY_H
@@ -32,8 +37,10 @@ struct identity {
 	gid_t *groups;		/* supplementary groups, owned */
 	size_t n_groups;
 	char *home;		/* for "~/" in deny_read and a child's $HOME; NULL: none; owned */
-	bool change;		/* children take uid, gid and groups; false: they
-				 * keep the daemon's own identity */
+	bool change;		/* work for it takes its ids: children take uid,
+				 * gid and groups, file work (lib/fsjob.h) its
+				 * file-system identity; false: both keep the
+				 * daemon's own identity */
 };
 
 /* Reads the identity of the peer on the Unix socket fd (uid and gid from
@@ -41,11 +48,12 @@ struct identity {
  * Children are not to take it yet: see identity_for_children(). */
 int identity_from_socket(int fd, struct identity *ret);
 /*
- * Decides whom id's children run as: as id itself (change) when
- * run_as_peer, the daemon is root and id is another uid, with its groups
- * (its primary group alone when it has none: never the daemon's) and the
- * home of its passwd entry (looked up here, once). Otherwise the daemon's
- * own identity, with $HOME.
+ * Decides whom work for id is done as, its children and its file work
+ * alike: as id itself (change) when run_as_peer, the daemon is root and id
+ * is another uid, with its groups (its primary group alone when it has
+ * none: never the daemon's) and the home of its passwd entry (looked up
+ * here, once). Otherwise the daemon's own identity, with $HOME. May be
+ * called again on an identity already decided (a reload).
  */
 void identity_for_children(struct identity *id, bool run_as_peer);
 /* Fills ret for the user called name (a provider file's "run_as"): its
@@ -56,8 +64,10 @@ int identity_from_user(const char *name, struct identity *ret);
 void identity_copy(struct identity *dst, const struct identity *src);
 /* Frees what id holds; leaves it empty. */
 void identity_clear(struct identity *id);
-/* True when work for id has to switch identity: the process runs as root
- * and id is another uid. */
+/* True when acting as id would change anything: the process runs as root
+ * and id is another uid. Whether work for id does is id->change; this is
+ * for checks made as the peer whatever run_as says (the search right on a
+ * workspace it asks for). */
 bool identity_needs_switch(const struct identity *id);
 
 /* A thread's own credentials while it acts as someone else. */
@@ -81,5 +91,13 @@ void identity_leave(struct identity_saved *saved);
 /* True when the calling thread's fsuid and fsgid are the process's
  * effective ids: no identity of an earlier job is left on it. */
 bool identity_thread_clean(void);
+/*
+ * Runs fn(arg) as id on a short-lived thread of its own and waits for it:
+ * for the few checks the loop must have made as a peer (the loop itself
+ * never switches). The thread enters id before fn and leaves it after;
+ * its credentials die with it. Returns what fn returned, or a negative
+ * errno when the thread could not be started or id not taken (fn not run).
+ */
+int identity_run(const struct identity *id, int (*fn)(void *arg), void *arg);
 
 #endif

@@ -16,6 +16,7 @@ struct session_table *session_table_new(void)
 {
 	struct session_table *t = xcalloc(1, sizeof(*t));
 	t->by_id = map_new();
+	t->run_as_peer = -1;
 	if (getrandom(&t->boot, sizeof(t->boot), GRND_NONBLOCK) != sizeof(t->boot))
 		t->boot = wall_ms() ^ ((uint64_t)getpid() << 32);
 	return t;
@@ -106,4 +107,18 @@ void session_set_peer(struct session *s, const struct identity *peer, bool run_a
 	identity_copy(&s->ident, peer);
 	identity_for_children(&s->ident, run_as_peer);
 	s->has_ident = true;
+}
+
+void session_table_set_run_as(struct session_table *t, bool run_as_peer)
+{
+	if (t->run_as_peer == (int)run_as_peer)
+		return;
+	t->run_as_peer = run_as_peer;
+	size_t it = 0;
+	void *v;
+	while (map_next(t->by_id, &it, NULL, &v)) {
+		struct session *s = v;
+		if (s->has_ident)
+			identity_for_children(&s->ident, run_as_peer);
+	}
 }

@@ -47,6 +47,7 @@ struct session_table {
 	struct map *by_id;
 	uint64_t counter;
 	uint64_t boot;			/* random per daemon start: ids are not guessable across restarts */
+	int run_as_peer;		/* the run_as its sessions' identities were decided with; -1: none yet */
 };
 
 struct session_table *session_table_new(void);
@@ -72,6 +73,10 @@ void session_set_workspace(struct session *s, struct workspace *ws);
  * its children running as it when run_as_peer (identity_for_children()).
  */
 void session_set_peer(struct session *s, const struct identity *peer, bool run_as_peer);
+/* Decides again whom every session's work is done as when run_as changed
+ * (a reload): calls started from then on follow it, calls in flight keep
+ * the identity they started with. */
+void session_table_set_run_as(struct session_table *t, bool run_as_peer);
 struct session *session_ref(struct session *s);
 struct session *session_unref(struct session *s);
 

@@ -129,7 +129,6 @@ struct tool_env {
 	size_t read_cap;			/* read_file's default limit */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
-	bool run_as_peer;			/* run_as "peer": file work as the call's identity */
 };
 
 struct tool_call {
@@ -141,8 +140,7 @@ struct tool_call {
 	const struct tool_env *env;
 	const char *call_id;
 	/* Who asked (the session's peer), NULL when unknown: children run as
-	 * it when ident->change, file tools act as it when env->run_as_peer
-	 * and the daemon is root (lib/fsjob.h). */
+	 * it and file tools act as it (lib/fsjob.h) when ident->change. */
 	const struct identity *ident;
 	void *state;			/* the tool's own per-attempt state */
 

@@ -2,8 +2,9 @@
 /*
  * The allowed workspace roots and the race-free choice of a session's
  * workspace among them: open first, then judge the directory opened by its
- * identity (st_dev, st_ino), walking up with ".." from its fd; the peer's
- * right to search it is checked by the kernel with the peer's ids.
+ * identity (st_dev, st_ino), walking up with ".." from its fd. The path is
+ * looked up, and the directory's search right checked, by the kernel as
+ * the peer (lib/identity.h).
  */
 #include "lib/workspace_root.h"
 
@@ -11,15 +12,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/identity.h"
 #include "lib/workspace.h"
 #include "lib/workspace_path.h"
 #include "proto/base/util.h"
@@ -142,49 +141,16 @@ static bool allowed_fd(const struct ws_roots *r, int fd)
 	return false;
 }
 
-struct search_job {
-	int dirfd;
-	const struct ws_peer *peer;
-	int result;
-};
-
-/* Runs on a thread of its own, whose credentials die with it: takes the
- * peer's file system ids and groups (raw system calls, which change this
- * thread only; glibc's setgroups would change every thread) and asks the
- * kernel to look "." up in the directory, which needs search permission
- * on it (ACLs included). Dropping fsuid 0 drops CAP_DAC_OVERRIDE and
- * CAP_DAC_READ_SEARCH from this thread too. */
-static void *search_as_peer(void *arg)
+/* Asks the kernel to look "." up in the directory dirfd, which needs
+ * search permission on it (ACLs included); run as the peer, whose fsuid
+ * other than 0 has no CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH. */
+static int search_dir(int dirfd)
 {
-	struct search_job *j = arg;
-	j->result = -EACCES;
-	if (syscall(SYS_setgroups, j->peer->n_groups, j->peer->groups) < 0)
-		return NULL;
-	setfsgid(j->peer->gid);
-	setfsuid(j->peer->uid);
-	if ((gid_t)setfsgid((gid_t)-1) != j->peer->gid || (uid_t)setfsuid((uid_t)-1) != j->peer->uid)
-		return NULL;
-	int fd = openat(j->dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		close(fd);
-		j->result = 0;
-	}
-	return NULL;
-}
-
-int ws_peer_can_search(int dirfd, const struct ws_peer *peer)
-{
-	/* A daemon that is not root acts as itself: it could not take the
-	 * peer's ids, and what it opens it may search. */
-	if (!peer || geteuid() != 0 || peer->uid == 0)
-		return 0;
-	struct search_job j = { dirfd, peer, -EACCES };
-	pthread_t t;
-	int r = pthread_create(&t, NULL, search_as_peer, &j);
-	if (r != 0)
-		return -r;
-	pthread_join(t, NULL);
-	return j.result;
+	int fd = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -EACCES;
+	close(fd);
+	return 0;
 }
 
 /* The canonical path of the directory fd, checked to name that very
@@ -224,16 +190,51 @@ static int open_dir(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-int ws_open_allowed(const struct ws_roots *r, const char *path, const struct ws_peer *peer,
+struct peer_open {
+	const char *path;
+	int fd;
+};
+
+/* As the peer (identity_run()): opens the directory at path, every
+ * component looked up with the peer's rights, and checks it may search
+ * the directory itself. */
+static int open_searchable(void *arg)
+{
+	struct peer_open *o = arg;
+	int fd = open_dir(o->path);
+	if (fd < 0)
+		return -EACCES;
+	if (search_dir(fd) < 0) {
+		close(fd);
+		return -EACCES;
+	}
+	o->fd = fd;
+	return 0;
+}
+
+/* Opens the directory at path as peer would: a directory the peer could
+ * not reach itself (beneath one it may not search) is not reached for it.
+ * A daemon that is not root, or a peer that is root, opens as the daemon. */
+static int open_as_peer(const char *path, const struct identity *peer)
+{
+	if (!identity_needs_switch(peer))
+		return open_dir(path);
+	struct peer_open o = { path, -1 };
+	if (identity_run(peer, open_searchable, &o) < 0)
+		return -EACCES;
+	return o.fd;
+}
+
+int ws_open_allowed(const struct ws_roots *r, const char *path, const struct identity *peer,
 		    struct workspace **ret)
 {
 	if (!path || path[0] != '/')
 		return -EINVAL;
-	int fd = open_dir(path);
+	int fd = open_as_peer(path, peer);
 	if (fd < 0)
 		return -EACCES;
 	_cleanup_close_ int dirfd = fd;
-	if (!r || !allowed_fd(r, dirfd) || ws_peer_can_search(dirfd, peer) < 0)
+	if (!r || !allowed_fd(r, dirfd))
 		return -EACCES;
 
 	/* The workspace is the directory checked: its path now, and the

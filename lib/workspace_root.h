@@ -8,8 +8,13 @@
  * up with ".." from the opened fd and comparing identities. A symlink
  * swapped in between cannot redirect the check, as nothing is looked up by
  * name after the open. When the daemon runs as root for another user, the
- * directory must also be searchable by that user, checked by the kernel
- * with the user's ids on a short-lived thread of its own.
+ * path is opened as that user, whatever run_as says (the user chose it):
+ * every component looked up and the directory's search right checked by
+ * the kernel with the user's identity (lib/identity.h: uid, gid and
+ * supplementary groups, as the kernel recorded them when the user
+ * connected) on a short-lived thread of its own, so no directory the user
+ * could not reach itself, beneath one it may not search, is reached for
+ * it.
  *
  * Every refusal is the same -EACCES, whether the path does not exist, is
  * not a directory, lies elsewhere or cannot be searched, so the answer
@@ -20,18 +25,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <sys/types.h>
 
+struct identity;
 struct workspace;
 struct ws_roots;
-
-/* Who asks for a workspace: the kernel checks search permission with these. */
-struct ws_peer {
-	uid_t uid;
-	gid_t gid;
-	const gid_t *groups;	/* supplementary groups */
-	size_t n_groups;
-};
 
 struct ws_roots *ws_roots_new(void);
 /* Accepts NULL; returns NULL. */
@@ -49,14 +46,11 @@ size_t ws_roots_count(const struct ws_roots *r);
 
 /*
  * Opens the absolute path as a workspace if the directory opened is
- * allowed by roots and searchable by peer (NULL: not checked). -EINVAL for
- * a path that is not absolute or holds a NUL, -EACCES for every refusal.
+ * allowed by roots and peer (NULL: not checked) can reach and search it.
+ * -EINVAL for a path that is not absolute or holds a NUL, -EACCES for
+ * every refusal.
  */
-int ws_open_allowed(const struct ws_roots *r, const char *path, const struct ws_peer *peer,
+int ws_open_allowed(const struct ws_roots *r, const char *path, const struct identity *peer,
 		    struct workspace **ret);
-
-/* Checks that peer may search the directory dirfd, with the peer's own
- * ids when the daemon is root and the peer is not. 0 or -EACCES. */
-int ws_peer_can_search(int dirfd, const struct ws_peer *peer);
 
 #endif

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "lib/child.h"
+#include "lib/fsjob.h"
+#include "lib/identity.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/workspace.h"
 #include "proto/base/strv.h"
@@ -561,8 +563,23 @@ static enum tool_ret command_exec(struct tool_call *c)
 	_cleanup_(strv_freep) char **env = NULL;
 	int r;
 
+	/* Whom the program runs as: the call's identity as the config's
+	 * run_as decided it (ident->change), unless the tool file says
+	 * otherwise: "daemon", the daemon's own identity; "peer", the
+	 * caller's even where the config keeps the daemon's. */
+	static const struct identity daemon_id = { .change = false };
+	_cleanup_(identity_clear) struct identity as_peer = {0};
+	const struct identity *as = c->ident;
+	if (cmd->run_as_peer == 0) {
+		as = &daemon_id;
+	} else if (cmd->run_as_peer == 1 && c->ident && !c->ident->change) {
+		identity_copy(&as_peer, c->ident);
+		identity_for_children(&as_peer, true);
+		as = &as_peer;
+	}
 	if (cmd->cwd) {
-		r = ws_openat(c->ws, cmd->cwd, strlen(cmd->cwd), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, &cwd_fd);
+		/* Reached as the program will run. */
+		r = fsjob_openat_as(c, as, cmd->cwd, strlen(cmd->cwd), O_PATH | O_DIRECTORY | O_CLOEXEC, &cwd_fd);
 		if (r < 0) {
 			_cleanup_free_ char *msg = NULL;
 			enum tc_kind kind = ws_error(r, cmd->cwd, &msg);
@@ -598,10 +615,8 @@ static enum tool_ret command_exec(struct tool_call *c)
 	const struct sandbox_config *sbc = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;
 	sandbox_req_init(&req, sbc, c->tool->name, c->tool->side_effects == SIDE_NETWORK, &cmd->sandbox);
-	/* run_as "daemon" in the tool file: the daemon's own identity. */
-	static const struct identity daemon_id = { .change = false };
-	if (cmd->run_as_peer == 0 || (cmd->run_as_peer < 0 && sbc && !sbc->run_as_peer))
-		req.id = &daemon_id;
+	if (as != c->ident)
+		req.id = as;
 	r = child_call_start(c, &opts, sbc ? &req : NULL, command_done);
 	if (r < 0 && c->kind != TC_OK)
 		;	/* the sandbox said why */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lib/child.h"
+#include "lib/fsjob.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
@@ -56,7 +57,9 @@ static enum tool_ret shell_exec(struct tool_call *c)
 		return TOOL_DONE;
 	}
 	if (cwd) {
-		r = ws_openat(c->ws, cwd->u.str.s, cwd->u.str.len, O_PATH | O_DIRECTORY | O_CLOEXEC, 0, &cwd_fd);
+		/* Reached as the shell will run: as the peer, when it does. */
+		r = fsjob_openat_as(c, c->ident, cwd->u.str.s, cwd->u.str.len, O_PATH | O_DIRECTORY | O_CLOEXEC,
+				    &cwd_fd);
 		if (r < 0) {
 			_cleanup_free_ char *msg = NULL;
 			enum tc_kind kind = ws_error(r, cwd->u.str.s, &msg);

@@ -3,14 +3,15 @@
  * File tools act as the peer and never stall other clients (CONTRACT §10
  * Identity, Writes never create privilege; §11 file tools off the loop).
  * With the daemon as root, a client connected as uid 65534 is refused a
- * 0600 root file and a 0700 root directory by the kernel, owns what it
- * writes, and run_as "daemon" gives back the daemon's rights; writes drop
- * setuid/setgid bits and file capabilities; a client's ping stays fast
- * while others list a large directory and patch a large file, and a
- * listing past its timeout ends as a timeout, freeing its worker (the
- * bench, tc-bench, measures 300,000 entries and 60 MB; cancellation is in
- * tests/unit/test_fsjob.c). Cases that switch uid need root
- * and skip without it.
+ * 0600 root file and a 0700 root directory by the kernel (by every file
+ * tool, edit_file included), owns what it writes, and run_as "daemon"
+ * gives back the daemon's rights, in open sessions too after a reload;
+ * writes drop setuid/setgid bits and file capabilities; a client's ping
+ * stays fast while others list a large directory and patch a large file,
+ * and a listing past its timeout ends as a timeout, freeing its worker
+ * (the bench, tc-bench, measures 300,000 entries and 60 MB; cancellation
+ * is in tests/unit/test_fsjob.c). Cases that switch uid need root and
+ * skip without it.
  */
 #include <check.h>
 #include <errno.h>
@@ -68,6 +69,8 @@ START_TEST(peer_is_refused_what_the_kernel_refuses_it)
 	tc_assert_kind(tcc_call(n, "read_file", "{\"path\":\"private/inner.txt\"}"), "permission_denied");
 	tc_assert_kind(tcc_call(n, "patch_file", "{\"path\":\"secret.txt\",\"old\":\"root\",\"new\":\"mine\"}"),
 		       "permission_denied");
+	tc_assert_kind(tcc_call(n, "edit_file", "{\"path\":\"secret.txt\",\"edits\":[{\"old\":\"root\",\"new\":\"mine\"}]}"),
+		       "permission_denied");
 	/* What it may read, it reads. */
 	const struct json *r = tcc_call(n, "read_file", "{\"path\":\"open.txt\"}");
 	tc_assert_ok(r);
@@ -77,6 +80,8 @@ START_TEST(peer_is_refused_what_the_kernel_refuses_it)
 	struct stat st = stat_ws(&d, "mine.txt");
 	ck_assert_uint_eq(st.st_uid, NOBODY);
 	ck_assert_uint_eq(st.st_gid, NOBODY);
+	tc_assert_ok(tcc_call(n, "edit_file", "{\"path\":\"mine.txt\",\"edits\":[{\"old\":\"hi\",\"new\":\"ho\"}]}"));
+	ck_assert_uint_eq(stat_ws(&d, "mine.txt").st_uid, NOBODY);
 	tc_assert_ok(tcc_call(n, "write_file", "{\"path\":\"sub/deep.txt\",\"content\":\"x\",\"create_dirs\":true}"));
 	ck_assert_uint_eq(stat_ws(&d, "sub").st_uid, NOBODY);
 	ck_assert_uint_eq(stat_ws(&d, "sub/deep.txt").st_uid, NOBODY);
@@ -92,6 +97,26 @@ START_TEST(peer_is_refused_what_the_kernel_refuses_it)
 }
 END_TEST
 
+/* Rewrites the daemon's config file, from replaced by to, and reloads it. */
+static void reload_with(struct tcd *d, const char *from, const char *to)
+{
+	_cleanup_free_ char *cfg = tcd_read(d, d->config, NULL);
+	ck_assert_ptr_nonnull(cfg);
+	char *at = strstr(cfg, from);
+	ck_assert_msg(at, "'%s' not in the config", from);
+	_cleanup_free_ char *next = xasprintf("%.*s%s%s", (int)(at - cfg), cfg, to, at + strlen(from));
+	FILE *f = fopen(d->config, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert(fputs(next, f) >= 0);
+	ck_assert_int_eq(fclose(f), 0);
+	struct tcc *root = tcc_connect(d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+}
+
+/* run_as "daemon" keeps the daemon's rights; a reload of run_as applies
+ * to sessions already open: their file tools and children act as the one
+ * identity the reload decided, both ways. */
 START_TEST(run_as_daemon_keeps_the_daemons_rights)
 {
 	if (geteuid() != 0)
@@ -103,7 +128,148 @@ START_TEST(run_as_daemon_keeps_the_daemons_rights)
 	tc_assert_ok(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"));
 	tc_assert_ok(tcc_call(n, "write_file", "{\"path\":\"made.txt\",\"content\":\"x\"}"));
 	ck_assert_uint_eq(stat_ws(&d, "made.txt").st_uid, 0);
+	const struct json *r = tcc_call(n, "shell", "{\"command\":\"id -u\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "0\n");
+
+	reload_with(&d, "\"run_as\":\"daemon\"", "\"run_as\":\"peer\"");
+	tc_assert_kind(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"), "permission_denied");
+	tc_assert_ok(tcc_call(n, "write_file", "{\"path\":\"as_peer.txt\",\"content\":\"x\"}"));
+	ck_assert_uint_eq(stat_ws(&d, "as_peer.txt").st_uid, NOBODY);
+	r = tcc_call(n, "shell", "{\"command\":\"id -u\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "65534\n");
+
+	reload_with(&d, "\"run_as\":\"peer\"", "\"run_as\":\"daemon\"");
+	tc_assert_ok(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"));
+	tc_assert_ok(tcc_call(n, "write_file", "{\"path\":\"as_daemon.txt\",\"content\":\"x\"}"));
+	ck_assert_uint_eq(stat_ws(&d, "as_daemon.txt").st_uid, 0);
 	tcc_close(n);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A command tool's own run_as overrides the config's, both ways. */
+START_TEST(tool_run_as_overrides_the_config)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "\"run_as\":\"daemon\"");
+	tcd_write_tool(&d, "whoami_peer.json",
+		       "{\"name\":\"whoami_peer\",\"kind\":\"command\",\"side_effects\":\"read\",\"argv\":[\"id\",\"-u\"],"
+		       "\"run_as\":\"peer\"}");
+	tcd_write_tool(&d, "whoami.json",
+		       "{\"name\":\"whoami\",\"kind\":\"command\",\"side_effects\":\"read\",\"argv\":[\"id\",\"-u\"]}");
+	struct tcc *root = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "whoami_peer", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "65534\n");
+	r = tcc_call(n, "whoami", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "0\n");
+	tcc_close(n);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A shell's cwd is reached as the peer: not beneath a directory it may
+ * not search. */
+START_TEST(shell_cwd_is_reached_as_the_peer)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, NULL);
+	char *locked = tcd_ws_path(&d, "locked");
+	ck_assert(mkdir(locked, 0700) == 0);
+	free(locked);
+	char *inner = tcd_ws_path(&d, "locked/inner");
+	ck_assert(mkdir(inner, 0755) == 0);
+	free(inner);
+	free(tcd_write_ws(&d, "locked/inner/file.txt", "hidden\n", 7, 0644));
+	free(tcd_write_ws(&d, "open/file.txt", "shown\n", 6, 0644));
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"locked/inner\"}");
+	tc_assert_kind(r, "permission_denied");
+	r = tcc_call(n, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"open\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "shown\n");
+	tcc_close(n);
+	/* The daemon's own user reaches it. */
+	struct tcc *c = tcc_connect(&d);
+	r = tcc_call(c, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"locked/inner\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hidden\n");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* The params of the next event (the subscription names one type), NULL on
+ * timeout. */
+static const struct json *next_event(struct tcc *c)
+{
+	const struct json *n = tcc_wait_notification(c, "notifications/event", 5000);
+	return n ? json_get(n, "params") : NULL;
+}
+
+/* A confirmation request shows the peer what its call would change as the
+ * peer sees it: no diff of a file it may not read, no target of a symlink
+ * in a directory it may not search. */
+START_TEST(confirmation_shows_only_what_the_peer_may_see)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	tcd_start(&d, "{\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"prompt\"}}}");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert(chmod(d.ws, 0777) == 0);
+	free(tcd_write_ws(&d, "secret.txt", "root only\n", 10, 0600));
+	free(tcd_write_ws(&d, "open.txt", "anyone\n", 7, 0644));
+	char *priv = tcd_ws_path(&d, "private");
+	ck_assert(mkdir(priv, 0700) == 0);
+	char *hidden = xasprintf("%s/hidden-name", priv);
+	ck_assert(symlink("../open.txt", hidden) == 0);
+	free(hidden);
+	free(priv);
+
+	struct tcc *watch = tcc_connect_as(&d, NOBODY, NOBODY);
+	tc_assert_ok(tcc_request(watch, "events/subscribe", "{\"types\":[\"tool.confirmation_requested\"]}"));
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+
+	/* What it may read is shown. */
+	tcc_send_request(n, "tools/call", "{\"name\":\"write_file\",\"arguments\":{\"path\":\"open.txt\",\"content\":\"x\\n\"}}");
+	const struct json *ev = next_event(watch);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_ptr_nonnull(strstr(tj_str(ev, "diff"), "-anyone"));
+
+	/* What it may not read is not. */
+	tcc_send_request(n, "tools/call", "{\"name\":\"write_file\",\"arguments\":{\"path\":\"secret.txt\",\"content\":\"x\\n\"}}");
+	ev = next_event(watch);
+	ck_assert_ptr_nonnull(ev);
+	const char *diff = tj_str(ev, "diff");
+	ck_assert_msg(!diff || !strstr(diff, "root only"), "the peer was shown a file it may not read: %s", diff);
+	tcc_send_request(n, "tools/call",
+			 "{\"name\":\"edit_file\",\"arguments\":{\"path\":\"secret.txt\",\"edits\":[{\"old\":\"root\",\"new\":\"x\"}]}}");
+	ev = next_event(watch);
+	ck_assert_ptr_nonnull(ev);
+	diff = tj_str(ev, "diff");
+	ck_assert_msg(!diff || !strstr(diff, "only"), "the peer was shown a file it may not read: %s", diff);
+	tcc_send_request(n, "tools/call", "{\"name\":\"write_file\",\"arguments\":{\"path\":\"private/hidden-name\",\"content\":\"x\"}}");
+	ev = next_event(watch);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(tj_str(ev, "files.0"), "private/hidden-name");
+	ck_assert_ptr_null(tj_str(ev, "diff"));
+
+	tcc_close(n);
+	tcc_close(watch);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
 }
@@ -275,6 +441,9 @@ static Suite *identity_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, peer_is_refused_what_the_kernel_refuses_it);
 	tcase_add_test(tc, run_as_daemon_keeps_the_daemons_rights);
+	tcase_add_test(tc, confirmation_shows_only_what_the_peer_may_see);
+	tcase_add_test(tc, tool_run_as_overrides_the_config);
+	tcase_add_test(tc, shell_cwd_is_reached_as_the_peer);
 	tcase_add_test(tc, writes_never_create_privilege);
 	tcase_add_test(tc, file_work_does_not_stall_other_clients);
 	tcase_add_test(tc, file_work_times_out);

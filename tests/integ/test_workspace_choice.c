@@ -4,10 +4,13 @@
  * actually opened, so a symlink flipped between an allowed directory and
  * "/" never yields a session rooted outside; a path that is not allowed
  * gets the same answer whether or not it exists; a directory the peer
- * cannot search is refused as well.
+ * cannot search, or that lies beneath one it cannot search, is refused
+ * as well, judged with its supplementary groups as the kernel recorded
+ * them at connect.
  */
 #include <check.h>
 #include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
@@ -167,6 +170,72 @@ START_TEST(peer_must_search_it)
 	_cleanup_free_ char *etc = tj_text(tj(ask(c, "/etc"), "error"));
 	ck_assert_str_eq(refused, etc);
 	tc_assert_ok(ask(c, sub));
+	/* Nor beneath a directory it cannot search: the path is looked up
+	 * with its rights, so what lies there, existing or not, is refused
+	 * alike. */
+	_cleanup_free_ char *inner = xasprintf("%s/inner", closed);
+	ck_assert_int_eq(mkdir(inner, 0755), 0);
+	_cleanup_free_ char *inner_missing = xasprintf("%s/nope", closed);
+	_cleanup_free_ char *behind = tj_text(tj(ask(c, inner), "error"));
+	_cleanup_free_ char *behind_missing = tj_text(tj(ask(c, inner_missing), "error"));
+	ck_assert_str_eq(behind, etc);
+	ck_assert_str_eq(behind_missing, etc);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Connects as uid with primary group gid and the supplementary groups
+ * given (the test process is one thread here: glibc's setgroups is safe). */
+static struct tcc *connect_with_groups(struct tcd *d, uid_t uid, gid_t gid, const gid_t *groups, size_t n)
+{
+	gid_t saved[256];
+	int n_saved = getgroups((int)ELEMENTSOF(saved), saved);
+	ck_assert_int_ge(n_saved, 0);
+	ck_assert_int_eq(setgroups(n, groups), 0);
+	struct tcc *c = tcc_connect_as(d, uid, gid);
+	ck_assert_int_eq(setgroups((size_t)n_saved, saved), 0);
+	return c;
+}
+
+#define TEAM_GID 4242
+
+/* The search right may come from a supplementary group: a peer in the
+ * directory's group may choose it and its calls work there with that
+ * group; one outside it gets the answer a missing path gets. */
+START_TEST(supplementary_group_grants_search)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as another uid");
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw)
+		TC_SKIP("no user 'nobody'");
+	struct tcd d;
+	start_with_allowed(&d);
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	_cleanup_free_ char *team = xasprintf("%s/allowed/team", d.dir);
+	ck_assert_int_eq(mkdir(team, 0750), 0);
+	ck_assert_int_eq(chown(team, 0, TEAM_GID), 0);
+	ck_assert_int_eq(chmod(team, 0750), 0);
+	_cleanup_free_ char *missing = xasprintf("%s/allowed/nope", d.dir);
+
+	const gid_t in_team[] = { pw->pw_gid, TEAM_GID };
+	struct tcc *a = connect_with_groups(&d, pw->pw_uid, pw->pw_gid, in_team, 2);
+	tc_assert_ok(ask(a, team));
+	tc_assert_ok(tcc_call(a, "list_dir", "{\"path\":\".\"}"));
+	tcc_close(a);
+
+	const gid_t outside[] = { pw->pw_gid };
+	struct tcc *b = connect_with_groups(&d, pw->pw_uid, pw->pw_gid, outside, 1);
+	_cleanup_free_ char *refused = tj_text(tj(ask(b, team), "error"));
+	_cleanup_free_ char *absent = tj_text(tj(ask(b, missing), "error"));
+	ck_assert_str_eq(refused, absent);
+	tcc_close(b);
+
+	/* Without supplementary groups, the primary group counts. */
+	struct tcc *c = connect_with_groups(&d, pw->pw_uid, TEAM_GID, NULL, 0);
+	tc_assert_ok(ask(c, team));
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -181,6 +250,7 @@ int main(void)
 	tcase_add_test(tc, swap_race_never_escapes);
 	tcase_add_test(tc, same_answer_whether_or_not_it_exists);
 	tcase_add_test(tc, peer_must_search_it);
+	tcase_add_test(tc, supplementary_group_grants_search);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

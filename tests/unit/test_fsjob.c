@@ -6,7 +6,9 @@
  * while other threads keep the daemon's rights; its credentials are back
  * after the job, so the next job runs as the daemon; cancelled jobs do not
  * start, a running one stops at its next check, and both calls end
- * cancelled; a job in parts shows each on the loop and stops between them. The identity cases need root and skip without it.
+ * cancelled; a job in parts shows each on the loop and stops between them;
+ * identity_run acts as a peer on a thread of its own, or not at all. The
+ * identity cases need root and skip without it.
  */
 #include <check.h>
 #include <errno.h>
@@ -48,7 +50,7 @@ static void setup(struct fixture *f, unsigned threads)
 	ck_assert_ptr_nonnull(mkdtemp(f->dir));
 	ck_assert_int_eq(chmod(f->dir, 0755), 0);
 	ck_assert_int_eq(ws_open(f->dir, &f->ws), 0);
-	f->env = (struct tool_env){ .pool = f->pool, .run_as_peer = true };
+	f->env = (struct tool_env){ .pool = f->pool };
 }
 
 static void teardown(struct fixture *f)
@@ -221,6 +223,33 @@ START_TEST(switch_is_per_thread_and_restored)
 }
 END_TEST
 
+static int note_fsuid(void *arg)
+{
+	*(uid_t *)arg = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
+	return 7;
+}
+
+/* identity_run: fn runs as the identity on another thread, the caller
+ * never changes; an identity that cannot be taken runs nothing. */
+START_TEST(run_as_on_a_thread_of_its_own)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to act as uid %d", NOBODY);
+	gid_t groups[] = { NOBODY };
+	struct identity id = { .uid = NOBODY, .gid = NOBODY, .groups = groups, .n_groups = 1, .change = true };
+	uid_t seen = 0;
+	ck_assert_int_eq(identity_run(&id, note_fsuid, &seen), 7);
+	ck_assert_uint_eq(seen, NOBODY);
+	ck_assert(identity_thread_clean());
+
+	id.n_groups = IDENTITY_MAX_GROUPS + 1;	/* more than the kernel takes */
+	seen = 1;
+	ck_assert_int_eq(identity_run(&id, note_fsuid, &seen), -E2BIG);
+	ck_assert_uint_eq(seen, 1);
+	ck_assert(identity_thread_clean());
+}
+END_TEST
+
 /* --- jobs on the pool ----------------------------------------------------- */
 
 START_TEST(next_job_runs_as_the_daemon)
@@ -230,7 +259,10 @@ START_TEST(next_job_runs_as_the_daemon)
 	struct fixture f;
 	setup(&f, 1);	/* one worker: both jobs on the same thread */
 	char *secret = make_secret(f.dir);
+	/* run_as "peer": the identity says its work takes its ids. */
 	struct identity nobody = { .uid = NOBODY, .gid = NOBODY };
+	identity_for_children(&nobody, true);
+	ck_assert(nobody.change);
 	struct probe p[2];
 	probe_init(&p[0], &f, &nobody);
 	probe_init(&p[1], &f, NULL);
@@ -244,8 +276,10 @@ START_TEST(next_job_runs_as_the_daemon)
 	ck_assert_int_eq(p[1].open_err, 0);
 	ck_assert_int_eq(p[0].call.kind, TC_OK);
 
-	/* run_as "daemon": the peer's job runs as the daemon. */
-	f.env.run_as_peer = false;
+	/* run_as "daemon" (a reload decides again): the peer's job runs as
+	 * the daemon. */
+	identity_for_children(&nobody, false);
+	ck_assert(!nobody.change);
 	tool_call_clear(&p[0].call);
 	probe_init(&p[0], &f, &nobody);
 	p[0].secret = secret;
@@ -255,6 +289,7 @@ START_TEST(next_job_runs_as_the_daemon)
 	ck_assert_int_eq(p[0].open_err, 0);
 	tool_call_clear(&p[0].call);
 	tool_call_clear(&p[1].call);
+	identity_clear(&nobody);
 	free(secret);
 	teardown(&f);
 }
@@ -267,7 +302,7 @@ START_TEST(peer_work_never_runs_on_the_loop)
 	struct fixture f;
 	setup(&f, 1);
 	f.env.pool = NULL;
-	struct identity nobody = { .uid = NOBODY, .gid = NOBODY };
+	struct identity nobody = { .uid = NOBODY, .gid = NOBODY, .change = true };
 	struct probe p;
 	probe_init(&p, &f, &nobody);
 	ck_assert_int_eq(fsjob_start(&p.call, &probe_ops, &p), TOOL_DONE);
@@ -484,6 +519,7 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, shutdown_ends_pending_calls_cancelled);
 	tcase_add_test(tc, job_runs_in_parts);
 	tcase_add_test(tc, cancel_stops_a_job_in_parts);
+	tcase_add_test(tc, run_as_on_a_thread_of_its_own);
 	suite_add_tcase(s, tc);
 	return s;
 }
