@@ -64,40 +64,45 @@
 /* Claims the key, or tells who has it: {0} claimed, {2} claimed from a
  * dead holder (idempotent tools only), {1, record, lease alive}. A new
  * record joins the uid's set (KEYS[3], scored in microseconds by Redis's
- * clock); past ARGV[7] records, the uid's oldest ended ones (keys ARGV[8]
+ * clock). Past ARGV[7] records, the uid's oldest ended ones (keys ARGV[8]
  * .. member) go, as the memory store drops a uid's oldest outcomes:
- * running ones stay. Only their first byte is read: Lua hashes every
- * byte of a string it is given, and an outcome may be large. */
+ * running ones stay. They go in batches (the uid is taken down to ARGV[7]
+ * less a 64th of it, 127 at most) so that a uid at its bound does not pay
+ * a trim on every claim; only each record's first byte is read (Lua
+ * hashes every byte of a string it is given, and an outcome may be
+ * large). */
 static const char CLAIM_LUA[] =
-	"local v = redis.call('GET', KEYS[1])\n"
-	"local take = not v\n"
-	"local alive = 0\n"
-	"if v then\n"
-	"  alive = redis.call('EXISTS', KEYS[2])\n"
-	"  take = alive == 0 and ARGV[5] == '1' and string.sub(v, 1, 1) == 'R'\n"
-	"         and string.sub(v, 34) == ARGV[6]\n"
-	"end\n"
-	"if take then\n"
-	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])\n"
+	"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then\n"
 	"  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
-	"  if v then return {2} end\n"
 	"  local t = redis.call('TIME')\n"
 	"  redis.call('ZADD', KEYS[3], t[1] * 1000000 + t[2], ARGV[9])\n"
 	"  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end\n"
 	"  local n, max = redis.call('ZCARD', KEYS[3]), tonumber(ARGV[7])\n"
 	"  if n > max then\n"
-	"    local old = redis.call('ZRANGE', KEYS[3], 0, n - max + 15)\n"
+	"    local want = n - max + math.min(math.floor(max / 64), 127)\n"
+	"    local old = redis.call('ZRANGE', KEYS[3], 0, want + 15)\n"
+	"    local recs, gone = {}, {}\n"
 	"    for i = 1, #old do\n"
-	"      if n <= max then break end\n"
-	"      local st = old[i] ~= ARGV[9] and redis.call('GETRANGE', ARGV[8] .. old[i], 0, 0)\n"
-	"      if st and st ~= 'R' then\n"
-	"        if st ~= '' then redis.call('DEL', ARGV[8] .. old[i], ARGV[8] .. old[i] .. ':lease') end\n"
-	"        redis.call('ZREM', KEYS[3], old[i])\n"
-	"        n = n - 1\n"
+	"      if #gone >= want then break end\n"
+	"      if old[i] ~= ARGV[9] then\n"
+	"        local st = redis.call('GETRANGE', ARGV[8] .. old[i], 0, 0)\n"
+	"        if st ~= 'R' then\n"
+	"          if st ~= '' then recs[#recs + 1] = ARGV[8] .. old[i] end\n"
+	"          gone[#gone + 1] = old[i]\n"
+	"        end\n"
 	"      end\n"
 	"    end\n"
+	"    if #recs > 0 then redis.call('DEL', unpack(recs)) end\n"
+	"    if #gone > 0 then redis.call('ZREM', KEYS[3], unpack(gone)) end\n"
 	"  end\n"
 	"  return {0}\n"
+	"end\n"
+	"local v = redis.call('GET', KEYS[1])\n"
+	"local alive = redis.call('EXISTS', KEYS[2])\n"
+	"if alive == 0 and ARGV[5] == '1' and string.sub(v, 1, 1) == 'R' and string.sub(v, 34) == ARGV[6] then\n"
+	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])\n"
+	"  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
+	"  return {2}\n"
 	"end\n"
 	"return {1, v, alive}\n";
 
@@ -114,8 +119,10 @@ static const char RENEW_LUA[] =
  * outcome record written beforehand under KEYS[4] (with its TTL) takes
  * the record's place; otherwise the key is free again and leaves the
  * uid's set KEYS[3] (member ARGV[3]); then tells the joiners. 0 when the
- * record is no longer the holder's (KEYS[4] goes). Only the record's head
- * enters Lua: Lua hashes every byte of a string it is given. */
+ * record is no longer the holder's (KEYS[4] goes). While the record is
+ * the holder's, so is its lease (only a takeover, which rewrites the
+ * record, makes another). Only the record's head enters Lua: Lua hashes
+ * every byte of a string it is given. */
 static const char END_LUA[] =
 	"if redis.call('GETRANGE', KEYS[1], 0, 32) ~= 'R' .. ARGV[1] then\n"
 	"  redis.call('DEL', KEYS[4])\n"
@@ -126,7 +133,7 @@ static const char END_LUA[] =
 	"  redis.call('DEL', KEYS[1])\n"
 	"  redis.call('ZREM', KEYS[3], ARGV[3])\n"
 	"end\n"
-	"if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end\n"
+	"redis.call('DEL', KEYS[2])\n"
 	"redis.call('PUBLISH', KEYS[1], 'E')\n"
 	"return 1\n";
 
