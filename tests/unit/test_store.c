@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <ev.h>
+#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -757,6 +758,39 @@ START_TEST(killed_redis)
 }
 END_TEST
 
+/* Makes Redis forget the scripts, as SCRIPT FLUSH or a failover does. */
+static void forget_scripts(void)
+{
+	redisContext *c = redisConnectUnix(rs.sock);
+	ck_assert(c && !c->err);
+	redisReply *rep = redisCommand(c, "SCRIPT FLUSH");
+	ck_assert(rep && rep->type == REDIS_REPLY_STATUS);
+	freeReplyObject(rep);
+	redisFree(c);
+}
+
+/* Scripts go by their SHA-1: a Redis that forgot them is sent their text
+ * again, without an outage, and claims still meet across stores. */
+START_TEST(scripts_forgotten)
+{
+	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
+	ck_assert(shared_again(a, b, 5000));
+	forget_scripts();
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "after-flush", "shell", "{}", h);
+	struct got ga, gb;
+	hold_and_join(a, b, &k, &ga, &gb);
+	complete(ga.a.claim, "once");
+	ck_assert(run_until(&gb.done, 3000));
+	ck_assert_int_eq(gb.a.result, STORE_DONE);
+	ck_assert_str_eq(gb.value, "once");
+	ck_assert_uint_eq(downs, 0);
+	store_free(a);
+	store_free(b);
+}
+END_TEST
+
 START_TEST(hostile_records)
 {
 	struct store *a = open_store("redis", 10000, false);
@@ -830,6 +864,7 @@ static Suite *suite(const char *kind)
 		tcase_add_test(tc, killed_redis);
 		tcase_add_test(tc, hostile_records);
 		tcase_add_test(tc, task_cancel_across_stores);
+		tcase_add_test(tc, scripts_forgotten);
 		suite_add_tcase(s, tc);
 	}
 	return s;
