@@ -18,6 +18,11 @@
  *   P idem:U:H:lease  the holder's token while its lease runs (SET NX PX
  *                     lease_ms, renewed every third of it while the call
  *                     runs); the channel P idem:U:H hears when it ends.
+ *   P idem:U:H:T      the outcome record of the holder with token T, for
+ *                     the moment between its SET and the script that
+ *                     renames it to P idem:U:H (or drops it).
+ *   P idems:U         a sorted set of U's records, oldest first, to keep
+ *                     U within idempotency.max_entries.
  *   P task:U:ID       a task's JSON;  P tasks:U  a sorted set of U's tasks.
  * A record outlives a dead holder's lease by the idempotency TTL, so its key
  * keeps answering "outcome unknown" to non-idempotent tools instead of
@@ -31,6 +36,7 @@
  */
 #include "lib/store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <hiredis/adapters/libev.h>
 #include <hiredis/async.h>
@@ -57,39 +63,46 @@
 
 /* Claims the key, or tells who has it: {0} claimed, {2} claimed from a
  * dead holder (idempotent tools only), {1, record, lease alive}. A new
- * record joins the uid's set (KEYS[3], scored by Redis's clock); past
- * ARGV[7] records, the uid's oldest ended ones (by microsecond) (ARGV[8] .. member) go,
- * as the memory store drops a uid's oldest outcomes: running ones stay. */
+ * record joins the uid's set (KEYS[3], scored in microseconds by Redis's
+ * clock). Past ARGV[7] records, the uid's oldest ended ones (keys ARGV[8]
+ * .. member) go, as the memory store drops a uid's oldest outcomes:
+ * running ones stay. They go in batches (the uid is taken down to ARGV[7]
+ * less a 64th of it, 127 at most) so that a uid at its bound does not pay
+ * a trim on every claim; only each record's first byte is read (Lua
+ * hashes every byte of a string it is given, and an outcome may be
+ * large). */
 static const char CLAIM_LUA[] =
-	"local v = redis.call('GET', KEYS[1])\n"
-	"local take = not v\n"
-	"local alive = 0\n"
-	"if v then\n"
-	"  alive = redis.call('EXISTS', KEYS[2])\n"
-	"  take = alive == 0 and ARGV[5] == '1' and string.sub(v, 1, 1) == 'R'\n"
-	"         and string.sub(v, 34) == ARGV[6]\n"
-	"end\n"
-	"if take then\n"
-	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])\n"
+	"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then\n"
 	"  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
-	"  if v then return {2} end\n"
 	"  local t = redis.call('TIME')\n"
 	"  redis.call('ZADD', KEYS[3], t[1] * 1000000 + t[2], ARGV[9])\n"
 	"  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end\n"
 	"  local n, max = redis.call('ZCARD', KEYS[3]), tonumber(ARGV[7])\n"
 	"  if n > max then\n"
-	"    local old = redis.call('ZRANGE', KEYS[3], 0, n - max + 15)\n"
+	"    local want = n - max + math.min(math.floor(max / 64), 127)\n"
+	"    local old = redis.call('ZRANGE', KEYS[3], 0, want + 15)\n"
+	"    local recs, gone = {}, {}\n"
 	"    for i = 1, #old do\n"
-	"      if n <= max then break end\n"
-	"      local r = old[i] ~= ARGV[9] and redis.call('GET', ARGV[8] .. old[i])\n"
-	"      if old[i] ~= ARGV[9] and (not r or string.sub(r, 1, 1) ~= 'R') then\n"
-	"        if r then redis.call('DEL', ARGV[8] .. old[i], ARGV[8] .. old[i] .. ':lease') end\n"
-	"        redis.call('ZREM', KEYS[3], old[i])\n"
-	"        n = n - 1\n"
+	"      if #gone >= want then break end\n"
+	"      if old[i] ~= ARGV[9] then\n"
+	"        local st = redis.call('GETRANGE', ARGV[8] .. old[i], 0, 0)\n"
+	"        if st ~= 'R' then\n"
+	"          if st ~= '' then recs[#recs + 1] = ARGV[8] .. old[i] end\n"
+	"          gone[#gone + 1] = old[i]\n"
+	"        end\n"
 	"      end\n"
 	"    end\n"
+	"    for i = 1, #recs, 1000 do redis.call('DEL', unpack(recs, i, math.min(i + 999, #recs))) end\n"
+	"    for i = 1, #gone, 1000 do redis.call('ZREM', KEYS[3], unpack(gone, i, math.min(i + 999, #gone))) end\n"
 	"  end\n"
 	"  return {0}\n"
+	"end\n"
+	"local v = redis.call('GET', KEYS[1])\n"
+	"local alive = redis.call('EXISTS', KEYS[2])\n"
+	"if alive == 0 and ARGV[5] == '1' and string.sub(v, 1, 1) == 'R' and string.sub(v, 34) == ARGV[6] then\n"
+	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])\n"
+	"  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
+	"  return {2}\n"
 	"end\n"
 	"return {1, v, alive}\n";
 
@@ -102,18 +115,25 @@ static const char RENEW_LUA[] =
 	"end\n"
 	"return 0\n";
 
-/* Ends the holder's claim: the outcome (ARGV[2], kept ARGV[3] ms) or,
- * when ARGV[2] is empty, nothing (the key is free again, and leaves the
- * uid's set KEYS[3]); then tells the joiners. 0 when the record is no
- * longer the holder's. */
+/* Ends the holder's claim (its token ARGV[1]): with ARGV[2] '1', the
+ * outcome record written beforehand under KEYS[4] (with its TTL) takes
+ * the record's place; otherwise the key is free again and leaves the
+ * uid's set KEYS[3] (member ARGV[3]); then tells the joiners. 0 when the
+ * record is no longer the holder's (KEYS[4] goes). While the record is
+ * the holder's, so is its lease (only a takeover, which rewrites the
+ * record, makes another). Only the record's head enters Lua: Lua hashes
+ * every byte of a string it is given. */
 static const char END_LUA[] =
-	"local v = redis.call('GET', KEYS[1])\n"
-	"if not v or string.sub(v, 1, 1) ~= 'R' or string.sub(v, 2, 33) ~= ARGV[1] then return 0 end\n"
-	"if ARGV[2] == '' or ARGV[3] == '0' then\n"
+	"if redis.call('GETRANGE', KEYS[1], 0, 32) ~= 'R' .. ARGV[1] then\n"
+	"  redis.call('DEL', KEYS[4])\n"
+	"  return 0\n"
+	"end\n"
+	"if ARGV[2] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('RENAME', KEYS[4], KEYS[1])\n"
+	"else\n"
 	"  redis.call('DEL', KEYS[1])\n"
-	"  redis.call('ZREM', KEYS[3], ARGV[4])\n"
-	"else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end\n"
-	"if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end\n"
+	"  redis.call('ZREM', KEYS[3], ARGV[3])\n"
+	"end\n"
+	"redis.call('DEL', KEYS[2])\n"
 	"redis.call('PUBLISH', KEYS[1], 'E')\n"
 	"return 1\n";
 
@@ -160,6 +180,27 @@ static const char TASK_SWAP_LUA[] =
 	"redis.call('PUBLISH', KEYS[2], ARGV[4])\n"
 	"return {2}\n";
 
+/* The scripts, sent by their SHA-1 once Redis has told it (SCRIPT LOAD
+ * on each connection); a Redis that has forgotten one gets the text. */
+enum script { S_CLAIM, S_RENEW, S_END, S_LIST, S_TASK_PUT, S_TASK_SWAP, N_SCRIPTS };
+
+static const char *const script_text[N_SCRIPTS] = {
+	[S_CLAIM] = CLAIM_LUA, [S_RENEW] = RENEW_LUA, [S_END] = END_LUA,
+	[S_LIST] = LIST_LUA, [S_TASK_PUT] = TASK_PUT_LUA, [S_TASK_SWAP] = TASK_SWAP_LUA,
+};
+
+#define SHA1_HEX 40
+#define MAX_EVAL_ARGS 13
+
+/* An EVALSHA's keys and args, kept to send again as EVAL on NOSCRIPT. */
+struct eval_args {
+	enum script script;
+	int nkeys, n;
+	size_t lens[MAX_EVAL_ARGS];
+	char *args[MAX_EVAL_ARGS];
+	char data[];
+};
+
 struct rstore;
 
 /* One command in flight on the command connection, oldest first. */
@@ -169,6 +210,7 @@ struct rcmd {
 	uint64_t sent_ns;
 	void (*fn)(struct rstore *r, redisReply *reply, void *arg);
 	void *arg;			/* NULL: nobody waits for the reply any more */
+	struct eval_args *again;	/* an EVALSHA's, until its reply */
 };
 
 struct chan {
@@ -247,6 +289,7 @@ struct rstore {
 	uint64_t poll_ms;
 	uint64_t commands;
 	uint64_t hits, joins;
+	char sha[N_SCRIPTS][SHA1_HEX + 1];	/* "" until SCRIPT LOAD answered */
 	char last_error[128];
 	char *cancel_chan;		/* P task-cancel: "uid:id" of tasks cancelled */
 	void (*task_fn)(void *arg, uid_t uid, const char *id);
@@ -256,6 +299,7 @@ struct rstore {
 #define RS(s) ((struct rstore *)(s))
 
 static void outage(struct rstore *r, const char *fmt, ...) PRINTF(2, 3);
+static bool is_hex(const char *s, size_t n);
 static void connect_now(struct rstore *r);
 static void wait_send(struct store_wait *w);
 static void on_message(redisAsyncContext *ac, void *reply, void *priv);
@@ -286,11 +330,28 @@ static void watchdog_fire(void *arg)
 	watchdog_arm(r);
 }
 
+static bool resend_eval(struct rstore *r, struct rcmd *c);
+
+static bool is_noscript(const redisReply *reply)
+{
+	return reply && reply->type == REDIS_REPLY_ERROR && str_has_prefix(reply->str, "NOSCRIPT");
+}
+
 static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
 {
 	struct rcmd *c = priv;
 	struct rstore *r = c->r;
 	list_remove(&c->node);
+	struct eval_args *again = TAKE_PTR(c->again);
+	if (again && is_noscript(reply) && ac == r->cmd) {
+		/* Redis forgot the script (a restart, SCRIPT FLUSH): its text
+		 * goes this once, and teaches it again. */
+		c->again = again;
+		if (resend_eval(r, c))
+			return;
+		c->again = NULL;
+	}
+	free(again);
 	if (reply) {
 		uint64_t us = (mono_ns() - c->sent_ns) / 1000;
 		r->rtt_us = r->rtt_us ? (r->rtt_us * 7 + us) / 8 : us;
@@ -337,25 +398,86 @@ static struct rcmd *send_cmd(struct rstore *r, void (*fn)(struct rstore *, redis
 	return c;
 }
 
-/* EVAL of script with the keys and args given as strings. */
+/* Sends script s with the keys and args given as strings (lengths
+ * kvlen, or NUL-terminated when kvlen is NULL): by its SHA-1 when known,
+ * keeping the arguments in case Redis has forgotten it. */
 static struct rcmd *send_eval(struct rstore *r, void (*fn)(struct rstore *, redisReply *, void *), void *arg,
-			      const char *script, int nkeys, int nargs, const char *const *kv, const size_t *kvlen)
+			      enum script s, int nkeys, int nargs, const char *const *kv, const size_t *kvlen)
 {
-	const char *argv[16];
-	size_t lens[16];
+	const char *argv[3 + MAX_EVAL_ARGS];
+	size_t lens[3 + MAX_EVAL_ARGS];
 	char nk[8];
+	int n = nkeys + nargs;
+	assert(n <= MAX_EVAL_ARGS);
 	snprintf(nk, sizeof(nk), "%d", nkeys);
-	argv[0] = "EVAL";
-	lens[0] = 4;
-	argv[1] = script;
-	lens[1] = strlen(script);
+	bool by_sha = r->sha[s][0] != '\0';
+	argv[0] = by_sha ? "EVALSHA" : "EVAL";
+	lens[0] = strlen(argv[0]);
+	argv[1] = by_sha ? r->sha[s] : script_text[s];
+	lens[1] = strlen(argv[1]);
 	argv[2] = nk;
 	lens[2] = strlen(nk);
-	for (int i = 0; i < nkeys + nargs; i++) {
+	size_t total = 0;
+	for (int i = 0; i < n; i++) {
 		argv[3 + i] = kv[i];
 		lens[3 + i] = kvlen ? kvlen[i] : strlen(kv[i]);
+		total += lens[3 + i];
 	}
-	return send_cmd(r, fn, arg, 3 + nkeys + nargs, argv, lens);
+	struct rcmd *c = send_cmd(r, fn, arg, 3 + n, argv, lens);
+	if (!c || !by_sha)
+		return c;
+	struct eval_args *e = xmalloc(sizeof(*e) + total);
+	e->script = s;
+	e->nkeys = nkeys;
+	e->n = n;
+	char *p = e->data;
+	for (int i = 0; i < n; i++) {
+		e->lens[i] = lens[3 + i];
+		e->args[i] = p;
+		memcpy(p, argv[3 + i], lens[3 + i]);
+		p += lens[3 + i];
+	}
+	c->again = e;
+	return c;
+}
+
+/* Sends c's EVALSHA again as EVAL, last in line: false when it cannot. */
+static bool resend_eval(struct rstore *r, struct rcmd *c)
+{
+	const struct eval_args *e = c->again;
+	const char *argv[3 + MAX_EVAL_ARGS];
+	size_t lens[3 + MAX_EVAL_ARGS];
+	char nk[8];
+	snprintf(nk, sizeof(nk), "%d", e->nkeys);
+	argv[0] = "EVAL";
+	argv[1] = script_text[e->script];
+	argv[2] = nk;
+	for (int i = 0; i < 3; i++)
+		lens[i] = strlen(argv[i]);
+	for (int i = 0; i < e->n; i++) {
+		argv[3 + i] = e->args[i];
+		lens[3 + i] = e->lens[i];
+	}
+	if (redisAsyncCommandArgv(r->cmd, on_reply, c, 3 + e->n, argv, lens) != REDIS_OK)
+		return false;
+	free(TAKE_PTR(c->again));
+	c->sent_ns = mono_ns();
+	list_insert_tail(&r->pending, &c->node);
+	r->commands++;
+	return true;
+}
+
+/* A script's SHA-1 from SCRIPT LOAD: later calls send it instead. */
+static void script_loaded(struct rstore *r, redisReply *reply, void *arg)
+{
+	char *sha = arg;
+	if (!reply)
+		return;
+	if (reply->type != REDIS_REPLY_STRING || reply->len != SHA1_HEX || !is_hex(reply->str, SHA1_HEX)) {
+		outage(r, "unexpected reply to SCRIPT LOAD: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
+		return;
+	}
+	memcpy(sha, reply->str, SHA1_HEX + 1);
 }
 
 /* A reply that must be an integer. */
@@ -459,6 +581,10 @@ static void connect_now(struct rstore *r)
 	/* The first reply says Redis is there. */
 	const char *ping = "PING";
 	send_cmd(r, ignore_reply, NULL, 1, &ping, NULL);
+	for (int i = 0; i < N_SCRIPTS; i++) {
+		const char *load[] = { "SCRIPT", "LOAD", script_text[i] };
+		send_cmd(r, script_loaded, r->sha[i], 3, load, NULL);
+	}
 }
 
 /* Treats Redis as away: warns once, answers what waits, reconnects later. */
@@ -811,7 +937,7 @@ static bool claim_send(struct store_wait *w)
 	snprintf(max, sizeof(max), "%zu", MAX(r->cfg.max_entries, 1));
 	const char *kv[] = { w->rkey, lease, set, rec, w->token, lease_ms, rec_ms, w->k.idempotent ? "1" : "0", tail,
 			     max, pre, w->rkey + strlen(pre) };
-	w->cmd = send_eval(r, claim_reply, w, CLAIM_LUA, 3, 9, kv, NULL);
+	w->cmd = send_eval(r, claim_reply, w, S_CLAIM, 3, 9, kv, NULL);
 	return w->cmd != NULL;
 }
 
@@ -945,7 +1071,7 @@ static void renew_fire(void *arg)
 	snprintf(lease_ms, sizeof(lease_ms), "%" PRIu64, r->cfg.lease_ms);
 	snprintf(rec_ms, sizeof(rec_ms), "%" PRIu64, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000));
 	const char *kv[] = { c->rkey, lease, c->token, lease_ms, rec_ms };
-	send_eval(r, renew_reply, NULL, RENEW_LUA, 2, 3, kv, NULL);
+	send_eval(r, renew_reply, NULL, S_RENEW, 2, 3, kv, NULL);
 }
 
 static void claim_free(struct store_claim *c)
@@ -957,24 +1083,32 @@ static void claim_free(struct store_claim *c)
 	free(c);
 }
 
-/* Ends a claim in Redis with record rec (NULL: the key is freed). */
+/* Ends a claim in Redis with record rec (NULL: the key is freed). The
+ * record goes by a plain SET to a key of the holder's own and is renamed
+ * into place by the script, in the same write: its bytes never enter
+ * Lua. */
 static void claim_end(struct store_claim *c, const char *rec, size_t rec_len)
 {
 	struct rstore *r = c->r;
 	if (r) {
 		_cleanup_free_ char *lease = xasprintf("%s:lease", c->rkey);
-		char ttl[24];
-		snprintf(ttl, sizeof(ttl), "%" PRIu64, r->cfg.ttl_ms);
+		_cleanup_free_ char *out = xasprintf("%s:%s", c->rkey, c->token);
+		bool keep = rec && r->cfg.ttl_ms > 0;
+		if (keep) {
+			char ttl[24];
+			snprintf(ttl, sizeof(ttl), "%" PRIu64, r->cfg.ttl_ms);
+			const char *argv[] = { "SET", out, rec, "PX", ttl };
+			size_t lens[] = { 3, strlen(out), rec_len, 2, strlen(ttl) };
+			send_cmd(r, ignore_reply, NULL, 5, argv, lens);
+		}
 		/* P idem:U:H: the set is P idems:U, the member H. */
 		const char *h = strrchr(c->rkey, ':') + 1;
 		const char *u = h - 1;
 		while (u > c->rkey && u[-1] != ':')
 			u--;
 		_cleanup_free_ char *set = xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
-		const char *kv[] = { c->rkey, lease, set, c->token, rec ? rec : "", ttl, h };
-		size_t lens[] = { strlen(c->rkey), strlen(lease), strlen(set), TOKEN_LEN, rec ? rec_len : 0, strlen(ttl),
-				  strlen(h) };
-		send_eval(r, ignore_reply, NULL, END_LUA, 3, 4, kv, lens);
+		const char *kv[] = { c->rkey, lease, set, out, c->token, keep ? "1" : "0", h };
+		send_eval(r, ignore_reply, NULL, S_END, 4, 3, kv, NULL);
 	}
 	claim_free(c);
 }
@@ -1025,7 +1159,7 @@ static bool put_send(struct store_wait *w, const char *old, size_t old_len)
 		_cleanup_free_ char *who = xasprintf("%s:%s", uidtxt, w->id);
 		const char *kv[] = { key, r->cancel_chan, old, w->meta, keep, who };
 		size_t lens[] = { strlen(key), strlen(r->cancel_chan), old_len, w->meta_len, strlen(keep), strlen(who) };
-		w->cmd = send_eval(r, task_put_reply, w, TASK_SWAP_LUA, 2, 4, kv, lens);
+		w->cmd = send_eval(r, task_put_reply, w, S_TASK_SWAP, 2, 4, kv, lens);
 		return w->cmd != NULL;
 	}
 	_cleanup_free_ char *set = xasprintf("%stasks:%s", r->prefix, uidtxt);
@@ -1037,7 +1171,7 @@ static bool put_send(struct store_wait *w, const char *old, size_t old_len)
 	const char *kv[] = { key, set, w->meta, keep, ord, w->id, max, cancelled, w->create ? "1" : "0", pre };
 	size_t lens[] = { strlen(key), strlen(set), w->meta_len, strlen(keep), strlen(ord), strlen(w->id),
 			  strlen(max), strlen(cancelled), 1, strlen(pre) };
-	w->cmd = send_eval(r, task_put_reply, w, TASK_PUT_LUA, 2, 8, kv, lens);
+	w->cmd = send_eval(r, task_put_reply, w, S_TASK_PUT, 2, 8, kv, lens);
 	return w->cmd != NULL;
 }
 
@@ -1244,7 +1378,7 @@ static struct store_wait *rs_task_list(struct store *s, uid_t uid, uint64_t afte
 	snprintf(aft, sizeof(aft), "%" PRIu64, after);
 	snprintf(lim, sizeof(lim), "%zu", w->limit + 1);
 	const char *kv[] = { set, aft, lim, pre };
-	w->cmd = send_eval(r, task_list_reply, w, LIST_LUA, 1, 3, kv, NULL);
+	w->cmd = send_eval(r, task_list_reply, w, S_LIST, 1, 3, kv, NULL);
 	if (!w->cmd) {
 		wait_fallback(w);
 		return NULL;

@@ -2311,9 +2311,11 @@ static void scenario_store_keyed(void)
 		close_conns(L[s].conns, 16);
 	}
 	ratio(r[1], r[0]);
-	note("%s: the Redis store's calls/s over the memory store's, round by round: %.2f×, %.2f×, %.2f×, %.2f×",
+	note("%s: the Redis store's calls/s over the memory store's, round by round: %.2f×, %.2f×, %.2f×, %.2f× "
+	     "(memory %.0f, %.0f, %.0f, %.0f; Redis %.0f, %.0f, %.0f, %.0f)",
 	     scenario, rate[0][1] / rate[0][0], rate[1][1] / rate[1][0], rate[2][1] / rate[2][0],
-	     rate[3][1] / rate[3][0]);
+	     rate[3][1] / rate[3][0], rate[0][0], rate[1][0], rate[2][0], rate[3][0], rate[0][1], rate[1][1],
+	     rate[2][1], rate[3][1]);
 	bool ok = r[1]->rate >= 0.5 * r[0]->rate;
 	snprintf(r[1]->target, sizeof(r[1]->target), "≥0.5× the memory store: %s", ok ? "met" : "MISSED");
 }

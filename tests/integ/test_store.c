@@ -144,6 +144,40 @@ static void wait_connected(struct tcc *c, bool want)
 	}
 }
 
+/* The two daemons of a case and a client on each (the cases run one
+ * after another in this process). */
+static struct tcd d1, d2;
+static struct tcc *c1, *c2;
+
+/* Starts both daemons on the shared Redis and connects to each. */
+static void start_two(void)
+{
+	start(&d1, NULL);
+	start(&d2, NULL);
+	c1 = tcc_connect(&d1);
+	c2 = tcc_connect(&d2);
+}
+
+/* Kills the first daemon mid-call and waits until it is gone. */
+static void kill_first(void)
+{
+	tcd_kill(&d1, SIGKILL);
+	tcd_wait_exit(&d1, 5000);
+}
+
+/* Closes the clients; the daemons stop cleanly (the first only when it
+ * was not killed). */
+static void stop_two(bool first_killed)
+{
+	tcc_close(c1);
+	tcc_close(c2);
+	if (!first_killed)
+		ck_assert_int_eq(tcd_stop(&d1), 0);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d1);
+	tcd_free(&d2);
+}
+
 static void setup(void)
 {
 	if (rs.pid <= 0)
@@ -156,10 +190,7 @@ static void setup(void)
 
 START_TEST(join_replay_conflict)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	start_two();
 	const char *id1 = send_probe(c1, "probe", "J", "1", "k-join");
 	wait_starts("J", 1);
 	const char *id2 = send_probe(c2, "probe", "J", "1", "k-join");
@@ -178,12 +209,7 @@ START_TEST(join_replay_conflict)
 	const struct json *st = tcc_request(c2, "admin/stats", NULL);
 	ck_assert_str_eq(tj_str(st, "result.store.kind"), "redis");
 	ck_assert(tj_bool(st, "result.store.connected"));
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	stop_two(false);
 }
 END_TEST
 
@@ -191,11 +217,8 @@ END_TEST
  * answers the same image item, not its base64 as text. */
 START_TEST(replay_keeps_images)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
+	start_two();
 	free(tcd_write_ws(&d1, "a.png", "\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16, 0644));
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
 	const char *params = "{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.png\",\"encoding\":\"base64\"},"
 			     "\"_meta\":{\"idempotencyKey\":\"k-image\"}}";
 	const struct json *r1 = tcc_request(c1, "tools/call", params);
@@ -209,12 +232,7 @@ START_TEST(replay_keeps_images)
 	ck_assert_str_eq(tj_str(r2, "result.content.0.mimeType"), "image/png");
 	ck_assert_str_eq(tj_str(r2, "result.content.0.data"), tj_str(r1, "result.content.0.data"));
 	ck_assert_str_eq(tj_str(r2, "result.structuredContent.content"), tj_str(r1, "result.content.0.data"));
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	stop_two(false);
 }
 END_TEST
 
@@ -222,14 +240,10 @@ END_TEST
  * tool runs again elsewhere, a non-idempotent one is never run twice. */
 START_TEST(holder_killed)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	start_two();
 	send_probe(c1, "probe", "K", "30", "k-kill");
 	wait_starts("K", 1);
-	tcd_kill(&d1, SIGKILL);
-	tcd_wait_exit(&d1, 5000);
+	kill_first();
 	const struct json *ra = wait_for(c2, send_probe(c2, "probe", "K", "30", "k-kill"), 10000);
 	tc_assert_kind(ra, "execution_error");
 	ck_assert_str_eq(tj_str(ra, "error.data.outcome"), "unknown");
@@ -237,41 +251,26 @@ START_TEST(holder_killed)
 	/* And again: never a second run under that key. */
 	tc_assert_kind(wait_for(c2, send_probe(c2, "probe", "K", "30", "k-kill"), 10000), "execution_error");
 	ck_assert_uint_eq(starts("K"), 1);
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	stop_two(true);
 }
 END_TEST
 
 START_TEST(idempotent_holder_killed)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	start_two();
 	send_probe(c1, "probe_idem", "KI", "1", "k-idem");
 	wait_starts("KI", 1);
-	tcd_kill(&d1, SIGKILL);
-	tcd_wait_exit(&d1, 5000);
+	kill_first();
 	const struct json *r = wait_for(c2, send_probe(c2, "probe_idem", "KI", "1", "k-idem"), 15000);
 	tc_assert_ok(r);
 	ck_assert_uint_eq(starts("KI"), 2);
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	stop_two(true);
 }
 END_TEST
 
 START_TEST(tasks_across)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	start_two();
 	const struct json *init = tcc_initialize(c1, NULL);
 	ck_assert(tj_has(init, "capabilities.tasks.requests.tools.call"));
 	const struct json *list = tcc_request(c1, "tools/list", NULL);
@@ -306,12 +305,7 @@ START_TEST(tasks_across)
 	/* Unknown tasks are invalid params. */
 	const struct json *bad = tcc_request(c2, "tasks/get", "{\"taskId\":\"nope\"}");
 	ck_assert_int_eq(tj_int(bad, "error.code"), -32602);
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	stop_two(false);
 }
 END_TEST
 
@@ -319,10 +313,7 @@ END_TEST
  * many times over, so a write still on its way would be caught. */
 START_TEST(task_known_at_once)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	start_two();
 	wait_connected(c1, true);
 	for (int i = 0; i < 100; i++) {
 		const struct json *made = make_task(c1, "N", "0");
@@ -332,12 +323,7 @@ START_TEST(task_known_at_once)
 		ck_assert_msg(tj_has(got, "result"), "task %d unknown on the other daemon", i);
 		ck_assert_str_eq(tj_str(got, "result.taskId"), id);
 	}
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	stop_two(false);
 }
 END_TEST
 
@@ -345,10 +331,7 @@ END_TEST
  * where it runs; both then say "cancelled", and so does tasks/result. */
 START_TEST(cancel_across)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	start_two();
 	wait_connected(c1, true);
 	wait_connected(c2, true);
 	tcc_initialize(c1, NULL);
@@ -378,12 +361,7 @@ START_TEST(cancel_across)
 	ck_assert_int_eq(tj_int(tcc_request(c2, "tasks/cancel", q2), "error.code"), -32602);
 	ck_assert_int_eq(tj_int(tcc_request(c1, "tasks/cancel", q1), "error.code"), -32602);
 	ck_assert_int_eq(tj_int(tcc_request(c2, "tasks/cancel", "{\"taskId\":\"nope\"}"), "error.code"), -32602);
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	stop_two(false);
 }
 END_TEST
 
@@ -405,10 +383,7 @@ static void edit_config(const char *path, const char *from, const char *to)
  * across daemons (the other daemon's tasks count). */
 START_TEST(reload_store_settings)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	start_two();
 	wait_connected(c1, true);
 	edit_config(d1.config, "\"prefix\":\"it:\"", "\"prefix\":\"other:\"");
 	edit_config(d1.config, "\"store\":{", "\"tasks\":{\"max_per_uid\":1},\"store\":{");
@@ -421,22 +396,29 @@ START_TEST(reload_store_settings)
 	const struct json *over = make_task(c1, "B2", "5");
 	tc_assert_kind(over, "overloaded");
 	ck_assert_uint_eq(starts("B2"), 0);
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	stop_two(false);
 }
 END_TEST
 
+/* Redis is in use again: both daemons are connected, and a call started
+ * on the first is joined from the second and runs once. */
+static void shared_again(const char *tag, const char *key)
+{
+	wait_connected(c1, true);
+	wait_connected(c2, true);
+	const char *a = send_probe(c1, "probe", tag, "1", key);
+	wait_starts(tag, 1);
+	tc_assert_ok(wait_for(c2, send_probe(c2, "probe", tag, "1", key), 10000));
+	tc_assert_ok(wait_for(c1, a, 10000));
+	ck_assert_uint_eq(starts(tag), 1);
+}
+
 START_TEST(redis_stalled)
 {
-	struct tcd d1, d2, df;
-	start(&d1, NULL);
-	start(&d2, NULL);
+	struct tcd df;
+	start_two();
 	start(&df, "\"on_unavailable\":\"fail\"");
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2), *cf = tcc_connect(&df);
+	struct tcc *cf = tcc_connect(&df);
 	wait_connected(c1, true);
 	redis_server_pause(&rs, true);
 	/* "local": keyed calls still work on each daemon. */
@@ -447,50 +429,24 @@ START_TEST(redis_stalled)
 	const struct json *st = tcc_request(c1, "admin/stats", NULL);
 	ck_assert_int_ge(tj_int(st, "result.store.outages"), 1);
 	redis_server_pause(&rs, false);
-	wait_connected(c1, true);
-	wait_connected(c2, true);
-	/* Shared again: a join across daemons. */
-	const char *a = send_probe(c1, "probe", "S4", "1", "k-after");
-	wait_starts("S4", 1);
-	tc_assert_ok(wait_for(c2, send_probe(c2, "probe", "S4", "1", "k-after"), 10000));
-	tc_assert_ok(wait_for(c1, a, 10000));
-	ck_assert_uint_eq(starts("S4"), 1);
-	tcc_close(c1);
-	tcc_close(c2);
+	shared_again("S4", "k-after");
 	tcc_close(cf);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
 	ck_assert_int_eq(tcd_stop(&df), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
 	tcd_free(&df);
+	stop_two(false);
 }
 END_TEST
 
 START_TEST(redis_killed_and_restarted)
 {
-	struct tcd d1, d2;
-	start(&d1, NULL);
-	start(&d2, NULL);
-	struct tcc *c1 = tcc_connect(&d1), *c2 = tcc_connect(&d2);
+	start_two();
 	wait_connected(c1, true);
 	redis_server_kill(&rs);
 	tc_assert_ok(wait_for(c1, send_probe(c1, "probe", "R1", "0", "k-down"), 10000));
 	wait_connected(c1, false);
 	redis_server_start(&rs);
-	wait_connected(c1, true);
-	wait_connected(c2, true);
-	const char *a = send_probe(c1, "probe", "R2", "1", "k-back");
-	wait_starts("R2", 1);
-	tc_assert_ok(wait_for(c2, send_probe(c2, "probe", "R2", "1", "k-back"), 10000));
-	tc_assert_ok(wait_for(c1, a, 10000));
-	ck_assert_uint_eq(starts("R2"), 1);
-	tcc_close(c1);
-	tcc_close(c2);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d1);
-	tcd_free(&d2);
+	shared_again("R2", "k-back");
+	stop_two(false);
 }
 END_TEST
 

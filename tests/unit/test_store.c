@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <ev.h>
+#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -155,6 +156,14 @@ static void claim(struct store *s, struct store_key *k, struct got *g, int ms)
 		run_until(&g->done, ms);
 }
 
+/* Completes claim c with the outcome value. */
+static void complete(struct store_claim *c, const char *value)
+{
+	struct sv *v = sv_new(value);
+	store_complete(c, v);
+	sv_unref(v);
+}
+
 static struct store *s1;
 
 static void setup_backend(void)
@@ -183,9 +192,7 @@ START_TEST(claim_join_replay)
 	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
 	claim(s1, &k, &b, 100);
 	ck_assert(!b.done);		/* joins the running call */
-	struct sv *v = sv_new("outcome-1");
-	store_complete(a.a.claim, v);
-	sv_unref(v);
+	complete(a.a.claim, "outcome-1");
 	ck_assert(run_until(&b.done, 3000));
 	ck_assert_int_eq(b.a.result, STORE_DONE);
 	ck_assert(b.a.joined);
@@ -216,9 +223,7 @@ START_TEST(conflicts)
 		ck_assert_int_eq(c.a.result, STORE_CONFLICT);
 		ck_assert(!c.a.same_tool);
 		if (round == 0) {
-			struct sv *v = sv_new("x");
-			store_complete(a.a.claim, v);
-			sv_unref(v);
+			complete(a.a.claim, "x");
 			run_for(50);
 		}
 	}
@@ -242,9 +247,7 @@ START_TEST(release_hands_over)
 	/* The other waiter joins the new holder. */
 	run_for(100);
 	ck_assert(!c.done);
-	struct sv *v = sv_new("second");
-	store_complete(b.a.claim, v);
-	sv_unref(v);
+	complete(b.a.claim, "second");
 	ck_assert(run_until(&c.done, 3000));
 	ck_assert_int_eq(c.a.result, STORE_DONE);
 	ck_assert_str_eq(c.value, "second");
@@ -261,13 +264,24 @@ START_TEST(cancel_wait)
 	claim(s1, &k, &b, 100);
 	ck_assert(b.w && !b.done);
 	store_wait_cancel(b.w);
-	struct sv *v = sv_new("x");
-	store_complete(a.a.claim, v);
-	sv_unref(v);
+	complete(a.a.claim, "x");
 	run_for(200);
 	ck_assert(!b.done);
 }
 END_TEST
+
+/* Claims k1 and k2, which must not meet: both are claimed. */
+static void claim_apart(struct store_key *k1, struct store_key *k2)
+{
+	struct got a, b;
+	claim(s1, k1, &a, 2000);
+	claim(s1, k2, &b, 2000);
+	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
+	ck_assert_int_eq(b.a.result, STORE_CLAIMED);
+	store_release(a.a.claim);
+	store_release(b.a.claim);
+	run_for(50);
+}
 
 START_TEST(uids_apart)
 {
@@ -275,14 +289,7 @@ START_TEST(uids_apart)
 	struct store_key k1, k2;
 	mkkey(&k1, 1000, "same", "read_file", "{}", h);
 	mkkey(&k2, 1001, "same", "read_file", "{}", h);
-	struct got a, b;
-	claim(s1, &k1, &a, 2000);
-	claim(s1, &k2, &b, 2000);
-	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
-	ck_assert_int_eq(b.a.result, STORE_CLAIMED);
-	store_release(a.a.claim);
-	store_release(b.a.claim);
-	run_for(50);
+	claim_apart(&k1, &k2);
 }
 END_TEST
 
@@ -296,14 +303,7 @@ START_TEST(key_with_nul)
 	k1.key_len = 3;
 	k2.key = "a\0c";
 	k2.key_len = 3;
-	struct got a, b;
-	claim(s1, &k1, &a, 2000);
-	claim(s1, &k2, &b, 2000);
-	ck_assert_int_eq(a.a.result, STORE_CLAIMED);
-	ck_assert_int_eq(b.a.result, STORE_CLAIMED);
-	store_release(a.a.claim);
-	store_release(b.a.claim);
-	run_for(50);
+	claim_apart(&k1, &k2);
 }
 END_TEST
 
@@ -336,6 +336,25 @@ static void list_cb(void *arg, int r, char **metas, size_t n, uint64_t next)
 		snprintf(g->metas[i], sizeof(g->metas[i]), "%s", metas[i]);
 }
 
+/* Gets task id of uid from s into *g; returns its result. */
+static int get_task(struct store *s, uid_t uid, const char *id, struct got_task *g)
+{
+	*g = (struct got_task){0};
+	store_task_get(s, uid, id, task_cb, g);
+	ck_assert(run_until(&g->done, 2000));
+	return g->r;
+}
+
+/* Lists uid's tasks after a position into *g; returns how many came. */
+static size_t list_tasks(uid_t uid, uint64_t after, size_t limit, struct got_task *g)
+{
+	*g = (struct got_task){0};
+	store_task_list(s1, uid, after, limit, list_cb, g);
+	ck_assert(run_until(&g->done, 2000));
+	ck_assert_int_eq(g->r, 0);
+	return g->n;
+}
+
 START_TEST(tasks)
 {
 	for (int i = 1; i <= 5; i++) {
@@ -347,36 +366,21 @@ START_TEST(tasks)
 	store_task_put(s1, 1001, "t9", "{\"taskId\":\"t9\"}", 15, 5, 60000, false, NULL, NULL);
 	/* An update keeps the task's place. */
 	store_task_put(s1, 1000, "t2", "{\"taskId\":\"t2\",\"s\":1}", 21, 99, 60000, false, NULL, NULL);
-	struct got_task g = {0};
-	store_task_get(s1, 1000, "t2", task_cb, &g);
-	ck_assert(run_until(&g.done, 2000));
-	ck_assert_int_eq(g.r, 0);
+	struct got_task g;
+	ck_assert_int_eq(get_task(s1, 1000, "t2", &g), 0);
 	ck_assert_str_eq(g.meta, "{\"taskId\":\"t2\",\"s\":1}");
-	g = (struct got_task){0};
-	store_task_get(s1, 1001, "t2", task_cb, &g);
-	ck_assert(run_until(&g.done, 2000));
-	ck_assert_int_eq(g.r, -ENOENT);
-	g = (struct got_task){0};
-	store_task_list(s1, 1000, 0, 2, list_cb, &g);
-	ck_assert(run_until(&g.done, 2000));
-	ck_assert_int_eq(g.n, 2);
+	ck_assert_int_eq(get_task(s1, 1001, "t2", &g), -ENOENT);
+	ck_assert_int_eq(list_tasks(1000, 0, 2, &g), 2);
 	ck_assert_str_eq(g.metas[0], "{\"taskId\":\"t1\"}");
 	ck_assert_str_eq(g.metas[1], "{\"taskId\":\"t2\",\"s\":1}");
 	ck_assert_uint_eq(g.next, 20);
-	uint64_t next = g.next;
-	g = (struct got_task){0};
-	store_task_list(s1, 1000, next, 10, list_cb, &g);
-	ck_assert(run_until(&g.done, 2000));
-	ck_assert_int_eq(g.n, 3);
+	ck_assert_int_eq(list_tasks(1000, g.next, 10, &g), 3);
 	ck_assert_str_eq(g.metas[2], "{\"taskId\":\"t5\"}");
 	ck_assert_uint_eq(g.next, 0);
 	/* Kept only keep_ms. */
 	store_task_put(s1, 1002, "short", "{}", 2, 1, 50, false, NULL, NULL);
 	run_for(150);
-	g = (struct got_task){0};
-	store_task_get(s1, 1002, "short", task_cb, &g);
-	ck_assert(run_until(&g.done, 2000));
-	ck_assert_int_eq(g.r, -ENOENT);
+	ck_assert_int_eq(get_task(s1, 1002, "short", &g), -ENOENT);
 }
 END_TEST
 
@@ -412,9 +416,7 @@ static void run_keyed(struct store *s, uid_t uid, const char *key, const char *v
 	struct got g;
 	claim(s, &k, &g, 2000);
 	ck_assert_int_eq(g.a.result, STORE_CLAIMED);
-	struct sv *v = sv_new(value);
-	store_complete(g.a.claim, v);
-	sv_unref(v);
+	complete(g.a.claim, value);
 	run_for(20);
 }
 
@@ -460,6 +462,41 @@ START_TEST(bounds_per_uid)
 }
 END_TEST
 
+/* A uid past its bound loses its oldest ended records, never a running
+ * one however old, and keeps its newest: Redis drops them in batches (a
+ * 64th of the bound at most), the memory store one at a time. */
+START_TEST(bound_keeps_running)
+{
+	const int max = 128, n = max + 10;
+	store_set_limits(s1, 60000, (size_t)max, UINT64_C(1) << 30);
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "running", "shell", "{}", h);
+	struct got held, join;
+	claim(s1, &k, &held, 2000);
+	ck_assert_int_eq(held.a.result, STORE_CLAIMED);
+	char key[16];
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "b%d", i);
+		run_keyed(s1, 1000, key, "v");
+	}
+	/* Newest first: a probe that claims adds a record. */
+	for (int i = n - 1; i >= n - (max - 4); i--) {
+		snprintf(key, sizeof(key), "b%d", i);
+		ck_assert_msg(probe(s1, 1000, key) == STORE_DONE, "%s went", key);
+	}
+	for (int i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "b%d", i);
+		ck_assert_msg(probe(s1, 1000, key) == STORE_CLAIMED, "%s stayed", key);
+	}
+	claim(s1, &k, &join, 200);
+	ck_assert_msg(!join.done, "the running call's record went");
+	store_wait_cancel(join.w);
+	store_release(held.a.claim);
+	run_for(20);
+}
+END_TEST
+
 /* --- two daemons on one Redis ------------------------------------------ */
 
 static unsigned heard;
@@ -486,10 +523,8 @@ START_TEST(task_cancel_across_stores)
 		char id[16];
 		snprintf(id, sizeof(id), "n%d", i);
 		ck_assert_int_eq(put_task(a, 1000, id, "{}", true), 0);
-		struct got_task gt = {0};
-		store_task_get(b, 1000, id, task_cb, &gt);
-		ck_assert(run_until(&gt.done, 2000));
-		ck_assert_int_eq(gt.r, 0);
+		struct got_task gt;
+		ck_assert_int_eq(get_task(b, 1000, id, &gt), 0);
 	}
 	ck_assert_int_eq(put_task(a, 1000, "tX", working, true), 0);
 	struct put p = {0};
@@ -530,6 +565,15 @@ static void setup_redis(void)
 	downs = ups = 0;
 }
 
+/* Claims k on a, then on b, which waits for a's holder to end. */
+static void hold_and_join(struct store *a, struct store *b, struct store_key *k, struct got *ga, struct got *gb)
+{
+	claim(a, k, ga, 2000);
+	ck_assert_int_eq(ga->a.result, STORE_CLAIMED);
+	claim(b, k, gb, 300);
+	ck_assert(!gb->done);
+}
+
 START_TEST(join_across_stores)
 {
 	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
@@ -537,13 +581,8 @@ START_TEST(join_across_stores)
 	struct store_key k;
 	mkkey(&k, 1000, "shared", "shell", "{\"command\":\"x\"}", h);
 	struct got ga, gb, gc;
-	claim(a, &k, &ga, 2000);
-	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
-	claim(b, &k, &gb, 300);
-	ck_assert(!gb.done);
-	struct sv *v = sv_new("ran once");
-	store_complete(ga.a.claim, v);
-	sv_unref(v);
+	hold_and_join(a, b, &k, &ga, &gb);
+	complete(ga.a.claim, "ran once");
 	ck_assert(run_until(&gb.done, 3000));
 	ck_assert_int_eq(gb.a.result, STORE_DONE);
 	ck_assert(gb.a.joined);
@@ -558,10 +597,8 @@ START_TEST(join_across_stores)
 	/* Tasks too. */
 	store_task_put(a, 1000, "tA", "{\"taskId\":\"tA\"}", 15, 1, 60000, false, NULL, NULL);
 	run_for(50);
-	struct got_task gt = {0};
-	store_task_get(b, 1000, "tA", task_cb, &gt);
-	ck_assert(run_until(&gt.done, 2000));
-	ck_assert_int_eq(gt.r, 0);
+	struct got_task gt;
+	ck_assert_int_eq(get_task(b, 1000, "tA", &gt), 0);
 	store_free(a);
 	store_free(b);
 	ck_assert_uint_eq(downs, 0);
@@ -575,9 +612,7 @@ START_TEST(release_across_stores)
 	struct store_key k;
 	mkkey(&k, 1000, "rel", "shell", "{}", h);
 	struct got ga, gb;
-	claim(a, &k, &ga, 2000);
-	claim(b, &k, &gb, 300);
-	ck_assert(!gb.done);
+	hold_and_join(a, b, &k, &ga, &gb);
 	store_release(ga.a.claim);
 	ck_assert(run_until(&gb.done, 3000));
 	ck_assert_int_eq(gb.a.result, STORE_CLAIMED);
@@ -624,9 +659,7 @@ START_TEST(dead_holder)
 	claim(b, &k, &gb, 3000);
 	ck_assert_int_eq(gb.a.result, STORE_CLAIMED);
 	store_release(held);
-	struct sv *v = sv_new("second run");
-	store_complete(gb.a.claim, v);
-	sv_unref(v);
+	complete(gb.a.claim, "second run");
 	claim(b, &k, &gc, 2000);
 	ck_assert_int_eq(gc.a.result, STORE_DONE);
 	ck_assert_str_eq(gc.value, "second run");
@@ -685,9 +718,7 @@ START_TEST(stalled_redis)
 	/* Local joins still work while Redis is away. */
 	claim(a, &k, &gl, 100);
 	ck_assert(!gl.done);
-	struct sv *v = sv_new("local");
-	store_complete(ga.a.claim, v);
-	sv_unref(v);
+	complete(ga.a.claim, "local");
 	ck_assert(run_until(&gl.done, 1000));
 	ck_assert_str_eq(gl.value, "local");
 	unsigned d = downs;
@@ -710,10 +741,7 @@ START_TEST(killed_redis)
 	struct store_key k;
 	mkkey(&k, 1000, "joined-then-killed", "shell", "{}", h);
 	struct got ga, gb;
-	claim(a, &k, &ga, 2000);
-	ck_assert_int_eq(ga.a.result, STORE_CLAIMED);
-	claim(b, &k, &gb, 200);
-	ck_assert(!gb.done);
+	hold_and_join(a, b, &k, &ga, &gb);
 	redis_server_kill(&rs);
 	/* The joiner cannot know how the call elsewhere ends. */
 	ck_assert(run_until(&gb.done, 3000));
@@ -725,6 +753,39 @@ START_TEST(killed_redis)
 	store_release(ga.a.claim);
 	redis_server_start(&rs);
 	ck_assert(shared_again(a, b, 15000));
+	store_free(a);
+	store_free(b);
+}
+END_TEST
+
+/* Makes Redis forget the scripts, as SCRIPT FLUSH or a failover does. */
+static void forget_scripts(void)
+{
+	redisContext *c = redisConnectUnix(rs.sock);
+	ck_assert(c && !c->err);
+	redisReply *rep = redisCommand(c, "SCRIPT FLUSH");
+	ck_assert(rep && rep->type == REDIS_REPLY_STATUS);
+	freeReplyObject(rep);
+	redisFree(c);
+}
+
+/* Scripts go by their SHA-1: a Redis that forgot them is sent their text
+ * again, without an outage, and claims still meet across stores. */
+START_TEST(scripts_forgotten)
+{
+	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
+	ck_assert(shared_again(a, b, 5000));
+	forget_scripts();
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "after-flush", "shell", "{}", h);
+	struct got ga, gb;
+	hold_and_join(a, b, &k, &ga, &gb);
+	complete(ga.a.claim, "once");
+	ck_assert(run_until(&gb.done, 3000));
+	ck_assert_int_eq(gb.a.result, STORE_DONE);
+	ck_assert_str_eq(gb.value, "once");
+	ck_assert_uint_eq(downs, 0);
 	store_free(a);
 	store_free(b);
 }
@@ -790,6 +851,7 @@ static Suite *suite(const char *kind)
 	tcase_add_test(tc, key_with_nul);
 	tcase_add_test(tc, tasks);
 	tcase_add_test(tc, bounds_per_uid);
+	tcase_add_test(tc, bound_keeps_running);
 	suite_add_tcase(s, tc);
 	if (str_eq(kind, "redis")) {
 		tc = tcase_create("shared");
@@ -802,6 +864,7 @@ static Suite *suite(const char *kind)
 		tcase_add_test(tc, killed_redis);
 		tcase_add_test(tc, hostile_records);
 		tcase_add_test(tc, task_cancel_across_stores);
+		tcase_add_test(tc, scripts_forgotten);
 		suite_add_tcase(s, tc);
 	}
 	return s;
