@@ -491,6 +491,11 @@ static uint64_t wait_ms(int timeout_ms)
 	return (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * scale;
 }
 
+uint64_t tc_wait_scaled(int timeout_ms)
+{
+	return wait_ms(timeout_ms);
+}
+
 int tcd_wait_exit(struct tcd *d, int timeout_ms)
 {
 	if (!d->pid)
