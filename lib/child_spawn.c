@@ -467,8 +467,8 @@ struct spawn_args {
  * named is a string of the daemon's image, at the same address in both.
  */
 struct spawn_report {
-	int err;
 	const char *failed;		/* the sandbox's step, or NULL */
+	int64_t err;			/* no padding: every byte written is set */
 };
 
 /* The kernel's struct linux_dirent64, as getdents64(2) fills it. */
@@ -590,7 +590,7 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 fail:
 	a->err = errno ? errno : EINVAL;
 	if (a->report_fd >= 0) {
-		const struct spawn_report rep = { a->err, a->sandbox ? a->sandbox->failed : NULL };
+		const struct spawn_report rep = { a->sandbox ? a->sandbox->failed : NULL, a->err };
 		(void)syscall(SYS_write, a->report_fd, &rep, sizeof(rep));
 	}
 	syscall(SYS_exit_group, 127);
@@ -613,7 +613,7 @@ static void read_report(int *report_r, int *report_w, struct spawn_args *a)
 		;
 	if (n != (ssize_t)sizeof(rep))
 		return;
-	a->err = rep.err;
+	a->err = (int)rep.err;
 	if (a->sandbox)
 		a->sandbox->failed = rep.failed;
 }

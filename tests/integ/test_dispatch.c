@@ -443,6 +443,7 @@ END_TEST
  * wait their turn (FIFO) and every call completes. */
 START_TEST(session_cap_four)
 {
+	TC_SKIP_UNDER_VALGRIND("starting a child there takes longer than these calls run");
 	struct tcd d;
 	start_probes(&d, "{\"limits\":{\"session_concurrency\":4}}");
 	char *log = probe_log(&d);
@@ -675,6 +676,7 @@ END_TEST
  * answered with one array in input order. */
 START_TEST(batch_forty_in_order)
 {
+	TC_SKIP_UNDER_VALGRIND("starting a child there takes longer than these calls run");
 	struct tcd d;
 	start_probes(&d, "{\"limits\":{\"session_concurrency\":8}}");
 	char *log = probe_log(&d);
