@@ -81,8 +81,8 @@ fuzz: deps $(FUZZ_BUILD)/build.ninja
 
 valgrind: build
 	rm -rf $(BUILD)/valgrind && mkdir -p $(BUILD)/valgrind
-	@status=0; CK_EXCLUDE_TAGS=timing TC_WAIT_SCALE=5 TC_UNDER_VALGRIND=1 meson test -C $(BUILD) --suite integ --no-suite load --timeout-multiplier 10 --print-errorlogs --num-processes 2 \
-		--wrapper 'valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --trace-children=yes --trace-children-skip=/bin/*,/usr/bin/*,/usr/sbin/*,/usr/local/* --log-file=$(CURDIR)/$(BUILD)/valgrind/%p.log' \
+	@status=0; CK_EXCLUDE_TAGS=timing CK_TIMEOUT_MULTIPLIER=10 TC_WAIT_SCALE=5 TC_UNDER_VALGRIND=1 meson test -C $(BUILD) --suite integ --no-suite load --timeout-multiplier 10 --print-errorlogs --num-processes 2 \
+		--wrapper 'valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --suppressions=$(CURDIR)/tests/valgrind.supp --trace-children=yes --trace-children-skip=/bin/*,/usr/bin/*,/usr/sbin/*,/usr/local/* --log-file=$(CURDIR)/$(BUILD)/valgrind/%p.log' \
 		|| status=1; \
 	if grep -qs 'unhandled amd64-linux syscall: 434' $(BUILD)/valgrind/*.log; then \
 		echo "note: $$(valgrind --version) has no pidfd_open; toolcalld polls its children instead"; fi; \

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -455,7 +456,19 @@ struct spawn_args {
 	uint64_t reset;			/* signals_to_reset() */
 	struct sandbox_child *sandbox;	/* or NULL */
 	bool subreaper;			/* the daemon is one: so is the child */
+	int report_fd;			/* or -1: see spawn_report */
 	int err;			/* set by the child when it cannot exec */
+};
+
+/*
+ * What the child of spawn() tells the daemon when it cannot exec, through
+ * report_fd, where its memory is a copy of the daemon's rather than the
+ * daemon's own: under valgrind, which runs the clone as a fork. The step
+ * named is a string of the daemon's image, at the same address in both.
+ */
+struct spawn_report {
+	const char *failed;		/* the sandbox's step, or NULL */
+	int64_t err;			/* no padding: every byte written is set */
 };
 
 /* The kernel's struct linux_dirent64, as getdents64(2) fills it. */
@@ -500,6 +513,21 @@ __attribute__((no_sanitize("address"))) static void close_from_3_by_proc(void)
 			break;
 	}
 	(void)syscall(SYS_close, dfd);
+}
+
+/* Closes every fd from 3 up but keep (-1: none kept), for the child of
+ * spawn(). */
+__attribute__((no_sanitize("address"))) static void close_from_3(long keep)
+{
+	if (keep < 0) {
+		if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+			close_from_3_by_proc();
+		return;
+	}
+	/* Only under valgrind, which has close_range. */
+	if (keep > 3)
+		(void)syscall(SYS_close_range, 3U, (unsigned)keep - 1, 0U);
+	(void)syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0U);
 }
 
 /*
@@ -556,14 +584,38 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
-	if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
-		close_from_3_by_proc();
+	close_from_3(a->report_fd);
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 	(void)syscall(SYS_execve, a->path, a->argv, a->envp);
 fail:
 	a->err = errno ? errno : EINVAL;
+	if (a->report_fd >= 0) {
+		const struct spawn_report rep = { a->sandbox ? a->sandbox->failed : NULL, a->err };
+		(void)syscall(SYS_write, a->report_fd, &rep, sizeof(rep));
+	}
 	syscall(SYS_exit_group, 127);
 	return 127;
+}
+
+/* Reads what the child of spawn() reported, if anything, into *a: the
+ * pipe's write end closes on its exec, or with the child. */
+static void read_report(int *report_r, int *report_w, struct spawn_args *a)
+{
+	struct spawn_report rep;
+	ssize_t n;
+	closep(report_w);
+	*report_w = -1;
+	/* make_pipe made our end non-blocking: wait for the end of the child. */
+	struct pollfd p = { .fd = *report_r, .events = POLLIN };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	while ((n = read(*report_r, &rep, sizeof(rep))) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(rep))
+		return;
+	a->err = (int)rep.err;
+	if (a->sandbox)
+		a->sandbox->failed = rep.failed;
 }
 
 /*
@@ -572,8 +624,10 @@ fail:
  * exited, and the exec error comes back through memory. With CLONE_FILES
  * the child also starts on the daemon's fd table and copies only the low
  * fds it needs (see spawn_child). All signals are blocked around the clone
- * so that none is handled in the child. Returns the pid, or a negative
- * errno (the failed exec's among them).
+ * so that none is handled in the child. Under valgrind, which runs the
+ * clone as a fork, the exec error comes back through a pipe instead
+ * (spawn_report). Returns the pid, or a negative errno (the failed exec's
+ * among them).
  */
 static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid)
 {
@@ -582,9 +636,16 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	struct spawn_args a = {
 		.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd,
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
-		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox),
+		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox), .report_fd = -1,
 	};
-	int top = MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w));
+	_cleanup_close_ int report_r = -1, report_w = -1;
+	int r;
+	if (RUNNING_ON_VALGRIND) {
+		if ((r = make_pipe(&report_r, &report_w)) < 0)
+			return r;
+		a.report_fd = report_w;
+	}
+	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), report_w);
 	if (a.sandbox)
 		top = MAX(top, MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd), a.sandbox->landlock_fd));
 	int reaper = 0;
@@ -613,6 +674,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0)
 		return -e;
+	if (report_r >= 0)
+		read_report(&report_r, &report_w, &a);
 	if (a.err) {
 		/* The child has exited: reap it before its pid means nothing. */
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)

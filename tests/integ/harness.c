@@ -240,8 +240,46 @@ static char *expand(const struct tcd *d, const char *text)
 	return buf_steal(&b);
 }
 
+/*
+ * Writes the sandbox object *v (or an empty one) as make valgrind needs it.
+ * valgrind does not know the Landlock and seccomp system calls, and it
+ * keeps the hard limit on open files for itself (a child that lowers it is
+ * refused, EPERM): unless the test says otherwise the calls run with what
+ * can be enforced ("require": false) and without the "nofile" limit.
+ */
+static void valgrind_sandbox(struct jgen *g, const struct json *v)
+{
+	const struct json *limits = v ? json_get(v, "limits") : NULL;
+	jgen_obj_open(g);
+	if (!v || !json_get(v, "require"))
+		jgen_kv_bool(g, "require", false);
+	if (!limits)
+		jgen_kv_raw(g, "limits", "{\"nofile\":null}", 15);
+	for (size_t i = 0; v && i < v->u.obj.n; i++) {
+		const char *key = v->u.obj.members[i].key;
+		const struct json *m = v->u.obj.members[i].value;
+		jgen_key(g, key);
+		if (m != limits || m->type != JSON_OBJECT) {
+			jgen_value(g, m);
+			continue;
+		}
+		jgen_obj_open(g);
+		if (!json_get(m, "nofile")) {
+			jgen_key(g, "nofile");
+			jgen_null(g);
+		}
+		for (size_t j = 0; j < m->u.obj.n; j++) {
+			jgen_key(g, m->u.obj.members[j].key);
+			jgen_value(g, m->u.obj.members[j].value);
+		}
+		jgen_obj_close(g);
+	}
+	jgen_obj_close(g);
+}
+
 /* The config object with the harness's socket, workspace and tools_dir
- * added where the test did not set them. */
+ * added where the test did not set them (and, under make valgrind, the
+ * sandbox valgrind_sandbox writes). */
 static char *merge_config(const struct tcd *d, const char *text)
 {
 	struct json_doc *doc = NULL;
@@ -259,14 +297,19 @@ static char *merge_config(const struct tcd *d, const char *text)
 		jgen_kv_str(g, "workspace", d->ws);
 	if (!json_get(root, "tools_dir"))
 		jgen_kv_str(g, "tools_dir", d->tools_dir);
-	/* Under valgrind (make valgrind) the daemon cannot install Landlock
-	 * or seccomp (valgrind does not know those system calls): children
-	 * run unconfined there, unless the test sets the sandbox itself. */
-	if (getenv("TC_UNDER_VALGRIND") && !json_get(root, "sandbox"))
-		jgen_kv_raw(g, "sandbox", "{\"require\":false}", 17);
+	bool valgrind = getenv("TC_UNDER_VALGRIND");
+	if (valgrind && !json_get(root, "sandbox")) {
+		jgen_key(g, "sandbox");
+		valgrind_sandbox(g, NULL);
+	}
 	for (size_t i = 0; i < root->u.obj.n; i++) {
-		jgen_key(g, root->u.obj.members[i].key);
-		jgen_value(g, root->u.obj.members[i].value);
+		const char *key = root->u.obj.members[i].key;
+		const struct json *v = root->u.obj.members[i].value;
+		jgen_key(g, key);
+		if (valgrind && strcmp(key, "sandbox") == 0 && v->type == JSON_OBJECT)
+			valgrind_sandbox(g, v);
+		else
+			jgen_value(g, v);
 	}
 	jgen_obj_close(g);
 	jgen_free(g);
@@ -446,6 +489,11 @@ static uint64_t wait_ms(int timeout_ms)
 		scale = v > 0 && v <= 100 ? (uint64_t)v : 1;
 	}
 	return (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * scale;
+}
+
+uint64_t tc_wait_scaled(int timeout_ms)
+{
+	return wait_ms(timeout_ms);
 }
 
 int tcd_wait_exit(struct tcd *d, int timeout_ms)

@@ -321,6 +321,18 @@ void tc_assert_kind_at(const struct json *resp, const char *kind, const char *fi
 
 /* Milliseconds since an arbitrary start (CLOCK_MONOTONIC). */
 uint64_t tc_now_ms(void);
+/* timeout_ms times $TC_WAIT_SCALE, as every wait of the harness for
+ * something that should come: for a test's own bound on how long
+ * something may take where that bound is loose enough to hold under make
+ * valgrind once scaled. */
+uint64_t tc_wait_scaled(int timeout_ms);
+/* Skips the running case (inside a START_TEST body) under make valgrind
+ * ($TC_UNDER_VALGRIND), saying why it cannot hold there. */
+#define TC_SKIP_UNDER_VALGRIND(why)                                            \
+	do {                                                                   \
+		if (getenv("TC_UNDER_VALGRIND"))                               \
+			TC_SKIP("under valgrind: %s", why);                    \
+	} while (0)
 /* Sleeps ms: only as the interval of a poll (tc_wait_until) or where a
  * test shows that something does NOT happen within a window. */
 void tc_pause_ms(int ms);

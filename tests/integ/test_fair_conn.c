@@ -337,6 +337,7 @@ END_TEST
  * worth (which was 1.3 GiB). */
 START_TEST(batch_holds_what_is_answered)
 {
+	TC_SKIP_UNDER_VALGRIND("valgrind's allocator keeps what the daemon frees");
 	struct tcd d;
 	struct tcd_opts o = { .config = "{}" };
 	/* Under AddressSanitizer freed memory sits in a quarantine of 256 MB

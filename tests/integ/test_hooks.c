@@ -364,6 +364,7 @@ END_TEST
  * path in its input), only into its own TMPDIR, and may still decide. */
 START_TEST(hook_cannot_write_workspace)
 {
+	TC_SKIP_UNDER_VALGRIND("valgrind cannot install Landlock");
 	struct tcd d;
 	start_hooked(&d, "pre_call", "read_file",
 		     "ws=$(sed -n 's/.*\"workspace\":\"\\([^\"]*\\)\".*/\\1/p')\n"

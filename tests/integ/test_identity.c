@@ -373,6 +373,7 @@ static int cmp_u64(const void *a, const void *b)
 
 START_TEST(file_work_does_not_stall_other_clients)
 {
+	TC_SKIP_UNDER_VALGRIND("asserts a ping latency of milliseconds");
 	struct tcd d;
 	tcd_start(&d, "{" CFG_AUTO "}");
 	make_many(&d, "big", 50000);

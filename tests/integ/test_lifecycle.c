@@ -318,7 +318,7 @@ START_TEST(stale_and_live_sockets)
 	const char *argv[] = { tc_daemon_path(), "--config", d.config, NULL };
 	uint64_t t0 = tc_now_ms();
 	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	ck_assert_uint_lt(tc_now_ms() - t0, 5000);
+	ck_assert_uint_lt(tc_now_ms() - t0, tc_wait_scaled(5000));
 	ck_assert_msg(strstr(err, d.sock) && strstr(err, "already"), "stderr: %s", err);
 	free(out);
 	free(err);
@@ -599,7 +599,7 @@ START_TEST(slow_reader_bounded)
 	buf_free(&reqs);
 	size_t lines = 0;
 	char tmp[65536];
-	deadline = tc_now_ms() + 30000;
+	deadline = tc_now_ms() + tc_wait_scaled(30000);
 	while (lines < want && tc_now_ms() < deadline) {
 		struct pollfd pfd = { tcc_fd(slow), POLLIN, 0 };
 		if (poll(&pfd, 1, 1000) <= 0)
