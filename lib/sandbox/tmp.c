@@ -7,11 +7,15 @@
  * (mode 0700, the child's), named by 128 random bits, emptied of all it
  * holds, and itself, when the call ends. So a ruleset serves every call of
  * an identity, no call can list "c" (nor chmod it, unless it runs as the
- * daemon's own uid) or guess a neighbour's name, and where the child has a
- * mount namespace "c" is covered with an empty tmpfs but for the call's
- * own directory (apply.c): the other calls' TMPDIRs are not there at all.
- * ("c" and not the parent itself: Landlock does not look at a rule on a
- * covered mount point, and the rule is on the parent.)
+ * daemon's own uid) or guess a neighbour's name. Where the child has a
+ * mount namespace (the protected paths of a workspace exist, or a user
+ * namespace is the daemon's way) "c" is covered with an empty tmpfs but
+ * for the call's own directory (apply.c): the other calls' TMPDIRs are not
+ * there at all. Otherwise, for a daemon running as root, a second
+ * Landlock layer grants nothing beneath this whole directory but the
+ * call's own TMPDIR (hide.c). ("c" and not the parent itself: Landlock
+ * does not look at a rule on a covered mount point, and the rule is on
+ * the parent.)
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -67,25 +71,47 @@ static void rm_tree_at(int parent, const char *name, unsigned depth)
 	(void)unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+/* Where the directory of TMPDIRs goes: $TMPDIR; else, for a daemon
+ * running as root (whose calls hide the other TMPDIRs with Landlock, at a
+ * cost per entry of the directories on the way, hide.c), /var/tmp, which
+ * holds few entries where /tmp may hold thousands; else /tmp. */
+static const char *tmp_base_parent(void)
+{
+	const char *t = getenv("TMPDIR");
+	struct stat st;
+	if (t && t[0] == '/')
+		return t;
+	if (geteuid() == 0 && stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode))
+		return "/var/tmp";
+	return "/tmp";
+}
+
 /* The daemon's directory of TMPDIRs: made once, mode 0711, so each child
- * can reach its own and list none. */
+ * can reach its own and list none; named by its canonical path (the
+ * Landlock rules of hide.c follow the way to it). */
 static int tmp_base_get(const char **ret)
 {
 	if (!tmp_base) {
-		const char *t = getenv("TMPDIR");
-		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", t && t[0] == '/' ? t : "/tmp",
-						      (int)getpid());
+		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", tmp_base_parent(), (int)getpid());
 		if (!mkdtemp(tmpl))
 			return -errno;
-		if (chmod(tmpl, 0711) < 0) {
+		char *real = realpath(tmpl, NULL);
+		if (!real || chmod(tmpl, 0711) < 0) {
 			int e = -errno;
 			(void)rmdir(tmpl);
+			free(real);
 			return e;
 		}
-		tmp_base = TAKE_PTR(tmpl);
+		tmp_base = real;
 	}
 	*ret = tmp_base;
 	return 0;
+}
+
+/* The directory of TMPDIRs, or NULL before the first call made one. */
+const char *tmp_base_path(void)
+{
+	return tmp_base;
 }
 
 /* Finds or makes the TMPDIR parent of an identity: the daemon's, 0711. */
