@@ -57,7 +57,7 @@
 #include "proto/base/util.h"
 
 /* The most entries along the chain (beyond, the namespace is cheaper). */
-#define SIBLINGS_MAX 512
+#define SIBLINGS_MAX 256
 #define CHAIN_MAX 32
 
 static struct {

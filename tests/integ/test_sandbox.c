@@ -116,6 +116,7 @@ START_TEST(shell_runs_as_the_peer)
 	 * are hidden without a mount namespace of the call's own, and "/"
 	 * stays listable (the daemon's directories are kept out by their
 	 * modes). */
+	char *cmd;
 	r = sh(c, "ls / | grep -qx usr && echo listed; readlink /proc/self/ns/mnt");
 	tc_assert_ok(r);
 	char own_ns[64] = "";
@@ -124,8 +125,22 @@ START_TEST(shell_runs_as_the_peer)
 	char *listed = xasprintf("listed\n%s\n", own_ns);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), listed);
 	free(listed);
+	/* An entry made since, beside the way to the TMPDIRs (the daemon's
+	 * /var/tmp when it picked that), is reachable by the next call. */
+	char *late = xasprintf("/var/tmp/tc-late-%d", (int)getpid());
+	if (access("/var/tmp", W_OK) == 0) {
+		tc_write_file_atomic(late, "late\n", 5);
+		ck_assert_int_eq(chmod(late, 0644), 0);
+		cmd = xasprintf("cat %s", late);
+		r = sh(c, cmd);
+		free(cmd);
+		(void)unlink(late);
+		tc_assert_ok(r);
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "late\n");
+	}
+	free(late);
 	/* The daemon's environment is out of reach. */
-	char *cmd = xasprintf("cat /proc/%d/environ", (int)d.pid);
+	cmd = xasprintf("cat /proc/%d/environ", (int)d.pid);
 	r = sh(c, cmd);
 	free(cmd);
 	ck_assert(tj_bool(r, "result.isError"));

@@ -158,8 +158,11 @@ END_TEST
 /*
  * Call A writes a file in its TMPDIR and waits; call B, of the same uid,
  * can neither list the directory holding TMPDIRs nor read A's file, even
- * knowing its path. As the daemon's own uid (loop 0) and, when the test is
- * root, with the daemon as uid 65534 (loop 1: the user namespace path).
+ * knowing its path, nor plant a file there or take A's away. As the
+ * daemon's own uid (loop 0: for a root daemon, a second Landlock layer),
+ * when the test is root with the daemon as uid 65534 (loop 1: the user
+ * namespace path), and as loop 0 in a workspace with .git/hooks (loop 2:
+ * the mount namespace the protected paths need hides the TMPDIRs too).
  */
 START_TEST(tmpdir_private)
 {
@@ -169,6 +172,8 @@ START_TEST(tmpdir_private)
 	start(&d, "", _i == 1);
 	if (_i == 1)
 		chown_tree(d.ws, NOBODY);
+	if (_i == 2)
+		tcd_put(&d, ".git/hooks/pre-commit.sample", "#!/bin/sh\n");
 	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d);
 	struct buf args = {0};
 	struct jgen *g = jgen_new(&args);
@@ -392,7 +397,7 @@ static Suite *iso_suite(void)
 	TCase *tc = tcase_create("iso");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, protect_without_privilege);
-	tcase_add_loop_test(tc, tmpdir_private, 0, 2);
+	tcase_add_loop_test(tc, tmpdir_private, 0, 3);
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);
 	tcase_add_test(tc, cgroup_real);
