@@ -29,7 +29,9 @@
  * each call stats the chain (three or four stat calls) and opens them
  * again when one changed (an entry made or removed since: a sibling made
  * later would otherwise be out of reach), then makes its ruleset from the
- * kept fds and one rule for its own TMPDIR. The chain's directories are
+ * kept fds and one rule for its own TMPDIR. (Directory times are kept at a
+ * clock tick's precision: a chain changed in the two seconds before it was
+ * read is read again at the next call.) The chain's directories are
  * not writable themselves in this layer: a workspace or write_extra path
  * holding the base is the caller's case for the mount namespace instead
  * (hide_covers()). Past SIBLINGS_MAX entries along the chain (a crowded
@@ -52,6 +54,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/base/util.h"
@@ -70,7 +73,9 @@ static struct {
 	int *sib;			/* O_PATH fds of the siblings */
 	size_t n_sib;
 	bool sib_is_dir[SIBLINGS_MAX];
-	bool ok;
+	bool ok;			/* the chain's stats are recorded */
+	bool settled;			/* none changed in the second before the load */
+	int err;			/* what the load ended with */
 } h;
 
 /* Closes what is kept. */
@@ -144,25 +149,31 @@ static int load(const char *base, int abi)
 	}
 	if (h.n_chain == 0)
 		return -EINVAL;
+	struct timespec now;
+	(void)clock_gettime(CLOCK_REALTIME, &now);
+	h.settled = true;
 	for (unsigned i = 0; i < h.n_chain; i++) {
 		h.chain_fd[i] = open(h.chain[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (h.chain_fd[i] < 0 || fstat(h.chain_fd[i], &h.chain_st[i]) < 0)
 			return -errno;
+		/* Times are kept at a clock tick's precision: an entry made in
+		 * the same tick as the one seen would not change them. */
+		if (now.tv_sec - h.chain_st[i].st_mtim.tv_sec < 2 || now.tv_sec - h.chain_st[i].st_ctim.tv_sec < 2)
+			h.settled = false;
 	}
-	for (unsigned i = 0; i < h.n_chain; i++) {
-		int r = open_siblings(i);
-		if (r < 0)
-			return r;
-	}
+	/* From here the stats say whether to look again, also after a
+	 * failure (a crowded directory is not read again at every call). */
 	h.ok = true;
-	return 0;
+	for (unsigned i = 0; i < h.n_chain && h.err == 0; i++)
+		h.err = open_siblings(i);
+	return h.err;
 }
 
 /* Whether the chain is as it was loaded: the same directories, nothing
  * made or removed in them since (their mtime and ctime). */
 static bool fresh(const char *base, int abi)
 {
-	if (!h.ok || h.abi != abi || strcmp(h.base, base) != 0)
+	if (!h.ok || !h.settled || h.abi != abi || strcmp(h.base, base) != 0)
 		return false;
 	for (unsigned i = 0; i < h.n_chain; i++) {
 		struct stat st;
@@ -204,10 +215,12 @@ static int add(int rs, int fd, bool dir, uint64_t access)
 int hide_ruleset(const char *base, const char *own, int abi, bool list_chain, int *ret_fd)
 {
 	int r;
-	if (!fresh(base, abi) && (r = load(base, abi)) < 0) {
-		h.ok = false;
-		return r;
-	}
+	if (!fresh(base, abi))
+		(void)load(base, abi);
+	if (!h.ok)
+		return -ENOENT;
+	if (h.err < 0)
+		return h.err;
 	uint64_t all = ll_fs_rights(abi);
 	struct ll_ruleset_attr attr = { .handled_access_fs = all };
 	_cleanup_close_ int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr.handled_access_fs), 0);
