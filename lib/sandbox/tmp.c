@@ -15,7 +15,8 @@
  * Landlock layer grants nothing beneath this whole directory but the
  * call's own TMPDIR (hide.c). ("c" and not the parent itself: Landlock
  * does not look at a rule on a covered mount point, and the rule is on
- * the parent.)
+ * the parent.) Under /var/tmp, directories left by daemons that were
+ * killed are removed by the next one (tmp_base_sweep).
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -26,6 +27,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +40,7 @@
 #define PARENTS_MAX 256
 
 static char *tmp_base;
+static int tmp_base_lock = -1;	/* held while the daemon lives */
 static struct {
 	uid_t uid;
 	char *path;
@@ -86,20 +90,61 @@ static const char *tmp_base_parent(void)
 	return "/tmp";
 }
 
+/*
+ * Removes from /var/tmp (which, unlike /tmp, a reboot does not empty) the
+ * directories of TMPDIRs that daemons killed before they could clean up
+ * left: a live daemon holds a lock on its own (flock, which a daemon in
+ * another pid namespace holds as well); one made in the last minute is
+ * left alone (its daemon may not have locked it yet). Only this daemon's
+ * uid's, never through a link.
+ */
+static void tmp_base_sweep(const char *parent)
+{
+	DIR *d = opendir(parent);
+	if (!d)
+		return;
+	struct dirent *e;
+	struct timespec now;
+	(void)clock_gettime(CLOCK_REALTIME, &now);
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "toolcalld.", 10) != 0)
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && now.tv_sec - st.st_ctim.tv_sec > 60 &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0)
+			rm_tree_at(dirfd(d), e->d_name, 0);
+		close(fd);
+	}
+	closedir(d);
+}
+
 /* The daemon's directory of TMPDIRs: made once, mode 0711, so each child
  * can reach its own and list none; named by its canonical path (the
- * Landlock rules of hide.c follow the way to it). */
+ * Landlock rules of hide.c follow the way to it); locked (flock) while the
+ * daemon lives. */
 static int tmp_base_get(const char **ret)
 {
 	if (!tmp_base) {
-		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", tmp_base_parent(), (int)getpid());
+		const char *parent = tmp_base_parent();
+		if (strcmp(parent, "/var/tmp") == 0)
+			tmp_base_sweep(parent);
+		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", parent, (int)getpid());
 		if (!mkdtemp(tmpl))
 			return -errno;
+		tmp_base_lock = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (tmp_base_lock >= 0)
+			(void)flock(tmp_base_lock, LOCK_EX | LOCK_NB);
 		char *real = realpath(tmpl, NULL);
 		if (!real || chmod(tmpl, 0711) < 0) {
 			int e = -errno;
 			(void)rmdir(tmpl);
 			free(real);
+			if (tmp_base_lock >= 0)
+				close(tmp_base_lock);
+			tmp_base_lock = -1;
 			return e;
 		}
 		tmp_base = real;
@@ -187,5 +232,9 @@ void tmp_base_remove(void)
 		rm_tree_at(AT_FDCWD, tmp_base, 0);
 		free(tmp_base);
 		tmp_base = NULL;
+	}
+	if (tmp_base_lock >= 0) {
+		close(tmp_base_lock);
+		tmp_base_lock = -1;
 	}
 }
