@@ -217,13 +217,16 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req)
  * directory of TMPDIRs or one on the way to it. */
 static bool writable_on_the_way(const char *base, const char *path, const char *home)
 {
+	_cleanup_free_ char *abs = NULL;
 	if (path[0] == '~' && (path[1] == '/' || !path[1])) {
 		if (!home || home[0] != '/')
 			return false;
-		_cleanup_free_ char *abs = xasprintf("%s%s", home, path + 1);
-		return hide_covers(base, abs);
+		abs = xasprintf("%s%s", home, path + 1);
+		path = abs;
 	}
-	return hide_covers(base, path);
+	/* As the first layer takes it: through its links, where it exists. */
+	_cleanup_free_ char *real = realpath(path, NULL);
+	return hide_covers(base, path) || (real && hide_covers(base, real));
 }
 
 /*
