@@ -17,13 +17,12 @@
  *
  * What a chain directory gets is the one choice: with READ_DIR it can be
  * listed, and so can everything beneath it, the base among them (Landlock
- * cannot take back a right a parent's rule gives). That is kept for
- * children the base's modes already keep out (0711, the daemon's: a child
- * that is neither root nor the daemon's uid cannot list it, nor "c"); a
- * child that could list them (root, with CAP_DAC_READ_SEARCH, or the
- * daemon's own uid) gets no right on the chain, so "/", and each directory
- * down to the base, cannot be listed (opened as a directory) by it; their
- * entries can, as before.
+ * cannot take back a right a parent's rule gives). So the layer is only
+ * for children the base's modes already keep out (0711, the daemon's: a
+ * child that is neither root nor the daemon's uid cannot list it, nor
+ * "c"); a child that could list them (root, with CAP_DAC_READ_SEARCH, or
+ * the daemon's own uid) keeps the mount namespace (run.c decides), rather
+ * than lose the listing of "/" and each directory down to the base.
  *
  * Once per base the chain and the siblings are opened (O_PATH) and kept;
  * each call stats the chain (three or four stat calls) and opens them
@@ -212,7 +211,7 @@ static int add(int rs, int fd, bool dir, uint64_t access)
 	return 0;
 }
 
-int hide_ruleset(const char *base, const char *own, int abi, bool list_chain, int *ret_fd)
+int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd)
 {
 	int r;
 	if (!fresh(base, abi))
@@ -226,7 +225,7 @@ int hide_ruleset(const char *base, const char *own, int abi, bool list_chain, in
 	_cleanup_close_ int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr.handled_access_fs), 0);
 	if (rs < 0)
 		return -errno;
-	for (unsigned i = 0; list_chain && i < h.n_chain; i++)
+	for (unsigned i = 0; i < h.n_chain; i++)
 		if ((r = add(rs, h.chain_fd[i], true, LL_FS_READ_DIR)) < 0)
 			return r;
 	for (size_t i = 0; i < h.n_sib; i++)

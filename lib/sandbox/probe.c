@@ -306,8 +306,10 @@ char *sandbox_features_line(const struct sandbox_features *f)
 	buf_puts(&b, f->subreaper ? ", subreaper" : ", subreaper: no");
 	buf_puts(&b, f->mountns ? ", protect: mount namespace"
 			 : f->userns ? ", protect: user namespace" : ", protect: not enforced");
-	/* How the other calls' TMPDIRs are hidden (run.c, hide.c). */
-	buf_puts(&b, f->mountns && f->landlock_abi ? ", other TMPDIRs: landlock (mount namespace where protect binds)"
+	/* How the other calls' TMPDIRs are hidden (run.c, hide.c): Landlock
+	 * only for a peer of another uid, which only a root daemon has. */
+	buf_puts(&b, f->mountns && f->landlock_abi && f->setid
+			 ? ", other TMPDIRs: landlock for other uids (mount namespace for root, the daemon's uid, where protect binds)"
 		 : f->mountns ? ", other TMPDIRs: mount namespace"
 		 : f->userns ? ", other TMPDIRs: user namespace" : ", other TMPDIRs: modes only");
 	buf_puts(&b, f->setid ? ", run_as peer: yes" : ", run_as peer: no (not root)");

@@ -231,17 +231,21 @@ static bool writable_on_the_way(const char *base, const char *path, const char *
 
 /*
  * Hides the other calls' TMPDIRs with a second Landlock layer (hide.c)
- * instead of a mount namespace, when nothing the profile makes writable
- * is on the way to them and the way is not crowded. The directories on the
- * way stay listable for a child the modes of the daemon's directories keep
- * out (neither root nor the daemon's uid). False: the caller uses the
- * namespace.
+ * instead of a mount namespace, for a child the modes of the daemon's
+ * directories keep out (neither root nor the daemon's uid: an ordinary
+ * user of a root daemon), when nothing the profile makes writable is on
+ * the way to them and the way is not crowded. The directories on the way
+ * stay listable (Landlock cannot take that back from the directory of
+ * TMPDIRs beneath them; its mode 0711 does). A child that could list it
+ * anyway (root passes any mode, the daemon's uid owns it) would have to be
+ * refused "/" and all on the way, so it keeps the namespace, and full
+ * function. False: the caller uses the namespace.
  */
 static bool hide_by_landlock(struct sandbox_run *run, const struct sandbox_req *req,
 			     const struct sandbox_features *f, uid_t child_uid)
 {
 	const char *base = tmp_base_path();
-	if (!base)
+	if (!base || child_uid == 0 || child_uid == geteuid())
 		return false;
 	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
@@ -251,9 +255,8 @@ static bool hide_by_landlock(struct sandbox_run *run, const struct sandbox_req *
 				if (writable_on_the_way(base, *p, home))
 					return false;
 	}
-	bool list_chain = child_uid != 0 && child_uid != geteuid();
 	int fd;
-	if (hide_ruleset(base, run->tmpdir, f->landlock_abi, list_chain, &fd) < 0)
+	if (hide_ruleset(base, run->tmpdir, f->landlock_abi, &fd) < 0)
 		return false;
 	run->hide_fd = fd;
 	/* The spawn keeps the fds up to landlock_fd: the higher goes there. */
@@ -354,8 +357,9 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->binds = (const char *const *)run->binds;
 		c->ro_binds = (const char *const *)run->ro_binds;
 	}
-	/* Where only the TMPDIRs would need it, a root daemon's child gets
-	 * no mount namespace but a second Landlock layer (hide.c). */
+	/* Where only the TMPDIRs would need it, a root daemon's child of
+	 * another uid gets no mount namespace but a second Landlock layer
+	 * (hide.c). */
 	if (f->mountns && rules && !run->ro_binds && hide_by_landlock(run, req, f, child_uid))
 		ns = false;
 	else if (ns) {

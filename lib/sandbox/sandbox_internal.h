@@ -89,11 +89,12 @@ const char *tmp_base_path(void);
  * The second Landlock layer that hides the other calls' TMPDIRs (hide.c):
  * a ruleset granting every right of the ABI everywhere but beneath base,
  * and there only own; the directories on the way to base get READ_DIR
- * when list_chain, else nothing. Negative errno (-E2BIG: too many entries
+ * (for a child base's modes keep out: neither root nor the daemon's uid,
+ * run.c decides). Negative errno (-E2BIG: too many entries
  * along the way). hide_covers(): whether writable (a path the first layer
  * makes writable) is base or holds it, which this layer would take away.
  */
-int hide_ruleset(const char *base, const char *own, int abi, bool list_chain, int *ret_fd);
+int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd);
 bool hide_covers(const char *base, const char *writable);
 void hide_clear(void);
 

@@ -158,23 +158,38 @@ END_TEST
 /*
  * Call A writes a file in its TMPDIR and waits; call B, of the same uid,
  * can neither list the directory holding TMPDIRs nor read A's file, even
- * knowing its path, nor plant a file there or take A's away. As the
- * daemon's own uid (loop 0: for a root daemon, a second Landlock layer),
- * when the test is root with the daemon as uid 65534 (loop 1: the user
- * namespace path), and as loop 0 in a workspace with .git/hooks (loop 2:
- * the mount namespace the protected paths need hides the TMPDIRs too).
+ * knowing its path, nor plant a file there or take A's away; "/" stays
+ * listable. As the daemon's own uid (loop 0: for a root daemon, root
+ * children keep a mount namespace), when the test is root with the daemon
+ * as uid 65534 (loop 1: the user namespace path), as loop 0 in a
+ * workspace with .git/hooks (loop 2: the mount namespace the protected
+ * paths need), and when the test is root with both calls connecting as
+ * uid 65534 to the root daemon (loop 3: a second Landlock layer instead of
+ * a namespace).
  */
 START_TEST(tmpdir_private)
 {
 	if (_i == 1 && !want_nobody())
 		TC_SKIP("tmpdir_private: skipped: not root, cannot start the daemon as another uid");
+	if (_i == 3 && !want_nobody())
+		TC_SKIP("tmpdir_private: skipped: not root, cannot connect as another uid");
 	struct tcd d;
 	start(&d, "", _i == 1);
 	if (_i == 1)
 		chown_tree(d.ws, NOBODY);
 	if (_i == 2)
 		tcd_put(&d, ".git/hooks/pre-commit.sample", "#!/bin/sh\n");
-	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d);
+	struct tcc *a, *b;
+	if (_i == 3) {
+		/* uid 65534 reaches the socket and the workspace. */
+		ck_assert_int_eq(chmod(d.dir, 0711), 0);
+		chown_tree(d.ws, NOBODY);
+		a = tcc_connect_as(&d, NOBODY, NOBODY);
+		b = tcc_connect_as(&d, NOBODY, NOBODY);
+	} else {
+		a = tcc_connect(&d);
+		b = tcc_connect(&d);
+	}
 	struct buf args = {0};
 	struct jgen *g = jgen_new(&args);
 	jgen_obj_open(g);
@@ -203,7 +218,8 @@ START_TEST(tmpdir_private)
 			      "touch '%s/planted' 2>/dev/null && echo PLANTED; "
 			      "ln '%s/a' \"$TMPDIR/x\" 2>/dev/null && echo LINKED; "
 			      "mv '%s/a' \"$TMPDIR/y\" 2>/dev/null && echo MOVED; "
-			      "mv \"$TMPDIR\" '%s/mine' 2>/dev/null && echo MOVED; true",
+			      "mv \"$TMPDIR\" '%s/mine' 2>/dev/null && echo MOVED; "
+			      "ls / | grep -qx usr && echo ROOT-LISTED; true",
 			      a_tmp, a_tmp, a_tmp, a_tmp, a_tmp, a_tmp, a_tmp);
 	const struct json *r = sh(b, cmd);
 	free(cmd);
@@ -211,8 +227,12 @@ START_TEST(tmpdir_private)
 	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_msg(!strstr(out, a_name), "%s", out);
 	ck_assert_msg(!strstr(out, "secret"), "%s", out);
-	ck_assert_msg(strncmp(out, "a\n", 2) != 0 && !strstr(out, "\na\n"), "%s", out);
+	/* Under the Landlock layer the way to the TMPDIRs is listable, and so
+	 * is a neighbour's TMPDIR whose path B knows (never its files). */
+	if (_i != 3)
+		ck_assert_msg(strncmp(out, "a\n", 2) != 0 && !strstr(out, "\na\n"), "%s", out);
 	ck_assert_msg(!strstr(out, "PLANTED") && !strstr(out, "LINKED") && !strstr(out, "MOVED"), "%s", out);
+	ck_assert_msg(strstr(out, "ROOT-LISTED"), "%s", out);
 	/* B's own TMPDIR works. */
 	r = sh(b, "echo mine > \"$TMPDIR/b\" && cat \"$TMPDIR/b\"");
 	tc_assert_ok(r);
@@ -397,7 +417,7 @@ static Suite *iso_suite(void)
 	TCase *tc = tcase_create("iso");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, protect_without_privilege);
-	tcase_add_loop_test(tc, tmpdir_private, 0, 3);
+	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);
 	tcase_add_test(tc, cgroup_real);
