@@ -256,13 +256,24 @@ static bool hide_by_landlock(struct sandbox_run *run, const struct sandbox_req *
 					return false;
 	}
 	int fd;
+	struct sandbox_child *c = &run->child;
 	if (hide_ruleset(base, run->tmpdir, f->landlock_abi, &fd) < 0)
 		return false;
+	/* landlock_fd is enforced first, and the spawn keeps the fds up to
+	 * it: this layer goes there, above the first layer's fd. In that
+	 * order the kernel copies the first layer's rules once (merging them
+	 * into the domain) and not twice (inheriting them again into the
+	 * domain of a later layer): that layer may hold thousands of rules. */
+	if (fd < c->landlock_fd) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, c->landlock_fd + 1);
+		close(fd);
+		if (high < 0)
+			return false;
+		fd = high;
+	}
 	run->hide_fd = fd;
-	/* The spawn keeps the fds up to landlock_fd: the higher goes there. */
-	struct sandbox_child *c = &run->child;
-	c->landlock_fd2 = MIN(c->landlock_fd, fd);
-	c->landlock_fd = MAX(c->landlock_fd, fd);
+	c->landlock_fd2 = c->landlock_fd;
+	c->landlock_fd = fd;
 	return true;
 }
 

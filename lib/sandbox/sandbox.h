@@ -203,9 +203,10 @@ struct sandbox_child {
 	bool subreaper;
 	bool no_new_privs;
 	int landlock_fd;			/* -1: none */
-	int landlock_fd2;			/* a second layer, or -1; of the two
-						 * fds landlock_fd is the higher (the
-						 * spawn keeps the fds up to it) */
+	int landlock_fd2;			/* a second layer, enforced after
+						 * landlock_fd, or -1; landlock_fd is
+						 * the higher (the spawn keeps the fds
+						 * up to it) */
 	const void *bpf;			/* struct sock_fprog, or NULL */
 	const char *failed;			/* set by the child: the step that failed */
 };
