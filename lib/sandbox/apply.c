@@ -169,6 +169,8 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		STEP("setting no_new_privs", syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	if (c->landlock_fd >= 0)
 		STEP("enforcing Landlock", syscall(SYS_landlock_restrict_self, c->landlock_fd, 0));
+	if (c->landlock_fd2 >= 0)
+		STEP("enforcing Landlock (its second layer)", syscall(SYS_landlock_restrict_self, c->landlock_fd2, 0));
 	if (c->bpf)
 		STEP("loading the seccomp filter", syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->bpf));
 	return 0;

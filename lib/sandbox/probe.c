@@ -4,7 +4,8 @@
  * filters, no_new_privs, child subreaper, a cgroup v2 directory calls can
  * be made in (delegated to the daemon, or configured, or a fake one of
  * plain files for tests), private mount namespaces (for the protected
- * paths), changing a child's uid. Also the one reader of the small files
+ * paths, and the TMPDIRs where Landlock cannot hide them), changing a
+ * child's uid. Also the one reader of the small files
  * the kernel answers in (/proc, cgroupfs) that the sandbox looks at.
  */
 #include "lib/sandbox/sandbox.h"
@@ -305,6 +306,12 @@ char *sandbox_features_line(const struct sandbox_features *f)
 	buf_puts(&b, f->subreaper ? ", subreaper" : ", subreaper: no");
 	buf_puts(&b, f->mountns ? ", protect: mount namespace"
 			 : f->userns ? ", protect: user namespace" : ", protect: not enforced");
+	/* How the other calls' TMPDIRs are hidden (run.c, hide.c): Landlock
+	 * only for a peer of another uid, which only a root daemon has. */
+	buf_puts(&b, f->mountns && f->landlock_abi && f->setid
+			 ? ", other TMPDIRs: landlock for other uids (mount namespace for root, the daemon's uid, where protect binds)"
+		 : f->mountns ? ", other TMPDIRs: mount namespace"
+		 : f->userns ? ", other TMPDIRs: user namespace" : ", other TMPDIRs: modes only");
 	buf_puts(&b, f->setid ? ", run_as peer: yes" : ", run_as peer: no (not root)");
 	return buf_steal(&b);
 }

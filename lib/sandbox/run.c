@@ -3,8 +3,11 @@
  * One child's sandbox, from its preparation to its end: what the profile
  * needs and what is missing, the private TMPDIR, the Landlock ruleset made
  * from the kept rules, the seccomp program, the call's cgroup with its
- * limits, the protected paths, the rlimits; then what was enforced, for
- * the result, and the cleanup (cgroup.kill, rmdir, TMPDIR removed).
+ * limits, the protected paths, the rlimits; how the other calls' TMPDIRs
+ * are hidden (a mount namespace where the protected paths need one or a
+ * user namespace is the daemon's way, else for a root daemon a second
+ * Landlock layer, hide.c); then what was enforced, for the result, and the
+ * cleanup (cgroup.kill, rmdir, TMPDIR removed).
  */
 #include "lib/sandbox/sandbox.h"
 
@@ -33,6 +36,7 @@ struct sandbox_run {
 	char *tmpdir;
 	char *cgroup;
 	int cgroup_fd;
+	int hide_fd;
 	struct sandbox_child child;
 	char **binds;
 	char **ro_binds;
@@ -69,6 +73,7 @@ static bool strv_has(char **v, const char *s)
 void sandbox_cache_clear(void)
 {
 	ll_cache_clear();
+	hide_clear();
 	seccomp_cache_clear();
 }
 
@@ -207,6 +212,71 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req)
 		}
 }
 
+/* Whether the first Landlock layer makes path (a workspace or write_extra
+ * entry, "~/" being home) writable where the hiding layer would not: the
+ * directory of TMPDIRs or one on the way to it. */
+static bool writable_on_the_way(const char *base, const char *path, const char *home)
+{
+	_cleanup_free_ char *abs = NULL;
+	if (path[0] == '~' && (path[1] == '/' || !path[1])) {
+		if (!home || home[0] != '/')
+			return false;
+		abs = xasprintf("%s%s", home, path + 1);
+		path = abs;
+	}
+	/* As the first layer takes it: through its links, where it exists. */
+	_cleanup_free_ char *real = realpath(path, NULL);
+	return hide_covers(base, path) || (real && hide_covers(base, real));
+}
+
+/*
+ * Hides the other calls' TMPDIRs with a second Landlock layer (hide.c)
+ * instead of a mount namespace, for a child the modes of the daemon's
+ * directories keep out (neither root nor the daemon's uid: an ordinary
+ * user of a root daemon), when nothing the profile makes writable is on
+ * the way to them and the way is not crowded. The directories on the way
+ * stay listable (Landlock cannot take that back from the directory of
+ * TMPDIRs beneath them; its mode 0711 does). A child that could list it
+ * anyway (root passes any mode, the daemon's uid owns it) would have to be
+ * refused "/" and all on the way, so it keeps the namespace, and full
+ * function. False: the caller uses the namespace.
+ */
+static bool hide_by_landlock(struct sandbox_run *run, const struct sandbox_req *req,
+			     const struct sandbox_features *f, uid_t child_uid)
+{
+	const char *base = tmp_base_path();
+	if (!base || child_uid == 0 || child_uid == geteuid())
+		return false;
+	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
+	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
+		const char *const *lists[] = { req->workspaces, req->write_extra, req->write_extra_tool };
+		for (size_t i = 0; i < ELEMENTSOF(lists); i++)
+			for (const char *const *p = lists[i]; p && *p; p++)
+				if (writable_on_the_way(base, *p, home))
+					return false;
+	}
+	int fd;
+	struct sandbox_child *c = &run->child;
+	if (hide_ruleset(base, run->tmpdir, f->landlock_abi, &fd) < 0)
+		return false;
+	/* landlock_fd is enforced first, and the spawn keeps the fds up to
+	 * it: this layer goes there, above the first layer's fd. In that
+	 * order the kernel copies the first layer's rules once (merging them
+	 * into the domain) and not twice (inheriting them again into the
+	 * domain of a later layer): that layer may hold thousands of rules. */
+	if (fd < c->landlock_fd) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, c->landlock_fd + 1);
+		close(fd);
+		if (high < 0)
+			return false;
+		fd = high;
+	}
+	run->hide_fd = fd;
+	c->landlock_fd2 = c->landlock_fd;
+	c->landlock_fd = fd;
+	return true;
+}
+
 /* Prepares one child's sandbox. */
 int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, char **ret_msg)
 {
@@ -218,8 +288,8 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
-	run->cgroup_fd = -1;
-	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = -1;
+	run->cgroup_fd = run->hide_fd = -1;
+	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = -1;
 	c->subreaper = f->subreaper;
 	if (req->id && req->id->change) {
 		c->set_ids = true;
@@ -298,11 +368,16 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->binds = (const char *const *)run->binds;
 		c->ro_binds = (const char *const *)run->ro_binds;
 	}
-	if (ns) {
+	/* Where only the TMPDIRs would need it, a root daemon's child of
+	 * another uid gets no mount namespace but a second Landlock layer
+	 * (hide.c). */
+	if (f->mountns && rules && !run->ro_binds && hide_by_landlock(run, req, f, child_uid))
+		ns = false;
+	else if (ns) {
 		c->tmp_parent = run->tmp_parent;
 		c->tmp_own = run->tmpdir;
 	}
-	note(run, ns, "tmpdir hidden");
+	note(run, ns || run->hide_fd >= 0, "tmpdir hidden");
 	if (ns && !f->mountns) {
 		c->userns = true;
 		snprintf(run->uid_map, sizeof(run->uid_map), "%u %u 1\n", (unsigned)child_uid, (unsigned)child_uid);
@@ -422,6 +497,8 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	rmdir_pending();
 	if (run->cgroup_fd >= 0)
 		close(run->cgroup_fd);
+	if (run->hide_fd >= 0)
+		close(run->hide_fd);
 	tmp_call_remove(run->tmpdir);
 	free(run->tmp_parent);
 	strv_free(run->binds);

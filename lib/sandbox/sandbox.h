@@ -12,10 +12,12 @@
  * with a delegated cgroup v2 subtree, a cgroup of its own (run.c). The
  * child, spawned with clone(CLONE_VM | CLONE_VFORK), carries out the plan
  * with raw system calls (apply.c): cgroup, mount namespace (for the
- * protected paths and to hide the other calls' TMPDIRs; without
+ * protected paths, and then also to hide the other calls' TMPDIRs; without
  * CAP_SYS_ADMIN inside a user namespace the child is cloned into, mapping
  * only its own uid and gid), rlimits, groups/gid/uid, no_new_privs,
- * Landlock, seccomp, in that order, then execs.
+ * Landlock (one layer, or two where a per-call layer hides the other
+ * calls' TMPDIRs instead of a mount namespace: hide.c), seccomp, in that
+ * order, then execs.
  *
  * Cleanup: the daemon is child subreaper and each call's leader is one
  * too, so every process a call starts stays its descendant while it runs
@@ -201,6 +203,10 @@ struct sandbox_child {
 	bool subreaper;
 	bool no_new_privs;
 	int landlock_fd;			/* -1: none */
+	int landlock_fd2;			/* a second layer, enforced after
+						 * landlock_fd, or -1; landlock_fd is
+						 * the higher (the spawn keeps the fds
+						 * up to it) */
 	const void *bpf;			/* struct sock_fprog, or NULL */
 	const char *failed;			/* set by the child: the step that failed */
 };

@@ -82,6 +82,21 @@ int tmp_parent_get(uid_t uid, const char **ret, char **ret_msg);
 int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg);
 void tmp_call_remove(char *path);
 void tmp_base_remove(void);
+/* The directory of all TMPDIRs (canonical), or NULL before the first. */
+const char *tmp_base_path(void);
+
+/*
+ * The second Landlock layer that hides the other calls' TMPDIRs (hide.c):
+ * a ruleset granting every right of the ABI everywhere but beneath base,
+ * and there only own; the directories on the way to base get READ_DIR
+ * (for a child base's modes keep out: neither root nor the daemon's uid,
+ * run.c decides). Negative errno (-E2BIG: too many entries
+ * along the way). hide_covers(): whether writable (a path the first layer
+ * makes writable) is base or holds it, which this layer would take away.
+ */
+int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd);
+bool hide_covers(const char *base, const char *writable);
+void hide_clear(void);
 
 /* Maps the child's own uid and gid in its new user namespace (apply.c). */
 int sandbox_userns_map(const char *uid_map, const char *gid_map);

@@ -7,11 +7,16 @@
  * (mode 0700, the child's), named by 128 random bits, emptied of all it
  * holds, and itself, when the call ends. So a ruleset serves every call of
  * an identity, no call can list "c" (nor chmod it, unless it runs as the
- * daemon's own uid) or guess a neighbour's name, and where the child has a
- * mount namespace "c" is covered with an empty tmpfs but for the call's
- * own directory (apply.c): the other calls' TMPDIRs are not there at all.
- * ("c" and not the parent itself: Landlock does not look at a rule on a
- * covered mount point, and the rule is on the parent.)
+ * daemon's own uid) or guess a neighbour's name. Where the child has a
+ * mount namespace (the protected paths of a workspace exist, or a user
+ * namespace is the daemon's way) "c" is covered with an empty tmpfs but
+ * for the call's own directory (apply.c): the other calls' TMPDIRs are not
+ * there at all. Otherwise, for a daemon running as root, a second
+ * Landlock layer grants nothing beneath this whole directory but the
+ * call's own TMPDIR (hide.c). ("c" and not the parent itself: Landlock
+ * does not look at a rule on a covered mount point, and the rule is on
+ * the parent.) Under /var/tmp, directories left by daemons that were
+ * killed are removed by the next one (tmp_base_sweep).
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -22,6 +27,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,6 +40,7 @@
 #define PARENTS_MAX 256
 
 static char *tmp_base;
+static int tmp_base_lock = -1;	/* held while the daemon lives */
 static struct {
 	uid_t uid;
 	char *path;
@@ -67,25 +75,88 @@ static void rm_tree_at(int parent, const char *name, unsigned depth)
 	(void)unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+/* Where the directory of TMPDIRs goes: $TMPDIR; else, for a daemon
+ * running as root (whose calls hide the other TMPDIRs with Landlock, at a
+ * cost per entry of the directories on the way, hide.c), /var/tmp, which
+ * holds few entries where /tmp may hold thousands; else /tmp. */
+static const char *tmp_base_parent(void)
+{
+	const char *t = getenv("TMPDIR");
+	struct stat st;
+	if (t && t[0] == '/')
+		return t;
+	if (geteuid() == 0 && stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode))
+		return "/var/tmp";
+	return "/tmp";
+}
+
+/*
+ * Removes from /var/tmp (which, unlike /tmp, a reboot does not empty) the
+ * directories of TMPDIRs that daemons killed before they could clean up
+ * left: a live daemon holds a lock on its own (flock, which a daemon in
+ * another pid namespace holds as well); one made in the last minute is
+ * left alone (its daemon may not have locked it yet). Only this daemon's
+ * uid's, never through a link.
+ */
+static void tmp_base_sweep(const char *parent)
+{
+	DIR *d = opendir(parent);
+	if (!d)
+		return;
+	struct dirent *e;
+	struct timespec now;
+	(void)clock_gettime(CLOCK_REALTIME, &now);
+	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, "toolcalld.", 10) != 0)
+			continue;
+		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && now.tv_sec - st.st_ctim.tv_sec > 60 &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0)
+			rm_tree_at(dirfd(d), e->d_name, 0);
+		close(fd);
+	}
+	closedir(d);
+}
+
 /* The daemon's directory of TMPDIRs: made once, mode 0711, so each child
- * can reach its own and list none. */
+ * can reach its own and list none; named by its canonical path (the
+ * Landlock rules of hide.c follow the way to it); locked (flock) while the
+ * daemon lives. */
 static int tmp_base_get(const char **ret)
 {
 	if (!tmp_base) {
-		const char *t = getenv("TMPDIR");
-		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", t && t[0] == '/' ? t : "/tmp",
-						      (int)getpid());
+		const char *parent = tmp_base_parent();
+		if (strcmp(parent, "/var/tmp") == 0)
+			tmp_base_sweep(parent);
+		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", parent, (int)getpid());
 		if (!mkdtemp(tmpl))
 			return -errno;
-		if (chmod(tmpl, 0711) < 0) {
+		tmp_base_lock = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (tmp_base_lock >= 0)
+			(void)flock(tmp_base_lock, LOCK_EX | LOCK_NB);
+		char *real = realpath(tmpl, NULL);
+		if (!real || chmod(tmpl, 0711) < 0) {
 			int e = -errno;
 			(void)rmdir(tmpl);
+			free(real);
+			if (tmp_base_lock >= 0)
+				close(tmp_base_lock);
+			tmp_base_lock = -1;
 			return e;
 		}
-		tmp_base = TAKE_PTR(tmpl);
+		tmp_base = real;
 	}
 	*ret = tmp_base;
 	return 0;
+}
+
+/* The directory of TMPDIRs, or NULL before the first call made one. */
+const char *tmp_base_path(void)
+{
+	return tmp_base;
 }
 
 /* Finds or makes the TMPDIR parent of an identity: the daemon's, 0711. */
@@ -161,5 +232,9 @@ void tmp_base_remove(void)
 		rm_tree_at(AT_FDCWD, tmp_base, 0);
 		free(tmp_base);
 		tmp_base = NULL;
+	}
+	if (tmp_base_lock >= 0) {
+		close(tmp_base_lock);
+		tmp_base_lock = -1;
 	}
 }

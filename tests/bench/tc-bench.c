@@ -1385,20 +1385,66 @@ static struct load shell_load(const char *tool)
 	return L;
 }
 
-/* shell `true` in its default sandbox, its unconfined twin, the
- * posix_spawn floor, and bubblewrap (what sandbox-runtime runs for each
- * command) spawning sh -c true, in rounds that rotate their order. */
+/*
+ * Drives shell `true` over a connection made as uid 65534 (SO_PEERCRED
+ * takes the credentials at connect): a peer of another uid of the root
+ * daemon, whose calls hide the other TMPDIRs by a Landlock layer rather
+ * than a mount namespace. The socket, the way to the workspace and the
+ * workspace are opened to it. False when that cannot be done here.
+ */
+static bool shell_load_nobody(struct load *L)
+{
+	char ws[PATH_MAX];
+	snprintf(ws, sizeof(ws), "%s/ws", tmp_dir);
+	if (geteuid() != 0 || chmod(tmp_dir, 0711) < 0 || chmod(daemon_sock, 0666) < 0 || chown(ws, 65534, 65534) < 0)
+		return false;
+	int fd = -EPERM;
+	if (setegid(65534) == 0 && seteuid(65534) == 0)
+		fd = connect_unix(daemon_sock, true);
+	if (seteuid(0) < 0 || setegid(0) < 0)
+		die("cannot return to root: %s", strerror(errno));
+	if (fd < 0)
+		return false;
+	*L = shell_load("shell");
+	close(L->conns[0].fd);
+	L->conns[0].fd = fd;
+	return true;
+}
+
+/* Makes (on) or removes the workspace's .git/hooks, which the default
+ * sandbox keeps read-only (sandbox.protect) with a mount namespace. */
+static void ws_git_hooks(bool on)
+{
+	char git[PATH_MAX], hooks[PATH_MAX + 8];
+	snprintf(git, sizeof(git), "%s/ws/.git", tmp_dir);
+	snprintf(hooks, sizeof(hooks), "%s/hooks", git);
+	if (on) {
+		(void)mkdir(git, 0755);
+		(void)mkdir(hooks, 0755);
+	} else {
+		(void)rmdir(hooks);
+		(void)rmdir(git);
+	}
+}
+
+/* shell `true` in its default sandbox (in the workspace as it is, and with
+ * a .git/hooks the sandbox protects; as root, and as uid 65534 when the
+ * bench is root), its unconfined twin, the posix_spawn
+ * floor, and bubblewrap (what sandbox-runtime runs for each command)
+ * spawning sh -c true, in rounds that rotate their order. */
 static void scenario_sandbox(void)
 {
 	const char *scenario = "sandboxed shell `true` (1 conn, 1 at a time)";
 	struct load fl = { 0 }, bw = { 0 };
-	struct load sb = shell_load("shell"), un = shell_load("shell_unconfined");
+	struct load sb = shell_load("shell"), un = shell_load("shell_unconfined"), sg = shell_load("shell");
+	struct load sn = { 0 };
+	bool nobody = shell_load_nobody(&sn);
 	bool bwrap = bwrap_works();
 	char *bargv[] = { "bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "sh", "-c", "true", NULL };
 	reset_peak(daemon_pid);
 	for (int round = 0; round < PAIR_ROUNDS; round++) {
-		for (int k = 0; k < 4; k++) {
-			switch ((round + k) % 4) {
+		for (int k = 0; k < 6; k++) {
+			switch ((round + k) % 6) {
 			case 0:
 				shell_floor_round(&fl, opt.warm, opt.seconds / PAIR_ROUNDS);
 				break;
@@ -1407,6 +1453,15 @@ static void scenario_sandbox(void)
 				break;
 			case 2:
 				drive(&un);
+				break;
+			case 3:
+				ws_git_hooks(true);
+				drive(&sg);
+				ws_git_hooks(false);
+				break;
+			case 4:
+				if (nobody)
+					drive(&sn);
 				break;
 			default:
 				if (bwrap)
@@ -1419,9 +1474,11 @@ static void scenario_sandbox(void)
 	f->peak_kib = 0;
 	double per_f = f->rate > 0 ? 1e6 / f->rate : 0;
 	struct row *d = add_row(scenario, "toolcalld, sandboxed (default profile)", &sb, daemon_pid);
+	struct row *g = add_row(scenario, "toolcalld, sandboxed, workspace with .git/hooks", &sg, daemon_pid);
 	struct row *u = add_row(scenario, "toolcalld, sandbox off", &un, daemon_pid);
-	struct row *rows3[] = { d, u };
-	for (int i = 0; i < 2; i++) {
+	struct row *p = nobody ? add_row(scenario, "toolcalld, sandboxed, peer uid 65534", &sn, daemon_pid) : NULL;
+	struct row *rows3[] = { d, g, u, p };
+	for (int i = 0; i < 4 && rows3[i]; i++) {
 		double per = rows3[i]->rate > 0 ? 1e6 / rows3[i]->rate : 0;
 		rows3[i]->ratio = per_f > 0 ? per / per_f : 0;
 		snprintf(rows3[i]->extra, sizeof(rows3[i]->extra), "time/call %.0f vs %.0f µs: %.2f×", per, per_f,
@@ -1439,6 +1496,14 @@ static void scenario_sandbox(void)
 	}
 	close_conns(sb.conns, 1);
 	close_conns(un.conns, 1);
+	close_conns(sg.conns, 1);
+	free((char *)sg.suffix);
+	if (nobody) {
+		close_conns(sn.conns, 1);
+		free((char *)sn.suffix);
+	} else {
+		note("%s: not root, no connection as another uid: the row of peer uid 65534 is left out", scenario);
+	}
 	free((char *)sb.suffix);
 	free((char *)un.suffix);
 }

@@ -2,7 +2,8 @@
 /*
  * The sandbox, black box through the socket: what start-up and
  * --check-config say the kernel enforces; shell as the peer (uid, owner of
- * what it writes, a root-only file refused); deny_read, writes outside the
+ * what it writes, a root-only file refused, no mount namespace of its own
+ * where the workspace has no protected paths, "/" listable); deny_read, writes outside the
  * workspace, TMPDIR, .git/hooks; network denied and allowed; processes
  * that left the call's group gone when it ends (cgroup and subreaper);
  * memory and process limits named; the daemon's own socket refusing a
@@ -111,8 +112,35 @@ START_TEST(shell_runs_as_the_peer)
 	r = sh(c, "cat root-only");
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stderr"), "Permission denied"));
+	/* Without protected paths in the workspace the other calls' TMPDIRs
+	 * are hidden without a mount namespace of the call's own, and "/"
+	 * stays listable (the daemon's directories are kept out by their
+	 * modes). */
+	char *cmd;
+	r = sh(c, "ls / | grep -qx usr && echo listed; readlink /proc/self/ns/mnt");
+	tc_assert_ok(r);
+	char own_ns[64] = "";
+	ssize_t n = readlink("/proc/self/ns/mnt", own_ns, sizeof(own_ns) - 1);
+	ck_assert_int_gt(n, 0);
+	char *listed = xasprintf("listed\n%s\n", own_ns);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), listed);
+	free(listed);
+	/* An entry made since, beside the way to the TMPDIRs (the daemon's
+	 * /var/tmp when it picked that), is reachable by the next call. */
+	char *late = xasprintf("/var/tmp/tc-late-%d", (int)getpid());
+	if (access("/var/tmp", W_OK) == 0) {
+		tc_write_file_atomic(late, "late\n", 5);
+		ck_assert_int_eq(chmod(late, 0644), 0);
+		cmd = xasprintf("cat %s", late);
+		r = sh(c, cmd);
+		free(cmd);
+		(void)unlink(late);
+		tc_assert_ok(r);
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "late\n");
+	}
+	free(late);
 	/* The daemon's environment is out of reach. */
-	char *cmd = xasprintf("cat /proc/%d/environ", (int)d.pid);
+	cmd = xasprintf("cat /proc/%d/environ", (int)d.pid);
 	r = sh(c, cmd);
 	free(cmd);
 	ck_assert(tj_bool(r, "result.isError"));

@@ -158,18 +158,38 @@ END_TEST
 /*
  * Call A writes a file in its TMPDIR and waits; call B, of the same uid,
  * can neither list the directory holding TMPDIRs nor read A's file, even
- * knowing its path. As the daemon's own uid (loop 0) and, when the test is
- * root, with the daemon as uid 65534 (loop 1: the user namespace path).
+ * knowing its path, nor plant a file there or take A's away; "/" stays
+ * listable. As the daemon's own uid (loop 0: for a root daemon, root
+ * children keep a mount namespace), when the test is root with the daemon
+ * as uid 65534 (loop 1: the user namespace path), as loop 0 in a
+ * workspace with .git/hooks (loop 2: the mount namespace the protected
+ * paths need), and when the test is root with both calls connecting as
+ * uid 65534 to the root daemon (loop 3: a second Landlock layer instead of
+ * a namespace).
  */
 START_TEST(tmpdir_private)
 {
 	if (_i == 1 && !want_nobody())
 		TC_SKIP("tmpdir_private: skipped: not root, cannot start the daemon as another uid");
+	if (_i == 3 && !want_nobody())
+		TC_SKIP("tmpdir_private: skipped: not root, cannot connect as another uid");
 	struct tcd d;
 	start(&d, "", _i == 1);
 	if (_i == 1)
 		chown_tree(d.ws, NOBODY);
-	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d);
+	if (_i == 2)
+		tcd_put(&d, ".git/hooks/pre-commit.sample", "#!/bin/sh\n");
+	struct tcc *a, *b;
+	if (_i == 3) {
+		/* uid 65534 reaches the socket and the workspace. */
+		ck_assert_int_eq(chmod(d.dir, 0711), 0);
+		chown_tree(d.ws, NOBODY);
+		a = tcc_connect_as(&d, NOBODY, NOBODY);
+		b = tcc_connect_as(&d, NOBODY, NOBODY);
+	} else {
+		a = tcc_connect(&d);
+		b = tcc_connect(&d);
+	}
 	struct buf args = {0};
 	struct jgen *g = jgen_new(&args);
 	jgen_obj_open(g);
@@ -192,14 +212,27 @@ START_TEST(tmpdir_private)
 	a_tmp[strcspn(a_tmp, "\n")] = '\0';
 	char *a_name = strrchr(a_tmp, '/') + 1;
 
-	char *cmd = xasprintf("ls -a \"$(dirname \"$TMPDIR\")\" '%s/..' 2>&1; cat '%s/a' 2>&1; ls '%s' 2>&1; true",
-			      a_tmp, a_tmp, a_tmp);
+	/* Listings one by one, errors left out: what is listed is B's. */
+	char *cmd = xasprintf("ls -a \"$(dirname \"$TMPDIR\")\" 2>/dev/null; ls -a '%s/..' 2>/dev/null; "
+			      "ls -a '%s' 2>/dev/null; cat '%s/a' 2>/dev/null; "
+			      "touch '%s/planted' 2>/dev/null && echo PLANTED; "
+			      "ln '%s/a' \"$TMPDIR/x\" 2>/dev/null && echo LINKED; "
+			      "mv '%s/a' \"$TMPDIR/y\" 2>/dev/null && echo MOVED; "
+			      "mv \"$TMPDIR\" '%s/mine' 2>/dev/null && echo MOVED; "
+			      "ls / | grep -qx usr && echo ROOT-LISTED; true",
+			      a_tmp, a_tmp, a_tmp, a_tmp, a_tmp, a_tmp, a_tmp);
 	const struct json *r = sh(b, cmd);
 	free(cmd);
 	tc_assert_ok(r);
 	const char *out = tj_str(r, "result.structuredContent.stdout");
-	ck_assert_msg(!strstr(out, a_name) || strstr(out, "No such file"), "%s", out);
+	ck_assert_msg(!strstr(out, a_name), "%s", out);
 	ck_assert_msg(!strstr(out, "secret"), "%s", out);
+	/* Under the Landlock layer the way to the TMPDIRs is listable, and so
+	 * is a neighbour's TMPDIR whose path B knows (never its files). */
+	if (_i != 3)
+		ck_assert_msg(strncmp(out, "a\n", 2) != 0 && !strstr(out, "\na\n"), "%s", out);
+	ck_assert_msg(!strstr(out, "PLANTED") && !strstr(out, "LINKED") && !strstr(out, "MOVED"), "%s", out);
+	ck_assert_msg(strstr(out, "ROOT-LISTED"), "%s", out);
 	/* B's own TMPDIR works. */
 	r = sh(b, "echo mine > \"$TMPDIR/b\" && cat \"$TMPDIR/b\"");
 	tc_assert_ok(r);
@@ -385,7 +418,7 @@ static Suite *iso_suite(void)
 	TCase *tc = tcase_create("iso");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, protect_without_privilege);
-	tcase_add_loop_test(tc, tmpdir_private, 0, 2);
+	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);
 	tcase_add_test(tc, cgroup_real);

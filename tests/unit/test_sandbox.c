@@ -473,6 +473,72 @@ START_TEST(shell_protect)
 }
 END_TEST
 
+/*
+ * With CAP_SYS_ADMIN and no protected path in the workspace, the other
+ * calls' TMPDIRs of a peer of another uid are hidden by a second Landlock
+ * layer, without a mount namespace, and "/" stays listable; a root child
+ * (which that layer would have to refuse "/") keeps the mount namespace,
+ * and lists "/"; a write_extra path holding the directory of TMPDIRs
+ * (which that layer would make read-only) brings the namespace back, and
+ * stays writable.
+ */
+START_TEST(shell_tmpdir_hidden_without_namespace)
+{
+	if (!need_kernel("shell_tmpdir_hidden_without_namespace"))
+		return;
+	if (!sandbox_probe(NULL)->mountns || geteuid() != 0) {
+		fprintf(stderr, "shell_tmpdir_hidden_without_namespace: skipped: no private mount namespaces "
+				"here, or not root (no peer of another uid)\n");
+		return;
+	}
+	char own_ns[64] = "";
+	ck_assert_int_gt(readlink("/proc/self/ns/mnt", own_ns, sizeof(own_ns) - 1), 0);
+	const char *cmd0 = "readlink /proc/self/ns/mnt; echo \"$TMPDIR\"; echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"; "
+			   "ls / | grep -qx usr && echo listed";
+	struct run r;
+	sh(&r, cmd0, &nobody);
+	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "stderr"));
+	ck_assert(enforced(&r, "enforced", "tmpdir hidden"));
+	char ns[64], tmp[PATH_MAX];
+	ck_assert_int_eq(sscanf(sc_str(&r, "stdout"), "%63s %4095s", ns, tmp), 2);
+	ck_assert_str_eq(ns, own_ns);
+	ck_assert_msg(strstr(sc_str(&r, "stdout"), "\nt\nlisted\n"), "%s", sc_str(&r, "stdout"));
+	run_done(&r);
+	/* As root: a namespace of its own, "/" listed. */
+	sh(&r, cmd0, NULL);
+	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "stderr"));
+	ck_assert(enforced(&r, "enforced", "tmpdir hidden"));
+	ck_assert_int_eq(sscanf(sc_str(&r, "stdout"), "%63s", ns), 1);
+	ck_assert_str_ne(ns, own_ns);
+	ck_assert_msg(strstr(sc_str(&r, "stdout"), "\nt\nlisted\n"), "%s", sc_str(&r, "stdout"));
+	run_done(&r);
+	/* TMPDIR is <parent>/toolcalld.*\/u<uid>/c/<name>: the parent. */
+	for (int i = 0; i < 4; i++)
+		*strrchr(tmp, '/') = '\0';
+	if (!tmp[0])
+		strcpy(tmp, "/");
+	struct stat st;
+	ck_assert_int_eq(stat(tmp, &st), 0);
+	char *extra[] = { tmp, NULL };
+	char **saved = cfg.write_extra;
+	cfg.write_extra = extra;
+	char cmd[PATH_MAX + 128];
+	snprintf(cmd, sizeof(cmd), "readlink /proc/self/ns/mnt; echo x > '%s/tc-unit-%d' && echo wrote", tmp,
+		 (int)getpid());
+	sh(&r, cmd, &nobody);
+	cfg.write_extra = saved;
+	snprintf(cmd, sizeof(cmd), "%s/tc-unit-%d", tmp, (int)getpid());
+	(void)unlink(cmd);
+	ck_assert(enforced(&r, "enforced", "tmpdir hidden"));
+	ck_assert_int_eq(sscanf(sc_str(&r, "stdout"), "%63s", ns), 1);
+	ck_assert_str_ne(ns, own_ns);
+	/* Writable by the first layer (and, for uid 65534, by its mode). */
+	if (st.st_mode & S_IWOTH)
+		ck_assert_msg(strstr(sc_str(&r, "stdout"), "wrote"), "%s", sc_str(&r, "stderr"));
+	run_done(&r);
+}
+END_TEST
+
 /* --- network ----------------------------------------------------------------- */
 
 START_TEST(shell_network)
@@ -909,6 +975,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, peer_confined);
 	tcase_add_test(tc, command_options_rule);
 	tcase_add_test(tc, command_tool_sandbox_key);
+	tcase_add_test(tc, shell_tmpdir_hidden_without_namespace);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("degradation");
