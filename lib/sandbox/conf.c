@@ -54,17 +54,6 @@ void sandbox_limits_merge(struct sandbox_limits *base, const struct sandbox_limi
 		base->cpu_s = over->cpu_s;
 }
 
-static char **strv_from(const char *const *v)
-{
-	size_t n = 0;
-	while (v[n])
-		n++;
-	char **r = xcalloc(n + 1, sizeof(*r));
-	for (size_t i = 0; i < n; i++)
-		r[i] = xstrdup(v[i]);
-	return r;
-}
-
 /* Sets the defaults of CONTRACT §10. */
 void sandbox_config_init(struct sandbox_config *cfg)
 {
@@ -81,9 +70,9 @@ void sandbox_config_init(struct sandbox_config *cfg)
 		.require = true,
 		.run_as_peer = true,
 	};
-	cfg->deny_read = strv_from(deny);
-	cfg->protect = strv_from(protect);
-	cfg->write_extra = strv_from(none);
+	cfg->deny_read = strv_dup(deny);
+	cfg->protect = strv_dup(protect);
+	cfg->write_extra = strv_dup(none);
 }
 
 void sandbox_config_clear(struct sandbox_config *cfg)
