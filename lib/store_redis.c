@@ -285,6 +285,7 @@ struct rstore {
 	struct list waits;
 	struct list claims;
 	struct map *chans;
+	struct buf resp;		/* a command being formatted */
 	uint64_t rtt_us;
 	uint64_t poll_ms;
 	uint64_t commands;
@@ -331,6 +332,31 @@ static void watchdog_fire(void *arg)
 }
 
 static bool resend_eval(struct rstore *r, struct rcmd *c);
+static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
+
+/* Queues a command for c on the command connection, formatted here in
+ * RESP (hiredis copies it once into its output, in one write per loop
+ * turn): REDIS_OK or REDIS_ERR. */
+static int queue_cmd(struct rstore *r, struct rcmd *c, int argc, const char *const *argv, const size_t *lens)
+{
+	struct buf *b = &r->resp;
+	buf_clear(b);
+	buf_putc(b, '*');
+	buf_put_u64(b, (uint64_t)argc);
+	buf_append(b, "\r\n", 2);
+	for (int i = 0; i < argc; i++) {
+		size_t n = lens ? lens[i] : strlen(argv[i]);
+		buf_putc(b, '$');
+		buf_put_u64(b, n);
+		buf_append(b, "\r\n", 2);
+		buf_append(b, argv[i], n);
+		buf_append(b, "\r\n", 2);
+	}
+	int ret = redisAsyncFormattedCommand(r->cmd, on_reply, c, buf_head(b), buf_size(b));
+	if (b->cap > 64 * 1024)
+		buf_free(b);	/* a large outcome's room is not kept */
+	return ret;
+}
 
 static bool is_noscript(const redisReply *reply)
 {
@@ -388,7 +414,7 @@ static struct rcmd *send_cmd(struct rstore *r, void (*fn)(struct rstore *, redis
 	c->arg = arg;
 	c->sent_ns = mono_ns();
 	list_insert_tail(&r->pending, &c->node);
-	if (redisAsyncCommandArgv(r->cmd, on_reply, c, argc, argv, lens) != REDIS_OK) {
+	if (queue_cmd(r, c, argc, argv, lens) != REDIS_OK) {
 		list_remove(&c->node);
 		free(c);
 		return NULL;
@@ -458,7 +484,7 @@ static bool resend_eval(struct rstore *r, struct rcmd *c)
 		argv[3 + i] = e->args[i];
 		lens[3 + i] = e->lens[i];
 	}
-	if (redisAsyncCommandArgv(r->cmd, on_reply, c, 3 + e->n, argv, lens) != REDIS_OK)
+	if (queue_cmd(r, c, 3 + e->n, argv, lens) != REDIS_OK)
 		return false;
 	free(TAKE_PTR(c->again));
 	c->sent_ns = mono_ns();
@@ -806,7 +832,9 @@ static void wait_join(struct store_wait *w)
 		}
 	}
 	/* The poll catches a message lost in a reconnection, and a holder
-	 * that died without a word. */
+	 * that died without a word; a wait that never joins needs no timer. */
+	if (!w->poll)
+		w->poll = tc_timer_new(r->loop, poll_fire, w);
 	tc_timer_start(w->poll, r->poll_ms);
 }
 
@@ -917,26 +945,44 @@ static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
 	wait_join(w);
 }
 
+/* Writes v in decimal into out: its start. */
+static const char *u64_str(char out[static 24], uint64_t v)
+{
+	out[23] = '\0';
+	return fmt_u64(out + 23, v);
+}
+
 /* Sends the claim of w: false when it cannot be sent. */
 static bool claim_send(struct store_wait *w)
 {
 	struct rstore *r = w->r;
 	new_token(r, w->token);
-	char hashhex[HASH_HEX + 1];
-	hex(w->hash, STORE_HASH_LEN, hashhex);
-	_cleanup_free_ char *lease = xasprintf("%s:lease", w->rkey);
-	_cleanup_free_ char *rec = xasprintf("R%s%s%s\n", w->token, hashhex, w->k.tool);
-	_cleanup_free_ char *tail = xasprintf("%s%s\n", hashhex, w->k.tool);
-	char lease_ms[24], rec_ms[24];
-	snprintf(lease_ms, sizeof(lease_ms), "%" PRIu64, r->cfg.lease_ms);
-	snprintf(rec_ms, sizeof(rec_ms), "%" PRIu64, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000));
-	_cleanup_free_ char *set = uid_key(r, "idems", w->k.uid, "");
-	_cleanup_free_ char *pre = uid_key(r, "idem", w->k.uid, "");
-	set[strlen(set) - 1] = '\0';	/* P idems:U */
-	char max[24];
-	snprintf(max, sizeof(max), "%zu", MAX(r->cfg.max_entries, 1));
-	const char *kv[] = { w->rkey, lease, set, rec, w->token, lease_ms, rec_ms, w->k.idempotent ? "1" : "0", tail,
-			     max, pre, w->rkey + strlen(pre) };
+	/* w->rkey is P idem:U:H; the rest are made from it without printf. */
+	size_t rkey_len = strlen(w->rkey), pre_len = rkey_len - HASH_HEX, tool_len = strlen(w->k.tool);
+	size_t idem_len = strlen(r->prefix) + 4;	/* "P idem" */
+	_cleanup_free_ char *lease = xmalloc(rkey_len + sizeof(":lease"));
+	memcpy(lease, w->rkey, rkey_len);
+	memcpy(lease + rkey_len, ":lease", sizeof(":lease"));
+	_cleanup_free_ char *rec = xmalloc(REC_HEAD + tool_len + 2);	/* R, token, hash, tool, "\n" */
+	rec[0] = 'R';
+	memcpy(rec + 1, w->token, TOKEN_LEN);
+	hex(w->hash, STORE_HASH_LEN, rec + 1 + TOKEN_LEN);
+	memcpy(rec + REC_HEAD, w->k.tool, tool_len);
+	memcpy(rec + REC_HEAD + tool_len, "\n", 2);
+	const char *tail = rec + 1 + TOKEN_LEN;
+	_cleanup_free_ char *set = xmalloc(pre_len + 2);	/* P idems:U */
+	memcpy(set, w->rkey, idem_len);
+	set[idem_len] = 's';
+	memcpy(set + idem_len + 1, w->rkey + idem_len, pre_len - idem_len - 1);
+	set[pre_len] = '\0';
+	_cleanup_free_ char *pre = xmemdup(w->rkey, pre_len + 1);
+	pre[pre_len] = '\0';
+	char lease_ms[24], rec_ms[24], max[24];
+	const char *kv[] = { w->rkey, lease, set, rec, w->token,
+			     u64_str(lease_ms, r->cfg.lease_ms),
+			     u64_str(rec_ms, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000)),
+			     w->k.idempotent ? "1" : "0", tail,
+			     u64_str(max, MAX(r->cfg.max_entries, 1)), pre, w->rkey + pre_len };
 	w->cmd = send_eval(r, claim_reply, w, S_CLAIM, 3, 9, kv, NULL);
 	return w->cmd != NULL;
 }
@@ -1031,7 +1077,6 @@ static struct store_wait *rs_claim(struct store *s, const struct store_key *k, s
 	store_sha256(k->key, k->key_len, kh);
 	hex(kh, STORE_HASH_LEN, khex);
 	w->rkey = uid_key(r, "idem", k->uid, khex);
-	w->poll = tc_timer_new(r->loop, poll_fire, w);
 	/* A tool name with a newline cannot be stored: no such tool exists. */
 	if (strchr(k->tool, '\n') || strlen(k->tool) > MAX_TOOL) {
 		wait_answer(w, &(struct store_answer){ .result = STORE_CONFLICT });
@@ -1448,6 +1493,7 @@ static void rs_free(struct store *s)
 	tc_timer_free(r->retry);
 	tc_timer_free(r->watchdog);
 	map_free(r->chans);
+	buf_free(&r->resp);
 	store_free(r->local);
 	free(r->address);
 	free(r->prefix);
