@@ -115,27 +115,35 @@ static const char RENEW_LUA[] =
 	"end\n"
 	"return 0\n";
 
-/* Ends the holder's claim (its token ARGV[1]): with ARGV[2] '1', the
- * outcome record written beforehand under KEYS[4] (with its TTL) takes
- * the record's place; otherwise the key is free again and leaves the
- * uid's set KEYS[3] (member ARGV[3]); then tells the joiners. 0 when the
- * record is no longer the holder's (KEYS[4] goes). While the record is
- * the holder's, so is its lease (only a takeover, which rewrites the
- * record, makes another). Only the record's head enters Lua: Lua hashes
- * every byte of a string it is given. */
+/* Ends holders' claims, those a loop turn ended together: 4 keys and 3
+ * args each, (record, lease, uid's set, outcome; token, keep, member).
+ * For each, with keep '1', the outcome record written beforehand under
+ * its own key (with its TTL) takes the record's place; otherwise the key
+ * is free again and leaves the uid's set; then the joiners are told. A
+ * record that is no longer the holder's stays (the outcome goes). While
+ * the record is the holder's, so is its lease (only a takeover, which
+ * rewrites the record, makes another). Returns how many ended. Only a
+ * record's head enters Lua: Lua hashes every byte of a string it is
+ * given. */
 static const char END_LUA[] =
-	"if redis.call('GETRANGE', KEYS[1], 0, 32) ~= 'R' .. ARGV[1] then\n"
-	"  redis.call('DEL', KEYS[4])\n"
-	"  return 0\n"
+	"local n = 0\n"
+	"for i = 0, #ARGV / 3 - 1 do\n"
+	"  local k, a = i * 4, i * 3\n"
+	"  if redis.call('GETRANGE', KEYS[k + 1], 0, 32) ~= 'R' .. ARGV[a + 1] then\n"
+	"    redis.call('DEL', KEYS[k + 4])\n"
+	"  else\n"
+	"    if ARGV[a + 2] == '1' and redis.call('EXISTS', KEYS[k + 4]) == 1 then\n"
+	"      redis.call('RENAME', KEYS[k + 4], KEYS[k + 1])\n"
+	"    else\n"
+	"      redis.call('DEL', KEYS[k + 1])\n"
+	"      redis.call('ZREM', KEYS[k + 3], ARGV[a + 3])\n"
+	"    end\n"
+	"    redis.call('DEL', KEYS[k + 2])\n"
+	"    redis.call('PUBLISH', KEYS[k + 1], 'E')\n"
+	"    n = n + 1\n"
+	"  end\n"
 	"end\n"
-	"if ARGV[2] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('RENAME', KEYS[4], KEYS[1])\n"
-	"else\n"
-	"  redis.call('DEL', KEYS[1])\n"
-	"  redis.call('ZREM', KEYS[3], ARGV[3])\n"
-	"end\n"
-	"redis.call('DEL', KEYS[2])\n"
-	"redis.call('PUBLISH', KEYS[1], 'E')\n"
-	"return 1\n";
+	"return n\n";
 
 /* Lists tasks above a position: {order, meta, order, meta, ...}. */
 static const char LIST_LUA[] =
@@ -190,15 +198,15 @@ static const char *const script_text[N_SCRIPTS] = {
 };
 
 #define SHA1_HEX 40
-#define MAX_EVAL_ARGS 13
+#define ENDS_PER_EVAL 16
+#define MAX_EVAL_ARGS (7 * ENDS_PER_EVAL)
 
 /* An EVALSHA's keys and args, kept to send again as EVAL on NOSCRIPT. */
 struct eval_args {
 	enum script script;
 	int nkeys, n;
-	size_t lens[MAX_EVAL_ARGS];
-	char *args[MAX_EVAL_ARGS];
-	char data[];
+	char *data;			/* the n arguments, back to back */
+	size_t lens[];			/* n */
 };
 
 struct rstore;
@@ -284,6 +292,8 @@ struct rstore {
 	struct list pending;		/* struct rcmd */
 	struct list waits;
 	struct list claims;
+	struct list ends;		/* struct end: sent before the loop waits */
+	ev_prepare ends_flush;
 	struct map *chans;
 	struct buf resp;		/* a command being formatted */
 	uint64_t rtt_us;
@@ -452,14 +462,14 @@ static struct rcmd *send_eval(struct rstore *r, void (*fn)(struct rstore *, redi
 	struct rcmd *c = send_cmd(r, fn, arg, 3 + n, argv, lens);
 	if (!c || !by_sha)
 		return c;
-	struct eval_args *e = xmalloc(sizeof(*e) + total);
+	struct eval_args *e = xmalloc(sizeof(*e) + (size_t)n * sizeof(size_t) + total);
 	e->script = s;
 	e->nkeys = nkeys;
 	e->n = n;
+	e->data = (char *)(e->lens + n);
 	char *p = e->data;
 	for (int i = 0; i < n; i++) {
 		e->lens[i] = lens[3 + i];
-		e->args[i] = p;
 		memcpy(p, argv[3 + i], lens[3 + i]);
 		p += lens[3 + i];
 	}
@@ -480,9 +490,11 @@ static bool resend_eval(struct rstore *r, struct rcmd *c)
 	argv[2] = nk;
 	for (int i = 0; i < 3; i++)
 		lens[i] = strlen(argv[i]);
+	const char *p = e->data;
 	for (int i = 0; i < e->n; i++) {
-		argv[3 + i] = e->args[i];
+		argv[3 + i] = p;
 		lens[3 + i] = e->lens[i];
+		p += e->lens[i];
 	}
 	if (queue_cmd(r, c, 3 + e->n, argv, lens) != REDIS_OK)
 		return false;
@@ -1128,6 +1140,65 @@ static void claim_free(struct store_claim *c)
 	free(c);
 }
 
+/* An end of a claim waiting for the end of the loop turn: its 4 keys
+ * and 3 args for END_LUA, back to back, NUL-terminated. */
+struct end {
+	struct list node;		/* r->ends */
+	char data[];
+};
+
+/* Sends the ends queued in this loop turn, ENDS_PER_EVAL to a script
+ * call: they leave with the turn's other commands, in one write. */
+static void ends_send(struct rstore *r)
+{
+	while (!list_empty(&r->ends)) {
+		const char *kv[MAX_EVAL_ARGS];
+		struct end *batch[ENDS_PER_EVAL];
+		int n = 0;
+		while (n < ENDS_PER_EVAL && !list_empty(&r->ends)) {
+			struct end *e = list_first(&r->ends, struct end, node);
+			list_remove(&e->node);
+			batch[n++] = e;
+		}
+		/* All keys first, then all args. */
+		for (int i = 0; i < n; i++) {
+			const char *p = batch[i]->data;
+			for (int j = 0; j < 7; j++) {
+				kv[j < 4 ? 4 * i + j : 4 * n + 3 * i + (j - 4)] = p;
+				p += strlen(p) + 1;
+			}
+		}
+		if (r->cmd)
+			send_eval(r, ignore_reply, NULL, S_END, 4 * n, 3 * n, kv, NULL);
+		for (int i = 0; i < n; i++)
+			free(batch[i]);
+	}
+}
+
+static void ends_fire(struct ev_loop *ev, ev_prepare *w, int revents)
+{
+	struct rstore *r = container_of(w, struct rstore, ends_flush);
+	ev_prepare_stop(ev, w);
+	ends_send(r);
+}
+
+/* Queues an end (END_LUA's keys and args of one claim) for the end of
+ * the loop turn. */
+static void end_queue(struct rstore *r, const char *const kv[static 7])
+{
+	size_t lens[7], total = 0;
+	for (int i = 0; i < 7; i++)
+		total += (lens[i] = strlen(kv[i]) + 1);
+	struct end *e = xmalloc(sizeof(*e) + total);
+	char *p = e->data;
+	for (int i = 0; i < 7; i++) {
+		memcpy(p, kv[i], lens[i]);
+		p += lens[i];
+	}
+	list_insert_tail(&r->ends, &e->node);
+	ev_prepare_start(r->ev, &r->ends_flush);
+}
+
 /* Ends a claim in Redis with record rec (NULL: the key is freed). The
  * record goes by a plain SET to a key of the holder's own and is renamed
  * into place by the script, in the same write: its bytes never enter
@@ -1153,7 +1224,7 @@ static void claim_end(struct store_claim *c, const char *rec, size_t rec_len)
 			u--;
 		_cleanup_free_ char *set = xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
 		const char *kv[] = { c->rkey, lease, set, out, c->token, keep ? "1" : "0", h };
-		send_eval(r, ignore_reply, NULL, S_END, 4, 3, kv, NULL);
+		end_queue(r, kv);
 	}
 	claim_free(c);
 }
@@ -1489,6 +1560,14 @@ static void rs_free(struct store *s)
 		store_wait_cancel(w->local);
 		wait_free(w);
 	}
+	/* Ends not yet handed to hiredis would not have been written
+	 * either: the connection closes without a flush. */
+	ev_prepare_stop(r->ev, &r->ends_flush);
+	while (!list_empty(&r->ends)) {
+		struct end *e = list_first(&r->ends, struct end, node);
+		list_remove(&e->node);
+		free(e);
+	}
 	drop(r);
 	tc_timer_free(r->retry);
 	tc_timer_free(r->watchdog);
@@ -1567,6 +1646,8 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 	list_init(&r->pending);
 	list_init(&r->waits);
 	list_init(&r->claims);
+	list_init(&r->ends);
+	ev_prepare_init(&r->ends_flush, ends_fire);
 	r->chans = map_new();
 	r->retry = tc_timer_new(loop, retry_fire, r);
 	r->watchdog = tc_timer_new(loop, watchdog_fire, r);
