@@ -115,27 +115,35 @@ static const char RENEW_LUA[] =
 	"end\n"
 	"return 0\n";
 
-/* Ends the holder's claim (its token ARGV[1]): with ARGV[2] '1', the
- * outcome record written beforehand under KEYS[4] (with its TTL) takes
- * the record's place; otherwise the key is free again and leaves the
- * uid's set KEYS[3] (member ARGV[3]); then tells the joiners. 0 when the
- * record is no longer the holder's (KEYS[4] goes). While the record is
- * the holder's, so is its lease (only a takeover, which rewrites the
- * record, makes another). Only the record's head enters Lua: Lua hashes
- * every byte of a string it is given. */
+/* Ends holders' claims, those a loop turn ended together: 4 keys and 3
+ * args each, (record, lease, uid's set, outcome; token, keep, member).
+ * For each, with keep '1', the outcome record written beforehand under
+ * its own key (with its TTL) takes the record's place; otherwise the key
+ * is free again and leaves the uid's set; then the joiners are told. A
+ * record that is no longer the holder's stays (the outcome goes). While
+ * the record is the holder's, so is its lease (only a takeover, which
+ * rewrites the record, makes another). Returns how many ended. Only a
+ * record's head enters Lua: Lua hashes every byte of a string it is
+ * given. */
 static const char END_LUA[] =
-	"if redis.call('GETRANGE', KEYS[1], 0, 32) ~= 'R' .. ARGV[1] then\n"
-	"  redis.call('DEL', KEYS[4])\n"
-	"  return 0\n"
+	"local n = 0\n"
+	"for i = 0, #ARGV / 3 - 1 do\n"
+	"  local k, a = i * 4, i * 3\n"
+	"  if redis.call('GETRANGE', KEYS[k + 1], 0, 32) ~= 'R' .. ARGV[a + 1] then\n"
+	"    redis.call('DEL', KEYS[k + 4])\n"
+	"  else\n"
+	"    if ARGV[a + 2] == '1' and redis.call('EXISTS', KEYS[k + 4]) == 1 then\n"
+	"      redis.call('RENAME', KEYS[k + 4], KEYS[k + 1])\n"
+	"    else\n"
+	"      redis.call('DEL', KEYS[k + 1])\n"
+	"      redis.call('ZREM', KEYS[k + 3], ARGV[a + 3])\n"
+	"    end\n"
+	"    redis.call('DEL', KEYS[k + 2])\n"
+	"    redis.call('PUBLISH', KEYS[k + 1], 'E')\n"
+	"    n = n + 1\n"
+	"  end\n"
 	"end\n"
-	"if ARGV[2] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then redis.call('RENAME', KEYS[4], KEYS[1])\n"
-	"else\n"
-	"  redis.call('DEL', KEYS[1])\n"
-	"  redis.call('ZREM', KEYS[3], ARGV[3])\n"
-	"end\n"
-	"redis.call('DEL', KEYS[2])\n"
-	"redis.call('PUBLISH', KEYS[1], 'E')\n"
-	"return 1\n";
+	"return n\n";
 
 /* Lists tasks above a position: {order, meta, order, meta, ...}. */
 static const char LIST_LUA[] =
@@ -190,15 +198,15 @@ static const char *const script_text[N_SCRIPTS] = {
 };
 
 #define SHA1_HEX 40
-#define MAX_EVAL_ARGS 13
+#define ENDS_PER_EVAL 16
+#define MAX_EVAL_ARGS (7 * ENDS_PER_EVAL)
 
 /* An EVALSHA's keys and args, kept to send again as EVAL on NOSCRIPT. */
 struct eval_args {
 	enum script script;
 	int nkeys, n;
-	size_t lens[MAX_EVAL_ARGS];
-	char *args[MAX_EVAL_ARGS];
-	char data[];
+	char *data;			/* the n arguments, back to back */
+	size_t lens[];			/* n */
 };
 
 struct rstore;
@@ -284,7 +292,10 @@ struct rstore {
 	struct list pending;		/* struct rcmd */
 	struct list waits;
 	struct list claims;
+	struct list ends;		/* struct end: sent before the loop waits */
+	ev_prepare ends_flush;
 	struct map *chans;
+	struct buf resp;		/* a command being formatted */
 	uint64_t rtt_us;
 	uint64_t poll_ms;
 	uint64_t commands;
@@ -331,6 +342,31 @@ static void watchdog_fire(void *arg)
 }
 
 static bool resend_eval(struct rstore *r, struct rcmd *c);
+static void on_reply(redisAsyncContext *ac, void *reply, void *priv);
+
+/* Queues a command for c on the command connection, formatted here in
+ * RESP (hiredis copies it once into its output, in one write per loop
+ * turn): REDIS_OK or REDIS_ERR. */
+static int queue_cmd(struct rstore *r, struct rcmd *c, int argc, const char *const *argv, const size_t *lens)
+{
+	struct buf *b = &r->resp;
+	buf_clear(b);
+	buf_putc(b, '*');
+	buf_put_u64(b, (uint64_t)argc);
+	buf_append(b, "\r\n", 2);
+	for (int i = 0; i < argc; i++) {
+		size_t n = lens ? lens[i] : strlen(argv[i]);
+		buf_putc(b, '$');
+		buf_put_u64(b, n);
+		buf_append(b, "\r\n", 2);
+		buf_append(b, argv[i], n);
+		buf_append(b, "\r\n", 2);
+	}
+	int ret = redisAsyncFormattedCommand(r->cmd, on_reply, c, buf_head(b), buf_size(b));
+	if (b->cap > 64 * 1024)
+		buf_free(b);	/* a large outcome's room is not kept */
+	return ret;
+}
 
 static bool is_noscript(const redisReply *reply)
 {
@@ -388,7 +424,7 @@ static struct rcmd *send_cmd(struct rstore *r, void (*fn)(struct rstore *, redis
 	c->arg = arg;
 	c->sent_ns = mono_ns();
 	list_insert_tail(&r->pending, &c->node);
-	if (redisAsyncCommandArgv(r->cmd, on_reply, c, argc, argv, lens) != REDIS_OK) {
+	if (queue_cmd(r, c, argc, argv, lens) != REDIS_OK) {
 		list_remove(&c->node);
 		free(c);
 		return NULL;
@@ -426,14 +462,14 @@ static struct rcmd *send_eval(struct rstore *r, void (*fn)(struct rstore *, redi
 	struct rcmd *c = send_cmd(r, fn, arg, 3 + n, argv, lens);
 	if (!c || !by_sha)
 		return c;
-	struct eval_args *e = xmalloc(sizeof(*e) + total);
+	struct eval_args *e = xmalloc(sizeof(*e) + (size_t)n * sizeof(size_t) + total);
 	e->script = s;
 	e->nkeys = nkeys;
 	e->n = n;
+	e->data = (char *)(e->lens + n);
 	char *p = e->data;
 	for (int i = 0; i < n; i++) {
 		e->lens[i] = lens[3 + i];
-		e->args[i] = p;
 		memcpy(p, argv[3 + i], lens[3 + i]);
 		p += lens[3 + i];
 	}
@@ -454,11 +490,13 @@ static bool resend_eval(struct rstore *r, struct rcmd *c)
 	argv[2] = nk;
 	for (int i = 0; i < 3; i++)
 		lens[i] = strlen(argv[i]);
+	const char *p = e->data;
 	for (int i = 0; i < e->n; i++) {
-		argv[3 + i] = e->args[i];
+		argv[3 + i] = p;
 		lens[3 + i] = e->lens[i];
+		p += e->lens[i];
 	}
-	if (redisAsyncCommandArgv(r->cmd, on_reply, c, 3 + e->n, argv, lens) != REDIS_OK)
+	if (queue_cmd(r, c, 3 + e->n, argv, lens) != REDIS_OK)
 		return false;
 	free(TAKE_PTR(c->again));
 	c->sent_ns = mono_ns();
@@ -806,7 +844,9 @@ static void wait_join(struct store_wait *w)
 		}
 	}
 	/* The poll catches a message lost in a reconnection, and a holder
-	 * that died without a word. */
+	 * that died without a word; a wait that never joins needs no timer. */
+	if (!w->poll)
+		w->poll = tc_timer_new(r->loop, poll_fire, w);
 	tc_timer_start(w->poll, r->poll_ms);
 }
 
@@ -917,26 +957,44 @@ static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
 	wait_join(w);
 }
 
+/* Writes v in decimal into out: its start. */
+static const char *u64_str(char out[static 24], uint64_t v)
+{
+	out[23] = '\0';
+	return fmt_u64(out + 23, v);
+}
+
 /* Sends the claim of w: false when it cannot be sent. */
 static bool claim_send(struct store_wait *w)
 {
 	struct rstore *r = w->r;
 	new_token(r, w->token);
-	char hashhex[HASH_HEX + 1];
-	hex(w->hash, STORE_HASH_LEN, hashhex);
-	_cleanup_free_ char *lease = xasprintf("%s:lease", w->rkey);
-	_cleanup_free_ char *rec = xasprintf("R%s%s%s\n", w->token, hashhex, w->k.tool);
-	_cleanup_free_ char *tail = xasprintf("%s%s\n", hashhex, w->k.tool);
-	char lease_ms[24], rec_ms[24];
-	snprintf(lease_ms, sizeof(lease_ms), "%" PRIu64, r->cfg.lease_ms);
-	snprintf(rec_ms, sizeof(rec_ms), "%" PRIu64, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000));
-	_cleanup_free_ char *set = uid_key(r, "idems", w->k.uid, "");
-	_cleanup_free_ char *pre = uid_key(r, "idem", w->k.uid, "");
-	set[strlen(set) - 1] = '\0';	/* P idems:U */
-	char max[24];
-	snprintf(max, sizeof(max), "%zu", MAX(r->cfg.max_entries, 1));
-	const char *kv[] = { w->rkey, lease, set, rec, w->token, lease_ms, rec_ms, w->k.idempotent ? "1" : "0", tail,
-			     max, pre, w->rkey + strlen(pre) };
+	/* w->rkey is P idem:U:H; the rest are made from it without printf. */
+	size_t rkey_len = strlen(w->rkey), pre_len = rkey_len - HASH_HEX, tool_len = strlen(w->k.tool);
+	size_t idem_len = strlen(r->prefix) + 4;	/* "P idem" */
+	_cleanup_free_ char *lease = xmalloc(rkey_len + sizeof(":lease"));
+	memcpy(lease, w->rkey, rkey_len);
+	memcpy(lease + rkey_len, ":lease", sizeof(":lease"));
+	_cleanup_free_ char *rec = xmalloc(REC_HEAD + tool_len + 2);	/* R, token, hash, tool, "\n" */
+	rec[0] = 'R';
+	memcpy(rec + 1, w->token, TOKEN_LEN);
+	hex(w->hash, STORE_HASH_LEN, rec + 1 + TOKEN_LEN);
+	memcpy(rec + REC_HEAD, w->k.tool, tool_len);
+	memcpy(rec + REC_HEAD + tool_len, "\n", 2);
+	const char *tail = rec + 1 + TOKEN_LEN;
+	_cleanup_free_ char *set = xmalloc(pre_len + 2);	/* P idems:U */
+	memcpy(set, w->rkey, idem_len);
+	set[idem_len] = 's';
+	memcpy(set + idem_len + 1, w->rkey + idem_len, pre_len - idem_len - 1);
+	set[pre_len] = '\0';
+	_cleanup_free_ char *pre = xmemdup(w->rkey, pre_len + 1);
+	pre[pre_len] = '\0';
+	char lease_ms[24], rec_ms[24], max[24];
+	const char *kv[] = { w->rkey, lease, set, rec, w->token,
+			     u64_str(lease_ms, r->cfg.lease_ms),
+			     u64_str(rec_ms, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000)),
+			     w->k.idempotent ? "1" : "0", tail,
+			     u64_str(max, MAX(r->cfg.max_entries, 1)), pre, w->rkey + pre_len };
 	w->cmd = send_eval(r, claim_reply, w, S_CLAIM, 3, 9, kv, NULL);
 	return w->cmd != NULL;
 }
@@ -1031,7 +1089,6 @@ static struct store_wait *rs_claim(struct store *s, const struct store_key *k, s
 	store_sha256(k->key, k->key_len, kh);
 	hex(kh, STORE_HASH_LEN, khex);
 	w->rkey = uid_key(r, "idem", k->uid, khex);
-	w->poll = tc_timer_new(r->loop, poll_fire, w);
 	/* A tool name with a newline cannot be stored: no such tool exists. */
 	if (strchr(k->tool, '\n') || strlen(k->tool) > MAX_TOOL) {
 		wait_answer(w, &(struct store_answer){ .result = STORE_CONFLICT });
@@ -1083,6 +1140,65 @@ static void claim_free(struct store_claim *c)
 	free(c);
 }
 
+/* An end of a claim waiting for the end of the loop turn: its 4 keys
+ * and 3 args for END_LUA, back to back, NUL-terminated. */
+struct end {
+	struct list node;		/* r->ends */
+	char data[];
+};
+
+/* Sends the ends queued in this loop turn, ENDS_PER_EVAL to a script
+ * call: they leave with the turn's other commands, in one write. */
+static void ends_send(struct rstore *r)
+{
+	while (!list_empty(&r->ends)) {
+		const char *kv[MAX_EVAL_ARGS];
+		struct end *batch[ENDS_PER_EVAL];
+		int n = 0;
+		while (n < ENDS_PER_EVAL && !list_empty(&r->ends)) {
+			struct end *e = list_first(&r->ends, struct end, node);
+			list_remove(&e->node);
+			batch[n++] = e;
+		}
+		/* All keys first, then all args. */
+		for (int i = 0; i < n; i++) {
+			const char *p = batch[i]->data;
+			for (int j = 0; j < 7; j++) {
+				kv[j < 4 ? 4 * i + j : 4 * n + 3 * i + (j - 4)] = p;
+				p += strlen(p) + 1;
+			}
+		}
+		if (r->cmd)
+			send_eval(r, ignore_reply, NULL, S_END, 4 * n, 3 * n, kv, NULL);
+		for (int i = 0; i < n; i++)
+			free(batch[i]);
+	}
+}
+
+static void ends_fire(struct ev_loop *ev, ev_prepare *w, int revents)
+{
+	struct rstore *r = container_of(w, struct rstore, ends_flush);
+	ev_prepare_stop(ev, w);
+	ends_send(r);
+}
+
+/* Queues an end (END_LUA's keys and args of one claim) for the end of
+ * the loop turn. */
+static void end_queue(struct rstore *r, const char *const kv[static 7])
+{
+	size_t lens[7], total = 0;
+	for (int i = 0; i < 7; i++)
+		total += (lens[i] = strlen(kv[i]) + 1);
+	struct end *e = xmalloc(sizeof(*e) + total);
+	char *p = e->data;
+	for (int i = 0; i < 7; i++) {
+		memcpy(p, kv[i], lens[i]);
+		p += lens[i];
+	}
+	list_insert_tail(&r->ends, &e->node);
+	ev_prepare_start(r->ev, &r->ends_flush);
+}
+
 /* Ends a claim in Redis with record rec (NULL: the key is freed). The
  * record goes by a plain SET to a key of the holder's own and is renamed
  * into place by the script, in the same write: its bytes never enter
@@ -1108,7 +1224,7 @@ static void claim_end(struct store_claim *c, const char *rec, size_t rec_len)
 			u--;
 		_cleanup_free_ char *set = xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
 		const char *kv[] = { c->rkey, lease, set, out, c->token, keep ? "1" : "0", h };
-		send_eval(r, ignore_reply, NULL, S_END, 4, 3, kv, NULL);
+		end_queue(r, kv);
 	}
 	claim_free(c);
 }
@@ -1444,10 +1560,19 @@ static void rs_free(struct store *s)
 		store_wait_cancel(w->local);
 		wait_free(w);
 	}
+	/* Ends not yet handed to hiredis would not have been written
+	 * either: the connection closes without a flush. */
+	ev_prepare_stop(r->ev, &r->ends_flush);
+	while (!list_empty(&r->ends)) {
+		struct end *e = list_first(&r->ends, struct end, node);
+		list_remove(&e->node);
+		free(e);
+	}
 	drop(r);
 	tc_timer_free(r->retry);
 	tc_timer_free(r->watchdog);
 	map_free(r->chans);
+	buf_free(&r->resp);
 	store_free(r->local);
 	free(r->address);
 	free(r->prefix);
@@ -1521,6 +1646,8 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 	list_init(&r->pending);
 	list_init(&r->waits);
 	list_init(&r->claims);
+	list_init(&r->ends);
+	ev_prepare_init(&r->ends_flush, ends_fire);
 	r->chans = map_new();
 	r->retry = tc_timer_new(loop, retry_fire, r);
 	r->watchdog = tc_timer_new(loop, watchdog_fire, r);

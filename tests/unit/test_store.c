@@ -254,6 +254,74 @@ START_TEST(release_hands_over)
 }
 END_TEST
 
+/* Runs the loop until every g[i] of n is answered, at most ms. */
+static bool run_until_all(struct got *g, int n, int ms)
+{
+	uint64_t end = mono_ms() + (uint64_t)ms;
+	for (;;) {
+		int left = 0;
+		for (int i = 0; i < n; i++)
+			left += !g[i].done;
+		if (!left)
+			return true;
+		if (mono_ms() >= end)
+			return false;
+		run_for(10);
+	}
+}
+
+/* Many calls ending in the same loop turn (more than one script call
+ * carries): each ends for itself, completed or released. */
+START_TEST(ends_together)
+{
+	enum { N = 40 };
+	uint8_t h[N][STORE_HASH_LEN];
+	struct store_key k[N];
+	char names[N][16];
+	struct got a[N], b[N], c[N];
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "many-%d", i);
+		mkkey(&k[i], 1000, names[i], "shell", "{}", h[i]);
+		claim(s1, &k[i], &a[i], 0);
+	}
+	ck_assert(run_until_all(a, N, 3000));
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(a[i].a.result, STORE_CLAIMED);
+		claim(s1, &k[i], &b[i], 0);
+	}
+	run_for(100);
+	for (int i = 0; i < N; i++) {
+		ck_assert(!b[i].done);
+		if (i % 2)
+			store_release(a[i].a.claim);
+		else
+			complete(a[i].a.claim, names[i]);
+	}
+	ck_assert(run_until_all(b, N, 3000));
+	for (int i = 0; i < N; i++) {
+		if (i % 2) {
+			ck_assert_int_eq(b[i].a.result, STORE_CLAIMED);
+			store_release(b[i].a.claim);
+			continue;
+		}
+		ck_assert_int_eq(b[i].a.result, STORE_DONE);
+		ck_assert_str_eq(b[i].value, names[i]);
+	}
+	run_for(50);
+	for (int i = 0; i < N; i++)
+		claim(s1, &k[i], &c[i], 0);
+	ck_assert(run_until_all(c, N, 3000));
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(c[i].a.result, i % 2 ? STORE_CLAIMED : STORE_DONE);
+		if (i % 2)
+			store_release(c[i].a.claim);
+		else
+			ck_assert_str_eq(c[i].value, names[i]);
+	}
+	ck_assert_uint_eq(downs, 0);
+}
+END_TEST
+
 START_TEST(cancel_wait)
 {
 	uint8_t h[STORE_HASH_LEN];
@@ -846,6 +914,7 @@ static Suite *suite(const char *kind)
 	tcase_add_test(tc, claim_join_replay);
 	tcase_add_test(tc, conflicts);
 	tcase_add_test(tc, release_hands_over);
+	tcase_add_test(tc, ends_together);
 	tcase_add_test(tc, cancel_wait);
 	tcase_add_test(tc, uids_apart);
 	tcase_add_test(tc, key_with_nul);
