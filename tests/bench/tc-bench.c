@@ -2477,7 +2477,11 @@ int main(int argc, char **argv)
 	raise_nofile();
 	make_file_text();
 
-	snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/tc-bench-XXXXXX");
+	/* Not /tmp: the daemon's config lives here, and the sandbox's first
+	 * Landlock layer takes one rule per entry of a directory holding a
+	 * deny_read path; a shared /tmp may hold thousands, where a config's
+	 * real home (/etc/toolcalld) holds a few. */
+	snprintf(tmp_dir, sizeof(tmp_dir), "/var/tmp/tc-bench-XXXXXX");
 	if (!mkdtemp(tmp_dir))
 		die("mkdtemp: %s", strerror(errno));
 	atexit(cleanup);
