@@ -107,3 +107,33 @@ void answer_invalid_call(struct pending *p, const char *tool, const char *msg)
 	free(m);
 	buf_free(&data);
 }
+
+bool answer_progress(struct conn *c, const char *task_id, const char *token, size_t token_len,
+		     uint64_t progress, const char *stream, const char *data, size_t n)
+{
+	if (c->dead)
+		return true;
+	if (conn_congested(c))
+		return false;
+	_cleanup_(buf_free) struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_raw(g, "progressToken", token, token_len);
+	jgen_kv_int(g, "progress", (int64_t)progress);
+	jgen_key(g, "message");
+	jgen_strn(g, data, n);
+	jgen_key(g, "_meta");
+	jgen_obj_open(g);
+	jgen_kv_str(g, "toolcalld/stream", stream);
+	if (task_id) {
+		jgen_key(g, "io.modelcontextprotocol/related-task");
+		jgen_obj_open(g);
+		jgen_kv_str(g, "taskId", task_id);
+		jgen_obj_close(g);
+	}
+	jgen_obj_close(g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	conn_notify(c, "notifications/progress", buf_head(&b), buf_size(&b));
+	return true;
+}

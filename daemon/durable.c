@@ -227,31 +227,8 @@ static void task_progress(void *ctx, const char *id, const char *token, size_t t
 			  const char *stream, const char *data, size_t n)
 {
 	struct conn *c = ctx;
-	if (c->dead)
-		return;
-	if (conn_congested(c)) {
+	if (!answer_progress(c, id, token, token_len, progress, stream, data, n))
 		server_of(c)->progress_dropped++;
-		return;
-	}
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_kv_raw(g, "progressToken", token, token_len);
-	jgen_kv_int(g, "progress", (int64_t)progress);
-	jgen_key(g, "message");
-	jgen_strn(g, data, n);
-	jgen_key(g, "_meta");
-	jgen_obj_open(g);
-	jgen_kv_str(g, "toolcalld/stream", stream);
-	jgen_key(g, RELATED_TASK);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "taskId", id);
-	jgen_obj_close(g);
-	jgen_obj_close(g);
-	jgen_obj_close(g);
-	jgen_free(g);
-	conn_notify(c, "notifications/progress", buf_head(&b), buf_size(&b));
-	buf_free(&b);
 }
 
 static const struct task_watch_ops watch_ops = { .status = task_status, .progress = task_progress };

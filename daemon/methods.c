@@ -273,29 +273,8 @@ static void call_progress(void *ctx, const char *token, size_t token_len, uint64
 			  const char *stream, const char *data, size_t n)
 {
 	struct pending *p = ctx;
-	struct conn *c = p->conn;
-	/* Progress is a courtesy: for a client that does not read, it is
-	 * dropped (as events are) rather than queued without bound; the
-	 * result still holds the output. */
-	if (conn_congested(c)) {
-		server_of(c)->progress_dropped++;
-		return;
-	}
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_kv_raw(g, "progressToken", token, token_len);
-	jgen_kv_int(g, "progress", (int64_t)progress);
-	jgen_key(g, "message");
-	jgen_strn(g, data, n);
-	jgen_key(g, "_meta");
-	jgen_obj_open(g);
-	jgen_kv_str(g, "toolcalld/stream", stream);
-	jgen_obj_close(g);
-	jgen_obj_close(g);
-	jgen_free(g);
-	conn_notify(c, "notifications/progress", buf_head(&b), buf_size(&b));
-	buf_free(&b);
+	if (!answer_progress(p->conn, NULL, token, token_len, progress, stream, data, n))
+		server_of(p->conn)->progress_dropped++;
 }
 
 static const struct caller_ops call_ops = {
