@@ -123,7 +123,13 @@ START_TEST(shell_runs_as_the_peer)
 	ssize_t n = readlink("/proc/self/ns/mnt", own_ns, sizeof(own_ns) - 1);
 	ck_assert_int_gt(n, 0);
 	char *listed = xasprintf("listed\n%s\n", own_ns);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), listed);
+	const char *out = tj_str(r, "result.structuredContent.stdout");
+	if (getenv("TC_UNDER_VALGRIND"))
+		/* No Landlock under valgrind: the TMPDIRs are hidden by a
+		 * mount namespace there; "/" stays listable all the same. */
+		ck_assert_msg(out && strncmp(out, "listed\n", 7) == 0, "%s", out ? out : "(none)");
+	else
+		ck_assert_str_eq(out, listed);
 	free(listed);
 	/* An entry made since, beside the way to the TMPDIRs (the daemon's
 	 * /var/tmp when it picked that), is reachable by the next call. */
