@@ -5,6 +5,11 @@
  * watchers of the loop seam, and stopping the group with SIGTERM then
  * SIGKILL. See child.h for the rules on process groups, which are what
  * keep this race-free.
+ *
+ * Long because the spawn is one sequence that must stay together: the
+ * clone, everything the child does between it and exec (fds, sandbox,
+ * identity; raw system calls only), and how its failure is reported back,
+ * by the shared memory of CLONE_VM or, under valgrind, a pipe.
  */
 #include "lib/child.h"
 
