@@ -105,17 +105,27 @@ static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
 		return r;
 	if (network)
 		return 0;
+	/* Every family but AF_UNIX (1) and AF_NETLINK (16), in five rules:
+	 * 0, 2-3, 4-7, 8-15 and above 16. The comparisons are on all 64 bits
+	 * of the argument, so a value the kernel would cut down to a family
+	 * (high bits set) is above 16 and refused too. */
+	static const struct {
+		enum scmp_compare op;
+		uint64_t a, b;
+	} fam[] = {
+		{ SCMP_CMP_EQ, 0, 0 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(1), 2 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(3), 4 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(7), 8 },
+		{ SCMP_CMP_GT, AF_NETLINK, 0 },
+	};
+	_Static_assert(AF_UNIX == 1 && AF_NETLINK == 16, "the families kept");
 	*ret_what = "socket";
-	for (int fam = 0; fam < AF_MAX; fam++) {
-		if (fam == AF_UNIX || fam == AF_NETLINK)
-			continue;
-		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-					  SCMP_A0(SCMP_CMP_EQ, (uint64_t)fam, 0))) < 0)
+	for (size_t i = 0; i < ELEMENTSOF(fam); i++) {
+		struct scmp_arg_cmp cmp = { .arg = 0, .op = fam[i].op, .datum_a = fam[i].a, .datum_b = fam[i].b };
+		if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, &cmp)) < 0)
 			return r;
 	}
-	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1,
-				  SCMP_A0(SCMP_CMP_GE, (uint64_t)AF_MAX, 0))) < 0)
-		return r;
 	return 0;
 }
 
@@ -129,8 +139,13 @@ static int build(bool network, struct sock_fprog **ret, char **ret_msg)
 
 	if (!ctx)
 		goto fail;
-	/* no_new_privs is set by the child itself, as one step of its plan. */
+	/* no_new_privs is set by the child itself, as one step of its plan.
+	 * The system calls in a binary tree: loading a filter, the kernel
+	 * runs it for every system call number to find the ones it always
+	 * allows, and a linear list makes that walk (and the load, about 40%
+	 * of its cost here) grow with every rule. */
 	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
+	    (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) < 0 ||
 	    (r = add_rules(ctx, network, &what)) < 0)
 		goto fail;
 	what = "export";

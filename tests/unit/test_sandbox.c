@@ -23,7 +23,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "lib/child.h"
@@ -571,6 +573,72 @@ START_TEST(shell_network)
 }
 END_TEST
 
+/* --- the seccomp filter ------------------------------------------------------ */
+
+static char self_exe[PATH_MAX];
+
+/* Run as a sandboxed shell's command: makes the calls the filter decides
+ * on and prints each one's name and errno (0: it went through). */
+static int seccomp_probe(void)
+{
+	static const struct {
+		const char *name;
+		long domain, type, protocol;
+	} socks[] = {
+		{ "inet", AF_INET, SOCK_STREAM, 0 },
+		{ "inet6", AF_INET6, SOCK_DGRAM, 0 },
+		{ "packet", AF_PACKET, SOCK_RAW, 0 },
+		{ "zero", 0, SOCK_DGRAM, 0 },
+		{ "family3", 3, SOCK_DGRAM, 0 },
+		{ "family15", 15, SOCK_DGRAM, 0 },
+		{ "vsock", AF_VSOCK, SOCK_STREAM, 0 },
+		/* The kernel takes an int: this is AF_INET to it. */
+		{ "inet_high_bits", 0x100000000L | AF_INET, SOCK_STREAM, 0 },
+		{ "unix", AF_UNIX, SOCK_STREAM, 0 },
+		{ "netlink", AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */ },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(socks); i++) {
+		long fd = syscall(SYS_socket, socks[i].domain, socks[i].type | SOCK_CLOEXEC, socks[i].protocol);
+		printf("%s %d\n", socks[i].name, fd < 0 ? errno : 0);
+	}
+	printf("unshare_user %d\n", syscall(SYS_unshare, CLONE_NEWUSER) < 0 ? errno : 0);
+	printf("ptrace %d\n", syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0) < 0 ? errno : 0);
+	printf("io_uring %d\n", syscall(SYS_io_uring_setup, 1, NULL) < 0 ? errno : 0);
+	return 0;
+}
+
+/* Whether the probe's output has the line "name errno". */
+static bool probe_said(const char *out, const char *name, int e)
+{
+	char line[64];
+	snprintf(line, sizeof(line), "%s %d\n", name, e);
+	const char *p = strstr(out, line);
+	return p && (p == out || p[-1] == '\n');
+}
+
+/* No socket of any family but AF_UNIX and AF_NETLINK, whatever the high
+ * bits of the argument hold; no user namespace, ptrace or io_uring. */
+START_TEST(seccomp_filter_refuses)
+{
+	if (!need_kernel("seccomp_filter_refuses"))
+		return;
+	char *cmd = xasprintf("'%s' --seccomp-probe", self_exe);
+	struct run r;
+	sh(&r, cmd, NULL);
+	free(cmd);
+	const char *out = sc_str(&r, "stdout");
+	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
+	static const char *const refused[] = { "inet", "inet6", "packet", "zero", "family3", "family15", "vsock",
+					       "inet_high_bits" };
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+		ck_assert_msg(probe_said(out, refused[i], EACCES), "%s: %s", refused[i], out);
+	ck_assert_msg(probe_said(out, "unix", 0) && probe_said(out, "netlink", 0), "%s", out);
+	ck_assert_msg(probe_said(out, "unshare_user", EPERM) && probe_said(out, "ptrace", EPERM) &&
+		      probe_said(out, "io_uring", EPERM), "%s", out);
+	run_done(&r);
+}
+END_TEST
+
 /* --- identity ------------------------------------------------------------------ */
 
 START_TEST(shell_as_peer)
@@ -964,6 +1032,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, shell_read_only);
 	tcase_add_test(tc, shell_protect);
 	tcase_add_test(tc, shell_network);
+	tcase_add_test(tc, seccomp_filter_refuses);
 	tcase_add_test(tc, shell_as_peer);
 	tcase_add_test(tc, shell_memory_limit);
 	tcase_add_test(tc, shell_pids_limit);
@@ -989,7 +1058,11 @@ static Suite *sandbox_suite(void)
 	return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 2 && str_eq(argv[1], "--seccomp-probe"))
+		return seccomp_probe();
+	if (!realpath("/proc/self/exe", self_exe))
+		return 1;
 	return run_suite(sandbox_suite());
 }
