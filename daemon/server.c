@@ -173,7 +173,13 @@ int server_init(struct server *s, char **ret_err)
 	s->loop = tc_loop_ev_new(s->ev);
 	s->sessions = session_table_new();
 
-	int r = preflight_workspace(s->cfg.workspace, ret_err);
+	/* Before any thread (unshare() refuses a process that has some) and
+	 * before any directory is opened (an fd of one stays in the namespace
+	 * it was opened in: a child's cwd there would have no path). */
+	int r = geteuid() == 0 ? sandbox_private_mounts() : -EPERM;
+	if (r < 0 && r != -EPERM)
+		log_debug("no mount namespace of its own (%s): TMPDIRs stay on the disk", strerror(-r));
+	r = preflight_workspace(s->cfg.workspace, ret_err);
 	if (r < 0)
 		return r;
 	r = preflight_allowed(&s->cfg, warn_log, ret_err);

@@ -137,8 +137,12 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		 * the mounts (a directory entered later, by an fd of the
 		 * daemon's, would stay in the daemon's namespace). */
 		STEP("making a mount namespace", syscall(SYS_unshare, CLONE_NEWNS));
-		/* Nothing mounted here may propagate back to the daemon's. */
-		STEP("making mounts private", syscall(SYS_mount, NULL, "/", MOUNT_NO_TYPE, MS_REC | MS_SLAVE, NULL));
+		/* Nothing mounted here may propagate back to the daemon's
+		 * (with a namespace of the daemon's own, its mounts are slaves
+		 * already, and so are their copies here). */
+		if (!c->mounts_slave)
+			STEP("making mounts private",
+			     syscall(SYS_mount, NULL, "/", MOUNT_NO_TYPE, MS_REC | MS_SLAVE, NULL));
 		int r = bind_all(c->binds, false);
 		if (r == 0)
 			r = bind_all(c->ro_binds, true);

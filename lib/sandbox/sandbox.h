@@ -193,6 +193,7 @@ struct sandbox_child {
 	const char *const *ro_binds;		/* self-bind read-only */
 	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
 	const char *tmp_own;			/* empty tmpfs but for this call's own */
+	bool mounts_slave;			/* the daemon's are: no need to make them so */
 	bool set_ids;
 	uid_t uid;
 	gid_t gid;
@@ -244,6 +245,11 @@ char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int si
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
 enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
 
+/* Gives a daemon running as root a mount namespace of its own (a slave of
+ * the one it started in, so mounts made there still reach it), where its
+ * calls' TMPDIRs go on a tmpfs that ends with it. Before any thread. 0 or
+ * a negative errno: the TMPDIRs then stay on the disk (slower, as safe). */
+int sandbox_private_mounts(void);
 /* Drops the cached rulesets and programs (on reload). */
 void sandbox_cache_clear(void);
 /* At exit: removes the directory of TMPDIRs and the call cgroups left,

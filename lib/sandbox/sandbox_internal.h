@@ -84,6 +84,9 @@ void tmp_call_remove(char *path);
 void tmp_base_remove(void);
 /* The directory of all TMPDIRs (canonical), or NULL before the first. */
 const char *tmp_base_path(void);
+/* Whether the daemon has a mount namespace of its own (its mounts are
+ * slaves: nothing mounted in a copy of it propagates back). */
+bool tmp_private_mounts(void);
 
 /*
  * The second Landlock layer that hides the other calls' TMPDIRs (hide.c):

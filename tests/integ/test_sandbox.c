@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
@@ -113,14 +115,16 @@ START_TEST(shell_runs_as_the_peer)
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stderr"), "Permission denied"));
 	/* Without protected paths in the workspace the other calls' TMPDIRs
-	 * are hidden without a mount namespace of the call's own, and "/"
+	 * are hidden without a mount namespace of the call's own (the child
+	 * is in the daemon's), and "/"
 	 * stays listable (the daemon's directories are kept out by their
 	 * modes). */
 	char *cmd;
 	r = sh(c, "ls / | grep -qx usr && echo listed; readlink /proc/self/ns/mnt");
 	tc_assert_ok(r);
-	char own_ns[64] = "";
-	ssize_t n = readlink("/proc/self/ns/mnt", own_ns, sizeof(own_ns) - 1);
+	char own_ns[64] = "", *daemon_ns = xasprintf("/proc/%d/ns/mnt", (int)d.pid);
+	ssize_t n = readlink(daemon_ns, own_ns, sizeof(own_ns) - 1);
+	free(daemon_ns);
 	ck_assert_int_gt(n, 0);
 	char *listed = xasprintf("listed\n%s\n", own_ns);
 	const char *out = tj_str(r, "result.structuredContent.stdout");
@@ -197,6 +201,32 @@ START_TEST(startup_says_what_is_enforced)
 END_TEST
 
 
+/*
+ * A root daemon keeps its calls' TMPDIRs on a tmpfs mounted in a mount
+ * namespace of its own: tmpfs as the daemon sees it (through
+ * /proc/PID/root), the call's file gone, the mount not in this process's
+ * namespace.
+ */
+static void tmpdir_on_private_tmpfs(struct tcd *d, const char *tmpfile)
+{
+	char *inside = xasprintf("/proc/%d/root%s", (int)d->pid, tmpfile);
+	ck_assert_int_lt(access(inside, F_OK), 0);
+	*strrchr(inside, '/') = '\0';
+	*strrchr(inside, '/') = '\0';	/* the directory of the calls' TMPDIRs */
+	struct statfs sf;
+	ck_assert_msg(statfs(inside, &sf) == 0, "%s: %s", inside, strerror(errno));
+	ck_assert_msg(sf.f_type == TMPFS_MAGIC, "%s is not on a tmpfs", inside);
+	free(inside);
+	const char *base = strstr(tmpfile, "/toolcalld.");
+	ck_assert_ptr_nonnull(base);
+	char *name = xstrndup(base, strcspn(base + 1, "/") + 1);
+	char *mounts = tcd_read(d, "/proc/self/mountinfo", NULL);
+	ck_assert_ptr_nonnull(mounts);
+	ck_assert_msg(!strstr(mounts, name), "%s is mounted here too:\n%s", name, mounts);
+	free(mounts);
+	free(name);
+}
+
 START_TEST(shell_file_system)
 {
 	struct tcd d;
@@ -223,6 +253,8 @@ START_TEST(shell_file_system)
 	char tmpfile[4096];
 	ck_assert_int_eq(sscanf(tj_str(r, "result.structuredContent.stdout"), "t\n%4095s", tmpfile), 1);
 	ck_assert_int_lt(access(tmpfile, F_OK), 0);
+	if (geteuid() == 0)
+		tmpdir_on_private_tmpfs(&d, tmpfile);
 	char *made = tcd_read(&d, "made", NULL);
 	ck_assert_str_eq(made, "made\n");
 	free(made);

@@ -343,7 +343,8 @@ static char *writable_cgroup(void)
 }
 
 /* With a real, writable cgroup v2 directory: a call lives in a cgroup of
- * its own, which a process it leaves behind does not outlive. */
+ * its own, which a process it leaves behind does not outlive; none
+ * outlives the daemon. */
 START_TEST(cgroup_real)
 {
 	char *dir = writable_cgroup();
@@ -357,8 +358,9 @@ START_TEST(cgroup_real)
 	tc_assert_ok(r);
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "cgroup"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "/tc-"));
-	/* Gone with its call: the directory holds no call cgroup. */
-	char *cmd = xasprintf("test -z \"$(find '%s' -mindepth 1 -maxdepth 1 -type d -name 'tc-*')\"", dir);
+	/* Its process is gone with its call: no call cgroup holds one (the
+	 * call's own may be kept, empty, for a later call). */
+	char *cmd = xasprintf("test -z \"$(cat '%s'/tc-*/cgroup.procs)\"", dir);
 	bool empty = false;
 	for (int i = 0; i < 500 && !empty; i++) {
 		empty = system(cmd) == 0;
@@ -367,8 +369,15 @@ START_TEST(cgroup_real)
 	}
 	ck_assert(empty);
 	free(cmd);
+	r = sh(c, "cat /proc/self/cgroup");
+	tc_assert_ok(r);
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "/tc-"));
 	tcc_close(c);
 	stop(&d);
+	/* Nor does a call cgroup outlive the daemon. */
+	cmd = xasprintf("test -z \"$(find '%s' -mindepth 1 -maxdepth 1 -type d -name 'tc-*')\"", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
 	(void)rmdir(dir);
 	free(members);
 	free(dir);
