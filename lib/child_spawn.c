@@ -147,44 +147,35 @@ static void reap_orphan(pid_t pid)
 
 /* Kills and reaps every child of the daemon that is not a tracked leader,
  * over and over while killing them hands their own children to us. The
- * list of our children comes from /proc/self/task/<tid>/children (a child
- * reparented to the daemon may be any of its threads' child). Only by
- * pid, never waitpid(-1): see child.h. */
+ * list comes from /proc/self/task/<pid>/children: the kernel hands an
+ * orphan to the first live thread of its subreaper, the main one, which
+ * also spawns every leader. Only by pid, never waitpid(-1): see child.h. */
 static void reap_orphans(void)
 {
 	int v = 0;
 	if (prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) < 0 || !v)
 		return;
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
 	for (int round = 0; round < 64; round++) {
 		bool found = false;
-		DIR *d = opendir("/proc/self/task");
-		if (!d)
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
 			return;
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			if (e->d_name[0] == '.')
-				continue;
-			char path[300], buf[4096];
-			snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			ssize_t n = read(fd, buf, sizeof(buf) - 1);
-			close(fd);
-			if (n <= 0)
-				continue;
-			buf[n] = '\0';
-			for (char *p = buf, *end; *p; p = end) {
-				long pid = strtol(p, &end, 10);
-				if (end == p)
-					break;
-				if (pid > 0 && !is_tracked((pid_t)pid)) {
-					reap_orphan((pid_t)pid);
-					found = true;
-				}
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return;
+		buf[n] = '\0';
+		for (char *p = buf, *end; *p; p = end) {
+			long pid = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (pid > 0 && !is_tracked((pid_t)pid)) {
+				reap_orphan((pid_t)pid);
+				found = true;
 			}
 		}
-		closedir(d);
 		if (!found)
 			return;
 	}
