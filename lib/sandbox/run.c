@@ -529,9 +529,10 @@ static void rmdir_pending(void)
  * and there is room. */
 static bool cg_keep(struct sandbox_run *run)
 {
+	const struct sandbox_features *f = sandbox_probe(NULL);
 	if (n_cg_kept == CG_KEPT_MAX || run->cgroup_fd < 0 || cg_read_key(run, "cgroup.events", "populated") != 0 ||
-	    cg_read_key(run, "memory.events", "oom_kill") > 0 ||
-	    cg_read_key(run, "pids.events", "max") > 0)
+	    (f->cgroup_memory && cg_read_key(run, "memory.events", "oom_kill") > 0) ||
+	    (f->cgroup_pids && cg_read_key(run, "pids.events", "max") > 0))
 		return false;
 	cg_kept[n_cg_kept++] = (struct cg_kept){
 		.path = TAKE_PTR(run->cgroup),
