@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+#include <linux/mount.h>
 #include <linux/seccomp.h>
 
 /* The kernel's struct rlimit64 for prlimit64(2). */
@@ -84,29 +85,54 @@ __attribute__((no_sanitize("address"))) int sandbox_userns_map(const char *uid_m
 	return 0;
 }
 
-/*
- * Hides the other calls' TMPDIRs: an empty tmpfs over the parent they
- * share, with the call's own directory bound back at its place (through
- * /proc/self/fd, opened before the tmpfs covers it). The path is the same,
- * and the neighbours are not there to list or open.
- */
-__attribute__((no_sanitize("address"))) static int hide_tmp(const char *parent, const char *own)
+/* Writes "/proc/self/fd/N" into src (32 bytes). */
+__attribute__((no_sanitize("address"))) static void proc_fd_path(char *src, long fd)
 {
-	long fd = syscall(SYS_openat, AT_FDCWD, own, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	char src[32] = "/proc/self/fd/", digits[12];
-	int nd = 0, len = 14;
+	static const char prefix[] = "/proc/self/fd/";
+	char digits[12];
+	int nd = 0, len = 0;
+	while (prefix[len]) {
+		src[len] = prefix[len];
+		len++;
+	}
 	for (long v = fd; nd == 0 || v; v /= 10)
 		digits[nd++] = (char)('0' + v % 10);
 	while (nd)
 		src[len++] = digits[--nd];
 	src[len] = '\0';
+}
+
+/*
+ * Hides the other calls' TMPDIRs: an empty tmpfs over the parent they
+ * share, with the call's own directory put back at its place: a copy of
+ * its mount taken (open_tree) before the tmpfs covers it, moved there
+ * after (a bind from /proc/self/fd of a covered directory, the way of a
+ * kernel without open_tree, costs about twenty times more). The path is
+ * the same, and the neighbours are not there to list or open.
+ */
+__attribute__((no_sanitize("address"))) static int hide_tmp(const char *parent, const char *own)
+{
+	bool tree = true;
+	long fd = syscall(SYS_open_tree, AT_FDCWD, own, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	if (fd < 0 && errno == ENOSYS) {
+		tree = false;
+		fd = syscall(SYS_openat, AT_FDCWD, own, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
 	int r = 0;
 	if (syscall(SYS_mount, "tmpfs", parent, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		    "mode=0711,size=4k,nr_inodes=4") < 0 ||
-	    syscall(SYS_mkdirat, AT_FDCWD, own, 0700) < 0 || syscall(SYS_mount, src, own, MOUNT_NO_TYPE, MS_BIND, NULL) < 0)
+	    syscall(SYS_mkdirat, AT_FDCWD, own, 0700) < 0)
 		r = -errno;
+	else if (tree && syscall(SYS_move_mount, fd, "", AT_FDCWD, own, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		r = -errno;
+	else if (!tree) {
+		char src[32];
+		proc_fd_path(src, fd);
+		if (syscall(SYS_mount, src, own, MOUNT_NO_TYPE, MS_BIND, NULL) < 0)
+			r = -errno;
+	}
 	(void)syscall(SYS_close, fd);
 	errno = -r;
 	return r;

@@ -1041,6 +1041,26 @@ START_TEST(without_mount_namespaces)
 }
 END_TEST
 
+/* A kernel without open_tree (before 5.2), emulated: the call's own
+ * TMPDIR is bound back through /proc/self/fd instead, still the only one
+ * its namespace shows, and writable. */
+START_TEST(without_open_tree)
+{
+	if (!need_root("without_open_tree") || !deny_syscall_or_skip("without_open_tree", SYS_open_tree))
+		return;
+	if (!need_kernel("without_open_tree"))
+		return;
+	struct run r;
+	/* 64 KiB: more than the 4 KiB tmpfs covering the others holds. */
+	sh(&r, "head -c 65536 /dev/zero > \"$TMPDIR/f\" && wc -c < \"$TMPDIR/f\" && "
+	       "ls -a \"$(dirname \"$TMPDIR\")\" | wc -l", NULL);
+	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
+	ck_assert(enforced(&r, "enforced", "tmpdir hidden"));
+	ck_assert_str_eq(sc_str(&r, "stdout"), "65536\n3\n");	/* ".", ".." and its own */
+	run_done(&r);
+}
+END_TEST
+
 static Suite *sandbox_suite(void)
 {
 	Suite *s = suite_create("sandbox");
@@ -1077,6 +1097,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, without_seccomp);
 	tcase_add_test(tc, without_cgroup);
 	tcase_add_test(tc, without_mount_namespaces);
+	tcase_add_test(tc, without_open_tree);
 	suite_add_tcase(s, tc);
 	return s;
 }
