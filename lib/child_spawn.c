@@ -719,6 +719,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	r = spawn(path, o, in_r, out_w, err_w, &pid);
 	if (r < 0)
 		return r;
+	sandbox_run_spawned(o->sandbox);
 	if (o->ret_stdin_fd)
 		*o->ret_stdin_fd = TAKE_FD(in_w);
 	uint64_t start = mono_ms();

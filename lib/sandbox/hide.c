@@ -75,6 +75,7 @@ static struct {
 	bool ok;			/* the chain's stats are recorded */
 	bool settled;			/* none changed in the second before the load */
 	int err;			/* what the load ended with */
+	unsigned gen;			/* counts the loads */
 } h;
 
 /* Closes what is kept. */
@@ -89,7 +90,9 @@ void hide_clear(void)
 		close(h.sib[i]);
 	free(h.sib);
 	free(h.base);
+	unsigned gen = h.gen;
 	memset(&h, 0, sizeof(h));
+	h.gen = gen + 1;
 }
 
 /* Opens the entries of chain directory i but the next one on the way. */
@@ -211,11 +214,17 @@ static int add(int rs, int fd, bool dir, uint64_t access)
 	return 0;
 }
 
-int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd)
+bool hide_still(const char *base, int abi, unsigned gen)
+{
+	return h.gen == gen && fresh(base, abi) && h.err == 0;
+}
+
+int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd, unsigned *ret_gen)
 {
 	int r;
 	if (!fresh(base, abi))
 		(void)load(base, abi);
+	*ret_gen = h.gen;
 	if (!h.ok)
 		return -ENOENT;
 	if (h.err < 0)

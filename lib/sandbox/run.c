@@ -45,6 +45,11 @@ struct sandbox_run {
 	int64_t cg_memory_max;		/* what its files hold: bytes, 0 "max", */
 	int64_t cg_pids_max;		/* -1 never written */
 	int hide_fd;
+	int spare_fd;			/* a layer made ahead (spare_take), or -1 */
+	unsigned spare_gen;
+	uid_t uid;			/* the child's, and its parent of TMPDIRs */
+	gid_t gid;
+	const char *tmp_uid_parent;
 	struct sandbox_child child;
 	char **binds;
 	char **ro_binds;
@@ -71,6 +76,20 @@ static void cg_kept_clear(void);
 /* Cgroups that still had processes when their call ended: removed later. */
 static char **pending_rmdir;
 
+/* A TMPDIR and the Landlock layer hiding the others, made for an identity
+ * ahead of its next call, while this one's child runs (building the layer
+ * takes some forty system calls): one per identity, a few identities. */
+#define SPARES_MAX 8
+static struct spare {
+	uid_t uid;
+	gid_t gid;
+	char *tmpdir;
+	int fd;
+	unsigned gen;			/* hide_ruleset()'s, to know it holds */
+} spares[SPARES_MAX];
+static unsigned n_spares;
+static void spares_clear(void);
+
 static void strv_push(char ***v, char *s)
 {
 	size_t n = 0;
@@ -91,6 +110,7 @@ static bool strv_has(char **v, const char *s)
 
 void sandbox_cache_clear(void)
 {
+	spares_clear();
 	cg_kept_clear();
 	ll_cache_clear();
 	hide_clear();
@@ -302,8 +322,11 @@ static bool hide_by_landlock(struct sandbox_run *run, const struct sandbox_req *
 					return false;
 	}
 	int fd;
+	unsigned gen;
 	struct sandbox_child *c = &run->child;
-	if (hide_ruleset(base, run->tmpdir, f->landlock_abi, &fd) < 0)
+	if (run->spare_fd >= 0 && hide_still(base, f->landlock_abi, run->spare_gen))
+		fd = TAKE_FD(run->spare_fd);
+	else if (hide_ruleset(base, run->tmpdir, f->landlock_abi, &fd, &gen) < 0)
 		return false;
 	/* landlock_fd is enforced first, and the spawn keeps the fds up to
 	 * it: this layer goes there, above the first layer's fd. In that
@@ -323,6 +346,49 @@ static bool hide_by_landlock(struct sandbox_run *run, const struct sandbox_req *
 	return true;
 }
 
+/* Takes the spare made for an identity, if any: its TMPDIR, and its
+ * layer's fd (-1 when none). */
+static struct spare spare_take(uid_t uid, gid_t gid)
+{
+	for (unsigned i = 0; i < n_spares; i++)
+		if (spares[i].uid == uid && spares[i].gid == gid) {
+			struct spare sp = spares[i];
+			spares[i] = spares[--n_spares];
+			return sp;
+		}
+	return (struct spare){ .fd = -1 };
+}
+
+/* Makes the next call's TMPDIR and layer for the identity of a call that
+ * was hidden by the layer, now that its child runs. */
+void sandbox_run_spawned(struct sandbox_run *run)
+{
+	if (!run || run->hide_fd < 0 || n_spares == SPARES_MAX || !run->tmp_uid_parent)
+		return;
+	for (unsigned i = 0; i < n_spares; i++)
+		if (spares[i].uid == run->uid && spares[i].gid == run->gid)
+			return;
+	struct spare sp = { .uid = run->uid, .gid = run->gid, .fd = -1 };
+	_cleanup_free_ char *msg = NULL;
+	if (tmp_call_make(run->tmp_uid_parent, sp.uid, sp.gid, true, &sp.tmpdir, &msg) < 0)
+		return;
+	if (hide_ruleset(tmp_base_path(), sp.tmpdir, sandbox_probe(NULL)->landlock_abi, &sp.fd, &sp.gen) < 0) {
+		tmp_call_remove(sp.tmpdir);
+		return;
+	}
+	spares[n_spares++] = sp;
+}
+
+/* Removes the spares (on reload and at exit). */
+static void spares_clear(void)
+{
+	while (n_spares) {
+		struct spare *sp = &spares[--n_spares];
+		close(sp->fd);
+		tmp_call_remove(sp->tmpdir);
+	}
+}
+
 /* Prepares one child's sandbox. */
 int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, char **ret_msg)
 {
@@ -334,7 +400,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
-	run->cgroup_fd = run->hide_fd = -1;
+	run->cgroup_fd = run->hide_fd = run->spare_fd = -1;
 	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = -1;
 	c->subreaper = f->subreaper;
 	c->mounts_slave = tmp_private_mounts();
@@ -376,9 +442,16 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	uid_t child_uid = other ? req->id->uid : geteuid();
 	gid_t child_gid = other ? req->id->gid : getegid();
 	const char *parent;
+	struct spare sp = other ? spare_take(child_uid, child_gid) : (struct spare){ .fd = -1 };
+	run->spare_fd = sp.fd;
+	run->spare_gen = sp.gen;
+	run->tmpdir = sp.tmpdir;
+	run->uid = child_uid;
+	run->gid = child_gid;
 	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
-	    (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0)
+	    (!run->tmpdir && (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0))
 		goto fail;
+	run->tmp_uid_parent = parent;
 	run->tmp_parent = xasprintf("%s/c", parent);
 	const struct ll_rules *rules = NULL;
 	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, &rules, ret_msg)) < 0)
@@ -578,6 +651,8 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->cgroup_fd);
 	if (run->hide_fd >= 0)
 		close(run->hide_fd);
+	if (run->spare_fd >= 0)
+		close(run->spare_fd);
 	tmp_call_remove(run->tmpdir);
 	free(run->tmp_parent);
 	strv_free(run->binds);

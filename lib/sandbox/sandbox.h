@@ -224,6 +224,9 @@ struct sandbox_run;
 int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, char **ret_msg);
 /* The plan for the spawn, or NULL for profile off. */
 struct sandbox_child *sandbox_run_child(struct sandbox_run *run);
+/* Once the child has started: prepares what the next call of its
+ * identity needs, while it runs. */
+void sandbox_run_spawned(struct sandbox_run *run);
 /* The private temporary directory, or NULL. */
 const char *sandbox_run_tmpdir(const struct sandbox_run *run);
 /* Kills every process of the run's cgroup (no-op without one). */

@@ -97,7 +97,10 @@ bool tmp_private_mounts(void);
  * along the way). hide_covers(): whether writable (a path the first layer
  * makes writable) is base or holds it, which this layer would take away.
  */
-int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd);
+int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd, unsigned *ret_gen);
+/* Whether a ruleset hide_ruleset() made when it said gen still holds (the
+ * chain has not changed since). */
+bool hide_still(const char *base, int abi, unsigned gen);
 bool hide_covers(const char *base, const char *writable);
 void hide_clear(void);
 
