@@ -142,8 +142,10 @@ int sandbox_private_mounts(void)
 		if (unshare(CLONE_NEWNS) < 0)
 			return -errno;
 		/* Nothing mounted here reaches the namespace the daemon
-		 * started in; what is mounted there still reaches here. */
-		if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		 * started in; what is mounted there still reaches here. (The
+		 * type is ignored; a string keeps valgrind from reading it as
+		 * a bad pointer.) */
+		if (mount(NULL, "/", "none", MS_REC | MS_SLAVE, NULL) < 0)
 			return -errno;
 		private_mounts = true;
 	}
