@@ -332,6 +332,7 @@ struct rstore {
 	struct list claims;
 	struct list ends;		/* struct end: sent before the loop waits */
 	struct list claims_out;		/* struct store_wait: claims, likewise */
+	size_t n_claims_out, n_ends;
 	ev_prepare flush;
 	struct map *chans;
 	struct buf resp;		/* a command being formatted */
@@ -728,8 +729,10 @@ static void wait_free(struct store_wait *w)
 		*w->freed = true;
 	if (w->cmd)
 		w->cmd->arg = NULL;
-	if (w->queued)
+	if (w->queued) {
 		list_remove(&w->claim_node);
+		w->r->n_claims_out--;
+	}
 	if (w->batch)
 		w->batch->w[w->slot] = NULL;
 	chan_leave(w);
@@ -1042,20 +1045,6 @@ static const char *u64_str(char out[static 24], uint64_t v)
 	return fmt_u64(out + 23, v);
 }
 
-/* Queues the claim of w for the end of the loop turn: false when it
- * cannot be sent. */
-static bool claim_send(struct store_wait *w)
-{
-	struct rstore *r = w->r;
-	if (!r->cmd)
-		return false;
-	new_token(r, w->token);
-	w->queued = true;
-	list_insert_tail(&r->claims_out, &w->claim_node);
-	ev_prepare_start(r->ev, &r->flush);
-	return true;
-}
-
 /* The strings one claim adds to CLAIM_LUA's keys and args. */
 struct claim_args {
 	char *lease, *set, *rec;
@@ -1083,50 +1072,101 @@ static void claim_args_make(const struct rstore *r, const struct store_wait *w, 
 	ca->set[pre_len] = '\0';
 }
 
-/* Sends the claims queued in this loop turn, CLAIMS_PER_EVAL to a script
- * call; claims that cannot be sent fall back. */
-static void claims_send(struct rstore *r)
+/* Hands what hiredis holds to the socket now, not when the loop next
+ * polls, so that Redis starts on it while this turn goes on. Calls
+ * nothing back: a failure shows at the next write event. */
+static void write_now(struct rstore *r)
+{
+	int done;
+	if (r->cmd)
+		redisBufferWrite(&r->cmd->c, &done);
+}
+
+/*
+ * Sends the first CLAIMS_PER_EVAL queued claims in one script call.
+ * When they cannot be sent, they fall back, or, early (from inside a
+ * caller's store_claim, where no callback may run), go back to the queue
+ * for the end of the turn: false.
+ */
+static bool claims_send_batch(struct rstore *r, bool early)
 {
 	char lease_ms[24], rec_ms[24], max[24];
 	const char *shared[3] = { u64_str(lease_ms, r->cfg.lease_ms),
 				  u64_str(rec_ms, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000)),
 				  u64_str(max, MAX(r->cfg.max_entries, 1)) };
-	while (!list_empty(&r->claims_out)) {
-		struct claims *b = xcalloc(1, sizeof(*b));
-		struct claim_args ca[CLAIMS_PER_EVAL];
-		const char *kv[MAX_EVAL_ARGS];
-		while (b->n < CLAIMS_PER_EVAL && !list_empty(&r->claims_out)) {
-			struct store_wait *w = list_first(&r->claims_out, struct store_wait, claim_node);
-			list_remove(&w->claim_node);
-			w->queued = false;
-			w->batch = b;
-			w->slot = b->n;
-			b->w[b->n++] = w;
-		}
-		/* All keys first, then the shared args, then each claim's. */
-		int n = (int)b->n, nkeys = 3 * n;
-		for (int i = 0; i < 3; i++)
-			kv[nkeys + i] = shared[i];
-		for (int i = 0; i < n; i++) {
-			const struct store_wait *w = b->w[i];
-			claim_args_make(r, w, &ca[i]);
-			kv[3 * i] = w->rkey;
-			kv[3 * i + 1] = ca[i].lease;
-			kv[3 * i + 2] = ca[i].set;
-			kv[nkeys + 3 + 4 * i] = ca[i].rec;
-			kv[nkeys + 3 + 4 * i + 1] = w->token;
-			kv[nkeys + 3 + 4 * i + 2] = w->k.idempotent ? "1" : "0";
-			kv[nkeys + 3 + 4 * i + 3] = w->rkey + strlen(w->rkey) - HASH_HEX;
-		}
-		struct rcmd *c = r->cmd ? send_eval(r, claims_reply, b, S_CLAIM, nkeys, 3 + 4 * n, kv, NULL) : NULL;
-		for (int i = 0; i < n; i++) {
-			free(ca[i].lease);
-			free(ca[i].set);
-			free(ca[i].rec);
-		}
-		if (!c)
-			claims_reply(r, NULL, b);	/* each falls back */
+	struct claims *b = xcalloc(1, sizeof(*b));
+	struct claim_args ca[CLAIMS_PER_EVAL];
+	const char *kv[MAX_EVAL_ARGS];
+	while (b->n < CLAIMS_PER_EVAL && !list_empty(&r->claims_out)) {
+		struct store_wait *w = list_first(&r->claims_out, struct store_wait, claim_node);
+		list_remove(&w->claim_node);
+		r->n_claims_out--;
+		w->queued = false;
+		w->batch = b;
+		w->slot = b->n;
+		b->w[b->n++] = w;
 	}
+	/* All keys first, then the shared args, then each claim's. */
+	int n = (int)b->n, nkeys = 3 * n;
+	for (int i = 0; i < 3; i++)
+		kv[nkeys + i] = shared[i];
+	for (int i = 0; i < n; i++) {
+		const struct store_wait *w = b->w[i];
+		claim_args_make(r, w, &ca[i]);
+		kv[3 * i] = w->rkey;
+		kv[3 * i + 1] = ca[i].lease;
+		kv[3 * i + 2] = ca[i].set;
+		kv[nkeys + 3 + 4 * i] = ca[i].rec;
+		kv[nkeys + 3 + 4 * i + 1] = w->token;
+		kv[nkeys + 3 + 4 * i + 2] = w->k.idempotent ? "1" : "0";
+		kv[nkeys + 3 + 4 * i + 3] = w->rkey + strlen(w->rkey) - HASH_HEX;
+	}
+	struct rcmd *c = r->cmd ? send_eval(r, claims_reply, b, S_CLAIM, nkeys, 3 + 4 * n, kv, NULL) : NULL;
+	for (int i = 0; i < n; i++) {
+		free(ca[i].lease);
+		free(ca[i].set);
+		free(ca[i].rec);
+	}
+	if (c)
+		return true;
+	if (!early) {
+		claims_reply(r, NULL, b);	/* each falls back */
+		return false;
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		struct store_wait *w = b->w[i];
+		w->batch = NULL;
+		w->queued = true;
+		list_insert_tail(r->claims_out.next, &w->claim_node);	/* at the front */
+		r->n_claims_out++;
+	}
+	free(b);
+	return false;
+}
+
+/* Sends the claims queued in this loop turn; those that cannot be sent
+ * fall back. */
+static void claims_send(struct rstore *r)
+{
+	while (!list_empty(&r->claims_out))
+		claims_send_batch(r, false);
+}
+
+/* Queues the claim of w, to leave with the turn's others: false when it
+ * cannot be sent. A full script call's worth leaves at once. */
+static bool claim_send(struct store_wait *w)
+{
+	struct rstore *r = w->r;
+	if (!r->cmd)
+		return false;
+	if (r->n_claims_out >= CLAIMS_PER_EVAL && claims_send_batch(r, true))
+		write_now(r);
+	new_token(r, w->token);
+	w->queued = true;
+	list_insert_tail(&r->claims_out, &w->claim_node);
+	r->n_claims_out++;
+	ev_prepare_start(r->ev, &r->flush);
+	return true;
 }
 
 /* Claims again for w (a message came, or its poll), or falls back. */
@@ -1284,20 +1324,20 @@ static void end_free(struct end *e)
 	free(e);
 }
 
-/* Sends the ends queued in this loop turn, ENDS_PER_EVAL to a script
- * call, each outcome's record by a SET before it: they leave with the
- * turn's other commands, in one write. */
-static void ends_send(struct rstore *r)
+/* Sends the first ENDS_PER_EVAL queued ends in one script call, each
+ * outcome's record by a SET before it. */
+static void ends_send_batch(struct rstore *r)
 {
 	char ttl[24];
 	const char *ttl_s = u64_str(ttl, r->cfg.ttl_ms);
-	while (!list_empty(&r->ends)) {
+	{
 		const char *kv[MAX_EVAL_ARGS];
 		struct end *batch[ENDS_PER_EVAL];
 		int n = 0;
 		while (n < ENDS_PER_EVAL && !list_empty(&r->ends)) {
 			struct end *e = list_first(&r->ends, struct end, node);
 			list_remove(&e->node);
+			r->n_ends--;
 			batch[n++] = e;
 		}
 		/* All keys first, then all args. */
@@ -1321,6 +1361,14 @@ static void ends_send(struct rstore *r)
 		for (int i = 0; i < n; i++)
 			end_free(batch[i]);
 	}
+}
+
+/* Sends the ends queued in this loop turn: they leave with the turn's
+ * other commands, in one write. */
+static void ends_send(struct rstore *r)
+{
+	while (!list_empty(&r->ends))
+		ends_send_batch(r);
 }
 
 /*
@@ -1353,6 +1401,11 @@ static void end_queue(struct rstore *r, const char *const kv[static 7], struct b
 		p += lens[i];
 	}
 	list_insert_tail(&r->ends, &e->node);
+	/* A full script call's worth leaves at once. */
+	if (++r->n_ends >= ENDS_PER_EVAL) {
+		ends_send_batch(r);
+		write_now(r);
+	}
 	ev_prepare_start(r->ev, &r->flush);
 }
 
@@ -1719,6 +1772,7 @@ static void rs_free(struct store *s)
 	while (!list_empty(&r->ends)) {
 		struct end *e = list_first(&r->ends, struct end, node);
 		list_remove(&e->node);
+		r->n_ends--;
 		end_free(e);
 	}
 	drop(r);
