@@ -290,10 +290,13 @@ struct store_wait {
 };
 
 /* The claims one script call carries, answered in its order; a slot
- * empties when its wait goes first (cancelled, or the store freed). */
+ * empties when its wait goes first (cancelled, or the store freed), and
+ * keeps its key and token: a claim won for nobody is let go at once. */
 struct claims {
 	size_t n;
 	struct store_wait *w[CLAIMS_PER_EVAL];
+	char *gone[CLAIMS_PER_EVAL];
+	char gone_token[CLAIMS_PER_EVAL][TOKEN_LEN + 1];
 };
 
 struct store_claim {
@@ -354,6 +357,7 @@ static bool is_hex(const char *s, size_t n);
 static void connect_now(struct rstore *r);
 static void wait_send(struct store_wait *w);
 static void on_message(redisAsyncContext *ac, void *reply, void *priv);
+static void end_claim(struct rstore *r, const char *rkey, const char *token, struct buf *rec);
 static char *uid_key(struct rstore *r, const char *kind, uid_t uid, const char *rest);
 
 /* Whether w's claim is queued or in flight. */
@@ -733,8 +737,12 @@ static void wait_free(struct store_wait *w)
 		list_remove(&w->claim_node);
 		w->r->n_claims_out--;
 	}
-	if (w->batch)
-		w->batch->w[w->slot] = NULL;
+	if (w->batch) {
+		struct claims *b = w->batch;
+		b->w[w->slot] = NULL;
+		b->gone[w->slot] = TAKE_PTR(w->rkey);
+		memcpy(b->gone_token[w->slot], w->token, TOKEN_LEN + 1);
+	}
 	chan_leave(w);
 	tc_timer_free(w->poll);
 	list_remove(&w->node);
@@ -1026,8 +1034,16 @@ static void claims_reply(struct rstore *r, redisReply *reply, void *arg)
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct store_wait *w = b->w[i];
-		if (!w)
+		if (!w) {
+			const redisReply *e = trusted && b->gone[i] ? reply->element[i] : NULL;
+			if (e && e->type == REDIS_REPLY_ARRAY && e->elements == 1 &&
+			    e->element[0]->type == REDIS_REPLY_INTEGER &&
+			    (e->element[0]->integer == 0 || e->element[0]->integer == 2)) {
+				struct buf none = {0};
+				end_claim(r, b->gone[i], b->gone_token[i], &none);
+			}
 			continue;
+		}
 		b->w[i] = NULL;
 		w->batch = NULL;
 		if (!trusted)
@@ -1035,6 +1051,8 @@ static void claims_reply(struct rstore *r, redisReply *reply, void *arg)
 		else if (!claim_answer(r, w, reply->element[i]))
 			trusted = false;
 	}
+	for (size_t i = 0; i < b->n; i++)
+		free(b->gone[i]);
 	free(b);
 }
 
@@ -1078,7 +1096,7 @@ static void claim_args_make(const struct rstore *r, const struct store_wait *w, 
 static void write_now(struct rstore *r)
 {
 	int done;
-	if (r->cmd)
+	if (r->cmd && (r->cmd->c.flags & REDIS_CONNECTED) && !r->cmd->c.err)
 		redisBufferWrite(&r->cmd->c, &done);
 }
 
@@ -1330,37 +1348,35 @@ static void ends_send_batch(struct rstore *r)
 {
 	char ttl[24];
 	const char *ttl_s = u64_str(ttl, r->cfg.ttl_ms);
-	{
-		const char *kv[MAX_EVAL_ARGS];
-		struct end *batch[ENDS_PER_EVAL];
-		int n = 0;
-		while (n < ENDS_PER_EVAL && !list_empty(&r->ends)) {
-			struct end *e = list_first(&r->ends, struct end, node);
-			list_remove(&e->node);
-			r->n_ends--;
-			batch[n++] = e;
-		}
-		/* All keys first, then all args. */
-		for (int i = 0; i < n; i++) {
-			const char *p = batch[i]->data;
-			for (int j = 0; j < 7; j++) {
-				kv[j < 4 ? 4 * i + j : 4 * n + 3 * i + (j - 4)] = p;
-				p += strlen(p) + 1;
-			}
-		}
-		for (int i = 0; i < n && r->cmd; i++) {
-			if (!buf_size(&batch[i]->rec))
-				continue;
-			const char *out = kv[4 * i + 3];
-			const char *argv[] = { "SET", out, buf_head(&batch[i]->rec), "PX", ttl_s };
-			size_t lens[] = { 3, strlen(out), buf_size(&batch[i]->rec), 2, strlen(ttl_s) };
-			send_cmd(r, ignore_reply, NULL, 5, argv, lens);
-		}
-		if (r->cmd)
-			send_eval(r, ignore_reply, NULL, S_END, 4 * n, 3 * n, kv, NULL);
-		for (int i = 0; i < n; i++)
-			end_free(batch[i]);
+	const char *kv[MAX_EVAL_ARGS];
+	struct end *batch[ENDS_PER_EVAL];
+	int n = 0;
+	while (n < ENDS_PER_EVAL && !list_empty(&r->ends)) {
+		struct end *e = list_first(&r->ends, struct end, node);
+		list_remove(&e->node);
+		r->n_ends--;
+		batch[n++] = e;
 	}
+	/* All keys first, then all args. */
+	for (int i = 0; i < n; i++) {
+		const char *p = batch[i]->data;
+		for (int j = 0; j < 7; j++) {
+			kv[j < 4 ? 4 * i + j : 4 * n + 3 * i + (j - 4)] = p;
+			p += strlen(p) + 1;
+		}
+	}
+	for (int i = 0; i < n && r->cmd; i++) {
+		if (!buf_size(&batch[i]->rec))
+			continue;
+		const char *out = kv[4 * i + 3];
+		const char *argv[] = { "SET", out, buf_head(&batch[i]->rec), "PX", ttl_s };
+		size_t lens[] = { 3, strlen(out), buf_size(&batch[i]->rec), 2, strlen(ttl_s) };
+		send_cmd(r, ignore_reply, NULL, 5, argv, lens);
+	}
+	if (r->cmd)
+		send_eval(r, ignore_reply, NULL, S_END, 4 * n, 3 * n, kv, NULL);
+	for (int i = 0; i < n; i++)
+		end_free(batch[i]);
 }
 
 /* Sends the ends queued in this loop turn: they leave with the turn's
@@ -1409,28 +1425,33 @@ static void end_queue(struct rstore *r, const char *const kv[static 7], struct b
 	ev_prepare_start(r->ev, &r->flush);
 }
 
-/* Ends a claim in Redis with record rec (empty: the key is freed),
- * taken. The record goes by a plain SET to a key of the holder's own and
- * is renamed into place by the script, in the same write: its bytes
- * never enter Lua. */
+/* Ends the claim of rkey held with token in Redis, with record rec
+ * (empty: the key is freed), taken. The record goes by a plain SET to a
+ * key of the holder's own and is renamed into place by the script, in
+ * the same write: its bytes never enter Lua. */
+static void end_claim(struct rstore *r, const char *rkey, const char *token, struct buf *rec)
+{
+	_cleanup_free_ char *lease = xasprintf("%s:lease", rkey);
+	_cleanup_free_ char *out = xasprintf("%s:%s", rkey, token);
+	bool keep = buf_size(rec) && r->cfg.ttl_ms > 0;
+	if (!keep)
+		buf_free(rec);
+	/* P idem:U:H: the set is P idems:U, the member H. */
+	const char *h = strrchr(rkey, ':') + 1;
+	const char *u = h - 1;
+	while (u > rkey && u[-1] != ':')
+		u--;
+	_cleanup_free_ char *set = xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
+	const char *kv[] = { rkey, lease, set, out, token, keep ? "1" : "0", h };
+	end_queue(r, kv, rec);
+	buf_free(rec);
+}
+
+/* Ends claim c with record rec (empty: released), taken; frees c. */
 static void claim_end(struct store_claim *c, struct buf *rec)
 {
-	struct rstore *r = c->r;
-	if (r) {
-		_cleanup_free_ char *lease = xasprintf("%s:lease", c->rkey);
-		_cleanup_free_ char *out = xasprintf("%s:%s", c->rkey, c->token);
-		bool keep = buf_size(rec) && r->cfg.ttl_ms > 0;
-		if (!keep)
-			buf_free(rec);
-		/* P idem:U:H: the set is P idems:U, the member H. */
-		const char *h = strrchr(c->rkey, ':') + 1;
-		const char *u = h - 1;
-		while (u > c->rkey && u[-1] != ':')
-			u--;
-		_cleanup_free_ char *set = xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
-		const char *kv[] = { c->rkey, lease, set, out, c->token, keep ? "1" : "0", h };
-		end_queue(r, kv, rec);
-	}
+	if (c->r)
+		end_claim(c->r, c->rkey, c->token, rec);
 	buf_free(rec);
 	claim_free(c);
 }
