@@ -3,7 +3,10 @@
  * The Redis store: idempotency records and tasks shared by every daemon
  * that uses the same Redis and prefix, spoken asynchronously on the
  * daemon's own loop (hiredis and its libev adapter, given the ev_loop the
- * loop seam wraps). Commands issued in one loop turn leave in one write.
+ * loop seam wraps). The claims and the ends of one loop turn go in few
+ * script calls (CLAIMS_PER_EVAL, ENDS_PER_EVAL to a call); a full call's
+ * worth is written at once, so that Redis works on it while the daemon
+ * goes on with the turn, and the rest leaves when the turn ends.
  *
  * Long because it holds the whole protocol with Redis: the scripts, the
  * claim and join state machine, the outage handling and the hostile-reply
@@ -223,8 +226,8 @@ static const char *const script_text[N_SCRIPTS] = {
 };
 
 #define SHA1_HEX 40
-#define ENDS_PER_EVAL 16
-#define CLAIMS_PER_EVAL 32
+#define ENDS_PER_EVAL 8
+#define CLAIMS_PER_EVAL 16
 #define MAX_EVAL_ARGS (3 + 7 * CLAIMS_PER_EVAL)
 static_assert(MAX_EVAL_ARGS >= 7 * ENDS_PER_EVAL, "an end batch fits");
 
