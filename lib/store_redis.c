@@ -3,7 +3,10 @@
  * The Redis store: idempotency records and tasks shared by every daemon
  * that uses the same Redis and prefix, spoken asynchronously on the
  * daemon's own loop (hiredis and its libev adapter, given the ev_loop the
- * loop seam wraps). Commands issued in one loop turn leave in one write.
+ * loop seam wraps). The claims and the ends of one loop turn go in few
+ * script calls (CLAIMS_PER_EVAL, ENDS_PER_EVAL to a call); a full call's
+ * worth is written at once, so that Redis works on it while the daemon
+ * goes on with the turn, and the rest leaves when the turn ends.
  *
  * Long because it holds the whole protocol with Redis: the scripts, the
  * claim and join state machine, the outage handling and the hostile-reply
@@ -61,50 +64,75 @@
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 
-/* Claims the key, or tells who has it: {0} claimed, {2} claimed from a
- * dead holder (idempotent tools only), {1, record, lease alive}. A new
- * record joins the uid's set (KEYS[3], scored in microseconds by Redis's
- * clock). Past ARGV[7] records, the uid's oldest ended ones (keys ARGV[8]
- * .. member) go, as the memory store drops a uid's oldest outcomes:
- * running ones stay. They go in batches (the uid is taken down to ARGV[7]
- * less a 64th of it, 127 at most) so that a uid at its bound does not pay
- * a trim on every claim; only each record's first byte is read (Lua
- * hashes every byte of a string it is given, and an outcome may be
- * large). */
+/* Claims the keys of one loop turn's claims, each for itself: 3 keys
+ * (record, lease, uid's set) and 4 args (record, token, idempotent,
+ * member) each, after ARGV[1..3] (lease ms, record ms, the bound).
+ * Answers one reply per claim: {0} claimed, {2} claimed from a dead
+ * holder (idempotent tools only), {1, record, lease alive}. New records
+ * join their uid's set (scored in microseconds by Redis's clock). Past
+ * ARGV[3] records, the uid's oldest ended ones (keys: the record's key
+ * less its member, then the member) go, as the memory store drops a
+ * uid's oldest outcomes: running ones stay. They go in batches (the uid
+ * is taken down to the bound less a 64th of it, 127 at most) so that a
+ * uid at its bound does not pay a trim on every claim; only each
+ * record's first byte is read (Lua hashes every byte of a string it is
+ * given, and an outcome may be large). The sets are kept once per call
+ * of the script, however many claims it carries. */
 static const char CLAIM_LUA[] =
-	"if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[4]) then\n"
-	"  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
-	"  local t = redis.call('TIME')\n"
-	"  redis.call('ZADD', KEYS[3], t[1] * 1000000 + t[2], ARGV[9])\n"
-	"  if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[4]) then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end\n"
-	"  local n, max = redis.call('ZCARD', KEYS[3]), tonumber(ARGV[7])\n"
+	"local out, sets, order = {}, {}, {}\n"
+	"for i = 0, #KEYS / 3 - 1 do\n"
+	"  local rec, lease, set, a = KEYS[i * 3 + 1], KEYS[i * 3 + 2], KEYS[i * 3 + 3], 3 + i * 4\n"
+	"  if redis.call('SET', rec, ARGV[a + 1], 'NX', 'PX', ARGV[2]) then\n"
+	"    redis.call('SET', lease, ARGV[a + 2], 'PX', ARGV[1])\n"
+	"    local s = sets[set]\n"
+	"    if not s then\n"
+	"      s = {pre = string.sub(rec, 1, #rec - #ARGV[a + 4]), n = 0}\n"
+	"      sets[set] = s\n"
+	"      order[#order + 1] = set\n"
+	"    end\n"
+	"    s.n = s.n + 1\n"
+	"    s[s.n] = ARGV[a + 4]\n"
+	"    out[i + 1] = {0}\n"
+	"  else\n"
+	"    local v = redis.call('GET', rec)\n"
+	"    local alive = redis.call('EXISTS', lease)\n"
+	"    if alive == 0 and ARGV[a + 3] == '1' and string.sub(v, 1, 1) == 'R' and\n"
+	"       string.sub(v, 34) == string.sub(ARGV[a + 1], 34) then\n"
+	"      redis.call('SET', rec, ARGV[a + 1], 'PX', ARGV[2])\n"
+	"      redis.call('SET', lease, ARGV[a + 2], 'PX', ARGV[1])\n"
+	"      out[i + 1] = {2}\n"
+	"    else\n"
+	"      out[i + 1] = {1, v, alive}\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"if #order == 0 then return out end\n"
+	"local t = redis.call('TIME')\n"
+	"t = t[1] * 1000000 + t[2]\n"
+	"local max = tonumber(ARGV[3])\n"
+	"for _, set in ipairs(order) do\n"
+	"  local s, z = sets[set], {}\n"
+	"  for j = 1, s.n do z[2 * j - 1] = t; z[2 * j] = s[j] end\n"
+	"  redis.call('ZADD', set, unpack(z))\n"
+	"  if redis.call('PTTL', set) < tonumber(ARGV[2]) then redis.call('PEXPIRE', set, ARGV[2]) end\n"
+	"  local n = redis.call('ZCARD', set)\n"
 	"  if n > max then\n"
 	"    local want = n - max + math.min(math.floor(max / 64), 127)\n"
-	"    local old = redis.call('ZRANGE', KEYS[3], 0, want + 15)\n"
+	"    local old = redis.call('ZRANGE', set, 0, want + 15)\n"
 	"    local recs, gone = {}, {}\n"
 	"    for i = 1, #old do\n"
 	"      if #gone >= want then break end\n"
-	"      if old[i] ~= ARGV[9] then\n"
-	"        local st = redis.call('GETRANGE', ARGV[8] .. old[i], 0, 0)\n"
-	"        if st ~= 'R' then\n"
-	"          if st ~= '' then recs[#recs + 1] = ARGV[8] .. old[i] end\n"
-	"          gone[#gone + 1] = old[i]\n"
-	"        end\n"
+	"      local st = redis.call('GETRANGE', s.pre .. old[i], 0, 0)\n"
+	"      if st ~= 'R' then\n"
+	"        if st ~= '' then recs[#recs + 1] = s.pre .. old[i] end\n"
+	"        gone[#gone + 1] = old[i]\n"
 	"      end\n"
 	"    end\n"
 	"    for i = 1, #recs, 1000 do redis.call('DEL', unpack(recs, i, math.min(i + 999, #recs))) end\n"
-	"    for i = 1, #gone, 1000 do redis.call('ZREM', KEYS[3], unpack(gone, i, math.min(i + 999, #gone))) end\n"
+	"    for i = 1, #gone, 1000 do redis.call('ZREM', set, unpack(gone, i, math.min(i + 999, #gone))) end\n"
 	"  end\n"
-	"  return {0}\n"
 	"end\n"
-	"local v = redis.call('GET', KEYS[1])\n"
-	"local alive = redis.call('EXISTS', KEYS[2])\n"
-	"if alive == 0 and ARGV[5] == '1' and string.sub(v, 1, 1) == 'R' and string.sub(v, 34) == ARGV[6] then\n"
-	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])\n"
-	"  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])\n"
-	"  return {2}\n"
-	"end\n"
-	"return {1, v, alive}\n";
+	"return out\n";
 
 /* Renews the holder's lease (and the record's life): 1, or 0 when lost. */
 static const char RENEW_LUA[] =
@@ -198,8 +226,10 @@ static const char *const script_text[N_SCRIPTS] = {
 };
 
 #define SHA1_HEX 40
-#define ENDS_PER_EVAL 16
-#define MAX_EVAL_ARGS (7 * ENDS_PER_EVAL)
+#define ENDS_PER_EVAL 8
+#define CLAIMS_PER_EVAL 16
+#define MAX_EVAL_ARGS (3 + 7 * CLAIMS_PER_EVAL)
+static_assert(MAX_EVAL_ARGS >= 7 * ENDS_PER_EVAL, "an end batch fits");
 
 /* An EVALSHA's keys and args, kept to send again as EVAL on NOSCRIPT. */
 struct eval_args {
@@ -236,7 +266,11 @@ struct store_wait {
 	char *rkey;
 	store_cb cb;
 	void *arg;
-	struct rcmd *cmd;		/* claim in flight */
+	struct rcmd *cmd;		/* task request in flight */
+	struct list claim_node;		/* r->claims_out, while queued */
+	bool queued;			/* its claim leaves at the end of the loop turn */
+	struct claims *batch;		/* the claims in flight that carry its claim */
+	size_t slot;			/* its place there */
 	struct chan *chan;		/* subscribed to the holder's end */
 	struct list chan_node;
 	struct tc_timer *poll;
@@ -256,6 +290,16 @@ struct store_wait {
 	size_t meta_len;
 	uint64_t order, keep_ms;
 	bool create, swap;
+};
+
+/* The claims one script call carries, answered in its order; a slot
+ * empties when its wait goes first (cancelled, or the store freed), and
+ * keeps its key and token: a claim won for nobody is let go at once. */
+struct claims {
+	size_t n;
+	struct store_wait *w[CLAIMS_PER_EVAL];
+	char *gone[CLAIMS_PER_EVAL];
+	char gone_token[CLAIMS_PER_EVAL][TOKEN_LEN + 1];
 };
 
 struct store_claim {
@@ -293,7 +337,9 @@ struct rstore {
 	struct list waits;
 	struct list claims;
 	struct list ends;		/* struct end: sent before the loop waits */
-	ev_prepare ends_flush;
+	struct list claims_out;		/* struct store_wait: claims, likewise */
+	size_t n_claims_out, n_ends;
+	ev_prepare flush;
 	struct map *chans;
 	struct buf resp;		/* a command being formatted */
 	uint64_t rtt_us;
@@ -314,7 +360,14 @@ static bool is_hex(const char *s, size_t n);
 static void connect_now(struct rstore *r);
 static void wait_send(struct store_wait *w);
 static void on_message(redisAsyncContext *ac, void *reply, void *priv);
+static void end_claim(struct rstore *r, const char *rkey, const char *token, struct buf *rec);
 static char *uid_key(struct rstore *r, const char *kind, uid_t uid, const char *rest);
+
+/* Whether w's claim is queued or in flight. */
+static bool claiming(const struct store_wait *w)
+{
+	return w->queued || w->batch;
+}
 
 /* --- commands ---------------------------------------------------------- */
 
@@ -646,7 +699,7 @@ static void outage(struct rstore *r, const char *fmt, ...)
 	struct list *p;
 	for (p = r->waits.next; p != &r->waits; p = p->next) {
 		struct store_wait *w = list_entry(p, struct store_wait, node);
-		if (!w->cmd && w->chan)
+		if (!claiming(w) && w->chan)
 			tc_timer_start(w->poll, 0);
 	}
 	if (!r->retry_armed) {
@@ -683,6 +736,16 @@ static void wait_free(struct store_wait *w)
 		*w->freed = true;
 	if (w->cmd)
 		w->cmd->arg = NULL;
+	if (w->queued) {
+		list_remove(&w->claim_node);
+		w->r->n_claims_out--;
+	}
+	if (w->batch) {
+		struct claims *b = w->batch;
+		b->w[w->slot] = NULL;
+		b->gone[w->slot] = TAKE_PTR(w->rkey);
+		memcpy(b->gone_token[w->slot], w->token, TOKEN_LEN + 1);
+	}
 	chan_leave(w);
 	tc_timer_free(w->poll);
 	list_remove(&w->node);
@@ -818,7 +881,7 @@ static struct store_claim *claim_new(struct rstore *r, const struct store_wait *
 static void poll_fire(void *arg)
 {
 	struct store_wait *w = arg;
-	if (!w->cmd)
+	if (!claiming(w))
 		wait_send(w);
 }
 
@@ -895,11 +958,11 @@ static struct store_wait *reply_wait(void *arg, const redisReply *reply)
 	return w;
 }
 
-static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
+/* Answers w from its part of a claims reply: false when that part is
+ * not one the script makes (then w was answered from the fallback, and
+ * Redis is away). */
+static bool claim_answer(struct rstore *r, struct store_wait *w, const redisReply *reply)
 {
-	struct store_wait *w = reply_wait(arg, reply);
-	if (!w)
-		return;
 	char state = 0;
 	const char *token, *hash, *tool, *value;
 	size_t tool_len, value_len;
@@ -910,15 +973,14 @@ static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
 	if ((code == 0 || code == 2) && reply->elements == 1) {
 		struct store_claim *c = claim_new(r, w);
 		wait_answer(w, &(struct store_answer){ .result = STORE_CLAIMED, .claim = c });
-		return;
+		return true;
 	}
 	if (code != 1 || reply->elements != 3 || reply->element[2]->type != REDIS_REPLY_INTEGER ||
 	    !parse_record(r, reply->element[1], &state, &token, &hash, &tool, &tool_len, &value, &value_len)) {
 		chan_leave(w);	/* answered below, not by outage() */
-		outage(r, "unexpected reply to a claim: %s",
-		       reply->type == REDIS_REPLY_ERROR ? reply->str : "not a record of this store");
+		outage(r, "unexpected reply to a claim: not a record of this store");
 		wait_fallback(w);
-		return;
+		return false;
 	}
 	alive = reply->element[2]->integer;
 	char want[HASH_HEX + 1];
@@ -926,11 +988,11 @@ static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
 	bool same_tool = tool_len == strlen(w->k.tool) && !memcmp(tool, w->k.tool, tool_len);
 	if (!same_tool || memcmp(hash, want, HASH_HEX)) {
 		wait_answer(w, &(struct store_answer){ .result = STORE_CONFLICT, .same_tool = same_tool });
-		return;
+		return true;
 	}
 	if (state == 'X') {
 		wait_answer(w, &(struct store_answer){ .result = STORE_LOST });
-		return;
+		return true;
 	}
 	if (state == 'D') {
 		void *v = NULL;
@@ -938,7 +1000,7 @@ static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
 			chan_leave(w);
 			outage(r, "a kept outcome does not decode");
 			wait_fallback(w);
-			return;
+			return false;
 		}
 		if (w->joined)
 			r->joins++;
@@ -946,15 +1008,55 @@ static void claim_reply(struct rstore *r, redisReply *reply, void *arg)
 			r->hits++;
 		wait_answer(w, &(struct store_answer){ .result = STORE_DONE, .value = v, .joined = w->joined });
 		r->vops->unref(v);
-		return;
+		return true;
 	}
 	if (!alive) {
 		/* The holder died (an idempotent tool's claim was taken over
 		 * by the script): nobody can say whether it ran. */
 		wait_answer(w, &(struct store_answer){ .result = STORE_LOST });
-		return;
+		return true;
 	}
 	wait_join(w);
+	return true;
+}
+
+/*
+ * Answers each claim a script call carried, in order, from its part of
+ * the reply. A reply of the wrong shape, or a part that is, is an
+ * outage: the claims not yet answered fall back. A callback may cancel
+ * other waits of the batch: their slots empty.
+ */
+static void claims_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct claims *b = arg;
+	bool trusted = reply != NULL;
+	if (reply && (reply->type != REDIS_REPLY_ARRAY || reply->elements != b->n)) {
+		trusted = false;
+		outage(r, "unexpected reply to a claim: %s",
+		       reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong shape");
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		struct store_wait *w = b->w[i];
+		if (!w) {
+			const redisReply *e = trusted && b->gone[i] ? reply->element[i] : NULL;
+			if (e && e->type == REDIS_REPLY_ARRAY && e->elements == 1 &&
+			    e->element[0]->type == REDIS_REPLY_INTEGER &&
+			    (e->element[0]->integer == 0 || e->element[0]->integer == 2)) {
+				struct buf none = {0};
+				end_claim(r, b->gone[i], b->gone_token[i], &none);
+			}
+			continue;
+		}
+		b->w[i] = NULL;
+		w->batch = NULL;
+		if (!trusted)
+			wait_fallback(w);
+		else if (!claim_answer(r, w, reply->element[i]))
+			trusted = false;
+	}
+	for (size_t i = 0; i < b->n; i++)
+		free(b->gone[i]);
+	free(b);
 }
 
 /* Writes v in decimal into out: its start. */
@@ -964,45 +1066,134 @@ static const char *u64_str(char out[static 24], uint64_t v)
 	return fmt_u64(out + 23, v);
 }
 
-/* Sends the claim of w: false when it cannot be sent. */
+/* The strings one claim adds to CLAIM_LUA's keys and args. */
+struct claim_args {
+	char *lease, *set, *rec;
+};
+
+/* Makes w's lease key, uid's set and running record from w->rkey
+ * (P idem:U:H), without printf. */
+static void claim_args_make(const struct rstore *r, const struct store_wait *w, struct claim_args *ca)
+{
+	size_t rkey_len = strlen(w->rkey), pre_len = rkey_len - HASH_HEX, tool_len = strlen(w->k.tool);
+	size_t idem_len = strlen(r->prefix) + 4;	/* "P idem" */
+	ca->lease = xmalloc(rkey_len + sizeof(":lease"));
+	memcpy(ca->lease, w->rkey, rkey_len);
+	memcpy(ca->lease + rkey_len, ":lease", sizeof(":lease"));
+	ca->rec = xmalloc(REC_HEAD + tool_len + 2);	/* R, token, hash, tool, "\n" */
+	ca->rec[0] = 'R';
+	memcpy(ca->rec + 1, w->token, TOKEN_LEN);
+	hex(w->hash, STORE_HASH_LEN, ca->rec + 1 + TOKEN_LEN);
+	memcpy(ca->rec + REC_HEAD, w->k.tool, tool_len);
+	memcpy(ca->rec + REC_HEAD + tool_len, "\n", 2);
+	ca->set = xmalloc(pre_len + 2);	/* P idems:U */
+	memcpy(ca->set, w->rkey, idem_len);
+	ca->set[idem_len] = 's';
+	memcpy(ca->set + idem_len + 1, w->rkey + idem_len, pre_len - idem_len - 1);
+	ca->set[pre_len] = '\0';
+}
+
+/* Hands what hiredis holds to the socket now, not when the loop next
+ * polls, so that Redis starts on it while this turn goes on. Calls
+ * nothing back: a failure shows at the next write event. */
+static void write_now(struct rstore *r)
+{
+	int done;
+	if (r->cmd && (r->cmd->c.flags & REDIS_CONNECTED) && !r->cmd->c.err)
+		redisBufferWrite(&r->cmd->c, &done);
+}
+
+/*
+ * Sends the first CLAIMS_PER_EVAL queued claims in one script call.
+ * When they cannot be sent, they fall back, or, early (from inside a
+ * caller's store_claim, where no callback may run), go back to the queue
+ * for the end of the turn: false.
+ */
+static bool claims_send_batch(struct rstore *r, bool early)
+{
+	char lease_ms[24], rec_ms[24], max[24];
+	const char *shared[3] = { u64_str(lease_ms, r->cfg.lease_ms),
+				  u64_str(rec_ms, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000)),
+				  u64_str(max, MAX(r->cfg.max_entries, 1)) };
+	struct claims *b = xcalloc(1, sizeof(*b));
+	struct claim_args ca[CLAIMS_PER_EVAL];
+	const char *kv[MAX_EVAL_ARGS];
+	while (b->n < CLAIMS_PER_EVAL && !list_empty(&r->claims_out)) {
+		struct store_wait *w = list_first(&r->claims_out, struct store_wait, claim_node);
+		list_remove(&w->claim_node);
+		r->n_claims_out--;
+		w->queued = false;
+		w->batch = b;
+		w->slot = b->n;
+		b->w[b->n++] = w;
+	}
+	/* All keys first, then the shared args, then each claim's. */
+	int n = (int)b->n, nkeys = 3 * n;
+	for (int i = 0; i < 3; i++)
+		kv[nkeys + i] = shared[i];
+	for (int i = 0; i < n; i++) {
+		const struct store_wait *w = b->w[i];
+		claim_args_make(r, w, &ca[i]);
+		kv[3 * i] = w->rkey;
+		kv[3 * i + 1] = ca[i].lease;
+		kv[3 * i + 2] = ca[i].set;
+		kv[nkeys + 3 + 4 * i] = ca[i].rec;
+		kv[nkeys + 3 + 4 * i + 1] = w->token;
+		kv[nkeys + 3 + 4 * i + 2] = w->k.idempotent ? "1" : "0";
+		kv[nkeys + 3 + 4 * i + 3] = w->rkey + strlen(w->rkey) - HASH_HEX;
+	}
+	struct rcmd *c = r->cmd ? send_eval(r, claims_reply, b, S_CLAIM, nkeys, 3 + 4 * n, kv, NULL) : NULL;
+	for (int i = 0; i < n; i++) {
+		free(ca[i].lease);
+		free(ca[i].set);
+		free(ca[i].rec);
+	}
+	if (c)
+		return true;
+	if (!early) {
+		claims_reply(r, NULL, b);	/* each falls back */
+		return false;
+	}
+	for (int i = n - 1; i >= 0; i--) {
+		struct store_wait *w = b->w[i];
+		w->batch = NULL;
+		w->queued = true;
+		list_insert_tail(r->claims_out.next, &w->claim_node);	/* at the front */
+		r->n_claims_out++;
+	}
+	free(b);
+	return false;
+}
+
+/* Sends the claims queued in this loop turn; those that cannot be sent
+ * fall back. */
+static void claims_send(struct rstore *r)
+{
+	while (!list_empty(&r->claims_out))
+		claims_send_batch(r, false);
+}
+
+/* Queues the claim of w, to leave with the turn's others: false when it
+ * cannot be sent. A full script call's worth leaves at once. */
 static bool claim_send(struct store_wait *w)
 {
 	struct rstore *r = w->r;
+	if (!r->cmd)
+		return false;
+	if (r->n_claims_out >= CLAIMS_PER_EVAL && claims_send_batch(r, true))
+		write_now(r);
 	new_token(r, w->token);
-	/* w->rkey is P idem:U:H; the rest are made from it without printf. */
-	size_t rkey_len = strlen(w->rkey), pre_len = rkey_len - HASH_HEX, tool_len = strlen(w->k.tool);
-	size_t idem_len = strlen(r->prefix) + 4;	/* "P idem" */
-	_cleanup_free_ char *lease = xmalloc(rkey_len + sizeof(":lease"));
-	memcpy(lease, w->rkey, rkey_len);
-	memcpy(lease + rkey_len, ":lease", sizeof(":lease"));
-	_cleanup_free_ char *rec = xmalloc(REC_HEAD + tool_len + 2);	/* R, token, hash, tool, "\n" */
-	rec[0] = 'R';
-	memcpy(rec + 1, w->token, TOKEN_LEN);
-	hex(w->hash, STORE_HASH_LEN, rec + 1 + TOKEN_LEN);
-	memcpy(rec + REC_HEAD, w->k.tool, tool_len);
-	memcpy(rec + REC_HEAD + tool_len, "\n", 2);
-	const char *tail = rec + 1 + TOKEN_LEN;
-	_cleanup_free_ char *set = xmalloc(pre_len + 2);	/* P idems:U */
-	memcpy(set, w->rkey, idem_len);
-	set[idem_len] = 's';
-	memcpy(set + idem_len + 1, w->rkey + idem_len, pre_len - idem_len - 1);
-	set[pre_len] = '\0';
-	_cleanup_free_ char *pre = xmemdup(w->rkey, pre_len + 1);
-	pre[pre_len] = '\0';
-	char lease_ms[24], rec_ms[24], max[24];
-	const char *kv[] = { w->rkey, lease, set, rec, w->token,
-			     u64_str(lease_ms, r->cfg.lease_ms),
-			     u64_str(rec_ms, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000)),
-			     w->k.idempotent ? "1" : "0", tail,
-			     u64_str(max, MAX(r->cfg.max_entries, 1)), pre, w->rkey + pre_len };
-	w->cmd = send_eval(r, claim_reply, w, S_CLAIM, 3, 9, kv, NULL);
-	return w->cmd != NULL;
+	w->queued = true;
+	list_insert_tail(&r->claims_out, &w->claim_node);
+	r->n_claims_out++;
+	ev_prepare_start(r->ev, &r->flush);
+	return true;
 }
 
 /* Claims again for w (a message came, or its poll), or falls back. */
 static void wait_send(struct store_wait *w)
 {
-	if (!w->cmd && !claim_send(w))
+	if (!claiming(w) && !claim_send(w))
 		wait_fallback(w);
 }
 
@@ -1046,7 +1237,7 @@ static void on_message(redisAsyncContext *ac, void *reply_, void *priv)
 	struct list *p;
 	for (p = ch->waits.next; p != &ch->waits; p = p->next) {
 		struct store_wait *w = list_entry(p, struct store_wait, chan_node);
-		if (!w->cmd)
+		if (!claiming(w))
 			tc_timer_start(w->poll, 0);
 	}
 }
@@ -1144,88 +1335,127 @@ static void claim_free(struct store_claim *c)
  * and 3 args for END_LUA, back to back, NUL-terminated. */
 struct end {
 	struct list node;		/* r->ends */
+	struct buf rec;			/* the outcome's record (empty: released) */
 	char data[];
 };
 
-/* Sends the ends queued in this loop turn, ENDS_PER_EVAL to a script
- * call: they leave with the turn's other commands, in one write. */
-static void ends_send(struct rstore *r)
+static void end_free(struct end *e)
 {
-	while (!list_empty(&r->ends)) {
-		const char *kv[MAX_EVAL_ARGS];
-		struct end *batch[ENDS_PER_EVAL];
-		int n = 0;
-		while (n < ENDS_PER_EVAL && !list_empty(&r->ends)) {
-			struct end *e = list_first(&r->ends, struct end, node);
-			list_remove(&e->node);
-			batch[n++] = e;
-		}
-		/* All keys first, then all args. */
-		for (int i = 0; i < n; i++) {
-			const char *p = batch[i]->data;
-			for (int j = 0; j < 7; j++) {
-				kv[j < 4 ? 4 * i + j : 4 * n + 3 * i + (j - 4)] = p;
-				p += strlen(p) + 1;
-			}
-		}
-		if (r->cmd)
-			send_eval(r, ignore_reply, NULL, S_END, 4 * n, 3 * n, kv, NULL);
-		for (int i = 0; i < n; i++)
-			free(batch[i]);
-	}
+	buf_free(&e->rec);
+	free(e);
 }
 
-static void ends_fire(struct ev_loop *ev, ev_prepare *w, int revents)
+/* Sends the first ENDS_PER_EVAL queued ends in one script call, each
+ * outcome's record by a SET before it. */
+static void ends_send_batch(struct rstore *r)
 {
-	struct rstore *r = container_of(w, struct rstore, ends_flush);
+	char ttl[24];
+	const char *ttl_s = u64_str(ttl, r->cfg.ttl_ms);
+	const char *kv[MAX_EVAL_ARGS];
+	struct end *batch[ENDS_PER_EVAL];
+	int n = 0;
+	while (n < ENDS_PER_EVAL && !list_empty(&r->ends)) {
+		struct end *e = list_first(&r->ends, struct end, node);
+		list_remove(&e->node);
+		r->n_ends--;
+		batch[n++] = e;
+	}
+	/* All keys first, then all args. */
+	for (int i = 0; i < n; i++) {
+		const char *p = batch[i]->data;
+		for (int j = 0; j < 7; j++) {
+			kv[j < 4 ? 4 * i + j : 4 * n + 3 * i + (j - 4)] = p;
+			p += strlen(p) + 1;
+		}
+	}
+	for (int i = 0; i < n && r->cmd; i++) {
+		if (!buf_size(&batch[i]->rec))
+			continue;
+		const char *out = kv[4 * i + 3];
+		const char *argv[] = { "SET", out, buf_head(&batch[i]->rec), "PX", ttl_s };
+		size_t lens[] = { 3, strlen(out), buf_size(&batch[i]->rec), 2, strlen(ttl_s) };
+		send_cmd(r, ignore_reply, NULL, 5, argv, lens);
+	}
+	if (r->cmd)
+		send_eval(r, ignore_reply, NULL, S_END, 4 * n, 3 * n, kv, NULL);
+	for (int i = 0; i < n; i++)
+		end_free(batch[i]);
+}
+
+/* Sends the ends queued in this loop turn: they leave with the turn's
+ * other commands, in one write. */
+static void ends_send(struct rstore *r)
+{
+	while (!list_empty(&r->ends))
+		ends_send_batch(r);
+}
+
+/*
+ * Sends what the loop turn queued, claims first: Redis answers them
+ * before it copies the turn's outcomes, so the calls waiting for a claim
+ * run here while Redis stores the outcomes of those that ended (a claim
+ * of a key that ended in the same turn joins it, and hears its end).
+ */
+static void flush_fire(struct ev_loop *ev, ev_prepare *w, int revents)
+{
+	struct rstore *r = container_of(w, struct rstore, flush);
 	ev_prepare_stop(ev, w);
+	claims_send(r);
 	ends_send(r);
 }
 
-/* Queues an end (END_LUA's keys and args of one claim) for the end of
- * the loop turn. */
-static void end_queue(struct rstore *r, const char *const kv[static 7])
+/* Queues an end (END_LUA's keys and args of one claim, and the outcome's
+ * record, taken) for the end of the loop turn. */
+static void end_queue(struct rstore *r, const char *const kv[static 7], struct buf *rec)
 {
 	size_t lens[7], total = 0;
 	for (int i = 0; i < 7; i++)
 		total += (lens[i] = strlen(kv[i]) + 1);
 	struct end *e = xmalloc(sizeof(*e) + total);
+	e->rec = *rec;
+	*rec = (struct buf){0};
 	char *p = e->data;
 	for (int i = 0; i < 7; i++) {
 		memcpy(p, kv[i], lens[i]);
 		p += lens[i];
 	}
 	list_insert_tail(&r->ends, &e->node);
-	ev_prepare_start(r->ev, &r->ends_flush);
+	/* A full script call's worth leaves at once. */
+	if (++r->n_ends >= ENDS_PER_EVAL) {
+		ends_send_batch(r);
+		write_now(r);
+	}
+	ev_prepare_start(r->ev, &r->flush);
 }
 
-/* Ends a claim in Redis with record rec (NULL: the key is freed). The
- * record goes by a plain SET to a key of the holder's own and is renamed
- * into place by the script, in the same write: its bytes never enter
- * Lua. */
-static void claim_end(struct store_claim *c, const char *rec, size_t rec_len)
+/* Ends the claim of rkey held with token in Redis, with record rec
+ * (empty: the key is freed), taken. The record goes by a plain SET to a
+ * key of the holder's own and is renamed into place by the script, in
+ * the same write: its bytes never enter Lua. */
+static void end_claim(struct rstore *r, const char *rkey, const char *token, struct buf *rec)
 {
-	struct rstore *r = c->r;
-	if (r) {
-		_cleanup_free_ char *lease = xasprintf("%s:lease", c->rkey);
-		_cleanup_free_ char *out = xasprintf("%s:%s", c->rkey, c->token);
-		bool keep = rec && r->cfg.ttl_ms > 0;
-		if (keep) {
-			char ttl[24];
-			snprintf(ttl, sizeof(ttl), "%" PRIu64, r->cfg.ttl_ms);
-			const char *argv[] = { "SET", out, rec, "PX", ttl };
-			size_t lens[] = { 3, strlen(out), rec_len, 2, strlen(ttl) };
-			send_cmd(r, ignore_reply, NULL, 5, argv, lens);
-		}
-		/* P idem:U:H: the set is P idems:U, the member H. */
-		const char *h = strrchr(c->rkey, ':') + 1;
-		const char *u = h - 1;
-		while (u > c->rkey && u[-1] != ':')
-			u--;
-		_cleanup_free_ char *set = xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
-		const char *kv[] = { c->rkey, lease, set, out, c->token, keep ? "1" : "0", h };
-		end_queue(r, kv);
-	}
+	_cleanup_free_ char *lease = xasprintf("%s:lease", rkey);
+	_cleanup_free_ char *out = xasprintf("%s:%s", rkey, token);
+	bool keep = buf_size(rec) && r->cfg.ttl_ms > 0;
+	if (!keep)
+		buf_free(rec);
+	/* P idem:U:H: the set is P idems:U, the member H. */
+	const char *h = strrchr(rkey, ':') + 1;
+	const char *u = h - 1;
+	while (u > rkey && u[-1] != ':')
+		u--;
+	_cleanup_free_ char *set = xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
+	const char *kv[] = { rkey, lease, set, out, token, keep ? "1" : "0", h };
+	end_queue(r, kv, rec);
+	buf_free(rec);
+}
+
+/* Ends claim c with record rec (empty: released), taken; frees c. */
+static void claim_end(struct store_claim *c, struct buf *rec)
+{
+	if (c->r)
+		end_claim(c->r, c->rkey, c->token, rec);
+	buf_free(rec);
 	claim_free(c);
 }
 
@@ -1249,13 +1479,13 @@ static void rs_complete(struct store_claim *c, void *value)
 		b.len = head;
 		b.data[0] = 'X';
 	}
-	claim_end(c, buf_head(&b), buf_size(&b));
-	buf_free(&b);
+	claim_end(c, &b);
 }
 
 static void rs_release(struct store_claim *c)
 {
-	claim_end(c, NULL, 0);
+	struct buf none = {0};
+	claim_end(c, &none);
 }
 
 /* --- tasks ------------------------------------------------------------- */
@@ -1562,11 +1792,12 @@ static void rs_free(struct store *s)
 	}
 	/* Ends not yet handed to hiredis would not have been written
 	 * either: the connection closes without a flush. */
-	ev_prepare_stop(r->ev, &r->ends_flush);
+	ev_prepare_stop(r->ev, &r->flush);
 	while (!list_empty(&r->ends)) {
 		struct end *e = list_first(&r->ends, struct end, node);
 		list_remove(&e->node);
-		free(e);
+		r->n_ends--;
+		end_free(e);
 	}
 	drop(r);
 	tc_timer_free(r->retry);
@@ -1647,7 +1878,8 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 	list_init(&r->waits);
 	list_init(&r->claims);
 	list_init(&r->ends);
-	ev_prepare_init(&r->ends_flush, ends_fire);
+	list_init(&r->claims_out);
+	ev_prepare_init(&r->flush, flush_fire);
 	r->chans = map_new();
 	r->retry = tc_timer_new(loop, retry_fire, r);
 	r->watchdog = tc_timer_new(loop, watchdog_fire, r);

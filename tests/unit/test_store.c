@@ -903,6 +903,93 @@ START_TEST(hostile_records)
 }
 END_TEST
 
+/* Many claims asked in one loop turn leave together (in more than one
+ * script call, the first before the turn ends): each caller gets its own
+ * answer; a wait cancelled while its claim is queued or in flight is
+ * never answered, and a claim won for it is let go at once. */
+START_TEST(claims_together)
+{
+	enum { N = 80, DONE = 5, DONE2 = 45, CONFLICT = 6, RUNNING = 7, FIRST = 8, SAME = 9, GONE = 1, QUEUED = 70 };
+	struct store *a = open_store("redis", 10000, false);
+	uint8_t hd[STORE_HASH_LEN], hr[STORE_HASH_LEN], hx[STORE_HASH_LEN], h[N][STORE_HASH_LEN];
+	struct store_key kd, kr, kx, k[N];
+	struct got pre, run, g[N], again;
+	mkkey(&kd, 1000, "turn-done", "shell", "{}", hd);
+	claim(a, &kd, &pre, 2000);
+	ck_assert_int_eq(pre.a.result, STORE_CLAIMED);
+	complete(pre.a.claim, "kept");
+	run_for(50);
+	mkkey(&kr, 1000, "turn-running", "shell", "{}", hr);
+	claim(a, &kr, &run, 2000);
+	ck_assert_int_eq(run.a.result, STORE_CLAIMED);
+	mkkey(&kx, 1000, "turn-done", "shell", "{\"other\":1}", hx);
+	char names[N][16];
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "turn-%d", i == SAME ? FIRST : i);
+		mkkey(&k[i], i % 3 ? 1000 : 1001, names[i], "shell", "{}", h[i]);
+		if (i == SAME)
+			k[i].uid = k[FIRST].uid;
+	}
+	k[DONE] = kd;
+	k[DONE2] = kd;
+	k[CONFLICT] = kx;
+	k[RUNNING] = kr;
+	for (int i = 0; i < N; i++) {
+		claim(a, &k[i], &g[i], 0);
+		ck_assert(g[i].w && !g[i].done);
+	}
+	store_wait_cancel(g[GONE].w);	/* in flight: its script call left */
+	store_wait_cancel(g[QUEUED].w);	/* still queued */
+	g[GONE].done = g[QUEUED].done = g[RUNNING].done = g[SAME].done = true;
+	ck_assert(run_until_all(g, N, 3000));
+	g[GONE].done = g[QUEUED].done = g[RUNNING].done = g[SAME].done = false;
+	for (int i = 0; i < N; i++) {
+		if (i == GONE || i == QUEUED || i == RUNNING || i == SAME) {
+			ck_assert(!g[i].done);
+			continue;
+		}
+		if (i == DONE || i == DONE2) {
+			ck_assert_int_eq(g[i].a.result, STORE_DONE);
+			ck_assert_str_eq(g[i].value, "kept");
+			ck_assert(!g[i].a.joined);
+		} else if (i == CONFLICT) {
+			ck_assert_int_eq(g[i].a.result, STORE_CONFLICT);
+			ck_assert(g[i].a.same_tool);
+		} else {
+			ck_assert_int_eq(g[i].a.result, STORE_CLAIMED);
+			for (int j = 0; j < i; j++)
+				ck_assert_ptr_ne(g[i].a.claim, g[j].a.claim);
+		}
+	}
+	/* The two that wait hear their holders' ends. */
+	complete(g[FIRST].a.claim, "first");
+	ck_assert(run_until(&g[SAME].done, 3000));
+	ck_assert_int_eq(g[SAME].a.result, STORE_DONE);
+	ck_assert(g[SAME].a.joined);
+	ck_assert_str_eq(g[SAME].value, "first");
+	complete(run.a.claim, "ran");
+	ck_assert(run_until(&g[RUNNING].done, 3000));
+	ck_assert_int_eq(g[RUNNING].a.result, STORE_DONE);
+	ck_assert_str_eq(g[RUNNING].value, "ran");
+	for (int i = 0; i < N; i++)
+		if (i != FIRST && g[i].done && g[i].a.result == STORE_CLAIMED)
+			store_release(g[i].a.claim);
+	/* Nobody holds the cancelled ones' keys (a lease of 10 s would make
+	 * these wait). */
+	claim(a, &k[GONE], &again, 2000);
+	ck_assert(again.done);
+	ck_assert_int_eq(again.a.result, STORE_CLAIMED);
+	store_release(again.a.claim);
+	claim(a, &k[QUEUED], &again, 2000);
+	ck_assert(again.done);
+	ck_assert_int_eq(again.a.result, STORE_CLAIMED);
+	store_release(again.a.claim);
+	ck_assert(!g[GONE].done && !g[QUEUED].done);
+	store_free(a);
+	ck_assert_uint_eq(downs, 0);
+}
+END_TEST
+
 static Suite *suite(const char *kind)
 {
 	Suite *s = suite_create("store");
@@ -928,6 +1015,7 @@ static Suite *suite(const char *kind)
 		tcase_add_checked_fixture(tc, setup_redis, NULL);
 		tcase_add_test(tc, join_across_stores);
 		tcase_add_test(tc, release_across_stores);
+		tcase_add_test(tc, claims_together);
 		tcase_add_test(tc, dead_holder);
 		tcase_add_test(tc, stalled_redis);
 		tcase_add_test(tc, killed_redis);
