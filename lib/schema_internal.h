@@ -124,7 +124,7 @@ static inline bool is_integral(const struct json *v)
 	if (v->u.num.is_int)
 		return true;
 	d = v->u.num.d;
-	return isinf(d) || (isfinite(d) && floor(d) == d);
+	return isinf(d) || json_double_integral(d);
 }
 
 /* The instance's JSON type as a message names it: "number" for every

@@ -104,6 +104,8 @@ DEFINE_CLEANUP_FUNC(struct json_doc, json_doc_unref)
 /* Accessors: all accept NULL and return NULL/false when the type differs. */
 const struct json *json_get(const struct json *obj, const char *key);
 const char *json_str(const struct json *v);
+/* Whether d is finite with no fraction (no libm needed). */
+bool json_double_integral(double d);
 bool json_is_int(const struct json *v);
 /* Stores an integral value (1, 1.0, 1e2) that fits int64. */
 bool json_get_int(const struct json *v, int64_t *ret);

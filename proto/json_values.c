@@ -36,6 +36,19 @@ static inline bool digits8(const char *p, uint32_t *ret)
 }
 
 /* Fills a number node from its text. */
+/* Whether d is finite with no fraction: a double of magnitude 2^53 or more
+ * is a whole number; below that, the round trip through int64_t says. (Not
+ * floor(): libm would be loaded for it alone, some 300 KiB of the
+ * daemon's resident memory.) */
+bool json_double_integral(double d)
+{
+	if (!isfinite(d))
+		return false;
+	if (d >= 0x1p53 || d <= -0x1p53)
+		return true;
+	return d == (double)(int64_t)d;
+}
+
 void json_set_number(struct json *v, const char *raw, size_t n)
 {
 	char tmp[64];
@@ -82,8 +95,7 @@ void json_set_number(struct json *v, const char *raw, size_t n)
 			v->u.num.i = i;
 			v->u.num.is_int = true;
 		}
-	} else if (isfinite(v->u.num.d) && v->u.num.d == floor(v->u.num.d) &&
-		   fabs(v->u.num.d) < 9.2e18) {
+	} else if (json_double_integral(v->u.num.d) && v->u.num.d < 9.2e18 && v->u.num.d > -9.2e18) {
 		v->u.num.i = (int64_t)v->u.num.d;
 		v->u.num.is_int = true;
 	}
@@ -127,8 +139,7 @@ bool json_is_int(const struct json *v)
 		return false;
 	if (v->u.num.is_int)
 		return true;
-	double d = v->u.num.d;
-	return isfinite(d) && d == floor(d);
+	return json_double_integral(v->u.num.d);
 }
 
 bool json_get_int(const struct json *v, int64_t *ret)

@@ -108,6 +108,18 @@ START_TEST(numbers)
 	/* Numbers keep their text. */
 	ck_assert_uint_eq(a->u.arr.items[5]->u.num.raw_len, 23);
 	json_doc_unref(doc);
+	/* Whole or not, without libm, at the edges of a double's precision. */
+	ck_assert(json_double_integral(0.0) && json_double_integral(-0.0) && json_double_integral(-7.0));
+	ck_assert(json_double_integral(9007199254740992.0) && json_double_integral(-9007199254740994.0));
+	ck_assert(json_double_integral(1e300) && json_double_integral(-9.3e18));
+	ck_assert(!json_double_integral(0.5) && !json_double_integral(-2.25) && !json_double_integral(4503599627370495.5));
+	ck_assert(!json_double_integral(1.0 / 0.0) && !json_double_integral(0.0 / 0.0));
+	doc = parse_ok("[-1e3, 2.5e0, 9.3e18]");
+	a = json_doc_root(doc);
+	ck_assert(json_get_int(a->u.arr.items[0], &v) && v == -1000);
+	ck_assert(!json_is_int(a->u.arr.items[1]));
+	ck_assert(json_is_int(a->u.arr.items[2]) && !json_get_int(a->u.arr.items[2], &v));
+	json_doc_unref(doc);
 }
 END_TEST
 
