@@ -224,7 +224,8 @@ int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd, unsign
 	int r;
 	if (!fresh(base, abi))
 		(void)load(base, abi);
-	*ret_gen = h.gen;
+	if (ret_gen)
+		*ret_gen = h.gen;
 	if (!h.ok)
 		return -ENOENT;
 	if (h.err < 0)

@@ -322,11 +322,10 @@ static bool hide_by_landlock(struct sandbox_run *run, const struct sandbox_req *
 					return false;
 	}
 	int fd;
-	unsigned gen;
 	struct sandbox_child *c = &run->child;
 	if (run->spare_fd >= 0 && hide_still(base, f->landlock_abi, run->spare_gen))
 		fd = TAKE_FD(run->spare_fd);
-	else if (hide_ruleset(base, run->tmpdir, f->landlock_abi, &fd, &gen) < 0)
+	else if (hide_ruleset(base, run->tmpdir, f->landlock_abi, &fd, NULL) < 0)
 		return false;
 	/* landlock_fd is enforced first, and the spawn keeps the fds up to
 	 * it: this layer goes there, above the first layer's fd. In that
@@ -597,6 +596,17 @@ static void rmdir_pending(void)
 		pending_rmdir[k] = NULL;
 }
 
+/* Removes a call's cgroup (taking path), or leaves it to rmdir_pending()
+ * while processes killed in it are still going. */
+static void cg_remove(char *path)
+{
+	if (sandbox_cgroup_is_fake())
+		cg_fake_empty(path);
+	if (rmdir(path) < 0 && errno == EBUSY)
+		strv_push(&pending_rmdir, TAKE_PTR(path));
+	free(path);
+}
+
 /* Keeps an ended call's cgroup for a later call: when it is empty, none
  * of its limits was hit (the counts of cgroup.events files only grow)
  * and there is room. */
@@ -619,12 +629,7 @@ static bool cg_keep(struct sandbox_run *run)
 static void cg_kept_clear(void)
 {
 	while (n_cg_kept) {
-		struct cg_kept *k = &cg_kept[--n_cg_kept];
-		if (sandbox_cgroup_is_fake())
-			cg_fake_empty(k->path);
-		if (rmdir(k->path) < 0 && errno == EBUSY)
-			strv_push(&pending_rmdir, TAKE_PTR(k->path));
-		free(k->path);
+		cg_remove(cg_kept[--n_cg_kept].path);
 	}
 }
 
@@ -633,19 +638,12 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 {
 	if (!run)
 		return NULL;
-	if (run->cgroup && !cg_keep(run)) {
-		if (run->child.cgroup_procs_fd >= 0)
-			close(run->child.cgroup_procs_fd);
-		run->child.cgroup_procs_fd = -1;
-		sandbox_run_kill(run);
-		if (sandbox_cgroup_is_fake())
-			cg_fake_empty(run->cgroup);
-		if (rmdir(run->cgroup) < 0 && errno == EBUSY)
-			strv_push(&pending_rmdir, TAKE_PTR(run->cgroup));
-		free(run->cgroup);
-	}
 	if (run->child.cgroup_procs_fd >= 0)
 		close(run->child.cgroup_procs_fd);
+	if (run->cgroup && !cg_keep(run)) {
+		sandbox_run_kill(run);
+		cg_remove(TAKE_PTR(run->cgroup));
+	}
 	rmdir_pending();
 	if (run->cgroup_fd >= 0)
 		close(run->cgroup_fd);

@@ -96,6 +96,7 @@ bool tmp_private_mounts(void);
  * run.c decides). Negative errno (-E2BIG: too many entries
  * along the way). hide_covers(): whether writable (a path the first layer
  * makes writable) is base or holds it, which this layer would take away.
+ * ret_gen (may be NULL): the state of the way the layer was made from.
  */
 int hide_ruleset(const char *base, const char *own, int abi, int *ret_fd, unsigned *ret_gen);
 /* Whether a ruleset hide_ruleset() made when it said gen still holds (the
