@@ -251,7 +251,8 @@ enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
 /* Gives a daemon running as root a mount namespace of its own (a slave of
  * the one it started in, so mounts made there still reach it), where its
  * calls' TMPDIRs go on a tmpfs that ends with it. Before any thread. 0 or
- * a negative errno: the TMPDIRs then stay on the disk (slower, as safe). */
+ * a negative errno (-EPERM: not root): the TMPDIRs then stay on the disk
+ * (slower, as safe). */
 int sandbox_private_mounts(void);
 /* Drops the cached rulesets and programs (on reload). */
 void sandbox_cache_clear(void);
