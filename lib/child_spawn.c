@@ -452,6 +452,7 @@ struct spawn_args {
 	uint64_t reset;			/* signals_to_reset() */
 	struct sandbox_child *sandbox;	/* or NULL */
 	bool subreaper;			/* the daemon is one: so is the child */
+	int cap_last;			/* sandbox_cap_last(), for a child without a plan */
 	int report_fd;			/* or -1: see spawn_report */
 	int err;			/* set by the child when it cannot exec */
 };
@@ -535,8 +536,9 @@ __attribute__((no_sanitize("address"))) static void close_from_3(long keep)
  * ten thousand connections open above. Then it sets back the signals that
  * are not at their default, takes its own process group, moves to its
  * working directory, gets back the soft limit on open files the daemon was
- * given (child_set_fd_limit), puts its fds on 0-2, closes the rest,
- * unblocks every signal and execs.
+ * given (child_set_fd_limit), puts its fds on 0-2, carries out its
+ * sandbox plan or, without one, drops every capability (sandbox.h),
+ * closes the rest, unblocks every signal and execs.
  */
 __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 {
@@ -577,6 +579,9 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	if (a->subreaper && !a->sandbox && syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		goto fail;
 	if (a->sandbox && sandbox_child_apply(a->sandbox) < 0)
+		goto fail;
+	/* A child without a sandbox plan holds no capability either. */
+	if (!a->sandbox && ((a->cap_last >= 0 && sandbox_caps_bound(a->cap_last) < 0) || sandbox_caps_clear() < 0))
 		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
@@ -633,6 +638,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd,
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
 		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox), .report_fd = -1,
+		.cap_last = sandbox_cap_last(),
 	};
 	_cleanup_close_ int report_r = -1, report_w = -1;
 	int r;

@@ -15,7 +15,9 @@
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/mount.h>
+#include <linux/securebits.h>
 #include <linux/seccomp.h>
 
 /* The kernel's struct rlimit64 for prlimit64(2). */
@@ -138,6 +140,44 @@ __attribute__((no_sanitize("address"))) static int hide_tmp(const char *parent, 
 	return r;
 }
 
+/*
+ * Takes away for good what would let the child, or anything it execs,
+ * hold a capability: the bounding set emptied (cap 0 to last_cap) and the
+ * securebits locked so that uid 0 means no capability at exec
+ * (SECBIT_NOROOT), a change of uid keeps none it could raise
+ * (SECBIT_NO_SETUID_FIXUP with an empty bounding set), KEEP_CAPS stays
+ * off and no ambient capability can be raised; both need CAP_SETPCAP.
+ * Before the change of uid, which needs CAP_SETUID still in effect.
+ */
+__attribute__((no_sanitize("address"))) int sandbox_caps_bound(int last_cap)
+{
+	for (long cap = 0; cap <= last_cap; cap++)
+		if (syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break;	/* past the kernel's last */
+			return -errno;
+		}
+	const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+				   SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+				   SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+	if (syscall(SYS_prctl, PR_SET_SECUREBITS, bits, 0, 0, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Empties the ambient, inheritable, permitted and effective sets: the
+ * last privileged step (a lowering capset needs no capability). */
+__attribute__((no_sanitize("address"))) int sandbox_caps_clear(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {{0}};
+	if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	return 0;
+}
+
 #define STEP(name, call) \
 	do { \
 		if ((call) < 0) { \
@@ -147,7 +187,8 @@ __attribute__((no_sanitize("address"))) static int hide_tmp(const char *parent, 
 	} while (0)
 
 /* Carries out the plan, in the order that needs the privileges it drops
- * last: cgroup, subreaper, user namespace maps, mounts, rlimits, groups/gid/uid, no_new_privs,
+ * last: cgroup, subreaper, user namespace maps, mounts, rlimits, bounding
+ * set and securebits, groups/gid/uid, every capability, no_new_privs,
  * Landlock, seccomp. */
 __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_child *c)
 {
@@ -190,11 +231,14 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		rl.cur = old.cur < rl.max ? old.cur : rl.max;
 		STEP("setting a resource limit", syscall(SYS_prlimit64, 0, c->rlimits[i].resource, &rl, NULL));
 	}
+	if (c->cap_last >= 0)
+		STEP("emptying the capability bounding set", sandbox_caps_bound(c->cap_last));
 	if (c->set_ids) {
 		STEP("setting the groups", syscall(SYS_setgroups, c->n_groups, c->groups));
 		STEP("setting the gid", syscall(SYS_setresgid, c->gid, c->gid, c->gid));
 		STEP("setting the uid", syscall(SYS_setresuid, c->uid, c->uid, c->uid));
 	}
+	STEP("dropping the capabilities", sandbox_caps_clear());
 	if (c->no_new_privs)
 		STEP("setting no_new_privs", syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	if (c->landlock_fd >= 0)

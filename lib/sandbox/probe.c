@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 
 #include "lib/sandbox/sandbox_internal.h"
@@ -56,6 +57,22 @@ ssize_t read_small(int dir_fd, const char *path, char *buf, size_t size)
 
 static struct sandbox_features features;
 static bool probed;
+
+int sandbox_cap_last(void)
+{
+	static int last = -2;
+	if (last == -2) {
+		struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+		struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+		char buf[16];
+		last = -1;
+		if (syscall(SYS_capget, &hdr, data) == 0 && (data[0].effective & (1U << CAP_SETPCAP)))
+			last = read_small(AT_FDCWD, "/proc/sys/kernel/cap_last_cap", buf, sizeof(buf)) > 0
+				       ? atoi(buf)
+				       : 63;
+	}
+	return last;
+}
 
 /* The highest Landlock ABI, or 0. */
 static int probe_landlock(void)
@@ -313,5 +330,7 @@ char *sandbox_features_line(const struct sandbox_features *f)
 		 : f->mountns ? ", other TMPDIRs: mount namespace"
 		 : f->userns ? ", other TMPDIRs: user namespace" : ", other TMPDIRs: modes only");
 	buf_puts(&b, f->setid ? ", run_as peer: yes" : ", run_as peer: no (not root)");
+	buf_puts(&b, sandbox_cap_last() >= 0 ? ", children: no capabilities, bounding set empty, securebits locked"
+					     : ", children: no capabilities (bounding set kept: no CAP_SETPCAP)");
 	return buf_steal(&b);
 }

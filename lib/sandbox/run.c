@@ -402,6 +402,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->cgroup_fd = run->hide_fd = run->spare_fd = -1;
 	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = -1;
 	c->subreaper = f->subreaper;
+	c->cap_last = sandbox_cap_last();
 	c->mounts_slave = tmp_private_mounts();
 	if (req->id && req->id->change) {
 		c->set_ids = true;
@@ -499,6 +500,9 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	note(run, ns || run->hide_fd >= 0, "tmpdir hidden");
 	if (ns && !f->mountns) {
 		c->userns = true;
+		/* It holds every capability in its user namespace: it drops
+		 * them there as a root daemon's child does. */
+		c->cap_last = 63;
 		snprintf(run->uid_map, sizeof(run->uid_map), "%u %u 1\n", (unsigned)child_uid, (unsigned)child_uid);
 		snprintf(run->gid_map, sizeof(run->gid_map), "%u %u 1\n", (unsigned)child_gid, (unsigned)child_gid);
 		c->uid_map = run->uid_map;

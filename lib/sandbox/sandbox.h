@@ -194,6 +194,9 @@ struct sandbox_child {
 	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
 	const char *tmp_own;			/* empty tmpfs but for this call's own */
 	bool mounts_slave;			/* the daemon's are: no need to make them so */
+	int cap_last;				/* the bounding set to empty, 0 to
+						 * this, and securebits to lock (the
+						 * daemon has CAP_SETPCAP), or -1 */
 	bool set_ids;
 	uid_t uid;
 	gid_t gid;
@@ -264,8 +267,26 @@ void sandbox_shutdown(void);
 /*
  * Carries out the plan in the spawned child: raw system calls only, on its
  * stack. Returns 0, or a negative errno with c->failed naming the step.
+ * Every plan ends without a capability (see below).
  */
 int sandbox_child_apply(struct sandbox_child *c);
+
+/*
+ * No child holds a capability, whatever its uid: each empties its
+ * bounding set and locks the securebits (SECBIT_NOROOT and the others:
+ * no capability comes back through exec of a setuid or file-capability
+ * binary, nor as uid 0) where the daemon holds CAP_SETPCAP, then clears
+ * its ambient, inheritable, permitted and effective sets, after the
+ * privileged steps of its plan and before exec. sandbox_cap_last(): the
+ * highest capability the kernel knows, to drop up to, or -1 when the
+ * daemon has no CAP_SETPCAP (a child of an unprivileged daemon has no
+ * capability to lose, and no_new_privs keeps a sandboxed one from
+ * gaining any); looked up once. The other two are raw, for the spawned
+ * child (apply.c).
+ */
+int sandbox_cap_last(void);
+int sandbox_caps_bound(int last_cap);
+int sandbox_caps_clear(void);
 
 /*
  * True when pid is a process the daemon started (a descendant of the

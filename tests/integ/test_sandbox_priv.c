@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Children hold no privilege, black box, with the daemon running as root:
+ * a root peer's sandboxed shell, a command tool whose profile is off, a
+ * hook and an MCP server all start with every capability set empty
+ * (bounding, inheritable, permitted, effective, ambient), and the root
+ * peer's shell can neither make a device node, set the host name, chown
+ * another's file nor read another uid's 0600 file.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define AUTO "\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
+#define NOBODY 65534
+#define ZERO "0000000000000000"
+
+static void start(struct tcd *d, const char *members)
+{
+	char *cfg = xasprintf("{" AUTO "%s}", members);
+	tcd_start(d, cfg);
+	free(cfg);
+}
+
+static void stop(struct tcd *d)
+{
+	ck_assert_int_eq(tcd_stop(d), 0);
+	tcd_free(d);
+}
+
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "command");
+	jgen_str(g, command);
+	jgen_obj_close(g);
+	jgen_free(g);
+	const struct json *r = tcc_call(c, "shell", buf_head(&b));
+	buf_free(&b);
+	return r;
+}
+
+/* The value of "name:" in a /proc/PID/status text (malloc'd), or NULL. */
+static char *status_field(const char *text, const char *name)
+{
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		size_t n = strlen(name);
+		if (strncmp(p, name, n) == 0 && p[n] == ':') {
+			p += n + 1;
+			while (*p == '\t' || *p == ' ')
+				p++;
+			return strndup(p, strcspn(p, "\n \t"));
+		}
+	}
+	return NULL;
+}
+
+/* Asserts that every capability set of a status text is empty. */
+static void assert_no_caps(const char *who, const char *text)
+{
+	static const char *const sets[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
+	ck_assert_msg(text, "%s: no status", who);
+	for (size_t i = 0; i < sizeof(sets) / sizeof(*sets); i++) {
+		char *v = status_field(text, sets[i]);
+		ck_assert_msg(v && strcmp(v, ZERO) == 0, "%s: %s is %s in:\n%s", who, sets[i], v ? v : "(none)", text);
+		free(v);
+	}
+}
+
+static bool has_str(const struct json *r, const char *path, const char *s)
+{
+	const struct json *a = tj(r, path);
+	for (size_t i = 0; a && a->type == JSON_ARRAY && i < a->u.arr.n; i++)
+		if (json_str(a->u.arr.items[i]) && strcmp(json_str(a->u.arr.items[i]), s) == 0)
+			return true;
+	return false;
+}
+
+/* A root peer's sandboxed shell: uid 0 without power. */
+START_TEST(root_shell_unprivileged)
+{
+	struct tcd d;
+	start(&d, "");
+	char *theirs = tcd_write_ws(&d, "theirs", "private\n", 8, 0600);
+	ck_assert_int_eq(chown(theirs, NOBODY, NOBODY), 0);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "id -u; cat /proc/self/status");
+	tc_assert_ok(r);
+	const char *out = tj_str(r, "result.structuredContent.stdout");
+	ck_assert_msg(strncmp(out, "0\n", 2) == 0, "%s", out);
+	assert_no_caps("root peer's shell", out);
+	char *v = status_field(out, "Seccomp");
+	ck_assert_str_eq(v, "2");
+	free(v);
+	v = status_field(out, "NoNewPrivs");
+	ck_assert_str_eq(v, "1");
+	free(v);
+
+	/* Each one on its own: none may succeed. */
+	static const char *const refused[] = {
+		"mknod \"$TMPDIR/blk\" b 7 0",
+		"mknod blk b 7 0",
+		"hostname toolcalld-test",
+		"chown 0:0 theirs",
+		"cat theirs",
+		"chmod 0644 theirs",
+		"setpriv --reuid=0 --inh-caps=+sys_admin --ambient-caps=+sys_admin true",
+		"capsh --caps=cap_sys_admin+eip -- -c true",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *cmd = xasprintf("%s && echo DONE", refused[i]);
+		r = sh(c, cmd);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
+		free(cmd);
+	}
+	struct stat st;
+	ck_assert_int_eq(stat(theirs, &st), 0);
+	ck_assert_int_eq(st.st_uid, NOBODY);
+	ck_assert_int_eq(st.st_mode & 07777, 0600);
+	char *blk = tcd_ws_path(&d, "blk");
+	ck_assert_int_lt(access(blk, F_OK), 0);
+	free(blk);
+	free(theirs);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* A command tool whose profile is off still holds no capability. */
+START_TEST(off_profile_unprivileged)
+{
+	struct tcd d;
+	start(&d, "");
+	tcd_write_tool(&d, "status.json",
+		       "{\"name\":\"status\",\"kind\":\"command\",\"side_effects\":\"read\","
+		       "\"argv\":[\"cat\",\"/proc/self/status\"],\"sandbox\":{\"profile\":\"off\"}}");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+	const struct json *r = tcc_call(c, "status", "{}");
+	tc_assert_ok(r);
+	const char *out = tj_str(r, "result.content.0.text");
+	assert_no_caps("command tool, profile off", out);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* A hook tells its capabilities as the reason of its refusal. */
+START_TEST(hook_unprivileged)
+{
+	struct tcd d;
+	start(&d, ",\"hooks\":{\"pre_call\":[{\"match\":\"shell\",\"command\":[\"/bin/sh\",\"@DIR@/hook.sh\"]}]}");
+	static const char script[] =
+		"cat >/dev/null\n"
+		"caps=$(grep -E '^Cap' /proc/self/status | tr '\\t\\n' '= ')\n"
+		"printf '{\"decision\":\"deny\",\"reason\":\"%s\"}\\n' \"$caps\"\n";
+	char *path = xasprintf("%s/hook.sh", d.dir);
+	tc_write_file_atomic(path, script, strlen(script));
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	free(path);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "true");
+	char *text = tj_text(r);
+	static const char *const sets[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
+	for (size_t i = 0; i < sizeof(sets) / sizeof(*sets); i++) {
+		char *want = xasprintf("%s:=" ZERO, sets[i]);
+		ck_assert_msg(strstr(text, want), "no %s in %s", want, text);
+		free(want);
+	}
+	free(text);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* An MCP server of a root daemon runs as root, without a capability. */
+START_TEST(mcp_server_unprivileged)
+{
+	const char *server = getenv("TC_MCP_SERVER");
+	if (!server)
+		TC_SKIP("mcp_server_unprivileged: skipped: TC_MCP_SERVER is not set");
+	for (int off = 0; off < 2; off++) {
+		struct tcd d;
+		start(&d, "");
+		char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"],"
+				       "  \"prefix\": \"demo_\", \"side_effects\": \"read\","
+				       "  \"sandbox\": {\"profile\": \"%s\", \"limits\": {\"memory_mb\": null}} }",
+				       server, off ? "off" : "workspace-write");
+		tcd_write_tool(&d, "demo.json", decl);
+		free(decl);
+		struct tcc *c = tcc_connect(&d);
+		tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+		const struct json *r = tcc_call(c, "demo_pid", "{}");
+		tc_assert_ok(r);
+		pid_t pid = atoi(tj_str(r, "result.content.0.text"));
+		ck_assert_int_gt(pid, 1);
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+		char *text = tcd_read(NULL, path, NULL);
+		char *uid = status_field(text, "Uid");
+		ck_assert_str_eq(uid, "0");
+		free(uid);
+		assert_no_caps(off ? "MCP server, profile off" : "MCP server", text);
+		free(text);
+		tcc_close(c);
+		stop(&d);
+	}
+}
+END_TEST
+
+/* Start-up says children hold no capability. */
+START_TEST(startup_says_so)
+{
+	struct tcd d;
+	start(&d, "");
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "children: no capabilities, bounding set empty, securebits locked"), "%s", log);
+	free(log);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "true");
+	tc_assert_ok(r);
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "seccomp"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+static Suite *priv_suite(void)
+{
+	Suite *s = suite_create("integ_sandbox_priv");
+	TCase *tc = tcase_create("priv");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, root_shell_unprivileged);
+	tcase_add_test(tc, off_profile_unprivileged);
+	tcase_add_test(tc, hook_unprivileged);
+	tcase_add_test(tc, mcp_server_unprivileged);
+	tcase_add_test(tc, startup_says_so);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "skipped: these cases start the daemon as root\n");
+		return 77;
+	}
+	if (getenv("TC_UNDER_VALGRIND")) {
+		fprintf(stderr, "skipped: valgrind cannot install Landlock or seccomp, which these cases check\n");
+		return 77;
+	}
+	return run_suite(priv_suite());
+}
