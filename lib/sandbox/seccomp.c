@@ -12,7 +12,8 @@
  * and libc falls back to clone); giving up the subreaper role that keeps a
  * call's processes together; and the ioctls that push input into a
  * terminal. The other architectures of the machine (i386 on x86_64) are
- * killed, so no other system call table is a way around.
+ * killed, so no other system call table is a way around. No setuid or
+ * setgid bit and no device node is made (add_mode_rules()).
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -60,6 +61,80 @@ static const char *const denied_calls[] = {
 	"userfaultfd", "name_to_handle_at", "open_by_handle_at",
 };
 
+#ifndef __O_TMPFILE
+#define __O_TMPFILE 020000000
+#endif
+
+/* Refuses (EPERM) a call of name, where it exists here, whose argument
+ * arg holds the bits value under mask, and, where flag_arg >= 0, whose
+ * argument flag_arg holds one of the bits of flags. */
+static int deny_masked(scmp_filter_ctx ctx, const char *name, unsigned arg, uint64_t mask, uint64_t value,
+		       int flag_arg, uint64_t flags, const char **ret_what)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+	if (nr == __NR_SCMP_ERROR)
+		return 0;
+	*ret_what = name;
+	struct scmp_arg_cmp cmp[2] = {
+		{ .arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = mask, .datum_b = value },
+		{ .arg = (unsigned)flag_arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = flags, .datum_b = flags },
+	};
+	return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, flag_arg >= 0 ? 2 : 1, cmp);
+}
+
+/*
+ * What Landlock and the read-only mounts leave to this filter: no file
+ * gets a setuid or setgid bit (chmod, fchmod, fchmodat, fchmodat2; open,
+ * openat and creat making a file with one; mknod of a file with one) and
+ * no device node is made (mknod, mknodat of a character or block
+ * device). openat2 carries its mode in memory a filter cannot read: it
+ * is ENOSYS, and libc and programs fall back to openat. chmod +x and
+ * every other mode stay allowed.
+ */
+static int add_mode_rules(scmp_filter_ctx ctx, const char **ret_what)
+{
+	static const struct {
+		const char *name;
+		unsigned mode_arg;
+		int flags_arg;		/* -1: none */
+	} calls[] = {
+		{ "chmod", 1, -1 }, { "fchmod", 1, -1 }, { "fchmodat", 2, -1 }, { "fchmodat2", 2, -1 },
+		{ "mknod", 1, -1 }, { "mknodat", 2, -1 }, { "creat", 1, -1 },
+		{ "open", 2, 1 }, { "openat", 3, 2 },
+	};
+	static const uint64_t bits[] = { S_ISUID, S_ISGID };
+	int r;
+	for (size_t i = 0; i < ELEMENTSOF(calls); i++)
+		for (size_t b = 0; b < ELEMENTSOF(bits); b++) {
+			if (calls[i].flags_arg < 0) {
+				if ((r = deny_masked(ctx, calls[i].name, calls[i].mode_arg, bits[b], bits[b], -1, 0,
+						     ret_what)) < 0)
+					return r;
+				continue;
+			}
+			/* The mode counts only with O_CREAT or O_TMPFILE. */
+			if ((r = deny_masked(ctx, calls[i].name, calls[i].mode_arg, bits[b], bits[b],
+					     calls[i].flags_arg, O_CREAT, ret_what)) < 0 ||
+			    (r = deny_masked(ctx, calls[i].name, calls[i].mode_arg, bits[b], bits[b],
+					     calls[i].flags_arg, __O_TMPFILE, ret_what)) < 0)
+				return r;
+		}
+	static const struct {
+		const char *name;
+		unsigned mode_arg;
+	} nodes[] = { { "mknod", 1 }, { "mknodat", 2 } };
+	static const uint64_t types[] = { S_IFCHR, S_IFBLK };
+	for (size_t i = 0; i < ELEMENTSOF(nodes); i++)
+		for (size_t t = 0; t < ELEMENTSOF(types); t++)
+			if ((r = deny_masked(ctx, nodes[i].name, nodes[i].mode_arg, S_IFMT, types[t], -1, 0, ret_what)) < 0)
+				return r;
+	int nr = seccomp_syscall_resolve_name("openat2");
+	*ret_what = "openat2";
+	if (nr != __NR_SCMP_ERROR && (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0)) < 0)
+		return r;
+	return 0;
+}
+
 /* Adds the rules; returns 0 or a negative errno, *ret_what naming the
  * rule that failed. */
 static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
@@ -102,6 +177,8 @@ static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
 				  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI))) < 0 ||
 	    (r = seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
 				  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX))) < 0)
+		return r;
+	if ((r = add_mode_rules(ctx, ret_what)) < 0)
 		return r;
 	if (network)
 		return 0;

@@ -116,6 +116,9 @@ START_TEST(root_shell_unprivileged)
 		"chmod 0644 theirs",
 		"setpriv --reuid=0 --inh-caps=+sys_admin --ambient-caps=+sys_admin true",
 		"capsh --caps=cap_sys_admin+eip -- -c true",
+		"touch mine && chmod 4755 mine",
+		"chmod g+s mine",
+		"install -m 4755 /bin/true suid-true",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *cmd = xasprintf("%s && echo DONE", refused[i]);
@@ -124,7 +127,14 @@ START_TEST(root_shell_unprivileged)
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(cmd);
 	}
+	/* chmod +x works. */
+	r = sh(c, "touch mine && chmod +x mine && stat -c %a mine");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "755\n");
 	struct stat st;
+	char *suid = tcd_ws_path(&d, "suid-true");
+	ck_assert(stat(suid, &st) < 0 || !(st.st_mode & (S_ISUID | S_ISGID)));
+	free(suid);
 	ck_assert_int_eq(stat(theirs, &st), 0);
 	ck_assert_int_eq(st.st_uid, NOBODY);
 	ck_assert_int_eq(st.st_mode & 07777, 0600);

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -604,6 +605,27 @@ static int seccomp_probe(void)
 	printf("unshare_user %d\n", syscall(SYS_unshare, CLONE_NEWUSER) < 0 ? errno : 0);
 	printf("ptrace %d\n", syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0) < 0 ? errno : 0);
 	printf("io_uring %d\n", syscall(SYS_io_uring_setup, 1, NULL) < 0 ? errno : 0);
+	/* Modes, in the workspace (the working directory). */
+	long fd = syscall(SYS_openat, AT_FDCWD, "p_plain", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	printf("create %d\n", fd < 0 ? errno : 0);
+	printf("chmod_x %d\n", syscall(SYS_chmod, "p_plain", 0755) < 0 ? errno : 0);
+	printf("chmod_suid %d\n", syscall(SYS_chmod, "p_plain", 04755) < 0 ? errno : 0);
+	printf("chmod_sgid %d\n", syscall(SYS_chmod, "p_plain", 02755) < 0 ? errno : 0);
+	printf("fchmod_suid %d\n", syscall(SYS_fchmod, fd, 04755) < 0 ? errno : 0);
+	printf("fchmodat_sgid %d\n", syscall(SYS_fchmodat, AT_FDCWD, "p_plain", 02755) < 0 ? errno : 0);
+	printf("fchmodat2_suid %d\n", syscall(452 /* fchmodat2 */, AT_FDCWD, "p_plain", 04755, 0) < 0 ? errno : 0);
+	printf("open_suid %d\n", syscall(SYS_open, "p_suid", O_CREAT | O_WRONLY | O_CLOEXEC, 04755) < 0 ? errno : 0);
+	printf("openat_sgid %d\n",
+	       syscall(SYS_openat, AT_FDCWD, "p_sgid", O_CREAT | O_WRONLY | O_CLOEXEC, 02755) < 0 ? errno : 0);
+	printf("creat_suid %d\n", syscall(SYS_creat, "p_suid2", 04755) < 0 ? errno : 0);
+	printf("mknod_suid %d\n", syscall(SYS_mknodat, AT_FDCWD, "p_reg", S_IFREG | 04755, 0) < 0 ? errno : 0);
+	printf("mknod_chr %d\n", syscall(SYS_mknod, "p_chr", S_IFCHR | 0600, makedev(1, 3)) < 0 ? errno : 0);
+	printf("mknod_blk %d\n", syscall(SYS_mknodat, AT_FDCWD, "p_blk", S_IFBLK | 0600, makedev(7, 0)) < 0 ? errno : 0);
+	printf("mknod_fifo %d\n", syscall(SYS_mknodat, AT_FDCWD, "p_fifo", S_IFIFO | 0600, 0) < 0 ? errno : 0);
+	struct { uint64_t flags, mode, resolve; } how = { O_RDONLY | O_CLOEXEC, 0, 0 };
+	printf("openat2 %d\n", syscall(SYS_openat2, AT_FDCWD, "p_plain", &how, sizeof(how)) < 0 ? errno : 0);
+	struct stat st;
+	printf("mode %o\n", stat("p_plain", &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0U);
 	return 0;
 }
 
@@ -637,6 +659,15 @@ START_TEST(seccomp_filter_refuses)
 	ck_assert_msg(probe_said(out, "unix", 0) && probe_said(out, "netlink", 0), "%s", out);
 	ck_assert_msg(probe_said(out, "unshare_user", EPERM) && probe_said(out, "ptrace", EPERM) &&
 		      probe_said(out, "io_uring", EPERM), "%s", out);
+	/* chmod +x and a FIFO go through; no setuid or setgid bit, no device. */
+	ck_assert_msg(probe_said(out, "create", 0) && probe_said(out, "chmod_x", 0) &&
+		      probe_said(out, "mknod_fifo", 0) && strstr(out, "\nmode 755\n"), "%s", out);
+	static const char *const modes[] = { "chmod_suid", "chmod_sgid", "fchmod_suid", "fchmodat_sgid",
+					     "fchmodat2_suid", "open_suid", "openat_sgid", "creat_suid",
+					     "mknod_suid", "mknod_chr", "mknod_blk" };
+	for (size_t i = 0; i < ELEMENTSOF(modes); i++)
+		ck_assert_msg(probe_said(out, modes[i], EPERM), "%s: %s", modes[i], out);
+	ck_assert_msg(probe_said(out, "openat2", ENOSYS), "%s", out);
 	run_done(&r);
 }
 END_TEST
