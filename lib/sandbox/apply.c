@@ -178,6 +178,77 @@ __attribute__((no_sanitize("address"))) int sandbox_caps_clear(void)
 	return 0;
 }
 
+/*
+ * Makes everything read-only but the writable paths and the call's own
+ * TMPDIR: a copy of each (open_tree, with what is mounted beneath) taken
+ * first, the other calls' TMPDIRs covered with an empty tmpfs (as
+ * hide_tmp()), every mount of the namespace made read-only at once
+ * (mount_setattr), then the copies, still writable, moved back onto
+ * their paths, parents first. chmod, chown, utimes, xattrs, links,
+ * renames and new files outside fail with EROFS, whatever the child's
+ * uid; device nodes, FIFOs and sockets there still open for writing, as
+ * on any read-only mount.
+ */
+__attribute__((no_sanitize("address"))) static int readonly_rest(const struct sandbox_child *c)
+{
+	long fds[SANDBOX_WRITABLE_MAX];
+	long own = -1;
+	unsigned n = 0;
+	int r = 0;
+	for (const char *const *p = c->writable; *p && n < SANDBOX_WRITABLE_MAX; p++) {
+		fds[n] = syscall(SYS_open_tree, AT_FDCWD, *p, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+		if (fds[n] < 0 && errno != ENOENT) {
+			r = -errno;
+			goto out;
+		}
+		n++;
+	}
+	if (c->tmp_own) {
+		own = syscall(SYS_open_tree, AT_FDCWD, c->tmp_own, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+		if (own < 0 ||
+		    syscall(SYS_mount, "tmpfs", c->tmp_parent, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			    "mode=0711,size=4k,nr_inodes=4") < 0 ||
+		    syscall(SYS_mkdirat, AT_FDCWD, c->tmp_own, 0700) < 0) {
+			r = -errno;
+			goto out;
+		}
+	}
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i] >= 0 && syscall(SYS_move_mount, fds[i], "", AT_FDCWD, c->writable[i], MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+			r = -errno;
+			goto out;
+		}
+	if (own >= 0 && syscall(SYS_move_mount, own, "", AT_FDCWD, c->tmp_own, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* The working directory is still on the mount made read-only,
+	 * beneath the copy moved over it: entered again by its path, it is
+	 * on what is mounted there now. */
+	char cwd[4096];
+	long len = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/cwd", cwd, sizeof(cwd) - 1);
+	if (len < 0 || len == (long)sizeof(cwd) - 1) {
+		r = len < 0 ? -errno : -ENAMETOOLONG;
+		goto out;
+	}
+	cwd[len] = '\0';
+	if (syscall(SYS_chdir, cwd) < 0)
+		r = -errno;
+out:
+	for (unsigned i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			(void)syscall(SYS_close, fds[i]);
+	if (own >= 0)
+		(void)syscall(SYS_close, own);
+	errno = -r;
+	return r;
+}
+
 #define STEP(name, call) \
 	do { \
 		if ((call) < 0) { \
@@ -198,7 +269,7 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		STEP("becoming subreaper", syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
 	if (c->userns)
 		STEP("mapping the user namespace", sandbox_userns_map(c->uid_map, c->gid_map));
-	if (c->userns || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || c->tmp_own) {
+	if (c->userns || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || c->tmp_own || c->writable) {
 		/* Here, not at the clone: the child has moved to its working
 		 * directory, which the new namespace then holds in its copy of
 		 * the mounts (a directory entered later, by an fd of the
@@ -210,6 +281,8 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		if (!c->mounts_slave)
 			STEP("making mounts private",
 			     syscall(SYS_mount, NULL, "/", MOUNT_NO_TYPE, MS_REC | MS_SLAVE, NULL));
+		if (c->writable)
+			STEP("making the file system read-only but the writable paths", readonly_rest(c));
 		int r = bind_all(c->binds, false);
 		if (r == 0)
 			r = bind_all(c->ro_binds, true);
@@ -218,7 +291,7 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 			errno = -r;
 			return r;
 		}
-		if (c->tmp_own)
+		if (c->tmp_own && !c->writable)
 			STEP("hiding the other calls' TMPDIRs", hide_tmp(c->tmp_parent, c->tmp_own));
 	}
 	for (unsigned i = 0; i < c->n_rlimits; i++) {

@@ -88,7 +88,7 @@ void ll_cache_clear(void)
 /* A path made absolute and canonical as far as it exists: "~/" expanded
  * with home, the existing prefix resolved, the rest appended. NULL when it
  * cannot be made absolute (no home). */
-static char *canonical(const char *p, const char *home)
+char *ll_canonical(const char *p, const char *home)
 {
 	_cleanup_free_ char *abs = NULL;
 	if (p[0] == '~' && (p[1] == '/' || !p[1])) {
@@ -232,7 +232,7 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent,
 		for (const char *const *p = req->deny_read; p && *p; p++) {
 			if (h > 0 && (!homes[h] || (*p)[0] != '~'))
 				continue;
-			char *c = canonical(*p, homes[h]);
+			char *c = ll_canonical(*p, homes[h]);
 			if (!c)
 				continue;	/* "~/..." with no home: nothing to deny */
 			b.deny = xreallocarray(b.deny, b.n_deny + 1, sizeof(*b.deny));
@@ -245,7 +245,7 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent,
 		const char *const *extra[] = { req->write_extra, req->write_extra_tool };
 		for (size_t i = 0; i < ELEMENTSOF(extra); i++)
 			for (const char *const *p = extra[i]; p && *p; p++) {
-				_cleanup_free_ char *c = canonical(*p, home);
+				_cleanup_free_ char *c = ll_canonical(*p, home);
 				if (c)
 					grant(&b, c, b.handled);
 			}

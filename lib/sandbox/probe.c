@@ -269,6 +269,20 @@ static void enable_controllers(const char *dir)
 	buf_free(&want);
 }
 
+/* Whether open_tree and mount_setattr are there (Linux 5.12): given a
+ * bad fd, each answers EBADF, or EPERM without CAP_SYS_ADMIN (the child
+ * has it in its user namespace), or nothing at all when asked to change
+ * nothing, where a kernel without them answers ENOSYS. */
+static bool probe_ro_mounts(void)
+{
+	struct mount_attr_probe {
+		uint64_t attr_set, attr_clr, propagation, userns_fd;
+	} a = {0};
+	if (syscall(SYS_open_tree, -1, "", AT_EMPTY_PATH) < 0 && errno == ENOSYS)
+		return false;
+	return syscall(SYS_mount_setattr, -1, "", AT_EMPTY_PATH, &a, sizeof(a)) == 0 || errno != ENOSYS;
+}
+
 /* Looks at what the kernel offers, once. */
 const struct sandbox_features *sandbox_probe(const char *cgroup_dir)
 {
@@ -282,6 +296,7 @@ const struct sandbox_features *sandbox_probe(const char *cgroup_dir)
 	features.setid = geteuid() == 0;
 	features.mountns = probe_mountns();
 	features.userns = !features.mountns && probe_userns();
+	features.ro_mounts = (features.mountns || features.userns) && probe_ro_mounts();
 	char *dir = cgroup_dir ? (*cgroup_dir ? xstrdup(cgroup_dir) : NULL) : own_cgroup_dir();
 	if (dir && probe_cgroup(dir)) {
 		if (!cgroup_dir)
@@ -329,6 +344,8 @@ char *sandbox_features_line(const struct sandbox_features *f)
 			 ? ", other TMPDIRs: landlock for other uids (mount namespace for root, the daemon's uid, where protect binds)"
 		 : f->mountns ? ", other TMPDIRs: mount namespace"
 		 : f->userns ? ", other TMPDIRs: user namespace" : ", other TMPDIRs: modes only");
+	buf_puts(&b, f->ro_mounts ? ", outside the writable paths: read-only mounts"
+			 : ", outside the writable paths: read-only mounts not enforced");
 	buf_puts(&b, f->setid ? ", run_as peer: yes" : ", run_as peer: no (not root)");
 	buf_puts(&b, sandbox_cap_last() >= 0 ? ", children: no capabilities, bounding set empty, securebits locked"
 					     : ", children: no capabilities (bounding set kept: no CAP_SETPCAP)");

@@ -53,6 +53,7 @@ struct sandbox_run {
 	struct sandbox_child child;
 	char **binds;
 	char **ro_binds;
+	char **writable;
 	gid_t *groups;
 	char *tmp_parent;
 	char uid_map[32];
@@ -278,6 +279,47 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req)
 		}
 }
 
+static int by_length(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+	return la < lb ? -1 : la > lb;
+}
+
+/*
+ * Lists the paths the profile makes writable (the workspaces and
+ * write_extra for workspace-write, canonical, parents first), which the
+ * child keeps as they are while it makes every other mount read-only
+ * (apply.c). False when that cannot be: "/" is one of them, or too many.
+ */
+static bool readonly_plan(struct sandbox_run *run, const struct sandbox_req *req)
+{
+	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
+		const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
+		for (const char *const *p = req->workspaces; p && *p; p++)
+			if (!strv_has(run->writable, *p))
+				strv_push(&run->writable, xstrdup(*p));
+		const char *const *extra[] = { req->write_extra, req->write_extra_tool };
+		for (size_t i = 0; i < ELEMENTSOF(extra); i++)
+			for (const char *const *p = extra[i]; p && *p; p++) {
+				char *c = ll_canonical(*p, home);
+				if (c && !strv_has(run->writable, c))
+					strv_push(&run->writable, c);
+				else
+					free(c);
+			}
+	}
+	size_t n = 0;
+	for (; run->writable && run->writable[n]; n++)
+		if (strcmp(run->writable[n], "/") == 0)
+			return false;
+	if (n > SANDBOX_WRITABLE_MAX)
+		return false;
+	if (!run->writable)
+		run->writable = xcalloc(1, sizeof(char *));
+	qsort(run->writable, n, sizeof(char *), by_length);
+	return true;
+}
+
 /* Whether the first Landlock layer makes path (a workspace or write_extra
  * entry, "~/" being home) writable where the hiding layer would not: the
  * directory of TMPDIRs or one on the way to it. */
@@ -488,10 +530,19 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->binds = (const char *const *)run->binds;
 		c->ro_binds = (const char *const *)run->ro_binds;
 	}
+	/* Everything but the writable paths read-only, in the child's mount
+	 * namespace. */
+	if (ns && f->ro_mounts && readonly_plan(run, req)) {
+		c->writable = (const char *const *)run->writable;
+		note(run, true, "read-only mounts");
+	} else {
+		run->writable = strv_free(run->writable);
+		note(run, false, "read-only mounts");
+	}
 	/* Where only the TMPDIRs would need it, a root daemon's child of
 	 * another uid gets no mount namespace but a second Landlock layer
 	 * (hide.c). */
-	if (f->mountns && rules && !run->ro_binds && hide_by_landlock(run, req, f, child_uid))
+	if (!c->writable && f->mountns && rules && !run->ro_binds && hide_by_landlock(run, req, f, child_uid))
 		ns = false;
 	else if (ns) {
 		c->tmp_parent = run->tmp_parent;
@@ -659,6 +710,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	free(run->tmp_parent);
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
+	strv_free(run->writable);
 	free(run->groups);
 	free(run);
 	return NULL;

@@ -77,6 +77,9 @@ struct sandbox_features {
 	bool userns;			/* protect without CAP_SYS_ADMIN: a user namespace
 					 * mapping only the child's own uid and gid */
 	bool setid;			/* the daemon can change a child's uid */
+	bool ro_mounts;			/* a child's mount namespace can be made
+					 * read-only but for its writable paths
+					 * (open_tree, mount_setattr) */
 	char *cgroup_dir;		/* where call cgroups are made, or NULL */
 };
 
@@ -191,6 +194,9 @@ struct sandbox_child {
 	const char *gid_map;
 	const char *const *binds;		/* self-bind rw (keeps them in place) */
 	const char *const *ro_binds;		/* self-bind read-only */
+	const char *const *writable;		/* everything else read-only: these
+						 * (canonical, parents first) kept
+						 * as they are, or NULL */
 	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
 	const char *tmp_own;			/* empty tmpfs but for this call's own */
 	bool mounts_slave;			/* the daemon's are: no need to make them so */

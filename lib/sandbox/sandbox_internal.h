@@ -56,6 +56,13 @@ struct ll_path_beneath_attr {
 	int32_t parent_fd;
 } __attribute__((packed));
 
+/* A path made absolute and canonical as far as it exists ("~/" expanded
+ * with home), or NULL (landlock.c). */
+char *ll_canonical(const char *p, const char *home);
+
+/* The most writable paths a child's read-only mounts keep. */
+#define SANDBOX_WRITABLE_MAX 64
+
 /* The file system rights an ABI handles. */
 uint64_t ll_fs_rights(int abi);
 

@@ -156,6 +156,54 @@ START_TEST(protect_without_privilege)
 END_TEST
 
 /*
+ * A daemon that is not root: its calls, of its own uid, can change
+ * neither its config, tools directory nor audit log (theirs by owner),
+ * nor the metadata of a file of theirs outside the workspace, through the
+ * read-only mounts of their user and mount namespaces.
+ */
+START_TEST(daemon_files_out_of_reach)
+{
+	struct tcd d;
+	start(&d, "", want_nobody());
+	char *log = tcd_log(&d);
+	bool ro = strstr(log, "outside the writable paths: read-only mounts,") != NULL;
+	free(log);
+	if (!ro) {
+		stop(&d);
+		TC_SKIP("daemon_files_out_of_reach: skipped: no user namespaces here for the read-only mounts");
+	}
+	if (want_nobody())
+		chown_tree(d.ws, NOBODY);
+	char *outside = xasprintf("%s/outside", d.dir);
+	ck_assert_int_eq(mkdir(outside, 0700), 0);
+	if (want_nobody())
+		chown_tree(outside, NOBODY);
+	struct tcc *c = tcc_connect(&d);
+	const char *const refused[] = { "chmod 666 '%s/config.json'", "chmod 777 '%s/tools.d'",
+					"touch -d 2001-01-01 '%s/config.json'", "chmod 755 '%s/outside'",
+					"touch '%s/outside/new'" };
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+		char *one = xasprintf(refused[i], d.dir);
+		char *cmd = xasprintf("%s && echo DONE", one);
+		const struct json *r = sh(c, cmd);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", one);
+		free(cmd);
+		free(one);
+	}
+	struct stat st;
+	ck_assert_int_eq(stat(d.config, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0002, 0);
+	ck_assert_int_eq(stat(outside, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	tc_assert_ok(sh(c, "touch x && chmod +x x && test -x x"));
+	free(outside);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/*
  * Call A writes a file in its TMPDIR and waits; call B, of the same uid,
  * can neither list the directory holding TMPDIRs nor read A's file, even
  * knowing its path, nor plant a file there or take A's away; "/" stays
@@ -427,6 +475,7 @@ static Suite *iso_suite(void)
 	TCase *tc = tcase_create("iso");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, protect_without_privilege);
+	tcase_add_test(tc, daemon_files_out_of_reach);
 	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);

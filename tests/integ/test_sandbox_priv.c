@@ -229,6 +229,85 @@ START_TEST(mcp_server_unprivileged)
 }
 END_TEST
 
+/*
+ * Nothing outside the writable paths changes, not even metadata of what
+ * the peer owns: a root peer (loop 0) and a peer of uid 65534 (loop 1)
+ * cannot chmod, chown, touch -d, set an xattr on, link, rename or remove
+ * its own files in a 0777 directory outside the workspace, nor the
+ * daemon's config, tools directory or audit log; in the workspace all of
+ * that works.
+ */
+START_TEST(metadata_outside_refused)
+{
+	uid_t uid = _i ? NOBODY : 0;
+	struct tcd d;
+	start(&d, ",\"audit_log\":\"@DIR@/audit.log\"");
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	char *outside = xasprintf("%s/outside", d.dir);
+	char *dot_ssh = xasprintf("%s/outside/.ssh", d.dir);
+	char *key = xasprintf("%s/outside/.ssh/id_rsa", d.dir);
+	ck_assert_int_eq(mkdir(outside, 0777), 0);
+	ck_assert_int_eq(chmod(outside, 0777), 0);
+	ck_assert_int_eq(mkdir(dot_ssh, 0700), 0);
+	tc_write_file_atomic(key, "KEY\n", 4);
+	ck_assert_int_eq(chmod(key, 0600), 0);
+	ck_assert_int_eq(chown(dot_ssh, uid, uid), 0);
+	ck_assert_int_eq(chown(key, uid, uid), 0);
+	struct tcc *c = _i ? tcc_connect_as(&d, NOBODY, NOBODY) : tcc_connect(&d);
+	tc_assert_ok(sh(c, "true"));	/* the audit log exists */
+	char *audit = xasprintf("%s/audit.log", d.dir);
+	if (_i) {
+		/* Its own as far as modes go: only the mounts stand in the way. */
+		ck_assert_int_eq(chown(audit, NOBODY, NOBODY), 0);
+		ck_assert_int_eq(chown(d.config, NOBODY, NOBODY), 0);
+		ck_assert_int_eq(chown(d.tools_dir, NOBODY, NOBODY), 0);
+	}
+	const char *const refused[] = {
+		"chmod 755 '%1$s/.ssh'", "chmod 644 '%1$s/.ssh/id_rsa'", "chown %2$u:%2$u '%1$s/.ssh/id_rsa'",
+		"touch -d 2001-01-01 '%1$s/.ssh/id_rsa'",
+		"python3 -c 'import os; os.setxattr(\"%1$s/.ssh/id_rsa\", \"user.x\", b\"1\")'",
+		"ln '%1$s/.ssh/id_rsa' '%1$s/link'", "mv '%1$s/.ssh/id_rsa' '%1$s/moved'",
+		"rm -f '%1$s/.ssh/id_rsa'", "touch '%1$s/new'", "mkdir '%1$s/dir'", "mkfifo '%1$s/fifo'",
+		"chmod 666 '%3$s'", "chmod 777 '%4$s'", "chmod 666 '%5$s'", "touch -d 2001-01-01 '%3$s'",
+		"chown %2$u '%3$s'",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *one = xasprintf(refused[i], outside, (unsigned)uid, d.config, d.tools_dir, audit);
+		char *cmd = xasprintf("%s && echo DONE", one);
+		const struct json *r = sh(c, cmd);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", one);
+		free(cmd);
+		free(one);
+	}
+	struct stat st;
+	ck_assert_int_eq(stat(dot_ssh, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(stat(key, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0600);
+	ck_assert_int_gt(st.st_mtime, 1000000000 + 31536000 * 2);
+	ck_assert_int_eq(stat(d.config, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0002, 0);
+	ck_assert_int_eq(stat(audit, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0002, 0);
+	/* In the workspace (and TMPDIR) the same works. */
+	const struct json *r = sh(c, "mkdir -p d/.ssh && echo k > d/.ssh/k && chmod 755 d/.ssh && chmod 644 d/.ssh/k && "
+				     "touch -d 2001-01-01 d/.ssh/k && ln d/.ssh/k d/l && mv d/l d/m && "
+				     "python3 -c 'import os; os.setxattr(\"d/m\", \"user.x\", b\"1\")' 2>/dev/null; "
+				     "echo t > \"$TMPDIR/t\" && chmod 600 \"$TMPDIR/t\" && mv \"$TMPDIR/t\" d/t && "
+				     "stat -c %a d/.ssh && cat d/t");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "755\nt\n");
+	free(audit);
+	free(outside);
+	free(dot_ssh);
+	free(key);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* Start-up says children hold no capability. */
 START_TEST(startup_says_so)
 {
@@ -256,6 +335,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, hook_unprivileged);
 	tcase_add_test(tc, mcp_server_unprivileged);
 	tcase_add_test(tc, startup_says_so);
+	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
