@@ -180,7 +180,8 @@ __attribute__((no_sanitize("address"))) int sandbox_caps_clear(void)
 
 /*
  * Makes everything read-only but the writable paths and the call's own
- * TMPDIR: a copy of each (open_tree, with what is mounted beneath) taken
+ * TMPDIR (a tmpfs of the size tmp_opts says, or the daemon's directory):
+ * a copy of each (open_tree, with what is mounted beneath) taken
  * first, the other calls' TMPDIRs covered with an empty tmpfs (as
  * hide_tmp()), every mount of the namespace made read-only at once
  * (mount_setattr), then the copies, still writable, moved back onto
@@ -204,8 +205,10 @@ __attribute__((no_sanitize("address"))) static int readonly_rest(const struct sa
 		n++;
 	}
 	if (c->tmp_own) {
-		own = syscall(SYS_open_tree, AT_FDCWD, c->tmp_own, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-		if (own < 0 ||
+		if (!c->tmp_opts)
+			own = syscall(SYS_open_tree, AT_FDCWD, c->tmp_own,
+				      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+		if ((!c->tmp_opts && own < 0) ||
 		    syscall(SYS_mount, "tmpfs", c->tmp_parent, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 			    "mode=0711,size=4k,nr_inodes=4") < 0 ||
 		    syscall(SYS_mkdirat, AT_FDCWD, c->tmp_own, 0700) < 0) {
@@ -224,6 +227,13 @@ __attribute__((no_sanitize("address"))) static int readonly_rest(const struct sa
 			goto out;
 		}
 	if (own >= 0 && syscall(SYS_move_mount, own, "", AT_FDCWD, c->tmp_own, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		r = -errno;
+		goto out;
+	}
+	/* Or a TMPDIR of its own size (limits.tmp_mb), which goes with the
+	 * namespace. */
+	if (c->tmp_own && c->tmp_opts &&
+	    syscall(SYS_mount, "tmpfs", c->tmp_own, "tmpfs", MS_NOSUID | MS_NODEV, c->tmp_opts) < 0) {
 		r = -errno;
 		goto out;
 	}

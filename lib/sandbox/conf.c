@@ -52,6 +52,8 @@ void sandbox_limits_merge(struct sandbox_limits *base, const struct sandbox_limi
 		base->nofile = over->nofile;
 	if (over->cpu_s != INT64_MIN)
 		base->cpu_s = over->cpu_s;
+	if (over->tmp_mb != INT64_MIN)
+		base->tmp_mb = over->tmp_mb;
 }
 
 /* Sets the defaults of CONTRACT §10. */
@@ -171,13 +173,13 @@ static void strv_set(char ***dst, char **v)
 /* Reads a "limits" object over *l. */
 static int limits_from_json(const struct json *v, const char *where, struct sandbox_limits *l, char **ret_err)
 {
-	static const char *const keys[] = { "memory_mb", "pids", "file_size_mb", "nofile", "cpu_s", NULL };
+	static const char *const keys[] = { "memory_mb", "pids", "file_size_mb", "nofile", "cpu_s", "tmp_mb", NULL };
 	int r;
 	if (v->type != JSON_OBJECT)
 		return set_errorf(ret_err, "%s: expected an object", where);
 	if ((r = check_keys(v, keys, where, ret_err)) < 0)
 		return r;
-	int64_t *dst[] = { &l->memory_mb, &l->pids, &l->file_size_mb, &l->nofile, &l->cpu_s };
+	int64_t *dst[] = { &l->memory_mb, &l->pids, &l->file_size_mb, &l->nofile, &l->cpu_s, &l->tmp_mb };
 	for (size_t i = 0; keys[i]; i++) {
 		const struct json *m = json_get(v, keys[i]);
 		int64_t n;

@@ -56,6 +56,7 @@ struct sandbox_run {
 	char **writable;
 	gid_t *groups;
 	char *tmp_parent;
+	char tmp_opts[96];
 	char uid_map[32];
 	char gid_map[32];
 	const char *enforced[ENFORCED_MAX];
@@ -535,9 +536,18 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (ns && f->ro_mounts && readonly_plan(run, req)) {
 		c->writable = (const char *const *)run->writable;
 		note(run, true, "read-only mounts");
+		/* There TMPDIR is a tmpfs of the call's own, of tmp_mb. */
+		if (run->limits.tmp_mb > 0) {
+			snprintf(run->tmp_opts, sizeof(run->tmp_opts), "mode=0700,uid=%u,gid=%u,size=%" PRId64 "m",
+				 (unsigned)child_uid, (unsigned)child_gid, run->limits.tmp_mb);
+			c->tmp_opts = run->tmp_opts;
+			note(run, true, "tmp_mb");
+		}
 	} else {
 		run->writable = strv_free(run->writable);
 		note(run, false, "read-only mounts");
+		if (run->limits.tmp_mb > 0)
+			note(run, false, "tmp_mb");
 	}
 	/* Where only the TMPDIRs would need it, a root daemon's child of
 	 * another uid gets no mount namespace but a second Landlock layer
@@ -755,6 +765,8 @@ char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int si
 		return xasprintf("the file size limit (%" PRId64 " MB)", l->file_size_mb);
 	if (sig == SIGXCPU && l->cpu_s > 0)
 		return xasprintf("the CPU time limit (%" PRId64 " s)", l->cpu_s);
+	if (run->child.tmp_opts && (sig || exit_code) && has(err, n, "No space left on device"))
+		return xasprintf("the temporary space limit of $TMPDIR (%" PRId64 " MB, limits.tmp_mb)", l->tmp_mb);
 	if (cg_read_key(run, "memory.events", "oom_kill") > 0 ||
 	    (l->memory_mb > 0 && (sig || exit_code) &&
 	     (has(err, n, "Cannot allocate memory") || has(err, n, "Out of memory") ||

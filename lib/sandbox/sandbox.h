@@ -53,14 +53,16 @@ struct sandbox_limits {
 	int64_t file_size_mb;
 	int64_t nofile;
 	int64_t cpu_s;
+	int64_t tmp_mb;			/* the size of the call's TMPDIR */
 };
 
 #define SANDBOX_LIMITS_DEFAULT \
-	((struct sandbox_limits){ .memory_mb = 4096, .pids = 512, .file_size_mb = 4096, .nofile = 1024, .cpu_s = -1 })
+	((struct sandbox_limits){ .memory_mb = 4096, .pids = 512, .file_size_mb = 4096, .nofile = 1024, .cpu_s = -1, \
+				  .tmp_mb = 1024 })
 /* A limits object with every member unset, to be merged over another. */
 #define SANDBOX_LIMITS_UNSET \
 	((struct sandbox_limits){ .memory_mb = INT64_MIN, .pids = INT64_MIN, .file_size_mb = INT64_MIN, \
-				  .nofile = INT64_MIN, .cpu_s = INT64_MIN })
+				  .nofile = INT64_MIN, .cpu_s = INT64_MIN, .tmp_mb = INT64_MIN })
 /* Sets in *base what over sets (members not INT64_MIN). */
 void sandbox_limits_merge(struct sandbox_limits *base, const struct sandbox_limits *over);
 
@@ -199,6 +201,9 @@ struct sandbox_child {
 						 * as they are, or NULL */
 	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
 	const char *tmp_own;			/* empty tmpfs but for this call's own */
+	const char *tmp_opts;			/* a tmpfs of this size (its mount
+						 * options) on tmp_own instead of the
+						 * daemon's directory, or NULL */
 	bool mounts_slave;			/* the daemon's are: no need to make them so */
 	int cap_last;				/* the bounding set to empty, 0 to
 						 * this, and securebits to lock (the

@@ -308,6 +308,65 @@ START_TEST(metadata_outside_refused)
 }
 END_TEST
 
+/*
+ * limits.tmp_mb: a call's TMPDIR is a space of its own of that size; the
+ * call that fills it sees ENOSPC and the result names the limit, and a
+ * call of another uid running beside it still has all of its own.
+ */
+START_TEST(tmp_mb_bounds_each_call)
+{
+	struct tcd d;
+	start(&d, ",\"sandbox\":{\"limits\":{\"tmp_mb\":1}}");
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	struct tcc *a = tcc_connect(&d);
+	struct tcc *b = tcc_connect_as(&d, NOBODY, NOBODY);
+	/* A fills its TMPDIR and keeps it full while B writes. */
+	const char *fill = "head -c 2097152 /dev/zero > \"$TMPDIR/f\"; echo $? > filled; "
+			   "while [ ! -e done ]; do sleep 0.02; done; exit 1";
+	struct buf args = {0};
+	struct jgen *g = jgen_new(&args);
+	jgen_obj_open(g);
+	jgen_key(g, "command");
+	jgen_str(g, fill);
+	jgen_obj_close(g);
+	jgen_free(g);
+	char *params = xasprintf("{\"name\":\"shell\",\"arguments\":%s}", buf_head(&args));
+	int64_t id = tcc_send_request(a, "tools/call", params);
+	free(params);
+	buf_free(&args);
+	char *filled = tcd_ws_path(&d, "filled");
+	struct stat st;
+	for (int i = 0; i < 1000 && (stat(filled, &st) < 0 || st.st_size == 0); i++)
+		usleep(10000);
+	free(filled);
+	const struct json *r = sh(b, "head -c 700000 /dev/zero > \"$TMPDIR/g\" && wc -c < \"$TMPDIR/g\"");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "700000\n");
+	tcd_put(&d, "done", "");
+	char idbuf[32];
+	snprintf(idbuf, sizeof(idbuf), "%lld", (long long)id);
+	r = tcc_wait_id(a, idbuf, 30000);
+	ck_assert_ptr_nonnull(r);
+	size_t n = 0;
+	char *path = tcd_ws_path(&d, "filled");
+	char *code = tcd_read(&d, path, &n);
+	free(path);
+	ck_assert_str_ne(code, "0\n");
+	free(code);
+	/* The limit is named where the child said so. */
+	r = sh(a, "head -c 2097152 /dev/zero > \"$TMPDIR/f\"");
+	ck_assert(tj_bool(r, "result.isError"));
+	char *text = tj_text(r);
+	ck_assert_msg(strstr(text, "limits.tmp_mb"), "%s", text);
+	free(text);
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "tmp_mb"));
+	tcc_close(a);
+	tcc_close(b);
+	stop(&d);
+}
+END_TEST
+
 /* Start-up says children hold no capability. */
 START_TEST(startup_says_so)
 {
@@ -336,6 +395,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, mcp_server_unprivileged);
 	tcase_add_test(tc, startup_says_so);
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
+	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	suite_add_tcase(s, tc);
 	return s;
 }
