@@ -182,9 +182,10 @@ __attribute__((no_sanitize("address"))) int sandbox_caps_clear(void)
  * Makes everything read-only but the writable paths and the call's own
  * TMPDIR (a tmpfs of the size tmp_opts says, or the daemon's directory):
  * a copy of each (open_tree, with what is mounted beneath) taken
- * first, the other calls' TMPDIRs covered with an empty tmpfs (as
- * hide_tmp()), every mount of the namespace made read-only at once
- * (mount_setattr), then the copies, still writable, moved back onto
+ * first, the other calls' TMPDIRs and the directories of sockets out of
+ * reach (hide_dirs) covered with an empty tmpfs (as hide_tmp()),
+ * every mount of the namespace made read-only at once (mount_setattr),
+ * then the copies, still writable, moved back onto
  * their paths, parents first. chmod, chown, utimes, xattrs, links,
  * renames and new files outside fail with EROFS, whatever the child's
  * uid; device nodes, FIFOs and sockets there still open for writing, as
@@ -216,6 +217,12 @@ __attribute__((no_sanitize("address"))) static int readonly_rest(const struct sa
 			goto out;
 		}
 	}
+	for (const char *const *d = c->hide_dirs; d && *d; d++)
+		if (syscall(SYS_mount, "tmpfs", *d, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			    "mode=0755,size=4k,nr_inodes=1") < 0 && errno != ENOENT) {
+			r = -errno;
+			goto out;
+		}
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0) {
 		r = -errno;

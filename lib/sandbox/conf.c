@@ -75,6 +75,7 @@ void sandbox_config_init(struct sandbox_config *cfg)
 	cfg->deny_read = strv_dup(deny);
 	cfg->protect = strv_dup(protect);
 	cfg->write_extra = strv_dup(none);
+	cfg->unix_sockets = strv_dup(none);
 }
 
 void sandbox_config_clear(struct sandbox_config *cfg)
@@ -87,6 +88,7 @@ void sandbox_config_clear(struct sandbox_config *cfg)
 	cfg->deny_read = strv_free(cfg->deny_read);
 	cfg->protect = strv_free(cfg->protect);
 	cfg->write_extra = strv_free(cfg->write_extra);
+	cfg->unix_sockets = strv_free(cfg->unix_sockets);
 	free(cfg->cgroup_dir);
 	cfg->cgroup_dir = NULL;
 }
@@ -118,6 +120,7 @@ void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg,
 	req->write_extra = (const char *const *)cfg->write_extra;
 	req->write_extra_tool = tool ? (const char *const *)tool->write_extra : NULL;
 	req->protect = (const char *const *)cfg->protect;
+	req->unix_sockets = (const char *const *)cfg->unix_sockets;
 }
 
 /* Refuses keys not in known. */
@@ -258,7 +261,7 @@ int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, c
 {
 	static const char *const keys[] = {
 		"default", "per_tool", "network", "deny_read", "write_extra", "protect", "limits", "require",
-		"cgroup", NULL,
+		"cgroup", "unix_sockets", NULL,
 	};
 	const struct json *m;
 	char **list;
@@ -304,6 +307,11 @@ int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, c
 		if ((r = str_list(m, "sandbox.protect", 2, &list, ret_err)) < 0)
 			return r;
 		strv_set(&cfg->protect, list);
+	}
+	if ((m = json_get(v, "unix_sockets"))) {
+		if ((r = str_list(m, "sandbox.unix_sockets", 1, &list, ret_err)) < 0)
+			return r;
+		strv_set(&cfg->unix_sockets, list);
 	}
 	if ((m = json_get(v, "limits")) && (r = limits_from_json(m, "sandbox.limits", &cfg->limits, ret_err)) < 0)
 		return r;

@@ -346,6 +346,9 @@ char *sandbox_features_line(const struct sandbox_features *f)
 		 : f->userns ? ", other TMPDIRs: user namespace" : ", other TMPDIRs: modes only");
 	buf_puts(&b, f->ro_mounts ? ", outside the writable paths: read-only mounts"
 			 : ", outside the writable paths: read-only mounts not enforced");
+	buf_puts(&b, f->ro_mounts ? ", unix sockets: /run/user/UID, /run/dbus, /tmp/.X11-unix hidden (others reachable)"
+			 : ", unix sockets: not hidden");
+	buf_puts(&b, f->landlock_abi >= 6 ? ", abstract unix sockets: scoped" : ", abstract unix sockets: not scoped");
 	buf_puts(&b, f->setid ? ", run_as peer: yes" : ", run_as peer: no (not root)");
 	buf_puts(&b, sandbox_cap_last() >= 0 ? ", children: no capabilities, bounding set empty, securebits locked"
 					     : ", children: no capabilities (bounding set kept: no CAP_SETPCAP)");

@@ -54,6 +54,7 @@ struct sandbox_run {
 	char **binds;
 	char **ro_binds;
 	char **writable;
+	char **hide_dirs;
 	gid_t *groups;
 	char *tmp_parent;
 	char tmp_opts[96];
@@ -226,7 +227,14 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	} else {
 		run->cgroup = xasprintf("%s/tc-%d-%" PRIu64, f->cgroup_dir, (int)getpid(), ++seq);
 		run->cg_memory_max = run->cg_pids_max = -1;
-		if (mkdir(run->cgroup, 0755) < 0) {
+		/* One left by an earlier daemon of the same pid, in a shared
+		 * directory: the next name. */
+		int made;
+		for (int i = 0; (made = mkdir(run->cgroup, 0755)) < 0 && errno == EEXIST && i < 16; i++) {
+			free(run->cgroup);
+			run->cgroup = xasprintf("%s/tc-%d-%" PRIu64, f->cgroup_dir, (int)getpid(), ++seq);
+		}
+		if (made < 0) {
 			int e = -errno;
 			*ret_msg = xasprintf("Could not make the call's cgroup %s: %s", run->cgroup, strerror(-e));
 			free(run->cgroup);
@@ -319,6 +327,42 @@ static bool readonly_plan(struct sandbox_run *run, const struct sandbox_req *req
 		run->writable = xcalloc(1, sizeof(char *));
 	qsort(run->writable, n, sizeof(char *), by_length);
 	return true;
+}
+
+/* Whether path is dir or beneath it. */
+static bool is_beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+/*
+ * Lists the directories of sockets the child should not reach, to be
+ * covered with an empty read-only tmpfs in its namespace: the runtime
+ * directory of its uid (the session bus, ssh-agent and gpg-agent of
+ * systemd --user, the user's systemd itself), the system bus and the X
+ * server's; each where it is a directory, holds no writable path, and
+ * sandbox.unix_sockets names nothing in it. (A pathname socket on a
+ * read-only mount still connects: only its absence stops a connect.)
+ */
+static void sockets_plan(struct sandbox_run *run, const struct sandbox_req *req, uid_t uid)
+{
+	char runtime[48];
+	snprintf(runtime, sizeof(runtime), "/run/user/%u", (unsigned)uid);
+	const char *const dirs[] = { runtime, "/run/dbus", "/tmp/.X11-unix" };
+	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		struct stat st;
+		bool keep = lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) && !is_beneath(run->tmpdir, dirs[i]);
+		for (char **w = run->writable; keep && w && *w; w++)
+			keep = !is_beneath(*w, dirs[i]) && !is_beneath(dirs[i], *w);
+		for (const char *const *u = req->unix_sockets; keep && u && *u; u++) {
+			_cleanup_free_ char *c = ll_canonical(*u, home);
+			keep = !c || !is_beneath(c, dirs[i]);
+		}
+		if (keep)
+			strv_push(&run->hide_dirs, xstrdup(dirs[i]));
+	}
 }
 
 /* Whether the first Landlock layer makes path (a workspace or write_extra
@@ -536,6 +580,9 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (ns && f->ro_mounts && readonly_plan(run, req)) {
 		c->writable = (const char *const *)run->writable;
 		note(run, true, "read-only mounts");
+		sockets_plan(run, req, child_uid);
+		c->hide_dirs = (const char *const *)run->hide_dirs;
+		note(run, true, "unix sockets hidden");
 		/* There TMPDIR is a tmpfs of the call's own, of tmp_mb. */
 		if (run->limits.tmp_mb > 0) {
 			snprintf(run->tmp_opts, sizeof(run->tmp_opts), "mode=0700,uid=%u,gid=%u,size=%" PRId64 "m",
@@ -546,6 +593,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	} else {
 		run->writable = strv_free(run->writable);
 		note(run, false, "read-only mounts");
+		note(run, false, "unix sockets hidden");
 		if (run->limits.tmp_mb > 0)
 			note(run, false, "tmp_mb");
 	}
@@ -721,6 +769,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
 	strv_free(run->writable);
+	strv_free(run->hide_dirs);
 	free(run->groups);
 	free(run);
 	return NULL;

@@ -120,6 +120,9 @@ struct sandbox_config {
 	char **deny_read;			/* NULL-terminated; "~/" is the identity's home */
 	char **write_extra;			/* absolute paths */
 	char **protect;				/* relative to each workspace */
+	char **unix_sockets;			/* sockets (or their directories) a
+						 * child may reach where it otherwise
+						 * finds them hidden */
 	struct sandbox_limits limits;
 	bool require;
 	bool run_as_peer;
@@ -170,6 +173,7 @@ struct sandbox_req {
 	const char *const *write_extra;		/* the config's */
 	const char *const *write_extra_tool;	/* the tool's */
 	const char *const *protect;
+	const char *const *unix_sockets;
 	const struct identity *id;		/* whom the child runs as (id->change); NULL: the daemon's own */
 	const char *call_name;			/* for the cgroup's and TMPDIR's name */
 };
@@ -199,6 +203,9 @@ struct sandbox_child {
 	const char *const *writable;		/* everything else read-only: these
 						 * (canonical, parents first) kept
 						 * as they are, or NULL */
+	const char *const *hide_dirs;		/* covered with an empty read-only
+						 * tmpfs (the sockets in them out of
+						 * reach), with writable */
 	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
 	const char *tmp_own;			/* empty tmpfs but for this call's own */
 	const char *tmp_opts;			/* a tmpfs of this size (its mount

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
@@ -367,6 +369,82 @@ START_TEST(tmp_mb_bounds_each_call)
 }
 END_TEST
 
+/* Listens on a Unix socket at path, owned by uid; returns its fd. */
+static int listen_at(const char *path, uid_t uid)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	(void)unlink(path);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 8), 0);
+	ck_assert_int_eq(chown(path, uid, uid), 0);
+	return fd;
+}
+
+/*
+ * Sockets outside the workspace: the runtime directory of the child's
+ * uid (/run/user/UID: session bus, agents, systemd --user) and the system
+ * bus's /run/dbus are not there for a root peer (loop 0) or a peer of
+ * uid 65534 (loop 1), but a directory holding what sandbox.unix_sockets
+ * lists is, and so is a socket in the workspace.
+ */
+START_TEST(sockets_hidden)
+{
+	uid_t uid = _i ? NOBODY : 0;
+	char runtime[64], user_sock[128], bus_sock[128];
+	snprintf(runtime, sizeof(runtime), "/run/user/%u", (unsigned)uid);
+	snprintf(user_sock, sizeof(user_sock), "%s/tc-test-%d.sock", runtime, (int)getpid());
+	snprintf(bus_sock, sizeof(bus_sock), "/run/dbus/tc-test-%d.sock", (int)getpid());
+	(void)mkdir("/run/user", 0755);
+	bool made_runtime = mkdir(runtime, 0700) == 0;
+	if (!made_runtime && errno != EEXIST)
+		TC_SKIP("sockets_hidden: skipped: cannot make %s (%s)", runtime, strerror(errno));
+	bool made_bus = mkdir("/run/dbus", 0755) == 0;
+	if (made_runtime)
+		ck_assert_int_eq(chown(runtime, uid, uid), 0);
+	int fds[2] = { listen_at(user_sock, uid), listen_at(bus_sock, uid) };
+
+	for (int allow = 0; allow < 2; allow++) {
+		struct tcd d;
+		char *members = allow ? xasprintf(",\"sandbox\":{\"unix_sockets\":[\"%s\"]}", bus_sock) : xstrdup("");
+		start(&d, members);
+		free(members);
+		ck_assert_int_eq(chmod(d.dir, 0711), 0);
+		ck_assert_int_eq(chmod(d.ws, 0777), 0);
+		char *ws_sock = tcd_ws_path(&d, "ws.sock");
+		int wfd = listen_at(ws_sock, uid);
+		struct tcc *c = _i ? tcc_connect_as(&d, NOBODY, NOBODY) : tcc_connect(&d);
+		const char *const paths[] = { user_sock, bus_sock, ws_sock };
+		for (size_t k = 0; k < 3; k++) {
+			char *cmd = xasprintf("python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); "
+					      "s.connect(sys.argv[1]); print(\"CONNECTED\")' '%s'", paths[k]);
+			const struct json *r = sh(c, cmd);
+			free(cmd);
+			const char *o = tj_str(r, "result.structuredContent.stdout");
+			bool connected = o && strstr(o, "CONNECTED");
+			/* Hidden unless listed (the second daemon lists the bus's) or in the workspace. */
+			bool want = k == 2 || (k == 1 && allow);
+			ck_assert_msg(connected == want, "%s: connected %d, wanted %d (allow %d)", paths[k], connected, want,
+				      allow);
+		}
+		close(wfd);
+		free(ws_sock);
+		tcc_close(c);
+		stop(&d);
+	}
+	for (int k = 0; k < 2; k++)
+		close(fds[k]);
+	(void)unlink(user_sock);
+	(void)unlink(bus_sock);
+	if (made_runtime)
+		(void)rmdir(runtime);
+	if (made_bus)
+		(void)rmdir("/run/dbus");
+}
+END_TEST
+
 /* Start-up says children hold no capability. */
 START_TEST(startup_says_so)
 {
@@ -396,6 +474,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, startup_says_so);
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
+	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
