@@ -264,10 +264,64 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	return 0;
 }
 
-/* Lists the protected paths that exist in each workspace (and the
- * directories on the way, which are bound onto themselves so that they
- * cannot be renamed away with what they hold). */
-static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req)
+/*
+ * What a missing protected path is made as, so that a read-only mount can
+ * hold its place (a mount needs a place): an empty directory for the
+ * entries git keeps as directories (hooks, info, modules) or an entry
+ * written with a final "/", an empty file for "config" (git reads an
+ * empty config as one with nothing set); 0 for the rest (a "commondir"
+ * git would refuse to read empty, so none is made).
+ */
+static int stub_kind(const char *rel)
+{
+	size_t n = strlen(rel);
+	const char *base = strrchr(rel, '/');
+	base = base ? base + 1 : rel;
+	if (n && rel[n - 1] == '/')
+		return 'd';
+	if (strcmp(base, "hooks") == 0 || strcmp(base, "info") == 0 || strcmp(base, "modules") == 0)
+		return 'd';
+	return strcmp(base, "config") == 0 ? 'f' : 0;
+}
+
+/* Makes a missing protected path, empty, where its parent is a directory
+ * (never through a link), owned as the parent is, so that it can be
+ * mounted over read-only: a call cannot then make it itself. True when
+ * it exists now. */
+static bool protect_stub(char *full, int kind)
+{
+	char *slash = strrchr(full, '/');
+	while (slash && slash[1] == '\0' && slash > full) {
+		*slash = '\0';
+		slash = strrchr(full, '/');
+	}
+	if (!slash || slash == full)
+		return false;
+	*slash = '\0';
+	_cleanup_close_ int dfd = open(full, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	*slash = '/';
+	struct stat ds;
+	if (dfd < 0 || fstat(dfd, &ds) < 0)
+		return false;
+	const char *name = slash + 1;
+	if (kind == 'd') {
+		if (mkdirat(dfd, name, 0755) < 0)
+			return errno == EEXIST;
+	} else {
+		int fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return errno == EEXIST;
+		close(fd);
+	}
+	(void)fchownat(dfd, name, ds.st_uid, ds.st_gid, AT_SYMLINK_NOFOLLOW);
+	return true;
+}
+
+/* Lists the protected paths of each workspace (and the directories on
+ * the way, which are bound onto themselves so that they cannot be
+ * renamed away with what they hold); with stub, a missing one whose
+ * parent exists is made first (protect_stub()), where it can be. */
+static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool stub)
 {
 	for (const char *const *w = req->workspaces; w && *w; w++)
 		for (const char *const *p = req->protect; p && *p; p++) {
@@ -275,8 +329,14 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req)
 				continue;
 			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
 			struct stat st;
-			if (lstat(full, &st) < 0)
-				continue;
+			if (lstat(full, &st) < 0) {
+				int kind = stub_kind(*p);
+				if (!stub || errno != ENOENT || !kind || !protect_stub(full, kind) || lstat(full, &st) < 0)
+					continue;
+			}
+			size_t len = strlen(full);
+			while (len > 1 && full[len - 1] == '/')
+				full[--len] = '\0';
 			for (char *s = full + strlen(*w) + 1; (s = strchr(s, '/')); s++) {
 				*s = '\0';
 				if (!strv_has(run->binds, full))
@@ -564,7 +624,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	 * the ids it takes would not be mapped there). */
 	bool ns = f->mountns || (f->userns && !c->set_ids);
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
-		protect_plan(run, req);
+		protect_plan(run, req, ns);
 		if (run->ro_binds && !ns) {
 			run->binds = strv_free(run->binds);
 			run->ro_binds = strv_free(run->ro_binds);

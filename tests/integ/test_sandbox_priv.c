@@ -445,6 +445,58 @@ START_TEST(sockets_hidden)
 }
 END_TEST
 
+/*
+ * Protected paths that do not exist yet hold too: in a repository
+ * without .git/hooks and .git/info a call can create neither, nor write
+ * .git/config, while git add, commit and status work; as root (loop 0)
+ * and as uid 65534 (loop 1), which owns the repository.
+ */
+START_TEST(protect_missing_paths)
+{
+	if (system("git --version >/dev/null 2>&1") != 0)
+		TC_SKIP("protect_missing_paths: skipped: no git here");
+	uid_t uid = _i ? NOBODY : 0;
+	struct tcd d;
+	start(&d, ",\"sandbox\":{\"protect\":[\".git/hooks\",\".git/config\",\".git/info\",\".git/modules\"]}");
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	char *cmd = xasprintf("cd '%s' && git init -q && rm -rf .git/hooks .git/info && echo a > f && chown -R %u:%u .",
+			      d.ws, (unsigned)uid, (unsigned)uid);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	struct tcc *c = _i ? tcc_connect_as(&d, NOBODY, NOBODY) : tcc_connect(&d);
+	static const char *const refused[] = {
+		"mkdir .git/hooks", "mkdir .git/hooks/x", "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit",
+		"mkdir -p .git/info && echo '*' > .git/info/exclude", "rmdir .git/hooks && mkdir .git/hooks",
+		"mv .git/hooks .git/h2", "git config core.fsmonitor 'echo pwned'", "echo x >> .git/config",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *one = xasprintf("%s && echo DONE", refused[i]);
+		const struct json *r = sh(c, one);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
+		free(one);
+	}
+	const struct json *r = sh(c, "export HOME=\"$TMPDIR\" GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a "
+				     "GIT_COMMITTER_EMAIL=a@b; git add f && git commit -qm first && echo b > g && "
+				     "git add g && git commit -qm second && git status --short && git log --oneline | wc -l");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
+	/* What stands in their place is empty, the repository's owner's. */
+	char *hooks = tcd_ws_path(&d, ".git/hooks");
+	struct stat st;
+	ck_assert_int_eq(stat(hooks, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_uid, uid);
+	cmd = xasprintf("test -z \"$(ls -A '%s')\"", hooks);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	free(hooks);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* Start-up says children hold no capability. */
 START_TEST(startup_says_so)
 {
@@ -475,6 +527,7 @@ static Suite *priv_suite(void)
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
+	tcase_add_loop_test(tc, protect_missing_paths, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
