@@ -340,7 +340,8 @@ char *sandbox_features_line(const struct sandbox_features *f)
 			 : f->userns ? ", protect: user namespace" : ", protect: not enforced");
 	/* How the other calls' TMPDIRs are hidden (run.c, hide.c): Landlock
 	 * only for a peer of another uid, which only a root daemon has. */
-	buf_puts(&b, f->mountns && f->landlock_abi && f->setid
+	buf_puts(&b, f->ro_mounts ? ", other TMPDIRs: mount namespace (TMPDIR a tmpfs of the call's own)"
+		 : f->mountns && f->landlock_abi && f->setid
 			 ? ", other TMPDIRs: landlock for other uids (mount namespace for root, the daemon's uid, where protect binds)"
 		 : f->mountns ? ", other TMPDIRs: mount namespace"
 		 : f->userns ? ", other TMPDIRs: user namespace" : ", other TMPDIRs: modes only");
