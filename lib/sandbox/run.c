@@ -304,16 +304,17 @@ static bool protect_stub(char *full, int kind)
 	if (dfd < 0 || fstat(dfd, &ds) < 0)
 		return false;
 	const char *name = slash + 1;
-	if (kind == 'd') {
-		if (mkdirat(dfd, name, 0755) < 0)
-			return errno == EEXIST;
-	} else {
-		int fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return errno == EEXIST;
-		close(fd);
-	}
-	(void)fchownat(dfd, name, ds.st_uid, ds.st_gid, AT_SYMLINK_NOFOLLOW);
+	if (kind == 'd' && mkdirat(dfd, name, 0755) < 0)
+		return errno == EEXIST;
+	/* Given away by its fd, and only what the daemon made: nothing put
+	 * in its place meanwhile changes owner. */
+	_cleanup_close_ int fd = kind == 'd' ? openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+					      : openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+	struct stat st;
+	if (fd < 0)
+		return kind != 'd' && errno == EEXIST;
+	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
+		(void)fchown(fd, ds.st_uid, ds.st_gid);
 	return true;
 }
 
