@@ -269,8 +269,9 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
  * hold its place (a mount needs a place): an empty directory for the
  * entries git keeps as directories (hooks, info, modules) or an entry
  * written with a final "/", an empty file for "config" (git reads an
- * empty config as one with nothing set); 0 for the rest (a "commondir"
- * git would refuse to read empty, so none is made).
+ * empty config as one with nothing set), a "commondir" naming the
+ * directory it is in (git refuses an empty one; "." is the common
+ * directory a repository without one has); 0 for the rest.
  */
 static int stub_kind(const char *rel)
 {
@@ -281,6 +282,8 @@ static int stub_kind(const char *rel)
 		return 'd';
 	if (strcmp(base, "hooks") == 0 || strcmp(base, "info") == 0 || strcmp(base, "modules") == 0)
 		return 'd';
+	if (strcmp(base, "commondir") == 0)
+		return 'c';
 	return strcmp(base, "config") == 0 ? 'f' : 0;
 }
 
@@ -313,6 +316,8 @@ static bool protect_stub(char *full, int kind)
 	struct stat st;
 	if (fd < 0)
 		return kind != 'd' && errno == EEXIST;
+	if (kind == 'c' && write(fd, ".\n", 2) != 2)
+		return true;	/* made, if not filled: still held */
 	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
 		(void)fchown(fd, ds.st_uid, ds.st_gid);
 	return true;

@@ -450,8 +450,9 @@ END_TEST
 
 /*
  * Protected paths that do not exist yet hold too: in a repository
- * without .git/hooks and .git/info a call can create neither, nor write
- * .git/config, while git add, commit and status work; as root (loop 0)
+ * without .git/hooks, .git/info, .git/modules and .git/commondir a call
+ * can create none, nor write .git/config, while git add, commit and
+ * status work; as root (loop 0)
  * and as uid 65534 (loop 1), which owns the repository.
  */
 START_TEST(protect_missing_paths)
@@ -460,7 +461,7 @@ START_TEST(protect_missing_paths)
 		TC_SKIP("protect_missing_paths: skipped: no git here");
 	uid_t uid = _i ? NOBODY : 0;
 	struct tcd d;
-	start(&d, ",\"sandbox\":{\"protect\":[\".git/hooks\",\".git/config\",\".git/info\",\".git/modules\"]}");
+	start(&d, ",\"sandbox\":{\"protect\":[\".git/hooks\",\".git/config\",\".git/info\",\".git/modules\",\".git/commondir\"]}");
 	ck_assert_int_eq(chmod(d.dir, 0711), 0);
 	char *cmd = xasprintf("cd '%s' && git init -q && rm -rf .git/hooks .git/info && echo a > f && chown -R %u:%u .",
 			      d.ws, (unsigned)uid, (unsigned)uid);
@@ -471,6 +472,7 @@ START_TEST(protect_missing_paths)
 		"mkdir .git/hooks", "mkdir .git/hooks/x", "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit",
 		"mkdir -p .git/info && echo '*' > .git/info/exclude", "rmdir .git/hooks && mkdir .git/hooks",
 		"mv .git/hooks .git/h2", "git config core.fsmonitor 'echo pwned'", "echo x >> .git/config",
+		"echo ../evil > .git/commondir", "rm -f .git/commondir", "mkdir .git/modules/x",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
@@ -484,6 +486,12 @@ START_TEST(protect_missing_paths)
 				     "git add g && git commit -qm second && git status --short && git log --oneline | wc -l");
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
+	/* The repository is its own common directory, as before. */
+	r = sh(c, "git rev-parse --git-common-dir && git worktree list | wc -l");
+	tc_assert_ok(r);
+	char *want = xasprintf("%s/.git\n1\n", d.ws);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
+	free(want);
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
 	/* What stands in their place is empty, the repository's owner's. */
 	char *hooks = tcd_ws_path(&d, ".git/hooks");
