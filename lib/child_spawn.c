@@ -632,8 +632,9 @@ static void read_report(int *report_r, int *report_w, struct spawn_args *a)
  */
 static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid)
 {
-	/* The child needs a few hundred bytes; the rest is margin. */
-	_Alignas(16) char stack[16384];
+	/* The child needs some 5 KiB (the sandbox reads its working
+	 * directory's path, apply.c); the rest is margin. */
+	_Alignas(16) char stack[32768];
 	struct spawn_args a = {
 		.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd,
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),

@@ -181,15 +181,14 @@ __attribute__((no_sanitize("address"))) int sandbox_caps_clear(void)
 /*
  * Makes everything read-only but the writable paths and the call's own
  * TMPDIR (a tmpfs of the size tmp_opts says, or the daemon's directory):
- * a copy of each (open_tree, with what is mounted beneath) taken
- * first, the other calls' TMPDIRs and the directories of sockets out of
- * reach (hide_dirs) covered with an empty tmpfs (as hide_tmp()),
- * every mount of the namespace made read-only at once (mount_setattr),
- * then the copies, still writable, moved back onto
- * their paths, parents first. chmod, chown, utimes, xattrs, links,
- * renames and new files outside fail with EROFS, whatever the child's
- * uid; device nodes, FIFOs and sockets there still open for writing, as
- * on any read-only mount.
+ * a copy of each (open_tree, with what is mounted beneath) taken first,
+ * the other calls' TMPDIRs and the directories of sockets out of reach
+ * (hide_dirs) covered with an empty tmpfs (as hide_tmp()), every mount
+ * of the namespace made read-only at once (mount_setattr), then the
+ * copies, still writable, moved back onto their paths, parents first.
+ * chmod, chown, utimes, xattrs, links, renames and new files outside
+ * fail with EROFS, whatever the child's uid; device nodes, FIFOs and
+ * sockets there still open for writing, as on any read-only mount.
  */
 __attribute__((no_sanitize("address"))) static int readonly_rest(const struct sandbox_child *c)
 {
