@@ -306,6 +306,45 @@ START_TEST(shell_exit_codes)
 }
 END_TEST
 
+/* A child without a sandbox plan (a hook or MCP server where no sandbox
+ * is configured) holds no capability either, also as root. */
+struct caps_run {
+	bool done;
+	char *out;
+};
+
+static void caps_done(void *arg, struct child *ch, struct child_result *r)
+{
+	struct caps_run *cr = arg;
+	cr->out = strdup(r->out[CHILD_STDOUT] ? r->out[CHILD_STDOUT] : "");
+	cr->done = true;
+}
+
+START_TEST(no_plan_no_capability)
+{
+	char *argv[] = { "grep", "^Cap", "/proc/self/status", NULL };
+	char **envp = child_env_new(NULL);
+	struct caps_run cr = { 0 };
+	struct child_opts o = { .argv = argv, .envp = envp, .cwd_fd = -1, .on_done = caps_done, .arg = &cr };
+	struct child *ch = NULL;
+	ck_assert_int_eq(child_spawn(loop, &o, &ch), 0);
+	uint64_t end = mono_ms() + 10000;
+	while (!cr.done && mono_ms() < end)
+		ev_run(ev, EVRUN_ONCE);
+	ck_assert(cr.done);
+	static const char *const sets[] = { "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+					    "CapEff:\t0000000000000000", "CapAmb:\t0000000000000000" };
+	for (size_t i = 0; i < ELEMENTSOF(sets); i++)
+		ck_assert_msg(strstr(cr.out, sets[i]), "no %s in %s", sets[i], cr.out);
+	/* Emptied where the test may (root: CAP_SETPCAP). */
+	if (geteuid() == 0)
+		ck_assert_msg(strstr(cr.out, "CapBnd:\t0000000000000000"), "%s", cr.out);
+	free(cr.out);
+	child_free(ch);
+	child_env_free(envp);
+}
+END_TEST
+
 static void check_child_fds(const char *out);
 
 START_TEST(without_close_range)
@@ -1200,6 +1239,7 @@ static Suite *child_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, shell_exit_codes);
+	tcase_add_test(tc, no_plan_no_capability);
 	tcase_add_test(tc, without_pidfd_open);
 	tcase_add_test(tc, without_close_range);
 	tcase_add_test(tc, shell_capture);
