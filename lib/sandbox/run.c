@@ -33,7 +33,7 @@
 #include "proto/base/strv.h"
 #include "proto/base/util.h"
 
-#define ENFORCED_MAX 16
+#define ENFORCED_MAX 24
 
 struct sandbox_run {
 	enum sandbox_profile profile;
