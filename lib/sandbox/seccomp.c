@@ -61,31 +61,23 @@ static const char *const denied_calls[] = {
 	"userfaultfd", "name_to_handle_at", "open_by_handle_at",
 };
 
-#ifndef __O_TMPFILE
-#define __O_TMPFILE 020000000
-#endif
-
 /* Refuses (EPERM) a call of name, where it exists here, whose argument
- * arg holds the bits value under mask, and, where flag_arg >= 0, whose
- * argument flag_arg holds one of the bits of flags. */
+ * arg holds the bits value under mask. */
 static int deny_masked(scmp_filter_ctx ctx, const char *name, unsigned arg, uint64_t mask, uint64_t value,
-		       int flag_arg, uint64_t flags, const char **ret_what)
+		       const char **ret_what)
 {
 	int nr = seccomp_syscall_resolve_name(name);
 	if (nr == __NR_SCMP_ERROR)
 		return 0;
 	*ret_what = name;
-	struct scmp_arg_cmp cmp[2] = {
-		{ .arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = mask, .datum_b = value },
-		{ .arg = (unsigned)flag_arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = flags, .datum_b = flags },
-	};
-	return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, flag_arg >= 0 ? 2 : 1, cmp);
+	struct scmp_arg_cmp cmp = { .arg = arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = mask, .datum_b = value };
+	return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp);
 }
 
 /*
  * What Landlock and the read-only mounts leave to this filter: no file
  * gets a setuid or setgid bit (chmod, fchmod, fchmodat, fchmodat2; open,
- * openat and creat making a file with one; mknod of a file with one) and
+ * openat and creat given a mode with one; mknod of a file with one) and
  * no device node is made (mknod, mknodat of a character or block
  * device). openat2 carries its mode in memory a filter cannot read: it
  * is ENOSYS, and libc and programs fall back to openat. chmod +x and
@@ -96,29 +88,19 @@ static int add_mode_rules(scmp_filter_ctx ctx, const char **ret_what)
 	static const struct {
 		const char *name;
 		unsigned mode_arg;
-		int flags_arg;		/* -1: none */
 	} calls[] = {
-		{ "chmod", 1, -1 }, { "fchmod", 1, -1 }, { "fchmodat", 2, -1 }, { "fchmodat2", 2, -1 },
-		{ "mknod", 1, -1 }, { "mknodat", 2, -1 }, { "creat", 1, -1 },
-		{ "open", 2, 1 }, { "openat", 3, 2 },
+		{ "chmod", 1 }, { "fchmod", 1 }, { "fchmodat", 2 }, { "fchmodat2", 2 },
+		{ "mknod", 1 }, { "mknodat", 2 }, { "creat", 1 }, { "open", 2 }, { "openat", 3 },
 	};
 	static const uint64_t bits[] = { S_ISUID, S_ISGID };
 	int r;
+	/* open and openat: the mode is looked at whatever the flags (it
+	 * counts only with O_CREAT or O_TMPFILE, and libc passes 0 without
+	 * them): half the rules, and a filter that loads faster. */
 	for (size_t i = 0; i < ELEMENTSOF(calls); i++)
-		for (size_t b = 0; b < ELEMENTSOF(bits); b++) {
-			if (calls[i].flags_arg < 0) {
-				if ((r = deny_masked(ctx, calls[i].name, calls[i].mode_arg, bits[b], bits[b], -1, 0,
-						     ret_what)) < 0)
-					return r;
-				continue;
-			}
-			/* The mode counts only with O_CREAT or O_TMPFILE. */
-			if ((r = deny_masked(ctx, calls[i].name, calls[i].mode_arg, bits[b], bits[b],
-					     calls[i].flags_arg, O_CREAT, ret_what)) < 0 ||
-			    (r = deny_masked(ctx, calls[i].name, calls[i].mode_arg, bits[b], bits[b],
-					     calls[i].flags_arg, __O_TMPFILE, ret_what)) < 0)
+		for (size_t b = 0; b < ELEMENTSOF(bits); b++)
+			if ((r = deny_masked(ctx, calls[i].name, calls[i].mode_arg, bits[b], bits[b], ret_what)) < 0)
 				return r;
-		}
 	static const struct {
 		const char *name;
 		unsigned mode_arg;
@@ -126,7 +108,7 @@ static int add_mode_rules(scmp_filter_ctx ctx, const char **ret_what)
 	static const uint64_t types[] = { S_IFCHR, S_IFBLK };
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++)
 		for (size_t t = 0; t < ELEMENTSOF(types); t++)
-			if ((r = deny_masked(ctx, nodes[i].name, nodes[i].mode_arg, S_IFMT, types[t], -1, 0, ret_what)) < 0)
+			if ((r = deny_masked(ctx, nodes[i].name, nodes[i].mode_arg, S_IFMT, types[t], ret_what)) < 0)
 				return r;
 	int nr = seccomp_syscall_resolve_name("openat2");
 	*ret_what = "openat2";
