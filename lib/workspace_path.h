@@ -122,4 +122,9 @@ bool ws_has_dot_component(const char *path);
  * else -EXDEV. NUL bytes: -EINVAL; PATH_MAX or longer: -ENAMETOOLONG. */
 int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret);
 
+/* Tools act through lib/fsjob.h, as the peer (see lib/workspace.h). */
+#ifdef TC_TOOL_CODE
+#pragma GCC poison ws_chase ws_open_rel ws_check_rel ws_open_dir ws_open_one ws_read_link ws_openat2_retry ws_split_beneath
+#endif
+
 #endif
