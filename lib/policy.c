@@ -9,7 +9,10 @@
 #include <fnmatch.h>
 #include <string.h>
 
+#include "lib/fsjob.h"
 #include "lib/sandbox/sandbox.h"
+#include "lib/tool.h"
+#include "proto/json.h"
 
 static const char *const mode_names[CONFIRM_MODE_MAX] = {
 	[CONFIRM_AUTO] = "auto",
@@ -168,4 +171,23 @@ enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool
 	if (!profile)
 		return t && t->side_effects < SIDE_NETWORK ? CONFIRM_AUTO : CONFIRM_PROMPT;
 	return strcmp(profile, "off") != 0 && !network ? CONFIRM_AUTO : CONFIRM_PROMPT;
+}
+
+bool policy_writes_protected(const struct tool *t, const struct json *args, const struct workspace *ws,
+			     const struct sandbox_config *sb)
+{
+	if (!t || !sb || !ws || t->side_effects < SIDE_WRITE)
+		return false;
+	const char *const *protect = (const char *const *)sb->protect;
+	for (const char *const *pa = t->def->path_args; pa && *pa; pa++) {
+		const struct json *v = json_get(args, *pa);
+		if (!v || v->type != JSON_STRING)
+			continue;
+		/* Whatever the tool does with it: its content, or the path
+		 * taken away with all it holds. */
+		if (fsjob_protected_in(ws, protect, v->u.str.s, v->u.str.len, FSJOB_WRITE) ||
+		    fsjob_protected_in(ws, protect, v->u.str.s, v->u.str.len, FSJOB_TAKE))
+			return true;
+	}
+	return false;
 }

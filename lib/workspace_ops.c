@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lib/workspace.h"
@@ -133,14 +132,6 @@ int ws_rename(const struct workspace *ws, const char *from, size_t from_len, con
 	 * O_PATH when not readable) is no reason to report a failure. */
 	(void)fsync(tofd);
 	return 0;
-}
-
-/* Milliseconds on the monotonic clock. */
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* One directory being emptied: its stream, and its name in the one above. */
@@ -269,9 +260,9 @@ int ws_delete_step(struct ws_deleter *del, uint64_t budget_ms)
 {
 	if (!del || !del->depth)
 		return 0;
-	uint64_t deadline = budget_ms ? now_ms() + budget_ms : UINT64_MAX;
+	uint64_t deadline = budget_ms ? mono_ms() + budget_ms : UINT64_MAX;
 	for (unsigned n = 1;; n++) {
-		if ((n & 63) == 0 && now_ms() >= deadline)
+		if ((n & 63) == 0 && mono_ms() >= deadline)
 			return WS_MORE;
 		struct del_frame *f = &del->stack[del->depth - 1];
 		int fd = dirfd(f->d);
@@ -396,38 +387,18 @@ static void rel_push(struct buf *b, const char *name, size_t len)
 	buf_append(b, name, len);
 }
 
-/* The canonical relative path of rel's deepest directory that exists, by
- * the kernel, with the rest of rel after it taken as written. */
-static int resolve_missing(const struct workspace *ws, const char *rel, struct buf *out, char **ret_last)
+/* Opens rel's deepest directory that exists (O_PATH), the one holding its
+ * first missing component, which starts at *ret_cut. */
+static int open_deepest(const struct workspace *ws, const char *rel, size_t n, int *ret_fd, size_t *ret_cut)
 {
-	size_t n = strlen(rel);
-	while (n > 1 && rel[n - 1] == '/')
-		n--;
-	/* Cut after the last component: the directory that holds it. */
 	size_t cut = n;
 	while (cut > 0 && rel[cut - 1] != '/')
 		cut--;
 	for (;;) {
 		_cleanup_free_ char *dir = cut ? xstrndup(rel, cut) : xstrdup(".");
-		_cleanup_close_ int fd = -1;
-		int r = ws_openat(ws, dir, strlen(dir), O_PATH | O_DIRECTORY, 0, &fd);
+		int r = ws_openat(ws, dir, strlen(dir), O_PATH | O_DIRECTORY, 0, ret_fd);
 		if (r == 0) {
-			_cleanup_free_ char *base = ws_fd_relative(ws, fd);
-			if (!base)
-				return -EXDEV;
-			if (!str_eq(base, "."))
-				buf_puts(out, base);
-			/* The rest, as it would be made. */
-			size_t i = cut;
-			while (i < n) {
-				size_t j = i;
-				while (j < n && rel[j] != '/')
-					j++;
-				if (j == n && ret_last)
-					*ret_last = xstrndup(rel + i, j - i);
-				rel_push(out, rel + i, j - i);
-				i = j + 1;
-			}
+			*ret_cut = cut;
 			return 0;
 		}
 		if (r != -ENOENT || cut == 0)
@@ -451,39 +422,53 @@ int ws_resolved(const struct workspace *ws, const char *path, size_t len, bool f
 	if (r < 0)
 		return r;
 	for (unsigned hops = 0;; hops++) {
-		if (follow) {
-			_cleanup_close_ int fd = -1;
-			if (ws_openat(ws, rel, strlen(rel), O_PATH, 0, &fd) == 0) {
-				char *s = ws_fd_relative(ws, fd);
-				if (!s)
-					return -EXDEV;
-				*ret = s;
-				return 0;
-			}
+		size_t n = strlen(rel);
+		while (n > 1 && rel[n - 1] == '/')
+			n--;
+		rel[n] = '\0';
+		_cleanup_close_ int fd = -1;
+		if (follow && ws_openat(ws, rel, n, O_PATH, 0, &fd) == 0) {
+			char *s = ws_fd_relative(ws, fd);
+			if (!s)
+				return -EXDEV;
+			*ret = s;
+			return 0;
 		}
-		_cleanup_(buf_free) struct buf b = {};
-		_cleanup_free_ char *last = NULL;
-		r = resolve_missing(ws, rel, &b, &last);
+		size_t cut = 0;
+		r = open_deepest(ws, rel, n, &fd, &cut);
 		if (r < 0)
 			return r;
-		_cleanup_free_ char *target = NULL;
-		if (follow && last && hops < SYMLINK_HOPS) {
-			/* A dangling symlink: a write creates what it names. */
-			_cleanup_close_ int dirfd = -1;
-			size_t dn = buf_size(&b);
-			while (dn > 0 && buf_head(&b)[dn - 1] != '/')
-				dn--;
-			_cleanup_free_ char *dir = dn ? xstrndup(buf_head(&b), dn - 1) : xstrdup(".");
-			if (ws_openat(ws, dir, strlen(dir), O_PATH | O_DIRECTORY, 0, &dirfd) == 0 &&
-			    ws_read_link(dirfd, last, -1, &target) == 0) {
-				char *next = target[0] == '/' ? NULL : str_eq(dir, ".") ? xstrdup(target)
-							      : xasprintf("%s/%s", dir, target);
-				if (!next && ws_relative(ws, target, strlen(target), &next) < 0)
+		_cleanup_free_ char *base = ws_fd_relative(ws, fd);
+		if (!base)
+			return -EXDEV;
+		size_t end = cut;
+		while (end < n && rel[end] != '/')
+			end++;
+		_cleanup_free_ char *name = xstrndup(rel + cut, end - cut), *target = NULL;
+		/* A symlink there leads nowhere yet: what it names would be
+		 * made (the last one only when followed). */
+		if ((end < n || follow) && hops < SYMLINK_HOPS && ws_read_link(fd, name, -1, &target) == 0) {
+			char *next;
+			if (target[0] == '/') {
+				_cleanup_free_ char *abs = xasprintf("%s%s", target, rel + end);
+				if (ws_relative(ws, abs, strlen(abs), &next) < 0)
 					return -EXDEV;
-				free(rel);
-				rel = next;
-				continue;
+			} else {
+				next = xasprintf("%s/%s%s", base, target, rel + end);
 			}
+			free(rel);
+			rel = next;
+			continue;
+		}
+		_cleanup_(buf_free) struct buf b = {};
+		if (!str_eq(base, "."))
+			buf_puts(&b, base);
+		for (size_t i = cut; i < n;) {
+			size_t j = i;
+			while (j < n && rel[j] != '/')
+				j++;
+			rel_push(&b, rel + i, j - i);
+			i = j + 1;
 		}
 		*ret = buf_size(&b) ? buf_steal(&b) : xstrdup(".");
 		return 0;
