@@ -732,8 +732,13 @@ int ws_open_dir(const struct workspace *ws, const char *rel, bool create, int *r
 			return r;
 		fd = ws_chase(ws, rel, O_RDONLY | O_DIRECTORY, 0, true);
 	}
-	if (fd == -EACCES)	/* a write-only directory: still usable, without fsync */
-		fd = ws_open_rel(ws, rel, O_PATH | O_DIRECTORY, 0);
+	if (fd == -EACCES) {
+		/* A write-only directory: still usable, without fsync. One
+		 * that could not be made stays refused (not "missing"). */
+		int path_fd = ws_open_rel(ws, rel, O_PATH | O_DIRECTORY, 0);
+		if (path_fd >= 0)
+			fd = path_fd;
+	}
 	if (fd < 0)
 		return fd;
 	*ret_fd = fd;
