@@ -71,6 +71,25 @@ static void nice_worker(void)
 	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
 }
 
+/* The guard's answer: sandbox.protect's rule. */
+static const char *guard_match(const struct ws_guard *g, const char *rel, bool whole, bool dir)
+{
+	return sandbox_protected(g->list, rel, whole, dir);
+}
+
+/* Runs one part of the job's work with its protected paths guarded at
+ * every write (ws_guard_set()); notes a refusal for the outcome. */
+static int run_guarded(struct fsjob *job)
+{
+	struct ws_guard g = { .match = guard_match, .list = (const char *const *)job->protect };
+	struct ws_guard *old = ws_guard_set(&g);
+	int r = job->ops->run(job, job->arg);
+	ws_guard_set(old);
+	if (g.hit && !job->refused_entry)
+		job->refused_entry = g.hit;
+	return r;
+}
+
 /* On a worker: runs the work as the peer, leaving the thread as it found it. */
 static void job_run(struct iojob *io, void *p)
 {
@@ -87,7 +106,7 @@ static void job_run(struct iojob *io, void *p)
 			return;	/* the thread is as it was */
 	}
 	job->running = io;
-	job->r = job->ops->run(job, job->arg);
+	job->r = run_guarded(job);
 	identity_leave(&saved);
 	job->running = NULL;
 	if (!identity_thread_clean())
@@ -97,7 +116,7 @@ static void job_run(struct iojob *io, void *p)
 /* On the loop: the outcome of a job that ran to its end. */
 static void job_outcome(struct fsjob *job)
 {
-	if (job->refused_path)
+	if (job->refused_entry)
 		fail_protected(job->call, job->refused_path, job->refused_entry);
 	else
 		job->ops->done(job->call, job->arg, job->r);
@@ -145,7 +164,11 @@ int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg)
 	struct fsjob job = { .call = call, .ws = call->ws };
 	if (call->env && call->env->sandbox)
 		job.protect = call->env->sandbox->protect;
-	return run(&job, arg);
+	struct ws_guard g = { .match = guard_match, .list = (const char *const *)job.protect };
+	struct ws_guard *old = ws_guard_set(&g);
+	int r = run(&job, arg);
+	ws_guard_set(old);
+	return r;
 }
 
 char *fsjob_preview(const struct tool_def *def, const struct json *args, struct workspace *ws)
@@ -201,7 +224,7 @@ enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, v
 			/* The loop never takes another identity. */
 			tool_call_fail(call, TC_INTERNAL, "No io thread to act as the peer on files");
 		} else {
-			while ((job->r = ops->run(job, arg)) == FSJOB_AGAIN)
+			while ((job->r = run_guarded(job)) == FSJOB_AGAIN)
 				if (ops->part)
 					ops->part(call, arg);
 			job_outcome(job);
@@ -311,17 +334,23 @@ int fsjob_guard(struct fsjob *job, const char *path, size_t len, enum fsjob_touc
 	const char *entry = fsjob_protected_in(job->ws, (const char *const *)job->protect, path, len, how);
 	if (!entry)
 		return 0;
-	if (!job->refused_path) {
+	if (!job->refused_entry) {
 		job->refused_path = xstrndup(path, len);
 		job->refused_entry = entry;
 	}
 	return -EPERM;
 }
 
-/* Fails call for the protected path entry that path touches. */
+/* Fails call for the protected path entry that path (NULL: unknown, found
+ * at the write itself) touches. */
 static void fail_protected(struct tool_call *call, const char *path, const char *entry)
 {
-	if (str_eq(entry, ".git"))
+	if (!path)
+		tool_call_fail(call, TC_PERMISSION_DENIED,
+			       "The call would change the protected path '%s' (sandbox.protect), reached through a "
+			       "symlink or directory changed while it ran; file tools may not write, create, move "
+			       "or delete it", entry);
+	else if (str_eq(entry, ".git"))
 		tool_call_fail(call, TC_PERMISSION_DENIED,
 			       "'%s' would change the workspace's .git, which is protected (sandbox.protect covers "
 			       "paths beneath .git, and a .git file would point git elsewhere); file tools may not "

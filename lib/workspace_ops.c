@@ -111,6 +111,9 @@ int ws_rename(const struct workspace *ws, const char *from, size_t from_len, con
 	r = open_last(ws, to, to_len, false, &tofd, &to_name);
 	if (r < 0)
 		return r;
+	if ((r = ws_guard_check(ws_pick(ws, from, from_len), fromfd, from_name, true, false)) < 0 ||
+	    (r = ws_guard_check(ws_pick(ws, to, to_len), tofd, to_name, true, false)) < 0)
+		return r;
 	if (renameat2(fromfd, from_name, tofd, to_name, overwrite ? 0 : RENAME_NOREPLACE) < 0) {
 		r = -errno;
 		/* EXDEV from rename means two mounts, not an escape: every
@@ -206,6 +209,9 @@ int ws_delete_begin(const struct workspace *ws, const char *path, size_t len, bo
 	del->dirfd = -1;
 	*ret = del;
 	int r = open_last(ws, path, len, false, &dirfd, &name);
+	if (r < 0)
+		return r;
+	r = ws_guard_check(ws_pick(ws, path, len), dirfd, name, true, false);
 	if (r < 0)
 		return r;
 	struct stat st;
@@ -329,6 +335,9 @@ int ws_mkdir(const struct workspace *ws, const char *path, size_t len, bool pare
 		_cleanup_close_ int fd = -1;
 		return ws_openat(ws, path, len, O_PATH | O_DIRECTORY, 0, &fd);
 	}
+	if (r < 0)
+		return r;
+	r = ws_guard_check(ws_pick(ws, path, len), dirfd, name, false, true);
 	if (r < 0)
 		return r;
 	if (mkdirat(dirfd, name, 0777) == 0) {
@@ -473,4 +482,33 @@ int ws_resolved(const struct workspace *ws, const char *path, size_t len, bool f
 		*ret = buf_size(&b) ? buf_steal(&b) : xstrdup(".");
 		return 0;
 	}
+}
+
+static _Thread_local struct ws_guard *thread_guard;
+
+struct ws_guard *ws_guard_set(struct ws_guard *g)
+{
+	struct ws_guard *old = thread_guard;
+	thread_guard = g;
+	return old;
+}
+
+int ws_guard_check(const struct workspace *ws, int dirfd, const char *name, bool whole, bool dir)
+{
+	struct ws_guard *g = thread_guard;
+	if (!g || !g->list || !*g->list)
+		return 0;
+	_cleanup_free_ char *base = ws_fd_relative(ws, dirfd);
+	if (!base)
+		return -EPERM;	/* not beneath the root: never written */
+	_cleanup_(buf_free) struct buf b = {};
+	if (!str_eq(base, "."))
+		buf_puts(&b, base);
+	rel_push(&b, name, strlen(name));
+	const char *entry = g->match(g, buf_size(&b) ? buf_head(&b) : ".", whole, dir);
+	if (!entry)
+		return 0;
+	if (!g->hit)
+		g->hit = entry;
+	return -EPERM;
 }

@@ -541,6 +541,9 @@ int ws_chase(const struct workspace *ws, const char *rel, int flags, mode_t mode
 		if (fd == -ENOENT && create && (size_t)(p - todo) >= named) {
 			/* mkdirat never follows a symlink: one made meanwhile
 			 * gives EEXIST, and is looked at below. */
+			int g = ws_guard_check(ws, cur, name, false, true);
+			if (g < 0)
+				return g;
 			if (mkdirat(cur, name, 0777) < 0 && errno != EEXIST)
 				return -errno;
 			fd = ws_open_one(cur, name, O_PATH | O_NOFOLLOW, 0);

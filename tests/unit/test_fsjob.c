@@ -27,6 +27,7 @@
 #include "lib/identity.h"
 #include "lib/iopool.h"
 #include "lib/loop.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/workspace.h"
 #include "lib/workspace_ops.h"
 #include "proto/base/util.h"
@@ -652,6 +653,85 @@ START_TEST(protected_where_the_kernel_leads)
 }
 END_TEST
 
+/* What a racing job did. */
+struct racer {
+	struct tool_call call;
+	const char *dir;
+	bool done;
+	int guard_r, write_r, mkdir_r, rename_r;
+};
+
+static void racer_finish(struct tool_call *c)
+{
+	container_of(c, struct racer, call)->done = true;
+}
+
+static bool racer_done(void *arg)
+{
+	return ((struct racer *)arg)->done;
+}
+
+/* Checks "d/x", then swaps d for a symlink to .git/hooks, as a child of
+ * the same peer could between the check and the write, then writes. */
+static int racer_run(struct fsjob *job, void *arg)
+{
+	struct racer *rc = arg;
+	rc->guard_r = fsjob_guard(job, "d/x", 3, FSJOB_WRITE);
+	char *d = xasprintf("%s/d", rc->dir), *moved = xasprintf("%s/d-old", rc->dir);
+	ck_assert_int_eq(rename(d, moved), 0);
+	ck_assert_int_eq(symlink(".git/hooks", d), 0);
+	rc->write_r = fsjob_write_atomic(job, "d/x", 3, "evil", 4, false, NULL);
+	rc->mkdir_r = fsjob_mkdir(job, "d/sub/deeper", 12, true, &(bool){ false });
+	rc->rename_r = fsjob_rename(job, "d-old", 5, "d/moved", 7, false);
+	free(d);
+	free(moved);
+	return rc->write_r;
+}
+
+static void racer_done_fn(struct tool_call *call, void *arg, int r)
+{
+	tool_call_succeed(call, xstrdup("written"), NULL, false);
+}
+
+static const struct fsjob_ops racer_ops = { .run = racer_run, .done = racer_done_fn, .free = no_free };
+
+/* A protected path is refused at the write itself, on the directory the
+ * kernel reached: a symlink swapped in after the check leads nowhere. */
+START_TEST(protected_at_the_write_itself)
+{
+	struct fixture f;
+	setup(&f, 1);
+	struct sandbox_config cfg;
+	sandbox_config_init(&cfg);
+	f.env.sandbox = &cfg;
+	mkdir_at(f.dir, ".git");
+	mkdir_at(f.dir, ".git/hooks");
+	mkdir_at(f.dir, "d");
+	struct racer rc = { .call = { .ws = f.ws, .env = &f.env, .on_finish = racer_finish }, .dir = f.dir };
+	ck_assert_int_eq(fsjob_start(&rc.call, &racer_ops, &rc), TOOL_PENDING);
+	ck_assert(loop_spin(f.ev, racer_done, &rc, 10000));
+	ck_assert_int_eq(rc.guard_r, 0);
+	ck_assert_int_eq(rc.write_r, -EPERM);
+	ck_assert_int_eq(rc.mkdir_r, -EPERM);
+	ck_assert_int_eq(rc.rename_r, -EPERM);
+	ck_assert_int_eq(rc.call.kind, TC_PERMISSION_DENIED);
+	ck_assert_ptr_nonnull(strstr(rc.call.message, ".git/hooks"));
+	ck_assert_ptr_nonnull(strstr(rc.call.message, "sandbox.protect"));
+	char *x = xasprintf("%s/.git/hooks/x", f.dir), *sub = xasprintf("%s/.git/hooks/sub", f.dir);
+	char *moved = xasprintf("%s/.git/hooks/moved", f.dir);
+	struct stat st;
+	ck_assert_int_eq(lstat(x, &st), -1);
+	ck_assert_int_eq(lstat(sub, &st), -1);
+	ck_assert_int_eq(lstat(moved, &st), -1);
+	free(x);
+	free(sub);
+	free(moved);
+	tool_call_clear(&rc.call);
+	sandbox_config_clear(&cfg);
+	teardown(&f);
+}
+END_TEST
+
 static Suite *fsjob_suite(void)
 {
 	Suite *s = suite_create("fsjob");
@@ -668,6 +748,7 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, run_as_on_a_thread_of_its_own);
 	tcase_add_test(tc, delete_goes_in_parts);
 	tcase_add_test(tc, protected_where_the_kernel_leads);
+	tcase_add_test(tc, protected_at_the_write_itself);
 	suite_add_tcase(s, tc);
 	return s;
 }
