@@ -150,4 +150,10 @@ int fsjob_guard(struct fsjob *job, const char *path, size_t len, enum fsjob_touc
 const char *fsjob_protected_in(const struct workspace *ws, const char *const *protect, const char *path,
 			       size_t len, enum fsjob_touch how);
 
+/* Made outside a job, with the calling thread's rights: not for tools,
+ * whose file work a job does (see lib/workspace.h). */
+#ifdef TC_TOOL_CODE
+#pragma GCC poison fsjob_preview fsjob_protected_in
+#endif
+
 #endif

@@ -84,7 +84,7 @@ int ws_resolved(const struct workspace *ws, const char *path, size_t len, bool f
 
 /* Tools act through lib/fsjob.h, as the peer (see lib/workspace.h). */
 #ifdef TC_TOOL_CODE
-#pragma GCC poison ws_lstat ws_rename ws_delete ws_delete_begin ws_delete_step ws_mkdir
+#pragma GCC poison ws_resolved ws_lstat ws_rename ws_delete ws_delete_begin ws_delete_step ws_mkdir
 #endif
 
 #endif
