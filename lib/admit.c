@@ -179,7 +179,7 @@ void admit_decide_confirmation(struct dispatcher *d, struct session *s, struct a
 	const struct sandbox_config *sb = d->env ? d->env->sandbox : NULL;
 	enum confirm_mode m = policy_decide(d->policy, a->t->name, a->t->side_effects, dispatch_policy_root(d, s));
 	a->mode = policy_settle_sandboxed(m, a->t, sb);
-	if (m == CONFIRM_SANDBOXED && a->mode == CONFIRM_AUTO && policy_writes_protected(a->t, a->args, s->ws, sb))
+	if (m == CONFIRM_SANDBOXED && a->mode == CONFIRM_AUTO && policy_writes_protected(a->t, a->args, s->ws, sb, session_identity(s)))
 		a->mode = CONFIRM_PROMPT;
 }
 
