@@ -22,8 +22,10 @@
 static const char *const path_args[] = { "path", NULL };
 
 /* How long one part of a recursive delete goes on before the worker gives
- * way (to other jobs, and to a cancel). */
-#define DELETE_PART_MS 20
+ * way (to other jobs, and to a cancel). Short: beside a delete of 300,000
+ * entries (tc-bench, stall), other clients' ping p99 measured 5 ms with
+ * 5 ms parts and 14 ms with 20 ms ones on the same loaded machine. */
+#define DELETE_PART_MS 5
 
 struct delete_job {
 	char *path;
