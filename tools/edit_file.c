@@ -305,7 +305,8 @@ const struct tool_def tool_edit_file = {
 		"be applied, none is and the file is untouched; the error says which edit failed "
 		"and how many times its 'old' occurs. The file is rewritten atomically, keeping its "
 		"permissions. The result has the unified diff of the change; with dry_run the diff "
-		"is returned and nothing is written. To create a file, use write_file.",
+		"is returned and nothing is written. To create a file, use write_file. Protected "
+		"paths (such as .git/hooks and .git/config) are never written.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

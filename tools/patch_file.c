@@ -173,7 +173,8 @@ const struct tool_def tool_patch_file = {
 		"indentation included), and is replaced by 'new'. If 'old' occurs several "
 		"times, include more surrounding lines so it is unique; if it is not found, "
 		"read the file again. Paths are relative to the workspace root. The file is "
-		"rewritten atomically and keeps its permissions.",
+		"rewritten atomically and keeps its permissions. Protected paths (such as "
+		".git/hooks and .git/config) are never patched.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

@@ -147,7 +147,8 @@ const struct tool_def tool_write_file = {
 		"old or the new file, never a mix) and keeps the file's permissions. Missing "
 		"parent directories are an error unless create_dirs is true. For binary data, "
 		"pass the bytes in base64 with encoding \"base64\". To change part of a file, "
-		"patch_file is safer than rewriting it.",
+		"patch_file is safer than rewriting it. Protected paths (such as .git/hooks and "
+		".git/config) are never written.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"
