@@ -168,6 +168,10 @@ int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg)
 	struct ws_guard *old = ws_guard_set(&g);
 	int r = run(&job, arg);
 	ws_guard_set(old);
+	/* A refusal (fsjob_guard()) is the caller's to tell, as -EPERM. */
+	if (job.refused_entry || g.hit)
+		r = -EPERM;
+	free(job.refused_path);
 	return r;
 }
 

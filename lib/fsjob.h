@@ -80,7 +80,9 @@ bool fsjob_may_inline(const struct tool_call *call);
 /* What fsjob_inline() returns when it may not run on the loop. */
 #define FSJOB_NOT_INLINE 2
 /* Runs run(job, arg) at once on the loop when fsjob_may_inline(call), and
- * returns what it returned; else FSJOB_NOT_INLINE, run not called. */
+ * returns what it returned (-EPERM when it touched a protected path);
+ * else FSJOB_NOT_INLINE, run not called. For small work that changes
+ * nothing (a read, a stat). */
 int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg);
 /* Makes def's confirmation preview of args in ws (tool_def.preview),
  * with the rights of the calling thread: the caller has taken the call's
