@@ -127,7 +127,7 @@ static void job_done(void *p, bool cancelled)
 {
 	struct fsjob *job = p;
 	struct tool_call *call = job->call;
-	if (!cancelled && !job->cancelled && job->r == FSJOB_AGAIN) {
+	if (!cancelled && !job->cancelled && job->r == FSJOB_AGAIN && !job->refused_entry) {
 		/* A part is done: shown, then the next one queued (behind
 		 * the jobs that came meanwhile). */
 		if (job->ops->part)
@@ -228,7 +228,7 @@ enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, v
 			/* The loop never takes another identity. */
 			tool_call_fail(call, TC_INTERNAL, "No io thread to act as the peer on files");
 		} else {
-			while ((job->r = run_guarded(job)) == FSJOB_AGAIN)
+			while ((job->r = run_guarded(job)) == FSJOB_AGAIN && !job->refused_entry)
 				if (ops->part)
 					ops->part(call, arg);
 			job_outcome(job);
