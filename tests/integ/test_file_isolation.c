@@ -159,6 +159,8 @@ static void make_targets(struct tcd *d)
 	free(mine);
 }
 
+static void assert_protected(struct tcd *d, struct tcc *c, const char *tool, const char *args, const char *entry);
+
 START_TEST(every_file_tool_is_refused_what_the_peer_may_not_touch)
 {
 	if (geteuid() != 0)
@@ -213,6 +215,11 @@ START_TEST(every_file_tool_is_refused_what_the_peer_may_not_touch)
 	tc_assert_ok(tcc_call(n, "move_file", "{\"from\":\"mine.txt\",\"to\":\"shared/mine.txt\"}"));
 	tc_assert_ok(tcc_call(n, "stat", "{\"path\":\"locked/file.txt\"}"));
 	tc_assert_ok(tcc_call(n, "delete_file", "{\"path\":\"shared/mine.txt\"}"));
+	/* Protected paths are judged with the peer's rights too. */
+	tc_assert_ok(tcc_call(n, "make_dir", "{\"path\":\"peer\"}"));
+	assert_protected(&d, n, "write_file", "{\"path\":\"peer/../.git/hooks/x\",\"content\":\"x\","
+			 "\"create_dirs\":true}", ".git/hooks");
+	assert_protected(&d, n, "make_dir", "{\"path\":\".git/info\"}", ".git/info");
 	free(names);
 	tcc_close(n);
 	ck_assert_int_eq(tcd_stop(&d), 0);
