@@ -329,7 +329,17 @@ static bool protect_stub(char *full, int kind)
  * parent exists is made first (protect_stub()), where it can be. */
 static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool stub)
 {
-	for (const char *const *w = req->workspaces; w && *w; w++)
+	bool git = false;
+	for (const char *const *p = req->protect; p && *p && !git; p++)
+		git = strncmp(*p, ".git/", 5) == 0;
+	for (const char *const *w = req->workspaces; w && *w; w++) {
+		/* A .git file (a "gitdir:" pointer, in a linked worktree or a
+		 * submodule) sends git elsewhere: held with the paths beneath
+		 * .git (sandbox_protected()). */
+		_cleanup_free_ char *dot_git = git ? xasprintf("%s/.git", *w) : NULL;
+		struct stat gst;
+		if (dot_git && lstat(dot_git, &gst) == 0 && S_ISREG(gst.st_mode) && !strv_has(run->ro_binds, dot_git))
+			strv_push(&run->ro_binds, xstrdup(dot_git));
 		for (const char *const *p = req->protect; p && *p; p++) {
 			if (!**p || **p == '/' || strstr(*p, ".."))
 				continue;
@@ -352,6 +362,7 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			if (!strv_has(run->ro_binds, full))
 				strv_push(&run->ro_binds, xstrdup(full));
 		}
+	}
 }
 
 static int by_length(const void *a, const void *b)

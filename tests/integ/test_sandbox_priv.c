@@ -508,6 +508,34 @@ START_TEST(protect_missing_paths)
 }
 END_TEST
 
+/* A .git that is a file (a linked worktree's "gitdir:" pointer) cannot
+ * be pointed elsewhere, removed or renamed by a call. */
+START_TEST(protect_git_file)
+{
+	struct tcd d;
+	start(&d, "");
+	tcd_put(&d, ".git", "gitdir: /nonexistent/repo/.git/worktrees/w\n");
+	struct tcc *c = tcc_connect(&d);
+	static const char *const refused[] = { "echo 'gitdir: /tmp/evil' > .git", "rm -f .git", "mv .git g" };
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *one = xasprintf("%s && echo DONE", refused[i]);
+		const struct json *r = sh(c, one);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
+		free(one);
+	}
+	size_t n = 0;
+	char *path = tcd_ws_path(&d, ".git");
+	char *text = tcd_read(&d, path, &n);
+	ck_assert_str_eq(text, "gitdir: /nonexistent/repo/.git/worktrees/w\n");
+	free(text);
+	free(path);
+	tc_assert_ok(sh(c, "echo fine > other"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* Start-up says children hold no capability. */
 START_TEST(startup_says_so)
 {
@@ -539,6 +567,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
 	tcase_add_loop_test(tc, protect_missing_paths, 0, 2);
+	tcase_add_test(tc, protect_git_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
