@@ -44,6 +44,7 @@ struct tc_loop;
 struct dispatch_config {
 	unsigned max_concurrent;	/* 64 */
 	unsigned session_concurrency;	/* 4 */
+	unsigned per_uid_running;	/* 0: three quarters of max_concurrent, at least 1 */
 	unsigned queue_max;		/* 256 per session */
 	unsigned queue_max_total;	/* 8192 daemon-wide */
 	unsigned per_uid_queue;		/* 4096 per uid, all its sessions */

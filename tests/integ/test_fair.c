@@ -100,13 +100,13 @@ static void wait_queued(struct tcc *admin, int64_t n)
 	ck_abort_msg("%lld calls queued, not %lld", (long long)queued, (long long)n);
 }
 
-/* Root fills all 64 slots with long shells and queues many more behind
- * them; nobody's read_file, queued last, gets the first slot that frees
- * instead of waiting behind root's queue. */
+/* Root, allowed every slot, fills all 64 with long shells and queues many
+ * more behind them; nobody's read_file, queued last, gets the first slot
+ * that frees instead of waiting behind root's queue. */
 START_TEST(other_uid_gets_a_slot_in_turn)
 {
 	struct tcd d;
-	start_shared(&d, "\"limits\":{\"session_concurrency\":64}");
+	start_shared(&d, "\"limits\":{\"session_concurrency\":64,\"per_uid_running\":64}");
 	struct tcc *a = tcc_connect(&d);
 	const char *first = send_call(a, "shell", "{\"command\":\"sleep 60\"}", NULL);
 	for (int i = 1; i < 164; i++)
@@ -125,6 +125,37 @@ START_TEST(other_uid_gets_a_slot_in_turn)
 	ck_assert_msg(r != NULL, "nobody's read_file waited behind root's queue");
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.content"), "hello\n");
+	tcc_close(b);
+	tcc_close(a);	/* cancels root's calls */
+	tcc_close(admin);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* limits.per_uid_running by default: root's long shells take three of the
+ * four slots and the rest wait; nobody's echo, sent then, starts at once
+ * in the slot left, while every call of root still runs. */
+START_TEST(no_uid_takes_every_slot)
+{
+	struct tcd d;
+	start_shared(&d, "\"limits\":{\"max_concurrent\":4,\"session_concurrency\":64}");
+	struct tcc *a = tcc_connect(&d);
+	for (int i = 0; i < 10; i++)
+		send_call(a, "shell", "{\"command\":\"sleep 60\"}", NULL);
+	struct tcc *admin = tcc_connect(&d);
+	wait_queued(admin, 7);
+	const struct json *st = tcc_request(admin, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(st, "result.running"), 3);
+	struct tcc *b = connect_nobody(&d);
+	const char *id = send_call(b, "shell", "{\"command\":\"echo hi\"}", NULL);
+	const struct json *r = tcc_wait_id(b, id, 20000);
+	ck_assert_msg(r != NULL, "nobody's echo waited for root's calls to end");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hi\n");
+	st = tcc_request(admin, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(st, "result.running"), 3);
+	ck_assert_int_eq(tj_int(st, "result.queued"), 7);
 	tcc_close(b);
 	tcc_close(a);	/* cancels root's calls */
 	tcc_close(admin);
@@ -351,6 +382,7 @@ int main(void)
 	TCase *tc = tcase_create("two uids");
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, other_uid_gets_a_slot_in_turn);
+	tcase_add_test(tc, no_uid_takes_every_slot);
 	tcase_add_test(tc, breaker_trips_for_one_uid);
 	tcase_add_test(tc, keys_flood_evicts_only_own);
 	tcase_add_test(tc, pending_confirmations_bounded);
