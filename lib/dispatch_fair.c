@@ -38,6 +38,7 @@ struct uid_state *fair_uid(struct dispatcher *d, uid_t uid)
 		list_init(&u->ready);
 		list_init(&u->node);
 		u->circuits = map_new();
+		stats_init(&u->stats);
 		map_put(d->uids, key, u);
 	}
 	return u;
@@ -54,6 +55,7 @@ void fair_clear(struct dispatcher *d)
 		while (map_next(u->circuits, &ci, NULL, &c))
 			free(c);
 		map_free(u->circuits);
+		stats_free(&u->stats);
 		free(u);
 	}
 	d->uids = map_free(d->uids);

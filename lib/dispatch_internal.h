@@ -44,6 +44,7 @@ struct uid_state {
 	unsigned running;		/* executions holding a slot, all its sessions */
 	uint64_t served;		/* when it last got a slot (d->slots_given) */
 	struct map *circuits;		/* tool name -> struct circuit */
+	struct stats stats;		/* its own calls, for its own admin/stats */
 };
 
 struct attempt;

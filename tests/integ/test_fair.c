@@ -164,6 +164,58 @@ START_TEST(no_uid_takes_every_slot)
 }
 END_TEST
 
+/* admin/stats tells nobody of its own calls, sessions and connections
+ * alone, and of no provider, store or audit log; root (the daemon's
+ * user here) still sees everything. admin/metrics, every uid's numbers,
+ * is refused to nobody. */
+START_TEST(stats_show_own_uid_only)
+{
+	struct tcd d;
+	start_shared(&d, "");
+	struct tcc *a = tcc_connect(&d);
+	struct tcc *a2 = tcc_connect(&d);
+	tc_assert_ok(tcc_request(a2, "ping", NULL));
+	tc_assert_ok(tcc_call(a, "shell", "{\"command\":\"true\"}"));
+	tc_assert_kind(tcc_call(a, "exit", "{\"code\":3}"), "execution_error");
+	tc_assert_ok(tcc_call(a, "read_file", "{\"path\":\"a.txt\"}"));
+	struct tcc *b = connect_nobody(&d);
+	tc_assert_ok(tcc_call(b, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_kind(tcc_call(b, "read_file", "{\"path\":\"none.txt\"}"), "execution_error");
+
+	const struct json *st = tj(tcc_request(b, "admin/stats", NULL), "result");
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(tj_int(st, "uid"), nobody.pw_uid);
+	ck_assert_int_eq(tj_int(st, "calls"), 2);
+	ck_assert_int_eq(tj_int(st, "errors.execution_error"), 1);
+	ck_assert_int_eq(tj_len(st, "tools"), 1);
+	ck_assert_int_eq(tj_int(st, "tools.read_file.calls"), 2);
+	ck_assert_int_eq(tj_int(st, "connections.open"), 1);
+	ck_assert_int_eq(tj_int(st, "sessions"), 1);
+	ck_assert_int_eq(tj_int(st, "running"), 0);
+	ck_assert_int_eq(tj_int(st, "tasks.tasks"), 0);
+	static const char *const hidden[] = { "providers", "store", "audit", "events", "reloads",
+					      "storeRestartPending", "connections.total",
+					      "connections.refused", "idempotency.entries" };
+	for (size_t i = 0; i < ELEMENTSOF(hidden); i++)
+		ck_assert_msg(!tj_has(st, hidden[i]), "nobody sees %s", hidden[i]);
+	tc_assert_kind(tcc_request(b, "admin/metrics", NULL), "permission_denied");
+
+	st = tj(tcc_request(a, "admin/stats", NULL), "result");
+	ck_assert(!tj_has(st, "uid"));
+	ck_assert_int_eq(tj_int(st, "calls"), 5);
+	ck_assert_int_eq(tj_int(st, "tools.read_file.calls"), 3);
+	ck_assert_int_eq(tj_int(st, "tools.shell.calls"), 1);
+	ck_assert_int_eq(tj_int(st, "connections.open"), 3);
+	ck_assert(tj_has(st, "providers") && tj_has(st, "store"));
+	tc_assert_ok(tcc_request(a, "admin/metrics", NULL));
+	tcc_close(b);
+	tcc_close(a2);
+	tcc_close(a);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* Nobody trips the breaker of a command tool; root's calls of it run.
  * Nobody's read_file of missing files never trips read_file's. */
 START_TEST(breaker_trips_for_one_uid)
@@ -383,6 +435,7 @@ int main(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, other_uid_gets_a_slot_in_turn);
 	tcase_add_test(tc, no_uid_takes_every_slot);
+	tcase_add_test(tc, stats_show_own_uid_only);
 	tcase_add_test(tc, breaker_trips_for_one_uid);
 	tcase_add_test(tc, keys_flood_evicts_only_own);
 	tcase_add_test(tc, pending_confirmations_bounded);
