@@ -216,6 +216,62 @@ START_TEST(stats_show_own_uid_only)
 }
 END_TEST
 
+/* Sends initialize with sessionId sid as request 1 and returns the answer's
+ * line with sid written SID (owned by c). */
+static const char *initialize_line(struct tcc *c, const char *sid, const char *extra)
+{
+	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+			    "\"params\":{\"protocolVersion\":\"2025-06-18\",\"sessionId\":\"%s\"%s}}", sid, extra));
+	const char *line = tcc_recv_line(c, 10000, NULL);
+	ck_assert_ptr_nonnull(line);
+	const char *at = strstr(line, sid);
+	ck_assert_msg(at, "no %s in %s", sid, line);
+	return tcc_fmt(c, "%.*sSID%s", (int)(at - line), line, at + strlen(sid));
+}
+
+/* Nobody naming root's session id gets, byte for byte, the answer an id
+ * nobody used gets, and a session of its own: root's budget and calls are
+ * not its. Nor do events/subscribe and sessions/cancel tell the two apart. */
+START_TEST(foreign_session_id_is_unknown)
+{
+	struct tcd d;
+	start_shared(&d, "");
+	struct tcc *a = tcc_connect(&d);
+	const char *ra = initialize_line(a, "roots-own", ",\"budget\":{\"toolCalls\":1}");
+	ck_assert_ptr_nonnull(strstr(ra, "\"result\""));
+
+	struct tcc *b1 = connect_nobody(&d);
+	const char *foreign = initialize_line(b1, "roots-own", "");
+	struct tcc *b2 = connect_nobody(&d);
+	const char *unknown = initialize_line(b2, "never-used", "");
+	ck_assert_str_eq(foreign, unknown);
+	ck_assert_ptr_nonnull(strstr(foreign, "\"result\""));
+	/* Nobody's own session: root's budget of one call is not spent by it. */
+	tc_assert_ok(tcc_call(b1, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(b1, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(a, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_kind(tcc_call(a, "read_file", "{\"path\":\"a.txt\"}"), "budget_exceeded");
+
+	/* Root's session id of a session nobody never made is unknown to it. */
+	struct tcc *b3 = connect_nobody(&d);
+	const struct json *e1 = tcc_request(b3, "sessions/cancel", "{\"sessionId\":\"roots-only\"}");
+	struct tcc *a2 = tcc_connect(&d);
+	ck_assert_str_eq(tj_str(tcc_initialize(a2, "\"sessionId\":\"roots-only\""), "sessionId"), "roots-only");
+	const struct json *e2 = tcc_request(b3, "sessions/cancel", "{\"sessionId\":\"roots-only\"}");
+	char *t1 = tj_text(tj(e1, "error")), *t2 = tj_text(tj(e2, "error"));
+	ck_assert_str_eq(t1, t2);
+	free(t1);
+	free(t2);
+	tcc_close(a2);
+	tcc_close(b3);
+	tcc_close(b2);
+	tcc_close(b1);
+	tcc_close(a);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* Nobody trips the breaker of a command tool; root's calls of it run.
  * Nobody's read_file of missing files never trips read_file's. */
 START_TEST(breaker_trips_for_one_uid)
@@ -436,6 +492,7 @@ int main(void)
 	tcase_add_test(tc, other_uid_gets_a_slot_in_turn);
 	tcase_add_test(tc, no_uid_takes_every_slot);
 	tcase_add_test(tc, stats_show_own_uid_only);
+	tcase_add_test(tc, foreign_session_id_is_unknown);
 	tcase_add_test(tc, breaker_trips_for_one_uid);
 	tcase_add_test(tc, keys_flood_evicts_only_own);
 	tcase_add_test(tc, pending_confirmations_bounded);
