@@ -49,6 +49,14 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 		return;
 	char *result = NULL, *err = NULL;
 	int r = server_reload(server_of(c), &result, &err);
+	/* Logged as a reload on SIGHUP or on a tool file's change is, with
+	 * who asked for it. */
+	if (r < 0)
+		log_error("admin/reload by uid %u (pid %d) failed, the previous configuration stays in force: %s",
+			  (unsigned)c->cred.uid, (int)c->cred.pid, err);
+	else
+		log_info("admin/reload by uid %u (pid %d): reloaded: %s", (unsigned)c->cred.uid,
+			 (int)c->cred.pid, result);
 	if (p) {
 		if (r < 0) {
 			struct buf data = {0};
