@@ -23,6 +23,7 @@
 #include "lib/store.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
+#include "proto/json.h"
 
 /* --- values: refcounted strings ------------------------------------------ */
 
@@ -449,6 +450,37 @@ START_TEST(tasks)
 	store_task_put(s1, 1002, "short", "{}", 2, 1, 50, false, NULL, NULL);
 	run_for(150);
 	ck_assert_int_eq(get_task(s1, 1002, "short", &g), -ENOENT);
+}
+END_TEST
+
+/* The store's admin/stats members, as text. */
+static char *stats_text(struct store *s)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	store_write_stats(s, g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
+/* Tasks of the memory store (the Redis store's fallback) go on their
+ * time, though nobody asks for them again. */
+START_TEST(tasks_expire_unasked)
+{
+	struct store *m = open_store("memory", 10000, false);
+	store_task_put(m, 1000, "a", "{}", 2, 1, 50, true, NULL, NULL);
+	store_task_put(m, 1000, "b", "{}", 2, 2, 100, true, NULL, NULL);
+	store_task_put(m, 1001, "c", "{}", 2, 3, 60000, true, NULL, NULL);
+	char *st = stats_text(m);
+	ck_assert_msg(strstr(st, "\"tasks\":3"), "%s", st);
+	free(st);
+	run_for(250);
+	st = stats_text(m);
+	ck_assert_msg(strstr(st, "\"tasks\":1"), "%s", st);
+	free(st);
+	store_free(m);
 }
 END_TEST
 
@@ -1111,6 +1143,7 @@ static Suite *suite(const char *kind)
 	tcase_add_test(tc, uids_apart);
 	tcase_add_test(tc, key_with_nul);
 	tcase_add_test(tc, tasks);
+	tcase_add_test(tc, tasks_expire_unasked);
 	tcase_add_test(tc, bounds_per_uid);
 	tcase_add_test(tc, bound_keeps_running);
 	suite_add_tcase(s, tc);
