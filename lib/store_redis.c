@@ -720,6 +720,9 @@ static void connect_now(struct rstore *r)
 	/* Tasks cancelled through other daemons. */
 	const char *sub[] = { "SUBSCRIBE", r->cancel_chan };
 	redisAsyncCommandArgv(r->sub, on_message, r, 2, sub, NULL);
+	/* What this daemon recorded alone goes first: Redis has it before
+	 * it is seen as back, and before any claim of this daemon. */
+	own_flush(r);
 	/* The first reply says Redis is there. */
 	const char *ping = "PING";
 	send_cmd(r, ignore_reply, NULL, 1, &ping, NULL);
@@ -727,8 +730,6 @@ static void connect_now(struct rstore *r)
 		const char *load[] = { "SCRIPT", "LOAD", script_text[i] };
 		send_cmd(r, script_loaded, r->sha[i], 3, load, NULL);
 	}
-	/* What this daemon recorded alone goes first, before any claim. */
-	own_flush(r);
 }
 
 /* Treats Redis as away: warns once, answers what waits, reconnects later. */
