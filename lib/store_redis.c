@@ -400,6 +400,7 @@ struct rstore {
 	size_t n_own;
 	uint64_t own_bytes;
 	uint64_t written_back, own_dropped;
+	bool closing;			/* being freed: nothing more is kept */
 };
 
 #define RS(s) ((struct rstore *)(s))
@@ -1455,6 +1456,37 @@ static void end_free(struct end *e)
 	free(e);
 }
 
+/* The ends one script call carries. */
+struct end_batch {
+	int n;
+	struct end *e[ENDS_PER_EVAL];
+};
+
+/* An end Redis did not confirm is written back when it answers again. */
+static void end_to_own(struct rstore *r, struct end *e)
+{
+	const char *token = e->data;
+	for (int i = 0; i < 4; i++)
+		token += strlen(token) + 1;	/* rkey, lease, set, outcome key */
+	own_add(r, e->data, token, &e->rec);
+	end_free(e);
+}
+
+static void ends_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct end_batch *b = arg;
+	bool landed = reply && reply->type == REDIS_REPLY_INTEGER;
+	if (reply && !landed)
+		outage(r, "unexpected reply to an end: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
+	for (int i = 0; i < b->n; i++) {
+		if (landed || r->closing)
+			end_free(b->e[i]);
+		else
+			end_to_own(r, b->e[i]);
+	}
+	free(b);
+}
+
 /* Sends the first ENDS_PER_EVAL queued ends in one script call, each
  * outcome's record by a SET before it. */
 static void ends_send_batch(struct rstore *r)
@@ -1486,10 +1518,12 @@ static void ends_send_batch(struct rstore *r)
 		size_t lens[] = { 3, strlen(out), buf_size(&batch[i]->rec), 2, strlen(ttl_s) };
 		send_cmd(r, ignore_reply, NULL, 5, argv, lens);
 	}
-	if (r->cmd)
-		send_eval(r, ignore_reply, NULL, S_END, 4 * n, 3 * n, kv, NULL);
-	for (int i = 0; i < n; i++)
-		end_free(batch[i]);
+	/* The ends stay until Redis says they landed. */
+	struct end_batch *b = xcalloc(1, sizeof(*b));
+	b->n = n;
+	memcpy(b->e, batch, sizeof(batch[0]) * (size_t)n);
+	if (!r->cmd || !send_eval(r, ends_reply, b, S_END, 4 * n, 3 * n, kv, NULL))
+		ends_reply(r, NULL, b);
 }
 
 /* Sends the ends queued in this loop turn: they leave with the turn's
@@ -2077,6 +2111,7 @@ static void rs_free(struct store *s)
 		wait_free(list_first(&r->waits, struct store_wait, node));
 	while (!list_empty(&r->own))
 		own_free(r, list_first(&r->own, struct own, node));
+	r->closing = true;
 	/* Ends not yet handed to hiredis would not have been written
 	 * either: the connection closes without a flush. */
 	ev_prepare_stop(r->ev, &r->flush);

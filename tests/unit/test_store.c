@@ -930,6 +930,33 @@ START_TEST(alone_written_back)
 }
 END_TEST
 
+/* An end that leaves as Redis dies is not lost: it is written back once
+ * Redis is there again (empty), and another store replays it. */
+START_TEST(end_lost_written_back)
+{
+	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
+	ck_assert(shared_again(a, b, 5000));
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, "ends-as-it-dies", "shell", "{}", h);
+	struct got g;
+	claim(a, &k, &g, 2000);
+	ck_assert_int_eq(g.a.result, STORE_CLAIMED);
+	complete(g.a.claim, "ended");
+	redis_server_kill(&rs);
+	run_for(300);
+	redis_server_start(&rs);
+	redis_server_flush(&rs);
+	ck_assert(shared_again(a, b, 15000));
+	claim(b, &k, &g, 2000);
+	ck_assert(g.done);
+	ck_assert_int_eq(g.a.result, STORE_DONE);
+	ck_assert_str_eq(g.value, "ended");
+	store_free(a);
+	store_free(b);
+}
+END_TEST
+
 /* Redis restarts empty while a store holds a claim: the claim is made in
  * Redis again with its token, so another store joins it rather than
  * running the key, and hears its end. */
@@ -1163,6 +1190,7 @@ static Suite *suite(const char *kind)
 		tcase_add_test(tc, own_outcome_while_stalled);
 		tcase_add_test(tc, alone_written_back);
 		tcase_add_test(tc, running_claim_back);
+		tcase_add_test(tc, end_lost_written_back);
 		suite_add_tcase(s, tc);
 	}
 	return s;
