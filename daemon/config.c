@@ -396,6 +396,7 @@ static const struct field limits_fields[] = {
 	U32("max_batch", limits.max_batch, 1, 1000000),
 	U32("max_concurrent", limits.max_concurrent, 1, 1000000),
 	U32("session_concurrency", limits.session_concurrency, 1, 1000000),
+	U32("per_uid_running", limits.per_uid_running, 1, 1000000),
 	U32("queue_max", limits.queue_max, 0, 1000000),
 	U32("queue_max_total", limits.queue_max_total, 0, 100000000),
 	U32("max_connections", limits.max_connections, 1, 1000000),

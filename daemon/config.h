@@ -26,6 +26,8 @@
  *   limits.max_batch                      1..1000000      1000: requests in one batch
  *   limits.max_concurrent                 1..1000000      64: calls running at once, daemon-wide
  *   limits.session_concurrency            1..1000000      4: calls running at once per session
+ *   limits.per_uid_running                1..1000000      three quarters of max_concurrent (at
+ *                                                         least 1): calls running at once per uid
  *   limits.queue_max                      0..1000000      256: calls waiting per session
  *   limits.queue_max_total                0..100000000    8192: calls waiting daemon-wide
  *   limits.max_connections                1..1000000      16384
@@ -151,6 +153,7 @@ struct config {
 		uint32_t max_batch;
 		uint32_t max_concurrent;
 		uint32_t session_concurrency;
+		uint32_t per_uid_running;	/* 0: three quarters of max_concurrent */
 		uint32_t queue_max;
 		uint32_t queue_max_total;
 		uint32_t max_connections;

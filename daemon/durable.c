@@ -180,6 +180,14 @@ void durable_write_stats(struct server *s, struct jgen *g)
 	jgen_kv_raw(g, "storeRestartPending", pending, strlen(pending));
 }
 
+void durable_write_stats_of(struct server *s, uid_t uid, struct jgen *g)
+{
+	jgen_key(g, "tasks");
+	jgen_obj_open(g);
+	tasks_write_stats_of(s->tasks, uid, g);
+	jgen_obj_close(g);
+}
+
 void durable_write_capability(struct jgen *g)
 {
 	jgen_key(g, "tasks");

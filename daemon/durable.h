@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct call_params;
 struct config;
@@ -32,6 +33,8 @@ void durable_reload(struct server *s, struct config *fresh);
 
 /* admin/stats' "tasks" member. */
 void durable_write_stats(struct server *s, struct jgen *g);
+/* The tasks member of admin/stats for a peer of uid: its own tasks alone. */
+void durable_write_stats_of(struct server *s, uid_t uid, struct jgen *g);
 /* initialize's capabilities.tasks; a listed tool's execution member. */
 void durable_write_capability(struct jgen *g);
 void durable_write_tool_execution(struct jgen *g);

@@ -2,7 +2,10 @@
 /*
  * Administration, for the daemon's own user and root: admin/reload,
  * admin/stats (counters of the daemon, the dispatcher, providers and
- * clients) and admin/metrics (the same in OpenMetrics text).
+ * clients) and admin/metrics (the same in OpenMetrics text). Any other
+ * peer may ask admin/stats and hears of its own uid's calls, sessions,
+ * connections and tasks alone: nothing of other users' work, and no
+ * provider's error text (which holds the server's stderr).
  */
 #include "daemon/methods.h"
 
@@ -46,6 +49,14 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 		return;
 	char *result = NULL, *err = NULL;
 	int r = server_reload(server_of(c), &result, &err);
+	/* Logged as a reload on SIGHUP or on a tool file's change is, with
+	 * who asked for it. */
+	if (r < 0)
+		log_error("admin/reload by uid %u (pid %d) failed, the previous configuration stays in force: %s",
+			  (unsigned)c->cred.uid, (int)c->cred.pid, err);
+	else
+		log_info("admin/reload by uid %u (pid %d): reloaded: %s", (unsigned)c->cred.uid,
+			 (int)c->cred.pid, result);
 	if (p) {
 		if (r < 0) {
 			struct buf data = {0};
@@ -67,11 +78,51 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 	free(err);
 }
 
+/* Sessions alive of uid. */
+static int64_t sessions_of(struct server *s, uid_t uid)
+{
+	int64_t n = 0;
+	size_t it = 0;
+	void *v;
+	while (map_next(s->sessions->by_id, &it, NULL, &v))
+		if (((struct session *)v)->uid == uid)
+			n++;
+	return n;
+}
+
+/* admin/stats for a peer that is neither root nor the daemon's user: the
+ * counters of its own uid, and nothing of anyone else's. */
+static void stats_of(struct server *s, uid_t uid, struct jgen *g)
+{
+	jgen_kv_int(g, "uid", uid);
+	jgen_kv_int(g, "uptimeMs", (int64_t)(mono_ms() - s->started_ms));
+	jgen_key(g, "connections");
+	jgen_obj_open(g);
+	const struct peer *pe = peers_find(&s->peers, uid);
+	jgen_kv_int(g, "open", pe ? pe->conns : 0);
+	jgen_kv_int(g, "bufferedBytes", pe ? (int64_t)pe->memory : 0);
+	jgen_obj_close(g);
+	jgen_kv_int(g, "sessions", sessions_of(s, uid));
+	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
+	dispatch_write_stats_of(s->dispatcher, uid, g);
+	durable_write_stats_of(s, uid, g);
+}
+
 static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
 	if (!p)
 		return;
 	struct server *s = server_of(c);
+	if (!admin_allowed(c, NULL)) {
+		struct buf b = {0};
+		struct jgen *g = jgen_new(&b);
+		jgen_obj_open(g);
+		stats_of(s, c->cred.uid, g);
+		jgen_obj_close(g);
+		jgen_free(g);
+		methods_answer(p, &b);
+		return;
+	}
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
 	jgen_obj_open(g);
@@ -96,10 +147,11 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	methods_answer(p, &b);
 }
 
-/* admin/metrics: {text}, the numbers of admin/stats in OpenMetrics text. */
+/* admin/metrics: {text}, the numbers of admin/stats in OpenMetrics text,
+ * every uid's: for root and the daemon's user alone. */
 static void m_metrics(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	if (!p)
+	if (!admin_allowed(c, p) || !p)
 		return;
 	struct buf text = {0}, b = {0};
 	metrics_write(server_of(c), &text);

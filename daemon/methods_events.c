@@ -53,8 +53,8 @@ static void m_subscribe(struct conn *c, const struct jrpc_req *req, struct pendi
 			return;
 		}
 		if (!str_eq(sid->u.str.s, "*")) {
-			struct session *session = session_find(s->sessions, sid->u.str.s);
-			if (!session || session->uid != c->cred.uid) {
+			struct session *session = session_find(s->sessions, c->cred.uid, sid->u.str.s);
+			if (!session) {
 				methods_invalid_params(p, "Unknown session '%s'", sid->u.str.s);
 				return;
 			}

@@ -50,6 +50,7 @@ void server_apply_config(struct server *s)
 	dispatch_config_defaults(&dc);
 	dc.max_concurrent = c->limits.max_concurrent;
 	dc.session_concurrency = c->limits.session_concurrency;
+	dc.per_uid_running = c->limits.per_uid_running;
 	dc.queue_max = c->limits.queue_max;
 	dc.queue_max_total = c->limits.queue_max_total;
 	dc.max_attempts = c->retry.max_attempts;

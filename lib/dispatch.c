@@ -207,6 +207,7 @@ static struct caller *fail_now(struct dispatcher *d, struct caller *c, const cha
 		o->idempotent = t->idempotent;
 	}
 	stats_record(&d->stats, tool_name, o->kind, 0);
+	stats_record(&fair_uid(d, c->session->uid)->stats, tool_name, o->kind, 0);
 	struct kind_arg k = { tc_kind_name(o->kind), o->message };
 	event_emit(d->bus, "tool.failed", c->session, o->call_id, tool_name, extra_kind, &k);
 	caller_complete(c, o, false);
@@ -340,7 +341,9 @@ void exec_finish(struct exec *e, struct outcome *o)
 			       tc_now(d->loop));
 		e->probe = false;
 	}
-	stats_record(&d->stats, e->tool->name, o->kind, elapsed_us(&e->start_ts));
+	uint64_t took = elapsed_us(&e->start_ts);
+	stats_record(&d->stats, e->tool->name, o->kind, took);
+	stats_record(&e->us->stats, e->tool->name, o->kind, took);
 	struct completed_arg ca = { o };
 	if (o->kind == TC_OK)
 		event_emit(d->bus, "tool.completed", e->session, e->call_id, e->tool->name, extra_completed, &ca);
@@ -473,6 +476,7 @@ static void attempt_result(struct exec *e, struct outcome *o)
 	e->last = o;
 	e->state = EX_BACKOFF;
 	d->stats.retries++;
+	e->us->stats.retries++;
 	struct retry_arg ra = { e->attempts + 1, delay, tc_kind_name(o->kind) };
 	event_emit(d->bus, "dispatch.retry", e->session, e->call_id, e->tool->name, extra_retry, &ra);
 	exec_set_timer(e, on_backoff, delay);
@@ -605,6 +609,7 @@ void exec_run(struct exec *e)
 
 	e->attempts++;
 	d->stats.attempts++;
+	e->us->stats.attempts++;
 	e->state = EX_RUNNING;
 	if (e->attempts == 1)
 		event_emit(d->bus, "tool.called", s, e->call_id, e->tool->name, extra_called, e);
@@ -705,6 +710,7 @@ static struct caller *answer_keyed(struct dispatcher *d, struct caller *c, const
 	if (idem_conflicts(ie, a->t->name, a->canon))
 		return fail_now(d, c, a->name, a->t, conflict(client_key, str_eq(ie->tool, a->t->name)));
 	d->stats.idem_joins++;
+	fair_uid(d, c->session->uid)->stats.idem_joins++;
 	c->exec = ie->exec;
 	list_insert_tail(&ie->exec->waiters, &c->node);
 	return c;
@@ -823,10 +829,14 @@ static void exec_replay(struct exec *e, struct outcome *o, bool joined)
 	bool first = true;
 	while (!list_empty(&e->waiters)) {
 		struct caller *c = list_first(&e->waiters, struct caller, node);
-		if (first && !joined)
+		struct stats *us = &fair_uid(d, c->session->uid)->stats;
+		if (first && !joined) {
 			d->stats.idem_hits++;
-		else
+			us->idem_hits++;
+		} else {
 			d->stats.idem_joins++;
+			us->idem_joins++;
+		}
 		first = false;
 		caller_complete(c, o, !joined);
 	}
@@ -1090,6 +1100,16 @@ void dispatch_cancel_all(struct dispatcher *d, const char *why)
 unsigned dispatch_abandoned(const struct dispatcher *d)
 {
 	return d->abandoned;
+}
+
+unsigned dispatch_inflight_of(const struct dispatcher *d, uid_t uid)
+{
+	unsigned n = 0;
+	struct list *pos;
+	for (pos = d->callers.next; pos != &d->callers; pos = pos->next)
+		if (list_entry(pos, struct caller, all_node)->session->uid == uid)
+			n++;
+	return n;
 }
 
 unsigned dispatch_inflight(const struct dispatcher *d)

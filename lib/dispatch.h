@@ -44,6 +44,7 @@ struct tc_loop;
 struct dispatch_config {
 	unsigned max_concurrent;	/* 64 */
 	unsigned session_concurrency;	/* 4 */
+	unsigned per_uid_running;	/* 0: three quarters of max_concurrent, at least 1 */
 	unsigned queue_max;		/* 256 per session */
 	unsigned queue_max_total;	/* 8192 daemon-wide */
 	unsigned per_uid_queue;		/* 4096 per uid, all its sessions */
@@ -153,6 +154,8 @@ unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
 void dispatch_cancel_all(struct dispatcher *d, const char *why);
 /* Callers waiting for outcomes. */
 unsigned dispatch_inflight(const struct dispatcher *d);
+/* Callers of uid waiting for an outcome. */
+unsigned dispatch_inflight_of(const struct dispatcher *d, uid_t uid);
 /* Attempts that were stopped (timeout, cancel) whose tool has not yet
  * finished them: a child still being killed. */
 unsigned dispatch_abandoned(const struct dispatcher *d);
@@ -162,5 +165,8 @@ bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, 
 
 /* Writes admin/stats members (inside an open object). */
 void dispatch_write_stats(struct dispatcher *d, struct jgen *g);
+/* Writes the admin/stats members that count uid's own calls alone (a peer
+ * that is neither root nor the daemon's user sees no other uid's). */
+void dispatch_write_stats_of(struct dispatcher *d, uid_t uid, struct jgen *g);
 
 #endif

@@ -6,7 +6,10 @@
  * with a ready session is in the dispatcher's round of uids. A free slot
  * goes to the first uid of the round, to that uid's first ready session, to
  * that session's oldest call, and both rounds turn: a uid with a thousand
- * calls queued gets one slot in turn, like a uid with one.
+ * calls queued gets one slot in turn, like a uid with one. A uid running
+ * its share of the slots (limits.per_uid_running) leaves the round until
+ * one of its calls ends, so slots stay free for the others: another uid's
+ * call starts when it arrives, not when someone's call ends.
  *
  * An execution first in its session's line but held back by its tool's
  * own cap is parked on the tool, so that it does not hold up the calls of
@@ -35,6 +38,7 @@ struct uid_state *fair_uid(struct dispatcher *d, uid_t uid)
 		list_init(&u->ready);
 		list_init(&u->node);
 		u->circuits = map_new();
+		stats_init(&u->stats);
 		map_put(d->uids, key, u);
 	}
 	return u;
@@ -51,6 +55,7 @@ void fair_clear(struct dispatcher *d)
 		while (map_next(u->circuits, &ci, NULL, &c))
 			free(c);
 		map_free(u->circuits);
+		stats_free(&u->stats);
 		free(u);
 	}
 	d->uids = map_free(d->uids);
@@ -65,6 +70,27 @@ static struct list *round_place(struct list *round, uint64_t served, uint64_t fi
 	return !list_empty(round) && served < first_served ? round->next : round;
 }
 
+unsigned fair_uid_cap(const struct dispatcher *d)
+{
+	if (d->cfg.per_uid_running)
+		return d->cfg.per_uid_running;
+	unsigned share = (unsigned)((uint64_t)d->cfg.max_concurrent * 3 / 4);
+	return share ? share : 1;
+}
+
+/* Puts u in or out of the dispatcher's round, as one of its sessions may
+ * start a call now and it is below its share of the slots, or not. */
+static void sync_uid(struct dispatcher *d, struct uid_state *u)
+{
+	bool uid_ready = !list_empty(&u->ready) && u->running < fair_uid_cap(d);
+	if (uid_ready && !list_linked(&u->node)) {
+		const struct uid_state *first = list_first(&d->ready, struct uid_state, node);
+		list_insert_tail(round_place(&d->ready, u->served, first ? first->served : 0), &u->node);
+	} else if (!uid_ready && list_linked(&u->node)) {
+		list_remove(&u->node);
+	}
+}
+
 /* Puts s in or out of its uid's round, and the uid in or out of the
  * dispatcher's, as s may start a call now or not. */
 static void sync_session(struct dispatcher *d, struct session *s, struct uid_state *u)
@@ -77,13 +103,7 @@ static void sync_session(struct dispatcher *d, struct session *s, struct uid_sta
 	} else if (!ready && list_linked(&s->ready_node)) {
 		list_remove(&s->ready_node);
 	}
-	bool uid_ready = !list_empty(&u->ready);
-	if (uid_ready && !list_linked(&u->node)) {
-		const struct uid_state *first = list_first(&d->ready, struct uid_state, node);
-		list_insert_tail(round_place(&d->ready, u->served, first ? first->served : 0), &u->node);
-	} else if (!uid_ready && list_linked(&u->node)) {
-		list_remove(&u->node);
-	}
+	sync_uid(d, u);
 }
 
 void fair_queue(struct exec *e, bool head)
@@ -134,6 +154,7 @@ static void take_slot(struct exec *e)
 	struct dispatcher *d = e->d;
 	e->holds_slot = true;
 	d->running++;
+	e->us->running++;
 	e->session->running++;
 	e->ts->running++;
 	sync_session(d, e->session, e->us);
@@ -146,6 +167,7 @@ void fair_release(struct exec *e)
 	struct dispatcher *d = e->d;
 	e->holds_slot = false;
 	d->running--;
+	e->us->running--;
 	e->session->running--;
 	e->ts->running--;
 	sync_session(d, e->session, e->us);
@@ -160,6 +182,8 @@ bool fair_can_run(struct dispatcher *d, const struct exec *e)
 	if (d->running >= d->cfg.max_concurrent)
 		return false;
 	if (e->session->running >= d->cfg.session_concurrency)
+		return false;
+	if (e->us->running >= fair_uid_cap(d))
 		return false;
 	if (e->tool->concurrency && e->ts->running >= e->tool->concurrency)
 		return false;
@@ -209,4 +233,8 @@ void fair_recheck(struct dispatcher *d)
 		if (e->state == EX_QUEUED)
 			sync_session(d, e->session, e->us);
 	}
+	/* The share of a uid may have changed too. */
+	it = 0;
+	while (map_next(d->uids, &it, NULL, &v))
+		sync_uid(d, v);
 }

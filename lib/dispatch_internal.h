@@ -41,8 +41,10 @@ struct uid_state {
 	struct list ready;		/* struct session.ready_node: sessions that may start a call */
 	struct list node;		/* d->ready while ready is not empty */
 	unsigned waiting;		/* executions waiting for a slot, all its sessions */
+	unsigned running;		/* executions holding a slot, all its sessions */
 	uint64_t served;		/* when it last got a slot (d->slots_given) */
 	struct map *circuits;		/* tool name -> struct circuit */
+	struct stats stats;		/* its own calls, for its own admin/stats */
 };
 
 struct attempt;
@@ -154,6 +156,9 @@ void dispatch_arm_sweep(struct dispatcher *d);
 /* dispatch_fair.c: the queues and the slots. */
 /* The engine's state of uid, made on first use. */
 struct uid_state *fair_uid(struct dispatcher *d, uid_t uid);
+/* The slots one uid's calls may hold at once: limits.per_uid_running, or
+ * three quarters of max_concurrent (at least 1). */
+unsigned fair_uid_cap(const struct dispatcher *d);
 /* Frees every uid's state (the dispatcher is freed). */
 void fair_clear(struct dispatcher *d);
 /* Puts e in its session's queue: at the tail, or at the head (a retry

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The session table. A session lives while a connection or a call holds it.
+ * Ids are scoped by uid, as idempotency keys are: another user's session id
+ * names no session of yours, so naming it makes a fresh session exactly
+ * as an id nobody used does, and tells nothing of the other's.
  */
 #include "lib/session.h"
 
@@ -36,18 +39,25 @@ struct session_table *session_table_free(struct session_table *t)
 	return NULL;
 }
 
-struct session *session_find(struct session_table *t, const char *id)
+/* The table's key of uid's session id. */
+static char *table_key(uid_t uid, const char *id)
 {
-	return id ? map_get(t->by_id, id) : NULL;
+	return xasprintf("%u\x1f%s", (unsigned)uid, id);
+}
+
+struct session *session_find(struct session_table *t, uid_t uid, const char *id)
+{
+	if (!id)
+		return NULL;
+	_cleanup_free_ char *key = table_key(uid, id);
+	return map_get(t->by_id, key);
 }
 
 int session_get(struct session_table *t, const char *id, uid_t uid, struct workspace *ws,
 		struct session **ret)
 {
-	struct session *s = session_find(t, id);
+	struct session *s = session_find(t, uid, id);
 	if (s) {
-		if (s->uid != uid)
-			return -EPERM;
 		*ret = session_ref(s);
 		return 0;
 	}
@@ -66,7 +76,8 @@ int session_get(struct session_table *t, const char *id, uid_t uid, struct works
 	list_init(&s->queue);
 	list_init(&s->ready_node);
 	s->table = t;
-	map_put(t->by_id, s->id, s);
+	_cleanup_free_ char *key = table_key(uid, s->id);
+	map_put(t->by_id, key, s);
 	*ret = s;
 	return 0;
 }
@@ -82,8 +93,11 @@ struct session *session_unref(struct session *s)
 {
 	if (!s || --s->refs > 0)
 		return NULL;
-	if (s->table && map_get(s->table->by_id, s->id) == s)
-		map_remove(s->table->by_id, s->id);
+	if (s->table) {
+		_cleanup_free_ char *key = table_key(s->uid, s->id);
+		if (map_get(s->table->by_id, key) == s)
+			map_remove(s->table->by_id, key);
+	}
 	ws_unref(s->ws);
 	ws_unref(s->base);
 	identity_clear(&s->ident);

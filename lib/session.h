@@ -53,8 +53,8 @@ struct session_table {
 struct session_table *session_table_new(void);
 struct session_table *session_table_free(struct session_table *t);
 /*
- * Finds the session named id for uid, or makes one (id NULL: a fresh id).
- * Returns -EPERM when id belongs to another uid.
+ * Finds uid's session named id, or makes one (id NULL: a fresh id). Ids
+ * are uid's own: another uid's session of the same id is another session.
  */
 int session_get(struct session_table *t, const char *id, uid_t uid, struct workspace *ws,
 		struct session **ret);
@@ -63,7 +63,7 @@ static inline const struct identity *session_identity(const struct session *s)
 {
 	return s->has_ident ? &s->ident : NULL;
 }
-struct session *session_find(struct session_table *t, const char *id);
+struct session *session_find(struct session_table *t, uid_t uid, const char *id);
 /* Makes ws (referenced) where the session's calls work from now on; NULL:
  * back to the workspace initialize chose. Calls in flight keep theirs. */
 void session_set_workspace(struct session *s, struct workspace *ws);

@@ -7,6 +7,9 @@
  * bytes, oldest first. Answers come at once, inside the call that asks,
  * except a join, which comes when the holder completes or releases.
  *
+ * Tasks go when their time is up, looked at or not: a timer is armed for
+ * the first to expire (none while there are none).
+ *
  * The Redis store keeps one of these to fall back on while Redis is away.
  */
 #include "lib/store.h"
@@ -83,6 +86,8 @@ struct mem_store {
 	struct list lru;		/* done entries, oldest first */
 	uint64_t bytes;
 	uint64_t hits, joins;
+	struct tc_timer *task_timer;	/* for the first task to expire */
+	uint64_t task_due;		/* when it fires; 0: not armed */
 };
 
 #define MEM(s) ((struct mem_store *)(s))
@@ -350,6 +355,38 @@ static void tasks_expire(struct mem_store *m, struct uid_state *u, uint64_t now)
 	}
 }
 
+/* Arms the task timer for a task expiring then, unless it fires sooner. */
+static void tasks_arm(struct mem_store *m, uint64_t expires)
+{
+	if (m->task_due && m->task_due <= expires)
+		return;
+	m->task_due = expires;
+	uint64_t now = tc_now(m->loop);
+	tc_timer_start(m->task_timer, expires > now ? expires - now : 0);
+}
+
+/* Drops every task past its time, and arms the timer for the next. */
+static void tasks_sweep(void *arg)
+{
+	struct mem_store *m = arg;
+	m->task_due = 0;
+	uint64_t now = tc_now(m->loop), next = 0;
+	size_t n = 0, it = 0;
+	void *v;
+	_cleanup_free_ struct mem_task **gone = xcalloc(map_size(m->tasks) + 1, sizeof(*gone));
+	while (map_next(m->tasks, &it, NULL, &v)) {
+		struct mem_task *t = v;
+		if (t->expires <= now)
+			gone[n++] = t;
+		else if (!next || t->expires < next)
+			next = t->expires;
+	}
+	for (size_t i = 0; i < n; i++)
+		task_free(m, gone[i]);
+	if (next)
+		tasks_arm(m, next);
+}
+
 static struct store_wait *mem_task_put(struct store *s, uid_t uid, const char *id, const char *meta,
 				       size_t meta_len, uint64_t order, uint64_t keep_ms, bool create,
 				       store_put_cb cb, void *arg)
@@ -388,6 +425,7 @@ static struct store_wait *mem_task_put(struct store *s, uid_t uid, const char *i
 	t->meta[meta_len] = '\0';
 	t->meta_len = meta_len;
 	t->expires = now + keep_ms;
+	tasks_arm(m, t->expires);
 	if (cb)
 		cb(arg, 0, NULL, 0);
 	return NULL;
@@ -523,6 +561,7 @@ static void mem_free(struct store *s)
 	map_free(m->entries);
 	map_free(m->tasks);
 	map_free(m->uids);
+	tc_timer_free(m->task_timer);
 	free(m);
 }
 
@@ -537,6 +576,7 @@ static int mem_open(struct tc_loop *loop, const struct store_config *cfg, const 
 	m->entries = map_new();
 	m->uids = map_new();
 	m->tasks = map_new();
+	m->task_timer = tc_timer_new(loop, tasks_sweep, m);
 	list_init(&m->lru);
 	*ret = &m->base;
 	return 0;

@@ -36,6 +36,19 @@
  * or a reply of the wrong shape is an outage: the connections are dropped,
  * every pending request is answered from the local memory store ("local")
  * or as unavailable ("fail"), and reconnection is tried with backoff.
+ *
+ * This daemon's own records: every claim is first made in the local memory
+ * store, which so holds the keys this daemon runs and the outcomes it
+ * recorded (within the TTL and the entry and byte bounds), whether Redis
+ * was there or not; only then does the claim go to Redis. A key this
+ * daemon recorded is replayed from there, with Redis up or away, and a
+ * key it runs is joined there: an outage never makes it run a key twice,
+ * nor wait for or report "unknown" a claim of its own. What it recorded
+ * alone (outcomes and claims of an outage, ends Redis did not hear) is
+ * written back when Redis answers again, before anything else on that
+ * connection: an outcome takes the place of no record or of its own
+ * running one, never of another daemon's; a claim still running is
+ * claimed in Redis again with its token.
  */
 #include "lib/store.h"
 
@@ -63,6 +76,7 @@
 #define MAX_TASK_META (64 * 1024)
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+#define OWN_MAX 65536		/* ends waiting to be written back */
 
 /* Claims the keys of one loop turn's claims, each for itself: 3 keys
  * (record, lease, uid's set) and 4 args (record, token, idempotent,
@@ -134,10 +148,12 @@ static const char CLAIM_LUA[] =
 	"end\n"
 	"return out\n";
 
-/* Renews the holder's lease (and the record's life): 1, or 0 when lost. */
+/* Renews the holder's lease (and the record's life) while the record is
+ * still the holder's (a lease that ran out while Redis was away comes
+ * back): 1, or 0 when the record is gone or another's. */
 static const char RENEW_LUA[] =
-	"if redis.call('GET', KEYS[2]) == ARGV[1] then\n"
-	"  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+	"if redis.call('GETRANGE', KEYS[1], 0, 32) == 'R' .. ARGV[1] then\n"
+	"  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
 	"  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
 	"  return 1\n"
 	"end\n"
@@ -148,19 +164,31 @@ static const char RENEW_LUA[] =
  * For each, with keep '1', the outcome record written beforehand under
  * its own key (with its TTL) takes the record's place; otherwise the key
  * is free again and leaves the uid's set; then the joiners are told. A
- * record that is no longer the holder's stays (the outcome goes). While
- * the record is the holder's, so is its lease (only a takeover, which
- * rewrites the record, makes another). Returns how many ended. Only a
- * record's head enters Lua: Lua hashes every byte of a string it is
- * given. */
+ * record that is no longer the holder's stays (the outcome goes), except
+ * that an outcome written back after an outage (keep '2') also takes the
+ * place of no record at all (Redis lost it, or never heard of the claim)
+ * and joins the uid's set. While the record is the holder's, so is its
+ * lease (only a takeover, which rewrites the record, makes another).
+ * Returns how many ended. Only a record's head enters Lua: Lua hashes
+ * every byte of a string it is given. */
 static const char END_LUA[] =
 	"local n = 0\n"
 	"for i = 0, #ARGV / 3 - 1 do\n"
 	"  local k, a = i * 4, i * 3\n"
-	"  if redis.call('GETRANGE', KEYS[k + 1], 0, 32) ~= 'R' .. ARGV[a + 1] then\n"
+	"  local head = redis.call('GETRANGE', KEYS[k + 1], 0, 32)\n"
+	"  if head == '' and ARGV[a + 2] == '2' and redis.call('EXISTS', KEYS[k + 4]) == 1 then\n"
+	"    redis.call('RENAME', KEYS[k + 4], KEYS[k + 1])\n"
+	"    local t = redis.call('TIME')\n"
+	"    redis.call('ZADD', KEYS[k + 3], t[1] * 1000000 + t[2], ARGV[a + 3])\n"
+	"    if redis.call('PTTL', KEYS[k + 3]) < redis.call('PTTL', KEYS[k + 1]) then\n"
+	"      redis.call('PEXPIRE', KEYS[k + 3], redis.call('PTTL', KEYS[k + 1]))\n"
+	"    end\n"
+	"    redis.call('PUBLISH', KEYS[k + 1], 'E')\n"
+	"    n = n + 1\n"
+	"  elseif head ~= 'R' .. ARGV[a + 1] then\n"
 	"    redis.call('DEL', KEYS[k + 4])\n"
 	"  else\n"
-	"    if ARGV[a + 2] == '1' and redis.call('EXISTS', KEYS[k + 4]) == 1 then\n"
+	"    if ARGV[a + 2] ~= '0' and redis.call('EXISTS', KEYS[k + 4]) == 1 then\n"
 	"      redis.call('RENAME', KEYS[k + 4], KEYS[k + 1])\n"
 	"    else\n"
 	"      redis.call('DEL', KEYS[k + 1])\n"
@@ -274,7 +302,8 @@ struct store_wait {
 	struct chan *chan;		/* subscribed to the holder's end */
 	struct list chan_node;
 	struct tc_timer *poll;
-	struct store_wait *local;	/* handed to the local store in an outage */
+	struct store_wait *local;	/* waiting on this daemon's own running record */
+	struct store_claim *lclaim;	/* the local store's claim, held while Redis is asked */
 	char token[TOKEN_LEN + 1];	/* of the claim in flight */
 	bool *freed;			/* set when w is freed (a caller on the stack asks) */
 	bool joined;
@@ -310,6 +339,22 @@ struct store_claim {
 	char *tail;			/* hash hex, tool, "\n": the record after the token */
 	char token[TOKEN_LEN + 1];
 	struct tc_timer *renew;
+	struct store_claim *local;	/* the local store's: this daemon's own record */
+	bool shared;			/* Redis holds it too (else made alone in an outage) */
+	struct rcmd *adopt;		/* claiming it in Redis again, after an outage */
+	struct rcmd *renewing;		/* its renewal in flight */
+};
+
+/* An end Redis has not heard: an outcome recorded (or a claim let go)
+ * while Redis was away, or whose claim was made alone. Written back when
+ * Redis answers again; kept until Redis says it landed. */
+struct own {
+	struct list node;		/* r->own */
+	char *rkey;
+	char token[TOKEN_LEN + 1];
+	struct buf rec;			/* the outcome's record; empty: a release */
+	uint64_t expires;		/* the outcome's end of life (mono ms) */
+	struct rcmd *cmd;		/* its end in flight */
 };
 
 struct rstore {
@@ -351,6 +396,11 @@ struct rstore {
 	char *cancel_chan;		/* P task-cancel: "uid:id" of tasks cancelled */
 	void (*task_fn)(void *arg, uid_t uid, const char *id);
 	void *task_arg;
+	struct list own;		/* struct own, oldest first */
+	size_t n_own;
+	uint64_t own_bytes;
+	uint64_t written_back, own_dropped;
+	bool closing;			/* being freed: nothing more is kept */
 };
 
 #define RS(s) ((struct rstore *)(s))
@@ -362,6 +412,7 @@ static void wait_send(struct store_wait *w);
 static void on_message(redisAsyncContext *ac, void *reply, void *priv);
 static void end_claim(struct rstore *r, const char *rkey, const char *token, struct buf *rec);
 static char *uid_key(struct rstore *r, const char *kind, uid_t uid, const char *rest);
+static void own_flush(struct rstore *r);
 
 /* Whether w's claim is queued or in flight. */
 static bool claiming(const struct store_wait *w)
@@ -452,6 +503,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
 				if (r->cfg.notify)
 					r->cfg.notify(r->cfg.notify_arg, true, "reconnected");
 			}
+			own_flush(r);
 		}
 	}
 	void *arg = c->arg;
@@ -669,6 +721,9 @@ static void connect_now(struct rstore *r)
 	/* Tasks cancelled through other daemons. */
 	const char *sub[] = { "SUBSCRIBE", r->cancel_chan };
 	redisAsyncCommandArgv(r->sub, on_message, r, 2, sub, NULL);
+	/* What this daemon recorded alone goes first: Redis has it before
+	 * it is seen as back, and before any claim of this daemon. */
+	own_flush(r);
 	/* The first reply says Redis is there. */
 	const char *ping = "PING";
 	send_cmd(r, ignore_reply, NULL, 1, &ping, NULL);
@@ -749,12 +804,17 @@ static void wait_free(struct store_wait *w)
 	chan_leave(w);
 	tc_timer_free(w->poll);
 	list_remove(&w->node);
+	struct store_claim *lclaim = TAKE_PTR(w->lclaim);
 	free((char *)w->k.key);
 	free((char *)w->k.tool);
 	free(w->rkey);
 	free(w->id);
 	free(w->meta);
 	free(w);
+	/* The key is not this daemon's to run after all: the local store
+	 * hands it to whoever waits there. */
+	if (lclaim)
+		store_release(lclaim);
 }
 
 static void rs_wait_cancel(struct store_wait *w)
@@ -772,11 +832,31 @@ static void wait_answer(struct store_wait *w, const struct store_answer *a)
 	cb(arg, a);
 }
 
-static void local_answer(void *arg, const struct store_answer *a)
+static struct store_claim *claim_make(struct rstore *r, struct store_wait *w, bool shared);
+static void own_add(struct rstore *r, const char *rkey, const char *token, struct buf *rec);
+
+/* A claim of w may have reached Redis before it went away: its record
+ * there is let go when Redis is back (if it is still w's). */
+static void own_forget(struct store_wait *w)
 {
-	struct store_wait *w = arg;
-	w->local = NULL;
-	wait_answer(w, a);
+	if (!w->token[0])
+		return;
+	struct buf none = {0};
+	own_add(w->r, w->rkey, w->token, &none);
+}
+
+/* Redis cannot be asked: w's key is claimed by this daemon alone (its
+ * end is written back when Redis answers again), or refused ("fail"). */
+static void claim_alone(struct store_wait *w)
+{
+	struct rstore *r = w->r;
+	if (r->cfg.fail_unavailable) {
+		own_forget(w);
+		wait_answer(w, &(struct store_answer){ .result = STORE_UNAVAILABLE });
+		return;
+	}
+	struct store_claim *c = claim_make(r, w, false);
+	wait_answer(w, &(struct store_answer){ .result = STORE_CLAIMED, .claim = c });
 }
 
 /* Redis is away: answers from the local store, or as unavailable. */
@@ -811,25 +891,15 @@ static void wait_fallback(struct store_wait *w)
 			lcb(arg, -EIO, NULL, 0, 0);
 		return;
 	}
-	if (r->cfg.fail_unavailable) {
-		wait_answer(w, &(struct store_answer){ .result = STORE_UNAVAILABLE });
-		return;
-	}
-	if (w->joined && !w->k.idempotent) {
+	if (w->joined && !w->k.idempotent && !r->cfg.fail_unavailable) {
 		/* Its holder elsewhere may still be running it. */
+		own_forget(w);
 		wait_answer(w, &(struct store_answer){ .result = STORE_LOST });
 		return;
 	}
 	chan_leave(w);
 	tc_timer_stop(w->poll);
-	/* The local store may answer (and so free w) at once. */
-	bool freed = false;
-	w->freed = &freed;
-	struct store_wait *lw = store_claim(r->local, &w->k, local_answer, w);
-	if (!freed) {
-		w->freed = NULL;
-		w->local = lw;
-	}
+	claim_alone(w);
 }
 
 static void hex(const uint8_t *p, size_t n, char *out)
@@ -862,7 +932,9 @@ static void new_token(struct rstore *r, char out[static TOKEN_LEN + 1])
 
 static void renew_fire(void *arg);
 
-static struct store_claim *claim_new(struct rstore *r, const struct store_wait *w)
+/* Makes w's claim: held in Redis too (shared, its lease renewed), or by
+ * this daemon alone; either way with w's local one. */
+static struct store_claim *claim_make(struct rstore *r, struct store_wait *w, bool shared)
 {
 	struct store_claim *c = xcalloc(1, sizeof(*c));
 	c->ops = &store_redis_ops;
@@ -871,9 +943,16 @@ static struct store_claim *claim_new(struct rstore *r, const struct store_wait *
 	char hashhex[HASH_HEX + 1];
 	hex(w->hash, STORE_HASH_LEN, hashhex);
 	c->tail = xasprintf("%s%s\n", hashhex, w->k.tool);
+	/* A claim made alone keeps the token of one that may have reached
+	 * Redis, so that its end there is recognised as its own. */
+	if (!w->token[0])
+		new_token(r, w->token);
 	memcpy(c->token, w->token, TOKEN_LEN + 1);
+	c->local = TAKE_PTR(w->lclaim);
+	c->shared = shared;
 	c->renew = tc_timer_new(r->loop, renew_fire, c);
-	tc_timer_start(c->renew, MAX(r->cfg.lease_ms / 3, 1));
+	if (shared)
+		tc_timer_start(c->renew, MAX(r->cfg.lease_ms / 3, 1));
 	list_insert_tail(&r->claims, &c->node);
 	return c;
 }
@@ -971,7 +1050,7 @@ static bool claim_answer(struct rstore *r, struct store_wait *w, const redisRepl
 	    reply->element[0]->type == REDIS_REPLY_INTEGER)
 		code = reply->element[0]->integer;
 	if ((code == 0 || code == 2) && reply->elements == 1) {
-		struct store_claim *c = claim_new(r, w);
+		struct store_claim *c = claim_make(r, w, true);
 		wait_answer(w, &(struct store_answer){ .result = STORE_CLAIMED, .claim = c });
 		return true;
 	}
@@ -1006,6 +1085,9 @@ static bool claim_answer(struct rstore *r, struct store_wait *w, const redisRepl
 			r->joins++;
 		else
 			r->hits++;
+		/* Kept here too: replayed while Redis is away. */
+		if (w->lclaim)
+			store_complete(TAKE_PTR(w->lclaim), v);
 		wait_answer(w, &(struct store_answer){ .result = STORE_DONE, .value = v, .joined = w->joined });
 		r->vops->unref(v);
 		return true;
@@ -1259,16 +1341,24 @@ static char *uid_key(struct rstore *r, const char *kind, uid_t uid, const char *
 	return xasprintf("%s%s:%u:%s", r->prefix, kind, (unsigned)uid, rest);
 }
 
+/* The local store's answer to w: this daemon's own outcome (replayed),
+ * a conflict with its own record, or the key (then Redis is asked). */
+static void local_first(void *arg, const struct store_answer *a)
+{
+	struct store_wait *w = arg;
+	w->local = NULL;
+	if (a->result != STORE_CLAIMED) {
+		wait_answer(w, a);
+		return;
+	}
+	w->lclaim = a->claim;
+	if (!claim_send(w))
+		claim_alone(w);
+}
+
 static struct store_wait *rs_claim(struct store *s, const struct store_key *k, store_cb cb, void *arg)
 {
 	struct rstore *r = RS(s);
-	if (!r->cmd) {
-		if (r->cfg.fail_unavailable) {
-			cb(arg, &(struct store_answer){ .result = STORE_UNAVAILABLE });
-			return NULL;
-		}
-		return store_claim(r->local, k, cb, arg);
-	}
 	struct store_wait *w = wait_new(r, cb, arg);
 	w->k = *k;
 	w->k.key = xmemdup(k->key, k->key_len + 1);
@@ -1285,28 +1375,44 @@ static struct store_wait *rs_claim(struct store *s, const struct store_key *k, s
 		wait_answer(w, &(struct store_answer){ .result = STORE_CONFLICT });
 		return NULL;
 	}
-	if (claim_send(w))
-		return w;
-	wait_free(w);
-	if (r->cfg.fail_unavailable) {
-		cb(arg, &(struct store_answer){ .result = STORE_UNAVAILABLE });
+	/* This daemon's own record first: it answers at once, or w waits
+	 * for this daemon's own run of the key. */
+	bool freed = false;
+	w->freed = &freed;
+	struct store_wait *lw = store_claim(r->local, &w->k, local_first, w);
+	if (freed)
 		return NULL;
-	}
-	return store_claim(r->local, k, cb, arg);
+	w->freed = NULL;
+	w->local = lw;
+	return w;
 }
 
 /* --- claims ------------------------------------------------------------ */
 
+static void adopt_send(struct rstore *r, struct store_claim *c);
+
 static void renew_reply(struct rstore *r, redisReply *reply, void *arg)
 {
+	struct store_claim *c = arg;
+	if (c)
+		c->renewing = NULL;
 	if (!reply)
 		return;
 	if (reply->type != REDIS_REPLY_INTEGER) {
 		outage(r, "unexpected reply to a renewal: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
 		return;
 	}
-	if (reply->integer == 0)
-		r->lost_leases++;
+	if (reply->integer != 0 || !c)
+		return;
+	r->lost_leases++;
+	/* The record went (a Redis restarted empty) or was taken over: the
+	 * key is claimed again with this claim's token where nobody holds
+	 * it, else this daemon goes on alone and its end takes no one's
+	 * place. */
+	c->shared = false;
+	tc_timer_stop(c->renew);
+	if (!c->adopt)
+		adopt_send(r, c);
 }
 
 static void renew_fire(void *arg)
@@ -1319,11 +1425,16 @@ static void renew_fire(void *arg)
 	snprintf(lease_ms, sizeof(lease_ms), "%" PRIu64, r->cfg.lease_ms);
 	snprintf(rec_ms, sizeof(rec_ms), "%" PRIu64, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000));
 	const char *kv[] = { c->rkey, lease, c->token, lease_ms, rec_ms };
-	send_eval(r, renew_reply, NULL, S_RENEW, 2, 3, kv, NULL);
+	if (!c->renewing)
+		c->renewing = send_eval(r, renew_reply, c, S_RENEW, 2, 3, kv, NULL);
 }
 
 static void claim_free(struct store_claim *c)
 {
+	if (c->adopt)
+		c->adopt->arg = NULL;
+	if (c->renewing)
+		c->renewing->arg = NULL;
 	list_remove(&c->node);
 	tc_timer_free(c->renew);
 	free(c->rkey);
@@ -1343,6 +1454,37 @@ static void end_free(struct end *e)
 {
 	buf_free(&e->rec);
 	free(e);
+}
+
+/* The ends one script call carries. */
+struct end_batch {
+	int n;
+	struct end *e[ENDS_PER_EVAL];
+};
+
+/* An end Redis did not confirm is written back when it answers again. */
+static void end_to_own(struct rstore *r, struct end *e)
+{
+	const char *token = e->data;
+	for (int i = 0; i < 4; i++)
+		token += strlen(token) + 1;	/* rkey, lease, set, outcome key */
+	own_add(r, e->data, token, &e->rec);
+	end_free(e);
+}
+
+static void ends_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct end_batch *b = arg;
+	bool landed = reply && reply->type == REDIS_REPLY_INTEGER;
+	if (reply && !landed)
+		outage(r, "unexpected reply to an end: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
+	for (int i = 0; i < b->n; i++) {
+		if (landed || r->closing)
+			end_free(b->e[i]);
+		else
+			end_to_own(r, b->e[i]);
+	}
+	free(b);
 }
 
 /* Sends the first ENDS_PER_EVAL queued ends in one script call, each
@@ -1376,10 +1518,12 @@ static void ends_send_batch(struct rstore *r)
 		size_t lens[] = { 3, strlen(out), buf_size(&batch[i]->rec), 2, strlen(ttl_s) };
 		send_cmd(r, ignore_reply, NULL, 5, argv, lens);
 	}
-	if (r->cmd)
-		send_eval(r, ignore_reply, NULL, S_END, 4 * n, 3 * n, kv, NULL);
-	for (int i = 0; i < n; i++)
-		end_free(batch[i]);
+	/* The ends stay until Redis says they landed. */
+	struct end_batch *b = xcalloc(1, sizeof(*b));
+	b->n = n;
+	memcpy(b->e, batch, sizeof(batch[0]) * (size_t)n);
+	if (!r->cmd || !send_eval(r, ends_reply, b, S_END, 4 * n, 3 * n, kv, NULL))
+		ends_reply(r, NULL, b);
 }
 
 /* Sends the ends queued in this loop turn: they leave with the turn's
@@ -1461,10 +1605,11 @@ static void claim_end(struct store_claim *c, struct buf *rec)
 
 static void rs_complete(struct store_claim *c, void *value)
 {
+	/* This daemon keeps what it recorded, Redis or not. */
+	if (c->local)
+		store_complete(TAKE_PTR(c->local), value);
 	struct rstore *r = c->r;
-	if (!r || !r->cmd) {
-		/* Redis is away: the record stays "running" there until its
-		 * lease runs out; here the outcome is simply not shared. */
+	if (!r) {
 		claim_free(c);
 		return;
 	}
@@ -1479,13 +1624,176 @@ static void rs_complete(struct store_claim *c, void *value)
 		b.len = head;
 		b.data[0] = 'X';
 	}
-	claim_end(c, &b);
+	if (c->shared && r->up) {
+		claim_end(c, &b);
+		return;
+	}
+	/* Redis did not hear of the claim, or cannot hear of its end now:
+	 * written back when it answers again. */
+	own_add(r, c->rkey, c->token, &b);
+	claim_free(c);
 }
 
 static void rs_release(struct store_claim *c)
 {
+	if (c->local)
+		store_release(TAKE_PTR(c->local));
 	struct buf none = {0};
+	if (c->r && !(c->shared && c->r->up)) {
+		own_add(c->r, c->rkey, c->token, &none);
+		claim_free(c);
+		return;
+	}
 	claim_end(c, &none);
+}
+
+/* --- what this daemon recorded alone ----------------------------------- */
+
+/* The set of rkey's uid (P idems:U) and its member (the key's hash). */
+static char *set_of(const struct rstore *r, const char *rkey, const char **ret_member)
+{
+	const char *h = strrchr(rkey, ':') + 1;
+	const char *u = h - 1;
+	while (u > rkey && u[-1] != ':')
+		u--;
+	*ret_member = h;
+	return xasprintf("%sidems:%.*s", r->prefix, (int)(h - 1 - u), u);
+}
+
+static void own_free(struct rstore *r, struct own *o)
+{
+	if (o->cmd)
+		o->cmd->arg = NULL;
+	list_remove(&o->node);
+	r->n_own--;
+	r->own_bytes -= buf_size(&o->rec);
+	buf_free(&o->rec);
+	free(o->rkey);
+	free(o);
+}
+
+static void own_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct own *o = arg;
+	if (!o)
+		return;
+	o->cmd = NULL;
+	if (!reply)
+		return;		/* the connection went: sent again on the next */
+	if (reply->type != REDIS_REPLY_INTEGER) {
+		outage(r, "unexpected reply to a write back: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
+		return;
+	}
+	r->written_back++;
+	own_free(r, o);
+}
+
+/* Sends o's end: its outcome by a SET to a key of its own, renamed into
+ * place by END_LUA where no record or o's own running one is. */
+static void own_send(struct rstore *r, struct own *o)
+{
+	if (!r->cmd || o->cmd)
+		return;
+	uint64_t now = mono_ms();
+	bool keep = buf_size(&o->rec) && o->expires > now;
+	_cleanup_free_ char *lease = xasprintf("%s:lease", o->rkey);
+	_cleanup_free_ char *out = xasprintf("%s:%s", o->rkey, o->token);
+	const char *member;
+	_cleanup_free_ char *set = set_of(r, o->rkey, &member);
+	if (keep) {
+		char ttl[24];
+		const char *ttl_s = u64_str(ttl, o->expires - now);
+		const char *argv[] = { "SET", out, buf_head(&o->rec), "PX", ttl_s };
+		size_t lens[] = { 3, strlen(out), buf_size(&o->rec), 2, strlen(ttl_s) };
+		send_cmd(r, ignore_reply, NULL, 5, argv, lens);
+	}
+	const char *kv[] = { o->rkey, lease, set, out, o->token, keep ? "2" : "0", member };
+	o->cmd = send_eval(r, own_reply, o, S_END, 4, 3, kv, NULL);
+}
+
+/* Keeps an end Redis has not heard (rec taken; empty: a release), and
+ * sends it at once when Redis is there. Bounded: past OWN_MAX ends or
+ * the bytes of kept outcomes, the oldest not in flight go (counted). */
+static void own_add(struct rstore *r, const char *rkey, const char *token, struct buf *rec)
+{
+	struct own *o = xcalloc(1, sizeof(*o));
+	o->rkey = xstrdup(rkey);
+	memcpy(o->token, token, TOKEN_LEN + 1);
+	o->rec = *rec;
+	*rec = (struct buf){0};
+	o->expires = mono_ms() + r->cfg.ttl_ms;
+	list_insert_tail(&r->own, &o->node);
+	r->n_own++;
+	r->own_bytes += buf_size(&o->rec);
+	struct list *p = r->own.next;
+	while ((r->n_own > OWN_MAX || r->own_bytes > r->cfg.max_bytes) && p != &o->node) {
+		struct own *old = list_entry(p, struct own, node);
+		p = p->next;
+		if (old->cmd)
+			continue;
+		r->own_dropped++;
+		own_free(r, old);
+	}
+	if (r->up)
+		own_send(r, o);
+}
+
+static void adopt_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct store_claim *c = arg;
+	if (!c)
+		return;
+	c->adopt = NULL;
+	if (!reply)
+		return;
+	const redisReply *e = reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 ? reply->element[0] : NULL;
+	long long code = e && e->type == REDIS_REPLY_ARRAY && e->elements >= 1 &&
+			 e->element[0]->type == REDIS_REPLY_INTEGER ? e->element[0]->integer : -1;
+	bool mine = code == 0 || code == 2;
+	if (code == 1 && e->elements == 3 && e->element[1]->type == REDIS_REPLY_STRING) {
+		/* A claim of its own that reached Redis as it went away. */
+		const redisReply *rec = e->element[1];
+		mine = rec->len > TOKEN_LEN && rec->str[0] == 'R' && !memcmp(rec->str + 1, c->token, TOKEN_LEN);
+	} else if (!mine) {
+		outage(r, "unexpected reply to a claim: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong shape");
+		return;
+	}
+	if (!mine)
+		return;		/* another daemon's: this one goes on alone */
+	c->shared = true;
+	tc_timer_start(c->renew, MAX(r->cfg.lease_ms / 3, 1));
+}
+
+/* Claims again in Redis a key this daemon claimed alone and still runs. */
+static void adopt_send(struct rstore *r, struct store_claim *c)
+{
+	char lease_ms[24], rec_ms[24], max[24];
+	_cleanup_free_ char *lease = xasprintf("%s:lease", c->rkey);
+	_cleanup_free_ char *rec = xasprintf("R%s%s", c->token, c->tail);
+	const char *member;
+	_cleanup_free_ char *set = set_of(r, c->rkey, &member);
+	const char *kv[] = { c->rkey, lease, set,
+			     u64_str(lease_ms, r->cfg.lease_ms),
+			     u64_str(rec_ms, r->cfg.lease_ms + MAX(r->cfg.ttl_ms, 1000)),
+			     u64_str(max, MAX(r->cfg.max_entries, 1)),
+			     rec, c->token, "0", member };
+	c->adopt = send_eval(r, adopt_reply, c, S_CLAIM, 3, 7, kv, NULL);
+}
+
+/* Redis answers (again): what this daemon recorded alone goes back
+ * first, in the order it happened. */
+static void own_flush(struct rstore *r)
+{
+	if (!r->cmd)
+		return;
+	struct list *p;
+	for (p = r->claims.next; p != &r->claims; p = p->next) {
+		struct store_claim *c = list_entry(p, struct store_claim, node);
+		if (!c->shared && !c->adopt)
+			adopt_send(r, c);
+	}
+	for (p = r->own.next; p != &r->own; p = p->next)
+		own_send(r, list_entry(p, struct own, node));
 }
 
 /* --- tasks ------------------------------------------------------------- */
@@ -1754,6 +2062,9 @@ static void rs_write_stats(struct store *s, struct jgen *g)
 	jgen_kv_int(g, "pending", (int64_t)list_count(&r->pending));
 	jgen_kv_int(g, "claimsHeld", (int64_t)list_count(&r->claims));
 	jgen_kv_int(g, "leasesLost", (int64_t)r->lost_leases);
+	jgen_kv_int(g, "writeBackPending", (int64_t)r->n_own);
+	jgen_kv_int(g, "writtenBack", (int64_t)r->written_back);
+	jgen_kv_int(g, "writeBackDropped", (int64_t)r->own_dropped);
 	jgen_kv_int(g, "hits", (int64_t)r->hits);
 	jgen_kv_int(g, "joins", (int64_t)r->joins);
 	jgen_key(g, "local");
@@ -1783,13 +2094,24 @@ static void rs_free(struct store *s)
 		struct store_claim *c = list_first(&r->claims, struct store_claim, node);
 		list_remove(&c->node);
 		tc_timer_stop(c->renew);
+		if (c->adopt)
+			TAKE_PTR(c->adopt)->arg = NULL;
+		if (c->renewing)
+			TAKE_PTR(c->renewing)->arg = NULL;
 		c->r = NULL;
 	}
-	while (!list_empty(&r->waits)) {
-		struct store_wait *w = list_first(&r->waits, struct store_wait, node);
-		store_wait_cancel(w->local);
-		wait_free(w);
+	/* Nobody waits on the local store first: letting its claims go
+	 * below then hands them to no one. */
+	struct list *p;
+	for (p = r->waits.next; p != &r->waits; p = p->next) {
+		struct store_wait *w = list_entry(p, struct store_wait, node);
+		store_wait_cancel(TAKE_PTR(w->local));
 	}
+	while (!list_empty(&r->waits))
+		wait_free(list_first(&r->waits, struct store_wait, node));
+	while (!list_empty(&r->own))
+		own_free(r, list_first(&r->own, struct own, node));
+	r->closing = true;
 	/* Ends not yet handed to hiredis would not have been written
 	 * either: the connection closes without a flush. */
 	ev_prepare_stop(r->ev, &r->flush);
@@ -1879,6 +2201,7 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 	list_init(&r->claims);
 	list_init(&r->ends);
 	list_init(&r->claims_out);
+	list_init(&r->own);
 	ev_prepare_init(&r->flush, flush_fire);
 	r->chans = map_new();
 	r->retry = tc_timer_new(loop, retry_fire, r);

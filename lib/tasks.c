@@ -904,6 +904,19 @@ void tasks_write_stats(const struct tasks *t, struct jgen *g)
 	jgen_kv_int(g, "working", (int64_t)t->working);
 }
 
+void tasks_write_stats_of(struct tasks *t, uid_t uid, struct jgen *g)
+{
+	size_t working = 0;
+	struct list *pos;
+	for (pos = t->all.next; pos != &t->all; pos = pos->next) {
+		const struct task *k = list_entry(pos, struct task, node);
+		if (k->uid == uid && k->st == TS_WORKING)
+			working++;
+	}
+	jgen_kv_int(g, "tasks", (int64_t)uid_tasks(t, uid));
+	jgen_kv_int(g, "working", (int64_t)working);
+}
+
 /* Answers a request the tasks' end leaves unanswered. */
 static void req_drop(struct task_req *q)
 {

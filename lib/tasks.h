@@ -117,5 +117,7 @@ struct task_req *tasks_cancel(struct tasks *t, uid_t uid, const char *id, task_c
 
 /* Writes admin/stats members: tasks, working. */
 void tasks_write_stats(const struct tasks *t, struct jgen *g);
+/* The same members, counting uid's tasks alone. */
+void tasks_write_stats_of(struct tasks *t, uid_t uid, struct jgen *g);
 
 #endif

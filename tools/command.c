@@ -5,9 +5,11 @@
  * the template element by element and runs the program with no shell in
  * between, through the child supervision of lib/child.c (same environment
  * scrubbing, output caps, stopping rules and sandbox as the shell tool).
- * A placeholder value that starts an element may not start with '-' (it
- * would be an option of the program) unless the element follows a "--" of
- * argv or the file says "options_allowed": true.
+ * An element may not start with '-' through a placeholder's value (it
+ * would be an option of the program), whichever placeholder of the element
+ * its first character comes from ("{{a}}{{b}}" with a empty and b "-rf"
+ * included), unless the element follows a "--" of argv or the file says
+ * "options_allowed": true.
  */
 #include "tools/command.h"
 
@@ -41,13 +43,13 @@
 struct seg {
 	char *text;		/* literal text, or the property name */
 	bool placeholder;
-	bool may_be_option;	/* starts its element after a "--": a value may start with '-' */
 };
 
 /* One argv element of the template. */
 struct targ {
 	struct seg *segs;
 	size_t n;
+	bool may_be_option;	/* after a "--": a value may start it with '-' */
 };
 
 struct cmd {
@@ -290,8 +292,7 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 		cmd->argc++;
 		if ((r = parse_element(argv->u.arr.items[i], i, props, &cmd->argv[i], ret_err)) < 0)
 			return r;
-		if (cmd->argv[i].n && cmd->argv[i].segs[0].placeholder)
-			cmd->argv[i].segs[0].may_be_option = after_dashes;
+		cmd->argv[i].may_be_option = after_dashes;
 		if (str_eq(json_str(argv->u.arr.items[i]), "--"))
 			after_dashes = true;
 	}
@@ -398,8 +399,8 @@ static int build_argv(struct tool_call *c, const struct cmd *cmd, char ***ret)
 			const struct json *v = json_get(c->args, a->segs[k].text);
 			if (!arg_text(v, &b))
 				missing_lone = a->n == 1;
-			else if (k == 0 && buf_size(&b) > 0 && buf_head(&b)[0] == '-' && !cmd->options_allowed &&
-				 !a->segs[k].may_be_option) {
+			else if (before == 0 && buf_size(&b) > 0 && buf_head(&b)[0] == '-' &&
+				 !cmd->options_allowed && !a->may_be_option) {
 				tool_call_fail(c, TC_VALIDATION_ERROR,
 					       "Invalid arguments for '%s': /%s: a value starting with '-' would be taken as an option of '%s'; give a value that does not start with '-' (for a file, prefix it with ./)",
 					       c->tool->name, a->segs[k].text, cmd->program);

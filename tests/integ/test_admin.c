@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Administration through the socket: the audit log follows logrotate
- * (reopened on SIGHUP), the peer allow-list keeps other uids out, and
- * admin methods are for the daemon's own user.
+ * (reopened on SIGHUP), the peer allow-list keeps other uids out,
+ * admin methods are for the daemon's own user, and every admin/reload is
+ * logged as a SIGHUP's is.
  */
 #include <check.h>
 #include <grp.h>
@@ -163,6 +164,34 @@ START_TEST(peer_allow_supplementary_group)
 }
 END_TEST
 
+/* admin/reload, done or failed, is in the daemon's log with who asked. */
+START_TEST(admin_reload_is_logged)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(c));
+	char *want = xasprintf("admin/reload by uid %u (pid %d): reloaded: {\"tools\":", (unsigned)geteuid(),
+			       (int)getpid());
+	ck_assert_msg(tcd_wait_log(&d, want, 1, 5000), "no \"%s\" in the log:\n%s", want, tcd_log(&d));
+	free(want);
+
+	tcd_write_tool(&d, "broken.json", "{\"name\":");
+	tc_assert_kind(tcc_reload(c), "invalid_config");
+	want = xasprintf("admin/reload by uid %u (pid %d) failed, the previous configuration stays in force: ",
+			 (unsigned)geteuid(), (int)getpid());
+	ck_assert_msg(tcd_wait_log(&d, want, 1, 5000), "no \"%s\" in the log", want);
+	char *log = tcd_log(&d);
+	char *line = strstr(log, want);
+	ck_assert_msg(line && strstr(line, "broken.json"), "%s", log);
+	free(log);
+	free(want);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("admin");
@@ -171,6 +200,7 @@ int main(void)
 	tcase_add_test(tc, audit_log_follows_logrotate);
 	tcase_add_test(tc, peer_allow_list);
 	tcase_add_test(tc, peer_allow_supplementary_group);
+	tcase_add_test(tc, admin_reload_is_logged);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

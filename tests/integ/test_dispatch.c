@@ -466,11 +466,11 @@ START_TEST(session_cap_four)
 }
 END_TEST
 
-/* The global cap holds across sessions. */
+/* The global cap holds across sessions (of one uid allowed every slot). */
 START_TEST(global_cap)
 {
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"max_concurrent\":2}}");
+	start_probes(&d, "{\"limits\":{\"max_concurrent\":2,\"per_uid_running\":2}}");
 	char *log = probe_log(&d);
 	enum { N = 5 };
 	struct tcc *c[N];

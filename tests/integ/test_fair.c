@@ -100,13 +100,13 @@ static void wait_queued(struct tcc *admin, int64_t n)
 	ck_abort_msg("%lld calls queued, not %lld", (long long)queued, (long long)n);
 }
 
-/* Root fills all 64 slots with long shells and queues many more behind
- * them; nobody's read_file, queued last, gets the first slot that frees
- * instead of waiting behind root's queue. */
+/* Root, allowed every slot, fills all 64 with long shells and queues many
+ * more behind them; nobody's read_file, queued last, gets the first slot
+ * that frees instead of waiting behind root's queue. */
 START_TEST(other_uid_gets_a_slot_in_turn)
 {
 	struct tcd d;
-	start_shared(&d, "\"limits\":{\"session_concurrency\":64}");
+	start_shared(&d, "\"limits\":{\"session_concurrency\":64,\"per_uid_running\":64}");
 	struct tcc *a = tcc_connect(&d);
 	const char *first = send_call(a, "shell", "{\"command\":\"sleep 60\"}", NULL);
 	for (int i = 1; i < 164; i++)
@@ -128,6 +128,145 @@ START_TEST(other_uid_gets_a_slot_in_turn)
 	tcc_close(b);
 	tcc_close(a);	/* cancels root's calls */
 	tcc_close(admin);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* limits.per_uid_running by default: root's long shells take three of the
+ * four slots and the rest wait; nobody's echo, sent then, starts at once
+ * in the slot left, while every call of root still runs. */
+START_TEST(no_uid_takes_every_slot)
+{
+	struct tcd d;
+	start_shared(&d, "\"limits\":{\"max_concurrent\":4,\"session_concurrency\":64}");
+	struct tcc *a = tcc_connect(&d);
+	for (int i = 0; i < 10; i++)
+		send_call(a, "shell", "{\"command\":\"sleep 60\"}", NULL);
+	struct tcc *admin = tcc_connect(&d);
+	wait_queued(admin, 7);
+	const struct json *st = tcc_request(admin, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(st, "result.running"), 3);
+	struct tcc *b = connect_nobody(&d);
+	const char *id = send_call(b, "shell", "{\"command\":\"echo hi\"}", NULL);
+	const struct json *r = tcc_wait_id(b, id, 20000);
+	ck_assert_msg(r != NULL, "nobody's echo waited for root's calls to end");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hi\n");
+	st = tcc_request(admin, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(st, "result.running"), 3);
+	ck_assert_int_eq(tj_int(st, "result.queued"), 7);
+	tcc_close(b);
+	tcc_close(a);	/* cancels root's calls */
+	tcc_close(admin);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* admin/stats tells nobody of its own calls, sessions and connections
+ * alone, and of no provider, store or audit log; root (the daemon's
+ * user here) still sees everything. admin/metrics, every uid's numbers,
+ * is refused to nobody. */
+START_TEST(stats_show_own_uid_only)
+{
+	struct tcd d;
+	start_shared(&d, "");
+	struct tcc *a = tcc_connect(&d);
+	struct tcc *a2 = tcc_connect(&d);
+	tc_assert_ok(tcc_request(a2, "ping", NULL));
+	tc_assert_ok(tcc_call(a, "shell", "{\"command\":\"true\"}"));
+	tc_assert_kind(tcc_call(a, "exit", "{\"code\":3}"), "execution_error");
+	tc_assert_ok(tcc_call(a, "read_file", "{\"path\":\"a.txt\"}"));
+	struct tcc *b = connect_nobody(&d);
+	tc_assert_ok(tcc_call(b, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_kind(tcc_call(b, "read_file", "{\"path\":\"none.txt\"}"), "execution_error");
+
+	const struct json *st = tj(tcc_request(b, "admin/stats", NULL), "result");
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(tj_int(st, "uid"), nobody.pw_uid);
+	ck_assert_int_eq(tj_int(st, "calls"), 2);
+	ck_assert_int_eq(tj_int(st, "errors.execution_error"), 1);
+	ck_assert_int_eq(tj_len(st, "tools"), 1);
+	ck_assert_int_eq(tj_int(st, "tools.read_file.calls"), 2);
+	ck_assert_int_eq(tj_int(st, "connections.open"), 1);
+	ck_assert_int_eq(tj_int(st, "sessions"), 1);
+	ck_assert_int_eq(tj_int(st, "running"), 0);
+	ck_assert_int_eq(tj_int(st, "tasks.tasks"), 0);
+	static const char *const hidden[] = { "providers", "store", "audit", "events", "reloads",
+					      "storeRestartPending", "connections.total",
+					      "connections.refused", "idempotency.entries" };
+	for (size_t i = 0; i < ELEMENTSOF(hidden); i++)
+		ck_assert_msg(!tj_has(st, hidden[i]), "nobody sees %s", hidden[i]);
+	tc_assert_kind(tcc_request(b, "admin/metrics", NULL), "permission_denied");
+
+	st = tj(tcc_request(a, "admin/stats", NULL), "result");
+	ck_assert(!tj_has(st, "uid"));
+	ck_assert_int_eq(tj_int(st, "calls"), 5);
+	ck_assert_int_eq(tj_int(st, "tools.read_file.calls"), 3);
+	ck_assert_int_eq(tj_int(st, "tools.shell.calls"), 1);
+	ck_assert_int_eq(tj_int(st, "connections.open"), 3);
+	ck_assert(tj_has(st, "providers") && tj_has(st, "store"));
+	tc_assert_ok(tcc_request(a, "admin/metrics", NULL));
+	tcc_close(b);
+	tcc_close(a2);
+	tcc_close(a);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Sends initialize with sessionId sid as request 1 and returns the answer's
+ * line with sid written SID (owned by c). */
+static const char *initialize_line(struct tcc *c, const char *sid, const char *extra)
+{
+	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+			    "\"params\":{\"protocolVersion\":\"2025-06-18\",\"sessionId\":\"%s\"%s}}", sid, extra));
+	const char *line = tcc_recv_line(c, 10000, NULL);
+	ck_assert_ptr_nonnull(line);
+	const char *at = strstr(line, sid);
+	ck_assert_msg(at, "no %s in %s", sid, line);
+	return tcc_fmt(c, "%.*sSID%s", (int)(at - line), line, at + strlen(sid));
+}
+
+/* Nobody naming root's session id gets, byte for byte, the answer an id
+ * nobody used gets, and a session of its own: root's budget and calls are
+ * not its. Nor do events/subscribe and sessions/cancel tell the two apart. */
+START_TEST(foreign_session_id_is_unknown)
+{
+	struct tcd d;
+	start_shared(&d, "");
+	struct tcc *a = tcc_connect(&d);
+	const char *ra = initialize_line(a, "roots-own", ",\"budget\":{\"toolCalls\":1}");
+	ck_assert_ptr_nonnull(strstr(ra, "\"result\""));
+
+	struct tcc *b1 = connect_nobody(&d);
+	const char *foreign = initialize_line(b1, "roots-own", "");
+	struct tcc *b2 = connect_nobody(&d);
+	const char *unknown = initialize_line(b2, "never-used", "");
+	ck_assert_str_eq(foreign, unknown);
+	ck_assert_ptr_nonnull(strstr(foreign, "\"result\""));
+	/* Nobody's own session: root's budget of one call is not spent by it. */
+	tc_assert_ok(tcc_call(b1, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(b1, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(a, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_kind(tcc_call(a, "read_file", "{\"path\":\"a.txt\"}"), "budget_exceeded");
+
+	/* Root's session id of a session nobody never made is unknown to it. */
+	struct tcc *b3 = connect_nobody(&d);
+	const struct json *e1 = tcc_request(b3, "sessions/cancel", "{\"sessionId\":\"roots-only\"}");
+	struct tcc *a2 = tcc_connect(&d);
+	ck_assert_str_eq(tj_str(tcc_initialize(a2, "\"sessionId\":\"roots-only\""), "sessionId"), "roots-only");
+	const struct json *e2 = tcc_request(b3, "sessions/cancel", "{\"sessionId\":\"roots-only\"}");
+	char *t1 = tj_text(tj(e1, "error")), *t2 = tj_text(tj(e2, "error"));
+	ck_assert_str_eq(t1, t2);
+	free(t1);
+	free(t2);
+	tcc_close(a2);
+	tcc_close(b3);
+	tcc_close(b2);
+	tcc_close(b1);
+	tcc_close(a);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
 }
@@ -351,6 +490,9 @@ int main(void)
 	TCase *tc = tcase_create("two uids");
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, other_uid_gets_a_slot_in_turn);
+	tcase_add_test(tc, no_uid_takes_every_slot);
+	tcase_add_test(tc, stats_show_own_uid_only);
+	tcase_add_test(tc, foreign_session_id_is_unknown);
 	tcase_add_test(tc, breaker_trips_for_one_uid);
 	tcase_add_test(tc, keys_flood_evicts_only_own);
 	tcase_add_test(tc, pending_confirmations_bounded);

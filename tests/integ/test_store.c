@@ -11,6 +11,10 @@
  * again; a reload tells which store settings wait for a restart. A
  * replayed result keeps its image content.
  *
+ * Fault drills: across Redis stalled (SIGSTOP) or killed and restarted
+ * empty, no key runs twice, and none is answered "unknown" for a claim of
+ * the daemon's own; a task made during an outage leaves on its TTL.
+ *
  * Calls go to command tools running tests/integ/tools/probe.sh, which logs
  * each start to a file both daemons write to.
  */
@@ -437,6 +441,113 @@ START_TEST(redis_stalled)
 }
 END_TEST
 
+/* The probe's answer for key on c: run (or replayed) and fine. */
+static const struct json *keyed(struct tcc *c, const char *tag, const char *key)
+{
+	const struct json *r = wait_for(c, send_probe(c, "probe", tag, "0", key), 15000);
+	tc_assert_ok(r);
+	return r;
+}
+
+static bool replayed(const struct json *r)
+{
+	return tj_bool(r, "result._meta.toolcalld/replayed");
+}
+
+/* Drill 1: a key run with Redis up is replayed while Redis is stalled,
+ * from the daemon's own record: it ran once. */
+START_TEST(drill_stalled_replays_own)
+{
+	start_two();
+	wait_connected(c1, true);
+	ck_assert(!replayed(keyed(c1, "D1", "k-d1")));
+	redis_server_pause(&rs, true);
+	ck_assert(replayed(keyed(c1, "D1", "k-d1")));
+	ck_assert_uint_eq(starts("D1"), 1);
+	redis_server_pause(&rs, false);
+	stop_two(false);
+}
+END_TEST
+
+/* Drill 2: Redis down, a key runs on the first daemon alone; Redis comes
+ * back empty: the first replays it, and so does the second, to which the
+ * first wrote it back. */
+START_TEST(drill_alone_written_back)
+{
+	start_two();
+	wait_connected(c1, true);
+	wait_connected(c2, true);
+	redis_server_kill(&rs);
+	ck_assert(!replayed(keyed(c1, "D2", "k-d2")));
+	wait_connected(c1, false);
+	redis_server_start(&rs);
+	wait_connected(c1, true);
+	wait_connected(c2, true);
+	ck_assert(replayed(keyed(c1, "D2", "k-d2")));
+	ck_assert(replayed(keyed(c2, "D2", "k-d2")));
+	ck_assert_uint_eq(starts("D2"), 1);
+	const struct json *st = tcc_request(c1, "admin/stats", NULL);
+	ck_assert_int_ge(tj_int(st, "result.store.writtenBack"), 1);
+	ck_assert_int_eq(tj_int(st, "result.store.writeBackPending"), 0);
+	stop_two(false);
+}
+END_TEST
+
+/* Drill 3: Redis stalls as a claim is sent. The call runs once; the next
+ * callers, on that daemon while Redis is away and on either once it is
+ * back, get its real outcome, never "unknown". */
+START_TEST(drill_claim_as_redis_stalls)
+{
+	start_two();
+	wait_connected(c1, true);
+	wait_connected(c2, true);
+	const char *id = send_probe(c1, "probe", "D3", "0", "k-d3");
+	redis_server_pause(&rs, true);
+	tc_assert_ok(wait_for(c1, id, 15000));
+	ck_assert(replayed(keyed(c1, "D3", "k-d3")));
+	redis_server_pause(&rs, false);
+	wait_connected(c1, true);
+	wait_connected(c2, true);
+	ck_assert(replayed(keyed(c2, "D3", "k-d3")));
+	ck_assert(replayed(keyed(c1, "D3", "k-d3")));
+	ck_assert_uint_eq(starts("D3"), 1);
+	stop_two(false);
+}
+END_TEST
+
+/* Drill 4: a task made while Redis is stalled lives in the daemon's
+ * fallback; after its TTL it is gone from admin/stats. */
+START_TEST(drill_outage_task_expires)
+{
+	start(&d1, NULL);
+	c1 = tcc_connect(&d1);
+	wait_connected(c1, true);
+	redis_server_pause(&rs, true);
+	char *log = tj_quote(probe_log);
+	const struct json *made = tcc_request_t(c1, "tools/call", tcc_fmt(c1,
+		"{\"name\":\"probe\",\"arguments\":{\"log\":%s,\"tag\":\"D4\",\"secs\":0},\"task\":{\"ttl\":500}}",
+		log), 15000);
+	free(log);
+	tc_assert_ok(made);
+	const char *q = tcc_fmt(c1, "{\"taskId\":\"%s\"}", tj_str(made, "result.task.taskId"));
+	tc_assert_ok(tcc_request_t(c1, "tasks/result", q, 15000));
+	const struct json *st = tcc_request(c1, "admin/stats", NULL);
+	ck_assert_int_ge(tj_int(st, "result.store.local.tasks"), 1);
+	uint64_t end = mono_ms() + 10000;
+	for (;;) {
+		st = tcc_request(c1, "admin/stats", NULL);
+		if (tj_int(st, "result.store.local.tasks") == 0 && tj_int(st, "result.tasks.tasks") == 0)
+			break;
+		ck_assert_msg(mono_ms() < end, "the task outlived its TTL: %s", tj_text(tj(st, "result")));
+		usleep(50000);
+	}
+	redis_server_pause(&rs, false);
+	tcc_close(c1);
+	ck_assert_int_eq(tcd_stop(&d1), 0);
+	tcd_free(&d1);
+}
+END_TEST
+
 START_TEST(redis_killed_and_restarted)
 {
 	start_two();
@@ -471,6 +582,10 @@ int main(void)
 	tcase_add_test(tc, task_known_at_once);
 	tcase_add_test(tc, cancel_across);
 	tcase_add_test(tc, reload_store_settings);
+	tcase_add_test(tc, drill_stalled_replays_own);
+	tcase_add_test(tc, drill_alone_written_back);
+	tcase_add_test(tc, drill_claim_as_redis_stalls);
+	tcase_add_test(tc, drill_outage_task_expires);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	/* One redis-server for all the cases: they run in this process. */

@@ -89,6 +89,7 @@ START_TEST(defaults_are_the_contracts)
 	ck_assert_uint_eq(c.limits.max_json_depth, 64);
 	ck_assert_uint_eq(c.limits.max_concurrent, 64);
 	ck_assert_uint_eq(c.limits.session_concurrency, 4);
+	ck_assert_uint_eq(c.limits.per_uid_running, 0);	/* three quarters of max_concurrent */
 	ck_assert_uint_eq(c.limits.queue_max, 256);
 	ck_assert_uint_eq(c.retry.max_attempts, 3);
 	ck_assert_uint_eq(c.retry.base_delay_ms, 100);
@@ -219,7 +220,7 @@ START_TEST(full_config)
 		"    \"max_output_bytes\": 1048576, \"idle_timeout_ms\": 60000,\n"
 		"    \"per_tool_concurrency\": { \"shell\": 2, \"git_status\": 1 },\n"
 		"    \"event_queue\": 64, \"io_threads\": 2, \"per_uid_queue\": 10,\n"
-		"    \"session_confirmations\": 3\n"
+		"    \"session_confirmations\": 3, \"per_uid_running\": 5\n"
 		"  },\n"
 		"  \"audit\": { \"on_error\": \"refuse\" },\n"
 		"  \"retry\": { \"max_attempts\": 5, \"base_delay_ms\": 50, \"max_delay_ms\": 700 },\n"
@@ -268,6 +269,7 @@ START_TEST(full_config)
 	ck_assert_uint_eq(c.limits.event_queue, 64);
 	ck_assert_uint_eq(c.limits.io_threads, 2);
 	ck_assert_uint_eq(c.limits.per_uid_queue, 10);
+	ck_assert_uint_eq(c.limits.per_uid_running, 5);
 	ck_assert_uint_eq(c.limits.session_confirmations, 3);
 	ck_assert_uint_eq(c.retry.max_delay_ms, 700);
 	ck_assert_int_eq(c.audit_on_error, AUDIT_ON_ERROR_REFUSE);

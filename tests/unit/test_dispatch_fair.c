@@ -68,7 +68,7 @@ static int64_t last_started(void)
  * with one: the other uid's call does not wait behind the queue. */
 START_TEST(free_slot_goes_round_robin_across_uids)
 {
-	WITH_CONFIG(c->max_concurrent = 2; c->session_concurrency = 64);
+	WITH_CONFIG(c->max_concurrent = 2; c->session_concurrency = 64; c->per_uid_running = 2);
 	for (int i = 0; i < 10; i++)
 		ck_assert_ptr_nonnull(slow(sess, i, &recs[i]));
 	ck_assert_uint_eq(exec_count, 2);
@@ -81,6 +81,39 @@ START_TEST(free_slot_goes_round_robin_across_uids)
 	ck_assert_int_eq(last_started(), 2);
 	complete_tag(100, TC_OK);
 	ck_assert_int_eq(last_started(), 3);
+}
+END_TEST
+
+/* limits.per_uid_running: one uid's calls take three quarters of the
+ * slots by default, and the slot left starts the other uid's call as it
+ * arrives, without waiting for any call to end. */
+START_TEST(no_uid_takes_every_slot)
+{
+	WITH_CONFIG(c->max_concurrent = 4; c->session_concurrency = 64);
+	for (int i = 0; i < 10; i++)
+		ck_assert_ptr_nonnull(slow(sess, i, &recs[i]));
+	ck_assert_uint_eq(exec_count, 3);
+	ck_assert_ptr_nonnull(slow(other, 100, &recs[100]));
+	ck_assert_uint_eq(exec_count, 4);
+	ck_assert_int_eq(last_started(), 100);
+	/* The other uid's call ends: the free slot stays free, the first
+	 * uid being at its share; one of its own ending starts its next. */
+	complete_tag(100, TC_OK);
+	ck_assert_uint_eq(exec_count, 4);
+	complete_tag(0, TC_OK);
+	ck_assert_uint_eq(exec_count, 5);
+	ck_assert_int_eq(last_started(), 3);
+	/* A larger share set on reload lets it take the free slot at once. */
+	WITH_CONFIG(c->max_concurrent = 4; c->session_concurrency = 64; c->per_uid_running = 4);
+	ck_assert_uint_eq(exec_count, 6);
+	ck_assert_int_eq(last_started(), 4);
+	/* A share of at least one, however few the slots. */
+	WITH_CONFIG(c->max_concurrent = 1; c->session_concurrency = 64);
+	ck_assert_uint_eq(n_pending, 4);
+	for (int i = 0; i < 4; i++)
+		complete_first(TC_OK);
+	ck_assert_uint_eq(n_pending, 1);
+	ck_assert_int_eq(last_started(), 5);
 }
 END_TEST
 
@@ -339,7 +372,7 @@ static Suite *fair_suite(void)
 		const TTest *tests[8];
 	} groups[] = {
 		{ "slots", { free_slot_goes_round_robin_across_uids, sessions_take_turns_fifo_within,
-			     tool_cap_holds_up_no_other_tool, per_uid_queue_is_bounded } },
+			     tool_cap_holds_up_no_other_tool, per_uid_queue_is_bounded, no_uid_takes_every_slot } },
 		{ "confirmations", { pending_confirmations_bounded_hold_no_slot } },
 		{ "idempotency", { idempotency_entries_per_uid } },
 		{ "circuit", { circuit_per_uid, circuit_ignores_callers_mistakes } },

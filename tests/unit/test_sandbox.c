@@ -959,6 +959,63 @@ START_TEST(command_options_rule)
 }
 END_TEST
 
+/* The rule holds for the element, not its first placeholder: an empty
+ * value before "-rf" leaves the element starting with '-'; a literal
+ * before the value does not; after "--" or with options_allowed, anything
+ * goes. */
+START_TEST(command_options_rule_whole_element)
+{
+	env.sandbox = NULL;
+	const char *schema = "\"input_schema\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"},"
+			     "\"b\":{\"type\":\"string\"}}}";
+	char decl[512];
+	struct run r;
+
+	snprintf(decl, sizeof(decl), "{\"name\":\"e\",\"side_effects\":\"read\",\"argv\":[\"echo\",\"{{a}}{{b}}\"],%s}",
+		 schema);
+	struct tool *t = command(decl);
+	static const char *const refused[] = {
+		"{\"a\":\"\",\"b\":\"-rf\"}", "{\"b\":\"-rf\"}", "{\"a\":\"-r\",\"b\":\"f\"}",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+		run_call(&r, t, refused[i], NULL);
+		ck_assert_msg(r.c.kind == TC_VALIDATION_ERROR, "%s ran", refused[i]);
+		ck_assert_msg(strstr(r.c.message, "'-'"), "%s", r.c.message);
+		run_done(&r);
+	}
+	run_call(&r, t, "{\"a\":\"x\",\"b\":\"-rf\"}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_OK);
+	ck_assert_str_eq(sc_str(&r, "stdout"), "x-rf\n");
+	run_done(&r);
+	tool_unref(t);
+
+	snprintf(decl, sizeof(decl), "{\"name\":\"e\",\"side_effects\":\"read\",\"argv\":[\"echo\",\"x{{a}}\"],%s}", schema);
+	t = command(decl);
+	run_call(&r, t, "{\"a\":\"-y\"}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_OK);
+	ck_assert_str_eq(sc_str(&r, "stdout"), "x-y\n");
+	run_done(&r);
+	tool_unref(t);
+
+	snprintf(decl, sizeof(decl), "{\"name\":\"e\",\"side_effects\":\"read\",\"argv\":[\"echo\",\"--\",\"{{a}}{{b}}\"],%s}",
+		 schema);
+	t = command(decl);
+	run_call(&r, t, "{\"a\":\"\",\"b\":\"-rf\"}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_OK);
+	ck_assert_str_eq(sc_str(&r, "stdout"), "-- -rf\n");
+	run_done(&r);
+	tool_unref(t);
+
+	snprintf(decl, sizeof(decl), "{\"name\":\"e\",\"side_effects\":\"read\",\"options_allowed\":true,"
+		 "\"argv\":[\"echo\",\"{{a}}{{b}}\"],%s}", schema);
+	t = command(decl);
+	run_call(&r, t, "{\"a\":\"\",\"b\":\"-n\"}", NULL);
+	ck_assert_int_eq(r.c.kind, TC_OK);
+	run_done(&r);
+	tool_unref(t);
+}
+END_TEST
+
 START_TEST(command_tool_sandbox_key)
 {
 	if (!need_kernel("command_tool_sandbox_key"))
@@ -1122,6 +1179,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, refusal_log_rate);
 	tcase_add_test(tc, peer_confined);
 	tcase_add_test(tc, command_options_rule);
+	tcase_add_test(tc, command_options_rule_whole_element);
 	tcase_add_test(tc, command_tool_sandbox_key);
 	tcase_add_test(tc, shell_tmpdir_hidden_without_namespace);
 	suite_add_tcase(s, tc);
