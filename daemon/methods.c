@@ -178,6 +178,13 @@ void methods_resume(struct server *s)
 
 /* --- tools ------------------------------------------------------------- */
 
+/* Whom the connection's calls act as, or NULL when unknown. */
+static const struct identity *caller(struct conn *c)
+{
+	struct session *ss = client_session(c);
+	return ss ? session_identity(ss) : NULL;
+}
+
 static void write_tool(struct jgen *g, const struct tool *t, const struct sandbox_config *sb)
 {
 	jgen_obj_open(g);
@@ -213,7 +220,7 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		return;
 	struct server *s = server_of(c);
 	/* MCP servers start when their tools are first asked for. */
-	if (!resumed(p) && providers_start_all(&s->providers)) {
+	if (!resumed(p) && providers_start_all(&s->providers, caller(c))) {
 		defer(c, req, p);
 		return;
 	}
@@ -302,7 +309,7 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	const struct deferral *d = resumed(p);
 	/* A tool of an MCP server not imported yet: start it, wait. */
 	if (!d && !registry_find(s->registry, name->u.str.s) &&
-	    providers_start_for(&s->providers, name->u.str.s)) {
+	    providers_start_for(&s->providers, name->u.str.s, caller(c))) {
 		defer(c, req, p);
 		return;
 	}

@@ -4,7 +4,8 @@
  * and at each reload, started when a client first needs their tools
  * (tools/list starts all of them, tools/call the one whose prefix the
  * tool carries), asked whether any is still starting, and shown in
- * admin/stats. Their stderr and warnings go to the daemon's log.
+ * admin/stats. Their stderr and warnings go to the daemon's log, and so
+ * does a warning, at start and at each reload, for each that runs as root.
  */
 #include "daemon/providers.h"
 
@@ -35,11 +36,16 @@ static void provider_log(void *arg, struct mcp_provider *pv, bool warning, const
 }
 
 void providers_setup(struct providers *p, struct tc_loop *loop, const struct tool_env *env,
-		     const char *root, void (*settled)(void *arg, struct mcp_provider *pv), void *arg)
+		     const char *root, uint32_t retry_s, void (*settled)(void *arg, struct mcp_provider *pv),
+		     void *arg)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		mcp_provider_setup(p->v[i], loop, env, root, settled, arg);
 		mcp_provider_set_log(p->v[i], provider_log);
+		mcp_provider_set_retry(p->v[i], retry_s);
+		if (mcp_provider_runs_as_root(p->v[i]))
+			log_warning("MCP server '%s' (%s) runs as root: its file says \"run_as\": \"root\"",
+				    mcp_provider_name(p->v[i]), mcp_provider_source(p->v[i]));
 	}
 }
 
@@ -64,6 +70,7 @@ void providers_write_stats(const struct providers *p, struct jgen *g)
 			jgen_null(g);
 		jgen_kv_int(g, "restarts", mcp_provider_restarts(pv));
 		jgen_kv_str(g, "lastError", mcp_provider_last_error(pv));
+		mcp_provider_write_instances(pv, g);
 		jgen_obj_close(g);
 	}
 	jgen_arr_close(g);
@@ -77,11 +84,11 @@ bool providers_starting(const struct providers *p)
 	return false;
 }
 
-bool providers_start_all(struct providers *p)
+bool providers_start_all(struct providers *p, const struct identity *ident)
 {
 	for (size_t i = 0; i < p->n; i++)
 		if (mcp_provider_state(p->v[i]) == MCP_IDLE && !mcp_provider_imported(p->v[i]))
-			mcp_provider_start(p->v[i]);
+			mcp_provider_start_for(p->v[i], ident);
 	return providers_starting(p);
 }
 
@@ -106,11 +113,11 @@ const char *providers_down_for(const struct providers *p, const char *tool)
 	return mcp_provider_error(pv);
 }
 
-bool providers_start_for(struct providers *p, const char *tool)
+bool providers_start_for(struct providers *p, const char *tool, const struct identity *ident)
 {
 	struct mcp_provider *pv = provider_for(p, tool);
 	if (!pv || mcp_provider_state(pv) == MCP_READY)
 		return false;
-	mcp_provider_start(pv);
+	mcp_provider_start_for(pv, ident);
 	return mcp_provider_state(pv) == MCP_STARTING;
 }

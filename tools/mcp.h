@@ -18,6 +18,7 @@
 #define TC_MCP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lib/tool.h"
 
@@ -78,8 +79,22 @@ void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const stru
  * none of its tools. */
 void mcp_provider_set_log(struct mcp_provider *p,
 			  void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line));
-/* Spawns the server and imports its tools, unless running already. */
+/* Spawns the server and imports its tools, unless running already (or
+ * its last start failed within the retry time). A provider run as each
+ * peer (the default for a root daemon) starts only as one: */
 void mcp_provider_start(struct mcp_provider *p);
+/* Starts the instance that serves ident (p itself when one instance serves
+ * every peer). Until p has a tool list it is starting with it. */
+struct identity;
+void mcp_provider_start_for(struct mcp_provider *p, const struct identity *ident);
+/* How long a failed start is not tried again (providers.retry_s). */
+void mcp_provider_set_retry(struct mcp_provider *p, uint32_t retry_s);
+/* True when the file says "run_as": "root". */
+bool mcp_provider_runs_as_root(const struct mcp_provider *p);
+/* Writes "instances": [{uid, state, pid}], the instances per peer, into
+ * the open object. */
+struct jgen;
+void mcp_provider_write_instances(const struct mcp_provider *p, struct jgen *g);
 /* Registers the imported tools ("<prefix><name>") into r. */
 int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret_err);
 

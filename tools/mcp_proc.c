@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "lib/child.h"
+#include "lib/identity.h"
 #include "lib/loop.h"
+#include "proto/base/strv.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
 #include "tools/mcp_internal.h"
@@ -153,8 +155,17 @@ void mcp_import_failed(struct mcp_provider *p, const char *fmt, ...)
 	free(p->last_error);
 	p->last_error = xstrdup(p->error);
 	p->state = MCP_FAILED;
+	p->failed_ms = p->loop ? tc_now(p->loop) : mono_ms();
 	mcp_provider_down(p, "failed to start");
 	mcp_settle(p);
+}
+
+bool mcp_start_refused(const struct mcp_provider *p)
+{
+	if (p->state != MCP_FAILED || !p->failed_ms || p->child)
+		return false;
+	uint64_t now = p->loop ? tc_now(p->loop) : mono_ms();
+	return now - p->failed_ms < p->retry_ms;
 }
 
 /* --- from the server -------------------------------------------------------- */
@@ -281,9 +292,15 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *r)
 	stderr_tail(p, &b);
 	free(p->last_error);
 	p->last_error = buf_steal(&b);
+	if (p->parent) {
+		free(p->parent->last_error);
+		p->parent->last_error = xstrdup(p->last_error);
+	}
 	mcp_provider_down(p, why);
 	p->state = MCP_IDLE;
 }
+
+static bool per_peer(const struct mcp_provider *p);
 
 static void on_import_timeout(void *arg)
 {
@@ -293,7 +310,9 @@ static void on_import_timeout(void *arg)
 
 void mcp_provider_start(struct mcp_provider *p)
 {
-	if (p->child || !p->loop)
+	/* A provider run as each peer starts only as one (mcp_provider_start_for);
+	 * one that failed to start is not tried again so soon. */
+	if (p->child || !p->loop || per_peer(p) || mcp_start_refused(p))
 		return;
 	/* What a previous run said is not this run's. */
 	p->err_tail_len = 0;
@@ -311,7 +330,8 @@ void mcp_provider_start(struct mcp_provider *p)
 	const struct sandbox_config *sbc = p->tenv ? p->tenv->sandbox : NULL;
 	if (sbc) {
 		struct sandbox_req req;
-		sandbox_req_init(&req, sbc, p->name, p->side_effects == SIDE_NETWORK, &p->sandbox);
+		sandbox_req_init(&req, sbc, p->name, p->side_effects == SIDE_NETWORK,
+				 p->parent ? &p->parent->sandbox : &p->sandbox);
 		const char *ws[] = { p->cwd, NULL };
 		static const struct identity daemon_id = { .change = false };
 		req.workspaces = p->cwd ? ws : NULL;
@@ -367,6 +387,165 @@ void mcp_provider_start(struct mcp_provider *p)
 	mcp_send_initialize(p);
 }
 
+/* --- one instance per peer ------------------------------------------------------ */
+
+static bool per_peer(const struct mcp_provider *p)
+{
+	return !p->parent && p->run_mode == MCP_RUN_PEER && geteuid() == 0;
+}
+
+static void instance_free(struct mcp_provider *inst)
+{
+	inst->on_settled = NULL;
+	inst->on_log = NULL;
+	mcp_provider_down(inst, "the provider was removed");
+	mcp_provider_free(inst);
+}
+
+/* Copies a list of imported tools. */
+static struct mcp_import *imports_copy(const struct mcp_import *t, size_t n)
+{
+	struct mcp_import *c = xcalloc(n + 1, sizeof(*c));
+	for (size_t i = 0; i < n; i++) {
+		c[i] = t[i];
+		c[i].name = xstrdup(t[i].name);
+		c[i].description = xstrdup(t[i].description);
+		c[i].schema = xstrdup(t[i].schema);
+	}
+	return c;
+}
+
+/*
+ * An instance settled. Its first tool list (or one it gave when it said
+ * its list changed) becomes the list of every peer, while the provider has
+ * none yet; a failed start fails the provider too while it has none.
+ */
+static void instance_settled(void *arg, struct mcp_provider *inst)
+{
+	struct mcp_provider *p = inst->parent;
+	if (inst->state == MCP_FAILED) {
+		free(p->last_error);
+		p->last_error = xstrdup(inst->error);
+		free(p->error);
+		p->error = xstrdup(inst->error);
+		p->state = MCP_FAILED;
+		p->failed_ms = inst->failed_ms;
+		mcp_settle(p);
+		return;
+	}
+	mcp_instance_touch(inst);
+	if (p->imported && !inst->relisted) {
+		p->state = MCP_READY;
+		return;
+	}
+	mcp_imports_free(p->tools, p->n_tools);
+	p->tools = imports_copy(inst->tools, inst->n_tools);
+	p->n_tools = inst->n_tools;
+	buf_clear(&p->notes);
+	if (buf_size(&inst->notes))
+		buf_append(&p->notes, buf_head(&inst->notes), buf_size(&inst->notes));
+	p->import_notes = buf_size(&p->notes);
+	p->imported = true;
+	p->state = MCP_READY;
+	free(p->error);
+	p->error = NULL;
+	mcp_warn_unmatched(p);
+	mcp_settle(p);
+}
+
+static void on_idle(void *arg)
+{
+	struct mcp_provider *inst = arg;
+	if (!list_empty(&inst->queued) || !list_empty(&inst->sent) || !inst->child)
+		return;
+	mcp_provider_down(inst, "stopped");
+	inst->state = MCP_IDLE;
+}
+
+void mcp_instance_touch(struct mcp_provider *inst)
+{
+	if (!inst->parent || !inst->loop)
+		return;
+	if (!inst->idle_timer)
+		inst->idle_timer = tc_timer_new(inst->loop, on_idle, inst);
+	if (list_empty(&inst->queued) && list_empty(&inst->sent) && inst->child)
+		tc_timer_start(inst->idle_timer, (uint64_t)inst->idle_s * 1000);
+	else
+		tc_timer_stop(inst->idle_timer);
+}
+
+/* Makes p's instance for uid, running as id. */
+static struct mcp_provider *instance_new(struct mcp_provider *p, const struct identity *id)
+{
+	struct mcp_provider *inst = xcalloc(1, sizeof(*inst));
+	inst->refs = 1;
+	inst->parent = p;
+	inst->uid = id->uid;
+	inst->name = xstrdup(p->name);
+	inst->prefix = xstrdup(p->prefix);
+	inst->source = xstrdup(p->source);
+	inst->fingerprint = xstrdup(p->fingerprint);
+	inst->argv = strv_dup((const char *const *)p->argv);
+	inst->env_extra = strv_dup((const char *const *)p->env_extra);
+	inst->side_effects = p->side_effects;
+	inst->idle_s = p->idle_s;
+	inst->retry_ms = p->retry_ms;
+	inst->sandbox = SANDBOX_TOOL_UNSET;
+	inst->run_mode = MCP_RUN_USER;
+	identity_copy(&inst->run_as, id);
+	identity_for_children(&inst->run_as, true);
+	inst->in_fd = -1;
+	list_init(&inst->queued);
+	list_init(&inst->sent);
+	mcp_provider_setup(inst, p->loop, p->tenv, p->cwd, instance_settled, p->arg);
+	inst->on_log = p->on_log;
+	p->inst = xreallocarray(p->inst, p->n_inst + 1, sizeof(*p->inst));
+	p->inst[p->n_inst++] = inst;
+	return inst;
+}
+
+struct mcp_provider *mcp_runner_for(struct mcp_provider *p, const struct identity *ident)
+{
+	if (!per_peer(p))
+		return p;
+	if (!ident)
+		return NULL;
+	for (size_t i = 0; i < p->n_inst; i++)
+		if (p->inst[i]->uid == ident->uid)
+			return p->inst[i];
+	return instance_new(p, ident);
+}
+
+void mcp_provider_start_for(struct mcp_provider *p, const struct identity *ident)
+{
+	struct mcp_provider *r = mcp_runner_for(p, ident);
+	if (!r)
+		return;
+	if (r == p) {
+		mcp_provider_start(p);
+		return;
+	}
+	if (!p->imported && mcp_start_refused(p))
+		return;
+	mcp_provider_start(r);
+	if (r->state == MCP_STARTING && !p->imported)
+		p->state = MCP_STARTING;
+}
+
+void mcp_provider_instances_setup(struct mcp_provider *p)
+{
+	for (size_t i = 0; i < p->n_inst; i++) {
+		mcp_provider_setup(p->inst[i], p->loop, p->tenv, p->cwd, instance_settled, p->arg);
+		p->inst[i]->on_log = p->on_log;
+		p->inst[i]->retry_ms = p->retry_ms;
+	}
+}
+
+bool mcp_provider_runs_as_root(const struct mcp_provider *p)
+{
+	return p->run_mode == MCP_RUN_ROOT;
+}
+
 /* --- its references --------------------------------------------------------- */
 
 struct mcp_provider *mcp_provider_ref(struct mcp_provider *p)
@@ -383,6 +562,8 @@ struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
 	p->on_settled = NULL;
 	p->on_log = NULL;
 	mcp_provider_down(p, "the provider was removed");
+	for (size_t i = 0; i < p->n_inst; i++)
+		instance_free(p->inst[i]);
 	mcp_provider_free(p);
 	return NULL;
 }

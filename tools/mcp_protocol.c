@@ -125,10 +125,12 @@ void mcp_send_initialize(struct mcp_provider *p)
 void mcp_call_end(struct mcp_call *mc)
 {
 	struct tool_call *tc = mc->tc;
+	struct mcp_provider *p = mc->p;
 	list_remove(&mc->node);
 	tc->state = NULL;
 	free(mc->remote);
 	free(mc);
+	mcp_instance_touch(p);
 	tool_call_finish(tc);
 }
 
@@ -152,6 +154,16 @@ void mcp_calls_fail(struct mcp_provider *p, const char *why)
 }
 
 /* --- its answers ------------------------------------------------------------ */
+
+void mcp_warn_unmatched(struct mcp_provider *p)
+{
+	_cleanup_free_ char *unmatched = mcp_provider_unmatched(p);
+	if (unmatched && p->on_log) {
+		_cleanup_free_ char *w = xasprintf("\"tools\" keys of %s that match none of its tools: %s",
+						   p->source, unmatched);
+		p->on_log(p->arg, p, true, w);
+	}
+}
 
 /* Takes the tools of one tools/list page. */
 static bool take_tools(struct mcp_provider *p, const struct json *result, const char *src)
@@ -391,14 +403,11 @@ int mcp_on_message(struct mcp_provider *p, const char *line, size_t len, char **
 			p->n_next = 0;
 			p->imported = true;
 			p->import_notes = buf_size(&p->notes);
+			p->relisted = p->state == MCP_READY;
 			p->state = MCP_READY;
 			tc_timer_stop(p->import_timer);
-			_cleanup_free_ char *unmatched = mcp_provider_unmatched(p);
-			if (unmatched && p->on_log) {
-				_cleanup_free_ char *w = xasprintf("\"tools\" keys of %s that match none of its "
-								   "tools: %s", p->source, unmatched);
-				p->on_log(p->arg, p, true, w);
-			}
+			if (!p->parent)
+				mcp_warn_unmatched(p);
 			mcp_settle(p);
 		}
 	} else {

@@ -22,13 +22,27 @@ static void mcp_tool_free(void *priv)
 static enum tool_ret mcp_exec(struct tool_call *c)
 {
 	struct mcp_tool *mt = c->tool->priv;
-	struct mcp_provider *p = mt->p;
+	/* The instance that serves the caller (one per peer uid, for a root
+	 * daemon, unless the file names whom it runs as). */
+	struct mcp_provider *p = mcp_runner_for(mt->p, c->ident);
+	if (!p) {
+		tool_call_fail(c, TC_PERMISSION_DENIED, "MCP server '%s' runs as the calling peer, and the caller "
+			       "is not known", mt->p->name);
+		return TOOL_DONE;
+	}
+	/* A start that failed a moment ago is not tried again: its reason. */
+	if (!p->child && mcp_start_refused(p)) {
+		tool_call_fail(c, TC_TRANSIENT, "%s", p->error);
+		return TOOL_DONE;
+	}
 	struct mcp_call *mc = xcalloc(1, sizeof(*mc));
 	mc->tc = c;
+	mc->p = p;
 	mc->remote = xstrdup(mt->remote);
 	list_init(&mc->node);
 	c->state = mc;
 	list_insert_tail(&p->queued, &mc->node);
+	mcp_instance_touch(p);
 	if (!p->child)
 		mcp_provider_start(p);	/* may fail the call at once */
 	else if (p->initialized)
@@ -41,12 +55,11 @@ static void mcp_cancel(struct tool_call *c)
 	struct mcp_call *mc = c->state;
 	if (!mc)
 		return;
-	struct mcp_provider *p = ((struct mcp_tool *)c->tool->priv)->p;
 	if (mc->id) {
 		char line[128];
 		snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
 			 "\"params\":{\"requestId\":%llu,\"reason\":\"cancelled\"}}", (unsigned long long)mc->id);
-		mcp_send_line(p, line);
+		mcp_send_line(mc->p, line);
 	}
 	tool_call_fail(c, TC_CANCELLED, "The call was cancelled");
 	mcp_call_end(mc);
