@@ -193,8 +193,10 @@ static void write_tool(struct jgen *g, const struct tool *t, const struct sandbo
 	jgen_kv_raw(g, "inputSchema", t->input_schema, strlen(t->input_schema));
 	jgen_key(g, "annotations");
 	jgen_obj_open(g);
-	jgen_kv_bool(g, "readOnlyHint", t->side_effects <= SIDE_READ);
-	jgen_kv_bool(g, "destructiveHint", t->side_effects >= SIDE_WRITE);
+	jgen_kv_bool(g, "readOnlyHint", t->read_only_hint ? t->read_only_hint == TOOL_HINT_TRUE
+							  : t->side_effects <= SIDE_READ);
+	jgen_kv_bool(g, "destructiveHint", t->destructive_hint ? t->destructive_hint == TOOL_HINT_TRUE
+								 : t->side_effects >= SIDE_WRITE);
 	jgen_kv_bool(g, "idempotentHint", t->idempotent);
 	jgen_kv_bool(g, "openWorldHint", t->side_effects >= SIDE_EXECUTE);
 	jgen_obj_close(g);

@@ -105,6 +105,9 @@ struct tool {
 	const struct tool_def *def;
 	void *priv;			/* the kind's per-tool data */
 	const struct sandbox_tool *sandbox;	/* its file's "sandbox" (in priv), or NULL */
+	/* An MCP provider's readOnlyHint and destructiveHint, shown in
+	 * tools/list as it gave them; TOOL_HINT_NONE: from side_effects. */
+	enum tool_hint { TOOL_HINT_NONE, TOOL_HINT_FALSE, TOOL_HINT_TRUE } read_only_hint, destructive_hint;
 };
 
 /*

@@ -77,6 +77,18 @@ const struct tool_def tool_kind_mcp = {
 	.runs_children = true,
 };
 
+/* A tool's side effect: the server's hints where the file trusts them
+ * (readOnlyHint true: read; destructiveHint false: write), else the
+ * file's. */
+static enum side_effect hinted_side_effect(const struct mcp_provider *p, const struct mcp_import *im)
+{
+	if (p->trust_annotations && im->read_only == 1)
+		return SIDE_READ;
+	if (p->trust_annotations && im->destructive == 0)
+		return SIDE_WRITE;
+	return p->side_effects;
+}
+
 int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret_err)
 {
 	/* Notes of the last registration go; those of the import stay. */
@@ -103,7 +115,11 @@ int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret
 		}
 		/* The file's settings, then its override for this tool. */
 		const struct mcp_override *o = mcp_override_for(p, im->name);
-		t->side_effects = o && o->side_effects >= 0 ? (enum side_effect)o->side_effects : p->side_effects;
+		t->side_effects = o && o->side_effects >= 0 ? (enum side_effect)o->side_effects
+				: hinted_side_effect(p, im);
+		t->read_only_hint = im->read_only < 0 ? TOOL_HINT_NONE : im->read_only ? TOOL_HINT_TRUE : TOOL_HINT_FALSE;
+		t->destructive_hint = im->destructive < 0 ? TOOL_HINT_NONE
+				    : im->destructive ? TOOL_HINT_TRUE : TOOL_HINT_FALSE;
 		t->sandbox = &p->sandbox;	/* the tool holds a reference on p */
 		t->idempotent = o && o->idempotent >= 0 ? o->idempotent : p->idempotent;
 		t->timeout_ms = o && o->timeout_ms ? o->timeout_ms
@@ -119,7 +135,8 @@ int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret
 		free(t->source);
 		t->source = xstrdup(p->source);
 		struct buf fp = {0};
-		buf_printf(&fp, "%s|%s|%s|%s", p->fingerprint, im->name, im->description, im->schema);
+		buf_printf(&fp, "%s|%s|%s|%s|%d|%d", p->fingerprint, im->name, im->description, im->schema,
+			   im->read_only, im->destructive);
 		t->fingerprint = buf_steal(&fp);
 		/* A name another tool already has is not offered: one server
 		 * must not make the whole registry fail to load. */

@@ -8,7 +8,9 @@
  * closeout closes its standard output and stays. Its list also holds names
  * that are no tool names and a name twice; image answers a text and a PNG
  * image, badimage an image whose data is not base64; stderr {lines} writes
- * lines (default 1) to its stderr. With "slowinit" as argument, it takes a second to answer
+ * lines (default 1) to its stderr; content answers an item of every MCP
+ * content type (mcp_server.h); content, nondestructive and destructive
+ * carry annotations (readOnlyHint, destructiveHint). With "slowinit" as argument, it takes a second to answer
  * initialize ("slowinit12": 12 s); with "failstart" (or "failif=PATH"
  * while PATH exists), it writes two lines to stderr and exits 1.
  */
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "proto/json.h"
+#include "tests/integ/mcp_server.h"
 #include "proto/jsonrpc.h"
 
 static void reply(const char *id, size_t id_len, const char *result)
@@ -47,6 +50,9 @@ static const char tools[] =
 	"{\"name\":\"badimage\",\"description\":\"A bad image\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"stderr\",\"description\":\"Writes to stderr\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"lines\":{\"type\":\"integer\"}}}},"
 	"{\"name\":\"closeout\",\"description\":\"Closes stdout\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"content\",\"description\":\"Every content type\",\"inputSchema\":{\"type\":\"object\"},\"annotations\":{\"readOnlyHint\":true}},"
+	"{\"name\":\"nondestructive\",\"description\":\"Writes, destroys nothing\",\"inputSchema\":{\"type\":\"object\"},\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":false}},"
+	"{\"name\":\"destructive\",\"description\":\"Destroys\",\"inputSchema\":{\"type\":\"object\"},\"annotations\":{\"destructiveHint\":true}},"
 	"{\"name\":\"bad name\",\"description\":\"A space\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"echo\",\"description\":\"Twice\",\"inputSchema\":{\"type\":\"object\"}}"
 	"]}";
@@ -141,6 +147,12 @@ int main(int argc, char **argv)
 					fprintf(stderr, "a note on stderr, %lld\n", (long long)i);
 				fflush(stderr);
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"noted\"}]}");
+			} else if (str_eq(name, "content")) {
+				reply(idt, id->len, "{\"content\":" MCP_CONTENT_ITEMS ",\"structuredContent\":" MCP_CONTENT_STRUCTURED "}");
+				json_doc_unref(doc);
+				continue;
+			} else if (str_eq(name, "nondestructive") || str_eq(name, "destructive")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}");
 			} else if (str_eq(name, "pid")) {
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"%d\"}]}", (int)getpid());
 			} else {

@@ -2,14 +2,18 @@
 /*
  * Images as MCP image content: read_file with encoding "base64" of a whole
  * PNG, JPEG, GIF or WebP (told by its first bytes) answers {type: "image",
- * data, mimeType}; anything else, or a part of an image, stays text. Image
- * items an MCP server answers pass through, checked.
+ * data, mimeType}; anything else, or a part of an image, stays text. What
+ * an MCP server answers passes through byte for byte (every content type,
+ * annotations, _meta, structuredContent), image items checked; its tools'
+ * readOnlyHint and destructiveHint are shown, and trusted where its file
+ * says so.
  */
 #include <check.h>
 #include <string.h>
 
 #include "proto/base64.h"
 #include "tests/integ/harness.h"
+#include "tests/integ/mcp_server.h"
 #include "tests/unit/check_main.h"
 
 static const struct {
@@ -94,6 +98,78 @@ START_TEST(provider_images_pass_through)
 }
 END_TEST
 
+/* Starts the daemon with the test server as provider "demo" (side effects
+ * "execute", more keys in extra). */
+static void start_demo(struct tcd *d, const char *extra)
+{
+	static const char cfg[] = "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}";
+	tcd_prepare(d, &(struct tcd_opts){ .config = cfg });
+	char *decl = xasprintf("{\"name\":\"demo\",\"kind\":\"mcp\",\"command\":[\"%s\"],\"prefix\":\"demo_\","
+			       "\"side_effects\":\"execute\",\"sandbox\":{\"limits\":{\"memory_mb\":null}}%s%s}",
+			       getenv("TC_MCP_SERVER"), extra ? "," : "", extra ? extra : "");
+	tcd_write_tool(d, "demo.json", decl);
+	free(decl);
+	tcd_spawn(d, &(struct tcd_opts){ .config = cfg });
+	ck_assert_int_eq(tcd_wait_socket(d, d->sock, 5000), 0);
+}
+
+/* The tools/list entry of a tool. */
+static const struct json *listed(const struct json *r, const char *name)
+{
+	const struct json *tools = tj(r, "result.tools");
+	for (size_t i = 0; tools && i < tools->u.arr.n; i++)
+		if (str_eq(json_str(json_get(tools->u.arr.items[i], "name")), name))
+			return tools->u.arr.items[i];
+	ck_abort_msg("%s is not listed", name);
+	return NULL;
+}
+
+/* Every content type, with annotations and _meta, and structuredContent
+ * reach the client byte for byte. */
+START_TEST(provider_content_passes_through_whole)
+{
+	struct tcd d;
+	start_demo(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_content", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tcc_raw(c, tj(r, "result.content")), MCP_CONTENT_ITEMS);
+	ck_assert_str_eq(tcc_raw(c, tj(r, "result.structuredContent")), MCP_CONTENT_STRUCTURED);
+	ck_assert(!tj_bool(r, "result.isError"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A provider's readOnlyHint and destructiveHint are shown in tools/list;
+ * they set side effects only where the file trusts them. */
+START_TEST(provider_annotations)
+{
+	for (int trust = 0; trust < 2; trust++) {
+		struct tcd d;
+		start_demo(&d, trust ? "\"trust_annotations\":true" : NULL);
+		struct tcc *c = tcc_connect(&d);
+		const struct json *r = tcc_request(c, "tools/list", "{}");
+		const struct json *t = listed(r, "demo_content");
+		ck_assert(tj_bool(t, "annotations.readOnlyHint"));
+		ck_assert_str_eq(tj_str(t, "_meta.toolcalld/sideEffects"), trust ? "read" : "execute");
+		t = listed(r, "demo_nondestructive");
+		ck_assert(!tj_bool(t, "annotations.readOnlyHint") && !tj_bool(t, "annotations.destructiveHint"));
+		ck_assert_str_eq(tj_str(t, "_meta.toolcalld/sideEffects"), trust ? "write" : "execute");
+		t = listed(r, "demo_destructive");
+		ck_assert(tj_bool(t, "annotations.destructiveHint"));
+		ck_assert_str_eq(tj_str(t, "_meta.toolcalld/sideEffects"), "execute");
+		/* Without hints: from its side effects, as for every tool. */
+		t = listed(r, "demo_echo");
+		ck_assert(!tj_bool(t, "annotations.readOnlyHint") && tj_bool(t, "annotations.destructiveHint"));
+		tcc_close(c);
+		ck_assert_int_eq(tcd_stop(&d), 0);
+		tcd_free(&d);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mcp_content");
@@ -101,6 +177,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, read_file_images);
 	tcase_add_test(tc, provider_images_pass_through);
+	tcase_add_test(tc, provider_content_passes_through_whole);
+	tcase_add_test(tc, provider_annotations);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
