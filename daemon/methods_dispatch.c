@@ -32,6 +32,7 @@ struct member {
 	struct group *group;
 	struct caller *caller;		/* NULL once it has ended */
 	char *text;
+	char *content;			/* the content array, when not one text item */
 	bool is_error;
 	bool done;
 };
@@ -54,6 +55,7 @@ static void group_free(void *arg)
 		if (g->m[i].caller)
 			dispatch_detach(TAKE_PTR(g->m[i].caller));
 		free(g->m[i].text);
+		free(g->m[i].content);
 	}
 	free(g->m);
 	free(g->calls);
@@ -66,8 +68,8 @@ static void group_answer(struct group *g)
 {
 	_cleanup_free_ struct llm_result *r = xcalloc(g->n ? g->n : 1, sizeof(*r));
 	for (size_t i = 0; i < g->n; i++)
-		r[i] = (struct llm_result){ g->calls[i].id, g->m[i].text ? g->m[i].text : "",
-					    g->m[i].is_error };
+		r[i] = (struct llm_result){ g->calls[i].id, g->m[i].text ? g->m[i].text : "", g->m[i].is_error,
+					    g->m[i].content };
 	struct buf b = {0};
 	struct jgen *gen = jgen_new(&b);
 	jgen_obj_open(gen);
@@ -88,6 +90,7 @@ static void member_complete(void *ctx, const struct outcome *o, bool replayed)
 	m->done = true;
 	if (o->kind == TC_OK) {
 		m->text = xstrdup(o->text ? o->text : o->structured ? o->structured : "");
+		m->content = o->content ? xstrdup(o->content) : NULL;	/* images, told apart */
 		m->is_error = o->is_error;
 	} else {
 		m->text = xstrdup(answer_error_message(o));

@@ -170,6 +170,53 @@ START_TEST(provider_annotations)
 }
 END_TEST
 
+/* tools/dispatch carries images: Anthropic image blocks in the
+ * tool_result's content, a line per image for OpenAI. */
+START_TEST(dispatch_carries_images)
+{
+	struct tcd d;
+	start_demo(&d, NULL);
+	free(tcd_write_ws(&d, images[0].file, images[0].bytes, images[0].len, 0644));
+	struct buf b64 = {0};
+	base64_encode(images[0].bytes, images[0].len, &b64);
+	struct tcc *c = tcc_connect(&d);
+	/* The model knows the tools from a list (which starts the provider). */
+	tc_assert_ok(tcc_request(c, "tools/list", "{}"));
+	const struct json *r = tcc_request(c, "tools/dispatch",
+		"{\"format\":\"anthropic\",\"calls\":["
+		"{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"read_file\",\"input\":{\"path\":\"a.png\",\"encoding\":\"base64\"}},"
+		"{\"type\":\"tool_use\",\"id\":\"t2\",\"name\":\"demo_image\",\"input\":{}}]}");
+	ck_assert_msg(tj_len(r, "result.messages.0.content") == 2, "%s", tcc_raw(c, r));
+	/* read_file: the image alone (its base64 is not also text). */
+	ck_assert_int_eq(tj_len(r, "result.messages.0.content.0.content"), 1);
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.content.0.type"), "image");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.content.0.source.type"), "base64");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.content.0.source.media_type"), "image/png");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.content.0.source.data"), buf_head(&b64));
+	/* The provider's: its text, then its image. */
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.1.content.0.type"), "text");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.1.content.0.text"), "a dot");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.1.content.1.type"), "image");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.1.content.1.source.media_type"), "image/png");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.1.content.1.source.data"), "iVBORw0KGgo=");
+
+	r = tcc_request(c, "tools/dispatch",
+		"{\"format\":\"openai\",\"calls\":["
+		"{\"id\":\"c1\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\\\"a.png\\\",\\\"encoding\\\":\\\"base64\\\"}\"}},"
+		"{\"id\":\"c2\",\"function\":{\"name\":\"demo_image\",\"arguments\":\"{}\"}}]}");
+	ck_assert_msg(tj_len(r, "result.messages") == 2, "%s", tcc_raw(c, r));
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content"),
+			 "[An image was returned: image/png, 16 bytes; this format's tool messages carry text only]");
+	ck_assert_str_eq(tj_str(r, "result.messages.1.content"),
+			 "a dot\n[An image was returned: image/png, 8 bytes; this format's tool messages carry text "
+			 "only]");
+	buf_free(&b64);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mcp_content");
@@ -179,6 +226,7 @@ int main(void)
 	tcase_add_test(tc, provider_images_pass_through);
 	tcase_add_test(tc, provider_content_passes_through_whole);
 	tcase_add_test(tc, provider_annotations);
+	tcase_add_test(tc, dispatch_carries_images);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
