@@ -261,6 +261,26 @@ static void on_eof(void *arg, enum child_stream s)
 		child_terminate(p->child);
 }
 
+/*
+ * Why a start failed, when its sandbox tells: a limit it hit (from how it
+ * ended, its cgroup's events and its stderr), as ": it hit the memory
+ * limit (64 MB)", and a refusal its stderr shows (network, a file), as a
+ * line saying what the profile allows; NULL when neither.
+ */
+static char *start_refusal(struct mcp_provider *p, int exit_code, int sig)
+{
+	_cleanup_free_ char *limit = sandbox_run_limit_hit(p->run, exit_code, sig, p->err_tail, p->err_tail_len);
+	_cleanup_free_ char *note = sandbox_run_denial_note(p->run, p->err_tail, p->err_tail_len);
+	if (!limit && !note)
+		return NULL;
+	struct buf b = {0};
+	if (limit)
+		buf_printf(&b, ": it hit %s", limit);
+	if (note)
+		buf_printf(&b, "\n%s", note);
+	return buf_steal(&b);
+}
+
 /* The server exited: while starting, the start failed; else its calls fail
  * as transient and the next call starts it again. */
 static void on_child_done(void *arg, struct child *ch, struct child_result *r)
@@ -276,14 +296,12 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *r)
 	bool starting = p->state == MCP_STARTING;
 	if (buf_size(&p->err_line))	/* a last line without its newline */
 		stderr_log(p, buf_head(&p->err_line), buf_size(&p->err_line));
-	_cleanup_free_ char *note = starting ? sandbox_run_denial_note(p->run, r->out[CHILD_STDERR],
-								       r->out_len[CHILD_STDERR]) : NULL;
+	_cleanup_free_ char *reason = starting ? start_refusal(p, r->exit_code, r->signal) : NULL;
 	p->child = NULL;
 	child_free(ch);
 	p->run = sandbox_run_end(p->run);
 	if (starting) {
-		mcp_import_failed(p, "MCP server '%s' %s while starting%s%s", p->name, why, note ? "\n" : "",
-			      note ? note : "");
+		mcp_import_failed(p, "MCP server '%s' %s while starting%s", p->name, why, reason ? reason : "");
 		return;
 	}
 	/* A crash: kept for admin/stats, with what it said last. */
@@ -305,7 +323,11 @@ static bool per_peer(const struct mcp_provider *p);
 static void on_import_timeout(void *arg)
 {
 	struct mcp_provider *p = arg;
-	mcp_import_failed(p, "MCP server '%s' did not list its tools within %d ms", p->name, MCP_IMPORT_MS);
+	/* A server that keeps running after a refusal (retrying, waiting)
+	 * is told by what it printed. */
+	_cleanup_free_ char *reason = start_refusal(p, 1, 0);
+	mcp_import_failed(p, "MCP server '%s' did not list its tools within %d ms%s", p->name, MCP_IMPORT_MS,
+			  reason ? reason : "");
 }
 
 void mcp_provider_start(struct mcp_provider *p)

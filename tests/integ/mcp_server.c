@@ -12,13 +12,20 @@
  * content type (mcp_server.h); content, nondestructive and destructive
  * carry annotations (readOnlyHint, destructiveHint). With "slowinit" as argument, it takes a second to answer
  * initialize ("slowinit12": 12 s); with "failstart" (or "failif=PATH"
- * while PATH exists), it writes two lines to stderr and exits 1.
+ * while PATH exists), it writes two lines to stderr and exits 1; with
+ * "alloc=MB", "connect=PORT" or "bigfile" its start needs memory, a TCP
+ * connection, or to write a 2 MiB file (start_needs()).
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "proto/json.h"
@@ -57,6 +64,45 @@ static const char tools[] =
 	"{\"name\":\"echo\",\"description\":\"Twice\",\"inputSchema\":{\"type\":\"object\"}}"
 	"]}";
 
+/*
+ * What a start needs: "alloc=MB" that much memory, "connect=PORT" a TCP
+ * connection to 127.0.0.1:PORT, "bigfile" to write 2 MiB in $TMPDIR.
+ * Refused, it says why on stderr, as servers do, and returns -1.
+ */
+static int start_needs(const char *arg)
+{
+	if (strncmp(arg, "alloc=", 6) == 0) {
+		size_t n = (size_t)atol(arg + 6) << 20;
+		char *m = malloc(n);
+		if (!m) {
+			fprintf(stderr, "fatal: out of memory\n");
+			return -1;
+		}
+		memset(m, 1, n);
+		free(m);
+	} else if (strncmp(arg, "connect=", 8) == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(arg + 8)),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			fprintf(stderr, "fatal: connect to 127.0.0.1:%s: %s\n", arg + 8, strerror(errno));
+			return -1;
+		}
+		close(fd);
+	} else if (strcmp(arg, "bigfile") == 0) {
+		const char *tmp = getenv("TMPDIR");
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/big", tmp ? tmp : "/tmp");
+		FILE *f = fopen(path, "w");
+		static char block[65536];
+		for (int i = 0; f && i < 32; i++)
+			fwrite(block, 1, sizeof(block), f);
+		if (f)
+			fclose(f);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* "slowinit" waits a second before answering initialize, "slowinitN" N. */
@@ -67,6 +113,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "starting test server\nfatal: cannot open /nonexistent/config.toml\n");
 		return 1;
 	}
+	if (argc > 1 && start_needs(argv[1]) < 0)
+		return 1;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;

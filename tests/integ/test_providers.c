@@ -7,10 +7,13 @@
  * its stderr is in the daemon's log, admin/stats lists providers, and
  * --check-config warns about per_tool keys that match no tool.
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -456,6 +459,79 @@ START_TEST(run_as_user_and_root)
 }
 END_TEST
 
+/* A start stopped by its sandbox says why: a limit it hit, or network it
+ * was refused; a call within providers.retry_s gets the same at once. */
+START_TEST(start_failures_say_why)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	TC_SKIP("a data size limit leaves ASan no room for its shadow memory");
+#endif
+	/* Something to connect to, so that only the sandbox can refuse it. */
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	ck_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 8) == 0 &&
+		  getsockname(lfd, (struct sockaddr *)&a, &alen) == 0);
+	struct tcd d;
+	tcd_prepare(&d, &(struct tcd_opts){ .config = "{\"retry\":{\"max_attempts\":1}}" });
+	const char *server = getenv("TC_MCP_SERVER");
+	static const struct {
+		const char *prefix, *arg, *limits;
+	} servers[] = {
+		{ "mem", "alloc=64", "\"memory_mb\":16" },
+		{ "net", "connect=%u", "\"memory_mb\":null" },
+		{ "big", "bigfile", "\"memory_mb\":null,\"file_size_mb\":1" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(servers); i++) {
+		_cleanup_free_ char *arg = xasprintf(servers[i].arg, (unsigned)ntohs(a.sin_port));
+		_cleanup_free_ char *decl = xasprintf(
+			"{\"name\":\"%s\",\"kind\":\"mcp\",\"command\":[\"%s\",\"%s\"],\"prefix\":\"%s_\","
+			"\"side_effects\":\"read\",\"sandbox\":{\"limits\":{%s}}}", servers[i].prefix, server, arg,
+			servers[i].prefix, servers[i].limits);
+		_cleanup_free_ char *file = xasprintf("%s.json", servers[i].prefix);
+		tcd_write_tool(&d, file, decl);
+	}
+	tcd_spawn(&d, &(struct tcd_opts){ .config = "{\"retry\":{\"max_attempts\":1}}" });
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 5000), 0);
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = tcc_call(c, "mem_echo", "{\"text\":\"x\"}");
+	tc_assert_kind(r, "transient");
+	_cleanup_free_ char *mem = xstrdup(tj_str(r, "error.message"));
+	ck_assert_msg(strstr(mem, "MCP server 'mem' exited with status 1 while starting: it hit the memory limit "
+				  "(16 MB)"), "%s", mem);
+	/* Again, within providers.retry_s: the same reason, without a start. */
+	uint64_t t0 = mono_ms();
+	r = tcc_call(c, "mem_echo", "{\"text\":\"x\"}");
+	ck_assert_str_eq(tj_str(r, "error.message"), mem);
+	ck_assert_uint_lt(mono_ms() - t0, 2000);
+
+	r = tcc_call(c, "net_echo", "{\"text\":\"x\"}");
+	tc_assert_kind(r, "transient");
+	const char *m = tj_str(r, "error.message");
+	ck_assert_msg(strstr(m, "MCP server 'net' exited with status 1 while starting\n[sandbox] This may have "
+				"been refused by the sandbox") && strstr(m, "no network access") &&
+		      strstr(m, "Permission denied"), "%s", m);
+
+	r = tcc_call(c, "big_echo", "{\"text\":\"x\"}");
+	tc_assert_kind(r, "transient");
+	m = tj_str(r, "error.message");
+	ck_assert_msg(strstr(m, "MCP server 'big' was killed by SIGXFSZ while starting: it hit the file size limit "
+				"(1 MB)"), "%s", m);
+
+	r = tcc_request(c, "admin/stats", "{}");
+	for (size_t i = 0; i < 3; i++) {
+		const struct json *pv = tj(r, tcc_fmt(c, "result.providers.%zu", i));
+		ck_assert_str_eq(tj_str(pv, "state"), "failed");
+		ck_assert_int_eq(tj_int(pv, "restarts"), 0);
+	}
+	tcc_close(c);
+	close(lfd);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("providers");
@@ -472,6 +548,7 @@ int main(void)
 	tcase_add_test(tc, ctl_waits_for_a_provider_to_start);
 	tcase_add_test(tc, one_instance_per_peer);
 	tcase_add_test(tc, run_as_user_and_root);
+	tcase_add_test(tc, start_failures_say_why);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
