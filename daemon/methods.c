@@ -316,7 +316,7 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 		return;
 	}
 	const char *down = registry_find(s->registry, name->u.str.s) ? NULL
-			   : providers_down_for(&s->providers, name->u.str.s);
+			   : providers_down_for(&s->providers, name->u.str.s, caller(c));
 	if (down) {
 		/* Maybe a tool of a provider that failed to start: transient. */
 		struct outcome *o = outcome_error(TC_TRANSIENT, "%s", down);

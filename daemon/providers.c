@@ -105,12 +105,12 @@ static struct mcp_provider *provider_for(const struct providers *p, const char *
 	return best;
 }
 
-const char *providers_down_for(const struct providers *p, const char *tool)
+const char *providers_down_for(const struct providers *p, const char *tool, const struct identity *ident)
 {
 	struct mcp_provider *pv = provider_for(p, tool);
 	if (!pv || mcp_provider_imported(pv) || mcp_provider_state(pv) != MCP_FAILED)
 		return NULL;
-	return mcp_provider_error(pv);
+	return mcp_provider_error_for(pv, ident);
 }
 
 bool providers_start_for(struct providers *p, const char *tool, const struct identity *ident)

@@ -45,10 +45,10 @@ bool providers_start_for(struct providers *p, const char *tool, const struct ide
 
 /*
  * When the tool name carries the prefix of a provider that never imported
- * its tools because its start failed: that failure (the tool may be one of
- * its tools, so the call is transient, not not_found); else NULL.
+ * its tools because its start for ident failed: that failure (the tool may
+ * be one of its tools, so the call is transient, not not_found); else NULL.
  */
-const char *providers_down_for(const struct providers *p, const char *tool);
+const char *providers_down_for(const struct providers *p, const char *tool, const struct identity *ident);
 /* Writes "providers": [{name, prefix, state, pid, restarts, lastError,
  * instances: [{uid, state, pid}]}] into
  * the open object of admin/stats. */

@@ -87,6 +87,9 @@ void mcp_provider_start(struct mcp_provider *p);
  * every peer). Until p has a tool list it is starting with it. */
 struct identity;
 void mcp_provider_start_for(struct mcp_provider *p, const struct identity *ident);
+/* The failure of the last start for ident (its own instance's, when p runs
+ * as each peer: another uid's is not told); NULL when it did not fail. */
+const char *mcp_provider_error_for(const struct mcp_provider *p, const struct identity *ident);
 /* How long a failed start is not tried again (providers.retry_s). */
 void mcp_provider_set_retry(struct mcp_provider *p, uint32_t retry_s);
 /* True when the file says "run_as": "root". */

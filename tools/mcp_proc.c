@@ -547,9 +547,7 @@ void mcp_provider_start_for(struct mcp_provider *p, const struct identity *ident
 		mcp_provider_start(p);
 		return;
 	}
-	if (!p->imported && mcp_start_refused(p))
-		return;
-	mcp_provider_start(r);
+	mcp_provider_start(r);	/* not within the retry time of its own failure */
 	if (r->state == MCP_STARTING && !p->imported)
 		p->state = MCP_STARTING;
 }
@@ -561,6 +559,16 @@ void mcp_provider_instances_setup(struct mcp_provider *p)
 		p->inst[i]->on_log = p->on_log;
 		p->inst[i]->retry_ms = p->retry_ms;
 	}
+}
+
+const char *mcp_provider_error_for(const struct mcp_provider *p, const struct identity *ident)
+{
+	if (!per_peer(p))
+		return p->error;
+	for (size_t i = 0; ident && i < p->n_inst; i++)
+		if (p->inst[i]->uid == ident->uid)
+			return p->inst[i]->state == MCP_FAILED ? p->inst[i]->error : NULL;
+	return NULL;
 }
 
 bool mcp_provider_runs_as_root(const struct mcp_provider *p)

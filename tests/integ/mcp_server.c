@@ -66,7 +66,8 @@ static const char tools[] =
 
 /*
  * What a start needs: "alloc=MB" that much memory, "connect=PORT" a TCP
- * connection to 127.0.0.1:PORT, "bigfile" to write 2 MiB in $TMPDIR.
+ * connection to 127.0.0.1:PORT, "bigfile" to write 2 MiB in $TMPDIR;
+ * "failuid=UID" fails when run as that uid.
  * Refused, it says why on stderr, as servers do, and returns -1.
  */
 static int start_needs(const char *arg)
@@ -89,6 +90,9 @@ static int start_needs(const char *arg)
 			return -1;
 		}
 		close(fd);
+	} else if (strncmp(arg, "failuid=", 8) == 0 && getuid() == (uid_t)atol(arg + 8)) {
+		fprintf(stderr, "fatal: not for uid %s\n", arg + 8);
+		return -1;
 	} else if (strcmp(arg, "bigfile") == 0) {
 		const char *tmp = getenv("TMPDIR");
 		char path[4096];

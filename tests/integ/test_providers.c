@@ -410,6 +410,36 @@ START_TEST(one_instance_per_peer)
 }
 END_TEST
 
+/* One uid's failed start holds back no other uid, and tells it nothing. */
+START_TEST(a_failed_instance_is_its_uids_alone)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_demo(&d, CFG_SHARED, "read", NULL, "failuid=0");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert(chmod(d.ws, 0777) == 0);
+	struct tcc *root = tcc_connect(&d);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(root, "demo_echo", "{\"text\":\"x\"}");
+	tc_assert_kind(r, "transient");
+	ck_assert(strstr(tj_str(r, "error.message"), "fatal: not for uid 0"));
+	/* Within providers.retry_s of root's failure, uid 65534's call starts
+	 * its own instance. */
+	r = tcc_call(n, "demo_echo", "{\"text\":\"mine\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "mine");
+	/* Root's calls still fail at once with its own reason. */
+	r = tcc_call(root, "demo_echo", "{\"text\":\"x\"}");
+	tc_assert_kind(r, "transient");
+	ck_assert(strstr(tj_str(r, "error.message"), "fatal: not for uid 0"));
+	tcc_close(n);
+	tcc_close(root);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* "user:NAME" shares one instance run as that user; "root" runs one as
  * uid 0 and says so in the log, at start and at each reload. */
 START_TEST(run_as_user_and_root)
@@ -548,6 +578,7 @@ int main(void)
 	tcase_add_test(tc, ctl_waits_for_a_provider_to_start);
 	tcase_add_test(tc, one_instance_per_peer);
 	tcase_add_test(tc, run_as_user_and_root);
+	tcase_add_test(tc, a_failed_instance_is_its_uids_alone);
 	tcase_add_test(tc, start_failures_say_why);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
