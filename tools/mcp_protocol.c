@@ -282,6 +282,34 @@ static char *content_whole(const struct json *content, const char *src)
 	return buf_steal(&b);
 }
 
+/* The members of the answer's _meta, to follow the daemon's own in the
+ * result's (those named "toolcalld/..." are the daemon's: left out); NULL
+ * when none. */
+static char *result_meta(const struct json *meta)
+{
+	if (!meta || meta->type != JSON_OBJECT)
+		return NULL;
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	size_t n = 0;
+	for (size_t i = 0; i < meta->u.obj.n; i++) {
+		const struct json_member *m = &meta->u.obj.members[i];
+		if (str_has_prefix(m->key, "toolcalld/"))
+			continue;
+		jgen_key(g, m->key);
+		jgen_value(g, m->value);
+		n++;
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+	if (!n) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
 /* Sets a call's outcome from the server's answer. */
 static void call_answered(struct mcp_provider *p, struct mcp_call *mc, const struct json *msg, const char *src)
 {
@@ -325,6 +353,7 @@ static void call_answered(struct mcp_provider *p, struct mcp_call *mc, const str
 	 * like a shell command exiting non-zero. */
 	tool_call_succeed(tc, buf_steal(&text), structured, json_is_true(json_get(res, "isError")));
 	tool_call_set_content(tc, content_whole(content, src));
+	tool_call_set_meta(tc, result_meta(json_get(res, "_meta")));
 	mcp_call_end(mc);
 }
 

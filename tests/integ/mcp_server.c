@@ -200,7 +200,8 @@ int main(int argc, char **argv)
 				fflush(stderr);
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"noted\"}]}");
 			} else if (str_eq(name, "content")) {
-				reply(idt, id->len, "{\"content\":" MCP_CONTENT_ITEMS ",\"structuredContent\":" MCP_CONTENT_STRUCTURED "}");
+				reply(idt, id->len, "{\"content\":" MCP_CONTENT_ITEMS ",\"structuredContent\":" MCP_CONTENT_STRUCTURED
+						    ",\"_meta\":" MCP_CONTENT_META "}");
 				json_doc_unref(doc);
 				continue;
 			} else if (str_eq(name, "nondestructive") || str_eq(name, "destructive")) {

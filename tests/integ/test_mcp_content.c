@@ -135,6 +135,12 @@ START_TEST(provider_content_passes_through_whole)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tcc_raw(c, tj(r, "result.content")), MCP_CONTENT_ITEMS);
 	ck_assert_str_eq(tcc_raw(c, tj(r, "result.structuredContent")), MCP_CONTENT_STRUCTURED);
+	/* The result's _meta: the server's own members after the daemon's,
+	 * which the server cannot forge. */
+	ck_assert_str_eq(tj_str(r, "result._meta.x/trace"), "t-1");
+	const char *meta = tcc_raw(c, tj(r, "result._meta"));
+	ck_assert_msg(!strstr(meta, "forged") && strstr(meta, "\"toolcalld/callId\":\"c-") &&
+		      strstr(meta, "\"x/trace\":\"t-1\"}"), "%s", meta);
 	ck_assert(!tj_bool(r, "result.isError"));
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
