@@ -369,7 +369,7 @@ START_TEST(one_instance_per_peer)
 	if (geteuid() != 0)
 		TC_SKIP("needs root to connect as uid %d", NOBODY);
 	struct tcd d;
-	start_shared_demo(&d, "\"idle_s\": 3");
+	start_shared_demo(&d, "\"idle_s\": 5");
 	tcd_write_tool(&d, "whoami.json",
 		       "{\"name\":\"whoami\",\"kind\":\"command\",\"side_effects\":\"read\",\"argv\":[\"id\",\"-u\"]}");
 	struct tcc *root = tcc_connect(&d);
@@ -396,8 +396,8 @@ START_TEST(one_instance_per_peer)
 
 	/* Without calls for idle_s, each instance stops; the next call starts
 	 * a new one. */
-	ck_assert_msg(wait_gone(np, 20000), "the instance of uid %d is still running", NOBODY);
-	ck_assert_msg(wait_gone(rp, 20000), "the instance of uid 0 is still running");
+	ck_assert_msg(wait_gone(np, 30000), "the instance of uid %d is still running", NOBODY);
+	ck_assert_msg(wait_gone(rp, 30000), "the instance of uid 0 is still running");
 	r = tcc_request(root, "admin/stats", "{}");
 	ck_assert_str_eq(tj_str(r, "result.providers.0.instances.0.state"), "idle");
 	pid_t again = server_pid(n);
