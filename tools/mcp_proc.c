@@ -448,6 +448,10 @@ static void instance_settled(void *arg, struct mcp_provider *inst)
 	if (inst->state == MCP_FAILED) {
 		free(p->last_error);
 		p->last_error = xstrdup(inst->error);
+		/* Another uid's instance may still give the list: wait for it. */
+		for (size_t i = 0; i < p->n_inst && !p->imported; i++)
+			if (p->inst[i]->state == MCP_STARTING)
+				return;
 		free(p->error);
 		p->error = xstrdup(inst->error);
 		p->state = MCP_FAILED;

@@ -67,7 +67,8 @@ static const char tools[] =
 /*
  * What a start needs: "alloc=MB" that much memory, "connect=PORT" a TCP
  * connection to 127.0.0.1:PORT, "bigfile" to write 2 MiB in $TMPDIR;
- * "failuid=UID" fails when run as that uid.
+ * "failuid=UID" fails when run as that uid. Every argument counts
+ * ("failuid=0" "slowinit2" both hold).
  * Refused, it says why on stderr, as servers do, and returns -1.
  */
 static int start_needs(const char *arg)
@@ -110,15 +111,19 @@ static int start_needs(const char *arg)
 int main(int argc, char **argv)
 {
 	/* "slowinit" waits a second before answering initialize, "slowinitN" N. */
-	int slow_init = argc > 1 && strncmp(argv[1], "slowinit", 8) == 0 ? (argv[1][8] ? atoi(argv[1] + 8) : 1) : 0;
+	int slow_init = 0;
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "slowinit", 8) == 0)
+			slow_init = argv[i][8] ? atoi(argv[i] + 8) : 1;
 	/* "failif=PATH": fails to start while PATH exists. */
 	bool fail_now = argc > 1 && strncmp(argv[1], "failif=", 7) == 0 && access(argv[1] + 7, F_OK) == 0;
 	if (fail_now || (argc > 1 && strcmp(argv[1], "failstart") == 0)) {
 		fprintf(stderr, "starting test server\nfatal: cannot open /nonexistent/config.toml\n");
 		return 1;
 	}
-	if (argc > 1 && start_needs(argv[1]) < 0)
-		return 1;
+	for (int i = 1; i < argc; i++)
+		if (start_needs(argv[i]) < 0)
+			return 1;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;

@@ -437,6 +437,32 @@ START_TEST(a_failed_instance_is_its_uids_alone)
 	tcc_close(root);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
+
+	/* While another uid's instance is still starting, a failure does not
+	 * end the wait of that uid's call. */
+	start_demo(&d, CFG_SHARED, "read", NULL, "failuid=0\", \"slowinit2");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert(chmod(d.ws, 0777) == 0);
+	root = tcc_connect(&d);
+	n = tcc_connect_as(&d, NOBODY, NOBODY);
+	int64_t id = tcc_send_request(n, "tools/call", "{\"name\":\"demo_echo\",\"arguments\":{\"text\":\"later\"}}");
+	uint64_t deadline = mono_ms() + 10000;
+	for (;;) {
+		r = tcc_request(root, "admin/stats", "{}");
+		if (tj_len(r, "result.providers.0.instances") == 1)
+			break;
+		ck_assert_msg(mono_ms() < deadline, "no instance started: %s", tcc_raw(root, r));
+		usleep(20000);
+	}
+	ck_assert_str_eq(tj_str(r, "result.providers.0.instances.0.state"), "starting");
+	tc_assert_kind(tcc_call(root, "demo_echo", "{\"text\":\"x\"}"), "transient");
+	r = tcc_wait_id(n, tcc_fmt(n, "%lld", (long long)id), 20000);
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "later");
+	tcc_close(n);
+	tcc_close(root);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
 }
 END_TEST
 
