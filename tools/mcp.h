@@ -13,6 +13,13 @@
  * once. When the server dies its pending calls fail as transient and the
  * next call spawns it again. "tools" overrides what the file says for the
  * imported tools it names (exact names win over globs).
+ *
+ * A root daemon runs the server as each calling peer ("run_as": "peer", the
+ * default): one instance per peer uid, started by that uid's first call
+ * and stopped after "idle_s" without calls, each an mcp_provider of its
+ * own beneath the one the file declares, which holds the tool list every
+ * peer sees (the first instance's, replaced when one says its list
+ * changed). "run_as": "user:NAME" or "root" runs one instance for all.
  */
 #ifndef TC_MCP_H
 #define TC_MCP_H

@@ -11,8 +11,9 @@
  *                   tools/call requests and their answers;
  *   mcp_proc.c      the server process: spawn, its stdout cut into lines
  *                   for the protocol, its stderr (logged, bounded, its
- *                   tail kept for errors), exit; the provider's life
- *                   (references: the last stops the server);
+ *                   tail kept for errors), exit; the instances run as
+ *                   each peer; the provider's life (references: the last
+ *                   stops the servers);
  *   mcp_tools.c     the tools it offers to the registry, and their calls.
  */
 #ifndef TC_MCP_INTERNAL_H

@@ -4,7 +4,9 @@
  * stdout cut into lines handed to the protocol (a line too long is dropped
  * as it comes), its stderr logged with a budget and its last bytes kept for
  * the error when it fails to start, its exit failing what waits for it.
- * The provider's references live here too: the last one stops the server.
+ * The instances a provider runs as each peer live here (made on a uid's
+ * first call, stopped when idle), and the provider's references: the last
+ * one stops every server.
  * What the messages mean, and what is written to its stdin, is
  * mcp_protocol.c's.
  */
