@@ -157,6 +157,16 @@ static void defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
 	p->upper_free = deferral_free;
 }
 
+void methods_defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	defer(c, req, p);
+}
+
+bool methods_resumed(const struct pending *p)
+{
+	return resumed(p) != NULL;
+}
+
 void methods_resume(struct server *s)
 {
 	if (providers_starting(&s->providers))

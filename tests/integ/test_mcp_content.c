@@ -186,8 +186,7 @@ START_TEST(dispatch_carries_images)
 	struct buf b64 = {0};
 	base64_encode(images[0].bytes, images[0].len, &b64);
 	struct tcc *c = tcc_connect(&d);
-	/* The model knows the tools from a list (which starts the provider). */
-	tc_assert_ok(tcc_request(c, "tools/list", "{}"));
+	/* No tools/list first: the dispatch starts the provider and waits. */
 	const struct json *r = tcc_request(c, "tools/dispatch",
 		"{\"format\":\"anthropic\",\"calls\":["
 		"{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"read_file\",\"input\":{\"path\":\"a.png\",\"encoding\":\"base64\"}},"
