@@ -152,14 +152,21 @@ END_TEST
  * they set side effects only where the file trusts them. */
 START_TEST(provider_annotations)
 {
-	for (int trust = 0; trust < 2; trust++) {
+	/* Not trusted; trusted; trusted, with the file's word for one tool. */
+	static const char *const extra[] = {
+		NULL, "\"trust_annotations\":true",
+		"\"trust_annotations\":true,\"tools\":{\"content\":{\"side_effects\":\"network\"}}",
+	};
+	static const char *const content_side[] = { "execute", "read", "network" };
+	for (int k = 0; k < 3; k++) {
+		bool trust = k > 0;
 		struct tcd d;
-		start_demo(&d, trust ? "\"trust_annotations\":true" : NULL);
+		start_demo(&d, extra[k]);
 		struct tcc *c = tcc_connect(&d);
 		const struct json *r = tcc_request(c, "tools/list", "{}");
 		const struct json *t = listed(r, "demo_content");
 		ck_assert(tj_bool(t, "annotations.readOnlyHint"));
-		ck_assert_str_eq(tj_str(t, "_meta.toolcalld/sideEffects"), trust ? "read" : "execute");
+		ck_assert_str_eq(tj_str(t, "_meta.toolcalld/sideEffects"), content_side[k]);
 		t = listed(r, "demo_nondestructive");
 		ck_assert(!tj_bool(t, "annotations.readOnlyHint") && !tj_bool(t, "annotations.destructiveHint"));
 		ck_assert_str_eq(tj_str(t, "_meta.toolcalld/sideEffects"), trust ? "write" : "execute");
