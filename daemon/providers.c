@@ -53,6 +53,15 @@ static const char *const state_names[] = {
 	[MCP_IDLE] = "idle", [MCP_STARTING] = "starting", [MCP_READY] = "ready", [MCP_FAILED] = "failed",
 };
 
+static void write_pid(struct jgen *g, int pid)
+{
+	jgen_key(g, "pid");
+	if (pid > 0)
+		jgen_int(g, pid);
+	else
+		jgen_null(g);
+}
+
 void providers_write_stats(const struct providers *p, struct jgen *g)
 {
 	jgen_key(g, "providers");
@@ -63,14 +72,20 @@ void providers_write_stats(const struct providers *p, struct jgen *g)
 		jgen_kv_str(g, "name", mcp_provider_name(pv));
 		jgen_kv_str(g, "prefix", mcp_provider_prefix(pv));
 		jgen_kv_str(g, "state", state_names[mcp_provider_state(pv)]);
-		jgen_key(g, "pid");
-		if (mcp_provider_pid(pv) > 0)
-			jgen_int(g, mcp_provider_pid(pv));
-		else
-			jgen_null(g);
+		write_pid(g, mcp_provider_pid(pv));
 		jgen_kv_int(g, "restarts", mcp_provider_restarts(pv));
 		jgen_kv_str(g, "lastError", mcp_provider_last_error(pv));
-		mcp_provider_write_instances(pv, g);
+		jgen_key(g, "instances");
+		jgen_arr_open(g);
+		for (size_t k = 0; k < mcp_provider_n_instances(pv); k++) {
+			const struct mcp_provider *in = mcp_provider_instance(pv, k);
+			jgen_obj_open(g);
+			jgen_kv_int(g, "uid", mcp_provider_uid(in));
+			jgen_kv_str(g, "state", state_names[mcp_provider_state(in)]);
+			write_pid(g, mcp_provider_pid(in));
+			jgen_obj_close(g);
+		}
+		jgen_arr_close(g);
 		jgen_obj_close(g);
 	}
 	jgen_arr_close(g);

@@ -353,27 +353,9 @@ int mcp_provider_pid(const struct mcp_provider *p)
 	return 0;
 }
 
-void mcp_provider_write_instances(const struct mcp_provider *p, struct jgen *g)
-{
-	static const char *const states[] = {
-		[MCP_IDLE] = "idle", [MCP_STARTING] = "starting", [MCP_READY] = "ready", [MCP_FAILED] = "failed",
-	};
-	jgen_key(g, "instances");
-	jgen_arr_open(g);
-	for (size_t i = 0; i < p->n_inst; i++) {
-		const struct mcp_provider *in = p->inst[i];
-		jgen_obj_open(g);
-		jgen_kv_int(g, "uid", in->uid);
-		jgen_kv_str(g, "state", states[in->state]);
-		jgen_key(g, "pid");
-		if (in->child)
-			jgen_int(g, (int64_t)child_pid(in->child));
-		else
-			jgen_null(g);
-		jgen_obj_close(g);
-	}
-	jgen_arr_close(g);
-}
+size_t mcp_provider_n_instances(const struct mcp_provider *p) { return p->n_inst; }
+const struct mcp_provider *mcp_provider_instance(const struct mcp_provider *p, size_t i) { return p->inst[i]; }
+unsigned mcp_provider_uid(const struct mcp_provider *inst) { return (unsigned)inst->uid; }
 const char *mcp_provider_notes(const struct mcp_provider *p) { return buf_size(&p->notes) ? buf_head(&p->notes) : NULL; }
 
 void mcp_note(struct mcp_provider *p, const char *fmt, ...)

@@ -25,6 +25,7 @@
 #define TC_MCP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lib/tool.h"
@@ -101,10 +102,11 @@ const char *mcp_provider_error_for(const struct mcp_provider *p, const struct id
 void mcp_provider_set_retry(struct mcp_provider *p, uint32_t retry_s);
 /* True when the file says "run_as": "root". */
 bool mcp_provider_runs_as_root(const struct mcp_provider *p);
-/* Writes "instances": [{uid, state, pid}], the instances per peer, into
- * the open object. */
-struct jgen;
-void mcp_provider_write_instances(const struct mcp_provider *p, struct jgen *g);
+/* The instances run as each peer, each with the state and pid accessors
+ * above, and the uid it runs for. */
+size_t mcp_provider_n_instances(const struct mcp_provider *p);
+const struct mcp_provider *mcp_provider_instance(const struct mcp_provider *p, size_t i);
+unsigned mcp_provider_uid(const struct mcp_provider *inst);
 /* Registers the imported tools ("<prefix><name>") into r. */
 int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret_err);
 
