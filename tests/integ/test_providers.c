@@ -5,7 +5,13 @@
  * per_tool keys take globs, a server that fails to start says why (the
  * last lines of its stderr) and its tools fail as transient naming it,
  * its stderr is in the daemon's log, admin/stats lists providers, and
- * --check-config warns about per_tool keys that match no tool.
+ * --check-config warns about per_tool keys that match no tool. A root
+ * daemon runs a provider as each calling peer (one instance per uid, as
+ * /proc tells, stopped when idle), "user:NAME" and "root" run one shared
+ * instance (root with a warning in the log); a start stopped by a limit
+ * or a refusal of its sandbox names it, and calls within
+ * providers.retry_s fail at once with the same error, one uid's failure
+ * holding back no other uid.
  */
 #include <arpa/inet.h>
 #include <check.h>
