@@ -402,8 +402,12 @@ void mcp_provider_set_log(struct mcp_provider *p,
 
 void mcp_provider_set_retry(struct mcp_provider *p, uint32_t retry_s)
 {
+	/* A reload (the operator may have mended what failed) tries again. */
 	p->retry_ms = retry_s * 1000;
-	for (size_t i = 0; i < p->n_inst; i++)
+	p->failed_ms = 0;
+	for (size_t i = 0; i < p->n_inst; i++) {
 		p->inst[i]->retry_ms = p->retry_ms;
+		p->inst[i]->failed_ms = 0;
+	}
 }
 

@@ -161,6 +161,11 @@ START_TEST(failed_start_says_why)
 	ck_assert(strstr(tj_str(r, "result.providers.0.lastError"), "fatal: cannot open"));
 	/* A name no provider's prefix carries stays not_found. */
 	tc_assert_kind(tcc_call(c, "nosuch_tool", "{}"), "not_found");
+	/* A reload tries again at the next call. */
+	tc_assert_ok(tcc_reload(c));
+	tc_assert_kind(tcc_call(c, "demo_echo", "{\"text\":\"hi\"}"), "transient");
+	r = tcc_request(c, "admin/stats", "{}");
+	ck_assert_int_eq(tj_int(r, "result.providers.0.restarts"), 1);
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
