@@ -371,6 +371,8 @@ void mcp_provider_start(struct mcp_provider *p)
 		if (p->run_as.change && p->run_as.home)
 			child_env_put(&env, "HOME", p->run_as.home);
 	}
+	if (p->run_mode == MCP_RUN_ROOT && geteuid() == 0 && p->on_log)
+		p->on_log(p->arg, p, true, "starting as root (its file says \"run_as\": \"root\")");
 	int cwd_fd = p->cwd ? open(p->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	struct child_opts o = {
 		.sandbox = p->run,

@@ -504,6 +504,7 @@ START_TEST(run_as_user_and_root)
 	n = tcc_connect_as(&d, NOBODY, NOBODY);
 	p = server_pid(n);
 	ck_assert_int_eq(uid_of(p), 0);
+	ck_assert(tcd_wait_log(&d, "warning: MCP server 'demo': starting as root", 1, 5000));
 	ck_assert_int_eq(server_pid(root), p);
 	tc_assert_ok(tcc_reload(root));
 	ck_assert(tcd_wait_log(&d, "runs as root", 2, 5000));
