@@ -83,6 +83,7 @@ void config_init(struct config *c)
 		.audit_fsync_ms = 1000,
 		.grace_ms = 10000,
 		.log_level = LOG_INFO,
+		.providers_retry_s = 30,
 		.limits = {
 			.max_message_bytes = 8388608,
 			.max_json_depth = d.max_json_depth,
@@ -461,6 +462,11 @@ static const struct field tools_fields[] = {
 	{},
 };
 
+static const struct field providers_fields[] = {
+	U32("retry_s", providers_retry_s, 0, 86400),
+	{},
+};
+
 static const struct field peers_fields[] = {
 	CUSTOM("allow_uids", parse_allow_uids),
 	CUSTOM("allow_gids", parse_allow_gids),
@@ -490,6 +496,7 @@ static const struct field root_fields[] = {
 		"not a built-in tool (read_file, write_file, patch_file, list_dir, shell); "
 		"tool files set their own timeout_ms"),
 	SECTION("peers", peers_fields, NULL),
+	SECTION("providers", providers_fields, NULL),
 	CUSTOM("sandbox", parse_sandbox),
 	SECTION("hooks", config_hooks_fields, NULL),
 	{},

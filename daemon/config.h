@@ -146,6 +146,7 @@ struct config {
 	int audit_on_error;		/* enum audit_on_error */
 	uint64_t grace_ms;
 	int log_level;			/* syslog priority: LOG_DEBUG .. LOG_ERR */
+	uint32_t providers_retry_s;	/* a provider's failed start is not tried again within */
 
 	struct {
 		uint64_t max_message_bytes;

@@ -157,6 +157,16 @@ static void defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
 	p->upper_free = deferral_free;
 }
 
+void methods_defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
+{
+	defer(c, req, p);
+}
+
+bool methods_resumed(const struct pending *p)
+{
+	return resumed(p) != NULL;
+}
+
 void methods_resume(struct server *s)
 {
 	if (providers_starting(&s->providers))
@@ -178,6 +188,13 @@ void methods_resume(struct server *s)
 
 /* --- tools ------------------------------------------------------------- */
 
+/* Whom the connection's calls act as, or NULL when unknown. */
+static const struct identity *caller(struct conn *c)
+{
+	struct session *ss = client_session(c);
+	return ss ? session_identity(ss) : NULL;
+}
+
 static void write_tool(struct jgen *g, const struct tool *t, const struct sandbox_config *sb)
 {
 	jgen_obj_open(g);
@@ -186,8 +203,10 @@ static void write_tool(struct jgen *g, const struct tool *t, const struct sandbo
 	jgen_kv_raw(g, "inputSchema", t->input_schema, strlen(t->input_schema));
 	jgen_key(g, "annotations");
 	jgen_obj_open(g);
-	jgen_kv_bool(g, "readOnlyHint", t->side_effects <= SIDE_READ);
-	jgen_kv_bool(g, "destructiveHint", t->side_effects >= SIDE_WRITE);
+	jgen_kv_bool(g, "readOnlyHint", t->read_only_hint ? t->read_only_hint == TOOL_HINT_TRUE
+							  : t->side_effects <= SIDE_READ);
+	jgen_kv_bool(g, "destructiveHint", t->destructive_hint ? t->destructive_hint == TOOL_HINT_TRUE
+								 : t->side_effects >= SIDE_WRITE);
 	jgen_kv_bool(g, "idempotentHint", t->idempotent);
 	jgen_kv_bool(g, "openWorldHint", t->side_effects >= SIDE_EXECUTE);
 	jgen_obj_close(g);
@@ -213,7 +232,7 @@ static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pend
 		return;
 	struct server *s = server_of(c);
 	/* MCP servers start when their tools are first asked for. */
-	if (!resumed(p) && providers_start_all(&s->providers)) {
+	if (!resumed(p) && providers_start_all(&s->providers, caller(c))) {
 		defer(c, req, p);
 		return;
 	}
@@ -302,12 +321,12 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	const struct deferral *d = resumed(p);
 	/* A tool of an MCP server not imported yet: start it, wait. */
 	if (!d && !registry_find(s->registry, name->u.str.s) &&
-	    providers_start_for(&s->providers, name->u.str.s)) {
+	    providers_start_for(&s->providers, name->u.str.s, caller(c))) {
 		defer(c, req, p);
 		return;
 	}
 	const char *down = registry_find(s->registry, name->u.str.s) ? NULL
-			   : providers_down_for(&s->providers, name->u.str.s);
+			   : providers_down_for(&s->providers, name->u.str.s, caller(c));
 	if (down) {
 		/* Maybe a tool of a provider that failed to start: transient. */
 		struct outcome *o = outcome_error(TC_TRANSIENT, "%s", down);

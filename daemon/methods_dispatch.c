@@ -5,7 +5,8 @@
  * to append to the conversation (proto/llm.h has the shapes). Each call is
  * an ordinary tools/call for the dispatcher: validated, confirmed, timed
  * out, retried and audited alike; failures become their model-readable
- * message. The answer is written once every call has ended; a disconnect
+ * message. Tools of MCP servers not started yet are waited for, as by
+ * tools/call. The answer is written once every call has ended; a disconnect
  * detaches the calls still running, a notifications/cancelled for the
  * request cancels them.
  */
@@ -18,9 +19,13 @@
 #include "daemon/answer.h"
 #include "daemon/client_asks.h"
 #include "daemon/client_session.h"
+#include "daemon/methods_internal.h"
+#include "daemon/providers.h"
 #include "daemon/server_state.h"
 #include "lib/dispatch.h"
 #include "lib/outcome.h"
+#include "lib/registry.h"
+#include "lib/session.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 #include "proto/json.h"
@@ -32,6 +37,7 @@ struct member {
 	struct group *group;
 	struct caller *caller;		/* NULL once it has ended */
 	char *text;
+	char *content;			/* the content array, when not one text item */
 	bool is_error;
 	bool done;
 };
@@ -54,6 +60,7 @@ static void group_free(void *arg)
 		if (g->m[i].caller)
 			dispatch_detach(TAKE_PTR(g->m[i].caller));
 		free(g->m[i].text);
+		free(g->m[i].content);
 	}
 	free(g->m);
 	free(g->calls);
@@ -66,8 +73,8 @@ static void group_answer(struct group *g)
 {
 	_cleanup_free_ struct llm_result *r = xcalloc(g->n ? g->n : 1, sizeof(*r));
 	for (size_t i = 0; i < g->n; i++)
-		r[i] = (struct llm_result){ g->calls[i].id, g->m[i].text ? g->m[i].text : "",
-					    g->m[i].is_error };
+		r[i] = (struct llm_result){ g->calls[i].id, g->m[i].text ? g->m[i].text : "", g->m[i].is_error,
+					    g->m[i].content };
 	struct buf b = {0};
 	struct jgen *gen = jgen_new(&b);
 	jgen_obj_open(gen);
@@ -88,6 +95,7 @@ static void member_complete(void *ctx, const struct outcome *o, bool replayed)
 	m->done = true;
 	if (o->kind == TC_OK) {
 		m->text = xstrdup(o->text ? o->text : o->structured ? o->structured : "");
+		m->content = o->content ? xstrdup(o->content) : NULL;	/* images, told apart */
 		m->is_error = o->is_error;
 	} else {
 		m->text = xstrdup(answer_error_message(o));
@@ -116,6 +124,13 @@ static const struct caller_ops member_ops = {
 	.ask = member_ask,
 	.withdraw = member_withdraw,
 };
+
+/* Whom the connection's calls act as, or NULL when unknown. */
+static const struct identity *caller_of(struct conn *c)
+{
+	struct session *s = client_session(c);
+	return s ? session_identity(s) : NULL;
+}
 
 /* Answers a bad tools/dispatch request. */
 static void dispatch_invalid(struct pending *p, const char *msg)
@@ -153,6 +168,23 @@ void m_tools_dispatch(struct conn *c, const struct jrpc_req *req, struct pending
 		free(err);
 		free(g);
 		return;
+	}
+	/* Tools of MCP servers not imported yet: start them, wait. */
+	if (!methods_resumed(p)) {
+		bool wait = false;
+		for (size_t i = 0; i < g->n; i++)
+			wait |= !registry_find(s->registry, g->calls[i].name) &&
+				providers_start_for(&s->providers, g->calls[i].name, caller_of(c));
+		if (wait) {
+			free(g->calls);
+			free(g);
+			methods_defer(c, req, p);
+			return;
+		}
+	} else if (p->upper_free) {
+		/* The parked request's deferral goes; the group takes its place. */
+		p->upper_free(TAKE_PTR(p->upper));
+		p->upper_free = NULL;
 	}
 	g->p = p;
 	g->format = f;

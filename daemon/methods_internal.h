@@ -37,5 +37,9 @@ void methods_invalid_params(struct pending *p, const char *fmt, ...) PRINTF(2, 3
 void methods_answer(struct pending *p, struct buf *b);
 /* Writes {name, version} of the daemon. */
 void methods_write_server_info(struct jgen *g);
+/* Parks a request until the MCP providers being started have settled; it
+ * is then handled again, methods_resumed() true. */
+void methods_defer(struct conn *c, const struct jrpc_req *req, struct pending *p);
+bool methods_resumed(const struct pending *p);
 
 #endif

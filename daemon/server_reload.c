@@ -157,7 +157,8 @@ static void on_provider_settled(void *arg, struct mcp_provider *p)
 
 void server_setup_providers(struct server *s)
 {
-	providers_setup(&s->providers, s->loop, &s->env, s->default_ws->root, on_provider_settled, s);
+	providers_setup(&s->providers, s->loop, &s->env, s->default_ws->root, s->cfg.providers_retry_s,
+			on_provider_settled, s);
 }
 
 void server_reload_and_log(struct server *s, const char *failed, const char *done)

@@ -37,6 +37,7 @@ struct outcome *outcome_from_call(struct tool_call *tc)
 	o->text_json = TAKE_PTR(tc->text_json);
 	o->structured = TAKE_PTR(tc->structured);
 	o->content = TAKE_PTR(tc->content);
+	o->meta = TAKE_PTR(tc->meta);
 	o->message = TAKE_PTR(tc->message);
 	o->error_data = TAKE_PTR(tc->error_data);
 	o->files = TAKE_PTR(tc->files);
@@ -63,6 +64,7 @@ struct outcome *outcome_unref(struct outcome *o)
 	free(o->text_json);
 	free(o->structured);
 	free(o->content);
+	free(o->meta);
 	free(o->message);
 	free(o->error_data);
 	free(o->call_id);
@@ -85,7 +87,7 @@ bool outcome_retryable(const struct outcome *o)
 size_t outcome_bytes(const struct outcome *o)
 {
 	size_t n = sizeof(*o);
-	const char *const parts[] = { o->text, o->text_json, o->structured, o->content, o->message, o->error_data,
+	const char *const parts[] = { o->text, o->text_json, o->structured, o->content, o->meta, o->message, o->error_data,
 				      o->call_id, o->tool, o->command };
 	for (size_t i = 0; i < ELEMENTSOF(parts); i++)
 		n += parts[i] ? strlen(parts[i]) + 1 : 0;
@@ -101,6 +103,7 @@ void outcome_write_result(const struct outcome *o, bool replayed, struct buf *ou
 		.text_json = o->text_json,
 		.structured = o->structured,
 		.content = o->content,
+		.meta = o->meta,
 		.is_error = o->is_error,
 		.call_id = o->call_id,
 		.attempts = o->attempts,

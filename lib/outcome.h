@@ -27,6 +27,7 @@ struct outcome {
 	char *text_json;		/* text as a JSON string literal, when the tool gave it */
 	char *structured;		/* JSON object text */
 	char *content;			/* the content array (JSON text) when not one text item */
+	char *meta;			/* the tool's own members of _meta (JSON object text), or NULL */
 	char *message;
 	char *error_data;		/* extra data members: JSON object text */
 	char *call_id;

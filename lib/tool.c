@@ -114,6 +114,12 @@ void tool_call_set_content(struct tool_call *c, char *content)
 	c->content = content;
 }
 
+void tool_call_set_meta(struct tool_call *c, char *meta)
+{
+	free(c->meta);
+	c->meta = meta;
+}
+
 void tool_call_set_text_json(struct tool_call *c, char *literal)
 {
 	free(c->text_json);
@@ -178,6 +184,8 @@ void tool_call_clear(struct tool_call *c)
 	free(c->content);
 	free(c->message);
 	free(c->error_data);
+	free(c->meta);
+	c->meta = NULL;
 	for (size_t i = 0; i < c->n_files; i++)
 		free(c->files[i]);
 	free(c->files);

@@ -108,6 +108,9 @@ struct tool {
 	const struct tool_def *def;
 	void *priv;			/* the kind's per-tool data */
 	const struct sandbox_tool *sandbox;	/* its file's "sandbox" (in priv), or NULL */
+	/* An MCP provider's readOnlyHint and destructiveHint, shown in
+	 * tools/list as it gave them; TOOL_HINT_NONE: from side_effects. */
+	enum tool_hint { TOOL_HINT_NONE, TOOL_HINT_FALSE, TOOL_HINT_TRUE } read_only_hint, destructive_hint;
 };
 
 /*
@@ -163,6 +166,8 @@ struct tool_call {
 					 * the text item (images: tool_call_set_content()) */
 	char *message;			/* on failure: for the model to read */
 	char *error_data;		/* on failure: extra members of data, JSON object text */
+	char *meta;			/* optional: the tool's own members of the result's _meta
+					 * (JSON object text; an MCP provider's) */
 
 	/* What it touched, for the audit log. */
 	char **files;
@@ -173,6 +178,8 @@ struct tool_call {
 /* Sets the content array of a success (JSON array text, owned) in place of
  * the one text item: images ({type: "image", data, mimeType}). */
 void tool_call_set_content(struct tool_call *c, char *content);
+/* Sets the tool's own members of a success's _meta (JSON object text, owned). */
+void tool_call_set_meta(struct tool_call *c, char *meta);
 /* Success: takes ownership of text and structured (either may be NULL). */
 void tool_call_succeed(struct tool_call *c, char *text, char *structured, bool is_error);
 /* Gives the text of a success also as a JSON string literal (quotes

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "proto/base/buf.h"
 #include "proto/base/util.h"
 #include "proto/json.h"
 
@@ -135,6 +136,126 @@ int llm_parse_calls(enum llm_format f, const struct json *calls, size_t max, str
 	return 0;
 }
 
+/* --- results with images --------------------------------------------------- */
+
+#define LLM_CONTENT_DEPTH 16
+
+/* The bytes base64 text of n characters holds. */
+static size_t base64_bytes(const struct json *data)
+{
+	size_t n = data->u.str.len;
+	size_t pad = n >= 1 && data->u.str.s[n - 1] == '=' ? (n >= 2 && data->u.str.s[n - 2] == '=' ? 2 : 1) : 0;
+	return n / 4 * 3 - (n % 4 == 0 ? pad : 0);
+}
+
+/* True for an image item of content with a string data and mimeType. */
+static bool image_item(const struct json *item)
+{
+	const struct json *data = json_get(item, "data"), *mime = json_get(item, "mimeType");
+	return str_eq(json_str(json_get(item, "type")), "image") && data && data->type == JSON_STRING &&
+	       plain_str(mime);
+}
+
+static bool anthropic_image_type(const char *mime)
+{
+	return str_eq(mime, "image/jpeg") || str_eq(mime, "image/png") || str_eq(mime, "image/gif") ||
+	       str_eq(mime, "image/webp");
+}
+
+/* The text of a result whose content holds images: its text items, then
+ * a line for each image that is not carried as a block. */
+static void images_text(const struct json *content, bool anthropic, struct buf *out)
+{
+	for (size_t i = 0; i < content->u.arr.n; i++) {
+		const struct json *item = content->u.arr.items[i];
+		const struct json *t = json_get(item, "text");
+		if (str_eq(json_str(json_get(item, "type")), "text") && t && t->type == JSON_STRING) {
+			if (buf_size(out))
+				buf_putc(out, '\n');
+			buf_append(out, t->u.str.s, t->u.str.len);
+		} else if (image_item(item) && !(anthropic && anthropic_image_type(json_str(json_get(item, "mimeType"))))) {
+			if (buf_size(out))
+				buf_putc(out, '\n');
+			buf_printf(out, "[An image was returned: %s, %zu bytes; %s]", json_str(json_get(item, "mimeType")),
+				   base64_bytes(json_get(item, "data")),
+				   anthropic ? "this type cannot be shown to the model"
+					     : "this format's tool messages carry text only");
+		}
+	}
+}
+
+/* The parsed content of r when it holds an image, else NULL. */
+static struct json_doc *content_with_images(const struct llm_result *r)
+{
+	struct json_doc *doc = NULL;
+	if (!r->content || json_parse(r->content, strlen(r->content), 0, LLM_CONTENT_DEPTH, &doc, NULL) < 0)
+		return NULL;
+	const struct json *c = json_doc_root(doc);
+	for (size_t i = 0; c->type == JSON_ARRAY && i < c->u.arr.n; i++)
+		if (image_item(c->u.arr.items[i]))
+			return doc;
+	json_doc_unref(doc);
+	return NULL;
+}
+
+/* Writes a tool_result's content: its text, or blocks with its images. */
+static void write_anthropic_content(struct jgen *g, const struct llm_result *r)
+{
+	struct json_doc *doc = content_with_images(r);
+	if (!doc) {
+		jgen_kv_str(g, "content", r->text);
+		return;
+	}
+	const struct json *c = json_doc_root(doc);
+	struct buf text = {0};
+	images_text(c, true, &text);
+	jgen_key(g, "content");
+	jgen_arr_open(g);
+	if (buf_size(&text)) {	/* an empty text block is refused */
+		jgen_obj_open(g);
+		jgen_kv_str(g, "type", "text");
+		jgen_key(g, "text");
+		jgen_strn(g, buf_head(&text), buf_size(&text));
+		jgen_obj_close(g);
+	}
+	for (size_t i = 0; i < c->u.arr.n; i++) {
+		const struct json *item = c->u.arr.items[i];
+		const char *mime = json_str(json_get(item, "mimeType"));
+		if (!image_item(item) || !anthropic_image_type(mime))
+			continue;
+		const struct json *data = json_get(item, "data");
+		jgen_obj_open(g);
+		jgen_kv_str(g, "type", "image");
+		jgen_key(g, "source");
+		jgen_obj_open(g);
+		jgen_kv_str(g, "type", "base64");
+		jgen_kv_str(g, "media_type", mime);
+		jgen_key(g, "data");
+		jgen_strn(g, data->u.str.s, data->u.str.len);
+		jgen_obj_close(g);
+		jgen_obj_close(g);
+	}
+	jgen_arr_close(g);
+	buf_free(&text);
+	json_doc_unref(doc);
+}
+
+/* Writes an OpenAI tool message's content: its text, with a line per image. */
+static void write_openai_content(struct jgen *g, const struct llm_result *r)
+{
+	struct json_doc *doc = content_with_images(r);
+	if (!doc) {
+		jgen_kv_str(g, "content", r->text);
+		return;
+	}
+	struct buf text = {0};
+	images_text(json_doc_root(doc), false, &text);
+	jgen_key(g, "content");
+	jgen_strn(g, buf_size(&text) ? buf_head(&text) : "", buf_size(&text));
+	buf_free(&text);
+	json_doc_unref(doc);
+}
+
 void llm_write_messages(struct jgen *g, enum llm_format f, const struct llm_result *r, size_t n)
 {
 	jgen_arr_open(g);
@@ -143,7 +264,7 @@ void llm_write_messages(struct jgen *g, enum llm_format f, const struct llm_resu
 			jgen_obj_open(g);
 			jgen_kv_str(g, "role", "tool");
 			jgen_kv_str(g, "tool_call_id", r[i].id);
-			jgen_kv_str(g, "content", r[i].text);
+			write_openai_content(g, &r[i]);
 			jgen_obj_close(g);
 		}
 	} else if (n > 0) {
@@ -155,7 +276,7 @@ void llm_write_messages(struct jgen *g, enum llm_format f, const struct llm_resu
 			jgen_obj_open(g);
 			jgen_kv_str(g, "type", "tool_result");
 			jgen_kv_str(g, "tool_use_id", r[i].id);
-			jgen_kv_str(g, "content", r[i].text);
+			write_anthropic_content(g, &r[i]);
 			jgen_kv_bool(g, "is_error", r[i].is_error);
 			jgen_obj_close(g);
 		}

@@ -52,12 +52,21 @@ struct llm_result {
 	const char *id;
 	const char *text;
 	bool is_error;
+	const char *content;	/* the result's MCP content array (JSON text), or NULL */
 };
 
-/* Writes the messages to append to the conversation (a JSON array):
+/*
+ * Writes the messages to append to the conversation (a JSON array):
  * OpenAI one {role: "tool", tool_call_id, content} per call; Anthropic one
  * {role: "user", content: [{type: "tool_result", tool_use_id, content,
- * is_error}]}; in the calls' order. */
+ * is_error}]}; in the calls' order. A result whose content holds images
+ * ({type: "image", data, mimeType}) is told by the text of its content's
+ * text items, and its images: for Anthropic as image blocks ({type:
+ * "image", source: {type: "base64", media_type, data}}) after a text block
+ * in the tool_result's content (JPEG, PNG, GIF and WebP; another type as
+ * for OpenAI); for OpenAI, whose tool messages carry text, a line per
+ * image ("[An image was returned: image/png, 1234 bytes ...]").
+ */
 void llm_write_messages(struct jgen *g, enum llm_format f, const struct llm_result *r, size_t n);
 
 #endif

@@ -56,7 +56,14 @@ void mcp_write_result(const struct mcp_result *r, struct buf *out)
 	buf_put_u64(out, r->attempts);
 	buf_puts(out, ",\"toolcalld/durationMs\":");
 	buf_put_u64(out, r->duration_ms);
-	buf_puts(out, r->replayed ? ",\"toolcalld/replayed\":true}}" : ",\"toolcalld/replayed\":false}}");
+	buf_puts(out, r->replayed ? ",\"toolcalld/replayed\":true" : ",\"toolcalld/replayed\":false");
+	size_t meta_len = r->meta ? strlen(r->meta) : 0;
+	if (meta_len > 2 && r->meta[0] == '{' && r->meta[meta_len - 1] == '}') {
+		/* The tool's own members follow ours. */
+		buf_putc(out, ',');
+		buf_append(out, r->meta + 1, meta_len - 2);
+	}
+	buf_puts(out, "}}");
 }
 
 /* Writes the members of extra, a JSON object text, into the open object;

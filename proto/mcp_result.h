@@ -19,6 +19,8 @@ struct mcp_result {
 	const char *text_json;		/* the same already as a JSON string literal, or NULL */
 	const char *structured;		/* JSON object text, or NULL ({}) */
 	const char *content;		/* the content array (JSON text) in place of the text item, or NULL */
+	const char *meta;		/* the tool's own members of _meta: an object's text, "{...}"
+					 * without spaces around its braces, or NULL */
 	bool is_error;
 	const char *call_id;
 	uint64_t attempts;

@@ -12,8 +12,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/child.h"
+#include "lib/identity.h"
 #include "lib/loop.h"
 #include "lib/policy.h"
 #include "proto/base/strv.h"
@@ -151,19 +153,58 @@ char *mcp_provider_unmatched(const struct mcp_provider *p)
 
 /* --- the declaration ------------------------------------------------------- */
 
+/*
+ * Reads "run_as": "peer" (the default), "user:NAME", "root", or "daemon"
+ * (the daemon's own user, refused when that is root: "root" must say so);
+ * a bare user name is read as "user:NAME".
+ */
+static int run_as_from_json(const struct json *v, enum mcp_run_as *ret, struct identity *id, char **ret_err)
+{
+	*ret = MCP_RUN_PEER;
+	*id = (struct identity){0};
+	if (!v)
+		return 0;
+	const char *s = json_str(v);
+	if (!s || !*s || strlen(s) != v->u.str.len || v->u.str.len > 256)
+		return set_errorf(ret_err, "run_as: \"peer\", \"user:NAME\" or \"root\"");
+	if (str_eq(s, "peer"))
+		return 0;
+	if (str_eq(s, "root")) {
+		*ret = MCP_RUN_ROOT;
+		return 0;
+	}
+	if (str_eq(s, "daemon")) {
+		if (geteuid() == 0)
+			return set_errorf(ret_err, "run_as: \"daemon\" would run it as root; say \"root\" to mean it, "
+					  "or \"peer\" or \"user:NAME\"");
+		*ret = MCP_RUN_DAEMON;
+		return 0;
+	}
+	const char *user = str_has_prefix(s, "user:") ? s + 5 : s;
+	if (!*user || identity_from_user(user, id) < 0)
+		return set_errorf(ret_err, "run_as: no user '%s'", user);
+	if (id->uid == 0) {
+		identity_clear(id);
+		return set_errorf(ret_err, "run_as: '%s' is root; say \"root\" to mean it", user);
+	}
+	*ret = MCP_RUN_USER;
+	return 0;
+}
+
 int mcp_provider_from_json(const struct json *decl, const char *source, struct mcp_provider **ret,
 			   char **ret_err)
 {
 	static const char *const keys[] = { "name", "kind", "command", "prefix", "side_effects",
 					     "idempotent", "timeout_ms", "description", "env", "sandbox",
-					     "run_as", "tools", NULL };
+					     "run_as", "tools", "idle_s", "trust_annotations", NULL };
 	for (size_t i = 0; i < decl->u.obj.n; i++) {
 		bool known = false;
 		for (const char *const *k = keys; *k; k++)
 			known |= strcmp(*k, decl->u.obj.members[i].key) == 0;
 		if (!known)
 			return set_errorf(ret_err, "%s: unknown key (known: name, kind, command, prefix, side_effects, "
-				   "idempotent, timeout_ms, description, env, sandbox, run_as, tools)", decl->u.obj.members[i].key);
+				   "idempotent, timeout_ms, description, env, sandbox, run_as, idle_s, "
+				   "trust_annotations, tools)", decl->u.obj.members[i].key);
 	}
 	const char *name = json_str(json_get(decl, "name"));
 	if (!name || !*name || strlen(name) > 128)
@@ -190,6 +231,13 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 	const struct json *to = json_get(decl, "timeout_ms");
 	if (to && (!json_get_int(to, &timeout) || timeout < 1 || timeout > 86400000))
 		return set_errorf(ret_err, "timeout_ms: an integer from 1 to 86400000");
+	int64_t idle_s = MCP_IDLE_S;
+	const struct json *idle = json_get(decl, "idle_s");
+	if (idle && (!json_get_int(idle, &idle_s) || idle_s < 1 || idle_s > 86400))
+		return set_errorf(ret_err, "idle_s: an integer from 1 to 86400");
+	const struct json *trust = json_get(decl, "trust_annotations");
+	if (trust && trust->type != JSON_BOOL)
+		return set_errorf(ret_err, "trust_annotations: must be true or false");
 	const struct json *env = json_get(decl, "env");
 	if (env && env->type != JSON_OBJECT)
 		return set_errorf(ret_err, "env: must be an object of strings");
@@ -212,20 +260,22 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 		return -EINVAL;
 	}
 	struct identity run_as = {0};
-	const struct json *ra = json_get(decl, "run_as");
-	if (ra) {
-		r = sandbox_run_as_user_from_json(ra, &run_as, ret_err);
-		if (r < 0) {
-			sandbox_tool_clear(&sb);
-			overrides_free(ov, n_ov);
-			return r;
-		}
+	enum mcp_run_as mode;
+	r = run_as_from_json(json_get(decl, "run_as"), &mode, &run_as, ret_err);
+	if (r < 0) {
+		sandbox_tool_clear(&sb);
+		overrides_free(ov, n_ov);
+		return r;
 	}
 
 	struct mcp_provider *p = xcalloc(1, sizeof(*p));
 	p->refs = 1;
 	p->sandbox = sb;
 	p->run_as = run_as;
+	p->run_mode = mode;
+	p->idle_s = (uint32_t)idle_s;
+	p->trust_annotations = json_is_true(trust);
+	p->retry_ms = MCP_RETRY_S * 1000;
 	p->overrides = ov;
 	p->n_overrides = n_ov;
 	p->name = xstrdup(name);
@@ -255,6 +305,8 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 void mcp_provider_free(struct mcp_provider *p)
 {
 	tc_timer_free(p->import_timer);
+	tc_timer_free(p->idle_timer);
+	free(p->inst);
 	mcp_imports_free(p->tools, p->n_tools);
 	mcp_imports_free(p->next_tools, p->n_next);
 	strv_free(p->argv);
@@ -283,8 +335,27 @@ const char *mcp_provider_fingerprint(const struct mcp_provider *p) { return p->f
 enum mcp_state mcp_provider_state(const struct mcp_provider *p) { return p->state; }
 const char *mcp_provider_error(const struct mcp_provider *p) { return p->error; }
 const char *mcp_provider_last_error(const struct mcp_provider *p) { return p->error ? p->error : p->last_error; }
-unsigned mcp_provider_restarts(const struct mcp_provider *p) { return p->restarts; }
-int mcp_provider_pid(const struct mcp_provider *p) { return p->child ? (int)child_pid(p->child) : 0; }
+unsigned mcp_provider_restarts(const struct mcp_provider *p)
+{
+	unsigned n = p->restarts;
+	for (size_t i = 0; i < p->n_inst; i++)
+		n += p->inst[i]->restarts;
+	return n;
+}
+
+int mcp_provider_pid(const struct mcp_provider *p)
+{
+	if (p->child)
+		return (int)child_pid(p->child);
+	for (size_t i = 0; i < p->n_inst; i++)
+		if (p->inst[i]->child)
+			return (int)child_pid(p->inst[i]->child);
+	return 0;
+}
+
+size_t mcp_provider_n_instances(const struct mcp_provider *p) { return p->n_inst; }
+const struct mcp_provider *mcp_provider_instance(const struct mcp_provider *p, size_t i) { return p->inst[i]; }
+unsigned mcp_provider_uid(const struct mcp_provider *inst) { return (unsigned)inst->uid; }
 const char *mcp_provider_notes(const struct mcp_provider *p) { return buf_size(&p->notes) ? buf_head(&p->notes) : NULL; }
 
 void mcp_note(struct mcp_provider *p, const char *fmt, ...)
@@ -318,11 +389,25 @@ void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const stru
 	p->cwd = cwd ? xstrdup(cwd) : NULL;
 	p->on_settled = on_settled;
 	p->arg = arg;
+	mcp_provider_instances_setup(p);
 }
 
 void mcp_provider_set_log(struct mcp_provider *p,
 			  void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line))
 {
 	p->on_log = on_log;
+	for (size_t i = 0; i < p->n_inst; i++)
+		p->inst[i]->on_log = on_log;
+}
+
+void mcp_provider_set_retry(struct mcp_provider *p, uint32_t retry_s)
+{
+	/* A reload (the operator may have mended what failed) tries again. */
+	p->retry_ms = retry_s * 1000;
+	p->failed_ms = 0;
+	for (size_t i = 0; i < p->n_inst; i++) {
+		p->inst[i]->retry_ms = p->retry_ms;
+		p->inst[i]->failed_ms = 0;
+	}
 }
 

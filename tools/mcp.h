@@ -13,11 +13,20 @@
  * once. When the server dies its pending calls fail as transient and the
  * next call spawns it again. "tools" overrides what the file says for the
  * imported tools it names (exact names win over globs).
+ *
+ * A root daemon runs the server as each calling peer ("run_as": "peer", the
+ * default): one instance per peer uid, started by that uid's first call
+ * and stopped after "idle_s" without calls, each an mcp_provider of its
+ * own beneath the one the file declares, which holds the tool list every
+ * peer sees (the first instance's, replaced when one says its list
+ * changed). "run_as": "user:NAME" or "root" runs one instance for all.
  */
 #ifndef TC_MCP_H
 #define TC_MCP_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "lib/tool.h"
 
@@ -78,8 +87,27 @@ void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const stru
  * none of its tools. */
 void mcp_provider_set_log(struct mcp_provider *p,
 			  void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line));
-/* Spawns the server and imports its tools, unless running already. */
+/* Spawns the server and imports its tools, unless running already (or
+ * its last start failed within the retry time). A provider run as each
+ * peer (the default for a root daemon) starts only as one: */
 void mcp_provider_start(struct mcp_provider *p);
+/* Starts the instance that serves ident (p itself when one instance serves
+ * every peer). Until p has a tool list it is starting with it. */
+struct identity;
+void mcp_provider_start_for(struct mcp_provider *p, const struct identity *ident);
+/* The failure of the last start for ident (its own instance's, when p runs
+ * as each peer: another uid's is not told); NULL when it did not fail. */
+const char *mcp_provider_error_for(const struct mcp_provider *p, const struct identity *ident);
+/* How long a failed start is not tried again (providers.retry_s); the next
+ * call tries again at once (set at each reload). */
+void mcp_provider_set_retry(struct mcp_provider *p, uint32_t retry_s);
+/* True when the file says "run_as": "root". */
+bool mcp_provider_runs_as_root(const struct mcp_provider *p);
+/* The instances run as each peer, each with the state and pid accessors
+ * above, and the uid it runs for. */
+size_t mcp_provider_n_instances(const struct mcp_provider *p);
+const struct mcp_provider *mcp_provider_instance(const struct mcp_provider *p, size_t i);
+unsigned mcp_provider_uid(const struct mcp_provider *inst);
 /* Registers the imported tools ("<prefix><name>") into r. */
 int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret_err);
 

@@ -11,8 +11,9 @@
  *                   tools/call requests and their answers;
  *   mcp_proc.c      the server process: spawn, its stdout cut into lines
  *                   for the protocol, its stderr (logged, bounded, its
- *                   tail kept for errors), exit; the provider's life
- *                   (references: the last stops the server);
+ *                   tail kept for errors), exit; the instances run as
+ *                   each peer; the provider's life (references: the last
+ *                   stops the servers);
  *   mcp_tools.c     the tools it offers to the registry, and their calls.
  */
 #ifndef TC_MCP_INTERNAL_H
@@ -30,6 +31,8 @@
 #define MCP_TOOLS_MAX 1024
 #define MCP_OVERRIDES_MAX 256
 #define MCP_STDERR_TAIL 2048		/* bytes of stderr kept for errors */
+#define MCP_IDLE_S 600			/* an instance per peer stops after so long without calls */
+#define MCP_RETRY_S 30			/* a failed start is not tried again within (providers.retry_s) */
 
 struct jgen;
 struct json;
@@ -38,6 +41,16 @@ struct mcp_import {
 	char *name;
 	char *description;
 	char *schema;
+	int read_only;			/* its annotations' readOnlyHint: -1 absent, 0, 1 */
+	int destructive;		/* destructiveHint: -1 absent, 0, 1 */
+};
+
+/* Whom the server runs as (the file's "run_as"). */
+enum mcp_run_as {
+	MCP_RUN_PEER,			/* "peer" (default): as each calling peer */
+	MCP_RUN_USER,			/* "user:NAME": one instance as that user */
+	MCP_RUN_ROOT,			/* "root": one instance as the daemon, root */
+	MCP_RUN_DAEMON,			/* "daemon": one as the daemon (not root) */
 };
 
 /* One entry of the file's "tools": what it changes of the tools it names
@@ -58,6 +71,7 @@ struct mcp_override {
 /* A call waiting for the server (queued before it is ready, or sent). */
 struct mcp_call {
 	struct list node;		/* p->queued or p->sent */
+	struct mcp_provider *p;		/* the instance it was given to */
 	struct tool_call *tc;
 	char *remote;
 	uint64_t id;			/* 0 until sent */
@@ -77,8 +91,22 @@ struct mcp_provider {
 	struct mcp_override *overrides;	/* the file's "tools" */
 	size_t n_overrides;
 	struct sandbox_tool sandbox;	/* the file's "sandbox" */
-	struct identity run_as;		/* the file's "run_as" user, when change */
+	enum mcp_run_as run_mode;	/* the file's "run_as" */
+	struct identity run_as;		/* whom it runs as, when change ("user:NAME", an instance's peer) */
+	uint32_t idle_s;		/* an instance per peer stops after so long without calls */
+	bool trust_annotations;		/* the server's hints set its tools' side effects */
 	struct sandbox_run *run;	/* the running server's sandbox */
+
+	/* Run as each peer (MCP_RUN_PEER, the daemon root): the declaration
+	 * holds the tool list and one instance per peer uid, each an
+	 * mcp_provider of its own that runs the server. */
+	struct mcp_provider *parent;	/* an instance: its declaration */
+	struct mcp_provider **inst;
+	size_t n_inst;
+	uid_t uid;			/* an instance: the peer it runs for */
+	struct tc_timer *idle_timer;	/* an instance: stops it when idle */
+	uint32_t retry_ms;		/* a failed start is not tried again so soon */
+	uint64_t failed_ms;		/* when the last start failed */
 
 	struct tc_loop *loop;
 	const struct tool_env *tenv;
@@ -118,6 +146,7 @@ struct mcp_provider {
 	struct mcp_import *tools;
 	size_t n_tools;
 	bool imported;
+	bool relisted;			/* the last list came after it said its list changed */
 	struct mcp_import *next_tools;
 	size_t n_next;
 };
@@ -157,10 +186,22 @@ void mcp_send_call(struct mcp_provider *p, struct mcp_call *mc);
 int mcp_on_message(struct mcp_provider *p, const char *line, size_t len, char **ret_why);
 /* Ends a waiting call with an outcome already set on its tool_call. */
 void mcp_call_end(struct mcp_call *mc);
+/* Logs the keys of the file's "tools" that match none of its tools. */
+void mcp_warn_unmatched(struct mcp_provider *p);
 /* Fails every call that waits, sent or queued, as transient. */
 void mcp_calls_fail(struct mcp_provider *p, const char *why);
 
 /* mcp_proc.c */
+/* The provider that runs calls for ident: p itself when one instance
+ * serves every peer, else p's instance for ident's uid (made here, not
+ * started). NULL when ident is unknown and p runs as each peer. */
+struct mcp_provider *mcp_runner_for(struct mcp_provider *p, const struct identity *ident);
+/* A call of an instance ended or began: its idle time starts again. */
+void mcp_instance_touch(struct mcp_provider *inst);
+/* True while a failed start is not to be tried again (providers.retry_s). */
+bool mcp_start_refused(const struct mcp_provider *p);
+/* Hands the instances what mcp_provider_setup() gave p. */
+void mcp_provider_instances_setup(struct mcp_provider *p);
 /* The server is gone (or being stopped): fail what waits for it. */
 void mcp_provider_down(struct mcp_provider *p, const char *why);
 /* The start failed: the error (with the last lines of stderr), state FAILED. */

@@ -4,7 +4,9 @@
  * stdout cut into lines handed to the protocol (a line too long is dropped
  * as it comes), its stderr logged with a budget and its last bytes kept for
  * the error when it fails to start, its exit failing what waits for it.
- * The provider's references live here too: the last one stops the server.
+ * The instances a provider runs as each peer live here (made on a uid's
+ * first call, stopped when idle), and the provider's references: the last
+ * one stops every server.
  * What the messages mean, and what is written to its stdin, is
  * mcp_protocol.c's.
  */
@@ -16,7 +18,9 @@
 #include <unistd.h>
 
 #include "lib/child.h"
+#include "lib/identity.h"
 #include "lib/loop.h"
+#include "proto/base/strv.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
 #include "tools/mcp_internal.h"
@@ -153,8 +157,17 @@ void mcp_import_failed(struct mcp_provider *p, const char *fmt, ...)
 	free(p->last_error);
 	p->last_error = xstrdup(p->error);
 	p->state = MCP_FAILED;
+	p->failed_ms = p->loop ? tc_now(p->loop) : mono_ms();
 	mcp_provider_down(p, "failed to start");
 	mcp_settle(p);
+}
+
+bool mcp_start_refused(const struct mcp_provider *p)
+{
+	if (p->state != MCP_FAILED || !p->failed_ms || p->child)
+		return false;
+	uint64_t now = p->loop ? tc_now(p->loop) : mono_ms();
+	return now - p->failed_ms < p->retry_ms;
 }
 
 /* --- from the server -------------------------------------------------------- */
@@ -250,6 +263,26 @@ static void on_eof(void *arg, enum child_stream s)
 		child_terminate(p->child);
 }
 
+/*
+ * Why a start failed, when its sandbox tells: a limit it hit (from how it
+ * ended, its cgroup's events and its stderr), as ": it hit the memory
+ * limit (64 MB)", and a refusal its stderr shows (network, a file), as a
+ * line saying what the profile allows; NULL when neither.
+ */
+static char *start_refusal(struct mcp_provider *p, int exit_code, int sig)
+{
+	_cleanup_free_ char *limit = sandbox_run_limit_hit(p->run, exit_code, sig, p->err_tail, p->err_tail_len);
+	_cleanup_free_ char *note = sandbox_run_denial_note(p->run, p->err_tail, p->err_tail_len);
+	if (!limit && !note)
+		return NULL;
+	struct buf b = {0};
+	if (limit)
+		buf_printf(&b, ": it hit %s", limit);
+	if (note)
+		buf_printf(&b, "\n%s", note);
+	return buf_steal(&b);
+}
+
 /* The server exited: while starting, the start failed; else its calls fail
  * as transient and the next call starts it again. */
 static void on_child_done(void *arg, struct child *ch, struct child_result *r)
@@ -265,14 +298,12 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *r)
 	bool starting = p->state == MCP_STARTING;
 	if (buf_size(&p->err_line))	/* a last line without its newline */
 		stderr_log(p, buf_head(&p->err_line), buf_size(&p->err_line));
-	_cleanup_free_ char *note = starting ? sandbox_run_denial_note(p->run, r->out[CHILD_STDERR],
-								       r->out_len[CHILD_STDERR]) : NULL;
+	_cleanup_free_ char *reason = starting ? start_refusal(p, r->exit_code, r->signal) : NULL;
 	p->child = NULL;
 	child_free(ch);
 	p->run = sandbox_run_end(p->run);
 	if (starting) {
-		mcp_import_failed(p, "MCP server '%s' %s while starting%s%s", p->name, why, note ? "\n" : "",
-			      note ? note : "");
+		mcp_import_failed(p, "MCP server '%s' %s while starting%s", p->name, why, reason ? reason : "");
 		return;
 	}
 	/* A crash: kept for admin/stats, with what it said last. */
@@ -281,19 +312,31 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *r)
 	stderr_tail(p, &b);
 	free(p->last_error);
 	p->last_error = buf_steal(&b);
+	if (p->parent) {
+		free(p->parent->last_error);
+		p->parent->last_error = xstrdup(p->last_error);
+	}
 	mcp_provider_down(p, why);
 	p->state = MCP_IDLE;
 }
 
+static bool per_peer(const struct mcp_provider *p);
+
 static void on_import_timeout(void *arg)
 {
 	struct mcp_provider *p = arg;
-	mcp_import_failed(p, "MCP server '%s' did not list its tools within %d ms", p->name, MCP_IMPORT_MS);
+	/* A server that keeps running after a refusal (retrying, waiting)
+	 * is told by what it printed. */
+	_cleanup_free_ char *reason = start_refusal(p, 1, 0);
+	mcp_import_failed(p, "MCP server '%s' did not list its tools within %d ms%s", p->name, MCP_IMPORT_MS,
+			  reason ? reason : "");
 }
 
 void mcp_provider_start(struct mcp_provider *p)
 {
-	if (p->child || !p->loop)
+	/* A provider run as each peer starts only as one (mcp_provider_start_for);
+	 * one that failed to start is not tried again so soon. */
+	if (p->child || !p->loop || per_peer(p) || mcp_start_refused(p))
 		return;
 	/* What a previous run said is not this run's. */
 	p->err_tail_len = 0;
@@ -311,7 +354,8 @@ void mcp_provider_start(struct mcp_provider *p)
 	const struct sandbox_config *sbc = p->tenv ? p->tenv->sandbox : NULL;
 	if (sbc) {
 		struct sandbox_req req;
-		sandbox_req_init(&req, sbc, p->name, p->side_effects == SIDE_NETWORK, &p->sandbox);
+		sandbox_req_init(&req, sbc, p->name, p->side_effects == SIDE_NETWORK,
+				 p->parent ? &p->parent->sandbox : &p->sandbox);
 		const char *ws[] = { p->cwd, NULL };
 		static const struct identity daemon_id = { .change = false };
 		req.workspaces = p->cwd ? ws : NULL;
@@ -327,6 +371,8 @@ void mcp_provider_start(struct mcp_provider *p)
 		if (p->run_as.change && p->run_as.home)
 			child_env_put(&env, "HOME", p->run_as.home);
 	}
+	if (p->run_mode == MCP_RUN_ROOT && geteuid() == 0 && p->on_log)
+		p->on_log(p->arg, p, true, "starting as root (its file says \"run_as\": \"root\")");
 	int cwd_fd = p->cwd ? open(p->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	struct child_opts o = {
 		.sandbox = p->run,
@@ -367,6 +413,177 @@ void mcp_provider_start(struct mcp_provider *p)
 	mcp_send_initialize(p);
 }
 
+/* --- one instance per peer ------------------------------------------------------ */
+
+static bool per_peer(const struct mcp_provider *p)
+{
+	return !p->parent && p->run_mode == MCP_RUN_PEER && geteuid() == 0;
+}
+
+static void instance_free(struct mcp_provider *inst)
+{
+	inst->on_settled = NULL;
+	inst->on_log = NULL;
+	mcp_provider_down(inst, "the provider was removed");
+	mcp_provider_free(inst);
+}
+
+/* Copies a list of imported tools. */
+static struct mcp_import *imports_copy(const struct mcp_import *t, size_t n)
+{
+	struct mcp_import *c = xcalloc(n + 1, sizeof(*c));
+	for (size_t i = 0; i < n; i++) {
+		c[i] = t[i];
+		c[i].name = xstrdup(t[i].name);
+		c[i].description = xstrdup(t[i].description);
+		c[i].schema = xstrdup(t[i].schema);
+	}
+	return c;
+}
+
+/*
+ * An instance settled. Its first tool list (or one it gave when it said
+ * its list changed) becomes the list of every peer, while the provider has
+ * none yet; a failed start fails the provider too while it has none.
+ */
+static void instance_settled(void *arg, struct mcp_provider *inst)
+{
+	struct mcp_provider *p = inst->parent;
+	if (inst->state == MCP_FAILED) {
+		free(p->last_error);
+		p->last_error = xstrdup(inst->error);
+		/* Another uid's instance may still give the list: wait for it. */
+		for (size_t i = 0; i < p->n_inst && !p->imported; i++)
+			if (p->inst[i]->state == MCP_STARTING)
+				return;
+		free(p->error);
+		p->error = xstrdup(inst->error);
+		p->state = MCP_FAILED;
+		p->failed_ms = inst->failed_ms;
+		mcp_settle(p);
+		return;
+	}
+	mcp_instance_touch(inst);
+	if (p->imported && !inst->relisted) {
+		p->state = MCP_READY;
+		return;
+	}
+	mcp_imports_free(p->tools, p->n_tools);
+	p->tools = imports_copy(inst->tools, inst->n_tools);
+	p->n_tools = inst->n_tools;
+	buf_clear(&p->notes);
+	if (buf_size(&inst->notes))
+		buf_append(&p->notes, buf_head(&inst->notes), buf_size(&inst->notes));
+	p->import_notes = buf_size(&p->notes);
+	p->imported = true;
+	p->state = MCP_READY;
+	free(p->error);
+	p->error = NULL;
+	mcp_warn_unmatched(p);
+	mcp_settle(p);
+}
+
+static void on_idle(void *arg)
+{
+	struct mcp_provider *inst = arg;
+	if (!list_empty(&inst->queued) || !list_empty(&inst->sent) || !inst->child)
+		return;
+	mcp_provider_down(inst, "stopped");
+	inst->state = MCP_IDLE;
+}
+
+void mcp_instance_touch(struct mcp_provider *inst)
+{
+	if (!inst->parent || !inst->loop)
+		return;
+	if (!inst->idle_timer)
+		inst->idle_timer = tc_timer_new(inst->loop, on_idle, inst);
+	if (list_empty(&inst->queued) && list_empty(&inst->sent) && inst->child)
+		tc_timer_start(inst->idle_timer, (uint64_t)inst->idle_s * 1000);
+	else
+		tc_timer_stop(inst->idle_timer);
+}
+
+/* Makes p's instance for uid, running as id. */
+static struct mcp_provider *instance_new(struct mcp_provider *p, const struct identity *id)
+{
+	struct mcp_provider *inst = xcalloc(1, sizeof(*inst));
+	inst->refs = 1;
+	inst->parent = p;
+	inst->uid = id->uid;
+	inst->name = xstrdup(p->name);
+	inst->prefix = xstrdup(p->prefix);
+	inst->source = xstrdup(p->source);
+	inst->fingerprint = xstrdup(p->fingerprint);
+	inst->argv = strv_dup((const char *const *)p->argv);
+	inst->env_extra = strv_dup((const char *const *)p->env_extra);
+	inst->side_effects = p->side_effects;
+	inst->idle_s = p->idle_s;
+	inst->retry_ms = p->retry_ms;
+	inst->sandbox = SANDBOX_TOOL_UNSET;
+	inst->run_mode = MCP_RUN_USER;
+	identity_copy(&inst->run_as, id);
+	identity_for_children(&inst->run_as, true);
+	inst->in_fd = -1;
+	list_init(&inst->queued);
+	list_init(&inst->sent);
+	mcp_provider_setup(inst, p->loop, p->tenv, p->cwd, instance_settled, p->arg);
+	inst->on_log = p->on_log;
+	p->inst = xreallocarray(p->inst, p->n_inst + 1, sizeof(*p->inst));
+	p->inst[p->n_inst++] = inst;
+	return inst;
+}
+
+struct mcp_provider *mcp_runner_for(struct mcp_provider *p, const struct identity *ident)
+{
+	if (!per_peer(p))
+		return p;
+	if (!ident)
+		return NULL;
+	for (size_t i = 0; i < p->n_inst; i++)
+		if (p->inst[i]->uid == ident->uid)
+			return p->inst[i];
+	return instance_new(p, ident);
+}
+
+void mcp_provider_start_for(struct mcp_provider *p, const struct identity *ident)
+{
+	struct mcp_provider *r = mcp_runner_for(p, ident);
+	if (!r)
+		return;
+	if (r == p) {
+		mcp_provider_start(p);
+		return;
+	}
+	mcp_provider_start(r);	/* not within the retry time of its own failure */
+	if (r->state == MCP_STARTING && !p->imported)
+		p->state = MCP_STARTING;
+}
+
+void mcp_provider_instances_setup(struct mcp_provider *p)
+{
+	for (size_t i = 0; i < p->n_inst; i++) {
+		mcp_provider_setup(p->inst[i], p->loop, p->tenv, p->cwd, instance_settled, p->arg);
+		p->inst[i]->on_log = p->on_log;
+		p->inst[i]->retry_ms = p->retry_ms;
+	}
+}
+
+const char *mcp_provider_error_for(const struct mcp_provider *p, const struct identity *ident)
+{
+	if (!per_peer(p))
+		return p->error;
+	for (size_t i = 0; ident && i < p->n_inst; i++)
+		if (p->inst[i]->uid == ident->uid)
+			return p->inst[i]->state == MCP_FAILED ? p->inst[i]->error : NULL;
+	return NULL;
+}
+
+bool mcp_provider_runs_as_root(const struct mcp_provider *p)
+{
+	return p->run_mode == MCP_RUN_ROOT;
+}
+
 /* --- its references --------------------------------------------------------- */
 
 struct mcp_provider *mcp_provider_ref(struct mcp_provider *p)
@@ -383,6 +600,8 @@ struct mcp_provider *mcp_provider_unref(struct mcp_provider *p)
 	p->on_settled = NULL;
 	p->on_log = NULL;
 	mcp_provider_down(p, "the provider was removed");
+	for (size_t i = 0; i < p->n_inst; i++)
+		instance_free(p->inst[i]);
 	mcp_provider_free(p);
 	return NULL;
 }

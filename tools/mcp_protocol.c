@@ -125,10 +125,12 @@ void mcp_send_initialize(struct mcp_provider *p)
 void mcp_call_end(struct mcp_call *mc)
 {
 	struct tool_call *tc = mc->tc;
+	struct mcp_provider *p = mc->p;
 	list_remove(&mc->node);
 	tc->state = NULL;
 	free(mc->remote);
 	free(mc);
+	mcp_instance_touch(p);
 	tool_call_finish(tc);
 }
 
@@ -152,6 +154,16 @@ void mcp_calls_fail(struct mcp_provider *p, const char *why)
 }
 
 /* --- its answers ------------------------------------------------------------ */
+
+void mcp_warn_unmatched(struct mcp_provider *p)
+{
+	_cleanup_free_ char *unmatched = mcp_provider_unmatched(p);
+	if (unmatched && p->on_log) {
+		_cleanup_free_ char *w = xasprintf("\"tools\" keys of %s that match none of its tools: %s",
+						   p->source, unmatched);
+		p->on_log(p->arg, p, true, w);
+	}
+}
 
 /* Takes the tools of one tools/list page. */
 static bool take_tools(struct mcp_provider *p, const struct json *result, const char *src)
@@ -194,6 +206,11 @@ static bool take_tools(struct mcp_provider *p, const struct json *result, const 
 		im->description = xstrdup(desc ? desc : "");
 		im->schema = schema && schema->type == JSON_OBJECT ? xstrndup(src + schema->off, schema->len)
 								   : xstrdup("{\"type\":\"object\"}");
+		/* Its hints, shown as it gave them (and trusted where the file says). */
+		const struct json *ann = json_get(t, "annotations");
+		const struct json *ro = json_get(ann, "readOnlyHint"), *de = json_get(ann, "destructiveHint");
+		im->read_only = ro && ro->type == JSON_BOOL ? json_is_true(ro) : -1;
+		im->destructive = de && de->type == JSON_BOOL ? json_is_true(de) : -1;
 	}
 	return true;
 }
@@ -221,46 +238,75 @@ static const char *image_invalid(const struct json *item)
 }
 
 /*
- * The content array to answer with when the server's holds images: its
- * text and image items as they came (an image that is not valid becomes a
- * text saying so); NULL when there is no image (one text item does).
+ * The content array to answer with: the server's as it came, byte for
+ * byte, every item of every type (text, image, audio, resource,
+ * resource_link, with their annotations and _meta), unless an image item
+ * is not valid: then each item as it came but that image, which becomes a
+ * text saying why it was left out. NULL when there is no array.
  */
-static char *content_with_images(const struct json *content)
+static char *content_whole(const struct json *content, const char *src)
 {
-	size_t images = 0;
-	for (size_t i = 0; content && content->type == JSON_ARRAY && i < content->u.arr.n; i++)
-		images += str_eq(json_str(json_get(content->u.arr.items[i], "type")), "image");
-	if (!images)
+	if (!content || content->type != JSON_ARRAY)
 		return NULL;
+	bool bad = false;
+	size_t images = 0;
+	for (size_t i = 0; i < content->u.arr.n && !bad; i++) {
+		const struct json *item = content->u.arr.items[i];
+		if (str_eq(json_str(json_get(item, "type")), "image"))
+			bad = ++images > IMAGES_MAX || image_invalid(item);
+	}
+	if (!bad)
+		return xstrndup(src + content->off, content->len);
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
 	jgen_arr_open(g);
 	images = 0;
 	for (size_t i = 0; i < content->u.arr.n; i++) {
 		const struct json *item = content->u.arr.items[i];
-		const char *type = json_str(json_get(item, "type"));
-		if (str_eq(type, "text") && json_str(json_get(item, "text"))) {
+		const char *why = NULL;
+		if (str_eq(json_str(json_get(item, "type")), "image"))
+			why = ++images > IMAGES_MAX ? "more than 64 images" : image_invalid(item);
+		if (why) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "[an image of the answer was left out: %s]", why);
 			jgen_obj_open(g);
 			jgen_kv_str(g, "type", "text");
-			jgen_key(g, "text");
-			jgen_strn(g, json_get(item, "text")->u.str.s, json_get(item, "text")->u.str.len);
+			jgen_kv_str(g, "text", msg);
 			jgen_obj_close(g);
-		} else if (str_eq(type, "image")) {
-			const char *why = ++images > IMAGES_MAX ? "more than 64 images" : image_invalid(item);
-			if (why) {
-				char msg[128];
-				snprintf(msg, sizeof(msg), "[an image of the answer was left out: %s]", why);
-				jgen_obj_open(g);
-				jgen_kv_str(g, "type", "text");
-				jgen_kv_str(g, "text", msg);
-				jgen_obj_close(g);
-			} else {
-				jgen_value(g, item);
-			}
+		} else {
+			jgen_value(g, item);
 		}
 	}
 	jgen_arr_close(g);
 	jgen_free(g);
+	return buf_steal(&b);
+}
+
+/* The members of the answer's _meta, to follow the daemon's own in the
+ * result's (those named "toolcalld/..." are the daemon's: left out); NULL
+ * when none. */
+static char *result_meta(const struct json *meta)
+{
+	if (!meta || meta->type != JSON_OBJECT)
+		return NULL;
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	size_t n = 0;
+	for (size_t i = 0; i < meta->u.obj.n; i++) {
+		const struct json_member *m = &meta->u.obj.members[i];
+		if (str_has_prefix(m->key, "toolcalld/"))
+			continue;
+		jgen_key(g, m->key);
+		jgen_value(g, m->value);
+		n++;
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+	if (!n) {
+		buf_free(&b);
+		return NULL;
+	}
 	return buf_steal(&b);
 }
 
@@ -281,37 +327,33 @@ static void call_answered(struct mcp_provider *p, struct mcp_call *mc, const str
 	}
 	struct buf text = {0};
 	const struct json *content = json_get(res, "content");
+	/* The text: its text items, the text of its embedded resources and
+	 * a line for each resource link, one after the other. */
 	for (size_t i = 0; content && content->type == JSON_ARRAY && i < content->u.arr.n; i++) {
-		const char *t = json_str(json_get(content->u.arr.items[i], "text"));
-		if (!t)
+		const struct json *item = content->u.arr.items[i];
+		const char *type = json_str(json_get(item, "type"));
+		const struct json *t = str_eq(type, "resource") ? json_get(json_get(item, "resource"), "text")
+								: json_get(item, "text");
+		const char *uri = json_str(json_get(item, "uri"));
+		if (str_eq(type, "resource_link") && uri) {
+			if (buf_size(&text))
+				buf_putc(&text, '\n');
+			buf_printf(&text, "[resource link: %s]", uri);
+		}
+		if (!t || t->type != JSON_STRING)
 			continue;
 		if (buf_size(&text))
 			buf_putc(&text, '\n');
-		buf_append(&text, t, json_get(content->u.arr.items[i], "text")->u.str.len);
+		buf_append(&text, t->u.str.s, t->u.str.len);
 	}
-	char *structured;
+	/* structuredContent as it came; none when it gave none. */
 	const struct json *sc = json_get(res, "structuredContent");
-	if (sc && sc->type == JSON_OBJECT) {
-		structured = xstrndup(src + sc->off, sc->len);
-	} else {
-		struct buf b = {0};
-		struct jgen *g = jgen_new(&b);
-		jgen_obj_open(g);
-		jgen_key(g, "content");
-		if (content)
-			jgen_value(g, content);
-		else {
-			jgen_arr_open(g);
-			jgen_arr_close(g);
-		}
-		jgen_obj_close(g);
-		jgen_free(g);
-		structured = buf_steal(&b);
-	}
+	char *structured = sc && sc->type == JSON_OBJECT ? xstrndup(src + sc->off, sc->len) : NULL;
 	/* A tool that failed inside the server is a dispatch that succeeded,
 	 * like a shell command exiting non-zero. */
 	tool_call_succeed(tc, buf_steal(&text), structured, json_is_true(json_get(res, "isError")));
-	tool_call_set_content(tc, content_with_images(content));
+	tool_call_set_content(tc, content_whole(content, src));
+	tool_call_set_meta(tc, result_meta(json_get(res, "_meta")));
 	mcp_call_end(mc);
 }
 
@@ -391,14 +433,11 @@ int mcp_on_message(struct mcp_provider *p, const char *line, size_t len, char **
 			p->n_next = 0;
 			p->imported = true;
 			p->import_notes = buf_size(&p->notes);
+			p->relisted = p->state == MCP_READY;
 			p->state = MCP_READY;
 			tc_timer_stop(p->import_timer);
-			_cleanup_free_ char *unmatched = mcp_provider_unmatched(p);
-			if (unmatched && p->on_log) {
-				_cleanup_free_ char *w = xasprintf("\"tools\" keys of %s that match none of its "
-								   "tools: %s", p->source, unmatched);
-				p->on_log(p->arg, p, true, w);
-			}
+			if (!p->parent)
+				mcp_warn_unmatched(p);
 			mcp_settle(p);
 		}
 	} else {

@@ -22,13 +22,27 @@ static void mcp_tool_free(void *priv)
 static enum tool_ret mcp_exec(struct tool_call *c)
 {
 	struct mcp_tool *mt = c->tool->priv;
-	struct mcp_provider *p = mt->p;
+	/* The instance that serves the caller (one per peer uid, for a root
+	 * daemon, unless the file names whom it runs as). */
+	struct mcp_provider *p = mcp_runner_for(mt->p, c->ident);
+	if (!p) {
+		tool_call_fail(c, TC_PERMISSION_DENIED, "MCP server '%s' runs as the calling peer, and the caller "
+			       "is not known", mt->p->name);
+		return TOOL_DONE;
+	}
+	/* A start that failed a moment ago is not tried again: its reason. */
+	if (!p->child && mcp_start_refused(p)) {
+		tool_call_fail(c, TC_TRANSIENT, "%s", p->error);
+		return TOOL_DONE;
+	}
 	struct mcp_call *mc = xcalloc(1, sizeof(*mc));
 	mc->tc = c;
+	mc->p = p;
 	mc->remote = xstrdup(mt->remote);
 	list_init(&mc->node);
 	c->state = mc;
 	list_insert_tail(&p->queued, &mc->node);
+	mcp_instance_touch(p);
 	if (!p->child)
 		mcp_provider_start(p);	/* may fail the call at once */
 	else if (p->initialized)
@@ -41,12 +55,11 @@ static void mcp_cancel(struct tool_call *c)
 	struct mcp_call *mc = c->state;
 	if (!mc)
 		return;
-	struct mcp_provider *p = ((struct mcp_tool *)c->tool->priv)->p;
 	if (mc->id) {
 		char line[128];
 		snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
 			 "\"params\":{\"requestId\":%llu,\"reason\":\"cancelled\"}}", (unsigned long long)mc->id);
-		mcp_send_line(p, line);
+		mcp_send_line(mc->p, line);
 	}
 	tool_call_fail(c, TC_CANCELLED, "The call was cancelled");
 	mcp_call_end(mc);
@@ -63,6 +76,18 @@ const struct tool_def tool_kind_mcp = {
 	.priv_free = mcp_tool_free,
 	.runs_children = true,
 };
+
+/* A tool's side effect: the server's hints where the file trusts them
+ * (readOnlyHint true: read; destructiveHint false: write), else the
+ * file's. */
+static enum side_effect hinted_side_effect(const struct mcp_provider *p, const struct mcp_import *im)
+{
+	if (p->trust_annotations && im->read_only == 1)
+		return SIDE_READ;
+	if (p->trust_annotations && im->destructive == 0)
+		return SIDE_WRITE;
+	return p->side_effects;
+}
 
 int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret_err)
 {
@@ -90,7 +115,11 @@ int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret
 		}
 		/* The file's settings, then its override for this tool. */
 		const struct mcp_override *o = mcp_override_for(p, im->name);
-		t->side_effects = o && o->side_effects >= 0 ? (enum side_effect)o->side_effects : p->side_effects;
+		t->side_effects = o && o->side_effects >= 0 ? (enum side_effect)o->side_effects
+				: hinted_side_effect(p, im);
+		t->read_only_hint = im->read_only < 0 ? TOOL_HINT_NONE : im->read_only ? TOOL_HINT_TRUE : TOOL_HINT_FALSE;
+		t->destructive_hint = im->destructive < 0 ? TOOL_HINT_NONE
+				    : im->destructive ? TOOL_HINT_TRUE : TOOL_HINT_FALSE;
 		t->sandbox = &p->sandbox;	/* the tool holds a reference on p */
 		t->idempotent = o && o->idempotent >= 0 ? o->idempotent : p->idempotent;
 		t->timeout_ms = o && o->timeout_ms ? o->timeout_ms
@@ -106,7 +135,8 @@ int mcp_provider_register(struct mcp_provider *p, struct registry *r, char **ret
 		free(t->source);
 		t->source = xstrdup(p->source);
 		struct buf fp = {0};
-		buf_printf(&fp, "%s|%s|%s|%s", p->fingerprint, im->name, im->description, im->schema);
+		buf_printf(&fp, "%s|%s|%s|%s|%d|%d", p->fingerprint, im->name, im->description, im->schema,
+			   im->read_only, im->destructive);
 		t->fingerprint = buf_steal(&fp);
 		/* A name another tool already has is not offered: one server
 		 * must not make the whole registry fail to load. */

@@ -8,18 +8,28 @@
  * closeout closes its standard output and stays. Its list also holds names
  * that are no tool names and a name twice; image answers a text and a PNG
  * image, badimage an image whose data is not base64; stderr {lines} writes
- * lines (default 1) to its stderr. With "slowinit" as argument, it takes a second to answer
+ * lines (default 1) to its stderr; content answers an item of every MCP
+ * content type (mcp_server.h); content, nondestructive and destructive
+ * carry annotations (readOnlyHint, destructiveHint). With "slowinit" as argument, it takes a second to answer
  * initialize ("slowinit12": 12 s); with "failstart" (or "failif=PATH"
- * while PATH exists), it writes two lines to stderr and exits 1.
+ * while PATH exists), it writes two lines to stderr and exits 1; with
+ * "alloc=MB", "connect=PORT" or "bigfile" its start needs memory, a TCP
+ * connection, or to write a 2 MiB file (start_needs()).
  */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "proto/json.h"
+#include "tests/integ/mcp_server.h"
 #include "proto/jsonrpc.h"
 
 static void reply(const char *id, size_t id_len, const char *result)
@@ -47,20 +57,73 @@ static const char tools[] =
 	"{\"name\":\"badimage\",\"description\":\"A bad image\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"stderr\",\"description\":\"Writes to stderr\",\"inputSchema\":{\"type\":\"object\",\"properties\":{\"lines\":{\"type\":\"integer\"}}}},"
 	"{\"name\":\"closeout\",\"description\":\"Closes stdout\",\"inputSchema\":{\"type\":\"object\"}},"
+	"{\"name\":\"content\",\"description\":\"Every content type\",\"inputSchema\":{\"type\":\"object\"},\"annotations\":{\"readOnlyHint\":true}},"
+	"{\"name\":\"nondestructive\",\"description\":\"Writes, destroys nothing\",\"inputSchema\":{\"type\":\"object\"},\"annotations\":{\"readOnlyHint\":false,\"destructiveHint\":false}},"
+	"{\"name\":\"destructive\",\"description\":\"Destroys\",\"inputSchema\":{\"type\":\"object\"},\"annotations\":{\"destructiveHint\":true}},"
 	"{\"name\":\"bad name\",\"description\":\"A space\",\"inputSchema\":{\"type\":\"object\"}},"
 	"{\"name\":\"echo\",\"description\":\"Twice\",\"inputSchema\":{\"type\":\"object\"}}"
 	"]}";
 
+/*
+ * What a start needs: "alloc=MB" that much memory, "connect=PORT" a TCP
+ * connection to 127.0.0.1:PORT, "bigfile" to write 2 MiB in $TMPDIR;
+ * "failuid=UID" fails when run as that uid. Every argument counts
+ * ("failuid=0" "slowinit2" both hold).
+ * Refused, it says why on stderr, as servers do, and returns -1.
+ */
+static int start_needs(const char *arg)
+{
+	if (strncmp(arg, "alloc=", 6) == 0) {
+		size_t n = (size_t)atol(arg + 6) << 20;
+		char *m = malloc(n);
+		if (!m) {
+			fprintf(stderr, "fatal: out of memory\n");
+			return -1;
+		}
+		memset(m, 1, n);
+		free(m);
+	} else if (strncmp(arg, "connect=", 8) == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(arg + 8)),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			fprintf(stderr, "fatal: connect to 127.0.0.1:%s: %s\n", arg + 8, strerror(errno));
+			return -1;
+		}
+		close(fd);
+	} else if (strncmp(arg, "failuid=", 8) == 0 && getuid() == (uid_t)atol(arg + 8)) {
+		fprintf(stderr, "fatal: not for uid %s\n", arg + 8);
+		return -1;
+	} else if (strcmp(arg, "bigfile") == 0) {
+		const char *tmp = getenv("TMPDIR");
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/big", tmp ? tmp : "/tmp");
+		FILE *f = fopen(path, "w");
+		static char block[65536];
+		for (int i = 0; f && i < 32; i++)
+			fwrite(block, 1, sizeof(block), f);
+		if (f)
+			fclose(f);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* "slowinit" waits a second before answering initialize, "slowinitN" N. */
-	int slow_init = argc > 1 && strncmp(argv[1], "slowinit", 8) == 0 ? (argv[1][8] ? atoi(argv[1] + 8) : 1) : 0;
+	int slow_init = 0;
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "slowinit", 8) == 0)
+			slow_init = argv[i][8] ? atoi(argv[i] + 8) : 1;
 	/* "failif=PATH": fails to start while PATH exists. */
 	bool fail_now = argc > 1 && strncmp(argv[1], "failif=", 7) == 0 && access(argv[1] + 7, F_OK) == 0;
 	if (fail_now || (argc > 1 && strcmp(argv[1], "failstart") == 0)) {
 		fprintf(stderr, "starting test server\nfatal: cannot open /nonexistent/config.toml\n");
 		return 1;
 	}
+	for (int i = 1; i < argc; i++)
+		if (start_needs(argv[i]) < 0)
+			return 1;
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -141,6 +204,13 @@ int main(int argc, char **argv)
 					fprintf(stderr, "a note on stderr, %lld\n", (long long)i);
 				fflush(stderr);
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"noted\"}]}");
+			} else if (str_eq(name, "content")) {
+				reply(idt, id->len, "{\"content\":" MCP_CONTENT_ITEMS ",\"structuredContent\":" MCP_CONTENT_STRUCTURED
+						    ",\"_meta\":" MCP_CONTENT_META "}");
+				json_doc_unref(doc);
+				continue;
+			} else if (str_eq(name, "nondestructive") || str_eq(name, "destructive")) {
+				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"done\"}]}");
 			} else if (str_eq(name, "pid")) {
 				snprintf(out, sizeof(out), "{\"content\":[{\"type\":\"text\",\"text\":\"%d\"}]}", (int)getpid());
 			} else {

@@ -110,8 +110,8 @@ END_TEST
 static void messages_are(enum llm_format f, const char *want)
 {
 	const struct llm_result r[] = {
-		{ "call_1", "line one\nline \"two\"", false },
-		{ "call_2", "File 'x' not found", true },
+		{ "call_1", "line one\nline \"two\"", false, NULL },
+		{ "call_2", "File 'x' not found", true, NULL },
 	};
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
@@ -131,6 +131,49 @@ START_TEST(results_are_written_as_messages)
 		     "[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"call_1\","
 		     "\"content\":\"line one\\nline \\\"two\\\"\",\"is_error\":false},{\"type\":\"tool_result\","
 		     "\"tool_use_id\":\"call_2\",\"content\":\"File 'x' not found\",\"is_error\":true}]}]");
+}
+END_TEST
+
+/* Writes one result with content in format f and compares with want. */
+static void image_message_is(enum llm_format f, const char *text, const char *content, const char *want)
+{
+	const struct llm_result r = { "call_1", text, false, content };
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	llm_write_messages(g, f, &r, 1);
+	jgen_free(g);
+	buf_putc(&b, '\0');
+	ck_assert_str_eq(buf_head(&b), want);
+	buf_free(&b);
+}
+
+/* Images of a result: image blocks for Anthropic, a line for OpenAI; the
+ * text is that of the content's text items (read_file's text, base64, is
+ * not shown twice). */
+START_TEST(results_with_images)
+{
+	static const char png[] = "[{\"type\":\"text\",\"text\":\"a dot\"},"
+				  "{\"type\":\"image\",\"data\":\"iVBORw0KGgo=\",\"mimeType\":\"image/png\"},"
+				  "{\"type\":\"image\",\"data\":\"PHN2Zz4=\",\"mimeType\":\"image/svg+xml\"}]";
+	image_message_is(LLM_ANTHROPIC, "a dot", png,
+			 "[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"call_1\","
+			 "\"content\":[{\"type\":\"text\",\"text\":\"a dot\\n[An image was returned: image/svg+xml, "
+			 "5 bytes; this type cannot be shown to the model]\"},{\"type\":\"image\",\"source\":"
+			 "{\"type\":\"base64\",\"media_type\":\"image/png\",\"data\":\"iVBORw0KGgo=\"}}],"
+			 "\"is_error\":false}]}]");
+	image_message_is(LLM_OPENAI, "a dot", png,
+			 "[{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"a dot\\n[An image was "
+			 "returned: image/png, 8 bytes; this format's tool messages carry text only]\\n[An image was "
+			 "returned: image/svg+xml, 5 bytes; this format's tool messages carry text only]\"}]");
+	/* An image alone: no empty text block. */
+	static const char alone[] = "[{\"type\":\"image\",\"data\":\"iVBORw0KGgo=\",\"mimeType\":\"image/png\"}]";
+	image_message_is(LLM_ANTHROPIC, "iVBORw0KGgo=", alone,
+			 "[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"call_1\","
+			 "\"content\":[{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":\"image/png\","
+			 "\"data\":\"iVBORw0KGgo=\"}}],\"is_error\":false}]}]");
+	/* Content without images: the text, as before. */
+	image_message_is(LLM_OPENAI, "t", "[{\"type\":\"text\",\"text\":\"t\"}]",
+			 "[{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"t\"}]");
 }
 END_TEST
 
@@ -166,6 +209,7 @@ int main(void)
 	tcase_add_test(tc, anthropic_tool_use_blocks_are_read);
 	tcase_add_test(tc, bad_calls_are_named);
 	tcase_add_test(tc, results_are_written_as_messages);
+	tcase_add_test(tc, results_with_images);
 	tcase_add_test(tc, tools_are_written_as_each_provider_lists_them);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
