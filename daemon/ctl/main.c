@@ -377,7 +377,7 @@ static const struct command commands[] = {
 	{ .name = "watch", .args = "[PATTERN...]",
 	  .help = "print events (e.g. tool.*) until interrupted",
 	  .min_args = 0, .max_args = -1, .check = check_watch, .run = run_watch },
-	{ .name = "mcp", .args = "[-s SOCKET] [-w DIR]",
+	{ .name = "mcp", .args = "[-s SOCKET] [-w DIR] [--reconnect-s SECONDS]",
 	  .help = "serve MCP on stdin/stdout for a host, relayed to the daemon",
 	  .min_args = 0, .max_args = -1, .bridge = true },
 	{ .name = "approve", .args = "",

@@ -232,6 +232,307 @@ START_TEST(bridge_says_when_the_daemon_is_down)
 }
 END_TEST
 
+
+/* --- a host driving the bridge interactively ---------------------------- */
+
+/* An MCP host: toolcallctl mcp on pipes, its lines parsed as they come. */
+struct host {
+	pid_t pid;
+	int in, out, err;
+	struct buf obuf, ebuf;
+	bool out_eof;
+	struct json_doc *msgs[512];	/* every message received */
+	bool taken[512];		/* already returned by a wait */
+	size_t n_msgs;
+};
+
+static void host_start(struct host *h, const char *const *args)
+{
+	*h = (struct host){ 0 };
+	int in[2], out[2], err[2];
+	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+	h->pid = fork();
+	ck_assert_int_ge(h->pid, 0);
+	if (h->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		const char *argv[16] = { tc_ctl_path() };
+		for (size_t i = 0; args[i] && i < 14; i++)
+			argv[i + 1] = args[i];
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	signal(SIGPIPE, SIG_IGN);
+	h->in = in[1];
+	h->out = out[0];
+	h->err = err[0];
+}
+
+static void host_send(struct host *h, const char *line)
+{
+	size_t n = strlen(line);
+	ck_assert_int_eq(write(h->in, line, n), (ssize_t)n);
+	ck_assert_int_eq(write(h->in, "\n", 1), 1);
+}
+
+/* Reads what the bridge wrote within ms; complete lines are parsed. */
+static void host_pump(struct host *h, int ms)
+{
+	struct pollfd p[2] = { { h->out_eof ? -1 : h->out, POLLIN, 0 }, { h->err, POLLIN, 0 } };
+	if (poll(p, 2, ms) <= 0)
+		return;
+	char chunk[4096];
+	if (p[1].revents) {
+		ssize_t n = read(h->err, chunk, sizeof(chunk));
+		if (n > 0)
+			buf_append(&h->ebuf, chunk, (size_t)n);
+	}
+	if (p[0].revents) {
+		ssize_t n = read(h->out, chunk, sizeof(chunk));
+		if (n <= 0) {
+			h->out_eof = true;
+			return;
+		}
+		buf_append(&h->obuf, chunk, (size_t)n);
+		const char *nl;
+		while ((nl = memchr(buf_head(&h->obuf), '\n', buf_size(&h->obuf)))) {
+			size_t len = (size_t)(nl - buf_head(&h->obuf));
+			struct json_doc *doc = NULL;
+			struct json_err jerr;
+			ck_assert_msg(json_parse(buf_head(&h->obuf), len, 0, 0, &doc, &jerr) == 0,
+				      "the bridge wrote a line that is not JSON: %.*s", (int)len, buf_head(&h->obuf));
+			ck_assert_uint_lt(h->n_msgs, ELEMENTSOF(h->msgs));
+			h->msgs[h->n_msgs++] = doc;
+			buf_consume(&h->obuf, len + 1);
+		}
+	}
+}
+
+/* The text of a message's id, or "" when it has none. */
+static bool id_is(const struct json *m, const char *id)
+{
+	const struct json *v = json_get(m, "id");
+	if (!v)
+		return false;
+	struct buf b = { 0 };
+	json_canonical(v, &b);
+	buf_putc(&b, '\0');
+	bool same = str_eq(buf_head(&b), id);
+	buf_free(&b);
+	return same;
+}
+
+/* Waits for the answer with id (its JSON text), or for a message of method
+ * (id NULL); NULL on timeout or EOF. */
+static const struct json *host_wait(struct host *h, const char *id, const char *method, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + tc_wait_scaled(timeout_ms);
+	for (;;) {
+		for (size_t i = 0; i < h->n_msgs; i++) {
+			const struct json *m = json_doc_root(h->msgs[i]);
+			if (h->taken[i])
+				continue;
+			if (id ? (id_is(m, id) && !json_get(m, "method"))
+			       : str_eq(json_str(json_get(m, "method")), method)) {
+				h->taken[i] = true;
+				return m;
+			}
+		}
+		if (h->out_eof || tc_now_ms() >= end)
+			return NULL;
+		host_pump(h, 50);
+	}
+}
+
+/* How many messages of method came so far. */
+static size_t host_count(struct host *h, const char *method)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < h->n_msgs; i++)
+		if (str_eq(json_str(json_get(json_doc_root(h->msgs[i]), "method")), method))
+			n++;
+	return n;
+}
+
+/* Closes the bridge's stdin and returns its exit status (-1: still running
+ * after timeout_ms, then killed). */
+static int host_end(struct host *h, bool close_stdin, int timeout_ms)
+{
+	if (close_stdin && h->in >= 0) {
+		close(h->in);
+		h->in = -1;
+	}
+	uint64_t end = tc_now_ms() + tc_wait_scaled(timeout_ms);
+	int status, ret = -1;
+	while (tc_now_ms() < end) {
+		host_pump(h, 20);
+		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+			ret = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			break;
+		}
+	}
+	if (ret < 0) {
+		kill(h->pid, SIGKILL);
+		waitpid(h->pid, &status, 0);
+	}
+	while (!h->out_eof)
+		host_pump(h, 100);
+	host_pump(h, 0);
+	return ret;
+}
+
+static void host_free(struct host *h)
+{
+	if (h->in >= 0)
+		close(h->in);
+	close(h->out);
+	close(h->err);
+	for (size_t i = 0; i < h->n_msgs; i++)
+		json_doc_unref(h->msgs[i]);
+	buf_free(&h->obuf);
+	buf_free(&h->ebuf);
+}
+
+static const char *host_stderr(struct host *h)
+{
+	buf_putc(&h->ebuf, '\0');
+	h->ebuf.len--;
+	return buf_head(&h->ebuf);
+}
+
+#define RESTART_CFG "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}"
+
+START_TEST(bridge_outlives_a_daemon_restart)
+{
+	struct tcd d;
+	tcd_start(&d, RESTART_CFG);
+	tcd_put(&d, "hello.txt", "hi there");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+		      "\"2025-06-18\",\"capabilities\":{\"roots\":{}},\"clientInfo\":{\"name\":\"host\",\"version\":\"1\"}}}");
+	const struct json *m = host_wait(&h, "1", NULL, 10000);
+	ck_assert_ptr_nonnull(m);
+	const char *sid_text = tj_str(m, "result.sessionId");
+	ck_assert_ptr_nonnull(sid_text);
+	char *sid = xstrdup(sid_text);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	/* The host answers the daemon's roots/list with the workspace. */
+	m = host_wait(&h, NULL, "roots/list", 10000);
+	ck_assert_ptr_nonnull(m);
+	char *roots_id = tj_text(tj(m, "id"));
+	char *answer = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"roots\":[{\"uri\":\"file://%s\"}]}}",
+				 roots_id, d.ws);
+	host_send(&h, answer);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"events/subscribe\",\"params\":{\"types\":[\"tool.completed\"]}}");
+	ck_assert_ptr_nonnull(host_wait(&h, "2", NULL, 10000));
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+		      "\"arguments\":{\"path\":\"hello.txt\"}}}");
+	m = host_wait(&h, "3", NULL, 10000);
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.content"), "hi there");
+	ck_assert_ptr_nonnull(host_wait(&h, NULL, "notifications/event", 10000));
+
+	/* A call in flight when the daemon dies. */
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		      "\"arguments\":{\"command\":\"sleep 10\"}}}");
+	ck_assert(tcd_wait_stat(&d, "result.running", 1, 10000));
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+
+	/* It is answered transient, as an isError result the model sees. */
+	m = host_wait(&h, "4", NULL, 10000);
+	ck_assert_msg(m, "no answer to the call in flight; stderr: %s", host_stderr(&h));
+	ck_assert(tj_bool(m, "result.isError"));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "result.structuredContent.error.retryable"));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.tool"), "shell");
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "retry"));
+	ck_assert(tc_wait_until((host_pump(&h, 10), strstr(host_stderr(&h), "lost the connection")), 5000));
+
+	/* A request sent while the daemon is away waits for the next one. */
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}");
+	host_pump(&h, 300);
+	ck_assert(!h.out_eof);
+
+	/* The daemon comes back on the same socket. */
+	size_t roots_asked = host_count(&h, "roots/list");
+	size_t changed = host_count(&h, "notifications/tools/list_changed");
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	ck_assert_msg(host_wait(&h, NULL, "notifications/tools/list_changed", 15000), "stderr: %s",
+		      host_stderr(&h));
+	ck_assert_uint_eq(host_count(&h, "notifications/tools/list_changed"), changed + 1);
+	ck_assert(tj_has(host_wait(&h, "5", NULL, 10000), "result"));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), "reconnected"));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), sid));
+
+	/* The next call works, in the same session; the subscription goes on. */
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+		      "\"arguments\":{\"path\":\"hello.txt\"}}}");
+	m = host_wait(&h, "6", NULL, 10000);
+	ck_assert_msg(m && !tj_bool(m, "result.isError"), "stderr: %s", host_stderr(&h));
+	ck_assert_ptr_nonnull(host_wait(&h, NULL, "notifications/event", 10000));
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		      "\"arguments\":{\"command\":\"sleep 21\"}}}");
+	ck_assert(tcd_wait_stat(&d, "result.running", 1, 10000));
+	struct tcc *c = tcc_connect(&d);
+	char *cancel = xasprintf("{\"sessionId\":\"%s\"}", sid);
+	m = tcc_request(c, "sessions/cancel", cancel);
+	ck_assert_int_eq(tj_int(m, "result.cancelled"), 1);
+	m = host_wait(&h, "7", NULL, 10000);
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "cancelled");
+	tcc_close(c);
+	/* The new daemon's roots/list was answered by the bridge from what
+	 * the host said before. */
+	ck_assert_uint_eq(host_count(&h, "roots/list"), roots_asked);
+
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	ck_assert(!strstr(host_stderr(&h), "giving up"));
+	host_free(&h);
+	free(cancel);
+	free(answer);
+	free(roots_id);
+	free(sid);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(bridge_gives_up_when_the_daemon_stays_away)
+{
+	struct tcd d;
+	tcd_start(&d, "{}");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "1", NULL };
+	host_start(&h, args);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}");
+	ck_assert_ptr_nonnull(host_wait(&h, "1", NULL, 10000));
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+
+	/* After --reconnect-s, the waiting request gets an error that says
+	 * what happened, and the bridge ends. */
+	ck_assert_int_eq(host_end(&h, false, 15000), 3);
+	const struct json *m = host_wait(&h, "2", NULL, 1000);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(tj_int(m, "error.code"), -32603);
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "error.message"), "did not come back within 1 s"));
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "error.message"), d.sock));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), "lost the connection"));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), "giving up"));
+	host_free(&h);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(provider_formats)
 {
 	struct tcd d;
@@ -302,6 +603,8 @@ int main(void)
 	tcase_add_test(tc, bridge_keeps_what_the_host_sent);
 	tcase_add_test(tc, bridge_says_when_the_daemon_is_down);
 	tcase_add_test(tc, provider_formats);
+	tcase_add_test(tc, bridge_outlives_a_daemon_restart);
+	tcase_add_test(tc, bridge_gives_up_when_the_daemon_stays_away);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
