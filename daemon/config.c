@@ -101,6 +101,7 @@ void config_init(struct config *c)
 			.turn_budget_us = 1000,
 			.io_threads = 4,
 			.idle_timeout_ms = 0,
+			.session_resume_s = 300,
 			.event_queue = 1024,
 		},
 		.retry = { .max_attempts = d.max_attempts, .base_delay_ms = d.base_delay_ms,
@@ -410,6 +411,7 @@ static const struct field limits_fields[] = {
 	U32("io_threads", limits.io_threads, 1, 64),
 	U32("per_uid_queue", limits.per_uid_queue, 0, 100000000),
 	U32("session_confirmations", limits.session_confirmations, 1, 1000000),
+	U32("session_resume_s", limits.session_resume_s, 0, 86400),
 	{},
 };
 

@@ -44,6 +44,9 @@
  *                                                         lines wait for a later turn
  *   limits.per_uid_queue                  0..100000000    4096: calls waiting per peer uid
  *   limits.session_confirmations          1..1000000      64: confirmations pending per session
+ *   limits.session_resume_s               0..86400        300: a session is kept this long after
+ *                                                         its last connection closed, for its
+ *                                                         client to come back (initialize sessionId)
  *   limits.io_threads                     1..64           4: worker threads for blocking file work
  *   limits.idle_timeout_ms                0..2^32-1       0: never disconnect idle clients
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
@@ -163,6 +166,7 @@ struct config {
 		unsigned io_threads;		/* worker threads for file work */
 		uint32_t per_uid_queue;		/* calls waiting per uid */
 		uint32_t session_confirmations;	/* confirmations pending per session */
+		uint32_t session_resume_s;	/* a session outlives its last connection */
 		struct config_tool_cap *per_tool;
 		size_t n_per_tool;
 		uint32_t event_queue;

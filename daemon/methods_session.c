@@ -96,10 +96,10 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 		return;
 	}
 	client_session_peer(c, session);
-	if (wsv && !str_eq(session->ws->root, ws->root)) {
+	if (wsv && !str_eq(session->base->root, ws->root)) {
 		ws_unref(ws);
+		methods_invalid_params(p, "Session '%s' already works in '%s'", session->id, session->base->root);
 		session_unref(session);
-		methods_invalid_params(p, "Session '%s' already works in '%s'", session->id, session->ws->root);
 		return;
 	}
 	ws_unref(ws);

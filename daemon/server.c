@@ -21,6 +21,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/durable.h"
 #include "daemon/load.h"
@@ -172,6 +173,7 @@ int server_init(struct server *s, char **ret_err)
 	conns_init(&s->conns, s->ev, &s->peers, methods_handle);
 	s->loop = tc_loop_ev_new(s->ev);
 	s->sessions = session_table_new();
+	client_sessions_init(s);
 
 	/* Before any thread (unshare() refuses a process that has some) and
 	 * before any directory is opened (an fd of one stays in the namespace
@@ -306,6 +308,7 @@ void server_free(struct server *s)
 	registry_unref(s->registry);
 	ws_unref(s->default_ws);
 	s->ws_roots = ws_roots_free(s->ws_roots);
+	client_sessions_done(s);
 	s->sessions = session_table_free(s->sessions);
 	peers_done(&s->peers);
 	sandbox_shutdown();

@@ -387,7 +387,9 @@ static char *params_with_session(const char *params, const char *sid)
 	if (json_parse(params, strlen(params), 0, 0, &doc, &err) == 0) {
 		const struct json *p = json_doc_root(doc);
 		for (size_t i = 0; p->type == JSON_OBJECT && i < p->u.obj.n; i++) {
-			if (str_eq(p->u.obj.members[i].key, "sessionId"))
+			/* A session taken back keeps the budget it has left. */
+			if (str_eq(p->u.obj.members[i].key, "sessionId") ||
+			    str_eq(p->u.obj.members[i].key, "budget"))
 				continue;
 			jgen_key(g, p->u.obj.members[i].key);
 			jgen_value(g, p->u.obj.members[i].value);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -533,6 +534,74 @@ START_TEST(bridge_gives_up_when_the_daemon_stays_away)
 }
 END_TEST
 
+/* The number of sessions the daemon holds (kept ones included). */
+static int64_t sessions_held(struct tcd *d)
+{
+	struct tcc *c = tcc_connect(d);
+	int64_t n = tj_int(tcc_request(c, "admin/stats", NULL), "result.sessions");
+	tcc_close(c);
+	return n;
+}
+
+START_TEST(session_resumes_after_its_connection_closed)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"session_resume_s\":2},\"workspaces\":{\"allowed\":[\"@DIR@/other\"]}}");
+	char *other = xasprintf("%s/other", d.dir);
+	ck_assert_int_eq(mkdir(other, 0755), 0);
+	ck_assert_int_eq(tcd_stop(&d), 0);	/* allowed roots are resolved at start */
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	char *other_file = xasprintf("%s/o.txt", other);
+	tc_write_file_atomic(other_file, "other", 5);
+
+	struct tcc *c = tcc_connect(&d);
+	char *init = xasprintf("\"workspace\":\"%s\",\"budget\":{\"toolCalls\":2}", other);
+	const struct json *r = tcc_initialize(c, init);
+	char *sid = xstrdup(tj_str(r, "sessionId"));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"o.txt\"}"));
+	tcc_close(c);
+
+	/* Back within session_resume_s: the same workspace, one call left. */
+	c = tcc_connect(&d);
+	char *again = xasprintf("\"sessionId\":\"%s\"", sid);
+	r = tcc_initialize(c, again);
+	ck_assert_str_eq(tj_str(r, "workspace"), other);
+	ck_assert_str_eq(tcc_raw(c, tj(r, "sessionId")), tcc_fmt(c, "\"%s\"", sid));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"o.txt\"}"));
+	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"o.txt\"}"), "budget_exceeded");
+	tcc_close(c);
+
+	/* Past it, the session is gone: the id makes a fresh one. */
+	ck_assert(tc_wait_until(sessions_held(&d) == 0, 10000));
+	c = tcc_connect(&d);
+	r = tcc_initialize(c, again);
+	ck_assert_str_eq(tj_str(r, "workspace"), d.ws);
+	tcc_close(c);
+	free(again);
+	free(init);
+	free(sid);
+	free(other_file);
+	free(other);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(session_resume_off)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"session_resume_s\":0}}");
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, "\"budget\":{\"toolCalls\":1}");
+	ck_assert_int_eq(sessions_held(&d), 1);
+	tcc_close(c);
+	ck_assert(tc_wait_until(sessions_held(&d) == 0, 10000));
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(provider_formats)
 {
 	struct tcd d;
@@ -605,6 +674,8 @@ int main(void)
 	tcase_add_test(tc, provider_formats);
 	tcase_add_test(tc, bridge_outlives_a_daemon_restart);
 	tcase_add_test(tc, bridge_gives_up_when_the_daemon_stays_away);
+	tcase_add_test(tc, session_resumes_after_its_connection_closed);
+	tcase_add_test(tc, session_resume_off);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
