@@ -430,6 +430,31 @@ static int parse_timeout(const char *s, int64_t *ret)
 	return 0;
 }
 
+/*
+ * Takes -s PATH (--socket PATH, --socket=PATH) after the command's name
+ * too, as every command accepts it there; returns the arguments left (in
+ * place), or -1 after a usage error.
+ */
+static int take_socket_option(struct opts *o, char **args, int n)
+{
+	int kept = 0;
+	for (int i = 0; i < n; i++) {
+		const char *a = args[i];
+		if (str_eq(a, "-s") || str_eq(a, "--socket")) {
+			if (i + 1 >= n) {
+				fprintf(stderr, "toolcallctl: %s needs a socket path\n", a);
+				return -1;
+			}
+			o->socket = args[++i];
+		} else if (str_has_prefix(a, "--socket=")) {
+			o->socket = a + strlen("--socket=");
+		} else {
+			args[kept++] = args[i];
+		}
+	}
+	return kept;
+}
+
 /* Runs the command line; returns the exit status. */
 static int run(int argc, char **argv)
 {
@@ -484,6 +509,10 @@ static int run(int argc, char **argv)
 	}
 	char **args = argv + optind + 1;
 	int n = argc - optind - 1;
+	if (!cmd->bridge)
+		n = take_socket_option(&o, args, n);
+	if (n < 0)
+		return EXIT_USAGE;
 	if (n < cmd->min_args || (cmd->max_args >= 0 && n > cmd->max_args)) {
 		fprintf(stderr, "Usage: toolcallctl %s %s\n", cmd->name, cmd->args);
 		return EXIT_USAGE;
@@ -506,7 +535,7 @@ static int run(int argc, char **argv)
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGTERM);
 
-	_cleanup_free_ char *socket_path = o.socket ? xstrdup(o.socket) : default_socket_path();
+	_cleanup_free_ char *socket_path = o.socket ? xstrdup(o.socket) : default_socket_client_path();
 	if (cmd->bridge)
 		return ctl_mcp(socket_path, args, n);
 	struct client c = {
@@ -526,7 +555,8 @@ static int run(int argc, char **argv)
 	}
 	int r = client_connect(&c, socket_path);
 	if (r < 0) {
-		fprintf(stderr, "toolcallctl: cannot connect to %s: %s\n", socket_path, strerror(-r));
+		_cleanup_free_ char *hint = client_connect_hint(socket_path, -r);
+		fprintf(stderr, "toolcallctl: cannot connect to %s: %s\n", socket_path, hint);
 		free(o.call_args);
 		return EXIT_CONNECT;
 	}

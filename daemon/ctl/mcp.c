@@ -797,10 +797,8 @@ static int answer_unreachable(const char *socket, int err)
 		if (json_parse(buf_head(&in), len, 0, 0, &doc, &jerr) == 0)
 			id = json_get(json_doc_root(doc), "id");
 		if (id) {
-			char *msg = xasprintf("toolcalld is not reachable: cannot connect to %s: %s. Start it "
-					      "(`toolcalld` in the workspace, or `systemctl --user start "
-					      "toolcalld.socket`), or name its socket with -s.",
-					      socket, strerror(err));
+			_cleanup_free_ char *hint = client_connect_hint(socket, err);
+			char *msg = xasprintf("toolcalld is not reachable: cannot connect to %s: %s", socket, hint);
 			struct buf out = {0};
 			struct jgen *g = jgen_new(&out);
 			jgen_obj_open(g);
@@ -825,7 +823,8 @@ static int answer_unreachable(const char *socket, int err)
 		buf_consume(&in, len + 1);	/* a notification: nothing to answer */
 	}
 	buf_free(&in);
-	fprintf(stderr, "toolcallctl mcp: cannot connect to %s: %s\n", socket, strerror(err));
+	_cleanup_free_ char *hint = client_connect_hint(socket, err);
+	fprintf(stderr, "toolcallctl mcp: cannot connect to %s: %s\n", socket, hint);
 	return EXIT_CONNECT;
 }
 
