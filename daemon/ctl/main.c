@@ -395,10 +395,12 @@ static void usage(FILE *f)
 		fprintf(f, "  %-28s %s\n", head, commands[i].help);
 	}
 	fprintf(f, "\nOptions:\n"
-		   "  -s, --socket PATH       the daemon's socket (default: $TOOLCALLD_SOCKET, else\n"
-		   "                          $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock\n"
-		   "                          for root or who may write there, else\n"
-		   "                          /tmp/toolcalld-UID/toolcalld.sock: the daemon's rule)\n"
+		   "  -s, --socket PATH       the daemon's socket, before or after the command (default:\n"
+		   "                          $TOOLCALLD_SOCKET, else the daemon's rule when a socket is\n"
+		   "                          there: $XDG_RUNTIME_DIR/toolcalld.sock, else\n"
+		   "                          /run/toolcalld/toolcalld.sock for root or who may write there,\n"
+		   "                          else /tmp/toolcalld-UID/toolcalld.sock; else the system socket\n"
+		   "                          /run/toolcalld/toolcalld.sock when it exists)\n"
 		   "  -t, --timeout MS        how long to wait for an answer; 0 waits forever\n"
 		   "                          (default: %d ms; none for call; %d ms for list,\n"
 		   "                          which waits for MCP servers to start)\n"
