@@ -232,9 +232,18 @@ void config_free(struct config *c);
  * replaces the contents of c (which must hold a config, e.g. from
  * config_init) and returns 0. On failure leaves c untouched, returns a
  * negative errno and stores a message in *ret_err: "FILE:LINE:COL: message"
- * for anything wrong inside the file, "FILE: reason" when it cannot be read.
+ * for anything wrong inside the file (every mistake found, one a line; a
+ * JSON syntax error stops the reading there), "FILE: reason" when it
+ * cannot be read.
  */
 int config_load(struct config *c, const char *path, char **ret_err);
+/*
+ * Same, but when the file could be parsed and only its values are wrong,
+ * c gets what could be read (defaults for the rest) and 1 is returned:
+ * what depends on it (the tool files of its tools_dir) can then be checked
+ * in the same run. *ret_err holds every error, one a line.
+ */
+int config_check(struct config *c, const char *path, char **ret_err);
 
 /*
  * Same, from text in memory. name is used in messages; relative paths are
