@@ -18,7 +18,11 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/server_state.h"
+#include "lib/dispatch.h"
 #include "lib/identity.h"
+#include "lib/registry.h"
+#include "lib/store.h"
+#include "proto/json.h"
 #include "lib/list.h"
 #include "lib/map.h"
 #include "lib/session.h"
@@ -83,6 +87,17 @@ int client_open_workspace(struct conn *c, const char *path, struct workspace **r
 
 /* --- sessions kept for a client to come back -------------------------------- */
 
+/* A session's record as last written to the shared store. */
+struct saved {
+	char *rec;			/* what was written last */
+	uint64_t at;			/* when */
+};
+
+/* How often changed sessions are written to the shared store. */
+#define SAVE_EVERY_S 1.0
+
+static void on_save_timer(struct ev_loop *ev, ev_timer *w, int revents);
+
 /* A session kept after a connection that used it closed. */
 struct kept {
 	struct list node;		/* in kept_sessions.all, oldest first */
@@ -104,6 +119,8 @@ struct kept_sessions {
 	struct map *by_uid;		/* uid -> struct kept_uid */
 	size_t n;
 	ev_timer timer;
+	struct map *saved;		/* session id -> struct saved */
+	ev_timer save_timer;
 };
 
 static void kept_drop(struct kept_sessions *k, struct kept *e)
@@ -152,6 +169,11 @@ void client_sessions_init(struct server *s)
 	k->by_uid = map_new();
 	ev_init(&k->timer, on_kept_timer);
 	k->timer.data = k;
+	k->saved = map_new();
+	ev_timer_init(&k->save_timer, on_save_timer, SAVE_EVERY_S, SAVE_EVERY_S);
+	k->save_timer.data = k;
+	ev_timer_start(s->ev, &k->save_timer);
+	ev_unref(s->ev);	/* it alone does not keep the loop running */
 	s->kept = k;
 }
 
@@ -161,8 +183,17 @@ void client_sessions_done(struct server *s)
 	if (!k)
 		return;
 	ev_timer_stop(s->ev, &k->timer);
+	ev_ref(s->ev);
+	ev_timer_stop(s->ev, &k->save_timer);
 	while (!list_empty(&k->all))
 		kept_drop(k, list_first(&k->all, struct kept, node));
+	size_t it = 0;
+	void *v;
+	while (map_next(k->saved, &it, NULL, &v)) {
+		free(((struct saved *)v)->rec);
+		free(v);
+	}
+	map_free(k->saved);
 	map_free(k->by_id);
 	map_free(k->by_uid);
 	free(k);
@@ -173,6 +204,7 @@ void client_session_keep(struct server *s, struct session *session)
 {
 	struct kept_sessions *k = s->kept;
 	uint32_t resume_s = s->cfg.limits.session_resume_s;
+	client_session_save(s, session);
 	if (!k || !session || resume_s == 0 || s->stopping)
 		return;
 	struct kept *e = map_get(k->by_id, session->id);
@@ -227,4 +259,131 @@ void client_session_keep(struct server *s, struct session *session)
 size_t client_sessions_kept(const struct server *s)
 {
 	return s->kept ? s->kept->n : 0;
+}
+
+/* --- sessions in the shared store ------------------------------------------ */
+
+/*
+ * With Redis, a session's record (the workspace initialize chose, the
+ * budget left, the tools always allowed) is written to it when the session
+ * starts, when its last connection closes, and within a second of a
+ * change (a timer compares what it would write with what it wrote last),
+ * kept limits.session_resume_s: a daemon that starts afresh (a restart)
+ * takes the session back from it when a client names its id.
+ */
+struct store *client_session_store(struct server *s)
+{
+	if (!str_eq(s->cfg.store.kind, "redis") || s->cfg.limits.session_resume_s == 0)
+		return NULL;
+	return dispatch_store(s->dispatcher);
+}
+
+static char *session_record(const struct session *ss)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "workspace", ss->base->root);
+	if (ss->has_budget)
+		jgen_kv_int(g, "budget", ss->budget_left);
+	jgen_key(g, "allow");
+	jgen_arr_open(g);
+	size_t it = 0;
+	const char *name;
+	while (map_next(ss->always_allow, &it, &name, NULL))
+		jgen_str(g, name);
+	jgen_arr_close(g);
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
+/* Writes the session's record when it changed, or half its time is gone. */
+static void save(struct server *s, struct store *st, struct session *ss, bool now)
+{
+	struct kept_sessions *k = s->kept;
+	uint64_t keep_ms = (uint64_t)s->cfg.limits.session_resume_s * 1000;
+	_cleanup_free_ char *rec = session_record(ss);
+	struct saved *v = map_get(k->saved, ss->id);
+	uint64_t t = mono_ms();
+	if (!now && v && str_eq(v->rec, rec) && t - v->at < keep_ms / 2)
+		return;
+	store_session_put(st, ss->uid, ss->id, rec, strlen(rec), keep_ms);
+	if (!v) {
+		v = xcalloc(1, sizeof(*v));
+		map_put(k->saved, ss->id, v);
+	}
+	free(v->rec);
+	v->rec = TAKE_PTR(rec);
+	v->at = t;
+}
+
+void client_session_save(struct server *s, struct session *ss)
+{
+	struct store *st = client_session_store(s);
+	if (st && ss && s->kept)
+		save(s, st, ss, true);
+}
+
+static void on_save_timer(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct kept_sessions *k = w->data;
+	struct server *s = k->srv;
+	struct store *st = client_session_store(s);
+	size_t it = 0;
+	const char *id;
+	void *v;
+	/* What was written of sessions gone stays in the store its time. */
+	while (map_next(k->saved, &it, &id, &v)) {
+		if (st && session_find(s->sessions, id))
+			continue;
+		free(((struct saved *)v)->rec);
+		free(v);
+		map_remove(k->saved, id);
+	}
+	if (!st)
+		return;
+	it = 0;
+	while (map_next(s->sessions->by_id, &it, NULL, &v)) {
+		struct session *ss = v;
+		if (map_get(k->saved, ss->id))
+			save(s, st, ss, false);
+	}
+}
+
+int client_session_restore(struct conn *c, const char *id, const char *rec, size_t n)
+{
+	struct server *s = server_of(c);
+	_cleanup_(json_doc_unrefp) struct json_doc *doc = NULL;
+	struct json_err err;
+	if (json_parse(rec, n, 0, 8, &doc, &err) < 0 || json_doc_root(doc)->type != JSON_OBJECT)
+		return -EINVAL;
+	const struct json *root = json_doc_root(doc);
+	const char *path = json_str(json_get(root, "workspace"));
+	struct workspace *ws = NULL;
+	/* Judged again, as this client asking for it. */
+	if (!path || client_open_workspace(c, path, &ws) < 0)
+		return -EACCES;
+	struct session *ss = NULL;
+	int r = session_get(s->sessions, id, c->cred.uid, ws, &ss);
+	ws_unref(ws);
+	if (r < 0)
+		return r;
+	client_session_peer(c, ss);
+	int64_t budget;
+	if (json_get_int(json_get(root, "budget"), &budget) && budget >= 0) {
+		ss->has_budget = true;
+		ss->budget_left = budget;
+	}
+	const struct json *allow = json_get(root, "allow");
+	for (size_t i = 0; allow && allow->type == JSON_ARRAY && i < allow->u.arr.n; i++) {
+		const char *name = json_str(allow->u.arr.items[i]);
+		if (name && registry_find(s->registry, name))
+			map_put(ss->always_allow, name, (void *)1);
+	}
+	/* The table holds it while a connection or the keeper does: this
+	 * client's initialize joins it next. */
+	client_session_keep(s, ss);
+	session_unref(ss);
+	return 0;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 struct conn;
+struct store;
 struct server;
 struct session;
 struct workspace;
@@ -42,5 +43,15 @@ void client_sessions_done(struct server *s);
 void client_session_keep(struct server *s, struct session *session);
 /* How many sessions are kept for their clients to come back. */
 size_t client_sessions_kept(const struct server *s);
+
+/* The shared store session records go to (Redis, with session_resume_s),
+ * or NULL. */
+struct store *client_session_store(struct server *s);
+/* Writes the session's record to the shared store (when there is one). */
+void client_session_save(struct server *s, struct session *ss);
+/* Makes session id again from its record, for the client of c (its
+ * workspace judged again for it; tools no longer there left out): 0, or
+ * a negative errno (the record is then not used). */
+int client_session_restore(struct conn *c, const char *id, const char *rec, size_t n);
 
 #endif

@@ -401,13 +401,11 @@ static char *params_with_session(const char *params, const char *sid)
 	return buf_steal(&b);
 }
 
-/* A new connection: the daemon is told what the host told the old one,
- * then what the old one did not answer is sent again. */
-static void replay(struct relay *r)
+/* After the session is back: the rest of what the host had told the old
+ * connection, then what the old one did not answer, sent again. */
+static void replay_rest(struct relay *r)
 {
 	if (r->session_id && r->init_params) {
-		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id);
-		set_str(&r->own_init, own_request(r, "initialize", p));
 		if (r->initialized)
 			buf_puts(&r->own, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
 		r->answer_roots = r->roots != NULL;
@@ -422,8 +420,20 @@ static void replay(struct relay *r)
 			p->resend = false;
 		}
 	}
-	if (!r->own_init)
-		fprintf(stderr, "toolcallctl mcp: reconnected to %s\n", r->socket);
+}
+
+/* A new connection: first the host's initialize with the session id the
+ * daemon gave; nothing else goes until it is answered (the daemon may
+ * have to fetch the session from its store). */
+static void replay(struct relay *r)
+{
+	if (r->session_id && r->init_params) {
+		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id);
+		set_str(&r->own_init, own_request(r, "initialize", p));
+		return;
+	}
+	replay_rest(r);
+	fprintf(stderr, "toolcallctl mcp: reconnected to %s\n", r->socket);
 }
 
 /* An answer to the bridge's own request. */
@@ -438,6 +448,7 @@ static void own_answer(struct relay *r, const struct json *root, const char *id)
 	else
 		fprintf(stderr, "toolcallctl mcp: reconnected to %s, session %s\n", r->socket, r->session_id);
 	set_str(&r->own_init, NULL);
+	replay_rest(r);
 	/* The daemon may have new tools: the host asks for them again. */
 	tell_host(r, "notifications/tools/list_changed");
 }
@@ -522,8 +533,8 @@ static int drain_up(struct relay *r)
 {
 	for (;;) {
 		struct buf *b = !r->up_mid && buf_size(&r->own) ? &r->own : &r->up;
-		if (!buf_size(b))
-			return 0;
+		if (!buf_size(b) || (b == &r->up && r->own_init))
+			return 0;	/* the host's lines wait for the session to be back */
 		ssize_t w = send(r->sock, buf_head(b), buf_size(b), MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
@@ -683,7 +694,7 @@ static int relay_run(struct relay *r)
 
 		bool up_full = buf_size(&r->up) > RELAY_CAP;
 		bool down_full = buf_size(&r->down) + buf_size(&r->from) > RELAY_CAP;
-		bool sending = buf_size(&r->up) || buf_size(&r->own);
+		bool sending = (buf_size(&r->up) && !r->own_init) || buf_size(&r->own);
 		struct pollfd p[3] = {
 			{ .fd = r->in_eof || up_full ? -1 : r->in_fd, .events = POLLIN },
 			{ .fd = r->sock, .events = (down_full ? 0 : POLLIN) | (sending && !r->up_shut ? POLLOUT : 0) },

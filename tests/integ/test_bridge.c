@@ -20,6 +20,7 @@
 #include "proto/base/buf.h"
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/redis_server.h"
 
 START_TEST(tool_errors_as_results)
 {
@@ -534,6 +535,15 @@ START_TEST(bridge_gives_up_when_the_daemon_stays_away)
 }
 END_TEST
 
+/* The number of connections open (the one asking included). */
+static int64_t conns_open(struct tcd *d)
+{
+	struct tcc *c = tcc_connect(d);
+	int64_t n = tj_int(tcc_request(c, "admin/stats", NULL), "result.connections.open");
+	tcc_close(c);
+	return n;
+}
+
 /* The number of sessions the daemon holds (kept ones included). */
 static int64_t sessions_held(struct tcd *d)
 {
@@ -599,6 +609,51 @@ START_TEST(session_resume_off)
 	ck_assert(tc_wait_until(sessions_held(&d) == 0, 10000));
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
+}
+END_TEST
+
+/* With Redis, a session outlives the daemon that made it: the next one
+ * takes it back, with the budget it had left, by its id. */
+START_TEST(session_resumes_across_a_restart_with_redis)
+{
+	const char *why;
+	if (!redis_server_available(&why))
+		TC_SKIP("%s", why);
+	struct redis_server rs = { 0 };
+	redis_server_start(&rs);
+	char *cfg = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"sess:\"},"
+			      "\"limits\":{\"session_resume_s\":60}}", rs.sock);
+	struct tcd d;
+	tcd_start(&d, cfg);
+	tcd_put(&d, "a.txt", "alpha");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_initialize(c, "\"budget\":{\"toolCalls\":3}");
+	char *sid = xstrdup(tj_str(r, "sessionId"));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tcc_close(c);
+	/* The session's last state is written once its connection closed. */
+	ck_assert(tc_wait_until(conns_open(&d) == 1, 10000));
+	ck_assert_int_eq(tcd_stop(&d), 0);
+
+	/* A new daemon: the session, with two calls left. */
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	c = tcc_connect(&d);
+	char *again = xasprintf("\"sessionId\":\"%s\"", sid);
+	r = tcc_initialize(c, again);
+	ck_assert_str_eq(tj_str(r, "sessionId"), sid);
+	ck_assert_str_eq(tj_str(r, "workspace"), d.ws);
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"), "budget_exceeded");
+	tcc_close(c);
+
+	free(again);
+	free(sid);
+	free(cfg);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	redis_server_free(&rs);
 }
 END_TEST
 
@@ -676,6 +731,7 @@ int main(void)
 	tcase_add_test(tc, bridge_gives_up_when_the_daemon_stays_away);
 	tcase_add_test(tc, session_resumes_after_its_connection_closed);
 	tcase_add_test(tc, session_resume_off);
+	tcase_add_test(tc, session_resumes_across_a_restart_with_redis);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
