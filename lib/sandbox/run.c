@@ -453,8 +453,12 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->tmp_uid_parent = parent;
 	run->tmp_parent = xasprintf("%s/c", parent);
 	const struct ll_rules *rules = NULL;
-	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, &rules, ret_msg)) < 0)
+	/* With a mount namespace to come, denied paths in a writable
+	 * workspace are covered there, and the workspace's top is writable. */
+	bool cover = (f->mountns || (f->userns && !c->set_ids)) && req->profile == SANDBOX_WORKSPACE_WRITE;
+	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, cover, &rules, ret_msg)) < 0)
 		goto fail;
+	c->covers = rules ? ll_rules_covers(rules) : NULL;
 	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
 	note(run, rules != NULL, "landlock");
 	if (f->seccomp) {
@@ -490,7 +494,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	/* Where only the TMPDIRs would need it, a root daemon's child of
 	 * another uid gets no mount namespace but a second Landlock layer
 	 * (hide.c). */
-	if (f->mountns && rules && !run->ro_binds && hide_by_landlock(run, req, f, child_uid))
+	if (f->mountns && rules && !run->ro_binds && !c->covers && hide_by_landlock(run, req, f, child_uid))
 		ns = false;
 	else if (ns) {
 		c->tmp_parent = run->tmp_parent;

@@ -191,6 +191,8 @@ struct sandbox_child {
 	const char *gid_map;
 	const char *const *binds;		/* self-bind rw (keeps them in place) */
 	const char *const *ro_binds;		/* self-bind read-only */
+	const char *const *covers;		/* denied paths in a writable workspace:
+						 * an empty read-only mount over each */
 	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
 	const char *tmp_own;			/* empty tmpfs but for this call's own */
 	bool mounts_slave;			/* the daemon's are: no need to make them so */
