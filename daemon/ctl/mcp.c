@@ -55,6 +55,8 @@
 /* Longest line read from the host: beyond it the daemon would refuse the
  * message anyway; the bridge passes the excess through unparsed. */
 #define PARSE_MAX (8u << 20)
+/* Longest line of the daemon the bridge reads (to follow its answers). */
+#define PARSE_MAX_DOWN (64u << 20)
 /* How long the bridge tries to reach a daemon that went away, by default,
  * and at most. */
 #define RECONNECT_S_DEFAULT 60
@@ -108,6 +110,7 @@ struct relay {
 	bool line_passthru;		/* line too long to parse: relayed as it comes */
 	bool line_skip;			/* the rest of a long line half sent to a daemon gone */
 	struct buf from;		/* daemon's bytes, the last line incomplete */
+	bool from_passthru;		/* inside a daemon line too long to read */
 	struct buf down;		/* daemon -> host, complete lines */
 	bool in_eof, up_shut;
 
@@ -502,11 +505,21 @@ static void take_output(struct relay *r)
 {
 	for (;;) {
 		const char *nl = memchr(buf_head(&r->from), '\n', buf_size(&r->from));
+		size_t len = nl ? (size_t)(nl - buf_head(&r->from)) + 1 : buf_size(&r->from);
+		if (r->from_passthru || (!nl && len > PARSE_MAX_DOWN)) {
+			/* Longer than the bridge reads: relayed as it comes,
+			 * unread (an answer the bridge cannot see). */
+			buf_append(&r->down, buf_head(&r->from), len);
+			buf_consume(&r->from, len);
+			r->from_passthru = !nl;
+			if (!nl)
+				return;
+			continue;
+		}
 		if (!nl)
 			return;
-		size_t len = (size_t)(nl - buf_head(&r->from));
-		daemon_line(r, buf_head(&r->from), len);
-		buf_consume(&r->from, len + 1);
+		daemon_line(r, buf_head(&r->from), len - 1);
+		buf_consume(&r->from, len);
 	}
 }
 
@@ -590,6 +603,11 @@ static void lost(struct relay *r, int err)
 	close(r->sock);
 	r->sock = -1;
 	buf_clear(&r->from);
+	if (r->from_passthru) {
+		/* The host got part of a line: end it, so its next line parses. */
+		buf_append(&r->down, "\n", 1);
+		r->from_passthru = false;
+	}
 	buf_clear(&r->own);
 	if (r->up_mid) {
 		/* The daemon got part of a line: the rest would be garbage to
@@ -693,7 +711,8 @@ static int relay_run(struct relay *r)
 		}
 
 		bool up_full = buf_size(&r->up) > RELAY_CAP;
-		bool down_full = buf_size(&r->down) + buf_size(&r->from) > RELAY_CAP;
+		/* from holds at most one line being read (PARSE_MAX_DOWN). */
+		bool down_full = buf_size(&r->down) > RELAY_CAP;
 		bool sending = (buf_size(&r->up) && !r->own_init) || buf_size(&r->own);
 		struct pollfd p[3] = {
 			{ .fd = r->in_eof || up_full ? -1 : r->in_fd, .events = POLLIN },
