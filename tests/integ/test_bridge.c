@@ -496,6 +496,19 @@ START_TEST(bridge_outlives_a_daemon_restart)
 	 * the host said before. */
 	ck_assert_uint_eq(host_count(&h, "roots/list"), roots_asked);
 
+	/* A graceful restart (SIGTERM, as systemctl restart does): the same. */
+	changed = host_count(&h, "notifications/tools/list_changed");
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	ck_assert(tc_wait_until((host_pump(&h, 10), host_count(&h, "notifications/tools/list_changed") == changed + 1),
+				tc_wait_scaled(15000)));
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+		      "\"arguments\":{\"path\":\"hello.txt\"}}}");
+	m = host_wait(&h, "8", NULL, 10000);
+	ck_assert_msg(m && !tj_bool(m, "result.isError"), "stderr: %s", host_stderr(&h));
+	ck_assert(!h.out_eof);
+
 	ck_assert_int_eq(host_end(&h, true, 10000), 0);
 	ck_assert(!strstr(host_stderr(&h), "giving up"));
 	host_free(&h);
