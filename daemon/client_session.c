@@ -172,8 +172,6 @@ void client_sessions_init(struct server *s)
 	k->saved = map_new();
 	ev_timer_init(&k->save_timer, on_save_timer, SAVE_EVERY_S, SAVE_EVERY_S);
 	k->save_timer.data = k;
-	ev_timer_start(s->ev, &k->save_timer);
-	ev_unref(s->ev);	/* it alone does not keep the loop running */
 	s->kept = k;
 }
 
@@ -183,7 +181,6 @@ void client_sessions_done(struct server *s)
 	if (!k)
 		return;
 	ev_timer_stop(s->ev, &k->timer);
-	ev_ref(s->ev);
 	ev_timer_stop(s->ev, &k->save_timer);
 	while (!list_empty(&k->all))
 		kept_drop(k, list_first(&k->all, struct kept, node));
@@ -312,6 +309,10 @@ static void save(struct server *s, struct store *st, struct session *ss, bool no
 	if (!v) {
 		v = xcalloc(1, sizeof(*v));
 		map_put(k->saved, ss->id, v);
+		/* Armed while there are sessions to follow (an idle daemon
+		 * without them wakes for nothing). */
+		if (!ev_is_active(&k->save_timer))
+			ev_timer_start(s->ev, &k->save_timer);
 	}
 	free(v->rec);
 	v->rec = TAKE_PTR(rec);
@@ -341,8 +342,10 @@ static void on_save_timer(struct ev_loop *ev, ev_timer *w, int revents)
 		free(v);
 		map_remove(k->saved, id);
 	}
-	if (!st)
+	if (!st || map_size(k->saved) == 0) {
+		ev_timer_stop(ev, w);
 		return;
+	}
 	it = 0;
 	while (map_next(s->sessions->by_id, &it, NULL, &v)) {
 		struct session *ss = v;
