@@ -29,7 +29,8 @@ char *default_socket_path(void);
 
 /*
  * The socket toolcallctl tries without -s: $TOOLCALLD_SOCKET; else the
- * daemon's rule when a socket is there (a daemon of the user's own); else
+ * daemon's rule when a socket is there (a daemon of the user's own), or
+ * the user's own /tmp/toolcalld-UID directory exists; else
  * /run/toolcalld/toolcalld.sock when it exists (the system daemon, which a
  * member of its group may use: a user who may not is then told so, with
  * the socket's owner and group); else the daemon's rule.

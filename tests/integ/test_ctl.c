@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -226,8 +228,13 @@ static void fixture_wait_server(struct fixture *fx)
  */
 /* Where run_ctl sends toolcallctl's stdout instead of a file (NULL: a file). */
 static const char *stdout_to;
-/* The uid (and gid) run_ctl runs toolcallctl as (0: the test's own). */
+/* The uid (and gid) run_ctl runs toolcallctl as (0: the test's own), and
+ * a supplementary group it gets (0: none). */
 static uid_t run_as;
+static gid_t run_group;
+/* A directory run_ctl shows toolcallctl as /run/toolcalld, in a mount
+ * namespace of its own (NULL: none). */
+static const char *system_dir;
 
 static struct run run_ctl(struct fixture *fx, const char *input, const char *env_socket,
 			  const char *const *argv)
@@ -261,7 +268,14 @@ static struct run run_ctl(struct fixture *fx, const char *input, const char *env
 		dup2(o, 1);
 		dup2(e, 2);
 		unsetenv("XDG_RUNTIME_DIR");
-		if (run_as && (setgroups(0, NULL) < 0 || setgid(run_as) < 0 || setuid(run_as) < 0))
+		if (system_dir && (unshare(CLONE_NEWNS) < 0 ||
+				   mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+				   mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0 ||
+				   mkdir("/run/toolcalld", 0755) < 0 ||
+				   mount(system_dir, "/run/toolcalld", NULL, MS_BIND, NULL) < 0))
+			_exit(125);
+		if (run_as && (setgroups(run_group ? 1 : 0, &run_group) < 0 || setgid(run_as) < 0 ||
+			       setuid(run_as) < 0))
 			_exit(126);
 		if (env_socket)
 			setenv("TOOLCALLD_SOCKET", env_socket, 1);
@@ -662,6 +676,58 @@ START_TEST(permission_denied_names_owner_and_group)
 }
 END_TEST
 
+/* Without -s, a user with no daemon of its own finds the system daemon's
+ * socket: a member of its group connects, anyone else is told what to do. */
+START_TEST(system_socket_without_s)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP system_socket_without_s: needs root for a mount namespace and uid 65534\n");
+		return;
+	}
+	if (access("/tmp/toolcalld-65534", F_OK) == 0) {
+		fprintf(stderr, "SKIP system_socket_without_s: uid 65534 has a socket directory of its own\n");
+		return;
+	}
+	static const struct step ping[] = { { .method = "ping", .reply = OK("{}") }, {} };
+	struct fixture fx;
+	fixture_start(&fx, ping);
+	_cleanup_free_ char *sys = xasprintf("%s/toolcalld.sock", fx.dir);
+	ck_assert_int_eq(link(fx.sock, sys), 0);
+	ck_assert_int_eq(chmod(fx.dir, 0755), 0);
+	ck_assert_int_eq(chown(fx.sock, 0, 65533), 0);
+	ck_assert_int_eq(chmod(fx.sock, 0660), 0);
+	const char *names[] = { "out", "err", "in" };
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", fx.dir, names[i]);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fchmod(fd, 0666), 0);
+		close(fd);
+	}
+	system_dir = fx.dir;
+	run_as = 65534;
+
+	/* Not a member: whose the socket is, and what to do. */
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("ping"));
+	ck_assert_int_eq(r.status, 3);
+	ck_assert_msg(strstr(r.err, "/run/toolcalld/toolcalld.sock") && strstr(r.err, "Permission denied") &&
+		      strstr(r.err, "or use -s"), "%s", r.err);
+	run_free(&r);
+
+	/* A member: it connects. */
+	run_group = 65533;
+	r = run_ctl(&fx, NULL, NULL, ARGS("ping"));
+	run_group = 0;
+	run_as = 0;
+	system_dir = NULL;
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, "pong\n");
+	run_free(&r);
+	unlink(sys);
+	fixture_stop(&fx);
+}
+END_TEST
+
 START_TEST(closed_connection_exits_3)
 {
 	static const struct step script[] = { { .method = "ping", .reply = "CLOSE" }, {} };
@@ -1040,6 +1106,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, socket_option_after_the_command);
 	tcase_add_test(tc, cannot_connect_says_how_to_start);
 	tcase_add_test(tc, permission_denied_names_owner_and_group);
+	tcase_add_test(tc, system_socket_without_s);
 	tcase_add_test(tc, closed_connection_exits_3);
 	tcase_add_test(tc, garbage_exits_4);
 	tcase_add_test(tc, null_id_error_answers_the_request);
