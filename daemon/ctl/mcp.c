@@ -576,9 +576,11 @@ static int connect_nonblock(struct relay *r)
 	return 0;
 }
 
-/* Whether the request id is among the lines still waiting in up. */
-static bool queued(struct relay *r, const char *id)
+/* The ids of the requests still waiting in up (never sent), NULL-terminated. */
+static char **queued_ids(struct relay *r)
 {
+	char **ids = xcalloc(1, sizeof(*ids));
+	size_t n = 0;
 	const char *s = buf_head(&r->up), *end = s + buf_size(&r->up);
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
@@ -587,12 +589,20 @@ static bool queued(struct relay *r, const char *id)
 		struct json_err err;
 		if (len <= PARSE_MAX && json_parse(s, len, 0, 0, &doc, &err) == 0 &&
 		    json_get(json_doc_root(doc), "method") && json_get(json_doc_root(doc), "id")) {
-			_cleanup_free_ char *t = canonical(json_get(json_doc_root(doc), "id"));
-			if (str_eq(t, id))
-				return true;
+			ids = xreallocarray(ids, n + 2, sizeof(*ids));
+			ids[n++] = canonical(json_get(json_doc_root(doc), "id"));
+			ids[n] = NULL;
 		}
 		s += len + 1;
 	}
+	return ids;
+}
+
+static bool queued(char *const *ids, const char *id)
+{
+	for (; *ids; ids++)
+		if (str_eq(*ids, id))
+			return true;
 	return false;
 }
 
@@ -627,12 +637,13 @@ static void lost(struct relay *r, int err)
 	r->n_roots_asked = 0;
 	r->answer_roots = false;
 	set_str(&r->own_init, NULL);
-	if (r->subscribe_id && !queued(r, r->subscribe_id))
+	char **ids = queued_ids(r);
+	if (r->subscribe_id && !queued(ids, r->subscribe_id))
 		r->subscribed = false;	/* sent again as the host's, if at all */
 
 	for (size_t i = 0; i < r->n_pends;) {
 		struct pend *p = &r->pends[i];
-		if (queued(r, p->id)) {
+		if (queued(ids, p->id)) {
 			i++;
 			continue;
 		}
@@ -646,6 +657,9 @@ static void lost(struct relay *r, int err)
 						      : "toolcalld restarted before answering; send the request again");
 		pend_remove(r, p);
 	}
+	for (size_t i = 0; ids[i]; i++)
+		free(ids[i]);
+	free(ids);
 	if (r->reconnect_s > 0)
 		fprintf(stderr, "toolcallctl mcp: lost the connection to toolcalld (%s: %s); reconnecting for up to %d s\n",
 			r->socket, err ? strerror(err) : "closed", r->reconnect_s);
