@@ -434,7 +434,8 @@ START_TEST(bridge_outlives_a_daemon_restart)
 	char *answer = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"roots\":[{\"uri\":\"file://%s\"}]}}",
 				 roots_id, d.ws);
 	host_send(&h, answer);
-	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"events/subscribe\",\"params\":{\"types\":[\"tool.completed\"]}}");
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"events/subscribe\","
+		      "\"params\":{\"types\":[\"tool.completed\"]}}");
 	ck_assert_ptr_nonnull(host_wait(&h, "2", NULL, 10000));
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
 		      "\"arguments\":{\"path\":\"hello.txt\"}}}");

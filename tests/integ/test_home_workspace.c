@@ -36,7 +36,8 @@ START_TEST(home_workspace_top_is_writable)
 	}
 
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_call(c, "shell", "{\"command\":\"echo b > top.txt && mkdir top && echo c > top/x && echo wrote\"}");
+	const struct json *r = tcc_call(c, "shell", "{\"command\":\"echo b > top.txt && mkdir top && "
+						     "echo c > top/x && echo wrote\"}");
 	ck_assert_msg(tj_int(r, "result.structuredContent.exit_code") == 0, "%s", tj_text(r));
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "wrote\n");
 	char *top = tcd_read(&d, "top.txt", NULL);
