@@ -222,10 +222,18 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 		run->cg_memory_max = k->memory_max;
 		run->cg_pids_max = k->pids_max;
 	} else {
-		run->cgroup = xasprintf("%s/tc-%d-%" PRIu64, f->cgroup_dir, (int)getpid(), ++seq);
 		run->cg_memory_max = run->cg_pids_max = -1;
-		if (mkdir(run->cgroup, 0755) < 0) {
-			int e = -errno;
+		/* A daemon killed before it could remove its cgroups may have
+		 * had this pid: the names it left are passed over. */
+		int e;
+		for (unsigned i = 0;; i++) {
+			run->cgroup = xasprintf("%s/tc-%d-%" PRIu64, f->cgroup_dir, (int)getpid(), ++seq);
+			e = mkdir(run->cgroup, 0755) < 0 ? -errno : 0;
+			if (e != -EEXIST || i == 63)
+				break;
+			free(run->cgroup);
+		}
+		if (e < 0) {
 			*ret_msg = xasprintf("Could not make the call's cgroup %s: %s", run->cgroup, strerror(-e));
 			free(run->cgroup);
 			run->cgroup = NULL;

@@ -671,6 +671,43 @@ START_TEST(session_resumes_across_a_restart_with_redis)
 }
 END_TEST
 
+/* A daemon killed mid-call leaves its call cgroups behind (it could not
+ * remove them); a later daemon that gets the same pid passes their names
+ * over instead of failing its calls. */
+START_TEST(cgroups_left_by_a_killed_daemon)
+{
+	struct tcd d;
+	tcd_start(&d, RESTART_CFG);
+	char *log = tcd_log(&d);
+	const char *at = strstr(log, "cgroup v2 delegated: ");
+	if (!at) {
+		free(log);
+		ck_assert_int_eq(tcd_stop(&d), 0);
+		tcd_free(&d);
+		TC_SKIP("no delegated cgroup v2 subtree here");
+	}
+	at += strlen("cgroup v2 delegated: ");
+	char *dir = xstrndup(at, strcspn(at, " ("));
+	free(log);
+	char *left[3];
+	for (int i = 0; i < 3; i++) {
+		left[i] = xasprintf("%s/tc-%d-%d", dir, (int)d.pid, i + 1);
+		ck_assert_msg(mkdir(left[i], 0755) == 0 || errno == EEXIST, "%s: %s", left[i], strerror(errno));
+	}
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "shell", "{\"command\":\"echo ok\"}");
+	ck_assert_msg(tj_has(r, "result") && tj_int(r, "result.structuredContent.exit_code") == 0, "%s", tj_text(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	for (int i = 0; i < 3; i++) {
+		rmdir(left[i]);
+		free(left[i]);
+	}
+	free(dir);
+}
+END_TEST
+
 START_TEST(provider_formats)
 {
 	struct tcd d;
@@ -746,6 +783,7 @@ int main(void)
 	tcase_add_test(tc, session_resumes_after_its_connection_closed);
 	tcase_add_test(tc, session_resume_off);
 	tcase_add_test(tc, session_resumes_across_a_restart_with_redis);
+	tcase_add_test(tc, cgroups_left_by_a_killed_daemon);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
