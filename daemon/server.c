@@ -32,6 +32,8 @@
 #include "daemon/providers.h"
 #include "lib/audit.h"
 #include "lib/dispatch.h"
+#include "lib/store.h"
+#include "lib/tasks.h"
 #include "lib/iopool.h"
 #include "lib/loop.h"
 #include "lib/registry.h"
@@ -53,8 +55,12 @@ static void check_stopped(struct server *s)
 			ev_break(s->ev, EVBREAK_ALL);
 		return;
 	}
-	/* Lines already read are requests accepted: they are handled too. */
-	if (s->stopping && dispatch_inflight(s->dispatcher) == 0 && list_empty(&s->conns.backlog))
+	/* Lines already read are requests accepted: they are handled too;
+	 * and what the calls wrote to the shared store (outcomes, tasks,
+	 * sessions) reaches it before the daemon goes (within the grace
+	 * period; the store's own timeout ends an outage's wait). */
+	if (s->stopping && dispatch_inflight(s->dispatcher) == 0 && list_empty(&s->conns.backlog) &&
+	    !tasks_writing(s->tasks) && !store_writing(dispatch_store(s->dispatcher)))
 		ev_break(s->ev, EVBREAK_ALL);
 }
 

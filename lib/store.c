@@ -247,3 +247,8 @@ struct store_wait *store_session_get(struct store *s, uid_t uid, const char *id,
 {
 	return s->ops->session_get(s, uid, id, cb, arg);
 }
+
+bool store_writing(struct store *s)
+{
+	return s && s->ops->writing && s->ops->writing(s);
+}

@@ -130,6 +130,7 @@ struct store_ops {
 			    uint64_t keep_ms);
 	struct store_wait *(*session_get)(struct store *s, uid_t uid, const char *id,
 					  void (*cb)(void *arg, int r, const char *rec, size_t n), void *arg);
+	bool (*writing)(struct store *s);
 };
 
 struct store {
@@ -234,6 +235,10 @@ size_t store_entries(struct store *s);
 void store_session_put(struct store *s, uid_t uid, const char *id, const char *rec, size_t n, uint64_t keep_ms);
 struct store_wait *store_session_get(struct store *s, uid_t uid, const char *id,
 				     void (*cb)(void *arg, int r, const char *rec, size_t n), void *arg);
+/* Whether writes handed to the store are still on their way (a stopping
+ * daemon waits for them: the connection closes without a flush). */
+bool store_writing(struct store *s);
+
 /* Longest session record kept. */
 #define STORE_SESSION_MAX (64u << 10)
 

@@ -1829,6 +1829,12 @@ static struct store_wait *rs_session_get(struct store *s, uid_t uid, const char 
 	return w;
 }
 
+static bool rs_writing(struct store *s)
+{
+	struct rstore *r = RS(s);
+	return r->cmd && (!list_empty(&r->pending) || r->n_ends > 0);
+}
+
 static void rs_free(struct store *s)
 {
 	struct rstore *r = RS(s);
@@ -1948,6 +1954,7 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 }
 
 const struct store_ops store_redis_ops = {
+	.writing = rs_writing,
 	.session_put = rs_session_put,
 	.session_get = rs_session_get,
 	.name = "redis",

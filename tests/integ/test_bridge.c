@@ -708,6 +708,61 @@ START_TEST(cgroups_left_by_a_killed_daemon)
 }
 END_TEST
 
+/* A task across a restart through the bridge: its tasks/result, waiting
+ * when the daemon stops, is answered with the call's outcome (the stopping
+ * daemon lets the call finish, Redis keeps it, the next daemon tells it). */
+START_TEST(bridge_task_survives_a_restart)
+{
+	const char *why;
+	if (!redis_server_available(&why))
+		TC_SKIP("%s", why);
+	struct redis_server rs = { 0 };
+	redis_server_start(&rs);
+	char *cfg = xasprintf("{\"confirmation\":{\"default\":{\"execute\":\"auto\"}},"
+			      "\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"task:\"}}", rs.sock);
+	struct tcd d;
+	tcd_start(&d, cfg);
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+		      "\"2025-11-25\",\"capabilities\":{}}}");
+	ck_assert_ptr_nonnull(host_wait(&h, "1", NULL, 10000));
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		      "\"arguments\":{\"command\":\"sleep 1; echo done\"},\"task\":{\"ttl\":60000}}}");
+	const struct json *m = host_wait(&h, "2", NULL, 10000);
+	ck_assert_msg(m && tj_str(m, "result.task.taskId"), "%s", m ? tj_text(m) : "no answer");
+	char *task = tj_quote(tj_str(m, "result.task.taskId"));
+	char *get = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/result\",\"params\":{\"taskId\":%s}}", task);
+	host_send(&h, get);
+
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	m = host_wait(&h, "3", NULL, 20000);
+	ck_assert_msg(m, "no answer to tasks/result; stderr: %s", host_stderr(&h));
+	ck_assert_msg(tj_str(m, "result.structuredContent.stdout") &&
+		      str_eq(tj_str(m, "result.structuredContent.stdout"), "done\n"), "%s", tj_text(m));
+	/* Asked again of the new daemon, the same. */
+	free(get);
+	get = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/result\",\"params\":{\"taskId\":%s}}", task);
+	host_send(&h, get);
+	m = host_wait(&h, "4", NULL, 20000);
+	ck_assert_msg(m && str_eq(tj_str(m, "result.structuredContent.stdout"), "done\n"), "%s, stderr: %s",
+		      m ? tj_text(m) : "no answer", host_stderr(&h));
+	ck_assert(!h.out_eof);
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	free(get);
+	free(task);
+	free(cfg);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	redis_server_free(&rs);
+}
+END_TEST
+
 START_TEST(provider_formats)
 {
 	struct tcd d;
@@ -784,6 +839,7 @@ int main(void)
 	tcase_add_test(tc, session_resume_off);
 	tcase_add_test(tc, session_resumes_across_a_restart_with_redis);
 	tcase_add_test(tc, cgroups_left_by_a_killed_daemon);
+	tcase_add_test(tc, bridge_task_survives_a_restart);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
