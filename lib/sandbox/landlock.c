@@ -52,6 +52,7 @@ struct ll_rules {
 	int ruleset_fd;		/* made once from the rules and the TMPDIR parent */
 	char **covers;		/* denied paths the child covers (NULL-terminated), or NULL */
 	size_t n_covers;
+	bool split_writable;	/* a writable directory holds a denied path: it is not writable itself */
 };
 
 static struct ll_rules *cache[CACHE_MAX];
@@ -179,6 +180,8 @@ static void grant(struct builder *b, const char *path, uint64_t access)
 		return;
 	}
 	add_rule(b, path, &st, access & LL_FS_READ_DIR);
+	if (access & LL_FS_MAKE_REG)
+		b->r->split_writable = true;
 	DIR *d = opendir(path);
 	if (!d)
 		return;
@@ -229,6 +232,11 @@ static void grant_covered(struct builder *b, const char *ws)
 	b->deny = all;
 	b->n_deny = n_all;
 	free(keep);
+}
+
+bool ll_rules_split_writable(const struct ll_rules *rules)
+{
+	return rules->split_writable;
 }
 
 const char *const *ll_rules_covers(const struct ll_rules *rules)

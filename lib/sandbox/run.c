@@ -53,6 +53,7 @@ struct sandbox_run {
 	struct sandbox_child child;
 	char **binds;
 	char **ro_binds;
+	bool split_writable;		/* a writable directory holding a denied path is not writable itself */
 	gid_t *groups;
 	char *tmp_parent;
 	char uid_map[32];
@@ -467,6 +468,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, cover, &rules, ret_msg)) < 0)
 		goto fail;
 	c->covers = rules ? ll_rules_covers(rules) : NULL;
+	run->split_writable = rules && ll_rules_split_writable(rules);
 	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
 	note(run, rules != NULL, "landlock");
 	if (f->seccomp) {
@@ -746,11 +748,16 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	if (!denied)
 		return NULL;
 	return xasprintf("[sandbox] This may have been refused by the sandbox (profile %s): it allows reading "
-			 "files except private ones (such as ~/.ssh), writing only in %s, and %s. Work within "
+			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
 			 "that, or ask the user to loosen the tool's sandbox.",
 			 sandbox_profile_name(run->profile),
 			 run->profile == SANDBOX_WORKSPACE_WRITE
 				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"
 				 : "$TMPDIR and /dev/null",
+			 run->profile == SANDBOX_WORKSPACE_WRITE && run->split_writable
+				 ? "; a directory there that holds a private path (the workspace's top, when it is a "
+				   "home directory) takes no new entries itself: write in a subdirectory that exists, "
+				   "or with the file tools"
+				 : "",
 			 run->network ? "network access" : "no network access");
 }

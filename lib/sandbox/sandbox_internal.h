@@ -75,6 +75,9 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent,
 		 const struct ll_rules **ret, char **ret_msg);
 /* The paths the child covers (NULL-terminated), or NULL for none. */
 const char *const *ll_rules_covers(const struct ll_rules *rules);
+/* Whether a writable directory is not writable itself, only what it holds
+ * but a denied path (no mount namespace to cover that path). */
+bool ll_rules_split_writable(const struct ll_rules *rules);
 /* The ruleset of the rules. */
 int ll_rules_fd(const struct ll_rules *rules);
 int ll_ruleset_make(const struct ll_rules *rules, int abi, int *ret_fd);
