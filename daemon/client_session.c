@@ -216,14 +216,9 @@ void client_session_keep(struct server *s, struct session *session)
 		char key[24];
 		snprintf(key, sizeof(key), "%u", (unsigned)session->uid);
 		struct kept_uid *u = map_get(k->by_uid, key);
-		if (!u) {
-			u = xcalloc(1, sizeof(*u));
-			memcpy(u->key, key, sizeof(key));
-			map_put(k->by_uid, u->key, u);
-		}
 		/* Bounded: one uid keeps at most per_uid_connections sessions,
 		 * the daemon max_connections; beyond, the oldest go first. */
-		if (u->n >= s->cfg.limits.per_uid_connections) {
+		if (u && u->n >= s->cfg.limits.per_uid_connections) {
 			struct list *pos;
 			for (pos = k->all.next; pos != &k->all; pos = pos->next) {
 				struct kept *old = list_entry(pos, struct kept, node);

@@ -763,6 +763,37 @@ START_TEST(bridge_task_survives_a_restart)
 }
 END_TEST
 
+/* The sessions kept are bounded per uid: the oldest goes first. */
+START_TEST(sessions_kept_are_bounded)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"session_resume_s\":60,\"per_uid_connections\":2}}");
+	char *ids[3];
+	for (int i = 0; i < 3; i++) {
+		struct tcc *c = tcc_connect(&d);
+		ids[i] = xstrdup(tj_str(tcc_initialize(c, "\"budget\":{\"toolCalls\":1}"), "sessionId"));
+		tcc_close(c);
+		ck_assert(tc_wait_until(conns_open(&d) == 1, 10000));
+	}
+	ck_assert_int_eq(sessions_held(&d), 2);
+	/* The newest two are there (their budget was kept), the oldest not. */
+	struct tcc *c = tcc_connect(&d);
+	for (int i = 0; i < 3; i++) {
+		tcc_initialize(c, tcc_fmt(c, "\"sessionId\":\"%s\"", ids[i]));
+		tc_assert_ok(tcc_call(c, "stat", "{\"path\":\".\"}"));	/* one call left */
+		const struct json *r = tcc_call(c, "stat", "{\"path\":\".\"}");
+		if (i == 0)
+			tc_assert_ok(r);	/* a fresh session: no budget */
+		else
+			tc_assert_kind(r, "budget_exceeded");
+		free(ids[i]);
+	}
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(provider_formats)
 {
 	struct tcd d;
@@ -837,6 +868,7 @@ int main(void)
 	tcase_add_test(tc, bridge_gives_up_when_the_daemon_stays_away);
 	tcase_add_test(tc, session_resumes_after_its_connection_closed);
 	tcase_add_test(tc, session_resume_off);
+	tcase_add_test(tc, sessions_kept_are_bounded);
 	tcase_add_test(tc, session_resumes_across_a_restart_with_redis);
 	tcase_add_test(tc, cgroups_left_by_a_killed_daemon);
 	tcase_add_test(tc, bridge_task_survives_a_restart);
