@@ -131,6 +131,12 @@ struct relay {
 	struct pend *pends;
 	size_t n_pends;
 	unsigned own_seq;
+	/* Reconnecting: the backoff and the deadline hold until the new
+	 * connection has answered something (a daemon that takes the
+	 * connection and closes it at once is not a daemon back). */
+	uint64_t give_up_at, next_try, backoff;
+	uint64_t connected_at;
+	bool heard;
 	char *own_init;			/* id of the initialize sent again, until answered */
 };
 
@@ -503,6 +509,7 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 
 static void take_output(struct relay *r)
 {
+	r->heard = true;
 	for (;;) {
 		const char *nl = memchr(buf_head(&r->from), '\n', buf_size(&r->from));
 		size_t len = nl ? (size_t)(nl - buf_head(&r->from)) + 1 : buf_size(&r->from);
@@ -686,7 +693,6 @@ static void give_up(struct relay *r, int err)
 static int relay_run(struct relay *r)
 {
 	char chunk[65536];
-	uint64_t give_up_at = 0, next_try = 0, backoff = BACKOFF_FIRST_MS;
 	int last_err = 0;
 	for (;;) {
 		if (r->sock >= 0 && r->in_eof && !r->up_shut && buf_size(&r->up) == 0 && buf_size(&r->own) == 0) {
@@ -705,22 +711,22 @@ static int relay_run(struct relay *r)
 			if (r->reconnect_s == 0 || (r->in_eof && r->n_pends == 0 && buf_size(&r->up) == 0)) {
 				if (buf_size(&r->down) == 0)
 					return r->in_eof ? EXIT_OK : EXIT_CONNECT;
-			} else if (mono_ms() >= next_try) {
+			} else if (mono_ms() >= r->next_try) {
 				int k = connect_nonblock(r);
 				if (k == 0) {
-					backoff = BACKOFF_FIRST_MS;
-					give_up_at = 0;
+					r->heard = false;
+					r->connected_at = mono_ms();
 					replay(r);
 					continue;
 				}
 				last_err = -k;
-				if (mono_ms() >= give_up_at) {
+				if (mono_ms() >= r->give_up_at) {
 					give_up(r, last_err);
 					drain(r->out_fd, &r->down);
 					return EXIT_CONNECT;
 				}
-				next_try = mono_ms() + backoff;
-				backoff = MIN(backoff * 2, (uint64_t)BACKOFF_MAX_MS);
+				r->next_try = mono_ms() + r->backoff;
+				r->backoff = MIN(r->backoff * 2, (uint64_t)BACKOFF_MAX_MS);
 			}
 		}
 
@@ -736,7 +742,7 @@ static int relay_run(struct relay *r)
 		int timeout = -1;
 		if (r->sock < 0 && r->reconnect_s > 0) {
 			uint64_t now = mono_ms();
-			timeout = next_try > now ? (int)MIN(next_try - now, (uint64_t)INT32_MAX) : 0;
+			timeout = r->next_try > now ? (int)MIN(r->next_try - now, (uint64_t)INT32_MAX) : 0;
 		}
 		if (poll(p, 3, timeout) < 0) {
 			if (errno == EINTR && !interrupted)
@@ -779,9 +785,17 @@ static int relay_run(struct relay *r)
 					pend_remove(r, &r->pends[0]);
 			} else {
 				lost(r, gone);
-				give_up_at = mono_ms() + (uint64_t)r->reconnect_s * 1000;
-				next_try = mono_ms() + BACKOFF_FIRST_MS;
-				backoff = BACKOFF_FIRST_MS * 2;
+				if (r->heard || mono_ms() - r->connected_at >= 1000) {
+					/* A fresh outage (else the last one goes on). */
+					r->give_up_at = mono_ms() + (uint64_t)r->reconnect_s * 1000;
+					r->backoff = BACKOFF_FIRST_MS;
+				} else if (r->reconnect_s > 0 && mono_ms() >= r->give_up_at) {
+					give_up(r, gone ? gone : ECONNRESET);
+					drain(r->out_fd, &r->down);
+					return EXIT_CONNECT;
+				}
+				r->next_try = mono_ms() + r->backoff;
+				r->backoff = MIN(r->backoff * 2, (uint64_t)BACKOFF_MAX_MS);
 			}
 		}
 		if (buf_size(&r->down) && drain(r->out_fd, &r->down) < 0)
@@ -943,6 +957,7 @@ int ctl_mcp(const char *socket, char **args, int n)
 	int r = connect_nonblock(&rl);
 	if (r < 0)
 		return answer_unreachable(sock, -r);
+	rl.heard = true;
 	int status = relay_run(&rl);
 	relay_free(&rl);
 	return status;

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -794,6 +796,49 @@ START_TEST(sessions_kept_are_bounded)
 }
 END_TEST
 
+/* Something that takes the connection and drops it at once is not the
+ * daemon back: the bridge still gives up after --reconnect-s. */
+START_TEST(bridge_gives_up_on_a_socket_that_hangs_up)
+{
+	char dir[] = "/tmp/tc-bridge-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *sock = xasprintf("%s/s.sock", dir);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 16), 0);
+	pid_t srv = fork();
+	ck_assert_int_ge(srv, 0);
+	if (srv == 0) {
+		alarm(30);
+		for (;;) {
+			int fd = accept(lfd, NULL, NULL);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	close(lfd);
+	struct host h;
+	const char *args[] = { "mcp", "-s", sock, "--reconnect-s", "1", NULL };
+	host_start(&h, args);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}");
+	uint64_t t0 = tc_now_ms();
+	ck_assert_int_eq(host_end(&h, false, 15000), 3);
+	ck_assert_uint_lt(tc_now_ms() - t0, tc_wait_scaled(10000));
+	const struct json *m = host_wait(&h, "1", NULL, 1000);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "error.message"), "did not come back"));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), "giving up"));
+	host_free(&h);
+	kill(srv, SIGKILL);
+	waitpid(srv, NULL, 0);
+	unlink(sock);
+	rmdir(dir);
+	free(sock);
+}
+END_TEST
+
 START_TEST(provider_formats)
 {
 	struct tcd d;
@@ -866,6 +911,7 @@ int main(void)
 	tcase_add_test(tc, provider_formats);
 	tcase_add_test(tc, bridge_outlives_a_daemon_restart);
 	tcase_add_test(tc, bridge_gives_up_when_the_daemon_stays_away);
+	tcase_add_test(tc, bridge_gives_up_on_a_socket_that_hangs_up);
 	tcase_add_test(tc, session_resumes_after_its_connection_closed);
 	tcase_add_test(tc, session_resume_off);
 	tcase_add_test(tc, sessions_kept_are_bounded);
