@@ -643,15 +643,28 @@ START_TEST(session_resumes_across_a_restart_with_redis)
 	tcd_start(&d, cfg);
 	tcd_put(&d, "a.txt", "alpha");
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_initialize(c, "\"budget\":{\"toolCalls\":3}");
-	char *sid = xstrdup(tj_str(r, "sessionId"));
+	const struct json *r = tcc_request(c, "initialize", "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":"
+					   "{\"elicitation\":{\"form\":{}}},\"budget\":{\"toolCalls\":4}}");
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	char *sid = xstrdup(tj_str(r, "result.sessionId"));
+	/* write_file allowed for the rest of the session, through the client's
+	 * own elicitation. */
+	int64_t wid = tcc_send_request(c, "tools/call", "{\"name\":\"write_file\",\"arguments\":"
+				       "{\"path\":\"w.txt\",\"content\":\"x\"}}");
+	const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 5000);
+	ck_assert_ptr_nonnull(rq);
+	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
+			    "\"content\":{\"decision\":\"always_allow\"}}}", tcc_raw(c, tj(rq, "id"))));
+	tc_assert_ok(tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)wid), 5000));
 	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
 	tcc_close(c);
 	/* The session's last state is written once its connection closed. */
 	ck_assert(tc_wait_until(conns_open(&d) == 1, 10000));
 	ck_assert_int_eq(tcd_stop(&d), 0);
 
-	/* A new daemon: the session, with two calls left. */
+	/* A new daemon: the session, with two calls left, and write_file
+	 * still allowed (no approver, no elicitation here: it would be
+	 * refused otherwise). */
 	tcd_spawn(&d, NULL);
 	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
 	c = tcc_connect(&d);
@@ -659,7 +672,7 @@ START_TEST(session_resumes_across_a_restart_with_redis)
 	r = tcc_initialize(c, again);
 	ck_assert_str_eq(tj_str(r, "sessionId"), sid);
 	ck_assert_str_eq(tj_str(r, "workspace"), d.ws);
-	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"w2.txt\",\"content\":\"y\"}"));
 	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
 	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"), "budget_exceeded");
 	tcc_close(c);
