@@ -8,7 +8,10 @@
 #ifndef TC_CLIENT_SESSION_H
 #define TC_CLIENT_SESSION_H
 
+#include <stddef.h>
+
 struct conn;
+struct store;
 struct server;
 struct session;
 struct workspace;
@@ -26,5 +29,29 @@ struct ws_roots *client_resolve_roots(struct server *s);
  * directory opened: 0, -EINVAL (not absolute), or -EACCES for every
  * refusal. */
 int client_open_workspace(struct conn *c, const char *path, struct workspace **ret);
+
+/*
+ * Sessions outlive their connections by limits.session_resume_s: a client
+ * that comes back with the id within that time (initialize sessionId)
+ * finds its workspace, roots, budget and always_allow answers. keep takes
+ * a reference to session for that long, counted from the last connection
+ * that closed; the sessions kept are bounded per uid (per_uid_connections)
+ * and in all (max_connections), the oldest let go first.
+ */
+void client_sessions_init(struct server *s);
+void client_sessions_done(struct server *s);
+void client_session_keep(struct server *s, struct session *session);
+/* How many sessions are kept for their clients to come back. */
+size_t client_sessions_kept(const struct server *s);
+
+/* The shared store session records go to (Redis, with session_resume_s),
+ * or NULL. */
+struct store *client_session_store(struct server *s);
+/* Writes the session's record to the shared store (when there is one). */
+void client_session_save(struct server *s, struct session *ss);
+/* Makes session id again from its record, for the client of c (its
+ * workspace judged again for it; tools no longer there left out): 0, or
+ * a negative errno (the record is then not used). */
+int client_session_restore(struct conn *c, const char *id, const char *rec, size_t n);
 
 #endif

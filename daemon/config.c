@@ -102,6 +102,7 @@ void config_init(struct config *c)
 			.turn_budget_us = 1000,
 			.io_threads = 4,
 			.idle_timeout_ms = 0,
+			.session_resume_s = 300,
 			.event_queue = 1024,
 		},
 		.retry = { .max_attempts = d.max_attempts, .base_delay_ms = d.base_delay_ms,
@@ -412,6 +413,7 @@ static const struct field limits_fields[] = {
 	U32("io_threads", limits.io_threads, 1, 64),
 	U32("per_uid_queue", limits.per_uid_queue, 0, 100000000),
 	U32("session_confirmations", limits.session_confirmations, 1, 1000000),
+	U32("session_resume_s", limits.session_resume_s, 0, 86400),
 	{},
 };
 
@@ -502,8 +504,21 @@ static const struct field root_fields[] = {
 	{},
 };
 
-int config_load_text(struct config *c, const char *name, const char *base_dir,
-		     const char *text, size_t len, char **ret_err)
+/* Every error found, and how many more were left out. */
+static char *errors_found(struct cfg_parse *p)
+{
+	if (p->n_errors <= CFG_MAX_ERRORS)
+		return TAKE_PTR(p->err);
+	char *all = xasprintf("%s\n%s: %u more errors not shown", p->err, p->name, p->n_errors - CFG_MAX_ERRORS);
+	free(p->err);
+	p->err = NULL;
+	return all;
+}
+
+/* config_load_text; with partial, mistakes inside the file still leave
+ * in c what could be read, for what uses it to be checked too. */
+static int load_text(struct config *c, const char *name, const char *base_dir, const char *text, size_t len,
+		     bool partial, char **ret_err)
 {
 	_cleanup_(json_doc_unrefp) struct json_doc *doc = NULL;
 	struct cfg_parse p = { .name = name, .text = text, .len = len, .base_dir = base_dir };
@@ -525,8 +540,13 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
 	config_init(&tmp);
 	r = cfg_bind_section(&p, NULL, json_doc_root(doc), root_fields, NULL, &tmp);
 	if (r < 0) {
+		*ret_err = errors_found(&p);
+		if (partial) {
+			config_free(c);
+			*c = tmp;
+			return 1;
+		}
 		config_free(&tmp);
-		*ret_err = p.err;
 		return r;
 	}
 	/* tools_dir is read at every (re)load: a directory that cannot be
@@ -557,7 +577,13 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
 	return 0;
 }
 
-int config_load(struct config *c, const char *path, char **ret_err)
+int config_load_text(struct config *c, const char *name, const char *base_dir,
+		     const char *text, size_t len, char **ret_err)
+{
+	return load_text(c, name, base_dir, text, len, false, ret_err);
+}
+
+static int load(struct config *c, const char *path, bool partial, char **ret_err)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
@@ -592,5 +618,15 @@ int config_load(struct config *c, const char *path, char **ret_err)
 	else
 		*slash = '\0';
 
-	return config_load_text(c, path, abspath, text, len, ret_err);
+	return load_text(c, path, abspath, text, len, partial, ret_err);
+}
+
+int config_load(struct config *c, const char *path, char **ret_err)
+{
+	return load(c, path, false, ret_err);
+}
+
+int config_check(struct config *c, const char *path, char **ret_err)
+{
+	return load(c, path, true, ret_err);
 }

@@ -46,6 +46,9 @@
  *                                                         lines wait for a later turn
  *   limits.per_uid_queue                  0..100000000    4096: calls waiting per peer uid
  *   limits.session_confirmations          1..1000000      64: confirmations pending per session
+ *   limits.session_resume_s               0..86400        300: a session is kept this long after
+ *                                                         its last connection closed, for its
+ *                                                         client to come back (initialize sessionId)
  *   limits.io_threads                     1..64           4: worker threads for blocking file work
  *   limits.idle_timeout_ms                0..2^32-1       0: never disconnect idle clients
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
@@ -167,6 +170,7 @@ struct config {
 		unsigned io_threads;		/* worker threads for file work */
 		uint32_t per_uid_queue;		/* calls waiting per uid */
 		uint32_t session_confirmations;	/* confirmations pending per session */
+		uint32_t session_resume_s;	/* a session outlives its last connection */
 		struct config_tool_cap *per_tool;
 		size_t n_per_tool;
 		uint32_t event_queue;
@@ -232,9 +236,18 @@ void config_free(struct config *c);
  * replaces the contents of c (which must hold a config, e.g. from
  * config_init) and returns 0. On failure leaves c untouched, returns a
  * negative errno and stores a message in *ret_err: "FILE:LINE:COL: message"
- * for anything wrong inside the file, "FILE: reason" when it cannot be read.
+ * for anything wrong inside the file (every mistake found, one a line; a
+ * JSON syntax error stops the reading there), "FILE: reason" when it
+ * cannot be read.
  */
 int config_load(struct config *c, const char *path, char **ret_err);
+/*
+ * Same, but when the file could be parsed and only its values are wrong,
+ * c gets what could be read (defaults for the rest) and 1 is returned:
+ * what depends on it (the tool files of its tools_dir) can then be checked
+ * in the same run. *ret_err holds every error, one a line.
+ */
+int config_check(struct config *c, const char *path, char **ret_err);
 
 /*
  * Same, from text in memory. name is used in messages; relative paths are

@@ -16,7 +16,7 @@
 /* Records the first error, located at byte off of the text. Returns -EINVAL. */
 int cfg_fail(struct cfg_parse *p, size_t off, const char *key, const char *fmt, ...)
 {
-	if (p->err)
+	if (++p->n_errors > CFG_MAX_ERRORS)
 		return -EINVAL;
 
 	unsigned line, col;
@@ -27,10 +27,15 @@ int cfg_fail(struct cfg_parse *p, size_t off, const char *key, const char *fmt, 
 	_cleanup_free_ char *msg = xvasprintf(fmt, ap);
 	va_end(ap);
 
-	if (key)
-		p->err = xasprintf("%s:%u:%u: %s: %s", p->name, line, col, key, msg);
-	else
-		p->err = xasprintf("%s:%u:%u: %s", p->name, line, col, msg);
+	char *one = key ? xasprintf("%s:%u:%u: %s: %s", p->name, line, col, key, msg)
+			: xasprintf("%s:%u:%u: %s", p->name, line, col, msg);
+	if (p->err) {
+		char *both = xasprintf("%s\n%s", p->err, one);
+		free(p->err);
+		free(one);
+		one = both;
+	}
+	p->err = one;
 	return -EINVAL;
 }
 
@@ -263,19 +268,19 @@ int cfg_bind_section(struct cfg_parse *p, const char *key, const struct json *v,
 		return cfg_fail(p, v->off, key, "expected an object, got %s", cfg_got(v));
 	}
 
+	int ret = 0;
 	for (size_t i = 0; i < v->u.obj.n; i++) {
 		const struct json_member *m = &v->u.obj.members[i];
 		_cleanup_free_ char *k = cfg_key_path(key, m);
 		const struct field *f = fields;
 		while (f->key && !cfg_key_is(m, f->key))
 			f++;
-		if (!f->key)
-			return cfg_fail(p, cfg_key_offset(p, m->value), k, "%s", unknown ? unknown : "unknown key");
-		int r = parse_field(p, k, m->value, f, c);
+		int r = f->key ? parse_field(p, k, m->value, f, c)
+			       : cfg_fail(p, cfg_key_offset(p, m->value), k, "%s", unknown ? unknown : "unknown key");
 		if (r < 0)
-			return r;
+			ret = r;	/* the next key may be wrong too: go on */
 	}
-	return 0;
+	return ret;
 }
 
 void cfg_strv_free(char **v, size_t n)

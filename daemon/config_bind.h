@@ -32,8 +32,12 @@ struct cfg_parse {
 	const char *text;
 	size_t len;
 	const char *base_dir;	/* NULL: leave relative paths as written */
-	char *err;
+	char *err;		/* every error found, one a line (at most CFG_MAX_ERRORS) */
+	unsigned n_errors;	/* errors found, also those beyond the bound */
 };
+
+/* Errors of one file written out; the others are counted. */
+#define CFG_MAX_ERRORS 50
 
 enum field_kind {
 	F_U32,		/* uint32_t in [min, max] */
@@ -68,7 +72,9 @@ struct field {
 #define MS_MAX UINT32_MAX
 #define GIB (UINT64_C(1) << 30)
 
-/* Records the first error, located at byte off of the text. Returns -EINVAL. */
+/* Records an error, located at byte off of the text (a section goes on
+ * with its next key, so that one run finds every mistake). Returns
+ * -EINVAL. */
 int cfg_fail(struct cfg_parse *p, size_t off, const char *key, const char *fmt, ...) PRINTF(4, 5);
 /*
  * Finds where a member's key starts: the tree keeps only the value's

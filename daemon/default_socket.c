@@ -34,6 +34,26 @@ char *default_socket_path(void)
 	return xasprintf("%s/" DEFAULT_SOCKET_NAME, dir);
 }
 
+char *default_socket_client_path(void)
+{
+	const char *e = getenv("TOOLCALLD_SOCKET");
+	char *own = default_socket_path();
+	/* A socket of the user's own daemon, or its directory (a daemon of
+	 * theirs that is stopped): the daemon's rule. */
+	_cleanup_free_ char *own_dir = xstrdup(own);
+	*strrchr(own_dir, '/') = '\0';
+	bool own_dir_made = !str_eq(own_dir, DEFAULT_SOCKET_SYSTEM_DIR) && default_socket_is_private(own) &&
+			    access(own_dir, F_OK) == 0;
+	if ((e && *e) || access(own, F_OK) == 0 || own_dir_made)
+		return own;
+	static const char system_socket[] = DEFAULT_SOCKET_SYSTEM_DIR "/" DEFAULT_SOCKET_NAME;
+	if (!str_eq(own, system_socket) && (access(system_socket, F_OK) == 0 || errno == EACCES)) {
+		free(own);
+		return xstrdup(system_socket);
+	}
+	return own;
+}
+
 bool default_socket_is_private(const char *path)
 {
 	_cleanup_free_ char *dir = private_dir();

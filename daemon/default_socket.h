@@ -27,6 +27,16 @@
 /* Returns the default socket path (the rule above), as a new string. */
 char *default_socket_path(void);
 
+/*
+ * The socket toolcallctl tries without -s: $TOOLCALLD_SOCKET; else the
+ * daemon's rule when a socket is there (a daemon of the user's own), or
+ * the user's own /tmp/toolcalld-UID directory exists; else
+ * /run/toolcalld/toolcalld.sock when it exists (the system daemon, which a
+ * member of its group may use: a user who may not is then told so, with
+ * the socket's owner and group); else the daemon's rule.
+ */
+char *default_socket_client_path(void);
+
 /* True when path's directory is this user's fallback /tmp/toolcalld-UID. */
 bool default_socket_is_private(const char *path);
 

@@ -21,6 +21,8 @@
 #include "tools/tools.h"
 
 #define TOOL_FILE_MAX (4u << 20)
+/* Tool files whose errors one load reports; the others are counted. */
+#define LOAD_MAX_ERRORS 50
 
 static int name_cmp(const void *a, const void *b)
 {
@@ -188,17 +190,28 @@ int registry_build(const struct config *cfg, const struct providers *prev, struc
 		closedir(dir);
 		if (n)
 			qsort(names, n, sizeof(*names), name_cmp);
+		/* Every file is read, so that one run reports every mistake. */
 		int rr = 0;
+		unsigned n_errors = 0;
+		struct buf errors = {0};
 		for (size_t i = 0; i < n; i++) {
-			if (rr == 0) {
-				char *path = xasprintf("%s/%s", cfg->tools_dir, names[i]);
-				rr = load_file(r, path, prev, next, ret_err);
-				free(path);
+			char *path = xasprintf("%s/%s", cfg->tools_dir, names[i]);
+			char *err = NULL;
+			if (load_file(r, path, prev, next, &err) < 0) {
+				rr = -EINVAL;
+				if (++n_errors <= LOAD_MAX_ERRORS)
+					buf_printf(&errors, "%s%s", buf_size(&errors) ? "\n" : "", err);
 			}
+			free(err);
+			free(path);
 			free(names[i]);
 		}
 		free(names);
+		if (n_errors > LOAD_MAX_ERRORS)
+			buf_printf(&errors, "\n%s: %u more tool files with errors not shown", cfg->tools_dir,
+				   n_errors - LOAD_MAX_ERRORS);
 		if (rr < 0) {
+			*ret_err = buf_steal(&errors);
 			providers_clear(next);
 			registry_unref(r);
 			return rr;

@@ -20,7 +20,8 @@ struct registry;
  * Builds a registry. Providers of prev whose declaration is unchanged are
  * kept (their server keeps running); the providers of the new registry are
  * stored in next (which the caller clears). Returns 0, or -EINVAL with
- * "FILE:LINE:COL: message" in *ret_err.
+ * "FILE:LINE:COL: message" in *ret_err: one line for each tool file that
+ * is wrong (every file is read).
  */
 int registry_build(const struct config *cfg, const struct providers *prev, struct providers *next,
 		   struct registry **ret, char **ret_err);

@@ -120,14 +120,20 @@ int main(int argc, char **argv)
 
 	struct server s = {0};
 	config_init(&s.cfg);
+	/* --check-config goes on past a config whose values are wrong, to
+	 * report the tool files' mistakes too. */
+	bool config_bad = false;
 	if (config_path) {
 		char *err = NULL;
-		if (config_load(&s.cfg, config_path, &err) < 0) {
-			fprintf(stderr, "toolcalld: %s\n", err);
-			free(err);
+		int r = check ? config_check(&s.cfg, config_path, &err) : config_load(&s.cfg, config_path, &err);
+		if (r != 0)
+			preflight_print_errors(err);
+		free(err);
+		if (r < 0) {
 			config_free(&s.cfg);
 			return 1;
 		}
+		config_bad = r > 0;
 		s.config_path = realpath(config_path, NULL);
 	}
 	if (socket_path) {
@@ -141,7 +147,7 @@ int main(int argc, char **argv)
 	log_set_level(s.cfg.log_level);
 
 	if (check) {
-		int status = preflight_check_config(&s.cfg, config_path);
+		int status = preflight_check_config(&s.cfg, config_path, config_bad);
 		config_free(&s.cfg);
 		free(s.config_path);
 		return status;

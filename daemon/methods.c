@@ -513,6 +513,8 @@ static void conn_closed(void *arg, struct conn *c)
 	struct server *s = arg;
 	if (c->was_subscribed)
 		dispatch_approvers_left(s->dispatcher);
+	if (c->initialized)
+		client_session_keep(s, c->session);
 	session_unref(TAKE_PTR(c->session));
 }
 

@@ -64,6 +64,16 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 			jgen_obj_open(g);
 			jgen_kv_str(g, "kind", "invalid_config");
 			jgen_kv_str(g, "error", err);
+			/* Every mistake found, one an item. */
+			jgen_key(g, "errors");
+			jgen_arr_open(g);
+			for (const char *s = err; *s;) {
+				const char *nl = strchr(s, '\n');
+				size_t n = nl ? (size_t)(nl - s) : strlen(s);
+				jgen_strn(g, s, n);
+				s += n + (nl ? 1 : 0);
+			}
+			jgen_arr_close(g);
 			jgen_obj_close(g);
 			jgen_free(g);
 			char *msg = xasprintf("Reload failed, the previous configuration stays in force: %s", err);

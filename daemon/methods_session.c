@@ -24,6 +24,7 @@
 #include "daemon/server_state.h"
 #include "lib/dispatch.h"
 #include "lib/session.h"
+#include "lib/store.h"
 #include "lib/workspace.h"
 #include "lib/workspace_root.h"
 #include "proto/json.h"
@@ -34,6 +35,98 @@
  * so that it tells nothing about the path. */
 #define WS_REFUSED "Workspace not allowed: it must be an existing directory that is, or lies beneath, " \
 		   "one of workspaces.allowed in the daemon's config, and that you can search"
+
+static void initialize_go(struct conn *c, const struct json *params, struct pending *p, const char *version,
+			  int64_t calls);
+
+/* An initialize waiting for the shared store's record of its session. */
+struct resume {
+	struct pending *p;
+	struct store_wait *w;
+	char *params;			/* the request's params, as text */
+	char *id;
+	const char *version;
+	bool calling;			/* inside store_session_get */
+	bool answered;			/* the store answered during it */
+	int r;
+	char *rec;
+	size_t n;
+};
+
+static void resume_free(void *arg)
+{
+	struct resume *q = arg;
+	store_wait_cancel(q->w);
+	free(q->params);
+	free(q->id);
+	free(q->rec);
+	free(q);
+}
+
+/* Goes on with the initialize once the store answered. */
+static void resume_go(struct resume *q)
+{
+	struct pending *p = q->p;
+	p->upper = NULL;
+	p->upper_free = NULL;
+	struct conn *c = p->conn;
+	if (q->r == 0 && client_session_restore(c, q->id, q->rec, q->n) < 0)
+		log_debug("session %s: its record in the store cannot be used; it starts afresh", q->id);
+	_cleanup_(json_doc_unrefp) struct json_doc *doc = NULL;
+	struct json_err err;
+	if (json_parse(q->params, strlen(q->params), 0, 0, &doc, &err) < 0) {
+		resume_free(q);
+		conn_error(p, JRPC_INTERNAL_ERROR, "Internal error in toolcalld; the details are in its log", NULL);
+		return;
+	}
+	const struct json *params = json_doc_root(doc);
+	int64_t calls = -1;
+	json_get_int(json_get(json_get(params, "budget"), "toolCalls"), &calls);
+	const char *version = q->version;
+	resume_free(q);
+	initialize_go(c, params, p, version, calls);
+}
+
+static void got_record(void *arg, int r, const char *rec, size_t n)
+{
+	struct resume *q = arg;
+	q->w = NULL;
+	q->r = r;
+	if (r == 0) {
+		q->rec = xstrndup(rec, n);
+		q->n = n;
+	}
+	if (q->calling)
+		q->answered = true;
+	else
+		resume_go(q);
+}
+
+static void resume_from_store(struct conn *c, const struct json *params, struct pending *p, const char *id)
+{
+	struct resume *q = xcalloc(1, sizeof(*q));
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_value(g, params);
+	jgen_free(g);
+	q->params = buf_steal(&b);
+	q->id = xstrdup(id);
+	q->p = p;
+	const char *want = json_str(json_get(params, "protocolVersion"));
+	q->version = METHODS_LATEST_VERSION;
+	for (size_t i = 0; want && i < methods_n_versions; i++)
+		if (str_eq(want, methods_versions[i]))
+			q->version = methods_versions[i];
+	p->upper = q;
+	p->upper_free = resume_free;
+	q->calling = true;
+	struct store_wait *w = store_session_get(client_session_store(server_of(c)), c->cred.uid, id, got_record, q);
+	q->calling = false;
+	if (q->answered)
+		resume_go(q);
+	else
+		q->w = w;
+}
 
 static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
@@ -71,6 +164,24 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 			return;
 		}
 	}
+	/* A session this daemon does not know may be in the shared store:
+	 * one that outlived the daemon that made it (a restart). */
+	if (sid && p && !session_find(s->sessions, sid->u.str.s) && client_session_store(s)) {
+		resume_from_store(c, params, p, sid->u.str.s);
+		return;
+	}
+	initialize_go(c, params, p, version, calls);
+}
+
+/* initialize once its params are checked (and a session taken back from
+ * the shared store, if any). */
+static void initialize_go(struct conn *c, const struct json *params, struct pending *p, const char *version,
+			  int64_t calls)
+{
+	struct server *s = server_of(c);
+	const struct json *sid = json_get(params, "sessionId");
+	const struct json *wsv = json_get(params, "workspace");
+	const char *te_s = json_str(json_get(params, "toolErrors"));
 
 	struct workspace *ws = ws_ref(s->default_ws);
 	if (wsv) {
@@ -93,10 +204,10 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	struct session *session = NULL;
 	(void)session_get(s->sessions, sid ? sid->u.str.s : NULL, c->cred.uid, ws, &session);
 	client_session_peer(c, session);
-	if (wsv && !str_eq(session->ws->root, ws->root)) {
+	if (wsv && !str_eq(session->base->root, ws->root)) {
 		ws_unref(ws);
+		methods_invalid_params(p, "Session '%s' already works in '%s'", session->id, session->base->root);
 		session_unref(session);
-		methods_invalid_params(p, "Session '%s' already works in '%s'", session->id, session->ws->root);
 		return;
 	}
 	ws_unref(ws);
@@ -107,6 +218,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	session_unref(c->session);
 	c->session = session;
 	c->initialized = true;
+	client_session_save(s, session);
 	if (te_s)
 		c->tool_errors_result = str_eq(te_s, "result");
 	asks_capabilities(c, json_get(params, "capabilities"));

@@ -183,18 +183,41 @@ static void check_per_tool(const struct config *cfg, const struct registry *r, c
 		check_key(r, pv, "sandbox.per_tool", cfg->sandbox.per_tool[i].tool);
 }
 
-int preflight_check_config(const struct config *cfg, const char *config_path)
+void preflight_print_errors(const char *errors)
 {
-	_cleanup_free_ char *err = NULL;
+	for (const char *s = errors; s && *s;) {
+		const char *nl = strchr(s, '\n');
+		size_t n = nl ? (size_t)(nl - s) : strlen(s);
+		fprintf(stderr, "toolcalld: %.*s\n", (int)n, s);
+		s += n + (nl ? 1 : 0);
+	}
+}
+
+/* Prints what a check found (r < 0) and says whether it failed. */
+static bool check_failed(int r, char **err)
+{
+	if (r < 0)
+		preflight_print_errors(*err);
+	free(*err);
+	*err = NULL;
+	return r < 0;
+}
+
+int preflight_check_config(const struct config *cfg, const char *config_path, bool config_bad)
+{
 	_cleanup_free_ char *socket = cfg->socket ? xstrdup(cfg->socket) : default_socket_path();
 	struct registry *r = NULL;
 	struct providers pv = {0};
-	if (registry_build(cfg, NULL, &pv, &r, &err) < 0 ||
-	    preflight_workspace(cfg->workspace, &err) < 0 ||
-	    preflight_allowed(cfg, warn_stderr, &err) < 0 ||
-	    (cfg->audit_log && preflight_audit_log(cfg->audit_log, &err) < 0) ||
-	    preflight_socket(socket, false, &err) < 0) {
-		fprintf(stderr, "toolcalld: %s\n", err);
+	/* Every check runs, so that one run reports every mistake. */
+	char *err = NULL;
+	bool bad = config_bad;
+	bad |= check_failed(registry_build(cfg, NULL, &pv, &r, &err), &err);
+	bad |= check_failed(preflight_workspace(cfg->workspace, &err), &err);
+	bad |= check_failed(preflight_allowed(cfg, warn_stderr, &err), &err);
+	if (cfg->audit_log)
+		bad |= check_failed(preflight_audit_log(cfg->audit_log, &err), &err);
+	bad |= check_failed(preflight_socket(socket, false, &err), &err);
+	if (bad) {
 		registry_unref(r);
 		providers_clear(&pv);
 		return 1;

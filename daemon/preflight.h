@@ -30,9 +30,13 @@ int preflight_socket(const char *path, bool create, char **ret_err);
 /*
  * --check-config: loads the tool files and runs every check above on cfg
  * (the socket: the configured one, else the default rule), printing
- * "FILE: configuration OK, N tools" and "socket: PATH" on success, the
- * first failure on stderr otherwise. Returns the exit status.
+ * "FILE: configuration OK, N tools" and "socket: PATH" on success, every
+ * failure on stderr otherwise (config_bad: the config file's own errors
+ * were printed already; cfg is what could be read of it). Returns the
+ * exit status.
  */
-int preflight_check_config(const struct config *cfg, const char *config_path);
+int preflight_check_config(const struct config *cfg, const char *config_path, bool config_bad);
+/* Prints errors, one a line, each as "toolcalld: LINE" on stderr. */
+void preflight_print_errors(const char *errors);
 
 #endif

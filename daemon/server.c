@@ -21,6 +21,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/durable.h"
 #include "daemon/load.h"
@@ -31,6 +32,8 @@
 #include "daemon/providers.h"
 #include "lib/audit.h"
 #include "lib/dispatch.h"
+#include "lib/store.h"
+#include "lib/tasks.h"
 #include "lib/iopool.h"
 #include "lib/loop.h"
 #include "lib/registry.h"
@@ -52,8 +55,12 @@ static void check_stopped(struct server *s)
 			ev_break(s->ev, EVBREAK_ALL);
 		return;
 	}
-	/* Lines already read are requests accepted: they are handled too. */
-	if (s->stopping && dispatch_inflight(s->dispatcher) == 0 && list_empty(&s->conns.backlog))
+	/* Lines already read are requests accepted: they are handled too;
+	 * and what the calls wrote to the shared store (outcomes, tasks,
+	 * sessions) reaches it before the daemon goes (within the grace
+	 * period; the store's own timeout ends an outage's wait). */
+	if (s->stopping && dispatch_inflight(s->dispatcher) == 0 && list_empty(&s->conns.backlog) &&
+	    !tasks_writing(s->tasks) && !store_writing(dispatch_store(s->dispatcher)))
 		ev_break(s->ev, EVBREAK_ALL);
 }
 
@@ -172,6 +179,7 @@ int server_init(struct server *s, char **ret_err)
 	conns_init(&s->conns, s->ev, &s->peers, methods_handle);
 	s->loop = tc_loop_ev_new(s->ev);
 	s->sessions = session_table_new();
+	client_sessions_init(s);
 
 	/* Before any thread (unshare() refuses a process that has some) and
 	 * before any directory is opened (an fd of one stays in the namespace
@@ -306,6 +314,7 @@ void server_free(struct server *s)
 	registry_unref(s->registry);
 	ws_unref(s->default_ws);
 	s->ws_roots = ws_roots_free(s->ws_roots);
+	client_sessions_done(s);
 	s->sessions = session_table_free(s->sessions);
 	peers_done(&s->peers);
 	sandbox_shutdown();

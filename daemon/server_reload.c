@@ -180,11 +180,23 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 	config_init(&fresh);
 	struct config *cfg = &s->cfg;
 	if (s->config_path) {
-		int r = config_load(&fresh, s->config_path, ret_err);
-		if (r < 0) {
+		int r = config_check(&fresh, s->config_path, ret_err);
+		if (r != 0) {
+			/* The tool files' mistakes are reported in the same go. */
+			struct registry *reg = NULL;
+			struct providers next = {0};
+			char *more = NULL;
+			if (r > 0 && registry_build(&fresh, NULL, &next, &reg, &more) < 0) {
+				char *all = xasprintf("%s\n%s", *ret_err, more);
+				free(*ret_err);
+				*ret_err = all;
+			}
+			free(more);
+			registry_unref(reg);
+			providers_clear(&next);
 			config_free(&fresh);
 			sd_notify(0, "READY=1");
-			return r;
+			return r < 0 ? r : -EINVAL;
 		}
 		cfg = &fresh;
 	}

@@ -30,6 +30,7 @@ struct dispatcher;
 struct registry;
 struct session;
 struct session_table;
+struct kept_sessions;
 struct tc_loop;
 struct workspace;
 struct ws_roots;
@@ -65,6 +66,7 @@ struct server {
 	struct dispatcher *dispatcher;
 	struct tasks *tasks;		/* MCP tasks (daemon/durable.c) */
 	struct session_table *sessions;
+	struct kept_sessions *kept;	/* sessions kept for their clients to come back */
 	struct event_bus bus;
 	struct registry *registry;
 	struct providers providers;	/* MCP servers the tool files declare */

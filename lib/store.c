@@ -235,3 +235,20 @@ void store_args_hash(const char *tool, const char *canon, size_t canon_len,
 	sha256_update(&c, canon, canon_len);
 	sha256_final(&c, ret);
 }
+
+void store_session_put(struct store *s, uid_t uid, const char *id, const char *rec, size_t n, uint64_t keep_ms)
+{
+	if (n <= STORE_SESSION_MAX)
+		s->ops->session_put(s, uid, id, rec, n, keep_ms);
+}
+
+struct store_wait *store_session_get(struct store *s, uid_t uid, const char *id,
+				     void (*cb)(void *arg, int r, const char *rec, size_t n), void *arg)
+{
+	return s->ops->session_get(s, uid, id, cb, arg);
+}
+
+bool store_writing(struct store *s)
+{
+	return s && s->ops->writing && s->ops->writing(s);
+}

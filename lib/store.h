@@ -126,6 +126,11 @@ struct store_ops {
 	size_t (*entries)(struct store *s);
 	void (*sweep)(struct store *s);
 	uint64_t (*next_expiry)(struct store *s);
+	void (*session_put)(struct store *s, uid_t uid, const char *id, const char *rec, size_t n,
+			    uint64_t keep_ms);
+	struct store_wait *(*session_get)(struct store *s, uid_t uid, const char *id,
+					  void (*cb)(void *arg, int r, const char *rec, size_t n), void *arg);
+	bool (*writing)(struct store *s);
 };
 
 struct store {
@@ -218,6 +223,24 @@ uint64_t store_next_expiry(struct store *s);
 /* Records this daemon holds in memory (the memory store, or the Redis
  * store's fallback). */
 size_t store_entries(struct store *s);
+
+/*
+ * Session records (a JSON object of the daemon's: what a session that
+ * outlives its daemon needs), kept keep_ms under (uid, id); a put replaces
+ * the record and its time. With Redis every daemon sharing it sees them;
+ * while it is away they go to, and come from, this daemon's memory. get
+ * answers 0 with the record, -ENOENT, or -EIO when the store cannot tell;
+ * cb may run before get returns (NULL is then returned).
+ */
+void store_session_put(struct store *s, uid_t uid, const char *id, const char *rec, size_t n, uint64_t keep_ms);
+struct store_wait *store_session_get(struct store *s, uid_t uid, const char *id,
+				     void (*cb)(void *arg, int r, const char *rec, size_t n), void *arg);
+/* Whether writes handed to the store are still on their way (a stopping
+ * daemon waits for them: the connection closes without a flush). */
+bool store_writing(struct store *s);
+
+/* Longest session record kept. */
+#define STORE_SESSION_MAX (64u << 10)
 
 /* The hash that tells one call from another under one key: SHA-256 of the
  * tool name, a NUL, and the canonical arguments. */

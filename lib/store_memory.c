@@ -83,6 +83,7 @@ struct mem_store {
 	struct map *entries;		/* key -> struct mem_entry */
 	struct map *uids;		/* uid -> struct uid_state */
 	struct map *tasks;		/* uid \x1f id -> struct mem_task */
+	struct map *sessions;		/* uid \x1f id -> struct mem_session */
 	struct list lru;		/* done entries, oldest first */
 	uint64_t bytes;
 	uint64_t hits, joins;
@@ -541,6 +542,75 @@ static uint64_t mem_next_expiry(struct store *s)
 	return list_empty(&m->lru) ? 0 : list_first(&m->lru, struct mem_entry, lru)->expires;
 }
 
+/* --- session records ----------------------------------------------------- */
+
+struct mem_session {
+	char *key;			/* uid \x1f id */
+	char *rec;
+	size_t n;
+	uint64_t expires;
+};
+
+/* Session records one daemon keeps at most; past it, a put drops the
+ * expired ones, then is dropped itself. */
+#define MEM_SESSIONS_MAX 65536
+
+static void session_free(struct mem_store *m, struct mem_session *e)
+{
+	map_remove(m->sessions, e->key);
+	free(e->key);
+	free(e->rec);
+	free(e);
+}
+
+static void mem_session_put(struct store *s, uid_t uid, const char *id, const char *rec, size_t n,
+			    uint64_t keep_ms)
+{
+	struct mem_store *m = MEM(s);
+	uint64_t now = tc_now(m->loop);
+	if (!m->sessions)
+		m->sessions = map_new();
+	_cleanup_free_ char *key = xasprintf("%u\x1f%s", (unsigned)uid, id);
+	struct mem_session *e = map_get(m->sessions, key);
+	if (!e && map_size(m->sessions) >= MEM_SESSIONS_MAX) {
+		size_t it = 0;
+		void *v;
+		while (map_next(m->sessions, &it, NULL, &v))
+			if (((struct mem_session *)v)->expires <= now)
+				session_free(m, v);
+		if (map_size(m->sessions) >= MEM_SESSIONS_MAX)
+			return;
+	}
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		e->key = TAKE_PTR(key);
+		map_put(m->sessions, e->key, e);
+	}
+	free(e->rec);
+	e->rec = xmalloc(n + 1);
+	memcpy(e->rec, rec, n);
+	e->rec[n] = '\0';
+	e->n = n;
+	e->expires = now + keep_ms;
+}
+
+static struct store_wait *mem_session_get(struct store *s, uid_t uid, const char *id,
+					  void (*cb)(void *arg, int r, const char *rec, size_t n), void *arg)
+{
+	struct mem_store *m = MEM(s);
+	_cleanup_free_ char *key = xasprintf("%u\x1f%s", (unsigned)uid, id);
+	struct mem_session *e = m->sessions ? map_get(m->sessions, key) : NULL;
+	if (e && e->expires <= tc_now(m->loop)) {
+		session_free(m, e);
+		e = NULL;
+	}
+	if (!e)
+		cb(arg, -ENOENT, NULL, 0);
+	else
+		cb(arg, 0, e->rec, e->n);
+	return NULL;
+}
+
 static void mem_free(struct store *s)
 {
 	struct mem_store *m = MEM(s);
@@ -558,6 +628,9 @@ static void mem_free(struct store *s)
 	}
 	while ((it = 0, map_next(m->tasks, &it, &key, &v)))
 		task_free(m, v);
+	while (m->sessions && (it = 0, map_next(m->sessions, &it, &key, &v)))
+		session_free(m, v);
+	map_free(m->sessions);
 	map_free(m->entries);
 	map_free(m->tasks);
 	map_free(m->uids);
@@ -601,4 +674,6 @@ const struct store_ops store_memory_ops = {
 	.entries = mem_entries,
 	.sweep = mem_sweep,
 	.next_expiry = mem_next_expiry,
+	.session_put = mem_session_put,
+	.session_get = mem_session_get,
 };

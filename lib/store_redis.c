@@ -2086,6 +2086,66 @@ static size_t rs_entries(struct store *s) { return store_entries(RS(s)->local); 
 static void rs_sweep(struct store *s) { store_sweep(RS(s)->local); }
 static uint64_t rs_next_expiry(struct store *s) { return store_next_expiry(RS(s)->local); }
 
+/* --- session records ----------------------------------------------------- */
+
+static void rs_session_put(struct store *s, uid_t uid, const char *id, const char *rec, size_t n,
+			   uint64_t keep_ms)
+{
+	struct rstore *r = RS(s);
+	char buf[24];
+	const char *px = u64_str(buf, keep_ms ? keep_ms : 1);
+	_cleanup_free_ char *key = uid_key(r, "session", uid, id);
+	const char *argv[] = { "SET", key, rec, "PX", px };
+	const size_t lens[] = { 3, strlen(key), n, 2, strlen(px) };
+	if (!send_cmd(r, ignore_reply, NULL, 5, argv, lens))
+		store_session_put(r->local, uid, id, rec, n, keep_ms);
+}
+
+static void session_get_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	struct store_wait *w = reply_wait(arg, reply);
+	if (!w)
+		return;
+	void (*cb)(void *, int, const char *, size_t) = w->get_cb;
+	void *cb_arg = w->arg;
+	if (reply->type == REDIS_REPLY_NIL) {
+		wait_free(w);
+		cb(cb_arg, -ENOENT, NULL, 0);
+		return;
+	}
+	if (reply->type != REDIS_REPLY_STRING || reply->len > STORE_SESSION_MAX) {
+		outage(r, "a session record is not one this store wrote");
+		wait_fallback(w);
+		return;
+	}
+	wait_free(w);
+	cb(cb_arg, 0, reply->str, reply->len);
+}
+
+static struct store_wait *rs_session_get(struct store *s, uid_t uid, const char *id,
+					 void (*cb)(void *arg, int r, const char *rec, size_t n), void *arg)
+{
+	struct rstore *r = RS(s);
+	if (!r->cmd)
+		return store_session_get(r->local, uid, id, cb, arg);
+	struct store_wait *w = wait_new(r, NULL, arg);
+	w->get_cb = cb;
+	_cleanup_free_ char *key = uid_key(r, "session", uid, id);
+	const char *argv[] = { "GET", key };
+	w->cmd = send_cmd(r, session_get_reply, w, 2, argv, NULL);
+	if (!w->cmd) {
+		wait_fallback(w);
+		return NULL;
+	}
+	return w;
+}
+
+static bool rs_writing(struct store *s)
+{
+	struct rstore *r = RS(s);
+	return r->cmd && (!list_empty(&r->pending) || r->n_ends > 0);
+}
+
 static void rs_free(struct store *s)
 {
 	struct rstore *r = RS(s);
@@ -2217,6 +2277,9 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 }
 
 const struct store_ops store_redis_ops = {
+	.writing = rs_writing,
+	.session_put = rs_session_put,
+	.session_get = rs_session_get,
 	.name = "redis",
 	.open = rs_open,
 	.free = rs_free,

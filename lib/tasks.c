@@ -951,3 +951,15 @@ struct tasks *tasks_free(struct tasks *t)
 	free(t);
 	return NULL;
 }
+
+bool tasks_writing(const struct tasks *t)
+{
+	if (!t)
+		return false;
+	for (const struct list *p = t->reqs.next; p != &t->reqs; p = p->next) {
+		const struct task_req *q = list_entry(p, struct task_req, node);
+		if (q->kind == REQ_SAVE)
+			return true;
+	}
+	return false;
+}

@@ -78,6 +78,9 @@ const char *task_id(const struct task *k);
  * every task this daemon holds is written to it again.
  */
 void tasks_store_state(struct tasks *t, bool up);
+/* Whether a task's record is still on its way to the store (a stopping
+ * daemon waits for it). */
+bool tasks_writing(const struct tasks *t);
 /* Applies new settings (a reload) to tasks made from now on. */
 void tasks_reconfigure(struct tasks *t, const struct tasks_config *cfg);
 /* Watches the task for the creating connection (ctx); ops NULL stops. */

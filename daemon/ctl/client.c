@@ -9,11 +9,14 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <termios.h>
 #include <time.h>
@@ -45,6 +48,28 @@ int client_connect(struct client *c, const char *path)
 		return -errno;
 	c->fd = TAKE_FD(fd);
 	return 0;
+}
+
+char *client_connect_hint(const char *path, int err)
+{
+	struct stat st;
+	if (err == EACCES || err == EPERM) {
+		if (stat(path, &st) < 0)
+			return xasprintf("%s (its directory cannot be searched); ask who runs the daemon, "
+					 "or use -s with a socket you may reach", strerror(err));
+		struct passwd *pw = getpwuid(st.st_uid);
+		_cleanup_free_ char *user = pw ? xstrdup(pw->pw_name) : xasprintf("%u", (unsigned)st.st_uid);
+		struct group *gr = getgrgid(st.st_gid);
+		_cleanup_free_ char *group = gr ? xstrdup(gr->gr_name) : xasprintf("%u", (unsigned)st.st_gid);
+		return xasprintf("%s: the socket belongs to user %s and group %s (mode %04o); join group %s "
+				 "(sudo usermod -aG %s $USER, then log in again) or use -s",
+				 strerror(err), user, group, (unsigned)(st.st_mode & 07777), group, group);
+	}
+	if (err == ENOENT || err == ECONNREFUSED)
+		return xasprintf("%s: no toolcalld listens there. Start it (`toolcalld` in the workspace, or "
+				 "`systemctl --user start toolcalld.socket`), or name its socket with -s.",
+				 strerror(err));
+	return xstrdup(strerror(err));
 }
 
 void client_close(struct client *c)

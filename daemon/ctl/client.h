@@ -76,6 +76,13 @@ struct opts {
 
 /* Connects to the daemon's socket. */
 int client_connect(struct client *c, const char *path);
+/*
+ * Why path cannot be connected to (err, a positive errno) and what to do,
+ * as one sentence after "cannot connect to PATH: ": on EACCES the socket's
+ * owner, group and mode and "join group G or use -s"; when no daemon
+ * listens there, how to start one. A new string.
+ */
+char *client_connect_hint(const char *path, int err);
 void client_close(struct client *c);
 /* Sends a request; params is JSON text or NULL. Returns its id (> 0) or a
  * negative errno. */

@@ -377,7 +377,7 @@ static const struct command commands[] = {
 	{ .name = "watch", .args = "[PATTERN...]",
 	  .help = "print events (e.g. tool.*) until interrupted",
 	  .min_args = 0, .max_args = -1, .check = check_watch, .run = run_watch },
-	{ .name = "mcp", .args = "[-s SOCKET] [-w DIR]",
+	{ .name = "mcp", .args = "[-s SOCKET] [-w DIR] [--reconnect-s SECONDS]",
 	  .help = "serve MCP on stdin/stdout for a host, relayed to the daemon",
 	  .min_args = 0, .max_args = -1, .bridge = true },
 	{ .name = "approve", .args = "",
@@ -395,10 +395,12 @@ static void usage(FILE *f)
 		fprintf(f, "  %-28s %s\n", head, commands[i].help);
 	}
 	fprintf(f, "\nOptions:\n"
-		   "  -s, --socket PATH       the daemon's socket (default: $TOOLCALLD_SOCKET, else\n"
-		   "                          $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock\n"
-		   "                          for root or who may write there, else\n"
-		   "                          /tmp/toolcalld-UID/toolcalld.sock: the daemon's rule)\n"
+		   "  -s, --socket PATH       the daemon's socket, before or after the command (default:\n"
+		   "                          $TOOLCALLD_SOCKET, else the daemon's rule when a socket is\n"
+		   "                          there: $XDG_RUNTIME_DIR/toolcalld.sock, else\n"
+		   "                          /run/toolcalld/toolcalld.sock for root or who may write there,\n"
+		   "                          else /tmp/toolcalld-UID/toolcalld.sock; else the system socket\n"
+		   "                          /run/toolcalld/toolcalld.sock when it exists)\n"
 		   "  -t, --timeout MS        how long to wait for an answer; 0 waits forever\n"
 		   "                          (default: %d ms; none for call; %d ms for list,\n"
 		   "                          which waits for MCP servers to start)\n"
@@ -428,6 +430,31 @@ static int parse_timeout(const char *s, int64_t *ret)
 		return -EINVAL;
 	*ret = v == 0 ? -1 : v;
 	return 0;
+}
+
+/*
+ * Takes -s PATH (--socket PATH, --socket=PATH) after the command's name
+ * too, as every command accepts it there; returns the arguments left (in
+ * place), or -1 after a usage error.
+ */
+static int take_socket_option(struct opts *o, char **args, int n)
+{
+	int kept = 0;
+	for (int i = 0; i < n; i++) {
+		const char *a = args[i];
+		if (str_eq(a, "-s") || str_eq(a, "--socket")) {
+			if (i + 1 >= n) {
+				fprintf(stderr, "toolcallctl: %s needs a socket path\n", a);
+				return -1;
+			}
+			o->socket = args[++i];
+		} else if (str_has_prefix(a, "--socket=")) {
+			o->socket = a + strlen("--socket=");
+		} else {
+			args[kept++] = args[i];
+		}
+	}
+	return kept;
 }
 
 /* Runs the command line; returns the exit status. */
@@ -484,6 +511,10 @@ static int run(int argc, char **argv)
 	}
 	char **args = argv + optind + 1;
 	int n = argc - optind - 1;
+	if (!cmd->bridge)
+		n = take_socket_option(&o, args, n);
+	if (n < 0)
+		return EXIT_USAGE;
 	if (n < cmd->min_args || (cmd->max_args >= 0 && n > cmd->max_args)) {
 		fprintf(stderr, "Usage: toolcallctl %s %s\n", cmd->name, cmd->args);
 		return EXIT_USAGE;
@@ -506,7 +537,7 @@ static int run(int argc, char **argv)
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGTERM);
 
-	_cleanup_free_ char *socket_path = o.socket ? xstrdup(o.socket) : default_socket_path();
+	_cleanup_free_ char *socket_path = o.socket ? xstrdup(o.socket) : default_socket_client_path();
 	if (cmd->bridge)
 		return ctl_mcp(socket_path, args, n);
 	struct client c = {
@@ -526,7 +557,8 @@ static int run(int argc, char **argv)
 	}
 	int r = client_connect(&c, socket_path);
 	if (r < 0) {
-		fprintf(stderr, "toolcallctl: cannot connect to %s: %s\n", socket_path, strerror(-r));
+		_cleanup_free_ char *hint = client_connect_hint(socket_path, -r);
+		fprintf(stderr, "toolcallctl: cannot connect to %s: %s\n", socket_path, hint);
 		free(o.call_args);
 		return EXIT_CONNECT;
 	}

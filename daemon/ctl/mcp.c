@@ -2,15 +2,31 @@
 /*
  * toolcallctl mcp: a stdio MCP server for hosts (Claude Code, Cursor, VS
  * Code, Codex ...) that can only start a program and talk to its stdin and
- * stdout. It relays both ways between stdio and the daemon's socket, byte
- * for byte, with one change: the host's `initialize` gets what a host
- * cannot send itself: `toolErrors: "result"` (failed calls come back as
- * isError results the model sees) and, with -w, the `workspace`. Members
- * the host did send are never overridden.
+ * stdout. It relays both ways between stdio and the daemon's socket, one
+ * message (line) at a time, with one change: the host's `initialize` gets
+ * what a host cannot send itself: `toolErrors: "result"` (failed calls come
+ * back as isError results the model sees) and, with -w, the `workspace`.
+ * Members the host did send are never overridden.
  *
- * When the daemon cannot be reached, the host still gets an answer to its
- * first request, an error naming the socket tried and how to start the
- * daemon, and the bridge exits 3.
+ * When the daemon cannot be reached at start, the host still gets an
+ * answer to its first request, an error naming the socket tried and how to
+ * start the daemon, and the bridge exits 3.
+ *
+ * The bridge outlives the daemon: when its connection drops (a restart, an
+ * upgrade, a crash), the host sees no disconnect. The bridge connects again
+ * with backoff for up to --reconnect-s seconds and tells the new connection
+ * what the host told the old one: its initialize (with the session id the
+ * daemon gave, so the session goes on), notifications/initialized, its
+ * last roots answer, its events/subscribe; then the host gets
+ * notifications/tools/list_changed (the tools may have changed). Requests
+ * that are safe to send twice (ping, tools/list, tasks/get, tasks/result ...)
+ * are sent again; a call in flight is answered `transient` (its outcome is
+ * unknown: it may have run), as the host's toolErrors asks: an isError
+ * result or an error envelope. A task's call is not lost: its tasks/result
+ * is sent again and the task resumes from the daemon's store. One line on
+ * stderr says each disconnect, each reconnect and, when the daemon does not
+ * come back in time, that the bridge gives up; every request still waiting
+ * is then answered with an error saying so, and the bridge exits 3.
  *
  * Both directions are buffered without blocking and bounded: while one
  * side does not read, the bridge stops reading the other.
@@ -39,43 +55,149 @@
 /* Longest line read from the host: beyond it the daemon would refuse the
  * message anyway; the bridge passes the excess through unparsed. */
 #define PARSE_MAX (8u << 20)
+/* Longest line of the daemon the bridge reads (to follow its answers). */
+#define PARSE_MAX_DOWN (64u << 20)
+/* How long the bridge tries to reach a daemon that went away, by default,
+ * and at most. */
+#define RECONNECT_S_DEFAULT 60
+#define RECONNECT_S_MAX 86400
+/* Backoff between attempts: doubling from the first to the last. */
+#define BACKOFF_FIRST_MS 100
+#define BACKOFF_MAX_MS 2000
+/* Requests of the host followed at once; beyond, they are relayed
+ * untracked (a restart then leaves them unanswered). */
+#define MAX_PENDING 4096
+/* Longest request kept to send again, roots answer or subscribe kept. */
+#define MAX_KEPT (1u << 20)
+/* roots/list requests of the daemon followed at once (it sends at most 16). */
+#define MAX_ROOTS_ASKED 16
+/* The ids of the bridge's own requests: strings with this prefix. */
+#define OWN_ID "toolcallctl-"
+
+#define MSG_RESTARTED "toolcalld restarted while this call was in flight, so its outcome is unknown; retry the call"
+
+/* Methods the bridge sends again to a new daemon when their answer was
+ * lost: they read, or they are the host's own setup. */
+static const char *const again_methods[] = {
+	"initialize", "ping", "server/discover", "tools/list", "tasks/get", "tasks/result",
+	"tasks/list", "events/subscribe", "admin/stats", "admin/metrics",
+};
+
+enum pend_kind {
+	PEND_CALL,	/* tools/call: answered transient, as toolErrors asks */
+	PEND_AGAIN,	/* sent again to the new daemon */
+	PEND_FAIL,	/* answered with a transient error envelope */
+};
+
+/* A host request the daemon has not answered yet. */
+struct pend {
+	char *id;		/* the id's canonical JSON text */
+	char *tool;		/* PEND_CALL: the tool called */
+	char *line;		/* PEND_AGAIN: the request as sent */
+	enum pend_kind kind;
+	bool resend;		/* PEND_AGAIN: was sent to a daemon that went away */
+};
 
 struct relay {
 	int in_fd, out_fd, sock;
+	const char *socket;
+	const char *workspace;		/* absolute, or NULL */
+	int reconnect_s;		/* 0: end with the connection */
 	struct buf up;			/* host -> daemon, complete lines */
+	bool up_mid;			/* the head line of up was partly sent */
+	struct buf own;			/* the bridge's own messages to the daemon */
 	struct buf line;		/* host's current line, not yet complete */
 	bool line_passthru;		/* line too long to parse: relayed as it comes */
-	struct buf down;		/* daemon -> host */
-	bool in_eof, sock_eof, up_shut;
-	const char *workspace;		/* absolute, or NULL */
+	bool line_skip;			/* the rest of a long line half sent to a daemon gone */
+	struct buf from;		/* daemon's bytes, the last line incomplete */
+	bool from_passthru;		/* inside a daemon line too long to read */
+	struct buf down;		/* daemon -> host, complete lines */
+	bool in_eof, up_shut;
+
+	/* What a new connection is told for the host's session to go on. */
+	char *init_id;			/* the host's initialize, until answered */
+	char *init_params;		/* its params as sent (toolErrors, workspace added) */
+	char *session_id;		/* the session the daemon gave */
+	bool tool_errors_result;	/* failed calls are isError results */
+	bool initialized;		/* the host sent notifications/initialized */
+	char *subscribe_id;		/* the host's events/subscribe, until answered */
+	char *subscribe_params;		/* its params */
+	bool subscribed;		/* the daemon took it */
+	char *roots;			/* the host's last answer to roots/list (result text) */
+	char *roots_asked[MAX_ROOTS_ASKED];	/* ids of the daemon's roots/list waiting */
+	size_t n_roots_asked;
+	bool answer_roots;		/* the new connection's roots/list is answered with roots */
+
+	struct pend *pends;
+	size_t n_pends;
+	unsigned own_seq;
+	/* Reconnecting: the backoff and the deadline hold until the new
+	 * connection has answered something (a daemon that takes the
+	 * connection and closes it at once is not a daemon back). */
+	uint64_t give_up_at, next_try, backoff;
+	uint64_t connected_at;
+	bool heard;
+	char *own_init;			/* id of the initialize sent again, until answered */
 };
 
-/* Writes the initialize request again with toolErrors and workspace added
- * to its params (unless the host set them). Returns false when the line
- * is not an initialize request: it is then relayed unchanged. */
-static bool rewrite_initialize(const char *text, size_t n, const char *workspace, struct buf *out)
+static char *canonical(const struct json *v)
 {
-	struct json_doc *doc = NULL;
-	struct json_err err;
-	if (json_parse(text, n, 0, 0, &doc, &err) < 0)
-		return false;
-	const struct json *root = json_doc_root(doc);
-	const struct json *params = json_get(root, "params");
-	if (root->type != JSON_OBJECT || !str_eq(json_str(json_get(root, "method")), "initialize") ||
-	    (params && params->type != JSON_OBJECT)) {
-		json_doc_unref(doc);
-		return false;
+	struct buf b = {0};
+	json_canonical(v, &b);
+	return buf_steal(&b);
+}
+
+/* --- the host's requests ------------------------------------------------ */
+
+static struct pend *pend_find(struct relay *r, const char *id)
+{
+	for (size_t i = 0; i < r->n_pends; i++)
+		if (str_eq(r->pends[i].id, id))
+			return &r->pends[i];
+	return NULL;
+}
+
+static void pend_remove(struct relay *r, struct pend *p)
+{
+	free(p->id);
+	free(p->tool);
+	free(p->line);
+	*p = r->pends[--r->n_pends];
+}
+
+static void pend_add(struct relay *r, const struct json *msg, const char *method, const char *text, size_t n)
+{
+	if (r->n_pends >= MAX_PENDING)
+		return;
+	_cleanup_free_ char *id = canonical(json_get(msg, "id"));
+	struct pend *old = pend_find(r, id);
+	if (old)
+		pend_remove(r, old);	/* an id reused: the newest is followed */
+	struct pend p = { .kind = PEND_FAIL };
+	const struct json *params = json_get(msg, "params");
+	if (str_eq(method, "tools/call") && !json_get(params, "task")) {
+		p.kind = PEND_CALL;
+		const char *tool = json_str(json_get(params, "name"));
+		p.tool = tool ? xstrdup(tool) : NULL;
 	}
-	struct jgen *g = jgen_new(out);
-	jgen_obj_open(g);
-	for (size_t i = 0; i < root->u.obj.n; i++) {
-		const struct json_member *m = &root->u.obj.members[i];
-		if (str_eq(m->key, "params"))
-			continue;
-		jgen_key(g, m->key);
-		jgen_value(g, m->value);
+	for (size_t i = 0; i < ELEMENTSOF(again_methods); i++) {
+		if (str_eq(method, again_methods[i]) && n <= MAX_KEPT) {
+			p.kind = PEND_AGAIN;
+			p.line = xstrndup(text, n);
+		}
 	}
-	jgen_key(g, "params");
+	p.id = TAKE_PTR(id);
+	r->pends = xreallocarray(r->pends, r->n_pends + 1, sizeof(*r->pends));
+	r->pends[r->n_pends++] = p;
+}
+
+/* Writes the initialize request again with toolErrors and workspace added
+ * to its params (unless the host set them); *ret_params gets the params. */
+static void rewrite_initialize(const struct json *root, const struct json *params, const char *workspace,
+			       struct buf *out, char **ret_params)
+{
+	struct buf pb = {0};
+	struct jgen *g = jgen_new(&pb);
 	jgen_obj_open(g);
 	for (size_t i = 0; params && i < params->u.obj.n; i++) {
 		jgen_key(g, params->u.obj.members[i].key);
@@ -86,19 +208,100 @@ static bool rewrite_initialize(const char *text, size_t n, const char *workspace
 	if (workspace && !json_get(params, "workspace"))
 		jgen_kv_str(g, "workspace", workspace);
 	jgen_obj_close(g);
+	jgen_free(g);
+
+	g = jgen_new(out);
+	jgen_obj_open(g);
+	for (size_t i = 0; i < root->u.obj.n; i++) {
+		const struct json_member *m = &root->u.obj.members[i];
+		if (str_eq(m->key, "params"))
+			continue;
+		jgen_key(g, m->key);
+		jgen_value(g, m->value);
+	}
+	jgen_kv_raw(g, "params", buf_head(&pb), buf_size(&pb));
 	jgen_obj_close(g);
 	jgen_free(g);
-	json_doc_unref(doc);
-	return true;
+	*ret_params = buf_steal(&pb);
 }
 
-/* Takes the host's bytes: complete lines go up, initialize rewritten. */
+static void set_str(char **slot, char *value)
+{
+	free(*slot);
+	*slot = value;
+}
+
+/* One complete line of the host (without its newline): followed where it
+ * matters after a restart, then queued for the daemon. */
+static void host_line(struct relay *r, const char *text, size_t n)
+{
+	_cleanup_doc_ struct json_doc *doc = NULL;
+	struct json_err err;
+	const struct json *root = NULL;
+	if (n <= PARSE_MAX && json_parse(text, n, 0, 0, &doc, &err) == 0)
+		root = json_doc_root(doc);
+	if (!root || root->type != JSON_OBJECT) {
+		/* Not for the bridge to judge: the daemon answers it. */
+		buf_append(&r->up, text, n);
+		buf_append(&r->up, "\n", 1);
+		return;
+	}
+	const char *method = json_str(json_get(root, "method"));
+	const struct json *id = json_get(root, "id");
+	const struct json *params = json_get(root, "params");
+	size_t start = buf_size(&r->up);
+
+	if (!method && id) {
+		/* The host answers the daemon: keep its roots for a new connection. */
+		_cleanup_free_ char *idt = canonical(id);
+		for (size_t i = 0; i < r->n_roots_asked; i++) {
+			if (!str_eq(r->roots_asked[i], idt))
+				continue;
+			const struct json *result = json_get(root, "result");
+			if (result && result->type == JSON_OBJECT) {
+				char *t = canonical(result);
+				set_str(&r->roots, strlen(t) <= MAX_KEPT ? t : (free(t), NULL));
+			}
+			free(r->roots_asked[i]);
+			r->roots_asked[i] = r->roots_asked[--r->n_roots_asked];
+			break;
+		}
+	} else if (str_eq(method, "initialize") && (!params || params->type == JSON_OBJECT)) {
+		char *p = NULL;
+		rewrite_initialize(root, params, r->workspace, &r->up, &p);
+		const char *te = json_str(json_get(params, "toolErrors"));
+		r->tool_errors_result = !te || str_eq(te, "result");
+		set_str(&r->init_params, p);
+		set_str(&r->init_id, id ? canonical(id) : NULL);
+	} else if (str_eq(method, "notifications/initialized")) {
+		r->initialized = true;
+	} else if (str_eq(method, "notifications/cancelled")) {
+		/* Cancelled by the host: no answer is owed any more. */
+		_cleanup_free_ char *rid = canonical(json_get(params, "requestId"));
+		struct pend *p = pend_find(r, rid);
+		if (p)
+			pend_remove(r, p);
+	} else if (str_eq(method, "events/subscribe") && id) {
+		char *t = params ? canonical(params) : xstrdup("{}");
+		set_str(&r->subscribe_params, strlen(t) <= MAX_KEPT ? t : (free(t), NULL));
+		set_str(&r->subscribe_id, canonical(id));
+	}
+	if (buf_size(&r->up) == start)
+		buf_append(&r->up, text, n);
+	if (method && id)
+		pend_add(r, root, method, buf_head(&r->up) + start, buf_size(&r->up) - start);
+	buf_append(&r->up, "\n", 1);
+}
+
+/* Takes the host's bytes: complete lines go up. */
 static void take_input(struct relay *r, const char *data, size_t n)
 {
 	while (n > 0) {
 		const char *nl = memchr(data, '\n', n);
 		size_t k = nl ? (size_t)(nl - data) + 1 : n;
-		if (r->line_passthru) {
+		if (r->line_skip) {
+			/* The rest of a line whose head went to a daemon now gone. */
+		} else if (r->line_passthru) {
 			buf_append(&r->up, data, k);
 		} else {
 			buf_append(&r->line, data, k);
@@ -109,26 +312,231 @@ static void take_input(struct relay *r, const char *data, size_t n)
 			}
 		}
 		if (nl) {
-			if (!r->line_passthru) {
-				size_t len = buf_size(&r->line) - 1;
-				if (!rewrite_initialize(buf_head(&r->line), len, r->workspace, &r->up))
-					buf_append(&r->up, buf_head(&r->line), len);
-				buf_append(&r->up, "\n", 1);
+			if (!r->line_passthru && !r->line_skip) {
+				host_line(r, buf_head(&r->line), buf_size(&r->line) - 1);
 				buf_clear(&r->line);
 			}
 			r->line_passthru = false;
+			r->line_skip = false;
 		}
 		data += k;
 		n -= k;
 	}
 }
 
+/* --- what goes to the host ---------------------------------------------- */
+
+/* Answers the host's request id with a transient failure: for a call and
+ * a host that takes errors as results, an isError CallResult; else an
+ * error envelope. */
+static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg)
+{
+	struct jgen *g = jgen_new(&r->down);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "jsonrpc", "2.0");
+	jgen_kv_raw(g, "id", id, strlen(id));
+	if (as_result) {
+		jgen_key(g, "result");
+		jgen_obj_open(g);
+		jgen_key(g, "content");
+		jgen_arr_open(g);
+		jgen_obj_open(g);
+		jgen_kv_str(g, "type", "text");
+		jgen_kv_str(g, "text", msg);
+		jgen_obj_close(g);
+		jgen_arr_close(g);
+		jgen_key(g, "structuredContent");
+		jgen_obj_open(g);
+	} else {
+		jgen_key(g, "error");
+		jgen_obj_open(g);
+		jgen_kv_int(g, "code", -32603);
+		jgen_kv_str(g, "message", msg);
+	}
+	jgen_key(g, as_result ? "error" : "data");
+	jgen_obj_open(g);
+	jgen_kv_str(g, "kind", "transient");
+	jgen_kv_bool(g, "retryable", true);
+	if (tool)
+		jgen_kv_str(g, "tool", tool);
+	jgen_obj_close(g);	/* data, or error */
+	jgen_obj_close(g);	/* error, or structuredContent */
+	if (as_result) {
+		jgen_kv_bool(g, "isError", true);
+		jgen_obj_close(g);	/* result */
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+	buf_append(&r->down, "\n", 1);
+}
+
+static void tell_host(struct relay *r, const char *method)
+{
+	buf_printf(&r->down, "{\"jsonrpc\":\"2.0\",\"method\":\"%s\"}\n", method);
+}
+
+/* --- the bridge's own messages to the daemon ------------------------------ */
+
+/* Queues a request of the bridge; returns its id (canonical text). */
+static char *own_request(struct relay *r, const char *method, const char *params)
+{
+	char *id = xasprintf("\"" OWN_ID "%u\"", ++r->own_seq);
+	buf_printf(&r->own, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"%s\",\"params\":%s}\n", id, method, params);
+	return id;
+}
+
+/* The host's initialize params with the session id the daemon gave. */
+static char *params_with_session(const char *params, const char *sid)
+{
+	_cleanup_doc_ struct json_doc *doc = NULL;
+	struct json_err err;
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	if (json_parse(params, strlen(params), 0, 0, &doc, &err) == 0) {
+		const struct json *p = json_doc_root(doc);
+		for (size_t i = 0; p->type == JSON_OBJECT && i < p->u.obj.n; i++) {
+			/* A session taken back keeps the budget it has left. */
+			if (str_eq(p->u.obj.members[i].key, "sessionId") ||
+			    str_eq(p->u.obj.members[i].key, "budget"))
+				continue;
+			jgen_key(g, p->u.obj.members[i].key);
+			jgen_value(g, p->u.obj.members[i].value);
+		}
+	}
+	jgen_kv_str(g, "sessionId", sid);
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
+/* After the session is back: the rest of what the host had told the old
+ * connection, then what the old one did not answer, sent again. */
+static void replay_rest(struct relay *r)
+{
+	if (r->session_id && r->init_params) {
+		if (r->initialized)
+			buf_puts(&r->own, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+		r->answer_roots = r->roots != NULL;
+		if (r->subscribed && r->subscribe_params)
+			free(own_request(r, "events/subscribe", r->subscribe_params));
+	}
+	for (size_t i = 0; i < r->n_pends; i++) {
+		struct pend *p = &r->pends[i];
+		if (p->kind == PEND_AGAIN && p->resend) {
+			buf_puts(&r->own, p->line);
+			buf_puts(&r->own, "\n");
+			p->resend = false;
+		}
+	}
+}
+
+/* A new connection: first the host's initialize with the session id the
+ * daemon gave; nothing else goes until it is answered (the daemon may
+ * have to fetch the session from its store). */
+static void replay(struct relay *r)
+{
+	if (r->session_id && r->init_params) {
+		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id);
+		set_str(&r->own_init, own_request(r, "initialize", p));
+		return;
+	}
+	replay_rest(r);
+	fprintf(stderr, "toolcallctl mcp: reconnected to %s\n", r->socket);
+}
+
+/* An answer to the bridge's own request. */
+static void own_answer(struct relay *r, const struct json *root, const char *id)
+{
+	if (!r->own_init || !str_eq(id, r->own_init))
+		return;
+	const struct json *error = json_get(root, "error");
+	if (error)
+		fprintf(stderr, "toolcallctl mcp: reconnected to %s, but session %s was not taken back: %s\n",
+			r->socket, r->session_id, json_str(json_get(error, "message")) ?: "(no message)");
+	else
+		fprintf(stderr, "toolcallctl mcp: reconnected to %s, session %s\n", r->socket, r->session_id);
+	set_str(&r->own_init, NULL);
+	replay_rest(r);
+	/* The daemon may have new tools: the host asks for them again. */
+	tell_host(r, "notifications/tools/list_changed");
+}
+
+/* One complete line of the daemon (without its newline). */
+static void daemon_line(struct relay *r, const char *text, size_t n)
+{
+	_cleanup_doc_ struct json_doc *doc = NULL;
+	struct json_err err;
+	const struct json *root = NULL;
+	if (json_parse(text, n, 0, MAX_DEPTH, &doc, &err) == 0)
+		root = json_doc_root(doc);
+	const char *method = root && root->type == JSON_OBJECT ? json_str(json_get(root, "method")) : NULL;
+	const struct json *id = root && root->type == JSON_OBJECT ? json_get(root, "id") : NULL;
+
+	if (!method && id) {
+		_cleanup_free_ char *idt = canonical(id);
+		if (strncmp(idt, "\"" OWN_ID, strlen(OWN_ID) + 1) == 0) {
+			own_answer(r, root, idt);
+			return;
+		}
+		struct pend *p = pend_find(r, idt);
+		if (p)
+			pend_remove(r, p);
+		if (r->init_id && str_eq(idt, r->init_id)) {
+			const char *sid = json_str(json_get(json_get(root, "result"), "sessionId"));
+			if (sid)
+				set_str(&r->session_id, xstrdup(sid));
+			set_str(&r->init_id, NULL);
+		}
+		if (r->subscribe_id && str_eq(idt, r->subscribe_id)) {
+			r->subscribed = json_get(root, "result") != NULL;
+			set_str(&r->subscribe_id, NULL);
+		}
+	} else if (method && id && str_eq(method, "roots/list")) {
+		_cleanup_free_ char *idt = canonical(id);
+		if (r->answer_roots && r->roots) {
+			/* The new connection asks what the host answered already. */
+			buf_printf(&r->own, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n", idt, r->roots);
+			r->answer_roots = false;
+			return;
+		}
+		if (r->n_roots_asked < MAX_ROOTS_ASKED)
+			r->roots_asked[r->n_roots_asked++] = TAKE_PTR(idt);
+	}
+	buf_append(&r->down, text, n);
+	buf_append(&r->down, "\n", 1);
+}
+
+static void take_output(struct relay *r)
+{
+	r->heard = true;
+	for (;;) {
+		const char *nl = memchr(buf_head(&r->from), '\n', buf_size(&r->from));
+		size_t len = nl ? (size_t)(nl - buf_head(&r->from)) + 1 : buf_size(&r->from);
+		if (r->from_passthru || (!nl && len > PARSE_MAX_DOWN)) {
+			/* Longer than the bridge reads: relayed as it comes,
+			 * unread (an answer the bridge cannot see). */
+			buf_append(&r->down, buf_head(&r->from), len);
+			buf_consume(&r->from, len);
+			r->from_passthru = !nl;
+			if (!nl)
+				return;
+			continue;
+		}
+		if (!nl)
+			return;
+		daemon_line(r, buf_head(&r->from), len - 1);
+		buf_consume(&r->from, len);
+	}
+}
+
+/* --- the connection ----------------------------------------------------- */
+
 /* Writes what b holds to fd without blocking; -errno on a hard error. */
 static int drain(int fd, struct buf *b)
 {
 	while (buf_size(b) > 0) {
-		ssize_t w = fd == STDOUT_FILENO ? write(fd, buf_head(b), buf_size(b))
-						: send(fd, buf_head(b), buf_size(b), MSG_NOSIGNAL);
+		ssize_t w = write(fd, buf_head(b), buf_size(b));
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -139,31 +547,204 @@ static int drain(int fd, struct buf *b)
 	return 0;
 }
 
-/* Relays until the daemon closes; returns the exit status. */
+/* Sends the bridge's own messages (between the host's lines) and the
+ * host's; -errno when the daemon is gone. */
+static int drain_up(struct relay *r)
+{
+	for (;;) {
+		struct buf *b = !r->up_mid && buf_size(&r->own) ? &r->own : &r->up;
+		if (!buf_size(b) || (b == &r->up && r->own_init))
+			return 0;	/* the host's lines wait for the session to be back */
+		ssize_t w = send(r->sock, buf_head(b), buf_size(b), MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -errno;
+		}
+		if (b == &r->up && w > 0)
+			r->up_mid = buf_head(b)[w - 1] != '\n';
+		buf_consume(b, (size_t)w);
+	}
+}
+
+static int connect_nonblock(struct relay *r)
+{
+	struct client c = { .fd = -1 };
+	int k = client_connect(&c, r->socket);
+	if (k < 0)
+		return k;
+	int fl = fcntl(c.fd, F_GETFL);
+	if (fl < 0 || fcntl(c.fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		k = -errno;
+		client_close(&c);
+		return k;
+	}
+	r->sock = c.fd;
+	return 0;
+}
+
+/* The ids of the requests still waiting in up (never sent), NULL-terminated. */
+static char **queued_ids(struct relay *r)
+{
+	char **ids = xcalloc(1, sizeof(*ids));
+	size_t n = 0;
+	const char *s = buf_head(&r->up), *end = s + buf_size(&r->up);
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
+		_cleanup_doc_ struct json_doc *doc = NULL;
+		struct json_err err;
+		if (len <= PARSE_MAX && json_parse(s, len, 0, 0, &doc, &err) == 0 &&
+		    json_get(json_doc_root(doc), "method") && json_get(json_doc_root(doc), "id")) {
+			ids = xreallocarray(ids, n + 2, sizeof(*ids));
+			ids[n++] = canonical(json_get(json_doc_root(doc), "id"));
+			ids[n] = NULL;
+		}
+		s += len + 1;
+	}
+	return ids;
+}
+
+static bool queued(char *const *ids, const char *id)
+{
+	for (; *ids; ids++)
+		if (str_eq(*ids, id))
+			return true;
+	return false;
+}
+
+/* The daemon's connection dropped: what it owed the host is answered or
+ * kept to be sent again. */
+static void lost(struct relay *r, int err)
+{
+	close(r->sock);
+	r->sock = -1;
+	buf_clear(&r->from);
+	if (r->from_passthru) {
+		/* The host got part of a line: end it, so its next line parses. */
+		buf_append(&r->down, "\n", 1);
+		r->from_passthru = false;
+	}
+	buf_clear(&r->own);
+	if (r->up_mid) {
+		/* The daemon got part of a line: the rest would be garbage to
+		 * the next one (its request, if any, is answered below). */
+		const char *nl = memchr(buf_head(&r->up), '\n', buf_size(&r->up));
+		if (nl) {
+			buf_consume(&r->up, (size_t)(nl - buf_head(&r->up)) + 1);
+		} else {
+			buf_clear(&r->up);
+			r->line_skip = r->line_passthru;
+			r->line_passthru = false;
+		}
+		r->up_mid = false;
+	}
+	for (size_t i = 0; i < r->n_roots_asked; i++)
+		free(r->roots_asked[i]);
+	r->n_roots_asked = 0;
+	r->answer_roots = false;
+	set_str(&r->own_init, NULL);
+	char **ids = queued_ids(r);
+	if (r->subscribe_id && !queued(ids, r->subscribe_id))
+		r->subscribed = false;	/* sent again as the host's, if at all */
+
+	for (size_t i = 0; i < r->n_pends;) {
+		struct pend *p = &r->pends[i];
+		if (queued(ids, p->id)) {
+			i++;
+			continue;
+		}
+		if (p->kind == PEND_AGAIN && r->reconnect_s > 0) {
+			p->resend = true;
+			i++;
+			continue;
+		}
+		answer_transient(r, p->id, p->tool, p->kind == PEND_CALL && r->tool_errors_result,
+				 p->kind == PEND_CALL ? MSG_RESTARTED
+						      : "toolcalld restarted before answering; send the request again");
+		pend_remove(r, p);
+	}
+	for (size_t i = 0; ids[i]; i++)
+		free(ids[i]);
+	free(ids);
+	if (r->reconnect_s > 0)
+		fprintf(stderr, "toolcallctl mcp: lost the connection to toolcalld (%s: %s); reconnecting for up to %d s\n",
+			r->socket, err ? strerror(err) : "closed", r->reconnect_s);
+	else
+		fprintf(stderr, "toolcallctl mcp: toolcalld closed the connection (%s)\n", r->socket);
+}
+
+/* The daemon did not come back: every request still waiting gets an
+ * error saying so. */
+static void give_up(struct relay *r, int err)
+{
+	char *msg = xasprintf("toolcalld is not reachable: it went away and did not come back within %d s "
+			      "(cannot connect to %s: %s). Start it (`toolcalld` in the workspace, or "
+			      "`systemctl --user start toolcalld.socket`), then restart this MCP server.",
+			      r->reconnect_s, r->socket, strerror(err));
+	for (size_t i = 0; i < r->n_pends; i++)
+		answer_transient(r, r->pends[i].id, NULL, false, msg);
+	fprintf(stderr, "toolcallctl mcp: toolcalld did not come back within %d s (%s: %s); giving up\n",
+		r->reconnect_s, r->socket, strerror(err));
+	free(msg);
+}
+
+/* Relays until the host or the daemon is done; returns the exit status. */
 static int relay_run(struct relay *r)
 {
 	char chunk[65536];
+	int last_err = 0;
 	for (;;) {
-		if (r->in_eof && !r->up_shut && buf_size(&r->up) == 0) {
+		if (r->sock >= 0 && r->in_eof && !r->up_shut && buf_size(&r->up) == 0 && buf_size(&r->own) == 0) {
 			/* A last line without its newline still counts. */
 			if (buf_size(&r->line) > 0) {
-				buf_append(&r->up, buf_head(&r->line), buf_size(&r->line));
+				host_line(r, buf_head(&r->line), buf_size(&r->line));
 				buf_clear(&r->line);
 				continue;
 			}
 			shutdown(r->sock, SHUT_WR);
 			r->up_shut = true;
 		}
-		if (r->sock_eof && buf_size(&r->down) == 0)
-			return r->in_eof ? EXIT_OK : EXIT_CONNECT;
+		if (r->sock < 0) {
+			/* Nothing more to deliver: the host has gone, or the
+			 * daemon may not be waited for. */
+			if (r->reconnect_s == 0 || (r->in_eof && r->n_pends == 0 && buf_size(&r->up) == 0)) {
+				if (buf_size(&r->down) == 0)
+					return r->in_eof ? EXIT_OK : EXIT_CONNECT;
+			} else if (mono_ms() >= r->next_try) {
+				int k = connect_nonblock(r);
+				if (k == 0) {
+					r->heard = false;
+					r->connected_at = mono_ms();
+					replay(r);
+					continue;
+				}
+				last_err = -k;
+				if (mono_ms() >= r->give_up_at) {
+					give_up(r, last_err);
+					drain(r->out_fd, &r->down);
+					return EXIT_CONNECT;
+				}
+				r->next_try = mono_ms() + r->backoff;
+				r->backoff = MIN(r->backoff * 2, (uint64_t)BACKOFF_MAX_MS);
+			}
+		}
 
+		bool up_full = buf_size(&r->up) > RELAY_CAP;
+		/* from holds at most one line being read (PARSE_MAX_DOWN). */
+		bool down_full = buf_size(&r->down) > RELAY_CAP;
+		bool sending = (buf_size(&r->up) && !r->own_init) || buf_size(&r->own);
 		struct pollfd p[3] = {
-			{ .fd = r->in_eof || buf_size(&r->up) > RELAY_CAP ? -1 : r->in_fd, .events = POLLIN },
-			{ .fd = r->sock, .events = (r->sock_eof || buf_size(&r->down) > RELAY_CAP ? 0 : POLLIN) |
-						   (buf_size(&r->up) ? POLLOUT : 0) },
+			{ .fd = r->in_eof || up_full ? -1 : r->in_fd, .events = POLLIN },
+			{ .fd = r->sock, .events = (down_full ? 0 : POLLIN) | (sending && !r->up_shut ? POLLOUT : 0) },
 			{ .fd = buf_size(&r->down) ? r->out_fd : -1, .events = POLLOUT },
 		};
-		if (poll(p, 3, -1) < 0) {
+		int timeout = -1;
+		if (r->sock < 0 && r->reconnect_s > 0) {
+			uint64_t now = mono_ms();
+			timeout = r->next_try > now ? (int)MIN(r->next_try - now, (uint64_t)INT32_MAX) : 0;
+		}
+		if (poll(p, 3, timeout) < 0) {
 			if (errno == EINTR && !interrupted)
 				continue;
 			return interrupted ? EXIT_INTERRUPTED : EXIT_CONNECT;
@@ -175,20 +756,74 @@ static int relay_run(struct relay *r)
 			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
 				r->in_eof = true;
 		}
-		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+		int gone = -1;
+		if (r->sock >= 0 && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			ssize_t n = recv(r->sock, chunk, sizeof(chunk), 0);
-			if (n > 0)
-				buf_append(&r->down, chunk, (size_t)n);
-			else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-				r->sock_eof = true;
+			if (n > 0) {
+				buf_append(&r->from, chunk, (size_t)n);
+				take_output(r);
+			} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+				gone = n == 0 ? 0 : errno;
+			}
 		}
-		if (buf_size(&r->up) && drain(r->sock, &r->up) < 0) {
-			buf_clear(&r->up);
-			r->sock_eof = true;
+		if (gone < 0 && r->sock >= 0 && !r->up_shut) {
+			int k = drain_up(r);
+			if (k < 0)
+				gone = -k;
+		}
+		if (gone >= 0) {
+			if (r->up_shut) {
+				/* The host is done and the daemon has answered. */
+				close(r->sock);
+				r->sock = -1;
+				r->reconnect_s = 0;
+				for (size_t i = 0; i < r->n_pends; i++)
+					answer_transient(r, r->pends[i].id, r->pends[i].tool,
+							 r->pends[i].kind == PEND_CALL && r->tool_errors_result,
+							 MSG_RESTARTED);
+				while (r->n_pends)
+					pend_remove(r, &r->pends[0]);
+			} else {
+				lost(r, gone);
+				if (r->heard || mono_ms() - r->connected_at >= 1000) {
+					/* A fresh outage (else the last one goes on). */
+					r->give_up_at = mono_ms() + (uint64_t)r->reconnect_s * 1000;
+					r->backoff = BACKOFF_FIRST_MS;
+				} else if (r->reconnect_s > 0 && mono_ms() >= r->give_up_at) {
+					give_up(r, gone ? gone : ECONNRESET);
+					drain(r->out_fd, &r->down);
+					return EXIT_CONNECT;
+				}
+				r->next_try = mono_ms() + r->backoff;
+				r->backoff = MIN(r->backoff * 2, (uint64_t)BACKOFF_MAX_MS);
+			}
 		}
 		if (buf_size(&r->down) && drain(r->out_fd, &r->down) < 0)
 			return EXIT_OUTPUT;	/* the host is gone */
 	}
+}
+
+static void relay_free(struct relay *r)
+{
+	if (r->sock >= 0)
+		close(r->sock);
+	buf_free(&r->up);
+	buf_free(&r->own);
+	buf_free(&r->line);
+	buf_free(&r->from);
+	buf_free(&r->down);
+	while (r->n_pends)
+		pend_remove(r, &r->pends[0]);
+	free(r->pends);
+	for (size_t i = 0; i < r->n_roots_asked; i++)
+		free(r->roots_asked[i]);
+	free(r->init_id);
+	free(r->init_params);
+	free(r->session_id);
+	free(r->subscribe_id);
+	free(r->subscribe_params);
+	free(r->roots);
+	free(r->own_init);
 }
 
 /*
@@ -220,10 +855,8 @@ static int answer_unreachable(const char *socket, int err)
 		if (json_parse(buf_head(&in), len, 0, 0, &doc, &jerr) == 0)
 			id = json_get(json_doc_root(doc), "id");
 		if (id) {
-			char *msg = xasprintf("toolcalld is not reachable: cannot connect to %s: %s. Start it "
-					      "(`toolcalld` in the workspace, or `systemctl --user start "
-					      "toolcalld.socket`), or name its socket with -s.",
-					      socket, strerror(err));
+			_cleanup_free_ char *hint = client_connect_hint(socket, err);
+			char *msg = xasprintf("toolcalld is not reachable: cannot connect to %s: %s", socket, hint);
 			struct buf out = {0};
 			struct jgen *g = jgen_new(&out);
 			jgen_obj_open(g);
@@ -248,7 +881,8 @@ static int answer_unreachable(const char *socket, int err)
 		buf_consume(&in, len + 1);	/* a notification: nothing to answer */
 	}
 	buf_free(&in);
-	fprintf(stderr, "toolcallctl mcp: cannot connect to %s: %s\n", socket, strerror(err));
+	_cleanup_free_ char *hint = client_connect_hint(socket, err);
+	fprintf(stderr, "toolcallctl mcp: cannot connect to %s: %s\n", socket, hint);
 	return EXIT_CONNECT;
 }
 
@@ -257,6 +891,7 @@ int ctl_mcp(const char *socket, char **args, int n)
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "workspace", required_argument, NULL, 'w' },
+		{ "reconnect-s", required_argument, NULL, 'r' },
 		{},
 	};
 	/* A host stops its servers with SIGTERM or by closing stdin: the
@@ -271,6 +906,7 @@ int ctl_mcp(const char *socket, char **args, int n)
 
 	const char *sock = socket;
 	const char *ws = NULL;
+	int reconnect_s = RECONNECT_S_DEFAULT;
 	/* getopt wants argv[0] first. */
 	_cleanup_free_ char **argv = xmalloc(sizeof(char *) * ((size_t)n + 2));
 	argv[0] = (char *)"mcp";
@@ -278,16 +914,27 @@ int ctl_mcp(const char *socket, char **args, int n)
 	argv[n + 1] = NULL;
 	optind = 1;
 	int ch;
-	while ((ch = getopt_long(n + 1, argv, "s:w:", longopts, NULL)) != -1) {
-		if (ch == 's')
+	while ((ch = getopt_long(n + 1, argv, "s:w:r:", longopts, NULL)) != -1) {
+		if (ch == 's') {
 			sock = optarg;
-		else if (ch == 'w')
+		} else if (ch == 'w') {
 			ws = optarg;
-		else
+		} else if (ch == 'r') {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > RECONNECT_S_MAX) {
+				fprintf(stderr, "toolcallctl mcp: --reconnect-s: expected 0 to %d seconds, not '%s'\n",
+					RECONNECT_S_MAX, optarg);
+				return EXIT_USAGE;
+			}
+			reconnect_s = (int)v;
+		} else {
 			return EXIT_USAGE;
+		}
 	}
 	if (optind != n + 1) {
-		fprintf(stderr, "Usage: toolcallctl mcp [-s SOCKET] [-w DIR]\n");
+		fprintf(stderr, "Usage: toolcallctl mcp [-s SOCKET] [-w DIR] [--reconnect-s SECONDS]\n");
 		return EXIT_USAGE;
 	}
 	_cleanup_free_ char *ws_abs = NULL;
@@ -299,27 +946,19 @@ int ctl_mcp(const char *socket, char **args, int n)
 		}
 	}
 
-	struct client c = { .fd = -1 };
-	int r = client_connect(&c, sock);
-	if (r < 0)
-		return answer_unreachable(sock, -r);
-
 	struct relay rl = {
 		.in_fd = STDIN_FILENO,
 		.out_fd = STDOUT_FILENO,
-		.sock = c.fd,
+		.sock = -1,
+		.socket = sock,
 		.workspace = ws_abs,
+		.reconnect_s = reconnect_s,
 	};
-	int fl = fcntl(rl.sock, F_GETFL);
-	if (fl < 0 || fcntl(rl.sock, F_SETFL, fl | O_NONBLOCK) < 0) {
-		fprintf(stderr, "toolcallctl mcp: %s: %s\n", sock, strerror(errno));
-		client_close(&c);
-		return EXIT_CONNECT;
-	}
+	int r = connect_nonblock(&rl);
+	if (r < 0)
+		return answer_unreachable(sock, -r);
+	rl.heard = true;
 	int status = relay_run(&rl);
-	buf_free(&rl.up);
-	buf_free(&rl.line);
-	buf_free(&rl.down);
-	client_close(&c);
+	relay_free(&rl);
 	return status;
 }

@@ -54,6 +54,31 @@ __attribute__((no_sanitize("address"))) static int bind_all(const char *const *p
 	return 0;
 }
 
+/* Covers each denied path in a writable workspace: a directory with an
+ * empty read-only tmpfs, a file with /dev/null bound read-only. What is
+ * beneath stays out of reach, and the workspace's top writable. */
+__attribute__((no_sanitize("address"))) static int cover_all(const char *const *paths)
+{
+	for (; paths && *paths; paths++) {
+		if (syscall(SYS_mount, "tmpfs", *paths, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			    "size=4k,nr_inodes=1,mode=0555") == 0)
+			continue;
+		if (errno == ENOENT)
+			continue;	/* gone since the daemon looked */
+		if (errno != ENOTDIR)
+			return -errno;
+		if (syscall(SYS_mount, "/dev/null", *paths, MOUNT_NO_TYPE, MS_BIND, NULL) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return -errno;
+		}
+		if (syscall(SYS_mount, NULL, *paths, MOUNT_NO_TYPE, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+			    NULL) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
 /* Writes text into a file (of /proc/self), raw. */
 __attribute__((no_sanitize("address"))) static int write_text(const char *path, const char *text)
 {
@@ -285,7 +310,8 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		STEP("becoming subreaper", syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
 	if (c->userns)
 		STEP("mapping the user namespace", sandbox_userns_map(c->uid_map, c->gid_map));
-	if (c->userns || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || c->tmp_own || c->writable) {
+	if (c->userns || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || (c->covers && *c->covers) ||
+	    c->tmp_own || c->writable) {
 		/* Here, not at the clone: the child has moved to its working
 		 * directory, which the new namespace then holds in its copy of
 		 * the mounts (a directory entered later, by an fd of the
@@ -302,6 +328,8 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		int r = bind_all(c->binds, false);
 		if (r == 0)
 			r = bind_all(c->ro_binds, true);
+		if (r == 0)
+			r = cover_all(c->covers);
 		if (r < 0) {
 			c->failed = "mounting the protected paths read-only";
 			errno = -r;

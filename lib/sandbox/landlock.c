@@ -50,6 +50,9 @@ struct ll_rules {
 	struct ll_rule *v;
 	size_t n;
 	int ruleset_fd;		/* made once from the rules and the TMPDIR parent */
+	char **covers;		/* denied paths the child covers (NULL-terminated), or NULL */
+	size_t n_covers;
+	bool split_writable;	/* a writable directory holds a denied path: it is not writable itself */
 };
 
 static struct ll_rules *cache[CACHE_MAX];
@@ -71,6 +74,9 @@ static void rules_free(struct ll_rules *r)
 		return;
 	for (size_t i = 0; i < r->n; i++)
 		free(r->v[i].path);
+	for (size_t i = 0; i < r->n_covers; i++)
+		free(r->covers[i]);
+	free(r->covers);
 	if (r->ruleset_fd >= 0)
 		close(r->ruleset_fd);
 	free(r->v);
@@ -174,6 +180,8 @@ static void grant(struct builder *b, const char *path, uint64_t access)
 		return;
 	}
 	add_rule(b, path, &st, access & LL_FS_READ_DIR);
+	if (access & LL_FS_MAKE_REG)
+		b->r->split_writable = true;
 	DIR *d = opendir(path);
 	if (!d)
 		return;
@@ -188,12 +196,60 @@ static void grant(struct builder *b, const char *path, uint64_t access)
 	closedir(d);
 }
 
+/*
+ * Grants a writable workspace whole, its top included, leaving out only
+ * the denied paths above or at it; those beneath it that exist the child
+ * covers with an empty read-only mount (Landlock alone cannot keep a
+ * denied path beneath a writable directory: a right on a directory holds
+ * for all beneath it, so its top would have to stay unwritable).
+ */
+static void grant_covered(struct builder *b, const char *ws)
+{
+	size_t n = strlen(ws);
+	char **keep = xcalloc(b->n_deny + 1, sizeof(*keep));
+	size_t n_keep = 0;
+	for (size_t i = 0; i < b->n_deny; i++) {
+		const char *d = b->deny[i];
+		struct stat st;
+		if (strncmp(d, ws, n) != 0 || d[n] != '/' || lstat(d, &st) < 0 || S_ISLNK(st.st_mode)) {
+			keep[n_keep++] = b->deny[i];
+			continue;
+		}
+		bool known = false;
+		for (size_t j = 0; j < b->r->n_covers; j++)
+			known |= strcmp(b->r->covers[j], d) == 0;
+		if (!known) {
+			b->r->covers = xreallocarray(b->r->covers, b->r->n_covers + 2, sizeof(char *));
+			b->r->covers[b->r->n_covers++] = xstrdup(d);
+			b->r->covers[b->r->n_covers] = NULL;
+		}
+	}
+	char **all = b->deny;
+	size_t n_all = b->n_deny;
+	b->deny = keep;
+	b->n_deny = n_keep;
+	grant(b, ws, b->handled);
+	b->deny = all;
+	b->n_deny = n_all;
+	free(keep);
+}
+
+bool ll_rules_split_writable(const struct ll_rules *rules)
+{
+	return rules->split_writable;
+}
+
+const char *const *ll_rules_covers(const struct ll_rules *rules)
+{
+	return (const char *const *)rules->covers;
+}
+
 /* The cache key of a request: everything the rules depend on. */
-static char *rules_key(const struct sandbox_req *req, int abi)
+static char *rules_key(const struct sandbox_req *req, int abi, bool cover)
 {
 	struct buf k = {0};
 	const char *env_home = getenv("HOME");
-	buf_printf(&k, "%d\n%d\n%s\n%d\n%s\n", abi, (int)req->profile,
+	buf_printf(&k, "%d\n%d\n%d\n%s\n%d\n%s\n", abi, (int)req->profile, cover,
 		   req->id && req->id->home ? req->id->home : "", req->id && req->id->change,
 		   env_home ? env_home : "");
 	for (const char *const *p = req->workspaces; p && *p; p++)
@@ -209,10 +265,10 @@ static char *rules_key(const struct sandbox_req *req, int abi)
 
 /* Finds the rules of a request in the cache, or builds them with their
  * ruleset (tmp_parent writable). */
-int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, const struct ll_rules **ret,
-		 char **ret_msg)
+int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, bool cover,
+		 const struct ll_rules **ret, char **ret_msg)
 {
-	_cleanup_free_ char *key0 = rules_key(req, abi);
+	_cleanup_free_ char *key0 = rules_key(req, abi, cover);
 	_cleanup_free_ char *key = xasprintf("%s\nt%s", key0, tmp_parent ? tmp_parent : "");
 	for (size_t i = 0; i < n_cache; i++)
 		if (strcmp(cache[i]->key, key) == 0) {
@@ -240,8 +296,12 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent,
 		}
 	grant(&b, "/", LL_READ);
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
-		for (const char *const *p = req->workspaces; p && *p; p++)
-			grant(&b, *p, b.handled);
+		for (const char *const *p = req->workspaces; p && *p; p++) {
+			if (cover)
+				grant_covered(&b, *p);
+			else
+				grant(&b, *p, b.handled);
+		}
 		const char *const *extra[] = { req->write_extra, req->write_extra_tool };
 		for (size_t i = 0; i < ELEMENTSOF(extra); i++)
 			for (const char *const *p = extra[i]; p && *p; p++) {

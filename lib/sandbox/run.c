@@ -55,6 +55,7 @@ struct sandbox_run {
 	char **ro_binds;
 	char **writable;
 	char **hide_dirs;
+	bool split_writable;		/* a writable directory holding a denied path is not writable itself */
 	gid_t *groups;
 	char *tmp_parent;
 	char tmp_opts[96];
@@ -618,8 +619,13 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->tmp_uid_parent = parent;
 	run->tmp_parent = xasprintf("%s/c", parent);
 	const struct ll_rules *rules = NULL;
-	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, &rules, ret_msg)) < 0)
+	/* With a mount namespace to come, denied paths in a writable
+	 * workspace are covered there, and the workspace's top is writable. */
+	bool cover = (f->mountns || (f->userns && !c->set_ids)) && req->profile == SANDBOX_WORKSPACE_WRITE;
+	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, cover, &rules, ret_msg)) < 0)
 		goto fail;
+	c->covers = rules ? ll_rules_covers(rules) : NULL;
+	run->split_writable = rules && ll_rules_split_writable(rules);
 	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
 	note(run, rules != NULL, "landlock");
 	if (f->seccomp) {
@@ -677,7 +683,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	/* Where only the TMPDIRs would need it, a root daemon's child of
 	 * another uid gets no mount namespace but a second Landlock layer
 	 * (hide.c). */
-	if (!c->writable && f->mountns && rules && !run->ro_binds && hide_by_landlock(run, req, f, child_uid))
+	if (!c->writable && f->mountns && rules && !run->ro_binds && !c->covers && hide_by_landlock(run, req, f, child_uid))
 		ns = false;
 	else if (ns) {
 		c->tmp_parent = run->tmp_parent;
@@ -928,11 +934,16 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	if (!denied)
 		return NULL;
 	return xasprintf("[sandbox] This may have been refused by the sandbox (profile %s): it allows reading "
-			 "files except private ones (such as ~/.ssh), writing only in %s, and %s. Work within "
+			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
 			 "that, or ask the user to loosen the tool's sandbox.",
 			 sandbox_profile_name(run->profile),
 			 run->profile == SANDBOX_WORKSPACE_WRITE
 				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"
 				 : "$TMPDIR and /dev/null",
+			 run->profile == SANDBOX_WORKSPACE_WRITE && run->split_writable
+				 ? "; a directory there that holds a private path (the workspace's top, when it is a "
+				   "home directory) takes no new entries itself: write in a subdirectory that exists, "
+				   "or with the file tools"
+				 : "",
 			 run->network ? "network access" : "no network access");
 }

@@ -73,10 +73,18 @@ struct ll_rules;
  * Finds or builds the rules of a request (read everywhere but deny_read,
  * write on the workspaces and write_extra unless read-only, /dev/null,
  * tmp_parent) and their ruleset. Kept until sandbox_cache_clear().
- * Negative errno, *ret_msg set.
+ * Negative errno, *ret_msg set. With cover (the child has a mount
+ * namespace), a denied path beneath a writable workspace is left to the
+ * child to cover with an empty read-only mount (ll_rules_covers()), and
+ * the workspace is writable whole, its top included (a home directory).
  */
-int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, const struct ll_rules **ret,
-		 char **ret_msg);
+int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, bool cover,
+		 const struct ll_rules **ret, char **ret_msg);
+/* The paths the child covers (NULL-terminated), or NULL for none. */
+const char *const *ll_rules_covers(const struct ll_rules *rules);
+/* Whether a writable directory is not writable itself, only what it holds
+ * but a denied path (no mount namespace to cover that path). */
+bool ll_rules_split_writable(const struct ll_rules *rules);
 /* The ruleset of the rules. */
 int ll_rules_fd(const struct ll_rules *rules);
 int ll_ruleset_make(const struct ll_rules *rules, int abi, int *ret_fd);

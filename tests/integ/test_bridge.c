@@ -13,12 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "proto/base/buf.h"
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/redis_server.h"
 
 START_TEST(tool_errors_as_results)
 {
@@ -232,6 +236,622 @@ START_TEST(bridge_says_when_the_daemon_is_down)
 }
 END_TEST
 
+
+/* --- a host driving the bridge interactively ---------------------------- */
+
+/* An MCP host: toolcallctl mcp on pipes, its lines parsed as they come. */
+struct host {
+	pid_t pid;
+	int in, out, err;
+	struct buf obuf, ebuf;
+	bool out_eof;
+	struct json_doc *msgs[512];	/* every message received */
+	bool taken[512];		/* already returned by a wait */
+	size_t n_msgs;
+};
+
+static void host_start(struct host *h, const char *const *args)
+{
+	*h = (struct host){ 0 };
+	int in[2], out[2], err[2];
+	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
+	h->pid = fork();
+	ck_assert_int_ge(h->pid, 0);
+	if (h->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		const char *argv[16] = { tc_ctl_path() };
+		for (size_t i = 0; args[i] && i < 14; i++)
+			argv[i + 1] = args[i];
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	signal(SIGPIPE, SIG_IGN);
+	h->in = in[1];
+	h->out = out[0];
+	h->err = err[0];
+}
+
+static void host_send(struct host *h, const char *line)
+{
+	size_t n = strlen(line);
+	ck_assert_int_eq(write(h->in, line, n), (ssize_t)n);
+	ck_assert_int_eq(write(h->in, "\n", 1), 1);
+}
+
+/* Reads what the bridge wrote within ms; complete lines are parsed. */
+static void host_pump(struct host *h, int ms)
+{
+	struct pollfd p[2] = { { h->out_eof ? -1 : h->out, POLLIN, 0 }, { h->err, POLLIN, 0 } };
+	if (poll(p, 2, ms) <= 0)
+		return;
+	char chunk[4096];
+	if (p[1].revents) {
+		ssize_t n = read(h->err, chunk, sizeof(chunk));
+		if (n > 0)
+			buf_append(&h->ebuf, chunk, (size_t)n);
+	}
+	if (p[0].revents) {
+		ssize_t n = read(h->out, chunk, sizeof(chunk));
+		if (n <= 0) {
+			h->out_eof = true;
+			return;
+		}
+		buf_append(&h->obuf, chunk, (size_t)n);
+		const char *nl;
+		while ((nl = memchr(buf_head(&h->obuf), '\n', buf_size(&h->obuf)))) {
+			size_t len = (size_t)(nl - buf_head(&h->obuf));
+			struct json_doc *doc = NULL;
+			struct json_err jerr;
+			ck_assert_msg(json_parse(buf_head(&h->obuf), len, 0, 0, &doc, &jerr) == 0,
+				      "the bridge wrote a line that is not JSON: %.*s", (int)len, buf_head(&h->obuf));
+			ck_assert_uint_lt(h->n_msgs, ELEMENTSOF(h->msgs));
+			h->msgs[h->n_msgs++] = doc;
+			buf_consume(&h->obuf, len + 1);
+		}
+	}
+}
+
+/* The text of a message's id, or "" when it has none. */
+static bool id_is(const struct json *m, const char *id)
+{
+	const struct json *v = json_get(m, "id");
+	if (!v)
+		return false;
+	struct buf b = { 0 };
+	json_canonical(v, &b);
+	buf_putc(&b, '\0');
+	bool same = str_eq(buf_head(&b), id);
+	buf_free(&b);
+	return same;
+}
+
+/* Waits for the answer with id (its JSON text), or for a message of method
+ * (id NULL); NULL on timeout or EOF. */
+static const struct json *host_wait(struct host *h, const char *id, const char *method, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + tc_wait_scaled(timeout_ms);
+	for (;;) {
+		for (size_t i = 0; i < h->n_msgs; i++) {
+			const struct json *m = json_doc_root(h->msgs[i]);
+			if (h->taken[i])
+				continue;
+			if (id ? (id_is(m, id) && !json_get(m, "method"))
+			       : str_eq(json_str(json_get(m, "method")), method)) {
+				h->taken[i] = true;
+				return m;
+			}
+		}
+		if (h->out_eof || tc_now_ms() >= end)
+			return NULL;
+		host_pump(h, 50);
+	}
+}
+
+/* How many messages of method came so far. */
+static size_t host_count(struct host *h, const char *method)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < h->n_msgs; i++)
+		if (str_eq(json_str(json_get(json_doc_root(h->msgs[i]), "method")), method))
+			n++;
+	return n;
+}
+
+/* Closes the bridge's stdin and returns its exit status (-1: still running
+ * after timeout_ms, then killed). */
+static int host_end(struct host *h, bool close_stdin, int timeout_ms)
+{
+	if (close_stdin && h->in >= 0) {
+		close(h->in);
+		h->in = -1;
+	}
+	uint64_t end = tc_now_ms() + tc_wait_scaled(timeout_ms);
+	int status, ret = -1;
+	while (tc_now_ms() < end) {
+		host_pump(h, 20);
+		if (waitpid(h->pid, &status, WNOHANG) == h->pid) {
+			ret = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+			break;
+		}
+	}
+	if (ret < 0) {
+		kill(h->pid, SIGKILL);
+		waitpid(h->pid, &status, 0);
+	}
+	while (!h->out_eof)
+		host_pump(h, 100);
+	host_pump(h, 0);
+	return ret;
+}
+
+static void host_free(struct host *h)
+{
+	if (h->in >= 0)
+		close(h->in);
+	close(h->out);
+	close(h->err);
+	for (size_t i = 0; i < h->n_msgs; i++)
+		json_doc_unref(h->msgs[i]);
+	buf_free(&h->obuf);
+	buf_free(&h->ebuf);
+}
+
+static const char *host_stderr(struct host *h)
+{
+	buf_putc(&h->ebuf, '\0');
+	h->ebuf.len--;
+	return buf_head(&h->ebuf);
+}
+
+#define RESTART_CFG "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}"
+
+START_TEST(bridge_outlives_a_daemon_restart)
+{
+	struct tcd d;
+	tcd_start(&d, RESTART_CFG);
+	tcd_put(&d, "hello.txt", "hi there");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+		      "\"2025-06-18\",\"capabilities\":{\"roots\":{}},\"clientInfo\":{\"name\":\"host\",\"version\":\"1\"}}}");
+	const struct json *m = host_wait(&h, "1", NULL, 10000);
+	ck_assert_ptr_nonnull(m);
+	const char *sid_text = tj_str(m, "result.sessionId");
+	ck_assert_ptr_nonnull(sid_text);
+	char *sid = xstrdup(sid_text);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	/* The host answers the daemon's roots/list with the workspace. */
+	m = host_wait(&h, NULL, "roots/list", 10000);
+	ck_assert_ptr_nonnull(m);
+	char *roots_id = tj_text(tj(m, "id"));
+	char *answer = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"roots\":[{\"uri\":\"file://%s\"}]}}",
+				 roots_id, d.ws);
+	host_send(&h, answer);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"events/subscribe\","
+		      "\"params\":{\"types\":[\"tool.completed\"]}}");
+	ck_assert_ptr_nonnull(host_wait(&h, "2", NULL, 10000));
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+		      "\"arguments\":{\"path\":\"hello.txt\"}}}");
+	m = host_wait(&h, "3", NULL, 10000);
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.content"), "hi there");
+	ck_assert_ptr_nonnull(host_wait(&h, NULL, "notifications/event", 10000));
+
+	/* A call in flight when the daemon dies. */
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		      "\"arguments\":{\"command\":\"sleep 10\"}}}");
+	ck_assert(tcd_wait_stat(&d, "result.running", 1, 10000));
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+
+	/* It is answered transient, as an isError result the model sees. */
+	m = host_wait(&h, "4", NULL, 10000);
+	ck_assert_msg(m, "no answer to the call in flight; stderr: %s", host_stderr(&h));
+	ck_assert(tj_bool(m, "result.isError"));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "result.structuredContent.error.retryable"));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.tool"), "shell");
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "retry"));
+	ck_assert(tc_wait_until((host_pump(&h, 10), strstr(host_stderr(&h), "lost the connection")), 5000));
+
+	/* A request sent while the daemon is away waits for the next one. */
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}");
+	host_pump(&h, 300);
+	ck_assert(!h.out_eof);
+
+	/* The daemon comes back on the same socket. */
+	size_t roots_asked = host_count(&h, "roots/list");
+	size_t changed = host_count(&h, "notifications/tools/list_changed");
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	ck_assert_msg(host_wait(&h, NULL, "notifications/tools/list_changed", 15000), "stderr: %s",
+		      host_stderr(&h));
+	ck_assert_uint_eq(host_count(&h, "notifications/tools/list_changed"), changed + 1);
+	ck_assert(tj_has(host_wait(&h, "5", NULL, 10000), "result"));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), "reconnected"));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), sid));
+
+	/* The next call works, in the same session; the subscription goes on. */
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+		      "\"arguments\":{\"path\":\"hello.txt\"}}}");
+	m = host_wait(&h, "6", NULL, 10000);
+	ck_assert_msg(m && !tj_bool(m, "result.isError"), "stderr: %s", host_stderr(&h));
+	ck_assert_ptr_nonnull(host_wait(&h, NULL, "notifications/event", 10000));
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		      "\"arguments\":{\"command\":\"sleep 21\"}}}");
+	ck_assert(tcd_wait_stat(&d, "result.running", 1, 10000));
+	struct tcc *c = tcc_connect(&d);
+	char *cancel = xasprintf("{\"sessionId\":\"%s\"}", sid);
+	m = tcc_request(c, "sessions/cancel", cancel);
+	ck_assert_int_eq(tj_int(m, "result.cancelled"), 1);
+	m = host_wait(&h, "7", NULL, 10000);
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "cancelled");
+	tcc_close(c);
+	/* The new daemon's roots/list was answered by the bridge from what
+	 * the host said before. */
+	ck_assert_uint_eq(host_count(&h, "roots/list"), roots_asked);
+
+	/* A graceful restart (SIGTERM, as systemctl restart does): the same. */
+	changed = host_count(&h, "notifications/tools/list_changed");
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	ck_assert(tc_wait_until((host_pump(&h, 10), host_count(&h, "notifications/tools/list_changed") == changed + 1),
+				tc_wait_scaled(15000)));
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+		      "\"arguments\":{\"path\":\"hello.txt\"}}}");
+	m = host_wait(&h, "8", NULL, 10000);
+	ck_assert_msg(m && !tj_bool(m, "result.isError"), "stderr: %s", host_stderr(&h));
+	ck_assert(!h.out_eof);
+
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	ck_assert(!strstr(host_stderr(&h), "giving up"));
+	host_free(&h);
+	free(cancel);
+	free(answer);
+	free(roots_id);
+	free(sid);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(bridge_gives_up_when_the_daemon_stays_away)
+{
+	struct tcd d;
+	tcd_start(&d, "{}");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "1", NULL };
+	host_start(&h, args);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}");
+	ck_assert_ptr_nonnull(host_wait(&h, "1", NULL, 10000));
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+
+	/* After --reconnect-s, the waiting request gets an error that says
+	 * what happened, and the bridge ends. */
+	ck_assert_int_eq(host_end(&h, false, 15000), 3);
+	const struct json *m = host_wait(&h, "2", NULL, 1000);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_int_eq(tj_int(m, "error.code"), -32603);
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "error.message"), "did not come back within 1 s"));
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "error.message"), d.sock));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), "lost the connection"));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), "giving up"));
+	host_free(&h);
+	tcd_free(&d);
+}
+END_TEST
+
+/* The number of connections open (the one asking included). */
+static int64_t conns_open(struct tcd *d)
+{
+	struct tcc *c = tcc_connect(d);
+	int64_t n = tj_int(tcc_request(c, "admin/stats", NULL), "result.connections.open");
+	tcc_close(c);
+	return n;
+}
+
+/* The number of sessions the daemon holds (kept ones included). */
+static int64_t sessions_held(struct tcd *d)
+{
+	struct tcc *c = tcc_connect(d);
+	int64_t n = tj_int(tcc_request(c, "admin/stats", NULL), "result.sessions");
+	tcc_close(c);
+	return n;
+}
+
+START_TEST(session_resumes_after_its_connection_closed)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"session_resume_s\":2},\"workspaces\":{\"allowed\":[\"@DIR@/other\"]}}");
+	char *other = xasprintf("%s/other", d.dir);
+	ck_assert_int_eq(mkdir(other, 0755), 0);
+	ck_assert_int_eq(tcd_stop(&d), 0);	/* allowed roots are resolved at start */
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	char *other_file = xasprintf("%s/o.txt", other);
+	tc_write_file_atomic(other_file, "other", 5);
+
+	struct tcc *c = tcc_connect(&d);
+	char *init = xasprintf("\"workspace\":\"%s\",\"budget\":{\"toolCalls\":2}", other);
+	const struct json *r = tcc_initialize(c, init);
+	char *sid = xstrdup(tj_str(r, "sessionId"));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"o.txt\"}"));
+	tcc_close(c);
+
+	/* Back within session_resume_s: the same workspace, one call left. */
+	c = tcc_connect(&d);
+	char *again = xasprintf("\"sessionId\":\"%s\"", sid);
+	r = tcc_initialize(c, again);
+	ck_assert_str_eq(tj_str(r, "workspace"), other);
+	ck_assert_str_eq(tcc_raw(c, tj(r, "sessionId")), tcc_fmt(c, "\"%s\"", sid));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"o.txt\"}"));
+	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"o.txt\"}"), "budget_exceeded");
+	tcc_close(c);
+
+	/* Past it, the session is gone: the id makes a fresh one. */
+	ck_assert(tc_wait_until(sessions_held(&d) == 0, 10000));
+	c = tcc_connect(&d);
+	r = tcc_initialize(c, again);
+	ck_assert_str_eq(tj_str(r, "workspace"), d.ws);
+	tcc_close(c);
+	free(again);
+	free(init);
+	free(sid);
+	free(other_file);
+	free(other);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(session_resume_off)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"session_resume_s\":0}}");
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, "\"budget\":{\"toolCalls\":1}");
+	ck_assert_int_eq(sessions_held(&d), 1);
+	tcc_close(c);
+	ck_assert(tc_wait_until(sessions_held(&d) == 0, 10000));
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* With Redis, a session outlives the daemon that made it: the next one
+ * takes it back, with the budget it had left, by its id. */
+START_TEST(session_resumes_across_a_restart_with_redis)
+{
+	const char *why;
+	if (!redis_server_available(&why))
+		TC_SKIP("%s", why);
+	struct redis_server rs = { 0 };
+	redis_server_start(&rs);
+	char *cfg = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"sess:\"},"
+			      "\"limits\":{\"session_resume_s\":60}}", rs.sock);
+	struct tcd d;
+	tcd_start(&d, cfg);
+	tcd_put(&d, "a.txt", "alpha");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_request(c, "initialize", "{\"protocolVersion\":\"2025-11-25\",\"capabilities\":"
+					   "{\"elicitation\":{\"form\":{}}},\"budget\":{\"toolCalls\":4}}");
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	char *sid = xstrdup(tj_str(r, "result.sessionId"));
+	/* write_file allowed for the rest of the session, through the client's
+	 * own elicitation. */
+	int64_t wid = tcc_send_request(c, "tools/call", "{\"name\":\"write_file\",\"arguments\":"
+				       "{\"path\":\"w.txt\",\"content\":\"x\"}}");
+	const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 5000);
+	ck_assert_ptr_nonnull(rq);
+	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
+			    "\"content\":{\"decision\":\"always_allow\"}}}", tcc_raw(c, tj(rq, "id"))));
+	tc_assert_ok(tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)wid), 5000));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tcc_close(c);
+	/* The session's last state is written once its connection closed. */
+	ck_assert(tc_wait_until(conns_open(&d) == 1, 10000));
+	ck_assert_int_eq(tcd_stop(&d), 0);
+
+	/* A new daemon: the session, with two calls left, and write_file
+	 * still allowed (no approver, no elicitation here: it would be
+	 * refused otherwise). */
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	c = tcc_connect(&d);
+	char *again = xasprintf("\"sessionId\":\"%s\"", sid);
+	r = tcc_initialize(c, again);
+	ck_assert_str_eq(tj_str(r, "sessionId"), sid);
+	ck_assert_str_eq(tj_str(r, "workspace"), d.ws);
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"w2.txt\",\"content\":\"y\"}"));
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"), "budget_exceeded");
+	tcc_close(c);
+
+	free(again);
+	free(sid);
+	free(cfg);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	redis_server_free(&rs);
+}
+END_TEST
+
+/* A daemon killed mid-call leaves its call cgroups behind (it could not
+ * remove them); a later daemon that gets the same pid passes their names
+ * over instead of failing its calls. */
+START_TEST(cgroups_left_by_a_killed_daemon)
+{
+	struct tcd d;
+	tcd_start(&d, RESTART_CFG);
+	char *log = tcd_log(&d);
+	const char *at = strstr(log, "cgroup v2 delegated: ");
+	if (!at) {
+		free(log);
+		ck_assert_int_eq(tcd_stop(&d), 0);
+		tcd_free(&d);
+		TC_SKIP("no delegated cgroup v2 subtree here");
+	}
+	at += strlen("cgroup v2 delegated: ");
+	char *dir = xstrndup(at, strcspn(at, " ("));
+	free(log);
+	char *left[3];
+	for (int i = 0; i < 3; i++) {
+		left[i] = xasprintf("%s/tc-%d-%d", dir, (int)d.pid, i + 1);
+		ck_assert_msg(mkdir(left[i], 0755) == 0 || errno == EEXIST, "%s: %s", left[i], strerror(errno));
+	}
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "shell", "{\"command\":\"echo ok\"}");
+	ck_assert_msg(tj_has(r, "result") && tj_int(r, "result.structuredContent.exit_code") == 0, "%s", tj_text(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	for (int i = 0; i < 3; i++) {
+		rmdir(left[i]);
+		free(left[i]);
+	}
+	free(dir);
+}
+END_TEST
+
+/* A task across a restart through the bridge: its tasks/result, waiting
+ * when the daemon stops, is answered with the call's outcome (the stopping
+ * daemon lets the call finish, Redis keeps it, the next daemon tells it). */
+START_TEST(bridge_task_survives_a_restart)
+{
+	const char *why;
+	if (!redis_server_available(&why))
+		TC_SKIP("%s", why);
+	struct redis_server rs = { 0 };
+	redis_server_start(&rs);
+	char *cfg = xasprintf("{\"confirmation\":{\"default\":{\"execute\":\"auto\"}},"
+			      "\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"task:\"}}", rs.sock);
+	struct tcd d;
+	tcd_start(&d, cfg);
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+		      "\"2025-11-25\",\"capabilities\":{}}}");
+	ck_assert_ptr_nonnull(host_wait(&h, "1", NULL, 10000));
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		      "\"arguments\":{\"command\":\"sleep 1; echo done\"},\"task\":{\"ttl\":60000}}}");
+	const struct json *m = host_wait(&h, "2", NULL, 10000);
+	ck_assert_msg(m && tj_str(m, "result.task.taskId"), "%s", m ? tj_text(m) : "no answer");
+	char *task = tj_quote(tj_str(m, "result.task.taskId"));
+	char *get = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/result\",\"params\":{\"taskId\":%s}}", task);
+	host_send(&h, get);
+
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	m = host_wait(&h, "3", NULL, 20000);
+	ck_assert_msg(m, "no answer to tasks/result; stderr: %s", host_stderr(&h));
+	ck_assert_msg(tj_str(m, "result.structuredContent.stdout") &&
+		      str_eq(tj_str(m, "result.structuredContent.stdout"), "done\n"), "%s", tj_text(m));
+	/* Asked again of the new daemon, the same. */
+	free(get);
+	get = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/result\",\"params\":{\"taskId\":%s}}", task);
+	host_send(&h, get);
+	m = host_wait(&h, "4", NULL, 20000);
+	ck_assert_msg(m && str_eq(tj_str(m, "result.structuredContent.stdout"), "done\n"), "%s, stderr: %s",
+		      m ? tj_text(m) : "no answer", host_stderr(&h));
+	ck_assert(!h.out_eof);
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	free(get);
+	free(task);
+	free(cfg);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	redis_server_free(&rs);
+}
+END_TEST
+
+/* The sessions kept are bounded per uid: the oldest goes first. */
+START_TEST(sessions_kept_are_bounded)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"session_resume_s\":60,\"per_uid_connections\":2}}");
+	char *ids[3];
+	for (int i = 0; i < 3; i++) {
+		struct tcc *c = tcc_connect(&d);
+		ids[i] = xstrdup(tj_str(tcc_initialize(c, "\"budget\":{\"toolCalls\":1}"), "sessionId"));
+		tcc_close(c);
+		ck_assert(tc_wait_until(conns_open(&d) == 1, 10000));
+	}
+	ck_assert_int_eq(sessions_held(&d), 2);
+	/* The newest two are there (their budget was kept), the oldest not. */
+	struct tcc *c = tcc_connect(&d);
+	for (int i = 0; i < 3; i++) {
+		tcc_initialize(c, tcc_fmt(c, "\"sessionId\":\"%s\"", ids[i]));
+		tc_assert_ok(tcc_call(c, "stat", "{\"path\":\".\"}"));	/* one call left */
+		const struct json *r = tcc_call(c, "stat", "{\"path\":\".\"}");
+		if (i == 0)
+			tc_assert_ok(r);	/* a fresh session: no budget */
+		else
+			tc_assert_kind(r, "budget_exceeded");
+		free(ids[i]);
+	}
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Something that takes the connection and drops it at once is not the
+ * daemon back: the bridge still gives up after --reconnect-s. */
+START_TEST(bridge_gives_up_on_a_socket_that_hangs_up)
+{
+	char dir[] = "/tmp/tc-bridge-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *sock = xasprintf("%s/s.sock", dir);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 16), 0);
+	pid_t srv = fork();
+	ck_assert_int_ge(srv, 0);
+	if (srv == 0) {
+		alarm(30);
+		for (;;) {
+			int fd = accept(lfd, NULL, NULL);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	close(lfd);
+	struct host h;
+	const char *args[] = { "mcp", "-s", sock, "--reconnect-s", "1", NULL };
+	host_start(&h, args);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}");
+	uint64_t t0 = tc_now_ms();
+	ck_assert_int_eq(host_end(&h, false, 15000), 3);
+	ck_assert_uint_lt(tc_now_ms() - t0, tc_wait_scaled(10000));
+	const struct json *m = host_wait(&h, "1", NULL, 1000);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "error.message"), "did not come back"));
+	ck_assert_ptr_nonnull(strstr(host_stderr(&h), "giving up"));
+	host_free(&h);
+	kill(srv, SIGKILL);
+	waitpid(srv, NULL, 0);
+	unlink(sock);
+	rmdir(dir);
+	free(sock);
+}
+END_TEST
+
 START_TEST(provider_formats)
 {
 	struct tcd d;
@@ -302,6 +922,15 @@ int main(void)
 	tcase_add_test(tc, bridge_keeps_what_the_host_sent);
 	tcase_add_test(tc, bridge_says_when_the_daemon_is_down);
 	tcase_add_test(tc, provider_formats);
+	tcase_add_test(tc, bridge_outlives_a_daemon_restart);
+	tcase_add_test(tc, bridge_gives_up_when_the_daemon_stays_away);
+	tcase_add_test(tc, bridge_gives_up_on_a_socket_that_hangs_up);
+	tcase_add_test(tc, session_resumes_after_its_connection_closed);
+	tcase_add_test(tc, session_resume_off);
+	tcase_add_test(tc, sessions_kept_are_bounded);
+	tcase_add_test(tc, session_resumes_across_a_restart_with_redis);
+	tcase_add_test(tc, cgroups_left_by_a_killed_daemon);
+	tcase_add_test(tc, bridge_task_survives_a_restart);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -225,6 +228,13 @@ static void fixture_wait_server(struct fixture *fx)
  */
 /* Where run_ctl sends toolcallctl's stdout instead of a file (NULL: a file). */
 static const char *stdout_to;
+/* The uid (and gid) run_ctl runs toolcallctl as (0: the test's own), and
+ * a supplementary group it gets (0: none). */
+static uid_t run_as;
+static gid_t run_group;
+/* A directory run_ctl shows toolcallctl as /run/toolcalld, in a mount
+ * namespace of its own (NULL: none). */
+static const char *system_dir;
 
 static struct run run_ctl(struct fixture *fx, const char *input, const char *env_socket,
 			  const char *const *argv)
@@ -258,6 +268,15 @@ static struct run run_ctl(struct fixture *fx, const char *input, const char *env
 		dup2(o, 1);
 		dup2(e, 2);
 		unsetenv("XDG_RUNTIME_DIR");
+		if (system_dir && (unshare(CLONE_NEWNS) < 0 ||
+				   mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+				   mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0 ||
+				   mkdir("/run/toolcalld", 0755) < 0 ||
+				   mount(system_dir, "/run/toolcalld", NULL, MS_BIND, NULL) < 0))
+			_exit(125);
+		if (run_as && (setgroups(run_group ? 1 : 0, &run_group) < 0 || setgid(run_as) < 0 ||
+			       setuid(run_as) < 0))
+			_exit(126);
 		if (env_socket)
 			setenv("TOOLCALLD_SOCKET", env_socket, 1);
 		else
@@ -571,6 +590,140 @@ START_TEST(cannot_connect_exits_3)
 	ck_assert_int_eq(r.status, 3);
 	ck_assert_msg(strstr(r.err, "cannot connect to") != NULL, "%s", r.err);
 	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+/* Every command takes -s after its name too. */
+START_TEST(socket_option_after_the_command)
+{
+	static const struct step ping[] = { { .method = "ping", .reply = OK("{}") }, {} };
+	static const struct step metrics[] = {
+		{ .method = "admin/metrics", .reply = OK("{\"text\":\"# EOF\\n\"}") }, {} };
+	static const struct step stats[] = { { .method = "admin/stats", .reply = OK("{}") }, {} };
+	struct fixture fx;
+	fixture_start(&fx, ping);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("ping", "-s", fx.sock));
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_str_eq(r.out, "pong\n");
+	run_free(&r);
+	fixture_stop(&fx);
+
+	fixture_start(&fx, metrics);
+	_cleanup_free_ char *eq = xasprintf("--socket=%s", fx.sock);
+	r = run_ctl(&fx, NULL, NULL, ARGS("metrics", eq));
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	ck_assert_str_eq(r.out, "# EOF\n");
+	run_free(&r);
+	fixture_stop(&fx);
+
+	fixture_start(&fx, stats);
+	r = run_ctl(&fx, NULL, NULL, ARGS("stats", "--socket", fx.sock));
+	ck_assert_msg(r.status == 0, "%s", r.err);
+	run_free(&r);
+	r = run_ctl(&fx, NULL, NULL, ARGS("stats", "-s"));
+	ck_assert_int_eq(r.status, 2);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+/* No daemon: how to start one. */
+START_TEST(cannot_connect_says_how_to_start)
+{
+	struct fixture fx;
+	fixture_start(&fx, NULL);
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("metrics", "-s", fx.sock));
+	ck_assert_int_eq(r.status, 3);
+	ck_assert_msg(strstr(r.err, fx.sock) && strstr(r.err, "systemctl --user start toolcalld.socket") &&
+		      strstr(r.err, "-s"), "%s", r.err);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+/* A socket the user may not use: whose it is, and what to do. */
+START_TEST(permission_denied_names_owner_and_group)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP permission_denied_names_owner_and_group: needs root to act as uid 65534\n");
+		return;
+	}
+	static const struct step ping[] = { { .method = "ping", .reply = OK("{}") }, {} };
+	struct fixture fx;
+	fixture_start(&fx, ping);
+	ck_assert_int_eq(chmod(fx.dir, 0711), 0);
+	ck_assert_int_eq(chmod(fx.sock, 0660), 0);
+	/* The files run_ctl writes for the run: made as root, open to it. */
+	const char *names[] = { "out", "err", "in" };
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", fx.dir, names[i]);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fchmod(fd, 0666), 0);
+		close(fd);
+	}
+	run_as = 65534;
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
+	run_as = 0;
+	ck_assert_int_eq(r.status, 3);
+	struct group *g = getgrgid(0);
+	_cleanup_free_ char *want = xasprintf("join group %s", g ? g->gr_name : "0");
+	ck_assert_msg(strstr(r.err, "Permission denied") && strstr(r.err, "belongs to user root") &&
+		      strstr(r.err, want) && strstr(r.err, "or use -s") && strstr(r.err, "0660"), "%s", r.err);
+	run_free(&r);
+	fixture_stop(&fx);
+}
+END_TEST
+
+/* Without -s, a user with no daemon of its own finds the system daemon's
+ * socket: a member of its group connects, anyone else is told what to do. */
+START_TEST(system_socket_without_s)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP system_socket_without_s: needs root for a mount namespace and uid 65534\n");
+		return;
+	}
+	if (access("/tmp/toolcalld-65534", F_OK) == 0) {
+		fprintf(stderr, "SKIP system_socket_without_s: uid 65534 has a socket directory of its own\n");
+		return;
+	}
+	static const struct step ping[] = { { .method = "ping", .reply = OK("{}") }, {} };
+	struct fixture fx;
+	fixture_start(&fx, ping);
+	_cleanup_free_ char *sys = xasprintf("%s/toolcalld.sock", fx.dir);
+	ck_assert_int_eq(link(fx.sock, sys), 0);
+	ck_assert_int_eq(chmod(fx.dir, 0755), 0);
+	ck_assert_int_eq(chown(fx.sock, 0, 65533), 0);
+	ck_assert_int_eq(chmod(fx.sock, 0660), 0);
+	const char *names[] = { "out", "err", "in" };
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", fx.dir, names[i]);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fchmod(fd, 0666), 0);
+		close(fd);
+	}
+	system_dir = fx.dir;
+	run_as = 65534;
+
+	/* Not a member: whose the socket is, and what to do. */
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("ping"));
+	ck_assert_int_eq(r.status, 3);
+	ck_assert_msg(strstr(r.err, "/run/toolcalld/toolcalld.sock") && strstr(r.err, "Permission denied") &&
+		      strstr(r.err, "or use -s"), "%s", r.err);
+	run_free(&r);
+
+	/* A member: it connects. */
+	run_group = 65533;
+	r = run_ctl(&fx, NULL, NULL, ARGS("ping"));
+	run_group = 0;
+	run_as = 0;
+	system_dir = NULL;
+	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+	ck_assert_str_eq(r.out, "pong\n");
+	run_free(&r);
+	unlink(sys);
 	fixture_stop(&fx);
 }
 END_TEST
@@ -950,6 +1103,10 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, list_is_aligned_and_paged);
 	tcase_add_test(tc, stats_and_cancel);
 	tcase_add_test(tc, cannot_connect_exits_3);
+	tcase_add_test(tc, socket_option_after_the_command);
+	tcase_add_test(tc, cannot_connect_says_how_to_start);
+	tcase_add_test(tc, permission_denied_names_owner_and_group);
+	tcase_add_test(tc, system_socket_without_s);
 	tcase_add_test(tc, closed_connection_exits_3);
 	tcase_add_test(tc, garbage_exits_4);
 	tcase_add_test(tc, null_id_error_answers_the_request);

@@ -900,6 +900,47 @@ START_TEST(admin_stats)
 }
 END_TEST
 
+/* Several mistakes in the config and in two tool files: one run of
+ * --check-config, and one admin/reload, report them all. */
+START_TEST(every_mistake_at_once)
+{
+	struct tcd d;
+	tcd_start(&d, "{}");
+	tcd_write_tool(&d, "good.json", ECHO_TOOL("echo", "Echo a message"));
+	tcd_write_tool(&d, "bad1.json", "{\"kind\":\"command\",\n \"name\":\"x\", \"bogus\": 1}");
+	tcd_write_tool(&d, "bad2.json", "{\"kind\":\"mcp\",\n \"nope\"");
+	char *conf = xasprintf("{\n  \"grace_ms\": \"soon\",\n  \"bogus\": 1,\n  \"limits\": {\"max_batch\": 0, "
+			       "\"wat\": true},\n  \"socket\": \"%s\",\n  \"workspace\": \"%s\",\n  \"tools_dir\": \"%s\"\n}\n",
+			       d.sock, d.ws, d.tools_dir);
+	tc_write_file_atomic(d.config, conf, strlen(conf));
+
+	char *out = NULL, *err = NULL;
+	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	const char *want[] = { ":2:15: grace_ms:", ":3:3: bogus", ":4:27: limits.max_batch:", ":4:30: limits.wat",
+			       "bad1.json:2:", "bad2.json:2:" };
+	for (size_t i = 0; i < ELEMENTSOF(want); i++)
+		ck_assert_msg(strstr(err, want[i]), "stderr lacks %s: %s", want[i], err);
+	free(out);
+	free(err);
+
+	/* admin/reload: the same errors, each an item of data.errors, and the
+	 * daemon goes on with what it had. */
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_reload(c);
+	ck_assert_str_eq(tj_str(r, "error.data.kind"), "invalid_config");
+	ck_assert_int_eq(tj_len(r, "error.data.errors"), 6);
+	for (size_t i = 0; i < ELEMENTSOF(want); i++)
+		ck_assert_msg(strstr(tj_str(r, tcc_fmt(c, "error.data.errors.%zu", i)), want[i]), "%s",
+			      tj_text(tj(r, "error.data.errors")));
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	tcc_close(c);
+	free(conf);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("integ_lifecycle");
@@ -942,6 +983,7 @@ int main(void)
 	tcase_add_test(tc, live_reload_follows_a_replaced_tools_dir);
 	tcase_add_test(tc, sighup_reloads);
 	tcase_add_test(tc, admin_stats);
+	tcase_add_test(tc, every_mistake_at_once);
 	suite_add_tcase(s, tc);
 
 	return run_suite(s);

@@ -826,6 +826,65 @@ START_TEST(mode_names)
 }
 END_TEST
 
+/* Every mistake is reported, one a line, not only the first. */
+START_TEST(every_error_reported)
+{
+	assert_error("{\"grace_ms\": \"x\",\n \"bogus\": 1,\n \"limits\": {\"max_batch\": 0, \"wat\": 2},\n"
+		     " \"retry\": {\"max_attempts\": 1000}}",
+		     "t.json:1:14: grace_ms: expected a non-negative integer, got string\n"
+		     "t.json:2:2: bogus: unknown key\n"
+		     "t.json:3:26: limits.max_batch: expected a positive integer\n"
+		     "t.json:3:29: limits.wat: unknown key\n"
+		     "t.json:4:28: retry.max_attempts: expected a positive integer of at most 100");
+
+	/* Bounded: the first CFG_MAX_ERRORS, then how many more. */
+	struct buf b = {0};
+	buf_puts(&b, "{");
+	for (int i = 0; i < CFG_MAX_ERRORS + 7; i++)
+		buf_printf(&b, "%s\"k%d\": 1", i ? ", " : "", i);
+	buf_puts(&b, "}");
+	buf_putc(&b, '\0');
+	struct config c;
+	char *err = NULL;
+	ck_assert_int_lt(load(&c, buf_head(&b), &err), 0);
+	size_t lines = 1;
+	for (const char *s = err; *s; s++)
+		lines += *s == '\n';
+	ck_assert_uint_eq(lines, CFG_MAX_ERRORS + 1);
+	ck_assert_ptr_nonnull(strstr(err, "t.json:1:2: k0: unknown key\n"));
+	ck_assert_ptr_nonnull(strstr(err, "\nt.json: 7 more errors not shown"));
+	free(err);
+	config_free(&c);
+	buf_free(&b);
+
+	/* config_check keeps what could be read. */
+	char *dir = make_tmpdir();
+	char *path = xasprintf("%s/c.json", dir);
+	FILE *f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"grace_ms\": 1234, \"bogus\": 1, \"tools_dir\": \"tools\"}", f);
+	fclose(f);
+	config_init(&c);
+	ck_assert_int_eq(config_check(&c, path, &err), 1);
+	ck_assert_ptr_nonnull(strstr(err, "bogus: unknown key"));
+	ck_assert_uint_eq(c.grace_ms, 1234);
+	char *tools = xasprintf("%s/tools", dir);
+	ck_assert_str_eq(c.tools_dir, tools);
+	free(err);
+	config_free(&c);
+	config_init(&c);
+	ck_assert_int_lt(config_load(&c, path, &err), 0);
+	ck_assert_uint_ne(c.grace_ms, 1234);
+	free(err);
+	config_free(&c);
+	unlink(path);
+	rmdir(dir);
+	free(tools);
+	free(path);
+	free(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("config");
@@ -838,6 +897,7 @@ int main(void)
 	tcase_add_test(tc, error_unknown_key_points_at_key);
 	tcase_add_test(tc, error_wrong_type);
 	tcase_add_test(tc, error_bad_mode);
+	tcase_add_test(tc, every_error_reported);
 	tcase_add_test(tc, error_bad_octal);
 	tcase_add_test(tc, error_syntax);
 	tcase_add_test(tc, failure_leaves_config_untouched);

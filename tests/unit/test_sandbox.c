@@ -33,6 +33,7 @@
 #include "lib/identity.h"
 #include "lib/loop.h"
 #include "lib/sandbox/sandbox.h"
+#include "lib/sandbox/sandbox_internal.h"
 #include "lib/tool.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
@@ -222,6 +223,42 @@ static bool need_root(const char *test)
 }
 
 /* --- the profile builder -------------------------------------------------- */
+
+/* A denied path inside a writable workspace (a home directory's ~/.ssh):
+ * with a mount namespace to come the child covers it and the workspace is
+ * writable whole; without, the workspace's top takes no new entries, which
+ * the denial note then says. */
+START_TEST(denied_path_in_a_workspace)
+{
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	if (!f->landlock_abi)
+		TC_SKIP("no Landlock here");
+	char tmpl[] = "/tmp/tc-sbx-root-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char *root = realpath(tmpl, NULL);
+	char *ssh = xasprintf("%s/.ssh", root);
+	ck_assert_int_eq(mkdir(ssh, 0700), 0);
+	const char *wss[] = { root, NULL };
+	const char *deny[] = { ssh, NULL };
+	struct sandbox_req req = { .profile = SANDBOX_WORKSPACE_WRITE, .workspaces = wss, .deny_read = deny };
+	const struct ll_rules *r = NULL;
+	char *msg = NULL;
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, true, &r, &msg), 0);
+	const char *const *covers = ll_rules_covers(r);
+	ck_assert_ptr_nonnull(covers);
+	ck_assert_str_eq(covers[0], ssh);
+	ck_assert_ptr_null(covers[1]);
+	ck_assert(!ll_rules_split_writable(r));
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, false, &r, &msg), 0);
+	ck_assert_ptr_null(ll_rules_covers(r));
+	ck_assert(ll_rules_split_writable(r));
+	sandbox_cache_clear();
+	rmdir(ssh);
+	rmdir(root);
+	free(ssh);
+	free(root);
+}
+END_TEST
 
 START_TEST(features_line)
 {
@@ -1161,6 +1198,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, features_line);
+	tcase_add_test(tc, denied_path_in_a_workspace);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, config_json);
 	tcase_add_test(tc, identity_for_children_decides);
