@@ -117,6 +117,7 @@ void config_init(struct config *c)
 			.shell_output_cap = 1048576,
 			.read_file_limit = 1048576,
 		},
+		.memory = { .max_file_kb = 64, .max_total_kb = 1024 },
 	};
 	policy_config_init(&c->confirmation);
 
@@ -138,6 +139,7 @@ void config_free(struct config *c)
 	free(c->tools_dir);
 	free(c->tools_dir_at);
 	free(c->audit_log);
+	free(c->memory.dir);
 	for (size_t i = 0; i < c->limits.n_per_tool; i++)
 		free(c->limits.per_tool[i].name);
 	free(c->limits.per_tool);
@@ -217,6 +219,18 @@ static int parse_log_level(struct cfg_parse *p, const char *key, const struct js
 		}
 	return cfg_fail(p, v->off, key, "expected \"debug\", \"info\", \"warning\" or \"error\"%s%s",
 		    s ? "" : ", got ", s ? "" : cfg_got(v));
+}
+
+/* "memory.scope": "uid" or "workspace". */
+static int parse_memory_scope(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+{
+	const char *s = json_str(v);
+	if (s && strlen(s) == v->u.str.len && (str_eq(s, "uid") || str_eq(s, "workspace"))) {
+		c->memory.per_workspace = str_eq(s, "workspace");
+		return 0;
+	}
+	return cfg_fail(p, v->off, key, "expected \"uid\" or \"workspace\"%s%s", s ? "" : ", got ",
+			s ? "" : cfg_got(v));
 }
 
 /* "audit.on_error": "log" or "refuse". */
@@ -460,6 +474,14 @@ static const struct field tools_fields[] = {
 	{},
 };
 
+static const struct field memory_fields[] = {
+	PATH_NULL("dir", memory.dir),
+	CUSTOM("scope", parse_memory_scope),
+	U32("max_file_kb", memory.max_file_kb, 1, 1 << 20),
+	U32("max_total_kb", memory.max_total_kb, 1, 1 << 24),
+	{},
+};
+
 static const struct field peers_fields[] = {
 	CUSTOM("allow_uids", parse_allow_uids),
 	CUSTOM("allow_gids", parse_allow_gids),
@@ -489,6 +511,7 @@ static const struct field root_fields[] = {
 		"not a built-in tool (read_file, write_file, patch_file, list_dir, shell); "
 		"tool files set their own timeout_ms"),
 	SECTION("peers", peers_fields, NULL),
+	SECTION("memory", memory_fields, NULL),
 	CUSTOM("sandbox", parse_sandbox),
 	SECTION("hooks", config_hooks_fields, NULL),
 	{},

@@ -79,6 +79,13 @@
  *   tools.read_file.limit                 1..1 GiB        1048576: read_file's default limit
  *   peers.allow_uids                      [uid|name]      []: with both lists empty, anyone
  *   peers.allow_gids                      [gid|name]      []  who can open the socket
+ *   memory.dir                            path|null       null: /var/lib/toolcalld/memory for
+ *                                                         root, else $XDG_STATE_HOME (or
+ *                                                         ~/.local/state)/toolcalld/memory
+ *   memory.scope                          string          "uid" | "workspace": one memory per
+ *                                                         peer uid, or per uid and workspace
+ *   memory.max_file_kb                    1..1048576      64: the largest memory file
+ *   memory.max_total_kb                   1..16777216     1024: all files of one memory
  *   run_as                                "peer"|"daemon" "peer": children run as the peer when
  *                                                         the daemon is root
  *   sandbox.*                             object          see lib/sandbox/sandbox.h and
@@ -208,6 +215,13 @@ struct config {
 		uint64_t shell_output_cap;
 		uint64_t read_file_limit;
 	} tools;
+
+	struct {
+		char *dir;			/* NULL: the default for the daemon's user */
+		bool per_workspace;		/* scope "workspace" (else "uid") */
+		uint32_t max_file_kb;
+		uint32_t max_total_kb;
+	} memory;
 
 	struct {
 		uid_t *uids;

@@ -129,6 +129,10 @@ struct tool_env {
 	size_t read_cap;			/* read_file's default limit */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
+	/* The memory tool (memory.* in the config); 0 sizes: 64 KiB, 1 MiB. */
+	const char *memory_dir;			/* NULL: the default for the daemon's user */
+	bool memory_per_workspace;		/* memory.scope "workspace" */
+	size_t memory_max_file, memory_max_total;	/* bytes */
 };
 
 struct tool_call {
