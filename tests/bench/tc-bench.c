@@ -584,9 +584,10 @@ static void daemon_start(const char *exe)
 		"  \"grace_ms\": 2000,\n"
 		"  \"limits\": { \"max_connections\": 20000, \"per_uid_connections\": 20000 },\n"
 		"  \"tools_dir\": \"%s/tools.d\",\n"
+		"  \"memory\": { \"dir\": \"%s/memory\" },\n"
 		"  \"confirmation\": { \"default\": { \"write\": \"auto\", \"execute\": \"auto\" } }\n"
 		"}\n",
-		daemon_sock, tmp_dir, tmp_dir);
+		daemon_sock, tmp_dir, tmp_dir, tmp_dir);
 	write_file(cfg, text, strlen(text));
 	free(text);
 	/* The shell's unconfined twin, for the sandbox scenario: the same
@@ -1588,6 +1589,73 @@ static void scenario_idem(void)
 	free(after);
 }
 
+/*
+ * memory view of a 64 KiB file against read_file of the same file, on the
+ * same daemon, in interleaved rounds (as timed_pair does with the floor):
+ * the memory tool's own cost (its directory, its checks, numbered lines)
+ * over the plain read.
+ */
+static void scenario_memory(void)
+{
+	enum { BYTES = 64 * 1024, LINE = 80 };
+	_cleanup_free_ char *text = xmalloc(BYTES);
+	for (size_t i = 0; i < BYTES; i++)
+		text[i] = i % LINE == LINE - 1 ? '\n' : (char)('a' + (i * 7 + i / LINE) % 26);
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/ws/file64k.md", tmp_dir);
+	write_file(p, text, BYTES);
+	snprintf(p, sizeof(p), "%s/memory", tmp_dir);
+	mkdir(p, 0711);
+	snprintf(p, sizeof(p), "%s/memory/%u", tmp_dir, (unsigned)geteuid());
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/memory/%u/memories", tmp_dir, (unsigned)geteuid());
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/memory/%u/memories/file64k.md", tmp_dir, (unsigned)geteuid());
+	write_file(p, text, BYTES);
+
+	const char *scenario = "64 KiB file: read_file, memory view (16 conns × 4)";
+	const char *servers[2] = { "toolcalld read_file", "toolcalld memory" };
+	const char *suffix[2] = {
+		",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"file64k.md\"}}}\n",
+		",\"method\":\"tools/call\",\"params\":{\"name\":\"memory\",\"arguments\":{\"command\":\"view\","
+		"\"path\":\"/memories/file64k.md\"}}}\n",
+	};
+	struct load L[2];
+	double round_rate[PAIR_ROUNDS][2];
+	for (int s = 0; s < 2; s++) {
+		reset_peak(daemon_pid);
+		L[s] = (struct load){
+			.conns = open_conns(daemon_sock, 16), .n = 16, .depth = 4,
+			.warm_s = opt.warm, .dur_s = opt.seconds / PAIR_ROUNDS, .gen = gen_simple,
+			.suffix = suffix[s], .suffix_len = strlen(suffix[s]), .server = daemon_pid,
+		};
+	}
+	for (int round = 0; round < PAIR_ROUNDS; round++) {
+		for (int k = 0; k < 2; k++) {
+			int s = round % 2 ? 1 - k : k;
+			uint64_t calls = L[s].calls;
+			drive(&L[s]);
+			round_rate[round][s] = (double)(L[s].calls - calls) / L[s].dur_s;
+		}
+	}
+	struct row *r[2];
+	for (int s = 0; s < 2; s++) {
+		r[s] = add_row(scenario, servers[s], &L[s], daemon_pid);
+		close_conns(L[s].conns, 16);
+	}
+	ratio(r[1], r[0]);
+	/* The contract's measure: time per call, memory over read_file. */
+	double per_call = r[1]->rate > 0 ? r[0]->rate / r[1]->rate : 0;
+	snprintf(r[1]->target, sizeof(r[1]->target), "time/call ≤1.2× read_file's (%.2f×): %s", per_call,
+		 per_call > 0 && per_call <= 1.2 ? "met" : "MISSED");
+	char rounds[128] = "";
+	size_t used = 0;
+	for (int round = 0; round < PAIR_ROUNDS && used < sizeof(rounds); round++)
+		used += (size_t)snprintf(rounds + used, sizeof(rounds) - used, "%s%.2f×", round ? ", " : "",
+					 round_rate[round][0] > 0 ? round_rate[round][1] / round_rate[round][0] : 0);
+	note("%s: memory's calls/s over read_file's, round by round: %s", scenario, rounds);
+}
+
 /* Connects IDLE_CONNS, pings each once, and measures memory per connection. */
 static struct row *idle_run(const char *scenario, const char *server, const char *sock, pid_t pid,
 			    double *ret_per_conn, double *ret_per_conn_silent, bool *ret_served)
@@ -2130,7 +2198,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem idle batch search bridge stall shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem memory idle batch search bridge stall shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -2523,6 +2591,8 @@ int main(int argc, char **argv)
 		scenario_sandbox();
 	if (wanted("idem"))
 		scenario_idem();
+	if (wanted("memory"))
+		scenario_memory();
 	if (wanted("idle"))
 		scenario_idle();
 	if (wanted("batch"))
