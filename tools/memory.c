@@ -434,6 +434,8 @@ static void list_dir(int fd, const char *shown, unsigned depth, struct buf *out,
 	free(names);
 }
 
+static int view_text(struct mem_job *j, const char *s, size_t n);
+
 static int do_view(struct mem_job *j, int sfd)
 {
 	struct stat st;
@@ -464,7 +466,13 @@ static int do_view(struct mem_job *j, int sfd)
 	_cleanup_(buf_free) struct buf text = {0};
 	if (read_file(j, sfd, j->rel, j->path, &text) < 0)
 		return 0;
-	size_t n = buf_size(&text), lines = count_lines(buf_head(&text), n);
+	return view_text(j, buf_head(&text), buf_size(&text));
+}
+
+/* Shows a file's text numbered, or the part view_range asks for. */
+static int view_text(struct mem_job *j, const char *s, size_t n)
+{
+	size_t lines = count_lines(s, n);
 	size_t first = 1, last = lines;
 	if (j->has_range) {
 		int64_t a = j->range[0], b = j->range[1];
@@ -476,7 +484,7 @@ static int do_view(struct mem_job *j, int sfd)
 		last = b == -1 ? lines : (size_t)b;
 	}
 	buf_printf(&j->out, "Here's the content of %s with line numbers:", j->path);
-	put_numbered(&j->out, buf_head(&text), n, first, last);
+	put_numbered(&j->out, s, n, first, last);
 	return 0;
 }
 
@@ -516,21 +524,19 @@ static char *quote(const char *s, size_t n)
 	return xasprintf("%.*s%s", (int)keep, s, keep < n ? "..." : "");
 }
 
-static int do_str_replace(struct mem_job *j, int sfd)
+/* Makes in next the text s with old_str replaced by new_str, which must
+ * occur exactly once; *ret_line is the line it starts on. -EINVAL with the
+ * job's error set otherwise. */
+static int replace_text(struct mem_job *j, const char *s, size_t n, struct buf *next, size_t *ret_line)
 {
-	_cleanup_(buf_free) struct buf text = {0};
-	if (read_file(j, sfd, j->rel, j->path, &text) < 0)
-		return 0;
-	const char *s = buf_head(&text);
-	size_t n = buf_size(&text);
 	_cleanup_free_ char *q = quote(j->old, j->old_len);
 	if (!j->old_len)
 		return fail(j, "No replacement was performed: old_str is empty. Give text that appears exactly "
-			    "once in %s.", j->path);
+			    "once in %s.", j->path), -EINVAL;
 	const char *at = memmem(s, n, j->old, j->old_len);
 	if (!at)
 		return fail(j, "No replacement was performed, old_str `%s` did not appear verbatim in %s.", q,
-			    j->path);
+			    j->path), -EINVAL;
 	const char *again = memmem(at + 1, n - (size_t)(at + 1 - s), j->old, j->old_len);
 	if (again) {
 		struct buf lines = {0};
@@ -553,36 +559,48 @@ static int do_str_replace(struct mem_job *j, int sfd)
 		fail(j, "No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. "
 		     "Please ensure it is unique", q, buf_head(&lines));
 		buf_free(&lines);
-		return 0;
+		return -EINVAL;
 	}
 	size_t off = (size_t)(at - s);
-	struct buf next = {0};
-	buf_append(&next, s, off);
-	buf_append(&next, j->text, j->text_len);
-	buf_append(&next, at + j->old_len, n - off - j->old_len);
-	if (check_quota(j, sfd, j->path, buf_size(&next), n, 0) == 0 &&
-	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), NULL) == 0) {
-		/* The changed lines with two lines of context on each side. */
-		size_t line = line_of(s, off);
-		size_t last = line + count_lines(j->text, j->text_len) + 2;
-		buf_puts(&j->out, "The memory file has been edited. Here is the snippet showing the change "
-			 "(with line numbers):");
-		put_numbered(&j->out, buf_head(&next), buf_size(&next), line > 2 ? line - 2 : 1, last);
-	}
-	buf_free(&next);
+	buf_append(next, s, off);
+	buf_append(next, j->text, j->text_len);
+	buf_append(next, at + j->old_len, n - off - j->old_len);
+	*ret_line = line_of(s, off);
 	return 0;
 }
 
-static int do_insert(struct mem_job *j, int sfd)
+/* Says what str_replace did: the changed lines with two lines of context
+ * on each side, from the new text. */
+static void replaced(struct mem_job *j, const struct buf *next, size_t line)
 {
-	_cleanup_(buf_free) struct buf text = {0};
-	if (read_file(j, sfd, j->rel, j->path, &text) < 0)
+	size_t last = line + count_lines(j->text, j->text_len) + 2;
+	buf_puts(&j->out, "The memory file has been edited. Here is the snippet showing the change "
+		 "(with line numbers):");
+	put_numbered(&j->out, buf_head(next), buf_size(next), line > 2 ? line - 2 : 1, last);
+}
+
+static int do_str_replace(struct mem_job *j, int sfd)
+{
+	_cleanup_(buf_free) struct buf text = {0}, next = {0};
+	size_t line;
+	if (read_file(j, sfd, j->rel, j->path, &text) < 0 ||
+	    replace_text(j, buf_head(&text), buf_size(&text), &next, &line) < 0)
 		return 0;
-	const char *s = buf_head(&text);
-	size_t n = buf_size(&text), lines = count_lines(s, n);
+	if (check_quota(j, sfd, j->path, buf_size(&next), buf_size(&text), 0) == 0 &&
+	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), NULL) == 0)
+		replaced(j, &next, line);
+	return 0;
+}
+
+
+/* Makes in next the text s with insert_text as new lines after line
+ * insert_line; -EINVAL with the job's error set for a line out of range. */
+static int insert_text(struct mem_job *j, const char *s, size_t n, struct buf *next)
+{
+	size_t lines = count_lines(s, n);
 	if (j->line < 0 || (uint64_t)j->line > lines)
 		return fail(j, "Invalid `insert_line` parameter: %lld. It should be within the range [0, %zu].",
-			    (long long)j->line, lines);
+			    (long long)j->line, lines), -EINVAL;
 	/* Where line insert_line ends (its '\n' included). */
 	size_t off = 0;
 	for (int64_t k = 0; k < j->line; k++) {
@@ -592,17 +610,24 @@ static int do_insert(struct mem_job *j, int sfd)
 	size_t add = j->text_len;
 	while (add && j->text[add - 1] == '\n')
 		add--;
-	struct buf next = {0};
-	buf_append(&next, s, off);
+	buf_append(next, s, off);
 	if (off && s[off - 1] != '\n')
-		buf_putc(&next, '\n');
-	buf_append(&next, j->text, add);
-	buf_putc(&next, '\n');
-	buf_append(&next, s + off, n - off);
-	if (check_quota(j, sfd, j->path, buf_size(&next), n, 0) == 0 &&
+		buf_putc(next, '\n');
+	buf_append(next, j->text, add);
+	buf_putc(next, '\n');
+	buf_append(next, s + off, n - off);
+	return 0;
+}
+
+static int do_insert(struct mem_job *j, int sfd)
+{
+	_cleanup_(buf_free) struct buf text = {0}, next = {0};
+	if (read_file(j, sfd, j->rel, j->path, &text) < 0 ||
+	    insert_text(j, buf_head(&text), buf_size(&text), &next) < 0)
+		return 0;
+	if (check_quota(j, sfd, j->path, buf_size(&next), buf_size(&text), 0) == 0 &&
 	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), NULL) == 0)
 		buf_printf(&j->out, "The file %s has been edited.", j->path);
-	buf_free(&next);
 	return 0;
 }
 
