@@ -133,6 +133,9 @@ struct tool_env {
 	const char *memory_dir;			/* NULL: the default for the daemon's user */
 	bool memory_per_workspace;		/* memory.scope "workspace" */
 	size_t memory_max_file, memory_max_total;	/* bytes */
+	const char *memory_redis;		/* the Redis store's address: memory kept there; NULL: in files */
+	const char *memory_redis_prefix;
+	uint32_t memory_redis_timeout_ms;
 };
 
 struct tool_call {
