@@ -281,9 +281,11 @@ START_TEST(symlinks_are_refused)
 	p = xasprintf("%s/f.md", outside);
 	ck_assert(access(p, F_OK) < 0);
 	free(p);
-	char *s = tcd_read(&d, tcd_ws_path(&d, "secret.md"), NULL);
+	char *sp = tcd_ws_path(&d, "secret.md");
+	char *s = tcd_read(&d, sp, NULL);
 	ck_assert_str_eq(s, "secret\n");
 	free(s);
+	free(sp);
 	/* The link itself may go; what it points to stays. */
 	mem_ok(c, "{\"command\":\"delete\",\"path\":\"/memories/out\"}");
 	struct stat st;
