@@ -2520,6 +2520,94 @@ static void scenario_store_memory(void)
 	snprintf(r[1]->target, sizeof(r[1]->target), "≥0.5× in files: %s", ok ? "met" : "MISSED");
 }
 
+/*
+ * 1,000 concurrent inserts into one memory file through the two daemons
+ * on one Redis (125 pipelined on each of 4 connections to each, within a
+ * session's queue): every insert
+ * answered as done must be in the file exactly once, every other must
+ * have been answered that the file changed (view it again).
+ */
+#define MEMORY_INSERTS 1000
+static void scenario_store_memory_inserts(void)
+{
+	char *saved = xstrdup(daemon_sock);
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s", store_socks[0]);
+	free(daemon_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"memory\","
+			    "\"arguments\":{\"command\":\"create\",\"path\":\"/memories/log.md\",\"file_text\":\"\"}}}"));
+	static bool done[MEMORY_INSERTS];
+	enum { CONNS = 8 };
+	int fds[CONNS], n_done = 0, n_stale = 0, n_other = 0;
+	uint64_t t0 = mono_ns();
+	for (int s = 0; s < CONNS; s++) {
+		fds[s] = connect_unix(store_socks[s % 2], false);
+		if (fds[s] < 0)
+			die("connect %s: %s", store_socks[s % 2], strerror(-fds[s]));
+		struct buf out = {0};
+		for (int i = s; i < MEMORY_INSERTS; i += CONNS)
+			buf_printf(&out, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+				   "\"memory\",\"arguments\":{\"command\":\"insert\",\"path\":\"/memories/log.md\","
+				   "\"insert_line\":0,\"insert_text\":\"entry-%04d\"}}}\n", i, i);
+		for (size_t off = 0; off < buf_size(&out);) {
+			ssize_t k = write(fds[s], buf_head(&out) + off, buf_size(&out) - off);
+			if (k <= 0)
+				die("write: %s", strerror(errno));
+			off += (size_t)k;
+		}
+		buf_free(&out);
+	}
+	for (int s = 0; s < CONNS; s++) {
+		struct buf in = {0};
+		int want = MEMORY_INSERTS / CONNS, got = 0;
+		while (got < want) {
+			buf_reserve(&in, 65536);
+			ssize_t k = read(fds[s], in.data + in.len, in.cap - in.len);
+			if (k <= 0)
+				die("read: %s", k < 0 ? strerror(errno) : "EOF");
+			in.len += (size_t)k;
+			const char *nl;
+			while ((nl = memchr(buf_head(&in), '\n', buf_size(&in)))) {
+				size_t len = (size_t)(nl - buf_head(&in));
+				char *line = xstrndup(buf_head(&in), len);
+				buf_consume(&in, len + 1);
+				const char *idp = strstr(line, "\"id\":");
+				int id = idp ? atoi(idp + 5) : -1;
+				if (id >= 0 && id < MEMORY_INSERTS && strstr(line, "has been edited") &&
+				    strstr(line, "\"isError\":false")) {
+					done[id] = true;
+					n_done++;
+				} else if (strstr(line, "View it again")) {
+					n_stale++;
+				} else {
+					n_other++;
+				}
+				free(line);
+				got++;
+			}
+		}
+		buf_free(&in);
+		close(fds[s]);
+	}
+	double secs = (double)(mono_ns() - t0) / 1e9;
+	char *view = daemon_request("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"memory\","
+				    "\"arguments\":{\"command\":\"view\",\"path\":\"/memories/log.md\"}}}");
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s", saved);
+	free(saved);
+	int present = 0, wrong = 0;
+	for (int i = 0; i < MEMORY_INSERTS; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "entry-%04d", i);
+		const char *at = strstr(view, want);
+		bool twice = at && strstr(at + 1, want);
+		present += at != NULL;
+		wrong += (at != NULL) != done[i] || twice;
+	}
+	free(view);
+	note("memory in Redis: %d concurrent inserts into one file through two daemons in %.2f s: %d done, "
+	     "%d answered to view again, %d other answers; %d lines in the file, %d inserts answered wrongly "
+	     "(target: none lost: %s)", MEMORY_INSERTS, secs, n_done, n_stale, n_other, present, wrong,
+	     !wrong && !n_other && present == n_done ? "met" : "MISSED");
+}
+
 /* Shell calls counted in a daemon's admin/stats. */
 static int64_t shell_runs(const char *sock)
 {
@@ -2573,6 +2661,7 @@ static void scenario_store(void)
 	scenario_store_keyed();
 	scenario_store_crowd();
 	scenario_store_memory();
+	scenario_store_memory_inserts();
 	store_stop();
 }
 
