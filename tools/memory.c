@@ -204,8 +204,10 @@ static int read_file(struct mem_job *j, int sfd, const char *rel, const char *pa
 	if (r < 0)
 		return fail_errno(j, r, "read", path), r;
 	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return fail_errno(j, -errno, "read", path), -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		return fail_errno(j, r, "read", path), r;
+	}
 	if (S_ISDIR(st.st_mode))
 		return fail(j, "The path %s is not a file.", path), -EISDIR;
 	if (!S_ISREG(st.st_mode))
@@ -274,11 +276,6 @@ static int measure(int fd, unsigned depth, struct usage *u)
 	return r;
 }
 
-/*
- * Checks that the scope may hold a file of n bytes at rel in place of one
- * of old bytes (new_entries: files and directories the write adds). 0, or
- * the job's error set and -EDQUOT.
- */
 /* The errors of the three limits; -EDQUOT. */
 static int over_file(struct mem_job *j, const char *path, size_t n)
 {
@@ -302,6 +299,11 @@ static int over_entries(struct mem_job *j, uint64_t entries)
 	return -EDQUOT;
 }
 
+/*
+ * Checks that the scope may hold a file of n bytes in place of one of old
+ * bytes (new_entries: files and directories the write adds). 0, or the
+ * job's error set and -EDQUOT.
+ */
 static int check_quota(struct mem_job *j, int sfd, const char *path, size_t n, uint64_t old, unsigned new_entries)
 {
 	if (n > j->max_file)
