@@ -1324,6 +1324,14 @@ static int open_uid_dir(const char *dir, uid_t uid, gid_t gid, int *ret_fd)
 	}
 	if (fd < 0)
 		return -errno;
+	/* Someone else's directory put there (memory.dir in a place others
+	 * may write) is never used as the peer's memory. */
+	struct stat st;
+	uid_t owner = geteuid() == 0 ? uid : geteuid();
+	if (fstat(fd, &st) < 0 || st.st_uid != owner || (st.st_mode & 0022)) {
+		close(fd);
+		return -EPERM;
+	}
 	*ret_fd = fd;
 	return 0;
 }
@@ -1445,6 +1453,13 @@ static enum tool_ret memory_exec(struct tool_call *call)
 		return TOOL_DONE;
 	}
 	int r = open_uid_dir(dir, uid, gid, &j->uid_fd);
+	if (r == -EPERM) {
+		mem_job_free(j);
+		tool_call_fail(call, TC_PERMISSION_DENIED, "The memory directory %s/%u is not owned by uid %u alone "
+			       "(its owner or mode was changed), so it is not used; an operator must fix or remove it",
+			       dir, (unsigned)uid, (unsigned)(geteuid() == 0 ? uid : geteuid()));
+		return TOOL_DONE;
+	}
 	if (r < 0) {
 		mem_job_free(j);
 		tool_call_fail(call, TC_INTERNAL, "The memory directory %s/%u could not be opened: %s", dir,

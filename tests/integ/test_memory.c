@@ -235,6 +235,20 @@ START_TEST(one_memory_per_uid)
 	mem_err(nobody, "{\"command\":\"view\",\"path\":\"/memories/planted.md\"}", "permission denied");
 	free(planted);
 
+	/* A uid directory that is not the peer's alone is not used. */
+	char *ud = xasprintf("%s/mem/%d", d.dir, NOBODY);
+	ck_assert(chown(ud, 0, 0) == 0);
+	const struct json *r = tcc_call(nobody, "memory", "{\"command\":\"view\",\"path\":\"/memories\"}");
+	tc_assert_kind(r, "permission_denied");
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "is not owned by uid 65534 alone"));
+	ck_assert(chown(ud, NOBODY, NOBODY) == 0);
+	ck_assert(chmod(ud, 0777) == 0);
+	tc_assert_kind(tcc_call(nobody, "memory", "{\"command\":\"view\",\"path\":\"/memories\"}"),
+		       "permission_denied");
+	ck_assert(chmod(ud, 0700) == 0);
+	mem_ok(nobody, "{\"command\":\"view\",\"path\":\"/memories/mine.md\"}");
+	free(ud);
+
 	tcc_close(root);
 	tcc_close(nobody);
 	ck_assert_int_eq(tcd_stop(&d), 0);
