@@ -79,7 +79,8 @@
  *   tools.read_file.limit                 1..1 GiB        1048576: read_file's default limit
  *   peers.allow_uids                      [uid|name]      []: with both lists empty, anyone
  *   peers.allow_gids                      [gid|name]      []  who can open the socket
- *   memory.dir                            path|null       null: /var/lib/toolcalld/memory for
+ *   memory.dir                            path|null       null: $STATE_DIRECTORY/memory, else
+ *                                                         /var/lib/toolcalld/memory for
  *                                                         root, else $XDG_STATE_HOME (or
  *                                                         ~/.local/state)/toolcalld/memory
  *   memory.scope                          string          "uid" | "workspace": one memory per

@@ -1259,11 +1259,16 @@ static const struct fsjob_ops mem_ops = {
 
 /* --- where memory lives ----------------------------------------------------- */
 
-/* memory.dir when the config does not say: the system's state directory
- * for a daemon run by root, the user's ($XDG_STATE_HOME, ~/.local/state)
- * for anyone else's. NULL when there is no home to put it in. */
+/* memory.dir when the config does not say: the service's state directory
+ * when systemd gives one ($STATE_DIRECTORY, StateDirectory=), else the
+ * system's for a daemon run by root, the user's ($XDG_STATE_HOME,
+ * ~/.local/state) for anyone else's. NULL when there is no home to put it
+ * in. */
 static char *default_dir(void)
 {
+	const char *sd = getenv("STATE_DIRECTORY");
+	if (sd && sd[0] == '/')
+		return xasprintf("%.*s/memory", (int)strcspn(sd, ":"), sd);
 	if (geteuid() == 0)
 		return xstrdup("/var/lib/toolcalld/memory");
 	const char *state = getenv("XDG_STATE_HOME");

@@ -475,6 +475,33 @@ START_TEST(scope_per_workspace)
 }
 END_TEST
 
+/* Without memory.dir, the state directory systemd gives is used. */
+START_TEST(default_dir_is_the_state_directory)
+{
+	char dir[] = "/tmp/tc-mem-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char *env0 = xasprintf("STATE_DIRECTORY=%s/state:%s/other", dir, dir);
+	const char *env[] = { env0, NULL };
+	struct tcd_opts o = { .config = "{}", .env = env };
+	struct tcd d;
+	tcd_start_opts(&d, &o);
+	struct tcc *c = tcc_connect(&d);
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/x.md\",\"file_text\":\"x\"}");
+	char *p = xasprintf("%s/state/memory/%u/memories/x.md", dir, (unsigned)geteuid());
+	char *s = tcd_read(&d, p, NULL);
+	ck_assert_str_eq(s, "x");
+	free(s);
+	free(p);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	p = xasprintf("rm -rf %s", dir);
+	ck_assert_int_eq(system(p), 0);
+	free(p);
+	free(env0);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
 	Suite *s = suite_create("memory");
@@ -487,6 +514,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, hidden_from_a_session_that_says_so);
 	tcase_add_test(tc, dispatch_anthropic);
 	tcase_add_test(tc, scope_per_workspace);
+	tcase_add_test(tc, default_dir_is_the_state_directory);
 	suite_add_tcase(s, tc);
 	return s;
 }
