@@ -850,6 +850,7 @@ static const char MEMORY_LUA[] =
 struct rconn {
 	redisContext *c;
 	char *addr;
+	char sha[48];			/* the script's SHA-1 there, once loaded */
 };
 
 static pthread_key_t rconn_key;
@@ -908,12 +909,27 @@ static redisContext *redis_conn(const char *addr, uint32_t timeout_ms)
 	if (r->c && !r->c->err && redisSetTimeout(r->c, tv) == REDIS_OK) {
 		free(r->addr);
 		r->addr = xstrdup(addr);
+		r->sha[0] = '\0';
 		return r->c;
 	}
 	if (r->c)
 		redisFree(r->c);
 	r->c = NULL;
 	return NULL;
+}
+
+/* Loads the script into Redis (again: a restarted Redis forgot it). */
+static bool redis_load(redisContext *c, struct rconn *r)
+{
+	const char *argv[] = { "SCRIPT", "LOAD", MEMORY_LUA };
+	size_t argl[] = { 6, 4, sizeof(MEMORY_LUA) - 1 };
+	redisReply *reply = redisCommandArgv(c, 3, argv, argl);
+	bool ok = reply && reply->type == REDIS_REPLY_STRING && reply->len < sizeof(r->sha);
+	if (ok)
+		memcpy(r->sha, reply->str, reply->len + 1);
+	if (reply)
+		freeReplyObject(reply);
+	return ok;
 }
 
 /* Runs the script with op and its n arguments; the reply (an array), or
@@ -924,13 +940,21 @@ static redisReply *redis_eval(const struct mem_job *j, const char *op, size_t n,
 	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms);
 	if (!c)
 		return NULL;
-	const char *argv[12] = { "EVAL", MEMORY_LUA, "1", j->redis_key, op };
-	size_t argl[12] = { 4, sizeof(MEMORY_LUA) - 1, 1, strlen(j->redis_key), strlen(op) };
+	struct rconn *rc = pthread_getspecific(rconn_key);
+	if (!rc->sha[0] && !redis_load(c, rc))
+		return NULL;
+	const char *argv[12] = { "EVALSHA", rc->sha, "1", j->redis_key, op };
+	size_t argl[12] = { 7, strlen(rc->sha), 1, strlen(j->redis_key), strlen(op) };
 	for (size_t i = 0; i < n && i < 7; i++) {
 		argv[5 + i] = args[i];
 		argl[5 + i] = lens ? lens[i] : strlen(args[i]);
 	}
-	redisReply *reply = redisCommandArgv(c, (int)(5 + MIN(n, (size_t)7)), argv, argl);
+	int argc = (int)(5 + MIN(n, (size_t)7));
+	redisReply *reply = redisCommandArgv(c, argc, argv, argl);
+	if (reply && reply->type == REDIS_REPLY_ERROR && str_has_prefix(reply->str, "NOSCRIPT")) {
+		freeReplyObject(reply);
+		reply = redis_load(c, rc) ? redisCommandArgv(c, argc, argv, argl) : NULL;
+	}
 	if (reply && (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
 		      reply->element[0]->type != REDIS_REPLY_STRING)) {
 		freeReplyObject(reply);

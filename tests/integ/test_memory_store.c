@@ -6,9 +6,11 @@
  * 200 concurrent inserts into one file through both daemons lose nothing
  * (every insert answered as done is in the file exactly once, every other
  * was answered that the file changed and is to be viewed again); Redis
- * gone makes a call fail transient, and it is used again once back.
+ * gone makes a call fail transient, and it is used again once back (its
+ * script loaded again, also after SCRIPT FLUSH).
  */
 #include <check.h>
+#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,15 @@ START_TEST(redis_gone_and_back)
 	/* A fresh server: the memory was in the old one's memory alone. */
 	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/b.md\",\"file_text\":\"b\"}");
 	mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/b.md\"}");
+	/* Redis forgets its scripts (SCRIPT FLUSH): loaded again. */
+	redisContext *rc = redisConnectUnix(rs.sock);
+	ck_assert(rc && !rc->err);
+	redisReply *reply = redisCommand(rc, "SCRIPT FLUSH");
+	ck_assert(reply && reply->type == REDIS_REPLY_STATUS);
+	freeReplyObject(reply);
+	redisFree(rc);
+	for (int i = 0; i < 8; i++)	/* on every io thread's connection */
+		mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/b.md\"}");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&a), 0);
 	tcd_free(&a);
