@@ -72,6 +72,22 @@ char *config_default_socket(void)
 	return default_socket_path();
 }
 
+char *config_default_memory_dir(void)
+{
+	const char *sd = getenv("STATE_DIRECTORY");
+	if (sd && sd[0] == '/')
+		return xasprintf("%.*s/memory", (int)strcspn(sd, ":"), sd);
+	if (geteuid() == 0)
+		return xstrdup("/var/lib/toolcalld/memory");
+	const char *state = getenv("XDG_STATE_HOME");
+	if (state && state[0] == '/')
+		return xasprintf("%s/toolcalld/memory", state);
+	const char *home = getenv("HOME");
+	if (home && home[0] == '/')
+		return xasprintf("%s/.local/state/toolcalld/memory", home);
+	return NULL;
+}
+
 /* Sets every key to its default; the dispatcher's keys take its own. */
 void config_init(struct config *c)
 {
@@ -553,10 +569,13 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
 		tmp.tools_dir_at = xasprintf("%s:%u:%u", name, line, col);
 	}
 	/* What holds the daemon's settings is never a sandboxed child's to
-	 * read: the config file itself, the tool files, the audit log. */
+	 * read: the config file itself, the tool files, the audit log; nor
+	 * the memory of every peer (children of all peers run as the daemon
+	 * where it is not root). */
 	_cleanup_free_ char *self = name && base_dir ? config_resolve_path(base_dir, strrchr(name, '/') ?
 								       strrchr(name, '/') + 1 : name) : NULL;
-	const char *own[] = { self, tmp.tools_dir, tmp.audit_log };
+	_cleanup_free_ char *memory = tmp.memory.dir ? NULL : config_default_memory_dir();
+	const char *own[] = { self, tmp.tools_dir, tmp.audit_log, tmp.memory.dir ? tmp.memory.dir : memory };
 	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
 		if (!own[i] || own[i][0] != '/')
 			continue;

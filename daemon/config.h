@@ -91,8 +91,8 @@
  *                                                         the daemon is root
  *   sandbox.*                             object          see lib/sandbox/sandbox.h and
  *                                                         toolcalld.conf(5); deny_read always
- *                                                         gets the config file, tools_dir and
- *                                                         audit_log added
+ *                                                         gets the config file, tools_dir,
+ *                                                         audit_log and memory.dir added
  *
  * A mode is "auto", "prompt" or "deny"; a class is "none", "read", "write",
  * "execute" or "network". confirmation.default merges with the defaults key
@@ -258,6 +258,13 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
  * $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock or
  * /tmp/toolcalld-UID/toolcalld.sock). A new string. */
 char *config_default_socket(void);
+
+/* memory.dir when the config does not say: $STATE_DIRECTORY/memory (a
+ * systemd service's StateDirectory=), else /var/lib/toolcalld/memory for
+ * root, else $XDG_STATE_HOME/toolcalld/memory or
+ * ~/.local/state/toolcalld/memory; NULL when there is no home. A new
+ * string. */
+char *config_default_memory_dir(void);
 
 /* The index of a built-in tool the config knows by name ("shell"); -1
  * when not a built-in. */

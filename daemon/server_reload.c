@@ -70,6 +70,8 @@ void server_apply_config(struct server *s)
 	s->env.output_cap = (size_t)c->tools.shell_output_cap;
 	s->env.read_cap = (size_t)c->tools.read_file_limit;
 	s->env.sandbox = &c->sandbox;
+	if (!c->memory.dir)
+		c->memory.dir = config_default_memory_dir();
 	s->env.memory_dir = c->memory.dir;
 	s->env.memory_per_workspace = c->memory.per_workspace;
 	s->env.memory_max_file = (size_t)c->memory.max_file_kb << 10;

@@ -130,7 +130,7 @@ struct tool_env {
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
 	/* The memory tool (memory.* in the config); 0 sizes: 64 KiB, 1 MiB. */
-	const char *memory_dir;			/* NULL: the default for the daemon's user */
+	const char *memory_dir;			/* NULL: no memory in files */
 	bool memory_per_workspace;		/* memory.scope "workspace" */
 	size_t memory_max_file, memory_max_total;	/* bytes */
 	const char *memory_redis;		/* the Redis store's address: memory kept there; NULL: in files */

@@ -1283,27 +1283,6 @@ static const struct fsjob_ops mem_ops = {
 
 /* --- where memory lives ----------------------------------------------------- */
 
-/* memory.dir when the config does not say: the service's state directory
- * when systemd gives one ($STATE_DIRECTORY, StateDirectory=), else the
- * system's for a daemon run by root, the user's ($XDG_STATE_HOME,
- * ~/.local/state) for anyone else's. NULL when there is no home to put it
- * in. */
-static char *default_dir(void)
-{
-	const char *sd = getenv("STATE_DIRECTORY");
-	if (sd && sd[0] == '/')
-		return xasprintf("%.*s/memory", (int)strcspn(sd, ":"), sd);
-	if (geteuid() == 0)
-		return xstrdup("/var/lib/toolcalld/memory");
-	const char *state = getenv("XDG_STATE_HOME");
-	if (state && state[0] == '/')
-		return xasprintf("%s/toolcalld/memory", state);
-	const char *home = getenv("HOME");
-	if (home && home[0] == '/')
-		return xasprintf("%s/.local/state/toolcalld/memory", home);
-	return NULL;
-}
-
 /* Opens dir (O_PATH), making it and its missing parents: 0711 for root
  * (peers pass through to their own directory, list nothing), else 0700. */
 static int open_base(const char *dir, int *ret_fd)
@@ -1474,7 +1453,7 @@ static enum tool_ret memory_exec(struct tool_call *call)
 		call->ident = peer;
 		return ret;
 	}
-	_cleanup_free_ char *dir = env && env->memory_dir ? xstrdup(env->memory_dir) : default_dir();
+	const char *dir = env ? env->memory_dir : NULL;
 	if (!dir) {
 		mem_job_free(j);
 		tool_call_fail(call, TC_INTERNAL, "memory.dir is not set and there is no $HOME or "

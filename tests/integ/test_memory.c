@@ -475,6 +475,25 @@ START_TEST(scope_per_workspace)
 }
 END_TEST
 
+/* A sandboxed command cannot read the memory directory (where the daemon
+ * is not root, every peer's commands run as the daemon). */
+START_TEST(commands_cannot_read_memory)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"memory\":{\"dir\":\"mem\"},\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}");
+	struct tcc *c = tcc_connect(&d);
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/secret.md\",\"file_text\":\"s3cr3t\"}");
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":\"cat %s/mem/%u/memories/secret.md\"}",
+							   d.dir, (unsigned)geteuid()));
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.stdout"), "s3cr3t"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* Without memory.dir, the state directory systemd gives is used. */
 START_TEST(default_dir_is_the_state_directory)
 {
@@ -515,6 +534,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, dispatch_anthropic);
 	tcase_add_test(tc, scope_per_workspace);
 	tcase_add_test(tc, default_dir_is_the_state_directory);
+	tcase_add_test(tc, commands_cannot_read_memory);
 	suite_add_tcase(s, tc);
 	return s;
 }

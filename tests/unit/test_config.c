@@ -435,7 +435,24 @@ START_TEST(memory_keys)
 	ck_assert(c.memory.per_workspace);
 	ck_assert_uint_eq(c.memory.max_file_kb, 8);
 	ck_assert_uint_eq(c.memory.max_total_kb, 80);
+	/* Every peer's memory is out of sandboxed children's reach. */
+	bool denied = false;
+	for (char **d = c.sandbox.deny_read; d && *d; d++)
+		denied |= str_eq(*d, "/srv/mem");
+	ck_assert(denied);
 	config_free(&c);
+	/* The default follows systemd's StateDirectory=, and is denied too. */
+	setenv("STATE_DIRECTORY", "/var/lib/tc-test:/var/lib/other", 1);
+	char *def = config_default_memory_dir();
+	ck_assert_str_eq(def, "/var/lib/tc-test/memory");
+	ck_assert_int_eq(load(&c, "{}", &err), 0);
+	denied = false;
+	for (char **d = c.sandbox.deny_read; d && *d; d++)
+		denied |= str_eq(*d, def);
+	ck_assert(denied);
+	config_free(&c);
+	free(def);
+	unsetenv("STATE_DIRECTORY");
 	assert_error("{\"memory\":{\"scope\":\"host\"}}", "t.json:1:20: memory.scope: expected \"uid\" or \"workspace\"");
 	assert_error("{\"memory\":{\"max_file_kb\":0}}",
 		     "t.json:1:26: memory.max_file_kb: expected a positive integer");
