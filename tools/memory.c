@@ -244,7 +244,26 @@ struct usage {
 	unsigned entries;	/* files and directories */
 };
 
-/* Adds up what the directory fd holds, depth levels below the scope. */
+/* True for the name of ws_write_atomic's temporary file (".NAME.tc-XXXXXX"). */
+static bool temp_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (name[0] != '.' || n < 11 || memcmp(name + n - 10, ".tc-", 4) != 0)
+		return false;
+	for (size_t i = n - 6; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	return true;
+}
+
+/*
+ * Adds up what the directory fd holds, depth levels below the scope. Run
+ * with the scope's lock held, when no write is under way: a temporary file
+ * found then was left by a write that never ended (the daemon killed), and
+ * is removed, so it neither fills the memory unseen (hidden names are not
+ * shown) nor stays.
+ */
 static int measure(int fd, unsigned depth, struct usage *u)
 {
 	int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -263,6 +282,8 @@ static int measure(int fd, unsigned depth, struct usage *u)
 		struct stat st;
 		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;	/* gone meanwhile */
+		if (S_ISREG(st.st_mode) && temp_name(de->d_name) && unlinkat(fd, de->d_name, 0) == 0)
+			continue;
 		u->entries++;
 		if (S_ISREG(st.st_mode))
 			u->bytes += (uint64_t)st.st_size;

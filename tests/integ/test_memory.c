@@ -365,8 +365,14 @@ START_TEST(quotas)
 	s = names_in(&d, "0/memories");
 	ck_assert_str_eq(s, "a,b");
 	free(s);
+	/* A temporary file a killed write left behind counts for nothing and
+	 * goes at the next write. */
+	char *orphan = xasprintf("%s/mem/0/memories/.a.tc-Ab12Cd", d.dir);
+	tc_write_file_atomic(orphan, kb, strlen(kb));
 	/* Replacing a file within the total is fine: its old size is freed. */
 	mem_ok(c, tcc_fmt(c, "{\"command\":\"create\",\"path\":\"/memories/a\",\"file_text\":\"%s\"}", kb));
+	ck_assert(access(orphan, F_OK) < 0);
+	free(orphan);
 	/* Text only. */
 	char *np = xasprintf("%s/mem/0/memories/bin", d.dir);
 	tc_write_file_atomic(np, "\xff\xfe\x00x", 4);
