@@ -1595,6 +1595,36 @@ static void scenario_idem(void)
  * the memory tool's own cost (its directory, its checks, numbered lines)
  * over the plain read.
  */
+/*
+ * Runs two loads of one scenario in PAIR_ROUNDS interleaved rounds (as
+ * timed_pair does), adds their rows (servers[0] first) and the ratio of
+ * the second to the first, and notes the ratio round by round, each as
+ * what's calls/s over the first's.
+ */
+static void run_pair_rows(const char *scenario, const char *const servers[2], const pid_t pid[2],
+			  struct load L[2], int nconns, const char *what, struct row *r[2])
+{
+	double rate[PAIR_ROUNDS][2];
+	for (int round = 0; round < PAIR_ROUNDS; round++)
+		for (int k = 0; k < 2; k++) {
+			int s = round % 2 ? 1 - k : k;
+			uint64_t calls = L[s].calls;
+			drive(&L[s]);
+			rate[round][s] = (double)(L[s].calls - calls) / L[s].dur_s;
+		}
+	for (int s = 0; s < 2; s++) {
+		r[s] = add_row(scenario, servers[s], &L[s], pid[s]);
+		close_conns(L[s].conns, nconns);
+	}
+	ratio(r[1], r[0]);
+	char rounds[128] = "";
+	size_t used = 0;
+	for (int round = 0; round < PAIR_ROUNDS && used < sizeof(rounds); round++)
+		used += (size_t)snprintf(rounds + used, sizeof(rounds) - used, "%s%.2f×", round ? ", " : "",
+					 rate[round][0] > 0 ? rate[round][1] / rate[round][0] : 0);
+	note("%s: %s, round by round: %s", scenario, what, rounds);
+}
+
 #define MEMORY_BYTES (64 * 1024)
 #define MEMORY_VIEW ",\"method\":\"tools/call\",\"params\":{\"name\":\"memory\",\"arguments\":" \
 	"{\"command\":\"view\",\"path\":\"/memories/file64k.md\"}}}\n"
@@ -1630,8 +1660,8 @@ static void scenario_memory(void)
 		",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"file64k.md\"}}}\n",
 		MEMORY_VIEW,
 	};
+	const pid_t pid[2] = { daemon_pid, daemon_pid };
 	struct load L[2];
-	double round_rate[PAIR_ROUNDS][2];
 	for (int s = 0; s < 2; s++) {
 		reset_peak(daemon_pid);
 		L[s] = (struct load){
@@ -1640,30 +1670,12 @@ static void scenario_memory(void)
 			.suffix = suffix[s], .suffix_len = strlen(suffix[s]), .server = daemon_pid,
 		};
 	}
-	for (int round = 0; round < PAIR_ROUNDS; round++) {
-		for (int k = 0; k < 2; k++) {
-			int s = round % 2 ? 1 - k : k;
-			uint64_t calls = L[s].calls;
-			drive(&L[s]);
-			round_rate[round][s] = (double)(L[s].calls - calls) / L[s].dur_s;
-		}
-	}
 	struct row *r[2];
-	for (int s = 0; s < 2; s++) {
-		r[s] = add_row(scenario, servers[s], &L[s], daemon_pid);
-		close_conns(L[s].conns, 16);
-	}
-	ratio(r[1], r[0]);
+	run_pair_rows(scenario, servers, pid, L, 16, "memory's calls/s over read_file's", r);
 	/* The contract's measure: time per call, memory over read_file. */
 	double per_call = r[1]->rate > 0 ? r[0]->rate / r[1]->rate : 0;
 	snprintf(r[1]->target, sizeof(r[1]->target), "time/call ≤1.2× read_file's (%.2f×): %s", per_call,
 		 per_call > 0 && per_call <= 1.2 ? "met" : "MISSED");
-	char rounds[128] = "";
-	size_t used = 0;
-	for (int round = 0; round < PAIR_ROUNDS && used < sizeof(rounds); round++)
-		used += (size_t)snprintf(rounds + used, sizeof(rounds) - used, "%s%.2f×", round ? ", " : "",
-					 round_rate[round][0] > 0 ? round_rate[round][1] / round_rate[round][0] : 0);
-	note("%s: memory's calls/s over read_file's, round by round: %s", scenario, rounds);
 }
 
 /* Connects IDLE_CONNS, pings each once, and measures memory per connection. */
@@ -2492,7 +2504,6 @@ static void scenario_store_memory(void)
 	pid_t pid[2] = { daemon_pid, store_pids[0] };
 	const char *sock[2] = { daemon_sock, store_socks[0] };
 	struct load L[2];
-	double rate[PAIR_ROUNDS][2];
 	for (int s = 0; s < 2; s++) {
 		reset_peak(pid[s]);
 		L[s] = (struct load){
@@ -2501,21 +2512,8 @@ static void scenario_store_memory(void)
 			.suffix_len = strlen(MEMORY_VIEW), .server = pid[s],
 		};
 	}
-	for (int round = 0; round < PAIR_ROUNDS; round++)
-		for (int k = 0; k < 2; k++) {
-			int s = round % 2 ? 1 - k : k;
-			uint64_t calls = L[s].calls;
-			drive(&L[s]);
-			rate[round][s] = (double)(L[s].calls - calls) / L[s].dur_s;
-		}
 	struct row *r[2];
-	for (int s = 0; s < 2; s++) {
-		r[s] = add_row(scenario, servers[s], &L[s], pid[s]);
-		close_conns(L[s].conns, 16);
-	}
-	ratio(r[1], r[0]);
-	note("%s: Redis's calls/s over files', round by round: %.2f×, %.2f×, %.2f×, %.2f×", scenario,
-	     rate[0][1] / rate[0][0], rate[1][1] / rate[1][0], rate[2][1] / rate[2][0], rate[3][1] / rate[3][0]);
+	run_pair_rows(scenario, servers, pid, L, 16, "Redis's calls/s over files'", r);
 	bool ok = r[1]->rate >= 0.5 * r[0]->rate;
 	snprintf(r[1]->target, sizeof(r[1]->target), "≥0.5× in files: %s", ok ? "met" : "MISSED");
 }

@@ -19,40 +19,10 @@
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
+#include "tests/integ/memory_calls.h"
 #include "tests/unit/check_main.h"
 
 #define NOBODY 65534
-
-/* Runs the memory tool with args; returns the result's text and sets
- * *is_error. The call itself must succeed. */
-static const char *mem(struct tcc *c, const char *args, bool *is_error)
-{
-	const struct json *r = tcc_call(c, "memory", args);
-	tc_assert_ok(r);
-	if (is_error)
-		*is_error = tj_bool(r, "result.isError");
-	const char *text = tj_str(r, "result.content.0.text");
-	ck_assert_ptr_nonnull(text);
-	return text;
-}
-
-/* As mem(), asserting the result is not an error. */
-static const char *mem_ok(struct tcc *c, const char *args)
-{
-	bool err;
-	const char *text = mem(c, args, &err);
-	ck_assert_msg(!err, "memory %s failed: %s", args, text);
-	return text;
-}
-
-/* As mem(), asserting an error whose text holds want. */
-static void mem_err(struct tcc *c, const char *args, const char *want)
-{
-	bool err;
-	const char *text = mem(c, args, &err);
-	ck_assert_msg(err, "memory %s did not fail: %s", args, text);
-	ck_assert_msg(strstr(text, want), "memory %s: '%s' lacks '%s'", args, text, want);
-}
 
 /* The content of the file rel beneath the daemon's memory directory. */
 static char *mem_file(const struct tcd *d, const char *rel)

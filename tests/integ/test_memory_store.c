@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
+#include "tests/integ/memory_calls.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/redis_server.h"
 
@@ -34,33 +35,6 @@ static void start(struct tcd *d)
 	tcd_start(d, config);
 	free(config);
 	ck_assert(chmod(d->dir, 0711) == 0);
-}
-
-/* Runs the memory tool; returns the result's text, *is_error set. */
-static const char *mem(struct tcc *c, const char *args, bool *is_error)
-{
-	const struct json *r = tcc_call(c, "memory", args);
-	tc_assert_ok(r);
-	*is_error = tj_bool(r, "result.isError");
-	const char *text = tj_str(r, "result.content.0.text");
-	ck_assert_ptr_nonnull(text);
-	return text;
-}
-
-static const char *mem_ok(struct tcc *c, const char *args)
-{
-	bool err;
-	const char *text = mem(c, args, &err);
-	ck_assert_msg(!err, "memory %s failed: %s", args, text);
-	return text;
-}
-
-static void mem_err(struct tcc *c, const char *args, const char *want)
-{
-	bool err;
-	const char *text = mem(c, args, &err);
-	ck_assert_msg(err, "memory %s did not fail: %s", args, text);
-	ck_assert_msg(strstr(text, want), "memory %s: '%s' lacks '%s'", args, text, want);
 }
 
 static void setup(void)
