@@ -1239,8 +1239,16 @@ static int mem_run(struct fsjob *job, void *arg)
 	struct mem_job *j = arg;
 	if (j->redis_addr)
 		return redis_run(j);
-	if (mkdirat(j->uid_fd, j->scope, 0700) < 0 && errno != EEXIST)
+	if (mkdirat(j->uid_fd, j->scope, 0700) == 0) {
+		/* Made by a root daemon acting as itself (run_as "daemon"):
+		 * the peer's all the same, as the directory that holds it. */
+		struct stat st;
+		if (geteuid() == 0 && identity_thread_clean() && fstat(j->uid_fd, &st) == 0 && st.st_uid != 0 &&
+		    fchownat(j->uid_fd, j->scope, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	} else if (errno != EEXIST) {
 		return -errno;
+	}
 	_cleanup_close_ int sfd = -1;
 	int r = ws_open_nofollow(j->uid_fd, j->scope, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sfd);
 	if (r < 0)

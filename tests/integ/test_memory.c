@@ -226,6 +226,29 @@ START_TEST(one_memory_per_uid)
 }
 END_TEST
 
+/* With run_as "daemon" the file work is the daemon's, the peer's memory
+ * directories still the peer's. */
+START_TEST(run_as_daemon_keeps_the_peers_directories)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	tcd_start(&d, "{\"socket_mode\":\"0666\",\"run_as\":\"daemon\",\"memory\":{\"dir\":\"mem\"}}");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	struct tcc *nobody = tcc_connect_as(&d, NOBODY, NOBODY);
+	mem_ok(nobody, "{\"command\":\"create\",\"path\":\"/memories/n.md\",\"file_text\":\"n\"}");
+	char *p = xasprintf("%s/mem/%d/memories", d.dir, NOBODY);
+	struct stat st;
+	ck_assert(stat(p, &st) == 0);
+	ck_assert_int_eq(st.st_uid, NOBODY);
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	free(p);
+	tcc_close(nobody);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(symlinks_are_refused)
 {
 	struct tcd d;
@@ -510,6 +533,7 @@ static Suite *memory_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_command);
 	tcase_add_test(tc, one_memory_per_uid);
+	tcase_add_test(tc, run_as_daemon_keeps_the_peers_directories);
 	tcase_add_test(tc, symlinks_are_refused);
 	tcase_add_test(tc, quotas);
 	tcase_add_test(tc, hidden_from_a_session_that_says_so);
