@@ -14,7 +14,7 @@
  * touch. Every path is resolved beneath the scope directory with
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) (ws_open_nofollow): ".."
  * is refused before that, a symlink anywhere on a path is refused by the
- * kernel. Writes are atomic (ws_write_atomic on the scope directory), one
+ * kernel. Writes are atomic (fsjob_write_atomic: temp file, rename), one
  * at a time per scope (flock on it, across threads and daemons), within
  * memory.max_file_kb per file and memory.max_total_kb per scope, and UTF-8
  * text only. Failures a model can act on are results with isError, whose
@@ -81,6 +81,7 @@ struct mem_job {
 	int64_t range[2];		/* view_range */
 	bool has_range;
 	size_t max_file, max_total;
+	struct fsjob *job;		/* while it runs: its file work goes through it */
 	char *redis_addr;		/* kept in Redis at this address; NULL: in files */
 	char *redis_key;		/* the memory's hash there */
 	uint32_t redis_timeout_ms;
@@ -357,29 +358,19 @@ static unsigned missing_dirs(int sfd, const char *rel)
 
 /* --- writing ------------------------------------------------------------- */
 
-/* A workspace rooted at the scope directory, for the atomic write, rename
- * and delete of lib/workspace (paths handed to them are checked here first). */
-static struct workspace *scope_ws(int sfd)
+/* rel as the job's file work names it: beneath the peer's directory, the
+ * job's workspace (paths handed to it are checked here first). */
+static char *scoped(const struct mem_job *j, const char *rel)
 {
-	int fd = fcntl(sfd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		return NULL;
-	struct workspace *ws = xcalloc(1, sizeof(*ws));
-	ws->refs = 1;
-	ws->dirfd = fd;
-	ws->root = xstrdup(PREFIX);
-	return ws;
+	return xasprintf("%s%s%s", j->scope, *rel ? "/" : "", rel);
 }
 
 /* Replaces the file rel with data, atomically. */
 static int write_file(struct mem_job *j, int sfd, const char *rel, const char *path, const char *data, size_t n,
 		      bool *ret_created)
 {
-	struct workspace *ws = scope_ws(sfd);
-	if (!ws)
-		return fail_errno(j, -errno, "write", path), -EIO;
-	int r = ws_write_atomic(ws, rel, strlen(rel), data, n, true, ret_created);
-	ws_unref(ws);
+	_cleanup_free_ char *p = scoped(j, rel);
+	int r = fsjob_write_atomic(j->job, p, strlen(p), data, n, true, ret_created);
 	if (r < 0)
 		return fail_errno(j, r, "write", path), r;
 	j->bytes = n;
@@ -691,10 +682,14 @@ static int do_delete(struct mem_job *j, int sfd)
 		return fail(j, "The path %s does not exist", j->path);
 	if (r < 0)
 		return fail_errno(j, r, "delete", j->path);
-	struct workspace *ws = scope_ws(sfd);
-	uint64_t deleted = 0;
-	r = ws ? ws_delete(ws, j->rel, strlen(j->rel), true, &deleted) : -errno;
-	ws_unref(ws);
+	/* At most ENTRIES_MAX entries (and what a peer put there itself):
+	 * deleted in one go. */
+	_cleanup_free_ char *p = scoped(j, j->rel);
+	struct ws_deleter *del = NULL;
+	r = fsjob_delete_begin(j->job, p, strlen(p), true, &del);
+	while (r == WS_MORE)
+		r = fsjob_delete_step(j->job, del, 0);
+	ws_delete_free(del);
 	if (r < 0)
 		return fail_errno(j, r, "delete", j->path);
 	buf_printf(&j->out, "Successfully deleted %s", j->path);
@@ -719,15 +714,12 @@ static int do_rename(struct mem_job *j, int sfd)
 	unsigned dirs = missing_dirs(sfd, j->rel2);
 	if (dirs && check_quota(j, sfd, j->path2, 0, 0, dirs) < 0)
 		return 0;
-	struct workspace *ws = scope_ws(sfd);
-	if (!ws)
-		return fail_errno(j, -errno, "rename", j->path);
-	const char *slash = strrchr(j->rel2, '/');
+	_cleanup_free_ char *from = scoped(j, j->rel), *to = scoped(j, j->rel2);
+	const char *slash = strrchr(to, '/');
 	bool made;
-	r = slash ? ws_mkdir(ws, j->rel2, (size_t)(slash - j->rel2), true, &made) : 0;
+	r = fsjob_mkdir(j->job, to, (size_t)(slash - to), true, &made);
 	if (r == 0)
-		r = ws_rename(ws, j->rel, strlen(j->rel), j->rel2, strlen(j->rel2), false);
-	ws_unref(ws);
+		r = fsjob_rename(j->job, from, strlen(from), to, strlen(to), false);
 	if (r == -EEXIST)
 		return fail(j, "The destination %s already exists", j->path2);
 	if (r == -EINVAL)
@@ -1237,6 +1229,7 @@ static int redis_run(struct mem_job *j)
 static int mem_run(struct fsjob *job, void *arg)
 {
 	struct mem_job *j = arg;
+	j->job = job;
 	if (j->redis_addr)
 		return redis_run(j);
 	if (mkdirat(j->uid_fd, j->scope, 0700) == 0) {
@@ -1490,6 +1483,18 @@ static enum tool_ret memory_exec(struct tool_call *call)
 		return TOOL_DONE;
 	}
 	int r = open_uid_dir(dir, uid, gid, &j->uid_fd);
+	struct workspace *mws = NULL;
+	if (r == 0) {
+		/* The job's workspace is the peer's memory directory. */
+		mws = xcalloc(1, sizeof(*mws));
+		mws->refs = 1;
+		mws->dirfd = fcntl(j->uid_fd, F_DUPFD_CLOEXEC, 3);
+		mws->root = xasprintf("%s/%u", dir, (unsigned)uid);
+		if (mws->dirfd < 0)
+			r = -errno;
+	}
+	if (r < 0)
+		mws = ws_unref(mws);
 	if (r == -EPERM) {
 		mem_job_free(j);
 		tool_call_fail(call, TC_PERMISSION_DENIED, "The memory directory %s/%u is not owned by uid %u alone "
@@ -1503,7 +1508,13 @@ static enum tool_ret memory_exec(struct tool_call *call)
 			       (unsigned)uid, strerror(-r));
 		return TOOL_DONE;
 	}
-	return fsjob_start(call, &mem_ops, j);
+	/* The call's own workspace is not the job's: memory is not in it. */
+	struct workspace *keep = call->ws;
+	call->ws = mws;
+	enum tool_ret ret = fsjob_start(call, &mem_ops, j);
+	call->ws = keep;
+	ws_unref(mws);
+	return ret;
 }
 
 const struct tool_def tool_memory = {
