@@ -10,8 +10,8 @@
  * memory.dir, so nobody else can put anything in its place), and in it one
  * directory per scope: "memories" (memory.scope "uid") or "ws-<hash of the
  * workspace root>" (memory.scope "workspace"). Everything below runs on an
- * io thread as the peer (lib/fsjob.h): the kernel decides what it may
- * touch. Every path is resolved beneath the scope directory with
+ * io thread as the peer (lib/fsjob.h), in a job whose workspace is the
+ * peer's directory: the kernel decides what it may touch. Every path is resolved beneath the scope directory with
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) (ws_open_nofollow): ".."
  * is refused before that, a symlink anywhere on a path is refused by the
  * kernel. Writes are atomic (fsjob_write_atomic: temp file, rename), one
