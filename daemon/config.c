@@ -72,6 +72,22 @@ char *config_default_socket(void)
 	return default_socket_path();
 }
 
+char *config_default_memory_dir(void)
+{
+	const char *sd = getenv("STATE_DIRECTORY");
+	if (sd && sd[0] == '/')
+		return xasprintf("%.*s/memory", (int)strcspn(sd, ":"), sd);
+	if (geteuid() == 0)
+		return xstrdup("/var/lib/toolcalld/memory");
+	const char *state = getenv("XDG_STATE_HOME");
+	if (state && state[0] == '/')
+		return xasprintf("%s/toolcalld/memory", state);
+	const char *home = getenv("HOME");
+	if (home && home[0] == '/')
+		return xasprintf("%s/.local/state/toolcalld/memory", home);
+	return NULL;
+}
+
 /* Sets every key to its default; the dispatcher's keys take its own. */
 void config_init(struct config *c)
 {
@@ -119,6 +135,7 @@ void config_init(struct config *c)
 			.shell_output_cap = 1048576,
 			.read_file_limit = 1048576,
 		},
+		.memory = { .max_file_kb = 64, .max_total_kb = 1024 },
 	};
 	policy_config_init(&c->confirmation);
 
@@ -140,6 +157,7 @@ void config_free(struct config *c)
 	free(c->tools_dir);
 	free(c->tools_dir_at);
 	free(c->audit_log);
+	free(c->memory.dir);
 	for (size_t i = 0; i < c->limits.n_per_tool; i++)
 		free(c->limits.per_tool[i].name);
 	free(c->limits.per_tool);
@@ -219,6 +237,18 @@ static int parse_log_level(struct cfg_parse *p, const char *key, const struct js
 		}
 	return cfg_fail(p, v->off, key, "expected \"debug\", \"info\", \"warning\" or \"error\"%s%s",
 		    s ? "" : ", got ", s ? "" : cfg_got(v));
+}
+
+/* "memory.scope": "uid" or "workspace". */
+static int parse_memory_scope(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+{
+	const char *s = json_str(v);
+	if (s && strlen(s) == v->u.str.len && (str_eq(s, "uid") || str_eq(s, "workspace"))) {
+		c->memory.per_workspace = str_eq(s, "workspace");
+		return 0;
+	}
+	return cfg_fail(p, v->off, key, "expected \"uid\" or \"workspace\"%s%s", s ? "" : ", got ",
+			s ? "" : cfg_got(v));
 }
 
 /* "audit.on_error": "log" or "refuse". */
@@ -469,6 +499,14 @@ static const struct field providers_fields[] = {
 	{},
 };
 
+static const struct field memory_fields[] = {
+	PATH_NULL("dir", memory.dir),
+	CUSTOM("scope", parse_memory_scope),
+	U32("max_file_kb", memory.max_file_kb, 1, 1 << 20),
+	U32("max_total_kb", memory.max_total_kb, 1, 1 << 24),
+	{},
+};
+
 static const struct field peers_fields[] = {
 	CUSTOM("allow_uids", parse_allow_uids),
 	CUSTOM("allow_gids", parse_allow_gids),
@@ -499,6 +537,7 @@ static const struct field root_fields[] = {
 		"tool files set their own timeout_ms"),
 	SECTION("peers", peers_fields, NULL),
 	SECTION("providers", providers_fields, NULL),
+	SECTION("memory", memory_fields, NULL),
 	CUSTOM("sandbox", parse_sandbox),
 	SECTION("hooks", config_hooks_fields, NULL),
 	{},
@@ -558,10 +597,13 @@ static int load_text(struct config *c, const char *name, const char *base_dir, c
 		tmp.tools_dir_at = xasprintf("%s:%u:%u", name, line, col);
 	}
 	/* What holds the daemon's settings is never a sandboxed child's to
-	 * read: the config file itself, the tool files, the audit log. */
+	 * read: the config file itself, the tool files, the audit log; nor
+	 * the memory of every peer (children of all peers run as the daemon
+	 * where it is not root). */
 	_cleanup_free_ char *self = name && base_dir ? config_resolve_path(base_dir, strrchr(name, '/') ?
 								       strrchr(name, '/') + 1 : name) : NULL;
-	const char *own[] = { self, tmp.tools_dir, tmp.audit_log };
+	_cleanup_free_ char *memory = tmp.memory.dir ? NULL : config_default_memory_dir();
+	const char *own[] = { self, tmp.tools_dir, tmp.audit_log, tmp.memory.dir ? tmp.memory.dir : memory };
 	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
 		if (!own[i] || own[i][0] != '/')
 			continue;

@@ -84,12 +84,20 @@
  *   tools.read_file.limit                 1..1 GiB        1048576: read_file's default limit
  *   peers.allow_uids                      [uid|name]      []: with both lists empty, anyone
  *   peers.allow_gids                      [gid|name]      []  who can open the socket
+ *   memory.dir                            path|null       null: $STATE_DIRECTORY/memory, else
+ *                                                         /var/lib/toolcalld/memory for
+ *                                                         root, else $XDG_STATE_HOME (or
+ *                                                         ~/.local/state)/toolcalld/memory
+ *   memory.scope                          string          "uid" | "workspace": one memory per
+ *                                                         peer uid, or per uid and workspace
+ *   memory.max_file_kb                    1..1048576      64: the largest memory file
+ *   memory.max_total_kb                   1..16777216     1024: all files of one memory
  *   run_as                                "peer"|"daemon" "peer": children run as the peer when
  *                                                         the daemon is root
  *   sandbox.*                             object          see lib/sandbox/sandbox.h and
  *                                                         toolcalld.conf(5); deny_read always
- *                                                         gets the config file, tools_dir and
- *                                                         audit_log added
+ *                                                         gets the config file, tools_dir,
+ *                                                         audit_log and memory.dir added
  *
  * A mode is "auto", "prompt" or "deny"; a class is "none", "read", "write",
  * "execute" or "network". confirmation.default merges with the defaults key
@@ -218,6 +226,13 @@ struct config {
 	} tools;
 
 	struct {
+		char *dir;			/* NULL: the default for the daemon's user */
+		bool per_workspace;		/* scope "workspace" (else "uid") */
+		uint32_t max_file_kb;
+		uint32_t max_total_kb;
+	} memory;
+
+	struct {
 		uid_t *uids;
 		size_t n_uids;
 		gid_t *gids;
@@ -260,6 +275,13 @@ int config_load_text(struct config *c, const char *name, const char *base_dir,
  * $XDG_RUNTIME_DIR/toolcalld.sock, else /run/toolcalld/toolcalld.sock or
  * /tmp/toolcalld-UID/toolcalld.sock). A new string. */
 char *config_default_socket(void);
+
+/* memory.dir when the config does not say: $STATE_DIRECTORY/memory (a
+ * systemd service's StateDirectory=), else /var/lib/toolcalld/memory for
+ * root, else $XDG_STATE_HOME/toolcalld/memory or
+ * ~/.local/state/toolcalld/memory; NULL when there is no home. A new
+ * string. */
+char *config_default_memory_dir(void);
 
 /* The index of a built-in tool the config knows by name ("shell"); -1
  * when not a built-in. */

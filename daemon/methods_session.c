@@ -156,6 +156,11 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 		methods_invalid_params(p, "toolErrors must be \"result\" or \"envelope\"");
 		return;
 	}
+	const struct json *mem = json_get(params, "memory");
+	if (mem && mem->type != JSON_BOOL) {
+		methods_invalid_params(p, "memory must be true or false");
+		return;
+	}
 	int64_t calls = -1;
 	if (budget) {
 		const struct json *tc = json_get(budget, "toolCalls");
@@ -211,6 +216,8 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 		return;
 	}
 	ws_unref(ws);
+	if (mem)
+		session->no_memory = !mem->u.b;
 	if (calls >= 0) {
 		session->has_budget = true;
 		session->budget_left = calls;

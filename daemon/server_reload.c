@@ -71,6 +71,16 @@ void server_apply_config(struct server *s)
 	s->env.output_cap = (size_t)c->tools.shell_output_cap;
 	s->env.read_cap = (size_t)c->tools.read_file_limit;
 	s->env.sandbox = &c->sandbox;
+	if (!c->memory.dir)
+		c->memory.dir = config_default_memory_dir();
+	s->env.memory_dir = c->memory.dir;
+	s->env.memory_per_workspace = c->memory.per_workspace;
+	s->env.memory_max_file = (size_t)c->memory.max_file_kb << 10;
+	s->env.memory_max_total = (size_t)c->memory.max_total_kb << 10;
+	bool redis = str_eq(c->store.kind, "redis");
+	s->env.memory_redis = redis ? c->store.address : NULL;
+	s->env.memory_redis_prefix = c->store.prefix;
+	s->env.memory_redis_timeout_ms = (uint32_t)c->store.timeout_ms;
 	/* The rules are made again from the new settings (and pick up
 	 * entries created since along the denied paths). */
 	sandbox_cache_clear();

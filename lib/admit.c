@@ -114,7 +114,7 @@ struct outcome *admit_find_tool(struct dispatcher *d, struct session *s, struct 
 	a->t = registry_find(d->reg, a->name);
 	if (a->t && dispatch_tool_visible(d, s, a->t))
 		return NULL;
-	if (a->t && d->policy)
+	if (a->t && d->policy && !session_hides_tool(s, a->name))
 		return outcome_error(TC_PERMISSION_DENIED, "Tool '%s' is denied by policy", a->name);
 	a->t = NULL;
 	return not_found(d, s, a->name);

@@ -688,6 +688,8 @@ const char *dispatch_policy_root(const struct dispatcher *d, const struct sessio
 
 bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t)
 {
+	if (session_hides_tool(s, t->name))
+		return false;
 	if (!d->policy)
 		return true;
 	if (map_get(s->always_allow, t->name))

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "lib/identity.h"
@@ -30,6 +31,8 @@ struct session {
 	struct workspace *ws;		/* where its calls work: base, or the group of its MCP roots */
 	struct workspace *base;		/* the workspace initialize chose */
 	bool trusted;			/* the workspace is a trusted one */
+	bool no_memory;			/* initialize said "memory": false: the memory
+					 * tool is neither listed nor callable */
 	bool has_budget;
 	int64_t budget_left;		/* tool-call attempts still allowed */
 	struct map *always_allow;	/* tool names allowed for the rest of the session */
@@ -64,6 +67,12 @@ static inline const struct identity *session_identity(const struct session *s)
 	return s->has_ident ? &s->ident : NULL;
 }
 struct session *session_find(struct session_table *t, uid_t uid, const char *id);
+/* True when the session may not see the tool called name (the memory
+ * tool, in a session that said "memory": false). */
+static inline bool session_hides_tool(const struct session *s, const char *name)
+{
+	return s && s->no_memory && strcmp(name, "memory") == 0;
+}
 /* Makes ws (referenced) where the session's calls work from now on; NULL:
  * back to the workspace initialize chose. Calls in flight keep theirs. */
 void session_set_workspace(struct session *s, struct workspace *ws);

@@ -135,6 +135,13 @@ struct tool_env {
 	size_t read_cap;			/* read_file's default limit */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
+	/* The memory tool (memory.* in the config); 0 sizes: 64 KiB, 1 MiB. */
+	const char *memory_dir;			/* NULL: no memory in files */
+	bool memory_per_workspace;		/* memory.scope "workspace" */
+	size_t memory_max_file, memory_max_total;	/* bytes */
+	const char *memory_redis;		/* the Redis store's address: memory kept there; NULL: in files */
+	const char *memory_redis_prefix;
+	uint32_t memory_redis_timeout_ms;
 };
 
 struct tool_call {

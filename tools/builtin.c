@@ -12,6 +12,7 @@ const struct tool_def *const builtin_tools[] = {
 	&tool_glob,
 	&tool_list_dir,
 	&tool_make_dir,
+	&tool_memory,
 	&tool_move_file,
 	&tool_patch_file,
 	&tool_read_file,

@@ -21,6 +21,7 @@ extern const struct tool_def tool_move_file;
 extern const struct tool_def tool_delete_file;
 extern const struct tool_def tool_make_dir;
 extern const struct tool_def tool_edit_file;
+extern const struct tool_def tool_memory;
 
 /* NULL-terminated. */
 extern const struct tool_def *const builtin_tools[];

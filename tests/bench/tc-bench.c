@@ -584,9 +584,10 @@ static void daemon_start(const char *exe)
 		"  \"grace_ms\": 2000,\n"
 		"  \"limits\": { \"max_connections\": 20000, \"per_uid_connections\": 20000 },\n"
 		"  \"tools_dir\": \"%s/tools.d\",\n"
+		"  \"memory\": { \"dir\": \"%s/memory\" },\n"
 		"  \"confirmation\": { \"default\": { \"write\": \"auto\", \"execute\": \"auto\" } }\n"
 		"}\n",
-		daemon_sock, tmp_dir, tmp_dir);
+		daemon_sock, tmp_dir, tmp_dir, tmp_dir);
 	write_file(cfg, text, strlen(text));
 	free(text);
 	/* The shell's unconfined twin, for the sandbox scenario: the same
@@ -1593,6 +1594,95 @@ static void scenario_idem(void)
 	free(after);
 }
 
+/*
+ * memory view of a 64 KiB file against read_file of the same file, on the
+ * same daemon, in interleaved rounds (as timed_pair does with the floor):
+ * the memory tool's own cost (its directory, its checks, numbered lines)
+ * over the plain read.
+ */
+/*
+ * Runs two loads of one scenario in PAIR_ROUNDS interleaved rounds (as
+ * timed_pair does), adds their rows (servers[0] first) and the ratio of
+ * the second to the first, and notes the ratio round by round, each as
+ * what's calls/s over the first's.
+ */
+static void run_pair_rows(const char *scenario, const char *const servers[2], const pid_t pid[2],
+			  struct load L[2], int nconns, const char *what, struct row *r[2])
+{
+	double rate[PAIR_ROUNDS][2];
+	for (int round = 0; round < PAIR_ROUNDS; round++)
+		for (int k = 0; k < 2; k++) {
+			int s = round % 2 ? 1 - k : k;
+			uint64_t calls = L[s].calls;
+			drive(&L[s]);
+			rate[round][s] = (double)(L[s].calls - calls) / L[s].dur_s;
+		}
+	for (int s = 0; s < 2; s++) {
+		r[s] = add_row(scenario, servers[s], &L[s], pid[s]);
+		close_conns(L[s].conns, nconns);
+	}
+	ratio(r[1], r[0]);
+	char rounds[128] = "";
+	size_t used = 0;
+	for (int round = 0; round < PAIR_ROUNDS && used < sizeof(rounds); round++)
+		used += (size_t)snprintf(rounds + used, sizeof(rounds) - used, "%s%.2f×", round ? ", " : "",
+					 rate[round][0] > 0 ? rate[round][1] / rate[round][0] : 0);
+	note("%s: %s, round by round: %s", scenario, what, rounds);
+}
+
+#define MEMORY_BYTES (64 * 1024)
+#define MEMORY_VIEW ",\"method\":\"tools/call\",\"params\":{\"name\":\"memory\",\"arguments\":" \
+	"{\"command\":\"view\",\"path\":\"/memories/file64k.md\"}}}\n"
+
+/* The 64 KiB text lines of the memory scenarios, in the workspace and in
+ * the daemon's memory directory; returns it (owned). */
+static char *memory_file_make(void)
+{
+	enum { LINE = 80 };
+	char *text = xmalloc(MEMORY_BYTES);
+	for (size_t i = 0; i < MEMORY_BYTES; i++)
+		text[i] = i % LINE == LINE - 1 ? '\n' : (char)('a' + (i * 7 + i / LINE) % 26);
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof(p), "%s/ws/file64k.md", tmp_dir);
+	write_file(p, text, MEMORY_BYTES);
+	snprintf(p, sizeof(p), "%s/memory", tmp_dir);
+	mkdir(p, 0711);
+	snprintf(p, sizeof(p), "%s/memory/%u", tmp_dir, (unsigned)geteuid());
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/memory/%u/memories", tmp_dir, (unsigned)geteuid());
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/memory/%u/memories/file64k.md", tmp_dir, (unsigned)geteuid());
+	write_file(p, text, MEMORY_BYTES);
+	return text;
+}
+
+static void scenario_memory(void)
+{
+	free(memory_file_make());
+	const char *scenario = "64 KiB file: read_file, memory view (16 conns × 4)";
+	const char *servers[2] = { "toolcalld read_file", "toolcalld memory" };
+	const char *suffix[2] = {
+		",\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"file64k.md\"}}}\n",
+		MEMORY_VIEW,
+	};
+	const pid_t pid[2] = { daemon_pid, daemon_pid };
+	struct load L[2];
+	for (int s = 0; s < 2; s++) {
+		reset_peak(daemon_pid);
+		L[s] = (struct load){
+			.conns = open_conns(daemon_sock, 16), .n = 16, .depth = 4,
+			.warm_s = opt.warm, .dur_s = opt.seconds / PAIR_ROUNDS, .gen = gen_simple,
+			.suffix = suffix[s], .suffix_len = strlen(suffix[s]), .server = daemon_pid,
+		};
+	}
+	struct row *r[2];
+	run_pair_rows(scenario, servers, pid, L, 16, "memory's calls/s over read_file's", r);
+	/* The contract's measure: time per call, memory over read_file. */
+	double per_call = r[1]->rate > 0 ? r[0]->rate / r[1]->rate : 0;
+	snprintf(r[1]->target, sizeof(r[1]->target), "time/call ≤1.2× read_file's (%.2f×): %s", per_call,
+		 per_call > 0 && per_call <= 1.2 ? "met" : "MISSED");
+}
+
 /* Connects IDLE_CONNS, pings each once, and measures memory per connection. */
 static struct row *idle_run(const char *scenario, const char *server, const char *sock, pid_t pid,
 			    double *ret_per_conn, double *ret_per_conn_silent, bool *ret_served)
@@ -2147,7 +2237,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem idle batch search bridge stall shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem memory idle batch search bridge stall shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -2402,6 +2492,137 @@ static void scenario_store_keyed(void)
 	snprintf(r[1]->target, sizeof(r[1]->target), "≥0.5× the memory store: %s", ok ? "met" : "MISSED");
 }
 
+/* memory view of a 64 KiB file kept in Redis against the same kept in
+ * files (the contract: ≥ 0.5× the local one). */
+static void scenario_store_memory(void)
+{
+	_cleanup_free_ char *text = memory_file_make();
+	struct buf esc = {0};
+	floor_escape(&esc, text, MEMORY_BYTES);
+	char *create = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"memory\","
+				 "\"arguments\":{\"command\":\"create\",\"path\":\"/memories/file64k.md\",\"file_text\":\"%.*s\"}}}",
+				 (int)buf_size(&esc), buf_head(&esc));
+	buf_free(&esc);
+	char *saved = xstrdup(daemon_sock);
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s", store_socks[0]);
+	char *answer = daemon_request(create);
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s", saved);
+	free(saved);
+	free(create);
+	if (!strstr(answer, "File created successfully")) {
+		note("memory in Redis: the file could not be made: %.200s", answer);
+		free(answer);
+		return;
+	}
+	free(answer);
+
+	const char *scenario = "memory view 64 KiB (16 conns × 4)";
+	const char *servers[2] = { "toolcalld, files", "toolcalld, Redis store" };
+	pid_t pid[2] = { daemon_pid, store_pids[0] };
+	const char *sock[2] = { daemon_sock, store_socks[0] };
+	struct load L[2];
+	for (int s = 0; s < 2; s++) {
+		reset_peak(pid[s]);
+		L[s] = (struct load){
+			.conns = open_conns(sock[s], 16), .n = 16, .depth = 4, .warm_s = opt.warm,
+			.dur_s = opt.seconds / PAIR_ROUNDS, .gen = gen_simple, .suffix = MEMORY_VIEW,
+			.suffix_len = strlen(MEMORY_VIEW), .server = pid[s],
+		};
+	}
+	struct row *r[2];
+	run_pair_rows(scenario, servers, pid, L, 16, "Redis's calls/s over files'", r);
+	bool ok = r[1]->rate >= 0.5 * r[0]->rate;
+	snprintf(r[1]->target, sizeof(r[1]->target), "≥0.5× in files: %s", ok ? "met" : "MISSED");
+}
+
+/*
+ * 1,000 concurrent inserts into one memory file through the two daemons
+ * on one Redis (125 pipelined on each of 4 connections to each, within a
+ * session's queue): every insert
+ * answered as done must be in the file exactly once, every other must
+ * have been answered that the file changed (view it again).
+ */
+#define MEMORY_INSERTS 1000
+static void scenario_store_memory_inserts(void)
+{
+	char *saved = xstrdup(daemon_sock);
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s", store_socks[0]);
+	free(daemon_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"memory\","
+			    "\"arguments\":{\"command\":\"create\",\"path\":\"/memories/log.md\",\"file_text\":\"\"}}}"));
+	static bool done[MEMORY_INSERTS];
+	enum { CONNS = 8 };
+	int fds[CONNS], n_done = 0, n_stale = 0, n_other = 0;
+	uint64_t t0 = mono_ns();
+	for (int s = 0; s < CONNS; s++) {
+		fds[s] = connect_unix(store_socks[s % 2], false);
+		if (fds[s] < 0)
+			die("connect %s: %s", store_socks[s % 2], strerror(-fds[s]));
+		struct buf out = {0};
+		for (int i = s; i < MEMORY_INSERTS; i += CONNS)
+			buf_printf(&out, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+				   "\"memory\",\"arguments\":{\"command\":\"insert\",\"path\":\"/memories/log.md\","
+				   "\"insert_line\":0,\"insert_text\":\"entry-%04d\"}}}\n", i, i);
+		for (size_t off = 0; off < buf_size(&out);) {
+			ssize_t k = write(fds[s], buf_head(&out) + off, buf_size(&out) - off);
+			if (k <= 0)
+				die("write: %s", strerror(errno));
+			off += (size_t)k;
+		}
+		buf_free(&out);
+	}
+	for (int s = 0; s < CONNS; s++) {
+		struct buf in = {0};
+		int want = MEMORY_INSERTS / CONNS, got = 0;
+		while (got < want) {
+			buf_reserve(&in, 65536);
+			ssize_t k = read(fds[s], in.data + in.len, in.cap - in.len);
+			if (k <= 0)
+				die("read: %s", k < 0 ? strerror(errno) : "EOF");
+			in.len += (size_t)k;
+			const char *nl;
+			while ((nl = memchr(buf_head(&in), '\n', buf_size(&in)))) {
+				size_t len = (size_t)(nl - buf_head(&in));
+				char *line = xstrndup(buf_head(&in), len);
+				buf_consume(&in, len + 1);
+				const char *idp = strstr(line, "\"id\":");
+				int id = idp ? atoi(idp + 5) : -1;
+				if (id >= 0 && id < MEMORY_INSERTS && strstr(line, "has been edited") &&
+				    strstr(line, "\"isError\":false")) {
+					done[id] = true;
+					n_done++;
+				} else if (strstr(line, "View it again")) {
+					n_stale++;
+				} else {
+					n_other++;
+				}
+				free(line);
+				got++;
+			}
+		}
+		buf_free(&in);
+		close(fds[s]);
+	}
+	double secs = (double)(mono_ns() - t0) / 1e9;
+	char *view = daemon_request("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"memory\","
+				    "\"arguments\":{\"command\":\"view\",\"path\":\"/memories/log.md\"}}}");
+	snprintf(daemon_sock, sizeof(daemon_sock), "%s", saved);
+	free(saved);
+	int present = 0, wrong = 0;
+	for (int i = 0; i < MEMORY_INSERTS; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "entry-%04d", i);
+		const char *at = strstr(view, want);
+		bool twice = at && strstr(at + 1, want);
+		present += at != NULL;
+		wrong += (at != NULL) != done[i] || twice;
+	}
+	free(view);
+	note("memory in Redis: %d concurrent inserts into one file through two daemons in %.2f s: %d done, "
+	     "%d answered to view again, %d other answers; %d lines in the file, %d inserts answered wrongly "
+	     "(target: none lost: %s)", MEMORY_INSERTS, secs, n_done, n_stale, n_other, present, wrong,
+	     !wrong && !n_other && present == n_done ? "met" : "MISSED");
+}
+
 /* Shell calls counted in a daemon's admin/stats. */
 static int64_t shell_runs(const char *sock)
 {
@@ -2454,6 +2675,8 @@ static void scenario_store(void)
 	}
 	scenario_store_keyed();
 	scenario_store_crowd();
+	scenario_store_memory();
+	scenario_store_memory_inserts();
 	store_stop();
 }
 
@@ -2540,6 +2763,8 @@ int main(int argc, char **argv)
 		scenario_sandbox();
 	if (wanted("idem"))
 		scenario_idem();
+	if (wanted("memory"))
+		scenario_memory();
 	if (wanted("idle"))
 		scenario_idle();
 	if (wanted("batch"))

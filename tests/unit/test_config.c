@@ -421,6 +421,46 @@ START_TEST(error_bad_mode)
 }
 END_TEST
 
+START_TEST(memory_keys)
+{
+	struct config c;
+	char *err = NULL;
+	ck_assert_int_eq(load(&c, "{}", &err), 0);
+	ck_assert_ptr_null(c.memory.dir);
+	ck_assert(!c.memory.per_workspace);
+	ck_assert_uint_eq(c.memory.max_file_kb, 64);
+	ck_assert_uint_eq(c.memory.max_total_kb, 1024);
+	config_free(&c);
+	ck_assert_int_eq(load(&c, "{\"memory\":{\"dir\":\"/srv/mem\",\"scope\":\"workspace\","
+			      "\"max_file_kb\":8,\"max_total_kb\":80}}", &err), 0);
+	ck_assert_str_eq(c.memory.dir, "/srv/mem");
+	ck_assert(c.memory.per_workspace);
+	ck_assert_uint_eq(c.memory.max_file_kb, 8);
+	ck_assert_uint_eq(c.memory.max_total_kb, 80);
+	/* Every peer's memory is out of sandboxed children's reach. */
+	bool denied = false;
+	for (char **d = c.sandbox.deny_read; d && *d; d++)
+		denied |= str_eq(*d, "/srv/mem");
+	ck_assert(denied);
+	config_free(&c);
+	/* The default follows systemd's StateDirectory=, and is denied too. */
+	setenv("STATE_DIRECTORY", "/var/lib/tc-test:/var/lib/other", 1);
+	char *def = config_default_memory_dir();
+	ck_assert_str_eq(def, "/var/lib/tc-test/memory");
+	ck_assert_int_eq(load(&c, "{}", &err), 0);
+	denied = false;
+	for (char **d = c.sandbox.deny_read; d && *d; d++)
+		denied |= str_eq(*d, def);
+	ck_assert(denied);
+	config_free(&c);
+	free(def);
+	unsetenv("STATE_DIRECTORY");
+	assert_error("{\"memory\":{\"scope\":\"host\"}}", "t.json:1:20: memory.scope: expected \"uid\" or \"workspace\"");
+	assert_error("{\"memory\":{\"max_file_kb\":0}}",
+		     "t.json:1:26: memory.max_file_kb: expected a positive integer");
+}
+END_TEST
+
 START_TEST(error_bad_octal)
 {
 	const char *want = "expected a string of 3 or 4 octal digits such as \"0660\"";
@@ -698,6 +738,21 @@ START_TEST(policy_defaults)
 }
 END_TEST
 
+/* The memory tool writes, yet runs at once unless per_tool says otherwise. */
+START_TEST(policy_memory_default)
+{
+	struct config c;
+	char *err;
+	ck_assert_int_eq(load(&c, "{\"confirmation\":{\"default\":{\"write\":\"deny\"}}}", &err), 0);
+	ck_assert_int_eq(policy_decide(&c.confirmation, "memory", SIDE_WRITE, "/ws"), CONFIRM_AUTO);
+	ck_assert_int_eq(policy_decide(&c.confirmation, "write_file", SIDE_WRITE, "/ws"), CONFIRM_DENY);
+	config_free(&c);
+	ck_assert_int_eq(load(&c, "{\"confirmation\":{\"per_tool\":{\"mem*\":\"prompt\"}}}", &err), 0);
+	ck_assert_int_eq(policy_decide(&c.confirmation, "memory", SIDE_WRITE, "/ws"), CONFIRM_PROMPT);
+	config_free(&c);
+}
+END_TEST
+
 /* "sandboxed": auto only for a call that runs sandboxed without network. */
 START_TEST(policy_sandboxed_mode)
 {
@@ -898,6 +953,7 @@ int main(void)
 	tcase_add_test(tc, error_wrong_type);
 	tcase_add_test(tc, error_bad_mode);
 	tcase_add_test(tc, every_error_reported);
+	tcase_add_test(tc, memory_keys);
 	tcase_add_test(tc, error_bad_octal);
 	tcase_add_test(tc, error_syntax);
 	tcase_add_test(tc, failure_leaves_config_untouched);
@@ -911,6 +967,7 @@ int main(void)
 
 	TCase *tp = tcase_create("policy");
 	tcase_add_test(tp, policy_defaults);
+	tcase_add_test(tp, policy_memory_default);
 	tcase_add_test(tp, policy_trusted_workspace_example);
 	tcase_add_test(tp, policy_precedence);
 	tcase_add_test(tp, policy_trusted_symlink_canonical);

@@ -1,0 +1,1562 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memory: notes that outlive a session, in the shape of Anthropic's
+ * client-side memory tool (memory_20250818): one "command" (view, create,
+ * str_replace, insert, delete, rename) on paths under "/memories", with
+ * that tool's result and error texts, executed by the daemon.
+ *
+ * Where it lives: under memory.dir, one directory per peer uid ("<uid>",
+ * 0700, owned by the peer, made by the daemon on the loop: the daemon owns
+ * memory.dir, so nobody else can put anything in its place), and in it one
+ * directory per scope: "memories" (memory.scope "uid") or "ws-<hash of the
+ * workspace root>" (memory.scope "workspace"). Everything below runs on an
+ * io thread as the peer (lib/fsjob.h), in a job whose workspace is the
+ * peer's directory: the kernel decides what it may touch. Every path is resolved beneath the scope directory with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) (ws_open_nofollow): ".."
+ * is refused before that, a symlink anywhere on a path is refused by the
+ * kernel. Writes are atomic (fsjob_write_atomic: temp file, rename), one
+ * at a time per scope (flock on it, across threads and daemons), within
+ * memory.max_file_kb per file and memory.max_total_kb per scope, and UTF-8
+ * text only. Failures a model can act on are results with isError, whose
+ * text says what to do.
+ *
+ * With the Redis store, memory is kept in Redis instead (see "kept in
+ * Redis" below): the same commands, texts and limits, shared by every
+ * daemon on that Redis.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "lib/fsjob.h"
+#include "lib/identity.h"
+#include "lib/workspace.h"
+#include "lib/workspace_ops.h"
+#include "proto/base/buf.h"
+#include "proto/json.h"
+#include "proto/utf8.h"
+#include "tools/tools.h"
+
+#define PREFIX "/memories"
+/* The longest path a call may name, and its most components. */
+#define PATH_BYTES_MAX 1024
+#define DEPTH_MAX 16
+/* Entries (files and directories) one scope may hold. */
+#define ENTRIES_MAX 1000
+/* Lines a directory view shows at most. */
+#define VIEW_ENTRIES_MAX 1000
+/* Line numbers a "found several times" error lists at most. */
+#define LINES_LISTED_MAX 50
+/* Bytes of old_str quoted back in an error. */
+#define QUOTE_MAX 200
+
+enum command { C_VIEW, C_CREATE, C_STR_REPLACE, C_INSERT, C_DELETE, C_RENAME };
+
+static const char *const command_names[] = {
+	[C_VIEW] = "view", [C_CREATE] = "create", [C_STR_REPLACE] = "str_replace",
+	[C_INSERT] = "insert", [C_DELETE] = "delete", [C_RENAME] = "rename",
+};
+
+/* What a call carries to the io thread and back. */
+struct mem_job {
+	enum command cmd;
+	int uid_fd;			/* O_PATH of the peer's directory */
+	char scope[32];			/* its subdirectory for this scope */
+	char *path, *rel;		/* as given; beneath the scope ("" for the root) */
+	char *path2, *rel2;		/* rename's new_path */
+	char *text;			/* file_text, new_str or insert_text */
+	size_t text_len;
+	char *old;			/* old_str */
+	size_t old_len;
+	int64_t line;			/* insert_line */
+	int64_t range[2];		/* view_range */
+	bool has_range;
+	size_t max_file, max_total;
+	struct fsjob *job;		/* while it runs: its file work goes through it */
+	char *redis_addr;		/* kept in Redis at this address; NULL: in files */
+	char *redis_key;		/* the memory's hash there */
+	uint32_t redis_timeout_ms;
+	/* Out. */
+	struct buf out;			/* the text for the model */
+	bool is_error;
+	size_t bytes;			/* the size of the file written */
+};
+
+static void mem_job_free(void *arg)
+{
+	struct mem_job *j = arg;
+	if (j->uid_fd >= 0)
+		close(j->uid_fd);
+	free(j->path);
+	free(j->rel);
+	free(j->path2);
+	free(j->rel2);
+	free(j->text);
+	free(j->old);
+	free(j->redis_addr);
+	free(j->redis_key);
+	buf_free(&j->out);
+	free(j);
+}
+
+/* Sets the job's answer to an error whose text is fmt's. */
+static int fail(struct mem_job *j, const char *fmt, ...) PRINTF(2, 3);
+static int fail(struct mem_job *j, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = xvasprintf(fmt, ap);
+	va_end(ap);
+	buf_clear(&j->out);
+	buf_puts(&j->out, s);
+	free(s);
+	j->is_error = true;
+	return 0;
+}
+
+/* Fails for an errno no other message covers: what failed, and why. */
+static int fail_errno(struct mem_job *j, int r, const char *what, const char *path)
+{
+	if (r == -ELOOP)
+		return fail(j, "The path %s is, or passes through, a symbolic link; the memory directory "
+			    "follows no links. Use a path made of plain directories and files.", path);
+	if (r == -ENOTDIR)
+		return fail(j, "A part of the path %s is a file, not a directory.", path);
+	if (r == -EACCES || r == -EPERM)
+		return fail(j, "Could not %s %s: permission denied (the memory directory belongs to "
+			    "you; something in it has other rights).", what, path);
+	if (r == -ENOSPC || r == -EDQUOT)
+		return fail(j, "Could not %s %s: the disk holding memory is full.", what, path);
+	return fail(j, "Could not %s %s: %s.", what, path, strerror(-r));
+}
+
+/* --- paths -------------------------------------------------------------- */
+
+/*
+ * Checks a path a call names: "/memories" or a path beneath it, no "..",
+ * at most DEPTH_MAX components. Sets *ret_rel to the part beneath
+ * ("" for /memories itself; empty and "." components dropped). NULL, or
+ * the error text (owned).
+ */
+static char *path_beneath(const char *path, size_t len, char **ret_rel)
+{
+	if (len > PATH_BYTES_MAX || memchr(path, '\0', len))
+		return xasprintf("The path %.100s... is too long or holds a NUL byte: at most %d bytes.",
+				 path, PATH_BYTES_MAX);
+	if (strncmp(path, PREFIX, strlen(PREFIX)) != 0 || (path[strlen(PREFIX)] && path[strlen(PREFIX)] != '/'))
+		return xasprintf("Path must start with " PREFIX ", got: %s", path);
+	struct buf rel = {0};
+	unsigned depth = 0;
+	for (const char *p = path + strlen(PREFIX); *p;) {
+		while (*p == '/')
+			p++;
+		const char *end = strchrnul(p, '/');
+		size_t n = (size_t)(end - p);
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			buf_free(&rel);
+			return xasprintf("Path %s would escape " PREFIX " directory", path);
+		}
+		if (n && !(n == 1 && p[0] == '.')) {
+			if (++depth > DEPTH_MAX) {
+				buf_free(&rel);
+				return xasprintf("The path %s is too deep: at most %d levels below " PREFIX ".",
+						 path, DEPTH_MAX);
+			}
+			if (buf_size(&rel))
+				buf_putc(&rel, '/');
+			buf_append(&rel, p, n);
+		}
+		p = end;
+	}
+	buf_putc(&rel, '\0');
+	*ret_rel = buf_steal(&rel);
+	return NULL;
+}
+
+/* Stats rel beneath the scope, following no symlink on the way (-ELOOP),
+ * the last component itself when it is one. */
+static int lookup(int sfd, const char *rel, struct stat *ret_st)
+{
+	_cleanup_close_ int fd = -1;
+	int r = ws_open_nofollow(sfd, *rel ? rel : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC, &fd);
+	if (r < 0)
+		return r;
+	if (fstat(fd, ret_st) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Reads the regular file rel (at most max bytes) into out. */
+static int read_file(struct mem_job *j, int sfd, const char *rel, const char *path, struct buf *out)
+{
+	_cleanup_close_ int fd = -1;
+	int r = ws_open_nofollow(sfd, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, &fd);
+	if (r == -ENOENT)
+		return fail(j, "The path %s does not exist. Please provide a valid path.", path), -ENOENT;
+	if (r < 0)
+		return fail_errno(j, r, "read", path), r;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		return fail_errno(j, r, "read", path), r;
+	}
+	if (S_ISDIR(st.st_mode))
+		return fail(j, "The path %s is not a file.", path), -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return fail(j, "Unsupported file type for %s", path), -ENXIO;
+	if ((uint64_t)st.st_size > j->max_file)
+		return fail(j, "The file %s holds %llu bytes, more than memory.max_file_kb (%zu KiB) allows; "
+			    "delete it or ask the operator to raise the limit.",
+			    path, (unsigned long long)st.st_size, j->max_file / 1024), -EFBIG;
+	buf_reserve(out, (size_t)st.st_size + 1);
+	for (;;) {
+		char tmp[16384];
+		ssize_t k = read(fd, tmp, sizeof(tmp));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return fail_errno(j, -errno, "read", path), -EIO;
+		if (k == 0)
+			break;
+		if (buf_size(out) + (size_t)k > j->max_file)
+			return fail(j, "The file %s grew past memory.max_file_kb (%zu KiB) while it was read.",
+				    path, j->max_file / 1024), -EFBIG;
+		buf_append(out, tmp, (size_t)k);
+	}
+	if (!utf8_valid(buf_head(out), buf_size(out)))
+		return fail(j, "The file %s is not UTF-8 text; memory holds text only. Delete it or create it "
+			    "again as text.", path), -EILSEQ;
+	return 0;
+}
+
+/* --- the scope's size ----------------------------------------------------- */
+
+struct usage {
+	uint64_t bytes;		/* of regular files */
+	unsigned entries;	/* files and directories */
+};
+
+/* True for the name of ws_write_atomic's temporary file (".NAME.tc-XXXXXX"). */
+static bool temp_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (name[0] != '.' || n < 11 || memcmp(name + n - 10, ".tc-", 4) != 0)
+		return false;
+	for (size_t i = n - 6; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	return true;
+}
+
+/*
+ * Adds up what the directory fd holds, depth levels below the scope. Run
+ * with the scope's lock held, when no write is under way: a temporary file
+ * found then was left by a write that never ended (the daemon killed), and
+ * is removed, so it neither fills the memory unseen (hidden names are not
+ * shown) nor stays.
+ */
+static int measure(int fd, unsigned depth, struct usage *u)
+{
+	int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dupfd < 0)
+		return -errno;
+	DIR *d = fdopendir(dupfd);
+	if (!d) {
+		close(dupfd);
+		return -errno;
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		if (str_eq(de->d_name, ".") || str_eq(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;	/* gone meanwhile */
+		if (S_ISREG(st.st_mode) && temp_name(de->d_name) && unlinkat(fd, de->d_name, 0) == 0)
+			continue;
+		u->entries++;
+		if (S_ISREG(st.st_mode))
+			u->bytes += (uint64_t)st.st_size;
+		if (S_ISDIR(st.st_mode) && depth < DEPTH_MAX + 2 && u->entries <= 4 * ENTRIES_MAX) {
+			_cleanup_close_ int sub = -1;
+			if (ws_open_nofollow(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sub) == 0)
+				r = measure(sub, depth + 1, u);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/* The errors of the three limits; -EDQUOT. */
+static int over_file(struct mem_job *j, const char *path, size_t n)
+{
+	fail(j, "The file %s would hold %zu bytes, more than memory.max_file_kb (%zu KiB) allows; keep it "
+	     "shorter or split it into several files.", path, n, j->max_file / 1024);
+	return -EDQUOT;
+}
+
+static int over_total(struct mem_job *j, uint64_t total)
+{
+	fail(j, "No change was made: the memory would hold %llu bytes, more than memory.max_total_kb "
+	     "(%zu KiB) allows. Delete or shorten files you no longer need first.", (unsigned long long)total,
+	     j->max_total / 1024);
+	return -EDQUOT;
+}
+
+static int over_entries(struct mem_job *j, uint64_t entries)
+{
+	fail(j, "No change was made: the memory already holds %llu files and directories, the most it may "
+	     "(%d). Delete or merge files first.", (unsigned long long)entries, ENTRIES_MAX);
+	return -EDQUOT;
+}
+
+/*
+ * Checks that the scope may hold a file of n bytes in place of one of old
+ * bytes (new_entries: files and directories the write adds). 0, or the
+ * job's error set and -EDQUOT.
+ */
+static int check_quota(struct mem_job *j, int sfd, const char *path, size_t n, uint64_t old, unsigned new_entries)
+{
+	if (n > j->max_file)
+		return over_file(j, path, n);
+	struct usage u = {};
+	int r = measure(sfd, 0, &u);
+	if (r < 0)
+		return fail_errno(j, r, "measure the memory for", path), r;
+	if (u.bytes - MIN(old, u.bytes) + n > j->max_total)
+		return over_total(j, u.bytes - MIN(old, u.bytes) + n);
+	if (u.entries + new_entries > ENTRIES_MAX)
+		return over_entries(j, u.entries);
+	return 0;
+}
+
+/* The directories of rel that do not exist yet (a write would make them). */
+static unsigned missing_dirs(int sfd, const char *rel)
+{
+	_cleanup_free_ char *dir = xstrdup(rel);
+	unsigned n = 0;
+	for (char *slash; (slash = strrchr(dir, '/'));) {
+		*slash = '\0';
+		struct stat st;
+		if (lookup(sfd, dir, &st) == 0)
+			break;
+		n++;
+	}
+	return n;
+}
+
+/* --- writing ------------------------------------------------------------- */
+
+/* rel as the job's file work names it: beneath the peer's directory, the
+ * job's workspace (paths handed to it are checked here first). */
+static char *scoped(const struct mem_job *j, const char *rel)
+{
+	return xasprintf("%s%s%s", j->scope, *rel ? "/" : "", rel);
+}
+
+/* Replaces the file rel with data, atomically. */
+static int write_file(struct mem_job *j, int sfd, const char *rel, const char *path, const char *data, size_t n,
+		      bool *ret_created)
+{
+	_cleanup_free_ char *p = scoped(j, rel);
+	int r = fsjob_write_atomic(j->job, p, strlen(p), data, n, true, ret_created);
+	if (r < 0)
+		return fail_errno(j, r, "write", path), r;
+	j->bytes = n;
+	return 0;
+}
+
+/* Appends lines first..last (1-based, inclusive) of text, numbered as
+ * read_file numbers them: the number right-aligned in 6 columns, a tab. */
+static void put_numbered(struct buf *out, const char *text, size_t n, size_t first, size_t last)
+{
+	size_t no = 1;
+	for (const char *p = text, *end = text + n; p < end && no <= last; no++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (no >= first)
+			buf_printf(out, "\n%6zu\t%.*s", no, (int)len, p);
+		p += len + 1;
+	}
+}
+
+/* The lines of text: a last line without '\n' counts, the empty rest after
+ * a final '\n' does not. */
+static size_t count_lines(const char *text, size_t n)
+{
+	size_t lines = 0;
+	for (const char *p = text; (p = memchr(p, '\n', n - (size_t)(p - text))); p++)
+		lines++;
+	return lines + (n && text[n - 1] != '\n');
+}
+
+/* The line (1-based) that byte off of text is on. */
+static size_t line_of(const char *text, size_t off)
+{
+	size_t line = 1;
+	for (const char *p = text; (p = memchr(p, '\n', off - (size_t)(p - text))); p++)
+		line++;
+	return line;
+}
+
+/* --- the commands -------------------------------------------------------- */
+
+/* A size as the memory tool shows it: 0B, 512B, 4K, 1.5K, 2.0M. */
+static void put_size(struct buf *out, uint64_t n)
+{
+	static const char units[] = "BKMG";
+	unsigned i = 0;
+	while (i < 3 && n >= (UINT64_C(1) << (10 * (i + 1))))
+		i++;
+	uint64_t unit = UINT64_C(1) << (10 * i);
+	if (n % unit == 0)
+		buf_printf(out, "%llu%c", (unsigned long long)(n / unit), units[i]);
+	else
+		buf_printf(out, "%.1f%c", (double)n / (double)unit, units[i]);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists the directory fd (shown as shown) into out, depth levels down,
+ * sorted by name, hidden entries left out; *left counts down the lines
+ * still allowed. */
+static void list_dir(int fd, const char *shown, unsigned depth, struct buf *out, unsigned *left)
+{
+	int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
+	if (!d) {
+		if (dupfd >= 0)
+			close(dupfd);
+		return;
+	}
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < VIEW_ENTRIES_MAX) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (n == cap)
+			names = xrealloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*names));
+		names[n++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), name_cmp);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		if (*left && fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+			(*left)--;
+			buf_putc(out, '\n');
+			put_size(out, (uint64_t)st.st_size);
+			buf_printf(out, "\t%s/%s%s", shown, names[i], S_ISDIR(st.st_mode) ? "/" : "");
+			_cleanup_close_ int sub = -1;
+			if (S_ISDIR(st.st_mode) && depth < 2 &&
+			    ws_open_nofollow(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sub) == 0) {
+				_cleanup_free_ char *deeper = xasprintf("%s/%s", shown, names[i]);
+				list_dir(sub, deeper, depth + 1, out, left);
+			}
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+static int view_text(struct mem_job *j, const char *s, size_t n);
+
+static int do_view(struct mem_job *j, int sfd)
+{
+	struct stat st;
+	int r = lookup(sfd, j->rel, &st);
+	if (r == -ENOENT)
+		return fail(j, "The path %s does not exist. Please provide a valid path.", j->path);
+	if (r < 0)
+		return fail_errno(j, r, "view", j->path);
+	if (S_ISLNK(st.st_mode))
+		return fail_errno(j, -ELOOP, "view", j->path);
+	if (S_ISDIR(st.st_mode)) {
+		_cleanup_close_ int fd = -1;
+		r = ws_open_nofollow(sfd, *j->rel ? j->rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+		if (r < 0)
+			return fail_errno(j, r, "view", j->path);
+		/* Shown as the call spelt it, less a trailing '/'. */
+		_cleanup_free_ char *shown = xasprintf(PREFIX "%s%s", *j->rel ? "/" : "", j->rel);
+		buf_printf(&j->out, "Here're the files and directories up to 2 levels deep in %s, "
+			   "excluding hidden items:\n", shown);
+		put_size(&j->out, (uint64_t)st.st_size);
+		buf_printf(&j->out, "\t%s", shown);
+		unsigned left = VIEW_ENTRIES_MAX;
+		list_dir(fd, shown, 1, &j->out, &left);
+		if (!left)
+			buf_printf(&j->out, "\n(only the first %d entries are shown)", VIEW_ENTRIES_MAX);
+		return 0;
+	}
+	_cleanup_(buf_free) struct buf text = {0};
+	if (read_file(j, sfd, j->rel, j->path, &text) < 0)
+		return 0;
+	return view_text(j, buf_head(&text), buf_size(&text));
+}
+
+/* Shows a file's text numbered, or the part view_range asks for. */
+static int view_text(struct mem_job *j, const char *s, size_t n)
+{
+	size_t lines = count_lines(s, n);
+	size_t first = 1, last = lines;
+	if (j->has_range) {
+		int64_t a = j->range[0], b = j->range[1];
+		if (a < 1 || (uint64_t)a > MAX(lines, (size_t)1) || (b != -1 && (b < a || (uint64_t)b > lines)))
+			return fail(j, "Invalid `view_range` parameter: [%lld, %lld]. The first line must be within "
+				    "[1, %zu] and the last at least the first and at most %zu, or -1 for the end "
+				    "of the file.", (long long)a, (long long)b, MAX(lines, (size_t)1), lines);
+		first = (size_t)a;
+		last = b == -1 ? lines : (size_t)b;
+	}
+	buf_printf(&j->out, "Here's the content of %s with line numbers:", j->path);
+	put_numbered(&j->out, s, n, first, last);
+	return 0;
+}
+
+static int do_create(struct mem_job *j, int sfd)
+{
+	if (!*j->rel)
+		return fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
+			    PREFIX "/notes.md");
+	if (!utf8_valid(j->text, j->text_len))
+		return fail(j, "file_text is not UTF-8 text; memory holds text only.");
+	struct stat st;
+	int r = lookup(sfd, j->rel, &st);
+	if (r < 0 && r != -ENOENT)
+		return fail_errno(j, r, "create", j->path);
+	if (r == 0 && S_ISDIR(st.st_mode))
+		return fail(j, "The path %s is a directory; give the path of a file inside it.", j->path);
+	if (r == 0 && !S_ISREG(st.st_mode))
+		return fail_errno(j, -ELOOP, "create", j->path);
+	bool exists = r == 0;
+	if (check_quota(j, sfd, j->path, j->text_len, exists ? (uint64_t)st.st_size : 0,
+			exists ? 0 : 1 + missing_dirs(sfd, j->rel)) < 0)
+		return 0;
+	bool created;
+	if (write_file(j, sfd, j->rel, j->path, j->text, j->text_len, &created) < 0)
+		return 0;
+	if (created)
+		buf_printf(&j->out, "File created successfully at: %s", j->path);
+	else
+		buf_printf(&j->out, "File %s has been overwritten.", j->path);
+	return 0;
+}
+
+/* Appends the text quoted back in an error, cut at QUOTE_MAX bytes. */
+static char *quote(const char *s, size_t n)
+{
+	size_t keep = utf8_cut(s, n, QUOTE_MAX);
+	return xasprintf("%.*s%s", (int)keep, s, keep < n ? "..." : "");
+}
+
+/* Makes in next the text s with old_str replaced by new_str, which must
+ * occur exactly once; *ret_line is the line it starts on. -EINVAL with the
+ * job's error set otherwise. */
+static int replace_text(struct mem_job *j, const char *s, size_t n, struct buf *next, size_t *ret_line)
+{
+	_cleanup_free_ char *q = quote(j->old, j->old_len);
+	if (!j->old_len)
+		return fail(j, "No replacement was performed: old_str is empty. Give text that appears exactly "
+			    "once in %s.", j->path), -EINVAL;
+	const char *at = memmem(s, n, j->old, j->old_len);
+	if (!at)
+		return fail(j, "No replacement was performed, old_str `%s` did not appear verbatim in %s.", q,
+			    j->path), -EINVAL;
+	const char *again = memmem(at + 1, n - (size_t)(at + 1 - s), j->old, j->old_len);
+	if (again) {
+		struct buf lines = {0};
+		unsigned listed = 0;
+		/* Lines counted on from the last match: one pass over the text. */
+		size_t prev = 0, line = 1;
+		const char *counted = s;
+		for (const char *p = at; p && listed < LINES_LISTED_MAX;) {
+			for (const char *nl; (nl = memchr(counted, '\n', (size_t)(p - counted))); counted = nl + 1)
+				line++;
+			counted = p;
+			if (line != prev)
+				buf_printf(&lines, "%s%zu", listed++ ? ", " : "", line);
+			prev = line;
+			/* The next line holding it: no need to list this one twice. */
+			const char *eol = memchr(p, '\n', n - (size_t)(p - s));
+			const char *from = eol ? eol : p + 1;
+			p = from < s + n ? memmem(from, n - (size_t)(from - s), j->old, j->old_len) : NULL;
+		}
+		fail(j, "No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. "
+		     "Please ensure it is unique", q, buf_head(&lines));
+		buf_free(&lines);
+		return -EINVAL;
+	}
+	size_t off = (size_t)(at - s);
+	buf_append(next, s, off);
+	buf_append(next, j->text, j->text_len);
+	buf_append(next, at + j->old_len, n - off - j->old_len);
+	*ret_line = line_of(s, off);
+	return 0;
+}
+
+/* Says what str_replace did: the changed lines with two lines of context
+ * on each side, from the new text. */
+static void replaced(struct mem_job *j, const struct buf *next, size_t line)
+{
+	size_t last = line + count_lines(j->text, j->text_len) + 2;
+	buf_puts(&j->out, "The memory file has been edited. Here is the snippet showing the change "
+		 "(with line numbers):");
+	put_numbered(&j->out, buf_head(next), buf_size(next), line > 2 ? line - 2 : 1, last);
+}
+
+static int do_str_replace(struct mem_job *j, int sfd)
+{
+	_cleanup_(buf_free) struct buf text = {0}, next = {0};
+	size_t line;
+	if (read_file(j, sfd, j->rel, j->path, &text) < 0 ||
+	    replace_text(j, buf_head(&text), buf_size(&text), &next, &line) < 0)
+		return 0;
+	if (check_quota(j, sfd, j->path, buf_size(&next), buf_size(&text), 0) == 0 &&
+	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), NULL) == 0)
+		replaced(j, &next, line);
+	return 0;
+}
+
+
+/* Makes in next the text s with insert_text as new lines after line
+ * insert_line; -EINVAL with the job's error set for a line out of range. */
+static int insert_text(struct mem_job *j, const char *s, size_t n, struct buf *next)
+{
+	size_t lines = count_lines(s, n);
+	if (j->line < 0 || (uint64_t)j->line > lines)
+		return fail(j, "Invalid `insert_line` parameter: %lld. It should be within the range [0, %zu].",
+			    (long long)j->line, lines), -EINVAL;
+	/* Where line insert_line ends (its '\n' included). */
+	size_t off = 0;
+	for (int64_t k = 0; k < j->line; k++) {
+		const char *nl = memchr(s + off, '\n', n - off);
+		off = nl ? (size_t)(nl - s) + 1 : n;
+	}
+	size_t add = j->text_len;
+	while (add && j->text[add - 1] == '\n')
+		add--;
+	buf_append(next, s, off);
+	if (off && s[off - 1] != '\n')
+		buf_putc(next, '\n');
+	buf_append(next, j->text, add);
+	buf_putc(next, '\n');
+	buf_append(next, s + off, n - off);
+	return 0;
+}
+
+static int do_insert(struct mem_job *j, int sfd)
+{
+	_cleanup_(buf_free) struct buf text = {0}, next = {0};
+	if (read_file(j, sfd, j->rel, j->path, &text) < 0 ||
+	    insert_text(j, buf_head(&text), buf_size(&text), &next) < 0)
+		return 0;
+	if (check_quota(j, sfd, j->path, buf_size(&next), buf_size(&text), 0) == 0 &&
+	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), NULL) == 0)
+		buf_printf(&j->out, "The file %s has been edited.", j->path);
+	return 0;
+}
+
+static int do_delete(struct mem_job *j, int sfd)
+{
+	if (!*j->rel)
+		return fail(j, "Cannot delete the " PREFIX " directory itself");
+	struct stat st;
+	int r = lookup(sfd, j->rel, &st);
+	if (r == -ENOENT)
+		return fail(j, "The path %s does not exist", j->path);
+	if (r < 0)
+		return fail_errno(j, r, "delete", j->path);
+	/* At most ENTRIES_MAX entries (and what a peer put there itself):
+	 * deleted in one go. */
+	_cleanup_free_ char *p = scoped(j, j->rel);
+	struct ws_deleter *del = NULL;
+	r = fsjob_delete_begin(j->job, p, strlen(p), true, &del);
+	while (r == WS_MORE)
+		r = fsjob_delete_step(j->job, del, 0);
+	ws_delete_free(del);
+	if (r < 0)
+		return fail_errno(j, r, "delete", j->path);
+	buf_printf(&j->out, "Successfully deleted %s", j->path);
+	return 0;
+}
+
+static int do_rename(struct mem_job *j, int sfd)
+{
+	if (!*j->rel)
+		return fail(j, "Cannot rename the " PREFIX " directory itself");
+	struct stat st;
+	int r = lookup(sfd, j->rel, &st);
+	if (r == -ENOENT)
+		return fail(j, "The path %s does not exist", j->path);
+	if (r < 0)
+		return fail_errno(j, r, "rename", j->path);
+	r = lookup(sfd, j->rel2, &st);
+	if (r == 0 || !*j->rel2)
+		return fail(j, "The destination %s already exists", j->path2);
+	if (r != -ENOENT)
+		return fail_errno(j, r, "rename to", j->path2);
+	unsigned dirs = missing_dirs(sfd, j->rel2);
+	if (dirs && check_quota(j, sfd, j->path2, 0, 0, dirs) < 0)
+		return 0;
+	_cleanup_free_ char *from = scoped(j, j->rel), *to = scoped(j, j->rel2);
+	const char *slash = strrchr(to, '/');
+	bool made;
+	r = fsjob_mkdir(j->job, to, (size_t)(slash - to), true, &made);
+	if (r == 0)
+		r = fsjob_rename(j->job, from, strlen(from), to, strlen(to), false);
+	if (r == -EEXIST)
+		return fail(j, "The destination %s already exists", j->path2);
+	if (r == -EINVAL)
+		return fail(j, "Cannot move %s into itself (%s).", j->path, j->path2);
+	if (r < 0)
+		return fail_errno(j, r, "rename", j->path);
+	buf_printf(&j->out, "Successfully renamed %s to %s", j->path, j->path2);
+	return 0;
+}
+
+/* --- kept in Redis ----------------------------------------------------------- */
+
+/*
+ * With the Redis store (§14) memory is kept there, so that every daemon
+ * using the same Redis and prefix sees the same memory for a uid: one hash
+ * per memory ("PREFIX memory:UID:SCOPE"), a field "f:PATH" per file (its
+ * text), "v:PATH" (its version, from the counter "#s"), "d:PATH" per
+ * directory, and the running totals "#t" (bytes) and "#n" (entries) that
+ * the limits are checked against. Each command is one script, so it is
+ * atomic in Redis; str_replace and insert read the file, make the new text
+ * here and write it back only if its version is still the one they read
+ * (else the call answers that the file changed and is to be viewed again):
+ * no write is ever lost. The commands run on an io thread over a blocking
+ * connection of that thread's own.
+ */
+static const char MEMORY_LUA[] =
+	"local h, op = KEYS[1], ARGV[1]\n"
+	"local function kind(p)\n"
+	"  if p == '' then return 'd' end\n"
+	"  if redis.call('HEXISTS', h, 'f:' .. p) == 1 then return 'f' end\n"
+	"  if redis.call('HEXISTS', h, 'd:' .. p) == 1 then return 'd' end\n"
+	"  return nil\n"
+	"end\n"
+	/* The missing parents of p, or false when one is a file. */
+	"local function parents(p)\n"
+	"  local miss, i = {}, 0\n"
+	"  while true do\n"
+	"    i = string.find(p, '/', i + 1, true)\n"
+	"    if not i then return miss end\n"
+	"    local d = string.sub(p, 1, i - 1)\n"
+	"    local k = kind(d)\n"
+	"    if k == 'f' then return false end\n"
+	"    if not k then miss[#miss + 1] = d end\n"
+	"  end\n"
+	"end\n"
+	"local function num(f) return tonumber(redis.call('HGET', h, f) or '0') end\n"
+	/* Calls fn for every file and directory field beneath p. */
+	"local function beneath(p, fn)\n"
+	"  local pre = p == '' and '' or p .. '/'\n"
+	"  for _, f in ipairs(redis.call('HKEYS', h)) do\n"
+	"    local t = string.sub(f, 1, 2)\n"
+	"    if (t == 'f:' or t == 'd:') and string.sub(f, 3, 2 + #pre) == pre then fn(f) end\n"
+	"  end\n"
+	"end\n"
+	"if op == 'get' then\n"
+	"  local p = ARGV[2]\n"
+	"  local k = kind(p)\n"
+	"  if k == 'f' then return {'f', redis.call('HGET', h, 'f:' .. p), redis.call('HGET', h, 'v:' .. p)} end\n"
+	"  if k == 'd' then\n"
+	"    local out = {'d'}\n"
+	"    beneath(p, function(f)\n"
+	"      out[#out + 1] = f\n"
+	"      out[#out + 1] = string.sub(f, 1, 2) == 'f:' and redis.call('HSTRLEN', h, f) or 0\n"
+	"    end)\n"
+	"    return out\n"
+	"  end\n"
+	"  if parents(p) == false then return {'notdir'} end\n"
+	"  return {'none'}\n"
+	"end\n"
+	"if op == 'put' then\n"
+	"  local p, text, expect = ARGV[2], ARGV[3], ARGV[4]\n"
+	"  local k = kind(p)\n"
+	"  if k == 'd' then return {'isdir'} end\n"
+	"  local miss = parents(p)\n"
+	"  if miss == false then return {'notdir'} end\n"
+	"  if expect ~= '' and (k ~= 'f' or redis.call('HGET', h, 'v:' .. p) ~= expect) then return {'stale'} end\n"
+	"  if #text > tonumber(ARGV[5]) then return {'file'} end\n"
+	"  local old = k == 'f' and redis.call('HSTRLEN', h, 'f:' .. p) or 0\n"
+	"  local total = num('#t') - old + #text\n"
+	"  if total > tonumber(ARGV[6]) then return {'total', tostring(total)} end\n"
+	"  local n, add = num('#n'), #miss + (k == 'f' and 0 or 1)\n"
+	"  if n + add > tonumber(ARGV[7]) then return {'entries', tostring(n)} end\n"
+	"  for _, d in ipairs(miss) do redis.call('HSET', h, 'd:' .. d, '1') end\n"
+	"  local v = redis.call('HINCRBY', h, '#s', 1)\n"
+	"  redis.call('HSET', h, 'f:' .. p, text, 'v:' .. p, v, '#t', total, '#n', n + add)\n"
+	"  return {'ok', tostring(v), k == 'f' and '0' or '1'}\n"
+	"end\n"
+	"if op == 'del' then\n"
+	"  local p = ARGV[2]\n"
+	"  local k = kind(p)\n"
+	"  if not k then return {'none'} end\n"
+	"  local t, n = num('#t'), num('#n')\n"
+	"  local function drop(f)\n"
+	"    if string.sub(f, 1, 2) == 'f:' then\n"
+	"      t = t - redis.call('HSTRLEN', h, f)\n"
+	"      redis.call('HDEL', h, f, 'v:' .. string.sub(f, 3))\n"
+	"    else\n"
+	"      redis.call('HDEL', h, f)\n"
+	"    end\n"
+	"    n = n - 1\n"
+	"  end\n"
+	"  if k == 'd' then beneath(p, drop) end\n"
+	"  drop(k .. ':' .. p)\n"
+	"  redis.call('HSET', h, '#t', t, '#n', n)\n"
+	"  return {'ok'}\n"
+	"end\n"
+	"if op == 'mv' then\n"
+	"  local a, b = ARGV[2], ARGV[3]\n"
+	"  local k = kind(a)\n"
+	"  if not k then return {'none'} end\n"
+	"  if kind(b) then return {'exists'} end\n"
+	"  if k == 'd' and string.sub(b, 1, #a + 1) == a .. '/' then return {'inside'} end\n"
+	"  local miss = parents(b)\n"
+	"  if miss == false then return {'notdir'} end\n"
+	"  local n = num('#n')\n"
+	"  if n + #miss > tonumber(ARGV[4]) then return {'entries', tostring(n)} end\n"
+	"  for _, d in ipairs(miss) do redis.call('HSET', h, 'd:' .. d, '1') end\n"
+	/* A moved file gets a new version: an edit of the old path is stale. */
+	"  local function move(from, to)\n"
+	"    if redis.call('HEXISTS', h, 'f:' .. from) == 1 then\n"
+	"      local v = redis.call('HINCRBY', h, '#s', 1)\n"
+	"      redis.call('HSET', h, 'f:' .. to, redis.call('HGET', h, 'f:' .. from), 'v:' .. to, v)\n"
+	"      redis.call('HDEL', h, 'f:' .. from, 'v:' .. from)\n"
+	"    else\n"
+	"      redis.call('HSET', h, 'd:' .. to, '1')\n"
+	"      redis.call('HDEL', h, 'd:' .. from)\n"
+	"    end\n"
+	"  end\n"
+	"  if k == 'd' then\n"
+	"    local inner = {}\n"
+	"    beneath(a, function(f) inner[#inner + 1] = string.sub(f, 3) end)\n"
+	"    for _, p in ipairs(inner) do move(p, b .. string.sub(p, #a + 1)) end\n"
+	"  end\n"
+	"  move(a, b)\n"
+	"  redis.call('HSET', h, '#n', n + #miss)\n"
+	"  return {'ok'}\n"
+	"end\n"
+	"return {'bad'}\n";
+
+/* A worker's own connection, freed when the worker ends. */
+struct rconn {
+	redisContext *c;
+	char *addr;
+	char sha[48];			/* the script's SHA-1 there, once loaded */
+};
+
+static pthread_key_t rconn_key;
+static pthread_once_t rconn_once = PTHREAD_ONCE_INIT;
+
+static void rconn_free(void *p)
+{
+	struct rconn *r = p;
+	if (r->c)
+		redisFree(r->c);
+	free(r->addr);
+	free(r);
+}
+
+static void rconn_key_make(void)
+{
+	if (pthread_key_create(&rconn_key, rconn_free) != 0)
+		abort();
+}
+
+/* This worker's connection to addr ("unix:/path" or "HOST:PORT"), made
+ * (again) when there is none or the last one failed; NULL when Redis
+ * cannot be reached. */
+static redisContext *redis_conn(const char *addr, uint32_t timeout_ms)
+{
+	pthread_once(&rconn_once, rconn_key_make);
+	struct rconn *r = pthread_getspecific(rconn_key);
+	if (!r) {
+		r = xcalloc(1, sizeof(*r));
+		(void)pthread_setspecific(rconn_key, r);
+	}
+	if (r->c && (r->c->err || !str_eq(r->addr, addr))) {
+		redisFree(r->c);
+		r->c = NULL;
+	}
+	if (r->c)
+		return r->c;
+	struct timeval tv = { (time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000 };
+	if (str_has_prefix(addr, "unix:")) {
+		r->c = redisConnectUnixWithTimeout(addr + 5, tv);
+	} else {
+		/* HOST:PORT, the host maybe in brackets (IPv6). */
+		_cleanup_free_ char *host = xstrdup(addr);
+		char *colon = strrchr(host, ':');
+		if (!colon)
+			return NULL;
+		*colon = '\0';
+		int port = atoi(colon + 1);
+		char *h = host;
+		if (h[0] == '[' && colon > h + 1 && colon[-1] == ']') {
+			colon[-1] = '\0';
+			h++;
+		}
+		r->c = redisConnectWithTimeout(h, port, tv);
+	}
+	if (r->c && !r->c->err && redisSetTimeout(r->c, tv) == REDIS_OK) {
+		free(r->addr);
+		r->addr = xstrdup(addr);
+		r->sha[0] = '\0';
+		return r->c;
+	}
+	if (r->c)
+		redisFree(r->c);
+	r->c = NULL;
+	return NULL;
+}
+
+/* Loads the script into Redis (again: a restarted Redis forgot it). */
+static bool redis_load(redisContext *c, struct rconn *r)
+{
+	const char *argv[] = { "SCRIPT", "LOAD", MEMORY_LUA };
+	size_t argl[] = { 6, 4, sizeof(MEMORY_LUA) - 1 };
+	redisReply *reply = redisCommandArgv(c, 3, argv, argl);
+	bool ok = reply && reply->type == REDIS_REPLY_STRING && reply->len < sizeof(r->sha);
+	if (ok)
+		memcpy(r->sha, reply->str, reply->len + 1);
+	if (reply)
+		freeReplyObject(reply);
+	return ok;
+}
+
+/* Runs the script with op and its n arguments; the reply (an array), or
+ * NULL when Redis could not be reached or answered with an error. */
+static redisReply *redis_eval(const struct mem_job *j, const char *op, size_t n, const char *const *args,
+			      const size_t *lens)
+{
+	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms);
+	if (!c)
+		return NULL;
+	struct rconn *rc = pthread_getspecific(rconn_key);
+	if (!rc->sha[0] && !redis_load(c, rc))
+		return NULL;
+	const char *argv[12] = { "EVALSHA", rc->sha, "1", j->redis_key, op };
+	size_t argl[12] = { 7, strlen(rc->sha), 1, strlen(j->redis_key), strlen(op) };
+	for (size_t i = 0; i < n && i < 7; i++) {
+		argv[5 + i] = args[i];
+		argl[5 + i] = lens ? lens[i] : strlen(args[i]);
+	}
+	int argc = (int)(5 + MIN(n, (size_t)7));
+	redisReply *reply = redisCommandArgv(c, argc, argv, argl);
+	if (reply && reply->type == REDIS_REPLY_ERROR && str_has_prefix(reply->str, "NOSCRIPT")) {
+		freeReplyObject(reply);
+		reply = redis_load(c, rc) ? redisCommandArgv(c, argc, argv, argl) : NULL;
+	}
+	if (reply && (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
+		      reply->element[0]->type != REDIS_REPLY_STRING)) {
+		freeReplyObject(reply);
+		return NULL;
+	}
+	return reply;
+}
+
+/* The reply's element i as a string (NULL: none), its length in *ret_len. */
+static const char *el(const redisReply *r, size_t i, size_t *ret_len)
+{
+	if (i >= r->elements || r->element[i]->type != REDIS_REPLY_STRING)
+		return NULL;
+	if (ret_len)
+		*ret_len = r->element[i]->len;
+	return r->element[i]->str;
+}
+
+/* True when the reply's status (element 0) is s. */
+static bool is(const redisReply *r, const char *s)
+{
+	return str_eq(r->element[0]->str, s);
+}
+
+/* The answers every write may get (for a path shown as path). */
+static int put_failed(struct mem_job *j, const redisReply *r, const char *path, size_t n)
+{
+	if (is(r, "isdir"))
+		return fail(j, "The path %s is a directory; give the path of a file inside it.", path);
+	if (is(r, "notdir"))
+		return fail_errno(j, -ENOTDIR, "write", path);
+	if (is(r, "stale"))
+		return fail(j, "The file %s changed after it was read for this edit (another session wrote, "
+			    "renamed or deleted it), so nothing was changed. View it again, then repeat the edit.",
+			    path);
+	if (is(r, "file"))
+		return over_file(j, path, n);
+	if (is(r, "total"))
+		return over_total(j, strtoull(el(r, 1, NULL) ? el(r, 1, NULL) : "0", NULL, 10));
+	if (is(r, "entries"))
+		return over_entries(j, strtoull(el(r, 1, NULL) ? el(r, 1, NULL) : "0", NULL, 10));
+	return fail(j, "Could not write %s: the store answered '%s'.", path, r->element[0]->str);
+}
+
+/* Writes text at rel; expect: the version read ("" for create). 0 when
+ * written (*ret_created), else the job's error set and -1. */
+static int redis_put(struct mem_job *j, const char *text, size_t n, const char *expect, bool *ret_created)
+{
+	char maxf[24], maxt[24], maxn[24];
+	snprintf(maxf, sizeof(maxf), "%zu", j->max_file);
+	snprintf(maxt, sizeof(maxt), "%zu", j->max_total);
+	snprintf(maxn, sizeof(maxn), "%d", ENTRIES_MAX);
+	const char *args[] = { j->rel, text, expect, maxf, maxt, maxn };
+	size_t lens[] = { strlen(j->rel), n, strlen(expect), strlen(maxf), strlen(maxt), strlen(maxn) };
+	redisReply *r = redis_eval(j, "put", 6, args, lens);
+	if (!r)
+		return -EIO;
+	int ret = 0;
+	if (is(r, "ok")) {
+		j->bytes = n;
+		if (ret_created)
+			*ret_created = str_eq(el(r, 2, NULL), "1");
+	} else {
+		put_failed(j, r, j->path, n);
+		ret = -1;
+	}
+	freeReplyObject(r);
+	return ret;
+}
+
+/* Compares relative paths so that a directory's entries follow it
+ * directly: '/' sorts before every other byte. */
+static int tree_cmp(const void *a, const void *b)
+{
+	/* Past the fields' "f:" or "d:". */
+	const unsigned char *x = *(const unsigned char *const *)a + 2, *y = *(const unsigned char *const *)b + 2;
+	for (; *x && *x == *y; x++, y++)
+		;
+	int cx = *x == '/' ? 1 : *x ? *x + 1 : 0, cy = *y == '/' ? 1 : *y ? *y + 1 : 0;
+	return cx - cy;
+}
+
+/* Lists the directory of a "get" reply two levels deep, as do_view does
+ * for files; a directory's size is that of the files beneath it. */
+static void redis_list(struct mem_job *j, const redisReply *r)
+{
+	size_t pre = *j->rel ? strlen(j->rel) + 1 : 0;
+	size_t n = 0;
+	const char **names = xcalloc(r->elements / 2 + 1, sizeof(*names));
+	uint64_t all = 0;
+	for (size_t i = 1; i + 1 < r->elements; i += 2) {
+		const char *f = el(r, i, NULL);
+		if (!f || strlen(f) < 2 + pre)
+			continue;
+		if (f[0] == 'f')
+			all += (uint64_t)r->element[i + 1]->integer;
+		const char *name = f + 2 + pre;
+		const char *second = strchr(name, '/');
+		if ((second && strchr(second + 1, '/')) || name[0] == '.' || (second && second[1] == '.'))
+			continue;	/* deeper than two levels, or hidden */
+		names[n++] = f;
+	}
+	qsort(names, n, sizeof(*names), tree_cmp);
+	_cleanup_free_ char *shown = xasprintf(PREFIX "%s%s", *j->rel ? "/" : "", j->rel);
+	buf_printf(&j->out, "Here're the files and directories up to 2 levels deep in %s, excluding hidden items:\n",
+		   shown);
+	put_size(&j->out, all);
+	buf_printf(&j->out, "\t%s", shown);
+	for (size_t k = 0; k < n && k < VIEW_ENTRIES_MAX; k++) {
+		const char *name = names[k] + 2 + pre;
+		uint64_t size = 0;
+		size_t len = strlen(names[k]);
+		for (size_t i = 1; i + 1 < r->elements; i += 2) {
+			const char *f = el(r, i, NULL);
+			if (!f || f[0] != 'f')
+				continue;
+			if (names[k][0] == 'f' ? str_eq(f, names[k])
+					       : (strncmp(f + 2, names[k] + 2, len - 2) == 0 && f[len] == '/'))
+				size += (uint64_t)r->element[i + 1]->integer;
+		}
+		buf_putc(&j->out, '\n');
+		put_size(&j->out, size);
+		buf_printf(&j->out, "\t%s/%s%s", shown, name, names[k][0] == 'd' ? "/" : "");
+	}
+	if (n > VIEW_ENTRIES_MAX)
+		buf_printf(&j->out, "\n(only the first %d entries are shown)", VIEW_ENTRIES_MAX);
+	free(names);
+}
+
+/* Reads the file rel: its text and version, owned by the reply *ret
+ * (freed by the caller). -1 with the job's error set when it is no file. */
+static int redis_read(struct mem_job *j, redisReply **ret)
+{
+	const char *args[] = { j->rel };
+	redisReply *r = redis_eval(j, "get", 1, args, NULL);
+	if (!r)
+		return -EIO;
+	int ret_r = 0;
+	if (is(r, "none"))
+		fail(j, "The path %s does not exist. Please provide a valid path.", j->path), ret_r = -1;
+	else if (is(r, "notdir"))
+		fail_errno(j, -ENOTDIR, "read", j->path), ret_r = -1;
+	else if (is(r, "d") && j->cmd != C_VIEW)
+		fail(j, "The path %s is not a file.", j->path), ret_r = -1;
+	else if (is(r, "f") && (!el(r, 1, NULL) || !el(r, 2, NULL)))
+		fail(j, "The record of %s in the store is damaged; delete it.", j->path), ret_r = -1;
+	if (ret_r < 0) {
+		freeReplyObject(r);
+		return ret_r;
+	}
+	*ret = r;
+	return 0;
+}
+
+/* Runs the command on the memory kept in Redis. 0, or -EIO when Redis
+ * cannot be reached (the call fails transient). */
+static int redis_run(struct mem_job *j)
+{
+	redisReply *r = NULL;
+	size_t n = 0;
+	const char *text;
+	int ret;
+	switch (j->cmd) {
+	case C_VIEW:
+		ret = redis_read(j, &r);
+		if (ret == -EIO)
+			return ret;
+		if (ret == 0 && is(r, "d"))
+			redis_list(j, r);
+		else if (ret == 0) {
+			text = el(r, 1, &n);
+			view_text(j, text, n);
+		}
+		break;
+	case C_CREATE: {
+		if (!*j->rel)
+			return fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
+				    PREFIX "/notes.md");
+		if (!utf8_valid(j->text, j->text_len))
+			return fail(j, "file_text is not UTF-8 text; memory holds text only.");
+		bool created = false;
+		ret = redis_put(j, j->text, j->text_len, "", &created);
+		if (ret == -EIO)
+			return ret;
+		if (ret == 0 && created)
+			buf_printf(&j->out, "File created successfully at: %s", j->path);
+		else if (ret == 0)
+			buf_printf(&j->out, "File %s has been overwritten.", j->path);
+		return 0;
+	}
+	case C_STR_REPLACE:
+	case C_INSERT: {
+		ret = redis_read(j, &r);
+		if (ret == -EIO)
+			return ret;
+		if (ret < 0)
+			return 0;
+		text = el(r, 1, &n);
+		_cleanup_(buf_free) struct buf next = {0};
+		size_t line = 0;
+		if (j->cmd == C_STR_REPLACE ? replace_text(j, text, n, &next, &line) < 0
+					    : insert_text(j, text, n, &next) < 0)
+			break;
+		ret = redis_put(j, buf_head(&next), buf_size(&next), el(r, 2, NULL), NULL);
+		if (ret == -EIO) {
+			freeReplyObject(r);
+			return ret;
+		}
+		if (ret == 0 && j->cmd == C_STR_REPLACE)
+			replaced(j, &next, line);
+		else if (ret == 0)
+			buf_printf(&j->out, "The file %s has been edited.", j->path);
+		break;
+	}
+	case C_DELETE: {
+		if (!*j->rel)
+			return fail(j, "Cannot delete the " PREFIX " directory itself");
+		const char *args[] = { j->rel };
+		r = redis_eval(j, "del", 1, args, NULL);
+		if (!r)
+			return -EIO;
+		if (is(r, "none"))
+			fail(j, "The path %s does not exist", j->path);
+		else
+			buf_printf(&j->out, "Successfully deleted %s", j->path);
+		break;
+	}
+	case C_RENAME: {
+		if (!*j->rel)
+			return fail(j, "Cannot rename the " PREFIX " directory itself");
+		char maxn[24];
+		snprintf(maxn, sizeof(maxn), "%d", ENTRIES_MAX);
+		const char *args[] = { j->rel, j->rel2, maxn };
+		r = redis_eval(j, "mv", 3, args, NULL);
+		if (!r)
+			return -EIO;
+		if (is(r, "none"))
+			fail(j, "The path %s does not exist", j->path);
+		else if (is(r, "exists") || !*j->rel2)
+			fail(j, "The destination %s already exists", j->path2);
+		else if (is(r, "inside"))
+			fail(j, "Cannot move %s into itself (%s).", j->path, j->path2);
+		else if (is(r, "notdir"))
+			fail_errno(j, -ENOTDIR, "rename to", j->path2);
+		else if (is(r, "entries"))
+			over_entries(j, strtoull(el(r, 1, NULL) ? el(r, 1, NULL) : "0", NULL, 10));
+		else
+			buf_printf(&j->out, "Successfully renamed %s to %s", j->path, j->path2);
+		break;
+	}
+	}
+	if (r)
+		freeReplyObject(r);
+	return 0;
+}
+
+/* On an io thread, as the peer: opens the scope (made on first use, 0700)
+ * and runs the command, one write at a time per scope. */
+static int mem_run(struct fsjob *job, void *arg)
+{
+	struct mem_job *j = arg;
+	j->job = job;
+	if (j->redis_addr)
+		return redis_run(j);
+	if (mkdirat(j->uid_fd, j->scope, 0700) == 0) {
+		/* Made by a root daemon acting as itself (run_as "daemon"):
+		 * the peer's all the same, as the directory that holds it. */
+		struct stat st;
+		if (geteuid() == 0 && identity_thread_clean() && fstat(j->uid_fd, &st) == 0 && st.st_uid != 0 &&
+		    fchownat(j->uid_fd, j->scope, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	} else if (errno != EEXIST) {
+		return -errno;
+	}
+	_cleanup_close_ int sfd = -1;
+	int r = ws_open_nofollow(j->uid_fd, j->scope, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sfd);
+	if (r < 0)
+		return r;
+	if (j->cmd != C_VIEW) {
+		/* Released when sfd is closed. Holders are short: a write of
+		 * at most max_file bytes. */
+		while (flock(sfd, LOCK_EX) < 0)
+			if (errno != EINTR)
+				return -errno;
+	}
+	switch (j->cmd) {
+	case C_VIEW:
+		return do_view(j, sfd);
+	case C_CREATE:
+		return do_create(j, sfd);
+	case C_STR_REPLACE:
+		return do_str_replace(j, sfd);
+	case C_INSERT:
+		return do_insert(j, sfd);
+	case C_DELETE:
+		return do_delete(j, sfd);
+	case C_RENAME:
+		return do_rename(j, sfd);
+	}
+	return -EINVAL;
+}
+
+/* On the loop: the text as the result, the file in the audit log. */
+static void mem_done(struct tool_call *call, void *arg, int r)
+{
+	struct mem_job *j = arg;
+	if (r < 0 && j->redis_addr) {
+		tool_call_fail(call, TC_TRANSIENT, "Memory is kept in Redis (%s), which cannot be reached now; "
+			       "nothing was changed. Try again later.", j->redis_addr);
+		return;
+	}
+	if (r < 0) {
+		tool_call_fail(call, TC_EXECUTION_ERROR, "The memory directory could not be opened: %s",
+			       strerror(-r));
+		return;
+	}
+	if (!j->is_error && j->cmd != C_VIEW) {
+		tool_call_note_file(call, j->path);
+		if (j->path2)
+			tool_call_note_file(call, j->path2);
+		_cleanup_free_ char *what = j->cmd == C_CREATE || j->cmd == C_STR_REPLACE || j->cmd == C_INSERT
+			? xasprintf("memory %s %s (%zu bytes)", command_names[j->cmd], j->path, j->bytes)
+			: xasprintf("memory %s %s%s%s", command_names[j->cmd], j->path, j->path2 ? " " : "",
+				    j->path2 ? j->path2 : "");
+		tool_call_note_command(call, what);
+	}
+	tool_call_succeed(call, buf_steal(&j->out), NULL, j->is_error);
+}
+
+static const struct fsjob_ops mem_ops = {
+	.run = mem_run,
+	.done = mem_done,
+	.free = mem_job_free,
+};
+
+/* --- where memory lives ----------------------------------------------------- */
+
+/* Opens dir (O_PATH), making it and its missing parents: 0711 for root
+ * (peers pass through to their own directory, list nothing), else 0700. */
+static int open_base(const char *dir, int *ret_fd)
+{
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 || errno != ENOENT) {
+		*ret_fd = fd;
+		return fd < 0 ? -errno : 0;
+	}
+	mode_t mode = geteuid() == 0 ? 0711 : 0700;
+	_cleanup_free_ char *p = xstrdup(dir);
+	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
+/*
+ * Opens the peer's directory beneath memory.dir (O_PATH), making it 0700
+ * and, when the daemon is root, owned by the peer. Done as the daemon,
+ * which owns memory.dir; a few system calls, on the loop.
+ */
+static int open_uid_dir(const char *dir, uid_t uid, gid_t gid, int *ret_fd)
+{
+	_cleanup_close_ int base = -1;
+	int r = open_base(dir, &base);
+	if (r < 0)
+		return r;
+	char name[16];
+	snprintf(name, sizeof(name), "%u", (unsigned)uid);
+	int fd = openat(base, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirat(base, name, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (geteuid() == 0 && uid != 0 && fchownat(base, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+		fd = openat(base, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	/* Someone else's directory put there (memory.dir in a place others
+	 * may write) is never used as the peer's memory. */
+	struct stat st;
+	uid_t owner = geteuid() == 0 ? uid : geteuid();
+	if (fstat(fd, &st) < 0 || st.st_uid != owner || (st.st_mode & 0022)) {
+		close(fd);
+		return -EPERM;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* The directory of this call's scope beneath the peer's: one for all of
+ * its memory, or one per workspace root (by a hash of the canonical root). */
+static void scope_name(const struct tool_call *call, char *out, size_t size)
+{
+	const struct tool_env *env = call->env;
+	if (!env || !env->memory_per_workspace || !call->ws) {
+		snprintf(out, size, "memories");
+		return;
+	}
+	uint64_t h = UINT64_C(14695981039346656037);	/* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)call->ws->root; *p; p++)
+		h = (h ^ *p) * UINT64_C(1099511628211);
+	snprintf(out, size, "ws-%016llx", (unsigned long long)h);
+}
+
+/* Takes a string argument, or NULL when absent. */
+static char *arg_dup(const struct json *args, const char *key, size_t *ret_len)
+{
+	const struct json *v = json_get(args, key);
+	if (!v || v->type != JSON_STRING)
+		return NULL;
+	if (ret_len)
+		*ret_len = v->u.str.len;
+	return xmemdup(v->u.str.s, v->u.str.len + 1);
+}
+
+/* Ends the call with an error result before any file work. */
+static enum tool_ret refuse(struct tool_call *call, struct mem_job *j, char *text)
+{
+	mem_job_free(j);
+	tool_call_succeed(call, text, NULL, true);
+	return TOOL_DONE;
+}
+
+/* Checks the arguments a command needs (the schema makes them optional,
+ * since each command takes its own) and that its paths stay beneath
+ * /memories; then the file work, on an io thread, as the peer. */
+static enum tool_ret memory_exec(struct tool_call *call)
+{
+	const struct json *args = call->args;
+	const char *cmd = json_str(json_get(args, "command"));
+	struct mem_job *j = xcalloc(1, sizeof(*j));
+	j->uid_fd = -1;
+	for (j->cmd = C_VIEW; j->cmd <= C_RENAME && !str_eq(cmd, command_names[j->cmd]); j->cmd++)
+		;
+	static const char *const needs[][3] = {
+		[C_VIEW] = { "path" },
+		[C_CREATE] = { "path", "file_text" },
+		[C_STR_REPLACE] = { "path", "old_str", "new_str" },
+		[C_INSERT] = { "path", "insert_line", "insert_text" },
+		[C_DELETE] = { "path" },
+		[C_RENAME] = { "old_path", "new_path" },
+	};
+	for (size_t i = 0; i < 3 && needs[j->cmd][i]; i++)
+		if (!json_get(args, needs[j->cmd][i]))
+			return refuse(call, j, xasprintf("The %s command needs the argument `%s`.", cmd,
+							 needs[j->cmd][i]));
+
+	size_t len = 0;
+	j->path = arg_dup(args, j->cmd == C_RENAME ? "old_path" : "path", &len);
+	char *err = path_beneath(j->path, len, &j->rel);
+	if (!err && j->cmd == C_RENAME) {
+		j->path2 = arg_dup(args, "new_path", &len);
+		err = path_beneath(j->path2, len, &j->rel2);
+	}
+	if (err)
+		return refuse(call, j, err);
+	switch (j->cmd) {
+	case C_CREATE:
+		j->text = arg_dup(args, "file_text", &j->text_len);
+		break;
+	case C_STR_REPLACE:
+		j->old = arg_dup(args, "old_str", &j->old_len);
+		j->text = arg_dup(args, "new_str", &j->text_len);
+		break;
+	case C_INSERT:
+		j->text = arg_dup(args, "insert_text", &j->text_len);
+		json_get_int(json_get(args, "insert_line"), &j->line);
+		break;
+	case C_VIEW: {
+		const struct json *vr = json_get(args, "view_range");
+		if (vr && vr->type == JSON_ARRAY && vr->u.arr.n == 2)
+			j->has_range = json_get_int(vr->u.arr.items[0], &j->range[0]) &&
+				       json_get_int(vr->u.arr.items[1], &j->range[1]);
+		break;
+	}
+	default:
+		break;
+	}
+
+	const struct tool_env *env = call->env;
+	j->max_file = env && env->memory_max_file ? env->memory_max_file : 64 * 1024;
+	j->max_total = env && env->memory_max_total ? env->memory_max_total : 1024 * 1024;
+	scope_name(call, j->scope, sizeof(j->scope));
+	uid_t uid = call->ident ? call->ident->uid : geteuid();
+	gid_t gid = call->ident ? call->ident->gid : getegid();
+	if (env && env->memory_redis) {
+		j->redis_addr = xstrdup(env->memory_redis);
+		j->redis_key = xasprintf("%smemory:%u:%s", env->memory_redis_prefix ? env->memory_redis_prefix : "",
+					 (unsigned)uid, j->scope);
+		j->redis_timeout_ms = env->memory_redis_timeout_ms ? env->memory_redis_timeout_ms : 2000;
+		/* No file is touched: the work runs as the daemon, which may
+		 * open the Redis socket where the peer may not. */
+		const struct identity *peer = call->ident;
+		call->ident = NULL;
+		enum tool_ret ret = fsjob_start(call, &mem_ops, j);
+		call->ident = peer;
+		return ret;
+	}
+	const char *dir = env ? env->memory_dir : NULL;
+	if (!dir) {
+		mem_job_free(j);
+		tool_call_fail(call, TC_INTERNAL, "memory.dir is not set and there is no $HOME or "
+			       "$XDG_STATE_HOME to keep memory in");
+		return TOOL_DONE;
+	}
+	int r = open_uid_dir(dir, uid, gid, &j->uid_fd);
+	struct workspace *mws = NULL;
+	if (r == 0) {
+		/* The job's workspace is the peer's memory directory. */
+		mws = xcalloc(1, sizeof(*mws));
+		mws->refs = 1;
+		mws->dirfd = fcntl(j->uid_fd, F_DUPFD_CLOEXEC, 3);
+		mws->root = xasprintf("%s/%u", dir, (unsigned)uid);
+		if (mws->dirfd < 0)
+			r = -errno;
+	}
+	if (r < 0)
+		mws = ws_unref(mws);
+	if (r == -EPERM) {
+		mem_job_free(j);
+		tool_call_fail(call, TC_PERMISSION_DENIED, "The memory directory %s/%u is not owned by uid %u alone "
+			       "(its owner or mode was changed), so it is not used; an operator must fix or remove it",
+			       dir, (unsigned)uid, (unsigned)(geteuid() == 0 ? uid : geteuid()));
+		return TOOL_DONE;
+	}
+	if (r < 0) {
+		mem_job_free(j);
+		tool_call_fail(call, TC_INTERNAL, "The memory directory %s/%u could not be opened: %s", dir,
+			       (unsigned)uid, strerror(-r));
+		return TOOL_DONE;
+	}
+	/* The call's own workspace is not the job's: memory is not in it. */
+	struct workspace *keep = call->ws;
+	call->ws = mws;
+	enum tool_ret ret = fsjob_start(call, &mem_ops, j);
+	call->ws = keep;
+	ws_unref(mws);
+	return ret;
+}
+
+const struct tool_def tool_memory = {
+	.name = "memory",
+	.description =
+		"Memory that outlives this conversation: files under /memories, kept for you across "
+		"sessions. Check it before you start a task; record progress, decisions and what you "
+		"learn as you go. Every path starts with /memories. command \"view\" (path, view_range?): "
+		"a directory lists its files and directories two levels deep with their sizes; a file "
+		"shows its lines numbered (the number right-aligned in 6 columns, a tab, the line), "
+		"view_range [first, last] (1-based, last -1 for the end) a part of them. \"create\" "
+		"(path, file_text): makes the file or replaces its whole content, making missing "
+		"directories. \"str_replace\" (path, old_str, new_str): replaces old_str, which must "
+		"occur exactly once. \"insert\" (path, insert_line, insert_text): inserts the text as "
+		"new lines after line insert_line (0: at the top). \"delete\" (path): removes a file "
+		"or a directory with everything in it. \"rename\" (old_path, new_path): moves a file "
+		"or directory; new_path must not exist. Text files only (UTF-8), with a size limit "
+		"per file and for the whole memory.",
+	.input_schema =
+		"{\"type\":\"object\","
+		"\"properties\":{"
+		"\"command\":{\"type\":\"string\","
+		"\"enum\":[\"view\",\"create\",\"str_replace\",\"insert\",\"delete\",\"rename\"],"
+		"\"description\":\"What to do\"},"
+		"\"path\":{\"type\":\"string\","
+		"\"description\":\"A path under /memories (e.g. \\\"/memories/notes.md\\\"); not for rename\"},"
+		"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,"
+		"\"description\":\"view of a file: [first, last] line, 1-based; last -1 for the end\"},"
+		"\"file_text\":{\"type\":\"string\",\"description\":\"create: the whole content of the file\"},"
+		"\"old_str\":{\"type\":\"string\",\"description\":\"str_replace: the text to replace, "
+		"found exactly once\"},"
+		"\"new_str\":{\"type\":\"string\",\"description\":\"str_replace: the text to put in its place\"},"
+		"\"insert_line\":{\"type\":\"integer\",\"minimum\":0,"
+		"\"description\":\"insert: the line after which the text goes (0: before the first)\"},"
+		"\"insert_text\":{\"type\":\"string\",\"description\":\"insert: the text to insert\"},"
+		"\"old_path\":{\"type\":\"string\",\"description\":\"rename: what to move, under /memories\"},"
+		"\"new_path\":{\"type\":\"string\",\"description\":\"rename: where to, under /memories; "
+		"must not exist\"}},"
+		"\"required\":[\"command\"],"
+		"\"additionalProperties\":false}",
+	.side_effects = SIDE_WRITE,
+	.idempotent = false,
+	.exec = memory_exec,
+	.cancel = fsjob_cancel,
+};
