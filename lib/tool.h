@@ -126,7 +126,10 @@ bool tool_name_valid(const char *s, size_t n);
 struct tool_env {
 	const char *const *shell_env_allow;	/* NULL-terminated names */
 	size_t output_cap;			/* bytes kept per output stream */
-	size_t read_cap;			/* read_file's default limit */
+	size_t read_cap;			/* read_file's default limit for base64 */
+	size_t read_lines;			/* read_file's default window: lines, */
+	size_t read_bytes;			/* and bytes of text (0: the defaults) */
+	size_t shell_text_cap;			/* shell output shown in the text (0: 64 KiB) */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
 };

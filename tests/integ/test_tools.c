@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/base/buf.h"
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
@@ -467,7 +468,8 @@ START_TEST(read_lines)
 	ck_assert_pstr_eq(tj_str(sc, "content"), "l2\nl3\n");
 	ck_assert_int_eq(tj_int(sc, "first_line"), 2);
 	ck_assert_int_eq(tj_int(sc, "total_lines"), 5);
-	ck_assert(!tj_bool(sc, "truncated"));
+	ck_assert(tj_bool(sc, "truncated"));	/* lines 4 and 5 follow */
+	ck_assert_int_eq(tj_int(sc, "next_line"), 4);
 	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\",\"line\":4}");
 	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "l4\nl5");
 	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\",\"line\":9}");
@@ -479,9 +481,87 @@ START_TEST(read_lines)
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.next_offset"), 1);
 	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\",\"line\":2,\"offset\":3}");
 	tc_assert_kind(r, "validation_error");
-	/* without line, no line fields */
+	/* by default a window by lines too; by bytes, no line fields */
 	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\"}");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.first_line"), 1);
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"), "     1\tl1\n     2\tl2\n     3\tl3\n     4\tl4\n     5\tl5");
+	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\",\"offset\":0}");
 	ck_assert(!tj_has(r, "result.structuredContent.first_line"));
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"), "l1\nl2\nl3\nl4\nl5");
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
+/* read_file's text: numbered lines, a window that says how to read on, the
+ * configured default window, long lines cut, binary files described and
+ * images shown. */
+START_TEST(read_text)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"read_default_lines\":3,\"read_default_bytes\":1024}}");
+	struct buf big = {0};
+	for (int i = 1; i <= 10; i++)
+		buf_printf(&big, "line %d\n", i);
+	tcd_put(&d, "ten.txt", buf_head(&big));
+	buf_free(&big);
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = tcc_call(c, "read_file", "{\"path\":\"ten.txt\"}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"),
+			  "     1\tline 1\n     2\tline 2\n     3\tline 3\n"
+			  "[Lines 1-3 of 10 shown; read on with {\"line\": 4}]");
+	ck_assert(tj_bool(r, "result.structuredContent.truncated"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.next_line"), 4);
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "line 1\nline 2\nline 3\n");
+	r = tcc_call(c, "read_file", "{\"path\":\"ten.txt\",\"line\":9,\"line_numbers\":false}");
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"), "line 9\nline 10\n");
+	ck_assert(!tj_bool(r, "result.structuredContent.truncated"));
+
+	/* the byte window cuts at a whole line */
+	struct buf wide = {0};
+	for (int i = 0; i < 3; i++) {
+		for (int k = 0; k < 400; k++)
+			buf_putc(&wide, 'a' + i);
+		buf_putc(&wide, '\n');
+	}
+	tcd_put(&d, "wide.txt", buf_head(&wide));
+	buf_free(&wide);
+	r = tcc_call(c, "read_file", "{\"path\":\"wide.txt\"}");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.next_line"), 3);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "\n[Lines 1-2 of 3 shown; read on with {\"line\": 3}]"),
+		      "%s", tj_str(r, "result.content.0.text"));
+
+	/* a line longer than 2000 characters is cut in the text only */
+	struct buf longl = {0};
+	for (int k = 0; k < 2100; k++)
+		buf_putc(&longl, 'x');
+	tcd_put(&d, "long.txt", buf_head(&longl));
+	r = tcc_call(c, "read_file", "{\"path\":\"long.txt\",\"limit\":4096,\"line\":1}");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "x [... line cut: 2000 of its 2100 characters shown]"),
+		      "%s", tj_str(r, "result.content.0.text"));
+	ck_assert_uint_eq(strlen(tj_str(r, "result.structuredContent.content")), 2100);
+	buf_free(&longl);
+
+	/* binary: described; base64 still reads it */
+	free(tcd_write_ws(&d, "prog", "\x7f" "ELF\x02\x01\x01\0\0\0", 10, 0755));
+	r = tcc_call(c, "read_file", "{\"path\":\"prog\"}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"),
+			  "'prog' is a binary file (ELF executable or object, 10 bytes), not shown as text; "
+			  "read it with {\"encoding\": \"base64\"} for its bytes.");
+	ck_assert(tj_bool(r, "result.structuredContent.binary"));
+	r = tcc_call(c, "read_file", "{\"path\":\"prog\",\"encoding\":\"base64\"}");
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "f0VMRgIBAQAAAA==");
+
+	/* an image is shown as one without base64 */
+	static const char png[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+	free(tcd_write_ws(&d, "logo.png", png, sizeof(png) - 1, 0));
+	r = tcc_call(c, "read_file", "{\"path\":\"logo.png\"}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.type"), "image");
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.mimeType"), "image/png");
 	tcc_close(c);
 	stop_clean(&d);
 }
@@ -712,6 +792,7 @@ int main(void)
 	tcase_add_test(tc, make_dir_basics);
 	tcase_add_test(tc, edit_basics);
 	tcase_add_test(tc, read_lines);
+	tcase_add_test(tc, read_text);
 	tcase_add_test(tc, listed);
 	tcase_add_test(tc, confirmation_diff);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The text of the built-in tools' results (see tools/render.h).
+ */
+#include "tools/render.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "proto/utf8.h"
+
+/* The byte length of the first max characters of s. */
+static size_t chars_prefix(const char *s, size_t n, size_t max)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (((unsigned char)s[i] & 0xC0) != 0x80 && k++ == max)
+			return i;
+	}
+	return n;
+}
+
+/* Appends one line (without its newline), cut when too long. */
+static void put_line(const char *s, size_t n, struct buf *out)
+{
+	size_t chars = n > RENDER_LINE_MAX ? utf8_length(s, n) : 0;
+	if (chars <= RENDER_LINE_MAX) {
+		buf_append(out, s, n);
+		return;
+	}
+	buf_append(out, s, chars_prefix(s, n, RENDER_LINE_MAX));
+	buf_printf(out, " [... line cut: %d of its %zu characters shown]", RENDER_LINE_MAX, chars);
+}
+
+/* Appends the lines of a window by lines, numbered from v->first_line. */
+static void put_lines(const struct read_view *v, struct buf *out)
+{
+	const char *p = v->data, *end = v->data + v->len;
+	int64_t no = v->first_line;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (v->numbered)
+			buf_printf(out, "%6" PRId64 "\t", no);
+		put_line(p, n, out);
+		if (nl)
+			buf_putc(out, '\n');
+		p += n + (nl != NULL);
+		no++;
+	}
+}
+
+/* Ends the text so that a note starts on a line of its own. */
+static void line_break(struct buf *out)
+{
+	if (buf_size(out) && buf_head(out)[buf_size(out) - 1] != '\n')
+		buf_putc(out, '\n');
+}
+
+void render_read_file(const struct read_view *v, struct buf *out)
+{
+	if (!v->by_lines) {
+		buf_append(out, v->data, v->len);
+		if (!v->more && v->size > 0)
+			return;
+		if (v->size == 0) {
+			buf_puts(out, "[The file is empty.]");
+			return;
+		}
+		line_break(out);
+		uint64_t next = v->offset + v->len;
+		buf_printf(out, "[Bytes %" PRIu64 "-%" PRIu64 " of %" PRIu64 " shown", v->offset,
+			   v->len ? next - 1 : v->offset, v->size);
+		if (v->why)
+			buf_printf(out, " (%s)", v->why);
+		buf_printf(out, "; read on with {\"offset\": %" PRIu64, next);
+		if (v->limit_arg > 0)
+			buf_printf(out, ", \"limit\": %" PRId64, v->limit_arg);
+		buf_puts(out, "}]");
+		return;
+	}
+	if (v->total_lines == 0) {
+		buf_puts(out, "[The file is empty.]");
+		return;
+	}
+	if (v->shown_lines == 0) {
+		buf_printf(out, "[The file has %" PRId64 " line%s; line %" PRId64 " is past its end.]",
+			   v->total_lines, v->total_lines == 1 ? "" : "s", v->first_line);
+		return;
+	}
+	put_lines(v, out);
+	int64_t last = v->first_line + v->shown_lines - 1;
+	if (!v->more)
+		return;
+	line_break(out);
+	if (v->line_cut) {
+		/* One line longer than the byte window: the rest of it by bytes. */
+		buf_printf(out, "[Line %" PRId64 " of %" PRId64 " is longer than the byte window; it was cut. "
+			   "Read the rest of it with {\"offset\": %" PRIu64 "}, or the next line with "
+			   "{\"line\": %" PRId64 "}]", last, v->total_lines, v->offset + v->len, last + 1);
+		return;
+	}
+	buf_printf(out, "[Lines %" PRId64 "-%" PRId64 " of %" PRId64 " shown; read on with {\"line\": %" PRId64 "}]",
+		   v->first_line, last, v->total_lines, last + 1);
+}
+
+void render_read_binary(const char *path, const char *type, uint64_t size, struct buf *out)
+{
+	buf_printf(out, "'%s' is a binary file (%s, %" PRIu64 " byte%s), not shown as text; "
+		   "read it with {\"encoding\": \"base64\"} for its bytes.", path, type, size, size == 1 ? "" : "s");
+}
