@@ -74,6 +74,10 @@ struct tool_def {
 	/* Asks a pending attempt to stop (timeout, cancel); the tool still
 	 * calls tool_call_finish() once it has stopped. */
 	void (*cancel)(struct tool_call *call);
+	/* Optional: the output a pending attempt has produced so far, as text
+	 * for the model (owned), or NULL: a call that times out or is
+	 * cancelled keeps it in its error. */
+	char *(*partial)(struct tool_call *call);
 	/* Optional: what a call with these (validated) arguments would change,
 	 * as a unified diff (owned text), for its confirmation request; NULL
 	 * when there is nothing to show or the call would fail. Reads only,
