@@ -289,3 +289,11 @@ void walk_load_outer(struct walk *w, const struct workspace *ws, const char *sta
 		end = slash ? (size_t)(slash - start) : 0;
 	}
 }
+
+bool walk_names_hidden(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (s[i] == '.' && (i == 0 || s[i - 1] == '/') && s[i + 1] != '/' && s[i + 1] != '.')
+			return true;
+	return false;
+}

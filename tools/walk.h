@@ -79,6 +79,9 @@ void walk_add_ignore(struct walk *w, struct ignore *ig, const char *prefix);
  * nearest of them (or the start) that has one. */
 struct workspace;
 void walk_load_outer(struct walk *w, const struct workspace *ws, const char *start);
+/* Whether a glob names a hidden component (".github/x", "a/.env"): what
+ * it names is then looked for among hidden entries too. */
+bool walk_names_hidden(const char *s, size_t n);
 /* Frees what the walk holds (closes basefd). */
 void walk_done(struct walk *w);
 

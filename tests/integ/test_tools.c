@@ -79,8 +79,9 @@ START_TEST(search_basics)
 	ck_assert_pstr_eq(tj_str(sc, "matches.2.path"), "src/b.h");
 	ck_assert_int_eq(tj_int(sc, "files_searched"), 3);	/* not the binary, not .git */
 	ck_assert(!tj_bool(sc, "truncated"));
-	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "src/a.c:3:9: \treturn helper(1);"), "%s",
-		      tj_str(r, "result.content.0.text"));
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "README\n1:call helper() to help\n\nsrc/a.c\n3:\treturn helper(1);\n\n"
+			 "src/b.h\n1:int helper(int x);\n\n[3 matches shown, 3 files searched]\n");
 
 	/* a regex, case-insensitive, with context */
 	r = tcc_call(c, "search", "{\"pattern\":\"^int \\\\w+\\\\(\",\"path\":\"src\",\"context\":1}");
@@ -175,6 +176,88 @@ START_TEST(search_big_tree)
 END_TEST
 
 /* --- glob ------------------------------------------------------------------ */
+
+/* search's output modes, types, context in the text, and the ignore files
+ * and hidden entries it skips (glob the same). */
+START_TEST(search_modes)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_AUTO);
+	tcd_put(&d, "src/a.c", "one\ntwo key\nthree\nfour\nfive\nsix\nseven key\neight key\nnine\n");
+	tcd_put(&d, "src/b.py", "key = 1\n");
+	tcd_put(&d, "notes.md", "the key\n");
+	tcd_put(&d, ".gitignore", "build/\n*.log\n!keep.log\n");
+	tcd_put(&d, "src/.gitignore", "gen_*.c\n");
+	tcd_put(&d, "src/.ignore", "secret.c\n");
+	tcd_put(&d, ".git/info/exclude", "local.txt\n");
+	tcd_put(&d, "build/out.c", "key\n");
+	tcd_put(&d, "x.log", "key\n");
+	tcd_put(&d, "keep.log", "key\n");
+	tcd_put(&d, "src/gen_1.c", "key\n");
+	tcd_put(&d, "src/secret.c", "key\n");
+	tcd_put(&d, "local.txt", "key\n");
+	tcd_put(&d, ".env", "key\n");
+	tcd_put(&d, ".config/x.c", "key\n");
+	set_mtime(&d, "src/a.c", 1000);
+	set_mtime(&d, "src/b.py", 3000);
+	set_mtime(&d, "notes.md", 2000);
+	set_mtime(&d, "keep.log", 500);
+	struct tcc *c = tcc_connect(&d);
+
+	/* content, with context merged and groups apart */
+	const struct json *r = tcc_call(c, "search", "{\"pattern\":\"key\",\"path\":\"src/a.c\",\"context\":1}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "src/a.c\n1-one\n2:two key\n3-three\n--\n6-six\n7:seven key\n8:eight key\n9-nine\n\n"
+			 "[3 matches shown, 1 files searched]\n");
+	/* files, newest first; the ignored and hidden are not searched */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "src/b.py\nnotes.md\nsrc/a.c\nkeep.log\n\n[4 files with matches shown, 4 files searched]\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.files.0"), "src/b.py");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.skipped"), 11);
+	/* count */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"count\",\"path\":\"src\"}");
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "src/a.c:3\nsrc/b.py:1\n\n[2 files with matches shown, 2 files searched]\n");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.counts.0.count"), 3);
+	/* type */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"type\":\"py\",\"output_mode\":\"files\"}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 1);
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"type\":\"cobol\"}");
+	tc_assert_kind(r, "validation_error");
+	/* no_ignore and hidden */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\",\"no_ignore\":true}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 9);
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\",\"no_ignore\":true,"
+			 "\"hidden\":true}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 11);
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"glob\":\".config/*\",\"output_mode\":\"files\"}");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.files.0"), ".config/x.c");
+	/* nothing found: what was skipped is said */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"path\":\"build\"}");
+	tc_assert_ok(r);
+	r = tcc_call(c, "search", "{\"pattern\":\"nowhere\"}");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "No matches in 4 files searched (11 entries were "
+		      "skipped as ignored or hidden"), "%s", tj_str(r, "result.content.0.text"));
+
+	/* glob skips the same */
+	r = tcc_call(c, "glob", "{\"pattern\":\"**/*.c\"}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.paths"), 1);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.paths.0"), "src/a.c");
+	r = tcc_call(c, "glob", "{\"pattern\":\"**/*.c\",\"no_ignore\":true}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.paths"), 4);
+	r = tcc_call(c, "glob", "{\"pattern\":\"**/*.o\"}");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "No paths match (11 entries were skipped"), "%s",
+		      tj_str(r, "result.content.0.text"));
+	/* list_dir shows everything */
+	r = tcc_call(c, "list_dir", "{}");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "build"), "%s", tj_str(r, "result.content.0.text"));
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
 
 START_TEST(glob_basics)
 {
@@ -791,6 +874,7 @@ int main(void)
 	tcase_add_test(tc, delete_basics);
 	tcase_add_test(tc, make_dir_basics);
 	tcase_add_test(tc, edit_basics);
+	tcase_add_test(tc, search_modes);
 	tcase_add_test(tc, read_lines);
 	tcase_add_test(tc, read_text);
 	tcase_add_test(tc, listed);
