@@ -24,7 +24,8 @@ struct regex;
  * Compiles an ECMA-262 pattern (UTF-8, without the slashes and flags).
  * Returns 0, or -EINVAL with "why (at offset N)" in *ret_err when the
  * pattern is invalid, uses what is not supported (lookaround,
- * backreferences, \b, \p, flags...) or is too large.
+ * backreferences, \p, flags...) or is too large. \b and \B are
+ * supported: between a word character ([A-Za-z0-9_]) and another, or not.
  */
 int regex_compile(const char *pattern, size_t len, struct regex **ret, char **ret_err);
 

@@ -85,6 +85,12 @@ static void emit(struct regex *re, const struct rx_node *n)
 		pc = re->n_insns;
 		prog_add(re, n->kind == RX_BEGIN ? OP_BEGIN : OP_END, pc + 1, 0);
 		break;
+	case RX_WORDB:
+	case RX_NWORDB:
+		pc = re->n_insns;
+		prog_add(re, n->kind == RX_WORDB ? OP_WORDB : OP_NWORDB, pc + 1, 0);
+		re->has_word = true;
+		break;
 	case RX_CAT:
 		for (size_t i = 0; i < n->n_kids; i++)
 			emit(re, n->kids[i]);
@@ -138,6 +144,12 @@ static void make_classes(struct regex *re)
 	for (size_t i = 0; i < re->n_ranges; i++) {
 		cut[re->ranges[i].lo] = true;
 		cut[re->ranges[i].hi + 1] = true;
+	}
+	/* \b and \B tell word characters from the others. */
+	if (re->has_word) {
+		static const uint8_t word_cuts[] = { '0', '9' + 1, 'A', 'Z' + 1, '_', '_' + 1, 'a', 'z' + 1 };
+		for (size_t i = 0; i < sizeof(word_cuts); i++)
+			cut[word_cuts[i]] = true;
 	}
 	for (unsigned b = 0; b < 256; b++) {
 		if (b > 0 && cut[b])

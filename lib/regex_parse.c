@@ -281,9 +281,9 @@ static int rx_escape(struct rx_parser *r, bool in_class, uint32_t *ret_cp, char 
 			*ret_cp = '\b';
 			return 0;
 		}
-		return rx_fail(r, at, "word boundaries (\\b) are not supported");
+		return rx_fail(r, at, "a word boundary (\\b) cannot stand here");
 	case 'B':
-		return rx_fail(r, at, "word boundaries (\\B) are not supported");
+		return rx_fail(r, at, "a word boundary (\\B) cannot stand in a class");
 	case '0':
 		if (rx_peek(r, 0) >= '0' && rx_peek(r, 0) <= '9')
 			return rx_fail(r, at, "octal escapes are not supported");
@@ -627,6 +627,17 @@ static int parse_cat(struct rx_parser *r, unsigned depth, struct rx_node **ret)
 			break;
 		}
 		case '\\':
+			if (rx_peek(r, 0) == 'b' || rx_peek(r, 0) == 'B') {
+				/* An assertion: matches no character, cannot repeat. */
+				atom = rx_new(r, rx_peek(r, 0) == 'b' ? RX_WORDB : RX_NWORDB);
+				atom->size = 1;
+				r->i++;
+				e = rx_push(r, cat, atom, r->i);
+				if (e < 0)
+					return e;
+				can_repeat = false;
+				continue;
+			}
 			e = rx_escape(r, false, &cp, &cls);
 			if (e < 0)
 				return e;
