@@ -97,7 +97,7 @@ START_TEST(search_basics)
 	ck_assert_msg(strstr(tj_str(r, "error.message"), "nothing to repeat"), "%s", tj_str(r, "error.message"));
 	/* word boundaries */
 	r = tcc_call(c, "search", "{\"pattern\":\"\\\\bhelp\\\\b\",\"output_mode\":\"count\"}");
-	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "README:1\n\n[1 files with matches shown, 3 files searched]\n");
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "README:1\n\n[1 file with matches shown, 3 files searched]\n");
 	r = tcc_call(c, "search", "{\"pattern\":\"HELPER\",\"case_insensitive\":true,\"glob\":\"*.h\"}");
 	tc_assert_ok(r);
 	sc = tj(r, "result.structuredContent");
