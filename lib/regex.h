@@ -28,6 +28,10 @@ struct regex;
  * supported: between a word character ([A-Za-z0-9_]) and another, or not.
  */
 int regex_compile(const char *pattern, size_t len, struct regex **ret, char **ret_err);
+/* The same, ignoring case as the "i" flag does, by Unicode simple case
+ * folding: "k" also matches "K" and the Kelvin sign, "[^é]" neither "é"
+ * nor "É". */
+int regex_compile_icase(const char *pattern, size_t len, struct regex **ret, char **ret_err);
 
 /*
  * Searches s (len bytes, NULs allowed; meant for valid UTF-8) for a match

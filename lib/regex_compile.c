@@ -159,13 +159,13 @@ static void make_classes(struct regex *re)
 	re->n_classes = c + 1;
 }
 
-int regex_compile(const char *pattern, size_t len, struct regex **ret, char **ret_err)
+static int compile(const char *pattern, size_t len, bool icase, struct regex **ret, char **ret_err)
 {
 	struct rx_tree *t = NULL;
 	struct regex *re;
 	int k;
 
-	k = rx_parse(pattern, len, &t, ret_err);
+	k = icase ? rx_parse_icase(pattern, len, &t, ret_err) : rx_parse(pattern, len, &t, ret_err);
 	if (k < 0)
 		return k;
 	re = xcalloc(1, sizeof(*re));
@@ -176,6 +176,16 @@ int regex_compile(const char *pattern, size_t len, struct regex **ret, char **re
 	re->restart = rx_can_restart(re);
 	*ret = re;
 	return 0;
+}
+
+int regex_compile(const char *pattern, size_t len, struct regex **ret, char **ret_err)
+{
+	return compile(pattern, len, false, ret, ret_err);
+}
+
+int regex_compile_icase(const char *pattern, size_t len, struct regex **ret, char **ret_err)
+{
+	return compile(pattern, len, true, ret, ret_err);
 }
 
 size_t regex_size(const struct regex *re)

@@ -55,6 +55,14 @@ struct rx_tree {
 
 /* Parses a pattern; on failure *ret_err is "message (at offset N)". */
 int rx_parse(const char *pattern, size_t len, struct rx_tree **ret, char **ret_err);
+/* The same, every set of code points closed under simple case folding
+ * (a class negated after its closure), as the "i" flag asks. */
+int rx_parse_icase(const char *pattern, size_t len, struct rx_tree **ret, char **ret_err);
+
+/* Simple case folding (regex_fold.c): {code point, what it folds to},
+ * sorted by code point. */
+extern const uint32_t rx_fold_table[][2];
+extern const size_t rx_fold_count;
 /* Accepts NULL; returns NULL. */
 struct rx_tree *rx_tree_free(struct rx_tree *t);
 

@@ -80,7 +80,7 @@ struct search {
 	struct jgen *g;
 	size_t n_matches, files_searched, skipped_large;
 	bool truncated;
-	struct buf file, fold;		/* scratch: the file read, its folded copy */
+	struct buf file;		/* scratch: the file read */
 };
 
 /* Appends a line cut to LINE_SHOW_MAX bytes at a character boundary. */
@@ -334,15 +334,9 @@ static bool search_fd(struct search *S, int fd, const char *path)
 	if (memchr(data, '\0', n))
 		return true;	/* binary */
 	S->files_searched++;
-	const char *subj = data;
-	if (S->icase) {
-		buf_clear(&S->fold);
-		buf_append(&S->fold, data, n);
-		regex_fold_ascii(S->fold.data + S->fold.off, n);
-		subj = buf_head(&S->fold);
-	}
+	/* Case is ignored by the finder itself: the text is searched as it is. */
 	size_t count;
-	bool more = search_text(S, path, data, subj, n, &count);
+	bool more = search_text(S, path, data, data, n, &count);
 	if (S->mode == MODE_CONTENT)
 		put_file_text(S, path, data, n);
 	else if (count && !add_hit(S, path, &st, count))
@@ -472,7 +466,6 @@ static void search_free(void *arg)
 	buf_free(&S->text);
 	buf_free(&S->stream);
 	buf_free(&S->file);
-	buf_free(&S->fold);
 	free(S->root);
 	free(S->path);
 	free(S);

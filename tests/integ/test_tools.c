@@ -262,6 +262,29 @@ START_TEST(search_modes)
 }
 END_TEST
 
+/* Ignoring case folds non-ASCII letters too; \b in a search. */
+START_TEST(search_unicode_case)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_AUTO);
+	tcd_put(&d, "u.txt", "\xc3\x89T\xc3\x89 \xe2\x84\xaa" "elvin\nnothing\nstrasse STRASSE\n");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "search", "{\"pattern\":\"\xc3\xa9t\xc3\xa9\",\"case_insensitive\":true}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "u.txt\n1:\xc3\x89T\xc3\x89 \xe2\x84\xaa" "elvin\n\n[1 match shown, 1 files searched]\n");
+	r = tcc_call(c, "search", "{\"pattern\":\"kelvin\\\\b\",\"case_insensitive\":true,\"output_mode\":\"count\"}");
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "u.txt:1\n\n[1 file with matches shown, 1 files searched]\n");
+	r = tcc_call(c, "search", "{\"pattern\":\"\xc3\xa9t\xc3\xa9\"}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.matches"), 0);
+	r = tcc_call(c, "search", "{\"pattern\":\"Strasse\",\"case_insensitive\":true}");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.matches.0.line"), 3);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.matches.0.column"), 1);
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 START_TEST(glob_basics)
 {
 	struct tcd d;
@@ -878,6 +901,7 @@ int main(void)
 	tcase_add_test(tc, make_dir_basics);
 	tcase_add_test(tc, edit_basics);
 	tcase_add_test(tc, search_modes);
+	tcase_add_test(tc, search_unicode_case);
 	tcase_add_test(tc, read_lines);
 	tcase_add_test(tc, read_text);
 	tcase_add_test(tc, listed);
