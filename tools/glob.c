@@ -2,9 +2,10 @@
 /*
  * glob: the paths beneath a directory of the workspace that match a glob
  * pattern (lib/glob.h: "**", "*", "?", "[...]", "{a,b}"), newest first.
- * Directories that no match can lie below are not entered, ".git" is
- * skipped unless the pattern names it, symlinks are listed but not
- * followed. The walk, the sort and the answer are made on an io thread as
+ * Directories that no match can lie below are not entered, what ignore
+ * files exclude and hidden entries are skipped unless asked for
+ * (tools/walk.h), ".git" is skipped unless the pattern names it, symlinks
+ * are listed but not followed. The walk, the sort and the answer are made on an io thread as
  * the peer (lib/fsjob.h), never on the loop; cancel and timeout stop it at
  * the next entry.
  */

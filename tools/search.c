@@ -2,10 +2,14 @@
 /*
  * search: finds the lines matching a regular expression (the linear-time
  * matcher of schema "pattern", lib/regex_find.h) in the files beneath a
- * path of the workspace, optionally only those a glob selects. Binary files
- * (holding a NUL byte) and ".git" directories are skipped, symlinks are not
- * followed. Results are bounded by max_results and by a byte budget, and
- * stream as progress while the search runs.
+ * path of the workspace, optionally only those a type and a glob select.
+ * What ignore files exclude and hidden entries are skipped (tools/walk.h,
+ * lib/ignore.h), as are binary files (holding a NUL byte) and ".git"
+ * directories; symlinks are not followed. The text shows the matching lines
+ * grouped by file with their context, the files with a match, or their
+ * counts (output_mode), and ends with the counts and what to do when cut.
+ * Results are bounded by max_results and by a byte budget, and stream as
+ * progress while the search runs.
  *
  * The search runs on an io thread as the peer (lib/fsjob.h), never on the
  * loop, in parts of about PART_MS: after each, the loop streams what was
