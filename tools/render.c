@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "proto/base/util.h"
 #include "proto/utf8.h"
 
 /* The byte length of the first max characters of s. */
@@ -108,4 +109,59 @@ void render_read_binary(const char *path, const char *type, uint64_t size, struc
 {
 	buf_printf(out, "'%s' is a binary file (%s, %" PRIu64 " byte%s), not shown as text; "
 		   "read it with {\"encoding\": \"base64\"} for its bytes.", path, type, size, size == 1 ? "" : "s");
+}
+
+void render_search_heading(const char *path, bool first, struct buf *out)
+{
+	if (!first)
+		buf_putc(out, '\n');
+	utf8_sanitize(path, strlen(path), out);
+	buf_putc(out, '\n');
+}
+
+void render_search_line(size_t lineno, bool match, const char *text, size_t len, struct buf *out)
+{
+	size_t show = utf8_cut(text, len, RENDER_SEARCH_LINE_MAX);
+	if (show == 0 && len > 0)
+		show = MIN(len, RENDER_SEARCH_LINE_MAX);	/* not UTF-8 there: cut as it is */
+	buf_printf(out, "%zu%c", lineno, match ? ':' : '-');
+	utf8_sanitize(text, show, out);
+	buf_puts(out, show < len ? " [...]\n" : "\n");
+}
+
+void render_search_gap(struct buf *out)
+{
+	buf_puts(out, "--\n");
+}
+
+void render_search_hit(const char *path, bool with_count, size_t count, struct buf *out)
+{
+	utf8_sanitize(path, strlen(path), out);
+	if (with_count)
+		buf_printf(out, ":%zu", count);
+	buf_putc(out, '\n');
+}
+
+void render_search_summary(const struct search_summary *s, struct buf *out)
+{
+	if (buf_size(out))
+		buf_putc(out, '\n');
+	if (s->content ? !s->matches : !s->files) {
+		buf_printf(out, "No matches in %zu file%s searched", s->files_searched, s->files_searched == 1 ? "" : "s");
+		if (s->skipped)
+			buf_printf(out, " (%zu entries were skipped as ignored or hidden: no_ignore: true and hidden: "
+				   "true search them too)", s->skipped);
+		buf_puts(out, "\n");
+	} else if (s->content) {
+		buf_printf(out, "[%zu match%s shown, %zu file%s searched]\n", s->matches, s->matches == 1 ? "" : "es",
+			   s->files_searched, s->files_searched == 1 ? "" : "s");
+	} else {
+		buf_printf(out, "[%zu file%s with matches shown, %zu file%s searched]\n", s->files,
+			   s->files == 1 ? "" : "s", s->files_searched, s->files_searched == 1 ? "" : "s");
+	}
+	if (s->truncated)
+		buf_printf(out, "[Cut at max_results (%zu): more %s exist; raise max_results (up to 10000) or narrow "
+			   "path, glob or type]\n", s->max_results, s->content ? "matches" : "files");
+	if (s->skipped_large)
+		buf_printf(out, "[%zu files larger than %zu MiB were not searched]\n", s->skipped_large, s->large_mib);
 }

@@ -42,4 +42,29 @@ void render_read_file(const struct read_view *v, struct buf *out);
 /* Appends read_file's one line describing a binary file. */
 void render_read_binary(const char *path, const char *type, uint64_t size, struct buf *out);
 
+/* search's text (content mode): a file's heading (a blank line before it
+ * unless it is the first), its lines ("N:text" for a match, "N-text" for
+ * context, cut to RENDER_SEARCH_LINE_MAX bytes with " [...]"), and "--"
+ * between groups that are not adjacent. */
+#define RENDER_SEARCH_LINE_MAX 500
+void render_search_heading(const char *path, bool first, struct buf *out);
+void render_search_line(size_t lineno, bool match, const char *text, size_t len, struct buf *out);
+void render_search_gap(struct buf *out);
+/* The files and count modes: "path" or "path:N". */
+void render_search_hit(const char *path, bool with_count, size_t count, struct buf *out);
+
+/* What search's text ends with. */
+struct search_summary {
+	bool content;		/* content mode; else files or count */
+	size_t matches;		/* content: matching lines shown */
+	size_t files;		/* files and count: files shown */
+	size_t files_searched;
+	size_t skipped;		/* entries ignored or hidden */
+	size_t skipped_large;	/* files too large to search */
+	size_t large_mib;	/* what too large is */
+	size_t max_results;
+	bool truncated;
+};
+void render_search_summary(const struct search_summary *s, struct buf *out);
+
 #endif

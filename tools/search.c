@@ -33,6 +33,7 @@
 #include "proto/json.h"
 #include "proto/utf8.h"
 #include "tools/files.h"
+#include "tools/render.h"
 #include "tools/tools.h"
 #include "tools/walk.h"
 
@@ -185,10 +186,7 @@ static size_t lines_back(const char *data, size_t off, size_t n)
 /* Appends one line of the text: "N:text" for a match, "N-text" for context. */
 static void put_line(struct buf *t, size_t lineno, char sep, const char *data, size_t n, size_t off)
 {
-	size_t len = line_len(data, n, off), show = shown_len(data + off, len);
-	buf_printf(t, "%zu%c", lineno, sep);
-	utf8_sanitize(data + off, show, t);
-	buf_puts(t, show < len ? " [...]\n" : "\n");
+	render_search_line(lineno, sep == ':', data + off, line_len(data, n, off), t);
 }
 
 /*
@@ -202,17 +200,14 @@ static void put_file_text(struct search *S, const char *path, const char *data, 
 		return;
 	struct buf *t = &S->text;
 	size_t start = buf_size(t), last = 0;	/* the last line written */
-	if (start)
-		buf_putc(t, '\n');
-	utf8_sanitize(path, strlen(path), t);
-	buf_putc(t, '\n');
+	render_search_heading(path, start == 0, t);
 	for (size_t i = 0; i < S->n_lines; i++) {
 		size_t no = S->lines[i].lineno, off = S->lines[i].off;
 		size_t first = no > S->context ? no - S->context : 1;
 		if (first <= last)
 			first = last + 1;
 		if (last && first > last + 1)
-			buf_puts(t, "--\n");
+			render_search_gap(t);
 		size_t p = lines_back(data, off, no - first);
 		for (size_t k = first; k < no; k++) {
 			put_line(t, k, '-', data, n, p);
@@ -509,16 +504,13 @@ static void put_hits(struct search *S)
 		const struct hit *h = &S->hits[i];
 		if (S->mode == MODE_FILES) {
 			jgen_str(S->g, h->path);
-			utf8_sanitize(h->path, strlen(h->path), &S->text);
-			buf_putc(&S->text, '\n');
 		} else {
 			jgen_obj_open(S->g);
 			jgen_kv_str(S->g, "path", h->path);
 			jgen_kv_int(S->g, "count", (int64_t)h->count);
 			jgen_obj_close(S->g);
-			utf8_sanitize(h->path, strlen(h->path), &S->text);
-			buf_printf(&S->text, ":%zu\n", h->count);
 		}
+		render_search_hit(h->path, S->mode == MODE_COUNT, h->count, &S->text);
 	}
 }
 
@@ -526,29 +518,18 @@ static void put_hits(struct search *S)
  * to go on, what was skipped. */
 static void put_summary(struct search *S)
 {
-	struct buf *t = &S->text;
-	size_t files = S->mode == MODE_CONTENT ? 0 : MIN(S->n_hits, S->max_results);
-	if (buf_size(t))
-		buf_putc(t, '\n');
-	if (!S->n_matches) {
-		buf_printf(t, "No matches in %zu files searched", S->files_searched);
-		if (S->walk.skipped)
-			buf_printf(t, " (%zu entries were skipped as ignored or hidden: no_ignore: true and hidden: true "
-				   "search them too)", S->walk.skipped);
-		buf_puts(t, "\n");
-	} else if (S->mode == MODE_CONTENT) {
-		buf_printf(t, "[%zu match%s shown, %zu files searched]\n", S->n_matches, S->n_matches == 1 ? "" : "es",
-			   S->files_searched);
-	} else {
-		buf_printf(t, "[%zu file%s with matches shown, %zu files searched]\n", files, files == 1 ? "" : "s",
-			   S->files_searched);
-	}
-	if (S->truncated)
-		buf_printf(t, "[Cut at max_results (%zu): more %s exist; raise max_results (up to 10000) or narrow "
-			   "path, glob or type]\n", S->max_results, S->mode == MODE_CONTENT ? "matches" : "files");
-	if (S->skipped_large)
-		buf_printf(t, "[%zu files larger than %zu MiB were not searched]\n", S->skipped_large,
-			   SEARCH_FILE_MAX >> 20);
+	struct search_summary sum = {
+		.content = S->mode == MODE_CONTENT,
+		.matches = S->n_matches,
+		.files = MIN(S->n_hits, S->max_results),
+		.files_searched = S->files_searched,
+		.skipped = S->walk.skipped,
+		.skipped_large = S->skipped_large,
+		.large_mib = SEARCH_FILE_MAX >> 20,
+		.max_results = S->max_results,
+		.truncated = S->truncated,
+	};
+	render_search_summary(&sum, &S->text);
 }
 
 /* On the loop: sets the outcome from what the search found. */

@@ -212,7 +212,7 @@ START_TEST(search_modes)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
 			 "src/a.c\n1-one\n2:two key\n3-three\n--\n6-six\n7:seven key\n8:eight key\n9-nine\n\n"
-			 "[3 matches shown, 1 files searched]\n");
+			 "[3 matches shown, 1 file searched]\n");
 	/* files, newest first; the ignored and hidden are not searched */
 	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\"}");
 	tc_assert_ok(r);
@@ -272,9 +272,9 @@ START_TEST(search_unicode_case)
 	const struct json *r = tcc_call(c, "search", "{\"pattern\":\"\xc3\xa9t\xc3\xa9\",\"case_insensitive\":true}");
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
-			 "u.txt\n1:\xc3\x89T\xc3\x89 \xe2\x84\xaa" "elvin\n\n[1 match shown, 1 files searched]\n");
+			 "u.txt\n1:\xc3\x89T\xc3\x89 \xe2\x84\xaa" "elvin\n\n[1 match shown, 1 file searched]\n");
 	r = tcc_call(c, "search", "{\"pattern\":\"kelvin\\\\b\",\"case_insensitive\":true,\"output_mode\":\"count\"}");
-	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "u.txt:1\n\n[1 file with matches shown, 1 files searched]\n");
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "u.txt:1\n\n[1 file with matches shown, 1 file searched]\n");
 	r = tcc_call(c, "search", "{\"pattern\":\"\xc3\xa9t\xc3\xa9\"}");
 	ck_assert_int_eq(tj_len(r, "result.structuredContent.matches"), 0);
 	r = tcc_call(c, "search", "{\"pattern\":\"Strasse\",\"case_insensitive\":true}");

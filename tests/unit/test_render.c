@@ -110,6 +110,46 @@ START_TEST(read_file_bytes)
 }
 END_TEST
 
+START_TEST(search_text)
+{
+	struct buf out = {0};
+	/* content: two files, context, a gap, a cut line */
+	render_search_heading("src/a.c", true, &out);
+	render_search_line(1, false, "one", 3, &out);
+	render_search_line(2, true, "two key", 7, &out);
+	render_search_line(3, false, "three", 5, &out);
+	render_search_gap(&out);
+	render_search_line(7, true, "seven key", 9, &out);
+	render_search_heading("src/b.c", false, &out);
+	struct buf longl = {0};
+	for (int i = 0; i < 600; i++)
+		buf_putc(&longl, i == 0 ? 'k' : 'x');
+	render_search_line(12, true, buf_head(&longl), buf_size(&longl), &out);
+	buf_free(&longl);
+	render_search_summary(&(struct search_summary){ .content = true, .matches = 3, .files_searched = 10,
+							.max_results = 3, .truncated = true }, &out);
+	golden("search_content", &out);
+	buf_clear(&out);
+
+	/* files and count */
+	render_search_hit("src/new.c", false, 0, &out);
+	render_search_hit("old.md", false, 0, &out);
+	render_search_summary(&(struct search_summary){ .files = 2, .files_searched = 40, .skipped = 7 }, &out);
+	golden("search_files", &out);
+	buf_clear(&out);
+	render_search_hit("src/a.c", true, 3, &out);
+	render_search_summary(&(struct search_summary){ .files = 1, .files_searched = 1, .skipped_large = 2,
+							.large_mib = 32 }, &out);
+	golden("search_count", &out);
+	buf_clear(&out);
+
+	/* nothing found: what was skipped */
+	render_search_summary(&(struct search_summary){ .content = true, .files_searched = 4, .skipped = 11 }, &out);
+	golden("search_none", &out);
+	buf_free(&out);
+}
+END_TEST
+
 static Suite *render_suite(void)
 {
 	Suite *s = suite_create("render");
@@ -117,6 +157,9 @@ static Suite *render_suite(void)
 	tcase_add_test(tc, read_file_lines);
 	tcase_add_test(tc, read_file_long_line);
 	tcase_add_test(tc, read_file_bytes);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("search");
+	tcase_add_test(tc, search_text);
 	suite_add_tcase(s, tc);
 	return s;
 }
