@@ -31,6 +31,7 @@
 #include "tools/command.h"
 #include "tools/tools.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/golden.h"
 #include "tests/unit/deny_syscall.h"
 
 /* --- fixture ------------------------------------------------------------- */
@@ -375,6 +376,10 @@ START_TEST(shell_capture)
 	/* With the exit status last. */
 	doc = shell_ok(&run, "{\"command\":\"echo err >&2; sleep 0.3; echo out; exit 2\"}");
 	ck_assert_str_eq(run.c.text, "err\nout\n[exit code 2]");
+	struct buf text = {0};
+	buf_puts(&text, run.c.text);
+	golden("shell_exit", &text);
+	buf_free(&text);
 	json_doc_unref(doc);
 	run_done(&run);
 }
@@ -435,6 +440,7 @@ START_TEST(shell_text_head_tail)
 		buf_putc(&want, 'y');
 	buf_puts(&want, "TAIL\n[exit code 1]");
 	ck_assert_str_eq(run.c.text, buf_head(&want));
+	golden("shell_head_tail", &want);
 	ck_assert_uint_eq(strlen(sget(doc, "stderr")), 2500);
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
 	buf_free(&want);
