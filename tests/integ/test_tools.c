@@ -199,6 +199,7 @@ START_TEST(search_modes)
 	tcd_put(&d, "src/gen_1.c", "key\n");
 	tcd_put(&d, "src/secret.c", "key\n");
 	tcd_put(&d, "local.txt", "key\n");
+	tcd_put(&d, "src/deep/x.log", "key\n");
 	tcd_put(&d, ".env", "key\n");
 	tcd_put(&d, ".config/x.c", "key\n");
 	set_mtime(&d, "src/a.c", 1000);
@@ -219,7 +220,7 @@ START_TEST(search_modes)
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
 			 "src/b.py\nnotes.md\nsrc/a.c\nkeep.log\n\n[4 files with matches shown, 4 files searched]\n");
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.files.0"), "src/b.py");
-	ck_assert_int_eq(tj_int(r, "result.structuredContent.skipped"), 11);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.skipped"), 12);
 	/* count */
 	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"count\",\"path\":\"src\"}");
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
@@ -232,17 +233,23 @@ START_TEST(search_modes)
 	tc_assert_kind(r, "validation_error");
 	/* no_ignore and hidden */
 	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\",\"no_ignore\":true}");
-	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 9);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 10);
 	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\",\"no_ignore\":true,"
 			 "\"hidden\":true}");
-	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 11);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 12);
 	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"glob\":\".config/*\",\"output_mode\":\"files\"}");
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.files.0"), ".config/x.c");
+	/* the ignore files above the searched directory count too */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"path\":\"src/deep\",\"output_mode\":\"files\"}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 0);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.skipped"), 1);
+	r = tcc_call(c, "glob", "{\"pattern\":\"*\",\"path\":\"src/deep\",\"no_ignore\":true}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.paths"), 1);
 	/* nothing found: what was skipped is said */
 	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"path\":\"build\"}");
 	tc_assert_ok(r);
 	r = tcc_call(c, "search", "{\"pattern\":\"nowhere\"}");
-	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "No matches in 4 files searched (11 entries were "
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "No matches in 4 files searched (12 entries were "
 		      "skipped as ignored or hidden"), "%s", tj_str(r, "result.content.0.text"));
 
 	/* glob skips the same */
@@ -252,7 +259,7 @@ START_TEST(search_modes)
 	r = tcc_call(c, "glob", "{\"pattern\":\"**/*.c\",\"no_ignore\":true}");
 	ck_assert_int_eq(tj_len(r, "result.structuredContent.paths"), 4);
 	r = tcc_call(c, "glob", "{\"pattern\":\"**/*.o\"}");
-	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "No paths match (11 entries were skipped"), "%s",
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "No paths match (12 entries were skipped"), "%s",
 		      tj_str(r, "result.content.0.text"));
 	/* list_dir shows everything */
 	r = tcc_call(c, "list_dir", "{}");
