@@ -86,8 +86,7 @@ static const char *const t0008_files[] = {
 static bool t0008_ignored(struct ignore *const *lists, struct ignore *exclude, const char *path, bool dir)
 {
 	for (const char *p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
-		_cleanup_free_ char *parent = xmemdup(path, (size_t)(p - path));
-		parent[p - path] = '\0';
+		_cleanup_free_ char *parent = xasprintf("%.*s", (int)(p - path), path);
 		if (t0008_ignored(lists, exclude, parent, true))
 			return true;
 	}
@@ -242,7 +241,8 @@ static char *sorted(char *text)
 		v = xreallocarray(v, n + 1, sizeof(*v));
 		v[n++] = l;
 	}
-	qsort(v, n, sizeof(*v), cmp_str);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_str);
 	struct buf b = {0};
 	for (size_t i = 0; i < n; i++)
 		buf_printf(&b, "%s\n", v[i]);
