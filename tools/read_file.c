@@ -201,23 +201,39 @@ static void cut_lines(struct read_job *j, struct buf *all)
 	j->more = shown > 0 && stop < size;
 }
 
+/* The window of a file that grew too large to count its lines while it
+ * was read: by bytes. */
+static int read_lines_too_large(struct read_job *j, struct buf *all)
+{
+	j->by_lines = false;
+	j->too_large = true;
+	all->len = all->off + MIN(buf_size(all), j->limit + 4);
+	j->data = *all;
+	*all = (struct buf){0};
+	return 0;
+}
+
 /* Reads the window by lines: the whole file, cut. A file too large to
- * count its lines is read by bytes instead, unless lines were asked for. */
+ * count its lines is read by bytes instead, unless lines were asked for;
+ * what fits in the byte window is read first, which for most files is all
+ * of them. */
 static int read_lines(const struct workspace *ws, struct read_job *j)
 {
 	_cleanup_(buf_free) struct buf all = {};
-	int r = ws_read(ws, j->path, j->path_len, 0, LINES_MAX_BYTES + 1, &all, &j->st);
+	size_t first = MIN(j->limit + 4, LINES_MAX_BYTES + 1);
+	int r = ws_read(ws, j->path, j->path_len, 0, first, &all, &j->st);
 	if (r < 0)
 		return r;
-	if (buf_size(&all) > LINES_MAX_BYTES) {
-		if (j->line_given)
-			return -EFBIG;
-		j->by_lines = false;
-		j->too_large = true;
-		all.len = all.off + MIN(buf_size(&all), j->limit + 4);
-		j->data = all;
-		all = (struct buf){0};
-		return 0;
+	if (buf_size(&all) == first && (uint64_t)j->st.st_size > LINES_MAX_BYTES)
+		return j->line_given ? -EFBIG : read_lines_too_large(j, &all);
+	if (buf_size(&all) == first) {
+		/* More follows: the whole file, to count its lines. */
+		buf_clear(&all);
+		r = ws_read(ws, j->path, j->path_len, 0, LINES_MAX_BYTES + 1, &all, &j->st);
+		if (r < 0)
+			return r;
+		if (buf_size(&all) > LINES_MAX_BYTES)
+			return j->line_given ? -EFBIG : read_lines_too_large(j, &all);
 	}
 	cut_lines(j, &all);
 	return 0;

@@ -1046,6 +1046,24 @@ START_TEST(read_window)
 	ck_assert(sc_bool(&res, "truncated"));
 	result_clear(&res);
 
+	/* Over 64 MiB: by bytes, saying so; by lines only when asked, refused. */
+	data = xmalloc(1 << 20);
+	for (size_t i = 0; i < 1 << 20; i++)
+		data[i] = i % 8 == 7 ? '\n' : 'y';
+	put("ws/huge.txt", data, 1 << 20);
+	free(data);
+	ck_assert_int_eq(truncate(at("ws/huge.txt"), (off_t)65 << 20), 0);
+	run(&tool_read_file, &res, "{\"path\":\"huge.txt\"}");
+	assert_ok(&res);
+	ck_assert_uint_eq(strlen(sc_str(&res, "content")), 256u << 10);
+	ck_assert_ptr_null(json_get(res.sc, "first_line"));
+	ck_assert_msg(strstr(res.call.text, "\n[Bytes 0-262143 of 68157440 shown (the file is too large to read by "
+			     "lines); read on with {\"offset\": 262144}]"), "%.300s", res.call.text);
+	result_clear(&res);
+	run(&tool_read_file, &res, "{\"path\":\"huge.txt\",\"line\":2}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "too large to read by lines");
+	result_clear(&res);
+
 	/* An empty file. */
 	puts_file("ws/empty", "");
 	run(&tool_read_file, &res, "{\"path\":\"empty\"}");
