@@ -128,8 +128,11 @@ static int push_level(struct walk *w, const char *rel)
 	struct walk_level *l = &w->stack[w->depth++];
 	*l = (struct walk_level){ .fd = fd, .rel = xstrdup(rel), .v = v, .n = n };
 	if (w->use_ignores) {
-		l->ig[0] = load_ignore(fd, ".ignore");
-		l->ig[1] = load_ignore(fd, ".gitignore");
+		/* Opened only when the listing holds them: most directories do not. */
+		if (bsearch(&(struct walk_ent){ .name = (char *)".ignore" }, v, n, sizeof(*v), ent_cmp))
+			l->ig[0] = load_ignore(fd, ".ignore");
+		if (bsearch(&(struct walk_ent){ .name = (char *)".gitignore" }, v, n, sizeof(*v), ent_cmp))
+			l->ig[1] = load_ignore(fd, ".gitignore");
 	}
 	return r;
 }
@@ -152,6 +155,8 @@ static bool ignored(const struct walk *w, const char *path, bool is_dir)
 	size_t len = strlen(path);
 	for (size_t d = w->depth; d-- > 0;) {
 		const struct walk_level *l = &w->stack[d];
+		if (!l->ig[0] && !l->ig[1])
+			continue;
 		size_t skip = *l->rel ? strlen(l->rel) + 1 : 0;
 		for (int k = 0; k < 2; k++) {
 			enum ignore_verdict v = ignore_match(l->ig[k], path + skip, len - skip, is_dir);

@@ -2040,6 +2040,13 @@ static void scenario_search_rg(void)
 	if (system(cmd) != 0)
 		die("could not make the repository");
 	rg_searches("git repository, build/ ignored (3 copies)", "repo");
+	/* glob with the same filter as find: the ignored build/ left out. */
+	snprintf(cmd, sizeof(cmd), "cd %s/ws && find repo -path repo/build -prune -o -name '*.h' -print > %s/find.out",
+		 tmp_dir, tmp_dir);
+	files_pair("git repository, build/ ignored: glob '**/*.h' vs find -name '*.h' pruning build/",
+		   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"glob\","
+		   "\"arguments\":{\"pattern\":\"**/*.h\",\"path\":\"repo\",\"max_results\":100000}}}",
+		   cmd, ".h\"");
 }
 /* --- end search and glob --- */
 
