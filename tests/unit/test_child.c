@@ -428,7 +428,7 @@ START_TEST(shell_text_head_tail)
 	/* 5008 bytes of both streams: the text keeps 500 from each end of the
 	 * two together; structuredContent keeps each stream whole. */
 	struct json_doc *doc = shell_ok(&run,
-		"{\"command\":\"printf HEAD; head -c 2500 /dev/zero | tr '\\\\0' x >&2; sleep 0.3; "
+		"{\"command\":\"printf HEAD; sleep 0.3; head -c 2500 /dev/zero | tr '\\\\0' x >&2; sleep 0.3; "
 		"head -c 2500 /dev/zero | tr '\\\\0' y; printf TAIL; exit 1\"}");
 	env.shell_text_cap = 0;
 	struct buf want = {0};
