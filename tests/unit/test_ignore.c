@@ -5,7 +5,8 @@
  * itself as the oracle: on generated trees with many .gitignore files and
  * patterns (negation, anchoring, directory-only, "**", sets, escapes), the
  * files the walk reports are exactly those `git ls-files --others
- * --exclude-standard` lists.
+ * --exclude-standard` lists, and `git check-ignore -v -n` agrees with it on
+ * every path of every directory it entered.
  */
 #include <check.h>
 #include <errno.h>
@@ -269,8 +270,9 @@ static char *run_out(const char *cmd)
 	return buf_steal(&b);
 }
 
-/* The files the walk reports, one a line. */
-static char *walk_files(struct ignore *exclude)
+/* The files the walk reports, one a line (and its directories too, a
+ * "/" after them, with dirs). */
+static char *walk_paths(struct ignore *exclude, bool dirs)
 {
 	struct walk w = { .basefd = -1 };
 	w.use_ignores = true;
@@ -281,12 +283,78 @@ static char *walk_files(struct ignore *exclude)
 	const char *rel;
 	enum walk_type t;
 	while (walk_next(&w, &rel, &t) > 0) {
-		if (t == WALK_FILE && strcmp(rel, ".git") != 0 && strncmp(rel, ".git/", 5) != 0)
+		if (strcmp(rel, ".git") == 0 || strncmp(rel, ".git/", 5) == 0)
+			continue;
+		if (t == WALK_FILE)
 			buf_printf(&b, "%s\n", rel);
+		else if (dirs && t == WALK_DIR)
+			buf_printf(&b, "%s/\n", rel);
 	}
 	walk_done(&w);
 	buf_putc(&b, '\0');
 	return buf_steal(&b);
+}
+
+/* Whether text (lines) holds line. */
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	for (const char *p = text; (p = strstr(p, line)); p++)
+		if ((p == text || p[-1] == '\n') && p[n] == '\n')
+			return true;
+	return false;
+}
+
+/*
+ * git check-ignore as a second oracle, path by path: what the walk reports
+ * is not ignored, and what it skipped in a directory it entered is. (What
+ * lies below a skipped directory is not looked at: the walk never sees it.)
+ */
+static size_t checked_ignored, checked_kept;
+
+static void check_ignore_agrees(struct ignore *exclude)
+{
+	char *seen = walk_paths(exclude, true);
+	char *all = run_out("find . -path ./.git -prune -o -mindepth 1 -printf '%P\\n'");
+	struct buf ask = {0};
+	for (char *save = NULL, *l = strtok_r(all, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *parent = xstrdup(l), *slash = strrchr(parent, '/');
+		bool entered = true;
+		if (slash) {
+			slash[1] = '\0';
+			entered = has_line(seen, parent);
+		}
+		free(parent);
+		if (entered)
+			buf_printf(&ask, "%s\n", l);
+	}
+	put("ask", buf_head(&ask));
+	char *said = run_out("GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent git -c core.excludesFile=/dev/null "
+			     "check-ignore --no-index -v -n --stdin < ask; rm -f ask");
+	for (char *save = NULL, *l = strtok_r(said, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *tab = strchr(l, '\t');
+		ck_assert_ptr_nonnull(tab);
+		const char *path = tab + 1;
+		if (strcmp(path, "ask") == 0)
+			continue;
+		/* "source:line:pattern": ignored when a pattern matched and is no negation. */
+		const char *pat = strchr(l, ':');
+		pat = pat ? strchr(pat + 1, ':') : NULL;
+		bool ignored = pat && pat + 1 < tab && pat[1] != '!';
+		char *as_dir = xasprintf("%s/", path);
+		bool reported = has_line(seen, path) || has_line(seen, as_dir);
+		free(as_dir);
+		ck_assert_msg(ignored != reported, "%s: git check-ignore says %.*s, the walk %s it (tree kept in %s)",
+			      path, (int)(tab - l), l, reported ? "reports" : "skips", root);
+		if (ignored)
+			checked_ignored++;
+		else
+			checked_kept++;
+	}
+	free(said);
+	buf_free(&ask);
+	free(all);
+	free(seen);
 }
 
 START_TEST(git_oracle)
@@ -305,7 +373,8 @@ START_TEST(git_oracle)
 		put("per-repo", "x\n");
 		char *want = run_out("GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent git -c core.quotePath=false "
 				     "-c core.excludesFile=/dev/null ls-files --others --exclude-standard");
-		char *got = walk_files(parse(exclude_text));
+		char *got = walk_paths(parse(exclude_text), false);
+		check_ignore_agrees(parse(exclude_text));
 		char *ign = run_out("GIT_CONFIG_NOSYSTEM=1 HOME=/nonexistent git -c core.excludesFile=/dev/null "
 				    "ls-files --others --ignored --exclude-standard | wc -l");
 		ignored += (size_t)atol(ign);
@@ -326,7 +395,10 @@ START_TEST(git_oracle)
 	/* The trees test something: both kinds, in numbers. */
 	ck_assert_uint_gt(kept, 200);
 	ck_assert_uint_gt(ignored, 200);
-	printf("git oracle: %zu files kept, %zu ignored, in 40 trees\n", kept, ignored);
+	printf("git oracle: %zu files kept, %zu ignored, in 40 trees; check-ignore: %zu paths kept, %zu ignored\n",
+	       kept, ignored, checked_kept, checked_ignored);
+	ck_assert_uint_gt(checked_kept, 200);
+	ck_assert_uint_gt(checked_ignored, 200);
 }
 END_TEST
 
