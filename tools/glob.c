@@ -153,12 +153,12 @@ static int glob_run(struct fsjob *job, void *arg)
 {
 	struct globber *G = arg;
 	int fd = -1;
-	int r = ws_openat(fsjob_ws(job), G->path, G->path_len, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &fd);
+	int r = fsjob_openat(job, G->path, G->path_len, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &fd);
 	if (r < 0)
 		return r;
 	G->walk.use_ignores = !G->no_ignore;
 	G->walk.skip_hidden = !G->hidden;
-	walk_load_outer(&G->walk, fsjob_ws(job), G->root);
+	walk_load_outer(&G->walk, job, G->root);
 	walk_init(&G->walk, fd);
 	G->walk.skip_git = G->skip_git;
 	G->walk.descend = may_descend;

@@ -217,11 +217,11 @@ static int read_lines_too_large(struct read_job *j, struct buf *all)
  * count its lines is read by bytes instead, unless lines were asked for;
  * what fits in the byte window is read first, which for most files is all
  * of them. */
-static int read_lines(const struct workspace *ws, struct read_job *j)
+static int read_lines(const struct fsjob *job, struct read_job *j)
 {
 	_cleanup_(buf_free) struct buf all = {};
 	size_t first = MIN(j->limit + 4, LINES_MAX_BYTES + 1);
-	int r = ws_read(ws, j->path, j->path_len, 0, first, &all, &j->st);
+	int r = fsjob_read(job, j->path, j->path_len, 0, first, &all, &j->st);
 	if (r < 0)
 		return r;
 	if (buf_size(&all) == first && (uint64_t)j->st.st_size > LINES_MAX_BYTES)
@@ -229,7 +229,7 @@ static int read_lines(const struct workspace *ws, struct read_job *j)
 	if (buf_size(&all) == first) {
 		/* More follows: the whole file, to count its lines. */
 		buf_clear(&all);
-		r = ws_read(ws, j->path, j->path_len, 0, LINES_MAX_BYTES + 1, &all, &j->st);
+		r = fsjob_read(job, j->path, j->path_len, 0, LINES_MAX_BYTES + 1, &all, &j->st);
 		if (r < 0)
 			return r;
 		if (buf_size(&all) > LINES_MAX_BYTES)
@@ -246,8 +246,24 @@ static int read_job_run(struct fsjob *job, void *arg)
 {
 	struct read_job *j = arg;
 	if (j->by_lines)
-		return read_lines(fsjob_ws(job), j);
-	return ws_read(fsjob_ws(job), j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
+		return read_lines(job, j);
+	return fsjob_read(job, j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
+}
+
+/* On the loop, when no identity is to be taken: a small file at once
+ * (WS_NOT_SMALL for a larger one). */
+static int read_small_run(struct fsjob *job, void *arg)
+{
+	struct read_job *j = arg;
+	if (!j->by_lines)
+		return fsjob_read_small(job, j->path, j->path_len, j->offset, j->limit + 4, FSJOB_INLINE_BYTES,
+					&j->data, &j->st);
+	_cleanup_(buf_free) struct buf all = {};
+	int r = fsjob_read_small(job, j->path, j->path_len, 0, FSJOB_INLINE_BYTES + 1, FSJOB_INLINE_BYTES, &all,
+				 &j->st);
+	if (r == 0)
+		cut_lines(j, &all);
+	return r;
 }
 
 /* Writes structuredContent: the raw window and where it lies. */
@@ -442,23 +458,11 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 
 	/* A small file is read at once: a trip to an io thread would cost
 	 * more than the read. Anything larger goes to the pool. */
-	if (fsjob_may_inline(call)) {
-		int r;
-		if (j->by_lines) {
-			_cleanup_(buf_free) struct buf all = {};
-			r = ws_read_small(call->ws, j->path, j->path_len, 0, FSJOB_INLINE_BYTES + 1, FSJOB_INLINE_BYTES,
-					  &all, &j->st);
-			if (r == 0)
-				cut_lines(j, &all);
-		} else {
-			r = ws_read_small(call->ws, j->path, j->path_len, j->offset, j->limit + 4, FSJOB_INLINE_BYTES,
-					  &j->data, &j->st);
-		}
-		if (r != WS_NOT_SMALL) {
-			read_job_done(call, j, r);
-			read_job_free(j);
-			return TOOL_DONE;
-		}
+	int r = fsjob_inline(call, read_small_run, j);
+	if (r != WS_NOT_SMALL && r != FSJOB_NOT_INLINE) {
+		read_job_done(call, j, r);
+		read_job_free(j);
+		return TOOL_DONE;
 	}
 	return fsjob_start(call, &read_ops, j);
 }

@@ -392,7 +392,7 @@ static uint64_t now_ms(void)
 static int search_open(struct search *S, struct fsjob *job)
 {
 	int fd = -1;
-	int r = ws_openat(fsjob_ws(job), S->path, S->path_len, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &fd);
+	int r = fsjob_openat(job, S->path, S->path_len, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &fd);
 	if (r < 0)
 		return r;
 	struct stat st;
@@ -404,7 +404,7 @@ static int search_open(struct search *S, struct fsjob *job)
 	}
 	S->walk.use_ignores = !S->no_ignore;
 	S->walk.skip_hidden = !S->hidden;
-	walk_load_outer(&S->walk, fsjob_ws(job), S->root);
+	walk_load_outer(&S->walk, job, S->root);
 	walk_init(&S->walk, fd);
 	S->walk.skip_git = S->skip_git;
 	S->walk.descend = may_descend;

@@ -249,17 +249,17 @@ void walk_done(struct walk *w)
 }
 
 /* Reads the ignore file at path (relative to the workspace), or NULL. */
-static struct ignore *read_ignore(const struct workspace *ws, const char *path)
+static struct ignore *read_ignore(const struct fsjob *job, const char *path)
 {
 	struct buf b = {0};
 	struct ignore *ig = NULL;
-	if (ws_read(ws, path, strlen(path), 0, IGNORE_FILE_MAX, &b, NULL) == 0)
+	if (fsjob_read(job, path, strlen(path), 0, IGNORE_FILE_MAX, &b, NULL) == 0)
 		ig = ignore_parse(buf_head(&b), buf_size(&b));
 	buf_free(&b);
 	return ig;
 }
 
-void walk_load_outer(struct walk *w, const struct workspace *ws, const char *start)
+void walk_load_outer(struct walk *w, const struct fsjob *job, const char *start)
 {
 	if (!w->use_ignores || start[0] == '/')
 		return;
@@ -275,7 +275,7 @@ void walk_load_outer(struct walk *w, const struct workspace *ws, const char *sta
 		for (size_t k = 0; k < 2; k++) {
 			_cleanup_free_ char *p = dir_len ? xasprintf("%.*s/%s", (int)dir_len, start, names[k])
 							 : xstrdup(names[k]);
-			walk_add_ignore(w, read_ignore(ws, p), prefix);
+			walk_add_ignore(w, read_ignore(job, p), prefix);
 		}
 		end = dir_len;
 	}
@@ -283,7 +283,7 @@ void walk_load_outer(struct walk *w, const struct workspace *ws, const char *sta
 	for (size_t end = n;;) {
 		_cleanup_free_ char *p = end ? xasprintf("%.*s/.git/info/exclude", (int)end, start)
 					     : xstrdup(".git/info/exclude");
-		struct ignore *ig = read_ignore(ws, p);
+		struct ignore *ig = read_ignore(job, p);
 		if (ig) {
 			walk_add_ignore(w, ig, start + (end ? MIN(end + 1, n) : 0));
 			break;

@@ -76,9 +76,8 @@ void walk_add_ignore(struct walk *w, struct ignore *ig, const char *prefix);
 /* Adds, with use_ignores, the .ignore and .gitignore files of the
  * directories above start (the start's path relative to the workspace
  * root, "." for the root) up to the root, and the .git/info/exclude of the
- * nearest of them (or the start) that has one. */
-struct workspace;
-void walk_load_outer(struct walk *w, const struct workspace *ws, const char *start);
+ * nearest of them (or the start) that has one; read as the job reads. */
+void walk_load_outer(struct walk *w, const struct fsjob *job, const char *start);
 /* Whether a glob names a hidden component (".github/x", "a/.env"): what
  * it names is then looked for among hidden entries too. */
 bool walk_names_hidden(const char *s, size_t n);
