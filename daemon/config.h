@@ -54,6 +54,9 @@
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
  *   limits.event_queue                    1..1000000      1024: events held for a slow
  *                                                         subscriber before some are dropped
+ *   limits.read_default_lines             1..10000000     2000: read_file's default window
+ *   limits.read_default_bytes             1 KiB..1 GiB    262144: read_file's default text window
+ *   limits.shell_output_kb                1..1048576      64: output shown in shell's text
  *   retry.max_attempts                    1..100          3
  *   retry.base_delay_ms                   0..3600000      100
  *   retry.max_delay_ms                    0..3600000      10000: the longest wait between attempts
@@ -182,6 +185,9 @@ struct config {
 		struct config_tool_cap *per_tool;
 		size_t n_per_tool;
 		uint32_t event_queue;
+		uint32_t read_default_lines;	/* read_file's default window in lines */
+		uint64_t read_default_bytes;	/* ... and in bytes */
+		uint32_t shell_output_kb;	/* shell's text: head and tail kept */
 	} limits;
 
 	struct {

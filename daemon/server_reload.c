@@ -70,6 +70,9 @@ void server_apply_config(struct server *s)
 	s->env.shell_env_allow = (const char *const *)c->tools.shell_env_allow;
 	s->env.output_cap = (size_t)c->tools.shell_output_cap;
 	s->env.read_cap = (size_t)c->tools.read_file_limit;
+	s->env.read_lines = c->limits.read_default_lines;
+	s->env.read_bytes = (size_t)c->limits.read_default_bytes;
+	s->env.shell_text_cap = (size_t)c->limits.shell_output_kb << 10;
 	s->env.sandbox = &c->sandbox;
 	if (!c->memory.dir)
 		c->memory.dir = config_default_memory_dir();

@@ -49,6 +49,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/errors.h"
 #include "proto/base/buf.h"
 
 struct child;
@@ -177,9 +178,18 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 struct sandbox_run *child_call_sandbox(struct tool_call *c);
 /* child_result_json() with "sandbox": {profile, network, enforced}. */
 char *child_call_json(struct tool_call *c, const struct child_result *r, bool with_signal);
-/* child_result_text(), ending with a line that names the limit the child
- * hit, or says the sandbox refused it, when it failed so. */
+/* The text of the call's child: stdout and stderr in the order they were
+ * written (their head and tail beyond the tool_env's shell_text_cap, with a
+ * line saying how many bytes were dropped between), then the exit status
+ * when not 0, and a line that names the limit the child hit, or says the
+ * sandbox refused it, when it failed so. Call from the done callback. */
 char *child_call_text(struct tool_call *c, const struct child_result *r);
+/* The output the call's child has written so far, as that text holds it
+ * (owned), or NULL when none: what a call stopped early keeps. */
+char *child_call_partial(struct tool_call *c);
+/* Fails the call with kind and message, followed in the message by the
+ * output produced so far, which the error's data.output holds too. */
+void child_call_fail_partial(struct tool_call *c, enum tc_kind kind, const char *message);
 /* The limit the child hit ("the memory limit (64 MB)"), or NULL. */
 char *child_call_limit(struct tool_call *c, const struct child_result *r);
 /* The .cancel of tools that run a child. */

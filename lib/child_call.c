@@ -8,8 +8,10 @@
 #include "lib/child.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "lib/child_internal.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/tool.h"
 #include "lib/workspace.h"
@@ -26,13 +28,72 @@ struct child_call {
 	struct child *ch;
 	struct sandbox_run *run;
 	child_call_done_fn done;
+	/* stdout and stderr as they were read, one stream as a terminal
+	 * shows them: head and tail of the text the model reads. */
+	struct capture text;
 };
 
-/* Streams a chunk of output to the call's owner. */
+/* The output shown in the text by default (limits.shell_output_kb). */
+#define CALL_TEXT_CAP_DEFAULT ((size_t)64 << 10)
+
+static void append_text(struct buf *out, const char *s, size_t n);
+
+/* Keeps a chunk of output for the text and streams it to the call's owner. */
 static void call_output(void *arg, enum child_stream s, const char *data, size_t n)
 {
 	struct child_call *cc = arg;
+	capture_add(&cc->text, data, n);
 	tool_call_output(cc->c, stream_names[s], data, n);
+}
+
+/* Appends the output kept so far for the text, in the order it was
+ * written, with the dropped middle's marker when it was too long. */
+static void put_output(struct child_call *cc, struct buf *out)
+{
+	char *kept;
+	size_t n;
+	bool cut;
+	capture_finish(&cc->text, &kept, &n, &cut);
+	append_text(out, kept, n);
+	free(kept);
+}
+
+static void child_call_free(struct child_call *cc)
+{
+	capture_free(&cc->text);
+	free(cc);
+}
+
+char *child_call_partial(struct tool_call *c)
+{
+	struct child_call *cc = c->state;
+	if (!cc || !cc->text.total)
+		return NULL;
+	struct buf b = {0};
+	put_output(cc, &b);
+	return buf_steal(&b);
+}
+
+/* The error data that carries the output a stopped call had produced. */
+static char *partial_data(const char *output)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "output", output);
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
+void child_call_fail_partial(struct tool_call *c, enum tc_kind kind, const char *message)
+{
+	_cleanup_free_ char *output = child_call_partial(c);
+	if (!output) {
+		tool_call_fail(c, kind, "%s", message);
+		return;
+	}
+	tool_call_fail_data(c, kind, partial_data(output), "%s. Output before it was stopped:\n%s", message, output);
 }
 
 /* Sets the outcome, lets go of the child, and finishes the call (last:
@@ -43,19 +104,20 @@ static void call_done(void *arg, struct child *ch, struct child_result *r)
 	struct tool_call *c = cc->c;
 
 	if (r->cancelled) {
-		char sig[16];
+		char sig[16], msg[96];
 		if (r->signal)
-			tool_call_fail(c, TC_CANCELLED, "The command was stopped before it finished (%s)",
-				       child_signal_name(r->signal, sig));
+			snprintf(msg, sizeof(msg), "The command was stopped before it finished (%s)",
+				 child_signal_name(r->signal, sig));
 		else
-			tool_call_fail(c, TC_CANCELLED, "The command was stopped before it finished");
+			snprintf(msg, sizeof(msg), "The command was stopped before it finished");
+		child_call_fail_partial(c, TC_CANCELLED, msg);
 	} else {
 		cc->done(c, r);
 	}
 	c->state = NULL;
 	child_free(ch);
 	sandbox_run_end(cc->run);
-	free(cc);
+	child_call_free(cc);
 	tool_call_finish(c);
 }
 
@@ -125,6 +187,7 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 	cc->c = c;
 	cc->done = done;
 	cc->run = run;
+	capture_init(&cc->text, c->env && c->env->shell_text_cap ? c->env->shell_text_cap : CALL_TEXT_CAP_DEFAULT);
 	o.arg = cc;
 	r = child_spawn(c->loop, &o, &cc->ch);
 	child_env_free(env);
@@ -134,7 +197,7 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 			tool_call_fail(c, TC_EXECUTION_ERROR, "The sandbox could not be set up (%s): %s", sc->failed,
 				       strerror(-r));
 		sandbox_run_end(run);
-		free(cc);
+		child_call_free(cc);
 		return r;
 	}
 	c->state = cc;
@@ -282,25 +345,45 @@ char *child_call_limit(struct tool_call *c, const struct child_result *r)
 				     r->out_len[CHILD_STDERR]);
 }
 
-/* The text for the model, with a line naming a limit hit or a denial by
- * the sandbox when the command failed. */
+/* Appends the exit status line of a child that failed. */
+static void put_status(const struct child_result *r, struct buf *b)
+{
+	char sig[16];
+	if (buf_size(b) && buf_head(b)[buf_size(b) - 1] != '\n')
+		buf_putc(b, '\n');
+	if (r->signal)
+		buf_printf(b, "[killed by %s]", child_signal_name(r->signal, sig));
+	else
+		buf_printf(b, "[exit code %d]", r->exit_code);
+}
+
+/*
+ * The text for the model: stdout and stderr in the order they were
+ * written, their head and tail when too long; the exit status when not 0,
+ * and a line naming a limit hit or a denial by the sandbox when the
+ * command failed.
+ */
 char *child_call_text(struct tool_call *c, const struct child_result *r)
 {
-	char *text = child_result_text(r);
+	struct child_call *cc = c->state;
+	if (!cc)
+		return child_result_text(r);
+	struct buf b = {0};
+	bool failed = r->exit_code != 0 || r->signal;
+	put_output(cc, &b);
+	if (failed)
+		put_status(r, &b);
+	else if (!buf_size(&b))
+		buf_puts(&b, "(no output)");
 	struct sandbox_run *run = child_call_sandbox(c);
-	if (!run || (r->exit_code == 0 && !r->signal))
-		return text;
+	if (!run || !failed)
+		return buf_steal(&b);
 	_cleanup_free_ char *limit = child_call_limit(c, r);
 	_cleanup_free_ char *note = limit ? NULL
 					  : sandbox_run_denial_note(run, r->out[CHILD_STDERR], r->out_len[CHILD_STDERR]);
-	if (!limit && !note)
-		return text;
-	struct buf b = {0};
-	buf_puts(&b, text);
-	free(text);
 	if (limit)
 		buf_printf(&b, "\n[limit] The command was stopped by %s of its sandbox.", limit);
-	else
+	else if (note)
 		buf_printf(&b, "\n%s", note);
 	return buf_steal(&b);
 }

@@ -562,14 +562,44 @@ static char *attempt_command(const struct exec *e)
 	return e->attempt && e->attempt->tc.command ? xstrdup(e->attempt->tc.command) : NULL;
 }
 
+/* The output the attempt in progress has produced so far, or NULL. */
+static char *attempt_partial(const struct exec *e)
+{
+	if (!e->attempt || !e->tool->def->partial)
+		return NULL;
+	return e->tool->def->partial(&e->attempt->tc);
+}
+
+/* Keeps the output a stopped attempt had produced in its error: in the
+ * message the model reads and as data.output. Takes output. */
+static void outcome_keep_partial(struct outcome *o, char *output)
+{
+	if (!output)
+		return;
+	struct buf b = {0};
+	buf_printf(&b, "%s. Output before it was stopped:\n%s", o->message, output);
+	free(o->message);
+	o->message = buf_steal(&b);
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "output", output);
+	jgen_obj_close(g);
+	jgen_free(g);
+	free(o->error_data);
+	o->error_data = buf_steal(&b);
+	free(output);
+}
+
 /* Ends the attempt that ran past its time limit. */
 static void on_attempt_timeout(void *arg)
 {
 	struct exec *e = arg;
 	char *command = attempt_command(e);
+	char *output = attempt_partial(e);
 	abandon_attempt(e);
 	struct outcome *o = outcome_error(TC_TIMEOUT, "Tool '%s' exceeded its %llu ms limit",
 					  e->tool->name, (unsigned long long)e->timeout_ms);
+	outcome_keep_partial(o, output);
 	o->idempotent = e->tool->idempotent;
 	o->command = command;
 	attempt_result(e, o);
@@ -1004,9 +1034,11 @@ static void exec_cancel(struct exec *e, const char *why)
 	if (e->state == EX_DONE)
 		return;
 	char *command = attempt_command(e);
+	char *output = attempt_partial(e);
 	abandon_attempt(e);
 	confirm_cancel(e);
 	struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
+	outcome_keep_partial(o, output);
 	o->command = command;
 	exec_finish(e, o);
 }
@@ -1018,6 +1050,8 @@ static void cancel_caller(struct caller *c, bool respond, const char *why)
 	c->exec = NULL;
 	if (respond) {
 		_cleanup_(outcome_unrefp) struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
+		if (e)
+			outcome_keep_partial(o, attempt_partial(e));
 		o->call_id = xstrdup(e ? e->call_id : "");
 		o->tool = xstrdup(e ? e->tool->name : "");
 		if (e) {

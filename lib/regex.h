@@ -24,9 +24,14 @@ struct regex;
  * Compiles an ECMA-262 pattern (UTF-8, without the slashes and flags).
  * Returns 0, or -EINVAL with "why (at offset N)" in *ret_err when the
  * pattern is invalid, uses what is not supported (lookaround,
- * backreferences, \b, \p, flags...) or is too large.
+ * backreferences, \p, flags...) or is too large. \b and \B are
+ * supported: between a word character ([A-Za-z0-9_]) and another, or not.
  */
 int regex_compile(const char *pattern, size_t len, struct regex **ret, char **ret_err);
+/* The same, ignoring case as the "i" flag does, by Unicode simple case
+ * folding: "k" also matches "K" and the Kelvin sign, "[^é]" neither "é"
+ * nor "É". */
+int regex_compile_icase(const char *pattern, size_t len, struct regex **ret, char **ret_err);
 
 /*
  * Searches s (len bytes, NULs allowed; meant for valid UTF-8) for a match

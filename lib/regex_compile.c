@@ -85,6 +85,12 @@ static void emit(struct regex *re, const struct rx_node *n)
 		pc = re->n_insns;
 		prog_add(re, n->kind == RX_BEGIN ? OP_BEGIN : OP_END, pc + 1, 0);
 		break;
+	case RX_WORDB:
+	case RX_NWORDB:
+		pc = re->n_insns;
+		prog_add(re, n->kind == RX_WORDB ? OP_WORDB : OP_NWORDB, pc + 1, 0);
+		re->has_word = true;
+		break;
 	case RX_CAT:
 		for (size_t i = 0; i < n->n_kids; i++)
 			emit(re, n->kids[i]);
@@ -139,6 +145,12 @@ static void make_classes(struct regex *re)
 		cut[re->ranges[i].lo] = true;
 		cut[re->ranges[i].hi + 1] = true;
 	}
+	/* \b and \B tell word characters from the others. */
+	if (re->has_word) {
+		static const uint8_t word_cuts[] = { '0', '9' + 1, 'A', 'Z' + 1, '_', '_' + 1, 'a', 'z' + 1 };
+		for (size_t i = 0; i < sizeof(word_cuts); i++)
+			cut[word_cuts[i]] = true;
+	}
 	for (unsigned b = 0; b < 256; b++) {
 		if (b > 0 && cut[b])
 			c++;
@@ -147,13 +159,13 @@ static void make_classes(struct regex *re)
 	re->n_classes = c + 1;
 }
 
-int regex_compile(const char *pattern, size_t len, struct regex **ret, char **ret_err)
+static int compile(const char *pattern, size_t len, bool icase, struct regex **ret, char **ret_err)
 {
 	struct rx_tree *t = NULL;
 	struct regex *re;
 	int k;
 
-	k = rx_parse(pattern, len, &t, ret_err);
+	k = icase ? rx_parse_icase(pattern, len, &t, ret_err) : rx_parse(pattern, len, &t, ret_err);
 	if (k < 0)
 		return k;
 	re = xcalloc(1, sizeof(*re));
@@ -164,6 +176,16 @@ int regex_compile(const char *pattern, size_t len, struct regex **ret, char **re
 	re->restart = rx_can_restart(re);
 	*ret = re;
 	return 0;
+}
+
+int regex_compile(const char *pattern, size_t len, struct regex **ret, char **ret_err)
+{
+	return compile(pattern, len, false, ret, ret_err);
+}
+
+int regex_compile_icase(const char *pattern, size_t len, struct regex **ret, char **ret_err)
+{
+	return compile(pattern, len, true, ret, ret_err);
 }
 
 size_t regex_size(const struct regex *re)

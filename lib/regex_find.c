@@ -24,7 +24,81 @@ struct regex_finder {
 	char *req;		/* a string every match holds, or NULL */
 	size_t req_len;
 	bool begin, end;	/* the pattern has "^", "$" */
+	bool icase;		/* lit and req are ASCII, in lower case: looked
+				 * for ignoring the case of ASCII letters */
+	size_t anchor;		/* icase: the byte of req looked for first */
 };
+
+static inline char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+}
+
+/* Whether a byte may be looked for as itself when case is ignored: ASCII,
+ * and not "k" or "s", which the Kelvin sign and the long s fold to. */
+static bool icase_plain(char c)
+{
+	char l = lower(c);
+	return (unsigned char)c < 0x80 && l != 'k' && l != 's';
+}
+
+/* How common a byte is in text and code, roughly (higher: more). */
+static unsigned byte_rank(unsigned char c)
+{
+	static const char common[] = " etaoinsrhldcumfpgwybvkxjqz_.,;()=-\"'/*#{}";
+	const char *p = c ? strchr(common, lower((char)c)) : NULL;
+	return p ? (unsigned)(sizeof(common) - (size_t)(p - common)) : 0;
+}
+
+/* The byte of needle to look for first: the rarest. */
+static size_t pick_anchor(const char *needle, size_t m)
+{
+	size_t best = 0;
+	for (size_t i = 1; i < m; i++)
+		if (byte_rank((unsigned char)needle[i]) < byte_rank((unsigned char)needle[best]))
+			best = i;
+	return best;
+}
+
+/* memmem of an ASCII needle in lower case, ignoring the case of ASCII
+ * letters in hay: memchr for the anchor byte in either case, then a
+ * comparison around it. */
+static const char *ci_memmem(const char *hay, size_t n, const char *needle, size_t m, size_t k)
+{
+	if (m == 0)
+		return hay;
+	if (m > n)
+		return NULL;
+	char lo = needle[k], up = lo >= 'a' && lo <= 'z' ? (char)(lo - 32) : lo;
+	/* Candidates for the anchor lie in hay[k .. n - m + k]. */
+	const char *p = hay + k, *end = hay + n - m + k + 1;
+	const char *next_lo = memchr(p, lo, (size_t)(end - p));
+	const char *next_up = up != lo ? memchr(p, up, (size_t)(end - p)) : NULL;
+	for (;;) {
+		const char *c = !next_up || (next_lo && next_lo < next_up) ? next_lo : next_up;
+		if (!c)
+			return NULL;
+		const char *start = c - k;
+		size_t i = 0;
+		while (i < m && lower(start[i]) == needle[i])
+			i++;
+		if (i == m)
+			return start;
+		p = c + 1;
+		if (c == next_lo)
+			next_lo = p < end ? memchr(p, lo, (size_t)(end - p)) : NULL;
+		else
+			next_up = p < end ? memchr(p, up, (size_t)(end - p)) : NULL;
+	}
+}
+
+/* Looks for the required string (or the plain one), as the case asks. */
+static const char *find(const struct regex_finder *f, const char *s, size_t n, const char *needle, size_t m)
+{
+	if (f->icase)
+		return ci_memmem(s, n, needle, m, needle == f->req ? f->anchor : pick_anchor(needle, m));
+	return memmem(s, n, needle, m);
+}
 
 static bool is_alnum(char c)
 {
@@ -46,6 +120,7 @@ void regex_fold_ascii(char *s, size_t n)
  */
 static void required(struct regex_finder *f, const char *p, size_t n)
 {
+	/* Ignoring case, only ASCII is looked for as bytes (folded). */
 	size_t best = 0, depth = 0;
 	struct buf run = {}, keep = {};
 	bool in_class = false;
@@ -86,12 +161,12 @@ static void required(struct regex_finder *f, const char *p, size_t n)
 				return;
 			}
 		} else if (!strchr("^$.?*+{}", c)) {
-			literal = true;
+			literal = !f->icase || icase_plain(c);
 		}
 		char q = next < n ? p[next] : '\0';
 		bool optional = q == '?' || q == '*' || q == '{';
 		if (literal && depth == 0 && !optional)
-			buf_putc(&run, c);
+			buf_putc(&run, f->icase ? lower(c) : c);
 		if (!literal || depth > 0 || optional || q == '+') {
 			if (buf_size(&run) > best) {
 				best = buf_size(&run);
@@ -132,7 +207,7 @@ static void scan(struct regex_finder *f, const char *p, size_t n)
 			i++;
 			if (is_alnum(p[i]) || (unsigned char)p[i] >= 0x80)
 				plain = false;	/* \d, \n, \u0041...: a class or an escape */
-			lit[k++] = p[i];
+			lit[k++] = f->icase ? lower(p[i]) : p[i];
 			continue;
 		}
 		if (in_class) {
@@ -149,9 +224,9 @@ static void scan(struct regex_finder *f, const char *p, size_t n)
 			f->begin = true;
 		if (c == '$')
 			f->end = true;
-		if (strchr(special, c))
+		if (strchr(special, c) || (f->icase && !icase_plain(c)))
 			plain = false;
-		lit[k++] = c;
+		lit[k++] = f->icase ? lower(c) : c;
 	}
 	if (plain) {
 		f->lit = lit;
@@ -166,24 +241,16 @@ static void scan(struct regex_finder *f, const char *p, size_t n)
 
 int regex_finder_new(const char *pattern, size_t len, bool icase, struct regex_finder **ret, char **ret_err)
 {
-	_cleanup_free_ char *p = xmemdup(pattern, len + 1);
-	p[len] = '\0';
-	if (icase) {
-		/* Fold letters, but not the letter of an escape (\D, \S, \W). */
-		for (size_t i = 0; i < len; i++) {
-			if (p[i] == '\\')
-				i++;
-			else if (p[i] >= 'A' && p[i] <= 'Z')
-				p[i] = (char)(p[i] + 32);
-		}
-	}
 	struct regex *re = NULL;
-	int r = regex_compile(p, len, &re, ret_err);
+	int r = icase ? regex_compile_icase(pattern, len, &re, ret_err) : regex_compile(pattern, len, &re, ret_err);
 	if (r < 0)
 		return r;
 	struct regex_finder *f = xcalloc(1, sizeof(*f));
 	f->re = re;
-	scan(f, p, len);
+	f->icase = icase;
+	scan(f, pattern, len);
+	if (f->req)
+		f->anchor = pick_anchor(f->req, f->req_len);
 	*ret = f;
 	return 0;
 }
@@ -214,7 +281,7 @@ static bool test(const struct regex_finder *f, const char *s, size_t n)
 bool regex_finder_may_match(const struct regex_finder *f, const char *s, size_t n)
 {
 	if (f->req)
-		return memmem(s, n, f->req, f->req_len) != NULL;
+		return find(f, s, n, f->req, f->req_len) != NULL;
 	if (f->begin || f->end)
 		return true;	/* anchors mean line ends, not the text's */
 	return test(f, s, n);
@@ -226,7 +293,7 @@ bool regex_finder_next(const struct regex_finder *f, const char *s, size_t n, si
 		*ret_at = 0;
 		return true;
 	}
-	const char *m = memmem(s, n, f->req, f->req_len);
+	const char *m = find(f, s, n, f->req, f->req_len);
 	if (!m)
 		return false;
 	*ret_at = (size_t)(m - s);
@@ -236,7 +303,7 @@ bool regex_finder_next(const struct regex_finder *f, const char *s, size_t n, si
 int regex_finder_line(const struct regex_finder *f, const char *s, size_t n, size_t *ret_col)
 {
 	if (f->lit) {
-		const char *m = memmem(s, n, f->lit, f->lit_len);
+		const char *m = find(f, s, n, f->lit, f->lit_len);
 		if (!m)
 			return 0;
 		*ret_col = (size_t)(m - s);

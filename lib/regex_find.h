@@ -5,8 +5,9 @@
  * no. A pattern with no special characters is searched as a plain string,
  * and a string every match must hold (as "_ops" in "struct \w+_ops") is
  * looked for first, so that only the lines holding it are matched;
- * case-insensitive search folds ASCII letters of the pattern and of the
- * subject (regex_fold_ascii); the column of a match in a line is found by
+ * case-insensitive search compiles the pattern with Unicode simple case
+ * folding (regex_compile_icase) and looks for the strings ignoring the case
+ * of ASCII letters, in the subject as it is; the column of a match in a line is found by
  * bisecting with regex_search(), so it stays linear in the pattern and
  * n log n in the line.
  */
@@ -19,8 +20,8 @@
 struct regex_finder;
 
 /*
- * Compiles a pattern for searching; with icase, subjects must be folded by
- * regex_fold_ascii() first. -EINVAL with a message in *ret_err, as
+ * Compiles a pattern for searching, ignoring case with icase (Unicode
+ * simple case folding). -EINVAL with a message in *ret_err, as
  * regex_compile().
  */
 int regex_finder_new(const char *pattern, size_t len, bool icase, struct regex_finder **ret, char **ret_err);

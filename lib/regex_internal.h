@@ -26,6 +26,8 @@ enum rx_kind {
 	RX_REPEAT,	/* kids[0], min to max times */
 	RX_BEGIN,	/* ^: the start of the subject */
 	RX_END,		/* $: its end */
+	RX_WORDB,	/* \b: between a word character ([A-Za-z0-9_]) and another */
+	RX_NWORDB,	/* \B: anywhere else */
 };
 
 struct rx_range {
@@ -53,6 +55,14 @@ struct rx_tree {
 
 /* Parses a pattern; on failure *ret_err is "message (at offset N)". */
 int rx_parse(const char *pattern, size_t len, struct rx_tree **ret, char **ret_err);
+/* The same, every set of code points closed under simple case folding
+ * (a class negated after its closure), as the "i" flag asks. */
+int rx_parse_icase(const char *pattern, size_t len, struct rx_tree **ret, char **ret_err);
+
+/* Simple case folding (regex_fold.c): {code point, what it folds to},
+ * sorted by code point. */
+extern const uint32_t rx_fold_table[][2];
+extern const size_t rx_fold_count;
 /* Accepts NULL; returns NULL. */
 struct rx_tree *rx_tree_free(struct rx_tree *t);
 
@@ -100,6 +110,8 @@ enum op {
 	OP_JMP,		/* goes on at x */
 	OP_BEGIN,	/* goes on at x at the start of the subject */
 	OP_END,		/* goes on at x at its end */
+	OP_WORDB,	/* goes on at x at a word boundary */
+	OP_NWORDB,	/* goes on at x elsewhere */
 	OP_MATCH,
 };
 
@@ -115,8 +127,16 @@ struct regex {
 	uint8_t byte_class[256];	/* bytes no instruction tells apart share a class */
 	uint32_t n_classes;
 	bool restart;			/* a match may start after the first byte */
+	bool has_word;			/* holds \b or \B: the byte after a position
+					 * is looked at too */
 	size_t cap_insns, cap_ranges;
 };
+
+/* Whether c is a word character of \b and \B. */
+static inline bool rx_is_word(uint32_t c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
 
 /* Whether a match can start past the first byte: is anything reachable
  * from the start without "^"? */

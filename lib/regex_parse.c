@@ -144,6 +144,7 @@ struct rx_parser {
 	const char *err;	/* why the pattern is refused */
 	size_t err_at;		/* at which byte of it */
 	struct rx_tree *t;
+	bool icase;		/* sets closed under case folding */
 };
 
 static int rx_fail(struct rx_parser *r, size_t at, const char *msg)
@@ -177,10 +178,51 @@ static void rx_add_kid(struct rx_node *n, struct rx_node *kid)
 }
 
 /* A node matching one code point of a set (taking the set). */
+/* Whether cp is in the normalized set s. */
+static bool cp_set_has(const struct cp_set *s, uint32_t cp)
+{
+	size_t a = 0, z = s->n;
+
+	while (a < z) {
+		size_t m = a + (z - a) / 2;
+
+		if (s->r[m].hi < cp)
+			a = m + 1;
+		else
+			z = m;
+	}
+	return a < s->n && s->r[a].lo <= cp;
+}
+
+/* Closes a set under simple case folding: with a code point, what it
+ * folds to and every code point that folds to the same. */
+static void cp_set_fold_close(struct cp_set *s)
+{
+	cp_set_normalize(s);
+	/* What members fold to, then everything folding to a member. */
+	for (int pass = 0; pass < 2; pass++) {
+		size_t n = s->n;
+		struct cp_set orig = { .r = xmemdup(s->r, n * sizeof(*s->r)), .n = n, .cap = n };
+
+		for (size_t i = 0; i < rx_fold_count; i++) {
+			uint32_t from = rx_fold_table[i][0], to = rx_fold_table[i][1];
+
+			if (pass == 0 && cp_set_has(&orig, from))
+				cp_set_add(s, to, to);
+			else if (pass == 1 && cp_set_has(&orig, to))
+				cp_set_add(s, from, from);
+		}
+		free(orig.r);
+		cp_set_normalize(s);
+	}
+}
+
 static struct rx_node *rx_set_node(struct rx_parser *r, struct cp_set *s)
 {
 	struct rx_node *n = rx_new(r, RX_SET);
 
+	if (r->icase)
+		cp_set_fold_close(s);
 	cp_set_normalize(s);
 	n->set = s->r;
 	n->n_set = s->n;
@@ -281,9 +323,9 @@ static int rx_escape(struct rx_parser *r, bool in_class, uint32_t *ret_cp, char 
 			*ret_cp = '\b';
 			return 0;
 		}
-		return rx_fail(r, at, "word boundaries (\\b) are not supported");
+		return rx_fail(r, at, "a word boundary (\\b) cannot stand here");
 	case 'B':
-		return rx_fail(r, at, "word boundaries (\\B) are not supported");
+		return rx_fail(r, at, "a word boundary (\\B) cannot stand in a class");
 	case '0':
 		if (rx_peek(r, 0) >= '0' && rx_peek(r, 0) <= '9')
 			return rx_fail(r, at, "octal escapes are not supported");
@@ -410,8 +452,12 @@ static int rx_class(struct rx_parser *r, struct cp_set *set)
 		cp_set_add(set, a, b);
 	}
 	cp_set_normalize(set);
-	if (negate)
+	if (negate) {
+		/* [^a] with the flag matches neither "a" nor "A". */
+		if (r->icase)
+			cp_set_fold_close(set);
 		cp_set_complement(set);
+	}
 	return 0;
 }
 
@@ -627,6 +673,17 @@ static int parse_cat(struct rx_parser *r, unsigned depth, struct rx_node **ret)
 			break;
 		}
 		case '\\':
+			if (rx_peek(r, 0) == 'b' || rx_peek(r, 0) == 'B') {
+				/* An assertion: matches no character, cannot repeat. */
+				atom = rx_new(r, rx_peek(r, 0) == 'b' ? RX_WORDB : RX_NWORDB);
+				atom->size = 1;
+				r->i++;
+				e = rx_push(r, cat, atom, r->i);
+				if (e < 0)
+					return e;
+				can_repeat = false;
+				continue;
+			}
 			e = rx_escape(r, false, &cp, &cls);
 			if (e < 0)
 				return e;
@@ -687,9 +744,9 @@ static int parse_alt(struct rx_parser *r, unsigned depth, struct rx_node **ret)
 	return 0;
 }
 
-int rx_parse(const char *pattern, size_t len, struct rx_tree **ret, char **ret_err)
+static int parse(const char *pattern, size_t len, bool icase, struct rx_tree **ret, char **ret_err)
 {
-	struct rx_parser r = { .p = pattern, .n = len };
+	struct rx_parser r = { .p = pattern, .n = len, .icase = icase };
 	struct rx_node *root = NULL;
 	int e;
 
@@ -728,4 +785,14 @@ struct rx_tree *rx_tree_free(struct rx_tree *t)
 	free(t->all);
 	free(t);
 	return NULL;
+}
+
+int rx_parse(const char *pattern, size_t len, struct rx_tree **ret, char **ret_err)
+{
+	return parse(pattern, len, false, ret, ret_err);
+}
+
+int rx_parse_icase(const char *pattern, size_t len, struct rx_tree **ret, char **ret_err)
+{
+	return parse(pattern, len, true, ret, ret_err);
 }

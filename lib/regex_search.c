@@ -48,6 +48,9 @@ struct run {
 	uint32_t *stack;
 	uint64_t steps;
 	bool matched;
+	/* \b and \B: whether the characters before and after the position
+	 * are word characters; word_any lets both pass (rx_can_restart). */
+	bool prev_word, next_word, word_any;
 };
 
 /* Starts a new set of instructions entered. */
@@ -98,6 +101,14 @@ static void closure(struct run *r, uint32_t pc, bool at_begin, bool at_end, uint
 			break;
 		case OP_BEGIN:
 			if (at_begin)
+				ENTER(in->x);
+			break;
+		case OP_WORDB:
+			if (r->word_any || r->prev_word != r->next_word)
+				ENTER(in->x);
+			break;
+		case OP_NWORDB:
+			if (r->word_any || r->prev_word == r->next_word)
 				ENTER(in->x);
 			break;
 		case OP_JMP:
@@ -177,6 +188,8 @@ static int search_nfa(struct run *r, const uint8_t *s, size_t len, uint64_t budg
 {
 	size_t na, nb;
 
+	r->prev_word = false;
+	r->next_word = len > 0 && rx_is_word(s[0]);
 	start(r, a, &na);
 	for (size_t i = 0; i < len; i++) {
 		uint32_t *t;
@@ -185,16 +198,21 @@ static int search_nfa(struct run *r, const uint8_t *s, size_t len, uint64_t budg
 			return 1;
 		if (r->steps > budget)
 			return -E2BIG;
-		if (na == 0)
+		if (na == 0 && !r->re->restart)
 			return 0;	/* anchored, and nothing alive */
+		r->prev_word = rx_is_word(s[i]);
+		r->next_word = i + 1 < len && rx_is_word(s[i + 1]);
 		step(r, a, na, s[i], b, &nb);
 		t = a;
 		a = b;
 		b = t;
 		na = nb;
 	}
-	if (!r->matched)
+	if (!r->matched) {
+		r->prev_word = len > 0 && rx_is_word(s[len - 1]);
+		r->next_word = false;
 		finish(r, a, na, len == 0);
+	}
 	if (r->matched)
 		return 1;
 	return r->steps > budget ? -E2BIG : 0;
@@ -335,7 +353,9 @@ static int search_dfa(struct run *r, const uint8_t *s, size_t len, uint64_t budg
 	bool flushed;
 	int k = 0;
 
-	d.n_classes = re->n_classes;
+	/* With \b or \B, a transition depends on the byte read and on
+	 * whether the next one is a word character: twice the classes. */
+	d.n_classes = re->n_classes * (re->has_word ? 2 : 1);
 	d.pcs = d.pcs_local;
 	d.n_pcs = 0;
 	d.cap_pcs = DFA_LOCAL_PCS;
@@ -351,9 +371,13 @@ static int search_dfa(struct run *r, const uint8_t *s, size_t len, uint64_t budg
 	d.max_bytes = max_bytes;
 	d.added = 0;
 
+	r->prev_word = false;
+	r->next_word = len > 0 && rx_is_word(s[0]);
 	start(r, set, &n);
-	if (r->matched || n == 0 || r->steps > budget) {
-		k = r->matched ? 1 : n == 0 ? 0 : -E2BIG;
+	/* Nothing alive ends an anchored search; an unanchored one (where
+	 * \b or \B failed) may start again later. */
+	if (r->matched || (n == 0 && !re->restart) || r->steps > budget) {
+		k = r->matched ? 1 : r->steps > budget ? -E2BIG : 0;
 		goto out;
 	}
 	/* States are named by their offset in next[]: no multiplication
@@ -367,14 +391,27 @@ static int search_dfa(struct run *r, const uint8_t *s, size_t len, uint64_t budg
 		size_t t = 0;
 
 		/* Known transitions: a step each. */
-		for (; i < len; i++) {
-			t = (size_t)cur + cls[s[i]];
-			to = next[t];
-			if (to < 0)
-				break;
-			cur = to;
-			if (++steps > budget)
-				break;
+		if (!re->has_word) {
+			for (; i < len; i++) {
+				t = (size_t)cur + cls[s[i]];
+				to = next[t];
+				if (to < 0)
+					break;
+				cur = to;
+				if (++steps > budget)
+					break;
+			}
+		} else {
+			for (; i < len; i++) {
+				t = (size_t)cur + cls[s[i]] +
+				    (i + 1 < len && rx_is_word(s[i + 1]) ? re->n_classes : 0);
+				to = next[t];
+				if (to < 0)
+					break;
+				cur = to;
+				if (++steps > budget)
+					break;
+			}
 		}
 		r->steps = steps;
 		if (steps > budget) {
@@ -385,10 +422,12 @@ static int search_dfa(struct run *r, const uint8_t *s, size_t len, uint64_t budg
 			break;
 		/* A new one: the step of the state set. */
 		st = &d.st[cur / d.n_classes];
+		r->prev_word = rx_is_word(s[i]);
+		r->next_word = i + 1 < len && rx_is_word(s[i + 1]);
 		step(r, d.pcs + st->at, st->n, s[i++], set, &n);
-		if (r->matched || n == 0 || r->steps > budget) {
+		if (r->matched || (n == 0 && !re->restart) || r->steps > budget) {
 			/* n == 0: anchored, and nothing alive. */
-			k = r->matched ? 1 : n == 0 ? 0 : -E2BIG;
+			k = r->matched ? 1 : r->steps > budget ? -E2BIG : 0;
 			goto out;
 		}
 		to = dfa_state(&d, set, n, &flushed) * (int32_t)d.n_classes;
@@ -398,6 +437,8 @@ static int search_dfa(struct run *r, const uint8_t *s, size_t len, uint64_t budg
 		cur = to;
 	}
 	st = &d.st[cur / d.n_classes];
+	r->prev_word = len > 0 && rx_is_word(s[len - 1]);
+	r->next_word = false;
 	finish(r, d.pcs + st->at, st->n, len == 0);
 	if (r->matched)
 		k = 1;
@@ -455,7 +496,7 @@ int regex_search(const struct regex *re, const char *s, size_t len, uint64_t *bu
 bool rx_can_restart(const struct regex *re)
 {
 	_cleanup_free_ uint32_t *mem = xcalloc(3 * (size_t)re->n_insns, sizeof(*mem));
-	struct run r = { .re = re, .mark = mem, .stack = mem + re->n_insns };
+	struct run r = { .re = re, .mark = mem, .stack = mem + re->n_insns, .word_any = true };
 	size_t n = 0;
 
 	new_gen(&r);

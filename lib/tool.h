@@ -75,6 +75,10 @@ struct tool_def {
 	/* Asks a pending attempt to stop (timeout, cancel); the tool still
 	 * calls tool_call_finish() once it has stopped. */
 	void (*cancel)(struct tool_call *call);
+	/* Optional: the output a pending attempt has produced so far, as text
+	 * for the model (owned), or NULL: a call that times out or is
+	 * cancelled keeps it in its error. */
+	char *(*partial)(struct tool_call *call);
 	/* Optional: what a call with these (validated) arguments would change,
 	 * as a unified diff (owned text), for its confirmation request; NULL
 	 * when there is nothing to show or the call would fail. Reads only,
@@ -132,7 +136,10 @@ bool tool_name_valid(const char *s, size_t n);
 struct tool_env {
 	const char *const *shell_env_allow;	/* NULL-terminated names */
 	size_t output_cap;			/* bytes kept per output stream */
-	size_t read_cap;			/* read_file's default limit */
+	size_t read_cap;			/* read_file's default limit for base64 */
+	size_t read_lines;			/* read_file's default window: lines, */
+	size_t read_bytes;			/* and bytes of text (0: the defaults) */
+	size_t shell_text_cap;			/* shell output shown in the text (0: 64 KiB) */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
 	/* The memory tool (memory.* in the config); 0 sizes: 64 KiB, 1 MiB. */

@@ -38,6 +38,8 @@ procps
 util-linux
 redis-server
 bubblewrap
+ripgrep
+git
 "
 
 deb_pkgs="

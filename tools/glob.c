@@ -2,9 +2,10 @@
 /*
  * glob: the paths beneath a directory of the workspace that match a glob
  * pattern (lib/glob.h: "**", "*", "?", "[...]", "{a,b}"), newest first.
- * Directories that no match can lie below are not entered, ".git" is
- * skipped unless the pattern names it, symlinks are listed but not
- * followed. The walk, the sort and the answer are made on an io thread as
+ * Directories that no match can lie below are not entered, what ignore
+ * files exclude and hidden entries are skipped unless asked for
+ * (tools/walk.h), ".git" is skipped unless the pattern names it, symlinks
+ * are listed but not followed. The walk, the sort and the answer are made on an io thread as
  * the peer (lib/fsjob.h), never on the loop; cancel and timeout stop it at
  * the next entry.
  */
@@ -38,7 +39,7 @@ struct hit {
 struct globber {
 	char *path;		/* as the client named it */
 	size_t path_len;
-	bool skip_git;
+	bool skip_git, no_ignore, hidden;
 	struct walk walk;
 	struct glob *glob;
 	char *root;		/* display path of the walked directory */
@@ -132,9 +133,14 @@ static void glob_format(struct globber *G)
 	}
 	jgen_arr_close(g);
 	jgen_kv_bool(g, "truncated", G->truncated);
+	if (G->walk.skipped)
+		jgen_kv_int(g, "skipped", (int64_t)G->walk.skipped);
 	jgen_obj_close(g);
 	jgen_free(g);
-	if (!n)
+	if (!n && G->walk.skipped)
+		buf_printf(&text, "No paths match (%zu entries were skipped as ignored or hidden: no_ignore: true and "
+			   "hidden: true look at them too)\n", G->walk.skipped);
+	else if (!n)
 		buf_puts(&text, "No paths match\n");
 	if (G->truncated)
 		buf_printf(&text, "(truncated after %zu paths: narrow the pattern or raise max_results)\n", n);
@@ -150,6 +156,9 @@ static int glob_run(struct fsjob *job, void *arg)
 	int r = fsjob_openat(job, G->path, G->path_len, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &fd);
 	if (r < 0)
 		return r;
+	G->walk.use_ignores = !G->no_ignore;
+	G->walk.skip_hidden = !G->hidden;
+	walk_load_outer(&G->walk, job, G->root);
 	walk_init(&G->walk, fd);
 	G->walk.skip_git = G->skip_git;
 	G->walk.descend = may_descend;
@@ -210,6 +219,8 @@ static enum tool_ret glob_exec(struct tool_call *call)
 	}
 	G->root = ws_display_path(call->ws, path, path_len);
 	G->skip_git = !memmem(jpat->u.str.s, jpat->u.str.len, ".git", 4);
+	G->no_ignore = json_is_true(json_get(call->args, "no_ignore"));
+	G->hidden = json_is_true(json_get(call->args, "hidden")) || walk_names_hidden(jpat->u.str.s, jpat->u.str.len);
 	return fsjob_start(call, &glob_ops, G);
 }
 
@@ -220,7 +231,11 @@ const struct tool_def tool_glob = {
 		"modification time). Patterns are matched against paths relative to 'path' (default: "
 		"the workspace root): \"*\" matches within one path component, \"**\" any number of "
 		"directories, \"?\" one character, \"[abc]\" one of a set, \"{c,h}\" alternatives. "
-		"Examples: \"**/*.c\" (every C file), \"src/*.{h,c}\", \"**/test_*\". .git directories "
+		"Examples: \"**/*.c\" (every C file), \"src/*.{h,c}\", \"**/test_*\". What .gitignore "
+		"files (nested ones too), .ignore files and .git/info/exclude exclude is skipped unless "
+		"no_ignore is true; hidden files and directories (names starting with \".\") unless "
+		"hidden is true or the pattern names one; the text says how many entries were skipped "
+		"so when nothing matches. .git directories "
 		"are skipped unless the pattern names them; symlinks are listed but not followed. At "
 		"most max_results paths (default 1000) are returned; 'truncated' is true when there "
 		"were more. To search file contents, use search.",
@@ -231,6 +246,10 @@ const struct tool_def tool_glob = {
 		"\"description\":\"Glob pattern, e.g. \\\"**/*.c\\\" or \\\"src/*.{h,c}\\\"\"},"
 		"\"path\":{\"type\":\"string\",\"default\":\".\","
 		"\"description\":\"Directory to match below, relative to the workspace root (default: the root)\"},"
+		"\"no_ignore\":{\"type\":\"boolean\",\"default\":false,"
+		"\"description\":\"Also list what .gitignore, .ignore and .git/info/exclude exclude\"},"
+		"\"hidden\":{\"type\":\"boolean\",\"default\":false,"
+		"\"description\":\"Also list hidden files and directories (names starting with a dot)\"},"
 		"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100000,\"default\":1000,"
 		"\"description\":\"Maximum number of paths to return\"}},"
 		"\"required\":[\"pattern\"],"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * read_file: returns a window of a regular file beneath the workspace, as
- * UTF-8 text or as base64. Text is never mangled: bytes that are not UTF-8
- * fail with a message pointing at base64, and a window that would cut a
- * multibyte character ends before it instead. The read runs on an io
+ * read_file: returns a window of a regular file beneath the workspace, by
+ * lines (the default: numbered text, tools/render.c) or by bytes, as UTF-8
+ * text or as base64. Text is never mangled: a file that is not UTF-8 is
+ * described in one line instead, and a window that would cut a multibyte
+ * character ends before it. The read runs on an io
  * thread with the peer's file-system identity (lib/fsjob.h).
  */
 #include <errno.h>
@@ -15,9 +16,14 @@
 #include "proto/base64.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
+#include "tools/render.h"
 #include "tools/tools.h"
 
+/* The defaults when the daemon gives none (limits.read_default_*,
+ * tools.read_file.limit). */
 #define DEFAULT_READ_CAP ((size_t)1 << 20)
+#define DEFAULT_READ_BYTES ((size_t)256 << 10)
+#define DEFAULT_READ_LINES 2000
 /* The largest file read by lines: it is scanned whole to count them. */
 #define LINES_MAX_BYTES ((size_t)64 << 20)
 
@@ -54,83 +60,44 @@ static size_t text_window(const unsigned char *d, size_t got, size_t limit)
 	return first <= got ? first : limit;
 }
 
-struct line_window {
-	int64_t first_line;	/* 0: a window by bytes */
-	size_t total_lines;
+/* The file types told apart in a binary file's description, by their
+ * first bytes. */
+static const struct magic {
+	size_t at, len;
+	const char *bytes;
+	const char *type;
+} magics[] = {
+	{ 0, 4, "\x7f" "ELF", "ELF executable or object" },
+	{ 0, 5, "%PDF-", "PDF document" },
+	{ 0, 4, "PK\x03\x04", "ZIP archive" },
+	{ 0, 2, "\x1f\x8b", "gzip compressed data" },
+	{ 0, 3, "BZh", "bzip2 compressed data" },
+	{ 0, 6, "\xfd" "7zXZ\x00", "xz compressed data" },
+	{ 0, 4, "\x28\xb5\x2f\xfd", "zstd compressed data" },
+	{ 0, 6, "7z\xbc\xaf\x27\x1c", "7-zip archive" },
+	{ 257, 5, "ustar", "tar archive" },
+	{ 0, 16, "SQLite format 3\x00", "SQLite database" },
+	{ 0, 4, "\xca\xfe\xba\xbe", "Java class or Mach-O universal binary" },
+	{ 0, 4, "\x00" "asm", "WebAssembly module" },
+	{ 0, 2, "MZ", "DOS/Windows executable" },
+	{ 0, 4, "\x00\x00\x01\x00", "ICO image" },
+	{ 0, 2, "BM", "BMP image" },
+	{ 0, 4, "OggS", "Ogg media" },
+	{ 0, 4, "fLaC", "FLAC audio" },
+	{ 0, 3, "ID3", "MP3 audio" },
+	{ 4, 4, "ftyp", "MP4/QuickTime media" },
+	{ 0, 4, "\x1a\x45\xdf\xa3", "Matroska/WebM media" },
 };
 
-/*
- * Reads the lines [line, line + lines) of the file whole into *data, cut to
- * limit + 4 bytes as a read by bytes would be, and returns their byte
- * offset in *ret_offset.
- */
-static int read_lines(const struct fsjob *job, const char *path, size_t path_len, int64_t line, int64_t lines,
-		      size_t limit, struct buf *data, struct stat *st, uint64_t *ret_offset, struct line_window *w)
+/* What kind of binary data d holds, for the model to read. */
+static const char *binary_type(const unsigned char *d, size_t n)
 {
-	_cleanup_(buf_free) struct buf all = {};
-	int r = fsjob_read(job, path, path_len, 0, LINES_MAX_BYTES + 1, &all, st);
-	if (r < 0)
-		return r;
-	if (buf_size(&all) > LINES_MAX_BYTES)
-		return -EFBIG;
-	const char *s = buf_head(&all), *end = s + buf_size(&all);
-	size_t start = buf_size(&all), stop = buf_size(&all), count = 0;
-	for (const char *p = s; p < end; count++) {
-		if ((int64_t)count + 1 == line)
-			start = (size_t)(p - s);
-		if (lines > 0 && (int64_t)count + 1 == line + lines)
-			stop = (size_t)(p - s);
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		p = nl ? nl + 1 : end;
+	for (size_t i = 0; i < ELEMENTSOF(magics); i++) {
+		const struct magic *m = &magics[i];
+		if (n >= m->at + m->len && memcmp(d + m->at, m->bytes, m->len) == 0)
+			return m->type;
 	}
-	if (stop < start)
-		stop = start;
-	buf_append(data, s + start, MIN(stop - start, limit + 4));
-	*ret_offset = start;
-	w->first_line = line;
-	w->total_lines = count;
-	return 0;
-}
-
-/* What a read carries to the io thread and back. */
-struct read_job {
-	char *path;
-	size_t path_len;
-	uint64_t offset;	/* in; out for a read by lines: where they start */
-	size_t limit;
-	bool b64;
-	int64_t line, lines;	/* line > 0: a window by lines */
-	struct line_window w;	/* out */
-	struct buf data;	/* out: up to limit + 4 bytes from offset */
-	struct stat st;		/* out */
-};
-
-static void read_job_free(void *arg)
-{
-	struct read_job *j = arg;
-	free(j->path);
-	buf_free(&j->data);
-	free(j);
-}
-
-/* On an io thread: reads the window. Up to 4 bytes beyond the limit: one
- * tells whether more follows, the rest complete a character that
- * straddles the limit. */
-static int read_job_run(struct fsjob *job, void *arg)
-{
-	struct read_job *j = arg;
-	if (j->line > 0)
-		return read_lines(job, j->path, j->path_len, j->line, j->lines, j->limit, &j->data,
-				  &j->st, &j->offset, &j->w);
-	return fsjob_read(job, j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
-}
-
-/* On the loop, when no identity is to be taken: a small file at once. */
-static int read_small_run(struct fsjob *job, void *arg)
-{
-	struct read_job *j = arg;
-	return fsjob_read_small(job, j->path, j->path_len, j->offset, j->limit + 4, FSJOB_INLINE_BYTES, &j->data,
-				&j->st);
+	return "data";
 }
 
 /* The MIME type of an image format the model can be shown (PNG, JPEG,
@@ -148,11 +115,209 @@ static const char *image_mime(const unsigned char *d, size_t n)
 	return NULL;
 }
 
+/* What a read carries to the io thread and back. */
+struct read_job {
+	char *path;
+	size_t path_len;
+	uint64_t offset;	/* in; out for a read by lines: where they start */
+	size_t limit;		/* bytes: of the window by bytes, or the cap of one by lines */
+	size_t image_cap;	/* the largest image shown as one */
+	int64_t limit_arg;	/* the caller's 'limit', 0 when not given */
+	bool b64;
+	bool numbered;
+	bool by_lines;		/* in; cleared when the file is too large for it */
+	bool line_given;	/* 'line' or 'lines' was asked for */
+	bool too_large;		/* out: read by bytes, too large to read by lines */
+	int64_t line, lines;	/* a window by lines */
+	/* out, by lines: */
+	int64_t shown_lines, total_lines;
+	bool line_cut, more;
+	struct buf data;	/* out: the window (by bytes: up to limit + 4 bytes from offset) */
+	struct stat st;		/* out */
+};
+
+static void read_job_free(void *arg)
+{
+	struct read_job *j = arg;
+	free(j->path);
+	buf_free(&j->data);
+	free(j);
+}
+
+/*
+ * Takes the window by lines out of the whole file: lines [line, line +
+ * lines) that fit in limit bytes together (one that does not fit alone is
+ * cut at a character boundary), with the file's line count. An image the
+ * model can be shown is kept whole instead, as base64 reads it.
+ */
+static void cut_lines(struct read_job *j, struct buf *all)
+{
+	const char *s = buf_head(all), *end = s + buf_size(all);
+	size_t size = buf_size(all), start = size, stop = size;
+	int64_t count = 0, shown = 0;
+	bool full = false;
+
+	if (!j->b64 && image_mime((const unsigned char *)s, size) && size <= j->image_cap) {
+		j->b64 = true;
+		j->by_lines = false;
+		j->offset = 0;
+		j->limit = size;
+		j->data = *all;
+		*all = (struct buf){0};
+		return;
+	}
+	for (const char *p = s; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *next = nl ? nl + 1 : end;
+		count++;
+		if (count == j->line)
+			start = (size_t)(p - s);
+		if (count >= j->line && !full && shown < j->lines) {
+			size_t len = (size_t)(next - s) - start;
+			if (len <= j->limit) {
+				stop = (size_t)(next - s);
+				shown++;
+			} else {
+				full = true;
+				if (shown == 0) {
+					/* One line longer than the window: its start. */
+					size_t n = utf8_cut(s + start, (size_t)(next - s) - start, j->limit);
+					if (n == 0)
+						n = MIN(seq_len((unsigned char)s[start]), (size_t)(end - s) - start);
+					stop = start + n;
+					shown = 1;
+					j->line_cut = true;
+				}
+			}
+		}
+		p = next;
+	}
+	if (stop < start)
+		stop = start;
+	buf_append(&j->data, s + start, stop - start);
+	j->offset = start;
+	j->shown_lines = shown;
+	j->total_lines = count;
+	j->more = shown > 0 && stop < size;
+}
+
+/* The window of a file that grew too large to count its lines while it
+ * was read: by bytes. */
+static int read_lines_too_large(struct read_job *j, struct buf *all)
+{
+	j->by_lines = false;
+	j->too_large = true;
+	all->len = all->off + MIN(buf_size(all), j->limit + 4);
+	j->data = *all;
+	*all = (struct buf){0};
+	return 0;
+}
+
+/* Reads the window by lines: the whole file, cut. A file too large to
+ * count its lines is read by bytes instead, unless lines were asked for;
+ * what fits in the byte window is read first, which for most files is all
+ * of them. */
+static int read_lines(const struct fsjob *job, struct read_job *j)
+{
+	_cleanup_(buf_free) struct buf all = {};
+	size_t first = MIN(j->limit + 4, LINES_MAX_BYTES + 1);
+	int r = fsjob_read(job, j->path, j->path_len, 0, first, &all, &j->st);
+	if (r < 0)
+		return r;
+	if (buf_size(&all) == first && (uint64_t)j->st.st_size > LINES_MAX_BYTES)
+		return j->line_given ? -EFBIG : read_lines_too_large(j, &all);
+	if (buf_size(&all) == first) {
+		/* More follows: the whole file, to count its lines. */
+		buf_clear(&all);
+		r = fsjob_read(job, j->path, j->path_len, 0, LINES_MAX_BYTES + 1, &all, &j->st);
+		if (r < 0)
+			return r;
+		if (buf_size(&all) > LINES_MAX_BYTES)
+			return j->line_given ? -EFBIG : read_lines_too_large(j, &all);
+	}
+	cut_lines(j, &all);
+	return 0;
+}
+
+/* On an io thread: reads the window. By bytes, up to 4 bytes beyond the
+ * limit: one tells whether more follows, the rest complete a character
+ * that straddles the limit. */
+static int read_job_run(struct fsjob *job, void *arg)
+{
+	struct read_job *j = arg;
+	if (j->by_lines)
+		return read_lines(job, j);
+	return fsjob_read(job, j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
+}
+
+/* On the loop, when no identity is to be taken: a small file at once
+ * (WS_NOT_SMALL for a larger one). */
+static int read_small_run(struct fsjob *job, void *arg)
+{
+	struct read_job *j = arg;
+	if (!j->by_lines)
+		return fsjob_read_small(job, j->path, j->path_len, j->offset, j->limit + 4, FSJOB_INLINE_BYTES,
+					&j->data, &j->st);
+	_cleanup_(buf_free) struct buf all = {};
+	int r = fsjob_read_small(job, j->path, j->path_len, 0, FSJOB_INLINE_BYTES + 1, FSJOB_INLINE_BYTES, &all,
+				 &j->st);
+	if (r == 0)
+		cut_lines(j, &all);
+	return r;
+}
+
+/* Writes structuredContent: the raw window and where it lies. */
+static char *read_json(const struct read_job *j, const char *display, const struct buf *quoted, bool truncated,
+		       size_t n, const char *mime)
+{
+	struct buf out = {};
+	buf_reserve(&out, buf_size(quoted) + strlen(display) + 200);
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "path", display);
+	jgen_key(g, "content");
+	jgen_raw(g, buf_head(quoted), buf_size(quoted));
+	jgen_kv_int(g, "size", (int64_t)j->st.st_size);
+	jgen_kv_bool(g, "truncated", truncated);
+	jgen_kv_str(g, "encoding", j->b64 ? "base64" : "utf8");
+	if (mime)
+		jgen_kv_str(g, "mimeType", mime);
+	if (truncated && (!j->by_lines || j->line_cut))
+		jgen_kv_int(g, "next_offset", (int64_t)(j->offset + n));
+	if (j->by_lines) {
+		jgen_kv_int(g, "first_line", j->line);
+		jgen_kv_int(g, "total_lines", j->total_lines);
+		if (truncated)
+			jgen_kv_int(g, "next_line", j->line + j->shown_lines);
+	}
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&out);
+}
+
+/* A binary file in text mode: one line saying what it is. */
+static void read_binary(struct tool_call *call, const struct read_job *j, const char *display)
+{
+	const unsigned char *d = (const unsigned char *)buf_head(&j->data);
+	const char *type = binary_type(d, buf_size(&j->data));
+	struct buf text = {0}, out = {0};
+	render_read_binary(display, type, (uint64_t)j->st.st_size, &text);
+	struct jgen *g = jgen_new(&out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "path", display);
+	jgen_kv_int(g, "size", (int64_t)j->st.st_size);
+	jgen_kv_bool(g, "binary", true);
+	jgen_kv_str(g, "type", type);
+	jgen_obj_close(g);
+	jgen_free(g);
+	tool_call_succeed(call, buf_steal(&text), buf_steal(&out), false);
+}
+
 /* On the loop: turns the bytes read into the call's result. */
 static void read_job_done(struct tool_call *call, void *arg, int r)
 {
 	struct read_job *j = arg;
-	if (r == -EFBIG && j->line > 0) {
+	if (r == -EFBIG && j->by_lines) {
 		tool_call_fail(call, TC_EXECUTION_ERROR,
 			       "'%s' is larger than %zu MiB, too large to read by lines; read it by bytes with 'offset' "
 			       "and 'limit' instead", j->path, LINES_MAX_BYTES >> 20);
@@ -166,63 +331,48 @@ static void read_job_done(struct tool_call *call, void *arg, int r)
 	const unsigned char *d = (const unsigned char *)buf_head(&j->data);
 	size_t got = buf_size(&j->data), n, limit = j->limit;
 	uint64_t offset = j->offset;
+	bool truncated;
 	_cleanup_free_ char *display = ws_display_path(call->ws, j->path, j->path_len);
 	_cleanup_(buf_free) struct buf content = {};
 
 	if (j->b64) {
 		n = MIN(got, limit);
+		truncated = got > n;
 		base64_encode(d, n, &content);
 	} else {
-		if (offset > 0 && got > 0 && is_cont(d[0])) {
-			tool_call_fail(call, TC_EXECUTION_ERROR,
-				       "Offset %llu of '%s' falls inside a multibyte UTF-8 character; "
-				       "use the offset of a character boundary, or encoding \"base64\"",
-				       (unsigned long long)offset, display);
-			return;
+		if (j->by_lines) {
+			n = got;
+			truncated = j->more;
+		} else {
+			if (offset > 0 && got > 0 && is_cont(d[0])) {
+				tool_call_fail(call, TC_EXECUTION_ERROR,
+					       "Offset %llu of '%s' falls inside a multibyte UTF-8 character; "
+					       "use the offset of a character boundary, or encoding \"base64\"",
+					       (unsigned long long)offset, display);
+				return;
+			}
+			n = text_window(d, got, limit);
+			truncated = got > n;
 		}
-		n = text_window(d, got, limit);
 		/* NUL bytes are valid UTF-8 but mark binary data, and would cut
 		 * the text content short. */
 		if (!utf8_valid((const char *)d, n) || memchr(d, 0, n)) {
-			tool_call_fail(call, TC_EXECUTION_ERROR,
-				       "'%s' is not UTF-8 text (it holds invalid UTF-8 or NUL bytes); "
-				       "read it with encoding \"base64\"", display);
+			read_binary(call, j, display);
 			return;
 		}
-		/* The text is what was read, cut at n: keep the buffer rather
+		/* The content is what was read, cut at n: keep the buffer rather
 		 * than copy it. */
 		j->data.len = j->data.off + n;
 		content = j->data;
 		j->data = (struct buf){0};
 	}
-	bool truncated = got > n;
 	/* A whole image in base64 is shown as one: MCP image content. */
-	const char *mime = j->b64 && offset == 0 && !truncated && j->line <= 0 ? image_mime(d, n) : NULL;
+	const char *mime = j->b64 && offset == 0 && !truncated ? image_mime(d, n) : NULL;
 
-	/* Quoted once, used twice: in structuredContent and as the text. The
-	 * content is valid UTF-8 here (checked above, or base64). */
+	/* The content is valid UTF-8 here (checked above, or base64). */
 	struct buf quoted = {0};
 	json_quote(&quoted, buf_head(&content), buf_size(&content));
-	struct buf out = {};
-	buf_reserve(&out, buf_size(&quoted) + strlen(display) + 160);
-	struct jgen *g = jgen_new(&out);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "path", display);
-	jgen_key(g, "content");
-	jgen_raw(g, buf_head(&quoted), buf_size(&quoted));
-	jgen_kv_int(g, "size", (int64_t)j->st.st_size);
-	jgen_kv_bool(g, "truncated", truncated);
-	jgen_kv_str(g, "encoding", j->b64 ? "base64" : "utf8");
-	if (mime)
-		jgen_kv_str(g, "mimeType", mime);
-	if (truncated)
-		jgen_kv_int(g, "next_offset", (int64_t)(offset + n));
-	if (j->w.first_line) {
-		jgen_kv_int(g, "first_line", j->w.first_line);
-		jgen_kv_int(g, "total_lines", (int64_t)j->w.total_lines);
-	}
-	jgen_obj_close(g);
-	jgen_free(g);
+	char *structured = read_json(j, display, &quoted, truncated, buf_size(&content), mime);
 
 	if (mime) {
 		struct buf items = {0};
@@ -232,8 +382,32 @@ static void read_job_done(struct tool_call *call, void *arg, int r)
 		buf_printf(&items, ",\"mimeType\":\"%s\"}]", mime);
 		tool_call_set_content(call, buf_steal(&items));
 	}
-	tool_call_succeed(call, buf_steal(&content), buf_steal(&out), false);
-	tool_call_set_text_json(call, buf_steal(&quoted));
+	if (j->b64 || (!j->by_lines && !truncated && buf_size(&content) > 0)) {
+		/* The text is the content itself: quoted once, used twice. */
+		tool_call_succeed(call, buf_steal(&content), structured, false);
+		tool_call_set_text_json(call, buf_steal(&quoted));
+		return;
+	}
+	buf_free(&quoted);
+	struct read_view v = {
+		.data = buf_head(&content),
+		.len = buf_size(&content),
+		.by_lines = j->by_lines,
+		.numbered = j->numbered,
+		.first_line = j->line,
+		.shown_lines = j->shown_lines,
+		.total_lines = j->total_lines,
+		.line_cut = j->line_cut,
+		.offset = j->offset,
+		.size = (uint64_t)j->st.st_size,
+		.limit_arg = j->limit_arg,
+		.more = truncated,
+		.why = j->too_large ? "the file is too large to read by lines" : NULL,
+	};
+	struct buf text = {0};
+	buf_reserve(&text, buf_size(&content) + buf_size(&content) / 4 + 128);
+	render_read_file(&v, &text);
+	tool_call_succeed(call, buf_steal(&text), structured, false);
 }
 
 static const struct fsjob_ops read_ops = {
@@ -247,6 +421,8 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 {
 	const struct json *jpath = json_get(call->args, "path");
 	const char *path = json_str(jpath);
+	const struct tool_env *env = call->env;
+	const struct json *numbers = json_get(call->args, "line_numbers");
 	int64_t v;
 
 	struct read_job *j = xcalloc(1, sizeof(*j));
@@ -254,31 +430,39 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	j->path = path ? xmemdup(path, j->path_len + 1) : NULL;
 	if (json_get_int(json_get(call->args, "offset"), &v) && v > 0)
 		j->offset = (uint64_t)v;
-	j->limit = call->env && call->env->read_cap ? call->env->read_cap : DEFAULT_READ_CAP;
-	if (json_get_int(json_get(call->args, "limit"), &v) && v > 0)
-		j->limit = (size_t)v;
-	j->limit = MIN(j->limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
 	j->b64 = str_eq(json_str(json_get(call->args, "encoding")), "base64");
+	j->numbered = !numbers || json_is_true(numbers);
+	j->image_cap = env && env->read_cap ? env->read_cap : DEFAULT_READ_CAP;
+	j->limit = j->b64 ? j->image_cap : env && env->read_bytes ? env->read_bytes : DEFAULT_READ_BYTES;
+	if (json_get_int(json_get(call->args, "limit"), &v) && v > 0)
+		j->limit = (size_t)(j->limit_arg = v);
+	j->limit = MIN(j->limit, SIZE_MAX / 2);	/* room for the bytes read beyond it */
 	json_get_int(json_get(call->args, "line"), &j->line);
 	json_get_int(json_get(call->args, "lines"), &j->lines);
-	if (j->lines > 0 && j->line <= 0)
-		j->line = 1;
-	if (j->line > 0 && json_get(call->args, "offset")) {
+	j->line_given = j->line > 0 || j->lines > 0;
+	if (j->line_given && json_get(call->args, "offset")) {
 		read_job_free(j);
 		tool_call_fail(call, TC_VALIDATION_ERROR,
 			       "Invalid arguments for 'read_file': give either 'offset' (bytes) or 'line', not both");
 		return TOOL_DONE;
 	}
+	/* By lines unless bytes were asked for: an offset, a limit alone, or
+	 * base64. */
+	j->by_lines = j->line_given || (!j->b64 && !json_get(call->args, "offset") && !j->limit_arg);
+	if (j->by_lines) {
+		if (j->line <= 0)
+			j->line = 1;
+		if (j->lines <= 0)
+			j->lines = env && env->read_lines ? (int64_t)env->read_lines : DEFAULT_READ_LINES;
+	}
 
 	/* A small file is read at once: a trip to an io thread would cost
 	 * more than the read. Anything larger goes to the pool. */
-	if (j->line == 0) {
-		int r = fsjob_inline(call, read_small_run, j);
-		if (r != WS_NOT_SMALL && r != FSJOB_NOT_INLINE) {
-			read_job_done(call, j, r);
-			read_job_free(j);
-			return TOOL_DONE;
-		}
+	int r = fsjob_inline(call, read_small_run, j);
+	if (r != WS_NOT_SMALL && r != FSJOB_NOT_INLINE) {
+		read_job_done(call, j, r);
+		read_job_free(j);
+		return TOOL_DONE;
 	}
 	return fsjob_start(call, &read_ops, j);
 }
@@ -287,30 +471,40 @@ const struct tool_def tool_read_file = {
 	.name = "read_file",
 	.description =
 		"Read a file in the workspace. Paths are relative to the workspace root. "
-		"Returns the file's text (it must be UTF-8), or its bytes in base64 with "
-		"encoding \"base64\" (use that for binary files; a whole PNG, JPEG, GIF or WebP "
-		"image then comes back as image content). At most 'limit' bytes "
-		"(default 1 MiB) are returned, starting at byte 'offset'; when 'truncated' "
-		"is true, read again from 'next_offset' for the rest. 'size' is the whole "
-		"file's size in bytes. To read by lines instead, give 'line' (1-based) and "
-		"'lines' (how many; default: to the end): the result then also has "
-		"'first_line' and 'total_lines' (the file's line count). To see what a "
-		"directory holds, use list_dir; to find text in files, use search.",
+		"By default returns a window of lines, numbered as cat -n does (the number "
+		"right-aligned in 6 columns, a tab, the line; 'line_numbers': false for the bare "
+		"lines): from line 'line' (1-based, default 1), at most 'lines' lines (default "
+		"2000) and 256 KiB; lines longer than 2000 characters are cut with a marker. "
+		"When the window does not reach the end, the text ends with a line saying which "
+		"lines were shown, how many the file has, and the argument that reads on (e.g. "
+		"{\"line\": 2001}). The text must be UTF-8: a binary file is described in one line "
+		"(its type and size); read it with encoding \"base64\" for its bytes. A whole PNG, "
+		"JPEG, GIF or WebP image (up to 1 MiB) comes back as image content. "
+		"Giving 'offset', or 'limit' without 'line'/'lines', reads a window of bytes "
+		"instead: at most 'limit' bytes (default 256 KiB; 1 MiB in base64) from byte "
+		"'offset', unnumbered and uncut, ending with a line naming the {\"offset\": N} "
+		"that reads on when the file goes on. With 'line'/'lines', 'limit' caps the "
+		"window's bytes. structuredContent has the raw 'content', 'size' (the file's "
+		"bytes), 'truncated', 'next_offset' (by bytes), and by lines 'first_line', "
+		"'total_lines' and 'next_line'. To see what a directory holds, use list_dir; to "
+		"find text in files, use search.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"
 		"\"path\":{\"type\":\"string\",\"minLength\":1,"
 		"\"description\":\"File to read, relative to the workspace root (e.g. \\\"src/main.c\\\")\"},"
-		"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,"
-		"\"description\":\"Byte offset to start at (default 0)\"},"
-		"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,"
-		"\"description\":\"Maximum number of bytes to return (default 1 MiB)\"},"
 		"\"line\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991,"
-		"\"description\":\"First line to return, 1-based (instead of offset)\"},"
+		"\"description\":\"First line to return, 1-based (default 1)\"},"
 		"\"lines\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991,"
-		"\"description\":\"Number of lines to return from 'line' on (default: all)\"},"
+		"\"description\":\"Number of lines to return from 'line' on (default 2000)\"},"
+		"\"line_numbers\":{\"type\":\"boolean\",\"default\":true,"
+		"\"description\":\"Number the lines as cat -n does (default true)\"},"
+		"\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,"
+		"\"description\":\"Byte offset to start at: reads a window of bytes instead of lines\"},"
+		"\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,"
+		"\"description\":\"Maximum number of bytes to return (default 256 KiB; 1 MiB in base64)\"},"
 		"\"encoding\":{\"type\":\"string\",\"enum\":[\"utf8\",\"base64\"],\"default\":\"utf8\","
-		"\"description\":\"utf8 returns text; base64 returns the raw bytes encoded\"}},"
+		"\"description\":\"utf8 returns text; base64 returns the raw bytes encoded (a window of bytes)\"}},"
 		"\"required\":[\"path\"],"
 		"\"additionalProperties\":false}",
 	.side_effects = SIDE_READ,

@@ -2,10 +2,14 @@
 /*
  * search: finds the lines matching a regular expression (the linear-time
  * matcher of schema "pattern", lib/regex_find.h) in the files beneath a
- * path of the workspace, optionally only those a glob selects. Binary files
- * (holding a NUL byte) and ".git" directories are skipped, symlinks are not
- * followed. Results are bounded by max_results and by a byte budget, and
- * stream as progress while the search runs.
+ * path of the workspace, optionally only those a type and a glob select.
+ * What ignore files exclude and hidden entries are skipped (tools/walk.h,
+ * lib/ignore.h), as are binary files (holding a NUL byte) and ".git"
+ * directories; symlinks are not followed. The text shows the matching lines
+ * grouped by file with their context, the files with a match, or their
+ * counts (output_mode), and ends with the counts and what to do when cut.
+ * Results are bounded by max_results and by a byte budget, and stream as
+ * progress while the search runs.
  *
  * The search runs on an io thread as the peer (lib/fsjob.h), never on the
  * loop, in parts of about PART_MS: after each, the loop streams what was
@@ -29,6 +33,7 @@
 #include "proto/json.h"
 #include "proto/utf8.h"
 #include "tools/files.h"
+#include "tools/render.h"
 #include "tools/tools.h"
 #include "tools/walk.h"
 
@@ -44,10 +49,30 @@
 
 static const char *const path_args[] = { "path", NULL };
 
+enum search_mode { MODE_CONTENT, MODE_FILES, MODE_COUNT };
+
+/* A file with matches, for the files and count modes. */
+struct hit {
+	char *path;
+	int64_t mtime_ns;
+	size_t count;
+};
+
+/* A matching line of the file being searched, for its text. */
+struct line_hit {
+	size_t lineno, off;
+};
+
 struct search {
 	char *path;			/* as the client named it */
 	size_t path_len;
-	bool started, skip_git;
+	bool started, skip_git, no_ignore, hidden;
+	enum search_mode mode;
+	struct glob *type;		/* the 'type' as a glob over names, or NULL */
+	struct hit *hits;		/* files and count modes */
+	size_t n_hits, hits_alloc;
+	struct line_hit *lines;		/* content mode: the file's matches */
+	size_t n_lines, lines_alloc;
 	struct walk walk;
 	struct regex_finder *rf;
 	struct glob *glob;
@@ -60,7 +85,7 @@ struct search {
 	struct jgen *g;
 	size_t n_matches, files_searched, skipped_large;
 	bool truncated;
-	struct buf file, fold;		/* scratch: the file read, its folded copy */
+	struct buf file;		/* scratch: the file read */
 };
 
 /* Appends a line cut to LINE_SHOW_MAX bytes at a character boundary. */
@@ -139,13 +164,73 @@ static bool add_match(struct search *S, const char *path, size_t lineno, size_t 
 		context_lines(S, "after", data, n, off, len, false);
 	}
 	jgen_obj_close(S->g);
-
-	size_t start = buf_size(&S->text);
-	buf_printf(&S->text, "%s:%zu:%zu: ", path, lineno, col + 1);
-	utf8_sanitize(data + off, show, &S->text);
-	buf_puts(&S->text, show < len ? " [...]\n" : "\n");
-	buf_append(&S->stream, buf_head(&S->text) + start, buf_size(&S->text) - start);
+	if (S->n_lines == S->lines_alloc) {
+		S->lines_alloc = S->lines_alloc ? 2 * S->lines_alloc : 64;
+		S->lines = xreallocarray(S->lines, S->lines_alloc, sizeof(*S->lines));
+	}
+	S->lines[S->n_lines++] = (struct line_hit){ lineno, off };
 	return true;
+}
+
+/* The offset of the line n lines before the one starting at off (as far
+ * as the start). */
+static size_t lines_back(const char *data, size_t off, size_t n)
+{
+	while (n-- > 0 && off > 0) {
+		const char *prev = off >= 2 ? memrchr(data, '\n', off - 1) : NULL;
+		off = prev ? (size_t)(prev - data) + 1 : 0;
+	}
+	return off;
+}
+
+/* Appends one line of the text: "N:text" for a match, "N-text" for context. */
+static void put_line(struct buf *t, size_t lineno, char sep, const char *data, size_t n, size_t off)
+{
+	render_search_line(lineno, sep == ':', data + off, line_len(data, n, off), t);
+}
+
+/*
+ * Writes the text of the file's matches (content mode): a line with the
+ * path, then its matching lines and their context, "--" between groups
+ * that are not adjacent; streamed as progress too.
+ */
+static void put_file_text(struct search *S, const char *path, const char *data, size_t n)
+{
+	if (!S->n_lines)
+		return;
+	struct buf *t = &S->text;
+	size_t start = buf_size(t), last = 0;	/* the last line written */
+	render_search_heading(path, start == 0, t);
+	for (size_t i = 0; i < S->n_lines; i++) {
+		size_t no = S->lines[i].lineno, off = S->lines[i].off;
+		size_t first = no > S->context ? no - S->context : 1;
+		if (first <= last)
+			first = last + 1;
+		if (last && first > last + 1)
+			render_search_gap(t);
+		size_t p = lines_back(data, off, no - first);
+		for (size_t k = first; k < no; k++) {
+			put_line(t, k, '-', data, n, p);
+			const char *nl = memchr(data + p, '\n', n - p);
+			p = nl ? (size_t)(nl - data) + 1 : n;
+		}
+		put_line(t, no, ':', data, n, off);
+		last = no;
+		/* Context after, up to the next match (which writes its own). */
+		size_t until = no + S->context;
+		if (i + 1 < S->n_lines && S->lines[i + 1].lineno - 1 < until)
+			until = S->lines[i + 1].lineno - 1;
+		const char *nl = memchr(data + off, '\n', n - off);
+		p = nl ? (size_t)(nl - data) + 1 : n;
+		for (size_t k = no + 1; k <= until && p < n; k++) {
+			put_line(t, k, '-', data, n, p);
+			last = k;
+			nl = memchr(data + p, '\n', n - p);
+			p = nl ? (size_t)(nl - data) + 1 : n;
+		}
+	}
+	S->n_lines = 0;
+	buf_append(&S->stream, buf_head(t) + start, buf_size(t) - start);
 }
 
 /* Counts the newlines in s[0..n). */
@@ -159,10 +244,14 @@ static size_t count_lines(const char *s, size_t n)
 
 /*
  * Searches the text of one file (data, n bytes; subj is what the pattern
- * sees: data or its folded copy). False when the results are full.
+ * sees: data or its folded copy): records its matches (content mode) or
+ * counts its matching lines in *ret_count (the first only in files mode).
+ * False when the results are full.
  */
-static bool search_text(struct search *S, const char *path, const char *data, const char *subj, size_t n)
+static bool search_text(struct search *S, const char *path, const char *data, const char *subj, size_t n,
+			size_t *ret_count)
 {
+	*ret_count = 0;
 	if (!regex_finder_may_match(S->rf, subj, n))
 		return true;
 	size_t lineno = 1;	/* of the line starting at off */
@@ -174,17 +263,43 @@ static bool search_text(struct search *S, const char *path, const char *data, co
 		const char *ls = at ? memrchr(subj + off, '\n', at) : NULL;
 		if (ls) {
 			size_t l_off = (size_t)(ls - subj) + 1;
-			lineno += count_lines(subj + off, l_off - off);
+			if (S->mode == MODE_CONTENT)
+				lineno += count_lines(subj + off, l_off - off);
 			off = l_off;
 		}
 		const char *nl = memchr(subj + off, '\n', n - off);
 		size_t len = nl ? (size_t)(nl - subj) - off : n - off;
-		if (regex_finder_line(S->rf, subj + off, len, &col) &&
-		    !add_match(S, path, lineno, col, data, n, off))
-			return false;
+		if (regex_finder_line(S->rf, subj + off, len, &col)) {
+			++*ret_count;
+			if (S->mode == MODE_FILES)
+				return true;
+			if (S->mode == MODE_CONTENT && !add_match(S, path, lineno, col, data, n, off))
+				return false;
+		}
 		off += len + 1;
 		lineno++;
 	}
+	return true;
+}
+
+/* Files kept for the files and count modes at most (they are sorted). */
+#define HITS_KEEP_MAX 200000
+
+/* Records a file with matches (files and count modes); false when full. */
+static bool add_hit(struct search *S, const char *path, const struct stat *st, size_t count)
+{
+	size_t cap = S->mode == MODE_COUNT ? S->max_results : HITS_KEEP_MAX;
+	if (S->n_hits >= cap) {
+		S->truncated = true;
+		return false;
+	}
+	if (S->n_hits == S->hits_alloc) {
+		S->hits_alloc = S->hits_alloc ? 2 * S->hits_alloc : 64;
+		S->hits = xreallocarray(S->hits, S->hits_alloc, sizeof(*S->hits));
+	}
+	S->hits[S->n_hits++] = (struct hit){ xstrdup(path),
+		(int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec, count };
+	S->n_matches += count;
 	return true;
 }
 
@@ -218,14 +333,14 @@ static bool search_fd(struct search *S, int fd, const char *path)
 	if (memchr(data, '\0', n))
 		return true;	/* binary */
 	S->files_searched++;
-	const char *subj = data;
-	if (S->icase) {
-		buf_clear(&S->fold);
-		buf_append(&S->fold, data, n);
-		regex_fold_ascii(S->fold.data + S->fold.off, n);
-		subj = buf_head(&S->fold);
-	}
-	return search_text(S, path, data, subj, n);
+	/* Case is ignored by the finder itself: the text is searched as it is. */
+	size_t count;
+	bool more = search_text(S, path, data, data, n, &count);
+	if (S->mode == MODE_CONTENT)
+		put_file_text(S, path, data, n);
+	else if (count && !add_hit(S, path, &st, count))
+		return false;
+	return more;
 }
 
 /* Searches the file the walk is at (rel beneath the searched directory). */
@@ -239,9 +354,15 @@ static bool search_file(struct search *S, const char *rel)
 	return search_fd(S, fd, path);
 }
 
-/* Whether the glob selects the file rel. */
+/* Whether the type and the glob select the file rel. */
 static bool selected(const struct search *S, const char *rel)
 {
+	if (S->type) {
+		const char *slash = strrchr(rel, '/');
+		const char *base = slash ? slash + 1 : rel;
+		if (!glob_match(S->type, base, strlen(base)))
+			return false;
+	}
 	if (!S->glob)
 		return true;
 	if (S->glob_base) {
@@ -281,6 +402,9 @@ static int search_open(struct search *S, struct fsjob *job)
 		close(fd);
 		return 0;
 	}
+	S->walk.use_ignores = !S->no_ignore;
+	S->walk.skip_hidden = !S->hidden;
+	walk_load_outer(&S->walk, job, S->root);
 	walk_init(&S->walk, fd);
 	S->walk.skip_git = S->skip_git;
 	S->walk.descend = may_descend;
@@ -331,12 +455,16 @@ static void search_free(void *arg)
 	walk_done(&S->walk);
 	regex_finder_free(S->rf);
 	glob_free(S->glob);
+	glob_free(S->type);
+	for (size_t i = 0; i < S->n_hits; i++)
+		free(S->hits[i].path);
+	free(S->hits);
+	free(S->lines);
 	jgen_free(S->g);
 	buf_free(&S->out);
 	buf_free(&S->text);
 	buf_free(&S->stream);
 	buf_free(&S->file);
-	buf_free(&S->fold);
 	free(S->root);
 	free(S->path);
 	free(S);
@@ -353,6 +481,57 @@ static void fail_errno(struct tool_call *call, int r, const char *path)
 	ws_fail_call(call, r, path, NULL);
 }
 
+static int hit_cmp(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+	if (x->mtime_ns != y->mtime_ns)
+		return x->mtime_ns > y->mtime_ns ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Writes the files with matches: newest first ("files"), or with their
+ * counts in path order ("count"). */
+static void put_hits(struct search *S)
+{
+	if (S->mode == MODE_FILES && S->n_hits > 1)
+		qsort(S->hits, S->n_hits, sizeof(*S->hits), hit_cmp);
+	size_t n = S->n_hits;
+	if (n > S->max_results) {
+		n = S->max_results;
+		S->truncated = true;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct hit *h = &S->hits[i];
+		if (S->mode == MODE_FILES) {
+			jgen_str(S->g, h->path);
+		} else {
+			jgen_obj_open(S->g);
+			jgen_kv_str(S->g, "path", h->path);
+			jgen_kv_int(S->g, "count", (int64_t)h->count);
+			jgen_obj_close(S->g);
+		}
+		render_search_hit(h->path, S->mode == MODE_COUNT, h->count, &S->text);
+	}
+}
+
+/* Ends the text with what the model needs to act: counts, a cut and how
+ * to go on, what was skipped. */
+static void put_summary(struct search *S)
+{
+	struct search_summary sum = {
+		.content = S->mode == MODE_CONTENT,
+		.matches = S->n_matches,
+		.files = MIN(S->n_hits, S->max_results),
+		.files_searched = S->files_searched,
+		.skipped = S->walk.skipped,
+		.skipped_large = S->skipped_large,
+		.large_mib = SEARCH_FILE_MAX >> 20,
+		.max_results = S->max_results,
+		.truncated = S->truncated,
+	};
+	render_search_summary(&sum, &S->text);
+}
+
 /* On the loop: sets the outcome from what the search found. */
 static void search_done(struct tool_call *call, void *arg, int r)
 {
@@ -366,21 +545,15 @@ static void search_done(struct tool_call *call, void *arg, int r)
 		return;
 	}
 	search_part(call, S);
+	if (S->mode != MODE_CONTENT)
+		put_hits(S);
 	jgen_arr_close(S->g);
 	jgen_kv_int(S->g, "files_searched", (int64_t)S->files_searched);
 	jgen_kv_bool(S->g, "truncated", S->truncated);
+	if (S->walk.skipped)
+		jgen_kv_int(S->g, "skipped", (int64_t)S->walk.skipped);
 	jgen_obj_close(S->g);
-
-	if (!S->n_matches)
-		buf_printf(&S->text, "No matches in %zu files searched\n", S->files_searched);
-	else
-		buf_printf(&S->text, "%zu match%s in %zu files searched\n", S->n_matches,
-			   S->n_matches == 1 ? "" : "es", S->files_searched);
-	if (S->truncated)
-		buf_printf(&S->text, "(truncated: more matches exist; narrow the path or glob, or raise max_results)\n");
-	if (S->skipped_large)
-		buf_printf(&S->text, "(%zu files larger than %zu MiB were not searched)\n", S->skipped_large,
-			   SEARCH_FILE_MAX >> 20);
+	put_summary(S);
 	tool_call_succeed(call, buf_steal(&S->text), buf_steal(&S->out), false);
 }
 
@@ -389,6 +562,37 @@ static const struct fsjob_ops search_ops = {
 	.done = search_done,
 	.free = search_free,
 	.part = search_part,
+};
+
+/* The file types 'type' names, as globs over file names. */
+static const struct file_type {
+	const char *name, *glob;
+} file_types[] = {
+	{ "c", "*.{c,h}" },
+	{ "cpp", "*.{cpp,cc,cxx,c++,hpp,hh,hxx,h++,h,inl,ipp}" },
+	{ "cmake", "{CMakeLists.txt,*.cmake}" },
+	{ "css", "*.{css,scss,sass,less}" },
+	{ "go", "*.go" },
+	{ "html", "*.{html,htm}" },
+	{ "java", "*.java" },
+	{ "js", "*.{js,mjs,cjs,jsx}" },
+	{ "json", "*.{json,jsonl}" },
+	{ "kotlin", "*.{kt,kts}" },
+	{ "make", "{Makefile,makefile,GNUmakefile,*.mk}" },
+	{ "md", "*.{md,markdown,mdx}" },
+	{ "meson", "{meson.build,meson_options.txt,meson.options}" },
+	{ "php", "*.php" },
+	{ "py", "*.{py,pyi}" },
+	{ "ruby", "{*.rb,Gemfile,Rakefile}" },
+	{ "rust", "*.rs" },
+	{ "sh", "*.{sh,bash,zsh,ksh}" },
+	{ "sql", "*.sql" },
+	{ "swift", "*.swift" },
+	{ "toml", "*.toml" },
+	{ "ts", "*.{ts,tsx,mts,cts}" },
+	{ "txt", "*.txt" },
+	{ "xml", "*.xml" },
+	{ "yaml", "*.{yaml,yml}" },
 };
 
 /* Runs search: the compiled pattern and glob go to an io thread. */
@@ -416,6 +620,18 @@ static enum tool_ret search_exec(struct tool_call *call)
 		S->max_results = (size_t)v;
 	if (json_get_int(json_get(call->args, "context"), &v) && v > 0)
 		S->context = (unsigned)MIN(v, 10);
+	const char *mode = json_str(json_get(call->args, "output_mode"));
+	S->mode = str_eq(mode, "files") ? MODE_FILES : str_eq(mode, "count") ? MODE_COUNT : MODE_CONTENT;
+	S->no_ignore = json_is_true(json_get(call->args, "no_ignore"));
+	S->hidden = json_is_true(json_get(call->args, "hidden")) ||
+		    (jglob && walk_names_hidden(jglob->u.str.s, jglob->u.str.len));
+	const char *type = json_str(json_get(call->args, "type"));
+	for (size_t i = 0; type && i < ELEMENTSOF(file_types); i++) {
+		if (str_eq(type, file_types[i].name)) {
+			_cleanup_free_ char *terr = NULL;
+			glob_compile(file_types[i].glob, strlen(file_types[i].glob), &S->type, &terr);
+		}
+	}
 
 	_cleanup_free_ char *err = NULL;
 	if (regex_finder_new(jpat->u.str.s, jpat->u.str.len, S->icase, &S->rf, &err) < 0) {
@@ -439,7 +655,7 @@ static enum tool_ret search_exec(struct tool_call *call)
 	S->root = ws_display_path(call->ws, path, path_len);
 	S->g = jgen_new(&S->out);
 	jgen_obj_open(S->g);
-	jgen_key(S->g, "matches");
+	jgen_key(S->g, S->mode == MODE_FILES ? "files" : S->mode == MODE_COUNT ? "counts" : "matches");
 	jgen_arr_open(S->g);
 	return fsjob_start(call, &search_ops, S);
 }
@@ -447,16 +663,29 @@ static enum tool_ret search_exec(struct tool_call *call)
 const struct tool_def tool_search = {
 	.name = "search",
 	.description =
-		"Search the content of files in the workspace for a regular expression, like grep -rn. "
-		"Returns each matching line with its file path, line number, column (1-based, in bytes) "
-		"and text (long lines are cut), optionally with 'context' lines before and after. "
-		"The pattern is an ECMAScript regular expression (no lookaround or backreferences); "
-		"for a plain string, escape special characters such as ( [ . * with a backslash. "
-		"'path' is a directory to search below (default: the whole workspace) or one file; "
-		"'glob' keeps only files whose name (e.g. \"*.c\", \"*.{ts,tsx}\") or, when it holds a "
-		"'/', relative path (e.g. \"src/**/*.h\") matches. Binary files, .git directories "
-		"and files over 32 MiB are skipped; symlinks are not followed. At most max_results "
-		"matches (default 200) are returned; 'truncated' is true when there were more.",
+		"Search the content of files in the workspace for a regular expression, like ripgrep. "
+		"output_mode \"content\" (default) shows, for each file with matches, a line with its "
+		"path, then \"N:text\" for each matching line and \"N-text\" for the 'context' lines "
+		"around it, with \"--\" between groups that are not adjacent (long lines are cut); "
+		"\"files\" lists the paths of the files with a match, newest first; \"count\" shows "
+		"\"path:N\", the number of matching lines of each file. The text ends with a line of "
+		"counts. The pattern is an ECMAScript regular expression (\\b and \\B included; no "
+		"lookaround or backreferences); for a plain string, escape special characters such as "
+		"( [ . * with a backslash; case_insensitive folds letters by Unicode simple case "
+		"folding. 'path' is a directory to search below (default: the whole workspace) or one "
+		"file; 'type' keeps only files of a kind (c: *.c *.h; cpp; cmake; css; go; html; java; "
+		"js: *.js *.mjs *.cjs *.jsx; json; kotlin; make; md; meson; php; py: *.py *.pyi; ruby; "
+		"rust: *.rs; sh; sql; swift; toml; ts: *.ts *.tsx *.mts *.cts; txt; xml; yaml: *.yaml "
+		"*.yml); 'glob' keeps only files whose name (e.g. \"*.c\", \"*.{ts,tsx}\") or, when it "
+		"holds a '/', relative path (e.g. \"src/**/*.h\") matches. What .gitignore files "
+		"(nested ones too), .ignore files and .git/info/exclude exclude is skipped unless "
+		"no_ignore is true; hidden files and directories (names starting with \".\") unless "
+		"hidden is true or the glob names one. Binary files, .git directories and files over "
+		"32 MiB are skipped; symlinks are not followed. At most max_results matches (files in "
+		"the files and count modes; default 200) are returned; when there were more, the text "
+		"says so and 'truncated' is true. structuredContent has matches [{path, line, column, "
+		"text, before?, after?}] (content), files [path] (files) or counts [{path, count}] "
+		"(count), with files_searched, truncated and skipped (entries ignored or hidden).",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"
@@ -464,14 +693,24 @@ const struct tool_def tool_search = {
 		"\"description\":\"Regular expression to search for (ECMAScript syntax)\"},"
 		"\"path\":{\"type\":\"string\",\"default\":\".\","
 		"\"description\":\"Directory or file to search, relative to the workspace root (default: the root)\"},"
+		"\"output_mode\":{\"type\":\"string\",\"enum\":[\"content\",\"files\",\"count\"],\"default\":\"content\","
+		"\"description\":\"content: matching lines; files: paths with a match, newest first; count: path:N\"},"
+		"\"type\":{\"type\":\"string\",\"enum\":[\"c\",\"cpp\",\"cmake\",\"css\",\"go\",\"html\",\"java\",\"js\","
+		"\"json\",\"kotlin\",\"make\",\"md\",\"meson\",\"php\",\"py\",\"ruby\",\"rust\",\"sh\",\"sql\",\"swift\","
+		"\"toml\",\"ts\",\"txt\",\"xml\",\"yaml\"],"
+		"\"description\":\"Only search files of this type (see the tool's description)\"},"
 		"\"glob\":{\"type\":\"string\",\"maxLength\":4096,"
 		"\"description\":\"Only search files matching this glob, e.g. \\\"*.c\\\" or \\\"src/**/*.{h,c}\\\"\"},"
 		"\"case_insensitive\":{\"type\":\"boolean\",\"default\":false,"
-		"\"description\":\"Ignore the case of ASCII letters\"},"
+		"\"description\":\"Ignore case (Unicode simple case folding)\"},"
 		"\"context\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10,\"default\":0,"
-		"\"description\":\"Lines of context to return before and after each match\"},"
+		"\"description\":\"Lines of context to show before and after each match\"},"
+		"\"no_ignore\":{\"type\":\"boolean\",\"default\":false,"
+		"\"description\":\"Also search what .gitignore, .ignore and .git/info/exclude exclude\"},"
+		"\"hidden\":{\"type\":\"boolean\",\"default\":false,"
+		"\"description\":\"Also search hidden files and directories (names starting with a dot)\"},"
 		"\"max_results\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":10000,\"default\":200,"
-		"\"description\":\"Maximum number of matches to return\"}},"
+		"\"description\":\"Maximum number of matches (files in the files and count modes) to return\"}},"
 		"\"required\":[\"pattern\"],"
 		"\"additionalProperties\":false}",
 	.side_effects = SIDE_READ,

@@ -96,9 +96,12 @@ static enum tool_ret shell_exec(struct tool_call *c)
 
 const struct tool_def tool_shell = {
 	.name = "shell",
-	.description = "Run a shell command (/bin/sh -c) in the workspace. stdin is empty; "
-		       "stdout and stderr are captured (long output keeps its head and tail). "
-		       "A non-zero exit is reported with its exit code.",
+	.description = "Run a shell command (/bin/sh -c) in the workspace. stdin is empty. "
+		       "The text holds stdout and stderr in the order they were written, then "
+		       "\"[exit code N]\" or \"[killed by SIGNAL]\" when the command failed; output "
+		       "beyond 64 KiB keeps its head and its tail around a line saying how many bytes "
+		       "were dropped. structuredContent has stdout and stderr apart. A command that "
+		       "times out or is cancelled keeps the output it had produced in the error.",
 	.input_schema = shell_schema,
 	.side_effects = SIDE_EXECUTE,
 	.idempotent = false,
@@ -107,5 +110,6 @@ const struct tool_def tool_shell = {
 	.timeout_arg = true,
 	.exec = shell_exec,
 	.cancel = child_call_cancel,
+	.partial = child_call_partial,
 	.runs_children = true,
 };

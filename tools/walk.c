@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "lib/fsjob.h"
+#include "lib/ignore.h"
 #include "lib/workspace.h"
+#include "proto/base/buf.h"
 #include "proto/base/util.h"
 
 /* Directories deeper than this are not entered: each level holds an fd. */
@@ -26,6 +28,7 @@ struct walk_ent {
 struct walk_level {
 	int fd;			/* the directory, open while its entries are walked */
 	char *rel;		/* relative to the start, "" for the start */
+	struct ignore *ig[2];	/* its .ignore and .gitignore, or NULL */
 	struct walk_ent *v;
 	size_t i, n;
 };
@@ -38,6 +41,30 @@ static int ent_cmp(const void *a, const void *b)
 static enum walk_type type_of_mode(mode_t m)
 {
 	return S_ISREG(m) ? WALK_FILE : S_ISDIR(m) ? WALK_DIR : S_ISLNK(m) ? WALK_SYMLINK : WALK_OTHER;
+}
+
+/* Reads the ignore file name of the directory fd, or NULL. */
+static struct ignore *load_ignore(int dirfd, const char *name)
+{
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	struct buf b = {0};
+	for (;;) {
+		buf_reserve(&b, 4096);
+		ssize_t k = read(fd, b.data + b.len, MIN(b.cap - b.len, IGNORE_FILE_MAX + 1 - b.len));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		b.len += (size_t)k;
+		if (buf_size(&b) > IGNORE_FILE_MAX)
+			break;
+	}
+	struct ignore *ig = ignore_parse(buf_head(&b), buf_size(&b));
+	buf_free(&b);
+	return ig;
 }
 
 /* Reads the directory rel whole, names sorted, into a new level on the stack. */
@@ -98,7 +125,15 @@ static int push_level(struct walk *w, const char *rel)
 	if (n > 1)
 		qsort(v, n, sizeof(*v), ent_cmp);
 	w->stack = xreallocarray(w->stack, w->depth + 1, sizeof(*w->stack));
-	w->stack[w->depth++] = (struct walk_level){ .fd = fd, .rel = xstrdup(rel), .v = v, .n = n };
+	struct walk_level *l = &w->stack[w->depth++];
+	*l = (struct walk_level){ .fd = fd, .rel = xstrdup(rel), .v = v, .n = n };
+	if (w->use_ignores) {
+		/* Opened only when the listing holds them: most directories do not. */
+		if (bsearch(&(struct walk_ent){ .name = (char *)".ignore" }, v, n, sizeof(*v), ent_cmp))
+			l->ig[0] = load_ignore(fd, ".ignore");
+		if (bsearch(&(struct walk_ent){ .name = (char *)".gitignore" }, v, n, sizeof(*v), ent_cmp))
+			l->ig[1] = load_ignore(fd, ".gitignore");
+	}
 	return r;
 }
 
@@ -109,12 +144,49 @@ static void pop_level(struct walk *w)
 		free(l->v[i].name);
 	free(l->v);
 	free(l->rel);
+	ignore_free(l->ig[0]);
+	ignore_free(l->ig[1]);
 	close(l->fd);
+}
+
+/* Whether the ignore files exclude the entry at path. */
+static bool ignored(const struct walk *w, const char *path, bool is_dir)
+{
+	size_t len = strlen(path);
+	for (size_t d = w->depth; d-- > 0;) {
+		const struct walk_level *l = &w->stack[d];
+		if (!l->ig[0] && !l->ig[1])
+			continue;
+		size_t skip = *l->rel ? strlen(l->rel) + 1 : 0;
+		for (int k = 0; k < 2; k++) {
+			enum ignore_verdict v = ignore_match(l->ig[k], path + skip, len - skip, is_dir);
+			if (v != IGNORE_NONE)
+				return v == IGNORE_EXCLUDE;
+		}
+	}
+	for (size_t i = 0; i < w->n_outer; i++) {
+		const struct walk_outer *o = &w->outer[i];
+		_cleanup_free_ char *full = *o->prefix ? xasprintf("%s/%s", o->prefix, path) : NULL;
+		const char *s = full ? full : path;
+		enum ignore_verdict v = ignore_match(o->ig, s, strlen(s), is_dir);
+		if (v != IGNORE_NONE)
+			return v == IGNORE_EXCLUDE;
+	}
+	return false;
+}
+
+void walk_add_ignore(struct walk *w, struct ignore *ig, const char *prefix)
+{
+	if (!ig)
+		return;
+	w->outer = xreallocarray(w->outer, w->n_outer + 1, sizeof(*w->outer));
+	w->outer[w->n_outer++] = (struct walk_outer){ ig, xstrdup(prefix) };
 }
 
 void walk_init(struct walk *w, int dirfd)
 {
-	*w = (struct walk){ .basefd = dirfd };
+	/* The options and outer patterns set before stay. */
+	w->basefd = dirfd;
 }
 
 int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
@@ -135,6 +207,14 @@ int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 		}
 		struct walk_ent e = l->v[l->i++];
 		w->path = *l->rel ? xasprintf("%s/%s", l->rel, e.name) : xstrdup(e.name);
+		if ((w->skip_hidden && e.name[0] == '.') ||
+		    (w->use_ignores && ignored(w, w->path, e.type == WALK_DIR))) {
+			w->skipped++;
+			free(e.name);
+			free(w->path);
+			w->path = NULL;
+			continue;
+		}
 		w->name = e.name;
 		w->dirfd = l->fd;
 		bool enter = e.type == WALK_DIR && w->depth < WALK_DEPTH_MAX &&
@@ -160,5 +240,65 @@ void walk_done(struct walk *w)
 	free(w->name);
 	if (w->basefd >= 0)
 		close(w->basefd);
+	for (size_t i = 0; i < w->n_outer; i++) {
+		ignore_free(w->outer[i].ig);
+		free(w->outer[i].prefix);
+	}
+	free(w->outer);
 	*w = (struct walk){ .basefd = -1 };
+}
+
+/* Reads the ignore file at path (relative to the workspace), or NULL. */
+static struct ignore *read_ignore(const struct fsjob *job, const char *path)
+{
+	struct buf b = {0};
+	struct ignore *ig = NULL;
+	if (fsjob_read(job, path, strlen(path), 0, IGNORE_FILE_MAX, &b, NULL) == 0)
+		ig = ignore_parse(buf_head(&b), buf_size(&b));
+	buf_free(&b);
+	return ig;
+}
+
+void walk_load_outer(struct walk *w, const struct fsjob *job, const char *start)
+{
+	if (!w->use_ignores || start[0] == '/')
+		return;
+	if (str_eq(start, "."))
+		start = "";
+	size_t n = strlen(start);
+	/* The directories above the start, deepest first: "a" then "" for "a/b". */
+	for (size_t end = n; end > 0;) {
+		const char *slash = memrchr(start, '/', end);
+		size_t dir_len = slash ? (size_t)(slash - start) : 0;
+		const char *prefix = start + (slash ? dir_len + 1 : 0);
+		static const char *const names[] = { ".ignore", ".gitignore" };
+		for (size_t k = 0; k < 2; k++) {
+			_cleanup_free_ char *p = dir_len ? xasprintf("%.*s/%s", (int)dir_len, start, names[k])
+							 : xstrdup(names[k]);
+			walk_add_ignore(w, read_ignore(job, p), prefix);
+		}
+		end = dir_len;
+	}
+	/* The repository's own excludes, from the nearest directory holding .git. */
+	for (size_t end = n;;) {
+		_cleanup_free_ char *p = end ? xasprintf("%.*s/.git/info/exclude", (int)end, start)
+					     : xstrdup(".git/info/exclude");
+		struct ignore *ig = read_ignore(job, p);
+		if (ig) {
+			walk_add_ignore(w, ig, start + (end ? MIN(end + 1, n) : 0));
+			break;
+		}
+		if (!end)
+			break;
+		const char *slash = memrchr(start, '/', end);
+		end = slash ? (size_t)(slash - start) : 0;
+	}
+}
+
+bool walk_names_hidden(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (s[i] == '.' && (i == 0 || s[i - 1] == '/') && s[i + 1] != '/' && s[i + 1] != '.')
+			return true;
+	return false;
 }

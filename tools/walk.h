@@ -11,6 +11,11 @@
  * that fd, never through a symlink. So the work on one entry depends only
  * on (directory fd, name), and could run on another thread while the
  * directory's level is held.
+ *
+ * With use_ignores, each directory's .ignore and .gitignore are read as it
+ * is entered (lib/ignore.h: git's rules), and what they exclude is neither
+ * reported nor entered; skip_hidden does the same for names starting with
+ * "."; both are counted in skipped.
  */
 #ifndef TC_TOOLS_WALK_H
 #define TC_TOOLS_WALK_H
@@ -23,11 +28,27 @@
 enum walk_type { WALK_FILE, WALK_DIR, WALK_SYMLINK, WALK_OTHER };
 
 struct fsjob;
+struct ignore;
 struct walk_level;
+
+/* Ignore patterns from outside the walk (a directory above its start, or
+ * .git/info/exclude): matched against prefix + "/" + the entry's path. */
+struct walk_outer {
+	struct ignore *ig;
+	char *prefix;		/* from the patterns' directory to the start; "" for the start */
+};
 
 struct walk {
 	int basefd;		/* the start directory, owned */
 	bool skip_git;		/* do not enter directories named ".git" */
+	/* Skip, without reporting them, what ignore files exclude (each
+	 * directory's .ignore, then its .gitignore, deepest first, then the
+	 * outer patterns in the order added) and names starting with ".". */
+	bool use_ignores;
+	bool skip_hidden;
+	struct walk_outer *outer;	/* owned */
+	size_t n_outer;
+	size_t skipped;		/* entries skipped so */
 	/* Optional: whether to enter the directory rel (relative to the start). */
 	bool (*descend)(void *arg, const char *rel, size_t len);
 	void *arg;
@@ -49,6 +70,17 @@ void walk_init(struct walk *w, int dirfd);
  * the *at() calls. Symlinks are reported, never followed.
  */
 int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type);
+/* Adds outer ignore patterns (taken over; NULL is fine), after those
+ * added before: they are looked at after them. */
+void walk_add_ignore(struct walk *w, struct ignore *ig, const char *prefix);
+/* Adds, with use_ignores, the .ignore and .gitignore files of the
+ * directories above start (the start's path relative to the workspace
+ * root, "." for the root) up to the root, and the .git/info/exclude of the
+ * nearest of them (or the start) that has one; read as the job reads. */
+void walk_load_outer(struct walk *w, const struct fsjob *job, const char *start);
+/* Whether a glob names a hidden component (".github/x", "a/.env"): what
+ * it names is then looked for among hidden entries too. */
+bool walk_names_hidden(const char *s, size_t n);
 /* Frees what the walk holds (closes basefd). */
 void walk_done(struct walk *w);
 

@@ -1937,6 +1937,8 @@ static void scenario_batch(void)
 /* --- search and glob over a copy of /usr/include, next to grep and find --- */
 
 #define FILES_ROUNDS 7
+/* rg's threads: the daemon's io threads (limits.io_threads, 4 by default). */
+#define RG_THREADS 4
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -2051,6 +2053,106 @@ static void scenario_search(void)
 	files_pair("glob '**/*.h' vs find -name '*.h'",
 		   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"glob\","
 		   "\"arguments\":{\"pattern\":\"**/*.h\",\"path\":\"inc\",\"max_results\":100000}}}",
+		   cmd, ".h\"");
+}
+/* The bytes of the answer's text content (its first "text" string,
+ * unescaped), what a model reads of it. */
+static size_t text_bytes(const char *answer)
+{
+	const char *p = answer ? strstr(answer, "\"text\":\"") : NULL;
+	if (!p)
+		return 0;
+	size_t n = 0;
+	for (p += 8; *p && *p != '"'; p++, n++) {
+		if (*p != '\\')
+			continue;
+		p++;
+		if (*p == 'u')
+			p += 4;
+	}
+	return n;
+}
+
+/* The size of a file, 0 when it has none. */
+static size_t file_bytes(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+/* Times search against rg on the same tree (rg -j the daemon's io
+ * threads, output to a file), in alternating rounds; notes the medians,
+ * their ratio, and the bytes each answers with. */
+static void rg_pair(const char *what, const char *dir, const char *args, const char *rg_args)
+{
+	char cmd[3 * PATH_MAX], out[PATH_MAX + 16];
+	snprintf(out, sizeof(out), "%s/rg.out", tmp_dir);
+	snprintf(cmd, sizeof(cmd), "cd %s/ws && rg -j%u %s %s > %s", tmp_dir, RG_THREADS, rg_args, dir, out);
+	char *request = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+				  "\"search\",\"arguments\":{\"path\":\"%s\",\"max_results\":10000,%s}}}", dir, args);
+	double d[FILES_ROUNDS], c[FILES_ROUNDS], unused;
+	char *answer = NULL;
+	command_ms(cmd, &unused);	/* the page cache warm for both */
+	for (int i = 0; i < FILES_ROUNDS; i++) {
+		if (i % 2) {
+			c[i] = command_ms(cmd, &unused);
+			d[i] = tool_ms(request, &answer, &unused);
+		} else {
+			d[i] = tool_ms(request, &answer, &unused);
+			c[i] = command_ms(cmd, &unused);
+		}
+	}
+	qsort(d, FILES_ROUNDS, sizeof(*d), cmp_double);
+	qsort(c, FILES_ROUNDS, sizeof(*c), cmp_double);
+	double dm = d[FILES_ROUNDS / 2], cm = c[FILES_ROUNDS / 2];
+	note("%s: search %.1f ms, rg -j%u %.1f ms: %.2f× (target ≤ 1.5×: %s); text %zu bytes, rg output %zu bytes; "
+	     "medians of %d", what, dm, RG_THREADS, cm, cm > 0 ? dm / cm : 0, dm <= 1.5 * cm ? "met" : "MISSED",
+	     text_bytes(answer), file_bytes(out), FILES_ROUNDS);
+	free(answer);
+	free(request);
+}
+
+/* The four searches of the target, on one tree. */
+static void rg_searches(const char *tree, const char *dir)
+{
+	char what[256];
+	snprintf(what, sizeof(what), "%s: literal 'pthread_mutex_timedlock'", tree);
+	rg_pair(what, dir, "\"pattern\":\"pthread_mutex_timedlock\"", "-n 'pthread_mutex_timedlock'");
+	snprintf(what, sizeof(what), "%s: regex 'struct [a-z_]+_ops \\{'", tree);
+	rg_pair(what, dir, "\"pattern\":\"struct [a-z_]+_ops \\\\{\"", "-n 'struct [a-z_]+_ops \\{'");
+	snprintf(what, sizeof(what), "%s: case-insensitive literal 'PTHREAD_MUTEX_TIMEDLOCK'", tree);
+	rg_pair(what, dir, "\"pattern\":\"PTHREAD_MUTEX_TIMEDLOCK\",\"case_insensitive\":true",
+		"-n -i 'PTHREAD_MUTEX_TIMEDLOCK'");
+	snprintf(what, sizeof(what), "%s: files with 'pthread_mutex_timedlock'", tree);
+	rg_pair(what, dir, "\"pattern\":\"pthread_mutex_timedlock\",\"output_mode\":\"files\"",
+		"-l 'pthread_mutex_timedlock'");
+}
+
+/* search against ripgrep: on the copy of /usr/include, and on a git
+ * repository whose build directory, ignored, holds three more copies. */
+static void scenario_search_rg(void)
+{
+	char cmd[4 * PATH_MAX];
+	if (system("rg --version > /dev/null 2>&1") != 0) {
+		note("search vs rg: skipped, ripgrep is not installed (apt-get install ripgrep)");
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "test -d %s/ws/inc || cp -R /usr/include %s/ws/inc", tmp_dir, tmp_dir);
+	if (system(cmd) != 0)
+		die("could not copy /usr/include");
+	rg_searches("/usr/include", "inc");
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s/ws && mkdir -p repo/build && cp -R inc repo/src && for i in 1 2 3; do cp -R inc repo/build/$i; "
+		 "done && cd repo && git init -q . && printf 'build/\\n*.o\\n' > .gitignore", tmp_dir);
+	if (system(cmd) != 0)
+		die("could not make the repository");
+	rg_searches("git repository, build/ ignored (3 copies)", "repo");
+	/* glob with the same filter as find: the ignored build/ left out. */
+	snprintf(cmd, sizeof(cmd), "cd %s/ws && find repo -path repo/build -prune -o -name '*.h' -print > %s/find.out",
+		 tmp_dir, tmp_dir);
+	files_pair("git repository, build/ ignored: glob '**/*.h' vs find -name '*.h' pruning build/",
+		   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"glob\","
+		   "\"arguments\":{\"pattern\":\"**/*.h\",\"path\":\"repo\",\"max_results\":100000}}}",
 		   cmd, ".h\"");
 }
 /* --- end search and glob --- */
@@ -2237,7 +2339,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem memory idle batch search bridge stall shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem memory idle batch search search_rg bridge stall shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -2773,6 +2875,8 @@ int main(int argc, char **argv)
 		scenario_store();
 	if (wanted("search"))
 		scenario_search();
+	if (wanted("search_rg"))
+		scenario_search_rg();
 	if (wanted("bridge"))
 		scenario_bridge();
 	if (wanted("stall"))

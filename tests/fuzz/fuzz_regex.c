@@ -124,6 +124,13 @@ static bool ref_run(struct ref *r, const struct rx_node *n, size_t pos, const st
 	case RX_END:
 		ok = pos == r->n && ref_resume(r, pos, k);
 		break;
+	case RX_WORDB:
+	case RX_NWORDB: {
+		bool before = pos > 0 && rx_is_word(r->cp[pos - 1]);
+		bool after = pos < r->n && rx_is_word(r->cp[pos]);
+		ok = ((before != after) == (n->kind == RX_WORDB)) && ref_resume(r, pos, k);
+		break;
+	}
 	case RX_CAT:
 		ok = ref_cat(r, n, 0, pos, k);
 		break;

@@ -880,7 +880,7 @@ START_TEST(provider_formats)
 	ck_assert_int_eq(tj_len(r, "result.messages"), 3);
 	ck_assert_str_eq(tj_str(r, "result.messages.0.role"), "tool");
 	ck_assert_str_eq(tj_str(r, "result.messages.0.tool_call_id"), "call_1");
-	ck_assert_str_eq(tj_str(r, "result.messages.0.content"), "alpha");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content"), "     1\talpha");
 	ck_assert_str_eq(tj_str(r, "result.messages.1.tool_call_id"), "call_2");
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.messages.1.content"), "nope.txt"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.messages.2.content"), "Available:"));
@@ -894,7 +894,7 @@ START_TEST(provider_formats)
 	ck_assert_str_eq(tj_str(r, "result.messages.0.role"), "user");
 	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.type"), "tool_result");
 	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.tool_use_id"), "toolu_1");
-	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.content"), "alpha");
+	ck_assert_str_eq(tj_str(r, "result.messages.0.content.0.content"), "     1\talpha");
 	ck_assert(!tj_bool(r, "result.messages.0.content.0.is_error"));
 	ck_assert_str_eq(tj_str(r, "result.messages.0.content.1.tool_use_id"), "toolu_2");
 	ck_assert(tj_bool(r, "result.messages.0.content.1.is_error"));

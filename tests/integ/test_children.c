@@ -280,6 +280,33 @@ START_TEST(cancel_by_disconnect)
 }
 END_TEST
 
+/* A command that times out or is cancelled keeps the output it had
+ * produced: in the error's message and in its data.output. */
+START_TEST(output_kept_when_stopped)
+{
+	struct tcd d;
+	tcd_start(&d, "{" EXEC_AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	const char *id = send_shell(c, "echo before; sleep 3", "\"timeout_ms\":500", NULL);
+	const struct json *r = wait_response(c, id, 5000);
+	tc_assert_kind(r, "timeout");
+	ck_assert_str_eq(tj_str(r, "error.message"),
+			 "Tool 'shell' exceeded its 500 ms limit. Output before it was stopped:\nbefore\n");
+	ck_assert_str_eq(tj_str(r, "error.data.output"), "before\n");
+
+	id = send_shell(c, "echo started >&2; sleep 30", NULL, "\"progressToken\":\"p\"");
+	ck_assert_ptr_nonnull(tcc_wait_notification(c, "notifications/progress", 5000));
+	tc_assert_ok(tcc_request(c, "sessions/cancel", "{}"));
+	r = wait_response(c, id, 5000);
+	tc_assert_kind(r, "cancelled");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "Output before it was stopped:\nstarted\n"), "%s",
+		      tj_str(r, "error.message"));
+	ck_assert_str_eq(tj_str(r, "error.data.output"), "started\n");
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 /* --- output, environment, progress ------------------------------------------- */
 
 /* Past the cap, the head and the tail are kept, with truncated set. */
@@ -596,6 +623,7 @@ static Suite *children_suite(void)
 	tcase_add_test(tc, cancel_by_notification);
 	tcase_add_test(tc, cancel_by_session);
 	tcase_add_test(tc, cancel_by_disconnect);
+	tcase_add_test(tc, output_kept_when_stopped);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("running");

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "proto/base/buf.h"
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
@@ -78,8 +79,9 @@ START_TEST(search_basics)
 	ck_assert_pstr_eq(tj_str(sc, "matches.2.path"), "src/b.h");
 	ck_assert_int_eq(tj_int(sc, "files_searched"), 3);	/* not the binary, not .git */
 	ck_assert(!tj_bool(sc, "truncated"));
-	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "src/a.c:3:9: \treturn helper(1);"), "%s",
-		      tj_str(r, "result.content.0.text"));
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "README\n1:call helper() to help\n\nsrc/a.c\n3:\treturn helper(1);\n\n"
+			 "src/b.h\n1:int helper(int x);\n\n[3 matches shown, 3 files searched]\n");
 
 	/* a regex, case-insensitive, with context */
 	r = tcc_call(c, "search", "{\"pattern\":\"^int \\\\w+\\\\(\",\"path\":\"src\",\"context\":1}");
@@ -91,8 +93,11 @@ START_TEST(search_basics)
 	ck_assert(!tj_has(sc, "matches.0.before"));
 	ck_assert_pstr_eq(tj_str(sc, "matches.0.after.0"), "{");
 	r = tcc_call(c, "search", "{\"pattern\":\"HELPER\\\\b?\",\"case_insensitive\":true,\"glob\":\"*.h\"}");
-	tc_assert_kind(r, "validation_error");	/* \b is not supported: said so */
-	ck_assert_msg(strstr(tj_str(r, "error.message"), "\\b"), "%s", tj_str(r, "error.message"));
+	tc_assert_kind(r, "validation_error");	/* an assertion does not repeat: said so */
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "nothing to repeat"), "%s", tj_str(r, "error.message"));
+	/* word boundaries */
+	r = tcc_call(c, "search", "{\"pattern\":\"\\\\bhelp\\\\b\",\"output_mode\":\"count\"}");
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "README:1\n\n[1 file with matches shown, 3 files searched]\n");
 	r = tcc_call(c, "search", "{\"pattern\":\"HELPER\",\"case_insensitive\":true,\"glob\":\"*.h\"}");
 	tc_assert_ok(r);
 	sc = tj(r, "result.structuredContent");
@@ -174,6 +179,118 @@ START_TEST(search_big_tree)
 END_TEST
 
 /* --- glob ------------------------------------------------------------------ */
+
+/* search's output modes, types, context in the text, and the ignore files
+ * and hidden entries it skips (glob the same). */
+START_TEST(search_modes)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_AUTO);
+	tcd_put(&d, "src/a.c", "one\ntwo key\nthree\nfour\nfive\nsix\nseven key\neight key\nnine\n");
+	tcd_put(&d, "src/b.py", "key = 1\n");
+	tcd_put(&d, "notes.md", "the key\n");
+	tcd_put(&d, ".gitignore", "build/\n*.log\n!keep.log\n");
+	tcd_put(&d, "src/.gitignore", "gen_*.c\n");
+	tcd_put(&d, "src/.ignore", "secret.c\n");
+	tcd_put(&d, ".git/info/exclude", "local.txt\n");
+	tcd_put(&d, "build/out.c", "key\n");
+	tcd_put(&d, "x.log", "key\n");
+	tcd_put(&d, "keep.log", "key\n");
+	tcd_put(&d, "src/gen_1.c", "key\n");
+	tcd_put(&d, "src/secret.c", "key\n");
+	tcd_put(&d, "local.txt", "key\n");
+	tcd_put(&d, "src/deep/x.log", "key\n");
+	tcd_put(&d, ".env", "key\n");
+	tcd_put(&d, ".config/x.c", "key\n");
+	set_mtime(&d, "src/a.c", 1000);
+	set_mtime(&d, "src/b.py", 3000);
+	set_mtime(&d, "notes.md", 2000);
+	set_mtime(&d, "keep.log", 500);
+	struct tcc *c = tcc_connect(&d);
+
+	/* content, with context merged and groups apart */
+	const struct json *r = tcc_call(c, "search", "{\"pattern\":\"key\",\"path\":\"src/a.c\",\"context\":1}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "src/a.c\n1-one\n2:two key\n3-three\n--\n6-six\n7:seven key\n8:eight key\n9-nine\n\n"
+			 "[3 matches shown, 1 file searched]\n");
+	/* files, newest first; the ignored and hidden are not searched */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "src/b.py\nnotes.md\nsrc/a.c\nkeep.log\n\n[4 files with matches shown, 4 files searched]\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.files.0"), "src/b.py");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.skipped"), 12);
+	/* count */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"count\",\"path\":\"src\"}");
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "src/a.c:3\nsrc/b.py:1\n\n[2 files with matches shown, 2 files searched]\n");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.counts.0.count"), 3);
+	/* type */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"type\":\"py\",\"output_mode\":\"files\"}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 1);
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"type\":\"cobol\"}");
+	tc_assert_kind(r, "validation_error");
+	/* no_ignore and hidden */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\",\"no_ignore\":true}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 10);
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"output_mode\":\"files\",\"no_ignore\":true,"
+			 "\"hidden\":true}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 12);
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"glob\":\".config/*\",\"output_mode\":\"files\"}");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.files.0"), ".config/x.c");
+	/* the ignore files above the searched directory count too */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"path\":\"src/deep\",\"output_mode\":\"files\"}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.files"), 0);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.skipped"), 1);
+	r = tcc_call(c, "glob", "{\"pattern\":\"*\",\"path\":\"src/deep\",\"no_ignore\":true}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.paths"), 1);
+	/* nothing found: what was skipped is said */
+	r = tcc_call(c, "search", "{\"pattern\":\"key\",\"path\":\"build\"}");
+	tc_assert_ok(r);
+	r = tcc_call(c, "search", "{\"pattern\":\"nowhere\"}");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "No matches in 4 files searched (12 entries were "
+		      "skipped as ignored or hidden"), "%s", tj_str(r, "result.content.0.text"));
+
+	/* glob skips the same */
+	r = tcc_call(c, "glob", "{\"pattern\":\"**/*.c\"}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.paths"), 1);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.paths.0"), "src/a.c");
+	r = tcc_call(c, "glob", "{\"pattern\":\"**/*.c\",\"no_ignore\":true}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.paths"), 4);
+	r = tcc_call(c, "glob", "{\"pattern\":\"**/*.o\"}");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "No paths match (12 entries were skipped"), "%s",
+		      tj_str(r, "result.content.0.text"));
+	/* list_dir shows everything */
+	r = tcc_call(c, "list_dir", "{}");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "build"), "%s", tj_str(r, "result.content.0.text"));
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
+/* Ignoring case folds non-ASCII letters too; \b in a search. */
+START_TEST(search_unicode_case)
+{
+	struct tcd d;
+	tcd_start(&d, CFG_AUTO);
+	tcd_put(&d, "u.txt", "\xc3\x89T\xc3\x89 \xe2\x84\xaa" "elvin\nnothing\nstrasse STRASSE\n");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "search", "{\"pattern\":\"\xc3\xa9t\xc3\xa9\",\"case_insensitive\":true}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"),
+			 "u.txt\n1:\xc3\x89T\xc3\x89 \xe2\x84\xaa" "elvin\n\n[1 match shown, 1 file searched]\n");
+	r = tcc_call(c, "search", "{\"pattern\":\"kelvin\\\\b\",\"case_insensitive\":true,\"output_mode\":\"count\"}");
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "u.txt:1\n\n[1 file with matches shown, 1 file searched]\n");
+	r = tcc_call(c, "search", "{\"pattern\":\"\xc3\xa9t\xc3\xa9\"}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.matches"), 0);
+	r = tcc_call(c, "search", "{\"pattern\":\"Strasse\",\"case_insensitive\":true}");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.matches.0.line"), 3);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.matches.0.column"), 1);
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
 
 START_TEST(glob_basics)
 {
@@ -467,7 +584,8 @@ START_TEST(read_lines)
 	ck_assert_pstr_eq(tj_str(sc, "content"), "l2\nl3\n");
 	ck_assert_int_eq(tj_int(sc, "first_line"), 2);
 	ck_assert_int_eq(tj_int(sc, "total_lines"), 5);
-	ck_assert(!tj_bool(sc, "truncated"));
+	ck_assert(tj_bool(sc, "truncated"));	/* lines 4 and 5 follow */
+	ck_assert_int_eq(tj_int(sc, "next_line"), 4);
 	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\",\"line\":4}");
 	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "l4\nl5");
 	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\",\"line\":9}");
@@ -479,9 +597,87 @@ START_TEST(read_lines)
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.next_offset"), 1);
 	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\",\"line\":2,\"offset\":3}");
 	tc_assert_kind(r, "validation_error");
-	/* without line, no line fields */
+	/* by default a window by lines too; by bytes, no line fields */
 	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\"}");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.first_line"), 1);
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"), "     1\tl1\n     2\tl2\n     3\tl3\n     4\tl4\n     5\tl5");
+	r = tcc_call(c, "read_file", "{\"path\":\"l.txt\",\"offset\":0}");
 	ck_assert(!tj_has(r, "result.structuredContent.first_line"));
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"), "l1\nl2\nl3\nl4\nl5");
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
+/* read_file's text: numbered lines, a window that says how to read on, the
+ * configured default window, long lines cut, binary files described and
+ * images shown. */
+START_TEST(read_text)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"limits\":{\"read_default_lines\":3,\"read_default_bytes\":1024}}");
+	struct buf big = {0};
+	for (int i = 1; i <= 10; i++)
+		buf_printf(&big, "line %d\n", i);
+	tcd_put(&d, "ten.txt", buf_head(&big));
+	buf_free(&big);
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = tcc_call(c, "read_file", "{\"path\":\"ten.txt\"}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"),
+			  "     1\tline 1\n     2\tline 2\n     3\tline 3\n"
+			  "[Lines 1-3 of 10 shown; read on with {\"line\": 4}]");
+	ck_assert(tj_bool(r, "result.structuredContent.truncated"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.next_line"), 4);
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "line 1\nline 2\nline 3\n");
+	r = tcc_call(c, "read_file", "{\"path\":\"ten.txt\",\"line\":9,\"line_numbers\":false}");
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"), "line 9\nline 10\n");
+	ck_assert(!tj_bool(r, "result.structuredContent.truncated"));
+
+	/* the byte window cuts at a whole line */
+	struct buf wide = {0};
+	for (int i = 0; i < 3; i++) {
+		for (int k = 0; k < 400; k++)
+			buf_putc(&wide, 'a' + i);
+		buf_putc(&wide, '\n');
+	}
+	tcd_put(&d, "wide.txt", buf_head(&wide));
+	buf_free(&wide);
+	r = tcc_call(c, "read_file", "{\"path\":\"wide.txt\"}");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.next_line"), 3);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "\n[Lines 1-2 of 3 shown; read on with {\"line\": 3}]"),
+		      "%s", tj_str(r, "result.content.0.text"));
+
+	/* a line longer than 2000 characters is cut in the text only */
+	struct buf longl = {0};
+	for (int k = 0; k < 2100; k++)
+		buf_putc(&longl, 'x');
+	tcd_put(&d, "long.txt", buf_head(&longl));
+	r = tcc_call(c, "read_file", "{\"path\":\"long.txt\",\"limit\":4096,\"line\":1}");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "x [... line cut: 2000 of its 2100 characters shown]"),
+		      "%s", tj_str(r, "result.content.0.text"));
+	ck_assert_uint_eq(strlen(tj_str(r, "result.structuredContent.content")), 2100);
+	buf_free(&longl);
+
+	/* binary: described; base64 still reads it */
+	free(tcd_write_ws(&d, "prog", "\x7f" "ELF\x02\x01\x01\0\0\0", 10, 0755));
+	r = tcc_call(c, "read_file", "{\"path\":\"prog\"}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"),
+			  "'prog' is a binary file (ELF executable or object, 10 bytes), not shown as text; "
+			  "read it with {\"encoding\": \"base64\"} for its bytes.");
+	ck_assert(tj_bool(r, "result.structuredContent.binary"));
+	r = tcc_call(c, "read_file", "{\"path\":\"prog\",\"encoding\":\"base64\"}");
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "f0VMRgIBAQAAAA==");
+
+	/* an image is shown as one without base64 */
+	static const char png[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+	free(tcd_write_ws(&d, "logo.png", png, sizeof(png) - 1, 0));
+	r = tcc_call(c, "read_file", "{\"path\":\"logo.png\"}");
+	tc_assert_ok(r);
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.type"), "image");
+	ck_assert_pstr_eq(tj_str(r, "result.content.0.mimeType"), "image/png");
 	tcc_close(c);
 	stop_clean(&d);
 }
@@ -711,7 +907,10 @@ int main(void)
 	tcase_add_test(tc, delete_basics);
 	tcase_add_test(tc, make_dir_basics);
 	tcase_add_test(tc, edit_basics);
+	tcase_add_test(tc, search_modes);
+	tcase_add_test(tc, search_unicode_case);
 	tcase_add_test(tc, read_lines);
+	tcase_add_test(tc, read_text);
 	tcase_add_test(tc, listed);
 	tcase_add_test(tc, confirmation_diff);
 	suite_add_tcase(s, tc);

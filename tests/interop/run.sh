@@ -66,7 +66,7 @@ for t in read_file shell search; do
 		{ echo "interop (inspector): tools/list lacks $t:" >&2; printf '%s\n' "$out" | head -n 20 >&2; exit 1; }
 done
 out=$(cli --method tools/call --tool-name read_file --tool-arg path=hello.txt)
-printf '%s' "$out" | grep -q '"text": "hello from the workspace\\n"' ||
+printf '%s' "$out" | grep -q '"text": "     1\\thello from the workspace\\n"' ||
 	{ echo "interop (inspector): read_file through the bridge:" >&2; printf '%s\n' "$out" >&2; exit 1; }
 out=$(cli --method tools/call --tool-name read_file --tool-arg path=../../etc/passwd)
 printf '%s' "$out" | grep -q '"isError": true' ||

@@ -45,7 +45,7 @@ for (const want of ["list_dir", "read_file", "write_file", "patch_file", "shell"
 // call
 const r = await client.callTool({ name: "read_file", arguments: { path: "hello.txt" } });
 assert.equal(r.isError, false);
-assert.equal(r.content[0].text, "hello from the workspace\n");
+assert.equal(r.content[0].text, "     1\thello from the workspace\n");
 assert.equal(r.structuredContent.size, 25);
 
 // errors: an unknown tool stays a JSON-RPC error; the others are isError

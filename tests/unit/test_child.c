@@ -31,6 +31,7 @@
 #include "tools/command.h"
 #include "tools/tools.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/golden.h"
 #include "tests/unit/deny_syscall.h"
 
 /* --- fixture ------------------------------------------------------------- */
@@ -401,11 +402,23 @@ END_TEST
 START_TEST(shell_capture)
 {
 	struct run run;
-	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; echo err >&2; printf tail\"}");
+	/* The text holds both streams in the order they were written (the
+	 * pauses let the loop read each write before the next). */
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; sleep 0.3; echo err >&2; sleep 0.3; printf tail\"}");
 	ck_assert_str_eq(sget(doc, "stdout"), "out\ntail");
 	ck_assert_str_eq(sget(doc, "stderr"), "err\n");
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
-	ck_assert_str_eq(run.c.text, "out\ntail\n[stderr]\nerr\n");
+	ck_assert_str_eq(run.c.text, "out\nerr\ntail");
+	json_doc_unref(doc);
+	run_done(&run);
+
+	/* With the exit status last. */
+	doc = shell_ok(&run, "{\"command\":\"echo err >&2; sleep 0.3; echo out; exit 2\"}");
+	ck_assert_str_eq(run.c.text, "err\nout\n[exit code 2]");
+	struct buf text = {0};
+	buf_puts(&text, run.c.text);
+	golden("shell_exit", &text);
+	buf_free(&text);
 	json_doc_unref(doc);
 	run_done(&run);
 }
@@ -446,6 +459,34 @@ START_TEST(shell_signals)
 END_TEST
 
 /* --- shell: caps and encoding -------------------------------------------- */
+
+START_TEST(shell_text_head_tail)
+{
+	struct run run;
+	env.shell_text_cap = 1000;
+	/* 5008 bytes of both streams: the text keeps 500 from each end of the
+	 * two together; structuredContent keeps each stream whole. */
+	struct json_doc *doc = shell_ok(&run,
+		"{\"command\":\"printf HEAD; sleep 0.3; head -c 2500 /dev/zero | tr '\\\\0' x >&2; sleep 0.3; "
+		"head -c 2500 /dev/zero | tr '\\\\0' y; printf TAIL; exit 1\"}");
+	env.shell_text_cap = 0;
+	struct buf want = {0};
+	buf_puts(&want, "HEAD");
+	for (int i = 0; i < 496; i++)
+		buf_putc(&want, 'x');
+	buf_puts(&want, "\n[... 4008 bytes omitted ...]\n");
+	for (int i = 0; i < 496; i++)
+		buf_putc(&want, 'y');
+	buf_puts(&want, "TAIL\n[exit code 1]");
+	ck_assert_str_eq(run.c.text, buf_head(&want));
+	golden("shell_head_tail", &want);
+	ck_assert_uint_eq(strlen(sget(doc, "stderr")), 2500);
+	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
+	buf_free(&want);
+	json_doc_unref(doc);
+	run_done(&run);
+}
+END_TEST
 
 START_TEST(shell_cap_head_tail)
 {
@@ -628,6 +669,10 @@ START_TEST(shell_cancel_term_then_kill)
 	ck_assert_int_ne(run.cancel_ms, 0);
 	ck_assert_int_eq(run.c.kind, TC_CANCELLED);
 	ck_assert_ptr_nonnull(strstr(run.c.message, "SIGKILL"));
+	/* What it wrote before it was stopped is kept. */
+	ck_assert_msg(strstr(run.c.message, "Output before it was stopped:\npids "), "%s", run.c.message);
+	ck_assert_ptr_nonnull(run.c.error_data);
+	ck_assert_msg(strstr(run.c.error_data, "\"output\":\"pids "), "%s", run.c.error_data);
 	/* SIGTERM came first (the trap ran), SIGKILL after the 5 s delay. */
 	ck_assert_ptr_nonnull(strstr(buf_head(&run.streamed[CHILD_STDOUT]), "got-term"));
 	uint64_t waited = run.finish_ms - run.cancel_ms;
@@ -1245,6 +1290,7 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, shell_capture);
 	tcase_add_test(tc, shell_signals);
 	tcase_add_test(tc, shell_cap_head_tail);
+	tcase_add_test(tc, shell_text_head_tail);
 	tcase_add_test(tc, shell_output_left_at_exit);
 	tcase_add_test(tc, shell_invalid_utf8);
 	tcase_add_test(tc, shell_env_scrubbed);

@@ -134,6 +134,9 @@ START_TEST(defaults_are_the_contracts)
 	ck_assert_uint_eq(c.limits.n_per_tool, 0);
 	ck_assert_uint_eq(c.limits.event_queue, 1024);
 	ck_assert_uint_eq(c.limits.io_threads, 4);
+	ck_assert_uint_eq(c.limits.read_default_lines, 2000);
+	ck_assert_uint_eq(c.limits.read_default_bytes, 256 << 10);
+	ck_assert_uint_eq(c.limits.shell_output_kb, 64);
 	ck_assert_uint_eq(c.limits.per_uid_queue, 4096);
 	ck_assert_uint_eq(c.limits.session_confirmations, 64);
 	ck_assert_uint_eq(c.retry.max_delay_ms, 10000);
@@ -220,6 +223,7 @@ START_TEST(full_config)
 		"    \"max_output_bytes\": 1048576, \"idle_timeout_ms\": 60000,\n"
 		"    \"per_tool_concurrency\": { \"shell\": 2, \"git_status\": 1 },\n"
 		"    \"event_queue\": 64, \"io_threads\": 2, \"per_uid_queue\": 10,\n"
+		"    \"read_default_lines\": 50, \"read_default_bytes\": 4096, \"shell_output_kb\": 8,
 		"    \"session_confirmations\": 3, \"per_uid_running\": 5\n"
 		"  },\n"
 		"  \"audit\": { \"on_error\": \"refuse\" },\n"
@@ -268,6 +272,9 @@ START_TEST(full_config)
 	ck_assert_uint_eq(c.limits.idle_timeout_ms, 60000);
 	ck_assert_uint_eq(c.limits.event_queue, 64);
 	ck_assert_uint_eq(c.limits.io_threads, 2);
+	ck_assert_uint_eq(c.limits.read_default_lines, 50);
+	ck_assert_uint_eq(c.limits.read_default_bytes, 4096);
+	ck_assert_uint_eq(c.limits.shell_output_kb, 8);
 	ck_assert_uint_eq(c.limits.per_uid_queue, 10);
 	ck_assert_uint_eq(c.limits.per_uid_running, 5);
 	ck_assert_uint_eq(c.limits.session_confirmations, 3);

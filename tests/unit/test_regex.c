@@ -279,6 +279,50 @@ START_TEST(utf8_classes)
 }
 END_TEST
 
+/* \b and \B, as ECMA-262 has them: between [A-Za-z0-9_] and anything
+ * else (the subject's ends included), checked with every strategy. */
+START_TEST(word_boundaries)
+{
+	assert_match("\\bfoo\\b", "foo");
+	assert_match("\\bfoo\\b", "a foo.");
+	assert_match("\\bfoo\\b", "(foo)");
+	assert_no_match("\\bfoo\\b", "food");
+	assert_no_match("\\bfoo\\b", "afoo");
+	assert_no_match("\\bfoo\\b", "foo_");
+	assert_match("\\bfoo\\b", "foo_ foo");
+	assert_match("\\Boo\\B", "food");
+	assert_no_match("\\Boo\\B", "foo");
+	assert_match("\\B", "");
+	assert_no_match("\\b", "");
+	assert_match("\\b", "a");
+	assert_no_match("\\b", "  ");
+	assert_match("\\B", "  ");
+	assert_match("a\\b", "a-");
+	assert_no_match("a\\b", "ab");
+	assert_match("\\b[a-z]+_ops\\b", "struct file_ops {");
+	assert_no_match("\\b[a-z]+_ops\\b", "struct file_opsx {");
+	assert_match("^\\bx", "x");
+	assert_match("x\\b$", "ax");
+	assert_match("(\\bab|cd)\\b", "zab cd");
+	assert_no_match("(?:\\bab)+", "xab");
+	/* non-ASCII letters are not word characters for \b */
+	assert_no_match("\\b\u00e9t\u00e9\\b", "\u00e9t\u00e9");
+	assert_match("x\\b", "x\u00e9");
+	/* in a class, \b is a backspace; an assertion does not repeat */
+	assert_match("[\\b]", "\b");
+	assert_refused("\\b*", "nothing to repeat (at offset 2)");
+	/* long subjects with many boundaries, through the DFA's cache */
+	struct buf b = {0};
+	for (int i = 0; i < 5000; i++)
+		buf_puts(&b, i % 7 ? "word " : "wordy ");
+	buf_puts(&b, "end");
+	ck_assert(matches_n("\\bend\\b", buf_head(&b), buf_size(&b)));
+	ck_assert(!matches_n("\\bwor\\b", buf_head(&b), buf_size(&b)));
+	ck_assert(matches_n("y\\b", buf_head(&b), buf_size(&b)));
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(refusals)
 {
 	/* Each with its reason and where. */
@@ -286,8 +330,6 @@ START_TEST(refusals)
 	assert_refused("a(?!b)", "lookahead assertions are not supported (at offset 1)");
 	assert_refused("(?<=a)b", "lookbehind assertions are not supported (at offset 0)");
 	assert_refused("(?<!a)b", "lookbehind assertions are not supported (at offset 0)");
-	assert_refused("x\\bword", "word boundaries (\\b) are not supported (at offset 1)");
-	assert_refused("\\B", "word boundaries (\\B) are not supported (at offset 0)");
 	assert_refused("(a)\\1", "backreferences are not supported (at offset 3)");
 	assert_refused("(?<n>a)\\k<n>", "named backreferences (\\k) are not supported (at offset 7)");
 	assert_refused("\\p{L}", "Unicode property escapes (\\p, \\P) are not supported (at offset 0)");
@@ -618,6 +660,7 @@ int main(void)
 	tcase_add_test(sem, nul_bytes);
 	tcase_add_test(sem, utf8_classes);
 	tcase_add_test(sem, refusals);
+	tcase_add_test(sem, word_boundaries);
 	tcase_add_test(sem, size_limits);
 	tcase_add_test(sem, compile_bounded);
 	suite_add_tcase(s, sem);

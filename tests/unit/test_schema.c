@@ -817,14 +817,13 @@ START_TEST(regex_translation)
 	assert_match("\"^(|x)$\"", "\"\"");
 	assert_match("\"^(a|)$\"", "\"a\"");
 	assert_match("\"^a{0}b$\"", "\"b\"");
+	assert_match("\"\\\\bword\\\\b\"", "\"a word.\"");
 
 	/* Refused at compile time, with the reason. */
 	refused_with("{\"pattern\": \"a(?=b)\"}", "lookahead assertions are not supported (at offset 1)");
 	refused_with("{\"pattern\": \"a(?!b)\"}", "lookahead assertions are not supported");
 	refused_with("{\"pattern\": \"(?<=a)b\"}", "lookbehind assertions are not supported");
 	refused_with("{\"pattern\": \"(?<!a)b\"}", "lookbehind assertions are not supported");
-	refused_with("{\"pattern\": \"\\\\bword\\\\b\"}", "word boundaries (\\b) are not supported");
-	refused_with("{\"pattern\": \"\\\\B\"}", "word boundaries (\\B) are not supported");
 	refused_with("{\"pattern\": \"(a)\\\\1\"}", "backreferences are not supported");
 	refused_with("{\"pattern\": \"(?<n>a)\\\\k<n>\"}", "named backreferences");
 	refused_with("{\"pattern\": \"\\\\p{L}\"}", "Unicode property escapes");

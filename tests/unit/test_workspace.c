@@ -663,7 +663,8 @@ START_TEST(allowed_reads)
 		run(&tool_read_file, &res, "{\"path\":\"%s\"}", cases[i].path);
 		assert_ok(&res);
 		ck_assert_str_eq(sc_str(&res, "content"), cases[i].content);
-		ck_assert_str_eq(res.call.text, cases[i].content);
+		_cleanup_free_ char *numbered = xasprintf("     1\t%s", cases[i].content);
+		ck_assert_str_eq(res.call.text, numbered);
 		ck_assert_str_eq(sc_str(&res, "path"), cases[i].display);
 		ck_assert_str_eq(sc_str(&res, "encoding"), "utf8");
 		ck_assert_int_eq(sc_int(&res, "size"), (int64_t)strlen(cases[i].content));
@@ -1023,15 +1024,16 @@ START_TEST(read_window)
 	ck_assert(!sc_bool(&res, "truncated"));
 	result_clear(&res);
 
-	/* The default limit comes from the daemon's settings. */
-	struct tool_env env = { .read_cap = 4 };
+	/* The default window comes from the daemon's settings: a line longer
+	 * than its bytes is cut. */
+	struct tool_env env = { .read_bytes = 4 };
 	run_env(&tool_read_file, &env, &res, "{\"path\":\"digits.txt\"}");
 	assert_ok(&res);
 	ck_assert_str_eq(sc_str(&res, "content"), "0123");
 	ck_assert(sc_bool(&res, "truncated"));
 	result_clear(&res);
 
-	/* ... and is 1 MiB without them. */
+	/* ... and is 256 KiB without them. */
 	size_t big = (1u << 20) + 10;
 	char *data = xmalloc(big);
 	memset(data, 'z', big);
@@ -1039,16 +1041,34 @@ START_TEST(read_window)
 	free(data);
 	run(&tool_read_file, &res, "{\"path\":\"big.txt\"}");
 	assert_ok(&res);
-	ck_assert_uint_eq(strlen(sc_str(&res, "content")), 1u << 20);
+	ck_assert_uint_eq(strlen(sc_str(&res, "content")), 256u << 10);
 	ck_assert_int_eq(sc_int(&res, "size"), (int64_t)big);
 	ck_assert(sc_bool(&res, "truncated"));
+	result_clear(&res);
+
+	/* Over 64 MiB: by bytes, saying so; by lines only when asked, refused. */
+	data = xmalloc(1 << 20);
+	for (size_t i = 0; i < 1 << 20; i++)
+		data[i] = i % 8 == 7 ? '\n' : 'y';
+	put("ws/huge.txt", data, 1 << 20);
+	free(data);
+	ck_assert_int_eq(truncate(at("ws/huge.txt"), (off_t)65 << 20), 0);
+	run(&tool_read_file, &res, "{\"path\":\"huge.txt\"}");
+	assert_ok(&res);
+	ck_assert_uint_eq(strlen(sc_str(&res, "content")), 256u << 10);
+	ck_assert_ptr_null(json_get(res.sc, "first_line"));
+	ck_assert_msg(strstr(res.call.text, "\n[Bytes 0-262143 of 68157440 shown (the file is too large to read by "
+			     "lines); read on with {\"offset\": 262144}]"), "%.300s", res.call.text);
+	result_clear(&res);
+	run(&tool_read_file, &res, "{\"path\":\"huge.txt\",\"line\":2}");
+	assert_fail(&res, TC_EXECUTION_ERROR, "too large to read by lines");
 	result_clear(&res);
 
 	/* An empty file. */
 	puts_file("ws/empty", "");
 	run(&tool_read_file, &res, "{\"path\":\"empty\"}");
 	assert_ok(&res);
-	ck_assert_str_eq(res.call.text, "");
+	ck_assert_str_eq(res.call.text, "[The file is empty.]");
 	ck_assert(!sc_bool(&res, "truncated"));
 	result_clear(&res);
 }
@@ -1092,15 +1112,18 @@ START_TEST(read_utf8)
 	assert_fail(&res, TC_EXECUTION_ERROR, "inside a multibyte UTF-8 character");
 	result_clear(&res);
 
-	/* Not UTF-8: refused, pointing at base64; never mangled. */
+	/* Not UTF-8: described, pointing at base64; never mangled. */
 	put("ws/bin", "ab\xff\xfe", 4);
 	run(&tool_read_file, &res, "{\"path\":\"bin\"}");
-	assert_fail(&res, TC_EXECUTION_ERROR, "encoding \"base64\"");
-	ck_assert_ptr_null(res.call.text);
+	assert_ok(&res);
+	ck_assert_ptr_nonnull(strstr(res.call.text, "{\"encoding\": \"base64\"}"));
+	ck_assert(sc_bool(&res, "binary"));
 	result_clear(&res);
 	put("ws/nul", "ab\0cd", 5);
 	run(&tool_read_file, &res, "{\"path\":\"nul\",\"encoding\":\"utf8\"}");
-	assert_fail(&res, TC_EXECUTION_ERROR, "base64");
+	assert_ok(&res);
+	ck_assert(sc_bool(&res, "binary"));
+	ck_assert_ptr_nonnull(strstr(res.call.text, "base64"));
 	result_clear(&res);
 }
 END_TEST

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The text of the built-in tools' results (see tools/render.h).
+ */
+#include "tools/render.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "proto/base/util.h"
+#include "proto/utf8.h"
+
+/* The byte length of the first max characters of s. */
+static size_t chars_prefix(const char *s, size_t n, size_t max)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (((unsigned char)s[i] & 0xC0) != 0x80 && k++ == max)
+			return i;
+	}
+	return n;
+}
+
+/* Appends one line (without its newline), cut when too long. */
+static void put_line(const char *s, size_t n, struct buf *out)
+{
+	size_t chars = n > RENDER_LINE_MAX ? utf8_length(s, n) : 0;
+	if (chars <= RENDER_LINE_MAX) {
+		buf_append(out, s, n);
+		return;
+	}
+	buf_append(out, s, chars_prefix(s, n, RENDER_LINE_MAX));
+	buf_printf(out, " [... line cut: %d of its %zu characters shown]", RENDER_LINE_MAX, chars);
+}
+
+/* Appends the lines of a window by lines, numbered from v->first_line. */
+static void put_lines(const struct read_view *v, struct buf *out)
+{
+	const char *p = v->data, *end = v->data + v->len;
+	int64_t no = v->first_line;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (v->numbered)
+			buf_printf(out, "%6" PRId64 "\t", no);
+		put_line(p, n, out);
+		if (nl)
+			buf_putc(out, '\n');
+		p += n + (nl != NULL);
+		no++;
+	}
+}
+
+/* Ends the text so that a note starts on a line of its own. */
+static void line_break(struct buf *out)
+{
+	if (buf_size(out) && buf_head(out)[buf_size(out) - 1] != '\n')
+		buf_putc(out, '\n');
+}
+
+void render_read_file(const struct read_view *v, struct buf *out)
+{
+	if (!v->by_lines) {
+		buf_append(out, v->data, v->len);
+		if (!v->more && v->size > 0)
+			return;
+		if (v->size == 0) {
+			buf_puts(out, "[The file is empty.]");
+			return;
+		}
+		line_break(out);
+		uint64_t next = v->offset + v->len;
+		buf_printf(out, "[Bytes %" PRIu64 "-%" PRIu64 " of %" PRIu64 " shown", v->offset,
+			   v->len ? next - 1 : v->offset, v->size);
+		if (v->why)
+			buf_printf(out, " (%s)", v->why);
+		buf_printf(out, "; read on with {\"offset\": %" PRIu64, next);
+		if (v->limit_arg > 0)
+			buf_printf(out, ", \"limit\": %" PRId64, v->limit_arg);
+		buf_puts(out, "}]");
+		return;
+	}
+	if (v->total_lines == 0) {
+		buf_puts(out, "[The file is empty.]");
+		return;
+	}
+	if (v->shown_lines == 0) {
+		buf_printf(out, "[The file has %" PRId64 " line%s; line %" PRId64 " is past its end.]",
+			   v->total_lines, v->total_lines == 1 ? "" : "s", v->first_line);
+		return;
+	}
+	put_lines(v, out);
+	int64_t last = v->first_line + v->shown_lines - 1;
+	if (!v->more)
+		return;
+	line_break(out);
+	if (v->line_cut) {
+		/* One line longer than the byte window: the rest of it by bytes. */
+		buf_printf(out, "[Line %" PRId64 " of %" PRId64 " is longer than the byte window; it was cut. "
+			   "Read the rest of it with {\"offset\": %" PRIu64 "}, or the next line with "
+			   "{\"line\": %" PRId64 "}]", last, v->total_lines, v->offset + v->len, last + 1);
+		return;
+	}
+	buf_printf(out, "[Lines %" PRId64 "-%" PRId64 " of %" PRId64 " shown; read on with {\"line\": %" PRId64 "}]",
+		   v->first_line, last, v->total_lines, last + 1);
+}
+
+void render_read_binary(const char *path, const char *type, uint64_t size, struct buf *out)
+{
+	buf_printf(out, "'%s' is a binary file (%s, %" PRIu64 " byte%s), not shown as text; "
+		   "read it with {\"encoding\": \"base64\"} for its bytes.", path, type, size, size == 1 ? "" : "s");
+}
+
+void render_search_heading(const char *path, bool first, struct buf *out)
+{
+	if (!first)
+		buf_putc(out, '\n');
+	utf8_sanitize(path, strlen(path), out);
+	buf_putc(out, '\n');
+}
+
+void render_search_line(size_t lineno, bool match, const char *text, size_t len, struct buf *out)
+{
+	size_t show = utf8_cut(text, len, RENDER_SEARCH_LINE_MAX);
+	if (show == 0 && len > 0)
+		show = MIN(len, RENDER_SEARCH_LINE_MAX);	/* not UTF-8 there: cut as it is */
+	buf_printf(out, "%zu%c", lineno, match ? ':' : '-');
+	utf8_sanitize(text, show, out);
+	buf_puts(out, show < len ? " [...]\n" : "\n");
+}
+
+void render_search_gap(struct buf *out)
+{
+	buf_puts(out, "--\n");
+}
+
+void render_search_hit(const char *path, bool with_count, size_t count, struct buf *out)
+{
+	utf8_sanitize(path, strlen(path), out);
+	if (with_count)
+		buf_printf(out, ":%zu", count);
+	buf_putc(out, '\n');
+}
+
+void render_search_summary(const struct search_summary *s, struct buf *out)
+{
+	if (buf_size(out))
+		buf_putc(out, '\n');
+	if (s->content ? !s->matches : !s->files) {
+		buf_printf(out, "No matches in %zu file%s searched", s->files_searched, s->files_searched == 1 ? "" : "s");
+		if (s->skipped)
+			buf_printf(out, " (%zu entries were skipped as ignored or hidden: no_ignore: true and hidden: "
+				   "true search them too)", s->skipped);
+		buf_puts(out, "\n");
+	} else if (s->content) {
+		buf_printf(out, "[%zu match%s shown, %zu file%s searched]\n", s->matches, s->matches == 1 ? "" : "es",
+			   s->files_searched, s->files_searched == 1 ? "" : "s");
+	} else {
+		buf_printf(out, "[%zu file%s with matches shown, %zu file%s searched]\n", s->files,
+			   s->files == 1 ? "" : "s", s->files_searched, s->files_searched == 1 ? "" : "s");
+	}
+	if (s->truncated)
+		buf_printf(out, "[Cut at max_results (%zu): more %s exist; raise max_results (up to 10000) or narrow "
+			   "path, glob or type]\n", s->max_results, s->content ? "matches" : "files");
+	if (s->skipped_large)
+		buf_printf(out, "[%zu files larger than %zu MiB were not searched]\n", s->skipped_large, s->large_mib);
+}
