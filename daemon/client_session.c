@@ -115,18 +115,19 @@ struct kept_uid {
 struct kept_sessions {
 	struct server *srv;
 	struct list all;
-	struct map *by_id;		/* session id -> struct kept */
+	struct map *by_id;		/* session_key() -> struct kept */
 	struct map *by_uid;		/* uid -> struct kept_uid */
 	size_t n;
 	ev_timer timer;
-	struct map *saved;		/* session id -> struct saved */
+	struct map *saved;		/* session_key() -> struct saved */
 	ev_timer save_timer;
 };
 
 static void kept_drop(struct kept_sessions *k, struct kept *e)
 {
 	list_remove(&e->node);
-	map_remove(k->by_id, e->session->id);
+	_cleanup_free_ char *key = session_key(e->session->uid, e->session->id);
+	map_remove(k->by_id, key);
 	if (--e->per_uid->n == 0) {
 		map_remove(k->by_uid, e->per_uid->key);
 		free(e->per_uid);
@@ -204,7 +205,8 @@ void client_session_keep(struct server *s, struct session *session)
 	client_session_save(s, session);
 	if (!k || !session || resume_s == 0 || s->stopping)
 		return;
-	struct kept *e = map_get(k->by_id, session->id);
+	_cleanup_free_ char *sid_key = session_key(session->uid, session->id);
+	struct kept *e = map_get(k->by_id, sid_key);
 	if (e && e->session != session) {
 		/* A session of that id made since: the newer one is kept. */
 		kept_drop(k, e);
@@ -241,7 +243,7 @@ void client_session_keep(struct server *s, struct session *session)
 		e->per_uid = u;
 		u->n++;
 		k->n++;
-		map_put(k->by_id, session->id, e);
+		map_put(k->by_id, sid_key, e);
 	}
 	e->until = mono_ms() + (uint64_t)resume_s * 1000;
 	list_insert_tail(&k->all, &e->node);
@@ -296,14 +298,15 @@ static void save(struct server *s, struct store *st, struct session *ss, bool no
 	struct kept_sessions *k = s->kept;
 	uint64_t keep_ms = (uint64_t)s->cfg.limits.session_resume_s * 1000;
 	_cleanup_free_ char *rec = session_record(ss);
-	struct saved *v = map_get(k->saved, ss->id);
+	_cleanup_free_ char *key = session_key(ss->uid, ss->id);
+	struct saved *v = map_get(k->saved, key);
 	uint64_t t = mono_ms();
 	if (!now && v && str_eq(v->rec, rec) && t - v->at < keep_ms / 2)
 		return;
 	store_session_put(st, ss->uid, ss->id, rec, strlen(rec), keep_ms);
 	if (!v) {
 		v = xcalloc(1, sizeof(*v));
-		map_put(k->saved, ss->id, v);
+		map_put(k->saved, key, v);
 		/* Armed while there are sessions to follow (an idle daemon
 		 * without them wakes for nothing). */
 		if (!ev_is_active(&k->save_timer))
@@ -331,7 +334,7 @@ static void on_save_timer(struct ev_loop *ev, ev_timer *w, int revents)
 	void *v;
 	/* What was written of sessions gone stays in the store its time. */
 	while (map_next(k->saved, &it, &id, &v)) {
-		if (st && session_find(s->sessions, id))
+		if (st && map_get(s->sessions->by_id, id))
 			continue;
 		free(((struct saved *)v)->rec);
 		free(v);
@@ -344,7 +347,8 @@ static void on_save_timer(struct ev_loop *ev, ev_timer *w, int revents)
 	it = 0;
 	while (map_next(s->sessions->by_id, &it, NULL, &v)) {
 		struct session *ss = v;
-		if (map_get(k->saved, ss->id))
+		_cleanup_free_ char *key = session_key(ss->uid, ss->id);
+		if (map_get(k->saved, key))
 			save(s, st, ss, false);
 	}
 }

@@ -171,7 +171,7 @@ static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pend
 	}
 	/* A session this daemon does not know may be in the shared store:
 	 * one that outlived the daemon that made it (a restart). */
-	if (sid && p && !session_find(s->sessions, sid->u.str.s) && client_session_store(s)) {
+	if (sid && p && !session_find(s->sessions, c->cred.uid, sid->u.str.s) && client_session_store(s)) {
 		resume_from_store(c, params, p, sid->u.str.s);
 		return;
 	}
@@ -187,6 +187,7 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 	const struct json *sid = json_get(params, "sessionId");
 	const struct json *wsv = json_get(params, "workspace");
 	const char *te_s = json_str(json_get(params, "toolErrors"));
+	const struct json *mem = json_get(params, "memory");
 
 	struct workspace *ws = ws_ref(s->default_ws);
 	if (wsv) {

@@ -39,8 +39,7 @@ struct session_table *session_table_free(struct session_table *t)
 	return NULL;
 }
 
-/* The table's key of uid's session id. */
-static char *table_key(uid_t uid, const char *id)
+char *session_key(uid_t uid, const char *id)
 {
 	return xasprintf("%u\x1f%s", (unsigned)uid, id);
 }
@@ -49,7 +48,7 @@ struct session *session_find(struct session_table *t, uid_t uid, const char *id)
 {
 	if (!id)
 		return NULL;
-	_cleanup_free_ char *key = table_key(uid, id);
+	_cleanup_free_ char *key = session_key(uid, id);
 	return map_get(t->by_id, key);
 }
 
@@ -76,7 +75,7 @@ int session_get(struct session_table *t, const char *id, uid_t uid, struct works
 	list_init(&s->queue);
 	list_init(&s->ready_node);
 	s->table = t;
-	_cleanup_free_ char *key = table_key(uid, s->id);
+	_cleanup_free_ char *key = session_key(uid, s->id);
 	map_put(t->by_id, key, s);
 	*ret = s;
 	return 0;
@@ -94,7 +93,7 @@ struct session *session_unref(struct session *s)
 	if (!s || --s->refs > 0)
 		return NULL;
 	if (s->table) {
-		_cleanup_free_ char *key = table_key(s->uid, s->id);
+		_cleanup_free_ char *key = session_key(s->uid, s->id);
 		if (map_get(s->table->by_id, key) == s)
 			map_remove(s->table->by_id, key);
 	}

@@ -66,6 +66,8 @@ static inline const struct identity *session_identity(const struct session *s)
 {
 	return s->has_ident ? &s->ident : NULL;
 }
+/* The table's key of uid's session id (owned): ids are per uid. */
+char *session_key(uid_t uid, const char *id);
 struct session *session_find(struct session_table *t, uid_t uid, const char *id);
 /* True when the session may not see the tool called name (the memory
  * tool, in a session that said "memory": false). */

@@ -223,7 +223,7 @@ START_TEST(full_config)
 		"    \"max_output_bytes\": 1048576, \"idle_timeout_ms\": 60000,\n"
 		"    \"per_tool_concurrency\": { \"shell\": 2, \"git_status\": 1 },\n"
 		"    \"event_queue\": 64, \"io_threads\": 2, \"per_uid_queue\": 10,\n"
-		"    \"read_default_lines\": 50, \"read_default_bytes\": 4096, \"shell_output_kb\": 8,
+		"    \"read_default_lines\": 50, \"read_default_bytes\": 4096, \"shell_output_kb\": 8,\n"
 		"    \"session_confirmations\": 3, \"per_uid_running\": 5\n"
 		"  },\n"
 		"  \"audit\": { \"on_error\": \"refuse\" },\n"
