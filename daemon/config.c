@@ -102,6 +102,11 @@ void config_init(struct config *c)
 			.io_threads = 4,
 			.idle_timeout_ms = 0,
 			.event_queue = 1024,
+			.per_uid_processes = 8,
+			.process_buffer_kb = 1024,
+			.process_idle_s = 900,
+			.process_lifetime_s = 86400,
+			.process_keep_s = 300,
 		},
 		.retry = { .max_attempts = d.max_attempts, .base_delay_ms = d.base_delay_ms,
 			   .max_delay_ms = d.max_delay_ms },
@@ -410,6 +415,11 @@ static const struct field limits_fields[] = {
 	U32("io_threads", limits.io_threads, 1, 64),
 	U32("per_uid_queue", limits.per_uid_queue, 0, 100000000),
 	U32("session_confirmations", limits.session_confirmations, 1, 1000000),
+	U32("per_uid_processes", limits.per_uid_processes, 1, 100000),
+	U32("process_buffer_kb", limits.process_buffer_kb, 1, 1048576),
+	U64("process_idle_s", limits.process_idle_s, 1, 31536000),
+	U64("process_lifetime_s", limits.process_lifetime_s, 1, 31536000),
+	U64("process_keep_s", limits.process_keep_s, 0, 31536000),
 	{},
 };
 

@@ -49,6 +49,11 @@
  *   limits.per_tool_concurrency           {tool: 1..}     {}: no per-tool cap
  *   limits.event_queue                    1..1000000      1024: events held for a slow
  *                                                         subscriber before some are dropped
+ *   limits.per_uid_processes              1..100000       8: background processes of one uid
+ *   limits.process_buffer_kb              1..1048576      1024: output kept per process
+ *   limits.process_idle_s                 1..31536000     900: ended without process_io
+ *   limits.process_lifetime_s             1..31536000     86400
+ *   limits.process_keep_s                 0..31536000     300: an ended process stays listed
  *   retry.max_attempts                    1..100          3
  *   retry.base_delay_ms                   0..3600000      100
  *   retry.max_delay_ms                    0..3600000      10000: the longest wait between attempts
@@ -166,6 +171,11 @@ struct config {
 		struct config_tool_cap *per_tool;
 		size_t n_per_tool;
 		uint32_t event_queue;
+		uint32_t per_uid_processes;	/* background processes of one uid */
+		uint32_t process_buffer_kb;	/* the output ring of each */
+		uint64_t process_idle_s;	/* ended after this long without process_io */
+		uint64_t process_lifetime_s;
+		uint64_t process_keep_s;	/* listed after they end */
 	} limits;
 
 	struct {

@@ -115,6 +115,13 @@ struct child_opts {
 	 * lib/sandbox/sandbox.h), or NULL; not owned, kept until the child
 	 * is freed: its cgroup is killed when the leader exits. */
 	struct sandbox_run *sandbox;
+	/* When tty: stdin, stdout and stderr are tty_fd (the terminal side of
+	 * a pseudo-terminal; not owned), and the child starts a session of
+	 * its own (setsid) with it as controlling terminal instead of a
+	 * process group; the session id is its pid, so the group rule holds.
+	 * The output pipes then carry nothing: the caller reads the terminal. */
+	bool tty;
+	int tty_fd;
 };
 
 /*

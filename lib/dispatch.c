@@ -621,6 +621,7 @@ void exec_run(struct exec *e)
 	a->tc.env = d->env;
 	a->tc.call_id = e->call_id;
 	a->tc.ident = session_identity(s);
+	a->tc.session = s;
 	a->tc.on_finish = on_tool_finish;
 	a->tc.on_output = on_tool_output;
 	a->tc.owner = a;

@@ -27,9 +27,11 @@
 struct identity;
 struct iopool;
 struct json;
+struct process_table;
 struct sandbox_config;
 struct sandbox_tool;
 struct schema;
+struct session;
 struct tc_loop;
 struct tool_call;
 struct workspace;
@@ -129,6 +131,7 @@ struct tool_env {
 	size_t read_cap;			/* read_file's default limit */
 	struct iopool *pool;			/* runs blocking file work off the loop; may be NULL */
 	const struct sandbox_config *sandbox;	/* NULL: children unconfined */
+	struct process_table *processes;	/* background processes (lib/process/); may be NULL */
 };
 
 struct tool_call {
@@ -142,6 +145,9 @@ struct tool_call {
 	/* Who asked (the session's peer), NULL when unknown: children run as
 	 * it and file tools act as it (lib/fsjob.h) when ident->change. */
 	const struct identity *ident;
+	/* The session that asked, or NULL (tests): whose uid owns the
+	 * processes it starts, and whose read positions it moves. */
+	const struct session *session;
 	void *state;			/* the tool's own per-attempt state */
 
 	/* Set by whoever runs the call (the dispatcher, or a test). */

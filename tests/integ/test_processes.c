@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Processes that outlive a call (CONTRACT §19), against the real daemon:
+ * shell with background returns at until, at the end or after yield_ms;
+ * process_io, process_kill and process_list; ownership by uid (another
+ * uid gets the answer of an unknown id), read positions per session (a
+ * second connection reads from the start of what the ring holds, the
+ * first only what is new to it), the whole tree gone on kill (a setsid
+ * grandchild included), the idle end, the ring's dropped count, a
+ * terminal's input and waiting_for_input from the kernel's view, and the
+ * per-uid limit.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define NOBODY 65534
+#define CFG_AUTO                                                                                  \
+	"\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"execute\":\"auto\",\"write\":\"auto\"," \
+	"\"read\":\"auto\"}}"
+
+static void start(struct tcd *d, const char *extra)
+{
+	char *cfg = xasprintf("{" CFG_AUTO "%s%s}", extra ? "," : "", extra ? extra : "");
+	tcd_start(d, cfg);
+	free(cfg);
+	ck_assert(chmod(d->dir, 0711) == 0);
+	ck_assert(chmod(d->ws, 0777) == 0);
+}
+
+/* Starts a background command; returns the shell call's response. */
+static const struct json *bg(struct tcc *c, const char *command, const char *more)
+{
+	char *q = tj_quote(command);
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s,\"background\":true%s%s}", q,
+							     more ? "," : "", more ? more : ""));
+	free(q);
+	return r;
+}
+
+static const char *pid_of(const struct json *r)
+{
+	const char *id = tj_str(r, "result.structuredContent.process_id");
+	ck_assert_msg(id && *id, "no process_id in %s", tj_text(r));
+	return id;
+}
+
+static const struct json *io(struct tcc *c, const char *id, const char *more)
+{
+	return tcc_call(c, "process_io", tcc_fmt(c, "{\"process_id\":\"%s\"%s%s}", id, more ? "," : "",
+						 more ? more : ""));
+}
+
+static const char *out(const struct json *r)
+{
+	const char *s = tj_str(r, "result.structuredContent.output");
+	ck_assert_msg(s, "no output in %s", tj_text(r));
+	return s;
+}
+
+START_TEST(background_returns_at_until_and_kill_ends_it)
+{
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	uint64_t t0 = tc_now_ms();
+	const struct json *r = bg(c, "echo hello; exec sleep 300", "\"until\":\"hel+o\",\"yield_ms\":60000");
+	tc_assert_ok(r);
+	ck_assert_msg(tc_now_ms() - t0 < 30000, "until did not end the wait");
+	ck_assert(!tj_bool(r, "result.isError"));
+	ck_assert(tj_bool(r, "result.structuredContent.running"));
+	ck_assert_str_eq(out(r), "hello\n");
+	ck_assert(tj_has(r, "result.structuredContent.sandbox"));
+	char *id = xstrdup(pid_of(r));
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), id), "the text names the process");
+
+	/* Listed, running. */
+	r = tcc_call(c, "process_list", "{}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.processes"), 1);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.processes.0.id"), id);
+	ck_assert(tj_bool(r, "result.structuredContent.processes.0.running"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.processes.0.command"), "echo hello; exec sleep 300");
+
+	/* Nothing new to read: wait_ms 0 returns at once. */
+	r = io(c, id, "\"wait_ms\":0");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "");
+
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", id));
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.signal"), "SIGTERM");
+	ck_assert(tj_bool(r, "result.isError"));
+
+	/* Still listed once ended, and its end readable. */
+	r = io(c, id, "\"wait_ms\":0");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	r = tcc_call(c, "process_list", "{}");
+	ck_assert(!tj_bool(r, "result.structuredContent.processes.0.running"));
+
+	/* A command that ends returns at its end, with its exit code. */
+	t0 = tc_now_ms();
+	r = bg(c, "echo bye; exit 3", "\"yield_ms\":60000");
+	tc_assert_ok(r);
+	ck_assert_msg(tc_now_ms() - t0 < 30000, "the end did not end the wait");
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 3);
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_str_eq(out(r), "bye\n");
+
+	/* yield_ms passes: the output so far. */
+	r = bg(c, "echo a; sleep 300", "\"yield_ms\":300,\"until\":\"never-printed\"");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.structuredContent.running"));
+
+	/* Options of background without it; a bad until. */
+	tc_assert_kind(tcc_call(c, "shell", "{\"command\":\"true\",\"tty\":true}"), "validation_error");
+	tc_assert_kind(bg(c, "true", "\"until\":\"(\""), "validation_error");
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(other_uids_get_the_unknown_answer)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	r = io(n, id, "\"wait_ms\":0");
+	tc_assert_kind(r, "validation_error");
+	char *foreign = tj_text(tj(r, "error.message"));
+	r = io(n, "p999-ffff", "\"wait_ms\":0");
+	tc_assert_kind(r, "validation_error");
+	char *unknown = tj_text(tj(r, "error.message"));
+	/* The same words, but for the id named. */
+	char *a = strstr(foreign, id), *b = strstr(unknown, "p999-ffff");
+	ck_assert(a && b);
+	ck_assert_int_eq(a - foreign, b - unknown);
+	ck_assert_str_eq(a + strlen(id), b + strlen("p999-ffff"));
+	ck_assert_msg(strstr(foreign, "of yours"), "%s", foreign);
+	tc_assert_kind(tcc_call(n, "process_kill", tcc_fmt(n, "{\"process_id\":\"%s\"}", id)), "validation_error");
+	r = tcc_call(n, "process_list", "{}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.processes"), 0);
+	/* Its own processes run as itself. */
+	r = bg(n, "id -u", "\"yield_ms\":10000");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "65534\n");
+
+	/* The owner's is untouched. */
+	r = io(c, id, "\"wait_ms\":0");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.structuredContent.running"));
+	free(foreign);
+	free(unknown);
+	free(id);
+	tcc_close(n);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(a_second_connection_reattaches_with_its_own_position)
+{
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *a = tcc_connect(&d);
+	const struct json *r = bg(a, "echo one; read x; echo two; sleep 300", "\"until\":\"one\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "one\n");
+	char *id = xstrdup(pid_of(r));
+	tcc_close(a);
+
+	/* A new connection (a new session of the same uid) picks it up and
+	 * reads what the ring holds from its start. */
+	struct tcc *b = tcc_connect(&d);
+	r = io(b, id, "\"input\":\"go\\n\",\"until\":\"two\",\"wait_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "one\ntwo\n");
+	/* And again: nothing new for it. */
+	r = io(b, id, "\"wait_ms\":0");
+	ck_assert_str_eq(out(r), "");
+
+	/* A third session reads it all again. */
+	struct tcc *c = tcc_connect(&d);
+	r = io(c, id, "\"wait_ms\":0");
+	ck_assert_str_eq(out(r), "one\ntwo\n");
+	free(id);
+	tcc_close(b);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+static bool pid_gone(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	bool zombie = fgets(buf, sizeof(buf), f) && strstr(buf, ") Z ");
+	fclose(f);
+	return zombie;
+}
+
+START_TEST(kill_takes_a_setsid_grandchild)
+{
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "setsid sh -c 'echo gc=$$; exec sleep 300' & wait",
+				  "\"until\":\"gc=[0-9]+\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	const char *o = strstr(out(r), "gc=");
+	ck_assert(o);
+	pid_t gc = (pid_t)atoi(o + 3);
+	ck_assert_int_gt(gc, 1);
+	ck_assert_int_eq(kill(gc, 0), 0);
+	char *id = xstrdup(pid_of(r));
+
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", id));
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	uint64_t end = tc_now_ms() + tc_wait_scaled(5000);
+	while (!pid_gone(gc) && tc_now_ms() < end)
+		tc_pause_ms(20);
+	ck_assert_msg(pid_gone(gc), "the setsid grandchild %d outlived the kill", (int)gc);
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(an_idle_process_ends)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"process_idle_s\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	uint64_t end = tc_now_ms() + tc_wait_scaled(10000);
+	bool running = true;
+	while (running && tc_now_ms() < end) {
+		tc_pause_ms(100);
+		r = tcc_call(c, "process_list", "{}");
+		running = tj_bool(r, "result.structuredContent.processes.0.running");
+	}
+	ck_assert_msg(!running, "still running after the idle limit");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.processes.0.reason"), "idle");
+	r = io(c, id, "\"wait_ms\":0");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.reason"), "idle");
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(the_ring_counts_what_it_dropped)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"process_buffer_kb\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "head -c 5000 /dev/zero | tr '\\000' a; echo; echo END; sleep 300",
+				  "\"until\":\"END\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	int64_t total = tj_int(r, "result.structuredContent.total_bytes");
+	ck_assert_int_eq(total, 5000 + 1 + 4);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.dropped_bytes"), total - 1024);
+	ck_assert_int_eq((int64_t)strlen(out(r)), 1024);
+	const char *o = out(r);
+	ck_assert_str_eq(o + strlen(o) - 5, "\nEND\n");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "dropped"), "the text says bytes were dropped");
+	r = tcc_call(c, "process_list", "{}");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.processes.0.dropped"), total - 1024);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Polls process_io until waiting_for_input is want (or the deadline). */
+static bool wait_for_input_state(struct tcc *c, const char *id, bool want)
+{
+	uint64_t end = tc_now_ms() + tc_wait_scaled(10000);
+	for (;;) {
+		const struct json *r = io(c, id, "\"wait_ms\":0");
+		tc_assert_ok(r);
+		if (tj_bool(r, "result.structuredContent.waiting_for_input") == want)
+			return true;
+		if (tc_now_ms() >= end)
+			return false;
+		tc_pause_ms(50);
+	}
+}
+
+START_TEST(tty_input_and_waiting_for_input)
+{
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "printf '\\033[1mready\\033[0m\\n'; read x; echo got $x",
+				  "\"tty\":true,\"until\":\"ready\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.structuredContent.tty"));
+	/* Escape sequences removed, \r\n made \n. */
+	ck_assert_str_eq(out(r), "ready\n");
+	char *id = xstrdup(pid_of(r));
+	ck_assert_msg(wait_for_input_state(c, id, true), "read x on its terminal is not waiting for input");
+	r = io(c, id, "\"input\":\"abc\\n\",\"until\":\"got abc\",\"wait_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(out(r), "got abc"), "%s", out(r));
+	r = io(c, id, "\"wait_ms\":20000");
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+	free(id);
+
+	/* Pipes: cat waits for input, sleep does not. */
+	r = bg(c, "cat", "\"yield_ms\":0");
+	id = xstrdup(pid_of(r));
+	ck_assert_msg(wait_for_input_state(c, id, true), "cat is not waiting for input");
+	r = io(c, id, "\"input\":\"echo me\\n\",\"until\":\"echo me\",\"wait_ms\":20000");
+	ck_assert_str_eq(out(r), "echo me\n");
+	r = io(c, id, "\"eof\":true,\"wait_ms\":20000");
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+	free(id);
+	r = bg(c, "sleep 300", "\"yield_ms\":200");
+	id = xstrdup(pid_of(r));
+	tc_pause_ms(200);
+	r = io(c, id, "\"wait_ms\":0");
+	ck_assert(!tj_bool(r, "result.structuredContent.waiting_for_input"));
+	free(id);
+
+	/* A REPL on a terminal. */
+	if (access("/usr/bin/python3", X_OK) == 0) {
+		r = bg(c, "python3 -i -q", "\"tty\":true,\"until\":\">>> \",\"yield_ms\":20000");
+		tc_assert_ok(r);
+		id = xstrdup(pid_of(r));
+		ck_assert_msg(wait_for_input_state(c, id, true), "python3 -i is not waiting for input");
+		r = io(c, id, "\"input\":\"print(6*7)\\n\",\"until\":\"42\",\"wait_ms\":20000");
+		ck_assert_msg(strstr(out(r), "42"), "%s", out(r));
+		free(id);
+	}
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(per_uid_limit)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"per_uid_processes\":2}");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(bg(c, "sleep 300", "\"yield_ms\":0"));
+	tc_assert_ok(bg(c, "sleep 300", "\"yield_ms\":0"));
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_kind(r, "overloaded");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "per_uid_processes"), "%s", tj_str(r, "error.message"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+static Suite *processes_suite(void)
+{
+	Suite *s = suite_create("processes");
+	TCase *tc = tcase_create("processes");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, background_returns_at_until_and_kill_ends_it);
+	tcase_add_test(tc, other_uids_get_the_unknown_answer);
+	tcase_add_test(tc, a_second_connection_reattaches_with_its_own_position);
+	tcase_add_test(tc, kill_takes_a_setsid_grandchild);
+	tcase_add_test(tc, an_idle_process_ends);
+	tcase_add_test(tc, the_ring_counts_what_it_dropped);
+	tcase_add_test(tc, tty_input_and_waiting_for_input);
+	tcase_add_test(tc, per_uid_limit);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(processes_suite());
+}
