@@ -84,6 +84,10 @@ void process_table_set_audit(struct process_table *t, struct audit *a);
  * cancelled, and frees. Accepts NULL; returns NULL. */
 struct process_table *process_table_free(struct process_table *t);
 void process_table_stats(const struct process_table *t, struct process_stats *ret);
+/* admin/stats' "processes" member, and the toolcalld_processes_* families
+ * of admin/metrics (t may be NULL: zeros). */
+void process_table_write_stats(const struct process_table *t, struct jgen *g);
+void process_table_write_metrics(const struct process_table *t, struct buf *b);
 /* Writes the processes of uid (all uids when all) as a JSON array of
  * {id, uid, command, started, running, exit_code, signal, bytes, dropped,
  * waiting_for_input, tty}. */

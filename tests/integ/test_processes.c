@@ -388,6 +388,86 @@ START_TEST(per_uid_limit)
 }
 END_TEST
 
+static bool file_has(const char *path, const char *needle)
+{
+	char *text = tcd_read(NULL, path, NULL);
+	bool has = text && strstr(text, needle);
+	free(text);
+	return has;
+}
+
+START_TEST(events_audit_stats_tmpdir_and_ctl)
+{
+	struct tcd d;
+	start(&d, "\"audit_log\":\"@DIR@/audit.log\",\"audit_fsync_ms\":0");
+	struct tcc *sub = tcc_connect(&d);
+	tc_assert_ok(tcc_request(sub, "events/subscribe", "{\"types\":[\"process.*\"]}"));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "echo tmp=$TMPDIR; sleep 300", "\"until\":\"tmp=/\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	char *tmp = xstrdup(strstr(out(r), "tmp=") + 4);
+	*strchr(tmp, '\n') = '\0';
+	const struct json *ev = tcc_wait_event(sub, "process.started", 10000);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(tj_str(ev, "processId"), id);
+	ck_assert_str_eq(tj_str(ev, "command"), "echo tmp=$TMPDIR; sleep 300");
+
+	/* The TMPDIR lives while the process does (it is the daemon's, seen
+	 * from here through its mount namespace when it has one). */
+	char *tmp_seen = xasprintf("/proc/%d/root%s", (int)d.pid, tmp);
+	struct stat st;
+	ck_assert_msg(stat(tmp_seen, &st) == 0, "%s: %s", tmp_seen, strerror(errno));
+
+	/* Counted in admin/stats and metrics. */
+	r = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(r, "result.processes.running"), 1);
+	ck_assert_int_eq(tj_int(r, "result.processes.started"), 1);
+
+	/* toolcallctl ps lists it; kill ends it. */
+	const char *ps[] = { tc_ctl_path(), "-s", d.sock, "ps", NULL };
+	char *text = NULL;
+	ck_assert_int_eq(tc_run(ps, NULL, NULL, &text, NULL, 10000), 0);
+	ck_assert_msg(strstr(text, id) && strstr(text, "running"), "ps: %s", text);
+	free(text);
+	const char *kill_argv[] = { tc_ctl_path(), "-s", d.sock, "kill", id, NULL };
+	ck_assert_int_eq(tc_run(kill_argv, NULL, NULL, &text, NULL, 10000), 0);
+	free(text);
+	ev = tcc_wait_event(sub, "process.exited", 10000);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(tj_str(ev, "processId"), id);
+	ck_assert_str_eq(tj_str(ev, "signal"), "SIGTERM");
+	ck_assert_str_eq(tj_str(ev, "reason"), "killed");
+	/* Its TMPDIR went with it. */
+	ck_assert_msg(stat(tmp_seen, &st) < 0 && errno == ENOENT, "%s outlived the process", tmp_seen);
+
+	r = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(r, "result.processes.running"), 0);
+	ck_assert_int_eq(tj_int(r, "result.processes.killed"), 1);
+	r = tcc_request(c, "admin/metrics", NULL);
+	ck_assert_msg(strstr(tj_str(r, "result.text"), "toolcalld_processes_exited_total{reason=\"killed\"} 1"),
+		      "%s", tj_str(r, "result.text"));
+
+	/* Audited at the start (the shell call) and at the end. */
+	char *log = xasprintf("%s/audit.log", d.dir);
+	uint64_t end = tc_now_ms() + tc_wait_scaled(5000);
+	while (!file_has(log, "\"event\":\"process.exited\"") && tc_now_ms() < end)
+		tc_pause_ms(20);
+	ck_assert(file_has(log, "\"event\":\"process.exited\""));
+	ck_assert(file_has(log, tcc_fmt(c, "\"processId\":\"%s\"", id)));
+	ck_assert(file_has(log, "\"command\":\"echo tmp=$TMPDIR; sleep 300\""));
+	ck_assert(file_has(log, "\"reason\":\"killed\""));
+	free(log);
+	free(tmp_seen);
+	free(tmp);
+	free(id);
+	tcc_close(c);
+	tcc_close(sub);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 static Suite *processes_suite(void)
 {
 	Suite *s = suite_create("processes");
@@ -401,6 +481,7 @@ static Suite *processes_suite(void)
 	tcase_add_test(tc, the_ring_counts_what_it_dropped);
 	tcase_add_test(tc, tty_input_and_waiting_for_input);
 	tcase_add_test(tc, per_uid_limit);
+	tcase_add_test(tc, events_audit_stats_tmpdir_and_ctl);
 	suite_add_tcase(s, tc);
 	return s;
 }
