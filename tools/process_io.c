@@ -18,7 +18,7 @@ static const char process_io_schema[] =
 	"\"wait_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":300000,"
 	"\"description\":\"The longest to wait for output before returning (default 1000; 0: return at once)\"},"
 	"\"until\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
-	"\"description\":\"Return as soon as the new output matches this regular expression (ECMAScript syntax without lookaround or backreferences)\"},"
+	"\"description\":\"Return as soon as the output new to this session matches this regular expression (ECMAScript syntax without lookaround or backreferences); with input, only output that comes after the input\"},"
 	"\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":16777216,"
 	"\"description\":\"The most output bytes returned (default 65536); the rest stays for the next call\"},"
 	"\"cols\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,"

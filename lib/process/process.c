@@ -222,7 +222,7 @@ static void waiters_output(struct process *p)
 }
 
 int proc_wait(struct process *p, struct tool_call *c, enum proc_wait kind, uint64_t wait_ms,
-	      struct regex *until, size_t max_bytes)
+	      struct regex *until, size_t max_bytes, uint64_t match_from)
 {
 	struct proc_waiter *w = xcalloc(1, sizeof(*w));
 	w->p = p;
@@ -230,7 +230,7 @@ int proc_wait(struct process *p, struct tool_call *c, enum proc_wait kind, uint6
 	w->kind = kind;
 	w->until = until;
 	w->max_bytes = max_bytes;
-	w->from = proc_reader(p, proc_session_key(c))->pos;
+	w->from = MAX(proc_reader(p, proc_session_key(c))->pos, match_from);
 	w->checked = w->from;
 	list_insert_tail(&p->waiters, &w->node);
 	c->state = w;

@@ -137,11 +137,12 @@ void proc_close_io(struct process *p);
 /*
  * Makes c wait on p: answers it at once (TOOL_DONE) when p has ended,
  * until matches what is there or wait_ms is 0 (not for kill, which waits
- * for the end), else when one of these happens (TOOL_PENDING). Takes
- * until.
+ * for the end), else when one of these happens (TOOL_PENDING). until
+ * looks at the output from the session's read position, or from
+ * match_from when that is later (after input just written). Takes until.
  */
 int proc_wait(struct process *p, struct tool_call *c, enum proc_wait kind, uint64_t wait_ms,
-	      struct regex *until, size_t max_bytes);
+	      struct regex *until, size_t max_bytes, uint64_t match_from);
 /* Sets c's outcome: the output new to its session (at most max bytes) and
  * the state of p (process_tools.c). */
 void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, size_t max);

@@ -4,9 +4,12 @@
  * from its prompt: some process of its tree is blocked in a system call
  * that reads (read, readv, pread64) its stdin pipe or terminal, or waits
  * for it to be readable (poll, ppoll, select, pselect6, epoll_wait,
- * epoll_pwait) with that as its fd 0. /proc/PID/syscall tells the call and
- * its arguments of a blocked process; /proc/PID/fd/N which file an fd is.
- * The tree is walked through /proc/PID/task/PID/children.
+ * epoll_pwait). /proc/PID/syscall tells the call and its arguments of a
+ * blocked process; the fds a poll or select waits on are read from its
+ * memory (process_vm_readv: the daemon may trace its own children), an
+ * epoll set's from /proc/PID/fdinfo; /proc/PID/fd/N tells which file an fd
+ * is. A server blocked in poll on its sockets is not waiting for input. The
+ * tree is walked through /proc/PID/task/PID/children.
  */
 #include "lib/process/process_internal.h"
 
@@ -16,6 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <poll.h>
 #include <unistd.h>
 
 /* Processes of a tree looked at, at most. */
@@ -89,6 +94,84 @@ static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size)
 	return n;
 }
 
+/* fds a poll or select looks at, at most. */
+#define WAIT_FDS_MAX 1024
+
+static bool read_mem(pid_t pid, unsigned long addr, void *buf, size_t n)
+{
+	struct iovec local = { buf, n }, remote = { (void *)addr, n };
+	return addr && process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
+enum wait_kind { WAIT_POLL, WAIT_SELECT, WAIT_EPOLL };
+
+static int wait_kind(long nr)
+{
+#ifdef SYS_poll
+	if (nr == SYS_poll)
+		return WAIT_POLL;
+#endif
+#ifdef SYS_ppoll
+	if (nr == SYS_ppoll)
+		return WAIT_POLL;
+#endif
+#ifdef SYS_select
+	if (nr == SYS_select)
+		return WAIT_SELECT;
+#endif
+#ifdef SYS_pselect6
+	if (nr == SYS_pselect6)
+		return WAIT_SELECT;
+#endif
+	return WAIT_EPOLL;
+}
+
+/* Whether the poll, select or epoll_wait pid is blocked in (arguments a)
+ * waits for the stdin or terminal to be readable. */
+static bool waits_on_input(pid_t pid, long nr, const unsigned long a[3], dev_t dev, ino_t ino, dev_t rdev)
+{
+	switch (wait_kind(nr)) {
+	case WAIT_POLL: {
+		struct pollfd fds[64];
+		unsigned long n = MIN(a[1], (unsigned long)WAIT_FDS_MAX);
+		for (unsigned long off = 0; off < n; off += ELEMENTSOF(fds)) {
+			size_t k = MIN(n - off, ELEMENTSOF(fds));
+			if (!read_mem(pid, a[0] + off * sizeof(struct pollfd), fds, k * sizeof(struct pollfd)))
+				return false;
+			for (size_t i = 0; i < k; i++)
+				if (fds[i].fd >= 0 && (fds[i].events & POLLIN) && fd_is(pid, fds[i].fd, dev, ino, rdev))
+					return true;
+		}
+		return false;
+	}
+	case WAIT_SELECT: {
+		unsigned char set[WAIT_FDS_MAX / 8];
+		unsigned long n = MIN(a[0], (unsigned long)WAIT_FDS_MAX);
+		if (!n || !read_mem(pid, a[1], set, (n + 7) / 8))
+			return false;
+		for (unsigned long fd = 0; fd < n; fd++)
+			if ((set[fd / 8] >> (fd % 8) & 1) && fd_is(pid, (long)fd, dev, ino, rdev))
+				return true;
+		return false;
+	}
+	case WAIT_EPOLL: {
+		char name[64], buf[4096];
+		snprintf(name, sizeof(name), "fdinfo/%lu", a[0]);
+		if (read_proc(pid, name, buf, sizeof(buf)) <= 0)
+			return false;
+		for (char *p = buf; (p = strstr(p, "tfd:")) != NULL;) {
+			char *end;
+			long fd = strtol(p + 4, &end, 10);
+			p = end;
+			if (fd_is(pid, fd, dev, ino, rdev))
+				return true;
+		}
+		return false;
+	}
+	}
+	return false;
+}
+
 static bool blocked_on_input(pid_t pid, dev_t dev, ino_t ino, dev_t rdev)
 {
 	char buf[512];
@@ -98,12 +181,13 @@ static bool blocked_on_input(pid_t pid, dev_t dev, ino_t ino, dev_t rdev)
 	long nr = strtol(buf, &end, 10);
 	if (end == buf || nr < 0)
 		return false;	/* "running", or not in a system call */
-	if (is_read_call(nr)) {
-		long fd = strtol(end, NULL, 16);
-		return fd_is(pid, fd, dev, ino, rdev);
-	}
+	unsigned long a[3];
+	for (int i = 0; i < 3; i++)
+		a[i] = strtoul(end, &end, 16);
+	if (is_read_call(nr))
+		return fd_is(pid, (long)a[0], dev, ino, rdev);
 	if (is_wait_call(nr))
-		return fd_is(pid, 0, dev, ino, rdev);
+		return waits_on_input(pid, nr, a, dev, ino, rdev);
 	return false;
 }
 

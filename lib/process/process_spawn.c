@@ -279,7 +279,7 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 	}
 	proc_started(p);
 	return proc_wait(p, c, PROC_WAIT_SHELL, (uint64_t)proc_arg_int(c->args, "yield_ms", 1000), until,
-			 t->limits.output_max);
+			 t->limits.output_max, 0);
 fail:
 	child_env_free(env);
 	regex_free(until);

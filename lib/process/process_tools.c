@@ -142,11 +142,20 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	if (!p->ended) {
 		buf_printf(&text, "[process %s is running%s; process_io reads its output and sends input, "
 				  "process_kill stops it]", p->id, waiting ? " and waiting for input" : "");
-	} else if (p->sig) {
-		buf_printf(&text, "[process %s ended: killed by %s%s%s]", p->id, child_signal_name(p->sig, sig),
-			   p->end != PROC_END_EXIT ? ", " : "", p->end != PROC_END_EXIT ? proc_end_name(p->end) : "");
 	} else {
-		buf_printf(&text, "[process %s ended: exit code %d]", p->id, p->exit_code);
+		static const char *const why[] = {
+			[PROC_END_EXIT] = "",
+			[PROC_END_KILLED] = " (process_kill)",
+			[PROC_END_IDLE] = " (no process_io for limits.process_idle_s)",
+			[PROC_END_LIFETIME] = " (limits.process_lifetime_s)",
+			[PROC_END_STOPPED] = " (the daemon stopped)",
+			[PROC_END_CANCELLED] = " (its shell call was cancelled)",
+		};
+		if (p->sig)
+			buf_printf(&text, "[process %s ended: killed by %s%s]", p->id, child_signal_name(p->sig, sig),
+				   why[p->end]);
+		else
+			buf_printf(&text, "[process %s ended: exit code %d%s]", p->id, p->exit_code, why[p->end]);
 	}
 
 	struct buf sb = {0};
@@ -214,7 +223,11 @@ enum tool_ret process_io_exec(struct tool_call *c)
 		proc_resize(p, (unsigned)proc_arg_int(c->args, "cols", 80), (unsigned)proc_arg_int(c->args, "rows", 24));
 	else if (!p->ended && json_get(c->args, "rows") && p->tty)
 		proc_resize(p, 80, (unsigned)proc_arg_int(c->args, "rows", 24));
+	/* until looks at what answers the input, not at what came before it
+	 * (the prompt that asked for it). */
+	uint64_t match_from = 0;
 	if (in && in->type == JSON_STRING && in->u.str.len) {
+		match_from = p->total;
 		if (p->ended) {
 			tool_call_fail(c, TC_VALIDATION_ERROR, "Process '%s' has ended: it reads no more input", p->id);
 			return TOOL_DONE;
@@ -237,7 +250,7 @@ enum tool_ret process_io_exec(struct tool_call *c)
 	if (proc_compile_until(c, &until) < 0)
 		return TOOL_DONE;
 	return proc_wait(p, c, PROC_WAIT_IO, (uint64_t)proc_arg_int(c->args, "wait_ms", 1000), until,
-			 call_max_bytes(c, p));
+			 call_max_bytes(c, p), match_from);
 }
 
 enum tool_ret process_kill_exec(struct tool_call *c)
@@ -253,7 +266,7 @@ enum tool_ret process_kill_exec(struct tool_call *c)
 		return TOOL_DONE;
 	}
 	proc_signal(p, sig, PROC_END_KILLED);
-	return proc_wait(p, c, PROC_WAIT_KILL, 0, NULL, call_max_bytes(c, p));
+	return proc_wait(p, c, PROC_WAIT_KILL, 0, NULL, call_max_bytes(c, p), 0);
 }
 
 enum tool_ret process_list_exec(struct tool_call *c)

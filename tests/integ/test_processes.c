@@ -321,7 +321,7 @@ static bool wait_for_input_state(struct tcc *c, const char *id, bool want)
 START_TEST(tty_input_and_waiting_for_input)
 {
 	struct tcd d;
-	start(&d, NULL);
+	start(&d, "\"limits\":{\"per_uid_processes\":16}");
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = bg(c, "printf '\\033[1mready\\033[0m\\n'; read x; echo got $x",
 				  "\"tty\":true,\"until\":\"ready\",\"yield_ms\":20000");
@@ -355,6 +355,33 @@ START_TEST(tty_input_and_waiting_for_input)
 	r = io(c, id, "\"wait_ms\":0");
 	ck_assert(!tj_bool(r, "result.structuredContent.waiting_for_input"));
 	free(id);
+
+	/* A server blocked in select or poll on other fds is not waiting for
+	 * input, though its stdin is a pipe that holds nothing. */
+	if (access("/usr/bin/python3", X_OK) == 0) {
+		static const char *const waits[] = {
+			"python3 -u -c 'import os,select; r,w=os.pipe(); print(\"ready\"); select.select([r],[],[])'",
+			"python3 -u -c 'import os,select; r,w=os.pipe(); p=select.poll(); p.register(r); print(\"ready\"); p.poll()'",
+			"python3 -u -c 'import os,select; r,w=os.pipe(); e=select.epoll(); e.register(r); print(\"ready\"); e.poll()'",
+		};
+		for (size_t i = 0; i < sizeof(waits) / sizeof(*waits); i++) {
+			r = bg(c, waits[i], "\"until\":\"ready\",\"yield_ms\":20000");
+			tc_assert_ok(r);
+			id = xstrdup(pid_of(r));
+			tc_pause_ms(300);
+			r = io(c, id, "\"wait_ms\":0");
+			ck_assert(tj_bool(r, "result.structuredContent.running"));
+			ck_assert_msg(!tj_bool(r, "result.structuredContent.waiting_for_input"), "%s", waits[i]);
+			tc_assert_ok(tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\",\"signal\":\"KILL\"}", id)));
+			free(id);
+		}
+		/* The same on its stdin is. */
+		r = bg(c, "python3 -u -c 'import sys,select; print(\"ready\"); select.select([sys.stdin],[],[])'",
+		       "\"until\":\"ready\",\"yield_ms\":20000");
+		id = xstrdup(pid_of(r));
+		ck_assert_msg(wait_for_input_state(c, id, true), "select on stdin is not waiting for input");
+		free(id);
+	}
 
 	/* A REPL on a terminal. */
 	if (access("/usr/bin/python3", X_OK) == 0) {

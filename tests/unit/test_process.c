@@ -135,7 +135,7 @@ START_TEST(until_and_timers_answer_waiting_calls)
 	struct process *p = proc_new(fx.t, &c, "cmd");
 	struct regex *re = NULL;
 	ck_assert_int_eq(regex_compile("lis+tening", 10, &re, NULL), 0);
-	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, re, 1024), TOOL_PENDING);
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, re, 1024, 0), TOOL_PENDING);
 	proc_output(p, "starting\nlis", 12);
 	ck_assert_uint_eq(finished, 0);
 	/* A match across two chunks. */
@@ -146,22 +146,32 @@ START_TEST(until_and_timers_answer_waiting_calls)
 	json_doc_unref(doc);
 	tool_call_clear(&c);
 
+	/* After input, until looks only at what comes after it. */
+	proc_output(p, ">>> ", 4);
+	ck_assert_int_eq(regex_compile(">>> ", 4, &re, NULL), 0);
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, re, 1024, p->total), TOOL_PENDING);
+	proc_output(p, "42\n>>> ", 7);
+	ck_assert_uint_eq(finished, 2);
+	ck_assert_str_eq(structured_str(&c, "output", &doc), ">>> 42\n>>> ");
+	json_doc_unref(doc);
+	tool_call_clear(&c);
+
 	/* Without until: the wait ends after wait_ms. */
-	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, NULL, 1024), TOOL_PENDING);
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, NULL, 1024, 0), TOOL_PENDING);
 	proc_output(p, "more\n", 5);
 	fakeloop_advance(fx.loop, 4999);
-	ck_assert_uint_eq(finished, 1);
-	fakeloop_advance(fx.loop, 1);
 	ck_assert_uint_eq(finished, 2);
+	fakeloop_advance(fx.loop, 1);
+	ck_assert_uint_eq(finished, 3);
 	ck_assert_str_eq(structured_str(&c, "output", &doc), "more\n");
 	json_doc_unref(doc);
 	tool_call_clear(&c);
 
 	/* The end answers a kill's wait; the process stays listed keep_ms. */
-	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_KILL, 0, NULL, 1024), TOOL_PENDING);
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_KILL, 0, NULL, 1024, 0), TOOL_PENDING);
 	p->end = PROC_END_KILLED;
 	proc_ended(p, -1, SIGTERM);
-	ck_assert_uint_eq(finished, 3);
+	ck_assert_uint_eq(finished, 4);
 	ck_assert(c.is_error);
 	ck_assert_str_eq(structured_str(&c, "signal", &doc), "SIGTERM");
 	json_doc_unref(doc);
