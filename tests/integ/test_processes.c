@@ -166,6 +166,12 @@ START_TEST(other_uids_get_the_unknown_answer)
 	tc_assert_ok(r);
 	ck_assert_str_eq(out(r), "65534\n");
 
+	/* And on a terminal of their own. */
+	r = bg(n, "tty; id -u", "\"tty\":true,\"yield_ms\":10000");
+	tc_assert_ok(r);
+	ck_assert_msg(strncmp(out(r), "/dev/pts/", 9) == 0 && strstr(out(r), "\n65534\n"), "%s", out(r));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+
 	/* The owner's is untouched. */
 	r = io(c, id, "\"wait_ms\":0");
 	tc_assert_ok(r);
@@ -247,6 +253,17 @@ START_TEST(kill_takes_a_setsid_grandchild)
 	while (!pid_gone(gc) && tc_now_ms() < end)
 		tc_pause_ms(20);
 	ck_assert_msg(pid_gone(gc), "the setsid grandchild %d outlived the kill", (int)gc);
+	free(id);
+
+	/* One that ignores SIGTERM gets SIGKILL after the grace delay. */
+	r = bg(c, "trap '' TERM; echo ready; while :; do sleep 1; done", "\"until\":\"ready\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	id = xstrdup(pid_of(r));
+	uint64_t t0 = tc_now_ms();
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", id));
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.signal"), "SIGKILL");
+	ck_assert_uint_ge(tc_now_ms() - t0, 4000);
 	free(id);
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
