@@ -147,6 +147,9 @@ bool child_running(const struct child *ch);
  * with child_env_free().
  */
 char **child_env_new(const char *const *allow);
+/* A copy of envp (NULL: an empty one), to set variables in; free with
+ * child_env_free(). */
+char **child_env_dup(char *const *envp);
 /* Sets (or replaces) name=value in an environment from child_env_new(). */
 void child_env_put(char ***env, const char *name, const char *value);
 /* Looks a name up in an environment; NULL when unset. */

@@ -278,21 +278,27 @@ const char *proc_end_name(enum proc_end e)
 	return end_names[e];
 }
 
+void proc_write_end(struct jgen *g, const struct process *p, bool camel)
+{
+	char sig[16];
+	jgen_key(g, camel ? "exitCode" : "exit_code");
+	if (!p->ended || p->sig)
+		jgen_null(g);
+	else
+		jgen_int(g, p->exit_code);
+	jgen_kv_str(g, "signal", p->ended && p->sig ? child_signal_name(p->sig, sig) : NULL);
+	if (p->ended)
+		jgen_kv_str(g, "reason", proc_end_name(p->end));
+}
+
 /* The member of an event on a process. */
 static void extra_process(struct jgen *g, void *arg)
 {
 	struct process *p = arg;
-	char sig[16];
 	jgen_kv_str(g, "processId", p->id);
 	jgen_kv_str(g, "command", p->command);
 	if (p->ended) {
-		jgen_key(g, "exitCode");
-		if (p->sig)
-			jgen_null(g);
-		else
-			jgen_int(g, p->exit_code);
-		jgen_kv_str(g, "signal", p->sig ? child_signal_name(p->sig, sig) : NULL);
-		jgen_kv_str(g, "reason", proc_end_name(p->end));
+		proc_write_end(g, p, true);
 		jgen_kv_int(g, "durationMs", (int64_t)(p->end_ms - p->start_ms));
 		jgen_kv_int(g, "bytes", (int64_t)p->total);
 	}
@@ -316,7 +322,7 @@ static void audit_end(struct process *p)
 		return;
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
-	char tbuf[32], sig[16];
+	char tbuf[32];
 	format_time(wall_ms(), tbuf);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "time", tbuf);
@@ -327,13 +333,7 @@ static void audit_end(struct process *p)
 	jgen_kv_str(g, "processId", p->id);
 	jgen_kv_str(g, "tool", "shell");
 	jgen_kv_str(g, "command", p->command);
-	jgen_key(g, "exitCode");
-	if (p->sig)
-		jgen_null(g);
-	else
-		jgen_int(g, p->exit_code);
-	jgen_kv_str(g, "signal", p->sig ? child_signal_name(p->sig, sig) : NULL);
-	jgen_kv_str(g, "reason", proc_end_name(p->end));
+	proc_write_end(g, p, true);
 	jgen_kv_int(g, "durationMs", (int64_t)(p->end_ms - p->start_ms));
 	jgen_kv_int(g, "bytes", (int64_t)p->total);
 	if (p->profile)
@@ -568,7 +568,7 @@ bool proc_waiting(struct process *p)
 
 void process_table_write_list(struct process_table *t, uid_t uid, bool all, struct jgen *g)
 {
-	char sig[16], tbuf[32];
+	char tbuf[32];
 	jgen_arr_open(g);
 	PROC_FOREACH(n, n_next, &t->procs) {
 		struct process *p = container_of(n, struct process, node);
@@ -581,14 +581,7 @@ void process_table_write_list(struct process_table *t, uid_t uid, bool all, stru
 		format_time(p->start_wall_ms, tbuf);
 		jgen_kv_str(g, "started", tbuf);
 		jgen_kv_bool(g, "running", !p->ended);
-		jgen_key(g, "exit_code");
-		if (!p->ended || p->sig)
-			jgen_null(g);
-		else
-			jgen_int(g, p->exit_code);
-		jgen_kv_str(g, "signal", p->ended && p->sig ? child_signal_name(p->sig, sig) : NULL);
-		if (p->ended)
-			jgen_kv_str(g, "reason", proc_end_name(p->end));
+		proc_write_end(g, p, false);
 		jgen_kv_int(g, "bytes", (int64_t)p->total);
 		jgen_kv_int(g, "dropped", (int64_t)proc_ring_start(p));
 		jgen_kv_bool(g, "waiting_for_input", proc_waiting(p));

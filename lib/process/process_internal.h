@@ -17,6 +17,7 @@
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 
+struct jgen;
 struct json;
 struct regex;
 
@@ -108,6 +109,8 @@ struct proc_reader *proc_reader(struct process *p, const char *session);
 const char *proc_session_key(const struct tool_call *c);
 uid_t proc_call_uid(const struct tool_call *c);
 const char *proc_end_name(enum proc_end e);
+/* exit_code (exitCode when camel), signal and, once ended, reason. */
+void proc_write_end(struct jgen *g, const struct process *p, bool camel);
 
 struct process *proc_new(struct process_table *t, const struct tool_call *c, const char *command);
 /* Frees a process that never started. */

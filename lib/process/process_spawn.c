@@ -115,17 +115,6 @@ static int open_pty(unsigned cols, unsigned rows, const struct identity *id, int
 	return 0;
 }
 
-static char **env_dup(char *const *envp)
-{
-	size_t n = 0;
-	while (envp && envp[n])
-		n++;
-	char **v = xcalloc(n + 1, sizeof(*v));
-	for (size_t i = 0; i < n; i++)
-		v[i] = xstrdup(envp[i]);
-	return v;
-}
-
 static bool arg_bool(const struct json *args, const char *key)
 {
 	const struct json *v = json_get(args, key);
@@ -206,7 +195,7 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 	p->tty = arg_bool(c->args, "tty");
 	p->raw = arg_bool(c->args, "raw");
 	struct child_opts o = *opts;
-	char **env = env_dup(o.envp);
+	char **env = child_env_dup(o.envp);
 	_cleanup_close_ int slave = -1;
 	_cleanup_free_ char *msg = NULL;
 

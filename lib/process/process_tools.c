@@ -75,19 +75,6 @@ static void append_text(struct buf *out, const char *s, size_t n)
 	}
 }
 
-/* len shortened by an incomplete UTF-8 sequence at its end. */
-static size_t trim_partial_char(const char *s, size_t len)
-{
-	for (size_t k = 1; k <= 4 && k <= len; k++) {
-		unsigned char b = (unsigned char)s[len - k];
-		if ((b & 0xC0) == 0x80)
-			continue;
-		size_t need = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 1;
-		return need > k ? len - k : len;
-	}
-	return len;
-}
-
 int process_signal_from_name(const char *s)
 {
 	char *end;
@@ -114,10 +101,10 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	uint64_t dropped = start - rd->pos;
 	uint64_t avail = p->total - start;
 	struct buf raw = {0}, text = {0}, out = {0};
-	size_t n = (size_t)MIN(avail, (uint64_t)max);
+	/* One byte past max tells whether max falls inside a character. */
+	size_t n = (size_t)MIN(avail, (uint64_t)max + 1);
 	proc_ring_copy(p, start, start + n, &raw);
-	if (n < avail)
-		n = trim_partial_char(buf_head(&raw), n);
+	n = utf8_cut(buf_head(&raw) ? buf_head(&raw) : "", n, max);
 	rd->pos = start + n;
 	uint64_t unread = p->total - rd->pos;
 	if (p->tty && !p->raw)
@@ -163,14 +150,7 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	jgen_obj_open(g);
 	jgen_kv_str(g, "process_id", p->id);
 	jgen_kv_bool(g, "running", !p->ended);
-	jgen_key(g, "exit_code");
-	if (!p->ended || p->sig)
-		jgen_null(g);
-	else
-		jgen_int(g, p->exit_code);
-	jgen_kv_str(g, "signal", p->ended && p->sig ? child_signal_name(p->sig, sig) : NULL);
-	if (p->ended)
-		jgen_kv_str(g, "reason", proc_end_name(p->end));
+	proc_write_end(g, p, false);
 	jgen_key(g, "output");
 	jgen_strn(g, buf_head(&out) ? buf_head(&out) : "", buf_size(&out));
 	jgen_kv_int(g, "dropped_bytes", (int64_t)dropped);

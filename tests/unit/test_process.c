@@ -119,6 +119,17 @@ START_TEST(ring_drops_and_positions_are_per_session)
 	ck_assert_str_eq(structured_str(&cb, "output", &doc), "9abcd");
 	json_doc_unref(doc);
 	tool_call_clear(&cb);
+	/* max_bytes never cuts a character: the rest waits. */
+	proc_output(p, "x\xc3\xa9", 3);
+	proc_result(&cb, p, PROC_WAIT_IO, 2);
+	ck_assert_str_eq(structured_str(&cb, "output", &doc), "x");
+	json_doc_unref(doc);
+	ck_assert_int_eq(structured_int(&cb, "unread_bytes"), 2);
+	tool_call_clear(&cb);
+	proc_result(&cb, p, PROC_WAIT_IO, 2);
+	ck_assert_str_eq(structured_str(&cb, "output", &doc), "\xc3\xa9");
+	json_doc_unref(doc);
+	tool_call_clear(&cb);
 	json_doc_unref(args);
 	json_doc_unref(args_b);
 	fx_free(&fx);
