@@ -27,7 +27,10 @@
 /* Read positions kept per process: the least recently used goes first. */
 #define READERS_MAX 32
 /* A match of until may start this many bytes before the new output. */
-#define UNTIL_OVERLAP 4096
+#define UNTIL_OVERLAP 1024
+/* The most steps one look of until at new output may take on the loop
+ * (lib/regex.h); a look that would take more finds no match. */
+#define UNTIL_BUDGET (UINT64_C(64) << 20)
 
 struct process_table *process_table_new(struct tc_loop *loop, struct event_bus *bus)
 {
@@ -204,7 +207,7 @@ static bool waiter_matched(struct proc_waiter *w)
 		s = buf_head(&text);
 		n = buf_size(&text);
 	}
-	uint64_t budget = UINT64_MAX;
+	uint64_t budget = UNTIL_BUDGET;
 	int r = regex_search(w->until, s ? s : "", n, &budget);
 	buf_free(&raw);
 	buf_free(&text);

@@ -127,6 +127,8 @@ bool proc_waiting(struct process *p);
 
 /* process_spawn.c: arguments, input, and the terminal. */
 int64_t proc_arg_int(const struct json *args, const char *key, int64_t dflt);
+/* The largest until program (lib/regex.h units). */
+#define PROC_UNTIL_SIZE_MAX 2048
 /* Compiles the call's until (NULL when absent); fails c on a bad one. */
 int proc_compile_until(struct tool_call *c, struct regex **ret);
 ssize_t proc_write_input(struct process *p, const char *s, size_t n);

@@ -140,6 +140,15 @@ int proc_compile_until(struct tool_call *c, struct regex **ret)
 			       err ? err : "not a valid pattern");
 		return -EINVAL;
 	}
+	/* Each look at new output runs on the loop: the program stays small. */
+	if (regex_size(*ret) > PROC_UNTIL_SIZE_MAX) {
+		tool_call_fail(c, TC_VALIDATION_ERROR,
+			       "Invalid arguments for '%s': /until: the pattern is too large (%zu units, at most %u); "
+			       "match a shorter piece of the output", c->tool->name, regex_size(*ret),
+			       PROC_UNTIL_SIZE_MAX);
+		*ret = regex_free(*ret);
+		return -EINVAL;
+	}
 	return 0;
 }
 

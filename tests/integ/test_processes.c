@@ -126,6 +126,9 @@ START_TEST(background_returns_at_until_and_kill_ends_it)
 	/* Options of background without it; a bad until. */
 	tc_assert_kind(tcc_call(c, "shell", "{\"command\":\"true\",\"tty\":true}"), "validation_error");
 	tc_assert_kind(bg(c, "true", "\"until\":\"(\""), "validation_error");
+	const struct json *big = bg(c, "true", "\"until\":\"a{2000}b{2000}\"");
+	tc_assert_kind(big, "validation_error");
+	ck_assert_msg(strstr(tj_str(big, "error.message"), "too large"), "%s", tj_str(big, "error.message"));
 	free(id);
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
