@@ -153,6 +153,7 @@ struct tool_call {
 	/* Set by whoever runs the call (the dispatcher, or a test). */
 	void (*on_finish)(struct tool_call *c);
 	void (*on_output)(struct tool_call *c, const char *stream, const char *data, size_t n);
+	void (*release_slot)(struct tool_call *c);	/* may be NULL */
 	void *owner;
 
 	/* The outcome. */
@@ -188,6 +189,9 @@ void tool_call_fail(struct tool_call *c, enum tc_kind kind, const char *fmt, ...
 void tool_call_fail_data(struct tool_call *c, enum tc_kind kind, char *data, const char *fmt, ...) PRINTF(4, 5);
 /* Async tools: the outcome is set; calls on_finish. */
 void tool_call_finish(struct tool_call *c);
+/* A pending call that only waits from now on (a timer, another
+ * process's output) gives its execution slot back. */
+void tool_call_release_slot(struct tool_call *c);
 /* Streams output while running (stream: "stdout" or "stderr"). */
 void tool_call_output(struct tool_call *c, const char *stream, const char *data, size_t n);
 void tool_call_note_file(struct tool_call *c, const char *path);

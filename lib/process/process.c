@@ -155,6 +155,7 @@ uid_t proc_call_uid(const struct tool_call *c)
 
 static void waiter_free(struct proc_waiter *w)
 {
+	w->p->n_waiters--;
 	list_remove(&w->node);
 	tc_timer_free(w->timer);
 	regex_free(w->until);
@@ -227,7 +228,14 @@ static void waiters_output(struct process *p)
 int proc_wait(struct process *p, struct tool_call *c, enum proc_wait kind, uint64_t wait_ms,
 	      struct regex *until, size_t max_bytes, uint64_t match_from)
 {
+	if (p->n_waiters >= PROC_WAITERS_MAX && !p->ended) {
+		regex_free(until);
+		tool_call_fail(c, TC_OVERLOADED, "Too many calls wait on process '%s' (at most %u); let one return first",
+			       p->id, PROC_WAITERS_MAX);
+		return TOOL_DONE;
+	}
 	struct proc_waiter *w = xcalloc(1, sizeof(*w));
+	p->n_waiters++;
 	w->p = p;
 	w->c = c;
 	w->kind = kind;
@@ -245,6 +253,8 @@ int proc_wait(struct process *p, struct tool_call *c, enum proc_wait kind, uint6
 		w->timer = tc_timer_new(p->t->loop, on_waiter_timer, w);
 		tc_timer_start(w->timer, wait_ms);
 	}
+	/* Last: the slot may start another call right here. */
+	tool_call_release_slot(c);
 	return TOOL_PENDING;
 }
 

@@ -97,6 +97,7 @@ struct process {
 	struct proc_reader *readers;
 	size_t n_readers;
 	struct list waiters;
+	unsigned n_waiters;
 	struct tc_timer *idle_timer, *life_timer, *grace_timer, *keep_timer;
 	bool ended;
 	enum proc_end end;
@@ -127,6 +128,8 @@ bool proc_waiting(struct process *p);
 
 /* process_spawn.c: arguments, input, and the terminal. */
 int64_t proc_arg_int(const struct json *args, const char *key, int64_t dflt);
+/* Calls waiting on one process at once. */
+#define PROC_WAITERS_MAX 16
 /* The largest until program (lib/regex.h units). */
 #define PROC_UNTIL_SIZE_MAX 2048
 /* Compiles the call's until (NULL when absent); fails c on a bad one. */

@@ -515,6 +515,47 @@ START_TEST(events_audit_stats_tmpdir_and_ctl)
 }
 END_TEST
 
+/* Sends a process_io without waiting for its answer; returns its id's text. */
+static const char *io_async(struct tcc *c, const char *id, const char *more)
+{
+	const char *params = tcc_fmt(c, "{\"name\":\"process_io\",\"arguments\":{\"process_id\":\"%s\",%s}}", id, more);
+	return tcc_fmt(c, "%lld", (long long)tcc_send_request(c, "tools/call", params));
+}
+
+START_TEST(waiting_calls_hold_no_slot)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"session_concurrency\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	/* Sixteen calls wait on it for 5 s, on a session of one slot. */
+	const char *ids[16];
+	for (int i = 0; i < 16; i++)
+		ids[i] = io_async(c, id, "\"wait_ms\":5000");
+	/* Another call of the same session runs now, not after them. */
+	uint64_t t0 = tc_now_ms();
+	r = tcc_call(c, "process_list", "{}");
+	tc_assert_ok(r);
+	ck_assert_msg(tc_now_ms() - t0 < 2500, "process_list waited %llu ms behind the waiting calls",
+		      (unsigned long long)(tc_now_ms() - t0));
+	/* A seventeenth waiting call is refused. */
+	r = io(c, id, "\"wait_ms\":5000");
+	tc_assert_kind(r, "overloaded");
+	for (int i = 0; i < 16; i++) {
+		r = tcc_wait_id(c, ids[i], 20000);
+		ck_assert_ptr_nonnull(r);
+		tc_assert_ok(r);
+		ck_assert(tj_bool(r, "result.structuredContent.running"));
+	}
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 static Suite *processes_suite(void)
 {
 	Suite *s = suite_create("processes");
@@ -528,6 +569,7 @@ static Suite *processes_suite(void)
 	tcase_add_test(tc, the_ring_counts_what_it_dropped);
 	tcase_add_test(tc, tty_input_and_waiting_for_input);
 	tcase_add_test(tc, per_uid_limit);
+	tcase_add_test(tc, waiting_calls_hold_no_slot);
 	tcase_add_test(tc, events_audit_stats_tmpdir_and_ctl);
 	suite_add_tcase(s, tc);
 	return s;
