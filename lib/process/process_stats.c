@@ -49,9 +49,9 @@ void process_table_write_metrics(const struct process_table *t, struct buf *b)
 	metrics_family(b, "toolcalld_processes_refused", "counter", NULL,
 		       "Background processes refused over limits.per_uid_processes.");
 	metrics_u64(b, "toolcalld_processes_refused_total", NULL, st.refused);
-	metrics_family(b, "toolcalld_processes_output", "counter", "bytes", "Output of background processes.");
+	metrics_family(b, "toolcalld_processes_output_bytes", "counter", "bytes", "Output of background processes.");
 	metrics_u64(b, "toolcalld_processes_output_bytes_total", NULL, st.bytes);
-	metrics_family(b, "toolcalld_processes_dropped", "counter", "bytes",
+	metrics_family(b, "toolcalld_processes_dropped_bytes", "counter", "bytes",
 		       "Output of background processes their rings let go before any session read it.");
 	metrics_u64(b, "toolcalld_processes_dropped_bytes_total", NULL, st.dropped);
 }
