@@ -570,13 +570,13 @@ bool proc_waiting(struct process *p)
 	if (p->ended || !p->ch || !child_running(p->ch))
 		return false;
 	if (p->tty)
-		return process_tree_waiting(child_pid(p->ch), 0, 0, p->tty_rdev);
+		return process_tree_waiting(child_pid(p->ch), p->input_link);
 	if (p->stdin_fd < 0)
 		return false;
 	int pending = 0;
 	if (ioctl_fionread(p->stdin_fd, &pending) == 0 && pending > 0)
 		return false;
-	return process_tree_waiting(child_pid(p->ch), p->stdin_dev, p->stdin_ino, 0);
+	return process_tree_waiting(child_pid(p->ch), p->input_link);
 }
 
 void process_table_write_list(struct process_table *t, uid_t uid, bool all, struct jgen *g)

@@ -154,7 +154,7 @@ int process_signal_from_name(const char *s);
 void process_strip_terminal(const char *s, size_t n, struct buf *out);
 
 /* Whether the tree of pid is waiting for input on the stdin or terminal
- * identified by (dev, ino) of a pipe, or rdev of a terminal (dev 0). */
-bool process_tree_waiting(pid_t pid, dev_t dev, ino_t ino, dev_t rdev);
+ * whose /proc/PID/fd link is target ("pipe:[123]", "/dev/pts/4"). */
+bool process_tree_waiting(pid_t pid, const char *target);
 
 #endif

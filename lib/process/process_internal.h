@@ -81,15 +81,14 @@ struct process {
 	uint64_t start_ms, end_ms, start_wall_ms;
 	struct child *ch;
 	struct sandbox_run *run;
-	/* Pipes: our end of its stdin (dev, ino: the pipe, to tell its reads). */
+	/* Pipes: our end of its stdin. */
 	int stdin_fd;
-	dev_t stdin_dev;
-	ino_t stdin_ino;
+	/* Its stdin or terminal as /proc/PID/fd shows it, to tell its reads. */
+	char input_link[64];
 	/* tty: the pseudo-terminal's master and the terminal's device. */
 	bool tty, raw;
 	int master_fd;
 	struct tc_io *master_io;
-	dev_t tty_rdev;
 	/* Output: the ring holds [total - ring_len, total). */
 	char *ring;
 	size_t ring_cap, ring_head, ring_len;

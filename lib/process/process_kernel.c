@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <poll.h>
@@ -65,17 +64,19 @@ static bool is_wait_call(long nr)
 		;
 }
 
-/* Whether fd of pid is the stdin pipe (dev, ino) or the terminal rdev. */
-static bool fd_is(pid_t pid, long fd, dev_t dev, ino_t ino, dev_t rdev)
+/* Whether fd of pid is the stdin pipe or terminal, whose link in
+ * /proc/PID/fd is target ("pipe:[123]", "/dev/pts/4"). Only the link is
+ * read: nothing the process opened is looked at (a stat could block on a
+ * file system it serves). */
+static bool fd_is(pid_t pid, long fd, const char *target)
 {
-	char path[64];
-	struct stat st;
+	char path[64], link[128];
 	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int)pid, fd);
-	if (stat(path, &st) < 0)
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
 		return false;
-	if (rdev)
-		return S_ISCHR(st.st_mode) && st.st_rdev == rdev;
-	return S_ISFIFO(st.st_mode) && st.st_dev == dev && st.st_ino == ino;
+	link[n] = '\0';
+	return strcmp(link, target) == 0;
 }
 
 /* Reads a small /proc file of pid into buf; its length, or -1. */
@@ -128,7 +129,7 @@ static int wait_kind(long nr)
 
 /* Whether the poll, select or epoll_wait pid is blocked in (arguments a)
  * waits for the stdin or terminal to be readable. */
-static bool waits_on_input(pid_t pid, long nr, const unsigned long a[3], dev_t dev, ino_t ino, dev_t rdev)
+static bool waits_on_input(pid_t pid, long nr, const unsigned long a[3], const char *target)
 {
 	switch (wait_kind(nr)) {
 	case WAIT_POLL: {
@@ -139,7 +140,7 @@ static bool waits_on_input(pid_t pid, long nr, const unsigned long a[3], dev_t d
 			if (!read_mem(pid, a[0] + off * sizeof(struct pollfd), fds, k * sizeof(struct pollfd)))
 				return false;
 			for (size_t i = 0; i < k; i++)
-				if (fds[i].fd >= 0 && (fds[i].events & POLLIN) && fd_is(pid, fds[i].fd, dev, ino, rdev))
+				if (fds[i].fd >= 0 && (fds[i].events & POLLIN) && fd_is(pid, fds[i].fd, target))
 					return true;
 		}
 		return false;
@@ -150,7 +151,7 @@ static bool waits_on_input(pid_t pid, long nr, const unsigned long a[3], dev_t d
 		if (!n || !read_mem(pid, a[1], set, (n + 7) / 8))
 			return false;
 		for (unsigned long fd = 0; fd < n; fd++)
-			if ((set[fd / 8] >> (fd % 8) & 1) && fd_is(pid, (long)fd, dev, ino, rdev))
+			if ((set[fd / 8] >> (fd % 8) & 1) && fd_is(pid, (long)fd, target))
 				return true;
 		return false;
 	}
@@ -163,7 +164,7 @@ static bool waits_on_input(pid_t pid, long nr, const unsigned long a[3], dev_t d
 			char *end;
 			long fd = strtol(p + 4, &end, 10);
 			p = end;
-			if (fd_is(pid, fd, dev, ino, rdev))
+			if (fd_is(pid, fd, target))
 				return true;
 		}
 		return false;
@@ -172,7 +173,7 @@ static bool waits_on_input(pid_t pid, long nr, const unsigned long a[3], dev_t d
 	return false;
 }
 
-static bool blocked_on_input(pid_t pid, dev_t dev, ino_t ino, dev_t rdev)
+static bool blocked_on_input(pid_t pid, const char *target)
 {
 	char buf[512];
 	if (read_proc(pid, "syscall", buf, sizeof(buf)) <= 0)
@@ -185,19 +186,19 @@ static bool blocked_on_input(pid_t pid, dev_t dev, ino_t ino, dev_t rdev)
 	for (int i = 0; i < 3; i++)
 		a[i] = strtoul(end, &end, 16);
 	if (is_read_call(nr))
-		return fd_is(pid, (long)a[0], dev, ino, rdev);
+		return fd_is(pid, (long)a[0], target);
 	if (is_wait_call(nr))
-		return waits_on_input(pid, nr, a, dev, ino, rdev);
+		return waits_on_input(pid, nr, a, target);
 	return false;
 }
 
-bool process_tree_waiting(pid_t pid, dev_t dev, ino_t ino, dev_t rdev)
+bool process_tree_waiting(pid_t pid, const char *target)
 {
 	pid_t todo[TREE_MAX];
 	size_t n = 0, i = 0;
 	todo[n++] = pid;
 	for (; i < n; i++) {
-		if (blocked_on_input(todo[i], dev, ino, rdev))
+		if (blocked_on_input(todo[i], target))
 			return true;
 		char name[64], buf[4096];
 		snprintf(name, sizeof(name), "task/%d/children", (int)todo[i]);

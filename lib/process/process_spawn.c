@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,13 +82,12 @@ static void on_child_done(void *arg, struct child *ch, struct child_result *r)
 /* Opens a pseudo-terminal of cols x rows: its master (non-blocking, ours)
  * and its terminal side, both close-on-exec and above fd 2. */
 static int open_pty(unsigned cols, unsigned rows, const struct identity *id, int *ret_master, int *ret_slave,
-		    dev_t *ret_rdev)
+		    char name[static 64])
 {
-	char name[64];
 	_cleanup_close_ int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (m < 0)
 		return -errno;
-	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) != 0)
+	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, 64) != 0)
 		return -errno;
 	_cleanup_close_ int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (s < 0)
@@ -99,9 +99,6 @@ static int open_pty(unsigned cols, unsigned rows, const struct identity *id, int
 	/* The terminal is the peer's, as one it opened itself would be. */
 	if (id && id->change)
 		(void)fchown(s, id->uid, (gid_t)-1);
-	struct stat st;
-	if (fstat(s, &st) < 0)
-		return -errno;
 	if (s <= 2) {
 		int k = fcntl(s, F_DUPFD_CLOEXEC, 3);
 		if (k < 0)
@@ -109,7 +106,6 @@ static int open_pty(unsigned cols, unsigned rows, const struct identity *id, int
 		close(s);
 		s = k;
 	}
-	*ret_rdev = st.st_rdev;
 	*ret_master = TAKE_FD(m);
 	*ret_slave = TAKE_FD(s);
 	return 0;
@@ -234,7 +230,7 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 		unsigned cols = (unsigned)proc_arg_int(c->args, "cols", 80);
 		unsigned rows = (unsigned)proc_arg_int(c->args, "rows", 24);
 		if ((r = open_pty(cols, rows, req && req->id ? req->id : c->ident, &p->master_fd, &slave,
-				  &p->tty_rdev)) < 0) {
+				  p->input_link)) < 0) {
 			tool_call_fail(c, TC_TRANSIENT, "Could not open a terminal: %s", strerror(-r));
 			goto fail;
 		}
@@ -271,10 +267,8 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 		tc_io_start(p->master_io);
 	}
 	struct stat st;
-	if (p->stdin_fd >= 0 && fstat(p->stdin_fd, &st) == 0) {
-		p->stdin_dev = st.st_dev;
-		p->stdin_ino = st.st_ino;
-	}
+	if (p->stdin_fd >= 0 && fstat(p->stdin_fd, &st) == 0)
+		snprintf(p->input_link, sizeof(p->input_link), "pipe:[%lu]", (unsigned long)st.st_ino);
 	proc_started(p);
 	return proc_wait(p, c, PROC_WAIT_SHELL, (uint64_t)proc_arg_int(c->args, "yield_ms", 1000), until,
 			 t->limits.output_max, 0);
