@@ -21,9 +21,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -554,7 +554,8 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	for (int sig = 1; sig <= KERNEL_NSIG; sig++)
 		if (a->reset & (UINT64_C(1) << (sig - 1)))
 			(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
-	if ((a->new_session ? syscall(SYS_setsid) : syscall(SYS_setpgid, 0, 0)) < 0 || (a->cwd_fd >= 0 && syscall(SYS_fchdir, a->cwd_fd) < 0))
+	if ((a->new_session ? syscall(SYS_setsid) : syscall(SYS_setpgid, 0, 0)) < 0 ||
+	    (a->cwd_fd >= 0 && syscall(SYS_fchdir, a->cwd_fd) < 0))
 		goto fail;
 	if (a->fd_soft) {
 		struct kernel_rlimit rl;
