@@ -300,6 +300,40 @@ START_TEST(an_idle_process_ends)
 }
 END_TEST
 
+START_TEST(lifetime_and_daemon_stop_end_processes)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"process_lifetime_s\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	/* process_io keeps it from being idle, not from its lifetime. */
+	r = io(c, id, "\"wait_ms\":10000");
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.reason"), "lifetime");
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+
+	/* The daemon's stop takes every process's tree with it. */
+	start(&d, NULL);
+	c = tcc_connect(&d);
+	r = bg(c, "setsid sh -c 'echo gc=$$; exec sleep 300' & wait", "\"until\":\"gc=[0-9]+\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	pid_t gc = (pid_t)atoi(strstr(out(r), "gc=") + 3);
+	ck_assert_int_eq(kill(gc, 0), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	uint64_t end = tc_now_ms() + tc_wait_scaled(5000);
+	while (!pid_gone(gc) && tc_now_ms() < end)
+		tc_pause_ms(20);
+	ck_assert_msg(pid_gone(gc), "%d outlived the daemon", (int)gc);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(the_ring_counts_what_it_dropped)
 {
 	struct tcd d;
@@ -566,6 +600,7 @@ static Suite *processes_suite(void)
 	tcase_add_test(tc, a_second_connection_reattaches_with_its_own_position);
 	tcase_add_test(tc, kill_takes_a_setsid_grandchild);
 	tcase_add_test(tc, an_idle_process_ends);
+	tcase_add_test(tc, lifetime_and_daemon_stop_end_processes);
 	tcase_add_test(tc, the_ring_counts_what_it_dropped);
 	tcase_add_test(tc, tty_input_and_waiting_for_input);
 	tcase_add_test(tc, per_uid_limit);
