@@ -328,8 +328,9 @@ void proc_event(struct process *p, const char *type)
 	event_emit(t->bus, type, &s, p->call_id, "shell", extra_process, p);
 }
 
-/* The audit line of a process's end. */
-static void audit_end(struct process *p)
+/* The audit line of a process's start (the shell call that started it
+ * has its own line too, with the same callId) or end. */
+static void audit_process(struct process *p, const char *event)
 {
 	if (!p->t->audit)
 		return;
@@ -339,16 +340,19 @@ static void audit_end(struct process *p)
 	format_time(wall_ms(), tbuf);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "time", tbuf);
-	jgen_kv_str(g, "event", "process.exited");
+	jgen_kv_str(g, "event", event);
 	jgen_kv_str(g, "session", p->session_id);
 	jgen_kv_int(g, "uid", (int64_t)p->uid);
 	jgen_kv_str(g, "callId", p->call_id);
 	jgen_kv_str(g, "processId", p->id);
 	jgen_kv_str(g, "tool", "shell");
 	jgen_kv_str(g, "command", p->command);
-	proc_write_end(g, p, true);
-	jgen_kv_int(g, "durationMs", (int64_t)(p->end_ms - p->start_ms));
-	jgen_kv_int(g, "bytes", (int64_t)p->total);
+	jgen_kv_bool(g, "tty", p->tty);
+	if (p->ended) {
+		proc_write_end(g, p, true);
+		jgen_kv_int(g, "durationMs", (int64_t)(p->end_ms - p->start_ms));
+		jgen_kv_int(g, "bytes", (int64_t)p->total);
+	}
 	if (p->profile)
 		jgen_kv_str(g, "sandbox", p->profile);
 	jgen_obj_close(g);
@@ -427,7 +431,7 @@ void proc_ended(struct process *p, int exit_code, int sig)
 		t->stats.lifetime_ended++;
 	else if (p->end == PROC_END_KILLED)
 		t->stats.killed++;
-	audit_end(p);
+	audit_process(p, "process.exited");
 	proc_event(p, "process.exited");
 	PROC_FOREACH(n, tmp, &p->waiters)
 		waiter_answer(container_of(n, struct proc_waiter, node));
@@ -536,6 +540,7 @@ void proc_started(struct process *p)
 	tc_timer_start(p->idle_timer, t->limits.idle_ms);
 	p->life_timer = tc_timer_new(t->loop, on_life_timer, p);
 	tc_timer_start(p->life_timer, t->limits.lifetime_ms);
+	audit_process(p, "process.started");
 	proc_event(p, "process.started");
 }
 
@@ -556,7 +561,8 @@ struct process_table *process_table_free(struct process_table *t)
 			p->sig = SIGKILL;
 			p->end_ms = tc_now(t->loop);
 			sandbox_run_kill(p->run);
-			audit_end(p);
+			p->ended = true;
+			audit_process(p, "process.exited");
 			proc_event(p, "process.exited");
 		}
 		proc_free(p);

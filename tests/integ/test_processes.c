@@ -535,6 +535,8 @@ START_TEST(events_audit_stats_tmpdir_and_ctl)
 	while (!file_has(log, "\"event\":\"process.exited\"") && tc_now_ms() < end)
 		tc_pause_ms(20);
 	ck_assert(file_has(log, "\"event\":\"process.exited\""));
+	ck_assert(file_has(log, "\"event\":\"process.started\""));
+	ck_assert(file_has(log, "\"tool\":\"shell\",\"sideEffect\":\"execute\""));
 	ck_assert(file_has(log, tcc_fmt(c, "\"processId\":\"%s\"", id)));
 	ck_assert(file_has(log, "\"command\":\"echo tmp=$TMPDIR; sleep 300\""));
 	ck_assert(file_has(log, "\"reason\":\"killed\""));
