@@ -135,6 +135,7 @@ int64_t proc_arg_int(const struct json *args, const char *key, int64_t dflt);
 int proc_compile_until(struct tool_call *c, struct regex **ret);
 ssize_t proc_write_input(struct process *p, const char *s, size_t n);
 void proc_input_eof(struct process *p);
+/* Resizes the terminal; 0 keeps that dimension. */
 void proc_resize(struct process *p, unsigned cols, unsigned rows);
 /* Reads what the terminal still has, and closes the
  * process's stdin and terminal. */

@@ -319,8 +319,12 @@ void proc_input_eof(struct process *p)
 
 void proc_resize(struct process *p, unsigned cols, unsigned rows)
 {
-	if (p->master_fd < 0)
+	struct winsize ws = {0};
+	if (p->master_fd < 0 || ioctl(p->master_fd, TIOCGWINSZ, &ws) < 0)
 		return;
-	struct winsize ws = { .ws_col = (unsigned short)cols, .ws_row = (unsigned short)rows };
+	if (cols)
+		ws.ws_col = (unsigned short)cols;
+	if (rows)
+		ws.ws_row = (unsigned short)rows;
 	(void)ioctl(p->master_fd, TIOCSWINSZ, &ws);
 }

@@ -199,10 +199,9 @@ enum tool_ret process_io_exec(struct tool_call *c)
 	proc_touch(p);
 	const struct json *in = json_get(c->args, "input");
 	const struct json *eof = json_get(c->args, "eof");
-	if (!p->ended && json_get(c->args, "cols") && p->tty)
-		proc_resize(p, (unsigned)proc_arg_int(c->args, "cols", 80), (unsigned)proc_arg_int(c->args, "rows", 24));
-	else if (!p->ended && json_get(c->args, "rows") && p->tty)
-		proc_resize(p, 80, (unsigned)proc_arg_int(c->args, "rows", 24));
+	/* The size not given stays as it is. */
+	if (!p->ended && p->tty && (json_get(c->args, "cols") || json_get(c->args, "rows")))
+		proc_resize(p, (unsigned)proc_arg_int(c->args, "cols", 0), (unsigned)proc_arg_int(c->args, "rows", 0));
 	/* until looks at what answers the input, not at what came before it
 	 * (the prompt that asked for it). */
 	uint64_t match_from = 0;

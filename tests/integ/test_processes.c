@@ -393,6 +393,19 @@ START_TEST(tty_input_and_waiting_for_input)
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
 	free(id);
 
+	/* The terminal's size, given at the start and changed by process_io;
+	 * a size not given stays. */
+	r = bg(c, "stty size; read x; stty size; read x; stty size",
+	       "\"tty\":true,\"cols\":100,\"rows\":30,\"until\":\"30 100\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(out(r), "30 100\n"), "%s", out(r));
+	id = xstrdup(pid_of(r));
+	r = io(c, id, "\"cols\":120,\"rows\":40,\"input\":\"\\n\",\"until\":\"40 120\",\"wait_ms\":20000");
+	ck_assert_msg(strstr(out(r), "40 120\n"), "%s", out(r));
+	r = io(c, id, "\"rows\":50,\"input\":\"\\n\",\"until\":\"50 120\",\"wait_ms\":20000");
+	ck_assert_msg(strstr(out(r), "50 120\n"), "%s", out(r));
+	free(id);
+
 	/* Pipes: cat waits for input, sleep does not. */
 	r = bg(c, "cat", "\"yield_ms\":0");
 	id = xstrdup(pid_of(r));
