@@ -175,6 +175,19 @@ START_TEST(other_uids_get_the_unknown_answer)
 	ck_assert_msg(strncmp(out(r), "/dev/pts/", 9) == 0 && strstr(out(r), "\n65534\n"), "%s", out(r));
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
 
+	/* toolcallctl as that uid: ps hides root's process, kill refuses it. */
+	if (access("/usr/bin/setpriv", X_OK) == 0) {
+		const char *ps[] = { "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+				     tc_ctl_path(), "-s", d.sock, "ps", NULL };
+		char *text = NULL;
+		ck_assert_int_eq(tc_run(ps, NULL, "/", &text, NULL, 10000), 0);
+		ck_assert_msg(!strstr(text, id) && strstr(text, "65534"), "ps as 65534: %s", text);
+		free(text);
+		const char *kill_argv[] = { "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+					    tc_ctl_path(), "-s", d.sock, "kill", id, NULL };
+		ck_assert_int_eq(tc_run(kill_argv, NULL, "/", NULL, NULL, 10000), 5);
+	}
+
 	/* The owner's is untouched. */
 	r = io(c, id, "\"wait_ms\":0");
 	tc_assert_ok(r);
