@@ -107,6 +107,7 @@ void config_init(struct config *c)
 			.process_idle_s = 900,
 			.process_lifetime_s = 86400,
 			.process_keep_s = 300,
+			.kill_grace_ms = 5000,
 		},
 		.retry = { .max_attempts = d.max_attempts, .base_delay_ms = d.base_delay_ms,
 			   .max_delay_ms = d.max_delay_ms },
@@ -420,6 +421,7 @@ static const struct field limits_fields[] = {
 	U64("process_idle_s", limits.process_idle_s, 1, 31536000),
 	U64("process_lifetime_s", limits.process_lifetime_s, 1, 31536000),
 	U64("process_keep_s", limits.process_keep_s, 0, 31536000),
+	U32("kill_grace_ms", limits.kill_grace_ms, 1, 600000),
 	{},
 };
 

@@ -54,6 +54,8 @@
  *   limits.process_idle_s                 1..31536000     900: ended without process_io
  *   limits.process_lifetime_s             1..31536000     86400
  *   limits.process_keep_s                 0..31536000     300: an ended process stays listed
+ *   limits.kill_grace_ms                  1..600000       5000: a background process's end signal
+ *                                                         (process_kill, idle, lifetime) to SIGKILL
  *   retry.max_attempts                    1..100          3
  *   retry.base_delay_ms                   0..3600000      100
  *   retry.max_delay_ms                    0..3600000      10000: the longest wait between attempts
@@ -176,6 +178,7 @@ struct config {
 		uint64_t process_idle_s;	/* ended after this long without process_io */
 		uint64_t process_lifetime_s;
 		uint64_t process_keep_s;	/* listed after they end */
+		uint32_t kill_grace_ms;		/* process_kill: its signal to SIGKILL */
 	} limits;
 
 	struct {
