@@ -526,6 +526,7 @@ struct process *proc_new(struct process_table *t, const struct tool_call *c, con
 	p->ring_cap = t->limits.buffer_bytes;
 	p->stdin_fd = -1;
 	p->master_fd = -1;
+	p->slave_fd = -1;
 	list_init(&p->waiters);
 	list_insert_tail(&t->procs, &p->node);
 	return p;
@@ -575,12 +576,10 @@ bool proc_waiting(struct process *p)
 {
 	if (p->ended || !p->ch || !child_running(p->ch))
 		return false;
-	if (p->tty)
-		return process_tree_waiting(child_pid(p->ch), p->input_link);
-	if (p->stdin_fd < 0)
-		return false;
-	int pending = 0;
-	if (ioctl_fionread(p->stdin_fd, &pending) == 0 && pending > 0)
+	/* Input written and not read yet (on a terminal in canonical mode:
+	 * whole lines) means it is not waiting for more. */
+	int fd = p->tty ? p->slave_fd : p->stdin_fd, pending = 0;
+	if (fd < 0 || (ioctl_fionread(fd, &pending) == 0 && pending > 0))
 		return false;
 	return process_tree_waiting(child_pid(p->ch), p->input_link);
 }

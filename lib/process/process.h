@@ -24,8 +24,8 @@
  *
  * waiting_for_input is the kernel's view: some process of its tree is
  * blocked in read/readv/pread on its stdin or terminal, or in
- * poll/select/pselect6/epoll_wait with that as its fd 0, with nothing
- * pending on a stdin pipe (/proc/PID/syscall).
+ * poll/select/pselect6/epoll_wait with that among the fds it waits on, and
+ * no input is pending there (/proc/PID/syscall; process_kernel.c).
  */
 #ifndef TC_PROCESS_H
 #define TC_PROCESS_H

@@ -88,6 +88,7 @@ struct process {
 	/* tty: the pseudo-terminal's master and the terminal's device. */
 	bool tty, raw;
 	int master_fd;
+	int slave_fd;			/* the terminal side, ours: its pending input */
 	struct tc_io *master_io;
 	/* Output: the ring holds [total - ring_len, total). */
 	char *ring;

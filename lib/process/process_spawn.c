@@ -72,6 +72,9 @@ void proc_close_io(struct process *p)
 	if (p->stdin_fd >= 0)
 		close(p->stdin_fd);
 	p->stdin_fd = -1;
+	if (p->slave_fd >= 0)
+		close(p->slave_fd);
+	p->slave_fd = -1;
 }
 
 static void on_child_done(void *arg, struct child *ch, struct child_result *r)
@@ -265,6 +268,8 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 	if (p->master_fd >= 0) {
 		p->master_io = tc_io_new(c->loop, p->master_fd, TC_IO_READ, on_master, p);
 		tc_io_start(p->master_io);
+		/* Kept to see the input the process has not read yet. */
+		p->slave_fd = TAKE_FD(slave);
 	}
 	struct stat st;
 	if (p->stdin_fd >= 0 && fstat(p->stdin_fd, &st) == 0)
