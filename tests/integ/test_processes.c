@@ -601,7 +601,7 @@ START_TEST(waiting_calls_hold_no_slot)
 	uint64_t t0 = tc_now_ms();
 	r = tcc_call(c, "process_list", "{}");
 	tc_assert_ok(r);
-	ck_assert_msg(tc_now_ms() - t0 < 2500, "process_list waited %llu ms behind the waiting calls",
+	ck_assert_msg(tc_now_ms() - t0 < tc_wait_scaled(2500), "process_list waited %llu ms behind the waiting calls",
 		      (unsigned long long)(tc_now_ms() - t0));
 	/* A seventeenth waiting call is refused. */
 	r = io(c, id, "\"wait_ms\":5000");
