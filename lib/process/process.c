@@ -389,6 +389,7 @@ static void proc_free(struct process *p)
 	free(p->call_id);
 	free(p->profile);
 	free(p->sandbox_json);
+	free(p->end_note);
 	free(p);
 }
 
@@ -406,6 +407,23 @@ static uint64_t unread_dropped(const struct process *p)
 	return start - least;
 }
 
+/* For a command that failed on its own: the line naming the limit of its
+ * sandbox it hit, or saying the sandbox refused what it tried, as shell's
+ * text ends with (lib/child.h), read from the end of its output. */
+static void end_note(struct process *p)
+{
+	struct buf tail = {0};
+	uint64_t from = MAX(proc_ring_start(p), p->total > 4096 ? p->total - 4096 : 0);
+	proc_ring_copy(p, from, p->total, &tail);
+	char *limit = sandbox_run_limit_hit(p->run, p->exit_code, p->sig, buf_head(&tail), buf_size(&tail));
+	if (limit)
+		p->end_note = xasprintf("[limit] The command was stopped by %s of its sandbox.", limit);
+	else
+		p->end_note = sandbox_run_denial_note(p->run, buf_head(&tail), buf_size(&tail));
+	free(limit);
+	buf_free(&tail);
+}
+
 /* The leader is reaped and the output read: records how it ended, takes
  * down its sandbox, tells and answers everyone waiting, and keeps it
  * listed for keep_ms. */
@@ -419,6 +437,8 @@ void proc_ended(struct process *p, int exit_code, int sig)
 	p->ch = child_free(p->ch);
 	proc_drain_tty(p);
 	proc_close_io(p);
+	if (p->end == PROC_END_EXIT && (exit_code != 0 || sig))
+		end_note(p);
 	p->run = sandbox_run_end(p->run);
 	p->idle_timer = tc_timer_free(p->idle_timer);
 	p->life_timer = tc_timer_free(p->life_timer);

@@ -78,6 +78,7 @@ struct process {
 	char *command;
 	char *profile;			/* its sandbox profile, or NULL */
 	char *sandbox_json;		/* {profile, network, enforced}, or NULL */
+	char *end_note;			/* a limit hit or a denial, once ended; or NULL */
 	uint64_t start_ms, end_ms, start_wall_ms;
 	struct child *ch;
 	struct sandbox_run *run;

@@ -143,6 +143,8 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 				   why[p->end]);
 		else
 			buf_printf(&text, "[process %s ended: exit code %d%s]", p->id, p->exit_code, why[p->end]);
+		if (p->end_note)
+			buf_printf(&text, "\n%s", p->end_note);
 	}
 
 	struct buf sb = {0};
