@@ -169,14 +169,18 @@ struct outcome *admit_validate_arguments(struct admission *a)
 }
 
 /* Applies the confirmation policy (always_allow wins for the session);
- * "sandboxed" becomes auto or prompt by what the call will run under. */
+ * "sandboxed" becomes auto or prompt by what the call will run under, and
+ * prompt for a write to a protected path. */
 void admit_decide_confirmation(struct dispatcher *d, struct session *s, struct admission *a)
 {
 	a->mode = CONFIRM_AUTO;
-	if (d->policy && !map_get(s->always_allow, a->t->name))
-		a->mode = policy_settle_sandboxed(policy_decide(d->policy, a->t->name, a->t->side_effects,
-								dispatch_policy_root(d, s)), a->t,
-						  d->env ? d->env->sandbox : NULL);
+	if (!d->policy || map_get(s->always_allow, a->t->name))
+		return;
+	const struct sandbox_config *sb = d->env ? d->env->sandbox : NULL;
+	enum confirm_mode m = policy_decide(d->policy, a->t->name, a->t->side_effects, dispatch_policy_root(d, s));
+	a->mode = policy_settle_sandboxed(m, a->t, sb);
+	if (m == CONFIRM_SANDBOXED && a->mode == CONFIRM_AUTO && policy_writes_protected(a->t, a->args, s->ws, sb, session_identity(s)))
+		a->mode = CONFIRM_PROMPT;
 }
 
 /* Paths: when someone will be asked to confirm, the kernel resolves what

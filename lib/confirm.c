@@ -18,11 +18,13 @@
 
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
+#include "lib/fsjob.h"
 #include "lib/identity.h"
 #include "lib/map.h"
 #include "lib/outcome.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
+#include "lib/workspace_ops.h"
 #include "proto/json.h"
 
 struct confirm {
@@ -88,26 +90,6 @@ static void confirm_release(struct dispatcher *d, struct confirm *c)
 	c->held = 0;
 }
 
-/* The path of the open fd relative to the workspace root, or NULL when it
- * is not beneath it. */
-static char *fd_relative(const struct workspace *ws, int fd)
-{
-	char proc[64], path[PATH_MAX];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(proc, path, sizeof(path) - 1);
-	if (n <= 0)
-		return NULL;
-	path[n] = '\0';
-	size_t r = strlen(ws->root);
-	if (str_eq(path, ws->root))
-		return xstrdup(".");
-	if (r == 1)
-		return xstrdup(path + 1);
-	if (strncmp(path, ws->root, r) == 0 && path[r] == '/')
-		return xstrdup(path + r + 1);
-	return NULL;
-}
-
 /* Where path leads inside the workspace once its symlinks are followed,
  * or NULL when that is not known (it leads out: the call will be refused).
  * For a file not there yet, its directory resolved and its name; for a
@@ -116,7 +98,7 @@ static char *resolved_target(const struct workspace *ws, const char *path, size_
 {
 	int fd;
 	if (ws_openat(ws, path, len, O_PATH, 0, &fd) == 0) {
-		char *rel = fd_relative(ws, fd);
+		char *rel = ws_fd_relative(ws, fd);
 		close(fd);
 		return rel;
 	}
@@ -128,7 +110,7 @@ static char *resolved_target(const struct workspace *ws, const char *path, size_
 	ssize_t k = readlinkat(dirfd, name, link, sizeof(link) - 1);
 	if (k > 0)
 		return xstrndup(link, (size_t)k);
-	_cleanup_free_ char *dir = fd_relative(ws, dirfd);
+	_cleanup_free_ char *dir = ws_fd_relative(ws, dirfd);
 	if (!dir)
 		return NULL;
 	return str_eq(dir, ".") ? xstrdup(name) : xasprintf("%s/%s", dir, name);
@@ -176,7 +158,7 @@ static int inspect(void *arg)
 	const struct exec *e = in->e;
 	project_files(in->c, e, false);
 	if (e->tool->def->preview && e->session->ws)
-		in->c->diff = e->tool->def->preview(e->args, e->session->ws);
+		in->c->diff = fsjob_preview(e->tool->def, e->args, e->session->ws);
 	return 0;
 }
 

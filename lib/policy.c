@@ -9,7 +9,11 @@
 #include <fnmatch.h>
 #include <string.h>
 
+#include "lib/fsjob.h"
+#include "lib/identity.h"
 #include "lib/sandbox/sandbox.h"
+#include "lib/tool.h"
+#include "proto/json.h"
 
 static const char *const mode_names[CONFIRM_MODE_MAX] = {
 	[CONFIRM_AUTO] = "auto",
@@ -168,4 +172,41 @@ enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool
 	if (!profile)
 		return t && t->side_effects < SIDE_NETWORK ? CONFIRM_AUTO : CONFIRM_PROMPT;
 	return strcmp(profile, "off") != 0 && !network ? CONFIRM_AUTO : CONFIRM_PROMPT;
+}
+
+struct protected_probe {
+	const struct tool *t;
+	const struct json *args;
+	const struct workspace *ws;
+	const char *const *protect;
+};
+
+/* With the rights of the thread: 1 when a path argument touches a protected path. */
+static int probe_protected(void *arg)
+{
+	const struct protected_probe *p = arg;
+	for (const char *const *pa = p->t->def->path_args; pa && *pa; pa++) {
+		const struct json *v = json_get(p->args, *pa);
+		if (!v || v->type != JSON_STRING)
+			continue;
+		/* Whatever the tool does with it: its content, or the path
+		 * taken away with all it holds. */
+		if (fsjob_protected_in(p->ws, p->protect, v->u.str.s, v->u.str.len, FSJOB_WRITE) ||
+		    fsjob_protected_in(p->ws, p->protect, v->u.str.s, v->u.str.len, FSJOB_TAKE))
+			return 1;
+	}
+	return 0;
+}
+
+bool policy_writes_protected(const struct tool *t, const struct json *args, const struct workspace *ws,
+			     const struct sandbox_config *sb, const struct identity *id)
+{
+	if (!t || !sb || !ws || t->side_effects < SIDE_WRITE || !t->def->path_args || !sb->protect || !*sb->protect)
+		return false;
+	struct protected_probe p = { t, args, ws, (const char *const *)sb->protect };
+	/* Looked at as the call will act: what the peer cannot see tells
+	 * nothing (an identity that cannot be taken counts as protected:
+	 * the call is asked). */
+	int r = id && id->change ? identity_run(id, probe_protected, &p) : probe_protected(&p);
+	return r != 0;
 }

@@ -18,6 +18,7 @@
 
 #include "lib/tool.h"
 
+struct identity;
 struct sandbox_config;
 
 enum confirm_mode {
@@ -95,6 +96,13 @@ enum confirm_mode policy_decide(const struct policy_config *p, const char *tool_
 /* Settles mode "sandboxed" for tool t: auto when its calls run sandboxed
  * without network, prompt otherwise. Other modes are returned as they are. */
 enum confirm_mode policy_settle_sandboxed(enum confirm_mode m, const struct tool *t, const struct sandbox_config *sb);
+/* True when a call of t with args may write a protected path of ws
+ * (sandbox.protect in sb; a path argument of a tool that writes, as the
+ * kernel resolves it now, with id's rights when id->change):
+ * "sandboxed" never lets such a call run unasked, though the tool refuses
+ * it anyway. */
+bool policy_writes_protected(const struct tool *t, const struct json *args, const struct workspace *ws,
+			     const struct sandbox_config *sb, const struct identity *id);
 /* The sandbox profile a tool's processes run under ("workspace-write",
  * "read-only", "off"; *ret_network whether they have network), or NULL for
  * a tool that starts none. sb NULL: unconfined. */

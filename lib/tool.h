@@ -24,6 +24,7 @@
 #include "lib/errors.h"
 #include "proto/base/util.h"
 
+struct fsjob;
 struct identity;
 struct iopool;
 struct json;
@@ -79,8 +80,10 @@ struct tool_def {
 	/* Optional: what a call with these (validated) arguments would change,
 	 * as a unified diff (owned text), for its confirmation request; NULL
 	 * when there is nothing to show or the call would fail. Reads only,
-	 * bounded (TOOL_PREVIEW_MAX bytes). */
-	char *(*preview)(const struct json *args, struct workspace *ws);
+	 * bounded (TOOL_PREVIEW_MAX bytes). Made through fsjob_preview(),
+	 * with the rights the call will have; it reaches files through the
+	 * job (lib/fsjob.h). */
+	char *(*preview)(const struct json *args, const struct fsjob *job);
 	/* Kinds only: frees struct tool's priv. */
 	void (*priv_free)(void *priv);
 	/* Runs child processes (in a sandbox: see lib/sandbox/sandbox.h). */

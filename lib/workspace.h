@@ -132,4 +132,14 @@ struct tool_call;
  */
 void ws_fail_call(struct tool_call *call, int r, const char *path, const struct ws_hint *hints);
 
+/*
+ * Tools (code built with TC_TOOL_CODE: everything under tools/) reach the
+ * file system only through a file job, as the peer (lib/fsjob.h): the
+ * primitives above that touch it are poisoned for them, so a tool that
+ * calls one on the loop, as the daemon, does not build.
+ */
+#ifdef TC_TOOL_CODE
+#pragma GCC poison ws_openat ws_open_parent ws_check ws_read ws_read_small ws_write_atomic
+#endif
+
 #endif

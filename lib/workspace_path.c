@@ -541,6 +541,9 @@ int ws_chase(const struct workspace *ws, const char *rel, int flags, mode_t mode
 		if (fd == -ENOENT && create && (size_t)(p - todo) >= named) {
 			/* mkdirat never follows a symlink: one made meanwhile
 			 * gives EEXIST, and is looked at below. */
+			int g = ws_guard_check(ws, cur, name, false, true);
+			if (g < 0)
+				return g;
 			if (mkdirat(cur, name, 0777) < 0 && errno != EEXIST)
 				return -errno;
 			fd = ws_open_one(cur, name, O_PATH | O_NOFOLLOW, 0);
@@ -732,8 +735,13 @@ int ws_open_dir(const struct workspace *ws, const char *rel, bool create, int *r
 			return r;
 		fd = ws_chase(ws, rel, O_RDONLY | O_DIRECTORY, 0, true);
 	}
-	if (fd == -EACCES)	/* a write-only directory: still usable, without fsync */
-		fd = ws_open_rel(ws, rel, O_PATH | O_DIRECTORY, 0);
+	if (fd == -EACCES) {
+		/* A write-only directory: still usable, without fsync. One
+		 * that could not be made stays refused (not "missing"). */
+		int path_fd = ws_open_rel(ws, rel, O_PATH | O_DIRECTORY, 0);
+		if (path_fd >= 0)
+			fd = path_fd;
+	}
 	if (fd < 0)
 		return fd;
 	*ret_fd = fd;

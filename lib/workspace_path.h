@@ -46,6 +46,30 @@ struct workspace {
 int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd);
 
 /*
+ * The protected paths of the calling thread's file work. While one is set
+ * (ws_guard_set(), per thread), every primitive that changes the file
+ * system checks, on the directory fd it reached and just before it acts,
+ * the canonical path it is about to change (ws_guard_check()): a
+ * protected one fails with -EPERM, and the first entry refused is kept in
+ * hit. So no symlink or rename made meanwhile, between a check of the
+ * path and the write, leads a write there. Set by the file job
+ * (lib/fsjob.h) around a tool's work.
+ */
+struct ws_guard {
+	/* The entry of list that changing rel touches (rel canonical,
+	 * relative to the root; whole: with all it holds; dir: a directory
+	 * made there), or NULL. */
+	const char *(*match)(const struct ws_guard *g, const char *rel, bool whole, bool dir);
+	const char *const *list;
+	const char *hit;	/* out: the first entry refused */
+};
+/* Sets the calling thread's guard (NULL: none); returns the one before. */
+struct ws_guard *ws_guard_set(struct ws_guard *g);
+/* 0, or -EPERM when the thread's guard refuses changing name in dirfd (a
+ * directory beneath ws's root) as whole and dir say. */
+int ws_guard_check(const struct workspace *ws, int dirfd, const char *name, bool whole, bool dir);
+
+/*
  * With on, resolves every path by the walk with plain openat(), as where
  * openat2 is missing; with off, finds out again whether openat2 is there
  * (and whether TOOLCALLD_NO_OPENAT2 asks not to use it). Process-wide.
@@ -121,5 +145,10 @@ bool ws_has_dot_component(const char *path);
  * the root itself; an absolute path must spell the root (or its alias):
  * else -EXDEV. NUL bytes: -EINVAL; PATH_MAX or longer: -ENAMETOOLONG. */
 int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret);
+
+/* Tools act through lib/fsjob.h, as the peer (see lib/workspace.h). */
+#ifdef TC_TOOL_CODE
+#pragma GCC poison ws_guard_set ws_guard_check ws_chase ws_open_rel ws_check_rel ws_open_dir ws_open_one ws_read_link ws_openat2_retry ws_split_beneath
+#endif
 
 #endif

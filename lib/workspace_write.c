@@ -170,6 +170,9 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 		return -EISDIR;
 	if (exists && !S_ISREG(st.st_mode))
 		return -ENXIO;
+	r = ws_guard_check(ws, dfd, name, false, false);
+	if (r < 0)
+		return r;
 
 	/* A hidden name next to the target, so the rename stays on one file
 	 * system; the original name is cut to leave room under NAME_MAX. */

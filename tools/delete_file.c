@@ -3,11 +3,15 @@
  * delete_file: removes a file, a symlink (never what it points to) or a
  * directory beneath the workspace; a directory with entries only when
  * recursive is set, by a walk that follows no symlink. The workspace root
- * itself is never deleted.
+ * itself is never deleted, nor a protected path (sandbox.protect) or a
+ * directory holding one. It acts as the peer on an io thread (lib/fsjob.h),
+ * a large tree a part at a time: a cancel or the timeout stops it between
+ * parts, with what was deleted so far counted.
  */
 #include <errno.h>
 #include <string.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
 #include "lib/workspace_ops.h"
 #include "proto/base/buf.h"
@@ -17,16 +21,51 @@
 
 static const char *const path_args[] = { "path", NULL };
 
-/* Runs delete_file. */
-static enum tool_ret delete_file_exec(struct tool_call *call)
-{
-	const struct json *jpath = json_get(call->args, "path");
-	const char *path = jpath->u.str.s;
-	bool recursive = json_is_true(json_get(call->args, "recursive"));
+/* How long one part of a recursive delete goes on before the worker gives
+ * way (to other jobs, and to a cancel). Short: beside a delete of 300,000
+ * entries (tc-bench, stall), other clients' ping p99 measured 5 ms with
+ * 5 ms parts and 14 ms with 20 ms ones on the same loaded machine. */
+#define DELETE_PART_MS 5
 
-	uint64_t deleted = 0;
-	int r = ws_delete(call->ws, path, jpath->u.str.len, recursive, &deleted);
-	_cleanup_free_ char *display = ws_display_path(call->ws, path, jpath->u.str.len);
+struct delete_job {
+	char *path;
+	size_t path_len;
+	bool recursive;
+	struct ws_deleter *del;	/* once begun */
+};
+
+static void delete_job_free(void *arg)
+{
+	struct delete_job *j = arg;
+	free(j->path);
+	ws_delete_free(j->del);
+	free(j);
+}
+
+/* As the peer: the first part, then the next ones. */
+static int delete_job_run(struct fsjob *job, void *arg)
+{
+	struct delete_job *j = arg;
+	if (!j->del) {
+		int r = fsjob_guard(job, j->path, j->path_len, FSJOB_TAKE);
+		if (r < 0)
+			return r;
+		r = fsjob_delete_begin(job, j->path, j->path_len, j->recursive, &j->del);
+		if (r != WS_MORE)
+			return r;
+	}
+	int r = fsjob_delete_step(job, j->del, fsjob_on_worker(job) ? DELETE_PART_MS : 0);
+	return r == WS_MORE ? FSJOB_AGAIN : r;
+}
+
+/* On the loop: the answer. */
+static void delete_job_done(struct tool_call *call, void *arg, int r)
+{
+	struct delete_job *j = arg;
+	const char *path = j->path;
+	bool recursive = j->recursive;
+	uint64_t deleted = ws_delete_count(j->del);
+	_cleanup_free_ char *display = ws_display_path(call->ws, path, j->path_len);
 	if (deleted)
 		tool_call_note_file(call, display);
 	if (r == -ENOTEMPTY && !recursive) {
@@ -50,7 +89,7 @@ static enum tool_ret delete_file_exec(struct tool_call *call)
 			tool_call_fail(call, kind, "%s", msg);
 	}
 	if (r < 0)
-		return TOOL_DONE;
+		return;
 
 	struct buf out = {};
 	struct jgen *g = jgen_new(&out);
@@ -62,7 +101,23 @@ static enum tool_ret delete_file_exec(struct tool_call *call)
 	char *text = deleted > 1 ? xasprintf("Deleted %s (%llu entries)", display, (unsigned long long)deleted)
 				 : xasprintf("Deleted %s", display);
 	tool_call_succeed(call, text, buf_steal(&out), false);
-	return TOOL_DONE;
+}
+
+static const struct fsjob_ops delete_ops = {
+	.run = delete_job_run,
+	.done = delete_job_done,
+	.free = delete_job_free,
+};
+
+/* Runs delete_file. */
+static enum tool_ret delete_file_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	struct delete_job *j = xcalloc(1, sizeof(*j));
+	j->path_len = jpath->u.str.len;
+	j->path = xmemdup(jpath->u.str.s, j->path_len + 1);
+	j->recursive = json_is_true(json_get(call->args, "recursive"));
+	return fsjob_start(call, &delete_ops, j);
 }
 
 const struct tool_def tool_delete_file = {
@@ -71,7 +126,8 @@ const struct tool_def tool_delete_file = {
 		"Delete a file, symlink or directory in the workspace. A directory that is not "
 		"empty is only deleted, with everything in it, when recursive is true. A symlink "
 		"is deleted itself; what it points to is never touched. The workspace root cannot "
-		"be deleted. 'deleted' counts the files and directories removed.",
+		"be deleted, nor a protected path (such as .git/hooks or .git/config) or a directory "
+		"that holds one. 'deleted' counts the files and directories removed.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"
@@ -85,4 +141,5 @@ const struct tool_def tool_delete_file = {
 	.idempotent = false,
 	.path_args = path_args,
 	.exec = delete_file_exec,
+	.cancel = fsjob_cancel,
 };

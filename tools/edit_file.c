@@ -143,9 +143,9 @@ static int apply_edits(const char *text, size_t n, const struct edit *edits, siz
 }
 
 /* Reads the file to edit: 0, or a negative errno (-EFBIG: too large). */
-static int read_target(const struct workspace *ws, const char *path, size_t path_len, struct buf *data)
+static int read_target(const struct fsjob *job, const char *path, size_t path_len, struct buf *data)
 {
-	int r = ws_read(ws, path, path_len, 0, EDIT_MAX_BYTES + 1, data, NULL);
+	int r = fsjob_read(job, path, path_len, 0, EDIT_MAX_BYTES + 1, data, NULL);
 	if (r == 0 && buf_size(data) > EDIT_MAX_BYTES)
 		r = -EFBIG;
 	return r;
@@ -196,9 +196,8 @@ static void edit_job_free(void *arg)
 static int edit_job_run(struct fsjob *job, void *arg)
 {
 	struct edit_job *j = arg;
-	const struct workspace *ws = fsjob_ws(job);
 	_cleanup_(buf_free) struct buf data = {}, edited = {};
-	int r = read_target(ws, j->path, j->path_len, &data);
+	int r = read_target(job, j->path, j->path_len, &data);
 	if (r < 0)
 		return r;
 	if (apply_edits(buf_head(&data), buf_size(&data), j->edits, j->n_edits, j->display, &edited,
@@ -208,9 +207,12 @@ static int edit_job_run(struct fsjob *job, void *arg)
 			    EDIT_DIFF_MAX, NULL);
 	if (j->dry_run || fsjob_cancelled(job))
 		return 0;
+	r = fsjob_guard(job, j->path, j->path_len, FSJOB_WRITE);
+	if (r < 0)
+		return r;
 	buf_free(&data);	/* not both copies of a large file at once */
 	j->writing = true;
-	return ws_write_atomic(ws, j->path, j->path_len, buf_head(&edited), buf_size(&edited), false, NULL);
+	return fsjob_write_atomic(job, j->path, j->path_len, buf_head(&edited), buf_size(&edited), false, NULL);
 }
 
 /* On the loop: says what was done, or why not. */
@@ -274,15 +276,15 @@ static enum tool_ret edit_file_exec(struct tool_call *call)
 }
 
 /* The diff a call would make, for its confirmation request. */
-static char *edit_file_preview(const struct json *args, struct workspace *ws)
+static char *edit_file_preview(const struct json *args, const struct fsjob *job)
 {
 	const struct json *jpath = json_get(args, "path"), *edits = json_get(args, "edits");
-	if (!ws || !json_str(jpath) || !edits || edits->type != JSON_ARRAY)
+	if (!fsjob_ws(job) || !json_str(jpath) || !edits || edits->type != JSON_ARRAY)
 		return NULL;
 	_cleanup_(buf_free) struct buf data = {}, edited = {};
-	if (read_target(ws, jpath->u.str.s, jpath->u.str.len, &data) < 0)
+	if (read_target(job, jpath->u.str.s, jpath->u.str.len, &data) < 0)
 		return NULL;
-	_cleanup_free_ char *display = ws_display_path(ws, jpath->u.str.s, jpath->u.str.len);
+	_cleanup_free_ char *display = ws_display_path(fsjob_ws(job), jpath->u.str.s, jpath->u.str.len);
 	size_t replacements;
 	_cleanup_free_ char *err = NULL, *err_data = NULL;
 	_cleanup_free_ struct edit *v = edits_from_json(edits, false);
@@ -303,7 +305,8 @@ const struct tool_def tool_edit_file = {
 		"be applied, none is and the file is untouched; the error says which edit failed "
 		"and how many times its 'old' occurs. The file is rewritten atomically, keeping its "
 		"permissions. The result has the unified diff of the change; with dry_run the diff "
-		"is returned and nothing is written. To create a file, use write_file.",
+		"is returned and nothing is written. To create a file, use write_file. Protected "
+		"paths (such as .git/hooks and .git/config) are never written.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/diff.h"
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
@@ -44,21 +45,22 @@ char *file_diff(const char *display, const char *old, size_t old_n, const char *
 	return buf_steal(&out);
 }
 
-char *file_replace_preview(struct workspace *ws, const char *path, size_t path_len, const char *new, size_t new_n)
+char *file_replace_preview(const struct fsjob *job, const char *path, size_t path_len, const char *new,
+			   size_t new_n)
 {
 	_cleanup_(buf_free) struct buf old = {};
-	int r = ws_read(ws, path, path_len, 0, PREVIEW_FILE_MAX + 1, &old, NULL);
+	int r = fsjob_read(job, path, path_len, 0, PREVIEW_FILE_MAX + 1, &old, NULL);
 	if (r < 0 || buf_size(&old) > PREVIEW_FILE_MAX || new_n > PREVIEW_FILE_MAX)
 		return NULL;	/* a new file, or one too large to show */
-	_cleanup_free_ char *display = ws_display_path(ws, path, path_len);
+	_cleanup_free_ char *display = ws_display_path(fsjob_ws(job), path, path_len);
 	return file_diff(display, buf_head(&old), buf_size(&old), new, new_n, TOOL_PREVIEW_MAX, NULL);
 }
 
-char *write_file_preview(const struct json *args, struct workspace *ws)
+char *write_file_preview(const struct json *args, const struct fsjob *job)
 {
 	const struct json *jpath = json_get(args, "path"), *jcontent = json_get(args, "content");
-	if (!ws || !json_str(jpath) || !json_str(jcontent) ||
+	if (!fsjob_ws(job) || !json_str(jpath) || !json_str(jcontent) ||
 	    str_eq(json_str(json_get(args, "encoding")), "base64"))
 		return NULL;
-	return file_replace_preview(ws, jpath->u.str.s, jpath->u.str.len, jcontent->u.str.s, jcontent->u.str.len);
+	return file_replace_preview(job, jpath->u.str.s, jpath->u.str.len, jcontent->u.str.s, jcontent->u.str.len);
 }

@@ -147,7 +147,7 @@ static int glob_run(struct fsjob *job, void *arg)
 {
 	struct globber *G = arg;
 	int fd = -1;
-	int r = ws_openat(fsjob_ws(job), G->path, G->path_len, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &fd);
+	int r = fsjob_openat(job, G->path, G->path_len, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, &fd);
 	if (r < 0)
 		return r;
 	walk_init(&G->walk, fd);

@@ -310,7 +310,7 @@ static int list_job_run(struct fsjob *job, void *arg)
 	struct list_job *j = arg;
 	const struct workspace *ws = fsjob_ws(job);
 	_cleanup_close_ int basefd = -1;
-	int r = ws_openat(ws, j->path, j->path_len, O_RDONLY | O_DIRECTORY, 0, &basefd);
+	int r = fsjob_openat(job, j->path, j->path_len, O_RDONLY | O_DIRECTORY, 0, &basefd);
 	if (r < 0)
 		return r;
 

@@ -2,12 +2,14 @@
 /*
  * make_dir: creates a directory beneath the workspace, with its missing
  * parents unless parents is false. A directory already there is no error.
+ * It acts as the peer (lib/fsjob.h), and makes nothing at or beneath a
+ * protected path (sandbox.protect).
  */
 #include <errno.h>
 #include <string.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
-#include "lib/workspace_ops.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/files.h"
@@ -15,34 +17,52 @@
 
 static const char *const path_args[] = { "path", NULL };
 
-/* Runs make_dir. */
-static enum tool_ret make_dir_exec(struct tool_call *call)
-{
-	const struct json *jpath = json_get(call->args, "path");
-	const char *path = jpath->u.str.s;
-	const struct json *jparents = json_get(call->args, "parents");
-	bool parents = !jparents || json_is_true(jparents);
+struct mkdir_job {
+	char *path;
+	size_t path_len;
+	bool parents;
+	bool created;	/* out */
+};
 
-	bool created = false;
-	int r = ws_mkdir(call->ws, path, jpath->u.str.len, parents, &created);
+static void mkdir_job_free(void *arg)
+{
+	struct mkdir_job *j = arg;
+	free(j->path);
+	free(j);
+}
+
+/* As the peer: the directory, unless protected. */
+static int mkdir_job_run(struct fsjob *job, void *arg)
+{
+	struct mkdir_job *j = arg;
+	int r = fsjob_guard(job, j->path, j->path_len, FSJOB_MKDIR);
+	return r < 0 ? r : fsjob_mkdir(job, j->path, j->path_len, j->parents, &j->created);
+}
+
+/* On the loop: the answer. */
+static void mkdir_job_done(struct tool_call *call, void *arg, int r)
+{
+	struct mkdir_job *j = arg;
+	const char *path = j->path;
+	bool parents = j->parents, created = j->created;
 	if (r == -EEXIST) {
 		tool_call_fail(call, TC_EXECUTION_ERROR, "'%s' already exists and is not a directory", path);
-		return TOOL_DONE;
+		return;
 	}
 	if (r == -ENOENT && !parents) {
 		tool_call_fail(call, TC_EXECUTION_ERROR,
 			       "The parent directory of '%s' does not exist; set parents to true to create it too", path);
-		return TOOL_DONE;
+		return;
 	}
 	if (r == -ENOTDIR) {
 		tool_call_fail(call, TC_EXECUTION_ERROR, "A parent of '%s' is a file, not a directory", path);
-		return TOOL_DONE;
+		return;
 	}
 	if (r < 0) {
 		ws_fail_call(call, r, path, NULL);
-		return TOOL_DONE;
+		return;
 	}
-	_cleanup_free_ char *display = ws_display_path(call->ws, path, jpath->u.str.len);
+	_cleanup_free_ char *display = ws_display_path(call->ws, path, j->path_len);
 	if (created)
 		tool_call_note_file(call, display);
 
@@ -56,7 +76,20 @@ static enum tool_ret make_dir_exec(struct tool_call *call)
 	char *text = created ? xasprintf("Created directory %s", display)
 			     : xasprintf("Directory %s already exists", display);
 	tool_call_succeed(call, text, buf_steal(&out), false);
-	return TOOL_DONE;
+}
+
+static const struct fsjob_ops mkdir_ops = { .run = mkdir_job_run, .done = mkdir_job_done, .free = mkdir_job_free };
+
+/* Runs make_dir. */
+static enum tool_ret make_dir_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	const struct json *jparents = json_get(call->args, "parents");
+	struct mkdir_job *j = xcalloc(1, sizeof(*j));
+	j->path_len = jpath->u.str.len;
+	j->path = xmemdup(jpath->u.str.s, j->path_len + 1);
+	j->parents = !jparents || json_is_true(jparents);
+	return fsjob_start(call, &mkdir_ops, j);
 }
 
 const struct tool_def tool_make_dir = {
@@ -64,7 +97,8 @@ const struct tool_def tool_make_dir = {
 	.description =
 		"Create a directory in the workspace, with its missing parent directories (unless "
 		"parents is false). A directory that already exists is fine: 'created' is then "
-		"false. Files are created by write_file, which needs their directory to exist.",
+		"false. Files are created by write_file, which needs their directory to exist. "
+		"Nothing is made at or beneath a protected path (such as .git/hooks).",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"
@@ -78,4 +112,5 @@ const struct tool_def tool_make_dir = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = make_dir_exec,
+	.cancel = fsjob_cancel,
 };

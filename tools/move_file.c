@@ -2,13 +2,15 @@
 /*
  * move_file: renames a file, symlink or directory to another path beneath
  * the workspace in one atomic step (renameat2), never replacing what is at
- * the destination unless overwrite is set.
+ * the destination unless overwrite is set. It acts as the peer
+ * (lib/fsjob.h), and never moves a protected path (sandbox.protect) or
+ * anything onto one.
  */
 #include <errno.h>
 #include <string.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
-#include "lib/workspace_ops.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/files.h"
@@ -16,8 +18,37 @@
 
 static const char *const path_args[] = { "from", "to", NULL };
 
-/* Fails the call for a negative errno from ws_rename(). */
-static void fail_errno(struct tool_call *call, int r, const char *from, const char *to)
+struct move_job {
+	char *from, *to;
+	size_t from_len, to_len;
+	bool overwrite;
+	bool blame_from;	/* out: from is the path that fails */
+};
+
+static void move_job_free(void *arg)
+{
+	struct move_job *j = arg;
+	free(j->from);
+	free(j->to);
+	free(j);
+}
+
+/* As the peer: the rename, unless either end is protected. */
+static int move_job_run(struct fsjob *job, void *arg)
+{
+	struct move_job *j = arg;
+	int r = fsjob_guard(job, j->from, j->from_len, FSJOB_TAKE);
+	if (r == 0)
+		r = fsjob_guard(job, j->to, j->to_len, FSJOB_TAKE);
+	if (r == 0)
+		r = fsjob_rename(job, j->from, j->from_len, j->to, j->to_len, j->overwrite);
+	if (r < 0)
+		j->blame_from = fsjob_check(job, j->from, j->from_len) < 0;
+	return r;
+}
+
+/* Fails the call for a negative errno from the rename. */
+static void fail_errno(struct tool_call *call, int r, const char *from, const char *to, bool blame_from)
 {
 	switch (-r) {
 	case EEXIST:
@@ -54,23 +85,20 @@ static void fail_errno(struct tool_call *call, int r, const char *from, const ch
 		return;
 	}
 	_cleanup_free_ char *msg = NULL;
-	enum tc_kind kind = ws_error(r, ws_check(call->ws, from, strlen(from)) < 0 ? from : to, &msg);
+	enum tc_kind kind = ws_error(r, blame_from ? from : to, &msg);
 	tool_call_fail(call, kind, "%s", msg);
 }
 
-/* Runs move_file. */
-static enum tool_ret move_file_exec(struct tool_call *call)
+/* On the loop: the answer. */
+static void move_job_done(struct tool_call *call, void *arg, int r)
 {
-	const struct json *jfrom = json_get(call->args, "from"), *jto = json_get(call->args, "to");
-	bool overwrite = json_is_true(json_get(call->args, "overwrite"));
-
-	int r = ws_rename(call->ws, jfrom->u.str.s, jfrom->u.str.len, jto->u.str.s, jto->u.str.len, overwrite);
+	struct move_job *j = arg;
 	if (r < 0) {
-		fail_errno(call, r, jfrom->u.str.s, jto->u.str.s);
-		return TOOL_DONE;
+		fail_errno(call, r, j->from, j->to, j->blame_from);
+		return;
 	}
-	_cleanup_free_ char *from = ws_display_path(call->ws, jfrom->u.str.s, jfrom->u.str.len);
-	_cleanup_free_ char *to = ws_display_path(call->ws, jto->u.str.s, jto->u.str.len);
+	_cleanup_free_ char *from = ws_display_path(call->ws, j->from, j->from_len);
+	_cleanup_free_ char *to = ws_display_path(call->ws, j->to, j->to_len);
 	tool_call_note_file(call, from);
 	tool_call_note_file(call, to);
 
@@ -82,7 +110,21 @@ static enum tool_ret move_file_exec(struct tool_call *call)
 	jgen_obj_close(g);
 	jgen_free(g);
 	tool_call_succeed(call, xasprintf("Moved %s to %s", from, to), buf_steal(&out), false);
-	return TOOL_DONE;
+}
+
+static const struct fsjob_ops move_ops = { .run = move_job_run, .done = move_job_done, .free = move_job_free };
+
+/* Runs move_file. */
+static enum tool_ret move_file_exec(struct tool_call *call)
+{
+	const struct json *jfrom = json_get(call->args, "from"), *jto = json_get(call->args, "to");
+	struct move_job *j = xcalloc(1, sizeof(*j));
+	j->from_len = jfrom->u.str.len;
+	j->from = xmemdup(jfrom->u.str.s, j->from_len + 1);
+	j->to_len = jto->u.str.len;
+	j->to = xmemdup(jto->u.str.s, j->to_len + 1);
+	j->overwrite = json_is_true(json_get(call->args, "overwrite"));
+	return fsjob_start(call, &move_ops, j);
 }
 
 const struct tool_def tool_move_file = {
@@ -91,7 +133,8 @@ const struct tool_def tool_move_file = {
 		"Move or rename a file, directory or symlink within the workspace, atomically. "
 		"Both paths are relative to the workspace root; the destination's directory must "
 		"exist (create it with make_dir). An existing destination is an error unless "
-		"overwrite is true. A symlink is moved itself, not what it points to.",
+		"overwrite is true. A symlink is moved itself, not what it points to. Protected "
+		"paths (such as .git/hooks and .git/config) are neither moved nor replaced.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"
@@ -107,4 +150,5 @@ const struct tool_def tool_move_file = {
 	.idempotent = false,
 	.path_args = path_args,
 	.exec = move_file_exec,
+	.cancel = fsjob_cancel,
 };

@@ -61,13 +61,16 @@ static void patch_job_free(void *arg)
 	free(j);
 }
 
-/* On an io thread: reads the file, and when old occurs once, writes it patched. */
+/* On an io thread: reads the file, and when old occurs once, writes it
+ * patched; a protected one is not touched. */
 static int patch_job_run(struct fsjob *job, void *arg)
 {
 	struct patch_job *j = arg;
-	const struct workspace *ws = fsjob_ws(job);
 	_cleanup_(buf_free) struct buf data = {};
-	int r = ws_read(ws, j->path, j->path_len, 0, PATCH_MAX_BYTES + 1, &data, NULL);
+	int r = fsjob_guard(job, j->path, j->path_len, FSJOB_WRITE);
+	if (r < 0)
+		return r;
+	r = fsjob_read(job, j->path, j->path_len, 0, PATCH_MAX_BYTES + 1, &data, NULL);
 	if (r < 0)
 		return r;
 	if (buf_size(&data) > PATCH_MAX_BYTES) {
@@ -87,7 +90,7 @@ static int patch_job_run(struct fsjob *job, void *arg)
 	buf_append(&patched, j->new, j->new_len);
 	buf_append(&patched, hay + at + j->old_len, n - at - j->old_len);
 	buf_free(&data);	/* not both copies of a large file at once */
-	return ws_write_atomic(ws, j->path, j->path_len, buf_head(&patched), buf_size(&patched), false, NULL);
+	return fsjob_write_atomic(job, j->path, j->path_len, buf_head(&patched), buf_size(&patched), false, NULL);
 }
 
 /* On the loop: says what was done, or why not. */
@@ -170,7 +173,8 @@ const struct tool_def tool_patch_file = {
 		"indentation included), and is replaced by 'new'. If 'old' occurs several "
 		"times, include more surrounding lines so it is unique; if it is not found, "
 		"read the file again. Paths are relative to the workspace root. The file is "
-		"rewritten atomically and keeps its permissions.",
+		"rewritten atomically and keeps its permissions. Protected paths (such as "
+		".git/hooks and .git/config) are never patched.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

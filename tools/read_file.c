@@ -64,11 +64,11 @@ struct line_window {
  * limit + 4 bytes as a read by bytes would be, and returns their byte
  * offset in *ret_offset.
  */
-static int read_lines(const struct workspace *ws, const char *path, size_t path_len, int64_t line, int64_t lines,
+static int read_lines(const struct fsjob *job, const char *path, size_t path_len, int64_t line, int64_t lines,
 		      size_t limit, struct buf *data, struct stat *st, uint64_t *ret_offset, struct line_window *w)
 {
 	_cleanup_(buf_free) struct buf all = {};
-	int r = ws_read(ws, path, path_len, 0, LINES_MAX_BYTES + 1, &all, st);
+	int r = fsjob_read(job, path, path_len, 0, LINES_MAX_BYTES + 1, &all, st);
 	if (r < 0)
 		return r;
 	if (buf_size(&all) > LINES_MAX_BYTES)
@@ -120,9 +120,17 @@ static int read_job_run(struct fsjob *job, void *arg)
 {
 	struct read_job *j = arg;
 	if (j->line > 0)
-		return read_lines(fsjob_ws(job), j->path, j->path_len, j->line, j->lines, j->limit, &j->data,
+		return read_lines(job, j->path, j->path_len, j->line, j->lines, j->limit, &j->data,
 				  &j->st, &j->offset, &j->w);
-	return ws_read(fsjob_ws(job), j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
+	return fsjob_read(job, j->path, j->path_len, j->offset, j->limit + 4, &j->data, &j->st);
+}
+
+/* On the loop, when no identity is to be taken: a small file at once. */
+static int read_small_run(struct fsjob *job, void *arg)
+{
+	struct read_job *j = arg;
+	return fsjob_read_small(job, j->path, j->path_len, j->offset, j->limit + 4, FSJOB_INLINE_BYTES, &j->data,
+				&j->st);
 }
 
 /* The MIME type of an image format the model can be shown (PNG, JPEG,
@@ -264,10 +272,9 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 
 	/* A small file is read at once: a trip to an io thread would cost
 	 * more than the read. Anything larger goes to the pool. */
-	if (j->line == 0 && fsjob_may_inline(call)) {
-		int r = ws_read_small(call->ws, j->path, j->path_len, j->offset, j->limit + 4, FSJOB_INLINE_BYTES,
-				      &j->data, &j->st);
-		if (r != WS_NOT_SMALL) {
+	if (j->line == 0) {
+		int r = fsjob_inline(call, read_small_run, j);
+		if (r != WS_NOT_SMALL && r != FSJOB_NOT_INLINE) {
 			read_job_done(call, j, r);
 			read_job_free(j);
 			return TOOL_DONE;

@@ -271,7 +271,7 @@ static uint64_t now_ms(void)
 static int search_open(struct search *S, struct fsjob *job)
 {
 	int fd = -1;
-	int r = ws_openat(fsjob_ws(job), S->path, S->path_len, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &fd);
+	int r = fsjob_openat(job, S->path, S->path_len, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &fd);
 	if (r < 0)
 		return r;
 	struct stat st;

@@ -2,15 +2,17 @@
 /*
  * stat: what a path beneath the workspace is (file, directory, symlink or
  * other), its size, permission bits and modification time, without
- * following a final symlink (its target text is returned instead).
+ * following a final symlink (its target text is returned instead). It
+ * looks as the peer (lib/fsjob.h): on an io thread when that takes its
+ * identity, else at once.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/fsjob.h"
 #include "lib/workspace.h"
-#include "lib/workspace_ops.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
@@ -19,16 +21,35 @@
 
 static const char *const path_args[] = { "path", NULL };
 
-/* Runs stat. */
-static enum tool_ret stat_exec(struct tool_call *call)
-{
-	const struct json *jpath = json_get(call->args, "path");
-	const char *path = jpath->u.str.s;
-	size_t path_len = jpath->u.str.len;
+struct stat_job {
+	char *path;
+	size_t path_len;
+	struct stat st;		/* out */
+	char *target;		/* out */
+};
 
-	struct stat st;
-	_cleanup_free_ char *target = NULL;
-	int r = ws_lstat(call->ws, path, path_len, &st, &target);
+static void stat_job_free(void *arg)
+{
+	struct stat_job *j = arg;
+	free(j->path);
+	free(j->target);
+	free(j);
+}
+
+/* As the peer: the status. */
+static int stat_job_run(struct fsjob *job, void *arg)
+{
+	struct stat_job *j = arg;
+	return fsjob_lstat(job, j->path, j->path_len, &j->st, &j->target);
+}
+
+/* On the loop: the answer. */
+static void stat_job_done(struct tool_call *call, void *arg, int r)
+{
+	struct stat_job *j = arg;
+	const char *path = j->path, *target = j->target;
+	size_t path_len = j->path_len;
+	struct stat st = j->st;
 	if (r < 0) {
 		_cleanup_free_ char *msg = NULL;
 		enum tc_kind kind = ws_error(r, path, &msg);
@@ -36,7 +57,7 @@ static enum tool_ret stat_exec(struct tool_call *call)
 			tool_call_fail(call, kind, "'%s' does not exist; use glob or list_dir to find the right path", path);
 		else
 			tool_call_fail(call, kind, "%s", msg);
-		return TOOL_DONE;
+		return;
 	}
 	_cleanup_free_ char *display = ws_display_path(call->ws, path, path_len);
 	const char *type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" :
@@ -66,7 +87,25 @@ static enum tool_ret stat_exec(struct tool_call *call)
 	utf8_sanitize(text, strlen(text), &t);
 	free(text);
 	tool_call_succeed(call, buf_steal(&t), buf_steal(&out), false);
-	return TOOL_DONE;
+}
+
+static const struct fsjob_ops stat_ops = { .run = stat_job_run, .done = stat_job_done, .free = stat_job_free };
+
+/* Runs stat. */
+static enum tool_ret stat_exec(struct tool_call *call)
+{
+	const struct json *jpath = json_get(call->args, "path");
+	struct stat_job *j = xcalloc(1, sizeof(*j));
+	j->path_len = jpath->u.str.len;
+	j->path = xmemdup(jpath->u.str.s, j->path_len + 1);
+	/* A stat is quick: no trip to a worker when no identity is taken. */
+	int r = fsjob_inline(call, stat_job_run, j);
+	if (r != FSJOB_NOT_INLINE) {
+		stat_job_done(call, j, r);
+		stat_job_free(j);
+		return TOOL_DONE;
+	}
+	return fsjob_start(call, &stat_ops, j);
 }
 
 const struct tool_def tool_stat = {
@@ -88,4 +127,5 @@ const struct tool_def tool_stat = {
 	.idempotent = true,
 	.path_args = path_args,
 	.exec = stat_exec,
+	.cancel = fsjob_cancel,
 };

@@ -59,11 +59,14 @@ static void write_job_free(void *arg)
 	free(j);
 }
 
-/* On an io thread: replaces the file. */
+/* On an io thread: replaces the file, unless it is protected. */
 static int write_job_run(struct fsjob *job, void *arg)
 {
 	struct write_job *j = arg;
-	return ws_write_atomic(fsjob_ws(job), j->path, j->path_len, buf_head(&j->data), buf_size(&j->data),
+	int r = fsjob_guard(job, j->path, j->path_len, FSJOB_WRITE);
+	if (r < 0)
+		return r;
+	return fsjob_write_atomic(job, j->path, j->path_len, buf_head(&j->data), buf_size(&j->data),
 			       j->create_dirs, &j->created);
 }
 
@@ -144,7 +147,8 @@ const struct tool_def tool_write_file = {
 		"old or the new file, never a mix) and keeps the file's permissions. Missing "
 		"parent directories are an error unless create_dirs is true. For binary data, "
 		"pass the bytes in base64 with encoding \"base64\". To change part of a file, "
-		"patch_file is safer than rewriting it.",
+		"patch_file is safer than rewriting it. Protected paths (such as .git/hooks and "
+		".git/config) are never written.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

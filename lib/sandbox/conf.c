@@ -61,7 +61,9 @@ void sandbox_config_init(struct sandbox_config *cfg)
 		"~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.config/gcloud", "~/.docker",
 		"~/.kube", "~/.netrc", NULL,
 	};
-	static const char *const protect[] = { ".git/hooks", ".git/config", NULL };
+	static const char *const protect[] = {
+		".git/hooks", ".git/config", ".git/commondir", ".git/info", ".git/modules", NULL,
+	};
 	static const char *const none[] = { NULL };
 
 	*cfg = (struct sandbox_config){
@@ -73,6 +75,36 @@ void sandbox_config_init(struct sandbox_config *cfg)
 	cfg->deny_read = strv_dup(deny);
 	cfg->protect = strv_dup(protect);
 	cfg->write_extra = strv_dup(none);
+}
+
+/* Whether the canonical relative path a (n bytes) is b or lies beneath it. */
+static bool path_within(const char *a, size_t n, const char *b, size_t m)
+{
+	return n >= m && strncmp(a, b, m) == 0 && (n == m || a[m] == '/');
+}
+
+const char *sandbox_protected(const char *const *protect, const char *rel, bool whole, bool dir)
+{
+	size_t n = strlen(rel);
+	bool git = false;
+	for (const char *const *p = protect; p && *p; p++) {
+		const char *e = *p;
+		while (e[0] == '.' && e[1] == '/')
+			e += 2;
+		size_t m = strlen(e);
+		while (m > 0 && e[m - 1] == '/')
+			m--;
+		if (m == 0)
+			continue;
+		if (path_within(rel, n, e, m) || (whole && !str_eq(rel, ".") && path_within(e, m, rel, n)))
+			return *p;
+		git = git || path_within(e, m, ".git", 4);
+	}
+	/* A .git file (a "gitdir:" pointer) sends git to another repository,
+	 * with its hooks and config: protected with the paths beneath .git. */
+	if (git && !dir && str_eq(rel, ".git"))
+		return ".git";
+	return NULL;
 }
 
 void sandbox_config_clear(struct sandbox_config *cfg)

@@ -148,6 +148,16 @@ int sandbox_run_as_from_json(const struct json *v, const char *where, int *ret, 
 /* The defaults of CONTRACT §10 (deny_read, protect, limits, require). */
 void sandbox_config_init(struct sandbox_config *cfg);
 void sandbox_config_clear(struct sandbox_config *cfg);
+/*
+ * The entry of protect (sandbox.protect) that a write to rel touches, or
+ * NULL: rel is a canonical path relative to a workspace root ("." for the
+ * root), as the kernel resolved it. rel is the entry or lies beneath it;
+ * with whole (a delete or a move takes rel with all it holds), an entry
+ * beneath rel counts too (not beneath the root, which is never taken). When protect names a path beneath .git, a file
+ * written at ".git" (a "gitdir:" pointer; not a directory: dir) is
+ * protected too, and ".git" returned.
+ */
+const char *sandbox_protected(const char *const *protect, const char *rel, bool whole, bool dir);
 
 /* Reads a provider file's "run_as": "daemon" (ret left the daemon's:
  * change false), or a user name, looked up now (identity_from_user()).

@@ -1776,6 +1776,16 @@ static char *stall_search_call(unsigned i)
 			 "\"arguments\":{\"pattern\":\"MARK-[CD]\",\"path\":\"stall-big\"}}}\n", i + 1);
 }
 
+/* Deletes the big directory, all 300,000 entries, once: the calls after
+ * it are pings, so the window measures the one delete. */
+static char *stall_delete_call(unsigned i)
+{
+	if (i > 0)
+		return stall_ping_call(i);
+	return xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"delete_file\","
+			 "\"arguments\":{\"path\":\"stall-big\",\"recursive\":true}}}\n", i + 1);
+}
+
 /* --- processes: background commands (CONTRACT §19) -------------------------
  * The round trip of one line through `cat` with process_io (input, then
  * until the line comes back) against a tools/call of read_file of a small
@@ -1941,6 +1951,8 @@ static void scenario_stall(void)
 	fclose(f);
 	stall_run("patch_file of a 60 MB file", stall_patch_call);
 	stall_run("search of the 300,000 files of that directory", stall_search_call);
+	/* Last: it takes the directory away. */
+	stall_run("recursive delete_file of that directory (once; pings after it)", stall_delete_call);
 }
 
 

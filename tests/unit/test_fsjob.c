@@ -7,8 +7,9 @@
  * after the job, so the next job runs as the daemon; cancelled jobs do not
  * start, a running one stops at its next check, and both calls end
  * cancelled; a job in parts shows each on the loop and stops between them;
- * identity_run acts as a peer on a thread of its own, or not at all. The
- * identity cases need root and skip without it.
+ * identity_run acts as a peer on a thread of its own, or not at all; a
+ * recursive delete goes in parts; protected paths are found where the
+ * kernel leads. The identity cases need root and skip without it.
  */
 #include <check.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,7 +27,9 @@
 #include "lib/identity.h"
 #include "lib/iopool.h"
 #include "lib/loop.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/workspace.h"
+#include "lib/workspace_ops.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/loop_spin.h"
@@ -506,6 +510,228 @@ START_TEST(cancel_stops_a_job_in_parts)
 }
 END_TEST
 
+
+/* --- deletes in parts, protected paths ---------------------------------- */
+
+/* Makes dir/name with n files in each of n subdirectories. */
+static void make_tree(const char *dir, const char *name, int n)
+{
+	char *top = xasprintf("%s/%s", dir, name);
+	ck_assert_int_eq(mkdir(top, 0755), 0);
+	for (int i = 0; i < n; i++) {
+		char *sub = xasprintf("%s/d%d", top, i);
+		ck_assert_int_eq(mkdir(sub, 0755), 0);
+		for (int k = 0; k < n; k++) {
+			char *p = xasprintf("%s/f%d", sub, k);
+			int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+			ck_assert_int_ge(fd, 0);
+			close(fd);
+			free(p);
+		}
+		free(sub);
+	}
+	free(top);
+}
+
+/* A recursive delete goes a part at a time, keeps its place between
+ * parts, counts every entry, removes a symlink as itself (never what it
+ * leads to) and leaves nothing behind. */
+START_TEST(delete_goes_in_parts)
+{
+	struct fixture f;
+	setup(&f, 1);
+	make_tree(f.dir, "big", 80);	/* 80 dirs, 6,400 files */
+	char *keep = xasprintf("%s/keep", f.dir), *link = xasprintf("%s/big/d0/out", f.dir);
+	ck_assert_int_eq(mkdir(keep, 0755), 0);
+	ck_assert_int_eq(symlink(keep, link), 0);
+
+	struct ws_deleter *del = NULL;
+	ck_assert_int_eq(ws_delete_begin(f.ws, "big", 3, true, &del), WS_MORE);
+	int parts = 0, r;
+	while ((r = ws_delete_step(del, 1)) == WS_MORE)
+		parts++;
+	ck_assert_int_eq(r, 0);
+	ck_assert_int_gt(parts, 0);
+	ck_assert_int_eq(ws_delete_count(del), 6400 + 80 + 1 + 1);
+	ws_delete_free(del);
+	struct stat st;
+	char *big = xasprintf("%s/big", f.dir);
+	ck_assert_int_eq(lstat(big, &st), -1);
+	ck_assert_int_eq(lstat(keep, &st), 0);
+
+	/* Not recursive: refused, nothing removed, no state to go on with. */
+	make_tree(f.dir, "big", 2);
+	ck_assert_int_eq(ws_delete_begin(f.ws, "big", 3, false, &del), -ENOTEMPTY);
+	ck_assert_int_eq(ws_delete_count(del), 0);
+	ws_delete_free(del);
+	ck_assert_int_eq(lstat(big, &st), 0);
+	/* A file at once. */
+	ck_assert_int_eq(ws_delete_begin(f.ws, "big/d1/f1", 9, false, &del), 0);
+	ck_assert_int_eq(ws_delete_count(del), 1);
+	ws_delete_free(del);
+	free(big);
+	free(keep);
+	free(link);
+	teardown(&f);
+}
+END_TEST
+
+static void touch_at(const char *dir, const char *rel)
+{
+	char *p = xasprintf("%s/%s", dir, rel);
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_msg(fd >= 0, "create %s", p);
+	close(fd);
+	free(p);
+}
+
+static void mkdir_at(const char *dir, const char *rel)
+{
+	char *p = xasprintf("%s/%s", dir, rel);
+	ck_assert_msg(mkdir(p, 0755) == 0, "mkdir %s", p);
+	free(p);
+}
+
+static void symlink_at(const char *dir, const char *target, const char *rel)
+{
+	char *p = xasprintf("%s/%s", dir, rel);
+	ck_assert_msg(symlink(target, p) == 0, "symlink %s", p);
+	free(p);
+}
+
+/* What writing path as how would touch, or "-". */
+static const char *prot(const struct fixture *f, const char *path, enum fsjob_touch how)
+{
+	static const char *const protect[] = {
+		".git/hooks", ".git/config", ".git/commondir", ".git/info", ".git/modules", NULL,
+	};
+	const char *e = fsjob_protected_in(f->ws, protect, path, strlen(path), how);
+	return e ? e : "-";
+}
+
+/* Protected paths are found where the kernel leads, existing or not:
+ * through "..", through symlinks (a dangling one too, for a write), for a
+ * directory that holds one when it is taken whole, and a .git file. */
+START_TEST(protected_where_the_kernel_leads)
+{
+	struct fixture f;
+	setup(&f, 1);
+	mkdir_at(f.dir, ".git");
+	touch_at(f.dir, ".git/config");
+	mkdir_at(f.dir, "src");
+	symlink_at(f.dir, ".git/hooks", "h");		/* hooks missing yet */
+	symlink_at(f.dir, ".git", "g");
+	symlink_at(f.dir, ".git/config", "c");
+	symlink_at(f.dir, ".git/hooks/pre-commit", "dangling");
+
+	ck_assert_str_eq(prot(&f, "src/a.c", FSJOB_WRITE), "-");
+	ck_assert_str_eq(prot(&f, ".git/config", FSJOB_WRITE), ".git/config");
+	ck_assert_str_eq(prot(&f, ".git/hooks", FSJOB_MKDIR), ".git/hooks");
+	ck_assert_str_eq(prot(&f, ".git/hooks/pre-commit", FSJOB_WRITE), ".git/hooks");
+	ck_assert_str_eq(prot(&f, ".git/hooks/a/b/c", FSJOB_MKDIR), ".git/hooks");
+	ck_assert_str_eq(prot(&f, "src/../.git/hooks/x", FSJOB_WRITE), ".git/hooks");
+	ck_assert_str_eq(prot(&f, "./.git//info/exclude", FSJOB_WRITE), ".git/info");
+	ck_assert_str_eq(prot(&f, "h/pre-commit", FSJOB_WRITE), ".git/hooks");
+	ck_assert_str_eq(prot(&f, "g/commondir", FSJOB_WRITE), ".git/commondir");
+	ck_assert_str_eq(prot(&f, "c", FSJOB_WRITE), ".git/config");
+	ck_assert_str_eq(prot(&f, "dangling", FSJOB_WRITE), ".git/hooks");
+	/* The link itself, deleted or moved, is not what it leads to. */
+	ck_assert_str_eq(prot(&f, "c", FSJOB_TAKE), "-");
+	/* .git taken whole takes what it holds; a .git file is a pointer. */
+	ck_assert_str_eq(prot(&f, ".git", FSJOB_TAKE), ".git/hooks");
+	ck_assert_str_eq(prot(&f, "src/..", FSJOB_TAKE), "-");	/* the root: never taken */
+	ck_assert_str_eq(prot(&f, ".git", FSJOB_WRITE), ".git");
+	ck_assert_str_eq(prot(&f, ".git", FSJOB_MKDIR), "-");
+	ck_assert_str_eq(prot(&f, ".git/objects", FSJOB_MKDIR), "-");
+	ck_assert_str_eq(prot(&f, ".gitignore", FSJOB_WRITE), "-");
+	ck_assert_str_eq(prot(&f, "sub/.git/hooks/x", FSJOB_WRITE), "-");
+	/* Missing directories on the way, made as written. */
+	ck_assert_str_eq(prot(&f, "new/dir/../../.git/hooks/x", FSJOB_WRITE), ".git/hooks");
+	/* No list, nothing protected. */
+	ck_assert_ptr_null(fsjob_protected_in(f.ws, NULL, ".git/config", 11, FSJOB_WRITE));
+	teardown(&f);
+}
+END_TEST
+
+/* What a racing job did. */
+struct racer {
+	struct tool_call call;
+	const char *dir;
+	bool done;
+	int guard_r, write_r, mkdir_r, rename_r;
+};
+
+static void racer_finish(struct tool_call *c)
+{
+	container_of(c, struct racer, call)->done = true;
+}
+
+static bool racer_done(void *arg)
+{
+	return ((struct racer *)arg)->done;
+}
+
+/* Checks "d/x", then swaps d for a symlink to .git/hooks, as a child of
+ * the same peer could between the check and the write, then writes. */
+static int racer_run(struct fsjob *job, void *arg)
+{
+	struct racer *rc = arg;
+	rc->guard_r = fsjob_guard(job, "d/x", 3, FSJOB_WRITE);
+	char *d = xasprintf("%s/d", rc->dir), *moved = xasprintf("%s/d-old", rc->dir);
+	ck_assert_int_eq(rename(d, moved), 0);
+	ck_assert_int_eq(symlink(".git/hooks", d), 0);
+	rc->write_r = fsjob_write_atomic(job, "d/x", 3, "evil", 4, false, NULL);
+	rc->mkdir_r = fsjob_mkdir(job, "d/sub/deeper", 12, true, &(bool){ false });
+	rc->rename_r = fsjob_rename(job, "d-old", 5, "d/moved", 7, false);
+	free(d);
+	free(moved);
+	return rc->write_r;
+}
+
+static void racer_done_fn(struct tool_call *call, void *arg, int r)
+{
+	tool_call_succeed(call, xstrdup("written"), NULL, false);
+}
+
+static const struct fsjob_ops racer_ops = { .run = racer_run, .done = racer_done_fn, .free = no_free };
+
+/* A protected path is refused at the write itself, on the directory the
+ * kernel reached: a symlink swapped in after the check leads nowhere. */
+START_TEST(protected_at_the_write_itself)
+{
+	struct fixture f;
+	setup(&f, 1);
+	struct sandbox_config cfg;
+	sandbox_config_init(&cfg);
+	f.env.sandbox = &cfg;
+	mkdir_at(f.dir, ".git");
+	mkdir_at(f.dir, ".git/hooks");
+	mkdir_at(f.dir, "d");
+	struct racer rc = { .call = { .ws = f.ws, .env = &f.env, .on_finish = racer_finish }, .dir = f.dir };
+	ck_assert_int_eq(fsjob_start(&rc.call, &racer_ops, &rc), TOOL_PENDING);
+	ck_assert(loop_spin(f.ev, racer_done, &rc, 10000));
+	ck_assert_int_eq(rc.guard_r, 0);
+	ck_assert_int_eq(rc.write_r, -EPERM);
+	ck_assert_int_eq(rc.mkdir_r, -EPERM);
+	ck_assert_int_eq(rc.rename_r, -EPERM);
+	ck_assert_int_eq(rc.call.kind, TC_PERMISSION_DENIED);
+	ck_assert_ptr_nonnull(strstr(rc.call.message, ".git/hooks"));
+	ck_assert_ptr_nonnull(strstr(rc.call.message, "sandbox.protect"));
+	char *x = xasprintf("%s/.git/hooks/x", f.dir), *sub = xasprintf("%s/.git/hooks/sub", f.dir);
+	char *moved = xasprintf("%s/.git/hooks/moved", f.dir);
+	struct stat st;
+	ck_assert_int_eq(lstat(x, &st), -1);
+	ck_assert_int_eq(lstat(sub, &st), -1);
+	ck_assert_int_eq(lstat(moved, &st), -1);
+	free(x);
+	free(sub);
+	free(moved);
+	tool_call_clear(&rc.call);
+	sandbox_config_clear(&cfg);
+	teardown(&f);
+}
+END_TEST
+
 static Suite *fsjob_suite(void)
 {
 	Suite *s = suite_create("fsjob");
@@ -520,6 +746,9 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, job_runs_in_parts);
 	tcase_add_test(tc, cancel_stops_a_job_in_parts);
 	tcase_add_test(tc, run_as_on_a_thread_of_its_own);
+	tcase_add_test(tc, delete_goes_in_parts);
+	tcase_add_test(tc, protected_where_the_kernel_leads);
+	tcase_add_test(tc, protected_at_the_write_itself);
 	suite_add_tcase(s, tc);
 	return s;
 }
