@@ -57,6 +57,13 @@
  *   limits.read_default_lines             1..10000000     2000: read_file's default window
  *   limits.read_default_bytes             1 KiB..1 GiB    262144: read_file's default text window
  *   limits.shell_output_kb                1..1048576      64: output shown in shell's text
+ *   limits.per_uid_processes              1..100000       8: background processes of one uid
+ *   limits.process_buffer_kb              1..1048576      1024: output kept per process
+ *   limits.process_idle_s                 1..31536000     900: ended without process_io
+ *   limits.process_lifetime_s             1..31536000     86400
+ *   limits.process_keep_s                 0..31536000     300: an ended process stays listed
+ *   limits.kill_grace_ms                  1..600000       5000: a background process's end signal
+ *                                                         (process_kill, idle, lifetime) to SIGKILL
  *   retry.max_attempts                    1..100          3
  *   retry.base_delay_ms                   0..3600000      100
  *   retry.max_delay_ms                    0..3600000      10000: the longest wait between attempts
@@ -188,6 +195,12 @@ struct config {
 		uint32_t read_default_lines;	/* read_file's default window in lines */
 		uint64_t read_default_bytes;	/* ... and in bytes */
 		uint32_t shell_output_kb;	/* shell's text: head and tail kept */
+		uint32_t per_uid_processes;	/* background processes of one uid */
+		uint32_t process_buffer_kb;	/* the output ring of each */
+		uint64_t process_idle_s;	/* ended after this long without process_io */
+		uint64_t process_lifetime_s;
+		uint64_t process_keep_s;	/* listed after they end */
+		uint32_t kill_grace_ms;		/* process_kill: its signal to SIGKILL */
 	} limits;
 
 	struct {

@@ -444,7 +444,7 @@ static const struct method methods[] = {
 
 /* The other methods, by subject, each file with its table. */
 static const struct method_def *const more_methods[] = {
-	session_methods, event_methods, admin_methods, NULL,
+	session_methods, event_methods, admin_methods, process_methods, NULL,
 };
 
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)

@@ -26,6 +26,7 @@
 #include "lib/dispatch.h"
 #include "lib/loop.h"
 #include "lib/map.h"
+#include "lib/process/process.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "proto/json.h"
@@ -152,6 +153,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	dispatch_write_stats(s->dispatcher, g);
 	durable_write_stats(s, g);
 	providers_write_stats(&s->providers, g);
+	process_table_write_stats(s->env.processes, g);
 	jgen_obj_close(g);
 	jgen_free(g);
 	methods_answer(p, &b);

@@ -25,6 +25,7 @@ struct method_def {
 extern const struct method_def session_methods[];
 extern const struct method_def event_methods[];
 extern const struct method_def admin_methods[];
+extern const struct method_def process_methods[];
 
 /* The MCP versions answered, the latest first. */
 #define METHODS_LATEST_VERSION "2025-11-25"

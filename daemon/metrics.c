@@ -9,6 +9,7 @@
 #include "daemon/server_state.h"
 #include "lib/map.h"
 #include "lib/metrics.h"
+#include "lib/process/process.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "proto/base/buf.h"
@@ -73,6 +74,7 @@ void metrics_write(struct server *s, struct buf *b)
 	metrics_family(b, "toolcalld_tools", "gauge", NULL, "Tools registered.");
 	metrics_u64(b, "toolcalld_tools", NULL, s->registry->n);
 	providers(s, b);
+	process_table_write_metrics(s->env.processes, b);
 
 	dispatch_write_metrics(s->dispatcher, b);
 	metrics_end(b);

@@ -31,6 +31,7 @@
 #include "daemon/server_internal.h"
 #include "daemon/providers.h"
 #include "lib/audit.h"
+#include "lib/process/process.h"
 #include "lib/dispatch.h"
 #include "lib/store.h"
 #include "lib/tasks.h"
@@ -235,6 +236,7 @@ int server_init(struct server *s, char **ret_err)
 			return r;
 		}
 		dispatch_set_audit(s->dispatcher, s->audit);
+		process_table_set_audit(s->env.processes, s->audit);
 	}
 
 	r = server_listen(s, ret_err);
@@ -277,6 +279,8 @@ int server_run(struct server *s)
 	 * are not started now. */
 	conns_drop_backlog(&s->conns);
 	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
+	/* Background processes end with the daemon, their trees with them. */
+	s->env.processes = process_table_free(s->env.processes);
 	on_prepare(s->ev, &s->flush_w, 0);
 	/* Queued answers get a last chance to reach their clients. */
 	conns_drain(&s->conns, 2000);
@@ -298,6 +302,7 @@ void server_free(struct server *s)
 {
 	conns_done(&s->conns);
 	durable_close(s);
+	s->env.processes = process_table_free(s->env.processes);
 	s->dispatcher = dispatcher_free(s->dispatcher);
 	providers_clear(&s->providers);
 	s->audit = audit_close(s->audit);

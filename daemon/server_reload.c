@@ -37,6 +37,7 @@
 #include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "lib/workspace.h"
+#include "lib/process/process.h"
 #include "lib/workspace_root.h"
 #include "proto/json.h"
 #include "tools/mcp.h"
@@ -84,6 +85,16 @@ void server_apply_config(struct server *s)
 	s->env.memory_redis = redis ? c->store.address : NULL;
 	s->env.memory_redis_prefix = c->store.prefix;
 	s->env.memory_redis_timeout_ms = (uint32_t)c->store.timeout_ms;
+	if (!s->env.processes)
+		s->env.processes = process_table_new(s->loop, &s->bus);
+	struct process_limits pl = PROCESS_LIMITS_DEFAULT;
+	pl.per_uid = c->limits.per_uid_processes;
+	pl.buffer_bytes = (size_t)c->limits.process_buffer_kb * 1024;
+	pl.idle_ms = c->limits.process_idle_s * 1000;
+	pl.lifetime_ms = c->limits.process_lifetime_s * 1000;
+	pl.keep_ms = c->limits.process_keep_s * 1000;
+	pl.kill_grace_ms = c->limits.kill_grace_ms;
+	process_table_set_limits(s->env.processes, &pl);
 	/* The rules are made again from the new settings (and pick up
 	 * entries created since along the denied paths). */
 	sandbox_cache_clear();

@@ -116,6 +116,13 @@ struct child_opts {
 	 * lib/sandbox/sandbox.h), or NULL; not owned, kept until the child
 	 * is freed: its cgroup is killed when the leader exits. */
 	struct sandbox_run *sandbox;
+	/* When tty: stdin, stdout and stderr are tty_fd (the terminal side of
+	 * a pseudo-terminal; not owned), and the child starts a session of
+	 * its own (setsid) with it as controlling terminal instead of a
+	 * process group; the session id is its pid, so the group rule holds.
+	 * The output pipes then carry nothing: the caller reads the terminal. */
+	bool tty;
+	int tty_fd;
 };
 
 /*
@@ -141,6 +148,9 @@ bool child_running(const struct child *ch);
  * with child_env_free().
  */
 char **child_env_new(const char *const *allow);
+/* A copy of envp (NULL: an empty one), to set variables in; free with
+ * child_env_free(). */
+char **child_env_dup(char *const *envp);
 /* Sets (or replaces) name=value in an environment from child_env_new(). */
 void child_env_put(char ***env, const char *name, const char *value);
 /* Looks a name up in an environment; NULL when unset. */

@@ -25,6 +25,18 @@ const char *child_env_get(char *const *env, const char *name)
 	return NULL;
 }
 
+/* A copy of an environment, for variables to be set in. */
+char **child_env_dup(char *const *envp)
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	char **v = xcalloc(n + 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = xstrdup(envp[i]);
+	return v;
+}
+
 /* Sets name=value in env, replacing an earlier value. */
 void child_env_put(char ***env, const char *name, const char *value)
 {

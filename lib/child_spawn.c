@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -453,6 +454,7 @@ struct spawn_args {
 	struct sandbox_child *sandbox;	/* or NULL */
 	bool subreaper;			/* the daemon is one: so is the child */
 	int cap_last;			/* sandbox_cap_last(), for a child without a plan */
+	bool new_session;		/* child_opts.tty: setsid, in_fd the controlling terminal */
 	int report_fd;			/* or -1: see spawn_report */
 	int err;			/* set by the child when it cannot exec */
 };
@@ -554,7 +556,8 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	for (int sig = 1; sig <= KERNEL_NSIG; sig++)
 		if (a->reset & (UINT64_C(1) << (sig - 1)))
 			(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
-	if (syscall(SYS_setpgid, 0, 0) < 0 || (a->cwd_fd >= 0 && syscall(SYS_fchdir, a->cwd_fd) < 0))
+	if ((a->new_session ? syscall(SYS_setsid) : syscall(SYS_setpgid, 0, 0)) < 0 ||
+	    (a->cwd_fd >= 0 && syscall(SYS_fchdir, a->cwd_fd) < 0))
 		goto fail;
 	if (a->fd_soft) {
 		struct kernel_rlimit rl;
@@ -573,6 +576,8 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	if ((in != STDIN_FILENO && syscall(SYS_dup3, in, STDIN_FILENO, 0) < 0) ||
 	    syscall(SYS_dup3, a->out_fd, STDOUT_FILENO, 0) < 0 ||
 	    syscall(SYS_dup3, a->err_fd, STDERR_FILENO, 0) < 0)
+		goto fail;
+	if (a->new_session && syscall(SYS_ioctl, STDIN_FILENO, TIOCSCTTY, 0) < 0)
 		goto fail;
 	/* A leader keeps what it starts as its descendants while it runs,
 	 * as the daemon does once it has exited (see reap_orphans). */
@@ -640,6 +645,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
 		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox), .report_fd = -1,
 		.cap_last = sandbox_cap_last(),
+		.new_session = o->tty,
 	};
 	_cleanup_close_ int report_r = -1, report_w = -1;
 	int r;
@@ -723,7 +729,10 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 			return -errno;
 	}
 
-	r = spawn(path, o, in_r, out_w, err_w, &pid);
+	if (o->tty)
+		r = spawn(path, o, o->tty_fd, o->tty_fd, o->tty_fd, &pid);
+	else
+		r = spawn(path, o, in_r, out_w, err_w, &pid);
 	if (r < 0)
 		return r;
 	sandbox_run_spawned(o->sandbox);

@@ -510,6 +510,17 @@ static void on_tool_finish(struct tool_call *tc)
 	attempt_end(tc->owner);
 }
 
+/* The tool waits without work (timers, a process's output): the slot goes
+ * to the next call. The attempt still counts as in flight. */
+static void on_tool_release_slot(struct tool_call *tc)
+{
+	struct attempt *a = tc->owner;
+	if (!a->exec)
+		return;
+	fair_release(a->exec);
+	fair_pump(a->d);
+}
+
 struct delta_arg {
 	const char *stream;
 	const char *data;
@@ -656,8 +667,10 @@ void exec_run(struct exec *e)
 	a->tc.env = d->env;
 	a->tc.call_id = e->call_id;
 	a->tc.ident = session_identity(s);
+	a->tc.session = s;
 	a->tc.on_finish = on_tool_finish;
 	a->tc.on_output = on_tool_output;
+	a->tc.release_slot = on_tool_release_slot;
 	a->tc.owner = a;
 	e->attempt = a;
 

@@ -158,6 +158,12 @@ void tool_call_finish(struct tool_call *c)
 		c->on_finish(c);
 }
 
+void tool_call_release_slot(struct tool_call *c)
+{
+	if (c->release_slot)
+		c->release_slot(c);
+}
+
 void tool_call_output(struct tool_call *c, const char *stream, const char *data, size_t n)
 {
 	if (c->on_output && n)

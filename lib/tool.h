@@ -28,9 +28,11 @@ struct fsjob;
 struct identity;
 struct iopool;
 struct json;
+struct process_table;
 struct sandbox_config;
 struct sandbox_tool;
 struct schema;
+struct session;
 struct tc_loop;
 struct tool_call;
 struct workspace;
@@ -149,6 +151,7 @@ struct tool_env {
 	const char *memory_redis;		/* the Redis store's address: memory kept there; NULL: in files */
 	const char *memory_redis_prefix;
 	uint32_t memory_redis_timeout_ms;
+	struct process_table *processes;	/* background processes (lib/process/); may be NULL */
 };
 
 struct tool_call {
@@ -162,11 +165,15 @@ struct tool_call {
 	/* Who asked (the session's peer), NULL when unknown: children run as
 	 * it and file tools act as it (lib/fsjob.h) when ident->change. */
 	const struct identity *ident;
+	/* The session that asked, or NULL (tests): whose uid owns the
+	 * processes it starts, and whose read positions it moves. */
+	const struct session *session;
 	void *state;			/* the tool's own per-attempt state */
 
 	/* Set by whoever runs the call (the dispatcher, or a test). */
 	void (*on_finish)(struct tool_call *c);
 	void (*on_output)(struct tool_call *c, const char *stream, const char *data, size_t n);
+	void (*release_slot)(struct tool_call *c);	/* may be NULL */
 	void *owner;
 
 	/* The outcome. */
@@ -206,6 +213,9 @@ void tool_call_fail(struct tool_call *c, enum tc_kind kind, const char *fmt, ...
 void tool_call_fail_data(struct tool_call *c, enum tc_kind kind, char *data, const char *fmt, ...) PRINTF(4, 5);
 /* Async tools: the outcome is set; calls on_finish. */
 void tool_call_finish(struct tool_call *c);
+/* A pending call that only waits from now on (a timer, another
+ * process's output) gives its execution slot back. */
+void tool_call_release_slot(struct tool_call *c);
 /* Streams output while running (stream: "stdout" or "stderr"). */
 void tool_call_output(struct tool_call *c, const char *stream, const char *data, size_t n);
 void tool_call_note_file(struct tool_call *c, const char *path);

@@ -14,6 +14,7 @@
 
 #include "lib/child.h"
 #include "lib/fsjob.h"
+#include "lib/process/process.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/workspace.h"
 #include "proto/json.h"
@@ -29,7 +30,8 @@ static const char shell_schema[] =
 	"\"cwd\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,"
 	"\"description\":\"Working directory, relative to the workspace root (default: the root)\"},"
 	"\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
-	"\"description\":\"Time limit in milliseconds\"}},"
+	"\"description\":\"Time limit in milliseconds\"},"
+	SHELL_BACKGROUND_SCHEMA "},"
 	"\"required\":[\"command\"],"
 	"\"additionalProperties\":false}";
 
@@ -56,6 +58,9 @@ static enum tool_ret shell_exec(struct tool_call *c)
 		tool_call_fail(c, TC_VALIDATION_ERROR, "Invalid arguments for 'shell': /command: contains a NUL character");
 		return TOOL_DONE;
 	}
+	int background = process_shell_mode(c);
+	if (background < 0)
+		return TOOL_DONE;
 	if (cwd) {
 		/* Reached as the shell will run: as the peer, when it does. */
 		r = fsjob_openat_as(c, c->ident, cwd->u.str.s, cwd->u.str.len, O_PATH | O_DIRECTORY | O_CLOEXEC,
@@ -80,6 +85,11 @@ static enum tool_ret shell_exec(struct tool_call *c)
 	const struct sandbox_config *sb = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;
 	sandbox_req_init(&req, sb, c->tool->name, c->tool->side_effects == SIDE_NETWORK, NULL);
+	if (background) {
+		enum tool_ret ret = process_shell_start(c, command->u.str.s, &opts, sb ? &req : NULL);
+		child_env_free(env);
+		return ret;
+	}
 	r = child_call_start(c, &opts, sb ? &req : NULL, shell_done);
 	child_env_free(env);
 	if (r < 0 && c->kind != TC_OK)
@@ -101,7 +111,9 @@ const struct tool_def tool_shell = {
 		       "\"[exit code N]\" or \"[killed by SIGNAL]\" when the command failed; output "
 		       "beyond 64 KiB keeps its head and its tail around a line saying how many bytes "
 		       "were dropped. structuredContent has stdout and stderr apart. A command that "
-		       "times out or is cancelled keeps the output it had produced in the error.",
+		       "times out or is cancelled keeps the output it had produced in the error."
+		       " "
+		       SHELL_BACKGROUND_DESCRIPTION,
 	.input_schema = shell_schema,
 	.side_effects = SIDE_EXECUTE,
 	.idempotent = false,

@@ -22,6 +22,9 @@ extern const struct tool_def tool_delete_file;
 extern const struct tool_def tool_make_dir;
 extern const struct tool_def tool_edit_file;
 extern const struct tool_def tool_memory;
+extern const struct tool_def tool_process_io;
+extern const struct tool_def tool_process_kill;
+extern const struct tool_def tool_process_list;
 
 /* NULL-terminated. */
 extern const struct tool_def *const builtin_tools[];

@@ -31,6 +31,7 @@
 #include "daemon/ctl/client.h"
 #include "daemon/ctl/ctl_format.h"
 #include "daemon/ctl/mcp.h"
+#include "daemon/ctl/ps.h"
 #include "daemon/ctl/watch.h"
 #include "daemon/default_socket.h"
 #include "proto/base/buf.h"
@@ -380,6 +381,11 @@ static const struct command commands[] = {
 	{ .name = "mcp", .args = "[-s SOCKET] [-w DIR] [--reconnect-s SECONDS]",
 	  .help = "serve MCP on stdin/stdout for a host, relayed to the daemon",
 	  .min_args = 0, .max_args = -1, .bridge = true },
+	{ .name = "ps", .args = "", .help = "list background processes (yours; every uid's for root)",
+	  .min_args = 0, .max_args = 0, .run = run_ps },
+	{ .name = "kill", .args = "ID [SIGNAL]",
+	  .help = "stop background process ID and all it started (SIGNAL: TERM)",
+	  .min_args = 1, .max_args = 2, .run = run_kill },
 	{ .name = "approve", .args = "",
 	  .help = "answer confirmation requests: y, n or a per line",
 	  .min_args = 0, .max_args = 0, .run = run_approve },

@@ -582,7 +582,8 @@ static void daemon_start(const char *exe)
 		"  \"workspace\": \"%s/ws\",\n"
 		"  \"log_level\": \"warning\",\n"
 		"  \"grace_ms\": 2000,\n"
-		"  \"limits\": { \"max_connections\": 20000, \"per_uid_connections\": 20000 },\n"
+		"  \"limits\": { \"max_connections\": 20000, \"per_uid_connections\": 20000,\n"
+		"              \"per_uid_processes\": 128 },\n"
 		"  \"tools_dir\": \"%s/tools.d\",\n"
 		"  \"memory\": { \"dir\": \"%s/memory\" },\n"
 		"  \"confirmation\": { \"default\": { \"write\": \"auto\", \"execute\": \"auto\" } }\n"
@@ -1880,6 +1881,132 @@ static char *stall_delete_call(unsigned i)
 			 "\"arguments\":{\"path\":\"stall-big\",\"recursive\":true}}}\n", i + 1);
 }
 
+/* --- processes: background commands (CONTRACT §19) -------------------------
+ * The round trip of one line through `cat` with process_io (input, then
+ * until the line comes back) against a tools/call of read_file of a small
+ * file, one at a time on one connection; then 100 background processes
+ * each printing a line every 10 ms while another client pings, and what
+ * they cost the daemon beyond their rings (RSS with 0 and with 100). */
+
+#define PROC_N 100
+#define PROC_ROUNDS 300
+
+/* Sends a request on fd and reads its answer; returns the latency in ns
+ * and the answer in *ret (owned by b until the next call). */
+static uint64_t proc_roundtrip(int fd, struct buf *b, const char *line, const char **ret)
+{
+	b->off = b->len = 0;
+	uint64_t t0 = mono_ns();
+	stall_send(fd, line);
+	if (!stall_read_line(fd, b))
+		die("toolcalld closed the connection");
+	uint64_t dt = mono_ns() - t0;
+	b->off = 0;	/* the answer stays where it was read */
+	buf_putc(b, '\0');
+	if (ret)
+		*ret = b->data;
+	return dt;
+}
+
+/* The process id in a shell answer, into id. */
+static void proc_id_of(const char *answer, char id[static 64])
+{
+	const char *p = strstr(answer, "\"process_id\":\"");
+	if (!p)
+		die("no process_id in %.300s", answer);
+	p += strlen("\"process_id\":\"");
+	size_t n = strcspn(p, "\"");
+	if (n >= 64)
+		die("a process id too long");
+	memcpy(id, p, n);
+	id[n] = '\0';
+}
+
+static double proc_median_ms(uint64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return n ? (double)v[n / 2] / 1e6 : 0;
+}
+
+static void scenario_processes(void)
+{
+	int fd = connect_unix(daemon_sock, false);
+	if (fd < 0)
+		die("connect %s", daemon_sock);
+	struct buf b = {0};
+	const char *ans;
+	static uint64_t read_lat[PROC_ROUNDS], io_lat[PROC_ROUNDS];
+	uint64_t rss0 = rss_kib(daemon_pid);
+
+	for (unsigned i = 0; i < PROC_ROUNDS; i++) {
+		_cleanup_free_ char *line = xasprintf(
+			"{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","
+			"\"arguments\":{\"path\":\"hello.txt\"}}}\n", i + 1);
+		read_lat[i] = proc_roundtrip(fd, &b, line, &ans);
+	}
+	proc_roundtrip(fd, &b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+			       "\"arguments\":{\"command\":\"exec cat\",\"background\":true,\"yield_ms\":0}}}\n", &ans);
+	char cat_id[64];
+	proc_id_of(ans, cat_id);
+	unsigned io_errors = 0;
+	for (unsigned i = 0; i < PROC_ROUNDS; i++) {
+		_cleanup_free_ char *line = xasprintf(
+			"{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"process_io\","
+			"\"arguments\":{\"process_id\":\"%s\",\"input\":\"ping-%u\\n\",\"until\":\"ping-%u\\n\","
+			"\"wait_ms\":5000}}}\n", i + 1, cat_id, i, i);
+		io_lat[i] = proc_roundtrip(fd, &b, line, &ans);
+		_cleanup_free_ char *want = xasprintf("ping-%u\\n", i);
+		if (!strstr(ans, want))
+			io_errors++;
+	}
+	_cleanup_free_ char *kill_line = xasprintf(
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"process_kill\","
+		"\"arguments\":{\"process_id\":\"%s\"}}}\n", cat_id);
+	proc_roundtrip(fd, &b, kill_line, NULL);
+	double rd = proc_median_ms(read_lat, PROC_ROUNDS), rt = proc_median_ms(io_lat, PROC_ROUNDS);
+	note("processes: process_io echo round trip through cat: p50 %.3f ms vs read_file of a small file "
+	     "%.3f ms (%.2fx, %u missed); target ≤ 2x: %s", rt, rd, rd > 0 ? rt / rd : 0, io_errors,
+	     rd > 0 && rt <= 2 * rd && !io_errors ? "met" : "MISSED");
+
+	/* 100 processes, a line every 10 ms each. */
+	const char *loop = access("/usr/bin/perl", X_OK) == 0
+				   ? "exec perl -e '$|=1; while (1) { print \\\"line of output\\\\n\\\"; "
+				     "select(undef, undef, undef, 0.01) }'"
+				   : "while :; do echo line of output; sleep 0.01; done";
+	char (*ids)[64] = xcalloc(PROC_N, sizeof(*ids));
+	for (unsigned i = 0; i < PROC_N; i++) {
+		_cleanup_free_ char *line = xasprintf(
+			"{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+			"\"arguments\":{\"command\":\"%s\",\"background\":true,\"yield_ms\":0}}}\n", i + 1, loop);
+		proc_roundtrip(fd, &b, line, &ans);
+		proc_id_of(ans, ids[i]);
+	}
+	usleep(500000);
+	stall_run("100 background processes printing a line every 10 ms", stall_ping_call);
+	uint64_t rss100 = rss_kib(daemon_pid);
+	/* Their rings: the pages written so far, from the bytes each produced. */
+	proc_roundtrip(fd, &b, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+			       "\"process_list\",\"arguments\":{}}}\n", &ans);
+	uint64_t ring_kib = 0;
+	for (const char *p = ans; (p = strstr(p, "\"bytes\":")) != NULL; p++) {
+		uint64_t bytes = strtoull(p + strlen("\"bytes\":"), NULL, 10);
+		ring_kib += (MIN(bytes, (uint64_t)1 << 20) + 4095) / 4096 * 4;
+	}
+	double per = rss100 > rss0 + ring_kib ? (double)(rss100 - rss0 - ring_kib) / PROC_N : 0;
+	note("processes: daemon RSS %.1f MiB with 0, %.1f MiB with %d (rings %.1f MiB): %.1f KiB each beyond "
+	     "their rings; target ≤ 64 KiB: %s", (double)rss0 / 1024, (double)rss100 / 1024, PROC_N,
+	     (double)ring_kib / 1024, per, per <= 64 ? "met" : "MISSED");
+	for (unsigned i = 0; i < PROC_N; i++) {
+		_cleanup_free_ char *line = xasprintf(
+			"{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"process_kill\","
+			"\"arguments\":{\"process_id\":\"%s\",\"signal\":\"KILL\"}}}\n", i + 1, ids[i]);
+		proc_roundtrip(fd, &b, line, NULL);
+	}
+	free(ids);
+	buf_free(&b);
+	close(fd);
+}
+
 static void scenario_stall(void)
 {
 	char p[PATH_MAX];
@@ -2339,7 +2466,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem memory idle batch search search_rg bridge stall shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem memory idle batch search search_rg bridge stall processes shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -2881,6 +3008,8 @@ int main(int argc, char **argv)
 		scenario_bridge();
 	if (wanted("stall"))
 		scenario_stall();
+	if (wanted("processes"))
+		scenario_processes();
 	/* Last: its 10,000 connections leave the daemon's memory grown, which
 	 * would hide what idle connections cost. */
 	if (wanted("shell10k"))

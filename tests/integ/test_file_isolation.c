@@ -92,8 +92,9 @@ static const struct refused cases[] = {
 /* Built-in tools that touch no file of the workspace by themselves (the
  * shell's child is confined by the sandbox and runs as the peer: its own
  * tests; memory works in the peer's memory directory alone, as the peer:
- * test_memory.c). */
-static const char *const touch_no_file[] = { "shell", "memory", NULL };
+ * test_memory.c).
+ * The process tools talk to the processes shell started. */
+static const char *const touch_no_file[] = { "shell", "memory", "process_io", "process_kill", "process_list", NULL };
 
 /* Appends one line per entry beneath the workspace: path, type, mode,
  * owner, size and content (of small files). */

@@ -118,7 +118,7 @@ START_TEST(check_config)
 	char *out = NULL, *err = NULL;
 	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
 	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 0);
-	ck_assert_msg(strstr(out, "OK") && strstr(out, "14 tools"), "stdout: %s", out);
+	ck_assert_msg(strstr(out, "OK") && strstr(out, "17 tools"), "stdout: %s", out);
 	ck_assert_msg(!path_exists(d.sock), "--check-config created the socket");
 	free(out);
 	free(err);
@@ -635,7 +635,7 @@ START_TEST(admin_reload)
 	/* nothing changed */
 	const struct json *r = tcc_reload(a);
 	tc_assert_ok(r);
-	ck_assert_int_eq(tj_int(r, "result.tools"), 13);
+	ck_assert_int_eq(tj_int(r, "result.tools"), 16);
 	ck_assert_int_eq(tj_len(r, "result.added"), 0);
 	ck_assert_int_eq(tj_len(r, "result.removed"), 0);
 	ck_assert_int_eq(tj_len(r, "result.changed"), 0);
@@ -645,7 +645,7 @@ START_TEST(admin_reload)
 	tcd_write_tool(&d, "echo.json", ECHO_TOOL("echo", "Echo a message"));
 	r = tcc_reload(a);
 	tc_assert_ok(r);
-	ck_assert_int_eq(tj_int(r, "result.tools"), 14);
+	ck_assert_int_eq(tj_int(r, "result.tools"), 17);
 	ck_assert_int_eq(tj_len(r, "result.added"), 1);
 	ck_assert(array_has(r, "result.added", "echo"));
 	ck_assert_int_eq(tj_len(r, "result.removed"), 0);
@@ -698,7 +698,7 @@ START_TEST(admin_reload)
 	tc_assert_ok(r);
 	ck_assert_int_eq(tj_len(r, "result.removed"), 1);
 	ck_assert_pstr_eq(tj_str(r, "result.removed.0"), "echo");
-	ck_assert_int_eq(tj_int(r, "result.tools"), 13);
+	ck_assert_int_eq(tj_int(r, "result.tools"), 16);
 	r = tcc_call(a, "echo", "{\"msg\":\"gone\"}");
 	tc_assert_kind(r, "not_found");
 
@@ -870,7 +870,7 @@ START_TEST(admin_stats)
 	ck_assert_int_eq(tj_int(s, "connections.open"), 2);
 	ck_assert_int_ge(tj_int(s, "connections.total"), 2);
 	ck_assert_int_ge(tj_int(s, "sessions"), 1);
-	ck_assert_int_eq(tj_int(s, "registeredTools"), 13);
+	ck_assert_int_eq(tj_int(s, "registeredTools"), 16);
 	ck_assert_int_eq(tj_int(s, "inFlight"), 0);
 	ck_assert_int_eq(tj_int(s, "calls"), 5);
 	ck_assert_int_eq(tj_int(s, "errors.execution_error"), 1);

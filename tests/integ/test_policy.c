@@ -604,7 +604,7 @@ START_TEST(events_dispatch_registry_circuit)
 	const struct json *ev = tcc_wait_event(sub, "registry.reloaded", 2000);
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_int_eq(tj_int(ev, "tools"), tj_int(r, "result.tools"));
-	ck_assert_int_eq(tj_int(ev, "tools"), 15);
+	ck_assert_int_eq(tj_int(ev, "tools"), 18);
 
 	tc_assert_kind(tcc_call(c, "breaker", "{\"code\":1}"), "execution_error");
 	tc_assert_kind(tcc_call(c, "breaker", "{\"code\":1}"), "execution_error");

@@ -700,6 +700,9 @@ START_TEST(tools_list_fields)
 		{ "memory", "write", false, 60000 },
 		{ "move_file", "write", false, 60000 },
 		{ "patch_file", "write", false, 60000 },
+		{ "process_io", "execute", false, 600000 },
+		{ "process_kill", "execute", false, 600000 },
+		{ "process_list", "read", true, 60000 },
 		{ "read_file", "read", true, 60000 },
 		{ "search", "read", true, 60000 },
 		{ "shell", "execute", false, 600000 },
@@ -712,7 +715,7 @@ START_TEST(tools_list_fields)
 	const struct json *r = tcc_request(c, "tools/list", NULL);
 	tc_assert_ok(r);
 	ck_assert_int_eq(tj_len(r, "result.tools"), ELEMENTSOF(want));
-	ck_assert_msg(!tj_has(r, "result.nextCursor"), "a cursor for 13 tools");
+	ck_assert_msg(!tj_has(r, "result.nextCursor"), "a cursor for 16 tools");
 	for (size_t i = 0; i < ELEMENTSOF(want); i++) {
 		const struct json *t = tj(r, tcc_fmt(c, "result.tools.%zu", i));
 		ck_assert_pstr_eq(tj_str(t, "name"), want[i].name);
@@ -735,8 +738,9 @@ START_TEST(tools_list_fields)
 		ck_assert_int_eq(tj_bool(t, "annotations.openWorldHint"), str_eq(want[i].side, "execute"));
 	}
 	/* required fields of the schemas a model relies on */
-	ck_assert_pstr_eq(tj_str(r, "result.tools.8.inputSchema.required.0"), "path");
-	ck_assert_pstr_eq(tj_str(r, "result.tools.10.inputSchema.required.0"), "command");
+	ck_assert_pstr_eq(tj_str(r, "result.tools.11.inputSchema.required.0"), "path");
+	ck_assert_pstr_eq(tj_str(r, "result.tools.13.inputSchema.required.0"), "command");
+	ck_assert_pstr_eq(tj_str(r, "result.tools.8.inputSchema.required.0"), "process_id");
 	/* a cursor that was never given is refused */
 	r = tcc_request(c, "tools/list", "{\"cursor\":\"bogus\"}");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
@@ -836,7 +840,8 @@ START_TEST(not_found_lists_tools)
 	ck_assert_int_eq(tj_int(r, "error.code"), -32601);
 	ck_assert_pstr_eq(tj_str(r, "error.message"),
 			  "Tool 'red_file' not found. Available: [delete_file, edit_file, glob, list_dir, make_dir, "
-			  "memory, move_file, patch_file, read_file, search, shell, stat, write_file]");
+			  "memory, move_file, patch_file, process_io, process_kill, process_list, read_file, search, shell, "
+			  "stat, write_file]");
 	ck_assert(!tj_bool(r, "error.data.retryable"));
 	ck_assert_pstr_eq(tj_str(r, "error.data.tool"), "red_file");
 	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);

@@ -77,7 +77,7 @@ START_TEST(socket_activation)
 	r = tcc_initialize(c, NULL);
 	ck_assert_pstr_eq(tj_str(r, "serverInfo.name"), "toolcalld");
 	r = tcc_request(c, "tools/list", NULL);
-	ck_assert_int_eq(tj_len(r, "result.tools"), 13);
+	ck_assert_int_eq(tj_len(r, "result.tools"), 16);
 	/* more connections on the same passed socket */
 	struct tcc *c2 = tcc_connect(&d);
 	tc_assert_ok(tcc_request(c2, "ping", NULL));

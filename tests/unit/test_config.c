@@ -91,6 +91,12 @@ START_TEST(defaults_are_the_contracts)
 	ck_assert_uint_eq(c.limits.session_concurrency, 4);
 	ck_assert_uint_eq(c.limits.per_uid_running, 0);	/* three quarters of max_concurrent */
 	ck_assert_uint_eq(c.limits.queue_max, 256);
+	ck_assert_uint_eq(c.limits.per_uid_processes, 8);
+	ck_assert_uint_eq(c.limits.process_buffer_kb, 1024);
+	ck_assert_uint_eq(c.limits.process_idle_s, 900);
+	ck_assert_uint_eq(c.limits.process_lifetime_s, 86400);
+	ck_assert_uint_eq(c.limits.process_keep_s, 300);
+	ck_assert_uint_eq(c.limits.kill_grace_ms, 5000);
 	ck_assert_uint_eq(c.retry.max_attempts, 3);
 	ck_assert_uint_eq(c.retry.base_delay_ms, 100);
 	ck_assert_uint_eq(c.idempotency.ttl_ms, 60000);
@@ -364,6 +370,10 @@ START_TEST(error_out_of_range_position)
 		     "t.json:1:29: retry.base_delay_ms: expected a non-negative integer, got 1.5");
 	assert_error("{\"grace_ms\": 99999999999999999999999}",
 		     "t.json:1:14: grace_ms: expected a non-negative integer, got 99999999999999999999999");
+	assert_error("{\"limits\": {\"per_uid_processes\": 0}}",
+		     "t.json:1:34: limits.per_uid_processes: expected a positive integer");
+	assert_error("{\"limits\": {\"process_buffer_kb\": 1048577}}",
+		     "t.json:1:34: limits.process_buffer_kb: expected a positive integer of at most 1048576");
 	/* UTF-8 before the error counts as one column per character. */
 	assert_error("{\"tools\": {\"read_file\": {/* é */ \"limit\": 0}}}",
 		     "t.json:1:43: tools.read_file.limit: expected a positive integer");

@@ -1,0 +1,651 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Processes that outlive a call (CONTRACT §19), against the real daemon:
+ * shell with background returns at until, at the end or after yield_ms;
+ * process_io, process_kill and process_list; ownership by uid (another
+ * uid gets the answer of an unknown id), read positions per session (a
+ * second connection reads from the start of what the ring holds, the
+ * first only what is new to it), the whole tree gone on kill (a setsid
+ * grandchild included), the idle end, the ring's dropped count, a
+ * terminal's input and waiting_for_input from the kernel's view, and the
+ * per-uid limit.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define NOBODY 65534
+#define CFG_AUTO                                                                                  \
+	"\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"execute\":\"auto\",\"write\":\"auto\"," \
+	"\"read\":\"auto\"}}"
+
+static void start(struct tcd *d, const char *extra)
+{
+	char *cfg = xasprintf("{" CFG_AUTO "%s%s}", extra ? "," : "", extra ? extra : "");
+	tcd_start(d, cfg);
+	free(cfg);
+	ck_assert(chmod(d->dir, 0711) == 0);
+	ck_assert(chmod(d->ws, 0777) == 0);
+}
+
+/* Starts a background command; returns the shell call's response. */
+static const struct json *bg(struct tcc *c, const char *command, const char *more)
+{
+	char *q = tj_quote(command);
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s,\"background\":true%s%s}", q,
+							     more ? "," : "", more ? more : ""));
+	free(q);
+	return r;
+}
+
+static const char *pid_of(const struct json *r)
+{
+	const char *id = tj_str(r, "result.structuredContent.process_id");
+	ck_assert_msg(id && *id, "no process_id in %s", tj_text(r));
+	return id;
+}
+
+static const struct json *io(struct tcc *c, const char *id, const char *more)
+{
+	return tcc_call(c, "process_io", tcc_fmt(c, "{\"process_id\":\"%s\"%s%s}", id, more ? "," : "",
+						 more ? more : ""));
+}
+
+static const char *out(const struct json *r)
+{
+	const char *s = tj_str(r, "result.structuredContent.output");
+	ck_assert_msg(s, "no output in %s", tj_text(r));
+	return s;
+}
+
+START_TEST(background_returns_at_until_and_kill_ends_it)
+{
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	uint64_t t0 = tc_now_ms();
+	const struct json *r = bg(c, "echo hello; exec sleep 300", "\"until\":\"hel+o\",\"yield_ms\":60000");
+	tc_assert_ok(r);
+	ck_assert_msg(tc_now_ms() - t0 < 30000, "until did not end the wait");
+	ck_assert(!tj_bool(r, "result.isError"));
+	ck_assert(tj_bool(r, "result.structuredContent.running"));
+	ck_assert_str_eq(out(r), "hello\n");
+	ck_assert(tj_has(r, "result.structuredContent.sandbox"));
+	char *id = xstrdup(pid_of(r));
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), id), "the text names the process");
+
+	/* Listed, running. */
+	r = tcc_call(c, "process_list", "{}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.processes"), 1);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.processes.0.id"), id);
+	ck_assert(tj_bool(r, "result.structuredContent.processes.0.running"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.processes.0.command"), "echo hello; exec sleep 300");
+
+	/* Nothing new to read: wait_ms 0 returns at once. */
+	r = io(c, id, "\"wait_ms\":0");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "");
+
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", id));
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.signal"), "SIGTERM");
+	ck_assert(tj_bool(r, "result.isError"));
+
+	/* Still listed once ended, and its end readable. */
+	r = io(c, id, "\"wait_ms\":0");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	r = tcc_call(c, "process_list", "{}");
+	ck_assert(!tj_bool(r, "result.structuredContent.processes.0.running"));
+
+	/* A command that ends returns at its end, with its exit code. */
+	t0 = tc_now_ms();
+	r = bg(c, "echo bye; exit 3", "\"yield_ms\":60000");
+	tc_assert_ok(r);
+	ck_assert_msg(tc_now_ms() - t0 < 30000, "the end did not end the wait");
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 3);
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_str_eq(out(r), "bye\n");
+
+	/* A refusal of the sandbox is told as shell tells it. */
+	r = bg(c, "echo x > /etc/tc-processes-denied", "\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "[sandbox]"), "%s", tj_str(r, "result.content.0.text"));
+
+	/* yield_ms passes: the output so far. */
+	r = bg(c, "echo a; sleep 300", "\"yield_ms\":300,\"until\":\"never-printed\"");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.structuredContent.running"));
+
+	/* Options of background without it; a bad until. */
+	tc_assert_kind(tcc_call(c, "shell", "{\"command\":\"true\",\"tty\":true}"), "validation_error");
+	tc_assert_kind(bg(c, "true", "\"until\":\"(\""), "validation_error");
+	const struct json *big = bg(c, "true", "\"until\":\"a{2000}b{2000}\"");
+	tc_assert_kind(big, "validation_error");
+	ck_assert_msg(strstr(tj_str(big, "error.message"), "too large"), "%s", tj_str(big, "error.message"));
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(other_uids_get_the_unknown_answer)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	r = io(n, id, "\"wait_ms\":0");
+	tc_assert_kind(r, "validation_error");
+	char *foreign = tj_text(tj(r, "error.message"));
+	r = io(n, "p999-ffff", "\"wait_ms\":0");
+	tc_assert_kind(r, "validation_error");
+	char *unknown = tj_text(tj(r, "error.message"));
+	/* The same words, but for the id named. */
+	char *a = strstr(foreign, id), *b = strstr(unknown, "p999-ffff");
+	ck_assert(a && b);
+	ck_assert_int_eq(a - foreign, b - unknown);
+	ck_assert_str_eq(a + strlen(id), b + strlen("p999-ffff"));
+	ck_assert_msg(strstr(foreign, "of yours"), "%s", foreign);
+	tc_assert_kind(tcc_call(n, "process_kill", tcc_fmt(n, "{\"process_id\":\"%s\"}", id)), "validation_error");
+	r = tcc_call(n, "process_list", "{}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.processes"), 0);
+	/* Its own processes run as itself. */
+	r = bg(n, "id -u", "\"yield_ms\":10000");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "65534\n");
+
+	/* And on a terminal of their own. */
+	r = bg(n, "tty; id -u", "\"tty\":true,\"yield_ms\":10000");
+	tc_assert_ok(r);
+	ck_assert_msg(strncmp(out(r), "/dev/pts/", 9) == 0 && strstr(out(r), "\n65534\n"), "%s", out(r));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+
+	/* toolcallctl as that uid: ps hides root's process, kill refuses it. */
+	if (access("/usr/bin/setpriv", X_OK) == 0) {
+		const char *ps[] = { "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+				     tc_ctl_path(), "-s", d.sock, "ps", NULL };
+		char *text = NULL;
+		ck_assert_int_eq(tc_run(ps, NULL, "/", &text, NULL, 10000), 0);
+		ck_assert_msg(!strstr(text, id) && strstr(text, "65534"), "ps as 65534: %s", text);
+		free(text);
+		const char *kill_argv[] = { "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+					    tc_ctl_path(), "-s", d.sock, "kill", id, NULL };
+		ck_assert_int_eq(tc_run(kill_argv, NULL, "/", NULL, NULL, 10000), 5);
+	}
+
+	/* The owner's is untouched. */
+	r = io(c, id, "\"wait_ms\":0");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.structuredContent.running"));
+	free(foreign);
+	free(unknown);
+	free(id);
+	tcc_close(n);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(a_second_connection_reattaches_with_its_own_position)
+{
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *a = tcc_connect(&d);
+	const struct json *r = bg(a, "echo one; read x; echo two; sleep 300", "\"until\":\"one\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "one\n");
+	char *id = xstrdup(pid_of(r));
+	tcc_close(a);
+
+	/* A new connection (a new session of the same uid) picks it up and
+	 * reads what the ring holds from its start. */
+	struct tcc *b = tcc_connect(&d);
+	r = io(b, id, "\"input\":\"go\\n\",\"until\":\"two\",\"wait_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "one\ntwo\n");
+	/* And again: nothing new for it. */
+	r = io(b, id, "\"wait_ms\":0");
+	ck_assert_str_eq(out(r), "");
+
+	/* A third session reads it all again. */
+	struct tcc *c = tcc_connect(&d);
+	r = io(c, id, "\"wait_ms\":0");
+	ck_assert_str_eq(out(r), "one\ntwo\n");
+	free(id);
+	tcc_close(b);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+static bool pid_gone(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	bool zombie = fgets(buf, sizeof(buf), f) && strstr(buf, ") Z ");
+	fclose(f);
+	return zombie;
+}
+
+START_TEST(kill_takes_a_setsid_grandchild)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"kill_grace_ms\":1500}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "setsid sh -c 'echo gc=$$; exec sleep 300' & wait",
+				  "\"until\":\"gc=[0-9]+\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	const char *o = strstr(out(r), "gc=");
+	ck_assert(o);
+	pid_t gc = (pid_t)atoi(o + 3);
+	ck_assert_int_gt(gc, 1);
+	ck_assert_int_eq(kill(gc, 0), 0);
+	char *id = xstrdup(pid_of(r));
+
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", id));
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	uint64_t end = tc_now_ms() + tc_wait_scaled(5000);
+	while (!pid_gone(gc) && tc_now_ms() < end)
+		tc_pause_ms(20);
+	ck_assert_msg(pid_gone(gc), "the setsid grandchild %d outlived the kill", (int)gc);
+	free(id);
+
+	/* One that ignores SIGTERM gets SIGKILL after the grace delay. */
+	r = bg(c, "trap '' TERM; echo ready; while :; do sleep 1; done", "\"until\":\"ready\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	id = xstrdup(pid_of(r));
+	uint64_t t0 = tc_now_ms();
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", id));
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.signal"), "SIGKILL");
+	ck_assert_uint_ge(tc_now_ms() - t0, 1400);
+	ck_assert_uint_lt(tc_now_ms() - t0, 1500 + tc_wait_scaled(3500));
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(an_idle_process_ends)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"process_idle_s\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	uint64_t end = tc_now_ms() + tc_wait_scaled(10000);
+	bool running = true;
+	while (running && tc_now_ms() < end) {
+		tc_pause_ms(100);
+		r = tcc_call(c, "process_list", "{}");
+		running = tj_bool(r, "result.structuredContent.processes.0.running");
+	}
+	ck_assert_msg(!running, "still running after the idle limit");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.processes.0.reason"), "idle");
+	r = io(c, id, "\"wait_ms\":0");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.reason"), "idle");
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(lifetime_and_daemon_stop_end_processes)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"process_lifetime_s\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	/* process_io keeps it from being idle, not from its lifetime. */
+	r = io(c, id, "\"wait_ms\":10000");
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.reason"), "lifetime");
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+
+	/* The daemon's stop takes every process's tree with it. */
+	start(&d, NULL);
+	c = tcc_connect(&d);
+	r = bg(c, "setsid sh -c 'echo gc=$$; exec sleep 300' & wait", "\"until\":\"gc=[0-9]+\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	pid_t gc = (pid_t)atoi(strstr(out(r), "gc=") + 3);
+	ck_assert_int_eq(kill(gc, 0), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	uint64_t end = tc_now_ms() + tc_wait_scaled(5000);
+	while (!pid_gone(gc) && tc_now_ms() < end)
+		tc_pause_ms(20);
+	ck_assert_msg(pid_gone(gc), "%d outlived the daemon", (int)gc);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(the_ring_counts_what_it_dropped)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"process_buffer_kb\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "head -c 5000 /dev/zero | tr '\\000' a; echo; echo END; sleep 300",
+				  "\"until\":\"END\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	int64_t total = tj_int(r, "result.structuredContent.total_bytes");
+	ck_assert_int_eq(total, 5000 + 1 + 4);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.dropped_bytes"), total - 1024);
+	ck_assert_int_eq((int64_t)strlen(out(r)), 1024);
+	const char *o = out(r);
+	ck_assert_str_eq(o + strlen(o) - 5, "\nEND\n");
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "dropped"), "the text says bytes were dropped");
+	r = tcc_call(c, "process_list", "{}");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.processes.0.dropped"), total - 1024);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Polls process_io until waiting_for_input is want (or the deadline). */
+static bool wait_for_input_state(struct tcc *c, const char *id, bool want)
+{
+	uint64_t end = tc_now_ms() + tc_wait_scaled(10000);
+	for (;;) {
+		const struct json *r = io(c, id, "\"wait_ms\":0");
+		tc_assert_ok(r);
+		if (tj_bool(r, "result.structuredContent.waiting_for_input") == want)
+			return true;
+		if (tc_now_ms() >= end)
+			return false;
+		tc_pause_ms(50);
+	}
+}
+
+START_TEST(tty_input_and_waiting_for_input)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"per_uid_processes\":16}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "printf '\\033[1mready\\033[0m\\n'; read x; echo got $x",
+				  "\"tty\":true,\"until\":\"ready\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.structuredContent.tty"));
+	/* Escape sequences removed, \r\n made \n. */
+	ck_assert_str_eq(out(r), "ready\n");
+	char *id = xstrdup(pid_of(r));
+	ck_assert_msg(wait_for_input_state(c, id, true), "read x on its terminal is not waiting for input");
+	r = io(c, id, "\"input\":\"abc\\n\",\"until\":\"got abc\",\"wait_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(out(r), "got abc"), "%s", out(r));
+	r = io(c, id, "\"wait_ms\":20000");
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+	free(id);
+
+	/* The terminal's size, given at the start and changed by process_io;
+	 * a size not given stays. */
+	r = bg(c, "stty size; read x; stty size; read x; stty size",
+	       "\"tty\":true,\"cols\":100,\"rows\":30,\"until\":\"30 100\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(out(r), "30 100\n"), "%s", out(r));
+	id = xstrdup(pid_of(r));
+	r = io(c, id, "\"cols\":120,\"rows\":40,\"input\":\"\\n\",\"until\":\"40 120\",\"wait_ms\":20000");
+	ck_assert_msg(strstr(out(r), "40 120\n"), "%s", out(r));
+	r = io(c, id, "\"rows\":50,\"input\":\"\\n\",\"until\":\"50 120\",\"wait_ms\":20000");
+	ck_assert_msg(strstr(out(r), "50 120\n"), "%s", out(r));
+	free(id);
+
+	/* Pipes: cat waits for input, sleep does not. */
+	r = bg(c, "cat", "\"yield_ms\":0");
+	id = xstrdup(pid_of(r));
+	ck_assert_msg(wait_for_input_state(c, id, true), "cat is not waiting for input");
+	r = io(c, id, "\"input\":\"echo me\\n\",\"until\":\"echo me\",\"wait_ms\":20000");
+	ck_assert_str_eq(out(r), "echo me\n");
+	r = io(c, id, "\"eof\":true,\"wait_ms\":20000");
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+	free(id);
+	r = bg(c, "sleep 300", "\"yield_ms\":200");
+	id = xstrdup(pid_of(r));
+	tc_pause_ms(200);
+	r = io(c, id, "\"wait_ms\":0");
+	ck_assert(!tj_bool(r, "result.structuredContent.waiting_for_input"));
+	free(id);
+
+	/* A server blocked in select or poll on other fds is not waiting for
+	 * input, though its stdin is a pipe that holds nothing. */
+	if (access("/usr/bin/python3", X_OK) == 0) {
+		static const char *const waits[] = {
+			"python3 -u -c 'import os,select; r,w=os.pipe(); print(\"ready\"); select.select([r],[],[])'",
+			"python3 -u -c 'import os,select; r,w=os.pipe(); p=select.poll(); p.register(r); print(\"ready\"); p.poll()'",
+			"python3 -u -c 'import os,select; r,w=os.pipe(); e=select.epoll(); e.register(r); print(\"ready\"); e.poll()'",
+		};
+		for (size_t i = 0; i < sizeof(waits) / sizeof(*waits); i++) {
+			r = bg(c, waits[i], "\"until\":\"ready\",\"yield_ms\":20000");
+			tc_assert_ok(r);
+			id = xstrdup(pid_of(r));
+			tc_pause_ms(300);
+			r = io(c, id, "\"wait_ms\":0");
+			ck_assert(tj_bool(r, "result.structuredContent.running"));
+			ck_assert_msg(!tj_bool(r, "result.structuredContent.waiting_for_input"), "%s", waits[i]);
+			tc_assert_ok(tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\",\"signal\":\"KILL\"}", id)));
+			free(id);
+		}
+		/* The same on its stdin is. */
+		r = bg(c, "python3 -u -c 'import sys,select; print(\"ready\"); select.select([sys.stdin],[],[])'",
+		       "\"until\":\"ready\",\"yield_ms\":20000");
+		id = xstrdup(pid_of(r));
+		ck_assert_msg(wait_for_input_state(c, id, true), "select on stdin is not waiting for input");
+		free(id);
+	}
+
+	/* A REPL on a terminal. */
+	if (access("/usr/bin/python3", X_OK) == 0) {
+		r = bg(c, "python3 -i -q", "\"tty\":true,\"until\":\">>> \",\"yield_ms\":20000");
+		tc_assert_ok(r);
+		id = xstrdup(pid_of(r));
+		ck_assert_msg(wait_for_input_state(c, id, true), "python3 -i is not waiting for input");
+		r = io(c, id, "\"input\":\"print(6*7)\\n\",\"until\":\"42\",\"wait_ms\":20000");
+		ck_assert_msg(strstr(out(r), "42"), "%s", out(r));
+		free(id);
+	}
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+START_TEST(per_uid_limit)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"per_uid_processes\":2}");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(bg(c, "sleep 300", "\"yield_ms\":0"));
+	tc_assert_ok(bg(c, "sleep 300", "\"yield_ms\":0"));
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_kind(r, "overloaded");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "per_uid_processes"), "%s", tj_str(r, "error.message"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+static bool file_has(const char *path, const char *needle)
+{
+	char *text = tcd_read(NULL, path, NULL);
+	bool has = text && strstr(text, needle);
+	free(text);
+	return has;
+}
+
+START_TEST(events_audit_stats_tmpdir_and_ctl)
+{
+	struct tcd d;
+	start(&d, "\"audit_log\":\"@DIR@/audit.log\",\"audit_fsync_ms\":0");
+	struct tcc *sub = tcc_connect(&d);
+	tc_assert_ok(tcc_request(sub, "events/subscribe", "{\"types\":[\"process.*\"]}"));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "echo tmp=$TMPDIR; sleep 300", "\"until\":\"tmp=/\",\"yield_ms\":20000");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	char *tmp = xstrdup(strstr(out(r), "tmp=") + 4);
+	*strchr(tmp, '\n') = '\0';
+	const struct json *ev = tcc_wait_event(sub, "process.started", 10000);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(tj_str(ev, "processId"), id);
+	ck_assert_str_eq(tj_str(ev, "command"), "echo tmp=$TMPDIR; sleep 300");
+
+	/* The TMPDIR lives while the process does (it is the daemon's, seen
+	 * from here through its mount namespace when it has one). */
+	char *tmp_seen = xasprintf("/proc/%d/root%s", (int)d.pid, tmp);
+	struct stat st;
+	ck_assert_msg(stat(tmp_seen, &st) == 0, "%s: %s", tmp_seen, strerror(errno));
+
+	/* Counted in admin/stats and metrics. */
+	r = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(r, "result.processes.running"), 1);
+	ck_assert_int_eq(tj_int(r, "result.processes.started"), 1);
+
+	/* toolcallctl ps lists it; kill ends it. */
+	const char *ps[] = { tc_ctl_path(), "-s", d.sock, "ps", NULL };
+	char *text = NULL;
+	ck_assert_int_eq(tc_run(ps, NULL, NULL, &text, NULL, 10000), 0);
+	ck_assert_msg(strstr(text, id) && strstr(text, "running"), "ps: %s", text);
+	free(text);
+	const char *kill_argv[] = { tc_ctl_path(), "-s", d.sock, "kill", id, NULL };
+	ck_assert_int_eq(tc_run(kill_argv, NULL, NULL, &text, NULL, 10000), 0);
+	free(text);
+	ev = tcc_wait_event(sub, "process.exited", 10000);
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(tj_str(ev, "processId"), id);
+	ck_assert_str_eq(tj_str(ev, "signal"), "SIGTERM");
+	ck_assert_str_eq(tj_str(ev, "reason"), "killed");
+	/* Its TMPDIR went with it. */
+	ck_assert_msg(stat(tmp_seen, &st) < 0 && errno == ENOENT, "%s outlived the process", tmp_seen);
+
+	r = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(r, "result.processes.running"), 0);
+	ck_assert_int_eq(tj_int(r, "result.processes.killed"), 1);
+	r = tcc_request(c, "admin/metrics", NULL);
+	ck_assert_msg(strstr(tj_str(r, "result.text"), "toolcalld_processes_exited_total{reason=\"killed\"} 1"),
+		      "%s", tj_str(r, "result.text"));
+
+	/* Audited at the start (the shell call) and at the end. */
+	char *log = xasprintf("%s/audit.log", d.dir);
+	uint64_t end = tc_now_ms() + tc_wait_scaled(5000);
+	while (!file_has(log, "\"event\":\"process.exited\"") && tc_now_ms() < end)
+		tc_pause_ms(20);
+	ck_assert(file_has(log, "\"event\":\"process.exited\""));
+	ck_assert(file_has(log, "\"event\":\"process.started\""));
+	ck_assert(file_has(log, "\"tool\":\"shell\",\"sideEffect\":\"execute\""));
+	ck_assert(file_has(log, tcc_fmt(c, "\"processId\":\"%s\"", id)));
+	ck_assert(file_has(log, "\"command\":\"echo tmp=$TMPDIR; sleep 300\""));
+	ck_assert(file_has(log, "\"reason\":\"killed\""));
+	free(log);
+	free(tmp_seen);
+	free(tmp);
+	free(id);
+	tcc_close(c);
+	tcc_close(sub);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Sends a process_io without waiting for its answer; returns its id's text. */
+static const char *io_async(struct tcc *c, const char *id, const char *more)
+{
+	const char *params = tcc_fmt(c, "{\"name\":\"process_io\",\"arguments\":{\"process_id\":\"%s\",%s}}", id, more);
+	return tcc_fmt(c, "%lld", (long long)tcc_send_request(c, "tools/call", params));
+}
+
+START_TEST(waiting_calls_hold_no_slot)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"session_concurrency\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	/* Sixteen calls wait on it for 5 s, on a session of one slot. */
+	const char *ids[16];
+	for (int i = 0; i < 16; i++)
+		ids[i] = io_async(c, id, "\"wait_ms\":5000");
+	/* Another call of the same session runs now, not after them. */
+	uint64_t t0 = tc_now_ms();
+	r = tcc_call(c, "process_list", "{}");
+	tc_assert_ok(r);
+	ck_assert_msg(tc_now_ms() - t0 < tc_wait_scaled(2500), "process_list waited %llu ms behind the waiting calls",
+		      (unsigned long long)(tc_now_ms() - t0));
+	/* A seventeenth waiting call is refused. */
+	r = io(c, id, "\"wait_ms\":5000");
+	tc_assert_kind(r, "overloaded");
+	for (int i = 0; i < 16; i++) {
+		r = tcc_wait_id(c, ids[i], 20000);
+		ck_assert_ptr_nonnull(r);
+		tc_assert_ok(r);
+		ck_assert(tj_bool(r, "result.structuredContent.running"));
+	}
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+static Suite *processes_suite(void)
+{
+	Suite *s = suite_create("processes");
+	TCase *tc = tcase_create("processes");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, background_returns_at_until_and_kill_ends_it);
+	tcase_add_test(tc, other_uids_get_the_unknown_answer);
+	tcase_add_test(tc, a_second_connection_reattaches_with_its_own_position);
+	tcase_add_test(tc, kill_takes_a_setsid_grandchild);
+	tcase_add_test(tc, an_idle_process_ends);
+	tcase_add_test(tc, lifetime_and_daemon_stop_end_processes);
+	tcase_add_test(tc, the_ring_counts_what_it_dropped);
+	tcase_add_test(tc, tty_input_and_waiting_for_input);
+	tcase_add_test(tc, per_uid_limit);
+	tcase_add_test(tc, waiting_calls_hold_no_slot);
+	tcase_add_test(tc, events_audit_stats_tmpdir_and_ctl);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(processes_suite());
+}

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process table on a fake clock (lib/process/): the ring and what it
+ * drops, a read position per session, until over new output, wait timers,
+ * the keep delay after the end, and the text helpers (escape sequences,
+ * signal names). Processes here are made without a child: the table's
+ * bookkeeping is what is tested; tests/integ/test_processes.c runs real
+ * ones.
+ */
+#include <check.h>
+#include <signal.h>
+#include <string.h>
+
+#include "lib/process/process_internal.h"
+#include "lib/regex.h"
+#include "lib/session.h"
+#include "proto/json.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/fakeloop.h"
+
+struct fixture {
+	struct tc_loop *loop;
+	struct process_table *t;
+	struct tool_env env;
+};
+
+static unsigned finished;
+
+static void on_finish(struct tool_call *c)
+{
+	finished++;
+}
+
+static void fx_init(struct fixture *fx, size_t ring)
+{
+	fx->loop = fakeloop_new();
+	fx->t = process_table_new(fx->loop, NULL);
+	struct process_limits l = PROCESS_LIMITS_DEFAULT;
+	l.buffer_bytes = ring;
+	l.keep_ms = 1000;
+	process_table_set_limits(fx->t, &l);
+	fx->env = (struct tool_env){ .processes = fx->t };
+	finished = 0;
+}
+
+static void fx_free(struct fixture *fx)
+{
+	process_table_free(fx->t);
+	fakeloop_free(fx->loop);
+}
+
+/* A call of session sid (its args parsed from json). */
+static struct json_doc *call_init(struct fixture *fx, struct tool_call *c, struct session *s, const char *sid,
+				  const char *json)
+{
+	*s = (struct session){ .id = (char *)sid, .uid = 1000 };
+	struct json_doc *doc = NULL;
+	ck_assert_int_eq(json_parse(json, strlen(json), 0, 64, &doc, NULL), 0);
+	*c = (struct tool_call){ .args = json_doc_root(doc), .loop = fx->loop, .env = &fx->env, .session = s,
+				 .on_finish = on_finish };
+	return doc;
+}
+
+static const char *structured_str(struct tool_call *c, const char *key, struct json_doc **doc)
+{
+	ck_assert_ptr_nonnull(c->structured);
+	ck_assert_int_eq(json_parse(c->structured, strlen(c->structured), 0, 64, doc, NULL), 0);
+	const struct json *v = json_get(json_doc_root(*doc), key);
+	return v && v->type == JSON_STRING ? v->u.str.s : NULL;
+}
+
+static int64_t structured_int(struct tool_call *c, const char *key)
+{
+	struct json_doc *doc = NULL;
+	structured_str(c, key, &doc);
+	int64_t v = -1;
+	json_get_int(json_get(json_doc_root(doc), key), &v);
+	json_doc_unref(doc);
+	return v;
+}
+
+START_TEST(ring_drops_and_positions_are_per_session)
+{
+	struct fixture fx;
+	fx_init(&fx, 8);
+	struct tool_call c;
+	struct session s;
+	struct json_doc *args = call_init(&fx, &c, &s, "A", "{}");
+	struct process *p = proc_new(fx.t, &c, "cmd");
+	proc_output(p, "0123", 4);
+	/* Session A reads the four bytes. */
+	proc_result(&c, p, PROC_WAIT_IO, 64);
+	struct json_doc *doc = NULL;
+	ck_assert_str_eq(structured_str(&c, "output", &doc), "0123");
+	json_doc_unref(doc);
+	ck_assert_int_eq(structured_int(&c, "dropped_bytes"), 0);
+	tool_call_clear(&c);
+
+	/* Ten more: the ring of 8 keeps the last 8; A missed 6 of them. */
+	proc_output(p, "456789abcd", 10);
+	ck_assert_int_eq(proc_ring_start(p), 6);
+	proc_result(&c, p, PROC_WAIT_IO, 64);
+	ck_assert_str_eq(structured_str(&c, "output", &doc), "6789abcd");
+	json_doc_unref(doc);
+	ck_assert_int_eq(structured_int(&c, "dropped_bytes"), 2);
+	tool_call_clear(&c);
+
+	/* Session B starts from what the ring holds, capped by max_bytes. */
+	struct tool_call cb;
+	struct session sb;
+	struct json_doc *args_b = call_init(&fx, &cb, &sb, "B", "{}");
+	proc_result(&cb, p, PROC_WAIT_IO, 3);
+	ck_assert_str_eq(structured_str(&cb, "output", &doc), "678");
+	json_doc_unref(doc);
+	ck_assert_int_eq(structured_int(&cb, "dropped_bytes"), 6);
+	ck_assert_int_eq(structured_int(&cb, "unread_bytes"), 5);
+	tool_call_clear(&cb);
+	proc_result(&cb, p, PROC_WAIT_IO, 64);
+	ck_assert_str_eq(structured_str(&cb, "output", &doc), "9abcd");
+	json_doc_unref(doc);
+	tool_call_clear(&cb);
+	/* max_bytes never cuts a character: the rest waits. */
+	proc_output(p, "x\xc3\xa9", 3);
+	proc_result(&cb, p, PROC_WAIT_IO, 2);
+	ck_assert_str_eq(structured_str(&cb, "output", &doc), "x");
+	json_doc_unref(doc);
+	ck_assert_int_eq(structured_int(&cb, "unread_bytes"), 2);
+	tool_call_clear(&cb);
+	proc_result(&cb, p, PROC_WAIT_IO, 2);
+	ck_assert_str_eq(structured_str(&cb, "output", &doc), "\xc3\xa9");
+	json_doc_unref(doc);
+	tool_call_clear(&cb);
+	json_doc_unref(args);
+	json_doc_unref(args_b);
+	fx_free(&fx);
+}
+END_TEST
+
+START_TEST(until_and_timers_answer_waiting_calls)
+{
+	struct fixture fx;
+	fx_init(&fx, 1024);
+	struct tool_call c;
+	struct session s;
+	struct json_doc *args = call_init(&fx, &c, &s, "A", "{}");
+	struct process *p = proc_new(fx.t, &c, "cmd");
+	struct regex *re = NULL;
+	ck_assert_int_eq(regex_compile("lis+tening", 10, &re, NULL), 0);
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, re, 1024, 0), TOOL_PENDING);
+	proc_output(p, "starting\nlis", 12);
+	ck_assert_uint_eq(finished, 0);
+	/* A match across two chunks. */
+	proc_output(p, "tening on 8000\n", 15);
+	ck_assert_uint_eq(finished, 1);
+	struct json_doc *doc = NULL;
+	ck_assert_str_eq(structured_str(&c, "output", &doc), "starting\nlistening on 8000\n");
+	json_doc_unref(doc);
+	tool_call_clear(&c);
+
+	/* After input, until looks only at what comes after it. */
+	proc_output(p, ">>> ", 4);
+	ck_assert_int_eq(regex_compile(">>> ", 4, &re, NULL), 0);
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, re, 1024, p->total), TOOL_PENDING);
+	proc_output(p, "42\n>>> ", 7);
+	ck_assert_uint_eq(finished, 2);
+	ck_assert_str_eq(structured_str(&c, "output", &doc), ">>> 42\n>>> ");
+	json_doc_unref(doc);
+	tool_call_clear(&c);
+
+	/* Without until: the wait ends after wait_ms. */
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, NULL, 1024, 0), TOOL_PENDING);
+	proc_output(p, "more\n", 5);
+	fakeloop_advance(fx.loop, 4999);
+	ck_assert_uint_eq(finished, 2);
+	fakeloop_advance(fx.loop, 1);
+	ck_assert_uint_eq(finished, 3);
+	ck_assert_str_eq(structured_str(&c, "output", &doc), "more\n");
+	json_doc_unref(doc);
+	tool_call_clear(&c);
+
+	/* The end answers a kill's wait; the process stays listed keep_ms. */
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_KILL, 0, NULL, 1024, 0), TOOL_PENDING);
+	p->end = PROC_END_KILLED;
+	proc_ended(p, -1, SIGTERM);
+	ck_assert_uint_eq(finished, 4);
+	ck_assert(c.is_error);
+	ck_assert_str_eq(structured_str(&c, "signal", &doc), "SIGTERM");
+	json_doc_unref(doc);
+	tool_call_clear(&c);
+	struct process_stats st;
+	process_table_stats(fx.t, &st);
+	ck_assert_uint_eq(st.listed, 1);
+	ck_assert_uint_eq(st.killed, 1);
+	fakeloop_advance(fx.loop, 1000);
+	process_table_stats(fx.t, &st);
+	ck_assert_uint_eq(st.listed, 0);
+	json_doc_unref(args);
+	fx_free(&fx);
+}
+END_TEST
+
+static void strip_is(const char *in, const char *want)
+{
+	struct buf b = {0};
+	process_strip_terminal(in, strlen(in), &b);
+	ck_assert_str_eq(buf_head(&b) ? buf_head(&b) : "", want);
+	buf_free(&b);
+}
+
+START_TEST(terminal_text_and_signal_names)
+{
+	strip_is("\x1b[1;32mok\x1b[0m\r\n", "ok\n");
+	strip_is("\x1b]0;title\x07$ ls\r\n", "$ ls\n");
+	strip_is("\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link");
+	strip_is("a\x1b(Bb\x1b=c\bd\x7f", "abcd");
+	strip_is("tab\there\n", "tab\there\n");
+	strip_is("caf\xc3\xa9 \xff", "caf\xc3\xa9 \xef\xbf\xbd");
+	ck_assert_int_eq(process_signal_from_name("TERM"), SIGTERM);
+	ck_assert_int_eq(process_signal_from_name("SIGKILL"), SIGKILL);
+	ck_assert_int_eq(process_signal_from_name("int"), SIGINT);
+	ck_assert_int_eq(process_signal_from_name("9"), 9);
+	ck_assert_int_eq(process_signal_from_name("NOPE"), -1);
+	ck_assert_int_eq(process_signal_from_name("99"), -1);
+}
+END_TEST
+
+static Suite *process_suite(void)
+{
+	Suite *s = suite_create("process");
+	TCase *tc = tcase_create("process");
+	tcase_add_test(tc, ring_drops_and_positions_are_per_session);
+	tcase_add_test(tc, until_and_timers_answer_waiting_calls);
+	tcase_add_test(tc, terminal_text_and_signal_names);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(process_suite());
+}
