@@ -124,7 +124,6 @@ struct deferral {
 	struct pending *p;
 	struct json_doc *doc;
 	const struct json *msg;
-	bool resumed;
 	uint64_t accepted_ms;		/* when it was parked (tc_now), for durationMs */
 };
 
@@ -137,11 +136,13 @@ static void deferral_free(void *arg)
 	free(d);
 }
 
+/* The deferral being handled again by methods_resume(), NULL otherwise. */
+static const struct deferral *resuming;
+
 /* The deferral of a request handled again once providers settled, or NULL. */
 static const struct deferral *resumed(const struct pending *p)
 {
-	const struct deferral *d = p->upper_free == deferral_free ? p->upper : NULL;
-	return d && d->resumed ? d : NULL;
+	return resuming && resuming->p == p ? resuming : NULL;
 }
 
 /* Parks a request until the providers being started have settled. */
@@ -157,22 +158,31 @@ static void defer(struct conn *c, const struct jrpc_req *req, struct pending *p)
 	p->upper_free = deferral_free;
 }
 
+/*
+ * Handles the parked requests again. Each deferral leaves its request
+ * first and is freed here after: handled again, the request's upper state
+ * is the handler's to set (a task's start, a dispatch group). A request
+ * handled again may settle providers: the loop running goes on with the
+ * list, no second one starts.
+ */
 void methods_resume(struct server *s)
 {
-	if (providers_starting(&s->providers))
+	if (resuming || providers_starting(&s->providers))
 		return;
 	while (!list_empty(&s->deferred)) {
 		struct deferral *d = list_first(&s->deferred, struct deferral, node);
 		list_remove(&d->node);
 		struct pending *p = d->p;
-		struct json_doc *doc = TAKE_PTR(d->doc);
+		p->upper = NULL;
+		p->upper_free = NULL;
 		struct jrpc_req req;
 		const char *why;
-		jrpc_parse_request(d->msg, json_doc_text(doc), &req, &why);
-		req.doc = doc;
-		d->resumed = true;
-		methods_handle(p->conn, &req, p);	/* may free p, and d with it */
-		json_doc_unref(doc);
+		jrpc_parse_request(d->msg, json_doc_text(d->doc), &req, &why);
+		req.doc = d->doc;
+		resuming = d;
+		methods_handle(p->conn, &req, p);	/* may free p */
+		resuming = NULL;
+		deferral_free(d);
 	}
 }
 
