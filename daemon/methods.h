@@ -15,8 +15,9 @@ struct server;
 /* Handles one request (p NULL: a notification): the connections'
  * on_request. */
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p);
-/* Hooks the methods into the closing of connections: a connection's calls
- * are detached, its subscription and session let go. */
+/* Sorts the method table and hooks the methods into the closing of
+ * connections: a connection's calls are detached, its subscription and
+ * session let go. */
 void methods_init(struct server *s);
 void methods_broadcast_list_changed(struct server *s);
 /* Answers requests that waited for providers, once none is starting. */

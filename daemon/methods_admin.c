@@ -113,9 +113,9 @@ static void m_metrics(struct conn *c, const struct jrpc_req *req, struct pending
 	methods_answer(p, &b);
 }
 
-const struct method_def admin_methods[] = {
-	{ "admin/reload", m_reload },
-	{ "admin/stats", m_stats },
-	{ "admin/metrics", m_metrics },
-	{ NULL, NULL },
+const struct method admin_methods[] = {
+	{ .name = "admin/reload", .exec = m_reload },
+	{ .name = "admin/stats", .exec = m_stats, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "admin/metrics", .exec = m_metrics, .flags = METHOD_REQUEST_ONLY },
+	{ .name = NULL },
 };
