@@ -546,8 +546,9 @@ static const struct conn_hook close_hook = {
 	.closed = conn_closed,
 };
 
-void methods_init(struct server *s)
+void methods_init(struct server *s, const struct methods_ops *ops)
 {
+	s->methods_ops = ops;
 	table_build();
 	conns_add_hook(&s->conns, &close_hook, s);
 }

@@ -19,7 +19,7 @@
 #include "daemon/methods_internal.h"
 #include "daemon/metrics.h"
 #include "daemon/providers.h"
-#include "daemon/server.h"
+#include "daemon/server_state.h"
 #include "lib/dispatch.h"
 #include "lib/loop.h"
 #include "lib/map.h"
@@ -45,7 +45,8 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 	if (!admin_allowed(c, p))
 		return;
 	char *result = NULL, *err = NULL;
-	int r = server_reload(server_of(c), &result, &err);
+	struct server *s = server_of(c);
+	int r = s->methods_ops->reload(s, &result, &err);
 	if (p) {
 		if (r < 0) {
 			struct buf data = {0};
