@@ -20,6 +20,7 @@
 #include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
+#include "daemon/methods_internal.h"
 #include "daemon/server_state.h"
 #include "lib/dispatch.h"
 #include "lib/errors.h"
@@ -567,10 +568,10 @@ static void m_tasks_cancel(struct conn *c, const struct jrpc_req *req, struct pe
 		park(p, tasks_cancel(server_of(c)->tasks, c->cred.uid, id, got_cancel, p));
 }
 
-const struct durable_method durable_methods[] = {
-	{ "tasks/get", m_tasks_get },
-	{ "tasks/result", m_tasks_result },
-	{ "tasks/list", m_tasks_list },
-	{ "tasks/cancel", m_tasks_cancel },
-	{ NULL, NULL },
+const struct method task_methods[] = {
+	{ .name = "tasks/get", .exec = m_tasks_get, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "tasks/result", .exec = m_tasks_result, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "tasks/list", .exec = m_tasks_list, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "tasks/cancel", .exec = m_tasks_cancel, .flags = METHOD_REQUEST_ONLY },
+	{ .name = NULL },
 };

@@ -44,12 +44,7 @@ void durable_write_tool_execution(struct jgen *g);
 bool durable_task_params(struct pending *p, const struct json *task, int64_t *ret_ttl);
 /* Makes a task for the checked call, answers {task} and runs the call. */
 void durable_call_as_task(struct conn *c, struct pending *p, const struct call_params *cp, int64_t ttl);
-
-struct durable_method {
-	const char *name;
-	void (*fn)(struct conn *c, const struct jrpc_req *req, struct pending *p);
-};
-/* tasks/get, tasks/result, tasks/list, tasks/cancel; NULL-terminated. */
-extern const struct durable_method durable_methods[];
+/* The task methods (tasks/get, tasks/result, tasks/list, tasks/cancel):
+ * task_methods in methods_internal.h. */
 
 #endif

@@ -5,11 +5,12 @@
  * request that needs MCP providers still starting is parked here until
  * they settle. When a connection closes, its calls are detached here.
  *
- * The table holds the hot methods (tools/list, tools/call, ping) and those parked for
- * providers; the others live by subject beside it, each file with a table
- * of its own (methods_session.c, methods_events.c, methods_admin.c), and
- * methods with a state of their own too (methods_dispatch.c, durable.c for
- * tasks, metrics.c).
+ * Here live the hot methods (tools/list, tools/call, ping) and those parked
+ * for providers; the others live by subject beside them, each file
+ * exporting its entries (methods_session.c, methods_events.c,
+ * methods_admin.c, durable.c for tasks; methods_dispatch.c its handler).
+ * The one table lists every file's entries; methods_init() sorts it by
+ * name once, and each request finds its method by binary search.
  */
 #include "daemon/methods.h"
 
@@ -81,8 +82,7 @@ void methods_write_server_info(struct jgen *g)
 
 static void m_ping(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	if (p)
-		conn_result(p, "{}", 2);
+	conn_result(p, "{}", 2);
 }
 
 static void m_discover(struct conn *c, const struct jrpc_req *req, struct pending *p)
@@ -124,7 +124,6 @@ struct deferral {
 	struct pending *p;
 	struct json_doc *doc;
 	const struct json *msg;
-	bool resumed;
 	uint64_t accepted_ms;		/* when it was parked (tc_now), for durationMs */
 };
 
@@ -137,11 +136,13 @@ static void deferral_free(void *arg)
 	free(d);
 }
 
+/* The deferral being handled again by methods_resume(), NULL otherwise. */
+static const struct deferral *resuming;
+
 /* The deferral of a request handled again once providers settled, or NULL. */
 static const struct deferral *resumed(const struct pending *p)
 {
-	const struct deferral *d = p->upper_free == deferral_free ? p->upper : NULL;
-	return d && d->resumed ? d : NULL;
+	return resuming && resuming->p == p ? resuming : NULL;
 }
 
 /* Parks a request until the providers being started have settled. */
@@ -167,22 +168,31 @@ bool methods_resumed(const struct pending *p)
 	return resumed(p) != NULL;
 }
 
+/*
+ * Handles the parked requests again. Each deferral leaves its request
+ * first and is freed here after: handled again, the request's upper state
+ * is the handler's to set (a task's start, a dispatch group). A request
+ * handled again may settle providers: the loop running goes on with the
+ * list, no second one starts.
+ */
 void methods_resume(struct server *s)
 {
-	if (providers_starting(&s->providers))
+	if (resuming || providers_starting(&s->providers))
 		return;
 	while (!list_empty(&s->deferred)) {
 		struct deferral *d = list_first(&s->deferred, struct deferral, node);
 		list_remove(&d->node);
 		struct pending *p = d->p;
-		struct json_doc *doc = TAKE_PTR(d->doc);
+		p->upper = NULL;
+		p->upper_free = NULL;
 		struct jrpc_req req;
 		const char *why;
-		jrpc_parse_request(d->msg, json_doc_text(doc), &req, &why);
-		req.doc = doc;
-		d->resumed = true;
-		methods_handle(p->conn, &req, p);	/* may free p, and d with it */
-		json_doc_unref(doc);
+		jrpc_parse_request(d->msg, json_doc_text(d->doc), &req, &why);
+		req.doc = d->doc;
+		resuming = d;
+		methods_handle(p->conn, &req, p);	/* may free p */
+		resuming = NULL;
+		deferral_free(d);
 	}
 }
 
@@ -228,8 +238,6 @@ static void write_tool(struct jgen *g, const struct tool *t, const struct sandbo
 
 static void m_tools_list(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	if (!p)
-		return;
 	struct server *s = server_of(c);
 	/* MCP servers start when their tools are first asked for. */
 	if (!resumed(p) && providers_start_all(&s->providers, caller(c))) {
@@ -305,8 +313,6 @@ static const struct caller_ops call_ops = {
 
 static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	if (!p)
-		return;	/* a call nobody will hear the outcome of is not run */
 	const struct json *params = req->params;
 	const struct json *name = json_get(params, "name");
 	if (!params || params->type != JSON_OBJECT) {
@@ -425,47 +431,85 @@ static void m_cancelled(struct conn *c, const struct jrpc_req *req, struct pendi
 
 /* --- the table --------------------------------------------------------- */
 
-struct method {
+/* A call nobody will hear the outcome of is not run: tools/call and
+ * tools/dispatch answer requests only. */
+static const struct method core_methods[] = {
+	{ .name = "ping", .exec = m_ping, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "server/discover", .exec = m_discover, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "tools/list", .exec = m_tools_list, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "tools/call", .exec = m_tools_call, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "tools/dispatch", .exec = m_tools_dispatch, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "notifications/cancelled", .exec = m_cancelled },
+	{ .name = NULL },
+};
+
+/* Every method file's entries. */
+static const struct method *const method_files[] = {
+	core_methods, session_methods, event_methods, admin_methods, task_methods, process_methods,
+};
+
+#define METHODS_MAX 64
+
+/* The one table: every method, sorted by name (methods_init). */
+static struct method_slot {
 	const char *name;
 	size_t len;
-	void (*fn)(struct conn *c, const struct jrpc_req *req, struct pending *p);
+	const struct method *m;
+} table[METHODS_MAX];
+static size_t table_n;
+
+/* Orders names as bytes, a shorter prefix first. */
+static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int r = memcmp(a, b, MIN(alen, blen));
+	return r ? r : (alen > blen) - (alen < blen);
+}
+
+static int slot_cmp(const void *x, const void *y)
+{
+	const struct method_slot *a = x, *b = y;
+	return name_cmp(a->name, a->len, b->name, b->len);
+}
+
+/* The key of a lookup: a request's method name, not NUL-terminated. */
+struct method_key {
+	const char *name;
+	size_t len;
 };
 
-#define METHOD(name, fn) { name, sizeof(name) - 1, fn }
+static int key_cmp(const void *k, const void *x)
+{
+	const struct method_key *key = k;
+	const struct method_slot *slot = x;
+	return name_cmp(key->name, key->len, slot->name, slot->len);
+}
 
-static const struct method methods[] = {
-	METHOD("ping", m_ping),
-	METHOD("server/discover", m_discover),
-	METHOD("tools/list", m_tools_list),
-	METHOD("tools/call", m_tools_call),
-	METHOD("tools/dispatch", m_tools_dispatch),
-	METHOD("notifications/cancelled", m_cancelled),
-};
-
-/* The other methods, by subject, each file with its table. */
-static const struct method_def *const more_methods[] = {
-	session_methods, event_methods, admin_methods, process_methods, NULL,
-};
+/* Sorts every file's entries into the table, once; a name listed twice
+ * is a mistake of the program's. */
+static void table_build(void)
+{
+	if (table_n)
+		return;
+	for (size_t f = 0; f < ELEMENTSOF(method_files); f++)
+		for (const struct method *m = method_files[f]; m->name; m++) {
+			if (table_n == METHODS_MAX)
+				abort();	/* a fixed set: raise METHODS_MAX */
+			table[table_n++] = (struct method_slot){ m->name, strlen(m->name), m };
+		}
+	qsort(table, table_n, sizeof(table[0]), slot_cmp);
+	for (size_t i = 1; i < table_n; i++)
+		if (slot_cmp(&table[i - 1], &table[i]) == 0)
+			abort();	/* one name, two methods */
+}
 
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	for (size_t i = 0; i < ELEMENTSOF(methods); i++) {
-		if (methods[i].len == req->method_len && memcmp(methods[i].name, req->method, req->method_len) == 0) {
-			methods[i].fn(c, req, p);
-			return;
-		}
-	}
-	for (const struct method_def *const *t = more_methods; *t; t++)
-		for (const struct method_def *m = *t; m->name; m++)
-			if (strlen(m->name) == req->method_len && memcmp(m->name, req->method, req->method_len) == 0) {
-				m->fn(c, req, p);
-				return;
-			}
-	for (const struct durable_method *m = durable_methods; m->name; m++) {
-		if (strlen(m->name) == req->method_len && memcmp(m->name, req->method, req->method_len) == 0) {
-			m->fn(c, req, p);
-			return;
-		}
+	const struct method_key key = { req->method, req->method_len };
+	const struct method_slot *slot = bsearch(&key, table, table_n, sizeof(table[0]), key_cmp);
+	if (slot) {
+		if (p || !(slot->m->flags & METHOD_REQUEST_ONLY))
+			slot->m->exec(c, req, p);
+		return;
 	}
 	if (p) {
 		char *msg = xasprintf("Method not found: '%.200s'", req->method);
@@ -523,7 +567,9 @@ static const struct conn_hook close_hook = {
 	.closed = conn_closed,
 };
 
-void methods_init(struct server *s)
+void methods_init(struct server *s, const struct methods_ops *ops)
 {
+	s->methods_ops = ops;
+	table_build();
 	conns_add_hook(&s->conns, &close_hook, s);
 }

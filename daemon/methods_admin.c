@@ -22,7 +22,7 @@
 #include "daemon/methods_internal.h"
 #include "daemon/metrics.h"
 #include "daemon/providers.h"
-#include "daemon/server.h"
+#include "daemon/server_state.h"
 #include "lib/dispatch.h"
 #include "lib/loop.h"
 #include "lib/map.h"
@@ -49,7 +49,8 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 	if (!admin_allowed(c, p))
 		return;
 	char *result = NULL, *err = NULL;
-	int r = server_reload(server_of(c), &result, &err);
+	struct server *s = server_of(c);
+	int r = s->methods_ops->reload(s, &result, &err);
 	/* Logged as a reload on SIGHUP or on a tool file's change is, with
 	 * who asked for it. */
 	if (r < 0)
@@ -68,11 +69,11 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 			/* Every mistake found, one an item. */
 			jgen_key(g, "errors");
 			jgen_arr_open(g);
-			for (const char *s = err; *s;) {
-				const char *nl = strchr(s, '\n');
-				size_t n = nl ? (size_t)(nl - s) : strlen(s);
-				jgen_strn(g, s, n);
-				s += n + (nl ? 1 : 0);
+			for (const char *e = err; *e;) {
+				const char *nl = strchr(e, '\n');
+				size_t n = nl ? (size_t)(nl - e) : strlen(e);
+				jgen_strn(g, e, n);
+				e += n + (nl ? 1 : 0);
 			}
 			jgen_arr_close(g);
 			jgen_obj_close(g);
@@ -177,9 +178,9 @@ static void m_metrics(struct conn *c, const struct jrpc_req *req, struct pending
 	methods_answer(p, &b);
 }
 
-const struct method_def admin_methods[] = {
-	{ "admin/reload", m_reload },
-	{ "admin/stats", m_stats },
-	{ "admin/metrics", m_metrics },
-	{ NULL, NULL },
+const struct method admin_methods[] = {
+	{ .name = "admin/reload", .exec = m_reload },
+	{ .name = "admin/stats", .exec = m_stats, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "admin/metrics", .exec = m_metrics, .flags = METHOD_REQUEST_ONLY },
+	{ .name = NULL },
 };

@@ -115,8 +115,8 @@ static void m_resolve(struct conn *c, const struct jrpc_req *req, struct pending
 	free(out);
 }
 
-const struct method_def event_methods[] = {
-	{ "events/subscribe", m_subscribe },
-	{ "confirmations/resolve", m_resolve },
-	{ NULL, NULL },
+const struct method event_methods[] = {
+	{ .name = "events/subscribe", .exec = m_subscribe },
+	{ .name = "confirmations/resolve", .exec = m_resolve },
+	{ .name = NULL },
 };

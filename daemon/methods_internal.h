@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Inside the JSON-RPC methods: the helpers every method file answers
- * with, and the tables of the method files by subject (methods_session.c,
- * methods_events.c, methods_admin.c) that methods_handle() looks through
- * after its own (the hot ones: tools/call, ping).
+ * with, and the entries each method file exports (methods.c,
+ * methods_session.c, methods_events.c, methods_admin.c, durable.c), which
+ * methods.c lists in its one table.
  */
 #ifndef TC_METHODS_INTERNAL_H
 #define TC_METHODS_INTERNAL_H
@@ -15,17 +15,23 @@
 
 struct jgen;
 
-/* One method: its name and handler (p NULL: a notification). */
-struct method_def {
+/* The method answers requests only: a notification of it is ignored
+ * before its handler runs. */
+#define METHOD_REQUEST_ONLY 0x1u
+
+/* One method: its name, handler (p NULL: a notification) and flags. */
+struct method {
 	const char *name;
-	void (*fn)(struct conn *c, const struct jrpc_req *req, struct pending *p);
+	void (*exec)(struct conn *c, const struct jrpc_req *req, struct pending *p);
+	unsigned flags;		/* METHOD_* */
 };
 
-/* NULL-terminated tables. */
-extern const struct method_def session_methods[];
-extern const struct method_def event_methods[];
-extern const struct method_def admin_methods[];
-extern const struct method_def process_methods[];
+/* The entries of each method file, ended by one without a name. */
+extern const struct method session_methods[];
+extern const struct method event_methods[];
+extern const struct method admin_methods[];
+extern const struct method task_methods[];	/* durable.c */
+extern const struct method process_methods[];
 
 /* The MCP versions answered, the latest first. */
 #define METHODS_LATEST_VERSION "2025-11-25"

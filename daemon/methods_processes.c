@@ -12,7 +12,6 @@
 
 #include "daemon/conn.h"
 #include "daemon/methods_internal.h"
-#include "daemon/server.h"
 #include "daemon/server_state.h"
 #include "lib/process/process.h"
 #include "proto/json.h"
@@ -75,8 +74,8 @@ static void m_kill(struct conn *c, const struct jrpc_req *req, struct pending *p
 	methods_answer(p, &b);
 }
 
-const struct method_def process_methods[] = {
-	{ "processes/list", m_list },
-	{ "processes/kill", m_kill },
-	{ NULL, NULL },
+const struct method process_methods[] = {
+	{ .name = "processes/list", .exec = m_list, .flags = METHOD_REQUEST_ONLY },
+	{ .name = "processes/kill", .exec = m_kill, .flags = METHOD_REQUEST_ONLY },
+	{ .name = NULL },
 };

@@ -297,10 +297,10 @@ static void m_sessions_cancel(struct conn *c, const struct jrpc_req *req, struct
 	}
 }
 
-const struct method_def session_methods[] = {
-	{ "initialize", m_initialize },
-	{ "notifications/initialized", m_initialized },
-	{ "notifications/roots/list_changed", m_roots_changed },
-	{ "sessions/cancel", m_sessions_cancel },
-	{ NULL, NULL },
+const struct method session_methods[] = {
+	{ .name = "initialize", .exec = m_initialize },
+	{ .name = "notifications/initialized", .exec = m_initialized },
+	{ .name = "notifications/roots/list_changed", .exec = m_roots_changed },
+	{ .name = "sessions/cancel", .exec = m_sessions_cancel },
+	{ .name = NULL },
 };

@@ -214,7 +214,8 @@ int server_init(struct server *s, char **ret_err)
 	r = durable_open(s, ret_err);
 	if (r < 0)
 		return r;
-	methods_init(s);
+	static const struct methods_ops ops = { .reload = server_reload };
+	methods_init(s, &ops);
 	server_setup_providers(s);
 	dispatch_set_registry(s->dispatcher, s->registry);
 	r = iopool_new(s->loop, s->cfg.limits.io_threads, &s->iopool);

@@ -26,6 +26,7 @@
 
 struct audit;
 struct caller;
+struct methods_ops;
 struct dispatcher;
 struct registry;
 struct session;
@@ -71,6 +72,7 @@ struct server {
 	struct registry *registry;
 	struct providers providers;	/* MCP servers the tool files declare */
 	struct list deferred;		/* requests waiting for providers to start (methods.c) */
+	const struct methods_ops *methods_ops;	/* the server's operations the methods call */
 	struct workspace *default_ws;
 	struct ws_roots *ws_roots;	/* default_ws and workspaces.allowed, resolved at (re)load */
 	struct audit *audit;

@@ -100,6 +100,28 @@ START_TEST(first_call_starts_the_server)
 }
 END_TEST
 
+/* A call made as a task for a server not started yet waits for its tools,
+ * then runs as a task; the request's state while it waited is freed (a
+ * sanitizer build's daemon exits non-zero on a leak). */
+START_TEST(first_task_call_starts_the_server)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *made = tcc_request(c, "tools/call",
+		"{\"name\":\"demo_echo\",\"arguments\":{\"text\":\"lazy\"},\"task\":{}}");
+	tc_assert_ok(made);
+	const char *id = tj_str(made, "result.task.taskId");
+	ck_assert_ptr_nonnull(id);
+	const struct json *res = tcc_request_t(c, "tasks/result", tcc_fmt(c, "{\"taskId\":\"%s\"}", id), 10000);
+	tc_assert_ok(res);
+	ck_assert_str_eq(tj_str(res, "result.content.0.text"), "lazy");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 START_TEST(calls_are_multiplexed)
 {
 	struct tcd d;
@@ -235,6 +257,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, tools_are_imported_under_the_prefix);
 	tcase_add_test(tc, first_call_starts_the_server);
+	tcase_add_test(tc, first_task_call_starts_the_server);
 	tcase_add_test(tc, calls_are_multiplexed);
 	tcase_add_test(tc, crash_fails_pending_and_respawns);
 	tcase_add_test(tc, server_output_is_checked);

@@ -82,6 +82,16 @@ START_TEST(spec_calls_and_notifications)
 	/* rpc call of non-existent method */
 	r = exchange(c, "{\"jsonrpc\": \"2.0\", \"method\": \"foobar\", \"id\": \"1\"}");
 	assert_error(c, r, -32601, "\"1\"");
+	/* names beside methods that exist: a prefix, a longer name, another
+	 * case, the first and last in byte order, empty */
+	static const char *const near[] = {
+		"tools/cal", "tools/callx", "tools/call/", "Tools/call", "pin", "pingg",
+		"", "!", "~~~", "tasks/", "admin/stat",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(near); i++) {
+		r = exchange(c, tcc_fmt(c, "{\"jsonrpc\": \"2.0\", \"method\": \"%s\", \"id\": 2}", near[i]));
+		assert_error(c, r, -32601, "2");
+	}
 
 	/* rpc call with invalid JSON */
 	r = exchange(c, "{\"jsonrpc\": \"2.0\", \"method\": \"foobar, \"params\": \"bar\", \"baz]");
