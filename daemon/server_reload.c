@@ -94,6 +94,7 @@ void server_apply_config(struct server *s)
 	pl.lifetime_ms = c->limits.process_lifetime_s * 1000;
 	pl.keep_ms = c->limits.process_keep_s * 1000;
 	pl.kill_grace_ms = c->limits.kill_grace_ms;
+	pl.output_max = (size_t)c->limits.shell_output_kb * 1024;
 	process_table_set_limits(s->env.processes, &pl);
 	/* The rules are made again from the new settings (and pick up
 	 * entries created since along the denied paths). */
