@@ -454,7 +454,8 @@ static void list_dir(int fd, const char *shown, unsigned depth, struct buf *out,
 		names[n++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n > 0)
+		qsort(names, n, sizeof(*names), name_cmp);
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
 		if (*left && fstatat(fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
