@@ -13,6 +13,7 @@
 #include "lib/audit.h"
 #include "lib/dispatch_internal.h"
 #include "lib/events.h"
+#include "lib/identity.h"
 #include "lib/map.h"
 #include "lib/outcome.h"
 #include "lib/registry.h"
@@ -183,19 +184,36 @@ void admit_decide_confirmation(struct dispatcher *d, struct session *s, struct a
 		a->mode = CONFIRM_PROMPT;
 }
 
+struct path_check {
+	const struct workspace *ws;
+	const char *path;
+	size_t len;
+};
+
+/* As the peer (identity_run()): the lookup itself. */
+static int check_as(void *arg)
+{
+	const struct path_check *c = arg;
+	return ws_check(c->ws, c->path, c->len);
+}
+
 /* Paths: when someone will be asked to confirm, the kernel resolves what
  * exists of them beneath the root now, so an escape is refused before
  * anyone is asked. Otherwise the tool's own openat2 refuses it (the same
- * error), and the extra lookup is saved. */
+ * error), and the extra lookup is saved. The lookup is the peer's: what
+ * lies beneath a directory it may not search (a symlink leading out, say)
+ * is not told to it. */
 struct outcome *admit_check_paths(struct session *s, const struct admission *a)
 {
 	if (a->mode != CONFIRM_PROMPT || !s->ws)
 		return NULL;
+	const struct identity *id = session_identity(s);
 	for (const char *const *pa = a->t->def->path_args; pa && *pa; pa++) {
 		const struct json *v = json_get(a->args, *pa);
 		if (!v || v->type != JSON_STRING)
 			continue;
-		int r = ws_check(s->ws, v->u.str.s, v->u.str.len);
+		struct path_check c = { s->ws, v->u.str.s, v->u.str.len };
+		int r = id && id->change ? identity_run(id, check_as, &c) : check_as(&c);
 		if (r < 0 && r != -ENOENT) {
 			char *msg = NULL;
 			struct outcome *o = outcome_new(ws_error(r, v->u.str.s, &msg));
