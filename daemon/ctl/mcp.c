@@ -30,6 +30,10 @@
  *
  * Both directions are buffered without blocking and bounded: while one
  * side does not read, the bridge stops reading the other.
+ *
+ * This file is long because the relay and the reconnection share one
+ * state (what the host said, what is in flight, what is queued while the
+ * daemon is away) that a split would have to pass around whole.
  */
 #include "daemon/ctl/mcp.h"
 

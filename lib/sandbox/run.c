@@ -14,6 +14,12 @@
  * cgroup cost a few hundred microseconds a call. It holds no process and
  * no trace of the call that had it; the limits are written again where
  * the next call's differ.
+ *
+ * This file is long because a child's plan is one sequence whose steps
+ * depend on each other (which namespace, which Landlock rules, what the
+ * mounts must cover, what is then reported as enforced); the steps that
+ * stand alone have their files (landlock.c, seccomp.c, tmp.c, hide.c,
+ * apply.c).
  */
 #include "lib/sandbox/sandbox.h"
 
