@@ -377,6 +377,7 @@ static bool wait_gone(pid_t pid, int timeout_ms)
  * calls; command tools run as the peer too. */
 START_TEST(one_instance_per_peer)
 {
+	TC_SKIP_UNDER_VALGRIND("a server run as another uid cannot write valgrind's log");
 	if (geteuid() != 0)
 		TC_SKIP("needs root to connect as uid %d", NOBODY);
 	struct tcd d;
@@ -424,6 +425,7 @@ END_TEST
 /* One uid's failed start holds back no other uid, and tells it nothing. */
 START_TEST(a_failed_instance_is_its_uids_alone)
 {
+	TC_SKIP_UNDER_VALGRIND("a server run as another uid cannot write valgrind's log");
 	if (geteuid() != 0)
 		TC_SKIP("needs root to connect as uid %d", NOBODY);
 	struct tcd d;
@@ -481,6 +483,7 @@ END_TEST
  * uid 0 and says so in the log, at start and at each reload. */
 START_TEST(run_as_user_and_root)
 {
+	TC_SKIP_UNDER_VALGRIND("a server run as another uid cannot write valgrind's log");
 	if (geteuid() != 0)
 		TC_SKIP("needs root to connect as uid %d", NOBODY);
 	struct tcd d;
@@ -531,6 +534,7 @@ END_TEST
  * was refused; a call within providers.retry_s gets the same at once. */
 START_TEST(start_failures_say_why)
 {
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox and its limits");
 #if defined(__SANITIZE_ADDRESS__)
 	TC_SKIP("a data size limit leaves ASan no room for its shadow memory");
 #endif
