@@ -1940,7 +1940,10 @@ static bool task_meta_ok(const struct rstore *r, const redisReply *m)
 	return ok;
 }
 
-static void task_get_reply(struct rstore *r, redisReply *reply, void *arg)
+/* A GET of one record answered: cb gets it, or -ENOENT; one that valid
+ * says this store did not write is an outage (the local store answers). */
+static void record_reply(struct rstore *r, redisReply *reply, void *arg,
+			 bool (*valid)(const struct rstore *, const redisReply *), const char *what)
 {
 	struct store_wait *w = reply_wait(arg, reply);
 	if (!w)
@@ -1952,13 +1955,36 @@ static void task_get_reply(struct rstore *r, redisReply *reply, void *arg)
 		cb(cb_arg, -ENOENT, NULL, 0);
 		return;
 	}
-	if (!task_meta_ok(r, reply)) {
-		outage(r, "a task record is not one this store wrote");
+	if (!valid(r, reply)) {
+		outage(r, "%s", what);
 		wait_fallback(w);
 		return;
 	}
 	wait_free(w);
 	cb(cb_arg, 0, reply->str, reply->len);
+}
+
+/* Sends the GET of uid's record id of kind; NULL when it could not leave
+ * (the local store has answered). */
+static struct store_wait *record_get(struct rstore *r, const char *kind, uid_t uid, const char *id,
+				     void (*fn)(struct rstore *, redisReply *, void *),
+				     void (*cb)(void *arg, int r, const char *rec, size_t n), void *arg)
+{
+	struct store_wait *w = wait_new(r, NULL, arg);
+	w->get_cb = cb;
+	_cleanup_free_ char *key = uid_key(r, kind, uid, id);
+	const char *argv[] = { "GET", key };
+	w->cmd = send_cmd(r, fn, w, 2, argv, NULL);
+	if (!w->cmd) {
+		wait_fallback(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void task_get_reply(struct rstore *r, redisReply *reply, void *arg)
+{
+	record_reply(r, reply, arg, task_meta_ok, "a task record is not one this store wrote");
 }
 
 static struct store_wait *rs_task_get(struct store *s, uid_t uid, const char *id,
@@ -1967,16 +1993,7 @@ static struct store_wait *rs_task_get(struct store *s, uid_t uid, const char *id
 	struct rstore *r = RS(s);
 	if (!r->cmd)
 		return store_task_get(r->local, uid, id, cb, arg);
-	struct store_wait *w = wait_new(r, NULL, arg);
-	w->get_cb = cb;
-	_cleanup_free_ char *key = uid_key(r, "task", uid, id);
-	const char *argv[] = { "GET", key };
-	w->cmd = send_cmd(r, task_get_reply, w, 2, argv, NULL);
-	if (!w->cmd) {
-		wait_fallback(w);
-		return NULL;
-	}
-	return w;
+	return record_get(r, "task", uid, id, task_get_reply, cb, arg);
 }
 
 static void task_list_reply(struct rstore *r, redisReply *reply, void *arg)
@@ -2101,25 +2118,15 @@ static void rs_session_put(struct store *s, uid_t uid, const char *id, const cha
 		store_session_put(r->local, uid, id, rec, n, keep_ms);
 }
 
+/* A session record read back: a string of bounded size. */
+static bool session_rec_ok(const struct rstore *r, const redisReply *m)
+{
+	return m->type == REDIS_REPLY_STRING && m->len <= STORE_SESSION_MAX;
+}
+
 static void session_get_reply(struct rstore *r, redisReply *reply, void *arg)
 {
-	struct store_wait *w = reply_wait(arg, reply);
-	if (!w)
-		return;
-	void (*cb)(void *, int, const char *, size_t) = w->get_cb;
-	void *cb_arg = w->arg;
-	if (reply->type == REDIS_REPLY_NIL) {
-		wait_free(w);
-		cb(cb_arg, -ENOENT, NULL, 0);
-		return;
-	}
-	if (reply->type != REDIS_REPLY_STRING || reply->len > STORE_SESSION_MAX) {
-		outage(r, "a session record is not one this store wrote");
-		wait_fallback(w);
-		return;
-	}
-	wait_free(w);
-	cb(cb_arg, 0, reply->str, reply->len);
+	record_reply(r, reply, arg, session_rec_ok, "a session record is not one this store wrote");
 }
 
 static struct store_wait *rs_session_get(struct store *s, uid_t uid, const char *id,
@@ -2128,16 +2135,7 @@ static struct store_wait *rs_session_get(struct store *s, uid_t uid, const char 
 	struct rstore *r = RS(s);
 	if (!r->cmd)
 		return store_session_get(r->local, uid, id, cb, arg);
-	struct store_wait *w = wait_new(r, NULL, arg);
-	w->get_cb = cb;
-	_cleanup_free_ char *key = uid_key(r, "session", uid, id);
-	const char *argv[] = { "GET", key };
-	w->cmd = send_cmd(r, session_get_reply, w, 2, argv, NULL);
-	if (!w->cmd) {
-		wait_fallback(w);
-		return NULL;
-	}
-	return w;
+	return record_get(r, "session", uid, id, session_get_reply, cb, arg);
 }
 
 static bool rs_writing(struct store *s)

@@ -6,10 +6,10 @@
  * message (line) at a time, with one change: the host's `initialize` gets
  * what a host cannot send itself: `toolErrors: "result"` (failed calls come
  * back as isError results the model sees) and, with -w, the `workspace`.
- * Members the host did send are never overridden. This file is long
- * because the relay and the reconnection below share one state (what the
- * host said, what is in flight, what is queued while the daemon is away)
- * that a split would have to pass around whole.
+ * Members the host did send are never overridden.
+ * This file is long because the relay and the reconnection below share
+ * one state (what the host said, what is in flight, what is queued while
+ * the daemon is away) that a split would have to pass around whole.
  *
  * When the daemon cannot be reached at start, the host still gets an
  * answer to its first request, an error naming the socket tried and how to
