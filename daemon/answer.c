@@ -14,7 +14,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "lib/errors.h"
-#include "lib/outcome.h"
+#include "lib/dispatch/outcome.h"
 #include "lib/session.h"
 #include "proto/json.h"
 

@@ -18,11 +18,11 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/server_state.h"
-#include "lib/confirm.h"
-#include "lib/dispatch.h"
+#include "lib/dispatch/confirm.h"
+#include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
 #include "lib/session.h"
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/json.h"
 
 /* Roots of one answer looked at; the rest are refused as too many. */

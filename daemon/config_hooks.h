@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The "hooks" section of the config file: the pre_call and post_call
- * lists of programs (lib/hooks.h).
+ * lists of programs (lib/dispatch/hooks.h).
  */
 #ifndef TC_CONFIG_HOOKS_H
 #define TC_CONFIG_HOOKS_H

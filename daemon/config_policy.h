@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The "confirmation" section of the config file: the keys that set the
- * confirmation policy (lib/policy.h).
+ * confirmation policy (lib/dispatch/policy.h).
  */
 #ifndef TC_CONFIG_POLICY_H
 #define TC_CONFIG_POLICY_H

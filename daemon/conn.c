@@ -21,7 +21,7 @@
 
 #include "daemon/log.h"
 #include "daemon/peers.h"
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "proto/json.h"
 
 /* A batch member's answer this small is always kept, whatever the batch holds. */

@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 
 #include "daemon/conn_requests.h"
-#include "lib/list.h"
+#include "lib/base/list.h"
 #include "proto/base/buf.h"
 #include "proto/jsonrpc.h"
 

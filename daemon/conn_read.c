@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 
 #include "daemon/log.h"
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "proto/json.h"
 
 #define READ_CHUNK (64 * 1024)

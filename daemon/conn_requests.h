@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/list.h"
+#include "lib/base/list.h"
 
 struct buf;
 struct json;

@@ -22,12 +22,12 @@
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
 #include "daemon/server_state.h"
-#include "lib/dispatch.h"
+#include "lib/dispatch/dispatch.h"
 #include "lib/errors.h"
-#include "lib/outcome.h"
+#include "lib/dispatch/outcome.h"
 #include "lib/session.h"
-#include "lib/store.h"
-#include "lib/tasks.h"
+#include "lib/store/store.h"
+#include "lib/store/tasks.h"
 #include "proto/json.h"
 
 #define TASK_ID_MAX 64

@@ -17,7 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/preflight.h"
 #include "daemon/server.h"
-#include "lib/child.h"
+#include "lib/child/child.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/registry.h"
 #include "version.h"

@@ -22,11 +22,11 @@
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
 #include "daemon/server_state.h"
-#include "lib/dispatch.h"
+#include "lib/dispatch/dispatch.h"
 #include "lib/session.h"
-#include "lib/store.h"
-#include "lib/workspace.h"
-#include "lib/workspace_root.h"
+#include "lib/store/store.h"
+#include "lib/files/workspace.h"
+#include "lib/files/workspace_root.h"
 #include "proto/json.h"
 
 /* --- initialize -------------------------------------------------------- */

@@ -7,8 +7,8 @@
 #include "daemon/metrics.h"
 
 #include "daemon/server_state.h"
-#include "lib/map.h"
-#include "lib/metrics.h"
+#include "lib/base/map.h"
+#include "lib/dispatch/metrics.h"
 #include "lib/process/process.h"
 #include "lib/registry.h"
 #include "lib/session.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * admin/metrics: the daemon's whole OpenMetrics text (its own families,
- * the MCP providers', then the dispatcher's: lib/metrics.h).
+ * the MCP providers', then the dispatcher's: lib/dispatch/metrics.h).
  */
 #ifndef TC_DAEMON_METRICS_H
 #define TC_DAEMON_METRICS_H

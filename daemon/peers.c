@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "proto/base/util.h"
 
 #define UID_KEY_MAX 16

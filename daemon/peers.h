@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/list.h"
+#include "lib/base/list.h"
 
 struct map;
 
@@ -48,7 +48,7 @@ void peers_charge(struct peers *t, struct peer *p, int64_t delta);
 /* Charges delta bytes held outside any connection (the input of a call
  * waiting for confirmation) to uid, whose entry lives while they are
  * held. A charge that would take the uid over the per-uid bound is refused
- * (-ENOBUFS) and counts nothing. Arg is the table (lib/confirm.h's
+ * (-ENOBUFS) and counts nothing. Arg is the table (lib/dispatch/confirm.h's
  * confirm_charge_fn). */
 int peers_charge_uid(void *arg, uid_t uid, int64_t delta);
 /* Sets the per-uid bound on bytes held (0: none) and sorts the entries

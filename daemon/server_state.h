@@ -19,7 +19,7 @@
 #include "daemon/peers.h"
 #include "daemon/providers.h"
 #include "lib/events.h"
-#include "lib/list.h"
+#include "lib/base/list.h"
 #include "lib/tool.h"
 #include "proto/base/buf.h"
 #include "proto/jsonrpc.h"

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/list.h"
+#include "lib/base/list.h"
 
 struct jgen;
 struct session;

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "proto/json.h"
 
 struct registry *registry_new(void)

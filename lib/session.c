@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <sys/random.h>
 
-#include "lib/map.h"
-#include "lib/workspace.h"
+#include "lib/base/map.h"
+#include "lib/files/workspace.h"
 #include "proto/base/util.h"
 
 struct session_table *session_table_new(void)

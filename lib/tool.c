@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/schema.h"
+#include "lib/schema/schema.h"
 #include "proto/json.h"
 
 static const char *const side_names[SIDE_MAX] = {

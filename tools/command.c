@@ -19,11 +19,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/child.h"
-#include "lib/fsjob.h"
-#include "lib/identity.h"
+#include "lib/child/child.h"
+#include "lib/files/fsjob.h"
+#include "lib/files/identity.h"
 #include "lib/sandbox/sandbox.h"
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
 

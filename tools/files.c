@@ -10,9 +10,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "lib/diff.h"
-#include "lib/fsjob.h"
-#include "lib/workspace.h"
+#include "lib/files/diff.h"
+#include "lib/files/fsjob.h"
+#include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/utf8.h"

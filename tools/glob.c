@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * glob: the paths beneath a directory of the workspace that match a glob
- * pattern (lib/glob.h: "**", "*", "?", "[...]", "{a,b}"), newest first.
+ * pattern (lib/files/glob.h: "**", "*", "?", "[...]", "{a,b}"), newest first.
  * Directories that no match can lie below are not entered, what ignore
  * files exclude and hidden entries are skipped unless asked for
  * (tools/walk.h), ".git" is skipped unless the pattern names it, symlinks
  * are listed but not followed. The walk, the sort and the answer are made on an io thread as
- * the peer (lib/fsjob.h), never on the loop; cancel and timeout stop it at
+ * the peer (lib/files/fsjob.h), never on the loop; cancel and timeout stop it at
  * the next entry.
  */
 #include <errno.h>
@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/fsjob.h"
-#include "lib/glob.h"
-#include "lib/workspace.h"
+#include "lib/files/fsjob.h"
+#include "lib/files/glob.h"
+#include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/utf8.h"

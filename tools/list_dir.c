@@ -10,7 +10,7 @@
  * only the names that can still be shown, and the names pending in the
  * directories above are cut whenever a deeper directory fills the budget.
  * The walk runs on an io thread with the peer's file-system identity
- * (lib/fsjob.h), and stops between entries when the call is cancelled.
+ * (lib/files/fsjob.h), and stops between entries when the call is cancelled.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lib/fsjob.h"
-#include "lib/workspace.h"
+#include "lib/files/fsjob.h"
+#include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"

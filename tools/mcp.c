@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/child.h"
-#include "lib/identity.h"
-#include "lib/loop.h"
-#include "lib/policy.h"
+#include "lib/child/child.h"
+#include "lib/files/identity.h"
+#include "lib/base/loop.h"
+#include "lib/dispatch/policy.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
 #include "tools/mcp_internal.h"

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "lib/list.h"
+#include "lib/base/list.h"
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/buf.h"
 #include "tools/mcp.h"
@@ -55,7 +55,7 @@ enum mcp_run_as {
 
 /* One entry of the file's "tools": what it changes of the tools it names
  * (a name, or a glob with * ? [...], matched as confirmation.per_tool keys:
- * lib/policy.h). */
+ * lib/dispatch/policy.h). */
 struct mcp_override {
 	char *pattern;
 	bool glob;

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/child.h"
-#include "lib/identity.h"
-#include "lib/loop.h"
+#include "lib/child/child.h"
+#include "lib/files/identity.h"
+#include "lib/base/loop.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
 #include "proto/utf8.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/loop.h"
+#include "lib/base/loop.h"
 #include "proto/json.h"
 #include "proto/jsonrpc.h"
 #include "proto/mcp.h"

@@ -5,13 +5,13 @@
  * several occurrences fail, saying how many there are, so the model can
  * widen its context instead of editing the wrong place. The read and the
  * write run on an io thread with the peer's file-system identity
- * (lib/fsjob.h).
+ * (lib/files/fsjob.h).
  */
 #include <errno.h>
 #include <string.h>
 
-#include "lib/fsjob.h"
-#include "lib/workspace.h"
+#include "lib/files/fsjob.h"
+#include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"

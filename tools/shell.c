@@ -12,11 +12,11 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "lib/child.h"
-#include "lib/fsjob.h"
+#include "lib/child/child.h"
+#include "lib/files/fsjob.h"
 #include "lib/process/process.h"
 #include "lib/sandbox/sandbox.h"
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/json.h"
 #include "tools/tools.h"
 

@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/fsjob.h"
-#include "lib/ignore.h"
-#include "lib/workspace.h"
+#include "lib/files/fsjob.h"
+#include "lib/files/ignore.h"
+#include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 

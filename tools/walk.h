@@ -2,7 +2,7 @@
 /*
  * What the searching tools (search, glob) share: a walk of a tree beneath
  * the workspace that can stop after any entry and resume later. It runs on
- * an io thread as the peer (lib/fsjob.h), in parts for search, and stops
+ * an io thread as the peer (lib/files/fsjob.h), in parts for search, and stops
  * reading a huge directory as soon as the call is cancelled.
  *
  * Each directory is read whole (names sorted, so results come in a stable
@@ -13,7 +13,7 @@
  * directory's level is held.
  *
  * With use_ignores, each directory's .ignore and .gitignore are read as it
- * is entered (lib/ignore.h: git's rules), and what they exclude is neither
+ * is entered (lib/files/ignore.h: git's rules), and what they exclude is neither
  * reported nor entered; skip_hidden does the same for names starting with
  * "."; both are counted in skipped.
  */

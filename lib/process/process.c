@@ -14,11 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/audit.h"
-#include "lib/child.h"
+#include "lib/dispatch/audit.h"
+#include "lib/child/child.h"
 #include "lib/events.h"
-#include "lib/loop.h"
-#include "lib/regex.h"
+#include "lib/base/loop.h"
+#include "lib/regex/regex.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "proto/json.h"
@@ -29,7 +29,7 @@
 /* A match of until may start this many bytes before the new output. */
 #define UNTIL_OVERLAP 1024
 /* The most steps one look of until at new output may take on the loop
- * (lib/regex.h); a look that would take more finds no match. */
+ * (lib/regex/regex.h); a look that would take more finds no match. */
 #define UNTIL_BUDGET (UINT64_C(64) << 20)
 
 struct process_table *process_table_new(struct tc_loop *loop, struct event_bus *bus)
@@ -409,7 +409,7 @@ static uint64_t unread_dropped(const struct process *p)
 
 /* For a command that failed on its own: the line naming the limit of its
  * sandbox it hit, or saying the sandbox refused what it tried, as shell's
- * text ends with (lib/child.h), read from the end of its output. */
+ * text ends with (lib/child/child.h), read from the end of its output. */
 static void end_note(struct process *p)
 {
 	struct buf tail = {0};

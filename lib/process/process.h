@@ -19,7 +19,7 @@
  * ends on process_kill, after limits.idle_ms without process_io, after
  * limits.lifetime_ms, or when the table is freed (the daemon stops); then
  * everything it started goes, by its cgroup or as orphans reaped by the
- * daemon (lib/child.h). An ended process stays listed, its remaining
+ * daemon (lib/child/child.h). An ended process stays listed, its remaining
  * output readable, for limits.keep_ms.
  *
  * waiting_for_input is the kernel's view: some process of its tree is

@@ -12,7 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/types.h>
 
-#include "lib/list.h"
+#include "lib/base/list.h"
 #include "lib/process/process.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
@@ -131,7 +131,7 @@ bool proc_waiting(struct process *p);
 int64_t proc_arg_int(const struct json *args, const char *key, int64_t dflt);
 /* Calls waiting on one process at once. */
 #define PROC_WAITERS_MAX 16
-/* The largest until program (lib/regex.h units). */
+/* The largest until program (lib/regex/regex.h units). */
 #define PROC_UNTIL_SIZE_MAX 2048
 /* Compiles the call's until (NULL when absent); fails c on a bad one. */
 int proc_compile_until(struct tool_call *c, struct regex **ret);

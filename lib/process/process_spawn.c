@@ -2,7 +2,7 @@
 /*
  * How a background process starts (shell with background): its limits
  * checked, its sandbox prepared as a shell call's is, a pseudo-terminal
- * made for it when asked, the child spawned through lib/child.h, and its
+ * made for it when asked, the child spawned through lib/child/child.h, and its
  * stdin and terminal handled until it ends.
  */
 #include "lib/process/process_internal.h"
@@ -16,12 +16,12 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "lib/child.h"
-#include "lib/identity.h"
-#include "lib/loop.h"
-#include "lib/regex.h"
+#include "lib/child/child.h"
+#include "lib/files/identity.h"
+#include "lib/base/loop.h"
+#include "lib/regex/regex.h"
 #include "lib/sandbox/sandbox.h"
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/json.h"
 
 #define READ_CHUNK 65536

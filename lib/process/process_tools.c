@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/child.h"
-#include "lib/loop.h"
-#include "lib/regex.h"
+#include "lib/child/child.h"
+#include "lib/base/loop.h"
+#include "lib/regex/regex.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
 

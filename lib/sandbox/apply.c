@@ -2,7 +2,7 @@
 /*
  * The sandbox as the spawned child carries it out, between its clone and
  * its exec. It runs on a stack of the spawn, in the daemon's memory (see
- * spawn_child() in lib/child_spawn.c), so it makes raw system calls only
+ * spawn_child() in lib/child/child_spawn.c), so it makes raw system calls only
  * and reads nothing but the plan the daemon prepared.
  */
 #include "lib/sandbox/sandbox_internal.h"

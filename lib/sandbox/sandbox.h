@@ -21,7 +21,7 @@
  *
  * Cleanup: the daemon is child subreaper and each call's leader is one
  * too, so every process a call starts stays its descendant while it runs
- * and comes back to the daemon when it exits; lib/child_spawn.c then kills
+ * and comes back to the daemon when it exits; lib/child/child_spawn.c then kills
  * and reaps what is not a tracked child. With a cgroup, cgroup.kill ends
  * the call's processes first.
  */
@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/identity.h"
+#include "lib/files/identity.h"
 #include "proto/base/buf.h"
 
 enum sandbox_profile {

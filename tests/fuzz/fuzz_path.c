@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 

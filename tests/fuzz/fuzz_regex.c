@@ -6,7 +6,7 @@
  * the subject with every strategy (state sets cached as DFA states, as
  * regex_search() does; state sets alone; a cache flushed at every new
  * state): all must agree, each within
- * the step bound of lib/regex.h, and a search must be repeatable to the
+ * the step bound of lib/regex/regex.h, and a search must be repeatable to the
  * step. For small patterns and subjects of valid UTF-8, the answer must be
  * that of a backtracking matcher over the parsed tree and code points,
  * written here the way ECMA-262 defines matching (exponential, so it gives
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/regex.h"
-#include "lib/regex_internal.h"
+#include "lib/regex/regex.h"
+#include "lib/regex/regex_internal.h"
 #include "proto/json.h"
 #include "proto/base/util.h"
 

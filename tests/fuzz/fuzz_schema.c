@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/schema.h"
+#include "lib/schema/schema.h"
 #include "proto/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -24,7 +24,7 @@
 
 #define EXEC_AUTO "\"confirmation\":{\"default\":{\"execute\":\"auto\"}}"
 
-/* The daemon's delay between SIGTERM and SIGKILL (lib/child.h). */
+/* The daemon's delay between SIGTERM and SIGKILL (lib/child/child.h). */
 #define KILL_DELAY_MS 5000
 
 /* --- /proc ----------------------------------------------------------------- */

@@ -16,7 +16,7 @@
 #include "lib/events.h"
 #include "lib/registry.h"
 #include "lib/session.h"
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/json.h"
 #include "tests/unit/fakeloop.h"
 

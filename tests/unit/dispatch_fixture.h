@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/dispatch.h"
-#include "lib/policy.h"
+#include "lib/dispatch/dispatch.h"
+#include "lib/dispatch/policy.h"
 
 #define MAX_PENDING 512
 

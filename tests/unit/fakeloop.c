@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "lib/list.h"
+#include "lib/base/list.h"
 #include "proto/base/util.h"
 
 struct fake {

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "lib/loop.h"
+#include "lib/base/loop.h"
 
 struct tc_loop *fakeloop_new(void);
 void fakeloop_free(struct tc_loop *l);

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/audit.h"
-#include "lib/loop.h"
+#include "lib/dispatch/audit.h"
+#include "lib/base/loop.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/loop_spin.h"

@@ -23,10 +23,10 @@
 #include <stddef.h>
 #include <sys/syscall.h>
 
-#include "lib/child.h"
-#include "lib/loop.h"
+#include "lib/child/child.h"
+#include "lib/base/loop.h"
 #include "lib/tool.h"
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/json.h"
 #include "tools/command.h"
 #include "tools/tools.h"

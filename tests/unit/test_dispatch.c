@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/dispatch.h"
+#include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
-#include "lib/policy.h"
+#include "lib/dispatch/policy.h"
 #include "lib/registry.h"
 #include "lib/session.h"
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/json.h"
 #include "tests/unit/dispatch_fixture.h"
 #include "tests/unit/fakeloop.h"

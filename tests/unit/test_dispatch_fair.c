@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/dispatch.h"
+#include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
 #include "lib/session.h"
 #include "tests/unit/check_main.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * File work of tool calls on the io pool (lib/fsjob.h) and the per-thread
- * identity switch under it (lib/identity.h): a worker acting as a peer is
+ * File work of tool calls on the io pool (lib/files/fsjob.h) and the per-thread
+ * identity switch under it (lib/files/identity.h): a worker acting as a peer is
  * refused what the peer may not open and creates files the peer owns,
  * while other threads keep the daemon's rights; its credentials are back
  * after the job, so the next job runs as the daemon; cancelled jobs do not
@@ -23,13 +23,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lib/fsjob.h"
-#include "lib/identity.h"
-#include "lib/iopool.h"
-#include "lib/loop.h"
+#include "lib/files/fsjob.h"
+#include "lib/files/identity.h"
+#include "lib/base/iopool.h"
+#include "lib/base/loop.h"
 #include "lib/sandbox/sandbox.h"
-#include "lib/workspace.h"
-#include "lib/workspace_ops.h"
+#include "lib/files/workspace.h"
+#include "lib/files/workspace_ops.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/loop_spin.h"

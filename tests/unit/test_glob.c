@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of the glob matcher (lib/glob.c): what each form matches, held
+ * Tests of the glob matcher (lib/files/glob.c): what each form matches, held
  * against fnmatch(FNM_PATHNAME) on many generated patterns and paths where
  * the two agree by definition (no braces, no "**"), brace expansion against
  * matching each alternative alone, pruning (glob_may_match_below never
  * prunes a directory holding a match), the bounds on hostile patterns, and
- * the regex finder's columns (lib/regex_find.c).
+ * the regex finder's columns (lib/regex/regex_find.c).
  */
 #include <check.h>
 #include <errno.h>
@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "lib/glob.h"
-#include "lib/regex.h"
-#include "lib/regex_find.h"
+#include "lib/files/glob.h"
+#include "lib/regex/regex.h"
+#include "lib/regex/regex_find.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 

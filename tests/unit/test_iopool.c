@@ -10,8 +10,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "lib/iopool.h"
-#include "lib/loop.h"
+#include "lib/base/iopool.h"
+#include "lib/base/loop.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/loop_spin.h"
 

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/map.h"
+#include "lib/base/map.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 

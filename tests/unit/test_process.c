@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lib/process/process_internal.h"
-#include "lib/regex.h"
+#include "lib/regex/regex.h"
 #include "lib/session.h"
 #include "proto/json.h"
 #include "tests/unit/check_main.h"

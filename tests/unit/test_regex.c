@@ -13,9 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/regex.h"
-#include "lib/regex_internal.h"
-#include "lib/schema.h"
+#include "lib/regex/regex.h"
+#include "lib/regex/regex_internal.h"
+#include "lib/schema/schema.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/base/util.h"
@@ -37,7 +37,7 @@ static struct regex *compile_ok(const char *pattern)
 	return re;
 }
 
-/* The bound lib/regex.h promises for a search of len bytes. */
+/* The bound lib/regex/regex.h promises for a search of len bytes. */
 static uint64_t step_bound(const struct regex *re, size_t len)
 {
 	return ((uint64_t)len + 2) * (2 * (uint64_t)regex_size(re) + 1);

@@ -29,13 +29,13 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "lib/child.h"
-#include "lib/identity.h"
-#include "lib/loop.h"
+#include "lib/child/child.h"
+#include "lib/files/identity.h"
+#include "lib/base/loop.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/sandbox/sandbox_internal.h"
 #include "lib/tool.h"
-#include "lib/workspace.h"
+#include "lib/files/workspace.h"
 #include "proto/json.h"
 #include "tools/command.h"
 #include "tools/tools.h"

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/schema.h"
+#include "lib/schema/schema.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/base/util.h"

@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/loop.h"
+#include "lib/base/loop.h"
 #include "tests/unit/redis_server.h"
-#include "lib/store.h"
+#include "lib/store/store.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 #include "proto/json.h"

@@ -38,11 +38,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/fsjob.h"
-#include "lib/schema.h"
+#include "lib/files/fsjob.h"
+#include "lib/schema/schema.h"
 #include "lib/tool.h"
-#include "lib/workspace.h"
-#include "lib/workspace_path.h"
+#include "lib/files/workspace.h"
+#include "lib/files/workspace_path.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/tools.h"

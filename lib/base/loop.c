@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Dispatch of timer and io operations to the loop implementation that made
+ * the handle: every implementation's handles start with their ops pointer.
+ */
+#include "lib/base/loop.h"
+
+#include <stddef.h>
+
+struct handle {
+	const struct tc_loop_ops *ops;
+};
+
+#define OPS(h) (((const struct handle *)(const void *)(h))->ops)
+
+void tc_timer_start(struct tc_timer *t, uint64_t after_ms) { OPS(t)->timer_start(t, after_ms); }
+void tc_timer_stop(struct tc_timer *t) { if (t) OPS(t)->timer_stop(t); }
+
+struct tc_timer *tc_timer_free(struct tc_timer *t)
+{
+	if (t)
+		OPS(t)->timer_free(t);
+	return NULL;
+}
+
+void tc_io_start(struct tc_io *io) { OPS(io)->io_start(io); }
+void tc_io_stop(struct tc_io *io) { if (io) OPS(io)->io_stop(io); }
+
+struct tc_io *tc_io_free(struct tc_io *io)
+{
+	if (io)
+		OPS(io)->io_free(io);
+	return NULL;
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loop seam over libev: the only file in lib/ that includes ev.h.
+ */
+#include "lib/base/loop.h"
+
+#include <ev.h>
+#include <stdlib.h>
+#include <sys/random.h>
+
+#include "proto/base/util.h"
+
+struct tc_timer {
+	const struct tc_loop_ops *ops;	/* first: every handle leads with its ops */
+	ev_timer w;
+	struct ev_loop *ev;
+	tc_timer_cb cb;
+	void *arg;
+};
+
+struct tc_io {
+	const struct tc_loop_ops *ops;
+	ev_io w;
+	struct ev_loop *ev;
+	tc_io_cb cb;
+	void *arg;
+};
+
+struct evloop {
+	struct tc_loop base;
+	struct ev_loop *ev;
+	uint64_t rng;
+};
+
+/* The monotonic clock read now, not ev_now(): that is the wall clock (a
+ * step back would make durations wrap) as of the start of the loop turn
+ * (a call's durationMs could come out shorter than its command's own). */
+static uint64_t ev_now_ms(struct tc_loop *l)
+{
+	return mono_ms();
+}
+
+/* xorshift64*: jitter needs spread, not secrecy. */
+static uint32_t ev_rand(struct tc_loop *l)
+{
+	struct evloop *e = (struct evloop *)l;
+	uint64_t x = e->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	e->rng = x;
+	return (uint32_t)((x * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+static void timer_fire(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	struct tc_timer *t = container_of(w, struct tc_timer, w);
+	t->cb(t->arg);
+}
+
+static struct tc_timer *ev_timer_new_(struct tc_loop *l, tc_timer_cb cb, void *arg);
+static void ev_timer_start_(struct tc_timer *t, uint64_t after_ms)
+{
+	ev_timer_stop(t->ev, &t->w);
+	ev_now_update(t->ev);
+	ev_timer_set(&t->w, (double)after_ms / 1000.0, 0.0);
+	ev_timer_start(t->ev, &t->w);
+}
+
+static void ev_timer_stop_(struct tc_timer *t)
+{
+	ev_timer_stop(t->ev, &t->w);
+}
+
+static void ev_timer_free_(struct tc_timer *t)
+{
+	ev_timer_stop(t->ev, &t->w);
+	free(t);
+}
+
+static void io_fire(struct ev_loop *ev, ev_io *w, int revents)
+{
+	struct tc_io *io = container_of(w, struct tc_io, w);
+	int r = 0;
+	if (revents & EV_READ)
+		r |= TC_IO_READ;
+	if (revents & EV_WRITE)
+		r |= TC_IO_WRITE;
+	io->cb(io->arg, r);
+}
+
+static struct tc_io *ev_io_new_(struct tc_loop *l, int fd, int events, tc_io_cb cb, void *arg);
+static void ev_io_start_(struct tc_io *io)
+{
+	ev_io_start(io->ev, &io->w);
+}
+
+static void ev_io_stop_(struct tc_io *io)
+{
+	ev_io_stop(io->ev, &io->w);
+}
+
+static void ev_io_free_(struct tc_io *io)
+{
+	ev_io_stop(io->ev, &io->w);
+	free(io);
+}
+
+static const struct tc_loop_ops ev_ops = {
+	.now = ev_now_ms,
+	.random = ev_rand,
+	.timer_new = ev_timer_new_,
+	.timer_start = ev_timer_start_,
+	.timer_stop = ev_timer_stop_,
+	.timer_free = ev_timer_free_,
+	.io_new = ev_io_new_,
+	.io_start = ev_io_start_,
+	.io_stop = ev_io_stop_,
+	.io_free = ev_io_free_,
+};
+
+static struct tc_timer *ev_timer_new_(struct tc_loop *l, tc_timer_cb cb, void *arg)
+{
+	struct evloop *e = (struct evloop *)l;
+	struct tc_timer *t = xcalloc(1, sizeof(*t));
+	t->ops = &ev_ops;
+	t->ev = e->ev;
+	t->cb = cb;
+	t->arg = arg;
+	ev_timer_init(&t->w, timer_fire, 0.0, 0.0);
+	return t;
+}
+
+static struct tc_io *ev_io_new_(struct tc_loop *l, int fd, int events, tc_io_cb cb, void *arg)
+{
+	struct evloop *e = (struct evloop *)l;
+	struct tc_io *io = xcalloc(1, sizeof(*io));
+	io->ops = &ev_ops;
+	io->ev = e->ev;
+	io->cb = cb;
+	io->arg = arg;
+	int ev = 0;
+	if (events & TC_IO_READ)
+		ev |= EV_READ;
+	if (events & TC_IO_WRITE)
+		ev |= EV_WRITE;
+	ev_io_init(&io->w, io_fire, fd, ev);
+	return io;
+}
+
+struct tc_loop *tc_loop_ev_new(void *ev)
+{
+	struct evloop *e = xcalloc(1, sizeof(*e));
+	e->base.ops = &ev_ops;
+	e->ev = ev;
+	if (getrandom(&e->rng, sizeof(e->rng), GRND_NONBLOCK) != sizeof(e->rng) || !e->rng)
+		e->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
+	return &e->base;
+}
+
+void tc_loop_ev_free(struct tc_loop *l)
+{
+	free(l);
+}
+
+void *tc_loop_ev_raw(struct tc_loop *l)
+{
+	if (!l || l->ops != &ev_ops)
+		return NULL;
+	return ((struct evloop *)l)->ev;
+}

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One child as one tool call (the shell tool and the "command" kind share
+ * it): output streamed to the call's owner, cancel through the tool's
+ * .cancel, the outcome set from the child's result, and the helpers that
+ * turn a result into structuredContent and text for the model.
+ */
+#include "lib/child/child.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/child/child_internal.h"
+#include "lib/sandbox/sandbox.h"
+#include "lib/tool.h"
+#include "lib/files/workspace.h"
+#include "proto/json.h"
+#include "proto/base/util.h"
+
+static const char *const stream_names[CHILD_NSTREAMS] = {
+	[CHILD_STDOUT] = "stdout",
+	[CHILD_STDERR] = "stderr",
+};
+
+struct child_call {
+	struct tool_call *c;
+	struct child *ch;
+	struct sandbox_run *run;
+	child_call_done_fn done;
+	/* stdout and stderr as they were read, one stream as a terminal
+	 * shows them: head and tail of the text the model reads. */
+	struct capture text;
+};
+
+/* The output shown in the text by default (limits.shell_output_kb). */
+#define CALL_TEXT_CAP_DEFAULT ((size_t)64 << 10)
+
+static void append_text(struct buf *out, const char *s, size_t n);
+
+/* Keeps a chunk of output for the text and streams it to the call's owner. */
+static void call_output(void *arg, enum child_stream s, const char *data, size_t n)
+{
+	struct child_call *cc = arg;
+	capture_add(&cc->text, data, n);
+	tool_call_output(cc->c, stream_names[s], data, n);
+}
+
+/* Appends the output kept so far for the text, in the order it was
+ * written, with the dropped middle's marker when it was too long. */
+static void put_output(struct child_call *cc, struct buf *out)
+{
+	char *kept;
+	size_t n;
+	bool cut;
+	capture_finish(&cc->text, &kept, &n, &cut);
+	append_text(out, kept, n);
+	free(kept);
+}
+
+static void child_call_free(struct child_call *cc)
+{
+	capture_free(&cc->text);
+	free(cc);
+}
+
+char *child_call_partial(struct tool_call *c)
+{
+	struct child_call *cc = c->state;
+	if (!cc || !cc->text.total)
+		return NULL;
+	struct buf b = {0};
+	put_output(cc, &b);
+	return buf_steal(&b);
+}
+
+/* The error data that carries the output a stopped call had produced. */
+static char *partial_data(const char *output)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "output", output);
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
+void child_call_fail_partial(struct tool_call *c, enum tc_kind kind, const char *message)
+{
+	_cleanup_free_ char *output = child_call_partial(c);
+	if (!output) {
+		tool_call_fail(c, kind, "%s", message);
+		return;
+	}
+	tool_call_fail_data(c, kind, partial_data(output), "%s. Output before it was stopped:\n%s", message, output);
+}
+
+/* Sets the outcome, lets go of the child, and finishes the call (last:
+ * the owner may free the call from on_finish). */
+static void call_done(void *arg, struct child *ch, struct child_result *r)
+{
+	struct child_call *cc = arg;
+	struct tool_call *c = cc->c;
+
+	if (r->cancelled) {
+		char sig[16], msg[96];
+		if (r->signal)
+			snprintf(msg, sizeof(msg), "The command was stopped before it finished (%s)",
+				 child_signal_name(r->signal, sig));
+		else
+			snprintf(msg, sizeof(msg), "The command was stopped before it finished");
+		child_call_fail_partial(c, TC_CANCELLED, msg);
+	} else {
+		cc->done(c, r);
+	}
+	c->state = NULL;
+	child_free(ch);
+	sandbox_run_end(cc->run);
+	child_call_free(cc);
+	tool_call_finish(c);
+}
+
+/* A copy of an environment, for TMPDIR and HOME to be set in. */
+static char **env_dup(char *const *envp)
+{
+	size_t n = 0;
+	while (envp && envp[n])
+		n++;
+	char **v = xcalloc(n + 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = xstrdup(envp[i]);
+	return v;
+}
+
+/* Prepares the sandbox of a call's child: fails the call (and returns a
+ * negative errno) when it cannot be had. */
+static int call_sandbox(struct tool_call *c, const struct sandbox_req *req, struct sandbox_run **ret)
+{
+	_cleanup_free_ char *msg = NULL;
+	struct sandbox_req rq = *req;
+	const char *ws[WS_GROUP_MAX + 1];
+	ws_group_roots(c->ws, ws, WS_GROUP_MAX + 1);
+	if (!rq.workspaces)
+		rq.workspaces = ws;
+	if (!rq.id)
+		rq.id = c->ident;
+	int r = sandbox_prepare(&rq, ret, &msg);
+	if (r == -EPERM)
+		tool_call_fail(c, TC_PERMISSION_DENIED, "%s", msg);
+	else if (r < 0)
+		tool_call_fail(c, r == -ENOMEM || r == -EMFILE || r == -ENFILE || r == -ENOSPC ? TC_TRANSIENT
+											: TC_EXECUTION_ERROR,
+			       "%s", msg ? msg : strerror(-r));
+	return r;
+}
+
+/* Spawns the child of a tool call, in its sandbox. */
+int child_call_start(struct tool_call *c, const struct child_opts *opts, const struct sandbox_req *req,
+		     child_call_done_fn done)
+{
+	struct child_opts o = *opts;
+	struct sandbox_run *run = NULL;
+	char **env = NULL;
+	int r;
+
+	if (!o.output_cap && c->env)
+		o.output_cap = c->env->output_cap;
+	o.on_output = call_output;
+	o.on_done = call_done;
+	if (req) {
+		if ((r = call_sandbox(c, req, &run)) < 0)
+			return r;
+		const struct identity *id = req->id ? req->id : c->ident;
+		if (sandbox_run_tmpdir(run) || (id && id->change && id->home)) {
+			env = env_dup(o.envp);
+			if (sandbox_run_tmpdir(run))
+				child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(run));
+			if (id && id->change && id->home)
+				child_env_put(&env, "HOME", id->home);
+			o.envp = env;
+		}
+		o.sandbox = run;
+	}
+
+	struct child_call *cc = xcalloc(1, sizeof(*cc));
+	cc->c = c;
+	cc->done = done;
+	cc->run = run;
+	capture_init(&cc->text, c->env && c->env->shell_text_cap ? c->env->shell_text_cap : CALL_TEXT_CAP_DEFAULT);
+	o.arg = cc;
+	r = child_spawn(c->loop, &o, &cc->ch);
+	child_env_free(env);
+	if (r < 0) {
+		const struct sandbox_child *sc = sandbox_run_child(run);
+		if (sc && sc->failed)
+			tool_call_fail(c, TC_EXECUTION_ERROR, "The sandbox could not be set up (%s): %s", sc->failed,
+				       strerror(-r));
+		sandbox_run_end(run);
+		child_call_free(cc);
+		return r;
+	}
+	c->state = cc;
+	return 0;
+}
+
+struct sandbox_run *child_call_sandbox(struct tool_call *c)
+{
+	struct child_call *cc = c->state;
+	return cc ? cc->run : NULL;
+}
+
+/* Stops the child of a tool call; the call finishes once it is gone. */
+void child_call_cancel(struct tool_call *c)
+{
+	struct child_call *cc = c->state;
+	if (cc)
+		child_terminate(cc->ch);
+}
+
+/* Appends output as text: invalid UTF-8 and NUL bytes become U+FFFD, so
+ * the result is a valid C string and valid UTF-8. */
+static void append_text(struct buf *out, const char *s, size_t n)
+{
+	while (n) {
+		const char *nul = memchr(s, '\0', n);
+		size_t k = nul ? (size_t)(nul - s) : n;
+		utf8_sanitize(s, k, out);
+		s += k;
+		n -= k;
+		if (nul) {
+			buf_puts(out, "\xEF\xBF\xBD");
+			s++;
+			n--;
+		}
+	}
+}
+
+/* Writes the structuredContent of a finished child. */
+char *child_result_json(const struct child_result *r, bool with_signal)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	char sig[16];
+
+	jgen_obj_open(g);
+	jgen_key(g, "exit_code");
+	if (r->signal)
+		jgen_null(g);
+	else
+		jgen_int(g, r->exit_code);
+	if (with_signal) {
+		jgen_key(g, "signal");
+		jgen_str(g, r->signal ? child_signal_name(r->signal, sig) : NULL);
+	}
+	jgen_key(g, "stdout");
+	jgen_strn(g, r->out[CHILD_STDOUT] ? r->out[CHILD_STDOUT] : "", r->out_len[CHILD_STDOUT]);
+	jgen_key(g, "stderr");
+	jgen_strn(g, r->out[CHILD_STDERR] ? r->out[CHILD_STDERR] : "", r->out_len[CHILD_STDERR]);
+	jgen_kv_bool(g, "truncated", r->truncated[CHILD_STDOUT] || r->truncated[CHILD_STDERR]);
+	jgen_kv_int(g, "duration_ms", (int64_t)r->duration_ms);
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
+/* Writes the text the model reads for a finished child. */
+char *child_result_text(const struct child_result *r)
+{
+	struct buf b = {0};
+	size_t on = r->out_len[CHILD_STDOUT], en = r->out_len[CHILD_STDERR];
+	char sig[16];
+
+	if (on)
+		append_text(&b, r->out[CHILD_STDOUT], on);
+	if (en) {
+		if (buf_size(&b) && buf_head(&b)[buf_size(&b) - 1] != '\n')
+			buf_putc(&b, '\n');
+		buf_puts(&b, "[stderr]\n");
+		append_text(&b, r->out[CHILD_STDERR], en);
+	}
+	if (r->signal || r->exit_code != 0) {
+		if (buf_size(&b) && buf_head(&b)[buf_size(&b) - 1] != '\n')
+			buf_putc(&b, '\n');
+		if (r->signal)
+			buf_printf(&b, "[killed by %s]", child_signal_name(r->signal, sig));
+		else
+			buf_printf(&b, "[exit code %d]", r->exit_code);
+	} else if (!on && !en) {
+		buf_puts(&b, "(no output)");
+	}
+	return buf_steal(&b);
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Appends the trimmed end of a stream, for error messages. */
+void child_result_tail(const struct child_result *r, enum child_stream s, size_t max, struct buf *out)
+{
+	const char *p = r->out[s] ? r->out[s] : "";
+	size_t n = r->out_len[s];
+
+	while (n && is_space(p[n - 1]))
+		n--;
+	if (n > max) {
+		p += n - max;
+		n = max;
+		for (int k = 0; k < 3 && n && ((unsigned char)*p & 0xC0) == 0x80; k++) {
+			p++;
+			n--;
+		}
+	}
+	while (n && is_space(*p)) {
+		p++;
+		n--;
+	}
+	append_text(out, p, n);
+}
+
+/* The structuredContent of a call's child, with its sandbox. */
+char *child_call_json(struct tool_call *c, const struct child_result *r, bool with_signal)
+{
+	char *json = child_result_json(r, with_signal);
+	struct sandbox_run *run = child_call_sandbox(c);
+	if (!run)
+		return json;
+	struct buf b = {0};
+	size_t n = strlen(json);
+	buf_append(&b, json, n - 1);	/* without the closing brace */
+	free(json);
+	buf_puts(&b, ",\"sandbox\":");
+	sandbox_run_json(run, &b);
+	buf_putc(&b, '}');
+	return buf_steal(&b);
+}
+
+/* The limit a call's child ran into, as "the memory limit (64 MB)", or
+ * NULL. */
+char *child_call_limit(struct tool_call *c, const struct child_result *r)
+{
+	return sandbox_run_limit_hit(child_call_sandbox(c), r->exit_code, r->signal, r->out[CHILD_STDERR],
+				     r->out_len[CHILD_STDERR]);
+}
+
+/* Appends the exit status line of a child that failed. */
+static void put_status(const struct child_result *r, struct buf *b)
+{
+	char sig[16];
+	if (buf_size(b) && buf_head(b)[buf_size(b) - 1] != '\n')
+		buf_putc(b, '\n');
+	if (r->signal)
+		buf_printf(b, "[killed by %s]", child_signal_name(r->signal, sig));
+	else
+		buf_printf(b, "[exit code %d]", r->exit_code);
+}
+
+/*
+ * The text for the model: stdout and stderr in the order they were
+ * written, their head and tail when too long; the exit status when not 0,
+ * and a line naming a limit hit or a denial by the sandbox when the
+ * command failed.
+ */
+char *child_call_text(struct tool_call *c, const struct child_result *r)
+{
+	struct child_call *cc = c->state;
+	if (!cc)
+		return child_result_text(r);
+	struct buf b = {0};
+	bool failed = r->exit_code != 0 || r->signal;
+	put_output(cc, &b);
+	if (failed)
+		put_status(r, &b);
+	else if (!buf_size(&b))
+		buf_puts(&b, "(no output)");
+	struct sandbox_run *run = child_call_sandbox(c);
+	if (!run || !failed)
+		return buf_steal(&b);
+	_cleanup_free_ char *limit = child_call_limit(c, r);
+	_cleanup_free_ char *note = limit ? NULL
+					  : sandbox_run_denial_note(run, r->out[CHILD_STDERR], r->out_len[CHILD_STDERR]);
+	if (limit)
+		buf_printf(&b, "\n[limit] The command was stopped by %s of its sandbox.", limit);
+	else if (note)
+		buf_printf(&b, "\n%s", note);
+	return buf_steal(&b);
+}

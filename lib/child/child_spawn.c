@@ -1,0 +1,875 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Child process supervision: spawning into a process group of its own,
+ * watching the leader through its pidfd and the output pipes through io
+ * watchers of the loop seam, and stopping the group with SIGTERM then
+ * SIGKILL. See child.h for the rules on process groups, which are what
+ * keep this race-free.
+ *
+ * Long because the spawn is one sequence that must stay together: the
+ * clone, everything the child does between it and exec (fds, sandbox,
+ * identity; raw system calls only), and how its failure is reported back,
+ * by the shared memory of CLONE_VM or, under valgrind, a pipe.
+ */
+#include "lib/child/child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/close_range.h>
+
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
+
+#include "lib/base/loop.h"
+#include "lib/tool.h"
+#include "proto/json.h"
+#include "proto/base/util.h"
+#include "lib/child/child_internal.h"
+#include "lib/sandbox/sandbox.h"
+#include <dirent.h>
+#include <sys/prctl.h>
+
+/* How often a leader without a pidfd is looked at. */
+#define CHILD_POLL_MS 10
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* Bytes read per wakeup of one pipe: bounded so that one chatty child
+ * cannot starve the rest of the loop (the watcher is level-triggered). */
+#define READ_CHUNK 65536
+#define READS_PER_WAKEUP 4
+
+
+struct pipe_reader {
+	struct child *ch;
+	enum child_stream id;
+	int fd;
+	/* Our copy of the write end, kept until the leader is reaped: the
+	 * leader's exit then wakes us once (the pidfd), not once per pipe
+	 * it closes on its way out, and the pipes are drained right there. */
+	int hold_fd;
+	struct tc_io *io;
+	struct capture cap;
+};
+
+struct child {
+	struct tc_loop *loop;
+	pid_t pid;			/* also the process group id */
+	int pidfd;
+	struct tc_io *pid_io;
+	struct tc_timer *poll_timer;	/* no pidfd: how the leader's exit is noticed */
+	struct tc_timer *kill_timer;
+	struct tc_timer *drain_timer;
+	struct pipe_reader pipes[CHILD_NSTREAMS];
+	unsigned open_pipes;
+	uint32_t kill_delay_ms;
+	uint32_t drain_ms;
+	uint64_t start_ms;
+	bool reaped;
+	bool terminating;
+	bool done;
+	void (*on_output)(void *arg, enum child_stream s, const char *data, size_t n);
+	void (*on_eof)(void *arg, enum child_stream s);
+	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
+	void *arg;
+	struct sandbox_run *sandbox;	/* not owned */
+	struct child_result result;
+};
+
+
+/* The leaders not yet reaped. While the daemon is child subreaper, any
+ * other child of it is an orphan some call left behind (a process that
+ * left its group, a double fork), reparented to the daemon when its
+ * leader exited: reap_orphans() kills and reaps those. */
+static pid_t *tracked;
+static size_t n_tracked;
+
+static void track(pid_t pid)
+{
+	tracked = xreallocarray(tracked, n_tracked + 1, sizeof(*tracked));
+	tracked[n_tracked++] = pid;
+}
+
+static void untrack(pid_t pid)
+{
+	for (size_t i = 0; i < n_tracked; i++)
+		if (tracked[i] == pid) {
+			tracked[i] = tracked[--n_tracked];
+			break;
+		}
+	if (!n_tracked) {
+		free(tracked);
+		tracked = NULL;
+	}
+}
+
+static bool is_tracked(pid_t pid)
+{
+	for (size_t i = 0; i < n_tracked; i++)
+		if (tracked[i] == pid)
+			return true;
+	return false;
+}
+
+/* Kills and reaps one orphan: it is our child, unreaped, so its pid is
+ * still its own. A process slow to die is left for the next sweep. */
+static void reap_orphan(pid_t pid)
+{
+	(void)kill(pid, SIGKILL);
+	for (int i = 0; i < 50; i++) {
+		siginfo_t si = {0};
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (si.si_pid)
+			return;
+		(void)usleep(1000);
+	}
+}
+
+/* Kills and reaps every child of the daemon that is not a tracked leader,
+ * over and over while killing them hands their own children to us. The
+ * list comes from /proc/self/task/<pid>/children: the kernel hands an
+ * orphan to the first live thread of its subreaper, the main one, which
+ * also spawns every leader. Only by pid, never waitpid(-1): see child.h. */
+static void reap_orphans(void)
+{
+	int v = 0;
+	if (prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) < 0 || !v)
+		return;
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	for (int round = 0; round < 64; round++) {
+		bool found = false;
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			return;
+		buf[n] = '\0';
+		for (char *p = buf, *end; *p; p = end) {
+			long pid = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			if (pid > 0 && !is_tracked((pid_t)pid)) {
+				reap_orphan((pid_t)pid);
+				found = true;
+			}
+		}
+		if (!found)
+			return;
+	}
+}
+
+/* Lets go of our copy of a pipe's write end. */
+static void pipe_release(struct pipe_reader *p)
+{
+	if (p->hold_fd >= 0)
+		close(p->hold_fd);
+	p->hold_fd = -1;
+}
+
+/* Stops watching a pipe and closes it. */
+static void pipe_close(struct pipe_reader *p)
+{
+	pipe_release(p);
+	if (p->fd < 0)
+		return;
+	/* The watcher goes before the fd: the loop must not watch a closed fd. */
+	p->io = tc_io_free(p->io);
+	close(p->fd);
+	p->fd = -1;
+	p->ch->open_pipes--;
+}
+
+/* Calls on_done once the leader is reaped and every pipe is closed. The
+ * callback may free the child, so it comes last on every path. */
+static void child_maybe_done(struct child *ch)
+{
+	if (!ch->reaped || ch->open_pipes || ch->done)
+		return;
+	ch->done = true;
+	tc_timer_stop(ch->drain_timer);
+	for (int s = 0; s < CHILD_NSTREAMS; s++)
+		capture_finish(&ch->pipes[s].cap, &ch->result.out[s], &ch->result.out_len[s],
+			       &ch->result.truncated[s]);
+	for (int s = 0; s < CHILD_NSTREAMS; s++) {
+		ch->result.total[s] = ch->pipes[s].cap.total;
+		capture_free(&ch->pipes[s].cap);
+	}
+	ch->on_done(ch->arg, ch, &ch->result);
+}
+
+/* Reads what a pipe has, up to a bound per call; closes it at its end. */
+static void pipe_drain(struct pipe_reader *p)
+{
+	struct child *ch = p->ch;
+	char chunk[READ_CHUNK];
+
+	for (int i = 0; i < READS_PER_WAKEUP && p->fd >= 0; i++) {
+		ssize_t n = read(p->fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			/* EOF, or an error a pipe should not give: either way the
+			 * stream is over. */
+			pipe_close(p);
+			if (ch->on_eof)
+				ch->on_eof(ch->arg, p->id);
+			return;
+		}
+		capture_add(&p->cap, chunk, (size_t)n);
+		if (ch->on_output)
+			ch->on_output(ch->arg, p->id, chunk, (size_t)n);
+	}
+}
+
+/* Reads what a pipe has, up to a bound per wakeup. */
+static void on_pipe(void *arg, int revents)
+{
+	struct pipe_reader *p = arg;
+	pipe_drain(p);
+	if (p->fd < 0)
+		child_maybe_done(p->ch);
+}
+
+/* Gives up on pipes still held open by processes that left the group. */
+static void on_drain_timer(void *arg)
+{
+	struct child *ch = arg;
+	for (int s = 0; s < CHILD_NSTREAMS; s++)
+		pipe_close(&ch->pipes[s]);
+	child_maybe_done(ch);
+}
+
+/* Sends the SIGKILL that follows SIGTERM after the kill delay. */
+static void on_kill_timer(void *arg)
+{
+	struct child *ch = arg;
+	/* Only while the leader is unreaped does its pid hold the group id. */
+	if (!ch->reaped)
+		(void)kill(-ch->pid, SIGKILL);
+}
+
+/* waitid on the leader: through its pidfd, or its pid when the kernel (or
+ * valgrind) has no pidfd_open. Either way only our own unreaped child is
+ * waited for, whose pid cannot have been recycled. */
+static int wait_leader(const struct child *ch, siginfo_t *si, int flags)
+{
+	if (ch->pidfd >= 0)
+		return waitid((idtype_t)P_PIDFD, (id_t)ch->pidfd, si, flags);
+	return waitid(P_PID, (id_t)ch->pid, si, flags);
+}
+
+/* The leader has exited: kill what is left of its group, then reap it. */
+static void on_pidfd(void *arg, int revents)
+{
+	struct child *ch = arg;
+	siginfo_t si = {0};
+
+	/* The zombie still holds the group id, so this cannot reach a
+	 * recycled group; it ends background jobs that would otherwise
+	 * outlive the command and hold its pipes open. */
+	sandbox_run_kill(ch->sandbox);
+	(void)kill(-ch->pid, SIGKILL);
+	if (wait_leader(ch, &si, WEXITED | WNOHANG) < 0) {
+		if (errno == EINTR || errno == EAGAIN)
+			return;
+		/* ECHILD: reaped behind our back (SIGCHLD ignored by someone);
+		 * the status is lost. */
+		si.si_code = 0;
+		si.si_pid = ch->pid;
+	}
+	if (si.si_pid == 0)
+		return;
+
+	ch->result.duration_ms = mono_ms() - ch->start_ms;
+	if (si.si_code == CLD_EXITED) {
+		ch->result.exit_code = si.si_status;
+	} else if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) {
+		ch->result.exit_code = -1;
+		ch->result.signal = si.si_status;
+	} else {
+		ch->result.exit_code = -1;
+	}
+	ch->reaped = true;
+	untrack(ch->pid);
+	reap_orphans();
+	ch->pid_io = tc_io_free(ch->pid_io);
+	ch->poll_timer = tc_timer_free(ch->poll_timer);
+	if (ch->pidfd >= 0)
+		close(ch->pidfd);
+	ch->pidfd = -1;
+	tc_timer_stop(ch->kill_timer);
+	/* With our write ends gone, a pipe no one else holds reads to its
+	 * end at once: most commands finish here, in this one wakeup. */
+	for (int s = 0; s < CHILD_NSTREAMS; s++) {
+		pipe_release(&ch->pipes[s]);
+		if (ch->pipes[s].fd >= 0)
+			pipe_drain(&ch->pipes[s]);
+	}
+	if (ch->open_pipes)
+		tc_timer_start(ch->drain_timer, ch->drain_ms);
+	child_maybe_done(ch);
+}
+
+/* Without a pidfd: looks, without reaping, whether the leader has exited. */
+static void on_poll_exit(void *arg)
+{
+	struct child *ch = arg;
+	siginfo_t si = {0};
+	if (waitid(P_PID, (id_t)ch->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0) {
+		tc_timer_start(ch->poll_timer, CHILD_POLL_MS);
+		return;
+	}
+	on_pidfd(ch, 0);
+}
+
+/* The kernel's struct sigaction for rt_sigaction(2), which spawn() calls
+ * itself: glibc's sigaction() will not touch the signals it keeps for its
+ * own use (32 and 33), and the child must not run through wrappers that
+ * keep state in memory it shares with the daemon. */
+struct kernel_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+#define KERNEL_NSIG 64
+
+/*
+ * The signals whose disposition is not the default here, as a bit mask
+ * (bit sig - 1): ignored (exec keeps SIG_IGN, so the child must set these
+ * back; glibc's own posix_spawn leaves 32 and 33 ignored in what it starts,
+ * make's recipes among them) or caught (exec resets these itself, but the
+ * child runs in the daemon's memory until it execs, and a handler of ours
+ * must never run there). Looked up once, on the first spawn: the daemon
+ * sets its dispositions at start and keeps them. Resetting every signal
+ * instead, as posix_spawn does, costs the child some 64 sigaction calls
+ * before exec, while the daemon waits.
+ */
+static uint64_t signals_to_reset(void)
+{
+	static uint64_t set;
+	static bool known;
+	if (!known) {
+		for (int sig = 1; sig <= KERNEL_NSIG; sig++) {
+			struct kernel_sigaction ksa;
+			if (sig == SIGKILL || sig == SIGSTOP ||
+			    syscall(SYS_rt_sigaction, sig, NULL, &ksa, sizeof(ksa.mask)) < 0)
+				continue;
+			if (ksa.handler != SIG_DFL)
+				set |= UINT64_C(1) << (sig - 1);
+		}
+		known = true;
+	}
+	return set;
+}
+
+/* Moves an fd to 3 or above, so the child's dup3s onto 0-2 cannot clobber
+ * it when the daemon runs with a standard fd closed. */
+static int fd_above_stdio(int *fd)
+{
+	if (*fd > 2)
+		return 0;
+	int n = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+	if (n < 0)
+		return -errno;
+	close(*fd);
+	*fd = n;
+	return 0;
+}
+
+/* Makes a pipe whose read end (ours) is non-blocking. The write end stays
+ * blocking: O_NONBLOCK belongs to the open file description, which the
+ * child shares, and a child writing to a full non-blocking stdout would get
+ * EAGAIN. Both ends are close-on-exec; the child gets its copy by dup2. */
+static int make_pipe(int *ret_r, int *ret_w)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	_cleanup_close_ int r = p[0], w = p[1];
+	int k;
+	if ((k = fd_above_stdio(&r)) < 0 || (k = fd_above_stdio(&w)) < 0)
+		return k;
+	if (fcntl(r, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	*ret_r = TAKE_FD(r);
+	*ret_w = TAKE_FD(w);
+	return 0;
+}
+
+
+/* child_set_fd_limit(): 0, or the soft limit on open files for children. */
+static uint64_t child_fd_soft;
+
+void child_set_fd_limit(uint64_t soft)
+{
+	child_fd_soft = soft;
+}
+
+/* The kernel's struct rlimit64 for prlimit64(2). */
+struct kernel_rlimit {
+	uint64_t cur;
+	uint64_t max;
+};
+
+/* What the child of spawn() needs, in memory it shares with the daemon. */
+struct spawn_args {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	int cwd_fd;
+	int in_fd;			/* or -1: /dev/null */
+	int out_fd;
+	int err_fd;
+	unsigned keep_below;		/* every fd above is left behind */
+	uint64_t fd_soft;		/* 0, or the soft RLIMIT_NOFILE to set */
+	uint64_t reset;			/* signals_to_reset() */
+	struct sandbox_child *sandbox;	/* or NULL */
+	bool subreaper;			/* the daemon is one: so is the child */
+	int cap_last;			/* sandbox_cap_last(), for a child without a plan */
+	bool new_session;		/* child_opts.tty: setsid, in_fd the controlling terminal */
+	int report_fd;			/* or -1: see spawn_report */
+	int err;			/* set by the child when it cannot exec */
+};
+
+/*
+ * What the child of spawn() tells the daemon when it cannot exec, through
+ * report_fd, where its memory is a copy of the daemon's rather than the
+ * daemon's own: under valgrind, which runs the clone as a fork. The step
+ * named is a string of the daemon's image, at the same address in both.
+ */
+struct spawn_report {
+	const char *failed;		/* the sandbox's step, or NULL */
+	int64_t err;			/* no padding: every byte written is set */
+};
+
+/* The kernel's struct linux_dirent64, as getdents64(2) fills it. */
+struct kernel_dirent64 {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+/*
+ * Closes every fd from 3 up, reading the list from /proc/self/fd: for the
+ * child of spawn() on kernels without close_range (before 5.9), so system
+ * calls only, on a buffer of the stack. After closing some, the directory
+ * is read again from the start, since its entries moved.
+ */
+__attribute__((no_sanitize("address"))) static void close_from_3_by_proc(void)
+{
+	long dfd = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;	/* no /proc: close-on-exec must do */
+	_Alignas(8) char buf[1024];
+	for (;;) {
+		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		bool closed = false;
+		for (long off = 0; off < n;) {
+			const struct kernel_dirent64 *d = (const void *)(buf + off);
+			const char *name = d->name;
+			long fd = 0;
+			for (; *name >= '0' && *name <= '9'; name++)
+				fd = fd * 10 + (*name - '0');
+			if (!*name && fd >= 3 && fd != dfd) {
+				(void)syscall(SYS_close, fd);
+				closed = true;
+			}
+			off += d->reclen;
+		}
+		if (closed && syscall(SYS_lseek, dfd, 0, SEEK_SET) < 0)
+			break;
+	}
+	(void)syscall(SYS_close, dfd);
+}
+
+/* Closes every fd from 3 up but keep (-1: none kept), for the child of
+ * spawn(). */
+__attribute__((no_sanitize("address"))) static void close_from_3(long keep)
+{
+	if (keep < 0) {
+		if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
+			close_from_3_by_proc();
+		return;
+	}
+	/* Only under valgrind, which has close_range. */
+	if (keep > 3)
+		(void)syscall(SYS_close_range, 3U, (unsigned)keep - 1, 0U);
+	(void)syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0U);
+}
+
+/*
+ * The child, until exec. It runs on a stack of spawn()'s, in the daemon's
+ * memory and at first on its fd table, so it makes system calls only (no
+ * libc state, no sanitizer bookkeeping) and touches no fd before it has a
+ * table of its own: close_range(CLOSE_RANGE_UNSHARE) gives it a copy of the
+ * fds below keep_below and nothing else, which costs the same with ten or
+ * ten thousand connections open above. Then it sets back the signals that
+ * are not at their default, takes its own process group, moves to its
+ * working directory, gets back the soft limit on open files the daemon was
+ * given (child_set_fd_limit), puts its fds on 0-2, carries out its
+ * sandbox plan or, without one, drops every capability (sandbox.h),
+ * closes the rest, unblocks every signal and execs.
+ */
+__attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
+{
+	struct spawn_args *a = arg;
+	const struct kernel_sigaction dfl = { .handler = SIG_DFL };
+	const uint64_t none = 0;
+	long in = a->in_fd;
+
+	/* Before Linux 5.9 (no close_range): a copy of the whole table. */
+	if (syscall(SYS_close_range, a->keep_below, ~0U, CLOSE_RANGE_UNSHARE) < 0 &&
+	    syscall(SYS_unshare, CLONE_FILES) < 0)
+		goto fail;
+	for (int sig = 1; sig <= KERNEL_NSIG; sig++)
+		if (a->reset & (UINT64_C(1) << (sig - 1)))
+			(void)syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+	if ((a->new_session ? syscall(SYS_setsid) : syscall(SYS_setpgid, 0, 0)) < 0 ||
+	    (a->cwd_fd >= 0 && syscall(SYS_fchdir, a->cwd_fd) < 0))
+		goto fail;
+	if (a->fd_soft) {
+		struct kernel_rlimit rl;
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
+			goto fail;
+		rl.cur = a->fd_soft < rl.max ? a->fd_soft : rl.max;
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &rl, NULL) < 0)
+			goto fail;
+	}
+	/* Without close-on-exec: it may land on 0 itself when the daemon
+	 * runs with stdin closed; anywhere above 2 it is closed below. */
+	if (in < 0 && (in = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY)) < 0)
+		goto fail;
+	/* The pipes are 3 or above (fd_above_stdio), so each dup3 makes a
+	 * new fd, without close-on-exec. */
+	if ((in != STDIN_FILENO && syscall(SYS_dup3, in, STDIN_FILENO, 0) < 0) ||
+	    syscall(SYS_dup3, a->out_fd, STDOUT_FILENO, 0) < 0 ||
+	    syscall(SYS_dup3, a->err_fd, STDERR_FILENO, 0) < 0)
+		goto fail;
+	if (a->new_session && syscall(SYS_ioctl, STDIN_FILENO, TIOCSCTTY, 0) < 0)
+		goto fail;
+	/* A leader keeps what it starts as its descendants while it runs,
+	 * as the daemon does once it has exited (see reap_orphans). */
+	if (a->subreaper && !a->sandbox && syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		goto fail;
+	if (a->sandbox && sandbox_child_apply(a->sandbox) < 0)
+		goto fail;
+	/* A child without a sandbox plan holds no capability either. */
+	if (!a->sandbox && ((a->cap_last >= 0 && sandbox_caps_bound(a->cap_last) < 0) || sandbox_caps_clear() < 0))
+		goto fail;
+	/* Every fd of ours is close-on-exec already; this also covers fds
+	 * that libraries may have opened without the flag. */
+	close_from_3(a->report_fd);
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	(void)syscall(SYS_execve, a->path, a->argv, a->envp);
+fail:
+	a->err = errno ? errno : EINVAL;
+	if (a->report_fd >= 0) {
+		const struct spawn_report rep = { a->sandbox ? a->sandbox->failed : NULL, a->err };
+		(void)syscall(SYS_write, a->report_fd, &rep, sizeof(rep));
+	}
+	syscall(SYS_exit_group, 127);
+	return 127;
+}
+
+/* Reads what the child of spawn() reported, if anything, into *a: the
+ * pipe's write end closes on its exec, or with the child. */
+static void read_report(int *report_r, int *report_w, struct spawn_args *a)
+{
+	struct spawn_report rep;
+	ssize_t n;
+	closep(report_w);
+	*report_w = -1;
+	/* make_pipe made our end non-blocking: wait for the end of the child. */
+	struct pollfd p = { .fd = *report_r, .events = POLLIN };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	while ((n = read(*report_r, &rep, sizeof(rep))) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(rep))
+		return;
+	a->err = (int)rep.err;
+	if (a->sandbox)
+		a->sandbox->failed = rep.failed;
+}
+
+/*
+ * Starts the child with clone(CLONE_VM | CLONE_VFORK), as posix_spawn does:
+ * nothing is copied, the daemon is suspended until the child has exec'd or
+ * exited, and the exec error comes back through memory. With CLONE_FILES
+ * the child also starts on the daemon's fd table and copies only the low
+ * fds it needs (see spawn_child). All signals are blocked around the clone
+ * so that none is handled in the child. Under valgrind, which runs the
+ * clone as a fork, the exec error comes back through a pipe instead
+ * (spawn_report). Returns the pid, or a negative errno (the failed exec's
+ * among them).
+ */
+static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid)
+{
+	/* The child needs some 5 KiB (the sandbox reads its working
+	 * directory's path, apply.c); the rest is margin. */
+	_Alignas(16) char stack[32768];
+	struct spawn_args a = {
+		.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd,
+		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
+		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox), .report_fd = -1,
+		.cap_last = sandbox_cap_last(),
+		.new_session = o->tty,
+	};
+	_cleanup_close_ int report_r = -1, report_w = -1;
+	int r;
+	if (RUNNING_ON_VALGRIND) {
+		if ((r = make_pipe(&report_r, &report_w)) < 0)
+			return r;
+		a.report_fd = report_w;
+	}
+	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), report_w);
+	if (a.sandbox)
+		top = MAX(top, MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd), a.sandbox->landlock_fd));
+	int reaper = 0;
+	a.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0) == 0 && reaper;
+	a.keep_below = (unsigned)top + 1;
+	int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
+	/* valgrind runs CLONE_VM | CLONE_VFORK as a fork, and refuses it
+	 * with CLONE_FILES. */
+	if (!RUNNING_ON_VALGRIND)
+		flags |= CLONE_FILES;
+	/* A child protecting paths without CAP_SYS_ADMIN gets its user
+	 * namespace here: unshare(CLONE_NEWUSER) refuses a process that
+	 * shares its memory (EINVAL), clone does not. The child writes its
+	 * own uid and gid maps, then makes its mount namespace with unshare
+	 * (CLONE_NEWNS alone is allowed there), after its chdir
+	 * (sandbox_child_apply). */
+	if (a.sandbox && a.sandbox->userns)
+		flags |= CLONE_NEWUSER;
+
+	sigset_t all, old;
+	sigfillset(&all);
+	if (sigprocmask(SIG_SETMASK, &all, &old) < 0)
+		return -errno;
+	pid_t pid = clone(spawn_child, stack + sizeof(stack), flags, &a);
+	int e = errno;
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0)
+		return -e;
+	if (report_r >= 0)
+		read_report(&report_r, &report_w, &a);
+	if (a.err) {
+		/* The child has exited: reap it before its pid means nothing. */
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return -a.err;
+	}
+	track(pid);
+	*ret_pid = pid;
+	return 0;
+}
+
+/* Spawns the child, opens its pidfd and starts watching it and its pipes. */
+int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child **ret)
+{
+	_cleanup_close_ int out_r = -1, out_w = -1, err_r = -1, err_w = -1;
+	_cleanup_free_ char *found = NULL;
+	const char *path = o->path;
+	pid_t pid;
+	int r;
+
+	if (!o->argv || !o->argv[0])
+		return -EINVAL;
+	if (!path) {
+		r = find_program(o->argv[0], o->envp, &found);
+		if (r < 0)
+			return r;
+		path = found;
+	}
+	if ((r = make_pipe(&out_r, &out_w)) < 0 || (r = make_pipe(&err_r, &err_w)) < 0)
+		return r;
+	_cleanup_close_ int in_r = -1, in_w = -1;
+	if (o->ret_stdin_fd) {
+		/* make_pipe's ends swapped: ours (the write end) non-blocking. */
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return -errno;
+		in_r = p[0];
+		in_w = p[1];
+		if ((r = fd_above_stdio(&in_r)) < 0 || (r = fd_above_stdio(&in_w)) < 0)
+			return r;
+		if (fcntl(in_w, F_SETFL, O_NONBLOCK) < 0)
+			return -errno;
+	}
+
+	if (o->tty)
+		r = spawn(path, o, o->tty_fd, o->tty_fd, o->tty_fd, &pid);
+	else
+		r = spawn(path, o, in_r, out_w, err_w, &pid);
+	if (r < 0)
+		return r;
+	sandbox_run_spawned(o->sandbox);
+	if (o->ret_stdin_fd)
+		*o->ret_stdin_fd = TAKE_FD(in_w);
+	uint64_t start = mono_ms();
+
+	/* Safe at once: until we reap it, the pid cannot be reused. Without
+	 * pidfd_open (kernels before 5.3, valgrind) the leader is polled. */
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0 && errno != ENOSYS) {
+		r = -errno;
+		(void)kill(-pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		untrack(pid);
+		return r;
+	}
+
+	struct child *ch = xcalloc(1, sizeof(*ch));
+	ch->loop = loop;
+	ch->pid = pid;
+	ch->pidfd = pidfd;
+	ch->start_ms = start;
+	ch->kill_delay_ms = o->kill_delay_ms ? o->kill_delay_ms : CHILD_KILL_DELAY_DEFAULT;
+	ch->drain_ms = o->drain_ms ? o->drain_ms : CHILD_DRAIN_DEFAULT;
+	ch->on_output = o->on_output;
+	ch->on_eof = o->on_eof;
+	ch->on_done = o->on_done;
+	ch->arg = o->arg;
+	ch->sandbox = o->sandbox;
+	size_t cap = o->output_cap ? o->output_cap : CHILD_OUTPUT_CAP_DEFAULT;
+	int fds[CHILD_NSTREAMS] = { TAKE_FD(out_r), TAKE_FD(err_r) };
+	int holds[CHILD_NSTREAMS] = { TAKE_FD(out_w), TAKE_FD(err_w) };
+	if (o->ret_stdin_fd) {
+		/* A server lives long and may close its output before it
+		 * exits: that must be seen when it happens. */
+		for (int s = 0; s < CHILD_NSTREAMS; s++) {
+			close(holds[s]);
+			holds[s] = -1;
+		}
+	}
+	for (int s = 0; s < CHILD_NSTREAMS; s++) {
+		struct pipe_reader *p = &ch->pipes[s];
+		p->ch = ch;
+		p->id = (enum child_stream)s;
+		p->fd = fds[s];
+		p->hold_fd = holds[s];
+		capture_init(&p->cap, cap);
+		p->io = tc_io_new(loop, p->fd, TC_IO_READ, on_pipe, p);
+		tc_io_start(p->io);
+		ch->open_pipes++;
+	}
+	if (pidfd >= 0) {
+		ch->pid_io = tc_io_new(loop, pidfd, TC_IO_READ, on_pidfd, ch);
+		tc_io_start(ch->pid_io);
+	} else {
+		ch->pidfd = -1;
+		ch->poll_timer = tc_timer_new(loop, on_poll_exit, ch);
+		tc_timer_start(ch->poll_timer, CHILD_POLL_MS);
+	}
+	ch->kill_timer = tc_timer_new(loop, on_kill_timer, ch);
+	ch->drain_timer = tc_timer_new(loop, on_drain_timer, ch);
+	*ret = ch;
+	return 0;
+}
+
+/* Sends SIGTERM to the group and arms the SIGKILL that follows. */
+void child_terminate(struct child *ch)
+{
+	if (!ch || ch->done)
+		return;
+	if (ch->reaped) {
+		/* Only pipes held by escaped processes remain: stop waiting
+		 * for them (from the loop, not from inside this call). */
+		tc_timer_start(ch->drain_timer, 0);
+		return;
+	}
+	if (ch->terminating)
+		return;
+	ch->terminating = true;
+	ch->result.cancelled = true;
+	(void)kill(-ch->pid, SIGTERM);
+	/* A stopped process would not act on SIGTERM until continued. */
+	(void)kill(-ch->pid, SIGCONT);
+	tc_timer_start(ch->kill_timer, ch->kill_delay_ms);
+}
+
+/* Frees a child, killing and reaping it first if it still runs. */
+struct child *child_free(struct child *ch)
+{
+	if (!ch)
+		return NULL;
+	if (!ch->reaped) {
+		siginfo_t si;
+		sandbox_run_kill(ch->sandbox);
+		(void)kill(-ch->pid, SIGKILL);
+		while (wait_leader(ch, &si, WEXITED) < 0 && errno == EINTR)
+			;
+		untrack(ch->pid);
+		reap_orphans();
+	}
+	tc_io_free(ch->pid_io);
+	tc_timer_free(ch->poll_timer);
+	if (ch->pidfd >= 0)
+		close(ch->pidfd);
+	tc_timer_free(ch->kill_timer);
+	tc_timer_free(ch->drain_timer);
+	for (int s = 0; s < CHILD_NSTREAMS; s++) {
+		pipe_close(&ch->pipes[s]);
+		capture_free(&ch->pipes[s].cap);
+		free(ch->result.out[s]);
+	}
+	free(ch);
+	return NULL;
+}
+
+pid_t child_pid(const struct child *ch)
+{
+	return ch->pid;
+}
+
+bool child_running(const struct child *ch)
+{
+	return !ch->reaped;
+}
+
+/* Names a signal as "SIGKILL". */
+const char *child_signal_name(int sig, char buf[static 16])
+{
+	const char *abbrev = sig > 0 ? sigabbrev_np(sig) : NULL;
+	if (abbrev)
+		snprintf(buf, 16, "SIG%s", abbrev);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, 16, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(buf, 16, "SIG%d", sig);
+	return buf;
+}
+

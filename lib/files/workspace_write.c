@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The atomic replacement of a file beneath the workspace, shared by
+ * write_file and patch_file: the data goes to a new temporary file in the
+ * target's directory (opened beneath the root by the path engine in
+ * workspace_path.c), which is then renamed over the target. What is
+ * written never gains privilege: no setuid or setgid bit, no file
+ * capability.
+ */
+#include "lib/files/workspace.h"
+#include "lib/files/workspace_path.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "proto/base/buf.h"
+#include "proto/utf8.h"
+#include "proto/base/util.h"
+#define TEMP_TRIES 16
+
+
+/* Bytes per write(): a large file goes in steps, each a point where the
+ * scheduler may hand the CPU to the loop. */
+#define WRITE_STEP ((size_t)1 << 20)
+
+/* Writes all n bytes. */
+static int write_all(int fd, const void *data, size_t n)
+{
+	const char *p = data;
+	while (n > 0) {
+		ssize_t k = write(fd, p, MIN(n, WRITE_STEP));
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Fills s with n random characters usable in a file name. */
+static void random_name(char *s, size_t n)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	unsigned char rnd[16];
+
+	if (n > sizeof(rnd))
+		n = sizeof(rnd);
+	if (getrandom(rnd, n, GRND_NONBLOCK) != (ssize_t)n) {
+		/* No entropy yet: O_EXCL still makes the name safe, only less unpredictable. */
+		uint64_t x = mono_ms() ^ ((uint64_t)getpid() << 32) ^ (uintptr_t)s;
+		for (size_t i = 0; i < n; i++, x = x * 6364136223846793005ULL + 1442695040888963407ULL)
+			rnd[i] = (unsigned char)(x >> 33);
+	}
+	for (size_t i = 0; i < n; i++)
+		s[i] = alphabet[rnd[i] % (sizeof(alphabet) - 1)];
+	s[n] = '\0';
+}
+
+/*
+ * Finds the file a write to rel lands on: its directory (opened beneath the
+ * root) and name, following symlinks by the rule reads follow (a relative
+ * target from the link's directory, an absolute one only when it names a
+ * place under the root), so reads and writes agree on every link. The link
+ * is kept; the file it leads to is what gets replaced.
+ */
+static int resolve_target(const struct workspace *ws, const char *rel, bool create_dirs,
+			  int *ret_dirfd, char **ret_name, struct stat *ret_st, bool *ret_exists)
+{
+	_cleanup_free_ char *cur = xstrdup(rel);
+
+	for (unsigned hop = 0;; hop++) {
+		_cleanup_free_ char *dir = NULL, *name = NULL, *target = NULL;
+		int r = ws_split_beneath(ws, cur, &dir, &name);
+		if (r < 0)
+			return r;
+		_cleanup_close_ int dfd = -1;
+		r = ws_open_dir(ws, dir, create_dirs, &dfd);
+		if (r < 0)
+			return r;
+
+		struct stat st;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				return -errno;
+			*ret_exists = false;
+		} else if (S_ISLNK(st.st_mode)) {
+			if (hop >= SYMLINK_HOPS)
+				return -ELOOP;
+			r = ws_read_link(dfd, name, -1, &target);
+			if (r < 0)
+				return r;
+			char *next;
+			if (target[0] == '/') {
+				/* Inside only when it names the root or a place under it. */
+				r = ws_relative(ws, target, strlen(target), &next);
+				if (r < 0)
+					return r;
+			} else
+				next = xasprintf("%s/%s", dir, target);
+			free(cur);
+			cur = next;
+			if (strlen(cur) >= PATH_MAX)
+				return -ENAMETOOLONG;
+			continue;
+		} else {
+			*ret_exists = true;
+			*ret_st = st;
+		}
+		*ret_dirfd = TAKE_FD(dfd);
+		*ret_name = TAKE_PTR(name);
+		return 0;
+	}
+}
+
+/*
+ * Gives the new file tfd the old file's owner, as far as the writer may,
+ * and its mode less the setuid and setgid bits: a write never makes a
+ * privileged program. The owner is kept only by a writer that may chown
+ * (root acting as itself); a peer keeps the group when it is in it, and
+ * otherwise the file is its own. The temporary file is new, so it carries
+ * no file capability (security.capability) nor other extended attribute.
+ */
+static int keep_owner_and_mode(int tfd, const struct stat *old)
+{
+	struct stat now;
+	if (fstat(tfd, &now) < 0)
+		return -errno;
+	if (now.st_uid != old->st_uid || now.st_gid != old->st_gid) {
+		/* Best effort, as the kernel allows: both, else the group alone. */
+		if (fchown(tfd, old->st_uid, old->st_gid) < 0 && now.st_gid != old->st_gid)
+			(void) !fchown(tfd, (uid_t)-1, old->st_gid);
+	}
+	/* After the chown, which may clear these bits itself. */
+	if (fchmod(tfd, old->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID)) < 0)
+		return -errno;
+	return 0;
+}
+
+int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, const void *data, size_t n,
+		    bool create_dirs, bool *ret_created)
+{
+	_cleanup_free_ char *rel = NULL, *name = NULL;
+	_cleanup_close_ int dfd = -1;
+	struct stat st = {};
+	bool exists = false;
+
+	ws = ws_pick(ws, path, len);
+	int r = ws_relative(ws, path, len, &rel);
+	if (r < 0)
+		return r;
+	r = resolve_target(ws, rel, create_dirs, &dfd, &name, &st, &exists);
+	if (r < 0)
+		return r;
+	if (exists && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (exists && !S_ISREG(st.st_mode))
+		return -ENXIO;
+	r = ws_guard_check(ws, dfd, name, false, false);
+	if (r < 0)
+		return r;
+
+	/* A hidden name next to the target, so the rename stays on one file
+	 * system; the original name is cut to leave room under NAME_MAX. */
+	char tmp[NAME_MAX + 1], rnd[8];
+	_cleanup_close_ int tfd = -1;
+	for (unsigned i = 0; i < TEMP_TRIES; i++) {
+		random_name(rnd, 6);
+		snprintf(tmp, sizeof(tmp), ".%.*s.tc-%s", (int)MIN(strlen(name), (size_t)200), name, rnd);
+		/* An existing file's content is never more exposed than before:
+		 * 0600 until its own mode is set. A new file gets 0644 less the umask. */
+		tfd = ws_open_one(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, exists ? 0600 : 0644);
+		if (tfd != -EEXIST)
+			break;
+	}
+	if (tfd < 0)
+		return tfd;
+
+	if (exists) {
+		r = keep_owner_and_mode(tfd, &st);
+		if (r < 0)
+			goto fail;
+	}
+	r = write_all(tfd, data, n);
+	if (r < 0)
+		goto fail;
+	if (fsync(tfd) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (renameat(dfd, tmp, dfd, name) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	/* Make the rename durable. An O_PATH fd (write-only directory) and
+	 * file systems without directory fsync report EBADF/EINVAL: nothing
+	 * more can be done there. */
+	if (fsync(dfd) < 0 && errno != EBADF && errno != EINVAL && errno != EROFS)
+		return -errno;
+	if (ret_created)
+		*ret_created = !exists;
+	return 0;
+
+fail:
+	(void) unlinkat(dfd, tmp, 0);
+	return r;
+}
