@@ -27,6 +27,7 @@
 #include "daemon/default_socket.h"
 #include "lib/dispatch/audit.h"
 #include "lib/dispatch/dispatch.h"
+#include "lib/net/net.h"
 #include "proto/base/buf.h"
 #include "proto/base/fileio.h"
 #include "proto/json.h"
@@ -129,6 +130,7 @@ void config_init(struct config *c)
 			.process_lifetime_s = 86400,
 			.process_keep_s = 300,
 			.kill_grace_ms = 5000,
+			.net_connections = 64,
 		},
 		.retry = { .max_attempts = d.max_attempts, .base_delay_ms = d.base_delay_ms,
 			   .max_delay_ms = d.max_delay_ms },
@@ -179,6 +181,7 @@ void config_free(struct config *c)
 	free(c->store.address);
 	free(c->store.prefix);
 	sandbox_config_clear(&c->sandbox);
+	net_policy_unref(c->network);
 	*c = (struct config) {};
 }
 
@@ -413,6 +416,23 @@ static int parse_sandbox(struct cfg_parse *p, const char *key, const struct json
 	return 0;
 }
 
+/* "network": the egress policy of sandboxes with network "proxy",
+ * checked by lib/net (every mistake, each where it is). */
+static int parse_network(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+{
+	struct net_policy_errors errs = {0};
+	struct net_policy *pol = NULL;
+	int r = net_policy_parse(v, key, &pol, &errs);
+	if (r < 0) {
+		for (unsigned i = 0; i < errs.n && i < NET_POLICY_MAX_ERRORS; i++)
+			(void)cfg_fail(p, errs.e[i].off, NULL, "%s: %s", errs.e[i].path, errs.e[i].msg);
+		return errs.n ? -EINVAL : cfg_fail(p, v->off, key, "%s", strerror(-r));
+	}
+	net_policy_unref(c->network);
+	c->network = pol;
+	return 0;
+}
+
 /* "run_as": "peer" or "daemon". */
 static int parse_run_as(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
 {
@@ -462,6 +482,8 @@ static const struct field limits_fields[] = {
 	U64("process_lifetime_s", limits.process_lifetime_s, 1, 31536000),
 	U64("process_keep_s", limits.process_keep_s, 0, 31536000),
 	U32("kill_grace_ms", limits.kill_grace_ms, 1, 600000),
+	U32("net_connections", limits.net_connections, 1, 100000),
+	U64("net_mb", limits.net_mb, 0, 1024 * 1024),
 	{},
 };
 
@@ -557,6 +579,7 @@ static const struct field root_fields[] = {
 	SECTION("providers", providers_fields, NULL),
 	SECTION("memory", memory_fields, NULL),
 	CUSTOM("sandbox", parse_sandbox),
+	CUSTOM("network", parse_network),
 	SECTION("hooks", config_hooks_fields, NULL),
 	{},
 };

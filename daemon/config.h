@@ -64,6 +64,10 @@
  *   limits.process_keep_s                 0..31536000     300: an ended process stays listed
  *   limits.kill_grace_ms                  1..600000       5000: a background process's end signal
  *                                                         (process_kill, idle, lifetime) to SIGKILL
+ *   limits.net_connections                1..100000       64: connections at once through one
+ *                                                         call's network proxy
+ *   limits.net_mb                         0..1048576      0 (none): MB up and down through one
+ *                                                         call's network proxy
  *   retry.max_attempts                    1..100          3
  *   retry.base_delay_ms                   0..3600000      100
  *   retry.max_delay_ms                    0..3600000      10000: the longest wait between attempts
@@ -108,6 +112,9 @@
  *                                                         toolcalld.conf(5); deny_read always
  *                                                         gets the config file, tools_dir,
  *                                                         audit_log and memory.dir added
+ *   network                               object          the policy of sandbox network "proxy":
+ *                                                         allow, deny, unknown, allow_private,
+ *                                                         hosts (lib/net/net.h, toolcalld.conf(5))
  *
  * A mode is "auto", "prompt" or "deny"; a class is "none", "read", "write",
  * "execute" or "network". confirmation.default merges with the defaults key
@@ -201,6 +208,8 @@ struct config {
 		uint64_t process_lifetime_s;
 		uint64_t process_keep_s;	/* listed after they end */
 		uint32_t kill_grace_ms;		/* process_kill: its signal to SIGKILL */
+		uint32_t net_connections;	/* a call's proxy: connections at once */
+		uint64_t net_mb;		/* ... and MB up and down in all; 0: no bound */
 	} limits;
 
 	struct {
@@ -258,6 +267,7 @@ struct config {
 		size_t n_gids;
 	} peers;
 	struct sandbox_config sandbox;	/* run_as is its run_as_peer */
+	struct net_policy *network;	/* "network" (lib/net/net.h); NULL: deny all */
 };
 
 /* Fills c with every default. */

@@ -6,6 +6,7 @@
  */
 #include "daemon/metrics.h"
 
+#include "daemon/net.h"
 #include "daemon/server_state.h"
 #include "lib/base/map.h"
 #include "lib/dispatch/metrics.h"
@@ -75,6 +76,7 @@ void metrics_write(struct server *s, struct buf *b)
 	metrics_u64(b, "toolcalld_tools", NULL, s->registry->n);
 	providers(s, b);
 	process_table_write_metrics(s->env.processes, b);
+	daemon_net_metrics(s, b);
 
 	dispatch_write_metrics(s->dispatcher, b);
 	metrics_end(b);

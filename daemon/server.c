@@ -38,6 +38,7 @@
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"
 #include "lib/registry.h"
+#include "daemon/net.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
@@ -207,6 +208,9 @@ int server_init(struct server *s, char **ret_err)
 	/* Before any child: also makes the daemon child subreaper. */
 	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(s->cfg.sandbox.cgroup_dir));
 	log_info("%s", line);
+	r = daemon_net_init(s, ret_err);
+	if (r < 0)
+		return r;
 	r = registry_build(&s->cfg, NULL, &s->providers, &s->registry, ret_err);
 	if (r < 0)
 		return r;
@@ -323,6 +327,7 @@ void server_free(struct server *s)
 	client_sessions_done(s);
 	s->sessions = session_table_free(s->sessions);
 	peers_done(&s->peers);
+	daemon_net_free(s);
 	sandbox_shutdown();
 	tc_loop_ev_free(s->loop);
 	if (s->ev) {

@@ -34,6 +34,7 @@
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"
 #include "lib/registry.h"
+#include "daemon/net.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
@@ -75,6 +76,7 @@ void server_apply_config(struct server *s)
 	s->env.read_bytes = (size_t)c->limits.read_default_bytes;
 	s->env.shell_text_cap = (size_t)c->limits.shell_output_kb << 10;
 	s->env.sandbox = &c->sandbox;
+	daemon_net_apply(s);
 	if (!c->memory.dir)
 		c->memory.dir = config_default_memory_dir();
 	s->env.memory_dir = c->memory.dir;

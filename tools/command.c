@@ -156,7 +156,7 @@ static int get_bounded(const struct json *decl, const char *key, int64_t lo, int
 
 static const char *const known_keys[] = {
 	"name", "kind", "description", "argv", "side_effects", "idempotent", "timeout_ms",
-	"max_attempts", "concurrency", "input_schema", "cwd", "env", "stdout", "output", "sandbox",
+	"max_attempts", "concurrency", "input_schema", "cwd", "env", "stdout", "output", "sandbox", "network",
 	"run_as", "options_allowed", "ok_exit_codes", NULL,
 };
 
@@ -267,7 +267,8 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	cmd->sandbox = SANDBOX_TOOL_UNSET;
 	cmd->run_as_peer = -1;
 	const struct json *sb = json_get(decl, "sandbox");
-	if (sb && (r = sandbox_tool_from_json(sb, &cmd->sandbox, ret_err)) < 0)
+	if ((sb && (r = sandbox_tool_from_json(sb, &cmd->sandbox, ret_err)) < 0) ||
+	    (r = sandbox_tool_network_from_json(json_get(decl, "network"), &cmd->sandbox, ret_err)) < 0)
 		return r;
 	const struct json *run_as = json_get(decl, "run_as");
 	if (run_as && (r = sandbox_run_as_from_json(run_as, "run_as", &cmd->run_as_peer, ret_err)) < 0)

@@ -195,7 +195,7 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 			   char **ret_err)
 {
 	static const char *const keys[] = { "name", "kind", "command", "prefix", "side_effects",
-					     "idempotent", "timeout_ms", "description", "env", "sandbox",
+					     "idempotent", "timeout_ms", "description", "env", "sandbox", "network",
 					     "run_as", "tools", "idle_s", "trust_annotations", NULL };
 	for (size_t i = 0; i < decl->u.obj.n; i++) {
 		bool known = false;
@@ -203,7 +203,7 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 			known |= strcmp(*k, decl->u.obj.members[i].key) == 0;
 		if (!known)
 			return set_errorf(ret_err, "%s: unknown key (known: name, kind, command, prefix, side_effects, "
-				   "idempotent, timeout_ms, description, env, sandbox, run_as, idle_s, "
+				   "idempotent, timeout_ms, description, env, sandbox, network, run_as, idle_s, "
 				   "trust_annotations, tools)", decl->u.obj.members[i].key);
 	}
 	const char *name = json_str(json_get(decl, "name"));
@@ -255,7 +255,9 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 		return r;
 	struct sandbox_tool sb = SANDBOX_TOOL_UNSET;
 	const struct json *sbv = json_get(decl, "sandbox");
-	if (sbv && sandbox_tool_from_json(sbv, &sb, ret_err) < 0) {
+	if ((sbv && sandbox_tool_from_json(sbv, &sb, ret_err) < 0) ||
+	    sandbox_tool_network_from_json(json_get(decl, "network"), &sb, ret_err) < 0) {
+		sandbox_tool_clear(&sb);
 		overrides_free(ov, n_ov);
 		return -EINVAL;
 	}

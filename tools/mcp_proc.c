@@ -360,12 +360,17 @@ void mcp_provider_start(struct mcp_provider *p)
 		static const struct identity daemon_id = { .change = false };
 		req.workspaces = p->cwd ? ws : NULL;
 		req.id = p->run_as.change ? &p->run_as : &daemon_id;
+		/* Its network lives as long as this instance. */
+		struct sandbox_net_who who = { .loop = p->loop, .uid = req.id->change ? req.id->uid : geteuid(),
+					       .tool = p->name };
+		req.net_who = &who;
 		_cleanup_free_ char *msg = NULL;
 		if (sandbox_prepare(&req, &p->run, &msg) < 0) {
 			child_env_free(env);
 			mcp_import_failed(p, "MCP server '%s' cannot be started: %s", p->name, msg ? msg : "sandbox");
 			return;
 		}
+		child_env_put_lines(&env, sandbox_run_net_env(p->run));
 		if (sandbox_run_tmpdir(p->run))
 			child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(p->run));
 		if (p->run_as.change && p->run_as.home)

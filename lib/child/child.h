@@ -153,6 +153,9 @@ char **child_env_new(const char *const *allow);
 char **child_env_dup(char *const *envp);
 /* Sets (or replaces) name=value in an environment from child_env_new(). */
 void child_env_put(char ***env, const char *name, const char *value);
+/* Sets each "NAME=value" of lines (NULL-terminated; NULL: none): the
+ * proxy variables of a sandbox (sandbox_run_net_env()). */
+void child_env_put_lines(char ***env, const char *const *lines);
 /* Looks a name up in an environment; NULL when unset. */
 const char *child_env_get(char *const *env, const char *name);
 char **child_env_free(char **env);

@@ -10,11 +10,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/child/child_internal.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/tool.h"
 #include "lib/files/workspace.h"
+#include "lib/session.h"
 #include "proto/json.h"
 #include "proto/base/util.h"
 
@@ -145,6 +147,15 @@ static int call_sandbox(struct tool_call *c, const struct sandbox_req *req, stru
 		rq.workspaces = ws;
 	if (!rq.id)
 		rq.id = c->ident;
+	struct sandbox_net_who who = {
+		.loop = c->loop,
+		.uid = c->session ? c->session->uid : c->ident ? c->ident->uid : getuid(),
+		.session = c->session ? c->session->id : NULL,
+		.call_id = c->call_id,
+		.tool = c->tool ? c->tool->name : NULL,
+	};
+	if (!rq.net_who)
+		rq.net_who = &who;
 	int r = sandbox_prepare(&rq, ret, &msg);
 	if (r == -EPERM)
 		tool_call_fail(c, TC_PERMISSION_DENIED, "%s", msg);
@@ -172,8 +183,9 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 		if ((r = call_sandbox(c, req, &run)) < 0)
 			return r;
 		const struct identity *id = req->id ? req->id : c->ident;
-		if (sandbox_run_tmpdir(run) || (id && id->change && id->home)) {
+		if (sandbox_run_tmpdir(run) || (id && id->change && id->home) || sandbox_run_net_env(run)) {
 			env = env_dup(o.envp);
+			child_env_put_lines(&env, sandbox_run_net_env(run));
 			if (sandbox_run_tmpdir(run))
 				child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(run));
 			if (id && id->change && id->home)
@@ -376,6 +388,10 @@ char *child_call_text(struct tool_call *c, const struct child_result *r)
 	else if (!buf_size(&b))
 		buf_puts(&b, "(no output)");
 	struct sandbox_run *run = child_call_sandbox(c);
+	/* What the network proxy refused, whatever the exit status. */
+	_cleanup_free_ char *net = sandbox_run_net_note(run);
+	if (net)
+		buf_printf(&b, "\n%s", net);
 	if (!run || !failed)
 		return buf_steal(&b);
 	_cleanup_free_ char *limit = child_call_limit(c, r);

@@ -54,6 +54,18 @@ void child_env_put(char ***env, const char *name, const char *value)
 	*env = v;
 }
 
+/* Sets each "NAME=value" of lines (NULL-terminated; NULL: none). */
+void child_env_put_lines(char ***env, const char *const *lines)
+{
+	for (; lines && *lines; lines++) {
+		const char *eq = strchr(*lines, '=');
+		if (!eq)
+			continue;
+		_cleanup_free_ char *name = xstrndup(*lines, (size_t)(eq - *lines));
+		child_env_put(env, name, eq + 1);
+	}
+}
+
 /* Copies the allowed variables of the daemon's environment. */
 char **child_env_new(const char *const *allow)
 {

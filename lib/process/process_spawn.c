@@ -21,6 +21,7 @@
 #include "lib/base/loop.h"
 #include "lib/regex/regex.h"
 #include "lib/sandbox/sandbox.h"
+#include "lib/session.h"
 #include "lib/files/workspace.h"
 #include "proto/json.h"
 
@@ -215,10 +216,17 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 			rq.workspaces = ws;
 		if (!rq.id)
 			rq.id = c->ident;
+		/* Its network, as its namespace, lives as long as the process. */
+		struct sandbox_net_who who = {
+			.loop = c->loop, .uid = uid, .session = c->session ? c->session->id : NULL,
+			.call_id = c->call_id, .process_id = p->id, .tool = c->tool ? c->tool->name : NULL,
+		};
+		rq.net_who = &who;
 		if ((r = sandbox_prepare(&rq, &p->run, &msg)) < 0) {
 			fail_sandbox(c, r, msg);
 			goto fail;
 		}
+		child_env_put_lines(&env, sandbox_run_net_env(p->run));
 		if (sandbox_run_tmpdir(p->run))
 			child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(p->run));
 		if (rq.id && rq.id->change && rq.id->home)

@@ -299,13 +299,15 @@ out:
 	} while (0)
 
 /* Carries out the plan, in the order that needs the privileges it drops
- * last: cgroup, subreaper, user namespace maps, mounts, rlimits, bounding
+ * last: cgroup, network namespace, subreaper, user namespace maps, mounts, rlimits, bounding
  * set and securebits, groups/gid/uid, every capability, no_new_privs,
  * Landlock, seccomp. */
 __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_child *c)
 {
 	if (c->cgroup_procs_fd >= 0)
 		STEP("joining the call's cgroup", syscall(SYS_write, c->cgroup_procs_fd, "0", 1));
+	if (c->netns_fd >= 0)
+		STEP("joining the call's network namespace", syscall(SYS_setns, c->netns_fd, CLONE_NEWNET));
 	if (c->subreaper)
 		STEP("becoming subreaper", syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
 	if (c->userns)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/net/net.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
 #include "proto/base/util.h"
@@ -128,6 +129,7 @@ void sandbox_config_clear(struct sandbox_config *cfg)
 void sandbox_tool_clear(struct sandbox_tool *t)
 {
 	t->write_extra = strv_free(t->write_extra);
+	t->net = net_policy_unref(t->net);
 }
 
 /* Resolves one call's profile and settings. */
@@ -138,12 +140,21 @@ void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg,
 	if (!cfg)
 		return;
 	req->profile = cfg->profile;
+	int network = network_tool ? SANDBOX_NET_FULL : cfg->network;
 	for (size_t i = 0; i < cfg->n_per_tool; i++)
-		if (tool_name && strcmp(cfg->per_tool[i].tool, tool_name) == 0)
-			req->profile = cfg->per_tool[i].profile;
+		if (tool_name && strcmp(cfg->per_tool[i].tool, tool_name) == 0) {
+			if (cfg->per_tool[i].profile >= 0)
+				req->profile = cfg->per_tool[i].profile;
+			if (cfg->per_tool[i].network >= 0)
+				network = cfg->per_tool[i].network;
+		}
 	if (tool && tool->profile >= 0)
 		req->profile = (enum sandbox_profile)tool->profile;
-	req->network = tool && tool->network >= 0 ? tool->network != 0 : network_tool || cfg->network;
+	if (tool && tool->network >= 0)
+		network = tool->network;
+	req->network = network == SANDBOX_NET_FULL;
+	req->net_proxy = network == SANDBOX_NET_PROXY;
+	req->net_policy = tool ? tool->net : NULL;
 	req->require = cfg->require;
 	req->limits = cfg->limits;
 	if (tool)
@@ -240,6 +251,44 @@ static int profile_from_json(const struct json *v, const char *where, int *ret, 
 	return 0;
 }
 
+/* Reads a network value: false, true or "proxy"; with policy_ok (a tool
+ * or provider file) also a policy object ({"allow": [...]}): "proxy" with
+ * those hosts added to the config's policy, parsed by lib/net. */
+static int network_from_json(const struct json *v, const char *where, bool policy_ok, int *ret,
+			     struct net_policy **ret_policy, char **ret_err)
+{
+	if (v->type == JSON_BOOL) {
+		*ret = v->u.b ? SANDBOX_NET_FULL : SANDBOX_NET_NONE;
+		return 0;
+	}
+	if (str_eq(json_str(v), "proxy")) {
+		*ret = SANDBOX_NET_PROXY;
+		return 0;
+	}
+	if (v->type != JSON_OBJECT || !policy_ok)
+		return set_errorf(ret_err, "%s: expected true, false or \"proxy\"%s", where,
+				  policy_ok ? " or an object such as {\"allow\": [\"registry.npmjs.org\"]}" : "");
+	struct net_policy_errors errs = {0};
+	struct net_policy *pol = NULL;
+	int r = net_policy_parse(v, where, &pol, &errs);
+	if (r < 0) {
+		if (errs.n)
+			return set_errorf(ret_err, "%s: %s", errs.e[0].path, errs.e[0].msg);
+		return set_errorf(ret_err, "%s: %s", where, strerror(-r));
+	}
+	net_policy_unref(*ret_policy);
+	*ret_policy = pol;
+	*ret = SANDBOX_NET_PROXY;
+	return 0;
+}
+
+/* Reads a tool or provider file's top-level "network" (a policy object,
+ * or false, true, "proxy"): the same as its sandbox.network. */
+int sandbox_tool_network_from_json(const struct json *v, struct sandbox_tool *t, char **ret_err)
+{
+	return v ? network_from_json(v, "network", true, &t->network, &t->net, ret_err) : 0;
+}
+
 static int bool_from_json(const struct json *v, const char *where, bool *ret, char **ret_err)
 {
 	if (v->type != JSON_BOOL)
@@ -264,7 +313,6 @@ int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **
 	static const char *const keys[] = { "profile", "network", "write_extra", "limits", NULL };
 	const struct json *m;
 	int r;
-	bool b = false;
 
 	if (v->type != JSON_OBJECT)
 		return set_errorf(ret_err, "sandbox: expected an object");
@@ -272,11 +320,9 @@ int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **
 		return r;
 	if ((m = json_get(v, "profile")) && (r = profile_from_json(m, "sandbox.profile", &t->profile, ret_err)) < 0)
 		return r;
-	if ((m = json_get(v, "network"))) {
-		if ((r = bool_from_json(m, "sandbox.network", &b, ret_err)) < 0)
-			return r;
-		t->network = b;
-	}
+	if ((m = json_get(v, "network")) &&
+	    (r = network_from_json(m, "sandbox.network", true, &t->network, &t->net, ret_err)) < 0)
+		return r;
 	if ((m = json_get(v, "write_extra"))) {
 		char **list;
 		if ((r = str_list(m, "sandbox.write_extra", 1, &list, ret_err)) < 0)
@@ -314,14 +360,30 @@ int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, c
 		for (size_t i = 0; i < m->u.obj.n; i++) {
 			const struct json_member *e = &m->u.obj.members[i];
 			_cleanup_free_ char *where = xasprintf("sandbox.per_tool.%s", e->key);
-			if ((r = profile_from_json(e->value, where, &p, ret_err)) < 0)
+			int net = -1;
+			p = -1;
+			/* A profile, or {"profile": …, "network": false | true | "proxy"}. */
+			if (e->value->type == JSON_OBJECT) {
+				static const char *const pt_keys[] = { "profile", "network", NULL };
+				const struct json *x;
+				if ((r = check_keys(e->value, pt_keys, where, ret_err)) < 0)
+					return r;
+				if ((x = json_get(e->value, "profile")) && (r = profile_from_json(x, where, &p, ret_err)) < 0)
+					return r;
+				_cleanup_free_ char *nwhere = xasprintf("%s.network", where);
+				if ((x = json_get(e->value, "network")) &&
+				    (r = network_from_json(x, nwhere, false, &net, NULL, ret_err)) < 0)
+					return r;
+			} else if ((r = profile_from_json(e->value, where, &p, ret_err)) < 0) {
 				return r;
+			}
 			cfg->per_tool = xreallocarray(cfg->per_tool, cfg->n_per_tool + 1, sizeof(*cfg->per_tool));
 			cfg->per_tool[cfg->n_per_tool++] = (struct sandbox_per_tool){
-				.tool = xstrdup(e->key), .profile = (enum sandbox_profile)p };
+				.tool = xstrdup(e->key), .profile = p, .network = net };
 		}
 	}
-	if ((m = json_get(v, "network")) && (r = bool_from_json(m, "sandbox.network", &cfg->network, ret_err)) < 0)
+	if ((m = json_get(v, "network")) &&
+	    (r = network_from_json(m, "sandbox.network", false, &cfg->network, NULL, ret_err)) < 0)
 		return r;
 	if ((m = json_get(v, "require")) && (r = bool_from_json(m, "sandbox.require", &cfg->require, ret_err)) < 0)
 		return r;

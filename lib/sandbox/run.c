@@ -44,6 +44,7 @@
 struct sandbox_run {
 	enum sandbox_profile profile;
 	bool network;
+	struct sandbox_net *net;	/* network "proxy" (net.c), or NULL */
 	struct sandbox_limits limits;
 	char *tmpdir;
 	char *cgroup;
@@ -136,6 +137,7 @@ void sandbox_shutdown(void)
 	sandbox_cache_clear();
 	rmdir_pending();
 	tmp_base_remove();
+	sandbox_netns_shutdown();
 	probe_forget();
 }
 
@@ -571,7 +573,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->network = req->network;
 	run->limits = req->limits;
 	run->cgroup_fd = run->hide_fd = run->spare_fd = -1;
-	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = -1;
+	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->netns_fd = -1;
 	c->subreaper = f->subreaper;
 	c->cap_last = sandbox_cap_last();
 	c->mounts_slave = tmp_private_mounts();
@@ -635,7 +637,8 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
 	note(run, rules != NULL, "landlock");
 	if (f->seccomp) {
-		if (!(c->bpf = seccomp_prog_get(req->network, ret_msg))) {
+		if (!(c->bpf = seccomp_prog_get(req->network ? SANDBOX_NET_FULL : req->net_proxy ? SANDBOX_NET_PROXY
+											      : SANDBOX_NET_NONE, ret_msg))) {
 			r = -EINVAL;
 			goto fail;
 		}
@@ -647,6 +650,12 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	note(run, f->no_new_privs, "no_new_privs");
 	if (f->cgroup && (r = cgroup_make(run, f, ret_msg)) < 0)
 		goto fail;
+	if (req->net_proxy && !req->network) {
+		if ((r = sandbox_net_prepare(req, &run->net, ret_msg)) < 0)
+			goto fail;
+		c->netns_fd = sandbox_net_ns_fd(run->net);
+		note(run, true, "network namespace");
+	}
 
 	/* A mount namespace of the child's own: with CAP_SYS_ADMIN, or in a
 	 * user namespace of its own (not for a child that changes its uid:
@@ -842,6 +851,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		return NULL;
 	if (run->child.cgroup_procs_fd >= 0)
 		close(run->child.cgroup_procs_fd);
+	run->net = sandbox_net_end(run->net);
 	if (run->cgroup && !cg_keep(run)) {
 		sandbox_run_kill(run);
 		cg_remove(TAKE_PTR(run->cgroup));
@@ -871,7 +881,12 @@ void sandbox_run_json(const struct sandbox_run *run, struct buf *out)
 	jgen_obj_open(g);
 	jgen_key(g, "profile");
 	jgen_str(g, sandbox_profile_name(sandbox_run_profile(run)));
-	jgen_kv_bool(g, "network", run ? run->profile == SANDBOX_OFF || run->network : true);
+	if (run && run->net) {
+		jgen_key(g, "network");
+		jgen_str(g, "proxy");
+	} else {
+		jgen_kv_bool(g, "network", run ? run->profile == SANDBOX_OFF || run->network : true);
+	}
 	jgen_key(g, "enforced");
 	jgen_arr_open(g);
 	for (unsigned i = 0; run && i < run->n_enforced; i++)
@@ -951,5 +966,23 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 				   "home directory) takes no new entries itself: write in a subdirectory that exists, "
 				   "or with the file tools"
 				 : "",
-			 run->network ? "network access" : "no network access");
+			 run->network ? "network access"
+			 : run->net   ? "network access only through the daemon's proxy ($HTTP_PROXY, $ALL_PROXY), to "
+					"the hosts its policy allows"
+				      : "no network access");
+}
+
+const char *const *sandbox_run_net_env(const struct sandbox_run *run)
+{
+	return run ? sandbox_net_env(run->net) : NULL;
+}
+
+void *sandbox_run_net_served(const struct sandbox_run *run)
+{
+	return run ? sandbox_net_served(run->net) : NULL;
+}
+
+char *sandbox_run_net_note(const struct sandbox_run *run)
+{
+	return run ? sandbox_net_note(run->net) : NULL;
 }

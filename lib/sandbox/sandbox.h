@@ -105,10 +105,22 @@ bool sandbox_cgroup_is_fake(void);
 /* "sandbox: landlock ABI 7, seccomp, no_new_privs, cgroup v2 delegated: no, ..." */
 char *sandbox_features_line(const struct sandbox_features *f);
 
+/* A child's network: none, all of it (unfiltered), or only through the
+ * daemon's proxy (a network namespace of its own, netns.c and net.c). */
+enum sandbox_network {
+	SANDBOX_NET_NONE,
+	SANDBOX_NET_FULL,
+	SANDBOX_NET_PROXY,
+};
+const char *sandbox_network_name(enum sandbox_network n);
+
+struct net_policy;
+
 /* sandbox.per_tool: a profile by tool name. */
 struct sandbox_per_tool {
 	char *tool;
-	enum sandbox_profile profile;
+	int profile;				/* enum sandbox_profile, or -1: the default */
+	int network;				/* enum sandbox_network, or -1: the default */
 };
 
 /* Settings shared by every call (the config's "sandbox" object). */
@@ -116,7 +128,8 @@ struct sandbox_config {
 	enum sandbox_profile profile;		/* the default */
 	struct sandbox_per_tool *per_tool;
 	size_t n_per_tool;
-	bool network;				/* the default for tools not of side effect network */
+	int network;				/* enum sandbox_network: the default for
+						 * tools not of side effect network */
 	char **deny_read;			/* NULL-terminated; "~/" is the identity's home */
 	char **write_extra;			/* absolute paths */
 	char **protect;				/* relative to each workspace */
@@ -133,7 +146,9 @@ struct sandbox_config {
  * SANDBOX_LIMITS_UNSET. */
 struct sandbox_tool {
 	int profile;
-	int network;
+	int network;				/* enum sandbox_network, or -1 */
+	struct net_policy *net;			/* "network": {"allow": [...]}: hosts
+						 * added to the config's policy, or NULL */
 	char **write_extra;
 	struct sandbox_limits limits;
 	int run_as_peer;
@@ -147,6 +162,10 @@ struct json;
 /* Reads a tool or provider file's "sandbox" object into t (set to
  * SANDBOX_TOOL_UNSET first). -EINVAL with a message naming the key. */
 int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **ret_err);
+/* Reads a tool or provider file's top-level "network" (v may be NULL):
+ * false, true, "proxy" or a policy object ({"allow": [...]}, lib/net's
+ * net_policy_parse()), which means "proxy" with those hosts added. */
+int sandbox_tool_network_from_json(const struct json *v, struct sandbox_tool *t, char **ret_err);
 /* Reads the config's "sandbox" object over cfg (sandbox_config_init()
  * first). -EINVAL with a message naming the key. */
 int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, char **ret_err);
@@ -175,7 +194,10 @@ int sandbox_run_as_user_from_json(const struct json *v, struct identity *ret, ch
 /* One call's wish: profile and settings resolved from config and tool. */
 struct sandbox_req {
 	enum sandbox_profile profile;
-	bool network;
+	bool network;				/* all of it, unfiltered */
+	bool net_proxy;				/* through the daemon's proxy (network false) */
+	const struct net_policy *net_policy;	/* the tool's hosts added, or NULL */
+	const struct sandbox_net_who *net_who;	/* whose connections they are, or NULL */
 	bool require;
 	struct sandbox_limits limits;
 	const char *const *workspaces;		/* canonical absolute roots */
@@ -242,6 +264,7 @@ struct sandbox_child {
 						 * the higher (the spawn keeps the fds
 						 * up to it) */
 	const void *bpf;			/* struct sock_fprog, or NULL */
+	int netns_fd;				/* a network namespace to join first, or -1 */
 	const char *failed;			/* set by the child: the step that failed */
 };
 
@@ -280,6 +303,62 @@ char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int si
  * refused it and what the profile allows; else NULL. */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
 enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
+
+/*
+ * Network "proxy" (net.c): the child's namespace has loopback only, and
+ * the daemon serves an HTTP proxy on 127.0.0.1:SANDBOX_PROXY_HTTP_PORT and
+ * a SOCKS5 one on 127.0.0.1:SANDBOX_PROXY_SOCKS_PORT there, through the
+ * ops set with sandbox_net_set_ops() (the daemon's: policy, audit,
+ * events, confirmation). The sandbox only makes the namespace and hands
+ * the listening sockets over.
+ */
+#define SANDBOX_PROXY_HTTP_PORT 3128
+#define SANDBOX_PROXY_SOCKS_PORT 1080
+
+/* Whose connections a run's proxy carries, for its audit lines, events
+ * and questions; the strings are copied. */
+struct tc_loop;
+struct sandbox_net_who {
+	struct tc_loop *loop;
+	uid_t uid;
+	const char *session;		/* its id, or NULL */
+	const char *call_id;		/* the call's id, or NULL */
+	const char *process_id;		/* a background process's id, or NULL */
+	const char *tool;		/* the tool or provider, or NULL */
+};
+
+/* What the ops are given to serve one run's proxy. */
+struct sandbox_net_serve {
+	int http_fd;			/* listening, non-blocking; the ops own them */
+	int socks_fd;
+	const struct net_policy *tool_policy;	/* added to the config's, or NULL */
+	const struct sandbox_net_who *who;
+};
+
+struct sandbox_net_ops {
+	/* Starts serving; returns the served proxy (freed by stop), or NULL
+	 * with *ret_msg set. */
+	void *(*start)(void *arg, const struct sandbox_net_serve *s, char **ret_msg);
+	/* Stops and frees what start returned. */
+	void (*stop)(void *arg, void *served);
+	/* The note for the call's result naming each refused host:port and
+	 * its rule, or NULL when none was refused (owned). */
+	char *(*note)(void *arg, void *served);
+};
+/* Sets the ops (NULL: "proxy" is refused, saying no proxy is served). */
+void sandbox_net_set_ops(const struct sandbox_net_ops *ops, void *arg);
+/* Whether the kernel and the daemon can give a child a network
+ * namespace of its own (*ret_why says why not). Probed once. */
+bool sandbox_netns_capable(const char **ret_why);
+/* How many namespaces are kept ready (default 4). */
+void sandbox_netns_pool_size(unsigned n);
+/* The environment a run's child gets for its network ("HTTP_PROXY=…"
+ * and the others, upper and lower case), NULL-terminated, or NULL. */
+const char *const *sandbox_run_net_env(const struct sandbox_run *run);
+/* The served proxy of a run (the ops' start), or NULL. */
+void *sandbox_run_net_served(const struct sandbox_run *run);
+/* The note naming what the proxy refused (see the ops), or NULL. */
+char *sandbox_run_net_note(const struct sandbox_run *run);
 
 /* Gives a daemon running as root a mount namespace of its own (a slave of
  * the one it started in, so mounts made there still reach it), where its

@@ -130,8 +130,35 @@ ssize_t read_small(int dir_fd, const char *path, char *buf, size_t size);
 /* Forgets the probe (probe.c; sandbox_shutdown()). */
 void probe_forget(void);
 
-/* The seccomp program for a request (kept), or NULL with *ret_msg set. */
-const void *seccomp_prog_get(bool network, char **ret_msg);
+/* The seccomp program for a network kind (enum sandbox_network; kept),
+ * or NULL with *ret_msg set. */
+const void *seccomp_prog_get(int network, char **ret_msg);
 void seccomp_cache_clear(void);
+
+/* A network namespace made ahead (netns.c): its fd and the daemon's
+ * listening sockets in it. */
+struct sandbox_netns {
+	int ns_fd;
+	int http_fd;
+	int socks_fd;
+};
+#define SANDBOX_NETNS_NONE ((struct sandbox_netns){ .ns_fd = -1, .http_fd = -1, .socks_fd = -1 })
+/* Takes a namespace ready (waiting for the pool's thread when none is). 0,
+ * or a negative errno with *ret_msg (-EPERM: none can be made here). */
+int sandbox_netns_take(struct sandbox_netns *ret, char **ret_msg);
+/* Closes what is left of it (the fds not handed on are -1). */
+void sandbox_netns_release(struct sandbox_netns *ns);
+/* Stops the pool's thread and closes the namespaces ready. */
+void sandbox_netns_shutdown(void);
+
+/* One run's network (net.c): the namespace, the served proxy, the
+ * environment. */
+struct sandbox_net;
+int sandbox_net_prepare(const struct sandbox_req *req, struct sandbox_net **ret, char **ret_msg);
+int sandbox_net_ns_fd(const struct sandbox_net *n);
+const char *const *sandbox_net_env(const struct sandbox_net *n);
+void *sandbox_net_served(const struct sandbox_net *n);
+char *sandbox_net_note(const struct sandbox_net *n);
+struct sandbox_net *sandbox_net_end(struct sandbox_net *n);
 
 #endif

@@ -4,8 +4,9 @@
  * kind and kept as BPF, so the spawned child only loads them.
  *
  * Everything is allowed but: sockets of any family other than AF_UNIX and
- * AF_NETLINK unless the profile has network (EACCES: the program says
- * "Permission denied"); io_uring, which would run socket and file
+ * AF_NETLINK unless the profile has network (AF_INET and AF_INET6 too with
+ * the network "proxy", in a namespace of loopback only; EACCES: the
+ * program says "Permission denied"); io_uring, which would run socket and file
  * operations past this filter; ptrace, bpf, perf_event_open, the key
  * calls, every mount-type call, setns, new namespaces through unshare or
  * clone, and clone3 (ENOSYS: its flags are in memory a filter cannot read,
@@ -38,12 +39,12 @@
 #define CLONE_NEWTIME 0x00000080
 #endif
 
-/* [network] */
-static struct sock_fprog *progs[2];
+/* [enum sandbox_network] */
+static struct sock_fprog *progs[3];
 
 void seccomp_cache_clear(void)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (progs[i]) {
 			free(progs[i]->filter);
 			free(progs[i]);
@@ -119,7 +120,7 @@ static int add_mode_rules(scmp_filter_ctx ctx, const char **ret_what)
 
 /* Adds the rules; returns 0 or a negative errno, *ret_what naming the
  * rule that failed. */
-static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
+static int add_rules(scmp_filter_ctx ctx, int network, const char **ret_what)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	int r;
@@ -162,12 +163,37 @@ static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
 		return r;
 	if ((r = add_mode_rules(ctx, ret_what)) < 0)
 		return r;
-	if (network)
+	if (network == SANDBOX_NET_FULL)
 		return 0;
 	/* Every family but AF_UNIX (1) and AF_NETLINK (16), in five rules:
 	 * 0, 2-3, 4-7, 8-15 and above 16. The comparisons are on all 64 bits
 	 * of the argument, so a value the kernel would cut down to a family
-	 * (high bits set) is above 16 and refused too. */
+	 * (high bits set) is above 16 and refused too. With the network
+	 * "proxy" AF_INET (2) and AF_INET6 (10) are kept too: the child's
+	 * namespace has loopback only, where the daemon's proxy listens. */
+	static const struct {
+		enum scmp_compare op;
+		uint64_t a, b;
+	} proxy_fam[] = {
+		{ SCMP_CMP_EQ, 0, 0 },
+		{ SCMP_CMP_EQ, 3, 0 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(3), 4 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(1), 8 },
+		{ SCMP_CMP_EQ, 11, 0 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(3), 12 },
+		{ SCMP_CMP_GT, AF_NETLINK, 0 },
+	};
+	_Static_assert(AF_INET == 2 && AF_INET6 == 10, "the families kept for the proxy");
+	*ret_what = "socket";
+	if (network == SANDBOX_NET_PROXY) {
+		for (size_t i = 0; i < ELEMENTSOF(proxy_fam); i++) {
+			struct scmp_arg_cmp cmp = { .arg = 0, .op = proxy_fam[i].op, .datum_a = proxy_fam[i].a,
+						    .datum_b = proxy_fam[i].b };
+			if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, &cmp)) < 0)
+				return r;
+		}
+		return 0;
+	}
 	static const struct {
 		enum scmp_compare op;
 		uint64_t a, b;
@@ -189,7 +215,7 @@ static int add_rules(scmp_filter_ctx ctx, bool network, const char **ret_what)
 }
 
 /* Builds a program and exports it as BPF into memory. */
-static int build(bool network, struct sock_fprog **ret, char **ret_msg)
+static int build(int network, struct sock_fprog **ret, char **ret_msg)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	const char *what = "init";
@@ -241,8 +267,10 @@ fail:
 }
 
 /* Finds or builds the program of a kind. */
-const void *seccomp_prog_get(bool network, char **ret_msg)
+const void *seccomp_prog_get(int network, char **ret_msg)
 {
+	if ((unsigned)network >= ELEMENTSOF(progs))
+		network = SANDBOX_NET_NONE;
 	struct sock_fprog **slot = &progs[network];
 	if (!*slot && build(network, slot, ret_msg) < 0)
 		return NULL;

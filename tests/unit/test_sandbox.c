@@ -285,7 +285,8 @@ START_TEST(profile_builder)
 	ck_assert(req.network);
 	/* per_tool, then the tool file, win over the default. */
 	cfg.per_tool = xcalloc(1, sizeof(*cfg.per_tool));
-	cfg.per_tool[0] = (struct sandbox_per_tool){ .tool = xstrdup("shell"), .profile = SANDBOX_READ_ONLY };
+	cfg.per_tool[0] = (struct sandbox_per_tool){ .tool = xstrdup("shell"), .profile = SANDBOX_READ_ONLY,
+						     .network = -1 };
 	cfg.n_per_tool = 1;
 	sandbox_req_init(&req, &cfg, "shell", false, NULL);
 	ck_assert_int_eq(req.profile, SANDBOX_READ_ONLY);
@@ -411,6 +412,90 @@ START_TEST(config_json)
 		free(err);
 		json_doc_unref(doc);
 	}
+}
+END_TEST
+
+/* Parses text as JSON into *doc and returns its root. */
+static const struct json *parse(const char *text, struct json_doc **doc)
+{
+	struct json_err jerr;
+	ck_assert_msg(json_parse(text, strlen(text), 0, 0, doc, &jerr) == 0, "%s", text);
+	return json_doc_root(*doc);
+}
+
+/* sandbox.network false | true | "proxy", globally, per tool and in a tool
+ * file: "proxy" is neither no network nor the whole of it, and a run that
+ * asks for it where no proxy is served is refused, never given the
+ * network. */
+START_TEST(network_proxy_setting)
+{
+	struct sandbox_config c;
+	sandbox_config_init(&c);
+	struct json_doc *doc;
+	char *err = NULL;
+	ck_assert_int_eq(sandbox_config_from_json(parse("{\"network\":\"proxy\",\"per_tool\":{\"git\":"
+							"{\"network\":true},\"sh2\":{\"profile\":\"read-only\"}}}",
+							&doc),
+						  &c, &err), 0);
+	json_doc_unref(doc);
+	ck_assert_int_eq(c.network, SANDBOX_NET_PROXY);
+	struct sandbox_req req;
+	sandbox_req_init(&req, &c, "shell", false, NULL);
+	ck_assert(req.net_proxy && !req.network);
+	sandbox_req_init(&req, &c, "git", false, NULL);
+	ck_assert(!req.net_proxy && req.network);
+	sandbox_req_init(&req, &c, "sh2", false, NULL);
+	ck_assert(req.net_proxy && !req.network);
+	ck_assert_int_eq(req.profile, SANDBOX_READ_ONLY);
+	/* A tool of side effect network keeps the whole network by default. */
+	sandbox_req_init(&req, &c, "fetch", true, NULL);
+	ck_assert(!req.net_proxy && req.network);
+	/* A tool file's sandbox.network wins. */
+	struct sandbox_tool t = SANDBOX_TOOL_UNSET;
+	ck_assert_int_eq(sandbox_tool_from_json(parse("{\"network\":false}", &doc), &t, &err), 0);
+	json_doc_unref(doc);
+	sandbox_req_init(&req, &c, "shell", false, &t);
+	ck_assert(!req.net_proxy && !req.network);
+	ck_assert_int_eq(sandbox_tool_from_json(parse("{\"network\":\"proxy\"}", &doc), &t, &err), 0);
+	json_doc_unref(doc);
+	sandbox_req_init(&req, &c, "fetch", true, &t);
+	ck_assert(req.net_proxy && !req.network);
+	sandbox_tool_clear(&t);
+
+	/* Wrong values name the key and what it takes. */
+	static const char *const bad[] = {
+		"{\"network\":\"maybe\"}", "{\"network\":1}", "{\"network\":{\"allow\":[\"x\"]}}",
+		"{\"per_tool\":{\"shell\":{\"network\":\"some\"}}}", "{\"per_tool\":{\"shell\":{\"nope\":1}}}",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		err = NULL;
+		ck_assert_msg(sandbox_config_from_json(parse(bad[i], &doc), &c, &err) == -EINVAL, "%s", bad[i]);
+		json_doc_unref(doc);
+		ck_assert_msg(err && strstr(err, "network") ? true : strstr(err, "nope") != NULL, "%s", err);
+		free(err);
+	}
+	err = NULL;
+	t = SANDBOX_TOOL_UNSET;
+	ck_assert_int_eq(sandbox_tool_from_json(parse("{\"network\":\"all\"}", &doc), &t, &err), -EINVAL);
+	json_doc_unref(doc);
+	ck_assert_msg(strstr(err, "sandbox.network") && strstr(err, "\"proxy\"") && strstr(err, "allow"), "%s", err);
+	free(err);
+	sandbox_config_clear(&c);
+
+	/* Asked for where nothing serves a proxy: refused, saying so. */
+	if (!need_kernel("network_proxy_setting"))
+		return;
+	sandbox_net_set_ops(NULL, NULL);
+	const char *wss[] = { wsdir, NULL };
+	sandbox_req_init(&req, &cfg, "x", false, NULL);
+	req.workspaces = wss;
+	req.net_proxy = true;
+	struct sandbox_run *run = NULL;
+	char *msg = NULL;
+	ck_assert_int_eq(sandbox_prepare(&req, &run, &msg), -EPERM);
+	ck_assert_ptr_null(run);
+	ck_assert_msg(msg && strstr(msg, "not given the full network"), "%s", msg ? msg : "(none)");
+	free(msg);
 }
 END_TEST
 
@@ -1201,6 +1286,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, denied_path_in_a_workspace);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, config_json);
+	tcase_add_test(tc, network_proxy_setting);
 	tcase_add_test(tc, identity_for_children_decides);
 	tcase_add_test(tc, shell_file_system);
 	tcase_add_test(tc, shell_read_only);

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's side of the sandbox network "proxy" (CONTRACT §20): for
+ * each run whose network is "proxy" (a call, a background process, an MCP
+ * server instance) it serves lib/net's proxy on the listening sockets the
+ * sandbox made in the run's namespace, with the configured policy and the
+ * tool's hosts merged, and reports every connection: an audit line of
+ * "type": "network", an event network.connect or network.refused, the
+ * counters of admin/metrics, and the note for the call's result naming
+ * what was refused. Unknown hosts under "unknown": "ask" become
+ * confirmation requests of kind network.connect (daemon/net_ask.c).
+ */
+#ifndef TC_DAEMON_NET_H
+#define TC_DAEMON_NET_H
+
+#include <stdbool.h>
+
+struct buf;
+struct server;
+
+/* Sets the sandbox's proxy ops (lib/sandbox/sandbox.h). With a sandbox
+ * network "proxy" configured where no namespace can be made, fails with
+ * a message naming what the daemon or kernel lacks. */
+int daemon_net_init(struct server *s, char **ret_err);
+/* After a reload: the policy and limits new proxies get. */
+void daemon_net_apply(struct server *s);
+/* Stops serving (at exit). */
+void daemon_net_free(struct server *s);
+/* The families toolcalld_network_connections_total and
+ * toolcalld_network_bytes_total. */
+void daemon_net_metrics(struct server *s, struct buf *b);
+/* Whether some setting asks for the network "proxy" (the config's
+ * sandbox.network or per_tool, or a tool or provider file). */
+bool daemon_net_wanted(struct server *s);
+
+#endif

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Network namespaces for the sandbox's network "proxy": each such child
+ * runs in a namespace of its own, with loopback up and nothing else, where
+ * the daemon listens on 127.0.0.1 (SANDBOX_PROXY_HTTP_PORT for HTTP,
+ * SANDBOX_PROXY_SOCKS_PORT for SOCKS5) and serves the proxy from its loop:
+ * no helper process per call. The child joins the namespace by setns()
+ * before it drops its capabilities (apply.c).
+ *
+ * Making one costs a millisecond or more (the kernel sets up a whole
+ * network stack), more than a sandboxed call's spawn: a thread of this
+ * file keeps a few made ahead, as tmp.c keeps TMPDIRs, and a call takes
+ * one. The thread unshares its own network namespace for each one it
+ * makes (a thread's namespace is its own: the loop's thread and the
+ * daemon's sockets stay where they are), opens it, brings lo up and makes
+ * the two listening sockets there; sockets stay in the namespace they were
+ * made in. A namespace ends when its last fd is closed and its last
+ * process has left.
+ *
+ * Only with CAP_SYS_ADMIN (a root daemon): a daemon without it cannot make
+ * a namespace its children could join; "proxy" is then refused, saying
+ * so, never turned into the full network.
+ */
+#include "lib/sandbox/sandbox_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/base/util.h"
+
+/* Namespaces kept ready. */
+#define POOL_TARGET 4
+#define POOL_MAX 16
+/* How long a call waits for the thread when none is ready. */
+#define TAKE_WAIT_S 10
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t want = PTHREAD_COND_INITIALIZER;		/* the thread: make more */
+static pthread_cond_t made = PTHREAD_COND_INITIALIZER;		/* a taker: one is ready */
+static struct sandbox_netns ready[POOL_MAX];
+static unsigned n_ready;
+static unsigned target = POOL_TARGET;
+static bool started, stopping;
+static pthread_t thread;
+static int last_error;		/* the thread's last failure (errno), 0 */
+static char last_step[64];
+/* Whether namespaces can be made here: -1 not known, 0 no, 1 yes. */
+static int capable = -1;
+static char capable_why[160];
+
+static void netns_close(struct sandbox_netns *ns)
+{
+	if (ns->ns_fd >= 0)
+		close(ns->ns_fd);
+	if (ns->http_fd >= 0)
+		close(ns->http_fd);
+	if (ns->socks_fd >= 0)
+		close(ns->socks_fd);
+	*ns = SANDBOX_NETNS_NONE;
+}
+
+/* A listening TCP socket on 127.0.0.1:port of the calling thread's
+ * namespace. */
+static int listen_on(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 128) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Makes one namespace in the calling thread (which moves into it): lo
+ * up, the listeners. 0, or a negative errno with *ret_step naming what
+ * failed. */
+static int netns_make(struct sandbox_netns *ret, const char **ret_step)
+{
+	struct sandbox_netns ns = SANDBOX_NETNS_NONE;
+	int r;
+	*ret_step = "unshare(CLONE_NEWNET)";
+	if (unshare(CLONE_NEWNET) < 0)
+		return -errno;
+	*ret_step = "opening the namespace";
+	if ((ns.ns_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	*ret_step = "bringing lo up";
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = {0};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+		r = -errno;
+		if (s >= 0)
+			close(s);
+		netns_close(&ns);
+		return r;
+	}
+	close(s);
+	*ret_step = "listening in the namespace";
+	if ((ns.http_fd = listen_on(SANDBOX_PROXY_HTTP_PORT)) < 0 ||
+	    (ns.socks_fd = listen_on(SANDBOX_PROXY_SOCKS_PORT)) < 0) {
+		r = ns.http_fd < 0 ? ns.http_fd : ns.socks_fd;
+		netns_close(&ns);
+		return r;
+	}
+	*ret = ns;
+	return 0;
+}
+
+static void *pool_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&lock);
+	while (!stopping) {
+		if (n_ready >= target) {
+			pthread_cond_wait(&want, &lock);
+			continue;
+		}
+		pthread_mutex_unlock(&lock);
+		struct sandbox_netns ns;
+		const char *step = NULL;
+		int r = netns_make(&ns, &step);
+		pthread_mutex_lock(&lock);
+		if (r < 0) {
+			last_error = -r;
+			snprintf(last_step, sizeof(last_step), "%s", step);
+			pthread_cond_broadcast(&made);
+			/* Not again at once: a kernel short of memory. */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&want, &lock, &until);
+			continue;
+		}
+		last_error = 0;
+		if (stopping || n_ready == POOL_MAX) {
+			netns_close(&ns);
+			continue;
+		}
+		ready[n_ready++] = ns;
+		pthread_cond_broadcast(&made);
+	}
+	pthread_mutex_unlock(&lock);
+	return NULL;
+}
+
+/* Probes once, in a short thread of its own: the daemon's threads keep
+ * their namespace. */
+static void *probe_thread(void *arg)
+{
+	struct sandbox_netns *ns = arg;
+	const char *step = NULL;
+	int r = netns_make(ns, &step);
+	if (r < 0)
+		snprintf(capable_why, sizeof(capable_why), "%s failed: %s%s", step, strerror(-r),
+			 r == -EPERM ? " (the daemon lacks CAP_SYS_ADMIN: it is not root)" : "");
+	return NULL;
+}
+
+bool sandbox_netns_capable(const char **ret_why)
+{
+	pthread_mutex_lock(&lock);
+	if (capable < 0) {
+		struct sandbox_netns ns = SANDBOX_NETNS_NONE;
+		pthread_t t;
+		if (pthread_create(&t, NULL, probe_thread, &ns) != 0) {
+			snprintf(capable_why, sizeof(capable_why), "no thread to make namespaces in");
+		} else {
+			pthread_join(t, NULL);
+		}
+		capable = ns.ns_fd >= 0;
+		if (capable && n_ready < POOL_MAX)
+			ready[n_ready++] = ns;
+		else
+			netns_close(&ns);
+	}
+	bool ok = capable == 1;
+	pthread_mutex_unlock(&lock);
+	if (ret_why)
+		*ret_why = ok ? NULL : capable_why;
+	return ok;
+}
+
+void sandbox_netns_pool_size(unsigned n)
+{
+	pthread_mutex_lock(&lock);
+	target = n > POOL_MAX ? POOL_MAX : n;
+	pthread_cond_signal(&want);
+	pthread_mutex_unlock(&lock);
+}
+
+int sandbox_netns_take(struct sandbox_netns *ret, char **ret_msg)
+{
+	const char *why;
+	*ret = SANDBOX_NETNS_NONE;
+	if (!sandbox_netns_capable(&why)) {
+		*ret_msg = xasprintf("The sandbox's network \"proxy\" needs a network namespace of the call's own, "
+				     "which this daemon cannot make (%s); the call is not given the full network "
+				     "instead", why);
+		return -EPERM;
+	}
+	pthread_mutex_lock(&lock);
+	if (!started && !stopping) {
+		if (pthread_create(&thread, NULL, pool_thread, NULL) == 0)
+			started = true;
+	}
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += TAKE_WAIT_S;
+	int r = 0;
+	while (!n_ready && r == 0 && started) {
+		pthread_cond_signal(&want);
+		r = pthread_cond_timedwait(&made, &lock, &until);
+		if (!n_ready && last_error)
+			break;
+	}
+	if (n_ready) {
+		*ret = ready[--n_ready];
+		pthread_cond_signal(&want);
+		pthread_mutex_unlock(&lock);
+		return 0;
+	}
+	int e = last_error ? last_error : started ? ETIMEDOUT : EAGAIN;
+	*ret_msg = last_error ? xasprintf("Could not make the call's network namespace (%s): %s", last_step, strerror(e))
+			      : xasprintf("No network namespace for the call was ready in time");
+	pthread_mutex_unlock(&lock);
+	return -e;
+}
+
+void sandbox_netns_release(struct sandbox_netns *ns)
+{
+	if (ns)
+		netns_close(ns);
+}
+
+void sandbox_netns_shutdown(void)
+{
+	pthread_mutex_lock(&lock);
+	bool was = started;
+	stopping = true;
+	pthread_cond_broadcast(&want);
+	pthread_mutex_unlock(&lock);
+	if (was)
+		pthread_join(thread, NULL);
+	pthread_mutex_lock(&lock);
+	while (n_ready)
+		netns_close(&ready[--n_ready]);
+	started = stopping = false;
+	capable = -1;
+	pthread_mutex_unlock(&lock);
+}
