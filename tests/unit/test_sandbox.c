@@ -701,6 +701,115 @@ START_TEST(shell_network)
 }
 END_TEST
 
+/* Ops standing in for the daemon's proxy: keep the listening sockets (a
+ * connection to them completes in the backlog), count, and name a
+ * refusal for the note. */
+struct fake_proxy {
+	int http_fd, socks_fd;
+	unsigned started, stopped;
+	char who_tool[32];
+};
+
+static void *fake_start(void *arg, const struct sandbox_net_serve *s, char **ret_msg)
+{
+	(void)ret_msg;
+	struct fake_proxy *fp = arg;
+	fp->http_fd = s->http_fd;
+	fp->socks_fd = s->socks_fd;
+	fp->started++;
+	snprintf(fp->who_tool, sizeof(fp->who_tool), "%s", s->who && s->who->tool ? s->who->tool : "");
+	return fp;
+}
+
+static void fake_stop(void *arg, void *served)
+{
+	struct fake_proxy *fp = served;
+	(void)arg;
+	close(fp->http_fd);
+	close(fp->socks_fd);
+	fp->http_fd = fp->socks_fd = -1;
+	fp->stopped++;
+}
+
+static char *fake_note(void *arg, void *served)
+{
+	(void)arg;
+	(void)served;
+	return xstrdup("[sandbox] The network proxy refused evil.test:443 (rule deny:evil.test)");
+}
+
+/* Network "proxy": the child is in a namespace of its own with loopback
+ * up and nothing else, where the daemon's sockets listen on the proxy
+ * ports; it may make AF_INET sockets there, finds the proxy in its
+ * environment, cannot reach the host's loopback, and its result carries
+ * the proxy's note, whatever its exit status. */
+START_TEST(shell_network_proxy)
+{
+	if (!need_kernel("shell_network_proxy"))
+		return;
+	const char *why = NULL;
+	if (!sandbox_netns_capable(&why)) {
+		fprintf(stderr, "shell_network_proxy: skipped: %s\n", why);
+		return;
+	}
+	if (access("/usr/bin/socat", X_OK) < 0) {
+		fprintf(stderr, "shell_network_proxy: skipped: no socat\n");
+		return;
+	}
+	struct fake_proxy fp = { .http_fd = -1, .socks_fd = -1 };
+	static const struct sandbox_net_ops ops = { .start = fake_start, .stop = fake_stop, .note = fake_note };
+	sandbox_net_set_ops(&ops, &fp);
+	/* A listener on the host's loopback, which the child must not reach. */
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	ck_assert_int_eq(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(ls, 16), 0);
+	ck_assert_int_eq(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+
+	cfg.network = SANDBOX_NET_PROXY;
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+		 "readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; "
+		 "echo \"$HTTP_PROXY $https_proxy $ALL_PROXY $no_proxy\"; "
+		 "socat -u OPEN:/dev/null TCP:127.0.0.1:3128 && echo http-port; "
+		 "socat -u OPEN:/dev/null TCP:127.0.0.1:1080 && echo socks-port; "
+		 "socat -u OPEN:/dev/null TCP:127.0.0.1:%d 2>/dev/null || echo host-unreachable",
+		 ntohs(a.sin_port));
+	struct run r;
+	sh(&r, cmd, NULL);
+	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
+	char own[64] = "";
+	ck_assert_int_gt(readlink("/proc/self/ns/net", own, sizeof(own) - 1), 0);
+	const char *out = sc_str(&r, "stdout");
+	char want[512];
+	snprintf(want, sizeof(want),
+		 "lo\nhttp://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:1080 localhost,127.0.0.1\n"
+		 "http-port\nsocks-port\nhost-unreachable\n");
+	ck_assert_msg(strncmp(out, "net:[", 5) == 0 && strncmp(out, own, strlen(own)) != 0, "%s", out);
+	char first[64];
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(out, "\n"), out);
+	ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+	ck_assert_msg(strstr(r.c.text, "refused evil.test:443 (rule deny:evil.test)"), "%s", r.c.text);
+	ck_assert_str_eq(json_str(json_get(json_get(json_doc_root(r.sc), "sandbox"), "network")), "proxy");
+	ck_assert(enforced(&r, "enforced", "network namespace"));
+	ck_assert_str_eq(fp.who_tool, "shell");
+	run_done(&r);
+	/* The proxy ends with the call. */
+	ck_assert_int_eq(fp.started, 1);
+	ck_assert_int_eq(fp.stopped, 1);
+	/* Each call has a namespace of its own. */
+	sh(&r, "readlink /proc/self/ns/net", NULL);
+	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
+	ck_assert_msg(strncmp(sc_str(&r, "stdout"), "net:[", 5) == 0 && strncmp(sc_str(&r, "stdout"), first, strlen(first)) != 0,
+		      "the same namespace: %s", first);
+	run_done(&r);
+	ck_assert_int_eq(fp.stopped, 2);
+	sandbox_net_set_ops(NULL, NULL);
+	close(ls);
+}
+END_TEST
+
 /* --- the seccomp filter ------------------------------------------------------ */
 
 static char self_exe[PATH_MAX];
@@ -1292,6 +1401,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, shell_read_only);
 	tcase_add_test(tc, shell_protect);
 	tcase_add_test(tc, shell_network);
+	tcase_add_test(tc, shell_network_proxy);
 	tcase_add_test(tc, seccomp_filter_refuses);
 	tcase_add_test(tc, shell_as_peer);
 	tcase_add_test(tc, shell_memory_limit);
