@@ -287,7 +287,10 @@ static void on_elicit(void *arg, int r, const struct json *result, const struct 
  * the files and the change. */
 static void write_message(struct buf *b, const struct confirm_question *q)
 {
-	buf_printf(b, "Allow the tool '%s' (side effect: %s) to run?\n\nInput: ", q->tool, q->side_effect);
+	if (q->question)
+		buf_printf(b, "%s\n\nInput: ", q->question);
+	else
+		buf_printf(b, "Allow the tool '%s' (side effect: %s) to run?\n\nInput: ", q->tool, q->side_effect);
 	buf_append(b, q->input, q->input_len);
 	if (q->n_files) {
 		buf_puts(b, "\n\nFiles:");

@@ -263,6 +263,8 @@ void daemon_net_apply(struct server *s)
 	net_limits_default(&svc->limits);
 	svc->limits.max_connections = s->cfg.limits.net_connections;
 	svc->limits.max_bytes = s->cfg.limits.net_mb << 20;
+	/* A held connection waits as long as a tool's confirmation would. */
+	svc->limits.ask_timeout_ms = (uint32_t)MIN(s->cfg.confirmation.timeout_ms, (uint64_t)UINT32_MAX);
 }
 
 int daemon_net_init(struct server *s, char **ret_err)
@@ -272,6 +274,7 @@ int daemon_net_init(struct server *s, char **ret_err)
 	svc->loop = s->loop;
 	daemon_net_apply(s);
 	sandbox_net_set_ops(&sandbox_ops, svc);
+	net_ask_init(s);
 	/* Probed now only where the config asks for it (a namespace costs a
 	 * millisecond or more); a tool file's "proxy" is refused at its call,
 	 * saying the same, where none can be made. */

@@ -1,24 +1,363 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Confirmation requests of kind network.connect: a connection to a host
- * no rule names, under "unknown": "ask".
+ * Confirmation requests of kind network.connect: a sandboxed child's
+ * connection to a host no rule names, under "unknown": "ask". The proxy
+ * holds the connection while the question is open. It is asked as a
+ * tool's confirmation is: tool.confirmation_requested (with kind, host
+ * and port) to the approvers of the call's uid and session, and the
+ * call's own client through elicitation; answered through
+ * confirmations/resolve (the dispatcher hands over the ids it does not
+ * know, lib/dispatch/confirm.h), first answer wins; tool.confirmation_resolved
+ * tells everyone. "always_allow" is remembered for the session, host and
+ * port together. Nobody to ask (no approver, no elicitation, and
+ * confirmation.no_approver "deny"): refused at once. The proxy bounds how
+ * long a connection waits (confirmation.timeout_ms).
  */
 #include "daemon/net_internal.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/server_state.h"
+#include "lib/base/list.h"
+#include "lib/base/loop.h"
+#include "lib/base/map.h"
+#include "lib/dispatch/dispatch.h"
+#include "lib/events.h"
+#include "lib/session.h"
+#include "proto/json.h"
+#include "proto/base/util.h"
+
+/* Questions open and settled at once, at most; settled ones are kept
+ * this long so that a late second answer learns the first. */
+#define QUESTIONS_MAX 4096
+#define SETTLED_KEEP_MS 60000
+
+struct question {
+	struct list node;
+	char *id;
+	struct net_served *sv;		/* NULL once settled */
+	struct net_ask *ask;		/* NULL once settled */
+	char *host;
+	uint16_t port;
+	uid_t uid;
+	char *session;
+	char *call_id;
+	char *tool;
+	const char *decision;		/* NULL while open */
+	uint64_t expires;		/* settled: forgotten then */
+	bool elicited;
+};
+
+static struct list questions = { &questions, &questions };
+static unsigned n_questions;
+static uint64_t counter;
+
+static void question_free(struct question *q)
+{
+	list_remove(&q->node);
+	n_questions--;
+	free(q->id);
+	free(q->host);
+	free(q->session);
+	free(q->call_id);
+	free(q->tool);
+	free(q);
+}
+
+static uint64_t now_ms(void)
+{
+	struct net_service *svc = net_service();
+	return svc->loop ? tc_now(svc->loop) : mono_ms();
+}
+
+/* Forgets the settled questions kept past their time. */
+static void sweep(void)
+{
+	uint64_t now = now_ms();
+	for (struct list *pos = questions.next; pos != &questions;) {
+		struct question *q = list_entry(pos, struct question, node);
+		pos = pos->next;
+		if (q->decision && q->expires <= now)
+			question_free(q);
+	}
+}
+
+/* The session's key of a remembered host and port (no tool name holds a
+ * space: it cannot stand for one). */
+static char *allow_key(const char *host, uint16_t port)
+{
+	return xasprintf("network.connect %s:%u", host, (unsigned)port);
+}
+
+static struct session *session_of(const struct question *q)
+{
+	struct server *s = net_service()->server;
+	return s && q->session ? session_find(s->sessions, q->uid, q->session) : NULL;
+}
+
+/* The session standing for q in events (see net_served_session). */
+static const struct session *event_session(const struct question *q, struct session *tmp)
+{
+	struct session *found = session_of(q);
+	if (found)
+		return found;
+	*tmp = (struct session){ .id = q->session ? q->session : (char *)"", .uid = q->uid };
+	return tmp;
+}
+
+static char *question_input(const struct question *q)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "host", q->host);
+	jgen_kv_int(g, "port", q->port);
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
+static void extra_requested(struct jgen *g, void *arg)
+{
+	struct question *q = arg;
+	struct server *s = net_service()->server;
+	jgen_kv_str(g, "requestId", q->id);
+	jgen_kv_str(g, "kind", "network.connect");
+	jgen_kv_str(g, "host", q->host);
+	jgen_kv_int(g, "port", q->port);
+	jgen_kv_str(g, "sideEffect", "network");
+	_cleanup_free_ char *in = question_input(q);
+	jgen_kv_str(g, "input", in);
+	jgen_key(g, "files");
+	jgen_arr_open(g);
+	jgen_arr_close(g);
+	jgen_kv_int(g, "timeoutMs", s ? (int64_t)s->cfg.confirmation.timeout_ms : 0);
+}
+
+struct resolved_arg {
+	const char *id;
+	const char *decision;
+};
+
+static void extra_resolved(struct jgen *g, void *arg)
+{
+	struct resolved_arg *r = arg;
+	jgen_kv_str(g, "requestId", r->id);
+	jgen_kv_str(g, "kind", "network.connect");
+	jgen_kv_str(g, "decision", r->decision);
+}
+
+/* Settles q with decision (the connection answered by the caller, or
+ * gone), tells the subscribers, takes the elicitation down. */
+static void settle(struct question *q, const char *decision)
+{
+	struct server *s = net_service()->server;
+	q->decision = decision;
+	q->sv = NULL;
+	q->ask = NULL;
+	q->expires = now_ms() + SETTLED_KEEP_MS;
+	if (!s)
+		return;
+	if (q->elicited) {
+		q->elicited = false;
+		dispatch_withdraw_call(s->dispatcher, q->call_id, q->id);
+	}
+	struct session tmp;
+	struct resolved_arg r = { q->id, decision };
+	event_emit(&s->bus, "tool.confirmation_resolved", event_session(q, &tmp), q->call_id, q->tool,
+		   extra_resolved, &r);
+}
+
+/* Whether an approver of q's uid and session is subscribed. */
+static bool approver_for(const struct question *q)
+{
+	struct server *s = net_service()->server;
+	struct session tmp;
+	return s && event_has_subscriber(&s->bus, "tool.confirmation_requested", event_session(q, &tmp));
+}
+
+/* Refuses q's connection: nobody can answer. */
+static void refuse_unanswered(struct question *q)
+{
+	struct net_ask *ask = q->ask;
+	settle(q, "deny");
+	net_ask_answer(ask, false, "ask:no answer");
+}
+
 void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *ask)
 {
-	(void)ctx;
-	(void)host;
-	(void)port;
-	net_ask_answer(ask, false, "unknown:ask");
+	struct net_served *sv = ctx;
+	struct server *s = sv->svc->server;
+	sweep();
+	if (!s || n_questions >= QUESTIONS_MAX) {
+		net_ask_answer(ask, false, "ask:too many questions");
+		return;
+	}
+	struct question *q = xcalloc(1, sizeof(*q));
+	q->id = xasprintf("nc-%" PRIx64 "-%" PRIu64, (uint64_t)tc_random(s->loop), ++counter);
+	q->sv = sv;
+	q->ask = ask;
+	q->host = xstrdup(host);
+	q->port = port;
+	q->uid = sv->uid;
+	q->session = sv->session ? xstrdup(sv->session) : NULL;
+	q->call_id = sv->call_id ? xstrdup(sv->call_id) : NULL;
+	q->tool = sv->tool ? xstrdup(sv->tool) : NULL;
+	list_insert_tail(&questions, &q->node);
+	n_questions++;
+
+	/* Allowed for the rest of the session already. */
+	struct session *ss = session_of(q);
+	_cleanup_free_ char *key = allow_key(host, port);
+	if (ss && map_get(ss->always_allow, key)) {
+		question_free(q);
+		net_ask_answer(ask, true, "ask:always_allow");
+		return;
+	}
+	bool elicit = q->call_id && dispatch_ask_call(s->dispatcher, q->call_id, NULL);
+	if (!elicit && !approver_for(q) && !s->cfg.confirmation.no_approver_wait) {
+		question_free(q);
+		net_ask_answer(ask, false, "ask:no approver");
+		return;
+	}
+	struct session tmp;
+	event_emit(&s->bus, "tool.confirmation_requested", event_session(q, &tmp), q->call_id, q->tool,
+		   extra_requested, q);
+	if (elicit) {
+		_cleanup_free_ char *in = question_input(q);
+		_cleanup_free_ char *text = xasprintf("Allow the tool '%s' to connect to %s:%u through the "
+						      "sandbox's network proxy?", q->tool ? q->tool : "?", host,
+						      (unsigned)port);
+		const struct confirm_question cq = {
+			.request_id = q->id, .tool = q->tool ? q->tool : "", .side_effect = "network",
+			.input = in, .input_len = strlen(in), .timeout_ms = s->cfg.confirmation.timeout_ms,
+			.question = text,
+		};
+		q->elicited = dispatch_ask_call(s->dispatcher, q->call_id, &cq);
+		if (!q->elicited && !approver_for(q) && !s->cfg.confirmation.no_approver_wait)
+			refuse_unanswered(q);
+	}
 }
 
 void net_ask_cancel(void *ctx, struct net_ask *ask)
 {
 	(void)ctx;
-	(void)ask;
+	for (struct list *pos = questions.next; pos != &questions; pos = pos->next) {
+		struct question *q = list_entry(pos, struct question, node);
+		if (!q->decision && q->ask == ask) {
+			settle(q, "cancelled");
+			return;
+		}
+	}
+}
+
+static struct question *find(const char *id)
+{
+	for (struct list *pos = questions.next; id && pos != &questions; pos = pos->next) {
+		struct question *q = list_entry(pos, struct question, node);
+		if (str_eq(q->id, id))
+			return q;
+	}
+	return NULL;
+}
+
+/* confirmations/resolve (and an elicitation's answer) for an id the
+ * dispatcher does not know. */
+static int on_resolve(void *arg, uid_t uid, const char *id, const char *decision, bool *ret_accepted,
+		      const char **ret_decision)
+{
+	(void)arg;
+	sweep();
+	struct question *q = find(id);
+	if (!q || q->uid != uid)
+		return -ENOENT;
+	static const char *const decisions[] = { "allow", "deny", "always_allow" };
+	const char *dec = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(decisions); i++)
+		if (str_eq(decision, decisions[i]))
+			dec = decisions[i];
+	if (!dec)
+		return -EINVAL;
+	if (q->decision) {
+		*ret_accepted = false;
+		*ret_decision = q->decision;
+		return 0;
+	}
+	*ret_accepted = true;
+	*ret_decision = dec;
+	struct net_ask *ask = q->ask;
+	if (dec == decisions[2]) {
+		struct session *ss = session_of(q);
+		_cleanup_free_ char *key = allow_key(q->host, q->port);
+		if (ss)
+			map_put(ss->always_allow, key, (void *)1);
+	}
+	settle(q, dec);
+	net_ask_answer(ask, dec != decisions[1], dec == decisions[0] ? "ask:allow" : dec == decisions[1] ? "ask:deny"
+											  : "ask:always_allow");
+	return 0;
+}
+
+static void on_replay(void *arg, struct subscriber *sub)
+{
+	(void)arg;
+	struct server *s = net_service()->server;
+	for (struct list *pos = questions.next; s && pos != &questions; pos = pos->next) {
+		struct question *q = list_entry(pos, struct question, node);
+		if (q->decision)
+			continue;
+		struct session tmp;
+		event_emit_to(&s->bus, sub, "tool.confirmation_requested", event_session(q, &tmp), q->call_id, q->tool,
+			      extra_requested, q);
+	}
+}
+
+/* Open questions nobody can answer any more are refused. */
+static void on_approvers_left(void *arg)
+{
+	(void)arg;
+	struct server *s = net_service()->server;
+	if (!s || s->cfg.confirmation.no_approver_wait)
+		return;
+	for (struct list *pos = questions.next; pos != &questions;) {
+		struct question *q = list_entry(pos, struct question, node);
+		pos = pos->next;
+		if (!q->decision && !q->elicited && !approver_for(q))
+			refuse_unanswered(q);
+	}
+}
+
+static void on_elicit_failed(void *arg, const char *id)
+{
+	(void)arg;
+	struct server *s = net_service()->server;
+	struct question *q = find(id);
+	if (!q || q->decision)
+		return;
+	q->elicited = false;
+	if (s && !s->cfg.confirmation.no_approver_wait && !approver_for(q))
+		refuse_unanswered(q);
+}
+
+static const struct confirm_other_ops other_ops = {
+	.resolve = on_resolve,
+	.replay = on_replay,
+	.approvers_left = on_approvers_left,
+	.elicit_failed = on_elicit_failed,
+};
+
+void net_ask_init(struct server *s)
+{
+	if (s->dispatcher)
+		dispatch_set_confirm_other(s->dispatcher, &other_ops, NULL);
 }
 
 void net_ask_clear(void)
 {
+	while (!list_empty(&questions))
+		question_free(list_first(&questions, struct question, node));
 }

@@ -47,6 +47,8 @@ const struct session *net_served_session(const struct net_served *sv, struct ses
 /* The proxy's ops for "unknown": "ask" (net_ask.c). */
 void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *ask);
 void net_ask_cancel(void *ctx, struct net_ask *ask);
+/* Lets the dispatcher hand over the answers to these questions. */
+void net_ask_init(struct server *s);
 /* Forgets every open question (at exit). */
 void net_ask_clear(void);
 

@@ -208,13 +208,13 @@ int server_init(struct server *s, char **ret_err)
 	/* Before any child: also makes the daemon child subreaper. */
 	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(s->cfg.sandbox.cgroup_dir));
 	log_info("%s", line);
-	r = daemon_net_init(s, ret_err);
-	if (r < 0)
-		return r;
 	r = registry_build(&s->cfg, NULL, &s->providers, &s->registry, ret_err);
 	if (r < 0)
 		return r;
 	server_apply_config(s);
+	r = daemon_net_init(s, ret_err);
+	if (r < 0)
+		return r;
 	r = durable_open(s, ret_err);
 	if (r < 0)
 		return r;

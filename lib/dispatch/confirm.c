@@ -61,6 +61,36 @@ static void confirm_free(struct confirm *c)
 	free(c);
 }
 
+void dispatch_set_confirm_other(struct dispatcher *d, const struct confirm_other_ops *ops, void *arg)
+{
+	d->other = ops;
+	d->other_arg = arg;
+}
+
+/* The execution of call call_id still running, or NULL. */
+static struct exec *exec_of_call(struct dispatcher *d, const char *call_id)
+{
+	for (struct list *pos = d->execs.next; call_id && pos != &d->execs; pos = pos->next) {
+		struct exec *e = list_entry(pos, struct exec, node);
+		if (e->state != EX_DONE && str_eq(e->call_id, call_id))
+			return e;
+	}
+	return NULL;
+}
+
+bool dispatch_ask_call(struct dispatcher *d, const char *call_id, const struct confirm_question *q)
+{
+	struct exec *e = exec_of_call(d, call_id);
+	return e && exec_ask_callers(e, q);
+}
+
+void dispatch_withdraw_call(struct dispatcher *d, const char *call_id, const char *request_id)
+{
+	struct exec *e = exec_of_call(d, call_id);
+	if (e)
+		exec_withdraw_callers(e, request_id);
+}
+
 void dispatch_set_confirm_charge(struct dispatcher *d, confirm_charge_fn charge, void *arg)
 {
 	d->confirm_charge = charge;
@@ -185,6 +215,7 @@ static void extra_confirm(struct jgen *g, void *arg)
 {
 	struct exec *e = ((struct confirm_arg *)arg)->e;
 	jgen_kv_str(g, "requestId", e->confirm->id);
+	jgen_kv_str(g, "kind", "tool");
 	jgen_kv_str(g, "sideEffect", side_effect_name(e->tool->side_effects));
 	/* The whole input, never a prefix: it came in one message, so it
 	 * fits in one (limits.max_message_bytes). */
@@ -327,7 +358,7 @@ void confirm_ask(struct exec *e)
 		json_canonical(e->args, &in);
 		const struct confirm_question q = { c->id, e->tool->name, side_effect_name(e->tool->side_effects),
 						    buf_head(&in), buf_size(&in), c->files, c->n_files, c->diff,
-						    d->cfg.confirm_timeout_ms };
+						    d->cfg.confirm_timeout_ms, NULL };
 		c->elicited = exec_ask_callers(e, &q);
 		if (!c->elicited)
 			dispatch_elicit_failed(d, c->id);	/* maybe nobody else sees it */
@@ -337,6 +368,8 @@ void confirm_ask(struct exec *e)
 void dispatch_elicit_failed(struct dispatcher *d, const char *request_id)
 {
 	struct confirm *c = map_get(d->confirms, request_id);
+	if (!c && d->other && d->other->elicit_failed)
+		d->other->elicit_failed(d->other_arg, request_id);
 	if (!c || !c->exec || c->decision)
 		return;
 	c->elicited = false;
@@ -389,6 +422,8 @@ static struct exec **open_requests(struct dispatcher *d, bool unseen, size_t *re
 
 void dispatch_approvers_left(struct dispatcher *d)
 {
+	if (d->other && d->other->approvers_left)
+		d->other->approvers_left(d->other_arg);
 	if (d->cfg.no_approver_wait)
 		return;
 	/* Collected first: finishing one changes the map. */
@@ -417,12 +452,16 @@ void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub)
 		event_emit_to(d->bus, sub, "tool.confirmation_requested", open[i]->session, open[i]->call_id,
 			      open[i]->tool->name, extra_confirm, &ca);
 	}
+	if (d->other && d->other->replay)
+		d->other->replay(d->other_arg, sub);
 }
 
 int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
 		     bool *ret_accepted, const char **ret_decision)
 {
 	struct confirm *c = map_get(d->confirms, request_id);
+	if (!c && d->other && d->other->resolve)
+		return d->other->resolve(d->other_arg, uid, request_id, decision, ret_accepted, ret_decision);
 	if (!c || c->uid != uid)
 		return -ENOENT;
 	static const char *const decisions[] = { "allow", "deny", "always_allow" };

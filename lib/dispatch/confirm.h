@@ -54,6 +54,29 @@ void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub)
 typedef int (*confirm_charge_fn)(void *arg, uid_t uid, int64_t delta);
 void dispatch_set_confirm_charge(struct dispatcher *d, confirm_charge_fn charge, void *arg);
 
+/*
+ * Confirmation requests that are not a call's own (a network.connect of a
+ * call's sandboxed child, daemon/net_ask.c), kept by whoever makes them:
+ * confirmations/resolve and elicitation answers whose id the dispatcher
+ * does not know go to resolve; a new subscriber's replay, approvers
+ * leaving and a failed elicitation reach them too.
+ */
+struct confirm_other_ops {
+	int (*resolve)(void *arg, uid_t uid, const char *request_id, const char *decision, bool *ret_accepted,
+		       const char **ret_decision);
+	void (*replay)(void *arg, struct subscriber *sub);
+	void (*approvers_left)(void *arg);
+	void (*elicit_failed)(void *arg, const char *request_id);
+};
+void dispatch_set_confirm_other(struct dispatcher *d, const struct confirm_other_ops *ops, void *arg);
+struct confirm_question;
+/* Asks the clients waiting for call call_id (MCP elicitation) question q,
+ * which is not the call's own; true when one was asked. NULL q: whether
+ * one could be. */
+bool dispatch_ask_call(struct dispatcher *d, const char *call_id, const struct confirm_question *q);
+/* Takes question request_id down from the clients of call call_id. */
+void dispatch_withdraw_call(struct dispatcher *d, const char *call_id, const char *request_id);
+
 /* For the engine: asks for confirmation of e (or fails it at once when no
  * approver is connected and none is waited for). */
 void confirm_ask(struct exec *e);

@@ -91,6 +91,8 @@ struct confirm_question {
 	size_t n_files;
 	const char *diff;		/* what it would change, or NULL */
 	uint64_t timeout_ms;
+	const char *question;		/* what is asked, when not whether the tool may run
+					 * (a network.connect: "Allow … to connect to HOST:PORT?") */
 };
 
 struct caller_ops {

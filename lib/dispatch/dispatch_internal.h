@@ -111,6 +111,8 @@ struct dispatcher {
 	struct map *confirms;		/* id -> struct confirm */
 	confirm_charge_fn confirm_charge;	/* counts open requests' bytes per uid, or NULL */
 	void *confirm_charge_arg;
+	const struct confirm_other_ops *other;	/* requests that are not a call's own, or NULL */
+	void *other_arg;
 	struct list resolved;		/* struct confirm.node, oldest first */
 	struct tc_timer *sweep;		/* armed only for the next expiry */
 	uint64_t sweep_due;		/* when it fires; 0: not armed */
