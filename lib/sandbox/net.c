@@ -10,6 +10,7 @@
 #include "lib/sandbox/sandbox_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,7 +21,8 @@ static const struct sandbox_net_ops *net_ops;
 static void *net_ops_arg;
 
 struct sandbox_net {
-	struct sandbox_netns ns;
+	struct sandbox_netns ns;	/* the listeners: copies of those the ops own */
+	uid_t uid;
 	void *served;
 	const char *env[13];
 };
@@ -65,24 +67,35 @@ int sandbox_net_prepare(const struct sandbox_req *req, struct sandbox_net **ret,
 		return -EPERM;
 	}
 	struct sandbox_net *n = xcalloc(1, sizeof(*n));
-	int r = sandbox_netns_take(&n->ns, ret_msg);
+	n->uid = req->id && req->id->change ? req->id->uid : geteuid();
+	int r = sandbox_netns_take(&n->ns, n->uid, ret_msg);
 	if (r < 0) {
 		free(n);
 		return r;
 	}
+	/* The ops own copies of the listeners, served or not: the namespace
+	 * keeps its own for a later call. */
 	struct sandbox_net_serve s = {
-		.http_fd = n->ns.http_fd,
-		.socks_fd = n->ns.socks_fd,
+		.http_fd = fcntl(n->ns.http_fd, F_DUPFD_CLOEXEC, 3),
+		.socks_fd = fcntl(n->ns.socks_fd, F_DUPFD_CLOEXEC, 3),
 		.tool_policy = req->net_policy,
 		.who = req->net_who,
 	};
-	/* The ops own the listening sockets from here, served or not. */
-	n->ns.http_fd = n->ns.socks_fd = -1;
+	if (s.http_fd < 0 || s.socks_fd < 0) {
+		r = -errno;
+		if (s.http_fd >= 0)
+			close(s.http_fd);
+		if (s.socks_fd >= 0)
+			close(s.socks_fd);
+		*ret_msg = xasprintf("Could not hand the proxy's sockets over: %s", strerror(-r));
+		sandbox_net_end(n, false);
+		return r;
+	}
 	n->served = net_ops->start(net_ops_arg, &s, ret_msg);
 	if (!n->served) {
 		if (!*ret_msg)
 			*ret_msg = xstrdup("The call's network proxy could not be started");
-		sandbox_net_end(n);
+		sandbox_net_end(n, false);
 		return -EIO;
 	}
 	memcpy(n->env, proxy_env, sizeof(proxy_env));
@@ -110,12 +123,14 @@ char *sandbox_net_note(const struct sandbox_net *n)
 	return n && n->served && net_ops && net_ops->note ? net_ops->note(net_ops_arg, n->served) : NULL;
 }
 
-struct sandbox_net *sandbox_net_end(struct sandbox_net *n)
+struct sandbox_net *sandbox_net_end(struct sandbox_net *n, bool reuse)
 {
 	if (!n)
 		return NULL;
 	if (n->served && net_ops)
 		net_ops->stop(net_ops_arg, n->served);
+	if (reuse)
+		sandbox_netns_keep(&n->ns, n->uid);
 	sandbox_netns_release(&n->ns);
 	free(n);
 	return NULL;

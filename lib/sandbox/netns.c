@@ -17,6 +17,13 @@
  * made in. A namespace ends when its last fd is closed and its last
  * process has left.
  *
+ * A call's namespace whose processes are all gone when it ends (its
+ * cgroup empty) is kept for the next call of the same uid, with the
+ * daemon's listeners (their queues emptied), rather than made again: what
+ * a call could leave in one (its sockets, its addresses) dies with its
+ * processes, and what stays (the counters of lo) is seen by the same uid
+ * only.
+ *
  * Only with CAP_SYS_ADMIN (a root daemon): a daemon without it cannot make
  * a namespace its children could join; "proxy" is then refused, saying
  * so, never turned into the full network.
@@ -50,6 +57,14 @@ static pthread_cond_t want = PTHREAD_COND_INITIALIZER;		/* the thread: make more
 static pthread_cond_t made = PTHREAD_COND_INITIALIZER;		/* a taker: one is ready */
 static struct sandbox_netns ready[POOL_MAX];
 static unsigned n_ready;
+/* Namespaces of ended calls, for the next call of their uid (loop thread
+ * only). */
+#define KEPT_MAX 8
+static struct kept_ns {
+	struct sandbox_netns ns;
+	uid_t uid;
+} kept[KEPT_MAX];
+static unsigned n_kept;
 static unsigned target = POOL_TARGET;
 static bool started, stopping;
 static pthread_t thread;
@@ -205,10 +220,37 @@ void sandbox_netns_pool_size(unsigned n)
 	pthread_mutex_unlock(&lock);
 }
 
-int sandbox_netns_take(struct sandbox_netns *ret, char **ret_msg)
+/* Accepts and closes what waits on a listener (connections of a call
+ * that ended). */
+static void drain(int fd)
+{
+	int c;
+	while ((c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
+		close(c);
+}
+
+void sandbox_netns_keep(struct sandbox_netns *ns, uid_t uid)
+{
+	if (ns->ns_fd < 0 || ns->http_fd < 0 || ns->socks_fd < 0 || n_kept == KEPT_MAX) {
+		netns_close(ns);
+		return;
+	}
+	drain(ns->http_fd);
+	drain(ns->socks_fd);
+	kept[n_kept++] = (struct kept_ns){ .ns = *ns, .uid = uid };
+	*ns = SANDBOX_NETNS_NONE;
+}
+
+int sandbox_netns_take(struct sandbox_netns *ret, uid_t uid, char **ret_msg)
 {
 	const char *why;
 	*ret = SANDBOX_NETNS_NONE;
+	for (unsigned i = n_kept; i-- > 0;)
+		if (kept[i].uid == uid) {
+			*ret = kept[i].ns;
+			kept[i] = kept[--n_kept];
+			return 0;
+		}
 	if (!sandbox_netns_capable(&why)) {
 		*ret_msg = xasprintf("The sandbox's network \"proxy\" needs a network namespace of the call's own, "
 				     "which this daemon cannot make (%s); the call is not given the full network "
@@ -261,6 +303,8 @@ void sandbox_netns_shutdown(void)
 	pthread_mutex_lock(&lock);
 	while (n_ready)
 		netns_close(&ready[--n_ready]);
+	while (n_kept)
+		netns_close(&kept[--n_kept].ns);
 	started = stopping = false;
 	capable = -1;
 	pthread_mutex_unlock(&lock);

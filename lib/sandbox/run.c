@@ -851,7 +851,9 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		return NULL;
 	if (run->child.cgroup_procs_fd >= 0)
 		close(run->child.cgroup_procs_fd);
-	run->net = sandbox_net_end(run->net);
+	/* Its namespace serves again where nothing of the call is left in it. */
+	run->net = sandbox_net_end(run->net, run->net && run->cgroup_fd >= 0 &&
+					       cg_read_key(run, "cgroup.events", "populated") == 0);
 	if (run->cgroup && !cg_keep(run)) {
 		sandbox_run_kill(run);
 		cg_remove(TAKE_PTR(run->cgroup));

@@ -145,7 +145,10 @@ struct sandbox_netns {
 #define SANDBOX_NETNS_NONE ((struct sandbox_netns){ .ns_fd = -1, .http_fd = -1, .socks_fd = -1 })
 /* Takes a namespace ready (waiting for the pool's thread when none is). 0,
  * or a negative errno with *ret_msg (-EPERM: none can be made here). */
-int sandbox_netns_take(struct sandbox_netns *ret, char **ret_msg);
+int sandbox_netns_take(struct sandbox_netns *ret, uid_t uid, char **ret_msg);
+/* Keeps the namespace of a call that ended, all its processes gone, for
+ * the next call of uid (or closes it). */
+void sandbox_netns_keep(struct sandbox_netns *ns, uid_t uid);
 /* Closes what is left of it (the fds not handed on are -1). */
 void sandbox_netns_release(struct sandbox_netns *ns);
 /* Stops the pool's thread and closes the namespaces ready. */
@@ -159,6 +162,8 @@ int sandbox_net_ns_fd(const struct sandbox_net *n);
 const char *const *sandbox_net_env(const struct sandbox_net *n);
 void *sandbox_net_served(const struct sandbox_net *n);
 char *sandbox_net_note(const struct sandbox_net *n);
-struct sandbox_net *sandbox_net_end(struct sandbox_net *n);
+/* Ends the run's network; with reuse (its processes are all gone) its
+ * namespace serves the next call of its uid. */
+struct sandbox_net *sandbox_net_end(struct sandbox_net *n, bool reuse);
 
 #endif

@@ -603,6 +603,16 @@ static void daemon_start(const char *exe)
 		"  \"input_schema\": { \"type\": \"object\", \"properties\": { \"command\": { \"type\": \"string\" } },\n"
 		"                    \"required\": [\"command\"] } }\n";
 	write_file(tools, twin, strlen(twin));
+	/* The same sandboxed, its network through the daemon's proxy (a
+	 * network namespace of its own per call). */
+	snprintf(tools, sizeof(tools), "%s/tools.d/shell_proxy.json", tmp_dir);
+	static const char proxied[] =
+		"{ \"name\": \"shell_proxy\", \"kind\": \"command\", \"side_effects\": \"execute\",\n"
+		"  \"argv\": [\"/bin/sh\", \"-c\", \"{{command}}\"], \"sandbox\": { \"network\": \"proxy\" },\n"
+		"  \"input_schema\": { \"type\": \"object\", \"properties\": { \"command\": { \"type\": \"string\" } },\n"
+		"                    \"required\": [\"command\"] } }\n";
+	if (geteuid() == 0)
+		write_file(tools, proxied, strlen(proxied));
 
 	pid_t pid = fork();
 	if (pid < 0)
@@ -1513,6 +1523,54 @@ static void scenario_sandbox(void)
 	}
 	free((char *)sb.suffix);
 	free((char *)un.suffix);
+}
+
+/* shell `true` sandboxed with network "proxy" (a network namespace of
+ * its own, taken from those made ahead, where the daemon serves the
+ * proxy), beside the same sandboxed without network and the posix_spawn
+ * floor, in rounds that rotate their order. Root only. */
+static void scenario_netproxy(void)
+{
+	const char *scenario = "sandboxed shell `true`, network \"proxy\" (1 conn, 1 at a time)";
+	if (geteuid() != 0) {
+		note("%s: not root: a network namespace per call needs a root daemon; left out", scenario);
+		return;
+	}
+	struct load fl = { 0 };
+	struct load px = shell_load("shell_proxy"), sb = shell_load("shell");
+	reset_peak(daemon_pid);
+	for (int round = 0; round < PAIR_ROUNDS; round++) {
+		for (int k = 0; k < 3; k++) {
+			switch ((round + k) % 3) {
+			case 0:
+				shell_floor_round(&fl, opt.warm, opt.seconds / PAIR_ROUNDS);
+				break;
+			case 1:
+				drive(&px);
+				break;
+			default:
+				drive(&sb);
+				break;
+			}
+		}
+	}
+	struct row *f = add_row(scenario, "floor (posix_spawn)", &fl, getpid());
+	f->peak_kib = 0;
+	double per_f = f->rate > 0 ? 1e6 / f->rate : 0;
+	struct row *p = add_row(scenario, "toolcalld, sandboxed, network \"proxy\"", &px, daemon_pid);
+	struct row *s = add_row(scenario, "toolcalld, sandboxed, no network", &sb, daemon_pid);
+	struct row *prows[] = { p, s };
+	for (int i = 0; i < 2; i++) {
+		double per = prows[i]->rate > 0 ? 1e6 / prows[i]->rate : 0;
+		prows[i]->ratio = per_f > 0 ? per / per_f : 0;
+		snprintf(prows[i]->extra, sizeof(prows[i]->extra), "time/call %.0f vs %.0f µs (%+.0f µs): %.2f×", per,
+			 per_f, per - per_f, prows[i]->ratio);
+	}
+	snprintf(p->target, sizeof(p->target), "≤1.5× time/call: %s", p->ratio > 0 && p->ratio <= 1.5 ? "met" : "MISSED");
+	close_conns(px.conns, 1);
+	close_conns(sb.conns, 1);
+	free((char *)px.suffix);
+	free((char *)sb.suffix);
 }
 
 /* The same with IDLE_CONNS idle connections open. A child starts with a
@@ -2466,7 +2524,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox idem memory idle batch search search_rg bridge stall processes shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox netproxy idem memory idle batch search search_rg bridge stall processes shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -2990,6 +3048,8 @@ int main(int argc, char **argv)
 		scenario_shell();
 	if (wanted("sandbox"))
 		scenario_sandbox();
+	if (wanted("netproxy"))
+		scenario_netproxy();
 	if (wanted("idem"))
 		scenario_idem();
 	if (wanted("memory"))
