@@ -224,7 +224,7 @@ void conn_result_with(struct pending *p, void (*write)(const void *arg, struct b
 /* --- input and the turn (conn_read.c) ---------------------------------- */
 
 /* Takes a connection accepted on fd and starts reading it. */
-void conn_new(struct conns *cs, int fd, const struct ucred *cred);
+void conns_accept(struct conns *cs, int fd, const struct ucred *cred);
 /* Runs before the loop blocks: serves the backlog within what is left of
  * the turn, writes what was queued, brings memory under the bounds, frees
  * closed connections and starts the next turn. */

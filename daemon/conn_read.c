@@ -45,7 +45,7 @@ static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
 	}
 }
 
-void conn_new(struct conns *cs, int fd, const struct ucred *cred)
+void conns_accept(struct conns *cs, int fd, const struct ucred *cred)
 {
 	struct conn *c = conn_alloc(cs, fd, cred);
 	ev_io_init(&c->rw, on_read, fd, EV_READ);

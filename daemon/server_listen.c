@@ -320,7 +320,7 @@ static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 			refuse_over_uid(s, fd, p);
 			continue;
 		}
-		conn_new(&s->conns, fd_move_high(fd), &cred);
+		conns_accept(&s->conns, fd_move_high(fd), &cred);
 		server_note_crowd(s, s->conns.n);
 	}
 }

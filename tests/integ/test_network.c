@@ -1,0 +1,614 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Network through the daemon (sandbox network "proxy"), black box with
+ * the real daemon and no internet: an origin HTTP server and a TCP echo
+ * listen on a loopback address of the host (127.0.0.2), which the
+ * sandboxed child cannot reach itself (its namespace has loopback only)
+ * and reaches through the daemon's proxy by names that network.hosts
+ * maps there (allow_private lets 127.0.0.2 through): HTTP_PROXY, a
+ * CONNECT tunnel, SOCKS5 through ALL_PROXY; a denied host refused with a
+ * 403 naming the rule and a note in the result; the metadata address
+ * refused; "ask" answered through confirmations/resolve and by an
+ * approver, always_allow kept for the session; audit lines and events
+ * with their fields; network true unchanged; a child as uid 65534; a
+ * background process keeps its namespace and proxy while it runs.
+ */
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define ORIGIN_BODY "hello from the origin\n"
+
+/* --- the origin and the echo, on 127.0.0.2 ---------------------------------- */
+
+static int origin_fd = -1, echo_fd = -1;
+static int origin_port, echo_port;
+static pthread_t server_thread;
+static int stop_pipe[2] = { -1, -1 };
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_request[4096];		/* the origin's last request head */
+
+static int listen_at(const char *addr, int *ret_port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	inet_pton(AF_INET, addr, &a.sin_addr);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	socklen_t len = sizeof(a);
+	getsockname(fd, (struct sockaddr *)&a, &len);
+	*ret_port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* One origin connection: reads the request head, answers with the body. */
+static void *origin_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[4096];
+	size_t n = 0;
+	while (n < sizeof(buf) - 1) {
+		ssize_t k = read(fd, buf + n, sizeof(buf) - 1 - n);
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+		buf[n] = '\0';
+		if (strstr(buf, "\r\n\r\n"))
+			break;
+	}
+	buf[n] = '\0';
+	pthread_mutex_lock(&seen_lock);
+	snprintf(last_request, sizeof(last_request), "%s", buf);
+	pthread_mutex_unlock(&seen_lock);
+	char resp[256];
+	int len = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+			   "Connection: close\r\n\r\n%s", strlen(ORIGIN_BODY), ORIGIN_BODY);
+	(void)!write(fd, resp, (size_t)len);
+	close(fd);
+	return NULL;
+}
+
+/* One echo connection: writes back what it reads until the end. */
+static void *echo_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[4096];
+	ssize_t k;
+	while ((k = read(fd, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, (size_t)k) != k)
+			break;
+	close(fd);
+	return NULL;
+}
+
+static void *servers(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct pollfd p[3] = { { origin_fd, POLLIN, 0 }, { echo_fd, POLLIN, 0 }, { stop_pipe[0], POLLIN, 0 } };
+		if (poll(p, 3, -1) < 0)
+			continue;
+		if (p[2].revents)
+			return NULL;
+		for (int i = 0; i < 2; i++) {
+			if (!p[i].revents)
+				continue;
+			int c = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC);
+			if (c < 0)
+				continue;
+			pthread_t t;
+			if (pthread_create(&t, NULL, i == 0 ? origin_conn : echo_conn, (void *)(intptr_t)c) == 0)
+				pthread_detach(t);
+			else
+				close(c);
+		}
+	}
+}
+
+/* Starts the servers; false (with why) when 127.0.0.2 is not usable. */
+static bool servers_start(const char **why)
+{
+	origin_fd = listen_at("127.0.0.2", &origin_port);
+	echo_fd = listen_at("127.0.0.2", &echo_port);
+	if (origin_fd < 0 || echo_fd < 0) {
+		*why = "cannot listen on 127.0.0.2";
+		return false;
+	}
+	ck_assert_int_eq(pipe2(stop_pipe, O_CLOEXEC), 0);
+	ck_assert_int_eq(pthread_create(&server_thread, NULL, servers, NULL), 0);
+	return true;
+}
+
+static void servers_stop(void)
+{
+	(void)!write(stop_pipe[1], "x", 1);
+	pthread_join(server_thread, NULL);
+	close(stop_pipe[0]);
+	close(stop_pipe[1]);
+	close(origin_fd);
+	close(echo_fd);
+	origin_fd = echo_fd = -1;
+}
+
+/* --- the daemon ------------------------------------------------------------------ */
+
+#define AUTO_WITH(more) "\"socket_mode\":\"0666\",\"audit_log\":\"@DIR@/audit.log\",\"audit_fsync_ms\":50," \
+	     "\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}" more "}"
+#define AUTO AUTO_WITH("")
+/* Confirmations wait for an approver that comes late (set before start()). */
+static bool wait_for_approver;
+
+/* Skips unless this machine can run these tests: the kernel sandboxes,
+ * the daemon is root (a network namespace per call), curl and socat are
+ * there, and 127.0.0.2 can be listened on. */
+static const char *cannot_run(void)
+{
+	if (geteuid() != 0)
+		return "a network namespace per call needs a root daemon";
+	if (access("/usr/bin/curl", X_OK) < 0 || access("/usr/bin/socat", X_OK) < 0)
+		return "needs /usr/bin/curl and /usr/bin/socat";
+	const char *why = NULL;
+	if (!servers_start(&why))
+		return why;
+	return NULL;
+}
+
+#define NEED_NETWORK()                                                        \
+	do {                                                                  \
+		const char *why_ = cannot_run();                              \
+		if (why_)                                                     \
+			TC_SKIP("%s", why_);                                  \
+	} while (0)
+
+/* Starts a daemon whose sandbox network is "proxy", with the policy
+ * members given (JSON members text) after the hosts and allow_private
+ * every test needs, and the extra top-level members. */
+static void start(struct tcd *d, const char *policy, const char *extra)
+{
+	char *cfg = xasprintf("{%s,\"sandbox\":{\"network\":\"proxy\"},"
+			      "\"network\":{\"hosts\":{\"origin.test\":\"127.0.0.2\",\"echo.test\":\"127.0.0.2\","
+			      "\"ask.test\":\"127.0.0.2\",\"evil.test\":\"127.0.0.2\",\"meta.test\":\"169.254.169.254\"},"
+			      "\"allow_private\":[\"127.0.0.2/32\"]%s%s}%s%s}",
+			      wait_for_approver ? AUTO_WITH(",\"no_approver\":\"wait\"") : AUTO, policy && *policy ? "," : "", policy ? policy : "", extra && *extra ? "," : "",
+			      extra ? extra : "");
+	tcd_start(d, cfg);
+	free(cfg);
+	ck_assert_int_eq(chmod(d->dir, 0711), 0);
+	ck_assert_int_eq(chmod(d->ws, 0777), 0);
+}
+
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	char *q = tj_quote(command);
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s}", q));
+	free(q);
+	return r;
+}
+
+static const char *out(const struct json *r)
+{
+	const char *s = tj_str(r, "result.structuredContent.stdout");
+	ck_assert_msg(s, "no stdout in %s", tj_text(r));
+	return s;
+}
+
+static const char *text(const struct json *r)
+{
+	const char *s = tj_str(r, "result.content.0.text");
+	ck_assert_msg(s, "no text in %s", tj_text(r));
+	return s;
+}
+
+/* The audit line of type network holding needle, parsed (owned by c). */
+static const struct json *audit_net(struct tcc *c, const struct tcd *d, const char *needle)
+{
+	_cleanup_free_ char *path = xasprintf("%s/audit.log", d->dir);
+	_cleanup_free_ char *all = tcd_read(d, path, NULL);
+	for (char *line = all, *nl; line && *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (!nl)
+			break;
+		*nl = '\0';
+		if (strstr(line, "\"type\":\"network\"") && strstr(line, needle))
+			return tcc_parse(c, line, strlen(line));
+	}
+	return NULL;
+}
+
+static const struct json *wait_audit_net(struct tcc *c, const struct tcd *d, const char *needle)
+{
+	const struct json *l = NULL;
+	tc_wait_until((l = audit_net(c, d, needle)) != NULL, 5000);
+	ck_assert_msg(l, "no network audit line with %s", needle);
+	return l;
+}
+
+static struct tcc *subscriber(struct tcd *d, const char *types)
+{
+	struct tcc *c = tcc_connect(d);
+	tc_assert_ok(tcc_request(c, "events/subscribe", tcc_fmt(c, "{\"types\":%s}", types)));
+	return c;
+}
+
+static void stop(struct tcd *d)
+{
+	ck_assert_int_eq(tcd_stop(d), 0);
+	tcd_free(d);
+	servers_stop();
+}
+
+/* --- the tests -------------------------------------------------------------------- */
+
+/* HTTP_PROXY, a CONNECT tunnel and SOCKS5 reach the origin and the echo
+ * by name; the child cannot reach them itself; every connection is
+ * audited and told as an event, with its fields. */
+START_TEST(proxy_reaches_allowed_hosts)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"origin.test\",\"echo.test\"]", NULL);
+	struct tcc *ev = subscriber(&d, "[\"network.*\"]");
+	struct tcc *c = tcc_connect(&d);
+
+	/* Plain HTTP through HTTP_PROXY (curl reads http_proxy). */
+	const struct json *r = sh(c, tcc_fmt(c, "curl -sS -m 20 -H 'Proxy-Connection: keep-alive' "
+					     "http://origin.test:%d/hello", origin_port));
+	tc_assert_ok(r);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.sandbox.network"), "proxy");
+	pthread_mutex_lock(&seen_lock);
+	/* Forwarded in origin form, the proxy's hop-by-hop header gone. */
+	ck_assert_msg(strncmp(last_request, "GET /hello HTTP/1.1\r\n", 21) == 0, "%s", last_request);
+	ck_assert_msg(!strcasestr(last_request, "Proxy-Connection"), "%s", last_request);
+	pthread_mutex_unlock(&seen_lock);
+
+	const struct json *e = tcc_wait_event(ev, "network.connect", 5000);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(tj_str(e, "host"), "origin.test");
+	ck_assert_int_eq(tj_int(e, "port"), origin_port);
+	ck_assert_str_eq(tj_str(e, "address"), "127.0.0.2");
+	ck_assert_str_eq(tj_str(e, "decision"), "allow");
+	ck_assert_str_eq(tj_str(e, "rule"), "allow:origin.test");
+	ck_assert_str_eq(tj_str(e, "tool"), "shell");
+	ck_assert_int_eq(tj_int(e, "uid"), 0);
+	ck_assert_int_gt(tj_int(e, "bytes_down"), (int64_t)strlen(ORIGIN_BODY));
+	ck_assert_int_gt(tj_int(e, "bytes_up"), 0);
+	ck_assert(tj_has(e, "duration_ms"));
+	ck_assert_ptr_nonnull(tj_str(e, "callId"));
+
+	const struct json *l = wait_audit_net(c, &d, "\"host\":\"origin.test\"");
+	ck_assert_int_eq(tj_int(l, "uid"), 0);
+	ck_assert_ptr_nonnull(tj_str(l, "session"));
+	ck_assert_str_eq(tj_str(l, "callId"), tj_str(e, "callId"));
+	ck_assert_str_eq(tj_str(l, "tool"), "shell");
+	ck_assert_int_eq(tj_int(l, "port"), origin_port);
+	ck_assert_str_eq(tj_str(l, "address"), "127.0.0.2");
+	ck_assert_str_eq(tj_str(l, "decision"), "allow");
+	ck_assert_str_eq(tj_str(l, "rule"), "allow:origin.test");
+	ck_assert_int_eq(tj_int(l, "bytes_down"), tj_int(e, "bytes_down"));
+	ck_assert_int_eq(tj_int(l, "bytes_up"), tj_int(e, "bytes_up"));
+	ck_assert(tj_has(l, "duration_ms"));
+
+	/* A CONNECT tunnel to the echo. */
+	r = sh(c, tcc_fmt(c, "echo ping-through-tunnel | socat -t 5 - PROXY:127.0.0.1:echo.test:%d,proxyport=3128",
+			  echo_port));
+	tc_assert_ok(r);
+	ck_assert_msg(str_eq(out(r), "ping-through-tunnel\n"), "%s", tj_text(r));
+
+	/* The child itself reaches nothing but its own loopback. */
+	r = sh(c, tcc_fmt(c, "curl -sS --noproxy '*' -m 5 http://127.0.0.2:%d/ || echo unreachable", origin_port));
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(out(r), "unreachable"), "%s", tj_text(r));
+	ck_assert_msg(!strstr(out(r), ORIGIN_BODY), "%s", tj_text(r));
+
+	tcc_close(ev);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* SOCKS5 with the name resolved by the proxy: ALL_PROXY (socks5h). */
+START_TEST(socks5_through_all_proxy)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"origin.test\"]", NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, tcc_fmt(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://origin.test:%d/socks",
+					     origin_port));
+	tc_assert_ok(r);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	const struct json *l = wait_audit_net(c, &d, "\"protocol\":\"socks5\"");
+	ck_assert_str_eq(tj_str(l, "host"), "origin.test");
+	ck_assert_str_eq(tj_str(l, "decision"), "allow");
+	/* A refused destination is a SOCKS failure. */
+	r = sh(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://elsewhere.test/ || echo refused");
+	ck_assert_msg(strstr(out(r), "refused") && strstr(text(r), "elsewhere.test:80"), "%s", tj_text(r));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* A denied host and the metadata address: a 403 naming the rule, and
+ * the result's note naming host, port and rule, whatever the exit
+ * status; network.refused told. */
+START_TEST(proxy_refuses_with_the_rule)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"*.test\"],\"deny\":[\"evil.test\"]", NULL);
+	struct tcc *ev = subscriber(&d, "[\"network.refused\"]");
+	struct tcc *c = tcc_connect(&d);
+
+	const struct json *r = sh(c, "curl -sS -m 20 -w '\\n%{http_code}\\n' http://evil.test/x");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.isError"));
+	ck_assert_msg(strstr(out(r), "deny:evil.test") && strstr(out(r), "\n403\n"), "%s", tj_text(r));
+	ck_assert_msg(strstr(text(r), "evil.test:80") && strstr(text(r), "deny:evil.test"), "%s", text(r));
+	const struct json *e = tcc_wait_event(ev, "network.refused", 5000);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(tj_str(e, "host"), "evil.test");
+	ck_assert_int_eq(tj_int(e, "port"), 80);
+	ck_assert_str_eq(tj_str(e, "decision"), "deny");
+	ck_assert_str_eq(tj_str(e, "rule"), "deny:evil.test");
+	const struct json *l = wait_audit_net(c, &d, "\"host\":\"evil.test\"");
+	ck_assert_str_eq(tj_str(l, "decision"), "deny");
+
+	/* The cloud metadata address, by literal and by a name leading there. */
+	r = sh(c, "curl -s -m 20 -w '\\n%{http_code}\\n' http://169.254.169.254/latest/meta-data/; "
+		  "curl -s -m 20 -o /dev/null -w '%{http_code}\\n' http://meta.test/; exit 3");
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_msg(strstr(out(r), "\n403\n403\n"), "%s", tj_text(r));
+	ck_assert_msg(strstr(text(r), "169.254.169.254:80") && strstr(text(r), "private:169.254.169.254"), "%s",
+		      text(r));
+	ck_assert_msg(strstr(text(r), "meta.test:80"), "%s", text(r));
+
+	tcc_close(ev);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* "unknown": "ask": the connection waits for an answer given through
+ * confirmations/resolve by an approver; always_allow holds for the
+ * session; deny refuses; nobody to ask refuses at once. */
+START_TEST(ask_is_a_confirmation)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"unknown\":\"ask\"", NULL);
+	struct tcc *ap = subscriber(&d, "[\"tool.confirmation_requested\",\"tool.confirmation_resolved\"]");
+	struct tcc *c = tcc_connect(&d);
+	ck_assert_ptr_nonnull(tcc_initialize(c, NULL));
+	const char *cmd = tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/asked", origin_port);
+	char *q = tj_quote(cmd);
+	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	const struct json *e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(tj_str(e, "kind"), "network.connect");
+	ck_assert_str_eq(tj_str(e, "host"), "ask.test");
+	ck_assert_int_eq(tj_int(e, "port"), origin_port);
+	ck_assert_str_eq(tj_str(e, "tool"), "shell");
+	char *rid = tj_quote(tj_str(e, "requestId"));
+	const struct json *r = tcc_request(ap, "confirmations/resolve",
+					   tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"always_allow\"}", rid));
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.accepted"));
+	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	/* A second answer learns the first. */
+	r = tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid));
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.accepted"));
+	ck_assert_str_eq(tj_str(r, "result.decision"), "always_allow");
+	free(rid);
+	ck_assert_ptr_nonnull(wait_audit_net(c, &d, "\"rule\":\"ask:always_allow\""));
+
+	/* Remembered for the session: not asked again. */
+	tcc_clear_queue(ap);
+	r = sh(c, cmd);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert(tcc_quiet(ap, 200));
+
+	/* Another port is another question; denied, it is refused. */
+	const char *cmd2 = tcc_fmt(c, "curl -s -m 60 -w '\\n%%{http_code}\\n' http://ask.test:%d/", echo_port);
+	free(q);
+	q = tj_quote(cmd2);
+	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(tj_int(e, "port"), echo_port);
+	rid = tj_quote(tj_str(e, "requestId"));
+	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid)));
+	free(rid);
+	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(strstr(out(r), "\n403\n") && strstr(text(r), "ask:deny"), "%s", tj_text(r));
+	free(q);
+
+	/* Nobody to ask: refused at once. */
+	tcc_close(ap);
+	r = sh(c, tcc_fmt(c, "curl -s -m 60 -o /dev/null -w '%%{http_code}\\n' http://ask.test:%d/", echo_port));
+	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:no approver"), "%s", tj_text(r));
+
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* The same through toolcallctl approve, the approver a user runs. */
+START_TEST(ask_through_toolcallctl_approve)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	/* The question waits for the approver, which sees it when it comes. */
+	wait_for_approver = true;
+	start(&d, "\"unknown\":\"ask\"", NULL);
+	wait_for_approver = false;
+	/* toolcallctl approve answers "y" to the first question it sees. */
+	char *sock = xasprintf("--socket=%s", d.sock);
+	int in[2];
+	ck_assert_int_eq(pipe(in), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		close(in[1]);
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		execl(tc_ctl_path(), "toolcallctl", sock, "approve", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	struct tcc *w = subscriber(&d, "[\"tool.confirmation_resolved\"]");
+	ck_assert_int_eq(write(in[1], "y\n", 2), 2);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/ctl", origin_port));
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	const struct json *e = tcc_wait_event(w, "tool.confirmation_resolved", 5000);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(tj_str(e, "kind"), "network.connect");
+	ck_assert_str_eq(tj_str(e, "decision"), "allow");
+	close(in[1]);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	free(sock);
+	tcc_close(w);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* A peer of uid 65534: its child runs as it, through its own proxy,
+ * audited with its uid. */
+START_TEST(proxy_for_another_uid)
+{
+	struct passwd *pw = getpwnam("nobody");
+	if (!pw)
+		TC_SKIP("no user nobody");
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"origin.test\"]", NULL);
+	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
+	const struct json *r = sh(c, tcc_fmt(c, "id -u; curl -sS -m 20 http://origin.test:%d/nobody", origin_port));
+	tc_assert_ok(r);
+	char *want = xasprintf("%u\n%s", (unsigned)pw->pw_uid, ORIGIN_BODY);
+	ck_assert_msg(str_eq(out(r), want), "%s", tj_text(r));
+	free(want);
+	const struct json *l = wait_audit_net(c, &d, "\"host\":\"origin.test\"");
+	ck_assert_int_eq(tj_int(l, "uid"), pw->pw_uid);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* network true stays the whole network, unfiltered, even with a network
+ * section configured: no proxy in the environment, the host's loopback
+ * reached directly. */
+START_TEST(network_true_is_unchanged)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	char *cfg = xasprintf("{" AUTO ",\"sandbox\":{\"network\":true},\"network\":{\"deny\":[\"*.test\"]}}");
+	tcd_start(&d, cfg);
+	free(cfg);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, tcc_fmt(c, "echo \"[$HTTP_PROXY$ALL_PROXY]\"; curl -sS -m 20 http://127.0.0.2:%d/direct",
+					     origin_port));
+	tc_assert_ok(r);
+	ck_assert_msg(str_eq(out(r), "[]\n" ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert(tj_bool(r, "result.structuredContent.sandbox.network"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* A background process keeps its namespace and its proxy while it runs,
+ * and the proxy's connections name the process. */
+START_TEST(background_process_keeps_its_proxy)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"origin.test\"]", NULL);
+	struct tcc *c = tcc_connect(&d);
+	const char *cmd = tcc_fmt(c, "sleep 1; curl -sS -m 20 http://origin.test:%d/bg; sleep 300", origin_port);
+	char *q = tj_quote(cmd);
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s,\"background\":true,\"until\":\"origin\","
+							  "\"yield_ms\":30000}", q));
+	free(q);
+	tc_assert_ok(r);
+	const char *pid = tj_str(r, "result.structuredContent.process_id");
+	ck_assert_ptr_nonnull(pid);
+	ck_assert_msg(strstr(tj_str(r, "result.structuredContent.output"), ORIGIN_BODY), "%s", tj_text(r));
+	const struct json *l = wait_audit_net(c, &d, "\"host\":\"origin.test\"");
+	ck_assert_str_eq(tj_str(l, "processId"), pid);
+	tc_assert_ok(tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", pid)));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* Bad settings are refused at start, naming the key. */
+START_TEST(bad_network_settings_refused)
+{
+	struct tcd d;
+	struct tcd_opts o = { .config = "{\"sandbox\":{\"network\":\"sometimes\"}}", .no_wait = true };
+	tcd_start_opts(&d, &o);
+	ck_assert_int_ne(tcd_wait_exit(&d, 10000), 0);
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "sandbox.network") && strstr(log, "\"proxy\""), "%s", log);
+	free(log);
+	tcd_free(&d);
+	/* A tool file's network object is lib/net's policy. */
+	struct tcd d2;
+	tcd_start(&d2, "{}");
+	tcd_write_tool(&d2, "t.json", "{\"name\":\"t\",\"kind\":\"command\",\"argv\":[\"true\"],"
+				      "\"network\":{\"allow\":[\"registry.npmjs.org\"],\"bogus\":1}}");
+	struct tcc *c = tcc_connect(&d2);
+	const struct json *r = tcc_reload(c);
+	ck_assert_msg(strstr(tj_text(r), "network"), "%s", tj_text(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d2), 0);
+	tcd_free(&d2);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("network");
+	TCase *tc = tcase_create("proxy");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, bad_network_settings_refused);
+	tcase_add_test(tc, proxy_reaches_allowed_hosts);
+	tcase_add_test(tc, socks5_through_all_proxy);
+	tcase_add_test(tc, proxy_refuses_with_the_rule);
+	tcase_add_test(tc, ask_is_a_confirmation);
+	tcase_add_test(tc, ask_through_toolcallctl_approve);
+	tcase_add_test(tc, proxy_for_another_uid);
+	tcase_add_test(tc, network_true_is_unchanged);
+	tcase_add_test(tc, background_process_keeps_its_proxy);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
