@@ -228,6 +228,11 @@ int preflight_check_config(const struct config *cfg, const char *config_path, bo
 	/* What the kernel enforces of the process sandbox, as start-up says. */
 	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(cfg->sandbox.cgroup_dir));
 	printf("%s\n", line);
+	/* Whether the network "proxy" can be had: a namespace per call. */
+	const char *why = NULL;
+	bool netns = sandbox_netns_capable(&why);
+	printf("sandbox network \"proxy\": %s%s\n", netns ? "yes (a network namespace per call, the daemon's proxy in it)"
+							   : "no: ", netns ? "" : why);
 	sandbox_shutdown();
 	registry_unref(r);
 	providers_clear(&pv);

@@ -595,12 +595,38 @@ START_TEST(bad_network_settings_refused)
 }
 END_TEST
 
+/* A daemon that cannot make a namespace per call (not root) refuses to
+ * start with "proxy" configured, saying what it lacks: never the full
+ * network instead. */
+START_TEST(proxy_refused_without_root)
+{
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) < 0)
+		TC_SKIP("needs root and /usr/bin/setpriv to start a daemon as uid 65534");
+	struct tcd d;
+	struct tcd_opts o = { .config = "{\"sandbox\":{\"network\":\"proxy\"},\"tools_dir\":null}", .no_wait = true };
+	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+					       NULL };
+	o.wrapper = wrapper;
+	tcd_prepare(&d, &o);
+	ck_assert_int_eq(chmod(d.dir, 0777), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	ck_assert_int_eq(chmod(d.config, 0644), 0);
+	tcd_spawn(&d, &o);
+	ck_assert_int_ne(tcd_wait_exit(&d, 10000), 0);
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "\"proxy\" cannot be served here") && strstr(log, "CAP_SYS_ADMIN"), "%s", log);
+	free(log);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("network");
 	TCase *tc = tcase_create("proxy");
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, bad_network_settings_refused);
+	tcase_add_test(tc, proxy_refused_without_root);
 	tcase_add_test(tc, proxy_reaches_allowed_hosts);
 	tcase_add_test(tc, socks5_through_all_proxy);
 	tcase_add_test(tc, proxy_refuses_with_the_rule);
