@@ -1,0 +1,675 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The proxy engine end to end on a real libev loop: an HTTP origin and a
+ * TCP echo on 127.0.0.1, reached by name through "hosts", the proxy on
+ * its own loopback sockets, clients in a thread (blocking, with timeouts)
+ * while the test's thread runs the loop until a condition holds or a
+ * deadline passes. Every connection's record is kept and checked.
+ */
+#include <check.h>
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/base/loop.h"
+#include "lib/net/net.h"
+#include "proto/json.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/loop_spin.h"
+#include "tests/unit/net_servers.h"
+
+#define MAX_RECORDS 64
+
+struct record {
+	enum net_proto proto;
+	char host[256];
+	uint16_t port;
+	char address[64];
+	enum net_decision decision;
+	char rule[NET_RULE_MAX];
+	char error[32];
+	uint64_t up, down;
+};
+
+struct fx {
+	struct ev_loop *ev;
+	struct tc_loop *loop;
+	struct net_proxy *proxy;
+	struct net_origin origin;
+	struct net_echo echo;
+	uint16_t http_port, socks_port;
+	struct record rec[MAX_RECORDS];
+	_Atomic unsigned n_rec;
+	struct net_ask *ask;		/* the pending ask */
+	char ask_host[256];
+	uint16_t ask_port;
+	unsigned asks, cancels;
+	_Atomic unsigned active;	/* mirrored from the proxy for the client thread */
+	_Atomic bool client_done;
+	_Atomic int stage;		/* client/loop handshakes */
+	_Atomic unsigned go;		/* the loop's thread lets the client on */
+	void (*client)(struct fx *f);
+};
+
+static struct fx F;
+
+static void on_done(void *ctx, const struct net_conn_record *r)
+{
+	struct fx *f = ctx;
+	unsigned i = atomic_load(&f->n_rec);
+
+	ck_assert_uint_lt(i, MAX_RECORDS);
+	struct record *x = &f->rec[i];
+	x->proto = r->proto;
+	snprintf(x->host, sizeof(x->host), "%s", r->host);
+	x->port = r->port;
+	snprintf(x->address, sizeof(x->address), "%s", r->address);
+	x->decision = r->decision;
+	snprintf(x->rule, sizeof(x->rule), "%s", r->rule);
+	snprintf(x->error, sizeof(x->error), "%s", r->error ? r->error : "");
+	x->up = r->bytes_up;
+	x->down = r->bytes_down;
+	atomic_store(&f->n_rec, i + 1);
+}
+
+static void on_ask(void *ctx, const char *host, uint16_t port, struct net_ask *ask)
+{
+	struct fx *f = ctx;
+	ck_assert_ptr_null(f->ask);
+	f->ask = ask;
+	snprintf(f->ask_host, sizeof(f->ask_host), "%s", host);
+	f->ask_port = port;
+	f->asks++;
+}
+
+static void on_ask_cancel(void *ctx, struct net_ask *ask)
+{
+	struct fx *f = ctx;
+	ck_assert_ptr_eq(f->ask, ask);
+	f->ask = NULL;
+	f->cancels++;
+}
+
+static const struct net_proxy_ops ops = {
+	.ask = on_ask,
+	.ask_cancel = on_ask_cancel,
+	.connection_done = on_done,
+};
+
+static void start(struct fx *f, struct net_limits *lim)
+{
+	char text[1024];
+	struct json_doc *doc = NULL;
+	struct json_err jerr;
+	struct net_policy *pol = NULL;
+	struct net_limits def;
+
+	memset(f, 0, sizeof(*f));
+	net_origin_start(&f->origin);
+	net_echo_start(&f->echo);
+	snprintf(text, sizeof(text),
+		 "{\"allow\": [\"origin.test\", \"echo.test:%u\", \"meta.test\", \"ten.test\"],"
+		 " \"deny\": [\"*.evil.test\"], \"unknown\": \"ask\", \"allow_private\": [\"127.0.0.0/8\"],"
+		 " \"hosts\": {\"origin.test\": \"127.0.0.1\", \"echo.test\": \"127.0.0.1\","
+		 " \"ask.test\": \"127.0.0.1\", \"meta.test\": \"169.254.169.254\", \"ten.test\": \"::ffff:10.0.0.1\"}}",
+		 f->echo.port);
+	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
+	ck_assert_int_eq(net_policy_parse(json_doc_root(doc), "network", &pol, NULL), 0);
+	json_doc_unref(doc);
+	f->ev = ev_loop_new(EVFLAG_AUTO);
+	f->loop = tc_loop_ev_new(f->ev);
+	if (!lim) {
+		net_limits_default(&def);
+		lim = &def;
+	}
+	struct net_proxy_config cfg = {
+		.loop = f->loop,
+		.policy = pol,
+		.limits = *lim,
+		.http_fd = net_test_listen(&f->http_port),
+		.socks_fd = net_test_listen(&f->socks_port),
+		.ops = &ops,
+		.ctx = f,
+	};
+	ck_assert_int_eq(net_proxy_new(&cfg, &f->proxy), 0);
+	net_policy_unref(pol);
+}
+
+static void stop(struct fx *f)
+{
+	f->proxy = net_proxy_free(f->proxy);
+	tc_loop_ev_free(f->loop);
+	ev_loop_destroy(f->ev);
+	net_origin_stop(&f->origin);
+	net_echo_stop(&f->echo);
+}
+
+static void *client_main(void *arg)
+{
+	struct fx *f = arg;
+	f->client(f);
+	atomic_store(&f->client_done, true);
+	return NULL;
+}
+
+static bool client_finished(void *arg)
+{
+	struct fx *f = arg;
+	struct net_proxy_stats st;
+	if (f->proxy) {
+		net_proxy_stats(f->proxy, &st);
+		atomic_store(&f->active, st.active);
+	}
+	return atomic_load(&f->client_done);
+}
+
+/* Runs fn in a client thread while the loop turns, until it returns. */
+static void run_client(struct fx *f, void (*fn)(struct fx *f))
+{
+	pthread_t t;
+	f->client = fn;
+	atomic_store(&f->client_done, false);
+	pthread_create(&t, NULL, client_main, f);
+	ck_assert_msg(loop_spin(f->ev, client_finished, f, 30000), "client did not finish");
+	pthread_join(t, NULL);
+}
+
+static bool records_at_least(void *arg)
+{
+	struct fx *f = arg;
+	client_finished(f);
+	return atomic_load(&f->n_rec) >= (unsigned)atomic_load(&f->stage);
+}
+
+/* Waits (loop turning) until n records are in. */
+static void wait_records(struct fx *f, unsigned n)
+{
+	atomic_store(&f->stage, (int)n);
+	ck_assert_msg(loop_spin(f->ev, records_at_least, f, 30000), "only %u records", atomic_load(&f->n_rec));
+}
+
+/* Waits from the client thread until cond holds (the loop's thread sets it). */
+static bool client_wait(_Atomic unsigned *v, unsigned want)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+	for (int i = 0; i < 10000; i++) {
+		if (atomic_load(v) == want)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+static char head_buf[16384];
+static char body_buf[65536];
+
+/* --- absolute-form GET ---------------------------------------------------- */
+
+static void client_get(struct fx *f)
+{
+	char req[512];
+	int fd = net_test_connect(f->http_port, 10000);
+	snprintf(req, sizeof(req),
+		 "GET http://Origin.test:%u/path/x?q=1 HTTP/1.1\r\nHost: origin.test\r\n"
+		 "Connection: keep-alive, X-Hop\r\nX-Hop: secret\r\nKeep-Alive: 300\r\n"
+		 "Proxy-Authorization: Basic Zm9vOmJhcg==\r\nProxy-Connection: keep-alive\r\nTE: trailers\r\n"
+		 "Upgrade: websocket\r\nX-Keep: yes\r\n\r\n", f->origin.port);
+	net_test_write(fd, req, strlen(req));
+	net_test_read_all(fd, body_buf, sizeof(body_buf));
+	close(fd);
+}
+
+START_TEST(http_get_forwarded_without_hop_headers)
+{
+	char want[128];
+
+	start(&F, NULL);
+	run_client(&F, client_get);
+	ck_assert_msg(strncmp(body_buf, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", body_buf);
+	ck_assert(strstr(body_buf, "\r\n\r\n" ORIGIN_BODY));
+	wait_records(&F, 1);
+	const char *h = F.origin.last_head;
+	snprintf(want, sizeof(want), "GET /path/x?q=1 HTTP/1.1\r\nHost: origin.test:%u\r\n", F.origin.port);
+	ck_assert_msg(strncmp(h, want, strlen(want)) == 0, "%s", h);
+	ck_assert(strstr(h, "\r\nX-Keep: yes\r\n"));
+	ck_assert(strstr(h, "\r\nConnection: close\r\n"));
+	ck_assert_ptr_null(strcasestr(h, "X-Hop"));
+	ck_assert_ptr_null(strcasestr(h, "Keep-Alive"));
+	ck_assert_ptr_null(strcasestr(h, "Proxy-"));
+	ck_assert_ptr_null(strcasestr(h, "\r\nTE:"));
+	ck_assert_ptr_null(strcasestr(h, "Upgrade"));
+	struct record *r = &F.rec[0];
+	ck_assert_int_eq(r->proto, NET_PROTO_HTTP);
+	ck_assert_str_eq(r->host, "origin.test");
+	ck_assert_uint_eq(r->port, F.origin.port);
+	ck_assert_str_eq(r->address, "127.0.0.1");
+	ck_assert_int_eq(r->decision, NET_ALLOW);
+	ck_assert_str_eq(r->rule, "allow:origin.test");
+	ck_assert_str_eq(r->error, "");
+	ck_assert_uint_eq(r->down, strlen(body_buf));
+	ck_assert_uint_eq(r->up, strlen(h));
+	stop(&F);
+}
+END_TEST
+
+/* A POST's body reaches the origin, and nothing after it does. */
+static void client_post(struct fx *f)
+{
+	char req[512];
+	int fd = net_test_connect(f->http_port, 10000);
+	snprintf(req, sizeof(req),
+		 "POST http://origin.test:%u/up HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789"
+		 "GET http://evil.test/ HTTP/1.1\r\n\r\n", f->origin.port);
+	net_test_write(fd, req, strlen(req));
+	net_test_read_all(fd, body_buf, sizeof(body_buf));
+	close(fd);
+}
+
+START_TEST(http_post_body_bounded)
+{
+	start(&F, NULL);
+	run_client(&F, client_post);
+	ck_assert(strstr(body_buf, ORIGIN_BODY));
+	wait_records(&F, 1);
+	ck_assert_uint_eq(F.origin.last_body, 10);
+	ck_assert_uint_eq(F.origin.requests, 1);
+	ck_assert_uint_eq(F.rec[0].up, strlen(F.origin.last_head) + 10);
+	stop(&F);
+}
+END_TEST
+
+/* --- CONNECT to the echo: bytes both ways, counted exactly ---------------- */
+
+#define TUNNEL_BYTES (1u << 20)
+
+/* Opens a CONNECT tunnel to host:port; returns the fd after the 200. */
+static int connect_tunnel(struct fx *f, const char *host, uint16_t port, char *answer, size_t size)
+{
+	char req[512];
+	int fd = net_test_connect(f->http_port, 10000);
+	snprintf(req, sizeof(req), "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", host, port, host, port);
+	net_test_write(fd, req, strlen(req));
+	net_test_read_head(fd, answer, size);
+	return fd;
+}
+
+static void client_connect_echo(struct fx *f)
+{
+	static char out[65536], in[65536];
+	int fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	if (strcmp(head_buf, "HTTP/1.1 200 Connection established\r\n\r\n") != 0)
+		return;
+	for (unsigned sent = 0; sent < TUNNEL_BYTES; sent += sizeof(out)) {
+		for (size_t i = 0; i < sizeof(out); i++)
+			out[i] = (char)(sent + i * 7);
+		if (!net_test_write(fd, out, sizeof(out)) || !net_test_read_n(fd, in, sizeof(in)) ||
+		    memcmp(in, out, sizeof(in)) != 0) {
+			strcpy(body_buf, "mismatch");
+			close(fd);
+			return;
+		}
+	}
+	shutdown(fd, SHUT_WR);
+	long n = net_test_read_all(fd, in, sizeof(in));
+	snprintf(body_buf, sizeof(body_buf), "ok %ld", n);
+	close(fd);
+}
+
+START_TEST(connect_tunnel_counts_exact)
+{
+	start(&F, NULL);
+	run_client(&F, client_connect_echo);
+	ck_assert_str_eq(body_buf, "ok 0");
+	wait_records(&F, 1);
+	struct record *r = &F.rec[0];
+	ck_assert_int_eq(r->proto, NET_PROTO_CONNECT);
+	ck_assert_str_eq(r->host, "echo.test");
+	ck_assert_int_eq(r->decision, NET_ALLOW);
+	ck_assert(strncmp(r->rule, "allow:echo.test:", 16) == 0);
+	ck_assert_str_eq(r->error, "");
+	ck_assert_uint_eq(r->up, TUNNEL_BYTES);
+	ck_assert_uint_eq(r->down, TUNNEL_BYTES);
+	stop(&F);
+}
+END_TEST
+
+/* --- SOCKS5 --------------------------------------------------------------- */
+
+/* Sends greeting and a domain-name CONNECT; returns the reply code (or -1). */
+static int socks_connect(struct fx *f, const char *host, uint16_t port, int *ret_fd)
+{
+	uint8_t msg[300], reply[10];
+	size_t n = strlen(host);
+	int fd = net_test_connect(f->socks_port, 10000);
+
+	*ret_fd = fd;
+	memcpy(msg, "\x05\x01\x00", 3);
+	net_test_write(fd, msg, 3);
+	if (!net_test_read_n(fd, reply, 2) || reply[0] != 5 || reply[1] != 0)
+		return -1;
+	msg[0] = 5; msg[1] = 1; msg[2] = 0; msg[3] = 3; msg[4] = (uint8_t)n;
+	memcpy(msg + 5, host, n);
+	msg[5 + n] = (uint8_t)(port >> 8);
+	msg[6 + n] = (uint8_t)port;
+	net_test_write(fd, msg, 7 + n);
+	if (!net_test_read_n(fd, reply, 10) || reply[0] != 5)
+		return -1;
+	return reply[1];
+}
+
+static void client_socks(struct fx *f)
+{
+	char in[16];
+	int fd;
+	int code = socks_connect(f, "echo.test", f->echo.port, &fd);
+	snprintf(body_buf, sizeof(body_buf), "code %d", code);
+	if (code == 0) {
+		net_test_write(fd, "ping!", 5);
+		if (net_test_read_n(fd, in, 5) && memcmp(in, "ping!", 5) == 0)
+			strcat(body_buf, " echoed");
+	}
+	close(fd);
+	code = socks_connect(f, "x.evil.test", 443, &fd);
+	close(fd);
+	snprintf(body_buf + strlen(body_buf), 32, ", evil %d", code);
+}
+
+START_TEST(socks5_domain_connect_and_refusal)
+{
+	start(&F, NULL);
+	run_client(&F, client_socks);
+	ck_assert_str_eq(body_buf, "code 0 echoed, evil 2");
+	wait_records(&F, 2);
+	struct record *ok = F.rec[0].decision == NET_ALLOW ? &F.rec[0] : &F.rec[1];
+	struct record *bad = ok == &F.rec[0] ? &F.rec[1] : &F.rec[0];
+	ck_assert_int_eq(ok->proto, NET_PROTO_SOCKS5);
+	ck_assert_uint_eq(ok->up, 5);
+	ck_assert_uint_eq(ok->down, 5);
+	ck_assert_int_eq(bad->decision, NET_DENY);
+	ck_assert_str_eq(bad->rule, "deny:*.evil.test");
+	stop(&F);
+}
+END_TEST
+
+/* --- refusals: policy, private addresses, bounds -------------------------- */
+
+static void client_refusals(struct fx *f)
+{
+	static char a[4096], b[4096], c[4096], d[4096];
+	int fd;
+
+	fd = net_test_connect(f->http_port, 10000);
+	net_test_write(fd, "CONNECT x.evil.test:443 HTTP/1.1\r\n\r\n", 36);
+	net_test_read_all(fd, a, sizeof(a));
+	close(fd);
+	fd = net_test_connect(f->http_port, 10000);
+	net_test_write(fd, "GET http://meta.test/latest/meta-data/ HTTP/1.1\r\n\r\n", 51);
+	net_test_read_all(fd, b, sizeof(b));
+	close(fd);
+	fd = net_test_connect(f->http_port, 10000);
+	net_test_write(fd, "CONNECT ten.test:80 HTTP/1.1\r\n\r\n", 32);
+	net_test_read_all(fd, c, sizeof(c));
+	close(fd);
+	/* Over 16 KiB of head without its end. */
+	fd = net_test_connect(f->http_port, 10000);
+	net_test_write(fd, "GET http://origin.test/ HTTP/1.1\r\n", 34);
+	memset(head_buf, 'x', sizeof(head_buf));
+	memcpy(head_buf, "X-Big: ", 7);
+	net_test_write(fd, head_buf, sizeof(head_buf));
+	net_test_read_all(fd, d, sizeof(d));
+	close(fd);
+	snprintf(body_buf, sizeof(body_buf), "%s\n--\n%s\n--\n%s\n--\n%s", a, b, c, d);
+}
+
+START_TEST(refusals_name_the_rule)
+{
+	start(&F, NULL);
+	run_client(&F, client_refusals);
+	ck_assert_msg(strstr(body_buf, "HTTP/1.1 403 Forbidden\r\n"), "%s", body_buf);
+	ck_assert(strstr(body_buf, "toolcalld: connection to x.evil.test:443 refused by rule deny:*.evil.test\n"));
+	ck_assert(strstr(body_buf, "toolcalld: connection to meta.test:80 refused by rule private:169.254.169.254\n"));
+	ck_assert(strstr(body_buf, "toolcalld: connection to ten.test:80 refused by rule private:::ffff:10.0.0.1\n"));
+	ck_assert_msg(strstr(body_buf, "HTTP/1.1 431 Request Header Fields Too Large\r\n"), "%s", body_buf);
+	wait_records(&F, 4);
+	const struct net_refusal *ref;
+	size_t more;
+	ck_assert_uint_eq(net_proxy_refused(F.proxy, &ref, &more), 3);
+	ck_assert_str_eq(ref[0].host, "x.evil.test");
+	ck_assert_uint_eq(ref[0].port, 443);
+	ck_assert_str_eq(ref[0].rule, "deny:*.evil.test");
+	ck_assert_str_eq(ref[1].rule, "private:169.254.169.254");
+	ck_assert_uint_eq(more, 0);
+	ck_assert_str_eq(F.rec[1].address, "169.254.169.254");
+	ck_assert_int_eq(F.rec[1].decision, NET_DENY);
+	ck_assert_str_eq(F.rec[3].error, "bad request");
+	stop(&F);
+}
+END_TEST
+
+/* --- ask: held until the daemon answers ----------------------------------- */
+
+static bool ask_pending(void *arg)
+{
+	struct fx *f = arg;
+	return f->ask != NULL;
+}
+
+static void client_ask(struct fx *f)
+{
+	int fd = connect_tunnel(f, "ask.test", f->echo.port, head_buf, sizeof(head_buf));
+	char in[8];
+	snprintf(body_buf, sizeof(body_buf), "%s", head_buf);
+	if (strstr(head_buf, " 200 ")) {
+		net_test_write(fd, "held", 4);
+		if (net_test_read_n(fd, in, 4) && memcmp(in, "held", 4) == 0)
+			strcat(body_buf, "echoed");
+	}
+	close(fd);
+}
+
+START_TEST(ask_holds_until_answered)
+{
+	pthread_t t;
+
+	start(&F, NULL);
+	for (int round = 0; round < 2; round++) {
+		F.client = client_ask;
+		atomic_store(&F.client_done, false);
+		pthread_create(&t, NULL, client_main, &F);
+		ck_assert(loop_spin(F.ev, ask_pending, &F, 10000));
+		ck_assert_str_eq(F.ask_host, "ask.test");
+		ck_assert_uint_eq(F.ask_port, F.echo.port);
+		/* Held: nothing answered yet, even after the loop turned a while. */
+		ck_assert(!loop_spin(F.ev, client_finished, &F, 200));
+		net_ask_answer(TAKE_PTR(F.ask), round == 0, round == 0 ? NULL : "ask:deny-by-user");
+		ck_assert(loop_spin(F.ev, client_finished, &F, 30000));
+		pthread_join(t, NULL);
+		if (round == 0)
+			ck_assert_msg(strstr(body_buf, "200 Connection established\r\n\r\nechoed"), "%s", body_buf);
+		else
+			ck_assert_msg(strstr(body_buf, "403 Forbidden"), "%s", body_buf);
+	}
+	wait_records(&F, 2);
+	ck_assert_str_eq(F.rec[0].rule, "ask:allow");
+	ck_assert_int_eq(F.rec[0].decision, NET_ALLOW);
+	ck_assert_str_eq(F.rec[1].rule, "ask:deny-by-user");
+	ck_assert_int_eq(F.rec[1].decision, NET_DENY);
+	ck_assert_uint_eq(F.cancels, 0);
+	stop(&F);
+}
+END_TEST
+
+/* A client that leaves while asked withdraws the ask. */
+static void client_ask_leave(struct fx *f)
+{
+	int fd = net_test_connect(f->http_port, 10000);
+	net_test_write(fd, "CONNECT ask.test:1 HTTP/1.1\r\n\r\n", 31);
+	client_wait(&f->go, 1);	/* until the loop saw the ask */
+	close(fd);
+}
+
+START_TEST(ask_withdrawn_when_client_leaves)
+{
+	start(&F, NULL);
+	pthread_t t;
+	F.client = client_ask_leave;
+	pthread_create(&t, NULL, client_main, &F);
+	ck_assert(loop_spin(F.ev, ask_pending, &F, 10000));
+	atomic_store(&F.go, 1);
+	ck_assert(loop_spin(F.ev, client_finished, &F, 10000));
+	pthread_join(t, NULL);
+	wait_records(&F, 1);
+	ck_assert_ptr_null(F.ask);
+	ck_assert_uint_eq(F.cancels, 1);
+	ck_assert_str_eq(F.rec[0].error, "client closed");
+	stop(&F);
+}
+END_TEST
+
+/* --- limits ---------------------------------------------------------------- */
+
+static void client_limit(struct fx *f)
+{
+	int a = net_test_connect(f->http_port, 10000), b = net_test_connect(f->socks_port, 10000);
+	uint8_t r[2] = { 0, 0 };
+	if (!client_wait(&f->active, 2)) {
+		strcpy(body_buf, "never two active");
+		return;
+	}
+	int c = net_test_connect(f->http_port, 10000);
+	net_test_read_all(c, body_buf, sizeof(body_buf));
+	close(c);
+	int d = net_test_connect(f->socks_port, 10000);
+	net_test_write(d, "\x05\x01\x00", 3);
+	net_test_read_n(d, r, 2);
+	snprintf(body_buf + strlen(body_buf), 64, "|socks %d %d", r[0], r[1]);
+	close(d);
+	close(a);
+	close(b);
+}
+
+START_TEST(connection_limit)
+{
+	struct net_limits lim;
+	net_limits_default(&lim);
+	lim.max_connections = 2;
+	start(&F, &lim);
+	run_client(&F, client_limit);
+	ck_assert_msg(strstr(body_buf, "HTTP/1.1 503 Service Unavailable\r\n"), "%s", body_buf);
+	ck_assert(strstr(body_buf, "limit:net_connections"));
+	ck_assert(strstr(body_buf, "|socks 5 255"));
+	wait_records(&F, 4);
+	ck_assert_str_eq(F.rec[0].error, "limit");
+	ck_assert_str_eq(F.rec[1].error, "limit");
+	stop(&F);
+}
+END_TEST
+
+static void client_idle(struct fx *f)
+{
+	int fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	char in[16];
+	long n = net_test_read_all(fd, in, sizeof(in));	/* nothing sent: the proxy closes */
+	snprintf(body_buf, sizeof(body_buf), "%s%ld", head_buf, n);
+	close(fd);
+	fd = net_test_connect(f->http_port, 10000);	/* says nothing at all */
+	n = net_test_read_all(fd, head_buf, sizeof(head_buf));
+	head_buf[200] = '\0';
+	strcat(body_buf, "|");
+	strcat(body_buf, head_buf);
+	close(fd);
+}
+
+START_TEST(idle_and_header_timeouts)
+{
+	struct net_limits lim;
+	net_limits_default(&lim);
+	lim.idle_timeout_ms = 300;
+	lim.header_timeout_ms = 300;
+	start(&F, &lim);
+	uint64_t t0 = mono_ms();
+	run_client(&F, client_idle);
+	ck_assert_msg(strstr(body_buf, "200 Connection established\r\n\r\n0|"), "%s", body_buf);
+	ck_assert(strstr(body_buf, "|HTTP/1.1 408 Request Timeout\r\n"));
+	ck_assert_uint_ge(mono_ms() - t0, 600);
+	wait_records(&F, 2);
+	ck_assert_str_eq(F.rec[0].error, "idle");
+	ck_assert_str_eq(F.rec[1].error, "timeout");
+	stop(&F);
+}
+END_TEST
+
+/* --- the proxy destroyed with live tunnels -------------------------------- */
+
+static void client_tunnels(struct fx *f)
+{
+	int fds[3];
+	char in[8];
+	for (int i = 0; i < 3; i++) {
+		fds[i] = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+		net_test_write(fds[i], "abc", 3);
+		net_test_read_n(fds[i], in, 3);
+	}
+	atomic_store(&f->stage, 1);
+	int closed = 0;
+	for (int i = 0; i < 3; i++) {
+		if (net_test_read_all(fds[i], in, sizeof(in)) == 0)
+			closed++;
+		close(fds[i]);
+	}
+	snprintf(body_buf, sizeof(body_buf), "closed %d", closed);
+}
+
+static bool stage_one(void *arg)
+{
+	struct fx *f = arg;
+	return atomic_load(&f->stage) == 1;
+}
+
+START_TEST(destroy_reports_every_connection_once)
+{
+	pthread_t t;
+	start(&F, NULL);
+	F.client = client_tunnels;
+	pthread_create(&t, NULL, client_main, &F);
+	ck_assert(loop_spin(F.ev, stage_one, &F, 30000));
+	ck_assert_uint_eq(atomic_load(&F.n_rec), 0);
+	F.proxy = net_proxy_free(F.proxy);
+	ck_assert_uint_eq(atomic_load(&F.n_rec), 3);
+	ck_assert(loop_spin(F.ev, client_finished, &F, 30000));
+	pthread_join(t, NULL);
+	ck_assert_str_eq(body_buf, "closed 3");
+	for (int i = 0; i < 3; i++) {
+		ck_assert_str_eq(F.rec[i].error, "closed");
+		ck_assert_uint_eq(F.rec[i].up, 3);
+		ck_assert_uint_eq(F.rec[i].down, 3);
+	}
+	stop(&F);
+	ck_assert_uint_eq(atomic_load(&F.n_rec), 3);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("net_proxy");
+	TCase *tc = tcase_create("proxy");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, http_get_forwarded_without_hop_headers);
+	tcase_add_test(tc, http_post_body_bounded);
+	tcase_add_test(tc, connect_tunnel_counts_exact);
+	tcase_add_test(tc, socks5_domain_connect_and_refusal);
+	tcase_add_test(tc, refusals_name_the_rule);
+	tcase_add_test(tc, ask_holds_until_answered);
+	tcase_add_test(tc, ask_withdrawn_when_client_leaves);
+	tcase_add_test(tc, connection_limit);
+	tcase_add_test(tc, idle_and_header_timeouts);
+	tcase_add_test(tc, destroy_reports_every_connection_once);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
