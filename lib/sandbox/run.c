@@ -954,6 +954,9 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	bool denied = false;
 	for (size_t i = 0; i < ELEMENTSOF(denials) && !denied; i++)
 		denied = has(err, n, denials[i]);
+	/* Behind the proxy, whatever is not the proxy is refused so. */
+	if (run->net && !denied)
+		denied = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
 	if (!denied)
 		return NULL;
 	return xasprintf("[sandbox] This may have been refused by the sandbox (profile %s): it allows reading "

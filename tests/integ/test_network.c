@@ -595,6 +595,67 @@ START_TEST(bad_network_settings_refused)
 }
 END_TEST
 
+/* limits.net_connections bounds a call's connections at once: one more
+ * is refused (503) while a tunnel is open. */
+START_TEST(connections_per_call_bounded)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"origin.test\",\"echo.test\"]", "\"limits\":{\"net_connections\":1}");
+	struct tcc *c = tcc_connect(&d);
+	/* A tunnel held open (its first bytes echoed back show it is up),
+	 * then a second connection. */
+	const struct json *r = sh(c, tcc_fmt(c,
+		"{ echo up; sleep 20; } | socat -t 20 - PROXY:127.0.0.1:echo.test:%d,proxyport=3128 > tunnel & "
+		"i=0; until grep -q up tunnel 2>/dev/null || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; "
+		"curl -s -m 20 -o /dev/null -w '%%{http_code}\\n' http://origin.test:%d/; kill %%1",
+		echo_port, origin_port));
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(out(r), "503\n"), "%s", tj_text(r));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* An MCP server with network "proxy" runs in a namespace of its own for
+ * as long as it runs: the proxy listens there, the host's loopback is out
+ * of reach (its start fails, saying the sandbox may have refused it). */
+START_TEST(mcp_server_behind_the_proxy)
+{
+	const char *server = getenv("TC_MCP_SERVER");
+	if (!server)
+		TC_SKIP("TC_MCP_SERVER is not set");
+	NEED_NETWORK();
+	struct tcd d;
+	_cleanup_free_ char *px = xasprintf("{\"name\":\"px\",\"kind\":\"mcp\",\"command\":[\"%s\",\"connect=3128\"],"
+					    "\"prefix\":\"px_\",\"side_effects\":\"read\",\"network\":{\"allow\":"
+					    "[\"origin.test\"]}}", server);
+	/* connect= reaches 127.0.0.1 only: a listener there on the host. */
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	ck_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 8) == 0 &&
+		  getsockname(lfd, (struct sockaddr *)&a, &alen) == 0);
+	_cleanup_free_ char *host = xasprintf("{\"name\":\"host\",\"kind\":\"mcp\",\"command\":[\"%s\",\"connect=%d\"],"
+			 "\"prefix\":\"host_\",\"side_effects\":\"read\",\"network\":{\"allow\":[\"origin.test\"]}}",
+			 server, ntohs(a.sin_port));
+	start(&d, "", "\"retry\":{\"max_attempts\":1}");
+	tcd_write_tool(&d, "px.json", px);
+	tcd_write_tool(&d, "host.json", host);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(c));
+	const struct json *r = tcc_call(c, "px_echo", "{\"text\":\"behind the proxy\"}");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(tj_text(r), "behind the proxy"), "%s", tj_text(r));
+	r = tcc_call(c, "host_echo", "{\"text\":\"x\"}");
+	tc_assert_kind(r, "transient");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "the daemon's proxy"), "%s", tj_text(r));
+	close(lfd);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* A daemon that cannot make a namespace per call (not root) refuses to
  * start with "proxy" configured, saying what it lacks: never the full
  * network instead. */
@@ -635,6 +696,8 @@ int main(void)
 	tcase_add_test(tc, proxy_for_another_uid);
 	tcase_add_test(tc, network_true_is_unchanged);
 	tcase_add_test(tc, background_process_keeps_its_proxy);
+	tcase_add_test(tc, connections_per_call_bounded);
+	tcase_add_test(tc, mcp_server_behind_the_proxy);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
