@@ -459,6 +459,81 @@ START_TEST(ask_is_a_confirmation)
 }
 END_TEST
 
+/* The call's own client is asked through elicitation (MCP), naming the
+ * host and port, and its answer lets the connection through. */
+START_TEST(ask_through_elicitation)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"unknown\":\"ask\"", NULL);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "initialize", "{\"protocolVersion\":\"2025-11-25\","
+				 "\"capabilities\":{\"elicitation\":{\"form\":{}}},"
+				 "\"clientInfo\":{\"name\":\"fake-host\",\"version\":\"1\"}}"));
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	char *q = tj_quote(tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/elicited", origin_port));
+	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	free(q);
+	const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 20000);
+	ck_assert_msg(rq, "the daemon never asked the client");
+	const char *msg = tj_str(rq, "params.message");
+	ck_assert_msg(msg && strstr(msg, tcc_fmt(c, "connect to ask.test:%d", origin_port)), "%s", tj_text(rq));
+	ck_assert_msg(str_has_prefix(tj_str(rq, "params._meta.toolcalld/requestId"), "nc-"), "%s", tj_text(rq));
+	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
+			    "\"content\":{\"decision\":\"allow\"}}}", tcc_raw(c, tj(rq, "id"))));
+	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	/* Declined: refused. */
+	q = tj_quote(tcc_fmt(c, "curl -s -m 60 -o /dev/null -w '%%{http_code}\\n' http://ask.test:%d/", echo_port));
+	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	free(q);
+	rq = tcc_wait_daemon_request(c, "elicitation/create", 20000);
+	ck_assert_ptr_nonnull(rq);
+	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"decline\"}}",
+			    tcc_raw(c, tj(rq, "id"))));
+	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:deny"), "%s", tj_text(r));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* A tool file's "network": {"allow": [...]} is "proxy" with its hosts
+ * added for that tool alone; the metrics count per tool and decision. */
+START_TEST(tool_file_adds_its_hosts)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	char *cfg = xasprintf("{" AUTO ",\"network\":{\"hosts\":{\"origin.test\":\"127.0.0.2\"},"
+			      "\"allow_private\":[\"127.0.0.2/32\"]}}");
+	tcd_start(&d, cfg);
+	free(cfg);
+	tcd_write_tool(&d, "fetch.json", "{\"name\":\"fetch_origin\",\"kind\":\"command\",\"side_effects\":\"execute\","
+				       "\"argv\":[\"/usr/bin/curl\",\"-s\",\"-m\",\"20\",\"--\",\"{{url}}\"],"
+				       "\"input_schema\":{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\"}},"
+				       "\"required\":[\"url\"]},\"network\":{\"allow\":[\"origin.test\"]}}");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(c));
+	const struct json *r = tcc_call(c, "fetch_origin", tcc_fmt(c, "{\"url\":\"http://origin.test:%d/tool\"}", origin_port));
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(tj_text(r), "hello from the origin"), "%s", tj_text(r));
+	r = tcc_call(c, "fetch_origin", "{\"url\":\"http://elsewhere.test/\"}");
+	ck_assert_msg(strstr(tj_text(r), "elsewhere.test:80") && strstr(tj_text(r), "unknown:deny"), "%s", tj_text(r));
+	/* The config's sandbox network stays false for the others. */
+	r = sh(c, tcc_fmt(c, "curl -sS -m 5 http://origin.test:%d/ || echo no-network", origin_port));
+	ck_assert_msg(strstr(out(r), "no-network"), "%s", tj_text(r));
+	r = tcc_request(c, "admin/metrics", "{}");
+	const char *m = tj_str(r, "result.text");
+	ck_assert_msg(m && strstr(m, "toolcalld_network_connections_total{tool=\"fetch_origin\",decision=\"allow\"} 1\n") &&
+		      strstr(m, "toolcalld_network_connections_total{tool=\"fetch_origin\",decision=\"deny\"} 1\n"),
+		      "%s", m ? m : tj_text(r));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* The same through toolcallctl approve, the approver a user runs. */
 START_TEST(ask_through_toolcallctl_approve)
 {
@@ -693,6 +768,8 @@ int main(void)
 	tcase_add_test(tc, proxy_refuses_with_the_rule);
 	tcase_add_test(tc, ask_is_a_confirmation);
 	tcase_add_test(tc, ask_through_toolcallctl_approve);
+	tcase_add_test(tc, ask_through_elicitation);
+	tcase_add_test(tc, tool_file_adds_its_hosts);
 	tcase_add_test(tc, proxy_for_another_uid);
 	tcase_add_test(tc, network_true_is_unchanged);
 	tcase_add_test(tc, background_process_keeps_its_proxy);
