@@ -43,6 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -583,7 +585,9 @@ static void daemon_start(const char *exe)
 		"  \"log_level\": \"warning\",\n"
 		"  \"grace_ms\": 2000,\n"
 		"  \"limits\": { \"max_connections\": 20000, \"per_uid_connections\": 20000,\n"
-		"              \"per_uid_processes\": 128 },\n"
+		"              \"per_uid_processes\": 128, \"net_connections\": 256 },\n"
+		"  \"network\": { \"hosts\": { \"echo.bench\": \"127.0.0.1\" }, \"allow\": [\"echo.bench\"],\n"
+		"               \"allow_private\": [\"127.0.0.1/32\"] },\n"
 		"  \"tools_dir\": \"%s/tools.d\",\n"
 		"  \"memory\": { \"dir\": \"%s/memory\" },\n"
 		"  \"confirmation\": { \"default\": { \"write\": \"auto\", \"execute\": \"auto\" } }\n"
@@ -2065,6 +2069,147 @@ static void scenario_processes(void)
 	close(fd);
 }
 
+/* --- tunnels: 200 CONNECT tunnels through the network proxy --------------
+ * A sandboxed call (network "proxy") opens TUNNELS tunnels through the
+ * daemon's proxy to an echo server of this program and keeps data moving
+ * through all of them, while another client pings (CONTRACT §20: p99 ≤
+ * 10 ms). */
+
+#define TUNNELS 200
+
+static int tunnel_echo_fd = -1;
+
+/* The echo server: every connection's bytes written back, one thread,
+ * epoll. */
+static void *tunnel_echo(void *arg)
+{
+	(void)arg;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = tunnel_echo_fd };
+	epoll_ctl(ep, EPOLL_CTL_ADD, tunnel_echo_fd, &ev);
+	static char data[65536];
+	for (;;) {
+		struct epoll_event evs[64];
+		int n = epoll_wait(ep, evs, 64, -1);
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+			if (fd == tunnel_echo_fd) {
+				int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+				if (c >= 0) {
+					struct epoll_event ce = { .events = EPOLLIN, .data.fd = c };
+					epoll_ctl(ep, EPOLL_CTL_ADD, c, &ce);
+				}
+				continue;
+			}
+			ssize_t k = read(fd, data, sizeof(data));
+			if (k <= 0) {
+				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+				close(fd);
+				continue;
+			}
+			/* Blocking writes: the client reads what it sent. */
+			for (ssize_t w = 0; w < k;) {
+				ssize_t m = write(fd, data + w, (size_t)(k - w));
+				if (m <= 0)
+					break;
+				w += m;
+			}
+		}
+	}
+	return NULL;
+}
+
+/* The client inside the sandbox: TUNNELS CONNECTs, then 4 KiB out and
+ * back through each, round after round, for the seconds given. */
+static const char tunnel_script[] =
+	"import selectors, socket, sys, time\n"
+	"port, secs, n = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])\n"
+	"socks = []\n"
+	"for i in range(n):\n"
+	"    s = socket.create_connection(('127.0.0.1', 3128))\n"
+	"    s.sendall(b'CONNECT echo.bench:%d HTTP/1.1\\r\\nHost: echo.bench:%d\\r\\n\\r\\n' % (port, port))\n"
+	"    socks.append(s)\n"
+	"for s in socks:\n"
+	"    head = b''\n"
+	"    while b'\\r\\n\\r\\n' not in head:\n"
+	"        head += s.recv(1)\n"
+	"    if b' 200' not in head.split(b'\\r\\n')[0]:\n"
+	"        sys.exit('tunnel refused: %r' % head)\n"
+	"sel = selectors.DefaultSelector()\n"
+	"block = b'x' * 4096\n"
+	"for s in socks:\n"
+	"    s.setblocking(False)\n"
+	"    sel.register(s, selectors.EVENT_READ, [0])\n"
+	"    s.send(block)\n"
+	"moved, end = 0, time.time() + secs\n"
+	"while time.time() < end:\n"
+	"    for key, _ in sel.select(0.1):\n"
+	"        d = key.fileobj.recv(65536)\n"
+	"        key.data[0] += len(d)\n"
+	"        moved += len(d)\n"
+	"        if key.data[0] >= len(block):\n"
+	"            key.data[0] -= len(block)\n"
+	"            key.fileobj.send(block)\n"
+	"print('%d tunnels, %d bytes echoed' % (n, moved))\n";
+
+static unsigned tunnel_port;
+
+static char *tunnel_call(unsigned i)
+{
+	if (i > 0)
+		return stall_ping_call(i);
+	return xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"shell_proxy\","
+			 "\"arguments\":{\"command\":\"/usr/bin/python3 tunnels.py %u %.1f %d\"}}}\n", i + 1, tunnel_port,
+			 opt.seconds + 2, TUNNELS);
+}
+
+static void scenario_tunnels(void)
+{
+	if (geteuid() != 0 || access("/usr/bin/python3", X_OK) < 0) {
+		note("tunnels: needs root (a network namespace per call) and /usr/bin/python3; left out");
+		return;
+	}
+	tunnel_echo_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	if (tunnel_echo_fd < 0 || bind(tunnel_echo_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(tunnel_echo_fd, 512) < 0 || getsockname(tunnel_echo_fd, (struct sockaddr *)&a, &len) < 0)
+		die("tunnels: echo server: %s", strerror(errno));
+	tunnel_port = ntohs(a.sin_port);
+	pthread_t t;
+	if (pthread_create(&t, NULL, tunnel_echo, NULL) != 0)
+		die("tunnels: thread");
+	pthread_detach(t);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/ws/tunnels.py", tmp_dir);
+	write_file(p, tunnel_script, strlen(tunnel_script));
+	/* What this machine gives a ping anyway, to read the other against. */
+	stall_run("another client pinging (baseline)", stall_ping_call);
+	/* The call opens its tunnels in its first moments, within the
+	 * window. */
+	stall_run("200 CONNECT tunnels through the network proxy moving data", tunnel_call);
+	/* What moved through the proxy, once the call has ended. */
+	int fd = connect_unix(daemon_sock, false);
+	struct buf b = {0};
+	const char *ans = NULL;
+	uint64_t moved = 0;
+	for (int i = 0; i < 100 && fd >= 0; i++) {
+		proc_roundtrip(fd, &b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"admin/metrics\"}\n", &ans);
+		const char *m = strstr(ans, "toolcalld_network_bytes_total{tool=\\\"shell_proxy\\\",direction=\\\"down\\\"} ");
+		if (m && (moved = strtoull(strchr(m, '}') + 2, NULL, 10)) > 0)
+			break;
+		usleep(100000);
+	}
+	if (!moved && ans) {
+		const char *net = strstr(ans, "toolcalld_network_connections_total{");
+		note("tunnels: no bytes counted through the proxy: %.300s", net ? net : "(no network counters)");
+	}
+	note("tunnels: %d tunnels moved %.1f MiB down through the proxy in the window", TUNNELS, (double)moved / (1 << 20));
+	buf_free(&b);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void scenario_stall(void)
 {
 	char p[PATH_MAX];
@@ -2524,7 +2669,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox netproxy idem memory idle batch search search_rg bridge stall processes shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox netproxy tunnels idem memory idle batch search search_rg bridge stall processes shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }
@@ -3050,6 +3195,8 @@ int main(int argc, char **argv)
 		scenario_sandbox();
 	if (wanted("netproxy"))
 		scenario_netproxy();
+	if (wanted("tunnels"))
+		scenario_tunnels();
 	if (wanted("idem"))
 		scenario_idem();
 	if (wanted("memory"))
