@@ -206,17 +206,26 @@ static const struct json *sh(struct tcc *c, const char *command)
 	return r;
 }
 
+/* The text of v for a message (kept until the next call). */
+static const char *dump(const struct json *v)
+{
+	static char *last;
+	free(last);
+	last = tj_text(v);
+	return last;
+}
+
 static const char *out(const struct json *r)
 {
 	const char *s = tj_str(r, "result.structuredContent.stdout");
-	ck_assert_msg(s, "no stdout in %s", tj_text(r));
+	ck_assert_msg(s, "no stdout in %s", dump(r));
 	return s;
 }
 
 static const char *text(const struct json *r)
 {
 	const char *s = tj_str(r, "result.content.0.text");
-	ck_assert_msg(s, "no text in %s", tj_text(r));
+	ck_assert_msg(s, "no text in %s", dump(r));
 	return s;
 }
 
@@ -275,7 +284,7 @@ START_TEST(proxy_reaches_allowed_hosts)
 	const struct json *r = sh(c, tcc_fmt(c, "curl -sS -m 20 -H 'Proxy-Connection: keep-alive' "
 					     "http://origin.test:%d/hello", origin_port));
 	tc_assert_ok(r);
-	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.sandbox.network"), "proxy");
 	pthread_mutex_lock(&seen_lock);
 	/* Forwarded in origin form, the proxy's hop-by-hop header gone. */
@@ -314,13 +323,13 @@ START_TEST(proxy_reaches_allowed_hosts)
 	r = sh(c, tcc_fmt(c, "echo ping-through-tunnel | socat -t 5 - PROXY:127.0.0.1:echo.test:%d,proxyport=3128",
 			  echo_port));
 	tc_assert_ok(r);
-	ck_assert_msg(str_eq(out(r), "ping-through-tunnel\n"), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), "ping-through-tunnel\n"), "%s", dump(r));
 
 	/* The child itself reaches nothing but its own loopback. */
 	r = sh(c, tcc_fmt(c, "curl -sS --noproxy '*' -m 5 http://127.0.0.2:%d/ || echo unreachable", origin_port));
 	tc_assert_ok(r);
-	ck_assert_msg(strstr(out(r), "unreachable"), "%s", tj_text(r));
-	ck_assert_msg(!strstr(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(strstr(out(r), "unreachable"), "%s", dump(r));
+	ck_assert_msg(!strstr(out(r), ORIGIN_BODY), "%s", dump(r));
 
 	tcc_close(ev);
 	tcc_close(c);
@@ -338,13 +347,13 @@ START_TEST(socks5_through_all_proxy)
 	const struct json *r = sh(c, tcc_fmt(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://origin.test:%d/socks",
 					     origin_port));
 	tc_assert_ok(r);
-	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	const struct json *l = wait_audit_net(c, &d, "\"protocol\":\"socks5\"");
 	ck_assert_str_eq(tj_str(l, "host"), "origin.test");
 	ck_assert_str_eq(tj_str(l, "decision"), "allow");
 	/* A refused destination is a SOCKS failure. */
 	r = sh(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://elsewhere.test/ || echo refused");
-	ck_assert_msg(strstr(out(r), "refused") && strstr(text(r), "elsewhere.test:80"), "%s", tj_text(r));
+	ck_assert_msg(strstr(out(r), "refused") && strstr(text(r), "elsewhere.test:80"), "%s", dump(r));
 	tcc_close(c);
 	stop(&d);
 }
@@ -364,7 +373,7 @@ START_TEST(proxy_refuses_with_the_rule)
 	const struct json *r = sh(c, "curl -sS -m 20 -w '\\n%{http_code}\\n' http://evil.test/x");
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.isError"));
-	ck_assert_msg(strstr(out(r), "deny:evil.test") && strstr(out(r), "\n403\n"), "%s", tj_text(r));
+	ck_assert_msg(strstr(out(r), "deny:evil.test") && strstr(out(r), "\n403\n"), "%s", dump(r));
 	ck_assert_msg(strstr(text(r), "evil.test:80") && strstr(text(r), "deny:evil.test"), "%s", text(r));
 	const struct json *e = tcc_wait_event(ev, "network.refused", 5000);
 	ck_assert_ptr_nonnull(e);
@@ -380,7 +389,7 @@ START_TEST(proxy_refuses_with_the_rule)
 		  "curl -s -m 20 -o /dev/null -w '%{http_code}\\n' http://meta.test/; exit 3");
 	tc_assert_ok(r);
 	ck_assert(tj_bool(r, "result.isError"));
-	ck_assert_msg(strstr(out(r), "\n403\n403\n"), "%s", tj_text(r));
+	ck_assert_msg(strstr(out(r), "\n403\n403\n"), "%s", dump(r));
 	ck_assert_msg(strstr(text(r), "169.254.169.254:80") && strstr(text(r), "private:169.254.169.254"), "%s",
 		      text(r));
 	ck_assert_msg(strstr(text(r), "meta.test:80"), "%s", text(r));
@@ -418,7 +427,7 @@ START_TEST(ask_is_a_confirmation)
 	ck_assert(tj_bool(r, "result.accepted"));
 	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	/* A second answer learns the first. */
 	r = tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid));
 	tc_assert_ok(r);
@@ -430,7 +439,7 @@ START_TEST(ask_is_a_confirmation)
 	/* Remembered for the session: not asked again. */
 	tcc_clear_queue(ap);
 	r = sh(c, cmd);
-	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	ck_assert(tcc_quiet(ap, 200));
 
 	/* Another port is another question; denied, it is refused. */
@@ -446,13 +455,13 @@ START_TEST(ask_is_a_confirmation)
 	free(rid);
 	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_msg(strstr(out(r), "\n403\n") && strstr(text(r), "ask:deny"), "%s", tj_text(r));
+	ck_assert_msg(strstr(out(r), "\n403\n") && strstr(text(r), "ask:deny"), "%s", dump(r));
 	free(q);
 
 	/* Nobody to ask: refused at once. */
 	tcc_close(ap);
 	r = sh(c, tcc_fmt(c, "curl -s -m 60 -o /dev/null -w '%%{http_code}\\n' http://ask.test:%d/", echo_port));
-	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:no approver"), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:no approver"), "%s", dump(r));
 
 	tcc_close(c);
 	stop(&d);
@@ -477,13 +486,13 @@ START_TEST(ask_through_elicitation)
 	const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 20000);
 	ck_assert_msg(rq, "the daemon never asked the client");
 	const char *msg = tj_str(rq, "params.message");
-	ck_assert_msg(msg && strstr(msg, tcc_fmt(c, "connect to ask.test:%d", origin_port)), "%s", tj_text(rq));
-	ck_assert_msg(str_has_prefix(tj_str(rq, "params._meta.toolcalld/requestId"), "nc-"), "%s", tj_text(rq));
+	ck_assert_msg(msg && strstr(msg, tcc_fmt(c, "connect to ask.test:%d", origin_port)), "%s", dump(rq));
+	ck_assert_msg(str_has_prefix(tj_str(rq, "params._meta.toolcalld/requestId"), "nc-"), "%s", dump(rq));
 	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
 			    "\"content\":{\"decision\":\"allow\"}}}", tcc_raw(c, tj(rq, "id"))));
 	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	/* Declined: refused. */
 	q = tj_quote(tcc_fmt(c, "curl -s -m 60 -o /dev/null -w '%%{http_code}\\n' http://ask.test:%d/", echo_port));
 	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
@@ -494,7 +503,7 @@ START_TEST(ask_through_elicitation)
 			    tcc_raw(c, tj(rq, "id"))));
 	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:deny"), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:deny"), "%s", dump(r));
 	tcc_close(c);
 	stop(&d);
 }
@@ -518,17 +527,17 @@ START_TEST(tool_file_adds_its_hosts)
 	tc_assert_ok(tcc_reload(c));
 	const struct json *r = tcc_call(c, "fetch_origin", tcc_fmt(c, "{\"url\":\"http://origin.test:%d/tool\"}", origin_port));
 	tc_assert_ok(r);
-	ck_assert_msg(strstr(tj_text(r), "hello from the origin"), "%s", tj_text(r));
+	ck_assert_msg(strstr(dump(r), "hello from the origin"), "%s", dump(r));
 	r = tcc_call(c, "fetch_origin", "{\"url\":\"http://elsewhere.test/\"}");
-	ck_assert_msg(strstr(tj_text(r), "elsewhere.test:80") && strstr(tj_text(r), "unknown:deny"), "%s", tj_text(r));
+	ck_assert_msg(strstr(dump(r), "elsewhere.test:80") && strstr(dump(r), "unknown:deny"), "%s", dump(r));
 	/* The config's sandbox network stays false for the others. */
 	r = sh(c, tcc_fmt(c, "curl -sS -m 5 http://origin.test:%d/ || echo no-network", origin_port));
-	ck_assert_msg(strstr(out(r), "no-network"), "%s", tj_text(r));
+	ck_assert_msg(strstr(out(r), "no-network"), "%s", dump(r));
 	r = tcc_request(c, "admin/metrics", "{}");
 	const char *m = tj_str(r, "result.text");
 	ck_assert_msg(m && strstr(m, "toolcalld_network_connections_total{tool=\"fetch_origin\",decision=\"allow\"} 1\n") &&
 		      strstr(m, "toolcalld_network_connections_total{tool=\"fetch_origin\",decision=\"deny\"} 1\n"),
-		      "%s", m ? m : tj_text(r));
+		      "%s", m ? m : dump(r));
 	tcc_close(c);
 	stop(&d);
 }
@@ -561,7 +570,7 @@ START_TEST(ask_through_toolcallctl_approve)
 	ck_assert_int_eq(write(in[1], "y\n", 2), 2);
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = sh(c, tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/ctl", origin_port));
-	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	const struct json *e = tcc_wait_event(w, "tool.confirmation_resolved", 5000);
 	ck_assert_ptr_nonnull(e);
 	ck_assert_str_eq(tj_str(e, "kind"), "network.connect");
@@ -590,7 +599,7 @@ START_TEST(proxy_for_another_uid)
 	const struct json *r = sh(c, tcc_fmt(c, "id -u; curl -sS -m 20 http://origin.test:%d/nobody", origin_port));
 	tc_assert_ok(r);
 	char *want = xasprintf("%u\n%s", (unsigned)pw->pw_uid, ORIGIN_BODY);
-	ck_assert_msg(str_eq(out(r), want), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), want), "%s", dump(r));
 	free(want);
 	const struct json *l = wait_audit_net(c, &d, "\"host\":\"origin.test\"");
 	ck_assert_int_eq(tj_int(l, "uid"), pw->pw_uid);
@@ -613,7 +622,7 @@ START_TEST(network_true_is_unchanged)
 	const struct json *r = sh(c, tcc_fmt(c, "echo \"[$HTTP_PROXY$ALL_PROXY]\"; curl -sS -m 20 http://127.0.0.2:%d/direct",
 					     origin_port));
 	tc_assert_ok(r);
-	ck_assert_msg(str_eq(out(r), "[]\n" ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(str_eq(out(r), "[]\n" ORIGIN_BODY), "%s", dump(r));
 	ck_assert(tj_bool(r, "result.structuredContent.sandbox.network"));
 	tcc_close(c);
 	stop(&d);
@@ -636,7 +645,7 @@ START_TEST(background_process_keeps_its_proxy)
 	tc_assert_ok(r);
 	const char *pid = tj_str(r, "result.structuredContent.process_id");
 	ck_assert_ptr_nonnull(pid);
-	ck_assert_msg(strstr(tj_str(r, "result.structuredContent.output"), ORIGIN_BODY), "%s", tj_text(r));
+	ck_assert_msg(strstr(tj_str(r, "result.structuredContent.output"), ORIGIN_BODY), "%s", dump(r));
 	const struct json *l = wait_audit_net(c, &d, "\"host\":\"origin.test\"");
 	ck_assert_str_eq(tj_str(l, "processId"), pid);
 	tc_assert_ok(tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", pid)));
@@ -663,7 +672,7 @@ START_TEST(bad_network_settings_refused)
 				      "\"network\":{\"allow\":[\"registry.npmjs.org\"],\"bogus\":1}}");
 	struct tcc *c = tcc_connect(&d2);
 	const struct json *r = tcc_reload(c);
-	ck_assert_msg(strstr(tj_text(r), "network"), "%s", tj_text(r));
+	ck_assert_msg(strstr(dump(r), "network"), "%s", dump(r));
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d2), 0);
 	tcd_free(&d2);
@@ -686,7 +695,7 @@ START_TEST(connections_per_call_bounded)
 		"curl -s -m 20 -o /dev/null -w '%%{http_code}\\n' http://origin.test:%d/; kill %%1",
 		echo_port, origin_port));
 	tc_assert_ok(r);
-	ck_assert_msg(strstr(out(r), "503\n"), "%s", tj_text(r));
+	ck_assert_msg(strstr(out(r), "503\n"), "%s", dump(r));
 	tcc_close(c);
 	stop(&d);
 }
@@ -703,7 +712,7 @@ START_TEST(mcp_server_behind_the_proxy)
 	NEED_NETWORK();
 	struct tcd d;
 	_cleanup_free_ char *px = xasprintf("{\"name\":\"px\",\"kind\":\"mcp\",\"command\":[\"%s\",\"connect=3128\"],"
-					    "\"prefix\":\"px_\",\"side_effects\":\"read\",\"network\":{\"allow\":"
+					    "\"prefix\":\"px_\",\"side_effects\":\"read\",\"sandbox\":{\"limits\":{\"memory_mb\":null}},\"network\":{\"allow\":"
 					    "[\"origin.test\"]}}", server);
 	/* connect= reaches 127.0.0.1 only: a listener there on the host. */
 	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -712,7 +721,7 @@ START_TEST(mcp_server_behind_the_proxy)
 	ck_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 8) == 0 &&
 		  getsockname(lfd, (struct sockaddr *)&a, &alen) == 0);
 	_cleanup_free_ char *host = xasprintf("{\"name\":\"host\",\"kind\":\"mcp\",\"command\":[\"%s\",\"connect=%d\"],"
-			 "\"prefix\":\"host_\",\"side_effects\":\"read\",\"network\":{\"allow\":[\"origin.test\"]}}",
+			 "\"prefix\":\"host_\",\"side_effects\":\"read\",\"sandbox\":{\"limits\":{\"memory_mb\":null}},\"network\":{\"allow\":[\"origin.test\"]}}",
 			 server, ntohs(a.sin_port));
 	start(&d, "", "\"retry\":{\"max_attempts\":1}");
 	tcd_write_tool(&d, "px.json", px);
@@ -721,10 +730,10 @@ START_TEST(mcp_server_behind_the_proxy)
 	tc_assert_ok(tcc_reload(c));
 	const struct json *r = tcc_call(c, "px_echo", "{\"text\":\"behind the proxy\"}");
 	tc_assert_ok(r);
-	ck_assert_msg(strstr(tj_text(r), "behind the proxy"), "%s", tj_text(r));
+	ck_assert_msg(strstr(dump(r), "behind the proxy"), "%s", dump(r));
 	r = tcc_call(c, "host_echo", "{\"text\":\"x\"}");
 	tc_assert_kind(r, "transient");
-	ck_assert_msg(strstr(tj_str(r, "error.message"), "the daemon's proxy"), "%s", tj_text(r));
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "the daemon's proxy"), "%s", dump(r));
 	close(lfd);
 	tcc_close(c);
 	stop(&d);
