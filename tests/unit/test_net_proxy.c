@@ -19,6 +19,7 @@
 
 #include "lib/base/loop.h"
 #include "lib/net/net.h"
+#include "lib/net/net_internal.h"
 #include "proto/json.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/loop_spin.h"
@@ -114,7 +115,7 @@ static void start(struct fx *f, struct net_limits *lim)
 	net_origin_start(&f->origin);
 	net_echo_start(&f->echo);
 	snprintf(text, sizeof(text),
-		 "{\"allow\": [\"origin.test\", \"echo.test:%u\", \"meta.test\", \"ten.test\"],"
+		 "{\"allow\": [\"origin.test\", \"echo.test:%u\", \"meta.test\", \"ten.test\", \"localhost\", \"*.invalid\"],"
 		 " \"deny\": [\"*.evil.test\"], \"unknown\": \"ask\", \"allow_private\": [\"127.0.0.0/8\"],"
 		 " \"hosts\": {\"origin.test\": \"127.0.0.1\", \"echo.test\": \"127.0.0.1\","
 		 " \"ask.test\": \"127.0.0.1\", \"meta.test\": \"169.254.169.254\", \"ten.test\": \"::ffff:10.0.0.1\"}}",
@@ -655,6 +656,171 @@ START_TEST(destroy_reports_every_connection_once)
 }
 END_TEST
 
+/* --- names through c-ares: /etc/hosts, and a name that cannot resolve ----- */
+
+static void client_resolve(struct fx *f)
+{
+	char in[8];
+	int fd = connect_tunnel(f, "localhost", f->echo.port, head_buf, sizeof(head_buf));
+	snprintf(body_buf, sizeof(body_buf), "%.40s", head_buf);
+	if (strstr(head_buf, " 200 ")) {
+		net_test_write(fd, "dns", 3);
+		if (net_test_read_n(fd, in, 3) && memcmp(in, "dns", 3) == 0)
+			strcat(body_buf, "echoed");
+	}
+	close(fd);
+	fd = connect_tunnel(f, "nothing.invalid", 80, head_buf, sizeof(head_buf));
+	head_buf[40] = '\0';
+	strcat(body_buf, "|");
+	strcat(body_buf, head_buf);
+	close(fd);
+}
+
+START_TEST(resolver_hosts_file_and_failure)
+{
+	struct net_limits lim;
+	net_limits_default(&lim);
+	lim.connect_timeout_ms = 3000;
+	start(&F, &lim);
+	run_client(&F, client_resolve);
+	ck_assert_msg(strstr(body_buf, "HTTP/1.1 200 Connection established\r\n\r\n"), "%s", body_buf);
+	ck_assert_msg(strstr(body_buf, "echoed|"), "%s", body_buf);
+	/* No DNS server answers "no such name" (502), or none answers at all (504). */
+	ck_assert_msg(strstr(body_buf, "|HTTP/1.1 502 Bad Gateway") || strstr(body_buf, "|HTTP/1.1 504 Gateway Timeout"),
+		      "%s", body_buf);
+	wait_records(&F, 2);
+	ck_assert_str_eq(F.rec[0].address, "127.0.0.1");
+	ck_assert_str_eq(F.rec[0].rule, "allow:localhost");
+	ck_assert(strcmp(F.rec[1].error, "unresolvable") == 0 || strcmp(F.rec[1].error, "timeout") == 0);
+	ck_assert_int_eq(F.rec[1].decision, NET_ALLOW);
+	stop(&F);
+}
+END_TEST
+
+/* --- the byte budget (limits.net_mb) --------------------------------------- */
+
+static void client_budget(struct fx *f)
+{
+	static char out[65536], in[65536];
+	int fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	long got = 0;
+	memset(out, 'b', sizeof(out));
+	net_test_write(fd, out, sizeof(out));
+	got = net_test_read_all(fd, in, sizeof(in));	/* the proxy ends it past the budget */
+	close(fd);
+	fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	net_test_read_all(fd, body_buf, sizeof(body_buf));
+	close(fd);
+	snprintf(in, sizeof(in), "|%ld", got);
+	strcat(body_buf, in);
+	strcat(body_buf, head_buf);
+}
+
+START_TEST(byte_budget)
+{
+	struct net_limits lim;
+	net_limits_default(&lim);
+	lim.max_bytes = 100000;
+	start(&F, &lim);
+	run_client(&F, client_budget);
+	ck_assert_msg(strstr(body_buf, "HTTP/1.1 403 Forbidden"), "%s", body_buf);
+	ck_assert(strstr(body_buf, "refused by rule limit:net_mb"));
+	wait_records(&F, 2);
+	ck_assert_str_eq(F.rec[0].error, "budget");
+	ck_assert_uint_ge(F.rec[0].up + F.rec[0].down, 100000);
+	ck_assert_uint_le(F.rec[0].up, 65536);
+	ck_assert_str_eq(F.rec[1].rule, "limit:net_mb");
+	stop(&F);
+}
+END_TEST
+
+/* --- the relay alone: splice and its read/write fallback ------------------ */
+
+struct relay_fx {
+	int a, b;		/* the test's ends: a is the client, b the origin */
+	int r_done;
+	bool done;
+	uint64_t up, down;
+	char result[128];
+};
+
+static int relay_progress(void *arg, uint64_t up, uint64_t down)
+{
+	struct relay_fx *x = arg;
+	x->up += up;
+	x->down += down;
+	return 0;
+}
+
+static void relay_done(void *arg, int r)
+{
+	struct relay_fx *x = arg;
+	x->r_done = r;
+	x->done = true;
+}
+
+static bool relay_finished(void *arg)
+{
+	return ((struct relay_fx *)arg)->done;
+}
+
+static void *relay_client(void *arg)
+{
+	struct relay_fx *x = arg;
+	static char out[256 * 1024], in[256 * 1024 + 16];
+	for (size_t i = 0; i < sizeof(out); i++)
+		out[i] = (char)(i * 13 + 1);
+	net_test_write(x->a, out, sizeof(out));
+	shutdown(x->a, SHUT_WR);
+	long n = net_test_read_all(x->b, in, sizeof(in));	/* the half-close came through */
+	bool same = n == (long)sizeof(out) + 5 && memcmp(in, "early", 5) == 0 && memcmp(in + 5, out, sizeof(out)) == 0;
+	net_test_write(x->b, "answer", 6);
+	shutdown(x->b, SHUT_WR);
+	long m = net_test_read_all(x->a, in, sizeof(in));
+	snprintf(x->result, sizeof(x->result), "%s %ld %.*s", same ? "same" : "differ", m, (int)MAX(m, 0), in);
+	return NULL;
+}
+
+START_TEST(relay_splice_and_copy)
+{
+	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
+	struct tc_loop *loop = tc_loop_ev_new(ev);
+
+	for (int copy = 0; copy < 2; copy++) {
+		struct relay_fx x = { 0 };
+		struct net_relay *r = NULL;
+		uint16_t port;
+		int l = net_test_listen(&port);
+		x.a = net_test_connect(port, 10000);
+		int a2 = accept(l, NULL, NULL);
+		x.b = net_test_connect(port, 10000);
+		int b2 = accept(l, NULL, NULL);
+		close(l);
+		struct net_relay_config rc = {
+			.loop = loop, .client_fd = a2, .upstream_fd = b2, .initial = "early", .initial_len = 5,
+			.copy = copy, .progress = relay_progress, .done = relay_done, .arg = &x,
+		};
+		ck_assert_int_eq(net_relay_start(&rc, &r), 0);
+		pthread_t t;
+		pthread_create(&t, NULL, relay_client, &x);
+		ck_assert(loop_spin(ev, relay_finished, &x, 30000));
+		pthread_join(t, NULL);
+		ck_assert_int_eq(x.r_done, 0);
+		ck_assert_str_eq(x.result, "same 6 answer");
+		ck_assert_uint_eq(x.up, 256 * 1024 + 5);
+		ck_assert_uint_eq(x.down, 6);
+		ck_assert(net_relay_spliced(r) == !copy);
+		net_relay_free(r);
+		close(a2);
+		close(b2);
+		close(x.a);
+		close(x.b);
+	}
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("net_proxy");
@@ -670,6 +836,9 @@ int main(void)
 	tcase_add_test(tc, connection_limit);
 	tcase_add_test(tc, idle_and_header_timeouts);
 	tcase_add_test(tc, destroy_reports_every_connection_once);
+	tcase_add_test(tc, relay_splice_and_copy);
+	tcase_add_test(tc, resolver_hosts_file_and_failure);
+	tcase_add_test(tc, byte_budget);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
