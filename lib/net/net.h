@@ -172,7 +172,9 @@ void net_lookup_cancel(struct net_lookup *l);
 
 /* --- the proxy ------------------------------------------------------------ */
 
-/* Bounds of one proxy (one call). net_limits_default fills the defaults. */
+/* Bounds of one proxy (one call). net_limits_default fills the defaults;
+ * a field left 0 in net_proxy_config takes its default too (max_bytes 0:
+ * no budget). */
 struct net_limits {
 	unsigned max_connections;	/* concurrent connections (64); over it: 503 / SOCKS 0x01 */
 	uint32_t header_bytes;		/* request line and headers, SOCKS greeting (16384) */
@@ -201,8 +203,10 @@ struct net_conn_record {
 	enum net_decision decision;	/* NET_ALLOW or NET_DENY */
 	const char *rule;	/* the rule that decided; "" if none (client gave up first) */
 	const char *error;	/* NULL, or why it ended badly: "unresolvable",
-				 * "connect refused", "timeout", "idle", "bad request",
-				 * "limit", "budget", "closed" (proxy destroyed) */
+				 * "connect refused", "unreachable", "timeout", "idle",
+				 * "bad request", "client closed" (before its target was
+				 * reached), "reset" (a socket error mid-tunnel), "limit",
+				 * "budget", "closed" (proxy destroyed) */
 	uint64_t bytes_up;	/* payload from the client to the origin */
 	uint64_t bytes_down;	/* payload from the origin to the client */
 	uint64_t duration_ms;
