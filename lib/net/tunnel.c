@@ -210,6 +210,13 @@ static void relay_run(struct net_relay *r)
 		bool want_read, want_write;
 		struct dir *d = dirs[i];
 		int x = dir_pump(d, &want_read, &want_write);
+		if ((x == -EPIPE || x == -ECONNRESET) && dirs[1 - i]->eof) {
+			/* The destination closed after saying it was done: what it
+			 * did not take it did not want. An end, not an error. */
+			d->eof = d->shut = true;
+			d->in_pipe = d->off = d->len = 0;
+			x = 1;
+		}
 		if (x < 0) {
 			r->done(r->arg, x);
 			return;
