@@ -21,7 +21,7 @@
 #include "proto/base/util.h"
 
 #define CHUNK (64 * 1024)
-/* Pipe capacity asked for (fs.pipe-max-size allows 1 MiB by default):
+/* The most a pipe grows to (fs.pipe-max-size allows 1 MiB by default):
  * fewer wakeups on a fast download, and a buffer that keeps the source
  * flowing while the destination is briefly full. */
 #define PIPE_SIZE (1024 * 1024)
@@ -105,6 +105,17 @@ static int dir_read_copy(struct dir *d)
 	return 0;
 }
 
+/* A bulk transfer filled the pipe: let it hold more (four times, up to
+ * PIPE_SIZE), so that a download needs fewer wakeups. Pipes start at the
+ * kernel's default, so quiet tunnels hold little kernel memory. */
+static void pipe_grow(struct dir *d)
+{
+	int cap = fcntl(d->pipe[1], F_SETPIPE_SZ, (int)MIN(d->pipe_cap * 4, (size_t)PIPE_SIZE));
+
+	if (cap > 0)
+		d->pipe_cap = (size_t)cap;
+}
+
 /*
  * Splice mode: the pipe is filled from the source while it has room and
  * drained into the destination while that takes bytes, both in the same
@@ -136,6 +147,8 @@ static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
 				d->in_pipe += (size_t)n;
 				d->r->spliced = true;
 				progress = true;
+				if (d->in_pipe == d->pipe_cap && d->pipe_cap < PIPE_SIZE)
+					pipe_grow(d);
 			} else if (n == 0) {
 				d->eof = true;
 				progress = true;
@@ -263,10 +276,7 @@ static int dir_init(struct net_relay *r, struct dir *d, int from, int to, bool c
 		if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
 			d->copy = true;
 		else {
-			/* As large as allowed; the default (64 KiB) otherwise. */
-			int cap = fcntl(d->pipe[1], F_SETPIPE_SZ, PIPE_SIZE);
-			if (cap < 0)
-				cap = fcntl(d->pipe[1], F_GETPIPE_SZ);
+			int cap = fcntl(d->pipe[1], F_GETPIPE_SZ);
 			d->pipe_cap = cap > 0 ? (size_t)cap : 65536;
 		}
 	}
