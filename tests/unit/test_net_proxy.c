@@ -115,7 +115,7 @@ static void start(struct fx *f, struct net_limits *lim)
 	net_origin_start(&f->origin);
 	net_echo_start(&f->echo);
 	snprintf(text, sizeof(text),
-		 "{\"allow\": [\"origin.test\", \"echo.test:%u\", \"meta.test\", \"ten.test\", \"localhost\", \"*.invalid\"],"
+		 "{\"allow\": [\"origin.test\", \"echo.test:%u\", \"meta.test\", \"ten.test\", \"localhost\", \"*.invalid\", \"::1\"],"
 		 " \"deny\": [\"*.evil.test\"], \"unknown\": \"ask\", \"allow_private\": [\"127.0.0.0/8\"],"
 		 " \"hosts\": {\"origin.test\": \"127.0.0.1\", \"echo.test\": \"127.0.0.1\","
 		 " \"ask.test\": \"127.0.0.1\", \"meta.test\": \"169.254.169.254\", \"ten.test\": \"::ffff:10.0.0.1\"}}",
@@ -394,6 +394,62 @@ START_TEST(socks5_domain_connect_and_refusal)
 	ck_assert_uint_eq(ok->down, 5);
 	ck_assert_int_eq(bad->decision, NET_DENY);
 	ck_assert_str_eq(bad->rule, "deny:*.evil.test");
+	stop(&F);
+}
+END_TEST
+
+/* Sends a greeting and a raw request; returns the reply code (or -1). */
+static int socks_raw(struct fx *f, const void *req, size_t len)
+{
+	uint8_t reply[10];
+	int fd = net_test_connect(f->socks_port, 10000), code = -1;
+	net_test_write(fd, "\x05\x01\x00", 3);
+	if (net_test_read_n(fd, reply, 2) && reply[1] == 0 && net_test_write(fd, req, len) &&
+	    net_test_read_n(fd, reply, 10) && reply[0] == 5)
+		code = reply[1];
+	close(fd);
+	return code;
+}
+
+static void client_socks_replies(struct fx *f)
+{
+	static const uint8_t bind[] = { 5, 2, 0, 1, 127, 0, 0, 1, 0, 80 };
+	static const uint8_t atyp[] = { 5, 1, 0, 9, 127, 0, 0, 1, 0, 80 };
+	static const uint8_t v6_loopback[] = { 5, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 80 };
+	uint16_t closed_port;
+	int l = net_test_listen(&closed_port);
+	close(l);	/* nothing listens there now */
+	int fd;
+	int refused = socks_connect(f, "origin.test", closed_port, &fd);
+	close(fd);
+	char req[128], answer[512];
+	fd = net_test_connect(f->http_port, 10000);
+	snprintf(req, sizeof(req), "CONNECT origin.test:%u HTTP/1.1\r\n\r\n", closed_port);
+	net_test_write(fd, req, strlen(req));
+	net_test_read_all(fd, answer, sizeof(answer));
+	close(fd);
+	answer[24] = '\0';
+	snprintf(body_buf, sizeof(body_buf), "bind %d atyp %d v6 %d refused %d http %s", socks_raw(f, bind, sizeof(bind)),
+		 socks_raw(f, atyp, sizeof(atyp)), socks_raw(f, v6_loopback, sizeof(v6_loopback)), refused, answer);
+}
+
+START_TEST(socks5_reply_codes)
+{
+	start(&F, NULL);
+	run_client(&F, client_socks_replies);
+	ck_assert_str_eq(body_buf, "bind 7 atyp 8 v6 2 refused 5 http HTTP/1.1 502 Bad Gateway");
+	wait_records(&F, 5);
+	for (unsigned i = 0; i < 5; i++) {
+		struct record *r = &F.rec[i];
+		if (strcmp(r->host, "::1") == 0) {
+			ck_assert_str_eq(r->rule, "private:::1");
+			ck_assert_int_eq(r->decision, NET_DENY);
+		} else if (strcmp(r->host, "origin.test") == 0) {
+			ck_assert_str_eq(r->error, "connect refused");
+			ck_assert_int_eq(r->decision, NET_ALLOW);
+		} else
+			ck_assert_str_eq(r->error, "bad request");
+	}
 	stop(&F);
 }
 END_TEST
@@ -831,6 +887,7 @@ int main(void)
 	tcase_add_test(tc, connect_tunnel_counts_exact);
 	tcase_add_test(tc, socks5_domain_connect_and_refusal);
 	tcase_add_test(tc, refusals_name_the_rule);
+	tcase_add_test(tc, socks5_reply_codes);
 	tcase_add_test(tc, ask_holds_until_answered);
 	tcase_add_test(tc, ask_withdrawn_when_client_leaves);
 	tcase_add_test(tc, connection_limit);
