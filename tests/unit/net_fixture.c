@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -64,6 +65,7 @@ void start(struct fx *f, struct net_limits *lim)
 	struct net_limits def;
 
 	memset(f, 0, sizeof(*f));
+	signal(SIGPIPE, SIG_IGN);	/* as the daemon does: splice(2) raises it */
 	net_origin_start(&f->origin);
 	net_echo_start(&f->echo);
 	snprintf(text, sizeof(text),

@@ -9,6 +9,7 @@
 #include <check.h>
 #include <ev.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -663,6 +664,7 @@ START_TEST(relay_splice_and_copy)
 	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
 	struct tc_loop *loop = tc_loop_ev_new(ev);
 
+	signal(SIGPIPE, SIG_IGN);
 	for (int copy = 0; copy < 2; copy++) {
 		struct relay_fx x = { 0 };
 		struct net_relay *r = NULL;
