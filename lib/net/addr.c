@@ -257,5 +257,5 @@ int net_host_normalize(const char *host, size_t len, char out[NET_HOST_MAX + 1])
 		if (++label > 63)
 			return -EINVAL;
 	}
-	return 0;
+	return label == 0 ? -EINVAL : 0;	/* "name.." leaves an empty label */
 }

@@ -437,6 +437,9 @@ static void established(struct conn *c)
 	rc.initial_len = buf_size(&initial);
 	r = net_relay_start(&rc, &c->relay);
 	buf_free(&initial);
+	/* The head's bytes went into the relay: a tunnel keeps none of them. */
+	buf_free(&c->in);
+	net_http_req_done(&c->req);
 	if (r < 0) {
 		conn_end(c, "reset");
 		return;

@@ -4,7 +4,9 @@
  * nodejs/http-parser (Debian's libhttp-parser) inside our own bounds (the
  * whole head in one buffer of at most 16 KiB, CRLF line ends, no folded
  * lines, at most HEADERS_MAX fields), turned into the head sent upstream:
- * origin-form, Host from the request's URL, hop-by-hop fields removed,
+ * origin-form, Host from the request's URL, hop-by-hop fields removed
+ * (Connection and the fields it names, Keep-Alive, Proxy-*, TE, Trailer,
+ * Upgrade; Transfer-Encoding stays, since the body goes through as sent),
  * "Connection: close". A second parser fed with that same head then finds
  * where the body ends, so that the origin sees exactly one message.
  */
@@ -116,12 +118,14 @@ static bool listed_in(struct span list, struct span name)
 static bool hop_by_hop(const struct head_parse *h, size_t i)
 {
 	static const char *const names[] = {
-		"connection", "keep-alive", "proxy-connection", "proxy-authorization",
-		"proxy-authenticate", "te", "trailer", "upgrade", "host",
+		"connection", "keep-alive", "te", "trailer", "upgrade", "host",
 	};
 	for (size_t k = 0; k < ELEMENTSOF(names); k++)
 		if (span_is(h->name[i], names[k]))
 			return true;
+	/* Proxy-Authorization, Proxy-Connection, ...: all meant for us. */
+	if (h->name[i].n >= 6 && strncasecmp(h->name[i].p, "proxy-", 6) == 0)
+		return true;
 	for (size_t k = 0; k < h->n; k++)
 		if (span_is(h->name[k], "connection") && listed_in(h->value[k], h->name[i]))
 			return true;

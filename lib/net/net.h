@@ -7,7 +7,9 @@
  * proxy (absolute-form requests and CONNECT) and a SOCKS5 proxy (CONNECT)
  * on listening sockets the daemon hands it, every connection reported once.
  *
- * Everything runs on the caller's tc_loop and never blocks. The daemon
+ * Everything runs on the caller's tc_loop and never blocks. The process
+ * must ignore SIGPIPE: splice(2) into a socket its peer closed raises it
+ * (send(2) is given MSG_NOSIGNAL; splice has no such flag). The daemon
  * owns namespaces, listeners, confirmations, audit, events and metrics;
  * this module only asks (ops.ask) and reports (ops.connection_done).
  */
@@ -172,7 +174,9 @@ void net_lookup_cancel(struct net_lookup *l);
 
 /* --- the proxy ------------------------------------------------------------ */
 
-/* Bounds of one proxy (one call). net_limits_default fills the defaults. */
+/* Bounds of one proxy (one call). net_limits_default fills the defaults;
+ * a field left 0 in net_proxy_config takes its default too (max_bytes 0:
+ * no budget). */
 struct net_limits {
 	unsigned max_connections;	/* concurrent connections (64); over it: 503 / SOCKS 0x01 */
 	uint32_t header_bytes;		/* request line and headers, SOCKS greeting (16384) */
@@ -201,8 +205,10 @@ struct net_conn_record {
 	enum net_decision decision;	/* NET_ALLOW or NET_DENY */
 	const char *rule;	/* the rule that decided; "" if none (client gave up first) */
 	const char *error;	/* NULL, or why it ended badly: "unresolvable",
-				 * "connect refused", "timeout", "idle", "bad request",
-				 * "limit", "budget", "closed" (proxy destroyed) */
+				 * "connect refused", "unreachable", "timeout", "idle",
+				 * "bad request", "client closed" (before its target was
+				 * reached), "reset" (a socket error mid-tunnel), "limit",
+				 * "budget", "closed" (proxy destroyed) */
 	uint64_t bytes_up;	/* payload from the client to the origin */
 	uint64_t bytes_down;	/* payload from the origin to the client */
 	uint64_t duration_ms;

@@ -331,14 +331,15 @@ int net_policy_parse(const struct json *v, const char *path, struct net_policy *
 		return -ENOMEM;
 	for (size_t i = 0; i < v->u.obj.n && r >= 0; i++) {
 		const struct json_member *m = &v->u.obj.members[i];
-		const char *k = m->key;
-		if (strcmp(k, "allow") == 0)
+		/* A key with a NUL inside ("allow\u0000x") is no known key. */
+		const char *k = m->key_len == strlen(m->key) ? m->key : "";
+		if (strcmp(k, "allow") == 0 && !p->allow)
 			r = patterns_parse(&st, "allow", m->value, &p->allow, &p->n_allow);
-		else if (strcmp(k, "deny") == 0)
+		else if (strcmp(k, "deny") == 0 && !p->deny)
 			r = patterns_parse(&st, "deny", m->value, &p->deny, &p->n_deny);
-		else if (strcmp(k, "allow_private") == 0)
+		else if (strcmp(k, "allow_private") == 0 && !p->priv)
 			r = privs_parse(&st, m->value, p);
-		else if (strcmp(k, "hosts") == 0)
+		else if (strcmp(k, "hosts") == 0 && !p->hosts)
 			r = hosts_parse(&st, m->value, p);
 		else if (strcmp(k, "unknown") == 0) {
 			const char *s = json_str(m->value);

@@ -156,12 +156,22 @@ int net_proxy_new(const struct net_proxy_config *cfg, struct net_proxy **ret)
 		return -ENOMEM;
 	p->loop = cfg->loop;
 	p->policy = cfg->policy ? net_policy_ref(cfg->policy) : net_policy_new();
+	/* A bound left 0 takes its default; only max_bytes means "none" at 0. */
+	struct net_limits d;
+	net_limits_default(&d);
 	p->limits = cfg->limits;
-	if (!p->limits.header_bytes) {
-		struct net_limits d;
-		net_limits_default(&d);
-		p->limits = d;
-	}
+	if (!p->limits.max_connections)
+		p->limits.max_connections = d.max_connections;
+	if (!p->limits.header_bytes)
+		p->limits.header_bytes = d.header_bytes;
+	if (!p->limits.header_timeout_ms)
+		p->limits.header_timeout_ms = d.header_timeout_ms;
+	if (!p->limits.connect_timeout_ms)
+		p->limits.connect_timeout_ms = d.connect_timeout_ms;
+	if (!p->limits.idle_timeout_ms)
+		p->limits.idle_timeout_ms = d.idle_timeout_ms;
+	if (!p->limits.ask_timeout_ms)
+		p->limits.ask_timeout_ms = d.ask_timeout_ms;
 	p->ops = cfg->ops;
 	p->ctx = cfg->ctx;
 	list_init(&p->conns);

@@ -21,15 +21,17 @@
 #include "proto/base/util.h"
 
 #define CHUNK (64 * 1024)
-/* Pipe capacity asked for: fewer wakeups on a fast download. */
-#define PIPE_SIZE (256 * 1024)
+/* The most a pipe grows to (fs.pipe-max-size allows 1 MiB by default):
+ * fewer wakeups on a fast download, and a buffer that keeps the source
+ * flowing while the destination is briefly full. */
+#define PIPE_SIZE (1024 * 1024)
 
 struct dir {
 	struct net_relay *r;
 	int from, to;
 	struct tc_io *rd, *wr;	/* rd watches from, wr watches to */
 	int pipe[2];
-	size_t in_pipe;
+	size_t in_pipe, pipe_cap;
 	char *buf;		/* user-space bytes to write: initial, or copy mode */
 	size_t off, len, cap;
 	bool copy;
@@ -68,6 +70,16 @@ static int dir_flush_buf(struct dir *d)
 	return 0;
 }
 
+/* The source said end of file and everything went: pass the half-close on
+ * (not after an HTTP body: the origin's answer is still to come). */
+static int dir_finish(struct dir *d)
+{
+	if (!d->shut && !d->body)
+		shutdown(d->to, SHUT_WR);
+	d->shut = true;
+	return 1;
+}
+
 /* Reads into the user-space buffer (copy mode, or an HTTP body). */
 static int dir_read_copy(struct dir *d)
 {
@@ -93,6 +105,70 @@ static int dir_read_copy(struct dir *d)
 	return 0;
 }
 
+/* A bulk transfer filled the pipe: let it hold more (four times, up to
+ * PIPE_SIZE), so that a download needs fewer wakeups. Pipes start at the
+ * kernel's default, so quiet tunnels hold little kernel memory. */
+static void pipe_grow(struct dir *d)
+{
+	int cap = fcntl(d->pipe[1], F_SETPIPE_SZ, (int)MIN(d->pipe_cap * 4, (size_t)PIPE_SIZE));
+
+	if (cap > 0)
+		d->pipe_cap = (size_t)cap;
+}
+
+/*
+ * Splice mode: the pipe is filled from the source while it has room and
+ * drained into the destination while that takes bytes, both in the same
+ * turn, so that a destination that is briefly full does not stop the
+ * source (the pipe's capacity buffers it). Returns as dir_pump; -EINVAL
+ * when the kernel will not splice these sockets (nothing moved yet).
+ */
+static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
+{
+	for (;;) {
+		bool progress = false, read_blocked = false, write_blocked = false;
+
+		if (d->in_pipe > 0) {
+			ssize_t n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->in_pipe -= (size_t)n;
+				d->moved += (uint64_t)n;
+				progress = true;
+			} else if (n < 0 && errno == EAGAIN)
+				write_blocked = true;
+			else if (n < 0 && errno != EINTR)
+				return -errno;
+		}
+		if (!d->eof && d->in_pipe < d->pipe_cap) {
+			ssize_t n = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_cap - d->in_pipe,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->in_pipe += (size_t)n;
+				d->r->spliced = true;
+				progress = true;
+				if (d->in_pipe == d->pipe_cap && d->pipe_cap < PIPE_SIZE)
+					pipe_grow(d);
+			} else if (n == 0) {
+				d->eof = true;
+				progress = true;
+			} else if (errno == EAGAIN)
+				read_blocked = true;
+			else if (errno == EINVAL && !d->r->spliced && d->in_pipe == 0)
+				return -EINVAL;
+			else if (errno != EINTR)
+				return -errno;
+		}
+		if (d->eof && d->in_pipe == 0)
+			return 1;
+		if (!progress) {
+			*want_write = write_blocked;
+			*want_read = read_blocked;
+			return 0;
+		}
+	}
+}
+
 /*
  * Moves what it can in one direction. Returns 0 when it must wait (the
  * watchers say for what), 1 when the direction is finished, or an error.
@@ -113,50 +189,14 @@ static int dir_pump(struct dir *d, bool *want_read, bool *want_write)
 				return r;
 			continue;
 		}
-		if (d->in_pipe > 0) {
-			ssize_t n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
-					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (n < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno == EAGAIN) {
-					*want_write = true;
-					return 0;
-				}
-				return -errno;
-			}
-			d->in_pipe -= (size_t)n;
-			d->moved += (uint64_t)n;
-			continue;
-		}
-		if (d->eof) {
-			if (!d->shut && !d->body)
-				shutdown(d->to, SHUT_WR);
-			d->shut = true;
-			return 1;
-		}
 		if (!d->copy) {
-			ssize_t n = splice(d->from, NULL, d->pipe[1], NULL, PIPE_SIZE,
-					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (n > 0) {
-				d->in_pipe += (size_t)n;
-				d->r->spliced = true;
-				continue;
-			}
-			if (n == 0) {
-				d->eof = true;
-				continue;
-			}
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				*want_read = true;
-				return 0;
-			}
-			if (errno != EINVAL && errno != ENOSYS)
-				return -errno;
+			r = dir_pump_splice(d, want_read, want_write);
+			if (r != -EINVAL)
+				return r == 1 ? dir_finish(d) : r;
 			d->copy = true;	/* the kernel will not splice these: copy */
 		}
+		if (d->eof)
+			return dir_finish(d);
 		if (!d->buf) {
 			d->buf = malloc(CHUNK);
 			if (!d->buf)
@@ -183,6 +223,13 @@ static void relay_run(struct net_relay *r)
 		bool want_read, want_write;
 		struct dir *d = dirs[i];
 		int x = dir_pump(d, &want_read, &want_write);
+		if ((x == -EPIPE || x == -ECONNRESET) && dirs[1 - i]->eof) {
+			/* The destination closed after saying it was done: what it
+			 * did not take it did not want. An end, not an error. */
+			d->eof = d->shut = true;
+			d->in_pipe = d->off = d->len = 0;
+			x = 1;
+		}
 		if (x < 0) {
 			r->done(r->arg, x);
 			return;
@@ -228,8 +275,10 @@ static int dir_init(struct net_relay *r, struct dir *d, int from, int to, bool c
 	if (!copy) {
 		if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
 			d->copy = true;
-		else
-			(void)fcntl(d->pipe[1], F_SETPIPE_SZ, PIPE_SIZE);	/* best effort */
+		else {
+			int cap = fcntl(d->pipe[1], F_GETPIPE_SZ);
+			d->pipe_cap = cap > 0 ? (size_t)cap : 65536;
+		}
 	}
 	d->rd = tc_io_new(r->loop, from, TC_IO_READ, on_io, d);
 	d->wr = tc_io_new(r->loop, to, TC_IO_WRITE, on_io, d);

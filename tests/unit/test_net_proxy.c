@@ -9,6 +9,7 @@
 #include <check.h>
 #include <ev.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,192 +20,14 @@
 
 #include "lib/base/loop.h"
 #include "lib/net/net.h"
+#include "lib/net/net_internal.h"
 #include "proto/json.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/loop_spin.h"
+#include "tests/unit/net_fixture.h"
 #include "tests/unit/net_servers.h"
 
-#define MAX_RECORDS 64
-
-struct record {
-	enum net_proto proto;
-	char host[256];
-	uint16_t port;
-	char address[64];
-	enum net_decision decision;
-	char rule[NET_RULE_MAX];
-	char error[32];
-	uint64_t up, down;
-};
-
-struct fx {
-	struct ev_loop *ev;
-	struct tc_loop *loop;
-	struct net_proxy *proxy;
-	struct net_origin origin;
-	struct net_echo echo;
-	uint16_t http_port, socks_port;
-	struct record rec[MAX_RECORDS];
-	_Atomic unsigned n_rec;
-	struct net_ask *ask;		/* the pending ask */
-	char ask_host[256];
-	uint16_t ask_port;
-	unsigned asks, cancels;
-	_Atomic unsigned active;	/* mirrored from the proxy for the client thread */
-	_Atomic bool client_done;
-	_Atomic int stage;		/* client/loop handshakes */
-	_Atomic unsigned go;		/* the loop's thread lets the client on */
-	void (*client)(struct fx *f);
-};
-
 static struct fx F;
-
-static void on_done(void *ctx, const struct net_conn_record *r)
-{
-	struct fx *f = ctx;
-	unsigned i = atomic_load(&f->n_rec);
-
-	ck_assert_uint_lt(i, MAX_RECORDS);
-	struct record *x = &f->rec[i];
-	x->proto = r->proto;
-	snprintf(x->host, sizeof(x->host), "%s", r->host);
-	x->port = r->port;
-	snprintf(x->address, sizeof(x->address), "%s", r->address);
-	x->decision = r->decision;
-	snprintf(x->rule, sizeof(x->rule), "%s", r->rule);
-	snprintf(x->error, sizeof(x->error), "%s", r->error ? r->error : "");
-	x->up = r->bytes_up;
-	x->down = r->bytes_down;
-	atomic_store(&f->n_rec, i + 1);
-}
-
-static void on_ask(void *ctx, const char *host, uint16_t port, struct net_ask *ask)
-{
-	struct fx *f = ctx;
-	ck_assert_ptr_null(f->ask);
-	f->ask = ask;
-	snprintf(f->ask_host, sizeof(f->ask_host), "%s", host);
-	f->ask_port = port;
-	f->asks++;
-}
-
-static void on_ask_cancel(void *ctx, struct net_ask *ask)
-{
-	struct fx *f = ctx;
-	ck_assert_ptr_eq(f->ask, ask);
-	f->ask = NULL;
-	f->cancels++;
-}
-
-static const struct net_proxy_ops ops = {
-	.ask = on_ask,
-	.ask_cancel = on_ask_cancel,
-	.connection_done = on_done,
-};
-
-static void start(struct fx *f, struct net_limits *lim)
-{
-	char text[1024];
-	struct json_doc *doc = NULL;
-	struct json_err jerr;
-	struct net_policy *pol = NULL;
-	struct net_limits def;
-
-	memset(f, 0, sizeof(*f));
-	net_origin_start(&f->origin);
-	net_echo_start(&f->echo);
-	snprintf(text, sizeof(text),
-		 "{\"allow\": [\"origin.test\", \"echo.test:%u\", \"meta.test\", \"ten.test\"],"
-		 " \"deny\": [\"*.evil.test\"], \"unknown\": \"ask\", \"allow_private\": [\"127.0.0.0/8\"],"
-		 " \"hosts\": {\"origin.test\": \"127.0.0.1\", \"echo.test\": \"127.0.0.1\","
-		 " \"ask.test\": \"127.0.0.1\", \"meta.test\": \"169.254.169.254\", \"ten.test\": \"::ffff:10.0.0.1\"}}",
-		 f->echo.port);
-	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
-	ck_assert_int_eq(net_policy_parse(json_doc_root(doc), "network", &pol, NULL), 0);
-	json_doc_unref(doc);
-	f->ev = ev_loop_new(EVFLAG_AUTO);
-	f->loop = tc_loop_ev_new(f->ev);
-	if (!lim) {
-		net_limits_default(&def);
-		lim = &def;
-	}
-	struct net_proxy_config cfg = {
-		.loop = f->loop,
-		.policy = pol,
-		.limits = *lim,
-		.http_fd = net_test_listen(&f->http_port),
-		.socks_fd = net_test_listen(&f->socks_port),
-		.ops = &ops,
-		.ctx = f,
-	};
-	ck_assert_int_eq(net_proxy_new(&cfg, &f->proxy), 0);
-	net_policy_unref(pol);
-}
-
-static void stop(struct fx *f)
-{
-	f->proxy = net_proxy_free(f->proxy);
-	tc_loop_ev_free(f->loop);
-	ev_loop_destroy(f->ev);
-	net_origin_stop(&f->origin);
-	net_echo_stop(&f->echo);
-}
-
-static void *client_main(void *arg)
-{
-	struct fx *f = arg;
-	f->client(f);
-	atomic_store(&f->client_done, true);
-	return NULL;
-}
-
-static bool client_finished(void *arg)
-{
-	struct fx *f = arg;
-	struct net_proxy_stats st;
-	if (f->proxy) {
-		net_proxy_stats(f->proxy, &st);
-		atomic_store(&f->active, st.active);
-	}
-	return atomic_load(&f->client_done);
-}
-
-/* Runs fn in a client thread while the loop turns, until it returns. */
-static void run_client(struct fx *f, void (*fn)(struct fx *f))
-{
-	pthread_t t;
-	f->client = fn;
-	atomic_store(&f->client_done, false);
-	pthread_create(&t, NULL, client_main, f);
-	ck_assert_msg(loop_spin(f->ev, client_finished, f, 30000), "client did not finish");
-	pthread_join(t, NULL);
-}
-
-static bool records_at_least(void *arg)
-{
-	struct fx *f = arg;
-	client_finished(f);
-	return atomic_load(&f->n_rec) >= (unsigned)atomic_load(&f->stage);
-}
-
-/* Waits (loop turning) until n records are in. */
-static void wait_records(struct fx *f, unsigned n)
-{
-	atomic_store(&f->stage, (int)n);
-	ck_assert_msg(loop_spin(f->ev, records_at_least, f, 30000), "only %u records", atomic_load(&f->n_rec));
-}
-
-/* Waits from the client thread until cond holds (the loop's thread sets it). */
-static bool client_wait(_Atomic unsigned *v, unsigned want)
-{
-	struct timespec ts = { 0, 2 * 1000 * 1000 };
-	for (int i = 0; i < 10000; i++) {
-		if (atomic_load(v) == want)
-			return true;
-		nanosleep(&ts, NULL);
-	}
-	return false;
-}
 
 static char head_buf[16384];
 static char body_buf[65536];
@@ -393,6 +216,62 @@ START_TEST(socks5_domain_connect_and_refusal)
 	ck_assert_uint_eq(ok->down, 5);
 	ck_assert_int_eq(bad->decision, NET_DENY);
 	ck_assert_str_eq(bad->rule, "deny:*.evil.test");
+	stop(&F);
+}
+END_TEST
+
+/* Sends a greeting and a raw request; returns the reply code (or -1). */
+static int socks_raw(struct fx *f, const void *req, size_t len)
+{
+	uint8_t reply[10];
+	int fd = net_test_connect(f->socks_port, 10000), code = -1;
+	net_test_write(fd, "\x05\x01\x00", 3);
+	if (net_test_read_n(fd, reply, 2) && reply[1] == 0 && net_test_write(fd, req, len) &&
+	    net_test_read_n(fd, reply, 10) && reply[0] == 5)
+		code = reply[1];
+	close(fd);
+	return code;
+}
+
+static void client_socks_replies(struct fx *f)
+{
+	static const uint8_t bind[] = { 5, 2, 0, 1, 127, 0, 0, 1, 0, 80 };
+	static const uint8_t atyp[] = { 5, 1, 0, 9, 127, 0, 0, 1, 0, 80 };
+	static const uint8_t v6_loopback[] = { 5, 1, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 80 };
+	uint16_t closed_port;
+	int l = net_test_listen(&closed_port);
+	close(l);	/* nothing listens there now */
+	int fd;
+	int refused = socks_connect(f, "origin.test", closed_port, &fd);
+	close(fd);
+	char req[128], answer[512];
+	fd = net_test_connect(f->http_port, 10000);
+	snprintf(req, sizeof(req), "CONNECT origin.test:%u HTTP/1.1\r\n\r\n", closed_port);
+	net_test_write(fd, req, strlen(req));
+	net_test_read_all(fd, answer, sizeof(answer));
+	close(fd);
+	answer[24] = '\0';
+	snprintf(body_buf, sizeof(body_buf), "bind %d atyp %d v6 %d refused %d http %s", socks_raw(f, bind, sizeof(bind)),
+		 socks_raw(f, atyp, sizeof(atyp)), socks_raw(f, v6_loopback, sizeof(v6_loopback)), refused, answer);
+}
+
+START_TEST(socks5_reply_codes)
+{
+	start(&F, NULL);
+	run_client(&F, client_socks_replies);
+	ck_assert_str_eq(body_buf, "bind 7 atyp 8 v6 2 refused 5 http HTTP/1.1 502 Bad Gateway");
+	wait_records(&F, 5);
+	for (unsigned i = 0; i < 5; i++) {
+		struct record *r = &F.rec[i];
+		if (strcmp(r->host, "::1") == 0) {
+			ck_assert_str_eq(r->rule, "private:::1");
+			ck_assert_int_eq(r->decision, NET_DENY);
+		} else if (strcmp(r->host, "origin.test") == 0) {
+			ck_assert_str_eq(r->error, "connect refused");
+			ck_assert_int_eq(r->decision, NET_ALLOW);
+		} else
+			ck_assert_str_eq(r->error, "bad request");
+	}
 	stop(&F);
 }
 END_TEST
@@ -655,6 +534,172 @@ START_TEST(destroy_reports_every_connection_once)
 }
 END_TEST
 
+/* --- names through c-ares: /etc/hosts, and a name that cannot resolve ----- */
+
+static void client_resolve(struct fx *f)
+{
+	char in[8];
+	int fd = connect_tunnel(f, "localhost", f->echo.port, head_buf, sizeof(head_buf));
+	snprintf(body_buf, sizeof(body_buf), "%.40s", head_buf);
+	if (strstr(head_buf, " 200 ")) {
+		net_test_write(fd, "dns", 3);
+		if (net_test_read_n(fd, in, 3) && memcmp(in, "dns", 3) == 0)
+			strcat(body_buf, "echoed");
+	}
+	close(fd);
+	fd = connect_tunnel(f, "nothing.invalid", 80, head_buf, sizeof(head_buf));
+	head_buf[40] = '\0';
+	strcat(body_buf, "|");
+	strcat(body_buf, head_buf);
+	close(fd);
+}
+
+START_TEST(resolver_hosts_file_and_failure)
+{
+	struct net_limits lim;
+	net_limits_default(&lim);
+	lim.connect_timeout_ms = 3000;
+	start(&F, &lim);
+	run_client(&F, client_resolve);
+	ck_assert_msg(strstr(body_buf, "HTTP/1.1 200 Connection established\r\n\r\n"), "%s", body_buf);
+	ck_assert_msg(strstr(body_buf, "echoed|"), "%s", body_buf);
+	/* No DNS server answers "no such name" (502), or none answers at all (504). */
+	ck_assert_msg(strstr(body_buf, "|HTTP/1.1 502 Bad Gateway") || strstr(body_buf, "|HTTP/1.1 504 Gateway Timeout"),
+		      "%s", body_buf);
+	wait_records(&F, 2);
+	ck_assert_str_eq(F.rec[0].address, "127.0.0.1");
+	ck_assert_str_eq(F.rec[0].rule, "allow:localhost");
+	ck_assert(strcmp(F.rec[1].error, "unresolvable") == 0 || strcmp(F.rec[1].error, "timeout") == 0);
+	ck_assert_int_eq(F.rec[1].decision, NET_ALLOW);
+	stop(&F);
+}
+END_TEST
+
+/* --- the byte budget (limits.net_mb) --------------------------------------- */
+
+static void client_budget(struct fx *f)
+{
+	static char out[65536], in[65536];
+	int fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	long got = 0;
+	memset(out, 'b', sizeof(out));
+	net_test_write(fd, out, sizeof(out));
+	got = net_test_read_all(fd, in, sizeof(in));	/* the proxy ends it past the budget */
+	close(fd);
+	fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	net_test_read_all(fd, body_buf, sizeof(body_buf));
+	close(fd);
+	snprintf(in, sizeof(in), "|%ld", got);
+	strcat(body_buf, in);
+	strcat(body_buf, head_buf);
+}
+
+START_TEST(byte_budget)
+{
+	struct net_limits lim;
+	net_limits_default(&lim);
+	lim.max_bytes = 100000;
+	start(&F, &lim);
+	run_client(&F, client_budget);
+	ck_assert_msg(strstr(body_buf, "HTTP/1.1 403 Forbidden"), "%s", body_buf);
+	ck_assert(strstr(body_buf, "refused by rule limit:net_mb"));
+	wait_records(&F, 2);
+	ck_assert_str_eq(F.rec[0].error, "budget");
+	ck_assert_uint_ge(F.rec[0].up + F.rec[0].down, 100000);
+	ck_assert_uint_le(F.rec[0].up, 65536);
+	ck_assert_str_eq(F.rec[1].rule, "limit:net_mb");
+	stop(&F);
+}
+END_TEST
+
+/* --- the relay alone: splice and its read/write fallback ------------------ */
+
+struct relay_fx {
+	int a, b;		/* the test's ends: a is the client, b the origin */
+	int r_done;
+	bool done;
+	uint64_t up, down;
+	char result[128];
+};
+
+static int relay_progress(void *arg, uint64_t up, uint64_t down)
+{
+	struct relay_fx *x = arg;
+	x->up += up;
+	x->down += down;
+	return 0;
+}
+
+static void relay_done(void *arg, int r)
+{
+	struct relay_fx *x = arg;
+	x->r_done = r;
+	x->done = true;
+}
+
+static bool relay_finished(void *arg)
+{
+	return ((struct relay_fx *)arg)->done;
+}
+
+static void *relay_client(void *arg)
+{
+	struct relay_fx *x = arg;
+	static char out[256 * 1024], in[256 * 1024 + 16];
+	for (size_t i = 0; i < sizeof(out); i++)
+		out[i] = (char)(i * 13 + 1);
+	net_test_write(x->a, out, sizeof(out));
+	shutdown(x->a, SHUT_WR);
+	long n = net_test_read_all(x->b, in, sizeof(in));	/* the half-close came through */
+	bool same = n == (long)sizeof(out) + 5 && memcmp(in, "early", 5) == 0 && memcmp(in + 5, out, sizeof(out)) == 0;
+	net_test_write(x->b, "answer", 6);
+	shutdown(x->b, SHUT_WR);
+	long m = net_test_read_all(x->a, in, sizeof(in));
+	snprintf(x->result, sizeof(x->result), "%s %ld %.*s", same ? "same" : "differ", m, (int)MAX(m, 0), in);
+	return NULL;
+}
+
+START_TEST(relay_splice_and_copy)
+{
+	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
+	struct tc_loop *loop = tc_loop_ev_new(ev);
+
+	signal(SIGPIPE, SIG_IGN);
+	for (int copy = 0; copy < 2; copy++) {
+		struct relay_fx x = { 0 };
+		struct net_relay *r = NULL;
+		uint16_t port;
+		int l = net_test_listen(&port);
+		x.a = net_test_connect(port, 10000);
+		int a2 = accept(l, NULL, NULL);
+		x.b = net_test_connect(port, 10000);
+		int b2 = accept(l, NULL, NULL);
+		close(l);
+		struct net_relay_config rc = {
+			.loop = loop, .client_fd = a2, .upstream_fd = b2, .initial = "early", .initial_len = 5,
+			.copy = copy, .progress = relay_progress, .done = relay_done, .arg = &x,
+		};
+		ck_assert_int_eq(net_relay_start(&rc, &r), 0);
+		pthread_t t;
+		pthread_create(&t, NULL, relay_client, &x);
+		ck_assert(loop_spin(ev, relay_finished, &x, 30000));
+		pthread_join(t, NULL);
+		ck_assert_int_eq(x.r_done, 0);
+		ck_assert_str_eq(x.result, "same 6 answer");
+		ck_assert_uint_eq(x.up, 256 * 1024 + 5);
+		ck_assert_uint_eq(x.down, 6);
+		ck_assert(net_relay_spliced(r) == !copy);
+		net_relay_free(r);
+		close(a2);
+		close(b2);
+		close(x.a);
+		close(x.b);
+	}
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("net_proxy");
@@ -665,11 +710,15 @@ int main(void)
 	tcase_add_test(tc, connect_tunnel_counts_exact);
 	tcase_add_test(tc, socks5_domain_connect_and_refusal);
 	tcase_add_test(tc, refusals_name_the_rule);
+	tcase_add_test(tc, socks5_reply_codes);
 	tcase_add_test(tc, ask_holds_until_answered);
 	tcase_add_test(tc, ask_withdrawn_when_client_leaves);
 	tcase_add_test(tc, connection_limit);
 	tcase_add_test(tc, idle_and_header_timeouts);
 	tcase_add_test(tc, destroy_reports_every_connection_once);
+	tcase_add_test(tc, relay_splice_and_copy);
+	tcase_add_test(tc, resolver_hosts_file_and_failure);
+	tcase_add_test(tc, byte_budget);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
