@@ -618,6 +618,15 @@ static void daemon_start(const char *exe)
 		"                    \"required\": [\"command\"] } }\n";
 	if (geteuid() == 0)
 		write_file(tools, proxied, strlen(proxied));
+	/* Its twin without network, the same kind of tool, to read the
+	 * proxy's own cost against. */
+	snprintf(tools, sizeof(tools), "%s/tools.d/shell_sandboxed.json", tmp_dir);
+	static const char sandboxed[] =
+		"{ \"name\": \"shell_sandboxed\", \"kind\": \"command\", \"side_effects\": \"execute\",\n"
+		"  \"argv\": [\"/bin/sh\", \"-c\", \"{{command}}\"],\n"
+		"  \"input_schema\": { \"type\": \"object\", \"properties\": { \"command\": { \"type\": \"string\" } },\n"
+		"                    \"required\": [\"command\"] } }\n";
+	write_file(tools, sandboxed, strlen(sandboxed));
 
 	pid_t pid = fork();
 	if (pid < 0)
@@ -1552,7 +1561,7 @@ static void scenario_netproxy(void)
 		return;
 	}
 	struct load fl = { 0 };
-	struct load px = shell_load("shell_proxy"), sb = shell_load("shell");
+	struct load px = shell_load("shell_proxy"), sb = shell_load("shell_sandboxed");
 	reset_peak(daemon_pid);
 	for (int round = 0; round < PAIR_ROUNDS; round++) {
 		for (int k = 0; k < 3; k++) {
@@ -1573,7 +1582,7 @@ static void scenario_netproxy(void)
 	f->peak_kib = 0;
 	double per_f = f->rate > 0 ? 1e6 / f->rate : 0;
 	struct row *p = add_row(scenario, "toolcalld, sandboxed, network \"proxy\"", &px, daemon_pid);
-	struct row *s = add_row(scenario, "toolcalld, sandboxed, no network", &sb, daemon_pid);
+	struct row *s = add_row(scenario, "toolcalld, sandboxed, no network (the same command tool)", &sb, daemon_pid);
 	struct row *prows[] = { p, s };
 	for (int i = 0; i < 2; i++) {
 		double per = prows[i]->rate > 0 ? 1e6 / prows[i]->rate : 0;
