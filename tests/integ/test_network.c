@@ -543,6 +543,30 @@ START_TEST(tool_file_adds_its_hosts)
 }
 END_TEST
 
+/* The network section reloads: the next call gets the new policy. */
+START_TEST(policy_reloads)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"nothing.test\"]", NULL);
+	struct tcc *c = tcc_connect(&d);
+	const char *cmd = tcc_fmt(c, "curl -s -m 20 -w '\\n%%{http_code}\\n' http://origin.test:%d/", origin_port);
+	const struct json *r = sh(c, cmd);
+	ck_assert_msg(strstr(out(r), "unknown:deny") && strstr(out(r), "\n403\n"), "%s", dump(r));
+	_cleanup_free_ char *text = tcd_read(&d, d.config, NULL);
+	char *at = strstr(text, "nothing.test");
+	ck_assert_ptr_nonnull(at);
+	memcpy(at, "origin.test\"", 12);	/* "nothing.test" is one byte longer: a space */
+	at[12] = ' ';
+	tc_write_file_atomic(d.config, text, strlen(text));
+	tc_assert_ok(tcc_reload(c));
+	r = sh(c, cmd);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY "\n200\n"), "%s", dump(r));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* The same through toolcallctl approve, the approver a user runs. */
 START_TEST(ask_through_toolcallctl_approve)
 {
@@ -779,6 +803,7 @@ int main(void)
 	tcase_add_test(tc, ask_through_toolcallctl_approve);
 	tcase_add_test(tc, ask_through_elicitation);
 	tcase_add_test(tc, tool_file_adds_its_hosts);
+	tcase_add_test(tc, policy_reloads);
 	tcase_add_test(tc, proxy_for_another_uid);
 	tcase_add_test(tc, network_true_is_unchanged);
 	tcase_add_test(tc, background_process_keeps_its_proxy);

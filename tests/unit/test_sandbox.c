@@ -461,6 +461,22 @@ START_TEST(network_proxy_setting)
 	sandbox_req_init(&req, &c, "fetch", true, &t);
 	ck_assert(req.net_proxy && !req.network);
 	sandbox_tool_clear(&t);
+	/* A tool file's "network" policy object: "proxy" with its hosts. */
+	t = SANDBOX_TOOL_UNSET;
+	ck_assert_int_eq(sandbox_tool_network_from_json(parse("{\"allow\":[\"registry.npmjs.org\"]}", &doc), &t, &err), 0);
+	json_doc_unref(doc);
+	ck_assert_int_eq(t.network, SANDBOX_NET_PROXY);
+	ck_assert_ptr_nonnull(t.net);
+	sandbox_req_init(&req, &c, "npx", false, &t);
+	ck_assert(req.net_proxy && req.net_policy == t.net);
+	sandbox_tool_clear(&t);
+	ck_assert_ptr_null(t.net);
+	t = SANDBOX_TOOL_UNSET;
+	err = NULL;
+	ck_assert_int_eq(sandbox_tool_network_from_json(parse("{\"allow\":[\"bad host\"]}", &doc), &t, &err), -EINVAL);
+	json_doc_unref(doc);
+	ck_assert_msg(err && strstr(err, "network.allow[0]"), "%s", err ? err : "(none)");
+	free(err);
 
 	/* Wrong values name the key and what it takes. */
 	static const char *const bad[] = {
