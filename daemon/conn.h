@@ -43,6 +43,8 @@ struct pending {
 	char *id;			/* raw id text; NULL: answered with id null */
 	size_t id_len;
 	bool tracked;			/* counted in conn->ids (in flight) */
+	bool answered;			/* ended: answered, dropped, or its connection closed */
+	unsigned refs;			/* the request until it ends, and code up the stack (conn_read.c) */
 	/* The layer above's: the call running for it (NULL: none), and state
 	 * kept for it (methods: a request parked while MCP providers start),
 	 * freed with it by upper_free. */
@@ -149,9 +151,9 @@ struct conn {
 	unsigned ev_head;
 	unsigned ev_count;
 	unsigned ev_cap;
-	struct pending *watch;		/* cleared when that request is answered */
 	size_t memory;			/* its buffers and held answers, as counted in conns->memory */
 	size_t held;			/* bytes of batch answers held until their batch is written */
+	unsigned refs;			/* code up the stack that still looks at it: not freed meanwhile */
 
 	/* The layers above keep these; of them the connection layer reads
 	 * only sub, to know it is not idle. */
