@@ -18,7 +18,7 @@
 #include "daemon/client_asks.h"
 #include "daemon/client_session.h"
 #include "daemon/conn.h"
-#include "daemon/durable.h"
+#include "daemon/methods_tasks.h"
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
 #include "daemon/server_state.h"
@@ -241,7 +241,7 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 	jgen_obj_open(g);
 	jgen_kv_bool(g, "listChanged", true);
 	jgen_obj_close(g);
-	durable_write_capability(g);
+	methods_tasks_write_capability(g);
 	jgen_obj_close(g);
 	jgen_key(g, "serverInfo");
 	methods_write_server_info(g);
