@@ -33,10 +33,10 @@ static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
 	/* Lines waiting in the backlog, calls in flight and subscriptions
 	 * (an approver or a watcher waits for events, silently) are not
 	 * idleness. */
-	if (list_empty(&c->pendings) && !c->backlogged && !c->sub && !c->outreqs.n) {
+	if (list_empty(&c->pendings) && !c->backlogged && !c->listening && !c->outreqs.n) {
 		log_debug("closing idle connection (fd %d)", c->fd);
 		conn_close(c);
-	} else if (c->sub) {
+	} else if (c->listening) {
 		/* Subscribed for good: no need to look again (and to wake the
 		 * daemon for it). */
 		ev_timer_stop(ev, w);

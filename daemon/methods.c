@@ -505,6 +505,7 @@ static void table_build(void)
 
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
+	client_state_of(c);
 	const struct method_key key = { req->method, req->method_len };
 	const struct method_slot *slot = bsearch(&key, table, table_n, sizeof(table[0]), key_cmp);
 	if (slot) {
@@ -525,7 +526,7 @@ void methods_broadcast_list_changed(struct server *s)
 	struct list *pos, *tmp;
 	list_foreach_safe(pos, tmp, &s->conns.all) {
 		struct conn *c = list_entry(pos, struct conn, node);
-		if (c->initialized)
+		if (c->client && c->client->initialized)
 			conn_send(c, line, sizeof(line) - 1);
 	}
 }
@@ -539,8 +540,12 @@ void methods_broadcast_list_changed(struct server *s)
 static void conn_closing(void *arg, struct conn *c)
 {
 	struct server *s = arg;
-	c->was_subscribed = c->sub != NULL;
-	event_unsubscribe(TAKE_PTR(c->sub));
+	struct client_state *cl = c->client;
+	if (cl) {
+		cl->was_subscribed = cl->sub != NULL;
+		event_unsubscribe(TAKE_PTR(cl->sub));
+		c->listening = false;
+	}
 	dispatch_hold(s->dispatcher);
 	while (!list_empty(&c->pendings)) {
 		struct pending *p = list_first(&c->pendings, struct pending, node);
@@ -556,11 +561,14 @@ static void conn_closing(void *arg, struct conn *c)
 static void conn_closed(void *arg, struct conn *c)
 {
 	struct server *s = arg;
-	if (c->was_subscribed)
+	struct client_state *cl = c->client;
+	if (!cl)
+		return;
+	if (cl->was_subscribed)
 		dispatch_approvers_left(s->dispatcher);
-	if (c->initialized)
-		client_session_keep(s, c->session);
-	session_unref(TAKE_PTR(c->session));
+	if (cl->initialized)
+		client_session_keep(s, cl->session);
+	client_state_free(c);
 }
 
 static const struct conn_hook close_hook = {

@@ -304,7 +304,7 @@ static void answer_result(struct pending *p, const struct outcome *o, const char
 		answer_outcome(p, o, false);
 	} else {
 		const char *msg = answer_error_message(o);
-		if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND) {
+		if (p->conn->client->tool_errors_result && o->kind != TC_NOT_FOUND) {
 			/* As a tools/call answers such a client: an isError result. */
 			struct buf r = {0};
 			answer_write_error_result(&r, msg, buf_head(&b), buf_size(&b));
