@@ -7,7 +7,8 @@
  * later, a duplicate id in flight), and a connection closed while busy: by
  * a request handled synchronously in the middle of a pipelined batch (the
  * rest of the batch is never looked at, and nothing freed is touched:
- * AddressSanitizer says so), and by its client while a request waits.
+ * AddressSanitizer says so), and by its client while a request waits;
+ * idleness (closed after the timeout, unless listening or busy).
  */
 #include <check.h>
 #include <errno.h>
@@ -97,10 +98,13 @@ static void on_request(struct conn *c, const struct jrpc_req *req, struct pendin
 static void hook_closing(void *arg, struct conn *c)
 {
 	(void)arg;
-	(void)c;
 	up.closing++;
-	/* The requests still waiting are the layer above's to forget. */
-	up.n_parked = 0;
+	/* The requests of c still waiting are the layer above's to forget. */
+	unsigned kept = 0;
+	for (unsigned i = 0; i < up.n_parked; i++)
+		if (up.parked[i]->conn != c)
+			up.parked[kept++] = up.parked[i];
+	up.n_parked = kept;
 }
 
 static void hook_closed(void *arg, struct conn *c)
@@ -122,6 +126,16 @@ static const struct conn_limits limits = {
 	.turn_budget_us = 1000000,
 };
 
+/* Opens a connection under the bounds in force; returns its client's end. */
+static int open_conn(void)
+{
+	int sv[2];
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	struct ucred cred = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
+	conn_new(&cs, sv[1], &cred);
+	return sv[0];
+}
+
 static void setup(void)
 {
 	memset(&up, 0, sizeof(up));
@@ -130,11 +144,7 @@ static void setup(void)
 	conns_init(&cs, loop, &peers, on_request);
 	conns_set_limits(&cs, &limits);
 	conns_add_hook(&cs, &hook, NULL);
-	int sv[2];
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
-	client = sv[0];
-	struct ucred cred = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
-	conn_new(&cs, sv[1], &cred);
+	client = open_conn();
 }
 
 static void teardown(void)
@@ -394,6 +404,54 @@ START_TEST(client_gone_while_busy)
 }
 END_TEST
 
+/* --- idleness -------------------------------------------------------------- */
+
+/* Turns the loop until fd's connection is closed (EOF) or ms pass; true
+ * on EOF. */
+static bool closed_within(int fd, int ms)
+{
+	uint64_t deadline = mono_ms() + (uint64_t)ms;
+	while (mono_ms() < deadline) {
+		turn();
+		char ch;
+		if (recv(fd, &ch, 1, MSG_PEEK) == 0)
+			return true;
+		poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 5);
+	}
+	return false;
+}
+
+/* An idle connection is closed after limits.idle_timeout_ms; one whose
+ * client waits for events silently (listening, set by the layer above)
+ * is not, nor one with a request in flight. */
+START_TEST(idle_closed_unless_listening)
+{
+	struct conn_limits l = limits;
+	l.idle_timeout_ms = 40;
+	conns_set_limits(&cs, &l);
+	int idle = open_conn();
+	int listening = open_conn();
+	int busy = open_conn();
+	struct conn *lc = NULL;
+	struct list *pos;
+	for (pos = cs.all.next; pos != &cs.all; pos = pos->next)
+		lc = list_entry(pos, struct conn, node);	/* the last opened: busy */
+	static const char later[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"later\"}\n";
+	ck_assert_int_eq(send(busy, later, strlen(later), 0), (ssize_t)strlen(later));
+	lc = list_entry(lc->node.prev, struct conn, node);	/* listening */
+	lc->listening = true;
+	ck_assert(closed_within(idle, 5000));
+	/* Four timeouts, in which the others stay. */
+	ck_assert(!closed_within(listening, 160));
+	ck_assert(!closed_within(busy, 1));
+	ck_assert_uint_eq(up.n_parked, 1);
+	ck_assert_uint_eq(cs.n, 3);	/* the fixture's, listening, busy */
+	close(idle);
+	close(listening);
+	close(busy);
+}
+END_TEST
+
 static Suite *conn_suite(void)
 {
 	Suite *s = suite_create("conn");
@@ -417,6 +475,10 @@ static Suite *conn_suite(void)
 	tcase_add_test(tc, answer_then_close_inside_a_batch);
 	tcase_add_test(tc, reaped_inside_a_request);
 	tcase_add_test(tc, client_gone_while_busy);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("idleness");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, idle_closed_unless_listening);
 	suite_add_tcase(s, tc);
 	return s;
 }
