@@ -3,7 +3,7 @@
  * The connection layer (daemon/conn*.c) on a socketpair, with a layer above
  * of the test's own: lines framed (split across reads, several in one, too
  * long, the last one without its newline), the bounds (batch length, JSON
- * depth, empty batch), pipelining (a batch waiting for a member answered
+ * depth, empty batch, a uid's memory), pipelining (a batch waiting for a member answered
  * later, a duplicate id in flight), and a connection closed while busy: by
  * a request handled synchronously in the middle of a pipelined batch (the
  * rest of the batch is never looked at, and nothing freed is touched:
@@ -290,6 +290,58 @@ START_TEST(bounds_refused_with_id_null)
 }
 END_TEST
 
+/* The memory bounds (conn_evict.c): what a uid's connections hold past
+ * limits.per_uid_memory (never less than two connections' worth) costs
+ * the one holding the most its connection, told why. */
+START_TEST(uid_over_its_memory_loses_its_largest)
+{
+	struct conn_limits l = limits;
+	l.max_output_bytes = 1024;
+	l.per_uid_memory = 1;	/* the floor: 2 * (2 * 256 + 2 * 1024) = 5120 bytes */
+	conns_set_limits(&cs, &l);
+	int other = open_conn();
+	/* Lines read in one go leave the input buffer that large. */
+	static const char note[] = "{\"jsonrpc\":\"2.0\",\"method\":\"note\"}\n";
+	struct buf many = {0}, more = {0};
+	for (int i = 0; i < 80; i++)
+		buf_append(&many, note, strlen(note));
+	for (int i = 0; i < 300; i++)	/* 10,500 bytes: the larger buffer, still kept (16 KiB at most) */
+		buf_append(&more, note, strlen(note));
+	ck_assert_int_eq(send(client, buf_head(&many), buf_size(&many), 0), (ssize_t)buf_size(&many));
+	ck_assert(quiet());
+	ck_assert_uint_eq(cs.evicted, 0);	/* one connection: within the floor */
+	ck_assert_int_eq(send(other, buf_head(&more), buf_size(&more), 0), (ssize_t)buf_size(&more));
+	bool eof = false;
+	char got[512] = "";
+	uint64_t deadline = mono_ms() + 5000;
+	size_t n = 0;
+	while (!eof && mono_ms() < deadline) {
+		turn();
+		ssize_t r = recv(other, got + n, sizeof(got) - 1 - n, 0);
+		if (r == 0)
+			eof = true;
+		else if (r > 0)
+			n += (size_t)r;
+		else
+			poll(&(struct pollfd){ .fd = other, .events = POLLIN }, 1, 5);
+	}
+	got[n] = '\0';
+	ck_assert(eof);
+	ck_assert_uint_eq(up.notifications, 380);
+	ck_assert_uint_eq(cs.evicted, 1);
+	ck_assert_uint_eq(cs.n, 1);
+	ck_assert_msg(strstr(got, "more than limits.per_uid_memory allows, and this connection held the most"),
+		      "%s", got);
+	/* The smaller one stays. */
+	send_text("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"echo\",\"params\":[1]}\n");
+	_cleanup_free_ char *answer = receive(1, NULL);
+	ck_assert_str_eq(answer, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":[1]}\n");
+	buf_free(&many);
+	buf_free(&more);
+	close(other);
+}
+END_TEST
+
 /* --- pipelining ----------------------------------------------------------- */
 
 START_TEST(batch_waits_for_its_last_member)
@@ -464,6 +516,7 @@ static Suite *conn_suite(void)
 	tc = tcase_create("bounds");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, bounds_refused_with_id_null);
+	tcase_add_test(tc, uid_over_its_memory_loses_its_largest);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("pipelining");
 	tcase_add_checked_fixture(tc, setup, teardown);
