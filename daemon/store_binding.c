@@ -10,20 +10,13 @@
  */
 #include "daemon/store_binding.h"
 
-#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "daemon/answer.h"
-#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
-#include "daemon/methods_internal.h"
 #include "daemon/server_state.h"
 #include "lib/dispatch/dispatch.h"
-#include "lib/errors.h"
-#include "lib/dispatch/outcome.h"
-#include "lib/session.h"
 #include "lib/store/store.h"
 #include "lib/store/tasks.h"
 #include "proto/json.h"
