@@ -139,6 +139,7 @@ static int open_conn(void)
 static void setup(void)
 {
 	memset(&up, 0, sizeof(up));
+	memset(&cs, 0, sizeof(cs));	/* conns_init takes a zeroed table (CK_FORK=no runs cases in one process) */
 	loop = ev_loop_new(EVFLAG_AUTO);
 	peers_init(&peers);
 	conns_init(&cs, loop, &peers, on_request);
