@@ -97,6 +97,29 @@ static bool span_is(struct span s, const char *lit)
 	return s.n == strlen(lit) && strncasecmp(s.p, lit, s.n) == 0;
 }
 
+/* Whether a field is well formed (RFC 9110): its name a token, its value
+ * visible characters, spaces, tabs and obs-text. http-parser lets some
+ * odd bytes through that an origin might read otherwise. */
+static bool field_ok(struct span name, struct span value)
+{
+	static const char tchar[] = "!#$%&'*+-.^_`|~";
+
+	if (name.n == 0)
+		return false;
+	for (size_t i = 0; i < name.n; i++) {
+		unsigned char ch = (unsigned char)name.p[i];
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch && strchr(tchar, ch))))
+			return false;
+	}
+	for (size_t i = 0; i < value.n; i++) {
+		unsigned char ch = (unsigned char)value.p[i];
+		if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 /* Whether a header field name appears, as a token, in a Connection value. */
 static bool listed_in(struct span list, struct span name)
 {
@@ -268,6 +291,11 @@ int net_http_parse_head(const char *data, size_t len, size_t max, struct net_htt
 		snprintf(msg, msg_size, "HTTP/1.x only");
 		return -400;
 	}
+	for (size_t i = 0; i < h.n; i++)
+		if (!field_ok(h.name[i], h.value[i])) {
+			snprintf(msg, msg_size, "malformed header field");
+			return -400;
+		}
 	req->connect = hp.method == HTTP_CONNECT;
 	r = url_target(h.url, req->connect, req, msg, msg_size, &u);
 	if (r < 0)

@@ -21,6 +21,10 @@
 #include "proto/base/util.h"
 
 #define CHUNK (64 * 1024)
+/* Bytes one direction moves per wakeup before the loop turns: a fast
+ * tunnel must not make other clients of the daemon wait (200 busy
+ * tunnels cost a few milliseconds per turn of the loop). */
+#define TURN_BYTES (128 * 1024)
 /* The most a pipe grows to (fs.pipe-max-size allows 1 MiB by default):
  * fewer wakeups on a fast download, and a buffer that keeps the source
  * flowing while the destination is briefly full. */
@@ -60,7 +64,7 @@ bool net_relay_spliced(const struct net_relay *r)
 static int dir_flush_buf(struct dir *d)
 {
 	while (d->off < d->len) {
-		ssize_t n = send(d->to, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+		ssize_t n = send(d->to, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0)
 			return errno == EINTR ? 0 : -errno;
 		d->off += (size_t)n;
@@ -83,7 +87,7 @@ static int dir_finish(struct dir *d)
 /* Reads into the user-space buffer (copy mode, or an HTTP body). */
 static int dir_read_copy(struct dir *d)
 {
-	ssize_t n = recv(d->from, d->buf, d->cap, 0);
+	ssize_t n = recv(d->from, d->buf, d->cap, MSG_DONTWAIT);
 
 	if (n < 0)
 		return -errno;
@@ -125,8 +129,18 @@ static void pipe_grow(struct dir *d)
  */
 static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
 {
+	uint64_t start = d->moved;
+
 	for (;;) {
 		bool progress = false, read_blocked = false, write_blocked = false;
+
+		if (d->moved - start >= TURN_BYTES && !(d->eof && d->in_pipe == 0)) {
+			/* Enough for one turn: the loop comes back (the watchers
+			 * are level-triggered) after the others had theirs. */
+			*want_write = d->in_pipe > 0;
+			*want_read = !d->eof && d->in_pipe < d->pipe_cap;
+			return 0;
+		}
 
 		if (d->in_pipe > 0) {
 			ssize_t n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
@@ -175,10 +189,16 @@ static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
  */
 static int dir_pump(struct dir *d, bool *want_read, bool *want_write)
 {
+	uint64_t start = d->moved;
 	int r;
 
 	*want_read = *want_write = false;
 	for (;;) {
+		if (d->copy && d->moved - start >= TURN_BYTES && !(d->eof && d->off >= d->len)) {
+			*want_write = d->off < d->len;
+			*want_read = !*want_write && !d->eof;
+			return 0;
+		}
 		if (d->off < d->len) {
 			r = dir_flush_buf(d);
 			if (r == -EAGAIN || r == -EWOULDBLOCK) {
@@ -315,6 +335,13 @@ int net_relay_start(const struct net_relay_config *cfg, struct net_relay **ret)
 	if (!r) {
 		net_http_body_free(cfg->body);
 		return -ENOMEM;
+	}
+	/* Never block the loop, whatever the caller made of the sockets. */
+	for (int k = 0; k < 2; k++) {
+		int fd = k ? cfg->upstream_fd : cfg->client_fd;
+		int fl = fcntl(fd, F_GETFL);
+		if (fl >= 0 && !(fl & O_NONBLOCK))
+			(void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	}
 	r->loop = cfg->loop;
 	r->end_with_down = cfg->end_with_down;

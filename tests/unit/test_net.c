@@ -264,6 +264,12 @@ START_TEST(http_heads)
 	ck_assert_int_eq(head("POST http://a.org/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
 			      &req, msg), -400);
 
+	ck_assert_int_eq(head("GET http://a.org/ HTTP/1.0\r\n HTTPion:\x1dX-A: 3\r\n\r\n", &req, msg), -400);
+	ck_assert_int_eq(head("GET http://a.org/ HTTP/1.1\r\nX-A: a\x01b\r\n\r\n", &req, msg), -400);
+	ck_assert_int_eq(head("GET http://a.org/ HTTP/1.1\r\nX-A: tab\there, \xc3\xa9t\xc3\xa9\r\n\r\n", &req, msg),
+			 NET_HTTP_OK);
+	net_http_req_done(&req);
+
 	char big[20000];
 	memset(big, 'a', sizeof(big));
 	memcpy(big, "GET http://a.org/ HTTP/1.1\r\nX: ", 31);
