@@ -132,7 +132,7 @@ static int open_conn(void)
 	int sv[2];
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
 	struct ucred cred = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
-	conn_new(&cs, sv[1], &cred);
+	conns_accept(&cs, sv[1], &cred);
 	return sv[0];
 }
 

@@ -499,8 +499,7 @@ START_TEST(network_proxy_setting)
 	sandbox_config_clear(&c);
 
 	/* Asked for where nothing serves a proxy: refused, saying so. */
-	if (!need_kernel("network_proxy_setting"))
-		return;
+	NEED_KERNEL("network_proxy_setting");
 	sandbox_net_set_ops(NULL, NULL);
 	const char *wss[] = { wsdir, NULL };
 	sandbox_req_init(&req, &cfg, "x", false, NULL);
@@ -750,17 +749,12 @@ static char *fake_note(void *arg, void *served)
  * the proxy's note, whatever its exit status. */
 START_TEST(shell_network_proxy)
 {
-	if (!need_kernel("shell_network_proxy"))
-		return;
+	NEED_KERNEL("shell_network_proxy");
 	const char *why = NULL;
-	if (!sandbox_netns_capable(&why)) {
-		fprintf(stderr, "shell_network_proxy: skipped: %s\n", why);
-		return;
-	}
-	if (access("/usr/bin/socat", X_OK) < 0) {
-		fprintf(stderr, "shell_network_proxy: skipped: no socat\n");
-		return;
-	}
+	if (!sandbox_netns_capable(&why))
+		TC_SKIP("shell_network_proxy: %s", why);
+	if (access("/usr/bin/socat", X_OK) < 0)
+		TC_SKIP("shell_network_proxy: no socat");
 	struct fake_proxy fp = { .http_fd = -1, .socks_fd = -1 };
 	static const struct sandbox_net_ops ops = { .start = fake_start, .stop = fake_stop, .note = fake_note };
 	sandbox_net_set_ops(&ops, &fp);
