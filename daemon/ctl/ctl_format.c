@@ -5,6 +5,7 @@
  */
 #include "daemon/ctl/ctl_format.h"
 
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -443,6 +444,18 @@ void ctl_confirm_prompt(const struct json *event, struct buf *out)
 	const struct json *diff = json_get(event, "diff");
 	if (json_str(diff) && diff->u.str.len)
 		confirm_diff(diff, out);
+	/* A sandboxed child's connection through the network proxy: the
+	 * host and port are the whole question. */
+	int64_t port;
+	if (str_eq(json_str(json_get(event, "kind")), "network.connect") && json_str(json_get(event, "host")) &&
+	    json_get_int(json_get(event, "port"), &port)) {
+		buf_puts(out, "Allow ");
+		sanitize_str(json_str(json_get(event, "tool")) ?: "?", 80, out);
+		buf_puts(out, " to connect to ");
+		sanitize_str(json_str(json_get(event, "host")), 256, out);
+		buf_printf(out, ":%" PRId64 " (network.connect)? [y]es/[n]o/[a]lways: ", port);
+		return;
+	}
 	buf_puts(out, "Allow ");
 	sanitize_str(json_str(json_get(event, "tool")) ?: "?", 80, out);
 	const struct json *side = get_any(event, side_keys);

@@ -160,6 +160,12 @@ START_TEST(confirm_prompt)
 		      "{\"type\":\"tool.confirmation_requested\",\"requestId\":\"r1\",\"tool\":\"write_file\","
 		      "\"sideEffects\":\"write\",\"summary\":\"path=src/a.c (120 bytes)\",\"files\":[\"src/a.c\"]}",
 		      "Allow write_file (write) path=src/a.c (120 bytes) [files: src/a.c]? [y]es/[n]o/[a]lways: ");
+	/* A connection through the network proxy: host and port. */
+	ASSERT_FORMAT(ctl_confirm_prompt,
+		      "{\"type\":\"tool.confirmation_requested\",\"requestId\":\"nc-1\",\"kind\":\"network.connect\","
+		      "\"tool\":\"shell\",\"host\":\"registry.npmjs.org\",\"port\":443,\"sideEffect\":\"network\","
+		      "\"input\":\"{\\\"host\\\":\\\"registry.npmjs.org\\\",\\\"port\\\":443}\",\"files\":[]}",
+		      "Allow shell to connect to registry.npmjs.org:443 (network.connect)? [y]es/[n]o/[a]lways: ");
 	/* A summary cannot forge a second question or wipe the screen. */
 	ASSERT_FORMAT(ctl_confirm_prompt,
 		      "{\"tool\":\"shell\",\"sideEffect\":\"execute\","
