@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -339,9 +340,12 @@ int net_relay_start(const struct net_relay_config *cfg, struct net_relay **ret)
 	/* Never block the loop, whatever the caller made of the sockets. */
 	for (int k = 0; k < 2; k++) {
 		int fd = k ? cfg->upstream_fd : cfg->client_fd;
-		int fl = fcntl(fd, F_GETFL);
+		int fl = fcntl(fd, F_GETFL), one = 1;
 		if (fl >= 0 && !(fl & O_NONBLOCK))
 			(void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+		/* Bytes go on as they come: a small TLS record relayed must not
+		 * wait for Nagle behind an unacknowledged one. */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	r->loop = cfg->loop;
 	r->end_with_down = cfg->end_with_down;
