@@ -733,6 +733,27 @@ START_TEST(connections_per_call_bounded)
 }
 END_TEST
 
+/* limits.net_mb bounds the bytes of a call's proxy: a tunnel that moves
+ * more is closed, and its audit line says why. */
+START_TEST(bytes_per_call_bounded)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"echo.test\"]", "\"limits\":{\"net_mb\":1}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, tcc_fmt(c, "head -c 8000000 /dev/zero | socat -t 10 - "
+					     "PROXY:127.0.0.1:echo.test:%d,proxyport=3128 | wc -c", echo_port));
+	tc_assert_ok(r);
+	long echoed = strtol(out(r), NULL, 10);
+	ck_assert_msg(echoed < 4000000, "%s", dump(r));
+	const struct json *l = wait_audit_net(c, &d, "\"host\":\"echo.test\"");
+	ck_assert_msg(str_eq(tj_str(l, "error"), "budget"), "%s", dump(l));
+	ck_assert_int_lt(tj_int(l, "bytes_up") + tj_int(l, "bytes_down"), 4000000);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* An MCP server with network "proxy" runs in a namespace of its own for
  * as long as it runs: the proxy listens there, the host's loopback is out
  * of reach (its start fails, saying the sandbox may have refused it). */
@@ -799,6 +820,8 @@ END_TEST
 
 int main(void)
 {
+	/* The origin and the echo write to clients the proxy may close. */
+	signal(SIGPIPE, SIG_IGN);
 	Suite *s = suite_create("network");
 	TCase *tc = tcase_create("proxy");
 	tcase_set_timeout(tc, 240);
@@ -816,6 +839,7 @@ int main(void)
 	tcase_add_test(tc, network_true_is_unchanged);
 	tcase_add_test(tc, background_process_keeps_its_proxy);
 	tcase_add_test(tc, connections_per_call_bounded);
+	tcase_add_test(tc, bytes_per_call_bounded);
 	tcase_add_test(tc, mcp_server_behind_the_proxy);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
