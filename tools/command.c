@@ -531,6 +531,8 @@ static void command_done(struct tool_call *c, struct child_result *r)
 	const struct cmd *cmd = c->tool->priv;
 	char sig[16];
 	_cleanup_free_ char *limit = (r->signal || r->exit_code) ? child_call_limit(c, r) : NULL;
+	/* What the network proxy refused, whatever the exit status. */
+	_cleanup_free_ char *net = sandbox_run_net_note(child_call_sandbox(c));
 
 	if (limit) {
 		_cleanup_free_ char *tail = failure_tail(r);
@@ -544,15 +546,22 @@ static void command_done(struct tool_call *c, struct child_result *r)
 	} else if (!exit_ok(cmd, r->exit_code)) {
 		_cleanup_free_ char *tail = failure_tail(r);
 		enum tc_kind kind = r->exit_code == EX_TEMPFAIL ? TC_TRANSIENT : TC_EXECUTION_ERROR;
-		_cleanup_free_ char *note = sandbox_run_denial_note(child_call_sandbox(c), r->out[CHILD_STDERR],
-								   r->out_len[CHILD_STDERR]);
+		_cleanup_free_ char *note = net ? TAKE_PTR(net)
+						: sandbox_run_denial_note(child_call_sandbox(c), r->out[CHILD_STDERR],
+									  r->out_len[CHILD_STDERR]);
 		tool_call_fail_data(c, kind, failure_data(r, NULL),
 				    "Command '%s' exited with status %d%s%s%s", cmd->program, r->exit_code, tail,
 				    note ? "\n" : "", note ? note : "");
 	} else if (cmd->stdout_json) {
 		succeed_json(c, cmd, r);
 	} else {
-		tool_call_succeed(c, child_result_text(r), child_call_json(c, r, false), false);
+		char *text = child_result_text(r);
+		if (net) {
+			char *with = xasprintf("%s\n%s", text, net);
+			free(text);
+			text = with;
+		}
+		tool_call_succeed(c, text, child_call_json(c, r, false), false);
 	}
 }
 
