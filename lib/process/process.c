@@ -439,6 +439,14 @@ void proc_ended(struct process *p, int exit_code, int sig)
 	proc_close_io(p);
 	if (p->end == PROC_END_EXIT && (exit_code != 0 || sig))
 		end_note(p);
+	/* What its network proxy refused, however it ended. */
+	char *net = sandbox_run_net_note(p->run);
+	if (net) {
+		char *both = p->end_note ? xasprintf("%s\n%s", p->end_note, net) : NULL;
+		free(p->end_note);
+		p->end_note = both ? both : TAKE_PTR(net);
+		free(net);
+	}
 	p->run = sandbox_run_end(p->run);
 	p->idle_timer = tc_timer_free(p->idle_timer);
 	p->life_timer = tc_timer_free(p->life_timer);

@@ -17,6 +17,7 @@
 #include "lib/child/child.h"
 #include "lib/base/loop.h"
 #include "lib/regex/regex.h"
+#include "lib/sandbox/sandbox.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
 
@@ -129,6 +130,10 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	if (!p->ended) {
 		buf_printf(&text, "[process %s is running%s; process_io reads its output and sends input, "
 				  "process_kill stops it]", p->id, waiting ? " and waiting for input" : "");
+		/* What its network proxy refused so far. */
+		_cleanup_free_ char *net = sandbox_run_net_note(p->run);
+		if (net)
+			buf_printf(&text, "\n%s", net);
 	} else {
 		static const char *const why[] = {
 			[PROC_END_EXIT] = "",

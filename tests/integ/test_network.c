@@ -671,7 +671,8 @@ START_TEST(background_process_keeps_its_proxy)
 	struct tcd d;
 	start(&d, "\"allow\":[\"origin.test\"]", NULL);
 	struct tcc *c = tcc_connect(&d);
-	const char *cmd = tcc_fmt(c, "sleep 1; curl -sS -m 20 http://origin.test:%d/bg; sleep 300", origin_port);
+	const char *cmd = tcc_fmt(c, "curl -s -m 20 -o /dev/null http://elsewhere.test/; sleep 1; "
+				  "curl -sS -m 20 http://origin.test:%d/bg; sleep 300", origin_port);
 	char *q = tj_quote(cmd);
 	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s,\"background\":true,\"until\":\"origin\","
 							  "\"yield_ms\":30000}", q));
@@ -680,9 +681,16 @@ START_TEST(background_process_keeps_its_proxy)
 	const char *pid = tj_str(r, "result.structuredContent.process_id");
 	ck_assert_ptr_nonnull(pid);
 	ck_assert_msg(strstr(tj_str(r, "result.structuredContent.output"), ORIGIN_BODY), "%s", dump(r));
+	/* What its proxy refused is told while it runs. */
+	ck_assert_msg(strstr(text(r), "refused elsewhere.test:80 (rule unknown:deny)"), "%s", dump(r));
 	const struct json *l = wait_audit_net(c, &d, "\"host\":\"origin.test\"");
 	ck_assert_str_eq(tj_str(l, "processId"), pid);
 	tc_assert_ok(tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", pid)));
+	/* And once it ended. */
+	const struct json *io = NULL;
+	ck_assert(tc_wait_until((io = tcc_call(c, "process_io", tcc_fmt(c, "{\"process_id\":\"%s\"}", pid))) &&
+				!tj_bool(io, "result.structuredContent.running"), 10000));
+	ck_assert_msg(strstr(text(io), "refused elsewhere.test:80"), "%s", dump(io));
 	tcc_close(c);
 	stop(&d);
 }
