@@ -188,12 +188,26 @@ static void refuse_unanswered(struct question *q)
 	net_ask_answer(ask, false, "ask:no answer");
 }
 
+/* Questions open for a uid's session (NULL: its runs without one). */
+static unsigned open_for(uid_t uid, const char *session)
+{
+	unsigned n = 0;
+	for (struct list *pos = questions.next; pos != &questions; pos = pos->next) {
+		struct question *q = list_entry(pos, struct question, node);
+		n += !q->decision && q->uid == uid && (q->session ? str_eq(q->session, session) : !session);
+	}
+	return n;
+}
+
 void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *ask)
 {
 	struct net_served *sv = ctx;
 	struct server *s = sv->svc->server;
 	sweep();
-	if (!s || n_questions >= QUESTIONS_MAX) {
+	/* As many as a session may have confirmations pending, and a bound
+	 * on all (what they hold). */
+	if (!s || n_questions >= QUESTIONS_MAX ||
+	    open_for(sv->uid, sv->session) >= s->cfg.limits.session_confirmations) {
 		net_ask_answer(ask, false, "ask:too many questions");
 		return;
 	}

@@ -476,6 +476,38 @@ START_TEST(ask_is_a_confirmation)
 }
 END_TEST
 
+/* Questions a session may have open are bounded as its confirmations
+ * are (limits.session_confirmations): one more is refused at once. */
+START_TEST(ask_questions_bounded)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"unknown\":\"ask\"", "\"limits\":{\"session_confirmations\":1}");
+	struct tcc *ap = subscriber(&d, "[\"tool.confirmation_requested\"]");
+	struct tcc *c = tcc_connect(&d);
+	ck_assert_ptr_nonnull(tcc_initialize(c, NULL));
+	/* Two calls of one session: the first one's question is open... */
+	char *q = tj_quote(tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", origin_port));
+	int64_t first = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	free(q);
+	const struct json *e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
+	ck_assert_ptr_nonnull(e);
+	char *rid = tj_quote(tj_str(e, "requestId"));
+	/* ...so the second one's is refused at once. */
+	const struct json *r = sh(c, tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", echo_port));
+	ck_assert_msg(strstr(out(r), "ask:too many questions") && strstr(out(r), " 403\n"), "%s", dump(r));
+	ck_assert_msg(strstr(text(r), tcc_fmt(c, "ask.test:%d (rule ask:too many questions)", echo_port)), "%s", dump(r));
+	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"allow\"}", rid)));
+	free(rid);
+	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)first), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY " 200\n"), "%s", dump(r));
+	tcc_close(ap);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* The call's own client is asked through elicitation (MCP), naming the
  * host and port, and its answer lets the connection through. */
 START_TEST(ask_through_elicitation)
@@ -843,6 +875,7 @@ int main(void)
 	tcase_add_test(tc, ask_is_a_confirmation);
 	tcase_add_test(tc, ask_through_toolcallctl_approve);
 	tcase_add_test(tc, ask_through_elicitation);
+	tcase_add_test(tc, ask_questions_bounded);
 	tcase_add_test(tc, tool_file_adds_its_hosts);
 	tcase_add_test(tc, policy_reloads);
 	tcase_add_test(tc, proxy_for_another_uid);
