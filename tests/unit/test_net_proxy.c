@@ -452,9 +452,23 @@ END_TEST
 
 static void client_idle(struct fx *f)
 {
-	int fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	struct timespec pace = { 0, 100 * 1000 * 1000 };
 	char in[16];
+	/* A tunnel that moves a byte every 100 ms outlives the 300 ms idle
+	 * bound (the pace is the scenario, not a wait for the proxy). */
+	int busy = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	int alive = 0;
+	for (int i = 0; i < 6; i++) {
+		nanosleep(&pace, NULL);
+		if (net_test_write(busy, "k", 1) && net_test_read_n(busy, in, 1))
+			alive++;
+	}
+	close(busy);
+	int fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
 	long n = net_test_read_all(fd, in, sizeof(in));	/* nothing sent: the proxy closes */
+	char note[32];
+	snprintf(note, sizeof(note), "alive %d|", alive);
+	strcat(head_buf, note);
 	snprintf(body_buf, sizeof(body_buf), "%s%ld", head_buf, n);
 	close(fd);
 	fd = net_test_connect(f->http_port, 10000);	/* says nothing at all */
@@ -474,12 +488,22 @@ START_TEST(idle_and_header_timeouts)
 	start(&F, &lim);
 	uint64_t t0 = mono_ms();
 	run_client(&F, client_idle);
-	ck_assert_msg(strstr(body_buf, "200 Connection established\r\n\r\n0|"), "%s", body_buf);
+	ck_assert_msg(strstr(body_buf, "200 Connection established\r\n\r\nalive 6|0|"), "%s", body_buf);
 	ck_assert(strstr(body_buf, "|HTTP/1.1 408 Request Timeout\r\n"));
 	ck_assert_uint_ge(mono_ms() - t0, 600);
-	wait_records(&F, 2);
-	ck_assert_str_eq(F.rec[0].error, "idle");
-	ck_assert_str_eq(F.rec[1].error, "timeout");
+	wait_records(&F, 3);
+	ck_assert_str_eq(F.rec[0].error, "");	/* the busy one, closed by its client */
+	ck_assert_uint_eq(F.rec[0].up, 6);
+	ck_assert_str_eq(F.rec[1].error, "idle");
+	ck_assert_str_eq(F.rec[2].error, "timeout");
+	struct net_proxy_stats st;
+	net_proxy_stats(F.proxy, &st);
+	ck_assert_uint_eq(st.accepted, 3);
+	ck_assert_uint_eq(st.active, 0);
+	ck_assert_uint_eq(st.allowed, 2);
+	ck_assert_uint_eq(st.denied, 1);
+	ck_assert_uint_eq(st.bytes_up, 6);
+	ck_assert_uint_eq(st.bytes_down, 6);
 	stop(&F);
 }
 END_TEST
