@@ -452,9 +452,9 @@ END_TEST
 
 static void client_idle(struct fx *f)
 {
-	struct timespec pace = { 0, 100 * 1000 * 1000 };
+	struct timespec pace = { 0, 60 * 1000 * 1000 };
 	char in[16];
-	/* A tunnel that moves a byte every 100 ms outlives the 300 ms idle
+	/* A tunnel that moves a byte every 60 ms outlives the 300 ms idle
 	 * bound (the pace is the scenario, not a wait for the proxy). */
 	int busy = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
 	int alive = 0;
