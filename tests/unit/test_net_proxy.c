@@ -7,6 +7,7 @@
  * deadline passes. Every connection's record is kept and checked.
  */
 #include <check.h>
+#include <errno.h>
 #include <ev.h>
 #include <pthread.h>
 #include <signal.h>
@@ -599,6 +600,52 @@ START_TEST(resolver_hosts_file_and_failure)
 }
 END_TEST
 
+struct lookup_result {
+	int calls, r;
+	char first[64];
+};
+
+static void lookup_cb(void *arg, int r, const struct net_addr *addrs, size_t n)
+{
+	struct lookup_result *x = arg;
+	x->calls++;
+	x->r = r;
+	if (n)
+		net_addr_format(&addrs[0], x->first);
+}
+
+static bool lookup_answered(void *arg)
+{
+	return ((struct lookup_result *)arg)->calls > 0;
+}
+
+/* An answer found inside net_resolve (/etc/hosts) comes from the loop, and
+ * one still waiting when the resolver goes is cancelled, once. */
+START_TEST(resolver_callbacks_from_the_loop)
+{
+	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
+	struct tc_loop *loop = tc_loop_ev_new(ev);
+	struct net_resolver *res;
+	struct lookup_result a = { 0 }, b = { 0 };
+
+	ck_assert_int_eq(net_resolver_new(loop, 3000, &res), 0);
+	ck_assert_ptr_nonnull(net_resolve(res, "localhost", lookup_cb, &a));
+	ck_assert_int_eq(a.calls, 0);
+	ck_assert(loop_spin(ev, lookup_answered, &a, 10000));
+	ck_assert_int_eq(a.r, 0);
+	ck_assert_str_eq(a.first, "127.0.0.1");
+	ck_assert_ptr_nonnull(net_resolve(res, "localhost", lookup_cb, &b));
+	res = net_resolver_free(res);
+	ck_assert_int_eq(b.calls, 1);
+	ck_assert_int_eq(b.r, -ECANCELED);
+	ck_assert(!loop_spin(ev, lookup_answered, &(struct lookup_result){ 0 }, 100));
+	ck_assert_int_eq(a.calls, 1);
+	ck_assert_int_eq(b.calls, 1);
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+}
+END_TEST
+
 /* --- the byte budget (limits.net_mb) --------------------------------------- */
 
 static void client_budget(struct fx *f)
@@ -742,6 +789,7 @@ int main(void)
 	tcase_add_test(tc, destroy_reports_every_connection_once);
 	tcase_add_test(tc, relay_splice_and_copy);
 	tcase_add_test(tc, resolver_hosts_file_and_failure);
+	tcase_add_test(tc, resolver_callbacks_from_the_loop);
 	tcase_add_test(tc, byte_budget);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
