@@ -212,7 +212,9 @@ static void forward_head(const struct head_parse *h, const http_parser *hp, cons
 		buf_putc(b, '?');
 		buf_append(b, url.p + u->field_data[UF_QUERY].off, u->field_data[UF_QUERY].len);
 	}
-	buf_puts(b, " HTTP/1.1\r\nHost: ");
+	/* The client's own version: an HTTP/1.0 client must not get a
+	 * chunked answer it cannot read. */
+	buf_printf(b, " HTTP/1.%u\r\nHost: ", hp->http_minor ? 1u : 0u);
 	buf_printf(b, v6 ? "[%s]" : "%s", req->host);
 	if (req->port != 80)
 		buf_printf(b, ":%u", req->port);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "lib/base/list.h"
 #include "lib/base/loop.h"
 #include "lib/net/net_internal.h"
 #include "proto/base/util.h"
@@ -30,10 +31,12 @@ struct net_resolver {
 	ares_channel channel;
 	struct tc_timer *timer;		/* c-ares' next retransmission */
 	struct watch *watches[WATCH_MAX];
+	struct list lookups;		/* answered inside net_resolve, not yet delivered */
 	uint32_t timeout_ms;
 };
 
 struct net_lookup {
+	struct list node;		/* in r->lookups while an early answer waits */
 	struct net_resolver *r;
 	net_resolve_cb cb;
 	void *arg;
@@ -46,6 +49,9 @@ struct net_lookup {
 	struct net_addr addrs[NET_RESOLVE_MAX];
 	size_t n;
 };
+
+static void lookup_deliver(struct net_lookup *l);
+static void lookup_free(struct net_lookup *l);
 
 /* Re-arms the retransmission timer from c-ares' next deadline. */
 static void resolver_arm(struct net_resolver *r)
@@ -130,6 +136,7 @@ int net_resolver_new(struct tc_loop *loop, uint32_t timeout_ms, struct net_resol
 	if (!r)
 		return -ENOMEM;
 	r->loop = loop;
+	list_init(&r->lookups);
 	r->timeout_ms = timeout_ms ? timeout_ms : 5000;
 	r->timer = tc_timer_new(loop, on_timer, r);
 	if (!r->timer) {
@@ -156,6 +163,16 @@ struct net_resolver *net_resolver_free(struct net_resolver *r)
 		return NULL;
 	/* Runs every pending lookup's c-ares callback with ARES_EDESTRUCTION. */
 	ares_destroy(r->channel);
+	/* Answers that wait for the loop to deliver them are cancelled too. */
+	while (!list_empty(&r->lookups)) {
+		struct net_lookup *l = container_of(r->lookups.next, struct net_lookup, node);
+		list_remove(&l->node);
+		list_init(&l->node);
+		l->result = -ECANCELED;
+		l->n = 0;
+		lookup_deliver(l);
+		lookup_free(l);
+	}
 	for (int i = 0; i < WATCH_MAX; i++) {
 		if (r->watches[i]) {
 			tc_io_free(r->watches[i]->io);
@@ -169,6 +186,8 @@ struct net_resolver *net_resolver_free(struct net_resolver *r)
 
 static void lookup_free(struct net_lookup *l)
 {
+	if (list_linked(&l->node))
+		list_remove(&l->node);
 	tc_timer_free(l->timer);
 	free(l);
 }
@@ -249,6 +268,7 @@ static void on_addrinfo(void *arg, int status, int timeouts, struct ares_addrinf
 	if (l->starting) {
 		/* Answered from inside ares_getaddrinfo: deliver from the loop. */
 		l->have_result = true;
+		list_insert_tail(&l->r->lookups, &l->node);
 		tc_timer_start(l->timer, 0);
 		return;
 	}
@@ -263,6 +283,7 @@ struct net_lookup *net_resolve(struct net_resolver *r, const char *name, net_res
 
 	if (!l)
 		return NULL;
+	list_init(&l->node);
 	l->r = r;
 	l->cb = cb;
 	l->arg = arg;

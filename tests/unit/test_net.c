@@ -247,6 +247,10 @@ START_TEST(http_heads)
 			 "Accept: */*\r\nConnection: close\r\n\r\n");
 	net_http_req_done(&req);
 
+	ck_assert_int_eq(head("GET http://a.org/ HTTP/1.0\r\n\r\n", &req, msg), NET_HTTP_OK);
+	ck_assert_str_eq(buf_head(&req.head), "GET / HTTP/1.0\r\nHost: a.org\r\nConnection: close\r\n\r\n");
+	net_http_req_done(&req);
+
 	ck_assert_int_eq(head("CONNECT [::1]:443 HTTP/1.1\r\nHost: x\r\n\r\n", &req, msg), NET_HTTP_OK);
 	ck_assert(req.connect);
 	ck_assert_str_eq(req.host, "::1");

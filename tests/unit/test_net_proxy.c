@@ -7,6 +7,7 @@
  * deadline passes. Every connection's record is kept and checked.
  */
 #include <check.h>
+#include <errno.h>
 #include <ev.h>
 #include <pthread.h>
 #include <signal.h>
@@ -452,9 +453,23 @@ END_TEST
 
 static void client_idle(struct fx *f)
 {
-	int fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	struct timespec pace = { 0, 60 * 1000 * 1000 };
 	char in[16];
+	/* A tunnel that moves a byte every 60 ms outlives the 300 ms idle
+	 * bound (the pace is the scenario, not a wait for the proxy). */
+	int busy = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
+	int alive = 0;
+	for (int i = 0; i < 6; i++) {
+		nanosleep(&pace, NULL);
+		if (net_test_write(busy, "k", 1) && net_test_read_n(busy, in, 1))
+			alive++;
+	}
+	close(busy);
+	int fd = connect_tunnel(f, "echo.test", f->echo.port, head_buf, sizeof(head_buf));
 	long n = net_test_read_all(fd, in, sizeof(in));	/* nothing sent: the proxy closes */
+	char note[32];
+	snprintf(note, sizeof(note), "alive %d|", alive);
+	strcat(head_buf, note);
 	snprintf(body_buf, sizeof(body_buf), "%s%ld", head_buf, n);
 	close(fd);
 	fd = net_test_connect(f->http_port, 10000);	/* says nothing at all */
@@ -474,12 +489,22 @@ START_TEST(idle_and_header_timeouts)
 	start(&F, &lim);
 	uint64_t t0 = mono_ms();
 	run_client(&F, client_idle);
-	ck_assert_msg(strstr(body_buf, "200 Connection established\r\n\r\n0|"), "%s", body_buf);
+	ck_assert_msg(strstr(body_buf, "200 Connection established\r\n\r\nalive 6|0|"), "%s", body_buf);
 	ck_assert(strstr(body_buf, "|HTTP/1.1 408 Request Timeout\r\n"));
 	ck_assert_uint_ge(mono_ms() - t0, 600);
-	wait_records(&F, 2);
-	ck_assert_str_eq(F.rec[0].error, "idle");
-	ck_assert_str_eq(F.rec[1].error, "timeout");
+	wait_records(&F, 3);
+	ck_assert_str_eq(F.rec[0].error, "");	/* the busy one, closed by its client */
+	ck_assert_uint_eq(F.rec[0].up, 6);
+	ck_assert_str_eq(F.rec[1].error, "idle");
+	ck_assert_str_eq(F.rec[2].error, "timeout");
+	struct net_proxy_stats st;
+	net_proxy_stats(F.proxy, &st);
+	ck_assert_uint_eq(st.accepted, 3);
+	ck_assert_uint_eq(st.active, 0);
+	ck_assert_uint_eq(st.allowed, 2);
+	ck_assert_uint_eq(st.denied, 1);
+	ck_assert_uint_eq(st.bytes_up, 6);
+	ck_assert_uint_eq(st.bytes_down, 6);
 	stop(&F);
 }
 END_TEST
@@ -572,6 +597,52 @@ START_TEST(resolver_hosts_file_and_failure)
 	ck_assert(strcmp(F.rec[1].error, "unresolvable") == 0 || strcmp(F.rec[1].error, "timeout") == 0);
 	ck_assert_int_eq(F.rec[1].decision, NET_ALLOW);
 	stop(&F);
+}
+END_TEST
+
+struct lookup_result {
+	int calls, r;
+	char first[64];
+};
+
+static void lookup_cb(void *arg, int r, const struct net_addr *addrs, size_t n)
+{
+	struct lookup_result *x = arg;
+	x->calls++;
+	x->r = r;
+	if (n)
+		net_addr_format(&addrs[0], x->first);
+}
+
+static bool lookup_answered(void *arg)
+{
+	return ((struct lookup_result *)arg)->calls > 0;
+}
+
+/* An answer found inside net_resolve (/etc/hosts) comes from the loop, and
+ * one still waiting when the resolver goes is cancelled, once. */
+START_TEST(resolver_callbacks_from_the_loop)
+{
+	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
+	struct tc_loop *loop = tc_loop_ev_new(ev);
+	struct net_resolver *res;
+	struct lookup_result a = { 0 }, b = { 0 };
+
+	ck_assert_int_eq(net_resolver_new(loop, 3000, &res), 0);
+	ck_assert_ptr_nonnull(net_resolve(res, "localhost", lookup_cb, &a));
+	ck_assert_int_eq(a.calls, 0);
+	ck_assert(loop_spin(ev, lookup_answered, &a, 10000));
+	ck_assert_int_eq(a.r, 0);
+	ck_assert_str_eq(a.first, "127.0.0.1");
+	ck_assert_ptr_nonnull(net_resolve(res, "localhost", lookup_cb, &b));
+	res = net_resolver_free(res);
+	ck_assert_int_eq(b.calls, 1);
+	ck_assert_int_eq(b.r, -ECANCELED);
+	ck_assert(!loop_spin(ev, lookup_answered, &(struct lookup_result){ 0 }, 100));
+	ck_assert_int_eq(a.calls, 1);
+	ck_assert_int_eq(b.calls, 1);
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
 }
 END_TEST
 
@@ -718,6 +789,7 @@ int main(void)
 	tcase_add_test(tc, destroy_reports_every_connection_once);
 	tcase_add_test(tc, relay_splice_and_copy);
 	tcase_add_test(tc, resolver_hosts_file_and_failure);
+	tcase_add_test(tc, resolver_callbacks_from_the_loop);
 	tcase_add_test(tc, byte_budget);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
