@@ -36,6 +36,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,18 @@ static int netns_make(struct sandbox_netns *ret, const char **ret_step)
 	return 0;
 }
 
+/* Starts a thread of this file with every signal blocked: the loop's
+ * thread handles the daemon's signals. */
+static int thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int r = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
 static void *pool_thread(void *arg)
 {
 	(void)arg;
@@ -194,7 +207,7 @@ bool sandbox_netns_capable(const char **ret_why)
 	if (capable < 0) {
 		struct sandbox_netns ns = SANDBOX_NETNS_NONE;
 		pthread_t t;
-		if (pthread_create(&t, NULL, probe_thread, &ns) != 0) {
+		if (thread_start(&t, probe_thread, &ns) != 0) {
 			snprintf(capable_why, sizeof(capable_why), "no thread to make namespaces in");
 		} else {
 			pthread_join(t, NULL);
@@ -259,7 +272,7 @@ int sandbox_netns_take(struct sandbox_netns *ret, uid_t uid, char **ret_msg)
 	}
 	pthread_mutex_lock(&lock);
 	if (!started && !stopping) {
-		if (pthread_create(&thread, NULL, pool_thread, NULL) == 0)
+		if (thread_start(&thread, pool_thread, NULL) == 0)
 			started = true;
 	}
 	struct timespec until;
