@@ -51,7 +51,7 @@
 #define POOL_TARGET 4
 #define POOL_MAX 16
 /* How long a call waits for the thread when none is ready. */
-#define TAKE_WAIT_S 10
+#define TAKE_WAIT_S 5
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t want = PTHREAD_COND_INITIALIZER;		/* the thread: make more */
