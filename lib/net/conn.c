@@ -111,7 +111,7 @@ static void fail(struct conn *c, int status, uint8_t socks_code, const char *err
 		http_answer(c->cfd, status, body);
 	}
 	finish_answer(c->cfd);
-	conn_end(c, error);
+	net_conn_end(c, error);
 }
 
 /* Refuses by the policy: 403 naming host, port and rule, or SOCKS 0x02. */
@@ -122,7 +122,7 @@ static void refuse(struct conn *c, const char *rule)
 	c->decision = NET_DENY;
 	if (rule != c->rule)
 		snprintf(c->rule, sizeof(c->rule), "%s", rule);
-	proxy_note_refusal(c->p, c->host, c->port, c->rule);
+	net_proxy_note_refusal(c->p, c->host, c->port, c->rule);
 	if (c->socks) {
 		uint8_t reply[10];
 		send_now(c->cfd, reply, net_socks_reply(SOCKS_RULESET, reply));
@@ -131,7 +131,7 @@ static void refuse(struct conn *c, const char *rule)
 		http_answer(c->cfd, 403, body);
 	}
 	finish_answer(c->cfd);
-	conn_end(c, NULL);
+	net_conn_end(c, NULL);
 }
 
 /* Reads client bytes while the head or SOCKS messages are awaited, up to
@@ -227,7 +227,7 @@ static void on_client(void *arg, int revents)
 			return;
 		}
 		if (n <= 0) {
-			conn_end(c, "client closed");
+			net_conn_end(c, "client closed");
 			return;
 		}
 		if (c->socks)
@@ -240,7 +240,7 @@ static void on_client(void *arg, int revents)
 	 * Bytes it sends early wait in the socket for the relay. */
 	ssize_t n = recv(c->cfd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-		conn_end(c, "client closed");
+		net_conn_end(c, "client closed");
 	else if (n > 0)
 		tc_io_stop(c->cio);
 }
@@ -252,7 +252,7 @@ static void decide(struct conn *c)
 	enum net_decision d;
 
 	tc_timer_stop(c->timer);
-	if (proxy_over_budget(p)) {
+	if (net_proxy_over_budget(p)) {
 		refuse(c, "limit:net_mb");
 		return;
 	}
@@ -379,14 +379,14 @@ static int relay_progress(void *arg, uint64_t up, uint64_t down)
 	p->stats.bytes_down += down;
 	p->bytes_total += up + down;
 	c->last_ms = tc_now(p->loop);
-	return proxy_over_budget(p) ? -EDQUOT : 0;
+	return net_proxy_over_budget(p) ? -EDQUOT : 0;
 }
 
 static void relay_done(void *arg, int r)
 {
 	struct conn *c = arg;
 
-	conn_end(c, r == 0 ? NULL : r == -EDQUOT ? "budget" : "reset");
+	net_conn_end(c, r == 0 ? NULL : r == -EDQUOT ? "budget" : "reset");
 }
 
 /* Connected: answer the client and start moving bytes. */
@@ -441,7 +441,7 @@ static void established(struct conn *c)
 	buf_free(&c->in);
 	net_http_req_done(&c->req);
 	if (r < 0) {
-		conn_end(c, "reset");
+		net_conn_end(c, "reset");
 		return;
 	}
 	c->state = ST_RELAY;
@@ -539,7 +539,7 @@ static void on_timer(void *arg)
 		now = tc_now(c->p->loop);
 		idle = now - c->last_ms;
 		if (idle >= c->p->limits.idle_timeout_ms) {
-			conn_end(c, "idle");
+			net_conn_end(c, "idle");
 			return;
 		}
 		tc_timer_start(c->timer, c->p->limits.idle_timeout_ms - idle);
@@ -547,7 +547,7 @@ static void on_timer(void *arg)
 	}
 }
 
-struct conn *conn_new(struct net_proxy *p, int fd, bool socks)
+struct conn *net_conn_new(struct net_proxy *p, int fd, bool socks)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 
@@ -577,7 +577,7 @@ struct conn *conn_new(struct net_proxy *p, int fd, bool socks)
 	return c;
 }
 
-void conn_end(struct conn *c, const char *error)
+void net_conn_end(struct conn *c, const char *error)
 {
 	struct net_proxy *p = c->p;
 	struct net_conn_record rec;

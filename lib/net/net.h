@@ -217,6 +217,7 @@ struct net_conn_record {
 /* A held connection waiting for the daemon's answer. */
 struct net_ask;
 
+/* Called from the loop; none of them may free the proxy. */
 struct net_proxy_ops {
 	/*
 	 * Unknown host under unknown: "ask". The daemon answers later with

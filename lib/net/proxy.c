@@ -35,12 +35,12 @@ void net_limits_default(struct net_limits *l)
 	};
 }
 
-bool proxy_over_budget(struct net_proxy *p)
+bool net_proxy_over_budget(struct net_proxy *p)
 {
 	return p->limits.max_bytes && p->bytes_total >= p->limits.max_bytes;
 }
 
-void proxy_note_refusal(struct net_proxy *p, const char *host, uint16_t port, const char *rule)
+void net_proxy_note_refusal(struct net_proxy *p, const char *host, uint16_t port, const char *rule)
 {
 	for (size_t i = 0; i < p->n_refused; i++) {
 		if (p->refused[i].port == port && strcmp(p->refused[i].host, host) == 0) {
@@ -129,7 +129,7 @@ static void on_accept(void *arg, int revents)
 			reject_over_limit(p, fd, l->socks);
 			continue;
 		}
-		if (!conn_new(p, fd, l->socks))
+		if (!net_conn_new(p, fd, l->socks))
 			close(fd);
 	}
 }
@@ -235,7 +235,7 @@ struct net_proxy *net_proxy_free(struct net_proxy *p)
 	}
 	while (!list_empty(&p->conns)) {
 		struct conn *c = container_of(p->conns.next, struct conn, node);
-		conn_end(c, "closed");
+		net_conn_end(c, "closed");
 	}
 	tc_timer_free(p->accept_retry);
 	if (p->own_resolver)

@@ -83,12 +83,12 @@ struct net_proxy {
 };
 
 /* conn.c */
-struct conn *conn_new(struct net_proxy *p, int fd, bool socks);
+struct conn *net_conn_new(struct net_proxy *p, int fd, bool socks);
 /* Ends c: reports it through connection_done, closes and frees. */
-void conn_end(struct conn *c, const char *error);
+void net_conn_end(struct conn *c, const char *error);
 /* Whether a new byte moved puts p over its budget. */
-bool proxy_over_budget(struct net_proxy *p);
+bool net_proxy_over_budget(struct net_proxy *p);
 /* Records a refusal for net_proxy_refused. */
-void proxy_note_refusal(struct net_proxy *p, const char *host, uint16_t port, const char *rule);
+void net_proxy_note_refusal(struct net_proxy *p, const char *host, uint16_t port, const char *rule);
 
 #endif

@@ -234,6 +234,17 @@ static int dir_pump(struct dir *d, bool *want_read, bool *want_write)
 	}
 }
 
+/* Tells the owner what moved since the last report; its answer. */
+static int relay_report(struct net_relay *r)
+{
+	uint64_t up = r->up.moved, down = r->down.moved;
+
+	if (!up && !down)
+		return 0;
+	r->up.moved = r->down.moved = 0;
+	return r->progress ? r->progress(r->arg, up, down) : 0;
+}
+
 /* Pumps both directions and reports; ends the relay when done. */
 static void relay_run(struct net_relay *r)
 {
@@ -252,6 +263,7 @@ static void relay_run(struct net_relay *r)
 			x = 1;
 		}
 		if (x < 0) {
+			relay_report(r);	/* what moved before the error counts */
 			r->done(r->arg, x);
 			return;
 		}
@@ -265,14 +277,10 @@ static void relay_run(struct net_relay *r)
 		else
 			tc_io_stop(d->wr);
 	}
-	if (r->up.moved || r->down.moved) {
-		uint64_t up = r->up.moved, down = r->down.moved;
-		r->up.moved = r->down.moved = 0;
-		int x = r->progress ? r->progress(r->arg, up, down) : 0;
-		if (x < 0) {
-			r->done(r->arg, x);
-			return;
-		}
+	int x = relay_report(r);
+	if (x < 0) {
+		r->done(r->arg, x);
+		return;
 	}
 	if ((fin[0] && fin[1]) || (r->end_with_down && fin[1]))
 		r->done(r->arg, 0);
