@@ -244,9 +244,9 @@ static const struct sandbox_net_ops sandbox_ops = {
 	.note = serve_note,
 };
 
-bool daemon_net_wanted(struct server *s)
+bool daemon_net_wanted(const struct config *cfg)
 {
-	const struct sandbox_config *sb = &s->cfg.sandbox;
+	const struct sandbox_config *sb = &cfg->sandbox;
 	if (sb->network == SANDBOX_NET_PROXY)
 		return true;
 	for (size_t i = 0; i < sb->n_per_tool; i++)
@@ -275,11 +275,16 @@ int daemon_net_init(struct server *s, char **ret_err)
 	daemon_net_apply(s);
 	sandbox_net_set_ops(&sandbox_ops, svc);
 	net_ask_init(s);
-	/* Probed now only where the config asks for it (a namespace costs a
+	return daemon_net_check(&s->cfg, ret_err);
+}
+
+int daemon_net_check(const struct config *cfg, char **ret_err)
+{
+	/* Probed only where the config asks for it (a namespace costs a
 	 * millisecond or more); a tool file's "proxy" is refused at its call,
 	 * saying the same, where none can be made. */
 	const char *why = NULL;
-	if (daemon_net_wanted(s) && !sandbox_netns_capable(&why)) {
+	if (daemon_net_wanted(cfg) && !sandbox_netns_capable(&why)) {
 		*ret_err = xasprintf("sandbox.network \"proxy\" cannot be served here: each call needs a network "
 				     "namespace of its own, and %s", why);
 		return -EPERM;

@@ -29,8 +29,12 @@ void daemon_net_free(struct server *s);
 /* The families toolcalld_network_connections_total and
  * toolcalld_network_bytes_total. */
 void daemon_net_metrics(struct server *s, struct buf *b);
-/* Whether some setting asks for the network "proxy" (the config's
- * sandbox.network or per_tool, or a tool or provider file). */
-bool daemon_net_wanted(struct server *s);
+struct config;
+/* Whether the config asks for the network "proxy" (sandbox.network or
+ * sandbox.per_tool; a tool file's is refused at its calls). */
+bool daemon_net_wanted(const struct config *cfg);
+/* -EPERM with a message naming what the kernel or the daemon lacks when
+ * the config asks for "proxy" and no namespace can be made here. */
+int daemon_net_check(const struct config *cfg, char **ret_err);
 
 #endif

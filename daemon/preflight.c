@@ -19,6 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/default_socket.h"
 #include "daemon/load.h"
+#include "daemon/net.h"
 #include "daemon/providers.h"
 #include "lib/dispatch/policy.h"
 #include "lib/registry.h"
@@ -217,6 +218,7 @@ int preflight_check_config(const struct config *cfg, const char *config_path, bo
 	if (cfg->audit_log)
 		bad |= check_failed(preflight_audit_log(cfg->audit_log, &err), &err);
 	bad |= check_failed(preflight_socket(socket, false, &err), &err);
+	bad |= check_failed(daemon_net_check(cfg, &err), &err);
 	if (bad) {
 		registry_unref(r);
 		providers_clear(&pv);

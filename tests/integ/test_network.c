@@ -856,6 +856,15 @@ START_TEST(proxy_refused_without_root)
 	char *log = tcd_log(&d);
 	ck_assert_msg(strstr(log, "\"proxy\" cannot be served here") && strstr(log, "CAP_SYS_ADMIN"), "%s", log);
 	free(log);
+	/* --check-config says the same. */
+	const char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", tc_daemon_path(),
+			       "--check-config", "--config", d.config, NULL };
+	char *out_text = NULL, *err_text = NULL;
+	int st = tc_run(argv, NULL, d.dir, &out_text, &err_text, 10000);
+	ck_assert_msg(st != 0 && strstr(err_text, "\"proxy\" cannot be served here"), "status %d: %s %s", st, out_text,
+		      err_text);
+	free(out_text);
+	free(err_text);
 	tcd_free(&d);
 }
 END_TEST
