@@ -306,6 +306,8 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 {
 	if (c->cgroup_procs_fd >= 0)
 		STEP("joining the call's cgroup", syscall(SYS_write, c->cgroup_procs_fd, "0", 1));
+	if (c->userns_fd >= 0)
+		STEP("joining the user namespace of the call's network", syscall(SYS_setns, c->userns_fd, CLONE_NEWUSER));
 	if (c->netns_fd >= 0)
 		STEP("joining the call's network namespace", syscall(SYS_setns, c->netns_fd, CLONE_NEWNET));
 	if (c->subreaper)

@@ -108,6 +108,11 @@ int sandbox_net_ns_fd(const struct sandbox_net *n)
 	return n ? n->ns.ns_fd : -1;
 }
 
+int sandbox_net_user_fd(const struct sandbox_net *n)
+{
+	return n ? n->ns.user_fd : -1;
+}
+
 const char *const *sandbox_net_env(const struct sandbox_net *n)
 {
 	return n ? n->env : NULL;

@@ -24,9 +24,16 @@
  * processes, and what stays (the counters of lo) is seen by the same uid
  * only.
  *
- * Only with CAP_SYS_ADMIN (a root daemon): a daemon without it cannot make
- * a namespace its children could join; "proxy" is then refused, saying
- * so, never turned into the full network.
+ * With CAP_SYS_ADMIN (a root daemon) the thread makes the namespace
+ * itself. Without it, where the kernel lets users make user namespaces,
+ * a short child (cloned sharing the daemon's memory and fd table, as
+ * spawn_child() is) makes a user namespace mapping only the daemon's uid
+ * and gid with the network namespace it owns, brings lo up and listens
+ * there, and leaves the fds of both namespaces and of the listeners in
+ * the shared table; the call's child then joins the user namespace first
+ * (its owner's uid holds every capability there) and the network one
+ * (apply.c). Where neither can be done, "proxy" is refused, saying so,
+ * never turned into the full network.
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -42,6 +49,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,10 +81,12 @@ static int last_error;		/* the thread's last failure (errno), 0 */
 static char last_step[64];
 /* Whether namespaces can be made here: -1 not known, 0 no, 1 yes. */
 static int capable = -1;
-static char capable_why[160];
+static char capable_why[320];
 
 static void netns_close(struct sandbox_netns *ns)
 {
+	if (ns->user_fd >= 0)
+		close(ns->user_fd);
 	if (ns->ns_fd >= 0)
 		close(ns->ns_fd);
 	if (ns->http_fd >= 0)
@@ -102,11 +112,99 @@ static int listen_on(uint16_t port)
 	return fd;
 }
 
-/* Makes one namespace in the calling thread (which moves into it): lo
- * up, the listeners. 0, or a negative errno with *ret_step naming what
- * failed. */
+/* Brings lo up and listens on the proxy ports, in the caller's network
+ * namespace; the fds into ns. Raw enough for the preparing child. */
+__attribute__((no_sanitize("address"))) static int ns_fill(struct sandbox_netns *ns, const char **ret_step)
+{
+	int r;
+	*ret_step = "bringing lo up";
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = { .ifr_name = "lo" };
+	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+		r = -errno;
+		if (s >= 0)
+			close(s);
+		return r;
+	}
+	close(s);
+	*ret_step = "listening in the namespace";
+	if ((ns->http_fd = listen_on(SANDBOX_PROXY_HTTP_PORT)) < 0 ||
+	    (ns->socks_fd = listen_on(SANDBOX_PROXY_SOCKS_PORT)) < 0)
+		return ns->http_fd < 0 ? ns->http_fd : ns->socks_fd;
+	return 0;
+}
+
+/* Whether namespaces are made in a user namespace of their own (the
+ * daemon has no CAP_SYS_ADMIN); decided by the probe. */
+static bool in_userns;
+
+/* What the preparing child of a user namespace shares with its parent. */
+struct prep {
+	struct sandbox_netns ns;
+	char uid_map[32], gid_map[32];
+	const char *step;
+	int err;
+};
+
+/* The preparing child: in its new user and network namespaces, maps the
+ * daemon's uid and gid, fills the network namespace and opens both, into
+ * the fd table it shares with the daemon. */
+__attribute__((no_sanitize("address"))) static int prep_child(void *arg)
+{
+	struct prep *p = arg;
+	int r;
+	p->step = "mapping the user namespace";
+	if ((r = sandbox_userns_map(p->uid_map, p->gid_map)) < 0 || (r = ns_fill(&p->ns, &p->step)) < 0) {
+		p->err = -r;
+		return 1;
+	}
+	p->step = "opening the namespaces";
+	if ((p->ns.user_fd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)) < 0 ||
+	    (p->ns.ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
+		p->err = errno;
+		return 1;
+	}
+	return 0;
+}
+
+/* Makes one namespace in a user namespace of its own, through a child. */
+static int netns_make_userns(struct sandbox_netns *ret, const char **ret_step)
+{
+	struct prep p = { .ns = SANDBOX_NETNS_NONE, .step = "cloning into new namespaces" };
+	snprintf(p.uid_map, sizeof(p.uid_map), "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+	snprintf(p.gid_map, sizeof(p.gid_map), "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+	_Alignas(16) static _Thread_local char stack[16384];
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* No exit signal: nothing of the daemon's hears of it; waited here. */
+	pid_t pid = clone(prep_child, stack + sizeof(stack),
+			  CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_NEWUSER | CLONE_NEWNET, &p);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		*ret_step = p.step;
+		return -e;
+	}
+	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	if (p.err || p.ns.user_fd < 0 || p.ns.ns_fd < 0) {
+		*ret_step = p.step;
+		netns_close(&p.ns);
+		return -(p.err ? p.err : EIO);
+	}
+	*ret = p.ns;
+	return 0;
+}
+
+/* Makes one namespace: in the calling thread (which moves into it) when
+ * the daemon may, else in a user namespace of its own. 0, or a negative
+ * errno with *ret_step naming what failed. */
 static int netns_make(struct sandbox_netns *ret, const char **ret_step)
 {
+	if (in_userns)
+		return netns_make_userns(ret, ret_step);
 	struct sandbox_netns ns = SANDBOX_NETNS_NONE;
 	int r;
 	*ret_step = "unshare(CLONE_NEWNET)";
@@ -115,23 +213,7 @@ static int netns_make(struct sandbox_netns *ret, const char **ret_step)
 	*ret_step = "opening the namespace";
 	if ((ns.ns_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	*ret_step = "bringing lo up";
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct ifreq ifr = {0};
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
-	    (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
-		r = -errno;
-		if (s >= 0)
-			close(s);
-		netns_close(&ns);
-		return r;
-	}
-	close(s);
-	*ret_step = "listening in the namespace";
-	if ((ns.http_fd = listen_on(SANDBOX_PROXY_HTTP_PORT)) < 0 ||
-	    (ns.socks_fd = listen_on(SANDBOX_PROXY_SOCKS_PORT)) < 0) {
-		r = ns.http_fd < 0 ? ns.http_fd : ns.socks_fd;
+	if ((r = ns_fill(&ns, ret_step)) < 0) {
 		netns_close(&ns);
 		return r;
 	}
@@ -194,10 +276,24 @@ static void *probe_thread(void *arg)
 {
 	struct sandbox_netns *ns = arg;
 	const char *step = NULL;
+	in_userns = false;
 	int r = netns_make(ns, &step);
+	if (r == -EPERM) {
+		/* Not root: in a user namespace of its own, where the kernel
+		 * lets users make them. */
+		const char *ustep = NULL;
+		in_userns = true;
+		int u = netns_make(ns, &ustep);
+		if (u == 0)
+			return NULL;
+		in_userns = false;
+		snprintf(capable_why, sizeof(capable_why), "%s failed: %s (the daemon lacks CAP_SYS_ADMIN: it is not "
+			 "root), and %s in a user namespace of its own failed: %s", step, strerror(-r), ustep,
+			 strerror(-u));
+		return NULL;
+	}
 	if (r < 0)
-		snprintf(capable_why, sizeof(capable_why), "%s failed: %s%s", step, strerror(-r),
-			 r == -EPERM ? " (the daemon lacks CAP_SYS_ADMIN: it is not root)" : "");
+		snprintf(capable_why, sizeof(capable_why), "%s failed: %s", step, strerror(-r));
 	return NULL;
 }
 

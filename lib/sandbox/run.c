@@ -573,7 +573,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->network = req->network;
 	run->limits = req->limits;
 	run->cgroup_fd = run->hide_fd = run->spare_fd = -1;
-	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->netns_fd = -1;
+	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->netns_fd = c->userns_fd = -1;
 	c->subreaper = f->subreaper;
 	c->cap_last = sandbox_cap_last();
 	c->mounts_slave = tmp_private_mounts();
@@ -654,6 +654,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		if ((r = sandbox_net_prepare(req, &run->net, ret_msg)) < 0)
 			goto fail;
 		c->netns_fd = sandbox_net_ns_fd(run->net);
+		c->userns_fd = sandbox_net_user_fd(run->net);
 		note(run, true, "network namespace");
 	}
 
@@ -715,6 +716,12 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->uid_map = run->uid_map;
 		c->gid_map = run->gid_map;
 		note(run, true, "user namespace");
+	}
+	/* The network's user namespace (a daemon that is not root) stands
+	 * for the child's own: joined, not made. */
+	if (c->userns_fd >= 0) {
+		c->userns = false;
+		c->cap_last = 63;
 	}
 
 	/* Limits: rlimits always, cgroup limits on top where there are some. */

@@ -265,6 +265,8 @@ struct sandbox_child {
 						 * up to it) */
 	const void *bpf;			/* struct sock_fprog, or NULL */
 	int netns_fd;				/* a network namespace to join first, or -1 */
+	int userns_fd;				/* the user namespace owning it, joined
+						 * before it (a daemon that is not root), or -1 */
 	const char *failed;			/* set by the child: the step that failed */
 };
 

@@ -835,15 +835,25 @@ START_TEST(mcp_server_behind_the_proxy)
 }
 END_TEST
 
-/* A daemon that cannot make a namespace per call (not root) refuses to
- * start with "proxy" configured, saying what it lacks: never the full
- * network instead. */
-START_TEST(proxy_refused_without_root)
+/* A daemon that is not root (uid 65534 here) gets "proxy" through a user
+ * namespace of its own where the kernel lets users make them: its calls
+ * reach the origin through the proxy and nothing else. Where it cannot,
+ * it refuses to start with "proxy" configured, saying what it lacks, and
+ * --check-config says the same: never the full network instead. */
+START_TEST(proxy_for_a_daemon_not_root)
 {
 	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) < 0)
 		TC_SKIP("needs root and /usr/bin/setpriv to start a daemon as uid 65534");
+	NEED_NETWORK();
+	/* Whether uid 65534 may make a user and a network namespace here. */
+	const char *probe[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+				"/usr/bin/unshare", "--user", "--net", "true", NULL };
+	bool userns = access("/usr/bin/unshare", X_OK) == 0 && tc_run(probe, NULL, "/", NULL, NULL, 10000) == 0;
 	struct tcd d;
-	struct tcd_opts o = { .config = "{\"sandbox\":{\"network\":\"proxy\"},\"tools_dir\":null}", .no_wait = true };
+	char *cfg = xasprintf("{" AUTO ",\"sandbox\":{\"network\":\"proxy\"},\"tools_dir\":null,"
+			      "\"network\":{\"hosts\":{\"origin.test\":\"127.0.0.2\"},\"allow\":[\"origin.test\"],"
+			      "\"allow_private\":[\"127.0.0.2/32\"]}}");
+	struct tcd_opts o = { .config = cfg, .no_wait = true };
 	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
 					       NULL };
 	o.wrapper = wrapper;
@@ -852,20 +862,37 @@ START_TEST(proxy_refused_without_root)
 	ck_assert_int_eq(chmod(d.ws, 0777), 0);
 	ck_assert_int_eq(chmod(d.config, 0644), 0);
 	tcd_spawn(&d, &o);
-	ck_assert_int_ne(tcd_wait_exit(&d, 10000), 0);
-	char *log = tcd_log(&d);
-	ck_assert_msg(strstr(log, "\"proxy\" cannot be served here") && strstr(log, "CAP_SYS_ADMIN"), "%s", log);
-	free(log);
-	/* --check-config says the same. */
 	const char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", tc_daemon_path(),
 			       "--check-config", "--config", d.config, NULL };
 	char *out_text = NULL, *err_text = NULL;
-	int st = tc_run(argv, NULL, d.dir, &out_text, &err_text, 10000);
-	ck_assert_msg(st != 0 && strstr(err_text, "\"proxy\" cannot be served here"), "status %d: %s %s", st, out_text,
-		      err_text);
+	if (userns) {
+		ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
+		struct tcc *c = tcc_connect(&d);
+		const struct json *r = sh(c, tcc_fmt(c, "id -u; curl -sS -m 20 http://origin.test:%d/unprivileged; "
+						     "curl -sS -m 5 --noproxy '*' http://127.0.0.2:%d/ || echo unreachable",
+						     origin_port, origin_port));
+		tc_assert_ok(r);
+		ck_assert_msg(str_eq(out(r), "65534\n" ORIGIN_BODY "unreachable\n"), "%s", dump(r));
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.sandbox.network"), "proxy");
+		tcc_close(c);
+		ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out_text, &err_text, 10000), 0);
+		ck_assert_msg(strstr(out_text, "sandbox network \"proxy\": yes"), "%s", out_text);
+		ck_assert_int_eq(tcd_stop(&d), 0);
+	} else {
+		ck_assert_int_ne(tcd_wait_exit(&d, 10000), 0);
+		char *log = tcd_log(&d);
+		ck_assert_msg(strstr(log, "\"proxy\" cannot be served here") && strstr(log, "CAP_SYS_ADMIN") &&
+			      strstr(log, "user namespace"), "%s", log);
+		free(log);
+		int st = tc_run(argv, NULL, d.dir, &out_text, &err_text, 10000);
+		ck_assert_msg(st != 0 && strstr(err_text, "\"proxy\" cannot be served here"), "status %d: %s %s", st,
+			      out_text, err_text);
+	}
 	free(out_text);
 	free(err_text);
+	free(cfg);
 	tcd_free(&d);
+	servers_stop();
 }
 END_TEST
 
@@ -877,7 +904,7 @@ int main(void)
 	TCase *tc = tcase_create("proxy");
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, bad_network_settings_refused);
-	tcase_add_test(tc, proxy_refused_without_root);
+	tcase_add_test(tc, proxy_for_a_daemon_not_root);
 	tcase_add_test(tc, proxy_reaches_allowed_hosts);
 	tcase_add_test(tc, socks5_through_all_proxy);
 	tcase_add_test(tc, proxy_refuses_with_the_rule);
