@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,38 +97,39 @@ static void netns_close(struct sandbox_netns *ns)
 	*ns = SANDBOX_NETNS_NONE;
 }
 
-/* A listening TCP socket on 127.0.0.1:port of the calling thread's
- * namespace. */
-static int listen_on(uint16_t port)
+/* A listening TCP socket on 127.0.0.1:port of the caller's namespace.
+ * Raw system calls: the preparing child (below) runs it on a stack of
+ * its own, in the daemon's memory, where no sanitizer bookkeeping may run. */
+__attribute__((no_sanitize("address"))) static int listen_on(uint16_t port)
 {
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	long fd = syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 128) < 0) {
+	if (syscall(SYS_bind, fd, &a, sizeof(a)) < 0 || syscall(SYS_listen, fd, 128) < 0) {
 		int e = -errno;
-		close(fd);
+		(void)syscall(SYS_close, fd);
 		return e;
 	}
-	return fd;
+	return (int)fd;
 }
 
 /* Brings lo up and listens on the proxy ports, in the caller's network
- * namespace; the fds into ns. Raw enough for the preparing child. */
+ * namespace; the fds into ns. Raw, as listen_on(). */
 __attribute__((no_sanitize("address"))) static int ns_fill(struct sandbox_netns *ns, const char **ret_step)
 {
 	int r;
 	*ret_step = "bringing lo up";
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	long s = syscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct ifreq ifr = { .ifr_name = "lo" };
-	if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) < 0 ||
-	    (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+	if (s < 0 || syscall(SYS_ioctl, s, SIOCGIFFLAGS, &ifr) < 0 ||
+	    (ifr.ifr_flags |= IFF_UP, syscall(SYS_ioctl, s, SIOCSIFFLAGS, &ifr) < 0)) {
 		r = -errno;
 		if (s >= 0)
-			close(s);
+			(void)syscall(SYS_close, s);
 		return r;
 	}
-	close(s);
+	(void)syscall(SYS_close, s);
 	*ret_step = "listening in the namespace";
 	if ((ns->http_fd = listen_on(SANDBOX_PROXY_HTTP_PORT)) < 0 ||
 	    (ns->socks_fd = listen_on(SANDBOX_PROXY_SOCKS_PORT)) < 0)
@@ -160,8 +162,8 @@ __attribute__((no_sanitize("address"))) static int prep_child(void *arg)
 		return 1;
 	}
 	p->step = "opening the namespaces";
-	if ((p->ns.user_fd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)) < 0 ||
-	    (p->ns.ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
+	if ((p->ns.user_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/ns/user", O_RDONLY | O_CLOEXEC)) < 0 ||
+	    (p->ns.ns_fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
 		p->err = errno;
 		return 1;
 	}
