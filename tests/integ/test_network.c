@@ -12,6 +12,7 @@
  * approver, always_allow kept for the session; audit lines and events
  * with their fields; network true unchanged; a child as uid 65534; a
  * background process keeps its namespace and proxy while it runs.
+ * This file is long because every point of CONTRACT §20 has its case here, sharing the servers and the daemon's setup.
  */
 #include <check.h>
 #include <errno.h>
