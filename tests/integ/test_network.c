@@ -11,7 +11,10 @@
  * refused; "ask" answered through confirmations/resolve and by an
  * approver, always_allow kept for the session; audit lines and events
  * with their fields; network true unchanged; a child as uid 65534; a
- * background process keeps its namespace and proxy while it runs.
+ * background process keeps its namespace and proxy while it runs, an MCP
+ * server too; elicitation; a tool file's hosts; the policy reloaded; the
+ * bounds of a call (connections, bytes, questions); a daemon that is not
+ * root.
  * This file is long because every point of CONTRACT §20 has its case here, sharing the servers and the daemon's setup.
  */
 #include <check.h>
