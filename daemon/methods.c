@@ -231,6 +231,10 @@ static void write_tool(struct jgen *g, const struct tool *t, const struct sandbo
 		struct sandbox_req req;
 		sandbox_req_init(&req, sb, t->name, t->side_effects == SIDE_NETWORK, t->sandbox);
 		jgen_kv_str(g, "toolcalld/sandbox", sandbox_profile_name(req.profile));
+		if (req.net_proxy && req.profile != SANDBOX_OFF)
+			jgen_kv_str(g, "toolcalld/network", "proxy");
+		else
+			jgen_kv_bool(g, "toolcalld/network", req.network || req.profile == SANDBOX_OFF);
 	}
 	jgen_obj_close(g);
 	methods_tasks_write_tool_execution(g);

@@ -569,6 +569,18 @@ START_TEST(tool_file_adds_its_hosts)
 				       "\"required\":[\"url\"]},\"network\":{\"allow\":[\"origin.test\"]}}");
 	struct tcc *c = tcc_connect(&d);
 	tc_assert_ok(tcc_reload(c));
+	/* tools/list says how each reaches the network. */
+	const struct json *tl = tcc_request(c, "tools/list", "{}");
+	int seen = 0;
+	for (long i = 0; i < tj_len(tl, "result.tools"); i++) {
+		const struct json *t = tj(tl, tcc_fmt(c, "result.tools.%ld", i));
+		const struct json *meta = json_get(json_get(t, "_meta"), "toolcalld/network");
+		if (str_eq(tj_str(t, "name"), "fetch_origin"))
+			seen += str_eq(json_str(meta), "proxy");
+		else if (str_eq(tj_str(t, "name"), "shell"))
+			seen += meta && meta->type == JSON_BOOL && !meta->u.b;
+	}
+	ck_assert_msg(seen == 2, "%s", dump(tl));
 	const struct json *r = tcc_call(c, "fetch_origin", tcc_fmt(c, "{\"url\":\"http://origin.test:%d/tool\"}", origin_port));
 	tc_assert_ok(r);
 	ck_assert_msg(strstr(dump(r), "hello from the origin"), "%s", dump(r));
