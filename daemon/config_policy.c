@@ -13,50 +13,40 @@
 #include "lib/dispatch/policy.h"
 
 /* Checks a mode string: "auto", "prompt", "deny" or "sandboxed". */
-static int want_mode(struct cfg_parse *p, const char *key, const struct json *v, enum confirm_mode *ret)
+static int want_mode(struct bind *p, const char *key, const struct json *v, enum confirm_mode *ret)
 {
-	int m = confirm_mode_from_name(json_str(v));
-	if (m < 0 || strlen(v->u.str.s) != v->u.str.len) {
-		if (v->type != JSON_STRING)
-			return cfg_fail(p, v->off, key, "expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\", got %s", cfg_got(v));
-		return cfg_fail(p, v->off, key, "expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"");
-	}
+	int m;
+	int r = bind_want_name(p, key, v, confirm_mode_names, &m);
+	if (r < 0)
+		return r;
 	*ret = (enum confirm_mode)m;
 	return 0;
 }
 
 /* The side-effect class a key names, or a located error. */
-static int want_class(struct cfg_parse *p, const char *key, const struct json_member *m, int *ret)
+static int want_class(struct bind *p, const char *key, const struct json_member *m, int *ret)
 {
-	int cls = cfg_key_plain(m) ? side_effect_from_name(m->key) : -1;
+	int cls = bind_key_plain(m) ? side_effect_from_name(m->key) : -1;
 	if (cls < 0)
-		return cfg_fail(p, cfg_key_offset(p, m->value), key,
+		return bind_fail(p, bind_key_offset(p, m->value), key,
 			    "unknown side-effect class (expected none, read, write, execute or network)");
 	*ret = cls;
 	return 0;
 }
 
-/* "confirmation.no_approver": "deny" or "wait". */
-static int parse_no_approver(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
-{
-	const char *s = json_str(v);
-	if (s && strlen(s) == v->u.str.len && (str_eq(s, "deny") || str_eq(s, "wait"))) {
-		c->confirmation.no_approver_wait = str_eq(s, "wait");
-		return 0;
-	}
-	return cfg_fail(p, v->off, key, "expected \"deny\" or \"wait\"%s%s", s ? "" : ", got ", s ? "" : cfg_got(v));
-}
+static const char *const no_approver_names[] = { "deny", "wait", NULL };
 
 /* "confirmation.default": { class: mode }, merged with the defaults. */
-static int parse_confirm_default(struct cfg_parse *p, const char *key, const struct json *v,
-				 struct config *c)
+static int parse_confirm_default(struct bind *p, const char *key, const struct json *v,
+				 void *obj)
 {
-	int r = cfg_want_object(p, key, v);
+	struct config *c = obj;
+	int r = bind_want_object(p, key, v);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < v->u.obj.n; i++) {
 		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = cfg_key_path(key, m);
+		_cleanup_free_ char *k = bind_key_path(key, m);
 		int cls = 0;
 		r = want_class(p, k, m, &cls);
 		if (r < 0)
@@ -70,10 +60,11 @@ static int parse_confirm_default(struct cfg_parse *p, const char *key, const str
 
 /* "confirmation.trusted_workspace_overrides": { class: mode }, replacing
  * the default overrides. */
-static int parse_trusted_overrides(struct cfg_parse *p, const char *key, const struct json *v,
-				   struct config *c)
+static int parse_trusted_overrides(struct bind *p, const char *key, const struct json *v,
+				   void *obj)
 {
-	int r = cfg_want_object(p, key, v);
+	struct config *c = obj;
+	int r = bind_want_object(p, key, v);
 	if (r < 0)
 		return r;
 
@@ -81,7 +72,7 @@ static int parse_trusted_overrides(struct cfg_parse *p, const char *key, const s
 	enum confirm_mode mode[SIDE_MAX] = {};
 	for (size_t i = 0; i < v->u.obj.n; i++) {
 		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = cfg_key_path(key, m);
+		_cleanup_free_ char *k = bind_key_path(key, m);
 		int cls = 0;
 		r = want_class(p, k, m, &cls);
 		if (r < 0)
@@ -97,10 +88,11 @@ static int parse_trusted_overrides(struct cfg_parse *p, const char *key, const s
 }
 
 /* "confirmation.per_tool": { "tool": mode }. */
-static int parse_per_tool_mode(struct cfg_parse *p, const char *key, const struct json *v,
-			       struct config *c)
+static int parse_per_tool_mode(struct bind *p, const char *key, const struct json *v,
+			       void *obj)
 {
-	int r = cfg_want_object(p, key, v);
+	struct config *c = obj;
+	int r = bind_want_object(p, key, v);
 	if (r < 0)
 		return r;
 
@@ -108,9 +100,9 @@ static int parse_per_tool_mode(struct cfg_parse *p, const char *key, const struc
 	struct policy_tool_mode *modes = xcalloc(n ? n : 1, sizeof(*modes));
 	for (size_t i = 0; i < n; i++) {
 		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = cfg_key_path(key, m);
-		if (!cfg_key_plain(m))
-			r = cfg_fail(p, cfg_key_offset(p, m->value), k, "expected a tool name");
+		_cleanup_free_ char *k = bind_key_path(key, m);
+		if (!bind_key_plain(m))
+			r = bind_fail(p, bind_key_offset(p, m->value), k, "expected a tool name");
 		else
 			r = want_mode(p, k, m->value, &modes[i].mode);
 		if (r < 0) {
@@ -132,11 +124,12 @@ static int parse_per_tool_mode(struct cfg_parse *p, const char *key, const struc
 
 /* "confirmation.trusted_workspaces": paths, made canonical when they exist
  * so they compare equal to the canonical roots of sessions. */
-static int parse_trusted(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_trusted(struct bind *p, const char *key, const struct json *v, void *obj)
 {
+	struct config *c = obj;
 	char **strv;
 	size_t n;
-	int r = cfg_want_strv(p, key, v, true, &strv, &n);
+	int r = bind_want_strv(p, key, v, true, &strv, &n);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {
@@ -147,15 +140,15 @@ static int parse_trusted(struct cfg_parse *p, const char *key, const struct json
 		}
 	}
 	struct policy_config *pc = &c->confirmation;
-	cfg_strv_free(pc->trusted_workspaces, pc->n_trusted);
+	bind_strv_free(pc->trusted_workspaces, pc->n_trusted);
 	pc->trusted_workspaces = strv;
 	pc->n_trusted = n;
 	return 0;
 }
 
-const struct field config_confirmation_fields[] = {
+const struct bind_field config_confirmation_fields[] = {
 	U64("timeout_ms", confirmation.timeout_ms, 1, MS_MAX),
-	CUSTOM("no_approver", parse_no_approver),
+	B_NAME(struct config, "no_approver", confirmation.no_approver_wait, no_approver_names),
 	CUSTOM("default", parse_confirm_default),
 	CUSTOM("per_tool", parse_per_tool_mode),
 	CUSTOM("trusted_workspaces", parse_trusted),

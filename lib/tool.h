@@ -50,6 +50,8 @@ enum side_effect {
 const char *side_effect_name(enum side_effect s);
 /* Returns the class named s ("write"), or -1. */
 int side_effect_from_name(const char *s);
+/* The classes' names by enum side_effect, NULL-terminated. */
+extern const char *const side_effect_names[];
 
 enum tool_ret {
 	TOOL_DONE = 0,		/* the outcome is set */

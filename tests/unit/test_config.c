@@ -668,7 +668,7 @@ START_TEST(resolve_path)
 		{ "/etc/tc", ".", "/etc/tc" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-		_cleanup_free_ char *got = config_resolve_path(cases[i].base, cases[i].path);
+		_cleanup_free_ char *got = bind_resolve_path(cases[i].base, cases[i].path);
 		ck_assert_str_eq(got, cases[i].want);
 	}
 }
@@ -909,10 +909,10 @@ START_TEST(every_error_reported)
 		     "t.json:3:29: limits.wat: unknown key\n"
 		     "t.json:4:28: retry.max_attempts: expected a positive integer of at most 100");
 
-	/* Bounded: the first CFG_MAX_ERRORS, then how many more. */
+	/* Bounded: the first BIND_MAX_ERRORS, then how many more. */
 	struct buf b = {0};
 	buf_puts(&b, "{");
-	for (int i = 0; i < CFG_MAX_ERRORS + 7; i++)
+	for (int i = 0; i < BIND_MAX_ERRORS + 7; i++)
 		buf_printf(&b, "%s\"k%d\": 1", i ? ", " : "", i);
 	buf_puts(&b, "}");
 	buf_putc(&b, '\0');
@@ -922,7 +922,7 @@ START_TEST(every_error_reported)
 	size_t lines = 1;
 	for (const char *s = err; *s; s++)
 		lines += *s == '\n';
-	ck_assert_uint_eq(lines, CFG_MAX_ERRORS + 1);
+	ck_assert_uint_eq(lines, BIND_MAX_ERRORS + 1);
 	ck_assert_ptr_nonnull(strstr(err, "t.json:1:2: k0: unknown key\n"));
 	ck_assert_ptr_nonnull(strstr(err, "\nt.json: 7 more errors not shown"));
 	free(err);
