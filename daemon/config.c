@@ -258,32 +258,31 @@ static const struct bind_field audit_fields[] = {
 	{},
 };
 
+/* One "tool": N of limits.per_tool_concurrency. */
+static int tool_cap(struct bind *p, const char *key, const struct json_member *m, size_t i, void *arg)
+{
+	struct config_tool_cap *caps = arg;
+	uint64_t max = 0;
+	if (!bind_key_plain(m))
+		return bind_fail(p, bind_key_offset(p, m->value), key, "expected a tool name");
+	int r = bind_want_uint(p, key, m->value, 1, 1000000, &max);
+	if (r == 0)
+		caps[i] = (struct config_tool_cap) { xstrdup(m->key), (uint32_t)max };
+	return r;
+}
+
 /* "limits.per_tool_concurrency": { "tool": N }. */
-static int parse_per_tool_concurrency(struct bind *p, const char *key, const struct json *v,
-				      void *obj)
+static int parse_per_tool_concurrency(struct bind *p, const char *key, const struct json *v, void *obj)
 {
 	struct config *c = obj;
-	int r = bind_want_object(p, key, v);
-	if (r < 0)
-		return r;
-
-	size_t n = v->u.obj.n;
+	size_t n = v->type == JSON_OBJECT ? v->u.obj.n : 0;
 	struct config_tool_cap *caps = xcalloc(n ? n : 1, sizeof(*caps));
-	for (size_t i = 0; i < n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = bind_key_path(key, m);
-		uint64_t max = 0;
-		if (!bind_key_plain(m))
-			r = bind_fail(p, bind_key_offset(p, m->value), k, "expected a tool name");
-		else
-			r = bind_want_uint(p, k, m->value, 1, 1000000, &max);
-		if (r < 0) {
-			for (size_t j = 0; j < i; j++)
-				free(caps[j].name);
-			free(caps);
-			return r;
-		}
-		caps[i] = (struct config_tool_cap) { xstrdup(m->key), (uint32_t)max };
+	int r = bind_members(p, key, v, 0, tool_cap, caps);
+	if (r < 0) {
+		for (size_t j = 0; j < n; j++)
+			free(caps[j].name);
+		free(caps);
+		return r;
 	}
 	for (size_t i = 0; i < c->limits.n_per_tool; i++)
 		free(c->limits.per_tool[i].name);
@@ -303,17 +302,49 @@ static int parse_env_allow(struct bind *p, const char *key, const struct json *v
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		if (strchr(strv[i], '=')) {
-			bind_strv_free(strv, n);
-			return bind_fail(p, v->u.arr.items[i]->off, key, "expected a variable name, without '='");
-		}
+		if (strchr(strv[i], '='))
+			r = bind_fail(p, v->u.arr.items[i]->off, key, "expected a variable name, without '='");
+	if (r < 0) {
+		bind_strv_free(strv, n);
+		return r;
+	}
 	bind_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
 	c->tools.shell_env_allow = strv;
 	c->tools.n_shell_env_allow = n;
 	return 0;
 }
 
-/* Checks a list of user or group ids, or names looked up now. */
+/* Checks one user or group id, or a name looked up now. */
+static int want_id(struct bind *p, const char *key, const struct json *item, bool groups, uint32_t *ret)
+{
+	const char *name = json_str(item);
+	if (name) {
+		const char *s;
+		int r = bind_want_string(p, key, item, &s);
+		if (r < 0)
+			return r;
+		if (groups) {
+			struct group *g = getgrnam(name);
+			if (!g)
+				return bind_fail(p, item->off, key, "no such group '%s'", name);
+			*ret = g->gr_gid;
+		} else {
+			struct passwd *pw = getpwnam(name);
+			if (!pw)
+				return bind_fail(p, item->off, key, "no such user '%s'", name);
+			*ret = pw->pw_uid;
+		}
+		return 0;
+	}
+	uint64_t id;
+	/* (uid_t)-1 means "no id" to the kernel: never a real peer. */
+	int r = bind_want_uint(p, key, item, 0, UINT32_MAX - 1, &id);
+	if (r == 0)
+		*ret = (uint32_t)id;
+	return r;
+}
+
+/* Checks a list of user or group ids, or names. */
 static int want_ids(struct bind *p, const char *key, const struct json *v, bool groups,
 		    uint32_t **ret, size_t *ret_n)
 {
@@ -323,35 +354,14 @@ static int want_ids(struct bind *p, const char *key, const struct json *v, bool 
 
 	size_t n = v->u.arr.n;
 	_cleanup_free_ uint32_t *ids = xcalloc(n ? n : 1, sizeof(uint32_t));
+	int r = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct json *item = v->u.arr.items[i];
-		_cleanup_free_ char *k = xasprintf("%s[%zu]", key, i);
-		const char *name = json_str(item);
-		if (name) {
-			const char *s;
-			int r = bind_want_string(p, k, item, &s);
-			if (r < 0)
-				return r;
-			if (groups) {
-				struct group *g = getgrnam(name);
-				if (!g)
-					return bind_fail(p, item->off, k, "no such group '%s'", name);
-				ids[i] = g->gr_gid;
-			} else {
-				struct passwd *pw = getpwnam(name);
-				if (!pw)
-					return bind_fail(p, item->off, k, "no such user '%s'", name);
-				ids[i] = pw->pw_uid;
-			}
-			continue;
-		}
-		uint64_t id;
-		/* (uid_t)-1 means "no id" to the kernel: never a real peer. */
-		int r = bind_want_uint(p, k, item, 0, UINT32_MAX - 1, &id);
-		if (r < 0)
-			return r;
-		ids[i] = (uint32_t)id;
+		_cleanup_free_ char *k = bind_index_path(key, i);
+		if (want_id(p, k, v->u.arr.items[i], groups, &ids[i]) < 0)
+			r = -EINVAL;	/* the next one may be wrong too */
 	}
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(ids);
 	*ret_n = n;
 	return 0;
@@ -386,28 +396,6 @@ static int parse_allow_gids(struct bind *p, const char *key, const struct json *
 	free(c->peers.gids);
 	c->peers.gids = (gid_t *)ids;
 	c->peers.n_gids = n;
-	return 0;
-}
-
-/* "sandbox": checked by lib/sandbox, over the defaults. */
-static int parse_sandbox(struct bind *p, const char *key, const struct json *v, void *obj)
-{
-	struct config *c = obj;
-	_cleanup_free_ char *err = NULL;
-	if (sandbox_config_from_json(v, &c->sandbox, &err) < 0)
-		return bind_fail(p, v->off, NULL, "%s", err);
-	return 0;
-}
-
-/* "run_as": "peer" or "daemon". */
-static int parse_run_as(struct bind *p, const char *key, const struct json *v, void *obj)
-{
-	struct config *c = obj;
-	_cleanup_free_ char *err = NULL;
-	int peer;
-	if (sandbox_run_as_from_json(v, key, &peer, &err) < 0)
-		return bind_fail(p, v->off, NULL, "%s", err);
-	c->sandbox.run_as_peer = peer;
 	return 0;
 }
 
@@ -528,7 +516,7 @@ static const struct bind_field root_fields[] = {
 	U64("audit_fsync_ms", audit_fsync_ms, 0, MS_MAX),
 	U64("grace_ms", grace_ms, 0, MS_MAX),
 	CUSTOM("log_level", parse_log_level),
-	CUSTOM("run_as", parse_run_as),
+	B_NAME(struct config, "run_as", sandbox.run_as_peer, sandbox_run_as_names),
 	SECTION("audit", audit_fields, NULL),
 	SECTION("limits", limits_fields, NULL),
 	SECTION("retry", retry_fields, NULL),
@@ -543,7 +531,7 @@ static const struct bind_field root_fields[] = {
 	SECTION("peers", peers_fields, NULL),
 	SECTION("providers", providers_fields, NULL),
 	SECTION("memory", memory_fields, NULL),
-	CUSTOM("sandbox", parse_sandbox),
+	B_OBJECT(struct config, "sandbox", sandbox, sandbox_config_fields, NULL),
 	SECTION("hooks", config_hooks_fields, NULL),
 	{},
 };

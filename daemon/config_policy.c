@@ -36,82 +36,72 @@ static int want_class(struct bind *p, const char *key, const struct json_member 
 
 static const char *const no_approver_names[] = { "deny", "wait", NULL };
 
+/* One class: mode into the modes of arg (has[] set beside). */
+struct class_modes {
+	enum confirm_mode *mode;
+	bool *has;
+};
+
+static int class_mode(struct bind *p, const char *key, const struct json_member *m, size_t i, void *arg)
+{
+	struct class_modes *cm = arg;
+	int cls = 0;
+	int r = want_class(p, key, m, &cls);
+	if (r == 0)
+		r = want_mode(p, key, m->value, &cm->mode[cls]);
+	if (r == 0 && cm->has)
+		cm->has[cls] = true;
+	return r;
+}
+
 /* "confirmation.default": { class: mode }, merged with the defaults. */
-static int parse_confirm_default(struct bind *p, const char *key, const struct json *v,
-				 void *obj)
+static int parse_confirm_default(struct bind *p, const char *key, const struct json *v, void *obj)
 {
 	struct config *c = obj;
-	int r = bind_want_object(p, key, v);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < v->u.obj.n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = bind_key_path(key, m);
-		int cls = 0;
-		r = want_class(p, k, m, &cls);
-		if (r < 0)
-			return r;
-		r = want_mode(p, k, m->value, &c->confirmation.by_class[cls]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	struct class_modes cm = { .mode = c->confirmation.by_class };
+	return bind_members(p, key, v, 0, class_mode, &cm);
 }
 
 /* "confirmation.trusted_workspace_overrides": { class: mode }, replacing
  * the default overrides. */
-static int parse_trusted_overrides(struct bind *p, const char *key, const struct json *v,
-				   void *obj)
+static int parse_trusted_overrides(struct bind *p, const char *key, const struct json *v, void *obj)
 {
 	struct config *c = obj;
-	int r = bind_want_object(p, key, v);
-	if (r < 0)
-		return r;
-
 	bool has[SIDE_MAX] = {};
 	enum confirm_mode mode[SIDE_MAX] = {};
-	for (size_t i = 0; i < v->u.obj.n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = bind_key_path(key, m);
-		int cls = 0;
-		r = want_class(p, k, m, &cls);
-		if (r < 0)
-			return r;
-		r = want_mode(p, k, m->value, &mode[cls]);
-		if (r < 0)
-			return r;
-		has[cls] = true;
-	}
+	struct class_modes cm = { .mode = mode, .has = has };
+	int r = bind_members(p, key, v, 0, class_mode, &cm);
+	if (r < 0)
+		return r;
 	memcpy(c->confirmation.has_override, has, sizeof(has));
 	memcpy(c->confirmation.trusted_override, mode, sizeof(mode));
 	return 0;
 }
 
+/* One "tool": mode of confirmation.per_tool. */
+static int tool_mode(struct bind *p, const char *key, const struct json_member *m, size_t i, void *arg)
+{
+	struct policy_tool_mode *modes = arg;
+	if (!bind_key_plain(m))
+		return bind_fail(p, bind_key_offset(p, m->value), key, "expected a tool name");
+	int r = want_mode(p, key, m->value, &modes[i].mode);
+	if (r == 0)
+		modes[i].name = xstrdup(m->key);
+	return r;
+}
+
 /* "confirmation.per_tool": { "tool": mode }. */
-static int parse_per_tool_mode(struct bind *p, const char *key, const struct json *v,
-			       void *obj)
+static int parse_per_tool_mode(struct bind *p, const char *key, const struct json *v, void *obj)
 {
 	struct config *c = obj;
-	int r = bind_want_object(p, key, v);
-	if (r < 0)
-		return r;
-
-	size_t n = v->u.obj.n;
+	size_t n = v->type == JSON_OBJECT ? v->u.obj.n : 0;
 	struct policy_tool_mode *modes = xcalloc(n ? n : 1, sizeof(*modes));
-	for (size_t i = 0; i < n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = bind_key_path(key, m);
-		if (!bind_key_plain(m))
-			r = bind_fail(p, bind_key_offset(p, m->value), k, "expected a tool name");
-		else
-			r = want_mode(p, k, m->value, &modes[i].mode);
-		if (r < 0) {
-			for (size_t j = 0; j < i; j++)
-				free(modes[j].name);
-			free(modes);
-			return r;
-		}
-		modes[i].name = xstrdup(m->key);
+	int r = bind_members(p, key, v, 0, tool_mode, modes);
+	if (r < 0) {
+		for (size_t j = 0; j < n; j++)
+			free(modes[j].name);
+		free(modes);
+		return r;
 	}
 	struct policy_config *pc = &c->confirmation;
 	for (size_t i = 0; i < pc->n_per_tool; i++)

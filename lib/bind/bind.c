@@ -381,6 +381,58 @@ int bind_object(struct bind *b, const char *path, const struct json *v, const st
 	return ret;
 }
 
+int bind_members(struct bind *b, const char *path, const struct json *v, size_t max,
+		 int (*each)(struct bind *b, const char *path, const struct json_member *m, size_t i, void *arg),
+		 void *arg)
+{
+	int r = bind_want_object(b, path, v);
+	if (r < 0)
+		return r;
+	if (max && v->u.obj.n > max)
+		return bind_fail(b, v->off, path, "expected an object of at most %zu keys", max);
+	for (size_t i = 0; i < v->u.obj.n; i++) {
+		const struct json_member *m = &v->u.obj.members[i];
+		_cleanup_free_ char *k = bind_key_path(path, m);
+		if (each(b, k, m, i, arg) < 0)
+			r = -EINVAL;	/* the next member may be wrong too */
+	}
+	return r;
+}
+
+struct env {
+	const char *path;
+	char **v;
+	size_t n;
+};
+
+/* One NAME: value of an environment. */
+static int env_var(struct bind *b, const char *path, const struct json_member *m, size_t i, void *arg)
+{
+	struct env *env = arg;
+	if (!bind_key_plain(m) || strchr(m->key, '='))
+		return bind_fail(b, bind_key_offset(b, m->value), env->path, "'%s' is not a variable name",
+				 path + strlen(env->path) + 1);
+	if (m->value->type != JSON_STRING || strlen(m->value->u.str.s) != m->value->u.str.len)
+		return bind_fail(b, m->value->off, path, "expected a string without NUL characters");
+	env->v[env->n++] = xasprintf("%s=%s", m->key, m->value->u.str.s);
+	return 0;
+}
+
+int bind_want_env(struct bind *b, const char *path, const struct json *v, size_t max, char ***ret,
+		  size_t *ret_n)
+{
+	struct env env = { .path = path };
+	env.v = xcalloc(v->type == JSON_OBJECT ? v->u.obj.n + 1 : 1, sizeof(char *));
+	int r = bind_members(b, path, v, max, env_var, &env);
+	if (r < 0) {
+		bind_strv_free(env.v, env.n);
+		return r;
+	}
+	*ret = env.v;
+	*ret_n = env.n;
+	return 0;
+}
+
 void bind_strv_free(char **v, size_t n)
 {
 	if (!v)

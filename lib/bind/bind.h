@@ -99,6 +99,20 @@ extern const char bind_list_known[];
 int bind_object(struct bind *b, const char *path, const struct json *v, const struct bind_field *fields,
 		const char *unknown, void *obj);
 
+/*
+ * Checks an object of free keys (tool names, classes, variables): each
+ * member goes to each() with its path and index, and checking goes on past
+ * a wrong one. At most max members (0: any). Returns 0 or -EINVAL.
+ */
+int bind_members(struct bind *b, const char *path, const struct json *v, size_t max,
+		 int (*each)(struct bind *b, const char *path, const struct json_member *m, size_t i, void *arg),
+		 void *arg);
+
+/* Checks an object of NAME: value strings (an environment; at most max
+ * variables) into a NULL-terminated array of "NAME=value". */
+int bind_want_env(struct bind *b, const char *path, const struct json *v, size_t max, char ***ret,
+		  size_t *ret_n);
+
 /* Records an error located at byte off of the text, path its JSON path
  * (NULL: none). Returns -EINVAL. */
 int bind_fail(struct bind *b, size_t off, const char *path, const char *fmt, ...) PRINTF(4, 5);

@@ -929,10 +929,67 @@ START_TEST(every_mistake_at_once)
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = tcc_reload(c);
 	ck_assert_str_eq(tj_str(r, "error.data.kind"), "invalid_config");
-	ck_assert_int_eq(tj_len(r, "error.data.errors"), 6);
+	/* bad1.json also lacks argv and side_effects: 8 in all */
+	ck_assert_int_eq(tj_len(r, "error.data.errors"), 8);
 	for (size_t i = 0; i < ELEMENTSOF(want); i++)
-		ck_assert_msg(strstr(tj_str(r, tcc_fmt(c, "error.data.errors.%zu", i)), want[i]), "%s",
-			      tj_text(tj(r, "error.data.errors")));
+		ck_assert_msg(strstr(tj_text(tj(r, "error.data.errors")), want[i]), "%s lacks %s",
+			      tj_text(tj(r, "error.data.errors")), want[i]);
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	tcc_close(c);
+	free(conf);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Seven mistakes, in the confirmation, hooks, store and sandbox sections
+ * of the config (which once stopped at their first), in a command tool
+ * file (two) and in a provider file: one run of --check-config and one
+ * admin/reload report all seven, each at its file, line and column. */
+START_TEST(seven_mistakes_at_once)
+{
+	struct tcd d;
+	tcd_start(&d, "{}");
+	tcd_write_tool(&d, "good.json", ECHO_TOOL("echo", "Echo a message"));
+	tcd_write_tool(&d, "cmd.json", "{\"kind\": \"command\", \"name\": \"c\", \"side_effects\": \"read\",\n"
+				       " \"argv\": [\"true\"], \"shel\": true,\n"
+				       " \"timeout_ms\": 0}\n");
+	tcd_write_tool(&d, "prov.json", "{\"kind\": \"mcp\", \"name\": \"p\", \"command\": [\"true\"],\n"
+					"  \"side_effects\": \"read\",\n"
+					"  \"tools\": {\"x\": {\"max_attempts\": 99}}}\n");
+	char *conf = xasprintf("{\n"
+			       "  \"confirmation\": {\"default\": {\"write\": \"never\"}},\n"
+			       "  \"hooks\": {\"pre_call\": [{\"command\": []}]},\n"
+			       "  \"store\": {\"kind\": \"disk\"},\n"
+			       "  \"sandbox\": {\"limits\": {\"swap\": 1}},\n"
+			       "  \"socket\": \"%s\",\n  \"workspace\": \"%s\",\n  \"tools_dir\": \"%s\"\n}\n",
+			       d.sock, d.ws, d.tools_dir);
+	tc_write_file_atomic(d.config, conf, strlen(conf));
+	const char *want[] = {
+		"config.json:2:41: confirmation.default.write: expected \"auto\"",
+		"config.json:3:38: hooks.pre_call[0].command: expected the program and its arguments",
+		"config.json:4:21: store.kind: expected \"memory\" or \"redis\"",
+		"config.json:5:26: sandbox.limits.swap: unknown key",
+		"cmd.json:2:20: shel: unknown key",
+		"cmd.json:3:16: timeout_ms: expected a positive integer",
+		"prov.json:3:35: tools.x.max_attempts: expected a positive integer of at most 10",
+	};
+
+	char *out = NULL, *err = NULL;
+	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
+	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	for (size_t i = 0; i < ELEMENTSOF(want); i++)
+		ck_assert_msg(strstr(err, want[i]), "stderr lacks %s: %s", want[i], err);
+	free(out);
+	free(err);
+
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_reload(c);
+	ck_assert_str_eq(tj_str(r, "error.data.kind"), "invalid_config");
+	ck_assert_int_eq(tj_len(r, "error.data.errors"), ELEMENTSOF(want));
+	for (size_t i = 0; i < ELEMENTSOF(want); i++)
+		ck_assert_msg(strstr(tj_str(r, tcc_fmt(c, "error.data.errors.%zu", i)), want[i]), "%s lacks %s",
+			      tj_text(tj(r, "error.data.errors")), want[i]);
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
 	free(conf);
@@ -984,6 +1041,7 @@ int main(void)
 	tcase_add_test(tc, sighup_reloads);
 	tcase_add_test(tc, admin_stats);
 	tcase_add_test(tc, every_mistake_at_once);
+	tcase_add_test(tc, seven_mistakes_at_once);
 	suite_add_tcase(s, tc);
 
 	return run_suite(s);
