@@ -47,10 +47,12 @@ int bind_fail(struct bind *b, size_t off, const char *path, const char *fmt, ...
 
 char *bind_errors(struct bind *b)
 {
-	if (b->n_errors <= BIND_MAX_ERRORS)
+	unsigned n = b->n_errors;
+	b->n_errors = 0;
+	if (n <= BIND_MAX_ERRORS)
 		return TAKE_PTR(b->err);
 	char *all = xasprintf("%s\n%s: %u more errors not shown", b->err, b->name ? b->name : "(input)",
-			      b->n_errors - BIND_MAX_ERRORS);
+			      n - BIND_MAX_ERRORS);
 	free(b->err);
 	b->err = NULL;
 	return all;

@@ -116,8 +116,8 @@ int bind_want_env(struct bind *b, const char *path, const struct json *v, size_t
 /* Records an error located at byte off of the text, path its JSON path
  * (NULL: none). Returns -EINVAL. */
 int bind_fail(struct bind *b, size_t off, const char *path, const char *fmt, ...) PRINTF(4, 5);
-/* Takes every error recorded, with a line counting those left out; NULL
- * when none. */
+/* Takes every error recorded, with a line counting those left out (NULL
+ * when none), and starts the count again. */
 char *bind_errors(struct bind *b);
 /*
  * Where a member's key starts: the tree keeps only the value's offset, so

@@ -898,6 +898,36 @@ START_TEST(mode_names)
 }
 END_TEST
 
+/* Inside the sections read by parsers of their own (confirmation, hooks,
+ * per-tool caps, peers, sandbox, env_allow), every mistake too. */
+START_TEST(every_error_in_subsections)
+{
+	assert_error("{\"confirmation\": {\"default\": {\"exec\": \"auto\", \"write\": \"never\"},\n"
+		     "  \"per_tool\": {\"a\": 1, \"b\": \"x\"}},\n"
+		     " \"limits\": {\"per_tool_concurrency\": {\"a\": 0, \"b\": \"2\"}},\n"
+		     " \"peers\": {\"allow_uids\": [-1, \"no-such-user-tc\"]},\n"
+		     " \"hooks\": {\"pre_call\": [{\"command\": []}, {\"command\": [\"x\"], \"when\": 1}]},\n"
+		     " \"sandbox\": {\"default\": \"loose\", \"limits\": {\"swap\": 1}},\n"
+		     " \"tools\": {\"shell\": {\"env_allow\": [\"A=1\", \"B=2\"]}}}",
+		     "t.json:1:31: confirmation.default.exec: unknown side-effect class (expected none, read, write, "
+		     "execute or network)\n"
+		     "t.json:1:56: confirmation.default.write: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"\n"
+		     "t.json:2:21: confirmation.per_tool.a: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\", "
+		     "got integer\n"
+		     "t.json:2:29: confirmation.per_tool.b: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"\n"
+		     "t.json:3:43: limits.per_tool_concurrency.a: expected a positive integer\n"
+		     "t.json:3:51: limits.per_tool_concurrency.b: expected a positive integer, got string\n"
+		     "t.json:4:27: peers.allow_uids[0]: expected a non-negative integer\n"
+		     "t.json:4:31: peers.allow_uids[1]: no such user 'no-such-user-tc'\n"
+		     "t.json:5:37: hooks.pre_call[0].command: expected the program and its arguments, got []\n"
+		     "t.json:5:61: hooks.pre_call[1].when: unknown key (expected match, command, timeout_ms)\n"
+		     "t.json:6:25: sandbox.default: expected \"workspace-write\", \"read-only\" or \"off\"\n"
+		     "t.json:6:45: sandbox.limits.swap: unknown key\n"
+		     "t.json:7:36: tools.shell.env_allow: expected a variable name, without '='\n"
+		     "t.json:7:43: tools.shell.env_allow: expected a variable name, without '='");
+}
+END_TEST
+
 /* Every mistake is reported, one a line, not only the first. */
 START_TEST(every_error_reported)
 {
@@ -970,6 +1000,7 @@ int main(void)
 	tcase_add_test(tc, error_wrong_type);
 	tcase_add_test(tc, error_bad_mode);
 	tcase_add_test(tc, every_error_reported);
+	tcase_add_test(tc, every_error_in_subsections);
 	tcase_add_test(tc, memory_keys);
 	tcase_add_test(tc, error_bad_octal);
 	tcase_add_test(tc, error_syntax);
