@@ -27,6 +27,9 @@
 #include "daemon/default_socket.h"
 #include "lib/dispatch/audit.h"
 #include "lib/dispatch/dispatch.h"
+#include "lib/store/store.h"
+#include "lib/store/tasks.h"
+#include "lib/tool.h"
 #include "proto/base/buf.h"
 #include "proto/base/fileio.h"
 #include "proto/json.h"
@@ -93,6 +96,10 @@ void config_init(struct config *c)
 {
 	struct dispatch_config d;
 	dispatch_config_defaults(&d);
+	struct store_config sd;
+	store_config_defaults(&sd);
+	struct tasks_config td;
+	tasks_config_defaults(&td);
 	*c = (struct config) {
 		.socket_mode = 0660,
 		.workspace = xstrdup("."),
@@ -136,11 +143,11 @@ void config_init(struct config *c)
 				 .max_bytes = d.idem_max_bytes },
 		.circuit = { .failures = d.circuit_failures, .window_ms = d.circuit_window_ms,
 			     .open_ms = d.circuit_open_ms },
-		.store = { .kind = xstrdup("memory"), .address = xstrdup("127.0.0.1:6379"),
-			   .prefix = xstrdup("toolcalld:"), .lease_ms = 10000, .timeout_ms = 2000,
-			   .task_ttl_ms = 3600000, .max_tasks = 1000 },
+		.store = { .kind = xstrdup(sd.kind), .address = xstrdup(sd.address), .prefix = xstrdup(sd.prefix),
+			   .lease_ms = sd.lease_ms, .timeout_ms = sd.timeout_ms,
+			   .task_ttl_ms = td.default_ttl_ms, .max_tasks = td.max_per_uid },
 		.tools = {
-			.timeout_ms = { [CONFIG_TOOL_SHELL] = 600000 },
+			.timeout_ms = { [CONFIG_TOOL_SHELL] = tool_default_timeout(SIDE_EXECUTE) },
 			.shell_output_cap = 1048576,
 			.read_file_limit = 1048576,
 		},
