@@ -3,7 +3,7 @@
  * The config file: its defaults (the dispatcher's own, from
  * dispatch_config_defaults(), plus the daemon's), the table of keys per
  * section with the parsers of the daemon's own keys, and reading the file
- * with a size cap. The generic binder is config_bind.c; the confirmation
+ * with a size cap. The generic binder is lib/bind; the confirmation
  * section is config_policy.c.
  */
 #include "daemon/config.h"
