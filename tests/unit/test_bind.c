@@ -112,6 +112,18 @@ static int bind_text(const char *text)
 	return bind_object(&b, NULL, json_doc_root(doc), fields, NULL, &o);
 }
 
+/* Parses text into doc, and readies b for it (no base directory). */
+static const struct json *parse(const char *text)
+{
+	struct json_err jerr;
+	json_doc_unref(doc);
+	doc = NULL;
+	ck_assert_msg(json_parse(text, strlen(text), 0, 0, &doc, &jerr) == 0, "%s", jerr.msg);
+	free(b.err);
+	b = (struct bind){ .name = "t.json", .text = text, .len = strlen(text) };
+	return json_doc_root(doc);
+}
+
 /* Asserts that text binds with exactly the errors want (lines). */
 static void assert_errors(const char *text, const char *want)
 {
@@ -213,15 +225,10 @@ START_TEST(unknown_keys)
 
 	/* the section's own message, or the list of the keys it knows */
 	static const struct bind_field small[] = { B_U32(struct inner, "n", n, 0, 1), {} };
-	struct json_err jerr;
 	struct inner in = {0};
-	const char *text = "{\"m\": 1}";
-	json_doc_unref(doc);
-	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
-	free(b.err);
-	b = (struct bind){ .name = "t.json", .text = text, .len = strlen(text) };
-	ck_assert_int_eq(bind_object(&b, "sec", json_doc_root(doc), small, "not here", &in), -EINVAL);
-	ck_assert_int_eq(bind_object(&b, "sec", json_doc_root(doc), small, bind_list_known, &in), -EINVAL);
+	const struct json *v = parse("{\"m\": 1}");
+	ck_assert_int_eq(bind_object(&b, "sec", v, small, "not here", &in), -EINVAL);
+	ck_assert_int_eq(bind_object(&b, "sec", v, small, bind_list_known, &in), -EINVAL);
 	char *got = bind_errors(&b);
 	ck_assert_str_eq(got, "t.json:1:2: sec.m: not here\nt.json:1:2: sec.m: unknown key (known: n)");
 	free(got);
@@ -238,13 +245,7 @@ START_TEST(required_keys)
 		{},
 	};
 	static const struct bind_field outer[] = { B_OBJECT(struct obj, "in", in, need, NULL), {} };
-	struct json_err jerr;
-	const char *text = "{\"in\": {}}";
-	json_doc_unref(doc);
-	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
-	free(b.err);
-	b = (struct bind){ .name = "t.json", .text = text, .len = strlen(text) };
-	ck_assert_int_eq(bind_object(&b, NULL, json_doc_root(doc), outer, NULL, &o), -EINVAL);
+	ck_assert_int_eq(bind_object(&b, NULL, parse("{\"in\": {}}"), outer, NULL, &o), -EINVAL);
 	char *got = bind_errors(&b);
 	ck_assert_str_eq(got, "t.json:1:8: in.x: missing");
 	free(got);
@@ -307,13 +308,9 @@ END_TEST
 START_TEST(without_a_text)
 {
 	/* Outside a file (a unit's own JSON), messages carry the path alone. */
-	struct json_err jerr;
-	const char *text = "{\"in\": {\"n\": 0}}";
-	json_doc_unref(doc);
-	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
-	free(b.err);
+	const struct json *v = parse("{\"in\": {\"n\": 0}}");
 	b = (struct bind){0};
-	ck_assert_int_eq(bind_object(&b, "top", json_doc_root(doc), fields, NULL, &o), -EINVAL);
+	ck_assert_int_eq(bind_object(&b, "top", v, fields, NULL, &o), -EINVAL);
 	char *got = bind_errors(&b);
 	ck_assert_str_eq(got, "top.in.n: expected a positive integer\ntop.req: missing");
 	free(got);
@@ -329,12 +326,8 @@ static int each_even(struct bind *bb, const char *path, const struct json_member
 
 START_TEST(members_and_env)
 {
-	struct json_err jerr;
 	const char *text = "{\"a\": 1, \"b\": 2, \"c\": 3, \"d\": 4}";
-	json_doc_unref(doc);
-	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
-	free(b.err);
-	b = (struct bind){ .name = "t.json", .text = text, .len = strlen(text) };
+	parse(text);
 	int n = 0;
 	ck_assert_int_eq(bind_members(&b, "m", json_doc_root(doc), 0, each_even, &n), -EINVAL);
 	ck_assert_int_eq(n, 4);		/* went on past the first */
@@ -345,9 +338,7 @@ START_TEST(members_and_env)
 	free(got);
 
 	text = "{\"A\": \"1\", \"B=C\": \"2\", \"D\": 3, \"E\": \"\"}";
-	json_doc_unref(doc);
-	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
-	b = (struct bind){ .name = "t.json", .text = text, .len = strlen(text) };
+	parse(text);
 	char **env = NULL;
 	size_t ne = 0;
 	ck_assert_int_eq(bind_want_env(&b, "env", json_doc_root(doc), 0, &env, &ne), -EINVAL);
@@ -356,9 +347,7 @@ START_TEST(members_and_env)
 			      "t.json:1:29: env.D: expected a string without NUL characters");
 	free(got);
 	text = "{\"A\": \"1\", \"E\": \"\"}";
-	json_doc_unref(doc);
-	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
-	b = (struct bind){ .name = "t.json", .text = text, .len = strlen(text) };
+	parse(text);
 	ck_assert_int_eq(bind_want_env(&b, "env", json_doc_root(doc), 0, &env, &ne), 0);
 	ck_assert_uint_eq(ne, 2);
 	ck_assert_str_eq(env[0], "A=1");
