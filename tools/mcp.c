@@ -39,20 +39,6 @@ struct mcp_overrides {
 	size_t n;
 };
 
-/* A declaration as the binder reads it. */
-struct pdecl {
-	char *name, *prefix, *description;
-	int kind;
-	char **argv, **env;
-	int side;
-	bool idempotent, trust_annotations;
-	uint32_t timeout_ms, idle_s;
-	struct sandbox_tool sandbox;
-	enum mcp_run_as run_mode;
-	struct identity run_as;
-	struct mcp_overrides overrides;
-};
-
 static void overrides_free(struct mcp_override *ov, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -134,6 +120,20 @@ char *mcp_provider_unmatched(const struct mcp_provider *p)
 }
 
 /* --- the declaration ------------------------------------------------------- */
+
+/* A declaration as the binder reads it. */
+struct pdecl {
+	char *name, *prefix, *description;
+	int kind;
+	char **argv, **env;
+	int side;
+	bool idempotent, trust_annotations;
+	uint32_t timeout_ms, idle_s;
+	struct sandbox_tool sandbox;
+	enum mcp_run_as run_mode;
+	struct identity run_as;
+	struct mcp_overrides overrides;
+};
 
 /*
  * "run_as": "peer" (the default), "user:NAME", "root", or "daemon" (the
