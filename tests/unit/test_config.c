@@ -104,6 +104,14 @@ START_TEST(defaults_are_the_contracts)
 	ck_assert_uint_eq(c.circuit.failures, 5);
 	ck_assert_uint_eq(c.circuit.window_ms, 30000);
 	ck_assert_uint_eq(c.circuit.open_ms, 30000);
+	/* the store's and the tasks' defaults, as lib/store has them */
+	ck_assert_str_eq(c.store.kind, "memory");
+	ck_assert_str_eq(c.store.address, "127.0.0.1:6379");
+	ck_assert_str_eq(c.store.prefix, "toolcalld:");
+	ck_assert_uint_eq(c.store.lease_ms, 10000);
+	ck_assert_uint_eq(c.store.timeout_ms, 2000);
+	ck_assert_uint_eq(c.store.task_ttl_ms, 3600000);
+	ck_assert_uint_eq(c.store.max_tasks, 1000);
 
 	const struct policy_config *pc = &c.confirmation;
 	ck_assert_uint_eq(pc->timeout_ms, 300000);
