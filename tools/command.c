@@ -30,8 +30,6 @@
 /* Bounds on what a declaration may hold. */
 #define ARGV_MAX 1024
 #define ENV_MAX 256
-#define TIMEOUT_MAX_MS 86400000
-#define ATTEMPTS_MAX 10
 #define CONCURRENCY_MAX 1024
 /* How much of stderr a failure message quotes. */
 #define TAIL_BYTES 500
@@ -243,8 +241,8 @@ static const struct bind_field decl_fields[] = {
 	{ .key = "side_effects", .kind = BIND_NAME, .required = true, .off = offsetof(struct decl, side),
 	  .names = side_effect_names, .size = sizeof(int) },
 	B_BOOL(struct decl, "idempotent", idempotent),
-	B_U32(struct decl, "timeout_ms", timeout_ms, 1, TIMEOUT_MAX_MS),
-	B_INT(struct decl, "max_attempts", max_attempts, 1, ATTEMPTS_MAX),
+	B_U32(struct decl, "timeout_ms", timeout_ms, 1, TOOL_TIMEOUT_MAX_MS),
+	B_INT(struct decl, "max_attempts", max_attempts, 1, TOOL_ATTEMPTS_MAX),
 	B_INT(struct decl, "concurrency", concurrency, 0, CONCURRENCY_MAX),
 	B_CUSTOM(struct decl, "input_schema", schema, parse_schema),
 	B_STRING(struct decl, "cwd", cmd.cwd, 1, 0),
