@@ -463,7 +463,7 @@ START_TEST(network_proxy_setting)
 	sandbox_tool_clear(&t);
 	/* A tool file's "network" policy object: "proxy" with its hosts. */
 	t = SANDBOX_TOOL_UNSET;
-	ck_assert_int_eq(sandbox_tool_network_from_json(parse("{\"allow\":[\"registry.npmjs.org\"]}", &doc), &t, &err), 0);
+	ck_assert_int_eq(sandbox_tool_from_json(parse("{\"network\":{\"allow\":[\"registry.npmjs.org\"]}}", &doc), &t, &err), 0);
 	json_doc_unref(doc);
 	ck_assert_int_eq(t.network, SANDBOX_NET_PROXY);
 	ck_assert_ptr_nonnull(t.net);
@@ -473,9 +473,9 @@ START_TEST(network_proxy_setting)
 	ck_assert_ptr_null(t.net);
 	t = SANDBOX_TOOL_UNSET;
 	err = NULL;
-	ck_assert_int_eq(sandbox_tool_network_from_json(parse("{\"allow\":[\"bad host\"]}", &doc), &t, &err), -EINVAL);
+	ck_assert_int_eq(sandbox_tool_from_json(parse("{\"network\":{\"allow\":[\"bad host\"]}}", &doc), &t, &err), -EINVAL);
 	json_doc_unref(doc);
-	ck_assert_msg(err && strstr(err, "network.allow[0]"), "%s", err ? err : "(none)");
+	ck_assert_msg(err && strstr(err, "sandbox.network.allow[0]"), "%s", err ? err : "(none)");
 	free(err);
 
 	/* Wrong values name the key and what it takes. */
