@@ -48,6 +48,7 @@ struct question {
 	char *call_id;
 	char *tool;
 	const char *decision;		/* NULL while open */
+	uint64_t asked;			/* when it was asked */
 	uint64_t expires;		/* settled: forgotten then */
 	bool elicited;
 };
@@ -221,6 +222,7 @@ void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *a
 	q->session = sv->session ? xstrdup(sv->session) : NULL;
 	q->call_id = sv->call_id ? xstrdup(sv->call_id) : NULL;
 	q->tool = sv->tool ? xstrdup(sv->tool) : NULL;
+	q->asked = now_ms();
 	list_insert_tail(&questions, &q->node);
 	n_questions++;
 
@@ -259,11 +261,14 @@ void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *a
 
 void net_ask_cancel(void *ctx, struct net_ask *ask)
 {
-	(void)ctx;
+	struct net_served *sv = ctx;
 	for (struct list *pos = questions.next; pos != &questions; pos = pos->next) {
 		struct question *q = list_entry(pos, struct question, node);
 		if (!q->decision && q->ask == ask) {
-			settle(q, "cancelled");
+			/* Withdrawn by the proxy: its wait ran out, or the
+			 * connection or the call went. */
+			uint32_t limit = sv && sv->svc ? sv->svc->limits.ask_timeout_ms : 0;
+			settle(q, limit && now_ms() - q->asked >= limit ? "timeout" : "cancelled");
 			return;
 		}
 	}

@@ -512,6 +512,35 @@ START_TEST(ask_questions_bounded)
 }
 END_TEST
 
+/* A question nobody answers within confirmation.timeout_ms: refused,
+ * and approvers told it timed out. */
+START_TEST(ask_times_out)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"unknown\":\"ask\"", NULL);
+	/* The timeout, set in the config's confirmation section. */
+	_cleanup_free_ char *conf = tcd_read(&d, d.config, NULL);
+	char *at = strstr(conf, "\"confirmation\":{");
+	ck_assert_ptr_nonnull(at);
+	_cleanup_free_ char *with = xasprintf("%.*s\"confirmation\":{\"timeout_ms\":800,%s", (int)(at - conf), conf,
+					      at + strlen("\"confirmation\":{"));
+	tc_write_file_atomic(d.config, with, strlen(with));
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(c));
+	struct tcc *ap = subscriber(&d, "[\"tool.confirmation_requested\",\"tool.confirmation_resolved\"]");
+	const struct json *r = sh(c, tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", origin_port));
+	ck_assert_msg(strstr(out(r), " 403\n") && strstr(text(r), "ask:timeout"), "%s", dump(r));
+	ck_assert_ptr_nonnull(tcc_wait_event(ap, "tool.confirmation_requested", 5000));
+	const struct json *e = tcc_wait_event(ap, "tool.confirmation_resolved", 5000);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(tj_str(e, "decision"), "timeout");
+	tcc_close(ap);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* The call's own client is asked through elicitation (MCP), naming the
  * host and port, and its answer lets the connection through. */
 START_TEST(ask_through_elicitation)
@@ -928,6 +957,7 @@ int main(void)
 	tcase_add_test(tc, ask_through_toolcallctl_approve);
 	tcase_add_test(tc, ask_through_elicitation);
 	tcase_add_test(tc, ask_questions_bounded);
+	tcase_add_test(tc, ask_times_out);
 	tcase_add_test(tc, tool_file_adds_its_hosts);
 	tcase_add_test(tc, policy_reloads);
 	tcase_add_test(tc, proxy_for_another_uid);
