@@ -414,14 +414,10 @@ static int parse_allow_gids(struct bind *p, const char *key, const struct json *
 static int parse_network(struct bind *p, const char *key, const struct json *v, void *obj)
 {
 	struct config *c = obj;
-	struct net_policy_errors errs = {0};
 	struct net_policy *pol = NULL;
-	int r = net_policy_parse(v, key, &pol, &errs);
-	if (r < 0) {
-		for (unsigned i = 0; i < errs.n && i < NET_POLICY_MAX_ERRORS; i++)
-			(void)bind_fail(p, errs.e[i].off, errs.e[i].path, "%s", errs.e[i].msg);
-		return errs.n ? -EINVAL : bind_fail(p, v->off, key, "%s", strerror(-r));
-	}
+	int r = net_policy_bind(p, key, v, &pol);
+	if (r < 0)
+		return r;
 	net_policy_unref(c->network);
 	c->network = pol;
 	return 0;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+struct bind;
 struct json;
 struct tc_loop;
 
@@ -107,6 +108,13 @@ struct net_policy_errors {
  */
 int net_policy_parse(const struct json *v, const char *path, struct net_policy **ret,
 		     struct net_policy_errors *errs);
+/*
+ * The same check for a file read with the strict binder (lib/bind, as a
+ * B_CUSTOM field's parser would call it): every mistake is recorded in b
+ * at its place ("FILE:LINE:COL: network.allow[2]: ..."). Returns 0 and a
+ * new policy, or -EINVAL; -ENOMEM.
+ */
+int net_policy_bind(struct bind *b, const char *path, const struct json *v, struct net_policy **ret);
 /* An empty policy: everything unknown and denied, no private addresses. */
 struct net_policy *net_policy_new(void);
 /*

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/bind/bind.h"
 #include "lib/net/net_internal.h"
 #include "proto/base/util.h"
 #include "proto/json.h"
@@ -194,27 +195,36 @@ static int pattern_parse(const char *s, size_t len, struct net_pattern *ret, cha
 }
 
 /* The parse's state: where errors go. */
+/* The parse's state: where errors go (a list of our own, or the binder). */
 struct pstate {
 	const char *path;
 	struct net_policy_errors *errs;
+	struct bind *bind;
 	int r;
 };
 
 static void PRINTF(4, 5) perr(struct pstate *st, const struct json *v, const char *sub, const char *fmt, ...)
 {
+	char path[128], msg[192];
 	va_list ap;
 
 	if (st->r == 0)
 		st->r = -EINVAL;
+	snprintf(path, sizeof(path), "%s%s%s", st->path, *st->path && sub[0] && sub[0] != '[' ? "." : "", sub);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (st->bind) {
+		bind_fail(st->bind, v ? v->off : 0, path[0] ? path : NULL, "%s", msg);
+		return;
+	}
 	if (!st->errs)
 		return;
 	if (st->errs->n < NET_POLICY_MAX_ERRORS) {
 		struct net_policy_error *e = &st->errs->e[st->errs->n];
 		e->off = v ? v->off : 0;
-		snprintf(e->path, sizeof(e->path), "%s%s%s", st->path, *st->path && sub[0] && sub[0] != '[' ? "." : "", sub);
-		va_start(ap, fmt);
-		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-		va_end(ap);
+		memcpy(e->path, path, sizeof(e->path));
+		memcpy(e->msg, msg, sizeof(e->msg));
 	}
 	st->errs->n++;
 }
@@ -313,15 +323,32 @@ static int hosts_parse(struct pstate *st, const struct json *v, struct net_polic
 	return 0;
 }
 
+static int policy_parse(struct pstate *pst, const struct json *v, struct net_policy **ret);
+
 int net_policy_parse(const struct json *v, const char *path, struct net_policy **ret,
 		     struct net_policy_errors *errs)
 {
 	struct pstate st = { .path = path ? path : "", .errs = errs };
-	struct net_policy *p;
-	int r = 0;
 
 	if (errs)
 		errs->n = 0;
+	return policy_parse(&st, v, ret);
+}
+
+int net_policy_bind(struct bind *b, const char *path, const struct json *v, struct net_policy **ret)
+{
+	struct pstate st = { .path = path ? path : "", .bind = b };
+
+	return policy_parse(&st, v, ret);
+}
+
+/* Checks v as a policy; errors go where st says. */
+static int policy_parse(struct pstate *pst, const struct json *v, struct net_policy **ret)
+{
+	struct pstate st = *pst;
+	struct net_policy *p;
+	int r = 0;
+
 	if (!v || v->type != JSON_OBJECT) {
 		perr(&st, v, "", "must be an object with \"allow\", \"deny\", \"unknown\", \"allow_private\", \"hosts\"");
 		return st.r;
@@ -350,8 +377,12 @@ int net_policy_parse(const struct json *v, const char *path, struct net_policy *
 			else
 				perr(&st, m->value, "unknown", "must be \"deny\" or \"ask\"");
 		} else {
-			char sub[80];
-			snprintf(sub, sizeof(sub), "%.60s", k);
+			/* The key as written, made printable: it ends up on a terminal. */
+			char sub[64];
+			size_t n = MIN(m->key_len, sizeof(sub) - 1);
+			for (size_t j = 0; j < n; j++)
+				sub[j] = m->key[j] > 0x20 && m->key[j] < 0x7f ? m->key[j] : '?';
+			sub[n] = '\0';
 			perr(&st, m->value, sub, "unknown key (known: allow, deny, unknown, allow_private, hosts)");
 		}
 	}

@@ -261,14 +261,10 @@ int sandbox_tool_network_bind(struct bind *b, const char *path, const struct jso
 	struct sandbox_tool *t = at;
 	if (v->type != JSON_OBJECT)
 		return want_network(b, path, v, &t->network, true);
-	struct net_policy_errors errs = {0};
 	struct net_policy *pol = NULL;
-	int r = net_policy_parse(v, path, &pol, &errs);
-	if (r < 0) {
-		for (unsigned i = 0; i < errs.n && i < NET_POLICY_MAX_ERRORS; i++)
-			(void)bind_fail(b, errs.e[i].off, errs.e[i].path, "%s", errs.e[i].msg);
-		return errs.n ? -EINVAL : bind_fail(b, v->off, path, "%s", strerror(-r));
-	}
+	int r = net_policy_bind(b, path, v, &pol);
+	if (r < 0)
+		return r;
 	net_policy_unref(t->net);
 	t->net = pol;
 	t->network = SANDBOX_NET_PROXY;

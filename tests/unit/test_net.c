@@ -7,8 +7,10 @@
  * the HTTP head and SOCKS5 parsers' answers.
  */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lib/bind/bind.h"
 #include "lib/net/net.h"
 #include "lib/net/net_internal.h"
 #include "proto/json.h"
@@ -225,6 +227,39 @@ START_TEST(strict_parse_errors)
 }
 END_TEST
 
+/* Through the binder, each mistake is reported at its line and column. */
+START_TEST(policy_through_the_binder)
+{
+	const char *text = "{\n  \"network\": {\"allow\": [\"ok.org\",\n    \"bad host\"], \"unknown\": 1}}";
+	struct json_doc *doc = NULL;
+	struct json_err jerr;
+	struct net_policy *p = NULL;
+	struct bind b = { .name = "toolcalld.json", .text = text, .len = strlen(text) };
+
+	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
+	const struct json *v = json_get(json_doc_root(doc), "network");
+	ck_assert_int_eq(net_policy_bind(&b, "network", v, &p), -EINVAL);
+	ck_assert_ptr_null(p);
+	ck_assert_uint_eq(b.n_errors, 2);
+	char *got = bind_errors(&b);
+	ck_assert_msg(strstr(got, "toolcalld.json:3:5: network.allow[1]: 'bad host' is not a host name or IP address"),
+		      "%s", got);
+	ck_assert_msg(strstr(got, "toolcalld.json:3:29: network.unknown: must be \"deny\" or \"ask\""), "%s", got);
+	free(got);
+	json_doc_unref(doc);
+
+	text = "{\"allow\": [\"ok.org\"]}";
+	b = (struct bind){ .name = "tool.json", .text = text, .len = strlen(text) };
+	ck_assert_int_eq(json_parse(text, strlen(text), 0, 0, &doc, &jerr), 0);
+	ck_assert_int_eq(net_policy_bind(&b, "network", json_doc_root(doc), &p), 0);
+	ck_assert_uint_eq(b.n_errors, 0);
+	char rule[NET_RULE_MAX];
+	ck_assert_int_eq(net_policy_decide(p, "ok.org", 443, rule), NET_ALLOW);
+	net_policy_unref(p);
+	json_doc_unref(doc);
+}
+END_TEST
+
 /* Parses a head; returns the result and leaves req for the caller. */
 static int head(const char *text, struct net_http_req *req, char *msg)
 {
@@ -343,6 +378,7 @@ int main(void)
 	tcase_add_test(tc, classify_addresses);
 	tcase_add_test(tc, private_addresses_refused_unless_allowed);
 	tcase_add_test(tc, strict_parse_errors);
+	tcase_add_test(tc, policy_through_the_binder);
 	tcase_add_test(tc, http_heads);
 	tcase_add_test(tc, http_body_end);
 	tcase_add_test(tc, socks_messages);
