@@ -784,6 +784,17 @@ START_TEST(bad_network_settings_refused)
 	ck_assert_msg(strstr(log, "sandbox.network") && strstr(log, "\"proxy\""), "%s", log);
 	free(log);
 	tcd_free(&d);
+	/* The network section's mistakes, each at its place. */
+	struct tcd d1;
+	struct tcd_opts o1 = { .config = "{\"network\":{\"allow\":[\"ok.example\",\"bad host\"],\"unknown\":\"maybe\"}}",
+			       .no_wait = true };
+	tcd_start_opts(&d1, &o1);
+	ck_assert_int_ne(tcd_wait_exit(&d1, 10000), 0);
+	log = tcd_log(&d1);
+	ck_assert_msg(strstr(log, "config.json:1:") && strstr(log, "network.allow[1]") && strstr(log, "network.unknown"),
+		      "%s", log);
+	free(log);
+	tcd_free(&d1);
 	/* A tool file's network object is lib/net's policy. */
 	struct tcd d2;
 	tcd_start(&d2, "{}");
