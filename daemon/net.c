@@ -59,8 +59,11 @@ static struct net_count *count_of(struct net_service *svc, const char *tool)
 		for (size_t i = 0; i < svc->n_counts; i++)
 			if (strcmp(svc->counts[i].tool, tool) == 0)
 				return &svc->counts[i];
-		svc->n_counts--;	/* the last one's counts go to "other" */
-		free(svc->counts[svc->n_counts].tool);
+		/* The last tool's row becomes "other", its counts kept. */
+		struct net_count *last = &svc->counts[svc->n_counts - 1];
+		free(last->tool);
+		last->tool = xstrdup(tool);
+		return last;
 	}
 	svc->counts = xreallocarray(svc->counts, svc->n_counts + 1, sizeof(*svc->counts));
 	struct net_count *c = &svc->counts[svc->n_counts++];
