@@ -773,7 +773,8 @@ START_TEST(shell_network_proxy)
 		 "echo \"$HTTP_PROXY $https_proxy $ALL_PROXY $no_proxy\"; "
 		 "socat -u OPEN:/dev/null TCP:127.0.0.1:3128 && echo http-port; "
 		 "socat -u OPEN:/dev/null TCP:127.0.0.1:1080 && echo socks-port; "
-		 "socat -u OPEN:/dev/null TCP:127.0.0.1:%d 2>/dev/null || echo host-unreachable",
+		 "socat -u OPEN:/dev/null TCP:127.0.0.1:%d 2>/dev/null || echo host-unreachable; "
+		 "/usr/bin/python3 -c 'import socket\ntry: socket.socket(17, 3)\nexcept OSError as e: print(\"packet\", e.errno)'",
 		 ntohs(a.sin_port));
 	struct run r;
 	sh(&r, cmd, NULL);
@@ -784,7 +785,7 @@ START_TEST(shell_network_proxy)
 	char want[512];
 	snprintf(want, sizeof(want),
 		 "lo\nhttp://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:1080 localhost,127.0.0.1\n"
-		 "http-port\nsocks-port\nhost-unreachable\n");
+		 "http-port\nsocks-port\nhost-unreachable\npacket 13\n");
 	ck_assert_msg(strncmp(out, "net:[", 5) == 0 && strncmp(out, own, strlen(own)) != 0, "%s", out);
 	char first[64];
 	snprintf(first, sizeof(first), "%.*s", (int)strcspn(out, "\n"), out);
