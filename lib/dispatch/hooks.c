@@ -430,7 +430,7 @@ static int hook_sandbox(struct hook_run *r, char **ret_msg)
 	struct sandbox_req req;
 	sandbox_req_init(&req, r->h->sandbox, NULL, false, NULL);
 	req.profile = SANDBOX_READ_ONLY;
-	req.network = false;
+	req.network = req.net_proxy = false;
 	req.write_extra = NULL;
 	req.workspaces = (const char *const *)r->workspaces;
 	req.id = r->has_peer ? &r->peer : NULL;

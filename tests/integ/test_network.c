@@ -773,6 +773,33 @@ START_TEST(background_process_keeps_its_proxy)
 }
 END_TEST
 
+/* Hooks keep no network, whatever the sandbox's network: no proxy for
+ * them (the hook says whether it sees one). */
+START_TEST(hooks_get_no_proxy)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"sandbox\":{\"network\":\"proxy\"},\"hooks\":{\"pre_call\":[{\"match\":\"sh*\","
+		      "\"command\":[\"/bin/sh\",\"@DIR@/hook.sh\"]}]}}");
+	_cleanup_free_ char *path = xasprintf("%s/hook.sh", d.dir);
+	/* In a namespace of its own it would see lo alone. */
+	static const char script[] = "cat >/dev/null; if [ -n \"$HTTP_PROXY$ALL_PROXY\" ] || "
+				     "[ \"$(tail -n +3 /proc/net/dev | wc -l)\" = 1 ]; then "
+				     "echo '{\"decision\":\"deny\",\"reason\":\"the hook has a proxy\"}'; "
+				     "else echo '{\"decision\":\"allow\"}'; fi\n";
+	if (system("test \"$(tail -n +3 /proc/net/dev | wc -l)\" -gt 1") != 0)
+		TC_SKIP("this host has lo alone: a namespace of its own would not show");
+	tc_write_file_atomic(path, script, strlen(script));
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "echo ran");
+	tc_assert_ok(r);
+	ck_assert_msg(str_eq(out(r), "ran\n"), "%s", dump(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* Bad settings are refused at start, naming the key. */
 START_TEST(bad_network_settings_refused)
 {
@@ -960,6 +987,7 @@ int main(void)
 	TCase *tc = tcase_create("proxy");
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, bad_network_settings_refused);
+	tcase_add_test(tc, hooks_get_no_proxy);
 	tcase_add_test(tc, proxy_for_a_daemon_not_root);
 	tcase_add_test(tc, proxy_reaches_allowed_hosts);
 	tcase_add_test(tc, socks5_through_all_proxy);
