@@ -180,6 +180,7 @@ static const char *cannot_run(void)
 
 #define NEED_NETWORK()                                                        \
 	do {                                                                  \
+		TC_SKIP_UNDER_VALGRIND("children run there without the sandbox"); \
 		const char *why_ = cannot_run();                              \
 		if (why_)                                                     \
 			TC_SKIP("%s", why_);                                  \
@@ -777,6 +778,7 @@ END_TEST
  * them (the hook says whether it sees one). */
 START_TEST(hooks_get_no_proxy)
 {
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox");
 	struct tcd d;
 	tcd_start(&d, "{\"sandbox\":{\"network\":\"proxy\"},\"hooks\":{\"pre_call\":[{\"match\":\"sh*\","
 		      "\"command\":[\"/bin/sh\",\"@DIR@/hook.sh\"]}]}}");
