@@ -25,8 +25,15 @@
  * that are safe to send twice (ping, tools/list, tasks/get, tasks/result ...)
  * are sent again; a call in flight is answered `transient` (its outcome is
  * unknown: it may have run), as the host's toolErrors asks: an isError
- * result or an error envelope. A task's call is not lost: its tasks/result
- * is sent again and the task resumes from the daemon's store. One line on
+ * result or an error envelope. A call with an idempotency key is sent
+ * again instead (the key makes that safe: the next daemon joins its run or
+ * replays its outcome). A task's call is not lost: its tasks/result is
+ * sent again and the task resumes from the daemon's store.
+ *
+ * A daemon that stops gracefully answers the calls it stops `transient`
+ * with data.restart: the bridge relays those (the host retries) but for
+ * keyed calls, which it sends again itself; from that answer on, the
+ * host's requests wait for the next daemon. One line on
  * stderr says each disconnect, each reconnect and, when the daemon does not
  * come back in time, that the bridge gives up; every request still waiting
  * is then answered with an error saying so, and the bridge exits 3.
@@ -88,6 +95,7 @@ static const char *const again_methods[] = {
 
 enum pend_kind {
 	PEND_CALL,	/* tools/call: answered transient, as toolErrors asks */
+	PEND_KEYED,	/* tools/call with an idempotency key: sent again */
 	PEND_AGAIN,	/* sent again to the new daemon */
 	PEND_FAIL,	/* answered with a transient error envelope */
 };
@@ -95,10 +103,10 @@ enum pend_kind {
 /* A host request the daemon has not answered yet. */
 struct pend {
 	char *id;		/* the id's canonical JSON text */
-	char *tool;		/* PEND_CALL: the tool called */
-	char *line;		/* PEND_AGAIN: the request as sent */
+	char *tool;		/* PEND_CALL, PEND_KEYED: the tool called */
+	char *line;		/* PEND_AGAIN, PEND_KEYED: the request as sent */
 	enum pend_kind kind;
-	bool resend;		/* PEND_AGAIN: was sent to a daemon that went away */
+	bool resend;		/* sent to a daemon that went away (or stopped it) */
 };
 
 struct relay {
@@ -141,6 +149,9 @@ struct relay {
 	uint64_t connected_at;
 	bool heard;
 	char *own_init;			/* id of the initialize sent again, until answered */
+	/* The daemon said it stops (a call answered with data.restart): the
+	 * host's next lines wait for the next daemon. */
+	bool stopping;
 };
 
 static char *canonical(const struct json *v)
@@ -182,6 +193,12 @@ static void pend_add(struct relay *r, const struct json *msg, const char *method
 		p.kind = PEND_CALL;
 		const char *tool = json_str(json_get(params, "name"));
 		p.tool = tool ? xstrdup(tool) : NULL;
+		/* With a key, sending it again never runs it twice: the next
+		 * daemon joins the run or replays its outcome. */
+		if (json_str(json_get(json_get(params, "_meta"), "idempotencyKey")) && n <= MAX_KEPT) {
+			p.kind = PEND_KEYED;
+			p.line = xstrndup(text, n);
+		}
 	}
 	for (size_t i = 0; i < ELEMENTSOF(again_methods); i++) {
 		if (str_eq(method, again_methods[i]) && n <= MAX_KEPT) {
@@ -332,7 +349,8 @@ static void take_input(struct relay *r, const char *data, size_t n)
 /* Answers the host's request id with a transient failure: for a call and
  * a host that takes errors as results, an isError CallResult; else an
  * error envelope. */
-static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg)
+static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg,
+			     bool restart)
 {
 	struct jgen *g = jgen_new(&r->down);
 	jgen_obj_open(g);
@@ -362,6 +380,8 @@ static void answer_transient(struct relay *r, const char *id, const char *tool, 
 	jgen_kv_bool(g, "retryable", true);
 	if (tool)
 		jgen_kv_str(g, "tool", tool);
+	if (restart)
+		jgen_kv_bool(g, "restart", true);
 	jgen_obj_close(g);	/* data, or error */
 	jgen_obj_close(g);	/* error, or structuredContent */
 	if (as_result) {
@@ -426,7 +446,7 @@ static void replay_rest(struct relay *r)
 	}
 	for (size_t i = 0; i < r->n_pends; i++) {
 		struct pend *p = &r->pends[i];
-		if (p->kind == PEND_AGAIN && p->resend) {
+		if ((p->kind == PEND_AGAIN || p->kind == PEND_KEYED) && p->resend) {
 			buf_puts(&r->own, p->line);
 			buf_puts(&r->own, "\n");
 			p->resend = false;
@@ -465,6 +485,17 @@ static void own_answer(struct relay *r, const struct json *root, const char *id)
 	tell_host(r, "notifications/tools/list_changed");
 }
 
+/* True for an answer saying the daemon stopped the call (it stops):
+ * data.restart in an error envelope or in an isError result. */
+static bool stopped_call(const struct json *root)
+{
+	const struct json *e = json_get(json_get(root, "error"), "data");
+	if (!e)
+		e = json_get(json_get(json_get(root, "result"), "structuredContent"), "error");
+	const struct json *v = json_get(e, "restart");
+	return v && v->type == JSON_BOOL && v->u.b;
+}
+
 /* One complete line of the daemon (without its newline). */
 static void daemon_line(struct relay *r, const char *text, size_t n)
 {
@@ -483,6 +514,16 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 			return;
 		}
 		struct pend *p = pend_find(r, idt);
+		if (stopped_call(root)) {
+			/* The daemon stops: the host's next requests go to the
+			 * next one, and a keyed call is sent there again (it
+			 * was stopped before it ended, or never started). */
+			r->stopping = true;
+			if (p && p->kind == PEND_KEYED && r->reconnect_s > 0) {
+				p->resend = true;
+				return;
+			}
+		}
 		if (p)
 			pend_remove(r, p);
 		if (r->init_id && str_eq(idt, r->init_id)) {
@@ -556,7 +597,7 @@ static int drain_up(struct relay *r)
 {
 	for (;;) {
 		struct buf *b = !r->up_mid && buf_size(&r->own) ? &r->own : &r->up;
-		if (!buf_size(b) || (b == &r->up && r->own_init))
+		if (!buf_size(b) || (b == &r->up && (r->own_init || r->stopping)))
 			return 0;	/* the host's lines wait for the session to be back */
 		ssize_t w = send(r->sock, buf_head(b), buf_size(b), MSG_NOSIGNAL);
 		if (w < 0) {
@@ -647,6 +688,7 @@ static void lost(struct relay *r, int err)
 	r->n_roots_asked = 0;
 	r->answer_roots = false;
 	set_str(&r->own_init, NULL);
+	r->stopping = false;
 	char **ids = queued_ids(r);
 	if (r->subscribe_id && !queued(ids, r->subscribe_id))
 		r->subscribed = false;	/* sent again as the host's, if at all */
@@ -657,14 +699,14 @@ static void lost(struct relay *r, int err)
 			i++;
 			continue;
 		}
-		if (p->kind == PEND_AGAIN && r->reconnect_s > 0) {
+		if ((p->kind == PEND_AGAIN || p->kind == PEND_KEYED) && r->reconnect_s > 0) {
 			p->resend = true;
 			i++;
 			continue;
 		}
-		answer_transient(r, p->id, p->tool, p->kind == PEND_CALL && r->tool_errors_result,
-				 p->kind == PEND_CALL ? MSG_RESTARTED
-						      : "toolcalld restarted before answering; send the request again");
+		bool call = p->kind == PEND_CALL || p->kind == PEND_KEYED;
+		answer_transient(r, p->id, p->tool, call && r->tool_errors_result,
+				 call ? MSG_RESTARTED : "toolcalld restarted before answering; send the request again", true);
 		pend_remove(r, p);
 	}
 	for (size_t i = 0; ids[i]; i++)
@@ -686,7 +728,7 @@ static void give_up(struct relay *r, int err)
 			      "`systemctl --user start toolcalld.socket`), then restart this MCP server.",
 			      r->reconnect_s, r->socket, strerror(err));
 	for (size_t i = 0; i < r->n_pends; i++)
-		answer_transient(r, r->pends[i].id, NULL, false, msg);
+		answer_transient(r, r->pends[i].id, NULL, false, msg, false);
 	fprintf(stderr, "toolcallctl mcp: toolcalld did not come back within %d s (%s: %s); giving up\n",
 		r->reconnect_s, r->socket, strerror(err));
 	free(msg);
@@ -736,7 +778,7 @@ static int relay_run(struct relay *r)
 		bool up_full = buf_size(&r->up) > RELAY_CAP;
 		/* from holds at most one line being read (PARSE_MAX_DOWN). */
 		bool down_full = buf_size(&r->down) > RELAY_CAP;
-		bool sending = (buf_size(&r->up) && !r->own_init) || buf_size(&r->own);
+		bool sending = (buf_size(&r->up) && !r->own_init && !r->stopping) || buf_size(&r->own);
 		struct pollfd p[3] = {
 			{ .fd = r->in_eof || up_full ? -1 : r->in_fd, .events = POLLIN },
 			{ .fd = r->sock, .events = (down_full ? 0 : POLLIN) | (sending && !r->up_shut ? POLLOUT : 0) },
@@ -782,8 +824,9 @@ static int relay_run(struct relay *r)
 				r->reconnect_s = 0;
 				for (size_t i = 0; i < r->n_pends; i++)
 					answer_transient(r, r->pends[i].id, r->pends[i].tool,
-							 r->pends[i].kind == PEND_CALL && r->tool_errors_result,
-							 MSG_RESTARTED);
+							 r->pends[i].kind != PEND_AGAIN && r->pends[i].kind != PEND_FAIL &&
+								 r->tool_errors_result,
+							 MSG_RESTARTED, true);
 				while (r->n_pends)
 					pend_remove(r, &r->pends[0]);
 			} else {

@@ -1014,6 +1014,8 @@ static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct ca
 	return waiting ? c : NULL;
 }
 
+static struct outcome *ended_outcome(const struct dispatcher *d, const char *why);
+
 struct caller *dispatch_call(struct dispatcher *d, struct session *s, const struct call_params *p,
 			     const struct caller_ops *ops, void *ctx)
 {
@@ -1023,6 +1025,9 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 
 	if ((o = admit_find_tool(d, s, &a)) || (o = admit_check_audit(d)))
 		return fail_now(d, c, a.name, a.t, o);
+	/* Stopped: nothing starts now, the next daemon runs it. */
+	if (d->stopping)
+		return fail_now(d, c, a.name, a.t, ended_outcome(d, d->stop_why));
 	if ((o = admit_parse_arguments(d, p, &a)) || (o = admit_validate_arguments(&a))) {
 		admit_report_invalid(d, s, a.name, o);
 		return fail_now(d, c, a.name, a.t, o);
@@ -1041,6 +1046,16 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 	return exec_start(d, exec_new(d, s, p, c, &a), c, a.mode);
 }
 
+/* The outcome of a call ended before its end: cancelled, or, when the
+ * daemon stops, transient and marked for a retry on the next daemon. */
+static struct outcome *ended_outcome(const struct dispatcher *d, const char *why)
+{
+	struct outcome *o = outcome_error(d->stopping ? TC_TRANSIENT : TC_CANCELLED, "%s", why);
+	if (d->stopping)
+		o->error_data = xstrdup("{\"restart\":true}");
+	return o;
+}
+
 /* Ends an execution nobody waits for any more. */
 static void exec_cancel(struct exec *e, const char *why)
 {
@@ -1050,7 +1065,10 @@ static void exec_cancel(struct exec *e, const char *why)
 	char *output = attempt_partial(e);
 	abandon_attempt(e);
 	confirm_cancel(e);
-	struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
+	/* Stopped by a stop: its key is released, never kept as transient. */
+	if (e->d->stopping)
+		e->unkept = true;
+	struct outcome *o = ended_outcome(e->d, why);
 	outcome_keep_partial(o, output);
 	o->command = command;
 	exec_finish(e, o);
@@ -1062,7 +1080,7 @@ static void cancel_caller(struct caller *c, bool respond, const char *why)
 	list_remove(&c->node);
 	c->exec = NULL;
 	if (respond) {
-		_cleanup_(outcome_unrefp) struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
+		_cleanup_(outcome_unrefp) struct outcome *o = ended_outcome(c->d, why);
 		if (e)
 			outcome_keep_partial(o, attempt_partial(e));
 		o->call_id = xstrdup(e ? e->call_id : "");
@@ -1144,6 +1162,13 @@ void dispatch_cancel_all(struct dispatcher *d, const char *why)
 		exec_cancel(e, why);
 	}
 	dispatch_release(d);
+}
+
+void dispatch_stop_all(struct dispatcher *d, const char *why)
+{
+	d->stopping = true;
+	d->stop_why = why;
+	dispatch_cancel_all(d, why);
 }
 
 unsigned dispatch_abandoned(const struct dispatcher *d)

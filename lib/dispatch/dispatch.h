@@ -152,6 +152,12 @@ void dispatch_release(struct dispatcher *d);
 unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
 /* Cancels everything (shutdown). */
 void dispatch_cancel_all(struct dispatcher *d, const char *why);
+/* The daemon stops (a restart): every call still in flight ends
+ * `transient` with why and `data.restart: true`, for its caller to send
+ * again to the next daemon; a keyed one's key is released, as for a
+ * cancel (it was stopped before it ended). Calls made after it end so at
+ * once, without running. why must outlive the dispatcher. */
+void dispatch_stop_all(struct dispatcher *d, const char *why);
 /* Callers waiting for outcomes. */
 unsigned dispatch_inflight(const struct dispatcher *d);
 /* Callers of uid waiting for an outcome. */

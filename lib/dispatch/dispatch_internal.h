@@ -125,6 +125,8 @@ struct dispatcher {
 	struct caller *watch;		/* cleared when that caller is freed */
 	struct exec *claiming;		/* cleared when that exec is freed */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
+	bool stopping;			/* dispatch_stop_all: calls end transient, keys kept nowhere */
+	const char *stop_why;		/* its message (static) */
 };
 
 /* Ends an execution with outcome o (consumed) and answers every caller. */
