@@ -370,7 +370,7 @@ START_TEST(initialize_unknown_id_with_redis)
 	struct redis_server rs = { 0 };
 	redis_server_start(&rs);
 	_cleanup_free_ char *cfg = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\","
-					     "\"prefix\":\"u:\",\"timeout_ms\":3000},\"limits\":{\"session_resume_s\":60}}",
+					     "\"prefix\":\"u:\",\"timeout_ms\":3000},\"socket_mode\":\"0666\",\"limits\":{\"session_resume_s\":60}}",
 					     rs.sock);
 	struct tcd d, plain;
 	tcd_start(&d, cfg);
@@ -381,6 +381,31 @@ START_TEST(initialize_unknown_id_with_redis)
 	_cleanup_free_ char *with = initialize_answer(&d, "never-seen");
 	_cleanup_free_ char *without = initialize_answer(&plain, "never-seen");
 	ck_assert_str_eq(with, without);
+
+	/* An id Redis knows for another uid is, for this one, an id nobody
+	 * used: the same answer, nothing of the other's session. */
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert(chmod(d.ws, 0777) == 0);
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, "\"sessionId\":\"mine\",\"budget\":{\"toolCalls\":1}");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	c = tcc_connect_as(&d, 65534, 65534);
+	const struct json *r = tcc_request(c, "initialize", "{" INIT_PARAMS ",\"capabilities\":{},\"sessionId\":\"mine\"}");
+	ck_assert_msg(tj_has(r, "result"), "%s", tj_text(r));
+	ck_assert_str_eq(tj_str(r, "result.sessionId"), "mine");
+	ck_assert_str_eq(tj_str(r, "result.workspace"), d.ws);
+	tc_assert_ok(tcc_call(c, "stat", "{\"path\":\".\"}"));
+	tc_assert_ok(tcc_call(c, "stat", "{\"path\":\".\"}"));
+	tcc_close(c);
+	/* Its owner takes it back from Redis, with its budget. */
+	c = tcc_connect(&d);
+	tcc_initialize(c, "\"sessionId\":\"mine\"");
+	tc_assert_ok(tcc_call(c, "stat", "{\"path\":\".\"}"));
+	tc_assert_kind(tcc_call(c, "stat", "{\"path\":\".\"}"), "budget_exceeded");
+	tcc_close(c);
 
 	/* Redis does not answer: the initialize waits for it (up to the
 	 * store's timeout), and the loop goes on meanwhile. */
@@ -393,7 +418,7 @@ START_TEST(initialize_unknown_id_with_redis)
 	tc_assert_ok(tcc_call(b, "stat", "{\"path\":\".\"}"));
 	ck_assert_uint_lt(tc_now_ms() - t0, tc_wait_scaled(1000));
 	redis_server_pause(&rs, false);
-	const struct json *r = tcc_wait_id(a, tcc_fmt(a, "%lld", (long long)id), 15000);
+	r = tcc_wait_id(a, tcc_fmt(a, "%lld", (long long)id), 15000);
 	ck_assert_msg(r && tj_has(r, "result"), "%s", r ? tj_text(r) : "no answer");
 	ck_assert_str_eq(tj_str(r, "result.sessionId"), "while-away");
 	ck_assert_str_eq(tj_str(r, "result.workspace"), d.ws);
