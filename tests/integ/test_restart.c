@@ -433,6 +433,161 @@ START_TEST(initialize_unknown_id_with_redis)
 }
 END_TEST
 
+/* --- the drill ------------------------------------------------------------ */
+
+#define DRILL_KEYED 6
+#define DRILL_PLAIN 24
+
+/* A keyed call of the drill: appends its name to runs.log, which counts
+ * its executions. */
+static void drill_keyed(struct host *h, int id, int k, int sleep_ds)
+{
+	char args[160], meta[64];
+	snprintf(args, sizeof(args), "{\"command\":\"echo k%d >> runs.log; sleep %d.%d; echo k%d\"}", k,
+		 sleep_ds / 10, sleep_ds % 10, k);
+	snprintf(meta, sizeof(meta), "{\"idempotencyKey\":\"drill-k%d\"}", k);
+	host_call(h, id, "shell", args, meta);
+}
+
+/* A plain call's answer: its outcome, or the transient of a restart. */
+static void assert_plain(const struct json *m)
+{
+	if (!tj_bool(m, "result.isError")) {
+		ck_assert_str_eq(tj_str(m, "result.structuredContent.content"), "hi");
+		return;
+	}
+	ck_assert_msg(str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient") &&
+		      tj_bool(m, "result.structuredContent.error.restart"), "%s", tj_text(m));
+}
+
+/*
+ * A host through the bridge, the daemon restarted under load (SIGTERM, as
+ * systemctl restart does): plain calls, keyed calls, a task and a
+ * background process in flight or just sent. Every request gets exactly
+ * one answer; each keyed call runs once (asked again, it is replayed);
+ * the task's result arrives; the background process ended with the daemon
+ * (nothing left running). Then the daemon is killed (SIGKILL) with a keyed
+ * call running: the bridge sends it again to the next daemon, which never
+ * runs it a second time.
+ */
+START_TEST(restart_drill)
+{
+	const char *why;
+	if (!redis_server_available(&why))
+		TC_SKIP("%s", why);
+	struct redis_server rs = { 0 };
+	redis_server_start(&rs);
+	_cleanup_free_ char *cfg = xasprintf("{\"confirmation\":{\"default\":{\"execute\":\"auto\"}},"
+					     "\"limits\":{\"session_resume_s\":60,\"session_concurrency\":16},"
+					     "\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"drill:\","
+					     "\"lease_ms\":1000}}", rs.sock);
+	struct tcd d;
+	tcd_start(&d, cfg);
+	tcd_put(&d, "hello.txt", "hi");
+	_cleanup_free_ char *runs = tcd_ws_path(&d, "runs.log");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "60", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS
+		   ",\"capabilities\":{}}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+
+	/* A background process, and a task. */
+	host_call(&h, 2, "shell", "{\"command\":\"echo $$ > bg.pid; echo started; exec sleep 300\","
+		  "\"background\":true,\"until\":\"started\",\"yield_ms\":30000}", NULL);
+	const struct json *m = host_answer(&h, 2, 30000);
+	ck_assert_msg(tj_bool(m, "result.structuredContent.running"), "%s", tj_text(m));
+	_cleanup_free_ char *bgpid = tcd_read(&d, tcd_ws_path(&d, "bg.pid"), NULL);
+	pid_t bg = (pid_t)atoi(bgpid);
+	ck_assert_int_gt(bg, 1);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		      "\"arguments\":{\"command\":\"sleep 1; echo task-done\"},\"task\":{\"ttl\":60000}}}");
+	m = host_answer(&h, 3, 10000);
+	_cleanup_free_ char *task = tj_quote(tj_str(m, "result.task.taskId"));
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/result\",\"params\":{\"taskId\":%s}}", task);
+
+	/* Load: keyed and plain calls, half before the stop, half after. */
+	int next = 100;
+	for (int k = 0; k < DRILL_KEYED / 2; k++)
+		drill_keyed(&h, 10 + k, k, 5);
+	for (int i = 0; i < DRILL_PLAIN / 2; i++)
+		host_call(&h, next++, "read_file", "{\"path\":\"hello.txt\"}", NULL);
+	ck_assert(tc_wait_until(lines_equal(&d, runs, "k0") == 1, tc_wait_scaled(10000)));
+	tcd_kill(&d, SIGTERM);
+	for (int k = DRILL_KEYED / 2; k < DRILL_KEYED; k++)
+		drill_keyed(&h, 10 + k, k, 5);
+	for (int i = 0; i < DRILL_PLAIN / 2; i++)
+		host_call(&h, next++, "read_file", "{\"path\":\"hello.txt\"}", NULL);
+	ck_assert_int_eq(tcd_wait_exit(&d, 15000), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+
+	/* Every request answered once. */
+	for (int k = 0; k < DRILL_KEYED; k++) {
+		m = host_answer(&h, 10 + k, 30000);
+		char want[16];
+		snprintf(want, sizeof(want), "k%d\n", k);
+		ck_assert_msg(!tj_bool(m, "result.isError") && str_eq(tj_str(m, "result.structuredContent.stdout"), want),
+			      "k%d: %s", k, tj_text(m));
+	}
+	for (int id = 100; id < next; id++)
+		assert_plain(host_answer(&h, id, 30000));
+	m = host_answer(&h, 4, 30000);
+	ck_assert_msg(str_eq(tj_str(m, "result.structuredContent.stdout"), "task-done\n"), "%s", tj_text(m));
+	host_pump(&h, 200);
+	for (int id = 1; id < next; id++) {
+		char idt[16];
+		snprintf(idt, sizeof(idt), "%d", id);
+		ck_assert_msg(!host_wait(&h, idt, NULL, 0), "a second answer to %d", id);
+	}
+	/* Each keyed call ran once; asked again, it is replayed. */
+	for (int k = 0; k < DRILL_KEYED; k++) {
+		char line[8];
+		snprintf(line, sizeof(line), "k%d", k);
+		ck_assert_int_eq(lines_equal(&d, runs, line), 1);
+		drill_keyed(&h, 30 + k, k, 5);
+		m = host_answer(&h, 30 + k, 30000);
+		_cleanup_free_ char *text = tj_text(m);
+		ck_assert_msg(strstr(text, "\"toolcalld/replayed\":true"), "k%d not replayed: %s", k, text);
+		ck_assert_int_eq(lines_equal(&d, runs, line), 1);
+	}
+	/* The background process ended with the daemon, its tree with it;
+	 * the next daemon lists none. */
+	ck_assert(tc_wait_until(kill(bg, 0) < 0 && errno == ESRCH, tc_wait_scaled(10000)));
+	host_call(&h, 40, "process_list", "{}", NULL);
+	ck_assert_int_eq(tj_len(host_answer(&h, 40, 10000), "result.structuredContent.processes"), 0);
+
+	/* Killed with a keyed call running: the bridge sends it again; the
+	 * next daemon does not run it again (the dead daemon's claim lapses:
+	 * its outcome is unknown), and a plain call in flight is answered
+	 * transient by the bridge. */
+	drill_keyed(&h, 50, 7, 30);
+	host_call(&h, 51, "shell", "{\"command\":\"sleep 30\"}", NULL);
+	ck_assert(tc_wait_until(lines_equal(&d, runs, "k7") == 1, tc_wait_scaled(10000)));
+	ck_assert(tcd_wait_stat(&d, "result.running", 2, 10000));
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+	m = host_answer(&h, 51, 10000);
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "result.structuredContent.error.restart"));
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	m = host_answer(&h, 50, 30000);
+	ck_assert_msg(tj_bool(m, "result.isError") &&
+		      str_eq(tj_str(m, "result.structuredContent.error.outcome"), "unknown"), "%s", tj_text(m));
+	ck_assert_int_eq(lines_equal(&d, runs, "k7"), 1);
+
+	ck_assert(!h.out_eof);
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	ck_assert_msg(!strstr(host_stderr(&h), "giving up"), "%s", host_stderr(&h));
+	host_free(&h);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	redis_server_free(&rs);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("restart");
@@ -442,6 +597,7 @@ int main(void)
 	tcase_add_test(tc, session_goes_on_across_a_restart_with_redis);
 	tcase_add_test(tc, session_goes_on_across_a_dropped_connection);
 	tcase_add_test(tc, initialize_unknown_id_with_redis);
+	tcase_add_test(tc, restart_drill);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
