@@ -208,6 +208,7 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 	/* Another uid's session id names no session of this peer's: a fresh
 	 * one is made, as for an id nobody used (lib/session.c). */
 	struct session *session = NULL;
+	bool resumed = sid && session_find(s->sessions, c->cred.uid, sid->u.str.s);
 	(void)session_get(s->sessions, sid ? sid->u.str.s : NULL, c->cred.uid, ws, &session);
 	client_session_peer(c, session);
 	if (wsv && !str_eq(session->base->root, ws->root)) {
@@ -247,6 +248,11 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 	methods_write_server_info(g);
 	jgen_kv_str(g, "sessionId", session->id);
 	jgen_kv_str(g, "workspace", session->ws->root);
+	/* Whether the id named a session that goes on, and what it has left:
+	 * a client coming back (the bridge after a restart) sees what it got. */
+	jgen_kv_bool(g, "resumed", resumed);
+	if (session->has_budget)
+		jgen_kv_int(g, "budgetLeft", session->budget_left);
 	jgen_obj_close(g);
 	jgen_free(g);
 	methods_answer(p, &b);

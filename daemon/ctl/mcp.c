@@ -19,7 +19,10 @@
  * upgrade, a crash), the host sees no disconnect. The bridge connects again
  * with backoff for up to --reconnect-s seconds and tells the new connection
  * what the host told the old one: its initialize (with the session id the
- * daemon gave, so the session goes on), notifications/initialized, its
+ * daemon gave, so the session goes on; when the daemon did not have the
+ * session, or has it with more calls left than the answers to the host's
+ * calls say are left, a second initialize gives it that budget),
+ * notifications/initialized, its
  * last roots answer, its events/subscribe; then the host gets
  * notifications/tools/list_changed (the tools may have changed). Requests
  * that are safe to send twice (ping, tools/list, tasks/get, tasks/result ...)
@@ -152,6 +155,13 @@ struct relay {
 	/* The daemon said it stops (a call answered with data.restart): the
 	 * host's next lines wait for the next daemon. */
 	bool stopping;
+	/* The host's budget (initialize budget.toolCalls; -1: none) and the
+	 * attempts its calls' answers said they spent: a daemon that lost
+	 * the session (a restart without a shared store) or knows it from a
+	 * record older than the last calls (a crash) is told what is left. */
+	int64_t budget;
+	int64_t spent;
+	bool budget_told;		/* own_init is the initialize that tells it */
 };
 
 static char *canonical(const struct json *v)
@@ -291,6 +301,11 @@ static void host_line(struct relay *r, const char *text, size_t n)
 		rewrite_initialize(root, params, r->workspace, &r->up, &p);
 		const char *te = json_str(json_get(params, "toolErrors"));
 		r->tool_errors_result = !te || str_eq(te, "result");
+		int64_t calls;
+		if (json_get_int(json_get(json_get(params, "budget"), "toolCalls"), &calls) && calls >= 0) {
+			r->budget = calls;
+			r->spent = 0;
+		}
 		set_str(&r->init_params, p);
 		set_str(&r->init_id, id ? canonical(id) : NULL);
 	} else if (str_eq(method, "notifications/initialized")) {
@@ -409,7 +424,7 @@ static char *own_request(struct relay *r, const char *method, const char *params
 }
 
 /* The host's initialize params with the session id the daemon gave. */
-static char *params_with_session(const char *params, const char *sid)
+static char *params_with_session(const char *params, const char *sid, int64_t budget)
 {
 	_cleanup_doc_ struct json_doc *doc = NULL;
 	struct json_err err;
@@ -428,6 +443,12 @@ static char *params_with_session(const char *params, const char *sid)
 		}
 	}
 	jgen_kv_str(g, "sessionId", sid);
+	if (budget >= 0) {
+		jgen_key(g, "budget");
+		jgen_obj_open(g);
+		jgen_kv_int(g, "toolCalls", budget);
+		jgen_obj_close(g);
+	}
 	jgen_obj_close(g);
 	jgen_free(g);
 	return buf_steal(&b);
@@ -460,7 +481,8 @@ static void replay_rest(struct relay *r)
 static void replay(struct relay *r)
 {
 	if (r->session_id && r->init_params) {
-		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id);
+		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id, -1);
+		r->budget_told = false;
 		set_str(&r->own_init, own_request(r, "initialize", p));
 		return;
 	}
@@ -474,6 +496,18 @@ static void own_answer(struct relay *r, const struct json *root, const char *id)
 	if (!r->own_init || !str_eq(id, r->own_init))
 		return;
 	const struct json *error = json_get(root, "error");
+	const struct json *result = json_get(root, "result");
+	int64_t left = r->budget - r->spent, daemon_left = -1;
+	if (result && !r->budget_told && r->budget >= 0 &&
+	    (!json_is_true(json_get(result, "resumed")) || !json_get_int(json_get(result, "budgetLeft"), &daemon_left) ||
+	     daemon_left > left)) {
+		/* The session came back with more calls left than the host's
+		 * answers say it has (or none at all): it is told. */
+		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id, MAX(left, 0));
+		r->budget_told = true;
+		set_str(&r->own_init, own_request(r, "initialize", p));
+		return;
+	}
 	if (error)
 		fprintf(stderr, "toolcallctl mcp: reconnected to %s, but session %s was not taken back: %s\n",
 			r->socket, r->session_id, json_str(json_get(error, "message")) ?: "(no message)");
@@ -496,6 +530,22 @@ static bool stopped_call(const struct json *root)
 	return v && v->type == JSON_BOOL && v->u.b;
 }
 
+/* The attempts a call's answer says it spent of the budget (none when it
+ * was replayed or joined). */
+static int64_t answer_attempts(const struct json *root)
+{
+	const struct json *meta = json_get(json_get(root, "result"), "_meta");
+	const struct json *data = json_get(json_get(root, "error"), "data");
+	if (!data)
+		data = json_get(json_get(json_get(root, "result"), "structuredContent"), "error");
+	int64_t n = 0;
+	if (json_is_true(json_get(meta, "toolcalld/replayed")) || json_is_true(json_get(data, "replayed")))
+		return 0;
+	if (!json_get_int(json_get(meta, "toolcalld/attempts"), &n))
+		json_get_int(json_get(data, "attempts"), &n);
+	return n > 0 ? n : 0;
+}
+
 /* One complete line of the daemon (without its newline). */
 static void daemon_line(struct relay *r, const char *text, size_t n)
 {
@@ -514,6 +564,8 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 			return;
 		}
 		struct pend *p = pend_find(r, idt);
+		if (p && (p->kind == PEND_CALL || p->kind == PEND_KEYED))
+			r->spent += answer_attempts(root);
 		if (stopped_call(root)) {
 			/* The daemon stops: the host's next requests go to the
 			 * next one, and a keyed call is sent there again (it
@@ -999,6 +1051,7 @@ int ctl_mcp(const char *socket, char **args, int n)
 		.socket = sock,
 		.workspace = ws_abs,
 		.reconnect_s = reconnect_s,
+		.budget = -1,
 	};
 	int r = connect_nonblock(&rl);
 	if (r < 0)

@@ -334,6 +334,71 @@ START_TEST(session_goes_on_across_a_dropped_connection)
 }
 END_TEST
 
+/* The host's budget goes on when the daemon lost the session (a restart
+ * without a store) or has an older record of it (killed before its last
+ * calls were written to Redis): the bridge tells it what is left. */
+static void budget_goes_on(bool redis)
+{
+	struct redis_server rs = { 0 };
+	_cleanup_free_ char *cfg = NULL;
+	if (redis) {
+		const char *why;
+		if (!redis_server_available(&why))
+			TC_SKIP("%s", why);
+		redis_server_start(&rs);
+		cfg = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"b:\"}}", rs.sock);
+	}
+	struct tcd d;
+	tcd_start(&d, cfg ? cfg : "{}");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS
+		   ",\"capabilities\":{},\"budget\":{\"toolCalls\":3}}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	for (int id = 2; id <= 3; id++) {
+		host_call(&h, id, "stat", "{\"path\":\".\"}", NULL);
+		ck_assert(!tj_bool(host_answer(&h, id, 10000), "result.isError"));
+	}
+	size_t changed = host_count(&h, "notifications/tools/list_changed");
+	if (redis) {
+		tcd_kill(&d, SIGKILL);
+		ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+	} else {
+		ck_assert_int_eq(tcd_stop(&d), 0);
+	}
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	ck_assert(tc_wait_until((host_pump(&h, 10), host_count(&h, "notifications/tools/list_changed") > changed),
+				tc_wait_scaled(15000)));
+	host_call(&h, 4, "stat", "{\"path\":\".\"}", NULL);
+	const struct json *m = host_answer(&h, 4, 10000);
+	ck_assert_msg(!tj_bool(m, "result.isError"), "%s", tj_text(m));
+	host_call(&h, 5, "stat", "{\"path\":\".\"}", NULL);
+	m = host_answer(&h, 5, 10000);
+	ck_assert_msg(str_eq(tj_str(m, "result.structuredContent.error.kind"), "budget_exceeded"), "%s; the bridge said %s",
+		      tj_text(m), host_stderr(&h));
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	if (redis)
+		redis_server_free(&rs);
+}
+
+START_TEST(budget_goes_on_across_a_restart_without_a_store)
+{
+	budget_goes_on(false);
+}
+END_TEST
+
+START_TEST(budget_goes_on_across_a_crash_with_redis)
+{
+	budget_goes_on(true);
+}
+END_TEST
+
 /* --- initialize with an id Redis does not know --------------------------- */
 
 /* The answer to initialize {sessionId: id} on a daemon, without what
@@ -596,6 +661,8 @@ int main(void)
 	tcase_add_test(tc, stop_answers_transient_and_the_bridge_sends_keyed_calls_again);
 	tcase_add_test(tc, session_goes_on_across_a_restart_with_redis);
 	tcase_add_test(tc, session_goes_on_across_a_dropped_connection);
+	tcase_add_test(tc, budget_goes_on_across_a_restart_without_a_store);
+	tcase_add_test(tc, budget_goes_on_across_a_crash_with_redis);
 	tcase_add_test(tc, initialize_unknown_id_with_redis);
 	tcase_add_test(tc, restart_drill);
 	suite_add_tcase(s, tc);
