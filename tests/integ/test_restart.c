@@ -78,6 +78,21 @@ static int lines_equal(const struct tcd *d, const char *path, const char *line)
 	return n;
 }
 
+/* Starts a private redis-server; returns the config's store member for it
+ * (",\"store\":{...}" with prefix and the members in more), or NULL when
+ * there is none here (the case then skips). */
+static char *start_redis(struct redis_server *rs, const char *prefix, const char *more)
+{
+	const char *why;
+	if (!redis_server_available(&why)) {
+		tc_skip_note("%s", why);
+		return NULL;
+	}
+	redis_server_start(rs);
+	return xasprintf(",\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"%s\"%s}", rs->sock, prefix,
+			 more ? more : "");
+}
+
 /* --- a stop ends calls `transient`, for a retry -------------------------- */
 
 START_TEST(stop_answers_transient_and_the_bridge_sends_keyed_calls_again)
@@ -225,14 +240,9 @@ static const char *wait_roots(struct host *h)
 static void session_goes_on(bool redis)
 {
 	struct redis_server rs = { 0 };
-	_cleanup_free_ char *store = NULL;
-	if (redis) {
-		const char *why;
-		if (!redis_server_available(&why))
-			TC_SKIP("%s", why);
-		redis_server_start(&rs);
-		store = xasprintf(",\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"s:\"}", rs.sock);
-	}
+	_cleanup_free_ char *store = redis ? start_redis(&rs, "s:", NULL) : NULL;
+	if (redis && !store)
+		return;
 	_cleanup_free_ char *cfg = xasprintf("{\"limits\":{\"session_resume_s\":60},"
 					     "\"workspaces\":{\"allowed\":[\"@DIR@/other\",\"@DIR@/roots\"]}%s}",
 					     store ? store : "");
@@ -340,16 +350,12 @@ END_TEST
 static void budget_goes_on(bool redis)
 {
 	struct redis_server rs = { 0 };
-	_cleanup_free_ char *cfg = NULL;
-	if (redis) {
-		const char *why;
-		if (!redis_server_available(&why))
-			TC_SKIP("%s", why);
-		redis_server_start(&rs);
-		cfg = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"b:\"}}", rs.sock);
-	}
+	_cleanup_free_ char *store = redis ? start_redis(&rs, "b:", NULL) : NULL;
+	if (redis && !store)
+		return;
+	_cleanup_free_ char *cfg = xasprintf("{\"limits\":{\"session_resume_s\":60}%s}", store ? store : "");
 	struct tcd d;
-	tcd_start(&d, cfg ? cfg : "{}");
+	tcd_start(&d, cfg);
 	struct host h;
 	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
 	host_start(&h, args);
@@ -429,14 +435,11 @@ static char *initialize_answer(struct tcd *d, const char *id)
 
 START_TEST(initialize_unknown_id_with_redis)
 {
-	const char *why;
-	if (!redis_server_available(&why))
-		TC_SKIP("%s", why);
 	struct redis_server rs = { 0 };
-	redis_server_start(&rs);
-	_cleanup_free_ char *cfg = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\","
-					     "\"prefix\":\"u:\",\"timeout_ms\":3000},\"socket_mode\":\"0666\",\"limits\":{\"session_resume_s\":60}}",
-					     rs.sock);
+	_cleanup_free_ char *store = start_redis(&rs, "u:", ",\"timeout_ms\":3000");
+	if (!store)
+		return;
+	_cleanup_free_ char *cfg = xasprintf("{\"socket_mode\":\"0666\",\"limits\":{\"session_resume_s\":60}%s}", store);
 	struct tcd d, plain;
 	tcd_start(&d, cfg);
 	tcd_start(&plain, "{\"limits\":{\"session_resume_s\":60}}");
@@ -537,15 +540,12 @@ static void assert_plain(const struct json *m)
  */
 START_TEST(restart_drill)
 {
-	const char *why;
-	if (!redis_server_available(&why))
-		TC_SKIP("%s", why);
 	struct redis_server rs = { 0 };
-	redis_server_start(&rs);
+	_cleanup_free_ char *store = start_redis(&rs, "drill:", ",\"lease_ms\":1000");
+	if (!store)
+		return;
 	_cleanup_free_ char *cfg = xasprintf("{\"confirmation\":{\"default\":{\"execute\":\"auto\"}},"
-					     "\"limits\":{\"session_resume_s\":60,\"session_concurrency\":16},"
-					     "\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"drill:\","
-					     "\"lease_ms\":1000}}", rs.sock);
+					     "\"limits\":{\"session_resume_s\":60,\"session_concurrency\":16}%s}", store);
 	struct tcd d;
 	tcd_start(&d, cfg);
 	tcd_put(&d, "hello.txt", "hi");
