@@ -493,6 +493,12 @@ START_TEST(initialize_unknown_id_with_redis)
 	tcc_close(a);
 	tcc_close(b);
 
+	/* Redis gone: the same answer again. */
+	redis_server_kill(&rs);
+	_cleanup_free_ char *gone = initialize_answer(&d, "redis-gone");
+	_cleanup_free_ char *gone_plain = initialize_answer(&plain, "redis-gone");
+	ck_assert_str_eq(gone, gone_plain);
+
 	ck_assert_int_eq(tcd_stop(&plain), 0);
 	tcd_free(&plain);
 	ck_assert_int_eq(tcd_stop(&d), 0);
