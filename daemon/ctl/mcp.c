@@ -36,7 +36,8 @@
  * A daemon that stops gracefully answers the calls it stops `transient`
  * with data.restart: the bridge relays those (the host retries) but for
  * keyed calls, which it sends again itself; from that answer on, the
- * host's requests wait for the next daemon. One line on
+ * host's requests wait for the next daemon (its answers to the daemon's
+ * questions still go to the one stopping). One line on
  * stderr says each disconnect, each reconnect and, when the daemon does not
  * come back in time, that the bridge gives up; every request still waiting
  * is then answered with an error saying so, and the bridge exits 3.
@@ -153,8 +154,11 @@ struct relay {
 	bool heard;
 	char *own_init;			/* id of the initialize sent again, until answered */
 	/* The daemon said it stops (a call answered with data.restart): the
-	 * host's next lines wait for the next daemon. */
+	 * host's next requests wait for the next daemon (its answers and
+	 * notifications still go: a call may wait for an answer to finish
+	 * within the grace period). */
 	bool stopping;
+	struct buf held;		/* the host's requests meanwhile */
 	/* The host's budget (initialize budget.toolCalls; -1: none) and the
 	 * attempts its calls' answers said they spent: a daemon that lost
 	 * the session (a restart without a shared store) or knows it from a
@@ -279,7 +283,8 @@ static void host_line(struct relay *r, const char *text, size_t n)
 	const char *method = json_str(json_get(root, "method"));
 	const struct json *id = json_get(root, "id");
 	const struct json *params = json_get(root, "params");
-	size_t start = buf_size(&r->up);
+	struct buf *q = r->stopping && method && id ? &r->held : &r->up;
+	size_t start = buf_size(q);
 
 	if (!method && id) {
 		/* The host answers the daemon: keep its roots for a new connection. */
@@ -298,7 +303,7 @@ static void host_line(struct relay *r, const char *text, size_t n)
 		}
 	} else if (str_eq(method, "initialize") && (!params || params->type == JSON_OBJECT)) {
 		char *p = NULL;
-		rewrite_initialize(root, params, r->workspace, &r->up, &p);
+		rewrite_initialize(root, params, r->workspace, q, &p);
 		const char *te = json_str(json_get(params, "toolErrors"));
 		r->tool_errors_result = !te || str_eq(te, "result");
 		int64_t calls;
@@ -321,11 +326,11 @@ static void host_line(struct relay *r, const char *text, size_t n)
 		set_str(&r->subscribe_params, strlen(t) <= MAX_KEPT ? t : (free(t), NULL));
 		set_str(&r->subscribe_id, canonical(id));
 	}
-	if (buf_size(&r->up) == start)
-		buf_append(&r->up, text, n);
+	if (buf_size(q) == start)
+		buf_append(q, text, n);
 	if (method && id)
-		pend_add(r, root, method, buf_head(&r->up) + start, buf_size(&r->up) - start);
-	buf_append(&r->up, "\n", 1);
+		pend_add(r, root, method, buf_head(q) + start, buf_size(q) - start);
+	buf_append(q, "\n", 1);
 }
 
 /* Takes the host's bytes: complete lines go up. */
@@ -649,7 +654,7 @@ static int drain_up(struct relay *r)
 {
 	for (;;) {
 		struct buf *b = !r->up_mid && buf_size(&r->own) ? &r->own : &r->up;
-		if (!buf_size(b) || (b == &r->up && (r->own_init || r->stopping)))
+		if (!buf_size(b) || (b == &r->up && r->own_init))
 			return 0;	/* the host's lines wait for the session to be back */
 		ssize_t w = send(r->sock, buf_head(b), buf_size(b), MSG_NOSIGNAL);
 		if (w < 0) {
@@ -740,7 +745,10 @@ static void lost(struct relay *r, int err)
 	r->n_roots_asked = 0;
 	r->answer_roots = false;
 	set_str(&r->own_init, NULL);
+	/* The requests held for the next daemon go to it, after those queued. */
 	r->stopping = false;
+	buf_append(&r->up, buf_head(&r->held), buf_size(&r->held));
+	buf_clear(&r->held);
 	char **ids = queued_ids(r);
 	if (r->subscribe_id && !queued(ids, r->subscribe_id))
 		r->subscribed = false;	/* sent again as the host's, if at all */
@@ -792,7 +800,8 @@ static int relay_run(struct relay *r)
 	char chunk[65536];
 	int last_err = 0;
 	for (;;) {
-		if (r->sock >= 0 && r->in_eof && !r->up_shut && buf_size(&r->up) == 0 && buf_size(&r->own) == 0) {
+		if (r->sock >= 0 && r->in_eof && !r->up_shut && buf_size(&r->up) == 0 && buf_size(&r->own) == 0 &&
+		    buf_size(&r->held) == 0) {
 			/* A last line without its newline still counts. */
 			if (buf_size(&r->line) > 0) {
 				host_line(r, buf_head(&r->line), buf_size(&r->line));
@@ -827,10 +836,10 @@ static int relay_run(struct relay *r)
 			}
 		}
 
-		bool up_full = buf_size(&r->up) > RELAY_CAP;
+		bool up_full = buf_size(&r->up) + buf_size(&r->held) > RELAY_CAP;
 		/* from holds at most one line being read (PARSE_MAX_DOWN). */
 		bool down_full = buf_size(&r->down) > RELAY_CAP;
-		bool sending = (buf_size(&r->up) && !r->own_init && !r->stopping) || buf_size(&r->own);
+		bool sending = (buf_size(&r->up) && !r->own_init) || buf_size(&r->own);
 		struct pollfd p[3] = {
 			{ .fd = r->in_eof || up_full ? -1 : r->in_fd, .events = POLLIN },
 			{ .fd = r->sock, .events = (down_full ? 0 : POLLIN) | (sending && !r->up_shut ? POLLOUT : 0) },
@@ -906,6 +915,7 @@ static void relay_free(struct relay *r)
 	if (r->sock >= 0)
 		close(r->sock);
 	buf_free(&r->up);
+	buf_free(&r->held);
 	buf_free(&r->own);
 	buf_free(&r->line);
 	buf_free(&r->from);
