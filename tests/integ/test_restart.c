@@ -112,7 +112,8 @@ START_TEST(stop_answers_transient_and_the_bridge_sends_keyed_calls_again)
 	host_call(&h, 3, "shell", "{\"command\":\"echo run >> keyed.log; sleep 1; echo keyed\"}",
 		  "{\"idempotencyKey\":\"k-stop\"}");
 	ck_assert(tcd_wait_stat(&d, "result.running", 2, 10000));
-	ck_assert(tc_wait_until(lines_equal(&d, tcd_ws_path(&d, "keyed.log"), "run") == 1, tc_wait_scaled(10000)));
+	_cleanup_free_ char *keyed_log = tcd_ws_path(&d, "keyed.log");
+	ck_assert(tc_wait_until(lines_equal(&d, keyed_log, "run") == 1, tc_wait_scaled(10000)));
 	tcd_kill(&d, SIGTERM);
 
 	/* The plain call: transient, retryable, marked as a restart, as the
@@ -143,7 +144,7 @@ START_TEST(stop_answers_transient_and_the_bridge_sends_keyed_calls_again)
 	m = host_answer(&h, 3, 15000);
 	ck_assert_msg(!tj_bool(m, "result.isError"), "%s", tj_text(m));
 	ck_assert_str_eq(tj_str(m, "result.structuredContent.stdout"), "keyed\n");
-	ck_assert_int_eq(lines_equal(&d, tcd_ws_path(&d, "keyed.log"), "run"), 2);
+	ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 2);
 	/* Each request got one answer. */
 	ck_assert_ptr_null(host_wait(&h, "2", NULL, 200));
 	ck_assert_ptr_null(host_wait(&h, "3", NULL, 0));
@@ -569,7 +570,8 @@ START_TEST(restart_drill)
 		  "\"background\":true,\"until\":\"started\",\"yield_ms\":30000}", NULL);
 	const struct json *m = host_answer(&h, 2, 30000);
 	ck_assert_msg(tj_bool(m, "result.structuredContent.running"), "%s", tj_text(m));
-	_cleanup_free_ char *bgpid = tcd_read(&d, tcd_ws_path(&d, "bg.pid"), NULL);
+	_cleanup_free_ char *bgfile = tcd_ws_path(&d, "bg.pid");
+	_cleanup_free_ char *bgpid = tcd_read(&d, bgfile, NULL);
 	pid_t bg = (pid_t)atoi(bgpid);
 	ck_assert_int_gt(bg, 1);
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
