@@ -319,6 +319,24 @@ void exec_withdraw_callers(struct exec *e, const char *request_id)
 	}
 }
 
+/* A non-idempotent keyed call the daemon's stop ended while it ran may
+ * have taken effect: the key keeps "outcome unknown" (as when its daemon
+ * dies), so that no retry runs it a second time. */
+static void keep_stopped(struct exec *e, struct store_claim *claim, const struct outcome *o)
+{
+	_cleanup_(outcome_unrefp) struct outcome *u = outcome_error(TC_EXECUTION_ERROR,
+		"The call with idempotency key '%s' was stopped with its toolcalld (a restart) before it ended: "
+		"whether it took effect is unknown. Check its effects, then retry with a new key",
+		idem_client_key(e->key));
+	u->error_data = xstrdup("{\"outcome\":\"unknown\"}");
+	u->call_id = xstrdup(o->call_id);
+	u->tool = xstrdup(o->tool);
+	u->attempts = o->attempts;
+	u->duration_ms = o->duration_ms;
+	u->side_effects = o->side_effects;
+	store_complete(claim, u);
+}
+
 void exec_finish(struct exec *e, struct outcome *o)
 {
 	struct dispatcher *d = e->d;
@@ -355,7 +373,9 @@ void exec_finish(struct exec *e, struct outcome *o)
 		/* Kept and handed to joiners elsewhere, unless it never ran
 		 * (refused before its claim counted) or was cancelled. */
 		struct store_claim *claim = TAKE_PTR(e->claim);
-		if (claim && (e->unkept || o->kind == TC_CANCELLED))
+		if (claim && e->stopped && e->attempts > 0 && !e->tool->idempotent)
+			keep_stopped(e, claim, o);
+		else if (claim && (e->unkept || o->kind == TC_CANCELLED))
 			store_release(claim);
 		else if (claim)
 			store_complete(claim, o);
@@ -1065,9 +1085,12 @@ static void exec_cancel(struct exec *e, const char *why)
 	char *output = attempt_partial(e);
 	abandon_attempt(e);
 	confirm_cancel(e);
-	/* Stopped by a stop: its key is released, never kept as transient. */
-	if (e->d->stopping)
+	/* Stopped by a stop: its key is not kept as transient (released, or
+	 * marked unknown: keep_stopped). */
+	if (e->d->stopping) {
 		e->unkept = true;
+		e->stopped = true;
+	}
 	struct outcome *o = ended_outcome(e->d, why);
 	outcome_keep_partial(o, output);
 	o->command = command;

@@ -154,9 +154,11 @@ unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
 void dispatch_cancel_all(struct dispatcher *d, const char *why);
 /* The daemon stops (a restart): every call still in flight ends
  * `transient` with why and `data.restart: true`, for its caller to send
- * again to the next daemon; a keyed one's key is released, as for a
- * cancel (it was stopped before it ended). Calls made after it end so at
- * once, without running. why must outlive the dispatcher. */
+ * again to the next daemon. A keyed one's key is released (it may run
+ * again), unless its tool is not idempotent and it had started: then the
+ * key keeps `execution_error` with `data.outcome: "unknown"`, never a
+ * second run. Calls made after it end so at once, without running. why
+ * must outlive the dispatcher. */
 void dispatch_stop_all(struct dispatcher *d, const char *why);
 /* Callers waiting for outcomes. */
 unsigned dispatch_inflight(const struct dispatcher *d);

@@ -85,6 +85,7 @@ struct exec {
 	bool parked;			/* queue_node is in ts->parked */
 	bool probe;
 	bool unkept;			/* refused before it ran: its outcome is not kept */
+	bool stopped;			/* ended by dispatch_stop_all */
 	enum confirm_mode mode;		/* decided at admission; applied once claimed and the hooks have spoken */
 	struct store_claim *claim;	/* the key is this execution's */
 	struct store_wait *claim_wait;	/* while EX_CLAIMING */

@@ -95,10 +95,23 @@ static char *start_redis(struct redis_server *rs, const char *prefix, const char
 
 /* --- a stop ends calls `transient`, for a retry -------------------------- */
 
-START_TEST(stop_answers_transient_and_the_bridge_sends_keyed_calls_again)
+/*
+ * A stop ends two calls the grace period did not see through: the plain
+ * one is answered transient (data.restart), the keyed one is sent again
+ * by the bridge to the next daemon. Without a store that one runs again
+ * (it was stopped before it ended); with Redis, its key says its outcome
+ * is unknown (a non-idempotent tool): never a second run.
+ */
+static void stop_ends_calls(bool redis)
 {
+	struct redis_server rs = { 0 };
+	_cleanup_free_ char *store = redis ? start_redis(&rs, "stop:", NULL) : NULL;
+	if (redis && !store)
+		return;
+	_cleanup_free_ char *cfg = xasprintf("{\"grace_ms\":300,\"confirmation\":{\"default\":{\"execute\":\"auto\"}}%s}",
+					     store ? store : "");
 	struct tcd d;
-	tcd_start(&d, "{\"grace_ms\":300,\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
+	tcd_start(&d, cfg);
 	tcd_put(&d, "hello.txt", "hi");
 	struct host h;
 	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
@@ -142,9 +155,16 @@ START_TEST(stop_answers_transient_and_the_bridge_sends_keyed_calls_again)
 	/* The keyed call was not relayed: the bridge sent it again to the
 	 * new daemon, and the host gets its outcome there. */
 	m = host_answer(&h, 3, 15000);
-	ck_assert_msg(!tj_bool(m, "result.isError"), "%s", tj_text(m));
-	ck_assert_str_eq(tj_str(m, "result.structuredContent.stdout"), "keyed\n");
-	ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 2);
+	if (redis) {
+		ck_assert_msg(tj_bool(m, "result.isError"), "%s", tj_text(m));
+		ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "execution_error");
+		ck_assert_str_eq(tj_str(m, "result.structuredContent.error.outcome"), "unknown");
+		ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 1);
+	} else {
+		ck_assert_msg(!tj_bool(m, "result.isError"), "%s", tj_text(m));
+		ck_assert_str_eq(tj_str(m, "result.structuredContent.stdout"), "keyed\n");
+		ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 2);
+	}
 	/* Each request got one answer. */
 	ck_assert_ptr_null(host_wait(&h, "2", NULL, 200));
 	ck_assert_ptr_null(host_wait(&h, "3", NULL, 0));
@@ -153,6 +173,19 @@ START_TEST(stop_answers_transient_and_the_bridge_sends_keyed_calls_again)
 	host_free(&h);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
+	if (redis)
+		redis_server_free(&rs);
+}
+
+START_TEST(stop_ends_calls_transient_without_a_store)
+{
+	stop_ends_calls(false);
+}
+END_TEST
+
+START_TEST(stop_ends_calls_transient_with_redis)
+{
+	stop_ends_calls(true);
 }
 END_TEST
 
@@ -666,7 +699,8 @@ int main(void)
 	Suite *s = suite_create("restart");
 	TCase *tc = tcase_create("restart");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, stop_answers_transient_and_the_bridge_sends_keyed_calls_again);
+	tcase_add_test(tc, stop_ends_calls_transient_without_a_store);
+	tcase_add_test(tc, stop_ends_calls_transient_with_redis);
 	tcase_add_test(tc, session_goes_on_across_a_restart_with_redis);
 	tcase_add_test(tc, session_goes_on_across_a_dropped_connection);
 	tcase_add_test(tc, budget_goes_on_across_a_restart_without_a_store);
