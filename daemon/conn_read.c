@@ -221,7 +221,7 @@ static bool may_run_tools(const char *line, size_t len)
 static void process_input(struct conn *c, bool serving, bool must_progress)
 {
 	struct conns *cs = c->conns;
-	while (!c->dead && !c->paused) {
+	while (!c->dead && !c->paused && !c->on_hold) {
 		size_t off = c->in.off, len_before = c->in.len;
 		const char *line;
 		size_t len;
@@ -263,7 +263,7 @@ static void process_input(struct conn *c, bool serving, bool must_progress)
 		/* Caught up (or paused, or closed): reading resumes, unless
 		 * output backpressure or the peer's EOF says otherwise. */
 		c->backlogged = false;
-		if (!c->dead && !c->paused && !c->read_closed)
+		if (!c->dead && !c->paused && !c->on_hold && !c->read_closed)
 			ev_io_start(cs->ev, &c->rw);
 	}
 }
@@ -377,6 +377,25 @@ static void half_closed(struct conn *c)
 	ev_timer_again(ev, &c->idle_w);
 }
 
+void conn_hold(struct conn *c)
+{
+	c->on_hold = true;
+	ev_io_stop(c->conns->ev, &c->rw);
+}
+
+void conn_release(struct conn *c)
+{
+	struct conns *cs = c->conns;
+	if (!c->on_hold || c->dead)
+		return;
+	c->on_hold = false;
+	if (!c->paused && !c->backlogged && !c->read_closed)
+		ev_io_start(cs->ev, &c->rw);
+	/* Lines read before the hold are handled on the next iteration. */
+	ev_feed_event(cs->ev, &c->rw, EV_CUSTOM);
+	ev_idle_start(cs->ev, &cs->kick);
+}
+
 static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct conn *c = container_of(w, struct conn, rw);
@@ -396,7 +415,7 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 				buf_putc(&c->in, '\n');
 			if (buf_size(&c->in)) {
 				process_input(c, false, false);
-				if (c->dead || c->backlogged || c->paused)
+				if (c->dead || c->backlogged || c->paused || c->on_hold)
 					return;	/* EOF is read again once caught up */
 			}
 			half_closed(c);

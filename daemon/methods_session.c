@@ -85,6 +85,7 @@ static void resume_go(struct resume *q)
 	const char *version = q->version;
 	resume_free(q);
 	initialize_go(c, params, p, version, calls);
+	conn_release(c);
 }
 
 static void got_record(void *arg, int r, const char *rec, size_t n)
@@ -122,10 +123,15 @@ static void resume_from_store(struct conn *c, const struct json *params, struct 
 	q->calling = true;
 	struct store_wait *w = store_session_get(client_session_store(server_of(c)), c->cred.uid, id, got_record, q);
 	q->calling = false;
-	if (q->answered)
+	if (q->answered) {
 		resume_go(q);
-	else
+	} else {
+		/* The connection's next requests are for the session this
+		 * initialize names: they wait for it, as they would without a
+		 * store (other connections are served meanwhile). */
 		q->w = w;
+		conn_hold(c);
+	}
 }
 
 static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pending *p)

@@ -519,7 +519,18 @@ START_TEST(initialize_unknown_id_with_redis)
 	tc_assert_ok(tcc_request(b, "ping", NULL));
 	tc_assert_ok(tcc_call(b, "stat", "{\"path\":\".\"}"));
 	ck_assert_uint_lt(tc_now_ms() - t0, tc_wait_scaled(1000));
+	/* A client that sends its next request at once (no wait for the
+	 * initialize's answer) gets it handled in the session it named, as
+	 * without Redis: here one without calls left. */
+	struct tcc *piped = tcc_connect(&d);
+	int64_t pid_init = tcc_send_request(piped, "initialize", "{" INIT_PARAMS ",\"capabilities\":{},"
+					    "\"sessionId\":\"piped\",\"budget\":{\"toolCalls\":0}}");
+	int64_t pid_call = tcc_send_request(piped, "tools/call", "{\"name\":\"stat\",\"arguments\":{\"path\":\".\"}}");
 	redis_server_pause(&rs, false);
+	r = tcc_wait_id(piped, tcc_fmt(piped, "%lld", (long long)pid_init), 15000);
+	ck_assert_msg(r && str_eq(tj_str(r, "result.sessionId"), "piped"), "%s", r ? tj_text(r) : "no answer");
+	tc_assert_kind(tcc_wait_id(piped, tcc_fmt(piped, "%lld", (long long)pid_call), 15000), "budget_exceeded");
+	tcc_close(piped);
 	r = tcc_wait_id(a, tcc_fmt(a, "%lld", (long long)id), 15000);
 	ck_assert_msg(r && tj_has(r, "result"), "%s", r ? tj_text(r) : "no answer");
 	ck_assert_str_eq(tj_str(r, "result.sessionId"), "while-away");
