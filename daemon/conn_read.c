@@ -33,10 +33,10 @@ static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
 	/* Lines waiting in the backlog, calls in flight and subscriptions
 	 * (an approver or a watcher waits for events, silently) are not
 	 * idleness. */
-	if (list_empty(&c->pendings) && !c->backlogged && !c->sub && !c->outreqs.n) {
+	if (list_empty(&c->pendings) && !c->backlogged && !c->listening && !c->outreqs.n) {
 		log_debug("closing idle connection (fd %d)", c->fd);
 		conn_close(c);
-	} else if (c->sub) {
+	} else if (c->listening) {
 		/* Subscribed for good: no need to look again (and to wake the
 		 * daemon for it). */
 		ev_timer_stop(ev, w);
@@ -94,13 +94,13 @@ static void handle_value(struct conn *c, struct json_doc *doc, const struct json
 	}
 	/* Most requests are answered inside on_request; only those still
 	 * waiting afterwards are in flight and need their id remembered. */
-	c->watch = p;
+	pending_hold(p);
 	c->conns->on_request(c, &req, p);
-	if (c->watch == p) {
-		c->watch = NULL;
+	if (!p->answered) {
 		map_put(c->ids, p->id, p);
 		p->tracked = true;
 	}
+	pending_release(p);
 }
 
 /* Answers a line that is no request with id null. */
@@ -174,6 +174,9 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	for (size_t i = 0; i < root->u.arr.n && !c->dead; i++)
 		handle_value(c, doc, root->u.arr.items[i], b, &index);
 	if (b) {
+		/* Members never looked at (the connection closed midway) have
+		 * no answer to wait for. */
+		b->remaining -= answers - index;
 		if (--b->remaining == 0) {
 			if (!c->dead)
 				conn_batch_write(c, b);
@@ -221,7 +224,7 @@ static bool may_run_tools(const char *line, size_t len)
 static void process_input(struct conn *c, bool serving, bool must_progress)
 {
 	struct conns *cs = c->conns;
-	while (!c->dead && !c->paused && !c->on_hold) {
+	while (!c->dead && !c->paused && !c->input_waits) {
 		size_t off = c->in.off, len_before = c->in.len;
 		const char *line;
 		size_t len;
@@ -263,7 +266,7 @@ static void process_input(struct conn *c, bool serving, bool must_progress)
 		/* Caught up (or paused, or closed): reading resumes, unless
 		 * output backpressure or the peer's EOF says otherwise. */
 		c->backlogged = false;
-		if (!c->dead && !c->paused && !c->on_hold && !c->read_closed)
+		if (!c->dead && !c->paused && !c->input_waits && !c->read_closed)
 			ev_io_start(cs->ev, &c->rw);
 	}
 }
@@ -307,7 +310,9 @@ static void run_backlog(struct conns *cs)
 			break;
 		struct conn *c = list_first(&cs->backlog, struct conn, backlog_node);
 		list_remove(&c->backlog_node);
+		conn_hold(c);
 		process_input(c, true, k == 0);
+		conn_release(c);
 	}
 }
 
@@ -377,18 +382,18 @@ static void half_closed(struct conn *c)
 	ev_timer_again(ev, &c->idle_w);
 }
 
-void conn_hold(struct conn *c)
+void conn_wait_input(struct conn *c)
 {
-	c->on_hold = true;
+	c->input_waits = true;
 	ev_io_stop(c->conns->ev, &c->rw);
 }
 
-void conn_release(struct conn *c)
+void conn_go_on_input(struct conn *c)
 {
 	struct conns *cs = c->conns;
-	if (!c->on_hold || c->dead)
+	if (!c->input_waits || c->dead)
 		return;
-	c->on_hold = false;
+	c->input_waits = false;
 	if (!c->paused && !c->backlogged && !c->read_closed)
 		ev_io_start(cs->ev, &c->rw);
 	/* Lines read before the hold are handled on the next iteration. */
@@ -396,9 +401,8 @@ void conn_release(struct conn *c)
 	ev_idle_start(cs->ev, &cs->kick);
 }
 
-static void on_read(struct ev_loop *ev, ev_io *w, int revents)
+static void read_input(struct ev_loop *ev, struct conn *c, int revents)
 {
-	struct conn *c = container_of(w, struct conn, rw);
 	/* A connection in the backlog reads nothing more until it has
 	 * caught up: what it buffers stays bounded. */
 	if ((revents & EV_READ) && !c->backlogged) {
@@ -415,7 +419,7 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 				buf_putc(&c->in, '\n');
 			if (buf_size(&c->in)) {
 				process_input(c, false, false);
-				if (c->dead || c->backlogged || c->paused || c->on_hold)
+				if (c->dead || c->backlogged || c->paused || c->input_waits)
 					return;	/* EOF is read again once caught up */
 			}
 			half_closed(c);
@@ -437,4 +441,15 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 		buf_free(&c->in);
 		conn_account(c);
 	}
+}
+
+/* Reads and handles what came. Requests are handled here, and may end
+ * anything, their connection included: held, c stays in memory until
+ * this returns. */
+static void on_read(struct ev_loop *ev, ev_io *w, int revents)
+{
+	struct conn *c = container_of(w, struct conn, rw);
+	conn_hold(c);
+	read_input(ev, c, revents);
+	conn_release(c);
 }
