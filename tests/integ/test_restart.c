@@ -189,6 +189,39 @@ START_TEST(stop_ends_calls_transient_with_redis)
 }
 END_TEST
 
+/* A task the grace period did not see through fails transient, marked as
+ * a restart, and the next daemon says so from Redis. */
+START_TEST(task_stopped_by_a_stop_fails_transient)
+{
+	struct redis_server rs = { 0 };
+	_cleanup_free_ char *store = start_redis(&rs, "task:", NULL);
+	if (!store)
+		return;
+	_cleanup_free_ char *cfg = xasprintf("{\"grace_ms\":300,\"confirmation\":{\"default\":{\"execute\":\"auto\"}}%s}",
+					     store);
+	struct tcd d;
+	tcd_start(&d, cfg);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_request(c, "tools/call", "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 30\"},"
+					   "\"task\":{\"ttl\":60000}}");
+	ck_assert_msg(tj_str(r, "result.task.taskId"), "%s", tj_text(r));
+	_cleanup_free_ char *task = tj_quote(tj_str(r, "result.task.taskId"));
+	ck_assert(tcd_wait_stat(&d, "result.running", 1, 10000));
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcc_close(c);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	c = tcc_connect(&d);
+	r = tcc_request(c, "tasks/result", tcc_fmt(c, "{\"taskId\":%s}", task));
+	tc_assert_kind(r, "transient");
+	ck_assert(tj_bool(r, "error.data.restart"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	redis_server_free(&rs);
+}
+END_TEST
+
 /* --- the session goes on ------------------------------------------------- */
 
 /* A proxy between the bridge and the daemon, whose connection the test
@@ -712,6 +745,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, stop_ends_calls_transient_without_a_store);
 	tcase_add_test(tc, stop_ends_calls_transient_with_redis);
+	tcase_add_test(tc, task_stopped_by_a_stop_fails_transient);
 	tcase_add_test(tc, session_goes_on_across_a_restart_with_redis);
 	tcase_add_test(tc, session_goes_on_across_a_dropped_connection);
 	tcase_add_test(tc, budget_goes_on_across_a_restart_without_a_store);
