@@ -25,7 +25,7 @@
 #include "daemon/config_policy.h"
 #include "daemon/config_store.h"
 #include "daemon/default_socket.h"
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/dispatch/dispatch.h"
 #include "proto/base/buf.h"
 #include "proto/base/fileio.h"

@@ -27,7 +27,7 @@
 #include "lib/dispatch/outcome.h"
 #include "lib/session.h"
 #include "lib/store/store.h"
-#include "lib/store/tasks.h"
+#include "lib/tasks/tasks.h"
 #include "proto/json.h"
 
 #define TASK_ID_MAX 64

@@ -8,7 +8,8 @@
 
 #include "daemon/server_state.h"
 #include "lib/base/map.h"
-#include "lib/dispatch/metrics.h"
+#include "lib/base/openmetrics.h"
+#include "lib/dispatch/dispatch.h"
 #include "lib/process/process.h"
 #include "lib/registry.h"
 #include "lib/session.h"

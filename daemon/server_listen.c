@@ -27,7 +27,7 @@
 #include "daemon/preflight.h"
 #include "daemon/providers.h"
 #include "daemon/server_internal.h"
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"

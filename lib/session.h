@@ -26,7 +26,7 @@ struct session {
 	uid_t uid;
 	struct identity ident;		/* the peer of the connection that made it: whom
 					 * its children and hooks run as, and file tools
-					 * act as (lib/files/fsjob.h) */
+					 * act as (lib/fsjob/fsjob.h) */
 	bool has_ident;			/* ident is set */
 	struct workspace *ws;		/* where its calls work: base, or the group of its MCP roots */
 	struct workspace *base;		/* the workspace initialize chose */

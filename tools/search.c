@@ -11,7 +11,7 @@
  * Results are bounded by max_results and by a byte budget, and stream as
  * progress while the search runs.
  *
- * The search runs on an io thread as the peer (lib/files/fsjob.h), never on the
+ * The search runs on an io thread as the peer (lib/fsjob/fsjob.h), never on the
  * loop, in parts of about PART_MS: after each, the loop streams what was
  * found and queues the next part (behind the file work of other calls).
  * Cancel and timeout stop it at the next entry, even within a directory
@@ -25,7 +25,7 @@
 
 #include <time.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/glob.h"
 #include "lib/regex/regex_find.h"
 #include "lib/files/workspace.h"

@@ -5,7 +5,7 @@
  */
 #include "lib/dispatch/audit_call.h"
 
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/dispatch/outcome.h"
 #include "lib/dispatch/policy.h"
 #include "lib/session.h"

@@ -18,7 +18,7 @@
 
 #include "lib/dispatch/dispatch_internal.h"
 #include "lib/events.h"
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/identity.h"
 #include "lib/base/map.h"
 #include "lib/dispatch/outcome.h"

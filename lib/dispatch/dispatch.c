@@ -29,7 +29,7 @@
 #include <time.h>
 
 #include "lib/dispatch/admit.h"
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/dispatch/audit_call.h"
 #include "lib/dispatch/dispatch_internal.h"
 #include "lib/events.h"
@@ -717,28 +717,6 @@ void dispatch_arm_sweep(struct dispatcher *d)
 }
 
 /* --- calls ------------------------------------------------------------- */
-
-const char *dispatch_policy_root(const struct dispatcher *d, const struct session *s)
-{
-	const char *roots[WS_GROUP_MAX + 1];
-	if (!s->ws || !ws_group_roots(s->ws, roots, WS_GROUP_MAX + 1))
-		return NULL;
-	for (size_t i = 1; roots[i]; i++)
-		if (!policy_workspace_trusted(d->policy, roots[i]))
-			return NULL;
-	return roots[0];
-}
-
-bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t)
-{
-	if (session_hides_tool(s, t->name))
-		return false;
-	if (!d->policy)
-		return true;
-	if (map_get(s->always_allow, t->name))
-		return true;
-	return policy_decide(d->policy, t->name, t->side_effects, dispatch_policy_root(d, s)) != CONFIRM_DENY;
-}
 
 static struct outcome *conflict(const char *client_key, bool same_tool)
 {

@@ -29,6 +29,7 @@
 #include "lib/tool.h"
 
 struct audit;
+struct buf;
 struct event_bus;
 struct hooks_config;
 struct jgen;
@@ -168,5 +169,10 @@ void dispatch_write_stats(struct dispatcher *d, struct jgen *g);
 /* Writes the admin/stats members that count uid's own calls alone (a peer
  * that is neither root nor the daemon's user sees no other uid's). */
 void dispatch_write_stats_of(struct dispatcher *d, uid_t uid, struct jgen *g);
+/* Writes the dispatcher's admin/metrics families (dispatch_metrics.c):
+ * the numbers admin/stats gathers: calls and errors by kind per tool, a
+ * latency histogram per tool, calls in flight, running and queued, the
+ * idempotency cache, events, the audit log, circuits. */
+void dispatch_write_metrics(struct dispatcher *d, struct buf *b);
 
 #endif

@@ -3,7 +3,9 @@
  * The dispatch engine's own structures, shared by the files that make it
  * up (dispatch.c: callers, executions, attempts, cancellation;
  * dispatch_fair.c: the queues and the slots; confirm.c: confirmation
- * requests; admit.c: admission) and by nothing else.
+ * requests; admit.c: admission; dispatch_stats.c and dispatch_metrics.c:
+ * what admin/stats and admin/metrics read of it) and by nothing outside
+ * lib/dispatch/.
  */
 #ifndef TC_DISPATCH_INTERNAL_H
 #define TC_DISPATCH_INTERNAL_H
@@ -137,10 +139,6 @@ const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
 void exec_enqueue(struct exec *e);
 /* Asks the first caller of e that can ask its client to confirm (q NULL:
  * whether one could); true when one did. */
-/* The workspace root the confirmation policy judges s by: its primary,
- * or NULL (trusted by no entry) when any other root of its group is not
- * trusted, so a trusted primary does not vouch for the rest. */
-const char *dispatch_policy_root(const struct dispatcher *d, const struct session *s);
 bool exec_ask_callers(struct exec *e, const struct confirm_question *q);
 /* Tells e's callers that its confirmation request_id no longer waits for
  * their clients' answer. */

@@ -10,7 +10,6 @@
 #include "lib/dispatch/dispatch.h"
 #include "lib/base/map.h"
 #include "lib/store/store.h"
-#include "lib/store/store_outcome.h"
 #include "proto/base/util.h"
 
 /* The store's settings that come from the idempotency section. */

@@ -17,6 +17,7 @@
 #include "proto/base/util.h"
 
 struct buf;
+struct store_value_ops;
 
 /* How a call ended: shared by every caller of one execution. */
 struct outcome {
@@ -61,5 +62,10 @@ void outcome_write_result(const struct outcome *o, bool replayed, struct buf *ou
 /* Writes the error's data object (kind, retryable, attempts, ...; replayed:
  * true for an outcome replayed from the idempotency cache). */
 void outcome_write_error_data(const struct outcome *o, bool replayed, struct buf *out);
+
+/* Outcomes as the values of a store (lib/store/store.h, outcome_store.c):
+ * what the dispatcher hands store_open so kept outcomes can be counted,
+ * shared and read back; tasks keep their outcomes in the same form. */
+extern const struct store_value_ops outcome_store_ops;
 
 #endif

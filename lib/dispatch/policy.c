@@ -9,7 +9,7 @@
 #include <fnmatch.h>
 #include <string.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/identity.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/tool.h"

@@ -17,7 +17,7 @@
 
 #include "daemon/config.h"
 #include "daemon/config_bind.h"
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/dispatch/policy.h"
 #include "lib/sandbox/sandbox.h"
 #include "tests/unit/check_main.h"

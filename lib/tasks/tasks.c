@@ -27,7 +27,7 @@
  * elsewhere, looked up) and the requests that follow it through the store
  * share one set of states, best read together.
  */
-#include "lib/store/tasks.h"
+#include "lib/tasks/tasks.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,7 +39,6 @@
 #include "lib/base/loop.h"
 #include "lib/base/map.h"
 #include "lib/store/store.h"
-#include "lib/store/store_outcome.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/base/util.h"
