@@ -15,7 +15,7 @@
 #include "lib/session.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 #include "version.h"
 
 static const char *const provider_states[] = {

@@ -24,7 +24,7 @@
 #include "lib/registry.h"
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/util.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 /* The directory part of path, as a new string. */
 static char *dir_of(const char *path)

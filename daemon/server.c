@@ -43,7 +43,7 @@
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_root.h"
 #include "proto/json.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 
 /* --- the loop's housekeeping ------------------------------------------- */

@@ -40,7 +40,7 @@
 #include "lib/process/process.h"
 #include "lib/files/workspace_root.h"
 #include "proto/json.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 /* --- configuration and reload ------------------------------------------ */
 

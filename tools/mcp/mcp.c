@@ -6,7 +6,7 @@
  * server is in mcp_protocol.c, the server process and the provider's
  * references in mcp_proc.c, the tools it offers in mcp_tools.c.
  */
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -20,7 +20,7 @@
 #include "lib/dispatch/policy.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
-#include "tools/mcp_internal.h"
+#include "tools/mcp/mcp_internal.h"
 
 void mcp_imports_free(struct mcp_import *t, size_t n)
 {

@@ -24,7 +24,7 @@
 #include "lib/base/list.h"
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/buf.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 #define MCP_LINE_MAX (8u << 20)		/* a message from the server */
 #define MCP_IMPORT_MS 15000		/* spawn to tool list */

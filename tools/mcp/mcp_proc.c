@@ -23,7 +23,7 @@
 #include "proto/base/strv.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
-#include "tools/mcp_internal.h"
+#include "tools/mcp/mcp_internal.h"
 
 #define STDERR_LINE_MAX 512		/* bytes of a stderr line logged */
 #define STDERR_WINDOW_MS 10000

@@ -17,7 +17,7 @@
 #include "proto/jsonrpc.h"
 #include "proto/mcp.h"
 #include "proto/utf8.h"
-#include "tools/mcp_internal.h"
+#include "tools/mcp/mcp_internal.h"
 #include "version.h"
 
 /* --- to the server ------------------------------------------------------------ */
