@@ -380,18 +380,6 @@ void mcp_settle(struct mcp_provider *p)
 		p->on_settled(p->arg, p);
 }
 
-void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const struct tool_env *env,
-			const char *cwd, void (*on_settled)(void *arg, struct mcp_provider *p), void *arg)
-{
-	p->loop = loop;
-	p->tenv = env;
-	free(p->cwd);
-	p->cwd = cwd ? xstrdup(cwd) : NULL;
-	p->on_settled = on_settled;
-	p->arg = arg;
-	mcp_provider_instances_setup(p);
-}
-
 void mcp_provider_set_log(struct mcp_provider *p,
 			  void (*on_log)(void *arg, struct mcp_provider *p, bool warning, const char *line))
 {
