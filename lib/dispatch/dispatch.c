@@ -9,8 +9,9 @@
  * caller of the execution, the idempotency cache, the circuit, the stats,
  * the event stream and the audit log.
  *
- * This file holds callers, executions, attempts and cancellation; the
- * queues and slots live in dispatch_fair.c, outcomes in outcome.c, the
+ * This file holds callers, executions, attempts and cancellation;
+ * admission (and which tools a session may see) lives in admit.c, the
+ * queues and slots in dispatch_fair.c, outcomes in outcome.c, the
  * idempotency cache in idem.c, the circuit breaker in circuit.c and
  * confirmation in confirm.c.
  * It is long because the life of an execution (admitted, queued, attempted,

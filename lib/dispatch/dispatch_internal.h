@@ -129,12 +129,9 @@ struct dispatcher {
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 };
 
+/* dispatch.c: executions. */
 /* Ends an execution with outcome o (consumed) and answers every caller. */
 void exec_finish(struct exec *e, struct outcome *o);
-/* dispatch_stats.c: the state of a tool's circuit for the uid it is worst
- * for ("closed", "half-open" or "open"). */
-const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
-
 /* Queues an execution for a slot, or refuses it when the queue is full. */
 void exec_enqueue(struct exec *e);
 /* Asks the first caller of e that can ask its client to confirm (q NULL:
@@ -174,5 +171,9 @@ void fair_pump(struct dispatcher *d);
 /* Caps or tools may have changed: every waiting execution is looked at
  * again. */
 void fair_recheck(struct dispatcher *d);
+
+/* dispatch_stats.c: the state of a tool's circuit for the uid it is worst
+ * for ("closed", "half-open" or "open"). */
+const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
 
 #endif

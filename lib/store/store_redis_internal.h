@@ -321,6 +321,6 @@ struct store_wait *rs_task_put(struct store *s, uid_t uid, const char *id, const
 struct store_wait *rs_task_swap(struct store *s, uid_t uid, const char *id, const char *old,
 				size_t old_len, const char *meta, size_t meta_len, uint64_t keep_ms,
 				store_put_cb cb, void *arg);
-void rs_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg);
+void rs_hear_cancels(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg);
 
 #endif

@@ -117,7 +117,7 @@ static void task_put_reply(struct rstore *r, redisReply *reply, void *arg)
 	cb(cb_arg, res, rec ? rec->str : NULL, rec ? rec->len : 0);
 }
 
-void rs_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg)
+void rs_hear_cancels(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg)
 {
 	RS(s)->task_fn = fn;
 	RS(s)->task_arg = arg;

@@ -140,10 +140,10 @@ struct tasks *tasks_new(struct tc_loop *loop, const struct tasks_config *cfg)
 void tasks_set_store(struct tasks *t, struct store *s)
 {
 	if (t->store)
-		store_watch_tasks(t->store, NULL, NULL);
+		store_hear_cancels(t->store, NULL, NULL);
 	t->store = s;
 	if (s)
-		store_watch_tasks(s, cancel_heard, t);
+		store_hear_cancels(s, cancel_heard, t);
 }
 
 void tasks_reconfigure(struct tasks *t, const struct tasks_config *cfg) { t->cfg = *cfg; }
@@ -933,7 +933,7 @@ struct tasks *tasks_free(struct tasks *t)
 	if (!t)
 		return NULL;
 	if (t->store)
-		store_watch_tasks(t->store, NULL, NULL);
+		store_hear_cancels(t->store, NULL, NULL);
 	while (!list_empty(&t->reqs))
 		req_drop(list_first(&t->reqs, struct task_req, node));
 	while (!list_empty(&t->all)) {
