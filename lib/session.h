@@ -3,8 +3,8 @@
  * Sessions: who made them (the peer, from SO_PEERCRED and SO_PEERGROUPS:
  * whom their calls act as), their workspace, their budget, their
  * confirmations-for-the-rest-of-the-session, and the calls they have in
- * flight. Connections share a session by naming its id
- * in initialize; another uid can never join it, cancel its calls or subscribe to its
+ * flight. Connections share a session by naming its id in initialize;
+ * another uid can never join it, cancel its calls or subscribe to its
  * events.
  */
 #ifndef TC_SESSION_H
