@@ -5,7 +5,7 @@
  * what it touched (files written, files read) and how it ended (outcome,
  * attempts, duration, message). Written for every call that reached a
  * tool, whatever ended it: success, failure, timeout, cancellation, a
- * client's disconnect, shutdown. The line goes to lib/dispatch/audit.c, which
+ * client's disconnect, shutdown. The line goes to lib/base/audit.c, which
  * queues, writes and syncs it.
  */
 #ifndef TC_AUDIT_CALL_H
