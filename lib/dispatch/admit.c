@@ -8,13 +8,12 @@
  * may see (dispatch_tool_visible()) is decided here too, so admission asks
  * nothing of the rest of the engine but the uid's state (dispatch_fair.c).
  */
-#include "lib/dispatch/admit.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
 
 #include "lib/base/audit.h"
-#include "lib/dispatch/dispatch_internal.h"
 #include "lib/events.h"
 #include "lib/files/identity.h"
 #include "lib/base/map.h"

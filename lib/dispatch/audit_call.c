@@ -3,7 +3,7 @@
  * One JSON audit line per call, built from its outcome and what the
  * dispatcher knows of it.
  */
-#include "lib/dispatch/audit_call.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include "lib/base/audit.h"
 #include "lib/dispatch/outcome.h"

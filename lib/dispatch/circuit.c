@@ -4,7 +4,7 @@
  * and half-open (probing) states, and the events that tell subscribers when
  * a tool is paused and when it is back.
  */
-#include "lib/dispatch/circuit.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include <string.h>
 

@@ -29,10 +29,8 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "lib/dispatch/admit.h"
-#include "lib/base/audit.h"
-#include "lib/dispatch/audit_call.h"
 #include "lib/dispatch/dispatch_internal.h"
+#include "lib/base/audit.h"
 #include "lib/events.h"
 #include "lib/dispatch/hooks.h"
 #include "lib/base/map.h"

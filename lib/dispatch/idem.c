@@ -3,7 +3,7 @@
  * The index of keyed executions in flight on this daemon, and the store
  * that keeps the rest (opened here: memory by default).
  */
-#include "lib/dispatch/idem.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include <string.h>
 

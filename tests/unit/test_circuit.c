@@ -12,7 +12,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "lib/dispatch/circuit.h"
+#include "lib/dispatch/dispatch_internal.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
 #include "lib/session.h"

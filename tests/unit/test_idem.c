@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "lib/dispatch/dispatch.h"
-#include "lib/dispatch/idem.h"
+#include "lib/dispatch/dispatch_internal.h"
 #include "lib/base/loop.h"
 #include "lib/dispatch/outcome.h"
 #include "lib/store/store.h"

@@ -7,10 +7,10 @@
 # what they need of it, admin/reload, as an operation (struct methods_ops).
 #
 # lib/: each module (a folder, or one of the files at lib/'s top) includes
-# only modules of a lower rank, never one of its own rank or above, and no
-# file outside a module's folder includes its private header
-# (*_internal.h) but the module's own tests (tests/), which test it from
-# within. A new module is given its rank here.
+# only modules of a lower rank, never one of its own rank or above; a
+# module has at most one private header (*_internal.h), and no file
+# outside the module's folder includes it but the module's own tests
+# (tests/), which test it from within. A new module is given its rank here.
 set -eu
 root=${1:?usage: test_layers.sh SOURCE_ROOT}
 bad=$(grep -l -E '^#include "daemon/server(_internal)?\.h"' "$root"/daemon/*.c |
@@ -78,6 +78,14 @@ for f in $(find lib daemon tools proto -name '*.[ch]' | sort); do
 			;;
 		esac
 	done
+done
+# One private header per module.
+for d in lib/*/; do
+	n=$(find "$d" -maxdepth 1 -name '*_internal.h' | wc -l)
+	if [ "$n" -gt 1 ]; then
+		echo "$d has $n private headers (*_internal.h): one per module" >&2
+		fail=1
+	fi
 done
 [ "$fail" = 0 ] || exit 1
 echo "layers: ok"
