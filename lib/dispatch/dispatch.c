@@ -14,8 +14,7 @@
  * queues and slots in dispatch_fair.c, outcomes in outcome.c, the
  * idempotency cache in idem.c, the circuit breaker in circuit.c and
  * confirmation in confirm.c.
- * It is long because the life of an execution (admitted, queued, attempted,
- * retried, finished, cancelled) reads best in one place.
+ * Long because an execution's life, from admission to answer, reads best whole.
  *
  * Ownership: an exec is owned by the engine from creation to exec_finish();
  * callers are owned by the engine and handed to the daemon as handles until

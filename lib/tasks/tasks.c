@@ -23,9 +23,7 @@
  * stack), and the memory store's answers come inside the call: a request
  * may be gone when the call returns (req_store).
  *
- * Long because a task's life (made, run, saved, cancelled here or
- * elsewhere, looked up) and the requests that follow it through the store
- * share one set of states, best read together.
+ * Long because a task's life and its store requests share one set of states.
  */
 #include "lib/tasks/tasks.h"
 
