@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * search: finds the lines matching a regular expression (the linear-time
- * matcher of schema "pattern", lib/regex/regex_find.h) in the files beneath a
+ * matcher of schema "pattern", lib/regex/regex.h) in the files beneath a
  * path of the workspace, optionally only those a type and a glob select.
  * What ignore files exclude and hidden entries are skipped (tools/walk.h,
  * lib/files/ignore.h), as are binary files (holding a NUL byte) and ".git"
@@ -27,7 +27,7 @@
 
 #include "lib/fsjob/fsjob.h"
 #include "lib/files/glob.h"
-#include "lib/regex/regex_find.h"
+#include "lib/regex/regex.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
