@@ -67,9 +67,10 @@ for f in $(find lib -name '*.[ch]' | sort); do
 	done
 done
 
-# Private headers: included from their own folder alone (and its tests).
+# Private headers, of lib/ and of the other parts alike: included from
+# their own folder alone (and its tests).
 for f in $(find lib daemon tools proto -name '*.[ch]' | sort); do
-	for inc in $(sed -n -E 's#^[[:space:]]*\#[[:space:]]*include[[:space:]]+"(lib/[^"]+_internal\.h)".*#\1#p' "$f"); do
+	for inc in $(sed -n -E 's#^[[:space:]]*\#[[:space:]]*include[[:space:]]+"([^"]+_internal\.h)".*#\1#p' "$f"); do
 		case "$f" in
 		"${inc%/*}"/*) ;;
 		*)
