@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "daemon/config.h"
-#include "lib/dispatch/hooks.h"
+#include "lib/hooks/hooks.h"
 
 /* Checks one {match, command, timeout_ms} into h. */
 static int want_hook(struct cfg_parse *p, const char *key, const struct json *v, struct hook *h)

@@ -20,7 +20,7 @@
 #include "daemon/default_socket.h"
 #include "daemon/load.h"
 #include "daemon/providers.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "lib/registry.h"
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/util.h"

@@ -7,7 +7,7 @@
 
 #include "lib/base/audit.h"
 #include "lib/dispatch/outcome.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "lib/session.h"
 #include "lib/tool.h"
 #include "lib/files/workspace.h"

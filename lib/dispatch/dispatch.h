@@ -122,7 +122,7 @@ void dispatch_set_config(struct dispatcher *d, const struct dispatch_config *cfg
 void dispatch_set_policy(struct dispatcher *d, const struct policy_config *policy);
 void dispatch_set_env(struct dispatcher *d, const struct tool_env *env);
 void dispatch_set_audit(struct dispatcher *d, struct audit *audit);
-/* The pre_call and post_call hooks (lib/dispatch/hooks.h); the config stays the caller's. */
+/* The pre_call and post_call hooks (lib/hooks/hooks.h); the config stays the caller's. */
 void dispatch_set_hooks(struct dispatcher *d, const struct hooks_config *c);
 /* Swaps the registry in (taking a reference); calls in flight keep theirs. */
 void dispatch_set_registry(struct dispatcher *d, struct registry *r);

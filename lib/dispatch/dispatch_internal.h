@@ -21,7 +21,7 @@
 #include "lib/base/list.h"
 #include "lib/base/loop.h"
 #include "lib/dispatch/dispatch.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "lib/errors.h"
 
 struct attempt;

@@ -37,6 +37,8 @@ events 6
 fsjob 6
 process 7
 store 7
+policy 7
+hooks 7
 dispatch 8
 tasks 9
 '

@@ -17,7 +17,7 @@
 #include "lib/child/child.h"
 #include "lib/files/identity.h"
 #include "lib/base/loop.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
 #include "tools/mcp/mcp_internal.h"

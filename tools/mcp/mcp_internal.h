@@ -56,7 +56,7 @@ enum mcp_run_as {
 
 /* One entry of the file's "tools": what it changes of the tools it names
  * (a name, or a glob with * ? [...], matched as confirmation.per_tool keys:
- * lib/dispatch/policy.h). */
+ * lib/policy/policy.h). */
 struct mcp_override {
 	char *pattern;
 	bool glob;

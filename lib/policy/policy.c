@@ -4,7 +4,7 @@
  * the decision for one call ("sandboxed" settled by what the tool runs under).
  * "per_tool" keys are names or globs (fnmatch(3): * ? [...]).
  */
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 
 #include <fnmatch.h>
 #include <string.h>

@@ -9,7 +9,7 @@
  * Each hook runs in its own sandbox run (profile "read-only", no network,
  * as the call's peer), ended with its child.
  */
-#include "lib/dispatch/hooks.h"
+#include "lib/hooks/hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
