@@ -24,7 +24,6 @@
 #include "daemon/server_state.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/errors.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/session.h"
 #include "lib/store/store.h"
 #include "lib/tasks/tasks.h"

@@ -17,7 +17,6 @@
 #include "lib/events.h"
 #include "lib/files/identity.h"
 #include "lib/base/map.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/registry.h"
 #include "lib/schema/schema.h"
 #include "lib/session.h"

@@ -6,7 +6,6 @@
 #include "lib/dispatch/dispatch_internal.h"
 
 #include "lib/base/audit.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/policy/policy.h"
 #include "lib/session.h"
 #include "lib/tool.h"

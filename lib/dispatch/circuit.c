@@ -8,7 +8,6 @@
 
 #include <string.h>
 
-#include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
 #include "lib/tool.h"
 #include "proto/base/util.h"

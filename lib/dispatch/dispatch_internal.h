@@ -119,6 +119,22 @@ void circuit_record(struct circuit *c, const struct dispatch_config *cfg, struct
 /* "closed", "half-open" or "open", for admin/stats. */
 const char *circuit_state_name(const struct circuit *c);
 
+/* --- confirm.c: the engine's side of confirmation ----------------------- */
+/* For the engine: asks for confirmation of e (or fails it at once when no
+ * approver is connected and none is waited for). */
+void confirm_ask(struct exec *e);
+/* For the engine: e is cancelled while it waits; its request is settled
+ * and tool.confirmation_resolved (decision "cancelled") tells approvers. */
+void confirm_cancel(struct exec *e);
+/* For the engine: e is freed; a request still open is forgotten. */
+void confirm_forget(struct exec *e);
+/* Forgets resolved requests kept past their time. */
+void confirm_sweep(struct dispatcher *d, uint64_t now);
+/* When the first resolved request is to be forgotten; 0: none is kept. */
+uint64_t confirm_next_expiry(struct dispatcher *d);
+/* Forgets every resolved request (the dispatcher is freed). */
+void confirm_clear(struct dispatcher *d);
+
 /* --- idem.c ---------------------------------------------------------------
  * Idempotency: a key (scoped to the caller's uid) names one execution.
  * Executions in flight here are indexed by key, so later callers with the

@@ -7,7 +7,6 @@
 
 #include <string.h>
 
-#include "lib/dispatch/dispatch.h"
 #include "lib/base/map.h"
 #include "lib/store/store.h"
 #include "proto/base/util.h"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Outcomes as store values (outcome_store_ops, in outcome.h): references,
+ * Outcomes as store values (outcome_store_ops, in dispatch.h): references,
  * their size, and a JSON form for the shared store. What comes back from
  * there is hostile: it is parsed with the depth bound, every member is
  * checked for its type, kinds and side effects must be known names, and
  * text holding NUL bytes is refused.
  */
-#include "lib/dispatch/outcome.h"
+#include "lib/dispatch/dispatch.h"
 
 #include <errno.h>
 #include <string.h>

@@ -14,7 +14,6 @@
 #include "lib/dispatch/dispatch.h"
 #include "lib/dispatch/dispatch_internal.h"
 #include "lib/base/loop.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/store/store.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "lib/dispatch/dispatch.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/session.h"
 #include "lib/store/store.h"
 #include "lib/tasks/tasks.h"
