@@ -300,7 +300,7 @@ static bool claim_answer(struct rstore *r, struct store_wait *w, const redisRepl
 	}
 	if (code != 1 || reply->elements != 3 || reply->element[2]->type != REDIS_REPLY_INTEGER ||
 	    !parse_record(r, reply->element[1], &state, &token, &hash, &tool, &tool_len, &value, &value_len)) {
-		chan_leave(w);	/* answered below, not by outage() */
+		chan_leave(w);	/* answered below, not by rs_outage() */
 		rs_outage(r, "unexpected reply to a claim: not a record of this store");
 		rs_wait_fallback(w);
 		return false;
