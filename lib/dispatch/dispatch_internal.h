@@ -79,7 +79,7 @@ uint64_t stats_percentile(const struct tool_stats *t, double q);
  * the value stats_percentile reports for its bucket (for admin/metrics). */
 uint64_t stats_count_at_most(const struct tool_stats *t, uint64_t us);
 
-/* --- circuit.c ---------------------------------------------------------------
+/* --- circuit.c -------------------------------------------------------------
  * The circuit breaker of one tool for one uid: failures inside a window
  * open it; while open, that uid's calls of the tool are refused with a
  * retry-after; when the pause is over one call goes through as a probe,
@@ -135,7 +135,7 @@ uint64_t confirm_next_expiry(struct dispatcher *d);
 /* Forgets every resolved request (the dispatcher is freed). */
 void confirm_clear(struct dispatcher *d);
 
-/* --- idem.c ---------------------------------------------------------------
+/* --- idem.c ----------------------------------------------------------------
  * Idempotency: a key (scoped to the caller's uid) names one execution.
  * Executions in flight here are indexed by key, so later callers with the
  * same key and the same tool and canonical arguments join them without
@@ -235,7 +235,7 @@ struct outcome *admit_check_circuit(struct dispatcher *d, struct session *s, str
 /* Refuses a call when no budget is left for its first attempt. */
 struct outcome *admit_check_budget(struct session *s, const struct call_params *p, struct admission *a);
 
-/* --- audit_call.c ---------------------------------------------------------------
+/* --- audit_call.c ----------------------------------------------------------
  * The audit line of one call: who asked (session, uid, pid), what ran
  * (tool, side effect, command, sandbox profile), where (workspace root),
  * what it touched (files written, files read) and how it ended (outcome,
