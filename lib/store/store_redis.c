@@ -202,14 +202,16 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 	r->ev = ev;
 	r->cfg = *cfg;
 	r->address = xstrdup(cfg->address);
-	r->prefix = xstrdup(cfg->prefix ? cfg->prefix : "toolcalld:");
+	struct store_config d;
+	store_config_defaults(&d);
+	r->prefix = xstrdup(cfg->prefix ? cfg->prefix : d.prefix);
 	r->cfg.address = r->address;
 	r->cfg.prefix = r->prefix;
 	r->cancel_chan = xasprintf("%stask-cancel", r->prefix);
 	if (!r->cfg.lease_ms)
-		r->cfg.lease_ms = 10000;
+		r->cfg.lease_ms = d.lease_ms;
 	if (!r->cfg.timeout_ms)
-		r->cfg.timeout_ms = 2000;
+		r->cfg.timeout_ms = d.timeout_ms;
 	r->poll_ms = MIN(MAX(r->cfg.lease_ms / 4, 100), 2000);
 	r->vops = vops;
 	struct store_config lc = *cfg;

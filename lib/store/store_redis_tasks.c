@@ -126,8 +126,10 @@ void rs_hear_cancels(struct store *s, void (*fn)(void *arg, uid_t uid, const cha
 void rs_reconfigure(struct store *s, const struct store_config *c)
 {
 	struct rstore *r = RS(s);
-	r->cfg.lease_ms = c->lease_ms ? c->lease_ms : 10000;
-	r->cfg.timeout_ms = c->timeout_ms ? c->timeout_ms : 2000;
+	struct store_config d;
+	store_config_defaults(&d);
+	r->cfg.lease_ms = c->lease_ms ? c->lease_ms : d.lease_ms;
+	r->cfg.timeout_ms = c->timeout_ms ? c->timeout_ms : d.timeout_ms;
 	r->cfg.fail_unavailable = c->fail_unavailable;
 	r->cfg.max_tasks = c->max_tasks;
 	r->poll_ms = MIN(MAX(r->cfg.lease_ms / 4, 100), 2000);

@@ -24,6 +24,7 @@ fi
 # The rank of each lib module, lowest first.
 ranks='
 base 0
+bind 0
 errors 0
 regex 1
 schema 2
