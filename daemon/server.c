@@ -30,11 +30,11 @@
 #include "daemon/preflight.h"
 #include "daemon/server_internal.h"
 #include "daemon/providers.h"
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/process/process.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/store/store.h"
-#include "lib/store/tasks.h"
+#include "lib/tasks/tasks.h"
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"
 #include "lib/registry.h"
@@ -43,7 +43,7 @@
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_root.h"
 #include "proto/json.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 
 /* What a call still in flight when the daemon stops is answered

@@ -9,12 +9,12 @@
  * caller of the execution, the idempotency cache, the circuit, the stats,
  * the event stream and the audit log.
  *
- * This file holds callers, executions, attempts and cancellation; the
- * queues and slots live in dispatch_fair.c, outcomes in outcome.c, the
+ * This file holds callers, executions, attempts and cancellation;
+ * admission (and which tools a session may see) lives in admit.c, the
+ * queues and slots in dispatch_fair.c, outcomes in outcome.c, the
  * idempotency cache in idem.c, the circuit breaker in circuit.c and
  * confirmation in confirm.c.
- * It is long because the life of an execution (admitted, queued, attempted,
- * retried, finished, cancelled) reads best in one place.
+ * Long because an execution's life, from admission to answer, reads best whole.
  *
  * Ownership: an exec is owned by the engine from creation to exec_finish();
  * callers are owned by the engine and handed to the daemon as handles until
@@ -28,14 +28,12 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "lib/dispatch/admit.h"
-#include "lib/dispatch/audit.h"
-#include "lib/dispatch/audit_call.h"
 #include "lib/dispatch/dispatch_internal.h"
+#include "lib/base/audit.h"
 #include "lib/events.h"
-#include "lib/dispatch/hooks.h"
+#include "lib/hooks/hooks.h"
 #include "lib/base/map.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/store/store.h"
@@ -753,28 +751,6 @@ void dispatch_arm_sweep(struct dispatcher *d)
 }
 
 /* --- calls ------------------------------------------------------------- */
-
-const char *dispatch_policy_root(const struct dispatcher *d, const struct session *s)
-{
-	const char *roots[WS_GROUP_MAX + 1];
-	if (!s->ws || !ws_group_roots(s->ws, roots, WS_GROUP_MAX + 1))
-		return NULL;
-	for (size_t i = 1; roots[i]; i++)
-		if (!policy_workspace_trusted(d->policy, roots[i]))
-			return NULL;
-	return roots[0];
-}
-
-bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t)
-{
-	if (session_hides_tool(s, t->name))
-		return false;
-	if (!d->policy)
-		return true;
-	if (map_get(s->always_allow, t->name))
-		return true;
-	return policy_decide(d->policy, t->name, t->side_effects, dispatch_policy_root(d, s)) != CONFIRM_DENY;
-}
 
 static struct outcome *conflict(const char *client_key, bool same_tool)
 {

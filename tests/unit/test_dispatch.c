@@ -16,7 +16,7 @@
 
 #include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
