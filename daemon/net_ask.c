@@ -7,7 +7,7 @@
  * and port) to the approvers of the call's uid and session, and the
  * call's own client through elicitation; answered through
  * confirmations/resolve (the dispatcher hands over the ids it does not
- * know, lib/dispatch/confirm.h), first answer wins; tool.confirmation_resolved
+ * know, lib/dispatch/dispatch.h), first answer wins; tool.confirmation_resolved
  * tells everyone. "always_allow" is remembered for the session, host and
  * port together. Nobody to ask (no approver, no elicitation, and
  * confirmation.no_approver "deny"): refused at once. The proxy bounds how
