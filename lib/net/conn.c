@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "lib/net/proxy_internal.h"
+#include "lib/net/net_internal.h"
 #include "proto/base/util.h"
 
 static void decide(struct conn *c);
