@@ -169,6 +169,7 @@ enum conn_state {
 	ST_RESOLVE,
 	ST_CONNECT,
 	ST_RELAY,
+	ST_LINGER,		/* answered: the client's last bytes are read and dropped */
 };
 
 struct conn {
@@ -198,6 +199,7 @@ struct conn {
 	struct net_relay *relay;
 	uint64_t start_ms, last_ms;
 	uint64_t bytes_up, bytes_down;
+	size_t linger_bytes;		/* ST_LINGER: dropped so far */
 };
 
 struct net_ask {

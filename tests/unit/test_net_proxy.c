@@ -331,6 +331,35 @@ START_TEST(refusals_name_the_rule)
 }
 END_TEST
 
+/* A refused request with a large body still gets its 403: the proxy reads
+ * and drops the body instead of resetting the connection under it. */
+static void client_refused_post(struct fx *f)
+{
+	static char body[512 * 1024];
+	char head[256];
+	memset(body, 'p', sizeof(body));
+	int fd = net_test_connect(f->http_port, 10000);
+	snprintf(head, sizeof(head), "POST http://x.evil.test/upload HTTP/1.1\r\nContent-Length: %zu\r\n\r\n",
+		 sizeof(body));
+	bool sent = net_test_write(fd, head, strlen(head)) && net_test_write(fd, body, sizeof(body));
+	shutdown(fd, SHUT_WR);
+	net_test_read_all(fd, body_buf, sizeof(body_buf));
+	strcat(body_buf, sent ? "|sent" : "|reset");
+	close(fd);
+}
+
+START_TEST(refused_post_body_read_not_reset)
+{
+	start(&F, NULL);
+	run_client(&F, client_refused_post);
+	ck_assert_msg(strstr(body_buf, "HTTP/1.1 403 Forbidden\r\n"), "%s", body_buf);
+	ck_assert(strstr(body_buf, "refused by rule deny:*.evil.test\n|sent"));
+	wait_records(&F, 1);
+	ck_assert_str_eq(F.rec[0].rule, "deny:*.evil.test");
+	stop(&F);
+}
+END_TEST
+
 /* --- ask: held until the daemon answers ----------------------------------- */
 
 static bool ask_pending(void *arg)
@@ -688,6 +717,7 @@ int main(void)
 	tcase_add_test(tc, socks5_domain_connect_and_refusal);
 	tcase_add_test(tc, refusals_name_the_rule);
 	tcase_add_test(tc, socks5_reply_codes);
+	tcase_add_test(tc, refused_post_body_read_not_reset);
 	tcase_add_test(tc, ask_holds_until_answered);
 	tcase_add_test(tc, ask_withdrawn_when_client_leaves);
 	tcase_add_test(tc, connection_limit);
