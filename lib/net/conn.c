@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "lib/net/proxy_internal.h"
+#include "lib/net/net_internal.h"
 #include "proto/base/util.h"
 
 static void decide(struct conn *c);
@@ -81,16 +81,58 @@ static void http_answer(int fd, int status, const char *body)
 	buf_free(&b);
 }
 
-/* Ends the answer cleanly: what the client still sends is read and
- * dropped, so that close(2) does not reset the connection before the
- * answer is read. */
-static void finish_answer(int fd)
-{
-	char sink[4096];
+/* How long, and how much, a client's remaining bytes are read and dropped
+ * after an answer that ends its connection. */
+#define LINGER_MS 2000
+#define LINGER_BYTES (1024 * 1024)
 
-	shutdown(fd, SHUT_WR);
-	for (int i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
-		;
+static void on_client(void *arg, int revents);
+static void ask_withdraw(struct conn *c);
+
+/*
+ * Ends the connection after its answer without losing the answer: the
+ * write side is shut, and what the client still sends (a request body, the
+ * rest of an oversized head) is read and dropped for a while, since a
+ * close(2) with unread bytes resets the connection, and a reset can
+ * destroy the answer before the client reads it. The connection ends (and
+ * is reported) at the client's end of file, after LINGER_BYTES or after
+ * LINGER_MS.
+ */
+static void linger(struct conn *c, const char *error)
+{
+	shutdown(c->cfd, SHUT_WR);
+	c->error = error;
+	c->state = ST_LINGER;
+	c->linger_bytes = 0;
+	ask_withdraw(c);
+	net_lookup_cancel(TAKE_PTR(c->lookup));
+	c->uio = tc_io_free(c->uio);
+	if (c->ufd >= 0)
+		close(TAKE_FD(c->ufd));
+	if (!c->cio)
+		c->cio = tc_io_new(c->p->loop, c->cfd, TC_IO_READ, on_client, c);
+	if (!c->cio) {
+		net_conn_end(c, error);
+		return;
+	}
+	tc_io_start(c->cio);
+	tc_timer_start(c->timer, LINGER_MS);
+}
+
+/* Reads and drops what a lingering client sends; ends at its end. */
+static void linger_read(struct conn *c)
+{
+	char sink[16384];
+
+	for (int i = 0; i < 4; i++) {
+		ssize_t n = recv(c->cfd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0 || (c->linger_bytes += (size_t)n) >= LINGER_BYTES) {
+			net_conn_end(c, c->error);
+			return;
+		}
+	}
 }
 
 /* Answers a failure the policy did not decide (bad request, unreachable,
@@ -110,8 +152,7 @@ static void fail(struct conn *c, int status, uint8_t socks_code, const char *err
 		snprintf(body, sizeof(body), "toolcalld: %s\n", msg ? msg : error);
 		http_answer(c->cfd, status, body);
 	}
-	finish_answer(c->cfd);
-	net_conn_end(c, error);
+	linger(c, error);
 }
 
 /* Refuses by the policy: 403 naming host, port and rule, or SOCKS 0x02. */
@@ -130,8 +171,7 @@ static void refuse(struct conn *c, const char *rule)
 		net_refusal_text(c->host, c->port, c->rule, body, sizeof(body));
 		http_answer(c->cfd, 403, body);
 	}
-	finish_answer(c->cfd);
-	net_conn_end(c, NULL);
+	linger(c, NULL);
 }
 
 /* Reads client bytes while the head or SOCKS messages are awaited, up to
@@ -217,6 +257,10 @@ static void on_client(void *arg, int revents)
 	char probe;
 
 	(void)revents;
+	if (c->state == ST_LINGER) {
+		linger_read(c);
+		return;
+	}
 	if (c->state == ST_HEAD || c->state == ST_SOCKS_HELLO || c->state == ST_SOCKS_REQ) {
 		ssize_t n = read_some(c);
 		if (n == -EAGAIN || n == -EINTR)
@@ -534,6 +578,9 @@ static void on_timer(void *arg)
 		return;
 	case ST_CONNECT:
 		fail(c, 504, SOCKS_HOST_UNREACH, "timeout", "connecting timed out");
+		return;
+	case ST_LINGER:
+		net_conn_end(c, c->error);
 		return;
 	case ST_RELAY:
 		now = tc_now(c->p->loop);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared inside lib/net: host name checks, CIDR blocks, the parsed HTTP
- * request and SOCKS5 messages (pure functions, fuzzed), and the byte
- * relay of a tunnel.
+ * request and SOCKS5 messages (pure functions, fuzzed), the byte relay of
+ * a tunnel, and the proxy's objects, shared by proxy.c (listeners, limits,
+ * records, lifetime) and conn.c (one connection from its first byte to
+ * its end).
  */
 #ifndef TC_NET_INTERNAL_H
 #define TC_NET_INTERNAL_H
@@ -11,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/base/list.h"
+#include "lib/base/loop.h"
 #include "lib/net/net.h"
 #include "proto/base/buf.h"
 
@@ -116,8 +120,6 @@ int net_socks_request(const uint8_t *data, size_t len, struct net_socks_req *req
 /* Writes a reply (10 bytes, bound address 0.0.0.0:0) into out. */
 size_t net_socks_reply(uint8_t code, uint8_t out[10]);
 
-#endif
-
 /* --- the byte relay of a connection --------------------------------------- */
 
 /*
@@ -157,3 +159,89 @@ int net_relay_start(const struct net_relay_config *cfg, struct net_relay **ret);
 struct net_relay *net_relay_free(struct net_relay *r);
 /* Whether splice(2) moved this relay's bytes. */
 bool net_relay_spliced(const struct net_relay *r);
+
+/* --- the proxy's objects --------------------------------------------------- */
+enum conn_state {
+	ST_HEAD,		/* reading an HTTP request head */
+	ST_SOCKS_HELLO,		/* reading the SOCKS5 method greeting */
+	ST_SOCKS_REQ,		/* reading the SOCKS5 request */
+	ST_ASK,			/* held: the daemon decides */
+	ST_RESOLVE,
+	ST_CONNECT,
+	ST_RELAY,
+	ST_LINGER,		/* answered: the client's last bytes are read and dropped */
+};
+
+struct conn {
+	struct list node;
+	struct net_proxy *p;
+	enum conn_state state;
+	enum net_proto proto;
+	bool socks;
+	int cfd, ufd;
+	struct tc_io *cio;		/* client readable, before the relay */
+	struct tc_io *uio;		/* upstream writable while connecting */
+	struct tc_timer *timer;		/* the deadline of the state; 0 ms: resume */
+	struct buf in;			/* client bytes before the relay */
+	char host[NET_HOST_MAX + 1];
+	uint16_t port;
+	char address[NET_ADDR_STRLEN];
+	char rule[NET_RULE_MAX];
+	enum net_decision decision;
+	const char *error;
+	struct net_http_req req;	/* ST_HEAD's result, for forwarded requests */
+	size_t consumed;		/* bytes of in that the head or SOCKS request took */
+	struct net_addr addrs[NET_RESOLVE_MAX];
+	size_t n_addrs, next_addr;
+	struct net_lookup *lookup;
+	struct net_ask *ask;
+	bool answered, answer_allow;	/* ask answered: resume from the timer */
+	struct net_relay *relay;
+	uint64_t start_ms, last_ms;
+	uint64_t bytes_up, bytes_down;
+	size_t linger_bytes;		/* ST_LINGER: dropped so far */
+};
+
+struct net_ask {
+	struct conn *c;
+	bool allow;
+	char rule[NET_RULE_MAX];
+};
+
+struct listener {
+	struct net_proxy *p;
+	int fd;
+	bool socks;
+	struct tc_io *io;
+};
+
+struct net_proxy {
+	struct tc_loop *loop;
+	struct net_policy *policy;
+	struct net_resolver *resolver;
+	bool own_resolver;
+	struct net_limits limits;
+	const struct net_proxy_ops *ops;
+	void *ctx;
+	struct listener listeners[2];
+	struct tc_timer *accept_retry;	/* out of fds: accept again later */
+	struct list conns;
+	struct net_proxy_stats stats;
+	uint64_t bytes_total;
+	struct net_refusal refused[NET_REFUSED_MAX];
+	char refused_host[NET_REFUSED_MAX][NET_HOST_MAX + 1];
+	char refused_rule[NET_REFUSED_MAX][NET_RULE_MAX];
+	size_t n_refused, refused_more;
+	bool freeing;
+};
+
+/* conn.c */
+struct conn *net_conn_new(struct net_proxy *p, int fd, bool socks);
+/* Ends c: reports it through connection_done, closes and frees. */
+void net_conn_end(struct conn *c, const char *error);
+/* Whether a new byte moved puts p over its budget. */
+bool net_proxy_over_budget(struct net_proxy *p);
+/* Records a refusal for net_proxy_refused. */
+void net_proxy_note_refusal(struct net_proxy *p, const char *host, uint16_t port, const char *rule);
+
+#endif

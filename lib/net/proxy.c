@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "lib/net/proxy_internal.h"
+#include "lib/net/net_internal.h"
 #include "proto/base/util.h"
 
 /* Connections taken per listener wakeup: others' turns come in between. */

@@ -161,3 +161,19 @@ bool client_wait(_Atomic unsigned *v, unsigned want)
 	return false;
 }
 
+
+struct record *find_record(struct fx *f, const char *host, const char *error)
+{
+	for (unsigned i = 0; i < atomic_load(&f->n_rec); i++)
+		if (strcmp(f->rec[i].host, host) == 0 && (!error || strcmp(f->rec[i].error, error) == 0))
+			return &f->rec[i];
+	return NULL;
+}
+
+struct record *find_rule(struct fx *f, const char *rule)
+{
+	for (unsigned i = 0; i < atomic_load(&f->n_rec); i++)
+		if (strcmp(f->rec[i].rule, rule) == 0)
+			return &f->rec[i];
+	return NULL;
+}

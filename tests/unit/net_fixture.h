@@ -65,6 +65,11 @@ bool client_finished(void *arg);
 void run_client(struct fx *f, void (*fn)(struct fx *f));
 /* Waits (loop turning) until n records are in. */
 void wait_records(struct fx *f, unsigned n);
+/* The first record whose host (and error, when not NULL) match, or NULL:
+ * connections that overlap end in no fixed order. */
+struct record *find_record(struct fx *f, const char *host, const char *error);
+/* The first record with this rule, or NULL. */
+struct record *find_rule(struct fx *f, const char *rule);
 /* Waits from the client thread until *v == want (set by the loop's thread). */
 bool client_wait(_Atomic unsigned *v, unsigned want);
 
