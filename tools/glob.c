@@ -32,7 +32,7 @@
 static const char *const path_args[] = { "path", NULL };
 
 struct hit {
-	char *path;
+	size_t off;		/* its path, in the globber's paths */
 	int64_t mtime_ns;
 };
 
@@ -46,6 +46,7 @@ struct globber {
 	size_t max_results;
 	struct hit *hits;
 	size_t n_hits, alloc;
+	struct buf paths;	/* the matches' paths, each ended by a NUL, in one block */
 	bool truncated;
 	char *text, *structured;	/* the answer */
 };
@@ -82,18 +83,23 @@ static int glob_walk(struct globber *G, const struct fsjob *job)
 			G->hits = xreallocarray(G->hits, G->alloc, sizeof(*G->hits));
 		}
 		G->hits[G->n_hits++] = (struct hit){
-			str_eq(G->root, ".") ? xstrdup(rel) : xasprintf("%s/%s", G->root, rel),
+			buf_size(&G->paths),
 			(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
 		};
+		if (!str_eq(G->root, ".")) {
+			buf_puts(&G->paths, G->root);
+			buf_putc(&G->paths, '/');
+		}
+		buf_append(&G->paths, rel, len + 1);
 	}
 }
 
-static int hit_cmp(const void *a, const void *b)
+static int hit_cmp(const void *a, const void *b, void *paths)
 {
 	const struct hit *x = a, *y = b;
 	if (x->mtime_ns != y->mtime_ns)
 		return x->mtime_ns > y->mtime_ns ? -1 : 1;
-	return strcmp(x->path, y->path);
+	return strcmp((const char *)paths + x->off, (const char *)paths + y->off);
 }
 
 static void globber_free(void *arg)
@@ -101,9 +107,8 @@ static void globber_free(void *arg)
 	struct globber *G = arg;
 	walk_done(&G->walk);
 	glob_free(G->glob);
-	for (size_t i = 0; i < G->n_hits; i++)
-		free(G->hits[i].path);
 	free(G->hits);
+	buf_free(&G->paths);
 	free(G->root);
 	free(G->path);
 	free(G->text);
@@ -115,7 +120,7 @@ static void globber_free(void *arg)
 static void glob_format(struct globber *G)
 {
 	if (G->n_hits > 1)
-		qsort(G->hits, G->n_hits, sizeof(*G->hits), hit_cmp);
+		qsort_r(G->hits, G->n_hits, sizeof(*G->hits), hit_cmp, (void *)buf_head(&G->paths));
 	size_t n = G->n_hits;
 	if (n > G->max_results) {
 		n = G->max_results;
@@ -127,8 +132,9 @@ static void glob_format(struct globber *G)
 	jgen_key(g, "paths");
 	jgen_arr_open(g);
 	for (size_t i = 0; i < n; i++) {
-		jgen_str(g, G->hits[i].path);
-		utf8_sanitize(G->hits[i].path, strlen(G->hits[i].path), &text);
+		const char *path = buf_head(&G->paths) + G->hits[i].off;
+		jgen_str(g, path);
+		utf8_sanitize(path, strlen(path), &text);
 		buf_putc(&text, '\n');
 	}
 	jgen_arr_close(g);

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/base/buf.h"
 
 enum walk_type { WALK_FILE, WALK_DIR, WALK_SYMLINK, WALK_OTHER };
 
@@ -54,9 +55,14 @@ struct walk {
 	void *arg;
 	const struct fsjob *job;	/* polled for cancellation while a directory is read, or NULL */
 	struct walk_level *stack;
-	size_t depth;
-	char *path;		/* the current entry's relative path */
-	char *name;		/* its name */
+	size_t depth, alloc;
+	size_t n_ignoring;	/* levels with ignore files */
+	bool started;
+	char *dents;		/* getdents64's buffer, one for the walk */
+	struct buf pathbuf;	/* the current entry's path; each level's is a prefix of it */
+	struct buf scratch;
+	const char *path;	/* the current entry's relative path (in pathbuf) */
+	const char *name;	/* its name (in its directory's block of names) */
 	int dirfd;		/* the directory holding it (the walk's) */
 	size_t unreadable;	/* directories that could not be read */
 };
