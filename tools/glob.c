@@ -26,6 +26,7 @@
 #include "tools/walk.h"
 
 #define DEFAULT_MAX_RESULTS 1000
+#define GLOB_RESULTS_MAX 100000	/* max_results' maximum in the schema */
 /* Matches kept to sort at most; beyond, the result is truncated. */
 #define GLOB_KEEP_MAX 200000
 
@@ -148,8 +149,15 @@ static void glob_format(struct globber *G)
 			   "hidden: true look at them too)\n", G->walk.skipped);
 	else if (!n)
 		buf_puts(&text, "No paths match\n");
-	if (G->truncated)
-		buf_printf(&text, "(truncated after %zu paths: narrow the pattern or raise max_results)\n", n);
+	if (G->truncated && G->n_hits >= GLOB_KEEP_MAX)
+		buf_printf(&text, "[Cut at max_results (%zu): more than %d paths match; narrow the pattern or path]\n", n,
+			   GLOB_KEEP_MAX);
+	else if (G->truncated && G->n_hits <= GLOB_RESULTS_MAX)
+		buf_printf(&text, "[Cut at max_results (%zu): %zu paths match; {\"max_results\": %zu} lists them all, or "
+			   "narrow the pattern or path]\n", n, G->n_hits, G->n_hits);
+	else if (G->truncated)
+		buf_printf(&text, "[Cut at max_results (%zu): %zu paths match, more than max_results may be (%d); narrow "
+			   "the pattern or path]\n", n, G->n_hits, GLOB_RESULTS_MAX);
 	G->text = buf_steal(&text);
 	G->structured = buf_steal(&out);
 }
@@ -243,8 +251,8 @@ const struct tool_def tool_glob = {
 		"hidden is true or the pattern names one; the text says how many entries were skipped "
 		"so when nothing matches. .git directories "
 		"are skipped unless the pattern names them; symlinks are listed but not followed. At "
-		"most max_results paths (default 1000) are returned; 'truncated' is true when there "
-		"were more. To search file contents, use search.",
+		"most max_results paths (default 1000) are returned; when there were more, 'truncated' "
+		"is true and the text's last line says how many match and the max_results that lists them all. To search file contents, use search.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"
