@@ -5,8 +5,10 @@
  * an io thread as the peer (lib/files/fsjob.h), in parts for search, and stops
  * reading a huge directory as soon as the call is cancelled.
  *
- * Each directory is read whole (names sorted, so results come in a stable
- * order) and its fd kept open while its entries are walked (one fd per
+ * Each directory is read whole (getdents64 into one buffer of the walk,
+ * its names copied into one block, sorted, so results come in a stable
+ * order; nothing allocated per entry, no stat where the type the
+ * directory gives suffices) and its fd kept open while its entries are walked (one fd per
  * level, at most 128 levels); each entry is reached by its one name beneath
  * that fd, never through a symlink. So the work on one entry depends only
  * on (directory fd, name), and could run on another thread while the
