@@ -68,7 +68,7 @@ static int glob_walk(struct globber *G, const struct fsjob *job)
 		enum walk_type type;
 		if (walk_next(&G->walk, &rel, &type) <= 0)
 			return 0;
-		size_t len = strlen(rel);
+		size_t len = G->walk.path_len;
 		if (!glob_match(G->glob, rel, len))
 			continue;
 		if (G->n_hits >= GLOB_KEEP_MAX) {
@@ -175,6 +175,8 @@ static int glob_run(struct fsjob *job, void *arg)
 	walk_load_outer(&G->walk, job, G->root);
 	walk_init(&G->walk, fd);
 	G->walk.skip_git = G->skip_git;
+	/* The paths are sorted at the end, by time then name: not each directory. */
+	G->walk.unsorted = true;
 	G->walk.descend = may_descend;
 	G->walk.arg = G;
 	G->walk.job = job;

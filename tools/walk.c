@@ -26,6 +26,7 @@
 /* An entry of a directory read: its name at off in the level's names. */
 struct walk_ent {
 	uint32_t off;
+	uint16_t len;		/* of the name (NAME_MAX at most) */
 	uint8_t type;		/* enum walk_type */
 };
 
@@ -34,8 +35,9 @@ struct walk_level {
 	size_t rel_len;		/* its path relative to the start: w->pathbuf's first rel_len bytes */
 	struct ignore *ig[2];	/* its .ignore and .gitignore, or NULL */
 	char *names;		/* its names, each ended by a NUL, in one block */
-	struct walk_ent *v;	/* sorted by name */
+	struct walk_ent *v;	/* sorted by name unless the walk is unsorted */
 	size_t i, n;
+	bool has_ignore, has_gitignore;	/* among its names */
 };
 
 static int ent_cmp(const void *a, const void *b, void *names)
@@ -125,31 +127,20 @@ static int read_level(struct walk *w, int fd, struct walk_level *l)
 				alloc = alloc ? 2 * alloc : 64;
 				l->v = xreallocarray(l->v, alloc, sizeof(*l->v));
 			}
-			l->v[l->n++] = (struct walk_ent){ (uint32_t)buf_size(&names), (uint8_t)t };
-			buf_append(&names, s, strlen(s) + 1);
+			size_t len = strlen(s);
+			l->v[l->n++] = (struct walk_ent){ (uint32_t)buf_size(&names), (uint16_t)MIN(len, UINT16_MAX),
+							  (uint8_t)t };
+			buf_append(&names, s, len + 1);
+			if (s[0] == '.') {
+				l->has_ignore |= str_eq(s, ".ignore");
+				l->has_gitignore |= str_eq(s, ".gitignore");
+			}
 		}
 	}
 	l->names = buf_steal(&names);
-	if (l->n > 1)
+	if (l->n > 1 && !w->unsorted)
 		qsort_r(l->v, l->n, sizeof(*l->v), ent_cmp, l->names);
 	return r;
-}
-
-/* Whether the sorted level holds the name. */
-static bool level_has(const struct walk_level *l, const char *name)
-{
-	size_t lo = 0, hi = l->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(name, l->names + l->v[mid].off);
-		if (!c)
-			return true;
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return false;
 }
 
 /* Reads the directory at w->pathbuf (the start when empty) whole, names
@@ -174,9 +165,9 @@ static int push_level(struct walk *w)
 	}
 	if (w->use_ignores) {
 		/* Opened only when the listing holds them: most directories do not. */
-		if (level_has(&l, ".ignore"))
+		if (l.has_ignore)
 			l.ig[0] = load_ignore(fd, ".ignore");
-		if (level_has(&l, ".gitignore"))
+		if (l.has_gitignore)
 			l.ig[1] = load_ignore(fd, ".gitignore");
 		if (l.ig[0] || l.ig[1])
 			w->n_ignoring++;
@@ -265,7 +256,7 @@ int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 		w->pathbuf.len = l->rel_len;
 		if (l->rel_len)
 			buf_putc(&w->pathbuf, '/');
-		buf_puts(&w->pathbuf, name);
+		buf_append(&w->pathbuf, name, e->len);
 		buf_reserve(&w->pathbuf, 1);
 		w->pathbuf.data[w->pathbuf.len] = '\0';
 		const char *path = buf_head(&w->pathbuf);
@@ -286,6 +277,7 @@ int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 			w->unreadable++;
 		/* Entering may have moved the stack: the name is in the parent's block, which stays. */
 		w->path = w->pathbuf.data;
+		w->path_len = len;
 		*ret_path = w->path;
 		*ret_type = (enum walk_type)e->type;
 		return 1;

@@ -63,7 +63,9 @@ struct walk {
 	char *dents;		/* getdents64's buffer, one for the walk */
 	struct buf pathbuf;	/* the current entry's path; each level's is a prefix of it */
 	struct buf scratch;
+	bool unsorted;		/* each directory's entries in the order read, not by name */
 	const char *path;	/* the current entry's relative path (in pathbuf) */
+	size_t path_len;
 	const char *name;	/* its name (in its directory's block of names) */
 	int dirfd;		/* the directory holding it (the walk's) */
 	size_t unreadable;	/* directories that could not be read */
