@@ -329,12 +329,42 @@ START_TEST(every_tool_text)
 }
 END_TEST
 
+/* A command the sandbox refused: the text ends with the sandbox's note. */
+START_TEST(sandbox_note)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	tcd_start(&d, CFG);
+	struct tcc *c = tcc_connect(&d);
+	const char *args = "{\"command\":\"touch /usr/tc_refused\"}";
+	const struct json *r = tcc_call(c, "shell", args);
+	char *enforced = tj_text(tj(r, "result.structuredContent.sandbox.enforced"));
+	if (!strstr(enforced, "read-only mounts")) {
+		free(enforced);
+		tcc_close(c);
+		tcd_free(&d);
+		TC_SKIP("the sandbox cannot make read-only mounts here");
+	}
+	free(enforced);
+	struct buf text = {0};
+	buf_printf(&text, "## error: %s\n", args);
+	call_text(c, "shell", args, &text, NULL);
+	buf_putc(&text, '\n');
+	golden("tool_shell_sandbox", &text);
+	buf_free(&text);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("tool_text");
 	TCase *tc = tcase_create("golden");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, every_tool_text);
+	tcase_add_test(tc, sandbox_note);
 	suite_add_tcase(s, tc);
 	return s;
 }
