@@ -92,7 +92,8 @@ static int dent_type(int fd, const struct dirent64 *de, enum walk_type *ret)
 	return 0;
 }
 
-/* Reads the directory fd whole into l: its names in one block, sorted. */
+/* Reads the directory fd whole into l: its names in one block, sorted
+ * unless the walk is unsorted. */
 static int read_level(struct walk *w, int fd, struct walk_level *l)
 {
 	if (!w->dents)
@@ -122,7 +123,7 @@ static int read_level(struct walk *w, int fd, struct walk_level *l)
 			if (dent_type(fd, de, &t) < 0)
 				continue;
 			if (buf_size(&names) > UINT32_MAX - 512)
-				break;	/* 4 GiB of names: the rest is not read */
+				continue;	/* 4 GiB of names: the rest is not kept */
 			if (l->n == alloc) {
 				alloc = alloc ? 2 * alloc : 64;
 				l->v = xreallocarray(l->v, alloc, sizeof(*l->v));
