@@ -40,6 +40,9 @@ struct text_case {
 	const char *args;	/* "@PROC@" stands for the id of the last background process */
 	/* Calls made first, not recorded: "tool args" pairs, NULL ended. */
 	const char *before[3];
+	/* When not 0, only the text's first line and this many last lines are
+	 * kept (a long cut text). */
+	size_t tail_lines;
 };
 
 /* What a tool's text never holds: why it has no cut case. */
@@ -51,78 +54,80 @@ struct never_cut {
 #define BG "shell {\"command\":\"echo ready; read x; echo got $x; sleep 30\",\"background\":true,\"until\":\"ready\"}"
 
 static const struct text_case cases[] = {
-	{ "delete_file", NORMAL, "{\"path\":\"scratch/gone.txt\"}", { "write_file {\"path\":\"scratch/gone.txt\",\"content\":\"x\"}" } },
+	{ "delete_file", NORMAL, "{\"path\":\"scratch/gone.txt\"}", { "write_file {\"path\":\"scratch/gone.txt\",\"content\":\"x\"}" }, 0 },
 	{ "delete_file", NORMAL, "{\"path\":\"scratch/tree\",\"recursive\":true}",
-	  { "write_file {\"path\":\"scratch/tree/a/b.txt\",\"content\":\"x\",\"create_dirs\":true}" } },
-	{ "delete_file", ERROR, "{\"path\":\"scratch/nothing\"}", { NULL } },
-	{ "delete_file", ERROR, "{\"path\":\"docs\"}", { NULL } },
+	  { "write_file {\"path\":\"scratch/tree/a/b.txt\",\"content\":\"x\",\"create_dirs\":true}" }, 0 },
+	{ "delete_file", ERROR, "{\"path\":\"scratch/nothing\"}", { NULL }, 0 },
+	{ "delete_file", ERROR, "{\"path\":\"docs\"}", { NULL }, 0 },
 
 	{ "edit_file", NORMAL, "{\"path\":\"scratch/edit.c\",\"edits\":[{\"old\":\"return 0;\",\"new\":\"return 1;\"}]}",
-	  { "write_file {\"path\":\"scratch/edit.c\",\"content\":\"int main(void)\\n{\\n\\treturn 0;\\n}\\n\"}" } },
-	{ "edit_file", NORMAL, "{\"path\":\"scratch/edit.c\",\"edits\":[{\"old\":\"int\",\"new\":\"long\"}],\"dry_run\":true}", { NULL } },
-	{ "edit_file", ERROR, "{\"path\":\"scratch/edit.c\",\"edits\":[{\"old\":\"return 7;\",\"new\":\"x\"}]}", { NULL } },
-	{ "edit_file", ERROR, "{\"path\":\"many.txt\",\"edits\":[{\"old\":\"line\",\"new\":\"row\"}]}", { NULL } },
+	  { "write_file {\"path\":\"scratch/edit.c\",\"content\":\"int main(void)\\n{\\n\\treturn 0;\\n}\\n\"}" }, 0 },
+	{ "edit_file", NORMAL, "{\"path\":\"scratch/edit.c\",\"edits\":[{\"old\":\"int\",\"new\":\"long\"}],\"dry_run\":true}", { NULL }, 0 },
+	{ "edit_file", CUT, "{\"path\":\"big.txt\",\"edits\":[{\"old\":\"row\",\"new\":\"line\",\"replace_all\":true}],"
+	  "\"dry_run\":true}", { NULL }, 3 },
+	{ "edit_file", ERROR, "{\"path\":\"scratch/edit.c\",\"edits\":[{\"old\":\"return 7;\",\"new\":\"x\"}]}", { NULL }, 0 },
+	{ "edit_file", ERROR, "{\"path\":\"many.txt\",\"edits\":[{\"old\":\"line\",\"new\":\"row\"}]}", { NULL }, 0 },
 
-	{ "glob", NORMAL, "{\"pattern\":\"**/*.c\"}", { NULL } },
-	{ "glob", CUT, "{\"pattern\":\"src/*\",\"max_results\":2}", { NULL } },
-	{ "glob", NORMAL, "{\"pattern\":\"**/*.o\"}", { NULL } },
-	{ "glob", ERROR, "{\"pattern\":\"*\",\"path\":\"nowhere\"}", { NULL } },
+	{ "glob", NORMAL, "{\"pattern\":\"**/*.c\"}", { NULL }, 0 },
+	{ "glob", CUT, "{\"pattern\":\"src/*\",\"max_results\":2}", { NULL }, 0 },
+	{ "glob", NORMAL, "{\"pattern\":\"**/*.o\"}", { NULL }, 0 },
+	{ "glob", ERROR, "{\"pattern\":\"*\",\"path\":\"nowhere\"}", { NULL }, 0 },
 
-	{ "list_dir", NORMAL, "{\"path\":\"src\"}", { NULL } },
-	{ "list_dir", CUT, "{\"max_entries\":3}", { NULL } },
-	{ "list_dir", ERROR, "{\"path\":\"a.txt\"}", { NULL } },
+	{ "list_dir", NORMAL, "{\"path\":\"src\"}", { NULL }, 0 },
+	{ "list_dir", CUT, "{\"max_entries\":3}", { NULL }, 0 },
+	{ "list_dir", ERROR, "{\"path\":\"a.txt\"}", { NULL }, 0 },
 
-	{ "make_dir", NORMAL, "{\"path\":\"scratch/new/deep\"}", { NULL } },
-	{ "make_dir", NORMAL, "{\"path\":\"src\"}", { NULL } },
-	{ "make_dir", ERROR, "{\"path\":\"a.txt/sub\"}", { NULL } },
+	{ "make_dir", NORMAL, "{\"path\":\"scratch/new/deep\"}", { NULL }, 0 },
+	{ "make_dir", NORMAL, "{\"path\":\"src\"}", { NULL }, 0 },
+	{ "make_dir", ERROR, "{\"path\":\"a.txt/sub\"}", { NULL }, 0 },
 
 	{ "memory", NORMAL, "{\"command\":\"view\",\"path\":\"/memories/notes.md\"}",
-	  { "memory {\"command\":\"create\",\"path\":\"/memories/notes.md\",\"file_text\":\"one\\ntwo\\nthree\\n\"}" } },
-	{ "memory", NORMAL, "{\"command\":\"view\",\"path\":\"/memories/notes.md\",\"view_range\":[2,2]}", { NULL } },
-	{ "memory", ERROR, "{\"command\":\"view\",\"path\":\"/memories/none.md\"}", { NULL } },
+	  { "memory {\"command\":\"create\",\"path\":\"/memories/notes.md\",\"file_text\":\"one\\ntwo\\nthree\\n\"}" }, 0 },
+	{ "memory", NORMAL, "{\"command\":\"view\",\"path\":\"/memories/notes.md\",\"view_range\":[2,2]}", { NULL }, 0 },
+	{ "memory", ERROR, "{\"command\":\"view\",\"path\":\"/memories/none.md\"}", { NULL }, 0 },
 
 	{ "move_file", NORMAL, "{\"from\":\"scratch/m1.txt\",\"to\":\"scratch/m2.txt\"}",
-	  { "write_file {\"path\":\"scratch/m1.txt\",\"content\":\"x\"}" } },
-	{ "move_file", ERROR, "{\"from\":\"scratch/m2.txt\",\"to\":\"a.txt\"}", { NULL } },
+	  { "write_file {\"path\":\"scratch/m1.txt\",\"content\":\"x\"}" }, 0 },
+	{ "move_file", ERROR, "{\"from\":\"scratch/m2.txt\",\"to\":\"a.txt\"}", { NULL }, 0 },
 
 	{ "patch_file", NORMAL, "{\"path\":\"scratch/p.txt\",\"old\":\"beta\",\"new\":\"BETA\"}",
-	  { "write_file {\"path\":\"scratch/p.txt\",\"content\":\"alpha\\nbeta\\ngamma\\n\"}" } },
-	{ "patch_file", ERROR, "{\"path\":\"scratch/p.txt\",\"old\":\"delta\",\"new\":\"x\"}", { NULL } },
+	  { "write_file {\"path\":\"scratch/p.txt\",\"content\":\"alpha\\nbeta\\ngamma\\n\"}" }, 0 },
+	{ "patch_file", ERROR, "{\"path\":\"scratch/p.txt\",\"old\":\"delta\",\"new\":\"x\"}", { NULL }, 0 },
 
-	{ "process_io", NORMAL, "{\"process_id\":\"@PROC@\",\"input\":\"hello\\n\",\"until\":\"got hello\"}", { BG } },
-	{ "process_io", CUT, "{\"process_id\":\"@PROC@\",\"input\":\"abcdefghij\\n\",\"until\":\"got abc\",\"max_bytes\":4}", { BG } },
-	{ "process_io", ERROR, "{\"process_id\":\"p9-0000\"}", { NULL } },
+	{ "process_io", NORMAL, "{\"process_id\":\"@PROC@\",\"input\":\"hello\\n\",\"until\":\"got hello\"}", { BG }, 0 },
+	{ "process_io", CUT, "{\"process_id\":\"@PROC@\",\"input\":\"abcdefghij\\n\",\"until\":\"got abc\",\"max_bytes\":4}", { BG }, 0 },
+	{ "process_io", ERROR, "{\"process_id\":\"p9-0000\"}", { NULL }, 0 },
 
-	{ "process_kill", NORMAL, "{\"process_id\":\"@PROC@\"}", { BG } },
-	{ "process_kill", ERROR, "{\"process_id\":\"p9-0000\"}", { NULL } },
+	{ "process_kill", NORMAL, "{\"process_id\":\"@PROC@\"}", { BG }, 0 },
+	{ "process_kill", ERROR, "{\"process_id\":\"p9-0000\"}", { NULL }, 0 },
 
-	{ "process_list", NORMAL, "{}", { BG_SLEEP } },
-	{ "process_list", ERROR, "{\"all\":true}", { NULL } },
+	{ "process_list", NORMAL, "{}", { BG_SLEEP }, 0 },
+	{ "process_list", ERROR, "{\"all\":true}", { NULL }, 0 },
 
-	{ "read_file", NORMAL, "{\"path\":\"a.txt\"}", { NULL } },
-	{ "read_file", CUT, "{\"path\":\"many.txt\",\"line\":3,\"lines\":2}", { NULL } },
-	{ "read_file", CUT, "{\"path\":\"many.txt\",\"offset\":0,\"limit\":20}", { NULL } },
-	{ "read_file", ERROR, "{\"path\":\"no/such.txt\"}", { NULL } },
+	{ "read_file", NORMAL, "{\"path\":\"a.txt\"}", { NULL }, 0 },
+	{ "read_file", CUT, "{\"path\":\"many.txt\",\"line\":3,\"lines\":2}", { NULL }, 0 },
+	{ "read_file", CUT, "{\"path\":\"many.txt\",\"offset\":0,\"limit\":20}", { NULL }, 0 },
+	{ "read_file", ERROR, "{\"path\":\"no/such.txt\"}", { NULL }, 0 },
 
-	{ "search", NORMAL, "{\"pattern\":\"return\",\"context\":1}", { NULL } },
-	{ "search", NORMAL, "{\"pattern\":\"line 1\\\\b\",\"output_mode\":\"count\"}", { NULL } },
-	{ "search", CUT, "{\"pattern\":\"int\",\"output_mode\":\"files\",\"max_results\":1,\"path\":\"src\"}", { NULL } },
-	{ "search", CUT, "{\"pattern\":\"line [0-9]+\",\"max_results\":2}", { NULL } },
-	{ "search", NORMAL, "{\"pattern\":\"nothing here\"}", { NULL } },
-	{ "search", ERROR, "{\"pattern\":\"(unclosed\"}", { NULL } },
+	{ "search", NORMAL, "{\"pattern\":\"return\",\"context\":1}", { NULL }, 0 },
+	{ "search", NORMAL, "{\"pattern\":\"line 1\\\\b\",\"output_mode\":\"count\"}", { NULL }, 0 },
+	{ "search", CUT, "{\"pattern\":\"int\",\"output_mode\":\"files\",\"max_results\":1,\"path\":\"src\"}", { NULL }, 0 },
+	{ "search", CUT, "{\"pattern\":\"line [0-9]+\",\"max_results\":2}", { NULL }, 0 },
+	{ "search", NORMAL, "{\"pattern\":\"nothing here\"}", { NULL }, 0 },
+	{ "search", ERROR, "{\"pattern\":\"(unclosed\"}", { NULL }, 0 },
 
-	{ "shell", NORMAL, "{\"command\":\"printf 'a\\\\nb\\\\n'\"}", { NULL } },
-	{ "shell", NORMAL, "{\"command\":\"echo oops >&2; exit 3\"}", { NULL } },
-	{ "shell", CUT, "{\"command\":\"seq 1 400\"}", { NULL } },
-	{ "shell", ERROR, "{\"command\":\"echo before; sleep 30\",\"timeout_ms\":1500}", { NULL } },
+	{ "shell", NORMAL, "{\"command\":\"printf 'a\\\\nb\\\\n'\"}", { NULL }, 0 },
+	{ "shell", NORMAL, "{\"command\":\"echo oops >&2; exit 3\"}", { NULL }, 0 },
+	{ "shell", CUT, "{\"command\":\"seq 1 400\"}", { NULL }, 0 },
+	{ "shell", ERROR, "{\"command\":\"echo before; sleep 30\",\"timeout_ms\":1500}", { NULL }, 0 },
 
-	{ "stat", NORMAL, "{\"path\":\"a.txt\"}", { NULL } },
-	{ "stat", NORMAL, "{\"path\":\"link\"}", { NULL } },
-	{ "stat", ERROR, "{\"path\":\"missing\"}", { NULL } },
+	{ "stat", NORMAL, "{\"path\":\"a.txt\"}", { NULL }, 0 },
+	{ "stat", NORMAL, "{\"path\":\"link\"}", { NULL }, 0 },
+	{ "stat", ERROR, "{\"path\":\"missing\"}", { NULL }, 0 },
 
-	{ "write_file", NORMAL, "{\"path\":\"scratch/w.txt\",\"content\":\"hello\\n\"}", { NULL } },
-	{ "write_file", NORMAL, "{\"path\":\"scratch/w.txt\",\"content\":\"hello again\\n\"}", { NULL } },
-	{ "write_file", ERROR, "{\"path\":\"src\",\"content\":\"x\"}", { NULL } },
+	{ "write_file", NORMAL, "{\"path\":\"scratch/w.txt\",\"content\":\"hello\\n\"}", { NULL }, 0 },
+	{ "write_file", NORMAL, "{\"path\":\"scratch/w.txt\",\"content\":\"hello again\\n\"}", { NULL }, 0 },
+	{ "write_file", ERROR, "{\"path\":\"src\",\"content\":\"x\"}", { NULL }, 0 },
 	{ NULL },
 };
 
@@ -131,7 +136,6 @@ static const struct never_cut never_cut[] = {
 	{ "delete_file", "one line naming what was deleted and how many entries" },
 	{ "memory", "a file is shown whole (memory.max_file_kb bounds it), view_range is the model's own window; "
 		    "a directory's listing past 1000 entries ends with a line saying to view a subdirectory" },
-	{ "edit_file", "the diff of the edits made is shown whole (the file is bounded by limits.write_max_bytes)" },
 	{ "make_dir", "one line" },
 	{ "move_file", "one line" },
 	{ "patch_file", "one line" },
@@ -168,11 +172,18 @@ static void make_workspace(struct tcd *d)
 	tcd_put(d, ".gitignore", "build/\n");
 	tcd_put(d, "build/main.o", "obj");
 	tcd_put(d, "scratch/keep.txt", "");
+	/* 20,000 lines: a diff of every line is longer than edit_file shows. */
+	struct buf big = {0};
+	for (int i = 1; i <= 20000; i++)
+		buf_printf(&big, "row %d\n", i);
+	buf_putc(&big, '\0');
+	tcd_put(d, "big.txt", buf_head(&big));
+	buf_free(&big);
 	char *link = tcd_ws_path(d, "link");
 	ck_assert_int_eq(symlink("a.txt", link), 0);
 	free(link);
 	static const char *const files[] = { "a.txt", "many.txt", "src/main.c", "src/util.c", "src/util.h",
-					     "docs/readme.md", ".gitignore", "build/main.o" };
+					     "docs/readme.md", ".gitignore", "build/main.o", "big.txt", "scratch/keep.txt" };
 	for (size_t i = 0; i < ELEMENTSOF(files); i++)
 		set_mtime(d, files[i], 1700000000 + 1000 * (time_t)i);
 	set_mtime(d, "link", 1700000000);
@@ -223,6 +234,32 @@ static void scrub_process_ids(struct buf *b)
 		buf_putc(&out, s[i]);
 		i++;
 	}
+	buf_free(b);
+	*b = out;
+}
+
+/* Keeps the first line and the last n lines of b (all when n is 0),
+ * saying how many went between. */
+static void keep_tail(struct buf *b, size_t n)
+{
+	const char *s = buf_head(b);
+	size_t len = buf_size(b), lines = 0, at = len;
+	const char *nl = memchr(s, '\n', len);
+	size_t head = nl ? (size_t)(nl - s) + 1 : len;
+	if (!n)
+		return;
+	while (at > head && lines <= n)
+		if (s[--at] == '\n' && at + 1 < len)
+			lines++;
+	if (lines <= n)
+		return;
+	size_t dropped = 0;
+	for (size_t i = head; i <= at; i++)
+		dropped += s[i] == '\n';
+	struct buf out = {0};
+	buf_append(&out, s, head);
+	buf_printf(&out, "[... %zu lines not kept here ...]\n", dropped);
+	buf_append(&out, s + at + 1, len - at - 1);
 	buf_free(b);
 	*b = out;
 }
@@ -296,7 +333,11 @@ START_TEST(every_tool_text)
 			}
 			char *args = with_proc(k->args, proc);
 			buf_printf(&text, "## %s: %s\n", kind_names[k->kind], k->args);
-			call_text(c, name, args, &text, &proc);
+			struct buf one = {0};
+			call_text(c, name, args, &one, &proc);
+			keep_tail(&one, k->tail_lines);
+			buf_append(&text, buf_head(&one), buf_size(&one));
+			buf_free(&one);
 			if (buf_size(&text) && buf_head(&text)[buf_size(&text) - 1] != '\n')
 				buf_puts(&text, "\n[no newline at the end]\n");
 			free(args);
