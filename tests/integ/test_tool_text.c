@@ -99,6 +99,9 @@ static const struct text_case cases[] = {
 	{ "process_io", ERROR, "{\"process_id\":\"p9-0000\"}", { NULL }, 0 },
 
 	{ "process_kill", NORMAL, "{\"process_id\":\"@PROC@\"}", { BG }, 0 },
+	{ "process_kill", CUT, "{\"process_id\":\"@PROC@\",\"max_bytes\":4}",
+	  { BG, "process_io {\"process_id\":\"@PROC@\",\"input\":\"abcdefghij\\n\",\"until\":\"got abc\",\"max_bytes\":1}" },
+	  0 },
 	{ "process_kill", ERROR, "{\"process_id\":\"p9-0000\"}", { NULL }, 0 },
 
 	{ "process_list", NORMAL, "{}", { BG_SLEEP }, 0 },
@@ -139,7 +142,6 @@ static const struct never_cut never_cut[] = {
 	{ "make_dir", "one line" },
 	{ "move_file", "one line" },
 	{ "patch_file", "one line" },
-	{ "process_kill", "the output left is shown as process_io shows it, cut by max_bytes like it" },
 	{ "process_list", "one line per process, bounded by limits.per_uid_processes" },
 	{ "stat", "one line" },
 	{ "write_file", "one line" },
