@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "lib/files/diff.h"
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

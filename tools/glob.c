@@ -6,7 +6,7 @@
  * files exclude and hidden entries are skipped unless asked for
  * (tools/walk.h), ".git" is skipped unless the pattern names it, symlinks
  * are listed but not followed. The walk, the sort and the answer are made on an io thread as
- * the peer (lib/files/fsjob.h), never on the loop; cancel and timeout stop it at
+ * the peer (lib/fsjob/fsjob.h), never on the loop; cancel and timeout stop it at
  * the next entry.
  */
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/glob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"

@@ -10,7 +10,7 @@
  * only the names that can still be shown, and the names pending in the
  * directories above are cut whenever a deeper directory fills the budget.
  * The walk runs on an io thread with the peer's file-system identity
- * (lib/files/fsjob.h), and stops between entries when the call is cancelled.
+ * (lib/fsjob/fsjob.h), and stops between entries when the call is cancelled.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

@@ -2,7 +2,7 @@
 /*
  * What the searching tools (search, glob) share: a walk of a tree beneath
  * the workspace that can stop after any entry and resume later. It runs on
- * an io thread as the peer (lib/files/fsjob.h), in parts for search, and stops
+ * an io thread as the peer (lib/fsjob/fsjob.h), in parts for search, and stops
  * reading a huge directory as soon as the call is cancelled.
  *
  * Each directory is read whole (getdents64 into one buffer of the walk,

@@ -1842,7 +1842,7 @@ static char *stall_ping_call(unsigned i)
 	return xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"ping\"}\n", i + 1);
 }
 
-/* The largest read_file done on the loop (lib/files/fsjob.h FSJOB_INLINE_BYTES). */
+/* The largest read_file done on the loop (lib/fsjob/fsjob.h FSJOB_INLINE_BYTES). */
 static char *stall_read64k_call(unsigned i)
 {
 	return xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"read_file\","

@@ -17,7 +17,6 @@
 
 #include "lib/files/glob.h"
 #include "lib/regex/regex.h"
-#include "lib/regex/regex_find.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 

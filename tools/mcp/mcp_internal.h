@@ -12,8 +12,9 @@
  *   mcp_proc.c      the server process: spawn, its stdout cut into lines
  *                   for the protocol, its stderr (logged, bounded, its
  *                   tail kept for errors), exit; the instances run as
- *                   each peer; the provider's life (references: the last
- *                   stops the servers);
+ *                   each peer; the provider's life (its setup, an
+ *                   instance's idle stop, references: the last stops the
+ *                   servers);
  *   mcp_tools.c     the tools it offers to the registry, and their calls.
  */
 #ifndef TC_MCP_INTERNAL_H
@@ -24,7 +25,7 @@
 #include "lib/base/list.h"
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/buf.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 #define MCP_LINE_MAX (8u << 20)		/* a message from the server */
 #define MCP_IMPORT_MS 15000		/* spawn to tool list */
@@ -55,7 +56,7 @@ enum mcp_run_as {
 
 /* One entry of the file's "tools": what it changes of the tools it names
  * (a name, or a glob with * ? [...], matched as confirmation.per_tool keys:
- * lib/dispatch/policy.h). */
+ * lib/policy/policy.h). */
 struct mcp_override {
 	char *pattern;
 	bool glob;
@@ -190,18 +191,17 @@ void mcp_call_end(struct mcp_call *mc);
 void mcp_warn_unmatched(struct mcp_provider *p);
 /* Fails every call that waits, sent or queued, as transient. */
 void mcp_calls_fail(struct mcp_provider *p, const char *why);
+/* A call of an instance ended or began: its idle time starts again (the
+ * timer that stops it is made by mcp_provider_setup()). */
+void mcp_instance_touch(struct mcp_provider *inst);
 
 /* mcp_proc.c */
 /* The provider that runs calls for ident: p itself when one instance
  * serves every peer, else p's instance for ident's uid (made here, not
  * started). NULL when ident is unknown and p runs as each peer. */
 struct mcp_provider *mcp_runner_for(struct mcp_provider *p, const struct identity *ident);
-/* A call of an instance ended or began: its idle time starts again. */
-void mcp_instance_touch(struct mcp_provider *inst);
 /* True while a failed start is not to be tried again (providers.retry_s). */
 bool mcp_start_refused(const struct mcp_provider *p);
-/* Hands the instances what mcp_provider_setup() gave p. */
-void mcp_provider_instances_setup(struct mcp_provider *p);
 /* The server is gone (or being stopped): fail what waits for it. */
 void mcp_provider_down(struct mcp_provider *p, const char *why);
 /* The start failed: the error (with the last lines of stderr), state FAILED. */

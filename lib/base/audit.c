@@ -4,7 +4,7 @@
  * fdatasync on the io pool, and the outage accounting that makes every
  * failure counted and logged.
  */
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,12 +4,12 @@
  * the decision for one call ("sandboxed" settled by what the tool runs under).
  * "per_tool" keys are names or globs (fnmatch(3): * ? [...]).
  */
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 
 #include <fnmatch.h>
 #include <string.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/identity.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/tool.h"

@@ -17,7 +17,7 @@
 #include "proto/jsonrpc.h"
 #include "proto/mcp.h"
 #include "proto/utf8.h"
-#include "tools/mcp_internal.h"
+#include "tools/mcp/mcp_internal.h"
 #include "version.h"
 
 /* --- to the server ------------------------------------------------------------ */
@@ -120,6 +120,16 @@ void mcp_send_call(struct mcp_provider *p, struct mcp_call *mc)
 void mcp_send_initialize(struct mcp_provider *p)
 {
 	p->init_id = mcp_send_request(p, "initialize", init_params, NULL);
+}
+
+void mcp_instance_touch(struct mcp_provider *inst)
+{
+	if (!inst->parent || !inst->idle_timer)
+		return;
+	if (list_empty(&inst->queued) && list_empty(&inst->sent) && inst->child)
+		tc_timer_start(inst->idle_timer, (uint64_t)inst->idle_s * 1000);
+	else
+		tc_timer_stop(inst->idle_timer);
 }
 
 void mcp_call_end(struct mcp_call *mc)

@@ -9,7 +9,7 @@
  * Each hook runs in its own sandbox run (profile "read-only", no network,
  * as the call's peer), ended with its child.
  */
-#include "lib/dispatch/hooks.h"
+#include "lib/hooks/hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,8 +53,8 @@ struct hook_run {
 	uid_t uid;
 	pid_t pid;
 	/* Whom the hooks run as (a copy: the session may go first). */
-	struct identity peer;
-	bool has_peer;
+	struct identity run_as;
+	bool has_run_as;
 	const struct json *args;	/* the caller's, or v.args */
 	struct hook_verdict v;
 	hook_pre_done_fn done;
@@ -220,7 +220,7 @@ static void run_free(struct hook_run *r)
 	free(r->call_id);
 	hook_verdict_clear(&r->v);
 	buf_free(&r->post_input);
-	identity_clear(&r->peer);
+	identity_clear(&r->run_as);
 	free(r);
 }
 
@@ -433,21 +433,21 @@ static int hook_sandbox(struct hook_run *r, char **ret_msg)
 	req.network = false;
 	req.write_extra = NULL;
 	req.workspaces = (const char *const *)r->workspaces;
-	req.id = r->has_peer ? &r->peer : NULL;
+	req.id = r->has_run_as ? &r->run_as : NULL;
 	req.call_name = "hook";
 	return sandbox_prepare(&req, &r->run, ret_msg);
 }
 
 /* The environment of a hook: which list it is in, its sandbox's TMPDIR,
- * and HOME the peer's when it runs as the peer. */
+ * and HOME the home of whom it runs as, when that is not the daemon. */
 static char **hook_env(const struct hook_run *r)
 {
 	char **env = child_env_new(NULL);
 	child_env_put(&env, "TOOLCALLD_HOOK", r->post ? "post_call" : "pre_call");
 	if (sandbox_run_tmpdir(r->run))
 		child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(r->run));
-	if (r->has_peer && r->peer.change && r->peer.home)
-		child_env_put(&env, "HOME", r->peer.home);
+	if (r->has_run_as && r->run_as.change && r->run_as.home)
+		child_env_put(&env, "HOME", r->run_as.home);
 	return env;
 }
 
@@ -554,12 +554,12 @@ static char *strdup_or_null(const char *s)
 }
 
 /* Keeps a copy of whom the run's hooks run as (NULL: the daemon). */
-static void run_set_peer(struct hook_run *r, const struct identity *id)
+static void run_keep_identity(struct hook_run *r, const struct identity *id)
 {
 	if (!id)
 		return;
-	r->has_peer = true;
-	identity_copy(&r->peer, id);
+	r->has_run_as = true;
+	identity_copy(&r->run_as, id);
 }
 
 struct hook_run *hooks_pre_start(struct hooks *h, const struct hook_input *in,
@@ -576,7 +576,7 @@ struct hook_run *hooks_pre_start(struct hooks *h, const struct hook_input *in,
 	r->call_id = strdup_or_null(in->call_id);
 	r->uid = in->uid;
 	r->pid = in->pid;
-	run_set_peer(r, in->peer);
+	run_keep_identity(r, in->peer);
 	r->args = in->arguments;
 	r->done = done;
 	r->arg = arg;
@@ -602,7 +602,7 @@ void hooks_post_start(struct hooks *h, const struct hook_input *in, const struct
 	h->n_post++;
 	r->uid = in->uid;
 	r->workspaces = strv_dup(in->workspaces);
-	run_set_peer(r, in->peer);
+	run_keep_identity(r, in->peer);
 	struct jgen *g = jgen_new(&r->post_input);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "hook", "post_call");

@@ -1,79 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The OpenMetrics writer and the dispatcher's families of metrics.h. The
+ * The dispatcher's families of admin/metrics (dispatch_write_metrics()),
+ * written with the OpenMetrics writer of lib/base/openmetrics.h. The
  * histogram's buckets are derived from the latency histogram admin/stats
  * keeps per tool (log-linear, 1/8 of a power of two wide): a call counts
  * in a bucket when the value its fine bucket stands for (the one p50 and
  * p99 report) is at most le.
  */
-#include "lib/dispatch/metrics.h"
-
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
+#include "lib/base/map.h"
+#include "lib/base/openmetrics.h"
 #include "lib/dispatch/dispatch_internal.h"
 #include "lib/events.h"
-#include "lib/base/map.h"
 #include "proto/base/buf.h"
-
-void metrics_family(struct buf *b, const char *name, const char *type, const char *unit,
-		    const char *help)
-{
-	buf_printf(b, "# TYPE %s %s\n", name, type);
-	if (unit)
-		buf_printf(b, "# UNIT %s %s\n", name, unit);
-	buf_printf(b, "# HELP %s %s\n", name, help);
-}
-
-/* Writes a label value with \\, \" and \n escaped. */
-static void put_label_value(struct buf *b, const char *v)
-{
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			buf_putc(b, '\\'), buf_putc(b, *v);
-		else if (*v == '\n')
-			buf_puts(b, "\\n");
-		else
-			buf_putc(b, *v);
-	}
-}
-
-static void put_name_labels(struct buf *b, const char *name, const char *const *labels)
-{
-	buf_puts(b, name);
-	if (!labels || !labels[0])
-		return;
-	buf_putc(b, '{');
-	for (size_t i = 0; labels[i]; i += 2) {
-		if (i)
-			buf_putc(b, ',');
-		buf_puts(b, labels[i]);
-		buf_puts(b, "=\"");
-		put_label_value(b, labels[i + 1]);
-		buf_putc(b, '"');
-	}
-	buf_putc(b, '}');
-}
-
-void metrics_u64(struct buf *b, const char *name, const char *const *labels, uint64_t v)
-{
-	put_name_labels(b, name, labels);
-	buf_putc(b, ' ');
-	buf_put_u64(b, v);
-	buf_putc(b, '\n');
-}
-
-void metrics_real(struct buf *b, const char *name, const char *const *labels, double v)
-{
-	put_name_labels(b, name, labels);
-	buf_printf(b, " %.9g\n", v);
-}
-
-void metrics_end(struct buf *b)
-{
-	buf_puts(b, "# EOF\n");
-}
 
 /* The buckets of toolcalld_call_duration_seconds, in microseconds and as
  * written in le. */

@@ -6,7 +6,7 @@
  * server is in mcp_protocol.c, the server process and the provider's
  * references in mcp_proc.c, the tools it offers in mcp_tools.c.
  */
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -17,10 +17,10 @@
 #include "lib/child/child.h"
 #include "lib/files/identity.h"
 #include "lib/base/loop.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "proto/base/strv.h"
 #include "proto/json.h"
-#include "tools/mcp_internal.h"
+#include "tools/mcp/mcp_internal.h"
 
 void mcp_imports_free(struct mcp_import *t, size_t n)
 {
@@ -366,18 +366,6 @@ void mcp_settle(struct mcp_provider *p)
 {
 	if (p->on_settled)
 		p->on_settled(p->arg, p);
-}
-
-void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const struct tool_env *env,
-			const char *cwd, void (*on_settled)(void *arg, struct mcp_provider *p), void *arg)
-{
-	p->loop = loop;
-	p->tenv = env;
-	free(p->cwd);
-	p->cwd = cwd ? xstrdup(cwd) : NULL;
-	p->on_settled = on_settled;
-	p->arg = arg;
-	mcp_provider_instances_setup(p);
 }
 
 void mcp_provider_set_log(struct mcp_provider *p,

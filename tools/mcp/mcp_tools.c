@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "lib/registry.h"
-#include "tools/mcp_internal.h"
+#include "tools/mcp/mcp_internal.h"
 
 static void mcp_tool_free(void *priv)
 {

@@ -23,7 +23,7 @@
 #include "proto/base/strv.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
-#include "tools/mcp_internal.h"
+#include "tools/mcp/mcp_internal.h"
 
 #define STDERR_LINE_MAX 512		/* bytes of a stderr line logged */
 #define STDERR_WINDOW_MS 10000
@@ -492,16 +492,29 @@ static void on_idle(void *arg)
 	inst->state = MCP_IDLE;
 }
 
-void mcp_instance_touch(struct mcp_provider *inst)
+/* Hands the instances what mcp_provider_setup() gave p. */
+static void mcp_provider_instances_setup(struct mcp_provider *p)
 {
-	if (!inst->parent || !inst->loop)
-		return;
-	if (!inst->idle_timer)
-		inst->idle_timer = tc_timer_new(inst->loop, on_idle, inst);
-	if (list_empty(&inst->queued) && list_empty(&inst->sent) && inst->child)
-		tc_timer_start(inst->idle_timer, (uint64_t)inst->idle_s * 1000);
-	else
-		tc_timer_stop(inst->idle_timer);
+	for (size_t i = 0; i < p->n_inst; i++) {
+		mcp_provider_setup(p->inst[i], p->loop, p->tenv, p->cwd, instance_settled, p->arg);
+		p->inst[i]->on_log = p->on_log;
+		p->inst[i]->retry_ms = p->retry_ms;
+	}
+}
+
+void mcp_provider_setup(struct mcp_provider *p, struct tc_loop *loop, const struct tool_env *env,
+			const char *cwd, void (*on_settled)(void *arg, struct mcp_provider *p), void *arg)
+{
+	p->loop = loop;
+	p->tenv = env;
+	free(p->cwd);
+	p->cwd = cwd ? xstrdup(cwd) : NULL;
+	p->on_settled = on_settled;
+	p->arg = arg;
+	/* An instance stops its server when idle (mcp_instance_touch()). */
+	if (p->parent && loop && !p->idle_timer)
+		p->idle_timer = tc_timer_new(loop, on_idle, p);
+	mcp_provider_instances_setup(p);
 }
 
 /* Makes p's instance for uid, running as id. */
@@ -558,15 +571,6 @@ void mcp_provider_start_for(struct mcp_provider *p, const struct identity *ident
 	mcp_provider_start(r);	/* not within the retry time of its own failure */
 	if (r->state == MCP_STARTING && !p->imported)
 		p->state = MCP_STARTING;
-}
-
-void mcp_provider_instances_setup(struct mcp_provider *p)
-{
-	for (size_t i = 0; i < p->n_inst; i++) {
-		mcp_provider_setup(p->inst[i], p->loop, p->tenv, p->cwd, instance_settled, p->arg);
-		p->inst[i]->on_log = p->on_log;
-		p->inst[i]->retry_ms = p->retry_ms;
-	}
 }
 
 const char *mcp_provider_error_for(const struct mcp_provider *p, const struct identity *ident)

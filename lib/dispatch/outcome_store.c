@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Outcomes as store values: references, their size, and a JSON form for
- * the shared store. What comes back from there is hostile: it is parsed
- * with the depth bound, every member is checked for its type, kinds and
- * side effects must be known names, and text holding NUL bytes is refused.
+ * Outcomes as store values (outcome_store_ops, in dispatch.h): references,
+ * their size, and a JSON form for the shared store. What comes back from
+ * there is hostile: it is parsed with the depth bound, every member is
+ * checked for its type, kinds and side effects must be known names, and
+ * text holding NUL bytes is refused.
  */
-#include "lib/store/store_outcome.h"
+#include "lib/dispatch/dispatch.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "lib/dispatch/outcome.h"
+#include "lib/store/store.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/base/util.h"

@@ -6,7 +6,7 @@
  * nothing the loop frees meanwhile (the call's arguments on a timeout, the
  * session) is reached from the worker.
  */
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -23,11 +23,9 @@
  * stack), and the memory store's answers come inside the call: a request
  * may be gone when the call returns (req_store).
  *
- * Long because a task's life (made, run, saved, cancelled here or
- * elsewhere, looked up) and the requests that follow it through the store
- * share one set of states, best read together.
+ * Long because a task's life and its store requests share one set of states.
  */
-#include "lib/store/tasks.h"
+#include "lib/tasks/tasks.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,7 +37,6 @@
 #include "lib/base/loop.h"
 #include "lib/base/map.h"
 #include "lib/store/store.h"
-#include "lib/store/store_outcome.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/base/util.h"
@@ -143,10 +140,10 @@ struct tasks *tasks_new(struct tc_loop *loop, const struct tasks_config *cfg)
 void tasks_set_store(struct tasks *t, struct store *s)
 {
 	if (t->store)
-		store_watch_tasks(t->store, NULL, NULL);
+		store_hear_cancels(t->store, NULL, NULL);
 	t->store = s;
 	if (s)
-		store_watch_tasks(s, cancel_heard, t);
+		store_hear_cancels(s, cancel_heard, t);
 }
 
 void tasks_reconfigure(struct tasks *t, const struct tasks_config *cfg) { t->cfg = *cfg; }
@@ -936,7 +933,7 @@ struct tasks *tasks_free(struct tasks *t)
 	if (!t)
 		return NULL;
 	if (t->store)
-		store_watch_tasks(t->store, NULL, NULL);
+		store_hear_cancels(t->store, NULL, NULL);
 	while (!list_empty(&t->reqs))
 		req_drop(list_first(&t->reqs, struct task_req, node));
 	while (!list_empty(&t->all)) {
