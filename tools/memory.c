@@ -463,7 +463,8 @@ static int do_view(struct mem_job *j, int sfd)
 		unsigned left = VIEW_ENTRIES_MAX;
 		list_dir(fd, shown, 1, &j->out, &left);
 		if (!left)
-			buf_printf(&j->out, "\n(only the first %d entries are shown)", VIEW_ENTRIES_MAX);
+			buf_printf(&j->out, "\n(only the first %d entries are shown; view a directory among them, as "
+				   "{\"command\": \"view\", \"path\": \"%s/NAME\"}, for the rest of it)", VIEW_ENTRIES_MAX, shown);
 		return 0;
 	}
 	_cleanup_(buf_free) struct buf text = {0};
