@@ -52,6 +52,8 @@ struct sandbox_run {
 	int64_t cg_pids_max;		/* -1 never written */
 	int hide_fd;
 	int spare_fd;			/* a layer made ahead (spare_take), or -1 */
+	int mntns_fd;			/* a mount namespace made ahead (nspool.c), or -1 */
+	char *ns_key;			/* its plan, to ask for the next call's */
 	unsigned spare_gen;
 	uid_t uid;			/* the child's, and its parent of TMPDIRs */
 	gid_t gid;
@@ -120,6 +122,7 @@ static bool strv_has(char **v, const char *s)
 
 void sandbox_cache_clear(void)
 {
+	nspool_clear(false);
 	spares_clear();
 	cg_kept_clear();
 	ll_cache_clear();
@@ -134,6 +137,7 @@ static void rmdir_pending(void);
 void sandbox_shutdown(void)
 {
 	sandbox_cache_clear();
+	nspool_clear(true);
 	rmdir_pending();
 	tmp_base_remove();
 	probe_forget();
@@ -533,6 +537,13 @@ static struct spare spare_take(uid_t uid, gid_t gid)
  * was hidden by the layer, now that its child runs. */
 void sandbox_run_spawned(struct sandbox_run *run)
 {
+	/* The next call of the plan joins a namespace made meanwhile. */
+	if (run && run->ns_key) {
+		char *tmpdir;
+		_cleanup_free_ char *msg = NULL;
+		if (tmp_call_make(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, &tmpdir, &msg) == 0)
+			nspool_ask(&run->child, run->ns_key, run->uid, run->gid, tmpdir);
+	}
 	if (!run || run->hide_fd < 0 || n_spares == SPARES_MAX || !run->tmp_uid_parent)
 		return;
 	for (unsigned i = 0; i < n_spares; i++)
@@ -570,8 +581,8 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
-	run->cgroup_fd = run->hide_fd = run->spare_fd = -1;
-	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = -1;
+	run->cgroup_fd = run->hide_fd = run->spare_fd = run->mntns_fd = -1;
+	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->mntns_fd = -1;
 	c->subreaper = f->subreaper;
 	c->cap_last = sandbox_cap_last();
 	c->mounts_slave = tmp_private_mounts();
@@ -619,6 +630,11 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->tmpdir = sp.tmpdir;
 	run->uid = child_uid;
 	run->gid = child_gid;
+	/* Or the TMPDIR of a mount namespace made ahead for the identity,
+	 * joined below if it was made for this plan. */
+	_cleanup_free_ char *pool_key = NULL;
+	if (!run->tmpdir && f->mountns && !f->userns)
+		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &pool_key);
 	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
 	    (!run->tmpdir && (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0))
 		goto fail;
@@ -706,6 +722,15 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->uid_map = run->uid_map;
 		c->gid_map = run->gid_map;
 		note(run, true, "user namespace");
+	}
+	if (ns && f->mountns) {
+		run->ns_key = nspool_key(c, child_uid, child_gid);
+		if (run->mntns_fd >= 0 && nspool_key_eq(pool_key, run->ns_key))
+			c->mntns_fd = run->mntns_fd;
+	}
+	if (run->mntns_fd >= 0 && c->mntns_fd < 0) {
+		nspool_dispose(run->mntns_fd);
+		run->mntns_fd = -1;
 	}
 
 	/* Limits: rlimits always, cgroup limits on top where there are some. */
@@ -853,6 +878,9 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
 		close(run->spare_fd);
+	if (run->mntns_fd >= 0)
+		nspool_dispose(run->mntns_fd);
+	free(run->ns_key);
 	tmp_call_remove(run->tmpdir);
 	free(run->tmp_parent);
 	strv_free(run->binds);

@@ -120,6 +120,30 @@ bool hide_still(const char *base, int abi, unsigned gen);
 bool hide_covers(const char *base, const char *writable);
 void hide_clear(void);
 
+/* Whether the plan needs a mount namespace of the child's own; makes its
+ * mounts in the namespace the caller has just made (apply.c). */
+bool sandbox_child_needs_mounts(const struct sandbox_child *c);
+int sandbox_mounts_make(struct sandbox_child *c);
+
+/*
+ * Mount namespaces made ahead (nspool.c). nspool_key(): what a made
+ * namespace must match to serve a call (the plan but the TMPDIR, the
+ * inodes of its paths), freed by the caller. nspool_take_tmpdir(): a
+ * namespace made for the identity, with its TMPDIR (returned, the
+ * caller's) and key (*ret_key, the caller's to free) and fd (*ret_fd, the
+ * caller's: nspool_dispose() when the call ends, or at once when the key
+ * is not the call's), or NULL. nspool_ask(): asks for the next namespace
+ * of a plan, whose TMPDIR will be tmpdir (taken: made for it with
+ * tmp_call_make()).
+ */
+char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid);
+bool nspool_key_eq(const char *a, const char *b);
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key);
+void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir);
+void nspool_dispose(int fd);
+/* Drops what is made or asked for; with stop, lets the maker go. */
+void nspool_clear(bool stop);
+
 /* Maps the child's own uid and gid in its new user namespace (apply.c). */
 int sandbox_userns_map(const char *uid_map, const char *gid_map);
 
