@@ -251,6 +251,7 @@ static _Noreturn void maker(int sock)
 	static char plan[PLAN_MAX + 8];
 	struct { uint32_t id; int r; int fd; } made[NSPOOL_MAX * 2];
 	unsigned n_made = 0;
+	int held = -1;
 	/* None of the daemon's fds: a call's pipe held here would keep
 	 * its output open after the call. */
 	if (sock > 3)
@@ -271,8 +272,13 @@ static _Noreturn void maker(int sock)
 		int got = -1;
 		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 			memcpy(&got, CMSG_DATA(cm), sizeof(int));
-		if (got >= 0)
-			close(got);	/* DISPOSE, or an fd sent by mistake */
+		/* A namespace given back (DISPOSE) is closed at the next
+		 * message, not now: by then the daemon has closed its own copy,
+		 * so that this close is the last, and the teardown is paid
+		 * here. */
+		if (held >= 0)
+			close(held);
+		held = got;
 		if (n < 5 || (size_t)n > PLAN_MAX)
 			continue;
 		uint32_t id;
