@@ -23,6 +23,7 @@
  */
 #include "lib/sandbox/sandbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -275,70 +276,71 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	return 0;
 }
 
-/*
- * What a missing protected path is made as, so that a read-only mount can
- * hold its place (a mount needs a place): an empty directory for the
- * entries git keeps as directories (hooks, info, modules) or an entry
- * written with a final "/", an empty file for "config" (git reads an
- * empty config as one with nothing set), a "commondir" naming the
- * directory it is in (git refuses an empty one; "." is the common
- * directory a repository without one has); 0 for the rest.
- */
-static int stub_kind(const char *rel)
-{
-	size_t n = strlen(rel);
-	const char *base = strrchr(rel, '/');
-	base = base ? base + 1 : rel;
-	if (n && rel[n - 1] == '/')
-		return 'd';
-	if (strcmp(base, "hooks") == 0 || strcmp(base, "info") == 0 || strcmp(base, "modules") == 0)
-		return 'd';
-	if (strcmp(base, "commondir") == 0)
-		return 'c';
-	return strcmp(base, "config") == 0 ? 'f' : 0;
-}
+/* The most git directories of submodules (.git/modules/NAME) protected
+ * in a workspace. */
+#define MODULES_MAX 32
 
-/* Makes a missing protected path, empty, where its parent is a directory
- * (never through a link), owned as the parent is, so that it can be
- * mounted over read-only: a call cannot then make it itself. True when
- * it exists now. */
-static bool protect_stub(char *full, int kind)
+/* Lists the git directories of a workspace's repository: its .git (a
+ * directory) and the git directories of its submodules, which git keeps
+ * in .git/modules/NAME (one level; found with one readdir, not a scan of
+ * the tree). */
+static char **git_dirs(const char *ws)
 {
-	char *slash = strrchr(full, '/');
-	while (slash && slash[1] == '\0' && slash > full) {
-		*slash = '\0';
-		slash = strrchr(full, '/');
-	}
-	if (!slash || slash == full)
-		return false;
-	*slash = '\0';
-	_cleanup_close_ int dfd = open(full, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	*slash = '/';
-	struct stat ds;
-	if (dfd < 0 || fstat(dfd, &ds) < 0)
-		return false;
-	const char *name = slash + 1;
-	if (kind == 'd' && mkdirat(dfd, name, 0755) < 0)
-		return errno == EEXIST;
-	/* Given away by its fd, and only what the daemon made: nothing put
-	 * in its place meanwhile changes owner. */
-	_cleanup_close_ int fd = kind == 'd' ? openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-					      : openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+	char **dirs = NULL;
+	char *top = xasprintf("%s/.git", ws);
 	struct stat st;
-	if (fd < 0)
-		return kind != 'd' && errno == EEXIST;
-	if (kind == 'c' && write(fd, ".\n", 2) != 2)
-		return true;	/* made, if not filled: still held */
-	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
-		(void)fchown(fd, ds.st_uid, ds.st_gid);
-	return true;
+	if (lstat(top, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		free(top);
+		return NULL;
+	}
+	strv_push(&dirs, top);
+	_cleanup_free_ char *mod = xasprintf("%s/modules", top);
+	int fd = open(mod, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return dirs;
+	}
+	struct dirent *e;
+	for (unsigned n = 0; (e = readdir(d)) && n < MODULES_MAX;)
+		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+			strv_push(&dirs, xasprintf("%s/%s", mod, e->d_name));
+			n++;
+		}
+	closedir(d);
+	return dirs;
 }
 
-/* Lists the protected paths of each workspace (and the directories on
- * the way, which are bound onto themselves so that they cannot be
- * renamed away with what they hold); with stub, a missing one whose
- * parent exists is made first (protect_stub()), where it can be. */
-static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool stub)
+/* Adds a protected path that exists to the plan: read-only, with the
+ * directories on its way from the workspace bound onto themselves, so
+ * that they cannot be renamed away with what they hold. */
+static void protect_add(struct sandbox_run *run, const char *ws, char *full)
+{
+	size_t len = strlen(full);
+	while (len > 1 && full[len - 1] == '/')
+		full[--len] = '\0';
+	for (char *s = full + strlen(ws) + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (!strv_has(run->binds, full))
+			strv_push(&run->binds, xstrdup(full));
+		*s = '/';
+	}
+	if (!strv_has(run->ro_binds, full))
+		strv_push(&run->ro_binds, xstrdup(full));
+}
+
+/*
+ * Lists the protected paths of each workspace that exist, to be mounted
+ * read-only: an entry beneath .git in the repository's git directory and
+ * in each of its submodules' (.git/modules/NAME), the others beneath the
+ * workspace. A protected path that does not exist is not made (the
+ * repository is the user's, and stays as it is): a mount needs a place,
+ * and no kernel mechanism refuses one name in a directory that stays
+ * writable (Landlock grants by hierarchy, seccomp sees no paths; git
+ * needs to make its lock files in .git); missing_out says so.
+ */
+static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool *missing_out)
 {
 	bool git = false;
 	for (const char *const *p = req->protect; p && *p && !git; p++)
@@ -351,28 +353,27 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 		struct stat gst;
 		if (dot_git && lstat(dot_git, &gst) == 0 && S_ISREG(gst.st_mode) && !strv_has(run->ro_binds, dot_git))
 			strv_push(&run->ro_binds, xstrdup(dot_git));
+		char **gits = git ? git_dirs(*w) : NULL;
 		for (const char *const *p = req->protect; p && *p; p++) {
 			if (!**p || **p == '/' || strstr(*p, ".."))
 				continue;
+			bool under_git = strncmp(*p, ".git/", 5) == 0;
+			for (char **g = under_git ? gits : NULL; g && *g; g++) {
+				_cleanup_free_ char *full = xasprintf("%s/%s", *g, *p + 5);
+				struct stat st;
+				if (lstat(full, &st) == 0)
+					protect_add(run, *w, full);
+				else if (g == gits)
+					*missing_out = true;
+			}
+			if (under_git && gits)
+				continue;
 			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
 			struct stat st;
-			if (lstat(full, &st) < 0) {
-				int kind = stub_kind(*p);
-				if (!stub || errno != ENOENT || !kind || !protect_stub(full, kind) || lstat(full, &st) < 0)
-					continue;
-			}
-			size_t len = strlen(full);
-			while (len > 1 && full[len - 1] == '/')
-				full[--len] = '\0';
-			for (char *s = full + strlen(*w) + 1; (s = strchr(s, '/')); s++) {
-				*s = '\0';
-				if (!strv_has(run->binds, full))
-					strv_push(&run->binds, xstrdup(full));
-				*s = '/';
-			}
-			if (!strv_has(run->ro_binds, full))
-				strv_push(&run->ro_binds, xstrdup(full));
+			if (lstat(full, &st) == 0)
+				protect_add(run, *w, full);
 		}
+		strv_free(gits);
 	}
 }
 
@@ -669,7 +670,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	 * the ids it takes would not be mapped there). */
 	bool ns = f->mountns || (f->userns && !c->set_ids);
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
-		protect_plan(run, req, ns);
+		bool absent = false;
+		protect_plan(run, req, &absent);
+		if (absent && ns)
+			note(run, false, "protect: paths that do not exist");
 		if (run->ro_binds && !ns) {
 			run->binds = strv_free(run->binds);
 			run->ro_binds = strv_free(run->ro_binds);

@@ -163,7 +163,9 @@ void sandbox_config_clear(struct sandbox_config *cfg);
  * with whole (a delete or a move takes rel with all it holds), an entry
  * beneath rel counts too (not beneath the root, which is never taken). When protect names a path beneath .git, a file
  * written at ".git" (a "gitdir:" pointer; not a directory: dir) is
- * protected too, and ".git" returned.
+ * protected too, and ".git" returned. The same holds in every repository
+ * nested in the workspace ("sub/.git/hooks") and in submodules' git
+ * directories (".git/modules/NAME/hooks").
  */
 const char *sandbox_protected(const char *const *protect, const char *rel, bool whole, bool dir);
 

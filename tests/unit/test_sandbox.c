@@ -260,6 +260,21 @@ START_TEST(denied_path_in_a_workspace)
 }
 END_TEST
 
+/* protect holds in nested repositories and in submodules' git
+ * directories, whatever the list names. */
+START_TEST(protected_nested_repositories)
+{
+	static const char *const protect[] = { ".git/hooks", ".git/config", NULL };
+	ck_assert_str_eq(sandbox_protected(protect, "vendor/lib/.git/hooks/pre-commit", false, false), ".git/hooks");
+	ck_assert_str_eq(sandbox_protected(protect, ".git/modules/lib/config", false, false), ".git/config");
+	ck_assert_str_eq(sandbox_protected(protect, "a/.git/modules/b/hooks", false, true), ".git/hooks");
+	ck_assert_str_eq(sandbox_protected(protect, ".git/modules/lib", true, false), ".git/hooks");
+	ck_assert_ptr_null(sandbox_protected(protect, ".git/modules/lib/objects/x", false, false));
+	ck_assert_ptr_null(sandbox_protected(protect, "a/.gitx/hooks", false, false));
+	ck_assert_ptr_null(sandbox_protected(protect, "a/b.git/config", false, false));
+}
+END_TEST
+
 START_TEST(features_line)
 {
 	const struct sandbox_features *f = sandbox_probe(NULL);
@@ -1198,6 +1213,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, features_line);
+	tcase_add_test(tc, protected_nested_repositories);
 	tcase_add_test(tc, denied_path_in_a_workspace);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, config_json);
