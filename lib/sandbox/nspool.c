@@ -41,6 +41,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/mount.h>
+#include <linux/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -67,7 +70,7 @@ struct entry {
 	char *tmpdir;
 	uid_t uid;
 	gid_t gid;
-	uint64_t made_ms;
+	uint64_t made_ms;		/* when the namespace was first made */
 };
 
 static struct {
@@ -75,6 +78,16 @@ static struct {
 	unsigned next_id;
 	struct entry e[NSPOOL_MAX];
 	unsigned n;
+	/* Namespaces given back, kept by the maker under a tag for the next
+	 * call of their plan. */
+	struct given {
+		uint32_t tag;
+		char *key;
+		uid_t uid;
+		gid_t gid;
+		uint64_t born_ms;
+	} given[NSPOOL_MAX];
+	unsigned n_given;
 } pool = { .sock = -1 };
 
 /* Appends a plan's entry: its kind, then the path with its NUL. */
@@ -240,17 +253,66 @@ static int make_one(int base, char *plan, size_t n, int *ret_fd)
 	return 0;
 }
 
-/* The maker's loop. MAKE: makes a namespace by the plan and keeps its fd
- * under the id. TAKE: answers with that fd (or the error of its making)
- * and forgets it. DROP: closes it. DISPOSE (with an fd): closes that one,
- * a namespace a call is done with, whose teardown is paid here. Ends when
- * the daemon's end of the socket closes. Only system calls and the
- * stack. */
+/* A namespace a call is done with, kept to serve the next call of its
+ * plan: its fd, its tag, the TMPDIR it held. */
+struct kept {
+	uint32_t tag;
+	int fd;
+	char own[PATH_MAX];
+};
+
+/* Makes a namespace that served a call serve the next: the call's TMPDIR
+ * (a tmpfs, the whole of what a call can change in it: the mounts are
+ * the maker's, a child cannot mount) unmounted and a new one, empty, of
+ * the plan's size, mounted at the new call's path. */
+static int recycle(struct kept *k, char *plan, size_t n)
+{
+	struct sandbox_child c;
+	const char *vec[PLAN_PATHS * 5];
+	int r;
+	if ((r = plan_read(plan, n, &c, vec)) < 0)
+		return r;
+	if (!c.tmp_own || !c.tmp_opts || !c.writable || !c.tmp_parent)
+		return -EINVAL;
+	/* The empty tmpfs over the TMPDIRs' parent was made read-only with
+	 * the rest: writable for the change of its one entry. */
+	struct mount_attr rw = { .attr_clr = MOUNT_ATTR_RDONLY }, ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	if (setns(k->fd, CLONE_NEWNS) < 0 || umount2(k->own, MNT_DETACH) < 0 ||
+	    syscall(SYS_mount_setattr, AT_FDCWD, c.tmp_parent, 0, &rw, sizeof(rw)) < 0 || rmdir(k->own) < 0 ||
+	    mkdir(c.tmp_own, 0700) < 0 || syscall(SYS_mount_setattr, AT_FDCWD, c.tmp_parent, 0, &ro, sizeof(ro)) < 0 ||
+	    mount("tmpfs", c.tmp_own, "tmpfs", MS_NOSUID | MS_NODEV, c.tmp_opts) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The tag of the kept namespace a plan asks to be made from ("R" entry),
+ * or 0. */
+static uint32_t recycle_tag(const char *plan, size_t n)
+{
+	for (size_t off = 0; off < n;) {
+		const char *v = plan + off + 1;
+		size_t len = strnlen(v, n - off - 1);
+		if (plan[off] == 'R' && off + 1 + len < n)
+			return (uint32_t)strtoul(v, NULL, 10);
+		off += len + 2;
+	}
+	return 0;
+}
+
+/* The maker's loop. MAKE: makes a namespace by the plan (from a kept one
+ * when the plan names it and it is kept) and keeps its fd under the id.
+ * TAKE: answers with that fd (or the error of its making) and forgets
+ * it. DROP: closes it. DISPOSE (with an fd): keeps it under a tag when
+ * the message gives one, else closes it; either way its teardown is paid
+ * here. Ends when the daemon's end of the socket closes. Only system
+ * calls and the stack. */
 static _Noreturn void maker(int sock)
 {
 	static char plan[PLAN_MAX + 8];
 	struct { uint32_t id; int r; int fd; } made[NSPOOL_MAX * 2];
 	unsigned n_made = 0;
+	static struct kept kept[NSPOOL_MAX];
+	unsigned n_kept = 0;
 	int held = -1;
 	/* None of the daemon's fds: a call's pipe held here would keep
 	 * its output open after the call. */
@@ -283,13 +345,42 @@ static _Noreturn void maker(int sock)
 			continue;
 		uint32_t id;
 		memcpy(&id, plan + 1, sizeof(id));
+		if (plan[0] == MSG_DISPOSE) {
+			size_t len = strnlen(plan + 5, (size_t)n - 5);
+			if (got < 0 || len == 0 || len >= PATH_MAX || 5 + len >= (size_t)n)
+				continue;
+			if (n_kept == NSPOOL_MAX) {
+				close(kept[0].fd);
+				kept[0] = kept[--n_kept];
+			}
+			kept[n_kept].tag = id;
+			kept[n_kept].fd = got;
+			memcpy(kept[n_kept].own, plan + 5, len + 1);
+			n_kept++;
+			held = -1;
+			continue;
+		}
 		unsigned i = 0;
 		while (i < n_made && made[i].id != id)
 			i++;
 		if (plan[0] == MSG_MAKE && i == n_made && n_made < sizeof(made) / sizeof(*made)) {
 			made[n_made].id = id;
 			made[n_made].fd = -1;
-			made[n_made].r = base < 0 ? -ENOENT : make_one(base, plan + 5, (size_t)n - 5, &made[n_made].fd);
+			uint32_t tag = recycle_tag(plan + 5, (size_t)n - 5);
+			unsigned k = 0;
+			while (tag && k < n_kept && kept[k].tag != tag)
+				k++;
+			if (tag && k < n_kept) {
+				made[n_made].r = recycle(&kept[k], plan + 5, (size_t)n - 5);
+				made[n_made].fd = kept[k].fd;
+				if (made[n_made].r < 0) {
+					close(kept[k].fd);	/* made anew below */
+					made[n_made].fd = -1;
+				}
+				kept[k] = kept[--n_kept];
+			}
+			if (made[n_made].fd < 0)
+				made[n_made].r = base < 0 ? -ENOENT : make_one(base, plan + 5, (size_t)n - 5, &made[n_made].fd);
 			n_made++;
 		} else if ((plan[0] == MSG_TAKE || plan[0] == MSG_DROP) && i < n_made) {
 			if (plan[0] == MSG_TAKE)
@@ -375,6 +466,50 @@ void nspool_dispose(int fd)
 	dispose_fd(fd);
 }
 
+static void given_drop(unsigned i)
+{
+	free(pool.given[i].key);
+	pool.given[i] = pool.given[--pool.n_given];
+}
+
+void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms)
+{
+	size_t len = own ? strlen(own) : 0;
+	if (fd < 0)
+		return;
+	if (pool.sock < 0 || !key || !len || len >= PATH_MAX || mono_ms() - born_ms > NSPOOL_MAX_AGE_MS) {
+		dispose_fd(fd);
+		return;
+	}
+	uint32_t tag = ++pool.next_id;
+	struct buf b = {0};
+	buf_putc(&b, MSG_DISPOSE);
+	buf_append(&b, &tag, sizeof(tag));
+	buf_append(&b, own, len + 1);
+	struct iovec iov = { (void *)buf_head(&b), buf_size(&b) };
+	union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	bool sent = sendmsg(pool.sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+	buf_free(&b);
+	close(fd);
+	if (!sent)
+		return;
+	/* The maker keeps as many: the oldest goes first on both sides. */
+	if (pool.n_given == NSPOOL_MAX)
+		given_drop(0);
+	size_t kn;
+	memcpy(&kn, key, sizeof(kn));
+	pool.given[pool.n_given++] = (struct given){
+		.tag = tag, .key = xmemdup(key, sizeof(kn) + kn), .uid = uid, .gid = gid, .born_ms = born_ms,
+	};
+}
+
 /* Sends a short message (TAKE, DROP) about an id. */
 static int send_id(char kind, uint32_t id)
 {
@@ -437,7 +572,7 @@ static int take(uint32_t id)
 	}
 }
 
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key)
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms)
 {
 	uint64_t now = mono_ms();
 	*ret_fd = -1;
@@ -452,6 +587,7 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key)
 		char *tmpdir = e->tmpdir;
 		*ret_fd = take(e->id);
 		*ret_key = e->key;
+		*ret_born_ms = e->made_ms;
 		*e = pool.e[--pool.n];
 		return tmpdir;
 	}
@@ -478,6 +614,24 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 	buf_putc(&b, MSG_MAKE);
 	buf_append(&b, &id, sizeof(id));
 	plan_write(&b, &own, true);
+	/* From a namespace given back for the plan, if there is one young
+	 * enough: the maker then only changes its TMPDIR. */
+	uint64_t born = mono_ms();
+	for (unsigned i = pool.n_given; i-- > 0;) {
+		struct given *g = &pool.given[i];
+		if (born - g->born_ms > NSPOOL_MAX_AGE_MS) {
+			given_drop(i);
+			continue;
+		}
+		if (g->uid == uid && g->gid == gid && nspool_key_eq(g->key, key) && c->tmp_opts) {
+			char tag[16];
+			snprintf(tag, sizeof(tag), "%u", g->tag);
+			put(&b, 'R', tag);
+			born = g->born_ms;
+			given_drop(i);
+			break;
+		}
+	}
 	/* A read-only profile's empty writable list still means "make the
 	 * rest read-only". */
 	if (c->writable && !*c->writable)
@@ -493,7 +647,7 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 	memcpy(&kn, key, sizeof(kn));
 	pool.e[pool.n++] = (struct entry){
 		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir,
-		.uid = uid, .gid = gid, .made_ms = mono_ms(),
+		.uid = uid, .gid = gid, .made_ms = born,
 	};
 }
 
@@ -501,6 +655,8 @@ void nspool_clear(bool stop)
 {
 	while (pool.n)
 		entry_drop(pool.n - 1);
+	while (pool.n_given)
+		given_drop(pool.n_given - 1);
 	if (stop)
 		maker_stop();
 }

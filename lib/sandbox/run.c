@@ -55,6 +55,8 @@ struct sandbox_run {
 	int spare_fd;			/* a layer made ahead (spare_take), or -1 */
 	int mntns_fd;			/* a mount namespace made ahead (nspool.c), or -1 */
 	char *ns_key;			/* its plan, to ask for the next call's */
+	uint64_t ns_born_ms;		/* when the namespace was first made */
+	bool spawned;			/* its child started */
 	unsigned spare_gen;
 	uid_t uid;			/* the child's, and its parent of TMPDIRs */
 	gid_t gid;
@@ -538,13 +540,8 @@ static struct spare spare_take(uid_t uid, gid_t gid)
  * was hidden by the layer, now that its child runs. */
 void sandbox_run_spawned(struct sandbox_run *run)
 {
-	/* The next call of the plan joins a namespace made meanwhile. */
-	if (run && run->ns_key) {
-		char *tmpdir;
-		_cleanup_free_ char *msg = NULL;
-		if (tmp_call_make(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, &tmpdir, &msg) == 0)
-			nspool_ask(&run->child, run->ns_key, run->uid, run->gid, tmpdir);
-	}
+	if (run)
+		run->spawned = true;
 	if (!run || run->hide_fd < 0 || n_spares == SPARES_MAX || !run->tmp_uid_parent)
 		return;
 	for (unsigned i = 0; i < n_spares; i++)
@@ -635,7 +632,8 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	 * joined below if it was made for this plan. */
 	_cleanup_free_ char *pool_key = NULL;
 	if (!run->tmpdir && f->mountns && !f->userns)
-		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &pool_key);
+		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &pool_key,
+						  &run->ns_born_ms);
 	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
 	    (!run->tmpdir && (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0))
 		goto fail;
@@ -882,8 +880,16 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
 		close(run->spare_fd);
+	/* The next call of the plan joins a namespace made meanwhile: this
+	 * call's, with a new TMPDIR, when it had one made ahead. */
 	if (run->mntns_fd >= 0)
-		nspool_dispose(run->mntns_fd);
+		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, run->child.tmp_opts ? run->tmpdir : NULL,
+				 run->ns_born_ms);
+	char *next;
+	_cleanup_free_ char *msg = NULL;
+	if (run->ns_key && run->spawned &&
+	    tmp_call_make(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, &next, &msg) == 0)
+		nspool_ask(&run->child, run->ns_key, run->uid, run->gid, next);
 	free(run->ns_key);
 	tmp_call_remove(run->tmpdir);
 	free(run->tmp_parent);

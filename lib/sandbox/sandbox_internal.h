@@ -131,16 +131,21 @@ int sandbox_mounts_make(struct sandbox_child *c);
  * inodes of its paths), freed by the caller. nspool_take_tmpdir(): a
  * namespace made for the identity, with its TMPDIR (returned, the
  * caller's) and key (*ret_key, the caller's to free) and fd (*ret_fd, the
- * caller's: nspool_dispose() when the call ends, or at once when the key
- * is not the call's), or NULL. nspool_ask(): asks for the next namespace
+ * caller's: nspool_give_back() when the call ends, nspool_dispose() at
+ * once when the key is not the call's), and when it was first made
+ * (*ret_born_ms), or NULL. nspool_ask(): asks for the next namespace
  * of a plan, whose TMPDIR will be tmpdir (taken: made for it with
  * tmp_call_make()).
  */
 char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid);
 bool nspool_key_eq(const char *a, const char *b);
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key);
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms);
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir);
 void nspool_dispose(int fd);
+/* Gives back the namespace a call joined, when it ends: the maker keeps
+ * it for the next call of the plan (key), which gets it with a new
+ * TMPDIR instead of its TMPDIR own; or closes it (too old, no key). */
+void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms);
 /* Drops what is made or asked for; with stop, lets the maker go. */
 void nspool_clear(bool stop);
 
