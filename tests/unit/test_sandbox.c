@@ -7,6 +7,9 @@
  * subreaper, telling a sandboxed peer of the socket, the options rule of
  * command tools, and each degradation path, emulated by taking the system
  * call away with a seccomp filter.
+ *
+ * Long because each case needs the same real loop and kernel probe, and
+ * one suite per module is the tree's rule.
  */
 #include <check.h>
 #include <dirent.h>
