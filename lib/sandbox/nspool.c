@@ -11,24 +11,30 @@
  *
  * A maker process, forked from the daemon at start-up when it runs as
  * root with a mount namespace of its own (sandbox_private_mounts()), as
- * it needs CAP_SYS_ADMIN there, receives a child's
- * mount plan over a socketpair, makes the namespace from the daemon's
- * (setns back to it, unshare, the same mounts the child would make:
- * sandbox_mounts_make(), apply.c) and sends back an fd of it
- * (SCM_RIGHTS). The daemon keeps that fd while the call runs, so that
- * the child's exit does not free the namespace; when the call ends the fd
- * goes back to the maker, which closes it, and the teardown is paid
- * there, not on the daemon's path.
+ * it needs CAP_SYS_ADMIN there, and forked twice so that it is not the
+ * daemon's child, receives a child's mount plan over a socketpair and
+ * makes the namespace from the daemon's (setns back to it, unshare, the
+ * same mounts the child would make: sandbox_mounts_make(), apply.c). It
+ * keeps the namespace until a call takes it (TAKE: its fd comes back by
+ * SCM_RIGHTS; the daemon waits at most TAKE_WAIT_MS for one still being
+ * made). The daemon keeps that fd while the call runs, so that the
+ * child's exit does not free the namespace, and gives it back when the
+ * call ends; the maker closes what it is given back, and the teardown is
+ * paid there, not on the daemon's path.
  *
- * Each namespace is made for one call: it holds that call's TMPDIR (a
- * tmpfs of limits.tmp_mb) and nothing of another's. After a call of a
- * plan the daemon asks for the next namespace of the same plan, while the
- * child runs; the next call of the same identity takes it when its plan
- * is the same, down to the inodes of the paths it mounts (a workspace or
- * a protected path replaced since does not match) and when it is at most
- * NSPOOL_MAX_AGE_MS old (mounts made meanwhile in the daemon's namespace
- * beneath the writable paths reach it only through propagation). Any
- * other call makes its own namespace, as before.
+ * Each namespace serves one call at a time: it holds that call's TMPDIR
+ * (a tmpfs of limits.tmp_mb) and nothing of another's. When a call ends,
+ * the daemon gives its namespace back under a tag and asks for the next
+ * namespace of the same plan, naming the tag: the maker then unmounts the
+ * old TMPDIR and mounts a new, empty one at the next call's path (a child
+ * cannot mount, so its TMPDIR is all a call can change there), which
+ * costs a fraction of a new namespace. The next call of the same identity
+ * takes it when its plan is the same, down to the inodes of the paths it
+ * mounts (a workspace or a protected path replaced since does not match),
+ * and when it was first made at most NSPOOL_MAX_AGE_MS before (mounts
+ * made meanwhile in the daemon's namespace beneath the writable paths
+ * reach it only through propagation). Any other call makes its own
+ * namespace in its child, as before.
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -531,7 +537,7 @@ static void entry_drop(unsigned i)
 /* How long a call waits for the maker to hand over a namespace it is
  * still making (it takes well under a millisecond), before it makes its
  * own. */
-#define TAKE_WAIT_MS 5
+#define TAKE_WAIT_MS 2
 
 /* Gets from the maker the namespace made under id: its fd, or -1. */
 static int take(uint32_t id)
