@@ -114,6 +114,10 @@ static void put_all(struct buf *b, char kind, const char *const *v)
 static void plan_write(struct buf *b, const struct sandbox_child *c, bool own)
 {
 	put_all(b, 'w', c->writable);
+	/* A read-only profile's empty writable list still means "make the
+	 * rest read-only", unlike no list. */
+	if (c->writable && !*c->writable)
+		put(b, 'W', "");
 	put_all(b, 'h', c->hide_dirs);
 	put_all(b, 'b', c->binds);
 	put_all(b, 'r', c->ro_binds);
@@ -638,10 +642,6 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 			break;
 		}
 	}
-	/* A read-only profile's empty writable list still means "make the
-	 * rest read-only". */
-	if (c->writable && !*c->writable)
-		put(&b, 'W', "");
 	bool sent = buf_size(&b) <= PLAN_MAX &&
 		    send(pool.sock, buf_head(&b), buf_size(&b), MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
 	buf_free(&b);
