@@ -126,6 +126,7 @@ static bool strv_has(char **v, const char *s)
 void sandbox_cache_clear(void)
 {
 	nspool_clear(false);
+	repos_clear();
 	spares_clear();
 	cg_kept_clear();
 	ll_cache_clear();
@@ -278,45 +279,10 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	return 0;
 }
 
-/* The most git directories of submodules (.git/modules/NAME) protected
- * in a workspace. */
-#define MODULES_MAX 32
-
-/* Lists the git directories of a workspace's repository: its .git (a
- * directory) and the git directories of its submodules, which git keeps
- * in .git/modules/NAME (one level; found with one readdir, not a scan of
- * the tree). */
-static char **git_dirs(const char *ws)
-{
-	char **dirs = NULL;
-	char *top = xasprintf("%s/.git", ws);
-	struct stat st;
-	if (lstat(top, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		free(top);
-		return NULL;
-	}
-	strv_push(&dirs, top);
-	_cleanup_free_ char *mod = xasprintf("%s/modules", top);
-	int fd = open(mod, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return dirs;
-	}
-	struct dirent *e;
-	for (unsigned n = 0; (e = readdir(d)) && n < MODULES_MAX;)
-		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
-			strv_push(&dirs, xasprintf("%s/%s", mod, e->d_name));
-			n++;
-		}
-	closedir(d);
-	return dirs;
-}
-
 /* Adds a protected path that exists to the plan: read-only, with the
- * directories on its way from the workspace bound onto themselves, so
- * that they cannot be renamed away with what they hold. */
+ * directories on its way from its repository's directory (base) bound
+ * onto themselves, so that they cannot be renamed away with what they
+ * hold. */
 static void protect_add(struct sandbox_run *run, const char *ws, char *full)
 {
 	size_t len = strlen(full);
@@ -355,27 +321,32 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 		struct stat gst;
 		if (dot_git && lstat(dot_git, &gst) == 0 && S_ISREG(gst.st_mode) && !strv_has(run->ro_binds, dot_git))
 			strv_push(&run->ro_binds, xstrdup(dot_git));
-		char **gits = git ? git_dirs(*w) : NULL;
+		struct repo_dirs rd = {0};
+		if (git)
+			repos_get(*w, &rd);
 		for (const char *const *p = req->protect; p && *p; p++) {
 			if (!**p || **p == '/' || strstr(*p, ".."))
 				continue;
 			bool under_git = strncmp(*p, ".git/", 5) == 0;
-			for (char **g = under_git ? gits : NULL; g && *g; g++) {
-				_cleanup_free_ char *full = xasprintf("%s/%s", *g, *p + 5);
+			for (size_t i = 0; under_git && i < rd.n; i++) {
+				_cleanup_free_ char *full = xasprintf("%s/%s", rd.git[i], *p + 5);
 				struct stat st;
 				if (lstat(full, &st) == 0)
-					protect_add(run, *w, full);
-				else if (g == gits)
+					protect_add(run, rd.base[i], full);
+				else if (i == 0 && rd.n_top)
 					*missing_out = true;
 			}
-			if (under_git && gits)
+			if (under_git && rd.n_top)
 				continue;
 			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
 			struct stat st;
 			if (lstat(full, &st) == 0)
 				protect_add(run, *w, full);
 		}
-		strv_free(gits);
+		for (size_t i = 0; i < rd.n_pointers; i++)
+			if (!strv_has(run->ro_binds, rd.pointers[i]))
+				strv_push(&run->ro_binds, xstrdup(rd.pointers[i]));
+		repo_dirs_clear(&rd);
 	}
 }
 

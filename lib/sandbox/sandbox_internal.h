@@ -149,6 +149,25 @@ void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char 
 /* Drops what is made or asked for; with stop, lets the maker go. */
 void nspool_clear(bool stop);
 
+/*
+ * The git directories of a workspace in which protect holds for children
+ * (repos.c): git[i] is one (the workspace's .git first, then its
+ * submodules'; n_top of them), base[i] the directory of its repository
+ * (the workspace, or an entry of its top), from where the directories on
+ * the way are bound onto themselves. pointers: the .git files of
+ * entries of its top (submodules' "gitdir:" pointers).
+ */
+struct repo_dirs {
+	char **git;
+	char **base;
+	size_t n, n_base, n_top;
+	char **pointers;	/* .git files one level down, held read-only */
+	size_t n_pointers;
+};
+void repos_get(const char *ws, struct repo_dirs *ret);
+void repo_dirs_clear(struct repo_dirs *r);
+void repos_clear(void);
+
 /* Maps the child's own uid and gid in its new user namespace (apply.c). */
 int sandbox_userns_map(const char *uid_map, const char *gid_map);
 

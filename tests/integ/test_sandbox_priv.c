@@ -533,6 +533,36 @@ START_TEST(protect_submodule_git_dirs)
 }
 END_TEST
 
+/* The repositories one level down in the workspace (an entry holding a
+ * .git directory, or a submodule's .git file) hold protect as the
+ * workspace's own: one cloned after the daemon started too. */
+START_TEST(protect_nested_repositories)
+{
+	struct tcd d;
+	start(&d, "");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(sh(c, "true"));	/* the workspace's top as it was */
+	char *cmd = xasprintf("cd '%s' && mkdir -p vendor/.git/hooks sub && touch vendor/.git/config && "
+			      "echo 'gitdir: ../.git/modules/sub' > sub/.git", d.ws);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	static const char *const refused[] = {
+		"echo x > vendor/.git/hooks/pre-commit", "echo x >> vendor/.git/config", "mv vendor/.git vendor/g2",
+		"rm -rf vendor/.git/hooks", "echo 'gitdir: /tmp/evil' > sub/.git", "rm -f sub/.git",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *one = xasprintf("%s && echo DONE", refused[i]);
+		const struct json *r = sh(c, one);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
+		free(one);
+	}
+	tc_assert_ok(sh(c, "echo fine > vendor/file && echo fine > vendor/.git/HEAD && cat vendor/file"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* A .git that is a file (a linked worktree's "gitdir:" pointer) cannot
  * be pointed elsewhere, removed or renamed by a call. */
 START_TEST(protect_git_file)
@@ -593,6 +623,7 @@ static Suite *priv_suite(void)
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
 	tcase_add_loop_test(tc, protect_leaves_the_repository, 0, 2);
 	tcase_add_test(tc, protect_submodule_git_dirs);
+	tcase_add_test(tc, protect_nested_repositories);
 	tcase_add_test(tc, protect_git_file);
 	suite_add_tcase(s, tc);
 	return s;
