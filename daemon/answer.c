@@ -11,6 +11,7 @@
 
 #include <string.h>
 
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "lib/errors.h"
@@ -74,12 +75,12 @@ void answer_outcome(struct pending *p, const struct outcome *o, bool replayed)
 		return;
 	}
 	if (o->kind == TC_INTERNAL)
-		log_call(LOG_ERR, p->conn->session ? p->conn->session->id : NULL, o->call_id, o->tool,
+		log_call(LOG_ERR, p->conn->client->session ? p->conn->client->session->id : NULL, o->call_id, o->tool,
 			 "internal error: %s", o->message);
 	struct buf b = {0};
 	outcome_write_error_data(o, replayed, &b);
 	const char *msg = answer_error_message(o);
-	if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND)
+	if (p->conn->client->tool_errors_result && o->kind != TC_NOT_FOUND)
 		error_as_result(p, msg, buf_head(&b));
 	else
 		conn_error(p, tc_kind_code(o->kind), msg, buf_head(&b));
@@ -100,7 +101,7 @@ void answer_invalid_call(struct pending *p, const char *tool, const char *msg)
 	jgen_obj_close(g);
 	jgen_free(g);
 	char *m = xasprintf("Invalid params for tools/call: %s", msg);
-	if (p->conn->tool_errors_result)
+	if (p->conn->client->tool_errors_result)
 		error_as_result(p, m, buf_head(&data));
 	else
 		conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));

@@ -2,7 +2,7 @@
 /*
  * How a tool call is answered, for every method that runs calls
  * (tools/call and tools/dispatch in methods*.c, tasks/result in
- * durable.c): its result, or its failure as a JSON-RPC error carrying the
+ * methods_tasks.c): its result, or its failure as a JSON-RPC error carrying the
  * envelope, or as an isError result for a client that asked for
  * toolErrors "result".
  */

@@ -34,10 +34,11 @@
 
 void asks_capabilities(struct conn *c, const struct json *caps)
 {
-	c->roots_cap = json_get(caps, "roots") && json_get(caps, "roots")->type == JSON_OBJECT;
+	struct client_state *cl = client_state_of(c);
+	cl->roots_cap = json_get(caps, "roots") && json_get(caps, "roots")->type == JSON_OBJECT;
 	const struct json *el = json_get(caps, "elicitation");
 	/* {} means form mode (as before modes existed); {url: {}} alone does not. */
-	c->elicit_cap = el && el->type == JSON_OBJECT &&
+	cl->elicit_cap = el && el->type == JSON_OBJECT &&
 			(el->u.obj.n == 0 || json_get(el, "form"));
 }
 
@@ -173,7 +174,7 @@ static struct workspace *open_root(struct conn *c, const struct json *root, cons
 static void on_roots(void *arg, int r, const struct json *result, const struct json *error)
 {
 	struct conn *c = arg;
-	c->roots_req = NULL;
+	c->client->roots_req = NULL;	/* set through it: the state is there */
 	if (c->dead)
 		return;
 	const struct json *list = json_get(result, "roots");
@@ -234,16 +235,17 @@ static void on_roots(void *arg, int r, const struct json *result, const struct j
 
 void asks_roots(struct conn *c)
 {
-	if (!c->roots_cap || c->dead)
+	struct client_state *cl = client_state_of(c);
+	if (!cl->roots_cap || c->dead)
 		return;
-	conn_request_forget(TAKE_PTR(c->roots_req));
+	conn_request_forget(TAKE_PTR(cl->roots_req));
 	struct outreq *o = NULL;
 	int r = conn_request(c, "roots/list", NULL, 0, ROOTS_TIMEOUT_MS, on_roots, c, NULL, &o);
 	if (r < 0) {
 		log_debug("roots/list not sent: %s", strerror(-r));
 		return;
 	}
-	c->roots_req = o;
+	cl->roots_req = o;
 }
 
 /* A confirmation put to a client's user: answered through the dispatcher
@@ -306,7 +308,7 @@ bool asks_confirm(void *ctx, const struct confirm_question *q)
 {
 	struct pending *p = ctx;
 	struct conn *c = p->conn;
-	if (!c->elicit_cap || c->dead || c->read_closed)
+	if (!client_state_of(c)->elicit_cap || c->dead || c->read_closed)
 		return false;
 	if (!q)
 		return c->outreqs.n < CONN_OUTREQS_MAX;

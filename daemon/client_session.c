@@ -30,17 +30,34 @@
 #include "lib/files/workspace_root.h"
 #include "proto/base/util.h"
 
+struct client_state *client_state_of(struct conn *c)
+{
+	if (!c->client)
+		c->client = xcalloc(1, sizeof(*c->client));
+	return c->client;
+}
+
+void client_state_free(struct conn *c)
+{
+	struct client_state *cl = TAKE_PTR(c->client);
+	if (!cl)
+		return;
+	session_unref(cl->session);
+	free(cl);
+}
+
 struct session *client_session(struct conn *c)
 {
-	if (!c->session) {
+	struct client_state *cl = client_state_of(c);
+	if (!cl->session) {
 		struct server *srv = server_of(c);
 		struct session *s = NULL;
 		if (session_get(srv->sessions, NULL, c->cred.uid, srv->default_ws, &s) == 0) {
 			client_session_peer(c, s);
-			c->session = s;
+			cl->session = s;
 		}
 	}
-	return c->session;
+	return cl->session;
 }
 
 /* Reads the connection's peer as the kernel recorded it at connect: uid

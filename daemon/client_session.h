@@ -8,14 +8,41 @@
 #ifndef TC_CLIENT_SESSION_H
 #define TC_CLIENT_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct conn;
+struct outreq;
+struct subscriber;
 struct store;
 struct server;
 struct session;
 struct workspace;
 struct ws_roots;
+
+/*
+ * What the MCP layer keeps for the client of one connection (its
+ * conn->client): its session, what it declared at initialize, the
+ * daemon's roots/list in flight, its event subscription. Made with its
+ * first request (client_state_of), freed as the connection closes
+ * (client_state_free).
+ */
+struct client_state {
+	struct session *session;
+	bool initialized;		/* "initialize" answered: gets list_changed */
+	bool tool_errors_result;	/* initialize toolErrors "result": failed calls answer isError results */
+	bool roots_cap;			/* initialize declared capabilities.roots */
+	bool elicit_cap;		/* initialize declared capabilities.elicitation (form mode) */
+	bool was_subscribed;		/* had a subscription when it closed */
+	struct outreq *roots_req;	/* roots/list in flight, or NULL */
+	struct subscriber *sub;		/* events/subscribe: waits for events, silently */
+};
+
+/* The connection's client state, made on first use. */
+struct client_state *client_state_of(struct conn *c);
+/* Frees it (the connection has closed: its requests, subscription and
+ * the daemon's own requests have ended), the session let go. */
+void client_state_free(struct conn *c);
 
 /* The connection's session, made on first use with the default workspace. */
 struct session *client_session(struct conn *c);

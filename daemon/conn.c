@@ -153,6 +153,7 @@ struct pending *conn_pending_new(struct conn *c, struct batch *b, size_t index, 
 	}
 	p->id_cap = cap;
 	p->conn = c;
+	p->refs = 1;
 	cs->n_pendings++;
 	p->batch = b;
 	p->index = index;
@@ -166,8 +167,29 @@ struct pending *conn_pending_new(struct conn *c, struct batch *b, size_t index, 
 	return p;
 }
 
-/* Frees a pending request (keeping it for reuse when it is of the common
- * size); its batch goes with its last member. */
+void pending_hold(struct pending *p)
+{
+	p->refs++;
+}
+
+/* Frees a pending request once its last holder lets go (keeping it for
+ * reuse when it is of the common size). */
+void pending_release(struct pending *p)
+{
+	if (--p->refs)
+		return;
+	struct conns *cs = p->conn->conns;
+	static const unsigned spare_max = SPARE_PENDINGS;
+	if (p->id_cap == PENDING_ID_ROOM && cs->n_spare_pendings < spare_max) {
+		list_insert_tail(&cs->spare_pendings, &p->node);
+		cs->n_spare_pendings++;
+		return;
+	}
+	free(p);
+}
+
+/* Ends a pending request: its id and its place on the connection are let
+ * go, its batch goes with its last member; its memory with its last holder. */
 static void pending_free(struct pending *p)
 {
 	if (p->tracked) {
@@ -177,22 +199,15 @@ static void pending_free(struct pending *p)
 		else
 			map_remove(p->conn->ids, p->id);
 	}
-	if (p->conn->watch == p)
-		p->conn->watch = NULL;
 	list_remove(&p->node);
 	if (p->upper_free)
 		p->upper_free(p->upper);
 	if (p->batch && --p->batch->remaining == 0)
 		conn_batch_free(p->conn, p->batch);
-	struct conns *cs = p->conn->conns;
-	cs->n_pendings--;
-	static const unsigned spare_max = SPARE_PENDINGS;
-	if (p->id_cap == PENDING_ID_ROOM && cs->n_spare_pendings < spare_max) {
-		list_insert_tail(&cs->spare_pendings, &p->node);
-		cs->n_spare_pendings++;
-		return;
-	}
-	free(p);
+	p->batch = NULL;
+	p->answered = true;
+	p->conn->conns->n_pendings--;
+	pending_release(p);
 }
 
 void conn_close(struct conn *c)
@@ -243,8 +258,11 @@ void conn_close(struct conn *c)
 
 void conns_reap(struct conns *cs)
 {
-	while (!list_empty(&cs->graveyard)) {
-		struct conn *c = list_first(&cs->graveyard, struct conn, node);
+	struct list *pos, *tmp;
+	list_foreach_safe(pos, tmp, &cs->graveyard) {
+		struct conn *c = list_entry(pos, struct conn, node);
+		if (c->refs)
+			continue;	/* still held up the stack: the next time */
 		list_remove(&c->node);
 		map_free(c->ids);
 		buf_free(&c->in);

@@ -25,11 +25,10 @@
 #include "proto/jsonrpc.h"
 
 struct caller;
+struct client_state;
 struct map;
 struct peer;
 struct peers;
-struct session;
-struct subscriber;
 
 struct batch;
 struct conn;
@@ -43,6 +42,8 @@ struct pending {
 	char *id;			/* raw id text; NULL: answered with id null */
 	size_t id_len;
 	bool tracked;			/* counted in conn->ids (in flight) */
+	bool answered;			/* ended: answered, dropped, or its connection closed */
+	unsigned refs;			/* the request until it ends, and code up the stack (conn_read.c) */
 	/* The layer above's: the call running for it (NULL: none), and state
 	 * kept for it (methods: a request parked while MCP providers start),
 	 * freed with it by upper_free. */
@@ -149,20 +150,17 @@ struct conn {
 	unsigned ev_head;
 	unsigned ev_count;
 	unsigned ev_cap;
-	struct pending *watch;		/* cleared when that request is answered */
 	size_t memory;			/* its buffers and held answers, as counted in conns->memory */
 	size_t held;			/* bytes of batch answers held until their batch is written */
+	unsigned refs;			/* code up the stack that still looks at it: not freed meanwhile */
 
-	/* The layers above keep these; of them the connection layer reads
-	 * only sub, to know it is not idle. */
-	struct session *session;
-	bool initialized;		/* "initialize" answered: gets list_changed */
-	bool tool_errors_result;	/* initialize toolErrors "result": failed calls answer isError results */
-	bool roots_cap;			/* initialize declared capabilities.roots */
-	bool elicit_cap;		/* initialize declared capabilities.elicitation (form mode) */
-	bool was_subscribed;		/* had a subscription when it closed */
-	struct outreq *roots_req;	/* roots/list in flight, or NULL */
-	struct subscriber *sub;		/* events/subscribe: waits for events, silently */
+	/* The MCP layer's state for its client (struct client_state,
+	 * client_session.h): made with the first request, freed by that
+	 * layer as the connection closes. */
+	struct client_state *client;
+	/* Set by the layer above while the client waits for events
+	 * silently (a subscription): it is not idle. */
+	bool listening;
 };
 
 /* --- the connections (conn.c) ------------------------------------------ */

@@ -43,4 +43,25 @@ void conn_batch_hold_id(struct conn *c, struct batch *b, const char *id);
 void conn_batch_write(struct conn *c, struct batch *b);
 void conn_batch_free(struct conn *c, struct batch *b);
 
+/*
+ * What code up the stack holds across a call that may end it: a request
+ * handed to the layer above may be answered (and ended) inside, and a
+ * connection may be closed inside any callback. Held, it stays in memory
+ * (an ended request marked answered, a closed connection dead) until
+ * released: a connection is freed by conns_reap once closed and released,
+ * a request as it is released after it ended.
+ */
+static inline void conn_hold(struct conn *c)
+{
+	c->refs++;
+}
+
+static inline void conn_release(struct conn *c)
+{
+	c->refs--;
+}
+
+void pending_hold(struct pending *p);
+void pending_release(struct pending *p);
+
 #endif

@@ -33,10 +33,10 @@ static void on_idle(struct ev_loop *ev, ev_timer *w, int revents)
 	/* Lines waiting in the backlog, calls in flight and subscriptions
 	 * (an approver or a watcher waits for events, silently) are not
 	 * idleness. */
-	if (list_empty(&c->pendings) && !c->backlogged && !c->sub && !c->outreqs.n) {
+	if (list_empty(&c->pendings) && !c->backlogged && !c->listening && !c->outreqs.n) {
 		log_debug("closing idle connection (fd %d)", c->fd);
 		conn_close(c);
-	} else if (c->sub) {
+	} else if (c->listening) {
 		/* Subscribed for good: no need to look again (and to wake the
 		 * daemon for it). */
 		ev_timer_stop(ev, w);
@@ -94,13 +94,13 @@ static void handle_value(struct conn *c, struct json_doc *doc, const struct json
 	}
 	/* Most requests are answered inside on_request; only those still
 	 * waiting afterwards are in flight and need their id remembered. */
-	c->watch = p;
+	pending_hold(p);
 	c->conns->on_request(c, &req, p);
-	if (c->watch == p) {
-		c->watch = NULL;
+	if (!p->answered) {
 		map_put(c->ids, p->id, p);
 		p->tracked = true;
 	}
+	pending_release(p);
 }
 
 /* Answers a line that is no request with id null. */
@@ -174,6 +174,9 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	for (size_t i = 0; i < root->u.arr.n && !c->dead; i++)
 		handle_value(c, doc, root->u.arr.items[i], b, &index);
 	if (b) {
+		/* Members never looked at (the connection closed midway) have
+		 * no answer to wait for. */
+		b->remaining -= answers - index;
 		if (--b->remaining == 0) {
 			if (!c->dead)
 				conn_batch_write(c, b);
@@ -307,7 +310,9 @@ static void run_backlog(struct conns *cs)
 			break;
 		struct conn *c = list_first(&cs->backlog, struct conn, backlog_node);
 		list_remove(&c->backlog_node);
+		conn_hold(c);
 		process_input(c, true, k == 0);
+		conn_release(c);
 	}
 }
 
@@ -377,9 +382,8 @@ static void half_closed(struct conn *c)
 	ev_timer_again(ev, &c->idle_w);
 }
 
-static void on_read(struct ev_loop *ev, ev_io *w, int revents)
+static void read_input(struct ev_loop *ev, struct conn *c, int revents)
 {
-	struct conn *c = container_of(w, struct conn, rw);
 	/* A connection in the backlog reads nothing more until it has
 	 * caught up: what it buffers stays bounded. */
 	if ((revents & EV_READ) && !c->backlogged) {
@@ -418,4 +422,15 @@ static void on_read(struct ev_loop *ev, ev_io *w, int revents)
 		buf_free(&c->in);
 		conn_account(c);
 	}
+}
+
+/* Reads and handles what came. Requests are handled here, and may end
+ * anything, their connection included: held, c stays in memory until
+ * this returns. */
+static void on_read(struct ev_loop *ev, ev_io *w, int revents)
+{
+	struct conn *c = container_of(w, struct conn, rw);
+	conn_hold(c);
+	read_input(ev, c, revents);
+	conn_release(c);
 }

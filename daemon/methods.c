@@ -8,7 +8,8 @@
  * Here live the hot methods (tools/list, tools/call, ping) and those parked
  * for providers; the others live by subject beside them, each file
  * exporting its entries (methods_session.c, methods_events.c,
- * methods_admin.c, durable.c for tasks; methods_dispatch.c its handler).
+ * methods_admin.c, methods_tasks.c; methods_llm.c the handler of
+ * tools/dispatch, assistant messages in the formats of LLM providers).
  * The one table lists every file's entries; methods_init() sorts it by
  * name once, and each request finds its method by binary search.
  */
@@ -26,9 +27,9 @@
 #include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/methods_internal.h"
-#include "daemon/durable.h"
+#include "daemon/methods_tasks.h"
 #include "daemon/log.h"
-#include "daemon/methods_dispatch.h"
+#include "daemon/methods_llm.h"
 #include "daemon/metrics.h"
 #include "daemon/providers.h"
 #include "daemon/server_state.h"
@@ -232,7 +233,7 @@ static void write_tool(struct jgen *g, const struct tool *t, const struct sandbo
 		jgen_kv_str(g, "toolcalld/sandbox", sandbox_profile_name(req.profile));
 	}
 	jgen_obj_close(g);
-	durable_write_tool_execution(g);
+	methods_tasks_write_tool_execution(g);
 	jgen_obj_close(g);
 }
 
@@ -394,8 +395,8 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	cp.doc = req->doc;
 	if ((v = json_get(params, "task")) && v->type != JSON_NULL) {
 		int64_t ttl;
-		if (durable_task_params(p, v, &ttl))
-			durable_call_as_task(c, p, &cp, ttl);
+		if (methods_tasks_params(p, v, &ttl))
+			methods_tasks_call(c, p, &cp, ttl);
 		return;
 	}
 	struct session *session = client_session(c);
@@ -416,7 +417,7 @@ static void m_cancelled(struct conn *c, const struct jrpc_req *req, struct pendi
 		char *key = xstrndup(req->src + rid->off, rid->len);
 		struct pending *target = conn_pending_by_id(c, key);
 		free(key);
-		if (target && methods_dispatch_cancel(target)) {
+		if (target && methods_llm_cancel(target)) {
 			/* tools/dispatch: its calls are cancelled, no response. */
 		} else if (target && target->caller) {
 			/* As MCP says: the cancelled call gets no response. */
@@ -504,6 +505,7 @@ static void table_build(void)
 
 void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
+	client_state_of(c);
 	const struct method_key key = { req->method, req->method_len };
 	const struct method_slot *slot = bsearch(&key, table, table_n, sizeof(table[0]), key_cmp);
 	if (slot) {
@@ -524,7 +526,7 @@ void methods_broadcast_list_changed(struct server *s)
 	struct list *pos, *tmp;
 	list_foreach_safe(pos, tmp, &s->conns.all) {
 		struct conn *c = list_entry(pos, struct conn, node);
-		if (c->initialized)
+		if (c->client && c->client->initialized)
 			conn_send(c, line, sizeof(line) - 1);
 	}
 }
@@ -538,8 +540,12 @@ void methods_broadcast_list_changed(struct server *s)
 static void conn_closing(void *arg, struct conn *c)
 {
 	struct server *s = arg;
-	c->was_subscribed = c->sub != NULL;
-	event_unsubscribe(TAKE_PTR(c->sub));
+	struct client_state *cl = c->client;
+	if (cl) {
+		cl->was_subscribed = cl->sub != NULL;
+		event_unsubscribe(TAKE_PTR(cl->sub));
+		c->listening = false;
+	}
 	dispatch_hold(s->dispatcher);
 	while (!list_empty(&c->pendings)) {
 		struct pending *p = list_first(&c->pendings, struct pending, node);
@@ -555,11 +561,14 @@ static void conn_closing(void *arg, struct conn *c)
 static void conn_closed(void *arg, struct conn *c)
 {
 	struct server *s = arg;
-	if (c->was_subscribed)
+	struct client_state *cl = c->client;
+	if (!cl)
+		return;
+	if (cl->was_subscribed)
 		dispatch_approvers_left(s->dispatcher);
-	if (c->initialized)
-		client_session_keep(s, c->session);
-	session_unref(TAKE_PTR(c->session));
+	if (cl->initialized)
+		client_session_keep(s, cl->session);
+	client_state_free(c);
 }
 
 static const struct conn_hook close_hook = {

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 
 #include "daemon/conn.h"
-#include "daemon/durable.h"
+#include "daemon/store_binding.h"
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
 #include "daemon/metrics.h"
@@ -117,7 +117,7 @@ static void stats_of(struct server *s, uid_t uid, struct jgen *g)
 	jgen_kv_int(g, "sessions", sessions_of(s, uid));
 	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
 	dispatch_write_stats_of(s->dispatcher, uid, g);
-	durable_write_stats_of(s, uid, g);
+	store_binding_write_stats_of(s, uid, g);
 }
 
 static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *p)
@@ -152,7 +152,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	jgen_kv_int(g, "reloads", (int64_t)s->reloads);
 	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
 	dispatch_write_stats(s->dispatcher, g);
-	durable_write_stats(s, g);
+	store_binding_write_stats(s, g);
 	providers_write_stats(&s->providers, g);
 	process_table_write_stats(s->env.processes, g);
 	jgen_obj_close(g);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "daemon/client_session.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
@@ -64,11 +65,13 @@ static void m_subscribe(struct conn *c, const struct jrpc_req *req, struct pendi
 	const char **pats = xcalloc(n + 1, sizeof(char *));
 	for (size_t i = 0; i < n; i++)
 		pats[i] = json_str(types->u.arr.items[i]);
-	event_unsubscribe(c->sub);
-	c->sub = event_subscribe(&s->bus, pats, c->cred.uid, scope, conn_deliver_event, c);
+	struct client_state *cl = client_state_of(c);
+	event_unsubscribe(cl->sub);
+	cl->sub = event_subscribe(&s->bus, pats, c->cred.uid, scope, conn_deliver_event, c);
+	c->listening = true;
 	free(pats);
 	if (!p) {
-		dispatch_replay_confirmations(s->dispatcher, c->sub);
+		dispatch_replay_confirmations(s->dispatcher, cl->sub);
 		return;
 	}
 	struct buf b = {0};
@@ -86,7 +89,7 @@ static void m_subscribe(struct conn *c, const struct jrpc_req *req, struct pendi
 	jgen_free(g);
 	methods_answer(p, &b);
 	/* After the answer, so the client knows it is subscribed first. */
-	dispatch_replay_confirmations(s->dispatcher, c->sub);
+	dispatch_replay_confirmations(s->dispatcher, cl->sub);
 }
 
 static void m_resolve(struct conn *c, const struct jrpc_req *req, struct pending *p)

@@ -2,7 +2,7 @@
 /*
  * Inside the JSON-RPC methods: the helpers every method file answers
  * with, and the entries each method file exports (methods.c,
- * methods_session.c, methods_events.c, methods_admin.c, durable.c), which
+ * methods_session.c, methods_events.c, methods_admin.c, methods_tasks.c), which
  * methods.c lists in its one table.
  */
 #ifndef TC_METHODS_INTERNAL_H
@@ -30,7 +30,7 @@ struct method {
 extern const struct method session_methods[];
 extern const struct method event_methods[];
 extern const struct method admin_methods[];
-extern const struct method task_methods[];	/* durable.c */
+extern const struct method task_methods[];	/* methods_tasks.c */
 extern const struct method process_methods[];
 
 /* The MCP versions answered, the latest first. */

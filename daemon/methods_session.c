@@ -18,7 +18,7 @@
 #include "daemon/client_asks.h"
 #include "daemon/client_session.h"
 #include "daemon/conn.h"
-#include "daemon/durable.h"
+#include "daemon/methods_tasks.h"
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
 #include "daemon/server_state.h"
@@ -223,12 +223,13 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 		session->has_budget = true;
 		session->budget_left = calls;
 	}
-	session_unref(c->session);
-	c->session = session;
-	c->initialized = true;
+	struct client_state *cl = client_state_of(c);
+	session_unref(cl->session);
+	cl->session = session;
+	cl->initialized = true;
 	client_session_save(s, session);
 	if (te_s)
-		c->tool_errors_result = str_eq(te_s, "result");
+		cl->tool_errors_result = str_eq(te_s, "result");
 	asks_capabilities(c, json_get(params, "capabilities"));
 
 	struct buf b = {0};
@@ -241,7 +242,7 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 	jgen_obj_open(g);
 	jgen_kv_bool(g, "listChanged", true);
 	jgen_obj_close(g);
-	durable_write_capability(g);
+	methods_tasks_write_capability(g);
 	jgen_obj_close(g);
 	jgen_key(g, "serverInfo");
 	methods_write_server_info(g);
@@ -254,7 +255,7 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 
 static void m_initialized(struct conn *c, const struct jrpc_req *req, struct pending *p)
 {
-	c->initialized = true;
+	client_state_of(c)->initialized = true;
 	asks_roots(c);
 	if (p) {
 		struct buf b = {0};

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The daemon's part of admin/metrics: uptime, connections, sessions,
- * reloads, tools, the state of each MCP provider, and the build. The same
- * numbers as admin/stats (methods.c), as OpenMetrics families.
+ * admin/metrics' text (methods_admin.c answers it): the daemon's own
+ * families (the build, uptime, connections accepted, refused and evicted,
+ * client buffers, progress notifications dropped, sessions, reloads,
+ * tools), each MCP provider's state and restarts, the background
+ * processes' (lib/process), then the dispatcher's (lib/dispatch/metrics.h).
+ * The same numbers as admin/stats (methods_admin.c), as OpenMetrics
+ * families.
  */
 #include "daemon/metrics.h"
 

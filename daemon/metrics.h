@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * admin/metrics: the daemon's whole OpenMetrics text (its own families,
- * the MCP providers', then the dispatcher's: lib/dispatch/metrics.h).
+ * the MCP providers', the background processes', then the dispatcher's:
+ * lib/dispatch/metrics.h).
  */
 #ifndef TC_DAEMON_METRICS_H
 #define TC_DAEMON_METRICS_H

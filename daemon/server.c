@@ -23,7 +23,7 @@
 
 #include "daemon/client_session.h"
 #include "daemon/conn.h"
-#include "daemon/durable.h"
+#include "daemon/store_binding.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
@@ -211,7 +211,7 @@ int server_init(struct server *s, char **ret_err)
 	if (r < 0)
 		return r;
 	server_apply_config(s);
-	r = durable_open(s, ret_err);
+	r = store_binding_open(s, ret_err);
 	if (r < 0)
 		return r;
 	static const struct methods_ops ops = { .reload = server_reload };
@@ -302,7 +302,7 @@ int server_run(struct server *s)
 void server_free(struct server *s)
 {
 	conns_done(&s->conns);
-	durable_close(s);
+	store_binding_close(s);
 	s->env.processes = process_table_free(s->env.processes);
 	s->dispatcher = dispatcher_free(s->dispatcher);
 	providers_clear(&s->providers);

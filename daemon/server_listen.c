@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "daemon/conn.h"
-#include "daemon/durable.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"

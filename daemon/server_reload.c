@@ -22,7 +22,7 @@
 
 #include "daemon/client_session.h"
 #include "daemon/conn.h"
-#include "daemon/durable.h"
+#include "daemon/store_binding.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
 #include "daemon/methods.h"
@@ -247,7 +247,7 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 			log_warning("audit_log changes take effect at restart");
 		free(fresh.audit_log);
 		fresh.audit_log = s->cfg.audit_log ? xstrdup(s->cfg.audit_log) : NULL;
-		durable_reload(s, &fresh);
+		store_binding_reload(s, &fresh);
 		config_free(&s->cfg);
 		s->cfg = fresh;
 		server_apply_config(s);

@@ -2,7 +2,7 @@
 /*
  * The daemon's state: the listening socket, the connections, the
  * dispatcher they feed, the registry, sessions, tasks and configuration.
- * The methods (and durable tasks) read it, finding the server a
+ * The methods (and the tasks) read it, finding the server a
  * connection belongs to with server_of(); its life cycle is server.h's.
  */
 #ifndef TC_SERVER_STATE_H
@@ -65,7 +65,7 @@ struct server {
 	uint64_t conns_refused;
 
 	struct dispatcher *dispatcher;
-	struct tasks *tasks;		/* MCP tasks (daemon/durable.c) */
+	struct tasks *tasks;		/* MCP tasks (opened by daemon/store_binding.c) */
 	struct session_table *sessions;
 	struct kept_sessions *kept;	/* sessions kept for their clients to come back */
 	struct event_bus bus;

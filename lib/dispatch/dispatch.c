@@ -62,6 +62,11 @@ struct caller {
 	uint64_t progress;
 	pid_t pid;
 	uint64_t accepted_ms;		/* durations count from here */
+	/* Its memory's holders: the call until it is answered, and code up
+	 * the stack that must learn, after a step that may answer it
+	 * synchronously, whether it was (caller_hold). */
+	unsigned refs;
+	bool answered;
 };
 
 void dispatch_config_defaults(struct dispatch_config *c)
@@ -161,20 +166,33 @@ static struct caller *caller_new(struct dispatcher *d, struct session *s, const 
 	list_insert_tail(&d->callers, &c->all_node);
 	list_insert_tail(&s->callers, &c->session_node);
 	d->n_callers++;
+	c->refs = 1;
 	return c;
 }
 
+static void caller_hold(struct caller *c)
+{
+	c->refs++;
+}
+
+static void caller_release(struct caller *c)
+{
+	if (--c->refs == 0)
+		free(c);
+}
+
+/* Ends a caller: it leaves every list; its memory goes with its last
+ * holder. */
 static void caller_free(struct caller *c)
 {
 	list_remove(&c->node);
 	list_remove(&c->session_node);
 	list_remove(&c->all_node);
 	c->d->n_callers--;
-	if (c->d->watch == c)
-		c->d->watch = NULL;
-	session_unref(c->session);
-	free(c->token);
-	free(c);
+	c->answered = true;
+	session_unref(TAKE_PTR(c->session));
+	free(TAKE_PTR(c->token));
+	caller_release(c);
 }
 
 /* Answers a caller and frees it, with no audit line (its execution will
@@ -915,10 +933,7 @@ static void exec_admit_claimed(struct exec *e)
 	e->probe = a.probe;
 	e->state = EX_NEW;
 	struct caller *first = list_first(&e->waiters, struct caller, node);
-	struct caller *watch = d->watch;
-	struct caller *still = exec_start(d, e, first, e->mode);
-	/* exec_start watched first itself: give dispatch_call its answer. */
-	d->watch = watch == first ? still : watch;
+	exec_start(d, e, first, e->mode);
 }
 
 /* The store's answer to an execution's claim of its key. */
@@ -976,14 +991,14 @@ static struct caller *claim_keyed(struct dispatcher *d, struct session *s, const
 	};
 	/* The store may answer at once (the memory store does): the call
 	 * may then be answered, and e freed, inside. */
-	d->watch = c;
+	caller_hold(c);
 	d->claiming = e;
 	struct store_wait *w = store_claim(d->idem.store, &k, on_claim, e);
 	if (d->claiming == e && e->state == EX_CLAIMING)
 		e->claim_wait = w;
 	d->claiming = NULL;
-	bool waiting = d->watch == c;
-	d->watch = NULL;
+	bool waiting = !c->answered;
+	caller_release(c);
 	return waiting ? c : NULL;
 }
 
@@ -1007,10 +1022,10 @@ static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct ca
 	}
 	/* The caller may be answered inside (a synchronous tool): only hand
 	 * it back if it is still waiting. */
-	d->watch = c;
+	caller_hold(c);
 	exec_proceed(e);
-	bool waiting = d->watch == c;
-	d->watch = NULL;
+	bool waiting = !c->answered;
+	caller_release(c);
 	return waiting ? c : NULL;
 }
 

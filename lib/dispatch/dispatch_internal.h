@@ -122,7 +122,6 @@ struct dispatcher {
 	uint64_t counter;
 	uint64_t boot;
 	unsigned pumping;
-	struct caller *watch;		/* cleared when that caller is freed */
 	struct exec *claiming;		/* cleared when that exec is freed */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 };

@@ -652,9 +652,24 @@ START_TEST(circuit_opens_and_probe_closes)
 	/* Other tools are not affected. */
 	tc_assert_ok(tcc_call(c, "probe_idem", probe_args(c, log, "other", "0", 0)));
 
-	tc_pause_ms((int)after + 100);	/* the cooldown runs on the daemon's clock; no event ends it */
+	/* The cooldown runs on the daemon's clock: as a client does, call
+	 * again once the retryAfterMs it was told has passed, and again while
+	 * still told to wait (a refused call never starts). */
+	const char *probe;
+	uint64_t deadline = tc_now_ms() + tc_wait_scaled(10000);
+	for (;;) {
+		tc_pause_ms((int)after);	/* as told: retryAfterMs */
+		probe = send_call(c, "probe", probe_args(c, log, "p0", "0.5", 0), NULL);
+		const struct json *refused = NULL;
+		while (!count_events(&d, true, "p0") && !(refused = tcc_wait_id(c, probe, TC_POLL_MS)))
+			ck_assert_msg(tc_now_ms() < deadline, "the probe neither started nor was refused");
+		if (!refused)
+			break;
+		tc_assert_kind(refused, "circuit_open");
+		after = tj_int(refused, "error.data.retryAfterMs");
+		ck_assert_msg(tc_now_ms() < deadline, "the circuit stayed open past its cooldown");
+	}
 	/* One probe call goes through; while it runs, the others still wait. */
-	const char *probe = send_call(c, "probe", probe_args(c, log, "p0", "0.5", 0), NULL);
 	wait_starts(&d, "p0", 1, 5000);
 	r = tcc_call(c, "probe", probe_args(c, log, "p1", "0", 0));
 	tc_assert_kind(r, "circuit_open");

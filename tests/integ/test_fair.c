@@ -16,20 +16,18 @@
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
-#define SKIP 77
-
 static struct passwd nobody;
 
 /* Looks up nobody; false (and why, on stderr) when the tests cannot run. */
 static bool can_switch_uid(void)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: connecting as a second uid needs root\n");
+		fprintf(stderr, "SKIP connecting as a second uid needs root\n");
 		return false;
 	}
 	struct passwd *pw = getpwnam("nobody");
 	if (!pw) {
-		fprintf(stderr, "skipped: no user nobody\n");
+		fprintf(stderr, "SKIP no user nobody\n");
 		return false;
 	}
 	nobody = *pw;
@@ -485,7 +483,7 @@ END_TEST
 int main(void)
 {
 	if (!can_switch_uid())
-		return SKIP;
+		return TC_EXIT_SKIP;
 	Suite *s = suite_create("fair");
 	TCase *tc = tcase_create("two uids");
 	tcase_set_timeout(tc, 180);

@@ -387,15 +387,11 @@ END_TEST
 /* A hook runs as the peer that made the call. */
 START_TEST(hook_runs_as_the_peer)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr, "hook_runs_as_the_peer: skipped: connecting as another uid needs root\n");
-		return;
-	}
+	if (geteuid() != 0)
+		TC_SKIP("hook_runs_as_the_peer: connecting as another uid needs root");
 	struct passwd *pw = getpwuid(65534);
-	if (!pw) {
-		fprintf(stderr, "hook_runs_as_the_peer: skipped: no user 65534\n");
-		return;
-	}
+	if (!pw)
+		TC_SKIP("hook_runs_as_the_peer: no user 65534");
 	struct tcd d;
 	start_hooked_with(&d, "\"socket_mode\":\"0666\",", "pre_call", "list_dir",
 			  "printf '{\"decision\":\"deny\",\"reason\":\"uid %s\"}\\n' \"$(id -u)\"\n", 0);

@@ -30,12 +30,6 @@
 
 #define AUTO "\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
 
-/* Says that the current test cannot run here. */
-static void skip(const char *test, const char *why)
-{
-	fprintf(stderr, "%s: skipped: %s\n", test, why);
-}
-
 /* Starts a daemon with the sandbox config members (JSON members text,
  * may be empty) and $HOME in its temp dir, holding .ssh/id_rsa. */
 static void start(struct tcd *d, const char *sandbox_members)
@@ -93,10 +87,7 @@ static void stop(struct tcd *d)
 START_TEST(shell_runs_as_the_peer)
 {
 	struct passwd *pw = getpwnam("nobody");
-	if (!pw) {
-		skip("shell_runs_as_the_peer", "no user nobody");
-		return;
-	}
+	if (!pw) TC_SKIP("shell_runs_as_the_peer: no user nobody");
 	struct tcd d;
 	start(&d, "");
 	free(tcd_write_ws(&d, "root-only", "root's\n", 7, 0600));
@@ -157,10 +148,7 @@ END_TEST
 START_TEST(pids_limit_named)
 {
 	struct passwd *pw = getpwnam("nobody");
-	if (!pw) {
-		skip("pids_limit_named", "no user nobody");
-		return;
-	}
+	if (!pw) TC_SKIP("pids_limit_named: no user nobody");
 	struct tcd d;
 	start(&d, "\"limits\":{\"pids\":4}");
 	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
@@ -282,10 +270,7 @@ END_TEST
 
 START_TEST(shell_network)
 {
-	if (access("/usr/bin/socat", X_OK) < 0) {
-		skip("shell_network", "no socat");
-		return;
-	}
+	if (access("/usr/bin/socat", X_OK) < 0) TC_SKIP("shell_network: no socat");
 	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
@@ -369,10 +354,7 @@ END_TEST
 
 START_TEST(socket_refuses_sandboxed_peer)
 {
-	if (access("/usr/bin/socat", X_OK) < 0) {
-		skip("socket_refuses_sandboxed_peer", "no socat");
-		return;
-	}
+	if (access("/usr/bin/socat", X_OK) < 0) TC_SKIP("socket_refuses_sandboxed_peer: no socat");
 	struct tcd d;
 	start(&d, "");
 	struct tcc *c = tcc_connect(&d);
@@ -449,10 +431,7 @@ static char *proc_status(pid_t pid, const char *name)
 START_TEST(mcp_server_sandboxed)
 {
 	const char *server = getenv("TC_MCP_SERVER");
-	if (!server) {
-		skip("mcp_server_sandboxed", "TC_MCP_SERVER is not set");
-		return;
-	}
+	if (!server) TC_SKIP("mcp_server_sandboxed: TC_MCP_SERVER is not set");
 	struct tcd d;
 	start(&d, "");
 	char *decl = xasprintf("{ \"name\": \"demo\", \"kind\": \"mcp\", \"command\": [\"%s\"],"
@@ -528,13 +507,13 @@ int main(void)
 {
 #ifdef SANDBOX_AS_PEER
 	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: running a call as another uid needs root\n");
-		return 77;
+		fprintf(stderr, "SKIP running a call as another uid needs root\n");
+		return TC_EXIT_SKIP;
 	}
 #else
 	if (getenv("TC_UNDER_VALGRIND")) {
-		fprintf(stderr, "skipped: valgrind cannot install Landlock or seccomp, which these cases check\n");
-		return 77;
+		fprintf(stderr, "SKIP valgrind cannot install Landlock or seccomp, which these cases check\n");
+		return TC_EXIT_SKIP;
 	}
 #endif
 	return run_suite(sandbox_suite());

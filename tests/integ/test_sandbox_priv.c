@@ -632,12 +632,12 @@ static Suite *priv_suite(void)
 int main(void)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: these cases start the daemon as root\n");
-		return 77;
+		fprintf(stderr, "SKIP these cases start the daemon as root\n");
+		return TC_EXIT_SKIP;
 	}
 	if (getenv("TC_UNDER_VALGRIND")) {
-		fprintf(stderr, "skipped: valgrind cannot install Landlock or seccomp, which these cases check\n");
-		return 77;
+		fprintf(stderr, "SKIP valgrind cannot install Landlock or seccomp, which these cases check\n");
+		return TC_EXIT_SKIP;
 	}
 	return run_suite(priv_suite());
 }

@@ -565,8 +565,8 @@ int main(void)
 {
 	const char *why;
 	if (!redis_server_available(&why)) {
-		fprintf(stderr, "skipped: %s\n", why);
-		return 77;
+		fprintf(stderr, "SKIP %s\n", why);
+		return TC_EXIT_SKIP;
 	}
 	Suite *s = suite_create("integ_store");
 	TCase *tc = tcase_create("two daemons, one redis");

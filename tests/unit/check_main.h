@@ -3,12 +3,22 @@
  * What every suite's main() ends with: run the suite, exit non-zero on
  * failure, and 77 (meson's "skipped") when every case skipped.
  *
- * A case that cannot run here says why and returns through TC_SKIP. Check
- * runs each case in a forked child, so the skips are counted in a shared
+ * A case that cannot run here says why and returns through TC_SKIP (or a
+ * helper that calls tc_skip_note and has its caller return, as
+ * deny_syscall_or_skip does); never a bare print and return, which Check
+ * counts as a pass. A suite that cannot run at all (no root, no
+ * redis-server) exits TC_EXIT_SKIP from main before running. Check runs
+ * each case in a forked child, so the skips are counted in a shared
  * anonymous mapping the children inherit; with CK_FORK=no it is plain
- * memory. When only some cases skipped, the program passes and prints
- * "check_main: N of M cases skipped" on stdout, which packaging/summary.sh
- * counts in `make check`'s closing line.
+ * memory.
+ *
+ * A suite mixing cases that run here with cases that cannot is not split:
+ * meson shows it SKIP only when nothing in it could run (every case
+ * skipped: exit 77), and otherwise passes and prints "check_main: N of M
+ * cases skipped" on stdout, which packaging/summary.sh counts in `make
+ * check`'s closing line, each skipped case having said why on stderr
+ * ("SKIP ..."). One executable per unrunnable group would multiply the
+ * daemons started and the suites to list, for the same information.
  */
 #ifndef TC_CHECK_MAIN_H
 #define TC_CHECK_MAIN_H

@@ -224,7 +224,7 @@ int main(void)
 {
 	if (system("diff --version >/dev/null 2>&1 && patch --version >/dev/null 2>&1") != 0) {
 		fprintf(stderr, "diff(1) and patch(1) are needed to check the diff writer\n");
-		return 77;
+		return TC_EXIT_SKIP;
 	}
 	if (!mkdtemp(dir))
 		return 99;

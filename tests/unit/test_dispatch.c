@@ -278,6 +278,28 @@ START_TEST(kept_outcomes_expire_after_ttl)
 }
 END_TEST
 
+/* A synchronous tool answers inside dispatch_call, keyed (the memory
+ * store grants the claim at once, and the execution starts from its
+ * answer) or not: the caller is not handed back, since it is gone. */
+START_TEST(synchronous_calls_answered_inside)
+{
+	ck_assert_ptr_null(call("echo", "{\"path\":\"a\"}", NULL, &recs[0]));
+	ck_assert(recs[0].done);
+	ck_assert_int_eq(recs[0].kind, TC_OK);
+	ck_assert_ptr_null(call("echo", "{\"path\":\"a\"}", "k", &recs[1]));
+	ck_assert(recs[1].done);
+	ck_assert(!recs[1].replayed);
+	ck_assert_ptr_null(call("echo", "{\"path\":\"a\"}", "k", &recs[2]));
+	ck_assert(recs[2].done && recs[2].replayed);
+	ck_assert_uint_eq(exec_count, 2);
+	/* An asynchronous keyed call waits, and is handed back. */
+	ck_assert_ptr_nonnull(call("slow_idem", "{\"n\":1}", "s", &recs[3]));
+	ck_assert(!recs[3].done);
+	complete_first(TC_OK);
+	ck_assert(recs[3].done);
+}
+END_TEST
+
 /* Kept outcomes are bounded by bytes too: a large one pushes the least
  * recently used out, and one larger than the bound is not kept. */
 START_TEST(cache_is_bounded_in_bytes)
@@ -777,7 +799,7 @@ static Suite *dispatch_suite(void)
 			     timeout_retried_for_idempotent, per_call_timeout_overrides } },
 		{ "budget", { session_budget_stops_calls_before_they_run,
 			      budget_exhausted_before_retry_returns_last_error } },
-		{ "idempotency", { joiners_share_one_execution, key_reuse_with_other_arguments_conflicts,
+		{ "idempotency", { synchronous_calls_answered_inside, joiners_share_one_execution, key_reuse_with_other_arguments_conflicts,
 				   kept_outcomes_expire_after_ttl, cache_is_bounded_lru, cache_is_bounded_in_bytes,
 				   disconnect_keeps_keyed_execution, disconnect_cancels_unkeyed_execution,
 				   explicit_cancel_detaches_until_none_left, session_cancel_answers_every_call } },

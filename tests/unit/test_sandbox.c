@@ -205,25 +205,26 @@ static bool enforced(struct run *run, const char *list, const char *what)
 	return false;
 }
 
-/* Skips (exit 77 via the caller) when the kernel cannot sandbox. */
-static bool need_kernel(const char *test)
+/* Whether this kernel can sandbox: Landlock and seccomp. */
+static bool kernel_sandboxes(void)
 {
 	const struct sandbox_features *f = sandbox_probe(NULL);
-	if (!f->landlock_abi || !f->seccomp) {
-		fprintf(stderr, "%s: skipped: this kernel has no Landlock or no seccomp\n", test);
-		return false;
-	}
-	return true;
+	return f->landlock_abi && f->seccomp;
 }
 
-static bool need_root(const char *test)
-{
-	if (geteuid() != 0) {
-		fprintf(stderr, "%s: skipped: switching to another uid needs root\n", test);
-		return false;
-	}
-	return true;
-}
+/* Skip the running case (TC_SKIP: counted, the suite exits 77 when every
+ * case skipped) when the kernel cannot sandbox, or when switching to
+ * another uid is not allowed here. */
+#define NEED_KERNEL(test)                                                                   \
+	do {                                                                                \
+		if (!kernel_sandboxes())                                                    \
+			TC_SKIP("%s: this kernel has no Landlock or no seccomp", (test));   \
+	} while (0)
+#define NEED_ROOT(test)                                                                     \
+	do {                                                                                \
+		if (geteuid() != 0)                                                         \
+			TC_SKIP("%s: switching to another uid needs root", (test));         \
+	} while (0)
 
 /* --- the profile builder -------------------------------------------------- */
 
@@ -321,8 +322,7 @@ END_TEST
 
 START_TEST(profile_builder)
 {
-	if (!need_kernel("profile_builder"))
-		return;
+	NEED_KERNEL("profile_builder");
 	struct sandbox_req req;
 	sandbox_req_init(&req, &cfg, "shell", false, NULL);
 	ck_assert_int_eq(req.profile, SANDBOX_WORKSPACE_WRITE);
@@ -466,8 +466,7 @@ END_TEST
 
 START_TEST(shell_file_system)
 {
-	if (!need_kernel("shell_file_system"))
-		return;
+	NEED_KERNEL("shell_file_system");
 	struct run r;
 	char cmd[PATH_MAX * 3];
 
@@ -509,8 +508,7 @@ END_TEST
 
 START_TEST(shell_read_only)
 {
-	if (!need_kernel("shell_read_only"))
-		return;
+	NEED_KERNEL("shell_read_only");
 	struct run r;
 	cfg.profile = SANDBOX_READ_ONLY;
 	sh(&r, "echo x > made", NULL);
@@ -525,12 +523,9 @@ END_TEST
 
 START_TEST(shell_protect)
 {
-	if (!need_kernel("shell_protect"))
-		return;
-	if (!sandbox_probe(NULL)->mountns) {
-		fprintf(stderr, "shell_protect: skipped: no private mount namespaces here (not root)\n");
-		return;
-	}
+	NEED_KERNEL("shell_protect");
+	if (!sandbox_probe(NULL)->mountns)
+		TC_SKIP("shell_protect: no private mount namespaces here (not root)");
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/.git", wsdir);
 	ck_assert_int_eq(mkdir(path, 0777), 0);
@@ -576,14 +571,11 @@ START_TEST(shell_tmpdir_hidden_without_namespace)
 	 * needs a namespace for read-only mounts there. */
 	if (!deny_syscall_or_skip("shell_tmpdir_hidden_without_namespace", SYS_mount_setattr))
 		return;
-	if (!need_kernel("shell_tmpdir_hidden_without_namespace"))
-		return;
+	NEED_KERNEL("shell_tmpdir_hidden_without_namespace");
 	ck_assert(!sandbox_probe(NULL)->ro_mounts);
-	if (!sandbox_probe(NULL)->mountns || geteuid() != 0) {
-		fprintf(stderr, "shell_tmpdir_hidden_without_namespace: skipped: no private mount namespaces "
-				"here, or not root (no peer of another uid)\n");
-		return;
-	}
+	if (!sandbox_probe(NULL)->mountns || geteuid() != 0)
+		TC_SKIP("shell_tmpdir_hidden_without_namespace: no private mount namespaces here, or not root "
+			"(no peer of another uid)");
 	char own_ns[64] = "";
 	ck_assert_int_gt(readlink("/proc/self/ns/mnt", own_ns, sizeof(own_ns) - 1), 0);
 	const char *cmd0 = "readlink /proc/self/ns/mnt; echo \"$TMPDIR\"; echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"; "
@@ -636,12 +628,9 @@ END_TEST
 
 START_TEST(shell_network)
 {
-	if (!need_kernel("shell_network"))
-		return;
-	if (access("/usr/bin/socat", X_OK) < 0) {
-		fprintf(stderr, "shell_network: skipped: no socat\n");
-		return;
-	}
+	NEED_KERNEL("shell_network");
+	if (access("/usr/bin/socat", X_OK) < 0)
+		TC_SKIP("shell_network: no socat");
 	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
@@ -732,8 +721,7 @@ static bool probe_said(const char *out, const char *name, int e)
  * bits of the argument hold; no user namespace, ptrace or io_uring. */
 START_TEST(seccomp_filter_refuses)
 {
-	if (!need_kernel("seccomp_filter_refuses"))
-		return;
+	NEED_KERNEL("seccomp_filter_refuses");
 	/* This program, built with ASan, maps far more than memory_mb. */
 	cfg.limits.memory_mb = 0;
 	char *cmd = xasprintf("'%s' --seccomp-probe", self_exe);
@@ -766,8 +754,8 @@ END_TEST
 
 START_TEST(shell_as_peer)
 {
-	if (!need_root("shell_as_peer") || !need_kernel("shell_as_peer"))
-		return;
+	NEED_ROOT("shell_as_peer");
+	NEED_KERNEL("shell_as_peer");
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/root-only", wsdir);
 	write_file(path, "root's\n", 0600);
@@ -796,8 +784,7 @@ END_TEST
 
 START_TEST(shell_memory_limit)
 {
-	if (!need_kernel("shell_memory_limit"))
-		return;
+	NEED_KERNEL("shell_memory_limit");
 	cfg.limits.memory_mb = 64;
 	struct run r;
 	sh(&r, "awk 'BEGIN { s = \"a\"; while (1) s = s s }'", NULL);
@@ -809,8 +796,8 @@ END_TEST
 
 START_TEST(shell_pids_limit)
 {
-	if (!need_root("shell_pids_limit") || !need_kernel("shell_pids_limit"))
-		return;
+	NEED_ROOT("shell_pids_limit");
+	NEED_KERNEL("shell_pids_limit");
 	cfg.limits.pids = 4;
 	struct run r;
 	sh(&r, "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait", &nobody);
@@ -822,8 +809,7 @@ END_TEST
 
 START_TEST(command_limit_named)
 {
-	if (!need_kernel("command_limit_named"))
-		return;
+	NEED_KERNEL("command_limit_named");
 	cfg.limits.file_size_mb = 1;
 	const char *decl = "{\"name\":\"big\",\"side_effects\":\"write\",\"argv\":[\"dd\",\"if=/dev/zero\",\"of=big\",\"bs=1M\",\"count=4\"]}";
 	struct json_doc *doc;
@@ -866,10 +852,8 @@ static void escaped_is_gone(void)
 START_TEST(cleanup_by_cgroup)
 {
 	const struct sandbox_features *f = sandbox_probe(NULL);
-	if (!f->cgroup) {
-		fprintf(stderr, "cleanup_by_cgroup: skipped: no cgroup v2 directory the test may write\n");
-		return;
-	}
+	if (!f->cgroup)
+		TC_SKIP("cleanup_by_cgroup: no cgroup v2 directory the test may write");
 	escaped_is_gone();
 }
 END_TEST
@@ -917,9 +901,9 @@ START_TEST(cgroup_written)
 	char *line = sandbox_features_line(f);
 	ck_assert_msg(strstr(line, "cgroup v2 delegated: ") && strstr(line, "memory.max: yes, pids.max: yes"), "%s", line);
 	free(line);
-	if (!need_kernel("cgroup_written")) {
+	if (!kernel_sandboxes()) {
 		sandbox_cgroup_fake(false);
-		return;
+		TC_SKIP("cgroup_written: this kernel has no Landlock or no seccomp");
 	}
 	cfg.limits.memory_mb = 100;
 	cfg.limits.pids = 7;
@@ -1103,8 +1087,7 @@ END_TEST
 
 START_TEST(command_tool_sandbox_key)
 {
-	if (!need_kernel("command_tool_sandbox_key"))
-		return;
+	NEED_KERNEL("command_tool_sandbox_key");
 	struct tool *t = command("{\"name\":\"w\",\"side_effects\":\"write\",\"argv\":[\"sh\",\"-c\",\"echo x > made\"],"
 				 "\"sandbox\":{\"profile\":\"read-only\"}}");
 	struct run r;
@@ -1188,8 +1171,7 @@ START_TEST(without_cgroup)
 	char *line = sandbox_features_line(f);
 	ck_assert_ptr_nonnull(strstr(line, "cgroup v2 delegated: no"));
 	free(line);
-	if (!need_kernel("without_cgroup"))
-		return;
+	NEED_KERNEL("without_cgroup");
 	struct run r;
 	sh(&r, "true", NULL);
 	ck_assert_int_eq(exit_code(&r), 0);
@@ -1204,8 +1186,7 @@ START_TEST(without_mount_namespaces)
 		return;
 	const struct sandbox_features *f = sandbox_probe(NULL);
 	ck_assert(!f->mountns);
-	if (!need_kernel("without_mount_namespaces"))
-		return;
+	NEED_KERNEL("without_mount_namespaces");
 	char path[PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/.git", wsdir);
 	ck_assert_int_eq(mkdir(path, 0777), 0);
@@ -1224,10 +1205,10 @@ END_TEST
  * its namespace shows, and writable. */
 START_TEST(without_open_tree)
 {
-	if (!need_root("without_open_tree") || !deny_syscall_or_skip("without_open_tree", SYS_open_tree))
+	NEED_ROOT("without_open_tree");
+	if (!deny_syscall_or_skip("without_open_tree", SYS_open_tree))
 		return;
-	if (!need_kernel("without_open_tree"))
-		return;
+	NEED_KERNEL("without_open_tree");
 	struct run r;
 	/* 64 KiB: more than the 4 KiB tmpfs covering the others holds. */
 	sh(&r, "head -c 65536 /dev/zero > \"$TMPDIR/f\" && wc -c < \"$TMPDIR/f\" && "

@@ -1205,7 +1205,7 @@ int main(int argc, char **argv)
 	const char *why;
 	if (str_eq(backend, "redis") && !redis_server_available(&why)) {
 		fprintf(stderr, "skipped: %s\n", why);
-		return 77;
+		return 77;	/* meson: skipped */
 	}
 	ev = ev_loop_new(EVFLAG_AUTO);
 	loop = tc_loop_ev_new(ev);

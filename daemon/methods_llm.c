@@ -10,7 +10,7 @@
  * detaches the calls still running, a notifications/cancelled for the
  * request cancels them.
  */
-#include "daemon/methods_dispatch.h"
+#include "daemon/methods_llm.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -218,7 +218,7 @@ void m_tools_dispatch(struct conn *c, const struct jrpc_req *req, struct pending
 		group_answer(g);
 }
 
-bool methods_dispatch_cancel(struct pending *p)
+bool methods_llm_cancel(struct pending *p)
 {
 	if (p->upper_free != group_free)
 		return false;

@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Durable calls, the daemon's side: opening the configured store (memory,
- * or Redis shared by many daemons) and logging its outages once each, and
- * the MCP task methods: a tools/call made as a task, tasks/get,
+ * The MCP task methods: a tools/call made as a task, tasks/get,
  * tasks/result, tasks/list, tasks/cancel, and notifications/tasks/status
  * and the call's notifications/progress to the connection that made the
- * task (until it closes: a hook on the connections unwatches its tasks).
+ * task (until it closes: store_binding.c's hook unwatches its tasks).
  * Lookups of tasks of other daemons wait for the store; such a request is
- * cancelled with its connection. The store's outage notices go to the
- * tasks too.
+ * cancelled with its connection. The table of tasks is opened with the
+ * store (store_binding.c).
  */
-#include "daemon/durable.h"
+#include "daemon/methods_tasks.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -26,7 +24,6 @@
 #include "lib/errors.h"
 #include "lib/dispatch/outcome.h"
 #include "lib/session.h"
-#include "lib/store/store.h"
 #include "lib/store/tasks.h"
 #include "proto/json.h"
 
@@ -36,160 +33,7 @@
  * content: limits.max_json_depth is at most 1024). */
 #define RESULT_DEPTH 1100
 
-/* Whether the shared store is away, heard before the tasks exist too
- * (an outage can start while the store opens). */
-static bool store_away;
-
-/* The store went away or came back: one line each time, and the tasks
- * hear it. */
-static void store_notify(void *arg, bool up, const char *why)
-{
-	struct server *s = arg;
-	store_away = !up;
-	if (s->tasks)
-		tasks_store_state(s->tasks, up);
-	if (up)
-		log_info("store: %s is reachable again; idempotency records are shared again",
-			 s->cfg.store.address);
-	else
-		log_warning("store: %s is unreachable (%s); keyed calls %s until it is back",
-			    s->cfg.store.address, why,
-			    s->cfg.store.fail ? "fail as transient" : "work on this daemon alone");
-}
-
-/* A connection closed: its tasks run on, unwatched. */
-static void conn_closed(void *arg, struct conn *c)
-{
-	struct server *s = arg;
-	if (s->tasks)
-		tasks_unwatch(s->tasks, c);
-}
-
-static const struct conn_hook close_hook = { .closed = conn_closed };
-
-int durable_open(struct server *s, char **ret_err)
-{
-	const struct config *c = &s->cfg;
-	if (!str_eq(c->store.kind, "memory")) {
-		struct store_config sc;
-		store_config_defaults(&sc);
-		sc.kind = c->store.kind;
-		sc.address = c->store.address;
-		sc.prefix = c->store.prefix;
-		sc.lease_ms = c->store.lease_ms;
-		sc.timeout_ms = c->store.timeout_ms;
-		sc.fail_unavailable = c->store.fail;
-		sc.max_tasks = c->store.max_tasks;
-		sc.notify = store_notify;
-		sc.notify_arg = s;
-		int r = dispatch_open_store(s->dispatcher, &sc);
-		if (r < 0) {
-			*ret_err = xasprintf("store: cannot use %s store at '%s': %s", c->store.kind,
-					     c->store.address ? c->store.address : "", strerror(-r));
-			return r;
-		}
-	}
-	struct tasks_config tc;
-	tasks_config_defaults(&tc);
-	tc.default_ttl_ms = c->store.task_ttl_ms;
-	tc.max_per_uid = c->store.max_tasks;
-	s->tasks = tasks_new(s->loop, &tc);
-	tasks_set_store(s->tasks, dispatch_store(s->dispatcher));
-	if (store_away)
-		tasks_store_state(s->tasks, false);
-	conns_add_hook(&s->conns, &close_hook, s);
-	return 0;
-}
-
-/* Settings that name the shared state itself: changed by a reload, they
- * wait for a restart (held claims, joins and tasks live in the store in
- * use; moving them mid-call would let one key run twice). */
-static const struct {
-	const char *name;
-	size_t off;
-} restart_only[] = {
-	{ "store.kind", offsetof(struct config, store.kind) },
-	{ "store.address", offsetof(struct config, store.address) },
-	{ "store.prefix", offsetof(struct config, store.prefix) },
-};
-
-/* The settings a reload asked for that wait for a restart, for admin/stats. */
-static char *restart_pending;
-
-#define CFG_STR(c, off) (*(char **)((char *)(c) + (off)))
-
-void durable_reload(struct server *s, struct config *fresh)
-{
-	const struct config *old = &s->cfg;
-	struct buf b = {0};
-	buf_putc(&b, '[');
-	bool redis = str_eq(old->store.kind, "redis") || str_eq(fresh->store.kind, "redis");
-	for (size_t i = 0; i < sizeof(restart_only) / sizeof(restart_only[0]); i++) {
-		char **now = &CFG_STR(fresh, restart_only[i].off);
-		const char *was = CFG_STR(old, restart_only[i].off);
-		if (str_eq(*now ? *now : "", was ? was : ""))
-			continue;
-		if (redis) {
-			log_warning("%s changes from '%s' to '%s' at the next restart; the daemon goes on with '%s'",
-				    restart_only[i].name, was ? was : "", *now ? *now : "", was ? was : "");
-			if (buf_size(&b) > 1)
-				buf_putc(&b, ',');
-			json_quote(&b, restart_only[i].name, strlen(restart_only[i].name));
-		}
-		/* The configuration in force says what is in use. */
-		free(*now);
-		*now = was ? xstrdup(was) : NULL;
-	}
-	buf_putc(&b, ']');
-	free(restart_pending);
-	restart_pending = buf_size(&b) > 2 ? buf_steal(&b) : NULL;
-	buf_free(&b);
-	/* The rest applies now. */
-	struct store *st = dispatch_store(s->dispatcher);
-	if (st) {
-		struct store_config sc;
-		store_config_defaults(&sc);
-		sc.lease_ms = fresh->store.lease_ms;
-		sc.timeout_ms = fresh->store.timeout_ms;
-		sc.fail_unavailable = fresh->store.fail;
-		sc.max_tasks = fresh->store.max_tasks;
-		store_reconfigure(st, &sc);
-	}
-	struct tasks_config tc;
-	tasks_config_defaults(&tc);
-	tc.default_ttl_ms = fresh->store.task_ttl_ms;
-	tc.max_per_uid = fresh->store.max_tasks;
-	if (s->tasks)
-		tasks_reconfigure(s->tasks, &tc);
-}
-
-void durable_close(struct server *s)
-{
-	free(restart_pending);
-	restart_pending = NULL;
-	store_away = false;
-	s->tasks = tasks_free(s->tasks);
-}
-
-void durable_write_stats(struct server *s, struct jgen *g)
-{
-	jgen_key(g, "tasks");
-	jgen_obj_open(g);
-	tasks_write_stats(s->tasks, g);
-	jgen_obj_close(g);
-	const char *pending = restart_pending ? restart_pending : "[]";
-	jgen_kv_raw(g, "storeRestartPending", pending, strlen(pending));
-}
-
-void durable_write_stats_of(struct server *s, uid_t uid, struct jgen *g)
-{
-	jgen_key(g, "tasks");
-	jgen_obj_open(g);
-	tasks_write_stats_of(s->tasks, uid, g);
-	jgen_obj_close(g);
-}
-
-void durable_write_capability(struct jgen *g)
+void methods_tasks_write_capability(struct jgen *g)
 {
 	jgen_key(g, "tasks");
 	jgen_obj_open(g);
@@ -211,7 +55,7 @@ void durable_write_capability(struct jgen *g)
 	jgen_obj_close(g);
 }
 
-void durable_write_tool_execution(struct jgen *g)
+void methods_tasks_write_tool_execution(struct jgen *g)
 {
 	jgen_key(g, "execution");
 	jgen_obj_open(g);
@@ -242,7 +86,7 @@ static void task_progress(void *ctx, const char *id, const char *token, size_t t
 
 static const struct task_watch_ops watch_ops = { .status = task_status, .progress = task_progress };
 
-bool durable_task_params(struct pending *p, const struct json *task, int64_t *ret_ttl)
+bool methods_tasks_params(struct pending *p, const struct json *task, int64_t *ret_ttl)
 {
 	*ret_ttl = -1;
 	if (task->type != JSON_OBJECT) {
@@ -316,7 +160,7 @@ static void task_made(void *arg, int r, struct task *k)
 	free(ts);
 }
 
-void durable_call_as_task(struct conn *c, struct pending *p, const struct call_params *cp, int64_t ttl)
+void methods_tasks_call(struct conn *c, struct pending *p, const struct call_params *cp, int64_t ttl)
 {
 	struct task_start *ts = xcalloc(1, sizeof(*ts));
 	ts->s = server_of(c);
@@ -460,7 +304,7 @@ static void answer_result(struct pending *p, const struct outcome *o, const char
 		answer_outcome(p, o, false);
 	} else {
 		const char *msg = answer_error_message(o);
-		if (p->conn->tool_errors_result && o->kind != TC_NOT_FOUND) {
+		if (p->conn->client->tool_errors_result && o->kind != TC_NOT_FOUND) {
 			/* As a tools/call answers such a client: an isError result. */
 			struct buf r = {0};
 			answer_write_error_result(&r, msg, buf_head(&b), buf_size(&b));
