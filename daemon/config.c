@@ -3,7 +3,7 @@
  * The config file: its defaults (the dispatcher's own, from
  * dispatch_config_defaults(), plus the daemon's), the table of keys per
  * section with the parsers of the daemon's own keys, and reading the file
- * with a size cap. The generic binder is config_bind.c; the confirmation
+ * with a size cap. The generic binder is lib/bind; the confirmation
  * section is config_policy.c.
  */
 #include "daemon/config.h"
@@ -27,6 +27,9 @@
 #include "daemon/default_socket.h"
 #include "lib/dispatch/audit.h"
 #include "lib/dispatch/dispatch.h"
+#include "lib/store/store.h"
+#include "lib/store/tasks.h"
+#include "lib/tool.h"
 #include "proto/base/buf.h"
 #include "proto/base/fileio.h"
 #include "proto/json.h"
@@ -93,6 +96,10 @@ void config_init(struct config *c)
 {
 	struct dispatch_config d;
 	dispatch_config_defaults(&d);
+	struct store_config sd;
+	store_config_defaults(&sd);
+	struct tasks_config td;
+	tasks_config_defaults(&td);
 	*c = (struct config) {
 		.socket_mode = 0660,
 		.workspace = xstrdup("."),
@@ -136,11 +143,11 @@ void config_init(struct config *c)
 				 .max_bytes = d.idem_max_bytes },
 		.circuit = { .failures = d.circuit_failures, .window_ms = d.circuit_window_ms,
 			     .open_ms = d.circuit_open_ms },
-		.store = { .kind = xstrdup("memory"), .address = xstrdup("127.0.0.1:6379"),
-			   .prefix = xstrdup("toolcalld:"), .lease_ms = 10000, .timeout_ms = 2000,
-			   .task_ttl_ms = 3600000, .max_tasks = 1000 },
+		.store = { .kind = xstrdup(sd.kind), .address = xstrdup(sd.address), .prefix = xstrdup(sd.prefix),
+			   .lease_ms = sd.lease_ms, .timeout_ms = sd.timeout_ms,
+			   .task_ttl_ms = td.default_ttl_ms, .max_tasks = td.max_per_uid },
 		.tools = {
-			.timeout_ms = { [CONFIG_TOOL_SHELL] = 600000 },
+			.timeout_ms = { [CONFIG_TOOL_SHELL] = tool_default_timeout(SIDE_EXECUTE) },
 			.shell_output_cap = 1048576,
 			.read_file_limit = 1048576,
 		},
@@ -162,7 +169,7 @@ void config_free(struct config *c)
 		return;
 	free(c->socket);
 	free(c->workspace);
-	cfg_strv_free(c->workspaces_allowed, c->n_workspaces_allowed);
+	bind_strv_free(c->workspaces_allowed, c->n_workspaces_allowed);
 	free(c->tools_dir);
 	free(c->tools_dir_at);
 	free(c->audit_log);
@@ -172,7 +179,7 @@ void config_free(struct config *c)
 	free(c->limits.per_tool);
 	policy_config_free(&c->confirmation);
 	hooks_config_clear(&c->hooks);
-	cfg_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
+	bind_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
 	free(c->peers.uids);
 	free(c->peers.gids);
 	free(c->store.kind);
@@ -199,16 +206,17 @@ uint32_t config_tool_concurrency(const struct config *c, const char *name)
 /* --- the key tables ------------------------------------------------------ */
 
 /* "socket": a path short enough for sun_path, or null. */
-static int parse_socket(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_socket(struct bind *p, const char *key, const struct json *v, void *obj)
 {
+	struct config *c = obj;
 	char *s = NULL;
 	if (v->type != JSON_NULL) {
-		int r = cfg_want_path(p, key, v, &s);
+		int r = bind_want_path(p, key, v, &s);
 		if (r < 0)
 			return r;
 		if (strlen(s) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
 			free(s);
-			return cfg_fail(p, v->off, key, "socket path longer than %zu bytes",
+			return bind_fail(p, v->off, key, "socket path longer than %zu bytes",
 				    sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
 		}
 	}
@@ -218,90 +226,70 @@ static int parse_socket(struct cfg_parse *p, const char *key, const struct json 
 }
 
 /* "socket_mode": a string of octal digits, "0660". */
-static int parse_socket_mode(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_socket_mode(struct bind *p, const char *key, const struct json *v, void *obj)
 {
+	struct config *c = obj;
 	const char *s = json_str(v);
 	static const char want[] = "expected a string of 3 or 4 octal digits such as \"0660\"";
 
 	if (!s)
-		return cfg_fail(p, v->off, key, "%s, got %s", want, cfg_got(v));
+		return bind_fail(p, v->off, key, "%s, got %s", want, bind_got(v));
 	size_t n = v->u.str.len;
 	if (n < 3 || n > 4 || strspn(s, "01234567") != n)
-		return cfg_fail(p, v->off, key, "%s", want);
+		return bind_fail(p, v->off, key, "%s", want);
 	unsigned long mode = strtoul(s, NULL, 8);
 	if (mode > 0777)
-		return cfg_fail(p, v->off, key, "setuid, setgid and sticky bits make no sense on a socket");
+		return bind_fail(p, v->off, key, "setuid, setgid and sticky bits make no sense on a socket");
 	c->socket_mode = (mode_t)mode;
 	return 0;
 }
 
 /* "log_level": a name mapped to a syslog priority. */
-static int parse_log_level(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_log_level(struct bind *p, const char *key, const struct json *v, void *obj)
 {
-	const char *s = json_str(v);
-	for (size_t i = 0; s && i < ELEMENTSOF(log_levels); i++)
-		if (strcmp(s, log_levels[i].name) == 0 && strlen(s) == v->u.str.len) {
-			c->log_level = log_levels[i].level;
-			return 0;
-		}
-	return cfg_fail(p, v->off, key, "expected \"debug\", \"info\", \"warning\" or \"error\"%s%s",
-		    s ? "" : ", got ", s ? "" : cfg_got(v));
-}
-
-/* "memory.scope": "uid" or "workspace". */
-static int parse_memory_scope(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
-{
-	const char *s = json_str(v);
-	if (s && strlen(s) == v->u.str.len && (str_eq(s, "uid") || str_eq(s, "workspace"))) {
-		c->memory.per_workspace = str_eq(s, "workspace");
-		return 0;
-	}
-	return cfg_fail(p, v->off, key, "expected \"uid\" or \"workspace\"%s%s", s ? "" : ", got ",
-			s ? "" : cfg_got(v));
-}
-
-/* "audit.on_error": "log" or "refuse". */
-static int parse_audit_on_error(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
-{
-	const char *s = json_str(v);
-	enum audit_on_error e;
-	if (!s || strlen(s) != v->u.str.len || audit_on_error_from_string(s, &e) < 0)
-		return cfg_fail(p, v->off, key, "expected \"log\" or \"refuse\"%s%s", s ? "" : ", got ",
-				s ? "" : cfg_got(v));
-	c->audit_on_error = e;
+	static const char *const names[] = { "debug", "info", "warning", "error", NULL };
+	_Static_assert(ELEMENTSOF(names) == ELEMENTSOF(log_levels) + 1, "one name a level");
+	struct config *c = obj;
+	int i;
+	int r = bind_want_name(p, key, v, names, &i);
+	if (r < 0)
+		return r;
+	c->log_level = log_levels[i].level;
 	return 0;
 }
 
-static const struct field audit_fields[] = {
-	CUSTOM("on_error", parse_audit_on_error),
+static const char *const memory_scopes[] = { "uid", "workspace", NULL };
+
+static const struct bind_field audit_fields[] = {
+	B_NAME(struct config, "on_error", audit_on_error, audit_on_error_names),
 	{},
 };
 
-/* "limits.per_tool_concurrency": { "tool": N }. */
-static int parse_per_tool_concurrency(struct cfg_parse *p, const char *key, const struct json *v,
-				      struct config *c)
+/* One "tool": N of limits.per_tool_concurrency. */
+static int tool_cap(struct bind *p, const char *key, const struct json_member *m, size_t i, void *arg)
 {
-	int r = cfg_want_object(p, key, v);
-	if (r < 0)
-		return r;
-
-	size_t n = v->u.obj.n;
-	struct config_tool_cap *caps = xcalloc(n ? n : 1, sizeof(*caps));
-	for (size_t i = 0; i < n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = cfg_key_path(key, m);
-		uint64_t max = 0;
-		if (!cfg_key_plain(m))
-			r = cfg_fail(p, cfg_key_offset(p, m->value), k, "expected a tool name");
-		else
-			r = cfg_want_uint(p, k, m->value, 1, 1000000, &max);
-		if (r < 0) {
-			for (size_t j = 0; j < i; j++)
-				free(caps[j].name);
-			free(caps);
-			return r;
-		}
+	struct config_tool_cap *caps = arg;
+	uint64_t max = 0;
+	if (!bind_key_plain(m))
+		return bind_fail(p, bind_key_offset(p, m->value), key, "expected a tool name");
+	int r = bind_want_uint(p, key, m->value, 1, 1000000, &max);
+	if (r == 0)
 		caps[i] = (struct config_tool_cap) { xstrdup(m->key), (uint32_t)max };
+	return r;
+}
+
+/* "limits.per_tool_concurrency": { "tool": N }. */
+static int parse_per_tool_concurrency(struct bind *p, const char *key, const struct json *v, void *obj)
+{
+	struct config *c = obj;
+	size_t n = v->type == JSON_OBJECT ? v->u.obj.n : 0;
+	struct config_tool_cap *caps = xcalloc(n ? n : 1, sizeof(*caps));
+	int r = bind_members(p, key, v, 0, tool_cap, caps);
+	if (r < 0) {
+		for (size_t j = 0; j < n; j++)
+			free(caps[j].name);
+		free(caps);
+		return r;
 	}
 	for (size_t i = 0; i < c->limits.n_per_tool; i++)
 		free(c->limits.per_tool[i].name);
@@ -312,71 +300,84 @@ static int parse_per_tool_concurrency(struct cfg_parse *p, const char *key, cons
 }
 
 /* "tools.shell.env_allow": names of variables passed to commands. */
-static int parse_env_allow(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_env_allow(struct bind *p, const char *key, const struct json *v, void *obj)
 {
+	struct config *c = obj;
 	char **strv;
 	size_t n;
-	int r = cfg_want_strv(p, key, v, false, &strv, &n);
+	int r = bind_want_strv(p, key, v, false, &strv, &n);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++)
-		if (strchr(strv[i], '=')) {
-			cfg_strv_free(strv, n);
-			return cfg_fail(p, v->u.arr.items[i]->off, key, "expected a variable name, without '='");
-		}
-	cfg_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
+		if (strchr(strv[i], '='))
+			r = bind_fail(p, v->u.arr.items[i]->off, key, "expected a variable name, without '='");
+	if (r < 0) {
+		bind_strv_free(strv, n);
+		return r;
+	}
+	bind_strv_free(c->tools.shell_env_allow, c->tools.n_shell_env_allow);
 	c->tools.shell_env_allow = strv;
 	c->tools.n_shell_env_allow = n;
 	return 0;
 }
 
-/* Checks a list of user or group ids, or names looked up now. */
-static int want_ids(struct cfg_parse *p, const char *key, const struct json *v, bool groups,
+/* Checks one user or group id, or a name looked up now. */
+static int want_id(struct bind *p, const char *key, const struct json *item, bool groups, uint32_t *ret)
+{
+	const char *name = json_str(item);
+	if (name) {
+		const char *s;
+		int r = bind_want_string(p, key, item, &s);
+		if (r < 0)
+			return r;
+		if (groups) {
+			struct group *g = getgrnam(name);
+			if (!g)
+				return bind_fail(p, item->off, key, "no such group '%s'", name);
+			*ret = g->gr_gid;
+		} else {
+			struct passwd *pw = getpwnam(name);
+			if (!pw)
+				return bind_fail(p, item->off, key, "no such user '%s'", name);
+			*ret = pw->pw_uid;
+		}
+		return 0;
+	}
+	uint64_t id;
+	/* (uid_t)-1 means "no id" to the kernel: never a real peer. */
+	int r = bind_want_uint(p, key, item, 0, UINT32_MAX - 1, &id);
+	if (r == 0)
+		*ret = (uint32_t)id;
+	return r;
+}
+
+/* Checks a list of user or group ids, or names. */
+static int want_ids(struct bind *p, const char *key, const struct json *v, bool groups,
 		    uint32_t **ret, size_t *ret_n)
 {
 	if (v->type != JSON_ARRAY)
-		return cfg_fail(p, v->off, key, "expected an array of %s, got %s",
-			    groups ? "group ids or names" : "user ids or names", cfg_got(v));
+		return bind_fail(p, v->off, key, "expected an array of %s, got %s",
+			    groups ? "group ids or names" : "user ids or names", bind_got(v));
 
 	size_t n = v->u.arr.n;
 	_cleanup_free_ uint32_t *ids = xcalloc(n ? n : 1, sizeof(uint32_t));
+	int r = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct json *item = v->u.arr.items[i];
-		_cleanup_free_ char *k = xasprintf("%s[%zu]", key, i);
-		const char *name = json_str(item);
-		if (name) {
-			const char *s;
-			int r = cfg_want_string(p, k, item, &s);
-			if (r < 0)
-				return r;
-			if (groups) {
-				struct group *g = getgrnam(name);
-				if (!g)
-					return cfg_fail(p, item->off, k, "no such group '%s'", name);
-				ids[i] = g->gr_gid;
-			} else {
-				struct passwd *pw = getpwnam(name);
-				if (!pw)
-					return cfg_fail(p, item->off, k, "no such user '%s'", name);
-				ids[i] = pw->pw_uid;
-			}
-			continue;
-		}
-		uint64_t id;
-		/* (uid_t)-1 means "no id" to the kernel: never a real peer. */
-		int r = cfg_want_uint(p, k, item, 0, UINT32_MAX - 1, &id);
-		if (r < 0)
-			return r;
-		ids[i] = (uint32_t)id;
+		_cleanup_free_ char *k = bind_index_path(key, i);
+		if (want_id(p, k, v->u.arr.items[i], groups, &ids[i]) < 0)
+			r = -EINVAL;	/* the next one may be wrong too */
 	}
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(ids);
 	*ret_n = n;
 	return 0;
 }
 
 /* "peers.allow_uids". */
-static int parse_allow_uids(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_allow_uids(struct bind *p, const char *key, const struct json *v, void *obj)
 {
+	struct config *c = obj;
 	uint32_t *ids;
 	size_t n;
 	_Static_assert(sizeof(uid_t) == sizeof(uint32_t), "uid_t is 32 bits");
@@ -390,8 +391,9 @@ static int parse_allow_uids(struct cfg_parse *p, const char *key, const struct j
 }
 
 /* "peers.allow_gids". */
-static int parse_allow_gids(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_allow_gids(struct bind *p, const char *key, const struct json *v, void *obj)
 {
+	struct config *c = obj;
 	uint32_t *ids;
 	size_t n;
 	_Static_assert(sizeof(gid_t) == sizeof(uint32_t), "gid_t is 32 bits");
@@ -404,34 +406,14 @@ static int parse_allow_gids(struct cfg_parse *p, const char *key, const struct j
 	return 0;
 }
 
-/* "sandbox": checked by lib/sandbox, over the defaults. */
-static int parse_sandbox(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
-{
-	_cleanup_free_ char *err = NULL;
-	if (sandbox_config_from_json(v, &c->sandbox, &err) < 0)
-		return cfg_fail(p, v->off, NULL, "%s", err);
-	return 0;
-}
-
-/* "run_as": "peer" or "daemon". */
-static int parse_run_as(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
-{
-	_cleanup_free_ char *err = NULL;
-	int peer;
-	if (sandbox_run_as_from_json(v, key, &peer, &err) < 0)
-		return cfg_fail(p, v->off, NULL, "%s", err);
-	c->sandbox.run_as_peer = peer;
-	return 0;
-}
-
 #define TOOL_TIMEOUT(b) U32("timeout_ms", tools.timeout_ms[b], 1, MS_MAX)
 
-static const struct field workspaces_fields[] = {
+static const struct bind_field workspaces_fields[] = {
 	PATHS("allowed", workspaces_allowed, n_workspaces_allowed),
 	{},
 };
 
-static const struct field limits_fields[] = {
+static const struct bind_field limits_fields[] = {
 	U64("max_message_bytes", limits.max_message_bytes, 256, GIB),
 	U32("max_json_depth", limits.max_json_depth, 2, 1024),
 	U32("max_batch", limits.max_batch, 1, 1000000),
@@ -465,45 +447,45 @@ static const struct field limits_fields[] = {
 	{},
 };
 
-static const struct field retry_fields[] = {
+static const struct bind_field retry_fields[] = {
 	U32("max_attempts", retry.max_attempts, 1, 100),
 	U64("base_delay_ms", retry.base_delay_ms, 0, 3600000),
 	U64("max_delay_ms", retry.max_delay_ms, 0, 3600000),
 	{},
 };
 
-static const struct field idempotency_fields[] = {
+static const struct bind_field idempotency_fields[] = {
 	U64("ttl_ms", idempotency.ttl_ms, 0, MS_MAX),
 	U64("max_entries", idempotency.max_entries, 1, 100000000),
 	U64("max_bytes", idempotency.max_bytes, 1 << 20, 1024 * GIB),
 	{},
 };
 
-static const struct field circuit_fields[] = {
+static const struct bind_field circuit_fields[] = {
 	U32("failures", circuit.failures, 1, 1000000),
 	U64("window_ms", circuit.window_ms, 1, MS_MAX),
 	U64("open_ms", circuit.open_ms, 1, MS_MAX),
 	{},
 };
 
-static const struct field shell_fields[] = {
+static const struct bind_field shell_fields[] = {
 	TOOL_TIMEOUT(CONFIG_TOOL_SHELL),
 	CUSTOM("env_allow", parse_env_allow),
 	U64("output_cap", tools.shell_output_cap, 1, GIB),
 	{},
 };
 
-static const struct field read_file_fields[] = {
+static const struct bind_field read_file_fields[] = {
 	TOOL_TIMEOUT(CONFIG_TOOL_READ_FILE),
 	U64("limit", tools.read_file_limit, 1, GIB),
 	{},
 };
 
-static const struct field write_file_fields[] = { TOOL_TIMEOUT(CONFIG_TOOL_WRITE_FILE), {} };
-static const struct field patch_file_fields[] = { TOOL_TIMEOUT(CONFIG_TOOL_PATCH_FILE), {} };
-static const struct field list_dir_fields[] = { TOOL_TIMEOUT(CONFIG_TOOL_LIST_DIR), {} };
+static const struct bind_field write_file_fields[] = { TOOL_TIMEOUT(CONFIG_TOOL_WRITE_FILE), {} };
+static const struct bind_field patch_file_fields[] = { TOOL_TIMEOUT(CONFIG_TOOL_PATCH_FILE), {} };
+static const struct bind_field list_dir_fields[] = { TOOL_TIMEOUT(CONFIG_TOOL_LIST_DIR), {} };
 
-static const struct field tools_fields[] = {
+static const struct bind_field tools_fields[] = {
 	SECTION("read_file", read_file_fields, NULL),
 	SECTION("write_file", write_file_fields, NULL),
 	SECTION("patch_file", patch_file_fields, NULL),
@@ -512,26 +494,26 @@ static const struct field tools_fields[] = {
 	{},
 };
 
-static const struct field providers_fields[] = {
+static const struct bind_field providers_fields[] = {
 	U32("retry_s", providers_retry_s, 0, 86400),
 	{},
 };
 
-static const struct field memory_fields[] = {
+static const struct bind_field memory_fields[] = {
 	PATH_NULL("dir", memory.dir),
-	CUSTOM("scope", parse_memory_scope),
+	B_NAME(struct config, "scope", memory.per_workspace, memory_scopes),
 	U32("max_file_kb", memory.max_file_kb, 1, 1 << 20),
 	U32("max_total_kb", memory.max_total_kb, 1, 1 << 24),
 	{},
 };
 
-static const struct field peers_fields[] = {
+static const struct bind_field peers_fields[] = {
 	CUSTOM("allow_uids", parse_allow_uids),
 	CUSTOM("allow_gids", parse_allow_gids),
 	{},
 };
 
-static const struct field root_fields[] = {
+static const struct bind_field root_fields[] = {
 	CUSTOM("socket", parse_socket),
 	CUSTOM("socket_mode", parse_socket_mode),
 	PATH("workspace", workspace),
@@ -541,7 +523,7 @@ static const struct field root_fields[] = {
 	U64("audit_fsync_ms", audit_fsync_ms, 0, MS_MAX),
 	U64("grace_ms", grace_ms, 0, MS_MAX),
 	CUSTOM("log_level", parse_log_level),
-	CUSTOM("run_as", parse_run_as),
+	B_NAME(struct config, "run_as", sandbox.run_as_peer, sandbox_run_as_names),
 	SECTION("audit", audit_fields, NULL),
 	SECTION("limits", limits_fields, NULL),
 	SECTION("retry", retry_fields, NULL),
@@ -556,21 +538,10 @@ static const struct field root_fields[] = {
 	SECTION("peers", peers_fields, NULL),
 	SECTION("providers", providers_fields, NULL),
 	SECTION("memory", memory_fields, NULL),
-	CUSTOM("sandbox", parse_sandbox),
+	B_OBJECT(struct config, "sandbox", sandbox, sandbox_config_fields, NULL),
 	SECTION("hooks", config_hooks_fields, NULL),
 	{},
 };
-
-/* Every error found, and how many more were left out. */
-static char *errors_found(struct cfg_parse *p)
-{
-	if (p->n_errors <= CFG_MAX_ERRORS)
-		return TAKE_PTR(p->err);
-	char *all = xasprintf("%s\n%s: %u more errors not shown", p->err, p->name, p->n_errors - CFG_MAX_ERRORS);
-	free(p->err);
-	p->err = NULL;
-	return all;
-}
 
 /* config_load_text; with partial, mistakes inside the file still leave
  * in c what could be read, for what uses it to be checked too. */
@@ -578,7 +549,7 @@ static int load_text(struct config *c, const char *name, const char *base_dir, c
 		     bool partial, char **ret_err)
 {
 	_cleanup_(json_doc_unrefp) struct json_doc *doc = NULL;
-	struct cfg_parse p = { .name = name, .text = text, .len = len, .base_dir = base_dir };
+	struct bind p = { .name = name, .text = text, .len = len, .base_dir = base_dir };
 	struct json_err jerr = {};
 
 	if (len > CONFIG_MAX_BYTES) {
@@ -588,16 +559,16 @@ static int load_text(struct config *c, const char *name, const char *base_dir, c
 
 	int r = json_parse(text, len, JSON_ALLOW_COMMENTS, CONFIG_MAX_DEPTH, &doc, &jerr);
 	if (r < 0) {
-		cfg_fail(&p, jerr.offset, NULL, "%s", jerr.msg);
-		*ret_err = p.err;
+		bind_fail(&p, jerr.offset, NULL, "%s", jerr.msg);
+		*ret_err = bind_errors(&p);
 		return -EINVAL;
 	}
 
 	struct config tmp;
 	config_init(&tmp);
-	r = cfg_bind_section(&p, NULL, json_doc_root(doc), root_fields, NULL, &tmp);
+	r = bind_object(&p, NULL, json_doc_root(doc), root_fields, NULL, &tmp);
 	if (r < 0) {
-		*ret_err = errors_found(&p);
+		*ret_err = bind_errors(&p);
 		if (partial) {
 			config_free(c);
 			*c = tmp;
@@ -611,14 +582,14 @@ static int load_text(struct config *c, const char *name, const char *base_dir, c
 	const struct json *td = json_get(json_doc_root(doc), "tools_dir");
 	if (td && tmp.tools_dir) {
 		unsigned line, col;
-		json_line_col(text, len, cfg_key_offset(&p, td), &line, &col);
+		json_line_col(text, len, bind_key_offset(&p, td), &line, &col);
 		tmp.tools_dir_at = xasprintf("%s:%u:%u", name, line, col);
 	}
 	/* What holds the daemon's settings is never a sandboxed child's to
 	 * read: the config file itself, the tool files, the audit log; nor
 	 * the memory of every peer (children of all peers run as the daemon
 	 * where it is not root). */
-	_cleanup_free_ char *self = name && base_dir ? config_resolve_path(base_dir, strrchr(name, '/') ?
+	_cleanup_free_ char *self = name && base_dir ? bind_resolve_path(base_dir, strrchr(name, '/') ?
 								       strrchr(name, '/') + 1 : name) : NULL;
 	_cleanup_free_ char *memory = tmp.memory.dir ? NULL : config_default_memory_dir();
 	const char *own[] = { self, tmp.tools_dir, tmp.audit_log, tmp.memory.dir ? tmp.memory.dir : memory };

@@ -11,72 +11,61 @@
 
 #include "daemon/config.h"
 #include "lib/dispatch/hooks.h"
+#include "proto/base/strv.h"
 
-/* Checks one {match, command, timeout_ms} into h. */
-static int want_hook(struct cfg_parse *p, const char *key, const struct json *v, struct hook *h)
+/* "command": the program and its arguments; a program with a '/' in it
+ * is resolved against the file's directory. */
+static int parse_command(struct bind *p, const char *key, const struct json *v, void *at)
 {
-	int r = cfg_want_object(p, key, v);
-	if (r < 0)
-		return r;
-	const struct json *match = NULL, *command = NULL;
-	for (size_t i = 0; i < v->u.obj.n; i++) {
-		const struct json_member *m = &v->u.obj.members[i];
-		_cleanup_free_ char *k = cfg_key_path(key, m);
-		if (cfg_key_is(m, "match"))
-			match = m->value;
-		else if (cfg_key_is(m, "command"))
-			command = m->value;
-		else if (cfg_key_is(m, "timeout_ms")) {
-			r = cfg_want_uint(p, k, m->value, 1, MS_MAX, &h->timeout_ms);
-			if (r < 0)
-				return r;
-		} else
-			return cfg_fail(p, cfg_key_offset(p, m->value), k,
-					"unknown key (expected match, command, timeout_ms)");
-	}
-	if (!command)
-		return cfg_fail(p, v->off, key, "\"command\" is required");
-	const char *s = "*";
-	if (match) {
-		_cleanup_free_ char *k = xasprintf("%s.match", key);
-		r = cfg_want_string(p, k, match, &s);
-		if (r < 0)
-			return r;
-	}
-	h->match = xstrdup(s);
-	_cleanup_free_ char *k = xasprintf("%s.command", key);
+	char **argv;
 	size_t n = 0;
-	r = cfg_want_strv(p, k, command, false, &h->argv, &n);
+	int r = bind_want_strv(p, key, v, false, &argv, &n);
 	if (r < 0)
 		return r;
-	if (n == 0)
-		return cfg_fail(p, command->off, k, "expected the program and its arguments, got []");
-	if (strchr(h->argv[0], '/')) {
-		char *abs = config_resolve_path(p->base_dir, h->argv[0]);
-		free(h->argv[0]);
-		h->argv[0] = abs;
+	if (n == 0) {
+		bind_strv_free(argv, n);
+		return bind_fail(p, v->off, key, "expected the program and its arguments, got []");
 	}
+	if (strchr(argv[0], '/')) {
+		char *abs = bind_resolve_path(p->base_dir, argv[0]);
+		free(argv[0]);
+		argv[0] = abs;
+	}
+	strv_free(*(char ***)at);
+	*(char ***)at = argv;
 	return 0;
 }
 
+static const struct bind_field hook_fields[] = {
+	B_STRING(struct hook, "match", match, 1, 0),
+	{ .key = "command", .kind = BIND_CUSTOM, .required = true, .off = offsetof(struct hook, argv),
+	  .parse = parse_command },
+	B_U64(struct hook, "timeout_ms", timeout_ms, 1, MS_MAX),
+	{},
+};
+
 /* Checks a list of hooks, replacing *list. */
-static int want_hooks(struct cfg_parse *p, const char *key, const struct json *v,
+static int want_hooks(struct bind *p, const char *key, const struct json *v,
 		      struct hook **list, size_t *n)
 {
 	if (v->type != JSON_ARRAY)
-		return cfg_fail(p, v->off, key, "expected an array of hooks, got %s", cfg_got(v));
+		return bind_fail(p, v->off, key, "expected an array of hooks, got %s", bind_got(v));
 	if (v->u.arr.n > HOOKS_MAX)
-		return cfg_fail(p, v->off, key, "at most %d hooks", HOOKS_MAX);
+		return bind_fail(p, v->off, key, "at most %d hooks", HOOKS_MAX);
 	struct hooks_config tmp = {0};
 	tmp.pre = xcalloc(v->u.arr.n + 1, sizeof(struct hook));
+	tmp.n_pre = v->u.arr.n;
+	int r = 0;
 	for (size_t i = 0; i < v->u.arr.n; i++) {
-		_cleanup_free_ char *k = xasprintf("%s[%zu]", key, i);
-		tmp.n_pre = i + 1;
-		int r = want_hook(p, k, v->u.arr.items[i], &tmp.pre[i]);
-		if (r < 0) {
-			hooks_config_clear(&tmp);
-			return r;
-		}
+		_cleanup_free_ char *k = bind_index_path(key, i);
+		tmp.pre[i].match = xstrdup("*");
+		if (bind_object(p, k, v->u.arr.items[i], hook_fields, "unknown key (expected match, command, timeout_ms)",
+				&tmp.pre[i]) < 0)
+			r = -EINVAL;	/* the next hook may be wrong too */
+	}
+	if (r < 0) {
+		hooks_config_clear(&tmp);
+		return r;
 	}
 	/* The old list goes through the same destructor. */
 	struct hooks_config old = { .pre = *list, .n_pre = *n };
@@ -86,17 +75,19 @@ static int want_hooks(struct cfg_parse *p, const char *key, const struct json *v
 	return 0;
 }
 
-static int parse_pre_call(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_pre_call(struct bind *p, const char *key, const struct json *v, void *obj)
 {
+	struct config *c = obj;
 	return want_hooks(p, key, v, &c->hooks.pre, &c->hooks.n_pre);
 }
 
-static int parse_post_call(struct cfg_parse *p, const char *key, const struct json *v, struct config *c)
+static int parse_post_call(struct bind *p, const char *key, const struct json *v, void *obj)
 {
+	struct config *c = obj;
 	return want_hooks(p, key, v, &c->hooks.post, &c->hooks.n_post);
 }
 
-const struct field config_hooks_fields[] = {
+const struct bind_field config_hooks_fields[] = {
 	CUSTOM("pre_call", parse_pre_call),
 	CUSTOM("post_call", parse_post_call),
 	{},

@@ -9,6 +9,6 @@
 #include "daemon/config_bind.h"
 
 /* The keys of "hooks", NULL-key terminated. */
-extern const struct field config_hooks_fields[];
+extern const struct bind_field config_hooks_fields[];
 
 #endif

@@ -9,6 +9,6 @@
 #include "daemon/config_bind.h"
 
 /* The keys of "confirmation", NULL-key terminated. */
-extern const struct field config_confirmation_fields[];
+extern const struct bind_field config_confirmation_fields[];
 
 #endif

@@ -10,7 +10,7 @@
 #include "daemon/config_bind.h"
 
 /* The keys of "store" and of "tasks", NULL-key terminated. */
-extern const struct field config_store_fields[];
-extern const struct field config_tasks_fields[];
+extern const struct bind_field config_store_fields[];
+extern const struct bind_field config_tasks_fields[];
 
 #endif

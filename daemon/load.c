@@ -30,11 +30,11 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* Adds an MCP provider: the one already running when unchanged. */
-static int load_provider(struct registry *r, const struct json *decl, const char *path,
+static int load_provider(struct registry *r, struct bind *b, const struct json *decl, const char *path,
 			 const struct providers *prev, struct providers *next, char **ret_err)
 {
 	struct mcp_provider *p = NULL;
-	int rr = mcp_provider_from_json(decl, path, &p, ret_err);
+	int rr = mcp_provider_bind(b, decl, path, &p);
 	if (rr < 0)
 		return rr;
 	for (size_t i = 0; prev && i < prev->n; i++) {
@@ -50,96 +50,62 @@ static int load_provider(struct registry *r, const struct json *decl, const char
 	return mcp_provider_imported(p) ? mcp_provider_register(p, r, ret_err) : 0;
 }
 
-/* Loads one tool file into r. */
+/* Checks one tool file, every mistake recorded in b; adds its tool or
+ * provider to r when there is none. */
+static void load_decl(struct registry *r, struct bind *b, const struct json *decl, const char *path,
+		      const struct providers *prev, struct providers *next, char **ret_err)
+{
+	const struct json *kind = json_get(decl, "kind");
+	const char *k = json_str(kind);
+	struct tool *t = NULL;
+
+	if (decl->type != JSON_OBJECT) {
+		bind_fail(b, decl->off, NULL, "a tool file holds one JSON object");
+	} else if (!kind) {
+		bind_fail(b, decl->off, "kind", "missing (\"command\" or \"mcp\")");
+	} else if (str_eq(k, "mcp")) {
+		_cleanup_free_ char *err = NULL;
+		int rr = load_provider(r, b, decl, path, prev, next, &err);
+		if (rr == -EEXIST)
+			*ret_err = TAKE_PTR(err);	/* names both files already */
+		else if (err)
+			bind_fail(b, decl->off, NULL, "%s", err);
+	} else if (str_eq(k, "command")) {
+		if (command_tool_bind(b, decl, path, &t) < 0)
+			return;
+		/* A name already taken is reported at this file's "name". */
+		const struct json *jname = json_get(decl, "name");
+		_cleanup_free_ char *err = NULL;
+		if (registry_add(r, t, &err) < 0)
+			bind_fail(b, jname ? jname->off : decl->off, NULL, "%s", err);
+	} else {
+		bind_fail(b, kind->off, "kind", "unsupported kind '%.64s' (supported: \"command\", \"mcp\")",
+			  k ? k : bind_got(kind));
+	}
+}
+
+/* Loads one tool file into r; every mistake in *ret_err, one a line. */
 static int load_file(struct registry *r, const char *path, const struct providers *prev,
 		     struct providers *next, char **ret_err)
 {
+	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
-	char *text = NULL;
 	int e = read_file_capped(path, TOOL_FILE_MAX, READ_REGULAR_ONLY, &text, &len);
 	if (e < 0) {
 		*ret_err = xasprintf("%s: cannot read: %s", path, strerror(-e));
 		return -EINVAL;
 	}
-	struct json_doc *doc = NULL;
+	struct bind b = { .name = path, .text = text, .len = len };
+	_cleanup_(json_doc_unrefp) struct json_doc *doc = NULL;
 	struct json_err jerr;
-	if (json_parse(text, len, JSON_ALLOW_COMMENTS, 64, &doc, &jerr) < 0) {
-		unsigned line, col;
-		json_line_col(text, len, jerr.offset, &line, &col);
-		*ret_err = xasprintf("%s:%u:%u: %s", path, line, col, jerr.msg);
-		free(text);
+	if (json_parse(text, len, JSON_ALLOW_COMMENTS, 64, &doc, &jerr) < 0)
+		bind_fail(&b, jerr.offset, NULL, "%s", jerr.msg);
+	else
+		load_decl(r, &b, json_doc_root(doc), path, prev, next, ret_err);
+	if (*ret_err)
 		return -EINVAL;
-	}
-	const struct json *decl = json_doc_root(doc);
-	const char *kind = json_str(json_get(decl, "kind"));
-	struct tool *t = NULL;
-	char *err = NULL;
-	int rr;
-	if (decl->type != JSON_OBJECT) {
-		err = xstrdup("a tool file holds one JSON object");
-		rr = -EINVAL;
-	} else if (!kind || str_eq(kind, "command")) {
-		if (!kind) {
-			err = xstrdup("kind: missing (\"command\" or \"mcp\")");
-			rr = -EINVAL;
-		} else {
-			rr = command_tool_from_json(decl, path, &t, &err);
-		}
-	} else if (str_eq(kind, "mcp")) {
-		rr = load_provider(r, decl, path, prev, next, &err);
-		if (rr == 0) {
-			json_doc_unref(doc);
-			free(text);
-			return 0;
-		}
-		if (rr == -EEXIST) {
-			*ret_err = err;
-			json_doc_unref(doc);
-			free(text);
-			return -EINVAL;
-		}
-	} else {
-		err = xasprintf("kind: unsupported kind '%s' (supported: \"command\", \"mcp\")", kind);
-		rr = -EINVAL;
-	}
-	if (rr < 0) {
-		/* Point at the member the message names when we can find it. */
-		size_t off = decl->off;
-		for (size_t i = 0; decl->type == JSON_OBJECT && err && i < decl->u.obj.n; i++) {
-			const struct json_member *m = &decl->u.obj.members[i];
-			size_t kl = strlen(m->key);
-			if (strncmp(err, m->key, kl) == 0 && (err[kl] == ':' || err[kl] == '.' || err[kl] == '[')) {
-				off = m->value->off;
-				break;
-			}
-		}
-		unsigned line, col;
-		json_line_col(text, len, off, &line, &col);
-		*ret_err = xasprintf("%s:%u:%u: %s", path, line, col, err ? err : "invalid tool");
-		free(err);
-		json_doc_unref(doc);
-		free(text);
-		return -EINVAL;
-	}
-	struct buf fp = {0};
-	json_canonical(decl, &fp);
-	free(t->fingerprint);
-	t->fingerprint = buf_steal(&fp);
-	free(t->source);
-	t->source = xstrdup(path);
-	/* A name already taken is reported at this file's "name". */
-	const struct json *jname = json_get(decl, "name");
-	unsigned line, col;
-	json_line_col(text, len, jname ? jname->off : decl->off, &line, &col);
-	json_doc_unref(doc);
-	free(text);
-	rr = registry_add(r, t, &err);
-	if (rr < 0) {
-		*ret_err = xasprintf("%s:%u:%u: %s", path, line, col, err);
-		free(err);
-		return -EINVAL;
-	}
-	return 0;
+	*ret_err = bind_errors(&b);
+	return *ret_err ? -EINVAL : 0;
 }
 
 int registry_build(const struct config *cfg, const struct providers *prev, struct providers *next,

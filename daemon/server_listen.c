@@ -33,6 +33,7 @@
 #include "lib/registry.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
+#include "lib/files/identity.h"
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_root.h"
 #include "proto/json.h"
@@ -145,25 +146,16 @@ static int listen_activated(struct server *s)
  * they were when it connected, from the kernel. */
 static bool peer_in_groups(const struct server *s, int fd, gid_t primary)
 {
-	for (size_t i = 0; i < s->cfg.peers.n_gids; i++)
+	_cleanup_(identity_clear) struct identity id = {0};
+	if (identity_from_socket(fd, &id) < 0)
+		id = (struct identity){ .gid = primary };
+	for (size_t i = 0; i < s->cfg.peers.n_gids; i++) {
 		if (s->cfg.peers.gids[i] == primary)
 			return true;
-	gid_t small[64];
-	_cleanup_free_ gid_t *big = NULL;
-	gid_t *groups = small;
-	socklen_t len = sizeof(small);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
-		if (errno != ERANGE)
-			return false;
-		/* The kernel said how much room the list needs. */
-		groups = big = xmalloc(len);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
-			return false;
-	}
-	for (size_t k = 0; k < len / sizeof(gid_t); k++)
-		for (size_t i = 0; i < s->cfg.peers.n_gids; i++)
-			if (s->cfg.peers.gids[i] == groups[k])
+		for (size_t k = 0; k < id.n_groups; k++)
+			if (s->cfg.peers.gids[i] == id.groups[k])
 				return true;
+	}
 	return false;
 }
 

@@ -65,8 +65,6 @@ void server_apply_config(struct server *s)
 	dc.circuit_failures = c->circuit.failures;
 	dc.circuit_window_ms = c->circuit.window_ms;
 	dc.circuit_open_ms = c->circuit.open_ms;
-	dc.confirm_timeout_ms = c->confirmation.timeout_ms;
-	dc.no_approver_wait = c->confirmation.no_approver_wait;
 	dc.max_json_depth = c->limits.max_json_depth;
 	s->env.shell_env_allow = (const char *const *)c->tools.shell_env_allow;
 	s->env.output_cap = (size_t)c->tools.shell_output_cap;

@@ -12,23 +12,24 @@
 #include "lib/schema/schema.h"
 #include "proto/json.h"
 
-static const char *const side_names[SIDE_MAX] = {
+const char *const side_effect_names[SIDE_MAX + 1] = {
 	[SIDE_NONE] = "none",
 	[SIDE_READ] = "read",
 	[SIDE_WRITE] = "write",
 	[SIDE_EXECUTE] = "execute",
 	[SIDE_NETWORK] = "network",
+	NULL,
 };
 
 const char *side_effect_name(enum side_effect s)
 {
-	return (unsigned)s < SIDE_MAX ? side_names[s] : "?";
+	return (unsigned)s < SIDE_MAX ? side_effect_names[s] : "?";
 }
 
 int side_effect_from_name(const char *s)
 {
 	for (int i = 0; i < SIDE_MAX; i++)
-		if (s && strcmp(side_names[i], s) == 0)
+		if (s && strcmp(side_effect_names[i], s) == 0)
 			return i;
 	return -1;
 }

@@ -50,6 +50,8 @@ enum side_effect {
 const char *side_effect_name(enum side_effect s);
 /* Returns the class named s ("write"), or -1. */
 int side_effect_from_name(const char *s);
+/* The classes' names by enum side_effect, NULL-terminated. */
+extern const char *const side_effect_names[];
 
 enum tool_ret {
 	TOOL_DONE = 0,		/* the outcome is set */
@@ -133,6 +135,10 @@ uint32_t tool_default_timeout(enum side_effect s);
  * _ - . (as MCP advises). */
 #define TOOL_NAME_MAX 128
 bool tool_name_valid(const char *s, size_t n);
+/* What a tool or provider file may ask for: a timeout of at most a day,
+ * at most so many attempts. */
+#define TOOL_TIMEOUT_MAX_MS 86400000
+#define TOOL_ATTEMPTS_MAX 10
 
 /* Settings the daemon hands every call (from the config). */
 struct tool_env {

@@ -30,8 +30,6 @@
 /* Bounds on what a declaration may hold. */
 #define ARGV_MAX 1024
 #define ENV_MAX 256
-#define TIMEOUT_MAX_MS 86400000
-#define ATTEMPTS_MAX 10
 #define CONCURRENCY_MAX 1024
 /* How much of stderr a failure message quotes. */
 #define TAIL_BYTES 500
@@ -66,11 +64,9 @@ struct cmd {
 	int run_as_peer;	/* -1: the config's */
 };
 
-static void cmd_free(void *p)
+/* Frees what a struct cmd holds. */
+static void cmd_clear(struct cmd *cmd)
 {
-	struct cmd *cmd = p;
-	if (!cmd)
-		return;
 	for (size_t i = 0; i < cmd->argc; i++) {
 		for (size_t k = 0; k < cmd->argv[i].n; k++)
 			free(cmd->argv[i].segs[k].text);
@@ -83,12 +79,14 @@ static void cmd_free(void *p)
 		free(cmd->env[i]);
 	free(cmd->env);
 	sandbox_tool_clear(&cmd->sandbox);
-	free(cmd);
 }
 
-static void cmd_freep(struct cmd **p)
+static void cmd_free(void *p)
 {
-	cmd_free(*p);
+	if (!p)
+		return;
+	cmd_clear(p);
+	free(p);
 }
 
 static void targ_add(struct targ *a, const char *s, size_t n, bool placeholder)
@@ -99,16 +97,17 @@ static void targ_add(struct targ *a, const char *s, size_t n, bool placeholder)
 
 /* Splits one argv element into literal text and {{name}} placeholders,
  * each of which must name a property of the input schema. */
-static int parse_element(const struct json *v, size_t idx, const struct json *props,
-			 struct targ *ret, char **ret_err)
+static int parse_element(struct bind *b, const struct json *v, size_t idx, const struct json *props,
+			 struct targ *ret)
 {
-	if (!v || v->type != JSON_STRING)
-		return set_errorf(ret_err, "argv[%zu]: expected a string", idx);
+	_cleanup_free_ char *path = bind_index_path("argv", idx);
+	if (v->type != JSON_STRING)
+		return bind_fail(b, v->off, path, "expected a string, got %s", bind_got(v));
 	const char *p = v->u.str.s, *end = p + v->u.str.len;
 	if (memchr(p, '\0', v->u.str.len))
-		return set_errorf(ret_err, "argv[%zu]: contains a NUL character", idx);
+		return bind_fail(b, v->off, path, "contains a NUL character");
 	if (idx == 0 && v->u.str.len == 0)
-		return set_errorf(ret_err, "argv[0]: the program name is empty");
+		return bind_fail(b, v->off, path, "the program name is empty");
 
 	while (p < end) {
 		const char *open = memmem(p, (size_t)(end - p), "{{", 2);
@@ -121,209 +120,168 @@ static int parse_element(const struct json *v, size_t idx, const struct json *pr
 		const char *name = open + 2;
 		const char *close = memmem(name, (size_t)(end - name), "}}", 2);
 		if (!close)
-			return set_errorf(ret_err, "argv[%zu]: '{{' without a closing '}}'", idx);
+			return bind_fail(b, v->off, path, "'{{' without a closing '}}'");
 		if (close == name)
-			return set_errorf(ret_err, "argv[%zu]: empty placeholder '{{}}'", idx);
+			return bind_fail(b, v->off, path, "empty placeholder '{{}}'");
 		_cleanup_free_ char *key = xstrndup(name, (size_t)(close - name));
 		if (idx == 0)
-			return set_errorf(ret_err, "argv[0]: the program must be literal, not a placeholder");
+			return bind_fail(b, v->off, path, "the program must be literal, not a placeholder");
 		if (!json_get(props, key))
-			return set_errorf(ret_err, "argv[%zu]: placeholder '{{%s}}' names no property of input_schema",
-				   idx, key);
+			return bind_fail(b, v->off, path, "placeholder '{{%s}}' names no property of input_schema", key);
 		targ_add(ret, key, strlen(key), true);
 		p = close + 2;
 	}
 	return 0;
 }
 
-/* A tool name as MCP allows it. */
-static bool name_valid(const struct json *v)
+/* "argv": the template, checked against the schema's properties. */
+static int parse_argv(struct bind *b, const struct json *argv, const struct json *props, struct cmd *cmd)
 {
-	return v && v->type == JSON_STRING && tool_name_valid(v->u.str.s, v->u.str.len);
-}
-
-/* Reads an optional integer key within [lo, hi]. */
-static int get_bounded(const struct json *decl, const char *key, int64_t lo, int64_t hi,
-		       int64_t *val, char **ret_err)
-{
-	const struct json *v = json_get(decl, key);
-	if (!v)
-		return 0;
-	if (!json_get_int(v, val) || *val < lo || *val > hi)
-		return set_errorf(ret_err, "%s: expected an integer from %" PRId64 " to %" PRId64, key, lo, hi);
-	return 1;
-}
-
-static const char *const known_keys[] = {
-	"name", "kind", "description", "argv", "side_effects", "idempotent", "timeout_ms",
-	"max_attempts", "concurrency", "input_schema", "cwd", "env", "stdout", "output", "sandbox",
-	"run_as", "options_allowed", "ok_exit_codes", NULL,
-};
-
-/* Reads "ok_exit_codes": exit statuses (0 to 255) that are a success;
- * default [0]. */
-static int ok_exit_from_json(const struct json *v, uint64_t ok[4], char **ret_err)
-{
-	ok[0] = 1;
-	if (!v)
-		return 0;
-	if (v->type != JSON_ARRAY || v->u.arr.n == 0 || v->u.arr.n > OK_EXIT_MAX)
-		return set_errorf(ret_err, "ok_exit_codes: an array of 1 to %d exit statuses", OK_EXIT_MAX);
-	ok[0] = 0;
-	for (size_t i = 0; i < v->u.arr.n; i++) {
-		int64_t n;
-		if (!json_get_int(v->u.arr.items[i], &n) || n < 0 || n > 255)
-			return set_errorf(ret_err, "ok_exit_codes[%zu]: an integer from 0 to 255", i);
-		ok[n / 64] |= UINT64_C(1) << (n % 64);
-	}
-	return 0;
-}
-
-/* Refuses keys the kind does not know. */
-static int check_keys(const struct json *decl, char **ret_err)
-{
-	for (size_t i = 0; i < decl->u.obj.n; i++) {
-		const char *key = decl->u.obj.members[i].key;
-		bool known = false;
-		for (const char *const *k = known_keys; *k && !known; k++)
-			known = strcmp(*k, key) == 0 && strlen(key) == decl->u.obj.members[i].key_len;
-		if (!known)
-			return set_errorf(ret_err, "%s: unknown key", key);
-	}
-	if (json_get(decl, "stdout") && json_get(decl, "output"))
-		return set_errorf(ret_err, "output: give either 'stdout' or 'output', not both");
-	return 0;
-}
-
-/* Reads the declared fixed environment variables. */
-static int parse_env(const struct json *env, struct cmd *cmd, char **ret_err)
-{
-	if (!env)
-		return 0;
-	if (env->type != JSON_OBJECT)
-		return set_errorf(ret_err, "env: expected an object of NAME: value strings");
-	if (env->u.obj.n > ENV_MAX)
-		return set_errorf(ret_err, "env: more than %d variables", ENV_MAX);
-	cmd->env = xcalloc(env->u.obj.n + 1, sizeof(*cmd->env));
-	for (size_t i = 0; i < env->u.obj.n; i++) {
-		const struct json_member *m = &env->u.obj.members[i];
-		if (m->key_len == 0 || strlen(m->key) != m->key_len || strchr(m->key, '='))
-			return set_errorf(ret_err, "env: '%s' is not a variable name", m->key);
-		if (m->value->type != JSON_STRING || strlen(m->value->u.str.s) != m->value->u.str.len)
-			return set_errorf(ret_err, "env.%s: expected a string without NUL characters", m->key);
-		cmd->env[cmd->n_env++] = xasprintf("%s=%s", m->key, m->value->u.str.s);
-	}
-	return 0;
-}
-
-/* Checks a declaration and builds its tool. */
-int command_tool_from_json(const struct json *decl, const char *source_path,
-			   struct tool **ret, char **ret_err)
-{
-	_cleanup_(cmd_freep) struct cmd *cmd = NULL;
-	int64_t timeout = 0, attempts = 0, conc = 0;
-	int r, has_timeout, has_attempts, has_conc;
-
-	if (!decl || decl->type != JSON_OBJECT)
-		return set_errorf(ret_err, "a command tool is declared by a JSON object");
-	if ((r = check_keys(decl, ret_err)) < 0)
-		return r;
-
-	const struct json *name = json_get(decl, "name");
-	if (!name)
-		return set_errorf(ret_err, "name: missing");
-	if (!name_valid(name))
-		return set_errorf(ret_err, "name: expected 1 to %d characters of A-Z a-z 0-9 _ - .", TOOL_NAME_MAX);
-
-	const struct json *kind = json_get(decl, "kind");
-	if (kind && !str_eq(json_str(kind), "command"))
-		return set_errorf(ret_err, "kind: expected \"command\"");
-
-	const struct json *desc = json_get(decl, "description");
-	if (desc && desc->type != JSON_STRING)
-		return set_errorf(ret_err, "description: expected a string");
-
-	const struct json *se = json_get(decl, "side_effects");
-	if (!se)
-		return set_errorf(ret_err, "side_effects: missing (one of none, read, write, execute, network)");
-	int side = side_effect_from_name(json_str(se));
-	if (side < 0)
-		return set_errorf(ret_err, "side_effects: expected one of none, read, write, execute, network");
-
-	const struct json *idem = json_get(decl, "idempotent");
-	if (idem && idem->type != JSON_BOOL)
-		return set_errorf(ret_err, "idempotent: expected true or false");
-	if ((has_timeout = get_bounded(decl, "timeout_ms", 1, TIMEOUT_MAX_MS, &timeout, ret_err)) < 0 ||
-	    (has_attempts = get_bounded(decl, "max_attempts", 1, ATTEMPTS_MAX, &attempts, ret_err)) < 0 ||
-	    (has_conc = get_bounded(decl, "concurrency", 0, CONCURRENCY_MAX, &conc, ret_err)) < 0)
-		return -EINVAL;
-
-	const struct json *schema = json_get(decl, "input_schema");
-	if (schema && schema->type != JSON_OBJECT)
-		return set_errorf(ret_err, "input_schema: expected an object");
-	const struct json *props = json_get(schema, "properties");
-
-	cmd = xcalloc(1, sizeof(*cmd));
-	cmd->sandbox = SANDBOX_TOOL_UNSET;
-	cmd->run_as_peer = -1;
-	const struct json *sb = json_get(decl, "sandbox");
-	if (sb && (r = sandbox_tool_from_json(sb, &cmd->sandbox, ret_err)) < 0)
-		return r;
-	const struct json *run_as = json_get(decl, "run_as");
-	if (run_as && (r = sandbox_run_as_from_json(run_as, "run_as", &cmd->run_as_peer, ret_err)) < 0)
-		return r;
-	const struct json *opts_ok = json_get(decl, "options_allowed");
-	if (opts_ok && opts_ok->type != JSON_BOOL)
-		return set_errorf(ret_err, "options_allowed: expected true or false");
-	cmd->options_allowed = json_is_true(opts_ok);
-	if ((r = ok_exit_from_json(json_get(decl, "ok_exit_codes"), cmd->ok_exit, ret_err)) < 0)
-		return r;
-
-	const struct json *argv = json_get(decl, "argv");
-	if (!argv)
-		return set_errorf(ret_err, "argv: missing");
 	if (argv->type != JSON_ARRAY || argv->u.arr.n == 0)
-		return set_errorf(ret_err, "argv: expected a non-empty array of strings");
+		return bind_fail(b, argv->off, "argv", "expected a non-empty array of strings");
 	if (argv->u.arr.n > ARGV_MAX)
-		return set_errorf(ret_err, "argv: more than %d elements", ARGV_MAX);
+		return bind_fail(b, argv->off, "argv", "more than %d elements", ARGV_MAX);
 	cmd->argv = xcalloc(argv->u.arr.n, sizeof(*cmd->argv));
+	cmd->argc = argv->u.arr.n;
 	bool after_dashes = false;
+	int r = 0;
 	for (size_t i = 0; i < argv->u.arr.n; i++) {
-		cmd->argc++;
-		if ((r = parse_element(argv->u.arr.items[i], i, props, &cmd->argv[i], ret_err)) < 0)
-			return r;
+		if (parse_element(b, argv->u.arr.items[i], i, props, &cmd->argv[i]) < 0)
+			r = -EINVAL;	/* the next element may be wrong too */
 		cmd->argv[i].may_be_option = after_dashes;
 		if (str_eq(json_str(argv->u.arr.items[i]), "--"))
 			after_dashes = true;
 	}
-	cmd->program = xstrdup(json_str(argv->u.arr.items[0]));
+	if (r == 0)
+		cmd->program = xstrdup(json_str(argv->u.arr.items[0]));
+	return r;
+}
 
-	const struct json *cwd = json_get(decl, "cwd");
-	if (cwd) {
-		if (cwd->type != JSON_STRING || cwd->u.str.len == 0 || strlen(cwd->u.str.s) != cwd->u.str.len)
-			return set_errorf(ret_err, "cwd: expected a non-empty path");
-		cmd->cwd = xstrdup(cwd->u.str.s);
+/* "name": a tool name as MCP allows it. */
+static int parse_name(struct bind *b, const char *path, const struct json *v, void *at)
+{
+	if (v->type != JSON_STRING || !tool_name_valid(v->u.str.s, v->u.str.len))
+		return bind_fail(b, v->off, path, "expected 1 to %d characters of A-Z a-z 0-9 _ - .", TOOL_NAME_MAX);
+	*(const char **)at = v->u.str.s;
+	return 0;
+}
+
+/* "input_schema": an object, compiled when the tool is made. */
+static int parse_schema(struct bind *b, const char *path, const struct json *v, void *at)
+{
+	int r = bind_want_object(b, path, v);
+	if (r == 0)
+		*(const struct json **)at = v;
+	return r;
+}
+
+/* "ok_exit_codes": exit statuses (0 to 255) that are a success. */
+static int parse_ok_exit(struct bind *b, const char *path, const struct json *v, void *at)
+{
+	uint64_t *ok = at;
+	if (v->type != JSON_ARRAY || v->u.arr.n == 0 || v->u.arr.n > OK_EXIT_MAX)
+		return bind_fail(b, v->off, path, "an array of 1 to %d exit statuses", OK_EXIT_MAX);
+	uint64_t bits[4] = {0};
+	int r = 0;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		int64_t n;
+		if (!json_get_int(v->u.arr.items[i], &n) || n < 0 || n > 255) {
+			_cleanup_free_ char *k = bind_index_path(path, i);
+			r = bind_fail(b, v->u.arr.items[i]->off, k, "an integer from 0 to 255");
+			continue;
+		}
+		bits[n / 64] |= UINT64_C(1) << (n % 64);
 	}
-	if ((r = parse_env(json_get(decl, "env"), cmd, ret_err)) < 0)
+	if (r == 0)
+		memcpy(ok, bits, sizeof(bits));
+	return r;
+}
+
+/* "env": fixed NAME: value pairs added to the scrubbed environment. */
+static int parse_env(struct bind *b, const char *path, const struct json *env, void *at)
+{
+	struct cmd *cmd = at;
+	char **v;
+	size_t n;
+	int r = bind_want_env(b, path, env, ENV_MAX, &v, &n);
+	if (r < 0)
 		return r;
+	bind_strv_free(cmd->env, cmd->n_env);
+	cmd->env = v;
+	cmd->n_env = n;
+	return 0;
+}
 
-	const struct json *out = json_get(decl, "stdout");
-	const char *out_key = "stdout";
-	if (!out) {
-		out = json_get(decl, "output");
-		out_key = "output";
-	}
-	if (out) {
-		const char *mode = json_str(out);
-		if (!str_eq(mode, "text") && !str_eq(mode, "json"))
-			return set_errorf(ret_err, "%s: expected \"text\" or \"json\"", out_key);
-		cmd->stdout_json = str_eq(mode, "json");
-	}
+/* A declaration as the binder reads it: the program's half (cmd) and the
+ * tool's. */
+struct decl {
+	struct cmd cmd;
+	const char *name;
+	int kind;
+	char *description;
+	const struct json *argv;
+	const struct json *schema;
+	int side;
+	bool idempotent;
+	uint32_t timeout_ms;		/* 0: the side-effect class's default */
+	int max_attempts;		/* 0: the dispatcher's */
+	int concurrency;		/* -1: no cap of its own */
+	int stdout_mode, output_mode;	/* -1: not given; 1: "json" */
+};
+
+static const char *const kind_names[] = { "command", NULL };
+static const char *const stdout_names[] = { "text", "json", NULL };
+
+static const struct bind_field decl_fields[] = {
+	{ .key = "name", .kind = BIND_CUSTOM, .required = true, .off = offsetof(struct decl, name),
+	  .parse = parse_name },
+	B_NAME(struct decl, "kind", kind, kind_names),
+	B_STRING(struct decl, "description", description, 0, 0),
+	{ .key = "argv", .kind = BIND_VALUE, .required = true, .off = offsetof(struct decl, argv) },
+	{ .key = "side_effects", .kind = BIND_NAME, .required = true, .off = offsetof(struct decl, side),
+	  .names = side_effect_names, .size = sizeof(int) },
+	B_BOOL(struct decl, "idempotent", idempotent),
+	B_U32(struct decl, "timeout_ms", timeout_ms, 1, TOOL_TIMEOUT_MAX_MS),
+	B_INT(struct decl, "max_attempts", max_attempts, 1, TOOL_ATTEMPTS_MAX),
+	B_INT(struct decl, "concurrency", concurrency, 0, CONCURRENCY_MAX),
+	B_CUSTOM(struct decl, "input_schema", schema, parse_schema),
+	B_STRING(struct decl, "cwd", cmd.cwd, 1, 0),
+	B_CUSTOM(struct decl, "env", cmd, parse_env),
+	B_NAME(struct decl, "stdout", stdout_mode, stdout_names),
+	B_NAME(struct decl, "output", output_mode, stdout_names),
+	B_OBJECT(struct decl, "sandbox", cmd.sandbox, sandbox_tool_fields, NULL),
+	B_NAME(struct decl, "run_as", cmd.run_as_peer, sandbox_run_as_names),
+	B_BOOL(struct decl, "options_allowed", cmd.options_allowed),
+	B_CUSTOM(struct decl, "ok_exit_codes", cmd.ok_exit, parse_ok_exit),
+	{},
+};
+
+static void decl_clear(struct decl *d)
+{
+	cmd_clear(&d->cmd);
+	free(d->description);
+}
+
+int command_tool_bind(struct bind *b, const struct json *decl, const char *source_path, struct tool **ret)
+{
+	struct decl d = {
+		.cmd = { .sandbox = SANDBOX_TOOL_UNSET, .run_as_peer = -1, .ok_exit = { 1 } },
+		.side = -1, .concurrency = -1, .stdout_mode = -1, .output_mode = -1,
+	};
+	unsigned before = b->n_errors;
+
+	if (decl->type != JSON_OBJECT)
+		return bind_fail(b, decl->off, NULL, "a command tool is declared by a JSON object");
+	bind_object(b, NULL, decl, decl_fields, NULL, &d);
+	if (d.stdout_mode >= 0 && d.output_mode >= 0)
+		bind_fail(b, json_get(decl, "output")->off, "output", "give either 'stdout' or 'output', not both");
+	if (d.argv)
+		parse_argv(b, d.argv, json_get(d.schema, "properties"), &d.cmd);
 
 	struct buf text = {0};
-	if (schema) {
+	if (d.schema) {
 		struct jgen *g = jgen_new(&text);
-		jgen_value(g, schema);
+		jgen_value(g, d.schema);
 		jgen_free(g);
 	} else {
 		buf_puts(&text, "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}");
@@ -331,18 +289,30 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	_cleanup_free_ char *schema_text = buf_steal(&text);
 	_cleanup_free_ char *err = NULL;
 	struct tool *t = NULL;
-	r = tool_new(&tool_kind_command, name->u.str.s, desc ? desc->u.str.s : "", schema_text, cmd, &t, &err);
-	if (r < 0)
-		return set_errorf(ret_err, "input_schema: %s", err ? err : "invalid schema");
-	t->sandbox = &TAKE_PTR(cmd)->sandbox;
+	/* The schema is checked even when something else is wrong: its
+	 * mistakes are reported in the same go. */
+	if (tool_new(&tool_kind_command, d.name ? d.name : "t", d.description ? d.description : "", schema_text,
+		     NULL, &t, &err) < 0)
+		bind_fail(b, d.schema ? d.schema->off : decl->off, "input_schema", "%s", err ? err : "invalid schema");
+	if (b->n_errors > before) {
+		if (t)
+			tool_unref(t);
+		decl_clear(&d);
+		return -EINVAL;
+	}
 
-	t->side_effects = (enum side_effect)side;
-	t->idempotent = json_is_true(idem);
-	t->timeout_ms = has_timeout ? (uint32_t)timeout : tool_default_timeout(t->side_effects);
-	if (has_attempts)
-		t->max_attempts = (unsigned)attempts;
-	if (has_conc)
-		t->concurrency = (unsigned)conc;
+	struct cmd *cmd = xmemdup(&d.cmd, sizeof(d.cmd));
+	cmd->stdout_json = d.stdout_mode == 1 || d.output_mode == 1;
+	t->priv = cmd;
+	t->sandbox = &cmd->sandbox;
+	t->side_effects = (enum side_effect)d.side;
+	t->idempotent = d.idempotent;
+	t->timeout_ms = d.timeout_ms ? d.timeout_ms : tool_default_timeout(t->side_effects);
+	if (d.max_attempts)
+		t->max_attempts = (unsigned)d.max_attempts;
+	if (d.concurrency >= 0)
+		t->concurrency = (unsigned)d.concurrency;
+	free(d.description);
 	free(t->source);
 	t->source = xstrdup(source_path ? source_path : "built-in");
 	struct buf fp = {0};
@@ -351,6 +321,15 @@ int command_tool_from_json(const struct json *decl, const char *source_path,
 	t->fingerprint = buf_steal(&fp);
 	*ret = t;
 	return 0;
+}
+
+int command_tool_from_json(const struct json *decl, const char *source_path, struct tool **ret, char **ret_err)
+{
+	struct bind b = {0};
+	int r = command_tool_bind(&b, decl, source_path, ret);
+	if (r < 0)
+		*ret_err = bind_errors(&b);
+	return r;
 }
 
 /* Appends an argument's value as it goes on a command line; false when it

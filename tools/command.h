@@ -43,12 +43,16 @@ struct json;
 
 extern const struct tool_def tool_kind_command;
 
+struct bind;
 /*
- * Builds a tool from a parsed declaration. source_path becomes the tool's
- * source. Returns 0, or -EINVAL with a message naming the offending key in
- * *ret_err ("argv[4]: placeholder '{{pth}}' names no property of
- * input_schema"); the caller adds the file's name.
+ * Builds a tool from a parsed declaration, checked by the binder: every
+ * mistake is recorded in b, each naming its key ("argv[4]: placeholder
+ * '{{pth}}' names no property of input_schema") and, when b holds the
+ * file's text, where it is. source_path becomes the tool's source.
+ * Returns 0, or -EINVAL.
  */
+int command_tool_bind(struct bind *b, const struct json *decl, const char *source_path, struct tool **ret);
+/* The same outside a file: the messages in *ret_err, one a line. */
 int command_tool_from_json(const struct json *decl, const char *source_path,
 			   struct tool **ret, char **ret_err);
 

@@ -34,6 +34,11 @@ void mcp_imports_free(struct mcp_import *t, size_t n)
 
 /* --- overrides per imported tool ------------------------------------------ */
 
+struct mcp_overrides {
+	struct mcp_override *v;
+	size_t n;
+};
+
 static void overrides_free(struct mcp_override *ov, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -43,81 +48,44 @@ static void overrides_free(struct mcp_override *ov, size_t n)
 	free(ov);
 }
 
-/* Checks one entry of "tools"; errors name it ("tools.write_*.timeout_ms: ..."). */
-static int override_from_json(const char *key, const struct json *v, struct mcp_override *o, char **ret_err)
+static const struct bind_field override_fields[] = {
+	B_NAME(struct mcp_override, "side_effects", side_effects, side_effect_names),
+	B_TRISTATE(struct mcp_override, "idempotent", idempotent),
+	B_U32(struct mcp_override, "timeout_ms", timeout_ms, 1, TOOL_TIMEOUT_MAX_MS),
+	B_U32(struct mcp_override, "max_attempts", max_attempts, 1, TOOL_ATTEMPTS_MAX),
+	B_INT(struct mcp_override, "concurrency", concurrency, 0, 4096),
+	B_STRING(struct mcp_override, "description", description, 0, 4096),
+	{},
+};
+
+/* One "NAME or GLOB": { overrides } of "tools"; errors name it
+ * ("tools.write_*.timeout_ms: ..."). */
+static int override_entry(struct bind *b, const char *path, const struct json_member *m, size_t i, void *arg)
 {
-	static const char *const keys[] = { "side_effects", "idempotent", "timeout_ms", "max_attempts",
-					     "concurrency", "description", NULL };
+	struct mcp_override *o = &((struct mcp_override *)arg)[i];
 	*o = (struct mcp_override){ .side_effects = -1, .idempotent = -1, .concurrency = -1 };
-	if (!*key || strlen(key) > TOOL_NAME_MAX)
-		return set_errorf(ret_err, "tools: a key is a tool name or a glob of 1 to %d bytes", TOOL_NAME_MAX);
-	if (!v || v->type != JSON_OBJECT)
-		return set_errorf(ret_err, "tools.%s: must be an object", key);
-	for (size_t i = 0; i < v->u.obj.n; i++) {
-		bool known = false;
-		for (const char *const *k = keys; *k; k++)
-			known |= strcmp(*k, v->u.obj.members[i].key) == 0;
-		if (!known)
-			return set_errorf(ret_err, "tools.%s.%s: unknown key (known: side_effects, idempotent, "
-					  "timeout_ms, max_attempts, concurrency, description)", key,
-					  v->u.obj.members[i].key);
-	}
-	const struct json *x;
-	int64_t n;
-	if ((x = json_get(v, "side_effects")) &&
-	    (o->side_effects = side_effect_from_name(json_str(x))) < 0)
-		return set_errorf(ret_err, "tools.%s.side_effects: one of \"none\", \"read\", \"write\", "
-				  "\"execute\", \"network\"", key);
-	if ((x = json_get(v, "idempotent"))) {
-		if (x->type != JSON_BOOL)
-			return set_errorf(ret_err, "tools.%s.idempotent: must be true or false", key);
-		o->idempotent = json_is_true(x);
-	}
-	if ((x = json_get(v, "timeout_ms"))) {
-		if (!json_get_int(x, &n) || n < 1 || n > 86400000)
-			return set_errorf(ret_err, "tools.%s.timeout_ms: an integer from 1 to 86400000", key);
-		o->timeout_ms = (uint32_t)n;
-	}
-	if ((x = json_get(v, "max_attempts"))) {
-		if (!json_get_int(x, &n) || n < 1 || n > 10)
-			return set_errorf(ret_err, "tools.%s.max_attempts: an integer from 1 to 10", key);
-		o->max_attempts = (unsigned)n;
-	}
-	if ((x = json_get(v, "concurrency"))) {
-		if (!json_get_int(x, &n) || n < 0 || n > 4096)
-			return set_errorf(ret_err, "tools.%s.concurrency: an integer from 0 to 4096", key);
-		o->concurrency = (int)n;
-	}
-	if ((x = json_get(v, "description"))) {
-		if (x->type != JSON_STRING || x->u.str.len > 4096 || strlen(x->u.str.s) != x->u.str.len)
-			return set_errorf(ret_err, "tools.%s.description: a string of at most 4096 bytes", key);
-		o->description = xstrdup(x->u.str.s);
-	}
-	o->pattern = xstrdup(key);
-	o->glob = policy_key_is_glob(key);
-	o->literal = (unsigned)policy_key_literal(key);
-	return 0;
+	o->pattern = xstrdup(m->key);
+	o->glob = policy_key_is_glob(m->key);
+	o->literal = (unsigned)policy_key_literal(m->key);
+	if (!bind_key_plain(m) || m->key_len > TOOL_NAME_MAX)
+		return bind_fail(b, bind_key_offset(b, m->value), path,
+				 "a key is a tool name or a glob of 1 to %d bytes", TOOL_NAME_MAX);
+	return bind_object(b, path, m->value, override_fields, bind_list_known, o);
 }
 
-/* Reads the file's "tools": { "NAME or GLOB": { overrides } }. */
-static int overrides_from_json(const struct json *v, struct mcp_override **ret, size_t *ret_n, char **ret_err)
+/* The file's "tools": { "NAME or GLOB": { overrides } }. */
+static int parse_overrides(struct bind *b, const char *path, const struct json *v, void *at)
 {
-	*ret = NULL;
-	*ret_n = 0;
-	if (!v)
-		return 0;
-	if (v->type != JSON_OBJECT || v->u.obj.n > MCP_OVERRIDES_MAX)
-		return set_errorf(ret_err, "tools: an object of at most %d tool names or globs", MCP_OVERRIDES_MAX);
-	struct mcp_override *ov = xcalloc(v->u.obj.n + 1, sizeof(*ov));
-	for (size_t i = 0; i < v->u.obj.n; i++) {
-		int r = override_from_json(v->u.obj.members[i].key, v->u.obj.members[i].value, &ov[i], ret_err);
-		if (r < 0) {
-			overrides_free(ov, i);
-			return r;
-		}
+	struct mcp_overrides *all = at;
+	size_t n = v->type == JSON_OBJECT ? v->u.obj.n : 0;
+	struct mcp_override *ov = xcalloc(n + 1, sizeof(*ov));
+	int r = bind_members(b, path, v, MCP_OVERRIDES_MAX, override_entry, ov);
+	if (r < 0) {
+		overrides_free(ov, n);
+		return r;
 	}
-	*ret = ov;
-	*ret_n = v->u.obj.n;
+	all->v = ov;
+	all->n = n;
 	return 0;
 }
 
@@ -153,144 +121,154 @@ char *mcp_provider_unmatched(const struct mcp_provider *p)
 
 /* --- the declaration ------------------------------------------------------- */
 
+/* A declaration as the binder reads it. */
+struct pdecl {
+	char *name, *prefix, *description;
+	int kind;
+	char **argv, **env;
+	int side;
+	bool idempotent, trust_annotations;
+	uint32_t timeout_ms, idle_s;
+	struct sandbox_tool sandbox;
+	enum mcp_run_as run_mode;
+	struct identity run_as;
+	struct mcp_overrides overrides;
+};
+
 /*
- * Reads "run_as": "peer" (the default), "user:NAME", "root", or "daemon"
- * (the daemon's own user, refused when that is root: "root" must say so);
- * a bare user name is read as "user:NAME".
+ * "run_as": "peer" (the default), "user:NAME", "root", or "daemon" (the
+ * daemon's own user, refused when that is root: "root" must say so); a
+ * bare user name is read as "user:NAME".
  */
-static int run_as_from_json(const struct json *v, enum mcp_run_as *ret, struct identity *id, char **ret_err)
+static int parse_run_as(struct bind *b, const char *path, const struct json *v, void *at)
 {
-	*ret = MCP_RUN_PEER;
-	*id = (struct identity){0};
-	if (!v)
-		return 0;
+	struct pdecl *d = at;
 	const char *s = json_str(v);
 	if (!s || !*s || strlen(s) != v->u.str.len || v->u.str.len > 256)
-		return set_errorf(ret_err, "run_as: \"peer\", \"user:NAME\" or \"root\"");
+		return bind_fail(b, v->off, path, "\"peer\", \"user:NAME\" or \"root\"");
 	if (str_eq(s, "peer"))
 		return 0;
 	if (str_eq(s, "root")) {
-		*ret = MCP_RUN_ROOT;
+		d->run_mode = MCP_RUN_ROOT;
 		return 0;
 	}
 	if (str_eq(s, "daemon")) {
 		if (geteuid() == 0)
-			return set_errorf(ret_err, "run_as: \"daemon\" would run it as root; say \"root\" to mean it, "
-					  "or \"peer\" or \"user:NAME\"");
-		*ret = MCP_RUN_DAEMON;
+			return bind_fail(b, v->off, path, "\"daemon\" would run it as root; say \"root\" to mean it, "
+					 "or \"peer\" or \"user:NAME\"");
+		d->run_mode = MCP_RUN_DAEMON;
 		return 0;
 	}
 	const char *user = str_has_prefix(s, "user:") ? s + 5 : s;
-	if (!*user || identity_from_user(user, id) < 0)
-		return set_errorf(ret_err, "run_as: no user '%s'", user);
-	if (id->uid == 0) {
-		identity_clear(id);
-		return set_errorf(ret_err, "run_as: '%s' is root; say \"root\" to mean it", user);
+	if (!*user || identity_from_user(user, &d->run_as) < 0)
+		return bind_fail(b, v->off, path, "no user '%s'", user);
+	if (d->run_as.uid == 0) {
+		identity_clear(&d->run_as);
+		return bind_fail(b, v->off, path, "'%s' is root; say \"root\" to mean it", user);
 	}
-	*ret = MCP_RUN_USER;
+	d->run_mode = MCP_RUN_USER;
 	return 0;
 }
 
-int mcp_provider_from_json(const struct json *decl, const char *source, struct mcp_provider **ret,
-			   char **ret_err)
+/* "command": the server's argv. */
+static int parse_command(struct bind *b, const char *path, const struct json *v, void *at)
 {
-	static const char *const keys[] = { "name", "kind", "command", "prefix", "side_effects",
-					     "idempotent", "timeout_ms", "description", "env", "sandbox",
-					     "run_as", "tools", "idle_s", "trust_annotations", NULL };
-	for (size_t i = 0; i < decl->u.obj.n; i++) {
-		bool known = false;
-		for (const char *const *k = keys; *k; k++)
-			known |= strcmp(*k, decl->u.obj.members[i].key) == 0;
-		if (!known)
-			return set_errorf(ret_err, "%s: unknown key (known: name, kind, command, prefix, side_effects, "
-				   "idempotent, timeout_ms, description, env, sandbox, run_as, idle_s, "
-				   "trust_annotations, tools)", decl->u.obj.members[i].key);
+	if (v->type != JSON_ARRAY || v->u.arr.n == 0 || v->u.arr.n > 1024)
+		return bind_fail(b, v->off, path, "a non-empty array of strings is required");
+	int r = 0;
+	for (size_t i = 0; i < v->u.arr.n; i++) {
+		const struct json *a = v->u.arr.items[i];
+		if (a->type != JSON_STRING || strlen(a->u.str.s) != a->u.str.len || (i == 0 && !a->u.str.len)) {
+			_cleanup_free_ char *k = bind_index_path(path, i);
+			r = bind_fail(b, a->off, k, "must be a string without NUL bytes");
+		}
 	}
-	const char *name = json_str(json_get(decl, "name"));
-	if (!name || !*name || strlen(name) > 128)
-		return set_errorf(ret_err, "name: a non-empty string is required");
-	const struct json *cmd = json_get(decl, "command");
-	if (!cmd || cmd->type != JSON_ARRAY || cmd->u.arr.n == 0 || cmd->u.arr.n > 1024)
-		return set_errorf(ret_err, "command: a non-empty array of strings is required");
-	for (size_t i = 0; i < cmd->u.arr.n; i++) {
-		const struct json *a = cmd->u.arr.items[i];
-		if (a->type != JSON_STRING || strlen(a->u.str.s) != a->u.str.len || (i == 0 && !a->u.str.len))
-			return set_errorf(ret_err, "command[%zu]: must be a string without NUL bytes", i);
-	}
-	const struct json *prefix = json_get(decl, "prefix");
-	if (prefix && (prefix->type != JSON_STRING || prefix->u.str.len > 64))
-		return set_errorf(ret_err, "prefix: must be a string of at most 64 bytes");
-	const char *se = json_str(json_get(decl, "side_effects"));
-	int side = side_effect_from_name(se);
-	if (side < 0)
-		return set_errorf(ret_err, "side_effects: one of \"none\", \"read\", \"write\", \"execute\", \"network\" is required");
-	const struct json *idem = json_get(decl, "idempotent");
-	if (idem && idem->type != JSON_BOOL)
-		return set_errorf(ret_err, "idempotent: must be true or false");
-	int64_t timeout = 0;
-	const struct json *to = json_get(decl, "timeout_ms");
-	if (to && (!json_get_int(to, &timeout) || timeout < 1 || timeout > 86400000))
-		return set_errorf(ret_err, "timeout_ms: an integer from 1 to 86400000");
-	int64_t idle_s = MCP_IDLE_S;
-	const struct json *idle = json_get(decl, "idle_s");
-	if (idle && (!json_get_int(idle, &idle_s) || idle_s < 1 || idle_s > 86400))
-		return set_errorf(ret_err, "idle_s: an integer from 1 to 86400");
-	const struct json *trust = json_get(decl, "trust_annotations");
-	if (trust && trust->type != JSON_BOOL)
-		return set_errorf(ret_err, "trust_annotations: must be true or false");
-	const struct json *env = json_get(decl, "env");
-	if (env && env->type != JSON_OBJECT)
-		return set_errorf(ret_err, "env: must be an object of strings");
-	for (size_t i = 0; env && i < env->u.obj.n; i++) {
-		const struct json_member *m = &env->u.obj.members[i];
-		if (m->value->type != JSON_STRING || !*m->key || strchr(m->key, '=') ||
-		    strlen(m->value->u.str.s) != m->value->u.str.len)
-			return set_errorf(ret_err, "env.%s: must be a string", m->key);
-	}
-
-	struct mcp_override *ov = NULL;
-	size_t n_ov = 0;
-	int r = overrides_from_json(json_get(decl, "tools"), &ov, &n_ov, ret_err);
 	if (r < 0)
 		return r;
-	struct sandbox_tool sb = SANDBOX_TOOL_UNSET;
-	const struct json *sbv = json_get(decl, "sandbox");
-	if (sbv && sandbox_tool_from_json(sbv, &sb, ret_err) < 0) {
-		overrides_free(ov, n_ov);
-		return -EINVAL;
-	}
-	struct identity run_as = {0};
-	enum mcp_run_as mode;
-	r = run_as_from_json(json_get(decl, "run_as"), &mode, &run_as, ret_err);
-	if (r < 0) {
-		sandbox_tool_clear(&sb);
-		overrides_free(ov, n_ov);
+	char **argv = xcalloc(v->u.arr.n + 1, sizeof(char *));
+	for (size_t i = 0; i < v->u.arr.n; i++)
+		argv[i] = xstrdup(v->u.arr.items[i]->u.str.s);
+	strv_free(*(char ***)at);
+	*(char ***)at = argv;
+	return 0;
+}
+
+/* "env": NAME: value strings for the server. */
+static int parse_env(struct bind *b, const char *path, const struct json *v, void *at)
+{
+	char **env;
+	size_t n;
+	int r = bind_want_env(b, path, v, 0, &env, &n);
+	if (r < 0)
 		return r;
+	strv_free(*(char ***)at);
+	*(char ***)at = env;
+	return 0;
+}
+
+static const char *const kind_names[] = { "mcp", NULL };
+
+static const struct bind_field provider_fields[] = {
+	{ .key = "name", .kind = BIND_STRING, .required = true, .off = offsetof(struct pdecl, name),
+	  .min = 1, .max = 128 },
+	B_NAME(struct pdecl, "kind", kind, kind_names),
+	{ .key = "command", .kind = BIND_CUSTOM, .required = true, .off = offsetof(struct pdecl, argv),
+	  .parse = parse_command },
+	B_STRING(struct pdecl, "prefix", prefix, 0, 64),
+	{ .key = "side_effects", .kind = BIND_NAME, .required = true, .off = offsetof(struct pdecl, side),
+	  .names = side_effect_names, .size = sizeof(int) },
+	B_BOOL(struct pdecl, "idempotent", idempotent),
+	B_U32(struct pdecl, "timeout_ms", timeout_ms, 1, TOOL_TIMEOUT_MAX_MS),
+	B_STRING(struct pdecl, "description", description, 0, 0),
+	B_CUSTOM(struct pdecl, "env", env, parse_env),
+	B_OBJECT(struct pdecl, "sandbox", sandbox, sandbox_tool_fields, NULL),
+	B_WHOLE("run_as", parse_run_as),
+	B_CUSTOM(struct pdecl, "tools", overrides, parse_overrides),
+	B_U32(struct pdecl, "idle_s", idle_s, 1, 86400),
+	B_BOOL(struct pdecl, "trust_annotations", trust_annotations),
+	{},
+};
+
+static void pdecl_clear(struct pdecl *d)
+{
+	free(d->name);
+	free(d->prefix);
+	free(d->description);
+	strv_free(d->argv);
+	strv_free(d->env);
+	sandbox_tool_clear(&d->sandbox);
+	identity_clear(&d->run_as);
+	overrides_free(d->overrides.v, d->overrides.n);
+}
+
+int mcp_provider_bind(struct bind *b, const struct json *decl, const char *source, struct mcp_provider **ret)
+{
+	struct pdecl d = { .side = -1, .sandbox = SANDBOX_TOOL_UNSET, .run_mode = MCP_RUN_PEER,
+			   .idle_s = MCP_IDLE_S };
+	if (bind_object(b, NULL, decl, provider_fields, bind_list_known, &d) < 0) {
+		pdecl_clear(&d);
+		return -EINVAL;
 	}
 
 	struct mcp_provider *p = xcalloc(1, sizeof(*p));
 	p->refs = 1;
-	p->sandbox = sb;
-	p->run_as = run_as;
-	p->run_mode = mode;
-	p->idle_s = (uint32_t)idle_s;
-	p->trust_annotations = json_is_true(trust);
+	p->sandbox = d.sandbox;
+	p->run_as = d.run_as;
+	p->run_mode = d.run_mode;
+	p->idle_s = d.idle_s;
+	p->trust_annotations = d.trust_annotations;
 	p->retry_ms = MCP_RETRY_S * 1000;
-	p->overrides = ov;
-	p->n_overrides = n_ov;
-	p->name = xstrdup(name);
-	p->prefix = xstrdup(prefix ? prefix->u.str.s : "");
+	p->overrides = d.overrides.v;
+	p->n_overrides = d.overrides.n;
+	p->name = d.name;
+	p->prefix = d.prefix ? d.prefix : xstrdup("");
 	p->source = xstrdup(source ? source : "");
-	p->side_effects = (enum side_effect)side;
-	p->idempotent = json_is_true(idem);
-	p->timeout_ms = (uint32_t)timeout;
-	p->argv = xcalloc(cmd->u.arr.n + 1, sizeof(char *));
-	for (size_t i = 0; i < cmd->u.arr.n; i++)
-		p->argv[i] = xstrdup(cmd->u.arr.items[i]->u.str.s);
-	size_t ne = env ? env->u.obj.n : 0;
-	p->env_extra = xcalloc(ne + 1, sizeof(char *));
-	for (size_t i = 0; i < ne; i++)
-		p->env_extra[i] = xasprintf("%s=%s", env->u.obj.members[i].key, env->u.obj.members[i].value->u.str.s);
+	p->side_effects = (enum side_effect)d.side;
+	p->idempotent = d.idempotent;
+	p->timeout_ms = d.timeout_ms;
+	p->argv = d.argv;
+	p->env_extra = d.env ? d.env : xcalloc(1, sizeof(char *));
+	free(d.description);
 	struct buf fp = {0};
 	json_canonical(decl, &fp);
 	p->fingerprint = buf_steal(&fp);
@@ -299,6 +277,16 @@ int mcp_provider_from_json(const struct json *decl, const char *source, struct m
 	list_init(&p->sent);
 	*ret = p;
 	return 0;
+}
+
+int mcp_provider_from_json(const struct json *decl, const char *source, struct mcp_provider **ret,
+			   char **ret_err)
+{
+	struct bind b = {0};
+	int r = mcp_provider_bind(&b, decl, source, ret);
+	if (r < 0)
+		*ret_err = bind_errors(&b);
+	return r;
 }
 
 /* Frees what the declaration and the provider's state hold; its server is down. */

@@ -44,7 +44,11 @@ enum mcp_state {
 
 extern const struct tool_def tool_kind_mcp;
 
-/* Checks a declaration of kind "mcp"; errors name the key ("prefix: ..."). */
+struct bind;
+/* Checks a declaration of kind "mcp" with the binder: every mistake is
+ * recorded in b, each naming its key ("prefix: ..."). */
+int mcp_provider_bind(struct bind *b, const struct json *decl, const char *source, struct mcp_provider **ret);
+/* The same outside a file: the messages in *ret_err, one a line. */
 int mcp_provider_from_json(const struct json *decl, const char *source, struct mcp_provider **ret,
 			   char **ret_err);
 struct mcp_provider *mcp_provider_ref(struct mcp_provider *p);

@@ -117,7 +117,7 @@ const struct tool_def tool_shell = {
 	.input_schema = shell_schema,
 	.side_effects = SIDE_EXECUTE,
 	.idempotent = false,
-	.timeout_ms = 600000,
+	/* timeout_ms: the default of SIDE_EXECUTE, ten minutes */
 	.path_args = shell_path_args,
 	.timeout_arg = true,
 	.exec = shell_exec,

@@ -178,15 +178,20 @@ static void on_timer(void *arg)
 	}
 }
 
+const char *const audit_on_error_names[] = {
+	[AUDIT_ON_ERROR_LOG] = "log",
+	[AUDIT_ON_ERROR_REFUSE] = "refuse",
+	NULL,
+};
+
 int audit_on_error_from_string(const char *s, enum audit_on_error *ret)
 {
-	if (str_eq(s, "log"))
-		*ret = AUDIT_ON_ERROR_LOG;
-	else if (str_eq(s, "refuse"))
-		*ret = AUDIT_ON_ERROR_REFUSE;
-	else
-		return -EINVAL;
-	return 0;
+	for (int i = 0; audit_on_error_names[i]; i++)
+		if (str_eq(s, audit_on_error_names[i])) {
+			*ret = (enum audit_on_error)i;
+			return 0;
+		}
+	return -EINVAL;
 }
 
 int audit_open_with(const char *path, struct tc_loop *loop, const struct audit_opts *opts,

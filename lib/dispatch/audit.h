@@ -57,6 +57,8 @@ int audit_open_with(const char *path, struct tc_loop *loop, const struct audit_o
 		    struct audit **ret);
 /* Parses "log" or "refuse". */
 int audit_on_error_from_string(const char *s, enum audit_on_error *ret);
+/* The names of enum audit_on_error, NULL-terminated ("log", "refuse"). */
+extern const char *const audit_on_error_names[];
 /* Queues one line (without its newline). */
 void audit_record(struct audit *a, const char *line, size_t n);
 /* Writes what is queued; with sync, fdatasyncs too (on the pool when the

@@ -41,6 +41,19 @@ struct confirm {
 	struct list node;		/* d->resolved */
 };
 
+/* How long a confirmation waits: the policy's (its default when the
+ * dispatcher has none). */
+static uint64_t confirm_timeout_ms(const struct dispatcher *d)
+{
+	return d->policy ? d->policy->timeout_ms : POLICY_CONFIRM_TIMEOUT_MS;
+}
+
+/* Whether a confirmation with no approver connected waits for one. */
+static bool no_approver_wait(const struct dispatcher *d)
+{
+	return d->policy && d->policy->no_approver_wait;
+}
+
 /* Frees what only an open request shows (its files and diff): a settled
  * one is kept for its decision. */
 static void confirm_shed(struct confirm *c)
@@ -199,7 +212,7 @@ static void extra_confirm(struct jgen *g, void *arg)
 	jgen_arr_close(g);
 	if (e->confirm->diff)
 		jgen_kv_str(g, "diff", e->confirm->diff);
-	jgen_kv_int(g, "timeoutMs", (int64_t)e->d->cfg.confirm_timeout_ms);
+	jgen_kv_int(g, "timeoutMs", (int64_t)confirm_timeout_ms(e->d));
 }
 
 struct resolved_arg {
@@ -266,14 +279,14 @@ static void on_confirm_timeout(void *arg)
 	struct exec *e = arg;
 	confirm_unanswered(e, "timeout", outcome_error(TC_CONFIRMATION_TIMEOUT,
 		"Nobody answered the confirmation request for '%s' within %llu ms; the call was not run",
-		e->tool->name, (unsigned long long)e->d->cfg.confirm_timeout_ms));
+		e->tool->name, (unsigned long long)confirm_timeout_ms(e->d)));
 }
 
 void confirm_ask(struct exec *e)
 {
 	struct dispatcher *d = e->d;
 	bool elicit = exec_ask_callers(e, NULL);
-	if (!d->cfg.no_approver_wait && !elicit &&
+	if (!no_approver_wait(d) && !elicit &&
 	    !event_has_subscriber(d->bus, "tool.confirmation_requested", e->session)) {
 		exec_finish(e, outcome_error(TC_USER_DENIED,
 					     "Tool '%s' (side effect: %s) needs confirmation and no approver is "
@@ -318,7 +331,7 @@ void confirm_ask(struct exec *e)
 	e->confirm = c;
 	e->session->confirming++;
 	e->state = EX_CONFIRMING;
-	exec_set_timer(e, on_confirm_timeout, d->cfg.confirm_timeout_ms);
+	exec_set_timer(e, on_confirm_timeout, confirm_timeout_ms(d));
 	struct confirm_arg ca = { e };
 	event_emit(d->bus, "tool.confirmation_requested", e->session, e->call_id, e->tool->name,
 		   extra_confirm, &ca);
@@ -327,7 +340,7 @@ void confirm_ask(struct exec *e)
 		json_canonical(e->args, &in);
 		const struct confirm_question q = { c->id, e->tool->name, side_effect_name(e->tool->side_effects),
 						    buf_head(&in), buf_size(&in), c->files, c->n_files, c->diff,
-						    d->cfg.confirm_timeout_ms };
+						    confirm_timeout_ms(d) };
 		c->elicited = exec_ask_callers(e, &q);
 		if (!c->elicited)
 			dispatch_elicit_failed(d, c->id);	/* maybe nobody else sees it */
@@ -341,7 +354,7 @@ void dispatch_elicit_failed(struct dispatcher *d, const char *request_id)
 		return;
 	c->elicited = false;
 	struct exec *e = c->exec;
-	if (d->cfg.no_approver_wait || event_has_subscriber(d->bus, "tool.confirmation_requested", e->session))
+	if (no_approver_wait(d) || event_has_subscriber(d->bus, "tool.confirmation_requested", e->session))
 		return;
 	confirm_unanswered(e, "deny", outcome_error(TC_USER_DENIED,
 		"Tool '%s' needs confirmation and the user was asked but gave no answer (or the client could "
@@ -389,7 +402,7 @@ static struct exec **open_requests(struct dispatcher *d, bool unseen, size_t *re
 
 void dispatch_approvers_left(struct dispatcher *d)
 {
-	if (d->cfg.no_approver_wait)
+	if (no_approver_wait(d))
 		return;
 	/* Collected first: finishing one changes the map. */
 	size_t n;

@@ -87,8 +87,6 @@ void dispatch_config_defaults(struct dispatch_config *c)
 		.circuit_failures = 5,
 		.circuit_window_ms = 30000,
 		.circuit_open_ms = 30000,
-		.confirm_timeout_ms = POLICY_CONFIRM_TIMEOUT_MS,
-		.no_approver_wait = false,
 		.max_json_depth = 64,
 	};
 }

@@ -58,8 +58,6 @@ struct dispatch_config {
 	unsigned circuit_failures;	/* 5 */
 	uint64_t circuit_window_ms;	/* 30000 */
 	uint64_t circuit_open_ms;	/* 30000 */
-	uint64_t confirm_timeout_ms;	/* 300000 */
-	bool no_approver_wait;		/* false: fail at once with user_denied */
 	unsigned max_json_depth;	/* for arguments sent as a string */
 };
 

@@ -15,22 +15,23 @@
 #include "lib/tool.h"
 #include "proto/json.h"
 
-static const char *const mode_names[CONFIRM_MODE_MAX] = {
+const char *const confirm_mode_names[CONFIRM_MODE_MAX + 1] = {
 	[CONFIRM_AUTO] = "auto",
 	[CONFIRM_PROMPT] = "prompt",
 	[CONFIRM_DENY] = "deny",
 	[CONFIRM_SANDBOXED] = "sandboxed",
+	NULL,
 };
 
 const char *confirm_mode_name(enum confirm_mode m)
 {
-	return (unsigned)m < CONFIRM_MODE_MAX ? mode_names[m] : "?";
+	return (unsigned)m < CONFIRM_MODE_MAX ? confirm_mode_names[m] : "?";
 }
 
 int confirm_mode_from_name(const char *s)
 {
 	for (int i = 0; i < CONFIRM_MODE_MAX; i++)
-		if (s && strcmp(mode_names[i], s) == 0)
+		if (s && strcmp(confirm_mode_names[i], s) == 0)
 			return i;
 	return -1;
 }

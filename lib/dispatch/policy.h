@@ -66,6 +66,8 @@ void policy_config_free(struct policy_config *p);
 const char *confirm_mode_name(enum confirm_mode m);
 /* Returns the mode named s, or -1. */
 int confirm_mode_from_name(const char *s);
+/* The modes' names by enum confirm_mode, NULL-terminated. */
+extern const char *const confirm_mode_names[];
 
 /* True when a per_tool key is a glob (holds * ? or [). */
 bool policy_key_is_glob(const char *key);

@@ -20,21 +20,22 @@
 #define LIST_MAX 256
 #define LIMIT_MAX (INT64_C(1) << 40)
 
-static const char *const profile_names[] = {
+const char *const sandbox_profile_names[] = {
 	[SANDBOX_WORKSPACE_WRITE] = "workspace-write",
 	[SANDBOX_READ_ONLY] = "read-only",
 	[SANDBOX_OFF] = "off",
+	NULL,
 };
 
 const char *sandbox_profile_name(enum sandbox_profile p)
 {
-	return (unsigned)p < ELEMENTSOF(profile_names) ? profile_names[p] : "?";
+	return (unsigned)p < ELEMENTSOF(sandbox_profile_names) - 1 ? sandbox_profile_names[p] : "?";
 }
 
 int sandbox_profile_from_name(const char *s)
 {
-	for (size_t i = 0; s && i < ELEMENTSOF(profile_names); i++)
-		if (strcmp(s, profile_names[i]) == 0)
+	for (size_t i = 0; s && sandbox_profile_names[i]; i++)
+		if (strcmp(s, sandbox_profile_names[i]) == 0)
 			return (int)i;
 	return -1;
 }
@@ -187,27 +188,14 @@ void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg,
 	req->unix_sockets = (const char *const *)cfg->unix_sockets;
 }
 
-/* Refuses keys not in known. */
-static int check_keys(const struct json *obj, const char *const *known, const char *where, char **ret_err)
-{
-	for (size_t i = 0; i < obj->u.obj.n; i++) {
-		const char *key = obj->u.obj.members[i].key;
-		bool ok = false;
-		for (const char *const *k = known; *k && !ok; k++)
-			ok = strcmp(*k, key) == 0 && strlen(key) == obj->u.obj.members[i].key_len;
-		if (!ok)
-			return set_errorf(ret_err, "%s.%s: unknown key", where, key);
-	}
-	return 0;
-}
-
-/* Reads an array of strings (no NUL, not empty); absolute paths or "~/"
- * ones when paths, relative ones without ".." when relative. */
-static int str_list(const struct json *v, const char *where, int kind, char ***ret, char **ret_err)
+/* Reads an array of strings (no NUL, not empty) into *at: absolute paths
+ * or "~/" ones when kind is 1, relative ones without ".." when 2. */
+static int str_list(struct bind *b, const char *path, const struct json *v, int kind, char ***at)
 {
 	if (v->type != JSON_ARRAY || v->u.arr.n > LIST_MAX)
-		return set_errorf(ret_err, "%s: expected an array of at most %d strings", where, LIST_MAX);
+		return bind_fail(b, v->off, path, "expected an array of at most %d strings", LIST_MAX);
 	char **list = xcalloc(v->u.arr.n + 1, sizeof(*list));
+	int r = 0;
 	for (size_t i = 0; i < v->u.arr.n; i++) {
 		const struct json *s = v->u.arr.items[i];
 		const char *str = json_str(s);
@@ -217,176 +205,127 @@ static int str_list(const struct json *v, const char *where, int kind, char ***r
 		if (ok && kind == 2)	/* beneath a workspace */
 			ok = str[0] != '/' && !strstr(str, "..");
 		if (!ok) {
-			for (size_t k = 0; k < i; k++)
-				free(list[k]);
-			free(list);
-			return set_errorf(ret_err, "%s[%zu]: expected %s", where, i,
-				   kind == 1 ? "an absolute path or one starting with ~/"
-					     : kind == 2 ? "a path relative to the workspace, without .."
-							 : "a non-empty string");
+			_cleanup_free_ char *k = bind_index_path(path, i);
+			r = bind_fail(b, s->off, k, "expected %s",
+				      kind == 1 ? "an absolute path or one starting with ~/"
+						: "a path relative to the workspace, without ..");
+			continue;
 		}
 		list[i] = xstrdup(str);
 	}
-	*ret = list;
-	return 0;
-}
-
-static void strv_set(char ***dst, char **v)
-{
-	strv_free(*dst);
-	*dst = v;
-}
-
-/* Reads a "limits" object over *l. */
-static int limits_from_json(const struct json *v, const char *where, struct sandbox_limits *l, char **ret_err)
-{
-	static const char *const keys[] = { "memory_mb", "pids", "file_size_mb", "nofile", "cpu_s", "tmp_mb", NULL };
-	int r;
-	if (v->type != JSON_OBJECT)
-		return set_errorf(ret_err, "%s: expected an object", where);
-	if ((r = check_keys(v, keys, where, ret_err)) < 0)
+	if (r < 0) {
+		for (size_t i = 0; i < v->u.arr.n; i++)
+			free(list[i]);
+		free(list);
 		return r;
-	int64_t *dst[] = { &l->memory_mb, &l->pids, &l->file_size_mb, &l->nofile, &l->cpu_s, &l->tmp_mb };
-	for (size_t i = 0; keys[i]; i++) {
-		const struct json *m = json_get(v, keys[i]);
-		int64_t n;
-		if (!m)
-			continue;
-		if (m->type == JSON_NULL) {
-			*dst[i] = -1;	/* none */
-			continue;
-		}
-		if (!json_get_int(m, &n) || n < 1 || n > LIMIT_MAX)
-			return set_errorf(ret_err, "%s.%s: expected a positive integer or null (no limit)", where, keys[i]);
-		*dst[i] = n;
 	}
+	strv_free(*at);
+	*at = list;
 	return 0;
 }
 
-static int profile_from_json(const struct json *v, const char *where, int *ret, char **ret_err)
+static int parse_abs_list(struct bind *b, const char *path, const struct json *v, void *at)
 {
-	int p = sandbox_profile_from_name(json_str(v));
-	if (p < 0)
-		return set_errorf(ret_err, "%s: expected \"workspace-write\", \"read-only\" or \"off\"", where);
-	*ret = p;
-	return 0;
+	return str_list(b, path, v, 1, at);
 }
 
-static int bool_from_json(const struct json *v, const char *where, bool *ret, char **ret_err)
+static int parse_rel_list(struct bind *b, const char *path, const struct json *v, void *at)
 {
-	if (v->type != JSON_BOOL)
-		return set_errorf(ret_err, "%s: expected true or false", where);
-	*ret = v->u.b;
+	return str_list(b, path, v, 2, at);
+}
+
+/* A limit: a positive integer, or null for none (-1). */
+static int parse_limit(struct bind *b, const char *path, const struct json *v, void *at)
+{
+	int64_t n;
+	if (v->type == JSON_NULL) {
+		*(int64_t *)at = -1;
+		return 0;
+	}
+	if (!json_get_int(v, &n) || n < 1 || n > LIMIT_MAX)
+		return bind_fail(b, v->off, path, "expected a positive integer or null (no limit)");
+	*(int64_t *)at = n;
 	return 0;
 }
 
-/* Reads a run_as value: 1 for "peer", 0 for "daemon". */
-int sandbox_run_as_from_json(const struct json *v, const char *where, int *ret, char **ret_err)
+#define LIMIT(k) B_CUSTOM(struct sandbox_limits, #k, k, parse_limit)
+static const struct bind_field limits_fields[] = {
+	LIMIT(memory_mb), LIMIT(pids), LIMIT(file_size_mb), LIMIT(nofile), LIMIT(cpu_s), LIMIT(tmp_mb),
+	{},
+};
+
+/* One "tool": profile of per_tool, added to those the config has. */
+static int tool_profile(struct bind *b, const char *path, const struct json_member *e, size_t i, void *arg)
+{
+	struct sandbox_config *cfg = arg;
+	int p;
+	int r = bind_want_name(b, path, e->value, sandbox_profile_names, &p);
+	if (r < 0)
+		return r;
+	cfg->per_tool = xreallocarray(cfg->per_tool, cfg->n_per_tool + 1, sizeof(*cfg->per_tool));
+	cfg->per_tool[cfg->n_per_tool++] = (struct sandbox_per_tool){
+		.tool = xstrdup(e->key), .profile = (enum sandbox_profile)p };
+	return 0;
+}
+
+static int parse_per_tool(struct bind *b, const char *path, const struct json *v, void *at)
+{
+	return bind_members(b, path, v, LIST_MAX, tool_profile, at);
+}
+
+/* "cgroup": an absolute path, or "" for none. */
+static int parse_cgroup(struct bind *b, const char *path, const struct json *v, void *at)
 {
 	const char *s = json_str(v);
-	if (!str_eq(s, "peer") && !str_eq(s, "daemon"))
-		return set_errorf(ret_err, "%s: expected \"peer\" or \"daemon\"", where);
-	*ret = str_eq(s, "peer");
+	if (!s || strlen(s) != v->u.str.len || (*s && *s != '/'))
+		return bind_fail(b, v->off, path, "expected an absolute path, or \"\" for none");
+	free(*(char **)at);
+	*(char **)at = xstrdup(s);
 	return 0;
 }
 
-/* Reads a tool or provider file's "sandbox" object. */
+const char *const sandbox_run_as_names[] = { "daemon", "peer", NULL };
+
+const struct bind_field sandbox_config_fields[] = {
+	B_NAME(struct sandbox_config, "default", profile, sandbox_profile_names),
+	B_WHOLE("per_tool", parse_per_tool),
+	B_BOOL(struct sandbox_config, "network", network),
+	B_BOOL(struct sandbox_config, "require", require),
+	B_CUSTOM(struct sandbox_config, "deny_read", deny_read, parse_abs_list),
+	B_CUSTOM(struct sandbox_config, "write_extra", write_extra, parse_abs_list),
+	B_CUSTOM(struct sandbox_config, "protect", protect, parse_rel_list),
+	B_CUSTOM(struct sandbox_config, "unix_sockets", unix_sockets, parse_abs_list),
+	B_OBJECT(struct sandbox_config, "limits", limits, limits_fields, NULL),
+	B_CUSTOM(struct sandbox_config, "cgroup", cgroup_dir, parse_cgroup),
+	{},
+};
+
+const struct bind_field sandbox_tool_fields[] = {
+	B_NAME(struct sandbox_tool, "profile", profile, sandbox_profile_names),
+	B_TRISTATE(struct sandbox_tool, "network", network),
+	B_CUSTOM(struct sandbox_tool, "write_extra", write_extra, parse_abs_list),
+	B_OBJECT(struct sandbox_tool, "limits", limits, limits_fields, NULL),
+	{},
+};
+
+/* Checks v against fields without a file: messages name the key alone. */
+static int from_json(const struct json *v, const struct bind_field *fields, void *obj, char **ret_err)
+{
+	struct bind b = {0};
+	int r = bind_object(&b, "sandbox", v, fields, NULL, obj);
+	if (r < 0)
+		*ret_err = bind_errors(&b);
+	return r;
+}
+
 int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **ret_err)
 {
-	static const char *const keys[] = { "profile", "network", "write_extra", "limits", NULL };
-	const struct json *m;
-	int r;
-	bool b = false;
-
-	if (v->type != JSON_OBJECT)
-		return set_errorf(ret_err, "sandbox: expected an object");
-	if ((r = check_keys(v, keys, "sandbox", ret_err)) < 0)
-		return r;
-	if ((m = json_get(v, "profile")) && (r = profile_from_json(m, "sandbox.profile", &t->profile, ret_err)) < 0)
-		return r;
-	if ((m = json_get(v, "network"))) {
-		if ((r = bool_from_json(m, "sandbox.network", &b, ret_err)) < 0)
-			return r;
-		t->network = b;
-	}
-	if ((m = json_get(v, "write_extra"))) {
-		char **list;
-		if ((r = str_list(m, "sandbox.write_extra", 1, &list, ret_err)) < 0)
-			return r;
-		strv_set(&t->write_extra, list);
-	}
-	if ((m = json_get(v, "limits")) && (r = limits_from_json(m, "sandbox.limits", &t->limits, ret_err)) < 0)
-		return r;
-	return 0;
+	return from_json(v, sandbox_tool_fields, t, ret_err);
 }
 
-/* Reads the config's "sandbox" object over cfg (defaults set). */
 int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, char **ret_err)
 {
-	static const char *const keys[] = {
-		"default", "per_tool", "network", "deny_read", "write_extra", "protect", "limits", "require",
-		"cgroup", "unix_sockets", NULL,
-	};
-	const struct json *m;
-	char **list;
-	int r, p = 0;
-
-	if (v->type != JSON_OBJECT)
-		return set_errorf(ret_err, "sandbox: expected an object");
-	if ((r = check_keys(v, keys, "sandbox", ret_err)) < 0)
-		return r;
-	if ((m = json_get(v, "default"))) {
-		if ((r = profile_from_json(m, "sandbox.default", &p, ret_err)) < 0)
-			return r;
-		cfg->profile = (enum sandbox_profile)p;
-	}
-	if ((m = json_get(v, "per_tool"))) {
-		if (m->type != JSON_OBJECT || m->u.obj.n > LIST_MAX)
-			return set_errorf(ret_err, "sandbox.per_tool: expected an object of tool name: profile");
-		for (size_t i = 0; i < m->u.obj.n; i++) {
-			const struct json_member *e = &m->u.obj.members[i];
-			_cleanup_free_ char *where = xasprintf("sandbox.per_tool.%s", e->key);
-			if ((r = profile_from_json(e->value, where, &p, ret_err)) < 0)
-				return r;
-			cfg->per_tool = xreallocarray(cfg->per_tool, cfg->n_per_tool + 1, sizeof(*cfg->per_tool));
-			cfg->per_tool[cfg->n_per_tool++] = (struct sandbox_per_tool){
-				.tool = xstrdup(e->key), .profile = (enum sandbox_profile)p };
-		}
-	}
-	if ((m = json_get(v, "network")) && (r = bool_from_json(m, "sandbox.network", &cfg->network, ret_err)) < 0)
-		return r;
-	if ((m = json_get(v, "require")) && (r = bool_from_json(m, "sandbox.require", &cfg->require, ret_err)) < 0)
-		return r;
-	if ((m = json_get(v, "deny_read"))) {
-		if ((r = str_list(m, "sandbox.deny_read", 1, &list, ret_err)) < 0)
-			return r;
-		strv_set(&cfg->deny_read, list);
-	}
-	if ((m = json_get(v, "write_extra"))) {
-		if ((r = str_list(m, "sandbox.write_extra", 1, &list, ret_err)) < 0)
-			return r;
-		strv_set(&cfg->write_extra, list);
-	}
-	if ((m = json_get(v, "protect"))) {
-		if ((r = str_list(m, "sandbox.protect", 2, &list, ret_err)) < 0)
-			return r;
-		strv_set(&cfg->protect, list);
-	}
-	if ((m = json_get(v, "unix_sockets"))) {
-		if ((r = str_list(m, "sandbox.unix_sockets", 1, &list, ret_err)) < 0)
-			return r;
-		strv_set(&cfg->unix_sockets, list);
-	}
-	if ((m = json_get(v, "limits")) && (r = limits_from_json(m, "sandbox.limits", &cfg->limits, ret_err)) < 0)
-		return r;
-	if ((m = json_get(v, "cgroup"))) {
-		const char *s = json_str(m);
-		if (!s || (*s && *s != '/'))
-			return set_errorf(ret_err, "sandbox.cgroup: expected an absolute path, or \"\" for none");
-		free(cfg->cgroup_dir);
-		cfg->cgroup_dir = xstrdup(s);
-	}
-	return 0;
+	return from_json(v, sandbox_config_fields, cfg, ret_err);
 }
 
 /* Reads "run_as": "daemon", or a user name whose uid, gid, groups and

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lib/bind/bind.h"
 #include "lib/files/identity.h"
 #include "proto/base/buf.h"
 
@@ -144,14 +145,20 @@ struct sandbox_tool {
 void sandbox_tool_clear(struct sandbox_tool *t);
 
 struct json;
-/* Reads a tool or provider file's "sandbox" object into t (set to
- * SANDBOX_TOOL_UNSET first). -EINVAL with a message naming the key. */
+/* The keys of the config's "sandbox" object (over struct sandbox_config,
+ * whose defaults sandbox_config_init() sets) and of a tool or provider
+ * file's (over struct sandbox_tool, from SANDBOX_TOOL_UNSET), for the
+ * binder. */
+extern const struct bind_field sandbox_config_fields[];
+extern const struct bind_field sandbox_tool_fields[];
+/* The profiles' names by enum sandbox_profile, NULL-terminated. */
+extern const char *const sandbox_profile_names[];
+/* The values of "run_as": "daemon" (0) and "peer" (1), NULL-terminated. */
+extern const char *const sandbox_run_as_names[];
+/* The same tables checked outside a file: -EINVAL with every message,
+ * each naming its key. */
 int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **ret_err);
-/* Reads the config's "sandbox" object over cfg (sandbox_config_init()
- * first). -EINVAL with a message naming the key. */
 int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, char **ret_err);
-/* Reads "peer" (1) or "daemon" (0). */
-int sandbox_run_as_from_json(const struct json *v, const char *where, int *ret, char **ret_err);
 
 /* The defaults of CONTRACT §10 (deny_read, protect, limits, require). */
 void sandbox_config_init(struct sandbox_config *cfg);

@@ -21,6 +21,7 @@ void store_config_defaults(struct store_config *c)
 {
 	*c = (struct store_config){
 		.kind = "memory",
+		.address = "127.0.0.1:6379",
 		.prefix = "toolcalld:",
 		.lease_ms = 10000,
 		.timeout_ms = 2000,

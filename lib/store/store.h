@@ -41,7 +41,7 @@ struct store_value_ops {
 
 struct store_config {
 	const char *kind;		/* "memory" (default) or "redis" */
-	const char *address;		/* redis: "unix:/path" or "HOST:PORT" */
+	const char *address;		/* redis: "unix:/path" or "HOST:PORT" ("127.0.0.1:6379") */
 	const char *prefix;		/* redis: "toolcalld:" */
 	uint64_t lease_ms;		/* 10000: a claim's lease, renewed while held */
 	bool fail_unavailable;		/* on_unavailable "fail" (else "local") */

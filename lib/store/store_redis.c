@@ -1917,8 +1917,10 @@ static void rs_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, con
 static void rs_reconfigure(struct store *s, const struct store_config *c)
 {
 	struct rstore *r = RS(s);
-	r->cfg.lease_ms = c->lease_ms ? c->lease_ms : 10000;
-	r->cfg.timeout_ms = c->timeout_ms ? c->timeout_ms : 2000;
+	struct store_config d;
+	store_config_defaults(&d);
+	r->cfg.lease_ms = c->lease_ms ? c->lease_ms : d.lease_ms;
+	r->cfg.timeout_ms = c->timeout_ms ? c->timeout_ms : d.timeout_ms;
 	r->cfg.fail_unavailable = c->fail_unavailable;
 	r->cfg.max_tasks = c->max_tasks;
 	r->poll_ms = MIN(MAX(r->cfg.lease_ms / 4, 100), 2000);
@@ -2242,14 +2244,16 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 	r->ev = ev;
 	r->cfg = *cfg;
 	r->address = xstrdup(cfg->address);
-	r->prefix = xstrdup(cfg->prefix ? cfg->prefix : "toolcalld:");
+	struct store_config d;
+	store_config_defaults(&d);
+	r->prefix = xstrdup(cfg->prefix ? cfg->prefix : d.prefix);
 	r->cfg.address = r->address;
 	r->cfg.prefix = r->prefix;
 	r->cancel_chan = xasprintf("%stask-cancel", r->prefix);
 	if (!r->cfg.lease_ms)
-		r->cfg.lease_ms = 10000;
+		r->cfg.lease_ms = d.lease_ms;
 	if (!r->cfg.timeout_ms)
-		r->cfg.timeout_ms = 2000;
+		r->cfg.timeout_ms = d.timeout_ms;
 	r->poll_ms = MIN(MAX(r->cfg.lease_ms / 4, 100), 2000);
 	r->vops = vops;
 	struct store_config lc = *cfg;

@@ -112,11 +112,13 @@ struct tasks {
 
 void tasks_config_defaults(struct tasks_config *c)
 {
+	struct store_config sc;
+	store_config_defaults(&sc);
 	*c = (struct tasks_config){
 		.default_ttl_ms = 3600000,
 		.max_ttl_ms = 86400000,
 		.poll_interval_ms = 1000,
-		.max_per_uid = 1000,
+		.max_per_uid = sc.max_tasks,	/* the store keeps as many */
 	};
 }
 

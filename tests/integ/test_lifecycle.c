@@ -900,6 +900,43 @@ START_TEST(admin_stats)
 }
 END_TEST
 
+/* Writes d's config: head (keys with a trailing comma, lines counted from
+ * line 2), then the daemon's socket, workspace and tools_dir. */
+static void write_config(struct tcd *d, const char *head)
+{
+	char *conf = xasprintf("{\n%s  \"socket\": \"%s\",\n  \"workspace\": \"%s\",\n  \"tools_dir\": \"%s\"\n}\n",
+			       head, d->sock, d->ws, d->tools_dir);
+	tc_write_file_atomic(d->config, conf, strlen(conf));
+	free(conf);
+}
+
+/* Asserts that one run of --check-config, and one admin/reload (n_all
+ * errors, each an item of data.errors), report every one of want, and
+ * that the daemon goes on with what it had. */
+static void assert_all_reported(struct tcd *d, const char *const *want, size_t n_want, size_t n_all)
+{
+	char *out = NULL, *err = NULL;
+	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d->config, NULL };
+	ck_assert_int_eq(tc_run(argv, NULL, d->dir, &out, &err, 10000), 1);
+	for (size_t i = 0; i < n_want; i++)
+		ck_assert_msg(strstr(err, want[i]), "stderr lacks %s: %s", want[i], err);
+	free(out);
+	free(err);
+
+	struct tcc *c = tcc_connect(d);
+	const struct json *r = tcc_reload(c);
+	ck_assert_str_eq(tj_str(r, "error.data.kind"), "invalid_config");
+	ck_assert_int_eq(tj_len(r, "error.data.errors"), n_all);
+	for (size_t i = 0; i < n_want; i++) {
+		bool found = false;
+		for (size_t k = 0; k < n_all && !found; k++)
+			found = strstr(tj_str(r, tcc_fmt(c, "error.data.errors.%zu", k)), want[i]) != NULL;
+		ck_assert_msg(found, "%s lacks %s", tj_text(tj(r, "error.data.errors")), want[i]);
+	}
+	tc_assert_ok(tcc_request(c, "ping", NULL));
+	tcc_close(c);
+}
+
 /* Several mistakes in the config and in two tool files: one run of
  * --check-config, and one admin/reload, report them all. */
 START_TEST(every_mistake_at_once)
@@ -909,33 +946,45 @@ START_TEST(every_mistake_at_once)
 	tcd_write_tool(&d, "good.json", ECHO_TOOL("echo", "Echo a message"));
 	tcd_write_tool(&d, "bad1.json", "{\"kind\":\"command\",\n \"name\":\"x\", \"bogus\": 1}");
 	tcd_write_tool(&d, "bad2.json", "{\"kind\":\"mcp\",\n \"nope\"");
-	char *conf = xasprintf("{\n  \"grace_ms\": \"soon\",\n  \"bogus\": 1,\n  \"limits\": {\"max_batch\": 0, "
-			       "\"wat\": true},\n  \"socket\": \"%s\",\n  \"workspace\": \"%s\",\n  \"tools_dir\": \"%s\"\n}\n",
-			       d.sock, d.ws, d.tools_dir);
-	tc_write_file_atomic(d.config, conf, strlen(conf));
-
-	char *out = NULL, *err = NULL;
-	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	write_config(&d, "  \"grace_ms\": \"soon\",\n  \"bogus\": 1,\n  \"limits\": {\"max_batch\": 0, \"wat\": true},\n");
 	const char *want[] = { ":2:15: grace_ms:", ":3:3: bogus", ":4:27: limits.max_batch:", ":4:30: limits.wat",
 			       "bad1.json:2:", "bad2.json:2:" };
-	for (size_t i = 0; i < ELEMENTSOF(want); i++)
-		ck_assert_msg(strstr(err, want[i]), "stderr lacks %s: %s", want[i], err);
-	free(out);
-	free(err);
+	/* bad1.json also lacks argv and side_effects: 8 in all */
+	assert_all_reported(&d, want, ELEMENTSOF(want), 8);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
 
-	/* admin/reload: the same errors, each an item of data.errors, and the
-	 * daemon goes on with what it had. */
-	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_reload(c);
-	ck_assert_str_eq(tj_str(r, "error.data.kind"), "invalid_config");
-	ck_assert_int_eq(tj_len(r, "error.data.errors"), 6);
-	for (size_t i = 0; i < ELEMENTSOF(want); i++)
-		ck_assert_msg(strstr(tj_str(r, tcc_fmt(c, "error.data.errors.%zu", i)), want[i]), "%s",
-			      tj_text(tj(r, "error.data.errors")));
-	tc_assert_ok(tcc_request(c, "ping", NULL));
-	tcc_close(c);
-	free(conf);
+/* Seven mistakes, in the confirmation, hooks, store and sandbox sections
+ * of the config (which once stopped at their first), in a command tool
+ * file (two) and in a provider file: one run of --check-config and one
+ * admin/reload report all seven, each at its file, line and column. */
+START_TEST(seven_mistakes_at_once)
+{
+	struct tcd d;
+	tcd_start(&d, "{}");
+	tcd_write_tool(&d, "good.json", ECHO_TOOL("echo", "Echo a message"));
+	tcd_write_tool(&d, "cmd.json", "{\"kind\": \"command\", \"name\": \"c\", \"side_effects\": \"read\",\n"
+				       " \"argv\": [\"true\"], \"shel\": true,\n"
+				       " \"timeout_ms\": 0}\n");
+	tcd_write_tool(&d, "prov.json", "{\"kind\": \"mcp\", \"name\": \"p\", \"command\": [\"true\"],\n"
+					"  \"side_effects\": \"read\",\n"
+					"  \"tools\": {\"x\": {\"max_attempts\": 99}}}\n");
+	write_config(&d, "  \"confirmation\": {\"default\": {\"write\": \"never\"}},\n"
+			 "  \"hooks\": {\"pre_call\": [{\"command\": []}]},\n"
+			 "  \"store\": {\"kind\": \"disk\"},\n"
+			 "  \"sandbox\": {\"limits\": {\"swap\": 1}},\n");
+	const char *want[] = {
+		"config.json:2:41: confirmation.default.write: expected \"auto\"",
+		"config.json:3:38: hooks.pre_call[0].command: expected the program and its arguments",
+		"config.json:4:21: store.kind: expected \"memory\" or \"redis\"",
+		"config.json:5:26: sandbox.limits.swap: unknown key",
+		"cmd.json:2:20: shel: unknown key",
+		"cmd.json:3:16: timeout_ms: expected a positive integer",
+		"prov.json:3:35: tools.x.max_attempts: expected a positive integer of at most 10",
+	};
+	assert_all_reported(&d, want, ELEMENTSOF(want), ELEMENTSOF(want));
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
 }
@@ -984,6 +1033,7 @@ int main(void)
 	tcase_add_test(tc, sighup_reloads);
 	tcase_add_test(tc, admin_stats);
 	tcase_add_test(tc, every_mistake_at_once);
+	tcase_add_test(tc, seven_mistakes_at_once);
 	suite_add_tcase(s, tc);
 
 	return run_suite(s);

@@ -104,6 +104,14 @@ START_TEST(defaults_are_the_contracts)
 	ck_assert_uint_eq(c.circuit.failures, 5);
 	ck_assert_uint_eq(c.circuit.window_ms, 30000);
 	ck_assert_uint_eq(c.circuit.open_ms, 30000);
+	/* the store's and the tasks' defaults, as lib/store has them */
+	ck_assert_str_eq(c.store.kind, "memory");
+	ck_assert_str_eq(c.store.address, "127.0.0.1:6379");
+	ck_assert_str_eq(c.store.prefix, "toolcalld:");
+	ck_assert_uint_eq(c.store.lease_ms, 10000);
+	ck_assert_uint_eq(c.store.timeout_ms, 2000);
+	ck_assert_uint_eq(c.store.task_ttl_ms, 3600000);
+	ck_assert_uint_eq(c.store.max_tasks, 1000);
 
 	const struct policy_config *pc = &c.confirmation;
 	ck_assert_uint_eq(pc->timeout_ms, 300000);
@@ -668,7 +676,7 @@ START_TEST(resolve_path)
 		{ "/etc/tc", ".", "/etc/tc" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-		_cleanup_free_ char *got = config_resolve_path(cases[i].base, cases[i].path);
+		_cleanup_free_ char *got = bind_resolve_path(cases[i].base, cases[i].path);
 		ck_assert_str_eq(got, cases[i].want);
 	}
 }
@@ -898,6 +906,36 @@ START_TEST(mode_names)
 }
 END_TEST
 
+/* Inside the sections read by parsers of their own (confirmation, hooks,
+ * per-tool caps, peers, sandbox, env_allow), every mistake too. */
+START_TEST(every_error_in_subsections)
+{
+	assert_error("{\"confirmation\": {\"default\": {\"exec\": \"auto\", \"write\": \"never\"},\n"
+		     "  \"per_tool\": {\"a\": 1, \"b\": \"x\"}},\n"
+		     " \"limits\": {\"per_tool_concurrency\": {\"a\": 0, \"b\": \"2\"}},\n"
+		     " \"peers\": {\"allow_uids\": [-1, \"no-such-user-tc\"]},\n"
+		     " \"hooks\": {\"pre_call\": [{\"command\": []}, {\"command\": [\"x\"], \"when\": 1}]},\n"
+		     " \"sandbox\": {\"default\": \"loose\", \"limits\": {\"swap\": 1}},\n"
+		     " \"tools\": {\"shell\": {\"env_allow\": [\"A=1\", \"B=2\"]}}}",
+		     "t.json:1:31: confirmation.default.exec: unknown side-effect class (expected none, read, write, "
+		     "execute or network)\n"
+		     "t.json:1:56: confirmation.default.write: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"\n"
+		     "t.json:2:21: confirmation.per_tool.a: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\", "
+		     "got integer\n"
+		     "t.json:2:29: confirmation.per_tool.b: expected \"auto\", \"prompt\", \"deny\" or \"sandboxed\"\n"
+		     "t.json:3:43: limits.per_tool_concurrency.a: expected a positive integer\n"
+		     "t.json:3:51: limits.per_tool_concurrency.b: expected a positive integer, got string\n"
+		     "t.json:4:27: peers.allow_uids[0]: expected a non-negative integer\n"
+		     "t.json:4:31: peers.allow_uids[1]: no such user 'no-such-user-tc'\n"
+		     "t.json:5:37: hooks.pre_call[0].command: expected the program and its arguments, got []\n"
+		     "t.json:5:61: hooks.pre_call[1].when: unknown key (expected match, command, timeout_ms)\n"
+		     "t.json:6:25: sandbox.default: expected \"workspace-write\", \"read-only\" or \"off\"\n"
+		     "t.json:6:45: sandbox.limits.swap: unknown key\n"
+		     "t.json:7:36: tools.shell.env_allow: expected a variable name, without '='\n"
+		     "t.json:7:43: tools.shell.env_allow: expected a variable name, without '='");
+}
+END_TEST
+
 /* Every mistake is reported, one a line, not only the first. */
 START_TEST(every_error_reported)
 {
@@ -909,10 +947,10 @@ START_TEST(every_error_reported)
 		     "t.json:3:29: limits.wat: unknown key\n"
 		     "t.json:4:28: retry.max_attempts: expected a positive integer of at most 100");
 
-	/* Bounded: the first CFG_MAX_ERRORS, then how many more. */
+	/* Bounded: the first BIND_MAX_ERRORS, then how many more. */
 	struct buf b = {0};
 	buf_puts(&b, "{");
-	for (int i = 0; i < CFG_MAX_ERRORS + 7; i++)
+	for (int i = 0; i < BIND_MAX_ERRORS + 7; i++)
 		buf_printf(&b, "%s\"k%d\": 1", i ? ", " : "", i);
 	buf_puts(&b, "}");
 	buf_putc(&b, '\0');
@@ -922,7 +960,7 @@ START_TEST(every_error_reported)
 	size_t lines = 1;
 	for (const char *s = err; *s; s++)
 		lines += *s == '\n';
-	ck_assert_uint_eq(lines, CFG_MAX_ERRORS + 1);
+	ck_assert_uint_eq(lines, BIND_MAX_ERRORS + 1);
 	ck_assert_ptr_nonnull(strstr(err, "t.json:1:2: k0: unknown key\n"));
 	ck_assert_ptr_nonnull(strstr(err, "\nt.json: 7 more errors not shown"));
 	free(err);
@@ -970,6 +1008,7 @@ int main(void)
 	tcase_add_test(tc, error_wrong_type);
 	tcase_add_test(tc, error_bad_mode);
 	tcase_add_test(tc, every_error_reported);
+	tcase_add_test(tc, every_error_in_subsections);
 	tcase_add_test(tc, memory_keys);
 	tcase_add_test(tc, error_bad_octal);
 	tcase_add_test(tc, error_syntax);
