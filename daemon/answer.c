@@ -15,7 +15,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "lib/errors.h"
-#include "lib/dispatch/outcome.h"
+#include "lib/dispatch/dispatch.h"
 #include "lib/session.h"
 #include "proto/json.h"
 

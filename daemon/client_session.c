@@ -341,6 +341,21 @@ void client_session_save(struct server *s, struct session *ss)
 		save(s, st, ss, true);
 }
 
+void client_sessions_save_all(struct server *s)
+{
+	struct store *st = client_session_store(s);
+	if (!st || !s->kept)
+		return;
+	size_t it = 0;
+	void *v;
+	while (map_next(s->sessions->by_id, &it, NULL, &v)) {
+		struct session *ss = v;
+		_cleanup_free_ char *key = session_key(ss->uid, ss->id);
+		if (map_get(s->kept->saved, key))
+			save(s, st, ss, false);
+	}
+}
+
 static void on_save_timer(struct ev_loop *ev, ev_timer *w, int revents)
 {
 	struct kept_sessions *k = w->data;

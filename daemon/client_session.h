@@ -76,6 +76,9 @@ size_t client_sessions_kept(const struct server *s);
 struct store *client_session_store(struct server *s);
 /* Writes the session's record to the shared store (when there is one). */
 void client_session_save(struct server *s, struct session *ss);
+/* Writes the record of every session followed in the store that changed
+ * since it was last written (a stop: the next daemon takes them back as they are). */
+void client_sessions_save_all(struct server *s);
 /* Makes session id again from its record, for the client of c (its
  * workspace judged again for it; tools no longer there left out): 0, or
  * a negative errno (the record is then not used). */

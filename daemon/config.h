@@ -130,8 +130,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/dispatch/hooks.h"
-#include "lib/dispatch/policy.h"
+#include "lib/hooks/hooks.h"
+#include "lib/policy/policy.h"
 #include "lib/sandbox/sandbox.h"
 
 /* The largest config file read, and its nesting limit. */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "daemon/config.h"
-#include "lib/dispatch/hooks.h"
+#include "lib/hooks/hooks.h"
 #include "proto/base/strv.h"
 
 /* "command": the program and its arguments; a program with a '/' in it

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "daemon/config.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 
 /* Checks a mode string: "auto", "prompt", "deny" or "sandboxed". */
 static int want_mode(struct bind *p, const char *key, const struct json *v, enum confirm_mode *ret)

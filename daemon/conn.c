@@ -300,7 +300,7 @@ static void update_backpressure(struct conn *c)
 		ev_io_stop(cs->ev, &c->rw);
 	} else if (c->paused && queued <= max / 2) {
 		c->paused = false;
-		if (!c->backlogged)
+		if (!c->backlogged && !c->input_waits)
 			ev_io_start(cs->ev, &c->rw);
 		/* Lines that arrived while paused are still buffered: handle
 		 * them on the next iteration, which must not block first (this

@@ -142,6 +142,7 @@ struct conn {
 	struct list pendings;
 	bool paused;			/* not reading: too much output queued */
 	bool backlogged;		/* not reading: lines wait for a later turn */
+	bool input_waits;		/* not reading: a request waits (conn_wait_input) */
 	bool read_closed;		/* the peer shut its sending side; answers still go out */
 	bool dead;
 	uint64_t queued_total;		/* bytes ever queued to out */
@@ -220,6 +221,12 @@ void conn_result(struct pending *p, const char *result, size_t n);
 void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg);
 
 /* --- input and the turn (conn_read.c) ---------------------------------- */
+
+/* Holds the connection's next lines back until conn_go_on_input: a
+ * request answered later that the lines after it depend on (an initialize
+ * waiting for the shared store's record of its session). */
+void conn_wait_input(struct conn *c);
+void conn_go_on_input(struct conn *c);
 
 /* Takes a connection accepted on fd and starts reading it. */
 void conn_new(struct conns *cs, int fd, const struct ucred *cred);

@@ -224,7 +224,7 @@ static bool may_run_tools(const char *line, size_t len)
 static void process_input(struct conn *c, bool serving, bool must_progress)
 {
 	struct conns *cs = c->conns;
-	while (!c->dead && !c->paused) {
+	while (!c->dead && !c->paused && !c->input_waits) {
 		size_t off = c->in.off, len_before = c->in.len;
 		const char *line;
 		size_t len;
@@ -266,7 +266,7 @@ static void process_input(struct conn *c, bool serving, bool must_progress)
 		/* Caught up (or paused, or closed): reading resumes, unless
 		 * output backpressure or the peer's EOF says otherwise. */
 		c->backlogged = false;
-		if (!c->dead && !c->paused && !c->read_closed)
+		if (!c->dead && !c->paused && !c->input_waits && !c->read_closed)
 			ev_io_start(cs->ev, &c->rw);
 	}
 }
@@ -382,6 +382,25 @@ static void half_closed(struct conn *c)
 	ev_timer_again(ev, &c->idle_w);
 }
 
+void conn_wait_input(struct conn *c)
+{
+	c->input_waits = true;
+	ev_io_stop(c->conns->ev, &c->rw);
+}
+
+void conn_go_on_input(struct conn *c)
+{
+	struct conns *cs = c->conns;
+	if (!c->input_waits || c->dead)
+		return;
+	c->input_waits = false;
+	if (!c->paused && !c->backlogged && !c->read_closed)
+		ev_io_start(cs->ev, &c->rw);
+	/* Lines read before the hold are handled on the next iteration. */
+	ev_feed_event(cs->ev, &c->rw, EV_CUSTOM);
+	ev_idle_start(cs->ev, &cs->kick);
+}
+
 static void read_input(struct ev_loop *ev, struct conn *c, int revents)
 {
 	/* A connection in the backlog reads nothing more until it has
@@ -400,7 +419,7 @@ static void read_input(struct ev_loop *ev, struct conn *c, int revents)
 				buf_putc(&c->in, '\n');
 			if (buf_size(&c->in)) {
 				process_input(c, false, false);
-				if (c->dead || c->backlogged || c->paused)
+				if (c->dead || c->backlogged || c->paused || c->input_waits)
 					return;	/* EOF is read again once caught up */
 			}
 			half_closed(c);

@@ -17,7 +17,7 @@
 #include "proto/base/fileio.h"
 #include "proto/json.h"
 #include "tools/command.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 #include "tools/tools.h"
 
 #define TOOL_FILE_MAX (4u << 20)

@@ -18,7 +18,6 @@
 #include "daemon/log.h"
 #include "daemon/methods_internal.h"
 #include "daemon/server_state.h"
-#include "lib/dispatch/confirm.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
 #include "lib/session.h"

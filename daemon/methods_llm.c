@@ -23,7 +23,6 @@
 #include "daemon/providers.h"
 #include "daemon/server_state.h"
 #include "lib/dispatch/dispatch.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "proto/base/buf.h"

@@ -85,6 +85,7 @@ static void resume_go(struct resume *q)
 	const char *version = q->version;
 	resume_free(q);
 	initialize_go(c, params, p, version, calls);
+	conn_go_on_input(c);
 }
 
 static void got_record(void *arg, int r, const char *rec, size_t n)
@@ -122,10 +123,15 @@ static void resume_from_store(struct conn *c, const struct json *params, struct 
 	q->calling = true;
 	struct store_wait *w = store_session_get(client_session_store(server_of(c)), c->cred.uid, id, got_record, q);
 	q->calling = false;
-	if (q->answered)
+	if (q->answered) {
 		resume_go(q);
-	else
+	} else {
+		/* The connection's next requests are for the session this
+		 * initialize names: they wait for it, as they would without a
+		 * store (other connections are served meanwhile). */
 		q->w = w;
+		conn_wait_input(c);
+	}
 }
 
 static void m_initialize(struct conn *c, const struct jrpc_req *req, struct pending *p)
@@ -208,6 +214,7 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 	/* Another uid's session id names no session of this peer's: a fresh
 	 * one is made, as for an id nobody used (lib/session.c). */
 	struct session *session = NULL;
+	bool resumed = sid && session_find(s->sessions, c->cred.uid, sid->u.str.s);
 	(void)session_get(s->sessions, sid ? sid->u.str.s : NULL, c->cred.uid, ws, &session);
 	client_session_peer(c, session);
 	if (wsv && !str_eq(session->base->root, ws->root)) {
@@ -248,6 +255,11 @@ static void initialize_go(struct conn *c, const struct json *params, struct pend
 	methods_write_server_info(g);
 	jgen_kv_str(g, "sessionId", session->id);
 	jgen_kv_str(g, "workspace", session->ws->root);
+	/* Whether the id named a session that goes on, and what it has left:
+	 * a client coming back (the bridge after a restart) sees what it got. */
+	jgen_kv_bool(g, "resumed", resumed);
+	if (session->has_budget)
+		jgen_kv_int(g, "budgetLeft", session->budget_left);
 	jgen_obj_close(g);
 	jgen_free(g);
 	methods_answer(p, &b);

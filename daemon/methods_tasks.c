@@ -22,9 +22,8 @@
 #include "daemon/server_state.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/errors.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/session.h"
-#include "lib/store/tasks.h"
+#include "lib/tasks/tasks.h"
 #include "proto/json.h"
 
 #define TASK_ID_MAX 64

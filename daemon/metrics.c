@@ -12,13 +12,14 @@
 
 #include "daemon/server_state.h"
 #include "lib/base/map.h"
-#include "lib/dispatch/metrics.h"
+#include "lib/base/openmetrics.h"
+#include "lib/dispatch/dispatch.h"
 #include "lib/process/process.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 #include "version.h"
 
 static const char *const provider_states[] = {

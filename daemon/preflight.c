@@ -20,11 +20,11 @@
 #include "daemon/default_socket.h"
 #include "daemon/load.h"
 #include "daemon/providers.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "lib/registry.h"
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/util.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 /* The directory part of path, as a new string. */
 static char *dir_of(const char *path)

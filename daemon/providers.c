@@ -15,7 +15,7 @@
 #include "daemon/log.h"
 #include "proto/base/util.h"
 #include "proto/json.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 void providers_clear(struct providers *p)
 {

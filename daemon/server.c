@@ -30,11 +30,11 @@
 #include "daemon/preflight.h"
 #include "daemon/server_internal.h"
 #include "daemon/providers.h"
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/process/process.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/store/store.h"
-#include "lib/store/tasks.h"
+#include "lib/tasks/tasks.h"
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"
 #include "lib/registry.h"
@@ -43,8 +43,13 @@
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_root.h"
 #include "proto/json.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
+
+/* What a call still in flight when the daemon stops is answered
+ * (`transient`, with `data.restart: true`). */
+#define MSG_STOPPED "toolcalld restarted (it was stopped) before this call finished, so the call was stopped; " \
+		    "retry it"
 
 /* --- the loop's housekeeping ------------------------------------------- */
 
@@ -60,8 +65,15 @@ static void check_stopped(struct server *s)
 	 * and what the calls wrote to the shared store (outcomes, tasks,
 	 * sessions) reaches it before the daemon goes (within the grace
 	 * period; the store's own timeout ends an outage's wait). */
-	if (s->stopping && dispatch_inflight(s->dispatcher) == 0 && list_empty(&s->conns.backlog) &&
-	    !tasks_writing(s->tasks) && !store_writing(dispatch_store(s->dispatcher)))
+	if (!s->stopping || dispatch_inflight(s->dispatcher) > 0 || (!s->grace_over && !list_empty(&s->conns.backlog)))
+		return;
+	if (!s->sessions_saved) {
+		/* The budget the last calls spent: a session taken back by
+		 * the next daemon has no more left than this one had. */
+		client_sessions_save_all(s);
+		s->sessions_saved = true;
+	}
+	if (!tasks_writing(s->tasks) && !store_writing(dispatch_store(s->dispatcher)))
 		ev_break(s->ev, EVBREAK_ALL);
 }
 
@@ -103,12 +115,28 @@ static void on_watchdog(struct ev_loop *ev, ev_timer *w, int revents)
 	sd_notify(0, "WATCHDOG=1");
 }
 
+static void on_store_wait_over(struct ev_loop *ev, ev_timer *w, int revents)
+{
+	log_warning("the shared store did not take the last writes in time; stopping anyway");
+	ev_break(ev, EVBREAK_ALL);
+}
+
+/* The grace period is over: the calls left end `transient`, marked for a
+ * retry on the next daemon (a restart is not the caller's cancel); what
+ * they changed (budget spent, claims released) still goes to the shared
+ * store, for at most STORE_WAIT_S. */
+#define STORE_WAIT_S 2.0
 static void on_grace(struct ev_loop *ev, ev_timer *w, int revents)
 {
 	struct server *s = container_of(w, struct server, grace_w);
-	log_info("grace period over: cancelling %u calls", dispatch_inflight(s->dispatcher));
-	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
-	ev_break(ev, EVBREAK_ALL);
+	log_info("grace period over: stopping %u calls", dispatch_inflight(s->dispatcher));
+	dispatch_stop_all(s->dispatcher, MSG_STOPPED);
+	s->grace_over = true;
+	ev_timer_stop(ev, w);
+	ev_init(w, on_store_wait_over);
+	ev_timer_set(w, STORE_WAIT_S, 0.0);
+	ev_timer_start(ev, w);
+	check_stopped(s);
 }
 
 static void on_wind_down_timeout(struct ev_loop *ev, ev_timer *w, int revents)
@@ -279,7 +307,7 @@ int server_run(struct server *s)
 	 * answers out. Lines still in the backlog (the grace period ran out)
 	 * are not started now. */
 	conns_drop_backlog(&s->conns);
-	dispatch_cancel_all(s->dispatcher, "toolcalld is shutting down; the call was cancelled");
+	dispatch_stop_all(s->dispatcher, MSG_STOPPED);
 	/* Background processes end with the daemon, their trees with them. */
 	s->env.processes = process_table_free(s->env.processes);
 	on_prepare(s->ev, &s->flush_w, 0);

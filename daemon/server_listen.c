@@ -26,7 +26,7 @@
 #include "daemon/preflight.h"
 #include "daemon/providers.h"
 #include "daemon/server_internal.h"
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"
@@ -37,7 +37,7 @@
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_root.h"
 #include "proto/json.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 #define ACCEPT_BURST 64
 

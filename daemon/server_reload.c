@@ -29,7 +29,7 @@
 #include "daemon/preflight.h"
 #include "daemon/providers.h"
 #include "daemon/server_internal.h"
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"
@@ -40,7 +40,7 @@
 #include "lib/process/process.h"
 #include "lib/files/workspace_root.h"
 #include "proto/json.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 /* --- configuration and reload ------------------------------------------ */
 

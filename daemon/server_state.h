@@ -80,6 +80,8 @@ struct server {
 	struct tool_env env;
 	uid_t uid;			/* the daemon's own */
 	bool stopping;
+	bool grace_over;		/* calls left were stopped; the store's writes go out */
+	bool sessions_saved;		/* the sessions' last records went to the store */
 	bool winding_down;		/* stopped; waiting for children of cancelled calls */
 	uint64_t started_ms;
 	uint64_t reloads;

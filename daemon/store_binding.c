@@ -18,7 +18,7 @@
 #include "daemon/server_state.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/store/store.h"
-#include "lib/store/tasks.h"
+#include "lib/tasks/tasks.h"
 #include "proto/json.h"
 
 /* Whether the shared store is away, heard before the tasks exist too

@@ -3,8 +3,9 @@
  * Sessions: who made them (the peer, from SO_PEERCRED and SO_PEERGROUPS:
  * whom their calls act as), their workspace, their budget, their
  * confirmations-for-the-rest-of-the-session, and the calls they have in
- * flight. Connections share a session by naming its id
- * in initialize; another uid can never join, cancel or watch it.
+ * flight. Connections share a session by naming its id in initialize;
+ * another uid can never join it, cancel its calls or subscribe to its
+ * events.
  */
 #ifndef TC_SESSION_H
 #define TC_SESSION_H
@@ -26,7 +27,7 @@ struct session {
 	uid_t uid;
 	struct identity ident;		/* the peer of the connection that made it: whom
 					 * its children and hooks run as, and file tools
-					 * act as (lib/files/fsjob.h) */
+					 * act as (lib/fsjob/fsjob.h) */
 	bool has_ident;			/* ident is set */
 	struct workspace *ws;		/* where its calls work: base, or the group of its MCP roots */
 	struct workspace *base;		/* the workspace initialize chose */

@@ -88,7 +88,7 @@ struct tool_def {
 	 * when there is nothing to show or the call would fail. Reads only,
 	 * bounded (TOOL_PREVIEW_MAX bytes). Made through fsjob_preview(),
 	 * with the rights the call will have; it reaches files through the
-	 * job (lib/files/fsjob.h). */
+	 * job (lib/fsjob/fsjob.h). */
 	char *(*preview)(const struct json *args, const struct fsjob *job);
 	/* Kinds only: frees struct tool's priv. */
 	void (*priv_free)(void *priv);
@@ -169,7 +169,7 @@ struct tool_call {
 	const struct tool_env *env;
 	const char *call_id;
 	/* Who asked (the session's peer), NULL when unknown: children run as
-	 * it and file tools act as it (lib/files/fsjob.h) when ident->change. */
+	 * it and file tools act as it (lib/fsjob/fsjob.h) when ident->change. */
 	const struct identity *ident;
 	/* The session that asked, or NULL (tests): whose uid owns the
 	 * processes it starts, and whose read positions it moves. */

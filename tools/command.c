@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "lib/child/child.h"
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/identity.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/files/workspace.h"

@@ -4,14 +4,14 @@
  * directory beneath the workspace; a directory with entries only when
  * recursive is set, by a walk that follows no symlink. The workspace root
  * itself is never deleted, nor a protected path (sandbox.protect) or a
- * directory holding one. It acts as the peer on an io thread (lib/files/fsjob.h),
+ * directory holding one. It acts as the peer on an io thread (lib/fsjob/fsjob.h),
  * a large tree a part at a time: a cancel or the timeout stops it between
  * parts, with what was deleted so far counted.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_ops.h"
 #include "proto/base/buf.h"

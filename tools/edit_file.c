@@ -7,13 +7,13 @@
  * left it. The result carries the unified diff; with dry_run nothing is
  * written, and the confirmation request of a prompting call carries the
  * same diff (edit_file_preview). The read, the edits and the write run on
- * an io thread with the peer's file-system identity (lib/files/fsjob.h), as the
+ * an io thread with the peer's file-system identity (lib/fsjob/fsjob.h), as the
  * other file tools' do.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

@@ -2,13 +2,13 @@
 /*
  * make_dir: creates a directory beneath the workspace, with its missing
  * parents unless parents is false. A directory already there is no error.
- * It acts as the peer (lib/files/fsjob.h), and makes nothing at or beneath a
+ * It acts as the peer (lib/fsjob/fsjob.h), and makes nothing at or beneath a
  * protected path (sandbox.protect).
  */
 #include <errno.h>
 #include <string.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

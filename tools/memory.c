@@ -10,7 +10,7 @@
  * memory.dir, so nobody else can put anything in its place), and in it one
  * directory per scope: "memories" (memory.scope "uid") or "ws-<hash of the
  * workspace root>" (memory.scope "workspace"). Everything below runs on an
- * io thread as the peer (lib/files/fsjob.h), in a job whose workspace is the
+ * io thread as the peer (lib/fsjob/fsjob.h), in a job whose workspace is the
  * peer's directory: the kernel decides what it may touch. Every path is resolved beneath the scope directory with
  * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) (ws_open_nofollow): ".."
  * is refused before that, a symlink anywhere on a path is refused by the
@@ -39,7 +39,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/identity.h"
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_ops.h"
@@ -463,7 +463,8 @@ static int do_view(struct mem_job *j, int sfd)
 		unsigned left = VIEW_ENTRIES_MAX;
 		list_dir(fd, shown, 1, &j->out, &left);
 		if (!left)
-			buf_printf(&j->out, "\n(only the first %d entries are shown)", VIEW_ENTRIES_MAX);
+			buf_printf(&j->out, "\n(only the first %d entries are shown; view a directory among them, as "
+				   "{\"command\": \"view\", \"path\": \"%s/NAME\"}, for the rest of it)", VIEW_ENTRIES_MAX, shown);
 		return 0;
 	}
 	_cleanup_(buf_free) struct buf text = {0};

@@ -3,13 +3,13 @@
  * move_file: renames a file, symlink or directory to another path beneath
  * the workspace in one atomic step (renameat2), never replacing what is at
  * the destination unless overwrite is set. It acts as the peer
- * (lib/files/fsjob.h), and never moves a protected path (sandbox.protect) or
+ * (lib/fsjob/fsjob.h), and never moves a protected path (sandbox.protect) or
  * anything onto one.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

@@ -5,12 +5,12 @@
  * several occurrences fail, saying how many there are, so the model can
  * widen its context instead of editing the wrong place. The read and the
  * write run on an io thread with the peer's file-system identity
- * (lib/files/fsjob.h).
+ * (lib/fsjob/fsjob.h).
  */
 #include <errno.h>
 #include <string.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

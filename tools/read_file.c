@@ -5,13 +5,13 @@
  * text or as base64. Text is never mangled: a file that is not UTF-8 is
  * described in one line instead, and a window that would cut a multibyte
  * character ends before it. The read runs on an io
- * thread with the peer's file-system identity (lib/files/fsjob.h).
+ * thread with the peer's file-system identity (lib/fsjob/fsjob.h).
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base64.h"
 #include "proto/base/buf.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * search: finds the lines matching a regular expression (the linear-time
- * matcher of schema "pattern", lib/regex/regex_find.h) in the files beneath a
+ * matcher of schema "pattern", lib/regex/regex.h) in the files beneath a
  * path of the workspace, optionally only those a type and a glob select.
  * What ignore files exclude and hidden entries are skipped (tools/walk.h,
  * lib/files/ignore.h), as are binary files (holding a NUL byte) and ".git"
@@ -11,7 +11,7 @@
  * Results are bounded by max_results and by a byte budget, and stream as
  * progress while the search runs.
  *
- * The search runs on an io thread as the peer (lib/files/fsjob.h), never on the
+ * The search runs on an io thread as the peer (lib/fsjob/fsjob.h), never on the
  * loop, in parts of about PART_MS: after each, the loop streams what was
  * found and queues the next part (behind the file work of other calls).
  * Cancel and timeout stop it at the next entry, even within a directory
@@ -25,9 +25,9 @@
 
 #include <time.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/glob.h"
-#include "lib/regex/regex_find.h"
+#include "lib/regex/regex.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

@@ -3,7 +3,7 @@
  * stat: what a path beneath the workspace is (file, directory, symlink or
  * other), its size, permission bits and modification time, without
  * following a final symlink (its target text is returned instead). It
- * looks as the peer (lib/files/fsjob.h): on an io thread when that takes its
+ * looks as the peer (lib/fsjob/fsjob.h): on an io thread when that takes its
  * identity, else at once.
  */
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

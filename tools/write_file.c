@@ -3,12 +3,12 @@
  * write_file: creates or replaces a file beneath the workspace, atomically
  * (ws_write_atomic: temp file, fsync, rename, fsync of the directory), with
  * the old file's mode kept but for setuid and setgid bits. The write runs on
- * an io thread with the peer's file-system identity (lib/files/fsjob.h).
+ * an io thread with the peer's file-system identity (lib/fsjob/fsjob.h).
  */
 #include <errno.h>
 #include <string.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base64.h"
 #include "proto/base/buf.h"

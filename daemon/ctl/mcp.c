@@ -19,14 +19,25 @@
  * upgrade, a crash), the host sees no disconnect. The bridge connects again
  * with backoff for up to --reconnect-s seconds and tells the new connection
  * what the host told the old one: its initialize (with the session id the
- * daemon gave, so the session goes on), notifications/initialized, its
+ * daemon gave, so the session goes on; when the daemon did not have the
+ * session, or has it with more calls left than the answers to the host's
+ * calls say are left, a second initialize gives it that budget),
+ * notifications/initialized, its
  * last roots answer, its events/subscribe; then the host gets
  * notifications/tools/list_changed (the tools may have changed). Requests
  * that are safe to send twice (ping, tools/list, tasks/get, tasks/result ...)
  * are sent again; a call in flight is answered `transient` (its outcome is
  * unknown: it may have run), as the host's toolErrors asks: an isError
- * result or an error envelope. A task's call is not lost: its tasks/result
- * is sent again and the task resumes from the daemon's store. One line on
+ * result or an error envelope. A call with an idempotency key is sent
+ * again instead (the key makes that safe: the next daemon joins its run or
+ * replays its outcome). A task's call is not lost: its tasks/result is
+ * sent again and the task resumes from the daemon's store.
+ *
+ * A daemon that stops gracefully answers the calls it stops `transient`
+ * with data.restart: the bridge relays those (the host retries) but for
+ * keyed calls, which it sends again itself; from that answer on, the
+ * host's requests wait for the next daemon (its answers to the daemon's
+ * questions still go to the one stopping). One line on
  * stderr says each disconnect, each reconnect and, when the daemon does not
  * come back in time, that the bridge gives up; every request still waiting
  * is then answered with an error saying so, and the bridge exits 3.
@@ -88,6 +99,7 @@ static const char *const again_methods[] = {
 
 enum pend_kind {
 	PEND_CALL,	/* tools/call: answered transient, as toolErrors asks */
+	PEND_KEYED,	/* tools/call with an idempotency key: sent again */
 	PEND_AGAIN,	/* sent again to the new daemon */
 	PEND_FAIL,	/* answered with a transient error envelope */
 };
@@ -95,10 +107,10 @@ enum pend_kind {
 /* A host request the daemon has not answered yet. */
 struct pend {
 	char *id;		/* the id's canonical JSON text */
-	char *tool;		/* PEND_CALL: the tool called */
-	char *line;		/* PEND_AGAIN: the request as sent */
+	char *tool;		/* PEND_CALL, PEND_KEYED: the tool called */
+	char *line;		/* PEND_AGAIN, PEND_KEYED: the request as sent */
 	enum pend_kind kind;
-	bool resend;		/* PEND_AGAIN: was sent to a daemon that went away */
+	bool resend;		/* sent to a daemon that went away (or stopped it) */
 };
 
 struct relay {
@@ -141,6 +153,19 @@ struct relay {
 	uint64_t connected_at;
 	bool heard;
 	char *own_init;			/* id of the initialize sent again, until answered */
+	/* The daemon said it stops (a call answered with data.restart): the
+	 * host's next requests wait for the next daemon (its answers and
+	 * notifications still go: a call may wait for an answer to finish
+	 * within the grace period). */
+	bool stopping;
+	struct buf held;		/* the host's requests meanwhile */
+	/* The host's budget (initialize budget.toolCalls; -1: none) and the
+	 * attempts its calls' answers said they spent: a daemon that lost
+	 * the session (a restart without a shared store) or knows it from a
+	 * record older than the last calls (a crash) is told what is left. */
+	int64_t budget;
+	int64_t spent;
+	bool budget_told;		/* own_init is the initialize that tells it */
 };
 
 static char *canonical(const struct json *v)
@@ -182,6 +207,12 @@ static void pend_add(struct relay *r, const struct json *msg, const char *method
 		p.kind = PEND_CALL;
 		const char *tool = json_str(json_get(params, "name"));
 		p.tool = tool ? xstrdup(tool) : NULL;
+		/* With a key, sending it again never runs it twice: the next
+		 * daemon joins the run or replays its outcome. */
+		if (json_str(json_get(json_get(params, "_meta"), "idempotencyKey")) && n <= MAX_KEPT) {
+			p.kind = PEND_KEYED;
+			p.line = xstrndup(text, n);
+		}
 	}
 	for (size_t i = 0; i < ELEMENTSOF(again_methods); i++) {
 		if (str_eq(method, again_methods[i]) && n <= MAX_KEPT) {
@@ -252,7 +283,8 @@ static void host_line(struct relay *r, const char *text, size_t n)
 	const char *method = json_str(json_get(root, "method"));
 	const struct json *id = json_get(root, "id");
 	const struct json *params = json_get(root, "params");
-	size_t start = buf_size(&r->up);
+	struct buf *q = r->stopping && method && id ? &r->held : &r->up;
+	size_t start = buf_size(q);
 
 	if (!method && id) {
 		/* The host answers the daemon: keep its roots for a new connection. */
@@ -271,9 +303,14 @@ static void host_line(struct relay *r, const char *text, size_t n)
 		}
 	} else if (str_eq(method, "initialize") && (!params || params->type == JSON_OBJECT)) {
 		char *p = NULL;
-		rewrite_initialize(root, params, r->workspace, &r->up, &p);
+		rewrite_initialize(root, params, r->workspace, q, &p);
 		const char *te = json_str(json_get(params, "toolErrors"));
 		r->tool_errors_result = !te || str_eq(te, "result");
+		int64_t calls;
+		if (json_get_int(json_get(json_get(params, "budget"), "toolCalls"), &calls) && calls >= 0) {
+			r->budget = calls;
+			r->spent = 0;
+		}
 		set_str(&r->init_params, p);
 		set_str(&r->init_id, id ? canonical(id) : NULL);
 	} else if (str_eq(method, "notifications/initialized")) {
@@ -289,11 +326,11 @@ static void host_line(struct relay *r, const char *text, size_t n)
 		set_str(&r->subscribe_params, strlen(t) <= MAX_KEPT ? t : (free(t), NULL));
 		set_str(&r->subscribe_id, canonical(id));
 	}
-	if (buf_size(&r->up) == start)
-		buf_append(&r->up, text, n);
+	if (buf_size(q) == start)
+		buf_append(q, text, n);
 	if (method && id)
-		pend_add(r, root, method, buf_head(&r->up) + start, buf_size(&r->up) - start);
-	buf_append(&r->up, "\n", 1);
+		pend_add(r, root, method, buf_head(q) + start, buf_size(q) - start);
+	buf_append(q, "\n", 1);
 }
 
 /* Takes the host's bytes: complete lines go up. */
@@ -332,7 +369,8 @@ static void take_input(struct relay *r, const char *data, size_t n)
 /* Answers the host's request id with a transient failure: for a call and
  * a host that takes errors as results, an isError CallResult; else an
  * error envelope. */
-static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg)
+static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg,
+			     bool restart)
 {
 	struct jgen *g = jgen_new(&r->down);
 	jgen_obj_open(g);
@@ -362,6 +400,8 @@ static void answer_transient(struct relay *r, const char *id, const char *tool, 
 	jgen_kv_bool(g, "retryable", true);
 	if (tool)
 		jgen_kv_str(g, "tool", tool);
+	if (restart)
+		jgen_kv_bool(g, "restart", true);
 	jgen_obj_close(g);	/* data, or error */
 	jgen_obj_close(g);	/* error, or structuredContent */
 	if (as_result) {
@@ -389,7 +429,7 @@ static char *own_request(struct relay *r, const char *method, const char *params
 }
 
 /* The host's initialize params with the session id the daemon gave. */
-static char *params_with_session(const char *params, const char *sid)
+static char *params_with_session(const char *params, const char *sid, int64_t budget)
 {
 	_cleanup_doc_ struct json_doc *doc = NULL;
 	struct json_err err;
@@ -408,6 +448,12 @@ static char *params_with_session(const char *params, const char *sid)
 		}
 	}
 	jgen_kv_str(g, "sessionId", sid);
+	if (budget >= 0) {
+		jgen_key(g, "budget");
+		jgen_obj_open(g);
+		jgen_kv_int(g, "toolCalls", budget);
+		jgen_obj_close(g);
+	}
 	jgen_obj_close(g);
 	jgen_free(g);
 	return buf_steal(&b);
@@ -426,7 +472,7 @@ static void replay_rest(struct relay *r)
 	}
 	for (size_t i = 0; i < r->n_pends; i++) {
 		struct pend *p = &r->pends[i];
-		if (p->kind == PEND_AGAIN && p->resend) {
+		if ((p->kind == PEND_AGAIN || p->kind == PEND_KEYED) && p->resend) {
 			buf_puts(&r->own, p->line);
 			buf_puts(&r->own, "\n");
 			p->resend = false;
@@ -440,7 +486,8 @@ static void replay_rest(struct relay *r)
 static void replay(struct relay *r)
 {
 	if (r->session_id && r->init_params) {
-		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id);
+		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id, -1);
+		r->budget_told = false;
 		set_str(&r->own_init, own_request(r, "initialize", p));
 		return;
 	}
@@ -454,6 +501,18 @@ static void own_answer(struct relay *r, const struct json *root, const char *id)
 	if (!r->own_init || !str_eq(id, r->own_init))
 		return;
 	const struct json *error = json_get(root, "error");
+	const struct json *result = json_get(root, "result");
+	int64_t left = r->budget - r->spent, daemon_left = -1;
+	if (result && !r->budget_told && r->budget >= 0 &&
+	    (!json_is_true(json_get(result, "resumed")) || !json_get_int(json_get(result, "budgetLeft"), &daemon_left) ||
+	     daemon_left > left)) {
+		/* The session came back with more calls left than the host's
+		 * answers say it has (or none at all): it is told. */
+		_cleanup_free_ char *p = params_with_session(r->init_params, r->session_id, MAX(left, 0));
+		r->budget_told = true;
+		set_str(&r->own_init, own_request(r, "initialize", p));
+		return;
+	}
 	if (error)
 		fprintf(stderr, "toolcallctl mcp: reconnected to %s, but session %s was not taken back: %s\n",
 			r->socket, r->session_id, json_str(json_get(error, "message")) ?: "(no message)");
@@ -463,6 +522,33 @@ static void own_answer(struct relay *r, const struct json *root, const char *id)
 	replay_rest(r);
 	/* The daemon may have new tools: the host asks for them again. */
 	tell_host(r, "notifications/tools/list_changed");
+}
+
+/* True for an answer saying the daemon stopped the call (it stops):
+ * data.restart in an error envelope or in an isError result. */
+static bool stopped_call(const struct json *root)
+{
+	const struct json *e = json_get(json_get(root, "error"), "data");
+	if (!e)
+		e = json_get(json_get(json_get(root, "result"), "structuredContent"), "error");
+	const struct json *v = json_get(e, "restart");
+	return v && v->type == JSON_BOOL && v->u.b;
+}
+
+/* The attempts a call's answer says it spent of the budget (none when it
+ * was replayed or joined). */
+static int64_t answer_attempts(const struct json *root)
+{
+	const struct json *meta = json_get(json_get(root, "result"), "_meta");
+	const struct json *data = json_get(json_get(root, "error"), "data");
+	if (!data)
+		data = json_get(json_get(json_get(root, "result"), "structuredContent"), "error");
+	int64_t n = 0;
+	if (json_is_true(json_get(meta, "toolcalld/replayed")) || json_is_true(json_get(data, "replayed")))
+		return 0;
+	if (!json_get_int(json_get(meta, "toolcalld/attempts"), &n))
+		json_get_int(json_get(data, "attempts"), &n);
+	return n > 0 ? n : 0;
 }
 
 /* One complete line of the daemon (without its newline). */
@@ -483,6 +569,18 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 			return;
 		}
 		struct pend *p = pend_find(r, idt);
+		if (p && (p->kind == PEND_CALL || p->kind == PEND_KEYED))
+			r->spent += answer_attempts(root);
+		if (stopped_call(root)) {
+			/* The daemon stops: the host's next requests go to the
+			 * next one, and a keyed call is sent there again (it
+			 * was stopped before it ended, or never started). */
+			r->stopping = true;
+			if (p && p->kind == PEND_KEYED && r->reconnect_s > 0) {
+				p->resend = true;
+				return;
+			}
+		}
 		if (p)
 			pend_remove(r, p);
 		if (r->init_id && str_eq(idt, r->init_id)) {
@@ -647,6 +745,10 @@ static void lost(struct relay *r, int err)
 	r->n_roots_asked = 0;
 	r->answer_roots = false;
 	set_str(&r->own_init, NULL);
+	/* The requests held for the next daemon go to it, after those queued. */
+	r->stopping = false;
+	buf_append(&r->up, buf_head(&r->held), buf_size(&r->held));
+	buf_clear(&r->held);
 	char **ids = queued_ids(r);
 	if (r->subscribe_id && !queued(ids, r->subscribe_id))
 		r->subscribed = false;	/* sent again as the host's, if at all */
@@ -657,14 +759,14 @@ static void lost(struct relay *r, int err)
 			i++;
 			continue;
 		}
-		if (p->kind == PEND_AGAIN && r->reconnect_s > 0) {
+		if ((p->kind == PEND_AGAIN || p->kind == PEND_KEYED) && r->reconnect_s > 0) {
 			p->resend = true;
 			i++;
 			continue;
 		}
-		answer_transient(r, p->id, p->tool, p->kind == PEND_CALL && r->tool_errors_result,
-				 p->kind == PEND_CALL ? MSG_RESTARTED
-						      : "toolcalld restarted before answering; send the request again");
+		bool call = p->kind == PEND_CALL || p->kind == PEND_KEYED;
+		answer_transient(r, p->id, p->tool, call && r->tool_errors_result,
+				 call ? MSG_RESTARTED : "toolcalld restarted before answering; send the request again", true);
 		pend_remove(r, p);
 	}
 	for (size_t i = 0; ids[i]; i++)
@@ -686,7 +788,7 @@ static void give_up(struct relay *r, int err)
 			      "`systemctl --user start toolcalld.socket`), then restart this MCP server.",
 			      r->reconnect_s, r->socket, strerror(err));
 	for (size_t i = 0; i < r->n_pends; i++)
-		answer_transient(r, r->pends[i].id, NULL, false, msg);
+		answer_transient(r, r->pends[i].id, NULL, false, msg, false);
 	fprintf(stderr, "toolcallctl mcp: toolcalld did not come back within %d s (%s: %s); giving up\n",
 		r->reconnect_s, r->socket, strerror(err));
 	free(msg);
@@ -698,7 +800,8 @@ static int relay_run(struct relay *r)
 	char chunk[65536];
 	int last_err = 0;
 	for (;;) {
-		if (r->sock >= 0 && r->in_eof && !r->up_shut && buf_size(&r->up) == 0 && buf_size(&r->own) == 0) {
+		if (r->sock >= 0 && r->in_eof && !r->up_shut && buf_size(&r->up) == 0 && buf_size(&r->own) == 0 &&
+		    buf_size(&r->held) == 0) {
 			/* A last line without its newline still counts. */
 			if (buf_size(&r->line) > 0) {
 				host_line(r, buf_head(&r->line), buf_size(&r->line));
@@ -733,7 +836,7 @@ static int relay_run(struct relay *r)
 			}
 		}
 
-		bool up_full = buf_size(&r->up) > RELAY_CAP;
+		bool up_full = buf_size(&r->up) + buf_size(&r->held) > RELAY_CAP;
 		/* from holds at most one line being read (PARSE_MAX_DOWN). */
 		bool down_full = buf_size(&r->down) > RELAY_CAP;
 		bool sending = (buf_size(&r->up) && !r->own_init) || buf_size(&r->own);
@@ -782,8 +885,9 @@ static int relay_run(struct relay *r)
 				r->reconnect_s = 0;
 				for (size_t i = 0; i < r->n_pends; i++)
 					answer_transient(r, r->pends[i].id, r->pends[i].tool,
-							 r->pends[i].kind == PEND_CALL && r->tool_errors_result,
-							 MSG_RESTARTED);
+							 r->pends[i].kind != PEND_AGAIN && r->pends[i].kind != PEND_FAIL &&
+								 r->tool_errors_result,
+							 MSG_RESTARTED, true);
 				while (r->n_pends)
 					pend_remove(r, &r->pends[0]);
 			} else {
@@ -811,6 +915,7 @@ static void relay_free(struct relay *r)
 	if (r->sock >= 0)
 		close(r->sock);
 	buf_free(&r->up);
+	buf_free(&r->held);
 	buf_free(&r->own);
 	buf_free(&r->line);
 	buf_free(&r->from);
@@ -956,6 +1061,7 @@ int ctl_mcp(const char *socket, char **args, int n)
 		.socket = sock,
 		.workspace = ws_abs,
 		.reconnect_s = reconnect_s,
+		.budget = -1,
 	};
 	int r = connect_nonblock(&rl);
 	if (r < 0)

@@ -1,21 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Admission steps of a call: find the tool (or list those the session may
- * call), refuse while the audit log is down (on_error "refuse"), parse and validate the arguments (every schema error in one
- * message and as data.errors), decide the confirmation mode, check paths,
- * look up the idempotency key, ask the circuit, check the budget.
+ * call), refuse while the audit log is down (on_error "refuse"), parse and
+ * validate the arguments (every schema error in one message and as
+ * data.errors), decide the confirmation mode, check paths, look up the
+ * idempotency key, ask the circuit, check the budget. Which tools a session
+ * may see (dispatch_tool_visible()) is decided here too, so admission asks
+ * nothing of the rest of the engine but the uid's state (dispatch_fair.c).
  */
-#include "lib/dispatch/admit.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
 
-#include "lib/dispatch/audit.h"
-#include "lib/dispatch/dispatch_internal.h"
+#include "lib/base/audit.h"
 #include "lib/events.h"
 #include "lib/files/identity.h"
 #include "lib/base/map.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/registry.h"
 #include "lib/schema/schema.h"
 #include "lib/session.h"
@@ -32,6 +33,33 @@ static struct tool_state *tool_state(struct dispatcher *d, const char *name)
 		map_put(d->tools, name, ts);
 	}
 	return ts;
+}
+
+/* The workspace root the confirmation policy judges s by: its primary,
+ * or NULL (trusted by no entry) when any other root of its group is not
+ * trusted, so a trusted primary does not vouch for the rest. */
+static const char *policy_root(const struct dispatcher *d, const struct session *s)
+{
+	const char *roots[WS_GROUP_MAX + 1];
+	if (!s->ws || !ws_group_roots(s->ws, roots, WS_GROUP_MAX + 1))
+		return NULL;
+	for (size_t i = 1; roots[i]; i++)
+		if (!policy_workspace_trusted(d->policy, roots[i]))
+			return NULL;
+	return roots[0];
+}
+
+/* Whether s may see and call t: not hidden by its session, and not denied
+ * by the confirmation policy (tools/list and not_found list these). */
+bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t)
+{
+	if (session_hides_tool(s, t->name))
+		return false;
+	if (!d->policy)
+		return true;
+	if (map_get(s->always_allow, t->name))
+		return true;
+	return policy_decide(d->policy, t->name, t->side_effects, policy_root(d, s)) != CONFIRM_DENY;
 }
 
 /* Builds the not_found message with the names the session may call. */
@@ -178,7 +206,7 @@ void admit_decide_confirmation(struct dispatcher *d, struct session *s, struct a
 	if (!d->policy || map_get(s->always_allow, a->t->name))
 		return;
 	const struct sandbox_config *sb = d->env ? d->env->sandbox : NULL;
-	enum confirm_mode m = policy_decide(d->policy, a->t->name, a->t->side_effects, dispatch_policy_root(d, s));
+	enum confirm_mode m = policy_decide(d->policy, a->t->name, a->t->side_effects, policy_root(d, s));
 	a->mode = policy_settle_sandboxed(m, a->t, sb);
 	if (m == CONFIRM_SANDBOXED && a->mode == CONFIRM_AUTO && policy_writes_protected(a->t, a->args, s->ws, sb, session_identity(s)))
 		a->mode = CONFIRM_PROMPT;

@@ -3,11 +3,10 @@
  * One JSON audit line per call, built from its outcome and what the
  * dispatcher knows of it.
  */
-#include "lib/dispatch/audit_call.h"
+#include "lib/dispatch/dispatch_internal.h"
 
-#include "lib/dispatch/audit.h"
-#include "lib/dispatch/outcome.h"
-#include "lib/dispatch/policy.h"
+#include "lib/base/audit.h"
+#include "lib/policy/policy.h"
 #include "lib/session.h"
 #include "lib/tool.h"
 #include "lib/files/workspace.h"

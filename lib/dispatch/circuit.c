@@ -4,11 +4,10 @@
  * and half-open (probing) states, and the events that tell subscribers when
  * a tool is paused and when it is back.
  */
-#include "lib/dispatch/circuit.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include <string.h>
 
-#include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
 #include "lib/tool.h"
 #include "proto/base/util.h"

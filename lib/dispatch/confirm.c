@@ -7,7 +7,7 @@
  * a late subscriber, and kept after being settled so that the first
  * answer wins.
  */
-#include "lib/dispatch/confirm.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,12 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/dispatch/dispatch_internal.h"
 #include "lib/events.h"
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/identity.h"
 #include "lib/base/map.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_ops.h"

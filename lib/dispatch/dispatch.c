@@ -9,12 +9,12 @@
  * caller of the execution, the idempotency cache, the circuit, the stats,
  * the event stream and the audit log.
  *
- * This file holds callers, executions, attempts and cancellation; the
- * queues and slots live in dispatch_fair.c, outcomes in outcome.c, the
+ * This file holds callers, executions, attempts and cancellation;
+ * admission (and which tools a session may see) lives in admit.c, the
+ * queues and slots in dispatch_fair.c, outcomes in outcome.c, the
  * idempotency cache in idem.c, the circuit breaker in circuit.c and
  * confirmation in confirm.c.
- * It is long because the life of an execution (admitted, queued, attempted,
- * retried, finished, cancelled) reads best in one place.
+ * Long because an execution's life, from admission to answer, reads best whole.
  *
  * Ownership: an exec is owned by the engine from creation to exec_finish();
  * callers are owned by the engine and handed to the daemon as handles until
@@ -28,14 +28,12 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "lib/dispatch/admit.h"
-#include "lib/dispatch/audit.h"
-#include "lib/dispatch/audit_call.h"
 #include "lib/dispatch/dispatch_internal.h"
+#include "lib/base/audit.h"
 #include "lib/events.h"
-#include "lib/dispatch/hooks.h"
+#include "lib/hooks/hooks.h"
 #include "lib/base/map.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/store/store.h"
@@ -335,6 +333,24 @@ void exec_withdraw_callers(struct exec *e, const char *request_id)
 	}
 }
 
+/* A non-idempotent keyed call the daemon's stop ended while it ran may
+ * have taken effect: the key keeps "outcome unknown" (as when its daemon
+ * dies), so that no retry runs it a second time. */
+static void keep_stopped(struct exec *e, struct store_claim *claim, const struct outcome *o)
+{
+	_cleanup_(outcome_unrefp) struct outcome *u = outcome_error(TC_EXECUTION_ERROR,
+		"The call with idempotency key '%s' was stopped with its toolcalld (a restart) before it ended: "
+		"whether it took effect is unknown. Check its effects, then retry with a new key",
+		idem_client_key(e->key));
+	u->error_data = xstrdup("{\"outcome\":\"unknown\"}");
+	u->call_id = xstrdup(o->call_id);
+	u->tool = xstrdup(o->tool);
+	u->attempts = o->attempts;
+	u->duration_ms = o->duration_ms;
+	u->side_effects = o->side_effects;
+	store_complete(claim, u);
+}
+
 void exec_finish(struct exec *e, struct outcome *o)
 {
 	struct dispatcher *d = e->d;
@@ -371,7 +387,9 @@ void exec_finish(struct exec *e, struct outcome *o)
 		/* Kept and handed to joiners elsewhere, unless it never ran
 		 * (refused before its claim counted) or was cancelled. */
 		struct store_claim *claim = TAKE_PTR(e->claim);
-		if (claim && (e->unkept || o->kind == TC_CANCELLED))
+		if (claim && e->stopped && e->attempts > 0 && !e->tool->idempotent)
+			keep_stopped(e, claim, o);
+		else if (claim && (e->unkept || o->kind == TC_CANCELLED))
 			store_release(claim);
 		else if (claim)
 			store_complete(claim, o);
@@ -734,28 +752,6 @@ void dispatch_arm_sweep(struct dispatcher *d)
 
 /* --- calls ------------------------------------------------------------- */
 
-const char *dispatch_policy_root(const struct dispatcher *d, const struct session *s)
-{
-	const char *roots[WS_GROUP_MAX + 1];
-	if (!s->ws || !ws_group_roots(s->ws, roots, WS_GROUP_MAX + 1))
-		return NULL;
-	for (size_t i = 1; roots[i]; i++)
-		if (!policy_workspace_trusted(d->policy, roots[i]))
-			return NULL;
-	return roots[0];
-}
-
-bool dispatch_tool_visible(const struct dispatcher *d, const struct session *s, const struct tool *t)
-{
-	if (session_hides_tool(s, t->name))
-		return false;
-	if (!d->policy)
-		return true;
-	if (map_get(s->always_allow, t->name))
-		return true;
-	return policy_decide(d->policy, t->name, t->side_effects, dispatch_policy_root(d, s)) != CONFIRM_DENY;
-}
-
 static struct outcome *conflict(const char *client_key, bool same_tool)
 {
 	return outcome_error(TC_IDEMPOTENCY_CONFLICT,
@@ -1027,6 +1023,8 @@ static struct caller *exec_start(struct dispatcher *d, struct exec *e, struct ca
 	return waiting ? c : NULL;
 }
 
+static struct outcome *ended_outcome(const struct dispatcher *d, const char *why);
+
 struct caller *dispatch_call(struct dispatcher *d, struct session *s, const struct call_params *p,
 			     const struct caller_ops *ops, void *ctx)
 {
@@ -1036,6 +1034,9 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 
 	if ((o = admit_find_tool(d, s, &a)) || (o = admit_check_audit(d)))
 		return fail_now(d, c, a.name, a.t, o);
+	/* Stopped: nothing starts now, the next daemon runs it. */
+	if (d->stopping)
+		return fail_now(d, c, a.name, a.t, ended_outcome(d, d->stop_why));
 	if ((o = admit_parse_arguments(d, p, &a)) || (o = admit_validate_arguments(&a))) {
 		admit_report_invalid(d, s, a.name, o);
 		return fail_now(d, c, a.name, a.t, o);
@@ -1054,6 +1055,16 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 	return exec_start(d, exec_new(d, s, p, c, &a), c, a.mode);
 }
 
+/* The outcome of a call ended before its end: cancelled, or, when the
+ * daemon stops, transient and marked for a retry on the next daemon. */
+static struct outcome *ended_outcome(const struct dispatcher *d, const char *why)
+{
+	struct outcome *o = outcome_error(d->stopping ? TC_TRANSIENT : TC_CANCELLED, "%s", why);
+	if (d->stopping)
+		o->error_data = xstrdup("{\"restart\":true}");
+	return o;
+}
+
 /* Ends an execution nobody waits for any more. */
 static void exec_cancel(struct exec *e, const char *why)
 {
@@ -1063,7 +1074,13 @@ static void exec_cancel(struct exec *e, const char *why)
 	char *output = attempt_partial(e);
 	abandon_attempt(e);
 	confirm_cancel(e);
-	struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
+	/* Stopped by a stop: its key is not kept as transient (released, or
+	 * marked unknown: keep_stopped). */
+	if (e->d->stopping) {
+		e->unkept = true;
+		e->stopped = true;
+	}
+	struct outcome *o = ended_outcome(e->d, why);
 	outcome_keep_partial(o, output);
 	o->command = command;
 	exec_finish(e, o);
@@ -1075,7 +1092,7 @@ static void cancel_caller(struct caller *c, bool respond, const char *why)
 	list_remove(&c->node);
 	c->exec = NULL;
 	if (respond) {
-		_cleanup_(outcome_unrefp) struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
+		_cleanup_(outcome_unrefp) struct outcome *o = ended_outcome(c->d, why);
 		if (e)
 			outcome_keep_partial(o, attempt_partial(e));
 		o->call_id = xstrdup(e ? e->call_id : "");
@@ -1157,6 +1174,13 @@ void dispatch_cancel_all(struct dispatcher *d, const char *why)
 		exec_cancel(e, why);
 	}
 	dispatch_release(d);
+}
+
+void dispatch_stop_all(struct dispatcher *d, const char *why)
+{
+	d->stopping = true;
+	d->stop_why = why;
+	dispatch_cancel_all(d, why);
 }
 
 unsigned dispatch_abandoned(const struct dispatcher *d)

@@ -12,8 +12,8 @@
  * outcomes back through callbacks; time and randomness come through the
  * loop seam, so unit tests drive it with a fake clock.
  *
- * Outcomes (lib/dispatch/outcome.h) and confirmation (lib/dispatch/confirm.h) have headers of
- * their own, included here so that the daemon needs only this one.
+ * The engine's one public header: outcomes, calls and their callers,
+ * confirmation, the dispatcher's settings and statistics.
  */
 #ifndef TC_DISPATCH_H
 #define TC_DISPATCH_H
@@ -23,12 +23,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/dispatch/confirm.h"
 #include "lib/errors.h"
-#include "lib/dispatch/outcome.h"
 #include "lib/tool.h"
+#include "proto/base/util.h"
 
 struct audit;
+struct buf;
 struct event_bus;
 struct hooks_config;
 struct jgen;
@@ -36,11 +36,69 @@ struct json;
 struct json_doc;
 struct policy_config;
 struct registry;
+struct session;
 struct store;
 struct store_config;
-struct session;
+struct store_value_ops;
+struct subscriber;
 struct tc_loop;
 
+/* --- outcome.c -------------------------------------------------------------
+ * Outcomes: how a call ended, shared (by reference) by every caller of one
+ * execution and by the idempotency cache. Made from a finished tool call or
+ * from an error kind and a message; written to the wire through
+ * proto/mcp_result.h.
+ */
+/* How a call ended: shared by every caller of one execution. */
+struct outcome {
+	unsigned refs;
+	enum tc_kind kind;		/* TC_OK on success */
+	bool is_error;			/* success with isError (shell exit != 0) */
+	char *text;
+	char *text_json;		/* text as a JSON string literal, when the tool gave it */
+	char *structured;		/* JSON object text */
+	char *content;			/* the content array (JSON text) when not one text item */
+	char *meta;			/* the tool's own members of _meta (JSON object text), or NULL */
+	char *message;
+	char *error_data;		/* extra data members: JSON object text */
+	char *call_id;
+	char *tool;
+	enum side_effect side_effects;
+	bool idempotent;
+	unsigned attempts;
+	uint64_t duration_ms;
+	uint64_t retry_after_ms;	/* circuit_open */
+	char **files;
+	size_t n_files;
+	char *command;
+};
+
+/* A new outcome of kind, with one reference and nothing else set. */
+struct outcome *outcome_new(enum tc_kind kind);
+/* A new failed outcome with a formatted message. */
+struct outcome *outcome_error(enum tc_kind kind, const char *fmt, ...) PRINTF(2, 3);
+/* The outcome of a finished tool call, taking what the call holds. */
+struct outcome *outcome_from_call(struct tool_call *tc);
+struct outcome *outcome_ref(struct outcome *o);
+/* Drops one reference; frees at zero. Accepts NULL; returns NULL. */
+struct outcome *outcome_unref(struct outcome *o);
+DEFINE_CLEANUP_FUNC(struct outcome, outcome_unref)
+/* True when the kind is worth retrying (timeout: only idempotent tools). */
+bool outcome_retryable(const struct outcome *o);
+/* Roughly what an outcome holds in memory, for the cache's byte bound. */
+size_t outcome_bytes(const struct outcome *o);
+/* Writes the JSON-RPC result object of a success. */
+void outcome_write_result(const struct outcome *o, bool replayed, struct buf *out);
+/* Writes the error's data object (kind, retryable, attempts, ...; replayed:
+ * true for an outcome replayed from the idempotency cache). */
+void outcome_write_error_data(const struct outcome *o, bool replayed, struct buf *out);
+
+/* Outcomes as the values of a store (lib/store/store.h, outcome_store.c):
+ * what the dispatcher hands store_open so kept outcomes can be counted,
+ * shared and read back; tasks keep their outcomes in the same form. */
+extern const struct store_value_ops outcome_store_ops;
+
+/* --- dispatch.c: calls, their callers, the dispatcher ------------------- */
 struct dispatch_config {
 	unsigned max_concurrent;	/* 64 */
 	unsigned session_concurrency;	/* 4 */
@@ -119,7 +177,7 @@ void dispatch_set_config(struct dispatcher *d, const struct dispatch_config *cfg
 void dispatch_set_policy(struct dispatcher *d, const struct policy_config *policy);
 void dispatch_set_env(struct dispatcher *d, const struct tool_env *env);
 void dispatch_set_audit(struct dispatcher *d, struct audit *audit);
-/* The pre_call and post_call hooks (lib/dispatch/hooks.h); the config stays the caller's. */
+/* The pre_call and post_call hooks (lib/hooks/hooks.h); the config stays the caller's. */
 void dispatch_set_hooks(struct dispatcher *d, const struct hooks_config *c);
 /* Swaps the registry in (taking a reference); calls in flight keep theirs. */
 void dispatch_set_registry(struct dispatcher *d, struct registry *r);
@@ -150,6 +208,14 @@ void dispatch_release(struct dispatcher *d);
 unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
 /* Cancels everything (shutdown). */
 void dispatch_cancel_all(struct dispatcher *d, const char *why);
+/* The daemon stops (a restart): every call still in flight ends
+ * `transient` with why and `data.restart: true`, for its caller to send
+ * again to the next daemon. A keyed one's key is released (it may run
+ * again), unless its tool is not idempotent and it had started: then the
+ * key keeps `execution_error` with `data.outcome: "unknown"`, never a
+ * second run. Calls made after it end so at once, without running. why
+ * must outlive the dispatcher. */
+void dispatch_stop_all(struct dispatcher *d, const char *why);
 /* Callers waiting for outcomes. */
 unsigned dispatch_inflight(const struct dispatcher *d);
 /* Callers of uid waiting for an outcome. */
@@ -166,5 +232,54 @@ void dispatch_write_stats(struct dispatcher *d, struct jgen *g);
 /* Writes the admin/stats members that count uid's own calls alone (a peer
  * that is neither root nor the daemon's user sees no other uid's). */
 void dispatch_write_stats_of(struct dispatcher *d, uid_t uid, struct jgen *g);
+/* Writes the dispatcher's admin/metrics families (dispatch_metrics.c):
+ * the numbers admin/stats gathers: calls and errors by kind per tool, a
+ * latency histogram per tool, calls in flight, running and queued, the
+ * idempotency cache, events, the audit log, circuits. */
+void dispatch_write_metrics(struct dispatcher *d, struct buf *b);
+
+/* --- confirm.c -------------------------------------------------------------
+ * Confirmation: a call whose policy says "prompt" waits for an approver
+ * (a subscriber to tool.confirmation_requested of the same uid) to allow or
+ * deny it. The request shows the whole input and the files the call names
+ * as they resolve ("NOTES.md -> .git/config"). Requests are answered once
+ * (first write wins), time out, fail when no approver is left, are
+ * cancelled with their call (each end is told by
+ * tool.confirmation_resolved), and are shown again to an approver that
+ * comes late. Resolved requests are kept a while so a second answer
+ * learns the first.
+ */
+/*
+ * Answers confirmation request id for uid: decision "allow", "deny" or
+ * "always_allow". First write wins: *ret_accepted is false when it was
+ * already decided, and *ret_decision is the decision in force. -ENOENT for
+ * an unknown request (or another uid's), -EINVAL for a bad decision.
+ */
+int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
+		     bool *ret_accepted, const char **ret_decision);
+
+/* An approver went away: confirmation requests that no approver can see
+ * any more fail with user_denied, as a call finding none does (unless
+ * confirmation.no_approver is "wait"). */
+void dispatch_approvers_left(struct dispatcher *d);
+
+/* The client asked to confirm request_id (MCP elicitation) will not
+ * answer: when no approver can see it either, the call fails user_denied
+ * saying the user gave no answer. */
+void dispatch_elicit_failed(struct dispatcher *d, const char *request_id);
+
+/* Sends a new subscriber the confirmation requests still open that it may
+ * see, so an approver that arrives late can answer them. */
+void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub);
+
+/*
+ * Counts what open requests hold (the whole input, the files, the diff)
+ * against their uid: charge(arg, uid, delta) is called with the bytes when
+ * a request is made (a negative errno refuses it: the call fails
+ * overloaded) and with their negation when it is resolved, cancelled,
+ * timed out or forgotten. NULL: nothing is counted.
+ */
+typedef int (*confirm_charge_fn)(void *arg, uid_t uid, int64_t delta);
+void dispatch_set_confirm_charge(struct dispatcher *d, confirm_charge_fn charge, void *arg);
 
 #endif

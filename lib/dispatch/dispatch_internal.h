@@ -3,20 +3,260 @@
  * The dispatch engine's own structures, shared by the files that make it
  * up (dispatch.c: callers, executions, attempts, cancellation;
  * dispatch_fair.c: the queues and the slots; confirm.c: confirmation
- * requests; admit.c: admission) and by nothing else.
+ * requests; admit.c: admission; dispatch_stats.c and dispatch_metrics.c:
+ * what admin/stats and admin/metrics read of it) and by nothing outside
+ * lib/dispatch/: the parts each file offers the others, lowest first
+ * (statistics, circuits, idempotency, admission, the audit line of a
+ * call), then the engine's own structures.
  */
 #ifndef TC_DISPATCH_INTERNAL_H
 #define TC_DISPATCH_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
-#include "lib/dispatch/circuit.h"
-#include "lib/dispatch/dispatch.h"
-#include "lib/dispatch/idem.h"
 #include "lib/base/list.h"
 #include "lib/base/loop.h"
-#include "lib/dispatch/policy.h"
-#include "lib/dispatch/stats.h"
+#include "lib/dispatch/dispatch.h"
+#include "lib/policy/policy.h"
+#include "lib/errors.h"
+
+struct attempt;
+struct audit;
+struct call_params;
+struct confirm;
+struct dispatch_config;
+struct dispatcher;
+struct event_bus;
+struct exec;
+struct hook_run;
+struct hooks;
+struct idem_entry;
+struct json;
+struct json_doc;
+struct outcome;
+struct sandbox_config;
+struct session;
+struct store;
+struct store_config;
+struct tc_loop;
+struct tool;
+struct tool_state;
+struct uid_state;
+
+/* --- stats.c ---------------------------------------------------------------
+ * Counters for admin/stats: per tool calls, errors by kind and a latency
+ * histogram (log-linear buckets in microseconds, for p50 and p99).
+ */
+#define STATS_BUCKETS 496
+
+struct tool_stats {
+	uint64_t calls;
+	uint64_t errors[TC_KIND_MAX];
+	uint64_t hist[STATS_BUCKETS];
+	uint64_t sum_us;		/* of all durations, for admin/metrics */
+};
+
+struct stats {
+	struct map *tools;		/* name -> struct tool_stats */
+	uint64_t calls;
+	uint64_t errors[TC_KIND_MAX];
+	uint64_t idem_hits;		/* replays from the cache */
+	uint64_t idem_joins;		/* callers joining an execution in flight */
+	uint64_t attempts;
+	uint64_t retries;
+};
+
+void stats_init(struct stats *s);
+void stats_free(struct stats *s);
+void stats_record(struct stats *s, const char *tool, enum tc_kind kind, uint64_t duration_us);
+/* The value (microseconds) below which the fraction q of recorded calls fall. */
+uint64_t stats_percentile(const struct tool_stats *t, double q);
+/* How many recorded calls took at most us microseconds, each counted at
+ * the value stats_percentile reports for its bucket (for admin/metrics). */
+uint64_t stats_count_at_most(const struct tool_stats *t, uint64_t us);
+
+/* --- circuit.c -------------------------------------------------------------
+ * The circuit breaker of one tool for one uid: failures inside a window
+ * open it; while open, that uid's calls of the tool are refused with a
+ * retry-after; when the pause is over one call goes through as a probe,
+ * whose outcome closes or reopens it. Failures are timeouts, transient
+ * errors, and execution errors of tools whose errors are their own (command
+ * and mcp kinds): a missing file is the caller's mistake, and one uid's
+ * failures never pause the tool for another.
+ */
+
+/* Failures kept per tool for the circuit window (more are never needed
+ * than the threshold, but the threshold is configurable). */
+#define CIRCUIT_RING 64
+
+struct circuit {
+	uint64_t fails[CIRCUIT_RING];
+	unsigned n_fails;
+	bool open;
+	bool probing;
+	uint64_t open_until;
+};
+
+/*
+ * True when a call may run now. When not, *ret_retry_after says in how many
+ * ms to try again. *ret_probe is true when the call is the probe of a
+ * circuit whose pause is over: its outcome must be recorded.
+ */
+bool circuit_allows(struct circuit *c, const struct dispatch_config *cfg, uint64_t now,
+		    uint64_t *ret_retry_after, bool *ret_probe);
+/* A probe let through did not run after all: another may go. */
+void circuit_probe_abort(struct circuit *c);
+/* Records the outcome kind of an attempted call of tool t by session s
+ * (probe: the call circuit_allows let through as the probe); opening or
+ * closing emits circuit.opened / circuit.closed on bus, to s's uid. */
+void circuit_record(struct circuit *c, const struct dispatch_config *cfg, struct event_bus *bus,
+		    const struct session *s, const struct tool *t, bool probe, enum tc_kind kind,
+		    uint64_t now);
+/* "closed", "half-open" or "open", for admin/stats. */
+const char *circuit_state_name(const struct circuit *c);
+
+/* --- confirm.c: the engine's side of confirmation ----------------------- */
+/* For the engine: asks for confirmation of e (or fails it at once when no
+ * approver is connected and none is waited for). */
+void confirm_ask(struct exec *e);
+/* For the engine: e is cancelled while it waits; its request is settled
+ * and tool.confirmation_resolved (decision "cancelled") tells approvers. */
+void confirm_cancel(struct exec *e);
+/* For the engine: e is freed; a request still open is forgotten. */
+void confirm_forget(struct exec *e);
+/* Forgets resolved requests kept past their time. */
+void confirm_sweep(struct dispatcher *d, uint64_t now);
+/* When the first resolved request is to be forgotten; 0: none is kept. */
+uint64_t confirm_next_expiry(struct dispatcher *d);
+/* Forgets every resolved request (the dispatcher is freed). */
+void confirm_clear(struct dispatcher *d);
+
+/* --- idem.c ----------------------------------------------------------------
+ * Idempotency: a key (scoped to the caller's uid) names one execution.
+ * Executions in flight here are indexed by key, so later callers with the
+ * same key and the same tool and canonical arguments join them without
+ * asking anyone; the same key with another call is a conflict. Everything
+ * else goes through the store (lib/store/store.h): the claim that makes an
+ * execution the key's, the outcome kept for the TTL and replayed, and the
+ * calls running on other daemons (a shared store) that are joined there.
+ */
+
+struct idem_entry {
+	char *tool;
+	char *canon;
+	struct exec *exec;		/* in flight */
+	char *key;
+};
+
+struct idem_cache {
+	struct map *entries;		/* key -> struct idem_entry, in flight */
+	struct store *store;
+};
+
+/* Opens the memory store with cfg's limits. */
+void idem_init(struct idem_cache *c, struct tc_loop *loop, const struct dispatch_config *cfg);
+/* Frees every entry, the store and the cache's own memory. */
+void idem_clear(struct idem_cache *c);
+/* Swaps in the store sc names (nothing may be in flight): 0 or the
+ * store's error. */
+int idem_open_store(struct idem_cache *c, struct tc_loop *loop, const struct dispatch_config *cfg,
+		    const struct store_config *sc);
+/* Applies cfg's TTL and bounds to the store. */
+void idem_configure(struct idem_cache *c, const struct dispatch_config *cfg);
+/* The cache key of a client's idempotency key for uid. */
+char *idem_key(uid_t uid, const char *client_key);
+/* The client's key inside a cache key. */
+const char *idem_client_key(const char *key);
+/* Finds the execution in flight here for key (NULL: none). */
+struct idem_entry *idem_find(struct idem_cache *c, const char *key);
+/* True when the entry was made for another tool or other arguments. */
+bool idem_conflicts(const struct idem_entry *ie, const char *tool, const char *canon);
+/* Records that exec, running tool with canonical arguments canon, answers key. */
+void idem_begin(struct idem_cache *c, const char *key, const char *tool, const char *canon,
+		struct exec *exec);
+/* exec no longer answers key here. */
+void idem_end(struct idem_cache *c, const char *key, const struct exec *exec);
+/* Records the store holds in this daemon's memory. */
+size_t idem_size(const struct idem_cache *c);
+/* Keyed executions in flight here. */
+size_t idem_in_flight(const struct idem_cache *c);
+
+/* --- admit.c ---------------------------------------------------------------
+ * Admission: the checks a call passes before it becomes an execution. Each
+ * step looks at one thing (the tool, the audit log, the arguments, the schema, the
+ * confirmation policy, paths, the idempotency key, the circuit, the budget)
+ * and returns the outcome that refuses the call, or NULL to go on; what the
+ * steps learn is gathered in a struct admission. Used by dispatch.c only.
+ */
+
+/* What dispatch_call learns about a call before it becomes an execution. */
+struct admission {
+	const char *name;
+	struct tool *t;			/* the registry's; NULL when not found */
+	struct json_doc *doc;		/* holds args */
+	const struct json *args;
+	enum confirm_mode mode;
+	char *key;			/* uid-scoped idempotency key, or NULL */
+	char *canon;			/* canonical arguments (keyed only) */
+	struct tool_state *ts;
+	struct uid_state *us;		/* the session's uid */
+	struct circuit *circuit;	/* the tool's for that uid */
+	bool probe;			/* the circuit's probe */
+};
+
+/* Frees what the admission still holds (for _cleanup_). */
+void admit_clear(struct admission *a);
+/* Finds the tool the session may call (a->t; NULL when not found). */
+struct outcome *admit_find_tool(struct dispatcher *d, struct session *s, struct admission *a);
+/* Refuses every call while the audit log cannot be written and
+ * audit.on_error is "refuse". */
+struct outcome *admit_check_audit(struct dispatcher *d);
+/* Takes the arguments: an object, or JSON text in a string; none is {}. */
+struct outcome *admit_parse_arguments(struct dispatcher *d, const struct call_params *p,
+				      struct admission *a);
+/* Checks the arguments against the tool's schema. */
+struct outcome *admit_validate_arguments(struct admission *a);
+/* Emits tool.input_invalid for a refusal by the two steps above. */
+void admit_report_invalid(struct dispatcher *d, struct session *s, const char *name, const struct outcome *o);
+/* Applies the confirmation policy to a->mode. */
+void admit_decide_confirmation(struct dispatcher *d, struct session *s, struct admission *a);
+/* Refuses paths that escape the workspace before anyone is asked to confirm. */
+struct outcome *admit_check_paths(struct session *s, const struct admission *a);
+/* Looks the idempotency key up: its entry, or NULL for a new key. */
+struct idem_entry *admit_find_keyed(struct dispatcher *d, struct session *s, const char *client_key,
+				    struct admission *a);
+/* Asks the circuit of the tool for the session's uid whether the call may
+ * run (a->ts, a->us, a->circuit, a->probe). */
+struct outcome *admit_check_circuit(struct dispatcher *d, struct session *s, struct admission *a);
+/* Refuses a call when no budget is left for its first attempt. */
+struct outcome *admit_check_budget(struct session *s, const struct call_params *p, struct admission *a);
+
+/* --- audit_call.c ----------------------------------------------------------
+ * The audit line of one call: who asked (session, uid, pid), what ran
+ * (tool, side effect, command, sandbox profile), where (workspace root),
+ * what it touched (files written, files read) and how it ended (outcome,
+ * attempts, duration, message). Written for every call that reached a
+ * tool, whatever ended it: success, failure, timeout, cancellation, a
+ * client's disconnect, shutdown. The line goes to lib/base/audit.c, which
+ * queues, writes and syncs it.
+ */
+
+struct audit_call {
+	const struct session *session;	/* may be NULL */
+	pid_t pid;			/* the client's, 0 when unknown */
+	const struct outcome *o;
+	bool replayed;			/* answered from the idempotency cache */
+	const struct tool *tool;	/* the tool that ran it, or NULL */
+	const struct json *args;	/* its validated arguments, or NULL */
+	const struct sandbox_config *sandbox;	/* the daemon's, for the profile of children */
+};
+
+/* Records the audit line of a call (nothing when a is NULL). */
+void audit_call(struct audit *a, const struct audit_call *c);
 
 enum exec_state {
 	EX_CLAIMING,			/* asking the store for its key */
@@ -46,11 +286,6 @@ struct uid_state {
 	struct map *circuits;		/* tool name -> struct circuit */
 	struct stats stats;		/* its own calls, for its own admin/stats */
 };
-
-struct attempt;
-struct confirm;
-struct hook_run;
-struct hooks;
 
 /* One execution: the tool run that answers one call, or every call that
  * names the same idempotency key. */
@@ -85,6 +320,7 @@ struct exec {
 	bool parked;			/* queue_node is in ts->parked */
 	bool probe;
 	bool unkept;			/* refused before it ran: its outcome is not kept */
+	bool stopped;			/* ended by dispatch_stop_all */
 	enum confirm_mode mode;		/* decided at admission; applied once claimed and the hooks have spoken */
 	struct store_claim *claim;	/* the key is this execution's */
 	struct store_wait *claim_wait;	/* while EX_CLAIMING */
@@ -124,22 +360,17 @@ struct dispatcher {
 	unsigned pumping;
 	struct exec *claiming;		/* cleared when that exec is freed */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
+	bool stopping;			/* dispatch_stop_all: calls end transient, keys kept nowhere */
+	const char *stop_why;		/* its message (static) */
 };
 
+/* dispatch.c: executions. */
 /* Ends an execution with outcome o (consumed) and answers every caller. */
 void exec_finish(struct exec *e, struct outcome *o);
-/* dispatch_stats.c: the state of a tool's circuit for the uid it is worst
- * for ("closed", "half-open" or "open"). */
-const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
-
 /* Queues an execution for a slot, or refuses it when the queue is full. */
 void exec_enqueue(struct exec *e);
 /* Asks the first caller of e that can ask its client to confirm (q NULL:
  * whether one could); true when one did. */
-/* The workspace root the confirmation policy judges s by: its primary,
- * or NULL (trusted by no entry) when any other root of its group is not
- * trusted, so a trusted primary does not vouch for the rest. */
-const char *dispatch_policy_root(const struct dispatcher *d, const struct session *s);
 bool exec_ask_callers(struct exec *e, const struct confirm_question *q);
 /* Tells e's callers that its confirmation request_id no longer waits for
  * their clients' answer. */
@@ -175,5 +406,9 @@ void fair_pump(struct dispatcher *d);
 /* Caps or tools may have changed: every waiting execution is looked at
  * again. */
 void fair_recheck(struct dispatcher *d);
+
+/* dispatch_stats.c: the state of a tool's circuit for the uid it is worst
+ * for ("closed", "half-open" or "open"). */
+const char *dispatch_worst_circuit(struct dispatcher *d, const char *name);
 
 #endif

@@ -5,7 +5,7 @@
  * event stream, the audit log, and per tool its calls, errors, latency
  * percentiles and circuit. Declared in dispatch.h.
  */
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/dispatch/dispatch_internal.h"
 #include "lib/events.h"
 #include "lib/base/map.h"

@@ -3,14 +3,12 @@
  * The index of keyed executions in flight on this daemon, and the store
  * that keeps the rest (opened here: memory by default).
  */
-#include "lib/dispatch/idem.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include <string.h>
 
-#include "lib/dispatch/dispatch.h"
 #include "lib/base/map.h"
 #include "lib/store/store.h"
-#include "lib/store/store_outcome.h"
 #include "proto/base/util.h"
 
 /* The store's settings that come from the idempotency section. */

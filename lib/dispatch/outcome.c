@@ -4,7 +4,7 @@
  * idempotency cache, and handed to proto/mcp_result.c as plain values to
  * be written on the wire.
  */
-#include "lib/dispatch/outcome.h"
+#include "lib/dispatch/dispatch.h"
 
 #include <stdarg.h>
 #include <string.h>

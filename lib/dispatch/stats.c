@@ -2,7 +2,7 @@
 /*
  * Call counters and latency histograms.
  */
-#include "lib/dispatch/stats.h"
+#include "lib/dispatch/dispatch_internal.h"
 
 #include "lib/base/map.h"
 #include "proto/base/util.h"

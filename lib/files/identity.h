@@ -38,7 +38,7 @@ struct identity {
 	size_t n_groups;
 	char *home;		/* for "~/" in deny_read and a child's $HOME; NULL: none; owned */
 	bool change;		/* work for it takes its ids: children take uid,
-				 * gid and groups, file work (lib/files/fsjob.h) its
+				 * gid and groups, file work (lib/fsjob/fsjob.h) its
 				 * file-system identity; false: both keep the
 				 * daemon's own identity */
 };

@@ -138,7 +138,7 @@ void ws_fail_call(struct tool_call *call, int r, const char *path, const struct 
 
 /*
  * Tools (code built with TC_TOOL_CODE: everything under tools/) reach the
- * file system only through a file job, as the peer (lib/files/fsjob.h): the
+ * file system only through a file job, as the peer (lib/fsjob/fsjob.h): the
  * primitives above that touch it are poisoned for them, so a tool that
  * calls one on the loop, as the daemon, does not build.
  */

@@ -82,7 +82,7 @@ char *ws_fd_relative(const struct workspace *ws, int fd);
  */
 int ws_resolved(const struct workspace *ws, const char *path, size_t len, bool follow, char **ret);
 
-/* Tools act through lib/files/fsjob.h, as the peer (see lib/files/workspace.h). */
+/* Tools act through lib/fsjob/fsjob.h, as the peer (see lib/files/workspace.h). */
 #ifdef TC_TOOL_CODE
 #pragma GCC poison ws_resolved ws_lstat ws_rename ws_delete ws_delete_begin ws_delete_step ws_mkdir
 #endif

@@ -62,7 +62,7 @@ int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd);
  * protected one fails with -EPERM, and the first entry refused is kept in
  * hit. So no symlink or rename made meanwhile, between a check of the
  * path and the write, leads a write there. Set by the file job
- * (lib/files/fsjob.h) around a tool's work.
+ * (lib/fsjob/fsjob.h) around a tool's work.
  */
 struct ws_guard {
 	/* The entry of list that changing rel touches (rel canonical,
@@ -155,7 +155,7 @@ bool ws_has_dot_component(const char *path);
  * else -EXDEV. NUL bytes: -EINVAL; PATH_MAX or longer: -ENAMETOOLONG. */
 int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret);
 
-/* Tools act through lib/files/fsjob.h, as the peer (see lib/files/workspace.h). */
+/* Tools act through lib/fsjob/fsjob.h, as the peer (see lib/files/workspace.h). */
 #ifdef TC_TOOL_CODE
 #pragma GCC poison ws_guard_set ws_guard_check ws_chase ws_open_rel ws_check_rel ws_open_dir ws_open_one ws_read_link ws_openat2_retry ws_split_beneath
 #endif

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/child/child.h"
 #include "lib/events.h"
 #include "lib/base/loop.h"

@@ -5,7 +5,7 @@
  */
 #include "lib/process/process_internal.h"
 
-#include "lib/dispatch/metrics.h"
+#include "lib/base/openmetrics.h"
 #include "proto/json.h"
 
 void process_table_write_stats(const struct process_table *t, struct jgen *g)

@@ -1,19 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Content search on top of the linear-time matcher (see regex_find.h). The
+ * Content search on top of the linear-time matcher (see regex.h). The
  * matcher answers "is there a match in this text"; locating one is done by
  * bisection, which holds because for a pattern without anchors a text that
  * contains a match keeps containing it when it grows: the shortest prefix
  * with a match ends where the first match to end does, and the shortest
  * suffix of that prefix with a match starts where that match starts.
  */
-#include "lib/regex/regex_find.h"
+#include "lib/regex/regex.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "lib/regex/regex.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 

@@ -85,9 +85,9 @@ struct store_wait *store_task_swap(struct store *s, uid_t uid, const char *id, c
 	return s->ops->task_swap(s, uid, id, old, old_len, meta, meta_len, keep_ms, cb, arg);
 }
 
-void store_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg)
+void store_hear_cancels(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg)
 {
-	s->ops->watch_tasks(s, fn, arg);
+	s->ops->hear_cancels(s, fn, arg);
 }
 
 void store_reconfigure(struct store *s, const struct store_config *c) { s->ops->reconfigure(s, c); }

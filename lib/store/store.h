@@ -8,7 +8,7 @@
  *
  * Backends share the store_ prefix and register in one table: "memory"
  * (store_memory.c: one daemon's memory, the default) and "redis"
- * (store_redis.c: shared by every daemon using the same Redis and prefix,
+ * (store_redis*.c: shared by every daemon using the same Redis and prefix,
  * asynchronous on the daemon's own loop). Values (outcomes) are opaque here:
  * the dispatcher hands in a struct store_value_ops that counts references
  * and turns a value into bytes and back; bytes read back are hostile.
@@ -114,7 +114,7 @@ struct store_ops {
 	struct store_wait *(*task_swap)(struct store *s, uid_t uid, const char *id, const char *old,
 					size_t old_len, const char *meta, size_t meta_len, uint64_t keep_ms,
 					store_put_cb cb, void *arg);
-	void (*watch_tasks)(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg);
+	void (*hear_cancels)(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg);
 	void (*reconfigure)(struct store *s, const struct store_config *c);
 	struct store_wait *(*task_get)(struct store *s, uid_t uid, const char *id,
 				       void (*cb)(void *arg, int r, const char *meta, size_t n), void *arg);
@@ -189,15 +189,16 @@ void store_release(struct store_claim *c);
  * to go on from (0: no more).
  *
  * swap replaces the record old by meta, atomically, and tells every
- * daemon watching tasks (watch_tasks) that the task was cancelled: 0,
- * -ESTALE with the record found instead, -ENOENT, -EIO.
+ * daemon that hears of cancels (store_hear_cancels()) that the task was
+ * cancelled: 0, -ESTALE with the record found instead, -ENOENT, -EIO.
  */
 struct store_wait *store_task_put(struct store *s, uid_t uid, const char *id, const char *meta, size_t meta_len,
 				  uint64_t order, uint64_t keep_ms, bool create, store_put_cb cb, void *arg);
 struct store_wait *store_task_swap(struct store *s, uid_t uid, const char *id, const char *old, size_t old_len,
 				   const char *meta, size_t meta_len, uint64_t keep_ms, store_put_cb cb, void *arg);
-/* fn hears of tasks cancelled through another daemon (a swap). */
-void store_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg);
+/* fn hears of tasks cancelled through another daemon (a swap); fn NULL:
+ * nobody hears any more. */
+void store_hear_cancels(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg);
 struct store_wait *store_task_get(struct store *s, uid_t uid, const char *id,
 				  void (*cb)(void *arg, int r, const char *meta, size_t n), void *arg);
 struct store_wait *store_task_list(struct store *s, uid_t uid, uint64_t after, size_t limit,

@@ -451,7 +451,7 @@ static struct store_wait *mem_task_swap(struct store *s, uid_t uid, const char *
 	return mem_task_put(s, uid, id, meta, meta_len, t->order, keep_ms, false, cb, arg);
 }
 
-static void mem_watch_tasks(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg) {}
+static void mem_hear_cancels(struct store *s, void (*fn)(void *arg, uid_t uid, const char *id), void *arg) {}
 
 static void mem_reconfigure(struct store *s, const struct store_config *c)
 {
@@ -665,7 +665,7 @@ const struct store_ops store_memory_ops = {
 	.release = mem_release,
 	.task_put = mem_task_put,
 	.task_swap = mem_task_swap,
-	.watch_tasks = mem_watch_tasks,
+	.hear_cancels = mem_hear_cancels,
 	.reconfigure = mem_reconfigure,
 	.task_get = mem_task_get,
 	.task_list = mem_task_list,

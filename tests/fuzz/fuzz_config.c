@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "daemon/config.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

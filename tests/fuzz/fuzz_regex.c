@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness for the pattern matcher (lib/regex.c). The input is a
+ * libFuzzer harness for the pattern matcher (lib/regex/). The input is a
  * pattern, then (after the first newline) a subject. A pattern that is
  * refused must say why and where. One that compiles is searched for in
  * the subject with every strategy (state sets cached as DFA states, as

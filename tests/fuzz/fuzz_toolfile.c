@@ -14,7 +14,7 @@
 #include "lib/tool.h"
 #include "proto/json.h"
 #include "tools/command.h"
-#include "tools/mcp.h"
+#include "tools/mcp/mcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

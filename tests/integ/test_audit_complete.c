@@ -97,7 +97,7 @@ START_TEST(every_end_is_audited)
 	/* Cut short by shutdown. */
 	start_sleeper(c, &d, "stop-me", NULL);
 	ck_assert_int_eq(tcd_stop(&d), 0);
-	l = audit_line(log, &d, "# stop-me", "\"outcome\":\"cancelled\"");
+	l = audit_line(log, &d, "# stop-me", "\"outcome\":\"transient\"");
 	ck_assert_msg(l, "no audit line for the call cut short by shutdown");
 
 	/* One line per call: the cancelled one is not written twice. */

@@ -3,7 +3,8 @@
  * The daemon's life from the outside: command line, --check-config and its
  * FILE:LINE:COL messages, where the socket goes and with which mode, stale
  * and live sockets at start, graceful stop on SIGTERM (calls within the
- * grace period answered, the rest cancelled, the socket removed, exit 0),
+ * grace period answered, the rest stopped `transient` for a retry, the
+ * socket removed, exit 0),
  * bounded memory for a client that stops reading, hot reload (admin/reload,
  * invalid tool files, inotify) with list_changed notifications, and
  * admin/stats (CONTRACT §2, §3, §8, §9).
@@ -406,9 +407,15 @@ START_TEST(sigterm_cancels_after_grace)
 	snprintf(raw, sizeof(raw), "%lld", (long long)id);
 	const struct json *r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
 	ck_assert_msg(r, "the long call got no answer");
-	tc_assert_kind(r, "cancelled");
+	/* A restart, not the caller's cancel: transient, to be retried on
+	 * the next daemon. */
+	tc_assert_kind(r, "transient");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
 	ck_assert_pstr_eq(tj_str(r, "error.data.tool"), "shell");
+	ck_assert(tj_bool(r, "error.data.retryable"));
+	ck_assert(tj_bool(r, "error.data.restart"));
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 1);
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "retry"));
 	ck_assert_int_eq(tcd_wait_exit(&d, 5000), 0);
 	ck_assert_uint_lt(tc_now_ms() - t0, 4000);
 	ck_assert(!path_exists(d.sock));

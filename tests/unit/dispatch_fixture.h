@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "lib/dispatch/dispatch.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 
 #define MAX_PENDING 512
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/dispatch/audit.h"
+#include "lib/base/audit.h"
 #include "lib/base/loop.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"

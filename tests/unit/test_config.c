@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The config file parser (daemon/config.c) and the confirmation policy
- * (lib/dispatch/policy.c): defaults as the contract states them, a full file, and
+ * (lib/policy/policy.c): defaults as the contract states them, a full file, and
  * for each class of mistake a message that points at the right line and
  * column.
  */
@@ -17,8 +17,8 @@
 
 #include "daemon/config.h"
 #include "daemon/config_bind.h"
-#include "lib/dispatch/audit.h"
-#include "lib/dispatch/policy.h"
+#include "lib/base/audit.h"
+#include "lib/policy/policy.h"
 #include "lib/sandbox/sandbox.h"
 #include "tests/unit/check_main.h"
 

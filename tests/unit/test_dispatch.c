@@ -6,6 +6,7 @@
  * confirmation, caps, timeout, retry with backoff), exactly and at once.
  * The fake tools and recorders are in tests/unit/dispatch_fixture.h;
  * sharing between uids and sessions is tested in test_dispatch_fair.c.
+ * It is long because every branch of one call's flow is a case of its own.
  */
 #include <check.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 
 #include "lib/dispatch/dispatch.h"
 #include "lib/events.h"
-#include "lib/dispatch/policy.h"
+#include "lib/policy/policy.h"
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
@@ -381,6 +382,28 @@ START_TEST(explicit_cancel_detaches_until_none_left)
 	ck_assert_uint_eq(cancel_count, 1);
 	/* Cancelled outcomes are not kept. */
 	ck_assert_ptr_nonnull(call("slow", "{}", "k", &recs[2]));
+	ck_assert_uint_eq(exec_count, 2);
+}
+END_TEST
+
+/* A stop (a restart) ends the calls in flight transient, for their callers
+ * to send again, and runs nothing after it. */
+START_TEST(stop_ends_calls_transient)
+{
+	call("slow", "{}", NULL, &recs[0]);
+	call("slow", "{}", "k", &recs[1]);
+	dispatch_stop_all(d, "toolcalld restarted; retry");
+	for (int i = 0; i < 2; i++) {
+		ck_assert(recs[i].done);
+		ck_assert_int_eq(recs[i].kind, TC_TRANSIENT);
+		ck_assert_str_eq(recs[i].message, "toolcalld restarted; retry");
+		ck_assert_uint_eq(recs[i].attempts, 1);
+	}
+	ck_assert_uint_eq(cancel_count, 2);
+	ck_assert_uint_eq(dispatch_inflight(d), 0);
+	ck_assert_ptr_null(call("slow", "{}", NULL, &recs[2]));
+	ck_assert_int_eq(recs[2].kind, TC_TRANSIENT);
+	ck_assert_uint_eq(recs[2].attempts, 0);
 	ck_assert_uint_eq(exec_count, 2);
 }
 END_TEST
@@ -802,7 +825,8 @@ static Suite *dispatch_suite(void)
 		{ "idempotency", { synchronous_calls_answered_inside, joiners_share_one_execution, key_reuse_with_other_arguments_conflicts,
 				   kept_outcomes_expire_after_ttl, cache_is_bounded_lru, cache_is_bounded_in_bytes,
 				   disconnect_keeps_keyed_execution, disconnect_cancels_unkeyed_execution,
-				   explicit_cancel_detaches_until_none_left, session_cancel_answers_every_call } },
+				   explicit_cancel_detaches_until_none_left, session_cancel_answers_every_call,
+				   stop_ends_calls_transient } },
 		{ "caps", { session_cap_queues_fifo, queue_overflow_is_overloaded, queue_max_zero_runs_what_can_run,
 			    queue_max_total_is_overloaded,
 			    timeout_clock_starts_with_the_attempt, session_cancel_does_not_start_queued_calls,

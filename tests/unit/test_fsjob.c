@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * File work of tool calls on the io pool (lib/files/fsjob.h) and the per-thread
+ * File work of tool calls on the io pool (lib/fsjob/fsjob.h) and the per-thread
  * identity switch under it (lib/files/identity.h): a worker acting as a peer is
  * refused what the peer may not open and creates files the peer owns,
  * while other threads keep the daemon's rights; its credentials are back
@@ -23,7 +23,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/files/identity.h"
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Call hooks (lib/dispatch/hooks.c): the glob that picks the tools a hook sees and
+ * Call hooks (lib/hooks/hooks.c): the glob that picks the tools a hook sees and
  * the decisions a pre-call hook may print (anything else is refused, so
  * the call is denied).
  */
 #include <check.h>
 #include <string.h>
 
-#include "lib/dispatch/hooks.h"
+#include "lib/hooks/hooks.h"
 #include "proto/json.h"
 #include "tests/unit/check_main.h"
 

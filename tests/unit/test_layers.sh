@@ -1,9 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The daemon's layers call only the ones below: no file but the server's
-# own (server*.c) and main.c includes the server's life cycle
-# (server.h, server_internal.h); the methods get what they need of it,
-# admin/reload, as an operation (struct methods_ops).
+# The layers call only the ones below.
+#
+# The daemon: no file but the server's own (server*.c) and main.c includes
+# the server's life cycle (server.h, server_internal.h); the methods get
+# what they need of it, admin/reload, as an operation (struct methods_ops).
+#
+# lib/: each module (a folder, or one of the files at lib/'s top) includes
+# only modules of a lower rank, never one of its own rank or above; a
+# module has at most one private header (*_internal.h), and no file
+# outside the module's folder includes it but the module's own tests
+# (tests/), which test it from within. A new module is given its rank here.
 set -eu
 root=${1:?usage: test_layers.sh SOURCE_ROOT}
 bad=$(grep -l -E '^#include "daemon/server(_internal)?\.h"' "$root"/daemon/*.c |
@@ -13,4 +20,76 @@ if [ -n "$bad" ]; then
 	echo "$bad" >&2
 	exit 1
 fi
+
+# The rank of each lib module, lowest first.
+ranks='
+base 0
+bind 0
+errors 0
+regex 1
+schema 2
+tool 3
+files 4
+registry 4
+sandbox 5
+session 5
+child 6
+events 6
+fsjob 6
+process 7
+store 7
+policy 7
+hooks 7
+dispatch 8
+tasks 9
+'
+
+# "lib/dispatch/admit.c" -> dispatch; "lib/tool.h" -> tool.
+module_of() {
+	echo "$1" | sed -E 's#^lib/([^/]+)/.*#\1#; s#^lib/([^/.]+)\.[ch]$#\1#'
+}
+
+cd "$root"
+fail=0
+for f in $(find lib -name '*.[ch]' | sort); do
+	m=$(module_of "$f")
+	mr=$(echo "$ranks" | awk -v m="$m" '$1 == m { print $2 }')
+	if [ -z "$mr" ]; then
+		echo "$f: module '$m' has no rank in tests/unit/test_layers.sh" >&2
+		fail=1
+		continue
+	fi
+	for inc in $(sed -n -E 's#^[[:space:]]*\#[[:space:]]*include[[:space:]]+"(lib/[^"]+)".*#\1#p' "$f"); do
+		t=$(module_of "$inc")
+		[ "$t" = "$m" ] && continue
+		tr=$(echo "$ranks" | awk -v m="$t" '$1 == m { print $2 }')
+		if [ -z "$tr" ] || [ "$tr" -ge "$mr" ]; then
+			echo "$f ($m, rank $mr) includes $inc ($t, rank ${tr:-none}): not a lower module" >&2
+			fail=1
+		fi
+	done
+done
+
+# Private headers, of lib/ and of the other parts alike: included from
+# their own folder alone (and its tests).
+for f in $(find lib daemon tools proto -name '*.[ch]' | sort); do
+	for inc in $(sed -n -E 's#^[[:space:]]*\#[[:space:]]*include[[:space:]]+"([^"]+_internal\.h)".*#\1#p' "$f"); do
+		case "$f" in
+		"${inc%/*}"/*) ;;
+		*)
+			echo "$f includes $inc, private to ${inc%/*}/" >&2
+			fail=1
+			;;
+		esac
+	done
+done
+# One private header per module.
+for d in lib/*/; do
+	n=$(find "$d" -maxdepth 1 -name '*_internal.h' | wc -l)
+	if [ "$n" -gt 1 ]; then
+		echo "$d has $n private headers (*_internal.h): one per module" >&2
+		fail=1
+	fi
+done
+[ "$fail" = 0 ] || exit 1
 echo "layers: ok"

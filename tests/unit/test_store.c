@@ -614,7 +614,7 @@ static void heard_fn(void *arg, uid_t uid, const char *id)
 START_TEST(task_cancel_across_stores)
 {
 	struct store *a = open_store("redis", 10000, false), *b = open_store("redis", 10000, false);
-	store_watch_tasks(a, heard_fn, NULL);
+	store_hear_cancels(a, heard_fn, NULL);
 	heard = 0;
 	const char *working = "{\"task\":{\"taskId\":\"tX\",\"status\":\"working\"}}";
 	const char *cancelled = "{\"task\":{\"taskId\":\"tX\",\"status\":\"cancelled\"}}";

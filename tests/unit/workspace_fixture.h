@@ -41,7 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/files/fsjob.h"
+#include "lib/fsjob/fsjob.h"
 #include "lib/schema/schema.h"
 #include "lib/tool.h"
 #include "lib/files/workspace.h"

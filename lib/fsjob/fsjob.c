@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tool call's file work on the io pool, as the peer (see fsjob.h). The
+ * job holds everything its worker reads: the tool's arg, a reference to
+ * the workspace (taken here, on the loop) and a copy of the identity, so
+ * nothing the loop frees meanwhile (the call's arguments on a timeout, the
+ * session) is reached from the worker.
+ */
+#include "lib/fsjob/fsjob.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "lib/files/identity.h"
+#include "lib/base/iopool.h"
+#include "lib/sandbox/sandbox.h"
+#include "lib/files/workspace.h"
+#include "lib/files/workspace_ops.h"
+#include "proto/base/strv.h"
+#include "proto/base/util.h"
+
+static void fail_protected(struct tool_call *call, const char *path, const char *entry);
+
+struct fsjob {
+	struct tool_call *call;
+	const struct fsjob_ops *ops;
+	void *arg;
+	struct workspace *ws;		/* referenced on the loop */
+	struct identity ident;
+	char **protect;			/* sandbox.protect, copied: a reload may free the config */
+	char *refused_path;		/* what fsjob_guard() refused, first */
+	const char *refused_entry;	/* the protection, in protect (or ".git") */
+	bool switch_ident;
+	bool cancelled;			/* loop side: fsjob_cancel came */
+	struct iojob *io;		/* loop side: the pool's handle, while queued or running */
+	struct iopool *pool;
+	const struct iojob *running;	/* worker side: set while run executes */
+	int r;
+};
+
+static void job_free(struct fsjob *job)
+{
+	if (job->ops->free)
+		job->ops->free(job->arg);
+	else
+		free(job->arg);
+	ws_unref(job->ws);
+	identity_clear(&job->ident);
+	strv_free(job->protect);
+	free(job->refused_path);
+	free(job);
+}
+
+/* The niceness of a worker doing file work. Where the loop and the
+ * workers share a CPU (a daemon pinned to one, a busy machine), a worker
+ * sorting a huge directory or copying a large file must not hold the CPU
+ * while the loop has a ping to answer: the scheduler preempts a niced
+ * thread as soon as the loop wakes. */
+#define WORKER_NICE 10
+
+/* Lowers the calling worker's priority, once per thread. */
+static void nice_worker(void)
+{
+	static _Thread_local bool done;
+	if (done)
+		return;
+	done = true;
+	/* Per thread on Linux; best effort. */
+	(void)setpriority(PRIO_PROCESS, (id_t)gettid(), WORKER_NICE);
+}
+
+/* The guard's answer: sandbox.protect's rule. */
+static const char *guard_match(const struct ws_guard *g, const char *rel, bool whole, bool dir)
+{
+	return sandbox_protected(g->list, rel, whole, dir);
+}
+
+/* Runs one part of the job's work with its protected paths guarded at
+ * every write (ws_guard_set()); notes a refusal for the outcome. */
+static int run_guarded(struct fsjob *job)
+{
+	struct ws_guard g = { .match = guard_match, .list = (const char *const *)job->protect };
+	struct ws_guard *old = ws_guard_set(&g);
+	int r = job->ops->run(job, job->arg);
+	ws_guard_set(old);
+	if (g.hit && !job->refused_entry)
+		job->refused_entry = g.hit;
+	return r;
+}
+
+/* On a worker: runs the work as the peer, leaving the thread as it found it. */
+static void job_run(struct iojob *io, void *p)
+{
+	struct fsjob *job = p;
+	nice_worker();
+	/* An identity left over from an earlier job would be a peer acting
+	 * with another's rights: never go on with one. */
+	if (!identity_thread_clean())
+		abort();
+	struct identity_saved saved = {};
+	if (job->switch_ident) {
+		job->r = identity_enter(&job->ident, &saved);
+		if (job->r < 0)
+			return;	/* the thread is as it was */
+	}
+	job->running = io;
+	job->r = run_guarded(job);
+	identity_leave(&saved);
+	job->running = NULL;
+	if (!identity_thread_clean())
+		abort();
+}
+
+/* On the loop: the outcome of a job that ran to its end. */
+static void job_outcome(struct fsjob *job)
+{
+	if (job->refused_entry)
+		fail_protected(job->call, job->refused_path, job->refused_entry);
+	else
+		job->ops->done(job->call, job->arg, job->r);
+}
+
+/* On the loop: the outcome, or cancelled, then the call ends. */
+static void job_done(void *p, bool cancelled)
+{
+	struct fsjob *job = p;
+	struct tool_call *call = job->call;
+	if (!cancelled && !job->cancelled && job->r == FSJOB_AGAIN && !job->refused_entry) {
+		/* A part is done: shown, then the next one queued (behind
+		 * the jobs that came meanwhile). */
+		if (job->ops->part)
+			job->ops->part(call, job->arg);
+		job->io = iopool_submit(job->pool, job_run, job_done, job);
+		return;
+	}
+	if (cancelled || job->cancelled)
+		tool_call_fail(call, TC_CANCELLED, "The call was cancelled before its file work was done");
+	else
+		job_outcome(job);
+	call->state = NULL;
+	job_free(job);
+	tool_call_finish(call);
+}
+
+/* True when work for call has to take the peer's identity: the identity
+ * says so (run_as "peer", the daemon root, the peer another uid; decided
+ * by identity_for_children()), as it does for the call's children. */
+static bool needs_switch(const struct tool_call *call)
+{
+	return call->ident && call->ident->change;
+}
+
+bool fsjob_may_inline(const struct tool_call *call)
+{
+	return !needs_switch(call);
+}
+
+int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg)
+{
+	if (!fsjob_may_inline(call))
+		return FSJOB_NOT_INLINE;
+	struct fsjob job = { .call = call, .ws = call->ws };
+	if (call->env && call->env->sandbox)
+		job.protect = call->env->sandbox->protect;
+	struct ws_guard g = { .match = guard_match, .list = (const char *const *)job.protect };
+	struct ws_guard *old = ws_guard_set(&g);
+	int r = run(&job, arg);
+	ws_guard_set(old);
+	/* A refusal (fsjob_guard()) is the caller's to tell, as -EPERM. */
+	if (job.refused_entry || g.hit)
+		r = -EPERM;
+	free(job.refused_path);
+	return r;
+}
+
+char *fsjob_preview(const struct tool_def *def, const struct json *args, struct workspace *ws)
+{
+	struct fsjob job = { .ws = ws };
+	return def->preview ? def->preview(args, &job) : NULL;
+}
+
+struct open_job {
+	const struct workspace *ws;
+	const char *path;
+	size_t len;
+	int flags;
+	int fd;
+};
+
+/* As the identity (identity_run()): the open itself. */
+static int open_as(void *arg)
+{
+	struct open_job *o = arg;
+	return ws_openat(o->ws, o->path, o->len, o->flags, 0, &o->fd);
+}
+
+int fsjob_openat_as(const struct tool_call *call, const struct identity *id, const char *path, size_t len,
+		    int flags, int *ret_fd)
+{
+	struct open_job o = { call->ws, path, len, flags, -1 };
+	int r = id && id->change ? identity_run(id, open_as, &o) : open_as(&o);
+	if (r < 0)
+		return r;
+	*ret_fd = o.fd;
+	return 0;
+}
+
+enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg)
+{
+	struct fsjob *job = xcalloc(1, sizeof(*job));
+	job->call = call;
+	job->ops = ops;
+	job->arg = arg;
+	job->ws = ws_ref(call->ws);
+	const struct tool_env *env = call->env;
+	if (env && env->sandbox)
+		job->protect = strv_dup((const char *const *)env->sandbox->protect);
+	if (needs_switch(call)) {
+		identity_copy(&job->ident, call->ident);
+		job->switch_ident = true;
+	}
+	struct iopool *pool = env ? env->pool : NULL;
+
+	if (!pool) {
+		if (job->switch_ident) {
+			/* The loop never takes another identity. */
+			tool_call_fail(call, TC_INTERNAL, "No io thread to act as the peer on files");
+		} else {
+			while ((job->r = run_guarded(job)) == FSJOB_AGAIN && !job->refused_entry)
+				if (ops->part)
+					ops->part(call, arg);
+			job_outcome(job);
+		}
+		job_free(job);
+		return TOOL_DONE;
+	}
+	call->state = job;
+	job->pool = pool;
+	job->io = iopool_submit(pool, job_run, job_done, job);
+	return TOOL_PENDING;
+}
+
+void fsjob_cancel(struct tool_call *call)
+{
+	struct fsjob *job = call->state;
+	if (!job || job->cancelled)
+		return;
+	job->cancelled = true;
+	iojob_cancel(job->io);
+}
+
+bool fsjob_cancelled(const struct fsjob *job)
+{
+	return job && job->running && iojob_cancelled(job->running);
+}
+
+const struct workspace *fsjob_ws(const struct fsjob *job)
+{
+	return job->ws;
+}
+
+bool fsjob_on_worker(const struct fsjob *job)
+{
+	return job->running != NULL;
+}
+
+int fsjob_openat(const struct fsjob *job, const char *path, size_t len, int flags, mode_t mode, int *ret_fd)
+{
+	return ws_openat(job->ws, path, len, flags, mode, ret_fd);
+}
+
+int fsjob_read(const struct fsjob *job, const char *path, size_t len, uint64_t offset, size_t max,
+	       struct buf *out, struct stat *ret_st)
+{
+	return ws_read(job->ws, path, len, offset, max, out, ret_st);
+}
+
+int fsjob_read_small(const struct fsjob *job, const char *path, size_t len, uint64_t offset, size_t max,
+		     uint64_t small, struct buf *out, struct stat *ret_st)
+{
+	return ws_read_small(job->ws, path, len, offset, max, small, out, ret_st);
+}
+
+int fsjob_write_atomic(const struct fsjob *job, const char *path, size_t len, const void *data, size_t n,
+		       bool create_dirs, bool *ret_created)
+{
+	return ws_write_atomic(job->ws, path, len, data, n, create_dirs, ret_created);
+}
+
+int fsjob_check(const struct fsjob *job, const char *path, size_t len)
+{
+	return ws_check(job->ws, path, len);
+}
+
+int fsjob_lstat(const struct fsjob *job, const char *path, size_t len, struct stat *ret_st, char **ret_target)
+{
+	return ws_lstat(job->ws, path, len, ret_st, ret_target);
+}
+
+int fsjob_rename(const struct fsjob *job, const char *from, size_t from_len, const char *to, size_t to_len,
+		 bool overwrite)
+{
+	return ws_rename(job->ws, from, from_len, to, to_len, overwrite);
+}
+
+int fsjob_mkdir(const struct fsjob *job, const char *path, size_t len, bool parents, bool *ret_created)
+{
+	return ws_mkdir(job->ws, path, len, parents, ret_created);
+}
+
+int fsjob_delete_begin(const struct fsjob *job, const char *path, size_t len, bool recursive,
+		       struct ws_deleter **ret)
+{
+	return ws_delete_begin(job->ws, path, len, recursive, ret);
+}
+
+int fsjob_delete_step(const struct fsjob *job, struct ws_deleter *del, uint64_t budget_ms)
+{
+	(void)job;	/* held only by a run function: the step is the job's */
+	return ws_delete_step(del, budget_ms);
+}
+
+const char *fsjob_protected_in(const struct workspace *ws, const char *const *protect, const char *path,
+			       size_t len, enum fsjob_touch how)
+{
+	if (!protect || !*protect || !ws)
+		return NULL;
+	_cleanup_free_ char *rel = NULL;
+	if (ws_resolved(ws, path, len, how == FSJOB_WRITE, &rel) < 0)
+		return NULL;
+	return sandbox_protected(protect, rel, how == FSJOB_TAKE, how == FSJOB_MKDIR);
+}
+
+int fsjob_guard(struct fsjob *job, const char *path, size_t len, enum fsjob_touch how)
+{
+	const char *entry = fsjob_protected_in(job->ws, (const char *const *)job->protect, path, len, how);
+	if (!entry)
+		return 0;
+	if (!job->refused_entry) {
+		job->refused_path = xstrndup(path, len);
+		job->refused_entry = entry;
+	}
+	return -EPERM;
+}
+
+/* Fails call for the protected path entry that path (NULL: unknown, found
+ * at the write itself) touches. */
+static void fail_protected(struct tool_call *call, const char *path, const char *entry)
+{
+	if (!path)
+		tool_call_fail(call, TC_PERMISSION_DENIED,
+			       "The call would change the protected path '%s' (sandbox.protect), reached through a "
+			       "symlink or directory changed while it ran; file tools may not write, create, move "
+			       "or delete it", entry);
+	else if (str_eq(entry, ".git"))
+		tool_call_fail(call, TC_PERMISSION_DENIED,
+			       "'%s' would change the workspace's .git, which is protected (sandbox.protect covers "
+			       "paths beneath .git, and a .git file would point git elsewhere); file tools may not "
+			       "write, move or delete it", path);
+	else
+		tool_call_fail(call, TC_PERMISSION_DENIED,
+			       "'%s' would change the protected path '%s' (sandbox.protect); file tools may not "
+			       "write, create, move or delete it, whether or not it exists", path, entry);
+}
