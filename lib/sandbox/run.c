@@ -299,14 +299,75 @@ static void protect_add(struct sandbox_run *run, const char *ws, char *full)
 }
 
 /*
+ * What a missing protected path is made as, so that a read-only mount can
+ * hold its place (a mount needs a place): an empty directory for the
+ * entries git keeps as directories (hooks, info, modules) or an entry
+ * written with a final "/", an empty file for "config" (git reads an
+ * empty config as one with nothing set), a "commondir" naming the
+ * directory it is in (git refuses an empty one; "." is the common
+ * directory a repository without one has); 0 for the rest.
+ */
+static int stub_kind(const char *rel)
+{
+	size_t n = strlen(rel);
+	const char *base = strrchr(rel, '/');
+	base = base ? base + 1 : rel;
+	if (n && rel[n - 1] == '/')
+		return 'd';
+	if (strcmp(base, "hooks") == 0 || strcmp(base, "info") == 0 || strcmp(base, "modules") == 0)
+		return 'd';
+	if (strcmp(base, "commondir") == 0)
+		return 'c';
+	return strcmp(base, "config") == 0 ? 'f' : 0;
+}
+
+/* Makes a missing protected path, empty, where its parent is a directory
+ * (never through a link), owned as the parent is, so that it can be
+ * mounted over read-only: a call cannot then make it itself. True when
+ * it exists now. */
+static bool protect_stub(char *full, int kind)
+{
+	char *slash = strrchr(full, '/');
+	while (slash && slash[1] == '\0' && slash > full) {
+		*slash = '\0';
+		slash = strrchr(full, '/');
+	}
+	if (!slash || slash == full)
+		return false;
+	*slash = '\0';
+	_cleanup_close_ int dfd = open(full, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	*slash = '/';
+	struct stat ds;
+	if (dfd < 0 || fstat(dfd, &ds) < 0)
+		return false;
+	const char *name = slash + 1;
+	if (kind == 'd' && mkdirat(dfd, name, 0755) < 0)
+		return errno == EEXIST;
+	/* Given away by its fd, and only what the daemon made: nothing put
+	 * in its place meanwhile changes owner. */
+	_cleanup_close_ int fd = kind == 'd' ? openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+					      : openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+	struct stat st;
+	if (fd < 0)
+		return kind != 'd' && errno == EEXIST;
+	if (kind == 'c' && write(fd, ".\n", 2) != 2)
+		return true;	/* made, if not filled: still held */
+	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
+		(void)fchown(fd, ds.st_uid, ds.st_gid);
+	return true;
+}
+
+/*
  * Lists the protected paths of each workspace that exist, to be mounted
  * read-only: an entry beneath .git in the repository's git directory and
  * in each of its submodules' (.git/modules/NAME), the others beneath the
- * workspace. A protected path that does not exist is not made (the
- * repository is the user's, and stays as it is): a mount needs a place,
- * and no kernel mechanism refuses one name in a directory that stays
- * writable (Landlock grants by hierarchy, seccomp sees no paths; git
- * needs to make its lock files in .git); missing_out says so.
+ * workspace. A mount needs a place, and no kernel mechanism refuses one
+ * name in a directory that stays writable (Landlock grants by hierarchy,
+ * seccomp sees no paths; git makes its lock files in .git): so a missing
+ * entry git would follow (hooks, info, modules, config, commondir) is
+ * made empty first (protect_stub()) and held like one that exists, the
+ * one change the sandbox makes to a repository; missing_out says that a
+ * path could be neither found nor made.
  */
 static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool *missing_out)
 {
@@ -331,7 +392,8 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			for (size_t i = 0; under_git && i < rd.n; i++) {
 				_cleanup_free_ char *full = xasprintf("%s/%s", rd.git[i], *p + 5);
 				struct stat st;
-				if (lstat(full, &st) == 0)
+				int kind = stub_kind(*p + 5);
+				if (lstat(full, &st) == 0 || (kind && protect_stub(full, kind)))
 					protect_add(run, rd.base[i], full);
 				else if (i == 0 && rd.n_top)
 					*missing_out = true;
@@ -340,7 +402,8 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 				continue;
 			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
 			struct stat st;
-			if (lstat(full, &st) == 0)
+			int kind = under_git ? 0 : stub_kind(*p);
+			if (lstat(full, &st) == 0 || (kind && protect_stub(full, kind)))
 				protect_add(run, *w, full);
 		}
 		for (size_t i = 0; i < rd.n_pointers; i++)

@@ -457,10 +457,10 @@ END_TEST
  * read-only, and git add, commit and status work; as root (loop 0) and
  * as uid 65534 (loop 1), which owns the repository.
  */
-START_TEST(protect_leaves_the_repository)
+START_TEST(protect_holds_missing_paths)
 {
 	if (system("git --version >/dev/null 2>&1") != 0)
-		TC_SKIP("protect_leaves_the_repository: skipped: no git here");
+		TC_SKIP("protect_holds_missing_paths: skipped: no git here");
 	uid_t uid = _i ? NOBODY : 0;
 	struct tcd d;
 	start(&d, ",\"sandbox\":{\"protect\":[\".git/hooks\",\".git/config\",\".git/info\",\".git/modules\",\".git/commondir\"]}");
@@ -473,6 +473,9 @@ START_TEST(protect_leaves_the_repository)
 	static const char *const refused[] = {
 		"git config core.fsmonitor 'echo pwned'", "echo x >> .git/config", "rm -f .git/config",
 		"mv .git/config .git/c2", "chmod 666 .git/config",
+		/* Missing before the call: held all the same. */
+		"echo ../.evil > .git/commondir", "echo x > .git/hooks/pre-commit", "rm -rf .git/hooks",
+		"mkdir .git/modules/x", "echo x > .git/info/exclude",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
@@ -487,19 +490,32 @@ START_TEST(protect_leaves_the_repository)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
-	ck_assert(has_str(r, "result.structuredContent.sandbox.not_enforced", "protect: paths that do not exist"));
-	r = sh(c, "git rev-parse --git-common-dir && git worktree list | wc -l");
+	ck_assert(!has_str(r, "result.structuredContent.sandbox.not_enforced", "protect: paths that do not exist"));
+	/* The commondir made ("." ) names the repository's own .git. */
+	r = sh(c, "cd \"$(git rev-parse --git-common-dir)\" && pwd -P && cd .. && git worktree list | wc -l");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), ".git\n1\n");
+	char *want = xasprintf("%s/.git\n1\n", d.ws);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
+	free(want);
 	tcc_close(c);
-	/* Nothing was made in the repository for the sandbox. */
-	static const char *const absent[] = { ".git/hooks", ".git/info", ".git/modules", ".git/commondir" };
-	for (size_t i = 0; i < sizeof(absent) / sizeof(*absent); i++) {
-		char *path = tcd_ws_path(&d, absent[i]);
+	/* The missing ones were made empty to hold their place (the one
+	 * change the sandbox makes to a repository), and stayed empty. */
+	static const char *const made[] = { ".git/hooks", ".git/info", ".git/modules" };
+	for (size_t i = 0; i < sizeof(made) / sizeof(*made); i++) {
+		char *path = tcd_ws_path(&d, made[i]);
 		struct stat st;
-		ck_assert_msg(lstat(path, &st) < 0 && errno == ENOENT, "%s was made", absent[i]);
+		ck_assert_msg(lstat(path, &st) == 0 && S_ISDIR(st.st_mode), "%s was not held", made[i]);
+		ck_assert_msg(st.st_nlink == 2, "%s is not empty", made[i]);
 		free(path);
 	}
+	char *commondir = tcd_ws_path(&d, ".git/commondir");
+	FILE *f = fopen(commondir, "r");
+	char line[64] = "";
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+	fclose(f);
+	ck_assert_str_eq(line, ".\n");
+	free(commondir);
 	stop(&d);
 }
 END_TEST
@@ -621,7 +637,7 @@ static Suite *priv_suite(void)
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
-	tcase_add_loop_test(tc, protect_leaves_the_repository, 0, 2);
+	tcase_add_loop_test(tc, protect_holds_missing_paths, 0, 2);
 	tcase_add_test(tc, protect_submodule_git_dirs);
 	tcase_add_test(tc, protect_nested_repositories);
 	tcase_add_test(tc, protect_git_file);
