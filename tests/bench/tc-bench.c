@@ -1021,9 +1021,10 @@ struct row {
 	double ratio;		/* shell: time per call over the floor's */
 };
 
-static struct row rows[32];
+/* Every scenario's rows: past 32 the array overran the variables beside it. */
+static struct row rows[64];
 static size_t n_rows;
-static char notes[4096];
+static char notes[16384];
 
 static void note(const char *fmt, ...) PRINTF(1, 2);
 static void note(const char *fmt, ...)
@@ -1041,6 +1042,8 @@ static void note(const char *fmt, ...)
 /* Turns a load's results into a row. */
 static struct row *add_row(const char *scenario, const char *server, struct load *L, pid_t pid)
 {
+	if (n_rows == ELEMENTSOF(rows))
+		die("more than %zu rows", ELEMENTSOF(rows));
 	struct row *r = &rows[n_rows++];
 	memset(r, 0, sizeof(*r));
 	r->scenario = scenario;
