@@ -590,7 +590,7 @@ static enum tool_ret command_exec(struct tool_call *c)
 		.path = NULL,		/* argv[0], searched in the child's PATH */
 		.argv = argv,
 		.envp = env,
-		.cwd_fd = cwd_fd >= 0 ? cwd_fd : c->ws->dirfd,
+		.cwd_fd = cwd_fd,	/* -1: the workspace's root */
 	};
 	const struct sandbox_config *sbc = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;

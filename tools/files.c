@@ -29,11 +29,11 @@ char *file_diff(const char *display, const char *old, size_t old_n, const char *
 	bool cut = false;
 	if (cap && buf_size(&d) > cap) {
 		/* Cut at a line end, then say so. */
-		size_t n = cap;
+		size_t n = cap, whole = buf_size(&d);
 		while (n > 0 && buf_head(&d)[n - 1] != '\n')
 			n--;
 		d.len = d.off + n;
-		buf_puts(&d, "[diff cut: too long to show whole]\n");
+		buf_printf(&d, "[diff cut: %zu of its %zu bytes shown; read_file shows the file itself]\n", n, whole);
 		cut = true;
 	}
 	if (ret_cut)

@@ -26,13 +26,14 @@
 #include "tools/walk.h"
 
 #define DEFAULT_MAX_RESULTS 1000
+#define GLOB_RESULTS_MAX 100000	/* max_results' maximum in the schema */
 /* Matches kept to sort at most; beyond, the result is truncated. */
 #define GLOB_KEEP_MAX 200000
 
 static const char *const path_args[] = { "path", NULL };
 
 struct hit {
-	char *path;
+	size_t off;		/* its path, in the globber's paths */
 	int64_t mtime_ns;
 };
 
@@ -46,6 +47,7 @@ struct globber {
 	size_t max_results;
 	struct hit *hits;
 	size_t n_hits, alloc;
+	struct buf paths;	/* the matches' paths, each ended by a NUL, in one block */
 	bool truncated;
 	char *text, *structured;	/* the answer */
 };
@@ -66,7 +68,7 @@ static int glob_walk(struct globber *G, const struct fsjob *job)
 		enum walk_type type;
 		if (walk_next(&G->walk, &rel, &type) <= 0)
 			return 0;
-		size_t len = strlen(rel);
+		size_t len = G->walk.path_len;
 		if (!glob_match(G->glob, rel, len))
 			continue;
 		if (G->n_hits >= GLOB_KEEP_MAX) {
@@ -82,18 +84,23 @@ static int glob_walk(struct globber *G, const struct fsjob *job)
 			G->hits = xreallocarray(G->hits, G->alloc, sizeof(*G->hits));
 		}
 		G->hits[G->n_hits++] = (struct hit){
-			str_eq(G->root, ".") ? xstrdup(rel) : xasprintf("%s/%s", G->root, rel),
+			buf_size(&G->paths),
 			(int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
 		};
+		if (!str_eq(G->root, ".")) {
+			buf_puts(&G->paths, G->root);
+			buf_putc(&G->paths, '/');
+		}
+		buf_append(&G->paths, rel, len + 1);
 	}
 }
 
-static int hit_cmp(const void *a, const void *b)
+static int hit_cmp(const void *a, const void *b, void *paths)
 {
 	const struct hit *x = a, *y = b;
 	if (x->mtime_ns != y->mtime_ns)
 		return x->mtime_ns > y->mtime_ns ? -1 : 1;
-	return strcmp(x->path, y->path);
+	return strcmp((const char *)paths + x->off, (const char *)paths + y->off);
 }
 
 static void globber_free(void *arg)
@@ -101,9 +108,8 @@ static void globber_free(void *arg)
 	struct globber *G = arg;
 	walk_done(&G->walk);
 	glob_free(G->glob);
-	for (size_t i = 0; i < G->n_hits; i++)
-		free(G->hits[i].path);
 	free(G->hits);
+	buf_free(&G->paths);
 	free(G->root);
 	free(G->path);
 	free(G->text);
@@ -115,7 +121,7 @@ static void globber_free(void *arg)
 static void glob_format(struct globber *G)
 {
 	if (G->n_hits > 1)
-		qsort(G->hits, G->n_hits, sizeof(*G->hits), hit_cmp);
+		qsort_r(G->hits, G->n_hits, sizeof(*G->hits), hit_cmp, (void *)buf_head(&G->paths));
 	size_t n = G->n_hits;
 	if (n > G->max_results) {
 		n = G->max_results;
@@ -127,8 +133,9 @@ static void glob_format(struct globber *G)
 	jgen_key(g, "paths");
 	jgen_arr_open(g);
 	for (size_t i = 0; i < n; i++) {
-		jgen_str(g, G->hits[i].path);
-		utf8_sanitize(G->hits[i].path, strlen(G->hits[i].path), &text);
+		const char *path = buf_head(&G->paths) + G->hits[i].off;
+		jgen_str(g, path);
+		utf8_sanitize(path, strlen(path), &text);
 		buf_putc(&text, '\n');
 	}
 	jgen_arr_close(g);
@@ -142,8 +149,15 @@ static void glob_format(struct globber *G)
 			   "hidden: true look at them too)\n", G->walk.skipped);
 	else if (!n)
 		buf_puts(&text, "No paths match\n");
-	if (G->truncated)
-		buf_printf(&text, "(truncated after %zu paths: narrow the pattern or raise max_results)\n", n);
+	if (G->truncated && G->n_hits >= GLOB_KEEP_MAX)
+		buf_printf(&text, "[Cut at max_results (%zu): more than %d paths match; narrow the pattern or path]\n", n,
+			   GLOB_KEEP_MAX);
+	else if (G->truncated && G->n_hits <= GLOB_RESULTS_MAX)
+		buf_printf(&text, "[Cut at max_results (%zu): %zu paths match; {\"max_results\": %zu} lists them all, or "
+			   "narrow the pattern or path]\n", n, G->n_hits, G->n_hits);
+	else if (G->truncated)
+		buf_printf(&text, "[Cut at max_results (%zu): %zu paths match, more than max_results may be (%d); narrow "
+			   "the pattern or path]\n", n, G->n_hits, GLOB_RESULTS_MAX);
 	G->text = buf_steal(&text);
 	G->structured = buf_steal(&out);
 }
@@ -161,6 +175,8 @@ static int glob_run(struct fsjob *job, void *arg)
 	walk_load_outer(&G->walk, job, G->root);
 	walk_init(&G->walk, fd);
 	G->walk.skip_git = G->skip_git;
+	/* The paths are sorted at the end, by time then name: not each directory. */
+	G->walk.unsorted = true;
 	G->walk.descend = may_descend;
 	G->walk.arg = G;
 	G->walk.job = job;
@@ -237,8 +253,8 @@ const struct tool_def tool_glob = {
 		"hidden is true or the pattern names one; the text says how many entries were skipped "
 		"so when nothing matches. .git directories "
 		"are skipped unless the pattern names them; symlinks are listed but not followed. At "
-		"most max_results paths (default 1000) are returned; 'truncated' is true when there "
-		"were more. To search file contents, use search.",
+		"most max_results paths (default 1000) are returned; when there were more, 'truncated' "
+		"is true and the text's last line says how many match and the max_results that lists them all. To search file contents, use search.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

@@ -25,6 +25,7 @@
 #include "tools/tools.h"
 
 #define DEFAULT_MAX_ENTRIES 1000
+#define LIST_ENTRIES_MAX 100000	/* max_entries' maximum in the schema */
 
 static const char *const path_args[] = { "path", NULL };
 
@@ -297,8 +298,12 @@ static void format_listing(struct list_job *j, const struct workspace *ws, struc
 
 	if (w->n_out == 0)
 		buf_printf(&text, "%s is empty\n", display);
-	if (truncated)
-		buf_printf(&text, "(truncated after %zu entries: raise max_entries or list a subdirectory)\n", w->n_out);
+	if (truncated && w->n_out >= LIST_ENTRIES_MAX)
+		buf_printf(&text, "[Cut at max_entries (%zu): more entries exist; list a subdirectory]\n", w->n_out);
+	else if (truncated)
+		buf_printf(&text, "[Cut at max_entries (%zu): more entries exist; raise max_entries, e.g. {\"max_entries\": %zu} "
+			   "(up to %d) or list a subdirectory]\n", w->n_out, MIN(2 * w->n_out, (size_t)LIST_ENTRIES_MAX),
+			   LIST_ENTRIES_MAX);
 	j->text = buf_steal(&text);
 	j->structured = buf_steal(&out);
 }
@@ -374,7 +379,8 @@ const struct tool_def tool_list_dir = {
 		"type (file, dir, symlink or other) and size in bytes, sorted by name. With "
 		"recursive, the whole tree below it is listed, names being relative paths such "
 		"as \"src/main.c\"; symlinked directories are not followed. At most max_entries "
-		"entries are returned (default 1000); 'truncated' is true when there were more.",
+		"entries are returned (default 1000); when there were more, 'truncated' is true and the "
+		"text's last line gives the max_entries to ask for.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

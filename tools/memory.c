@@ -463,7 +463,8 @@ static int do_view(struct mem_job *j, int sfd)
 		unsigned left = VIEW_ENTRIES_MAX;
 		list_dir(fd, shown, 1, &j->out, &left);
 		if (!left)
-			buf_printf(&j->out, "\n(only the first %d entries are shown)", VIEW_ENTRIES_MAX);
+			buf_printf(&j->out, "\n(only the first %d entries are shown; view a directory among them, as "
+				   "{\"command\": \"view\", \"path\": \"%s/NAME\"}, for the rest of it)", VIEW_ENTRIES_MAX, shown);
 		return 0;
 	}
 	_cleanup_(buf_free) struct buf text = {0};
@@ -952,12 +953,12 @@ static enum tool_ret memory_exec(struct tool_call *call)
 	struct workspace *mws = NULL;
 	if (r == 0) {
 		/* The job's workspace is the peer's memory directory. */
-		mws = xcalloc(1, sizeof(*mws));
-		mws->refs = 1;
-		mws->dirfd = fcntl(j->uid_fd, F_DUPFD_CLOEXEC, 3);
-		mws->root = xasprintf("%s/%u", dir, (unsigned)uid);
-		if (mws->dirfd < 0)
+		int mfd = fcntl(j->uid_fd, F_DUPFD_CLOEXEC, 3);
+		_cleanup_free_ char *mroot = xasprintf("%s/%u", dir, (unsigned)uid);
+		if (mfd < 0)
 			r = -errno;
+		else
+			mws = ws_new_at(mfd, mroot);
 	}
 	if (r < 0)
 		mws = ws_unref(mws);

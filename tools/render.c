@@ -159,9 +159,13 @@ void render_search_summary(const struct search_summary *s, struct buf *out)
 		buf_printf(out, "[%zu file%s with matches shown, %zu file%s searched]\n", s->files,
 			   s->files == 1 ? "" : "s", s->files_searched, s->files_searched == 1 ? "" : "s");
 	}
-	if (s->truncated)
-		buf_printf(out, "[Cut at max_results (%zu): more %s exist; raise max_results (up to 10000) or narrow "
-			   "path, glob or type]\n", s->max_results, s->content ? "matches" : "files");
+	if (s->truncated && s->max_results >= RENDER_SEARCH_RESULTS_MAX)
+		buf_printf(out, "[Cut at max_results (%zu): more %s exist; narrow path, glob or type]\n", s->max_results,
+			   s->content ? "matches" : "files");
+	else if (s->truncated)
+		buf_printf(out, "[Cut at max_results (%zu): more %s exist; raise max_results, e.g. {\"max_results\": %zu} (up to "
+			   "%d) or narrow path, glob or type]\n", s->max_results, s->content ? "matches" : "files",
+			   MIN(2 * s->max_results, (size_t)RENDER_SEARCH_RESULTS_MAX), RENDER_SEARCH_RESULTS_MAX);
 	if (s->skipped_large)
 		buf_printf(out, "[%zu files larger than %zu MiB were not searched]\n", s->skipped_large, s->large_mib);
 }

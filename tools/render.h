@@ -47,6 +47,8 @@ void render_read_binary(const char *path, const char *type, uint64_t size, struc
  * context, cut to RENDER_SEARCH_LINE_MAX bytes with " [...]"), and "--"
  * between groups that are not adjacent. */
 #define RENDER_SEARCH_LINE_MAX 500
+/* search's max_results at most (its schema's maximum). */
+#define RENDER_SEARCH_RESULTS_MAX 10000
 void render_search_heading(const char *path, bool first, struct buf *out);
 void render_search_line(size_t lineno, bool match, const char *text, size_t len, struct buf *out);
 void render_search_gap(struct buf *out);

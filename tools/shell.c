@@ -80,7 +80,7 @@ static enum tool_ret shell_exec(struct tool_call *c)
 		.path = "/bin/sh",
 		.argv = argv,
 		.envp = env,
-		.cwd_fd = cwd_fd >= 0 ? cwd_fd : c->ws->dirfd,
+		.cwd_fd = cwd_fd,	/* -1: the workspace's root */
 	};
 	const struct sandbox_config *sb = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;

@@ -20,22 +20,30 @@
 /* Directories deeper than this are not entered: each level holds an fd. */
 #define WALK_DEPTH_MAX 128
 
+/* Bytes asked of getdents64 at once: most directories in one call. */
+#define WALK_DENTS_BUF 65536
+
+/* An entry of a directory read: its name at off in the level's names. */
 struct walk_ent {
-	char *name;
-	enum walk_type type;
+	uint32_t off;
+	uint16_t len;		/* of the name (NAME_MAX at most) */
+	uint8_t type;		/* enum walk_type */
 };
 
 struct walk_level {
 	int fd;			/* the directory, open while its entries are walked */
-	char *rel;		/* relative to the start, "" for the start */
+	size_t rel_len;		/* its path relative to the start: w->pathbuf's first rel_len bytes */
 	struct ignore *ig[2];	/* its .ignore and .gitignore, or NULL */
-	struct walk_ent *v;
+	char *names;		/* its names, each ended by a NUL, in one block */
+	struct walk_ent *v;	/* sorted by name unless the walk is unsorted */
 	size_t i, n;
+	bool has_ignore, has_gitignore;	/* among its names */
 };
 
-static int ent_cmp(const void *a, const void *b)
+static int ent_cmp(const void *a, const void *b, void *names)
 {
-	return strcmp(((const struct walk_ent *)a)->name, ((const struct walk_ent *)b)->name);
+	const char *s = names;
+	return strcmp(s + ((const struct walk_ent *)a)->off, s + ((const struct walk_ent *)b)->off);
 }
 
 static enum walk_type type_of_mode(mode_t m)
@@ -67,97 +75,128 @@ static struct ignore *load_ignore(int dirfd, const char *name)
 	return ig;
 }
 
-/* Reads the directory rel whole, names sorted, into a new level on the stack. */
-static int push_level(struct walk *w, const char *rel)
+/* The type getdents64 gave, or the entry's own when the file system gave none. */
+static int dent_type(int fd, const struct dirent64 *de, enum walk_type *ret)
 {
-	int fd = -1, r = 0;
-	if (!*rel) {
-		fd = openat(w->basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		r = fd < 0 ? -errno : 0;
-	} else {
-		/* One component beneath its parent's fd: no symlink followed. */
-		const struct walk_level *up = &w->stack[w->depth - 1];
-		r = ws_open_nofollow(up->fd, w->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+	switch (de->d_type) {
+	case DT_REG: *ret = WALK_FILE; return 0;
+	case DT_DIR: *ret = WALK_DIR; return 0;
+	case DT_LNK: *ret = WALK_SYMLINK; return 0;
+	case DT_UNKNOWN: break;
+	default: *ret = WALK_OTHER; return 0;
 	}
-	if (r < 0)
-		return r;
-	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
-	if (!d) {
-		r = -errno;
-		if (dfd >= 0)
-			close(dfd);
-		close(fd);
-		return r;
-	}
-	struct walk_ent *v = NULL;
-	size_t n = 0, alloc = 0;
-	struct dirent *de;
-	for (errno = 0; (de = readdir(d)); errno = 0) {
-		if ((n & 255) == 255 && fsjob_cancelled(w->job)) {
-			errno = ECANCELED;
-			break;
-		}
-		if (str_eq(de->d_name, ".") || str_eq(de->d_name, ".."))
+	struct stat st;
+	if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;	/* gone meanwhile */
+	*ret = type_of_mode(st.st_mode);
+	return 0;
+}
+
+/* Reads the directory fd whole into l: its names in one block, sorted
+ * unless the walk is unsorted. */
+static int read_level(struct walk *w, int fd, struct walk_level *l)
+{
+	if (!w->dents)
+		w->dents = xmalloc(WALK_DENTS_BUF);
+	struct buf names = {0};
+	size_t alloc = 0;
+	int r = 0;
+	for (;;) {
+		ssize_t k = getdents64(fd, w->dents, WALK_DENTS_BUF);
+		if (k < 0 && errno == EINTR)
 			continue;
-		enum walk_type t;
-		switch (de->d_type) {
-		case DT_REG: t = WALK_FILE; break;
-		case DT_DIR: t = WALK_DIR; break;
-		case DT_LNK: t = WALK_SYMLINK; break;
-		case DT_UNKNOWN: {
-			struct stat st;
-			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;	/* gone meanwhile */
-			t = type_of_mode(st.st_mode);
+		if (k <= 0) {
+			r = k < 0 ? -errno : 0;
 			break;
 		}
-		default: t = WALK_OTHER; break;
+		if (fsjob_cancelled(w->job)) {
+			r = -ECANCELED;
+			break;
 		}
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 32;
-			v = xreallocarray(v, alloc, sizeof(*v));
+		for (ssize_t off = 0; off < k;) {
+			const struct dirent64 *de = (const struct dirent64 *)(w->dents + off);
+			off += de->d_reclen;
+			const char *s = de->d_name;
+			if (s[0] == '.' && (!s[1] || (s[1] == '.' && !s[2])))
+				continue;
+			enum walk_type t = WALK_OTHER;
+			if (dent_type(fd, de, &t) < 0)
+				continue;
+			if (buf_size(&names) > UINT32_MAX - 512)
+				continue;	/* 4 GiB of names: the rest is not kept */
+			if (l->n == alloc) {
+				alloc = alloc ? 2 * alloc : 64;
+				l->v = xreallocarray(l->v, alloc, sizeof(*l->v));
+			}
+			size_t len = strlen(s);
+			l->v[l->n++] = (struct walk_ent){ (uint32_t)buf_size(&names), (uint16_t)MIN(len, UINT16_MAX),
+							  (uint8_t)t };
+			buf_append(&names, s, len + 1);
+			if (s[0] == '.') {
+				l->has_ignore |= str_eq(s, ".ignore");
+				l->has_gitignore |= str_eq(s, ".gitignore");
+			}
 		}
-		v[n++] = (struct walk_ent){ xstrdup(de->d_name), t };
 	}
-	r = errno ? -errno : 0;
-	closedir(d);
-	if (n > 1)
-		qsort(v, n, sizeof(*v), ent_cmp);
-	w->stack = xreallocarray(w->stack, w->depth + 1, sizeof(*w->stack));
-	struct walk_level *l = &w->stack[w->depth++];
-	*l = (struct walk_level){ .fd = fd, .rel = xstrdup(rel), .v = v, .n = n };
+	l->names = buf_steal(&names);
+	if (l->n > 1 && !w->unsorted)
+		qsort_r(l->v, l->n, sizeof(*l->v), ent_cmp, l->names);
+	return r;
+}
+
+/* Reads the directory at w->pathbuf (the start when empty) whole, names
+ * sorted, into a new level on the stack. */
+static int push_level(struct walk *w)
+{
+	int fd;
+	if (!w->depth) {
+		fd = openat(w->basefd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else {
+		/* One name beneath its parent's fd, O_NOFOLLOW: no symlink followed. */
+		const struct walk_level *up = &w->stack[w->depth - 1];
+		fd = openat(up->fd, w->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	struct walk_level l = { .fd = fd, .rel_len = buf_size(&w->pathbuf) };
+	int r = read_level(w, fd, &l);
+	if (w->depth == w->alloc) {
+		w->alloc = w->alloc ? 2 * w->alloc : 16;
+		w->stack = xreallocarray(w->stack, w->alloc, sizeof(*w->stack));
+	}
 	if (w->use_ignores) {
 		/* Opened only when the listing holds them: most directories do not. */
-		if (bsearch(&(struct walk_ent){ .name = (char *)".ignore" }, v, n, sizeof(*v), ent_cmp))
-			l->ig[0] = load_ignore(fd, ".ignore");
-		if (bsearch(&(struct walk_ent){ .name = (char *)".gitignore" }, v, n, sizeof(*v), ent_cmp))
-			l->ig[1] = load_ignore(fd, ".gitignore");
+		if (l.has_ignore)
+			l.ig[0] = load_ignore(fd, ".ignore");
+		if (l.has_gitignore)
+			l.ig[1] = load_ignore(fd, ".gitignore");
+		if (l.ig[0] || l.ig[1])
+			w->n_ignoring++;
 	}
+	w->stack[w->depth++] = l;
 	return r;
 }
 
 static void pop_level(struct walk *w)
 {
 	struct walk_level *l = &w->stack[--w->depth];
-	for (size_t i = l->i; i < l->n; i++)
-		free(l->v[i].name);
 	free(l->v);
-	free(l->rel);
+	free(l->names);
+	if (l->ig[0] || l->ig[1])
+		w->n_ignoring--;
 	ignore_free(l->ig[0]);
 	ignore_free(l->ig[1]);
 	close(l->fd);
 }
 
 /* Whether the ignore files exclude the entry at path. */
-static bool ignored(const struct walk *w, const char *path, bool is_dir)
+static bool ignored(struct walk *w, const char *path, size_t len, bool is_dir)
 {
-	size_t len = strlen(path);
-	for (size_t d = w->depth; d-- > 0;) {
+	for (size_t d = w->depth; w->n_ignoring && d-- > 0;) {
 		const struct walk_level *l = &w->stack[d];
 		if (!l->ig[0] && !l->ig[1])
 			continue;
-		size_t skip = *l->rel ? strlen(l->rel) + 1 : 0;
+		size_t skip = l->rel_len ? l->rel_len + 1 : 0;
 		for (int k = 0; k < 2; k++) {
 			enum ignore_verdict v = ignore_match(l->ig[k], path + skip, len - skip, is_dir);
 			if (v != IGNORE_NONE)
@@ -166,9 +205,16 @@ static bool ignored(const struct walk *w, const char *path, bool is_dir)
 	}
 	for (size_t i = 0; i < w->n_outer; i++) {
 		const struct walk_outer *o = &w->outer[i];
-		_cleanup_free_ char *full = *o->prefix ? xasprintf("%s/%s", o->prefix, path) : NULL;
-		const char *s = full ? full : path;
-		enum ignore_verdict v = ignore_match(o->ig, s, strlen(s), is_dir);
+		const char *s = path;
+		size_t n = len;
+		if (*o->prefix) {
+			buf_clear(&w->scratch);
+			buf_printf(&w->scratch, "%s/", o->prefix);
+			buf_append(&w->scratch, path, len);
+			s = buf_head(&w->scratch);
+			n = buf_size(&w->scratch);
+		}
+		enum ignore_verdict v = ignore_match(o->ig, s, n, is_dir);
 		if (v != IGNORE_NONE)
 			return v == IGNORE_EXCLUDE;
 	}
@@ -191,13 +237,13 @@ void walk_init(struct walk *w, int dirfd)
 
 int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 {
-	if (!w->stack) {
-		int r = push_level(w, "");
+	if (!w->started) {
+		w->started = true;
+		buf_clear(&w->pathbuf);
+		int r = push_level(w);
 		if (r < 0 && w->depth == 0)
 			return r;
 	}
-	free(w->path);
-	free(w->name);
 	w->path = w->name = NULL;
 	while (w->depth > 0) {
 		struct walk_level *l = &w->stack[w->depth - 1];
@@ -205,27 +251,36 @@ int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 			pop_level(w);
 			continue;
 		}
-		struct walk_ent e = l->v[l->i++];
-		w->path = *l->rel ? xasprintf("%s/%s", l->rel, e.name) : xstrdup(e.name);
-		if ((w->skip_hidden && e.name[0] == '.') ||
-		    (w->use_ignores && ignored(w, w->path, e.type == WALK_DIR))) {
+		const struct walk_ent *e = &l->v[l->i++];
+		const char *name = l->names + e->off;
+		/* The entry's path: its directory's, then its name. */
+		w->pathbuf.len = l->rel_len;
+		if (l->rel_len)
+			buf_putc(&w->pathbuf, '/');
+		buf_append(&w->pathbuf, name, e->len);
+		buf_reserve(&w->pathbuf, 1);
+		w->pathbuf.data[w->pathbuf.len] = '\0';
+		const char *path = buf_head(&w->pathbuf);
+		size_t len = buf_size(&w->pathbuf);
+		if ((w->skip_hidden && name[0] == '.') ||
+		    (w->use_ignores && ignored(w, path, len, e->type == WALK_DIR))) {
 			w->skipped++;
-			free(e.name);
-			free(w->path);
-			w->path = NULL;
 			continue;
 		}
-		w->name = e.name;
+		w->name = name;
 		w->dirfd = l->fd;
-		bool enter = e.type == WALK_DIR && w->depth < WALK_DEPTH_MAX &&
-			     !(w->skip_git && str_eq(e.name, ".git")) &&
-			     (!w->descend || w->descend(w->arg, w->path, strlen(w->path)));
+		bool enter = e->type == WALK_DIR && w->depth < WALK_DEPTH_MAX &&
+			     !(w->skip_git && str_eq(name, ".git")) &&
+			     (!w->descend || w->descend(w->arg, path, len));
 		/* A directory that cannot be read (no permission, replaced
 		 * meanwhile) is reported without its entries. */
-		if (enter && push_level(w, w->path) < 0)
+		if (enter && push_level(w) < 0)
 			w->unreadable++;
+		/* Entering may have moved the stack: the name is in the parent's block, which stays. */
+		w->path = w->pathbuf.data;
+		w->path_len = len;
 		*ret_path = w->path;
-		*ret_type = e.type;
+		*ret_type = (enum walk_type)e->type;
 		return 1;
 	}
 	return 0;
@@ -236,8 +291,9 @@ void walk_done(struct walk *w)
 	while (w->depth > 0)
 		pop_level(w);
 	free(w->stack);
-	free(w->path);
-	free(w->name);
+	free(w->dents);
+	buf_free(&w->pathbuf);
+	buf_free(&w->scratch);
 	if (w->basefd >= 0)
 		close(w->basefd);
 	for (size_t i = 0; i < w->n_outer; i++) {

@@ -5,8 +5,10 @@
  * an io thread as the peer (lib/fsjob/fsjob.h), in parts for search, and stops
  * reading a huge directory as soon as the call is cancelled.
  *
- * Each directory is read whole (names sorted, so results come in a stable
- * order) and its fd kept open while its entries are walked (one fd per
+ * Each directory is read whole (getdents64 into one buffer of the walk,
+ * its names copied into one block, sorted, so results come in a stable
+ * order; nothing allocated per entry, no stat where the type the
+ * directory gives suffices) and its fd kept open while its entries are walked (one fd per
  * level, at most 128 levels); each entry is reached by its one name beneath
  * that fd, never through a symlink. So the work on one entry depends only
  * on (directory fd, name), and could run on another thread while the
@@ -24,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/base/buf.h"
 
 enum walk_type { WALK_FILE, WALK_DIR, WALK_SYMLINK, WALK_OTHER };
 
@@ -54,9 +57,16 @@ struct walk {
 	void *arg;
 	const struct fsjob *job;	/* polled for cancellation while a directory is read, or NULL */
 	struct walk_level *stack;
-	size_t depth;
-	char *path;		/* the current entry's relative path */
-	char *name;		/* its name */
+	size_t depth, alloc;
+	size_t n_ignoring;	/* levels with ignore files */
+	bool started;
+	char *dents;		/* getdents64's buffer, one for the walk */
+	struct buf pathbuf;	/* the current entry's path; each level's is a prefix of it */
+	struct buf scratch;
+	bool unsorted;		/* each directory's entries in the order read, not by name */
+	const char *path;	/* the current entry's relative path (in pathbuf) */
+	size_t path_len;
+	const char *name;	/* its name (in its directory's block of names) */
 	int dirfd;		/* the directory holding it (the walk's) */
 	size_t unreadable;	/* directories that could not be read */
 };

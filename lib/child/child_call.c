@@ -164,6 +164,10 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 	char **env = NULL;
 	int r;
 
+	/* A tool has no fd of the root (lib/files/workspace_path.h). */
+	if (o.cwd_fd < 0 && c->ws)
+		o.cwd_fd = c->ws->dirfd;
+
 	if (!o.output_cap && c->env)
 		o.output_cap = c->env->output_cap;
 	o.on_output = call_output;

@@ -656,7 +656,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	}
 	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), report_w);
 	if (a.sandbox)
-		top = MAX(top, MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd), a.sandbox->landlock_fd));
+		top = MAX(top, MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd),
+				   MAX(a.sandbox->landlock_fd, a.sandbox->mntns_fd)));
 	int reaper = 0;
 	a.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0) == 0 && reaper;
 	a.keep_below = (unsigned)top + 1;

@@ -41,6 +41,13 @@ struct galt {
 	size_t n;		/* tokens; state n accepts */
 	char suffix[16];	/* the literal text a match must end with (UTF-8) */
 	size_t n_suffix;
+	/* "**" + "/" then tokens that never match a "/": the alternative
+	 * matches a path when base (those tokens) matches its last name. */
+	bool base_only;
+	/* base is "*" then literals that the suffix holds whole: the suffix
+	 * alone decides. */
+	bool star_suffix;
+	struct galt *base;	/* the tokens after "**" + "/" (sharing tok) */
 };
 
 struct glob {
@@ -262,6 +269,21 @@ static void compile_alt(struct glob *g, const char *s, size_t n, struct galt *a)
 	}
 }
 
+/* The number of literal tokens the suffix holds, counted from the end. */
+static size_t suffix_tokens(const struct galt *a)
+{
+	size_t k = 0, bytes = 0;
+	for (size_t i = a->n; i > 0 && a->tok[i - 1].op == G_LIT; i--) {
+		uint32_t cp = a->tok[i - 1].cp;
+		size_t m = (cp >= 0xDC80 && cp <= 0xDCFF) || cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+		if (bytes + m > a->n_suffix)
+			break;
+		bytes += m;
+		k++;
+	}
+	return k;
+}
+
 /* Notes the literal tokens that end an alternative: a quick test before running it. */
 static void set_suffix(struct galt *a)
 {
@@ -302,6 +324,30 @@ static void set_suffix(struct galt *a)
 	memcpy(a->suffix, tmp + k, a->n_suffix);
 }
 
+/* Notes whether an alternative is "**" + "/" then one name's pattern, which
+ * the last name of a path alone decides: no state machine over the whole
+ * path for the most common patterns ("**" + "/" + "*.c"). */
+static void set_base_only(struct galt *a)
+{
+	if (a->n < 2 || a->tok[0].op != G_DIRS_A)
+		return;
+	size_t lits = 0;
+	for (size_t i = 2; i < a->n; i++) {
+		const struct gtok *t = &a->tok[i];
+		if (t->op == G_DIRS_A || t->op == G_DIRS_B || t->op == G_ALL || (t->op == G_LIT && t->cp == '/'))
+			return;
+		if (t->op == G_LIT)
+			lits++;
+	}
+	a->base_only = true;
+	a->base = xcalloc(1, sizeof(*a->base));
+	a->base->tok = a->tok + 2;
+	a->base->n = a->n - 2;
+	/* "*" then literals that are all in the suffix (each literal at least a byte). */
+	a->star_suffix = a->n >= 3 && a->tok[2].op == G_STAR && lits == a->n - 3 &&
+			 a->n_suffix >= lits && suffix_tokens(a) == lits;
+}
+
 int glob_compile(const char *pattern, size_t len, struct glob **ret, char **ret_err)
 {
 	if (len > GLOB_PATTERN_MAX) {
@@ -328,6 +374,7 @@ int glob_compile(const char *pattern, size_t len, struct glob **ret, char **ret_
 	for (size_t i = 0; i < x.n; i++) {
 		compile_alt(g, x.v[i], x.len[i], &g->alts[i]);
 		set_suffix(&g->alts[i]);
+		set_base_only(&g->alts[i]);
 		free(x.v[i]);
 	}
 	free(x.v);
@@ -439,6 +486,14 @@ bool glob_match(const struct glob *g, const char *path, size_t len)
 		const struct galt *a = &g->alts[i];
 		if (a->n_suffix > len || memcmp(path + len - a->n_suffix, a->suffix, a->n_suffix) != 0)
 			continue;
+		if (a->base_only) {
+			const char *slash = memrchr(path, '/', len);
+			const char *base = slash ? slash + 1 : path;
+			size_t base_len = len - (size_t)(base - path);
+			if (a->star_suffix ? base_len >= a->n_suffix : run_alt(g, a->base, base, base_len) == 1)
+				return true;
+			continue;
+		}
 		if (run_alt(g, a, path, len) == 1)
 			return true;
 	}
@@ -449,7 +504,12 @@ bool glob_may_match_below(const struct glob *g, const char *dir, size_t len)
 {
 	if (len == 0)
 		return g->n_alts > 0;
-	_cleanup_free_ char *s = xmalloc(len + 1);
+	for (size_t i = 0; i < g->n_alts; i++)
+		if (g->alts[i].base_only)
+			return true;	/* "**" + "/": any depth */
+	char stack[512];
+	_cleanup_free_ char *heap = len + 1 > sizeof(stack) ? xmalloc(len + 1) : NULL;
+	char *s = heap ? heap : stack;
 	memcpy(s, dir, len);
 	s[len] = '/';
 	for (size_t i = 0; i < g->n_alts; i++)
@@ -467,8 +527,10 @@ struct glob *glob_free(struct glob *g)
 {
 	if (!g)
 		return NULL;
-	for (size_t i = 0; i < g->n_alts; i++)
+	for (size_t i = 0; i < g->n_alts; i++) {
 		free(g->alts[i].tok);
+		free(g->alts[i].base);
+	}
 	free(g->alts);
 	free(g->ranges);
 	free(g);

@@ -31,6 +31,15 @@
 /* Paths quoted in messages are cut to this many bytes. */
 #define MSG_PATH_MAX 300
 
+struct workspace *ws_new_at(int dirfd, const char *root)
+{
+	struct workspace *ws = xcalloc(1, sizeof(*ws));
+	ws->refs = 1;
+	ws->dirfd = dirfd;
+	ws->root = xstrdup(root);
+	return ws;
+}
+
 int ws_open(const char *path, struct workspace **ret)
 {
 	if (!path || !*path)

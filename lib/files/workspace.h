@@ -36,6 +36,10 @@ struct stat;
  * calls may spell the root canonically or, when path is absolute with no
  * "." or ".." in it, as path does. Negative errno on failure. */
 int ws_open(const char *path, struct workspace **ret);
+/* A workspace over a directory a tool keeps its own files in (the memory
+ * tool's), for its file jobs: dirfd (taken) is the directory, root its
+ * path. */
+struct workspace *ws_new_at(int dirfd, const char *root);
 struct workspace *ws_ref(struct workspace *ws);
 /* The most roots one workspace group holds (the primary included). */
 #define WS_GROUP_MAX 32

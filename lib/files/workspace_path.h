@@ -22,7 +22,16 @@
 
 struct workspace {
 	unsigned refs;
-	int dirfd;		/* O_PATH | O_DIRECTORY | O_CLOEXEC of the root */
+	/* O_PATH | O_DIRECTORY | O_CLOEXEC of the root, opened as the
+	 * daemon. A tool reaches the root only through a file job, as the
+	 * peer, and its children start there by default (child_opts.cwd_fd
+	 * -1): in code built as a tool (TC_TOOL_CODE) the member has a name
+	 * no tool spells, so that none can open beneath it as the daemon. */
+#ifdef TC_TOOL_CODE
+	int root_fd_not_for_tools;
+#else
+	int dirfd;
+#endif
 	char *root;		/* canonical absolute path of the root */
 	char *alias;		/* the absolute path it was opened by, when that
 				 * differs (a symlink on the way); or NULL */

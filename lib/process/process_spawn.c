@@ -203,6 +203,9 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 	p->tty = arg_bool(c->args, "tty");
 	p->raw = arg_bool(c->args, "raw");
 	struct child_opts o = *opts;
+	/* A tool has no fd of the root (lib/files/workspace_path.h). */
+	if (o.cwd_fd < 0 && c->ws)
+		o.cwd_fd = c->ws->dirfd;
 	char **env = child_env_dup(o.envp);
 	_cleanup_close_ int slave = -1;
 	_cleanup_free_ char *msg = NULL;

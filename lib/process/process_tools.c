@@ -125,7 +125,8 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 		buf_printf(&text, "[%" PRIu64 " bytes of earlier output were dropped from the buffer before this "
 				  "session read them]\n", dropped);
 	if (unread)
-		buf_printf(&text, "[%" PRIu64 " more bytes not shown: call process_io again to read them]\n", unread);
+		buf_printf(&text, "[%" PRIu64 " more bytes not shown: read them with process_io {\"process_id\": \"%s\"}]\n",
+			   unread, p->id);
 	if (!p->ended) {
 		buf_printf(&text, "[process %s is running%s; process_io reads its output and sends input, "
 				  "process_kill stops it]", p->id, waiting ? " and waiting for input" : "");

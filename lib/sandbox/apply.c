@@ -203,6 +203,19 @@ __attribute__((no_sanitize("address"))) int sandbox_caps_clear(void)
 	return 0;
 }
 
+/* Enters the working directory again by its path: after a change of
+ * mounts beneath it (or of namespace) it is the directory mounted there
+ * now. */
+__attribute__((no_sanitize("address"))) static int chdir_again(void)
+{
+	char cwd[4096];
+	long len = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/cwd", cwd, sizeof(cwd) - 1);
+	if (len < 0 || len == (long)sizeof(cwd) - 1)
+		return len < 0 ? -errno : -ENAMETOOLONG;
+	cwd[len] = '\0';
+	return syscall(SYS_chdir, cwd) < 0 ? -errno : 0;
+}
+
 /*
  * Makes everything read-only but the writable paths and the call's own
  * TMPDIR (a tmpfs of the size tmp_opts says, or the daemon's directory):
@@ -271,15 +284,7 @@ __attribute__((no_sanitize("address"))) static int readonly_rest(const struct sa
 	/* The working directory is still on the mount made read-only,
 	 * beneath the copy moved over it: entered again by its path, it is
 	 * on what is mounted there now. */
-	char cwd[4096];
-	long len = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/cwd", cwd, sizeof(cwd) - 1);
-	if (len < 0 || len == (long)sizeof(cwd) - 1) {
-		r = len < 0 ? -errno : -ENAMETOOLONG;
-		goto out;
-	}
-	cwd[len] = '\0';
-	if (syscall(SYS_chdir, cwd) < 0)
-		r = -errno;
+	r = chdir_again();
 out:
 	for (unsigned i = 0; i < n; i++)
 		if (fds[i] >= 0)
@@ -288,6 +293,64 @@ out:
 		(void)syscall(SYS_close, own);
 	errno = -r;
 	return r;
+}
+
+/* Joins a mount namespace prepared ahead (nspool.c), which resets the
+ * working directory to its root: the one the child moved to is entered
+ * again by its path, now on that namespace's mounts. */
+__attribute__((no_sanitize("address"))) static int join_mounts(int fd)
+{
+	char cwd[4096];
+	long len = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/cwd", cwd, sizeof(cwd) - 1);
+	if (len < 0 || len == (long)sizeof(cwd) - 1) {
+		errno = len < 0 ? errno : ENAMETOOLONG;
+		return -1;
+	}
+	cwd[len] = '\0';
+	if (syscall(SYS_setns, fd, CLONE_NEWNS) < 0)
+		return -1;
+	return (int)syscall(SYS_chdir, cwd);
+}
+
+bool sandbox_child_needs_mounts(const struct sandbox_child *c)
+{
+	return c->userns || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || (c->covers && *c->covers) ||
+	       c->tmp_own || c->writable;
+}
+
+#define MOUNT_STEP(name, call) \
+	do { \
+		if ((call) < 0) { \
+			c->failed = name; \
+			return -errno; \
+		} \
+	} while (0)
+
+/* Makes the mounts of the plan in the mount namespace the caller has just
+ * made its own: the spawned child, or the maker of namespaces ahead
+ * (nspool.c). */
+__attribute__((no_sanitize("address"))) int sandbox_mounts_make(struct sandbox_child *c)
+{
+	/* Nothing mounted here may propagate back to the daemon's (with a
+	 * namespace of the daemon's own, its mounts are slaves already, and
+	 * so are their copies here). */
+	if (!c->mounts_slave)
+		MOUNT_STEP("making mounts private", syscall(SYS_mount, NULL, "/", MOUNT_NO_TYPE, MS_REC | MS_SLAVE, NULL));
+	if (c->writable)
+		MOUNT_STEP("making the file system read-only but the writable paths", readonly_rest(c));
+	int r = bind_all(c->binds, false);
+	if (r == 0)
+		r = bind_all(c->ro_binds, true);
+	if (r == 0)
+		r = cover_all(c->covers);
+	if (r < 0) {
+		c->failed = "mounting the protected paths read-only";
+		errno = -r;
+		return r;
+	}
+	if (c->tmp_own && !c->writable)
+		MOUNT_STEP("hiding the other calls' TMPDIRs", hide_tmp(c->tmp_parent, c->tmp_own));
+	return 0;
 }
 
 #define STEP(name, call) \
@@ -310,33 +373,17 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		STEP("becoming subreaper", syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
 	if (c->userns)
 		STEP("mapping the user namespace", sandbox_userns_map(c->uid_map, c->gid_map));
-	if (c->userns || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || (c->covers && *c->covers) ||
-	    c->tmp_own || c->writable) {
+	if (c->mntns_fd >= 0)
+		STEP("joining the mount namespace prepared for it", join_mounts(c->mntns_fd));
+	else if (sandbox_child_needs_mounts(c)) {
 		/* Here, not at the clone: the child has moved to its working
 		 * directory, which the new namespace then holds in its copy of
 		 * the mounts (a directory entered later, by an fd of the
 		 * daemon's, would stay in the daemon's namespace). */
 		STEP("making a mount namespace", syscall(SYS_unshare, CLONE_NEWNS));
-		/* Nothing mounted here may propagate back to the daemon's
-		 * (with a namespace of the daemon's own, its mounts are slaves
-		 * already, and so are their copies here). */
-		if (!c->mounts_slave)
-			STEP("making mounts private",
-			     syscall(SYS_mount, NULL, "/", MOUNT_NO_TYPE, MS_REC | MS_SLAVE, NULL));
-		if (c->writable)
-			STEP("making the file system read-only but the writable paths", readonly_rest(c));
-		int r = bind_all(c->binds, false);
-		if (r == 0)
-			r = bind_all(c->ro_binds, true);
-		if (r == 0)
-			r = cover_all(c->covers);
-		if (r < 0) {
-			c->failed = "mounting the protected paths read-only";
-			errno = -r;
+		int r = sandbox_mounts_make(c);
+		if (r < 0)
 			return r;
-		}
-		if (c->tmp_own && !c->writable)
-			STEP("hiding the other calls' TMPDIRs", hide_tmp(c->tmp_parent, c->tmp_own));
 	}
 	for (unsigned i = 0; i < c->n_rlimits; i++) {
 		/* Lowered, never raised: a soft limit below stays (the fd

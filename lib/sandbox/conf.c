@@ -87,7 +87,9 @@ static bool path_within(const char *a, size_t n, const char *b, size_t m)
 	return n >= m && strncmp(a, b, m) == 0 && (n == m || a[m] == '/');
 }
 
-const char *sandbox_protected(const char *const *protect, const char *rel, bool whole, bool dir)
+/* The entry of protect that a write to rel touches, rel taken as relative
+ * to the top of a repository. */
+static const char *protected_at(const char *const *protect, const char *rel, bool whole, bool dir)
 {
 	size_t n = strlen(rel);
 	bool git = false;
@@ -109,6 +111,36 @@ const char *sandbox_protected(const char *const *protect, const char *rel, bool 
 	if (git && !dir && str_eq(rel, ".git"))
 		return ".git";
 	return NULL;
+}
+
+/*
+ * Also in the repositories nested in the workspace, at any depth: rel from
+ * each ".git" component on ("sub/.git/hooks/x" as ".git/hooks/x"), and in
+ * a submodule's git directory, which git keeps in .git/modules/NAME
+ * (".git/modules/NAME/config" as ".git/config", ".git/modules/NAME" as
+ * ".git"). A path beneath protect
+ * whose ".git" is nested is refused as the top's is.
+ */
+const char *sandbox_protected(const char *const *protect, const char *rel, bool whole, bool dir)
+{
+	const char *r = protected_at(protect, rel, whole, dir);
+	for (const char *s = rel; !r && s; s = strchr(s + 1, '/')) {
+		const char *g = *s == '/' ? s + 1 : s;
+		if (strncmp(g, ".git", 4) != 0 || (g[4] != '\0' && g[4] != '/'))
+			continue;
+		if (g != rel)
+			r = protected_at(protect, g, whole, dir);
+		/* .git/modules/NAME/REST as .git/REST. */
+		if (!r && strncmp(g, ".git/modules/", 13) == 0) {
+			const char *rest = strchr(g + 13, '/');
+			if (g[13] && (!rest || rest[1])) {
+				char *as_top = xasprintf(".git%s", rest ? rest : "");
+				r = protected_at(protect, as_top, whole, dir);
+				free(as_top);
+			}
+		}
+	}
+	return r;
 }
 
 void sandbox_config_clear(struct sandbox_config *cfg)

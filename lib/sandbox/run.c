@@ -23,6 +23,7 @@
  */
 #include "lib/sandbox/sandbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -52,6 +53,10 @@ struct sandbox_run {
 	int64_t cg_pids_max;		/* -1 never written */
 	int hide_fd;
 	int spare_fd;			/* a layer made ahead (spare_take), or -1 */
+	int mntns_fd;			/* a mount namespace made ahead (nspool.c), or -1 */
+	char *ns_key;			/* its plan, to ask for the next call's */
+	uint64_t ns_born_ms;		/* when the namespace was first made */
+	bool spawned;			/* its child started */
 	unsigned spare_gen;
 	uid_t uid;			/* the child's, and its parent of TMPDIRs */
 	gid_t gid;
@@ -120,6 +125,8 @@ static bool strv_has(char **v, const char *s)
 
 void sandbox_cache_clear(void)
 {
+	nspool_clear(false);
+	repos_clear();
 	spares_clear();
 	cg_kept_clear();
 	ll_cache_clear();
@@ -134,6 +141,7 @@ static void rmdir_pending(void);
 void sandbox_shutdown(void)
 {
 	sandbox_cache_clear();
+	nspool_clear(true);
 	rmdir_pending();
 	tmp_base_remove();
 	probe_forget();
@@ -271,70 +279,36 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	return 0;
 }
 
-/*
- * What a missing protected path is made as, so that a read-only mount can
- * hold its place (a mount needs a place): an empty directory for the
- * entries git keeps as directories (hooks, info, modules) or an entry
- * written with a final "/", an empty file for "config" (git reads an
- * empty config as one with nothing set), a "commondir" naming the
- * directory it is in (git refuses an empty one; "." is the common
- * directory a repository without one has); 0 for the rest.
- */
-static int stub_kind(const char *rel)
+/* Adds a protected path that exists to the plan: read-only, with the
+ * directories on its way from its repository's directory (base) bound
+ * onto themselves, so that they cannot be renamed away with what they
+ * hold. */
+static void protect_add(struct sandbox_run *run, const char *ws, char *full)
 {
-	size_t n = strlen(rel);
-	const char *base = strrchr(rel, '/');
-	base = base ? base + 1 : rel;
-	if (n && rel[n - 1] == '/')
-		return 'd';
-	if (strcmp(base, "hooks") == 0 || strcmp(base, "info") == 0 || strcmp(base, "modules") == 0)
-		return 'd';
-	if (strcmp(base, "commondir") == 0)
-		return 'c';
-	return strcmp(base, "config") == 0 ? 'f' : 0;
-}
-
-/* Makes a missing protected path, empty, where its parent is a directory
- * (never through a link), owned as the parent is, so that it can be
- * mounted over read-only: a call cannot then make it itself. True when
- * it exists now. */
-static bool protect_stub(char *full, int kind)
-{
-	char *slash = strrchr(full, '/');
-	while (slash && slash[1] == '\0' && slash > full) {
-		*slash = '\0';
-		slash = strrchr(full, '/');
+	size_t len = strlen(full);
+	while (len > 1 && full[len - 1] == '/')
+		full[--len] = '\0';
+	for (char *s = full + strlen(ws) + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (!strv_has(run->binds, full))
+			strv_push(&run->binds, xstrdup(full));
+		*s = '/';
 	}
-	if (!slash || slash == full)
-		return false;
-	*slash = '\0';
-	_cleanup_close_ int dfd = open(full, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	*slash = '/';
-	struct stat ds;
-	if (dfd < 0 || fstat(dfd, &ds) < 0)
-		return false;
-	const char *name = slash + 1;
-	if (kind == 'd' && mkdirat(dfd, name, 0755) < 0)
-		return errno == EEXIST;
-	/* Given away by its fd, and only what the daemon made: nothing put
-	 * in its place meanwhile changes owner. */
-	_cleanup_close_ int fd = kind == 'd' ? openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-					      : openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-	struct stat st;
-	if (fd < 0)
-		return kind != 'd' && errno == EEXIST;
-	if (kind == 'c' && write(fd, ".\n", 2) != 2)
-		return true;	/* made, if not filled: still held */
-	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
-		(void)fchown(fd, ds.st_uid, ds.st_gid);
-	return true;
+	if (!strv_has(run->ro_binds, full))
+		strv_push(&run->ro_binds, xstrdup(full));
 }
 
-/* Lists the protected paths of each workspace (and the directories on
- * the way, which are bound onto themselves so that they cannot be
- * renamed away with what they hold); with stub, a missing one whose
- * parent exists is made first (protect_stub()), where it can be. */
-static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool stub)
+/*
+ * Lists the protected paths of each workspace that exist, to be mounted
+ * read-only: an entry beneath .git in the repository's git directory and
+ * in each of its submodules' (.git/modules/NAME), the others beneath the
+ * workspace. A protected path that does not exist is not made (the
+ * repository is the user's, and stays as it is): a mount needs a place,
+ * and no kernel mechanism refuses one name in a directory that stays
+ * writable (Landlock grants by hierarchy, seccomp sees no paths; git
+ * needs to make its lock files in .git); missing_out says so.
+ */
+static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool *missing_out)
 {
 	bool git = false;
 	for (const char *const *p = req->protect; p && *p && !git; p++)
@@ -347,28 +321,32 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 		struct stat gst;
 		if (dot_git && lstat(dot_git, &gst) == 0 && S_ISREG(gst.st_mode) && !strv_has(run->ro_binds, dot_git))
 			strv_push(&run->ro_binds, xstrdup(dot_git));
+		struct repo_dirs rd = {0};
+		if (git)
+			repos_get(*w, &rd);
 		for (const char *const *p = req->protect; p && *p; p++) {
 			if (!**p || **p == '/' || strstr(*p, ".."))
 				continue;
+			bool under_git = strncmp(*p, ".git/", 5) == 0;
+			for (size_t i = 0; under_git && i < rd.n; i++) {
+				_cleanup_free_ char *full = xasprintf("%s/%s", rd.git[i], *p + 5);
+				struct stat st;
+				if (lstat(full, &st) == 0)
+					protect_add(run, rd.base[i], full);
+				else if (i == 0 && rd.n_top)
+					*missing_out = true;
+			}
+			if (under_git && rd.n_top)
+				continue;
 			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
 			struct stat st;
-			if (lstat(full, &st) < 0) {
-				int kind = stub_kind(*p);
-				if (!stub || errno != ENOENT || !kind || !protect_stub(full, kind) || lstat(full, &st) < 0)
-					continue;
-			}
-			size_t len = strlen(full);
-			while (len > 1 && full[len - 1] == '/')
-				full[--len] = '\0';
-			for (char *s = full + strlen(*w) + 1; (s = strchr(s, '/')); s++) {
-				*s = '\0';
-				if (!strv_has(run->binds, full))
-					strv_push(&run->binds, xstrdup(full));
-				*s = '/';
-			}
-			if (!strv_has(run->ro_binds, full))
-				strv_push(&run->ro_binds, xstrdup(full));
+			if (lstat(full, &st) == 0)
+				protect_add(run, *w, full);
 		}
+		for (size_t i = 0; i < rd.n_pointers; i++)
+			if (!strv_has(run->ro_binds, rd.pointers[i]))
+				strv_push(&run->ro_binds, xstrdup(rd.pointers[i]));
+		repo_dirs_clear(&rd);
 	}
 }
 
@@ -533,6 +511,8 @@ static struct spare spare_take(uid_t uid, gid_t gid)
  * was hidden by the layer, now that its child runs. */
 void sandbox_run_spawned(struct sandbox_run *run)
 {
+	if (run)
+		run->spawned = true;
 	if (!run || run->hide_fd < 0 || n_spares == SPARES_MAX || !run->tmp_uid_parent)
 		return;
 	for (unsigned i = 0; i < n_spares; i++)
@@ -570,8 +550,8 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
-	run->cgroup_fd = run->hide_fd = run->spare_fd = -1;
-	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = -1;
+	run->cgroup_fd = run->hide_fd = run->spare_fd = run->mntns_fd = -1;
+	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->mntns_fd = -1;
 	c->subreaper = f->subreaper;
 	c->cap_last = sandbox_cap_last();
 	c->mounts_slave = tmp_private_mounts();
@@ -619,6 +599,12 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->tmpdir = sp.tmpdir;
 	run->uid = child_uid;
 	run->gid = child_gid;
+	/* Or the TMPDIR of a mount namespace made ahead for the identity,
+	 * joined below if it was made for this plan. */
+	_cleanup_free_ char *pool_key = NULL;
+	if (!run->tmpdir && f->mountns && !f->userns)
+		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &pool_key,
+						  &run->ns_born_ms);
 	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
 	    (!run->tmpdir && (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0))
 		goto fail;
@@ -653,7 +639,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	 * the ids it takes would not be mapped there). */
 	bool ns = f->mountns || (f->userns && !c->set_ids);
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
-		protect_plan(run, req, ns);
+		bool absent = false;
+		protect_plan(run, req, &absent);
+		if (absent && ns)
+			note(run, false, "protect: paths that do not exist");
 		if (run->ro_binds && !ns) {
 			run->binds = strv_free(run->binds);
 			run->ro_binds = strv_free(run->ro_binds);
@@ -706,6 +695,15 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->uid_map = run->uid_map;
 		c->gid_map = run->gid_map;
 		note(run, true, "user namespace");
+	}
+	if (ns && f->mountns) {
+		run->ns_key = nspool_key(c, child_uid, child_gid);
+		if (run->mntns_fd >= 0 && nspool_key_eq(pool_key, run->ns_key))
+			c->mntns_fd = run->mntns_fd;
+	}
+	if (run->mntns_fd >= 0 && c->mntns_fd < 0) {
+		nspool_dispose(run->mntns_fd);
+		run->mntns_fd = -1;
 	}
 
 	/* Limits: rlimits always, cgroup limits on top where there are some. */
@@ -853,6 +851,17 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
 		close(run->spare_fd);
+	/* The next call of the plan joins a namespace made meanwhile: this
+	 * call's, with a new TMPDIR, when it had one made ahead. */
+	if (run->mntns_fd >= 0)
+		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, run->child.tmp_opts ? run->tmpdir : NULL,
+				 run->ns_born_ms);
+	char *next;
+	_cleanup_free_ char *msg = NULL;
+	if (run->ns_key && run->spawned &&
+	    tmp_call_make(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, &next, &msg) == 0)
+		nspool_ask(&run->child, run->ns_key, run->uid, run->gid, next);
+	free(run->ns_key);
 	tmp_call_remove(run->tmpdir);
 	free(run->tmp_parent);
 	strv_free(run->binds);

@@ -170,7 +170,9 @@ void sandbox_config_clear(struct sandbox_config *cfg);
  * with whole (a delete or a move takes rel with all it holds), an entry
  * beneath rel counts too (not beneath the root, which is never taken). When protect names a path beneath .git, a file
  * written at ".git" (a "gitdir:" pointer; not a directory: dir) is
- * protected too, and ".git" returned.
+ * protected too, and ".git" returned. The same holds in every repository
+ * nested in the workspace ("sub/.git/hooks") and in submodules' git
+ * directories (".git/modules/NAME/hooks").
  */
 const char *sandbox_protected(const char *const *protect, const char *rel, bool whole, bool dir);
 
@@ -231,6 +233,9 @@ struct sandbox_child {
 						 * options) on tmp_own instead of the
 						 * daemon's directory, or NULL */
 	bool mounts_slave;			/* the daemon's are: no need to make them so */
+	int mntns_fd;				/* a mount namespace made ahead with
+						 * the mounts above (nspool.c), joined
+						 * instead of making them, or -1 */
 	int cap_last;				/* the bounding set to empty, 0 to
 						 * this, and securebits to lock (the
 						 * daemon has CAP_SETPCAP), or -1 */
@@ -294,6 +299,9 @@ enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
  * a negative errno (-EPERM: not root): the TMPDIRs then stay on the disk
  * (slower, as safe). */
 int sandbox_private_mounts(void);
+/* Starts the process that makes the children's mount namespaces ahead
+ * (nspool.c); sandbox_private_mounts() calls it. 0 or a negative errno. */
+int sandbox_nsmaker_start(void);
 /* Drops the cached rulesets and programs (on reload). */
 void sandbox_cache_clear(void);
 /* At exit: removes the directory of TMPDIRs and the call cgroups left,

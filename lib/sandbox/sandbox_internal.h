@@ -120,6 +120,54 @@ bool hide_still(const char *base, int abi, unsigned gen);
 bool hide_covers(const char *base, const char *writable);
 void hide_clear(void);
 
+/* Whether the plan needs a mount namespace of the child's own; makes its
+ * mounts in the namespace the caller has just made (apply.c). */
+bool sandbox_child_needs_mounts(const struct sandbox_child *c);
+int sandbox_mounts_make(struct sandbox_child *c);
+
+/*
+ * Mount namespaces made ahead (nspool.c). nspool_key(): what a made
+ * namespace must match to serve a call (the plan but the TMPDIR, the
+ * inodes of its paths), freed by the caller. nspool_take_tmpdir(): a
+ * namespace made for the identity, with its TMPDIR (returned, the
+ * caller's) and key (*ret_key, the caller's to free) and fd (*ret_fd, the
+ * caller's: nspool_give_back() when the call ends, nspool_dispose() at
+ * once when the key is not the call's), and when it was first made
+ * (*ret_born_ms), or NULL. nspool_ask(): asks for the next namespace
+ * of a plan, whose TMPDIR will be tmpdir (taken: made for it with
+ * tmp_call_make()).
+ */
+char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid);
+bool nspool_key_eq(const char *a, const char *b);
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms);
+void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir);
+void nspool_dispose(int fd);
+/* Gives back the namespace a call joined, when it ends: the maker keeps
+ * it for the next call of the plan (key), which gets it with a new
+ * TMPDIR instead of its TMPDIR own; or closes it (too old, no key). */
+void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms);
+/* Drops what is made or asked for; with stop, lets the maker go. */
+void nspool_clear(bool stop);
+
+/*
+ * The git directories of a workspace in which protect holds for children
+ * (repos.c): git[i] is one (the workspace's .git first, then its
+ * submodules'; n_top of them), base[i] the directory of its repository
+ * (the workspace, or an entry of its top), from where the directories on
+ * the way are bound onto themselves. pointers: the .git files of
+ * entries of its top (submodules' "gitdir:" pointers).
+ */
+struct repo_dirs {
+	char **git;
+	char **base;
+	size_t n, n_base, n_top;
+	char **pointers;	/* .git files one level down, held read-only */
+	size_t n_pointers;
+};
+void repos_get(const char *ws, struct repo_dirs *ret);
+void repo_dirs_clear(struct repo_dirs *r);
+void repos_clear(void);
+
 /* Maps the child's own uid and gid in its new user namespace (apply.c). */
 int sandbox_userns_map(const char *uid_map, const char *gid_map);
 

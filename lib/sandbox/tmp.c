@@ -148,6 +148,8 @@ int sandbox_private_mounts(void)
 		if (mount(NULL, "/", "none", MS_REC | MS_SLAVE, NULL) < 0)
 			return -errno;
 		private_mounts = true;
+		/* Then the children's namespaces can be made ahead. */
+		(void)sandbox_nsmaker_start();
 	}
 	return 0;
 }

@@ -298,6 +298,52 @@ START_TEST(tmpdir_private)
 }
 END_TEST
 
+/*
+ * Calls one after another (the later ones join a mount namespace made
+ * ahead, the same one given a new TMPDIR): each finds its TMPDIR empty,
+ * under a path of its own, with nothing of the call before it reachable
+ * by the old path; its limits.tmp_mb holds. As root (loop 0) and as uid
+ * 65534 (loop 1).
+ */
+START_TEST(tmpdir_fresh_each_call)
+{
+	if (_i == 1 && !want_nobody())
+		TC_SKIP("tmpdir_fresh_each_call: skipped: not root, cannot connect as another uid");
+	struct tcd d;
+	start(&d, "\"limits\":{\"tmp_mb\":1}", false);
+	struct tcc *c;
+	if (_i == 1) {
+		ck_assert_int_eq(chmod(d.dir, 0711), 0);
+		chown_tree(d.ws, NOBODY);
+		c = tcc_connect_as(&d, NOBODY, NOBODY);
+	} else {
+		c = tcc_connect(&d);
+	}
+	char *last = NULL;
+	for (int i = 0; i < 6; i++) {
+		char *cmd = last ? xasprintf("ls -A \"$TMPDIR\"; cat '%s/s' 2>/dev/null; ls '%s' 2>/dev/null; "
+					     "echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", last, last, i)
+				 : xasprintf("echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", i);
+		const struct json *r = sh(c, cmd);
+		free(cmd);
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		/* Only the path: no listing, no old content. */
+		ck_assert_msg(out[0] == '/' && strchr(out, '\n') == out + strlen(out) - 1, "call %d: %s", i, out);
+		ck_assert_msg(!last || strncmp(out, last, strlen(last)) != 0, "call %d reused %s", i, last);
+		free(last);
+		last = xstrndup(out, strlen(out) - 1);
+	}
+	free(last);
+	/* The size limit holds in a TMPDIR of a namespace made ahead too. */
+	const struct json *r = sh(c, "head -c 2000000 /dev/zero > \"$TMPDIR/big\"");
+	tc_assert_ok(r);
+	ck_assert_int_ne(tj_int(r, "result.structuredContent.exit_code"), 0);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* A kernel without Landlock, emulated: the daemon inherits a seccomp filter
  * that takes landlock_create_ruleset away. */
 START_TEST(require_refuses)
@@ -477,6 +523,7 @@ static Suite *iso_suite(void)
 	tcase_add_test(tc, protect_without_privilege);
 	tcase_add_test(tc, daemon_files_out_of_reach);
 	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
+	tcase_add_loop_test(tc, tmpdir_fresh_each_call, 0, 2);
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);
 	tcase_add_test(tc, cgroup_real);

@@ -449,16 +449,18 @@ START_TEST(sockets_hidden)
 END_TEST
 
 /*
- * Protected paths that do not exist yet hold too: in a repository
- * without .git/hooks, .git/info, .git/modules and .git/commondir a call
- * can create none, nor write .git/config, while git add, commit and
- * status work; as root (loop 0)
- * and as uid 65534 (loop 1), which owns the repository.
+ * The sandbox leaves the user's repository as it is: in a repository
+ * without .git/hooks, .git/info, .git/modules and .git/commondir, calls
+ * make none of them (a mount needs a place, and the kernel has no way to
+ * refuse one name in .git while git makes its lock files there: the
+ * result says so in not_enforced), the .git/config that exists stays
+ * read-only, and git add, commit and status work; as root (loop 0) and
+ * as uid 65534 (loop 1), which owns the repository.
  */
-START_TEST(protect_missing_paths)
+START_TEST(protect_leaves_the_repository)
 {
 	if (system("git --version >/dev/null 2>&1") != 0)
-		TC_SKIP("protect_missing_paths: skipped: no git here");
+		TC_SKIP("protect_leaves_the_repository: skipped: no git here");
 	uid_t uid = _i ? NOBODY : 0;
 	struct tcd d;
 	start(&d, ",\"sandbox\":{\"protect\":[\".git/hooks\",\".git/config\",\".git/info\",\".git/modules\",\".git/commondir\"]}");
@@ -469,10 +471,8 @@ START_TEST(protect_missing_paths)
 	free(cmd);
 	struct tcc *c = _i ? tcc_connect_as(&d, NOBODY, NOBODY) : tcc_connect(&d);
 	static const char *const refused[] = {
-		"mkdir .git/hooks", "mkdir .git/hooks/x", "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit",
-		"mkdir -p .git/info && echo '*' > .git/info/exclude", "rmdir .git/hooks && mkdir .git/hooks",
-		"mv .git/hooks .git/h2", "git config core.fsmonitor 'echo pwned'", "echo x >> .git/config",
-		"echo ../evil > .git/commondir", "rm -f .git/commondir", "mkdir .git/modules/x",
+		"git config core.fsmonitor 'echo pwned'", "echo x >> .git/config", "rm -f .git/config",
+		"mv .git/config .git/c2", "chmod 666 .git/config",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
@@ -486,23 +486,78 @@ START_TEST(protect_missing_paths)
 				     "git add g && git commit -qm second && git status --short && git log --oneline | wc -l");
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
-	/* The repository is its own common directory, as before. */
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.not_enforced", "protect: paths that do not exist"));
 	r = sh(c, "git rev-parse --git-common-dir && git worktree list | wc -l");
 	tc_assert_ok(r);
-	char *want = xasprintf("%s/.git\n1\n", d.ws);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
-	free(want);
-	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
-	/* What stands in their place is empty, the repository's owner's. */
-	char *hooks = tcd_ws_path(&d, ".git/hooks");
-	struct stat st;
-	ck_assert_int_eq(stat(hooks, &st), 0);
-	ck_assert(S_ISDIR(st.st_mode));
-	ck_assert_int_eq(st.st_uid, uid);
-	cmd = xasprintf("test -z \"$(ls -A '%s')\"", hooks);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), ".git\n1\n");
+	tcc_close(c);
+	/* Nothing was made in the repository for the sandbox. */
+	static const char *const absent[] = { ".git/hooks", ".git/info", ".git/modules", ".git/commondir" };
+	for (size_t i = 0; i < sizeof(absent) / sizeof(*absent); i++) {
+		char *path = tcd_ws_path(&d, absent[i]);
+		struct stat st;
+		ck_assert_msg(lstat(path, &st) < 0 && errno == ENOENT, "%s was made", absent[i]);
+		free(path);
+	}
+	stop(&d);
+}
+END_TEST
+
+/* The git directories of submodules (.git/modules/NAME) hold the
+ * protected entries as the repository's own .git does, whatever the list
+ * names. */
+START_TEST(protect_submodule_git_dirs)
+{
+	struct tcd d;
+	start(&d, ",\"sandbox\":{\"protect\":[\".git/hooks\",\".git/config\"]}");
+	char *cmd = xasprintf("cd '%s' && mkdir -p .git/hooks .git/modules/lib/hooks && touch .git/config "
+			      ".git/modules/lib/config", d.ws);
 	ck_assert_int_eq(system(cmd), 0);
 	free(cmd);
-	free(hooks);
+	struct tcc *c = tcc_connect(&d);
+	static const char *const refused[] = {
+		"echo x > .git/modules/lib/hooks/pre-commit", "echo x >> .git/modules/lib/config",
+		"mv .git/modules/lib .git/modules/l2", "rm -rf .git/modules/lib/hooks",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *one = xasprintf("%s && echo DONE", refused[i]);
+		const struct json *r = sh(c, one);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
+		free(one);
+	}
+	tc_assert_ok(sh(c, "echo fine > .git/modules/lib/HEAD"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* The repositories one level down in the workspace (an entry holding a
+ * .git directory, or a submodule's .git file) hold protect as the
+ * workspace's own: one cloned after the daemon started too. */
+START_TEST(protect_nested_repositories)
+{
+	struct tcd d;
+	start(&d, "");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(sh(c, "true"));	/* the workspace's top as it was */
+	char *cmd = xasprintf("cd '%s' && mkdir -p vendor/.git/hooks sub && touch vendor/.git/config && "
+			      "echo 'gitdir: ../.git/modules/sub' > sub/.git", d.ws);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	static const char *const refused[] = {
+		"echo x > vendor/.git/hooks/pre-commit", "echo x >> vendor/.git/config", "mv vendor/.git vendor/g2",
+		"rm -rf vendor/.git/hooks", "echo 'gitdir: /tmp/evil' > sub/.git", "rm -f sub/.git",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *one = xasprintf("%s && echo DONE", refused[i]);
+		const struct json *r = sh(c, one);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
+		free(one);
+	}
+	tc_assert_ok(sh(c, "echo fine > vendor/file && echo fine > vendor/.git/HEAD && cat vendor/file"));
 	tcc_close(c);
 	stop(&d);
 }
@@ -566,7 +621,9 @@ static Suite *priv_suite(void)
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
-	tcase_add_loop_test(tc, protect_missing_paths, 0, 2);
+	tcase_add_loop_test(tc, protect_leaves_the_repository, 0, 2);
+	tcase_add_test(tc, protect_submodule_git_dirs);
+	tcase_add_test(tc, protect_nested_repositories);
 	tcase_add_test(tc, protect_git_file);
 	suite_add_tcase(s, tc);
 	return s;

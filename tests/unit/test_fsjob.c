@@ -644,7 +644,16 @@ START_TEST(protected_where_the_kernel_leads)
 	ck_assert_str_eq(prot(&f, ".git", FSJOB_MKDIR), "-");
 	ck_assert_str_eq(prot(&f, ".git/objects", FSJOB_MKDIR), "-");
 	ck_assert_str_eq(prot(&f, ".gitignore", FSJOB_WRITE), "-");
-	ck_assert_str_eq(prot(&f, "sub/.git/hooks/x", FSJOB_WRITE), "-");
+	/* Nested repositories and submodules' git directories too. */
+	ck_assert_str_eq(prot(&f, "sub/.git/hooks/x", FSJOB_WRITE), ".git/hooks");
+	ck_assert_str_eq(prot(&f, "a/b/.git/config", FSJOB_WRITE), ".git/config");
+	ck_assert_str_eq(prot(&f, "a/b/.git", FSJOB_TAKE), ".git/hooks");
+	ck_assert_str_eq(prot(&f, "sub/.git", FSJOB_WRITE), ".git");
+	ck_assert_str_eq(prot(&f, ".git/modules/lib/hooks/pre-push", FSJOB_WRITE), ".git/modules");
+	ck_assert_str_eq(prot(&f, "sub/.git/modules/lib/config", FSJOB_WRITE), ".git/modules");
+	ck_assert_str_eq(prot(&f, "sub/.git/objects/ab", FSJOB_MKDIR), "-");
+	ck_assert_str_eq(prot(&f, "sub/.gitignore", FSJOB_WRITE), "-");
+	ck_assert_str_eq(prot(&f, "sub/x.git/hooks", FSJOB_MKDIR), "-");
 	/* Missing directories on the way, made as written. */
 	ck_assert_str_eq(prot(&f, "new/dir/../../.git/hooks/x", FSJOB_WRITE), ".git/hooks");
 	/* No list, nothing protected. */

@@ -106,6 +106,36 @@ START_TEST(against_fnmatch)
 }
 END_TEST
 
+/* "**" + "/" + P, with P one name's pattern (matched by the last name alone,
+ * or by its suffix for "*.ext"), is P on the path's last name. */
+START_TEST(any_depth_name)
+{
+	static const char *pat_alpha[] = { "a", "b", "*", "?", "[ab]", "[!a]", ".", ".h", "\\*" };
+	static const char *path_alpha[] = { "a", "b", "/", ".", "c", ".h", "*" };
+	unsigned seed = 4242;
+	char p[64], s[64];
+	for (int i = 0; i < 20000; i++) {
+		gen(p, sizeof(p), pat_alpha, ELEMENTSOF(pat_alpha), &seed);
+		if (strstr(p, "**"))
+			continue;
+		char *any = xasprintf("**/%s", p);
+		struct glob *g = compile_ok(any);
+		for (int j = 0; j < 10; j++) {
+			gen(s, sizeof(s), path_alpha, ELEMENTSOF(path_alpha), &seed);
+			const char *slash = strrchr(s, '/');
+			bool want = fnmatch(p, slash ? slash + 1 : s, FNM_PATHNAME) == 0;
+			ck_assert_msg(glob_match(g, s, strlen(s)) == want, "'%s' on '%s': %d", any, s, want);
+			ck_assert(glob_may_match_below(g, s, strlen(s)));
+		}
+		glob_free(g);
+		free(any);
+	}
+	ck_assert(m("**/*.h", "a/b/c.h") && m("**/*.h", ".h") && m("**/*.h", "x/.h") && !m("**/*.h", "a.h/b"));
+	ck_assert(m("**/*.{c,h}", "src/x.c") && m("**/*.{c,h}", "x.h") && !m("**/*.{c,h}", "x.cc"));
+	ck_assert(m("**/test_*", "t/test_a") && !m("**/test_*", "test_a/b"));
+}
+END_TEST
+
 /* {x,y} matches what x or y alone matches; pruning keeps every directory above a match. */
 START_TEST(braces_and_pruning)
 {
@@ -267,6 +297,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, forms);
 	tcase_add_test(tc, against_fnmatch);
+	tcase_add_test(tc, any_depth_name);
 	tcase_add_test(tc, braces_and_pruning);
 	tcase_add_test(tc, bounds);
 	tcase_add_test(tc, finder_columns);

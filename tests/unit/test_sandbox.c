@@ -7,6 +7,9 @@
  * subreaper, telling a sandboxed peer of the socket, the options rule of
  * command tools, and each degradation path, emulated by taking the system
  * call away with a seccomp filter.
+ *
+ * Long because each case needs the same real loop and kernel probe, and
+ * one suite per module is the tree's rule.
  */
 #include <check.h>
 #include <dirent.h>
@@ -258,6 +261,51 @@ START_TEST(denied_path_in_a_workspace)
 	rmdir(root);
 	free(ssh);
 	free(root);
+}
+END_TEST
+
+/* protect holds in nested repositories and in submodules' git
+ * directories, whatever the list names. */
+START_TEST(protected_nested_repositories)
+{
+	static const char *const protect[] = { ".git/hooks", ".git/config", NULL };
+	ck_assert_str_eq(sandbox_protected(protect, "vendor/lib/.git/hooks/pre-commit", false, false), ".git/hooks");
+	ck_assert_str_eq(sandbox_protected(protect, ".git/modules/lib/config", false, false), ".git/config");
+	ck_assert_str_eq(sandbox_protected(protect, "a/.git/modules/b/hooks", false, true), ".git/hooks");
+	ck_assert_str_eq(sandbox_protected(protect, ".git/modules/lib", true, false), ".git/hooks");
+	ck_assert_ptr_null(sandbox_protected(protect, ".git/modules/lib/objects/x", false, false));
+	ck_assert_ptr_null(sandbox_protected(protect, "a/.gitx/hooks", false, false));
+	ck_assert_ptr_null(sandbox_protected(protect, "a/b.git/config", false, false));
+}
+END_TEST
+
+/* A namespace made ahead serves only a plan of the same key: the
+ * identity, every mount of the plan (an empty writable list, all
+ * read-only, is not the same as none), the inodes of its paths; the
+ * TMPDIR is not in it. */
+START_TEST(namespace_key)
+{
+	const char *ws_a[] = { "/tmp", NULL }, *ws_b[] = { "/var/tmp", NULL }, *none[] = { NULL };
+	struct sandbox_child c = { .writable = ws_a, .tmp_parent = "/t/c", .tmp_own = "/t/c/one", .mntns_fd = -1 };
+	char *k1 = nspool_key(&c, 1000, 1000);
+	c.tmp_own = "/t/c/two";
+	char *k2 = nspool_key(&c, 1000, 1000);
+	ck_assert(nspool_key_eq(k1, k2));
+	char *k3 = nspool_key(&c, 1001, 1000);
+	ck_assert(!nspool_key_eq(k1, k3));
+	c.writable = ws_b;
+	char *k4 = nspool_key(&c, 1000, 1000);
+	ck_assert(!nspool_key_eq(k1, k4));
+	c.writable = none;
+	char *k5 = nspool_key(&c, 1000, 1000);
+	c.writable = NULL;
+	char *k6 = nspool_key(&c, 1000, 1000);
+	ck_assert(!nspool_key_eq(k5, k6));
+	c.writable = ws_a;
+	c.tmp_opts = "size=1m";
+	char *k7 = nspool_key(&c, 1000, 1000);
+	ck_assert(!nspool_key_eq(k1, k7));
+	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7);
 }
 END_TEST
 
@@ -1179,6 +1227,8 @@ static Suite *sandbox_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, features_line);
+	tcase_add_test(tc, protected_nested_repositories);
+	tcase_add_test(tc, namespace_key);
 	tcase_add_test(tc, denied_path_in_a_workspace);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, config_json);

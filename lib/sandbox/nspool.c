@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Mount namespaces made ahead, so that a child joins one (setns) instead
+ * of making its own between its clone and its exec. Making a child's
+ * namespace (unshare, a clone of the workspace, the tmpfs over the
+ * TMPDIRs and the socket directories, everything made read-only, the
+ * call's own TMPDIR tmpfs) and tearing it down when the child exits (the
+ * kernel waits for an RCU grace period before it frees the mounts) cost
+ * about 200 µs a call, all while the daemon waits for the exec or for the
+ * exit. A namespace made ahead costs the child one setns and one chdir.
+ *
+ * A maker process, forked from the daemon at start-up when it runs as
+ * root with a mount namespace of its own (sandbox_private_mounts()), as
+ * it needs CAP_SYS_ADMIN there, and forked twice so that it is not the
+ * daemon's child, receives a child's mount plan over a socketpair and
+ * makes the namespace from the daemon's (setns back to it, unshare, the
+ * same mounts the child would make: sandbox_mounts_make(), apply.c). It
+ * keeps the namespace until a call takes it (TAKE: its fd comes back by
+ * SCM_RIGHTS; the daemon waits at most TAKE_WAIT_MS for one still being
+ * made). The daemon keeps that fd while the call runs, so that the
+ * child's exit does not free the namespace, and gives it back when the
+ * call ends; the maker closes what it is given back, and the teardown is
+ * paid there, not on the daemon's path.
+ *
+ * Each namespace serves one call at a time: it holds that call's TMPDIR
+ * (a tmpfs of limits.tmp_mb) and nothing of another's. When a call ends,
+ * the daemon gives its namespace back under a tag and asks for the next
+ * namespace of the same plan, naming the tag: the maker then unmounts the
+ * old TMPDIR and mounts a new, empty one at the next call's path (a child
+ * cannot mount, so its TMPDIR is all a call can change there), which
+ * costs a fraction of a new namespace. The next call of the same identity
+ * takes it when its plan is the same, down to the inodes of the paths it
+ * mounts (a workspace or a protected path replaced since does not match),
+ * and when it was first made at most NSPOOL_MAX_AGE_MS before (mounts
+ * made meanwhile in the daemon's namespace beneath the writable paths
+ * reach it only through propagation). Any other call makes its own
+ * namespace in its child, as before.
+ */
+#include "lib/sandbox/sandbox_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/mount.h>
+#include <linux/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proto/base/buf.h"
+#include "proto/base/util.h"
+
+/* The most namespaces kept ready or asked for. */
+#define NSPOOL_MAX 8
+/* How old a namespace may be when a call takes it. */
+#define NSPOOL_MAX_AGE_MS 2000
+/* The largest plan, and the most entries of each kind in one. */
+#define PLAN_MAX 16384
+#define PLAN_PATHS 80
+
+enum { MSG_MAKE = 'M', MSG_TAKE = 'T', MSG_DROP = 'X', MSG_DISPOSE = 'D' };
+
+struct entry {
+	unsigned id;
+	char *key;			/* the plan but its TMPDIR, and the inodes */
+	char *tmpdir;
+	uid_t uid;
+	gid_t gid;
+	uint64_t made_ms;		/* when the namespace was first made */
+};
+
+static struct {
+	int sock;			/* to the maker, or -1 */
+	unsigned next_id;
+	struct entry e[NSPOOL_MAX];
+	unsigned n;
+	/* Namespaces given back, kept by the maker under a tag for the next
+	 * call of their plan. */
+	struct given {
+		uint32_t tag;
+		char *key;
+		uid_t uid;
+		gid_t gid;
+		uint64_t born_ms;
+	} given[NSPOOL_MAX];
+	unsigned n_given;
+} pool = { .sock = -1 };
+
+/* Appends a plan's entry: its kind, then the path with its NUL. */
+static void put(struct buf *b, char kind, const char *s)
+{
+	buf_putc(b, kind);
+	buf_append(b, s, strlen(s) + 1);
+}
+
+static void put_all(struct buf *b, char kind, const char *const *v)
+{
+	for (; v && *v; v++)
+		put(b, kind, *v);
+}
+
+/* The plan of the child's mounts, as the maker reads it; without own, the
+ * part that does not change from call to call (the key). */
+static void plan_write(struct buf *b, const struct sandbox_child *c, bool own)
+{
+	put_all(b, 'w', c->writable);
+	/* A read-only profile's empty writable list still means "make the
+	 * rest read-only", unlike no list. */
+	if (c->writable && !*c->writable)
+		put(b, 'W', "");
+	put_all(b, 'h', c->hide_dirs);
+	put_all(b, 'b', c->binds);
+	put_all(b, 'r', c->ro_binds);
+	put_all(b, 'c', c->covers);
+	if (c->tmp_parent)
+		put(b, 'p', c->tmp_parent);
+	if (own && c->tmp_own)
+		put(b, 'o', c->tmp_own);
+	if (c->tmp_opts)
+		put(b, 't', c->tmp_opts);
+	put(b, 's', c->mounts_slave ? "1" : "0");
+}
+
+/* Appends the device and inode of each path (lstat), so that a plan made
+ * for a path replaced since does not match. */
+static void stamp_all(struct buf *b, const char *const *v)
+{
+	for (; v && *v; v++) {
+		struct stat st;
+		char s[64];
+		if (lstat(*v, &st) < 0)
+			snprintf(s, sizeof(s), "-");
+		else
+			snprintf(s, sizeof(s), "%" PRIu64 ":%" PRIu64, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+		put(b, 'i', s);
+	}
+}
+
+char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid)
+{
+	struct buf b = {0};
+	char id[48];
+	snprintf(id, sizeof(id), "%u:%u", (unsigned)uid, (unsigned)gid);
+	put(&b, 'u', id);
+	plan_write(&b, c, false);
+	stamp_all(&b, c->writable);
+	stamp_all(&b, c->binds);
+	stamp_all(&b, c->ro_binds);
+	stamp_all(&b, c->covers);
+	stamp_all(&b, c->hide_dirs);
+	/* Binary (NULs inside): kept as a length and the bytes. */
+	char *key = xmalloc(sizeof(size_t) + buf_size(&b));
+	size_t n = buf_size(&b);
+	memcpy(key, &n, sizeof(n));
+	memcpy(key + sizeof(n), buf_head(&b), n);
+	buf_free(&b);
+	return key;
+}
+
+bool nspool_key_eq(const char *a, const char *b)
+{
+	size_t na, nb;
+	memcpy(&na, a, sizeof(na));
+	memcpy(&nb, b, sizeof(nb));
+	return na == nb && memcmp(a + sizeof(na), b + sizeof(nb), na) == 0;
+}
+
+/* --- the maker --------------------------------------------------------- */
+
+/* Reads a plan into c, its strings pointing into buf (NUL-terminated). */
+static int plan_read(char *buf, size_t n, struct sandbox_child *c, const char **vec)
+{
+	unsigned used = 0;
+	memset(c, 0, sizeof(*c));
+	c->mntns_fd = -1;
+	/* One pass per kind, in the order plan_write() wrote them. */
+	const char kinds[] = { 'w', 'h', 'b', 'r', 'c' };
+	const char **starts[5];
+	for (size_t k = 0; k < sizeof(kinds); k++) {
+		starts[k] = vec + used;
+		for (size_t off = 0; off < n;) {
+			size_t len = strnlen(buf + off + 1, n - off - 1);
+			if (off + 1 + len >= n)
+				return -EINVAL;
+			if (buf[off] == kinds[k]) {
+				if (used + 1 >= PLAN_PATHS * 5)
+					return -E2BIG;
+				vec[used++] = buf + off + 1;
+			}
+			off += len + 2;
+		}
+		vec[used++] = NULL;
+	}
+	c->writable = *starts[0] ? starts[0] : NULL;
+	c->hide_dirs = starts[1];
+	c->binds = starts[2];
+	c->ro_binds = starts[3];
+	c->covers = starts[4];
+	for (size_t off = 0; off < n;) {
+		const char *s = buf + off + 1;
+		switch (buf[off]) {
+		case 'p': c->tmp_parent = s; break;
+		case 'o': c->tmp_own = s; break;
+		case 't': c->tmp_opts = s; break;
+		case 's': c->mounts_slave = s[0] == '1'; break;
+		}
+		off += strlen(s) + 2;
+	}
+	/* The child's writable list is given even when empty (read-only
+	 * profile): an empty list still makes the rest read-only. */
+	for (size_t off = 0; off < n && !c->writable; off += strlen(buf + off + 1) + 2)
+		if (buf[off] == 'W')
+			c->writable = starts[0];
+	return 0;
+}
+
+/* Sends a reply: the id, the result, and the namespace's fd when made. */
+static void reply(int sock, unsigned id, int r, int fd)
+{
+	int32_t msg[2] = { (int32_t)id, r };
+	struct iovec iov = { msg, sizeof(msg) };
+	union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.b;
+		mh.msg_controllen = sizeof(u.b);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	(void)sendmsg(sock, &mh, MSG_NOSIGNAL);
+}
+
+/* Makes one namespace from the daemon's (base) by the plan. */
+static int make_one(int base, char *plan, size_t n, int *ret_fd)
+{
+	struct sandbox_child c;
+	const char *vec[PLAN_PATHS * 5];
+	int r;
+	if ((r = plan_read(plan, n, &c, vec)) < 0)
+		return r;
+	if (setns(base, CLONE_NEWNS) < 0 || unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	if ((r = sandbox_mounts_make(&c)) < 0)
+		return r;
+	int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
+/* A namespace a call is done with, kept to serve the next call of its
+ * plan: its fd, its tag, the TMPDIR it held. */
+struct kept {
+	uint32_t tag;
+	int fd;
+	char own[PATH_MAX];
+};
+
+/* Makes a namespace that served a call serve the next: the call's TMPDIR
+ * (a tmpfs, the whole of what a call can change in it: the mounts are
+ * the maker's, a child cannot mount) unmounted and a new one, empty, of
+ * the plan's size, mounted at the new call's path. */
+static int recycle(struct kept *k, char *plan, size_t n)
+{
+	struct sandbox_child c;
+	const char *vec[PLAN_PATHS * 5];
+	int r;
+	if ((r = plan_read(plan, n, &c, vec)) < 0)
+		return r;
+	if (!c.tmp_own || !c.tmp_opts || !c.writable || !c.tmp_parent)
+		return -EINVAL;
+	/* The empty tmpfs over the TMPDIRs' parent was made read-only with
+	 * the rest: writable for the change of its one entry. */
+	struct mount_attr rw = { .attr_clr = MOUNT_ATTR_RDONLY }, ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	if (setns(k->fd, CLONE_NEWNS) < 0 || umount2(k->own, MNT_DETACH) < 0 ||
+	    syscall(SYS_mount_setattr, AT_FDCWD, c.tmp_parent, 0, &rw, sizeof(rw)) < 0 || rmdir(k->own) < 0 ||
+	    mkdir(c.tmp_own, 0700) < 0 || syscall(SYS_mount_setattr, AT_FDCWD, c.tmp_parent, 0, &ro, sizeof(ro)) < 0 ||
+	    mount("tmpfs", c.tmp_own, "tmpfs", MS_NOSUID | MS_NODEV, c.tmp_opts) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The tag of the kept namespace a plan asks to be made from ("R" entry),
+ * or 0. */
+static uint32_t recycle_tag(const char *plan, size_t n)
+{
+	for (size_t off = 0; off < n;) {
+		const char *v = plan + off + 1;
+		size_t len = strnlen(v, n - off - 1);
+		if (plan[off] == 'R' && off + 1 + len < n)
+			return (uint32_t)strtoul(v, NULL, 10);
+		off += len + 2;
+	}
+	return 0;
+}
+
+/* The maker's loop. MAKE: makes a namespace by the plan (from a kept one
+ * when the plan names it and it is kept) and keeps its fd under the id.
+ * TAKE: answers with that fd (or the error of its making) and forgets
+ * it. DROP: closes it. DISPOSE (with an fd): keeps it under a tag when
+ * the message gives one, else closes it; either way its teardown is paid
+ * here. Ends when the daemon's end of the socket closes. Only system
+ * calls and the stack. */
+static _Noreturn void maker(int sock)
+{
+	static char plan[PLAN_MAX + 8];
+	struct { uint32_t id; int r; int fd; } made[NSPOOL_MAX * 2];
+	unsigned n_made = 0;
+	static struct kept kept[NSPOOL_MAX];
+	unsigned n_kept = 0;
+	int held = -1;
+	/* None of the daemon's fds: a call's pipe held here would keep
+	 * its output open after the call. */
+	if (sock > 3)
+		(void)syscall(SYS_close_range, 3U, (unsigned)sock - 1, 0U);
+	(void)syscall(SYS_close_range, (unsigned)sock + 1, ~0U, 0U);
+	(void)prctl(PR_SET_NAME, "toolcalld-ns");
+	int base = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	for (;;) {
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+		struct iovec iov = { plan, sizeof(plan) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		int got = -1;
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&got, CMSG_DATA(cm), sizeof(int));
+		/* A namespace given back (DISPOSE) is closed at the next
+		 * message, not now: by then the daemon has closed its own copy,
+		 * so that this close is the last, and the teardown is paid
+		 * here. */
+		if (held >= 0)
+			close(held);
+		held = got;
+		if (n < 5 || (size_t)n > PLAN_MAX)
+			continue;
+		uint32_t id;
+		memcpy(&id, plan + 1, sizeof(id));
+		if (plan[0] == MSG_DISPOSE) {
+			size_t len = strnlen(plan + 5, (size_t)n - 5);
+			if (got < 0 || len == 0 || len >= PATH_MAX || 5 + len >= (size_t)n)
+				continue;
+			if (n_kept == NSPOOL_MAX) {
+				close(kept[0].fd);
+				kept[0] = kept[--n_kept];
+			}
+			kept[n_kept].tag = id;
+			kept[n_kept].fd = got;
+			memcpy(kept[n_kept].own, plan + 5, len + 1);
+			n_kept++;
+			held = -1;
+			continue;
+		}
+		unsigned i = 0;
+		while (i < n_made && made[i].id != id)
+			i++;
+		if (plan[0] == MSG_MAKE && i == n_made && n_made < sizeof(made) / sizeof(*made)) {
+			made[n_made].id = id;
+			made[n_made].fd = -1;
+			uint32_t tag = recycle_tag(plan + 5, (size_t)n - 5);
+			unsigned k = 0;
+			while (tag && k < n_kept && kept[k].tag != tag)
+				k++;
+			if (tag && k < n_kept) {
+				made[n_made].r = recycle(&kept[k], plan + 5, (size_t)n - 5);
+				made[n_made].fd = kept[k].fd;
+				if (made[n_made].r < 0) {
+					close(kept[k].fd);	/* made anew below */
+					made[n_made].fd = -1;
+				}
+				kept[k] = kept[--n_kept];
+			}
+			if (made[n_made].fd < 0)
+				made[n_made].r = base < 0 ? -ENOENT : make_one(base, plan + 5, (size_t)n - 5, &made[n_made].fd);
+			n_made++;
+		} else if ((plan[0] == MSG_TAKE || plan[0] == MSG_DROP) && i < n_made) {
+			if (plan[0] == MSG_TAKE)
+				reply(sock, id, made[i].r, made[i].fd);
+			if (made[i].fd >= 0)
+				close(made[i].fd);
+			made[i] = made[--n_made];
+		} else if (plan[0] == MSG_TAKE) {
+			reply(sock, id, -ENOENT, -1);
+		}
+	}
+}
+
+/*
+ * Starts the maker, at start-up: while the daemon has no thread (the maker
+ * is a fork of it) and is not yet child subreaper, so that, forked twice,
+ * it is not the daemon's child (the daemon kills and reaps every child
+ * that is not a call's); it ends when the daemon's end of the socket
+ * closes.
+ */
+int sandbox_nsmaker_start(void)
+{
+	if (pool.sock >= 0)
+		return 0;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return e;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		if (fork() == 0)
+			maker(sv[1]);
+		_exit(0);
+	}
+	close(sv[1]);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	(void)fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	pool.sock = sv[0];
+	return 0;
+}
+
+/* Lets the maker go (it exits when its socket closes; its namespaces go
+ * with it). */
+static void maker_stop(void)
+{
+	if (pool.sock >= 0)
+		close(pool.sock);
+	pool.sock = -1;
+}
+
+/* --- the daemon's side ------------------------------------------------- */
+
+/* Hands a namespace's fd to the maker to close, or closes it here. */
+static void dispose_fd(int fd)
+{
+	if (fd < 0)
+		return;
+	if (pool.sock >= 0) {
+		char m = MSG_DISPOSE;
+		struct iovec iov = { &m, 1 };
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+		memset(&u, 0, sizeof(u));
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		(void)sendmsg(pool.sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+	close(fd);
+}
+
+void nspool_dispose(int fd)
+{
+	dispose_fd(fd);
+}
+
+static void given_drop(unsigned i)
+{
+	free(pool.given[i].key);
+	pool.given[i] = pool.given[--pool.n_given];
+}
+
+void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms)
+{
+	size_t len = own ? strlen(own) : 0;
+	if (fd < 0)
+		return;
+	if (pool.sock < 0 || !key || !len || len >= PATH_MAX || mono_ms() - born_ms > NSPOOL_MAX_AGE_MS) {
+		dispose_fd(fd);
+		return;
+	}
+	uint32_t tag = ++pool.next_id;
+	struct buf b = {0};
+	buf_putc(&b, MSG_DISPOSE);
+	buf_append(&b, &tag, sizeof(tag));
+	buf_append(&b, own, len + 1);
+	struct iovec iov = { (void *)buf_head(&b), buf_size(&b) };
+	union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	bool sent = sendmsg(pool.sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+	buf_free(&b);
+	close(fd);
+	if (!sent)
+		return;
+	/* The maker keeps as many: the oldest goes first on both sides. */
+	if (pool.n_given == NSPOOL_MAX)
+		given_drop(0);
+	size_t kn;
+	memcpy(&kn, key, sizeof(kn));
+	pool.given[pool.n_given++] = (struct given){
+		.tag = tag, .key = xmemdup(key, sizeof(kn) + kn), .uid = uid, .gid = gid, .born_ms = born_ms,
+	};
+}
+
+/* Sends a short message (TAKE, DROP) about an id. */
+static int send_id(char kind, uint32_t id)
+{
+	char m[5] = { kind };
+	memcpy(m + 1, &id, sizeof(id));
+	return send(pool.sock, m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
+}
+
+static void entry_drop(unsigned i)
+{
+	struct entry *e = &pool.e[i];
+	if (pool.sock >= 0)
+		(void)send_id(MSG_DROP, e->id);
+	tmp_call_remove(e->tmpdir);
+	free(e->key);
+	pool.e[i] = pool.e[--pool.n];
+}
+
+/* How long a call waits for the maker to hand over a namespace it is
+ * still making (it takes well under a millisecond), before it makes its
+ * own. */
+#define TAKE_WAIT_MS 2
+
+/* Gets from the maker the namespace made under id: its fd, or -1. */
+static int take(uint32_t id)
+{
+	if (send_id(MSG_TAKE, id) < 0) {
+		maker_stop();
+		return -1;
+	}
+	uint64_t deadline = mono_ms() + TAKE_WAIT_MS;
+	for (;;) {
+		int32_t msg[2];
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+		struct iovec iov = { msg, sizeof(msg) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+		ssize_t n = recvmsg(pool.sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			uint64_t now = mono_ms();
+			struct pollfd p = { .fd = pool.sock, .events = POLLIN };
+			if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0)
+				return -1;	/* its answer, late, is thrown away */
+			continue;
+		}
+		if (n <= 0) {
+			maker_stop();	/* gone */
+			return -1;
+		}
+		int fd = -1;
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+		if (n == sizeof(msg) && (uint32_t)msg[0] == id && msg[1] == 0 && fd >= 0)
+			return fd;
+		dispose_fd(fd);		/* a late answer to an earlier call */
+		if (n == sizeof(msg) && (uint32_t)msg[0] == id)
+			return -1;
+	}
+}
+
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms)
+{
+	uint64_t now = mono_ms();
+	*ret_fd = -1;
+	for (unsigned i = pool.n; i-- > 0;) {
+		struct entry *e = &pool.e[i];
+		if (e->uid != uid || e->gid != gid)
+			continue;
+		if (now - e->made_ms > NSPOOL_MAX_AGE_MS || pool.sock < 0) {
+			entry_drop(i);
+			continue;
+		}
+		char *tmpdir = e->tmpdir;
+		*ret_fd = take(e->id);
+		*ret_key = e->key;
+		*ret_born_ms = e->made_ms;
+		*e = pool.e[--pool.n];
+		return tmpdir;
+	}
+	return NULL;
+}
+
+void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir)
+{
+	if (pool.sock < 0) {
+		tmp_call_remove(tmpdir);
+		return;
+	}
+	for (unsigned i = 0; i < pool.n; i++)
+		if (pool.e[i].uid == uid && pool.e[i].gid == gid && nspool_key_eq(pool.e[i].key, key)) {
+			tmp_call_remove(tmpdir);
+			return;		/* one ahead per plan is enough */
+		}
+	if (pool.n == NSPOOL_MAX)
+		entry_drop(0);		/* the oldest asked for */
+	struct sandbox_child own = *c;
+	own.tmp_own = tmpdir;
+	struct buf b = {0};
+	uint32_t id = ++pool.next_id;
+	buf_putc(&b, MSG_MAKE);
+	buf_append(&b, &id, sizeof(id));
+	plan_write(&b, &own, true);
+	/* From a namespace given back for the plan, if there is one young
+	 * enough: the maker then only changes its TMPDIR. */
+	uint64_t born = mono_ms();
+	for (unsigned i = pool.n_given; i-- > 0;) {
+		struct given *g = &pool.given[i];
+		if (born - g->born_ms > NSPOOL_MAX_AGE_MS) {
+			given_drop(i);
+			continue;
+		}
+		if (g->uid == uid && g->gid == gid && nspool_key_eq(g->key, key) && c->tmp_opts) {
+			char tag[16];
+			snprintf(tag, sizeof(tag), "%u", g->tag);
+			put(&b, 'R', tag);
+			born = g->born_ms;
+			given_drop(i);
+			break;
+		}
+	}
+	bool sent = buf_size(&b) <= PLAN_MAX &&
+		    send(pool.sock, buf_head(&b), buf_size(&b), MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+	buf_free(&b);
+	if (!sent) {
+		tmp_call_remove(tmpdir);
+		return;
+	}
+	size_t kn;
+	memcpy(&kn, key, sizeof(kn));
+	pool.e[pool.n++] = (struct entry){
+		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir,
+		.uid = uid, .gid = gid, .made_ms = born,
+	};
+}
+
+void nspool_clear(bool stop)
+{
+	while (pool.n)
+		entry_drop(pool.n - 1);
+	while (pool.n_given)
+		given_drop(pool.n_given - 1);
+	if (stop)
+		maker_stop();
+}
