@@ -26,6 +26,8 @@ systemd
 socat
 libhiredis-dev
 libseccomp-dev
+libc-ares-dev
+libhttp-parser-dev
 "
 
 test_pkgs="

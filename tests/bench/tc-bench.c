@@ -53,6 +53,7 @@
 
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
+#include "tests/bench/net_bench.h"
 
 #ifndef TOOLCALLD_PATH
 #define TOOLCALLD_PATH "toolcalld"
@@ -1194,6 +1195,16 @@ static void timed_pair(const char *scenario, int nconns, unsigned depth, gen_fn 
 	note("%s: toolcalld's calls/s over the floor's, round by round: %s", scenario, rounds);
 	*ret_f = r[0];
 	*ret_d = r[1];
+}
+
+/* 100 MiB through the proxy engine's CONNECT against the same download
+ * direct over loopback (tests/bench/net_bench.c). */
+static void scenario_net_connect(void)
+{
+	char line[512];
+
+	net_bench_connect(100, opt.seconds >= 2 ? 10 : 2, pinning ? SERVER_CPU : -1, line, sizeof(line));
+	note("%s", line);
 }
 
 static void scenario_ping(void)
@@ -3063,6 +3074,8 @@ int main(int argc, char **argv)
 		scenario_stall();
 	if (wanted("processes"))
 		scenario_processes();
+	if (wanted("net_connect"))
+		scenario_net_connect();
 	/* Last: its 10,000 connections leave the daemon's memory grown, which
 	 * would hide what idle connections cost. */
 	if (wanted("shell10k"))

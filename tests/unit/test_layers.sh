@@ -42,6 +42,7 @@ policy 7
 hooks 7
 dispatch 8
 tasks 9
+net 1
 '
 
 # "lib/dispatch/admit.c" -> dispatch; "lib/tool.h" -> tool.

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The byte relay behind CONNECT, SOCKS5 and forwarded HTTP requests. Each
+ * direction moves bytes from its source socket into a pipe and from the
+ * pipe to its destination with splice(2), so the payload never crosses
+ * into user space; a direction falls back to read/write into a 64 KiB
+ * buffer when the kernel refuses splice for its sockets. A direction that
+ * reads end of file shuts its destination down for writing once drained
+ * (a half-close travels through). Watchers are started only while a
+ * direction waits, so an idle tunnel costs no wakeups.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lib/base/loop.h"
+#include "lib/net/net_internal.h"
+#include "proto/base/util.h"
+
+#define CHUNK (64 * 1024)
+/* Bytes one direction moves per wakeup before the loop turns: a fast
+ * tunnel must not make other clients of the daemon wait (200 busy
+ * tunnels cost a few milliseconds per turn of the loop). */
+#define TURN_BYTES (128 * 1024)
+/* The most a pipe grows to (fs.pipe-max-size allows 1 MiB by default):
+ * fewer wakeups on a fast download, and a buffer that keeps the source
+ * flowing while the destination is briefly full. */
+#define PIPE_SIZE (1024 * 1024)
+
+struct dir {
+	struct net_relay *r;
+	int from, to;
+	struct tc_io *rd, *wr;	/* rd watches from, wr watches to */
+	int pipe[2];
+	size_t in_pipe, pipe_cap;
+	char *buf;		/* user-space bytes to write: initial, or copy mode */
+	size_t off, len, cap;
+	bool copy;
+	bool eof;		/* from said end of file (or the body ended) */
+	bool shut;		/* to was shut down for writing */
+	struct net_http_body *body;
+	uint64_t moved;		/* bytes delivered to "to" since the last report */
+};
+
+struct net_relay {
+	struct tc_loop *loop;
+	struct dir up, down;
+	bool end_with_down;
+	bool spliced;
+	net_relay_progress_cb progress;
+	net_relay_done_cb done;
+	void *arg;
+};
+
+bool net_relay_spliced(const struct net_relay *r)
+{
+	return r->spliced;
+}
+
+/* Writes the user-space bytes of d. 0 when all went, -EAGAIN, or an error. */
+static int dir_flush_buf(struct dir *d)
+{
+	while (d->off < d->len) {
+		ssize_t n = send(d->to, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0)
+			return errno == EINTR ? 0 : -errno;
+		d->off += (size_t)n;
+		d->moved += (uint64_t)n;
+	}
+	d->off = d->len = 0;
+	return 0;
+}
+
+/* The source said end of file and everything went: pass the half-close on
+ * (not after an HTTP body: the origin's answer is still to come). */
+static int dir_finish(struct dir *d)
+{
+	if (!d->shut && !d->body)
+		shutdown(d->to, SHUT_WR);
+	d->shut = true;
+	return 1;
+}
+
+/* Reads into the user-space buffer (copy mode, or an HTTP body). */
+static int dir_read_copy(struct dir *d)
+{
+	ssize_t n = recv(d->from, d->buf, d->cap, MSG_DONTWAIT);
+
+	if (n < 0)
+		return -errno;
+	if (n == 0) {
+		d->eof = true;
+		return 0;
+	}
+	d->len = (size_t)n;
+	d->off = 0;
+	if (d->body) {
+		bool done = false;
+		long keep = net_http_body_feed(d->body, d->buf, d->len, &done);
+		if (keep < 0)
+			return -EPROTO;
+		d->len = (size_t)keep;	/* bytes past the message are dropped */
+		if (done)
+			d->eof = true;
+	}
+	return 0;
+}
+
+/* A bulk transfer filled the pipe: let it hold more (four times, up to
+ * PIPE_SIZE), so that a download needs fewer wakeups. Pipes start at the
+ * kernel's default, so quiet tunnels hold little kernel memory. */
+static void pipe_grow(struct dir *d)
+{
+	int cap = fcntl(d->pipe[1], F_SETPIPE_SZ, (int)MIN(d->pipe_cap * 4, (size_t)PIPE_SIZE));
+
+	if (cap > 0)
+		d->pipe_cap = (size_t)cap;
+}
+
+/*
+ * Splice mode: the pipe is filled from the source while it has room and
+ * drained into the destination while that takes bytes, both in the same
+ * turn, so that a destination that is briefly full does not stop the
+ * source (the pipe's capacity buffers it). Returns as dir_pump; -EINVAL
+ * when the kernel will not splice these sockets (nothing moved yet).
+ */
+static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
+{
+	uint64_t start = d->moved;
+
+	for (;;) {
+		bool progress = false, read_blocked = false, write_blocked = false;
+
+		if (d->moved - start >= TURN_BYTES && !(d->eof && d->in_pipe == 0)) {
+			/* Enough for one turn: the loop comes back (the watchers
+			 * are level-triggered) after the others had theirs. */
+			*want_write = d->in_pipe > 0;
+			*want_read = !d->eof && d->in_pipe < d->pipe_cap;
+			return 0;
+		}
+
+		if (d->in_pipe > 0) {
+			ssize_t n = splice(d->pipe[0], NULL, d->to, NULL, d->in_pipe,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->in_pipe -= (size_t)n;
+				d->moved += (uint64_t)n;
+				progress = true;
+			} else if (n < 0 && errno == EAGAIN)
+				write_blocked = true;
+			else if (n < 0 && errno != EINTR)
+				return -errno;
+		}
+		if (!d->eof && d->in_pipe < d->pipe_cap) {
+			ssize_t n = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_cap - d->in_pipe,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->in_pipe += (size_t)n;
+				d->r->spliced = true;
+				progress = true;
+				if (d->in_pipe == d->pipe_cap && d->pipe_cap < PIPE_SIZE)
+					pipe_grow(d);
+			} else if (n == 0) {
+				d->eof = true;
+				progress = true;
+			} else if (errno == EAGAIN)
+				read_blocked = true;
+			else if (errno == EINVAL && !d->r->spliced && d->in_pipe == 0)
+				return -EINVAL;
+			else if (errno != EINTR)
+				return -errno;
+		}
+		if (d->eof && d->in_pipe == 0)
+			return 1;
+		if (!progress) {
+			*want_write = write_blocked;
+			*want_read = read_blocked;
+			return 0;
+		}
+	}
+}
+
+/*
+ * Moves what it can in one direction. Returns 0 when it must wait (the
+ * watchers say for what), 1 when the direction is finished, or an error.
+ */
+static int dir_pump(struct dir *d, bool *want_read, bool *want_write)
+{
+	uint64_t start = d->moved;
+	int r;
+
+	*want_read = *want_write = false;
+	for (;;) {
+		if (d->copy && d->moved - start >= TURN_BYTES && !(d->eof && d->off >= d->len)) {
+			*want_write = d->off < d->len;
+			*want_read = !*want_write && !d->eof;
+			return 0;
+		}
+		if (d->off < d->len) {
+			r = dir_flush_buf(d);
+			if (r == -EAGAIN || r == -EWOULDBLOCK) {
+				*want_write = true;
+				return 0;
+			}
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (!d->copy) {
+			r = dir_pump_splice(d, want_read, want_write);
+			if (r != -EINVAL)
+				return r == 1 ? dir_finish(d) : r;
+			d->copy = true;	/* the kernel will not splice these: copy */
+		}
+		if (d->eof)
+			return dir_finish(d);
+		if (!d->buf) {
+			d->buf = malloc(CHUNK);
+			if (!d->buf)
+				return -ENOMEM;
+			d->cap = CHUNK;
+		}
+		r = dir_read_copy(d);
+		if (r == -EAGAIN || r == -EWOULDBLOCK) {
+			*want_read = true;
+			return 0;
+		}
+		if (r < 0)
+			return r;
+	}
+}
+
+/* Tells the owner what moved since the last report; its answer. */
+static int relay_report(struct net_relay *r)
+{
+	uint64_t up = r->up.moved, down = r->down.moved;
+
+	if (!up && !down)
+		return 0;
+	r->up.moved = r->down.moved = 0;
+	return r->progress ? r->progress(r->arg, up, down) : 0;
+}
+
+/* Pumps both directions and reports; ends the relay when done. */
+static void relay_run(struct net_relay *r)
+{
+	struct dir *dirs[2] = { &r->up, &r->down };
+	int fin[2] = { 0, 0 };
+
+	for (int i = 0; i < 2; i++) {
+		bool want_read, want_write;
+		struct dir *d = dirs[i];
+		int x = dir_pump(d, &want_read, &want_write);
+		if ((x == -EPIPE || x == -ECONNRESET) && dirs[1 - i]->eof) {
+			/* The destination closed after saying it was done: what it
+			 * did not take it did not want. An end, not an error. */
+			d->eof = d->shut = true;
+			d->in_pipe = d->off = d->len = 0;
+			x = 1;
+		}
+		if (x < 0) {
+			relay_report(r);	/* what moved before the error counts */
+			r->done(r->arg, x);
+			return;
+		}
+		fin[i] = x;
+		if (want_read)
+			tc_io_start(d->rd);
+		else
+			tc_io_stop(d->rd);
+		if (want_write)
+			tc_io_start(d->wr);
+		else
+			tc_io_stop(d->wr);
+	}
+	int x = relay_report(r);
+	if (x < 0) {
+		r->done(r->arg, x);
+		return;
+	}
+	if ((fin[0] && fin[1]) || (r->end_with_down && fin[1]))
+		r->done(r->arg, 0);
+}
+
+static void on_io(void *arg, int revents)
+{
+	struct dir *d = arg;
+
+	(void)revents;
+	relay_run(d->r);
+}
+
+static int dir_init(struct net_relay *r, struct dir *d, int from, int to, bool copy)
+{
+	d->r = r;
+	d->from = from;
+	d->to = to;
+	d->pipe[0] = d->pipe[1] = -1;
+	d->copy = copy;
+	if (!copy) {
+		if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+			d->copy = true;
+		else {
+			int cap = fcntl(d->pipe[1], F_GETPIPE_SZ);
+			d->pipe_cap = cap > 0 ? (size_t)cap : 65536;
+		}
+	}
+	d->rd = tc_io_new(r->loop, from, TC_IO_READ, on_io, d);
+	d->wr = tc_io_new(r->loop, to, TC_IO_WRITE, on_io, d);
+	return d->rd && d->wr ? 0 : -ENOMEM;
+}
+
+static void dir_done(struct dir *d)
+{
+	tc_io_free(d->rd);
+	tc_io_free(d->wr);
+	if (d->pipe[0] >= 0)
+		close(d->pipe[0]);
+	if (d->pipe[1] >= 0)
+		close(d->pipe[1]);
+	free(d->buf);
+	net_http_body_free(d->body);
+}
+
+struct net_relay *net_relay_free(struct net_relay *r)
+{
+	if (!r)
+		return NULL;
+	dir_done(&r->up);
+	dir_done(&r->down);
+	free(r);
+	return NULL;
+}
+
+int net_relay_start(const struct net_relay_config *cfg, struct net_relay **ret)
+{
+	struct net_relay *r = calloc(1, sizeof(*r));
+	int x;
+
+	if (!r) {
+		net_http_body_free(cfg->body);
+		return -ENOMEM;
+	}
+	/* Never block the loop, whatever the caller made of the sockets. */
+	for (int k = 0; k < 2; k++) {
+		int fd = k ? cfg->upstream_fd : cfg->client_fd;
+		int fl = fcntl(fd, F_GETFL), one = 1;
+		if (fl >= 0 && !(fl & O_NONBLOCK))
+			(void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+		/* Bytes go on as they come: a small TLS record relayed must not
+		 * wait for Nagle behind an unacknowledged one. */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	r->loop = cfg->loop;
+	r->end_with_down = cfg->end_with_down;
+	r->progress = cfg->progress;
+	r->done = cfg->done;
+	r->arg = cfg->arg;
+	/* An HTTP body is read into user space to find its end. */
+	r->up.body = cfg->body;
+	x = dir_init(r, &r->up, cfg->client_fd, cfg->upstream_fd, cfg->copy || cfg->body);
+	if (x == 0)
+		x = dir_init(r, &r->down, cfg->upstream_fd, cfg->client_fd, cfg->copy);
+	if (x == 0 && cfg->initial_len) {
+		r->up.cap = MAX(cfg->initial_len, (size_t)CHUNK);
+		r->up.buf = malloc(r->up.cap);
+		if (!r->up.buf)
+			x = -ENOMEM;
+		else {
+			memcpy(r->up.buf, cfg->initial, cfg->initial_len);
+			r->up.len = cfg->initial_len;
+		}
+	}
+	r->up.eof = cfg->up_done;
+	if (x < 0) {
+		net_relay_free(r);
+		return x;
+	}
+	/* Start by waiting: readable client or writable upstream runs the first pump. */
+	tc_io_start(r->up.wr);
+	tc_io_start(r->down.rd);
+	*ret = r;
+	return 0;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* The network proxy's benchmark scenario for tc-bench (net_bench.c). */
+#ifndef TC_NET_BENCH_H
+#define TC_NET_BENCH_H
+
+#include <stddef.h>
+
+/*
+ * Downloads mb MiB from an origin on 127.0.0.1 directly and through the
+ * proxy engine's CONNECT (its own process on server_cpu, or unpinned when
+ * server_cpu < 0), rounds times each, taking turns; writes one line with
+ * both throughputs, their ratio and the target into out. Returns 0, or -1
+ * with the reason in out.
+ */
+int net_bench_connect(unsigned mb, unsigned rounds, int server_cpu, char *out, size_t size);
+
+#endif
