@@ -80,7 +80,7 @@ int net_socks_request(const uint8_t *data, size_t len, struct net_socks_req *req
 
 size_t net_socks_reply(uint8_t code, uint8_t out[10])
 {
-	static const uint8_t tail[7] = { 0, 1, 0, 0, 0, 0, 0 };
+	static const uint8_t tail[7] = { 1, 0, 0, 0, 0, 0, 0 };	/* ATYP IPv4, 0.0.0.0:0 */
 
 	out[0] = 5;
 	out[1] = code;

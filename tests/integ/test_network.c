@@ -352,14 +352,6 @@ START_TEST(socks5_through_all_proxy)
 	const struct json *r = sh(c, tcc_fmt(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://origin.test:%d/socks",
 					     origin_port));
 	tc_assert_ok(r);
-	/* A known defect of the engine, named until it is mended: its SOCKS5
-	 * reply carries address type 0, which curl refuses. */
-	const char *err = tj_str(r, "result.structuredContent.stderr");
-	if (err && strstr(err, "SOCKS5 reply has wrong address type")) {
-		tcc_close(c);
-		stop(&d);
-		TC_SKIP("lib/net's SOCKS5 reply has address type 0 (net_socks_reply), which curl refuses");
-	}
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	const struct json *l = wait_audit_net(c, &d, "\"protocol\":\"socks5\"");
 	ck_assert_str_eq(tj_str(l, "host"), "origin.test");
