@@ -366,6 +366,13 @@ START_TEST(socks_messages)
 	ck_assert_str_eq(req.host, "::1");
 	ck_assert_int_eq(net_socks_request(bind, sizeof(bind), &req), -SOCKS_CMD);
 	ck_assert_int_eq(net_socks_request(atyp, sizeof(atyp), &req), -SOCKS_ATYP);
+
+	/* A reply as RFC 1928 has it: version, code, reserved, then a bound
+	 * address clients parse (type 1, IPv4 0.0.0.0, port 0). */
+	uint8_t reply[10];
+	static const uint8_t want[10] = { 5, SOCKS_RULESET, 0, 1, 0, 0, 0, 0, 0, 0 };
+	ck_assert_uint_eq(net_socks_reply(SOCKS_RULESET, reply), sizeof(reply));
+	ck_assert_mem_eq(reply, want, sizeof(want));
 }
 END_TEST
 
