@@ -17,6 +17,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
+#include "daemon/net.h"
 #include "daemon/server_state.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/files/identity.h"
@@ -412,7 +413,9 @@ int client_session_restore(struct conn *c, const char *id, const char *rec, size
 	const struct json *allow = json_get(root, "allow");
 	for (size_t i = 0; allow && allow->type == JSON_ARRAY && i < allow->u.arr.n; i++) {
 		const char *name = json_str(allow->u.arr.items[i]);
-		if (name && registry_find(s->registry, name))
+		/* Tools still known, and hosts answered for (their keys
+		 * as the daemon writes them, nothing else). */
+		if (name && (registry_find(s->registry, name) || net_allow_key_valid(name)))
 			map_put(ss->always_allow, name, (void *)1);
 	}
 	/* The table holds it while a connection or the keeper does: this

@@ -14,6 +14,7 @@
 #define TC_DAEMON_NET_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct buf;
 struct server;
@@ -36,5 +37,14 @@ bool daemon_net_wanted(const struct config *cfg);
 /* -EPERM with a message naming what the kernel or the daemon lacks when
  * the config asks for "proxy" and no namespace can be made here. */
 int daemon_net_check(const struct config *cfg, char **ret_err);
+
+/* The key of a session's always_allow answer to a network.connect
+ * question: "network.connect HOST:PORT" (net_ask.c). */
+char *net_allow_key(const char *host, uint16_t port);
+/* Whether name is such a key exactly as net_allow_key writes it: a
+ * canonical host (lib/net/net.h net_host_canonical), a port 1..65535
+ * without leading zeros, nothing else, bounded in length. A session's
+ * record in the shared store is read through it. */
+bool net_allow_key_valid(const char *name);
 
 #endif

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/net.h"
 #include "daemon/server_state.h"
 #include "lib/base/list.h"
 #include "lib/base/loop.h"
@@ -88,10 +89,45 @@ static void sweep(void)
 }
 
 /* The session's key of a remembered host and port (no tool name holds a
- * space: it cannot stand for one). */
-static char *allow_key(const char *host, uint16_t port)
+ * space: it cannot stand for one). Written here alone: net_allow_key_valid
+ * recognises what this builds. */
+#define ALLOW_PREFIX "network.connect "
+#define ALLOW_KEY_MAX (sizeof(ALLOW_PREFIX) - 1 + NET_HOST_MAX + sizeof(":65535") - 1)
+
+char *net_allow_key(const char *host, uint16_t port)
 {
-	return xasprintf("network.connect %s:%u", host, (unsigned)port);
+	return xasprintf(ALLOW_PREFIX "%s:%u", host, (unsigned)port);
+}
+
+bool net_allow_key_valid(const char *key)
+{
+	const size_t plen = sizeof(ALLOW_PREFIX) - 1;
+	size_t len = strnlen(key, ALLOW_KEY_MAX + 1);
+	if (len > ALLOW_KEY_MAX || strncmp(key, ALLOW_PREFIX, plen) != 0)
+		return false;
+	/* The port follows the last colon (an IPv6 literal holds colons). */
+	const char *colon = strrchr(key + plen, ':');
+	if (!colon || colon == key + plen || (size_t)(key + len - colon - 1) > 5)
+		return false;
+	unsigned port = 0;
+	for (const char *p = colon + 1; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		port = port * 10 + (unsigned)(*p - '0');
+	}
+	if (port == 0 || port > 65535)
+		return false;
+	char host[NET_HOST_MAX + 1];
+	size_t hlen = (size_t)(colon - key) - plen;
+	if (hlen > NET_HOST_MAX)
+		return false;
+	memcpy(host, key + plen, hlen);
+	host[hlen] = '\0';
+	if (!net_host_canonical(host))
+		return false;
+	/* Exactly as built: no leading zero, no sign, nothing else. */
+	_cleanup_free_ char *again = net_allow_key(host, (uint16_t)port);
+	return str_eq(again, key);
 }
 
 static struct session *session_of(const struct question *q)
@@ -228,7 +264,7 @@ void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *a
 
 	/* Allowed for the rest of the session already. */
 	struct session *ss = session_of(q);
-	_cleanup_free_ char *key = allow_key(host, port);
+	_cleanup_free_ char *key = net_allow_key(host, port);
 	if (ss && map_get(ss->always_allow, key)) {
 		question_free(q);
 		net_ask_answer(ask, true, "ask:always_allow");
@@ -311,7 +347,7 @@ static int on_resolve(void *arg, uid_t uid, const char *id, const char *decision
 	struct net_ask *ask = q->ask;
 	if (dec == decisions[2]) {
 		struct session *ss = session_of(q);
-		_cleanup_free_ char *key = allow_key(q->host, q->port);
+		_cleanup_free_ char *key = net_allow_key(q->host, q->port);
 		if (ss)
 			map_put(ss->always_allow, key, (void *)1);
 	}

@@ -259,3 +259,12 @@ int net_host_normalize(const char *host, size_t len, char out[NET_HOST_MAX + 1])
 	}
 	return label == 0 ? -EINVAL : 0;	/* "name.." leaves an empty label */
 }
+
+bool net_host_canonical(const char *host)
+{
+	char out[NET_HOST_MAX + 1];
+	size_t len = strnlen(host, NET_HOST_MAX + 1);
+	/* Normalizing changes nothing (a trailing dot or a capital would
+	 * be rewritten). */
+	return len <= NET_HOST_MAX && net_host_normalize(host, len, out) == 0 && memcmp(out, host, len + 1) == 0;
+}

@@ -149,6 +149,14 @@ enum net_decision net_policy_decide(const struct net_policy *p, const char *host
  */
 bool net_policy_address_ok(const struct net_policy *p, const struct net_addr *a,
 			   char rule[NET_RULE_MAX]);
+/* Longest host name a client may give (DNS: 253; IPv6 literal text: 45). */
+#define NET_HOST_MAX 253
+
+/* Whether host is written as the proxy hands hosts on: a host name
+ * lower-cased, without a trailing dot, of at most NET_HOST_MAX bytes, or
+ * an IP literal (without brackets). */
+bool net_host_canonical(const char *host);
+
 /* The fixed address of name from "hosts", or NULL. */
 const struct net_addr *net_policy_host(const struct net_policy *p, const char *name);
 /* Whether unknown hosts are asked about (the daemon may decline to ask

@@ -18,9 +18,6 @@
 #include "lib/net/net.h"
 #include "proto/base/buf.h"
 
-/* Longest host name a client may give (DNS: 253; IPv6 literal text: 45). */
-#define NET_HOST_MAX 253
-
 /* An address block ("10.0.0.0/8"). */
 struct net_cidr {
 	struct net_addr a;

@@ -9,7 +9,8 @@
  * CONNECT tunnel, SOCKS5 through ALL_PROXY; a denied host refused with a
  * 403 naming the rule and a note in the result; the metadata address
  * refused; "ask" answered through confirmations/resolve and by an
- * approver, always_allow kept for the session; audit lines and events
+ * approver, always_allow kept for the session (and across a restart with
+ * Redis as the store); audit lines and events
  * with their fields; network true unchanged; a child as uid 65534; a
  * background process keeps its namespace and proxy while it runs, an MCP
  * server too; elicitation; a tool file's hosts; the policy reloaded; the
@@ -36,6 +37,7 @@
 
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/redis_server.h"
 
 #define ORIGIN_BODY "hello from the origin\n"
 
@@ -470,6 +472,86 @@ START_TEST(ask_is_a_confirmation)
 
 	tcc_close(c);
 	stop(&d);
+}
+END_TEST
+
+/* An always_allow answer for a host and port outlives a restart: the
+ * session's record in Redis carries it, and the next daemon, taking the
+ * session back, does not ask again; another port is still asked. */
+START_TEST(ask_always_allow_survives_a_restart)
+{
+	NEED_NETWORK();
+	const char *why;
+	if (!redis_server_available(&why))
+		TC_SKIP("%s", why);
+	struct redis_server rs = { 0 };
+	redis_server_start(&rs);
+	char *extra = xasprintf("\"limits\":{\"session_resume_s\":60},"
+				"\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"n:\"}", rs.sock);
+	struct tcd d;
+	start(&d, "\"unknown\":\"ask\"", extra);
+	free(extra);
+	struct tcc *ap = subscriber(&d, "[\"tool.confirmation_requested\"]");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *init = tcc_initialize(c, NULL);
+	ck_assert_ptr_nonnull(init);
+	char *sid = xstrdup(tj_str(init, "sessionId"));
+	char *cmd = xasprintf("curl -sS -m 60 http://ask.test:%d/asked", origin_port);
+	char *q = tj_quote(cmd);
+	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	const struct json *e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_int_eq(tj_int(e, "port"), origin_port);
+	char *rid = tj_quote(tj_str(e, "requestId"));
+	tc_assert_ok(tcc_request(ap, "confirmations/resolve",
+				 tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"always_allow\"}", rid)));
+	free(rid);
+	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
+	tcc_close(c);
+	tcc_close(ap);
+
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	ap = subscriber(&d, "[\"tool.confirmation_requested\"]");
+	c = tcc_connect(&d);
+	init = tcc_initialize(c, tcc_fmt(c, "\"sessionId\":\"%s\"", sid));
+	ck_assert_ptr_nonnull(init);
+	ck_assert_str_eq(tj_str(init, "sessionId"), sid);
+
+	/* The same host and port: answered without a question. */
+	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	e = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
+	ck_assert_msg(!e, "asked again after the restart: %s", e ? dump(e) : "");
+	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
+	ck_assert(tcc_quiet(ap, 200));
+
+	/* Another port of the same host is still asked. */
+	free(q);
+	q = tj_quote(tcc_fmt(c, "curl -s -m 60 -w '\\n%%{http_code}\\n' http://ask.test:%d/", echo_port));
+	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
+	ck_assert_ptr_nonnull(e);
+	ck_assert_str_eq(tj_str(e, "host"), "ask.test");
+	ck_assert_int_eq(tj_int(e, "port"), echo_port);
+	rid = tj_quote(tj_str(e, "requestId"));
+	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid)));
+	free(rid);
+	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(strstr(out(r), "\n403\n") && strstr(text(r), "ask:deny"), "%s", dump(r));
+
+	free(q);
+	free(cmd);
+	free(sid);
+	tcc_close(ap);
+	tcc_close(c);
+	stop(&d);
+	redis_server_free(&rs);
 }
 END_TEST
 
@@ -987,6 +1069,7 @@ int main(void)
 	tcase_add_test(tc, socks5_through_all_proxy);
 	tcase_add_test(tc, proxy_refuses_with_the_rule);
 	tcase_add_test(tc, ask_is_a_confirmation);
+	tcase_add_test(tc, ask_always_allow_survives_a_restart);
 	tcase_add_test(tc, ask_through_toolcallctl_approve);
 	tcase_add_test(tc, ask_through_elicitation);
 	tcase_add_test(tc, ask_questions_bounded);
