@@ -157,6 +157,26 @@ START_TEST(classify_addresses)
 }
 END_TEST
 
+/* A host as the proxy hands it on, and nothing a record could slip in. */
+START_TEST(canonical_hosts)
+{
+	static const char *const good[] = { "ask.test", "a-b_c.example", "127.0.0.2", "::1", "fd00::1" };
+	static const char *const bad[] = { "", "Ask.test", "ask.test.", "a..b", "a b", "a:b", "[::1]", "a/b",
+					   "host\n", ".lead" };
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(net_host_canonical(good[i]), "%s", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!net_host_canonical(bad[i]), "%s", bad[i]);
+	char long_name[NET_HOST_MAX + 2];
+	for (size_t i = 0; i < sizeof(long_name) - 1; i++)
+		long_name[i] = (i % 60 == 59) ? '.' : 'a';
+	long_name[NET_HOST_MAX + 1] = '\0';
+	ck_assert(!net_host_canonical(long_name));
+	long_name[NET_HOST_MAX] = '\0';
+	ck_assert(net_host_canonical(long_name));
+}
+END_TEST
+
 START_TEST(private_addresses_refused_unless_allowed)
 {
 	struct net_policy *none = net_policy_new();
@@ -383,6 +403,7 @@ int main(void)
 	tcase_add_test(tc, decide_by_pattern_and_port);
 	tcase_add_test(tc, unknown_ask_and_merge);
 	tcase_add_test(tc, classify_addresses);
+	tcase_add_test(tc, canonical_hosts);
 	tcase_add_test(tc, private_addresses_refused_unless_allowed);
 	tcase_add_test(tc, strict_parse_errors);
 	tcase_add_test(tc, policy_through_the_binder);
