@@ -8,7 +8,7 @@
  * removed as itself and never entered; it keeps its place in a stack of
  * open directories, so that it can stop after a part and go on later.
  */
-#include "lib/files/workspace_ops.h"
+#include "lib/files/workspace_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

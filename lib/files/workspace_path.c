@@ -43,7 +43,7 @@
  * everything through the functions here; this file knows nothing of them
  * (workspace_path.h is all it includes of the module).
  */
-#include "lib/files/workspace_path.h"
+#include "lib/files/workspace_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 #include "proto/base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

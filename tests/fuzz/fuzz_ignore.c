@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/files/ignore.h"
+#include "lib/ignore/ignore.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/files/diff.h"
+#include "lib/diff/diff.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"

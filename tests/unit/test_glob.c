@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 #include "lib/regex/regex.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/files/ignore.h"
+#include "lib/ignore/ignore.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"

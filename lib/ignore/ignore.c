@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Ignore files, git's rules (see lib/files/ignore.h).
+ * Ignore files, git's rules (see lib/ignore/ignore.h).
  */
-#include "lib/files/ignore.h"
+#include "lib/ignore/ignore.h"
 
 #include <string.h>
 
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 
