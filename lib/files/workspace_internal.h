@@ -154,9 +154,9 @@ int ws_relative(const struct workspace *ws, const char *path, size_t len, char *
 
 /* --- the primitives (workspace.c, workspace_write.c) --- */
 
-/* A workspace over a directory a tool keeps its own files in (the memory
- * tool's), for its file jobs: dirfd (taken) is the directory, root its
- * path. */
+/* A workspace over a directory of the daemon's own store (the file job's
+ * fsjob_start_store(), never a tool): dirfd (taken) is the directory,
+ * root its path. */
 struct workspace *ws_new_at(int dirfd, const char *root);
 
 /*

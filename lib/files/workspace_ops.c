@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Status, rename, delete and mkdir beneath a workspace root (see
- * workspace_ops.h). Each resolves the directory holding the last component
+ * workspace_internal.h). Each resolves the directory holding the last component
  * with ws_open_parent() and acts on the last component relative to that
  * fd, with the *at() calls that do not follow it. The recursive delete
  * walks down with ws_open_nofollow(), so a symlink met on the way is
