@@ -84,22 +84,34 @@ static bool wd_shared(const struct kept *k, int wd)
 	return false;
 }
 
+/* The most events matched to their scans in one drain; past it (a build
+ * writing many files in watched directories) every scan counts as
+ * changed, which costs each a new scan instead of a long match here. */
+#define EVENTS_MATCHED 64
+
 /* Reads the events that came: the scans whose directories they concern
- * have changed (all of them when the queue overflowed). */
+ * have changed (all of them when the queue overflowed, or when too many
+ * came to match). */
 static void drain(void)
 {
 	if (ino_fd < 0)
 		return;
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t n;
+	unsigned seen = 0;
 	while ((n = read(ino_fd, buf, sizeof(buf))) > 0) {
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
-			for (unsigned i = 0; i < n_kept; i++)
-				for (size_t j = 0; j < kept[i].n_dirs && kept[i].wds; j++)
-					if (ev->wd == -1 || (ev->mask & IN_Q_OVERFLOW) || kept[i].wds[j] == ev->wd)
-						kept[i].changed = true;
 			p += sizeof(*ev) + ev->len;
+			/* A watch gone: removed by kept_clear(), or its
+			 * directory deleted, which IN_DELETE_SELF told. */
+			if (ev->mask & IN_IGNORED)
+				continue;
+			bool all = ev->wd == -1 || (ev->mask & IN_Q_OVERFLOW) || ++seen > EVENTS_MATCHED;
+			for (unsigned i = 0; i < n_kept; i++)
+				for (size_t j = 0; !kept[i].changed && j < kept[i].n_dirs && kept[i].wds; j++)
+					if (all || kept[i].wds[j] == ev->wd)
+						kept[i].changed = true;
 		}
 	}
 }
