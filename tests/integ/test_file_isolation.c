@@ -461,7 +461,7 @@ static char *ws_text(const struct tcd *d, const char *rel)
 	size_t n = 0;
 	char *t = tcd_read(d, p, &n);
 	free(p);
-	return xstrdup(t ? t : "");
+	return t ? t : xstrdup("");
 }
 
 /*
