@@ -5,17 +5,20 @@
  * held, a/b/c/d/e not), a submodule's .git file as a pointer, never
  * through a symlink or inside a .git; a repository made later in a
  * directory the last scan saw (git init of an existing directory) is
- * found at the next call, and one removed is forgotten.
+ * found at the next call, and one removed is forgotten; the same without
+ * openat2 and without inotify.
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lib/sandbox/sandbox_internal.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/deny_syscall.h"
 
 static char ws[64];
 
@@ -63,7 +66,7 @@ static bool has_pointer(const struct repo_dirs *r, const char *rel)
 	return found;
 }
 
-START_TEST(nested_down_to_four_levels)
+static void nested_down_to_four_levels_case(void)
 {
 	sh("mkdir -p .git a/.git a/b/c/.git a/b/c/d/.git/modules/m a/b/c/d/e/.git x/y && %s", "true");
 	sh("echo 'gitdir: ../../.git/modules/s' > x/y/.git%s", "");
@@ -85,9 +88,24 @@ START_TEST(nested_down_to_four_levels)
 	repo_dirs_clear(&r);
 	ck_assert_int_eq(system("rm -rf /tmp/tc-repos-outside-x"), 0);
 }
+
+START_TEST(nested_down_to_four_levels)
+{
+	nested_down_to_four_levels_case();
+}
 END_TEST
 
-START_TEST(found_when_made_later)
+/* The same where the kernel lacks openat2: the walk one component at a
+ * time follows no symlink either. */
+START_TEST(nested_down_to_four_levels_without_openat2)
+{
+	if (!deny_syscall_or_skip("nested_down_to_four_levels_without_openat2", SYS_openat2))
+		return;
+	nested_down_to_four_levels_case();
+}
+END_TEST
+
+static void found_when_made_later_case(void)
 {
 	sh("mkdir -p p/q/r s && echo x > p/q/r/file%s", "");
 	struct repo_dirs r;
@@ -118,6 +136,21 @@ START_TEST(found_when_made_later)
 	ck_assert_uint_eq(r.n, 0);
 	repo_dirs_clear(&r);
 }
+
+START_TEST(found_when_made_later)
+{
+	found_when_made_later_case();
+}
+END_TEST
+
+/* The same without inotify: every directory the scan saw is lstat'ed at
+ * each call instead. */
+START_TEST(found_when_made_later_without_inotify)
+{
+	if (!deny_syscall_or_skip("found_when_made_later_without_inotify", SYS_inotify_init1))
+		return;
+	found_when_made_later_case();
+}
 END_TEST
 
 static Suite *repos_suite(void)
@@ -127,6 +160,8 @@ static Suite *repos_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, nested_down_to_four_levels);
 	tcase_add_test(tc, found_when_made_later);
+	tcase_add_test(tc, nested_down_to_four_levels_without_openat2);
+	tcase_add_test(tc, found_when_made_later_without_inotify);
 	suite_add_tcase(s, tc);
 	return s;
 }
