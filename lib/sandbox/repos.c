@@ -45,9 +45,10 @@
  * workspace's own top is level 0). */
 #define REPOS_DEPTH 4
 /* The most directories a scan looks at (and keeps to check), and entries
- * it reads. */
-#define REPOS_DIRS 512
-#define REPOS_SCAN 16384
+ * it reads: a scan runs on the loop (sandbox_prepare()), when a directory
+ * it looked at has changed, and costs a few system calls a directory. */
+#define REPOS_DIRS 256
+#define REPOS_SCAN 8192
 /* The workspaces whose nested repositories are kept. */
 #define KEPT_MAX 8
 
@@ -177,10 +178,21 @@ static void seen_add(struct kept *k, const char *ws, const char *rel, const stru
 	k->dirs = xreallocarray(k->dirs, k->n_dirs + 1, sizeof(*k->dirs));
 	k->wds = xreallocarray(k->wds, k->n_dirs + 1, sizeof(*k->wds));
 	char *path = *rel ? xasprintf("%s/%s", ws, rel) : xstrdup(ws);
-	int wd = ino_fd >= 0 ? inotify_add_watch(ino_fd, path, WATCH_MASK) : -1;
-	k->watched = k->watched && wd >= 0;
+	int wd = k->watched ? inotify_add_watch(ino_fd, path, WATCH_MASK) : -1;
+	if (k->watched && wd < 0) {
+		/* Checked by lstat from now on: the ones before too. */
+		k->watched = false;
+		for (size_t i = 1; i < k->n_dirs; i++)
+			if (lstat(k->dirs[i].path, &k->dirs[i].st) < 0)
+				k->dirs[i].st = (struct stat){0};
+	}
 	k->wds[k->n_dirs] = wd;
-	k->dirs[k->n_dirs++] = (struct seen){ .path = path, .st = *st };
+	k->dirs[k->n_dirs] = (struct seen){ .path = path };
+	if (st)
+		k->dirs[k->n_dirs].st = *st;
+	else if (!k->watched && lstat(path, &k->dirs[k->n_dirs].st) < 0)
+		k->dirs[k->n_dirs].st = (struct stat){0};
+	k->n_dirs++;
 }
 
 /*
@@ -222,13 +234,13 @@ static void scan(struct kept *k, const char *ws, const struct stat *top)
 				    strcmp(e->d_name, ".git") == 0 || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 					continue;
 				struct stat st, gst;
-				_cleanup_close_ int sub = openat(dirfd(d), e->d_name,
-								 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (sub < 0 || fstat(sub, &st) < 0)
+				if (e->d_type == DT_UNKNOWN &&
+				    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)))
 					continue;
 				char *child = **rel ? xasprintf("%s/%s", *rel, e->d_name) : xstrdup(e->d_name);
-				seen_add(k, ws, child, &st);
-				if (fstatat(sub, ".git", &gst, AT_SYMLINK_NOFOLLOW) == 0 &&
+				seen_add(k, ws, child, NULL);
+				_cleanup_free_ char *git = xasprintf("%s/.git", e->d_name);
+				if (fstatat(dirfd(d), git, &gst, AT_SYMLINK_NOFOLLOW) == 0 &&
 				    (S_ISDIR(gst.st_mode) || S_ISREG(gst.st_mode)))
 					push(&k->names, &n_names, xstrdup(child));
 				if (depth + 1 < REPOS_DEPTH)
