@@ -827,6 +827,7 @@ START_TEST(startup_says_so)
 	start(&d, "");
 	char *log = tcd_log(&d);
 	ck_assert_msg(strstr(log, "children: no capabilities, bounding set empty, securebits locked"), "%s", log);
+	ck_assert_msg(strstr(log, ", spawner: yes ("), "%s", log);
 	free(log);
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = sh(c, "true");
