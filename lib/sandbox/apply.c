@@ -421,22 +421,23 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 /*
  * Whether a spawner (lib/child/child_spawner.c) can start the child of a
  * plan, which then carries out only sandbox_child_apply_spawned(): the
- * plan has a seccomp program, empties the bounding set and sets
- * no_new_privs (what the spawner did once), and needs no step the
- * spawner's filter refuses: no user namespace to make or join (a daemon
- * that is not root), no mount namespace to make (one made ahead is
- * joined).
+ * plan has a seccomp program and sets no_new_privs (what the spawner did
+ * once, with the bounding set where the plan empties it), and needs no
+ * step the spawner's filter refuses: no user namespace to make or join
+ * (a daemon that is not root), no mount namespace to make (one made
+ * ahead is joined).
  */
 bool sandbox_child_spawnable(const struct sandbox_child *c)
 {
-	return c && c->bpf && c->cap_last >= 0 && c->no_new_privs && !c->userns && c->userns_fd < 0 &&
+	return c && c->bpf && c->no_new_privs && !c->userns && c->userns_fd < 0 &&
 	       (c->mntns_fd >= 0 || !sandbox_child_needs_mounts(c));
 }
 
 /*
  * What a spawner does once, for every child it will start, whose plans
  * have the seccomp program prog (seccomp_prog_get()): the bounding set
- * emptied and the securebits locked (its own capabilities stay in effect,
+ * emptied and the securebits locked where cap_last is not -1 (as the
+ * plans' cap_last; its own capabilities stay in effect,
  * which its children use and drop), no_new_privs, and the spawner's
  * variant of the program loaded (seccomp_spawner_prog(), built before
  * the spawner is forked: spawner_prog).
@@ -446,7 +447,7 @@ __attribute__((no_sanitize("address"))) int sandbox_spawner_setup(int cap_last, 
 	int r;
 	if (!spawner_prog)
 		return -EINVAL;
-	if ((r = sandbox_caps_bound(cap_last)) < 0)
+	if (cap_last >= 0 && (r = sandbox_caps_bound(cap_last)) < 0)
 		return r;
 	if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
 	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, spawner_prog) < 0)

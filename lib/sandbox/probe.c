@@ -363,7 +363,7 @@ char *sandbox_features_line(const struct sandbox_features *f)
 	 * (sandbox_child_spawnable()): the same protections either way. */
 	if (RUNNING_ON_VALGRIND)
 		buf_puts(&b, ", spawner: no (valgrind)");
-	else if (f->seccomp && f->no_new_privs && sandbox_cap_last() >= 0)
+	else if (f->seccomp && f->no_new_privs)
 		buf_puts(&b, ", spawner: yes (bounding set, no_new_privs and seccomp filter set once per filter; "
 			     "children of a mount namespace made ahead start from it)");
 	else
