@@ -147,8 +147,8 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
 	static const uint64_t other_ns[] = {
 		CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP, CLONE_NEWTIME,
 	};
-	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 1, SCMP_A1(SCMP_CMP_EQ, 0))) < 0 ||
-	    (r = seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 1, SCMP_A1(SCMP_CMP_GT, 0xffffffffu))) < 0)
+	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 1, SCMP_A1(SCMP_CMP_EQ, 0, 0))) < 0 ||
+	    (r = seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 1, SCMP_A1(SCMP_CMP_GT, 0xffffffffu, 0))) < 0)
 		return r;
 	for (size_t i = 0; i < ELEMENTSOF(other_ns); i++)
 		if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 1,
