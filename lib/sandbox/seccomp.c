@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The seccomp programs of the sandbox, built with libseccomp once per
- * kind and kept as BPF, so the spawned child only loads them.
+ * kind and kept as BPF, so the spawned child only loads them (or
+ * inherits it from a spawner, lib/child/child_spawner.c).
  *
  * Everything is allowed but: sockets of any family other than AF_UNIX and
  * AF_NETLINK unless the profile has network (AF_INET and AF_INET6 too with
  * the network "proxy", in a namespace of loopback only; EACCES: the
  * program says "Permission denied"); io_uring, which would run socket and file
  * operations past this filter; ptrace, bpf, perf_event_open, the key
- * calls, every mount-type call, setns, new namespaces through unshare or
- * clone, and clone3 (ENOSYS: its flags are in memory a filter cannot read,
+ * calls, every mount-type call, setns (but into a mount or network
+ * namespace in the spawner's variant: add_setns_rules()), new namespaces
+ * through unshare or clone, and clone3 (ENOSYS: its flags are in memory a filter cannot read,
  * and libc falls back to clone); giving up the subreaper role that keeps a
  * call's processes together; and the ioctls that push input into a
  * terminal. The other architectures of the machine (i386 on x86_64) are
