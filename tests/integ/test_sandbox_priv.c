@@ -663,6 +663,15 @@ static char *pid_status_field(pid_t pid, const char *field)
 	return v;
 }
 
+/* Whether a process is dead: a zombie, or gone. */
+static bool spawner_dead(pid_t pid)
+{
+	char *st = pid_status_field(pid, "State");
+	bool dead = !st || st[0] == 'Z' || st[0] == 'X';
+	free(st);
+	return dead;
+}
+
 /* Whether a child of a child of the daemon is named name. */
 static bool has_grandchild(pid_t daemon, const char *name)
 {
@@ -794,6 +803,7 @@ START_TEST(spawner_killed)
 	tc_assert_ok(tcc_request(other, "ping", NULL));
 	tcc_close(other);
 	ck_assert_int_eq(kill(sp, SIGKILL), 0);
+	ck_assert(tc_wait_until(spawner_dead(sp), 10000));
 	char idtext[32];
 	snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
 	const struct json *r = tcc_wait_id(c, idtext, 20000);
@@ -807,6 +817,9 @@ START_TEST(spawner_killed)
 	pid_t sp2 = warm_spawner(&d, c);
 	ck_assert_int_ne(sp2, sp);
 	ck_assert_int_eq(kill(sp2, SIGKILL), 0);
+	/* Dead (a zombie until the daemon reaps it) before the next request:
+	 * one sent while it is still dying may have been taken, and fails. */
+	ck_assert(tc_wait_until(spawner_dead(sp2), 10000));
 	for (int i = 0; i < 5; i++) {
 		r = sh(c, "echo again");
 		tc_assert_ok(r);
@@ -815,6 +828,22 @@ START_TEST(spawner_killed)
 	/* The dead one was reaped: no zombie child of the daemon. */
 	char *st = pid_status_field(sp2, "State");
 	ck_assert_msg(!st, "the killed spawner is still there: %s", st);
+
+	/* Stopped, then killed while a call may be waiting on it: the call
+	 * is answered, started directly or failed with the spawner named,
+	 * never left hanging. */
+	pid_t sp3 = warm_spawner(&d, c);
+	ck_assert_int_eq(kill(sp3, SIGSTOP), 0);
+	id = tcc_send_request(c, "tools/call", "{\"name\":\"shell\",\"arguments\":{\"command\":\"echo stopped\"}}");
+	ck_assert_int_eq(kill(sp3, SIGKILL), 0);
+	snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
+	r = tcc_wait_id(c, idtext, 8000);
+	ck_assert_msg(r, "no answer with the spawner killed");
+	const char *err = tj_str(r, "error.message");
+	ck_assert_msg(!err || strstr(err, "spawner"), "%s", err);
+	if (!err)
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "stopped\n");
+	tc_assert_ok(sh(c, "true"));
 	tcc_close(c);
 	stop(&d);
 }
