@@ -1224,9 +1224,9 @@ static void timed_pair(const char *scenario, int nconns, unsigned depth, gen_fn 
  * direct over loopback (tests/bench/net_bench.c). */
 static void scenario_net_connect(void)
 {
-	char line[512];
+	char line[1024];
 
-	net_bench_connect(100, opt.seconds >= 2 ? 10 : 2, pinning ? SERVER_CPU : -1, line, sizeof(line));
+	net_bench_connect(100, opt.seconds >= 2 ? 10 : 2, line, sizeof(line));
 	note("%s", line);
 }
 
