@@ -732,6 +732,60 @@ START_TEST(ask_through_elicitation)
 }
 END_TEST
 
+/* Two hosts asked at once through elicitation: both questions reach the
+ * client before either is answered, and the answers, given in the opposite
+ * order, each let through or refuse their own connection. */
+START_TEST(elicitations_answered_in_any_order)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"unknown\":\"ask\"", NULL);
+	struct tcc *m = tcc_connect(&d);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "initialize", "{\"protocolVersion\":\"2025-11-25\","
+				 "\"capabilities\":{\"elicitation\":{\"form\":{}}},"
+				 "\"clientInfo\":{\"name\":\"fake-host\",\"version\":\"1\"}}"));
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	char *q = tj_quote(tcc_fmt(c, "for h in ask.test evil.test; do curl -s -m 60 -o /dev/null "
+				   "-w \"$h %%{http_code}\\n\" http://$h:%d/ & done; wait", origin_port));
+	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	free(q);
+	char *rid[2], *host[2];
+	for (int i = 0; i < 2; i++) {
+		const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 20000);
+		ck_assert_msg(rq, "elicitation %d never came", i + 1);
+		const char *msg = tj_str(rq, "params.message");
+		ck_assert_ptr_nonnull(msg);
+		host[i] = xstrdup(strstr(msg, "connect to ask.test") ? "ask.test" : "evil.test");
+		rid[i] = xstrdup(tcc_raw(c, tj(rq, "id")));
+	}
+	ck_assert_msg(!str_eq(host[0], host[1]), "asked twice about %s", host[0]);
+	for (int i = 1; i >= 0; i--) {
+		bool allow = str_eq(host[i], "ask.test");
+		tcc_send(c, allow ? tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
+					    "\"content\":{\"decision\":\"allow\"}}}", rid[i])
+				  : tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"decline\"}}", rid[i]));
+		_cleanup_free_ char *needle = xasprintf("\"host\":\"%s\"", host[i]);
+		const struct json *l = wait_audit_net(m, &d, needle);
+		ck_assert_str_eq(tj_str(l, "rule"), allow ? "ask:allow" : "ask:deny");
+		if (i == 1) {
+			_cleanup_free_ char *other = xasprintf("\"host\":\"%s\"", host[0]);
+			ck_assert_ptr_null(audit_net(m, &d, other));
+		}
+	}
+	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(strstr(out(r), "ask.test 200\n") && strstr(out(r), "evil.test 403\n"), "%s", dump(r));
+	for (int i = 0; i < 2; i++) {
+		free(host[i]);
+		free(rid[i]);
+	}
+	tcc_close(m);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* A tool file's "network": {"allow": [...]} is "proxy" with its hosts
  * added for that tool alone; the metrics count per tool and decision. */
 START_TEST(tool_file_adds_its_hosts)
@@ -1187,6 +1241,7 @@ int main(void)
 	tcase_add_test(tc, ask_questions_bounded);
 	tcase_add_test(tc, ask_times_out);
 	tcase_add_test(tc, asks_independent_and_shared);
+	tcase_add_test(tc, elicitations_answered_in_any_order);
 	tcase_add_test(tc, tool_file_adds_its_hosts);
 	tcase_add_test(tc, policy_reloads);
 	tcase_add_test(tc, proxy_for_another_uid);
