@@ -164,9 +164,10 @@ static void pipe_grow(struct dir *d)
 static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
 {
 	uint64_t start = d->moved;
+	bool drained = false;	/* a read took less than it could: the socket is empty */
 
 	for (;;) {
-		bool progress = false, read_blocked = false, write_blocked = false;
+		bool progress = false, read_blocked = drained, write_blocked = false;
 
 		if (d->moved - start >= TURN_BYTES && !(d->eof && d->in_pipe == 0)) {
 			/* Enough for one turn: the loop comes back (the watchers
@@ -188,9 +189,13 @@ static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
 			else if (n < 0 && errno != EINTR)
 				return -errno;
 		}
-		if (!d->eof && d->in_pipe < d->pipe_cap) {
-			ssize_t n = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_cap - d->in_pipe,
-					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (!d->eof && d->in_pipe < d->pipe_cap && !drained) {
+			size_t room = d->pipe_cap - d->in_pipe;
+			ssize_t n = splice(d->from, NULL, d->pipe[1], NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			/* Less than asked: what the socket held. Asking again
+			 * would only hear EAGAIN; the watcher says when more
+			 * comes. */
+			drained = n > 0 && (size_t)n < room;
 			if (n > 0) {
 				d->in_pipe += (size_t)n;
 				d->r->spliced = true;
