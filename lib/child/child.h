@@ -166,9 +166,6 @@ char **child_env_free(char **env);
  * default, leaves them the daemon's limit. The hard limit is kept.
  */
 void child_set_fd_limit(uint64_t soft);
-/* Whether sandboxed children are started through spawners where their
- * plan allows (the default), or all directly (child_spawner.c). */
-void child_use_spawners(bool on);
 
 /* "SIGKILL", "SIGRTMIN+2", or "SIG<n>" for an unknown number, into buf. */
 const char *child_signal_name(int sig, char buf[static 16]);

@@ -48,8 +48,8 @@ void child_untrack(pid_t pid);
  * which step when its sandbox did not hold; it has been reaped), or
  * SPAWNER_NONE: no spawner serves this call (its plan needs what a
  * spawner cannot do, it is too large, or the spawner could not be started
- * or was gone), the caller starts it itself. spawner_stop_all(): ends
- * them all.
+ * or was gone), the caller starts it itself. A spawner ends when the
+ * daemon does (its socket closes; PR_SET_PDEATHSIG).
  */
 struct sandbox_child;
 struct spawner_call {
@@ -62,6 +62,5 @@ struct spawner_call {
 };
 #define SPAWNER_NONE 1
 int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid, int *ret_pidfd);
-void spawner_stop_all(void);
 
 #endif

@@ -425,16 +425,6 @@ static int make_pipe(int *ret_r, int *ret_w)
 }
 
 
-/* child_use_spawners(false): every child started directly. */
-static bool spawner_off;
-
-void child_use_spawners(bool on)
-{
-	spawner_off = !on;
-	if (!on)
-		spawner_stop_all();
-}
-
 /* child_set_fd_limit(): 0, or the soft limit on open files for children. */
 static uint64_t child_fd_soft;
 
@@ -663,7 +653,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	/* Through the spawner of its seccomp program where the plan allows
 	 * (child_spawner.c); under valgrind, which cannot install the
 	 * sandbox, and with a terminal, directly. */
-	if (a.sandbox && !o->tty && !RUNNING_ON_VALGRIND && !spawner_off) {
+	if (a.sandbox && !o->tty && !RUNNING_ON_VALGRIND) {
 		const struct spawner_call call = {
 			.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd, .in_fd = in_r,
 			.out_fd = out_w, .err_fd = err_w, .fd_soft = child_fd_soft, .sandbox = a.sandbox,

@@ -594,12 +594,3 @@ int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid, int *ret_pidf
 	*ret_pidfd = pidfd;
 	return 0;
 }
-
-void spawner_stop_all(void)
-{
-	for (size_t i = 0; i < ELEMENTSOF(spawners); i++) {
-		spawner_end(&spawners[i]);
-		free(spawners[i].key.filter);
-		spawners[i] = (struct spawner){0};
-	}
-}
