@@ -15,9 +15,10 @@
  * daemon's child, receives a child's mount plan over a socketpair and
  * makes the namespace from the daemon's (setns back to it, unshare, the
  * same mounts the child would make: sandbox_mounts_make(), apply.c). It
- * keeps the namespace until a call takes it (TAKE: its fd comes back by
- * SCM_RIGHTS; the daemon waits at most TAKE_WAIT_MS for one still being
- * made). The daemon keeps that fd while the call runs, so that the
+ * sends its fd back by SCM_RIGHTS as soon as it is made, unasked: the
+ * daemon reads it when a call takes the namespace, without a round trip
+ * to the maker (it waits at most TAKE_WAIT_MS for one still being made),
+ * and the maker holds nothing. The daemon keeps that fd while the call runs, so that the
  * child's exit does not free the namespace, and gives it back when the
  * call ends; the maker closes what it is given back, and the teardown is
  * paid there, not on the daemon's path.
@@ -68,7 +69,7 @@
 #define PLAN_MAX 16384
 #define PLAN_PATHS 80
 
-enum { MSG_MAKE = 'M', MSG_TAKE = 'T', MSG_DROP = 'X', MSG_DISPOSE = 'D' };
+enum { MSG_MAKE = 'M', MSG_DISPOSE = 'D' };
 
 struct entry {
 	unsigned id;
@@ -77,6 +78,8 @@ struct entry {
 	uid_t uid;
 	gid_t gid;
 	uint64_t made_ms;		/* when the namespace was first made */
+	bool answered;			/* the maker's answer came: */
+	int fd;				/* the namespace, or -1 (not made) */
 };
 
 static struct {
@@ -310,17 +313,14 @@ static uint32_t recycle_tag(const char *plan, size_t n)
 }
 
 /* The maker's loop. MAKE: makes a namespace by the plan (from a kept one
- * when the plan names it and it is kept) and keeps its fd under the id.
- * TAKE: answers with that fd (or the error of its making) and forgets
- * it. DROP: closes it. DISPOSE (with an fd): keeps it under a tag when
- * the message gives one, else closes it; either way its teardown is paid
- * here. Ends when the daemon's end of the socket closes. Only system
- * calls and the stack. */
+ * when the plan names it and it is kept) and answers at once with its fd
+ * (or the error of its making), keeping nothing. DISPOSE (with an fd):
+ * keeps it under a tag when the message gives one, else closes it; either
+ * way its teardown is paid here. Ends when the daemon's end of the socket
+ * closes. Only system calls and the stack. */
 static _Noreturn void maker(int sock)
 {
 	static char plan[PLAN_MAX + 8];
-	struct { uint32_t id; int r; int fd; } made[NSPOOL_MAX * 2];
-	unsigned n_made = 0;
 	static struct kept kept[NSPOOL_MAX];
 	unsigned n_kept = 0;
 	int held = -1;
@@ -370,37 +370,28 @@ static _Noreturn void maker(int sock)
 			held = -1;
 			continue;
 		}
-		unsigned i = 0;
-		while (i < n_made && made[i].id != id)
-			i++;
-		if (plan[0] == MSG_MAKE && i == n_made && n_made < sizeof(made) / sizeof(*made)) {
-			made[n_made].id = id;
-			made[n_made].fd = -1;
-			uint32_t tag = recycle_tag(plan + 5, (size_t)n - 5);
-			unsigned k = 0;
-			while (tag && k < n_kept && kept[k].tag != tag)
-				k++;
-			if (tag && k < n_kept) {
-				made[n_made].r = recycle(&kept[k], plan + 5, (size_t)n - 5);
-				made[n_made].fd = kept[k].fd;
-				if (made[n_made].r < 0) {
-					close(kept[k].fd);	/* made anew below */
-					made[n_made].fd = -1;
-				}
-				kept[k] = kept[--n_kept];
+		if (plan[0] != MSG_MAKE)
+			continue;
+		int fd = -1, r;
+		uint32_t tag = recycle_tag(plan + 5, (size_t)n - 5);
+		unsigned k = 0;
+		while (tag && k < n_kept && kept[k].tag != tag)
+			k++;
+		if (tag && k < n_kept) {
+			fd = kept[k].fd;
+			if (recycle(&kept[k], plan + 5, (size_t)n - 5) < 0) {
+				close(fd);	/* made anew below */
+				fd = -1;
 			}
-			if (made[n_made].fd < 0)
-				made[n_made].r = base < 0 ? -ENOENT : make_one(base, plan + 5, (size_t)n - 5, &made[n_made].fd);
-			n_made++;
-		} else if ((plan[0] == MSG_TAKE || plan[0] == MSG_DROP) && i < n_made) {
-			if (plan[0] == MSG_TAKE)
-				reply(sock, id, made[i].r, made[i].fd);
-			if (made[i].fd >= 0)
-				close(made[i].fd);
-			made[i] = made[--n_made];
-		} else if (plan[0] == MSG_TAKE) {
-			reply(sock, id, -ENOENT, -1);
+			kept[k] = kept[--n_kept];
 		}
+		if (fd < 0)
+			r = base < 0 ? -ENOENT : make_one(base, plan + 5, (size_t)n - 5, &fd);
+		else
+			r = 0;
+		reply(sock, id, r, fd);
+		if (fd >= 0)
+			close(fd);
 	}
 }
 
@@ -520,19 +511,10 @@ void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char 
 	};
 }
 
-/* Sends a short message (TAKE, DROP) about an id. */
-static int send_id(char kind, uint32_t id)
-{
-	char m[5] = { kind };
-	memcpy(m + 1, &id, sizeof(id));
-	return send(pool.sock, m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
-}
-
 static void entry_drop(unsigned i)
 {
 	struct entry *e = &pool.e[i];
-	if (pool.sock >= 0)
-		(void)send_id(MSG_DROP, e->id);
+	dispose_fd(e->fd);	/* its answer, if it comes later, is disposed of */
 	tmp_call_remove(e->tmpdir);
 	free(e->key);
 	pool.e[i] = pool.e[--pool.n];
@@ -543,14 +525,11 @@ static void entry_drop(unsigned i)
  * own. */
 #define TAKE_WAIT_MS 2
 
-/* Gets from the maker the namespace made under id: its fd, or -1. */
-static int take(uint32_t id)
+/* Reads the maker's answers that came, each into its entry, up to the
+ * one for id; one for an entry dropped meanwhile is disposed of. False
+ * when the maker is gone. */
+static bool answers_read(uint32_t id)
 {
-	if (send_id(MSG_TAKE, id) < 0) {
-		maker_stop();
-		return -1;
-	}
-	uint64_t deadline = mono_ms() + TAKE_WAIT_MS;
 	for (;;) {
 		int32_t msg[2];
 		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
@@ -559,25 +538,55 @@ static int take(uint32_t id)
 		ssize_t n = recvmsg(pool.sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno == EAGAIN) {
-			uint64_t now = mono_ms();
-			struct pollfd p = { .fd = pool.sock, .events = POLLIN };
-			if (now >= deadline || poll(&p, 1, (int)(deadline - now)) == 0)
-				return -1;	/* its answer, late, is thrown away */
-			continue;
-		}
+		if (n < 0 && errno == EAGAIN)
+			return true;
 		if (n <= 0) {
 			maker_stop();	/* gone */
-			return -1;
+			return false;
 		}
 		int fd = -1;
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-		if (n == sizeof(msg) && (uint32_t)msg[0] == id && msg[1] == 0 && fd >= 0)
+		unsigned i = 0;
+		while (n == sizeof(msg) && i < pool.n && (pool.e[i].answered || pool.e[i].id != (uint32_t)msg[0]))
+			i++;
+		if (n != sizeof(msg) || i == pool.n) {
+			dispose_fd(fd);
+			continue;
+		}
+		pool.e[i].answered = true;
+		if (msg[1] == 0)
+			pool.e[i].fd = fd;
+		else
+			dispose_fd(fd);
+		if (pool.e[i].id == id)
+			return true;
+	}
+}
+
+/* The namespace made for entry i (its fd, then its caller's), or -1:
+ * waits for the answer at most TAKE_WAIT_MS. */
+static int take(unsigned i)
+{
+	uint64_t deadline = 0;
+	uint32_t id = pool.e[i].id;
+	for (;;) {
+		/* The reading moves no entry. */
+		if (!pool.e[i].answered && !answers_read(id))
+			return -1;
+		if (pool.e[i].answered) {
+			int fd = pool.e[i].fd;
+			pool.e[i].fd = -1;
 			return fd;
-		dispose_fd(fd);		/* a late answer to an earlier call */
-		if (n == sizeof(msg) && (uint32_t)msg[0] == id)
+		}
+		uint64_t now = mono_ms();
+		struct pollfd p = { .fd = pool.sock, .events = POLLIN };
+		if (!deadline)
+			deadline = now + TAKE_WAIT_MS;
+		if (now >= deadline)
+			return -1;	/* its answer, late, is disposed of */
+		if (poll(&p, 1, (int)(deadline - now)) == 0)
 			return -1;
 	}
 }
@@ -594,8 +603,9 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint
 			entry_drop(i);
 			continue;
 		}
+		*ret_fd = take(i);
+		e = &pool.e[i];
 		char *tmpdir = e->tmpdir;
-		*ret_fd = take(e->id);
 		*ret_key = e->key;
 		*ret_born_ms = e->made_ms;
 		*e = pool.e[--pool.n];
@@ -653,7 +663,7 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 	memcpy(&kn, key, sizeof(kn));
 	pool.e[pool.n++] = (struct entry){
 		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir,
-		.uid = uid, .gid = gid, .made_ms = born,
+		.uid = uid, .gid = gid, .made_ms = born, .fd = -1,
 	};
 }
 
