@@ -13,7 +13,10 @@
  * later call rather than removed (a few of them): making and removing a
  * cgroup cost a few hundred microseconds a call. It holds no process and
  * no trace of the call that had it; the limits are written again where
- * the next call's differ.
+ * the next call's differ. It is kept with its open files (the directory,
+ * cgroup.procs, cgroup.events, cgroup.kill): a file of a cgroupfs is read
+ * again from its start and written again through the same open file, so
+ * that a call opens none.
  *
  * This file is long because a child's plan is one sequence whose steps
  * depend on each other (which namespace, which Landlock rules, what the
@@ -50,6 +53,7 @@ struct sandbox_run {
 	char *tmpdir;
 	char *cgroup;
 	int cgroup_fd;
+	int events_fd, kill_fd;		/* its cgroup.events and cgroup.kill, or -1 */
 	int64_t cg_memory_max;		/* what its files hold: bytes, 0 "max", */
 	int64_t cg_pids_max;		/* -1 never written */
 	int hide_fd;
@@ -85,6 +89,7 @@ static uint64_t seq;
 #define CG_KEPT_MAX 8
 static struct cg_kept {
 	char *path;
+	int fd, procs_fd, events_fd, kill_fd;
 	int64_t memory_max, pids_max;
 } cg_kept[CG_KEPT_MAX];
 static unsigned n_cg_kept;
@@ -239,6 +244,10 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	if (kept) {
 		struct cg_kept *k = &cg_kept[--n_cg_kept];
 		run->cgroup = k->path;
+		run->cgroup_fd = k->fd;
+		run->child.cgroup_procs_fd = k->procs_fd;
+		run->events_fd = k->events_fd;
+		run->kill_fd = k->kill_fd;
 		run->cg_memory_max = k->memory_max;
 		run->cg_pids_max = k->pids_max;
 	} else {
@@ -259,8 +268,9 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 			return e;
 		}
 	}
-	run->cgroup_fd = open(run->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (run->cgroup_fd >= 0)
+	if (run->cgroup_fd < 0)
+		run->cgroup_fd = open(run->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (run->cgroup_fd >= 0 && run->child.cgroup_procs_fd < 0)
 		run->child.cgroup_procs_fd = cg_open(run->cgroup_fd, "cgroup.procs");
 	if (run->cgroup_fd < 0 || run->child.cgroup_procs_fd < 0) {
 		*ret_msg = xasprintf("Could not open the call's cgroup %s: %s", run->cgroup, strerror(errno));
@@ -269,6 +279,12 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 	/* The kernel's file, for a fake cgroup to be kept like one. */
 	if (!kept && sandbox_cgroup_is_fake())
 		(void)cg_write(run->cgroup_fd, "cgroup.events", "populated 0\n");
+	/* Held open to be read and written again (not a fake cgroup's: each
+	 * of its writes makes its file anew). */
+	if (!kept && !sandbox_cgroup_is_fake()) {
+		run->events_fd = openat(run->cgroup_fd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+		run->kill_fd = openat(run->cgroup_fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+	}
 	run->child.cgroup_fd = run->cgroup_fd;
 	note(run, true, "cgroup");
 	const struct sandbox_limits *l = &run->limits;
@@ -615,7 +631,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
-	run->cgroup_fd = run->hide_fd = run->spare_fd = run->mntns_fd = -1;
+	run->cgroup_fd = run->events_fd = run->kill_fd = run->hide_fd = run->spare_fd = run->mntns_fd = -1;
 	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->mntns_fd = c->netns_fd = c->userns_fd = -1;
 	c->subreaper = f->subreaper;
 	c->cap_last = sandbox_cap_last();
@@ -836,7 +852,9 @@ enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run)
 /* Kills every process in the call's cgroup. */
 void sandbox_run_kill(struct sandbox_run *run)
 {
-	if (run && run->cgroup_fd >= 0)
+	if (run && run->kill_fd >= 0)
+		(void)pwrite(run->kill_fd, "1", 1, 0);
+	else if (run && run->cgroup_fd >= 0)
 		(void)cg_write(run->cgroup_fd, "cgroup.kill", "1");
 }
 
@@ -846,8 +864,14 @@ static int64_t cg_read_key(const struct sandbox_run *run, const char *file, cons
 	if (!run || run->cgroup_fd < 0)
 		return -1;
 	char buf[1024];
-	if (read_small(run->cgroup_fd, file, buf, sizeof(buf)) <= 0)
+	if (run->events_fd >= 0 && strcmp(file, "cgroup.events") == 0) {
+		ssize_t n = pread(run->events_fd, buf, sizeof(buf) - 1, 0);
+		if (n <= 0)
+			return -1;
+		buf[n] = '\0';
+	} else if (read_small(run->cgroup_fd, file, buf, sizeof(buf)) <= 0) {
 		return -1;
+	}
 	size_t klen = strlen(key);
 	for (char *line = buf; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
@@ -898,6 +922,11 @@ static bool cg_keep(struct sandbox_run *run)
 		return false;
 	cg_kept[n_cg_kept++] = (struct cg_kept){
 		.path = TAKE_PTR(run->cgroup),
+		.fd = TAKE_FD(run->cgroup_fd),
+		/* A fake one's is written from its start by each call. */
+		.procs_fd = sandbox_cgroup_is_fake() ? -1 : TAKE_FD(run->child.cgroup_procs_fd),
+		.events_fd = TAKE_FD(run->events_fd),
+		.kill_fd = TAKE_FD(run->kill_fd),
 		.memory_max = run->cg_memory_max,
 		.pids_max = run->cg_pids_max,
 	};
@@ -908,7 +937,12 @@ static bool cg_keep(struct sandbox_run *run)
 static void cg_kept_clear(void)
 {
 	while (n_cg_kept) {
-		cg_remove(cg_kept[--n_cg_kept].path);
+		struct cg_kept *k = &cg_kept[--n_cg_kept];
+		const int fds[] = { k->fd, k->procs_fd, k->events_fd, k->kill_fd };
+		for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		cg_remove(k->path);
 	}
 }
 
@@ -917,8 +951,6 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 {
 	if (!run)
 		return NULL;
-	if (run->child.cgroup_procs_fd >= 0)
-		close(run->child.cgroup_procs_fd);
 	/* Its namespace serves again where nothing of the call is left in it. */
 	run->net = sandbox_net_end(run->net, run->net && run->cgroup_fd >= 0 &&
 					       cg_read_key(run, "cgroup.events", "populated") == 0);
@@ -927,8 +959,10 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		cg_remove(TAKE_PTR(run->cgroup));
 	}
 	rmdir_pending();
-	if (run->cgroup_fd >= 0)
-		close(run->cgroup_fd);
+	const int fds[] = { run->child.cgroup_procs_fd, run->events_fd, run->kill_fd, run->cgroup_fd };
+	for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	if (run->hide_fd >= 0)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
