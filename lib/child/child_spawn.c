@@ -146,25 +146,47 @@ static void reap_orphan(pid_t pid)
 	}
 }
 
+/* Whether the daemon is child subreaper: asked until it is (it never
+ * stops being one). */
+static bool is_subreaper(void)
+{
+	static bool known;
+	int v = 0;
+	if (!known)
+		known = prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) == 0 && v;
+	return known;
+}
+
 /* Kills and reaps every child of the daemon that is not a tracked leader,
  * over and over while killing them hands their own children to us. The
  * list comes from /proc/self/task/<pid>/children: the kernel hands an
  * orphan to the first live thread of its subreaper, the main one, which
- * also spawns every leader. Only by pid, never waitpid(-1): see child.h. */
+ * also spawns every leader. Only by pid, never waitpid(-1): see child.h.
+ * The file stays open, read again from its start each time (opening a
+ * /proc file costs more than reading it), while the process is the one
+ * that opened it. */
 static void reap_orphans(void)
 {
-	int v = 0;
-	if (prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) < 0 || !v)
+	static int fd = -1;
+	static pid_t fd_pid;
+	if (!is_subreaper())
 		return;
-	char path[64], buf[4096];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	pid_t self = getpid();
+	if (fd >= 0 && fd_pid != self) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)self);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			return;
+		fd_pid = self;
+	}
+	char buf[4096];
 	for (int round = 0; round < 64; round++) {
 		bool found = false;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return;
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
+		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
 		if (n <= 0)
 			return;
 		buf[n] = '\0';
@@ -675,8 +697,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		top = MAX(MAX(top, MAX(a.sandbox->netns_fd, a.sandbox->userns_fd)),
 			  MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd),
 			      MAX(a.sandbox->landlock_fd, a.sandbox->mntns_fd)));
-	int reaper = 0;
-	a.subreaper = prctl(PR_GET_CHILD_SUBREAPER, &reaper, 0, 0, 0) == 0 && reaper;
+	a.subreaper = is_subreaper();
 	a.keep_below = (unsigned)top + 1;
 	int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
 	/* valgrind runs CLONE_VM | CLONE_VFORK as a fork, and refuses it
