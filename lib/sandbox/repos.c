@@ -320,6 +320,10 @@ static void add_repo(struct repo_dirs *r, const char *dir, bool nested_repo)
 	struct stat st;
 	int k = lstat(top, &st);
 	if (k < 0 || !S_ISDIR(st.st_mode)) {
+		if (!nested_repo) {
+			r->top_file = k == 0 && S_ISREG(st.st_mode);
+			r->top_none = k < 0 && errno == ENOENT;
+		}
 		if (k == 0 && nested_repo && S_ISREG(st.st_mode))
 			push(&r->pointers, &r->n_pointers, top);
 		else

@@ -396,13 +396,16 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 		/* A .git file (a "gitdir:" pointer, in a linked worktree or a
 		 * submodule) sends git elsewhere: held with the paths beneath
 		 * .git (sandbox_protected()). */
-		_cleanup_free_ char *dot_git = git ? xasprintf("%s/.git", *w) : NULL;
-		struct stat gst;
-		if (dot_git && lstat(dot_git, &gst) == 0 && S_ISREG(gst.st_mode) && !strv_has(run->ro_binds, dot_git))
-			strv_push(&run->ro_binds, xstrdup(dot_git));
 		struct repo_dirs rd = {0};
 		if (git)
 			repos_get(*w, &rd);
+		if (rd.top_file) {
+			char *dot_git = xasprintf("%s/.git", *w);
+			if (strv_has(run->ro_binds, dot_git))
+				free(dot_git);
+			else
+				strv_push(&run->ro_binds, dot_git);
+		}
 		for (const char *const *p = req->protect; p && *p; p++) {
 			if (!**p || **p == '/' || strstr(*p, ".."))
 				continue;
@@ -416,7 +419,10 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 				else if (i == 0 && rd.n_top)
 					*missing_out = true;
 			}
-			if (under_git && rd.n_top)
+			/* Beneath no .git, or a .git file, nothing exists, and
+			 * nothing is made (the stubs are for a git directory
+			 * found); a .git link is followed. */
+			if (under_git && (rd.n_top || rd.top_none || rd.top_file))
 				continue;
 			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
 			struct stat st;

@@ -163,6 +163,8 @@ struct repo_dirs {
 	size_t n, n_base, n_top;
 	char **pointers;	/* .git files one level down, held read-only */
 	size_t n_pointers;
+	bool top_file;		/* the workspace's own .git is a file, */
+	bool top_none;		/* or there is none */
 };
 void repos_get(const char *ws, struct repo_dirs *ret);
 void repo_dirs_clear(struct repo_dirs *r);

@@ -324,6 +324,57 @@ START_TEST(features_line)
 }
 END_TEST
 
+/* The protected paths beneath .git: held where .git is a link to a
+ * directory (followed, as git does), none planned where there is no .git
+ * or where it is a file (a "gitdir:" pointer, then held itself). */
+START_TEST(protect_plan_git_kinds)
+{
+	NEED_KERNEL("protect_plan_git_kinds");
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	if (!f->mountns) {
+		printf("protect_plan_git_kinds: no mount namespace here, protect is not enforced\n");
+		return;
+	}
+	char real[PATH_MAX + 16], hooks[PATH_MAX + 32], dot_git[PATH_MAX + 16];
+	snprintf(real, sizeof(real), "%s/realgit", tmpdir);
+	snprintf(hooks, sizeof(hooks), "%s/realgit/hooks", tmpdir);
+	snprintf(dot_git, sizeof(dot_git), "%s/.git", wsdir);
+	const char *wss[] = { wsdir, NULL };
+	struct sandbox_req req;
+	struct sandbox_run *run = NULL;
+	char *msg = NULL;
+	for (int kind = 0; kind < 3; kind++) {
+		if (kind == 1) {
+			ck_assert_int_eq(mkdir(real, 0755), 0);
+			ck_assert_int_eq(mkdir(hooks, 0755), 0);
+			ck_assert_int_eq(symlink(real, dot_git), 0);
+		} else if (kind == 2) {
+			ck_assert_int_eq(unlink(dot_git), 0);
+			write_file(dot_git, "gitdir: /nowhere\n", 0644);
+		}
+		sandbox_req_init(&req, &cfg, "shell", false, NULL);
+		req.workspaces = wss;
+		ck_assert_int_eq(sandbox_prepare(&req, &run, &msg), 0);
+		const char *const *ro = sandbox_run_child(run)->ro_binds;
+		char want[PATH_MAX + 32];
+		snprintf(want, sizeof(want), "%s/.git/hooks", wsdir);
+		bool has_hooks = false, has_dot_git = false;
+		for (; ro && *ro; ro++) {
+			has_hooks |= strcmp(*ro, want) == 0;
+			has_dot_git |= strcmp(*ro, dot_git) == 0;
+			ck_assert_msg(kind == 1 || strncmp(*ro, dot_git, strlen(dot_git)) != 0 || strcmp(*ro, dot_git) == 0,
+				      "kind %d: %s planned", kind, *ro);
+		}
+		ck_assert_msg(has_hooks == (kind == 1), "kind %d: .git/hooks %s", kind, has_hooks ? "held" : "not held");
+		ck_assert_msg(has_dot_git == (kind == 2), "kind %d: .git %s", kind, has_dot_git ? "held" : "not held");
+		sandbox_run_end(run);
+	}
+	ck_assert_int_eq(unlink(dot_git), 0);
+	ck_assert_int_eq(rmdir(hooks), 0);
+	ck_assert_int_eq(rmdir(real), 0);
+}
+END_TEST
+
 START_TEST(profile_builder)
 {
 	NEED_KERNEL("profile_builder");
@@ -1491,6 +1542,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, namespace_key);
 	tcase_add_test(tc, denied_path_in_a_workspace);
 	tcase_add_test(tc, profile_builder);
+	tcase_add_test(tc, protect_plan_git_kinds);
 	tcase_add_test(tc, config_json);
 	tcase_add_test(tc, network_proxy_setting);
 	tcase_add_test(tc, identity_for_children_decides);
