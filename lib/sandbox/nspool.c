@@ -526,7 +526,8 @@ static void entry_drop(unsigned i)
 #define TAKE_WAIT_MS 2
 
 /* Reads the maker's answers that came, each into its entry, up to the
- * one for id; one for an entry dropped meanwhile is disposed of. False
+ * one for id (0: all that came); one for an entry dropped meanwhile is
+ * disposed of. False
  * when the maker is gone. */
 static bool answers_read(uint32_t id)
 {
@@ -625,6 +626,17 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 			tmp_call_remove(tmpdir);
 			return;		/* one ahead per plan is enough */
 		}
+	/* The answers that came for entries no call took yet are read (into
+	 * their entries): none waits in the socket for a call of its
+	 * identity that may never come, and the maker, which waits while
+	 * the socket is full, never waits long. */
+	bool pending = false;
+	for (unsigned i = 0; i < pool.n; i++)
+		pending |= !pool.e[i].answered;
+	if (pending && !answers_read(0)) {
+		tmp_call_remove(tmpdir);
+		return;
+	}
 	if (pool.n == NSPOOL_MAX)
 		entry_drop(0);		/* the oldest asked for */
 	struct sandbox_child own = *c;
@@ -669,6 +681,8 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 
 void nspool_clear(bool stop)
 {
+	if (pool.sock >= 0 && pool.n)
+		(void)answers_read(0);
 	while (pool.n)
 		entry_drop(pool.n - 1);
 	while (pool.n_given)
