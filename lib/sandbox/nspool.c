@@ -18,10 +18,10 @@
  * sends its fd back by SCM_RIGHTS as soon as it is made, unasked: the
  * daemon reads it when a call takes the namespace, without a round trip
  * to the maker (it waits at most TAKE_WAIT_MS for one still being made),
- * and the maker holds nothing. The daemon keeps that fd while the call runs, so that the
- * child's exit does not free the namespace, and gives it back when the
- * call ends; the maker closes what it is given back, and the teardown is
- * paid there, not on the daemon's path.
+ * and the maker holds nothing. The daemon keeps that fd while the call
+ * runs, so that the child's exit does not free the namespace, and gives
+ * it back when the call ends; the maker closes what it is given back,
+ * and the teardown is paid there, not on the daemon's path.
  *
  * Each namespace serves one call at a time: it holds that call's TMPDIR
  * (a tmpfs of limits.tmp_mb) and nothing of another's. When a call ends,
@@ -527,8 +527,7 @@ static void entry_drop(unsigned i)
 
 /* Reads the maker's answers that came, each into its entry, up to the
  * one for id (0: all that came); one for an entry dropped meanwhile is
- * disposed of. False
- * when the maker is gone. */
+ * disposed of. False when the maker is gone. */
 static bool answers_read(uint32_t id)
 {
 	for (;;) {
