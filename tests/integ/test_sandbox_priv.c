@@ -98,7 +98,7 @@ START_TEST(root_shell_unprivileged)
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = sh(c, "id -u; cat /proc/self/status");
 	tc_assert_ok(r);
-	const char *out = tj_str(r, "result.structuredContent.stdout");
+	const char *out = tj_str(r, "result.structuredContent.output");
 	ck_assert_msg(strncmp(out, "0\n", 2) == 0, "%s", out);
 	assert_no_caps("root peer's shell", out);
 	char *v = status_field(out, "Seccomp");
@@ -128,14 +128,14 @@ START_TEST(root_shell_unprivileged)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *cmd = xasprintf("%s && echo DONE", refused[i]);
 		r = sh(c, cmd);
-		const char *o = tj_str(r, "result.structuredContent.stdout");
+		const char *o = tj_str(r, "result.structuredContent.output");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(cmd);
 	}
 	/* chmod +x works. */
 	r = sh(c, "touch mine && chmod +x mine && stat -c %a mine");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "755\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "755\n");
 	struct stat st;
 	char *suid = tcd_ws_path(&d, "suid-true");
 	ck_assert(stat(suid, &st) < 0 || !(st.st_mode & (S_ISUID | S_ISGID)));
@@ -281,7 +281,7 @@ START_TEST(metadata_outside_refused)
 		char *one = xasprintf(refused[i], outside, (unsigned)uid, d.config, d.tools_dir, audit);
 		char *cmd = xasprintf("%s && echo DONE", one);
 		const struct json *r = sh(c, cmd);
-		const char *o = tj_str(r, "result.structuredContent.stdout");
+		const char *o = tj_str(r, "result.structuredContent.output");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", one);
 		free(cmd);
 		free(one);
@@ -303,7 +303,7 @@ START_TEST(metadata_outside_refused)
 				     "echo t > \"$TMPDIR/t\" && chmod 600 \"$TMPDIR/t\" && mv \"$TMPDIR/t\" d/t && "
 				     "stat -c %a d/.ssh && cat d/t");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "755\nt\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "755\nt\n");
 	free(audit);
 	free(outside);
 	free(dot_ssh);
@@ -347,7 +347,7 @@ START_TEST(tmp_mb_bounds_each_call)
 	free(filled);
 	const struct json *r = sh(b, "head -c 700000 /dev/zero > \"$TMPDIR/g\" && wc -c < \"$TMPDIR/g\"");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "700000\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "700000\n");
 	tcd_put(&d, "done", "");
 	char idbuf[32];
 	snprintf(idbuf, sizeof(idbuf), "%lld", (long long)id);
@@ -425,7 +425,7 @@ START_TEST(sockets_hidden)
 					      "s.connect(sys.argv[1]); print(\"CONNECTED\")' '%s'", paths[k]);
 			const struct json *r = sh(c, cmd);
 			free(cmd);
-			const char *o = tj_str(r, "result.structuredContent.stdout");
+			const char *o = tj_str(r, "result.structuredContent.output");
 			bool connected = o && strstr(o, "CONNECTED");
 			/* Hidden unless listed (the second daemon lists the bus's) or in the workspace. */
 			bool want = k == 2 || (k == 1 && allow);
@@ -480,7 +480,7 @@ START_TEST(protect_holds_missing_paths)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		const struct json *r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.stdout");
+		const char *o = tj_str(r, "result.structuredContent.output");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(one);
 	}
@@ -488,14 +488,14 @@ START_TEST(protect_holds_missing_paths)
 				     "GIT_COMMITTER_EMAIL=a@b; git add f && git commit -qm first && echo b > g && "
 				     "git add g && git commit -qm second && git status --short && git log --oneline | wc -l");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "2\n");
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
 	ck_assert(!has_str(r, "result.structuredContent.sandbox.not_enforced", "protect: paths that do not exist"));
 	/* The commondir made ("." ) names the repository's own .git. */
 	r = sh(c, "cd \"$(git rev-parse --git-common-dir)\" && pwd -P && cd .. && git worktree list | wc -l");
 	tc_assert_ok(r);
 	char *want = xasprintf("%s/.git\n1\n", d.ws);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), want);
 	free(want);
 	tcc_close(c);
 	/* The missing ones were made empty to hold their place (the one
@@ -539,7 +539,7 @@ START_TEST(protect_submodule_git_dirs)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		const struct json *r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.stdout");
+		const char *o = tj_str(r, "result.structuredContent.output");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(one);
 	}
@@ -569,7 +569,7 @@ START_TEST(protect_nested_repositories)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		const struct json *r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.stdout");
+		const char *o = tj_str(r, "result.structuredContent.output");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(one);
 	}
@@ -591,7 +591,7 @@ START_TEST(protect_git_file)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		const struct json *r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.stdout");
+		const char *o = tj_str(r, "result.structuredContent.output");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(one);
 	}
