@@ -743,7 +743,7 @@ START_TEST(spawner_starts_children)
 	free(v);
 	const struct json *r = sh(c, "id -u; cat /proc/$$/status");
 	tc_assert_ok(r);
-	const char *out = tj_str(r, "result.structuredContent.stdout");
+	const char *out = tj_str(r, "result.structuredContent.output");
 	ck_assert_msg(strncmp(out, _i ? "65534\n" : "0\n", _i ? 6 : 2) == 0, "%s", out);
 	assert_no_caps("spawned shell", out);
 	char *f = status_field(out, "Seccomp");
@@ -776,7 +776,7 @@ START_TEST(spawner_starts_children)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *cmd = xasprintf("%s && echo DONE", refused[i]);
 		r = sh(c, cmd);
-		const char *o = tj_str(r, "result.structuredContent.stdout");
+		const char *o = tj_str(r, "result.structuredContent.output");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(cmd);
 	}
@@ -809,11 +809,11 @@ START_TEST(spawner_killed)
 	const struct json *r = tcc_wait_id(c, idtext, 20000);
 	ck_assert(r);
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "late\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "late\n");
 	/* Gone before the next request reached it: that call starts directly. */
 	r = sh(c, "echo next");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "next\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "next\n");
 	pid_t sp2 = warm_spawner(&d, c);
 	ck_assert_int_ne(sp2, sp);
 	ck_assert_int_eq(kill(sp2, SIGKILL), 0);
@@ -823,7 +823,7 @@ START_TEST(spawner_killed)
 	for (int i = 0; i < 5; i++) {
 		r = sh(c, "echo again");
 		tc_assert_ok(r);
-		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "again\n");
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "again\n");
 	}
 	/* The dead one was reaped: no zombie child of the daemon. */
 	char *st = pid_status_field(sp2, "State");
@@ -842,7 +842,7 @@ START_TEST(spawner_killed)
 	const char *err = tj_str(r, "error.message");
 	ck_assert_msg(!err || strstr(err, "spawner"), "%s", err);
 	if (!err)
-		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "stopped\n");
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "stopped\n");
 	tc_assert_ok(sh(c, "true"));
 	tcc_close(c);
 	stop(&d);
