@@ -234,8 +234,6 @@ static struct caller *fail_now(struct dispatcher *d, struct caller *c, const cha
 /* Frees an execution that is done. */
 static void exec_free(struct exec *e)
 {
-	if (e->d->claiming == e)
-		e->d->claiming = NULL;
 	store_wait_cancel(e->claim_wait);
 	if (e->claim)
 		store_release(e->claim);
@@ -984,13 +982,13 @@ static struct caller *claim_keyed(struct dispatcher *d, struct session *s, const
 		.idempotent = e->tool->idempotent,
 	};
 	/* The store may answer at once (the memory store does): the call
-	 * may then be answered, and e freed, inside. */
+	 * may then be answered, and e freed, inside, and store_claim returns
+	 * NULL. A wait it returns is one whose answer has not come: e is
+	 * alive and holds it until on_claim or exec_free lets it go. */
 	caller_hold(c);
-	d->claiming = e;
 	struct store_wait *w = store_claim(d->idem.store, &k, on_claim, e);
-	if (d->claiming == e && e->state == EX_CLAIMING)
+	if (w)
 		e->claim_wait = w;
-	d->claiming = NULL;
 	bool waiting = !c->answered;
 	caller_release(c);
 	return waiting ? c : NULL;

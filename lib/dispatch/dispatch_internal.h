@@ -323,7 +323,7 @@ struct exec {
 	bool stopped;			/* ended by dispatch_stop_all */
 	enum confirm_mode mode;		/* decided at admission; applied once claimed and the hooks have spoken */
 	struct store_claim *claim;	/* the key is this execution's */
-	struct store_wait *claim_wait;	/* while EX_CLAIMING */
+	struct store_wait *claim_wait;	/* while EX_CLAIMING: the store has not answered */
 	uint64_t confirm_seq;		/* when confirmation was asked */
 	struct hook_run *hook;		/* pre-call hooks running, or NULL */
 	pid_t pid;			/* its first caller's, for an audit line nobody waits for */
@@ -360,7 +360,6 @@ struct dispatcher {
 	uint64_t counter;
 	uint64_t boot;
 	unsigned pumping;
-	struct exec *claiming;		/* cleared when that exec is freed */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 	bool stopping;			/* dispatch_stop_all: calls end transient, keys kept nowhere */
 	const char *stop_why;		/* its message (static) */
