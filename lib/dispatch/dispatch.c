@@ -349,6 +349,23 @@ static void keep_stopped(struct exec *e, struct store_claim *claim, const struct
 	store_complete(claim, u);
 }
 
+static void exec_run(struct exec *e);
+
+/* Runs queued executions while slots are free, in the turn
+ * dispatch_fair.c gives them. One pump at a time (and none while the
+ * dispatcher is held): an execution that ends inside exec_run frees its
+ * slot to the pump already running. */
+static void pump(struct dispatcher *d)
+{
+	if (d->pumping)
+		return;
+	d->pumping++;
+	struct exec *e;
+	while ((e = fair_next(d)))
+		exec_run(e);
+	d->pumping--;
+}
+
 void exec_finish(struct exec *e, struct outcome *o)
 {
 	struct dispatcher *d = e->d;
@@ -408,7 +425,7 @@ void exec_finish(struct exec *e, struct outcome *o)
 	}
 	outcome_unref(o);
 	exec_free(e);
-	fair_pump(d);
+	pump(d);
 }
 
 void exec_enqueue(struct exec *e)
@@ -441,7 +458,7 @@ void exec_enqueue(struct exec *e)
 		}
 	}
 	fair_queue(e, false);
-	fair_pump(d);
+	pump(d);
 }
 
 /* --- attempts ---------------------------------------------------------- */
@@ -514,7 +531,7 @@ static void attempt_result(struct exec *e, struct outcome *o)
 	exec_set_timer(e, on_backoff, delay);
 	/* Waiting holds no slot: another call may use it meanwhile. */
 	fair_release(e);
-	fair_pump(d);
+	pump(d);
 }
 
 /* The tool is done with an attempt (or, abandoned, just done). */
@@ -550,7 +567,7 @@ static void on_tool_release_slot(struct tool_call *tc)
 	if (!a->exec)
 		return;
 	fair_release(a->exec);
-	fair_pump(a->d);
+	pump(a->d);
 }
 
 struct delta_arg {
@@ -655,11 +672,11 @@ static void on_backoff(void *arg)
 {
 	struct exec *e = arg;
 	fair_queue(e, true);
-	fair_pump(e->d);
+	pump(e->d);
 }
 
 /* Runs the next attempt, when the budgets allow one. */
-void exec_run(struct exec *e)
+static void exec_run(struct exec *e)
 {
 	struct dispatcher *d = e->d;
 	struct session *s = e->session;
@@ -1139,7 +1156,7 @@ void dispatch_hold(struct dispatcher *d)
 void dispatch_release(struct dispatcher *d)
 {
 	if (--d->pumping == 0)
-		fair_pump(d);
+		pump(d);
 }
 
 unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s)
@@ -1259,7 +1276,7 @@ void dispatch_set_config(struct dispatcher *d, const struct dispatch_config *cfg
 	idem_configure(&d->idem, cfg);
 	/* Caps may have changed, and the TTL of what is kept. */
 	fair_recheck(d);
-	fair_pump(d);
+	pump(d);
 	dispatch_arm_sweep(d);
 }
 

@@ -359,7 +359,7 @@ struct dispatcher {
 	unsigned n_callers;
 	uint64_t counter;
 	uint64_t boot;
-	unsigned pumping;
+	unsigned pumping;		/* a pump runs, or dispatch_hold() holds it */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 	bool stopping;			/* dispatch_stop_all: calls end transient, keys kept nowhere */
 	const char *stop_why;		/* its message (static) */
@@ -378,8 +378,6 @@ bool exec_ask_callers(struct exec *e, const struct confirm_question *q);
 void exec_withdraw_callers(struct exec *e, const char *request_id);
 /* Arms the exec's one timer with a callback (timeout, backoff, confirmation). */
 void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms);
-/* Runs the next attempt of an execution that holds a slot. */
-void exec_run(struct exec *e);
 /* Arms the sweep timer for the earliest expiry there is (kept outcomes,
  * settled confirmations), or stops it when there is none. */
 void dispatch_arm_sweep(struct dispatcher *d);
@@ -401,9 +399,10 @@ void fair_leave(struct exec *e);
 void fair_release(struct exec *e);
 /* True when e could take a slot now. */
 bool fair_can_run(struct dispatcher *d, const struct exec *e);
-/* Starts queued executions while slots are free: round-robin across uids,
- * then across the uid's sessions, FIFO within a session. */
-void fair_pump(struct dispatcher *d);
+/* The queued execution whose turn it is, given its slot (the engine runs
+ * it), or NULL when no slot is free or nothing waits: round-robin across
+ * uids, then across the uid's sessions, FIFO within a session. */
+struct exec *fair_next(struct dispatcher *d);
 /* Caps or tools may have changed: every waiting execution is looked at
  * again. */
 void fair_recheck(struct dispatcher *d);
