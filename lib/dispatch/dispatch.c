@@ -312,7 +312,7 @@ static void on_post_hook_failed(void *arg, const char *tool, const char *message
 	event_emit(d->bus, "hook.failed", NULL, NULL, tool, extra_hook_failed, (void *)message);
 }
 
-bool exec_ask_callers(struct exec *e, const struct confirm_question *q)
+static bool exec_ask_callers(struct exec *e, const struct confirm_question *q)
 {
 	for (struct list *pos = e->waiters.next; pos != &e->waiters; pos = pos->next) {
 		struct caller *c = list_entry(pos, struct caller, node);
@@ -322,7 +322,7 @@ bool exec_ask_callers(struct exec *e, const struct confirm_question *q)
 	return false;
 }
 
-void exec_withdraw_callers(struct exec *e, const char *request_id)
+static void exec_withdraw_callers(struct exec *e, const char *request_id)
 {
 	for (struct list *pos = e->waiters.next; pos != &e->waiters; pos = pos->next) {
 		struct caller *c = list_entry(pos, struct caller, node);
@@ -350,6 +350,7 @@ static void keep_stopped(struct exec *e, struct store_claim *claim, const struct
 }
 
 static void exec_run(struct exec *e);
+static void dispatch_arm_sweep(struct dispatcher *d);
 
 /* Runs queued executions while slots are free, in the turn
  * dispatch_fair.c gives them. One pump at a time (and none while the
@@ -366,7 +367,7 @@ static void pump(struct dispatcher *d)
 	d->pumping--;
 }
 
-void exec_finish(struct exec *e, struct outcome *o)
+static void exec_finish(struct exec *e, struct outcome *o)
 {
 	struct dispatcher *d = e->d;
 	e->state = EX_DONE;
@@ -428,7 +429,7 @@ void exec_finish(struct exec *e, struct outcome *o)
 	pump(d);
 }
 
-void exec_enqueue(struct exec *e)
+static void exec_enqueue(struct exec *e)
 {
 	struct dispatcher *d = e->d;
 	/* Only a call that has to wait counts against the queues: the pump
@@ -489,7 +490,7 @@ static void extra_called(struct jgen *g, void *arg)
 
 static void on_backoff(void *arg);
 
-void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms)
+static void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms)
 {
 	e->timer = tc_timer_free(e->timer);
 	e->timer = tc_timer_new(e->d->loop, cb, e);
@@ -746,7 +747,7 @@ static void on_sweep(void *arg)
 
 /* An idle daemon is not woken: the timer is armed for the first thing
  * that expires, and not at all when nothing will. */
-void dispatch_arm_sweep(struct dispatcher *d)
+static void dispatch_arm_sweep(struct dispatcher *d)
 {
 	uint64_t next = store_next_expiry(d->idem.store);
 	uint64_t confirm_next = confirm_next_expiry(d);
@@ -839,14 +840,44 @@ static struct exec *exec_new(struct dispatcher *d, struct session *s, const stru
 	return e;
 }
 
+static void on_confirm_timeout(void *arg)
+{
+	struct exec *e = arg;
+	exec_finish(e, confirm_timed_out(e));
+}
+
 /* Sends an execution to confirmation or to the queue, as e->mode says. */
 static void exec_proceed(struct exec *e)
 {
-	if (e->mode == CONFIRM_PROMPT)
-		confirm_ask(e);
+	if (e->mode != CONFIRM_PROMPT) {
+		exec_enqueue(e);
+		return;
+	}
+	struct outcome *o = confirm_ask(e);
+	if (o)
+		exec_finish(e, o);
+	else
+		exec_set_timer(e, on_confirm_timeout, confirm_timeout_ms(e->d));
+}
+
+/* An approver's answer (or departure) settled e's confirmation request:
+ * it goes on to its slot, or ends with o. */
+static void on_confirm_decided(struct exec *e, struct outcome *o)
+{
+	tc_timer_stop(e->timer);
+	if (o)
+		exec_finish(e, o);
 	else
 		exec_enqueue(e);
 }
+
+/* What confirm.c reports back to the engine. */
+static const struct confirm_reports confirm_reports = {
+	.ask_callers = exec_ask_callers,
+	.withdraw_callers = exec_withdraw_callers,
+	.decided = on_confirm_decided,
+	.kept = dispatch_arm_sweep,
+};
 
 /* The pre-call hooks are done: a deny ends the execution; new arguments
  * are checked against the schema again and replace the old ones; allow
@@ -1237,6 +1268,7 @@ struct dispatcher *dispatcher_new(struct tc_loop *loop, const struct dispatch_co
 	d->uids = map_new();
 	list_init(&d->ready);
 	d->confirms = map_new();
+	d->reports = &confirm_reports;
 	list_init(&d->resolved);
 	list_init(&d->execs);
 	list_init(&d->callers);
