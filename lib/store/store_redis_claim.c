@@ -157,14 +157,6 @@ static void hex(const uint8_t *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-bool rs_is_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 static void new_token(struct rstore *r, char out[static TOKEN_LEN + 1])
 {
 	uint8_t b[TOKEN_LEN / 2];
@@ -419,16 +411,6 @@ static void claim_args_make(const struct rstore *r, const struct store_wait *w, 
 	ca->set[pre_len] = '\0';
 }
 
-/* Hands what hiredis holds to the socket now, not when the loop next
- * polls, so that Redis starts on it while this turn goes on. Calls
- * nothing back: a failure shows at the next write event. */
-void rs_write_now(struct rstore *r)
-{
-	int done;
-	if (r->cmd && (r->cmd->c.flags & REDIS_CONNECTED) && !r->cmd->c.err)
-		redisBufferWrite(&r->cmd->c, &done);
-}
-
 /*
  * Sends the first CLAIMS_PER_EVAL queued claims in one script call.
  * When they cannot be sent, they fall back, or, early (from inside a
@@ -534,6 +516,19 @@ static void cancel_heard(struct rstore *r, const redisReply *m)
 	if (errno || end == m->str || *end != ':' || !end[1] || uid > UINT32_MAX || !utf8_valid(end + 1, strlen(end + 1)))
 		return;
 	r->task_fn(r->task_arg, (uid_t)uid, end + 1);
+}
+
+void rs_waits_down(struct rstore *r)
+{
+	/* Joins waiting for a message from a holder elsewhere: their polls
+	 * fire now and answer them from the fallback (a callback may cancel
+	 * other waits, so none is answered from inside this loop). */
+	struct list *p;
+	for (p = r->waits.next; p != &r->waits; p = p->next) {
+		struct store_wait *w = list_entry(p, struct store_wait, node);
+		if (!claiming(w) && w->chan)
+			tc_timer_start(w->poll, 0);
+	}
 }
 
 void rs_on_message(redisAsyncContext *ac, void *reply_, void *priv)
