@@ -377,13 +377,6 @@ static void claims_reply(struct rstore *r, redisReply *reply, void *arg)
 	free(b);
 }
 
-/* Writes v in decimal into out: its start. */
-const char *rs_u64_str(char out[static 24], uint64_t v)
-{
-	out[23] = '\0';
-	return fmt_u64(out + 23, v);
-}
-
 /* The strings one claim adds to CLAIM_LUA's keys and args. */
 struct claim_args {
 	char *lease, *set, *rec;

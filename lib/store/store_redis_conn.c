@@ -224,6 +224,13 @@ void rs_ignore_reply(struct rstore *r, redisReply *reply, void *arg)
 		rs_outage(r, "unexpected reply: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
 }
 
+/* Writes v in decimal into out: its start. */
+const char *rs_u64_str(char out[static 24], uint64_t v)
+{
+	out[23] = '\0';
+	return fmt_u64(out + 23, v);
+}
+
 /* Whether s holds n lowercase hex digits. */
 bool rs_is_hex(const char *s, size_t n)
 {

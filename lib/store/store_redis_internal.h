@@ -263,6 +263,8 @@ struct rcmd *rs_send_eval(struct rstore *r, void (*fn)(struct rstore *, redisRep
 void rs_watchdog_fire(void *arg);
 /* Whether s holds n lowercase hex digits. */
 bool rs_is_hex(const char *s, size_t n);
+/* Writes v in decimal into out: its start. */
+const char *rs_u64_str(char out[static 24], uint64_t v);
 /* Hands what hiredis holds to the socket now, not when the loop next
  * polls, so that Redis starts on it while this turn goes on. Calls
  * nothing back: a failure shows at the next write event. */
@@ -300,8 +302,6 @@ void rs_on_message(redisAsyncContext *ac, void *reply_, void *priv);
  * nobody waits any more, or the connection went (answered from the
  * fallback). */
 struct store_wait *rs_reply_wait(void *arg, const redisReply *reply);
-/* Writes v in decimal into out: its start. */
-const char *rs_u64_str(char out[static 24], uint64_t v);
 /* The key P kind:U:rest. */
 char *rs_uid_key(struct rstore *r, const char *kind, uid_t uid, const char *rest);
 /* Redis is away: answers from the local store, or as unavailable. */

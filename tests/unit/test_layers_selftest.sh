@@ -4,7 +4,8 @@
 # while every include points down, and fails on each kind of fault it is
 # there to find (a module including one of its rank or above, a module
 # without a rank, a private header included from outside its folder, two
-# private headers in one module).
+# private headers in one module, a file calling one above it in its
+# module's order).
 set -eu
 check=${1:?usage: test_layers_selftest.sh PATH_TO_test_layers.sh}
 tmp=$(mktemp -d)
@@ -39,6 +40,13 @@ expect pass "includes that point down"
 base
 echo '#include "lib/dispatch/dispatch.h"' >> "$tmp/t/lib/store/store.c"
 expect fail "a lower module including a higher one"
+
+base
+printf 'void exec_run(struct exec *e)\n{\n}\n' >> "$tmp/t/lib/dispatch/dispatch.c"
+printf 'struct exec *fair_next(struct dispatcher *d)\n{\n\treturn 0;\n}\n' > "$tmp/t/lib/dispatch/dispatch_fair.c"
+expect pass "a module's files calling down"
+printf 'static void pump(void)\n{\n\texec_run(0);\n}\n' >> "$tmp/t/lib/dispatch/dispatch_fair.c"
+expect fail "a module's file calling one above it"
 
 base
 echo '#include "lib/process/process.h"' >> "$tmp/t/lib/store/store.c"
