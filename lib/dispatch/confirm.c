@@ -336,12 +336,12 @@ struct outcome *confirm_ask(struct exec *e)
 	if (!no_approver_wait(d) && !elicit &&
 	    !event_has_subscriber(d->bus, "tool.confirmation_requested", e->session)) {
 		return outcome_error(TC_USER_DENIED,
-					     "Tool '%s' (side effect: %s) needs confirmation and no approver is "
-					     "connected, so the call was not run. To approve calls, run "
-					     "'toolcallctl approve' (or subscribe to tool.confirmation_requested "
-					     "and answer with confirmations/resolve), or set the tool to \"auto\" "
-					     "in the confirmation policy", e->tool->name,
-					     side_effect_name(e->tool->side_effects));
+				     "Tool '%s' (side effect: %s) needs confirmation and no approver is "
+				     "connected, so the call was not run. To approve calls, run "
+				     "'toolcallctl approve' (or subscribe to tool.confirmation_requested "
+				     "and answer with confirmations/resolve), or set the tool to \"auto\" "
+				     "in the confirmation policy", e->tool->name,
+				     side_effect_name(e->tool->side_effects));
 	}
 	/* Each pending request holds the call's arguments: bounded per
 	 * session. (Waiting for an answer holds no concurrency slot: the
