@@ -11,10 +11,6 @@
 # module has at most one private header (*_internal.h), and no file
 # outside the module's folder includes it but the module's own tests
 # (tests/), which test it from within. A new module is given its rank here.
-# lib/base/ is the exception that has several public headers: the basic
-# utilities (loop, io pool, containers, audit log, OpenMetrics writer), a
-# collection as systemd's src/basic is, at rank 0 so that it includes
-# nothing else of lib/.
 set -eu
 root=${1:?usage: test_layers.sh SOURCE_ROOT}
 bad=$(grep -l -E '^#include "daemon/server(_internal)?\.h"' "$root"/daemon/*.c |
@@ -25,7 +21,10 @@ if [ -n "$bad" ]; then
 	exit 1
 fi
 
-# The rank of each lib module, lowest first.
+# The rank of each lib module, lowest first. lib/base/ is the one folder
+# with several public headers: the basic utilities (loop, io pool,
+# containers, audit log, OpenMetrics writer), a collection as systemd's
+# src/basic is, at rank 0 so that it includes nothing else of lib/.
 ranks='
 base 0			# the basic utilities: several public headers
 bind 0

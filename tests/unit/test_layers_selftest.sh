@@ -4,8 +4,7 @@
 # while every include points down, and fails on each kind of fault it is
 # there to find (a module including one of its rank or above, a module
 # without a rank, a private header included from outside its folder, two
-# private headers in one module, a file calling one above it in its
-# module's order).
+# private headers in one module).
 set -eu
 check=${1:?usage: test_layers_selftest.sh PATH_TO_test_layers.sh}
 tmp=$(mktemp -d)
@@ -41,6 +40,8 @@ base
 echo '#include "lib/dispatch/dispatch.h"' >> "$tmp/t/lib/store/store.c"
 expect fail "a lower module including a higher one"
 
+# Inside a module, a file calls only the files before it in the module's
+# order (lib/dispatch: dispatch_fair.c before dispatch.c).
 base
 printf 'void exec_run(struct exec *e)\n{\n}\n' >> "$tmp/t/lib/dispatch/dispatch.c"
 printf 'struct exec *fair_next(struct dispatcher *d)\n{\n\treturn 0;\n}\n' > "$tmp/t/lib/dispatch/dispatch_fair.c"
