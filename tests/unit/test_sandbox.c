@@ -42,6 +42,7 @@
 #include "lib/sandbox/sandbox_internal.h"
 #include "lib/tool.h"
 #include "lib/files/workspace.h"
+#include "lib/files/workspace_root.h"
 #include "proto/json.h"
 #include "tools/command.h"
 #include "tools/tools.h"
