@@ -28,12 +28,12 @@ if [ -n "$bad" ]; then
 	exit 1
 fi
 
-# The rank of each lib module, lowest first. lib/base/ is the one folder
-# with several public headers: the basic utilities (loop, io pool,
-# containers, audit log, OpenMetrics writer), a collection as systemd's
-# src/basic is, at rank 0 so that it includes nothing else of lib/.
+# The rank of each lib module, lowest first. lib/base/ is no module but
+# the collection of basic utilities (loop, io pool, containers, audit log,
+# OpenMetrics writer), each with its own header, as systemd's src/basic
+# is: at rank 0, so that it includes nothing else of lib/.
 ranks='
-base 0			# the basic utilities: several public headers
+base 0			# the basic utilities: a header each
 bind 0
 errors 0
 diff 1
