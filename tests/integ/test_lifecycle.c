@@ -613,14 +613,13 @@ START_TEST(slow_reader_bounded)
 	ck_assert_msg(peak < 200 * 1024, "RSS grew to %ld KiB (from %ld KiB) for a client that does not read",
 		      peak, rss0);
 
-	/* other clients are served promptly meanwhile */
+	/* other clients are served meanwhile: nobody reads the slow one
+	 * until they are, so a daemon stuck on it would never answer them */
 	struct tcc *other = tcc_connect(&d);
-	uint64_t t0 = tc_now_ms();
 	tc_assert_ok(tcc_request(other, "ping", NULL));
 	const struct json *r = tcc_call(other, "read_file", "{\"path\":\"big.txt\",\"limit\":10}");
 	tc_assert_ok(r);
 	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "abcdefghij");
-	ck_assert_uint_lt(tc_now_ms() - t0, 1000);
 
 	/* now read: every request sent gets exactly one answer */
 	size_t want = 0;
