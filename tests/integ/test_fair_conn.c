@@ -535,6 +535,8 @@ START_TEST(idle_daemon_sleeps)
 	if (main_thread_switches(&d) < 0)
 		TC_SKIP("idle_daemon_sleeps: no /proc/PID/task/TID/status here");
 	ck_assert_msg(tcd_wait_stat(&d, "result.connections.trims", 1, 15000), "the crowd's memory was not given back");
+	const char *metrics = tj_str(tcc_request(c, "admin/metrics", NULL), "result.text");
+	ck_assert_msg(metrics && strstr(metrics, "\ntoolcalld_memory_trims_total 1\n"), "%s", metrics);
 	ck_assert(tc_wait_until(({
 		const struct json *st = tcc_request(c, "admin/stats", NULL);
 		tj_int(st, "result.connections.open") == 1;
