@@ -22,6 +22,7 @@
 #include "lib/events.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
+#include "lib/files/workspace_root.h"
 #include "proto/json.h"
 
 /* Roots of one answer looked at; the rest are refused as too many. */

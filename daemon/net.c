@@ -332,4 +332,12 @@ void daemon_net_metrics(struct server *s, struct buf *b)
 	}
 	metrics_family(b, "toolcalld_network_proxies", "gauge", NULL, "Network proxies served now (one per run).");
 	metrics_u64(b, "toolcalld_network_proxies", NULL, svc->served);
+	unsigned open, waiting;
+	net_ask_counts(&open, &waiting);
+	metrics_family(b, "toolcalld_network_questions", "gauge", NULL,
+		       "network.connect confirmations open now (unknown: \"ask\").");
+	metrics_u64(b, "toolcalld_network_questions", NULL, open);
+	metrics_family(b, "toolcalld_network_asks_waiting", "gauge", NULL,
+		       "Connections held for the answer to a network.connect confirmation.");
+	metrics_u64(b, "toolcalld_network_asks_waiting", NULL, waiting);
 }

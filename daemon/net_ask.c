@@ -12,6 +12,12 @@
  * port together. Nobody to ask (no approver, no elicitation, and
  * confirmation.no_approver "deny"): refused at once. The proxy bounds how
  * long a connection waits (confirmation.timeout_ms).
+ *
+ * Questions are independent of each other: a connection waits for its
+ * own answer alone, whatever else is asked. Connections of one run to a
+ * host and port already asked about wait on that question (one question,
+ * one answer for all of them); the question ends when it is answered or
+ * when the last of them is gone.
  */
 #include "daemon/net_internal.h"
 
@@ -41,7 +47,8 @@ struct question {
 	struct list node;
 	char *id;
 	struct net_served *sv;		/* NULL once settled */
-	struct net_ask *ask;		/* NULL once settled */
+	struct net_ask **asks;		/* the connections waiting; none once settled */
+	size_t n_asks;
 	char *host;
 	uint16_t port;
 	uid_t uid;
@@ -57,11 +64,17 @@ struct question {
 static struct list questions = { &questions, &questions };
 static unsigned n_questions;
 static uint64_t counter;
+/* Open questions, and the connections waiting on them (the metrics). */
+static unsigned n_open, n_waiting;
 
 static void question_free(struct question *q)
 {
 	list_remove(&q->node);
 	n_questions--;
+	if (!q->decision)
+		n_open--;
+	n_waiting -= (unsigned)q->n_asks;
+	free(q->asks);
 	free(q->id);
 	free(q->host);
 	free(q->session);
@@ -188,14 +201,14 @@ static void extra_resolved(struct jgen *g, void *arg)
 	jgen_kv_str(g, "decision", r->decision);
 }
 
-/* Settles q with decision (the connection answered by the caller, or
+/* Settles q with decision (its connections answered by the caller, or
  * gone), tells the subscribers, takes the elicitation down. */
 static void settle(struct question *q, const char *decision)
 {
 	struct server *s = net_service()->server;
 	q->decision = decision;
 	q->sv = NULL;
-	q->ask = NULL;
+	n_open--;
 	q->expires = now_ms() + SETTLED_KEEP_MS;
 	if (!s)
 		return;
@@ -217,12 +230,41 @@ static bool approver_for(const struct question *q)
 	return s && event_has_subscriber(&s->bus, "tool.confirmation_requested", event_session(q, &tmp));
 }
 
-/* Refuses q's connection: nobody can answer. */
+/* Answers every connection waiting on q (settled by then). */
+static void answer_all(struct question *q, bool allow, const char *rule)
+{
+	struct net_ask **asks = TAKE_PTR(q->asks);
+	size_t n = q->n_asks;
+	q->n_asks = 0;
+	n_waiting -= (unsigned)n;
+	for (size_t i = 0; i < n; i++)
+		net_ask_answer(asks[i], allow, rule);
+	free(asks);
+}
+
+/* Refuses q's connections: nobody can answer. */
 static void refuse_unanswered(struct question *q)
 {
-	struct net_ask *ask = q->ask;
 	settle(q, "deny");
-	net_ask_answer(ask, false, "ask:no answer");
+	answer_all(q, false, "ask:no answer");
+}
+
+static void add_ask(struct question *q, struct net_ask *ask)
+{
+	q->asks = xreallocarray(q->asks, q->n_asks + 1, sizeof(*q->asks));
+	q->asks[q->n_asks++] = ask;
+	n_waiting++;
+}
+
+/* The open question of a run about host and port, if any. */
+static struct question *open_question(const struct net_served *sv, const char *host, uint16_t port)
+{
+	for (struct list *pos = questions.next; pos != &questions; pos = pos->next) {
+		struct question *q = list_entry(pos, struct question, node);
+		if (!q->decision && q->sv == sv && q->port == port && str_eq(q->host, host))
+			return q;
+	}
+	return NULL;
 }
 
 /* Questions open for a uid's session (NULL: its runs without one). */
@@ -241,6 +283,13 @@ void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *a
 	struct net_served *sv = ctx;
 	struct server *s = sv->svc->server;
 	sweep();
+	/* Asked already: waits for that answer (the proxy bounds the
+	 * connections of a run, so the waiters too). */
+	struct question *same = open_question(sv, host, port);
+	if (same) {
+		add_ask(same, ask);
+		return;
+	}
 	/* As many as a session may have confirmations pending, and a bound
 	 * on all (what they hold). */
 	if (!s || n_questions >= QUESTIONS_MAX ||
@@ -251,7 +300,6 @@ void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *a
 	struct question *q = xcalloc(1, sizeof(*q));
 	q->id = xasprintf("nc-%" PRIx64 "-%" PRIu64, (uint64_t)tc_random(s->loop), ++counter);
 	q->sv = sv;
-	q->ask = ask;
 	q->host = xstrdup(host);
 	q->port = port;
 	q->uid = sv->uid;
@@ -261,6 +309,7 @@ void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *a
 	q->asked = now_ms();
 	list_insert_tail(&questions, &q->node);
 	n_questions++;
+	n_open++;
 
 	/* Allowed for the rest of the session already. */
 	struct session *ss = session_of(q);
@@ -276,6 +325,7 @@ void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *a
 		net_ask_answer(ask, false, "ask:no approver");
 		return;
 	}
+	add_ask(q, ask);
 	struct session tmp;
 	event_emit(&s->bus, "tool.confirmation_requested", event_session(q, &tmp), q->call_id, q->tool,
 		   extra_requested, q);
@@ -300,9 +350,16 @@ void net_ask_cancel(void *ctx, struct net_ask *ask)
 	struct net_served *sv = ctx;
 	for (struct list *pos = questions.next; pos != &questions; pos = pos->next) {
 		struct question *q = list_entry(pos, struct question, node);
-		if (!q->decision && q->ask == ask) {
+		for (size_t i = 0; !q->decision && i < q->n_asks; i++) {
+			if (q->asks[i] != ask)
+				continue;
 			/* Withdrawn by the proxy: its wait ran out, or the
-			 * connection or the call went. */
+			 * connection or the call went. The question stays
+			 * while another connection waits on it. */
+			q->asks[i] = q->asks[--q->n_asks];
+			n_waiting--;
+			if (q->n_asks)
+				return;
 			uint32_t limit = sv && sv->svc ? sv->svc->limits.ask_timeout_ms : 0;
 			settle(q, limit && now_ms() - q->asked >= limit ? "timeout" : "cancelled");
 			return;
@@ -344,7 +401,6 @@ static int on_resolve(void *arg, uid_t uid, const char *id, const char *decision
 	}
 	*ret_accepted = true;
 	*ret_decision = dec;
-	struct net_ask *ask = q->ask;
 	if (dec == decisions[2]) {
 		struct session *ss = session_of(q);
 		_cleanup_free_ char *key = net_allow_key(q->host, q->port);
@@ -352,8 +408,8 @@ static int on_resolve(void *arg, uid_t uid, const char *id, const char *decision
 			map_put(ss->always_allow, key, (void *)1);
 	}
 	settle(q, dec);
-	net_ask_answer(ask, dec != decisions[1], dec == decisions[0] ? "ask:allow" : dec == decisions[1] ? "ask:deny"
-											  : "ask:always_allow");
+	answer_all(q, dec != decisions[1], dec == decisions[0] ? "ask:allow" : dec == decisions[1] ? "ask:deny"
+										      : "ask:always_allow");
 	return 0;
 }
 
@@ -409,6 +465,12 @@ void net_ask_init(struct server *s)
 {
 	if (s->dispatcher)
 		dispatch_set_confirm_other(s->dispatcher, &other_ops, NULL);
+}
+
+void net_ask_counts(unsigned *open, unsigned *waiting)
+{
+	*open = n_open;
+	*waiting = n_waiting;
 }
 
 void net_ask_clear(void)

@@ -49,6 +49,9 @@ void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *a
 void net_ask_cancel(void *ctx, struct net_ask *ask);
 /* Lets the dispatcher hand over the answers to these questions. */
 void net_ask_init(struct server *s);
+/* Questions open now, and the connections waiting on them (a question
+ * holds every connection of its run to its host and port). */
+void net_ask_counts(unsigned *open, unsigned *waiting);
 /* Forgets every open question (at exit). */
 void net_ask_clear(void);
 

@@ -13,7 +13,6 @@
 
 #include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
-#include "lib/files/workspace_ops.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "tools/files.h"

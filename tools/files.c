@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "lib/files/diff.h"
+#include "lib/diff/diff.h"
 #include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * glob: the paths beneath a directory of the workspace that match a glob
- * pattern (lib/files/glob.h: "**", "*", "?", "[...]", "{a,b}"), newest first.
+ * pattern (lib/glob/glob.h: "**", "*", "?", "[...]", "{a,b}"), newest first.
  * Directories that no match can lie below are not entered, what ignore
  * files exclude and hidden entries are skipped unless asked for
  * (tools/walk.h), ".git" is skipped unless the pattern names it, symlinks
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "lib/fsjob/fsjob.h"
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"

@@ -9,8 +9,10 @@
  * Memory is bounded by max_entries, not by the tree: each directory keeps
  * only the names that can still be shown, and the names pending in the
  * directories above are cut whenever a deeper directory fills the budget.
- * The walk runs on an io thread with the peer's file-system identity
- * (lib/fsjob/fsjob.h), and stops between entries when the call is cancelled.
+ * The walk runs on an io thread with the peer's file-system identity, in a
+ * file job (lib/fsjob/fsjob.h): the directory is opened by fsjob_openat()
+ * and every one below it by fsjob_open_nofollow(), and it stops between
+ * entries when the call is cancelled.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -58,7 +60,7 @@ struct level {
 };
 
 struct walk {
-	const struct fsjob *job;	/* polled for cancellation between entries */
+	const struct fsjob *job;	/* opens beneath basefd; polled for cancellation */
 	int basefd;
 	size_t limit;		/* max_entries + 1: one more tells that there is more */
 	bool dropped;		/* entries were left out */
@@ -95,17 +97,17 @@ static void sort_and_cut(struct walk *w, struct entry *v, size_t *n, size_t cap)
  * Opens rel beneath the listed directory without following any symlink:
  * entries found to be directories are walked only if they still are.
  */
-static int open_subdir(int basefd, const char *rel)
+static int open_subdir(const struct walk *w, const char *rel)
 {
 	int fd = -1;
-	int r = ws_open_nofollow(basefd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+	int r = fsjob_open_nofollow(w->job, w->basefd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
 	return r < 0 ? r : fd;
 }
 
 /* Reads the directory rel into a level, keeping its first cap entries by name. */
 static int read_level(struct walk *w, const char *rel, size_t cap, struct level *ret)
 {
-	int fd = open_subdir(w->basefd, rel);
+	int fd = open_subdir(w, rel);
 	if (fd < 0)
 		return fd;
 	DIR *d = fdopendir(fd);

@@ -5,14 +5,18 @@
  * str_replace, insert, delete, rename) on paths under "/memories", with
  * that tool's result and error texts, executed by the daemon.
  *
- * Where it lives: under memory.dir, one directory per peer uid ("<uid>",
- * 0700, owned by the peer, made by the daemon on the loop: the daemon owns
- * memory.dir, so nobody else can put anything in its place), and in it one
- * directory per scope: "memories" (memory.scope "uid") or "ws-<hash of the
- * workspace root>" (memory.scope "workspace"). Everything below runs on an
- * io thread as the peer (lib/fsjob/fsjob.h), in a job whose workspace is the
- * peer's directory: the kernel decides what it may touch. Every path is resolved beneath the scope directory with
- * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) (ws_open_nofollow): ".."
+ * Where it lives: under memory.dir, the daemon's own store of the file job
+ * (fsjob_start_store(), lib/fsjob/fsjob.h): one directory per peer uid
+ * ("<uid>", 0700, owned by the peer, made by the daemon on the loop: the
+ * daemon owns memory.dir, so nobody else can put anything in its place),
+ * and in it one directory per scope (fsjob_store_dir()): "memories"
+ * (memory.scope "uid") or "ws-<hash of the workspace root>" (memory.scope
+ * "workspace"). The tool names the store by memory.dir alone, never by an
+ * fd, so it has no way to point its work at a directory it opened itself.
+ * Everything below runs on an io thread as the peer, in a job whose
+ * workspace is the peer's directory: the kernel decides what it may
+ * touch. Every path is resolved beneath the scope directory with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) (fsjob_open_nofollow): ".."
  * is refused before that, a symlink anywhere on a path is refused by the
  * kernel. Writes are atomic (fsjob_write_atomic: temp file, rename), one
  * at a time per scope (flock on it, across threads and daemons), within
@@ -42,7 +46,6 @@
 #include "lib/fsjob/fsjob.h"
 #include "lib/files/identity.h"
 #include "lib/files/workspace.h"
-#include "lib/files/workspace_ops.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
 #include "proto/utf8.h"
@@ -57,8 +60,6 @@ static const char *const command_names[] = {
 static void mem_job_free(void *arg)
 {
 	struct mem_job *j = arg;
-	if (j->uid_fd >= 0)
-		close(j->uid_fd);
 	free(j->path);
 	free(j->rel);
 	free(j->path2);
@@ -146,10 +147,10 @@ static char *path_beneath(const char *path, size_t len, char **ret_rel)
 
 /* Stats rel beneath the scope, following no symlink on the way (-ELOOP),
  * the last component itself when it is one. */
-static int lookup(int sfd, const char *rel, struct stat *ret_st)
+static int lookup(const struct fsjob *job, int sfd, const char *rel, struct stat *ret_st)
 {
 	_cleanup_close_ int fd = -1;
-	int r = ws_open_nofollow(sfd, *rel ? rel : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC, &fd);
+	int r = fsjob_open_nofollow(job, sfd, *rel ? rel : ".", O_PATH | O_NOFOLLOW | O_CLOEXEC, &fd);
 	if (r < 0)
 		return r;
 	if (fstat(fd, ret_st) < 0)
@@ -161,7 +162,7 @@ static int lookup(int sfd, const char *rel, struct stat *ret_st)
 static int read_file(struct mem_job *j, int sfd, const char *rel, const char *path, struct buf *out)
 {
 	_cleanup_close_ int fd = -1;
-	int r = ws_open_nofollow(sfd, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, &fd);
+	int r = fsjob_open_nofollow(j->job, sfd, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, &fd);
 	if (r == -ENOENT)
 		return fail(j, "The path %s does not exist. Please provide a valid path.", path), -ENOENT;
 	if (r < 0)
@@ -227,7 +228,7 @@ static bool temp_name(const char *name)
  * is removed, so it neither fills the memory unseen (hidden names are not
  * shown) nor stays.
  */
-static int measure(int fd, unsigned depth, struct usage *u)
+static int measure(const struct fsjob *job, int fd, unsigned depth, struct usage *u)
 {
 	int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (dupfd < 0)
@@ -252,8 +253,8 @@ static int measure(int fd, unsigned depth, struct usage *u)
 			u->bytes += (uint64_t)st.st_size;
 		if (S_ISDIR(st.st_mode) && depth < DEPTH_MAX + 2 && u->entries <= 4 * ENTRIES_MAX) {
 			_cleanup_close_ int sub = -1;
-			if (ws_open_nofollow(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sub) == 0)
-				r = measure(sub, depth + 1, u);
+			if (fsjob_open_nofollow(job, fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sub) == 0)
+				r = measure(job, sub, depth + 1, u);
 		}
 	}
 	closedir(d);
@@ -293,7 +294,7 @@ static int check_quota(struct mem_job *j, int sfd, const char *path, size_t n, u
 	if (n > j->max_file)
 		return over_file(j, path, n);
 	struct usage u = {};
-	int r = measure(sfd, 0, &u);
+	int r = measure(j->job, sfd, 0, &u);
 	if (r < 0)
 		return fail_errno(j, r, "measure the memory for", path), r;
 	if (u.bytes - MIN(old, u.bytes) + n > j->max_total)
@@ -304,14 +305,14 @@ static int check_quota(struct mem_job *j, int sfd, const char *path, size_t n, u
 }
 
 /* The directories of rel that do not exist yet (a write would make them). */
-static unsigned missing_dirs(int sfd, const char *rel)
+static unsigned missing_dirs(const struct fsjob *job, int sfd, const char *rel)
 {
 	_cleanup_free_ char *dir = xstrdup(rel);
 	unsigned n = 0;
 	for (char *slash; (slash = strrchr(dir, '/'));) {
 		*slash = '\0';
 		struct stat st;
-		if (lookup(sfd, dir, &st) == 0)
+		if (lookup(job, sfd, dir, &st) == 0)
 			break;
 		n++;
 	}
@@ -396,7 +397,7 @@ static int name_cmp(const void *a, const void *b)
 /* Lists the directory fd (shown as shown) into out, depth levels down,
  * sorted by name, hidden entries left out; *left counts down the lines
  * still allowed. */
-static void list_dir(int fd, const char *shown, unsigned depth, struct buf *out, unsigned *left)
+static void list_dir(const struct fsjob *job, int fd, const char *shown, unsigned depth, struct buf *out, unsigned *left)
 {
 	int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	DIR *d = dupfd >= 0 ? fdopendir(dupfd) : NULL;
@@ -428,9 +429,9 @@ static void list_dir(int fd, const char *shown, unsigned depth, struct buf *out,
 			buf_printf(out, "\t%s/%s%s", shown, names[i], S_ISDIR(st.st_mode) ? "/" : "");
 			_cleanup_close_ int sub = -1;
 			if (S_ISDIR(st.st_mode) && depth < 2 &&
-			    ws_open_nofollow(fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sub) == 0) {
+			    fsjob_open_nofollow(job, fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sub) == 0) {
 				_cleanup_free_ char *deeper = xasprintf("%s/%s", shown, names[i]);
-				list_dir(sub, deeper, depth + 1, out, left);
+				list_dir(job, sub, deeper, depth + 1, out, left);
 			}
 		}
 		free(names[i]);
@@ -442,7 +443,7 @@ static void list_dir(int fd, const char *shown, unsigned depth, struct buf *out,
 static int do_view(struct mem_job *j, int sfd)
 {
 	struct stat st;
-	int r = lookup(sfd, j->rel, &st);
+	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r == -ENOENT)
 		return fail(j, "The path %s does not exist. Please provide a valid path.", j->path);
 	if (r < 0)
@@ -451,7 +452,7 @@ static int do_view(struct mem_job *j, int sfd)
 		return fail_errno(j, -ELOOP, "view", j->path);
 	if (S_ISDIR(st.st_mode)) {
 		_cleanup_close_ int fd = -1;
-		r = ws_open_nofollow(sfd, *j->rel ? j->rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+		r = fsjob_open_nofollow(j->job, sfd, *j->rel ? j->rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
 		if (r < 0)
 			return fail_errno(j, r, "view", j->path);
 		/* Shown as the call spelt it, less a trailing '/'. */
@@ -461,7 +462,7 @@ static int do_view(struct mem_job *j, int sfd)
 		put_size(&j->out, (uint64_t)st.st_size);
 		buf_printf(&j->out, "\t%s", shown);
 		unsigned left = VIEW_ENTRIES_MAX;
-		list_dir(fd, shown, 1, &j->out, &left);
+		list_dir(j->job, fd, shown, 1, &j->out, &left);
 		if (!left)
 			buf_printf(&j->out, "\n(only the first %d entries are shown; view a directory among them, as "
 				   "{\"command\": \"view\", \"path\": \"%s/NAME\"}, for the rest of it)", VIEW_ENTRIES_MAX, shown);
@@ -500,7 +501,7 @@ static int do_create(struct mem_job *j, int sfd)
 	if (!utf8_valid(j->text, j->text_len))
 		return fail(j, "file_text is not UTF-8 text; memory holds text only.");
 	struct stat st;
-	int r = lookup(sfd, j->rel, &st);
+	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r < 0 && r != -ENOENT)
 		return fail_errno(j, r, "create", j->path);
 	if (r == 0 && S_ISDIR(st.st_mode))
@@ -509,7 +510,7 @@ static int do_create(struct mem_job *j, int sfd)
 		return fail_errno(j, -ELOOP, "create", j->path);
 	bool exists = r == 0;
 	if (check_quota(j, sfd, j->path, j->text_len, exists ? (uint64_t)st.st_size : 0,
-			exists ? 0 : 1 + missing_dirs(sfd, j->rel)) < 0)
+			exists ? 0 : 1 + missing_dirs(j->job, sfd, j->rel)) < 0)
 		return 0;
 	bool created;
 	if (write_file(j, sfd, j->rel, j->path, j->text, j->text_len, &created) < 0)
@@ -640,7 +641,7 @@ static int do_delete(struct mem_job *j, int sfd)
 	if (!*j->rel)
 		return fail(j, "Cannot delete the " PREFIX " directory itself");
 	struct stat st;
-	int r = lookup(sfd, j->rel, &st);
+	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r == -ENOENT)
 		return fail(j, "The path %s does not exist", j->path);
 	if (r < 0)
@@ -664,17 +665,17 @@ static int do_rename(struct mem_job *j, int sfd)
 	if (!*j->rel)
 		return fail(j, "Cannot rename the " PREFIX " directory itself");
 	struct stat st;
-	int r = lookup(sfd, j->rel, &st);
+	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r == -ENOENT)
 		return fail(j, "The path %s does not exist", j->path);
 	if (r < 0)
 		return fail_errno(j, r, "rename", j->path);
-	r = lookup(sfd, j->rel2, &st);
+	r = lookup(j->job, sfd, j->rel2, &st);
 	if (r == 0 || !*j->rel2)
 		return fail(j, "The destination %s already exists", j->path2);
 	if (r != -ENOENT)
 		return fail_errno(j, r, "rename to", j->path2);
-	unsigned dirs = missing_dirs(sfd, j->rel2);
+	unsigned dirs = missing_dirs(j->job, sfd, j->rel2);
 	if (dirs && check_quota(j, sfd, j->path2, 0, 0, dirs) < 0)
 		return 0;
 	_cleanup_free_ char *from = scoped(j, j->rel), *to = scoped(j, j->rel2);
@@ -699,18 +700,8 @@ static int mem_run(struct fsjob *job, void *arg)
 	j->job = job;
 	if (j->redis_addr)
 		return redis_run(j);
-	if (mkdirat(j->uid_fd, j->scope, 0700) == 0) {
-		/* Made by a root daemon acting as itself (run_as "daemon"):
-		 * the peer's all the same, as the directory that holds it. */
-		struct stat st;
-		if (geteuid() == 0 && identity_thread_clean() && fstat(j->uid_fd, &st) == 0 && st.st_uid != 0 &&
-		    fchownat(j->uid_fd, j->scope, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
-			return -errno;
-	} else if (errno != EEXIST) {
-		return -errno;
-	}
 	_cleanup_close_ int sfd = -1;
-	int r = ws_open_nofollow(j->uid_fd, j->scope, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sfd);
+	int r = fsjob_store_dir(job, j->scope, &sfd);
 	if (r < 0)
 		return r;
 	if (j->cmd != C_VIEW) {
@@ -772,67 +763,6 @@ static const struct fsjob_ops mem_ops = {
 
 /* --- where memory lives ----------------------------------------------------- */
 
-/* Opens dir (O_PATH), making it and its missing parents: 0711 for root
- * (peers pass through to their own directory, list nothing), else 0700. */
-static int open_base(const char *dir, int *ret_fd)
-{
-	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0 || errno != ENOENT) {
-		*ret_fd = fd;
-		return fd < 0 ? -errno : 0;
-	}
-	mode_t mode = geteuid() == 0 ? 0711 : 0700;
-	_cleanup_free_ char *p = xstrdup(dir);
-	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return -errno;
-	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	*ret_fd = fd;
-	return 0;
-}
-
-/*
- * Opens the peer's directory beneath memory.dir (O_PATH), making it 0700
- * and, when the daemon is root, owned by the peer. Done as the daemon,
- * which owns memory.dir; a few system calls, on the loop.
- */
-static int open_uid_dir(const char *dir, uid_t uid, gid_t gid, int *ret_fd)
-{
-	_cleanup_close_ int base = -1;
-	int r = open_base(dir, &base);
-	if (r < 0)
-		return r;
-	char name[16];
-	snprintf(name, sizeof(name), "%u", (unsigned)uid);
-	int fd = openat(base, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		if (mkdirat(base, name, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		if (geteuid() == 0 && uid != 0 && fchownat(base, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
-			return -errno;
-		fd = openat(base, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	}
-	if (fd < 0)
-		return -errno;
-	/* Someone else's directory put there (memory.dir in a place others
-	 * may write) is never used as the peer's memory. */
-	struct stat st;
-	uid_t owner = geteuid() == 0 ? uid : geteuid();
-	if (fstat(fd, &st) < 0 || st.st_uid != owner || (st.st_mode & 0022)) {
-		close(fd);
-		return -EPERM;
-	}
-	*ret_fd = fd;
-	return 0;
-}
-
 /* The directory of this call's scope beneath the peer's: one for all of
  * its memory, or one per workspace root (by a hash of the canonical root). */
 static void scope_name(const struct tool_call *call, char *out, size_t size)
@@ -875,7 +805,6 @@ static enum tool_ret memory_exec(struct tool_call *call)
 	const struct json *args = call->args;
 	const char *cmd = json_str(json_get(args, "command"));
 	struct mem_job *j = xcalloc(1, sizeof(*j));
-	j->uid_fd = -1;
 	for (j->cmd = C_VIEW; j->cmd <= C_RENAME && !str_eq(cmd, command_names[j->cmd]); j->cmd++)
 		;
 	static const char *const needs[][3] = {
@@ -928,7 +857,6 @@ static enum tool_ret memory_exec(struct tool_call *call)
 	j->max_total = env && env->memory_max_total ? env->memory_max_total : 1024 * 1024;
 	scope_name(call, j->scope, sizeof(j->scope));
 	uid_t uid = call->ident ? call->ident->uid : geteuid();
-	gid_t gid = call->ident ? call->ident->gid : getegid();
 	if (env && env->memory_redis) {
 		j->redis_addr = xstrdup(env->memory_redis);
 		j->redis_key = xasprintf("%smemory:%u:%s", env->memory_redis_prefix ? env->memory_redis_prefix : "",
@@ -949,19 +877,8 @@ static enum tool_ret memory_exec(struct tool_call *call)
 			       "$XDG_STATE_HOME to keep memory in");
 		return TOOL_DONE;
 	}
-	int r = open_uid_dir(dir, uid, gid, &j->uid_fd);
-	struct workspace *mws = NULL;
-	if (r == 0) {
-		/* The job's workspace is the peer's memory directory. */
-		int mfd = fcntl(j->uid_fd, F_DUPFD_CLOEXEC, 3);
-		_cleanup_free_ char *mroot = xasprintf("%s/%u", dir, (unsigned)uid);
-		if (mfd < 0)
-			r = -errno;
-		else
-			mws = ws_new_at(mfd, mroot);
-	}
-	if (r < 0)
-		mws = ws_unref(mws);
+	enum tool_ret ret = TOOL_DONE;
+	int r = fsjob_start_store(call, dir, &mem_ops, j, &ret);
 	if (r == -EPERM) {
 		mem_job_free(j);
 		tool_call_fail(call, TC_PERMISSION_DENIED, "The memory directory %s/%u is not owned by uid %u alone "
@@ -975,12 +892,6 @@ static enum tool_ret memory_exec(struct tool_call *call)
 			       (unsigned)uid, strerror(-r));
 		return TOOL_DONE;
 	}
-	/* The call's own workspace is not the job's: memory is not in it. */
-	struct workspace *keep = call->ws;
-	call->ws = mws;
-	enum tool_ret ret = fsjob_start(call, &mem_ops, j);
-	call->ws = keep;
-	ws_unref(mws);
 	return ret;
 }
 

@@ -35,7 +35,6 @@ enum command { C_VIEW, C_CREATE, C_STR_REPLACE, C_INSERT, C_DELETE, C_RENAME };
 /* What a call carries to the io thread and back. */
 struct mem_job {
 	enum command cmd;
-	int uid_fd;			/* O_PATH of the peer's directory */
 	char scope[32];			/* its subdirectory for this scope */
 	char *path, *rel;		/* as given; beneath the scope ("" for the root) */
 	char *path2, *rel2;		/* rename's new_path */

@@ -4,7 +4,7 @@
  * matcher of schema "pattern", lib/regex/regex.h) in the files beneath a
  * path of the workspace, optionally only those a type and a glob select.
  * What ignore files exclude and hidden entries are skipped (tools/walk.h,
- * lib/files/ignore.h), as are binary files (holding a NUL byte) and ".git"
+ * lib/ignore/ignore.h), as are binary files (holding a NUL byte) and ".git"
  * directories; symlinks are not followed. The text shows the matching lines
  * grouped by file with their context, the files with a match, or their
  * counts (output_mode), and ends with the counts and what to do when cut.
@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "lib/fsjob/fsjob.h"
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 #include "lib/regex/regex.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "lib/fsjob/fsjob.h"
-#include "lib/files/ignore.h"
+#include "lib/ignore/ignore.h"
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"

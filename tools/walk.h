@@ -15,7 +15,7 @@
  * directory's level is held.
  *
  * With use_ignores, each directory's .ignore and .gitignore are read as it
- * is entered (lib/files/ignore.h: git's rules), and what they exclude is neither
+ * is entered (lib/ignore/ignore.h: git's rules), and what they exclude is neither
  * reported nor entered; skip_hidden does the same for names starting with
  * "."; both are counted in skipped.
  */

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "proto/base/buf.h"
 
@@ -33,5 +34,33 @@ void capture_free(struct capture *cp);
 /* Finds a program named without a slash in the absolute directories of
  * the PATH of envp; a name with a slash is taken as it is. */
 int find_program(const char *name, char *const *envp, char **ret);
+
+/* The leaders (and spawners) the daemon keeps as its children: any other
+ * child of it is an orphan, killed and reaped (child_spawn.c). */
+void child_track(pid_t pid);
+void child_untrack(pid_t pid);
+
+/*
+ * Spawners (child_spawner.c). spawner_spawn() starts the child of a
+ * sandboxed call through the spawner of its seccomp program (started if
+ * need be): 0 with the child's pid and pidfd (or -1: none, before Linux
+ * 5.2), a negative errno (the child did not exec: sandbox->failed says at
+ * which step when its sandbox did not hold; it has been reaped), or
+ * SPAWNER_NONE: no spawner serves this call (its plan needs what a
+ * spawner cannot do, it is too large, or the spawner could not be started
+ * or was gone), the caller starts it itself. A spawner ends when the
+ * daemon does (its socket closes; PR_SET_PDEATHSIG).
+ */
+struct sandbox_child;
+struct spawner_call {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	int cwd_fd, in_fd, out_fd, err_fd;	/* in_fd, cwd_fd: or -1 */
+	uint64_t fd_soft;			/* 0, or the soft RLIMIT_NOFILE */
+	struct sandbox_child *sandbox;
+};
+#define SPAWNER_NONE 1
+int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid, int *ret_pidfd);
 
 #endif

@@ -101,13 +101,13 @@ struct child {
 static pid_t *tracked;
 static size_t n_tracked;
 
-static void track(pid_t pid)
+void child_track(pid_t pid)
 {
 	tracked = xreallocarray(tracked, n_tracked + 1, sizeof(*tracked));
 	tracked[n_tracked++] = pid;
 }
 
-static void untrack(pid_t pid)
+void child_untrack(pid_t pid)
 {
 	for (size_t i = 0; i < n_tracked; i++)
 		if (tracked[i] == pid) {
@@ -316,7 +316,7 @@ static void on_pidfd(void *arg, int revents)
 		ch->result.exit_code = -1;
 	}
 	ch->reaped = true;
-	untrack(ch->pid);
+	child_untrack(ch->pid);
 	reap_orphans();
 	ch->pid_io = tc_io_free(ch->pid_io);
 	ch->poll_timer = tc_timer_free(ch->poll_timer);
@@ -635,7 +635,8 @@ static void read_report(int *report_r, int *report_w, struct spawn_args *a)
  * (spawn_report). Returns the pid, or a negative errno (the failed exec's
  * among them).
  */
-static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid)
+static int spawn(const char *path, const struct child_opts *o, int in_r, int out_w, int err_w, pid_t *ret_pid,
+		 int *ret_pidfd)
 {
 	/* The child needs some 5 KiB (the sandbox reads its working
 	 * directory's path, apply.c); the rest is margin. */
@@ -649,6 +650,21 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	};
 	_cleanup_close_ int report_r = -1, report_w = -1;
 	int r;
+	/* Through the spawner of its seccomp program where the plan allows
+	 * (child_spawner.c); under valgrind, which cannot install the
+	 * sandbox, and with a terminal, directly. */
+	if (a.sandbox && !o->tty && !RUNNING_ON_VALGRIND) {
+		const struct spawner_call call = {
+			.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd, .in_fd = in_r,
+			.out_fd = out_w, .err_fd = err_w, .fd_soft = child_fd_soft, .sandbox = a.sandbox,
+		};
+		r = spawner_spawn(&call, ret_pid, ret_pidfd);
+		if (r <= 0) {
+			if (r == 0)
+				child_track(*ret_pid);
+			return r;
+		}
+	}
 	if (RUNNING_ON_VALGRIND) {
 		if ((r = make_pipe(&report_r, &report_w)) < 0)
 			return r;
@@ -693,7 +709,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			;
 		return -a.err;
 	}
-	track(pid);
+	child_track(pid);
 	*ret_pid = pid;
 	return 0;
 }
@@ -731,10 +747,11 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 			return -errno;
 	}
 
+	int pidfd = -1;
 	if (o->tty)
-		r = spawn(path, o, o->tty_fd, o->tty_fd, o->tty_fd, &pid);
+		r = spawn(path, o, o->tty_fd, o->tty_fd, o->tty_fd, &pid, &pidfd);
 	else
-		r = spawn(path, o, in_r, out_w, err_w, &pid);
+		r = spawn(path, o, in_r, out_w, err_w, &pid, &pidfd);
 	if (r < 0)
 		return r;
 	sandbox_run_spawned(o->sandbox);
@@ -744,13 +761,14 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 
 	/* Safe at once: until we reap it, the pid cannot be reused. Without
 	 * pidfd_open (kernels before 5.3, valgrind) the leader is polled. */
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0 && errno != ENOSYS) {
 		r = -errno;
 		(void)kill(-pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		untrack(pid);
+		child_untrack(pid);
 		return r;
 	}
 
@@ -834,7 +852,7 @@ struct child *child_free(struct child *ch)
 		(void)kill(-ch->pid, SIGKILL);
 		while (wait_leader(ch, &si, WEXITED) < 0 && errno == EINTR)
 			;
-		untrack(ch->pid);
+		child_untrack(ch->pid);
 		reap_orphans();
 	}
 	tc_io_free(ch->pid_io);

@@ -21,6 +21,7 @@
 #include "lib/schema/schema.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
+#include "lib/files/workspace_internal.h"
 #include "proto/json.h"
 
 /* The engine's state of a tool, made on first use. */

@@ -22,7 +22,7 @@
 #include "lib/base/map.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
-#include "lib/files/workspace_ops.h"
+#include "lib/files/workspace_internal.h"
 #include "proto/json.h"
 
 struct confirm {

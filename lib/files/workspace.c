@@ -6,7 +6,8 @@
  * workspace_path.c; files are replaced by workspace_write.c.
  */
 #include "lib/files/workspace.h"
-#include "lib/files/workspace_path.h"
+#include "lib/files/workspace_internal.h"
+#include "lib/files/workspace_root.h"
 
 #include "lib/tool.h"
 

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Status, rename, delete and mkdir beneath a workspace root (see
- * workspace_ops.h). Each resolves the directory holding the last component
+ * workspace_internal.h). Each resolves the directory holding the last component
  * with ws_open_parent() and acts on the last component relative to that
  * fd, with the *at() calls that do not follow it. The recursive delete
  * walks down with ws_open_nofollow(), so a symlink met on the way is
  * removed as itself and never entered; it keeps its place in a stack of
  * open directories, so that it can stop after a part and go on later.
  */
-#include "lib/files/workspace_ops.h"
+#include "lib/files/workspace_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -41,9 +41,10 @@
  *
  * The API (workspace.c) and the atomic write (workspace_write.c) open
  * everything through the functions here; this file knows nothing of them
- * (workspace_path.h is all it includes of the module).
+ * (workspace_internal.h, with the workspace.h it includes, is all it
+ * includes of the module).
  */
-#include "lib/files/workspace_path.h"
+#include "lib/files/workspace_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -395,7 +396,7 @@ static int strip_root(const char *root, const char *path, size_t len, char **ret
 	return 0;
 }
 
-/* Makes a client's path relative to the root (see workspace_path.h). */
+/* Makes a client's path relative to the root (see workspace_internal.h). */
 int ws_relative(const struct workspace *ws, const char *path, size_t len, char **ret)
 {
 	if (!path)

@@ -20,7 +20,7 @@
 
 #include "lib/files/identity.h"
 #include "lib/files/workspace.h"
-#include "lib/files/workspace_path.h"
+#include "lib/files/workspace_internal.h"
 #include "proto/base/util.h"
 
 /* Deeper than this, a directory is not looked for beneath a root (a path

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
+ * Making workspaces, the daemon's part (never a tool's: code built with
+ * TC_TOOL_CODE does not compile with this header, and
+ * tests/unit/test_layers.sh keeps it out of tools/): one opened by its
+ * path, a session's group of roots, and the roots a client may choose.
+ *
  * Choosing a session's workspace without a race. The roots a client may
  * ask for are resolved once (at start-up and on reload) into open O_PATH
  * fds with their (st_dev, st_ino). A directory a client names is opened
@@ -23,12 +28,26 @@
 #ifndef TC_WORKSPACE_ROOT_H
 #define TC_WORKSPACE_ROOT_H
 
+#ifdef TC_TOOL_CODE
+#error "workspaces are made by the daemon; a tool works in its call's, through lib/fsjob/fsjob.h"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 
 struct identity;
 struct workspace;
 struct ws_roots;
+
+/* Opens a workspace rooted at path (made canonical). Absolute paths in
+ * calls may spell the root canonically or, when path is absolute with no
+ * "." or ".." in it, as path does. Negative errno on failure. */
+int ws_open(const char *path, struct workspace **ret);
+/* Makes a workspace rooted where primary is, whose absolute paths may also
+ * name the n workspaces in others (each referenced, their own others
+ * ignored). */
+struct workspace *ws_group(struct workspace *primary, struct workspace *const *others, size_t n);
+
 
 struct ws_roots *ws_roots_new(void);
 /* Accepts NULL; returns NULL. */

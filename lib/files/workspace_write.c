@@ -8,7 +8,7 @@
  * capability.
  */
 #include "lib/files/workspace.h"
-#include "lib/files/workspace_path.h"
+#include "lib/files/workspace_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,6 +9,10 @@
 #include "lib/fsjob/fsjob.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,7 +21,7 @@
 #include "lib/base/iopool.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/files/workspace.h"
-#include "lib/files/workspace_ops.h"
+#include "lib/files/workspace_internal.h"
 #include "proto/base/strv.h"
 #include "proto/base/util.h"
 
@@ -33,6 +37,8 @@ struct fsjob {
 	char *refused_path;		/* what fsjob_guard() refused, first */
 	const char *refused_entry;	/* the protection, in protect (or ".git") */
 	bool switch_ident;
+	bool store;			/* its workspace is a directory of the daemon's
+					 * own store (fsjob_start_store()) */
 	bool cancelled;			/* loop side: fsjob_cancel came */
 	struct iojob *io;		/* loop side: the pool's handle, while queued or running */
 	struct iopool *pool;
@@ -207,9 +213,10 @@ int fsjob_openat_as(const struct tool_call *call, const struct identity *id, con
 	return 0;
 }
 
-enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg)
+static enum tool_ret start(struct tool_call *call, const struct fsjob_ops *ops, void *arg, bool store)
 {
 	struct fsjob *job = xcalloc(1, sizeof(*job));
+	job->store = store;
 	job->call = call;
 	job->ops = ops;
 	job->arg = arg;
@@ -242,6 +249,11 @@ enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, v
 	return TOOL_PENDING;
 }
 
+enum tool_ret fsjob_start(struct tool_call *call, const struct fsjob_ops *ops, void *arg)
+{
+	return start(call, ops, arg, false);
+}
+
 void fsjob_cancel(struct tool_call *call)
 {
 	struct fsjob *job = call->state;
@@ -269,6 +281,12 @@ bool fsjob_on_worker(const struct fsjob *job)
 int fsjob_openat(const struct fsjob *job, const char *path, size_t len, int flags, mode_t mode, int *ret_fd)
 {
 	return ws_openat(job->ws, path, len, flags, mode, ret_fd);
+}
+
+int fsjob_open_nofollow(const struct fsjob *job, int dirfd, const char *rel, int flags, int *ret_fd)
+{
+	(void)job;	/* held only by a run function: the thread acts as the job's identity */
+	return ws_open_nofollow(dirfd, rel, flags, ret_fd);
 }
 
 int fsjob_read(const struct fsjob *job, const char *path, size_t len, uint64_t offset, size_t max,
@@ -320,6 +338,109 @@ int fsjob_delete_step(const struct fsjob *job, struct ws_deleter *del, uint64_t 
 {
 	(void)job;	/* held only by a run function: the step is the job's */
 	return ws_delete_step(del, budget_ms);
+}
+
+/* --- the daemon's own store ------------------------------------------------ */
+
+/* Opens dir (O_PATH), making it and its missing parents: 0711 for root
+ * (peers pass through to their own directory, list nothing), else 0700. */
+static int open_base(const char *dir, int *ret_fd)
+{
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 || errno != ENOENT) {
+		*ret_fd = fd;
+		return fd < 0 ? -errno : 0;
+	}
+	mode_t mode = geteuid() == 0 ? 0711 : 0700;
+	_cleanup_free_ char *p = xstrdup(dir);
+	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
+/*
+ * Opens the peer's directory beneath dir (O_PATH), making it 0700 and,
+ * when the daemon is root, owned by the peer. Done as the daemon, which
+ * owns dir; a few system calls, on the loop.
+ */
+static int open_uid_dir(const char *dir, uid_t uid, gid_t gid, int *ret_fd)
+{
+	_cleanup_close_ int base = -1;
+	int r = open_base(dir, &base);
+	if (r < 0)
+		return r;
+	char name[16];
+	snprintf(name, sizeof(name), "%u", (unsigned)uid);
+	int fd = openat(base, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirat(base, name, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (geteuid() == 0 && uid != 0 && fchownat(base, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+		fd = openat(base, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	/* Someone else's directory put there (dir in a place others may
+	 * write) is never used as the peer's. */
+	struct stat st;
+	uid_t owner = geteuid() == 0 ? uid : geteuid();
+	if (fstat(fd, &st) < 0 || st.st_uid != owner || (st.st_mode & 0022)) {
+		close(fd);
+		return -EPERM;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+int fsjob_start_store(struct tool_call *call, const char *dir, const struct fsjob_ops *ops, void *arg,
+		      enum tool_ret *ret)
+{
+	uid_t uid = call->ident ? call->ident->uid : geteuid();
+	gid_t gid = call->ident ? call->ident->gid : getegid();
+	int fd = -1;
+	int r = open_uid_dir(dir, uid, gid, &fd);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *root = xasprintf("%s/%u", dir, (unsigned)uid);
+	struct workspace *ws = ws_new_at(fd, root);
+	/* The call's own workspace is not the job's: the store is not in it. */
+	struct workspace *keep = call->ws;
+	call->ws = ws;
+	*ret = start(call, ops, arg, true);
+	call->ws = keep;
+	ws_unref(ws);
+	return 0;
+}
+
+int fsjob_store_dir(const struct fsjob *job, const char *name, int *ret_fd)
+{
+	if (!job->store)
+		return -EPERM;
+	if (!*name || strchr(name, '/') || str_eq(name, ".") || str_eq(name, ".."))
+		return -EINVAL;
+	int ufd = job->ws->dirfd;
+	if (mkdirat(ufd, name, 0700) == 0) {
+		/* Made by a root daemon acting as itself (run_as "daemon"):
+		 * the peer's all the same, as the directory that holds it. */
+		struct stat st;
+		if (geteuid() == 0 && identity_thread_clean() && fstat(ufd, &st) == 0 && st.st_uid != 0 &&
+		    fchownat(ufd, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	} else if (errno != EEXIST) {
+		return -errno;
+	}
+	return ws_open_nofollow(ufd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, ret_fd);
 }
 
 const char *fsjob_protected_in(const struct workspace *ws, const char *const *protect, const char *path,

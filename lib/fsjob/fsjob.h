@@ -29,8 +29,9 @@
  *
  * The job is the only way a tool reaches the file system: the workspace
  * primitives that touch it (ws_openat, ws_read, ws_write_atomic, ws_lstat,
- * ws_rename, ws_delete, ws_mkdir and their kin) are poisoned for code built
- * with TC_TOOL_CODE (every file under tools/: see lib/files/workspace.h), and the
+ * ws_rename, ws_delete, ws_mkdir, ws_open_nofollow and their kin) are in
+ * lib/files' private header, which code built with TC_TOOL_CODE (every
+ * file under tools/) cannot include (see lib/files/workspace.h), and the
  * fsjob_* versions below take the job, which a tool holds only inside its
  * run function (or a preview, made with the call's rights). So a tool
  * cannot act on files on the loop as the daemon, whoever writes it.
@@ -112,10 +113,15 @@ bool fsjob_on_worker(const struct fsjob *job);
 
 /*
  * The file system, for run functions: the workspace primitives of
- * lib/files/workspace.h and lib/files/workspace_ops.h applied to the job's workspace,
+ * lib/files (workspace_internal.h) applied to the job's workspace,
  * with the job's identity. Same arguments and answers as those.
  */
 int fsjob_openat(const struct fsjob *job, const char *path, size_t len, int flags, mode_t mode, int *ret_fd);
+/* Opens rel beneath dirfd following no symlink at all, as the walk of a
+ * tree read from directories does (ws_open_nofollow: a symlink on the way
+ * fails with -ELOOP, rel holds no ".."); dirfd is a directory the job
+ * opened (fsjob_openat(), fsjob_store_dir(), or an earlier call). */
+int fsjob_open_nofollow(const struct fsjob *job, int dirfd, const char *rel, int flags, int *ret_fd);
 int fsjob_read(const struct fsjob *job, const char *path, size_t len, uint64_t offset, size_t max,
 	       struct buf *out, struct stat *ret_st);
 int fsjob_read_small(const struct fsjob *job, const char *path, size_t len, uint64_t offset, size_t max,
@@ -130,6 +136,29 @@ int fsjob_mkdir(const struct fsjob *job, const char *path, size_t len, bool pare
 int fsjob_delete_begin(const struct fsjob *job, const char *path, size_t len, bool recursive,
 		       struct ws_deleter **ret);
 int fsjob_delete_step(const struct fsjob *job, struct ws_deleter *del, uint64_t budget_ms);
+/*
+ * The daemon's own store (memory.dir, of the memory tool): files the
+ * daemon keeps for each peer uid, outside every workspace. Named by the
+ * directory the operator configured, never by an fd or a workspace, so
+ * a tool cannot point a job at a directory it opened itself.
+ *
+ * fsjob_start_store() opens (making it) the calling peer's directory
+ * DIR/<uid> on the loop, as the daemon (which owns DIR): 0700 and, when
+ * the daemon is root, owned by the peer; a directory there owned by
+ * anyone else or writable by others is refused with -EPERM, never used.
+ * It then starts ops' work as fsjob_start() does, with that directory as
+ * the job's workspace and the call's identity (the kernel decides, as
+ * for any job); *ret is fsjob_start()'s answer. On a negative errno
+ * nothing is started and arg is still the caller's.
+ *
+ * fsjob_store_dir() (in such a job's run function; -EPERM in any other
+ * job) opens the directory name (one component) of the peer's
+ * directory, making it 0700 (the peer's) when missing, following no
+ * symlink: the place its files go (fsjob_open_nofollow() beneath it).
+ */
+int fsjob_start_store(struct tool_call *call, const char *dir, const struct fsjob_ops *ops, void *arg,
+		      enum tool_ret *ret);
+int fsjob_store_dir(const struct fsjob *job, const char *name, int *ret_fd);
 /* How a tool is about to change a path. */
 enum fsjob_touch {
 	FSJOB_WRITE,	/* its content: a final symlink is followed, as a write does */

@@ -115,6 +115,13 @@ int net_policy_parse(const struct json *v, const char *path, struct net_policy *
  * new policy, or -EINVAL; -ENOMEM.
  */
 int net_policy_bind(struct bind *b, const char *path, const struct json *v, struct net_policy **ret);
+/*
+ * The same for a tool's or provider's file, which may add hosts but not
+ * widen the config's policy otherwise: "allow" and "deny" as above,
+ * "unknown" only "deny"; "allow_private", "hosts" and "unknown": "ask"
+ * are errors naming the key (the daemon's config alone sets them).
+ */
+int net_policy_bind_tool(struct bind *b, const char *path, const struct json *v, struct net_policy **ret);
 /* An empty policy: everything unknown and denied, no private addresses. */
 struct net_policy *net_policy_new(void);
 /*

@@ -156,6 +156,10 @@ int net_relay_start(const struct net_relay_config *cfg, struct net_relay **ret);
 struct net_relay *net_relay_free(struct net_relay *r);
 /* Whether splice(2) moved this relay's bytes. */
 bool net_relay_spliced(const struct net_relay *r);
+/* The relay work a loop does per turn before ready directions wait for
+ * the next turn (tests make it tiny to see the queue; 0: the default,
+ * 1 ms). */
+void net_relay_turn_budget(uint64_t ns);
 
 /* --- the proxy's objects --------------------------------------------------- */
 enum conn_state {

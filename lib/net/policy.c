@@ -200,6 +200,7 @@ struct pstate {
 	const char *path;
 	struct net_policy_errors *errs;
 	struct bind *bind;
+	bool tool;		/* a tool's or provider's file: adds hosts, widens nothing else */
 	int r;
 };
 
@@ -342,6 +343,20 @@ int net_policy_bind(struct bind *b, const char *path, const struct json *v, stru
 	return policy_parse(&st, v, ret);
 }
 
+int net_policy_bind_tool(struct bind *b, const char *path, const struct json *v, struct net_policy **ret)
+{
+	struct pstate st = { .path = path ? path : "", .bind = b, .tool = true };
+
+	return policy_parse(&st, v, ret);
+}
+
+/* Refuses in a tool's file a key that only the daemon's config may set. */
+static void perr_config_only(struct pstate *st, const struct json *v, const char *key)
+{
+	perr(st, v, key, "may be set in the daemon's config alone: a tool or provider file adds hosts "
+	     "(\"allow\") and narrows (\"deny\", \"unknown\": \"deny\"), and widens nothing else");
+}
+
 /* Checks v as a policy; errors go where st says. */
 static int policy_parse(struct pstate *pst, const struct json *v, struct net_policy **ret)
 {
@@ -364,6 +379,8 @@ static int policy_parse(struct pstate *pst, const struct json *v, struct net_pol
 			r = patterns_parse(&st, "allow", m->value, &p->allow, &p->n_allow);
 		else if (strcmp(k, "deny") == 0 && !p->deny)
 			r = patterns_parse(&st, "deny", m->value, &p->deny, &p->n_deny);
+		else if ((strcmp(k, "allow_private") == 0 || strcmp(k, "hosts") == 0) && st.tool)
+			perr_config_only(&st, m->value, k);
 		else if (strcmp(k, "allow_private") == 0 && !p->priv)
 			r = privs_parse(&st, m->value, p);
 		else if (strcmp(k, "hosts") == 0 && !p->hosts)
@@ -372,6 +389,8 @@ static int policy_parse(struct pstate *pst, const struct json *v, struct net_pol
 			const char *s = json_str(m->value);
 			if (s && strcmp(s, "deny") == 0)
 				p->unknown = NET_DENY;
+			else if (s && strcmp(s, "ask") == 0 && st.tool)
+				perr_config_only(&st, m->value, "unknown");
 			else if (s && strcmp(s, "ask") == 0)
 				p->unknown = NET_ASK;
 			else

@@ -7,7 +7,14 @@
  * buffer when the kernel refuses splice for its sockets. A direction that
  * reads end of file shuts its destination down for writing once drained
  * (a half-close travels through). Watchers are started only while a
- * direction waits, so an idle tunnel costs no wakeups.
+ * direction waits, so an idle tunnel costs no wakeups, and a wakeup pumps
+ * the direction it is for alone.
+ *
+ * All relays of a loop share a budget of work per turn of the loop: once
+ * relays have run TURN_BUDGET_NS in a turn, a direction whose socket
+ * becomes ready waits in a queue for the next turn (served in the order
+ * they came), so that another client of the daemon waits about that long
+ * at most behind any number of busy tunnels, and no tunnel starves.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/base/list.h"
 #include "lib/base/loop.h"
 #include "lib/net/net_internal.h"
 #include "proto/base/util.h"
@@ -30,6 +38,28 @@
  * fewer wakeups on a fast download, and a buffer that keeps the source
  * flowing while the destination is briefly full. */
 #define PIPE_SIZE (1024 * 1024)
+/* Relay work per turn of the loop, across all its relays. */
+#define TURN_BUDGET_NS (1000 * 1000)
+
+static uint64_t turn_budget_ns = TURN_BUDGET_NS;
+
+void net_relay_turn_budget(uint64_t ns)
+{
+	turn_budget_ns = ns ? ns : TURN_BUDGET_NS;
+}
+
+/* The budget of one loop, shared by its relays. */
+struct turn {
+	struct tc_loop *loop;
+	struct tc_timer *timer;		/* 0 ms: the next turn */
+	bool armed;
+	struct list queue;		/* directions waiting for a turn */
+	uint64_t used_ns;		/* relay work in this turn */
+	unsigned users;			/* relays, and a running turn */
+	struct turn *next;
+};
+
+static struct turn *turns;
 
 struct dir {
 	struct net_relay *r;
@@ -42,12 +72,15 @@ struct dir {
 	bool copy;
 	bool eof;		/* from said end of file (or the body ended) */
 	bool shut;		/* to was shut down for writing */
+	bool finished;		/* all went, the half-close passed on */
+	struct list queued;	/* in the turn's queue: waits for the next turn */
 	struct net_http_body *body;
 	uint64_t moved;		/* bytes delivered to "to" since the last report */
 };
 
 struct net_relay {
 	struct tc_loop *loop;
+	struct turn *turn;
 	struct dir up, down;
 	bool end_with_down;
 	bool spliced;
@@ -131,9 +164,10 @@ static void pipe_grow(struct dir *d)
 static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
 {
 	uint64_t start = d->moved;
+	bool drained = false;	/* a read took less than it could: the socket is empty */
 
 	for (;;) {
-		bool progress = false, read_blocked = false, write_blocked = false;
+		bool progress = false, read_blocked = drained, write_blocked = false;
 
 		if (d->moved - start >= TURN_BYTES && !(d->eof && d->in_pipe == 0)) {
 			/* Enough for one turn: the loop comes back (the watchers
@@ -155,9 +189,13 @@ static int dir_pump_splice(struct dir *d, bool *want_read, bool *want_write)
 			else if (n < 0 && errno != EINTR)
 				return -errno;
 		}
-		if (!d->eof && d->in_pipe < d->pipe_cap) {
-			ssize_t n = splice(d->from, NULL, d->pipe[1], NULL, d->pipe_cap - d->in_pipe,
-					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (!d->eof && d->in_pipe < d->pipe_cap && !drained) {
+			size_t room = d->pipe_cap - d->in_pipe;
+			ssize_t n = splice(d->from, NULL, d->pipe[1], NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			/* Less than asked: what the socket held. Asking again
+			 * would only hear EAGAIN; the watcher says when more
+			 * comes. */
+			drained = n > 0 && (size_t)n < room;
 			if (n > 0) {
 				d->in_pipe += (size_t)n;
 				d->r->spliced = true;
@@ -245,53 +283,135 @@ static int relay_report(struct net_relay *r)
 	return r->progress ? r->progress(r->arg, up, down) : 0;
 }
 
-/* Pumps both directions and reports; ends the relay when done. */
-static void relay_run(struct net_relay *r)
+/* Pumps one direction and reports; ends the relay when done. */
+static void relay_run(struct dir *d)
 {
-	struct dir *dirs[2] = { &r->up, &r->down };
-	int fin[2] = { 0, 0 };
+	struct net_relay *r = d->r;
+	struct dir *other = d == &r->up ? &r->down : &r->up;
+	bool want_read, want_write;
+	int x = d->finished ? 1 : dir_pump(d, &want_read, &want_write);
 
-	for (int i = 0; i < 2; i++) {
-		bool want_read, want_write;
-		struct dir *d = dirs[i];
-		int x = dir_pump(d, &want_read, &want_write);
-		if ((x == -EPIPE || x == -ECONNRESET) && dirs[1 - i]->eof) {
-			/* The destination closed after saying it was done: what it
-			 * did not take it did not want. An end, not an error. */
-			d->eof = d->shut = true;
-			d->in_pipe = d->off = d->len = 0;
-			x = 1;
-		}
-		if (x < 0) {
-			relay_report(r);	/* what moved before the error counts */
-			r->done(r->arg, x);
-			return;
-		}
-		fin[i] = x;
-		if (want_read)
-			tc_io_start(d->rd);
-		else
-			tc_io_stop(d->rd);
-		if (want_write)
-			tc_io_start(d->wr);
-		else
-			tc_io_stop(d->wr);
+	if ((x == -EPIPE || x == -ECONNRESET) && other->eof) {
+		/* The destination closed after saying it was done: what it
+		 * did not take it did not want. An end, not an error. */
+		d->eof = d->shut = true;
+		d->in_pipe = d->off = d->len = 0;
+		x = 1;
 	}
-	int x = relay_report(r);
+	if (x < 0) {
+		relay_report(r);	/* what moved before the error counts */
+		r->done(r->arg, x);
+		return;
+	}
+	if (x == 1) {
+		d->finished = true;
+		want_read = want_write = false;
+	}
+	if (want_read)
+		tc_io_start(d->rd);
+	else
+		tc_io_stop(d->rd);
+	if (want_write)
+		tc_io_start(d->wr);
+	else
+		tc_io_stop(d->wr);
+	x = relay_report(r);
 	if (x < 0) {
 		r->done(r->arg, x);
 		return;
 	}
-	if ((fin[0] && fin[1]) || (r->end_with_down && fin[1]))
+	if ((r->up.finished && r->down.finished) || (r->end_with_down && r->down.finished))
 		r->done(r->arg, 0);
+}
+
+static void turn_release(struct turn *t)
+{
+	if (--t->users)
+		return;
+	for (struct turn **pp = &turns; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	tc_timer_free(t->timer);
+	free(t);
+}
+
+/* Runs d within the turn's budget. */
+static void turn_run(struct turn *t, struct dir *d)
+{
+	uint64_t t0 = mono_ns();
+
+	t->users++;	/* d's relay, the turn's last user, may end in it */
+	relay_run(d);
+	t->used_ns += mono_ns() - t0;
+	if (!t->armed) {
+		/* The next turn starts the budget again. */
+		t->armed = true;
+		tc_timer_start(t->timer, 0);
+	}
+	turn_release(t);
+}
+
+/* A new turn of the loop: the directions that waited run first, within
+ * the budget. */
+static void on_turn(void *arg)
+{
+	struct turn *t = arg;
+	struct dir *d;
+
+	t->armed = false;
+	t->used_ns = 0;
+	t->users++;	/* the last relay may go while the queue runs */
+	while (t->used_ns < turn_budget_ns && (d = list_first(&t->queue, struct dir, queued))) {
+		list_remove(&d->queued);
+		turn_run(t, d);	/* arms the timer: the budget starts again next turn */
+	}
+	if (!list_empty(&t->queue) && !t->armed) {
+		t->armed = true;
+		tc_timer_start(t->timer, 0);
+	}
+	turn_release(t);
+}
+
+static struct turn *turn_get(struct tc_loop *loop)
+{
+	struct turn *t;
+
+	for (t = turns; t; t = t->next)
+		if (t->loop == loop) {
+			t->users++;
+			return t;
+		}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->timer = tc_timer_new(loop, on_turn, t);
+	if (!t->timer) {
+		free(t);
+		return NULL;
+	}
+	t->loop = loop;
+	list_init(&t->queue);
+	t->users = 1;
+	t->next = turns;
+	turns = t;
+	return t;
 }
 
 static void on_io(void *arg, int revents)
 {
 	struct dir *d = arg;
+	struct turn *t = d->r->turn;
 
 	(void)revents;
-	relay_run(d->r);
+	if (list_linked(&d->queued))
+		return;		/* its turn comes */
+	if (t->used_ns >= turn_budget_ns) {
+		list_insert_tail(&t->queue, &d->queued);
+		return;
+	}
+	turn_run(t, d);
 }
 
 static int dir_init(struct net_relay *r, struct dir *d, int from, int to, bool copy)
@@ -299,6 +419,7 @@ static int dir_init(struct net_relay *r, struct dir *d, int from, int to, bool c
 	d->r = r;
 	d->from = from;
 	d->to = to;
+	list_init(&d->queued);
 	d->pipe[0] = d->pipe[1] = -1;
 	d->copy = copy;
 	if (!copy) {
@@ -316,6 +437,8 @@ static int dir_init(struct net_relay *r, struct dir *d, int from, int to, bool c
 
 static void dir_done(struct dir *d)
 {
+	if (d->r && list_linked(&d->queued))
+		list_remove(&d->queued);
 	tc_io_free(d->rd);
 	tc_io_free(d->wr);
 	if (d->pipe[0] >= 0)
@@ -332,6 +455,8 @@ struct net_relay *net_relay_free(struct net_relay *r)
 		return NULL;
 	dir_done(&r->up);
 	dir_done(&r->down);
+	if (r->turn)
+		turn_release(r->turn);
 	free(r);
 	return NULL;
 }
@@ -356,6 +481,12 @@ int net_relay_start(const struct net_relay_config *cfg, struct net_relay **ret)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	r->loop = cfg->loop;
+	r->turn = turn_get(cfg->loop);
+	if (!r->turn) {
+		free(r);
+		net_http_body_free(cfg->body);
+		return -ENOMEM;
+	}
 	r->end_with_down = cfg->end_with_down;
 	r->progress = cfg->progress;
 	r->done = cfg->done;

@@ -417,3 +417,75 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 		STEP("loading the seccomp filter", syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->bpf));
 	return 0;
 }
+
+/*
+ * Whether a spawner (lib/child/child_spawner.c) can start the child of a
+ * plan, which then carries out only sandbox_child_apply_spawned(): the
+ * plan has a seccomp program and sets no_new_privs (what the spawner did
+ * once, with the bounding set where the plan empties it), and needs no
+ * step the spawner's filter refuses: no user namespace to make or join
+ * (a daemon that is not root), no mount namespace to make (one made
+ * ahead is joined).
+ */
+bool sandbox_child_spawnable(const struct sandbox_child *c)
+{
+	return c && c->bpf && c->no_new_privs && !c->userns && c->userns_fd < 0 &&
+	       (c->mntns_fd >= 0 || !sandbox_child_needs_mounts(c));
+}
+
+/*
+ * What a spawner does once, for every child it will start, whose plans
+ * have the seccomp program prog (seccomp_prog_get()): the bounding set
+ * emptied and the securebits locked where cap_last is not -1 (as the
+ * plans' cap_last; its own capabilities stay in effect,
+ * which its children use and drop), no_new_privs, and the spawner's
+ * variant of the program loaded (seccomp_spawner_prog(), built before
+ * the spawner is forked: spawner_prog).
+ */
+__attribute__((no_sanitize("address"))) int sandbox_spawner_setup(int cap_last, const void *spawner_prog)
+{
+	int r;
+	if (!spawner_prog)
+		return -EINVAL;
+	if (cap_last >= 0 && (r = sandbox_caps_bound(cap_last)) < 0)
+		return r;
+	if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, spawner_prog) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The plan, carried out by the child of a spawner set up for it
+ * (sandbox_child_spawnable(), sandbox_spawner_setup()): what
+ * sandbox_child_apply() does but the bounding set, no_new_privs and the
+ * seccomp filter, which the child has from the spawner. */
+__attribute__((no_sanitize("address"))) int sandbox_child_apply_spawned(struct sandbox_child *c)
+{
+	if (c->cgroup_procs_fd >= 0)
+		STEP("joining the call's cgroup", syscall(SYS_write, c->cgroup_procs_fd, "0", 1));
+	if (c->netns_fd >= 0)
+		STEP("joining the call's network namespace", syscall(SYS_setns, c->netns_fd, CLONE_NEWNET));
+	if (c->subreaper)
+		STEP("becoming subreaper", syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
+	if (c->mntns_fd >= 0)
+		STEP("joining the mount namespace prepared for it", join_mounts(c->mntns_fd));
+	for (unsigned i = 0; i < c->n_rlimits; i++) {
+		struct raw_rlimit old, rl;
+		uint64_t v = c->rlimits[i].value;
+		STEP("reading a resource limit", syscall(SYS_prlimit64, 0, c->rlimits[i].resource, NULL, &old));
+		rl.max = old.max < v ? old.max : v;
+		rl.cur = old.cur < rl.max ? old.cur : rl.max;
+		STEP("setting a resource limit", syscall(SYS_prlimit64, 0, c->rlimits[i].resource, &rl, NULL));
+	}
+	if (c->set_ids) {
+		STEP("setting the groups", syscall(SYS_setgroups, c->n_groups, c->groups));
+		STEP("setting the gid", syscall(SYS_setresgid, c->gid, c->gid, c->gid));
+		STEP("setting the uid", syscall(SYS_setresuid, c->uid, c->uid, c->uid));
+	}
+	STEP("dropping the capabilities", sandbox_caps_clear());
+	if (c->landlock_fd >= 0)
+		STEP("enforcing Landlock", syscall(SYS_landlock_restrict_self, c->landlock_fd, 0));
+	if (c->landlock_fd2 >= 0)
+		STEP("enforcing Landlock (its second layer)", syscall(SYS_landlock_restrict_self, c->landlock_fd2, 0));
+	return 0;
+}

@@ -294,7 +294,7 @@ int sandbox_tool_network_bind(struct bind *b, const char *path, const struct jso
 	if (v->type != JSON_OBJECT)
 		return want_network(b, path, v, &t->network, true);
 	struct net_policy *pol = NULL;
-	int r = net_policy_bind(b, path, v, &pol);
+	int r = net_policy_bind_tool(b, path, v, &pol);
 	if (r < 0)
 		return r;
 	net_policy_unref(t->net);

@@ -29,6 +29,12 @@
 #include "lib/sandbox/sandbox_internal.h"
 #include "proto/base/util.h"
 
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
+
 /* sandbox_cgroup_fake(): the cgroup directory is plain files. */
 static bool cg_fake;
 
@@ -353,5 +359,14 @@ char *sandbox_features_line(const struct sandbox_features *f)
 	buf_puts(&b, f->setid ? ", run_as peer: yes" : ", run_as peer: no (not root)");
 	buf_puts(&b, sandbox_cap_last() >= 0 ? ", children: no capabilities, bounding set empty, securebits locked"
 					     : ", children: no capabilities (bounding set kept: no CAP_SETPCAP)");
+	/* Where lib/child/child_spawner.c starts sandboxed children from
+	 * (sandbox_child_spawnable()): the same protections either way. */
+	if (RUNNING_ON_VALGRIND)
+		buf_puts(&b, ", spawner: no (valgrind)");
+	else if (f->seccomp && f->no_new_privs)
+		buf_puts(&b, ", spawner: yes (bounding set, no_new_privs and seccomp filter set once per filter; "
+			     "children of a mount namespace made ahead start from it)");
+	else
+		buf_puts(&b, ", spawner: no (children set up their sandbox themselves)");
 	return buf_steal(&b);
 }

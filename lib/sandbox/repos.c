@@ -3,43 +3,119 @@
  * The git directories of a workspace in which sandbox.protect holds for
  * children (run.c mounts the protected entries of each read-only): the
  * repository's own .git, its submodules' git directories (.git/modules/
- * NAME, one readdir), and the .git of each repository one level down
- * (NAME/.git, or the file a submodule's worktree has there). Deeper repositories are not looked for: that would be a
- * scan of the tree at every call (the file tools hold protect in every
- * repository at any depth, by path: conf.c).
+ * NAME, one readdir), and the .git of each repository nested in the
+ * workspace (DIR/.git, or the file a submodule's worktree has there) down
+ * to REPOS_DEPTH levels: a/b/c/d/.git is held, a/b/c/d/e/.git is not.
  *
- * The workspace's top is read again only when it has changed (its mtime
- * and ctime: an entry made, removed or renamed there), up to REPOS_SCAN
- * entries; a repository made later inside a directory that was already
- * there (git init of an existing directory) is found when the top next
- * changes or on reload.
+ * The nested repositories are found by reading the workspace's
+ * directories level by level, shallowest first, following no symlink and
+ * never entering a .git, at most REPOS_DIRS directories and REPOS_SCAN
+ * entries a scan: beyond that (a workspace with more directories within
+ * REPOS_DEPTH levels) the repositories not reached are not held for
+ * children, as none deeper than REPOS_DEPTH are; the file tools hold
+ * protect in every repository at any depth, by path (conf.c).
+ *
+ * A scan is kept for the next calls while no directory it looked at has
+ * changed (an entry made, removed or renamed in it, a .git made by git
+ * init of an existing directory included): inotify watches each one, so a
+ * call costs one read of the inotify fd; where a directory cannot be
+ * watched (no inotify, its watches used up) every one is lstat'ed at each
+ * call instead (device, inode, mtime and ctime). A new scan when one
+ * changed.
  */
 #include "lib/sandbox/sandbox_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "proto/base/strv.h"
 #include "proto/base/util.h"
 
-/* The most git directories of submodules, and of entries looked at in a
- * workspace's top. */
+/* The most git directories of submodules. */
 #define MODULES_MAX 32
-#define REPOS_SCAN 1024
+/* The deepest level a nested repository's top is looked for at (the
+ * workspace's own top is level 0). */
+#define REPOS_DEPTH 4
+/* The most directories a scan looks at (and keeps to check), and entries
+ * it reads: a scan runs on the loop (sandbox_prepare()), when a directory
+ * it looked at has changed, and costs a few system calls a directory. */
+#define REPOS_DIRS 256
+#define REPOS_SCAN 8192
 /* The workspaces whose nested repositories are kept. */
 #define KEPT_MAX 8
 
+/* A directory a scan looked at, as it was then. */
+struct seen {
+	char *path;		/* absolute */
+	struct stat st;
+};
+
 static struct kept {
 	char *ws;
-	struct stat st;
-	char **names;		/* entries of the top holding a .git */
+	struct seen *dirs;	/* the top first */
+	size_t n_dirs;
+	char **names;		/* the nested repositories, relative to the top */
+	int *wds;		/* inotify watches of dirs (-1: none) */
+	bool watched;		/* every one of dirs is watched */
+	bool changed;		/* an event came for one of them */
 } kept[KEPT_MAX];
 static unsigned n_kept;
+/* The inotify fd of the watches (-1: not made yet, -2: none to be had). */
+static int ino_fd = -1;
+
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | \
+		    IN_ONLYDIR | IN_DONT_FOLLOW)
+
+/* True when another kept scan watches wd (the kernel gives one inode one
+ * watch, shared by every workspace that holds the directory). */
+static bool wd_shared(const struct kept *k, int wd)
+{
+	for (unsigned i = 0; i < n_kept; i++)
+		for (size_t j = 0; &kept[i] != k && j < kept[i].n_dirs; j++)
+			if (kept[i].wds && kept[i].wds[j] == wd)
+				return true;
+	return false;
+}
+
+/* The most events matched to their scans in one drain; past it (a build
+ * writing many files in watched directories) every scan counts as
+ * changed, which costs each a new scan instead of a long match here. */
+#define EVENTS_MATCHED 64
+
+/* Reads the events that came: the scans whose directories they concern
+ * have changed (all of them when the queue overflowed, or when too many
+ * came to match). */
+static void drain(void)
+{
+	if (ino_fd < 0)
+		return;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	unsigned seen = 0;
+	while ((n = read(ino_fd, buf, sizeof(buf))) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			p += sizeof(*ev) + ev->len;
+			/* A watch gone: removed by kept_clear(), or its
+			 * directory deleted, which IN_DELETE_SELF told. */
+			if (ev->mask & IN_IGNORED)
+				continue;
+			bool all = ev->wd == -1 || (ev->mask & IN_Q_OVERFLOW) || ++seen > EVENTS_MATCHED;
+			for (unsigned i = 0; i < n_kept; i++)
+				for (size_t j = 0; !kept[i].changed && j < kept[i].n_dirs && kept[i].wds; j++)
+					if (all || kept[i].wds[j] == ev->wd)
+						kept[i].changed = true;
+		}
+	}
+}
 
 static void push(char ***v, size_t *n, char *s)
 {
@@ -55,60 +131,171 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* Reads the entries of the top that hold a .git (a directory, or a file:
- * a submodule's "gitdir:" pointer). */
-static char **scan(const char *ws)
+/* Opens the directory rel beneath topfd following no symlink on the way:
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), or one component at a
+ * time with O_NOFOLLOW where the kernel lacks it. rel holds names read
+ * from directories (no "." or ".."). */
+static int open_below(int topfd, const char *rel)
 {
-	char **names = NULL;
-	size_t n = 0;
-	int fd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, topfd, rel, &how, sizeof(how));
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != E2BIG))
+		return fd;
+	fd = fcntl(topfd, F_DUPFD_CLOEXEC, 3);
+	_cleanup_free_ char *p = xstrdup(rel);
+	char *save = NULL;
+	for (char *c = strtok_r(p, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
+		int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
 	}
-	struct dirent *e;
-	for (unsigned seen = 0; (e = readdir(d)) && seen < REPOS_SCAN; seen++) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || strcmp(e->d_name, ".git") == 0 ||
-		    (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
-			continue;
-		_cleanup_free_ char *git = xasprintf("%s/.git", e->d_name);
-		struct stat st;
-		if (fstatat(dirfd(d), git, &st, AT_SYMLINK_NOFOLLOW) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
-			push(&names, &n, xstrdup(e->d_name));
-	}
-	closedir(d);
-	return names;
+	return fd;
 }
 
-/* The entries of ws's top that are repositories, read again when the top
- * has changed. */
+static void kept_clear(struct kept *k)
+{
+	for (size_t i = 0; i < k->n_dirs; i++) {
+		free(k->dirs[i].path);
+		if (k->wds && k->wds[i] >= 0 && ino_fd >= 0 && !wd_shared(k, k->wds[i]))
+			(void)inotify_rm_watch(ino_fd, k->wds[i]);
+	}
+	free(k->wds);
+	k->wds = NULL;
+	k->watched = k->changed = false;
+	free(k->dirs);
+	k->dirs = NULL;
+	k->n_dirs = 0;
+	strv_free(k->names);
+	k->names = NULL;
+}
+
+/* Notes a directory the scan looks at, and watches it. */
+static void seen_add(struct kept *k, const char *ws, const char *rel, const struct stat *st)
+{
+	k->dirs = xreallocarray(k->dirs, k->n_dirs + 1, sizeof(*k->dirs));
+	k->wds = xreallocarray(k->wds, k->n_dirs + 1, sizeof(*k->wds));
+	char *path = *rel ? xasprintf("%s/%s", ws, rel) : xstrdup(ws);
+	int wd = k->watched ? inotify_add_watch(ino_fd, path, WATCH_MASK) : -1;
+	if (k->watched && wd < 0) {
+		/* Checked by lstat from now on: the ones before too. */
+		k->watched = false;
+		for (size_t i = 1; i < k->n_dirs; i++)
+			if (lstat(k->dirs[i].path, &k->dirs[i].st) < 0)
+				k->dirs[i].st = (struct stat){0};
+	}
+	k->wds[k->n_dirs] = wd;
+	k->dirs[k->n_dirs] = (struct seen){ .path = path };
+	if (st)
+		k->dirs[k->n_dirs].st = *st;
+	else if (!k->watched && lstat(path, &k->dirs[k->n_dirs].st) < 0)
+		k->dirs[k->n_dirs].st = (struct stat){0};
+	k->n_dirs++;
+}
+
+/*
+ * Reads ws's directories level by level, down to REPOS_DEPTH, into k: the
+ * directories looked at (checked again at each call) and those holding a
+ * .git (a directory, or a file: a submodule's "gitdir:" pointer).
+ */
+static void scan(struct kept *k, const char *ws, const struct stat *top)
+{
+	if (ino_fd == -1) {
+		ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (ino_fd < 0)
+			ino_fd = -2;
+	}
+	k->watched = ino_fd >= 0;
+	seen_add(k, ws, "", top);
+	_cleanup_close_ int topfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (topfd < 0)
+		return;
+	size_t n_names = 0, entries = 0;
+	/* The directories of the level being read, relative to the top. */
+	char **level = NULL, **next = NULL;
+	size_t n_level = 0, n_next = 0;
+	push(&level, &n_level, xstrdup(""));
+	for (unsigned depth = 0; depth < REPOS_DEPTH && level && *level; depth++) {
+		next = NULL;
+		n_next = 0;
+		for (char **rel = level; *rel && k->n_dirs < REPOS_DIRS && entries < REPOS_SCAN; rel++) {
+			int fd = **rel ? open_below(topfd, *rel) : fcntl(topfd, F_DUPFD_CLOEXEC, 3);
+			DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+			if (!d) {
+				if (fd >= 0)
+					close(fd);
+				continue;
+			}
+			struct dirent *e;
+			while ((e = readdir(d)) && k->n_dirs < REPOS_DIRS && ++entries <= REPOS_SCAN) {
+				if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+				    strcmp(e->d_name, ".git") == 0 || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+					continue;
+				struct stat st, gst;
+				if (e->d_type == DT_UNKNOWN &&
+				    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)))
+					continue;
+				char *child = **rel ? xasprintf("%s/%s", *rel, e->d_name) : xstrdup(e->d_name);
+				seen_add(k, ws, child, NULL);
+				_cleanup_free_ char *git = xasprintf("%s/.git", e->d_name);
+				if (fstatat(dirfd(d), git, &gst, AT_SYMLINK_NOFOLLOW) == 0 &&
+				    (S_ISDIR(gst.st_mode) || S_ISREG(gst.st_mode)))
+					push(&k->names, &n_names, xstrdup(child));
+				if (depth + 1 < REPOS_DEPTH)
+					push(&next, &n_next, child);
+				else
+					free(child);
+			}
+			closedir(d);
+		}
+		strv_free(level);
+		level = next;
+	}
+	strv_free(level);
+}
+
+/* True when every directory the scan looked at is as it was: no event
+ * came for one, or, where one is not watched, each lstat'ed is. */
+static bool still_same(const struct kept *k)
+{
+	if (k->watched)
+		return !k->changed;
+	for (size_t i = 1; i < k->n_dirs; i++) {
+		struct stat st;
+		if (lstat(k->dirs[i].path, &st) < 0 || !same_stat(&k->dirs[i].st, &st))
+			return false;
+	}
+	return true;
+}
+
+/* The repositories nested in ws (relative to it), read again when one of
+ * the directories the last scan looked at has changed. */
 static const char *const *nested(const char *ws)
 {
 	struct stat st;
 	if (stat(ws, &st) < 0)
 		return NULL;
+	drain();
 	unsigned i = 0;
 	while (i < n_kept && strcmp(kept[i].ws, ws) != 0)
 		i++;
-	if (i < n_kept && same_stat(&kept[i].st, &st))
+	if (i < n_kept && kept[i].n_dirs && same_stat(&kept[i].dirs[0].st, &st) && still_same(&kept[i]))
 		return (const char *const *)kept[i].names;
 	if (i == n_kept) {
 		if (n_kept == KEPT_MAX) {
 			/* The oldest goes. */
 			free(kept[0].ws);
-			strv_free(kept[0].names);
+			kept_clear(&kept[0]);
 			memmove(kept, kept + 1, (KEPT_MAX - 1) * sizeof(*kept));
 			i = --n_kept;
 		}
-		kept[i].ws = xstrdup(ws);
-		kept[i].names = NULL;
+		kept[i] = (struct kept){ .ws = xstrdup(ws) };
 		n_kept++;
 	}
-	strv_free(kept[i].names);
-	kept[i].names = scan(ws);
-	kept[i].st = st;
+	kept_clear(&kept[i]);
+	scan(&kept[i], ws, &st);
 	return (const char *const *)kept[i].names;
 }
 
@@ -117,8 +304,11 @@ void repos_clear(void)
 	while (n_kept) {
 		n_kept--;
 		free(kept[n_kept].ws);
-		strv_free(kept[n_kept].names);
+		kept_clear(&kept[n_kept]);
 	}
+	if (ino_fd >= 0)
+		close(ino_fd);
+	ino_fd = -1;
 }
 
 /* Adds dir's git directories: dir/.git when it is a directory, and its

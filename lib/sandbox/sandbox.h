@@ -400,6 +400,22 @@ void sandbox_shutdown(void);
 int sandbox_child_apply(struct sandbox_child *c);
 
 /*
+ * Children started by a spawner (lib/child/child_spawner.c), a process of
+ * the daemon's that has done once what every child of a seccomp program
+ * does (sandbox_spawner_setup(): bounding set, securebits, no_new_privs,
+ * the program in its spawner variant, which lets setns join a mount or
+ * network namespace, useless without capabilities), so that its children
+ * inherit that and carry out the rest of their plan only
+ * (sandbox_child_apply_spawned()). sandbox_child_spawnable(): whether a
+ * plan can be carried out so. seccomp_spawner_prog(): the spawner's
+ * program for a plan's (its bpf), or NULL.
+ */
+bool sandbox_child_spawnable(const struct sandbox_child *c);
+const void *seccomp_spawner_prog(const void *prog);
+int sandbox_spawner_setup(int cap_last, const void *spawner_prog);
+int sandbox_child_apply_spawned(struct sandbox_child *c);
+
+/*
  * No child holds a capability, whatever its uid: each empties its
  * bounding set and locks the securebits (SECBIT_NOROOT and the others:
  * no capability comes back through exec of a setuid or file-capability

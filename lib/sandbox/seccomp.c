@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The seccomp programs of the sandbox, built with libseccomp once per
- * kind and kept as BPF, so the spawned child only loads them.
+ * kind and kept as BPF, so the spawned child only loads them (or
+ * inherits it from a spawner, lib/child/child_spawner.c).
  *
  * Everything is allowed but: sockets of any family other than AF_UNIX and
  * AF_NETLINK unless the profile has network (AF_INET and AF_INET6 too with
  * the network "proxy", in a namespace of loopback only; EACCES: the
  * program says "Permission denied"); io_uring, which would run socket and file
  * operations past this filter; ptrace, bpf, perf_event_open, the key
- * calls, every mount-type call, setns, new namespaces through unshare or
- * clone, and clone3 (ENOSYS: its flags are in memory a filter cannot read,
+ * calls, every mount-type call, setns (but into a mount or network
+ * namespace in the spawner's variant: add_setns_rules()), new namespaces
+ * through unshare or clone, and clone3 (ENOSYS: its flags are in memory a filter cannot read,
  * and libc falls back to clone); giving up the subreaper role that keeps a
  * call's processes together; and the ioctls that push input into a
  * terminal. The other architectures of the machine (i386 on x86_64) are
@@ -39,17 +41,25 @@
 #define CLONE_NEWTIME 0x00000080
 #endif
 
-/* [enum sandbox_network] */
+/* [enum sandbox_network]; spawner_progs: the same, as the spawner loads
+ * it (seccomp_spawner_prog()). */
 static struct sock_fprog *progs[3];
+static struct sock_fprog *spawner_progs[3];
 
 void seccomp_cache_clear(void)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		if (progs[i]) {
 			free(progs[i]->filter);
 			free(progs[i]);
 			progs[i] = NULL;
 		}
+		if (spawner_progs[i]) {
+			free(spawner_progs[i]->filter);
+			free(spawner_progs[i]);
+			spawner_progs[i] = NULL;
+		}
+	}
 }
 
 static const char *const denied_calls[] = {
@@ -57,7 +67,7 @@ static const char *const denied_calls[] = {
 	"ptrace", "process_vm_readv", "process_vm_writev", "bpf", "perf_event_open",
 	"keyctl", "add_key", "request_key",
 	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount",
-	"fsconfig", "fspick", "mount_setattr", "setns", "chroot",
+	"fsconfig", "fspick", "mount_setattr", "chroot",
 	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
 	"userfaultfd", "name_to_handle_at", "open_by_handle_at",
 };
@@ -118,12 +128,46 @@ static int add_mode_rules(scmp_filter_ctx ctx, const char **ret_what)
 	return 0;
 }
 
-/* Adds the rules; returns 0 or a negative errno, *ret_what naming the
- * rule that failed. */
-static int add_rules(scmp_filter_ctx ctx, int network, const char **ret_what)
+/*
+ * setns: refused outright, or, in the spawner's program (spawner), refused
+ * but with nstype exactly CLONE_NEWNS or CLONE_NEWNET, what the spawner's
+ * child needs before its exec to join the call's namespaces made ahead
+ * (lib/child/child_spawner.c). That leaves nothing to a child: joining a
+ * mount or network namespace takes CAP_SYS_ADMIN in the caller's own user
+ * namespace (and CAP_SYS_CHROOT for a mount one), which a child has not
+ * (every capability set empty), and it can neither make a user namespace
+ * (unshare, clone) nor join one (nstype 0 or CLONE_NEWUSER stay refused).
+ * Any other nstype the kernel refuses itself (EINVAL).
+ */
+static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_what)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	int r;
+	*ret_what = "setns";
+	if (!spawner)
+		return seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 0);
+	static const uint64_t other_ns[] = {
+		CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP, CLONE_NEWTIME,
+	};
+	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 1, SCMP_A1(SCMP_CMP_EQ, 0, 0))) < 0 ||
+	    (r = seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 1, SCMP_A1(SCMP_CMP_GT, 0xffffffffu, 0))) < 0)
+		return r;
+	for (size_t i = 0; i < ELEMENTSOF(other_ns); i++)
+		if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(setns), 1,
+					  SCMP_A1(SCMP_CMP_MASKED_EQ, other_ns[i], other_ns[i]))) < 0)
+			return r;
+	return 0;
+}
+
+/* Adds the rules; returns 0 or a negative errno, *ret_what naming the
+ * rule that failed. */
+static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, const char **ret_what)
+{
+	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+	int r;
+
+	if ((r = add_setns_rules(ctx, spawner, ret_what)) < 0)
+		return r;
 
 	for (size_t i = 0; i < ELEMENTSOF(denied_calls); i++) {
 		int nr = seccomp_syscall_resolve_name(denied_calls[i]);
@@ -151,9 +195,16 @@ static int add_rules(scmp_filter_ctx ctx, int network, const char **ret_what)
 					  SCMP_A0(SCMP_CMP_MASKED_EQ, ns_flags[i], ns_flags[i]))) < 0)
 			return r;
 	}
+	/* The spawner's child becomes subreaper after the filter is in
+	 * force (add_setns_rules()): what it keeps refused is giving the
+	 * role up (arg2 0), which is all that setting it again could do. */
 	*ret_what = "prctl";
-	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(prctl), 1,
-				  SCMP_A0(SCMP_CMP_EQ, PR_SET_CHILD_SUBREAPER, 0))) < 0)
+	if (spawner)
+		r = seccomp_rule_add(ctx, eperm, SCMP_SYS(prctl), 2, SCMP_A0(SCMP_CMP_EQ, PR_SET_CHILD_SUBREAPER, 0),
+				     SCMP_A1(SCMP_CMP_EQ, 0, 0));
+	else
+		r = seccomp_rule_add(ctx, eperm, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_SET_CHILD_SUBREAPER, 0));
+	if (r < 0)
 		return r;
 	*ret_what = "ioctl";
 	if ((r = seccomp_rule_add(ctx, eperm, SCMP_SYS(ioctl), 1,
@@ -215,7 +266,7 @@ static int add_rules(scmp_filter_ctx ctx, int network, const char **ret_what)
 }
 
 /* Builds a program and exports it as BPF into memory. */
-static int build(int network, struct sock_fprog **ret, char **ret_msg)
+static int build(int network, bool spawner, struct sock_fprog **ret, char **ret_msg)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	const char *what = "init";
@@ -231,7 +282,7 @@ static int build(int network, struct sock_fprog **ret, char **ret_msg)
 	 * of its cost here) grow with every rule. */
 	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
 	    (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) < 0 ||
-	    (r = add_rules(ctx, network, &what)) < 0)
+	    (r = add_rules(ctx, network, spawner, &what)) < 0)
 		goto fail;
 	what = "export";
 	mfd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
@@ -272,7 +323,25 @@ const void *seccomp_prog_get(int network, char **ret_msg)
 	if ((unsigned)network >= ELEMENTSOF(progs))
 		network = SANDBOX_NET_NONE;
 	struct sock_fprog **slot = &progs[network];
-	if (!*slot && build(network, slot, ret_msg) < 0)
+	if (!*slot && build(network, false, slot, ret_msg) < 0)
 		return NULL;
 	return *slot;
+}
+
+/* The program a spawner loads for children whose program is prog (one
+ * of seccomp_prog_get()'s): the same but for setns (add_setns_rules()).
+ * NULL if prog is none of ours or it cannot be built. */
+const void *seccomp_spawner_prog(const void *prog)
+{
+	for (int i = 0; i < (int)ELEMENTSOF(progs); i++) {
+		if (!prog || progs[i] != prog)
+			continue;
+		char *msg = NULL;
+		if (!spawner_progs[i] && build(i, true, &spawner_progs[i], &msg) < 0) {
+			free(msg);
+			return NULL;
+		}
+		return spawner_progs[i];
+	}
+	return NULL;
 }

@@ -7,11 +7,12 @@
 
 /*
  * Downloads mb MiB from an origin on 127.0.0.1 directly and through the
- * proxy engine's CONNECT (its own process on server_cpu, or unpinned when
- * server_cpu < 0), rounds times each, taking turns; writes one line with
- * both throughputs, their ratio and the target into out. Returns 0, or -1
- * with the reason in out.
+ * proxy engine's CONNECT (its own process), rounds times each, taking
+ * turns, in two placements of the processes on the CPUs (the origin on a
+ * CPU of its own; all unpinned); writes a line per placement with both
+ * throughputs, their ratio and the target into out. The caller's CPU
+ * affinity is restored. Returns 0, or -1 with the reason in out.
  */
-int net_bench_connect(unsigned mb, unsigned rounds, int server_cpu, char *out, size_t size);
+int net_bench_connect(unsigned mb, unsigned rounds, char *out, size_t size);
 
 #endif

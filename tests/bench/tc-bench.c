@@ -1224,9 +1224,9 @@ static void timed_pair(const char *scenario, int nconns, unsigned depth, gen_fn 
  * direct over loopback (tests/bench/net_bench.c). */
 static void scenario_net_connect(void)
 {
-	char line[512];
+	char line[1024];
 
-	net_bench_connect(100, opt.seconds >= 2 ? 10 : 2, pinning ? SERVER_CPU : -1, line, sizeof(line));
+	net_bench_connect(100, opt.seconds >= 2 ? 10 : 2, line, sizeof(line));
 	note("%s", line);
 }
 
@@ -2740,7 +2740,7 @@ static void usage(FILE *f)
 		"Benchmarks toolcalld against a floor server and prints a Markdown table.\n"
 		"  --daemon PATH   the toolcalld binary (default: %s)\n"
 		"  --seconds S     measured seconds per timed run (default 3)\n"
-		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox netproxy tunnels idem memory idle batch search search_rg glob bridge stall processes shell10k\n"
+		"  --only LIST     scenarios to run, e.g. \"ping,read\": ping read write fair fair_uid shell sandbox netproxy tunnels net_connect idem memory idle batch search search_rg glob bridge stall processes shell10k\n"
 		"  --quick         1 s per timed run\n",
 		TOOLCALLD_PATH);
 }

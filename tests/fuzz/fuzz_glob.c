@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness for the glob matcher (lib/files/glob.c): the input is a
+ * libFuzzer harness for the glob matcher (lib/glob/glob.c): the input is a
  * pattern, a NUL byte and a path. Whatever the bytes, compiling either
  * succeeds or fails with -EINVAL and a message; a match costs a bounded
  * number of steps; every directory above a matching path may hold a match
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 #include "proto/base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

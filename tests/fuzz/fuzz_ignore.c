@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness for ignore files (lib/files/ignore.c): the input is the text
+ * libFuzzer harness for ignore files (lib/ignore/ignore.c): the input is the text
  * of an ignore file, a NUL byte and a path. Whatever the bytes, parsing
  * gives patterns or none, and matching the path (as a file and as a
  * directory, and each directory above it) gives one of the three verdicts
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/files/ignore.h"
+#include "lib/ignore/ignore.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

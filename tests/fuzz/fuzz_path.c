@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "lib/files/workspace.h"
+#include "lib/files/workspace_internal.h"
+#include "lib/files/workspace_root.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 

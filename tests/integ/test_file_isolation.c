@@ -8,7 +8,8 @@
  * holding root's 0600 file; each call ends permission_denied with nothing
  * changed (contents, modes, owners, entries). Protected paths refuse
  * writes through every file tool whether or not they exist, through ".."
- * and symlinks, and the "sandboxed" confirmation mode prompts for them. A
+ * and symlinks, and the "sandboxed" confirmation mode prompts for them; in
+ * a repository nested three levels down they hold for the shell too. A
  * recursive delete of tens of thousands of entries leaves another client's
  * pings fast and stops at its timeout.
  */
@@ -444,6 +445,85 @@ START_TEST(recursive_delete_stops_at_its_timeout)
 }
 END_TEST
 
+/* Runs command in the shell tool (no '"' or '\' in it). */
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	char *args = xasprintf("{\"command\":\"%s\"}", command);
+	const struct json *r = tcc_call(c, "shell", args);
+	free(args);
+	return r;
+}
+
+/* The text of the workspace file rel ("" when missing; caller frees). */
+static char *ws_text(const struct tcd *d, const char *rel)
+{
+	char *p = tcd_ws_path(d, rel);
+	size_t n = 0;
+	char *t = tcd_read(d, p, &n);
+	free(p);
+	return t ? t : xstrdup("");
+}
+
+/*
+ * A repository three levels down (a/b/c/.git, made in a directory a call
+ * had already seen, as git init of an existing directory does, and with no
+ * hooks directory) holds protect as the workspace's own: the shell cannot
+ * create a/b/c/.git/hooks/pre-commit, write a/b/c/.git/config, point its
+ * commondir elsewhere or move its .git away, and the file tools refuse
+ * the same paths naming the protection; what is not protected is written.
+ * The file tools hold it deeper than children's scan reaches, too.
+ */
+START_TEST(protect_holds_in_deep_repositories)
+{
+	struct tcd d;
+	tcd_start(&d, "{" CFG_AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "mkdir -p a/b/c && echo x > a/b/c/file");
+	tc_assert_ok(r);
+	if (strstr(tcc_raw(c, r), "protect: not enforced") || strstr(tcc_raw(c, r), "protect: user namespace"))
+		TC_SKIP("protect_holds_in_deep_repositories: skipped: protect is not held by a mount namespace here");
+	mkdir_ws(&d, "a/b/c/.git", 0755);
+	free(tcd_write_ws(&d, "a/b/c/.git/config", "[core]\n", 7, 0644));
+	free(tcd_write_ws(&d, "a/b/c/.git/HEAD", "ref: refs/heads/main\n", 21, 0644));
+
+	static const char *const refused[] = {
+		"mkdir -p a/b/c/.git/hooks; echo x > a/b/c/.git/hooks/pre-commit",
+		"echo '[core] fsmonitor = evil' >> a/b/c/.git/config",
+		"echo ../../evil > a/b/c/.git/commondir",
+		"mv a/b/c/.git a/b/c/g2",
+		"rm -rf a/b/c/.git/hooks",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *one = xasprintf("%s && echo DONE", refused[i]);
+		r = sh(c, one);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded: %s", refused[i], tcc_raw(c, r));
+		free(one);
+	}
+	ck_assert(!ws_exists(&d, "a/b/c/.git/hooks/pre-commit"));
+	char *config = ws_text(&d, "a/b/c/.git/config");
+	ck_assert_str_eq(config, "[core]\n");
+	free(config);
+	char *commondir = ws_text(&d, "a/b/c/.git/commondir");
+	ck_assert_msg(!strstr(commondir, "evil"), "commondir was pointed elsewhere: %s", commondir);
+	free(commondir);
+	ck_assert(ws_exists(&d, "a/b/c/.git/HEAD"));
+	/* The rest of the repository, and of the tree, is the call's. */
+	tc_assert_ok(sh(c, "echo fine > a/b/c/.git/HEAD && echo fine > a/b/c/new && cat a/b/c/new"));
+	ck_assert(ws_exists(&d, "a/b/c/new"));
+
+	/* The file tools: the same paths, whether or not they exist. */
+	assert_protected(&d, c, "write_file", "{\"path\":\"a/b/c/.git/hooks/pre-commit\",\"content\":\"#!/bin/sh\\n\","
+			 "\"create_dirs\":true}", ".git/hooks");
+	assert_protected(&d, c, "write_file", "{\"path\":\"a/b/c/.git/config\",\"content\":\"[x]\\n\"}", ".git/config");
+	assert_protected(&d, c, "write_file", "{\"path\":\"a/b/c/d/e/f/.git/hooks/post-checkout\",\"content\":\"x\","
+			 "\"create_dirs\":true}", ".git/hooks");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 static Suite *file_isolation_suite(void)
 {
 	Suite *s = suite_create("file_isolation");
@@ -451,6 +531,7 @@ static Suite *file_isolation_suite(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, every_file_tool_is_refused_what_the_peer_may_not_touch);
 	tcase_add_test(tc, file_tools_never_write_protected_paths);
+	tcase_add_test(tc, protect_holds_in_deep_repositories);
 	tcase_add_test(tc, sandboxed_mode_asks_for_protected_writes);
 	tcase_add_test(tc, recursive_delete_does_not_stall_other_clients);
 	tcase_add_test(tc, recursive_delete_stops_at_its_timeout);

@@ -587,6 +587,81 @@ START_TEST(ask_questions_bounded)
 }
 END_TEST
 
+/* A gauge's value in admin/metrics (-1 when absent). */
+static int64_t metric(struct tcc *c, const char *name)
+{
+	const struct json *r = tcc_request(c, "admin/metrics", NULL);
+	const char *text = tj_str(r, "result.text");
+	_cleanup_free_ char *needle = xasprintf("\n%s ", name);
+	const char *at = text ? strstr(text, needle) : NULL;
+	return at ? strtoll(at + strlen(needle), NULL, 10) : -1;
+}
+
+/* Questions of one call are independent: two hosts asked at once, both
+ * questions open together, answered in the opposite order, each
+ * connection going on with its own answer; a second connection to a host
+ * and port already asked about waits on that one question. */
+START_TEST(asks_independent_and_shared)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"unknown\":\"ask\"", NULL);
+	struct tcc *ap = subscriber(&d, "[\"tool.confirmation_requested\"]");
+	struct tcc *m = tcc_connect(&d);
+	struct tcc *c = tcc_connect(&d);
+	ck_assert_ptr_nonnull(tcc_initialize(c, NULL));
+	char *q = tj_quote(tcc_fmt(c, "for u in ask.test/a evil.test/b ask.test/c; do curl -s -m 60 -o /dev/null "
+				   "-w \"$u %%{http_code}\\n\" http://${u%%/*}:%d/${u#*/} & done; wait", origin_port));
+	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	free(q);
+	/* Both asked before either is answered. */
+	char *host[2], *rid[2];
+	for (int i = 0; i < 2; i++) {
+		const struct json *e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
+		ck_assert_msg(e, "question %d never came", i + 1);
+		ck_assert_str_eq(tj_str(e, "kind"), "network.connect");
+		ck_assert_int_eq(tj_int(e, "port"), origin_port);
+		host[i] = xstrdup(tj_str(e, "host"));
+		rid[i] = tj_quote(tj_str(e, "requestId"));
+	}
+	ck_assert_msg(!str_eq(host[0], host[1]), "asked twice about %s", host[0]);
+	/* The three connections wait on two questions. */
+	int64_t waiting = 0, open = 0;
+	tc_wait_until((waiting = metric(m, "toolcalld_network_asks_waiting")) == 3, 20000);
+	ck_assert_int_eq(waiting, 3);
+	open = metric(m, "toolcalld_network_questions");
+	ck_assert_int_eq(open, 2);
+	ck_assert(tcc_quiet(ap, 200));
+	/* The later question answered first: its connections go on alone. */
+	for (int i = 1; i >= 0; i--) {
+		bool allow = str_eq(host[i], "ask.test");
+		tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"%s\"}",
+									     rid[i], allow ? "allow" : "deny")));
+		_cleanup_free_ char *needle = xasprintf("\"host\":\"%s\"", host[i]);
+		const struct json *l = wait_audit_net(m, &d, needle);
+		ck_assert_str_eq(tj_str(l, "rule"), allow ? "ask:allow" : "ask:deny");
+		if (i == 1) {
+			ck_assert_int_eq(metric(m, "toolcalld_network_questions"), 1);
+			_cleanup_free_ char *other = xasprintf("\"host\":\"%s\"", host[0]);
+			ck_assert_ptr_null(audit_net(m, &d, other));
+		}
+	}
+	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(strstr(out(r), "ask.test/a 200\n") && strstr(out(r), "ask.test/c 200\n") &&
+		      strstr(out(r), "evil.test/b 403\n"), "%s", dump(r));
+	ck_assert_int_eq(metric(m, "toolcalld_network_asks_waiting"), 0);
+	for (int i = 0; i < 2; i++) {
+		free(host[i]);
+		free(rid[i]);
+	}
+	tcc_close(ap);
+	tcc_close(m);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* A question nobody answers within confirmation.timeout_ms: refused,
  * and approvers told it timed out. */
 START_TEST(ask_times_out)
@@ -652,6 +727,60 @@ START_TEST(ask_through_elicitation)
 	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:deny"), "%s", dump(r));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* Two hosts asked at once through elicitation: both questions reach the
+ * client before either is answered, and the answers, given in the opposite
+ * order, each let through or refuse their own connection. */
+START_TEST(elicitations_answered_in_any_order)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"unknown\":\"ask\"", NULL);
+	struct tcc *m = tcc_connect(&d);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_request(c, "initialize", "{\"protocolVersion\":\"2025-11-25\","
+				 "\"capabilities\":{\"elicitation\":{\"form\":{}}},"
+				 "\"clientInfo\":{\"name\":\"fake-host\",\"version\":\"1\"}}"));
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	char *q = tj_quote(tcc_fmt(c, "for h in ask.test evil.test; do curl -s -m 60 -o /dev/null "
+				   "-w \"$h %%{http_code}\\n\" http://$h:%d/ & done; wait", origin_port));
+	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	free(q);
+	char *rid[2], *host[2];
+	for (int i = 0; i < 2; i++) {
+		const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 20000);
+		ck_assert_msg(rq, "elicitation %d never came", i + 1);
+		const char *msg = tj_str(rq, "params.message");
+		ck_assert_ptr_nonnull(msg);
+		host[i] = xstrdup(strstr(msg, "connect to ask.test") ? "ask.test" : "evil.test");
+		rid[i] = xstrdup(tcc_raw(c, tj(rq, "id")));
+	}
+	ck_assert_msg(!str_eq(host[0], host[1]), "asked twice about %s", host[0]);
+	for (int i = 1; i >= 0; i--) {
+		bool allow = str_eq(host[i], "ask.test");
+		tcc_send(c, allow ? tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
+					    "\"content\":{\"decision\":\"allow\"}}}", rid[i])
+				  : tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"decline\"}}", rid[i]));
+		_cleanup_free_ char *needle = xasprintf("\"host\":\"%s\"", host[i]);
+		const struct json *l = wait_audit_net(m, &d, needle);
+		ck_assert_str_eq(tj_str(l, "rule"), allow ? "ask:allow" : "ask:deny");
+		if (i == 1) {
+			_cleanup_free_ char *other = xasprintf("\"host\":\"%s\"", host[0]);
+			ck_assert_ptr_null(audit_net(m, &d, other));
+		}
+	}
+	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(strstr(out(r), "ask.test 200\n") && strstr(out(r), "evil.test 403\n"), "%s", dump(r));
+	for (int i = 0; i < 2; i++) {
+		free(host[i]);
+		free(rid[i]);
+	}
+	tcc_close(m);
 	tcc_close(c);
 	stop(&d);
 }
@@ -912,6 +1041,42 @@ START_TEST(bad_network_settings_refused)
 }
 END_TEST
 
+/* A tool's or provider's file adds hosts and narrows, and widens nothing
+ * else: allow_private, hosts and unknown "ask" are the config's alone, each
+ * refused with its key and place; allow, deny and unknown "deny" load. */
+START_TEST(tool_file_cannot_widen_the_policy)
+{
+	struct tcd d;
+	tcd_start(&d, "{}");
+	struct tcc *c = tcc_connect(&d);
+	tcd_write_tool(&d, "t.json", "{\"name\":\"t\",\"kind\":\"command\",\"argv\":[\"true\"],\"side_effects\":\"none\",\"network\":{"
+				     "\"allow\":[\"registry.npmjs.org\"],\"allow_private\":[\"10.0.0.0/8\"],"
+				     "\"hosts\":{\"registry.npmjs.org\":\"10.1.2.3\"},\"unknown\":\"ask\"}}");
+	const struct json *r = tcc_reload(c);
+	const char *msg = dump(r);
+	ck_assert_msg(strstr(msg, "t.json:1:") && strstr(msg, "network.allow_private") && strstr(msg, "network.hosts") &&
+		      strstr(msg, "network.unknown") && strstr(msg, "daemon's config alone"), "%s", msg);
+	/* The same inside the tool's sandbox object, and in a provider's file. */
+	tcd_write_tool(&d, "t.json", "{\"name\":\"t\",\"kind\":\"command\",\"argv\":[\"true\"],\"side_effects\":\"none\","
+				     "\"sandbox\":{\"network\":{\"hosts\":{\"a.test\":\"127.0.0.1\"}}}}");
+	r = tcc_reload(c);
+	msg = dump(r);
+	ck_assert_msg(strstr(msg, "sandbox.network.hosts") && strstr(msg, "daemon's config alone"), "%s", msg);
+	tcd_write_tool(&d, "t.json", "{\"name\":\"t\",\"kind\":\"mcp\",\"command\":[\"/bin/true\"],\"prefix\":\"t_\",\"side_effects\":\"read\","
+				     "\"network\":{\"allow\":[\"a.test\"],\"allow_private\":[\"0.0.0.0/0\"]}}");
+	r = tcc_reload(c);
+	msg = dump(r);
+	ck_assert_msg(strstr(msg, "network.allow_private") && strstr(msg, "daemon's config alone"), "%s", msg);
+	/* Adding hosts and narrowing load. */
+	tcd_write_tool(&d, "t.json", "{\"name\":\"t\",\"kind\":\"command\",\"argv\":[\"true\"],\"side_effects\":\"none\",\"network\":{"
+				     "\"allow\":[\"registry.npmjs.org\"],\"deny\":[\"*.evil.test\"],\"unknown\":\"deny\"}}");
+	tc_assert_ok(tcc_reload(c));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* limits.net_connections bounds a call's connections at once: one more
  * is refused (503) while a tunnel is open. */
 START_TEST(connections_per_call_bounded)
@@ -1063,6 +1228,7 @@ int main(void)
 	TCase *tc = tcase_create("proxy");
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, bad_network_settings_refused);
+	tcase_add_test(tc, tool_file_cannot_widen_the_policy);
 	tcase_add_test(tc, hooks_get_no_proxy);
 	tcase_add_test(tc, proxy_for_a_daemon_not_root);
 	tcase_add_test(tc, proxy_reaches_allowed_hosts);
@@ -1074,6 +1240,8 @@ int main(void)
 	tcase_add_test(tc, ask_through_elicitation);
 	tcase_add_test(tc, ask_questions_bounded);
 	tcase_add_test(tc, ask_times_out);
+	tcase_add_test(tc, asks_independent_and_shared);
+	tcase_add_test(tc, elicitations_answered_in_any_order);
 	tcase_add_test(tc, tool_file_adds_its_hosts);
 	tcase_add_test(tc, policy_reloads);
 	tcase_add_test(tc, proxy_for_another_uid);

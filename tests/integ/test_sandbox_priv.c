@@ -8,6 +8,7 @@
  * another's file nor read another uid's 0600 file.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -607,6 +608,247 @@ START_TEST(protect_git_file)
 }
 END_TEST
 
+/* A small file's text (malloc'd), or NULL. */
+static char *read_file_str(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char *text = xmalloc(65536);
+	size_t n = fread(text, 1, 65535, f);
+	fclose(f);
+	text[n] = '\0';
+	*ret_len = n;
+	return text;
+}
+
+/* The children of the daemon named as its spawners (comm), their pids
+ * into pids (up to max); how many. */
+static unsigned spawners_of(pid_t daemon, pid_t *pids, unsigned max)
+{
+	unsigned n = 0;
+	DIR *dir = opendir("/proc");
+	ck_assert(dir);
+	struct dirent *de;
+	while ((de = readdir(dir))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		char *path = xasprintf("/proc/%ld/status", pid);
+		size_t len;
+		char *st = read_file_str(path, &len);
+		free(path);
+		char *name = st ? status_field(st, "Name") : NULL;
+		char *ppid = st ? status_field(st, "PPid") : NULL;
+		if (name && ppid && strcmp(name, "toolcalld-spawn") == 0 && atol(ppid) == daemon && n < max)
+			pids[n++] = (pid_t)pid;
+		free(name);
+		free(ppid);
+		free(st);
+	}
+	closedir(dir);
+	return n;
+}
+
+/* A field of /proc/PID/status (malloc'd), or NULL. */
+static char *pid_status_field(pid_t pid, const char *field)
+{
+	char *path = xasprintf("/proc/%d/status", (int)pid);
+	size_t len;
+	char *st = read_file_str(path, &len);
+	free(path);
+	char *v = st ? status_field(st, field) : NULL;
+	free(st);
+	return v;
+}
+
+/* Whether a process is dead: a zombie, or gone. */
+static bool spawner_dead(pid_t pid)
+{
+	char *st = pid_status_field(pid, "State");
+	bool dead = !st || st[0] == 'Z' || st[0] == 'X';
+	free(st);
+	return dead;
+}
+
+/* Whether a child of a child of the daemon is named name. */
+static bool has_grandchild(pid_t daemon, const char *name)
+{
+	char *path = xasprintf("/proc/%d/task/%d/children", (int)daemon, (int)daemon);
+	size_t len;
+	char *text = read_file_str(path, &len);
+	free(path);
+	bool found = false;
+	for (char *p = text, *end; p && *p && !found; p = end) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			break;
+		char *cpath = xasprintf("/proc/%ld/task/%ld/children", pid, pid);
+		char *kids = read_file_str(cpath, &len);
+		free(cpath);
+		for (char *q = kids, *qend; q && *q && !found; q = qend) {
+			long k = strtol(q, &qend, 10);
+			if (qend == q)
+				break;
+			char *n = pid_status_field((pid_t)k, "Name");
+			found = n && strcmp(n, name) == 0;
+			free(n);
+		}
+		free(kids);
+	}
+	free(text);
+	return found;
+}
+
+/* Calls shell true until the daemon has a spawner (the first call of a
+ * plan has no mount namespace made ahead, and starts directly); its pid. */
+static pid_t warm_spawner(struct tcd *d, struct tcc *c)
+{
+	pid_t pid = 0;
+	for (int i = 0; i < 50 && !spawners_of(d->pid, &pid, 1); i++)
+		tc_assert_ok(sh(c, "true"));
+	ck_assert_msg(pid > 0, "no spawner after 50 calls");
+	return pid;
+}
+
+/* A sandboxed child is started by a spawner (which did the bounding set,
+ * no_new_privs and the filter once, and keeps its own capabilities to
+ * give each child its ids), yet is the daemon's own child with every
+ * protection: for a root peer and for a peer of uid 65534. */
+START_TEST(spawner_starts_children)
+{
+	struct tcd d;
+	start(&d, "");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert(chmod(d.ws, 0777) == 0);
+	struct tcc *c = _i ? tcc_connect_as(&d, NOBODY, NOBODY) : tcc_connect(&d);
+	pid_t sp = warm_spawner(&d, c);
+	char *v = pid_status_field(sp, "Seccomp");
+	ck_assert_str_eq(v, "2");
+	free(v);
+	v = pid_status_field(sp, "NoNewPrivs");
+	ck_assert_str_eq(v, "1");
+	free(v);
+	v = pid_status_field(sp, "CapBnd");
+	ck_assert_str_eq(v, ZERO);
+	free(v);
+	v = pid_status_field(sp, "CapEff");
+	ck_assert_str_ne(v, ZERO);
+	free(v);
+
+	/* The spawner wakes for each call it serves. */
+	v = pid_status_field(sp, "voluntary_ctxt_switches");
+	long before = atol(v);
+	free(v);
+	const struct json *r = sh(c, "id -u; cat /proc/$$/status");
+	tc_assert_ok(r);
+	const char *out = tj_str(r, "result.structuredContent.stdout");
+	ck_assert_msg(strncmp(out, _i ? "65534\n" : "0\n", _i ? 6 : 2) == 0, "%s", out);
+	assert_no_caps("spawned shell", out);
+	char *f = status_field(out, "Seccomp");
+	ck_assert_str_eq(f, "2");
+	free(f);
+	f = status_field(out, "NoNewPrivs");
+	ck_assert_str_eq(f, "1");
+	free(f);
+	f = status_field(out, "PPid");
+	ck_assert_int_eq(atol(f), d.pid);
+	free(f);
+	for (int i = 0; i < 3; i++)
+		tc_assert_ok(sh(c, "true"));
+	v = pid_status_field(sp, "voluntary_ctxt_switches");
+	ck_assert_msg(atol(v) >= before + 4, "the spawner woke %ld times for 4 calls", atol(v) - before);
+	free(v);
+	pid_t again;
+	ck_assert_uint_eq(spawners_of(d.pid, &again, 1), 1);
+	ck_assert_int_eq(again, sp);
+
+	/* What its filter lets through more than a child's (setns into a
+	 * mount or network namespace) a child without capabilities cannot
+	 * use; nor join a user namespace. */
+	static const char *const refused[] = {
+		"nsenter --net=/proc/$$/ns/net true",
+		"nsenter --mount=/proc/$$/ns/mnt true",
+		"nsenter --user=/proc/$$/ns/user true",
+		"unshare -r true",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+		char *cmd = xasprintf("%s && echo DONE", refused[i]);
+		r = sh(c, cmd);
+		const char *o = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
+		free(cmd);
+	}
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* A spawner killed between calls or while its child runs: no call hangs
+ * or fails, the running one ends as it would, and a new spawner serves
+ * the next calls. */
+START_TEST(spawner_killed)
+{
+	struct tcd d;
+	start(&d, "");
+	struct tcc *c = tcc_connect(&d);
+	pid_t sp = warm_spawner(&d, c);
+	int64_t id = tcc_send_request(c, "tools/call",
+				      "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 0.5; echo late\"}}");
+	/* Once the call's command runs and the daemon, which waits for the
+	 * spawner's answer, answers another connection again. */
+	ck_assert(tc_wait_until(has_grandchild(d.pid, "sleep"), 10000));
+	struct tcc *other = tcc_connect(&d);
+	tc_assert_ok(tcc_request(other, "ping", NULL));
+	tcc_close(other);
+	ck_assert_int_eq(kill(sp, SIGKILL), 0);
+	ck_assert(tc_wait_until(spawner_dead(sp), 10000));
+	char idtext[32];
+	snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
+	const struct json *r = tcc_wait_id(c, idtext, 20000);
+	ck_assert(r);
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "late\n");
+	/* Gone before the next request reached it: that call starts directly. */
+	r = sh(c, "echo next");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "next\n");
+	pid_t sp2 = warm_spawner(&d, c);
+	ck_assert_int_ne(sp2, sp);
+	ck_assert_int_eq(kill(sp2, SIGKILL), 0);
+	/* Dead (a zombie until the daemon reaps it) before the next request:
+	 * one sent while it is still dying may have been taken, and fails. */
+	ck_assert(tc_wait_until(spawner_dead(sp2), 10000));
+	for (int i = 0; i < 5; i++) {
+		r = sh(c, "echo again");
+		tc_assert_ok(r);
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "again\n");
+	}
+	/* The dead one was reaped: no zombie child of the daemon. */
+	char *st = pid_status_field(sp2, "State");
+	ck_assert_msg(!st, "the killed spawner is still there: %s", st);
+
+	/* Stopped, then killed while a call may be waiting on it: the call
+	 * is answered, started directly or failed with the spawner named,
+	 * never left hanging. */
+	pid_t sp3 = warm_spawner(&d, c);
+	ck_assert_int_eq(kill(sp3, SIGSTOP), 0);
+	id = tcc_send_request(c, "tools/call", "{\"name\":\"shell\",\"arguments\":{\"command\":\"echo stopped\"}}");
+	ck_assert_int_eq(kill(sp3, SIGKILL), 0);
+	snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
+	r = tcc_wait_id(c, idtext, 8000);
+	ck_assert_msg(r, "no answer with the spawner killed");
+	const char *err = tj_str(r, "error.message");
+	ck_assert_msg(!err || strstr(err, "spawner"), "%s", err);
+	if (!err)
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "stopped\n");
+	tc_assert_ok(sh(c, "true"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* Start-up says children hold no capability. */
 START_TEST(startup_says_so)
 {
@@ -614,6 +856,7 @@ START_TEST(startup_says_so)
 	start(&d, "");
 	char *log = tcd_log(&d);
 	ck_assert_msg(strstr(log, "children: no capabilities, bounding set empty, securebits locked"), "%s", log);
+	ck_assert_msg(strstr(log, ", spawner: yes ("), "%s", log);
 	free(log);
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = sh(c, "true");
@@ -634,6 +877,8 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, hook_unprivileged);
 	tcase_add_test(tc, mcp_server_unprivileged);
 	tcase_add_test(tc, startup_says_so);
+	tcase_add_loop_test(tc, spawner_starts_children, 0, 2);
+	tcase_add_test(tc, spawner_killed);
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);

@@ -17,6 +17,7 @@
 #include "lib/registry.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"
+#include "lib/files/workspace_root.h"
 #include "proto/json.h"
 #include "tests/unit/fakeloop.h"
 

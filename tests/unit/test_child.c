@@ -27,6 +27,7 @@
 #include "lib/base/loop.h"
 #include "lib/tool.h"
 #include "lib/files/workspace.h"
+#include "lib/files/workspace_root.h"
 #include "proto/json.h"
 #include "tools/command.h"
 #include "tools/tools.h"

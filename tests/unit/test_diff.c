@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of the unified diff writer (lib/files/diff.c) against diff(1) and
+ * Tests of the unified diff writer (lib/diff/diff.c) against diff(1) and
  * patch(1): on many generated pairs of texts, the diff applies with patch
  * to give the new text back, and removes and adds as many lines as
  * `diff -u --minimal` does (both are shortest edit scripts; where several
@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/files/diff.h"
+#include "lib/diff/diff.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"

@@ -9,7 +9,8 @@
  * cancelled; a job in parts shows each on the loop and stops between them;
  * identity_run acts as a peer on a thread of its own, or not at all; a
  * recursive delete goes in parts; protected paths are found where the
- * kernel leads. The identity cases need root and skip without it.
+ * kernel leads; the daemon's own store is reached by its directory alone.
+ * The identity cases need root and skip without it.
  */
 #include <check.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,7 +31,8 @@
 #include "lib/base/loop.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/files/workspace.h"
-#include "lib/files/workspace_ops.h"
+#include "lib/files/workspace_root.h"
+#include "lib/files/workspace_internal.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/loop_spin.h"
@@ -329,6 +332,99 @@ START_TEST(without_a_pool_work_runs_inline)
 	ck_assert(p.ran);
 	ck_assert_int_eq(p.call.kind, TC_OK);
 	tool_call_clear(&p.call);
+	teardown(&f);
+}
+END_TEST
+
+/* What a store job did: the directory it was given and what it opened. */
+struct store_probe {
+	struct tool_call call;
+	int scope_r, slash_r, dotdot_r, link_r;
+	char root[128];
+};
+
+static int store_run(struct fsjob *job, void *arg)
+{
+	struct store_probe *p = arg;
+	snprintf(p->root, sizeof(p->root), "%s", fsjob_ws(job)->root);
+	int fd = -1;
+	p->scope_r = fsjob_store_dir(job, "memories", &fd);
+	if (fd >= 0) {
+		int sub = -1;
+		/* Beneath it, through the job: no symlink followed. */
+		ck_assert_int_eq(symlinkat("/etc", fd, "out"), 0);
+		p->link_r = fsjob_open_nofollow(job, fd, "out/passwd", O_RDONLY | O_CLOEXEC, &sub);
+		ck_assert_int_eq(sub, -1);
+		close(fd);
+	}
+	p->slash_r = fsjob_store_dir(job, "a/b", &fd);
+	p->dotdot_r = fsjob_store_dir(job, "..", &fd);
+	return 0;
+}
+
+/* The same calls in a job of a workspace: refused. */
+static int not_store_run(struct fsjob *job, void *arg)
+{
+	struct store_probe *p = arg;
+	int fd = -1;
+	p->scope_r = fsjob_store_dir(job, "memories", &fd);
+	return 0;
+}
+
+static void store_done(struct tool_call *call, void *arg, int r)
+{
+	tool_call_succeed(call, xstrdup("ok"), NULL, false);
+}
+
+static const struct fsjob_ops store_ops = { .run = store_run, .done = store_done, .free = no_free };
+static const struct fsjob_ops not_store_ops = { .run = not_store_run, .done = store_done, .free = no_free };
+
+/* The daemon's own store is reached by its configured directory alone: the
+ * job's workspace is DIR/<uid>, made 0700; its scope directories are one
+ * component, made 0700, and nothing beneath them follows a symlink; a
+ * job of a workspace cannot make one; a uid directory that is not the
+ * uid's alone is never used. */
+START_TEST(the_store_is_reached_by_its_directory_alone)
+{
+	struct fixture f;
+	setup(&f, 1);
+	f.env.pool = NULL;
+	_cleanup_free_ char *dir = xasprintf("%s/store/mem", f.dir);
+	struct store_probe p = { .call = { .ws = f.ws, .env = &f.env } };
+	enum tool_ret ret = TOOL_PENDING;
+	ck_assert_int_eq(fsjob_start_store(&p.call, dir, &store_ops, &p, &ret), 0);
+	ck_assert_int_eq(ret, TOOL_DONE);
+	ck_assert_int_eq(p.call.kind, TC_OK);
+	/* The call keeps its own workspace. */
+	ck_assert_ptr_eq(p.call.ws, f.ws);
+	_cleanup_free_ char *mine = xasprintf("%s/%u", dir, (unsigned)geteuid());
+	ck_assert_str_eq(p.root, mine);
+	ck_assert_int_eq(p.scope_r, 0);
+	_cleanup_free_ char *scope = xasprintf("%s/memories", mine);
+	struct stat st;
+	ck_assert_int_eq(stat(mine, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(stat(scope, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(p.link_r, -ELOOP);
+	ck_assert_int_eq(p.slash_r, -EINVAL);
+	ck_assert_int_eq(p.dotdot_r, -EINVAL);
+	tool_call_clear(&p.call);
+
+	/* A job of a workspace makes no store directory in it. */
+	struct store_probe q = { .call = { .ws = f.ws, .env = &f.env } };
+	ck_assert_int_eq(fsjob_start(&q.call, &not_store_ops, &q), TOOL_DONE);
+	ck_assert_int_eq(q.scope_r, -EPERM);
+	_cleanup_free_ char *in_ws = xasprintf("%s/memories", f.dir);
+	ck_assert_int_eq(access(in_ws, F_OK), -1);
+	tool_call_clear(&q.call);
+
+	/* Writable by others: refused, the job not started. */
+	ck_assert_int_eq(chmod(mine, 0777), 0);
+	struct store_probe r = { .call = { .ws = f.ws, .env = &f.env } };
+	ck_assert_int_eq(fsjob_start_store(&r.call, dir, &store_ops, &r, &ret), -EPERM);
+	ck_assert_str_eq(r.root, "");
+	tool_call_clear(&r.call);
 	teardown(&f);
 }
 END_TEST
@@ -758,6 +854,7 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, delete_goes_in_parts);
 	tcase_add_test(tc, protected_where_the_kernel_leads);
 	tcase_add_test(tc, protected_at_the_write_itself);
+	tcase_add_test(tc, the_store_is_reached_by_its_directory_alone);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Tests of the glob matcher (lib/files/glob.c): what each form matches, held
+ * Tests of the glob matcher (lib/glob/glob.c): what each form matches, held
  * against fnmatch(FNM_PATHNAME) on many generated patterns and paths where
  * the two agree by definition (no braces, no "**"), brace expansion against
  * matching each alternative alone, pruning (glob_may_match_below never
@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 #include "lib/regex/regex.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"

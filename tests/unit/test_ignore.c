@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Ignore files (lib/files/ignore.c) and the walk that honours them
+ * Ignore files (lib/ignore/ignore.c) and the walk that honours them
  * (tools/walk.c): cases ported from git's t/t0008-ignores.sh, then git
  * itself as the oracle: on generated trees with many .gitignore files and
  * patterns (negation, anchoring, directory-only, "**", sets, escapes), the
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/files/ignore.h"
+#include "lib/ignore/ignore.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"

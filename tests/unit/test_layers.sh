@@ -10,7 +10,14 @@
 # only modules of a lower rank, never one of its own rank or above; a
 # module has at most one private header (*_internal.h), and no file
 # outside the module's folder includes it but the module's own tests
-# (tests/), which test it from within. A new module is given its rank here.
+# (tests/), which test it from within, and the few named in
+# shared_private below. A new module is given its rank here.
+#
+# tools/: a tool reaches the file system only through the file job
+# (lib/fsjob/fsjob.h), as the peer. Of lib/files it includes
+# lib/files/workspace.h and lib/files/identity.h alone: never the
+# workspace primitives (workspace_internal.h) nor the making of
+# workspaces (workspace_root.h).
 set -eu
 root=${1:?usage: test_layers.sh SOURCE_ROOT}
 bad=$(grep -l -E '^#include "daemon/server(_internal)?\.h"' "$root"/daemon/*.c |
@@ -26,7 +33,10 @@ ranks='
 base 0
 bind 0
 errors 0
+diff 1
+glob 1
 regex 1
+ignore 2
 schema 2
 tool 3
 files 4
@@ -71,14 +81,42 @@ for f in $(find lib -name '*.[ch]' | sort); do
 	done
 done
 
+# The private headers shared with a module above, and the folders that
+# include them: the workspace primitives of lib/files with the file job,
+# which runs them for tools as the peer, and with the dispatcher's checks
+# before a call runs (admission, confirmation), which resolve its paths.
+shared_private='
+lib/files/workspace_internal.h lib/fsjob/
+lib/files/workspace_internal.h lib/dispatch/
+'
+
 # Private headers, of lib/ and of the other parts alike: included from
-# their own folder alone (and its tests).
+# their own folder alone (and its tests), or as shared_private says.
 for f in $(find lib daemon tools proto -name '*.[ch]' | sort); do
 	for inc in $(sed -n -E 's#^[[:space:]]*\#[[:space:]]*include[[:space:]]+"([^"]+_internal\.h)".*#\1#p' "$f"); do
+		shared=$(echo "$shared_private" | awk -v h="$inc" '$1 == h { print $2 }')
+		ok=
+		for d in $shared; do
+			case "$f" in "$d"*) ok=1 ;; esac
+		done
+		[ -n "$ok" ] && continue
 		case "$f" in
 		"${inc%/*}"/*) ;;
 		*)
 			echo "$f includes $inc, private to ${inc%/*}/" >&2
+			fail=1
+			;;
+		esac
+	done
+done
+# Tools: of lib/files, the workspace as tools see it and whom work is
+# done for; the file system through the file job alone.
+for f in $(find tools -name '*.[ch]' | sort); do
+	for inc in $(sed -n -E 's#^[[:space:]]*\#[[:space:]]*include[[:space:]]+"(lib/files/[^"]+)".*#\1#p' "$f"); do
+		case "$inc" in
+		lib/files/workspace.h | lib/files/identity.h) ;;
+		*)
+			echo "$f includes $inc: a tool reaches files through lib/fsjob/fsjob.h (of lib/files only workspace.h and identity.h)" >&2
 			fail=1
 			;;
 		esac

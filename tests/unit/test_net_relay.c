@@ -156,12 +156,95 @@ START_TEST(relay_splice_and_copy)
 }
 END_TEST
 
+/* --- relays share a budget per turn of the loop ----------------------------- */
+
+#define QUEUED_RELAYS 8
+
+struct queued_fx {
+	int client[QUEUED_RELAYS];	/* the test's ends, reading */
+	int done;
+};
+
+static void queued_done(void *arg, int r)
+{
+	((struct queued_fx *)arg)->done++;
+	(void)r;
+}
+
+/* Bytes waiting at a client's end. */
+static long waiting(int fd)
+{
+	char buf[256];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	return n < 0 ? 0 : n;
+}
+
+static bool all_arrived(void *arg)
+{
+	struct queued_fx *x = arg;
+	for (int i = 0; i < QUEUED_RELAYS; i++)
+		if (waiting(x->client[i]) < 100)
+			return false;
+	return true;
+}
+
+/* Past the budget of a turn, ready directions wait for the next turn, in
+ * the order they came, and every one gets through. With a budget of 1 ns
+ * one direction runs per turn: after the first turn at most one origin's
+ * bytes have reached their client, and every client gets its own. */
+START_TEST(relays_wait_for_the_next_turn)
+{
+	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
+	struct tc_loop *loop = tc_loop_ev_new(ev);
+	struct net_relay *r[QUEUED_RELAYS];
+	int proxy_side[QUEUED_RELAYS][2], origin[QUEUED_RELAYS];
+	struct queued_fx x = { 0 };
+	char data[100];
+
+	signal(SIGPIPE, SIG_IGN);
+	net_relay_turn_budget(1);
+	memset(data, 'q', sizeof(data));
+	for (int i = 0; i < QUEUED_RELAYS; i++) {
+		int c[2], o[2];
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c), 0);
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, o), 0);
+		x.client[i] = c[0];
+		proxy_side[i][0] = c[1];
+		proxy_side[i][1] = o[1];
+		origin[i] = o[0];
+		ck_assert_int_eq(write(origin[i], data, sizeof(data)), (ssize_t)sizeof(data));
+		struct net_relay_config rc = {
+			.loop = loop, .client_fd = c[1], .upstream_fd = o[1], .done = queued_done, .arg = &x,
+		};
+		ck_assert_int_eq(net_relay_start(&rc, &r[i]), 0);
+	}
+	ev_run(ev, EVRUN_NOWAIT);
+	int through = 0;
+	for (int i = 0; i < QUEUED_RELAYS; i++)
+		through += waiting(x.client[i]) > 0;
+	ck_assert_int_le(through, 1);
+	ck_assert(loop_spin(ev, all_arrived, &x, 10000));
+	ck_assert_int_eq(x.done, 0);
+	for (int i = 0; i < QUEUED_RELAYS; i++) {
+		net_relay_free(r[i]);
+		close(proxy_side[i][0]);
+		close(proxy_side[i][1]);
+		close(origin[i]);
+		close(x.client[i]);
+	}
+	net_relay_turn_budget(0);
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("net_relay");
 	TCase *tc = tcase_create("relay");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, relay_splice_and_copy);
+	tcase_add_test(tc, relays_wait_for_the_next_turn);
 	tcase_add_test(tc, resolver_callbacks_from_the_loop);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

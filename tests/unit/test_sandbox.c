@@ -28,6 +28,9 @@
 #include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <linux/seccomp.h>
 #include <sys/sysmacros.h>
 #include <sched.h>
 #include <unistd.h>
@@ -39,6 +42,7 @@
 #include "lib/sandbox/sandbox_internal.h"
 #include "lib/tool.h"
 #include "lib/files/workspace.h"
+#include "lib/files/workspace_root.h"
 #include "proto/json.h"
 #include "tools/command.h"
 #include "tools/tools.h"
@@ -960,6 +964,52 @@ START_TEST(seccomp_filter_refuses)
 }
 END_TEST
 
+/* The errno of a setns(-1, nstype) with the filter prog loaded in a
+ * forked process (0: it went through, which it cannot with fd -1), or
+ * -1 if the filter could not be loaded. */
+static int setns_errno(const void *prog, uint64_t nstype)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) < 0)
+			_exit(255);
+		long r = syscall(SYS_setns, -1, nstype);
+		_exit(r < 0 ? errno : 0);
+	}
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st) == 255 ? -1 : WEXITSTATUS(st);
+}
+
+/* The spawner's filter lets setns through for a mount or network
+ * namespace only (the kernel then refuses fd -1: EBADF), where a child's
+ * refuses every setns. */
+START_TEST(spawner_filter_setns)
+{
+	NEED_KERNEL("spawner_filter_setns");
+	char *msg = NULL;
+	const void *prog = seccomp_prog_get(SANDBOX_NET_NONE, &msg);
+	ck_assert_msg(prog, "%s", msg);
+	const void *sp = seccomp_spawner_prog(prog);
+	ck_assert(sp);
+	ck_assert_ptr_eq(seccomp_spawner_prog(prog), sp);
+	ck_assert_ptr_null(seccomp_spawner_prog("not a program of ours"));
+	ck_assert_int_eq(setns_errno(prog, CLONE_NEWNS), EPERM);
+	ck_assert_int_eq(setns_errno(prog, CLONE_NEWNET), EPERM);
+	ck_assert_int_eq(setns_errno(sp, CLONE_NEWNS), EBADF);
+	ck_assert_int_eq(setns_errno(sp, CLONE_NEWNET), EBADF);
+	static const uint64_t refused[] = {
+		0, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP,
+		CLONE_NEWNS | CLONE_NEWUSER, (UINT64_C(1) << 32) | CLONE_NEWNS,
+	};
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++)
+		ck_assert_msg(setns_errno(sp, refused[i]) == EPERM, "nstype %#llx", (unsigned long long)refused[i]);
+}
+END_TEST
+
 /* --- identity ------------------------------------------------------------------ */
 
 START_TEST(shell_as_peer)
@@ -1450,6 +1500,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, shell_network);
 	tcase_add_test(tc, shell_network_proxy);
 	tcase_add_test(tc, seccomp_filter_refuses);
+	tcase_add_test(tc, spawner_filter_setns);
 	tcase_add_test(tc, shell_as_peer);
 	tcase_add_test(tc, shell_memory_limit);
 	tcase_add_test(tc, shell_pids_limit);

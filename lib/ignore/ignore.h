@@ -12,7 +12,7 @@
  * components ("**" + "/x", "a/" + "**" + "/b", "a/" + "**"), and "\" makes
  * the next character literal.
  *
- * The matching itself is lib/files/glob.c's, without backtracking: a file of
+ * The matching itself is lib/glob/glob.c's, without backtracking: a file of
  * hostile patterns costs at most (path length) x (pattern length) per
  * pattern and path. Literal names and "*.ext" patterns take a shortcut.
  *

@@ -10,7 +10,7 @@
  * removed lines before the added lines of the same change, and changes
  * closer than twice the context sharing a hunk.
  */
-#include "lib/files/diff.h"
+#include "lib/diff/diff.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
  * of live states over its code points, so "*a*a*a*b" costs no more than
  * its length times the path's.
  */
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 
 #include <errno.h>
 #include <stdint.h>

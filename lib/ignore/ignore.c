@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Ignore files, git's rules (see lib/files/ignore.h).
+ * Ignore files, git's rules (see lib/ignore/ignore.h).
  */
-#include "lib/files/ignore.h"
+#include "lib/ignore/ignore.h"
 
 #include <string.h>
 
-#include "lib/files/glob.h"
+#include "lib/glob/glob.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 
@@ -91,7 +91,7 @@ static bool parse_line(const char *s, size_t n, struct pat *p)
 		p->len = n - 1;
 		return true;
 	}
-	/* lib/files/glob.c's syntax but for braces, which are literal here. */
+	/* lib/glob/glob.c's syntax but for braces, which are literal here. */
 	struct buf g = {0};
 	for (size_t i = 0; i < n; i++) {
 		if (s[i] == '\\' && i + 1 < n) {

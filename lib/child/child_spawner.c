@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Spawners: one process per seccomp program, forked from the daemon the
+ * first time a sandboxed child of that program is started, that has done
+ * once what every such child did before its exec: the bounding set
+ * emptied, the securebits locked, no_new_privs, and the seccomp filter
+ * loaded (the kernel compiles a filter for each process that loads it; a
+ * child of a process that has it shares it). Each child it starts inherits
+ * all that and carries out only the part of its plan that is the call's
+ * (sandbox_child_apply_spawned(): cgroup, the namespaces made ahead, ids,
+ * capabilities, Landlock), then execs.
+ *
+ * The spawner clones each child with CLONE_PARENT, so it is the daemon's
+ * child, reaped, watched and killed as any other (child_spawn.c), and
+ * hands back its pidfd. The daemon sends a request (the command, its
+ * environment, the plan's values and fds) over a SOCK_SEQPACKET socket
+ * and waits for the answer; the spawner answers once the child has
+ * exec'd (CLONE_VFORK) or failed. A spawner that is gone when a request
+ * is sent is reaped and the call started directly (the request never
+ * reached it); one that ends or does not answer after it was sent fails
+ * the call with the step named (the command may have started). The next
+ * call starts a new spawner.
+ */
+#include "lib/child/child_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/filter.h>
+
+#include "lib/sandbox/sandbox.h"
+#include "proto/base/util.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+
+/* The largest request (the command's arguments and environment): beyond
+ * it, or beyond what the socket takes, the child is started directly. */
+#define SPAWNER_MSG_MAX (1024 * 1024)
+/* The most arguments and environment entries a request has. */
+#define SPAWNER_STRINGS_MAX 65536
+/* The most supplementary groups a request has. */
+#define SPAWNER_GROUPS_MAX 1024
+/* How long the daemon waits for a spawner's answer (a child's exec). */
+#define SPAWNER_ANSWER_MS 10000
+
+/* The fds of a request, in the order they are sent (those present). */
+enum { F_CWD, F_IN, F_OUT, F_ERR, F_CGROUP, F_NETNS, F_MNTNS, F_LL1, F_LL2, F_COUNT };
+
+struct spawner_req {
+	uint32_t len;			/* of the whole request */
+	uint32_t fds;			/* bit F_*: that fd is sent */
+	uint32_t argc, envc;
+	uint64_t fd_soft;
+	uint32_t uid, gid;
+	uint32_t n_groups;
+	uint8_t set_ids, subreaper;
+	uint32_t n_rlimits;
+	struct { int32_t resource; uint64_t value; } rlimits[6];
+	/* then gid_t groups[n_groups]; the path, argv and envp, each NUL-ended */
+};
+
+struct spawner_answer {
+	int32_t err;			/* 0, or why the child did not exec */
+	int32_t pid;			/* the child (exited when err), or 0 */
+	uint64_t failed;		/* its sandbox's step: a string of the
+					 * daemon's image, at the same address
+					 * in the spawner */
+	uint8_t pidfd;			/* the pidfd is attached */
+};
+
+/* One spawner, for one seccomp program. */
+struct spawner {
+	/* The plans' program, a copy: the key (a program freed on a reload
+	 * and another made at its address must not find this one). */
+	struct sock_fprog key;
+	pid_t pid;			/* 0: none */
+	int sock;
+	bool broken;			/* could not be set up: not tried again */
+};
+
+/* Three programs (one per network kind) and room for the next after a
+ * reload. */
+static struct spawner spawners[6];
+
+/* ---- the spawner process ---------------------------------------------- */
+
+/* What the spawner's child needs, in the spawner's memory. */
+struct spawned_args {
+	const char *path;
+	char *const *argv;
+	char *const *envp;
+	int fd[F_COUNT];
+	uint64_t fd_soft;
+	struct sandbox_child c;
+	int err;
+};
+
+/* The spawner's child until exec: raw system calls only, on the spawner's
+ * stack and memory (CLONE_VM), with a copy of its fd table, signals
+ * blocked and at their defaults (the spawner's). */
+__attribute__((no_sanitize("address"))) static int spawned_child(void *arg)
+{
+	struct spawned_args *a = arg;
+	const uint64_t none = 0;
+	long in = a->fd[F_IN];
+	if (syscall(SYS_setpgid, 0, 0) < 0 || (a->fd[F_CWD] >= 0 && syscall(SYS_fchdir, a->fd[F_CWD]) < 0))
+		goto fail;
+	if (a->fd_soft) {
+		struct { uint64_t cur, max; } rl;
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
+			goto fail;
+		rl.cur = a->fd_soft < rl.max ? a->fd_soft : rl.max;
+		if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &rl, NULL) < 0)
+			goto fail;
+	}
+	/* The spawner keeps 0-2 open (on /dev/null), so every fd received
+	 * is 3 or above and each dup3 makes a new fd, without close-on-exec;
+	 * everything else is close-on-exec. */
+	if (in < 0 && (in = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		goto fail;
+	if (syscall(SYS_dup3, in, STDIN_FILENO, 0) < 0 || syscall(SYS_dup3, a->fd[F_OUT], STDOUT_FILENO, 0) < 0 ||
+	    syscall(SYS_dup3, a->fd[F_ERR], STDERR_FILENO, 0) < 0)
+		goto fail;
+	if (sandbox_child_apply_spawned(&a->c) < 0)
+		goto fail;
+	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
+	(void)syscall(SYS_execve, a->path, a->argv, a->envp);
+fail:
+	a->err = errno ? errno : EINVAL;
+	syscall(SYS_exit_group, 127);
+	return 127;
+}
+
+/* Sends an answer, with the pidfd when there is one. */
+static void answer(int sock, const struct spawner_answer *ans, int pidfd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)ans, .iov_len = sizeof(*ans) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (pidfd >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pidfd, sizeof(int));
+	}
+	while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+		;
+}
+
+/* Reads the strings of a request into ptrs (count of them, NUL-ended
+ * each, within [p, end)); returns past the last, or NULL. */
+static const char *take_strings(const char *p, const char *end, uint32_t count, char **ptrs)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		const char *z = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
+		if (!z)
+			return NULL;
+		ptrs[i] = (char *)p;
+		p = z + 1;
+	}
+	ptrs[count] = NULL;
+	return p;
+}
+
+/* Checks a request and fills the child's arguments from it; a negative
+ * errno if it is not one the daemon would send. */
+static int parse(const char *buf, size_t n, const int *fds, unsigned n_fds, char **ptrs, struct spawned_args *a)
+{
+	struct spawner_req q;
+	if (n < sizeof(q))
+		return -EBADMSG;
+	memcpy(&q, buf, sizeof(q));
+	if (q.len != n || q.argc < 1 || q.argc > SPAWNER_STRINGS_MAX || q.envc > SPAWNER_STRINGS_MAX ||
+	    q.n_groups > SPAWNER_GROUPS_MAX || q.n_rlimits > ELEMENTSOF(q.rlimits) || (q.fds >> F_COUNT) ||
+	    (unsigned)__builtin_popcount(q.fds) != n_fds || !(q.fds & (1u << F_OUT)) || !(q.fds & (1u << F_ERR)) ||
+	    n - sizeof(q) < q.n_groups * sizeof(gid_t))
+		return -EBADMSG;
+	memset(a, 0, sizeof(*a));
+	unsigned k = 0;
+	for (int f = 0; f < F_COUNT; f++)
+		a->fd[f] = q.fds & (1u << f) ? fds[k++] : -1;
+	const char *p = buf + sizeof(q);
+	const char *end = buf + n;
+	/* The groups, aligned for the kernel: moved to the strings' area. */
+	gid_t *groups = (gid_t *)(void *)(ptrs + q.argc + q.envc + 2);
+	memcpy(groups, p, q.n_groups * sizeof(gid_t));
+	p += q.n_groups * sizeof(gid_t);
+	char *path[2];
+	if (!(p = take_strings(p, end, 1, path)) || !(p = take_strings(p, end, q.argc, ptrs)) ||
+	    !take_strings(p, end, q.envc, ptrs + q.argc + 1))
+		return -EBADMSG;
+	a->path = path[0];
+	a->argv = ptrs;
+	a->envp = ptrs + q.argc + 1;
+	a->fd_soft = q.fd_soft;
+	struct sandbox_child *c = &a->c;
+	c->cgroup_fd = -1;
+	c->cgroup_procs_fd = a->fd[F_CGROUP];
+	c->netns_fd = a->fd[F_NETNS];
+	c->mntns_fd = a->fd[F_MNTNS];
+	c->landlock_fd = a->fd[F_LL1];
+	c->landlock_fd2 = a->fd[F_LL2];
+	c->userns_fd = -1;
+	c->cap_last = -1;
+	c->set_ids = q.set_ids;
+	c->uid = q.uid;
+	c->gid = q.gid;
+	c->groups = groups;
+	c->n_groups = q.n_groups;
+	c->subreaper = q.subreaper;
+	c->n_rlimits = q.n_rlimits;
+	for (unsigned i = 0; i < q.n_rlimits; i++) {
+		c->rlimits[i].resource = q.rlimits[i].resource;
+		c->rlimits[i].value = q.rlimits[i].value;
+	}
+	return 0;
+}
+
+/* The spawner: sets itself up, says so (one byte), then starts a child
+ * per request until the daemon's end of the socket closes. */
+__attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int cap_last, const void *prog)
+{
+	/* It goes with the daemon; the daemon may have gone already. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != daemon)
+		syscall(SYS_exit_group, 1);
+	(void)prctl(PR_SET_NAME, "toolcalld-spawn");
+	/* Every signal at its default (the kernel's struct sigaction, all
+	 * zero: SIG_DFL), blocked (since the fork) until the child's exec. */
+	const uint64_t dfl[4] = {0};
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)syscall(SYS_rt_sigaction, sig, dfl, NULL, sizeof(uint64_t));
+	/* 0-2 on /dev/null, where they are not open; nothing else but the
+	 * socket. */
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+			syscall(SYS_exit_group, 1);
+	if (sock > 3)
+		(void)syscall(SYS_close_range, 3U, (unsigned)sock - 1, 0U);
+	(void)syscall(SYS_close_range, (unsigned)sock + 1, ~0U, 0U);
+	size_t ptrs_size = (2 * SPAWNER_STRINGS_MAX + 2) * sizeof(char *) + SPAWNER_GROUPS_MAX * sizeof(gid_t);
+	char *buf = mmap(NULL, SPAWNER_MSG_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char **ptrs = mmap(NULL, ptrs_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* The child's stack: it needs some 5 KiB (apply.c reads its working
+	 * directory's path). */
+	static _Alignas(16) char stack[32768];
+	char ready = 1;
+	if (buf == MAP_FAILED || ptrs == MAP_FAILED || sandbox_spawner_setup(cap_last, prog) < 0)
+		ready = 0;
+	if (write(sock, &ready, 1) != 1 || !ready)
+		syscall(SYS_exit_group, 1);
+
+	for (;;) {
+		union {
+			char buf[CMSG_SPACE(F_COUNT * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = { .iov_base = buf, .iov_len = SPAWNER_MSG_MAX };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+				     .msg_controllen = sizeof(u.buf) };
+		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			syscall(SYS_exit_group, 0);
+		int fds[F_COUNT];
+		unsigned n_fds = 0;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (size_t i = 0; i < k; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				if (n_fds < F_COUNT)
+					fds[n_fds++] = fd;
+				else
+					close(fd);
+			}
+		}
+		struct spawned_args a;
+		struct spawner_answer ans = {0};
+		int pidfd = -1;
+		int r = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -EMSGSIZE
+			: parse(buf, (size_t)n, fds, n_fds, ptrs, &a);
+		if (r < 0) {
+			ans.err = -r;
+		} else {
+			int flags = CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD;
+			pid_t pid = clone(spawned_child, stack + sizeof(stack), flags | CLONE_PIDFD, &a, &pidfd);
+			if (pid < 0 && errno == EINVAL) {
+				pidfd = -1;	/* before Linux 5.2: the daemon opens it */
+				pid = clone(spawned_child, stack + sizeof(stack), flags, &a);
+			}
+			if (pid < 0) {
+				ans.err = errno;
+			} else {
+				ans.pid = pid;
+				ans.err = a.err;
+				ans.failed = (uint64_t)(uintptr_t)a.c.failed;
+			}
+		}
+		ans.pidfd = pidfd >= 0;
+		answer(sock, &ans, pidfd);
+		if (pidfd >= 0)
+			close(pidfd);
+		for (unsigned i = 0; i < n_fds; i++)
+			close(fds[i]);
+	}
+}
+
+/* ---- the daemon's side ------------------------------------------------- */
+
+/* Waits for sock to be readable, up to ms; false on timeout. */
+static bool wait_readable(int sock, int ms)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+	uint64_t end = mono_ms() + (uint64_t)ms;
+	for (;;) {
+		int left = (int)(end > mono_ms() ? end - mono_ms() : 0);
+		int k = poll(&p, 1, left);
+		if (k > 0)
+			return true;
+		if (k == 0 || (k < 0 && errno != EINTR))
+			return false;
+	}
+}
+
+/* Ends a spawner: kills and reaps it. */
+static void spawner_end(struct spawner *s)
+{
+	if (s->pid <= 0)
+		return;
+	close(s->sock);
+	s->sock = -1;
+	(void)kill(s->pid, SIGKILL);
+	while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	child_untrack(s->pid);
+	s->pid = 0;
+}
+
+/* Starts the spawner of a program; false if it cannot be. */
+static bool spawner_start(struct spawner *s, const void *bpf, int cap_last)
+{
+	const void *prog = seccomp_spawner_prog(bpf);
+	int sv[2];
+	if (!prog || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return false;
+	int size = SPAWNER_MSG_MAX + 4096;
+	if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+		(void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	if (setsockopt(sv[1], SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+		(void)setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	pid_t daemon = getpid();
+	sigset_t all, old;
+	sigfillset(&all);
+	(void)sigprocmask(SIG_SETMASK, &all, &old);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		spawner_main(sv[1], daemon, cap_last, prog);
+	}
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	close(sv[1]);
+	if (pid < 0) {
+		close(sv[0]);
+		return false;
+	}
+	child_track(pid);
+	s->pid = pid;
+	s->sock = sv[0];
+	char ready = 0;
+	ssize_t n = -1;
+	if (wait_readable(s->sock, SPAWNER_ANSWER_MS))
+		while ((n = read(s->sock, &ready, 1)) < 0 && errno == EINTR)
+			;
+	if (n != 1 || !ready) {
+		spawner_end(s);
+		return false;
+	}
+	return true;
+}
+
+/* Whether a spawner is the one of a program. */
+static bool spawner_is(const struct spawner *s, const struct sock_fprog *prog)
+{
+	return s->key.filter && s->key.len == prog->len &&
+	       memcmp(s->key.filter, prog->filter, prog->len * sizeof(*prog->filter)) == 0;
+}
+
+/* The spawner of a program, started if need be; NULL if none can be. */
+static struct spawner *spawner_get(const void *bpf, int cap_last)
+{
+	const struct sock_fprog *prog = bpf;
+	struct spawner *slot = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(spawners) && !slot; i++)
+		if (spawner_is(&spawners[i], prog))
+			slot = &spawners[i];
+	for (size_t i = 0; i < ELEMENTSOF(spawners) && !slot; i++)
+		if (!spawners[i].key.filter)
+			slot = &spawners[i];
+	if (!slot || slot->broken)
+		return NULL;
+	if (slot->pid > 0)
+		return slot;
+	if (!slot->key.filter) {
+		slot->key.len = prog->len;
+		slot->key.filter = xmemdup(prog->filter, prog->len * sizeof(*prog->filter));
+	}
+	if (!spawner_start(slot, bpf, cap_last)) {
+		slot->broken = true;
+		return NULL;
+	}
+	return slot;
+}
+
+/* Appends n bytes to the request being built. */
+static void put(char **p, const void *src, size_t n)
+{
+	memcpy(*p, src, n);
+	*p += n;
+}
+
+/* Builds the request of a call; NULL when it is too large for one. */
+static char *build_request(const struct spawner_call *call, size_t *ret_len, int *fds, unsigned *ret_n_fds)
+{
+	const struct sandbox_child *c = call->sandbox;
+	struct spawner_req q = {0};
+	size_t len = sizeof(q) + c->n_groups * sizeof(gid_t) + strlen(call->path) + 1;
+	for (char *const *v = call->argv; *v; v++, q.argc++)
+		len += strlen(*v) + 1;
+	for (char *const *v = call->envp; v && *v; v++, q.envc++)
+		len += strlen(*v) + 1;
+	if (len > SPAWNER_MSG_MAX || q.argc > SPAWNER_STRINGS_MAX || q.envc > SPAWNER_STRINGS_MAX ||
+	    c->n_groups > SPAWNER_GROUPS_MAX || c->n_rlimits > ELEMENTSOF(q.rlimits))
+		return NULL;
+	const int all[F_COUNT] = {
+		[F_CWD] = call->cwd_fd, [F_IN] = call->in_fd, [F_OUT] = call->out_fd, [F_ERR] = call->err_fd,
+		[F_CGROUP] = c->cgroup_procs_fd, [F_NETNS] = c->netns_fd, [F_MNTNS] = c->mntns_fd,
+		[F_LL1] = c->landlock_fd, [F_LL2] = c->landlock_fd2,
+	};
+	unsigned n_fds = 0;
+	for (int f = 0; f < F_COUNT; f++)
+		if (all[f] >= 0) {
+			q.fds |= 1u << f;
+			fds[n_fds++] = all[f];
+		}
+	q.len = (uint32_t)len;
+	q.fd_soft = call->fd_soft;
+	q.uid = c->uid;
+	q.gid = c->gid;
+	q.set_ids = c->set_ids;
+	q.n_groups = (uint32_t)c->n_groups;
+	q.subreaper = c->subreaper;
+	q.n_rlimits = c->n_rlimits;
+	for (unsigned i = 0; i < c->n_rlimits; i++) {
+		q.rlimits[i].resource = c->rlimits[i].resource;
+		q.rlimits[i].value = c->rlimits[i].value;
+	}
+	char *msg = xmalloc(len), *p = msg;
+	put(&p, &q, sizeof(q));
+	if (c->n_groups)
+		put(&p, c->groups, c->n_groups * sizeof(gid_t));
+	put(&p, call->path, strlen(call->path) + 1);
+	for (char *const *v = call->argv; *v; v++)
+		put(&p, *v, strlen(*v) + 1);
+	for (char *const *v = call->envp; v && *v; v++)
+		put(&p, *v, strlen(*v) + 1);
+	*ret_len = len;
+	*ret_n_fds = n_fds;
+	return msg;
+}
+
+/* Sends a request with its fds: 0 or a negative errno. */
+static int send_request(int sock, const char *msg, size_t len, const int *fds, unsigned n_fds)
+{
+	union {
+		char buf[CMSG_SPACE(F_COUNT * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (n_fds) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, n_fds * sizeof(int));
+	}
+	ssize_t n;
+	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EMSGSIZE;
+}
+
+/* Reads the answer, the pidfd into *ret_pidfd (or -1): 0 or a negative
+ * errno. */
+static int read_answer(int sock, struct spawner_answer *ans, int *ret_pidfd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = ans, .iov_len = sizeof(*ans) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	*ret_pidfd = -1;
+	if (!wait_readable(sock, SPAWNER_ANSWER_MS))
+		return -ETIMEDOUT;
+	ssize_t n;
+	while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(ret_pidfd, CMSG_DATA(cm), sizeof(int));
+	if (n != (ssize_t)sizeof(*ans) || (mh.msg_flags & MSG_CTRUNC) || (ans->pidfd && *ret_pidfd < 0) ||
+	    (!ans->err && ans->pid <= 0)) {
+		closep(ret_pidfd);
+		*ret_pidfd = -1;
+		return n == 0 ? -EPIPE : -EBADMSG;
+	}
+	return 0;
+}
+
+int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid, int *ret_pidfd)
+{
+	struct sandbox_child *c = call->sandbox;
+	if (!sandbox_child_spawnable(c) || c->cap_last != sandbox_cap_last())
+		return SPAWNER_NONE;
+	int fds[F_COUNT];
+	unsigned n_fds;
+	size_t len;
+	_cleanup_free_ char *msg = build_request(call, &len, fds, &n_fds);
+	if (!msg)
+		return SPAWNER_NONE;
+	struct spawner *s = spawner_get(c->bpf, c->cap_last);
+	if (!s)
+		return SPAWNER_NONE;
+	int r = send_request(s->sock, msg, len, fds, n_fds);
+	if (r == -EMSGSIZE || r == -ENOBUFS)
+		return SPAWNER_NONE;	/* too large for the socket: directly */
+	if (r < 0) {
+		/* Gone before it got the request: a new one for the next
+		 * call, this one directly. */
+		spawner_end(s);
+		return SPAWNER_NONE;
+	}
+	struct spawner_answer ans;
+	int pidfd;
+	if ((r = read_answer(s->sock, &ans, &pidfd)) < 0) {
+		/* Gone or stuck with the request: whether the command
+		 * started is not known, so the call fails. */
+		spawner_end(s);
+		c->failed = "starting the child through the spawner, which ended before it answered";
+		return r;
+	}
+	if (ans.err) {
+		c->failed = (const char *)(uintptr_t)ans.failed;
+		if (ans.pid > 0)
+			while (waitpid(ans.pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		closep(&pidfd);
+		return -ans.err;
+	}
+	*ret_pid = ans.pid;
+	*ret_pidfd = pidfd;
+	return 0;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The repositories nested in a workspace in which sandbox.protect holds
+ * for children (lib/sandbox/repos.c): found down to four levels (a/b/c/d
+ * held, a/b/c/d/e not), a submodule's .git file as a pointer, never
+ * through a symlink or inside a .git; a repository made later in a
+ * directory the last scan saw (git init of an existing directory) is
+ * found at the next call, and one removed is forgotten; the same without
+ * openat2 and without inotify.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/sandbox/sandbox_internal.h"
+#include "proto/base/util.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/deny_syscall.h"
+
+static char ws[64];
+
+static void setup(void)
+{
+	strcpy(ws, "/tmp/tc-repos-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(ws));
+}
+
+static void teardown(void)
+{
+	repos_clear();
+	char *cmd = xasprintf("rm -rf '%s'", ws);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+
+static void sh(const char *fmt, const char *arg)
+{
+	char *inner = xasprintf(fmt, arg);
+	char *cmd = xasprintf("cd '%s' && %s", ws, inner);
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+	free(cmd);
+	free(inner);
+}
+
+/* True when the git directory rel (relative to ws) is among r's. */
+static bool has_git(const struct repo_dirs *r, const char *rel)
+{
+	char *full = xasprintf("%s/%s", ws, rel);
+	bool found = false;
+	for (size_t i = 0; i < r->n; i++)
+		found = found || strcmp(r->git[i], full) == 0;
+	free(full);
+	return found;
+}
+
+static bool has_pointer(const struct repo_dirs *r, const char *rel)
+{
+	char *full = xasprintf("%s/%s", ws, rel);
+	bool found = false;
+	for (size_t i = 0; i < r->n_pointers; i++)
+		found = found || strcmp(r->pointers[i], full) == 0;
+	free(full);
+	return found;
+}
+
+static void nested_down_to_four_levels_case(void)
+{
+	sh("mkdir -p .git a/.git a/b/c/.git a/b/c/d/.git/modules/m a/b/c/d/e/.git x/y && %s", "true");
+	sh("echo 'gitdir: ../../.git/modules/s' > x/y/.git%s", "");
+	/* Through a symlink, or inside a .git: never looked for. */
+	sh("mkdir -p /tmp/tc-repos-outside-x/.git && ln -s /tmp/tc-repos-outside-x link%s", "");
+	sh("mkdir -p a/.git/inner/.git%s", "");
+	struct repo_dirs r;
+	repos_get(ws, &r);
+	ck_assert(has_git(&r, ".git"));
+	ck_assert_uint_eq(r.n_top, 1);
+	ck_assert(has_git(&r, "a/.git"));
+	ck_assert(has_git(&r, "a/b/c/.git"));
+	ck_assert(has_git(&r, "a/b/c/d/.git"));
+	ck_assert(has_git(&r, "a/b/c/d/.git/modules/m"));
+	ck_assert(!has_git(&r, "a/b/c/d/e/.git"));
+	ck_assert(has_pointer(&r, "x/y/.git"));
+	ck_assert(!has_git(&r, "link/.git"));
+	ck_assert(!has_git(&r, "a/.git/inner/.git"));
+	repo_dirs_clear(&r);
+	ck_assert_int_eq(system("rm -rf /tmp/tc-repos-outside-x"), 0);
+}
+
+START_TEST(nested_down_to_four_levels)
+{
+	nested_down_to_four_levels_case();
+}
+END_TEST
+
+/* The same where the kernel lacks openat2: the walk one component at a
+ * time follows no symlink either. */
+START_TEST(nested_down_to_four_levels_without_openat2)
+{
+	if (!deny_syscall_or_skip("nested_down_to_four_levels_without_openat2", SYS_openat2))
+		return;
+	nested_down_to_four_levels_case();
+}
+END_TEST
+
+static void found_when_made_later_case(void)
+{
+	sh("mkdir -p p/q/r s && echo x > p/q/r/file%s", "");
+	struct repo_dirs r;
+	repos_get(ws, &r);
+	ck_assert_uint_eq(r.n, 0);
+	repo_dirs_clear(&r);
+	/* Nothing changed: the kept scan serves. */
+	repos_get(ws, &r);
+	ck_assert_uint_eq(r.n, 0);
+	repo_dirs_clear(&r);
+	/* git init of a directory that was there: the top is unchanged. */
+	struct stat before, after;
+	ck_assert_int_eq(stat(ws, &before), 0);
+	sh("mkdir p/q/r/.git%s", "");
+	ck_assert_int_eq(stat(ws, &after), 0);
+	ck_assert(before.st_mtim.tv_nsec == after.st_mtim.tv_nsec && before.st_mtim.tv_sec == after.st_mtim.tv_sec);
+	repos_get(ws, &r);
+	ck_assert(has_git(&r, "p/q/r/.git"));
+	repo_dirs_clear(&r);
+	/* A directory renamed above it: found where it is now. */
+	sh("mv p/q s/moved%s", "");
+	repos_get(ws, &r);
+	ck_assert(!has_git(&r, "p/q/r/.git"));
+	ck_assert(has_git(&r, "s/moved/r/.git"));
+	repo_dirs_clear(&r);
+	sh("rm -rf s/moved/r/.git%s", "");
+	repos_get(ws, &r);
+	ck_assert_uint_eq(r.n, 0);
+	repo_dirs_clear(&r);
+}
+
+START_TEST(found_when_made_later)
+{
+	found_when_made_later_case();
+}
+END_TEST
+
+/* The same without inotify: every directory the scan saw is lstat'ed at
+ * each call instead. */
+START_TEST(found_when_made_later_without_inotify)
+{
+	if (!deny_syscall_or_skip("found_when_made_later_without_inotify", SYS_inotify_init1))
+		return;
+	found_when_made_later_case();
+}
+END_TEST
+
+static Suite *repos_suite(void)
+{
+	Suite *s = suite_create("sandbox_repos");
+	TCase *tc = tcase_create("repos");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, nested_down_to_four_levels);
+	tcase_add_test(tc, found_when_made_later);
+	tcase_add_test(tc, nested_down_to_four_levels_without_openat2);
+	tcase_add_test(tc, found_when_made_later_without_inotify);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(repos_suite());
+}
