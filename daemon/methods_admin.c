@@ -147,6 +147,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	jgen_kv_int(g, "evicted", (int64_t)s->conns.evicted);
 	jgen_kv_int(g, "bufferedBytes", (int64_t)s->conns.memory);
 	jgen_kv_int(g, "progressDropped", (int64_t)s->progress_dropped);
+	jgen_kv_int(g, "trims", (int64_t)s->trims);
 	jgen_obj_close(g);
 	jgen_kv_int(g, "sessions", (int64_t)map_size(s->sessions->by_id));
 	jgen_kv_int(g, "reloads", (int64_t)s->reloads);

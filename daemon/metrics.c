@@ -2,9 +2,10 @@
 /*
  * admin/metrics' text (methods_admin.c answers it): the daemon's own
  * families (the build, uptime, connections accepted, refused and evicted,
- * client buffers, progress notifications dropped, sessions, reloads,
- * tools), each MCP provider's state and restarts, the background
- * processes' (lib/process), then the dispatcher's (lib/dispatch/metrics.h).
+ * client buffers, progress notifications dropped, memory trims,
+ * sessions, reloads, tools), each MCP provider's state and restarts, the
+ * background processes' (lib/process), then the dispatcher's
+ * (lib/dispatch/metrics.h).
  * The same numbers as admin/stats (methods_admin.c), as OpenMetrics
  * families.
  */
@@ -73,6 +74,9 @@ void metrics_write(struct server *s, struct buf *b)
 	metrics_family(b, "toolcalld_progress_dropped", "counter", NULL,
 		       "Progress notifications dropped for slow clients.");
 	metrics_u64(b, "toolcalld_progress_dropped_total", NULL, s->progress_dropped);
+	metrics_family(b, "toolcalld_memory_trims", "counter", NULL,
+		       "Times the memory of a crowd of connections or calls was given back once it had gone.");
+	metrics_u64(b, "toolcalld_memory_trims_total", NULL, s->trims);
 	metrics_family(b, "toolcalld_sessions", "gauge", NULL, "Sessions open.");
 	metrics_u64(b, "toolcalld_sessions", NULL, map_size(s->sessions->by_id));
 	metrics_family(b, "toolcalld_reloads", "counter", NULL, "Configuration reloads (SIGHUP, admin/reload, tool file changes).");

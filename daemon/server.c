@@ -104,6 +104,7 @@ static void on_trim(struct ev_loop *ev, ev_timer *w, int revents)
 		s->peak_conns = now;
 	if (s->peak_conns >= SERVER_TRIM_CROWD && now < s->peak_conns / 2) {
 		malloc_trim(0);
+		s->trims++;
 		s->peak_conns = now;
 	}
 	/* No crowd left to watch: sleep until the next one. */

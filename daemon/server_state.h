@@ -53,6 +53,7 @@ struct server {
 	ev_timer watchdog_w;
 	ev_timer trim_w;		/* gives memory back after a crowd has gone */
 	unsigned peak_conns;		/* most connections (or calls) since the last trim */
+	uint64_t trims;			/* times a crowd's memory was given back */
 	ev_io inotify_w;
 	ev_timer reload_debounce;
 	int inotify_fd;

@@ -81,6 +81,8 @@ static enum tool_ret shell_exec(struct tool_call *c)
 		.argv = argv,
 		.envp = env,
 		.cwd_fd = cwd_fd,	/* -1: the workspace's root */
+		/* One pipe for stdout and stderr: the order is the kernel's. */
+		.merge_output = true,
 	};
 	const struct sandbox_config *sb = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;
@@ -110,7 +112,8 @@ const struct tool_def tool_shell = {
 		       "The text holds stdout and stderr in the order they were written, then "
 		       "\"[exit code N]\" or \"[killed by SIGNAL]\" when the command failed; output "
 		       "beyond 64 KiB keeps its head and its tail around a line saying how many bytes "
-		       "were dropped. structuredContent has stdout and stderr apart. A command that "
+		       "were dropped. stdout and stderr share one pipe, so they are not told apart: "
+		       "structuredContent's output holds both, in order. A command that "
 		       "times out or is cancelled keeps the output it had produced in the error."
 		       " "
 		       SHELL_BACKGROUND_DESCRIPTION,

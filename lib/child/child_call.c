@@ -30,6 +30,7 @@ struct child_call {
 	struct child *ch;
 	struct sandbox_run *run;
 	child_call_done_fn done;
+	bool merged;		/* child_opts.merge_output: one stream, "output" */
 	/* stdout and stderr as they were read, one stream as a terminal
 	 * shows them: head and tail of the text the model reads. */
 	struct capture text;
@@ -45,7 +46,7 @@ static void call_output(void *arg, enum child_stream s, const char *data, size_t
 {
 	struct child_call *cc = arg;
 	capture_add(&cc->text, data, n);
-	tool_call_output(cc->c, stream_names[s], data, n);
+	tool_call_output(cc->c, cc->merged ? "output" : stream_names[s], data, n);
 }
 
 /* Appends the output kept so far for the text, in the order it was
@@ -203,6 +204,7 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 	cc->c = c;
 	cc->done = done;
 	cc->run = run;
+	cc->merged = o.merge_output;
 	capture_init(&cc->text, c->env && c->env->shell_text_cap ? c->env->shell_text_cap : CALL_TEXT_CAP_DEFAULT);
 	o.arg = cc;
 	r = child_spawn(c->loop, &o, &cc->ch);
@@ -252,8 +254,9 @@ static void append_text(struct buf *out, const char *s, size_t n)
 	}
 }
 
-/* Writes the structuredContent of a finished child. */
-char *child_result_json(const struct child_result *r, bool with_signal)
+/* Writes the structuredContent of a finished child: its streams apart,
+ * or as the one "output" they were merged into. */
+static char *result_json(const struct child_result *r, bool with_signal, bool merged)
 {
 	struct buf b = {0};
 	struct jgen *g = jgen_new(&b);
@@ -269,15 +272,22 @@ char *child_result_json(const struct child_result *r, bool with_signal)
 		jgen_key(g, "signal");
 		jgen_str(g, r->signal ? child_signal_name(r->signal, sig) : NULL);
 	}
-	jgen_key(g, "stdout");
+	jgen_key(g, merged ? "output" : "stdout");
 	jgen_strn(g, r->out[CHILD_STDOUT] ? r->out[CHILD_STDOUT] : "", r->out_len[CHILD_STDOUT]);
-	jgen_key(g, "stderr");
-	jgen_strn(g, r->out[CHILD_STDERR] ? r->out[CHILD_STDERR] : "", r->out_len[CHILD_STDERR]);
+	if (!merged) {
+		jgen_key(g, "stderr");
+		jgen_strn(g, r->out[CHILD_STDERR] ? r->out[CHILD_STDERR] : "", r->out_len[CHILD_STDERR]);
+	}
 	jgen_kv_bool(g, "truncated", r->truncated[CHILD_STDOUT] || r->truncated[CHILD_STDERR]);
 	jgen_kv_int(g, "duration_ms", (int64_t)r->duration_ms);
 	jgen_obj_close(g);
 	jgen_free(g);
 	return buf_steal(&b);
+}
+
+char *child_result_json(const struct child_result *r, bool with_signal)
+{
+	return result_json(r, with_signal, false);
 }
 
 /* Writes the text the model reads for a finished child. */
@@ -339,7 +349,8 @@ void child_result_tail(const struct child_result *r, enum child_stream s, size_t
 /* The structuredContent of a call's child, with its sandbox. */
 char *child_call_json(struct tool_call *c, const struct child_result *r, bool with_signal)
 {
-	char *json = child_result_json(r, with_signal);
+	struct child_call *cc = c->state;
+	char *json = result_json(r, with_signal, cc && cc->merged);
 	struct sandbox_run *run = child_call_sandbox(c);
 	if (!run)
 		return json;
@@ -353,12 +364,20 @@ char *child_call_json(struct tool_call *c, const struct child_result *r, bool wi
 	return buf_steal(&b);
 }
 
+/* The stream where the child's complaints are: stderr, or the one
+ * stream both were merged into. */
+static enum child_stream diag_stream(struct tool_call *c)
+{
+	struct child_call *cc = c->state;
+	return cc && cc->merged ? CHILD_STDOUT : CHILD_STDERR;
+}
+
 /* The limit a call's child ran into, as "the memory limit (64 MB)", or
  * NULL. */
 char *child_call_limit(struct tool_call *c, const struct child_result *r)
 {
-	return sandbox_run_limit_hit(child_call_sandbox(c), r->exit_code, r->signal, r->out[CHILD_STDERR],
-				     r->out_len[CHILD_STDERR]);
+	enum child_stream s = diag_stream(c);
+	return sandbox_run_limit_hit(child_call_sandbox(c), r->exit_code, r->signal, r->out[s], r->out_len[s]);
 }
 
 /* Appends the exit status line of a child that failed. */
@@ -400,7 +419,8 @@ char *child_call_text(struct tool_call *c, const struct child_result *r)
 		return buf_steal(&b);
 	_cleanup_free_ char *limit = child_call_limit(c, r);
 	_cleanup_free_ char *note = limit ? NULL
-					  : sandbox_run_denial_note(run, r->out[CHILD_STDERR], r->out_len[CHILD_STDERR]);
+					  : sandbox_run_denial_note(run, r->out[diag_stream(c)],
+								    r->out_len[diag_stream(c)]);
 	if (limit)
 		buf_printf(&b, "\n[limit] The command was stopped by %s of its sandbox.", limit);
 	else if (note)

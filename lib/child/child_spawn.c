@@ -772,7 +772,8 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	if (o->tty)
 		r = spawn(path, o, o->tty_fd, o->tty_fd, o->tty_fd, &pid, &pidfd);
 	else
-		r = spawn(path, o, in_r, out_w, err_w, &pid, &pidfd);
+		/* merge_output: both on one pipe; the stderr pipe just ends. */
+		r = spawn(path, o, in_r, out_w, o->merge_output ? out_w : err_w, &pid, &pidfd);
 	if (r < 0)
 		return r;
 	sandbox_run_spawned(o->sandbox);

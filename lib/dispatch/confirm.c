@@ -6,6 +6,12 @@
  * by an approver, timed out, failed when the approvers leave, replayed to
  * a late subscriber, and kept after being settled so that the first
  * answer wins.
+ *
+ * The engine calls in; this file calls none of the engine's functions. What
+ * it decides about an execution goes back as a result (confirm_ask,
+ * confirm_timed_out) or, when an approver's answer or departure decides,
+ * through the reports the engine handed in (struct confirm_reports): the
+ * engine alone finishes, queues and times executions.
  */
 #include "lib/dispatch/dispatch_internal.h"
 
@@ -39,9 +45,7 @@ struct confirm {
 	struct list node;		/* d->resolved */
 };
 
-/* How long a confirmation waits: the policy's (its default when the
- * dispatcher has none). */
-static uint64_t confirm_timeout_ms(const struct dispatcher *d)
+uint64_t confirm_timeout_ms(const struct dispatcher *d)
 {
 	return d->policy ? d->policy->timeout_ms : POLICY_CONFIRM_TIMEOUT_MS;
 }
@@ -92,14 +96,14 @@ static struct exec *exec_of_call(struct dispatcher *d, const char *call_id)
 bool dispatch_ask_call(struct dispatcher *d, const char *call_id, const struct confirm_question *q)
 {
 	struct exec *e = exec_of_call(d, call_id);
-	return e && exec_ask_callers(e, q);
+	return e && d->reports->ask_callers(e, q);
 }
 
 void dispatch_withdraw_call(struct dispatcher *d, const char *call_id, const char *request_id)
 {
 	struct exec *e = exec_of_call(d, call_id);
 	if (e)
-		exec_withdraw_callers(e, request_id);
+		d->reports->withdraw_callers(e, request_id);
 }
 
 void dispatch_set_confirm_charge(struct dispatcher *d, confirm_charge_fn charge, void *arg)
@@ -263,7 +267,7 @@ static void confirm_settle(struct dispatcher *d, struct confirm *c, const char *
 	confirm_shed(c);
 	c->expires = tc_now(d->loop) + MAX(d->cfg.idem_ttl_ms, 60000);
 	list_insert_tail(&d->resolved, &c->node);
-	dispatch_arm_sweep(d);
+	d->reports->kept(d);
 }
 
 /* Unties e from its open request: the session has one pending less. */
@@ -287,7 +291,7 @@ static struct confirm *confirm_detach(struct exec *e, const char *decision)
 	confirm_settle(d, c, decision);
 	if (c->elicited) {
 		c->elicited = false;
-		exec_withdraw_callers(e, c->id);
+		d->reports->withdraw_callers(e, c->id);
 	}
 	struct resolved_arg r = { c->id, decision };
 	event_emit(d->bus, "tool.confirmation_resolved", e->session, e->call_id, e->tool->name,
@@ -295,46 +299,57 @@ static struct confirm *confirm_detach(struct exec *e, const char *decision)
 	return c;
 }
 
-/* Ends a call whose confirmation request nobody answered: the request is
- * settled with decision, subscribers are told, the call ends with o. */
-static void confirm_unanswered(struct exec *e, const char *decision, struct outcome *o)
+/* Settles the request of a call nobody answered with decision (subscribers
+ * are told) and returns o, the outcome that ends the call. */
+static struct outcome *confirm_unanswered(struct exec *e, const char *decision, struct outcome *o)
 {
 	confirm_detach(e, decision);
-	exec_finish(e, o);
+	return o;
 }
 
-static void on_confirm_timeout(void *arg)
+struct outcome *confirm_timed_out(struct exec *e)
 {
-	struct exec *e = arg;
-	confirm_unanswered(e, "timeout", outcome_error(TC_CONFIRMATION_TIMEOUT,
+	return confirm_unanswered(e, "timeout", outcome_error(TC_CONFIRMATION_TIMEOUT,
 		"Nobody answered the confirmation request for '%s' within %llu ms; the call was not run",
 		e->tool->name, (unsigned long long)confirm_timeout_ms(e->d)));
 }
 
-void confirm_ask(struct exec *e)
+/* The client of e's first caller that could be asked was not (or gave no
+ * answer): the outcome that ends e when no approver sees its request
+ * either, else NULL (it waits for them). */
+static struct outcome *elicit_failed(struct confirm *c)
+{
+	struct dispatcher *d = c->exec->d;
+	struct exec *e = c->exec;
+	c->elicited = false;
+	if (no_approver_wait(d) || event_has_subscriber(d->bus, "tool.confirmation_requested", e->session))
+		return NULL;
+	return confirm_unanswered(e, "deny", outcome_error(TC_USER_DENIED,
+		"Tool '%s' needs confirmation and the user was asked but gave no answer (or the client could "
+		"not ask), so the call was not run", e->tool->name));
+}
+
+struct outcome *confirm_ask(struct exec *e)
 {
 	struct dispatcher *d = e->d;
-	bool elicit = exec_ask_callers(e, NULL);
+	bool elicit = d->reports->ask_callers(e, NULL);
 	if (!no_approver_wait(d) && !elicit &&
 	    !event_has_subscriber(d->bus, "tool.confirmation_requested", e->session)) {
-		exec_finish(e, outcome_error(TC_USER_DENIED,
-					     "Tool '%s' (side effect: %s) needs confirmation and no approver is "
-					     "connected, so the call was not run. To approve calls, run "
-					     "'toolcallctl approve' (or subscribe to tool.confirmation_requested "
-					     "and answer with confirmations/resolve), or set the tool to \"auto\" "
-					     "in the confirmation policy", e->tool->name,
-					     side_effect_name(e->tool->side_effects)));
-		return;
+		return outcome_error(TC_USER_DENIED,
+				     "Tool '%s' (side effect: %s) needs confirmation and no approver is "
+				     "connected, so the call was not run. To approve calls, run "
+				     "'toolcallctl approve' (or subscribe to tool.confirmation_requested "
+				     "and answer with confirmations/resolve), or set the tool to \"auto\" "
+				     "in the confirmation policy", e->tool->name,
+				     side_effect_name(e->tool->side_effects));
 	}
 	/* Each pending request holds the call's arguments: bounded per
 	 * session. (Waiting for an answer holds no concurrency slot: the
 	 * call queues for one once it is allowed.) */
-	if (e->session->confirming >= d->cfg.session_confirmations) {
-		exec_finish(e, outcome_error(TC_OVERLOADED,
-					     "Too many calls of this session wait for confirmation (limit %u); "
-					     "answer or cancel some, then retry", d->cfg.session_confirmations));
-		return;
-	}
+	if (e->session->confirming >= d->cfg.session_confirmations)
+		return outcome_error(TC_OVERLOADED,
+				     "Too many calls of this session wait for confirmation (limit %u); "
+				     "answer or cancel some, then retry", d->cfg.session_confirmations);
 	struct confirm *c = xcalloc(1, sizeof(*c));
 	c->id = xasprintf("cf-%08llx-%llu", (unsigned long long)(d->boot >> 32),
 			  (unsigned long long)++d->counter);
@@ -347,11 +362,10 @@ void confirm_ask(struct exec *e)
 	int64_t held = confirm_bytes(c, e);
 	if (d->confirm_charge && d->confirm_charge(d->confirm_charge_arg, c->uid, held) < 0) {
 		confirm_free(c);
-		exec_finish(e, outcome_error(TC_OVERLOADED,
-					     "The calls of this user that wait for confirmation, with its connections, "
-					     "hold more memory than limits.per_uid_memory allows; answer or cancel some, "
-					     "then retry"));
-		return;
+		return outcome_error(TC_OVERLOADED,
+				     "The calls of this user that wait for confirmation, with its connections, "
+				     "hold more memory than limits.per_uid_memory allows; answer or cancel some, "
+				     "then retry");
 	}
 	c->held = held;
 	e->confirm_seq = d->counter;
@@ -360,7 +374,6 @@ void confirm_ask(struct exec *e)
 	e->confirm = c;
 	e->session->confirming++;
 	e->state = EX_CONFIRMING;
-	exec_set_timer(e, on_confirm_timeout, confirm_timeout_ms(d));
 	struct confirm_arg ca = { e };
 	event_emit(d->bus, "tool.confirmation_requested", e->session, e->call_id, e->tool->name,
 		   extra_confirm, &ca);
@@ -370,10 +383,11 @@ void confirm_ask(struct exec *e)
 		const struct confirm_question q = { c->id, e->tool->name, side_effect_name(e->tool->side_effects),
 						    buf_head(&in), buf_size(&in), c->files, c->n_files, c->diff,
 						    confirm_timeout_ms(d), NULL };
-		c->elicited = exec_ask_callers(e, &q);
+		c->elicited = d->reports->ask_callers(e, &q);
 		if (!c->elicited)
-			dispatch_elicit_failed(d, c->id);	/* maybe nobody else sees it */
+			return elicit_failed(c);	/* maybe nobody else sees it */
 	}
+	return NULL;
 }
 
 void dispatch_elicit_failed(struct dispatcher *d, const char *request_id)
@@ -383,13 +397,10 @@ void dispatch_elicit_failed(struct dispatcher *d, const char *request_id)
 		d->other->elicit_failed(d->other_arg, request_id);
 	if (!c || !c->exec || c->decision)
 		return;
-	c->elicited = false;
 	struct exec *e = c->exec;
-	if (no_approver_wait(d) || event_has_subscriber(d->bus, "tool.confirmation_requested", e->session))
-		return;
-	confirm_unanswered(e, "deny", outcome_error(TC_USER_DENIED,
-		"Tool '%s' needs confirmation and the user was asked but gave no answer (or the client could "
-		"not ask), so the call was not run", e->tool->name));
+	struct outcome *o = elicit_failed(c);
+	if (o)
+		d->reports->decided(e, o);
 }
 
 void confirm_cancel(struct exec *e)
@@ -441,10 +452,10 @@ void dispatch_approvers_left(struct dispatcher *d)
 	size_t n;
 	_cleanup_free_ struct exec **left = open_requests(d, true, &n);
 	for (size_t i = 0; i < n; i++)
-		confirm_unanswered(left[i], "deny", outcome_error(TC_USER_DENIED,
+		d->reports->decided(left[i], confirm_unanswered(left[i], "deny", outcome_error(TC_USER_DENIED,
 			"Tool '%s' needs confirmation and the approver left without answering, so the call "
 			"was not run. To approve calls, run 'toolcallctl approve' (or subscribe to "
-			"tool.confirmation_requested and answer with confirmations/resolve)", left[i]->tool->name));
+			"tool.confirmation_requested and answer with confirmations/resolve)", left[i]->tool->name)));
 }
 
 void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub)
@@ -494,16 +505,15 @@ int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, co
 		confirm_settle(d, c, dec);
 		return 0;
 	}
-	tc_timer_stop(e->timer);
 	confirm_detach(e, dec);
 	if (dec == decisions[1]) {
-		exec_finish(e, outcome_error(TC_USER_DENIED, "The user denied this call of '%s'; it was not run",
-					     e->tool->name));
+		d->reports->decided(e, outcome_error(TC_USER_DENIED, "The user denied this call of '%s'; it was not run",
+						     e->tool->name));
 		return 0;
 	}
 	if (dec == decisions[2])
 		map_put(e->session->always_allow, e->tool->name, (void *)1);
-	exec_enqueue(e);
+	d->reports->decided(e, NULL);
 	return 0;
 }
 

@@ -234,8 +234,6 @@ static struct caller *fail_now(struct dispatcher *d, struct caller *c, const cha
 /* Frees an execution that is done. */
 static void exec_free(struct exec *e)
 {
-	if (e->d->claiming == e)
-		e->d->claiming = NULL;
 	store_wait_cancel(e->claim_wait);
 	if (e->claim)
 		store_release(e->claim);
@@ -314,7 +312,7 @@ static void on_post_hook_failed(void *arg, const char *tool, const char *message
 	event_emit(d->bus, "hook.failed", NULL, NULL, tool, extra_hook_failed, (void *)message);
 }
 
-bool exec_ask_callers(struct exec *e, const struct confirm_question *q)
+static bool exec_ask_callers(struct exec *e, const struct confirm_question *q)
 {
 	for (struct list *pos = e->waiters.next; pos != &e->waiters; pos = pos->next) {
 		struct caller *c = list_entry(pos, struct caller, node);
@@ -324,7 +322,7 @@ bool exec_ask_callers(struct exec *e, const struct confirm_question *q)
 	return false;
 }
 
-void exec_withdraw_callers(struct exec *e, const char *request_id)
+static void exec_withdraw_callers(struct exec *e, const char *request_id)
 {
 	for (struct list *pos = e->waiters.next; pos != &e->waiters; pos = pos->next) {
 		struct caller *c = list_entry(pos, struct caller, node);
@@ -351,7 +349,25 @@ static void keep_stopped(struct exec *e, struct store_claim *claim, const struct
 	store_complete(claim, u);
 }
 
-void exec_finish(struct exec *e, struct outcome *o)
+static void exec_run(struct exec *e);
+static void dispatch_arm_sweep(struct dispatcher *d);
+
+/* Runs queued executions while slots are free, in the turn
+ * dispatch_fair.c gives them. One pump at a time (and none while the
+ * dispatcher is held): an execution that ends inside exec_run frees its
+ * slot to the pump already running. */
+static void pump(struct dispatcher *d)
+{
+	if (d->pumping)
+		return;
+	d->pumping++;
+	struct exec *e;
+	while ((e = fair_next(d)))
+		exec_run(e);
+	d->pumping--;
+}
+
+static void exec_finish(struct exec *e, struct outcome *o)
 {
 	struct dispatcher *d = e->d;
 	e->state = EX_DONE;
@@ -410,10 +426,10 @@ void exec_finish(struct exec *e, struct outcome *o)
 	}
 	outcome_unref(o);
 	exec_free(e);
-	fair_pump(d);
+	pump(d);
 }
 
-void exec_enqueue(struct exec *e)
+static void exec_enqueue(struct exec *e)
 {
 	struct dispatcher *d = e->d;
 	/* Only a call that has to wait counts against the queues: the pump
@@ -443,7 +459,7 @@ void exec_enqueue(struct exec *e)
 		}
 	}
 	fair_queue(e, false);
-	fair_pump(d);
+	pump(d);
 }
 
 /* --- attempts ---------------------------------------------------------- */
@@ -474,7 +490,7 @@ static void extra_called(struct jgen *g, void *arg)
 
 static void on_backoff(void *arg);
 
-void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms)
+static void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms)
 {
 	e->timer = tc_timer_free(e->timer);
 	e->timer = tc_timer_new(e->d->loop, cb, e);
@@ -516,7 +532,7 @@ static void attempt_result(struct exec *e, struct outcome *o)
 	exec_set_timer(e, on_backoff, delay);
 	/* Waiting holds no slot: another call may use it meanwhile. */
 	fair_release(e);
-	fair_pump(d);
+	pump(d);
 }
 
 /* The tool is done with an attempt (or, abandoned, just done). */
@@ -552,7 +568,7 @@ static void on_tool_release_slot(struct tool_call *tc)
 	if (!a->exec)
 		return;
 	fair_release(a->exec);
-	fair_pump(a->d);
+	pump(a->d);
 }
 
 struct delta_arg {
@@ -657,11 +673,11 @@ static void on_backoff(void *arg)
 {
 	struct exec *e = arg;
 	fair_queue(e, true);
-	fair_pump(e->d);
+	pump(e->d);
 }
 
 /* Runs the next attempt, when the budgets allow one. */
-void exec_run(struct exec *e)
+static void exec_run(struct exec *e)
 {
 	struct dispatcher *d = e->d;
 	struct session *s = e->session;
@@ -731,7 +747,7 @@ static void on_sweep(void *arg)
 
 /* An idle daemon is not woken: the timer is armed for the first thing
  * that expires, and not at all when nothing will. */
-void dispatch_arm_sweep(struct dispatcher *d)
+static void dispatch_arm_sweep(struct dispatcher *d)
 {
 	uint64_t next = store_next_expiry(d->idem.store);
 	uint64_t confirm_next = confirm_next_expiry(d);
@@ -824,14 +840,44 @@ static struct exec *exec_new(struct dispatcher *d, struct session *s, const stru
 	return e;
 }
 
+static void on_confirm_timeout(void *arg)
+{
+	struct exec *e = arg;
+	exec_finish(e, confirm_timed_out(e));
+}
+
 /* Sends an execution to confirmation or to the queue, as e->mode says. */
 static void exec_proceed(struct exec *e)
 {
-	if (e->mode == CONFIRM_PROMPT)
-		confirm_ask(e);
+	if (e->mode != CONFIRM_PROMPT) {
+		exec_enqueue(e);
+		return;
+	}
+	struct outcome *o = confirm_ask(e);
+	if (o)
+		exec_finish(e, o);
+	else
+		exec_set_timer(e, on_confirm_timeout, confirm_timeout_ms(e->d));
+}
+
+/* An approver's answer (or departure) settled e's confirmation request:
+ * it goes on to its slot, or ends with o. */
+static void on_confirm_decided(struct exec *e, struct outcome *o)
+{
+	tc_timer_stop(e->timer);
+	if (o)
+		exec_finish(e, o);
 	else
 		exec_enqueue(e);
 }
+
+/* What confirm.c reports back to the engine. */
+static const struct confirm_reports confirm_reports = {
+	.ask_callers = exec_ask_callers,
+	.withdraw_callers = exec_withdraw_callers,
+	.decided = on_confirm_decided,
+	.kept = dispatch_arm_sweep,
+};
 
 /* The pre-call hooks are done: a deny ends the execution; new arguments
  * are checked against the schema again and replace the old ones; allow
@@ -984,13 +1030,13 @@ static struct caller *claim_keyed(struct dispatcher *d, struct session *s, const
 		.idempotent = e->tool->idempotent,
 	};
 	/* The store may answer at once (the memory store does): the call
-	 * may then be answered, and e freed, inside. */
+	 * may then be answered, and e freed, inside, and store_claim returns
+	 * NULL. A wait it returns is one whose answer has not come: e is
+	 * alive and holds it until on_claim or exec_free lets it go. */
 	caller_hold(c);
-	d->claiming = e;
 	struct store_wait *w = store_claim(d->idem.store, &k, on_claim, e);
-	if (d->claiming == e && e->state == EX_CLAIMING)
+	if (w)
 		e->claim_wait = w;
-	d->claiming = NULL;
 	bool waiting = !c->answered;
 	caller_release(c);
 	return waiting ? c : NULL;
@@ -1141,7 +1187,7 @@ void dispatch_hold(struct dispatcher *d)
 void dispatch_release(struct dispatcher *d)
 {
 	if (--d->pumping == 0)
-		fair_pump(d);
+		pump(d);
 }
 
 unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s)
@@ -1222,6 +1268,7 @@ struct dispatcher *dispatcher_new(struct tc_loop *loop, const struct dispatch_co
 	d->uids = map_new();
 	list_init(&d->ready);
 	d->confirms = map_new();
+	d->reports = &confirm_reports;
 	list_init(&d->resolved);
 	list_init(&d->execs);
 	list_init(&d->callers);
@@ -1261,7 +1308,7 @@ void dispatch_set_config(struct dispatcher *d, const struct dispatch_config *cfg
 	idem_configure(&d->idem, cfg);
 	/* Caps may have changed, and the TTL of what is kept. */
 	fair_recheck(d);
-	fair_pump(d);
+	pump(d);
 	dispatch_arm_sweep(d);
 }
 

@@ -16,6 +16,9 @@
  * other tools behind it; a slot of the tool coming free puts the oldest
  * parked one back at the head of its session's queue. Starting a call
  * costs O(1): no queue is ever rescanned.
+ *
+ * This file chooses; the engine runs: fair_next() hands it the execution
+ * whose turn it is, and nothing here calls back into dispatch.c.
  */
 #include <stdio.h>
 
@@ -190,11 +193,8 @@ bool fair_can_run(struct dispatcher *d, const struct exec *e)
 	return true;
 }
 
-void fair_pump(struct dispatcher *d)
+struct exec *fair_next(struct dispatcher *d)
 {
-	if (d->pumping)
-		return;
-	d->pumping++;
 	while (d->running < d->cfg.max_concurrent && !list_empty(&d->ready)) {
 		struct uid_state *u = list_first(&d->ready, struct uid_state, node);
 		struct session *s = list_first(&u->ready, struct session, ready_node);
@@ -212,9 +212,9 @@ void fair_pump(struct dispatcher *d)
 		u->served = s->served = ++d->slots_given;
 		fair_leave(e);
 		take_slot(e);
-		exec_run(e);
+		return e;
 	}
-	d->pumping--;
+	return NULL;
 }
 
 void fair_recheck(struct dispatcher *d)

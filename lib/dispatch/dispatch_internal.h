@@ -8,6 +8,11 @@
  * lib/dispatch/: the parts each file offers the others, lowest first
  * (statistics, circuits, idempotency, admission, the audit line of a
  * call), then the engine's own structures.
+ *
+ * Calls go one way: dispatch.c calls the others, and none calls it back.
+ * The fair queue hands back the execution whose turn it is (fair_next);
+ * confirmation returns outcomes and reports an approver's decision
+ * through the struct confirm_reports the engine handed in.
  */
 #ifndef TC_DISPATCH_INTERNAL_H
 #define TC_DISPATCH_INTERNAL_H
@@ -120,9 +125,36 @@ void circuit_record(struct circuit *c, const struct dispatch_config *cfg, struct
 const char *circuit_state_name(const struct circuit *c);
 
 /* --- confirm.c: the engine's side of confirmation ----------------------- */
-/* For the engine: asks for confirmation of e (or fails it at once when no
- * approver is connected and none is waited for). */
-void confirm_ask(struct exec *e);
+/* How confirmation reports to the engine what an approver's answer or
+ * departure decided: dispatch.c hands these in (d->reports), and
+ * confirm.c calls no engine function. */
+struct confirm_reports {
+	/* Asks the first of e's callers whose client can confirm (q NULL:
+	 * whether one could); true when one did. */
+	bool (*ask_callers)(struct exec *e, const struct confirm_question *q);
+	/* Tells e's callers that request_id no longer waits for their
+	 * clients' answer. */
+	void (*withdraw_callers)(struct exec *e, const char *request_id);
+	/* e's request is settled: o NULL, the call was allowed and goes on
+	 * to its slot; else it ends with o (taken). */
+	void (*decided)(struct exec *e, struct outcome *o);
+	/* A settled request is kept until it expires (confirm_next_expiry):
+	 * the sweep must be armed for it. */
+	void (*kept)(struct dispatcher *d);
+};
+
+/* For the engine: asks for confirmation of e. NULL: the request is open
+ * (e's timer is the engine's to arm for confirm_timeout_ms; the answer
+ * comes through reports->decided); else the outcome that ends e at once
+ * (no approver connected and none waited for, too many requests open, the
+ * memory bound, the only client asked could not answer). */
+struct outcome *confirm_ask(struct exec *e);
+/* How long a request waits: the policy's (its default when the
+ * dispatcher has none). */
+uint64_t confirm_timeout_ms(const struct dispatcher *d);
+/* For the engine: e's request waited confirm_timeout_ms; it is settled
+ * ("timeout", approvers told) and the outcome that ends e returned. */
+struct outcome *confirm_timed_out(struct exec *e);
 /* For the engine: e is cancelled while it waits; its request is settled
  * and tool.confirmation_resolved (decision "cancelled") tells approvers. */
 void confirm_cancel(struct exec *e);
@@ -323,7 +355,7 @@ struct exec {
 	bool stopped;			/* ended by dispatch_stop_all */
 	enum confirm_mode mode;		/* decided at admission; applied once claimed and the hooks have spoken */
 	struct store_claim *claim;	/* the key is this execution's */
-	struct store_wait *claim_wait;	/* while EX_CLAIMING */
+	struct store_wait *claim_wait;	/* while EX_CLAIMING: the store has not answered */
 	uint64_t confirm_seq;		/* when confirmation was asked */
 	struct hook_run *hook;		/* pre-call hooks running, or NULL */
 	pid_t pid;			/* its first caller's, for an audit line nobody waits for */
@@ -345,6 +377,7 @@ struct dispatcher {
 	struct map *uids;		/* uid -> struct uid_state */
 	struct list ready;		/* struct uid_state.node: uids whose turn comes, in order */
 	struct map *confirms;		/* id -> struct confirm */
+	const struct confirm_reports *reports;	/* the engine's, for confirm.c */
 	confirm_charge_fn confirm_charge;	/* counts open requests' bytes per uid, or NULL */
 	void *confirm_charge_arg;
 	const struct confirm_other_ops *other;	/* requests that are not a call's own, or NULL */
@@ -359,31 +392,11 @@ struct dispatcher {
 	unsigned n_callers;
 	uint64_t counter;
 	uint64_t boot;
-	unsigned pumping;
-	struct exec *claiming;		/* cleared when that exec is freed */
+	unsigned pumping;		/* a pump runs, or dispatch_hold() holds it */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 	bool stopping;			/* dispatch_stop_all: calls end transient, keys kept nowhere */
 	const char *stop_why;		/* its message (static) */
 };
-
-/* dispatch.c: executions. */
-/* Ends an execution with outcome o (consumed) and answers every caller. */
-void exec_finish(struct exec *e, struct outcome *o);
-/* Queues an execution for a slot, or refuses it when the queue is full. */
-void exec_enqueue(struct exec *e);
-/* Asks the first caller of e that can ask its client to confirm (q NULL:
- * whether one could); true when one did. */
-bool exec_ask_callers(struct exec *e, const struct confirm_question *q);
-/* Tells e's callers that its confirmation request_id no longer waits for
- * their clients' answer. */
-void exec_withdraw_callers(struct exec *e, const char *request_id);
-/* Arms the exec's one timer with a callback (timeout, backoff, confirmation). */
-void exec_set_timer(struct exec *e, tc_timer_cb cb, uint64_t after_ms);
-/* Runs the next attempt of an execution that holds a slot. */
-void exec_run(struct exec *e);
-/* Arms the sweep timer for the earliest expiry there is (kept outcomes,
- * settled confirmations), or stops it when there is none. */
-void dispatch_arm_sweep(struct dispatcher *d);
 
 /* dispatch_fair.c: the queues and the slots. */
 /* The engine's state of uid, made on first use. */
@@ -402,9 +415,10 @@ void fair_leave(struct exec *e);
 void fair_release(struct exec *e);
 /* True when e could take a slot now. */
 bool fair_can_run(struct dispatcher *d, const struct exec *e);
-/* Starts queued executions while slots are free: round-robin across uids,
- * then across the uid's sessions, FIFO within a session. */
-void fair_pump(struct dispatcher *d);
+/* The queued execution whose turn it is, given its slot (the engine runs
+ * it), or NULL when no slot is free or nothing waits: round-robin across
+ * uids, then across the uid's sessions, FIFO within a session. */
+struct exec *fair_next(struct dispatcher *d);
 /* Caps or tools may have changed: every waiting execution is looked at
  * again. */
 void fair_recheck(struct dispatcher *d);

@@ -259,6 +259,7 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 	o.output_cap = 2;	/* the ring keeps the output, not the child */
 	o.kill_delay_ms = t->limits.kill_grace_ms ? t->limits.kill_grace_ms : 1;
 	o.on_output = on_pipe_output;
+	o.merge_output = true;	/* one ring, in the order written */
 	o.on_eof = NULL;
 	o.on_done = on_child_done;
 	o.arg = p;

@@ -172,7 +172,10 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	jgen_obj_close(g);
 	jgen_free(g);
 	buf_free(&out);
-	tool_call_succeed(c, buf_steal(&text), buf_steal(&sb), p->ended && (p->sig || p->exit_code != 0));
+	/* A kill that ended the process did what was asked: its signal is
+	 * the outcome, not a failure. */
+	bool failed = p->ended && (p->sig || p->exit_code != 0) && kind != PROC_WAIT_KILL;
+	tool_call_succeed(c, buf_steal(&text), buf_steal(&sb), failed);
 }
 
 /* --- the tools ----------------------------------------------------------- */

@@ -8,7 +8,9 @@
  * worth is written at once, so that Redis works on it while the daemon
  * goes on with the turn, and the rest leaves when the turn ends.
  *
- * The parts: store_redis_internal.h.
+ * The parts: store_redis_internal.h. Calls go one way, down: this file
+ * (the store) over the task records, the claims, the ends and, at the
+ * bottom, the connection, which reports up through struct rconn_events.
  *
  * Keys, under the prefix P and the peer uid U:
  *   P idem:U:H        the record: "R" (running) or "D" (done) or "X" (done,
@@ -184,6 +186,27 @@ static int parse_address(struct rstore *r, const char *a)
 	return 0;
 }
 
+/*
+ * Sends what the loop turn queued, claims first: Redis answers them
+ * before it copies the turn's outcomes, so the calls waiting for a claim
+ * run here while Redis stores the outcomes of those that ended (a claim
+ * of a key that ended in the same turn joins it, and hears its end).
+ */
+static void flush_fire(struct ev_loop *ev, ev_prepare *w, int revents)
+{
+	struct rstore *r = container_of(w, struct rstore, flush);
+	ev_prepare_stop(ev, w);
+	rs_claims_send(r);
+	rs_ends_send(r);
+}
+
+/* What the connection tells the layers above it. */
+static const struct rconn_events conn_events = {
+	.message = rs_on_message,
+	.ready = rs_own_flush,
+	.down = rs_waits_down,
+};
+
 static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const struct store_value_ops *vops,
 		   struct store **ret)
 {
@@ -222,7 +245,8 @@ static int rs_open(struct tc_loop *loop, const struct store_config *cfg, const s
 	list_init(&r->ends);
 	list_init(&r->claims_out);
 	list_init(&r->own);
-	ev_prepare_init(&r->flush, rs_flush_fire);
+	ev_prepare_init(&r->flush, flush_fire);
+	r->events = &conn_events;
 	r->chans = map_new();
 	r->retry = tc_timer_new(loop, rs_retry_fire, r);
 	r->watchdog = tc_timer_new(loop, rs_watchdog_fire, r);

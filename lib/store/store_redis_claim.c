@@ -157,14 +157,6 @@ static void hex(const uint8_t *p, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-bool rs_is_hex(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 static void new_token(struct rstore *r, char out[static TOKEN_LEN + 1])
 {
 	uint8_t b[TOKEN_LEN / 2];
@@ -385,13 +377,6 @@ static void claims_reply(struct rstore *r, redisReply *reply, void *arg)
 	free(b);
 }
 
-/* Writes v in decimal into out: its start. */
-const char *rs_u64_str(char out[static 24], uint64_t v)
-{
-	out[23] = '\0';
-	return fmt_u64(out + 23, v);
-}
-
 /* The strings one claim adds to CLAIM_LUA's keys and args. */
 struct claim_args {
 	char *lease, *set, *rec;
@@ -417,16 +402,6 @@ static void claim_args_make(const struct rstore *r, const struct store_wait *w, 
 	ca->set[idem_len] = 's';
 	memcpy(ca->set + idem_len + 1, w->rkey + idem_len, pre_len - idem_len - 1);
 	ca->set[pre_len] = '\0';
-}
-
-/* Hands what hiredis holds to the socket now, not when the loop next
- * polls, so that Redis starts on it while this turn goes on. Calls
- * nothing back: a failure shows at the next write event. */
-void rs_write_now(struct rstore *r)
-{
-	int done;
-	if (r->cmd && (r->cmd->c.flags & REDIS_CONNECTED) && !r->cmd->c.err)
-		redisBufferWrite(&r->cmd->c, &done);
 }
 
 /*
@@ -534,6 +509,19 @@ static void cancel_heard(struct rstore *r, const redisReply *m)
 	if (errno || end == m->str || *end != ':' || !end[1] || uid > UINT32_MAX || !utf8_valid(end + 1, strlen(end + 1)))
 		return;
 	r->task_fn(r->task_arg, (uid_t)uid, end + 1);
+}
+
+void rs_waits_down(struct rstore *r)
+{
+	/* Joins waiting for a message from a holder elsewhere: their polls
+	 * fire now and answer them from the fallback (a callback may cancel
+	 * other waits, so none is answered from inside this loop). */
+	struct list *p;
+	for (p = r->waits.next; p != &r->waits; p = p->next) {
+		struct store_wait *w = list_entry(p, struct store_wait, node);
+		if (!claiming(w) && w->chan)
+			tc_timer_start(w->poll, 0);
+	}
 }
 
 void rs_on_message(redisAsyncContext *ac, void *reply_, void *priv)

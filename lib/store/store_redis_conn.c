@@ -5,6 +5,10 @@
  * SHA-1 and again as text on NOSCRIPT; connecting, the subscription
  * connection, an outage (everything pending answered from the local
  * store or as unavailable) and reconnection with backoff.
+ *
+ * The bottom of the Redis store: it calls nothing of the claims, ends or
+ * tasks above it, and tells them what happens (a message, Redis ready,
+ * Redis gone) through the struct rconn_events the store set (r->events).
  */
 #include "lib/store/store_redis_internal.h"
 
@@ -93,7 +97,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
 				if (r->cfg.notify)
 					r->cfg.notify(r->cfg.notify_arg, true, "reconnected");
 			}
-			rs_own_flush(r);
+			r->events->ready(r);
 		}
 	}
 	void *arg = c->arg;
@@ -220,6 +224,32 @@ void rs_ignore_reply(struct rstore *r, redisReply *reply, void *arg)
 		rs_outage(r, "unexpected reply: %s", reply->type == REDIS_REPLY_ERROR ? reply->str : "wrong type");
 }
 
+/* Writes v in decimal into out: its start. */
+const char *rs_u64_str(char out[static 24], uint64_t v)
+{
+	out[23] = '\0';
+	return fmt_u64(out + 23, v);
+}
+
+/* Whether s holds n lowercase hex digits. */
+bool rs_is_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* Hands what hiredis holds to the socket now, not when the loop next
+ * polls, so that Redis starts on it while this turn goes on. Calls
+ * nothing back: a failure shows at the next write event. */
+void rs_write_now(struct rstore *r)
+{
+	int done;
+	if (r->cmd && (r->cmd->c.flags & REDIS_CONNECTED) && !r->cmd->c.err)
+		redisBufferWrite(&r->cmd->c, &done);
+}
+
 /* --- connection -------------------------------------------------------- */
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
@@ -310,10 +340,10 @@ void rs_connect_now(struct rstore *r)
 	}
 	/* Tasks cancelled through other daemons. */
 	const char *sub[] = { "SUBSCRIBE", r->cancel_chan };
-	redisAsyncCommandArgv(r->sub, rs_on_message, r, 2, sub, NULL);
+	redisAsyncCommandArgv(r->sub, r->events->message, r, 2, sub, NULL);
 	/* What this daemon recorded alone goes first: Redis has it before
 	 * it is seen as back, and before any claim of this daemon. */
-	rs_own_flush(r);
+	r->events->ready(r);
 	/* The first reply says Redis is there. */
 	const char *ping = "PING";
 	rs_send_cmd(r, rs_ignore_reply, NULL, 1, &ping, NULL);
@@ -338,15 +368,7 @@ void rs_outage(struct rstore *r, const char *fmt, ...)
 			r->cfg.notify(r->cfg.notify_arg, false, why);
 	}
 	rs_drop(r);
-	/* Joins waiting for a message from a holder elsewhere: their polls
-	 * fire now and answer them from the fallback (a callback may cancel
-	 * other waits, so none is answered from inside this loop). */
-	struct list *p;
-	for (p = r->waits.next; p != &r->waits; p = p->next) {
-		struct store_wait *w = list_entry(p, struct store_wait, node);
-		if (!claiming(w) && w->chan)
-			tc_timer_start(w->poll, 0);
-	}
+	r->events->down(r);
 	if (!r->retry_armed) {
 		r->retry_armed = true;
 		r->backoff_ms = r->backoff_ms ? MIN(r->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;

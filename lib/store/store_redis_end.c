@@ -140,24 +140,10 @@ static void ends_send_batch(struct rstore *r)
 
 /* Sends the ends queued in this loop turn: they leave with the turn's
  * other commands, in one write. */
-static void ends_send(struct rstore *r)
+void rs_ends_send(struct rstore *r)
 {
 	while (!list_empty(&r->ends))
 		ends_send_batch(r);
-}
-
-/*
- * Sends what the loop turn queued, claims first: Redis answers them
- * before it copies the turn's outcomes, so the calls waiting for a claim
- * run here while Redis stores the outcomes of those that ended (a claim
- * of a key that ended in the same turn joins it, and hears its end).
- */
-void rs_flush_fire(struct ev_loop *ev, ev_prepare *w, int revents)
-{
-	struct rstore *r = container_of(w, struct rstore, flush);
-	ev_prepare_stop(ev, w);
-	rs_claims_send(r);
-	ends_send(r);
 }
 
 /* Queues an end (END_LUA's keys and args of one claim, and the outcome's

@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the parts of the Redis store share, and nothing outside lib/store/
- * includes (store_redis.c tells what the store keeps where, and why):
+ * includes (store_redis.c tells what the store keeps where, and why).
+ * Each part calls only those listed before it; the connection, at the
+ * bottom, reports up through struct rconn_events:
  *   store_redis_lua.c    the scripts Redis runs, sent by their SHA-1;
  *   store_redis_conn.c   commands in flight and their watchdog, the two
  *                        connections, an outage and the reconnection;
+ *   store_redis_end.c    outcomes: the ends of claims, lease renewals, and
+ *                        what this daemon recorded alone, written back;
  *   store_redis_claim.c  claims: the waits for a key, sent a loop turn's
  *                        worth at a time, answered, joined, or answered
  *                        from the local store when Redis is away;
- *   store_redis_end.c    outcomes: the ends of claims, lease renewals, and
- *                        what this daemon recorded alone, written back;
  *   store_redis_tasks.c  task and session records;
- *   store_redis.c        the store: open, free, stats, its operations.
+ *   store_redis.c        the store: open, free, stats, its operations,
+ *                        the end of a loop turn (claims, then ends).
  */
 #ifndef TC_STORE_REDIS_INTERNAL_H
 #define TC_STORE_REDIS_INTERNAL_H
@@ -153,8 +156,23 @@ struct own {
 	struct rcmd *cmd;		/* its end in flight */
 };
 
+/* What the connection tells the layers above it (store_redis.c sets
+ * them): store_redis_conn.c calls none of their functions. */
+struct rconn_events {
+	/* A message on the subscription connection (hiredis's callback, its
+	 * privdata the store). */
+	redisCallbackFn *message;
+	/* The command connection is made, or Redis answers on it again:
+	 * what this daemon recorded alone may go back. */
+	void (*ready)(struct rstore *r);
+	/* Redis went away (the connections are dropped): what waits for it
+	 * is answered otherwise. */
+	void (*down)(struct rstore *r);
+};
+
 struct rstore {
 	struct store base;
+	const struct rconn_events *events;
 	struct tc_loop *loop;
 	struct ev_loop *ev;
 	struct store_config cfg;
@@ -243,29 +261,10 @@ struct rcmd *rs_send_eval(struct rstore *r, void (*fn)(struct rstore *, redisRep
 			  enum script s, int nkeys, int nargs, const char *const *kv, const size_t *kvlen);
 /* A command without a reply past the timeout: Redis is stalled. */
 void rs_watchdog_fire(void *arg);
-
-/* store_redis_claim.c: waits and claims */
-/* Sends the claims queued in this loop turn; those that cannot be sent
- * fall back. */
-void rs_claims_send(struct rstore *r);
 /* Whether s holds n lowercase hex digits. */
 bool rs_is_hex(const char *s, size_t n);
-/* A message on the subscription connection: a holder's end, a task cancelled. */
-void rs_on_message(redisAsyncContext *ac, void *reply_, void *priv);
-/* The wait a reply is for, or NULL when there is nothing more to do:
- * nobody waits any more, or the connection went (answered from the
- * fallback). */
-struct store_wait *rs_reply_wait(void *arg, const redisReply *reply);
 /* Writes v in decimal into out: its start. */
 const char *rs_u64_str(char out[static 24], uint64_t v);
-/* The key P kind:U:rest. */
-char *rs_uid_key(struct rstore *r, const char *kind, uid_t uid, const char *rest);
-/* Redis is away: answers from the local store, or as unavailable. */
-void rs_wait_fallback(struct store_wait *w);
-/* Frees a wait: out of its channel, its timers, its local claim. */
-void rs_wait_free(struct store_wait *w);
-/* A new wait of r, answered through cb. */
-struct store_wait *rs_wait_new(struct rstore *r, store_cb cb, void *arg);
 /* Hands what hiredis holds to the socket now, not when the loop next
  * polls, so that Redis starts on it while this turn goes on. Calls
  * nothing back: a failure shows at the next write event. */
@@ -279,13 +278,8 @@ void rs_write_now(struct rstore *r);
 void rs_end_claim(struct rstore *r, const char *rkey, const char *token, struct buf *rec);
 /* Frees an end and the record it holds. */
 void rs_end_free(struct end *e);
-/*
- * Sends what the loop turn queued, claims first: Redis answers them
- * before it copies the turn's outcomes, so the calls waiting for a claim
- * run here while Redis stores the outcomes of those that ended (a claim
- * of a key that ended in the same turn joins it, and hears its end).
- */
-void rs_flush_fire(struct ev_loop *ev, ev_prepare *w, int revents);
+/* Sends the ends queued in this loop turn. */
+void rs_ends_send(struct rstore *r);
 /* Keeps an end Redis has not heard (rec taken; empty: a release), and
  * sends it at once when Redis is there. Bounded: past OWN_MAX ends or
  * the bytes of kept outcomes, the oldest not in flight go (counted). */
@@ -297,6 +291,28 @@ void rs_own_flush(struct rstore *r);
 void rs_own_free(struct rstore *r, struct own *o);
 /* A third of the lease went by: renews the claim's lease. */
 void rs_renew_fire(void *arg);
+
+/* store_redis_claim.c: waits and claims */
+/* Sends the claims queued in this loop turn; those that cannot be sent
+ * fall back. */
+void rs_claims_send(struct rstore *r);
+/* A message on the subscription connection: a holder's end, a task cancelled. */
+void rs_on_message(redisAsyncContext *ac, void *reply_, void *priv);
+/* The wait a reply is for, or NULL when there is nothing more to do:
+ * nobody waits any more, or the connection went (answered from the
+ * fallback). */
+struct store_wait *rs_reply_wait(void *arg, const redisReply *reply);
+/* The key P kind:U:rest. */
+char *rs_uid_key(struct rstore *r, const char *kind, uid_t uid, const char *rest);
+/* Redis is away: answers from the local store, or as unavailable. */
+void rs_wait_fallback(struct store_wait *w);
+/* Frees a wait: out of its channel, its timers, its local claim. */
+void rs_wait_free(struct store_wait *w);
+/* A new wait of r, answered through cb. */
+struct store_wait *rs_wait_new(struct rstore *r, store_cb cb, void *arg);
+/* Redis went away: joins waiting for a holder elsewhere poll now, and
+ * are answered from the fallback. */
+void rs_waits_down(struct rstore *r);
 
 /* The store's operations (store.h), in store_redis_ops: claims and waits
  * (store_redis_claim.c), ends (store_redis_end.c), task and session

@@ -150,7 +150,7 @@ START_TEST(no_uid_takes_every_slot)
 	const struct json *r = tcc_wait_id(b, id, 20000);
 	ck_assert_msg(r != NULL, "nobody's echo waited for root's calls to end");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hi\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "hi\n");
 	st = tcc_request(admin, "admin/stats", NULL);
 	ck_assert_int_eq(tj_int(st, "result.running"), 3);
 	ck_assert_int_eq(tj_int(st, "result.queued"), 7);
@@ -408,8 +408,7 @@ static void assert_io_free(struct tcc *n)
 }
 
 /* Nobody searches 60 GB: the search runs on the io thread as nobody,
- * root's pings are answered promptly meanwhile (a generous bound, not a
- * measure), and a search cancelled or timed out stops at once (the one
+ * root's pings are answered meanwhile, and a search cancelled or timed out stops at once (the one
  * io thread is free again long before the search could have ended). */
 START_TEST(search_runs_off_the_loop)
 {
@@ -420,14 +419,10 @@ START_TEST(search_runs_off_the_loop)
 	const char *args = "{\"pattern\":\"[q-z]{9}\",\"path\":\"t\"}";
 	const char *id = send_call(n, "search", args, NULL);
 	wait_running(root, 1);
-	uint64_t worst = 0;
-	for (int i = 0; i < 20; i++) {
-		uint64_t t0 = tc_now_ms();
-		tc_assert_ok(tcc_request_t(root, "ping", NULL, 5000));
-		worst = MAX(worst, tc_now_ms() - t0);
-	}
-	ck_assert_msg(worst < 2000, "a ping took %llu ms while a search ran", (unsigned long long)worst);
-	/* The pings were answered while it ran. */
+	for (int i = 0; i < 20; i++)
+		tc_assert_ok(tcc_request(root, "ping", NULL));
+	/* The pings were answered while it ran (how long each took says
+	 * nothing on a loaded machine). */
 	ck_assert_int_ge(tj_int(tcc_request(root, "admin/stats", NULL), "result.running"), 1);
 
 	/* Cancelled (no answer is due): it lets go of the io thread. */
@@ -461,13 +456,13 @@ START_TEST(glob_runs_off_the_loop)
 	put_linked_tree(&d, 60000);
 	struct tcc *n = connect_nobody(&d), *root = tcc_connect(&d);
 	const char *id = send_call(n, "glob", "{\"pattern\":\"**/*.txt\",\"max_results\":100000}", NULL);
-	uint64_t worst = 0;
-	for (int i = 0; i < 10; i++) {
-		uint64_t t0 = tc_now_ms();
-		tc_assert_ok(tcc_request_t(root, "ping", NULL, 5000));
-		worst = MAX(worst, tc_now_ms() - t0);
-	}
-	ck_assert_msg(worst < 2000, "a ping took %llu ms while a glob ran", (unsigned long long)worst);
+	/* Ten pings answered, and the glob still runs: a glob on the loop
+	 * would have ended before the loop answered the first (how long each
+	 * took says nothing on a loaded machine). */
+	for (int i = 0; i < 10; i++)
+		tc_assert_ok(tcc_request(root, "ping", NULL));
+	ck_assert_int_ge(tj_int(tcc_request(root, "admin/stats", NULL), "result.running"), 1);
+	ck_assert_ptr_null(tcc_wait_id(n, id, 0));
 	const struct json *r = tcc_wait_id(n, id, 60000);
 	ck_assert_ptr_nonnull(r);
 	tc_assert_ok(r);

@@ -130,7 +130,7 @@ START_TEST(run_as_daemon_keeps_the_daemons_rights)
 	ck_assert_uint_eq(stat_ws(&d, "made.txt").st_uid, 0);
 	const struct json *r = tcc_call(n, "shell", "{\"command\":\"id -u\"}");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "0\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "0\n");
 
 	reload_with(&d, "\"run_as\":\"daemon\"", "\"run_as\":\"peer\"");
 	tc_assert_kind(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"), "permission_denied");
@@ -138,7 +138,7 @@ START_TEST(run_as_daemon_keeps_the_daemons_rights)
 	ck_assert_uint_eq(stat_ws(&d, "as_peer.txt").st_uid, NOBODY);
 	r = tcc_call(n, "shell", "{\"command\":\"id -u\"}");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "65534\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "65534\n");
 
 	reload_with(&d, "\"run_as\":\"peer\"", "\"run_as\":\"daemon\"");
 	tc_assert_ok(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"));
@@ -199,13 +199,13 @@ START_TEST(shell_cwd_is_reached_as_the_peer)
 	tc_assert_kind(r, "permission_denied");
 	r = tcc_call(n, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"open\"}");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "shown\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "shown\n");
 	tcc_close(n);
 	/* The daemon's own user reaches it. */
 	struct tcc *c = tcc_connect(&d);
 	r = tcc_call(c, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"locked/inner\"}");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hidden\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "hidden\n");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -380,15 +380,18 @@ static void make_big(struct tcd *d, const char *rel, unsigned mb)
 	free(p);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
+/*
+ * A big listing and a big patch run off the loop: while they run, the
+ * daemon goes on answering another client. What shows it is not how fast
+ * the answers come (on a shared, loaded machine any one of them may wait
+ * hundreds of ms for a CPU) but that they come at all meanwhile: every
+ * admin/stats answer that still counts a call running was given while that
+ * call's file work went on. Work done on the loop would be finished before
+ * the loop answered anyone, so no answer would see it running (tc-bench
+ * measures the latency itself).
+ */
 START_TEST(file_work_does_not_stall_other_clients)
 {
-	TC_SKIP_UNDER_VALGRIND("asserts a ping latency of milliseconds");
 	struct tcd d;
 	tcd_start(&d, "{" CFG_AUTO "}");
 	make_many(&d, "big", 50000);
@@ -399,15 +402,14 @@ START_TEST(file_work_does_not_stall_other_clients)
 		"{\"name\":\"list_dir\",\"arguments\":{\"path\":\"big\",\"max_entries\":50000}}"));
 	const char *idb = tcc_fmt(b, "%lld", (long long)tcc_send_request(b, "tools/call",
 		"{\"name\":\"patch_file\",\"arguments\":{\"path\":\"huge.txt\",\"old\":\"NEEDLE\",\"new\":\"FOUND\"}}"));
-	enum { MAXP = 100000 };
-	static uint64_t lat[MAXP];
-	size_t n = 0;
+	unsigned answers = 0, while_running = 0;
 	const struct json *ra = NULL, *rb = NULL;
-	uint64_t end = tc_now_ms() + 60000;
-	while ((!ra || !rb) && n < MAXP && tc_now_ms() < end) {
-		uint64_t t0 = tc_now_ms();
-		tc_assert_ok(tcc_request(p, "ping", NULL));
-		lat[n++] = tc_now_ms() - t0;
+	uint64_t end = tc_now_ms() + tc_wait_scaled(60000);
+	while ((!ra || !rb) && tc_now_ms() < end) {
+		const struct json *st = tcc_request(p, "admin/stats", NULL);
+		answers++;
+		if (tj_int(st, "result.running") > 0)
+			while_running++;
 		if (!ra && (ra = tcc_wait_id(a, ida, 0)))
 			tc_assert_ok(ra);
 		if (!rb && (rb = tcc_wait_id(b, idb, 0)))
@@ -415,14 +417,10 @@ START_TEST(file_work_does_not_stall_other_clients)
 	}
 	ck_assert_msg(ra && rb, "the list and the patch did not finish");
 	ck_assert_int_eq(tj_len(ra, "result.structuredContent.entries"), 50000);
-	ck_assert_int_ge(n, 3);
-	qsort(lat, n, sizeof(*lat), cmp_u64);
-	/* On the loop, the two took seconds during which no ping was
-	 * answered; off it, pings stay in milliseconds (a loose bound: the
-	 * machine running tests is shared; tc-bench measures the 10 ms p99). */
-	uint64_t p99 = lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
-	ck_assert_msg(p99 <= 200, "ping p99 %llu ms over %zu pings while files were worked on",
-		      (unsigned long long)p99, n);
+	/* A few answers, not one: work on the loop whose end were only
+	 * counted an iteration late would show in one or two. */
+	ck_assert_msg(while_running >= 5, "%u of %u admin/stats answers came while the file work ran",
+		      while_running, answers);
 	tcc_close(a);
 	tcc_close(b);
 	tcc_close(p);

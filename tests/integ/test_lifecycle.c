@@ -11,11 +11,13 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -369,7 +371,7 @@ START_TEST(sigterm_lets_calls_finish)
 	const struct json *r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
 	ck_assert_msg(r, "the call in flight got no answer");
 	tc_assert_ok(r);
-	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.stdout"), "done\n");
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.output"), "done\n");
 	ck_assert_int_eq(tcd_wait_exit(&d, TCD_STOP_TIMEOUT_MS), 0);
 	/* it waited for the call, not for the full grace period */
 	ck_assert_uint_lt(tc_now_ms() - t0, 5000);
@@ -430,6 +432,15 @@ END_TEST
 
 /* --- a client that stops reading ------------------------------------------ */
 
+/* Bytes sent on c that the daemon has not read yet (an AF_UNIX socket's
+ * send queue holds them until the peer reads them, or closes). */
+static int unread_by_peer(struct tcc *c)
+{
+	int n = 0;
+	ck_assert_int_eq(ioctl(tcc_fd(c), SIOCOUTQ, &n), 0);
+	return n;
+}
+
 /* Many clients each holding an unfinished line (within the line limit)
  * could together take all memory: beyond limits.max_client_memory the
  * client holding the most is told why and disconnected, until the rest
@@ -450,21 +461,34 @@ START_TEST(client_memory_bounded)
 	for (int i = 0; i < N; i++) {
 		c[i] = tcc_connect(&d);
 		ck_assert_int_eq(tcc_send_raw(c[i], partial, 200 * 1024), 0);
-		tc_pause_ms(20);	/* pacing, so the daemon takes them in one by one */
+		/* The daemon takes them in one by one (or drops one). */
+		ck_assert_msg(tc_wait_until(unread_by_peer(c[i]) == 0, tc_wait_scaled(10000)),
+			      "the daemon did not read connection %d", i);
 	}
 	free(partial);
 	/* Every connection holds 256 KiB of buffer: 3 MiB in all. Those
-	 * disconnected got one error line, then the end. */
-	int evicted = 0;
+	 * disconnected got one error line, then the end; the others got
+	 * nothing. The daemon has read everything, so what it evicts is
+	 * decided, and counted, by the time it answers the next request. */
+	struct tcc *other = tcc_connect(&d);
+	const struct json *r = tcc_request(other, "admin/stats", NULL);
+	tc_assert_ok(r);
+	int evicted = (int)tj_int(r, "result.connections.evicted");
+	ck_assert_msg(tc_wait_until(({
+		int told = 0;
+		for (int i = 0; i < N; i++)
+			told += !tcc_quiet(c[i], 0);
+		told == evicted;
+	}), tc_wait_scaled(5000)), "%d connections evicted, not all were told", evicted);
 	for (int i = 0; i < N; i++) {
-		size_t n;
-		const char *line = tcc_recv_line(c[i], 300, &n);
-		if (!line)
+		if (tcc_quiet(c[i], 0))
 			continue;
+		size_t n;
+		const char *line = tcc_recv_line(c[i], 2000, &n);
+		ck_assert_ptr_nonnull(line);
 		ck_assert_msg(strstr(line, "limits.max_client_memory") && strstr(line, "\"id\":null"), "%s", line);
 		ck_assert_ptr_null(tcc_recv_line(c[i], 2000, NULL));
 		ck_assert(tcc_eof(c[i]));
-		evicted++;
 	}
 	ck_assert_msg(evicted >= N - 4 && evicted < N, "%d of %d connections evicted", evicted, N);
 	/* The others finish their line and are answered. */
@@ -472,12 +496,11 @@ START_TEST(client_memory_bounded)
 		if (tcc_eof(c[i]))
 			continue;
 		ck_assert_int_eq(tcc_send_raw(c[i], "\"}}\n", 4), 0);
-		const struct json *r = tcc_wait_id(c[i], "1", 5000);
-		ck_assert_ptr_nonnull(r);
-		tc_assert_ok(r);
+		const struct json *answer = tcc_wait_id(c[i], "1", 5000);
+		ck_assert_ptr_nonnull(answer);
+		tc_assert_ok(answer);
 	}
-	struct tcc *other = tcc_connect(&d);
-	const struct json *r = tcc_request(other, "admin/stats", NULL);
+	r = tcc_request(other, "admin/stats", NULL);
 	tc_assert_ok(r);
 	ck_assert_int_eq(tj_int(r, "result.connections.evicted"), evicted);
 	char *log = tcd_log(&d);
@@ -590,14 +613,13 @@ START_TEST(slow_reader_bounded)
 	ck_assert_msg(peak < 200 * 1024, "RSS grew to %ld KiB (from %ld KiB) for a client that does not read",
 		      peak, rss0);
 
-	/* other clients are served promptly meanwhile */
+	/* other clients are served meanwhile: nobody reads the slow one
+	 * until they are, so a daemon stuck on it would never answer them */
 	struct tcc *other = tcc_connect(&d);
-	uint64_t t0 = tc_now_ms();
 	tc_assert_ok(tcc_request(other, "ping", NULL));
 	const struct json *r = tcc_call(other, "read_file", "{\"path\":\"big.txt\",\"limit\":10}");
 	tc_assert_ok(r);
 	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.content"), "abcdefghij");
-	ck_assert_uint_lt(tc_now_ms() - t0, 1000);
 
 	/* now read: every request sent gets exactly one answer */
 	size_t want = 0;
@@ -630,6 +652,55 @@ END_TEST
 
 /* --- reload ------------------------------------------------------------ */
 
+/* True when a reload summary ({tools, added, removed, changed}) names no
+ * change. */
+static bool summary_empty(const struct json *sum)
+{
+	return tj_len(sum, "added") == 0 && tj_len(sum, "removed") == 0 && tj_len(sum, "changed") == 0;
+}
+
+/* The last occurrence of needle in [from, to), or NULL. */
+static const char *last_in(const char *from, const char *to, const char *needle)
+{
+	const char *found = NULL;
+	for (const char *q = from; (q = strstr(q, needle)) && q < to; q++)
+		found = q;
+	return found;
+}
+
+/*
+ * admin/reload after the tool files changed; returns the summary
+ * ({tools, added, removed, changed}) of that change. The daemon also
+ * watches tools_dir and reloads on its own 200 ms after a change: on a
+ * loaded machine that reload may come first, and admin/reload then rightly
+ * finds nothing new. The change is then the one the watch logged after the
+ * previous admin/reload and before this one: either way it is reported
+ * exactly once, and only by a reload.
+ */
+static const struct json *reload_change(struct tcd *d, struct tcc *a)
+{
+	const struct json *r = tcc_reload(a);
+	tc_assert_ok(r);
+	const struct json *sum = tj(r, "result");
+	if (!summary_empty(sum))
+		return sum;
+	static const char admin[] = "admin/reload by uid", watch[] = "tool files changed, reloaded: ";
+	char *log = tcd_log(d);
+	const char *end = log + strlen(log);
+	const char *ours = last_in(log, end, admin);
+	ck_assert_msg(ours, "admin/reload was not logged: %s", log);
+	const char *prev = last_in(log, ours, admin);
+	for (const char *w = prev ? prev : log; (w = strstr(w, watch)) && w < ours; w++) {
+		const char *text = w + strlen(watch);
+		const char *nl = strchr(text, '\n');
+		const struct json *logged = tcc_parse(a, text, nl ? (size_t)(nl - text) : strlen(text));
+		if (!summary_empty(logged))
+			sum = logged;
+	}
+	free(log);
+	return sum;
+}
+
 START_TEST(admin_reload)
 {
 	struct tcd d;
@@ -650,12 +721,11 @@ START_TEST(admin_reload)
 
 	/* a tool file added */
 	tcd_write_tool(&d, "echo.json", ECHO_TOOL("echo", "Echo a message"));
-	r = tcc_reload(a);
-	tc_assert_ok(r);
-	ck_assert_int_eq(tj_int(r, "result.tools"), 17);
-	ck_assert_int_eq(tj_len(r, "result.added"), 1);
-	ck_assert(array_has(r, "result.added", "echo"));
-	ck_assert_int_eq(tj_len(r, "result.removed"), 0);
+	const struct json *sum = reload_change(&d, a);
+	ck_assert_int_eq(tj_int(sum, "tools"), 17);
+	ck_assert_int_eq(tj_len(sum, "added"), 1);
+	ck_assert(array_has(sum, "added", "echo"));
+	ck_assert_int_eq(tj_len(sum, "removed"), 0);
 	ck_assert_msg(tcc_wait_notification(a, "notifications/tools/list_changed", 2000), "no list_changed");
 	ck_assert(listed(a, "echo"));
 	r = tcc_call(a, "echo", "{\"msg\":\"hi there\"}");
@@ -667,18 +737,16 @@ START_TEST(admin_reload)
 	ck_assert_msg(tcc_quiet(b, 300), "a client that did not initialize got: %s", tcc_recv_line(b, 0, NULL));
 
 	/* changed */
-	tc_pause_ms(300);	/* a window: the watch's debounced reload (200 ms), if one comes, passes */
 	tcc_clear_queue(a);
 	tcd_write_tool(&d, "echo.json", ECHO_TOOL("echo", "Echo a message, louder"));
-	r = tcc_reload(a);
-	tc_assert_ok(r);
-	ck_assert_int_eq(tj_len(r, "result.added"), 0);
-	ck_assert_int_eq(tj_len(r, "result.changed"), 1);
-	ck_assert_pstr_eq(tj_str(r, "result.changed.0"), "echo");
+	sum = reload_change(&d, a);
+	ck_assert_int_eq(tj_len(sum, "added"), 0);
+	ck_assert_int_eq(tj_len(sum, "changed"), 1);
+	ck_assert_pstr_eq(tj_str(sum, "changed.0"), "echo");
 
 	/* an invalid tool file: an error naming file:line:col, and the old
-	 * registry still serves */
-	tc_pause_ms(300);	/* a window: the watch's debounced reload (200 ms), if one comes, passes */
+	 * registry still serves (the watch's own reload fails the same way,
+	 * whichever comes first) */
 	tcd_write_tool(&d, "zbad.json", "{ \"name\": \"zbad\", \"kind\": \"command\",\n  \"argv\": [\"true\"],, }\n");
 	r = tcc_reload(a);
 	ck_assert_msg(tj_has(r, "error"), "an invalid tool file was accepted");
@@ -694,18 +762,16 @@ START_TEST(admin_reload)
 	tc_assert_ok(tcc_call(a, "list_dir", "{}"));
 
 	/* removed (and the bad file with it) */
-	tc_pause_ms(300);	/* a window: the watch's debounced reload (200 ms), if one comes, passes */
 	char *p = xasprintf("%s/zbad.json", d.tools_dir);
 	unlink(p);
 	free(p);
 	p = xasprintf("%s/echo.json", d.tools_dir);
 	unlink(p);
 	free(p);
-	r = tcc_reload(a);
-	tc_assert_ok(r);
-	ck_assert_int_eq(tj_len(r, "result.removed"), 1);
-	ck_assert_pstr_eq(tj_str(r, "result.removed.0"), "echo");
-	ck_assert_int_eq(tj_int(r, "result.tools"), 16);
+	sum = reload_change(&d, a);
+	ck_assert_int_eq(tj_len(sum, "removed"), 1);
+	ck_assert_pstr_eq(tj_str(sum, "removed.0"), "echo");
+	ck_assert_int_eq(tj_int(sum, "tools"), 16);
 	r = tcc_call(a, "echo", "{\"msg\":\"gone\"}");
 	tc_assert_kind(r, "not_found");
 

@@ -224,7 +224,7 @@ static const char *dump(const struct json *v)
 
 static const char *out(const struct json *r)
 {
-	const char *s = tj_str(r, "result.structuredContent.stdout");
+	const char *s = tj_str(r, "result.structuredContent.output");
 	ck_assert_msg(s, "no stdout in %s", dump(r));
 	return s;
 }
@@ -1193,7 +1193,7 @@ START_TEST(proxy_for_a_daemon_not_root)
 		ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
 		struct tcc *c = tcc_connect(&d);
 		const struct json *r = sh(c, tcc_fmt(c, "id -u; curl -sS -m 20 http://origin.test:%d/unprivileged; "
-						     "curl -sS -m 5 --noproxy '*' http://127.0.0.2:%d/ || echo unreachable",
+						     "curl -sS -m 5 --noproxy '*' http://127.0.0.2:%d/ 2>/dev/null || echo unreachable",
 						     origin_port, origin_port));
 		tc_assert_ok(r);
 		ck_assert_msg(str_eq(out(r), "65534\n" ORIGIN_BODY "unreachable\n"), "%s", dump(r));

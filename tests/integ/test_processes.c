@@ -99,7 +99,8 @@ START_TEST(background_returns_at_until_and_kill_ends_it)
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.structuredContent.running"));
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.signal"), "SIGTERM");
-	ck_assert(tj_bool(r, "result.isError"));
+	/* The kill did what was asked. */
+	ck_assert(!tj_bool(r, "result.isError"));
 
 	/* Still listed once ended, and its end readable. */
 	r = io(c, id, "\"wait_ms\":0");
@@ -381,6 +382,40 @@ START_TEST(the_ring_counts_what_it_dropped)
 }
 END_TEST
 
+/* The pid a background command printed as "pid=N" (its shell's $$, which
+ * exec hands to the program). */
+static pid_t printed_pid(const struct json *r)
+{
+	const char *o = strstr(out(r), "pid=");
+	ck_assert_msg(o, "no pid in %s", out(r));
+	pid_t pid = (pid_t)atoi(o + 4);
+	ck_assert_int_gt(pid, 1);
+	return pid;
+}
+
+/* True once pid sleeps in a system call (/proc/PID/stat says S and
+ * /proc/PID/syscall names the call): the point a test waits for before
+ * saying what the process is, or is not, waiting on. */
+static bool blocked_in_syscall(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool sleeping = fgets(buf, sizeof(buf), f) && strstr(buf, ") S ");
+	fclose(f);
+	if (!sleeping)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;	/* no syscall file here: S alone tells it */
+	bool in_call = fgets(buf, sizeof(buf), f) && strncmp(buf, "running", 7) != 0;
+	fclose(f);
+	return in_call;
+}
+
 /* Polls process_io until waiting_for_input is want (or the deadline). */
 static bool wait_for_input_state(struct tcc *c, const char *id, bool want)
 {
@@ -440,9 +475,10 @@ START_TEST(tty_input_and_waiting_for_input)
 	ck_assert(!tj_bool(r, "result.structuredContent.running"));
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
 	free(id);
-	r = bg(c, "sleep 300", "\"yield_ms\":200");
+	r = bg(c, "echo pid=$$; exec sleep 300", "\"until\":\"pid=[0-9]+\",\"yield_ms\":20000");
 	id = xstrdup(pid_of(r));
-	tc_pause_ms(200);
+	pid_t pid = printed_pid(r);
+	ck_assert_msg(tc_wait_until(blocked_in_syscall(pid), tc_wait_scaled(10000)), "sleep %d never slept", (int)pid);
 	r = io(c, id, "\"wait_ms\":0");
 	ck_assert(!tj_bool(r, "result.structuredContent.waiting_for_input"));
 	free(id);
@@ -451,15 +487,18 @@ START_TEST(tty_input_and_waiting_for_input)
 	 * input, though its stdin is a pipe that holds nothing. */
 	if (access("/usr/bin/python3", X_OK) == 0) {
 		static const char *const waits[] = {
-			"python3 -u -c 'import os,select; r,w=os.pipe(); print(\"ready\"); select.select([r],[],[])'",
-			"python3 -u -c 'import os,select; r,w=os.pipe(); p=select.poll(); p.register(r); print(\"ready\"); p.poll()'",
-			"python3 -u -c 'import os,select; r,w=os.pipe(); e=select.epoll(); e.register(r); print(\"ready\"); e.poll()'",
+			"echo pid=$$; exec python3 -u -c 'import os,select; r,w=os.pipe(); print(\"ready\"); select.select([r],[],[])'",
+			"echo pid=$$; exec python3 -u -c 'import os,select; r,w=os.pipe(); p=select.poll(); p.register(r); print(\"ready\"); p.poll()'",
+			"echo pid=$$; exec python3 -u -c 'import os,select; r,w=os.pipe(); e=select.epoll(); e.register(r); print(\"ready\"); e.poll()'",
 		};
 		for (size_t i = 0; i < sizeof(waits) / sizeof(*waits); i++) {
 			r = bg(c, waits[i], "\"until\":\"ready\",\"yield_ms\":20000");
 			tc_assert_ok(r);
 			id = xstrdup(pid_of(r));
-			tc_pause_ms(300);
+			pid = printed_pid(r);
+			/* After "ready" the one call left to block in is the wait. */
+			ck_assert_msg(tc_wait_until(blocked_in_syscall(pid), tc_wait_scaled(10000)), "%s never blocked",
+				      waits[i]);
 			r = io(c, id, "\"wait_ms\":0");
 			ck_assert(tj_bool(r, "result.structuredContent.running"));
 			ck_assert_msg(!tj_bool(r, "result.structuredContent.waiting_for_input"), "%s", waits[i]);

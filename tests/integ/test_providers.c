@@ -572,11 +572,10 @@ START_TEST(start_failures_say_why)
 	_cleanup_free_ char *mem = xstrdup(tj_str(r, "error.message"));
 	ck_assert_msg(strstr(mem, "MCP server 'mem' exited with status 1 while starting: it hit the memory limit "
 				  "(16 MB)"), "%s", mem);
-	/* Again, within providers.retry_s: the same reason, without a start. */
-	uint64_t t0 = mono_ms();
+	/* Again, within providers.retry_s: the same reason, without a start
+	 * (restarts stays 0, below). */
 	r = tcc_call(c, "mem_echo", "{\"text\":\"x\"}");
 	ck_assert_str_eq(tj_str(r, "error.message"), mem);
-	ck_assert_uint_lt(mono_ms() - t0, 2000);
 
 	r = tcc_call(c, "net_echo", "{\"text\":\"x\"}");
 	tc_assert_kind(r, "transient");

@@ -123,6 +123,8 @@ static const struct text_case cases[] = {
 	{ "shell", NORMAL, "{\"command\":\"echo oops >&2; exit 3\"}", { NULL }, 0 },
 	{ "shell", CUT, "{\"command\":\"seq 1 400\"}", { NULL }, 0 },
 	{ "shell", ERROR, "{\"command\":\"echo before; sleep 30\",\"timeout_ms\":1500}", { NULL }, 0 },
+	{ "shell", NORMAL, "{\"command\":\"for i in 1 2 3; do echo out$i; echo err$i >&2; done\"}", { NULL }, 0 },
+	{ "shell", ERROR, "{\"command\":\"echo out; echo err >&2; echo out2; sleep 30\",\"timeout_ms\":1500}", { NULL }, 0 },
 
 	{ "stat", NORMAL, "{\"path\":\"a.txt\"}", { NULL }, 0 },
 	{ "stat", NORMAL, "{\"path\":\"link\"}", { NULL }, 0 },

@@ -97,8 +97,9 @@ static void on_finish(struct tool_call *c)
 static void on_output(struct tool_call *c, const char *stream, const char *data, size_t n)
 {
 	struct run *run = c->owner;
-	int s = strcmp(stream, "stdout") == 0 ? CHILD_STDOUT : CHILD_STDERR;
-	ck_assert(strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0);
+	/* The shell's one stream ("output") is kept as stdout. */
+	int s = strcmp(stream, "stderr") == 0 ? CHILD_STDERR : CHILD_STDOUT;
+	ck_assert(strcmp(stream, "output") == 0 || strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0);
 	buf_append(&run->streamed[s], data, n);
 	const char *all = buf_head(&run->streamed[CHILD_STDOUT]);
 	if (!run->first_output_ms && strstr(all, "first"))
@@ -299,7 +300,7 @@ START_TEST(shell_exit_codes)
 	doc = shell_ok(&run, "{\"command\":\"echo partial; exit 3\"}");
 	ck_assert(run.c.is_error);
 	ck_assert_int_eq(iget(doc, "exit_code"), 3);
-	ck_assert_str_eq(sget(doc, "stdout"), "partial\n");
+	ck_assert_str_eq(sget(doc, "output"), "partial\n");
 	ck_assert_ptr_nonnull(strstr(run.c.text, "[exit code 3]"));
 	ck_assert_int_ge(iget(doc, "duration_ms"), 0);
 	json_doc_unref(doc);
@@ -364,7 +365,7 @@ START_TEST(without_close_range)
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd; exit 3\"}");
 	ck_assert(run.c.is_error);
 	ck_assert_int_eq(iget(doc, "exit_code"), 3);
-	check_child_fds(sget(doc, "stdout"));
+	check_child_fds(sget(doc, "output"));
 	json_doc_unref(doc);
 	run_done(&run);
 	ck_assert_int_eq(count_children(), 0);
@@ -386,13 +387,13 @@ START_TEST(without_pidfd_open)
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; exit 3\"}");
 	ck_assert(run.c.is_error);
 	ck_assert_int_eq(iget(doc, "exit_code"), 3);
-	ck_assert_str_eq(sget(doc, "stdout"), "out\n");
+	ck_assert_str_eq(sget(doc, "output"), "out\n");
 	json_doc_unref(doc);
 	run_done(&run);
 
 	doc = shell_ok(&run, "{\"command\":\"sleep 300 & echo \\\"pids $$ $!\\\"\"}");
 	int leader = 0, bg = 0;
-	ck_assert_int_eq(sscanf(sget(doc, "stdout"), "pids %d %d", &leader, &bg), 2);
+	ck_assert_int_eq(sscanf(sget(doc, "output"), "pids %d %d", &leader, &bg), 2);
 	ck_assert(pid_dead(bg));
 	json_doc_unref(doc);
 	run_done(&run);
@@ -403,11 +404,12 @@ END_TEST
 START_TEST(shell_capture)
 {
 	struct run run;
-	/* The text holds both streams in the order they were written (the
-	 * pauses let the loop read each write before the next). */
-	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; sleep 0.3; echo err >&2; sleep 0.3; printf tail\"}");
-	ck_assert_str_eq(sget(doc, "stdout"), "out\ntail");
-	ck_assert_str_eq(sget(doc, "stderr"), "err\n");
+	/* The text and output hold both streams in the order they were
+	 * written: they share one pipe. */
+	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; echo err >&2; printf tail\"}");
+	ck_assert_str_eq(sget(doc, "output"), "out\nerr\ntail");
+	ck_assert_ptr_null(json_get(json_doc_root(doc), "stdout"));
+	ck_assert_ptr_null(json_get(json_doc_root(doc), "stderr"));
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
 	ck_assert_str_eq(run.c.text, "out\nerr\ntail");
 	json_doc_unref(doc);
@@ -481,11 +483,48 @@ START_TEST(shell_text_head_tail)
 	buf_puts(&want, "TAIL\n[exit code 1]");
 	ck_assert_str_eq(run.c.text, buf_head(&want));
 	golden("shell_head_tail", &want);
-	ck_assert_uint_eq(strlen(sget(doc, "stderr")), 2500);
+	ck_assert_uint_eq(strlen(sget(doc, "output")), 5008);
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
 	buf_free(&want);
 	json_doc_unref(doc);
 	run_done(&run);
+}
+END_TEST
+
+static struct tool *command_tool(const char *decl_text);
+
+/* Writes that alternate between stdout and stderr come back in the exact
+ * order they were made, every run: both are one pipe. A command tool
+ * keeps the two apart. */
+START_TEST(shell_output_order_exact)
+{
+	struct buf want = {0};
+	for (int i = 1; i <= 200; i++)
+		buf_printf(&want, "out%d\nerr%d\n", i, i);
+	for (int k = 0; k < 20; k++) {
+		struct run run;
+		struct json_doc *doc = shell_ok(&run, "{\"command\":\"for i in $(seq 200); do echo out$i; "
+						      "echo err$i >&2; done\"}");
+		ck_assert_str_eq(sget(doc, "output"), buf_head(&want));
+		ck_assert_str_eq(run.c.text, buf_head(&want));
+		ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDOUT]), buf_head(&want));
+		json_doc_unref(doc);
+		run_done(&run);
+	}
+	buf_free(&want);
+
+	struct tool *t = command_tool("{\"name\":\"both\",\"argv\":[\"sh\",\"-c\",\"echo out; echo err >&2\"],"
+				      "\"side_effects\":\"read\"}");
+	struct run run;
+	run_call(&run, t, "{}");
+	ck_assert_msg(run.c.kind == TC_OK, "%s", run.c.message ? run.c.message : "");
+	struct json_doc *doc = structured(&run);
+	ck_assert_str_eq(sget(doc, "stdout"), "out\n");
+	ck_assert_str_eq(sget(doc, "stderr"), "err\n");
+	ck_assert_ptr_null(json_get(json_doc_root(doc), "output"));
+	json_doc_unref(doc);
+	run_done(&run);
+	tool_unref(t);
 }
 END_TEST
 
@@ -500,22 +539,21 @@ START_TEST(shell_cap_head_tail)
 	buf_puts(&want, "HEAD");
 	for (int i = 0; i < 496; i++)
 		buf_putc(&want, 'x');
-	buf_puts(&want, "\n[... 4008 bytes omitted ...]\n");
-	for (int i = 0; i < 496; i++)
+	buf_puts(&want, "\n[... 4014 bytes omitted ...]\n");
+	for (int i = 0; i < 490; i++)
 		buf_putc(&want, 'x');
-	buf_puts(&want, "TAIL");
-	ck_assert_str_eq(sget(doc, "stdout"), buf_head(&want));
-	ck_assert_str_eq(sget(doc, "stderr"), "small\n");
+	buf_puts(&want, "TAILsmall\n");
+	ck_assert_str_eq(sget(doc, "output"), buf_head(&want));
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, true);
 	buf_free(&want);
 	/* Everything was streamed, even what the cap left out. */
-	ck_assert_uint_eq(buf_size(&run.streamed[CHILD_STDOUT]), 5008);
+	ck_assert_uint_eq(buf_size(&run.streamed[CHILD_STDOUT]), 5014);
 	json_doc_unref(doc);
 	run_done(&run);
 
 	/* Exactly at the cap: kept whole, not truncated. */
 	doc = shell_ok(&run, "{\"command\":\"head -c 1000 /dev/zero | tr '\\\\0' y\"}");
-	ck_assert_uint_eq(strlen(sget(doc, "stdout")), 1000);
+	ck_assert_uint_eq(strlen(sget(doc, "output")), 1000);
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
 	json_doc_unref(doc);
 	run_done(&run);
@@ -531,12 +569,12 @@ START_TEST(shell_output_left_at_exit)
 	env.output_cap = 1 << 20;
 	struct json_doc *doc = shell_ok(&run,
 		"{\"command\":\"head -c 65536 /dev/zero | tr '\\\\0' o; head -c 65536 /dev/zero | tr '\\\\0' e >&2\"}");
-	ck_assert_uint_eq(strlen(sget(doc, "stdout")), 65536);
-	ck_assert_uint_eq(strlen(sget(doc, "stderr")), 65536);
-	ck_assert_int_eq(sget(doc, "stdout")[65535], 'o');
-	ck_assert_int_eq(sget(doc, "stderr")[0], 'e');
-	ck_assert_uint_eq(buf_size(&run.streamed[CHILD_STDOUT]), 65536);
-	ck_assert_uint_eq(buf_size(&run.streamed[CHILD_STDERR]), 65536);
+	/* One pipe: the stderr half waits for the daemon to read the first. */
+	const char *out = sget(doc, "output");
+	ck_assert_uint_eq(strlen(out), 131072);
+	ck_assert_int_eq(out[65535], 'o');
+	ck_assert_int_eq(out[65536], 'e');
+	ck_assert_uint_eq(buf_size(&run.streamed[CHILD_STDOUT]), 131072);
 	json_doc_unref(doc);
 	run_done(&run);
 }
@@ -547,17 +585,21 @@ START_TEST(shell_invalid_utf8)
 	struct run run;
 	/* Bytes that are not UTF-8, a NUL, and characters cut by the cap. */
 	env.output_cap = 64;
-	char *args = shell_args("printf 'ab\\377\\376cd\\000ef'; "
-				"{ printf x; printf '\\303\\251%.0s' $(seq 100); printf y; } >&2");
+	char *args = shell_args("printf 'ab\\377\\376cd\\000ef' >&2");
 	struct json_doc *doc = shell_ok(&run, args);
 	free(args);
 	ck_assert(utf8_valid(run.c.structured, strlen(run.c.structured)));
-	const struct json *out = json_get(json_doc_root(doc), "stdout");
+	const struct json *out = json_get(json_doc_root(doc), "output");
 	ck_assert_ptr_nonnull(strstr(out->u.str.s, "ab"));
 	ck_assert_ptr_nonnull(strstr(out->u.str.s, "\xEF\xBF\xBD"));	/* U+FFFD */
 	ck_assert_uint_eq(out->u.str.len, strlen("ab") + 2 * 3 + strlen("cd") + 1 + strlen("ef"));
+	json_doc_unref(doc);
+	run_done(&run);
 	/* Head and tail were cut on character boundaries: no U+FFFD. */
-	const char *err = sget(doc, "stderr");
+	args = shell_args("printf x; printf '\\303\\251%.0s' $(seq 100); printf y");
+	doc = shell_ok(&run, args);
+	free(args);
+	const char *err = sget(doc, "output");
 	ck_assert_ptr_null(strstr(err, "\xEF\xBF\xBD"));
 	ck_assert(utf8_valid(err, strlen(err)));
 	ck_assert_ptr_nonnull(strstr(err, "bytes omitted"));
@@ -580,7 +622,7 @@ START_TEST(shell_env_scrubbed)
 	static const char *const allow[] = { "PATH", "TC_TEST_ALLOWED", NULL };
 	env.shell_env_allow = allow;
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"env\"}");
-	const char *out = sget(doc, "stdout");
+	const char *out = sget(doc, "output");
 	ck_assert_ptr_nonnull(strstr(out, "TC_TEST_ALLOWED=yes\n"));
 	ck_assert_ptr_null(strstr(out, "TC_TEST_SECRET"));
 	ck_assert_ptr_null(strstr(out, "HOME="));
@@ -591,7 +633,7 @@ START_TEST(shell_env_scrubbed)
 	env.shell_env_allow = NULL;
 	setenv("HOME", "/nonexistent-home", 1);
 	doc = shell_ok(&run, "{\"command\":\"env\"}");
-	out = sget(doc, "stdout");
+	out = sget(doc, "output");
 	ck_assert_ptr_nonnull(strstr(out, "HOME=/nonexistent-home\n"));
 	ck_assert_ptr_null(strstr(out, "TC_TEST_ALLOWED"));
 	ck_assert_ptr_null(strstr(out, "TC_TEST_SECRET"));
@@ -601,7 +643,7 @@ START_TEST(shell_env_scrubbed)
 	/* No PATH in the daemon's environment: a safe default. */
 	unsetenv("PATH");
 	doc = shell_ok(&run, "{\"command\":\"echo \\\"$PATH\\\"\"}");
-	ck_assert_str_eq(sget(doc, "stdout"), CHILD_SAFE_PATH "\n");
+	ck_assert_str_eq(sget(doc, "output"), CHILD_SAFE_PATH "\n");
 	json_doc_unref(doc);
 	run_done(&run);
 }
@@ -617,13 +659,13 @@ START_TEST(shell_cwd)
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"pwd -P\"}");
 	char want[PATH_MAX + 16];
 	snprintf(want, sizeof(want), "%s\n", ws->root);
-	ck_assert_str_eq(sget(doc, "stdout"), want);
+	ck_assert_str_eq(sget(doc, "output"), want);
 	json_doc_unref(doc);
 	run_done(&run);
 
 	doc = shell_ok(&run, "{\"command\":\"pwd -P\",\"cwd\":\"sub\"}");
 	snprintf(want, sizeof(want), "%s/sub\n", ws->root);
-	ck_assert_str_eq(sget(doc, "stdout"), want);
+	ck_assert_str_eq(sget(doc, "output"), want);
 	json_doc_unref(doc);
 	run_done(&run);
 
@@ -906,7 +948,7 @@ START_TEST(shell_background_killed_at_exit)
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"sleep 300 & echo \\\"pids $$ $!\\\"\"}");
 	ck_assert_uint_lt(mono_ms() - t0, 900);
 	int leader = 0, bg = 0;
-	ck_assert_int_eq(sscanf(sget(doc, "stdout"), "pids %d %d", &leader, &bg), 2);
+	ck_assert_int_eq(sscanf(sget(doc, "output"), "pids %d %d", &leader, &bg), 2);
 	ck_assert(pid_dead(bg));
 	json_doc_unref(doc);
 	run_done(&run);
@@ -918,7 +960,7 @@ START_TEST(shell_background_killed_at_exit)
 	uint64_t took = mono_ms() - t0;
 	ck_assert_msg(took >= 1000 && took < 2800, "took %llu ms", (unsigned long long)took);
 	int esc = 0;
-	ck_assert_int_eq(sscanf(sget(doc, "stdout"), "pids %d", &esc), 1);
+	ck_assert_int_eq(sscanf(sget(doc, "output"), "pids %d", &esc), 1);
 	ck_assert_int_gt(esc, 1);
 	kill(esc, SIGKILL);
 	json_doc_unref(doc);
@@ -936,8 +978,7 @@ START_TEST(shell_streams_while_running)
 	ck_assert_msg(run.finish_ms - run.first_output_ms >= 300,
 		      "output came only %llu ms before the end",
 		      (unsigned long long)(run.finish_ms - run.first_output_ms));
-	ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDOUT]), "first\n");
-	ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDERR]), "second\n");
+	ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDOUT]), "first\nsecond\n");
 	json_doc_unref(doc);
 	run_done(&run);
 }
@@ -963,10 +1004,8 @@ START_TEST(shell_fd_hygiene)
 		ck_assert_int_eq(runs[i].c.kind, TC_OK);
 		ck_assert(!runs[i].c.is_error);
 		struct json_doc *doc = structured(&runs[i]);
-		snprintf(want, sizeof(want), "%d\n", i);
-		ck_assert_str_eq(sget(doc, "stdout"), want);
-		snprintf(want, sizeof(want), "e%d\n", i);
-		ck_assert_str_eq(sget(doc, "stderr"), want);
+		snprintf(want, sizeof(want), "%d\ne%d\n", i, i);
+		ck_assert_str_eq(sget(doc, "output"), want);
 		json_doc_unref(doc);
 		run_done(&runs[i]);
 	}
@@ -1016,7 +1055,7 @@ START_TEST(child_sees_only_stdio)
 	ck_assert_int_ge(leaky_high, 1000);
 	struct run run;
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd\"}");
-	check_child_fds(sget(doc, "stdout"));
+	check_child_fds(sget(doc, "output"));
 	json_doc_unref(doc);
 	run_done(&run);
 	close(leaky);
@@ -1025,7 +1064,7 @@ START_TEST(child_sees_only_stdio)
 	/* A daemon started with stdin closed still gives /dev/null. */
 	close(STDIN_FILENO);
 	doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd\"}");
-	check_child_fds(sget(doc, "stdout"));
+	check_child_fds(sget(doc, "output"));
 	json_doc_unref(doc);
 	run_done(&run);
 }
@@ -1289,6 +1328,7 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, without_pidfd_open);
 	tcase_add_test(tc, without_close_range);
 	tcase_add_test(tc, shell_capture);
+	tcase_add_test(tc, shell_output_order_exact);
 	tcase_add_test(tc, shell_signals);
 	tcase_add_test(tc, shell_cap_head_tail);
 	tcase_add_test(tc, shell_text_head_tail);

@@ -28,9 +28,12 @@ if [ -n "$bad" ]; then
 	exit 1
 fi
 
-# The rank of each lib module, lowest first.
+# The rank of each lib module, lowest first. lib/base/ is no module but
+# the collection of basic utilities (loop, io pool, containers, audit log,
+# OpenMetrics writer), each with its own header, as systemd's src/basic
+# is: at rank 0, so that it includes nothing else of lib/.
 ranks='
-base 0
+base 0			# the basic utilities: a header each
 bind 0
 errors 0
 diff 1
@@ -130,5 +133,33 @@ for d in lib/*/; do
 		fail=1
 	fi
 done
+# Inside a module whose files call each other, its files in order, lowest
+# first: a file calls only functions of the files before it (what must go
+# up goes back as a result or through a callback handed down). A function
+# is a definition at the start of a line that is not static; a call, its
+# name anywhere in a file.
+parts='
+lib/store store_redis_lua.c store_redis_conn.c store_redis_end.c store_redis_claim.c store_redis_tasks.c store_redis.c
+lib/dispatch stats.c outcome.c outcome_store.c circuit.c idem.c audit_call.c dispatch_fair.c admit.c confirm.c dispatch.c dispatch_stats.c dispatch_metrics.c
+'
+up=$(echo "$parts" | while read -r dir files; do
+	[ -n "$dir" ] || continue
+	below=''
+	for f in $files; do
+		[ -f "$dir/$f" ] || continue
+		for fn in $(sed -n -E '/^static/d; s/^[a-z][a-z0-9_ ]*[ *]([a-z_][a-z0-9_]*)\(.*/\1/p' "$dir/$f"); do
+			for b in $below; do
+				if grep -q -w "$fn" "$dir/$b"; then
+					echo "$dir/$b calls $fn of $f, a file above it in its module's order"
+				fi
+			done
+		done
+		below="$below $f"
+	done
+done)
+if [ -n "$up" ]; then
+	echo "$up" >&2
+	fail=1
+fi
 [ "$fail" = 0 ] || exit 1
 echo "layers: ok"

@@ -44,6 +44,15 @@ base
 echo '#include "lib/dispatch/dispatch.h"' >> "$tmp/t/lib/store/store.c"
 expect fail "a lower module including a higher one"
 
+# Inside a module, a file calls only the files before it in the module's
+# order (lib/dispatch: dispatch_fair.c before dispatch.c).
+base
+printf 'void exec_run(struct exec *e)\n{\n}\n' >> "$tmp/t/lib/dispatch/dispatch.c"
+printf 'struct exec *fair_next(struct dispatcher *d)\n{\n\treturn 0;\n}\n' > "$tmp/t/lib/dispatch/dispatch_fair.c"
+expect pass "a module's files calling down"
+printf 'static void pump(void)\n{\n\texec_run(0);\n}\n' >> "$tmp/t/lib/dispatch/dispatch_fair.c"
+expect fail "a module's file calling one above it"
+
 base
 echo '#include "lib/process/process.h"' >> "$tmp/t/lib/store/store.c"
 expect fail "a module including one of its own rank"
