@@ -112,8 +112,9 @@ const struct tool_def tool_shell = {
 		       "The text holds stdout and stderr in the order they were written, then "
 		       "\"[exit code N]\" or \"[killed by SIGNAL]\" when the command failed; output "
 		       "beyond 64 KiB keeps its head and its tail around a line saying how many bytes "
-		       "were dropped. stdout and stderr share one pipe, so they are not told apart: "
-		       "structuredContent's output holds both, in order. A command that "
+		       "were dropped. stderr is written into stdout (as 2>&1 does), so "
+		       "structuredContent's stdout holds both in the order written and its stderr is "
+		       "empty. A command that "
 		       "times out or is cancelled keeps the output it had produced in the error."
 		       " "
 		       SHELL_BACKGROUND_DESCRIPTION,

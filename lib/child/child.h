@@ -177,9 +177,8 @@ const char *child_signal_name(int sig, char buf[static 16]);
 /*
  * Tool calls that run one child. child_call_start() spawns the child for
  * call c (output cap from c->env unless opts sets one; opts' callbacks are
- * replaced), streams its output as tool_call_output(c, "stdout"|"stderr"
- * ("output" with merge_output),
- * ...), and when it is done either fails the call as cancelled (after
+ * replaced), streams its output as tool_call_output(c, "stdout"|"stderr",
+ * ...) (all "stdout" with merge_output), and when it is done either fails the call as cancelled (after
  * child_call_cancel()) or hands the result to done, which sets the
  * outcome; then it frees the child and calls tool_call_finish(c). Returns 0
  * (the tool returns TOOL_PENDING) or a negative errno from child_spawn().
@@ -195,8 +194,8 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 /* The sandbox of the call's child, or NULL; valid until done returns. */
 struct sandbox_run *child_call_sandbox(struct tool_call *c);
 /* child_result_json() with "sandbox": {profile, network, enforced}; for a
- * child started with merge_output, "output" (both streams in the order
- * they were written) stands for "stdout" and "stderr". */
+ * child started with merge_output, "stdout" holds both streams in the
+ * order they were written, "stderr" is empty and "stderr_in_stdout" true. */
 char *child_call_json(struct tool_call *c, const struct child_result *r, bool with_signal);
 /* The text of the call's child: stdout and stderr in the order they were
  * written (their head and tail beyond the tool_env's shell_text_cap, with a

@@ -30,7 +30,7 @@ struct child_call {
 	struct child *ch;
 	struct sandbox_run *run;
 	child_call_done_fn done;
-	bool merged;		/* child_opts.merge_output: one stream, "output" */
+	bool merged;		/* child_opts.merge_output: one stream, in stdout */
 	/* stdout and stderr as they were read, one stream as a terminal
 	 * shows them: head and tail of the text the model reads. */
 	struct capture text;
@@ -46,7 +46,7 @@ static void call_output(void *arg, enum child_stream s, const char *data, size_t
 {
 	struct child_call *cc = arg;
 	capture_add(&cc->text, data, n);
-	tool_call_output(cc->c, cc->merged ? "output" : stream_names[s], data, n);
+	tool_call_output(cc->c, stream_names[s], data, n);
 }
 
 /* Appends the output kept so far for the text, in the order it was
@@ -255,7 +255,8 @@ static void append_text(struct buf *out, const char *s, size_t n)
 }
 
 /* Writes the structuredContent of a finished child: its streams apart,
- * or as the one "output" they were merged into. */
+ * or, merged (as 2>&1 does), both in "stdout" in the order they were
+ * written and "stderr" empty, so that the result keeps one shape. */
 static char *result_json(const struct child_result *r, bool with_signal, bool merged)
 {
 	struct buf b = {0};
@@ -272,12 +273,12 @@ static char *result_json(const struct child_result *r, bool with_signal, bool me
 		jgen_key(g, "signal");
 		jgen_str(g, r->signal ? child_signal_name(r->signal, sig) : NULL);
 	}
-	jgen_key(g, merged ? "output" : "stdout");
+	jgen_key(g, "stdout");
 	jgen_strn(g, r->out[CHILD_STDOUT] ? r->out[CHILD_STDOUT] : "", r->out_len[CHILD_STDOUT]);
-	if (!merged) {
-		jgen_key(g, "stderr");
-		jgen_strn(g, r->out[CHILD_STDERR] ? r->out[CHILD_STDERR] : "", r->out_len[CHILD_STDERR]);
-	}
+	jgen_key(g, "stderr");
+	jgen_strn(g, r->out[CHILD_STDERR] ? r->out[CHILD_STDERR] : "", r->out_len[CHILD_STDERR]);
+	if (merged)
+		jgen_kv_bool(g, "stderr_in_stdout", true);
 	jgen_kv_bool(g, "truncated", r->truncated[CHILD_STDOUT] || r->truncated[CHILD_STDERR]);
 	jgen_kv_int(g, "duration_ms", (int64_t)r->duration_ms);
 	jgen_obj_close(g);

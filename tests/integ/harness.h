@@ -49,7 +49,7 @@
  *	tcd_start(&d, "{\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}");
  *	struct tcc *c = tcc_connect(&d);
  *	const struct json *r = tcc_call(c, "shell", "{\"command\":\"echo hi\"}");
- *	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "hi\n");
+ *	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hi\n");
  *	tcc_close(c);
  *	ck_assert_int_eq(tcd_stop(&d), 0);
  *	tcd_free(&d);

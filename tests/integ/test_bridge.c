@@ -584,14 +584,14 @@ START_TEST(bridge_task_survives_a_restart)
 	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
 	m = host_wait(&h, "3", NULL, 20000);
 	ck_assert_msg(m, "no answer to tasks/result; stderr: %s", host_stderr(&h));
-	ck_assert_msg(tj_str(m, "result.structuredContent.output") &&
-		      str_eq(tj_str(m, "result.structuredContent.output"), "done\n"), "%s", tj_text(m));
+	ck_assert_msg(tj_str(m, "result.structuredContent.stdout") &&
+		      str_eq(tj_str(m, "result.structuredContent.stdout"), "done\n"), "%s", tj_text(m));
 	/* Asked again of the new daemon, the same. */
 	free(get);
 	get = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/result\",\"params\":{\"taskId\":%s}}", task);
 	host_send(&h, get);
 	m = host_wait(&h, "4", NULL, 20000);
-	ck_assert_msg(m && str_eq(tj_str(m, "result.structuredContent.output"), "done\n"), "%s, stderr: %s",
+	ck_assert_msg(m && str_eq(tj_str(m, "result.structuredContent.stdout"), "done\n"), "%s, stderr: %s",
 		      m ? tj_text(m) : "no answer", host_stderr(&h));
 	ck_assert(!h.out_eof);
 	ck_assert_int_eq(host_end(&h, true, 10000), 0);

@@ -254,7 +254,7 @@ START_TEST(grandchildren_die)
 	const struct json *r = shell(c, "sleep 300 & echo $!");
 	tc_assert_ok(r);
 	ck_assert_uint_lt(tc_now_ms() - t0, 4000);
-	pid_t bg = (pid_t)atol(tj_str(r, "result.structuredContent.output"));
+	pid_t bg = (pid_t)atol(tj_str(r, "result.structuredContent.stdout"));
 	ck_assert_int_gt(bg, 0);
 	ck_assert_msg(wait_dead(bg, 2000) >= 0, "a background job outlived its command");
 
@@ -365,7 +365,7 @@ START_TEST(output_cap_head_and_tail)
 	const struct json *r = shell(c, "printf HEAD; head -c 200000 /dev/zero | tr '\\0' x; printf TAIL; echo oops >&2");
 	tc_assert_ok(r);
 	ck_assert(tj_bool(r, "result.structuredContent.truncated"));
-	const char *out = tj_str(r, "result.structuredContent.output");
+	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_ptr_nonnull(out);
 	size_t n = strlen(out);
 	ck_assert_msg(n < 4096 + 200, "kept %zu bytes with a 4096-byte cap", n);
@@ -373,13 +373,13 @@ START_TEST(output_cap_head_and_tail)
 	ck_assert_msg(strncmp(out, "HEADxxx", 7) == 0, "the head was not kept");
 	/* stderr shares the one stream: it ends the tail. */
 	ck_assert_msg(n >= 12 && strcmp(out + n - 12, "xxxTAILoops\n") == 0, "the tail was not kept");
-	ck_assert_ptr_null(tj(r, "result.structuredContent.stderr"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stderr"), "");
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
 
 	/* Under the cap: all of it, not truncated. */
 	r = shell(c, "head -c 1000 /dev/zero | tr '\\0' y");
 	ck_assert(!tj_bool(r, "result.structuredContent.truncated"));
-	ck_assert_uint_eq(strlen(tj_str(r, "result.structuredContent.output")), 1000);
+	ck_assert_uint_eq(strlen(tj_str(r, "result.structuredContent.stdout")), 1000);
 	tcc_close(c);
 	stop_clean(&d);
 }
@@ -404,7 +404,7 @@ START_TEST(environment_scrubbed)
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = shell(c, "env");
 	tc_assert_ok(r);
-	const char *out = tj_str(r, "result.structuredContent.output");
+	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_ptr_null(strstr(out, "TC_SECRET_TOKEN"));
 	ck_assert_ptr_null(strstr(out, "hunter2"));
 	ck_assert_msg(strncmp(out, "PATH=", 5) == 0 || strstr(out, "\nPATH="), "no PATH in: %s", out);
@@ -437,7 +437,7 @@ START_TEST(progress_streams_before_response)
 			int64_t p = tj_int(m, "params.progress");
 			ck_assert_int_gt(p, last);
 			last = p;
-			ck_assert_str_eq(tj_str(m, "params._meta.toolcalld/stream"), "output");
+			ck_assert_str_eq(tj_str(m, "params._meta.toolcalld/stream"), "stdout");
 			buf_puts(&seen, tj_str(m, "params.message"));
 			if (!notes++)
 				first_at = tc_now_ms();
@@ -454,7 +454,7 @@ START_TEST(progress_streams_before_response)
 	buf_free(&seen);
 	ck_assert_msg(answered_at - first_at >= 400, "the first progress came %llu ms before the answer",
 		      (unsigned long long)(answered_at - first_at));
-	ck_assert_str_eq(tj_str(resp, "result.structuredContent.output"), "line1\nline2\nline3\n");
+	ck_assert_str_eq(tj_str(resp, "result.structuredContent.stdout"), "line1\nline2\nline3\n");
 
 	/* An integer token is echoed as an integer; without one, no progress. */
 	id = send_shell(c, "echo a", NULL, "\"progressToken\":7");
@@ -487,7 +487,7 @@ START_TEST(progress_dropped_for_a_client_not_reading)
 	const struct json *r = wait_response(c, id, 20000);
 	tc_assert_ok(r);
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
-	ck_assert_uint_eq(strlen(tj_str(r, "result.structuredContent.output")), 400 * 2001);
+	ck_assert_uint_eq(strlen(tj_str(r, "result.structuredContent.stdout")), 400 * 2001);
 	ck_assert_uint_lt(tcc_count_notifications(c, "notifications/progress"), 400);
 	tcc_close(c);
 	stop_clean(&d);
@@ -525,7 +525,7 @@ START_TEST(two_hundred_shells)
 		const struct json *r = wait_response(cc, ids[i], 30000);
 		tc_assert_ok(r);
 		ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
-		ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), tcc_fmt(cc, "n%d\n", i));
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), tcc_fmt(cc, "n%d\n", i));
 		/* The call's time covers its command's, read on one clock. */
 		ck_assert_int_ge(tj_int(r, "result._meta.toolcalld/durationMs"),
 				 tj_int(r, "result.structuredContent.duration_ms"));
@@ -613,7 +613,7 @@ START_TEST(shell_sees_only_stdio)
 	const char *bid = send_shell(busy, "sleep 0.5", NULL, NULL);
 	const struct json *r = shell(c, "ls /proc/self/fd");
 	tc_assert_ok(r);
-	const char *out = tj_str(r, "result.structuredContent.output");
+	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_msg(str_has_prefix(out, "0\n1\n2\n"), "fds: %s", out);
 	int n = 0;
 	for (const char *p = out; *p; p++)
@@ -660,7 +660,7 @@ START_TEST(fd_limit_raised_commands_keep_theirs)
 	char want[64];
 	/* The sandbox's nofile limit (1024) caps the hard limit. */
 	snprintf(want, sizeof(want), "%d\n%llu\n4\n", (int)SOFT, (unsigned long long)(hard > 1024 ? 1024 : hard));
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), want);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
 	for (int i = 0; i < CONNS; i++)
 		tcc_close(conns[i]);
 	free(conns);

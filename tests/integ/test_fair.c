@@ -150,7 +150,7 @@ START_TEST(no_uid_takes_every_slot)
 	const struct json *r = tcc_wait_id(b, id, 20000);
 	ck_assert_msg(r != NULL, "nobody's echo waited for root's calls to end");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "hi\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hi\n");
 	st = tcc_request(admin, "admin/stats", NULL);
 	ck_assert_int_eq(tj_int(st, "result.running"), 3);
 	ck_assert_int_eq(tj_int(st, "result.queued"), 7);

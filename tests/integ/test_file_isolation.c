@@ -496,7 +496,7 @@ START_TEST(protect_holds_in_deep_repositories)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded: %s", refused[i], tcc_raw(c, r));
 		free(one);
 	}

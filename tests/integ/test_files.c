@@ -600,7 +600,7 @@ START_TEST(inside_allowed)
 	/* the shell in a subdirectory */
 	const struct json *r = tcc_call(c, "shell", "{\"command\":\"cat deep.txt\",\"cwd\":\"sub\"}");
 	tc_assert_ok(r);
-	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.output"), "deep\n");
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.stdout"), "deep\n");
 	/* a symlink loop is an error, not a hang, and not "denied" */
 	r = tcc_call(c, "read_file", "{\"path\":\"loop1\"}");
 	ck_assert_msg(tj_has(r, "error"), "a loop was read");

@@ -39,7 +39,7 @@ START_TEST(home_workspace_top_is_writable)
 	const struct json *r = tcc_call(c, "shell", "{\"command\":\"echo b > top.txt && mkdir top && "
 						     "echo c > top/x && echo wrote\"}");
 	ck_assert_msg(tj_int(r, "result.structuredContent.exit_code") == 0, "%s", tj_text(r));
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "wrote\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "wrote\n");
 	char *top = tcd_read(&d, "top.txt", NULL);
 	ck_assert_str_eq(top, "b\n");
 	free(top);
@@ -49,7 +49,7 @@ START_TEST(home_workspace_top_is_writable)
 	/* The denied paths: nothing read, nothing written, nothing moved. */
 	r = tcc_call(c, "shell", "{\"command\":\"cat .ssh/id .netrc; ls -A .ssh; echo x > .ssh/new; echo y >> .netrc; "
 				 "mv .ssh gone; rm -rf .ssh; true\"}");
-	const char *out = tj_str(r, "result.structuredContent.output");
+	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_msg(out && !strstr(out, "secret"), "%s", tj_text(r));
 	char *id = tcd_read(&d, ".ssh/id", NULL);
 	ck_assert_str_eq(id, "secret-key");

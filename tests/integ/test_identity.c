@@ -130,7 +130,7 @@ START_TEST(run_as_daemon_keeps_the_daemons_rights)
 	ck_assert_uint_eq(stat_ws(&d, "made.txt").st_uid, 0);
 	const struct json *r = tcc_call(n, "shell", "{\"command\":\"id -u\"}");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "0\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "0\n");
 
 	reload_with(&d, "\"run_as\":\"daemon\"", "\"run_as\":\"peer\"");
 	tc_assert_kind(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"), "permission_denied");
@@ -138,7 +138,7 @@ START_TEST(run_as_daemon_keeps_the_daemons_rights)
 	ck_assert_uint_eq(stat_ws(&d, "as_peer.txt").st_uid, NOBODY);
 	r = tcc_call(n, "shell", "{\"command\":\"id -u\"}");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "65534\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "65534\n");
 
 	reload_with(&d, "\"run_as\":\"peer\"", "\"run_as\":\"daemon\"");
 	tc_assert_ok(tcc_call(n, "read_file", "{\"path\":\"secret.txt\"}"));
@@ -199,13 +199,13 @@ START_TEST(shell_cwd_is_reached_as_the_peer)
 	tc_assert_kind(r, "permission_denied");
 	r = tcc_call(n, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"open\"}");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "shown\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "shown\n");
 	tcc_close(n);
 	/* The daemon's own user reaches it. */
 	struct tcc *c = tcc_connect(&d);
 	r = tcc_call(c, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"locked/inner\"}");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "hidden\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hidden\n");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);

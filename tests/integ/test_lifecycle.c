@@ -371,7 +371,7 @@ START_TEST(sigterm_lets_calls_finish)
 	const struct json *r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
 	ck_assert_msg(r, "the call in flight got no answer");
 	tc_assert_ok(r);
-	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.output"), "done\n");
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.stdout"), "done\n");
 	ck_assert_int_eq(tcd_wait_exit(&d, TCD_STOP_TIMEOUT_MS), 0);
 	/* it waited for the call, not for the full grace period */
 	ck_assert_uint_lt(tc_now_ms() - t0, 5000);

@@ -487,13 +487,13 @@ START_TEST(commands_cannot_read_memory)
 							   d.dir, (unsigned)geteuid()));
 	tc_assert_ok(r);
 	ck_assert(tj_bool(r, "result.isError"));
-	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.output"), "s3cr3t"));
+	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.stdout"), "s3cr3t"));
 	/* The sandbox itself works: what is not denied is read. */
 	tcd_put(&d, "open.md", "open\n");
 	r = tcc_call(c, "shell", "{\"command\":\"cat open.md\"}");
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.isError"));
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "open\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "open\n");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);

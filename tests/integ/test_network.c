@@ -224,7 +224,7 @@ static const char *dump(const struct json *v)
 
 static const char *out(const struct json *r)
 {
-	const char *s = tj_str(r, "result.structuredContent.output");
+	const char *s = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_msg(s, "no stdout in %s", dump(r));
 	return s;
 }

@@ -808,7 +808,7 @@ START_TEST(peers_other_uid)
 
 	r = wait_response(c, busy, 5000);
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "survived\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "survived\n");
 
 	/* Keys are per uid: the same key and arguments run again for nobody. */
 	const char *counted = "{\"name\":\"shell\",\"arguments\":{\"command\":\"echo run >> ../count; echo done\"},"

@@ -202,7 +202,7 @@ START_TEST(batch_waits_for_all_in_order)
 	ck_assert_int_eq(r->type, JSON_ARRAY);
 	ck_assert_int_eq(tj_len(r, ""), 3);
 	assert_result(c, tj(r, "0"), "1");
-	ck_assert_str_eq(tj_str(r, "0.result.structuredContent.output"), "slow\n");
+	ck_assert_str_eq(tj_str(r, "0.result.structuredContent.stdout"), "slow\n");
 	assert_result(c, tj(r, "1"), "2");
 	ck_assert_str_eq(tj_str(r, "1.result.structuredContent.content"), "A");
 	assert_result(c, tj(r, "2"), "3");
@@ -583,7 +583,7 @@ START_TEST(duplicate_inflight_id)
 	r = tcc_wait_id(c, "\"dup\"", TCC_TIMEOUT_MS);
 	ck_assert_msg(r, "the first call never answered");
 	tc_assert_ok(r);
-	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.output"), "first\n");
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.stdout"), "first\n");
 	ck_assert_uint_ge(tc_now_ms() - t0, 900);
 	/* once answered, the id is free again */
 	assert_result(c, exchange(c, "{\"jsonrpc\":\"2.0\",\"id\":\"dup\",\"method\":\"ping\"}"), "\"dup\"");
@@ -930,7 +930,7 @@ START_TEST(no_raw_newline_in_output)
 	ck_assert_msg(utf8_valid(line, len), "output is not UTF-8");
 	r = tcc_parse(c, line, len);
 	tc_assert_ok(r);
-	const struct json *out = tj(r, "result.structuredContent.output");
+	const struct json *out = tj(r, "result.structuredContent.stdout");
 	ck_assert(out && out->type == JSON_STRING);
 	/* the NUL byte: escaped as \u0000 or replaced by U+FFFD */
 	ck_assert_msg((out->u.str.len == 12 && memcmp(out->u.str.s, "a\nb\r\n\0c\ne\nf\n", 12) == 0) ||
@@ -982,7 +982,7 @@ START_TEST(output_is_utf8)
 	ck_assert_msg(line && utf8_valid(line, len), "shell answer is not UTF-8");
 	r = tcc_parse(c, line, len);
 	tc_assert_ok(r);
-	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.output"), "x\xef\xbf\xbdy\xef\xbf\xbdz\xef\xbf\xbd");
+	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.stdout"), "x\xef\xbf\xbdy\xef\xbf\xbdz\xef\xbf\xbd");
 	ck_assert_msg(utf8_valid(tj_str(r, "result.content.0.text"), strlen(tj_str(r, "result.content.0.text"))),
 		      "text content not UTF-8");
 
@@ -1040,7 +1040,7 @@ START_TEST(half_close_still_answered)
 	r = tcc_wait_id(c, "1", 5000);
 	ck_assert_ptr_nonnull(r);
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "late\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "late\n");
 	/* Then the daemon closes its side. */
 	ck_assert_ptr_null(tcc_recv_line(c, 2000, NULL));
 	ck_assert(tcc_eof(c));

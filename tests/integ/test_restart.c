@@ -162,7 +162,7 @@ static void stop_ends_calls(bool redis)
 		ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 1);
 	} else {
 		ck_assert_msg(!tj_bool(m, "result.isError"), "%s", tj_text(m));
-		ck_assert_str_eq(tj_str(m, "result.structuredContent.output"), "keyed\n");
+		ck_assert_str_eq(tj_str(m, "result.structuredContent.stdout"), "keyed\n");
 		ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 2);
 	}
 	/* Each request got one answer. */
@@ -681,13 +681,13 @@ START_TEST(restart_drill)
 		m = host_answer(&h, 10 + k, 30000);
 		char want[16];
 		snprintf(want, sizeof(want), "k%d\n", k);
-		ck_assert_msg(!tj_bool(m, "result.isError") && str_eq(tj_str(m, "result.structuredContent.output"), want),
+		ck_assert_msg(!tj_bool(m, "result.isError") && str_eq(tj_str(m, "result.structuredContent.stdout"), want),
 			      "k%d: %s", k, tj_text(m));
 	}
 	for (int id = 100; id < next; id++)
 		assert_plain(host_answer(&h, id, 30000));
 	m = host_answer(&h, 4, 30000);
-	ck_assert_msg(str_eq(tj_str(m, "result.structuredContent.output"), "task-done\n"), "%s", tj_text(m));
+	ck_assert_msg(str_eq(tj_str(m, "result.structuredContent.stdout"), "task-done\n"), "%s", tj_text(m));
 	host_pump(&h, 200);
 	for (int id = 1; id < next; id++) {
 		char idt[16];

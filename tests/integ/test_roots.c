@@ -126,7 +126,7 @@ START_TEST(roots_become_workspaces)
 	r = sh(c, "pwd");
 	tc_assert_ok(r);
 	_cleanup_free_ char *pwd = xasprintf("%s\n", ra);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), pwd);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), pwd);
 	_cleanup_free_ char *cmd = xasprintf("echo s > '%s/sh.txt'", rb);
 	r = sh(c, cmd);
 	tc_assert_ok(r);

@@ -95,7 +95,7 @@ START_TEST(shell_runs_as_the_peer)
 	const struct json *r = sh(c, "id -u; echo hi > mine");
 	tc_assert_ok(r);
 	char *want = xasprintf("%u\n", (unsigned)pw->pw_uid);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), want);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
 	free(want);
 	char *mine = tcd_ws_path(&d, "mine");
 	struct stat st;
@@ -104,7 +104,7 @@ START_TEST(shell_runs_as_the_peer)
 	free(mine);
 	r = sh(c, "cat root-only");
 	ck_assert(tj_bool(r, "result.isError"));
-	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.output"), "Permission denied"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "Permission denied"));
 	/* The child has a mount namespace of its own (everything but its
 	 * writable paths read-only there), and "/" stays listable. */
 	char *cmd;
@@ -115,7 +115,7 @@ START_TEST(shell_runs_as_the_peer)
 	free(daemon_ns);
 	ck_assert_int_gt(n, 0);
 	char *listed = xasprintf("listed\n%s\n", own_ns);
-	const char *out = tj_str(r, "result.structuredContent.output");
+	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_msg(out && strncmp(out, "listed\n", 7) == 0, "%s", out ? out : "(none)");
 	ck_assert_str_ne(out, listed);
 	free(listed);
@@ -130,7 +130,7 @@ START_TEST(shell_runs_as_the_peer)
 		free(cmd);
 		(void)unlink(late);
 		tc_assert_ok(r);
-		ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "late\n");
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "late\n");
 	}
 	free(late);
 	/* The daemon's environment is out of reach. */
@@ -215,7 +215,7 @@ START_TEST(shell_file_system)
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = sh(c, "cat \"$HOME/.ssh/id_rsa\"");
 	ck_assert(tj_bool(r, "result.isError"));
-	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.output"), "SECRET"));
+	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.stdout"), "SECRET"));
 	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "[sandbox]"), "%s", tj_str(r, "result.content.0.text"));
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.sandbox.profile"), "workspace-write");
 	ck_assert(!tj_bool(r, "result.structuredContent.sandbox.network"));
@@ -232,7 +232,7 @@ START_TEST(shell_file_system)
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.isError"));
 	char tmpfile[4096];
-	ck_assert_int_eq(sscanf(tj_str(r, "result.structuredContent.output"), "t\n%4095s", tmpfile), 1);
+	ck_assert_int_eq(sscanf(tj_str(r, "result.structuredContent.stdout"), "t\n%4095s", tmpfile), 1);
 	ck_assert_int_lt(access(tmpfile, F_OK), 0);
 	if (geteuid() == 0)
 		tmpdir_on_private_tmpfs(&d, tmpfile);
@@ -362,7 +362,7 @@ START_TEST(socket_refuses_sandboxed_peer)
 			      "socat -t 3 - UNIX-CONNECT:%s 2>/dev/null; echo done", d.sock);
 	const struct json *r = sh(c, cmd);
 	free(cmd);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "done\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "done\n");
 	char *log = tcd_log(&d);
 	ck_assert_msg(strstr(log, "sandboxed"), "%s", log);
 	free(log);

@@ -129,12 +129,12 @@ START_TEST(protect_without_privilege)
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = sh(c, "id -u; echo x > .git/hooks/x");
 	ck_assert(tj_bool(r, "result.isError"));
-	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.output"), "Read-only file system"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "Read-only file system"));
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "user namespace"));
 	char *uid = xasprintf("%u\n", (unsigned)(want_nobody() ? NOBODY : geteuid()));
 	/* The uid first, then the shell's complaint: one stream, in order. */
-	ck_assert_int_eq(strncmp(tj_str(r, "result.structuredContent.output"), uid, strlen(uid)), 0);
+	ck_assert_int_eq(strncmp(tj_str(r, "result.structuredContent.stdout"), uid, strlen(uid)), 0);
 	free(uid);
 	r = sh(c, "echo '[core] fsmonitor = evil' >> .git/config");
 	ck_assert(tj_bool(r, "result.isError"));
@@ -142,7 +142,7 @@ START_TEST(protect_without_privilege)
 	r = sh(c, "umount .git/hooks && echo escaped; mount -o remount,rw .git/hooks && echo escaped; "
 		  "mount --bind /tmp .git/hooks && echo escaped; unshare -rm true && echo escaped; "
 		  "mv .git/hooks .git/h2 && echo escaped; mv .git .g2 && echo escaped; true");
-	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.output"), "escaped"));
+	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.stdout"), "escaped"));
 	r = sh(c, "echo y > .git/hooks/x");
 	ck_assert(tj_bool(r, "result.isError"));
 	/* The rest of the workspace takes new files. */
@@ -187,7 +187,7 @@ START_TEST(daemon_files_out_of_reach)
 		char *one = xasprintf(refused[i], d.dir);
 		char *cmd = xasprintf("%s && echo DONE", one);
 		const struct json *r = sh(c, cmd);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", one);
 		free(cmd);
 		free(one);
@@ -273,7 +273,7 @@ START_TEST(tmpdir_private)
 	const struct json *r = sh(b, cmd);
 	free(cmd);
 	tc_assert_ok(r);
-	const char *out = tj_str(r, "result.structuredContent.output");
+	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_msg(!strstr(out, a_name), "%s", out);
 	ck_assert_msg(!strstr(out, "secret"), "%s", out);
 	/* Under the Landlock layer the way to the TMPDIRs is listable, and so
@@ -290,7 +290,7 @@ START_TEST(tmpdir_private)
 	snprintf(idbuf, sizeof(idbuf), "%lld", (long long)id);
 	r = tcc_wait_id(a, idbuf, 30000);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "secret\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "secret\n");
 	free(a_tmp);
 	free(marker);
 	tcc_close(a);
@@ -329,7 +329,7 @@ START_TEST(tmpdir_fresh_each_call)
 		const struct json *r = sh(c, cmd);
 		free(cmd);
 		tc_assert_ok(r);
-		const char *out = tj_str(r, "result.structuredContent.output");
+		const char *out = tj_str(r, "result.structuredContent.stdout");
 		/* Only the path: no listing, no old content. */
 		ck_assert_msg(out[0] == '/' && strchr(out, '\n') == out + strlen(out) - 1, "call %d: %s", i, out);
 		ck_assert_msg(!last || strncmp(out, last, strlen(last)) != 0, "call %d reused %s", i, last);
@@ -392,7 +392,7 @@ START_TEST(node_runs)
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = sh(c, "node -e 'console.log(1 + 1)'");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "2\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "memory"));
 	tcc_close(c);
 	stop(&d);
@@ -453,7 +453,7 @@ START_TEST(cgroup_real)
 	const struct json *r = sh(c, "cat /proc/self/cgroup; (setsid sleep 300 &) ; echo started");
 	tc_assert_ok(r);
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "cgroup"));
-	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.output"), "/tc-"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "/tc-"));
 	/* Its process is gone with its call: no call cgroup holds one (the
 	 * call's own may be kept, empty, for a later call). */
 	char *cmd = xasprintf("test -z \"$(cat '%s'/tc-*/cgroup.procs)\"", dir);
@@ -467,7 +467,7 @@ START_TEST(cgroup_real)
 	free(cmd);
 	r = sh(c, "cat /proc/self/cgroup");
 	tc_assert_ok(r);
-	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.output"), "/tc-"));
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "/tc-"));
 	tcc_close(c);
 	stop(&d);
 	/* Nor does a call cgroup outlive the daemon. */
@@ -504,7 +504,7 @@ START_TEST(refusals_do_not_flood_the_log)
 	const struct json *r = sh(c, cmd);
 	free(cmd);
 	tc_assert_ok(r);
-	ck_assert_msg(strcmp(tj_str(r, "result.structuredContent.output"), "200\n") == 0, "%s", tj_str(r, "result.content.0.text"));
+	ck_assert_msg(strcmp(tj_str(r, "result.structuredContent.stdout"), "200\n") == 0, "%s", tj_str(r, "result.content.0.text"));
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	char *log = tcd_log(&d);
 	unsigned lines = 0;

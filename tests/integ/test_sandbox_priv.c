@@ -99,7 +99,7 @@ START_TEST(root_shell_unprivileged)
 	struct tcc *c = tcc_connect(&d);
 	const struct json *r = sh(c, "id -u; cat /proc/self/status");
 	tc_assert_ok(r);
-	const char *out = tj_str(r, "result.structuredContent.output");
+	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_msg(strncmp(out, "0\n", 2) == 0, "%s", out);
 	assert_no_caps("root peer's shell", out);
 	char *v = status_field(out, "Seccomp");
@@ -129,14 +129,14 @@ START_TEST(root_shell_unprivileged)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *cmd = xasprintf("%s && echo DONE", refused[i]);
 		r = sh(c, cmd);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(cmd);
 	}
 	/* chmod +x works. */
 	r = sh(c, "touch mine && chmod +x mine && stat -c %a mine");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "755\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "755\n");
 	struct stat st;
 	char *suid = tcd_ws_path(&d, "suid-true");
 	ck_assert(stat(suid, &st) < 0 || !(st.st_mode & (S_ISUID | S_ISGID)));
@@ -282,7 +282,7 @@ START_TEST(metadata_outside_refused)
 		char *one = xasprintf(refused[i], outside, (unsigned)uid, d.config, d.tools_dir, audit);
 		char *cmd = xasprintf("%s && echo DONE", one);
 		const struct json *r = sh(c, cmd);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", one);
 		free(cmd);
 		free(one);
@@ -304,7 +304,7 @@ START_TEST(metadata_outside_refused)
 				     "echo t > \"$TMPDIR/t\" && chmod 600 \"$TMPDIR/t\" && mv \"$TMPDIR/t\" d/t && "
 				     "stat -c %a d/.ssh && cat d/t");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "755\nt\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "755\nt\n");
 	free(audit);
 	free(outside);
 	free(dot_ssh);
@@ -348,7 +348,7 @@ START_TEST(tmp_mb_bounds_each_call)
 	free(filled);
 	const struct json *r = sh(b, "head -c 700000 /dev/zero > \"$TMPDIR/g\" && wc -c < \"$TMPDIR/g\"");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "700000\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "700000\n");
 	tcd_put(&d, "done", "");
 	char idbuf[32];
 	snprintf(idbuf, sizeof(idbuf), "%lld", (long long)id);
@@ -426,7 +426,7 @@ START_TEST(sockets_hidden)
 					      "s.connect(sys.argv[1]); print(\"CONNECTED\")' '%s'", paths[k]);
 			const struct json *r = sh(c, cmd);
 			free(cmd);
-			const char *o = tj_str(r, "result.structuredContent.output");
+			const char *o = tj_str(r, "result.structuredContent.stdout");
 			bool connected = o && strstr(o, "CONNECTED");
 			/* Hidden unless listed (the second daemon lists the bus's) or in the workspace. */
 			bool want = k == 2 || (k == 1 && allow);
@@ -481,7 +481,7 @@ START_TEST(protect_holds_missing_paths)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		const struct json *r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(one);
 	}
@@ -489,14 +489,14 @@ START_TEST(protect_holds_missing_paths)
 				     "GIT_COMMITTER_EMAIL=a@b; git add f && git commit -qm first && echo b > g && "
 				     "git add g && git commit -qm second && git status --short && git log --oneline | wc -l");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "2\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
 	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
 	ck_assert(!has_str(r, "result.structuredContent.sandbox.not_enforced", "protect: paths that do not exist"));
 	/* The commondir made ("." ) names the repository's own .git. */
 	r = sh(c, "cd \"$(git rev-parse --git-common-dir)\" && pwd -P && cd .. && git worktree list | wc -l");
 	tc_assert_ok(r);
 	char *want = xasprintf("%s/.git\n1\n", d.ws);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), want);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
 	free(want);
 	tcc_close(c);
 	/* The missing ones were made empty to hold their place (the one
@@ -540,7 +540,7 @@ START_TEST(protect_submodule_git_dirs)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		const struct json *r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(one);
 	}
@@ -570,7 +570,7 @@ START_TEST(protect_nested_repositories)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		const struct json *r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(one);
 	}
@@ -592,7 +592,7 @@ START_TEST(protect_git_file)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
 		const struct json *r = sh(c, one);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(one);
 	}
@@ -743,7 +743,7 @@ START_TEST(spawner_starts_children)
 	free(v);
 	const struct json *r = sh(c, "id -u; cat /proc/$$/status");
 	tc_assert_ok(r);
-	const char *out = tj_str(r, "result.structuredContent.output");
+	const char *out = tj_str(r, "result.structuredContent.stdout");
 	ck_assert_msg(strncmp(out, _i ? "65534\n" : "0\n", _i ? 6 : 2) == 0, "%s", out);
 	assert_no_caps("spawned shell", out);
 	char *f = status_field(out, "Seccomp");
@@ -776,7 +776,7 @@ START_TEST(spawner_starts_children)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *cmd = xasprintf("%s && echo DONE", refused[i]);
 		r = sh(c, cmd);
-		const char *o = tj_str(r, "result.structuredContent.output");
+		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", refused[i]);
 		free(cmd);
 	}
@@ -809,11 +809,11 @@ START_TEST(spawner_killed)
 	const struct json *r = tcc_wait_id(c, idtext, 20000);
 	ck_assert(r);
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "late\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "late\n");
 	/* Gone before the next request reached it: that call starts directly. */
 	r = sh(c, "echo next");
 	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "next\n");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "next\n");
 	pid_t sp2 = warm_spawner(&d, c);
 	ck_assert_int_ne(sp2, sp);
 	ck_assert_int_eq(kill(sp2, SIGKILL), 0);
@@ -823,7 +823,7 @@ START_TEST(spawner_killed)
 	for (int i = 0; i < 5; i++) {
 		r = sh(c, "echo again");
 		tc_assert_ok(r);
-		ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "again\n");
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "again\n");
 	}
 	/* The dead one was reaped: no zombie child of the daemon. */
 	char *st = pid_status_field(sp2, "State");
@@ -842,7 +842,7 @@ START_TEST(spawner_killed)
 	const char *err = tj_str(r, "error.message");
 	ck_assert_msg(!err || strstr(err, "spawner"), "%s", err);
 	if (!err)
-		ck_assert_str_eq(tj_str(r, "result.structuredContent.output"), "stopped\n");
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "stopped\n");
 	tc_assert_ok(sh(c, "true"));
 	tcc_close(c);
 	stop(&d);

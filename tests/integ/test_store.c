@@ -56,9 +56,12 @@ static void write_probes(struct tcd *d)
 /* Starts a daemon on the shared Redis; extra: more store members. */
 static void start(struct tcd *d, const char *extra)
 {
+	/* A store answer later than timeout_ms is an outage: scaled, as the
+	 * harness's waits are, under valgrind, where the daemon is that slow. */
 	char *config = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"it:\","
-				 "\"lease_ms\":1000,\"timeout_ms\":300%s%s}}",
-				 rs.sock, extra ? "," : "", extra ? extra : "");
+				 "\"lease_ms\":%llu,\"timeout_ms\":%llu%s%s}}",
+				 rs.sock, (unsigned long long)tc_wait_scaled(1000),
+				 (unsigned long long)tc_wait_scaled(300), extra ? "," : "", extra ? extra : "");
 	struct tcd_opts o = { .config = config };
 	tcd_prepare(d, &o);
 	write_probes(d);

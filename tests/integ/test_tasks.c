@@ -163,7 +163,7 @@ START_TEST(progress_follows_the_task)
 		ck_assert_str_eq(tj_str(m, "params.progressToken"), "tp-1");
 		ck_assert_int_gt(tj_int(m, "params.progress"), last);
 		last = tj_int(m, "params.progress");
-		ck_assert_str_eq(tj_str(m, "params._meta.toolcalld/stream"), "output");
+		ck_assert_str_eq(tj_str(m, "params._meta.toolcalld/stream"), "stdout");
 		const struct json *rel = json_get(tj(m, "params._meta"), "io.modelcontextprotocol/related-task");
 		ck_assert_str_eq(json_str(json_get(rel, "taskId")), id);
 		buf_puts(&seen, tj_str(m, "params.message"));
@@ -180,7 +180,7 @@ START_TEST(progress_follows_the_task)
 	ck_assert(tcc_quiet(other, 100));
 	const struct json *res = tcc_request_t(c, "tasks/result", tcc_fmt(c, "{\"taskId\":\"%s\"}", id), 10000);
 	tc_assert_ok(res);
-	ck_assert_str_eq(tj_str(res, "result.structuredContent.output"), "line1\nline2\nline3\n");
+	ck_assert_str_eq(tj_str(res, "result.structuredContent.stdout"), "line1\nline2\nline3\n");
 	tcc_close(other);
 }
 END_TEST
@@ -197,7 +197,7 @@ START_TEST(progress_creator_gone)
 	tcc_initialize(c, NULL);
 	const struct json *res = tcc_request_t(c, "tasks/result", tcc_fmt(c, "{\"taskId\":\"%s\"}", id), 10000);
 	tc_assert_ok(res);
-	ck_assert_str_eq(tj_str(res, "result.structuredContent.output"), "l1\nl2\nl3\nl4\nl5\nl6\n");
+	ck_assert_str_eq(tj_str(res, "result.structuredContent.stdout"), "l1\nl2\nl3\nl4\nl5\nl6\n");
 	/* The new connection did not make the task: it hears none of it. */
 	ck_assert_uint_eq(tcc_count_notifications(c, NULL), 0);
 	ck_assert(tcc_quiet(c, 100));

@@ -69,7 +69,7 @@ if (bridge) {
 const sh = await client.callTool({ name: "shell", arguments: { command: "echo hi; exit 2" } });
 assert.equal(sh.isError, true);
 assert.equal(sh.structuredContent.exit_code, 2);
-assert.equal(sh.structuredContent.output, "hi\n");
+assert.equal(sh.structuredContent.stdout, "hi\n");
 
 // elicitation: write_file needs confirmation and no approver is connected;
 // a daemon that asks through elicitation/create gets this client's

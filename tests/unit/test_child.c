@@ -97,9 +97,8 @@ static void on_finish(struct tool_call *c)
 static void on_output(struct tool_call *c, const char *stream, const char *data, size_t n)
 {
 	struct run *run = c->owner;
-	/* The shell's one stream ("output") is kept as stdout. */
-	int s = strcmp(stream, "stderr") == 0 ? CHILD_STDERR : CHILD_STDOUT;
-	ck_assert(strcmp(stream, "output") == 0 || strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0);
+	int s = strcmp(stream, "stdout") == 0 ? CHILD_STDOUT : CHILD_STDERR;
+	ck_assert(strcmp(stream, "stdout") == 0 || strcmp(stream, "stderr") == 0);
 	buf_append(&run->streamed[s], data, n);
 	const char *all = buf_head(&run->streamed[CHILD_STDOUT]);
 	if (!run->first_output_ms && strstr(all, "first"))
@@ -300,7 +299,7 @@ START_TEST(shell_exit_codes)
 	doc = shell_ok(&run, "{\"command\":\"echo partial; exit 3\"}");
 	ck_assert(run.c.is_error);
 	ck_assert_int_eq(iget(doc, "exit_code"), 3);
-	ck_assert_str_eq(sget(doc, "output"), "partial\n");
+	ck_assert_str_eq(sget(doc, "stdout"), "partial\n");
 	ck_assert_ptr_nonnull(strstr(run.c.text, "[exit code 3]"));
 	ck_assert_int_ge(iget(doc, "duration_ms"), 0);
 	json_doc_unref(doc);
@@ -365,7 +364,7 @@ START_TEST(without_close_range)
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd; exit 3\"}");
 	ck_assert(run.c.is_error);
 	ck_assert_int_eq(iget(doc, "exit_code"), 3);
-	check_child_fds(sget(doc, "output"));
+	check_child_fds(sget(doc, "stdout"));
 	json_doc_unref(doc);
 	run_done(&run);
 	ck_assert_int_eq(count_children(), 0);
@@ -387,13 +386,13 @@ START_TEST(without_pidfd_open)
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; exit 3\"}");
 	ck_assert(run.c.is_error);
 	ck_assert_int_eq(iget(doc, "exit_code"), 3);
-	ck_assert_str_eq(sget(doc, "output"), "out\n");
+	ck_assert_str_eq(sget(doc, "stdout"), "out\n");
 	json_doc_unref(doc);
 	run_done(&run);
 
 	doc = shell_ok(&run, "{\"command\":\"sleep 300 & echo \\\"pids $$ $!\\\"\"}");
 	int leader = 0, bg = 0;
-	ck_assert_int_eq(sscanf(sget(doc, "output"), "pids %d %d", &leader, &bg), 2);
+	ck_assert_int_eq(sscanf(sget(doc, "stdout"), "pids %d %d", &leader, &bg), 2);
 	ck_assert(pid_dead(bg));
 	json_doc_unref(doc);
 	run_done(&run);
@@ -407,9 +406,9 @@ START_TEST(shell_capture)
 	/* The text and output hold both streams in the order they were
 	 * written: they share one pipe. */
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; echo err >&2; printf tail\"}");
-	ck_assert_str_eq(sget(doc, "output"), "out\nerr\ntail");
-	ck_assert_ptr_null(json_get(json_doc_root(doc), "stdout"));
-	ck_assert_ptr_null(json_get(json_doc_root(doc), "stderr"));
+	ck_assert_str_eq(sget(doc, "stdout"), "out\nerr\ntail");
+	ck_assert_str_eq(sget(doc, "stderr"), "");
+	ck_assert(json_is_true(json_get(json_doc_root(doc), "stderr_in_stdout")));
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
 	ck_assert_str_eq(run.c.text, "out\nerr\ntail");
 	json_doc_unref(doc);
@@ -483,7 +482,7 @@ START_TEST(shell_text_head_tail)
 	buf_puts(&want, "TAIL\n[exit code 1]");
 	ck_assert_str_eq(run.c.text, buf_head(&want));
 	golden("shell_head_tail", &want);
-	ck_assert_uint_eq(strlen(sget(doc, "output")), 5008);
+	ck_assert_uint_eq(strlen(sget(doc, "stdout")), 5008);
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
 	buf_free(&want);
 	json_doc_unref(doc);
@@ -505,7 +504,7 @@ START_TEST(shell_output_order_exact)
 		struct run run;
 		struct json_doc *doc = shell_ok(&run, "{\"command\":\"for i in $(seq 200); do echo out$i; "
 						      "echo err$i >&2; done\"}");
-		ck_assert_str_eq(sget(doc, "output"), buf_head(&want));
+		ck_assert_str_eq(sget(doc, "stdout"), buf_head(&want));
 		ck_assert_str_eq(run.c.text, buf_head(&want));
 		ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDOUT]), buf_head(&want));
 		json_doc_unref(doc);
@@ -543,7 +542,7 @@ START_TEST(shell_cap_head_tail)
 	for (int i = 0; i < 490; i++)
 		buf_putc(&want, 'x');
 	buf_puts(&want, "TAILsmall\n");
-	ck_assert_str_eq(sget(doc, "output"), buf_head(&want));
+	ck_assert_str_eq(sget(doc, "stdout"), buf_head(&want));
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, true);
 	buf_free(&want);
 	/* Everything was streamed, even what the cap left out. */
@@ -553,7 +552,7 @@ START_TEST(shell_cap_head_tail)
 
 	/* Exactly at the cap: kept whole, not truncated. */
 	doc = shell_ok(&run, "{\"command\":\"head -c 1000 /dev/zero | tr '\\\\0' y\"}");
-	ck_assert_uint_eq(strlen(sget(doc, "output")), 1000);
+	ck_assert_uint_eq(strlen(sget(doc, "stdout")), 1000);
 	ck_assert_int_eq(json_get(json_doc_root(doc), "truncated")->u.b, false);
 	json_doc_unref(doc);
 	run_done(&run);
@@ -570,7 +569,7 @@ START_TEST(shell_output_left_at_exit)
 	struct json_doc *doc = shell_ok(&run,
 		"{\"command\":\"head -c 65536 /dev/zero | tr '\\\\0' o; head -c 65536 /dev/zero | tr '\\\\0' e >&2\"}");
 	/* One pipe: the stderr half waits for the daemon to read the first. */
-	const char *out = sget(doc, "output");
+	const char *out = sget(doc, "stdout");
 	ck_assert_uint_eq(strlen(out), 131072);
 	ck_assert_int_eq(out[65535], 'o');
 	ck_assert_int_eq(out[65536], 'e');
@@ -589,7 +588,7 @@ START_TEST(shell_invalid_utf8)
 	struct json_doc *doc = shell_ok(&run, args);
 	free(args);
 	ck_assert(utf8_valid(run.c.structured, strlen(run.c.structured)));
-	const struct json *out = json_get(json_doc_root(doc), "output");
+	const struct json *out = json_get(json_doc_root(doc), "stdout");
 	ck_assert_ptr_nonnull(strstr(out->u.str.s, "ab"));
 	ck_assert_ptr_nonnull(strstr(out->u.str.s, "\xEF\xBF\xBD"));	/* U+FFFD */
 	ck_assert_uint_eq(out->u.str.len, strlen("ab") + 2 * 3 + strlen("cd") + 1 + strlen("ef"));
@@ -599,7 +598,7 @@ START_TEST(shell_invalid_utf8)
 	args = shell_args("printf x; printf '\\303\\251%.0s' $(seq 100); printf y");
 	doc = shell_ok(&run, args);
 	free(args);
-	const char *err = sget(doc, "output");
+	const char *err = sget(doc, "stdout");
 	ck_assert_ptr_null(strstr(err, "\xEF\xBF\xBD"));
 	ck_assert(utf8_valid(err, strlen(err)));
 	ck_assert_ptr_nonnull(strstr(err, "bytes omitted"));
@@ -622,7 +621,7 @@ START_TEST(shell_env_scrubbed)
 	static const char *const allow[] = { "PATH", "TC_TEST_ALLOWED", NULL };
 	env.shell_env_allow = allow;
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"env\"}");
-	const char *out = sget(doc, "output");
+	const char *out = sget(doc, "stdout");
 	ck_assert_ptr_nonnull(strstr(out, "TC_TEST_ALLOWED=yes\n"));
 	ck_assert_ptr_null(strstr(out, "TC_TEST_SECRET"));
 	ck_assert_ptr_null(strstr(out, "HOME="));
@@ -633,7 +632,7 @@ START_TEST(shell_env_scrubbed)
 	env.shell_env_allow = NULL;
 	setenv("HOME", "/nonexistent-home", 1);
 	doc = shell_ok(&run, "{\"command\":\"env\"}");
-	out = sget(doc, "output");
+	out = sget(doc, "stdout");
 	ck_assert_ptr_nonnull(strstr(out, "HOME=/nonexistent-home\n"));
 	ck_assert_ptr_null(strstr(out, "TC_TEST_ALLOWED"));
 	ck_assert_ptr_null(strstr(out, "TC_TEST_SECRET"));
@@ -643,7 +642,7 @@ START_TEST(shell_env_scrubbed)
 	/* No PATH in the daemon's environment: a safe default. */
 	unsetenv("PATH");
 	doc = shell_ok(&run, "{\"command\":\"echo \\\"$PATH\\\"\"}");
-	ck_assert_str_eq(sget(doc, "output"), CHILD_SAFE_PATH "\n");
+	ck_assert_str_eq(sget(doc, "stdout"), CHILD_SAFE_PATH "\n");
 	json_doc_unref(doc);
 	run_done(&run);
 }
@@ -659,13 +658,13 @@ START_TEST(shell_cwd)
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"pwd -P\"}");
 	char want[PATH_MAX + 16];
 	snprintf(want, sizeof(want), "%s\n", ws->root);
-	ck_assert_str_eq(sget(doc, "output"), want);
+	ck_assert_str_eq(sget(doc, "stdout"), want);
 	json_doc_unref(doc);
 	run_done(&run);
 
 	doc = shell_ok(&run, "{\"command\":\"pwd -P\",\"cwd\":\"sub\"}");
 	snprintf(want, sizeof(want), "%s/sub\n", ws->root);
-	ck_assert_str_eq(sget(doc, "output"), want);
+	ck_assert_str_eq(sget(doc, "stdout"), want);
 	json_doc_unref(doc);
 	run_done(&run);
 
@@ -948,7 +947,7 @@ START_TEST(shell_background_killed_at_exit)
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"sleep 300 & echo \\\"pids $$ $!\\\"\"}");
 	ck_assert_uint_lt(mono_ms() - t0, 900);
 	int leader = 0, bg = 0;
-	ck_assert_int_eq(sscanf(sget(doc, "output"), "pids %d %d", &leader, &bg), 2);
+	ck_assert_int_eq(sscanf(sget(doc, "stdout"), "pids %d %d", &leader, &bg), 2);
 	ck_assert(pid_dead(bg));
 	json_doc_unref(doc);
 	run_done(&run);
@@ -960,7 +959,7 @@ START_TEST(shell_background_killed_at_exit)
 	uint64_t took = mono_ms() - t0;
 	ck_assert_msg(took >= 1000 && took < 2800, "took %llu ms", (unsigned long long)took);
 	int esc = 0;
-	ck_assert_int_eq(sscanf(sget(doc, "output"), "pids %d", &esc), 1);
+	ck_assert_int_eq(sscanf(sget(doc, "stdout"), "pids %d", &esc), 1);
 	ck_assert_int_gt(esc, 1);
 	kill(esc, SIGKILL);
 	json_doc_unref(doc);
@@ -1005,7 +1004,7 @@ START_TEST(shell_fd_hygiene)
 		ck_assert(!runs[i].c.is_error);
 		struct json_doc *doc = structured(&runs[i]);
 		snprintf(want, sizeof(want), "%d\ne%d\n", i, i);
-		ck_assert_str_eq(sget(doc, "output"), want);
+		ck_assert_str_eq(sget(doc, "stdout"), want);
 		json_doc_unref(doc);
 		run_done(&runs[i]);
 	}
@@ -1055,7 +1054,7 @@ START_TEST(child_sees_only_stdio)
 	ck_assert_int_ge(leaky_high, 1000);
 	struct run run;
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd\"}");
-	check_child_fds(sget(doc, "output"));
+	check_child_fds(sget(doc, "stdout"));
 	json_doc_unref(doc);
 	run_done(&run);
 	close(leaky);
@@ -1064,7 +1063,7 @@ START_TEST(child_sees_only_stdio)
 	/* A daemon started with stdin closed still gives /dev/null. */
 	close(STDIN_FILENO);
 	doc = shell_ok(&run, "{\"command\":\"ls -l /proc/self/fd\"}");
-	check_child_fds(sget(doc, "output"));
+	check_child_fds(sget(doc, "stdout"));
 	json_doc_unref(doc);
 	run_done(&run);
 }
