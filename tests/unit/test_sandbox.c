@@ -629,9 +629,9 @@ START_TEST(shell_file_system)
 	snprintf(cmd, sizeof(cmd), "cat %s/notes && cat %s/.ssh/id_rsa", home, home);
 	sh(&r, cmd, NULL);
 	ck_assert_int_ne(exit_code(&r), 0);
-	ck_assert_ptr_nonnull(strstr(sc_str(&r, "output"), "plain notes"));
-	ck_assert_ptr_null(strstr(sc_str(&r, "output"), "SECRET"));
-	ck_assert_ptr_nonnull(strstr(sc_str(&r, "output"), "Permission denied"));
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "plain notes"));
+	ck_assert_ptr_null(strstr(sc_str(&r, "stdout"), "SECRET"));
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "Permission denied"));
 	ck_assert_msg(strstr(r.c.text, "[sandbox]") && strstr(r.c.text, "workspace-write"), "%s", r.c.text);
 	ck_assert(enforced(&r, "enforced", "landlock"));
 	run_done(&r);
@@ -649,7 +649,7 @@ START_TEST(shell_file_system)
 	       "echo t > \"$TMPDIR/sub/t\" && cat \"$TMPDIR/sub/t\" && echo \"$TMPDIR/sub\"", NULL);
 	ck_assert_int_eq(exit_code(&r), 0);
 	char tmp[PATH_MAX];
-	const char *out = sc_str(&r, "output");
+	const char *out = sc_str(&r, "stdout");
 	ck_assert_int_eq(sscanf(out, "t\n%4095s", tmp), 1);
 	run_done(&r);
 	/* $TMPDIR/sub went with the call, and $TMPDIR too. */
@@ -671,7 +671,7 @@ START_TEST(shell_read_only)
 	ck_assert_str_eq(json_str(json_get(json_get(json_doc_root(r.sc), "sandbox"), "profile")), "read-only");
 	run_done(&r);
 	sh(&r, "echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\"", NULL);
-	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "output"));
+	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "stdout"));
 	run_done(&r);
 }
 END_TEST
@@ -692,7 +692,7 @@ START_TEST(shell_protect)
 	struct run r;
 	sh(&r, "echo evil > .git/hooks/pre-commit", NULL);
 	ck_assert_int_ne(exit_code(&r), 0);
-	ck_assert_ptr_nonnull(strstr(sc_str(&r, "output"), "Read-only file system"));
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "Read-only file system"));
 	ck_assert(enforced(&r, "enforced", "protect"));
 	run_done(&r);
 	sh(&r, "echo '[core] fsmonitor = evil' >> .git/config", NULL);
@@ -737,20 +737,20 @@ START_TEST(shell_tmpdir_hidden_without_namespace)
 			   "ls / | grep -qx usr && echo listed";
 	struct run r;
 	sh(&r, cmd0, &nobody);
-	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "output"));
+	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "stdout"));
 	ck_assert(enforced(&r, "enforced", "tmpdir hidden"));
 	char ns[64], tmp[PATH_MAX];
-	ck_assert_int_eq(sscanf(sc_str(&r, "output"), "%63s %4095s", ns, tmp), 2);
+	ck_assert_int_eq(sscanf(sc_str(&r, "stdout"), "%63s %4095s", ns, tmp), 2);
 	ck_assert_str_eq(ns, own_ns);
-	ck_assert_msg(strstr(sc_str(&r, "output"), "\nt\nlisted\n"), "%s", sc_str(&r, "output"));
+	ck_assert_msg(strstr(sc_str(&r, "stdout"), "\nt\nlisted\n"), "%s", sc_str(&r, "stdout"));
 	run_done(&r);
 	/* As root: a namespace of its own, "/" listed. */
 	sh(&r, cmd0, NULL);
-	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "output"));
+	ck_assert_msg(exit_code(&r) == 0, "%s", sc_str(&r, "stdout"));
 	ck_assert(enforced(&r, "enforced", "tmpdir hidden"));
-	ck_assert_int_eq(sscanf(sc_str(&r, "output"), "%63s", ns), 1);
+	ck_assert_int_eq(sscanf(sc_str(&r, "stdout"), "%63s", ns), 1);
 	ck_assert_str_ne(ns, own_ns);
-	ck_assert_msg(strstr(sc_str(&r, "output"), "\nt\nlisted\n"), "%s", sc_str(&r, "output"));
+	ck_assert_msg(strstr(sc_str(&r, "stdout"), "\nt\nlisted\n"), "%s", sc_str(&r, "stdout"));
 	run_done(&r);
 	/* TMPDIR is <parent>/toolcalld.*\/u<uid>/c/<name>: the parent. */
 	for (int i = 0; i < 4; i++)
@@ -770,11 +770,11 @@ START_TEST(shell_tmpdir_hidden_without_namespace)
 	snprintf(cmd, sizeof(cmd), "%s/tc-unit-%d", tmp, (int)getpid());
 	(void)unlink(cmd);
 	ck_assert(enforced(&r, "enforced", "tmpdir hidden"));
-	ck_assert_int_eq(sscanf(sc_str(&r, "output"), "%63s", ns), 1);
+	ck_assert_int_eq(sscanf(sc_str(&r, "stdout"), "%63s", ns), 1);
 	ck_assert_str_ne(ns, own_ns);
 	/* Writable by the first layer (and, for uid 65534, by its mode). */
 	if (st.st_mode & S_IWOTH)
-		ck_assert_msg(strstr(sc_str(&r, "output"), "wrote"), "%s", sc_str(&r, "output"));
+		ck_assert_msg(strstr(sc_str(&r, "stdout"), "wrote"), "%s", sc_str(&r, "stdout"));
 	run_done(&r);
 }
 END_TEST
@@ -884,7 +884,7 @@ START_TEST(shell_network_proxy)
 	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
 	char own[64] = "";
 	ck_assert_int_gt(readlink("/proc/self/ns/net", own, sizeof(own) - 1), 0);
-	const char *out = sc_str(&r, "output");
+	const char *out = sc_str(&r, "stdout");
 	char want[512];
 	snprintf(want, sizeof(want),
 		 "lo\nhttp://127.0.0.1:3128 http://127.0.0.1:3128 socks5h://127.0.0.1:1080 localhost,127.0.0.1\n"
@@ -909,8 +909,8 @@ START_TEST(shell_network_proxy)
 	sh(&r, "readlink /proc/self/ns/net; socat -u OPEN:/dev/null TCP:127.0.0.1:5555 2>/dev/null || echo nothing-left",
 	   NULL);
 	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
-	ck_assert_msg(strncmp(sc_str(&r, "output"), "net:[", 5) == 0 && strstr(sc_str(&r, "output"), "\nnothing-left\n"),
-		      "%s (first %s)", sc_str(&r, "output"), first);
+	ck_assert_msg(strncmp(sc_str(&r, "stdout"), "net:[", 5) == 0 && strstr(sc_str(&r, "stdout"), "\nnothing-left\n"),
+		      "%s (first %s)", sc_str(&r, "stdout"), first);
 	run_done(&r);
 	ck_assert_int_eq(fp.stopped, 3);
 	sandbox_net_set_ops(NULL, NULL);
@@ -993,7 +993,7 @@ START_TEST(seccomp_filter_refuses)
 	struct run r;
 	sh(&r, cmd, NULL);
 	free(cmd);
-	const char *out = sc_str(&r, "output");
+	const char *out = sc_str(&r, "stdout");
 	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
 	static const char *const refused[] = { "inet", "inet6", "packet", "zero", "family3", "family15", "vsock",
 					       "inet_high_bits" };
@@ -1073,9 +1073,9 @@ START_TEST(shell_as_peer)
 
 	struct run r;
 	sh(&r, "id -u; id -g; echo hi > mine; cat root-only", &nobody);
-	ck_assert_msg(strncmp(sc_str(&r, "output"), "65534\n65534\n", 12) == 0, "%s", sc_str(&r, "output"));
+	ck_assert_msg(strncmp(sc_str(&r, "stdout"), "65534\n65534\n", 12) == 0, "%s", sc_str(&r, "stdout"));
 	ck_assert_int_ne(exit_code(&r), 0);
-	ck_assert_ptr_nonnull(strstr(sc_str(&r, "output"), "Permission denied"));
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "Permission denied"));
 	ck_assert(enforced(&r, "enforced", "identity"));
 	run_done(&r);
 	struct stat st;
@@ -1526,7 +1526,7 @@ START_TEST(without_open_tree)
 	       "ls -a \"$(dirname \"$TMPDIR\")\" | wc -l", NULL);
 	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
 	ck_assert(enforced(&r, "enforced", "tmpdir hidden"));
-	ck_assert_str_eq(sc_str(&r, "output"), "65536\n3\n");	/* ".", ".." and its own */
+	ck_assert_str_eq(sc_str(&r, "stdout"), "65536\n3\n");	/* ".", ".." and its own */
 	run_done(&r);
 }
 END_TEST
