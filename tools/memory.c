@@ -3,7 +3,8 @@
  * memory: notes that outlive a session, in the shape of Anthropic's
  * client-side memory tool (memory_20250818): one "command" (view, create,
  * str_replace, insert, delete, rename) on paths under "/memories", with
- * that tool's result and error texts, executed by the daemon.
+ * that tool's result and error texts, executed by the daemon. Long because the six commands share one job's
+ * plumbing (scope, lock, limits, texts) that a split would spread.
  *
  * Where it lives: under memory.dir, the daemon's own store of the file job
  * (fsjob_start_store(), lib/fsjob/fsjob.h): one directory per peer uid
