@@ -17,7 +17,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
-#include "daemon/net.h"
+#include "daemon/egress.h"
 #include "daemon/server_state.h"
 #include "lib/dispatch/dispatch.h"
 #include "lib/files/identity.h"

@@ -11,7 +11,7 @@
  */
 #include "daemon/metrics.h"
 
-#include "daemon/net.h"
+#include "daemon/egress.h"
 #include "daemon/server_state.h"
 #include "lib/base/map.h"
 #include "lib/base/openmetrics.h"

@@ -19,7 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/default_socket.h"
 #include "daemon/load.h"
-#include "daemon/net.h"
+#include "daemon/egress.h"
 #include "daemon/providers.h"
 #include "lib/policy/policy.h"
 #include "lib/registry.h"

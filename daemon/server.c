@@ -38,7 +38,7 @@
 #include "lib/base/iopool.h"
 #include "lib/base/loop.h"
 #include "lib/registry.h"
-#include "daemon/net.h"
+#include "daemon/egress.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "lib/files/workspace.h"

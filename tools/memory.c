@@ -74,7 +74,7 @@ static void mem_job_free(void *arg)
 }
 
 /* Sets the job's answer to an error whose text is fmt's. */
-int fail(struct mem_job *j, const char *fmt, ...)
+int mem_fail(struct mem_job *j, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -91,16 +91,16 @@ int fail(struct mem_job *j, const char *fmt, ...)
 int fail_errno(struct mem_job *j, int r, const char *what, const char *path)
 {
 	if (r == -ELOOP)
-		return fail(j, "The path %s is, or passes through, a symbolic link; the memory directory "
+		return mem_fail(j, "The path %s is, or passes through, a symbolic link; the memory directory "
 			    "follows no links. Use a path made of plain directories and files.", path);
 	if (r == -ENOTDIR)
-		return fail(j, "A part of the path %s is a file, not a directory.", path);
+		return mem_fail(j, "A part of the path %s is a file, not a directory.", path);
 	if (r == -EACCES || r == -EPERM)
-		return fail(j, "Could not %s %s: permission denied (the memory directory belongs to "
+		return mem_fail(j, "Could not %s %s: permission denied (the memory directory belongs to "
 			    "you; something in it has other rights).", what, path);
 	if (r == -ENOSPC || r == -EDQUOT)
-		return fail(j, "Could not %s %s: the disk holding memory is full.", what, path);
-	return fail(j, "Could not %s %s: %s.", what, path, strerror(-r));
+		return mem_fail(j, "Could not %s %s: the disk holding memory is full.", what, path);
+	return mem_fail(j, "Could not %s %s: %s.", what, path, strerror(-r));
 }
 
 /* --- paths -------------------------------------------------------------- */
@@ -165,7 +165,7 @@ static int read_file(struct mem_job *j, int sfd, const char *rel, const char *pa
 	_cleanup_close_ int fd = -1;
 	int r = fsjob_open_nofollow(j->job, sfd, *rel ? rel : ".", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, &fd);
 	if (r == -ENOENT)
-		return fail(j, "The path %s does not exist. Please provide a valid path.", path), -ENOENT;
+		return mem_fail(j, "The path %s does not exist. Please provide a valid path.", path), -ENOENT;
 	if (r < 0)
 		return fail_errno(j, r, "read", path), r;
 	struct stat st;
@@ -174,11 +174,11 @@ static int read_file(struct mem_job *j, int sfd, const char *rel, const char *pa
 		return fail_errno(j, r, "read", path), r;
 	}
 	if (S_ISDIR(st.st_mode))
-		return fail(j, "The path %s is not a file.", path), -EISDIR;
+		return mem_fail(j, "The path %s is not a file.", path), -EISDIR;
 	if (!S_ISREG(st.st_mode))
-		return fail(j, "Unsupported file type for %s", path), -ENXIO;
+		return mem_fail(j, "Unsupported file type for %s", path), -ENXIO;
 	if ((uint64_t)st.st_size > j->max_file)
-		return fail(j, "The file %s holds %llu bytes, more than memory.max_file_kb (%zu KiB) allows; "
+		return mem_fail(j, "The file %s holds %llu bytes, more than memory.max_file_kb (%zu KiB) allows; "
 			    "delete it or ask the operator to raise the limit.",
 			    path, (unsigned long long)st.st_size, j->max_file / 1024), -EFBIG;
 	buf_reserve(out, (size_t)st.st_size + 1);
@@ -192,12 +192,12 @@ static int read_file(struct mem_job *j, int sfd, const char *rel, const char *pa
 		if (k == 0)
 			break;
 		if (buf_size(out) + (size_t)k > j->max_file)
-			return fail(j, "The file %s grew past memory.max_file_kb (%zu KiB) while it was read.",
+			return mem_fail(j, "The file %s grew past memory.max_file_kb (%zu KiB) while it was read.",
 				    path, j->max_file / 1024), -EFBIG;
 		buf_append(out, tmp, (size_t)k);
 	}
 	if (!utf8_valid(buf_head(out), buf_size(out)))
-		return fail(j, "The file %s is not UTF-8 text; memory holds text only. Delete it or create it "
+		return mem_fail(j, "The file %s is not UTF-8 text; memory holds text only. Delete it or create it "
 			    "again as text.", path), -EILSEQ;
 	return 0;
 }
@@ -265,14 +265,14 @@ static int measure(const struct fsjob *job, int fd, unsigned depth, struct usage
 /* The errors of the three limits; -EDQUOT. */
 int over_file(struct mem_job *j, const char *path, size_t n)
 {
-	fail(j, "The file %s would hold %zu bytes, more than memory.max_file_kb (%zu KiB) allows; keep it "
+	mem_fail(j, "The file %s would hold %zu bytes, more than memory.max_file_kb (%zu KiB) allows; keep it "
 	     "shorter or split it into several files.", path, n, j->max_file / 1024);
 	return -EDQUOT;
 }
 
 int over_total(struct mem_job *j, uint64_t total)
 {
-	fail(j, "No change was made: the memory would hold %llu bytes, more than memory.max_total_kb "
+	mem_fail(j, "No change was made: the memory would hold %llu bytes, more than memory.max_total_kb "
 	     "(%zu KiB) allows. Delete or shorten files you no longer need first.", (unsigned long long)total,
 	     j->max_total / 1024);
 	return -EDQUOT;
@@ -280,7 +280,7 @@ int over_total(struct mem_job *j, uint64_t total)
 
 int over_entries(struct mem_job *j, uint64_t entries)
 {
-	fail(j, "No change was made: the memory already holds %llu files and directories, the most it may "
+	mem_fail(j, "No change was made: the memory already holds %llu files and directories, the most it may "
 	     "(%d). Delete or merge files first.", (unsigned long long)entries, ENTRIES_MAX);
 	return -EDQUOT;
 }
@@ -446,7 +446,7 @@ static int do_view(struct mem_job *j, int sfd)
 	struct stat st;
 	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r == -ENOENT)
-		return fail(j, "The path %s does not exist. Please provide a valid path.", j->path);
+		return mem_fail(j, "The path %s does not exist. Please provide a valid path.", j->path);
 	if (r < 0)
 		return fail_errno(j, r, "view", j->path);
 	if (S_ISLNK(st.st_mode))
@@ -483,7 +483,7 @@ int view_text(struct mem_job *j, const char *s, size_t n)
 	if (j->has_range) {
 		int64_t a = j->range[0], b = j->range[1];
 		if (a < 1 || (uint64_t)a > MAX(lines, (size_t)1) || (b != -1 && (b < a || (uint64_t)b > lines)))
-			return fail(j, "Invalid `view_range` parameter: [%lld, %lld]. The first line must be within "
+			return mem_fail(j, "Invalid `view_range` parameter: [%lld, %lld]. The first line must be within "
 				    "[1, %zu] and the last at least the first and at most %zu, or -1 for the end "
 				    "of the file.", (long long)a, (long long)b, MAX(lines, (size_t)1), lines);
 		first = (size_t)a;
@@ -497,16 +497,16 @@ int view_text(struct mem_job *j, const char *s, size_t n)
 static int do_create(struct mem_job *j, int sfd)
 {
 	if (!*j->rel)
-		return fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
+		return mem_fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
 			    PREFIX "/notes.md");
 	if (!utf8_valid(j->text, j->text_len))
-		return fail(j, "file_text is not UTF-8 text; memory holds text only.");
+		return mem_fail(j, "file_text is not UTF-8 text; memory holds text only.");
 	struct stat st;
 	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r < 0 && r != -ENOENT)
 		return fail_errno(j, r, "create", j->path);
 	if (r == 0 && S_ISDIR(st.st_mode))
-		return fail(j, "The path %s is a directory; give the path of a file inside it.", j->path);
+		return mem_fail(j, "The path %s is a directory; give the path of a file inside it.", j->path);
 	if (r == 0 && !S_ISREG(st.st_mode))
 		return fail_errno(j, -ELOOP, "create", j->path);
 	bool exists = r == 0;
@@ -537,11 +537,11 @@ int replace_text(struct mem_job *j, const char *s, size_t n, struct buf *next, s
 {
 	_cleanup_free_ char *q = quote(j->old, j->old_len);
 	if (!j->old_len)
-		return fail(j, "No replacement was performed: old_str is empty. Give text that appears exactly "
+		return mem_fail(j, "No replacement was performed: old_str is empty. Give text that appears exactly "
 			    "once in %s.", j->path), -EINVAL;
 	const char *at = memmem(s, n, j->old, j->old_len);
 	if (!at)
-		return fail(j, "No replacement was performed, old_str `%s` did not appear verbatim in %s.", q,
+		return mem_fail(j, "No replacement was performed, old_str `%s` did not appear verbatim in %s.", q,
 			    j->path), -EINVAL;
 	const char *again = memmem(at + 1, n - (size_t)(at + 1 - s), j->old, j->old_len);
 	if (again) {
@@ -562,7 +562,7 @@ int replace_text(struct mem_job *j, const char *s, size_t n, struct buf *next, s
 			const char *from = eol ? eol : p + 1;
 			p = from < s + n ? memmem(from, n - (size_t)(from - s), j->old, j->old_len) : NULL;
 		}
-		fail(j, "No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. "
+		mem_fail(j, "No replacement was performed. Multiple occurrences of old_str `%s` in lines: %s. "
 		     "Please ensure it is unique", q, buf_head(&lines));
 		buf_free(&lines);
 		return -EINVAL;
@@ -605,7 +605,7 @@ int insert_text(struct mem_job *j, const char *s, size_t n, struct buf *next)
 {
 	size_t lines = count_lines(s, n);
 	if (j->line < 0 || (uint64_t)j->line > lines)
-		return fail(j, "Invalid `insert_line` parameter: %lld. It should be within the range [0, %zu].",
+		return mem_fail(j, "Invalid `insert_line` parameter: %lld. It should be within the range [0, %zu].",
 			    (long long)j->line, lines), -EINVAL;
 	/* Where line insert_line ends (its '\n' included). */
 	size_t off = 0;
@@ -640,11 +640,11 @@ static int do_insert(struct mem_job *j, int sfd)
 static int do_delete(struct mem_job *j, int sfd)
 {
 	if (!*j->rel)
-		return fail(j, "Cannot delete the " PREFIX " directory itself");
+		return mem_fail(j, "Cannot delete the " PREFIX " directory itself");
 	struct stat st;
 	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r == -ENOENT)
-		return fail(j, "The path %s does not exist", j->path);
+		return mem_fail(j, "The path %s does not exist", j->path);
 	if (r < 0)
 		return fail_errno(j, r, "delete", j->path);
 	/* At most ENTRIES_MAX entries (and what a peer put there itself):
@@ -664,16 +664,16 @@ static int do_delete(struct mem_job *j, int sfd)
 static int do_rename(struct mem_job *j, int sfd)
 {
 	if (!*j->rel)
-		return fail(j, "Cannot rename the " PREFIX " directory itself");
+		return mem_fail(j, "Cannot rename the " PREFIX " directory itself");
 	struct stat st;
 	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r == -ENOENT)
-		return fail(j, "The path %s does not exist", j->path);
+		return mem_fail(j, "The path %s does not exist", j->path);
 	if (r < 0)
 		return fail_errno(j, r, "rename", j->path);
 	r = lookup(j->job, sfd, j->rel2, &st);
 	if (r == 0 || !*j->rel2)
-		return fail(j, "The destination %s already exists", j->path2);
+		return mem_fail(j, "The destination %s already exists", j->path2);
 	if (r != -ENOENT)
 		return fail_errno(j, r, "rename to", j->path2);
 	unsigned dirs = missing_dirs(j->job, sfd, j->rel2);
@@ -686,9 +686,9 @@ static int do_rename(struct mem_job *j, int sfd)
 	if (r == 0)
 		r = fsjob_rename(j->job, from, strlen(from), to, strlen(to), false);
 	if (r == -EEXIST)
-		return fail(j, "The destination %s already exists", j->path2);
+		return mem_fail(j, "The destination %s already exists", j->path2);
 	if (r == -EINVAL)
-		return fail(j, "Cannot move %s into itself (%s).", j->path, j->path2);
+		return mem_fail(j, "Cannot move %s into itself (%s).", j->path, j->path2);
 	if (r < 0)
 		return fail_errno(j, r, "rename", j->path);
 	buf_printf(&j->out, "Successfully renamed %s to %s", j->path, j->path2);

@@ -57,7 +57,7 @@ struct mem_job {
 };
 
 /* Sets the job's answer to an error whose text is fmt's. */
-int fail(struct mem_job *j, const char *fmt, ...) PRINTF(2, 3);
+int mem_fail(struct mem_job *j, const char *fmt, ...) PRINTF(2, 3);
 int fail_errno(struct mem_job *j, int r, const char *what, const char *path);
 int over_file(struct mem_job *j, const char *path, size_t n);
 int over_total(struct mem_job *j, uint64_t total);

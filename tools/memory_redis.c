@@ -279,11 +279,11 @@ static bool is(const redisReply *r, const char *s)
 static int put_failed(struct mem_job *j, const redisReply *r, const char *path, size_t n)
 {
 	if (is(r, "isdir"))
-		return fail(j, "The path %s is a directory; give the path of a file inside it.", path);
+		return mem_fail(j, "The path %s is a directory; give the path of a file inside it.", path);
 	if (is(r, "notdir"))
 		return fail_errno(j, -ENOTDIR, "write", path);
 	if (is(r, "stale"))
-		return fail(j, "The file %s changed after it was read for this edit (another session wrote, "
+		return mem_fail(j, "The file %s changed after it was read for this edit (another session wrote, "
 			    "renamed or deleted it), so nothing was changed. View it again, then repeat the edit.",
 			    path);
 	if (is(r, "file"))
@@ -292,7 +292,7 @@ static int put_failed(struct mem_job *j, const redisReply *r, const char *path, 
 		return over_total(j, strtoull(el(r, 1, NULL) ? el(r, 1, NULL) : "0", NULL, 10));
 	if (is(r, "entries"))
 		return over_entries(j, strtoull(el(r, 1, NULL) ? el(r, 1, NULL) : "0", NULL, 10));
-	return fail(j, "Could not write %s: the store answered '%s'.", path, r->element[0]->str);
+	return mem_fail(j, "Could not write %s: the store answered '%s'.", path, r->element[0]->str);
 }
 
 /* Writes text at rel; expect: the version read ("" for create). 0 when
@@ -390,13 +390,13 @@ static int redis_read(struct mem_job *j, redisReply **ret)
 		return -EIO;
 	int ret_r = 0;
 	if (is(r, "none"))
-		fail(j, "The path %s does not exist. Please provide a valid path.", j->path), ret_r = -1;
+		mem_fail(j, "The path %s does not exist. Please provide a valid path.", j->path), ret_r = -1;
 	else if (is(r, "notdir"))
 		fail_errno(j, -ENOTDIR, "read", j->path), ret_r = -1;
 	else if (is(r, "d") && j->cmd != C_VIEW)
-		fail(j, "The path %s is not a file.", j->path), ret_r = -1;
+		mem_fail(j, "The path %s is not a file.", j->path), ret_r = -1;
 	else if (is(r, "f") && (!el(r, 1, NULL) || !el(r, 2, NULL)))
-		fail(j, "The record of %s in the store is damaged; delete it.", j->path), ret_r = -1;
+		mem_fail(j, "The record of %s in the store is damaged; delete it.", j->path), ret_r = -1;
 	if (ret_r < 0) {
 		freeReplyObject(r);
 		return ret_r;
@@ -427,10 +427,10 @@ int redis_run(struct mem_job *j)
 		break;
 	case C_CREATE: {
 		if (!*j->rel)
-			return fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
+			return mem_fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
 				    PREFIX "/notes.md");
 		if (!utf8_valid(j->text, j->text_len))
-			return fail(j, "file_text is not UTF-8 text; memory holds text only.");
+			return mem_fail(j, "file_text is not UTF-8 text; memory holds text only.");
 		bool created = false;
 		ret = redis_put(j, j->text, j->text_len, "", &created);
 		if (ret == -EIO)
@@ -467,20 +467,20 @@ int redis_run(struct mem_job *j)
 	}
 	case C_DELETE: {
 		if (!*j->rel)
-			return fail(j, "Cannot delete the " PREFIX " directory itself");
+			return mem_fail(j, "Cannot delete the " PREFIX " directory itself");
 		const char *args[] = { j->rel };
 		r = redis_eval(j, "del", 1, args, NULL);
 		if (!r)
 			return -EIO;
 		if (is(r, "none"))
-			fail(j, "The path %s does not exist", j->path);
+			mem_fail(j, "The path %s does not exist", j->path);
 		else
 			buf_printf(&j->out, "Successfully deleted %s", j->path);
 		break;
 	}
 	case C_RENAME: {
 		if (!*j->rel)
-			return fail(j, "Cannot rename the " PREFIX " directory itself");
+			return mem_fail(j, "Cannot rename the " PREFIX " directory itself");
 		char maxn[24];
 		snprintf(maxn, sizeof(maxn), "%d", ENTRIES_MAX);
 		const char *args[] = { j->rel, j->rel2, maxn };
@@ -488,11 +488,11 @@ int redis_run(struct mem_job *j)
 		if (!r)
 			return -EIO;
 		if (is(r, "none"))
-			fail(j, "The path %s does not exist", j->path);
+			mem_fail(j, "The path %s does not exist", j->path);
 		else if (is(r, "exists") || !*j->rel2)
-			fail(j, "The destination %s already exists", j->path2);
+			mem_fail(j, "The destination %s already exists", j->path2);
 		else if (is(r, "inside"))
-			fail(j, "Cannot move %s into itself (%s).", j->path, j->path2);
+			mem_fail(j, "Cannot move %s into itself (%s).", j->path, j->path2);
 		else if (is(r, "notdir"))
 			fail_errno(j, -ENOTDIR, "rename to", j->path2);
 		else if (is(r, "entries"))

@@ -286,7 +286,7 @@ void dispatch_set_confirm_charge(struct dispatcher *d, confirm_charge_fn charge,
 
 /*
  * Confirmation requests that are not a call's own (a network.connect of a
- * call's sandboxed child, daemon/net_ask.c), kept by whoever makes them:
+ * call's sandboxed child, daemon/egress_ask.c), kept by whoever makes them:
  * confirmations/resolve and elicitation answers whose id the dispatcher
  * does not know go to resolve; a new subscriber's replay, approvers
  * leaving and a failed elicitation reach them too.

@@ -8,10 +8,10 @@
  * "type": "network", an event network.connect or network.refused, the
  * counters of admin/metrics, and the note for the call's result naming
  * what was refused. Unknown hosts under "unknown": "ask" become
- * confirmation requests of kind network.connect (daemon/net_ask.c).
+ * confirmation requests of kind network.connect (daemon/egress_ask.c).
  */
-#ifndef TC_DAEMON_NET_H
-#define TC_DAEMON_NET_H
+#ifndef TC_DAEMON_EGRESS_H
+#define TC_DAEMON_EGRESS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,7 +39,7 @@ bool daemon_net_wanted(const struct config *cfg);
 int daemon_net_check(const struct config *cfg, char **ret_err);
 
 /* The key of a session's always_allow answer to a network.connect
- * question: "network.connect HOST:PORT" (net_ask.c). */
+ * question: "network.connect HOST:PORT" (egress_ask.c). */
 char *net_allow_key(const char *host, uint16_t port);
 /* Whether name is such a key exactly as net_allow_key writes it: a
  * canonical host (lib/net/net.h net_host_canonical), a port 1..65535

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What daemon/net.c (the proxies served) and daemon/net_ask.c (the
+ * What daemon/egress.c (the proxies served) and daemon/egress_ask.c (the
  * network.connect confirmations) share.
  */
-#ifndef TC_DAEMON_NET_INTERNAL_H
-#define TC_DAEMON_NET_INTERNAL_H
+#ifndef TC_DAEMON_EGRESS_INTERNAL_H
+#define TC_DAEMON_EGRESS_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -44,7 +44,7 @@ struct net_service *net_service(void);
  * gone or there is none). */
 const struct session *net_served_session(const struct net_served *sv, struct session *tmp);
 
-/* The proxy's ops for "unknown": "ask" (net_ask.c). */
+/* The proxy's ops for "unknown": "ask" (egress_ask.c). */
 void net_ask_start(void *ctx, const char *host, uint16_t port, struct net_ask *ask);
 void net_ask_cancel(void *ctx, struct net_ask *ask);
 /* Lets the dispatcher hand over the answers to these questions. */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The network "proxy" of sandboxed runs, served by the daemon's loop: see
- * daemon/net.h. One resolver for the daemon; one proxy per run, made from
+ * daemon/egress.h. One resolver for the daemon; one proxy per run, made from
  * the policy in force when the run started (a reload changes the next
  * runs', not the ones going on).
  */
-#include "daemon/net.h"
+#include "daemon/egress.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "daemon/net_internal.h"
+#include "daemon/egress_internal.h"
 #include "daemon/server_state.h"
 #include "lib/base/audit.h"
 #include "lib/base/openmetrics.h"

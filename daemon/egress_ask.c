@@ -19,7 +19,7 @@
  * one answer for all of them); the question ends when it is answered or
  * when the last of them is gone.
  */
-#include "daemon/net_internal.h"
+#include "daemon/egress_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/net.h"
+#include "daemon/egress.h"
 #include "daemon/server_state.h"
 #include "lib/base/list.h"
 #include "lib/base/loop.h"
