@@ -387,29 +387,21 @@ static int on_resolve(void *arg, uid_t uid, const char *id, const char *decision
 	struct question *q = find(id);
 	if (!q || q->uid != uid)
 		return -ENOENT;
-	static const char *const decisions[] = { "allow", "deny", "always_allow" };
-	const char *dec = NULL;
-	for (size_t i = 0; i < ELEMENTSOF(decisions); i++)
-		if (str_eq(decision, decisions[i]))
-			dec = decisions[i];
-	if (!dec)
-		return -EINVAL;
-	if (q->decision) {
-		*ret_accepted = false;
-		*ret_decision = q->decision;
-		return 0;
-	}
-	*ret_accepted = true;
-	*ret_decision = dec;
-	if (dec == decisions[2]) {
+	enum confirm_choice which;
+	int r = confirm_answer(q->decision, decision, ret_accepted, ret_decision, &which);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	const char *dec = *ret_decision;
+	if (which == ANSWER_ALWAYS_ALLOW) {
 		struct session *ss = session_of(q);
 		_cleanup_free_ char *key = net_allow_key(q->host, q->port);
 		if (ss)
 			map_put(ss->always_allow, key, (void *)1);
 	}
 	settle(q, dec);
-	answer_all(q, dec != decisions[1], dec == decisions[0] ? "ask:allow" : dec == decisions[1] ? "ask:deny"
-										      : "ask:always_allow");
+	answer_all(q, which != ANSWER_DENY, which == ANSWER_ALLOW ? "ask:allow"
+					     : which == ANSWER_DENY ? "ask:deny"
+								     : "ask:always_allow");
 	return 0;
 }
 

@@ -478,6 +478,30 @@ void dispatch_replay_confirmations(struct dispatcher *d, struct subscriber *sub)
 		d->other->replay(d->other_arg, sub);
 }
 
+int confirm_answer(const char *decided, const char *decision, bool *ret_accepted, const char **ret_decision,
+		   enum confirm_choice *ret_which)
+{
+	static const char *const names[] = {
+		[ANSWER_ALLOW] = "allow",
+		[ANSWER_DENY] = "deny",
+		[ANSWER_ALWAYS_ALLOW] = "always_allow",
+	};
+	size_t i = 0;
+	while (i < ELEMENTSOF(names) && !str_eq(decision, names[i]))
+		i++;
+	if (i == ELEMENTSOF(names))
+		return -EINVAL;
+	if (decided) {
+		*ret_accepted = false;
+		*ret_decision = decided;
+		return 1;
+	}
+	*ret_accepted = true;
+	*ret_decision = names[i];
+	*ret_which = (enum confirm_choice)i;
+	return 0;
+}
+
 int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
 		     bool *ret_accepted, const char **ret_decision)
 {
@@ -486,32 +510,23 @@ int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, co
 		return d->other->resolve(d->other_arg, uid, request_id, decision, ret_accepted, ret_decision);
 	if (!c || c->uid != uid)
 		return -ENOENT;
-	static const char *const decisions[] = { "allow", "deny", "always_allow" };
-	const char *dec = NULL;
-	for (size_t i = 0; i < ELEMENTSOF(decisions); i++)
-		if (str_eq(decision, decisions[i]))
-			dec = decisions[i];
-	if (!dec)
-		return -EINVAL;
-	if (c->decision) {
-		*ret_accepted = false;
-		*ret_decision = c->decision;
-		return 0;
-	}
+	enum confirm_choice which;
+	int r = confirm_answer(c->decision, decision, ret_accepted, ret_decision, &which);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	const char *dec = *ret_decision;
 	struct exec *e = c->exec;
-	*ret_accepted = true;
-	*ret_decision = dec;
 	if (!e) {
 		confirm_settle(d, c, dec);
 		return 0;
 	}
 	confirm_detach(e, dec);
-	if (dec == decisions[1]) {
+	if (which == ANSWER_DENY) {
 		d->reports->decided(e, outcome_error(TC_USER_DENIED, "The user denied this call of '%s'; it was not run",
 						     e->tool->name));
 		return 0;
 	}
-	if (dec == decisions[2])
+	if (which == ANSWER_ALWAYS_ALLOW)
 		map_put(e->session->always_allow, e->tool->name, (void *)1);
 	d->reports->decided(e, NULL);
 	return 0;

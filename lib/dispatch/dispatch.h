@@ -260,6 +260,20 @@ void dispatch_write_metrics(struct dispatcher *d, struct buf *b);
 int dispatch_resolve(struct dispatcher *d, uid_t uid, const char *request_id, const char *decision,
 		     bool *ret_accepted, const char **ret_decision);
 
+enum confirm_choice { ANSWER_ALLOW, ANSWER_DENY, ANSWER_ALWAYS_ALLOW };
+/*
+ * The rule every answer to a question follows, here and for the questions
+ * of others (struct dispatch_other's resolve): decision must be "allow",
+ * "deny" or "always_allow" (-EINVAL otherwise); the first answer wins, so
+ * with decided (the question's decision, NULL while open) set,
+ * *ret_accepted is false and *ret_decision that decision (returns 1);
+ * else *ret_decision is the answer's own static name, *ret_accepted true
+ * and *ret_which the answer (returns 0): the caller then settles the
+ * question with it.
+ */
+int confirm_answer(const char *decided, const char *decision, bool *ret_accepted, const char **ret_decision,
+		   enum confirm_choice *ret_which);
+
 /* An approver went away: confirmation requests that no approver can see
  * any more fail with user_denied, as a call finding none does (unless
  * confirmation.no_approver is "wait"). */
