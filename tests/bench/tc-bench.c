@@ -587,7 +587,8 @@ static void daemon_start(const char *exe)
 		"  \"grace_ms\": 2000,\n"
 		"  \"limits\": { \"max_connections\": 20000, \"per_uid_connections\": 20000,\n"
 		"              \"per_uid_processes\": 128, \"net_connections\": 256 },\n"
-		"  \"network\": { \"hosts\": { \"echo.bench\": \"127.0.0.1\" }, \"allow\": [\"echo.bench\"],\n"
+		"  \"network\": { \"hosts\": { \"echo.bench\": \"127.0.0.1\", \"origin.bench\": \"127.0.0.1\" },\n"
+		"               \"allow\": [\"echo.bench\", \"origin.bench\"],\n"
 		"               \"allow_private\": [\"127.0.0.1/32\"] },\n"
 		"  \"tools_dir\": \"%s/tools.d\",\n"
 		"  \"memory\": { \"dir\": \"%s/memory\" },\n"
@@ -618,6 +619,16 @@ static void daemon_start(const char *exe)
 		"                    \"required\": [\"command\"] } }\n";
 	if (geteuid() == 0)
 		write_file(tools, proxied, strlen(proxied));
+	/* The same sandboxed with the host's network (network true), for
+	 * net_connect's direct downloads: the same client, the same sandbox. */
+	snprintf(tools, sizeof(tools), "%s/tools.d/shell_net.json", tmp_dir);
+	static const char networked[] =
+		"{ \"name\": \"shell_net\", \"kind\": \"command\", \"side_effects\": \"execute\",\n"
+		"  \"argv\": [\"/bin/sh\", \"-c\", \"{{command}}\"], \"sandbox\": { \"network\": true },\n"
+		"  \"input_schema\": { \"type\": \"object\", \"properties\": { \"command\": { \"type\": \"string\" } },\n"
+		"                    \"required\": [\"command\"] } }\n";
+	if (geteuid() == 0)
+		write_file(tools, networked, strlen(networked));
 	/* Its twin without network, the same kind of tool, to read the
 	 * proxy's own cost against. */
 	snprintf(tools, sizeof(tools), "%s/tools.d/shell_sandboxed.json", tmp_dir);
@@ -1218,16 +1229,6 @@ static void timed_pair(const char *scenario, int nconns, unsigned depth, gen_fn 
 	note("%s: toolcalld's calls/s over the floor's, round by round: %s", scenario, rounds);
 	*ret_f = r[0];
 	*ret_d = r[1];
-}
-
-/* 100 MiB through the proxy engine's CONNECT against the same download
- * direct over loopback (tests/bench/net_bench.c). */
-static void scenario_net_connect(void)
-{
-	char line[1024];
-
-	net_bench_connect(100, opt.seconds >= 2 ? 10 : 2, line, sizeof(line));
-	note("%s", line);
 }
 
 static void scenario_ping(void)
@@ -2090,6 +2091,106 @@ static void scenario_processes(void)
 	free(ids);
 	buf_free(&b);
 	close(fd);
+}
+
+/* --- net_connect: a 100 MB download through the daemon's CONNECT ----------
+ * The client (this program, --net-client) runs in a sandboxed call both
+ * ways: with the host's network straight to the origin (shell_net), and in
+ * a network namespace of its own through the daemon's proxy (shell_proxy).
+ * A warm-up pair, then rounds alternating which goes first; every round is
+ * printed and the medians compared (tests/bench/net_bench.c). */
+
+#define NET_MB 100
+#define NET_ROUNDS 9
+
+static char *net_client_exe;
+
+/* One download by a sandboxed client; the daemon's and the origin's CPU
+ * time during it into *daemon_ms and *origin_ms. */
+static int net_download(int fd, struct buf *b, bool proxy, uint16_t port, pid_t origin, struct net_bench_dl *dl,
+			double *daemon_ms, double *origin_ms)
+{
+	static unsigned id;
+	const char *ans = NULL;
+	char *line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
+			       "\"arguments\":{\"command\":\"%s --net-client %s %u %llu\"}}}\n", ++id,
+			       proxy ? "shell_proxy" : "shell_net", net_client_exe, proxy ? "proxy" : "direct", port,
+			       (unsigned long long)NET_MB * 1000000ull);
+	double d0 = net_bench_cpu_ms(daemon_pid), o0 = net_bench_cpu_ms(origin);
+
+	proc_roundtrip(fd, b, line, &ans);
+	free(line);
+	*daemon_ms = net_bench_cpu_ms(daemon_pid) - d0;
+	*origin_ms = net_bench_cpu_ms(origin) - o0;
+	if (net_bench_client_parse(ans, dl) < 0) {
+		note("net_connect: a %s download failed: %.400s", proxy ? "proxied" : "direct", ans ? ans : "");
+		return -1;
+	}
+	return 0;
+}
+
+static void scenario_net_connect(void)
+{
+	if (geteuid() != 0) {
+		note("net_connect: not root: a network namespace per call needs a root daemon; left out");
+		return;
+	}
+	/* The client runs from the workspace, which every sandbox sees. */
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		die("net_connect: /proc/self/exe: %s", strerror(errno));
+	exe[n] = '\0';
+	net_client_exe = xasprintf("%s/ws/net-client", tmp_dir);
+	int in = open(exe, O_RDONLY | O_CLOEXEC);
+	int cp = open(net_client_exe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	static char chunk[65536];
+	ssize_t got = 0;
+	while (in >= 0 && cp >= 0 && (got = read(in, chunk, sizeof(chunk))) > 0)
+		if (write(cp, chunk, (size_t)got) != got)
+			got = -1;
+	if (in < 0 || cp < 0 || got < 0)
+		die("net_connect: copying %s: %s", exe, strerror(errno));
+	close(in);
+	close(cp);
+
+	uint16_t port;
+	pid_t origin = net_bench_origin_start((size_t)NET_MB * 1000000, &port);
+	if (origin < 0)
+		die("net_connect: origin: %s", strerror(errno));
+	int fd = connect_unix(daemon_sock, false);
+	if (fd < 0)
+		die("net_connect: connect: %s", strerror(errno));
+	struct buf b = {0};
+	unsigned rounds = opt.seconds >= 2 ? NET_ROUNDS : 3;
+	struct net_bench_round r[NET_ROUNDS + 1];
+	double load0[3] = {0}, load1[3] = {0};
+	getloadavg(load0, 3);
+	int x = 0;
+	/* Round 0 warms both ways up and is not counted. */
+	for (unsigned i = 0; i <= rounds && x == 0; i++) {
+		struct net_bench_round *R = &r[i];
+		bool proxy_first = i % 2 == 0;	/* counted rounds: odd go direct first */
+		for (int k = 0; k < 2 && x == 0; k++) {
+			bool proxy = k == 0 ? proxy_first : !proxy_first;
+			x = net_download(fd, &b, proxy, port, origin, proxy ? &R->proxied : &R->direct,
+					 proxy ? &R->daemon_ms_proxied : &R->daemon_ms_direct,
+					 proxy ? &R->origin_ms_proxied : &R->origin_ms_direct);
+		}
+	}
+	getloadavg(load1, 3);
+	kill(origin, SIGKILL);
+	waitpid(origin, NULL, 0);
+	close(fd);
+	buf_free(&b);
+	unlink(net_client_exe);
+	if (x < 0)
+		return;
+	char out[8192];
+	net_bench_report(r + 1, rounds, NET_MB, out, sizeof(out));
+	note("%s", out);
+	note("net_connect: the daemon on CPU %d as in every scenario, origin and client on any CPU; load average "
+	     "%.2f before, %.2f after", SERVER_CPU, load0[0], load1[0]);
 }
 
 /* --- tunnels: 200 CONNECT tunnels through the network proxy --------------
@@ -3212,6 +3313,8 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	int o;
+	if (argc > 1 && str_eq(argv[1], "--net-client"))
+		return net_bench_client(argc - 1, argv + 1);
 	if (argc == 5 && str_eq(argv[1], "--floor-serve")) {
 		/* The floor server, started by floor_start with its socket on fd 3. */
 		make_file_text();
