@@ -11,6 +11,7 @@
 #include "tests/bench/net_bench.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -25,16 +26,36 @@
 
 #define CLIENT_BUF (1 << 20)
 
-/* Lets the calling process run on every online CPU. */
-static void unpin(void)
+/* Binds thread tid (0: the caller) to cpu, or lets it run on every
+ * online CPU (cpu < 0). */
+static void set_cpu(pid_t tid, int cpu)
 {
 	cpu_set_t set;
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 	CPU_ZERO(&set);
 	for (long i = 0; i < n && i < CPU_SETSIZE; i++)
-		CPU_SET(i, &set);
-	(void)sched_setaffinity(0, sizeof(set), &set);
+		if (cpu < 0 || i == cpu)
+			CPU_SET(i, &set);
+	(void)sched_setaffinity(tid, sizeof(set), &set);
+}
+
+void net_bench_set_cpu(pid_t pid, int cpu)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d) {
+		set_cpu(pid, cpu);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			set_cpu((pid_t)atoi(e->d_name), cpu);
+	closedir(d);
 }
 
 static void origin_serve(int lfd, size_t total)
@@ -56,7 +77,7 @@ static void origin_serve(int lfd, size_t total)
 	}
 }
 
-pid_t net_bench_origin_start(size_t total, uint16_t *port)
+pid_t net_bench_origin_start(size_t total, int cpu, uint16_t *port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sin);
@@ -72,7 +93,7 @@ pid_t net_bench_origin_start(size_t total, uint16_t *port)
 	*port = ntohs(sin.sin_port);
 	pid = fork();
 	if (pid == 0) {
-		unpin();
+		set_cpu(0, cpu);
 		origin_serve(fd, total);
 	}
 	close(fd);
@@ -122,18 +143,18 @@ int net_bench_client(int argc, char **argv)
 	static char buf[CLIENT_BUF];
 	char req[128];
 	unsigned long port;
-	unsigned long long total, got = 0;
+	unsigned long long total, got = 0, reads = 0;
 	bool proxy;
 	int fd;
 
-	if (argc != 4 || (!str_eq(argv[1], "direct") && !str_eq(argv[1], "proxy"))) {
-		fprintf(stderr, "usage: tc-bench --net-client direct|proxy ORIGIN_PORT BYTES\n");
+	if (argc != 5 || (!str_eq(argv[1], "direct") && !str_eq(argv[1], "proxy"))) {
+		fprintf(stderr, "usage: tc-bench --net-client direct|proxy ORIGIN_PORT BYTES CPU\n");
 		return 2;
 	}
 	proxy = str_eq(argv[1], "proxy");
 	port = strtoul(argv[2], NULL, 10);
 	total = strtoull(argv[3], NULL, 10);
-	unpin();
+	set_cpu(0, atoi(argv[4]));
 	uint64_t c0 = cpu_ns(), t0 = mono_ns();
 	fd = proxy ? connect_proxy() : connect_v4("127.0.0.1", (uint16_t)port);
 	if (fd < 0) {
@@ -169,22 +190,24 @@ int net_bench_client(int argc, char **argv)
 		if (n == 0)
 			break;
 		got += (unsigned long long)n;
+		reads++;
 	}
 	uint64_t ns = mono_ns() - t0;
 	close(fd);
-	printf("net-client: %llu of %llu bytes in %llu ns, CPU %llu ns\n", got, total, (unsigned long long)ns,
-	       (unsigned long long)(cpu_ns() - c0));
+	printf("net-client: %llu of %llu bytes in %llu ns, CPU %llu ns, %llu reads\n", got, total,
+	       (unsigned long long)ns, (unsigned long long)(cpu_ns() - c0), reads);
 	return got == total ? 0 : 1;
 }
 
 int net_bench_client_parse(const char *text, struct net_bench_dl *ret)
 {
 	const char *p = text ? strstr(text, "net-client: ") : NULL;
-	unsigned long long got, total, ns, cpu;
+	unsigned long long got, total, ns, cpu, reads;
 
-	if (!p || sscanf(p, "net-client: %llu of %llu bytes in %llu ns, CPU %llu ns", &got, &total, &ns, &cpu) != 4 ||
-	    got != total || ns == 0)
+	if (!p || sscanf(p, "net-client: %llu of %llu bytes in %llu ns, CPU %llu ns, %llu reads", &got, &total, &ns, &cpu,
+			 &reads) != 5 || got != total || ns == 0)
 		return -1;
+	ret->reads = reads;
 	ret->bytes = got;
 	ret->mbps = (double)got / 1e6 / ((double)ns / 1e9);
 	ret->client_cpu_ms = (double)cpu / 1e6;
@@ -228,7 +251,8 @@ static double median(const double *v, unsigned n)
 
 #define OUT(...) (used += (size_t)snprintf(out + used, size - MIN(used, size), __VA_ARGS__), used = MIN(used, size))
 
-void net_bench_report(const struct net_bench_round *r, unsigned n, double mb, char *out, size_t size)
+void net_bench_report(const char *placement, const struct net_bench_round *r, unsigned n, double mb, char *out,
+		      size_t size)
 {
 	double d[NET_BENCH_ROUNDS_MAX], p[NET_BENCH_ROUNDS_MAX], q[NET_BENCH_ROUNDS_MAX];
 	double dd[NET_BENCH_ROUNDS_MAX], cd[NET_BENCH_ROUNDS_MAX], cp[NET_BENCH_ROUNDS_MAX];
@@ -250,22 +274,25 @@ void net_bench_report(const struct net_bench_round *r, unsigned n, double mb, ch
 		od[i] = r[i].origin_ms_direct / mb;
 		op[i] = r[i].origin_ms_proxied / mb;
 		OUT("net_connect round %u (%s first): direct %.0f MB/s, through CONNECT %.0f MB/s: %.2f×; CPU ms/MB: "
-		    "daemon %.3f, client %.3f / %.3f, origin %.3f / %.3f (direct / proxied)\n",
-		    i + 1, i % 2 ? "proxied" : "direct", d[i], p[i], q[i], dd[i], cd[i], cp[i], od[i], op[i]);
+		    "daemon %.3f, client %.3f / %.3f, origin %.3f / %.3f; the client's reads %.0f / %.0f KiB "
+		    "(direct / proxied)\n",
+		    i + 1, i % 2 ? "proxied" : "direct", d[i], p[i], q[i], dd[i], cd[i], cp[i], od[i], op[i],
+		    (double)r[i].direct.bytes / 1024.0 / (double)MAX(r[i].direct.reads, 1ull),
+		    (double)r[i].proxied.bytes / 1024.0 / (double)MAX(r[i].proxied.reads, 1ull));
 	}
 	double md = median(d, n), mp = median(p, n), mdd = median(dd, n);
 	double mcd = median(cd, n), mcp = median(cp, n), mod = median(od, n), mop = median(op, n);
 	double ratio = md > 0 ? mp / md : 0;
 	double cpu_direct = mcd + mod, cpu_proxied = mcp + mop + mdd;
-	OUT("net_connect: %.0f MB (MB = 10^6 B) from an origin on 127.0.0.1 to a sandboxed client, direct (network true) "
-	    "and through the daemon's CONNECT (network \"proxy\"), the same client both ways; one warm-up pair, "
-	    "then %u rounds alternating which goes first: medians direct %.0f MB/s, through CONNECT %.0f MB/s: "
-	    "%.2f× (median of the rounds' ratios %.2f×; target ≥ 0.8×: %s)\n",
-	    mb, n, md, mp, ratio, median(q, n), ratio >= 0.8 ? "met" : "MISSED");
-	OUT("net_connect: CPU per MB (medians): the daemon %.3f ms (%.0f MB/s of one CPU), the client %.3f ms direct "
+	OUT("net_connect (%s): %.0f MB (MB = 10^6 B) from an origin on 127.0.0.1 to a sandboxed client, direct "
+	    "(network true) and through the daemon's CONNECT (network \"proxy\"), the same client both ways; one "
+	    "warm-up pair, then %u rounds alternating which goes first: medians direct %.0f MB/s, through CONNECT "
+	    "%.0f MB/s: %.2f× (median of the rounds' ratios %.2f×; target ≥ 0.8×: %s)\n",
+	    placement, mb, n, md, mp, ratio, median(q, n), ratio >= 0.8 ? "met" : "MISSED");
+	OUT("net_connect (%s): CPU per MB (medians): the daemon %.3f ms (%.0f MB/s of one CPU), the client %.3f ms direct "
 	    "and %.3f ms proxied, the origin %.3f ms direct and %.3f ms proxied; all together %.3f ms direct and "
 	    "%.3f ms proxied: a machine with no CPU to spare would give %.2f×\n",
-	    mdd, mdd > 0 ? 1.0 / mdd * 1000.0 : 0, mcd, mcp, mod, mop, cpu_direct, cpu_proxied,
+	    placement, mdd, mdd > 0 ? 1.0 / mdd * 1000.0 : 0, mcd, mcp, mod, mop, cpu_direct, cpu_proxied,
 	    cpu_proxied > 0 ? cpu_direct / cpu_proxied : 0);
 	if (ncpu <= 2)
 		OUT("net_connect: this machine has %ld CPU%s: through the proxy three processes are busy (origin, "

@@ -12,12 +12,15 @@
 #define NET_BENCH_ROUNDS_MAX 32
 
 /* Forks the origin: every connection to 127.0.0.1:*port gets total bytes,
- * then end of file. Runs on any CPU. Returns its pid, or -1. */
-pid_t net_bench_origin_start(size_t total, uint16_t *port);
+ * then end of file. Runs on CPU cpu (< 0: any). Returns its pid, or -1. */
+pid_t net_bench_origin_start(size_t total, int cpu, uint16_t *port);
+
+/* Binds every thread of pid to cpu, or lets them run on any CPU (< 0). */
+void net_bench_set_cpu(pid_t pid, int cpu);
 
 /*
- * The client (tc-bench --net-client direct|proxy ORIGIN_PORT BYTES; argv[0]
- * is "--net-client"): on any CPU, connects to the origin directly or
+ * The client (tc-bench --net-client direct|proxy ORIGIN_PORT BYTES CPU;
+ * argv[0] is "--net-client"): on CPU CPU (-1: any), connects to the origin directly or
  * through $HTTPS_PROXY's CONNECT to NET_BENCH_ORIGIN, reads to the end
  * with a 1 MiB buffer and prints one line: bytes, nanoseconds from
  * connect to end of file, its own CPU time. Returns the exit status.
@@ -26,7 +29,7 @@ int net_bench_client(int argc, char **argv);
 
 /* One download as the client told it. */
 struct net_bench_dl {
-	unsigned long long bytes;
+	unsigned long long bytes, reads;
 	double mbps;		/* 10^6 bytes per second */
 	double client_cpu_ms;
 };
@@ -45,9 +48,10 @@ struct net_bench_round {
 	double origin_ms_direct, origin_ms_proxied;
 };
 
-/* Writes a line per round, then the medians, their ratio against the
+/* Writes a line per round (placement: where the processes ran), then the medians, their ratio against the
  * target, the CPU per MB of each process, and a word on a machine with two
  * CPUs or fewer, into out. mb: the download's size in 10^6 bytes. */
-void net_bench_report(const struct net_bench_round *r, unsigned n, double mb, char *out, size_t size);
+void net_bench_report(const char *placement, const struct net_bench_round *r, unsigned n, double mb, char *out,
+		      size_t size);
 
 #endif

@@ -2105,17 +2105,23 @@ static void scenario_processes(void)
 
 static char *net_client_exe;
 
+/* Where the processes of a download run (-1: any CPU). */
+struct net_placement {
+	const char *name;
+	int origin, client, daemon;
+};
+
 /* One download by a sandboxed client; the daemon's and the origin's CPU
  * time during it into *daemon_ms and *origin_ms. */
-static int net_download(int fd, struct buf *b, bool proxy, uint16_t port, pid_t origin, struct net_bench_dl *dl,
-			double *daemon_ms, double *origin_ms)
+static int net_download(int fd, struct buf *b, bool proxy, uint16_t port, int cpu, pid_t origin,
+			struct net_bench_dl *dl, double *daemon_ms, double *origin_ms)
 {
 	static unsigned id;
 	const char *ans = NULL;
 	char *line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\","
-			       "\"arguments\":{\"command\":\"%s --net-client %s %u %llu\"}}}\n", ++id,
+			       "\"arguments\":{\"command\":\"%s --net-client %s %u %llu %d\"}}}\n", ++id,
 			       proxy ? "shell_proxy" : "shell_net", net_client_exe, proxy ? "proxy" : "direct", port,
-			       (unsigned long long)NET_MB * 1000000ull);
+			       (unsigned long long)NET_MB * 1000000ull, cpu);
 	double d0 = net_bench_cpu_ms(daemon_pid), o0 = net_bench_cpu_ms(origin);
 
 	proc_roundtrip(fd, b, line, &ans);
@@ -2129,8 +2135,64 @@ static int net_download(int fd, struct buf *b, bool proxy, uint16_t port, pid_t 
 	return 0;
 }
 
+/* A warm-up pair, then rounds alternating which way goes first, each
+ * round with an origin of its own (where the scheduler puts a new process
+ * is decided anew); notes every round and the medians. */
+static int net_placement_run(int fd, struct buf *b, const struct net_placement *pl)
+{
+	net_bench_set_cpu(daemon_pid, pl->daemon);
+	unsigned rounds = opt.seconds >= 2 ? NET_ROUNDS : 3;
+	struct net_bench_round r[NET_ROUNDS + 1];
+	double load0[3] = {0}, load1[3] = {0};
+	getloadavg(load0, 3);
+	int x = 0;
+	/* Round 0 warms both ways up and is not counted. */
+	for (unsigned i = 0; i <= rounds && x == 0; i++) {
+		struct net_bench_round *R = &r[i];
+		bool proxy_first = i % 2 == 0;	/* counted rounds: odd go direct first */
+		uint16_t port;
+		pid_t origin = net_bench_origin_start((size_t)NET_MB * 1000000, pl->origin, &port);
+		if (origin < 0)
+			die("net_connect: origin: %s", strerror(errno));
+		for (int k = 0; k < 2 && x == 0; k++) {
+			bool proxy = k == 0 ? proxy_first : !proxy_first;
+			x = net_download(fd, b, proxy, port, pl->client, origin, proxy ? &R->proxied : &R->direct,
+					 proxy ? &R->daemon_ms_proxied : &R->daemon_ms_direct,
+					 proxy ? &R->origin_ms_proxied : &R->origin_ms_direct);
+		}
+		kill(origin, SIGKILL);
+		waitpid(origin, NULL, 0);
+	}
+	getloadavg(load1, 3);
+	net_bench_set_cpu(daemon_pid, SERVER_CPU);
+	if (x < 0)
+		return x;
+	char out[8192];
+	net_bench_report(pl->name, r + 1, rounds, NET_MB, out, sizeof(out));
+	note("%s", out);
+	note("net_connect (%s): load average %.2f before, %.2f after", pl->name, load0[0], load1[0]);
+	return 0;
+}
+
 static void scenario_net_connect(void)
 {
+	/*
+	 * Where the processes run decides as much as the relay does: a
+	 * direct pair on one CPU hands bytes over in its cache, on two CPUs
+	 * it waits for cross-CPU wakeups and copies what the other CPU
+	 * wrote. So three placements, each the same for both ways: where the
+	 * scheduler puts them (the daemon unpinned for the while; a new
+	 * origin and client each round), and the two fixed ones a pair can
+	 * have on two CPUs with the daemon on CPU 0: origin and client
+	 * together on CPU 1 (the direct way's best case), and the origin,
+	 * standing for a remote host, alone on CPU 1 with client and daemon
+	 * on CPU 0.
+	 */
+	static const struct net_placement placements[] = {
+		{ "all on any CPU", -1, -1, -1 },
+		{ "origin and client on CPU 1, the daemon on CPU 0", 1, 1, 0 },
+		{ "the origin on CPU 1, the client and the daemon on CPU 0", 1, 0, 0 },
+	};
 	if (geteuid() != 0) {
 		note("net_connect: not root: a network namespace per call needs a root daemon; left out");
 		return;
@@ -2153,44 +2215,18 @@ static void scenario_net_connect(void)
 		die("net_connect: copying %s: %s", exe, strerror(errno));
 	close(in);
 	close(cp);
-
-	uint16_t port;
-	pid_t origin = net_bench_origin_start((size_t)NET_MB * 1000000, &port);
-	if (origin < 0)
-		die("net_connect: origin: %s", strerror(errno));
 	int fd = connect_unix(daemon_sock, false);
 	if (fd < 0)
 		die("net_connect: connect: %s", strerror(errno));
 	struct buf b = {0};
-	unsigned rounds = opt.seconds >= 2 ? NET_ROUNDS : 3;
-	struct net_bench_round r[NET_ROUNDS + 1];
-	double load0[3] = {0}, load1[3] = {0};
-	getloadavg(load0, 3);
-	int x = 0;
-	/* Round 0 warms both ways up and is not counted. */
-	for (unsigned i = 0; i <= rounds && x == 0; i++) {
-		struct net_bench_round *R = &r[i];
-		bool proxy_first = i % 2 == 0;	/* counted rounds: odd go direct first */
-		for (int k = 0; k < 2 && x == 0; k++) {
-			bool proxy = k == 0 ? proxy_first : !proxy_first;
-			x = net_download(fd, &b, proxy, port, origin, proxy ? &R->proxied : &R->direct,
-					 proxy ? &R->daemon_ms_proxied : &R->daemon_ms_direct,
-					 proxy ? &R->origin_ms_proxied : &R->origin_ms_direct);
-		}
-	}
-	getloadavg(load1, 3);
-	kill(origin, SIGKILL);
-	waitpid(origin, NULL, 0);
+	bool two = sysconf(_SC_NPROCESSORS_ONLN) >= 2 && pinning;
+	for (size_t i = 0; i < (two ? ELEMENTSOF(placements) : 1); i++)
+		if (net_placement_run(fd, &b, &placements[i]) < 0)
+			break;
 	close(fd);
 	buf_free(&b);
 	unlink(net_client_exe);
-	if (x < 0)
-		return;
-	char out[8192];
-	net_bench_report(r + 1, rounds, NET_MB, out, sizeof(out));
-	note("%s", out);
-	note("net_connect: the daemon on CPU %d as in every scenario, origin and client on any CPU; load average "
-	     "%.2f before, %.2f after", SERVER_CPU, load0[0], load1[0]);
+	free(net_client_exe);
 }
 
 /* --- tunnels: 200 CONNECT tunnels through the network proxy --------------
