@@ -9,9 +9,9 @@
  *
  * Everything runs on the caller's tc_loop and never blocks; every write
  * is a send(2) with MSG_NOSIGNAL, so a peer that closed raises no SIGPIPE.
- * The daemon
- * owns namespaces, listeners, confirmations, audit, events and metrics;
- * this module only asks (ops.ask) and reports (ops.connection_done).
+ * The daemon owns namespaces, listeners, confirmations, audit, events and
+ * metrics; this module only asks (ops.ask) and reports
+ * (ops.connection_done).
  */
 #ifndef TC_NET_H
 #define TC_NET_H
