@@ -257,8 +257,9 @@ void net_bench_report(const char *placement, const struct net_bench_round *r, un
 	double d[NET_BENCH_ROUNDS_MAX], p[NET_BENCH_ROUNDS_MAX], q[NET_BENCH_ROUNDS_MAX];
 	double dd[NET_BENCH_ROUNDS_MAX], cd[NET_BENCH_ROUNDS_MAX], cp[NET_BENCH_ROUNDS_MAX];
 	double od[NET_BENCH_ROUNDS_MAX], op[NET_BENCH_ROUNDS_MAX];
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t used = 0;
+	double rd[NET_BENCH_ROUNDS_MAX], rp[NET_BENCH_ROUNDS_MAX];
+	char rounds[NET_BENCH_ROUNDS_MAX * 96] = "";
+	size_t used = 0, ru = 0;
 
 	n = MIN(n, (unsigned)NET_BENCH_ROUNDS_MAX);
 	for (unsigned i = 0; i < n; i++) {
@@ -273,12 +274,12 @@ void net_bench_report(const char *placement, const struct net_bench_round *r, un
 		cp[i] = r[i].proxied.client_cpu_ms / mb;
 		od[i] = r[i].origin_ms_direct / mb;
 		op[i] = r[i].origin_ms_proxied / mb;
-		OUT("net_connect round %u (%s first): direct %.0f MB/s, through CONNECT %.0f MB/s: %.2f×; CPU ms/MB: "
-		    "daemon %.3f, client %.3f / %.3f, origin %.3f / %.3f; the client's reads %.0f / %.0f KiB "
-		    "(direct / proxied)\n",
-		    i + 1, i % 2 ? "proxied" : "direct", d[i], p[i], q[i], dd[i], cd[i], cp[i], od[i], op[i],
-		    (double)r[i].direct.bytes / 1024.0 / (double)MAX(r[i].direct.reads, 1ull),
-		    (double)r[i].proxied.bytes / 1024.0 / (double)MAX(r[i].proxied.reads, 1ull));
+		rd[i] = (double)r[i].direct.bytes / 1024.0 / (double)MAX(r[i].direct.reads, 1ull);
+		rp[i] = (double)r[i].proxied.bytes / 1024.0 / (double)MAX(r[i].proxied.reads, 1ull);
+		ru += (size_t)snprintf(rounds + ru, sizeof(rounds) - MIN(ru, sizeof(rounds)),
+				       "\n  round %u (%s first): direct %.0f, proxied %.0f MB/s: %.2f×; the daemon %.3f ms/MB",
+				       i + 1, i % 2 ? "proxied" : "direct", d[i], p[i], q[i], dd[i]);
+		ru = MIN(ru, sizeof(rounds));
 	}
 	double md = median(d, n), mp = median(p, n), mdd = median(dd, n);
 	double mcd = median(cd, n), mcp = median(cp, n), mod = median(od, n), mop = median(op, n);
@@ -287,17 +288,26 @@ void net_bench_report(const char *placement, const struct net_bench_round *r, un
 	OUT("net_connect (%s): %.0f MB (MB = 10^6 B) from an origin on 127.0.0.1 to a sandboxed client, direct "
 	    "(network true) and through the daemon's CONNECT (network \"proxy\"), the same client both ways; one "
 	    "warm-up pair, then %u rounds alternating which goes first: medians direct %.0f MB/s, through CONNECT "
-	    "%.0f MB/s: %.2f× (median of the rounds' ratios %.2f×; target ≥ 0.8×: %s)\n",
-	    placement, mb, n, md, mp, ratio, median(q, n), ratio >= 0.8 ? "met" : "MISSED");
+	    "%.0f MB/s: %.2f× (median of the rounds' ratios %.2f×; target ≥ 0.8×: %s)%s\n",
+	    placement, mb, n, md, mp, ratio, median(q, n), ratio >= 0.8 ? "met" : "MISSED", rounds);
 	OUT("net_connect (%s): CPU per MB (medians): the daemon %.3f ms (%.0f MB/s of one CPU), the client %.3f ms direct "
 	    "and %.3f ms proxied, the origin %.3f ms direct and %.3f ms proxied; all together %.3f ms direct and "
-	    "%.3f ms proxied: a machine with no CPU to spare would give %.2f×\n",
+	    "%.3f ms proxied: a machine with no CPU to spare would give %.2f×; the client's reads %.0f KiB direct, "
+	    "%.0f KiB proxied\n",
 	    placement, mdd, mdd > 0 ? 1.0 / mdd * 1000.0 : 0, mcd, mcp, mod, mop, cpu_direct, cpu_proxied,
-	    cpu_proxied > 0 ? cpu_direct / cpu_proxied : 0);
-	if (ncpu <= 2)
-		OUT("net_connect: this machine has %ld CPU%s: through the proxy three processes are busy (origin, "
-		    "daemon, client) where two are direct, so the proxied download also waits for a CPU\n",
-		    ncpu, ncpu == 1 ? "" : "s");
+	    cpu_proxied > 0 ? cpu_direct / cpu_proxied : 0, median(rd, n), median(rp, n));
 	if (used && out[used - 1] == '\n')
 		out[--used] = '\0';
+}
+
+void net_bench_cpus_note(char *out, size_t size)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (ncpu > 2)
+		snprintf(out, size, "net_connect: %ld CPUs", ncpu);
+	else
+		snprintf(out, size, "net_connect: this machine has %ld CPU%s: through the proxy three processes are busy "
+			 "(origin, daemon, client) where two are direct, so the proxied download also waits for a CPU",
+			 ncpu, ncpu == 1 ? "" : "s");
 }

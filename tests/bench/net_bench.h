@@ -48,10 +48,13 @@ struct net_bench_round {
 	double origin_ms_direct, origin_ms_proxied;
 };
 
-/* Writes a line per round (placement: where the processes ran), then the medians, their ratio against the
- * target, the CPU per MB of each process, and a word on a machine with two
- * CPUs or fewer, into out. mb: the download's size in 10^6 bytes. */
+/* Writes the medians of the rounds (placement: where the processes ran),
+ * their ratio against the target, every round, and the CPU per MB of each
+ * process into out. mb: the download's size in 10^6 bytes. */
 void net_bench_report(const char *placement, const struct net_bench_round *r, unsigned n, double mb, char *out,
 		      size_t size);
+/* A line on the CPUs: on two or fewer, the proxied way has three busy
+ * processes against two. */
+void net_bench_cpus_note(char *out, size_t size);
 
 #endif

@@ -2219,6 +2219,9 @@ static void scenario_net_connect(void)
 	if (fd < 0)
 		die("net_connect: connect: %s", strerror(errno));
 	struct buf b = {0};
+	char cpus[256];
+	net_bench_cpus_note(cpus, sizeof(cpus));
+	note("%s", cpus);
 	bool two = sysconf(_SC_NPROCESSORS_ONLN) >= 2 && pinning;
 	for (size_t i = 0; i < (two ? ELEMENTSOF(placements) : 1); i++)
 		if (net_placement_run(fd, &b, &placements[i]) < 0)
