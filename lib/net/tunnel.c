@@ -212,10 +212,10 @@ static int dir_pump_peek(struct dir *d, bool *want_read, bool *want_write)
 			*want_write = true;
 			return 0;
 		}
+		d->moved += (uint64_t)w;	/* it went, whatever comes next */
 		int x = dir_consume(d, (size_t)w);
 		if (x < 0)
 			return x;
-		d->moved += (uint64_t)w;
 		if (w < n) {
 			/* The destination is full: peek at no more than it
 			 * took, so that bytes are not copied again and again. */
