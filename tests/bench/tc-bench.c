@@ -1035,7 +1035,7 @@ struct row {
 /* Every scenario's rows: past 32 the array overran the variables beside it. */
 static struct row rows[64];
 static size_t n_rows;
-static char notes[16384];
+static char notes[65536];	/* net_connect alone writes about 6 KiB */
 
 static void note(const char *fmt, ...) PRINTF(1, 2);
 static void note(const char *fmt, ...)
