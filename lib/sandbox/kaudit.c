@@ -393,15 +393,26 @@ static bool has_pid(pid_t pid)
 	return false;
 }
 
+void sandbox_kaudit_feed(int type, const char *text, size_t len)
+{
+	if (len > KA_RECORD)
+		len = KA_RECORD;
+	ka.records++;
+	if (type == AUDIT_LANDLOCK_ACCESS)
+		on_access(text, len);
+	else if (type == AUDIT_LANDLOCK_DOMAIN)
+		on_domain(text, len);
+}
+
 char *sandbox_kaudit_take(pid_t pid, bool wait)
 {
-	if (!ka.on || pid <= 0)
+	if ((!ka.on && !ka.dom) || pid <= 0)
 		return NULL;
 	drain();
 	/* The records leave the kernel on its audit thread, which may not
 	 * have run yet when the child's exit is seen: a short, bounded wait. */
 	uint64_t deadline = mono_ms() + SANDBOX_KAUDIT_WAIT_MS;
-	for (uint64_t now = mono_ms(); wait && !has_pid(pid) && now < deadline; now = mono_ms()) {
+	for (uint64_t now = mono_ms(); wait && ka.fd >= 0 && !has_pid(pid) && now < deadline; now = mono_ms()) {
 		struct pollfd p = { .fd = ka.fd, .events = POLLIN };
 		if (poll(&p, 1, (int)(deadline - now)) <= 0)
 			break;

@@ -334,6 +334,9 @@ const char *sandbox_kaudit_why(void);
  * SANDBOX_KAUDIT_WAIT_MS for the kernel's audit thread to deliver them. */
 #define SANDBOX_KAUDIT_WAIT_MS 20
 char *sandbox_kaudit_take(pid_t pid, bool wait);
+/* Handles one record's text as if read (type AUDIT_LANDLOCK_ACCESS or
+ * _DOMAIN, 1423 or 1424): for tests. */
+void sandbox_kaudit_feed(int type, const char *text, size_t len);
 /* Appends "sandboxNotes": {from, why?, records, dropped, notes}. */
 struct jgen;
 void sandbox_kaudit_write_stats(struct jgen *g);
