@@ -79,9 +79,9 @@ static void job_free(struct fsjob *job)
 #define FSJOB_BRISK_CPU_NS (50 * 1000000ULL)
 #define FSJOB_CLOCK_POLLS 64
 
-/* The calling worker's niceness as last set (-1: never set), and the
+/* The calling worker's niceness as last set, and the
  * running job's CPU clock at its start, polls so far, whether niced. */
-static _Thread_local int worker_nice = -1;
+static _Thread_local int worker_nice;
 static _Thread_local uint64_t job_cpu0;
 static _Thread_local unsigned job_polls;
 static _Thread_local bool job_niced;
@@ -93,6 +93,10 @@ static uint64_t thread_cpu_ns(void)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
+
+/* The niceness a worker started with (the daemon's), read once. */
+static _Thread_local bool worker_base_known;
+static _Thread_local int worker_base;
 
 /* Sets the calling worker's niceness (per thread on Linux; best effort). */
 static void worker_set_nice(int nice)
@@ -106,7 +110,14 @@ static void worker_set_nice(int nice)
 /* A job starts on a worker: its later parts niced, a first part brisk. */
 static void worker_job_starts(bool later_part)
 {
-	worker_set_nice(later_part ? WORKER_NICE : 0);
+	if (!worker_base_known) {
+		errno = 0;
+		int n = getpriority(PRIO_PROCESS, (id_t)gettid());
+		worker_base = errno ? 0 : n;
+		worker_nice = worker_base;
+		worker_base_known = true;
+	}
+	worker_set_nice(later_part ? MAX(WORKER_NICE, worker_base) : worker_base);
 	job_niced = later_part;
 	job_polls = 0;
 	job_cpu0 = later_part ? 0 : thread_cpu_ns();
@@ -305,7 +316,7 @@ bool fsjob_cancelled(const struct fsjob *job)
 		return false;
 	/* A long job gives way to the loop from here on (see WORKER_NICE). */
 	if (!job_niced && ++job_polls % FSJOB_CLOCK_POLLS == 0 && thread_cpu_ns() - job_cpu0 > FSJOB_BRISK_CPU_NS) {
-		worker_set_nice(WORKER_NICE);
+		worker_set_nice(MAX(WORKER_NICE, worker_base));
 		job_niced = true;
 	}
 	return iojob_cancelled(job->running);
