@@ -721,6 +721,17 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			return r;
 		}
 	}
+	/* Started here, a plan's child empties the bounding set it has from
+	 * this thread (unless it makes or joins a user namespace, where it
+	 * holds every capability: its plan says 63): nothing above what is
+	 * left of it, and none at all once the daemon has emptied its own
+	 * (cap 0 then stands for none: a plan's -1 would leave the
+	 * securebits unlocked too). Set back once the clone returns (the
+	 * child has exec'd or exited): a plan started again is as it was. */
+	int plan_cap_last = a.sandbox ? a.sandbox->cap_last : -1;
+	if (a.sandbox && !a.sandbox->userns && a.sandbox->userns_fd < 0 && a.cap_last >= 0 &&
+	    a.sandbox->cap_last == a.cap_last)
+		a.sandbox->cap_last = MAX(a.bounding_top, 0);
 	if (RUNNING_ON_VALGRIND) {
 		if ((r = make_pipe(&report_r, &report_w)) < 0)
 			return r;
@@ -765,6 +776,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		e = errno;
 	}
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	if (a.sandbox)
+		a.sandbox->cap_last = plan_cap_last;
 	if (pid < 0)
 		return -e;
 	if (report_r >= 0)
