@@ -154,6 +154,12 @@ int main(int argc, char **argv)
 	}
 
 	raise_fd_limit();
+	/* Before any thread is started, so that none keeps a capability an
+	 * exec could raise: the children then have none left to drop. A
+	 * daemon without CAP_SETPCAP has its children drop nothing either. */
+	int dropped = child_drop_bounding_set();
+	if (dropped < 0 && dropped != -EPERM)
+		log_warning("cannot empty the capability bounding set: %s", strerror(-dropped));
 	char *err = NULL;
 	if (server_init(&s, &err) < 0) {
 		log_error("%s", err ? err : "cannot start");

@@ -6,8 +6,9 @@
  * spawn() in child.c) in a process group of its own, with stdin on
  * /dev/null, stdout and stderr on non-blocking pipes, a default signal
  * disposition and an empty signal mask, and nothing inherited but fds 0, 1
- * and 2. Right after the spawn its pidfd is opened (an unreaped child's pid
- * cannot be recycled, so this is race-free) and watched through the loop
+ * and 2. Its pidfd comes with the clone (CLONE_PIDFD), or is opened right
+ * after (an unreaped child's pid cannot be recycled, so this is race-free),
+ * and is watched through the loop
  * seam; output is read as it comes, passed to a callback chunk by chunk,
  * and kept per stream up to a cap: the head and the tail, with a marker
  * line saying how much was left out between them.
@@ -125,7 +126,8 @@ struct child_opts {
 	int tty_fd;
 	/* When merge_output: stderr is the stdout pipe, so what the child
 	 * writes to either comes out in the order it was written (the
-	 * kernel's); it is all CHILD_STDOUT, and CHILD_STDERR stays empty. */
+	 * kernel's); it is all CHILD_STDOUT, and CHILD_STDERR stays empty
+	 * (it has no pipe: on_eof is not called for it). */
 	bool merge_output;
 };
 
@@ -170,6 +172,16 @@ char **child_env_free(char **env);
  * default, leaves them the daemon's limit. The hard limit is kept.
  */
 void child_set_fd_limit(uint64_t soft);
+
+/*
+ * Empties the calling thread's capability bounding set, as every child's
+ * must be (needs CAP_SETPCAP; 0 or a negative errno). The daemon does it
+ * at start, before its threads: only exec reads the bounding set, and it
+ * execs nothing but children, so each child then has none left to drop
+ * (else 41 prctl calls, each making new credentials, while the daemon
+ * waits for the exec). Its effective and permitted sets are untouched.
+ */
+int child_drop_bounding_set(void);
 
 /* "SIGKILL", "SIGRTMIN+2", or "SIG<n>" for an unknown number, into buf. */
 const char *child_signal_name(int sig, char buf[static 16]);

@@ -447,6 +447,38 @@ static int make_pipe(int *ret_r, int *ret_w)
 }
 
 
+/*
+ * The highest capability left in the bounding set of the spawning thread,
+ * up to cap_last, or -1 when none is: what a child without a sandbox plan
+ * drops, 0 up to it. Looked up once: the set only ever shrinks, so the
+ * figure kept can only be too high, which costs a child drops that change
+ * nothing, never a capability kept.
+ */
+static int bounding_top = -2;
+
+static int bounding_set_top(int cap_last)
+{
+	if (bounding_top == -2 || bounding_top > cap_last) {
+		int top = cap_last;
+		while (top >= 0 && prctl(PR_CAPBSET_READ, (unsigned long)top, 0, 0, 0) == 0)
+			top--;
+		bounding_top = top;
+	}
+	return bounding_top;
+}
+
+int child_drop_bounding_set(void)
+{
+	int last = sandbox_cap_last();
+	if (last < 0)
+		return -EPERM;
+	for (int cap = 0; cap <= last; cap++)
+		if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	bounding_top = -2;
+	return bounding_set_top(last) < 0 ? 0 : -EPERM;
+}
+
 /* child_set_fd_limit(): 0, or the soft limit on open files for children. */
 static uint64_t child_fd_soft;
 
@@ -476,6 +508,7 @@ struct spawn_args {
 	struct sandbox_child *sandbox;	/* or NULL */
 	bool subreaper;			/* the daemon is one: so is the child */
 	int cap_last;			/* sandbox_cap_last(), for a child without a plan */
+	int bounding_top;		/* bounding_set_top(): what it drops, 0 up to this */
 	bool new_session;		/* child_opts.tty: setsid, in_fd the controlling terminal */
 	int report_fd;			/* or -1: see spawn_report */
 	int err;			/* set by the child when it cannot exec */
@@ -608,7 +641,7 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	if (a->sandbox && sandbox_child_apply(a->sandbox) < 0)
 		goto fail;
 	/* A child without a sandbox plan holds no capability either. */
-	if (!a->sandbox && ((a->cap_last >= 0 && sandbox_caps_bound(a->cap_last) < 0) || sandbox_caps_clear() < 0))
+	if (!a->sandbox && ((a->cap_last >= 0 && sandbox_caps_bound(a->bounding_top) < 0) || sandbox_caps_clear() < 0))
 		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
@@ -670,6 +703,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		.cap_last = sandbox_cap_last(),
 		.new_session = o->tty,
 	};
+	a.bounding_top = a.cap_last >= 0 ? bounding_set_top(a.cap_last) : -1;
 	_cleanup_close_ int report_r = -1, report_w = -1;
 	int r;
 	/* Through the spawner of its seccomp program where the plan allows
@@ -687,6 +721,17 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			return r;
 		}
 	}
+	/* Started here, a plan's child empties the bounding set it has from
+	 * this thread (unless it makes or joins a user namespace, where it
+	 * holds every capability: its plan says 63): nothing above what is
+	 * left of it, and none at all once the daemon has emptied its own
+	 * (cap 0 then stands for none: a plan's -1 would leave the
+	 * securebits unlocked too). Set back once the clone returns (the
+	 * child has exec'd or exited): a plan started again is as it was. */
+	int plan_cap_last = a.sandbox ? a.sandbox->cap_last : -1;
+	if (a.sandbox && !a.sandbox->userns && a.sandbox->userns_fd < 0 && a.cap_last >= 0 &&
+	    a.sandbox->cap_last == a.cap_last)
+		a.sandbox->cap_last = MAX(a.bounding_top, 0);
 	if (RUNNING_ON_VALGRIND) {
 		if ((r = make_pipe(&report_r, &report_w)) < 0)
 			return r;
@@ -713,13 +758,26 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	if (a.sandbox && a.sandbox->userns)
 		flags |= CLONE_NEWUSER;
 
+	/* The pidfd comes with the clone (Linux 5.2; before, the flag is
+	 * ignored and pidfd stays -1: child_spawn() opens one if it can). */
+	int pidfd = -1;
+	if (!RUNNING_ON_VALGRIND)
+		flags |= CLONE_PIDFD;
+
 	sigset_t all, old;
 	sigfillset(&all);
 	if (sigprocmask(SIG_SETMASK, &all, &old) < 0)
 		return -errno;
-	pid_t pid = clone(spawn_child, stack + sizeof(stack), flags, &a);
+	pid_t pid = clone(spawn_child, stack + sizeof(stack), flags, &a, &pidfd);
 	int e = errno;
+	if (pid < 0 && e == EINVAL && (flags & CLONE_PIDFD)) {
+		pidfd = -1;
+		pid = clone(spawn_child, stack + sizeof(stack), flags & ~CLONE_PIDFD, &a);
+		e = errno;
+	}
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	if (a.sandbox)
+		a.sandbox->cap_last = plan_cap_last;
 	if (pid < 0)
 		return -e;
 	if (report_r >= 0)
@@ -728,10 +786,13 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		/* The child has exited: reap it before its pid means nothing. */
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+		if (pidfd >= 0)
+			close(pidfd);
 		return -a.err;
 	}
 	child_track(pid);
 	*ret_pid = pid;
+	*ret_pidfd = pidfd;
 	return 0;
 }
 
@@ -752,7 +813,9 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 			return r;
 		path = found;
 	}
-	if ((r = make_pipe(&out_r, &out_w)) < 0 || (r = make_pipe(&err_r, &err_w)) < 0)
+	/* merge_output: both streams on the stdout pipe, and no stderr pipe
+	 * at all (its stream is closed from the start). */
+	if ((r = make_pipe(&out_r, &out_w)) < 0 || (!o->merge_output && (r = make_pipe(&err_r, &err_w)) < 0))
 		return r;
 	_cleanup_close_ int in_r = -1, in_w = -1;
 	if (o->ret_stdin_fd) {
@@ -772,7 +835,6 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	if (o->tty)
 		r = spawn(path, o, o->tty_fd, o->tty_fd, o->tty_fd, &pid, &pidfd);
 	else
-		/* merge_output: both on one pipe; the stderr pipe just ends. */
 		r = spawn(path, o, in_r, out_w, o->merge_output ? out_w : err_w, &pid, &pidfd);
 	if (r < 0)
 		return r;
@@ -814,7 +876,8 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 		/* A server lives long and may close its output before it
 		 * exits: that must be seen when it happens. */
 		for (int s = 0; s < CHILD_NSTREAMS; s++) {
-			close(holds[s]);
+			if (holds[s] >= 0)
+				close(holds[s]);
 			holds[s] = -1;
 		}
 	}
@@ -825,6 +888,8 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 		p->fd = fds[s];
 		p->hold_fd = holds[s];
 		capture_init(&p->cap, cap);
+		if (p->fd < 0)
+			continue;	/* merge_output's stderr */
 		p->io = tc_io_new(loop, p->fd, TC_IO_READ, on_pipe, p);
 		tc_io_start(p->io);
 		ch->open_pipes++;

@@ -603,6 +603,61 @@ START_TEST(command_args_literal)
 }
 END_TEST
 
+/* A root daemon empties its own capability bounding set at start (only
+ * exec reads it) and keeps its effective set; its children, a sandboxed
+ * shell and a command tool whose profile is off (started by the daemon
+ * itself, which then drops nothing more), still hold no capability and
+ * have their securebits locked (NOROOT, NO_SETUID_FIXUP, KEEP_CAPS,
+ * NO_CAP_AMBIENT_RAISE and their locks: 0xef). */
+START_TEST(bounding_set_emptied_once)
+{
+	if (geteuid() != 0)
+		TC_SKIP("bounding_set_emptied_once: the daemon empties its bounding set only with CAP_SETPCAP (root)");
+	struct tcd d;
+	struct tcd_opts o = { .config = "{" EXEC_AUTO "}" };
+	tcd_prepare(&d, &o);
+	tcd_write_tool(&d, "offsh.json",
+		       "{\"name\":\"offsh\",\"kind\":\"command\",\"side_effects\":\"read\","
+		       "\"argv\":[\"/bin/sh\",\"-c\",\"{{c}}\"],\"sandbox\":{\"profile\":\"off\"},"
+		       "\"input_schema\":{\"type\":\"object\",\"properties\":{\"c\":{\"type\":\"string\"}},"
+		       "\"required\":[\"c\"]}}");
+	tcd_spawn(&d, &o);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS), 0);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)d.pid);
+	char *status = tcd_read(&d, path, NULL);
+	ck_assert_ptr_nonnull(status);
+	ck_assert_msg(strstr(status, "CapBnd:\t0000000000000000"), "%s", status);
+	ck_assert_msg(!strstr(status, "CapEff:\t0000000000000000"), "%s", status);
+	free(status);
+
+	/* perl's syscall() asks prctl(PR_GET_SECUREBITS) where it can. */
+	bool secbits = false;
+#if defined(__x86_64__)
+	secbits = access("/usr/bin/perl", X_OK) == 0;
+#endif
+	const char *cmd = secbits ? "grep ^Cap /proc/self/status; perl -e 'print \\\"secbits \\\", syscall(157, 27, 0, 0, 0, 0)'"
+				  : "grep ^Cap /proc/self/status";
+	struct tcc *c = tcc_connect(&d);
+	for (int i = 0; i < 2; i++) {
+		const struct json *r = i ? tcc_call(c, "offsh", tcc_fmt(c, "{\"c\":\"%s\"}", cmd))
+					  : tcc_call(c, "shell", tcc_fmt(c, "{\"command\":\"%s\"}", cmd));
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_ptr_nonnull(out);
+		static const char *const sets[] = { "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+						    "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
+						    "CapAmb:\t0000000000000000" };
+		for (size_t k = 0; k < sizeof(sets) / sizeof(*sets); k++)
+			ck_assert_msg(strstr(out, sets[k]), "%s: no %s in %s", i ? "offsh" : "shell", sets[k], out);
+		if (secbits)
+			ck_assert_msg(strstr(out, "secbits 239"), "%s: %s", i ? "offsh" : "shell", out);
+	}
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 START_TEST(shell_sees_only_stdio)
 {
 	struct tcd d;
@@ -690,6 +745,7 @@ static Suite *children_suite(void)
 	tcase_add_test(tc, two_hundred_shells);
 	tcase_add_test(tc, command_args_literal);
 	tcase_add_test(tc, shell_sees_only_stdio);
+	tcase_add_test(tc, bounding_set_emptied_once);
 	tcase_add_test(tc, fd_limit_raised_commands_keep_theirs);
 	suite_add_tcase(s, tc);
 	return s;

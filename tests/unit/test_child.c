@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 #include <stddef.h>
 #include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <linux/capability.h>
 
 #include "lib/child/child.h"
 #include "lib/base/loop.h"
@@ -347,6 +350,45 @@ START_TEST(no_plan_no_capability)
 }
 END_TEST
 
+/* The daemon empties its own bounding set at start: it keeps its
+ * effective capabilities, and its children, which then have nothing to
+ * drop, still start without any. */
+START_TEST(bounding_set_dropped_ahead)
+{
+	if (geteuid() != 0) {
+		ck_assert_int_lt(child_drop_bounding_set(), 0);
+		return;
+	}
+	ck_assert_int_eq(child_drop_bounding_set(), 0);
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		ck_assert_int_eq(prctl(PR_CAPBSET_READ, (unsigned long)cap, 0, 0, 0), 0);
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	ck_assert_int_eq(syscall(SYS_capget, &hdr, data), 0);
+	ck_assert(data[0].effective & (1U << CAP_SETPCAP));
+	ck_assert(data[0].effective & (1U << CAP_SYS_ADMIN));
+
+	char *argv[] = { "grep", "^Cap", "/proc/self/status", NULL };
+	char **envp = child_env_new(NULL);
+	struct caps_run cr = { 0 };
+	struct child_opts o = { .argv = argv, .envp = envp, .cwd_fd = -1, .on_done = caps_done, .arg = &cr };
+	struct child *ch = NULL;
+	ck_assert_int_eq(child_spawn(loop, &o, &ch), 0);
+	uint64_t end = mono_ms() + 10000;
+	while (!cr.done && mono_ms() < end)
+		ev_run(ev, EVRUN_ONCE);
+	ck_assert(cr.done);
+	static const char *const sets[] = { "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+					    "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
+					    "CapAmb:\t0000000000000000" };
+	for (size_t i = 0; i < ELEMENTSOF(sets); i++)
+		ck_assert_msg(strstr(cr.out, sets[i]), "no %s in %s", sets[i], cr.out);
+	free(cr.out);
+	child_free(ch);
+	child_env_free(envp);
+}
+END_TEST
+
 static void check_child_fds(const char *out);
 
 START_TEST(without_close_range)
@@ -381,6 +423,8 @@ START_TEST(without_pidfd_open)
 		return;
 	ck_assert_int_eq(syscall(SYS_pidfd_open, getpid(), 0), -1);
 	ck_assert_int_eq(errno, ENOSYS);
+	/* Nor CLONE_PIDFD (Linux 5.2, a release before pidfd_open). */
+	ck_assert(deny_syscall_flags(SYS_clone, 0, CLONE_PIDFD, EINVAL));
 
 	struct run run;
 	struct json_doc *doc = shell_ok(&run, "{\"command\":\"echo out; exit 3\"}");
@@ -1324,6 +1368,7 @@ static Suite *child_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, shell_exit_codes);
 	tcase_add_test(tc, no_plan_no_capability);
+	tcase_add_test(tc, bounding_set_dropped_ahead);
 	tcase_add_test(tc, without_pidfd_open);
 	tcase_add_test(tc, without_close_range);
 	tcase_add_test(tc, shell_capture);
