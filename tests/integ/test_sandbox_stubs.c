@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The empty stubs the sandbox makes in a repository to hold a missing
+ * protected path's place (.git/hooks, .git/config ...) are made by the
+ * daemon, as root, beneath the workspace and nowhere else: never through
+ * a symbolic link the workspace holds, whether the link was there before
+ * the call (a nested repository's .git, a directory on the way of a
+ * protected entry) or put there while the daemon looks (a directory and a
+ * link exchanged again and again). Black box: a root daemon, a directory
+ * outside the workspace holding a .git without hooks, and after the
+ * calls nothing new in it.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define AUTO "\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
+/* What the sandbox may make in a repository (sandbox.protect's default). */
+#define PROTECT "\"protect\":[\".git/hooks\",\".git/config\",\".git/commondir\",\".git/info\",\".git/modules\""
+
+static void start(struct tcd *d, const char *members)
+{
+	char *cfg = xasprintf("{" AUTO "%s}", members);
+	tcd_start(d, cfg);
+	free(cfg);
+}
+
+static void stop(struct tcd *d)
+{
+	ck_assert_int_eq(tcd_stop(d), 0);
+	tcd_free(d);
+}
+
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	char *q = tj_quote(command);
+	char *args = xasprintf("{\"command\":%s}", q);
+	const struct json *r = tcc_call(c, "shell", args);
+	free(args);
+	free(q);
+	return r;
+}
+
+static void PRINTF(1, 2) run(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *cmd = NULL;
+	ck_assert_int_ge(vasprintf(&cmd, fmt, ap), 0);
+	va_end(ap);
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+	free(cmd);
+}
+
+/* Makes d.dir/NAME, outside the workspace, holding an empty .git (no
+ * hooks, config, info ...): its path (malloc'd). */
+static char *outside_repo(struct tcd *d, const char *name)
+{
+	char *dir = xasprintf("%s/%s", d->dir, name);
+	run("mkdir -p '%s/.git' && chmod 0755 '%s'", dir, dir);
+	return dir;
+}
+
+/* Asserts that dir/.git is still empty. */
+static void assert_untouched(const char *dir)
+{
+	char *git = xasprintf("%s/.git", dir);
+	DIR *dh = opendir(git);
+	ck_assert_ptr_nonnull(dh);
+	struct dirent *e;
+	while ((e = readdir(dh)))
+		ck_assert_msg(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0,
+			      "the daemon made %s/%s, outside the workspace", git, e->d_name);
+	closedir(dh);
+	free(git);
+}
+
+/* A nested repository whose .git is a link to a git directory outside
+ * the workspace, and a directory of the workspace that is a link to a
+ * repository outside it: the sandbox makes no stub in either. */
+START_TEST(no_stub_through_git_link)
+{
+	struct tcd d;
+	start(&d, ",\"sandbox\":{" PROTECT "]}");
+	char *o1 = outside_repo(&d, "bob1");
+	char *o2 = outside_repo(&d, "bob2");
+	run("cd '%s' && mkdir a && ln -s '%s/.git' a/.git", d.ws, o1);
+	run("cd '%s' && ln -s '%s' b", d.ws, o2);
+	struct tcc *c = tcc_connect(&d);
+	for (int i = 0; i < 3; i++)
+		tc_assert_ok(sh(c, "true"));
+	tcc_close(c);
+	assert_untouched(o1);
+	assert_untouched(o2);
+	free(o1);
+	free(o2);
+	stop(&d);
+}
+END_TEST
+
+/* A protected entry written below a directory of the workspace (the
+ * .git of one nested repository, a build's config): where a directory
+ * on its way is a link out of the workspace, nothing is made at its
+ * end. */
+START_TEST(no_stub_through_linked_parent)
+{
+	struct tcd d;
+	start(&d, ",\"sandbox\":{" PROTECT ",\"lnk/.git/hooks\",\"deep/x/.git/config\",\"deep/x/.git/info/\"]}");
+	char *o1 = outside_repo(&d, "bob1");
+	char *o2 = outside_repo(&d, "bob2");
+	run("cd '%s' && ln -s '%s' lnk", d.ws, o1);
+	run("cd '%s' && mkdir deep && ln -s '%s' deep/x", d.ws, o2);
+	struct tcc *c = tcc_connect(&d);
+	for (int i = 0; i < 3; i++)
+		tc_assert_ok(sh(c, "true"));
+	tcc_close(c);
+	assert_untouched(o1);
+	assert_untouched(o2);
+	free(o1);
+	free(o2);
+	stop(&d);
+}
+END_TEST
+
+static atomic_bool racing;
+static const char *race_a, *race_b;
+
+/* Exchanges a directory and a link, again and again. */
+static void *exchanger(void *arg)
+{
+	(void)arg;
+	while (atomic_load(&racing))
+		(void)syscall(SYS_renameat2, AT_FDCWD, race_a, AT_FDCWD, race_b, 2 /* RENAME_EXCHANGE */);
+	return NULL;
+}
+
+/* The workspace swaps a nested repository's directory with a link to a
+ * repository outside it while calls run, so that what the daemon found
+ * a directory is a link a moment later: still nothing made outside. */
+START_TEST(no_stub_through_racing_link)
+{
+	struct tcd d;
+	start(&d, ",\"sandbox\":{" PROTECT "]}");
+	char *o = outside_repo(&d, "bob");
+	run("cd '%s' && mkdir -p r/.git && ln -s '%s' r2", d.ws, o);
+	char *a = tcd_ws_path(&d, "r"), *b = tcd_ws_path(&d, "r2");
+	race_a = a;
+	race_b = b;
+	atomic_store(&racing, true);
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, exchanger, NULL), 0);
+	struct tcc *c = tcc_connect(&d);
+	uint64_t end = tc_now_ms() + tc_wait_scaled(8000);
+	unsigned calls = 0;
+	for (; calls < 400 && tc_now_ms() < end; calls++)
+		(void)sh(c, "true");	/* a call may fail to mount what moved */
+	atomic_store(&racing, false);
+	pthread_join(t, NULL);
+	tcc_close(c);
+	ck_assert_uint_gt(calls, 20);
+	assert_untouched(o);
+	free(a);
+	free(b);
+	free(o);
+	stop(&d);
+}
+END_TEST
+
+static Suite *stubs_suite(void)
+{
+	Suite *s = suite_create("integ_sandbox_stubs");
+	TCase *tc = tcase_create("stubs");
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, no_stub_through_git_link);
+	tcase_add_test(tc, no_stub_through_linked_parent);
+	tcase_add_test(tc, no_stub_through_racing_link);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "SKIP these cases start the daemon as root\n");
+		return TC_EXIT_SKIP;
+	}
+	return run_suite(stubs_suite());
+}
