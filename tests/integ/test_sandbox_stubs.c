@@ -178,6 +178,65 @@ START_TEST(no_stub_through_racing_link)
 }
 END_TEST
 
+/* The lines of the daemon's log holding needle. */
+static unsigned log_count(const struct tcd *d, const char *needle)
+{
+	char *log = tcd_log(d);
+	unsigned n = 0;
+	for (const char *p = log; p && (p = strstr(p, needle)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* A workspace with more directories than the scan for nested
+ * repositories reads (256): the daemon says so in its log once, naming
+ * the workspace and the bound, however many calls and scans follow, and
+ * counts each scan that stopped in admin/stats and admin/metrics; a
+ * workspace within the bound is not told. */
+START_TEST(scan_bound_told)
+{
+	struct tcd d;
+	start(&d, ",\"sandbox\":{" PROTECT "]}");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(sh(c, "mkdir -p small/a small/b && true"));
+	ck_assert_int_eq(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxScansBounded"), 0);
+	ck_assert_uint_eq(log_count(&d, "nested git repositories stopped"), 0);
+	run("cd '%s' && for i in $(seq 1 300); do mkdir d$i; done", d.ws);
+	tc_assert_ok(sh(c, "true"));
+	/* A change to the top: scanned again, stopped again, told once. */
+	tc_assert_ok(sh(c, "mkdir more && true"));
+	tc_assert_ok(sh(c, "true"));
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_ge(tj_int(st, "result.sandboxScansBounded"), 2);
+	char *needle = xasprintf("workspace %s has more than 256 directories or 8192 entries within 4 levels", d.ws);
+	ck_assert_uint_eq(log_count(&d, needle), 1);
+	free(needle);
+	const char *text = tj_str(tcc_request(c, "admin/metrics", NULL), "result.text");
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text, "toolcalld_sandbox_scans_bounded_total "));
+	ck_assert_ptr_null(strstr(text, "toolcalld_sandbox_scans_bounded_total 0\n"));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/* More entries than the scan reads (8192 files in one directory) stop it
+ * too. */
+START_TEST(scan_entries_bound_told)
+{
+	struct tcd d;
+	start(&d, ",\"sandbox\":{" PROTECT "]}");
+	run("cd '%s' && mkdir f && cd f && seq 1 8300 | xargs touch", d.ws);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(sh(c, "true"));
+	ck_assert_int_eq(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxScansBounded"), 1);
+	ck_assert_uint_eq(log_count(&d, "nested git repositories stopped"), 1);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 static Suite *stubs_suite(void)
 {
 	Suite *s = suite_create("integ_sandbox_stubs");
@@ -186,6 +245,8 @@ static Suite *stubs_suite(void)
 	tcase_add_test(tc, no_stub_through_git_link);
 	tcase_add_test(tc, no_stub_through_linked_parent);
 	tcase_add_test(tc, no_stub_through_racing_link);
+	tcase_add_test(tc, scan_bound_told);
+	tcase_add_test(tc, scan_entries_bound_told);
 	suite_add_tcase(s, tc);
 	return s;
 }
