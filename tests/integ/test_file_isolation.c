@@ -445,15 +445,6 @@ START_TEST(recursive_delete_stops_at_its_timeout)
 }
 END_TEST
 
-/* Runs command in the shell tool (no '"' or '\' in it). */
-static const struct json *sh(struct tcc *c, const char *command)
-{
-	char *args = xasprintf("{\"command\":\"%s\"}", command);
-	const struct json *r = tcc_call(c, "shell", args);
-	free(args);
-	return r;
-}
-
 /* The text of the workspace file rel ("" when missing; caller frees). */
 static char *ws_text(const struct tcd *d, const char *rel)
 {
@@ -478,7 +469,7 @@ START_TEST(protect_holds_in_deep_repositories)
 	struct tcd d;
 	tcd_start(&d, "{" CFG_AUTO "}");
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, "mkdir -p a/b/c && echo x > a/b/c/file");
+	const struct json *r = tcc_shell(c, "mkdir -p a/b/c && echo x > a/b/c/file");
 	tc_assert_ok(r);
 	if (strstr(tcc_raw(c, r), "protect: not enforced") || strstr(tcc_raw(c, r), "protect: user namespace"))
 		TC_SKIP("protect_holds_in_deep_repositories: skipped: protect is not held by a mount namespace here");
@@ -495,7 +486,7 @@ START_TEST(protect_holds_in_deep_repositories)
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
 		char *one = xasprintf("%s && echo DONE", refused[i]);
-		r = sh(c, one);
+		r = tcc_shell(c, one);
 		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded: %s", refused[i], tcc_raw(c, r));
 		free(one);
@@ -509,7 +500,7 @@ START_TEST(protect_holds_in_deep_repositories)
 	free(commondir);
 	ck_assert(ws_exists(&d, "a/b/c/.git/HEAD"));
 	/* The rest of the repository, and of the tree, is the call's. */
-	tc_assert_ok(sh(c, "echo fine > a/b/c/.git/HEAD && echo fine > a/b/c/new && cat a/b/c/new"));
+	tc_assert_ok(tcc_shell(c, "echo fine > a/b/c/.git/HEAD && echo fine > a/b/c/new && cat a/b/c/new"));
 	ck_assert(ws_exists(&d, "a/b/c/new"));
 
 	/* The file tools: the same paths, whether or not they exist. */

@@ -26,32 +26,8 @@
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
-#define AUTO "\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
 /* What the sandbox may make in a repository (sandbox.protect's default). */
 #define PROTECT "\"protect\":[\".git/hooks\",\".git/config\",\".git/commondir\",\".git/info\",\".git/modules\""
-
-static void start(struct tcd *d, const char *members)
-{
-	char *cfg = xasprintf("{" AUTO "%s}", members);
-	tcd_start(d, cfg);
-	free(cfg);
-}
-
-static void stop(struct tcd *d)
-{
-	ck_assert_int_eq(tcd_stop(d), 0);
-	tcd_free(d);
-}
-
-static const struct json *sh(struct tcc *c, const char *command)
-{
-	char *q = tj_quote(command);
-	char *args = xasprintf("{\"command\":%s}", q);
-	const struct json *r = tcc_call(c, "shell", args);
-	free(args);
-	free(q);
-	return r;
-}
 
 static void PRINTF(1, 2) run(const char *fmt, ...)
 {
@@ -93,20 +69,20 @@ static void assert_untouched(const char *dir)
 START_TEST(no_stub_through_git_link)
 {
 	struct tcd d;
-	start(&d, ",\"sandbox\":{" PROTECT "]}");
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
 	char *o1 = outside_repo(&d, "bob1");
 	char *o2 = outside_repo(&d, "bob2");
 	run("cd '%s' && mkdir a && ln -s '%s/.git' a/.git", d.ws, o1);
 	run("cd '%s' && ln -s '%s' b", d.ws, o2);
 	struct tcc *c = tcc_connect(&d);
 	for (int i = 0; i < 3; i++)
-		tc_assert_ok(sh(c, "true"));
+		tc_assert_ok(tcc_shell(c, "true"));
 	tcc_close(c);
 	assert_untouched(o1);
 	assert_untouched(o2);
 	free(o1);
 	free(o2);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -117,20 +93,20 @@ END_TEST
 START_TEST(no_stub_through_linked_parent)
 {
 	struct tcd d;
-	start(&d, ",\"sandbox\":{" PROTECT ",\"lnk/.git/hooks\",\"deep/x/.git/config\",\"deep/x/.git/info/\"]}");
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT ",\"lnk/.git/hooks\",\"deep/x/.git/config\",\"deep/x/.git/info/\"]}");
 	char *o1 = outside_repo(&d, "bob1");
 	char *o2 = outside_repo(&d, "bob2");
 	run("cd '%s' && ln -s '%s' lnk", d.ws, o1);
 	run("cd '%s' && mkdir deep && ln -s '%s' deep/x", d.ws, o2);
 	struct tcc *c = tcc_connect(&d);
 	for (int i = 0; i < 3; i++)
-		tc_assert_ok(sh(c, "true"));
+		tc_assert_ok(tcc_shell(c, "true"));
 	tcc_close(c);
 	assert_untouched(o1);
 	assert_untouched(o2);
 	free(o1);
 	free(o2);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -152,7 +128,7 @@ static void *exchanger(void *arg)
 START_TEST(no_stub_through_racing_link)
 {
 	struct tcd d;
-	start(&d, ",\"sandbox\":{" PROTECT "]}");
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
 	char *o = outside_repo(&d, "bob");
 	run("cd '%s' && mkdir -p r/.git && ln -s '%s' r2", d.ws, o);
 	char *a = tcd_ws_path(&d, "r"), *b = tcd_ws_path(&d, "r2");
@@ -165,7 +141,7 @@ START_TEST(no_stub_through_racing_link)
 	uint64_t end = tc_now_ms() + tc_wait_scaled(8000);
 	unsigned calls = 0;
 	for (; calls < 400 && tc_now_ms() < end; calls++)
-		(void)sh(c, "true");	/* a call may fail to mount what moved */
+		(void)tcc_shell(c, "true");	/* a call may fail to mount what moved */
 	atomic_store(&racing, false);
 	pthread_join(t, NULL);
 	tcc_close(c);
@@ -174,7 +150,7 @@ START_TEST(no_stub_through_racing_link)
 	free(a);
 	free(b);
 	free(o);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -197,16 +173,16 @@ static unsigned log_count(const struct tcd *d, const char *needle)
 START_TEST(scan_bound_told)
 {
 	struct tcd d;
-	start(&d, ",\"sandbox\":{" PROTECT "]}");
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
 	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(sh(c, "mkdir -p small/a small/b && true"));
+	tc_assert_ok(tcc_shell(c, "mkdir -p small/a small/b && true"));
 	ck_assert_int_eq(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxScansBounded"), 0);
 	ck_assert_uint_eq(log_count(&d, "nested git repositories stopped"), 0);
 	run("cd '%s' && for i in $(seq 1 300); do mkdir d$i; done", d.ws);
-	tc_assert_ok(sh(c, "true"));
+	tc_assert_ok(tcc_shell(c, "true"));
 	/* A change to the top: scanned again, stopped again, told once. */
-	tc_assert_ok(sh(c, "mkdir more && true"));
-	tc_assert_ok(sh(c, "true"));
+	tc_assert_ok(tcc_shell(c, "mkdir more && true"));
+	tc_assert_ok(tcc_shell(c, "true"));
 	const struct json *st = tcc_request(c, "admin/stats", NULL);
 	ck_assert_int_ge(tj_int(st, "result.sandboxScansBounded"), 2);
 	char *needle = xasprintf("workspace %s has more than 256 directories or 8192 entries within 4 levels", d.ws);
@@ -217,7 +193,7 @@ START_TEST(scan_bound_told)
 	ck_assert_ptr_nonnull(strstr(text, "toolcalld_sandbox_scans_bounded_total "));
 	ck_assert_ptr_null(strstr(text, "toolcalld_sandbox_scans_bounded_total 0\n"));
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -226,14 +202,14 @@ END_TEST
 START_TEST(scan_entries_bound_told)
 {
 	struct tcd d;
-	start(&d, ",\"sandbox\":{" PROTECT "]}");
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
 	run("cd '%s' && mkdir f && cd f && seq 1 8300 | xargs touch", d.ws);
 	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(sh(c, "true"));
+	tc_assert_ok(tcc_shell(c, "true"));
 	ck_assert_int_eq(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxScansBounded"), 1);
 	ck_assert_uint_eq(log_count(&d, "nested git repositories stopped"), 1);
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
