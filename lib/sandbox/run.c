@@ -425,6 +425,10 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 		struct repo_dirs rd = { .ws_fd = -1 };
 		if (git)
 			repos_get(*w, &rd);
+		/* A workspace that cannot be opened following no link gets
+		 * no stub: said. */
+		if (git && rd.ws_fd < 0)
+			*missing_out = true;
 		if (rd.top_file) {
 			char *dot_git = xasprintf("%s/.git", *w);
 			if (strv_has(run->ro_binds, dot_git))

@@ -110,6 +110,44 @@ START_TEST(no_stub_through_linked_parent)
 }
 END_TEST
 
+/* The stubs made in the workspace's own repository belong to the
+ * repository's owner and have their own modes (0755, 0644), whatever the
+ * daemon's umask; commondir names the repository's own directory. */
+START_TEST(stubs_owned_as_the_repository)
+{
+	struct tcd d;
+	umask(077);	/* the daemon's, inherited */
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
+	umask(022);
+	run("cd '%s' && mkdir .git && chown -R 65534:65534 .git", d.ws);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_shell(c, "true"));
+	tcc_close(c);
+	static const struct {
+		const char *rel;
+		mode_t mode;
+	} made[] = {
+		{ ".git/hooks", S_IFDIR | 0755 }, { ".git/info", S_IFDIR | 0755 }, { ".git/modules", S_IFDIR | 0755 },
+		{ ".git/config", S_IFREG | 0644 }, { ".git/commondir", S_IFREG | 0644 },
+	};
+	for (size_t i = 0; i < sizeof(made) / sizeof(*made); i++) {
+		char *p = tcd_ws_path(&d, made[i].rel);
+		struct stat st;
+		ck_assert_msg(lstat(p, &st) == 0, "%s was not made", made[i].rel);
+		ck_assert_msg(st.st_mode == made[i].mode, "%s has mode %o", made[i].rel, (unsigned)st.st_mode);
+		ck_assert_msg(st.st_uid == 65534 && st.st_gid == 65534, "%s belongs to %u:%u", made[i].rel,
+			      (unsigned)st.st_uid, (unsigned)st.st_gid);
+		free(p);
+	}
+	char *commondir = tcd_ws_path(&d, ".git/commondir");
+	char *text = tcd_read(&d, commondir, NULL);
+	ck_assert_str_eq(text, ".\n");
+	free(text);
+	free(commondir);
+	tcd_finish(&d);
+}
+END_TEST
+
 static atomic_bool racing;
 static const char *race_a, *race_b;
 
@@ -221,6 +259,7 @@ static Suite *stubs_suite(void)
 	tcase_add_test(tc, no_stub_through_git_link);
 	tcase_add_test(tc, no_stub_through_linked_parent);
 	tcase_add_test(tc, no_stub_through_racing_link);
+	tcase_add_test(tc, stubs_owned_as_the_repository);
 	tcase_add_test(tc, scan_bound_told);
 	tcase_add_test(tc, scan_entries_bound_told);
 	suite_add_tcase(s, tc);
