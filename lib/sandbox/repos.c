@@ -176,6 +176,13 @@ int repos_open_ws(const char *ws)
 		errno = EINVAL;
 		return -1;
 	}
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, ws, &how, sizeof(how));
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != E2BIG))
+		return fd;
 	_cleanup_close_ int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -1;
@@ -388,7 +395,8 @@ void repos_clear(void)
 static void add_repo(struct repo_dirs *r, int wsfd, const char *ws, const char *rel)
 {
 	bool nested_repo = *rel;
-	_cleanup_close_ int dfd = nested_repo ? repos_open_below(wsfd, rel) : fcntl(wsfd, F_DUPFD_CLOEXEC, 3);
+	_cleanup_close_ int own = nested_repo ? repos_open_below(wsfd, rel) : -1;
+	int dfd = nested_repo ? own : wsfd;
 	if (dfd < 0)
 		return;
 	char *dir = nested_repo ? xasprintf("%s/%s", ws, rel) : xstrdup(ws);
