@@ -403,10 +403,7 @@ static void add_repo(struct repo_dirs *r, int wsfd, const char *ws, const char *
 	char *top = xasprintf("%s/.git", dir);
 	struct stat st;
 	int k = fstatat(dfd, ".git", &st, AT_SYMLINK_NOFOLLOW);
-	_cleanup_close_ int gfd = k == 0 && S_ISDIR(st.st_mode)
-					  ? openat(dfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-					  : -1;
-	if (gfd < 0) {
+	if (k < 0 || !S_ISDIR(st.st_mode)) {
 		if (!nested_repo) {
 			r->top_file = k == 0 && S_ISREG(st.st_mode);
 			r->top_none = k < 0 && errno == ENOENT;
@@ -420,7 +417,7 @@ static void add_repo(struct repo_dirs *r, int wsfd, const char *ws, const char *
 	}
 	push(&r->git, &r->n, top);
 	push(&r->base, &r->n_base, dir);
-	int fd = openat(gfd, "modules", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = repos_open_below(dfd, ".git/modules");
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)
