@@ -65,17 +65,23 @@ static void assert_untouched(const char *dir)
 	free(git);
 }
 
-/* A nested repository whose .git is a link to a git directory outside
- * the workspace, and a directory of the workspace that is a link to a
- * repository outside it: the sandbox makes no stub in either. */
-START_TEST(no_stub_through_git_link)
+/*
+ * Starts a daemon protecting the default entries and the extra ones given
+ * (JSON strings, each after a comma), with two repositories outside its
+ * workspace, DIR/bob1 and DIR/bob2, whose .git is empty; links them from
+ * the workspace with the shell commands link (run in the workspace, $O1
+ * and $O2 naming them); makes three sandboxed calls and asserts that
+ * neither repository holds anything new.
+ */
+static void calls_make_nothing_outside(const char *extra, const char *link)
 {
 	struct tcd d;
-	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
+	char *members = xasprintf(",\"sandbox\":{" PROTECT "%s]}", extra);
+	tcd_start_auto(&d, members);
+	free(members);
 	char *o1 = outside_repo(&d, "bob1");
 	char *o2 = outside_repo(&d, "bob2");
-	run("cd '%s' && mkdir a && ln -s '%s/.git' a/.git", d.ws, o1);
-	run("cd '%s' && ln -s '%s' b", d.ws, o2);
+	run("cd '%s' && O1='%s' O2='%s' && %s", d.ws, o1, o2, link);
 	struct tcc *c = tcc_connect(&d);
 	for (int i = 0; i < 3; i++)
 		tc_assert_ok(tcc_shell(c, "true"));
@@ -86,6 +92,14 @@ START_TEST(no_stub_through_git_link)
 	free(o2);
 	tcd_finish(&d);
 }
+
+/* A nested repository whose .git is a link to a git directory outside
+ * the workspace, and a directory of the workspace that is a link to a
+ * repository outside it: the sandbox makes no stub in either. */
+START_TEST(no_stub_through_git_link)
+{
+	calls_make_nothing_outside("", "mkdir a && ln -s \"$O1/.git\" a/.git && ln -s \"$O2\" b");
+}
 END_TEST
 
 /* A protected entry written below a directory of the workspace (the
@@ -94,21 +108,8 @@ END_TEST
  * end. */
 START_TEST(no_stub_through_linked_parent)
 {
-	struct tcd d;
-	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT ",\"lnk/.git/hooks\",\"deep/x/.git/config\",\"deep/x/.git/info/\"]}");
-	char *o1 = outside_repo(&d, "bob1");
-	char *o2 = outside_repo(&d, "bob2");
-	run("cd '%s' && ln -s '%s' lnk", d.ws, o1);
-	run("cd '%s' && mkdir deep && ln -s '%s' deep/x", d.ws, o2);
-	struct tcc *c = tcc_connect(&d);
-	for (int i = 0; i < 3; i++)
-		tc_assert_ok(tcc_shell(c, "true"));
-	tcc_close(c);
-	assert_untouched(o1);
-	assert_untouched(o2);
-	free(o1);
-	free(o2);
-	tcd_finish(&d);
+	calls_make_nothing_outside(",\"lnk/.git/hooks\",\"deep/x/.git/config\",\"deep/x/.git/info/\"",
+				   "ln -s \"$O1\" lnk && mkdir deep && ln -s \"$O2\" deep/x");
 }
 END_TEST
 
