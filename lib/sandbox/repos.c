@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -235,13 +236,24 @@ static void kept_clear(struct kept *k)
 	k->names = NULL;
 }
 
-/* Notes a directory the scan looks at, and watches it. */
-static void seen_add(struct kept *k, const char *ws, const char *rel, const struct stat *st)
+/* Watches the directory open as fd (through /proc/self/fd: the
+ * directory read, not what its path leads to now), or path where /proc
+ * is not mounted. */
+static int watch(int fd, const char *path)
+{
+	char self[40];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	int wd = inotify_add_watch(ino_fd, self, WATCH_MASK & ~(uint32_t)IN_DONT_FOLLOW);
+	return wd >= 0 || errno != ENOENT ? wd : inotify_add_watch(ino_fd, path, WATCH_MASK);
+}
+
+/* Notes a directory the scan looks at (open as fd), and watches it. */
+static void seen_add(struct kept *k, int fd, const char *ws, const char *rel, const struct stat *st)
 {
 	k->dirs = xreallocarray(k->dirs, k->n_dirs + 1, sizeof(*k->dirs));
 	k->wds = xreallocarray(k->wds, k->n_dirs + 1, sizeof(*k->wds));
 	char *path = *rel ? xasprintf("%s/%s", ws, rel) : xstrdup(ws);
-	int wd = k->watched ? inotify_add_watch(ino_fd, path, WATCH_MASK) : -1;
+	int wd = k->watched ? watch(fd, path) : -1;
 	if (k->watched && wd < 0) {
 		/* Checked by lstat from now on: the ones before too. */
 		k->watched = false;
@@ -253,7 +265,7 @@ static void seen_add(struct kept *k, const char *ws, const char *rel, const stru
 	k->dirs[k->n_dirs] = (struct seen){ .path = path };
 	if (st)
 		k->dirs[k->n_dirs].st = *st;
-	else if (!k->watched && lstat(path, &k->dirs[k->n_dirs].st) < 0)
+	else if (!k->watched && fstat(fd, &k->dirs[k->n_dirs].st) < 0)
 		k->dirs[k->n_dirs].st = (struct stat){0};
 	k->n_dirs++;
 }
@@ -271,7 +283,7 @@ static void scan(struct kept *k, int wsfd, const char *ws, const struct stat *to
 			ino_fd = -2;
 	}
 	k->watched = ino_fd >= 0;
-	seen_add(k, ws, "", top);
+	seen_add(k, wsfd, ws, "", top);
 	int topfd = wsfd;
 	size_t n_names = 0, entries = 0;
 	bool full = false;
@@ -313,7 +325,7 @@ static void scan(struct kept *k, int wsfd, const char *ws, const struct stat *to
 					continue;
 				struct stat gst;
 				char *child = **rel ? xasprintf("%s/%s", *rel, e->d_name) : xstrdup(e->d_name);
-				seen_add(k, ws, child, NULL);
+				seen_add(k, cfd, ws, child, NULL);
 				if (fstatat(cfd, ".git", &gst, AT_SYMLINK_NOFOLLOW) == 0 &&
 				    (S_ISDIR(gst.st_mode) || S_ISREG(gst.st_mode)))
 					push(&k->names, &n_names, xstrdup(child));
