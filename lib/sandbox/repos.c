@@ -211,11 +211,23 @@ static void bounded(struct kept *k)
 		return;
 	k->warned = true;
 	bounded_warned_ms = now;
+	/* A workspace's name is a client's or a user's: its control
+	 * characters and backslashes written as \xNN, so that the warning
+	 * stays one line. */
+	size_t n = strlen(k->ws);
+	_cleanup_free_ char *ws = xmalloc(4 * n + 1);
+	char *o = ws;
+	for (const unsigned char *p = (const unsigned char *)k->ws; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			o += sprintf(o, "\\x%02x", *p);
+		else
+			*o++ = (char)*p;
+	*o = '\0';
 	_cleanup_free_ char *msg = xasprintf(
 		"sandbox: workspace %s has more than %u directories or %u entries within %u levels: the scan for "
 		"nested git repositories stopped there, and protect does not hold for children in the ones "
 		"not reached (file tools still hold it at any depth)",
-		k->ws, REPOS_DIRS, REPOS_SCAN, REPOS_DEPTH);
+		ws, REPOS_DIRS, REPOS_SCAN, REPOS_DEPTH);
 	warn_fn(msg);
 }
 
