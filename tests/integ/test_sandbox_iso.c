@@ -25,6 +25,7 @@
 #include "tests/unit/check_main.h"
 #include "tests/unit/deny_syscall.h"
 
+#define AUTO "\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
 #define NOBODY 65534
 
 /* Gives uid everything below dir (the daemon's files, its workspace). */
@@ -42,19 +43,59 @@ static void chown_tree(const char *dir, uid_t uid)
  */
 static bool start(struct tcd *d, const char *sandbox_members, bool as_nobody)
 {
-	char *cfg = xasprintf("{" TC_AUTO_CONFIRM ",\"sandbox\":{%s}}", sandbox_members);
+	char *cfg = xasprintf("{" AUTO ",\"sandbox\":{%s}}", sandbox_members);
 	const char *wrap[] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", NULL };
 	struct tcd_opts o = { .config = cfg };
 	tcd_prepare(d, &o);
-	free(tcd_home(d));
+	char *home = xasprintf("%s/home", d->dir);
+	ck_assert_int_eq(mkdir(home, 0755), 0);
+	char *env_home = xasprintf("HOME=%s", home);
+	const char *env[] = { env_home, NULL };
+	o.env = env;
 	if (as_nobody) {
 		chown_tree(d->dir, NOBODY);
 		ck_assert_int_eq(chmod(d->dir, 0755), 0);
 		o.wrapper = wrap;
 	}
-	tcd_spawn_home(d, &o);
+	tcd_spawn(d, &o);
+	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0) {
+		char *log = tcd_log(d);
+		ck_abort_msg("the daemon did not start: %s", log);
+	}
+	free(env_home);
+	free(home);
 	free(cfg);
 	return true;
+}
+
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	jgen_key(g, "command");
+	jgen_str(g, command);
+	jgen_obj_close(g);
+	jgen_free(g);
+	const struct json *r = tcc_call(c, "shell", buf_head(&b));
+	buf_free(&b);
+	return r;
+}
+
+/* Whether the array at path of r holds s. */
+static bool has_str(const struct json *r, const char *path, const char *s)
+{
+	const struct json *a = tj(r, path);
+	for (size_t i = 0; a && a->type == JSON_ARRAY && i < a->u.arr.n; i++)
+		if (json_str(a->u.arr.items[i]) && strcmp(json_str(a->u.arr.items[i]), s) == 0)
+			return true;
+	return false;
+}
+
+static void stop(struct tcd *d)
+{
+	ck_assert_int_eq(tcd_stop(d), 0);
+	tcd_free(d);
 }
 
 /* Whether the daemon will be another uid than root here: as 65534 when the
@@ -75,7 +116,7 @@ START_TEST(protect_without_privilege)
 		if (end)
 			*end = '\0';
 		free(log);
-		tcd_finish(&d);
+		stop(&d);
 		TC_SKIP("protect_without_privilege: skipped: unprivileged user namespaces are not available here "
 			"(%s)", line ? line : "no start-up line");
 	}
@@ -86,32 +127,32 @@ START_TEST(protect_without_privilege)
 		chown_tree(d.ws, NOBODY);
 
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_shell(c, "id -u; echo x > .git/hooks/x");
+	const struct json *r = sh(c, "id -u; echo x > .git/hooks/x");
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "Read-only file system"));
-	ck_assert(tj_has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
-	ck_assert(tj_has_str(r, "result.structuredContent.sandbox.enforced", "user namespace"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "protect"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "user namespace"));
 	char *uid = xasprintf("%u\n", (unsigned)(want_nobody() ? NOBODY : geteuid()));
 	/* The uid first, then the shell's complaint: one stream, in order. */
 	ck_assert_int_eq(strncmp(tj_str(r, "result.structuredContent.stdout"), uid, strlen(uid)), 0);
 	free(uid);
-	r = tcc_shell(c, "echo '[core] fsmonitor = evil' >> .git/config");
+	r = sh(c, "echo '[core] fsmonitor = evil' >> .git/config");
 	ck_assert(tj_bool(r, "result.isError"));
 	/* The mounts stay: neither unmounted, remounted, nor renamed away. */
-	r = tcc_shell(c, "umount .git/hooks && echo escaped; mount -o remount,rw .git/hooks && echo escaped; "
+	r = sh(c, "umount .git/hooks && echo escaped; mount -o remount,rw .git/hooks && echo escaped; "
 		  "mount --bind /tmp .git/hooks && echo escaped; unshare -rm true && echo escaped; "
 		  "mv .git/hooks .git/h2 && echo escaped; mv .git .g2 && echo escaped; true");
 	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.stdout"), "escaped"));
-	r = tcc_shell(c, "echo y > .git/hooks/x");
+	r = sh(c, "echo y > .git/hooks/x");
 	ck_assert(tj_bool(r, "result.isError"));
 	/* The rest of the workspace takes new files. */
-	r = tcc_shell(c, "echo a > new && echo b > .git/other");
+	r = sh(c, "echo a > new && echo b > .git/other");
 	tc_assert_ok(r);
 	char *x = tcd_ws_path(&d, ".git/hooks/x");
 	ck_assert_int_lt(access(x, F_OK), 0);
 	free(x);
 	tcc_close(c);
-	tcd_finish(&d);
+	stop(&d);
 }
 END_TEST
 
@@ -129,7 +170,7 @@ START_TEST(daemon_files_out_of_reach)
 	bool ro = strstr(log, "outside the writable paths: read-only mounts,") != NULL;
 	free(log);
 	if (!ro) {
-		tcd_finish(&d);
+		stop(&d);
 		TC_SKIP("daemon_files_out_of_reach: skipped: no user namespaces here for the read-only mounts");
 	}
 	if (want_nobody())
@@ -145,7 +186,7 @@ START_TEST(daemon_files_out_of_reach)
 	for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
 		char *one = xasprintf(refused[i], d.dir);
 		char *cmd = xasprintf("%s && echo DONE", one);
-		const struct json *r = tcc_shell(c, cmd);
+		const struct json *r = sh(c, cmd);
 		const char *o = tj_str(r, "result.structuredContent.stdout");
 		ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded", one);
 		free(cmd);
@@ -156,10 +197,10 @@ START_TEST(daemon_files_out_of_reach)
 	ck_assert_int_eq(st.st_mode & 0002, 0);
 	ck_assert_int_eq(stat(outside, &st), 0);
 	ck_assert_int_eq(st.st_mode & 07777, 0700);
-	tc_assert_ok(tcc_shell(c, "touch x && chmod +x x && test -x x"));
+	tc_assert_ok(sh(c, "touch x && chmod +x x && test -x x"));
 	free(outside);
 	tcc_close(c);
-	tcd_finish(&d);
+	stop(&d);
 }
 END_TEST
 
@@ -229,7 +270,7 @@ START_TEST(tmpdir_private)
 			      "mv \"$TMPDIR\" '%s/mine' 2>/dev/null && echo MOVED; "
 			      "ls / | grep -qx usr && echo ROOT-LISTED; true",
 			      a_tmp, a_tmp, a_tmp, a_tmp, a_tmp, a_tmp, a_tmp);
-	const struct json *r = tcc_shell(b, cmd);
+	const struct json *r = sh(b, cmd);
 	free(cmd);
 	tc_assert_ok(r);
 	const char *out = tj_str(r, "result.structuredContent.stdout");
@@ -242,7 +283,7 @@ START_TEST(tmpdir_private)
 	ck_assert_msg(!strstr(out, "PLANTED") && !strstr(out, "LINKED") && !strstr(out, "MOVED"), "%s", out);
 	ck_assert_msg(strstr(out, "ROOT-LISTED"), "%s", out);
 	/* B's own TMPDIR works. */
-	r = tcc_shell(b, "echo mine > \"$TMPDIR/b\" && cat \"$TMPDIR/b\"");
+	r = sh(b, "echo mine > \"$TMPDIR/b\" && cat \"$TMPDIR/b\"");
 	tc_assert_ok(r);
 	tcd_put(&d, "done", "");
 	char idbuf[32];
@@ -254,7 +295,7 @@ START_TEST(tmpdir_private)
 	free(marker);
 	tcc_close(a);
 	tcc_close(b);
-	tcd_finish(&d);
+	stop(&d);
 }
 END_TEST
 
@@ -285,7 +326,7 @@ START_TEST(tmpdir_fresh_each_call)
 		char *cmd = last ? xasprintf("ls -A \"$TMPDIR\"; cat '%s/s' 2>/dev/null; ls '%s' 2>/dev/null; "
 					     "echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", last, last, i)
 				 : xasprintf("echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", i);
-		const struct json *r = tcc_shell(c, cmd);
+		const struct json *r = sh(c, cmd);
 		free(cmd);
 		tc_assert_ok(r);
 		const char *out = tj_str(r, "result.structuredContent.stdout");
@@ -297,11 +338,11 @@ START_TEST(tmpdir_fresh_each_call)
 	}
 	free(last);
 	/* The size limit holds in a TMPDIR of a namespace made ahead too. */
-	const struct json *r = tcc_shell(c, "head -c 2000000 /dev/zero > \"$TMPDIR/big\"");
+	const struct json *r = sh(c, "head -c 2000000 /dev/zero > \"$TMPDIR/big\"");
 	tc_assert_ok(r);
 	ck_assert_int_ne(tj_int(r, "result.structuredContent.exit_code"), 0);
 	tcc_close(c);
-	tcd_finish(&d);
+	stop(&d);
 }
 END_TEST
 
@@ -316,7 +357,7 @@ START_TEST(require_refuses)
 	start(&d, "", false);
 	ck_assert(tcd_wait_log(&d, "landlock: no", 1, 5000));
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_shell(c, "echo ran > ran");
+	const struct json *r = sh(c, "echo ran > ran");
 	ck_assert_ptr_nonnull(tj(r, "error"));
 	ck_assert_str_eq(tj_str(r, "error.data.kind"), "permission_denied");
 	const char *msg = tj_str(r, "error.message");
@@ -324,19 +365,19 @@ START_TEST(require_refuses)
 	char *ran = tcd_ws_path(&d, "ran");
 	ck_assert_int_lt(access(ran, F_OK), 0);
 	tcc_close(c);
-	tcd_finish(&d);
+	stop(&d);
 
 	/* require:false runs it, less confined, and says so. */
 	start(&d, "\"require\":false", false);
 	c = tcc_connect(&d);
-	r = tcc_shell(c, "echo ran > ran");
+	r = sh(c, "echo ran > ran");
 	tc_assert_ok(r);
-	ck_assert(tj_has_str(r, "result.structuredContent.sandbox.not_enforced", "landlock"));
-	ck_assert(!tj_has_str(r, "result.structuredContent.sandbox.enforced", "landlock"));
-	ck_assert(tj_has_str(r, "result.structuredContent.sandbox.enforced", "seccomp"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.not_enforced", "landlock"));
+	ck_assert(!has_str(r, "result.structuredContent.sandbox.enforced", "landlock"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "seccomp"));
 	free(ran);
 	tcc_close(c);
-	tcd_finish(&d);
+	stop(&d);
 }
 END_TEST
 
@@ -349,12 +390,12 @@ START_TEST(node_runs)
 	struct tcd d;
 	start(&d, "", false);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_shell(c, "node -e 'console.log(1 + 1)'");
+	const struct json *r = sh(c, "node -e 'console.log(1 + 1)'");
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "2\n");
-	ck_assert(tj_has_str(r, "result.structuredContent.sandbox.enforced", "memory"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "memory"));
 	tcc_close(c);
-	tcd_finish(&d);
+	stop(&d);
 }
 END_TEST
 
@@ -409,9 +450,9 @@ START_TEST(cgroup_real)
 	char *members = xasprintf("\"cgroup\":\"%s\"", dir);
 	start(&d, members, false);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = tcc_shell(c, "cat /proc/self/cgroup; (setsid sleep 300 &) ; echo started");
+	const struct json *r = sh(c, "cat /proc/self/cgroup; (setsid sleep 300 &) ; echo started");
 	tc_assert_ok(r);
-	ck_assert(tj_has_str(r, "result.structuredContent.sandbox.enforced", "cgroup"));
+	ck_assert(has_str(r, "result.structuredContent.sandbox.enforced", "cgroup"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "/tc-"));
 	/* Its process is gone with its call: no call cgroup holds one (the
 	 * call's own may be kept, empty, for a later call). */
@@ -424,11 +465,11 @@ START_TEST(cgroup_real)
 	}
 	ck_assert(empty);
 	free(cmd);
-	r = tcc_shell(c, "cat /proc/self/cgroup");
+	r = sh(c, "cat /proc/self/cgroup");
 	tc_assert_ok(r);
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "/tc-"));
 	tcc_close(c);
-	tcd_finish(&d);
+	stop(&d);
 	/* Nor does a call cgroup outlive the daemon. */
 	cmd = xasprintf("test -z \"$(find '%s' -mindepth 1 -maxdepth 1 -type d -name 'tc-*')\"", dir);
 	ck_assert_int_eq(system(cmd), 0);
@@ -460,7 +501,7 @@ START_TEST(refusals_do_not_flood_the_log)
 			      "        n += 1\n"
 			      "    s.close()\n"
 			      "print(n)'", d.sock);
-	const struct json *r = tcc_shell(c, cmd);
+	const struct json *r = sh(c, cmd);
 	free(cmd);
 	tc_assert_ok(r);
 	ck_assert_msg(strcmp(tj_str(r, "result.structuredContent.stdout"), "200\n") == 0, "%s", tj_str(r, "result.content.0.text"));
@@ -472,7 +513,7 @@ START_TEST(refusals_do_not_flood_the_log)
 	ck_assert_msg(lines == 1, "%u lines: %s", lines, log);
 	free(log);
 	tcc_close(c);
-	tcd_finish(&d);
+	stop(&d);
 }
 END_TEST
 
