@@ -630,6 +630,21 @@ const struct json *tcc_shell(struct tcc *c, const char *command)
 	return r;
 }
 
+void tc_assert_shell_fails(struct tcc *c, const char *command)
+{
+	char *one = xasprintf("%s && echo DONE", command);
+	const struct json *r = tcc_shell(c, one);
+	const char *o = tj_str(r, "result.structuredContent.stdout");
+	ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded: %s", command, tcc_raw(c, r));
+	free(one);
+}
+
+void tc_assert_shell_fails_all(struct tcc *c, const char *const *commands, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tc_assert_shell_fails(c, commands[i]);
+}
+
 bool tj_has_str(const struct json *v, const char *path, const char *s)
 {
 	const struct json *a = tj(v, path);

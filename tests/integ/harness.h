@@ -270,6 +270,10 @@ const struct json *tcc_request_t(struct tcc *c, const char *method, const char *
 const struct json *tcc_call(struct tcc *c, const char *tool, const char *args_json);
 /* Calls the shell tool with command (quoted as a JSON string). */
 const struct json *tcc_shell(struct tcc *c, const char *command);
+/* Asserts that the shell command fails: "CMD && echo DONE" prints no
+ * DONE. The _all form: each of the n commands. */
+void tc_assert_shell_fails(struct tcc *c, const char *command);
+void tc_assert_shell_fails_all(struct tcc *c, const char *const *commands, size_t n);
 /* Sends a request without waiting; returns its numeric id. The harness's
  * ids count up from 1000, so ids a test writes by hand below 1000 never
  * collide with them. */
