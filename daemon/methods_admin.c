@@ -158,6 +158,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	store_binding_write_stats(s, g);
 	providers_write_stats(&s->providers, g);
 	process_table_write_stats(s->env.processes, g);
+	sandbox_kaudit_write_stats(g);
 	jgen_obj_close(g);
 	jgen_free(g);
 	methods_answer(p, &b);

@@ -26,6 +26,7 @@
  *
  * Usage: tc-bench [--daemon PATH] [--seconds S] [--only NAME] [--quick]
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1024,7 +1025,7 @@ struct row {
 /* Every scenario's rows: past 32 the array overran the variables beside it. */
 static struct row rows[64];
 static size_t n_rows;
-static char notes[16384];
+static char notes[32768];
 
 static void note(const char *fmt, ...) PRINTF(1, 2);
 static void note(const char *fmt, ...)
@@ -2492,6 +2493,75 @@ static void rg_pair(const char *what, const char *dir, const char *args, const c
 	free(request);
 }
 
+/* Rounds of each glob pair: an odd number, for a median. */
+#define GLOB_ROUNDS 11
+
+/* CPU time of every thread of a process so far (/proc/PID/schedstat
+ * covers the main thread only, and glob runs on an io thread), in
+ * seconds. */
+static double process_cpu_seconds(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return cpu_seconds(pid);
+	double sum = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.')
+			sum += cpu_seconds((pid_t)atoi(e->d_name));
+	closedir(d);
+	return sum;
+}
+
+/*
+ * Times glob against a command doing the same (its output to out) in
+ * GLOB_ROUNDS pairs, the one first in even rounds, the other in odd ones,
+ * each round printed (stderr, as it runs, and in the note). What decides
+ * the target is the median of the rounds' ratios: both halves of a round
+ * meet the same load, so a moment of load on the shared machine moves one
+ * round, not the verdict. The medians of each side's wall and CPU times are
+ * noted beside it, and the bytes each answers with.
+ */
+static void glob_pair(const char *what, const char *request, const char *peer, const char *cmd, const char *out,
+		      bool target)
+{
+	double d[GLOB_ROUNDS], c[GLOB_ROUNDS], r[GLOB_ROUNDS], dc[GLOB_ROUNDS], cc[GLOB_ROUNDS];
+	char *answer = NULL, rounds[GLOB_ROUNDS * 40] = "";
+	size_t used = 0;
+	double unused;
+	command_ms(cmd, &unused);	/* the page cache warm for both */
+	free(daemon_request(request));
+	for (int i = 0; i < GLOB_ROUNDS; i++) {
+		if (i % 2)
+			c[i] = command_ms(cmd, &cc[i]);
+		double c0 = process_cpu_seconds(daemon_pid);
+		d[i] = tool_ms(request, &answer, &unused);
+		dc[i] = (process_cpu_seconds(daemon_pid) - c0) * 1e3;
+		if (i % 2 == 0)
+			c[i] = command_ms(cmd, &cc[i]);
+		r[i] = c[i] > 0 ? d[i] / c[i] : 0;
+		fprintf(stderr, "%s: round %d: glob %.1f ms (CPU %.1f), %s %.1f ms (CPU %.1f): %.2f×\n", what, i + 1,
+			d[i], dc[i], peer, c[i], cc[i], r[i]);
+		if (used < sizeof(rounds))
+			used += (size_t)snprintf(rounds + used, sizeof(rounds) - used, "%s%.1f/%.1f", i ? " " : "", d[i],
+						 c[i]);
+	}
+	qsort(d, GLOB_ROUNDS, sizeof(*d), cmp_double);
+	qsort(c, GLOB_ROUNDS, sizeof(*c), cmp_double);
+	qsort(r, GLOB_ROUNDS, sizeof(*r), cmp_double);
+	qsort(dc, GLOB_ROUNDS, sizeof(*dc), cmp_double);
+	qsort(cc, GLOB_ROUNDS, sizeof(*cc), cmp_double);
+	int m = GLOB_ROUNDS / 2;
+	note("%s: median of %d rounds' ratios %.2f× (%s%s; rounds from %.2f× to %.2f×); medians glob %.1f ms, %s "
+	     "%.1f ms; CPU glob %.1f ms, %s %.1f ms: %.2f×; text %zu bytes, %s output %zu bytes; rounds (glob/%s "
+	     "ms): %s",
+	     what, GLOB_ROUNDS, r[m], target ? "target ≤ 1.5×: " : "no target: the same work",
+	     target ? (r[m] <= 1.5 ? "met" : "MISSED") : "", r[0], r[GLOB_ROUNDS - 1], d[m], peer, c[m], dc[m], peer,
+	     cc[m], cc[m] > 0 ? dc[m] / cc[m] : 0, text_bytes(answer), peer, file_bytes(out), peer, rounds);
+	free(answer);
+}
+
 /* Times glob of the C headers below dir against find with the same filter
  * (find_filter: the pruning of what the ignore files exclude) and against
  * rg --files -g '*.h' (which reads the ignore files itself). */
@@ -2505,18 +2575,18 @@ static void glob_pairs(const char *tree, const char *dir, const char *find_filte
 	snprintf(cmd, sizeof(cmd), "cd %s/ws && find %s %s -name '*.h' -print > %s", tmp_dir, dir, find_filter, out);
 	snprintf(what, sizeof(what), "%s: glob '**/*.h' vs find%s%s -name '*.h'", tree, *find_filter ? " " : "",
 		 find_filter);
-	peer_pair(what, "glob", request, "find", cmd, out);
+	glob_pair(what, request, "find", cmd, out, true);
 	/* The same work as glob's: each match's time, newest first. */
 	snprintf(cmd, sizeof(cmd), "cd %s/ws && find %s %s -name '*.h' -printf '%%T@ %%p\\n' | sort -rn > %s", tmp_dir,
 		 dir, find_filter, out);
 	snprintf(what, sizeof(what), "%s: glob '**/*.h' vs find%s%s -name '*.h' -printf '%%T@ %%p' | sort -rn", tree,
 		 *find_filter ? " " : "", find_filter);
-	peer_pair_target(what, "glob", request, "find+sort", cmd, out, false);
+	glob_pair(what, request, "find+sort", cmd, out, false);
 	snprintf(out, sizeof(out), "%s/rg.out", tmp_dir);
 	snprintf(cmd, sizeof(cmd), "cd %s/ws && rg -j%u --files -g '*.h' %s > %s", tmp_dir, RG_THREADS, dir, out);
 	snprintf(what, sizeof(what), "%s: glob '**/*.h' vs rg --files -g '*.h'", tree);
 	if (system("rg --version > /dev/null 2>&1") == 0)
-		peer_pair(what, "glob", request, "rg", cmd, out);
+		glob_pair(what, request, "rg", cmd, out, true);
 	free(request);
 }
 
