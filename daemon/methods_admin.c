@@ -153,6 +153,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	jgen_kv_int(g, "sessions", (int64_t)map_size(s->sessions->by_id));
 	jgen_kv_int(g, "reloads", (int64_t)s->reloads);
 	jgen_kv_int(g, "registeredTools", (int64_t)s->registry->n);
+	jgen_kv_int(g, "sandboxScansBounded", (int64_t)sandbox_repos_bounded());
 	dispatch_write_stats(s->dispatcher, g);
 	store_binding_write_stats(s, g);
 	providers_write_stats(&s->providers, g);

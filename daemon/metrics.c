@@ -18,6 +18,7 @@
 #include "lib/dispatch/dispatch.h"
 #include "lib/process/process.h"
 #include "lib/registry.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
@@ -83,6 +84,10 @@ void metrics_write(struct server *s, struct buf *b)
 	metrics_u64(b, "toolcalld_reloads_total", NULL, s->reloads);
 	metrics_family(b, "toolcalld_tools", "gauge", NULL, "Tools registered.");
 	metrics_u64(b, "toolcalld_tools", NULL, s->registry->n);
+	metrics_family(b, "toolcalld_sandbox_scans_bounded", "counter", NULL,
+		       "Scans for nested git repositories that stopped at their bound (sandbox.protect does not hold "
+		       "for children in the repositories not reached).");
+	metrics_u64(b, "toolcalld_sandbox_scans_bounded_total", NULL, sandbox_repos_bounded());
 	providers(s, b);
 	process_table_write_metrics(s->env.processes, b);
 	daemon_net_metrics(s, b);

@@ -215,6 +215,7 @@ int server_init(struct server *s, char **ret_err)
 	/* Before any thread (unshare() refuses a process that has some) and
 	 * before any directory is opened (an fd of one stays in the namespace
 	 * it was opened in: a child's cwd there would have no path). */
+	sandbox_set_warn(warn_log);
 	int r = sandbox_private_mounts();
 	if (r < 0 && r != -EPERM)
 		log_debug("no mount namespace of its own (%s): TMPDIRs stay on the disk", strerror(-r));

@@ -13,7 +13,17 @@
  * entries a scan: beyond that (a workspace with more directories within
  * REPOS_DEPTH levels) the repositories not reached are not held for
  * children, as none deeper than REPOS_DEPTH are; the file tools hold
- * protect in every repository at any depth, by path (conf.c).
+ * protect in every repository at any depth, by path (conf.c). A scan that
+ * stops at its bound says so once per workspace kept (sandbox_set_warn(),
+ * at most one line a second) and counts (sandbox_repos_bounded()).
+ *
+ * The workspace is hostile and changes while it is read: everything here
+ * is reached from the workspace's fd, one directory's fd at a time,
+ * following no symbolic link (openat2() RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS, O_NOFOLLOW), so that a directory exchanged for a
+ * link after it was read cannot lead a later step outside: run.c makes
+ * its stubs the same way (repos_open_below()). The paths listed are for
+ * the child's mounts.
  *
  * A scan is kept for the next calls while no directory it looked at has
  * changed (an entry made, removed or renamed in it, a .git made by git
@@ -29,6 +39,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -51,6 +62,8 @@
 #define REPOS_SCAN 8192
 /* The workspaces whose nested repositories are kept. */
 #define KEPT_MAX 8
+/* The fewest milliseconds between two warnings of a bounded scan. */
+#define BOUNDED_WARN_MS 1000
 
 /* A directory a scan looked at, as it was then. */
 struct seen {
@@ -66,8 +79,14 @@ static struct kept {
 	int *wds;		/* inotify watches of dirs (-1: none) */
 	bool watched;		/* every one of dirs is watched */
 	bool changed;		/* an event came for one of them */
+	bool bounded;		/* the last scan stopped at REPOS_DIRS or REPOS_SCAN */
+	bool warned;		/* a bounded scan of ws was told */
 } kept[KEPT_MAX];
 static unsigned n_kept;
+/* Scans that stopped at their bound, since the start. */
+static uint64_t n_bounded;
+static uint64_t bounded_warned_ms;
+static void (*warn_fn)(const char *msg);
 /* The inotify fd of the watches (-1: not made yet, -2: none to be had). */
 static int ino_fd = -1;
 
@@ -131,11 +150,7 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
-/* Opens the directory rel beneath topfd following no symlink on the way:
- * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), or one component at a
- * time with O_NOFOLLOW where the kernel lacks it. rel holds names read
- * from directories (no "." or ".."). */
-static int open_below(int topfd, const char *rel)
+int repos_open_below(int topfd, const char *rel)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
@@ -148,11 +163,72 @@ static int open_below(int topfd, const char *rel)
 	_cleanup_free_ char *p = xstrdup(rel);
 	char *save = NULL;
 	for (char *c = strtok_r(p, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-		int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int next = strcmp(c, "..") == 0 ? (errno = EXDEV, -1)
+						: openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		close(fd);
 		fd = next;
 	}
 	return fd;
+}
+
+int repos_open_ws(const char *ws)
+{
+	if (ws[0] != '/') {
+		errno = EINVAL;
+		return -1;
+	}
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, ws, &how, sizeof(how));
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != E2BIG))
+		return fd;
+	_cleanup_close_ int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -1;
+	return ws[1] ? repos_open_below(root, ws + 1) : fcntl(root, F_DUPFD_CLOEXEC, 3);
+}
+
+void sandbox_set_warn(void (*fn)(const char *msg))
+{
+	warn_fn = fn;
+}
+
+uint64_t sandbox_repos_bounded(void)
+{
+	return n_bounded;
+}
+
+/* Says that k's scan stopped at its bound: once per workspace kept, at
+ * most one line a second whatever the workspaces. */
+static void bounded(struct kept *k)
+{
+	n_bounded++;
+	k->bounded = true;
+	uint64_t now = mono_ms();
+	if (k->warned || !warn_fn || (bounded_warned_ms && now - bounded_warned_ms < BOUNDED_WARN_MS))
+		return;
+	k->warned = true;
+	bounded_warned_ms = now;
+	/* A workspace's name is a client's or a user's: its control
+	 * characters and backslashes written as \xNN, so that the warning
+	 * stays one line. */
+	size_t n = strlen(k->ws);
+	_cleanup_free_ char *ws = xmalloc(4 * n + 1);
+	char *o = ws;
+	for (const unsigned char *p = (const unsigned char *)k->ws; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			o += sprintf(o, "\\x%02x", *p);
+		else
+			*o++ = (char)*p;
+	*o = '\0';
+	_cleanup_free_ char *msg = xasprintf(
+		"sandbox: workspace %s has more than %u directories or %u entries within %u levels: the scan for "
+		"nested git repositories stopped there, and protect does not hold for children in the ones "
+		"not reached (file tools still hold it at any depth)",
+		ws, REPOS_DIRS, REPOS_SCAN, REPOS_DEPTH);
+	warn_fn(msg);
 }
 
 static void kept_clear(struct kept *k)
@@ -164,7 +240,7 @@ static void kept_clear(struct kept *k)
 	}
 	free(k->wds);
 	k->wds = NULL;
-	k->watched = k->changed = false;
+	k->watched = k->changed = k->bounded = false;
 	free(k->dirs);
 	k->dirs = NULL;
 	k->n_dirs = 0;
@@ -172,13 +248,24 @@ static void kept_clear(struct kept *k)
 	k->names = NULL;
 }
 
-/* Notes a directory the scan looks at, and watches it. */
-static void seen_add(struct kept *k, const char *ws, const char *rel, const struct stat *st)
+/* Watches the directory open as fd (through /proc/self/fd: the
+ * directory read, not what its path leads to now), or path where /proc
+ * is not mounted. */
+static int watch(int fd, const char *path)
+{
+	char self[40];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	int wd = inotify_add_watch(ino_fd, self, WATCH_MASK & ~(uint32_t)IN_DONT_FOLLOW);
+	return wd >= 0 || errno != ENOENT ? wd : inotify_add_watch(ino_fd, path, WATCH_MASK);
+}
+
+/* Notes a directory the scan looks at (open as fd), and watches it. */
+static void seen_add(struct kept *k, int fd, const char *ws, const char *rel, const struct stat *st)
 {
 	k->dirs = xreallocarray(k->dirs, k->n_dirs + 1, sizeof(*k->dirs));
 	k->wds = xreallocarray(k->wds, k->n_dirs + 1, sizeof(*k->wds));
 	char *path = *rel ? xasprintf("%s/%s", ws, rel) : xstrdup(ws);
-	int wd = k->watched ? inotify_add_watch(ino_fd, path, WATCH_MASK) : -1;
+	int wd = k->watched ? watch(fd, path) : -1;
 	if (k->watched && wd < 0) {
 		/* Checked by lstat from now on: the ones before too. */
 		k->watched = false;
@@ -190,7 +277,7 @@ static void seen_add(struct kept *k, const char *ws, const char *rel, const stru
 	k->dirs[k->n_dirs] = (struct seen){ .path = path };
 	if (st)
 		k->dirs[k->n_dirs].st = *st;
-	else if (!k->watched && lstat(path, &k->dirs[k->n_dirs].st) < 0)
+	else if (!k->watched && fstat(fd, &k->dirs[k->n_dirs].st) < 0)
 		k->dirs[k->n_dirs].st = (struct stat){0};
 	k->n_dirs++;
 }
@@ -200,7 +287,7 @@ static void seen_add(struct kept *k, const char *ws, const char *rel, const stru
  * directories looked at (checked again at each call) and those holding a
  * .git (a directory, or a file: a submodule's "gitdir:" pointer).
  */
-static void scan(struct kept *k, const char *ws, const struct stat *top)
+static void scan(struct kept *k, int wsfd, const char *ws, const struct stat *top)
 {
 	if (ino_fd == -1) {
 		ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -208,11 +295,10 @@ static void scan(struct kept *k, const char *ws, const struct stat *top)
 			ino_fd = -2;
 	}
 	k->watched = ino_fd >= 0;
-	seen_add(k, ws, "", top);
-	_cleanup_close_ int topfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (topfd < 0)
-		return;
+	seen_add(k, wsfd, ws, "", top);
+	int topfd = wsfd;
 	size_t n_names = 0, entries = 0;
+	bool full = false;
 	/* The directories of the level being read, relative to the top. */
 	char **level = NULL, **next = NULL;
 	size_t n_level = 0, n_next = 0;
@@ -220,8 +306,8 @@ static void scan(struct kept *k, const char *ws, const struct stat *top)
 	for (unsigned depth = 0; depth < REPOS_DEPTH && level && *level; depth++) {
 		next = NULL;
 		n_next = 0;
-		for (char **rel = level; *rel && k->n_dirs < REPOS_DIRS && entries < REPOS_SCAN; rel++) {
-			int fd = **rel ? open_below(topfd, *rel) : fcntl(topfd, F_DUPFD_CLOEXEC, 3);
+		for (char **rel = level; *rel && !full; rel++) {
+			int fd = **rel ? repos_open_below(topfd, *rel) : fcntl(topfd, F_DUPFD_CLOEXEC, 3);
 			DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 			if (!d) {
 				if (fd >= 0)
@@ -229,18 +315,30 @@ static void scan(struct kept *k, const char *ws, const struct stat *top)
 				continue;
 			}
 			struct dirent *e;
-			while ((e = readdir(d)) && k->n_dirs < REPOS_DIRS && ++entries <= REPOS_SCAN) {
+			while ((e = readdir(d))) {
+				/* An entry, or a directory, more than the bound
+				 * lets in: the scan ends short of it. */
+				if (++entries > REPOS_SCAN) {
+					full = true;
+					break;
+				}
 				if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
 				    strcmp(e->d_name, ".git") == 0 || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
 					continue;
-				struct stat st, gst;
-				if (e->d_type == DT_UNKNOWN &&
-				    (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)))
+				if (k->n_dirs >= REPOS_DIRS) {
+					full = true;
+					break;
+				}
+				/* The directory itself, not what a link put in
+				 * its place since readdir() would lead to. */
+				_cleanup_close_ int cfd =
+					openat(dirfd(d), e->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (cfd < 0)
 					continue;
+				struct stat gst;
 				char *child = **rel ? xasprintf("%s/%s", *rel, e->d_name) : xstrdup(e->d_name);
-				seen_add(k, ws, child, NULL);
-				_cleanup_free_ char *git = xasprintf("%s/.git", e->d_name);
-				if (fstatat(dirfd(d), git, &gst, AT_SYMLINK_NOFOLLOW) == 0 &&
+				seen_add(k, cfd, ws, child, NULL);
+				if (fstatat(cfd, ".git", &gst, AT_SYMLINK_NOFOLLOW) == 0 &&
 				    (S_ISDIR(gst.st_mode) || S_ISREG(gst.st_mode)))
 					push(&k->names, &n_names, xstrdup(child));
 				if (depth + 1 < REPOS_DEPTH)
@@ -254,6 +352,8 @@ static void scan(struct kept *k, const char *ws, const struct stat *top)
 		level = next;
 	}
 	strv_free(level);
+	if (full)
+		bounded(k);
 }
 
 /* True when every directory the scan looked at is as it was: no event
@@ -272,10 +372,10 @@ static bool still_same(const struct kept *k)
 
 /* The repositories nested in ws (relative to it), read again when one of
  * the directories the last scan looked at has changed. */
-static const char *const *nested(const char *ws)
+static const char *const *nested(int wsfd, const char *ws)
 {
 	struct stat st;
-	if (stat(ws, &st) < 0)
+	if (fstat(wsfd, &st) < 0)
 		return NULL;
 	drain();
 	unsigned i = 0;
@@ -295,7 +395,7 @@ static const char *const *nested(const char *ws)
 		n_kept++;
 	}
 	kept_clear(&kept[i]);
-	scan(&kept[i], ws, &st);
+	scan(&kept[i], wsfd, ws, &st);
 	return (const char *const *)kept[i].names;
 }
 
@@ -311,14 +411,22 @@ void repos_clear(void)
 	ino_fd = -1;
 }
 
-/* Adds dir's git directories: dir/.git when it is a directory, and its
- * submodules'; or dir/.git when it is a file, to the pointers (nested
- * only: the workspace's own is run.c's). */
-static void add_repo(struct repo_dirs *r, const char *dir, bool nested_repo)
+/* Adds the git directories of the directory rel of the workspace (ws,
+ * opened as wsfd; rel "" for its top): rel/.git when it is a directory,
+ * and its submodules'; or rel/.git when it is a file, to the pointers
+ * (nested only: the workspace's own is run.c's). Each reached from wsfd
+ * following no link. */
+static void add_repo(struct repo_dirs *r, int wsfd, const char *ws, const char *rel)
 {
+	bool nested_repo = *rel;
+	_cleanup_close_ int own = nested_repo ? repos_open_below(wsfd, rel) : -1;
+	int dfd = nested_repo ? own : wsfd;
+	if (dfd < 0)
+		return;
+	char *dir = nested_repo ? xasprintf("%s/%s", ws, rel) : xstrdup(ws);
 	char *top = xasprintf("%s/.git", dir);
 	struct stat st;
-	int k = lstat(top, &st);
+	int k = fstatat(dfd, ".git", &st, AT_SYMLINK_NOFOLLOW);
 	if (k < 0 || !S_ISDIR(st.st_mode)) {
 		if (!nested_repo) {
 			r->top_file = k == 0 && S_ISREG(st.st_mode);
@@ -328,12 +436,12 @@ static void add_repo(struct repo_dirs *r, const char *dir, bool nested_repo)
 			push(&r->pointers, &r->n_pointers, top);
 		else
 			free(top);
+		free(dir);
 		return;
 	}
 	push(&r->git, &r->n, top);
-	push(&r->base, &r->n_base, xstrdup(dir));
-	_cleanup_free_ char *mod = xasprintf("%s/modules", top);
-	int fd = open(mod, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	push(&r->base, &r->n_base, dir);
+	int fd = repos_open_below(dfd, ".git/modules");
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)
@@ -343,7 +451,7 @@ static void add_repo(struct repo_dirs *r, const char *dir, bool nested_repo)
 	struct dirent *e;
 	for (unsigned n = 0; (e = readdir(d)) && n < MODULES_MAX;)
 		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
-			push(&r->git, &r->n, xasprintf("%s/%s", mod, e->d_name));
+			push(&r->git, &r->n, xasprintf("%s/modules/%s", top, e->d_name));
 			push(&r->base, &r->n_base, xstrdup(dir));
 			n++;
 		}
@@ -352,13 +460,13 @@ static void add_repo(struct repo_dirs *r, const char *dir, bool nested_repo)
 
 void repos_get(const char *ws, struct repo_dirs *ret)
 {
-	*ret = (struct repo_dirs){0};
-	add_repo(ret, ws, false);
+	*ret = (struct repo_dirs){ .ws_fd = repos_open_ws(ws) };
+	if (ret->ws_fd < 0)
+		return;
+	add_repo(ret, ret->ws_fd, ws, "");
 	ret->n_top = ret->n;
-	for (const char *const *n = nested(ws); n && *n; n++) {
-		_cleanup_free_ char *dir = xasprintf("%s/%s", ws, *n);
-		add_repo(ret, dir, true);
-	}
+	for (const char *const *n = nested(ret->ws_fd, ws); n && *n; n++)
+		add_repo(ret, ret->ws_fd, ws, *n);
 }
 
 void repo_dirs_clear(struct repo_dirs *r)
@@ -366,5 +474,7 @@ void repo_dirs_clear(struct repo_dirs *r)
 	strv_free(r->git);
 	strv_free(r->base);
 	strv_free(r->pointers);
-	*r = (struct repo_dirs){0};
+	if (r->ws_fd >= 0)
+		close(r->ws_fd);
+	*r = (struct repo_dirs){ .ws_fd = -1 };
 }

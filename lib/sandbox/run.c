@@ -340,40 +340,65 @@ static int stub_kind(const char *rel)
 	return strcmp(base, "config") == 0 ? 'f' : 0;
 }
 
-/* Makes a missing protected path, empty, where its parent is a directory
- * (never through a link), owned as the parent is, so that it can be
- * mounted over read-only: a call cannot then make it itself. True when
- * it exists now. */
-static bool protect_stub(char *full, int kind)
+/*
+ * Makes a missing protected path, empty, at rel beneath the workspace
+ * opened as wsfd, so that it can be mounted over read-only: a call cannot
+ * then make it itself. The daemon is root here and the workspace hostile:
+ * the parent is reached from wsfd one directory at a time following no
+ * link (repos_open_below()), the stub made relative to the parent's fd
+ * (mkdirat(), or openat() O_CREAT | O_EXCL, nothing followed at the end),
+ * then given the parent's owner and its own mode (0755, 0644) through its
+ * fd, and only if the daemon made it: a link anywhere on the way, now or
+ * put there meanwhile, makes nothing. True when it exists now.
+ */
+static bool protect_stub(int wsfd, const char *rel, int kind)
 {
-	char *slash = strrchr(full, '/');
-	while (slash && slash[1] == '\0' && slash > full) {
+	_cleanup_free_ char *parent = xstrdup(rel);
+	size_t len = strlen(parent);
+	while (len > 1 && parent[len - 1] == '/')
+		parent[--len] = '\0';
+	char *slash = strrchr(parent, '/');
+	const char *name = slash ? slash + 1 : parent;
+	if (slash)
 		*slash = '\0';
-		slash = strrchr(full, '/');
-	}
-	if (!slash || slash == full)
+	if (wsfd < 0 || !*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return false;
-	*slash = '\0';
-	_cleanup_close_ int dfd = open(full, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	*slash = '/';
-	struct stat ds;
+	_cleanup_close_ int dfd = slash ? repos_open_below(wsfd, parent) : fcntl(wsfd, F_DUPFD_CLOEXEC, 3);
+	struct stat ds, st;
 	if (dfd < 0 || fstat(dfd, &ds) < 0)
 		return false;
-	const char *name = slash + 1;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return true;
 	if (kind == 'd' && mkdirat(dfd, name, 0755) < 0)
 		return errno == EEXIST;
-	/* Given away by its fd, and only what the daemon made: nothing put
-	 * in its place meanwhile changes owner. */
 	_cleanup_close_ int fd = kind == 'd' ? openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 					      : openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-	struct stat st;
 	if (fd < 0)
 		return kind != 'd' && errno == EEXIST;
 	if (kind == 'c' && write(fd, ".\n", 2) != 2)
 		return true;	/* made, if not filled: still held */
-	if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
+	/* What stands there now is the daemon's (not a directory put in
+	 * the place of the one it made): its owner and mode. */
+	if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (kind == 'd') == !!S_ISDIR(st.st_mode)) {
 		(void)fchown(fd, ds.st_uid, ds.st_gid);
+		(void)fchmod(fd, kind == 'd' ? 0755 : 0644);
+	}
 	return true;
+}
+
+/* The workspace ws's rel (full is ws/rel) exists, or its stub of kind
+ * could be made (protect_stub(), through rd's fd of the workspace). */
+static bool protect_held(struct repo_dirs *rd, const char *ws, const char *full, int kind)
+{
+	struct stat st;
+	if (lstat(full, &st) == 0)
+		return true;
+	size_t n = strlen(ws);
+	if (!kind || strncmp(full, ws, n) != 0 || full[n] != '/')
+		return false;
+	if (rd->ws_fd < 0)
+		rd->ws_fd = repos_open_ws(ws);
+	return protect_stub(rd->ws_fd, full + n + 1, kind);
 }
 
 /*
@@ -385,8 +410,9 @@ static bool protect_stub(char *full, int kind)
  * seccomp sees no paths; git makes its lock files in .git): so a missing
  * entry git would follow (hooks, info, modules, config, commondir) is
  * made empty first (protect_stub()) and held like one that exists, the
- * one change the sandbox makes to a repository; missing_out says that a
- * path could be neither found nor made.
+ * one change the sandbox makes to a repository, and only beneath the
+ * workspace (no link followed); missing_out says that a path could be
+ * neither found nor made.
  */
 static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool *missing_out)
 {
@@ -397,9 +423,13 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 		/* A .git file (a "gitdir:" pointer, in a linked worktree or a
 		 * submodule) sends git elsewhere: held with the paths beneath
 		 * .git (sandbox_protected()). */
-		struct repo_dirs rd = {0};
+		struct repo_dirs rd = { .ws_fd = -1 };
 		if (git)
 			repos_get(*w, &rd);
+		/* A workspace that cannot be opened following no link gets
+		 * no stub: said. */
+		if (git && rd.ws_fd < 0)
+			*missing_out = true;
 		if (rd.top_file) {
 			char *dot_git = xasprintf("%s/.git", *w);
 			if (strv_has(run->ro_binds, dot_git))
@@ -413,9 +443,7 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			bool under_git = strncmp(*p, ".git/", 5) == 0;
 			for (size_t i = 0; under_git && i < rd.n; i++) {
 				_cleanup_free_ char *full = xasprintf("%s/%s", rd.git[i], *p + 5);
-				struct stat st;
-				int kind = stub_kind(*p + 5);
-				if (lstat(full, &st) == 0 || (kind && protect_stub(full, kind)))
+				if (protect_held(&rd, *w, full, stub_kind(*p + 5)))
 					protect_add(run, rd.base[i], full);
 				else if (i == 0 && rd.n_top)
 					*missing_out = true;
@@ -426,9 +454,7 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			if (under_git && (rd.n_top || rd.top_none || rd.top_file))
 				continue;
 			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
-			struct stat st;
-			int kind = under_git ? 0 : stub_kind(*p);
-			if (lstat(full, &st) == 0 || (kind && protect_stub(full, kind)))
+			if (protect_held(&rd, *w, full, under_git ? 0 : stub_kind(*p)))
 				protect_add(run, *w, full);
 		}
 		for (size_t i = 0; i < rd.n_pointers; i++)

@@ -476,4 +476,11 @@ bool sandbox_pid_confined(pid_t pid, int pidfd);
  */
 bool sandbox_refusal_due(uint64_t now_ms, uint64_t interval_ms, unsigned *ret_more);
 
+/* Where the sandbox's warnings go (the program logs them; NULL: nowhere):
+ * a workspace whose scan for nested repositories stopped at its bound. */
+void sandbox_set_warn(void (*fn)(const char *msg));
+/* Scans for nested repositories that stopped at their bound, since the
+ * start. */
+uint64_t sandbox_repos_bounded(void);
+
 #endif

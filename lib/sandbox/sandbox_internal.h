@@ -169,8 +169,15 @@ struct repo_dirs {
 	size_t n_pointers;
 	bool top_file;		/* the workspace's own .git is a file, */
 	bool top_none;		/* or there is none */
+	int ws_fd;		/* the workspace, opened following no link, or -1 */
 };
 void repos_get(const char *ws, struct repo_dirs *ret);
+/* Opens the directory rel beneath dir_fd, or the workspace ws (absolute,
+ * canonical), following no symbolic link on the way and none at its end
+ * (openat2() RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or one name at a time
+ * with O_NOFOLLOW): an fd, or -1 with errno. */
+int repos_open_below(int dir_fd, const char *rel);
+int repos_open_ws(const char *ws);
 void repo_dirs_clear(struct repo_dirs *r);
 void repos_clear(void);
 

@@ -580,6 +580,80 @@ void tcd_start(struct tcd *d, const char *config_json)
 	tcd_start_opts(d, &o);
 }
 
+void tcd_start_auto(struct tcd *d, const char *members)
+{
+	char *cfg = xasprintf("{" TC_AUTO_CONFIRM "%s}", members);
+	tcd_start(d, cfg);
+	free(cfg);
+}
+
+char *tcd_home(const struct tcd *d)
+{
+	char *home = xasprintf("%s/home", d->dir);
+	ck_assert_msg(mkdir(home, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", home, strerror(errno));
+	return home;
+}
+
+void tcd_spawn_home(struct tcd *d, struct tcd_opts *o)
+{
+	char *home = tcd_home(d);
+	char *env_home = xasprintf("HOME=%s", home);
+	const char *env[] = { env_home, NULL };
+	o->env = env;
+	tcd_spawn(d, o);
+	o->env = NULL;
+	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0) {
+		char *log = tcd_log(d);
+		ck_abort_msg("the daemon did not start: %s", log);
+	}
+	free(env_home);
+	free(home);
+}
+
+void tcd_open_to_all(struct tcd *d)
+{
+	ck_assert_int_eq(chmod(d->dir, 0711), 0);
+	ck_assert_int_eq(chmod(d->ws, 0777), 0);
+}
+
+void tcd_finish(struct tcd *d)
+{
+	ck_assert_int_eq(tcd_stop(d), 0);
+	tcd_free(d);
+}
+
+const struct json *tcc_shell(struct tcc *c, const char *command)
+{
+	char *q = tj_quote(command);
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s}", q));
+	free(q);
+	return r;
+}
+
+void tc_assert_shell_fails(struct tcc *c, const char *command)
+{
+	char *one = xasprintf("%s && echo DONE", command);
+	const struct json *r = tcc_shell(c, one);
+	const char *o = tj_str(r, "result.structuredContent.stdout");
+	ck_assert_msg(!o || !strstr(o, "DONE"), "'%s' succeeded: %s", command, tcc_raw(c, r));
+	free(one);
+}
+
+void tc_assert_shell_fails_all(struct tcc *c, const char *const *commands, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		tc_assert_shell_fails(c, commands[i]);
+}
+
+bool tj_has_str(const struct json *v, const char *path, const char *s)
+{
+	const struct json *a = tj(v, path);
+	for (size_t i = 0; a && a->type == JSON_ARRAY && i < a->u.arr.n; i++)
+		if (json_str(a->u.arr.items[i]) && strcmp(json_str(a->u.arr.items[i]), s) == 0)
+			return true;
+	return false;
+}
+
 void tcd_kill(struct tcd *d, int sig)
 {
 	ck_assert_msg(d->pid > 0, "the daemon is not running");

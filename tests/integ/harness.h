@@ -167,6 +167,27 @@ char *tcd_write_ws(struct tcd *d, const char *rel, const void *content, size_t l
 void tcd_put(struct tcd *d, const char *rel, const char *content);
 /* The absolute path of rel inside the workspace (malloc'd). */
 char *tcd_ws_path(const struct tcd *d, const char *rel);
+
+/* Members of a config's top object for the sandbox and network cases: a
+ * socket every uid may connect to, and no confirmation asked. */
+#define TC_AUTO_CONFIRM                                                                        \
+	"\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":" \
+	"\"auto\",\"network\":\"auto\"}}"
+/* Starts the daemon with TC_AUTO_CONFIRM and the members given (JSON
+ * members text after a comma, or ""). */
+void tcd_start_auto(struct tcd *d, const char *members);
+/* DIR/home, made (0755) when missing: a $HOME of the daemon's own
+ * (malloc'd). */
+char *tcd_home(const struct tcd *d);
+/* Spawns the daemon prepared with o (tcd_prepare()) with HOME=tcd_home()
+ * its environment, and waits for its socket: the case fails with the
+ * daemon's log when it does not come. */
+void tcd_spawn_home(struct tcd *d, struct tcd_opts *o);
+/* Lets every uid reach the socket (DIR 0711) and write the workspace
+ * (0777). */
+void tcd_open_to_all(struct tcd *d);
+/* Stops the daemon, which must exit 0, and frees d. */
+void tcd_finish(struct tcd *d);
 /* Reads a file (absolute, or relative to the workspace); NULL if it cannot
  * be read. *ret_len (optional) gets its length. malloc'd, NUL-terminated. */
 char *tcd_read(const struct tcd *d, const char *path, size_t *ret_len);
@@ -247,6 +268,12 @@ const struct json *tcc_request_t(struct tcc *c, const char *method, const char *
 /* tools/call shorthand: params {"name":tool,"arguments":args_json}
  * (args_json NULL: "{}"). */
 const struct json *tcc_call(struct tcc *c, const char *tool, const char *args_json);
+/* Calls the shell tool with command (quoted as a JSON string). */
+const struct json *tcc_shell(struct tcc *c, const char *command);
+/* Asserts that the shell command fails: "CMD && echo DONE" prints no
+ * DONE. The _all form: each of the n commands. */
+void tc_assert_shell_fails(struct tcc *c, const char *command);
+void tc_assert_shell_fails_all(struct tcc *c, const char *const *commands, size_t n);
 /* Sends a request without waiting; returns its numeric id. The harness's
  * ids count up from 1000, so ids a test writes by hand below 1000 never
  * collide with them. */
@@ -305,6 +332,8 @@ bool tj_bool(const struct json *v, const char *path);
 long tj_len(const struct json *v, const char *path);
 /* True when the value at path exists. */
 static inline bool tj_has(const struct json *v, const char *path) { return tj(v, path) != NULL; }
+/* Whether the array at path of v holds the string s. */
+bool tj_has_str(const struct json *v, const char *path, const char *s);
 /* The error kind of a response (error.data.kind), NULL for a success. */
 const char *tj_kind(const struct json *resp);
 /* Compact JSON text of a value (malloc'd): for messages and comparisons. */

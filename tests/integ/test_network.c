@@ -201,16 +201,7 @@ static void start(struct tcd *d, const char *policy, const char *extra)
 			      extra ? extra : "");
 	tcd_start(d, cfg);
 	free(cfg);
-	ck_assert_int_eq(chmod(d->dir, 0711), 0);
-	ck_assert_int_eq(chmod(d->ws, 0777), 0);
-}
-
-static const struct json *sh(struct tcc *c, const char *command)
-{
-	char *q = tj_quote(command);
-	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s}", q));
-	free(q);
-	return r;
+	tcd_open_to_all(d);
 }
 
 /* The text of v for a message (kept until the next call). */
@@ -269,8 +260,7 @@ static struct tcc *subscriber(struct tcd *d, const char *types)
 
 static void stop(struct tcd *d)
 {
-	ck_assert_int_eq(tcd_stop(d), 0);
-	tcd_free(d);
+	tcd_finish(d);
 	servers_stop();
 }
 
@@ -288,7 +278,7 @@ START_TEST(proxy_reaches_allowed_hosts)
 	struct tcc *c = tcc_connect(&d);
 
 	/* Plain HTTP through HTTP_PROXY (curl reads http_proxy). */
-	const struct json *r = sh(c, tcc_fmt(c, "curl -sS -m 20 -H 'Proxy-Connection: keep-alive' "
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "curl -sS -m 20 -H 'Proxy-Connection: keep-alive' "
 					     "http://origin.test:%d/hello", origin_port));
 	tc_assert_ok(r);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
@@ -327,13 +317,13 @@ START_TEST(proxy_reaches_allowed_hosts)
 	ck_assert(tj_has(l, "duration_ms"));
 
 	/* A CONNECT tunnel to the echo. */
-	r = sh(c, tcc_fmt(c, "echo ping-through-tunnel | socat -t 5 - PROXY:127.0.0.1:echo.test:%d,proxyport=3128",
+	r = tcc_shell(c, tcc_fmt(c, "echo ping-through-tunnel | socat -t 5 - PROXY:127.0.0.1:echo.test:%d,proxyport=3128",
 			  echo_port));
 	tc_assert_ok(r);
 	ck_assert_msg(str_eq(out(r), "ping-through-tunnel\n"), "%s", dump(r));
 
 	/* The child itself reaches nothing but its own loopback. */
-	r = sh(c, tcc_fmt(c, "curl -sS --noproxy '*' -m 5 http://127.0.0.2:%d/ || echo unreachable", origin_port));
+	r = tcc_shell(c, tcc_fmt(c, "curl -sS --noproxy '*' -m 5 http://127.0.0.2:%d/ || echo unreachable", origin_port));
 	tc_assert_ok(r);
 	ck_assert_msg(strstr(out(r), "unreachable"), "%s", dump(r));
 	ck_assert_msg(!strstr(out(r), ORIGIN_BODY), "%s", dump(r));
@@ -351,7 +341,7 @@ START_TEST(socks5_through_all_proxy)
 	struct tcd d;
 	start(&d, "\"allow\":[\"origin.test\"]", NULL);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, tcc_fmt(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://origin.test:%d/socks",
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://origin.test:%d/socks",
 					     origin_port));
 	tc_assert_ok(r);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
@@ -359,7 +349,7 @@ START_TEST(socks5_through_all_proxy)
 	ck_assert_str_eq(tj_str(l, "host"), "origin.test");
 	ck_assert_str_eq(tj_str(l, "decision"), "allow");
 	/* A refused destination is a SOCKS failure. */
-	r = sh(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://elsewhere.test/ || echo refused");
+	r = tcc_shell(c, "env -u http_proxy -u HTTP_PROXY curl -sS -m 20 http://elsewhere.test/ || echo refused");
 	ck_assert_msg(strstr(out(r), "refused") && strstr(text(r), "elsewhere.test:80"), "%s", dump(r));
 	tcc_close(c);
 	stop(&d);
@@ -377,7 +367,7 @@ START_TEST(proxy_refuses_with_the_rule)
 	struct tcc *ev = subscriber(&d, "[\"network.refused\"]");
 	struct tcc *c = tcc_connect(&d);
 
-	const struct json *r = sh(c, "curl -sS -m 20 -w '\\n%{http_code}\\n' http://evil.test/x");
+	const struct json *r = tcc_shell(c, "curl -sS -m 20 -w '\\n%{http_code}\\n' http://evil.test/x");
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.isError"));
 	ck_assert_msg(strstr(out(r), "deny:evil.test") && strstr(out(r), "\n403\n"), "%s", dump(r));
@@ -392,7 +382,7 @@ START_TEST(proxy_refuses_with_the_rule)
 	ck_assert_str_eq(tj_str(l, "decision"), "deny");
 
 	/* The cloud metadata address, by literal and by a name leading there. */
-	r = sh(c, "curl -s -m 20 -w '\\n%{http_code}\\n' http://169.254.169.254/latest/meta-data/; "
+	r = tcc_shell(c, "curl -s -m 20 -w '\\n%{http_code}\\n' http://169.254.169.254/latest/meta-data/; "
 		  "curl -s -m 20 -o /dev/null -w '%{http_code}\\n' http://meta.test/; exit 3");
 	tc_assert_ok(r);
 	ck_assert(tj_bool(r, "result.isError"));
@@ -445,7 +435,7 @@ START_TEST(ask_is_a_confirmation)
 
 	/* Remembered for the session: not asked again. */
 	tcc_clear_queue(ap);
-	r = sh(c, cmd);
+	r = tcc_shell(c, cmd);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	ck_assert(tcc_quiet(ap, 200));
 
@@ -467,7 +457,7 @@ START_TEST(ask_is_a_confirmation)
 
 	/* Nobody to ask: refused at once. */
 	tcc_close(ap);
-	r = sh(c, tcc_fmt(c, "curl -s -m 60 -o /dev/null -w '%%{http_code}\\n' http://ask.test:%d/", echo_port));
+	r = tcc_shell(c, tcc_fmt(c, "curl -s -m 60 -o /dev/null -w '%%{http_code}\\n' http://ask.test:%d/", echo_port));
 	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:no approver"), "%s", dump(r));
 
 	tcc_close(c);
@@ -573,7 +563,7 @@ START_TEST(ask_questions_bounded)
 	ck_assert_ptr_nonnull(e);
 	char *rid = tj_quote(tj_str(e, "requestId"));
 	/* ...so the second one's is refused at once. */
-	const struct json *r = sh(c, tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", echo_port));
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", echo_port));
 	ck_assert_msg(strstr(out(r), "ask:too many questions") && strstr(out(r), " 403\n"), "%s", dump(r));
 	ck_assert_msg(strstr(text(r), tcc_fmt(c, "ask.test:%d (rule ask:too many questions)", echo_port)), "%s", dump(r));
 	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"allow\"}", rid)));
@@ -679,7 +669,7 @@ START_TEST(ask_times_out)
 	struct tcc *c = tcc_connect(&d);
 	tc_assert_ok(tcc_reload(c));
 	struct tcc *ap = subscriber(&d, "[\"tool.confirmation_requested\",\"tool.confirmation_resolved\"]");
-	const struct json *r = sh(c, tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", origin_port));
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", origin_port));
 	ck_assert_msg(strstr(out(r), " 403\n") && strstr(text(r), "ask:timeout"), "%s", dump(r));
 	ck_assert_ptr_nonnull(tcc_wait_event(ap, "tool.confirmation_requested", 5000));
 	const struct json *e = tcc_wait_event(ap, "tool.confirmation_resolved", 5000);
@@ -822,7 +812,7 @@ START_TEST(tool_file_adds_its_hosts)
 	ck_assert_msg(strstr(text(r), "[sandbox] The network proxy refused elsewhere.test:80 (rule unknown:deny)"), "%s",
 		      dump(r));
 	/* The config's sandbox network stays false for the others. */
-	r = sh(c, tcc_fmt(c, "curl -sS -m 5 http://origin.test:%d/ || echo no-network", origin_port));
+	r = tcc_shell(c, tcc_fmt(c, "curl -sS -m 5 http://origin.test:%d/ || echo no-network", origin_port));
 	ck_assert_msg(strstr(out(r), "no-network"), "%s", dump(r));
 	r = tcc_request(c, "admin/metrics", "{}");
 	const char *m = tj_str(r, "result.text");
@@ -842,7 +832,7 @@ START_TEST(policy_reloads)
 	start(&d, "\"allow\":[\"nothing.test\"]", NULL);
 	struct tcc *c = tcc_connect(&d);
 	const char *cmd = tcc_fmt(c, "curl -s -m 20 -w '\\n%%{http_code}\\n' http://origin.test:%d/", origin_port);
-	const struct json *r = sh(c, cmd);
+	const struct json *r = tcc_shell(c, cmd);
 	ck_assert_msg(strstr(out(r), "unknown:deny") && strstr(out(r), "\n403\n"), "%s", dump(r));
 	_cleanup_free_ char *text = tcd_read(&d, d.config, NULL);
 	char *at = strstr(text, "nothing.test");
@@ -851,7 +841,7 @@ START_TEST(policy_reloads)
 	at[12] = ' ';
 	tc_write_file_atomic(d.config, text, strlen(text));
 	tc_assert_ok(tcc_reload(c));
-	r = sh(c, cmd);
+	r = tcc_shell(c, cmd);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY "\n200\n"), "%s", dump(r));
 	tcc_close(c);
 	stop(&d);
@@ -884,7 +874,7 @@ START_TEST(ask_through_toolcallctl_approve)
 	struct tcc *w = subscriber(&d, "[\"tool.confirmation_resolved\"]");
 	ck_assert_int_eq(write(in[1], "y\n", 2), 2);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/ctl", origin_port));
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/ctl", origin_port));
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	const struct json *e = tcc_wait_event(w, "tool.confirmation_resolved", 5000);
 	ck_assert_ptr_nonnull(e);
@@ -911,7 +901,7 @@ START_TEST(proxy_for_another_uid)
 	struct tcd d;
 	start(&d, "\"allow\":[\"origin.test\"]", NULL);
 	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
-	const struct json *r = sh(c, tcc_fmt(c, "id -u; curl -sS -m 20 http://origin.test:%d/nobody", origin_port));
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "id -u; curl -sS -m 20 http://origin.test:%d/nobody", origin_port));
 	tc_assert_ok(r);
 	char *want = xasprintf("%u\n%s", (unsigned)pw->pw_uid, ORIGIN_BODY);
 	ck_assert_msg(str_eq(out(r), want), "%s", dump(r));
@@ -934,7 +924,7 @@ START_TEST(network_true_is_unchanged)
 	tcd_start(&d, cfg);
 	free(cfg);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, tcc_fmt(c, "echo \"[$HTTP_PROXY$ALL_PROXY]\"; curl -sS -m 20 http://127.0.0.2:%d/direct",
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "echo \"[$HTTP_PROXY$ALL_PROXY]\"; curl -sS -m 20 http://127.0.0.2:%d/direct",
 					     origin_port));
 	tc_assert_ok(r);
 	ck_assert_msg(str_eq(out(r), "[]\n" ORIGIN_BODY), "%s", dump(r));
@@ -996,7 +986,7 @@ START_TEST(hooks_get_no_proxy)
 	tc_write_file_atomic(path, script, strlen(script));
 	ck_assert_int_eq(chmod(path, 0644), 0);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, "echo ran");
+	const struct json *r = tcc_shell(c, "echo ran");
 	tc_assert_ok(r);
 	ck_assert_msg(str_eq(out(r), "ran\n"), "%s", dump(r));
 	tcc_close(c);
@@ -1087,7 +1077,7 @@ START_TEST(connections_per_call_bounded)
 	struct tcc *c = tcc_connect(&d);
 	/* A tunnel held open (its first bytes echoed back show it is up),
 	 * then a second connection. */
-	const struct json *r = sh(c, tcc_fmt(c,
+	const struct json *r = tcc_shell(c, tcc_fmt(c,
 		"{ echo up; sleep 20; } | socat -t 20 - PROXY:127.0.0.1:echo.test:%d,proxyport=3128 > tunnel & "
 		"i=0; until grep -q up tunnel 2>/dev/null || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; "
 		"curl -s -m 20 -o /dev/null -w '%%{http_code}\\n' http://origin.test:%d/; kill %%1",
@@ -1107,7 +1097,7 @@ START_TEST(bytes_per_call_bounded)
 	struct tcd d;
 	start(&d, "\"allow\":[\"echo.test\"]", "\"limits\":{\"net_mb\":1}");
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, tcc_fmt(c, "head -c 8000000 /dev/zero | socat -t 10 - "
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "head -c 8000000 /dev/zero | socat -t 10 - "
 					     "PROXY:127.0.0.1:echo.test:%d,proxyport=3128 | wc -c", echo_port));
 	tc_assert_ok(r);
 	long echoed = strtol(out(r), NULL, 10);
@@ -1192,7 +1182,7 @@ START_TEST(proxy_for_a_daemon_not_root)
 	if (userns) {
 		ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
 		struct tcc *c = tcc_connect(&d);
-		const struct json *r = sh(c, tcc_fmt(c, "id -u; curl -sS -m 20 http://origin.test:%d/unprivileged; "
+		const struct json *r = tcc_shell(c, tcc_fmt(c, "id -u; curl -sS -m 20 http://origin.test:%d/unprivileged; "
 						     "curl -sS -m 5 --noproxy '*' http://127.0.0.2:%d/ 2>/dev/null || echo unreachable",
 						     origin_port, origin_port));
 		tc_assert_ok(r);

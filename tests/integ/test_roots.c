@@ -48,12 +48,6 @@ static const struct json *write_file(struct tcc *c, const char *path, const char
 	return tcc_call(c, "write_file", tcc_fmt(c, "{\"path\":%s,\"content\":\"%s\"}", q, content));
 }
 
-static const struct json *sh(struct tcc *c, const char *command)
-{
-	_cleanup_free_ char *q = tj_quote(command);
-	return tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s}", q));
-}
-
 /* Starts the daemon with DIR/allowed/{a,b c} and DIR/elsewhere made. */
 static void start_with(struct tcd *d, const char *config)
 {
@@ -123,12 +117,12 @@ START_TEST(roots_become_workspaces)
 	tc_assert_ok(r);
 
 	/* Shell: cwd is the primary; every root is writable. */
-	r = sh(c, "pwd");
+	r = tcc_shell(c, "pwd");
 	tc_assert_ok(r);
 	_cleanup_free_ char *pwd = xasprintf("%s\n", ra);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), pwd);
 	_cleanup_free_ char *cmd = xasprintf("echo s > '%s/sh.txt'", rb);
-	r = sh(c, cmd);
+	r = tcc_shell(c, cmd);
 	tc_assert_ok(r);
 	ck_assert_msg(!tj_bool(r, "result.isError"), "%s", tj_str(r, "result.content.0.text"));
 	ck_assert(exists_in(&d, "allowed/b c/sh.txt"));
@@ -136,7 +130,7 @@ START_TEST(roots_become_workspaces)
 	_cleanup_free_ char *enforced = tj_text(tj(r, "result.structuredContent.sandbox.enforced"));
 	if (strstr(enforced, "landlock")) {
 		_cleanup_free_ char *cmd2 = xasprintf("echo s > '%s/elsewhere/sh.txt'", d.dir);
-		r = sh(c, cmd2);
+		r = tcc_shell(c, cmd2);
 		ck_assert(tj_bool(r, "result.isError"));
 		ck_assert(!exists_in(&d, "elsewhere/sh.txt"));
 	} else {

@@ -28,59 +28,27 @@
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
-#define AUTO "\"socket_mode\":\"0666\",\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
 
 /* Starts a daemon with the sandbox config members (JSON members text,
  * may be empty) and $HOME in its temp dir, holding .ssh/id_rsa. */
 static void start(struct tcd *d, const char *sandbox_members)
 {
-	char *cfg = xasprintf("{" AUTO ",\"sandbox\":{%s}}", sandbox_members);
+	char *cfg = xasprintf("{" TC_AUTO_CONFIRM ",\"sandbox\":{%s}}", sandbox_members);
 	struct tcd_opts o = { .config = cfg };
 	tcd_prepare(d, &o);
-	char *home = xasprintf("%s/home", d->dir);
-	char *ssh = xasprintf("%s/home/.ssh", d->dir);
-	char *key = xasprintf("%s/home/.ssh/id_rsa", d->dir);
-	ck_assert_int_eq(mkdir(home, 0755), 0);
+	char *home = tcd_home(d);
+	char *ssh = xasprintf("%s/.ssh", home);
+	char *key = xasprintf("%s/.ssh/id_rsa", home);
 	ck_assert_int_eq(mkdir(ssh, 0755), 0);
 	tc_write_file_atomic(key, "SECRET KEY\n", 11);
 	ck_assert_int_eq(chmod(key, 0644), 0);
-	char *env_home = xasprintf("HOME=%s", home);
-	const char *env[] = { env_home, NULL };
-	o.env = env;
-	tcd_spawn(d, &o);
-	if (tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) < 0) {
-		char *log = tcd_log(d);
-		ck_abort_msg("the daemon did not start: %s", log);
-	}
+	tcd_spawn_home(d, &o);
 	/* Other uids reach the socket and the workspace. */
-	ck_assert_int_eq(chmod(d->dir, 0711), 0);
-	ck_assert_int_eq(chmod(d->ws, 0777), 0);
-	free(env_home);
+	tcd_open_to_all(d);
 	free(key);
 	free(ssh);
 	free(home);
 	free(cfg);
-}
-
-/* Runs a shell command; returns the response. */
-static const struct json *sh(struct tcc *c, const char *command)
-{
-	struct buf b = {0};
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	jgen_key(g, "command");
-	jgen_str(g, command);
-	jgen_obj_close(g);
-	jgen_free(g);
-	const struct json *r = tcc_call(c, "shell", buf_head(&b));
-	buf_free(&b);
-	return r;
-}
-
-static void stop(struct tcd *d)
-{
-	ck_assert_int_eq(tcd_stop(d), 0);
-	tcd_free(d);
 }
 
 #ifdef SANDBOX_AS_PEER
@@ -92,7 +60,7 @@ START_TEST(shell_runs_as_the_peer)
 	start(&d, "");
 	free(tcd_write_ws(&d, "root-only", "root's\n", 7, 0600));
 	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
-	const struct json *r = sh(c, "id -u; echo hi > mine");
+	const struct json *r = tcc_shell(c, "id -u; echo hi > mine");
 	tc_assert_ok(r);
 	char *want = xasprintf("%u\n", (unsigned)pw->pw_uid);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
@@ -102,13 +70,13 @@ START_TEST(shell_runs_as_the_peer)
 	ck_assert_int_eq(stat(mine, &st), 0);
 	ck_assert_int_eq(st.st_uid, pw->pw_uid);
 	free(mine);
-	r = sh(c, "cat root-only");
+	r = tcc_shell(c, "cat root-only");
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.structuredContent.stdout"), "Permission denied"));
 	/* The child has a mount namespace of its own (everything but its
 	 * writable paths read-only there), and "/" stays listable. */
 	char *cmd;
-	r = sh(c, "ls / | grep -qx usr && echo listed; readlink /proc/self/ns/mnt");
+	r = tcc_shell(c, "ls / | grep -qx usr && echo listed; readlink /proc/self/ns/mnt");
 	tc_assert_ok(r);
 	char own_ns[64] = "", *daemon_ns = xasprintf("/proc/%d/ns/mnt", (int)d.pid);
 	ssize_t n = readlink(daemon_ns, own_ns, sizeof(own_ns) - 1);
@@ -126,7 +94,7 @@ START_TEST(shell_runs_as_the_peer)
 		tc_write_file_atomic(late, "late\n", 5);
 		ck_assert_int_eq(chmod(late, 0644), 0);
 		cmd = xasprintf("cat %s", late);
-		r = sh(c, cmd);
+		r = tcc_shell(c, cmd);
 		free(cmd);
 		(void)unlink(late);
 		tc_assert_ok(r);
@@ -135,11 +103,11 @@ START_TEST(shell_runs_as_the_peer)
 	free(late);
 	/* The daemon's environment is out of reach. */
 	cmd = xasprintf("cat /proc/%d/environ", (int)d.pid);
-	r = sh(c, cmd);
+	r = tcc_shell(c, cmd);
 	free(cmd);
 	ck_assert(tj_bool(r, "result.isError"));
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -152,12 +120,12 @@ START_TEST(pids_limit_named)
 	struct tcd d;
 	start(&d, "\"limits\":{\"pids\":4}");
 	struct tcc *c = tcc_connect_as(&d, pw->pw_uid, pw->pw_gid);
-	const struct json *r = sh(c, "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait");
+	const struct json *r = tcc_shell(c, "for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; wait");
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "process limit (4 processes)"), "%s",
 		      tj_str(r, "result.content.0.text"));
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -177,7 +145,7 @@ START_TEST(startup_says_what_is_enforced)
 	free(out);
 	free(err);
 	free(cfg);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -213,7 +181,7 @@ START_TEST(shell_file_system)
 	struct tcd d;
 	start(&d, "");
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, "cat \"$HOME/.ssh/id_rsa\"");
+	const struct json *r = tcc_shell(c, "cat \"$HOME/.ssh/id_rsa\"");
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_ptr_null(strstr(tj_str(r, "result.structuredContent.stdout"), "SECRET"));
 	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "[sandbox]"), "%s", tj_str(r, "result.content.0.text"));
@@ -221,14 +189,14 @@ START_TEST(shell_file_system)
 	ck_assert(!tj_bool(r, "result.structuredContent.sandbox.network"));
 
 	char *cmd = xasprintf("echo x > %s/outside", d.dir);
-	r = sh(c, cmd);
+	r = tcc_shell(c, cmd);
 	free(cmd);
 	ck_assert(tj_bool(r, "result.isError"));
 	char *outside = xasprintf("%s/outside", d.dir);
 	ck_assert_int_lt(access(outside, F_OK), 0);
 	free(outside);
 
-	r = sh(c, "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && echo made > made && echo \"$TMPDIR/t\"");
+	r = tcc_shell(c, "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && echo made > made && echo \"$TMPDIR/t\"");
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.isError"));
 	char tmpfile[4096];
@@ -243,9 +211,9 @@ START_TEST(shell_file_system)
 	/* .git/hooks and .git/config stay read-only; new files are fine. */
 	tcd_put(&d, ".git/config", "[core]\n");
 	tcd_put(&d, ".git/hooks/README", "hooks\n");
-	r = sh(c, "echo evil > .git/hooks/pre-commit");
+	r = tcc_shell(c, "echo evil > .git/hooks/pre-commit");
 	ck_assert(tj_bool(r, "result.isError"));
-	r = sh(c, "echo new > another && echo also > .git/notes");
+	r = tcc_shell(c, "echo new > another && echo also > .git/notes");
 	ck_assert(!tj_bool(r, "result.isError"));
 	char *hook = tcd_ws_path(&d, ".git/hooks/pre-commit");
 	ck_assert_int_lt(access(hook, F_OK), 0);
@@ -264,7 +232,7 @@ START_TEST(shell_file_system)
 	free(where);
 	free(hooks);
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -282,19 +250,19 @@ START_TEST(shell_network)
 	struct tcd d;
 	start(&d, "");
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, cmd);
+	const struct json *r = tcc_shell(c, cmd);
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "result.content.0.text"), "no network access"));
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 
 	start(&d, "\"network\":true");
 	c = tcc_connect(&d);
-	r = sh(c, cmd);
+	r = tcc_shell(c, cmd);
 	ck_assert_msg(!tj_bool(r, "result.isError"), "%s", tj_str(r, "result.content.0.text"));
 	ck_assert(tj_bool(r, "result.structuredContent.sandbox.network"));
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 	free(cmd);
 	close(ls);
 }
@@ -306,7 +274,7 @@ static void escapee_gone(const char *sandbox_members)
 	struct tcd d;
 	start(&d, sandbox_members);
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, "setsid sh -c 'echo $$ > pid; exec sleep 300' & while [ ! -s pid ]; do :; done");
+	const struct json *r = tcc_shell(c, "setsid sh -c 'echo $$ > pid; exec sleep 300' & while [ ! -s pid ]; do :; done");
 	tc_assert_ok(r);
 	char *pid_text = tcd_read(&d, "pid", NULL);
 	ck_assert_ptr_nonnull(pid_text);
@@ -322,7 +290,7 @@ static void escapee_gone(const char *sandbox_members)
 	}
 	ck_assert_msg(gone, "process %d outlived its call", (int)pid);
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 
 START_TEST(setsid_gone_cgroup)
@@ -342,12 +310,12 @@ START_TEST(memory_limit_named)
 	struct tcd d;
 	start(&d, "\"limits\":{\"memory_mb\":64}");
 	struct tcc *c = tcc_connect(&d);
-	const struct json *r = sh(c, "awk 'BEGIN { s = \"a\"; while (1) s = s s }'");
+	const struct json *r = tcc_shell(c, "awk 'BEGIN { s = \"a\"; while (1) s = s s }'");
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "memory limit (64 MB)"), "%s",
 		      tj_str(r, "result.content.0.text"));
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -360,7 +328,7 @@ START_TEST(socket_refuses_sandboxed_peer)
 	struct tcc *c = tcc_connect(&d);
 	char *cmd = xasprintf("printf '%%s\\n' '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}' | "
 			      "socat -t 3 - UNIX-CONNECT:%s 2>/dev/null; echo done", d.sock);
-	const struct json *r = sh(c, cmd);
+	const struct json *r = tcc_shell(c, cmd);
 	free(cmd);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "done\n");
 	char *log = tcd_log(&d);
@@ -369,7 +337,7 @@ START_TEST(socket_refuses_sandboxed_peer)
 	/* Still serving its real peers. */
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -403,7 +371,7 @@ START_TEST(command_options_and_off_listed)
 	}
 	ck_assert(seen);
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -475,7 +443,7 @@ START_TEST(mcp_server_sandboxed)
 	}
 	ck_assert_msg(gone, "MCP server %d outlived its provider", (int)pid);
 	tcc_close(c);
-	stop(&d);
+	tcd_finish(&d);
 }
 END_TEST
 #endif

@@ -89,7 +89,7 @@ if (asked.length === 0) {
 	assert.equal(w.isError, false, JSON.stringify(w));
 	assert.match(JSON.stringify(asked[0]), /write_file/);
 	const back = await client.callTool({ name: "read_file", arguments: { path: "elicited.txt" } });
-	assert.equal(back.content[0].text, "yes\n");
+	assert.equal(back.content[0].text, "     1\tyes\n");
 	console.log(`interop (${mode}): elicitation answered by the SDK's handler`);
 }
 

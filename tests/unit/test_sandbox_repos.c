@@ -6,7 +6,9 @@
  * through a symlink or inside a .git; a repository made later in a
  * directory the last scan saw (git init of an existing directory) is
  * found at the next call, and one removed is forgotten; the same without
- * openat2 and without inotify.
+ * openat2 and without inotify. A workspace with more directories than the
+ * scan reads is counted at each scan that stops and told once, on one
+ * line (its name's control characters and backslashes as \xNN).
  */
 #include <check.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/sandbox/sandbox.h"
 #include "lib/sandbox/sandbox_internal.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
@@ -153,6 +156,70 @@ START_TEST(found_when_made_later_without_inotify)
 }
 END_TEST
 
+static char *warned[4];
+static unsigned n_warned;
+
+static void capture(const char *msg)
+{
+	if (n_warned < sizeof(warned) / sizeof(*warned))
+		warned[n_warned] = xstrdup(msg);
+	n_warned++;
+}
+
+/* Makes n directories in dir, from first on. */
+static void make_dirs(const char *dir, unsigned first, unsigned n)
+{
+	for (unsigned i = first; i < first + n; i++) {
+		char *p = xasprintf("%s/d%u", dir, i);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+		free(p);
+	}
+}
+
+/* One call's look at the repositories of w. */
+static void look(const char *w)
+{
+	struct repo_dirs r;
+	repos_get(w, &r);
+	repo_dirs_clear(&r);
+}
+
+START_TEST(bound_counted_and_told_once)
+{
+	char *small = xasprintf("%s/small", ws);
+	char *big = xasprintf("%s/w\nforged\\x", ws);
+	ck_assert_int_eq(mkdir(small, 0755), 0);
+	ck_assert_int_eq(mkdir(big, 0755), 0);
+	make_dirs(small, 0, 200);
+	make_dirs(big, 0, 300);
+	sandbox_set_warn(capture);
+
+	uint64_t before = sandbox_repos_bounded();
+	look(small);
+	ck_assert_uint_eq(sandbox_repos_bounded(), before);
+	ck_assert_uint_eq(n_warned, 0);
+	look(big);
+	ck_assert_uint_eq(sandbox_repos_bounded(), before + 1);
+	/* Kept while nothing changed: no scan. */
+	look(big);
+	ck_assert_uint_eq(sandbox_repos_bounded(), before + 1);
+	/* Changed: scanned again, stopped again, not told again. */
+	make_dirs(big, 300, 1);
+	look(big);
+	ck_assert_uint_eq(sandbox_repos_bounded(), before + 2);
+	ck_assert_uint_eq(n_warned, 1);
+	ck_assert_msg(!strchr(warned[0], '\n'), "more than one line: %s", warned[0]);
+	char *want = xasprintf("workspace %s/w\\x0aforged\\x5cx has more than 256 directories or 8192 entries "
+			       "within 4 levels", ws);
+	ck_assert_msg(strstr(warned[0], want), "%s not in: %s", want, warned[0]);
+	free(want);
+	sandbox_set_warn(NULL);
+	free(warned[0]);
+	free(small);
+	free(big);
+}
+END_TEST
+
 static Suite *repos_suite(void)
 {
 	Suite *s = suite_create("sandbox_repos");
@@ -162,6 +229,7 @@ static Suite *repos_suite(void)
 	tcase_add_test(tc, found_when_made_later);
 	tcase_add_test(tc, nested_down_to_four_levels_without_openat2);
 	tcase_add_test(tc, found_when_made_later_without_inotify);
+	tcase_add_test(tc, bound_counted_and_told_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
