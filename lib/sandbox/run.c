@@ -957,9 +957,11 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 {
 	if (!run)
 		return NULL;
-	/* Its namespace serves again where nothing of the call is left in it. */
-	run->net = sandbox_net_end(run->net, run->net && run->cgroup_fd >= 0 &&
-					       cg_read_key(run, "cgroup.events", "populated") == 0);
+	/* Its namespaces serve again where nothing of the call is left in
+	 * them. */
+	bool empty = run->cgroup_fd >= 0 && (run->net || run->mntns_fd >= 0) &&
+		     cg_read_key(run, "cgroup.events", "populated") == 0;
+	run->net = sandbox_net_end(run->net, run->net && empty);
 	if (run->cgroup && !cg_keep(run)) {
 		sandbox_run_kill(run);
 		cg_remove(TAKE_PTR(run->cgroup));
@@ -977,7 +979,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	 * call's, with a new TMPDIR, when it had one made ahead. */
 	if (run->mntns_fd >= 0)
 		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, run->child.tmp_opts ? run->tmpdir : NULL,
-				 run->ns_born_ms);
+				 run->ns_born_ms, empty && !sandbox_cgroup_is_fake());
 	char *next;
 	_cleanup_free_ char *msg = NULL;
 	if (run->ns_key && run->spawned &&

@@ -96,6 +96,9 @@ void ll_cache_clear(void);
 int tmp_parent_get(uid_t uid, const char **ret, char **ret_msg);
 int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg);
 void tmp_call_remove(char *path);
+/* Empties the directory of fd (never through a link); true when nothing
+ * is left in it. */
+bool tmp_empty_dir(int fd);
 void tmp_base_remove(void);
 /* The directory of all TMPDIRs (canonical), or NULL before the first. */
 const char *tmp_base_path(void);
@@ -144,8 +147,11 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 void nspool_dispose(int fd);
 /* Gives back the namespace a call joined, when it ends: the maker keeps
  * it for the next call of the plan (key), which gets it with a new
- * TMPDIR instead of its TMPDIR own; or closes it (too old, no key). */
-void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms);
+ * TMPDIR instead of its TMPDIR own; or closes it (too old, no key).
+ * clean: nothing of the call is left running (its cgroup is empty), so
+ * that its TMPDIR's tmpfs may be emptied and moved to the next call's
+ * path rather than unmounted and made anew. */
+void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms, bool clean);
 /* Drops what is made or asked for; with stop, lets the maker go. */
 void nspool_clear(bool stop);
 

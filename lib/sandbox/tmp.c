@@ -62,6 +62,33 @@ static size_t n_parents;
 
 /* Removes name in parent and, for a directory, all it holds. Never
  * follows a symlink: directories are opened with O_NOFOLLOW. */
+static void rm_tree_at(int parent, const char *name, unsigned depth);
+
+bool tmp_empty_dir(int fd)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+		if (!d) {
+			if (dup_fd >= 0)
+				close(dup_fd);
+			return false;
+		}
+		bool any = false;
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+				any = true;
+				if (pass == 0)
+					rm_tree_at(fd, e->d_name, 1);
+			}
+		closedir(d);
+		if (!any)
+			return true;
+	}
+	return false;
+}
+
 static void rm_tree_at(int parent, const char *name, unsigned depth)
 {
 	if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT)

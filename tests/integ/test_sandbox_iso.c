@@ -301,9 +301,10 @@ END_TEST
 
 /*
  * Calls one after another (the later ones join a mount namespace made
- * ahead, the same one given a new TMPDIR): each finds its TMPDIR empty,
- * under a path of its own, with nothing of the call before it reachable
- * by the old path; its limits.tmp_mb holds. As root (loop 0) and as uid
+ * ahead, the same one given a new TMPDIR, its tmpfs emptied and moved):
+ * each finds its TMPDIR empty, mode 0700 and with all its space, under a
+ * path of its own, with nothing of the call before it reachable by the
+ * old path; its limits.tmp_mb holds. As root (loop 0) and as uid
  * 65534 (loop 1).
  */
 START_TEST(tmpdir_fresh_each_call)
@@ -323,9 +324,14 @@ START_TEST(tmpdir_fresh_each_call)
 	}
 	char *last = NULL;
 	for (int i = 0; i < 6; i++) {
-		char *cmd = last ? xasprintf("ls -A \"$TMPDIR\"; cat '%s/s' 2>/dev/null; ls '%s' 2>/dev/null; "
-					     "echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", last, last, i)
-				 : xasprintf("echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", i);
+		/* Each leaves its TMPDIR full, deep and open to all: the
+		 * next finds it empty, 0700, with its whole size. */
+		char *cmd = xasprintf("m=$(stat -c %%a \"$TMPDIR\"); [ \"$m\" = 700 ] || echo \"mode $m\"; "
+				      "ls -A \"$TMPDIR\"; cat '%s/s' 2>/dev/null; ls '%s' 2>/dev/null; "
+				      "mkdir -p \"$TMPDIR/d/e/f\" && touch \"$TMPDIR/.h\" \"$TMPDIR/d/e/f/g\" && "
+				      "head -c 700000 /dev/zero > \"$TMPDIR/fill\" && chmod 777 \"$TMPDIR\" && "
+				      "echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", last ? last : "/nonexistent",
+				      last ? last : "/nonexistent", i);
 		const struct json *r = sh(c, cmd);
 		free(cmd);
 		tc_assert_ok(r);
