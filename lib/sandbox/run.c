@@ -61,6 +61,7 @@ struct sandbox_run {
 	int mntns_fd;			/* a mount namespace made ahead (nspool.c), or -1 */
 	char *ns_key;			/* its plan, to ask for the next call's */
 	uint64_t ns_born_ms;		/* when the namespace was first made */
+	bool ns_clean;			/* nothing of the call ran when it ended */
 	bool spawned;			/* its child started */
 	unsigned spare_gen;
 	uid_t uid;			/* the child's, and its parent of TMPDIRs */
@@ -94,6 +95,13 @@ static struct cg_kept {
 } cg_kept[CG_KEPT_MAX];
 static unsigned n_cg_kept;
 static void cg_kept_clear(void);
+/* Runs ended whose next calls are still to be prepared (sandbox_ahead()):
+ * asking the maker for the next namespace wakes it, and making the next
+ * TMPDIR costs a few system calls, which need not delay the answer. */
+#define AHEAD_MAX 8
+static struct sandbox_run *ahead[AHEAD_MAX];
+static unsigned n_ahead;
+static void run_ahead(struct sandbox_run *run);
 /* Cgroups that still had processes when their call ended: removed later. */
 static char **pending_rmdir;
 
@@ -131,6 +139,7 @@ static bool strv_has(char **v, const char *s)
 
 void sandbox_cache_clear(void)
 {
+	sandbox_ahead();
 	nspool_clear(false);
 	repos_clear();
 	spares_clear();
@@ -629,6 +638,8 @@ static void spares_clear(void)
 /* Prepares one child's sandbox. */
 int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, char **ret_msg)
 {
+	/* The namespace of an ended call of this plan, first given back. */
+	sandbox_ahead();
 	const struct sandbox_features *f = sandbox_probe(NULL);
 	struct sandbox_run *run = xcalloc(1, sizeof(*run));
 	struct sandbox_child *c = &run->child;
@@ -975,18 +986,32 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
 		close(run->spare_fd);
-	/* The next call of the plan joins a namespace made meanwhile: this
-	 * call's, with a new TMPDIR, when it had one made ahead. */
+	tmp_call_rm(run->tmpdir);
+	run->ns_clean = empty && !sandbox_cgroup_is_fake();
+	/* What prepares the next call of the plan waits for
+	 * sandbox_ahead(), after the call's answer. */
+	if ((run->mntns_fd >= 0 || (run->ns_key && run->spawned)) && n_ahead < AHEAD_MAX)
+		ahead[n_ahead++] = run;
+	else
+		run_ahead(run);
+	return NULL;
+}
+
+/* The end of a run that can wait for its call's answer: the next call of
+ * the plan is to join a namespace made meanwhile (this call's, with a new
+ * TMPDIR, when it had one made ahead); then the run is freed. */
+static void run_ahead(struct sandbox_run *run)
+{
 	if (run->mntns_fd >= 0)
 		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, run->child.tmp_opts ? run->tmpdir : NULL,
-				 run->ns_born_ms, empty && !sandbox_cgroup_is_fake());
+				 run->ns_born_ms, run->ns_clean);
 	char *next;
 	_cleanup_free_ char *msg = NULL;
 	if (run->ns_key && run->spawned &&
 	    tmp_call_make(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, &next, &msg) == 0)
 		nspool_ask(&run->child, run->ns_key, run->uid, run->gid, next);
 	free(run->ns_key);
-	tmp_call_remove(run->tmpdir);
+	free(run->tmpdir);
 	free(run->tmp_parent);
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
@@ -994,7 +1019,13 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	strv_free(run->hide_dirs);
 	free(run->groups);
 	free(run);
-	return NULL;
+}
+
+void sandbox_ahead(void)
+{
+	for (unsigned i = 0; i < n_ahead; i++)
+		run_ahead(ahead[i]);
+	n_ahead = 0;
 }
 
 /* Writes the sandbox member of structuredContent. */

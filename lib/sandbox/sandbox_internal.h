@@ -96,6 +96,8 @@ void ll_cache_clear(void);
 int tmp_parent_get(uid_t uid, const char **ret, char **ret_msg);
 int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg);
 void tmp_call_remove(char *path);
+/* The same, the path kept. */
+void tmp_call_rm(const char *path);
 /* Empties the directory of fd (never through a link); true when nothing
  * is left in it. */
 bool tmp_empty_dir(int fd);

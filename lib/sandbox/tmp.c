@@ -285,11 +285,15 @@ int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char 
 }
 
 /* Removes a call's TMPDIR and all it holds. */
+void tmp_call_rm(const char *path)
+{
+	if (path)
+		rm_tree_at(AT_FDCWD, path, 0);
+}
+
 void tmp_call_remove(char *path)
 {
-	if (!path)
-		return;
-	rm_tree_at(AT_FDCWD, path, 0);
+	tmp_call_rm(path);
 	free(path);
 }
 
