@@ -326,18 +326,29 @@ static int recycle(struct kept *k, char *plan, size_t n)
 	return 0;
 }
 
+/* The value of a plan's entry of a kind (the last of its kind), or
+ * NULL. */
+static const char *plan_entry(const char *plan, size_t n, char kind)
+{
+	const char *found = NULL;
+	for (size_t off = 0; off < n;) {
+		const char *v = plan + off + 1;
+		size_t len = strnlen(v, n - off - 1);
+		if (off + 1 + len >= n)
+			break;
+		if (plan[off] == kind)
+			found = v;
+		off += len + 2;
+	}
+	return found;
+}
+
 /* The tag of the kept namespace a plan asks to be made from ("R" entry),
  * or 0. */
 static uint32_t recycle_tag(const char *plan, size_t n)
 {
-	for (size_t off = 0; off < n;) {
-		const char *v = plan + off + 1;
-		size_t len = strnlen(v, n - off - 1);
-		if (plan[off] == 'R' && off + 1 + len < n)
-			return (uint32_t)strtoul(v, NULL, 10);
-		off += len + 2;
-	}
-	return 0;
+	const char *v = plan_entry(plan, n, 'R');
+	return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
 }
 
 /* The maker's loop. MAKE: makes a namespace by the plan (from a kept one
@@ -409,7 +420,23 @@ static _Noreturn void maker(int sock)
 		unsigned k = 0;
 		while (tag && k < n_kept && kept[k].tag != tag)
 			k++;
-		if (tag && k < n_kept) {
+		/* A namespace given back with the message (its old TMPDIR
+		 * "G", "K" 1 when nothing of its call runs), to be made to
+		 * serve the plan: one message and one wake-up where a give
+		 * back and a request were two. */
+		const char *given = got >= 0 ? plan_entry(plan + 5, (size_t)n - 5, 'G') : NULL;
+		const char *clean = plan_entry(plan + 5, (size_t)n - 5, 'K');
+		if (given && strlen(given) < PATH_MAX) {
+			static struct kept g;
+			g.fd = fd = got;
+			g.clean = clean && clean[0] == '1';
+			memcpy(g.own, given, strlen(given) + 1);
+			held = -1;
+			if (recycle(&g, plan + 5, (size_t)n - 5) < 0) {
+				close(fd);	/* made anew below */
+				fd = -1;
+			}
+		} else if (tag && k < n_kept) {
 			fd = kept[k].fd;
 			if (recycle(&kept[k], plan + 5, (size_t)n - 5) < 0) {
 				close(fd);	/* made anew below */
@@ -650,12 +677,27 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint
 
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir)
 {
+	nspool_pass(c, key, uid, gid, tmpdir, NULL);
+}
+
+void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir,
+		 const struct nspool_given *back)
+{
+	/* A namespace given back that cannot serve goes back the usual way
+	 * (kept by the maker or closed). */
+	if (back && (pool.sock < 0 || !c->tmp_opts || !back->own || strlen(back->own) >= PATH_MAX ||
+		  mono_ms() - back->born_ms > NSPOOL_MAX_AGE_MS)) {
+		nspool_give_back(back->fd, key, uid, gid, back->own, back->born_ms, back->clean);
+		back = NULL;
+	}
 	if (pool.sock < 0) {
 		tmp_call_remove(tmpdir);
 		return;
 	}
 	for (unsigned i = 0; i < pool.n; i++)
 		if (pool.e[i].uid == uid && pool.e[i].gid == gid && nspool_key_eq(pool.e[i].key, key)) {
+			if (back)
+				nspool_give_back(back->fd, key, uid, gid, back->own, back->born_ms, back->clean);
 			tmp_call_remove(tmpdir);
 			return;		/* one ahead per plan is enough */
 		}
@@ -667,6 +709,8 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 	for (unsigned i = 0; i < pool.n; i++)
 		pending |= !pool.e[i].answered;
 	if (pending && !answers_read(0)) {
+		if (back)
+			dispose_fd(back->fd);
 		tmp_call_remove(tmpdir);
 		return;
 	}
@@ -682,7 +726,12 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 	/* From a namespace given back for the plan, if there is one young
 	 * enough: the maker then only changes its TMPDIR. */
 	uint64_t born = mono_ms();
-	for (unsigned i = pool.n_given; i-- > 0;) {
+	if (back) {
+		put(&b, 'G', back->own);
+		put(&b, 'K', back->clean ? "1" : "0");
+		born = back->born_ms;
+	}
+	for (unsigned i = pool.n_given; i-- > 0 && !back;) {
 		struct given *g = &pool.given[i];
 		if (born - g->born_ms > NSPOOL_MAX_AGE_MS) {
 			given_drop(i);
@@ -697,9 +746,26 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 			break;
 		}
 	}
-	bool sent = buf_size(&b) <= PLAN_MAX &&
-		    send(pool.sock, buf_head(&b), buf_size(&b), MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+	bool sent = false;
+	if (buf_size(&b) <= PLAN_MAX) {
+		struct iovec iov = { (void *)buf_head(&b), buf_size(&b) };
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		if (back) {
+			memset(&u, 0, sizeof(u));
+			mh.msg_control = u.b;
+			mh.msg_controllen = sizeof(u.b);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &back->fd, sizeof(int));
+		}
+		sent = sendmsg(pool.sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+	}
 	buf_free(&b);
+	if (back)
+		close(back->fd);	/* the maker's now, or gone */
 	if (!sent) {
 		tmp_call_remove(tmpdir);
 		return;

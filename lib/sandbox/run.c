@@ -1002,14 +1002,17 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
  * TMPDIR, when it had one made ahead); then the run is freed. */
 static void run_ahead(struct sandbox_run *run)
 {
-	if (run->mntns_fd >= 0)
-		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, run->child.tmp_opts ? run->tmpdir : NULL,
-				 run->ns_born_ms, run->ns_clean);
 	char *next;
 	_cleanup_free_ char *msg = NULL;
+	const struct nspool_given g = {
+		.fd = run->mntns_fd, .own = run->child.tmp_opts ? run->tmpdir : NULL,
+		.born_ms = run->ns_born_ms, .clean = run->ns_clean,
+	};
 	if (run->ns_key && run->spawned &&
 	    tmp_call_make(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, &next, &msg) == 0)
-		nspool_ask(&run->child, run->ns_key, run->uid, run->gid, next);
+		nspool_pass(&run->child, run->ns_key, run->uid, run->gid, next, g.fd >= 0 ? &g : NULL);
+	else if (run->mntns_fd >= 0)
+		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, g.own, g.born_ms, g.clean);
 	free(run->ns_key);
 	free(run->tmpdir);
 	free(run->tmp_parent);

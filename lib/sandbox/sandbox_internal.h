@@ -146,6 +146,17 @@ char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid);
 bool nspool_key_eq(const char *a, const char *b);
 char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms);
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir);
+/* A namespace given back (nspool_give_back()'s values, its fd taken). */
+struct nspool_given {
+	int fd;
+	const char *own;
+	uint64_t born_ms;
+	bool clean;
+};
+/* nspool_ask(), the next namespace made from the one given back by the
+ * call that ended (g, or NULL), in one message to the maker. */
+void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir,
+		 const struct nspool_given *g);
 void nspool_dispose(int fd);
 /* Gives back the namespace a call joined, when it ends: the maker keeps
  * it for the next call of the plan (key), which gets it with a new
