@@ -76,6 +76,7 @@ struct entry {
 	unsigned id;
 	char *key;			/* the plan but its TMPDIR, and the inodes */
 	char *tmpdir;
+	bool tmp_made;			/* it exists in the daemon's namespace */
 	uid_t uid;
 	gid_t gid;
 	uint64_t made_ms;		/* when the namespace was first made */
@@ -652,7 +653,7 @@ static int take(unsigned i)
 	}
 }
 
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms)
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms, bool *ret_made)
 {
 	uint64_t now = mono_ms();
 	*ret_fd = -1;
@@ -669,6 +670,7 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint
 		char *tmpdir = e->tmpdir;
 		*ret_key = e->key;
 		*ret_born_ms = e->made_ms;
+		*ret_made = e->tmp_made;
 		*e = pool.e[--pool.n];
 		return tmpdir;
 	}
@@ -677,10 +679,10 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint
 
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir)
 {
-	nspool_pass(c, key, uid, gid, tmpdir, NULL);
+	nspool_pass(c, key, uid, gid, tmpdir, true, NULL);
 }
 
-void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir,
+void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir, bool made,
 		 const struct nspool_given *back)
 {
 	/* A namespace given back that cannot serve goes back the usual way
@@ -773,7 +775,7 @@ void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_
 	size_t kn;
 	memcpy(&kn, key, sizeof(kn));
 	pool.e[pool.n++] = (struct entry){
-		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir,
+		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir, .tmp_made = made,
 		.uid = uid, .gid = gid, .made_ms = born, .fd = -1,
 	};
 }

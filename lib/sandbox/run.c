@@ -62,6 +62,7 @@ struct sandbox_run {
 	char *ns_key;			/* its plan, to ask for the next call's */
 	uint64_t ns_born_ms;		/* when the namespace was first made */
 	bool ns_clean;			/* nothing of the call ran when it ended */
+	bool tmp_made;			/* the TMPDIR exists in the daemon's namespace */
 	bool spawned;			/* its child started */
 	unsigned spare_gen;
 	uid_t uid;			/* the child's, and its parent of TMPDIRs */
@@ -700,9 +701,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	/* Or the TMPDIR of a mount namespace made ahead for the identity,
 	 * joined below if it was made for this plan. */
 	_cleanup_free_ char *pool_key = NULL;
+	run->tmp_made = true;
 	if (!run->tmpdir && f->mountns && !f->userns)
 		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &pool_key,
-						  &run->ns_born_ms);
+						  &run->ns_born_ms, &run->tmp_made);
 	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
 	    (!run->tmpdir && (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0))
 		goto fail;
@@ -784,6 +786,14 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	/* Where only the TMPDIRs would need it, a root daemon's child of
 	 * another uid gets no mount namespace but a second Landlock layer
 	 * (hide.c). */
+	/* A TMPDIR named ahead and not made is made now, unless the child
+	 * joins the namespace made for it, where its TMPDIR is a tmpfs
+	 * (and before the layer that hides the others is built for it). */
+	if (!run->tmp_made && !c->writable) {
+		if ((r = tmp_call_mkdir(run->tmpdir, child_uid, child_gid, other, ret_msg)) < 0)
+			goto fail;
+		run->tmp_made = true;
+	}
 	if (!c->writable && f->mountns && rules && !run->ro_binds && !c->covers && hide_by_landlock(run, req, f, child_uid))
 		ns = false;
 	else if (ns) {
@@ -816,6 +826,11 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (run->mntns_fd >= 0 && c->mntns_fd < 0) {
 		nspool_dispose(run->mntns_fd);
 		run->mntns_fd = -1;
+	}
+	if (!run->tmp_made && !(c->mntns_fd >= 0 && c->tmp_opts)) {
+		if ((r = tmp_call_mkdir(run->tmpdir, child_uid, child_gid, other, ret_msg)) < 0)
+			goto fail;
+		run->tmp_made = true;
 	}
 
 	/* Limits: rlimits always, cgroup limits on top where there are some. */
@@ -986,7 +1001,8 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
 		close(run->spare_fd);
-	tmp_call_rm(run->tmpdir);
+	if (run->tmp_made)
+		tmp_call_rm(run->tmpdir);
 	run->ns_clean = empty && !sandbox_cgroup_is_fake();
 	/* What prepares the next call of the plan waits for
 	 * sandbox_ahead(), after the call's answer. */
@@ -1008,9 +1024,12 @@ static void run_ahead(struct sandbox_run *run)
 		.fd = run->mntns_fd, .own = run->child.tmp_opts ? run->tmpdir : NULL,
 		.born_ms = run->ns_born_ms, .clean = run->ns_clean,
 	};
+	/* Its TMPDIR a tmpfs of the namespace, the next call's needs no
+	 * directory in the daemon's. */
+	bool make = !run->child.tmp_opts;
 	if (run->ns_key && run->spawned &&
-	    tmp_call_make(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, &next, &msg) == 0)
-		nspool_pass(&run->child, run->ns_key, run->uid, run->gid, next, g.fd >= 0 ? &g : NULL);
+	    tmp_call_name(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, make, &next, &msg) == 0)
+		nspool_pass(&run->child, run->ns_key, run->uid, run->gid, next, make, g.fd >= 0 ? &g : NULL);
 	else if (run->mntns_fd >= 0)
 		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, g.own, g.born_ms, g.clean);
 	free(run->ns_key);

@@ -95,6 +95,11 @@ void ll_cache_clear(void);
  * under a random name, the child's (chown_it) with mode 0700. */
 int tmp_parent_get(uid_t uid, const char **ret, char **ret_msg);
 int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg);
+/* The same, made only with make: a call that joins a namespace made ahead
+ * with a TMPDIR of its own (a tmpfs there) needs no directory in the
+ * daemon's; tmp_call_mkdir() makes it when it turns out to. */
+int tmp_call_name(const char *parent, uid_t uid, gid_t gid, bool chown_it, bool make, char **ret, char **ret_msg);
+int tmp_call_mkdir(const char *path, uid_t uid, gid_t gid, bool chown_it, char **ret_msg);
 void tmp_call_remove(char *path);
 /* The same, the path kept. */
 void tmp_call_rm(const char *path);
@@ -144,7 +149,7 @@ int sandbox_mounts_make(struct sandbox_child *c);
  */
 char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid);
 bool nspool_key_eq(const char *a, const char *b);
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms);
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms, bool *ret_made);
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir);
 /* A namespace given back (nspool_give_back()'s values, its fd taken). */
 struct nspool_given {
@@ -154,8 +159,9 @@ struct nspool_given {
 	bool clean;
 };
 /* nspool_ask(), the next namespace made from the one given back by the
- * call that ended (g, or NULL), in one message to the maker. */
-void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir,
+ * call that ended (g, or NULL), in one message to the maker; made: the
+ * TMPDIR exists in the daemon's namespace (nspool_take_tmpdir() tells). */
+void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir, bool made,
 		 const struct nspool_given *g);
 void nspool_dispose(int fd);
 /* Gives back the namespace a call joined, when it ends: the maker keeps
