@@ -352,6 +352,60 @@ START_TEST(tmpdir_fresh_each_call)
 }
 END_TEST
 
+/*
+ * The namespace made ahead for the next call is for the plan of the call
+ * before: when the plan changes meanwhile (a .git/hooks made, then
+ * removed, which the protect mounts follow), the next call cannot join
+ * it, and its TMPDIR, only named ahead, is made for it. Each call still
+ * gets a TMPDIR of its own, empty and writable, and .git/hooks is
+ * read-only while it exists. As root (loop 0) and as uid 65534 (loop 1).
+ */
+START_TEST(tmpdir_when_plan_changes)
+{
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox");
+	if (_i == 1 && !want_nobody())
+		TC_SKIP("tmpdir_when_plan_changes: skipped: not root, cannot connect as another uid");
+	struct tcd d;
+	start(&d, "\"limits\":{\"tmp_mb\":1}", false);
+	struct tcc *c;
+	if (_i == 1) {
+		ck_assert_int_eq(chmod(d.dir, 0711), 0);
+		chown_tree(d.ws, NOBODY);
+		c = tcc_connect_as(&d, NOBODY, NOBODY);
+	} else {
+		c = tcc_connect(&d);
+	}
+	char *git = tcd_ws_path(&d, ".git"), *hooks = tcd_ws_path(&d, ".git/hooks");
+	char *last = NULL;
+	for (int i = 0; i < 6; i++) {
+		/* Every other call, the workspace's repository changes. */
+		bool with = i % 2 == 1;
+		if (with) {
+			ck_assert_int_eq(mkdir(git, 0755), 0);
+			ck_assert_int_eq(mkdir(hooks, 0755), 0);
+		}
+		const struct json *r = sh(c, "ls -A \"$TMPDIR\"; echo x > \"$TMPDIR/x\" && cat \"$TMPDIR/x\" && "
+					     "{ touch .git/hooks/pre-commit 2>/dev/null && echo HOOKED; true; } && "
+					     "echo \"$TMPDIR\"");
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(strncmp(out, "x\n/", 3) == 0 && !strstr(out, "HOOKED"), "call %d: %s", i, out);
+		ck_assert_msg(!last || !strstr(out, last), "call %d reused %s", i, last);
+		free(last);
+		last = xstrdup(out + 2);
+		if (with) {
+			ck_assert_int_eq(rmdir(hooks), 0);
+			ck_assert_int_eq(rmdir(git), 0);
+		}
+	}
+	free(last);
+	free(git);
+	free(hooks);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* A kernel without Landlock, emulated: the daemon inherits a seccomp filter
  * that takes landlock_create_ruleset away. */
 START_TEST(require_refuses)
@@ -532,6 +586,7 @@ static Suite *iso_suite(void)
 	tcase_add_test(tc, daemon_files_out_of_reach);
 	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
 	tcase_add_loop_test(tc, tmpdir_fresh_each_call, 0, 2);
+	tcase_add_loop_test(tc, tmpdir_when_plan_changes, 0, 2);
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);
 	tcase_add_test(tc, cgroup_real);
