@@ -24,12 +24,19 @@
  * and the teardown is paid there, not on the daemon's path.
  *
  * Each namespace serves one call at a time: it holds that call's TMPDIR
- * (a tmpfs of limits.tmp_mb) and nothing of another's. When a call ends,
- * the daemon gives its namespace back under a tag and asks for the next
- * namespace of the same plan, naming the tag: the maker then unmounts the
- * old TMPDIR and mounts a new, empty one at the next call's path (a child
- * cannot mount, so its TMPDIR is all a call can change there), which
- * costs a fraction of a new namespace. The next call of the same identity
+ * (a tmpfs of limits.tmp_mb) and nothing of another's. When a call ends
+ * (once its answer is written: sandbox_ahead()), the daemon gives its
+ * namespace back with the request for the next namespace of the same
+ * plan, in one message (or, where the request cannot be made then, under
+ * a tag the request names later): the maker gives the old TMPDIR to the
+ * next call's path (a child cannot mount, so its TMPDIR is all a call can
+ * change there), which costs a fraction of a new namespace. Where nothing
+ * of the old call runs (its cgroup is empty) the tmpfs is moved there and
+ * emptied, its root given back its owner and mode; else it is unmounted
+ * and a new one mounted (an unmount costs an expedited RCU grace period,
+ * which interrupts every CPU). The next call's TMPDIR is then only named
+ * in the daemon's namespace, made there only if the call does not join
+ * the namespace (tmp_call_name()). The next call of the same identity
  * takes it when its plan is the same, down to the inodes of the paths it
  * mounts (a workspace or a protected path replaced since does not match),
  * and when it was first made at most NSPOOL_MAX_AGE_MS before (mounts
