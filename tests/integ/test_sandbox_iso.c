@@ -394,14 +394,50 @@ START_TEST(tmpdir_when_plan_changes)
 		free(last);
 		last = xstrdup(out + 2);
 		if (with) {
-			ck_assert_int_eq(rmdir(hooks), 0);
-			ck_assert_int_eq(rmdir(git), 0);
+			/* With what the sandbox made there to hold in place
+			 * (the protected entries that were missing). */
+			char *rm = xasprintf("rm -rf '%s'", git);
+			ck_assert_int_eq(system(rm), 0);
+			free(rm);
 		}
 	}
 	free(last);
 	free(git);
 	free(hooks);
 	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/*
+ * Calls of root and of uid 65534 in turn, each leaving its TMPDIR full
+ * and open to all: a namespace and its TMPDIR made ahead for one
+ * identity never serve the other's call, which finds its own, empty,
+ * owned by its uid, mode 0700.
+ */
+START_TEST(tmpdir_identities_apart)
+{
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox");
+	if (!want_nobody())
+		TC_SKIP("tmpdir_identities_apart: skipped: not root, cannot connect as another uid");
+	struct tcd d;
+	start(&d, "\"limits\":{\"tmp_mb\":1}", false);
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	chown_tree(d.ws, NOBODY);
+	struct tcc *cs[2] = { tcc_connect(&d), tcc_connect_as(&d, NOBODY, NOBODY) };
+	for (int i = 0; i < 8; i++) {
+		/* Twice each in a row, then the other. */
+		int who = (i / 2) % 2;
+		const struct json *r = sh(cs[who], "stat -c '%u %a' \"$TMPDIR\"; ls -A \"$TMPDIR\"; "
+						   "touch \"$TMPDIR/left\" && chmod 777 \"$TMPDIR\" && echo done");
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		char want[64];
+		snprintf(want, sizeof(want), "%u 700\ndone\n", who ? NOBODY : 0);
+		ck_assert_msg(strcmp(out, want) == 0, "call %d (uid %u): %s", i, who ? NOBODY : 0, out);
+	}
+	tcc_close(cs[0]);
+	tcc_close(cs[1]);
 	stop(&d);
 }
 END_TEST
@@ -587,6 +623,7 @@ static Suite *iso_suite(void)
 	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
 	tcase_add_loop_test(tc, tmpdir_fresh_each_call, 0, 2);
 	tcase_add_loop_test(tc, tmpdir_when_plan_changes, 0, 2);
+	tcase_add_test(tc, tmpdir_identities_apart);
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);
 	tcase_add_test(tc, cgroup_real);
