@@ -284,12 +284,26 @@ struct kept {
 	char own[PATH_MAX];
 };
 
+/* Removes every extended attribute of fd (ACLs among them); false when
+ * some may be left. */
+static bool xattrs_clear(int fd)
+{
+	char names[4096];
+	ssize_t n = flistxattr(fd, names, sizeof(names));
+	if (n < 0)
+		return errno == EOPNOTSUPP;
+	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1)
+		if (fremovexattr(fd, names + off) < 0 && errno != ENODATA)
+			return false;
+	return n < (ssize_t)sizeof(names) || flistxattr(fd, names, sizeof(names)) == 0;
+}
+
 /* Makes a namespace that served a call serve the next: the call's TMPDIR
  * (a tmpfs, the whole of what a call can change in it: the mounts are
  * the maker's, a child cannot mount) given to the new call's path empty,
  * of the plan's size. When nothing of the old call runs (clean), its
  * tmpfs is moved there and emptied, its root given back its owner and
- * mode: an unmount costs the kernel an expedited RCU grace period (which
+ * mode, without extended attributes (ACLs): an unmount costs the kernel an expedited RCU grace period (which
  * interrupts every CPU) and a tmpfs made and torn down, some 80 µs a
  * call; a process of the old call that still ran could keep a way into
  * a moved tmpfs, so otherwise (or when emptying fails) it is unmounted
@@ -321,9 +335,7 @@ static int recycle(struct kept *k, char *plan, size_t n)
 		const char *u = strstr(c.tmp_opts, "uid="), *g = strstr(c.tmp_opts, ",gid=");
 		int fd = open(c.tmp_own, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		fresh = fd < 0 || !u || !g || sscanf(u, "uid=%u", &uid) != 1 || sscanf(g, ",gid=%u", &gid) != 1 ||
-			!tmp_empty_dir(fd) || fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0 ||
-			(fremovexattr(fd, "system.posix_acl_access") < 0 && errno != ENODATA && errno != EOPNOTSUPP) ||
-			(fremovexattr(fd, "system.posix_acl_default") < 0 && errno != ENODATA && errno != EOPNOTSUPP);
+			!tmp_empty_dir(fd) || fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0 || !xattrs_clear(fd);
 		if (fd >= 0)
 			close(fd);
 		if (fresh && umount2(c.tmp_own, MNT_DETACH) < 0)
