@@ -73,6 +73,7 @@ struct sandbox_run {
 	char **ro_binds;
 	char **writable;
 	char **hide_dirs;
+	char **covers;
 	bool split_writable;		/* a writable directory holding a denied path is not writable itself */
 	gid_t *groups;
 	char *tmp_parent;
@@ -716,7 +717,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	bool cover = (f->mountns || (f->userns && !c->set_ids)) && req->profile == SANDBOX_WORKSPACE_WRITE;
 	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, cover, &rules, ret_msg)) < 0)
 		goto fail;
-	c->covers = rules ? ll_rules_covers(rules) : NULL;
+	/* A copy: the cache may drop the rules while the run is kept (its
+	 * plan is written again for the next call's namespace). */
+	run->covers = rules && ll_rules_covers(rules) ? strv_dup(ll_rules_covers(rules)) : NULL;
+	c->covers = (const char *const *)run->covers;
 	run->split_writable = rules && ll_rules_split_writable(rules);
 	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
 	note(run, rules != NULL, "landlock");
@@ -1039,6 +1043,7 @@ static void run_ahead(struct sandbox_run *run)
 	strv_free(run->ro_binds);
 	strv_free(run->writable);
 	strv_free(run->hide_dirs);
+	strv_free(run->covers);
 	free(run->groups);
 	free(run);
 }
