@@ -946,13 +946,14 @@ static void cg_remove(char *path)
 	free(path);
 }
 
-/* Keeps an ended call's cgroup for a later call: when it is empty, none
- * of its limits was hit (the counts of cgroup.events files only grow)
- * and there is room. */
-static bool cg_keep(struct sandbox_run *run)
+/* Keeps an ended call's cgroup for a later call: when it is empty (empty:
+ * found so just before), none of its limits was hit (the counts of
+ * cgroup.events files only grow) and there is room. */
+static bool cg_keep(struct sandbox_run *run, bool empty)
 {
 	const struct sandbox_features *f = sandbox_probe(NULL);
-	if (n_cg_kept == CG_KEPT_MAX || run->cgroup_fd < 0 || cg_read_key(run, "cgroup.events", "populated") != 0 ||
+	if (n_cg_kept == CG_KEPT_MAX || run->cgroup_fd < 0 ||
+	    (!empty && cg_read_key(run, "cgroup.events", "populated") != 0) ||
 	    (f->cgroup_memory && cg_read_key(run, "memory.events", "oom_kill") > 0) ||
 	    (f->cgroup_pids && cg_read_key(run, "pids.events", "max") > 0))
 		return false;
@@ -992,7 +993,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	bool empty = run->cgroup_fd >= 0 && (run->net || run->mntns_fd >= 0) &&
 		     cg_read_key(run, "cgroup.events", "populated") == 0;
 	run->net = sandbox_net_end(run->net, run->net && empty);
-	if (run->cgroup && !cg_keep(run)) {
+	if (run->cgroup && !cg_keep(run, empty)) {
 		sandbox_run_kill(run);
 		cg_remove(TAKE_PTR(run->cgroup));
 	}
