@@ -9,6 +9,9 @@
  * about 200 µs a call, all while the daemon waits for the exec or for the
  * exit. A namespace made ahead costs the child one setns and one chdir.
  *
+ * This file is long because both ends of the maker's socket are here:
+ * the plan and its messages are one protocol, read best in one place.
+ *
  * A maker process, forked from the daemon at start-up when it runs as
  * root with a mount namespace of its own (sandbox_private_mounts()), as
  * it needs CAP_SYS_ADMIN there, and forked twice so that it is not the
