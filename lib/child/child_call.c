@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/base/loop.h"
 #include "lib/child/child_internal.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/tool.h"
@@ -99,12 +100,39 @@ void child_call_fail_partial(struct tool_call *c, enum tc_kind kind, const char 
 	tool_call_fail_data(c, kind, partial_data(output), "%s. Output before it was stopped:\n%s", message, output);
 }
 
+/* The timer that prepares the next calls of ended runs (sandbox_ahead())
+ * once their answers are written: a timer of 0 ms fires after the loop
+ * has written what was queued and polled. One loop's. */
+static struct {
+	struct tc_loop *loop;
+	struct tc_timer *t;
+} ahead;
+
+static void ahead_fire(void *arg)
+{
+	(void)arg;
+	sandbox_ahead();
+}
+
+static void ahead_later(struct tc_loop *loop)
+{
+	if (!ahead.t && loop) {
+		ahead.loop = loop;
+		ahead.t = tc_timer_new(loop, ahead_fire, NULL);
+	}
+	if (ahead.t && ahead.loop == loop)
+		tc_timer_start(ahead.t, 0);
+	else
+		sandbox_ahead();
+}
+
 /* Sets the outcome, lets go of the child, and finishes the call (last:
  * the owner may free the call from on_finish). */
 static void call_done(void *arg, struct child *ch, struct child_result *r)
 {
 	struct child_call *cc = arg;
 	struct tool_call *c = cc->c;
+	struct tc_loop *loop = c->loop;
 
 	if (r->cancelled) {
 		char sig[16], msg[96];
@@ -122,6 +150,7 @@ static void call_done(void *arg, struct child *ch, struct child_result *r)
 	sandbox_run_end(cc->run);
 	child_call_free(cc);
 	tool_call_finish(c);
+	ahead_later(loop);
 }
 
 /* A copy of an environment, for TMPDIR and HOME to be set in. */

@@ -9,6 +9,9 @@
  * about 200 µs a call, all while the daemon waits for the exec or for the
  * exit. A namespace made ahead costs the child one setns and one chdir.
  *
+ * This file is long because both ends of the maker's socket are here:
+ * the plan and its messages are one protocol, read best in one place.
+ *
  * A maker process, forked from the daemon at start-up when it runs as
  * root with a mount namespace of its own (sandbox_private_mounts()), as
  * it needs CAP_SYS_ADMIN there, and forked twice so that it is not the
@@ -24,12 +27,19 @@
  * and the teardown is paid there, not on the daemon's path.
  *
  * Each namespace serves one call at a time: it holds that call's TMPDIR
- * (a tmpfs of limits.tmp_mb) and nothing of another's. When a call ends,
- * the daemon gives its namespace back under a tag and asks for the next
- * namespace of the same plan, naming the tag: the maker then unmounts the
- * old TMPDIR and mounts a new, empty one at the next call's path (a child
- * cannot mount, so its TMPDIR is all a call can change there), which
- * costs a fraction of a new namespace. The next call of the same identity
+ * (a tmpfs of limits.tmp_mb) and nothing of another's. When a call ends
+ * (once its answer is written: sandbox_ahead()), the daemon gives its
+ * namespace back with the request for the next namespace of the same
+ * plan, in one message (or, where the request cannot be made then, under
+ * a tag the request names later): the maker gives the old TMPDIR to the
+ * next call's path (a child cannot mount, so its TMPDIR is all a call can
+ * change there), which costs a fraction of a new namespace. Where nothing
+ * of the old call runs (its cgroup is empty) the tmpfs is moved there and
+ * emptied, its root given back its owner and mode; else it is unmounted
+ * and a new one mounted (an unmount costs an expedited RCU grace period,
+ * which interrupts every CPU). The next call's TMPDIR is then only named
+ * in the daemon's namespace, made there only if the call does not join
+ * the namespace (tmp_call_name()). The next call of the same identity
  * takes it when its plan is the same, down to the inodes of the paths it
  * mounts (a workspace or a protected path replaced since does not match),
  * and when it was first made at most NSPOOL_MAX_AGE_MS before (mounts
@@ -56,6 +66,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "proto/base/buf.h"
@@ -75,6 +86,7 @@ struct entry {
 	unsigned id;
 	char *key;			/* the plan but its TMPDIR, and the inodes */
 	char *tmpdir;
+	bool tmp_made;			/* it exists in the daemon's namespace */
 	uid_t uid;
 	gid_t gid;
 	uint64_t made_ms;		/* when the namespace was first made */
@@ -271,13 +283,34 @@ static int make_one(int base, char *plan, size_t n, int *ret_fd)
 struct kept {
 	uint32_t tag;
 	int fd;
+	bool clean;			/* nothing of the call that had it runs */
 	char own[PATH_MAX];
 };
 
+/* Removes every extended attribute of fd (ACLs among them); false when
+ * some may be left. */
+static bool xattrs_clear(int fd)
+{
+	char names[4096];
+	ssize_t n = flistxattr(fd, names, sizeof(names));
+	if (n < 0)
+		return errno == EOPNOTSUPP;
+	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(names + off) + 1)
+		if (fremovexattr(fd, names + off) < 0 && errno != ENODATA)
+			return false;
+	return n < (ssize_t)sizeof(names) || flistxattr(fd, names, sizeof(names)) == 0;
+}
+
 /* Makes a namespace that served a call serve the next: the call's TMPDIR
  * (a tmpfs, the whole of what a call can change in it: the mounts are
- * the maker's, a child cannot mount) unmounted and a new one, empty, of
- * the plan's size, mounted at the new call's path. */
+ * the maker's, a child cannot mount) given to the new call's path empty,
+ * of the plan's size. When nothing of the old call runs (clean), its
+ * tmpfs is moved there and emptied, its root given back its owner and
+ * mode, without extended attributes (ACLs): an unmount costs the kernel an expedited RCU grace period (which
+ * interrupts every CPU) and a tmpfs made and torn down, some 80 µs a
+ * call; a process of the old call that still ran could keep a way into
+ * a moved tmpfs, so otherwise (or when emptying fails) it is unmounted
+ * and a new one mounted. */
 static int recycle(struct kept *k, char *plan, size_t n)
 {
 	struct sandbox_child c;
@@ -290,26 +323,55 @@ static int recycle(struct kept *k, char *plan, size_t n)
 	/* The empty tmpfs over the TMPDIRs' parent was made read-only with
 	 * the rest: writable for the change of its one entry. */
 	struct mount_attr rw = { .attr_clr = MOUNT_ATTR_RDONLY }, ro = { .attr_set = MOUNT_ATTR_RDONLY };
-	if (setns(k->fd, CLONE_NEWNS) < 0 || umount2(k->own, MNT_DETACH) < 0 ||
-	    syscall(SYS_mount_setattr, AT_FDCWD, c.tmp_parent, 0, &rw, sizeof(rw)) < 0 || rmdir(k->own) < 0 ||
-	    mkdir(c.tmp_own, 0700) < 0 || syscall(SYS_mount_setattr, AT_FDCWD, c.tmp_parent, 0, &ro, sizeof(ro)) < 0 ||
-	    mount("tmpfs", c.tmp_own, "tmpfs", MS_NOSUID | MS_NODEV, c.tmp_opts) < 0)
+	if (setns(k->fd, CLONE_NEWNS) < 0 || syscall(SYS_mount_setattr, AT_FDCWD, c.tmp_parent, 0, &rw, sizeof(rw)) < 0 ||
+	    mkdir(c.tmp_own, 0700) < 0)
+		return -errno;
+	bool fresh = !k->clean;
+	if (!fresh && mount(k->own, c.tmp_own, NULL, MS_MOVE, NULL) < 0)
+		fresh = true;
+	if (fresh && umount2(k->own, MNT_DETACH) < 0)
+		return -errno;
+	if (rmdir(k->own) < 0 || syscall(SYS_mount_setattr, AT_FDCWD, c.tmp_parent, 0, &ro, sizeof(ro)) < 0)
+		return -errno;
+	if (!fresh) {
+		unsigned uid, gid;
+		const char *u = strstr(c.tmp_opts, "uid="), *g = strstr(c.tmp_opts, ",gid=");
+		int fd = open(c.tmp_own, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fresh = fd < 0 || !u || !g || sscanf(u, "uid=%u", &uid) != 1 || sscanf(g, ",gid=%u", &gid) != 1 ||
+			!tmp_empty_dir(fd) || fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0 || !xattrs_clear(fd);
+		if (fd >= 0)
+			close(fd);
+		if (fresh && umount2(c.tmp_own, MNT_DETACH) < 0)
+			return -errno;
+	}
+	if (fresh && mount("tmpfs", c.tmp_own, "tmpfs", MS_NOSUID | MS_NODEV, c.tmp_opts) < 0)
 		return -errno;
 	return 0;
+}
+
+/* The value of a plan's entry of a kind (the last of its kind), or
+ * NULL. */
+static const char *plan_entry(const char *plan, size_t n, char kind)
+{
+	const char *found = NULL;
+	for (size_t off = 0; off < n;) {
+		const char *v = plan + off + 1;
+		size_t len = strnlen(v, n - off - 1);
+		if (off + 1 + len >= n)
+			break;
+		if (plan[off] == kind)
+			found = v;
+		off += len + 2;
+	}
+	return found;
 }
 
 /* The tag of the kept namespace a plan asks to be made from ("R" entry),
  * or 0. */
 static uint32_t recycle_tag(const char *plan, size_t n)
 {
-	for (size_t off = 0; off < n;) {
-		const char *v = plan + off + 1;
-		size_t len = strnlen(v, n - off - 1);
-		if (plan[off] == 'R' && off + 1 + len < n)
-			return (uint32_t)strtoul(v, NULL, 10);
-		off += len + 2;
-	}
-	return 0;
+	const char *v = plan_entry(plan, n, 'R');
+	return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
 }
 
 /* The maker's loop. MAKE: makes a namespace by the plan (from a kept one
@@ -359,12 +421,16 @@ static _Noreturn void maker(int sock)
 			size_t len = strnlen(plan + 5, (size_t)n - 5);
 			if (got < 0 || len == 0 || len >= PATH_MAX || 5 + len >= (size_t)n)
 				continue;
+			/* After the path's NUL, 'C': the call left nothing
+			 * running. */
+			bool clean = 5 + len + 1 < (size_t)n && plan[5 + len + 1] == 'C';
 			if (n_kept == NSPOOL_MAX) {
 				close(kept[0].fd);
 				kept[0] = kept[--n_kept];
 			}
 			kept[n_kept].tag = id;
 			kept[n_kept].fd = got;
+			kept[n_kept].clean = clean;
 			memcpy(kept[n_kept].own, plan + 5, len + 1);
 			n_kept++;
 			held = -1;
@@ -377,7 +443,23 @@ static _Noreturn void maker(int sock)
 		unsigned k = 0;
 		while (tag && k < n_kept && kept[k].tag != tag)
 			k++;
-		if (tag && k < n_kept) {
+		/* A namespace given back with the message (its old TMPDIR
+		 * "G", "K" 1 when nothing of its call runs), to be made to
+		 * serve the plan: one message and one wake-up where a give
+		 * back and a request were two. */
+		const char *given = got >= 0 ? plan_entry(plan + 5, (size_t)n - 5, 'G') : NULL;
+		const char *clean = plan_entry(plan + 5, (size_t)n - 5, 'K');
+		if (given && strlen(given) < PATH_MAX) {
+			static struct kept g;
+			g.fd = fd = got;
+			g.clean = clean && clean[0] == '1';
+			memcpy(g.own, given, strlen(given) + 1);
+			held = -1;
+			if (recycle(&g, plan + 5, (size_t)n - 5) < 0) {
+				close(fd);	/* made anew below */
+				fd = -1;
+			}
+		} else if (tag && k < n_kept) {
 			fd = kept[k].fd;
 			if (recycle(&kept[k], plan + 5, (size_t)n - 5) < 0) {
 				close(fd);	/* made anew below */
@@ -473,7 +555,7 @@ static void given_drop(unsigned i)
 	pool.given[i] = pool.given[--pool.n_given];
 }
 
-void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms)
+void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms, bool clean)
 {
 	size_t len = own ? strlen(own) : 0;
 	if (fd < 0)
@@ -487,6 +569,8 @@ void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char 
 	buf_putc(&b, MSG_DISPOSE);
 	buf_append(&b, &tag, sizeof(tag));
 	buf_append(&b, own, len + 1);
+	if (clean)
+		buf_putc(&b, 'C');
 	struct iovec iov = { (void *)buf_head(&b), buf_size(&b) };
 	union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
 	memset(&u, 0, sizeof(u));
@@ -591,7 +675,7 @@ static int take(unsigned i)
 	}
 }
 
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms)
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms, bool *ret_made)
 {
 	uint64_t now = mono_ms();
 	*ret_fd = -1;
@@ -608,6 +692,7 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint
 		char *tmpdir = e->tmpdir;
 		*ret_key = e->key;
 		*ret_born_ms = e->made_ms;
+		*ret_made = e->tmp_made;
 		*e = pool.e[--pool.n];
 		return tmpdir;
 	}
@@ -616,12 +701,27 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint
 
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir)
 {
+	nspool_pass(c, key, uid, gid, tmpdir, true, NULL);
+}
+
+void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir, bool made,
+		 const struct nspool_given *back)
+{
+	/* A namespace given back that cannot serve goes back the usual way
+	 * (kept by the maker or closed). */
+	if (back && (pool.sock < 0 || !c->tmp_opts || !back->own || strlen(back->own) >= PATH_MAX ||
+		  mono_ms() - back->born_ms > NSPOOL_MAX_AGE_MS)) {
+		nspool_give_back(back->fd, key, uid, gid, back->own, back->born_ms, back->clean);
+		back = NULL;
+	}
 	if (pool.sock < 0) {
 		tmp_call_remove(tmpdir);
 		return;
 	}
 	for (unsigned i = 0; i < pool.n; i++)
 		if (pool.e[i].uid == uid && pool.e[i].gid == gid && nspool_key_eq(pool.e[i].key, key)) {
+			if (back)
+				nspool_give_back(back->fd, key, uid, gid, back->own, back->born_ms, back->clean);
 			tmp_call_remove(tmpdir);
 			return;		/* one ahead per plan is enough */
 		}
@@ -633,6 +733,8 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 	for (unsigned i = 0; i < pool.n; i++)
 		pending |= !pool.e[i].answered;
 	if (pending && !answers_read(0)) {
+		if (back)
+			dispose_fd(back->fd);
 		tmp_call_remove(tmpdir);
 		return;
 	}
@@ -648,7 +750,12 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 	/* From a namespace given back for the plan, if there is one young
 	 * enough: the maker then only changes its TMPDIR. */
 	uint64_t born = mono_ms();
-	for (unsigned i = pool.n_given; i-- > 0;) {
+	if (back) {
+		put(&b, 'G', back->own);
+		put(&b, 'K', back->clean ? "1" : "0");
+		born = back->born_ms;
+	}
+	for (unsigned i = pool.n_given; i-- > 0 && !back;) {
 		struct given *g = &pool.given[i];
 		if (born - g->born_ms > NSPOOL_MAX_AGE_MS) {
 			given_drop(i);
@@ -663,9 +770,26 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 			break;
 		}
 	}
-	bool sent = buf_size(&b) <= PLAN_MAX &&
-		    send(pool.sock, buf_head(&b), buf_size(&b), MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+	bool sent = false;
+	if (buf_size(&b) <= PLAN_MAX) {
+		struct iovec iov = { (void *)buf_head(&b), buf_size(&b) };
+		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		if (back) {
+			memset(&u, 0, sizeof(u));
+			mh.msg_control = u.b;
+			mh.msg_controllen = sizeof(u.b);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &back->fd, sizeof(int));
+		}
+		sent = sendmsg(pool.sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0;
+	}
 	buf_free(&b);
+	if (back)
+		close(back->fd);	/* the maker's now, or gone */
 	if (!sent) {
 		tmp_call_remove(tmpdir);
 		return;
@@ -673,7 +797,7 @@ void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t
 	size_t kn;
 	memcpy(&kn, key, sizeof(kn));
 	pool.e[pool.n++] = (struct entry){
-		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir,
+		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir, .tmp_made = made,
 		.uid = uid, .gid = gid, .made_ms = born, .fd = -1,
 	};
 }

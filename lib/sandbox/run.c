@@ -61,6 +61,8 @@ struct sandbox_run {
 	int mntns_fd;			/* a mount namespace made ahead (nspool.c), or -1 */
 	char *ns_key;			/* its plan, to ask for the next call's */
 	uint64_t ns_born_ms;		/* when the namespace was first made */
+	bool ns_clean;			/* nothing of the call ran when it ended */
+	bool tmp_made;			/* the TMPDIR exists in the daemon's namespace */
 	bool spawned;			/* its child started */
 	pid_t pid;			/* its child's, once started, or 0 */
 	unsigned spare_gen;
@@ -72,6 +74,7 @@ struct sandbox_run {
 	char **ro_binds;
 	char **writable;
 	char **hide_dirs;
+	char **covers;
 	bool split_writable;		/* a writable directory holding a denied path is not writable itself */
 	gid_t *groups;
 	char *tmp_parent;
@@ -95,6 +98,13 @@ static struct cg_kept {
 } cg_kept[CG_KEPT_MAX];
 static unsigned n_cg_kept;
 static void cg_kept_clear(void);
+/* Runs ended whose next calls are still to be prepared (sandbox_ahead()):
+ * asking the maker for the next namespace wakes it, and making the next
+ * TMPDIR costs a few system calls, which need not delay the answer. */
+#define AHEAD_MAX 8
+static struct sandbox_run *ahead[AHEAD_MAX];
+static unsigned n_ahead;
+static void run_ahead(struct sandbox_run *run);
 /* Cgroups that still had processes when their call ended: removed later. */
 static char **pending_rmdir;
 
@@ -132,6 +142,7 @@ static bool strv_has(char **v, const char *s)
 
 void sandbox_cache_clear(void)
 {
+	sandbox_ahead();
 	nspool_clear(false);
 	repos_clear();
 	spares_clear();
@@ -662,6 +673,8 @@ static void spares_clear(void)
 /* Prepares one child's sandbox. */
 int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, char **ret_msg)
 {
+	/* The namespace of an ended call of this plan, first given back. */
+	sandbox_ahead();
 	const struct sandbox_features *f = sandbox_probe(NULL);
 	struct sandbox_run *run = xcalloc(1, sizeof(*run));
 	struct sandbox_child *c = &run->child;
@@ -722,9 +735,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	/* Or the TMPDIR of a mount namespace made ahead for the identity,
 	 * joined below if it was made for this plan. */
 	_cleanup_free_ char *pool_key = NULL;
+	run->tmp_made = true;
 	if (!run->tmpdir && f->mountns && !f->userns)
 		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &pool_key,
-						  &run->ns_born_ms);
+						  &run->ns_born_ms, &run->tmp_made);
 	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
 	    (!run->tmpdir && (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0))
 		goto fail;
@@ -736,7 +750,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	bool cover = (f->mountns || (f->userns && !c->set_ids)) && req->profile == SANDBOX_WORKSPACE_WRITE;
 	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, cover, &rules, ret_msg)) < 0)
 		goto fail;
-	c->covers = rules ? ll_rules_covers(rules) : NULL;
+	/* A copy: the cache may drop the rules while the run is kept (its
+	 * plan is written again for the next call's namespace). */
+	run->covers = rules && ll_rules_covers(rules) ? strv_dup(ll_rules_covers(rules)) : NULL;
+	c->covers = (const char *const *)run->covers;
 	run->split_writable = rules && ll_rules_split_writable(rules);
 	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
 	note(run, rules != NULL, "landlock");
@@ -806,6 +823,14 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	/* Where only the TMPDIRs would need it, a root daemon's child of
 	 * another uid gets no mount namespace but a second Landlock layer
 	 * (hide.c). */
+	/* A TMPDIR named ahead and not made is made now, unless the child
+	 * joins the namespace made for it, where its TMPDIR is a tmpfs
+	 * (and before the layer that hides the others is built for it). */
+	if (!run->tmp_made && !c->writable) {
+		if ((r = tmp_call_mkdir(run->tmpdir, child_uid, child_gid, other, ret_msg)) < 0)
+			goto fail;
+		run->tmp_made = true;
+	}
 	if (!c->writable && f->mountns && rules && !run->ro_binds && !c->covers && hide_by_landlock(run, req, f, child_uid))
 		ns = false;
 	else if (ns) {
@@ -838,6 +863,11 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (run->mntns_fd >= 0 && c->mntns_fd < 0) {
 		nspool_dispose(run->mntns_fd);
 		run->mntns_fd = -1;
+	}
+	if (!run->tmp_made && !(c->mntns_fd >= 0 && c->tmp_opts)) {
+		if ((r = tmp_call_mkdir(run->tmpdir, child_uid, child_gid, other, ret_msg)) < 0)
+			goto fail;
+		run->tmp_made = true;
 	}
 
 	/* Limits: rlimits always, cgroup limits on top where there are some. */
@@ -949,13 +979,14 @@ static void cg_remove(char *path)
 	free(path);
 }
 
-/* Keeps an ended call's cgroup for a later call: when it is empty, none
- * of its limits was hit (the counts of cgroup.events files only grow)
- * and there is room. */
-static bool cg_keep(struct sandbox_run *run)
+/* Keeps an ended call's cgroup for a later call: when it is empty (empty:
+ * found so just before), none of its limits was hit (the counts of
+ * cgroup.events files only grow) and there is room. */
+static bool cg_keep(struct sandbox_run *run, bool empty)
 {
 	const struct sandbox_features *f = sandbox_probe(NULL);
-	if (n_cg_kept == CG_KEPT_MAX || run->cgroup_fd < 0 || cg_read_key(run, "cgroup.events", "populated") != 0 ||
+	if (n_cg_kept == CG_KEPT_MAX || run->cgroup_fd < 0 ||
+	    (!empty && cg_read_key(run, "cgroup.events", "populated") != 0) ||
 	    (f->cgroup_memory && cg_read_key(run, "memory.events", "oom_kill") > 0) ||
 	    (f->cgroup_pids && cg_read_key(run, "pids.events", "max") > 0))
 		return false;
@@ -990,10 +1021,12 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 {
 	if (!run)
 		return NULL;
-	/* Its namespace serves again where nothing of the call is left in it. */
-	run->net = sandbox_net_end(run->net, run->net && run->cgroup_fd >= 0 &&
-					       cg_read_key(run, "cgroup.events", "populated") == 0);
-	if (run->cgroup && !cg_keep(run)) {
+	/* Its namespaces serve again where nothing of the call is left in
+	 * them. */
+	bool empty = run->cgroup_fd >= 0 && (run->net || run->mntns_fd >= 0) &&
+		     cg_read_key(run, "cgroup.events", "populated") == 0;
+	run->net = sandbox_net_end(run->net, run->net && empty);
+	if (run->cgroup && !cg_keep(run, empty)) {
 		sandbox_run_kill(run);
 		cg_remove(TAKE_PTR(run->cgroup));
 	}
@@ -1006,26 +1039,54 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
 		close(run->spare_fd);
-	/* The next call of the plan joins a namespace made meanwhile: this
-	 * call's, with a new TMPDIR, when it had one made ahead. */
-	if (run->mntns_fd >= 0)
-		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, run->child.tmp_opts ? run->tmpdir : NULL,
-				 run->ns_born_ms);
+	if (run->tmp_made)
+		tmp_call_rm(run->tmpdir);
+	run->ns_clean = empty && !sandbox_cgroup_is_fake();
+	/* What prepares the next call of the plan waits for
+	 * sandbox_ahead(), after the call's answer. */
+	if ((run->mntns_fd >= 0 || (run->ns_key && run->spawned)) && n_ahead < AHEAD_MAX)
+		ahead[n_ahead++] = run;
+	else
+		run_ahead(run);
+	return NULL;
+}
+
+/* The end of a run that can wait for its call's answer: the next call of
+ * the plan is to join a namespace made meanwhile (this call's, with a new
+ * TMPDIR, when it had one made ahead); then the run is freed. */
+static void run_ahead(struct sandbox_run *run)
+{
 	char *next;
 	_cleanup_free_ char *msg = NULL;
+	const struct nspool_given g = {
+		.fd = run->mntns_fd, .own = run->child.tmp_opts ? run->tmpdir : NULL,
+		.born_ms = run->ns_born_ms, .clean = run->ns_clean,
+	};
+	/* Its TMPDIR a tmpfs of the namespace, the next call's needs no
+	 * directory in the daemon's. */
+	bool make = !run->child.tmp_opts;
 	if (run->ns_key && run->spawned &&
-	    tmp_call_make(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, &next, &msg) == 0)
-		nspool_ask(&run->child, run->ns_key, run->uid, run->gid, next);
+	    tmp_call_name(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, make, &next, &msg) == 0)
+		nspool_pass(&run->child, run->ns_key, run->uid, run->gid, next, make, g.fd >= 0 ? &g : NULL);
+	else if (run->mntns_fd >= 0)
+		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, g.own, g.born_ms, g.clean);
 	free(run->ns_key);
-	tmp_call_remove(run->tmpdir);
+	free(run->tmpdir);
 	free(run->tmp_parent);
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
 	strv_free(run->writable);
 	strv_free(run->hide_dirs);
+	strv_free(run->covers);
 	free(run->groups);
 	free(run);
-	return NULL;
+}
+
+void sandbox_ahead(void)
+{
+	for (unsigned i = 0; i < n_ahead; i++)
+		run_ahead(ahead[i]);
+	n_ahead = 0;
 }
 
 /* Writes the sandbox member of structuredContent. */

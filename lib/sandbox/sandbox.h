@@ -304,8 +304,12 @@ const char *sandbox_run_tmpdir(const struct sandbox_run *run);
 /* Kills every process of the run's cgroup (no-op without one). */
 void sandbox_run_kill(struct sandbox_run *run);
 /* Ends the run: kills what is left in its cgroup, removes the cgroup and
- * TMPDIR. Accepts NULL; returns NULL. */
+ * TMPDIR. Accepts NULL; returns NULL. What prepares the next call of its
+ * plan may wait for sandbox_ahead(). */
 struct sandbox_run *sandbox_run_end(struct sandbox_run *run);
+/* Prepares the next calls of the runs ended since: called once a call's
+ * answer is sent (and by sandbox_prepare()). */
+void sandbox_ahead(void);
 /* The cgroup.events "populated" state is 0 or the cgroup is gone. */
 bool sandbox_run_empty(const struct sandbox_run *run);
 

@@ -99,7 +99,17 @@ void ll_cache_clear(void);
  * under a random name, the child's (chown_it) with mode 0700. */
 int tmp_parent_get(uid_t uid, const char **ret, char **ret_msg);
 int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg);
+/* The same, made only with make: a call that joins a namespace made ahead
+ * with a TMPDIR of its own (a tmpfs there) needs no directory in the
+ * daemon's; tmp_call_mkdir() makes it when it turns out to. */
+int tmp_call_name(const char *parent, uid_t uid, gid_t gid, bool chown_it, bool make, char **ret, char **ret_msg);
+int tmp_call_mkdir(const char *path, uid_t uid, gid_t gid, bool chown_it, char **ret_msg);
 void tmp_call_remove(char *path);
+/* The same, the path kept. */
+void tmp_call_rm(const char *path);
+/* Empties the directory of fd (never through a link); true when nothing
+ * is left in it. */
+bool tmp_empty_dir(int fd);
 void tmp_base_remove(void);
 /* The directory of all TMPDIRs (canonical), or NULL before the first. */
 const char *tmp_base_path(void);
@@ -143,13 +153,28 @@ int sandbox_mounts_make(struct sandbox_child *c);
  */
 char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid);
 bool nspool_key_eq(const char *a, const char *b);
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms);
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms, bool *ret_made);
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir);
+/* A namespace given back (nspool_give_back()'s values, its fd taken). */
+struct nspool_given {
+	int fd;
+	const char *own;
+	uint64_t born_ms;
+	bool clean;
+};
+/* nspool_ask(), the next namespace made from the one given back by the
+ * call that ended (g, or NULL), in one message to the maker; made: the
+ * TMPDIR exists in the daemon's namespace (nspool_take_tmpdir() tells). */
+void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir, bool made,
+		 const struct nspool_given *g);
 void nspool_dispose(int fd);
 /* Gives back the namespace a call joined, when it ends: the maker keeps
  * it for the next call of the plan (key), which gets it with a new
- * TMPDIR instead of its TMPDIR own; or closes it (too old, no key). */
-void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms);
+ * TMPDIR instead of its TMPDIR own; or closes it (too old, no key).
+ * clean: nothing of the call is left running (its cgroup is empty), so
+ * that its TMPDIR's tmpfs may be emptied and moved to the next call's
+ * path rather than unmounted and made anew. */
+void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char *own, uint64_t born_ms, bool clean);
 /* Drops what is made or asked for; with stop, lets the maker go. */
 void nspool_clear(bool stop);
 

@@ -62,6 +62,33 @@ static size_t n_parents;
 
 /* Removes name in parent and, for a directory, all it holds. Never
  * follows a symlink: directories are opened with O_NOFOLLOW. */
+static void rm_tree_at(int parent, const char *name, unsigned depth);
+
+bool tmp_empty_dir(int fd)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+		if (!d) {
+			if (dup_fd >= 0)
+				close(dup_fd);
+			return false;
+		}
+		bool any = false;
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+				any = true;
+				if (pass == 0)
+					rm_tree_at(fd, e->d_name, 1);
+			}
+		closedir(d);
+		if (!any)
+			return true;
+	}
+	return false;
+}
+
 static void rm_tree_at(int parent, const char *name, unsigned depth)
 {
 	if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
@@ -232,9 +259,10 @@ int tmp_parent_get(uid_t uid, const char **ret, char **ret_msg)
 	return 0;
 }
 
-/* Makes a call's TMPDIR beneath its identity's parent, under a name no
- * other call can guess, owned by the child (chown_it) or the daemon. */
-int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg)
+/* Names a call's TMPDIR beneath its identity's parent, under a name no
+ * other call can guess; made (mkdir) only with make, owned by the child
+ * (chown_it) or the daemon. */
+int tmp_call_name(const char *parent, uid_t uid, gid_t gid, bool chown_it, bool make, char **ret, char **ret_msg)
 {
 	uint64_t name[2];
 	if (getrandom(name, sizeof(name), 0) != (ssize_t)sizeof(name)) {
@@ -242,6 +270,23 @@ int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char 
 		return -EAGAIN;
 	}
 	char *path = xasprintf("%s/c/%016" PRIx64 "%016" PRIx64, parent, name[0], name[1]);
+	int r = make ? tmp_call_mkdir(path, uid, gid, chown_it, ret_msg) : 0;
+	if (r < 0) {
+		free(path);
+		return r;
+	}
+	*ret = path;
+	return 0;
+}
+
+int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char **ret, char **ret_msg)
+{
+	return tmp_call_name(parent, uid, gid, chown_it, true, ret, ret_msg);
+}
+
+/* Makes a TMPDIR named by tmp_call_name(). */
+int tmp_call_mkdir(const char *path, uid_t uid, gid_t gid, bool chown_it, char **ret_msg)
+{
 	int r = 0;
 	if (mkdir(path, 0700) < 0)
 		r = -errno;
@@ -250,19 +295,20 @@ int tmp_call_make(const char *parent, uid_t uid, gid_t gid, bool chown_it, char 
 	if (r < 0) {
 		*ret_msg = xasprintf("Could not make a private TMPDIR: %s", strerror(-r));
 		(void)rmdir(path);
-		free(path);
-		return r;
 	}
-	*ret = path;
-	return 0;
+	return r;
 }
 
 /* Removes a call's TMPDIR and all it holds. */
+void tmp_call_rm(const char *path)
+{
+	if (path)
+		rm_tree_at(AT_FDCWD, path, 0);
+}
+
 void tmp_call_remove(char *path)
 {
-	if (!path)
-		return;
-	rm_tree_at(AT_FDCWD, path, 0);
+	tmp_call_rm(path);
 	free(path);
 }
 

@@ -301,9 +301,10 @@ END_TEST
 
 /*
  * Calls one after another (the later ones join a mount namespace made
- * ahead, the same one given a new TMPDIR): each finds its TMPDIR empty,
- * under a path of its own, with nothing of the call before it reachable
- * by the old path; its limits.tmp_mb holds. As root (loop 0) and as uid
+ * ahead, the same one given a new TMPDIR, its tmpfs emptied and moved):
+ * each finds its TMPDIR empty, mode 0700 and with all its space, under a
+ * path of its own, with nothing of the call before it reachable by the
+ * old path; its limits.tmp_mb holds. As root (loop 0) and as uid
  * 65534 (loop 1).
  */
 START_TEST(tmpdir_fresh_each_call)
@@ -323,9 +324,14 @@ START_TEST(tmpdir_fresh_each_call)
 	}
 	char *last = NULL;
 	for (int i = 0; i < 6; i++) {
-		char *cmd = last ? xasprintf("ls -A \"$TMPDIR\"; cat '%s/s' 2>/dev/null; ls '%s' 2>/dev/null; "
-					     "echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", last, last, i)
-				 : xasprintf("echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", i);
+		/* Each leaves its TMPDIR full, deep and open to all: the
+		 * next finds it empty, 0700, with its whole size. */
+		char *cmd = xasprintf("m=$(stat -c %%a \"$TMPDIR\"); [ \"$m\" = 700 ] || echo \"mode $m\"; "
+				      "ls -A \"$TMPDIR\"; cat '%s/s' 2>/dev/null; ls '%s' 2>/dev/null; "
+				      "mkdir -p \"$TMPDIR/d/e/f\" && touch \"$TMPDIR/.h\" \"$TMPDIR/d/e/f/g\" && "
+				      "head -c 700000 /dev/zero > \"$TMPDIR/fill\" && chmod 777 \"$TMPDIR\" && "
+				      "echo s%d > \"$TMPDIR/s\" && echo \"$TMPDIR\"", last ? last : "/nonexistent",
+				      last ? last : "/nonexistent", i);
 		const struct json *r = sh(c, cmd);
 		free(cmd);
 		tc_assert_ok(r);
@@ -342,6 +348,96 @@ START_TEST(tmpdir_fresh_each_call)
 	tc_assert_ok(r);
 	ck_assert_int_ne(tj_int(r, "result.structuredContent.exit_code"), 0);
 	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/*
+ * The namespace made ahead for the next call is for the plan of the call
+ * before: when the plan changes meanwhile (a .git/hooks made, then
+ * removed, which the protect mounts follow), the next call cannot join
+ * it, and its TMPDIR, only named ahead, is made for it. Each call still
+ * gets a TMPDIR of its own, empty and writable, and .git/hooks is
+ * read-only while it exists. As root (loop 0) and as uid 65534 (loop 1).
+ */
+START_TEST(tmpdir_when_plan_changes)
+{
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox");
+	if (_i == 1 && !want_nobody())
+		TC_SKIP("tmpdir_when_plan_changes: skipped: not root, cannot connect as another uid");
+	struct tcd d;
+	start(&d, "\"limits\":{\"tmp_mb\":1}", false);
+	struct tcc *c;
+	if (_i == 1) {
+		ck_assert_int_eq(chmod(d.dir, 0711), 0);
+		chown_tree(d.ws, NOBODY);
+		c = tcc_connect_as(&d, NOBODY, NOBODY);
+	} else {
+		c = tcc_connect(&d);
+	}
+	char *git = tcd_ws_path(&d, ".git"), *hooks = tcd_ws_path(&d, ".git/hooks");
+	char *last = NULL;
+	for (int i = 0; i < 6; i++) {
+		/* Every other call, the workspace's repository changes. */
+		bool with = i % 2 == 1;
+		if (with) {
+			ck_assert_int_eq(mkdir(git, 0755), 0);
+			ck_assert_int_eq(mkdir(hooks, 0755), 0);
+		}
+		const struct json *r = sh(c, "ls -A \"$TMPDIR\"; echo x > \"$TMPDIR/x\" && cat \"$TMPDIR/x\" && "
+					     "{ touch .git/hooks/pre-commit 2>/dev/null && echo HOOKED; true; } && "
+					     "echo \"$TMPDIR\"");
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		ck_assert_msg(strncmp(out, "x\n/", 3) == 0 && !strstr(out, "HOOKED"), "call %d: %s", i, out);
+		ck_assert_msg(!last || !strstr(out, last), "call %d reused %s", i, last);
+		free(last);
+		last = xstrdup(out + 2);
+		if (with) {
+			/* With what the sandbox made there to hold in place
+			 * (the protected entries that were missing). */
+			char *rm = xasprintf("rm -rf '%s'", git);
+			ck_assert_int_eq(system(rm), 0);
+			free(rm);
+		}
+	}
+	free(last);
+	free(git);
+	free(hooks);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/*
+ * Calls of root and of uid 65534 in turn, each leaving its TMPDIR full
+ * and open to all: a namespace and its TMPDIR made ahead for one
+ * identity never serve the other's call, which finds its own, empty,
+ * owned by its uid, mode 0700.
+ */
+START_TEST(tmpdir_identities_apart)
+{
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox");
+	if (!want_nobody())
+		TC_SKIP("tmpdir_identities_apart: skipped: not root, cannot connect as another uid");
+	struct tcd d;
+	start(&d, "\"limits\":{\"tmp_mb\":1}", false);
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	chown_tree(d.ws, NOBODY);
+	struct tcc *cs[2] = { tcc_connect(&d), tcc_connect_as(&d, NOBODY, NOBODY) };
+	for (int i = 0; i < 8; i++) {
+		/* Twice each in a row, then the other. */
+		int who = (i / 2) % 2;
+		const struct json *r = sh(cs[who], "stat -c '%u %a' \"$TMPDIR\"; ls -A \"$TMPDIR\"; "
+						   "touch \"$TMPDIR/left\" && chmod 777 \"$TMPDIR\" && echo done");
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		char want[64];
+		snprintf(want, sizeof(want), "%u 700\ndone\n", who ? NOBODY : 0);
+		ck_assert_msg(strcmp(out, want) == 0, "call %d (uid %u): %s", i, who ? NOBODY : 0, out);
+	}
+	tcc_close(cs[0]);
+	tcc_close(cs[1]);
 	stop(&d);
 }
 END_TEST
@@ -526,6 +622,8 @@ static Suite *iso_suite(void)
 	tcase_add_test(tc, daemon_files_out_of_reach);
 	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
 	tcase_add_loop_test(tc, tmpdir_fresh_each_call, 0, 2);
+	tcase_add_loop_test(tc, tmpdir_when_plan_changes, 0, 2);
+	tcase_add_test(tc, tmpdir_identities_apart);
 	tcase_add_test(tc, require_refuses);
 	tcase_add_test(tc, node_runs);
 	tcase_add_test(tc, cgroup_real);
