@@ -33,6 +33,22 @@ static void put_line(const char *s, size_t n, struct buf *out)
 	buf_printf(out, " [... line cut: %d of its %zu characters shown]", RENDER_LINE_MAX, chars);
 }
 
+/* Appends a line's number as cat -n writes it, "%6d\t": without printf,
+ * which was a fifth of a small read's time at one call per line. */
+static void put_number(int64_t no, struct buf *out)
+{
+	char digits[20];
+	char *end = digits + sizeof(digits), *d = fmt_u64(end, no > 0 ? (uint64_t)no : 0);
+	size_t n = (size_t)(end - d), pad = n < 6 ? 6 - n : 0;
+	buf_reserve(out, pad + n + 1);
+	char *o = out->data + out->len;
+	memset(o, ' ', pad);
+	memcpy(o + pad, d, n);
+	o[pad + n] = '\t';
+	out->len += pad + n + 1;
+	out->data[out->len] = '\0';
+}
+
 /* Appends the lines of a window by lines, numbered from v->first_line. */
 static void put_lines(const struct read_view *v, struct buf *out)
 {
@@ -42,7 +58,7 @@ static void put_lines(const struct read_view *v, struct buf *out)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		if (v->numbered)
-			buf_printf(out, "%6" PRId64 "\t", no);
+			put_number(no, out);
 		put_line(p, n, out);
 		if (nl)
 			buf_putc(out, '\n');
