@@ -462,7 +462,10 @@ static void read_job_done(struct tool_call *call, void *arg, int r)
 	struct buf text = {0};
 	buf_reserve(&text, buf_size(&content) + buf_size(&content) / 4 + 128);
 	render_read_file(&v, &text);
+	char *text_json = render_read_file_json(&v, structured + lit, lit_len, buf_head(&text), buf_size(&text));
 	tool_call_succeed(call, buf_steal(&text), structured, false);
+	if (text_json)
+		tool_call_set_text_json(call, text_json);
 }
 
 static const struct fsjob_ops read_ops = {

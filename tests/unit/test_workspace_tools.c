@@ -49,6 +49,9 @@ START_TEST(read_counts_lines)
 	assert_ok(&res);
 	ck_assert_int_eq(sc_int(&res, "total_lines"), 3);
 	ck_assert_str_eq(res.call.text, "     1\tx\n     2\t\n     3\ty\n");
+	/* The answer's literal of the text, made from the content's. */
+	ck_assert_ptr_nonnull(res.call.text_json);
+	ck_assert_str_eq(res.call.text_json, "\"     1\\tx\\n     2\\t\\n     3\\ty\\n\"");
 	result_clear(&res);
 }
 END_TEST
