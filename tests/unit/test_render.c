@@ -105,6 +105,21 @@ START_TEST(read_file_json)
 	check_json((struct read_view){ .data = "abcdef", .by_lines = true, .numbered = true, .first_line = 7,
 				       .shown_lines = 1, .total_lines = 9, .line_cut = true, .offset = 100,
 				       .size = 5000, .more = true }, true);
+	/* numbers counted up across a new digit, and wider than 8 */
+	struct read_view wide = { .data = "a\nb\nc\n", .by_lines = true, .numbered = true, .first_line = 99999998,
+				  .shown_lines = 3, .total_lines = 100000000, .size = 300000000 };
+	check_json(wide, true);
+	struct buf text = {0};
+	wide.len = strlen(wide.data);
+	render_read_file(&wide, &text);
+	ck_assert_str_eq(buf_head(&text), "99999998\ta\n99999999\tb\n100000000\tc\n");
+	buf_free(&text);
+	struct read_view tens = { .data = "a\nb\nc", .len = 5, .by_lines = true, .numbered = true, .first_line = 9,
+				  .shown_lines = 3, .total_lines = 11, .size = 5 };
+	render_read_file(&tens, &text);
+	ck_assert_str_eq(buf_head(&text), "     9\ta\n    10\tb\n    11\tc");
+	buf_free(&text);
+	check_json(tens, true);
 	/* where it does not apply: by bytes, nothing shown, a long line */
 	check_json((struct read_view){ .data = "45678", .offset = 4, .size = 16, .limit_arg = 5, .more = true }, false);
 	check_json((struct read_view){ .data = "", .by_lines = true, .first_line = 20, .total_lines = 10,
