@@ -230,11 +230,14 @@ char *render_read_file_json(const struct read_view *v, const char *lit, size_t l
 		buf_free(&out);
 		return NULL;
 	}
-	/* The note after the lines, quoted without its quotes. */
-	struct buf note = {0};
-	json_quote(&note, text + plain, text_len - plain);
-	buf_append(&out, buf_head(&note) + 1, buf_size(&note) - 1);
-	buf_free(&note);
+	/* The note after the lines, if any, quoted without its quotes. */
+	if (plain < text_len) {
+		struct buf note = {0};
+		json_quote(&note, text + plain, text_len - plain);
+		buf_append(&out, buf_head(&note) + 1, buf_size(&note) - 2);
+		buf_free(&note);
+	}
+	buf_putc(&out, '"');
 	return buf_steal(&out);
 }
 
