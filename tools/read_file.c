@@ -237,9 +237,9 @@ static void cut_lines(struct read_job *j, struct buf *all)
 cut:
 	if (stop < start)
 		stop = start;
-	if (start == 0 && all->data && !j->data.data) {
-		/* The window starts the file (most reads): keep the buffer
-		 * read into, cut, rather than copy it. */
+	if (start == 0 && stop >= size / 2 && all->data && !j->data.data) {
+		/* The window starts the file and is most of it (most reads):
+		 * keep the buffer read into, cut, rather than copy it. */
 		all->len = all->off + stop;
 		all->data[all->len] = '\0';
 		j->data = *all;
