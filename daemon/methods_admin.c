@@ -28,6 +28,7 @@
 #include "lib/base/map.h"
 #include "lib/process/process.h"
 #include "lib/registry.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "proto/json.h"
 
@@ -156,6 +157,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	store_binding_write_stats(s, g);
 	providers_write_stats(&s->providers, g);
 	process_table_write_stats(s->env.processes, g);
+	sandbox_kaudit_write_stats(g);
 	jgen_obj_close(g);
 	jgen_free(g);
 	methods_answer(p, &b);

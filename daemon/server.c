@@ -237,6 +237,10 @@ int server_init(struct server *s, char **ret_err)
 	/* Before any child: also makes the daemon child subreaper. */
 	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(s->cfg.sandbox.cgroup_dir));
 	log_info("%s", line);
+	if (sandbox_kaudit_start(s->loop, sandbox_probe(NULL)->landlock_abi) == 0)
+		log_info("sandbox notes: from the kernel's audit records of Landlock's refusals");
+	else
+		log_info("sandbox notes: from stderr's wording only (%s)", sandbox_kaudit_why());
 	r = registry_build(&s->cfg, NULL, &s->providers, &s->registry, ret_err);
 	if (r < 0)
 		return r;
@@ -341,6 +345,7 @@ void server_free(struct server *s)
 	providers_clear(&s->providers);
 	s->audit = audit_close(s->audit);
 	s->iopool = iopool_free(s->iopool);
+	sandbox_kaudit_stop();
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	if (s->socket_owned)

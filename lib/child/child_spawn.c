@@ -777,6 +777,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	if (r < 0)
 		return r;
 	sandbox_run_spawned(o->sandbox);
+	sandbox_run_set_pid(o->sandbox, pid);
 	if (o->ret_stdin_fd)
 		*o->ret_stdin_fd = TAKE_FD(in_w);
 	uint64_t start = mono_ms();

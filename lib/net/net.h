@@ -7,11 +7,11 @@
  * proxy (absolute-form requests and CONNECT) and a SOCKS5 proxy (CONNECT)
  * on listening sockets the daemon hands it, every connection reported once.
  *
- * Everything runs on the caller's tc_loop and never blocks. The process
- * must ignore SIGPIPE: splice(2) into a socket its peer closed raises it
- * (send(2) is given MSG_NOSIGNAL; splice has no such flag). The daemon
- * owns namespaces, listeners, confirmations, audit, events and metrics;
- * this module only asks (ops.ask) and reports (ops.connection_done).
+ * Everything runs on the caller's tc_loop and never blocks; every write
+ * is a send(2) with MSG_NOSIGNAL, so a peer that closed raises no SIGPIPE.
+ * The daemon owns namespaces, listeners, confirmations, audit, events and
+ * metrics; this module only asks (ops.ask) and reports
+ * (ops.connection_done).
  */
 #ifndef TC_NET_H
 #define TC_NET_H

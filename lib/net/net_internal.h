@@ -120,12 +120,14 @@ size_t net_socks_reply(uint8_t code, uint8_t out[10]);
 /* --- the byte relay of a connection --------------------------------------- */
 
 /*
- * Moves bytes both ways between a client and an upstream socket: through
- * a pipe per direction with splice(2) (no copy through user space), or
- * with read/write when splice is refused (or copy is asked for). Initial
- * bytes (a forwarded head, bytes the client sent early) go upstream first.
- * With body, the upstream direction copies and stops at the end of that
- * HTTP body: nothing past one message reaches the origin.
+ * Moves bytes both ways between a client and an upstream socket: each
+ * direction peeks at its source through a buffer shared by the loop's
+ * relays and takes from the source only what its destination took, so
+ * bytes that cannot go yet wait in the source's socket; or with plain
+ * read/write through a buffer of its own (copy). Initial bytes (a
+ * forwarded head, bytes the client sent early) go upstream first. With
+ * body, the upstream direction copies and stops at the end of that HTTP
+ * body: nothing past one message reaches the origin.
  */
 struct net_relay;
 
@@ -143,7 +145,7 @@ struct net_relay_config {
 	size_t initial_len;
 	struct net_http_body *body;	/* taken; NULL: a tunnel */
 	bool up_done;			/* the client has nothing more to send upstream */
-	bool copy;			/* force read/write */
+	bool copy;			/* read/write through buffers of its own */
 	/* An HTTP forward ends when the origin's answer is through, whatever
 	 * the client still holds open. */
 	bool end_with_down;
@@ -154,8 +156,6 @@ struct net_relay_config {
 
 int net_relay_start(const struct net_relay_config *cfg, struct net_relay **ret);
 struct net_relay *net_relay_free(struct net_relay *r);
-/* Whether splice(2) moved this relay's bytes. */
-bool net_relay_spliced(const struct net_relay *r);
 /* The relay work a loop does per turn before ready directions wait for
  * the next turn (tests make it tiny to see the queue; 0: the default,
  * 1 ms). */

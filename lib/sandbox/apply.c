@@ -410,9 +410,11 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 	if (c->no_new_privs)
 		STEP("setting no_new_privs", syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	if (c->landlock_fd >= 0)
-		STEP("enforcing Landlock", syscall(SYS_landlock_restrict_self, c->landlock_fd, 0));
+		STEP("enforcing Landlock", syscall(SYS_landlock_restrict_self, c->landlock_fd,
+										  sandbox_landlock_restrict_flags));
 	if (c->landlock_fd2 >= 0)
-		STEP("enforcing Landlock (its second layer)", syscall(SYS_landlock_restrict_self, c->landlock_fd2, 0));
+		STEP("enforcing Landlock (its second layer)", syscall(SYS_landlock_restrict_self, c->landlock_fd2,
+										  sandbox_landlock_restrict_flags));
 	if (c->bpf)
 		STEP("loading the seccomp filter", syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->bpf));
 	return 0;
@@ -484,8 +486,10 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply_spawned(struct s
 	}
 	STEP("dropping the capabilities", sandbox_caps_clear());
 	if (c->landlock_fd >= 0)
-		STEP("enforcing Landlock", syscall(SYS_landlock_restrict_self, c->landlock_fd, 0));
+		STEP("enforcing Landlock", syscall(SYS_landlock_restrict_self, c->landlock_fd,
+										  sandbox_landlock_restrict_flags));
 	if (c->landlock_fd2 >= 0)
-		STEP("enforcing Landlock (its second layer)", syscall(SYS_landlock_restrict_self, c->landlock_fd2, 0));
+		STEP("enforcing Landlock (its second layer)", syscall(SYS_landlock_restrict_self, c->landlock_fd2,
+										  sandbox_landlock_restrict_flags));
 	return 0;
 }

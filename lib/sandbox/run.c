@@ -62,6 +62,7 @@ struct sandbox_run {
 	char *ns_key;			/* its plan, to ask for the next call's */
 	uint64_t ns_born_ms;		/* when the namespace was first made */
 	bool spawned;			/* its child started */
+	pid_t pid;			/* its child's, once started, or 0 */
 	unsigned spare_gen;
 	uid_t uid;			/* the child's, and its parent of TMPDIRs */
 	gid_t gid;
@@ -594,6 +595,12 @@ static struct spare spare_take(uid_t uid, gid_t gid)
 	return (struct spare){ .fd = -1 };
 }
 
+void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid)
+{
+	if (run)
+		run->pid = pid;
+}
+
 /* Makes the next call's TMPDIR and layer for the identity of a call that
  * was hidden by the layer, now that its child runs. */
 void sandbox_run_spawned(struct sandbox_run *run)
@@ -1076,11 +1083,15 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	/* Behind the proxy, whatever is not the proxy is refused so. */
 	if (run->net && !denied)
 		denied = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
-	if (!denied)
+	/* What the kernel recorded it refused (kaudit.c), waited for a moment
+	 * when stderr speaks of a refusal; else stderr's patterns alone. */
+	_cleanup_free_ char *seen = sandbox_kaudit_take(run->pid, denied);
+	if (!seen && !denied)
 		return NULL;
-	return xasprintf("[sandbox] This may have been refused by the sandbox (profile %s): it allows reading "
+	return xasprintf("[sandbox] %s%s (profile %s): it allows reading "
 			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
 			 "that, or ask the user to loosen the tool's sandbox.",
+			 seen ? "The sandbox refused " : "This may have been refused by the sandbox", seen ? seen : "",
 			 sandbox_profile_name(run->profile),
 			 run->profile == SANDBOX_WORKSPACE_WRITE
 				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"

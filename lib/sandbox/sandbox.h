@@ -315,6 +315,34 @@ void sandbox_run_json(const struct sandbox_run *run, struct buf *out);
  * "memory limit (4096 MB)"; NULL when none. */
 char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int sig,
 			    const char *err, size_t err_len);
+/*
+ * The kernel's word on what the sandbox refused (kaudit.c): Landlock's
+ * audit records, read on the loop when the kernel writes them (Landlock
+ * ABI 7), audit is on and the daemon may read them (CAP_AUDIT_READ); the
+ * machine's audit settings are never changed. sandbox_kaudit_start()
+ * returns 0 when subscribed, else a negative errno and
+ * sandbox_kaudit_why() says why; notes then come from stderr alone.
+ */
+struct tc_loop;
+int sandbox_kaudit_start(struct tc_loop *loop, int landlock_abi);
+void sandbox_kaudit_stop(void);
+bool sandbox_kaudit_on(void);
+const char *sandbox_kaudit_why(void);
+/* The refusals recorded for the Landlock domains the process pid made
+ * ("writing /dev/tty; signalling a process outside the sandbox"), taken
+ * (owned), or NULL. With wait and none yet, waits up to
+ * SANDBOX_KAUDIT_WAIT_MS for the kernel's audit thread to deliver them. */
+#define SANDBOX_KAUDIT_WAIT_MS 20
+char *sandbox_kaudit_take(pid_t pid, bool wait);
+/* Handles one record's text as if read (type AUDIT_LANDLOCK_ACCESS or
+ * _DOMAIN, 1423 or 1424): for tests. */
+void sandbox_kaudit_feed(int type, const char *text, size_t len);
+/* Appends "sandboxNotes": {from, why?, records, dropped, notes}. */
+struct jgen;
+void sandbox_kaudit_write_stats(struct jgen *g);
+/* The pid of the run's child, once spawned: whose refusals its note names. */
+void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid);
+
 /* When stderr shows a denial: the line telling the model the sandbox
  * refused it and what the profile allows; else NULL. */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);

@@ -20,6 +20,10 @@
 #define SYS_landlock_restrict_self 446
 #endif
 
+/* landlock_restrict_self()'s flags for every child (kaudit.c: logging
+ * after exec while the daemon reads the records). */
+extern unsigned sandbox_landlock_restrict_flags;
+
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #define LL_RULE_PATH_BENEATH 1
 

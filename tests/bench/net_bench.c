@@ -1,65 +1,67 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tc-bench's "net_connect" scenario: a 100 MiB download through the proxy
- * engine's CONNECT tunnel beside the same download straight over loopback.
- * The origin (writes the bytes, closes) and the proxy (lib/net on its own
- * libev loop, the origin reached by name through "hosts") each run in a
- * process of their own; this process is the client, reading to the end.
- * The two ways take turns, and the best round of each counts (the machine
- * is shared; the best is what the code can do). CPU time per download
- * (the scheduler's, in nanoseconds) is printed too: the proxy's own
- * (splice moves the payload without copying it), the client's and the
- * origin's, direct and through the proxy, so that a ratio below target
- * can be told from a busy machine or a costly path.
+ * tc-bench's "net_connect" scenario, its parts that know nothing of the
+ * daemon: the origin (a process that writes N bytes to every connection,
+ * then closes), the client (tc-bench --net-client, run by the daemon in a
+ * sandboxed call, direct or through the call's proxy: the same program,
+ * the same 1 MiB buffer, the same sandbox both ways), the CPU time of a
+ * process, and the report of the rounds: each round printed, the medians
+ * compared, and the CPU per MB of each process in the path.
  */
 #include "tests/bench/net_bench.h"
 
 #include <arpa/inet.h>
-#include <ev.h>
+#include <dirent.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "lib/base/loop.h"
-#include "lib/net/net.h"
 #include "proto/base/util.h"
-#include "proto/json.h"
 
-static int listen_any(uint16_t *port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+#define CLIENT_BUF (1 << 20)
 
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 64) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &sl) < 0)
-		return -1;
-	*port = ntohs(sin.sin_port);
-	return fd;
-}
-
-static void set_cpu(int cpu)
+/* Binds thread tid (0: the caller) to cpu, or lets it run on every
+ * online CPU (cpu < 0). */
+static void set_cpu(pid_t tid, int cpu)
 {
 	cpu_set_t set;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
 	CPU_ZERO(&set);
-	if (cpu >= 0)
-		CPU_SET(cpu, &set);
-	else
-		for (int i = 0; i < CPU_SETSIZE; i++)
+	for (long i = 0; i < n && i < CPU_SETSIZE; i++)
+		if (cpu < 0 || i == cpu)
 			CPU_SET(i, &set);
-	sched_setaffinity(0, sizeof(set), &set);
+	(void)sched_setaffinity(tid, sizeof(set), &set);
 }
 
-/* The origin: every connection gets total bytes, then end of file. */
+void net_bench_set_cpu(pid_t pid, int cpu)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d) {
+		set_cpu(pid, cpu);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			set_cpu((pid_t)atoi(e->d_name), cpu);
+	closedir(d);
+}
+
 static void origin_serve(int lfd, size_t total)
 {
-	static char chunk[1 << 20];
+	static char chunk[CLIENT_BUF];
+
 	memset(chunk, 'x', sizeof(chunk));
 	for (;;) {
 		int fd = accept(lfd, NULL, NULL);
@@ -75,58 +77,46 @@ static void origin_serve(int lfd, size_t total)
 	}
 }
 
-static void proxy_record(void *ctx, const struct net_conn_record *r)
+pid_t net_bench_origin_start(size_t total, int cpu, uint16_t *port)
 {
-	(void)ctx;
-	if (r->error)
-		fprintf(stderr, "net_bench: proxy connection ended: %s (%s)\n", r->error, r->rule);
-}
-
-/* The proxy: lib/net on a libev loop until killed. */
-static void proxy_serve(int lfd)
-{
-	static const char text[] = "{\"allow\": [\"origin.test\"], \"hosts\": {\"origin.test\": \"127.0.0.1\"},"
-				   " \"allow_private\": [\"127.0.0.0/8\"]}";
-	static const struct net_proxy_ops ops = { .connection_done = proxy_record };
-	struct json_doc *doc = NULL;
-	struct json_err jerr;
-	struct net_policy *pol = NULL;
-	struct net_proxy *p = NULL;
-	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
-	struct tc_loop *loop = tc_loop_ev_new(ev);
-	struct net_proxy_config cfg = { .loop = loop, .http_fd = lfd, .socks_fd = -1, .ops = &ops };
-
-	if (json_parse(text, sizeof(text) - 1, 0, 0, &doc, &jerr) < 0 ||
-	    net_policy_parse(json_doc_root(doc), "network", &pol, NULL) < 0)
-		_exit(3);
-	cfg.policy = pol;
-	net_limits_default(&cfg.limits);
-	if (net_proxy_new(&cfg, &p) < 0)
-		_exit(4);
-	ev_run(ev, 0);
-	_exit(0);
-}
-
-/* Reads a connection to its end; returns the bytes, or -1. */
-static long long drain(int fd)
-{
-	static char buf[1 << 20];
-	long long total = 0;
-	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return total;
-		total += n;
-	}
-}
-
-static int connect_to(uint16_t port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
-				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	pid_t pid;
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 16) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &sl) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(sin.sin_port);
+	pid = fork();
+	if (pid == 0) {
+		set_cpu(0, cpu);
+		origin_serve(fd, total);
+	}
+	close(fd);
+	return pid;
+}
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Connects to host:port (an IPv4 literal). */
+static int connect_v4(const char *host, uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd;
+
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
 		close(fd);
 		return -1;
@@ -134,174 +124,190 @@ static int connect_to(uint16_t port)
 	return fd;
 }
 
-/* One download; returns MB/s, or -1. */
-static double download(uint16_t port, uint16_t origin_port, size_t total, bool via_proxy)
+/* The proxy of $HTTPS_PROXY ("http://127.0.0.1:3128"), connected to. */
+static int connect_proxy(void)
 {
-	char req[128], head[256];
-	size_t got = 0;
-	uint64_t t0 = mono_ns();
-	int fd = connect_to(port);
+	const char *v = getenv("HTTPS_PROXY");
+	char host[64];
+	unsigned port;
 
-	if (fd < 0)
+	if (!v || sscanf(v, "http://%63[0-9.]:%u", host, &port) != 2 || port == 0 || port > 65535) {
+		fprintf(stderr, "net-client: HTTPS_PROXY is %s, not http://ADDRESS:PORT\n", v ? v : "unset");
 		return -1;
-	if (via_proxy) {
-		int n = snprintf(req, sizeof(req), "CONNECT origin.test:%u HTTP/1.1\r\n\r\n", origin_port);
+	}
+	return connect_v4(host, (uint16_t)port);
+}
+
+int net_bench_client(int argc, char **argv)
+{
+	static char buf[CLIENT_BUF];
+	char req[128];
+	unsigned long port;
+	unsigned long long total, got = 0, reads = 0;
+	bool proxy;
+	int fd;
+
+	if (argc != 5 || (!str_eq(argv[1], "direct") && !str_eq(argv[1], "proxy"))) {
+		fprintf(stderr, "usage: tc-bench --net-client direct|proxy ORIGIN_PORT BYTES CPU\n");
+		return 2;
+	}
+	proxy = str_eq(argv[1], "proxy");
+	port = strtoul(argv[2], NULL, 10);
+	total = strtoull(argv[3], NULL, 10);
+	set_cpu(0, atoi(argv[4]));
+	uint64_t c0 = cpu_ns(), t0 = mono_ns();
+	fd = proxy ? connect_proxy() : connect_v4("127.0.0.1", (uint16_t)port);
+	if (fd < 0) {
+		fprintf(stderr, "net-client: connect: %s\n", strerror(errno));
+		return 1;
+	}
+	if (proxy) {
+		/* The answer's head byte by byte: nothing of the payload is
+		 * taken before the clock's reads. */
+		char head[256];
+		size_t h = 0;
+		int n = snprintf(req, sizeof(req), "CONNECT %s:%lu HTTP/1.1\r\nHost: %s:%lu\r\n\r\n",
+				 NET_BENCH_ORIGIN, port, NET_BENCH_ORIGIN, port);
 		if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
-			goto fail;
-		/* The 200's head, byte by byte: nothing of the payload is taken. */
-		while (got + 1 < sizeof(head) && (got < 4 || memcmp(head + got - 4, "\r\n\r\n", 4) != 0)) {
-			if (recv(fd, head + got, 1, 0) != 1)
-				goto fail;
-			got++;
+			return 1;
+		while (h + 1 < sizeof(head) && (h < 4 || memcmp(head + h - 4, "\r\n\r\n", 4) != 0)) {
+			if (recv(fd, head + h, 1, 0) != 1)
+				return 1;
+			h++;
 		}
-		if (strncmp(head, "HTTP/1.1 200 ", 13) != 0)
-			goto fail;
+		head[h] = '\0';
+		if (strncmp(head, "HTTP/1.1 200 ", 13) != 0) {
+			fprintf(stderr, "net-client: the proxy answered %.60s\n", head);
+			return 1;
+		}
 	}
-	long long n = drain(fd);
-	close(fd);
-	uint64_t ns = mono_ns() - t0;
-	if (n != (long long)total)
-		return -1;
-	return (double)total / (1024.0 * 1024.0) / ((double)(ns ? ns : 1) / 1e9);
-fail:
-	close(fd);
-	return -1;
-}
-
-/* CPU time of a process so far, in milliseconds: the scheduler's count in
- * nanoseconds (/proc/PID/schedstat), or utime + stime in clock ticks where
- * that is missing. */
-static double cpu_ms(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned long long ns;
-	unsigned long ut = 0, st = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
-	f = fopen(path, "re");
-	if (f) {
-		int got = fscanf(f, "%llu", &ns);
-		fclose(f);
-		if (got == 1)
-			return (double)ns / 1e6;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* Where the three processes of a placement run (-1: where the scheduler
- * puts them). */
-struct placement {
-	const char *name;
-	int origin, proxy, client;
-};
-
-/* One placement: direct and proxied downloads taking turns, best of rounds
- * each; one line into out. Returns 0, or -1 with the reason in out. */
-static int run_placement(const struct placement *pl, unsigned mb, unsigned rounds, char *out, size_t size)
-{
-	size_t total = (size_t)mb << 20;
-	uint16_t origin_port, proxy_port;
-	int ofd = listen_any(&origin_port), pfd = listen_any(&proxy_port);
-	double best_direct = 0, best_proxy = 0, proxy_cpu;
-	pid_t origin, proxy;
-	int r = 0;
-
-	if (ofd < 0 || pfd < 0) {
-		snprintf(out, size, "net_connect: cannot listen on 127.0.0.1");
-		return -1;
-	}
-	origin = fork();
-	if (origin == 0) {
-		set_cpu(pl->origin);
-		close(pfd);
-		origin_serve(ofd, total);
-	}
-	proxy = fork();
-	if (proxy == 0) {
-		set_cpu(pl->proxy);
-		close(ofd);
-		proxy_serve(pfd);
-	}
-	close(ofd);
-	close(pfd);
-	set_cpu(pl->client);
-	double cpu0 = cpu_ms(proxy), client_direct = 0, client_proxied = 0, origin_direct = 0, origin_proxied = 0;
-	for (unsigned i = 0; i < rounds; i++) {
-		double c0 = cpu_ms(getpid()), o0 = cpu_ms(origin);
-		double d = download(origin_port, 0, total, false);
-		double c1 = cpu_ms(getpid()), o1 = cpu_ms(origin);
-		double p = download(proxy_port, origin_port, total, true);
-		client_direct += c1 - c0;
-		client_proxied += cpu_ms(getpid()) - c1;
-		origin_direct += o1 - o0;
-		origin_proxied += cpu_ms(origin) - o1;
-		if (d < 0 || p < 0) {
-			snprintf(out, size, "net_connect: a download failed (direct %s, proxied %s)",
-				 d < 0 ? "failed" : "ok", p < 0 ? "failed" : "ok");
-			r = -1;
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		if (n < 0) {
+			fprintf(stderr, "net-client: recv: %s\n", strerror(errno));
+			return 1;
+		}
+		if (n == 0)
 			break;
-		}
-		best_direct = MAX(best_direct, d);
-		best_proxy = MAX(best_proxy, p);
+		got += (unsigned long long)n;
+		reads++;
 	}
-	proxy_cpu = (cpu_ms(proxy) - cpu0) / rounds;
-	kill(origin, SIGKILL);
-	kill(proxy, SIGKILL);
-	waitpid(origin, NULL, 0);
-	waitpid(proxy, NULL, 0);
-	if (r < 0)
-		return r;
-	double ratio = best_proxy / best_direct;
-	snprintf(out, size,
-		 "net_connect (%s): %u MiB over loopback, best of %u: direct %.0f MB/s, through CONNECT %.0f MB/s: "
-		 "%.2f× (target ≥ 0.8×: %s); CPU per download: the proxy %.0f ms, the client %.0f ms direct and "
-		 "%.0f ms through the proxy, the origin %.0f ms direct and %.0f ms through the proxy", pl->name, mb,
-		 rounds, best_direct, best_proxy, ratio, ratio >= 0.8 ? "met" : "MISSED", proxy_cpu,
-		 client_direct / rounds, client_proxied / rounds, origin_direct / rounds, origin_proxied / rounds);
+	uint64_t ns = mono_ns() - t0;
+	close(fd);
+	printf("net-client: %llu of %llu bytes in %llu ns, CPU %llu ns, %llu reads\n", got, total,
+	       (unsigned long long)ns, (unsigned long long)(cpu_ns() - c0), reads);
+	return got == total ? 0 : 1;
+}
+
+int net_bench_client_parse(const char *text, struct net_bench_dl *ret)
+{
+	const char *p = text ? strstr(text, "net-client: ") : NULL;
+	unsigned long long got, total, ns, cpu, reads;
+
+	if (!p || sscanf(p, "net-client: %llu of %llu bytes in %llu ns, CPU %llu ns, %llu reads", &got, &total, &ns, &cpu,
+			 &reads) != 5 || got != total || ns == 0)
+		return -1;
+	ret->reads = reads;
+	ret->bytes = got;
+	ret->mbps = (double)got / 1e6 / ((double)ns / 1e9);
+	ret->client_cpu_ms = (double)cpu / 1e6;
 	return 0;
 }
 
-int net_bench_connect(unsigned mb, unsigned rounds, char *out, size_t size)
+double net_bench_cpu_ms(pid_t pid)
 {
-	/*
-	 * Where the processes run decides more than the relay does (on a
-	 * two-CPU machine, measured: 0.3× to 1.6× for the same code). Direct
-	 * over loopback, a client and an origin on one CPU hand bytes over in
-	 * its cache with no cross-CPU wakeup; a third process in the path
-	 * cannot have that. So two placements, both fair to the direct way:
-	 * the origin on a CPU of its own (it stands for a remote host, whose
-	 * sending costs the client's machine nothing), and all three where
-	 * the scheduler puts them (the bound for a machine with as many busy
-	 * processes as CPUs). The proxy is never pinned: a daemon is not.
-	 */
-	static const struct placement placements[] = {
-		{ "origin on CPU 0, the client on CPU 1, the proxy unpinned", 0, -1, 1 },
-		{ "all unpinned", -1, -1, -1 },
-	};
-	cpu_set_t saved;
-	size_t used = 0;
-	int r = 0;
+	char path[64];
+	unsigned long long ns;
+	FILE *f;
+	int got;
 
-	if (sched_getaffinity(0, sizeof(saved), &saved) < 0)
-		CPU_ZERO(&saved);
-	for (size_t i = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 0 : 1; i < sizeof(placements) / sizeof(placements[0]) && r == 0; i++) {
-		char line[512];
-		r = run_placement(&placements[i], mb, rounds, line, sizeof(line));
-		used += (size_t)snprintf(out + used, size - MIN(used, size), "%s%s", used ? "\n" : "", line);
-		used = MIN(used, size);
+	/* The scheduler's count, in nanoseconds (clock ticks are too coarse
+	 * for a download of a few tens of milliseconds). */
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	got = fscanf(f, "%llu", &ns);
+	fclose(f);
+	return got == 1 ? (double)ns / 1e6 : 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, unsigned n)
+{
+	double s[NET_BENCH_ROUNDS_MAX];
+
+	if (n == 0)
+		return 0;
+	memcpy(s, v, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+#define OUT(...) (used += (size_t)snprintf(out + used, size - MIN(used, size), __VA_ARGS__), used = MIN(used, size))
+
+void net_bench_report(const char *placement, const struct net_bench_round *r, unsigned n, double mb, char *out,
+		      size_t size)
+{
+	double d[NET_BENCH_ROUNDS_MAX], p[NET_BENCH_ROUNDS_MAX], q[NET_BENCH_ROUNDS_MAX];
+	double dd[NET_BENCH_ROUNDS_MAX], cd[NET_BENCH_ROUNDS_MAX], cp[NET_BENCH_ROUNDS_MAX];
+	double od[NET_BENCH_ROUNDS_MAX], op[NET_BENCH_ROUNDS_MAX];
+	double rd[NET_BENCH_ROUNDS_MAX], rp[NET_BENCH_ROUNDS_MAX];
+	char rounds[NET_BENCH_ROUNDS_MAX * 96] = "";
+	size_t used = 0, ru = 0;
+
+	n = MIN(n, (unsigned)NET_BENCH_ROUNDS_MAX);
+	for (unsigned i = 0; i < n; i++) {
+		d[i] = r[i].direct.mbps;
+		p[i] = r[i].proxied.mbps;
+		q[i] = d[i] > 0 ? p[i] / d[i] : 0;
+		/* The daemon's CPU for the proxied call less the direct
+		 * call's (spawning the sandboxed client, the same both ways):
+		 * what the tunnel cost it. */
+		dd[i] = MAX(0.0, r[i].daemon_ms_proxied - r[i].daemon_ms_direct) / mb;
+		cd[i] = r[i].direct.client_cpu_ms / mb;
+		cp[i] = r[i].proxied.client_cpu_ms / mb;
+		od[i] = r[i].origin_ms_direct / mb;
+		op[i] = r[i].origin_ms_proxied / mb;
+		rd[i] = (double)r[i].direct.bytes / 1024.0 / (double)MAX(r[i].direct.reads, 1ull);
+		rp[i] = (double)r[i].proxied.bytes / 1024.0 / (double)MAX(r[i].proxied.reads, 1ull);
+		ru += (size_t)snprintf(rounds + ru, sizeof(rounds) - MIN(ru, sizeof(rounds)),
+				       "\n  round %u (%s first): direct %.0f, proxied %.0f MB/s: %.2f×; the daemon %.3f ms/MB",
+				       i + 1, i % 2 ? "proxied" : "direct", d[i], p[i], q[i], dd[i]);
+		ru = MIN(ru, sizeof(rounds));
 	}
-	if (CPU_COUNT(&saved) > 0)
-		sched_setaffinity(0, sizeof(saved), &saved);
-	return r;
+	double md = median(d, n), mp = median(p, n), mdd = median(dd, n);
+	double mcd = median(cd, n), mcp = median(cp, n), mod = median(od, n), mop = median(op, n);
+	double ratio = md > 0 ? mp / md : 0;
+	double cpu_direct = mcd + mod, cpu_proxied = mcp + mop + mdd;
+	OUT("net_connect (%s): %.0f MB (MB = 10^6 B) from an origin on 127.0.0.1 to a sandboxed client, direct "
+	    "(network true) and through the daemon's CONNECT (network \"proxy\"), the same client both ways; one "
+	    "warm-up pair, then %u rounds alternating which goes first: medians direct %.0f MB/s, through CONNECT "
+	    "%.0f MB/s: %.2f× (median of the rounds' ratios %.2f×; target ≥ 0.8×: %s)%s\n",
+	    placement, mb, n, md, mp, ratio, median(q, n), ratio >= 0.8 ? "met" : "MISSED", rounds);
+	OUT("net_connect (%s): CPU per MB (medians): the daemon %.3f ms (%.0f MB/s of one CPU), the client %.3f ms direct "
+	    "and %.3f ms proxied, the origin %.3f ms direct and %.3f ms proxied; all together %.3f ms direct and "
+	    "%.3f ms proxied: a machine with no CPU to spare would give %.2f×; the client's reads %.0f KiB direct, "
+	    "%.0f KiB proxied\n",
+	    placement, mdd, mdd > 0 ? 1.0 / mdd * 1000.0 : 0, mcd, mcp, mod, mop, cpu_direct, cpu_proxied,
+	    cpu_proxied > 0 ? cpu_direct / cpu_proxied : 0, median(rd, n), median(rp, n));
+	if (used && out[used - 1] == '\n')
+		out[--used] = '\0';
+}
+
+void net_bench_cpus_note(char *out, size_t size)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (ncpu > 2)
+		snprintf(out, size, "net_connect: %ld CPUs", ncpu);
+	else
+		snprintf(out, size, "net_connect: this machine has %ld CPU%s: through the proxy three processes are busy "
+			 "(origin, daemon, client) where two are direct, so the proxied download also waits for a CPU",
+			 ncpu, ncpu == 1 ? "" : "s");
 }

@@ -21,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/fsjob/fsjob.h"
@@ -238,6 +240,76 @@ static int note_fsuid(void *arg)
 
 /* identity_run: fn runs as the identity on another thread, the caller
  * never changes; an identity that cannot be taken runs nothing. */
+/* A job burning CPU: its worker's niceness at its start, after 20 ms of
+ * CPU and after 80 ms (fsjob_cancelled() polled all along). */
+struct burner {
+	struct tool_call call;
+	bool done;
+	int nice_start, nice_early, nice_late;
+};
+
+static uint64_t cpu_ms_of_thread(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int burner_run(struct fsjob *job, void *arg)
+{
+	struct burner *b = arg;
+	b->nice_start = getpriority(PRIO_PROCESS, (id_t)gettid());
+	uint64_t t0 = cpu_ms_of_thread();
+	while (cpu_ms_of_thread() - t0 < 20)
+		(void)fsjob_cancelled(job);
+	b->nice_early = getpriority(PRIO_PROCESS, (id_t)gettid());
+	while (cpu_ms_of_thread() - t0 < 80)
+		(void)fsjob_cancelled(job);
+	b->nice_late = getpriority(PRIO_PROCESS, (id_t)gettid());
+	return 0;
+}
+
+static void burner_done(struct tool_call *call, void *arg, int r)
+{
+	tool_call_succeed(call, xstrdup("ok"), NULL, false);
+}
+
+static void burner_finish(struct tool_call *c)
+{
+	container_of(c, struct burner, call)->done = true;
+}
+
+static bool burner_done_p(void *arg)
+{
+	return ((struct burner *)arg)->done;
+}
+
+static const struct fsjob_ops burner_ops = { .run = burner_run, .done = burner_done, .free = no_free };
+
+/* A short job keeps the daemon's priority (a niced one gets a ninth of a
+ * busy CPU); one past 50 ms of CPU gives way to the loop; the next job on
+ * the same worker starts at the daemon's priority again (root may raise
+ * it back). */
+START_TEST(short_jobs_keep_their_priority)
+{
+	struct fixture f;
+	setup(&f, 1);
+	int base = getpriority(PRIO_PROCESS, 0);
+	for (int round = 0; round < 2; round++) {
+		struct burner b = { .call = { .ws = f.ws, .env = &f.env, .on_finish = burner_finish } };
+		ck_assert_int_eq(fsjob_start(&b.call, &burner_ops, &b), TOOL_PENDING);
+		ck_assert(loop_spin(f.ev, burner_done_p, &b, 10000));
+		if (round == 0 || geteuid() == 0) {
+			ck_assert_int_eq(b.nice_start, base);
+			ck_assert_int_eq(b.nice_early, base);
+		}
+		ck_assert_int_eq(b.nice_late, 10);
+		tool_call_clear(&b.call);
+	}
+	teardown(&f);
+}
+END_TEST
+
 START_TEST(run_as_on_a_thread_of_its_own)
 {
 	if (geteuid() != 0)
@@ -851,6 +923,7 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, job_runs_in_parts);
 	tcase_add_test(tc, cancel_stops_a_job_in_parts);
 	tcase_add_test(tc, run_as_on_a_thread_of_its_own);
+	tcase_add_test(tc, short_jobs_keep_their_priority);
 	tcase_add_test(tc, delete_goes_in_parts);
 	tcase_add_test(tc, protected_where_the_kernel_leads);
 	tcase_add_test(tc, protected_at_the_write_itself);

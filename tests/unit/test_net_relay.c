@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Parts of the proxy engine alone on a real libev loop: the byte relay in
- * splice and read/write modes (exact bytes, half-closes both ways), and
+ * its two modes (exact bytes, half-closes both ways; bytes a slow reader
+ * cannot take wait in the source's socket, not in the relay), and
  * the resolver's callbacks (always from the loop, cancelled once when the
  * resolver goes).
  */
@@ -12,7 +13,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/base/loop.h"
@@ -68,7 +72,7 @@ START_TEST(resolver_callbacks_from_the_loop)
 }
 END_TEST
 
-/* --- the relay alone: splice and its read/write fallback ------------------ */
+/* --- the relay alone: peeking through the shared buffer, or read/write ---- */
 
 struct relay_fx {
 	int a, b;		/* the test's ends: a is the client, b the origin */
@@ -115,7 +119,7 @@ static void *relay_client(void *arg)
 	return NULL;
 }
 
-START_TEST(relay_splice_and_copy)
+START_TEST(relay_peek_and_copy)
 {
 	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
 	struct tc_loop *loop = tc_loop_ev_new(ev);
@@ -144,13 +148,148 @@ START_TEST(relay_splice_and_copy)
 		ck_assert_str_eq(x.result, "same 6 answer");
 		ck_assert_uint_eq(x.up, 256 * 1024 + 5);
 		ck_assert_uint_eq(x.down, 6);
-		ck_assert(net_relay_spliced(r) == !copy);
 		net_relay_free(r);
 		close(a2);
 		close(b2);
 		close(x.a);
 		close(x.b);
 	}
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+}
+END_TEST
+
+/* --- a slow reader ------------------------------------------------------- */
+
+static int queued(int fd, unsigned long req)
+{
+	int n = 0;
+	ck_assert_int_eq(ioctl(fd, req, &n), 0);
+	return n;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The slow reader's buffers, small and fixed, so that the origin's bytes
+ * outgrow them at once. */
+#define SLOW_BUF (64 * 1024)
+#define SLOW_TOTAL (2 * 1024 * 1024)
+
+static int slow_reader_connect(uint16_t port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sz = SLOW_BUF;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/* A client that reads nothing while its origin sends more than the
+ * sockets between them hold: once nothing moves, every byte the origin
+ * sent is in a socket (the origin's, the relay's two, the client's), none
+ * in the relay, and the rest waits at the origin; then the client reads
+ * them all, in order. */
+START_TEST(slow_reader_bytes_wait_in_the_source)
+{
+	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
+	struct tc_loop *loop = tc_loop_ev_new(ev);
+	struct relay_fx x = { 0 };
+	struct net_relay *r = NULL;
+	static char chunk[65536], in[65536];
+	uint64_t sent = 0, got = 0, last_change;
+	uint16_t port;
+	int l = net_test_listen(&port), sz = SLOW_BUF;
+
+	signal(SIGPIPE, SIG_IGN);
+	x.a = slow_reader_connect(port);
+	int a2 = accept(l, NULL, NULL);
+	ck_assert_int_eq(setsockopt(a2, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)), 0);
+	x.b = net_test_connect(port, 10000);
+	int b2 = accept(l, NULL, NULL);
+	close(l);
+	struct net_relay_config rc = {
+		.loop = loop, .client_fd = a2, .upstream_fd = b2,
+		.progress = relay_progress, .done = relay_done, .arg = &x,
+	};
+	ck_assert_int_eq(net_relay_start(&rc, &r), 0);
+	last_change = now_ms();
+	for (uint64_t deadline = now_ms() + 10000; now_ms() < deadline && now_ms() - last_change < 200;) {
+		bool moved = false;
+		while (sent < SLOW_TOTAL) {
+			for (size_t i = 0; i < sizeof(chunk); i++)
+				chunk[i] = (char)((sent + i) % 251);
+			ssize_t n = send(x.b, chunk, MIN(sizeof(chunk), SLOW_TOTAL - sent), MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n <= 0)
+				break;
+			sent += (uint64_t)n;
+			moved = true;
+		}
+		uint64_t down = x.down;
+		ev_run(ev, EVRUN_NOWAIT);
+		if (moved || x.down != down)
+			last_change = now_ms();
+		else
+			usleep(1000);
+	}
+	ck_assert(!x.done);
+	/* The reader's socket and the relay's send queue are full, and what
+	 * could not go waits unread at the relay's upstream socket and the
+	 * origin's (looked at until the kernel's queues settle). */
+	int in_origin = 0, in_source = 0, in_dest = 0, at_client = 0;
+	bool balanced = false;
+	for (uint64_t deadline = now_ms() + 5000; !balanced && now_ms() < deadline;) {
+		ev_run(ev, EVRUN_NOWAIT);
+		in_origin = queued(x.b, SIOCOUTQ);
+		in_source = queued(b2, SIOCINQ);
+		in_dest = queued(a2, SIOCOUTQ);
+		at_client = queued(x.a, SIOCINQ);
+		balanced = in_source > 0 && x.down < sent && x.down == (uint64_t)in_dest + (uint64_t)at_client &&
+			   sent == (uint64_t)in_origin + (uint64_t)in_source + x.down;
+		if (!balanced)
+			usleep(1000);
+	}
+	ck_assert_msg(balanced, "sent %llu: at the origin %d, at the relay's upstream %d, moved %llu (%d in the "
+		      "relay's send queue, %d at the client)", (unsigned long long)sent, in_origin, in_source,
+		      (unsigned long long)x.down, in_dest, at_client);
+	/* The client reads it all, in order, once the origin is done. */
+	while (sent < SLOW_TOTAL) {
+		for (size_t i = 0; i < sizeof(chunk); i++)
+			chunk[i] = (char)((sent + i) % 251);
+		ssize_t n = send(x.b, chunk, MIN(sizeof(chunk), SLOW_TOTAL - sent), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0)
+			sent += (uint64_t)n;
+		ev_run(ev, EVRUN_NOWAIT);
+		n = recv(x.a, in, sizeof(in), MSG_DONTWAIT);
+		for (ssize_t i = 0; i < n; i++)
+			ck_assert_int_eq(in[i], (char)((got + (uint64_t)i) % 251));
+		got += n > 0 ? (uint64_t)n : 0;
+	}
+	shutdown(x.b, SHUT_WR);
+	for (uint64_t deadline = now_ms() + 20000; now_ms() < deadline;) {
+		ssize_t n = recv(x.a, in, sizeof(in), MSG_DONTWAIT);
+		if (n > 0) {
+			for (ssize_t i = 0; i < n; i++)
+				ck_assert_int_eq(in[i], (char)((got + (uint64_t)i) % 251));
+			got += (uint64_t)n;
+		} else if (n == 0)
+			break;
+		ev_run(ev, EVRUN_NOWAIT);
+	}
+	ck_assert_int_eq(x.r_done, 0);
+	ck_assert_uint_eq(got, SLOW_TOTAL);
+	net_relay_free(r);
+	close(a2);
+	close(b2);
+	close(x.a);
+	close(x.b);
 	tc_loop_ev_free(loop);
 	ev_loop_destroy(ev);
 }
@@ -243,7 +382,8 @@ int main(void)
 	Suite *s = suite_create("net_relay");
 	TCase *tc = tcase_create("relay");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, relay_splice_and_copy);
+	tcase_add_test(tc, relay_peek_and_copy);
+	tcase_add_test(tc, slow_reader_bytes_wait_in_the_source);
 	tcase_add_test(tc, relays_wait_for_the_next_turn);
 	tcase_add_test(tc, resolver_callbacks_from_the_loop);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox's note decided by what the kernel refused: with Landlock's
+ * audit records readable, a call whose child was refused gets a note
+ * naming the refusal even when its stderr says nothing; admin/stats and
+ * the log say where notes come from; a daemon that may not read the
+ * records says so and keeps stderr's patterns.
+ *
+ * The records exist only while audit is on. When it is off and the test
+ * runs as root, the test turns it on for its own duration (AUDIT_SET) and
+ * restores the state it found when it ends, fails or is stopped by a
+ * signal; else it skips, saying why.
+ */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/audit.h>
+#include <linux/netlink.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define AUTO "\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"}}"
+
+/* 1 or 0: audit's state; a negative errno when it cannot be asked. */
+static int audit_get(void)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+	if (fd < 0)
+		return -errno;
+	struct timeval tv = { .tv_sec = 2 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct nlmsghdr h = { .nlmsg_len = NLMSG_LENGTH(0), .nlmsg_type = AUDIT_GET, .nlmsg_flags = NLM_F_REQUEST };
+	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
+	int r = -EPROTO;
+	if (sendto(fd, &h, h.nlmsg_len, 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		r = -errno;
+		goto out;
+	}
+	for (int i = 0; i < 4 && r == -EPROTO; i++) {
+		char buf[1024];
+		ssize_t k = recv(fd, buf, sizeof(buf), 0);
+		if (k < 0) {
+			r = -errno;
+			break;
+		}
+		size_t left = (size_t)k;
+		for (struct nlmsghdr *m = (void *)buf; NLMSG_OK(m, left); m = NLMSG_NEXT(m, left)) {
+			if (m->nlmsg_type == NLMSG_ERROR && ((struct nlmsgerr *)NLMSG_DATA(m))->error)
+				r = ((struct nlmsgerr *)NLMSG_DATA(m))->error;
+			else if (m->nlmsg_type == AUDIT_GET)
+				r = ((struct audit_status *)NLMSG_DATA(m))->enabled ? 1 : 0;
+		}
+	}
+out:
+	close(fd);
+	return r;
+}
+
+/* Sets audit's state; 0 or a negative errno. Async-signal-safe. */
+static int audit_set(unsigned enabled)
+{
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+	if (fd < 0)
+		return -errno;
+	struct timeval tv = { .tv_sec = 2 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct {
+		struct nlmsghdr h;
+		struct audit_status s;
+	} m = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(struct audit_status)), .nlmsg_type = AUDIT_SET,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK },
+		.s = { .mask = AUDIT_STATUS_ENABLED, .enabled = enabled } };
+	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
+	int r = 0;
+	if (sendto(fd, &m, m.h.nlmsg_len, 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		r = -errno;
+	} else {
+		char buf[512];
+		ssize_t k = recv(fd, buf, sizeof(buf), 0);
+		struct nlmsghdr *a = (void *)buf;
+		if (k < 0)
+			r = -errno;
+		else if (NLMSG_OK(a, (size_t)k) && a->nlmsg_type == NLMSG_ERROR)
+			r = ((struct nlmsgerr *)NLMSG_DATA(a))->error;
+	}
+	close(fd);
+	return r;
+}
+
+/* Whether this process turned audit on, so must turn it off again. */
+static volatile sig_atomic_t turned_on;
+static pid_t main_pid;
+
+static void restore(void)
+{
+	/* Only the process that turned it on (Check's forked cases exit too). */
+	if (turned_on && getpid() == main_pid) {
+		turned_on = 0;
+		if (audit_set(0) < 0)
+			fprintf(stderr, "test_sandbox_kaudit: could not turn audit off again\n");
+	}
+}
+
+static void on_signal(int sig)
+{
+	restore();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	char *args = xasprintf("{\"command\":\"%s\"}", command);
+	const struct json *r = tcc_call(c, "shell", args);
+	free(args);
+	return r;
+}
+
+static const char *text_of(const struct json *r)
+{
+	const char *t = tj_str(r, "result.content.0.text");
+	return t ? t : "";
+}
+
+/* A refusal stderr does not speak of: the note comes from the kernel's
+ * record alone, naming what was refused. */
+START_TEST(kernel_names_a_refusal_stderr_hides)
+{
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *st = tcc_request(c, "admin/stats", "{}");
+	ck_assert_msg(tj_str(st, "result.sandboxNotes.from") && str_eq(tj_str(st, "result.sandboxNotes.from"), "audit"),
+		      "%s", tcd_log(&d));
+	/* Signalling the daemon, outside the sandbox: Landlock's scope refuses it. */
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; sleep 0.3; exit 1", (int)d.pid);
+	const struct json *r = sh(c, cmd);
+	tc_assert_ok(r);
+	char want[96];
+	snprintf(want, sizeof(want), "[sandbox] The sandbox refused signalling process %d", (int)d.pid);
+	ck_assert_msg(strstr(text_of(r), want) && strstr(text_of(r), "outside the sandbox"), "%s", text_of(r));
+	/* A child refused nothing: no note. */
+	r = sh(c, "echo fine; exit 1");
+	tc_assert_ok(r);
+	ck_assert_msg(!strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+	st = tcc_request(c, "admin/stats", "{}");
+	ck_assert_int_ge(tj_int(st, "result.sandboxNotes.records"), 2);
+	ck_assert_int_eq(tj_int(st, "result.sandboxNotes.notes"), 1);
+	tcc_close(c);
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "sandbox notes: from the kernel's audit records"), "%s", log);
+	free(log);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* stderr speaking of a refusal and the kernel's record of it: the note
+ * names it (the record waited for a moment when not there yet). */
+START_TEST(kernel_and_stderr_agree)
+{
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "kill -0 %d; exit 1", (int)d.pid);
+	const struct json *r = sh(c, cmd);
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(text_of(r), "Operation not permitted") &&
+		      strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s", text_of(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A daemon that may not read the records (uid 65534, no CAP_AUDIT_READ)
+ * says so at start and in admin/stats, and keeps stderr's patterns. */
+START_TEST(without_the_records_says_so)
+{
+	if (access("/usr/bin/setpriv", X_OK) < 0)
+		TC_SKIP("needs /usr/bin/setpriv to start a daemon as uid 65534");
+	struct tcd d;
+	struct tcd_opts o = { .config = "{" AUTO ",\"tools_dir\":null}", .no_wait = true };
+	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+					       NULL };
+	o.wrapper = wrapper;
+	tcd_prepare(&d, &o);
+	ck_assert_int_eq(chmod(d.dir, 0777), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	ck_assert_int_eq(chmod(d.config, 0644), 0);
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *st = tcc_request(c, "admin/stats", "{}");
+	ck_assert_str_eq(tj_str(st, "result.sandboxNotes.from"), "stderr");
+	ck_assert_msg(strstr(tj_str(st, "result.sandboxNotes.why"), "CAP_AUDIT_READ"), "%s",
+		      tj_str(st, "result.sandboxNotes.why"));
+	/* stderr's wording still gives the note. */
+	const struct json *r = sh(c, "echo x > /usr/kaudit_probe; exit 1");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(text_of(r), "[sandbox] This may have been refused by the sandbox"), "%s", text_of(r));
+	tcc_close(c);
+	char *log = tcd_log(&d);
+	ck_assert_msg(strstr(log, "sandbox notes: from stderr's wording only (") && strstr(log, "CAP_AUDIT_READ"),
+		      "%s", log);
+	free(log);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	long abi = syscall(444 /* landlock_create_ruleset */, NULL, 0, 1U);
+	if (abi < 7) {
+		printf("SKIP Landlock writes audit records from ABI 7 on; this kernel has %ld\n", abi);
+		return TC_EXIT_SKIP;
+	}
+	int on = audit_get();
+	if (on < 0) {
+		printf("SKIP audit's state cannot be asked here (%s)\n", strerror(-on));
+		return TC_EXIT_SKIP;
+	}
+	main_pid = getpid();
+	if (!on) {
+		if (geteuid() != 0) {
+			printf("SKIP audit is off and only root may turn it on for the test's duration\n");
+			return TC_EXIT_SKIP;
+		}
+		/* Restored at exit and on the signals that stop a test run. */
+		atexit(restore);
+		signal(SIGTERM, on_signal);
+		signal(SIGINT, on_signal);
+		signal(SIGHUP, on_signal);
+		signal(SIGABRT, on_signal);
+		int r = audit_set(1);
+		if (r < 0) {
+			printf("SKIP audit is off and could not be turned on (%s)\n", strerror(-r));
+			return TC_EXIT_SKIP;
+		}
+		turned_on = 1;
+	}
+	Suite *s = suite_create("sandbox_kaudit");
+	TCase *tc = tcase_create("sandbox_kaudit");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, kernel_names_a_refusal_stderr_hides);
+	tcase_add_test(tc, kernel_and_stderr_agree);
+	if (geteuid() == 0)
+		tcase_add_test(tc, without_the_records_says_so);
+	suite_add_tcase(s, tc);
+	int r = run_suite(s);
+	restore();
+	return r;
+}
