@@ -28,6 +28,7 @@
 #define BATCH_SMALL_ANSWER 4096
 
 static void on_write(struct ev_loop *ev, ev_io *w, int revents);
+static void spare_outs_free(struct conns *cs);
 
 /* --- the connections --------------------------------------------------- */
 
@@ -248,7 +249,8 @@ void conn_close(struct conn *c)
 		if (cs->hooks[i].hook->closed)
 			cs->hooks[i].hook->closed(cs->hooks[i].arg, c);
 	list_remove(&c->node);
-	cs->n--;
+	if (--cs->n == 0)
+		spare_outs_free(cs);	/* nobody left to answer */
 	list_remove(&c->peer_node);
 	peers_leave(cs->peers, TAKE_PTR(c->peer));
 	/* Freed after the current callback returns (conns_reap): code up the
@@ -283,9 +285,43 @@ void conns_done(struct conns *cs)
 		free(p);
 	}
 	cs->n_spare_pendings = 0;
+	spare_outs_free(cs);
 }
 
 /* --- output ------------------------------------------------------------ */
+
+/*
+ * A large output buffer, flushed, is kept for the next large answer of any
+ * connection rather than freed: a file's text is tens of KiB a turn, which
+ * grew from nothing by doubling and was freed (consolidating the heap) on
+ * every flush. Small buffers stay with their connection.
+ */
+static void spare_out_put(struct conns *cs, struct buf *b)
+{
+	if (cs->n_spare_outs < SPARE_OUTS && b->cap <= SPARE_OUT_MAX && cs->n > 0) {
+		b->off = b->len = 0;
+		cs->spare_outs[cs->n_spare_outs++] = *b;
+		*b = (struct buf){0};
+		return;
+	}
+	buf_free(b);
+}
+
+/* Gives a connection whose output has no buffer a kept one. */
+static void spare_out_take(struct conn *c)
+{
+	struct conns *cs = c->conns;
+	if (c->out.data || !cs->n_spare_outs)
+		return;
+	c->out = cs->spare_outs[--cs->n_spare_outs];
+	conn_account(c);
+}
+
+static void spare_outs_free(struct conns *cs)
+{
+	while (cs->n_spare_outs)
+		buf_free(&cs->spare_outs[--cs->n_spare_outs]);
+}
 
 /* Pauses or resumes reading as queued output crosses the limits. */
 static void update_backpressure(struct conn *c)
@@ -333,7 +369,7 @@ void conn_flush(struct conn *c)
 	if (!buf_size(&c->out)) {
 		ev_io_stop(c->conns->ev, &c->ww);
 		if (c->out.cap > CONN_SHRINK_ABOVE) {
-			buf_free(&c->out);
+			spare_out_put(c->conns, &c->out);
 			conn_account(c);
 		}
 		if (c->read_closed && list_empty(&c->pendings)) {
@@ -556,6 +592,7 @@ static struct buf *answer_begin(struct pending *p, struct buf *own, size_t *ret_
 		buf_reserve(own, 256);
 		return own;
 	}
+	spare_out_take(p->conn);
 	*ret_before = buf_size(&p->conn->out);
 	return &p->conn->out;
 }

@@ -68,6 +68,9 @@ struct conn_hook {
 };
 
 #define CONN_HOOKS_MAX 4
+/* Flushed output buffers kept for reuse, and the largest kept. */
+#define SPARE_OUTS 16
+#define SPARE_OUT_MAX ((size_t)128 << 10)
 
 /* The bounds the connection layer keeps (limits.* of the configuration). */
 struct conn_limits {
@@ -100,6 +103,11 @@ struct conns {
 	struct list graveyard;		/* closed connections, freed before the loop blocks */
 	struct list spare_pendings;	/* freed pendings kept for reuse, at most SPARE_PENDINGS */
 	unsigned n_spare_pendings;
+	/* Output buffers of flushed answers kept for the next large ones (at
+	 * most SPARE_OUTS of at most SPARE_OUT_MAX bytes; none while no
+	 * connection is open). */
+	struct buf spare_outs[SPARE_OUTS];
+	unsigned n_spare_outs;
 	ev_idle kick;			/* keeps the next poll from blocking (lines wait) */
 	uint64_t turn_start_ns;		/* the first tool call of this loop turn (0: none yet) */
 	bool turn_over;			/* this turn's budget for tool calls is spent */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#define SD_JOURNAL_SUPPRESS_LOCATION
-#include <systemd/sd-journal.h>
+
+#include "daemon/systemd.h"
 
 static int max_level = LOG_INFO;
 static bool to_journal;
@@ -59,12 +59,18 @@ void log_call(int prio, const char *session, const char *call_id, const char *to
 	char *msg = xvasprintf(fmt, ap);
 	va_end(ap);
 	if (to_journal) {
-		sd_journal_send("MESSAGE=%s", msg, "PRIORITY=%d", prio,
-				"SYSLOG_IDENTIFIER=toolcalld",
-				session ? "TOOLCALLD_SESSION=%s" : "TOOLCALLD_SESSION=", session ? session : "",
-				call_id ? "TOOLCALLD_CALL_ID=%s" : "TOOLCALLD_CALL_ID=", call_id ? call_id : "",
-				tool ? "TOOLCALLD_TOOL=%s" : "TOOLCALLD_TOOL=", tool ? tool : "",
-				NULL);
+		char prio_s[2] = { (char)('0' + (prio & 7)), '\0' };
+		struct journal_field f[6] = {
+			{ "MESSAGE", msg, strlen(msg) },
+			{ "PRIORITY", prio_s, 1 },
+			{ "SYSLOG_IDENTIFIER", "toolcalld", 9 },
+		};
+		size_t n = 3;
+		/* Empty fields were sent for a call's missing names: kept. */
+		f[n++] = (struct journal_field){ "TOOLCALLD_SESSION", session ? session : "", session ? strlen(session) : 0 };
+		f[n++] = (struct journal_field){ "TOOLCALLD_CALL_ID", call_id ? call_id : "", call_id ? strlen(call_id) : 0 };
+		f[n++] = (struct journal_field){ "TOOLCALLD_TOOL", tool ? tool : "", tool ? strlen(tool) : 0 };
+		journal_send(NULL, f, n);
 	} else {
 		static const char *const names[] = { "emerg", "alert", "crit", "error",
 						     "warning", "notice", "info", "debug" };

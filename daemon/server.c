@@ -18,7 +18,6 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "daemon/client_session.h"
@@ -26,6 +25,7 @@
 #include "daemon/store_binding.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
+#include "daemon/systemd.h"
 #include "daemon/methods.h"
 #include "daemon/preflight.h"
 #include "daemon/server_internal.h"
@@ -114,7 +114,7 @@ static void on_trim(struct ev_loop *ev, ev_timer *w, int revents)
 
 static void on_watchdog(struct ev_loop *ev, ev_timer *w, int revents)
 {
-	sd_notify(0, "WATCHDOG=1");
+	systemd_notify("WATCHDOG=1");
 }
 
 static void on_store_wait_over(struct ev_loop *ev, ev_timer *w, int revents)
@@ -152,7 +152,7 @@ void server_stop(struct server *s)
 	if (s->stopping)
 		return;
 	s->stopping = true;
-	sd_notify(0, "STOPPING=1");
+	systemd_notify("STOPPING=1");
 	log_info("stopping: %u calls in flight, grace %llu ms", dispatch_inflight(s->dispatcher),
 		 (unsigned long long)s->cfg.grace_ms);
 	ev_io_stop(s->ev, &s->accept_w);
@@ -297,7 +297,7 @@ int server_init(struct server *s, char **ret_err)
 	server_watch_init(s);
 
 	uint64_t usec = 0;
-	if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
+	if (systemd_watchdog_enabled(&usec)) {
 		ev_timer_init(&s->watchdog_w, on_watchdog, (double)usec / 2e6, (double)usec / 2e6);
 		ev_timer_start(s->ev, &s->watchdog_w);
 	}
@@ -309,7 +309,7 @@ int server_run(struct server *s)
 	char status[PATH_MAX + 64];
 	snprintf(status, sizeof(status), "READY=1\nSTATUS=Serving %zu tools on %s", s->registry->n,
 		 s->socket_path ? s->socket_path : "the socket systemd passed");
-	sd_notify(0, status);
+	systemd_notify(status);
 	log_info("serving %zu tools on %s, workspace %s", s->registry->n,
 		 s->socket_path ? s->socket_path : "(socket activation)", s->default_ws->root);
 	ev_run(s->ev, 0);

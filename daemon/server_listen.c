@@ -16,12 +16,12 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "daemon/conn.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
+#include "daemon/systemd.h"
 #include "daemon/methods.h"
 #include "daemon/preflight.h"
 #include "daemon/providers.h"
@@ -118,16 +118,16 @@ static int listen_on(struct server *s, const char *path, char **ret_err)
 /* Takes the socket systemd passed, if any. */
 static int listen_activated(struct server *s)
 {
-	int n = sd_listen_fds(1);
+	int n = systemd_listen_fds();
 	if (n <= 0)
 		return 0;
-	int fd = SD_LISTEN_FDS_START;
-	if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+	int fd = SYSTEMD_LISTEN_FDS_START;
+	if (!systemd_is_listening_unix_stream(fd)) {
 		log_error("the fd systemd passed is not a listening Unix stream socket");
 		return -EINVAL;
 	}
 	for (int i = 1; i < n; i++)
-		close(SD_LISTEN_FDS_START + i);
+		close(SYSTEMD_LISTEN_FDS_START + i);
 	int flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
 		int e = errno;

@@ -17,7 +17,6 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "daemon/client_session.h"
@@ -25,6 +24,7 @@
 #include "daemon/store_binding.h"
 #include "daemon/load.h"
 #include "daemon/log.h"
+#include "daemon/systemd.h"
 #include "daemon/methods.h"
 #include "daemon/preflight.h"
 #include "daemon/providers.h"
@@ -199,7 +199,7 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 {
 	char buf[64];
 	snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)mono_ms() * 1000ULL);
-	sd_notify(0, buf);
+	systemd_notify(buf);
 
 	struct config fresh;
 	config_init(&fresh);
@@ -220,7 +220,7 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 			registry_unref(reg);
 			providers_clear(&next);
 			config_free(&fresh);
-			sd_notify(0, "READY=1");
+			systemd_notify("READY=1");
 			return r < 0 ? r : -EINVAL;
 		}
 		cfg = &fresh;
@@ -232,7 +232,7 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 		config_free(&fresh);
 		/* The directory may have been replaced: the watch follows. */
 		watch_tools_dir(s);
-		sd_notify(0, "READY=1");
+		systemd_notify("READY=1");
 		return r;
 	}
 
@@ -260,7 +260,7 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 	server_setup_providers(s);
 	*ret_result = swap_registry(s, reg, true);
 	watch_tools_dir(s);
-	sd_notify(0, "READY=1");
+	systemd_notify("READY=1");
 	return 0;
 }
 

@@ -21,7 +21,6 @@ ninja-build
 pkg-config
 libev-dev
 libyajl-dev
-libsystemd-dev
 systemd
 socat
 libhiredis-dev

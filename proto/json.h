@@ -142,6 +142,9 @@ void jgen_arr_close(struct jgen *g);
 void jgen_key(struct jgen *g, const char *key);
 void jgen_str(struct jgen *g, const char *s);	/* NULL writes null */
 void jgen_strn(struct jgen *g, const char *s, size_t n);
+/* Writes a string value the caller knows to be valid UTF-8 (a file's text
+ * checked once): quoted straight into the output, not checked again. */
+void jgen_strn_valid(struct jgen *g, const char *s, size_t n);
 void jgen_int(struct jgen *g, int64_t v);
 void jgen_double(struct jgen *g, double v);
 void jgen_bool(struct jgen *g, bool v);

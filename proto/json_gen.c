@@ -58,50 +58,79 @@ static inline size_t next_dirty(const char *s, size_t i, size_t n)
 	return n;
 }
 
-void json_quote(struct buf *out, const char *s, size_t n)
+/* Writes the escape of c (one of the bytes next_dirty stops at) at o;
+ * returns the end. */
+static inline char *put_escape(char *o, unsigned char c)
 {
 	static const char hex[] = "0123456789abcdef";
-	/* One pass: clean runs are copied whole; room for the text plus a
-	 * little is reserved up front and grown only when escapes use it. */
-	buf_reserve(out, n + n / 16 + 16);
-	size_t len = out->len;
-	out->data[len++] = '"';
+	*o++ = '\\';
+	switch (c) {
+	case '"': *o++ = '"'; break;
+	case '\\': *o++ = '\\'; break;
+	case '\n': *o++ = 'n'; break;
+	case '\r': *o++ = 'r'; break;
+	case '\t': *o++ = 't'; break;
+	case '\b': *o++ = 'b'; break;
+	case '\f': *o++ = 'f'; break;
+	default:
+		*o++ = 'u';
+		*o++ = '0';
+		*o++ = '0';
+		*o++ = hex[c >> 4];
+		*o++ = hex[c & 15];
+	}
+	return o;
+}
+
+void json_quote(struct buf *out, const char *s, size_t n)
+{
+	/* One pass: room for the text plus a little is reserved up front and
+	 * grown only when escapes use it. */
+	buf_reserve(out, n + n / 16 + 40);
+	char *o = out->data + out->len;
+	*o++ = '"';
 	size_t i = 0;
+#ifdef __SSE2__
+	/* Sixteen bytes at a time, copied as they are scanned: stored whole,
+	 * the output advanced past the clean ones, the first dirty one
+	 * escaped. Text with a newline every line (a file's) then costs a
+	 * block store per 16 bytes and no call per run. */
+	while (i + 16 <= n) {
+		/* The block and one escape (6 bytes) fit. */
+		if ((size_t)(out->data + out->cap - o) <= 16 + 6 + 2) {
+			out->len = (size_t)(o - out->data);
+			buf_reserve(out, 24 + (n - i) + (n - i) / 8);
+			o = out->data + out->len;	/* reserving may move the contents */
+		}
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		_mm_storeu_si128((__m128i *)(void *)o, x);
+		unsigned m = dirty_mask16(x);
+		if (!m) {
+			i += 16;
+			o += 16;
+			continue;
+		}
+		size_t k = (size_t)__builtin_ctz(m);
+		o = put_escape(o + k, (unsigned char)s[i + k]);
+		i += k + 1;
+	}
+#endif
 	while (i < n) {
 		size_t d = next_dirty(s, i, n);
 		/* The run, one escape (at most 6 bytes) and the closing quote. */
 		size_t need = (d - i) + 8;
-		if (out->cap - len <= need) {
-			out->len = len;
+		if ((size_t)(out->data + out->cap - o) <= need) {
+			out->len = (size_t)(o - out->data);
 			buf_reserve(out, need + (n - d) + (n - d) / 8);
-			len = out->len;	/* reserving may move the contents */
+			o = out->data + out->len;
 		}
-		char *o = out->data + len;
 		memcpy(o, s + i, d - i);
 		o += d - i;
-		if (d < n) {
-			unsigned char c = (unsigned char)s[d];
-			*o++ = '\\';
-			switch (c) {
-			case '"': *o++ = '"'; break;
-			case '\\': *o++ = '\\'; break;
-			case '\n': *o++ = 'n'; break;
-			case '\r': *o++ = 'r'; break;
-			case '\t': *o++ = 't'; break;
-			case '\b': *o++ = 'b'; break;
-			case '\f': *o++ = 'f'; break;
-			default:
-				*o++ = 'u';
-				*o++ = '0';
-				*o++ = '0';
-				*o++ = hex[c >> 4];
-				*o++ = hex[c & 15];
-			}
-		}
-		len = (size_t)(o - out->data);
+		if (d < n)
+			o = put_escape(o, (unsigned char)s[d]);
 		i = d + 1;
 	}
-	out->len = len;
+	out->len = (size_t)(o - out->data);
 	buf_reserve(out, 2);
 	out->data[out->len++] = '"';
 	out->data[out->len] = '\0';
@@ -287,6 +316,12 @@ void jgen_strn(struct jgen *g, const char *s, size_t n)
 	}
 	gen_before_value(g);
 	json_quote_utf8(g->out, s, n);
+}
+
+void jgen_strn_valid(struct jgen *g, const char *s, size_t n)
+{
+	gen_before_value(g);
+	json_quote(g->out, s, n);
 }
 
 void jgen_str(struct jgen *g, const char *s)

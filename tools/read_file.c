@@ -10,6 +10,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "lib/fsjob/fsjob.h"
 #include "lib/files/workspace.h"
@@ -144,6 +147,32 @@ static void read_job_free(void *arg)
 	free(j);
 }
 
+/* The number of lines of s: its newlines, and one more for a last line
+ * without one. */
+static int64_t count_lines(const char *s, size_t n)
+{
+	int64_t count = 0;
+	size_t i = 0;
+#ifdef __SSE2__
+	const __m128i nl = _mm_set1_epi8('\n');
+	while (i + 16 <= n) {
+		/* Up to 255 blocks counted bytewise (each match adds 1), then
+		 * summed. */
+		__m128i acc = _mm_setzero_si128();
+		size_t stop = MIN(n - (n - i) % 16, i + 255 * 16);
+		for (; i < stop; i += 16)
+			acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(s + i)), nl));
+		__m128i sums = _mm_sad_epu8(acc, _mm_setzero_si128());
+		count += _mm_cvtsi128_si32(sums) + _mm_extract_epi16(sums, 4);
+	}
+#endif
+	for (; i < n; i++)
+		count += s[i] == '\n';
+	if (n > 0 && s[n - 1] != '\n')
+		count++;
+	return count;
+}
+
 /*
  * Takes the window by lines out of the whole file: lines [line, line +
  * lines) that fit in limit bytes together (one that does not fit alone is
@@ -165,6 +194,19 @@ static void cut_lines(struct read_job *j, struct buf *all)
 		j->data = *all;
 		*all = (struct buf){0};
 		return;
+	}
+	if (j->line == 1 && size <= j->limit) {
+		/* The whole file fits the byte window: when it has no more lines
+		 * than asked for (most reads), it is the window, and only its
+		 * lines need counting, not finding one by one. */
+		count = count_lines(s, size);
+		if (count <= j->lines) {
+			start = 0;
+			stop = size;
+			shown = count;
+			goto cut;
+		}
+		count = 0;
 	}
 	for (const char *p = s; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -192,9 +234,19 @@ static void cut_lines(struct read_job *j, struct buf *all)
 		}
 		p = next;
 	}
+cut:
 	if (stop < start)
 		stop = start;
-	buf_append(&j->data, s + start, stop - start);
+	if (start == 0 && stop >= size / 2 && all->data && !j->data.data) {
+		/* The window starts the file and is most of it (most reads):
+		 * keep the buffer read into, cut, rather than copy it. */
+		all->len = all->off + stop;
+		all->data[all->len] = '\0';
+		j->data = *all;
+		*all = (struct buf){0};
+	} else {
+		buf_append(&j->data, s + start, stop - start);
+	}
 	j->offset = start;
 	j->shown_lines = shown;
 	j->total_lines = count;
@@ -266,24 +318,28 @@ static int read_small_run(struct fsjob *job, void *arg)
 	return r;
 }
 
-/* Writes structuredContent: the raw window and where it lies. */
-static char *read_json(const struct read_job *j, const char *display, const struct buf *quoted, bool truncated,
-		       size_t n, const char *mime)
+/* Writes structuredContent: the raw window (valid UTF-8, or base64) and
+ * where it lies. The window is quoted straight into it; *lit and *lit_len
+ * say where its JSON string lies in what is returned. */
+static char *read_json(const struct read_job *j, const char *display, const struct buf *content, bool truncated,
+		       const char *mime, size_t *lit, size_t *lit_len)
 {
 	struct buf out = {};
-	buf_reserve(&out, buf_size(quoted) + strlen(display) + 200);
+	buf_reserve(&out, buf_size(content) + buf_size(content) / 8 + strlen(display) + 200);
 	struct jgen *g = jgen_new(&out);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "path", display);
 	jgen_key(g, "content");
-	jgen_raw(g, buf_head(quoted), buf_size(quoted));
+	*lit = out.len;	/* a value after a key: nothing written before it */
+	jgen_strn_valid(g, buf_head(content), buf_size(content));
+	*lit_len = out.len - *lit;
 	jgen_kv_int(g, "size", (int64_t)j->st.st_size);
 	jgen_kv_bool(g, "truncated", truncated);
 	jgen_kv_str(g, "encoding", j->b64 ? "base64" : "utf8");
 	if (mime)
 		jgen_kv_str(g, "mimeType", mime);
 	if (truncated && (!j->by_lines || j->line_cut))
-		jgen_kv_int(g, "next_offset", (int64_t)(j->offset + n));
+		jgen_kv_int(g, "next_offset", (int64_t)(j->offset + buf_size(content)));
 	if (j->by_lines) {
 		jgen_kv_int(g, "first_line", j->line);
 		jgen_kv_int(g, "total_lines", j->total_lines);
@@ -370,25 +426,24 @@ static void read_job_done(struct tool_call *call, void *arg, int r)
 	const char *mime = j->b64 && offset == 0 && !truncated ? image_mime(d, n) : NULL;
 
 	/* The content is valid UTF-8 here (checked above, or base64). */
-	struct buf quoted = {0};
-	json_quote(&quoted, buf_head(&content), buf_size(&content));
-	char *structured = read_json(j, display, &quoted, truncated, buf_size(&content), mime);
+	size_t lit, lit_len;
+	char *structured = read_json(j, display, &content, truncated, mime, &lit, &lit_len);
 
 	if (mime) {
 		struct buf items = {0};
-		buf_reserve(&items, buf_size(&quoted) + 64);
+		buf_reserve(&items, lit_len + 64);
 		buf_puts(&items, "[{\"type\":\"image\",\"data\":");
-		buf_append(&items, buf_head(&quoted), buf_size(&quoted));
+		buf_append(&items, structured + lit, lit_len);
 		buf_printf(&items, ",\"mimeType\":\"%s\"}]", mime);
 		tool_call_set_content(call, buf_steal(&items));
 	}
 	if (j->b64 || (!j->by_lines && !truncated && buf_size(&content) > 0)) {
 		/* The text is the content itself: quoted once, used twice. */
+		char *quoted = xstrndup(structured + lit, lit_len);
 		tool_call_succeed(call, buf_steal(&content), structured, false);
-		tool_call_set_text_json(call, buf_steal(&quoted));
+		tool_call_set_text_json(call, quoted);
 		return;
 	}
-	buf_free(&quoted);
 	struct read_view v = {
 		.data = buf_head(&content),
 		.len = buf_size(&content),
@@ -407,7 +462,10 @@ static void read_job_done(struct tool_call *call, void *arg, int r)
 	struct buf text = {0};
 	buf_reserve(&text, buf_size(&content) + buf_size(&content) / 4 + 128);
 	render_read_file(&v, &text);
+	char *text_json = render_read_file_json(&v, structured + lit, lit_len, buf_head(&text), buf_size(&text));
 	tool_call_succeed(call, buf_steal(&text), structured, false);
+	if (text_json)
+		tool_call_set_text_json(call, text_json);
 }
 
 static const struct fsjob_ops read_ops = {

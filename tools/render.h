@@ -39,6 +39,13 @@ struct read_view {
 
 /* Appends read_file's text for a window of text. */
 void render_read_file(const struct read_view *v, struct buf *out);
+/* The same text as a JSON string literal, made from lit, the window's
+ * own literal (v->data quoted), with the lines' numbers put in and the
+ * note after them quoted: the window is not scanned for escapes twice.
+ * text is render_read_file's for v. NULL where that does not apply (by
+ * bytes, no lines shown, a line that may have been cut). */
+char *render_read_file_json(const struct read_view *v, const char *lit, size_t lit_len, const char *text,
+			    size_t text_len);
 /* Appends read_file's one line describing a binary file. */
 void render_read_binary(const char *path, const char *type, uint64_t size, struct buf *out);
 

@@ -82,6 +82,12 @@ static void on_request(struct conn *c, const struct jrpc_req *req, struct pendin
 		p->upper = &up;
 		p->upper_free = upper_free;
 		up.parked[up.n_parked++] = p;
+	} else if (method_is(req, "big")) {
+		/* An answer larger than a connection keeps between answers. */
+		static char text[20002];
+		memset(text, 'x', sizeof(text));
+		text[0] = text[sizeof(text) - 1] = '"';
+		conn_result(p, text, sizeof(text));
 	} else if (method_is(req, "close")) {
 		conn_close(c);
 	} else if (method_is(req, "answer_close")) {
@@ -505,6 +511,53 @@ START_TEST(idle_closed_unless_listening)
 }
 END_TEST
 
+/* Turns the loop until fd has n whole lines to read (5 s at most), and
+ * reads them. */
+static void drain_lines(int fd, unsigned n)
+{
+	unsigned lines = 0;
+	uint64_t deadline = mono_ms() + 5000;
+	while (lines < n && mono_ms() < deadline) {
+		turn();
+		char chunk[65536];
+		ssize_t r = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+		for (ssize_t i = 0; i < r; i++)
+			lines += chunk[i] == '\n';
+		if (r < 0)
+			poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 10);
+	}
+	ck_assert_uint_eq(lines, n);
+}
+
+START_TEST(large_output_buffers_reused)
+{
+	static const char big[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"big\"}\n";
+	send_text(big);
+	drain_lines(client, 1);
+	/* Flushed, the large buffer is kept rather than freed. */
+	ck_assert_uint_eq(cs.n_spare_outs, 1);
+	int other = open_conn();
+	ck_assert_int_eq(send(other, big, strlen(big), MSG_NOSIGNAL), (ssize_t)strlen(big));
+	send_text(big);
+	drain_lines(other, 1);
+	drain_lines(client, 1);
+	/* One of the two answers took the kept buffer: two kept now, not
+	 * three. */
+	ck_assert_uint_eq(cs.n_spare_outs, 2);
+	/* None is kept once nobody is connected. */
+	close(other);
+	close(client);
+	client = -1;
+	uint64_t deadline = mono_ms() + 5000;
+	while (cs.n > 0 && mono_ms() < deadline) {
+		turn();
+		poll(NULL, 0, 10);
+	}
+	ck_assert_uint_eq(cs.n, 0);
+	ck_assert_uint_eq(cs.n_spare_outs, 0);
+}
+END_TEST
+
 static Suite *conn_suite(void)
 {
 	Suite *s = suite_create("conn");
@@ -522,6 +575,7 @@ static Suite *conn_suite(void)
 	tc = tcase_create("pipelining");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, batch_waits_for_its_last_member);
+	tcase_add_test(tc, large_output_buffers_reused);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("closed_while_busy");
 	tcase_add_checked_fixture(tc, setup, teardown);

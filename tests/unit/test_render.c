@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "proto/base/buf.h"
+#include "proto/json.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/golden.h"
@@ -60,6 +61,75 @@ START_TEST(read_file_long_line)
 	golden_read("read_long_line", (struct read_view){ .data = buf_head(&line), .len = buf_size(&line),
 							  .by_lines = true, .numbered = true, .first_line = 1,
 							  .shown_lines = 2, .total_lines = 2, .size = buf_size(&line) });
+	buf_free(&line);
+}
+END_TEST
+
+/* The text's JSON literal made from the window's, against the text
+ * quoted whole; NULL only where it does not apply. */
+static void check_json(struct read_view v, bool applies)
+{
+	if (!v.len && v.data)
+		v.len = strlen(v.data);
+	struct buf text = {0}, lit = {0}, want = {0};
+	render_read_file(&v, &text);
+	json_quote(&lit, v.data, v.len);
+	json_quote(&want, buf_head(&text), buf_size(&text));
+	char *got = render_read_file_json(&v, buf_head(&lit), buf_size(&lit), buf_head(&text), buf_size(&text));
+	if (applies) {
+		ck_assert_ptr_nonnull(got);
+		ck_assert_str_eq(got, buf_head(&want));
+	} else {
+		ck_assert_ptr_null(got);
+	}
+	free(got);
+	buf_free(&text);
+	buf_free(&lit);
+	buf_free(&want);
+}
+
+START_TEST(read_file_json)
+{
+	/* escapes of every kind inside lines: quotes, a backslash before an
+	 * n, a tab, control bytes (\u00XX), multibyte characters */
+	const char *data = "say \"hi\"\n\\n not a newline\n\ttab\x01\x1f\n\xc3\xa9t\xc3\xa9\n\nlast";
+	check_json((struct read_view){ .data = data, .by_lines = true, .numbered = true, .first_line = 1,
+				       .shown_lines = 6, .total_lines = 6, .size = 60 }, true);
+	/* a window with its note, unnumbered, wide numbers */
+	check_json((struct read_view){ .data = "l3\n\"l4\"\n", .by_lines = true, .numbered = true, .first_line = 3,
+				       .shown_lines = 2, .total_lines = 96334, .size = 600000, .more = true }, true);
+	check_json((struct read_view){ .data = "a\nb\n", .by_lines = true, .first_line = 1, .shown_lines = 2,
+				       .total_lines = 3, .size = 6, .more = true }, true);
+	check_json((struct read_view){ .data = "x\ny\n", .by_lines = true, .numbered = true, .first_line = 999999,
+				       .shown_lines = 2, .total_lines = 1000000, .size = 2000000 }, true);
+	check_json((struct read_view){ .data = "abcdef", .by_lines = true, .numbered = true, .first_line = 7,
+				       .shown_lines = 1, .total_lines = 9, .line_cut = true, .offset = 100,
+				       .size = 5000, .more = true }, true);
+	/* numbers counted up across a new digit, and wider than 8 */
+	struct read_view wide = { .data = "a\nb\nc\n", .by_lines = true, .numbered = true, .first_line = 99999998,
+				  .shown_lines = 3, .total_lines = 100000000, .size = 300000000 };
+	check_json(wide, true);
+	struct buf text = {0};
+	wide.len = strlen(wide.data);
+	render_read_file(&wide, &text);
+	ck_assert_str_eq(buf_head(&text), "99999998\ta\n99999999\tb\n100000000\tc\n");
+	buf_free(&text);
+	struct read_view tens = { .data = "a\nb\nc", .len = 5, .by_lines = true, .numbered = true, .first_line = 9,
+				  .shown_lines = 3, .total_lines = 11, .size = 5 };
+	render_read_file(&tens, &text);
+	ck_assert_str_eq(buf_head(&text), "     9\ta\n    10\tb\n    11\tc");
+	buf_free(&text);
+	check_json(tens, true);
+	/* where it does not apply: by bytes, nothing shown, a long line */
+	check_json((struct read_view){ .data = "45678", .offset = 4, .size = 16, .limit_arg = 5, .more = true }, false);
+	check_json((struct read_view){ .data = "", .by_lines = true, .first_line = 20, .total_lines = 10,
+				       .size = 50 }, false);
+	struct buf line = {0};
+	for (int i = 0; i < 2100; i++)
+		buf_putc(&line, 'a');
+	check_json((struct read_view){ .data = buf_head(&line), .len = buf_size(&line), .by_lines = true,
+				       .numbered = true, .first_line = 1, .shown_lines = 1, .total_lines = 1,
+				       .size = buf_size(&line) }, false);
 	buf_free(&line);
 }
 END_TEST
@@ -126,6 +196,7 @@ static Suite *render_suite(void)
 	tcase_add_test(tc, read_file_lines);
 	tcase_add_test(tc, read_file_long_line);
 	tcase_add_test(tc, read_file_bytes);
+	tcase_add_test(tc, read_file_json);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("search");
 	tcase_add_test(tc, search_text);

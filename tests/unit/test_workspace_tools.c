@@ -14,6 +14,48 @@
 
 /* --- read_file ------------------------------------------------------------- */
 
+START_TEST(read_counts_lines)
+{
+	/* A whole file in the window is counted, not walked line by line:
+	 * long enough for several rounds of the count, and a tail. */
+	size_t n = 30001;
+	char *data = xmalloc(n);
+	for (size_t i = 0; i < n; i++)
+		data[i] = i % 3 == 2 ? '\n' : 'a';
+	put("ws/many.txt", data, n);
+	free(data);
+	struct result res;
+	run(&tool_read_file, &res, "{\"path\":\"many.txt\",\"lines\":20000}");
+	assert_ok(&res);
+	ck_assert_int_eq(sc_int(&res, "total_lines"), 10001);	/* the last without a newline */
+	ck_assert_uint_eq(strlen(sc_str(&res, "content")), n);
+	ck_assert(!sc_bool(&res, "truncated"));
+	result_clear(&res);
+	/* Exactly as many lines as asked for: all of them. */
+	run(&tool_read_file, &res, "{\"path\":\"many.txt\",\"lines\":10001}");
+	assert_ok(&res);
+	ck_assert(!sc_bool(&res, "truncated"));
+	result_clear(&res);
+	/* More lines than asked for: the window, the same count. */
+	run(&tool_read_file, &res, "{\"path\":\"many.txt\",\"lines\":10000}");
+	assert_ok(&res);
+	ck_assert_int_eq(sc_int(&res, "total_lines"), 10001);
+	ck_assert_uint_eq(strlen(sc_str(&res, "content")), n - 1);
+	ck_assert(sc_bool(&res, "truncated"));
+	ck_assert_int_eq(sc_int(&res, "next_line"), 10001);
+	result_clear(&res);
+	puts_file("ws/three.txt", "x\n\ny\n");
+	run(&tool_read_file, &res, "{\"path\":\"three.txt\"}");
+	assert_ok(&res);
+	ck_assert_int_eq(sc_int(&res, "total_lines"), 3);
+	ck_assert_str_eq(res.call.text, "     1\tx\n     2\t\n     3\ty\n");
+	/* The answer's literal of the text, made from the content's. */
+	ck_assert_ptr_nonnull(res.call.text_json);
+	ck_assert_str_eq(res.call.text_json, "\"     1\\tx\\n     2\\t\\n     3\\ty\\n\"");
+	result_clear(&res);
+}
+END_TEST
+
 START_TEST(read_window)
 {
 	puts_file("ws/digits.txt", "0123456789");
@@ -723,6 +765,7 @@ static void add_tcases(Suite *s, bool fallback)
 	TCase *tc = tcase_create(fallback ? "tools (no openat2)" : "tools");
 	tcase_add_checked_fixture(tc, fallback ? setup_fallback : setup_kernel, teardown);
 	tcase_add_test(tc, read_window);
+	tcase_add_test(tc, read_counts_lines);
 	tcase_add_test(tc, read_utf8);
 	tcase_add_test(tc, base64_both_ways);
 	tcase_add_test(tc, read_refusals);
