@@ -45,6 +45,7 @@ struct fsjob {
 	struct iopool *pool;
 	const struct iojob *running;	/* worker side: set while run executes */
 	unsigned parts;			/* parts done (FSJOB_AGAIN) */
+	bool trying_inline;		/* loop side: run tried at once (ops->inline_first) */
 	int r;
 };
 
@@ -277,6 +278,20 @@ static enum tool_ret start(struct tool_call *call, const struct fsjob_ops *ops, 
 	}
 	struct iopool *pool = env ? env->pool : NULL;
 
+	if (pool && ops->inline_first && !job->switch_ident) {
+		/* Work that is most often small is tried on the loop first,
+		 * as read_file's is (fsjob_inline()): no hand-off to a worker
+		 * and back. Its run says FSJOB_NOT_INLINE, having changed
+		 * nothing, when it finds more than that; then a worker does it. */
+		job->trying_inline = true;
+		job->r = run_guarded(job);
+		job->trying_inline = false;
+		if (job->r != FSJOB_NOT_INLINE || job->refused_entry) {
+			job_outcome(job);
+			job_free(job);
+			return TOOL_DONE;
+		}
+	}
 	if (!pool) {
 		if (job->switch_ident) {
 			/* The loop never takes another identity. */
@@ -330,6 +345,11 @@ const struct workspace *fsjob_ws(const struct fsjob *job)
 bool fsjob_on_worker(const struct fsjob *job)
 {
 	return job->running != NULL;
+}
+
+bool fsjob_trying_inline(const struct fsjob *job)
+{
+	return job->trying_inline;
 }
 
 int fsjob_openat(const struct fsjob *job, const char *path, size_t len, int flags, mode_t mode, int *ret_fd)

@@ -71,6 +71,12 @@ struct fsjob_ops {
 	void (*free)(void *arg);	/* NULL: free() */
 	/* On the loop after each part (run returned FSJOB_AGAIN); NULL: none. */
 	void (*part)(struct tool_call *call, void *arg);
+	/* Run is tried on the loop first when no identity is to be taken
+	 * (fsjob_may_inline()); it returns FSJOB_NOT_INLINE, having changed
+	 * nothing, when fsjob_trying_inline() and the work is more than
+	 * FSJOB_INLINE_BYTES of reading, and is then run on a worker. For
+	 * reads that are most often small (memory's view). */
+	bool inline_first;
 };
 
 /* The most bytes a file may hold to be read on the loop. */
@@ -110,6 +116,9 @@ bool fsjob_cancelled(const struct fsjob *job);
 const struct workspace *fsjob_ws(const struct fsjob *job);
 /* True when the job runs on a worker thread (not inline on the loop). */
 bool fsjob_on_worker(const struct fsjob *job);
+/* True while run is tried on the loop (fsjob_ops.inline_first): it may
+ * answer FSJOB_NOT_INLINE to be run on a worker instead. */
+bool fsjob_trying_inline(const struct fsjob *job);
 
 /*
  * The file system, for run functions: the workspace primitives of

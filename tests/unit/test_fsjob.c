@@ -393,6 +393,65 @@ START_TEST(peer_work_never_runs_on_the_loop)
 }
 END_TEST
 
+/* A job tried on the loop first: small work (the probe's "big" false)
+ * ends there; big work says FSJOB_NOT_INLINE and goes to a worker; work
+ * that takes the peer's identity never runs on the loop. */
+struct trial {
+	struct probe p;
+	bool big;
+	int tries_inline, on_worker;
+};
+
+static int trial_run(struct fsjob *job, void *arg)
+{
+	struct trial *t = arg;
+	if (fsjob_trying_inline(job)) {
+		t->tries_inline++;
+		if (t->big)
+			return FSJOB_NOT_INLINE;
+	}
+	if (fsjob_on_worker(job))
+		t->on_worker++;
+	return probe_run(job, &t->p);
+}
+
+static const struct fsjob_ops trial_ops = {
+	.run = trial_run, .done = probe_done, .free = no_free, .inline_first = true,
+};
+
+START_TEST(small_work_tried_on_the_loop_first)
+{
+	struct fixture f;
+	setup(&f, 1);
+	struct trial small = {0}, big = { .big = true };
+	probe_init(&small.p, &f, NULL);
+	probe_init(&big.p, &f, NULL);
+	ck_assert_int_eq(fsjob_start(&small.p.call, &trial_ops, &small), TOOL_DONE);
+	ck_assert_int_eq(small.tries_inline, 1);
+	ck_assert_int_eq(small.on_worker, 0);
+	ck_assert_int_eq(small.p.call.kind, TC_OK);
+	ck_assert_int_eq(fsjob_start(&big.p.call, &trial_ops, &big), TOOL_PENDING);
+	ck_assert(loop_spin(f.ev, probe_done_p, &big.p, 10000));
+	ck_assert_int_eq(big.tries_inline, 1);
+	ck_assert_int_eq(big.on_worker, 1);
+	ck_assert_int_eq(big.p.call.kind, TC_OK);
+	if (geteuid() == 0) {
+		struct identity nobody = { .uid = NOBODY, .gid = NOBODY, .change = true };
+		struct trial peer = {0};
+		probe_init(&peer.p, &f, &nobody);
+		ck_assert_int_eq(fsjob_start(&peer.p.call, &trial_ops, &peer), TOOL_PENDING);
+		ck_assert(loop_spin(f.ev, probe_done_p, &peer.p, 10000));
+		ck_assert_int_eq(peer.tries_inline, 0);
+		ck_assert_int_eq(peer.on_worker, 1);
+		ck_assert_uint_eq(peer.p.fsuid, NOBODY);
+		tool_call_clear(&peer.p.call);
+	}
+	tool_call_clear(&small.p.call);
+	tool_call_clear(&big.p.call);
+	teardown(&f);
+}
+END_TEST
+
 START_TEST(without_a_pool_work_runs_inline)
 {
 	struct fixture f;
@@ -918,6 +977,7 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, next_job_runs_as_the_daemon);
 	tcase_add_test(tc, peer_work_never_runs_on_the_loop);
 	tcase_add_test(tc, without_a_pool_work_runs_inline);
+	tcase_add_test(tc, small_work_tried_on_the_loop_first);
 	tcase_add_test(tc, cancel_stops_running_and_queued_jobs);
 	tcase_add_test(tc, shutdown_ends_pending_calls_cancelled);
 	tcase_add_test(tc, job_runs_in_parts);
