@@ -51,6 +51,7 @@
 #include "proto/json.h"
 #include "proto/utf8.h"
 #include "tools/memory_internal.h"
+#include "tools/render.h"
 #include "tools/tools.h"
 
 static const char *const command_names[] = {
@@ -343,18 +344,6 @@ static int write_file(struct mem_job *j, int sfd, const char *rel, const char *p
 
 /* Appends lines first..last (1-based, inclusive) of text, numbered as
  * read_file numbers them: the number right-aligned in 6 columns, a tab. */
-static void put_numbered(struct buf *out, const char *text, size_t n, size_t first, size_t last)
-{
-	size_t no = 1;
-	for (const char *p = text, *end = text + n; p < end && no <= last; no++) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		if (no >= first)
-			buf_printf(out, "\n%6zu\t%.*s", no, (int)len, p);
-		p += len + 1;
-	}
-}
-
 /* The lines of text: a last line without '\n' counts, the empty rest after
  * a final '\n' does not. */
 static size_t count_lines(const char *text, size_t n)
@@ -451,6 +440,10 @@ static int do_view(struct mem_job *j, int sfd)
 		return fail_errno(j, r, "view", j->path);
 	if (S_ISLNK(st.st_mode))
 		return fail_errno(j, -ELOOP, "view", j->path);
+	/* A directory's listing, or a file larger than the loop reads, is
+	 * read on a worker. */
+	if (fsjob_trying_inline(j->job) && (S_ISDIR(st.st_mode) || st.st_size > FSJOB_INLINE_BYTES))
+		return FSJOB_NOT_INLINE;
 	if (S_ISDIR(st.st_mode)) {
 		_cleanup_close_ int fd = -1;
 		r = fsjob_open_nofollow(j->job, sfd, *j->rel ? j->rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
@@ -490,7 +483,7 @@ int view_text(struct mem_job *j, const char *s, size_t n)
 		last = b == -1 ? lines : (size_t)b;
 	}
 	buf_printf(&j->out, "Here's the content of %s with line numbers:", j->path);
-	put_numbered(&j->out, s, n, first, last);
+	render_numbered_lines(s, n, first, last, &j->out);
 	return 0;
 }
 
@@ -582,7 +575,7 @@ void replaced(struct mem_job *j, const struct buf *next, size_t line)
 	size_t last = line + count_lines(j->text, j->text_len) + 2;
 	buf_puts(&j->out, "The memory file has been edited. Here is the snippet showing the change "
 		 "(with line numbers):");
-	put_numbered(&j->out, buf_head(next), buf_size(next), line > 2 ? line - 2 : 1, last);
+	render_numbered_lines(buf_head(next), buf_size(next), line > 2 ? line - 2 : 1, last, &j->out);
 }
 
 static int do_str_replace(struct mem_job *j, int sfd)
@@ -762,6 +755,15 @@ static const struct fsjob_ops mem_ops = {
 	.free = mem_job_free,
 };
 
+/* A view of a small file is done on the loop when no identity is to be
+ * taken (the peer is the daemon's own uid), as read_file's is. */
+static const struct fsjob_ops mem_view_ops = {
+	.run = mem_run,
+	.done = mem_done,
+	.free = mem_job_free,
+	.inline_first = true,
+};
+
 /* --- where memory lives ----------------------------------------------------- */
 
 /* The directory of this call's scope beneath the peer's: one for all of
@@ -879,7 +881,7 @@ static enum tool_ret memory_exec(struct tool_call *call)
 		return TOOL_DONE;
 	}
 	enum tool_ret ret = TOOL_DONE;
-	int r = fsjob_start_store(call, dir, &mem_ops, j, &ret);
+	int r = fsjob_start_store(call, dir, j->cmd == C_VIEW ? &mem_view_ops : &mem_ops, j, &ret);
 	if (r == -EPERM) {
 		mem_job_free(j);
 		tool_call_fail(call, TC_PERMISSION_DENIED, "The memory directory %s/%u is not owned by uid %u alone "

@@ -148,6 +148,30 @@ static void put_lines(const struct read_view *v, struct buf *out)
 	out->data[out->len] = '\0';
 }
 
+void render_numbered_lines(const char *text, size_t n, size_t first, size_t last, struct buf *out)
+{
+	const char *p = text, *end = text + n;
+	struct numbering nb;
+	numbering_init(&nb, 1);
+	buf_reserve(out, n + 64);
+	char *o = out->data + out->len;
+	for (size_t no = 1; p < end && no <= last; no++) {
+		const char *nl = find_byte(p, end, '\n');
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (no >= first) {
+			o = room(out, o, len + sizeof(nb.text) + 4);
+			*o++ = '\n';
+			o = put_number(&nb, false, o);
+			memcpy(o, p, len);
+			o += len;
+		}
+		p += len + 1;
+		numbering_next(&nb);
+	}
+	out->len = (size_t)(o - out->data);
+	out->data[out->len] = '\0';
+}
+
 /* Ends the text so that a note starts on a line of its own. */
 static void line_break(struct buf *out)
 {

@@ -37,6 +37,9 @@ struct read_view {
 	const char *why;	/* optional: why a window by bytes was chosen */
 };
 
+/* Appends lines first to last (1-based) of text, each as "\n%6zu\t"
+ * and the line, uncut: memory's view. */
+void render_numbered_lines(const char *text, size_t n, size_t first, size_t last, struct buf *out);
 /* Appends read_file's text for a window of text. */
 void render_read_file(const struct read_view *v, struct buf *out);
 /* The same text as a JSON string literal, made from lit, the window's

@@ -189,11 +189,53 @@ START_TEST(search_text)
 }
 END_TEST
 
+/* memory's numbered lines, as "\n%6zu\t%s" would write them: the reference. */
+static void numbered_reference(const char *t, size_t n, size_t first, size_t last, struct buf *out)
+{
+	size_t no = 1;
+	for (const char *p = t, *end = t + n; p < end && no <= last; no++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (no >= first)
+			buf_printf(out, "\n%6zu\t%.*s", no, (int)len, p);
+		p += len + 1;
+	}
+}
+
+static void numbered_same(const char *t, size_t n, size_t first, size_t last)
+{
+	struct buf a = {0}, b = {0};
+	render_numbered_lines(t, n, first, last, &a);
+	numbered_reference(t, n, first, last, &b);
+	ck_assert_uint_eq(buf_size(&a), buf_size(&b));
+	ck_assert(memcmp(buf_head(&a), buf_head(&b), buf_size(&b)) == 0);
+	buf_free(&a);
+	buf_free(&b);
+}
+
+START_TEST(numbered_lines_as_printf)
+{
+	const char *small = "a\n\nccc\n\tlast";
+	numbered_same(small, strlen(small), 1, SIZE_MAX);
+	numbered_same(small, strlen(small), 2, 3);
+	numbered_same("x\n", 2, 1, SIZE_MAX);
+	numbered_same("", 0, 1, SIZE_MAX);
+	/* Past 999,999 lines the number is one digit wider, unpadded. */
+	struct buf big = {0};
+	for (int i = 0; i < 1000010; i++)
+		buf_append(&big, i % 7 ? "line\n" : "\n", i % 7 ? 5 : 1);
+	numbered_same(buf_head(&big), buf_size(&big), 999990, 1000005);
+	numbered_same(buf_head(&big), buf_size(&big), 95, 105);
+	buf_free(&big);
+}
+END_TEST
+
 static Suite *render_suite(void)
 {
 	Suite *s = suite_create("render");
 	TCase *tc = tcase_create("read_file");
 	tcase_add_test(tc, read_file_lines);
+	tcase_add_test(tc, numbered_lines_as_printf);
 	tcase_add_test(tc, read_file_long_line);
 	tcase_add_test(tc, read_file_bytes);
 	tcase_add_test(tc, read_file_json);
