@@ -32,21 +32,28 @@ void log_set_level(int level)
 }
 
 /*
- * Writes " key=value" to stderr unless value is NULL. Values can come from
- * clients (a session id may hold any character): control characters and
- * backslashes are written as \xNN, so one message stays one line.
+ * Writes s to stderr with its control characters (and, for a field's
+ * value, backslashes) as \xNN. A session id may hold any character and a
+ * message may quote what a client, a tool or a workspace sent (a path, a
+ * provider's words): one message stays one line.
  */
+static void put_escaped(const char *s, bool backslash)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f || (backslash && *p == '\\'))
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+}
+
+/* Writes " key=value" to stderr unless value is NULL. */
 static void put_field(const char *key, const char *value)
 {
 	if (!value)
 		return;
 	fprintf(stderr, " %s=", key);
-	for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f || *p == '\\')
-			fprintf(stderr, "\\x%02x", *p);
-		else
-			fputc(*p, stderr);
-	}
+	put_escaped(value, true);
 }
 
 void log_call(int prio, const char *session, const char *call_id, const char *tool,
@@ -74,7 +81,8 @@ void log_call(int prio, const char *session, const char *call_id, const char *to
 	} else {
 		static const char *const names[] = { "emerg", "alert", "crit", "error",
 						     "warning", "notice", "info", "debug" };
-		fprintf(stderr, "toolcalld: %s: %s", names[prio & 7], msg);
+		fprintf(stderr, "toolcalld: %s: ", names[prio & 7]);
+		put_escaped(msg, false);
 		put_field("session", session);
 		put_field("call", call_id);
 		put_field("tool", tool);

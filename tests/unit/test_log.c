@@ -17,7 +17,7 @@
 #include "tests/unit/check_main.h"
 
 /* Logs one message with the given session id; returns what reached stderr. */
-static char *log_to_string(const char *session)
+static char *log_msg_to_string(const char *session, const char *what)
 {
 	char path[] = "/tmp/tc-log-XXXXXX";
 	int fd = mkstemp(path);
@@ -29,7 +29,7 @@ static char *log_to_string(const char *session)
 	ck_assert_int_ge(dup2(fd, STDERR_FILENO), 0);
 	unsetenv("JOURNAL_STREAM");
 	log_init(LOG_DEBUG);
-	log_call(LOG_ERR, session, "c1", "echo", "internal error: %s", "boom");
+	log_call(LOG_ERR, session, "c1", "echo", "internal error: %s", what);
 	fflush(stderr);
 	ck_assert_int_ge(dup2(saved, STDERR_FILENO), 0);
 	close(saved);
@@ -39,6 +39,11 @@ static char *log_to_string(const char *session)
 	text[n] = '\0';
 	close(fd);
 	return text;
+}
+
+static char *log_to_string(const char *session)
+{
+	return log_msg_to_string(session, "boom");
 }
 
 START_TEST(plain_session_unchanged)
@@ -52,6 +57,13 @@ START_TEST(session_with_newline_stays_one_line)
 {
 	ck_assert_str_eq(log_to_string("a\nb\\c\x1b"),
 			 "toolcalld: error: internal error: boom session=a\\x0ab\\x5cc\\x1b call=c1 tool=echo\n");
+}
+END_TEST
+
+START_TEST(message_with_newline_stays_one_line)
+{
+	ck_assert_str_eq(log_msg_to_string("s", "a\ntoolcalld: error: forged\t\x7f"),
+			 "toolcalld: error: internal error: a\\x0atoolcalld: error: forged\\x09\\x7f session=s call=c1 tool=echo\n");
 }
 END_TEST
 
@@ -132,6 +144,7 @@ int main(void)
 	TCase *tc = tcase_create("stderr");
 	tcase_add_test(tc, plain_session_unchanged);
 	tcase_add_test(tc, session_with_newline_stays_one_line);
+	tcase_add_test(tc, message_with_newline_stays_one_line);
 	suite_add_tcase(s, tc);
 	TCase *tj = tcase_create("journal");
 	tcase_add_test(tj, journal_fields_in_native_protocol);
