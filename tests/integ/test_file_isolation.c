@@ -368,7 +368,7 @@ static void start_tmpfs(struct tcd *d, const char *config, bool *ret_mounted)
 {
 	struct tcd_opts o = { .config = config };
 	tcd_prepare(d, &o);
-	*ret_mounted = unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+	*ret_mounted = unshare(CLONE_NEWNS) == 0 && mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) == 0 &&
 		       mount("tmpfs", d->ws, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") == 0;
 	tcd_spawn(d, &o);
 	ck_assert_msg(tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) == 0, "the daemon did not start: %s",
