@@ -299,6 +299,17 @@ START_TEST(tmpdir_private)
 }
 END_TEST
 
+/* A client of d: as uid 65534, which then reaches the socket and owns
+ * the workspace, when nobody; else as root. */
+static struct tcc *connect_as_loop(struct tcd *d, bool nobody)
+{
+	if (!nobody)
+		return tcc_connect(d);
+	ck_assert_int_eq(chmod(d->dir, 0711), 0);
+	chown_tree(d->ws, NOBODY);
+	return tcc_connect_as(d, NOBODY, NOBODY);
+}
+
 /*
  * Calls one after another (the later ones join a mount namespace made
  * ahead, the same one given a new TMPDIR, its tmpfs emptied and moved):
@@ -314,14 +325,7 @@ START_TEST(tmpdir_fresh_each_call)
 		TC_SKIP("tmpdir_fresh_each_call: skipped: not root, cannot connect as another uid");
 	struct tcd d;
 	start(&d, "\"limits\":{\"tmp_mb\":1}", false);
-	struct tcc *c;
-	if (_i == 1) {
-		ck_assert_int_eq(chmod(d.dir, 0711), 0);
-		chown_tree(d.ws, NOBODY);
-		c = tcc_connect_as(&d, NOBODY, NOBODY);
-	} else {
-		c = tcc_connect(&d);
-	}
+	struct tcc *c = connect_as_loop(&d, _i == 1);
 	char *last = NULL;
 	for (int i = 0; i < 6; i++) {
 		/* Each leaves its TMPDIR full, deep and open to all: the
@@ -367,14 +371,7 @@ START_TEST(tmpdir_when_plan_changes)
 		TC_SKIP("tmpdir_when_plan_changes: skipped: not root, cannot connect as another uid");
 	struct tcd d;
 	start(&d, "\"limits\":{\"tmp_mb\":1}", false);
-	struct tcc *c;
-	if (_i == 1) {
-		ck_assert_int_eq(chmod(d.dir, 0711), 0);
-		chown_tree(d.ws, NOBODY);
-		c = tcc_connect_as(&d, NOBODY, NOBODY);
-	} else {
-		c = tcc_connect(&d);
-	}
+	struct tcc *c = connect_as_loop(&d, _i == 1);
 	char *git = tcd_ws_path(&d, ".git"), *hooks = tcd_ws_path(&d, ".git/hooks");
 	char *last = NULL;
 	for (int i = 0; i < 6; i++) {

@@ -20,6 +20,15 @@
 
 #include "tests/unit/check_main.h"
 
+/* Loads the filter of n instructions for this process and its children. */
+static inline bool load_filter(struct sock_filter *code, size_t n)
+{
+	struct sock_fprog prog = { .len = (unsigned short)n, .filter = code };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return false;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0;
+}
+
 /* Makes system call nr fail with err from now on; false if the machine
  * has no seccomp filters. */
 static inline bool deny_syscall(long nr, int err)
@@ -43,10 +52,7 @@ static inline bool deny_syscall(long nr, int err)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return false;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0;
+	return load_filter(code, sizeof(code) / sizeof(code[0]));
 }
 
 /* Makes system call nr fail with err from now on when its argument arg
@@ -77,10 +83,7 @@ static inline bool deny_syscall_flags(long nr, unsigned arg, unsigned flags, int
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)err),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return false;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0;
+	return load_filter(code, sizeof(code) / sizeof(code[0]));
 }
 
 /*
