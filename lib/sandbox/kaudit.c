@@ -65,11 +65,15 @@ struct ka_domain {
 static struct {
 	int fd;
 	struct tc_io *io;
-	bool on;
+	struct tc_loop *loop;
+	int abi;
+	bool on;		/* subscribed and audit on, as last asked */
+	bool started;
 	char *why;		/* why not, when not on */
+	uint64_t asked_ms;	/* when audit's state was last asked */
 	struct ka_domain *dom;	/* KA_DOMAINS, allocated with the first record */
 	uint64_t stamp;
-	uint64_t records, dropped, notes;
+	uint64_t records, dropped, notes, waited;
 } ka = { .fd = -1 };
 
 unsigned sandbox_landlock_restrict_flags;
@@ -277,8 +281,10 @@ static void on_readable(void *arg, int revents)
 	drain();
 }
 
-/* Asks the kernel whether audit is on: 1, 0, or a negative errno. */
-static int audit_enabled(void)
+/* Asks the kernel for audit's state: whether it is on and how many
+ * records wait in its queue for the audit thread to send them; 0 or a
+ * negative errno (-EPERM without CAP_AUDIT_CONTROL). */
+static int audit_status(bool *ret_on, uint32_t *ret_backlog)
 {
 	_cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
 	if (fd < 0)
@@ -303,38 +309,31 @@ static int audit_enabled(void)
 				if (e->error)
 					return e->error;
 			} else if (h->nlmsg_type == AUDIT_GET &&
-				   h->nlmsg_len >= NLMSG_LENGTH(offsetof(struct audit_status, enabled) + 4)) {
+				   h->nlmsg_len >= NLMSG_LENGTH(offsetof(struct audit_status, backlog) + 4)) {
 				const struct audit_status *st = NLMSG_DATA(h);
-				return st->enabled ? 1 : 0;
+				*ret_on = st->enabled != 0;
+				*ret_backlog = st->backlog;
+				return 0;
 			}
 		}
 	}
 	return -EPROTO;
 }
 
-int sandbox_kaudit_start(struct tc_loop *loop, int landlock_abi)
+static void set_why(char *why)
 {
-	if (ka.on || ka.why)
-		return ka.on ? 0 : -EOPNOTSUPP;
-	if (landlock_abi < 7) {
-		ka.why = xasprintf("Landlock logs denials from ABI 7 on, the kernel has %d", landlock_abi);
-		return -EOPNOTSUPP;
-	}
-	int r = audit_enabled();
-	if (r == 0) {
-		ka.why = xstrdup("audit is off on this machine");
-		return -EOPNOTSUPP;
-	}
-	/* Without CAP_AUDIT_CONTROL its state cannot be asked: the
-	 * subscription below still tells whether records can be read. */
-	if (r < 0 && r != -EPERM) {
-		ka.why = xasprintf("the audit socket cannot be asked (%s)", strerror(-r));
-		return r;
-	}
+	free(ka.why);
+	ka.why = why;
+}
+
+/* Subscribes to the records; 0 or a negative errno, ka.why saying why not. */
+static int subscribe(void)
+{
+	int r;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_AUDIT);
 	if (fd < 0) {
 		r = -errno;
-		ka.why = xasprintf("no audit socket (%s)", strerror(-r));
+		set_why(xasprintf("no audit socket (%s)", strerror(-r)));
 		return r;
 	}
 	int size = KA_RCVBUF;
@@ -344,16 +343,77 @@ int sandbox_kaudit_start(struct tc_loop *loop, int landlock_abi)
 	if (bind(fd, (const struct sockaddr *)&a, sizeof(a)) < 0) {
 		r = -errno;
 		close(fd);
-		ka.why = r == -EPERM ? xstrdup("the daemon may not read audit records (CAP_AUDIT_READ)")
-				     : xasprintf("the audit records cannot be read (%s)", strerror(-r));
+		set_why(r == -EPERM ? xstrdup("the daemon may not read audit records (CAP_AUDIT_READ)")
+				    : xasprintf("the audit records cannot be read (%s)", strerror(-r)));
 		return r;
 	}
 	ka.fd = fd;
-	ka.io = tc_io_new(loop, fd, TC_IO_READ, on_readable, NULL);
+	ka.io = tc_io_new(ka.loop, fd, TC_IO_READ, on_readable, NULL);
 	tc_io_start(ka.io);
 	ka.on = true;
+	set_why(NULL);
 	sandbox_landlock_restrict_flags = LANDLOCK_LOG_NEW_EXEC_ON;
 	return 0;
+}
+
+/*
+ * Asks audit's state again, at most once a second: a machine's audit may
+ * be turned off after the daemon started (its notes then come from stderr
+ * and the plan, and admin/stats says so), or on (the daemon subscribes
+ * then). Without CAP_AUDIT_CONTROL the state cannot be asked: what was
+ * found at the start stands. *ret_backlog, when asked for, is the number
+ * of records the kernel has still to send (forced to be asked).
+ */
+static void recheck(uint32_t *ret_backlog)
+{
+	uint64_t now = mono_ms();
+	if (!ka.started || ka.abi < 7 || (!ret_backlog && ka.asked_ms && now - ka.asked_ms < SANDBOX_KAUDIT_RECHECK_MS))
+		return;
+	ka.asked_ms = now ? now : 1;
+	bool on;
+	uint32_t backlog;
+	if (audit_status(&on, &backlog) < 0)
+		return;
+	if (ret_backlog)
+		*ret_backlog = backlog;
+	if (on && ka.fd < 0 && ka.loop)
+		(void)subscribe();
+	else if (on && ka.fd >= 0) {
+		ka.on = true;
+		set_why(NULL);
+	} else if (!on && ka.fd >= 0 && ka.on) {
+		ka.on = false;
+		set_why(xstrdup("audit was turned off after the daemon started"));
+	}
+}
+
+int sandbox_kaudit_start(struct tc_loop *loop, int landlock_abi)
+{
+	if (ka.started)
+		return ka.on ? 0 : -EOPNOTSUPP;
+	ka.started = true;
+	ka.loop = loop;
+	ka.abi = landlock_abi;
+	if (landlock_abi < 7) {
+		set_why(xasprintf("Landlock logs denials from ABI 7 on, the kernel has %d", landlock_abi));
+		return -EOPNOTSUPP;
+	}
+	bool on;
+	uint32_t backlog;
+	int r = audit_status(&on, &backlog);
+	ka.asked_ms = mono_ms();
+	if (r == 0 && !on) {
+		/* Asked again on demand (recheck()): subscribed once it is on. */
+		set_why(xstrdup("audit is off on this machine"));
+		return -EOPNOTSUPP;
+	}
+	/* Without CAP_AUDIT_CONTROL its state cannot be asked: the
+	 * subscription below still tells whether records can be read. */
+	if (r < 0 && r != -EPERM) {
+		set_why(xasprintf("the audit socket cannot be asked (%s)", strerror(-r)));
+		return r;
+	}
+	return subscribe();
 }
 
 void sandbox_kaudit_stop(void)
@@ -363,6 +423,9 @@ void sandbox_kaudit_stop(void)
 		close(ka.fd);
 	ka.fd = -1;
 	ka.on = false;
+	ka.started = false;
+	ka.loop = NULL;
+	ka.asked_ms = 0;
 	sandbox_landlock_restrict_flags = 0;
 	if (ka.dom)
 		for (size_t i = 0; i < KA_DOMAINS; i++)
@@ -406,18 +469,36 @@ void sandbox_kaudit_feed(int type, const char *text, size_t len)
 
 char *sandbox_kaudit_take(pid_t pid, bool wait)
 {
-	if ((!ka.on && !ka.dom) || pid <= 0)
+	if ((ka.fd < 0 && !ka.dom) || pid <= 0)
 		return NULL;
 	drain();
-	/* The records leave the kernel on its audit thread, which may not
-	 * have run yet when the child's exit is seen: a short, bounded wait. */
+	/*
+	 * The child's records were queued by the kernel before its refused
+	 * call returned, so before it exited; the audit thread sends them
+	 * when it runs, which may be after the exit is seen. Asked for a call
+	 * that failed, the daemon waits while that queue holds records (up to
+	 * SANDBOX_KAUDIT_WAIT_MS): an empty queue means the records were
+	 * sent. Without CAP_AUDIT_CONTROL the queue cannot be asked: then it
+	 * waits when stderr speaks of a refusal (wait), until one comes.
+	 */
 	uint64_t deadline = mono_ms() + SANDBOX_KAUDIT_WAIT_MS;
-	for (uint64_t now = mono_ms(); wait && ka.fd >= 0 && !has_pid(pid) && now < deadline; now = mono_ms()) {
-		struct pollfd p = { .fd = ka.fd, .events = POLLIN };
-		if (poll(&p, 1, (int)(deadline - now)) <= 0)
+	bool waited = false;
+	while (ka.fd >= 0 && !has_pid(pid)) {
+		uint32_t backlog = UINT32_MAX;
+		recheck(&backlog);
+		bool queued = backlog == UINT32_MAX ? wait : backlog > 0;
+		uint64_t now = mono_ms();
+		if (!ka.on || !queued || now >= deadline) {
+			drain();
 			break;
+		}
+		waited = true;
+		struct pollfd p = { .fd = ka.fd, .events = POLLIN };
+		int left = (int)(deadline - now);
+		(void)poll(&p, 1, backlog == UINT32_MAX ? left : MIN(left, 1));
 		drain();
 	}
+	ka.waited += waited;
 	if (!ka.dom)
 		return NULL;
 	struct buf b = {0};
@@ -448,6 +529,7 @@ char *sandbox_kaudit_take(pid_t pid, bool wait)
 
 void sandbox_kaudit_write_stats(struct jgen *g)
 {
+	recheck(NULL);
 	jgen_key(g, "sandboxNotes");
 	jgen_obj_open(g);
 	jgen_kv_str(g, "from", ka.on ? "audit" : "stderr");
@@ -456,5 +538,6 @@ void sandbox_kaudit_write_stats(struct jgen *g)
 	jgen_kv_int(g, "records", (int64_t)ka.records);
 	jgen_kv_int(g, "dropped", (int64_t)ka.dropped);
 	jgen_kv_int(g, "notes", (int64_t)ka.notes);
+	jgen_kv_int(g, "waited", (int64_t)ka.waited);
 	jgen_obj_close(g);
 }

@@ -334,14 +334,18 @@ bool sandbox_kaudit_on(void);
 const char *sandbox_kaudit_why(void);
 /* The refusals recorded for the Landlock domains the process pid made
  * ("writing /dev/tty; signalling a process outside the sandbox"), taken
- * (owned), or NULL. With wait and none yet, waits up to
- * SANDBOX_KAUDIT_WAIT_MS for the kernel's audit thread to deliver them. */
-#define SANDBOX_KAUDIT_WAIT_MS 20
+ * (owned), or NULL. For a call that failed: with none yet, waits up to
+ * SANDBOX_KAUDIT_WAIT_MS while the kernel's audit queue holds records
+ * still to be sent (or, where the queue cannot be asked, with wait, for
+ * one to come). Audit's state is asked again at most every
+ * SANDBOX_KAUDIT_RECHECK_MS (admin/stats, notes). */
+#define SANDBOX_KAUDIT_WAIT_MS 50
+#define SANDBOX_KAUDIT_RECHECK_MS 1000
 char *sandbox_kaudit_take(pid_t pid, bool wait);
 /* Handles one record's text as if read (type AUDIT_LANDLOCK_ACCESS or
  * _DOMAIN, 1423 or 1424): for tests. */
 void sandbox_kaudit_feed(int type, const char *text, size_t len);
-/* Appends "sandboxNotes": {from, why?, records, dropped, notes}. */
+/* Appends "sandboxNotes": {from, why?, records, dropped, notes, waited}. */
 struct jgen;
 void sandbox_kaudit_write_stats(struct jgen *g);
 /* The pid of the run's child, once spawned: whose refusals its note names. */

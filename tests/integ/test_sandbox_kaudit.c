@@ -7,9 +7,10 @@
  * records says so and keeps stderr's patterns.
  *
  * The records exist only while audit is on. When it is off and the test
- * runs as root, the test turns it on for its own duration (AUDIT_SET) and
+ * runs as root, the test turns it on for its own duration (AUDIT_SET);
+ * as root it also turns it off and on again to see the daemon follow, and
  * restores the state it found when it ends, fails or is stopped by a
- * signal; else it skips, saying why.
+ * signal. Not root and audit off, it skips, saying why.
  */
 #include <check.h>
 #include <errno.h>
@@ -95,17 +96,17 @@ static int audit_set(unsigned enabled)
 	return r;
 }
 
-/* Whether this process turned audit on, so must turn it off again. */
-static volatile sig_atomic_t turned_on;
+/* The state audit had when the test started (-1: not to be restored):
+ * set again when it ends, whichever case changed it. */
+static volatile sig_atomic_t found = -1;
 static pid_t main_pid;
 
 static void restore(void)
 {
-	/* Only the process that turned it on (Check's forked cases exit too). */
-	if (turned_on && getpid() == main_pid) {
-		turned_on = 0;
-		if (audit_set(0) < 0)
-			fprintf(stderr, "test_sandbox_kaudit: could not turn audit off again\n");
+	/* Only the main process (Check's forked cases exit too). */
+	if (found >= 0 && getpid() == main_pid && audit_get() != found) {
+		if (audit_set((unsigned)found) < 0)
+			fprintf(stderr, "test_sandbox_kaudit: could not set audit back to %d\n", (int)found);
 	}
 }
 
@@ -142,7 +143,7 @@ START_TEST(kernel_names_a_refusal_stderr_hides)
 		      "%s", tcd_log(&d));
 	/* Signalling the daemon, outside the sandbox: Landlock's scope refuses it. */
 	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; sleep 0.3; exit 1", (int)d.pid);
+	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)d.pid);
 	const struct json *r = sh(c, cmd);
 	tc_assert_ok(r);
 	char want[96];
@@ -177,6 +178,91 @@ START_TEST(kernel_and_stderr_agree)
 	tc_assert_ok(r);
 	ck_assert_msg(strstr(text_of(r), "Operation not permitted") &&
 		      strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s", text_of(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A refusal just before the child exits, stderr silent: its record may
+ * still be in the kernel's audit queue when the exit is seen; the daemon
+ * waits for that queue, so every call gets its note. */
+START_TEST(records_still_queued_are_waited_for)
+{
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)d.pid);
+	for (int i = 0; i < 12; i++) {
+		const struct json *r = sh(c, cmd);
+		tc_assert_ok(r);
+		ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "call %d: %s", i,
+			      text_of(r));
+	}
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+static bool stats_from(struct tcc *c, const char *from)
+{
+	const struct json *st = tcc_request(c, "admin/stats", "{}");
+	const char *f = tj_str(st, "result.sandboxNotes.from");
+	return f && str_eq(f, from);
+}
+
+/* Audit turned off after the start: admin/stats says so (asked again at
+ * most once a second), and says "audit" again once it is back on. */
+START_TEST(status_follows_audit)
+{
+	if (audit_set(1) < 0)
+		TC_SKIP("audit's state cannot be set here");
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	ck_assert(stats_from(c, "audit"));
+	ck_assert_int_eq(audit_set(0), 0);
+	bool off = tc_wait_until(stats_from(c, "stderr"), tc_wait_scaled(5000));
+	/* Back on before anything can fail. */
+	ck_assert_int_eq(audit_set(1), 0);
+	ck_assert_msg(off, "still from audit after audit was turned off");
+	const struct json *st = tcc_request(c, "admin/stats", "{}");
+	const char *why = tj_str(st, "result.sandboxNotes.why");
+	ck_assert_msg(why == NULL || strstr(why, "turned off after the daemon started"), "%s", why);
+	ck_assert(tc_wait_until(stats_from(c, "audit"), tc_wait_scaled(5000)));
+	/* And its records are read: a refusal stderr hides is named. */
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)d.pid);
+	const struct json *r = sh(c, cmd);
+	ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s", text_of(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Audit off when the daemon starts, turned on later: the daemon
+ * subscribes then, and its notes come from the records. */
+START_TEST(subscribes_when_audit_comes_on)
+{
+	if (audit_set(0) < 0)
+		TC_SKIP("audit's state cannot be set here");
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *st = tcc_request(c, "admin/stats", "{}");
+	bool off_at_start = stats_from(c, "stderr");
+	const char *why = tj_str(st, "result.sandboxNotes.why");
+	bool said_off = why && strstr(why, "audit is off");
+	ck_assert_int_eq(audit_set(1), 0);
+	ck_assert_msg(off_at_start && said_off, "%s", why ? why : "(no why)");
+	ck_assert(tc_wait_until(stats_from(c, "audit"), tc_wait_scaled(5000)));
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)d.pid);
+	const struct json *r = sh(c, cmd);
+	ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s", text_of(r));
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -232,29 +318,37 @@ int main(void)
 		return TC_EXIT_SKIP;
 	}
 	main_pid = getpid();
-	if (!on) {
-		if (geteuid() != 0) {
-			printf("SKIP audit is off and only root may turn it on for the test's duration\n");
-			return TC_EXIT_SKIP;
-		}
+	if (!on && geteuid() != 0) {
+		printf("SKIP audit is off and only root may turn it on for the test's duration\n");
+		return TC_EXIT_SKIP;
+	}
+	if (geteuid() == 0) {
 		/* Restored at exit and on the signals that stop a test run. */
+		found = on;
 		atexit(restore);
 		signal(SIGTERM, on_signal);
 		signal(SIGINT, on_signal);
 		signal(SIGHUP, on_signal);
 		signal(SIGABRT, on_signal);
+	}
+	if (!on) {
 		int r = audit_set(1);
 		if (r < 0) {
 			printf("SKIP audit is off and could not be turned on (%s)\n", strerror(-r));
 			return TC_EXIT_SKIP;
 		}
-		turned_on = 1;
 	}
 	Suite *s = suite_create("sandbox_kaudit");
 	TCase *tc = tcase_create("sandbox_kaudit");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, kernel_names_a_refusal_stderr_hides);
 	tcase_add_test(tc, kernel_and_stderr_agree);
+	tcase_add_test(tc, records_still_queued_are_waited_for);
+	/* Only where this test may set audit's state (and set it back). */
+	if (geteuid() == 0) {
+		tcase_add_test(tc, status_follows_audit);
+		tcase_add_test(tc, subscribes_when_audit_comes_on);
+	}
 	if (geteuid() == 0)
 		tcase_add_test(tc, without_the_records_says_so);
 	suite_add_tcase(s, tc);
