@@ -53,6 +53,8 @@ struct ll_rules {
 	char **covers;		/* denied paths the child covers (NULL-terminated), or NULL */
 	size_t n_covers;
 	bool split_writable;	/* a writable directory holds a denied path: it is not writable itself */
+	uint64_t handled;
+	unsigned refs;		/* the cache's, and each run's that holds them */
 };
 
 static struct ll_rules *cache[CACHE_MAX];
@@ -87,8 +89,36 @@ static void rules_free(struct ll_rules *r)
 void ll_cache_clear(void)
 {
 	for (size_t i = 0; i < n_cache; i++)
-		rules_free(cache[i]);
+		ll_rules_release(cache[i]);
 	n_cache = 0;
+}
+
+const struct ll_rules *ll_rules_hold(const struct ll_rules *rules)
+{
+	if (rules)
+		((struct ll_rules *)rules)->refs++;
+	return rules;
+}
+
+void ll_rules_release(const struct ll_rules *rules)
+{
+	struct ll_rules *r = (struct ll_rules *)rules;
+	if (r && --r->refs == 0)
+		rules_free(r);
+}
+
+/* As Landlock grants: a rule on a directory holds for all beneath it, and
+ * what the ruleset does not handle is allowed. */
+uint64_t ll_rules_allowed(const struct ll_rules *rules, const char *path)
+{
+	uint64_t a = ~rules->handled;
+	for (size_t i = 0; i < rules->n; i++) {
+		const char *r = rules->v[i].path;
+		size_t n = strlen(r);
+		if (strncmp(path, r, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && r[0] == '/')))
+			a |= rules->v[i].access;
+	}
+	return a;
 }
 
 /* A path made absolute and canonical as far as it exists: "~/" expanded
@@ -279,6 +309,8 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent,
 	struct builder b = { .handled = ll_fs_rights(abi) };
 	b.r = xcalloc(1, sizeof(*b.r));
 	b.r->ruleset_fd = -1;
+	b.r->handled = b.handled;
+	b.r->refs = 1;
 	/* "~" is the home of whom the child runs as: the peer's passwd entry,
 	 * or $HOME for the daemon's own user. A child running as a peer is
 	 * kept from the daemon's user's home entries too. */
@@ -330,7 +362,7 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent,
 	}
 	b.r->key = TAKE_PTR(key);
 	if (n_cache == CACHE_MAX) {
-		rules_free(cache[0]);
+		ll_rules_release(cache[0]);
 		memmove(cache, cache + 1, (CACHE_MAX - 1) * sizeof(*cache));
 		n_cache--;
 	}

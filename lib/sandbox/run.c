@@ -75,6 +75,7 @@ struct sandbox_run {
 	char **writable;
 	char **hide_dirs;
 	char **covers;
+	const struct ll_rules *rules;	/* held: its note replays them */
 	bool split_writable;		/* a writable directory holding a denied path is not writable itself */
 	gid_t *groups;
 	char *tmp_parent;
@@ -756,6 +757,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	c->covers = (const char *const *)run->covers;
 	run->split_writable = rules && ll_rules_split_writable(rules);
 	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
+	run->rules = ll_rules_hold(rules);
 	note(run, rules != NULL, "landlock");
 	if (f->seccomp) {
 		if (!(c->bpf = seccomp_prog_get(req->network ? SANDBOX_NET_FULL : req->net_proxy ? SANDBOX_NET_PROXY
@@ -1078,6 +1080,7 @@ static void run_ahead(struct sandbox_run *run)
 	strv_free(run->writable);
 	strv_free(run->hide_dirs);
 	strv_free(run->covers);
+	ll_rules_release(run->rules);
 	free(run->groups);
 	free(run);
 }
@@ -1154,31 +1157,80 @@ char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int si
 	return NULL;
 }
 
-/* Tells the model, when stderr shows a denial, that the sandbox said no. */
+/* The refusals the sandbox made of the paths err names (refusal.c), as
+ * its plan and the kernel's state decide them. */
+static char *paths_refused(const struct sandbox_run *run, const char *err, size_t n, const char *known,
+			   bool *ret_unsure)
+{
+	gid_t own[64];
+	struct sandbox_refusal_plan p = {
+		.rules = run->rules,
+		.writable = run->child.writable,
+		.tmpdir = run->tmpdir,
+		.ro_binds = run->child.ro_binds,
+		.covers = run->child.covers,
+		.hide_dirs = run->child.hide_dirs,
+		.uid = run->uid,
+		.gid = run->gid,
+		.groups = run->child.groups,
+		.n_groups = run->child.n_groups,
+	};
+	if (!run->child.set_ids) {
+		int k = getgroups(ELEMENTSOF(own), own);
+		if (k < 0) {
+			*ret_unsure = true;
+			return NULL;
+		}
+		p.groups = own;
+		p.n_groups = (size_t)k;
+	}
+	return sandbox_refusal_check(&p, err, n, known, ret_unsure);
+}
+
+/*
+ * Tells the model what the sandbox refused: what Landlock's audit records
+ * say it refused the child (kaudit.c), and the paths stderr names that
+ * the plan and the kernel's state show it refused (refusal.c). Where
+ * neither can tell, stderr's wording of a refusal that no path decides
+ * (a network error, "Operation not permitted", a refusal naming no path
+ * that can be judged) still gives a line, saying it may have been the
+ * sandbox; a path judged refused for another reason (the bits of another
+ * user's file, a missing file) gives none.
+ */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t n)
 {
-	static const char *const denials[] = {
-		"Permission denied", "Operation not permitted", "Network is unreachable",
-		"Read-only file system", "Address family not supported", "Could not resolve host",
-		"Temporary failure in name resolution",
+	static const char *const others[] = {
+		"Operation not permitted", "Network is unreachable", "Address family not supported",
+		"Could not resolve host", "Temporary failure in name resolution",
 	};
 	if (!run || run->profile == SANDBOX_OFF)
 		return NULL;
-	bool denied = false;
-	for (size_t i = 0; i < ELEMENTSOF(denials) && !denied; i++)
-		denied = has(err, n, denials[i]);
+	bool other = false;
+	for (size_t i = 0; i < ELEMENTSOF(others) && !other; i++)
+		other = has(err, n, others[i]);
 	/* Behind the proxy, whatever is not the proxy is refused so. */
-	if (run->net && !denied)
-		denied = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
-	/* What the kernel recorded it refused (kaudit.c), waited for a moment
-	 * when stderr speaks of a refusal; else stderr's patterns alone. */
-	_cleanup_free_ char *seen = sandbox_kaudit_take(run->pid, denied);
-	if (!seen && !denied)
+	if (run->net && !other)
+		other = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
+	bool worded = other || has(err, n, "Permission denied") || has(err, n, "Read-only file system");
+	/* What the kernel recorded it refused, waited for a moment while
+	 * records are still on their way. */
+	_cleanup_free_ char *seen = sandbox_kaudit_take(run->pid, worded);
+	bool unsure = false;
+	_cleanup_free_ char *paths = paths_refused(run, err, n, seen, &unsure);
+	if (seen && paths) {
+		char *both = xasprintf("%s; %s", seen, paths);
+		free(paths);
+		paths = both;
+	} else if (seen) {
+		paths = TAKE_PTR(seen);
+	}
+	if (!paths && !other && !unsure)
 		return NULL;
+	const char *refused = paths;
 	return xasprintf("[sandbox] %s%s (profile %s): it allows reading "
 			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
 			 "that, or ask the user to loosen the tool's sandbox.",
-			 seen ? "The sandbox refused " : "This may have been refused by the sandbox", seen ? seen : "",
+			 refused ? "The sandbox refused " : "This may have been refused by the sandbox", refused ? refused : "",
 			 sandbox_profile_name(run->profile),
 			 run->profile == SANDBOX_WORKSPACE_WRITE
 				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"

@@ -91,6 +91,39 @@ const char *const *ll_rules_covers(const struct ll_rules *rules);
 bool ll_rules_split_writable(const struct ll_rules *rules);
 /* The ruleset of the rules. */
 int ll_rules_fd(const struct ll_rules *rules);
+/* Keeps the rules past the cache's dropping them (a run's note replays
+ * them); released once per hold. */
+const struct ll_rules *ll_rules_hold(const struct ll_rules *rules);
+void ll_rules_release(const struct ll_rules *rules);
+/*
+ * What a run's sandbox did, for deciding whether it refused a path a
+ * failed child named (refusal.c): the Landlock rules (held), the
+ * read-only mounts' writable paths (NULL: none made read-only), the
+ * protected and covered paths, the directories covered empty, and the
+ * child's identity.
+ */
+struct sandbox_refusal_plan {
+	const struct ll_rules *rules;
+	const char *const *writable;
+	const char *tmpdir;
+	const char *const *ro_binds;
+	const char *const *covers;
+	const char *const *hide_dirs;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	size_t n_groups;
+};
+/* The refusals of the paths that the lines of err name beside "Read-only
+ * file system", "Permission denied" or "No such file or directory" which
+ * the sandbox made ("writing /usr/x (read-only in the sandbox: ...)";
+ * "; "-joined, those already in known left out), or NULL; *ret_unsure
+ * when such a line names no path that could be judged either way. */
+char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *err, size_t n, const char *known,
+			    bool *ret_unsure);
+/* The rights the rules leave a canonical path (those of the rules on it
+ * and on the directories above it, and every right not handled). */
+uint64_t ll_rules_allowed(const struct ll_rules *rules, const char *path);
 int ll_ruleset_make(const struct ll_rules *rules, int abi, int *ret_fd);
 void ll_cache_clear(void);
 

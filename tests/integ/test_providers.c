@@ -207,8 +207,8 @@ START_TEST(known_tools_of_a_down_provider)
 }
 END_TEST
 
-/* A server the sandbox stops from starting: the error says it may have
- * been the sandbox, then what the server printed. */
+/* A server the sandbox stops from starting: the error says what the
+ * sandbox refused, then what the server printed. */
 START_TEST(sandbox_refusal_is_named)
 {
 	struct tcd d;
@@ -227,9 +227,10 @@ START_TEST(sandbox_refusal_is_named)
 	bool confined = access(outside, F_OK) < 0 && !strstr(m, "cannot be started");
 	if (confined) {
 		tc_assert_kind(r, "transient");
-		ck_assert_msg(strstr(m, "exited with status 1 while starting\n[sandbox] This may have been refused "
-					"by the sandbox") && strstr(m, "Last lines of its stderr:\n") &&
-			      strstr(m, "outside"), "%s", m);
+		char *want = xasprintf("exited with status 1 while starting\n[sandbox] The sandbox refused writing "
+				       "%s (read-only in the sandbox", outside);
+		ck_assert_msg(strstr(m, want) && strstr(m, "Last lines of its stderr:\n"), "%s", m);
+		free(want);
 	}
 	/* else the sandbox does not confine here, or refuses to run at all. */
 	free(outside);

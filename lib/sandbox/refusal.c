@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whether the sandbox refused a path that a failed child named, decided
+ * from what the daemon built and what the kernel holds, not from the
+ * child's wording: the wording only points at the path and the errno.
+ *
+ * The kernel tells no one what it refused but through audit (Landlock's
+ * records, kaudit.c), and nothing at all for the refusals a mount makes
+ * (a read-only mount, a directory covered empty). So for each path that a
+ * line of stderr names beside "Read-only file system", "Permission
+ * denied" or "No such file or directory", the daemon asks what the kernel
+ * would have done, in the kernel's own order:
+ *
+ *  - EROFS comes only from a read-only mount. The sandbox refused the
+ *    write when the path is beneath one of its own: a protected path, a
+ *    covered private path, or (with the read-only mounts of its mount
+ *    namespace) a path outside the writable ones whose mount is writable
+ *    in the daemon's namespace. A file system read-only anyway is not the
+ *    sandbox's doing.
+ *  - ENOENT is the sandbox's when the path is beneath a directory it
+ *    covered empty (the unix sockets of $XDG_RUNTIME_DIR, /run/dbus, X's)
+ *    or a covered private path, and the path exists in the daemon's
+ *    namespace.
+ *  - EACCES: the permission bits are checked before any LSM, so for each
+ *    access that could have been refused (reading, writing, running; for
+ *    a missing file, making it) the bits are checked as the child's
+ *    identity (uid, gid, groups, no capability: children hold none) and
+ *    Landlock's rules replayed (ll_rules_allowed()). The sandbox refused
+ *    it when some access passes the bits and not the rules, and every
+ *    access that fails is one the rules refuse; it did not when no access
+ *    passes the bits and fails the rules; else it cannot be told.
+ *
+ * The path is resolved by the daemon one component at a time, without
+ * following a link blindly (a link is read and walked, 40 at most), and
+ * never into a file system whose server could keep the daemon waiting
+ * (FUSE, network file systems, autofs: their mount ids are read from
+ * /proc/self/mountinfo first); its attributes are taken as cached
+ * (AT_STATX_DONT_SYNC). A file with an ACL leaves the bits unknown. What
+ * is decided is the file's state when the call ends.
+ */
+#include "lib/sandbox/sandbox_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "proto/base/util.h"
+#include "proto/json.h"
+#include "proto/utf8.h"
+
+#ifndef STATX_MNT_ID
+#define STATX_MNT_ID 0x00001000U
+#endif
+
+#define RF_PATHS 32		/* paths looked at per note */
+#define RF_SHOWN 8		/* refusals named */
+#define RF_LINKS 40		/* links followed while resolving one path */
+#define RF_MOUNTS_BYTES (1024 * 1024)
+
+enum verdict { RF_NOT, RF_UNSURE, RF_SANDBOX };
+
+struct mount_of {
+	uint64_t id;
+	bool ro;		/* read-only, by its mount or its super block */
+	bool wary;		/* not entered: its server could keep the daemon waiting */
+};
+
+struct mounts {
+	struct mount_of *v;
+	size_t n;
+	bool read;
+};
+
+struct walked {
+	char *path;		/* canonical, as far as it exists; the rest as written */
+	bool exists;
+	bool parent_only;	/* all but the last component exists */
+	bool wary;		/* a file system not entered, or the walk failed */
+	bool searchable;	/* the bits let the child search every directory on the way */
+	bool acl;
+	struct statx st;	/* the path's, when it exists */
+	struct statx parent;	/* its directory's */
+	uint64_t mnt_id;	/* the mount of the last existing component */
+};
+
+static bool wary_type(const char *t)
+{
+	static const char *const types[] = { "fuse", "nfs", "cifs", "smb", "9p", "ceph", "gluster", "afs",
+					      "autofs", "virtiofs", "sshfs", "davfs", "lustre", "gfs2", "ocfs2",
+					      "ncp", "coda", "orangefs" };
+	for (size_t i = 0; i < ELEMENTSOF(types); i++)
+		if (strncmp(t, types[i], strlen(types[i])) == 0)
+			return true;
+	return false;
+}
+
+/* Whether a comma-separated option list holds "ro". */
+static bool opt_ro(const char *o, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = i;
+		while (k < n && o[k] != ',')
+			k++;
+		if (k - i == 2 && o[i] == 'r' && o[i + 1] == 'o')
+			return true;
+		i = k + 1;
+	}
+	return false;
+}
+
+/* "36 35 98:0 /root /mnt rw,noatime master:1 - ext4 /dev/x rw,errors=continue" */
+static void mounts_read(struct mounts *m)
+{
+	if (m->read)
+		return;
+	m->read = true;
+	_cleanup_close_ int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct buf b = {0};
+	char chunk[8192];
+	ssize_t k;
+	while (buf_size(&b) < RF_MOUNTS_BYTES && (k = read(fd, chunk, sizeof(chunk))) > 0)
+		buf_append(&b, chunk, (size_t)k);
+	buf_putc(&b, '\0');
+	for (char *line = b.data; line && *line;) {
+		char *end = strchr(line, '\n');
+		if (end)
+			*end = '\0';
+		char *f[6] = {0};
+		char *p = line;
+		for (int i = 0; i < 6 && p; i++) {
+			f[i] = p;
+			p = strchr(p, ' ');
+			if (p)
+				*p++ = '\0';
+		}
+		char *dash = p ? strstr(p, "- ") : NULL;
+		if (f[5] && dash && (dash == p || dash[-1] == ' ')) {
+			char *type = dash + 2, *src = strchr(type, ' ');
+			char *super = src ? strchr(src + 1, ' ') : NULL;
+			if (src)
+				*src = '\0';
+			m->v = xreallocarray(m->v, m->n + 1, sizeof(*m->v));
+			m->v[m->n++] = (struct mount_of){
+				.id = strtoull(f[0], NULL, 10),
+				.ro = opt_ro(f[5], strlen(f[5])) || (super && opt_ro(super + 1, strlen(super + 1))),
+				.wary = wary_type(type),
+			};
+		}
+		line = end ? end + 1 : NULL;
+	}
+	buf_free(&b);
+}
+
+static const struct mount_of *mount_find(const struct mounts *m, uint64_t id)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->v[i].id == id)
+			return &m->v[i];
+	return NULL;
+}
+
+static bool in_groups(const struct sandbox_refusal_plan *p, gid_t g)
+{
+	if (g == p->gid)
+		return true;
+	for (size_t i = 0; i < p->n_groups; i++)
+		if (p->groups[i] == g)
+			return true;
+	return false;
+}
+
+/* Whether the permission bits give the child bit (4 read, 2 write, 1
+ * search or run): the owner's, the group's or the others', whichever
+ * class it is in, as the kernel checks them without a capability. */
+static bool bits(const struct sandbox_refusal_plan *p, const struct statx *st, unsigned bit)
+{
+	unsigned shift = st->stx_uid == p->uid ? 6 : in_groups(p, st->stx_gid) ? 3 : 0;
+	return (st->stx_mode >> shift) & bit;
+}
+
+static bool has_acl(int fd)
+{
+	char proc[40];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return getxattr(proc, "system.posix_acl_access", NULL, 0) >= 0 ||
+	       getxattr(proc, "system.posix_acl_default", NULL, 0) >= 0;
+}
+
+static bool stat_fd(int fd, struct statx *st)
+{
+	return statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+		     STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_MNT_ID, st) == 0;
+}
+
+/* Keeps the first n bytes of b. */
+static void buf_cut(struct buf *b, size_t n)
+{
+	if (b->data && n < buf_size(b)) {
+		b->len = b->off + n;
+		b->data[b->len] = '\0';
+	}
+}
+
+/* Drops the last component of a canonical path ("" for "/"). */
+static void path_up(struct buf *c)
+{
+	size_t n = buf_size(c);
+	while (n > 0 && buf_head(c)[n - 1] != '/')
+		n--;
+	buf_cut(c, n ? n - 1 : 0);
+}
+
+/*
+ * Resolves path (absolute) one component at a time from "/", as the
+ * daemon sees it: each directory's mount checked before a name is looked
+ * up in it, the bits for the child noted on the way.
+ */
+static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const char *path, struct walked *w)
+{
+	*w = (struct walked){ .searchable = true };
+	struct buf c = {0};		/* canonical so far, "" for "/" */
+	_cleanup_free_ char *todo = xstrdup(path);
+	size_t at = 0;
+	unsigned links = 0;
+	int cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct statx cst;
+	if (cur < 0 || !stat_fd(cur, &cst)) {
+		w->wary = true;
+		goto out;
+	}
+	mounts_read(m);
+	for (;;) {
+		while (todo[at] == '/')
+			at++;
+		if (!todo[at]) {
+			w->exists = true;
+			w->st = cst;
+			break;
+		}
+		size_t len = strcspn(todo + at, "/");
+		char name[NAME_MAX + 1];
+		if (len > NAME_MAX) {
+			w->wary = true;
+			break;
+		}
+		memcpy(name, todo + at, len);
+		name[len] = '\0';
+		at += len;
+		if (strcmp(name, ".") == 0)
+			continue;
+		/* A directory to look a name up in: its mount first. */
+		const struct mount_of *mo = mount_find(m, cst.stx_mnt_id);
+		w->mnt_id = cst.stx_mnt_id;
+		if (!mo || mo->wary || !S_ISDIR(cst.stx_mode)) {
+			w->wary = true;
+			break;
+		}
+		if (!bits(p, &cst, 1))
+			w->searchable = false;
+		w->acl |= has_acl(cur);
+		w->parent = cst;
+		int next = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		struct statx nst;
+		if (next < 0 || !stat_fd(next, &nst)) {
+			bool missing = next < 0 && errno == ENOENT;
+			if (next >= 0)
+				close(next);
+			if (!missing) {
+				w->wary = true;
+				break;
+			}
+			/* The rest as written. */
+			w->parent_only = !strchr(todo + at, '/') || !todo[at + strspn(todo + at, "/")];
+			buf_printf(&c, "/%s%s", name, todo + at);
+			break;
+		}
+		if (S_ISLNK(nst.stx_mode)) {
+			char target[PATH_MAX];
+			ssize_t tl = readlinkat(next, "", target, sizeof(target) - 1);
+			close(next);
+			if (tl <= 0 || ++links > RF_LINKS || (size_t)tl + strlen(todo + at) + 2 > PATH_MAX) {
+				w->wary = true;
+				break;
+			}
+			target[tl] = '\0';
+			char *rest = xasprintf("%s/%s", target, todo + at);
+			free(todo);
+			todo = rest;
+			at = 0;
+			if (target[0] == '/') {
+				close(cur);
+				cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				buf_cut(&c, 0);
+				if (cur < 0 || !stat_fd(cur, &cst)) {
+					w->wary = true;
+					break;
+				}
+			}
+			continue;
+		}
+		close(cur);
+		cur = next;
+		cst = nst;
+		if (strcmp(name, "..") == 0)
+			path_up(&c);
+		else
+			buf_printf(&c, "/%s", name);
+	}
+	if (w->exists) {
+		w->mnt_id = w->st.stx_mnt_id;
+		w->acl |= has_acl(cur);
+	}
+out:
+	if (cur >= 0)
+		close(cur);
+	if (!buf_size(&c))
+		buf_putc(&c, '/');
+	buf_putc(&c, '\0');
+	w->path = buf_steal(&c);
+}
+
+/* Whether path is dir or beneath it. */
+static bool beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+static const char *beneath_any(const char *path, const char *const *dirs, bool strictly)
+{
+	for (; dirs && *dirs; dirs++)
+		if (beneath(path, *dirs) && (!strictly || strcmp(path, *dirs) != 0))
+			return *dirs;
+	return NULL;
+}
+
+/* The sandbox made path read-only (in its mount namespace). */
+static bool made_read_only(const struct sandbox_refusal_plan *p, const char *path)
+{
+	if (!p->writable)
+		return false;
+	if (beneath_any(path, p->writable, false) || (p->tmpdir && beneath(path, p->tmpdir)))
+		return false;
+	return true;
+}
+
+#define OP_READ 1
+#define OP_WRITE 2
+#define OP_RUN 4
+#define OP_MAKE 8
+#define OP_LIST 16
+
+static const char *op_verb(unsigned op)
+{
+	switch (op) {
+	case OP_READ: return "reading";
+	case OP_WRITE: return "writing";
+	case OP_RUN: return "running";
+	case OP_MAKE: return "creating";
+	case OP_LIST: return "listing";
+	default: return "accessing";
+	}
+}
+
+/* EACCES on a path: which accesses would fail, and by whom. */
+static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct walked *w, unsigned *ret_ops,
+			   bool *ret_private)
+{
+	if (!w->searchable)
+		return RF_NOT;		/* refused on the way, by the bits */
+	if (!p->rules)
+		return RF_NOT;		/* no Landlock: nothing of the sandbox answers EACCES */
+	struct {
+		unsigned op;
+		bool bits_ok;
+		uint64_t right;
+		const char *at;		/* where Landlock checks it */
+		bool ro;		/* refused EROFS first, once the bits pass */
+	} ops[3];
+	size_t n = 0;
+	_cleanup_free_ char *parent = NULL;
+	if (!w->exists) {
+		if (!w->parent_only)
+			return RF_NOT;	/* a directory on the way is missing: ENOENT's */
+		parent = xstrdup(w->path);
+		char *slash = strrchr(parent, '/');
+		if (slash)
+			slash[slash == parent ? 1 : 0] = '\0';
+		ops[n++] = (typeof(ops[0])){ OP_MAKE, bits(p, &w->parent, 2), LL_FS_MAKE_REG, parent,
+					     made_read_only(p, parent) };
+	} else if (S_ISDIR(w->st.stx_mode)) {
+		ops[n++] = (typeof(ops[0])){ OP_LIST, bits(p, &w->st, 4), LL_FS_READ_DIR, w->path, false };
+		ops[n++] = (typeof(ops[0])){ OP_MAKE, bits(p, &w->st, 2), LL_FS_MAKE_REG, w->path,
+					     made_read_only(p, w->path) };
+	} else {
+		ops[n++] = (typeof(ops[0])){ OP_READ, bits(p, &w->st, 4), LL_FS_READ_FILE, w->path, false };
+		ops[n++] = (typeof(ops[0])){ OP_WRITE, bits(p, &w->st, 2), LL_FS_WRITE_FILE, w->path,
+					     made_read_only(p, w->path) };
+		ops[n++] = (typeof(ops[0])){ OP_RUN, bits(p, &w->st, 1), LL_FS_EXECUTE, w->path, false };
+	}
+	bool any_sandbox = false, all_refused = true;
+	unsigned by_sandbox = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool allowed = (ll_rules_allowed(p->rules, ops[i].at) & ops[i].right) == ops[i].right;
+		bool fails_bits = !ops[i].bits_ok;
+		bool fails_sandbox = ops[i].bits_ok && !ops[i].ro && !allowed;
+		if (!fails_bits && !fails_sandbox)
+			continue;	/* passes, or refused EROFS: not this EACCES */
+		if (fails_sandbox) {
+			any_sandbox = true;
+			by_sandbox |= ops[i].op;
+		}
+		all_refused &= !allowed;
+	}
+	if (!any_sandbox)
+		return RF_NOT;
+	*ret_ops = by_sandbox;
+	*ret_private = !(ll_rules_allowed(p->rules, w->exists ? w->path : parent) &
+			 (w->exists && S_ISDIR(w->st.stx_mode) ? LL_FS_READ_DIR : LL_FS_READ_FILE));
+	return all_refused ? RF_SANDBOX : RF_UNSURE;
+}
+
+enum rf_errno { RF_EROFS, RF_EACCES, RF_ENOENT };
+
+/* What the sandbox did to path for an error of kind e; *ret_what, when
+ * it refused it, says so ("writing /usr/x (...)"). */
+static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m, const char *path, enum rf_errno e,
+			  char **ret_what)
+{
+	struct walked w;
+	walk(p, m, path, &w);
+	_cleanup_free_ char *c = w.path;
+	enum verdict v = RF_NOT;
+	const char *d;
+	if (w.wary) {
+		v = e == RF_ENOENT ? RF_NOT : RF_UNSURE;
+	} else if ((d = beneath_any(c, p->covers, false)) && (w.exists || strcmp(c, d) != 0)) {
+		/* Its place holds an empty read-only mount: whatever was asked. */
+		v = RF_SANDBOX;
+		*ret_what = xasprintf("%s %s (a private path, sandbox.deny_read)",
+				      e == RF_EROFS ? "writing" : e == RF_ENOENT ? "reaching" : "accessing", c);
+	} else if (e == RF_ENOENT) {
+		if ((d = beneath_any(c, p->hide_dirs, true)) && w.exists) {
+			v = RF_SANDBOX;
+			*ret_what = xasprintf("reaching %s (hidden: the sandbox covers %s, where sockets such as "
+					      "the session bus and agents live)", c, d);
+		}
+	} else if (e == RF_EROFS) {
+		const struct mount_of *mo = mount_find(m, w.mnt_id);
+		if (beneath_any(c, p->ro_binds, false)) {
+			v = RF_SANDBOX;
+			*ret_what = xasprintf("writing %s (a protected path, sandbox.protect)", c);
+		} else if (made_read_only(p, c) && mo && !mo->ro) {
+			v = RF_SANDBOX;
+			*ret_what = xasprintf("writing %s (read-only in the sandbox: outside the paths it may write)", c);
+		}
+	} else if (w.acl) {
+		v = RF_UNSURE;
+	} else {
+		unsigned ops = 0;
+		bool private = false;
+		v = eacces(p, &w, &ops, &private);
+		if (v == RF_SANDBOX)
+			*ret_what = xasprintf("%s %s (%s)", op_verb(ops), c,
+					      private ? "a private path, sandbox.deny_read" : "outside the paths it may write");
+	}
+	return v;
+}
+
+/*
+ * The absolute path a line names for the error whose words start at
+ * words (bare, or quoted as programs quote): the last one before the
+ * words ("sh: 1: cannot create /x: Read-only file system"), else the
+ * first after them ("Permission denied: '/x'", "EACCES: permission
+ * denied, open '/x'"); NULL when none.
+ */
+static char *line_path(const char *s, size_t n, size_t words)
+{
+	size_t best = 0, best_len = 0;
+	bool found = false;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '/')
+			continue;
+		char prev = i ? s[i - 1] : ' ';
+		char close = 0;
+		if (prev == '\'' || prev == '"' || prev == '`')
+			close = prev == '`' ? '\'' : prev;
+		else if (i >= 3 && (unsigned char)s[i - 3] == 0xe2 && (unsigned char)s[i - 2] == 0x80 &&
+			 ((unsigned char)s[i - 1] == 0x98 || (unsigned char)s[i - 1] == 0x9c))
+			close = 1;	/* ‘...’ or “...” */
+		else if (!strchr(" \t(=:[<,", prev))
+			continue;
+		size_t e = i;
+		while (e < n) {
+			unsigned char ch = (unsigned char)s[e];
+			if (close == 1 ? ch == 0xe2 : close ? ch == (unsigned char)close
+							   : (ch == ' ' || ch == '\t' || ch == '\'' || ch == '"' ||
+							      ch == ',' || ch == ')' || ch == ']' || ch == '>' ||
+							      (ch == ':' && (e + 1 == n || s[e + 1] == ' '))))
+				break;
+			e++;
+		}
+		size_t len = e - i;
+		while (len > 1 && (s[i + len - 1] == '.' || s[i + len - 1] == ':'))
+			len--;
+		bool ok = len > 1 && len < PATH_MAX && i + len <= words;
+		for (size_t j = i; ok && j < i + len; j++)
+			ok = (unsigned char)s[j] >= 0x20 && s[j] != 0x7f;
+		if (ok || (!found && len > 1 && len < PATH_MAX && i > words)) {
+			best = i;
+			best_len = len;
+			found = true;
+			if (i > words)
+				break;	/* the first after the words, none before */
+		}
+		i = e;
+	}
+	if (!found)
+		return NULL;
+	for (size_t j = best; j < best + best_len; j++)
+		if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f)
+			return NULL;
+	return xstrndup(s + best, best_len);
+}
+
+/* Where words are in the line, matched without regard to case (Go and
+ * Node write "permission denied"), or NULL. */
+static const char *find_words(const char *line, size_t len, const char *words)
+{
+	size_t n = strlen(words);
+	for (size_t i = 0; i + n <= len; i++)
+		if (strncasecmp(line + i, words, n) == 0)
+			return line + i;
+	return NULL;
+}
+
+/* Whether a list of refusals ("reading /x; writing /y (...)") names path. */
+static bool names(const char *list, const char *path)
+{
+	size_t n = strlen(path);
+	for (const char *k = list; k && (k = strstr(k, path)); k++)
+		if ((k == list || k[-1] == ' ') && (k[n] == '\0' || k[n] == ' ' || k[n] == ';'))
+			return true;
+	return false;
+}
+
+char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *err, size_t n, const char *known,
+			    bool *ret_unsure)
+{
+	static const struct { const char *words; enum rf_errno e; } kinds[] = {
+		{ "Read-only file system", RF_EROFS },
+		{ "Permission denied", RF_EACCES },
+		{ "No such file or directory", RF_ENOENT },
+	};
+	*ret_unsure = false;
+	struct mounts m = {0};
+	struct buf out = {0};
+	unsigned looked = 0, shown = 0, more = 0;
+	for (size_t at = 0; err && at < n;) {
+		const char *line = err + at;
+		const char *nl = memchr(line, '\n', n - at);
+		size_t len = nl ? (size_t)(nl - line) : n - at;
+		at += len + 1;
+		int kind = -1;
+		size_t words = 0;
+		for (size_t i = 0; i < ELEMENTSOF(kinds) && kind < 0; i++) {
+			const char *w = find_words(line, len, kinds[i].words);
+			if (w) {
+				kind = (int)i;
+				words = (size_t)(w - line);
+			}
+		}
+		if (kind < 0)
+			continue;
+		_cleanup_free_ char *path = line_path(line, len, words);
+		bool refused = false, unsure = !path;
+		if (path) {
+			char *what = NULL;
+			enum verdict v = looked++ < RF_PATHS ? judge(p, &m, path, kinds[kind].e, &what) : RF_UNSURE;
+			if (v == RF_SANDBOX) {
+				refused = true;
+				/* Named already by the kernel's record, or by another line. */
+				const char *named = strchr(what, ' ') + 1;
+				_cleanup_free_ char *canon = xstrndup(named, strcspn(named, " "));
+				if (names(known, canon) || names(buf_head(&out), canon))
+					;
+				else if (shown < RF_SHOWN) {
+					if (shown++)
+						buf_puts(&out, "; ");
+					utf8_sanitize(what, strlen(what), &out);
+				} else {
+					more++;
+				}
+			} else if (v == RF_UNSURE) {
+				unsure = true;
+			}
+			free(what);
+		}
+		/* A refusal named without a path that can be judged: no word
+		 * either way, unless it is only a missing file. */
+		if (!refused && unsure && kinds[kind].e != RF_ENOENT)
+			*ret_unsure = true;
+	}
+	free(m.v);
+	if (!shown) {
+		buf_free(&out);
+		return NULL;
+	}
+	if (more)
+		buf_printf(&out, " (and %u more)", more);
+	return buf_steal(&out);
+}
