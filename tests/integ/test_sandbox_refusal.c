@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The sandbox's note decided by what the sandbox refused, with the real
+ * daemon: a path stderr names is judged against the plan and the files'
+ * state (lib/sandbox/refusal.c), so refusals that leave no audit record
+ * (read-only mounts, protected paths, directories covered empty) and,
+ * where the daemon reads no records (uid 65534), Landlock's too, are
+ * named; a path refused for another reason gets no line.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define AUTO "\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"}}"
+
+static const struct json *sh(struct tcc *c, const char *command)
+{
+	char *q = tj_quote(command);
+	char *args = xasprintf("{\"command\":%s}", q);
+	const struct json *r = tcc_call(c, "shell", args);
+	free(args);
+	free(q);
+	return r;
+}
+
+static const char *text_of(const struct json *r)
+{
+	const char *t = tj_str(r, "result.content.0.text");
+	return t ? t : "";
+}
+
+static bool enforces(const struct json *r, const char *what)
+{
+	char *e = tj_text(tj(r, "result.structuredContent.sandbox.enforced"));
+	bool yes = e && strstr(e, what);
+	free(e);
+	return yes;
+}
+
+/* A daemon as uid 65534, which may not read audit records: its notes come
+ * from the plan alone. config holds more members (after a comma), or "". */
+static void start_nobody(struct tcd *d, const char *config)
+{
+	char *cfg = xasprintf("{" AUTO ",\"tools_dir\":null%s}", config);
+	struct tcd_opts o = { .config = cfg, .no_wait = true };
+	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+					       NULL };
+	o.wrapper = wrapper;
+	tcd_prepare(d, &o);
+	ck_assert_int_eq(chmod(d->dir, 0777), 0);
+	ck_assert_int_eq(chmod(d->ws, 0777), 0);
+	ck_assert_int_eq(chmod(d->config, 0644), 0);
+	tcd_spawn(d, &o);
+	ck_assert_msg(tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(d));
+	free(cfg);
+}
+
+/* Root's daemon: a file in a directory of sockets the sandbox covers
+ * empty is hidden ("No such file or directory", no audit record); one
+ * that is not there is only missing. */
+START_TEST(hidden_directory_named)
+{
+	const char *x11 = "/tmp/.X11-unix";
+	bool made = mkdir(x11, 01777) == 0;
+	if (!made && errno != EEXIST)
+		TC_SKIP("cannot make %s", x11);
+	const char *probe = "/tmp/.X11-unix/tc-refusal-probe";
+	close(open(probe, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "cat /tmp/.X11-unix/tc-refusal-probe");
+	tc_assert_ok(r);
+	bool hidden = enforces(r, "unix sockets hidden");
+	char *text = xstrdup(text_of(r));
+	r = sh(c, "cat /tmp/.X11-unix/tc-refusal-none");
+	char *none = xstrdup(text_of(r));
+	unlink(probe);
+	if (made)
+		rmdir(x11);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	if (!hidden) {
+		free(text);
+		free(none);
+		TC_SKIP("the sandbox cannot hide socket directories here");
+	}
+	ck_assert_msg(strstr(text, "No such file or directory") &&
+		      strstr(text, "[sandbox] The sandbox refused reaching /tmp/.X11-unix/tc-refusal-probe (hidden: the "
+				   "sandbox covers /tmp/.X11-unix"), "%s", text);
+	ck_assert_msg(strstr(none, "No such file or directory") && !strstr(none, "[sandbox]"), "%s", none);
+	free(text);
+	free(none);
+}
+END_TEST
+
+/* Root's daemon: a protected path is mounted read-only (EROFS, no audit
+ * record): named as protected. */
+START_TEST(protected_path_named)
+{
+	if (access("/usr/bin/git", X_OK) < 0)
+		TC_SKIP("needs git to make the workspace a repository");
+	struct tcd d;
+	tcd_prepare(&d, &(struct tcd_opts){ .config = "{" AUTO "}" });
+	char *init = xasprintf("git init -q '%s'", d.ws);
+	ck_assert_int_eq(system(init), 0);
+	free(init);
+	tcd_spawn(&d, &(struct tcd_opts){ .config = "{" AUTO "}" });
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "echo x > \"$PWD/.git/hooks/pre-commit\"");
+	tc_assert_ok(r);
+	if (!enforces(r, "protect")) {
+		tcc_close(c);
+		tcd_free(&d);
+		TC_SKIP("protected paths are not enforced here");
+	}
+	char *want = xasprintf("[sandbox] The sandbox refused writing %s/.git/hooks/pre-commit (a protected path, "
+			       "sandbox.protect)", d.ws);
+	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	/* In the workspace, refused by the bits (the child holds no
+	 * capability) or missing: no line. */
+	r = sh(c, "mkdir shut && chmod 000 shut && cat \"$PWD/shut/f\"; cat \"$PWD/nothere\"");
+	tc_assert_ok(r);
+	ck_assert_msg(!strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A daemon without audit records (uid 65534): Landlock's refusal of a
+ * private path is named from the replayed rules; another user's file the
+ * bits refuse, and a missing file, get no line. */
+START_TEST(without_records_the_plan_decides)
+{
+	if (access("/usr/bin/setpriv", X_OK) < 0)
+		TC_SKIP("needs /usr/bin/setpriv to start a daemon as uid 65534");
+	struct tcd d;
+	char *cfg = xasprintf(",\"sandbox\":{\"deny_read\":[\"%s/secret\"]}", "@DIR@");
+	start_nobody(&d, cfg);
+	free(cfg);
+	char *secret = xasprintf("%s/secret", d.dir);
+	ck_assert_int_eq(mkdir(secret, 0755), 0);
+	char *key = xasprintf("%s/key", secret);
+	close(open(key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	char *mine = xasprintf("%s/root0600", d.dir);
+	close(open(mine, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *st = tcc_request(c, "admin/stats", "{}");
+	ck_assert_str_eq(tj_str(st, "result.sandboxNotes.from"), "stderr");
+
+	char *cmd = xasprintf("cat %s", key);
+	const struct json *r = sh(c, cmd);
+	free(cmd);
+	tc_assert_ok(r);
+	if (!enforces(r, "landlock")) {
+		tcc_close(c);
+		tcd_free(&d);
+		TC_SKIP("no Landlock here");
+	}
+	char *want = xasprintf("[sandbox] The sandbox refused reading %s (a private path, sandbox.deny_read)", key);
+	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+
+	/* Root's 0600 file: the bits refuse it before the sandbox could. */
+	cmd = xasprintf("cat %s", mine);
+	r = sh(c, cmd);
+	free(cmd);
+	ck_assert_msg(strstr(text_of(r), "Permission denied") && !strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+	/* Missing: no line. */
+	r = sh(c, "cat /nonexistent-tc/x");
+	ck_assert_msg(strstr(text_of(r), "No such file") && !strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+	/* A new file outside the writable paths, in a directory the bits
+	 * let it write in: refused by the sandbox (a read-only mount where
+	 * the daemon makes one, else Landlock). */
+	cmd = xasprintf("echo x > %s/new", d.dir);
+	r = sh(c, cmd);
+	free(cmd);
+	want = xasprintf("[sandbox] The sandbox refused ");
+	char *path = xasprintf("%s/new (", d.dir);
+	ck_assert_msg(strstr(text_of(r), want) && strstr(text_of(r), path), "%s", text_of(r));
+	free(want);
+	free(path);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	free(key);
+	free(secret);
+	free(mine);
+}
+END_TEST
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("SKIP needs root (a root daemon's mounts, a second uid)\n");
+		return TC_EXIT_SKIP;
+	}
+	Suite *s = suite_create("sandbox_refusal");
+	TCase *tc = tcase_create("sandbox_refusal");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, hidden_directory_named);
+	tcase_add_test(tc, protected_path_named);
+	tcase_add_test(tc, without_records_the_plan_decides);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
