@@ -241,7 +241,8 @@ int server_init(struct server *s, char **ret_err)
 	if (sandbox_kaudit_start(s->loop, sandbox_probe(NULL)->landlock_abi) == 0)
 		log_info("sandbox notes: from the kernel's audit records of Landlock's refusals");
 	else
-		log_info("sandbox notes: from stderr's wording only (%s)", sandbox_kaudit_why());
+		log_info("sandbox notes: from the sandbox's plan, without Landlock's audit records (%s)",
+			 sandbox_kaudit_why());
 	r = registry_build(&s->cfg, NULL, &s->providers, &s->registry, ret_err);
 	if (r < 0)
 		return r;

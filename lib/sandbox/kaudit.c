@@ -532,12 +532,13 @@ void sandbox_kaudit_write_stats(struct jgen *g)
 	recheck(NULL);
 	jgen_key(g, "sandboxNotes");
 	jgen_obj_open(g);
-	jgen_kv_str(g, "from", ka.on ? "audit" : "stderr");
+	jgen_kv_str(g, "from", ka.on ? "audit" : "plan");
 	if (!ka.on)
 		jgen_kv_str(g, "why", sandbox_kaudit_why());
 	jgen_kv_int(g, "records", (int64_t)ka.records);
 	jgen_kv_int(g, "dropped", (int64_t)ka.dropped);
 	jgen_kv_int(g, "notes", (int64_t)ka.notes);
 	jgen_kv_int(g, "waited", (int64_t)ka.waited);
+	jgen_kv_int(g, "paths", (int64_t)sandbox_refusal_notes);
 	jgen_obj_close(g);
 }

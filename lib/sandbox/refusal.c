@@ -67,6 +67,8 @@
 
 enum verdict { RF_NOT, RF_UNSURE, RF_SANDBOX };
 
+uint64_t sandbox_refusal_notes;
+
 struct mount_of {
 	uint64_t id;
 	bool ro;		/* read-only, by its mount or its super block */
@@ -618,5 +620,6 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 	}
 	if (more)
 		buf_printf(&out, " (and %u more)", more);
+	sandbox_refusal_notes++;
 	return buf_steal(&out);
 }

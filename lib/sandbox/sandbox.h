@@ -345,7 +345,8 @@ char *sandbox_kaudit_take(pid_t pid, bool wait);
 /* Handles one record's text as if read (type AUDIT_LANDLOCK_ACCESS or
  * _DOMAIN, 1423 or 1424): for tests. */
 void sandbox_kaudit_feed(int type, const char *text, size_t len);
-/* Appends "sandboxNotes": {from, why?, records, dropped, notes, waited}. */
+/* Appends "sandboxNotes": {from ("audit" or "plan"), why?, records,
+ * dropped, notes, waited, paths}. */
 struct jgen;
 void sandbox_kaudit_write_stats(struct jgen *g);
 /* The pid of the run's child, once spawned: whose refusals its note names. */

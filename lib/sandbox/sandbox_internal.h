@@ -121,6 +121,8 @@ struct sandbox_refusal_plan {
  * when such a line names no path that could be judged either way. */
 char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *err, size_t n, const char *known,
 			    bool *ret_unsure);
+/* How many of them named a refusal (admin/stats). */
+extern uint64_t sandbox_refusal_notes;
 /* The rights the rules leave a canonical path (those of the rules on it
  * and on the directories above it, and every right not handled). */
 uint64_t ll_rules_allowed(const struct ll_rules *rules, const char *path);

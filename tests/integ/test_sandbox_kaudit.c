@@ -14,6 +14,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,7 +225,7 @@ START_TEST(status_follows_audit)
 	struct tcc *c = tcc_connect(&d);
 	ck_assert(stats_from(c, "audit"));
 	ck_assert_int_eq(audit_set(0), 0);
-	bool off = tc_wait_until(stats_from(c, "stderr"), tc_wait_scaled(5000));
+	bool off = tc_wait_until(stats_from(c, "plan"), tc_wait_scaled(5000));
 	/* Back on before anything can fail. */
 	ck_assert_int_eq(audit_set(1), 0);
 	ck_assert_msg(off, "still from audit after audit was turned off");
@@ -253,7 +254,7 @@ START_TEST(subscribes_when_audit_comes_on)
 	tcd_start(&d, "{" AUTO "}");
 	struct tcc *c = tcc_connect(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
-	bool off_at_start = stats_from(c, "stderr");
+	bool off_at_start = stats_from(c, "plan");
 	const char *why = tj_str(st, "result.sandboxNotes.why");
 	bool said_off = why && strstr(why, "audit is off");
 	ck_assert_int_eq(audit_set(1), 0);
@@ -266,6 +267,40 @@ START_TEST(subscribes_when_audit_comes_on)
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
+}
+END_TEST
+
+/* Root's daemon on a machine whose audit is off (it never turns it on):
+ * Landlock's refusal of a private path is named from the replayed plan,
+ * and admin/stats counts the line. */
+START_TEST(audit_off_the_plan_names_it)
+{
+	if (audit_set(0) < 0)
+		TC_SKIP("audit's state cannot be set here");
+	struct tcd d;
+	tcd_start(&d, "{" AUTO ",\"sandbox\":{\"deny_read\":[\"@DIR@/secret\"]}}");
+	char *secret = xasprintf("%s/secret", d.dir);
+	ck_assert_int_eq(mkdir(secret, 0755), 0);
+	char *key = xasprintf("%s/key", secret);
+	int fd = open(key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	struct tcc *c = tcc_connect(&d);
+	ck_assert(stats_from(c, "plan"));
+	char *cmd = xasprintf("cat %s", key);
+	const struct json *r = sh(c, cmd);
+	free(cmd);
+	ck_assert_int_eq(audit_set(1), 0);
+	char *want = xasprintf("[sandbox] The sandbox refused reading %s (a private path, sandbox.deny_read)", key);
+	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	const struct json *st = tcc_request(c, "admin/stats", "{}");
+	ck_assert_int_ge(tj_int(st, "result.sandboxNotes.paths"), 1);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	free(key);
+	free(secret);
 }
 END_TEST
 
@@ -288,7 +323,7 @@ START_TEST(without_the_records_says_so)
 	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
 	struct tcc *c = tcc_connect(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
-	ck_assert_str_eq(tj_str(st, "result.sandboxNotes.from"), "stderr");
+	ck_assert_str_eq(tj_str(st, "result.sandboxNotes.from"), "plan");
 	ck_assert_msg(strstr(tj_str(st, "result.sandboxNotes.why"), "CAP_AUDIT_READ"), "%s",
 		      tj_str(st, "result.sandboxNotes.why"));
 	/* Without the records, the read-only mount the path is on still
@@ -299,7 +334,7 @@ START_TEST(without_the_records_says_so)
 					 "sandbox"), "%s", text_of(r));
 	tcc_close(c);
 	char *log = tcd_log(&d);
-	ck_assert_msg(strstr(log, "sandbox notes: from stderr's wording only (") && strstr(log, "CAP_AUDIT_READ"),
+	ck_assert_msg(strstr(log, "sandbox notes: from the sandbox's plan, without Landlock's audit records (") && strstr(log, "CAP_AUDIT_READ"),
 		      "%s", log);
 	free(log);
 	ck_assert_int_eq(tcd_stop(&d), 0);
@@ -350,6 +385,7 @@ int main(void)
 	if (geteuid() == 0) {
 		tcase_add_test(tc, status_follows_audit);
 		tcase_add_test(tc, subscribes_when_audit_comes_on);
+		tcase_add_test(tc, audit_off_the_plan_names_it);
 	}
 	if (geteuid() == 0)
 		tcase_add_test(tc, without_the_records_says_so);

@@ -158,7 +158,7 @@ START_TEST(without_records_the_plan_decides)
 	close(open(mine, O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
 	struct tcc *c = tcc_connect(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
-	ck_assert_str_eq(tj_str(st, "result.sandboxNotes.from"), "stderr");
+	ck_assert_str_eq(tj_str(st, "result.sandboxNotes.from"), "plan");
 
 	char *cmd = xasprintf("cat %s", key);
 	const struct json *r = sh(c, cmd);
