@@ -319,8 +319,13 @@ static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const c
 			buf_printf(&c, "/%s", name);
 	}
 	if (w->exists) {
+		/* The path may be the root of a mount not to be entered. */
+		const struct mount_of *mo = mount_find(m, w->st.stx_mnt_id);
 		w->mnt_id = w->st.stx_mnt_id;
-		w->acl |= has_acl(cur);
+		if (!mo || mo->wary)
+			w->wary = true;
+		else
+			w->acl |= has_acl(cur);
 	}
 out:
 	if (cur >= 0)
@@ -446,7 +451,7 @@ static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m
 	const char *d;
 	if (w.wary) {
 		v = e == RF_ENOENT ? RF_NOT : RF_UNSURE;
-	} else if ((d = beneath_any(c, p->covers, false)) && (w.exists || strcmp(c, d) != 0)) {
+	} else if ((d = beneath_any(c, p->covers, false)) && (w.exists || (e != RF_ENOENT && strcmp(c, d) != 0))) {
 		/* Its place holds an empty read-only mount: whatever was asked. */
 		v = RF_SANDBOX;
 		*ret_what = xasprintf("%s %s (a private path, sandbox.deny_read)",

@@ -134,6 +134,23 @@ START_TEST(mounts_decide)
 	/* A refusal naming no path: no word either way. */
 	ck_assert_ptr_null(check(&p, "error: Read-only file system\n", &unsure));
 	ck_assert(unsure);
+	/* A private path covered by an empty mount: what is there is
+	 * refused, what is not is only missing; nothing can be made there. */
+	_cleanup_free_ char *secret = at("secret");
+	const char *const covers[] = { secret, NULL };
+	struct sandbox_refusal_plan pc = p;
+	pc.covers = covers;
+	_cleanup_free_ char *c1 = line("cat: ", "secret/key", "No such file or directory");
+	s = check(&pc, c1, &unsure);
+	_cleanup_free_ char *wantc = xasprintf("reaching %s/secret/key (a private path, sandbox.deny_read)", dir);
+	ck_assert_msg(s && str_eq(s, wantc), "%s", s ? s : "(null)");
+	free(s);
+	_cleanup_free_ char *c2 = line("cat: ", "secret/none", "No such file or directory");
+	ck_assert_ptr_null(check(&pc, c2, &unsure));
+	_cleanup_free_ char *c3 = line("touch: cannot touch ", "secret/new", "Read-only file system");
+	s = check(&pc, c3, &unsure);
+	ck_assert_msg(s && strstr(s, "/secret/new (a private path, sandbox.deny_read)"), "%s", s ? s : "(null)");
+	free(s);
 	/* A path through a link is judged where it leads. */
 	_cleanup_free_ char *e7 = line("cat: ", "tolink/key", "Read-only file system");
 	s = check(&p, e7, &unsure);
