@@ -201,6 +201,45 @@ START_TEST(without_records_the_plan_decides)
 }
 END_TEST
 
+/* Root's daemon, a peer of uid 65534: its child runs as the peer, and the
+ * bits are checked as the peer. Root's 0600 file in the workspace: no
+ * line; a private path it could otherwise read, and a write outside the
+ * workspace: named, each once. */
+START_TEST(peer_identity_judged)
+{
+	struct tcd d;
+	tcd_start(&d, "{" AUTO ",\"socket_mode\":\"0666\",\"sandbox\":{\"deny_read\":[\"@DIR@/priv\"]}}");
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	free(tcd_write_ws(&d, "secret.txt", "root only\n", 10, 0600));
+	char *priv = xasprintf("%s/priv", d.dir);
+	ck_assert_int_eq(mkdir(priv, 0755), 0);
+	char *key = xasprintf("%s/key", priv);
+	close(open(key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	struct tcc *c = tcc_connect_as(&d, 65534, 65534);
+	const struct json *r = sh(c, "id -u; cat \"$PWD/secret.txt\"");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(text_of(r), "65534") && strstr(text_of(r), "Permission denied") &&
+		      !strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+	char *cmd = xasprintf("cat %s; echo x > /usr/tc-refusal-peer", key);
+	r = sh(c, cmd);
+	free(cmd);
+	tc_assert_ok(r);
+	/* Named by the kernel's record where audit is on, else by the plan. */
+	char *want = xasprintf("reading %s", key);
+	const char *t = text_of(r);
+	const char *first = strstr(t, want);
+	ck_assert_msg(strstr(t, "[sandbox] The sandbox refused ") && first && !strstr(first + 1, want) &&
+		      strstr(t, "writing /usr/tc-refusal-peer ("), "%s", t);
+	free(want);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	free(key);
+	free(priv);
+}
+END_TEST
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -213,6 +252,7 @@ int main(void)
 	tcase_add_test(tc, hidden_directory_named);
 	tcase_add_test(tc, protected_path_named);
 	tcase_add_test(tc, without_records_the_plan_decides);
+	tcase_add_test(tc, peer_identity_judged);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
