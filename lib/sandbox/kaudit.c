@@ -469,6 +469,9 @@ void sandbox_kaudit_feed(int type, const char *text, size_t len)
 
 char *sandbox_kaudit_take(pid_t pid, bool wait)
 {
+	/* Audit turned on since: subscribed from now on. */
+	if (ka.fd < 0)
+		recheck(NULL);
 	if ((ka.fd < 0 && !ka.dom) || pid <= 0)
 		return NULL;
 	drain();
