@@ -30,6 +30,10 @@
  *    access that fails is one the rules refuse; it did not when no access
  *    passes the bits and fails the rules; else it cannot be told.
  *
+ * A path the child's identity could not have reached (a directory on the
+ * way it may not search) is never judged refused: the line tells nothing
+ * of what exists beyond.
+ *
  * The path is resolved by the daemon one component at a time, without
  * following a link blindly (a link is read and walked, 40 at most), and
  * never into a file system whose server could keep the daemon waiting
@@ -451,6 +455,10 @@ static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m
 	const char *d;
 	if (w.wary) {
 		v = e == RF_ENOENT ? RF_NOT : RF_UNSURE;
+	} else if (!w.searchable) {
+		/* Refused on the way by the bits (EACCES): nothing of the
+		 * sandbox's, and nothing to tell of what lies beyond. */
+		v = RF_NOT;
 	} else if ((d = beneath_any(c, p->covers, false)) && (w.exists || (e != RF_ENOENT && strcmp(c, d) != 0))) {
 		/* Its place holds an empty read-only mount: whatever was asked. */
 		v = RF_SANDBOX;

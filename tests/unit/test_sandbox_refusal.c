@@ -55,6 +55,8 @@ static void setup(void)
 	make("mine", 0644, 65534, false);
 	make("mine755", 0755, 65534, false);
 	make("open", 0777, 0, true);
+	make("shut", 0700, 0, true);
+	make("shut/bus", 0666, 0, false);
 	_cleanup_free_ char *link = at("tolink");
 	_cleanup_free_ char *target = at("secret");
 	ck_assert_int_eq(symlink(target, link), 0);
@@ -227,6 +229,26 @@ START_TEST(bits_then_rules)
 }
 END_TEST
 
+/* What lies beyond a directory the child may not search is never told:
+ * a covered directory's file is not named for one who could not have
+ * reached it. */
+START_TEST(nothing_told_beyond_the_bits)
+{
+	_cleanup_free_ char *shut = at("shut");
+	const char *const hide_dirs[] = { shut, NULL };
+	struct sandbox_refusal_plan p = { .hide_dirs = hide_dirs, .uid = 65534, .gid = 65534 };
+	bool unsure;
+	_cleanup_free_ char *e = line("x: ", "shut/bus", "No such file or directory");
+	ck_assert_ptr_null(check(&p, e, &unsure));
+	ck_assert(!unsure);
+	/* Its owner could: named. */
+	p.uid = 0;
+	char *s = check(&p, e, &unsure);
+	ck_assert_msg(s && strstr(s, "reaching "), "%s", s ? s : "(null)");
+	free(s);
+}
+END_TEST
+
 /* Hostile stderr: many lines, long and odd paths stay bounded. */
 START_TEST(bounded)
 {
@@ -256,6 +278,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, mounts_decide);
 	tcase_add_test(tc, bits_then_rules);
+	tcase_add_test(tc, nothing_told_beyond_the_bits);
 	tcase_add_test(tc, bounded);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
