@@ -68,6 +68,7 @@ static void start_nobody(struct tcd *d, const char *config)
  * that is not there is only missing. */
 START_TEST(hidden_directory_named)
 {
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	const char *x11 = "/tmp/.X11-unix";
 	bool made = mkdir(x11, 01777) == 0;
 	if (!made && errno != EEXIST)
@@ -107,6 +108,7 @@ END_TEST
  * record): named as protected. */
 START_TEST(protected_path_named)
 {
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	if (access("/usr/bin/git", X_OK) < 0)
 		TC_SKIP("needs git to make the workspace a repository");
 	struct tcd d;
@@ -144,6 +146,7 @@ END_TEST
  * bits refuse, and a missing file, get no line. */
 START_TEST(without_records_the_plan_decides)
 {
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	if (access("/usr/bin/setpriv", X_OK) < 0)
 		TC_SKIP("needs /usr/bin/setpriv to start a daemon as uid 65534");
 	struct tcd d;
@@ -207,6 +210,7 @@ END_TEST
  * workspace: named, each once. */
 START_TEST(peer_identity_judged)
 {
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	struct tcd d;
 	tcd_start(&d, "{" AUTO ",\"socket_mode\":\"0666\",\"sandbox\":{\"deny_read\":[\"@DIR@/priv\"]}}");
 	ck_assert_int_eq(chmod(d.dir, 0711), 0);
