@@ -481,8 +481,10 @@ char *sandbox_kaudit_take(pid_t pid, bool wait)
 	 * when it runs, which may be after the exit is seen. Asked for a call
 	 * that failed, the daemon waits while that queue holds records (up to
 	 * SANDBOX_KAUDIT_WAIT_MS): an empty queue means the records were
-	 * sent. Without CAP_AUDIT_CONTROL the queue cannot be asked: then it
-	 * waits when stderr speaks of a refusal (wait), until one comes.
+	 * sent (the thread multicasts each right after taking it off the
+	 * queue; a last read follows). Without CAP_AUDIT_CONTROL the queue
+	 * cannot be asked: then it waits when stderr speaks of a refusal
+	 * (wait), until one comes.
 	 */
 	uint64_t deadline = mono_ms() + SANDBOX_KAUDIT_WAIT_MS;
 	bool waited = false;
