@@ -6,10 +6,11 @@
  *
  * The kernel tells no one what it refused but through audit (Landlock's
  * records, kaudit.c), and nothing at all for the refusals a mount makes
- * (a read-only mount, a directory covered empty). So for each path that a
- * line of stderr names beside "Read-only file system", "Permission
- * denied" or "No such file or directory", the daemon asks what the kernel
- * would have done, in the kernel's own order:
+ * (a read-only mount, a directory covered empty). So for the absolute
+ * path that a line of stderr names right beside "Read-only file system",
+ * "Permission denied", "No such file or directory" or "Device or resource
+ * busy", the daemon asks what the kernel would have done, in the kernel's
+ * own order:
  *
  *  - EROFS comes only from a read-only mount. The sandbox refused the
  *    write when the path is beneath one of its own: a protected path, a
@@ -17,6 +18,8 @@
  *    namespace) a path outside the writable ones whose mount is writable
  *    in the daemon's namespace. A file system read-only anyway is not the
  *    sandbox's doing.
+ *  - EBUSY: the path is one of its mounts (a protected path that git
+ *    renames its lock file over).
  *  - ENOENT is the sandbox's when the path is beneath a directory it
  *    covered empty (the unix sockets of $XDG_RUNTIME_DIR, /run/dbus, X's)
  *    or a covered private path, and the path exists in the daemon's
@@ -441,7 +444,7 @@ static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct wa
 	return all_refused ? RF_SANDBOX : RF_UNSURE;
 }
 
-enum rf_errno { RF_EROFS, RF_EACCES, RF_ENOENT };
+enum rf_errno { RF_EROFS, RF_EACCES, RF_ENOENT, RF_EBUSY };
 
 /* What the sandbox did to path for an error of kind e; *ret_what, when
  * it refused it, says so ("writing /usr/x (...)"). */
@@ -454,11 +457,24 @@ static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m
 	enum verdict v = RF_NOT;
 	const char *d;
 	if (w.wary) {
-		v = e == RF_ENOENT ? RF_NOT : RF_UNSURE;
+		v = e == RF_ENOENT || e == RF_EBUSY ? RF_NOT : RF_UNSURE;
 	} else if (!w.searchable) {
 		/* Refused on the way by the bits (EACCES): nothing of the
 		 * sandbox's, and nothing to tell of what lies beyond. */
 		v = RF_NOT;
+	} else if (e == RF_EBUSY) {
+		/* A mount of the sandbox's stands there: it can be neither
+		 * replaced nor removed (git's rename of config.lock). */
+		if (w.exists && (d = beneath_any(c, p->ro_binds, false)) && str_eq(c, d)) {
+			v = RF_SANDBOX;
+			*ret_what = xasprintf("replacing %s (a protected path, sandbox.protect)", c);
+		} else if (w.exists && (d = beneath_any(c, p->covers, false)) && str_eq(c, d)) {
+			v = RF_SANDBOX;
+			*ret_what = xasprintf("replacing %s (a private path, sandbox.deny_read)", c);
+		} else if (w.exists && (d = beneath_any(c, p->hide_dirs, false)) && str_eq(c, d)) {
+			v = RF_SANDBOX;
+			*ret_what = xasprintf("replacing %s (hidden: the sandbox covers it)", c);
+		}
 	} else if ((d = beneath_any(c, p->covers, false)) && (w.exists || (e != RF_ENOENT && strcmp(c, d) != 0))) {
 		/* Its place holds an empty read-only mount: whatever was asked. */
 		v = RF_SANDBOX;
@@ -492,14 +508,51 @@ static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m
 	return v;
 }
 
+/* A quote as programs write them (', ", `, and the UTF-8 bytes of ‘’“”). */
+static bool quote_byte(unsigned char c)
+{
+	return c == '\'' || c == '"' || c == '`' || c == 0xe2 || c == 0x80 || c == 0x98 || c == 0x99 ||
+	       c == 0x9c || c == 0x9d;
+}
+
+/* What may stand between a path and the words after it: quotes, ':' and
+ * spaces ("'/x': Read-only", "/x: Permission denied"). */
+static bool gap_before(const char *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!quote_byte((unsigned char)g[i]) && g[i] != ':' && g[i] != ' ')
+			return false;
+	return n <= 8;
+}
+
+/* What may stand between the words and a path after them: those, ',',
+ * and one word naming the call ("denied: '/x'", "denied, open '/x'"). */
+static bool gap_after(const char *g, size_t n)
+{
+	unsigned words = 0;
+	bool in = false;
+	for (size_t i = 0; i < n; i++) {
+		char c = g[i];
+		bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+		if (letter && !in)
+			words++;
+		in = letter;
+		if (!letter && !quote_byte((unsigned char)c) && c != ':' && c != ' ' && c != ',')
+			return false;
+	}
+	return n <= 24 && words <= 1;
+}
+
 /*
- * The absolute path a line names for the error whose words start at
- * words (bare, or quoted as programs quote): the last one before the
- * words ("sh: 1: cannot create /x: Read-only file system"), else the
- * first after them ("Permission denied: '/x'", "EACCES: permission
- * denied, open '/x'"); NULL when none.
+ * The absolute path a line names for the error whose words are at
+ * [words, words + wlen) (bare, or quoted as programs quote), only where
+ * nothing but quotes and punctuation stands between: the one right
+ * before the words ("sh: 1: cannot create /x: Read-only file system",
+ * not the "/bin/sh" before it), else the one right after them
+ * ("Permission denied: '/x'", "EACCES: permission denied, open '/x'");
+ * NULL when none ("sh: 1: cannot create x/y: ...": a relative path).
  */
-static char *line_path(const char *s, size_t n, size_t words)
+static char *line_path(const char *s, size_t n, size_t words, size_t wlen)
 {
 	size_t best = 0, best_len = 0;
 	bool found = false;
@@ -526,26 +579,26 @@ static char *line_path(const char *s, size_t n, size_t words)
 			e++;
 		}
 		size_t len = e - i;
-		while (len > 1 && (s[i + len - 1] == '.' || s[i + len - 1] == ':'))
+		while (len > 1 && s[i + len - 1] == ':')
 			len--;
-		bool ok = len > 1 && len < PATH_MAX && i + len <= words;
+		bool ok = len > 1 && len < PATH_MAX;
 		for (size_t j = i; ok && j < i + len; j++)
 			ok = (unsigned char)s[j] >= 0x20 && s[j] != 0x7f;
-		if (ok || (!found && len > 1 && len < PATH_MAX && i > words)) {
-			best = i;
+		if (ok && i + len <= words && gap_before(s + i + len, words - (i + len))) {
+			best = i;	/* right before the words */
 			best_len = len;
 			found = true;
-			if (i > words)
-				break;	/* the first after the words, none before */
+		} else if (ok && !found && i >= words + wlen && gap_after(s + words + wlen, i - (words + wlen))) {
+			best = i;	/* right after them, none before */
+			best_len = len;
+			found = true;
+			break;
 		}
+		if (i >= words + wlen && found)
+			break;
 		i = e;
 	}
-	if (!found)
-		return NULL;
-	for (size_t j = best; j < best + best_len; j++)
-		if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f)
-			return NULL;
-	return xstrndup(s + best, best_len);
+	return found ? xstrndup(s + best, best_len) : NULL;
 }
 
 /* Where words are in the line, matched without regard to case (Go and
@@ -576,6 +629,7 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 		{ "Read-only file system", RF_EROFS },
 		{ "Permission denied", RF_EACCES },
 		{ "No such file or directory", RF_ENOENT },
+		{ "Device or resource busy", RF_EBUSY },
 	};
 	*ret_unsure = false;
 	struct mounts m = {0};
@@ -597,7 +651,7 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 		}
 		if (kind < 0)
 			continue;
-		_cleanup_free_ char *path = line_path(line, len, words);
+		_cleanup_free_ char *path = line_path(line, len, words, strlen(kinds[kind].words));
 		bool refused = false, unsure = !path;
 		if (path) {
 			char *what = NULL;
@@ -623,7 +677,7 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 		}
 		/* A refusal named without a path that can be judged: no word
 		 * either way, unless it is only a missing file. */
-		if (!refused && unsure && kinds[kind].e != RF_ENOENT)
+		if (!refused && unsure && kinds[kind].e != RF_ENOENT && kinds[kind].e != RF_EBUSY)
 			*ret_unsure = true;
 	}
 	free(m.v);

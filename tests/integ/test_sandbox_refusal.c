@@ -130,6 +130,18 @@ START_TEST(protected_path_named)
 			       "sandbox.protect)", d.ws);
 	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
 	free(want);
+	/* git renames its lock file over the config, a mount there: EBUSY. */
+	r = sh(c, "git config user.name x");
+	tc_assert_ok(r);
+	want = xasprintf("[sandbox] The sandbox refused replacing %s/.git/config (a protected path, sandbox.protect)",
+			 d.ws);
+	ck_assert_msg(strstr(text_of(r), "Device or resource busy") && strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	/* A relative path after the shell's own: no path to judge, the
+	 * line says only that it may have been the sandbox. */
+	r = sh(c, "echo x > .git/hooks/rel");
+	ck_assert_msg(strstr(text_of(r), "[sandbox] This may have been refused") && !strstr(text_of(r), "/usr/bin"),
+		      "%s", text_of(r));
 	/* In the workspace, refused by the bits (the child holds no
 	 * capability) or missing: no line. */
 	r = sh(c, "mkdir shut && chmod 000 shut && cat \"$PWD/shut/f\"; cat \"$PWD/nothere\"");

@@ -106,6 +106,26 @@ START_TEST(mounts_decide)
 	s = check(&p, e1c, &unsure);
 	ck_assert_msg(s && strncmp(s, want, strlen(want)) == 0, "%s", s ? s : "(null)");
 	free(s);
+	/* A relative path after the program's: neither is taken. */
+	_cleanup_free_ char *e1d = xstrdup("/bin/sh: 1: cannot create .git/hooks/h: Read-only file system\n");
+	ck_assert_ptr_null(check(&p, e1d, &unsure));
+	ck_assert(unsure);
+	/* Two paths: the one next to the words. */
+	_cleanup_free_ char *e1e = xasprintf("mv: cannot move '%s/ws/a' to '%s/ro/new': Read-only file system\n", dir,
+					     dir);
+	s = check(&p, e1e, &unsure);
+	ck_assert_msg(s && strncmp(s, want, strlen(want)) == 0, "%s", s ? s : "(null)");
+	free(s);
+	/* A protected path is a mount: git's rename over it is refused. */
+	_cleanup_free_ char *e1f = xasprintf("error: could not write config file %s/ws/.git/hooks: Device or resource "
+					     "busy\n", dir);
+	s = check(&p, e1f, &unsure);
+	ck_assert_msg(s && strstr(s, "replacing ") && strstr(s, "/ws/.git/hooks (a protected path, sandbox.protect)"),
+		      "%s", s ? s : "(null)");
+	free(s);
+	_cleanup_free_ char *e1g = xasprintf("rm: cannot remove '%s/ws': Device or resource busy\n", dir);
+	ck_assert_ptr_null(check(&p, e1g, &unsure));
+	ck_assert(!unsure);
 	/* Quoted as coreutils quote, inside the writable workspace: not the
 	 * sandbox's (only a file system read-only anyway answers so). */
 	_cleanup_free_ char *e2 = xasprintf("touch: cannot touch '%s/ws/x': Read-only file system\n", dir);
