@@ -24,14 +24,17 @@
  *    covered empty (the unix sockets of $XDG_RUNTIME_DIR, /run/dbus, X's)
  *    or a covered private path, and the path exists in the daemon's
  *    namespace.
- *  - EACCES: the permission bits are checked before any LSM, so for each
- *    access that could have been refused (reading, writing, running; for
- *    a missing file, making it) the bits are checked as the child's
- *    identity (uid, gid, groups, no capability: children hold none) and
- *    Landlock's rules replayed (ll_rules_allowed()). The sandbox refused
- *    it when some access passes the bits and not the rules, and every
- *    access that fails is one the rules refuse; it did not when no access
- *    passes the bits and fails the rules; else it cannot be told.
+ *  - EACCES: for each access that could have been refused (reading,
+ *    writing, running or listing it, removing it, making it when it is
+ *    missing), the checks are replayed in the kernel's order for that
+ *    access: the permission bits as the child's identity (uid, gid,
+ *    groups, no capability: children hold none), the read-only mounts,
+ *    Landlock's rules (ll_rules_allowed()); opening checks the bits
+ *    before Landlock, making and removing Landlock before the bits. The
+ *    sandbox refused it when some access fails by Landlock and every
+ *    access that fails is one Landlock refuses (named by the access when
+ *    only one can fail, else "accessing"); it did not when none fails by
+ *    Landlock; else it cannot be told.
  *
  * A path the child's identity could not have reached (a directory on the
  * way it may not search) is never judged refused: the line tells nothing
@@ -188,13 +191,14 @@ static bool in_groups(const struct sandbox_refusal_plan *p, gid_t g)
 	return false;
 }
 
-/* Whether the permission bits give the child bit (4 read, 2 write, 1
- * search or run): the owner's, the group's or the others', whichever
- * class it is in, as the kernel checks them without a capability. */
-static bool bits(const struct sandbox_refusal_plan *p, const struct statx *st, unsigned bit)
+/* Whether the permission bits give the child every one of want (4 read,
+ * 2 write, 1 search or run): the owner's, the group's or the others',
+ * whichever class it is in, as the kernel checks them without a
+ * capability. */
+static bool bits(const struct sandbox_refusal_plan *p, const struct statx *st, unsigned want)
 {
 	unsigned shift = st->stx_uid == p->uid ? 6 : in_groups(p, st->stx_gid) ? 3 : 0;
-	return (st->stx_mode >> shift) & bit;
+	return ((st->stx_mode >> shift) & want) == want;
 }
 
 static bool has_acl(int fd)
@@ -373,6 +377,7 @@ static bool made_read_only(const struct sandbox_refusal_plan *p, const char *pat
 #define OP_RUN 4
 #define OP_MAKE 8
 #define OP_LIST 16
+#define OP_REMOVE 32
 
 static const char *op_verb(unsigned op)
 {
@@ -382,11 +387,18 @@ static const char *op_verb(unsigned op)
 	case OP_RUN: return "running";
 	case OP_MAKE: return "creating";
 	case OP_LIST: return "listing";
+	case OP_REMOVE: return "removing";
 	default: return "accessing";
 	}
 }
 
-/* EACCES on a path: which accesses would fail, and by whom. */
+/*
+ * EACCES on a path: which accesses would fail, and by whom, in the
+ * kernel's order. Opening (reading, writing, running, listing) checks the
+ * bits first, then the mount's read-only state (EROFS), then Landlock
+ * (its file_open hook); making or removing an entry checks the mount
+ * first, then Landlock (its path hooks), then the bits of the directory.
+ */
 static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct walked *w, unsigned *ret_ops,
 			   bool *ret_private)
 {
@@ -396,49 +408,64 @@ static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct wa
 		return RF_NOT;		/* no Landlock: nothing of the sandbox answers EACCES */
 	struct {
 		unsigned op;
+		bool entry;		/* making or removing: Landlock before the bits */
 		bool bits_ok;
 		uint64_t right;
 		const char *at;		/* where Landlock checks it */
-		bool ro;		/* refused EROFS first, once the bits pass */
-	} ops[3];
+		bool ro;		/* its mount read-only: EROFS, not EACCES, once the bits pass */
+	} ops[4];
 	size_t n = 0;
-	_cleanup_free_ char *parent = NULL;
+	_cleanup_free_ char *parent = xstrdup(w->path);
+	char *slash = strrchr(parent, '/');
+	if (slash)
+		slash[slash == parent ? 1 : 0] = '\0';
+	bool parent_ro = made_read_only(p, parent);
 	if (!w->exists) {
 		if (!w->parent_only)
 			return RF_NOT;	/* a directory on the way is missing: ENOENT's */
-		parent = xstrdup(w->path);
-		char *slash = strrchr(parent, '/');
-		if (slash)
-			slash[slash == parent ? 1 : 0] = '\0';
-		ops[n++] = (typeof(ops[0])){ OP_MAKE, bits(p, &w->parent, 2), LL_FS_MAKE_REG, parent,
-					     made_read_only(p, parent) };
-	} else if (S_ISDIR(w->st.stx_mode)) {
-		ops[n++] = (typeof(ops[0])){ OP_LIST, bits(p, &w->st, 4), LL_FS_READ_DIR, w->path, false };
-		ops[n++] = (typeof(ops[0])){ OP_MAKE, bits(p, &w->st, 2), LL_FS_MAKE_REG, w->path,
-					     made_read_only(p, w->path) };
+		ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->parent, 3), LL_FS_MAKE_REG, parent, parent_ro };
 	} else {
-		ops[n++] = (typeof(ops[0])){ OP_READ, bits(p, &w->st, 4), LL_FS_READ_FILE, w->path, false };
-		ops[n++] = (typeof(ops[0])){ OP_WRITE, bits(p, &w->st, 2), LL_FS_WRITE_FILE, w->path,
-					     made_read_only(p, w->path) };
-		ops[n++] = (typeof(ops[0])){ OP_RUN, bits(p, &w->st, 1), LL_FS_EXECUTE, w->path, false };
+		bool dir = S_ISDIR(w->st.stx_mode);
+		bool ro = made_read_only(p, w->path);
+		if (dir) {
+			ops[n++] = (typeof(ops[0])){ OP_LIST, false, bits(p, &w->st, 4), LL_FS_READ_DIR, w->path, false };
+			ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->st, 3), LL_FS_MAKE_REG, w->path, ro };
+		} else {
+			ops[n++] = (typeof(ops[0])){ OP_READ, false, bits(p, &w->st, 4), LL_FS_READ_FILE, w->path, false };
+			ops[n++] = (typeof(ops[0])){ OP_WRITE, false, bits(p, &w->st, 2), LL_FS_WRITE_FILE, w->path, ro };
+			ops[n++] = (typeof(ops[0])){ OP_RUN, false, bits(p, &w->st, 1), LL_FS_EXECUTE, w->path, false };
+		}
+		if (strcmp(w->path, "/") != 0)
+			ops[n++] = (typeof(ops[0])){ OP_REMOVE, true, bits(p, &w->parent, 3),
+						     dir ? LL_FS_REMOVE_DIR : LL_FS_REMOVE_FILE, parent, parent_ro };
 	}
-	bool any_sandbox = false, all_refused = true;
-	unsigned by_sandbox = 0;
+	bool all_refused = true;
+	unsigned failing = 0, by_sandbox = 0;
 	for (size_t i = 0; i < n; i++) {
 		bool allowed = (ll_rules_allowed(p->rules, ops[i].at) & ops[i].right) == ops[i].right;
-		bool fails_bits = !ops[i].bits_ok;
-		bool fails_sandbox = ops[i].bits_ok && !ops[i].ro && !allowed;
-		if (!fails_bits && !fails_sandbox)
-			continue;	/* passes, or refused EROFS: not this EACCES */
-		if (fails_sandbox) {
-			any_sandbox = true;
-			by_sandbox |= ops[i].op;
+		bool fails_bits, fails_sandbox;
+		if (ops[i].entry) {
+			if (ops[i].ro)
+				continue;	/* EROFS */
+			fails_sandbox = !allowed;
+			fails_bits = allowed && !ops[i].bits_ok;
+		} else {
+			fails_bits = !ops[i].bits_ok;
+			if (!fails_bits && ops[i].ro)
+				continue;	/* EROFS */
+			fails_sandbox = !fails_bits && !allowed;
 		}
+		if (!fails_bits && !fails_sandbox)
+			continue;	/* it passes */
+		failing |= ops[i].op;
+		if (fails_sandbox)
+			by_sandbox |= ops[i].op;
 		all_refused &= !allowed;
 	}
-	if (!any_sandbox)
+	if (!by_sandbox)
 		return RF_NOT;
-	*ret_ops = by_sandbox;
+	/* The one access that can have failed, or "accessing". */
+	*ret_ops = failing;
 	*ret_private = !(ll_rules_allowed(p->rules, w->exists ? w->path : parent) &
 			 (w->exists && S_ISDIR(w->st.stx_mode) ? LL_FS_READ_DIR : LL_FS_READ_FILE));
 	return all_refused ? RF_SANDBOX : RF_UNSURE;

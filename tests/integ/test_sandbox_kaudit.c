@@ -295,7 +295,7 @@ START_TEST(audit_off_the_plan_names_it)
 	const struct json *r = sh(c, cmd);
 	free(cmd);
 	ck_assert_int_eq(audit_set(1), 0);
-	char *want = xasprintf("[sandbox] The sandbox refused reading %s (a private path, sandbox.deny_read)", key);
+	char *want = xasprintf("[sandbox] The sandbox refused accessing %s (a private path, sandbox.deny_read)", key);
 	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
 	free(want);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");

@@ -198,10 +198,11 @@ START_TEST(bits_then_rules)
 	rules = ll_rules_hold(rules);
 	struct sandbox_refusal_plan p = { .rules = rules, .uid = 65534, .gid = 65534 };
 	bool unsure;
-	/* A private file the bits let the child read. */
+	/* A private file the bits let the child read (not write, nor run):
+	 * every access that can fail there is one Landlock refuses. */
 	_cleanup_free_ char *e1 = line("cat: ", "secret/key", "Permission denied");
 	char *s = check(&p, e1, &unsure);
-	_cleanup_free_ char *want = xasprintf("reading %s/secret/key (a private path, sandbox.deny_read)", dir);
+	_cleanup_free_ char *want = xasprintf("accessing %s/secret/key (a private path, sandbox.deny_read)", dir);
 	ck_assert_msg(s && str_eq(s, want), "%s", s ? s : "(null)");
 	free(s);
 	/* Python's wording, the path after the words. */
@@ -209,34 +210,60 @@ START_TEST(bits_then_rules)
 	s = check(&p, e1p, &unsure);
 	ck_assert_msg(s && str_eq(s, want), "%s", s ? s : "(null)");
 	free(s);
-	/* Another user's 0600 file: the bits refused it, not the sandbox. */
-	_cleanup_free_ char *e2 = line("cat: ", "other0600", "Permission denied");
+	/* Another user's 0600 file in the workspace: the bits refused it. */
+	make("ws/other0600", 0600, 0, false);
+	_cleanup_free_ char *e2 = line("cat: ", "ws/other0600", "Permission denied");
 	ck_assert_ptr_null(check(&p, e2, &unsure));
 	ck_assert(!unsure);
+	/* Outside the writable paths, removing it is Landlock's to refuse,
+	 * before the bits: reading or removing cannot be told apart. */
+	_cleanup_free_ char *e2b = line("cat: ", "other0600", "Permission denied");
+	ck_assert_ptr_null(check(&p, e2b, &unsure));
+	ck_assert(unsure);
 	/* The child's own file outside the writable paths: writing it is
 	 * refused by the rules; running it by its bits, which the rules
 	 * allow: which one it tried cannot be told. */
 	_cleanup_free_ char *e3 = line("sh: 1: cannot create ", "mine", "Permission denied");
 	ck_assert_ptr_null(check(&p, e3, &unsure));
 	ck_assert(unsure);
-	/* Executable too: only writing can have been refused. */
+	/* Executable too: only writing or removing it can have failed, both
+	 * refused by Landlock. */
 	_cleanup_free_ char *e4 = line("sh: 1: cannot create ", "mine755", "Permission denied");
 	s = check(&p, e4, &unsure);
-	_cleanup_free_ char *want4 = xasprintf("writing %s/mine755 (outside the paths it may write)", dir);
+	_cleanup_free_ char *want4 = xasprintf("accessing %s/mine755 (outside the paths it may write)", dir);
 	ck_assert_msg(s && str_eq(s, want4), "%s", s ? s : "(null)");
 	free(s);
-	/* A new file in a directory the bits let it write in. */
+	/* A new file: making it can only have failed. */
 	_cleanup_free_ char *e5 = line("touch: cannot touch ", "open/new", "Permission denied");
 	s = check(&p, e5, &unsure);
 	_cleanup_free_ char *want5 = xasprintf("creating %s/open/new (outside the paths it may write)", dir);
 	ck_assert_msg(s && str_eq(s, want5), "%s", s ? s : "(null)");
 	free(s);
-	/* In one the bits keep it from: theirs. */
+	/* Also where the bits would keep it out: Landlock answers first. */
 	_cleanup_free_ char *e6 = line("touch: cannot touch ", "new", "Permission denied");
-	ck_assert_ptr_null(check(&p, e6, &unsure));
+	s = check(&p, e6, &unsure);
+	ck_assert_msg(s && strstr(s, "creating "), "%s", s ? s : "(null)");
+	free(s);
 	/* In the workspace: allowed by the rules, so the bits'. */
 	_cleanup_free_ char *e7 = line("cat: ", "ws/.git", "Permission denied");
 	ck_assert_ptr_null(check(&p, e7, &unsure));
+	ck_assert(!unsure);
+	/* With the read-only mounts, writing and removing there are EROFS:
+	 * reading or running a private file the child owns, both Landlock's
+	 * to refuse, are left; and another user's file outside the writable
+	 * paths is the bits' again. */
+	_cleanup_free_ char *ws2 = at("ws");
+	const char *const writable[] = { ws2, NULL };
+	struct sandbox_refusal_plan q = p;
+	q.writable = writable;
+	make("secret/run", 0755, 65534, false);
+	_cleanup_free_ char *e8 = line("cat: ", "secret/run", "Permission denied");
+	s = check(&q, e8, &unsure);
+	_cleanup_free_ char *want8 = xasprintf("accessing %s/secret/run (a private path, sandbox.deny_read)", dir);
+	ck_assert_msg(s && str_eq(s, want8), "%s", s ? s : "(null)");
+	free(s);
+	_cleanup_free_ char *e9 = line("cat: ", "other0600", "Permission denied");
+	ck_assert_ptr_null(check(&q, e9, &unsure));
 	ck_assert(!unsure);
 	/* Named already by the kernel's record: not twice; two lines, each once. */
 	_cleanup_free_ char *two = xasprintf("%s%s%s", e1, e1, e4);
