@@ -17,7 +17,11 @@
  * where audit is on, gets them; it never changes the machine's audit
  * settings. Its children then enforce Landlock with
  * LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON, so denials after their exec are
- * logged too. Everything kept is bounded: KA_DOMAINS domains (the oldest
+ * logged too. Audit's state is asked again on demand (at most once a
+ * second): turned off, the notes say so; turned on, the daemon subscribes.
+ * A failed call's note waits for its child's records still in the
+ * kernel's queue (sandbox_kaudit_take()). Everything kept is bounded:
+ * KA_DOMAINS domains (the oldest
  * dropped), KA_DENIALS distinct denials each (the rest counted), KA_PATH
  * bytes of a path, one record of at most KA_RECORD bytes read at a time.
  */
@@ -358,9 +362,9 @@ static int subscribe(void)
 
 /*
  * Asks audit's state again, at most once a second: a machine's audit may
- * be turned off after the daemon started (its notes then come from stderr
- * and the plan, and admin/stats says so), or on (the daemon subscribes
- * then). Without CAP_AUDIT_CONTROL the state cannot be asked: what was
+ * be turned off after the daemon started (its notes then come from the
+ * sandbox's plan alone, refusal.c, and admin/stats says so), or on (the
+ * daemon subscribes then). Without CAP_AUDIT_CONTROL the state cannot be asked: what was
  * found at the start stands. *ret_backlog, when asked for, is the number
  * of records the kernel has still to send (forced to be asked).
  */

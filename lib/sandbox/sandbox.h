@@ -325,7 +325,8 @@ char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int si
  * ABI 7), audit is on and the daemon may read them (CAP_AUDIT_READ); the
  * machine's audit settings are never changed. sandbox_kaudit_start()
  * returns 0 when subscribed, else a negative errno and
- * sandbox_kaudit_why() says why; notes then come from stderr alone.
+ * sandbox_kaudit_why() says why; notes then come from the sandbox's plan
+ * alone (refusal.c), until audit is found on.
  */
 struct tc_loop;
 int sandbox_kaudit_start(struct tc_loop *loop, int landlock_abi);
@@ -352,8 +353,10 @@ void sandbox_kaudit_write_stats(struct jgen *g);
 /* The pid of the run's child, once spawned: whose refusals its note names. */
 void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid);
 
-/* When stderr shows a denial: the line telling the model the sandbox
- * refused it and what the profile allows; else NULL. */
+/* For a failed call: the line telling the model what the sandbox refused
+ * (Landlock's records, the paths err names judged against the plan) and
+ * what the profile allows, or that it may have been the sandbox where
+ * nothing decides; else NULL. */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
 enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
 
