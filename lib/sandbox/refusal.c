@@ -103,11 +103,16 @@ struct walked {
 	uint64_t mnt_id;	/* the mount of the last existing component */
 };
 
+/* A file system the daemon does not look into for a child: one whose
+ * server could keep it waiting (FUSE, network file systems, autofs), and
+ * proc, whose /proc/self is the daemon's own, not the child's. */
 static bool wary_type(const char *t)
 {
 	static const char *const types[] = { "fuse", "nfs", "cifs", "smb", "9p", "ceph", "gluster", "afs",
 					      "autofs", "virtiofs", "sshfs", "davfs", "lustre", "gfs2", "ocfs2",
 					      "ncp", "coda", "orangefs" };
+	if (strcmp(t, "proc") == 0)
+		return true;
 	for (size_t i = 0; i < ELEMENTSOF(types); i++)
 		if (strncmp(t, types[i], strlen(types[i])) == 0)
 			return true;

@@ -173,6 +173,12 @@ START_TEST(mounts_decide)
 	s = check(&pc, c3, &unsure);
 	ck_assert_msg(s && strstr(s, "/secret/new (a private path, sandbox.deny_read)"), "%s", s ? s : "(null)");
 	free(s);
+	/* /proc/self is the daemon's, not the child's: not looked into. */
+	_cleanup_free_ char *e8 = xstrdup("sh: 1: cannot create /proc/self/oom_score_adj: Read-only file system\n");
+	ck_assert_ptr_null(check(&p, e8, &unsure));
+	ck_assert(unsure);
+	_cleanup_free_ char *e9 = xstrdup("sh: 1: cannot create /dev/stdout: Read-only file system\n");
+	ck_assert_ptr_null(check(&p, e9, &unsure));
 	/* A path through a link is judged where it leads. */
 	_cleanup_free_ char *e7 = line("cat: ", "tolink/key", "Read-only file system");
 	s = check(&p, e7, &unsure);
