@@ -1226,11 +1226,10 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	}
 	if (!paths && !other && !unsure)
 		return NULL;
-	const char *refused = paths;
 	return xasprintf("[sandbox] %s%s (profile %s): it allows reading "
 			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
 			 "that, or ask the user to loosen the tool's sandbox.",
-			 refused ? "The sandbox refused " : "This may have been refused by the sandbox", refused ? refused : "",
+			 paths ? "The sandbox refused " : "This may have been refused by the sandbox", paths ? paths : "",
 			 sandbox_profile_name(run->profile),
 			 run->profile == SANDBOX_WORKSPACE_WRITE
 				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"
