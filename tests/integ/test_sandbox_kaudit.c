@@ -308,6 +308,37 @@ START_TEST(audit_off_the_plan_names_it)
 }
 END_TEST
 
+/* Audit on: a private path the kernel recorded refused is named once,
+ * in the record's words, not again from the plan. */
+START_TEST(record_and_plan_name_it_once)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	tcd_start(&d, "{" AUTO ",\"sandbox\":{\"deny_read\":[\"@DIR@/secret\"]}}");
+	char *secret = xasprintf("%s/secret", d.dir);
+	ck_assert_int_eq(mkdir(secret, 0755), 0);
+	char *key = xasprintf("%s/key", secret);
+	int fd = open(key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	struct tcc *c = tcc_connect(&d);
+	ck_assert(stats_from(c, "audit"));
+	char *cmd = xasprintf("cat %s", key);
+	const struct json *r = sh(c, cmd);
+	free(cmd);
+	const char *note = strstr(text_of(r), "[sandbox] The sandbox refused ");
+	char *want = xasprintf("reading %s", key);
+	const char *first = note ? strstr(note, want) : NULL;
+	ck_assert_msg(first && !strstr(first + strlen(want), key), "%s", text_of(r));
+	free(want);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	free(key);
+	free(secret);
+}
+END_TEST
+
 /* A daemon that may not read the records (uid 65534, no CAP_AUDIT_READ)
  * says so at start and in admin/stats, and keeps stderr's patterns. */
 START_TEST(without_the_records_says_so)
@@ -385,6 +416,7 @@ int main(void)
 	tcase_add_test(tc, kernel_names_a_refusal_stderr_hides);
 	tcase_add_test(tc, kernel_and_stderr_agree);
 	tcase_add_test(tc, records_still_queued_are_waited_for);
+	tcase_add_test(tc, record_and_plan_name_it_once);
 	/* Only where this test may set audit's state (and set it back). */
 	if (geteuid() == 0) {
 		tcase_add_test(tc, status_follows_audit);
