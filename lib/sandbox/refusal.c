@@ -58,12 +58,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "proto/base/util.h"
-#include "proto/json.h"
 #include "proto/utf8.h"
 
 #ifndef STATX_MNT_ID
@@ -82,7 +80,7 @@ uint64_t sandbox_refusal_notes;
 struct mount_of {
 	uint64_t id;
 	bool ro;		/* read-only, by its mount or its super block */
-	bool wary;		/* not entered: its server could keep the daemon waiting */
+	bool wary;		/* not looked into (wary_type()) */
 };
 
 struct mounts {
