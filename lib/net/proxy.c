@@ -193,8 +193,8 @@ int net_proxy_new(const struct net_proxy_config *cfg, struct net_proxy **ret)
 		l->socks = k == 1;
 		if (fds[k] < 0)
 			continue;
-		int fl = fcntl(fds[k], F_GETFL);
-		if (fl < 0 || fcntl(fds[k], F_SETFL, fl | O_NONBLOCK) < 0) {
+		int fl = cfg->borrowed ? O_NONBLOCK : fcntl(fds[k], F_GETFL);
+		if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fds[k], F_SETFL, fl | O_NONBLOCK) < 0)) {
 			r = -errno;
 			goto fail;
 		}
@@ -205,6 +205,7 @@ int net_proxy_new(const struct net_proxy_config *cfg, struct net_proxy **ret)
 		}
 	}
 	/* Only now the fds become the proxy's. */
+	p->borrowed = cfg->borrowed;
 	for (int k = 0; k < 2; k++) {
 		p->listeners[k].fd = fds[k];
 		if (p->listeners[k].io)
@@ -230,7 +231,7 @@ struct net_proxy *net_proxy_free(struct net_proxy *p)
 	p->freeing = true;
 	for (int k = 0; k < 2; k++) {
 		p->listeners[k].io = tc_io_free(p->listeners[k].io);
-		if (p->listeners[k].fd >= 0)
+		if (p->listeners[k].fd >= 0 && !p->borrowed)
 			close(TAKE_FD(p->listeners[k].fd));
 	}
 	while (!list_empty(&p->conns)) {

@@ -377,7 +377,9 @@ struct sandbox_net_who {
 
 /* What the ops are given to serve one run's proxy. */
 struct sandbox_net_serve {
-	int http_fd;			/* listening, non-blocking; the ops own them */
+	/* Listening, non-blocking, lent to the ops until stop (the
+	 * namespace keeps them for a later call: never closed by the ops). */
+	int http_fd;
 	int socks_fd;
 	const struct net_policy *tool_policy;	/* added to the config's, or NULL */
 	const struct sandbox_net_who *who;

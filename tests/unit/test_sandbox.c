@@ -808,8 +808,8 @@ START_TEST(shell_network)
 }
 END_TEST
 
-/* Ops standing in for the daemon's proxy: keep the listening sockets (a
- * connection to them completes in the backlog), count, and name a
+/* Ops standing in for the daemon's proxy: are lent the listening sockets
+ * (a connection to them completes in the backlog), count, and name a
  * refusal for the note. */
 struct fake_proxy {
 	int http_fd, socks_fd;
@@ -832,9 +832,7 @@ static void fake_stop(void *arg, void *served)
 {
 	struct fake_proxy *fp = served;
 	(void)arg;
-	close(fp->http_fd);
-	close(fp->socks_fd);
-	fp->http_fd = fp->socks_fd = -1;
+	/* Lent, not given: the namespace keeps them for a later call. */
 	fp->stopped++;
 }
 
@@ -901,11 +899,19 @@ START_TEST(shell_network_proxy)
 	/* The proxy ends with the call. */
 	ck_assert_int_eq(fp.started, 1);
 	ck_assert_int_eq(fp.stopped, 1);
+	/* The listeners were lent, not copied: open after the call, and the
+	 * same ones lent to the next call, which takes the kept namespace. */
+	int first_http = fp.http_fd, first_socks = fp.socks_fd;
+	ck_assert_int_ge(fcntl(first_http, F_GETFD), 0);
+	ck_assert_int_ge(fcntl(first_socks, F_GETFD), 0);
+	ck_assert(fcntl(first_http, F_GETFL) & O_NONBLOCK);
 	/* A namespace serves the next call of the uid only once nothing of
 	 * the last is left in it: a listener it left behind is gone. */
 	sh(&r, "socat TCP-LISTEN:5555,bind=127.0.0.1,fork OPEN:/dev/null & sleep 0.3; readlink /proc/self/ns/net", NULL);
 	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
 	run_done(&r);
+	ck_assert_int_eq(fp.http_fd, first_http);
+	ck_assert_int_eq(fp.socks_fd, first_socks);
 	sh(&r, "readlink /proc/self/ns/net; socat -u OPEN:/dev/null TCP:127.0.0.1:5555 2>/dev/null || echo nothing-left",
 	   NULL);
 	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
