@@ -362,6 +362,8 @@ enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
  */
 #define SANDBOX_PROXY_HTTP_PORT 3128
 #define SANDBOX_PROXY_SOCKS_PORT 1080
+/* The largest TCP segment on a proxy namespace's lo (netns.c). */
+#define SANDBOX_LO_GSO_MAX 524280
 
 /* Whose connections a run's proxy carries, for its audit lines, events
  * and questions; the strings are copied. */
