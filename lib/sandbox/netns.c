@@ -118,8 +118,8 @@ __attribute__((no_sanitize("address"))) static int listen_on(uint16_t port)
 
 /* Lets lo's TCP segments grow to SANDBOX_LO_GSO_MAX bytes (BIG TCP for
  * IPv4, kernel 6.3 and later; older kernels ignore the attributes): the
- * bytes between the child and the daemon's proxy then cross in a
- * quarter as many segments as at lo's default 64 KiB, which on loopback
+ * bytes between the child and the daemon's proxy then cross in an
+ * eighth as many segments as at lo's default 64 KiB, which on loopback
  * halved the CPU per MB of a relayed download, the relay's and the
  * reader's alike. Best effort: a kernel that refuses keeps the default.
  * Raw, as listen_on(). */
