@@ -43,6 +43,7 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -370,13 +371,20 @@ void sandbox_netns_pool_size(unsigned n)
 	pthread_mutex_unlock(&lock);
 }
 
-/* Accepts and closes what waits on a listener (connections of a call
- * that ended). */
-static void drain(int fd)
+/* Accepts and closes what waits on the listeners (connections of a call
+ * that ended). One poll says whether any wait: an accept that finds
+ * none costs several times as much. */
+static void drain(int http_fd, int socks_fd)
 {
-	int c;
-	while ((c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
-		close(c);
+	struct pollfd p[2] = { { .fd = http_fd, .events = POLLIN }, { .fd = socks_fd, .events = POLLIN } };
+	if (poll(p, 2, 0) <= 0)
+		return;
+	for (int k = 0; k < 2; k++) {
+		int c;
+		if (p[k].revents)
+			while ((c = accept4(p[k].fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0)
+				close(c);
+	}
 }
 
 void sandbox_netns_keep(struct sandbox_netns *ns, uid_t uid)
@@ -385,8 +393,7 @@ void sandbox_netns_keep(struct sandbox_netns *ns, uid_t uid)
 		netns_close(ns);
 		return;
 	}
-	drain(ns->http_fd);
-	drain(ns->socks_fd);
+	drain(ns->http_fd, ns->socks_fd);
 	kept[n_kept++] = (struct kept_ns){ .ns = *ns, .uid = uid };
 	*ns = SANDBOX_NETNS_NONE;
 }

@@ -19,6 +19,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -955,6 +956,10 @@ START_TEST(shell_network_proxy)
 	ck_assert_int_ge(fcntl(first_http, F_GETFD), 0);
 	ck_assert_int_ge(fcntl(first_socks, F_GETFD), 0);
 	ck_assert(fcntl(first_http, F_GETFL) & O_NONBLOCK);
+	/* The call's two connections, which the fake never accepted, were
+	 * taken off the kept namespace's listeners. */
+	struct pollfd pend[2] = { { .fd = first_http, .events = POLLIN }, { .fd = first_socks, .events = POLLIN } };
+	ck_assert_int_eq(poll(pend, 2, 0), 0);
 	/* Its lo carries TCP segments of up to SANDBOX_LO_GSO_MAX bytes
 	 * (where the kernel knows of BIG TCP for IPv4). */
 	long gso = lo_gso_ipv4_max(first_http);
