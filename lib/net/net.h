@@ -285,9 +285,9 @@ struct net_proxy;
  * failure). */
 int net_proxy_new(const struct net_proxy_config *cfg, struct net_proxy **ret);
 /*
- * Closes the listeners (unless borrowed) and every connection, reporting each open one
- * through connection_done (error "closed") and withdrawing pending asks
- * through ask_cancel, then frees. Accepts NULL; returns NULL.
+ * Closes the listeners (unless borrowed) and every connection, reporting
+ * each open one through connection_done (error "closed") and withdrawing
+ * pending asks through ask_cancel, then frees. Accepts NULL; returns NULL.
  */
 struct net_proxy *net_proxy_free(struct net_proxy *p);
 

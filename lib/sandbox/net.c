@@ -20,7 +20,7 @@ static const struct sandbox_net_ops *net_ops;
 static void *net_ops_arg;
 
 struct sandbox_net {
-	struct sandbox_netns ns;	/* the listeners: copies of those the ops own */
+	struct sandbox_netns ns;	/* its listeners, lent to the ops while they serve */
 	uid_t uid;
 	void *served;
 	const char *env[13];

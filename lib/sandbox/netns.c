@@ -12,9 +12,10 @@
  * file keeps a few made ahead, as tmp.c keeps TMPDIRs, and a call takes
  * one. The thread unshares its own network namespace for each one it
  * makes (a thread's namespace is its own: the loop's thread and the
- * daemon's sockets stay where they are), opens it, brings lo up and makes
- * the two listening sockets there; sockets stay in the namespace they were
- * made in. A namespace ends when its last fd is closed and its last
+ * daemon's sockets stay where they are), opens it, brings lo up (with
+ * TCP segments of up to 512 KiB: lo_big_tcp()) and makes the two
+ * listening sockets there; sockets stay in the namespace they were made
+ * in. A namespace ends when its last fd is closed and its last
  * process has left.
  *
  * A call's namespace whose processes are all gone when it ends (its
