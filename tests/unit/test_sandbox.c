@@ -961,11 +961,13 @@ START_TEST(shell_network_proxy)
 	struct pollfd pend[2] = { { .fd = first_http, .events = POLLIN }, { .fd = first_socks, .events = POLLIN } };
 	ck_assert_int_eq(poll(pend, 2, 0), 0);
 	/* Its lo carries TCP segments of up to SANDBOX_LO_GSO_MAX bytes
-	 * (where the kernel knows of BIG TCP for IPv4). */
-	long gso = lo_gso_ipv4_max(first_http);
+	 * (where the kernel knows of BIG TCP for IPv4; joining it takes
+	 * CAP_NET_ADMIN over it, which root has). */
+	long gso = geteuid() == 0 ? lo_gso_ipv4_max(first_http) : 0;
 	ck_assert_msg(gso == SANDBOX_LO_GSO_MAX || gso == 0, "lo gso_ipv4_max_size %ld", gso);
 	if (gso == 0)
-		fprintf(stderr, "shell_network_proxy: this kernel has no BIG TCP for IPv4: lo's segment size not checked\n");
+		fprintf(stderr, "shell_network_proxy: not root, or a kernel without BIG TCP for IPv4: "
+				"lo's segment size not checked\n");
 	/* A namespace serves the next call of the uid only once nothing of
 	 * the last is left in it: a listener it left behind is gone. */
 	sh(&r, "socat TCP-LISTEN:5555,bind=127.0.0.1,fork OPEN:/dev/null & sleep 0.3; readlink /proc/self/ns/net", NULL);
