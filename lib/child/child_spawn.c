@@ -89,8 +89,14 @@ struct child {
 	void (*on_eof)(void *arg, enum child_stream s);
 	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
 	void *arg;
-	struct sandbox_run *sandbox;	/* not owned */
+	struct sandbox_run *sandbox;	/* not owned; not used once reaped */
 	struct child_result result;
+	/* The pidfd once reaped and the pipes read to their end: no longer
+	 * watched, closed by child_free(), so that what the child's owner
+	 * answers is not held up by their closes (the last close of a pipe
+	 * frees it). */
+	int spent[CHILD_NSTREAMS + 1];
+	unsigned n_spent;
 };
 
 
@@ -212,15 +218,19 @@ static void pipe_release(struct pipe_reader *p)
 	p->hold_fd = -1;
 }
 
-/* Stops watching a pipe and closes it. */
-static void pipe_close(struct pipe_reader *p)
+/* Stops watching a pipe and closes it, or, at its end (spent: no writer
+ * is left), leaves the close to child_free(). */
+static void pipe_close(struct pipe_reader *p, bool spent)
 {
 	pipe_release(p);
 	if (p->fd < 0)
 		return;
 	/* The watcher goes before the fd: the loop must not watch a closed fd. */
 	p->io = tc_io_free(p->io);
-	close(p->fd);
+	if (spent)
+		p->ch->spent[p->ch->n_spent++] = p->fd;
+	else
+		close(p->fd);
 	p->fd = -1;
 	p->ch->open_pipes--;
 }
@@ -258,7 +268,7 @@ static void pipe_drain(struct pipe_reader *p)
 		if (n <= 0) {
 			/* EOF, or an error a pipe should not give: either way the
 			 * stream is over. */
-			pipe_close(p);
+			pipe_close(p, n == 0);
 			if (ch->on_eof)
 				ch->on_eof(ch->arg, p->id);
 			return;
@@ -283,7 +293,7 @@ static void on_drain_timer(void *arg)
 {
 	struct child *ch = arg;
 	for (int s = 0; s < CHILD_NSTREAMS; s++)
-		pipe_close(&ch->pipes[s]);
+		pipe_close(&ch->pipes[s], false);
 	child_maybe_done(ch);
 }
 
@@ -343,7 +353,7 @@ static void on_pidfd(void *arg, int revents)
 	ch->pid_io = tc_io_free(ch->pid_io);
 	ch->poll_timer = tc_timer_free(ch->poll_timer);
 	if (ch->pidfd >= 0)
-		close(ch->pidfd);
+		ch->spent[ch->n_spent++] = ch->pidfd;
 	ch->pidfd = -1;
 	tc_timer_stop(ch->kill_timer);
 	/* With our write ends gone, a pipe no one else holds reads to its
@@ -950,10 +960,12 @@ struct child *child_free(struct child *ch)
 	tc_timer_free(ch->kill_timer);
 	tc_timer_free(ch->drain_timer);
 	for (int s = 0; s < CHILD_NSTREAMS; s++) {
-		pipe_close(&ch->pipes[s]);
+		pipe_close(&ch->pipes[s], false);
 		capture_free(&ch->pipes[s].cap);
 		free(ch->result.out[s]);
 	}
+	for (unsigned i = 0; i < ch->n_spent; i++)
+		close(ch->spent[i]);
 	free(ch);
 	return NULL;
 }
