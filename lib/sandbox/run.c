@@ -74,6 +74,7 @@ struct sandbox_run {
 	char **ro_binds;
 	char **writable;
 	char **hide_dirs;
+	struct stat hide_st[3];		/* sockets_plan()'s lstat of each, for nspool_key() */
 	char **covers;
 	bool split_writable;		/* a writable directory holding a denied path is not writable itself */
 	gid_t *groups;
@@ -538,6 +539,8 @@ static void sockets_plan(struct sandbox_run *run, const struct sandbox_req *req,
 	snprintf(runtime, sizeof(runtime), "/run/user/%u", (unsigned)uid);
 	const char *const dirs[] = { runtime, "/run/dbus", "/tmp/.X11-unix" };
 	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
+	size_t n = 0;
+	_Static_assert(ELEMENTSOF(dirs) <= ELEMENTSOF(run->hide_st), "a stat for each directory");
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		struct stat st;
 		bool keep = lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) && !is_beneath(run->tmpdir, dirs[i]);
@@ -547,8 +550,10 @@ static void sockets_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			_cleanup_free_ char *c = ll_canonical(*u, home);
 			keep = !c || !is_beneath(c, dirs[i]);
 		}
-		if (keep)
+		if (keep) {
 			strv_push(&run->hide_dirs, xstrdup(dirs[i]));
+			run->hide_st[n++] = st;
+		}
 	}
 }
 
@@ -856,7 +861,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->cap_last = 63;
 	}
 	if (ns && f->mountns) {
-		run->ns_key = nspool_key(c, child_uid, child_gid);
+		run->ns_key = nspool_key(c, child_uid, child_gid, run->hide_dirs ? run->hide_st : NULL);
 		if (run->mntns_fd >= 0 && nspool_key_eq(pool_key, run->ns_key))
 			c->mntns_fd = run->mntns_fd;
 	}

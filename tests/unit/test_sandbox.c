@@ -291,25 +291,38 @@ START_TEST(namespace_key)
 {
 	const char *ws_a[] = { "/tmp", NULL }, *ws_b[] = { "/var/tmp", NULL }, *none[] = { NULL };
 	struct sandbox_child c = { .writable = ws_a, .tmp_parent = "/t/c", .tmp_own = "/t/c/one", .mntns_fd = -1 };
-	char *k1 = nspool_key(&c, 1000, 1000);
+	char *k1 = nspool_key(&c, 1000, 1000, NULL);
 	c.tmp_own = "/t/c/two";
-	char *k2 = nspool_key(&c, 1000, 1000);
+	char *k2 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(nspool_key_eq(k1, k2));
-	char *k3 = nspool_key(&c, 1001, 1000);
+	char *k3 = nspool_key(&c, 1001, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k3));
 	c.writable = ws_b;
-	char *k4 = nspool_key(&c, 1000, 1000);
+	char *k4 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k4));
 	c.writable = none;
-	char *k5 = nspool_key(&c, 1000, 1000);
+	char *k5 = nspool_key(&c, 1000, 1000, NULL);
 	c.writable = NULL;
-	char *k6 = nspool_key(&c, 1000, 1000);
+	char *k6 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k5, k6));
 	c.writable = ws_a;
 	c.tmp_opts = "size=1m";
-	char *k7 = nspool_key(&c, 1000, 1000);
+	char *k7 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k7));
-	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7);
+	/* The caller's lstat of the hidden directories stands for the key's
+	 * own; another inode there is another key. */
+	const char *hidden[] = { "/tmp", "/", NULL };
+	struct stat st[2];
+	ck_assert_int_eq(lstat(hidden[0], &st[0]), 0);
+	ck_assert_int_eq(lstat(hidden[1], &st[1]), 0);
+	c.hide_dirs = hidden;
+	char *k8 = nspool_key(&c, 1000, 1000, NULL);
+	char *k9 = nspool_key(&c, 1000, 1000, st);
+	ck_assert(nspool_key_eq(k8, k9));
+	st[1].st_ino++;
+	char *k10 = nspool_key(&c, 1000, 1000, st);
+	ck_assert(!nspool_key_eq(k8, k10));
+	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7), free(k8), free(k9), free(k10);
 }
 END_TEST
 
