@@ -181,18 +181,6 @@ static void call_done(void *arg, struct child *ch, struct child_result *r)
 	after_answer(loop, cc);
 }
 
-/* A copy of an environment, for TMPDIR and HOME to be set in. */
-static char **env_dup(char *const *envp)
-{
-	size_t n = 0;
-	while (envp && envp[n])
-		n++;
-	char **v = xcalloc(n + 1, sizeof(*v));
-	for (size_t i = 0; i < n; i++)
-		v[i] = xstrdup(envp[i]);
-	return v;
-}
-
 /* Prepares the sandbox of a call's child: fails the call (and returns a
  * negative errno) when it cannot be had. */
 static int call_sandbox(struct tool_call *c, const struct sandbox_req *req, struct sandbox_run **ret)
@@ -246,7 +234,7 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 			return r;
 		const struct identity *id = req->id ? req->id : c->ident;
 		if (sandbox_run_tmpdir(run) || (id && id->change && id->home) || sandbox_run_net_env(run)) {
-			env = env_dup(o.envp);
+			env = child_env_dup(o.envp);
 			child_env_put_lines(&env, sandbox_run_net_env(run));
 			if (sandbox_run_tmpdir(run))
 				child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(run));
