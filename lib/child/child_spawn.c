@@ -436,6 +436,24 @@ static int fd_above_stdio(int *fd)
 	return 0;
 }
 
+/* /dev/null for reading, opened once (close-on-exec, above the standard
+ * fds), which a child started here dups onto its stdin rather than opening
+ * it itself while the daemon waits for its exec; -1 when it cannot be
+ * had (the child then opens it). */
+static int devnull_fd(void)
+{
+	static int fd = -1;
+	if (fd < 0) {
+		int n = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (n >= 0 && fd_above_stdio(&n) < 0) {
+			close(n);
+			n = -1;
+		}
+		fd = n;
+	}
+	return fd;
+}
+
 /* Makes a pipe whose read end (ours) is non-blocking. The write end stays
  * blocking: O_NONBLOCK belongs to the open file description, which the
  * child shares, and a child writing to a full non-blocking stdout would get
@@ -747,6 +765,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			return r;
 		a.report_fd = report_w;
 	}
+	if (in_r < 0)
+		a.in_fd = in_r = devnull_fd();	/* or still -1: the child opens it */
 	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), report_w);
 	if (a.sandbox)
 		top = MAX(MAX(top, MAX(a.sandbox->netns_fd, a.sandbox->userns_fd)),
