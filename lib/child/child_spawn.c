@@ -325,7 +325,7 @@ static void on_pidfd(void *arg, int revents)
 	/* The zombie still holds the group id, so this cannot reach a
 	 * recycled group; it ends background jobs that would otherwise
 	 * outlive the command and hold its pipes open. */
-	sandbox_run_kill(ch->sandbox);
+	sandbox_run_kill_rest(ch->sandbox);
 	(void)kill(-ch->pid, SIGKILL);
 	if (wait_leader(ch, &si, WEXITED | WNOHANG) < 0) {
 		if (errno == EINTR || errno == EAGAIN)

@@ -932,6 +932,18 @@ void sandbox_run_kill(struct sandbox_run *run)
 		(void)cg_write(run->cgroup_fd, "cgroup.kill", "1");
 }
 
+static int64_t cg_read_key(const struct sandbox_run *run, const char *file, const char *key);
+
+/* The leader's exit has left the cgroup (cgroup_exit() comes before the
+ * exit is told): when nothing else is in it, as for most calls, a read
+ * of cgroup.events saves the write to cgroup.kill, which takes the lock
+ * that every cgroup operation of the machine takes. */
+void sandbox_run_kill_rest(struct sandbox_run *run)
+{
+	if (cg_read_key(run, "cgroup.events", "populated") != 0)
+		sandbox_run_kill(run);
+}
+
 /* Reads one "key value" line of a cgroup file; -1 when absent. */
 static int64_t cg_read_key(const struct sandbox_run *run, const char *file, const char *key)
 {

@@ -1207,10 +1207,26 @@ static int count_call_cgroups(const char *dir)
 	return n;
 }
 
+/* The one call cgroup of a fake cgroup directory, in ret (n bytes). */
+static void call_cgroup(const char *dir, char *ret, size_t n)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	ret[0] = '\0';
+	while ((e = readdir(d)))
+		if (strncmp(e->d_name, "tc-", 3) == 0)
+			snprintf(ret, n, "%s/%s", dir, e->d_name);
+	closedir(d);
+	ck_assert(ret[0]);
+}
+
 /* The cgroup code against a fake cgroup v2 directory of plain files: what
  * a call's cgroup gets written (memory.max, pids.max, the child's join in
- * cgroup.procs), that its end writes cgroup.kill and keeps it, empty, for
- * the next call (with that call's limits), and that shutdown removes it. */
+ * cgroup.procs); that its end keeps it, empty, for the next call (with that
+ * call's limits), writing cgroup.kill only when cgroup.events says
+ * something is left in it after the leader's exit, and then not keeping
+ * it; and that shutdown removes a kept one. */
 START_TEST(cgroup_written)
 {
 	char fake[PATH_MAX + 16], path[PATH_MAX + 64];
@@ -1239,8 +1255,17 @@ START_TEST(cgroup_written)
 	ck_assert(enforced(&r, "enforced", "pids.max"));
 	run_done(&r);
 	/* The ended call's cgroup, empty, is kept: the next call takes it,
-	 * its limits written again where they differ. */
+	 * its limits written again where they differ. Empty once the leader
+	 * had exited, it was not killed. */
 	ck_assert_int_eq(count_call_cgroups(fake), 1);
+	char cg[PATH_MAX + 320], file[PATH_MAX + 352];
+	call_cgroup(fake, cg, sizeof(cg));
+	snprintf(file, sizeof(file), "%s/cgroup.kill", cg);
+	ck_assert_int_eq(access(file, F_OK), -1);
+	/* The next call's cgroup holds something after its leader's exit:
+	 * killed, and not kept. */
+	snprintf(file, sizeof(file), "%s/cgroup.events", cg);
+	write_file(file, "populated 1\n", 0644);
 	cfg.limits.memory_mb = 0;
 	cfg.limits.pids = 9;
 	sh(&r, "echo ok", NULL);
@@ -1248,8 +1273,12 @@ START_TEST(cgroup_written)
 	ck_assert(enforced(&r, "enforced", "pids.max"));
 	ck_assert(!enforced(&r, "enforced", "memory.max"));
 	run_done(&r);
+	ck_assert_int_eq(count_call_cgroups(fake), 0);
+	/* At exit (and on a reload) the kept ones go: a third call's. */
+	sh(&r, "echo ok", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	run_done(&r);
 	ck_assert_int_eq(count_call_cgroups(fake), 1);
-	/* At exit (and on a reload) the kept ones go. */
 	sandbox_shutdown();
 
 	snprintf(path, sizeof(path), "%s/writes.log", fake);
