@@ -64,6 +64,7 @@ struct sandbox_run {
 	bool ns_clean;			/* nothing of the call ran when it ended */
 	bool tmp_made;			/* the TMPDIR exists in the daemon's namespace */
 	bool spawned;			/* its child started */
+	bool empty_at_exit;		/* its cgroup held nothing once the leader had exited */
 	pid_t pid;			/* its child's, once started, or 0 */
 	unsigned spare_gen;
 	uid_t uid;			/* the child's, and its parent of TMPDIRs */
@@ -942,6 +943,8 @@ void sandbox_run_kill_rest(struct sandbox_run *run)
 {
 	if (cg_read_key(run, "cgroup.events", "populated") != 0)
 		sandbox_run_kill(run);
+	else
+		run->empty_at_exit = true;	/* nothing can enter it since */
 }
 
 /* Reads one "key value" line of a cgroup file; -1 when absent. */
@@ -1041,7 +1044,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	/* Its namespaces serve again where nothing of the call is left in
 	 * them. */
 	bool empty = run->cgroup_fd >= 0 && (run->net || run->mntns_fd >= 0) &&
-		     cg_read_key(run, "cgroup.events", "populated") == 0;
+		     (run->empty_at_exit || cg_read_key(run, "cgroup.events", "populated") == 0);
 	run->net = sandbox_net_end(run->net, run->net && empty);
 	if (run->cgroup && !cg_keep(run, empty)) {
 		sandbox_run_kill(run);
