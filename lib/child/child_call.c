@@ -116,7 +116,6 @@ static struct {
 	size_t n_ended, cap_ended;
 } after;
 
-
 static void after_answers(void *arg)
 {
 	(void)arg;
@@ -132,7 +131,7 @@ static void after_answers(void *arg)
 }
 
 /* Frees cc (and its child) and prepares what ended runs need once the
- * answers queued now are written; at once without the loop's timer. */
+ * answers queued now are written; at once for a call of another loop. */
 static void after_answer(struct tc_loop *loop, struct child_call *cc)
 {
 	if (!after.t && loop) {
