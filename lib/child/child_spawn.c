@@ -324,9 +324,10 @@ static void on_pidfd(void *arg, int revents)
 
 	/* The zombie still holds the group id, so this cannot reach a
 	 * recycled group; it ends background jobs that would otherwise
-	 * outlive the command and hold its pipes open. */
-	sandbox_run_kill_rest(ch->sandbox);
-	(void)kill(-ch->pid, SIGKILL);
+	 * outlive the command and hold its pipes open. Not needed when the
+	 * call's cgroup is empty: its group was all in it. */
+	if (!sandbox_run_kill_rest(ch->sandbox))
+		(void)kill(-ch->pid, SIGKILL);
 	if (wait_leader(ch, &si, WEXITED | WNOHANG) < 0) {
 		if (errno == EINTR || errno == EAGAIN)
 			return;

@@ -939,12 +939,16 @@ static int64_t cg_read_key(const struct sandbox_run *run, const char *file, cons
  * exit is told): when nothing else is in it, as for most calls, a read
  * of cgroup.events saves the write to cgroup.kill, which takes the lock
  * that every cgroup operation of the machine takes. */
-void sandbox_run_kill_rest(struct sandbox_run *run)
+bool sandbox_run_kill_rest(struct sandbox_run *run)
 {
-	if (cg_read_key(run, "cgroup.events", "populated") != 0)
+	if (cg_read_key(run, "cgroup.events", "populated") != 0) {
 		sandbox_run_kill(run);
-	else
-		run->empty_at_exit = true;	/* nothing can enter it since */
+		return false;
+	}
+	run->empty_at_exit = true;	/* nothing can enter it since */
+	/* A fake cgroup's (tests) holds no process: it says nothing of
+	 * the group. */
+	return !sandbox_cgroup_is_fake();
 }
 
 /* Reads one "key value" line of a cgroup file; -1 when absent. */
