@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/close_range.h>
@@ -66,6 +67,7 @@ struct pipe_reader {
 	 * it closes on its way out, and the pipes are drained right there. */
 	int hold_fd;
 	struct tc_io *io;
+	bool nonblock;		/* fd is O_NONBLOCK: read() it (see pipe_read()) */
 	struct capture cap;
 };
 
@@ -253,6 +255,28 @@ static void child_maybe_done(struct child *ch)
 	ch->on_done(ch->arg, ch, &ch->result);
 }
 
+/* Set once a pipe refused a read with RWF_NOWAIT (older kernels):
+ * the next pipes are made non-blocking. */
+static bool pipes_block;
+
+/* Reads what a pipe has without waiting: one read with RWF_NOWAIT, or,
+ * where the kernel refuses that for pipes, a read of the pipe made
+ * non-blocking then (and each pipe made so from then on). */
+static ssize_t pipe_read(struct pipe_reader *p, char *buf, size_t n)
+{
+	if (!p->nonblock) {
+		struct iovec v = { .iov_base = buf, .iov_len = n };
+		ssize_t k = preadv2(p->fd, &v, 1, -1, RWF_NOWAIT);
+		if (k >= 0 || (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS))
+			return k;
+		if (fcntl(p->fd, F_SETFL, O_NONBLOCK) < 0)
+			return -1;
+		p->nonblock = true;
+		pipes_block = true;
+	}
+	return read(p->fd, buf, n);
+}
+
 /* Reads what a pipe has, up to a bound per call; closes it at its end. */
 static void pipe_drain(struct pipe_reader *p)
 {
@@ -260,7 +284,7 @@ static void pipe_drain(struct pipe_reader *p)
 	char chunk[READ_CHUNK];
 
 	for (int i = 0; i < READS_PER_WAKEUP && p->fd >= 0; i++) {
-		ssize_t n = read(p->fd, chunk, sizeof(chunk));
+		ssize_t n = pipe_read(p, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -455,11 +479,14 @@ static int devnull_fd(void)
 	return fd;
 }
 
-/* Makes a pipe whose read end (ours) is non-blocking. The write end stays
- * blocking: O_NONBLOCK belongs to the open file description, which the
- * child shares, and a child writing to a full non-blocking stdout would get
- * EAGAIN. Both ends are close-on-exec; the child gets its copy by dup2. */
-static int make_pipe(int *ret_r, int *ret_w)
+/* Makes a pipe whose read end (ours) is read without blocking. The write
+ * end stays blocking: O_NONBLOCK belongs to the open file description,
+ * which the child shares, and a child writing to a full non-blocking
+ * stdout would get EAGAIN. Our end is read with RWF_NOWAIT (pipe_read()),
+ * which needs no fcntl before the spawn, or, where the kernel's pipes do
+ * not take it, made O_NONBLOCK here (*ret_nonblock). Both ends are
+ * close-on-exec; the child gets its copy by dup2. */
+static int make_pipe(int *ret_r, int *ret_w, bool *ret_nonblock)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -468,12 +495,14 @@ static int make_pipe(int *ret_r, int *ret_w)
 	int k;
 	if ((k = fd_above_stdio(&r)) < 0 || (k = fd_above_stdio(&w)) < 0)
 		return k;
-	if (fcntl(r, F_SETFL, O_NONBLOCK) < 0)
+	if (pipes_block && fcntl(r, F_SETFL, O_NONBLOCK) < 0)
 		return -errno;
+	*ret_nonblock = pipes_block;
 	*ret_r = TAKE_FD(r);
 	*ret_w = TAKE_FD(w);
 	return 0;
 }
+
 
 
 /*
@@ -695,7 +724,7 @@ static void read_report(int *report_r, int *report_w, struct spawn_args *a)
 	ssize_t n;
 	closep(report_w);
 	*report_w = -1;
-	/* make_pipe made our end non-blocking: wait for the end of the child. */
+	/* Wait for the end of the child: then the read does not block. */
 	struct pollfd p = { .fd = *report_r, .events = POLLIN };
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
@@ -762,7 +791,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	    a.sandbox->cap_last == a.cap_last)
 		a.sandbox->cap_last = MAX(a.bounding_top, 0);
 	if (RUNNING_ON_VALGRIND) {
-		if ((r = make_pipe(&report_r, &report_w)) < 0)
+		bool nb;
+		if ((r = make_pipe(&report_r, &report_w, &nb)) < 0)
 			return r;
 		a.report_fd = report_w;
 	}
@@ -846,7 +876,9 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	}
 	/* merge_output: both streams on the stdout pipe, and no stderr pipe
 	 * at all (its stream is closed from the start). */
-	if ((r = make_pipe(&out_r, &out_w)) < 0 || (!o->merge_output && (r = make_pipe(&err_r, &err_w)) < 0))
+	bool nonblock[CHILD_NSTREAMS] = { false, false };
+	if ((r = make_pipe(&out_r, &out_w, &nonblock[CHILD_STDOUT])) < 0 ||
+	    (!o->merge_output && (r = make_pipe(&err_r, &err_w, &nonblock[CHILD_STDERR])) < 0))
 		return r;
 	_cleanup_close_ int in_r = -1, in_w = -1;
 	if (o->ret_stdin_fd) {
@@ -918,6 +950,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 		p->id = (enum child_stream)s;
 		p->fd = fds[s];
 		p->hold_fd = holds[s];
+		p->nonblock = nonblock[s];
 		capture_init(&p->cap, cap);
 		if (p->fd < 0)
 			continue;	/* merge_output's stderr */

@@ -1030,6 +1030,37 @@ START_TEST(shell_streams_while_running)
 }
 END_TEST
 
+static void note_fired(void *arg)
+{
+	*(uint64_t *)arg = mono_ms();
+}
+
+/* Where the kernel's pipes refuse a read with RWF_NOWAIT (older kernels),
+ * they are made non-blocking and read so: output streams as it comes and
+ * the loop never waits in a read (a timer due while the command sleeps
+ * fires then, not once it has printed again). */
+START_TEST(without_rwf_nowait)
+{
+	if (!deny_syscall_or_skip("without_rwf_nowait", SYS_preadv2))
+		return;
+	for (int i = 0; i < 2; i++) {
+		uint64_t fired = 0;
+		struct tc_timer *t = tc_timer_new(loop, note_fired, &fired);
+		tc_timer_start(t, 250);
+		struct run run;
+		struct json_doc *doc =
+			shell_ok(&run, "{\"command\":\"echo first; sleep 0.8; echo second >&2\"}");
+		ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDOUT]), "first\nsecond\n");
+		ck_assert_int_ne(fired, 0);
+		ck_assert_msg(run.finish_ms - fired >= 300, "the timer fired %llu ms before the end",
+			      (unsigned long long)(run.finish_ms - fired));
+		json_doc_unref(doc);
+		run_done(&run);
+		tc_timer_free(t);
+	}
+}
+END_TEST
+
 /* The turn's events in order: w the writer (a prepare watcher of the
  * default priority, as the daemon's that writes answers), p the poll's end
  * (a check watcher), t the callback that starts the deferred work, d it. */
@@ -1454,6 +1485,7 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, bounding_set_dropped_ahead);
 	tcase_add_test(tc, without_pidfd_open);
 	tcase_add_test(tc, without_close_range);
+	tcase_add_test(tc, without_rwf_nowait);
 	tcase_add_test(tc, shell_capture);
 	tcase_add_test(tc, shell_output_order_exact);
 	tcase_add_test(tc, shell_signals);
