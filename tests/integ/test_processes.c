@@ -118,6 +118,12 @@ START_TEST(background_returns_at_until_and_kill_ends_it)
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 3);
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_str_eq(out(r), "bye\n");
+	/* A kill that finds it ended on its own reports that failure too:
+	 * the kill did not end it. */
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", pid_of(r)));
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 3);
+	ck_assert_msg(tj_bool(r, "result.isError"), "%s", tj_text(r));
 
 	/* A refusal of the sandbox is told as shell tells it (not under
 	 * valgrind, which runs children without the sandbox). */
