@@ -13,6 +13,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -45,6 +46,48 @@
 
 /* --- configuration and reload ------------------------------------------ */
 
+/* Adds path to the sandbox's deny_read, once. */
+static void deny_read_add(struct config *c, const char *path)
+{
+	size_t n = 0;
+	for (; c->sandbox.deny_read[n]; n++)
+		if (strcmp(c->sandbox.deny_read[n], path) == 0)
+			return;
+	c->sandbox.deny_read = xreallocarray(c->sandbox.deny_read, n + 2, sizeof(char *));
+	c->sandbox.deny_read[n] = xstrdup(path);
+	c->sandbox.deny_read[n + 1] = NULL;
+}
+
+/*
+ * The socket and its directory are the daemon's, as its config is: a
+ * child may not remove the socket nor change the directory's mode or
+ * entries where they lie in a writable path (a workspace holding them),
+ * so both are denied, and covered there. A directory that holds the
+ * workspace is left out (denying it would hide the workspace's
+ * neighbours): outside the writable paths it is read-only to children
+ * anyway, and the socket itself is still covered.
+ */
+static void protect_socket(struct server *s)
+{
+	struct config *c = &s->cfg;
+	_cleanup_free_ char *sock = s->socket_path ? xstrdup(s->socket_path)
+				  : c->socket ? xstrdup(c->socket) : config_default_socket();
+	if (!sock || sock[0] != '/')
+		return;
+	char *slash = strrchr(sock, '/');
+	_cleanup_free_ char *dir = slash == sock ? xstrdup("/") : xstrndup(sock, (size_t)(slash - sock));
+	_cleanup_free_ char *real = realpath(dir, NULL);
+	const char *d = real ? real : dir;
+	_cleanup_free_ char *path = xasprintf("%s%s", d, slash);
+	deny_read_add(c, path);
+	_cleanup_free_ char *ws = c->workspace ? realpath(c->workspace, NULL) : NULL;
+	size_t n = strlen(d);
+	bool holds_ws = strcmp(d, "/") == 0 ||
+			(ws && strncmp(ws, d, n) == 0 && (ws[n] == '/' || ws[n] == '\0'));
+	if (!holds_ws)
+		deny_read_add(c, d);
+}
+
 void server_apply_config(struct server *s)
 {
 	struct config *c = &s->cfg;
@@ -73,6 +116,7 @@ void server_apply_config(struct server *s)
 	s->env.read_lines = c->limits.read_default_lines;
 	s->env.read_bytes = (size_t)c->limits.read_default_bytes;
 	s->env.shell_text_cap = (size_t)c->limits.shell_output_kb << 10;
+	protect_socket(s);
 	s->env.sandbox = &c->sandbox;
 	daemon_net_apply(s);
 	if (!c->memory.dir)

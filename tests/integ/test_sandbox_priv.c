@@ -268,6 +268,48 @@ START_TEST(metadata_outside_refused)
 END_TEST
 
 /*
+ * The daemon's socket directory, put in the workspace, is the daemon's as
+ * its config is: a root peer's shell (loop 0) and the shell of a peer of
+ * uid 65534 that owns the directory (loop 1) can neither remove the
+ * socket, nor add to the directory, rename it or change its mode; the rest
+ * of the workspace stays theirs.
+ */
+START_TEST(socket_dir_in_workspace_untouched)
+{
+	uid_t uid = _i ? NOBODY : 0;
+	struct tcd d;
+	struct tcd_opts o = { .config = "{" TC_AUTO_CONFIRM ",\"socket\":\"@WS@/run/sock\"}", .no_wait = true };
+	tcd_prepare(&d, &o);
+	char *run = tcd_ws_path(&d, "run");
+	ck_assert_int_eq(mkdir(run, 0755), 0);
+	ck_assert_int_eq(chmod(run, 0755), 0);
+	ck_assert_int_eq(chown(run, uid, uid), 0);
+	free(d.sock);
+	d.sock = xasprintf("%s/sock", run);
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", d.sock);
+	tcd_open_to_all(&d);
+	struct tcc *c = _i ? tcc_connect_as(&d, NOBODY, NOBODY) : tcc_connect(&d);
+	const char *const refused[] = {
+		"rm run/sock", "chmod 777 run", "touch run/new", "mv run run2",
+	};
+	tc_assert_shell_fails_all(c, refused, sizeof(refused) / sizeof(*refused));
+	struct stat st;
+	ck_assert_int_eq(lstat(d.sock, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_int_eq(stat(run, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0755);
+	char *added = tcd_ws_path(&d, "run/new");
+	ck_assert_int_lt(access(added, F_OK), 0);
+	free(added);
+	tc_assert_ok(tcc_shell(c, "touch beside && chmod 600 beside && rm beside"));
+	tcc_close(c);
+	free(run);
+	tcd_finish(&d);
+}
+END_TEST
+
+/*
  * limits.tmp_mb: a call's TMPDIR is a space of its own of that size; the
  * call that fills it sees ENOSPC and the result names the limit, and a
  * call of another uid running beside it still has all of its own.
@@ -803,6 +845,7 @@ static Suite *priv_suite(void)
 	tcase_add_loop_test(tc, spawner_starts_children, 0, 2);
 	tcase_add_test(tc, spawner_killed);
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
+	tcase_add_loop_test(tc, socket_dir_in_workspace_untouched, 0, 2);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
 	tcase_add_loop_test(tc, protect_holds_missing_paths, 0, 2);
