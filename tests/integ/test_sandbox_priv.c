@@ -310,6 +310,49 @@ START_TEST(socket_dir_in_workspace_untouched)
 END_TEST
 
 /*
+ * The daemon's config and tools directory in the workspace (the per-user
+ * install's ~/.config/toolcalld under a $HOME workspace): a call's shell
+ * can neither change them nor rename a directory on their way, which
+ * would take them away and let it put a config of its own at their path
+ * for the daemon's next reload; the rest of those directories stays
+ * writable.
+ */
+START_TEST(config_dir_in_workspace_kept_in_place)
+{
+	struct tcd d;
+	struct tcd_opts o = { .no_wait = true };
+	tcd_prepare(&d, &o);
+	char *dir = tcd_ws_path(&d, ".config/tc/tools.d");
+	char *cmd = xasprintf("mkdir -p '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	free(d.config);
+	d.config = tcd_ws_path(&d, ".config/tc/config.json");
+	char *cfg = xasprintf("{" TC_AUTO_CONFIRM ",\"socket\":\"%s\",\"workspace\":\"%s\",\"tools_dir\":\"%s\"}",
+			      d.sock, d.ws, dir);
+	tc_write_file_atomic(d.config, cfg, strlen(cfg));
+	free(cfg);
+	struct stat before;
+	ck_assert_int_eq(stat(d.config, &before), 0);
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "no socket");
+	struct tcc *c = tcc_connect(&d);
+	const char *const refused[] = {
+		"mv .config .config-old", "mv .config/tc .config/tc-old", "echo '{}' > .config/tc/config.json",
+		"touch .config/tc/tools.d/x.json", "rm .config/tc/config.json",
+	};
+	tc_assert_shell_fails_all(c, refused, sizeof(refused) / sizeof(*refused));
+	struct stat after;
+	ck_assert_int_eq(stat(d.config, &after), 0);
+	ck_assert(after.st_ino == before.st_ino && after.st_size == before.st_size);
+	tc_assert_ok(tcc_shell(c, "touch .config/other .config/tc/other && rm .config/other .config/tc/other"));
+	tcc_close(c);
+	free(dir);
+	tcd_finish(&d);
+}
+END_TEST
+
+/*
  * limits.tmp_mb: a call's TMPDIR is a space of its own of that size; the
  * call that fills it sees ENOSPC and the result names the limit, and a
  * call of another uid running beside it still has all of its own.
@@ -846,6 +889,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, spawner_killed);
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_loop_test(tc, socket_dir_in_workspace_untouched, 0, 2);
+	tcase_add_test(tc, config_dir_in_workspace_kept_in_place);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
 	tcase_add_loop_test(tc, protect_holds_missing_paths, 0, 2);
