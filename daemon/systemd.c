@@ -134,8 +134,7 @@ int systemd_notify(const char *state)
 	 * manager's EOF, which says it has read the message. The daemon calls
 	 * this on its loop, so every step is bounded by NOTIFY_TIMEOUT_S. */
 	struct timeval tv = { .tv_sec = SYSTEMD_NOTIFY_TIMEOUT_S };
-	uint64_t connect_timeout = (uint64_t)SYSTEMD_NOTIFY_TIMEOUT_S * 1000000;
-	(void)setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT, &connect_timeout, sizeof(connect_timeout));
+	(void)setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT, &tv, sizeof(tv));
 	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (connect(fd, &a.sa.sa, a.len) < 0) {
