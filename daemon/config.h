@@ -113,7 +113,7 @@
  *                                                         gets the config file, tools_dir,
  *                                                         audit_log and memory.dir added
  *                                                         (and, by the server, the socket and
- *                                                         its directory)
+ *                                                         its directory in the workspace)
  *   network                               object          the policy of sandbox network "proxy":
  *                                                         allow, deny, unknown, allow_private,
  *                                                         hosts (lib/net/net.h, toolcalld.conf(5))

@@ -59,13 +59,13 @@ static void deny_read_add(struct config *c, const char *path)
 }
 
 /*
- * The socket and its directory are the daemon's, as its config is: a
- * child may not remove the socket nor change the directory's mode or
- * entries where they lie in a writable path (a workspace holding them),
- * so both are denied, and covered there. A directory that holds the
- * workspace is left out (denying it would hide the workspace's
- * neighbours): outside the writable paths it is read-only to children
- * anyway, and the socket itself is still covered.
+ * The socket and its directory are the daemon's, as its config is: in the
+ * workspace, where a child may write, both are denied, and covered there,
+ * so that a child can neither remove the socket nor change the
+ * directory's mode or entries (the workspace's top itself, when it holds
+ * the socket, stays the workspace's). Elsewhere they are read-only to
+ * children already, and a denied path would cost a Landlock rule for each
+ * entry of its parent (/tmp's, /run's).
  */
 static void protect_socket(struct server *s)
 {
@@ -78,13 +78,13 @@ static void protect_socket(struct server *s)
 	_cleanup_free_ char *dir = slash == sock ? xstrdup("/") : xstrndup(sock, (size_t)(slash - sock));
 	_cleanup_free_ char *real = realpath(dir, NULL);
 	const char *d = real ? real : dir;
+	_cleanup_free_ char *ws = c->workspace ? realpath(c->workspace, NULL) : NULL;
+	size_t n = ws ? strlen(ws) : 0;
+	if (!ws || strncmp(d, ws, n) != 0 || (d[n] != '/' && d[n] != '\0'))
+		return;
 	_cleanup_free_ char *path = xasprintf("%s%s", d, slash);
 	deny_read_add(c, path);
-	_cleanup_free_ char *ws = c->workspace ? realpath(c->workspace, NULL) : NULL;
-	size_t n = strlen(d);
-	bool holds_ws = strcmp(d, "/") == 0 ||
-			(ws && strncmp(ws, d, n) == 0 && (ws[n] == '/' || ws[n] == '\0'));
-	if (!holds_ws)
+	if (d[n] == '/')
 		deny_read_add(c, d);
 }
 
