@@ -88,6 +88,21 @@ static void protect_socket(struct server *s)
 		deny_read_add(c, d);
 }
 
+/* The config file's directory is the daemon's (its tool files and hook
+ * scripts usually sit beside it): read-only to children where a workspace
+ * holds it, as ~/.config/toolcalld under a $HOME workspace. */
+static void protect_config_dir(struct server *s)
+{
+	struct config *c = &s->cfg;
+	if (!s->config_path || c->sandbox.read_only)
+		return;
+	char *slash = strrchr(s->config_path, '/');
+	if (!slash || slash == s->config_path)
+		return;
+	c->sandbox.read_only = xcalloc(2, sizeof(char *));
+	c->sandbox.read_only[0] = xstrndup(s->config_path, (size_t)(slash - s->config_path));
+}
+
 void server_apply_config(struct server *s)
 {
 	struct config *c = &s->cfg;
@@ -117,6 +132,7 @@ void server_apply_config(struct server *s)
 	s->env.read_bytes = (size_t)c->limits.read_default_bytes;
 	s->env.shell_text_cap = (size_t)c->limits.shell_output_kb << 10;
 	protect_socket(s);
+	protect_config_dir(s);
 	s->env.sandbox = &c->sandbox;
 	daemon_net_apply(s);
 	if (!c->memory.dir)

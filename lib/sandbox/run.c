@@ -351,6 +351,23 @@ static void covers_pin(struct sandbox_run *run, const struct sandbox_req *req)
 		}
 }
 
+/* The daemon's own paths beneath a workspace (its config's directory, with
+ * what it holds next to the config: tool files, hook scripts), read-only
+ * and kept in place as a protected path is. */
+static void read_only_plan(struct sandbox_run *run, const struct sandbox_req *req)
+{
+	for (const char *const *p = req->read_only; p && *p; p++)
+		for (const char *const *w = req->workspaces; w && *w; w++) {
+			size_t n = strlen(*w);
+			struct stat st;
+			if (strncmp(*p, *w, n) != 0 || (*p)[n] != '/' || lstat(*p, &st) < 0 || S_ISLNK(st.st_mode))
+				continue;
+			_cleanup_free_ char *full = xstrdup(*p);
+			protect_add(run, *w, full);
+			break;
+		}
+}
+
 /*
  * What a missing protected path is made as, so that a read-only mount can
  * hold its place (a mount needs a place): an empty directory for the
@@ -818,8 +835,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		} else if (run->ro_binds) {
 			note(run, true, "protect");
 		}
-		if (ns)
+		if (ns) {
 			covers_pin(run, req);
+			read_only_plan(run, req);
+		}
 		c->binds = (const char *const *)run->binds;
 		c->ro_binds = (const char *const *)run->ro_binds;
 	}

@@ -312,10 +312,10 @@ END_TEST
 /*
  * The daemon's config and tools directory in the workspace (the per-user
  * install's ~/.config/toolcalld under a $HOME workspace): a call's shell
- * can neither change them nor rename a directory on their way, which
+ * can neither change them, nor what lies beside them in the config's
+ * directory (a hook's script), nor rename a directory on their way, which
  * would take them away and let it put a config of its own at their path
- * for the daemon's next reload; the rest of those directories stays
- * writable.
+ * for the daemon's next reload; the rest of the workspace stays writable.
  */
 START_TEST(config_dir_in_workspace_kept_in_place)
 {
@@ -323,7 +323,7 @@ START_TEST(config_dir_in_workspace_kept_in_place)
 	struct tcd_opts o = { .no_wait = true };
 	tcd_prepare(&d, &o);
 	char *dir = tcd_ws_path(&d, ".config/tc/tools.d");
-	char *cmd = xasprintf("mkdir -p '%s'", dir);
+	char *cmd = xasprintf("mkdir -p '%s' && echo 'exit 0' > '%s/../hook.sh'", dir, dir);
 	ck_assert_int_eq(system(cmd), 0);
 	free(cmd);
 	free(d.config);
@@ -340,12 +340,13 @@ START_TEST(config_dir_in_workspace_kept_in_place)
 	const char *const refused[] = {
 		"mv .config .config-old", "mv .config/tc .config/tc-old", "echo '{}' > .config/tc/config.json",
 		"touch .config/tc/tools.d/x.json", "rm .config/tc/config.json",
+		"echo 'echo allow' > .config/tc/hook.sh", "touch .config/tc/new.json", "chmod 777 .config/tc",
 	};
 	tc_assert_shell_fails_all(c, refused, sizeof(refused) / sizeof(*refused));
 	struct stat after;
 	ck_assert_int_eq(stat(d.config, &after), 0);
 	ck_assert(after.st_ino == before.st_ino && after.st_size == before.st_size);
-	tc_assert_ok(tcc_shell(c, "touch .config/other .config/tc/other && rm .config/other .config/tc/other"));
+	tc_assert_ok(tcc_shell(c, "touch .config/other && rm .config/other && cat .config/tc/hook.sh"));
 	tcc_close(c);
 	free(dir);
 	tcd_finish(&d);
