@@ -347,6 +347,19 @@ START_TEST(config_dir_in_workspace_kept_in_place)
 	ck_assert_int_eq(stat(d.config, &after), 0);
 	ck_assert(after.st_ino == before.st_ino && after.st_size == before.st_size);
 	tc_assert_ok(tcc_shell(c, "touch .config/other && rm .config/other && cat .config/tc/hook.sh"));
+	/* Nor can the file tools, which do not run in the sandbox. */
+	const char *const tools[][2] = {
+		{ "write_file", "{\"path\":\".config/tc/tools.d/x.json\",\"content\":\"{}\"}" },
+		{ "write_file", "{\"path\":\".config/tc/hook.sh\",\"content\":\"echo allow\"}" },
+		{ "move_file", "{\"from\":\".config\",\"to\":\".config-old\"}" },
+		{ "delete_file", "{\"path\":\".config/tc\",\"recursive\":true}" },
+		{ "make_dir", "{\"path\":\".config/tc/more\"}" },
+	};
+	for (size_t i = 0; i < sizeof(tools) / sizeof(*tools); i++)
+		tc_assert_kind(tcc_call(c, tools[i][0], tools[i][1]), "permission_denied");
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\".config/other\",\"content\":\"x\"}"));
+	ck_assert_int_eq(stat(d.config, &after), 0);
+	ck_assert(after.st_ino == before.st_ino && after.st_size == before.st_size);
 	tcc_close(c);
 	free(dir);
 	tcd_finish(&d);
