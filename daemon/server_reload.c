@@ -88,19 +88,46 @@ static void protect_socket(struct server *s)
 		deny_read_add(c, d);
 }
 
-/* The config file's directory is the daemon's (its tool files and hook
- * scripts usually sit beside it): read-only to children where a workspace
- * holds it, as ~/.config/toolcalld under a $HOME workspace. */
-static void protect_config_dir(struct server *s)
+/* Adds path to the sandbox's read_only, once. */
+static void read_only_add(struct config *c, const char *path)
+{
+	size_t n = 0;
+	for (; c->sandbox.read_only && c->sandbox.read_only[n]; n++)
+		if (strcmp(c->sandbox.read_only[n], path) == 0)
+			return;
+	c->sandbox.read_only = xreallocarray(c->sandbox.read_only, n + 2, sizeof(char *));
+	c->sandbox.read_only[n] = xstrdup(path);
+	c->sandbox.read_only[n + 1] = NULL;
+}
+
+/* The daemon's own files, where a workspace holds them (strictly beneath
+ * its top), are read-only to children and refused to the file tools: the
+ * config file's directory (its tool files and hook scripts usually sit
+ * beside it, as in ~/.config/toolcalld under a $HOME workspace),
+ * tools_dir, the audit log, the socket and its directory. */
+static void protect_own(struct server *s)
 {
 	struct config *c = &s->cfg;
-	if (!s->config_path || c->sandbox.read_only)
-		return;
-	char *slash = strrchr(s->config_path, '/');
-	if (!slash || slash == s->config_path)
-		return;
-	c->sandbox.read_only = xcalloc(2, sizeof(char *));
-	c->sandbox.read_only[0] = xstrndup(s->config_path, (size_t)(slash - s->config_path));
+	char *slash = s->config_path ? strrchr(s->config_path, '/') : NULL;
+	if (slash && slash != s->config_path) {
+		_cleanup_free_ char *dir = xstrndup(s->config_path, (size_t)(slash - s->config_path));
+		read_only_add(c, dir);
+	}
+	const char *own[] = { c->tools_dir, c->audit_log, s->socket_path ? s->socket_path : c->socket };
+	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
+		/* Canonical, made or not yet (the socket is made after this). */
+		const char *base = own[i] && own[i][0] == '/' ? strrchr(own[i], '/') : NULL;
+		if (!base || !base[1] || base == own[i])
+			continue;
+		_cleanup_free_ char *dir = xstrndup(own[i], (size_t)(base - own[i]));
+		_cleanup_free_ char *real = realpath(dir, NULL);
+		if (!real)
+			continue;
+		_cleanup_free_ char *path = xasprintf("%s%s", real, base);
+		read_only_add(c, path);
+		if (i == ELEMENTSOF(own) - 1)
+			read_only_add(c, real);	/* the socket's directory too */
+	}
 }
 
 void server_apply_config(struct server *s)
@@ -132,7 +159,7 @@ void server_apply_config(struct server *s)
 	s->env.read_bytes = (size_t)c->limits.read_default_bytes;
 	s->env.shell_text_cap = (size_t)c->limits.shell_output_kb << 10;
 	protect_socket(s);
-	protect_config_dir(s);
+	protect_own(s);
 	s->env.sandbox = &c->sandbox;
 	daemon_net_apply(s);
 	if (!c->memory.dir)

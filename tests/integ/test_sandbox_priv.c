@@ -303,6 +303,11 @@ START_TEST(socket_dir_in_workspace_untouched)
 	ck_assert_int_lt(access(added, F_OK), 0);
 	free(added);
 	tc_assert_ok(tcc_shell(c, "touch beside && chmod 600 beside && rm beside"));
+	/* Nor through the file tools. */
+	tc_assert_kind(tcc_call(c, "delete_file", "{\"path\":\"run/sock\"}"), "permission_denied");
+	tc_assert_kind(tcc_call(c, "make_dir", "{\"path\":\"run/new\"}"), "permission_denied");
+	tc_assert_kind(tcc_call(c, "move_file", "{\"from\":\"run\",\"to\":\"run2\"}"), "permission_denied");
+	ck_assert_int_eq(lstat(d.sock, &st), 0);
 	tcc_close(c);
 	free(run);
 	tcd_finish(&d);
