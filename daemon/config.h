@@ -112,6 +112,8 @@
  *                                                         toolcalld.conf(5); deny_read always
  *                                                         gets the config file, tools_dir,
  *                                                         audit_log and memory.dir added
+ *                                                         (and, by the server, the socket and
+ *                                                         its directory in the workspace)
  *   network                               object          the policy of sandbox network "proxy":
  *                                                         allow, deny, unknown, allow_private,
  *                                                         hosts (lib/net/net.h, toolcalld.conf(5))

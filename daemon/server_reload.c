@@ -13,6 +13,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -45,6 +46,90 @@
 
 /* --- configuration and reload ------------------------------------------ */
 
+/* Adds path to the sandbox's deny_read, once. */
+static void deny_read_add(struct config *c, const char *path)
+{
+	size_t n = 0;
+	for (; c->sandbox.deny_read[n]; n++)
+		if (strcmp(c->sandbox.deny_read[n], path) == 0)
+			return;
+	c->sandbox.deny_read = xreallocarray(c->sandbox.deny_read, n + 2, sizeof(char *));
+	c->sandbox.deny_read[n] = xstrdup(path);
+	c->sandbox.deny_read[n + 1] = NULL;
+}
+
+/*
+ * The socket and its directory are the daemon's, as its config is: in the
+ * workspace, where a child may write, both are denied, and covered there,
+ * so that a child can neither remove the socket nor change the
+ * directory's mode or entries (the workspace's top itself, when it holds
+ * the socket, stays the workspace's). Elsewhere they are read-only to
+ * children already, and a denied path would cost a Landlock rule for each
+ * entry of its parent (/tmp's, /run's).
+ */
+static void protect_socket(struct server *s)
+{
+	struct config *c = &s->cfg;
+	_cleanup_free_ char *sock = s->socket_path ? xstrdup(s->socket_path)
+				  : c->socket ? xstrdup(c->socket) : config_default_socket();
+	if (!sock || sock[0] != '/')
+		return;
+	char *slash = strrchr(sock, '/');
+	_cleanup_free_ char *dir = slash == sock ? xstrdup("/") : xstrndup(sock, (size_t)(slash - sock));
+	_cleanup_free_ char *real = realpath(dir, NULL);
+	const char *d = real ? real : dir;
+	_cleanup_free_ char *ws = c->workspace ? realpath(c->workspace, NULL) : NULL;
+	size_t n = ws ? strlen(ws) : 0;
+	if (!ws || strncmp(d, ws, n) != 0 || (d[n] != '/' && d[n] != '\0'))
+		return;
+	_cleanup_free_ char *path = xasprintf("%s%s", d, slash);
+	deny_read_add(c, path);
+	if (d[n] == '/')
+		deny_read_add(c, d);
+}
+
+/* Adds path to the sandbox's read_only, once. */
+static void read_only_add(struct config *c, const char *path)
+{
+	size_t n = 0;
+	for (; c->sandbox.read_only && c->sandbox.read_only[n]; n++)
+		if (strcmp(c->sandbox.read_only[n], path) == 0)
+			return;
+	c->sandbox.read_only = xreallocarray(c->sandbox.read_only, n + 2, sizeof(char *));
+	c->sandbox.read_only[n] = xstrdup(path);
+	c->sandbox.read_only[n + 1] = NULL;
+}
+
+/* The daemon's own files, where a workspace holds them (strictly beneath
+ * its top), are read-only to children and refused to the file tools: the
+ * config file's directory (its tool files and hook scripts usually sit
+ * beside it, as in ~/.config/toolcalld under a $HOME workspace),
+ * tools_dir, the audit log, the socket and its directory. */
+static void protect_own(struct server *s)
+{
+	struct config *c = &s->cfg;
+	char *slash = s->config_path ? strrchr(s->config_path, '/') : NULL;
+	if (slash && slash != s->config_path) {
+		_cleanup_free_ char *dir = xstrndup(s->config_path, (size_t)(slash - s->config_path));
+		read_only_add(c, dir);
+	}
+	const char *own[] = { c->tools_dir, c->audit_log, s->socket_path ? s->socket_path : c->socket };
+	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
+		/* Canonical, made or not yet (the socket is made after this). */
+		const char *base = own[i] && own[i][0] == '/' ? strrchr(own[i], '/') : NULL;
+		if (!base || !base[1] || base == own[i])
+			continue;
+		_cleanup_free_ char *dir = xstrndup(own[i], (size_t)(base - own[i]));
+		_cleanup_free_ char *real = realpath(dir, NULL);
+		if (!real)
+			continue;
+		_cleanup_free_ char *path = xasprintf("%s%s", real, base);
+		read_only_add(c, path);
+		if (i == ELEMENTSOF(own) - 1)
+			read_only_add(c, real);	/* the socket's directory too */
+	}
+}
+
 void server_apply_config(struct server *s)
 {
 	struct config *c = &s->cfg;
@@ -73,6 +158,8 @@ void server_apply_config(struct server *s)
 	s->env.read_lines = c->limits.read_default_lines;
 	s->env.read_bytes = (size_t)c->limits.read_default_bytes;
 	s->env.shell_text_cap = (size_t)c->limits.shell_output_kb << 10;
+	protect_socket(s);
+	protect_own(s);
 	s->env.sandbox = &c->sandbox;
 	daemon_net_apply(s);
 	if (!c->memory.dir)

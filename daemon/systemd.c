@@ -14,7 +14,9 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <linux/vm_sockets.h>
 #include <unistd.h>
 
 #include "proto/base/util.h"
@@ -50,22 +52,116 @@ static socklen_t unix_address(const char *name, struct sockaddr_un *sa)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 }
 
+int systemd_notify_address(const char *name, struct systemd_notify_address *a)
+{
+	memset(a, 0, sizeof(*a));
+	static const struct {
+		const char *prefix;
+		int type;
+	} vsock[] = {
+		{ "vsock:", 0 }, { "vsock-stream:", SOCK_STREAM },
+		{ "vsock-dgram:", SOCK_DGRAM }, { "vsock-seqpacket:", SOCK_SEQPACKET },
+	};
+	for (size_t i = 0; i < sizeof(vsock) / sizeof(vsock[0]); i++) {
+		size_t n = strlen(vsock[i].prefix);
+		if (strncmp(name, vsock[i].prefix, n) != 0)
+			continue;
+		/* CID:PORT, both decimal; a notification needs a CID (no
+		 * VMADDR_CID_ANY, which only means "any" to bind). */
+		const char *cid = name + n, *colon = strchr(cid, ':');
+		if (!colon || colon == cid || colon - cid > 10)
+			return -EINVAL;
+		char c[11];
+		memcpy(c, cid, (size_t)(colon - cid));
+		c[colon - cid] = '\0';
+		uint64_t cv, pv;
+		if (!parse_u64(c, UINT32_MAX - 1, &cv) || !parse_u64(colon + 1, UINT32_MAX, &pv))
+			return -EINVAL;
+		a->sa.vm.svm_family = AF_VSOCK;
+		a->sa.vm.svm_cid = (unsigned)cv;
+		a->sa.vm.svm_port = (unsigned)pv;
+		a->len = sizeof(a->sa.vm);
+		a->type = vsock[i].type;
+		return 0;
+	}
+	a->len = unix_address(name, &a->sa.un);
+	a->type = SOCK_DGRAM;
+	return a->len ? 0 : -EINVAL;
+}
+
+/* Opens the socket for a: of its type, or for a bare "vsock:" a datagram
+ * one and, where the transport has none (QEMU's: ENODEV), a seqpacket or
+ * a stream one, as sd_notify(3) does. Sets *type to the one opened. */
+static int notify_socket_open(const struct systemd_notify_address *a, int *type)
+{
+	*type = a->type ? a->type : SOCK_DGRAM;
+	int fd = socket(a->sa.sa.sa_family, *type | SOCK_CLOEXEC, 0);
+	if (fd >= 0 || a->type || (errno != ENODEV && errno != EOPNOTSUPP &&
+				   errno != ESOCKTNOSUPPORT && errno != EPROTONOSUPPORT))
+		return fd < 0 ? -errno : fd;
+	*type = SOCK_SEQPACKET;
+	fd = socket(AF_VSOCK, *type | SOCK_CLOEXEC, 0);
+	if (fd < 0 && errno != ENODEV && errno != EOPNOTSUPP && errno != ESOCKTNOSUPPORT)
+		return -errno;
+	if (fd < 0) {
+		*type = SOCK_STREAM;
+		fd = socket(AF_VSOCK, *type | SOCK_CLOEXEC, 0);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
 int systemd_notify(const char *state)
 {
 	const char *name = getenv("NOTIFY_SOCKET");
 	if (!name || !*name)
 		return 0;
-	struct sockaddr_un sa;
-	socklen_t len = unix_address(name, &sa);
-	if (!len)
-		return -EINVAL;
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct systemd_notify_address a;
+	int r = systemd_notify_address(name, &a);
+	if (r < 0)
+		return r;
+	int type;
+	int fd = notify_socket_open(&a, &type);
 	if (fd < 0)
-		return -errno;
-	ssize_t k = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
-	int e = errno;
+		return fd;
+	size_t len = strlen(state);
+	ssize_t k;
+	if (type == SOCK_DGRAM) {
+		k = sendto(fd, state, len, MSG_NOSIGNAL, &a.sa.sa, a.len);
+		r = k < 0 ? -errno : 1;
+		goto out;
+	}
+	/* A connection over vsock: the message, then our end closed, then the
+	 * manager's EOF, which says it has read the message. The daemon calls
+	 * this on its loop, so every step is bounded by NOTIFY_TIMEOUT_S. */
+	struct timeval tv = { .tv_sec = SYSTEMD_NOTIFY_TIMEOUT_S };
+	(void)setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT, &tv, sizeof(tv));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, &a.sa.sa, a.len) < 0) {
+		r = -errno;
+		goto out;
+	}
+	for (size_t off = 0; off < len; off += (size_t)k) {
+		k = send(fd, state + off, len - off, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR) {
+			k = 0;
+			continue;
+		}
+		if (k <= 0 || (type == SOCK_SEQPACKET && (size_t)k != len)) {
+			r = k < 0 ? -errno : -EIO;
+			goto out;
+		}
+	}
+	char c;
+	if (shutdown(fd, SHUT_WR) < 0) {
+		r = -errno;
+		goto out;
+	}
+	k = recv(fd, &c, 1, 0);
+	r = k < 0 ? -errno : k > 0 ? -EPROTO : 1;
+out:
 	close(fd);
-	return k < 0 ? -e : 1;
+	return r;
 }
 
 int systemd_listen_fds(void)

@@ -13,12 +13,34 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <linux/vm_sockets.h>
 
 #include "proto/base/buf.h"
 
 /* The first fd systemd passes (SD_LISTEN_FDS_START). */
 #define SYSTEMD_LISTEN_FDS_START 3
 
+/* A $NOTIFY_SOCKET address: a Unix datagram socket's path ("/...") or
+ * abstract name ("@..."), or a virtual machine's manager over AF_VSOCK
+ * ("vsock:CID:PORT", or "vsock-stream:", "vsock-dgram:",
+ * "vsock-seqpacket:" to fix the socket type; type 0 for a bare "vsock:"). */
+struct systemd_notify_address {
+	union {
+		struct sockaddr sa;
+		struct sockaddr_un un;
+		struct sockaddr_vm vm;
+	} sa;
+	socklen_t len;
+	int type;
+};
+/* Parses name into *a: 0, or -EINVAL for an address sd_notify(3) would
+ * not take (a vsock one without a CID or a port among them). */
+int systemd_notify_address(const char *name, struct systemd_notify_address *a);
+/* How long a notification over a vsock connection may wait for each of
+ * connect, send and the manager's EOF, in seconds. */
+#define SYSTEMD_NOTIFY_TIMEOUT_S 1
 /* Sends state ("READY=1", ...) to $NOTIFY_SOCKET: 1 when sent, 0 when no
  * manager listens, a negative errno on failure. */
 int systemd_notify(const char *state);

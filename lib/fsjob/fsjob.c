@@ -124,6 +124,29 @@ static void worker_job_starts(bool later_part)
 	job_cpu0 = later_part ? 0 : thread_cpu_ns();
 }
 
+/* What a call's file work may not change: sandbox.protect, and the
+ * daemon's own directories beneath its workspace (sandbox.read_only: the
+ * config's, with the tool files and hook scripts beside it), relative to
+ * the root. A copy: a reload may free the config. */
+static char **call_protect(const struct tool_call *call)
+{
+	const struct tool_env *env = call->env;
+	if (!env || !env->sandbox)
+		return NULL;
+	char **v = strv_dup((const char *const *)env->sandbox->protect);
+	const char *root = call->ws ? call->ws->root : NULL;
+	size_t n = root ? strlen(root) : 0, k = 0;
+	while (v && v[k])
+		k++;
+	for (char **p = env->sandbox->read_only; n && p && *p; p++)
+		if (strncmp(*p, root, n) == 0 && (*p)[n] == '/' && (*p)[n + 1]) {
+			v = xreallocarray(v, k + 2, sizeof(char *));
+			v[k++] = xstrdup(*p + n + 1);
+			v[k] = NULL;
+		}
+	return v;
+}
+
 /* The guard's answer: sandbox.protect's rule. */
 static const char *guard_match(const struct ws_guard *g, const char *rel, bool whole, bool dir)
 {
@@ -215,9 +238,7 @@ int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg)
 {
 	if (!fsjob_may_inline(call))
 		return FSJOB_NOT_INLINE;
-	struct fsjob job = { .call = call, .ws = call->ws };
-	if (call->env && call->env->sandbox)
-		job.protect = call->env->sandbox->protect;
+	struct fsjob job = { .call = call, .ws = call->ws, .protect = call_protect(call) };
 	struct ws_guard g = { .match = guard_match, .list = (const char *const *)job.protect };
 	struct ws_guard *old = ws_guard_set(&g);
 	int r = run(&job, arg);
@@ -226,6 +247,7 @@ int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg)
 	if (job.refused_entry || g.hit)
 		r = -EPERM;
 	free(job.refused_path);
+	strv_free(job.protect);
 	return r;
 }
 
@@ -270,8 +292,7 @@ static enum tool_ret start(struct tool_call *call, const struct fsjob_ops *ops, 
 	job->arg = arg;
 	job->ws = ws_ref(call->ws);
 	const struct tool_env *env = call->env;
-	if (env && env->sandbox)
-		job->protect = strv_dup((const char *const *)env->sandbox->protect);
+	job->protect = call_protect(call);
 	if (needs_switch(call)) {
 		identity_copy(&job->ident, call->ident);
 		job->switch_ident = true;

@@ -540,6 +540,18 @@ unsigned proc_count(const struct process_table *t, uid_t uid)
 	return k;
 }
 
+bool proc_make_room(struct process_table *t, uid_t uid)
+{
+	PROC_FOREACH(n, n_next, &t->procs) {
+		struct process *p = container_of(n, struct process, node);
+		if (p->uid == uid && p->ended && p->keep_timer && !p->n_waiters) {
+			proc_free(p);
+			return true;
+		}
+	}
+	return false;
+}
+
 struct process *proc_new(struct process_table *t, const struct tool_call *c, const char *command)
 {
 	struct process *p = xcalloc(1, sizeof(*p));

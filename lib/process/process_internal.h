@@ -125,6 +125,9 @@ void proc_touch(struct process *p);
 void proc_event(struct process *p, const char *type);
 struct process *proc_find(struct process_table *t, const char *id, uid_t uid, bool all);
 unsigned proc_count(const struct process_table *t, uid_t uid);
+/* Forgets the oldest ended process of uid that no call waits on, to make
+ * room for a new one; false when it has none. */
+bool proc_make_room(struct process_table *t, uid_t uid);
 bool proc_waiting(struct process *p);
 
 /* process_spawn.c: arguments, input, and the terminal. */

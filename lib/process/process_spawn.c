@@ -189,11 +189,15 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 		return TOOL_DONE;
 	}
 	uid_t uid = proc_call_uid(c);
+	/* Ended ones, kept listed for their output, give their place to a
+	 * new one (the oldest first): only running ones refuse a start. */
+	while (proc_count(t, uid) >= t->limits.per_uid && proc_make_room(t, uid))
+		;
 	if (proc_count(t, uid) >= t->limits.per_uid) {
 		t->stats.refused++;
 		tool_call_fail(c, TC_OVERLOADED,
-			       "Too many processes: this user has %u, the limit (limits.per_uid_processes); "
-			       "end one with process_kill, or wait until ended ones are no longer listed",
+			       "Too many processes: this user has %u running, the limit (limits.per_uid_processes); "
+			       "end one with process_kill",
 			       t->limits.per_uid);
 		return TOOL_DONE;
 	}

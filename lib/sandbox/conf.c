@@ -154,6 +154,7 @@ void sandbox_config_clear(struct sandbox_config *cfg)
 	cfg->n_per_tool = 0;
 	cfg->deny_read = strv_free(cfg->deny_read);
 	cfg->protect = strv_free(cfg->protect);
+	cfg->read_only = strv_free(cfg->read_only);
 	cfg->write_extra = strv_free(cfg->write_extra);
 	cfg->unix_sockets = strv_free(cfg->unix_sockets);
 	free(cfg->cgroup_dir);
@@ -197,6 +198,7 @@ void sandbox_req_init(struct sandbox_req *req, const struct sandbox_config *cfg,
 	req->write_extra = (const char *const *)cfg->write_extra;
 	req->write_extra_tool = tool ? (const char *const *)tool->write_extra : NULL;
 	req->protect = (const char *const *)cfg->protect;
+	req->read_only = (const char *const *)cfg->read_only;
 	req->unix_sockets = (const char *const *)cfg->unix_sockets;
 }
 

@@ -331,6 +331,46 @@ static void protect_add(struct sandbox_run *run, const char *ws, char *full)
 		strv_push(&run->ro_binds, xstrdup(full));
 }
 
+/* The directories on the way from a workspace to each covered path (a
+ * deny_read path beneath it: the daemon's config, tools directory, audit
+ * log, socket) bound onto themselves, as protect_add does: a child could
+ * otherwise rename one away, the cover with it, and put its own config or
+ * tool files at the daemon's path for its next reload. */
+static void covers_pin(struct sandbox_run *run, const struct sandbox_req *req)
+{
+	for (char **p = run->covers; p && *p; p++)
+		for (const char *const *w = req->workspaces; w && *w; w++) {
+			size_t n = strlen(*w);
+			if (strncmp(*p, *w, n) != 0 || (*p)[n] != '/')
+				continue;
+			_cleanup_free_ char *full = xstrdup(*p);
+			for (char *s = full + n + 1; (s = strchr(s, '/')); s++) {
+				*s = '\0';
+				if (!strv_has(run->binds, full))
+					strv_push(&run->binds, xstrdup(full));
+				*s = '/';
+			}
+			break;
+		}
+}
+
+/* The daemon's own paths beneath a workspace (its config's directory, with
+ * what it holds next to the config: tool files, hook scripts), read-only
+ * and kept in place as a protected path is. */
+static void read_only_plan(struct sandbox_run *run, const struct sandbox_req *req)
+{
+	for (const char *const *p = req->read_only; p && *p; p++)
+		for (const char *const *w = req->workspaces; w && *w; w++) {
+			size_t n = strlen(*w);
+			struct stat st;
+			if (strncmp(*p, *w, n) != 0 || (*p)[n] != '/' || lstat(*p, &st) < 0 || S_ISLNK(st.st_mode))
+				continue;
+			_cleanup_free_ char *full = xstrdup(*p);
+			protect_add(run, *w, full);
+			break;
+		}
+}
+
 /*
  * What a missing protected path is made as, so that a read-only mount can
  * hold its place (a mount needs a place): an empty directory for the
@@ -802,6 +842,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 			note(run, false, "protect");
 		} else if (run->ro_binds) {
 			note(run, true, "protect");
+		}
+		if (ns) {
+			covers_pin(run, req);
+			read_only_plan(run, req);
 		}
 		c->binds = (const char *const *)run->binds;
 		c->ro_binds = (const char *const *)run->ro_binds;

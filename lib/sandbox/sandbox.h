@@ -134,6 +134,9 @@ struct sandbox_config {
 	char **deny_read;			/* NULL-terminated; "~/" is the identity's home */
 	char **write_extra;			/* absolute paths */
 	char **protect;				/* relative to each workspace */
+	char **read_only;			/* absolute: the daemon's own (its
+						 * config's directory), read-only where
+						 * a writable workspace holds them */
 	char **unix_sockets;			/* sockets (or their directories) a
 						 * child may reach where it otherwise
 						 * finds them hidden */
@@ -216,6 +219,7 @@ struct sandbox_req {
 	const char *const *write_extra;		/* the config's */
 	const char *const *write_extra_tool;	/* the tool's */
 	const char *const *protect;
+	const char *const *read_only;
 	const char *const *unix_sockets;
 	const struct identity *id;		/* whom the child runs as (id->change); NULL: the daemon's own */
 	const char *call_name;			/* for the cgroup's and TMPDIR's name */

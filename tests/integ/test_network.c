@@ -363,7 +363,7 @@ START_TEST(proxy_refuses_with_the_rule)
 {
 	NEED_NETWORK();
 	struct tcd d;
-	start(&d, "\"allow\":[\"*.test\"],\"deny\":[\"evil.test\"]", NULL);
+	start(&d, "\"allow\":[\"*.test\",\"localhost\"],\"deny\":[\"evil.test\"]", NULL);
 	struct tcc *ev = subscriber(&d, "[\"network.refused\"]");
 	struct tcc *c = tcc_connect(&d);
 
@@ -390,6 +390,14 @@ START_TEST(proxy_refuses_with_the_rule)
 	ck_assert_msg(strstr(text(r), "169.254.169.254:80") && strstr(text(r), "private:169.254.169.254"), "%s",
 		      text(r));
 	ck_assert_msg(strstr(text(r), "meta.test:80"), "%s", text(r));
+
+	/* A name the policy allows that the daemon's resolver (not the hosts
+	 * map) turns into a loopback address is refused after resolution
+	 * (--noproxy '' since NO_PROXY names localhost). */
+	r = tcc_shell(c, "curl -s -m 20 --noproxy '' -w '\\n%{http_code}\\n' http://localhost:9/");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(out(r), "\n403\n") && strstr(out(r), "private:"), "%s", dump(r));
+	ck_assert_msg(strstr(text(r), "localhost:9") && strstr(text(r), "private:"), "%s", text(r));
 
 	tcc_close(ev);
 	tcc_close(c);

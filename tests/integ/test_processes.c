@@ -118,6 +118,12 @@ START_TEST(background_returns_at_until_and_kill_ends_it)
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 3);
 	ck_assert(tj_bool(r, "result.isError"));
 	ck_assert_str_eq(out(r), "bye\n");
+	/* A kill that finds it ended on its own reports that failure too:
+	 * the kill did not end it. */
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", pid_of(r)));
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 3);
+	ck_assert_msg(tj_bool(r, "result.isError"), "%s", tj_text(r));
 
 	/* A refusal of the sandbox is told as shell tells it (not under
 	 * valgrind, which runs children without the sandbox). */
@@ -534,11 +540,27 @@ START_TEST(per_uid_limit)
 	struct tcd d;
 	start(&d, "\"limits\":{\"per_uid_processes\":2}");
 	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(bg(c, "sleep 300", "\"yield_ms\":0"));
-	tc_assert_ok(bg(c, "sleep 300", "\"yield_ms\":0"));
 	const struct json *r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *first = xstrdup(pid_of(r));
+	tc_assert_ok(bg(c, "sleep 300", "\"yield_ms\":0"));
+	r = bg(c, "sleep 300", "\"yield_ms\":0");
 	tc_assert_kind(r, "overloaded");
 	ck_assert_msg(strstr(tj_str(r, "error.message"), "per_uid_processes"), "%s", tj_str(r, "error.message"));
+	/* One killed (still listed, its end readable) or ended on its own
+	 * makes room at once: only running ones refuse a start, not the
+	 * ended ones kept for limits.process_keep_s. */
+	tc_assert_ok(tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", first)));
+	r = tcc_call(c, "process_list", "{}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.processes"), 2);
+	r = bg(c, "echo done", "\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	r = bg(c, "sleep 300", "\"yield_ms\":0");
+	tc_assert_kind(r, "overloaded");
+	free(first);
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);

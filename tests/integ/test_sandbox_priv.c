@@ -268,6 +268,110 @@ START_TEST(metadata_outside_refused)
 END_TEST
 
 /*
+ * The daemon's socket directory, put in the workspace, is the daemon's as
+ * its config is: a root peer's shell (loop 0) and the shell of a peer of
+ * uid 65534 that owns the directory (loop 1) can neither remove the
+ * socket, nor add to the directory, rename it or change its mode; the rest
+ * of the workspace stays theirs.
+ */
+START_TEST(socket_dir_in_workspace_untouched)
+{
+	uid_t uid = _i ? NOBODY : 0;
+	struct tcd d;
+	struct tcd_opts o = { .config = "{" TC_AUTO_CONFIRM ",\"socket\":\"@WS@/run/sock\"}", .no_wait = true };
+	tcd_prepare(&d, &o);
+	char *run = tcd_ws_path(&d, "run");
+	ck_assert_int_eq(mkdir(run, 0755), 0);
+	ck_assert_int_eq(chmod(run, 0755), 0);
+	ck_assert_int_eq(chown(run, uid, uid), 0);
+	free(d.sock);
+	d.sock = xasprintf("%s/sock", run);
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", d.sock);
+	tcd_open_to_all(&d);
+	struct tcc *c = _i ? tcc_connect_as(&d, NOBODY, NOBODY) : tcc_connect(&d);
+	const char *const refused[] = {
+		"rm run/sock", "chmod 777 run", "touch run/new", "mv run run2",
+	};
+	tc_assert_shell_fails_all(c, refused, sizeof(refused) / sizeof(*refused));
+	struct stat st;
+	ck_assert_int_eq(lstat(d.sock, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_int_eq(stat(run, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0755);
+	char *added = tcd_ws_path(&d, "run/new");
+	ck_assert_int_lt(access(added, F_OK), 0);
+	free(added);
+	tc_assert_ok(tcc_shell(c, "touch beside && chmod 600 beside && rm beside"));
+	/* Nor through the file tools. */
+	tc_assert_kind(tcc_call(c, "delete_file", "{\"path\":\"run/sock\"}"), "permission_denied");
+	tc_assert_kind(tcc_call(c, "make_dir", "{\"path\":\"run/new\"}"), "permission_denied");
+	tc_assert_kind(tcc_call(c, "move_file", "{\"from\":\"run\",\"to\":\"run2\"}"), "permission_denied");
+	ck_assert_int_eq(lstat(d.sock, &st), 0);
+	tcc_close(c);
+	free(run);
+	tcd_finish(&d);
+}
+END_TEST
+
+/*
+ * The daemon's config and tools directory in the workspace (the per-user
+ * install's ~/.config/toolcalld under a $HOME workspace): a call's shell
+ * can neither change them, nor what lies beside them in the config's
+ * directory (a hook's script), nor rename a directory on their way, which
+ * would take them away and let it put a config of its own at their path
+ * for the daemon's next reload; the rest of the workspace stays writable.
+ */
+START_TEST(config_dir_in_workspace_kept_in_place)
+{
+	struct tcd d;
+	struct tcd_opts o = { .no_wait = true };
+	tcd_prepare(&d, &o);
+	char *dir = tcd_ws_path(&d, ".config/tc/tools.d");
+	char *cmd = xasprintf("mkdir -p '%s' && echo 'exit 0' > '%s/../hook.sh'", dir, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+	free(d.config);
+	d.config = tcd_ws_path(&d, ".config/tc/config.json");
+	char *cfg = xasprintf("{" TC_AUTO_CONFIRM ",\"socket\":\"%s\",\"workspace\":\"%s\",\"tools_dir\":\"%s\"}",
+			      d.sock, d.ws, dir);
+	tc_write_file_atomic(d.config, cfg, strlen(cfg));
+	free(cfg);
+	struct stat before;
+	ck_assert_int_eq(stat(d.config, &before), 0);
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "no socket");
+	struct tcc *c = tcc_connect(&d);
+	const char *const refused[] = {
+		"mv .config .config-old", "mv .config/tc .config/tc-old", "echo '{}' > .config/tc/config.json",
+		"touch .config/tc/tools.d/x.json", "rm .config/tc/config.json",
+		"echo 'echo allow' > .config/tc/hook.sh", "touch .config/tc/new.json", "chmod 777 .config/tc",
+	};
+	tc_assert_shell_fails_all(c, refused, sizeof(refused) / sizeof(*refused));
+	struct stat after;
+	ck_assert_int_eq(stat(d.config, &after), 0);
+	ck_assert(after.st_ino == before.st_ino && after.st_size == before.st_size);
+	tc_assert_ok(tcc_shell(c, "touch .config/other && rm .config/other && cat .config/tc/hook.sh"));
+	/* Nor can the file tools, which do not run in the sandbox. */
+	const char *const tools[][2] = {
+		{ "write_file", "{\"path\":\".config/tc/tools.d/x.json\",\"content\":\"{}\"}" },
+		{ "write_file", "{\"path\":\".config/tc/hook.sh\",\"content\":\"echo allow\"}" },
+		{ "move_file", "{\"from\":\".config\",\"to\":\".config-old\"}" },
+		{ "delete_file", "{\"path\":\".config/tc\",\"recursive\":true}" },
+		{ "make_dir", "{\"path\":\".config/tc/more\"}" },
+	};
+	for (size_t i = 0; i < sizeof(tools) / sizeof(*tools); i++)
+		tc_assert_kind(tcc_call(c, tools[i][0], tools[i][1]), "permission_denied");
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\".config/other\",\"content\":\"x\"}"));
+	ck_assert_int_eq(stat(d.config, &after), 0);
+	ck_assert(after.st_ino == before.st_ino && after.st_size == before.st_size);
+	tcc_close(c);
+	free(dir);
+	tcd_finish(&d);
+}
+END_TEST
+
+/*
  * limits.tmp_mb: a call's TMPDIR is a space of its own of that size; the
  * call that fills it sees ENOSPC and the result names the limit, and a
  * call of another uid running beside it still has all of its own.
@@ -803,6 +907,8 @@ static Suite *priv_suite(void)
 	tcase_add_loop_test(tc, spawner_starts_children, 0, 2);
 	tcase_add_test(tc, spawner_killed);
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
+	tcase_add_loop_test(tc, socket_dir_in_workspace_untouched, 0, 2);
+	tcase_add_test(tc, config_dir_in_workspace_kept_in_place);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
 	tcase_add_loop_test(tc, protect_holds_missing_paths, 0, 2);

@@ -5,11 +5,13 @@
  * (daemon/systemd.c), against a socket of our own.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
@@ -138,6 +140,86 @@ START_TEST(journal_large_entry_in_memfd)
 }
 END_TEST
 
+START_TEST(notify_address_unix_and_vsock)
+{
+	/* systemd hands a virtual machine's services "vsock:CID:PORT" (and
+	 * "vsock-stream:" and friends): an address like a path, not an error */
+	struct systemd_notify_address a;
+	ck_assert_int_eq(systemd_notify_address("vsock:2:4242", &a), 0);
+	ck_assert_int_eq(a.sa.vm.svm_family, AF_VSOCK);
+	ck_assert_uint_eq(a.sa.vm.svm_cid, 2);
+	ck_assert_uint_eq(a.sa.vm.svm_port, 4242);
+	ck_assert_int_eq(a.len, sizeof(struct sockaddr_vm));
+	ck_assert_int_eq(a.type, 0);
+	ck_assert_int_eq(systemd_notify_address("vsock-stream:3:1", &a), 0);
+	ck_assert_int_eq(a.type, SOCK_STREAM);
+	ck_assert_int_eq(systemd_notify_address("vsock-seqpacket:4294967294:4294967295", &a), 0);
+	ck_assert_int_eq(a.type, SOCK_SEQPACKET);
+	ck_assert_uint_eq(a.sa.vm.svm_cid, 4294967294u);
+	ck_assert_int_eq(systemd_notify_address("vsock-dgram:2:9", &a), 0);
+	ck_assert_int_eq(a.type, SOCK_DGRAM);
+	/* a CID is required (no VMADDR_CID_ANY), and both are whole numbers */
+	static const char *bad[] = {
+		"vsock:", "vsock:2", "vsock::5", "vsock:2:", "vsock:4294967295:1", "vsock:2:4294967296",
+		"vsock:-1:2", "vsock:2:5x", "vsock: 2:5", "vsock-raw:2:5", "vsock:99999999999:1",
+		"relative", "", "/",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(systemd_notify_address(bad[i], &a) == -EINVAL, "accepted \"%s\"", bad[i]);
+	ck_assert_int_eq(systemd_notify_address("/run/x", &a), 0);
+	ck_assert_int_eq(a.sa.un.sun_family, AF_UNIX);
+	ck_assert_int_eq(a.type, SOCK_DGRAM);
+	ck_assert_int_eq(systemd_notify_address("@abstract", &a), 0);
+	ck_assert_int_eq(a.sa.un.sun_path[0], '\0');
+}
+END_TEST
+
+START_TEST(notify_over_vsock)
+{
+	/* A vsock address is tried, not refused as malformed: on a machine
+	 * without vsock the error is the transport's. */
+	setenv("NOTIFY_SOCKET", "vsock:1:4242", 1);
+	int r = systemd_notify("READY=1");
+	ck_assert_msg(r != -EINVAL, "vsock:1:4242 refused as malformed");
+	/* Where the kernel has the loopback transport, the manager's side is
+	 * ours: the message arrives whole, and the sender waits for our EOF. */
+	int l = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_vm sa = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_LOCAL, .svm_port = VMADDR_PORT_ANY };
+	socklen_t sl = sizeof(sa);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (struct sockaddr *)&sa, &sl) < 0) {
+		int e = errno;
+		if (l >= 0)
+			close(l);
+		unsetenv("NOTIFY_SOCKET");
+		TC_SKIP("notify_over_vsock: no vsock loopback here (%s): only the address was tried", strerror(e));
+	}
+	char *addr = NULL;
+	ck_assert_int_gt(asprintf(&addr, "vsock-stream:%u:%u", VMADDR_CID_LOCAL, sa.svm_port), 0);
+	setenv("NOTIFY_SOCKET", addr, 1);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(systemd_notify("READY=1\nSTATUS=x") == 1 ? 0 : 1);
+	int c = accept(l, NULL, NULL);
+	ck_assert_int_ge(c, 0);
+	char got[64];
+	size_t n = 0;
+	ssize_t k;
+	while ((k = recv(c, got + n, sizeof(got) - 1 - n, 0)) > 0)
+		n += (size_t)k;
+	got[n] = '\0';
+	ck_assert_str_eq(got, "READY=1\nSTATUS=x");
+	close(c);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	unsetenv("NOTIFY_SOCKET");
+	free(addr);
+	close(l);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("log");
@@ -150,5 +232,9 @@ int main(void)
 	tcase_add_test(tj, journal_fields_in_native_protocol);
 	tcase_add_test(tj, journal_large_entry_in_memfd);
 	suite_add_tcase(s, tj);
+	TCase *tn = tcase_create("notify");
+	tcase_add_test(tn, notify_address_unix_and_vsock);
+	tcase_add_test(tn, notify_over_vsock);
+	suite_add_tcase(s, tn);
 	return run_suite(s);
 }
