@@ -29,9 +29,13 @@
  * are sent again; a call in flight is answered `transient` (its outcome is
  * unknown: it may have run), as the host's toolErrors asks: an isError
  * result or an error envelope. A call with an idempotency key is sent
- * again instead (the key makes that safe: the next daemon joins its run or
- * replays its outcome). A task's call is not lost: its tasks/result is
- * sent again and the task resumes from the daemon's store.
+ * again instead when the new connection's daemon had the session (the
+ * same daemon, or a shared store): it knows the key, so it joins the run,
+ * replays its outcome or says it is unknown; a daemon that did not have
+ * the session does not know the key either, and the call is answered
+ * `transient` as a plain one (sent again, it would run twice). A task's
+ * call is not lost: its tasks/result is sent again and the task resumes
+ * from the daemon's store.
  *
  * A daemon that stops gracefully answers the calls it stops `transient`
  * with data.restart: the bridge relays those (the host retries) but for
@@ -166,6 +170,10 @@ struct relay {
 	int64_t budget;
 	int64_t spent;
 	bool budget_told;		/* own_init is the initialize that tells it */
+	/* The new connection's daemon had the session (the same daemon, or
+	 * one that took it back from a shared store): it knows the keys of
+	 * the calls in flight, so keyed calls are sent again. */
+	bool session_back;
 };
 
 static char *canonical(const struct json *v)
@@ -207,8 +215,9 @@ static void pend_add(struct relay *r, const struct json *msg, const char *method
 		p.kind = PEND_CALL;
 		const char *tool = json_str(json_get(params, "name"));
 		p.tool = tool ? xstrdup(tool) : NULL;
-		/* With a key, sending it again never runs it twice: the next
-		 * daemon joins the run or replays its outcome. */
+		/* With a key, sending it again to a daemon that knows the key
+		 * never runs it twice: it joins the run or replays its
+		 * outcome (replay_rest()). */
 		if (json_str(json_get(json_get(params, "_meta"), "idempotencyKey")) && n <= MAX_KEPT) {
 			p.kind = PEND_KEYED;
 			p.line = xstrndup(text, n);
@@ -470,13 +479,22 @@ static void replay_rest(struct relay *r)
 		if (r->subscribed && r->subscribe_params)
 			free(own_request(r, "events/subscribe", r->subscribe_params));
 	}
-	for (size_t i = 0; i < r->n_pends; i++) {
+	for (size_t i = 0; i < r->n_pends;) {
 		struct pend *p = &r->pends[i];
+		if (p->kind == PEND_KEYED && p->resend && !r->session_back) {
+			/* A daemon that did not have the session does not know
+			 * the key either (a restart without a shared store):
+			 * sent again, the call would run a second time. */
+			answer_transient(r, p->id, p->tool, r->tool_errors_result, MSG_RESTARTED, true);
+			pend_remove(r, p);
+			continue;
+		}
 		if ((p->kind == PEND_AGAIN || p->kind == PEND_KEYED) && p->resend) {
 			buf_puts(&r->own, p->line);
 			buf_puts(&r->own, "\n");
 			p->resend = false;
 		}
+		i++;
 	}
 }
 
@@ -491,6 +509,7 @@ static void replay(struct relay *r)
 		set_str(&r->own_init, own_request(r, "initialize", p));
 		return;
 	}
+	r->session_back = false;
 	replay_rest(r);
 	fprintf(stderr, "toolcallctl mcp: reconnected to %s\n", r->socket);
 }
@@ -503,6 +522,8 @@ static void own_answer(struct relay *r, const struct json *root, const char *id)
 	const struct json *error = json_get(root, "error");
 	const struct json *result = json_get(root, "result");
 	int64_t left = r->budget - r->spent, daemon_left = -1;
+	if (!r->budget_told)
+		r->session_back = result && json_is_true(json_get(result, "resumed"));
 	if (result && !r->budget_told && r->budget >= 0 &&
 	    (!json_is_true(json_get(result, "resumed")) || !json_get_int(json_get(result, "budgetLeft"), &daemon_left) ||
 	     daemon_left > left)) {
