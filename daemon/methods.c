@@ -519,7 +519,7 @@ void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *
 	}
 	if (p) {
 		char *msg = xasprintf("Method not found: '%.200s'", req->method);
-		conn_error(p, JRPC_METHOD_NOT_FOUND, msg, NULL);
+		conn_error(p, JRPC_METHOD_NOT_FOUND, msg, "{\"kind\":\"not_found\"}");
 		free(msg);
 	}
 }

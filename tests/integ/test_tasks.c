@@ -106,6 +106,16 @@ START_TEST(result_names_its_task)
 	/* Ended: cannot be cancelled. */
 	ck_assert_int_eq(tj_int(tcc_request(c, "tasks/cancel", q), "error.code"), -32602);
 	ck_assert_int_eq(tj_int(tcc_request(c, "tasks/cancel", "{\"taskId\":\"nope\"}"), "error.code"), -32602);
+	/* Each with a kind, as every error of a request is. */
+	static const char *const bad[][2] = {
+		{ "tasks/cancel", NULL }, { "tasks/get", "{\"taskId\":\"nope\"}" }, { "tasks/result", "{\"taskId\":5}" },
+		{ "tasks/list", "{\"cursor\":5}" }, { "tasks/list", "{\"cursor\":\"zz\"}" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		const struct json *e = tcc_request(c, bad[i][0], bad[i][1] ? bad[i][1] : q);
+		ck_assert_int_eq(tj_int(e, "error.code"), -32602);
+		ck_assert_msg(str_eq(tj_str(e, "error.data.kind"), "validation_error"), "%s", tj_text(e));
+	}
 }
 END_TEST
 
