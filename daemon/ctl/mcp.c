@@ -35,7 +35,9 @@
  * the session does not know the key either, and the call is answered
  * `transient` as a plain one (sent again, it would run twice). A task's
  * call is not lost: its tasks/result is sent again and the task resumes
- * from the daemon's store.
+ * from the daemon's store; when the new daemon does not know the task (a
+ * restart without a shared store), its answer is replaced by `transient`
+ * with data.restart, for a retry.
  *
  * A daemon that stops gracefully answers the calls it stops `transient`
  * with data.restart: the bridge relays those (the host retries) but for
@@ -93,6 +95,8 @@
 #define OWN_ID "toolcallctl-"
 
 #define MSG_RESTARTED "toolcalld restarted while this call was in flight, so its outcome is unknown; retry the call"
+#define MSG_TASK_LOST "toolcalld restarted and the new daemon does not have this task (tasks outlive a restart " \
+		      "only with a shared store), so its outcome is unknown; retry the call"
 
 /* Methods the bridge sends again to a new daemon when their answer was
  * lost: they read, or they are the host's own setup. */
@@ -115,6 +119,8 @@ struct pend {
 	char *line;		/* PEND_AGAIN, PEND_KEYED: the request as sent */
 	enum pend_kind kind;
 	bool resend;		/* sent to a daemon that went away (or stopped it) */
+	bool resent;		/* sent again to a new connection */
+	char task_q;		/* 'r': tasks/result, 'g': tasks/get, else 0 */
 };
 
 struct relay {
@@ -229,6 +235,7 @@ static void pend_add(struct relay *r, const struct json *msg, const char *method
 			p.line = xstrndup(text, n);
 		}
 	}
+	p.task_q = str_eq(method, "tasks/result") ? 'r' : str_eq(method, "tasks/get") ? 'g' : 0;
 	p.id = TAKE_PTR(id);
 	r->pends = xreallocarray(r->pends, r->n_pends + 1, sizeof(*r->pends));
 	r->pends[r->n_pends++] = p;
@@ -493,6 +500,7 @@ static void replay_rest(struct relay *r)
 			buf_puts(&r->own, p->line);
 			buf_puts(&r->own, "\n");
 			p->resend = false;
+			p->resent = true;
 		}
 		i++;
 	}
@@ -592,6 +600,16 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 		struct pend *p = pend_find(r, idt);
 		if (p && (p->kind == PEND_CALL || p->kind == PEND_KEYED))
 			r->spent += answer_attempts(root);
+		int64_t code = 0;
+		if (p && p->resent && p->task_q && !r->session_back && json_get_int(json_get(json_get(root, "error"), "code"), &code) &&
+		    code == -32602) {
+			/* A task the daemon that went away made, unknown to
+			 * the next one (a restart without a shared store):
+			 * lost with the restart, not another user's. */
+			answer_transient(r, idt, NULL, p->task_q == 'r' && r->tool_errors_result, MSG_TASK_LOST, true);
+			pend_remove(r, p);
+			return;
+		}
 		if (stopped_call(root)) {
 			/* The daemon stops: the host's next requests go to the
 			 * next one, and a keyed call is sent there again (it

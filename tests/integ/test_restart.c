@@ -480,6 +480,45 @@ START_TEST(keyed_call_sent_again_only_where_its_key_is_known)
 }
 END_TEST
 
+/* A task in flight when the daemon is killed, and a next daemon without
+ * a store: the host's tasks/result, sent again, is answered transient
+ * (the task went with the daemon), not as another user's task. */
+START_TEST(task_lost_without_a_store_is_transient)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		  "\"arguments\":{\"command\":\"echo t >> t.log; sleep 30\"},\"task\":{}}}");
+	const struct json *m = host_answer(&h, 2, 10000);
+	_cleanup_free_ char *tid = xstrdup(tj_str(m, "result.task.taskId"));
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/result\",\"params\":{\"taskId\":\"%s\"}}", tid);
+	_cleanup_free_ char *log = tcd_ws_path(&d, "t.log");
+	ck_assert(tc_wait_until(lines_equal(&d, log, "t") == 1, tc_wait_scaled(10000)));
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	m = host_answer(&h, 3, 15000);
+	ck_assert_msg(tj_bool(m, "result.isError"), "%s", tj_text(m));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "result.structuredContent.error.restart"));
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "retry"));
+	/* tasks/get of it now: the new daemon's plain answer. */
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"}}", tid);
+	ck_assert_int_eq(tj_int(host_answer(&h, 4, 10000), "error.code"), -32602);
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* The host's budget goes on when the daemon lost the session (a restart
  * without a store) or has an older record of it (killed before its last
  * calls were written to Redis): the bridge tells it what is left. */
@@ -821,6 +860,7 @@ int main(void)
 	tcase_add_test(tc, session_goes_on_across_a_restart_with_redis);
 	tcase_add_test(tc, session_goes_on_across_a_dropped_connection);
 	tcase_add_test(tc, keyed_call_sent_again_only_where_its_key_is_known);
+	tcase_add_test(tc, task_lost_without_a_store_is_transient);
 	tcase_add_test(tc, budget_goes_on_across_a_restart_without_a_store);
 	tcase_add_test(tc, budget_goes_on_across_a_crash_with_redis);
 	tcase_add_test(tc, initialize_unknown_id_with_redis);
