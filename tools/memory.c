@@ -106,6 +106,20 @@ int fail_errno(struct mem_job *j, int r, const char *what, const char *path)
 
 /* --- paths -------------------------------------------------------------- */
 
+/* True for the name (n bytes) of ws_write_atomic's temporary file
+ * (".NAME.tc-XXXXXX"): such a file found when no write is under way is a
+ * leftover and removed (measure()), so no call may give that name. */
+static bool temp_name_n(const char *name, size_t n)
+{
+	if (n < 11 || name[0] != '.' || memcmp(name + n - 10, ".tc-", 4) != 0)
+		return false;
+	for (size_t i = n - 6; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	return true;
+}
+
 /*
  * Checks a path a call names: "/memories" or a path beneath it, no "..",
  * at most DEPTH_MAX components. Sets *ret_rel to the part beneath
@@ -129,6 +143,11 @@ static char *path_beneath(const char *path, size_t len, char **ret_rel)
 		if (n == 2 && p[0] == '.' && p[1] == '.') {
 			buf_free(&rel);
 			return xasprintf("Path %s would escape " PREFIX " directory", path);
+		}
+		if (temp_name_n(p, n)) {
+			buf_free(&rel);
+			return xasprintf("The name %.*s in %s is kept for the memory's own temporary files; "
+					 "choose another name.", (int)n, p, path);
 		}
 		if (n && !(n == 1 && p[0] == '.')) {
 			if (++depth > DEPTH_MAX) {
@@ -210,17 +229,9 @@ struct usage {
 	unsigned entries;	/* files and directories */
 };
 
-/* True for the name of ws_write_atomic's temporary file (".NAME.tc-XXXXXX"). */
 static bool temp_name(const char *name)
 {
-	size_t n = strlen(name);
-	if (name[0] != '.' || n < 11 || memcmp(name + n - 10, ".tc-", 4) != 0)
-		return false;
-	for (size_t i = n - 6; i < n; i++)
-		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
-		      (name[i] >= '0' && name[i] <= '9')))
-			return false;
-	return true;
+	return temp_name_n(name, strlen(name));
 }
 
 /*

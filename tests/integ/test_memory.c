@@ -304,6 +304,32 @@ START_TEST(symlinks_are_refused)
 }
 END_TEST
 
+/* A name the memory's own temporary files have (".NAME.tc-XXXXXX", which
+ * a later write removes as a leftover of a write cut short) is refused:
+ * a file given that name would be lost. */
+START_TEST(temporary_names_are_refused)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"memory\":{\"dir\":\"mem\"}}");
+	struct tcc *c = tcc_connect(&d);
+	mem_err(c, "{\"command\":\"create\",\"path\":\"/memories/.n.md.tc-abc123\",\"file_text\":\"x\"}",
+		"choose another name");
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/a.md\",\"file_text\":\"keep\\n\"}");
+	mem_err(c, "{\"command\":\"rename\",\"old_path\":\"/memories/a.md\",\"new_path\":\"/memories/.a.tc-Zz0009\"}",
+		"choose another name");
+	mem_err(c, "{\"command\":\"create\",\"path\":\"/memories/.d.tc-000000/f.md\",\"file_text\":\"x\"}",
+		"choose another name");
+	/* Names near it are fine, and stay through later writes. */
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/.n.md.tc-abc12\",\"file_text\":\"x\"}");
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/b.md\",\"file_text\":\"y\"}");
+	mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/.n.md.tc-abc12\"}");
+	mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/a.md\"}");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* The names in the memory directory rel, hidden ones too, sorted, joined by ','. */
 static char *names_in(const struct tcd *d, const char *rel)
 {
@@ -536,6 +562,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, one_memory_per_uid);
 	tcase_add_test(tc, run_as_daemon_keeps_the_peers_directories);
 	tcase_add_test(tc, symlinks_are_refused);
+	tcase_add_test(tc, temporary_names_are_refused);
 	tcase_add_test(tc, quotas);
 	tcase_add_test(tc, hidden_from_a_session_that_says_so);
 	tcase_add_test(tc, dispatch_anthropic);
