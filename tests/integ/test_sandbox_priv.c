@@ -744,6 +744,9 @@ START_TEST(spawner_killed)
 	ck_assert_msg(!err || strstr(err, "spawner"), "%s", err);
 	if (!err)
 		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "stopped\n");
+	/* It may have answered before it stopped: the next call, sent while
+	 * it is still dying, could be taken and fail, as above. */
+	ck_assert(tc_wait_until(spawner_dead(sp3), tc_wait_scaled(10000)));
 	tc_assert_ok(tcc_shell(c, "true"));
 	tcc_close(c);
 	tcd_finish(&d);
