@@ -853,7 +853,10 @@ static enum tool_ret memory_exec(struct tool_call *call)
 		break;
 	case C_INSERT:
 		j->text = arg_dup(args, "insert_text", &j->text_len);
-		json_get_int(json_get(args, "insert_line"), &j->line);
+		/* A line beyond what an integer holds is out of range, never
+		 * line 0. */
+		if (!json_get_int(json_get(args, "insert_line"), &j->line))
+			j->line = INT64_MAX;
 		break;
 	case C_VIEW: {
 		const struct json *vr = json_get(args, "view_range");
@@ -933,13 +936,14 @@ const struct tool_def tool_memory = {
 		"\"description\":\"What to do\"},"
 		"\"path\":{\"type\":\"string\","
 		"\"description\":\"A path under /memories (e.g. \\\"/memories/notes.md\\\"); not for rename\"},"
-		"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,"
+		"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\","
+		"\"maximum\":9007199254740991},\"minItems\":2,\"maxItems\":2,"
 		"\"description\":\"view of a file: [first, last] line, 1-based; last -1 for the end\"},"
 		"\"file_text\":{\"type\":\"string\",\"description\":\"create: the whole content of the file\"},"
 		"\"old_str\":{\"type\":\"string\",\"description\":\"str_replace: the text to replace, "
 		"found exactly once\"},"
 		"\"new_str\":{\"type\":\"string\",\"description\":\"str_replace: the text to put in its place\"},"
-		"\"insert_line\":{\"type\":\"integer\",\"minimum\":0,"
+		"\"insert_line\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,"
 		"\"description\":\"insert: the line after which the text goes (0: before the first)\"},"
 		"\"insert_text\":{\"type\":\"string\",\"description\":\"insert: the text to insert\"},"
 		"\"old_path\":{\"type\":\"string\",\"description\":\"rename: what to move, under /memories\"},"

@@ -102,6 +102,17 @@ START_TEST(every_command)
 	free(s);
 	mem_err(c, "{\"command\":\"insert\",\"path\":\"/memories/notes.md\",\"insert_line\":9,\"insert_text\":\"x\"}",
 		"Invalid `insert_line` parameter: 9. It should be within the range [0, 4].");
+	/* A line past what an integer holds is refused, never taken for 0. */
+	for (int i = 0; i < 2; i++) {
+		const struct json *big = tcc_call(c, "memory", i ? "{\"command\":\"insert\",\"path\":\"/memories/notes.md\","
+						"\"insert_line\":99999999999999999999,\"insert_text\":\"x\"}"
+					      : "{\"command\":\"insert\",\"path\":\"/memories/notes.md\","
+						"\"insert_line\":1e30,\"insert_text\":\"x\"}");
+		tc_assert_kind(big, "validation_error");
+	}
+	s = mem_file(&d, "0/memories/notes.md");
+	ck_assert_str_eq(s, "top\nline uno\nmiddle\nline two\n");
+	free(s);
 
 	/* create overwrites, makes directories; view lists two levels. */
 	ck_assert_str_eq(mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/notes.md\",\"file_text\":\"new\\n\"}"),
