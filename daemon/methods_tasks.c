@@ -85,19 +85,16 @@ static void task_progress(void *ctx, const char *id, const char *token, size_t t
 
 static const struct task_watch_ops watch_ops = { .status = task_status, .progress = task_progress };
 
-bool methods_tasks_params(struct pending *p, const struct json *task, int64_t *ret_ttl)
+bool methods_tasks_params(struct pending *p, const char *tool, const struct json *task, int64_t *ret_ttl)
 {
 	*ret_ttl = -1;
 	if (task->type != JSON_OBJECT) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params for tools/call: task must be an object",
-			   "{\"kind\":\"validation_error\"}");
+		answer_invalid_call(p, tool, "task must be an object");
 		return false;
 	}
 	const struct json *ttl = json_get(task, "ttl");
 	if (ttl && ttl->type != JSON_NULL && (!json_get_int(ttl, ret_ttl) || *ret_ttl < 0)) {
-		conn_error(p, JRPC_INVALID_PARAMS,
-			   "Invalid params for tools/call: task.ttl must be an integer >= 0 (milliseconds)",
-			   "{\"kind\":\"validation_error\"}");
+		answer_invalid_call(p, tool, "task.ttl must be an integer >= 0 (milliseconds)");
 		return false;
 	}
 	return true;

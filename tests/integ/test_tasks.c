@@ -116,6 +116,16 @@ START_TEST(result_names_its_task)
 		ck_assert_int_eq(tj_int(e, "error.code"), -32602);
 		ck_assert_msg(str_eq(tj_str(e, "error.data.kind"), "validation_error"), "%s", tj_text(e));
 	}
+	/* A tools/call whose task is malformed is a failed call: its error
+	 * has the call envelope's members. */
+	static const char *const bad_task[] = { "5", "{\"ttl\":-1}", "{\"ttl\":99999999999999999999}" };
+	for (size_t i = 0; i < sizeof(bad_task) / sizeof(*bad_task); i++) {
+		const struct json *e = tcc_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"stat\",\"arguments\":"
+							 "{\"path\":\".\"},\"task\":%s}", bad_task[i]));
+		tc_assert_kind(e, "validation_error");
+		ck_assert_msg(str_eq(tj_str(e, "error.data.tool"), "stat") && tj_has(e, "error.data.attempts") &&
+			      tj_has(e, "error.data.retryable"), "%s", tj_text(e));
+	}
 }
 END_TEST
 
