@@ -135,6 +135,8 @@ int main(int argc, char **argv)
 		}
 		config_bad = r > 0;
 		s.config_path = realpath(config_path, NULL);
+		s.file_socket = s.cfg.socket ? xstrdup(s.cfg.socket) : NULL;
+		s.file_workspace = s.cfg.workspace ? xstrdup(s.cfg.workspace) : NULL;
 	}
 	if (socket_path) {
 		free(s.cfg.socket);
