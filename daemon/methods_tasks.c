@@ -126,13 +126,15 @@ static void task_made(void *arg, int r, struct task *k)
 	struct server *s = ts->s;
 	p->upper = NULL;
 	p->upper_free = NULL;
-	if (r == -EBUSY) {
-		conn_error(p, JRPC_INTERNAL_ERROR,
-			   "Too many tasks are kept for this user; wait for some to expire or fetch their results",
-			   "{\"kind\":\"overloaded\",\"retryable\":true}");
-	} else if (r < 0) {
-		conn_error(p, JRPC_INTERNAL_ERROR, "The task store cannot be reached; retry later",
-			   "{\"kind\":\"transient\",\"retryable\":true}");
+	if (r < 0) {
+		/* A failed call, answered as every other (its tool named, an
+		 * isError result under toolErrors "result"). */
+		_cleanup_(outcome_unrefp) struct outcome *o = r == -EBUSY
+			? outcome_error(TC_OVERLOADED, "Too many tasks are kept for this user; wait for some to "
+					"expire or fetch their results")
+			: outcome_error(TC_TRANSIENT, "The task store cannot be reached; retry later");
+		o->tool = ts->cp.tool ? xstrdup(ts->cp.tool) : NULL;
+		answer_outcome(p, o, false);
 	} else {
 		task_watch(k, &watch_ops, c);
 		/* The answer goes out first: the task's notifications follow it. */

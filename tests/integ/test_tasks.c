@@ -342,6 +342,32 @@ START_TEST(cancel_while_redis_away)
 }
 END_TEST
 
+/* More tasks than the uid may keep: the call fails overloaded, answered
+ * as every failed call is (its tool named; an isError result when the
+ * client takes errors as results). */
+START_TEST(too_many_tasks_is_a_failed_call)
+{
+	struct tcd dd;
+	tcd_start(&dd, "{\"tasks\":{\"max_per_uid\":1}}");
+	struct tcc *cl = tcc_connect(&dd);
+	tc_assert_ok(tcc_request(cl, "tools/call", "{\"name\":\"stat\",\"arguments\":{\"path\":\".\"},\"task\":{}}"));
+	const struct json *r = tcc_request(cl, "tools/call", "{\"name\":\"stat\",\"arguments\":{\"path\":\".\"},\"task\":{}}");
+	tc_assert_kind(r, "overloaded");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
+	ck_assert_msg(str_eq(tj_str(r, "error.data.tool"), "stat") && tj_bool(r, "error.data.retryable") &&
+		      tj_has(r, "error.data.attempts"), "%s", tj_text(r));
+	tcc_close(cl);
+	cl = tcc_connect(&dd);
+	tcc_initialize(cl, "\"toolErrors\":\"result\"");
+	r = tcc_request(cl, "tools/call", "{\"name\":\"stat\",\"arguments\":{\"path\":\".\"},\"task\":{}}");
+	ck_assert_msg(tj_bool(r, "result.isError"), "%s", tj_text(r));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.error.kind"), "overloaded");
+	tcc_close(cl);
+	ck_assert_int_eq(tcd_stop(&dd), 0);
+	tcd_free(&dd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("integ_tasks");
@@ -352,6 +378,10 @@ int main(void)
 	tcase_add_test(tc, cancel_running);
 	tcase_add_test(tc, progress_follows_the_task);
 	tcase_add_test(tc, progress_creator_gone);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bounds");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, too_many_tasks_is_a_failed_call);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("two daemons, redis away");
 	tcase_set_timeout(tc, 120);
