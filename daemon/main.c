@@ -152,6 +152,8 @@ int main(int argc, char **argv)
 		int status = preflight_check_config(&s.cfg, config_path, config_bad);
 		config_free(&s.cfg);
 		free(s.config_path);
+		free(s.file_socket);
+		free(s.file_workspace);
 		return status;
 	}
 
