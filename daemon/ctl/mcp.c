@@ -28,7 +28,8 @@
  * that are safe to send twice (ping, tools/list, tasks/get, tasks/result ...)
  * are sent again; a call in flight is answered `transient` (its outcome is
  * unknown: it may have run), as the host's toolErrors asks: an isError
- * result or an error envelope. A call with an idempotency key is sent
+ * result or an error envelope; a batch the daemon had not answered gets
+ * one array of such answers. A call with an idempotency key is sent
  * again instead when the new connection's daemon had the session (the
  * same daemon, or a shared store): it knows the key, so it joins the run,
  * replays its outcome or says it is unknown; a daemon that did not have
@@ -121,6 +122,7 @@ struct pend {
 	bool resend;		/* sent to a daemon that went away (or stopped it) */
 	bool resent;		/* sent again to a new connection */
 	char task_q;		/* 'r': tasks/result, 'g': tasks/get, else 0 */
+	unsigned batch;		/* a member of the host's batch of this number, or 0 */
 };
 
 struct relay {
@@ -155,6 +157,7 @@ struct relay {
 
 	struct pend *pends;
 	size_t n_pends;
+	unsigned batch_seq;		/* the last batch's number */
 	unsigned own_seq;
 	/* Reconnecting: the backoff and the deadline hold until the new
 	 * connection has answered something (a daemon that takes the
@@ -241,6 +244,28 @@ static void pend_add(struct relay *r, const struct json *msg, const char *method
 	r->pends[r->n_pends++] = p;
 }
 
+/* Follows a request in the host's batch: answered, with the batch's other
+ * requests, in one array of transient failures when the daemon goes away
+ * before it answers the batch (a batch is never sent again). */
+static void pend_add_member(struct relay *r, const struct json *msg, const char *method, unsigned batch)
+{
+	if (r->n_pends >= MAX_PENDING)
+		return;
+	_cleanup_free_ char *id = canonical(json_get(msg, "id"));
+	struct pend *old = pend_find(r, id);
+	if (old)
+		pend_remove(r, old);
+	struct pend p = { .kind = PEND_FAIL, .batch = batch };
+	if (str_eq(method, "tools/call")) {
+		const char *tool = json_str(json_get(json_get(msg, "params"), "name"));
+		p.kind = PEND_CALL;
+		p.tool = tool ? xstrdup(tool) : NULL;
+	}
+	p.id = TAKE_PTR(id);
+	r->pends = xreallocarray(r->pends, r->n_pends + 1, sizeof(*r->pends));
+	r->pends[r->n_pends++] = p;
+}
+
 /* Writes the initialize request again with toolErrors and workspace added
  * to its params (unless the host set them); *ret_params gets the params. */
 static void rewrite_initialize(const struct json *root, const struct json *params, const char *workspace,
@@ -290,6 +315,16 @@ static void host_line(struct relay *r, const char *text, size_t n)
 	const struct json *root = NULL;
 	if (n <= PARSE_MAX && json_parse(text, n, 0, 0, &doc, &err) == 0)
 		root = json_doc_root(doc);
+	if (root && root->type == JSON_ARRAY && root->u.arr.n) {
+		/* A batch: its requests are followed as one. */
+		unsigned batch = ++r->batch_seq ? r->batch_seq : ++r->batch_seq;
+		for (size_t i = 0; i < root->u.arr.n; i++) {
+			const struct json *m = root->u.arr.items[i];
+			const char *mm = m->type == JSON_OBJECT ? json_str(json_get(m, "method")) : NULL;
+			if (mm && json_get(m, "id"))
+				pend_add_member(r, m, mm, batch);
+		}
+	}
 	if (!root || root->type != JSON_OBJECT) {
 		/* Not for the bridge to judge: the daemon answers it. */
 		buf_append(&r->up, text, n);
@@ -385,10 +420,10 @@ static void take_input(struct relay *r, const char *data, size_t n)
 /* Answers the host's request id with a transient failure: for a call and
  * a host that takes errors as results, an isError CallResult; else an
  * error envelope. */
-static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg,
-			     bool restart)
+static void write_transient(struct buf *out, const char *id, const char *tool, bool as_result, const char *msg,
+			    bool restart)
 {
-	struct jgen *g = jgen_new(&r->down);
+	struct jgen *g = jgen_new(out);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "jsonrpc", "2.0");
 	jgen_kv_raw(g, "id", id, strlen(id));
@@ -426,7 +461,37 @@ static void answer_transient(struct relay *r, const char *id, const char *tool, 
 	}
 	jgen_obj_close(g);
 	jgen_free(g);
+}
+
+static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg,
+			     bool restart)
+{
+	write_transient(&r->down, id, tool, as_result, msg, restart);
 	buf_append(&r->down, "\n", 1);
+}
+
+static bool queued(char *const *ids, const char *id);
+
+/* Answers the members of batch that are not queued (in ids) in one
+ * array, as answer_transient answers one request, and forgets them. */
+static void answer_batch(struct relay *r, unsigned batch, char *const *ids)
+{
+	bool first = true;
+	for (size_t i = 0; i < r->n_pends;) {
+		struct pend *p = &r->pends[i];
+		if (p->batch != batch || queued(ids, p->id)) {
+			i++;
+			continue;
+		}
+		buf_puts(&r->down, first ? "[" : ",");
+		first = false;
+		bool call = p->kind == PEND_CALL;
+		write_transient(&r->down, p->id, p->tool, call && r->tool_errors_result,
+				call ? MSG_RESTARTED : "toolcalld restarted before answering; send the request again", true);
+		pend_remove(r, p);
+	}
+	if (!first)
+		buf_puts(&r->down, "]\n");
 }
 
 static void tell_host(struct relay *r, const char *method)
@@ -632,6 +697,17 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 			r->subscribed = json_get(root, "result") != NULL;
 			set_str(&r->subscribe_id, NULL);
 		}
+	} else if (root && root->type == JSON_ARRAY) {
+		/* A batch answered: its members are no longer owed. */
+		for (size_t i = 0; i < root->u.arr.n; i++) {
+			const struct json *mid = json_get(root->u.arr.items[i], "id");
+			if (!mid || mid->type == JSON_NULL)
+				continue;
+			_cleanup_free_ char *idt = canonical(mid);
+			struct pend *p = pend_find(r, idt);
+			if (p && p->batch)
+				pend_remove(r, p);
+		}
 	} else if (method && id && str_eq(method, "roots/list")) {
 		_cleanup_free_ char *idt = canonical(id);
 		if (r->answer_roots && r->roots) {
@@ -734,11 +810,18 @@ static char **queued_ids(struct relay *r)
 		size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
 		_cleanup_doc_ struct json_doc *doc = NULL;
 		struct json_err err;
-		if (len <= PARSE_MAX && json_parse(s, len, 0, 0, &doc, &err) == 0 &&
-		    json_get(json_doc_root(doc), "method") && json_get(json_doc_root(doc), "id")) {
-			ids = xreallocarray(ids, n + 2, sizeof(*ids));
-			ids[n++] = canonical(json_get(json_doc_root(doc), "id"));
-			ids[n] = NULL;
+		const struct json *root = NULL;
+		if (len <= PARSE_MAX && json_parse(s, len, 0, 0, &doc, &err) == 0)
+			root = json_doc_root(doc);
+		/* A line, or each member of a batch. */
+		size_t k = root && root->type == JSON_ARRAY ? root->u.arr.n : 1;
+		for (size_t i = 0; root && i < k; i++) {
+			const struct json *m = root->type == JSON_ARRAY ? root->u.arr.items[i] : root;
+			if (json_get(m, "method") && json_get(m, "id")) {
+				ids = xreallocarray(ids, n + 2, sizeof(*ids));
+				ids[n++] = canonical(json_get(m, "id"));
+				ids[n] = NULL;
+			}
 		}
 		s += len + 1;
 	}
@@ -792,6 +875,15 @@ static void lost(struct relay *r, int err)
 	if (r->subscribe_id && !queued(ids, r->subscribe_id))
 		r->subscribed = false;	/* sent again as the host's, if at all */
 
+	/* A batch is answered whole: one array. */
+	for (size_t i = 0; i < r->n_pends;) {
+		if (r->pends[i].batch && !queued(ids, r->pends[i].id)) {
+			answer_batch(r, r->pends[i].batch, ids);
+			i = 0;	/* its members are gone: look again */
+		} else {
+			i++;
+		}
+	}
 	for (size_t i = 0; i < r->n_pends;) {
 		struct pend *p = &r->pends[i];
 		if (queued(ids, p->id)) {

@@ -519,6 +519,68 @@ START_TEST(task_lost_without_a_store_is_transient)
 }
 END_TEST
 
+/* Waits for a message that is an array (a batch's answer); NULL on
+ * timeout. */
+static const struct json *host_wait_batch(struct host *h, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + tc_wait_scaled(timeout_ms);
+	for (;;) {
+		for (size_t i = 0; i < h->n_msgs; i++) {
+			const struct json *m = json_doc_root(h->msgs[i]);
+			if (!h->taken[i] && m->type == JSON_ARRAY) {
+				h->taken[i] = true;
+				return m;
+			}
+		}
+		if (h->out_eof || tc_now_ms() >= end)
+			return NULL;
+		host_pump(h, 50);
+	}
+}
+
+/* A batch in flight when the daemon is killed is answered, as one array:
+ * its call transient (a restart), its other request too; the host does
+ * not wait for an answer that will never come. */
+START_TEST(batch_in_flight_is_answered_after_a_crash)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		  "\"arguments\":{\"command\":\"echo b >> b.log; sleep 30\"}}},{\"jsonrpc\":\"2.0\",\"id\":3,"
+		  "\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}]");
+	_cleanup_free_ char *log = tcd_ws_path(&d, "b.log");
+	ck_assert(tc_wait_until(lines_equal(&d, log, "b") == 1, tc_wait_scaled(10000)));
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	const struct json *m = host_wait_batch(&h, 15000);
+	ck_assert_msg(m, "no answer to the batch; the bridge said: %s", host_stderr(&h));
+	ck_assert_int_eq(m->u.arr.n, 2);
+	ck_assert_int_eq(tj_int(m, "0.id"), 2);
+	ck_assert(tj_bool(m, "0.result.isError"));
+	ck_assert_str_eq(tj_str(m, "0.result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "0.result.structuredContent.error.restart"));
+	ck_assert_int_eq(tj_int(m, "1.id"), 3);
+	ck_assert_str_eq(tj_str(m, "1.error.data.kind"), "transient");
+	/* A batch to the next daemon is relayed as before. */
+	host_send(&h, "[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
+	m = host_wait_batch(&h, 15000);
+	ck_assert_msg(m && m->u.arr.n == 1 && tj_int(m, "0.id") == 4 && tj_has(m, "0.result"), "%s",
+		      m ? tj_text(m) : "no answer");
+	ck_assert_int_eq(lines_equal(&d, log, "b"), 1);
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* The host's budget goes on when the daemon lost the session (a restart
  * without a store) or has an older record of it (killed before its last
  * calls were written to Redis): the bridge tells it what is left. */
@@ -861,6 +923,7 @@ int main(void)
 	tcase_add_test(tc, session_goes_on_across_a_dropped_connection);
 	tcase_add_test(tc, keyed_call_sent_again_only_where_its_key_is_known);
 	tcase_add_test(tc, task_lost_without_a_store_is_transient);
+	tcase_add_test(tc, batch_in_flight_is_answered_after_a_crash);
 	tcase_add_test(tc, budget_goes_on_across_a_restart_without_a_store);
 	tcase_add_test(tc, budget_goes_on_across_a_crash_with_redis);
 	tcase_add_test(tc, initialize_unknown_id_with_redis);
