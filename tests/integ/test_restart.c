@@ -4,13 +4,16 @@
  * MCP client talking to the real `toolcallctl mcp` bridge, the real daemon
  * stopped (SIGTERM, as systemctl restart does), killed, or its connection
  * dropped under it. A call the stop ends is answered `transient` with
- * data.restart (a keyed one the bridge sends again itself); the session
+ * data.restart (a keyed one the bridge sends again itself, to a daemon
+ * that took the session back; a task or a batch the next daemon cannot
+ * answer is answered so too); the session
  * goes on with its budget spent, workspace, roots and always_allow
  * answers (across a restart with Redis; across a dropped connection
  * without a store); an initialize naming an id Redis does not know is
  * answered as an unknown id is, without holding the loop; and a drill:
  * the daemon restarted under load loses no answer, no task and runs no
- * keyed call twice.
+ * keyed call twice. Long because every case drives the real bridge and
+ * daemon through a restart with the helpers they share here.
  */
 #include <check.h>
 #include <errno.h>
