@@ -666,8 +666,8 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 		if (p && (p->kind == PEND_CALL || p->kind == PEND_KEYED))
 			r->spent += answer_attempts(root);
 		int64_t code = 0;
-		if (p && p->resent && p->task_q && !r->session_back && json_get_int(json_get(json_get(root, "error"), "code"), &code) &&
-		    code == -32602) {
+		if (p && p->resent && p->task_q && !r->session_back &&
+		    json_get_int(json_get(json_get(root, "error"), "code"), &code) && code == -32602) {
 			/* A task the daemon that went away made, unknown to
 			 * the next one (a restart without a shared store):
 			 * lost with the restart, not another user's. */
