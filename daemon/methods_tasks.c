@@ -193,7 +193,8 @@ static const char *task_id_param(struct pending *p, const struct jrpc_req *req)
 static void lookup_failed(struct pending *p, int r)
 {
 	if (r == -ENOENT) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Unknown task: it is another user's, or it expired", "{\"kind\":\"validation_error\"}");
+		conn_error(p, JRPC_INVALID_PARAMS, "Unknown task: it is another user's, or it expired",
+			   "{\"kind\":\"validation_error\"}");
 	} else {
 		conn_error(p, JRPC_INTERNAL_ERROR, "The task store cannot be reached; retry later",
 			   "{\"kind\":\"transient\",\"retryable\":true}");
@@ -358,7 +359,8 @@ static void got_list(void *arg, int r, const char *tasks_json, size_t n, const c
 {
 	struct pending *p = unpark(arg);
 	if (r == -EINVAL) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: cursor is not one this server gave", "{\"kind\":\"validation_error\"}");
+		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: cursor is not one this server gave",
+			   "{\"kind\":\"validation_error\"}");
 		return;
 	}
 	if (r < 0) {
