@@ -473,8 +473,11 @@ static void answer_transient(struct relay *r, const char *id, const char *tool, 
 static bool queued(char *const *ids, const char *id);
 
 /* Answers the members of batch that are not queued (in ids) in one
- * array, as answer_transient answers one request, and forgets them. */
-static void answer_batch(struct relay *r, unsigned batch, char *const *ids)
+ * array, as answer_transient answers one request (a call with msg, as a
+ * result when results and the host asks so; the others with other), and
+ * forgets them. */
+static void answer_batch(struct relay *r, unsigned batch, char *const *ids, const char *msg, const char *other,
+			 bool results, bool restart)
 {
 	bool first = true;
 	for (size_t i = 0; i < r->n_pends;) {
@@ -486,8 +489,8 @@ static void answer_batch(struct relay *r, unsigned batch, char *const *ids)
 		buf_puts(&r->down, first ? "[" : ",");
 		first = false;
 		bool call = p->kind == PEND_CALL;
-		write_transient(&r->down, p->id, p->tool, call && r->tool_errors_result,
-				call ? MSG_RESTARTED : "toolcalld restarted before answering; send the request again", true);
+		write_transient(&r->down, p->id, call ? p->tool : NULL, call && results && r->tool_errors_result,
+				call ? msg : other, restart);
 		pend_remove(r, p);
 	}
 	if (!first)
@@ -878,7 +881,8 @@ static void lost(struct relay *r, int err)
 	/* A batch is answered whole: one array. */
 	for (size_t i = 0; i < r->n_pends;) {
 		if (r->pends[i].batch && !queued(ids, r->pends[i].id)) {
-			answer_batch(r, r->pends[i].batch, ids);
+			answer_batch(r, r->pends[i].batch, ids, MSG_RESTARTED,
+				     "toolcalld restarted before answering; send the request again", true, true);
 			i = 0;	/* its members are gone: look again */
 		} else {
 			i++;
@@ -918,6 +922,16 @@ static void give_up(struct relay *r, int err)
 			      "(cannot connect to %s: %s). Start it (`toolcalld` in the workspace, or "
 			      "`systemctl --user start toolcalld.socket`), then restart this MCP server.",
 			      r->reconnect_s, r->socket, strerror(err));
+	/* A batch is answered whole, one array; the rest one by one. */
+	char *none[] = { NULL };
+	for (size_t i = 0; i < r->n_pends;) {
+		if (r->pends[i].batch) {
+			answer_batch(r, r->pends[i].batch, none, msg, msg, false, false);
+			i = 0;	/* its members are gone: look again */
+		} else {
+			i++;
+		}
+	}
 	for (size_t i = 0; i < r->n_pends; i++)
 		answer_transient(r, r->pends[i].id, NULL, false, msg, false);
 	fprintf(stderr, "toolcallctl mcp: toolcalld did not come back within %d s (%s: %s); giving up\n",
