@@ -303,6 +303,10 @@ void sandbox_run_spawned(struct sandbox_run *run);
 const char *sandbox_run_tmpdir(const struct sandbox_run *run);
 /* Kills every process of the run's cgroup (no-op without one). */
 void sandbox_run_kill(struct sandbox_run *run);
+/* The same once the child's leader has exited: nothing when the cgroup
+ * says it is empty, and then true: no process of the run is left (what
+ * it starts stays in its cgroup). */
+bool sandbox_run_kill_rest(struct sandbox_run *run);
 /* Ends the run: kills what is left in its cgroup, removes the cgroup and
  * TMPDIR. Accepts NULL; returns NULL. What prepares the next call of its
  * plan may wait for sandbox_ahead(). */

@@ -151,7 +151,10 @@ int sandbox_mounts_make(struct sandbox_child *c);
  * of a plan, whose TMPDIR will be tmpdir (taken: made for it with
  * tmp_call_make()).
  */
-char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid);
+struct stat;
+/* hide_st: the lstat() of each of c->hide_dirs, taken by the caller just
+ * before, or NULL to take them here. */
+char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid, const struct stat *hide_st);
 bool nspool_key_eq(const char *a, const char *b);
 char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms, bool *ret_made);
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir);

@@ -296,25 +296,38 @@ START_TEST(namespace_key)
 {
 	const char *ws_a[] = { "/tmp", NULL }, *ws_b[] = { "/var/tmp", NULL }, *none[] = { NULL };
 	struct sandbox_child c = { .writable = ws_a, .tmp_parent = "/t/c", .tmp_own = "/t/c/one", .mntns_fd = -1 };
-	char *k1 = nspool_key(&c, 1000, 1000);
+	char *k1 = nspool_key(&c, 1000, 1000, NULL);
 	c.tmp_own = "/t/c/two";
-	char *k2 = nspool_key(&c, 1000, 1000);
+	char *k2 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(nspool_key_eq(k1, k2));
-	char *k3 = nspool_key(&c, 1001, 1000);
+	char *k3 = nspool_key(&c, 1001, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k3));
 	c.writable = ws_b;
-	char *k4 = nspool_key(&c, 1000, 1000);
+	char *k4 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k4));
 	c.writable = none;
-	char *k5 = nspool_key(&c, 1000, 1000);
+	char *k5 = nspool_key(&c, 1000, 1000, NULL);
 	c.writable = NULL;
-	char *k6 = nspool_key(&c, 1000, 1000);
+	char *k6 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k5, k6));
 	c.writable = ws_a;
 	c.tmp_opts = "size=1m";
-	char *k7 = nspool_key(&c, 1000, 1000);
+	char *k7 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k7));
-	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7);
+	/* The caller's lstat of the hidden directories stands for the key's
+	 * own; another inode there is another key. */
+	const char *hidden[] = { "/tmp", "/", NULL };
+	struct stat st[2];
+	ck_assert_int_eq(lstat(hidden[0], &st[0]), 0);
+	ck_assert_int_eq(lstat(hidden[1], &st[1]), 0);
+	c.hide_dirs = hidden;
+	char *k8 = nspool_key(&c, 1000, 1000, NULL);
+	char *k9 = nspool_key(&c, 1000, 1000, st);
+	ck_assert(nspool_key_eq(k8, k9));
+	st[1].st_ino++;
+	char *k10 = nspool_key(&c, 1000, 1000, st);
+	ck_assert(!nspool_key_eq(k8, k10));
+	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7), free(k8), free(k9), free(k10);
 }
 END_TEST
 
@@ -1263,10 +1276,26 @@ static int count_call_cgroups(const char *dir)
 	return n;
 }
 
+/* The one call cgroup of a fake cgroup directory, in ret (n bytes). */
+static void call_cgroup(const char *dir, char *ret, size_t n)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	ret[0] = '\0';
+	while ((e = readdir(d)))
+		if (strncmp(e->d_name, "tc-", 3) == 0)
+			snprintf(ret, n, "%s/%s", dir, e->d_name);
+	closedir(d);
+	ck_assert(ret[0]);
+}
+
 /* The cgroup code against a fake cgroup v2 directory of plain files: what
  * a call's cgroup gets written (memory.max, pids.max, the child's join in
- * cgroup.procs), that its end writes cgroup.kill and keeps it, empty, for
- * the next call (with that call's limits), and that shutdown removes it. */
+ * cgroup.procs); that its end keeps it, empty, for the next call (with that
+ * call's limits), writing cgroup.kill only when cgroup.events says
+ * something is left in it after the leader's exit, and then not keeping
+ * it; and that shutdown removes a kept one. */
 START_TEST(cgroup_written)
 {
 	char fake[PATH_MAX + 16], path[PATH_MAX + 64];
@@ -1295,8 +1324,17 @@ START_TEST(cgroup_written)
 	ck_assert(enforced(&r, "enforced", "pids.max"));
 	run_done(&r);
 	/* The ended call's cgroup, empty, is kept: the next call takes it,
-	 * its limits written again where they differ. */
+	 * its limits written again where they differ. Empty once the leader
+	 * had exited, it was not killed. */
 	ck_assert_int_eq(count_call_cgroups(fake), 1);
+	char cg[PATH_MAX + 320], file[PATH_MAX + 352];
+	call_cgroup(fake, cg, sizeof(cg));
+	snprintf(file, sizeof(file), "%s/cgroup.kill", cg);
+	ck_assert_int_eq(access(file, F_OK), -1);
+	/* The next call's cgroup holds something after its leader's exit:
+	 * killed, and not kept. */
+	snprintf(file, sizeof(file), "%s/cgroup.events", cg);
+	write_file(file, "populated 1\n", 0644);
 	cfg.limits.memory_mb = 0;
 	cfg.limits.pids = 9;
 	sh(&r, "echo ok", NULL);
@@ -1304,8 +1342,12 @@ START_TEST(cgroup_written)
 	ck_assert(enforced(&r, "enforced", "pids.max"));
 	ck_assert(!enforced(&r, "enforced", "memory.max"));
 	run_done(&r);
+	ck_assert_int_eq(count_call_cgroups(fake), 0);
+	/* At exit (and on a reload) the kept ones go: a third call's. */
+	sh(&r, "echo ok", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	run_done(&r);
 	ck_assert_int_eq(count_call_cgroups(fake), 1);
-	/* At exit (and on a reload) the kept ones go. */
 	sandbox_shutdown();
 
 	snprintf(path, sizeof(path), "%s/writes.log", fake);
