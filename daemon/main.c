@@ -135,6 +135,8 @@ int main(int argc, char **argv)
 		}
 		config_bad = r > 0;
 		s.config_path = realpath(config_path, NULL);
+		s.file_socket = s.cfg.socket ? xstrdup(s.cfg.socket) : NULL;
+		s.file_workspace = s.cfg.workspace ? xstrdup(s.cfg.workspace) : NULL;
 	}
 	if (socket_path) {
 		free(s.cfg.socket);
@@ -150,6 +152,8 @@ int main(int argc, char **argv)
 		int status = preflight_check_config(&s.cfg, config_path, config_bad);
 		config_free(&s.cfg);
 		free(s.config_path);
+		free(s.file_socket);
+		free(s.file_workspace);
 		return status;
 	}
 

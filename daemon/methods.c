@@ -399,7 +399,7 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	cp.doc = req->doc;
 	if ((v = json_get(params, "task")) && v->type != JSON_NULL) {
 		int64_t ttl;
-		if (methods_tasks_params(p, v, &ttl))
+		if (methods_tasks_params(p, cp.tool, v, &ttl))
 			methods_tasks_call(c, p, &cp, ttl);
 		return;
 	}
@@ -519,7 +519,7 @@ void methods_handle(struct conn *c, const struct jrpc_req *req, struct pending *
 	}
 	if (p) {
 		char *msg = xasprintf("Method not found: '%.200s'", req->method);
-		conn_error(p, JRPC_METHOD_NOT_FOUND, msg, NULL);
+		conn_error(p, JRPC_METHOD_NOT_FOUND, msg, "{\"kind\":\"not_found\"}");
 		free(msg);
 	}
 }

@@ -76,7 +76,8 @@ static void resume_go(struct resume *q)
 	struct json_err err;
 	if (json_parse(q->params, strlen(q->params), 0, 0, &doc, &err) < 0) {
 		resume_free(q);
-		conn_error(p, JRPC_INTERNAL_ERROR, "Internal error in toolcalld; the details are in its log", NULL);
+		conn_error(p, JRPC_INTERNAL_ERROR, "Internal error in toolcalld; the details are in its log",
+			   "{\"kind\":\"internal\"}");
 		return;
 	}
 	const struct json *params = json_doc_root(doc);

@@ -85,19 +85,16 @@ static void task_progress(void *ctx, const char *id, const char *token, size_t t
 
 static const struct task_watch_ops watch_ops = { .status = task_status, .progress = task_progress };
 
-bool methods_tasks_params(struct pending *p, const struct json *task, int64_t *ret_ttl)
+bool methods_tasks_params(struct pending *p, const char *tool, const struct json *task, int64_t *ret_ttl)
 {
 	*ret_ttl = -1;
 	if (task->type != JSON_OBJECT) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params for tools/call: task must be an object",
-			   "{\"kind\":\"validation_error\"}");
+		answer_invalid_call(p, tool, "task must be an object");
 		return false;
 	}
 	const struct json *ttl = json_get(task, "ttl");
 	if (ttl && ttl->type != JSON_NULL && (!json_get_int(ttl, ret_ttl) || *ret_ttl < 0)) {
-		conn_error(p, JRPC_INVALID_PARAMS,
-			   "Invalid params for tools/call: task.ttl must be an integer >= 0 (milliseconds)",
-			   "{\"kind\":\"validation_error\"}");
+		answer_invalid_call(p, tool, "task.ttl must be an integer >= 0 (milliseconds)");
 		return false;
 	}
 	return true;
@@ -129,13 +126,15 @@ static void task_made(void *arg, int r, struct task *k)
 	struct server *s = ts->s;
 	p->upper = NULL;
 	p->upper_free = NULL;
-	if (r == -EBUSY) {
-		conn_error(p, JRPC_INTERNAL_ERROR,
-			   "Too many tasks are kept for this user; wait for some to expire or fetch their results",
-			   "{\"kind\":\"overloaded\",\"retryable\":true}");
-	} else if (r < 0) {
-		conn_error(p, JRPC_INTERNAL_ERROR, "The task store cannot be reached; retry later",
-			   "{\"kind\":\"transient\",\"retryable\":true}");
+	if (r < 0) {
+		/* A failed call, answered as every other (its tool named, an
+		 * isError result under toolErrors "result"). */
+		_cleanup_(outcome_unrefp) struct outcome *o = r == -EBUSY
+			? outcome_error(TC_OVERLOADED, "Too many tasks are kept for this user; wait for some to "
+					"expire or fetch their results")
+			: outcome_error(TC_TRANSIENT, "The task store cannot be reached; retry later");
+		o->tool = ts->cp.tool ? xstrdup(ts->cp.tool) : NULL;
+		answer_outcome(p, o, false);
 	} else {
 		task_watch(k, &watch_ops, c);
 		/* The answer goes out first: the task's notifications follow it. */
@@ -185,7 +184,7 @@ static const char *task_id_param(struct pending *p, const struct jrpc_req *req)
 	if (!id || id->type != JSON_STRING || id->u.str.len == 0 || id->u.str.len > TASK_ID_MAX ||
 	    strlen(id->u.str.s) != id->u.str.len || strchr(id->u.str.s, '\x1f')) {
 		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: taskId must be a task id this server gave",
-			   NULL);
+			   "{\"kind\":\"validation_error\"}");
 		return NULL;
 	}
 	return id->u.str.s;
@@ -194,7 +193,8 @@ static const char *task_id_param(struct pending *p, const struct jrpc_req *req)
 static void lookup_failed(struct pending *p, int r)
 {
 	if (r == -ENOENT) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Unknown task: it is another user's, or it expired", NULL);
+		conn_error(p, JRPC_INVALID_PARAMS, "Unknown task: it is another user's, or it expired",
+			   "{\"kind\":\"validation_error\"}");
 	} else {
 		conn_error(p, JRPC_INTERNAL_ERROR, "The task store cannot be reached; retry later",
 			   "{\"kind\":\"transient\",\"retryable\":true}");
@@ -359,7 +359,8 @@ static void got_list(void *arg, int r, const char *tasks_json, size_t n, const c
 {
 	struct pending *p = unpark(arg);
 	if (r == -EINVAL) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: cursor is not one this server gave", NULL);
+		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: cursor is not one this server gave",
+			   "{\"kind\":\"validation_error\"}");
 		return;
 	}
 	if (r < 0) {
@@ -384,7 +385,7 @@ static void m_tasks_list(struct conn *c, const struct jrpc_req *req, struct pend
 		return;
 	const struct json *cur = json_get(req->params, "cursor");
 	if (cur && cur->type != JSON_STRING && cur->type != JSON_NULL) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: cursor must be a string", NULL);
+		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: cursor must be a string", "{\"kind\":\"validation_error\"}");
 		return;
 	}
 	const char *cursor = cur && cur->type == JSON_STRING ? cur->u.str.s : NULL;
@@ -395,7 +396,7 @@ static void got_cancel(void *arg, int r, const char *task_json, size_t n, const 
 {
 	struct pending *p = unpark(arg);
 	if (r == -EALREADY)
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: the task has already ended", NULL);
+		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: the task has already ended", "{\"kind\":\"validation_error\"}");
 	else if (r < 0)
 		lookup_failed(p, r);
 	else

@@ -23,7 +23,7 @@ void methods_tasks_write_tool_execution(struct jgen *g);
 
 /* Checks tools/call's params.task: its ttl (-1: none) or false after
  * answering the error. */
-bool methods_tasks_params(struct pending *p, const struct json *task, int64_t *ret_ttl);
+bool methods_tasks_params(struct pending *p, const char *tool, const struct json *task, int64_t *ret_ttl);
 /* Makes a task for the checked call, answers {task} and runs the call. */
 void methods_tasks_call(struct conn *c, struct pending *p, const struct call_params *cp, int64_t ttl);
 /* The task methods (tasks/get, tasks/result, tasks/list, tasks/cancel):

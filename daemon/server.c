@@ -375,5 +375,7 @@ void server_free(struct server *s)
 	}
 	free(s->socket_path);
 	free(s->config_path);
+	free(s->file_socket);
+	free(s->file_workspace);
 	config_free(&s->cfg);
 }

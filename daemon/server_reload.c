@@ -326,6 +326,12 @@ int server_reload(struct server *s, char **ret_result, char **ret_err)
 	if (s->config_path) {
 		/* What cannot change while running stays: the socket and the
 		 * flags given on the command line. */
+		if (!(fresh.socket == s->file_socket || str_eq(fresh.socket, s->file_socket)))
+			log_warning("socket changes take effect at restart; the daemon goes on listening on %s",
+				    s->socket_path ? s->socket_path : "the socket systemd passed");
+		if (!(fresh.workspace == s->file_workspace || str_eq(fresh.workspace, s->file_workspace)))
+			log_warning("workspace changes take effect at restart; new sessions go on starting in %s",
+				    s->cfg.workspace);
 		free(fresh.socket);
 		fresh.socket = s->cfg.socket ? xstrdup(s->cfg.socket) : NULL;
 		free(fresh.workspace);

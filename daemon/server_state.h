@@ -41,6 +41,10 @@ struct server {
 	struct tc_loop *loop;
 	struct config cfg;
 	char *config_path;		/* NULL: defaults only */
+	/* socket and workspace as the config file gave them when the daemon
+	 * started (NULL: not given): a reload that finds them changed says
+	 * that the change waits for a restart. */
+	char *file_socket, *file_workspace;
 	char *socket_path;
 	bool socket_owned;		/* we created it: unlink at exit */
 	int listen_fd;

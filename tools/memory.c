@@ -106,6 +106,20 @@ int fail_errno(struct mem_job *j, int r, const char *what, const char *path)
 
 /* --- paths -------------------------------------------------------------- */
 
+/* True for the name (n bytes) of ws_write_atomic's temporary file
+ * (".NAME.tc-XXXXXX"): such a file found when no write is under way is a
+ * leftover and removed (measure()), so no call may give that name. */
+static bool temp_name_n(const char *name, size_t n)
+{
+	if (n < 11 || name[0] != '.' || memcmp(name + n - 10, ".tc-", 4) != 0)
+		return false;
+	for (size_t i = n - 6; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= '0' && name[i] <= '9')))
+			return false;
+	return true;
+}
+
 /*
  * Checks a path a call names: "/memories" or a path beneath it, no "..",
  * at most DEPTH_MAX components. Sets *ret_rel to the part beneath
@@ -129,6 +143,11 @@ static char *path_beneath(const char *path, size_t len, char **ret_rel)
 		if (n == 2 && p[0] == '.' && p[1] == '.') {
 			buf_free(&rel);
 			return xasprintf("Path %s would escape " PREFIX " directory", path);
+		}
+		if (temp_name_n(p, n)) {
+			buf_free(&rel);
+			return xasprintf("The name %.*s in %s is kept for the memory's own temporary files; "
+					 "choose another name.", (int)n, p, path);
 		}
 		if (n && !(n == 1 && p[0] == '.')) {
 			if (++depth > DEPTH_MAX) {
@@ -210,17 +229,9 @@ struct usage {
 	unsigned entries;	/* files and directories */
 };
 
-/* True for the name of ws_write_atomic's temporary file (".NAME.tc-XXXXXX"). */
 static bool temp_name(const char *name)
 {
-	size_t n = strlen(name);
-	if (name[0] != '.' || n < 11 || memcmp(name + n - 10, ".tc-", 4) != 0)
-		return false;
-	for (size_t i = n - 6; i < n; i++)
-		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
-		      (name[i] >= '0' && name[i] <= '9')))
-			return false;
-	return true;
+	return temp_name_n(name, strlen(name));
 }
 
 /*
@@ -842,7 +853,10 @@ static enum tool_ret memory_exec(struct tool_call *call)
 		break;
 	case C_INSERT:
 		j->text = arg_dup(args, "insert_text", &j->text_len);
-		json_get_int(json_get(args, "insert_line"), &j->line);
+		/* A line beyond what an integer holds is out of range, never
+		 * line 0. */
+		if (!json_get_int(json_get(args, "insert_line"), &j->line))
+			j->line = INT64_MAX;
 		break;
 	case C_VIEW: {
 		const struct json *vr = json_get(args, "view_range");
@@ -922,13 +936,14 @@ const struct tool_def tool_memory = {
 		"\"description\":\"What to do\"},"
 		"\"path\":{\"type\":\"string\","
 		"\"description\":\"A path under /memories (e.g. \\\"/memories/notes.md\\\"); not for rename\"},"
-		"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":2,\"maxItems\":2,"
+		"\"view_range\":{\"type\":\"array\",\"items\":{\"type\":\"integer\","
+		"\"maximum\":9007199254740991},\"minItems\":2,\"maxItems\":2,"
 		"\"description\":\"view of a file: [first, last] line, 1-based; last -1 for the end\"},"
 		"\"file_text\":{\"type\":\"string\",\"description\":\"create: the whole content of the file\"},"
 		"\"old_str\":{\"type\":\"string\",\"description\":\"str_replace: the text to replace, "
 		"found exactly once\"},"
 		"\"new_str\":{\"type\":\"string\",\"description\":\"str_replace: the text to put in its place\"},"
-		"\"insert_line\":{\"type\":\"integer\",\"minimum\":0,"
+		"\"insert_line\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,"
 		"\"description\":\"insert: the line after which the text goes (0: before the first)\"},"
 		"\"insert_text\":{\"type\":\"string\",\"description\":\"insert: the text to insert\"},"
 		"\"old_path\":{\"type\":\"string\",\"description\":\"rename: what to move, under /memories\"},"

@@ -53,6 +53,7 @@ struct mem_job {
 	/* Out. */
 	struct buf out;			/* the text for the model */
 	bool is_error;
+	bool unknown;			/* a write sent to Redis got no answer */
 	size_t bytes;			/* the size of the file written */
 };
 

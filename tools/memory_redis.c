@@ -228,9 +228,30 @@ static bool redis_load(redisContext *c, struct rconn *r)
 	return ok;
 }
 
+/* Sends a command whole, then reads its reply: NULL when Redis could not
+ * be reached or did not answer; *sent becomes true once the command went
+ * out whole (Redis may then run it, answered or not: a command cut short
+ * is never run). */
+static redisReply *command_sent(redisContext *c, int argc, const char **argv, const size_t *argl, bool *sent)
+{
+	if (redisAppendCommandArgv(c, argc, argv, argl) != REDIS_OK)
+		return NULL;
+	for (int done = 0; !done;)
+		if (redisBufferWrite(c, &done) != REDIS_OK)
+			return NULL;
+	*sent = true;
+	void *reply = NULL;
+	if (redisGetReply(c, &reply) != REDIS_OK)
+		return NULL;
+	return reply;
+}
+
 /* Runs the script with op and its n arguments; the reply (an array), or
- * NULL when Redis could not be reached or answered with an error. */
-static redisReply *redis_eval(const struct mem_job *j, const char *op, size_t n, const char *const *args,
+ * NULL when Redis could not be reached or answered with an error. A write
+ * (op other than "get") sent whole without an answer (Redis stalled or
+ * went away as it ran) sets j->unknown: it may have been made, so it is
+ * not to be sent again by a retry. */
+static redisReply *redis_eval(struct mem_job *j, const char *op, size_t n, const char *const *args,
 			      const size_t *lens)
 {
 	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms);
@@ -246,11 +267,15 @@ static redisReply *redis_eval(const struct mem_job *j, const char *op, size_t n,
 		argl[5 + i] = lens ? lens[i] : strlen(args[i]);
 	}
 	int argc = (int)(5 + MIN(n, (size_t)7));
-	redisReply *reply = redisCommandArgv(c, argc, argv, argl);
+	bool sent = false;
+	redisReply *reply = command_sent(c, argc, argv, argl, &sent);
 	if (reply && reply->type == REDIS_REPLY_ERROR && str_has_prefix(reply->str, "NOSCRIPT")) {
 		freeReplyObject(reply);
-		reply = redis_load(c, rc) ? redisCommandArgv(c, argc, argv, argl) : NULL;
+		sent = false;	/* not run: Redis did not know the script */
+		reply = redis_load(c, rc) ? command_sent(c, argc, argv, argl, &sent) : NULL;
 	}
+	if (!reply && sent && !str_eq(op, "get"))
+		j->unknown = true;
 	if (reply && (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
 		      reply->element[0]->type != REDIS_REPLY_STRING)) {
 		freeReplyObject(reply);
@@ -273,6 +298,18 @@ static const char *el(const redisReply *r, size_t i, size_t *ret_len)
 static bool is(const redisReply *r, const char *s)
 {
 	return str_eq(r->element[0]->str, s);
+}
+
+/* The answer to a write Redis took but did not answer: whether it was
+ * made is not known, and a retry could make it twice (an insert) or
+ * report a change made as failed (a rename). Not retried: the model looks.
+ * -1 (the job's error set). */
+static int unknown_outcome(struct mem_job *j, const char *path)
+{
+	mem_fail(j, "The shared store took the change to %s but did not answer in time, so whether it "
+		 "was made is not known; it was not repeated. View %s, then make the change again if it "
+		 "is not there.", path, path);
+	return -1;
 }
 
 /* The answers every write may get (for a path shown as path). */
@@ -306,6 +343,8 @@ static int redis_put(struct mem_job *j, const char *text, size_t n, const char *
 	const char *args[] = { j->rel, text, expect, maxf, maxt, maxn };
 	size_t lens[] = { strlen(j->rel), n, strlen(expect), strlen(maxf), strlen(maxt), strlen(maxn) };
 	redisReply *r = redis_eval(j, "put", 6, args, lens);
+	if (!r && j->unknown)
+		return unknown_outcome(j, j->path);
 	if (!r)
 		return -EIO;
 	int ret = 0;
@@ -502,6 +541,8 @@ int redis_run(struct mem_job *j)
 			return mem_fail(j, "Cannot delete the " PREFIX " directory itself");
 		const char *args[] = { j->rel };
 		r = redis_eval(j, "del", 1, args, NULL);
+		if (!r && j->unknown)
+			return unknown_outcome(j, j->path), 0;
 		if (!r)
 			return -EIO;
 		if (is(r, "none"))
@@ -517,6 +558,8 @@ int redis_run(struct mem_job *j)
 		snprintf(maxn, sizeof(maxn), "%d", ENTRIES_MAX);
 		const char *args[] = { j->rel, j->rel2, maxn };
 		r = redis_eval(j, "mv", 3, args, NULL);
+		if (!r && j->unknown)
+			return unknown_outcome(j, j->path), 0;
 		if (!r)
 			return -EIO;
 		if (is(r, "none"))

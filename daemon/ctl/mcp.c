@@ -28,10 +28,17 @@
  * that are safe to send twice (ping, tools/list, tasks/get, tasks/result ...)
  * are sent again; a call in flight is answered `transient` (its outcome is
  * unknown: it may have run), as the host's toolErrors asks: an isError
- * result or an error envelope. A call with an idempotency key is sent
- * again instead (the key makes that safe: the next daemon joins its run or
- * replays its outcome). A task's call is not lost: its tasks/result is
- * sent again and the task resumes from the daemon's store.
+ * result or an error envelope; a batch the daemon had not answered gets
+ * one array of such answers. A call with an idempotency key is sent
+ * again instead when the new connection's daemon had the session (the
+ * same daemon, or a shared store): it knows the key, so it joins the run,
+ * replays its outcome or says it is unknown; a daemon that did not have
+ * the session does not know the key either, and the call is answered
+ * `transient` as a plain one (sent again, it would run twice). A task's
+ * call is not lost: its tasks/result is sent again and the task resumes
+ * from the daemon's store; when the new daemon does not know the task (a
+ * restart without a shared store), its answer is replaced by `transient`
+ * with data.restart, for a retry.
  *
  * A daemon that stops gracefully answers the calls it stops `transient`
  * with data.restart: the bridge relays those (the host retries) but for
@@ -89,6 +96,8 @@
 #define OWN_ID "toolcallctl-"
 
 #define MSG_RESTARTED "toolcalld restarted while this call was in flight, so its outcome is unknown; retry the call"
+#define MSG_TASK_LOST "toolcalld restarted and the new daemon does not have this task (tasks outlive a restart " \
+		      "only with a shared store), so its outcome is unknown; retry the call"
 
 /* Methods the bridge sends again to a new daemon when their answer was
  * lost: they read, or they are the host's own setup. */
@@ -111,6 +120,9 @@ struct pend {
 	char *line;		/* PEND_AGAIN, PEND_KEYED: the request as sent */
 	enum pend_kind kind;
 	bool resend;		/* sent to a daemon that went away (or stopped it) */
+	bool resent;		/* sent again to a new connection */
+	char task_q;		/* 'r': tasks/result, 'g': tasks/get, else 0 */
+	unsigned batch;		/* a member of the host's batch of this number, or 0 */
 };
 
 struct relay {
@@ -145,6 +157,7 @@ struct relay {
 
 	struct pend *pends;
 	size_t n_pends;
+	unsigned batch_seq;		/* the last batch's number */
 	unsigned own_seq;
 	/* Reconnecting: the backoff and the deadline hold until the new
 	 * connection has answered something (a daemon that takes the
@@ -166,6 +179,10 @@ struct relay {
 	int64_t budget;
 	int64_t spent;
 	bool budget_told;		/* own_init is the initialize that tells it */
+	/* The new connection's daemon had the session (the same daemon, or
+	 * one that took it back from a shared store): it knows the keys of
+	 * the calls in flight, so keyed calls are sent again. */
+	bool session_back;
 };
 
 static char *canonical(const struct json *v)
@@ -207,8 +224,9 @@ static void pend_add(struct relay *r, const struct json *msg, const char *method
 		p.kind = PEND_CALL;
 		const char *tool = json_str(json_get(params, "name"));
 		p.tool = tool ? xstrdup(tool) : NULL;
-		/* With a key, sending it again never runs it twice: the next
-		 * daemon joins the run or replays its outcome. */
+		/* With a key, sending it again to a daemon that knows the key
+		 * never runs it twice: it joins the run or replays its
+		 * outcome (replay_rest()). */
 		if (json_str(json_get(json_get(params, "_meta"), "idempotencyKey")) && n <= MAX_KEPT) {
 			p.kind = PEND_KEYED;
 			p.line = xstrndup(text, n);
@@ -219,6 +237,29 @@ static void pend_add(struct relay *r, const struct json *msg, const char *method
 			p.kind = PEND_AGAIN;
 			p.line = xstrndup(text, n);
 		}
+	}
+	p.task_q = str_eq(method, "tasks/result") ? 'r' : str_eq(method, "tasks/get") ? 'g' : 0;
+	p.id = TAKE_PTR(id);
+	r->pends = xreallocarray(r->pends, r->n_pends + 1, sizeof(*r->pends));
+	r->pends[r->n_pends++] = p;
+}
+
+/* Follows a request in the host's batch: answered, with the batch's other
+ * requests, in one array of transient failures when the daemon goes away
+ * before it answers the batch (a batch is never sent again). */
+static void pend_add_member(struct relay *r, const struct json *msg, const char *method, unsigned batch)
+{
+	if (r->n_pends >= MAX_PENDING)
+		return;
+	_cleanup_free_ char *id = canonical(json_get(msg, "id"));
+	struct pend *old = pend_find(r, id);
+	if (old)
+		pend_remove(r, old);
+	struct pend p = { .kind = PEND_FAIL, .batch = batch };
+	if (str_eq(method, "tools/call")) {
+		const char *tool = json_str(json_get(json_get(msg, "params"), "name"));
+		p.kind = PEND_CALL;
+		p.tool = tool ? xstrdup(tool) : NULL;
 	}
 	p.id = TAKE_PTR(id);
 	r->pends = xreallocarray(r->pends, r->n_pends + 1, sizeof(*r->pends));
@@ -274,6 +315,16 @@ static void host_line(struct relay *r, const char *text, size_t n)
 	const struct json *root = NULL;
 	if (n <= PARSE_MAX && json_parse(text, n, 0, 0, &doc, &err) == 0)
 		root = json_doc_root(doc);
+	if (root && root->type == JSON_ARRAY && root->u.arr.n) {
+		/* A batch: its requests are followed as one. */
+		unsigned batch = ++r->batch_seq ? r->batch_seq : ++r->batch_seq;
+		for (size_t i = 0; i < root->u.arr.n; i++) {
+			const struct json *m = root->u.arr.items[i];
+			const char *mm = m->type == JSON_OBJECT ? json_str(json_get(m, "method")) : NULL;
+			if (mm && json_get(m, "id"))
+				pend_add_member(r, m, mm, batch);
+		}
+	}
 	if (!root || root->type != JSON_OBJECT) {
 		/* Not for the bridge to judge: the daemon answers it. */
 		buf_append(&r->up, text, n);
@@ -369,10 +420,10 @@ static void take_input(struct relay *r, const char *data, size_t n)
 /* Answers the host's request id with a transient failure: for a call and
  * a host that takes errors as results, an isError CallResult; else an
  * error envelope. */
-static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg,
-			     bool restart)
+static void write_transient(struct buf *out, const char *id, const char *tool, bool as_result, const char *msg,
+			    bool restart)
 {
-	struct jgen *g = jgen_new(&r->down);
+	struct jgen *g = jgen_new(out);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "jsonrpc", "2.0");
 	jgen_kv_raw(g, "id", id, strlen(id));
@@ -410,7 +461,40 @@ static void answer_transient(struct relay *r, const char *id, const char *tool, 
 	}
 	jgen_obj_close(g);
 	jgen_free(g);
+}
+
+static void answer_transient(struct relay *r, const char *id, const char *tool, bool as_result, const char *msg,
+			     bool restart)
+{
+	write_transient(&r->down, id, tool, as_result, msg, restart);
 	buf_append(&r->down, "\n", 1);
+}
+
+static bool queued(char *const *ids, const char *id);
+
+/* Answers the members of batch that are not queued (in ids) in one
+ * array, as answer_transient answers one request (a call with msg, as a
+ * result when results and the host asks so; the others with other), and
+ * forgets them. */
+static void answer_batch(struct relay *r, unsigned batch, char *const *ids, const char *msg, const char *other,
+			 bool results, bool restart)
+{
+	bool first = true;
+	for (size_t i = 0; i < r->n_pends;) {
+		struct pend *p = &r->pends[i];
+		if (p->batch != batch || queued(ids, p->id)) {
+			i++;
+			continue;
+		}
+		buf_puts(&r->down, first ? "[" : ",");
+		first = false;
+		bool call = p->kind == PEND_CALL;
+		write_transient(&r->down, p->id, call ? p->tool : NULL, call && results && r->tool_errors_result,
+				call ? msg : other, restart);
+		pend_remove(r, p);
+	}
+	if (!first)
+		buf_puts(&r->down, "]\n");
 }
 
 static void tell_host(struct relay *r, const char *method)
@@ -470,13 +554,23 @@ static void replay_rest(struct relay *r)
 		if (r->subscribed && r->subscribe_params)
 			free(own_request(r, "events/subscribe", r->subscribe_params));
 	}
-	for (size_t i = 0; i < r->n_pends; i++) {
+	for (size_t i = 0; i < r->n_pends;) {
 		struct pend *p = &r->pends[i];
+		if (p->kind == PEND_KEYED && p->resend && !r->session_back) {
+			/* A daemon that did not have the session does not know
+			 * the key either (a restart without a shared store):
+			 * sent again, the call would run a second time. */
+			answer_transient(r, p->id, p->tool, r->tool_errors_result, MSG_RESTARTED, true);
+			pend_remove(r, p);
+			continue;
+		}
 		if ((p->kind == PEND_AGAIN || p->kind == PEND_KEYED) && p->resend) {
 			buf_puts(&r->own, p->line);
 			buf_puts(&r->own, "\n");
 			p->resend = false;
+			p->resent = true;
 		}
+		i++;
 	}
 }
 
@@ -491,6 +585,7 @@ static void replay(struct relay *r)
 		set_str(&r->own_init, own_request(r, "initialize", p));
 		return;
 	}
+	r->session_back = false;
 	replay_rest(r);
 	fprintf(stderr, "toolcallctl mcp: reconnected to %s\n", r->socket);
 }
@@ -503,6 +598,8 @@ static void own_answer(struct relay *r, const struct json *root, const char *id)
 	const struct json *error = json_get(root, "error");
 	const struct json *result = json_get(root, "result");
 	int64_t left = r->budget - r->spent, daemon_left = -1;
+	if (!r->budget_told)
+		r->session_back = result && json_is_true(json_get(result, "resumed"));
 	if (result && !r->budget_told && r->budget >= 0 &&
 	    (!json_is_true(json_get(result, "resumed")) || !json_get_int(json_get(result, "budgetLeft"), &daemon_left) ||
 	     daemon_left > left)) {
@@ -571,6 +668,16 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 		struct pend *p = pend_find(r, idt);
 		if (p && (p->kind == PEND_CALL || p->kind == PEND_KEYED))
 			r->spent += answer_attempts(root);
+		int64_t code = 0;
+		if (p && p->resent && p->task_q && !r->session_back &&
+		    json_get_int(json_get(json_get(root, "error"), "code"), &code) && code == -32602) {
+			/* A task the daemon that went away made, unknown to
+			 * the next one (a restart without a shared store):
+			 * lost with the restart, not another user's. */
+			answer_transient(r, idt, NULL, p->task_q == 'r' && r->tool_errors_result, MSG_TASK_LOST, true);
+			pend_remove(r, p);
+			return;
+		}
 		if (stopped_call(root)) {
 			/* The daemon stops: the host's next requests go to the
 			 * next one, and a keyed call is sent there again (it
@@ -592,6 +699,17 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 		if (r->subscribe_id && str_eq(idt, r->subscribe_id)) {
 			r->subscribed = json_get(root, "result") != NULL;
 			set_str(&r->subscribe_id, NULL);
+		}
+	} else if (root && root->type == JSON_ARRAY) {
+		/* A batch answered: its members are no longer owed. */
+		for (size_t i = 0; i < root->u.arr.n; i++) {
+			const struct json *mid = json_get(root->u.arr.items[i], "id");
+			if (!mid || mid->type == JSON_NULL)
+				continue;
+			_cleanup_free_ char *idt = canonical(mid);
+			struct pend *p = pend_find(r, idt);
+			if (p && p->batch)
+				pend_remove(r, p);
 		}
 	} else if (method && id && str_eq(method, "roots/list")) {
 		_cleanup_free_ char *idt = canonical(id);
@@ -695,11 +813,18 @@ static char **queued_ids(struct relay *r)
 		size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
 		_cleanup_doc_ struct json_doc *doc = NULL;
 		struct json_err err;
-		if (len <= PARSE_MAX && json_parse(s, len, 0, 0, &doc, &err) == 0 &&
-		    json_get(json_doc_root(doc), "method") && json_get(json_doc_root(doc), "id")) {
-			ids = xreallocarray(ids, n + 2, sizeof(*ids));
-			ids[n++] = canonical(json_get(json_doc_root(doc), "id"));
-			ids[n] = NULL;
+		const struct json *root = NULL;
+		if (len <= PARSE_MAX && json_parse(s, len, 0, 0, &doc, &err) == 0)
+			root = json_doc_root(doc);
+		/* A line, or each member of a batch. */
+		size_t k = root && root->type == JSON_ARRAY ? root->u.arr.n : 1;
+		for (size_t i = 0; root && i < k; i++) {
+			const struct json *m = root->type == JSON_ARRAY ? root->u.arr.items[i] : root;
+			if (json_get(m, "method") && json_get(m, "id")) {
+				ids = xreallocarray(ids, n + 2, sizeof(*ids));
+				ids[n++] = canonical(json_get(m, "id"));
+				ids[n] = NULL;
+			}
 		}
 		s += len + 1;
 	}
@@ -753,6 +878,16 @@ static void lost(struct relay *r, int err)
 	if (r->subscribe_id && !queued(ids, r->subscribe_id))
 		r->subscribed = false;	/* sent again as the host's, if at all */
 
+	/* A batch is answered whole: one array. */
+	for (size_t i = 0; i < r->n_pends;) {
+		if (r->pends[i].batch && !queued(ids, r->pends[i].id)) {
+			answer_batch(r, r->pends[i].batch, ids, MSG_RESTARTED,
+				     "toolcalld restarted before answering; send the request again", true, true);
+			i = 0;	/* its members are gone: look again */
+		} else {
+			i++;
+		}
+	}
 	for (size_t i = 0; i < r->n_pends;) {
 		struct pend *p = &r->pends[i];
 		if (queued(ids, p->id)) {
@@ -787,6 +922,16 @@ static void give_up(struct relay *r, int err)
 			      "(cannot connect to %s: %s). Start it (`toolcalld` in the workspace, or "
 			      "`systemctl --user start toolcalld.socket`), then restart this MCP server.",
 			      r->reconnect_s, r->socket, strerror(err));
+	/* A batch is answered whole, one array; the rest one by one. */
+	char *none[] = { NULL };
+	for (size_t i = 0; i < r->n_pends;) {
+		if (r->pends[i].batch) {
+			answer_batch(r, r->pends[i].batch, none, msg, msg, false, false);
+			i = 0;	/* its members are gone: look again */
+		} else {
+			i++;
+		}
+	}
 	for (size_t i = 0; i < r->n_pends; i++)
 		answer_transient(r, r->pends[i].id, NULL, false, msg, false);
 	fprintf(stderr, "toolcallctl mcp: toolcalld did not come back within %d s (%s: %s); giving up\n",

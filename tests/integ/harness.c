@@ -176,13 +176,14 @@ bool tcd_wait_log(const struct tcd *d, const char *needle, unsigned count, int t
 		bool enough = count_in(log, needle) >= count;
 		free(log);
 		enough;
-	}), timeout_ms);
+	}), tc_wait_scaled(timeout_ms));
 }
 
 bool tcd_wait_stat(struct tcd *d, const char *path, int64_t at_least, int timeout_ms)
 {
 	struct tcc *c = tcc_connect(d);
-	bool ok = tc_wait_until(tj_int(tcc_request(c, "admin/stats", NULL), path) >= at_least, timeout_ms);
+	bool ok = tc_wait_until(tj_int(tcc_request(c, "admin/stats", NULL), path) >= at_least,
+				tc_wait_scaled(timeout_ms));
 	tcc_close(c);
 	return ok;
 }

@@ -151,10 +151,11 @@ void tcd_free(struct tcd *d);
 char *tcd_log(const struct tcd *d);
 /* Resident set size of the daemon in KiB (/proc/PID/status VmRSS), or -1. */
 long tcd_rss_kb(const struct tcd *d);
-/* Waits up to timeout_ms until the daemon's log holds needle at least
- * count times; returns whether it did. */
+/* Waits up to timeout_ms (scaled as every wait for something that should
+ * come) until the daemon's log holds needle at least count times; returns
+ * whether it did. */
 bool tcd_wait_log(const struct tcd *d, const char *needle, unsigned count, int timeout_ms);
-/* Waits up to timeout_ms until the admin/stats value at path (e.g.
+/* Waits up to timeout_ms (scaled) until the admin/stats value at path (e.g.
  * "result.running") is at least at_least, asking on a connection of its
  * own; returns whether it was. */
 bool tcd_wait_stat(struct tcd *d, const char *path, int64_t at_least, int timeout_ms);

@@ -362,10 +362,20 @@ START_TEST(bridge_gives_up_when_the_daemon_stays_away)
 	ck_assert_ptr_nonnull(host_wait(&h, "1", NULL, 10000));
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+	host_send(&h, "[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"id\":4,"
+		  "\"method\":\"tools/call\",\"params\":{\"name\":\"stat\",\"arguments\":{\"path\":\".\"}}}]");
 
-	/* After --reconnect-s, the waiting request gets an error that says
-	 * what happened, and the bridge ends. */
+	/* After --reconnect-s, the waiting requests get an error that says
+	 * what happened (a batch one array of them), and the bridge ends. */
 	ck_assert_int_eq(host_end(&h, false, 15000), 3);
+	const struct json *batch = NULL;
+	for (size_t i = 0; i < h.n_msgs && !batch; i++)
+		if (json_doc_root(h.msgs[i])->type == JSON_ARRAY)
+			batch = json_doc_root(h.msgs[i]);
+	ck_assert_msg(batch && batch->u.arr.n == 2, "no batch answer; the bridge said: %s", host_stderr(&h));
+	ck_assert_int_eq(tj_int(batch, "0.id"), 3);
+	ck_assert_int_eq(tj_int(batch, "1.id"), 4);
+	ck_assert_ptr_nonnull(strstr(tj_str(batch, "1.error.message"), "did not come back within 1 s"));
 	const struct json *m = host_wait(&h, "2", NULL, 1000);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_int_eq(tj_int(m, "error.code"), -32603);

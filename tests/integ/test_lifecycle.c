@@ -920,6 +920,51 @@ START_TEST(sighup_reloads)
 }
 END_TEST
 
+/* What a reload cannot change (the socket, the default workspace) stays,
+ * and the reload says so in the log instead of passing over it. */
+START_TEST(reload_says_what_waits_for_a_restart)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(c));
+	char *log = tcd_log(&d);
+	ck_assert_msg(!strstr(log, "take effect at restart"), "%s", log);
+	free(log);
+	char *text = tcd_read(&d, d.config, NULL);
+	char *other = xasprintf("%s/other", d.dir);
+	ck_assert_int_eq(mkdir(other, 0755), 0);
+	char *other_sock = xasprintf("%s/other.sock", d.dir);
+	struct buf b = {0};
+	for (const char *p = text; *p;) {
+		if (strncmp(p, d.ws, strlen(d.ws)) == 0 && p[strlen(d.ws)] == '"') {
+			buf_puts(&b, other);
+			p += strlen(d.ws);
+		} else if (strncmp(p, d.sock, strlen(d.sock)) == 0 && p[strlen(d.sock)] == '"') {
+			buf_puts(&b, other_sock);
+			p += strlen(d.sock);
+		} else {
+			buf_putc(&b, *p++);
+		}
+	}
+	tc_write_file_atomic(d.config, buf_head(&b), buf_size(&b));
+	tc_assert_ok(tcc_reload(c));
+	ck_assert(tcd_wait_log(&d, "workspace changes take effect at restart", 1, 3000));
+	ck_assert(tcd_wait_log(&d, "socket changes take effect at restart", 1, 3000));
+	/* New sessions start where they did, on the socket they did. */
+	struct tcc *n = tcc_connect(&d);
+	ck_assert_str_eq(tj_str(tcc_initialize(n, NULL), "workspace"), d.ws);
+	tcc_close(n);
+	buf_free(&b);
+	free(other_sock);
+	free(other);
+	free(text);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* --- stats --------------------------------------------------------------- */
 
 START_TEST(admin_stats)
@@ -1104,6 +1149,7 @@ int main(void)
 	tcase_add_test(tc, live_reload_inotify);
 	tcase_add_test(tc, live_reload_follows_a_replaced_tools_dir);
 	tcase_add_test(tc, sighup_reloads);
+	tcase_add_test(tc, reload_says_what_waits_for_a_restart);
 	tcase_add_test(tc, admin_stats);
 	tcase_add_test(tc, every_mistake_at_once);
 	tcase_add_test(tc, seven_mistakes_at_once);

@@ -102,6 +102,17 @@ START_TEST(every_command)
 	free(s);
 	mem_err(c, "{\"command\":\"insert\",\"path\":\"/memories/notes.md\",\"insert_line\":9,\"insert_text\":\"x\"}",
 		"Invalid `insert_line` parameter: 9. It should be within the range [0, 4].");
+	/* A line past what an integer holds is refused, never taken for 0. */
+	for (int i = 0; i < 2; i++) {
+		const struct json *big = tcc_call(c, "memory", i ? "{\"command\":\"insert\",\"path\":\"/memories/notes.md\","
+						"\"insert_line\":99999999999999999999,\"insert_text\":\"x\"}"
+					      : "{\"command\":\"insert\",\"path\":\"/memories/notes.md\","
+						"\"insert_line\":1e30,\"insert_text\":\"x\"}");
+		tc_assert_kind(big, "validation_error");
+	}
+	s = mem_file(&d, "0/memories/notes.md");
+	ck_assert_str_eq(s, "top\nline uno\nmiddle\nline two\n");
+	free(s);
 
 	/* create overwrites, makes directories; view lists two levels. */
 	ck_assert_str_eq(mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/notes.md\",\"file_text\":\"new\\n\"}"),
@@ -298,6 +309,32 @@ START_TEST(symlinks_are_refused)
 	struct stat st;
 	ck_assert(stat(outside, &st) == 0);
 	free(outside);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A name the memory's own temporary files have (".NAME.tc-XXXXXX", which
+ * a later write removes as a leftover of a write cut short) is refused:
+ * a file given that name would be lost. */
+START_TEST(temporary_names_are_refused)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"memory\":{\"dir\":\"mem\"}}");
+	struct tcc *c = tcc_connect(&d);
+	mem_err(c, "{\"command\":\"create\",\"path\":\"/memories/.n.md.tc-abc123\",\"file_text\":\"x\"}",
+		"choose another name");
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/a.md\",\"file_text\":\"keep\\n\"}");
+	mem_err(c, "{\"command\":\"rename\",\"old_path\":\"/memories/a.md\",\"new_path\":\"/memories/.a.tc-Zz0009\"}",
+		"choose another name");
+	mem_err(c, "{\"command\":\"create\",\"path\":\"/memories/.d.tc-000000/f.md\",\"file_text\":\"x\"}",
+		"choose another name");
+	/* Names near it are fine, and stay through later writes. */
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/.n.md.tc-abc12\",\"file_text\":\"x\"}");
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/b.md\",\"file_text\":\"y\"}");
+	mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/.n.md.tc-abc12\"}");
+	mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/a.md\"}");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -536,6 +573,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, one_memory_per_uid);
 	tcase_add_test(tc, run_as_daemon_keeps_the_peers_directories);
 	tcase_add_test(tc, symlinks_are_refused);
+	tcase_add_test(tc, temporary_names_are_refused);
 	tcase_add_test(tc, quotas);
 	tcase_add_test(tc, hidden_from_a_session_that_says_so);
 	tcase_add_test(tc, dispatch_anthropic);

@@ -7,7 +7,8 @@
  * (every insert answered as done is in the file exactly once, every other
  * was answered that the file changed and is to be viewed again); Redis
  * gone makes a call fail transient, and it is used again once back (its
- * script loaded again, also after SCRIPT FLUSH).
+ * script loaded again, also after SCRIPT FLUSH); a write Redis took but
+ * did not answer is not sent again.
  */
 #include <check.h>
 #include <hiredis/hiredis.h>
@@ -213,6 +214,48 @@ START_TEST(redis_gone_and_back)
 }
 END_TEST
 
+/*
+ * A write Redis takes but does not answer (it stalls as it runs it): the
+ * call says its outcome is not known, and no retry sends it again (a
+ * second rename would report the change made as failed; a second insert
+ * would insert twice). Once Redis is back, the change is there, once.
+ */
+START_TEST(unanswered_write_is_not_repeated)
+{
+	struct tcd a;
+	/* One io thread, whose connection has loaded the script: the write
+	 * is sent whole before Redis stalls. */
+	char *config = xasprintf("{\"store\":{\"kind\":\"redis\",\"address\":\"unix:%s\",\"prefix\":\"it:\","
+				 "\"timeout_ms\":500},\"memory\":{\"dir\":\"mem\"},\"limits\":{\"io_threads\":1}}",
+				 rs.sock);
+	tcd_start(&a, config);
+	free(config);
+	struct tcc *c = tcc_connect(&a);
+	mem_ok(c, "{\"command\":\"create\",\"path\":\"/memories/n.md\",\"file_text\":\"one\\n\"}");
+	mem_ok(c, "{\"command\":\"str_replace\",\"path\":\"/memories/n.md\",\"old_str\":\"one\",\"new_str\":\"two\"}");
+	redis_server_pause(&rs, true);
+	const struct json *r = tcc_call(c, "memory",
+					"{\"command\":\"rename\",\"old_path\":\"/memories/n.md\",\"new_path\":\"/memories/m.md\"}");
+	redis_server_pause(&rs, false);
+	tc_assert_ok(r);
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_int_eq(tj_int(r, "result._meta.toolcalld/attempts"), 1);
+	const char *text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "not known") && strstr(text, "View /memories/n.md"), "%s", text);
+	/* Made once: there (once Redis has run what it took while stalled),
+	 * and the old name gone. */
+	bool err = true;
+	ck_assert(tc_wait_until((mem(c, "{\"command\":\"view\",\"path\":\"/memories/m.md\"}", &err), !err),
+				tc_wait_scaled(5000)));
+	ck_assert_str_eq(mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/m.md\"}"),
+			 "Here's the content of /memories/m.md with line numbers:\n     1\ttwo");
+	mem_err(c, "{\"command\":\"view\",\"path\":\"/memories/n.md\"}", "does not exist");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&a), 0);
+	tcd_free(&a);
+}
+END_TEST
+
 int main(void)
 {
 	const char *why;
@@ -227,6 +270,7 @@ int main(void)
 	tcase_add_test(tc, one_memory_for_the_fleet);
 	tcase_add_test(tc, concurrent_inserts_lose_nothing);
 	tcase_add_test(tc, redis_gone_and_back);
+	tcase_add_test(tc, unanswered_write_is_not_repeated);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	/* One redis-server for all the cases: they run in this process. */

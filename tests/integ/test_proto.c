@@ -82,6 +82,8 @@ START_TEST(spec_calls_and_notifications)
 	/* rpc call of non-existent method */
 	r = exchange(c, "{\"jsonrpc\": \"2.0\", \"method\": \"foobar\", \"id\": \"1\"}");
 	assert_error(c, r, -32601, "\"1\"");
+	/* with a kind, as every error of a request is */
+	ck_assert_str_eq(tj_str(r, "error.data.kind"), "not_found");
 	/* names beside methods that exist: a prefix, a longer name, another
 	 * case, the first and last in byte order, empty */
 	static const char *const near[] = {

@@ -4,13 +4,16 @@
  * MCP client talking to the real `toolcallctl mcp` bridge, the real daemon
  * stopped (SIGTERM, as systemctl restart does), killed, or its connection
  * dropped under it. A call the stop ends is answered `transient` with
- * data.restart (a keyed one the bridge sends again itself); the session
+ * data.restart (a keyed one the bridge sends again itself, to a daemon
+ * that took the session back; a task or a batch the next daemon cannot
+ * answer is answered so too); the session
  * goes on with its budget spent, workspace, roots and always_allow
  * answers (across a restart with Redis; across a dropped connection
  * without a store); an initialize naming an id Redis does not know is
  * answered as an unknown id is, without holding the loop; and a drill:
  * the daemon restarted under load loses no answer, no task and runs no
- * keyed call twice.
+ * keyed call twice. Long because every case drives the real bridge and
+ * daemon through a restart with the helpers they share here.
  */
 #include <check.h>
 #include <errno.h>
@@ -97,10 +100,11 @@ static char *start_redis(struct redis_server *rs, const char *prefix, const char
 
 /*
  * A stop ends two calls the grace period did not see through: the plain
- * one is answered transient (data.restart), the keyed one is sent again
- * by the bridge to the next daemon. Without a store that one runs again
- * (it was stopped before it ended); with Redis, its key says its outcome
- * is unknown (a non-idempotent tool): never a second run.
+ * one is answered transient (data.restart). The keyed one is sent again
+ * by the bridge to the next daemon when that daemon takes the session
+ * back: with Redis, its key says its outcome is unknown (a non-idempotent
+ * tool). Without a store the next daemon knows neither the session nor
+ * the key: the keyed call is answered transient too. Never a second run.
  */
 static void stop_ends_calls(bool redis)
 {
@@ -161,9 +165,13 @@ static void stop_ends_calls(bool redis)
 		ck_assert_str_eq(tj_str(m, "result.structuredContent.error.outcome"), "unknown");
 		ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 1);
 	} else {
-		ck_assert_msg(!tj_bool(m, "result.isError"), "%s", tj_text(m));
-		ck_assert_str_eq(tj_str(m, "result.structuredContent.stdout"), "keyed\n");
-		ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 2);
+		ck_assert_msg(tj_bool(m, "result.isError"), "%s", tj_text(m));
+		ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient");
+		ck_assert(tj_bool(m, "result.structuredContent.error.restart"));
+		ck_assert_str_eq(tj_str(m, "result.structuredContent.error.tool"), "shell");
+		/* Nothing ran it again. */
+		host_pump(&h, 300);
+		ck_assert_int_eq(lines_equal(&d, keyed_log, "run"), 1);
 	}
 	/* Each request got one answer. */
 	ck_assert_ptr_null(host_wait(&h, "2", NULL, 200));
@@ -408,6 +416,171 @@ END_TEST
 START_TEST(session_goes_on_across_a_dropped_connection)
 {
 	session_goes_on(false);
+}
+END_TEST
+
+/*
+ * A keyed call in flight when the connection goes. A daemon that had the
+ * session (the same one: the connection dropped) knows the key: the
+ * bridge sends the call again, and the host gets the outcome of its one
+ * run. A daemon that did not (the next one after a crash, without a
+ * shared store) does not know the key either: the call is answered
+ * transient, as a plain one, and never runs a second time.
+ */
+START_TEST(keyed_call_sent_again_only_where_its_key_is_known)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
+	_cleanup_free_ char *proxy = xasprintf("%s/proxy.sock", d.dir);
+	pid_t px = proxy_start(proxy, d.sock);
+	struct host h;
+	const char *args[] = { "mcp", "-s", proxy, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	_cleanup_free_ char *log = tcd_ws_path(&d, "k.log");
+
+	/* The connection drops while the call waits for the test. */
+	host_call(&h, 2, "shell", "{\"command\":\"echo drop >> k.log; while [ ! -e go ]; do sleep 0.01; done; echo once\"}",
+		  "{\"idempotencyKey\":\"k-drop\"}");
+	ck_assert(tc_wait_until(lines_equal(&d, log, "drop") == 1, tc_wait_scaled(10000)));
+	size_t changed = host_count(&h, "notifications/tools/list_changed");
+	proxy_stop(px);
+	px = proxy_start(proxy, d.sock);
+	ck_assert(tc_wait_until((host_pump(&h, 10), host_count(&h, "notifications/tools/list_changed") > changed),
+				tc_wait_scaled(15000)));
+	tcd_put(&d, "go", "");
+	const struct json *m = host_answer(&h, 2, 15000);
+	ck_assert_msg(!tj_bool(m, "result.isError"), "%s", tj_text(m));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.stdout"), "once\n");
+	ck_assert_int_eq(lines_equal(&d, log, "drop"), 1);
+
+	/* The daemon is killed while the call runs; the next one has no
+	 * store. */
+	host_call(&h, 3, "shell", "{\"command\":\"echo crash >> k.log; sleep 30\"}", "{\"idempotencyKey\":\"k-crash\"}");
+	ck_assert(tc_wait_until(lines_equal(&d, log, "crash") == 1, tc_wait_scaled(10000)));
+	changed = host_count(&h, "notifications/tools/list_changed");
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	m = host_answer(&h, 3, 15000);
+	ck_assert_msg(tj_bool(m, "result.isError"), "%s", tj_text(m));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "result.structuredContent.error.restart"));
+	ck_assert(tc_wait_until((host_pump(&h, 10), host_count(&h, "notifications/tools/list_changed") > changed),
+				tc_wait_scaled(15000)));
+	host_pump(&h, 300);
+	ck_assert_int_eq(lines_equal(&d, log, "crash"), 1);
+	ck_assert_ptr_null(host_wait(&h, "3", NULL, 0));
+
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	proxy_stop(px);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A task in flight when the daemon is killed, and a next daemon without
+ * a store: the host's tasks/result, sent again, is answered transient
+ * (the task went with the daemon), not as another user's task. */
+START_TEST(task_lost_without_a_store_is_transient)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		  "\"arguments\":{\"command\":\"echo t >> t.log; sleep 30\"},\"task\":{}}}");
+	const struct json *m = host_answer(&h, 2, 10000);
+	_cleanup_free_ char *tid = xstrdup(tj_str(m, "result.task.taskId"));
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/result\",\"params\":{\"taskId\":\"%s\"}}", tid);
+	_cleanup_free_ char *log = tcd_ws_path(&d, "t.log");
+	ck_assert(tc_wait_until(lines_equal(&d, log, "t") == 1, tc_wait_scaled(10000)));
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	m = host_answer(&h, 3, 15000);
+	ck_assert_msg(tj_bool(m, "result.isError"), "%s", tj_text(m));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "result.structuredContent.error.restart"));
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "retry"));
+	/* tasks/get of it now: the new daemon's plain answer. */
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"%s\"}}", tid);
+	ck_assert_int_eq(tj_int(host_answer(&h, 4, 10000), "error.code"), -32602);
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* Waits for a message that is an array (a batch's answer); NULL on
+ * timeout. */
+static const struct json *host_wait_batch(struct host *h, int timeout_ms)
+{
+	uint64_t end = tc_now_ms() + tc_wait_scaled(timeout_ms);
+	for (;;) {
+		for (size_t i = 0; i < h->n_msgs; i++) {
+			const struct json *m = json_doc_root(h->msgs[i]);
+			if (!h->taken[i] && m->type == JSON_ARRAY) {
+				h->taken[i] = true;
+				return m;
+			}
+		}
+		if (h->out_eof || tc_now_ms() >= end)
+			return NULL;
+		host_pump(h, 50);
+	}
+}
+
+/* A batch in flight when the daemon is killed is answered, as one array:
+ * its call transient (a restart), its other request too; the host does
+ * not wait for an answer that will never come. */
+START_TEST(batch_in_flight_is_answered_after_a_crash)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		  "\"arguments\":{\"command\":\"echo b >> b.log; sleep 30\"}}},{\"jsonrpc\":\"2.0\",\"id\":3,"
+		  "\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}]");
+	_cleanup_free_ char *log = tcd_ws_path(&d, "b.log");
+	ck_assert(tc_wait_until(lines_equal(&d, log, "b") == 1, tc_wait_scaled(10000)));
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	const struct json *m = host_wait_batch(&h, 15000);
+	ck_assert_msg(m, "no answer to the batch; the bridge said: %s", host_stderr(&h));
+	ck_assert_int_eq(m->u.arr.n, 2);
+	ck_assert_int_eq(tj_int(m, "0.id"), 2);
+	ck_assert(tj_bool(m, "0.result.isError"));
+	ck_assert_str_eq(tj_str(m, "0.result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "0.result.structuredContent.error.restart"));
+	ck_assert_int_eq(tj_int(m, "1.id"), 3);
+	ck_assert_str_eq(tj_str(m, "1.error.data.kind"), "transient");
+	/* A batch to the next daemon is relayed as before. */
+	host_send(&h, "[{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
+	m = host_wait_batch(&h, 15000);
+	ck_assert_msg(m && m->u.arr.n == 1 && tj_int(m, "0.id") == 4 && tj_has(m, "0.result"), "%s",
+		      m ? tj_text(m) : "no answer");
+	ck_assert_int_eq(lines_equal(&d, log, "b"), 1);
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
 }
 END_TEST
 
@@ -751,6 +924,9 @@ int main(void)
 	tcase_add_test(tc, task_stopped_by_a_stop_fails_transient);
 	tcase_add_test(tc, session_goes_on_across_a_restart_with_redis);
 	tcase_add_test(tc, session_goes_on_across_a_dropped_connection);
+	tcase_add_test(tc, keyed_call_sent_again_only_where_its_key_is_known);
+	tcase_add_test(tc, task_lost_without_a_store_is_transient);
+	tcase_add_test(tc, batch_in_flight_is_answered_after_a_crash);
 	tcase_add_test(tc, budget_goes_on_across_a_restart_without_a_store);
 	tcase_add_test(tc, budget_goes_on_across_a_crash_with_redis);
 	tcase_add_test(tc, initialize_unknown_id_with_redis);

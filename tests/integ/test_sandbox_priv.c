@@ -400,8 +400,8 @@ START_TEST(tmp_mb_bounds_each_call)
 	buf_free(&args);
 	char *filled = tcd_ws_path(&d, "filled");
 	struct stat st;
-	for (int i = 0; i < 1000 && (stat(filled, &st) < 0 || st.st_size == 0); i++)
-		usleep(10000);
+	ck_assert_msg(tc_wait_until(stat(filled, &st) == 0 && st.st_size > 0, tc_wait_scaled(30000)),
+		      "the first call did not fill its TMPDIR");
 	free(filled);
 	const struct json *r = tcc_shell(b, "head -c 700000 /dev/zero > \"$TMPDIR/g\" && wc -c < \"$TMPDIR/g\"");
 	tc_assert_ok(r);
@@ -705,35 +705,6 @@ static bool spawner_dead(pid_t pid)
 	return dead;
 }
 
-/* Whether a child of a child of the daemon is named name. */
-static bool has_grandchild(pid_t daemon, const char *name)
-{
-	char *path = xasprintf("/proc/%d/task/%d/children", (int)daemon, (int)daemon);
-	size_t len;
-	char *text = read_file_str(path, &len);
-	free(path);
-	bool found = false;
-	for (char *p = text, *end; p && *p && !found; p = end) {
-		long pid = strtol(p, &end, 10);
-		if (end == p)
-			break;
-		char *cpath = xasprintf("/proc/%ld/task/%ld/children", pid, pid);
-		char *kids = read_file_str(cpath, &len);
-		free(cpath);
-		for (char *q = kids, *qend; q && *q && !found; q = qend) {
-			long k = strtol(q, &qend, 10);
-			if (qend == q)
-				break;
-			char *n = pid_status_field((pid_t)k, "Name");
-			found = n && strcmp(n, name) == 0;
-			free(n);
-		}
-		free(kids);
-	}
-	free(text);
-	return found;
-}
-
 /* Calls shell true until the daemon has a spawner (the first call of a
  * plan has no mount namespace made ahead, and starts directly); its pid. */
 static pid_t warm_spawner(struct tcd *d, struct tcc *c)
@@ -821,16 +792,23 @@ START_TEST(spawner_killed)
 	tcd_start_auto(&d, "");
 	struct tcc *c = tcc_connect(&d);
 	pid_t sp = warm_spawner(&d, c);
+	/* The command waits for the test (not for a time a loaded machine
+	 * may let pass before the test looks). */
 	int64_t id = tcc_send_request(c, "tools/call",
-				      "{\"name\":\"shell\",\"arguments\":{\"command\":\"sleep 0.5; echo late\"}}");
+				      "{\"name\":\"shell\",\"arguments\":{\"command\":"
+				      "\"echo > started; while [ ! -e go ]; do sleep 0.01; done; echo late\"}}");
 	/* Once the call's command runs and the daemon, which waits for the
 	 * spawner's answer, answers another connection again. */
-	ck_assert(tc_wait_until(has_grandchild(d.pid, "sleep"), 10000));
+	char *started = tcd_ws_path(&d, "started");
+	struct stat sst;
+	ck_assert_msg(tc_wait_until(stat(started, &sst) == 0, tc_wait_scaled(30000)), "the command did not start");
+	free(started);
 	struct tcc *other = tcc_connect(&d);
 	tc_assert_ok(tcc_request(other, "ping", NULL));
 	tcc_close(other);
 	ck_assert_int_eq(kill(sp, SIGKILL), 0);
-	ck_assert(tc_wait_until(spawner_dead(sp), 10000));
+	ck_assert(tc_wait_until(spawner_dead(sp), tc_wait_scaled(10000)));
+	tcd_put(&d, "go", "");
 	char idtext[32];
 	snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
 	const struct json *r = tcc_wait_id(c, idtext, 20000);
@@ -846,7 +824,7 @@ START_TEST(spawner_killed)
 	ck_assert_int_eq(kill(sp2, SIGKILL), 0);
 	/* Dead (a zombie until the daemon reaps it) before the next request:
 	 * one sent while it is still dying may have been taken, and fails. */
-	ck_assert(tc_wait_until(spawner_dead(sp2), 10000));
+	ck_assert(tc_wait_until(spawner_dead(sp2), tc_wait_scaled(10000)));
 	for (int i = 0; i < 5; i++) {
 		r = tcc_shell(c, "echo again");
 		tc_assert_ok(r);
@@ -864,12 +842,15 @@ START_TEST(spawner_killed)
 	id = tcc_send_request(c, "tools/call", "{\"name\":\"shell\",\"arguments\":{\"command\":\"echo stopped\"}}");
 	ck_assert_int_eq(kill(sp3, SIGKILL), 0);
 	snprintf(idtext, sizeof(idtext), "%lld", (long long)id);
-	r = tcc_wait_id(c, idtext, 8000);
+	r = tcc_wait_id(c, idtext, 30000);
 	ck_assert_msg(r, "no answer with the spawner killed");
 	const char *err = tj_str(r, "error.message");
 	ck_assert_msg(!err || strstr(err, "spawner"), "%s", err);
 	if (!err)
 		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "stopped\n");
+	/* It may have answered before it stopped: the next call, sent while
+	 * it is still dying, could be taken and fail, as above. */
+	ck_assert(tc_wait_until(spawner_dead(sp3), tc_wait_scaled(10000)));
 	tc_assert_ok(tcc_shell(c, "true"));
 	tcc_close(c);
 	tcd_finish(&d);

@@ -106,6 +106,26 @@ START_TEST(result_names_its_task)
 	/* Ended: cannot be cancelled. */
 	ck_assert_int_eq(tj_int(tcc_request(c, "tasks/cancel", q), "error.code"), -32602);
 	ck_assert_int_eq(tj_int(tcc_request(c, "tasks/cancel", "{\"taskId\":\"nope\"}"), "error.code"), -32602);
+	/* Each with a kind, as every error of a request is. */
+	static const char *const bad[][2] = {
+		{ "tasks/cancel", NULL }, { "tasks/get", "{\"taskId\":\"nope\"}" }, { "tasks/result", "{\"taskId\":5}" },
+		{ "tasks/list", "{\"cursor\":5}" }, { "tasks/list", "{\"cursor\":\"zz\"}" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		const struct json *e = tcc_request(c, bad[i][0], bad[i][1] ? bad[i][1] : q);
+		ck_assert_int_eq(tj_int(e, "error.code"), -32602);
+		ck_assert_msg(str_eq(tj_str(e, "error.data.kind"), "validation_error"), "%s", tj_text(e));
+	}
+	/* A tools/call whose task is malformed is a failed call: its error
+	 * has the call envelope's members. */
+	static const char *const bad_task[] = { "5", "{\"ttl\":-1}", "{\"ttl\":99999999999999999999}" };
+	for (size_t i = 0; i < sizeof(bad_task) / sizeof(*bad_task); i++) {
+		const struct json *e = tcc_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"stat\",\"arguments\":"
+							 "{\"path\":\".\"},\"task\":%s}", bad_task[i]));
+		tc_assert_kind(e, "validation_error");
+		ck_assert_msg(str_eq(tj_str(e, "error.data.tool"), "stat") && tj_has(e, "error.data.attempts") &&
+			      tj_has(e, "error.data.retryable"), "%s", tj_text(e));
+	}
 }
 END_TEST
 
@@ -322,6 +342,32 @@ START_TEST(cancel_while_redis_away)
 }
 END_TEST
 
+/* More tasks than the uid may keep: the call fails overloaded, answered
+ * as every failed call is (its tool named; an isError result when the
+ * client takes errors as results). */
+START_TEST(too_many_tasks_is_a_failed_call)
+{
+	struct tcd dd;
+	tcd_start(&dd, "{\"tasks\":{\"max_per_uid\":1}}");
+	struct tcc *cl = tcc_connect(&dd);
+	tc_assert_ok(tcc_request(cl, "tools/call", "{\"name\":\"stat\",\"arguments\":{\"path\":\".\"},\"task\":{}}"));
+	const struct json *r = tcc_request(cl, "tools/call", "{\"name\":\"stat\",\"arguments\":{\"path\":\".\"},\"task\":{}}");
+	tc_assert_kind(r, "overloaded");
+	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
+	ck_assert_msg(str_eq(tj_str(r, "error.data.tool"), "stat") && tj_bool(r, "error.data.retryable") &&
+		      tj_has(r, "error.data.attempts"), "%s", tj_text(r));
+	tcc_close(cl);
+	cl = tcc_connect(&dd);
+	tcc_initialize(cl, "\"toolErrors\":\"result\"");
+	r = tcc_request(cl, "tools/call", "{\"name\":\"stat\",\"arguments\":{\"path\":\".\"},\"task\":{}}");
+	ck_assert_msg(tj_bool(r, "result.isError"), "%s", tj_text(r));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.error.kind"), "overloaded");
+	tcc_close(cl);
+	ck_assert_int_eq(tcd_stop(&dd), 0);
+	tcd_free(&dd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("integ_tasks");
@@ -332,6 +378,10 @@ int main(void)
 	tcase_add_test(tc, cancel_running);
 	tcase_add_test(tc, progress_follows_the_task);
 	tcase_add_test(tc, progress_creator_gone);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bounds");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, too_many_tasks_is_a_failed_call);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("two daemons, redis away");
 	tcase_set_timeout(tc, 120);
