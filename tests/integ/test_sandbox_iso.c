@@ -422,6 +422,35 @@ START_TEST(tmpdir_kept_untouched)
 END_TEST
 
 /*
+ * The resource limits of sandbox.limits hold in a sandboxed child, soft
+ * and hard, as root (loop 0: root is exempt from RLIMIT_NPROC, which is
+ * not set) and as uid 65534 (loop 1), in the first call and in the later
+ * ones (started by the spawner once the namespaces are made ahead).
+ */
+START_TEST(limits_in_child)
+{
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox");
+	if (_i == 1 && !want_nobody())
+		TC_SKIP("limits_in_child: skipped: not root, cannot connect as another uid");
+	struct tcd d;
+	start(&d, "\"limits\":{\"memory_mb\":64,\"file_size_mb\":3,\"nofile\":200,\"cpu_s\":7,\"pids\":50}", false);
+	struct tcc *c = connect_as_loop(&d, _i == 1);
+	const char *want = _i == 1 ? "65536 65536 6144 6144 200 200 7 7 50 50\n" : "65536 65536 6144 6144 200 200 7 7\n";
+	for (int i = 0; i < 4; i++) {
+		const struct json *r = sh(c, _i == 1 ? "echo $(ulimit -Sd) $(ulimit -Hd) $(ulimit -Sf) $(ulimit -Hf) "
+						       "$(ulimit -Sn) $(ulimit -Hn) $(ulimit -St) $(ulimit -Ht) "
+						       "$(ulimit -Sp) $(ulimit -Hp)"
+						     : "echo $(ulimit -Sd) $(ulimit -Hd) $(ulimit -Sf) $(ulimit -Hf) "
+						       "$(ulimit -Sn) $(ulimit -Hn) $(ulimit -St) $(ulimit -Ht)");
+		tc_assert_ok(r);
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
+	}
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/*
  * The namespace made ahead for the next call is for the plan of the call
  * before: when the plan changes meanwhile (a .git/hooks made, then
  * removed, which the protect mounts follow), the next call cannot join
@@ -685,6 +714,7 @@ static Suite *iso_suite(void)
 	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
 	tcase_add_loop_test(tc, tmpdir_fresh_each_call, 0, 2);
 	tcase_add_loop_test(tc, tmpdir_kept_untouched, 0, 2);
+	tcase_add_loop_test(tc, limits_in_child, 0, 2);
 	tcase_add_loop_test(tc, tmpdir_when_plan_changes, 0, 2);
 	tcase_add_test(tc, tmpdir_identities_apart);
 	tcase_add_test(tc, require_refuses);
