@@ -56,6 +56,10 @@
 #define SPAWNER_STRINGS_MAX 65536
 /* The most supplementary groups a request has. */
 #define SPAWNER_GROUPS_MAX 1024
+/* The spawner's socket and its /dev/null, the only fds it keeps (but
+ * 0-2) between requests. */
+#define SPAWNER_SOCK_FD 3
+#define SPAWNER_NULL_FD 4
 /* How long the daemon waits for a spawner's answer (a child's exec). */
 #define SPAWNER_ANSWER_MS 10000
 
@@ -287,10 +291,19 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 	for (int fd = 0; fd <= 2; fd++)
 		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
 			syscall(SYS_exit_group, 1);
+	if (sock < 3)
+		syscall(SYS_exit_group, 1);
 	if (sock > 3)
 		(void)syscall(SYS_close_range, 3U, (unsigned)sock - 1, 0U);
 	(void)syscall(SYS_close_range, (unsigned)sock + 1, ~0U, 0U);
+	/* The socket on 3, /dev/null on 4: every fd above is a request's
+	 * (or its child's pidfd), all closed at once when it is answered. */
+	if (sock != SPAWNER_SOCK_FD && (dup3(sock, SPAWNER_SOCK_FD, O_CLOEXEC) != SPAWNER_SOCK_FD || close(sock) < 0))
+		syscall(SYS_exit_group, 1);
+	sock = SPAWNER_SOCK_FD;
 	spawner_null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (spawner_null != SPAWNER_NULL_FD)
+		syscall(SYS_exit_group, 1);
 	for (int r = 0; r < RLIM_NLIMITS; r++)
 		if (syscall(SYS_prlimit64, 0, r, NULL, &spawner_rl[r]) < 0)
 			syscall(SYS_exit_group, 1);
@@ -358,10 +371,13 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 		}
 		ans.pidfd = pidfd >= 0;
 		answer(sock, &ans, pidfd);
-		if (pidfd >= 0)
-			close(pidfd);
+		/* Bounded: close_range walks every slot of the range, and
+		 * the table is as large as the daemon's was. */
+		int top = pidfd;
 		for (unsigned i = 0; i < n_fds; i++)
-			close(fds[i]);
+			top = MAX(top, fds[i]);
+		if (top > SPAWNER_NULL_FD)
+			(void)syscall(SYS_close_range, SPAWNER_NULL_FD + 1U, (unsigned)top, 0U);
 	}
 }
 
