@@ -167,14 +167,17 @@ static void plan_write(struct buf *b, const struct sandbox_child *c, bool own)
 	put(b, 's', c->mounts_slave ? "1" : "0");
 }
 
-/* Appends the device and inode of each path (lstat), so that a plan made
- * for a path replaced since does not match. */
-static void stamp_all(struct buf *b, const char *const *v)
+/* Appends the device and inode of each path (lstat, or known[i] where the
+ * caller has just looked), so that a plan made for a path replaced since
+ * does not match. */
+static void stamp_all(struct buf *b, const char *const *v, const struct stat *known)
 {
-	for (; v && *v; v++) {
+	for (size_t i = 0; v && v[i]; i++) {
 		struct stat st;
 		char s[64];
-		if (lstat(*v, &st) < 0)
+		if (known)
+			st = known[i];
+		if (!known && lstat(v[i], &st) < 0)
 			snprintf(s, sizeof(s), "-");
 		else
 			snprintf(s, sizeof(s), "%" PRIu64 ":%" PRIu64, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
@@ -184,16 +187,21 @@ static void stamp_all(struct buf *b, const char *const *v)
 
 char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid)
 {
+	return nspool_key_known(c, uid, gid, NULL);
+}
+
+char *nspool_key_known(const struct sandbox_child *c, uid_t uid, gid_t gid, const struct stat *hide_st)
+{
 	struct buf b = {0};
 	char id[48];
 	snprintf(id, sizeof(id), "%u:%u", (unsigned)uid, (unsigned)gid);
 	put(&b, 'u', id);
 	plan_write(&b, c, false);
-	stamp_all(&b, c->writable);
-	stamp_all(&b, c->binds);
-	stamp_all(&b, c->ro_binds);
-	stamp_all(&b, c->covers);
-	stamp_all(&b, c->hide_dirs);
+	stamp_all(&b, c->writable, NULL);
+	stamp_all(&b, c->binds, NULL);
+	stamp_all(&b, c->ro_binds, NULL);
+	stamp_all(&b, c->covers, NULL);
+	stamp_all(&b, c->hide_dirs, hide_st);
 	/* Binary (NULs inside): kept as a length and the bytes. */
 	char *key = xmalloc(sizeof(size_t) + buf_size(&b));
 	size_t n = buf_size(&b);

@@ -75,6 +75,7 @@ struct sandbox_run {
 	char **ro_binds;
 	char **writable;
 	char **hide_dirs;
+	struct stat hide_st[3];		/* each one's lstat, as sockets_plan() saw it */
 	char **covers;
 	bool split_writable;		/* a writable directory holding a denied path is not writable itself */
 	gid_t *groups;
@@ -539,6 +540,7 @@ static void sockets_plan(struct sandbox_run *run, const struct sandbox_req *req,
 	snprintf(runtime, sizeof(runtime), "/run/user/%u", (unsigned)uid);
 	const char *const dirs[] = { runtime, "/run/dbus", "/tmp/.X11-unix" };
 	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
+	size_t n_kept = 0;
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		struct stat st;
 		bool keep = lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) && !is_beneath(run->tmpdir, dirs[i]);
@@ -548,8 +550,10 @@ static void sockets_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			_cleanup_free_ char *c = ll_canonical(*u, home);
 			keep = !c || !is_beneath(c, dirs[i]);
 		}
-		if (keep)
+		if (keep) {
+			run->hide_st[n_kept++] = st;
 			strv_push(&run->hide_dirs, xstrdup(dirs[i]));
+		}
 	}
 }
 
@@ -857,7 +861,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->cap_last = 63;
 	}
 	if (ns && f->mountns) {
-		run->ns_key = nspool_key(c, child_uid, child_gid);
+		run->ns_key = nspool_key_known(c, child_uid, child_gid, run->hide_dirs ? run->hide_st : NULL);
 		if (run->mntns_fd >= 0 && nspool_key_eq(pool_key, run->ns_key))
 			c->mntns_fd = run->mntns_fd;
 	}

@@ -309,7 +309,20 @@ START_TEST(namespace_key)
 	c.tmp_opts = "size=1m";
 	char *k7 = nspool_key(&c, 1000, 1000);
 	ck_assert(!nspool_key_eq(k1, k7));
-	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7);
+	/* The hidden directories' inodes, looked up or as the caller saw
+	 * them: the same key for the same inodes, another for another. */
+	const char *hide[] = { "/tmp", "/", NULL };
+	c.hide_dirs = hide;
+	char *k8 = nspool_key(&c, 1000, 1000);
+	struct stat st[2];
+	ck_assert_int_eq(lstat("/tmp", &st[0]), 0);
+	ck_assert_int_eq(lstat("/", &st[1]), 0);
+	char *k9 = nspool_key_known(&c, 1000, 1000, st);
+	ck_assert(nspool_key_eq(k8, k9));
+	st[1].st_ino++;
+	char *k10 = nspool_key_known(&c, 1000, 1000, st);
+	ck_assert(!nspool_key_eq(k8, k10));
+	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7), free(k8), free(k9), free(k10);
 }
 END_TEST
 
