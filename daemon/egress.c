@@ -188,6 +188,7 @@ static void *serve_start(void *arg, const struct sandbox_net_serve *s, char **re
 		.limits = svc->limits,
 		.http_fd = s->http_fd,
 		.socks_fd = s->socks_fd,
+		.borrowed = true,
 		.ops = &proxy_ops,
 		.ctx = sv,
 	};
@@ -196,8 +197,6 @@ static void *serve_start(void *arg, const struct sandbox_net_serve *s, char **re
 	net_policy_unref(pol);
 	if (r < 0) {
 		*ret_msg = xasprintf("The call's network proxy could not be started: %s", strerror(-r));
-		close(s->http_fd);
-		close(s->socks_fd);
 		served_free(sv);
 		return NULL;
 	}

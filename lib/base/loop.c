@@ -32,3 +32,31 @@ struct tc_io *tc_io_free(struct tc_io *io)
 		OPS(io)->io_free(io);
 	return NULL;
 }
+
+/* A loop without deferred work stands a timer of 0 ms in: it runs after
+ * the poll that follows, rather than before it. */
+struct tc_defer *tc_defer_new(struct tc_loop *l, tc_timer_cb cb, void *arg)
+{
+	if (l->ops->defer_new)
+		return l->ops->defer_new(l, cb, arg);
+	return (struct tc_defer *)tc_timer_new(l, cb, arg);
+}
+
+void tc_defer_start(struct tc_defer *d)
+{
+	if (OPS(d)->defer_new)
+		OPS(d)->defer_start(d);
+	else
+		OPS(d)->timer_start((struct tc_timer *)d, 0);
+}
+
+struct tc_defer *tc_defer_free(struct tc_defer *d)
+{
+	if (!d)
+		return NULL;
+	if (OPS(d)->defer_new)
+		OPS(d)->defer_free(d);
+	else
+		OPS(d)->timer_free((struct tc_timer *)d);
+	return NULL;
+}

@@ -15,6 +15,7 @@
 struct tc_loop;
 struct tc_timer;
 struct tc_io;
+struct tc_defer;
 
 typedef void (*tc_timer_cb)(void *arg);
 typedef void (*tc_io_cb)(void *arg, int revents);
@@ -35,6 +36,10 @@ struct tc_loop_ops {
 	void (*io_start)(struct tc_io *io);
 	void (*io_stop)(struct tc_io *io);
 	void (*io_free)(struct tc_io *io);	/* stops first; accepts NULL; does not close fd */
+	/* Optional (a loop without: a timer of 0 ms stands in). */
+	struct tc_defer *(*defer_new)(struct tc_loop *l, tc_timer_cb cb, void *arg);
+	void (*defer_start)(struct tc_defer *d);
+	void (*defer_free)(struct tc_defer *d);	/* stops first; accepts NULL */
 };
 
 struct tc_loop {
@@ -55,6 +60,18 @@ struct tc_timer *tc_timer_free(struct tc_timer *t);
 void tc_io_start(struct tc_io *io);
 void tc_io_stop(struct tc_io *io);
 struct tc_io *tc_io_free(struct tc_io *io);
+
+/*
+ * Work for the end of the loop's turn: once started, cb runs once, after
+ * the callbacks of the turn and after what the daemon writes before it
+ * polls (the answers queued in the turn: the daemon's prepare watcher has
+ * the default priority, a deferred one the lowest), and before the poll.
+ * What need not hold up an answer (closing fds, freeing) goes there.
+ * Started again before it ran, it still runs once.
+ */
+struct tc_defer *tc_defer_new(struct tc_loop *l, tc_timer_cb cb, void *arg);
+void tc_defer_start(struct tc_defer *d);
+struct tc_defer *tc_defer_free(struct tc_defer *d);
 
 /* The libev implementation: ev is a struct ev_loop *. */
 struct tc_loop *tc_loop_ev_new(void *ev);

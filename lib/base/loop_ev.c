@@ -26,6 +26,14 @@ struct tc_io {
 	void *arg;
 };
 
+struct tc_defer {
+	const struct tc_loop_ops *ops;
+	ev_prepare w;
+	struct ev_loop *ev;
+	tc_timer_cb cb;
+	void *arg;
+};
+
 struct evloop {
 	struct tc_loop base;
 	struct ev_loop *ev;
@@ -106,6 +114,25 @@ static void ev_io_free_(struct tc_io *io)
 	free(io);
 }
 
+static void defer_fire(struct ev_loop *ev, ev_prepare *w, int revents)
+{
+	struct tc_defer *d = container_of(w, struct tc_defer, w);
+	ev_prepare_stop(ev, w);
+	d->cb(d->arg);
+}
+
+static struct tc_defer *ev_defer_new_(struct tc_loop *l, tc_timer_cb cb, void *arg);
+static void ev_defer_start_(struct tc_defer *d)
+{
+	ev_prepare_start(d->ev, &d->w);
+}
+
+static void ev_defer_free_(struct tc_defer *d)
+{
+	ev_prepare_stop(d->ev, &d->w);
+	free(d);
+}
+
 static const struct tc_loop_ops ev_ops = {
 	.now = ev_now_ms,
 	.random = ev_rand,
@@ -117,6 +144,9 @@ static const struct tc_loop_ops ev_ops = {
 	.io_start = ev_io_start_,
 	.io_stop = ev_io_stop_,
 	.io_free = ev_io_free_,
+	.defer_new = ev_defer_new_,
+	.defer_start = ev_defer_start_,
+	.defer_free = ev_defer_free_,
 };
 
 static struct tc_timer *ev_timer_new_(struct tc_loop *l, tc_timer_cb cb, void *arg)
@@ -146,6 +176,20 @@ static struct tc_io *ev_io_new_(struct tc_loop *l, int fd, int events, tc_io_cb 
 		ev |= EV_WRITE;
 	ev_io_init(&io->w, io_fire, fd, ev);
 	return io;
+}
+
+static struct tc_defer *ev_defer_new_(struct tc_loop *l, tc_timer_cb cb, void *arg)
+{
+	struct evloop *e = (struct evloop *)l;
+	struct tc_defer *d = xcalloc(1, sizeof(*d));
+	d->ops = &ev_ops;
+	d->ev = e->ev;
+	d->cb = cb;
+	d->arg = arg;
+	ev_prepare_init(&d->w, defer_fire);
+	/* After the daemon's own prepare watcher, which writes the answers. */
+	ev_set_priority(&d->w, EV_MINPRI);
+	return d;
 }
 
 struct tc_loop *tc_loop_ev_new(void *ev)

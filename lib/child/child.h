@@ -103,8 +103,11 @@ struct child_opts {
 	void (*on_output)(void *arg, enum child_stream s, const char *data, size_t n);
 	/* A stream reached its end (may be NULL). Must not free the child. */
 	void (*on_eof)(void *arg, enum child_stream s);
-	/* Once: the leader is reaped and the pipes are closed. The result stays
-	 * valid until child_free(), which this callback may call. */
+	/* Once: the leader is reaped and the pipes are read to their end or
+	 * given up. The result stays valid until child_free(), which this
+	 * callback may call, and which closes the fds no longer watched (the
+	 * pidfd, the pipes at their end): an owner that answers first and
+	 * frees after keeps their closes out of its answer's way. */
 	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
 	void *arg;
 	/* When not NULL: the child's stdin is a pipe instead of /dev/null, and
@@ -114,8 +117,9 @@ struct child_opts {
 	 * their write ends is kept until the exit), so on_eof tells of it. */
 	int *ret_stdin_fd;
 	/* The sandbox the child is put in before exec (see
-	 * lib/sandbox/sandbox.h), or NULL; not owned, kept until the child
-	 * is freed: its cgroup is killed when the leader exits. */
+	 * lib/sandbox/sandbox.h), or NULL; not owned, kept until the leader
+	 * is reaped (or the child freed): its cgroup is killed when the
+	 * leader exits. */
 	struct sandbox_run *sandbox;
 	/* When tty: stdin, stdout and stderr are tty_fd (the terminal side of
 	 * a pseudo-terminal; not owned), and the child starts a session of

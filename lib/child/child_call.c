@@ -64,6 +64,7 @@ static void put_output(struct child_call *cc, struct buf *out)
 
 static void child_call_free(struct child_call *cc)
 {
+	child_free(cc->ch);
 	capture_free(&cc->text);
 	free(cc);
 }
@@ -100,34 +101,59 @@ void child_call_fail_partial(struct tool_call *c, enum tc_kind kind, const char 
 	tool_call_fail_data(c, kind, partial_data(output), "%s. Output before it was stopped:\n%s", message, output);
 }
 
-/* The timer that prepares the next calls of ended runs (sandbox_ahead())
- * once their answers are written: a timer of 0 ms fires after the loop
- * has written what was queued and polled. One loop's. */
+/*
+ * What waits for the answer of a call whose child ended: the child and the
+ * call's state, freed once the answer is written (closing the child's
+ * pidfd and pipes; the last close of a pipe frees it, which the answer
+ * need not wait for), and the next calls of ended runs to prepare
+ * (sandbox_ahead()): deferred to the end of the loop's turn, after the
+ * answers queued in it are written. One loop's.
+ */
 static struct {
 	struct tc_loop *loop;
-	struct tc_timer *t;
-} ahead;
+	struct tc_defer *t;
+	struct child_call **ended;	/* reachable until freed */
+	size_t n_ended, cap_ended;
+} after;
 
-static void ahead_fire(void *arg)
+static void after_answers(void *arg)
 {
 	(void)arg;
+	/* Taken first: a free must not see the list it is on. */
+	struct child_call **ended = after.ended;
+	size_t n = after.n_ended;
+	after.ended = NULL;
+	after.n_ended = after.cap_ended = 0;
+	for (size_t i = 0; i < n; i++)
+		child_call_free(ended[i]);
+	free(ended);
 	sandbox_ahead();
 }
 
-static void ahead_later(struct tc_loop *loop)
+/* Frees cc (and its child) and prepares what ended runs need once the
+ * answers queued now are written; at once for a call of another loop. */
+static void after_answer(struct tc_loop *loop, struct child_call *cc)
 {
-	if (!ahead.t && loop) {
-		ahead.loop = loop;
-		ahead.t = tc_timer_new(loop, ahead_fire, NULL);
+	if (!after.t && loop) {
+		after.loop = loop;
+		after.t = tc_defer_new(loop, after_answers, NULL);
 	}
-	if (ahead.t && ahead.loop == loop)
-		tc_timer_start(ahead.t, 0);
-	else
+	if (!after.t || after.loop != loop) {
+		child_call_free(cc);
 		sandbox_ahead();
+		return;
+	}
+	if (after.n_ended == after.cap_ended) {
+		after.cap_ended = after.cap_ended ? 2 * after.cap_ended : 8;
+		after.ended = xreallocarray(after.ended, after.cap_ended, sizeof(*after.ended));
+	}
+	after.ended[after.n_ended++] = cc;
+	tc_defer_start(after.t);
 }
 
-/* Sets the outcome, lets go of the child, and finishes the call (last:
- * the owner may free the call from on_finish). */
+/* Sets the outcome, ends the sandbox, and finishes the call (the owner
+ * may free the call from on_finish); the child and cc are freed once the
+ * answer is written. */
 static void call_done(void *arg, struct child *ch, struct child_result *r)
 {
 	struct child_call *cc = arg;
@@ -146,23 +172,12 @@ static void call_done(void *arg, struct child *ch, struct child_result *r)
 		cc->done(c, r);
 	}
 	c->state = NULL;
-	child_free(ch);
-	sandbox_run_end(cc->run);
-	child_call_free(cc);
+	cc->c = NULL;
+	cc->ch = ch;
+	/* The child is reaped: it no longer uses its sandbox. */
+	cc->run = sandbox_run_end(cc->run);
 	tool_call_finish(c);
-	ahead_later(loop);
-}
-
-/* A copy of an environment, for TMPDIR and HOME to be set in. */
-static char **env_dup(char *const *envp)
-{
-	size_t n = 0;
-	while (envp && envp[n])
-		n++;
-	char **v = xcalloc(n + 1, sizeof(*v));
-	for (size_t i = 0; i < n; i++)
-		v[i] = xstrdup(envp[i]);
-	return v;
+	after_answer(loop, cc);
 }
 
 /* Prepares the sandbox of a call's child: fails the call (and returns a
@@ -218,7 +233,7 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 			return r;
 		const struct identity *id = req->id ? req->id : c->ident;
 		if (sandbox_run_tmpdir(run) || (id && id->change && id->home) || sandbox_run_net_env(run)) {
-			env = env_dup(o.envp);
+			env = child_env_dup(o.envp);
 			child_env_put_lines(&env, sandbox_run_net_env(run));
 			if (sandbox_run_tmpdir(run))
 				child_env_put(&env, "TMPDIR", sandbox_run_tmpdir(run));

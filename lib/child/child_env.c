@@ -8,6 +8,7 @@
 #include "lib/child/child_internal.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -37,21 +38,39 @@ char **child_env_dup(char *const *envp)
 	return v;
 }
 
-/* Sets name=value in env, replacing an earlier value. */
-void child_env_put(char ***env, const char *name, const char *value)
+/* "name=value", name being its first n bytes: made without printf, as
+ * every call of a child makes a few. */
+static char *env_line(const char *name, size_t n, const char *value)
 {
-	size_t n = strlen(name), i = 0;
+	size_t v = strlen(value);
+	char *line = xmalloc(n + v + 2);
+	memcpy(line, name, n);
+	line[n] = '=';
+	memcpy(line + n + 1, value, v + 1);
+	return line;
+}
+
+/* Sets name=value, name being its first n bytes, replacing an earlier
+ * value. */
+static void env_put(char ***env, const char *name, size_t n, const char *value)
+{
+	size_t i = 0;
 	char **v = *env;
 	for (; v && v[i]; i++)
 		if (strncmp(v[i], name, n) == 0 && v[i][n] == '=') {
 			free(v[i]);
-			v[i] = xasprintf("%s=%s", name, value);
+			v[i] = env_line(name, n, value);
 			return;
 		}
 	v = xreallocarray(v, i + 2, sizeof(*v));
-	v[i] = xasprintf("%s=%s", name, value);
+	v[i] = env_line(name, n, value);
 	v[i + 1] = NULL;
 	*env = v;
+}
+
+void child_env_put(char ***env, const char *name, const char *value)
+{
+	env_put(env, name, strlen(name), value);
 }
 
 /* Sets each "NAME=value" of lines (NULL-terminated; NULL: none). */
@@ -59,29 +78,35 @@ void child_env_put_lines(char ***env, const char *const *lines)
 {
 	for (; lines && *lines; lines++) {
 		const char *eq = strchr(*lines, '=');
-		if (!eq)
-			continue;
-		_cleanup_free_ char *name = xstrndup(*lines, (size_t)(eq - *lines));
-		child_env_put(env, name, eq + 1);
+		if (eq)
+			env_put(env, *lines, (size_t)(eq - *lines), eq + 1);
 	}
 }
 
-/* Copies the allowed variables of the daemon's environment. */
+/* Copies the allowed variables of the daemon's environment: the array
+ * sized once, each line made once. */
 char **child_env_new(const char *const *allow)
 {
 	static const char *const dflt[] = { "PATH", "LANG", "HOME", "TERM", NULL };
-	char **env = xcalloc(1, sizeof(*env));
+	size_t max = 1, n = 0;
+	bool path = false;
 
-	for (allow = allow ? allow : dflt; *allow; allow++) {
+	allow = allow ? allow : dflt;
+	for (const char *const *a = allow; *a; a++)
+		max++;
+	char **env = xcalloc(max + 1, sizeof(*env));
+	for (; *allow; allow++) {
 		const char *name = *allow;
 		if (!*name || strchr(name, '='))
 			continue;
 		const char *v = getenv(name);
-		if (v && !child_env_get(env, name))
-			child_env_put(&env, name, v);
+		if (!v || child_env_get(env, name))
+			continue;
+		env[n++] = env_line(name, strlen(name), v);
+		path = path || strcmp(name, "PATH") == 0;
 	}
-	if (!child_env_get(env, "PATH"))
-		child_env_put(&env, "PATH", CHILD_SAFE_PATH);
+	if (!path)
+		env[n++] = env_line("PATH", 4, CHILD_SAFE_PATH);
 	return env;
 }
 

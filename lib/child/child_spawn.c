@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/close_range.h>
@@ -66,6 +67,7 @@ struct pipe_reader {
 	 * it closes on its way out, and the pipes are drained right there. */
 	int hold_fd;
 	struct tc_io *io;
+	bool nonblock;		/* fd is O_NONBLOCK: read() it (see pipe_read()) */
 	struct capture cap;
 };
 
@@ -89,8 +91,14 @@ struct child {
 	void (*on_eof)(void *arg, enum child_stream s);
 	void (*on_done)(void *arg, struct child *ch, struct child_result *r);
 	void *arg;
-	struct sandbox_run *sandbox;	/* not owned */
+	struct sandbox_run *sandbox;	/* not owned; not used once reaped */
 	struct child_result result;
+	/* The pidfd once reaped and the pipes read to their end: no longer
+	 * watched, closed by child_free(), so that what the child's owner
+	 * answers is not held up by their closes (the last close of a pipe
+	 * frees it). */
+	int spent[CHILD_NSTREAMS + 1];
+	unsigned n_spent;
 };
 
 
@@ -212,15 +220,19 @@ static void pipe_release(struct pipe_reader *p)
 	p->hold_fd = -1;
 }
 
-/* Stops watching a pipe and closes it. */
-static void pipe_close(struct pipe_reader *p)
+/* Stops watching a pipe and closes it, or, at its end (spent: no writer
+ * is left), leaves the close to child_free(). */
+static void pipe_close(struct pipe_reader *p, bool spent)
 {
 	pipe_release(p);
 	if (p->fd < 0)
 		return;
 	/* The watcher goes before the fd: the loop must not watch a closed fd. */
 	p->io = tc_io_free(p->io);
-	close(p->fd);
+	if (spent)
+		p->ch->spent[p->ch->n_spent++] = p->fd;
+	else
+		close(p->fd);
 	p->fd = -1;
 	p->ch->open_pipes--;
 }
@@ -243,6 +255,28 @@ static void child_maybe_done(struct child *ch)
 	ch->on_done(ch->arg, ch, &ch->result);
 }
 
+/* Set once a pipe refused a read with RWF_NOWAIT (older kernels):
+ * the next pipes are made non-blocking. */
+static bool pipes_block;
+
+/* Reads what a pipe has without waiting: one read with RWF_NOWAIT, or,
+ * where the kernel refuses that for pipes, a read of the pipe made
+ * non-blocking then (and each pipe made so from then on). */
+static ssize_t pipe_read(struct pipe_reader *p, char *buf, size_t n)
+{
+	if (!p->nonblock) {
+		struct iovec v = { .iov_base = buf, .iov_len = n };
+		ssize_t k = preadv2(p->fd, &v, 1, -1, RWF_NOWAIT);
+		if (k >= 0 || (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS))
+			return k;
+		if (fcntl(p->fd, F_SETFL, O_NONBLOCK) < 0)
+			return -1;
+		p->nonblock = true;
+		pipes_block = true;
+	}
+	return read(p->fd, buf, n);
+}
+
 /* Reads what a pipe has, up to a bound per call; closes it at its end. */
 static void pipe_drain(struct pipe_reader *p)
 {
@@ -250,7 +284,7 @@ static void pipe_drain(struct pipe_reader *p)
 	char chunk[READ_CHUNK];
 
 	for (int i = 0; i < READS_PER_WAKEUP && p->fd >= 0; i++) {
-		ssize_t n = read(p->fd, chunk, sizeof(chunk));
+		ssize_t n = pipe_read(p, chunk, sizeof(chunk));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -258,7 +292,7 @@ static void pipe_drain(struct pipe_reader *p)
 		if (n <= 0) {
 			/* EOF, or an error a pipe should not give: either way the
 			 * stream is over. */
-			pipe_close(p);
+			pipe_close(p, n == 0);
 			if (ch->on_eof)
 				ch->on_eof(ch->arg, p->id);
 			return;
@@ -283,7 +317,7 @@ static void on_drain_timer(void *arg)
 {
 	struct child *ch = arg;
 	for (int s = 0; s < CHILD_NSTREAMS; s++)
-		pipe_close(&ch->pipes[s]);
+		pipe_close(&ch->pipes[s], false);
 	child_maybe_done(ch);
 }
 
@@ -314,9 +348,10 @@ static void on_pidfd(void *arg, int revents)
 
 	/* The zombie still holds the group id, so this cannot reach a
 	 * recycled group; it ends background jobs that would otherwise
-	 * outlive the command and hold its pipes open. */
-	sandbox_run_kill(ch->sandbox);
-	(void)kill(-ch->pid, SIGKILL);
+	 * outlive the command and hold its pipes open. Not needed when the
+	 * call's cgroup is empty: its group was all in it. */
+	if (!sandbox_run_kill_rest(ch->sandbox))
+		(void)kill(-ch->pid, SIGKILL);
 	if (wait_leader(ch, &si, WEXITED | WNOHANG) < 0) {
 		if (errno == EINTR || errno == EAGAIN)
 			return;
@@ -343,7 +378,7 @@ static void on_pidfd(void *arg, int revents)
 	ch->pid_io = tc_io_free(ch->pid_io);
 	ch->poll_timer = tc_timer_free(ch->poll_timer);
 	if (ch->pidfd >= 0)
-		close(ch->pidfd);
+		ch->spent[ch->n_spent++] = ch->pidfd;
 	ch->pidfd = -1;
 	tc_timer_stop(ch->kill_timer);
 	/* With our write ends gone, a pipe no one else holds reads to its
@@ -426,11 +461,32 @@ static int fd_above_stdio(int *fd)
 	return 0;
 }
 
-/* Makes a pipe whose read end (ours) is non-blocking. The write end stays
- * blocking: O_NONBLOCK belongs to the open file description, which the
- * child shares, and a child writing to a full non-blocking stdout would get
- * EAGAIN. Both ends are close-on-exec; the child gets its copy by dup2. */
-static int make_pipe(int *ret_r, int *ret_w)
+/* /dev/null for reading, opened once (close-on-exec, above the standard
+ * fds), which a child started here dups onto its stdin rather than opening
+ * it itself while the daemon waits for its exec; -1 when it cannot be
+ * had (the child then opens it). */
+static int devnull_fd(void)
+{
+	static int fd = -1;
+	if (fd < 0) {
+		int n = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (n >= 0 && fd_above_stdio(&n) < 0) {
+			close(n);
+			n = -1;
+		}
+		fd = n;
+	}
+	return fd;
+}
+
+/* Makes a pipe whose read end (ours) is read without blocking. The write
+ * end stays blocking: O_NONBLOCK belongs to the open file description,
+ * which the child shares, and a child writing to a full non-blocking
+ * stdout would get EAGAIN. Our end is read with RWF_NOWAIT (pipe_read()),
+ * which needs no fcntl before the spawn, or, where the kernel's pipes do
+ * not take it, made O_NONBLOCK here (*ret_nonblock). Both ends are
+ * close-on-exec; the child gets its copy by dup2. */
+static int make_pipe(int *ret_r, int *ret_w, bool *ret_nonblock)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -439,12 +495,14 @@ static int make_pipe(int *ret_r, int *ret_w)
 	int k;
 	if ((k = fd_above_stdio(&r)) < 0 || (k = fd_above_stdio(&w)) < 0)
 		return k;
-	if (fcntl(r, F_SETFL, O_NONBLOCK) < 0)
+	if (pipes_block && fcntl(r, F_SETFL, O_NONBLOCK) < 0)
 		return -errno;
+	*ret_nonblock = pipes_block;
 	*ret_r = TAKE_FD(r);
 	*ret_w = TAKE_FD(w);
 	return 0;
 }
+
 
 
 /*
@@ -666,7 +724,7 @@ static void read_report(int *report_r, int *report_w, struct spawn_args *a)
 	ssize_t n;
 	closep(report_w);
 	*report_w = -1;
-	/* make_pipe made our end non-blocking: wait for the end of the child. */
+	/* Wait for the end of the child: then the read does not block. */
 	struct pollfd p = { .fd = *report_r, .events = POLLIN };
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
@@ -733,10 +791,13 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	    a.sandbox->cap_last == a.cap_last)
 		a.sandbox->cap_last = MAX(a.bounding_top, 0);
 	if (RUNNING_ON_VALGRIND) {
-		if ((r = make_pipe(&report_r, &report_w)) < 0)
+		bool nb;
+		if ((r = make_pipe(&report_r, &report_w, &nb)) < 0)
 			return r;
 		a.report_fd = report_w;
 	}
+	if (in_r < 0)
+		a.in_fd = in_r = devnull_fd();	/* or still -1: the child opens it */
 	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), report_w);
 	if (a.sandbox)
 		top = MAX(MAX(top, MAX(a.sandbox->netns_fd, a.sandbox->userns_fd)),
@@ -815,7 +876,9 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	}
 	/* merge_output: both streams on the stdout pipe, and no stderr pipe
 	 * at all (its stream is closed from the start). */
-	if ((r = make_pipe(&out_r, &out_w)) < 0 || (!o->merge_output && (r = make_pipe(&err_r, &err_w)) < 0))
+	bool nonblock[CHILD_NSTREAMS] = { false, false };
+	if ((r = make_pipe(&out_r, &out_w, &nonblock[CHILD_STDOUT])) < 0 ||
+	    (!o->merge_output && (r = make_pipe(&err_r, &err_w, &nonblock[CHILD_STDERR])) < 0))
 		return r;
 	_cleanup_close_ int in_r = -1, in_w = -1;
 	if (o->ret_stdin_fd) {
@@ -887,6 +950,7 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 		p->id = (enum child_stream)s;
 		p->fd = fds[s];
 		p->hold_fd = holds[s];
+		p->nonblock = nonblock[s];
 		capture_init(&p->cap, cap);
 		if (p->fd < 0)
 			continue;	/* merge_output's stderr */
@@ -950,10 +1014,12 @@ struct child *child_free(struct child *ch)
 	tc_timer_free(ch->kill_timer);
 	tc_timer_free(ch->drain_timer);
 	for (int s = 0; s < CHILD_NSTREAMS; s++) {
-		pipe_close(&ch->pipes[s]);
+		pipe_close(&ch->pipes[s], false);
 		capture_free(&ch->pipes[s].cap);
 		free(ch->result.out[s]);
 	}
+	for (unsigned i = 0; i < ch->n_spent; i++)
+		close(ch->spent[i]);
 	free(ch);
 	return NULL;
 }

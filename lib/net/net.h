@@ -270,19 +270,24 @@ struct net_proxy_config {
 	struct net_limits limits;
 	int http_fd;			/* listening, owned by the proxy after success; -1: none */
 	int socks_fd;			/* the same for SOCKS5 */
+	/* The listeners stay the caller's (already non-blocking, open until
+	 * the proxy is freed, which leaves them open): a pool that serves
+	 * them again to the next proxy. */
+	bool borrowed;
 	const struct net_proxy_ops *ops;
 	void *ctx;
 };
 
 struct net_proxy;
 
-/* Starts accepting on the listeners (made non-blocking here). Returns 0 or
- * a negative errno (the fds stay the caller's on failure). */
+/* Starts accepting on the listeners (made non-blocking here unless
+ * borrowed). Returns 0 or a negative errno (the fds stay the caller's on
+ * failure). */
 int net_proxy_new(const struct net_proxy_config *cfg, struct net_proxy **ret);
 /*
- * Closes the listeners and every connection, reporting each open one
- * through connection_done (error "closed") and withdrawing pending asks
- * through ask_cancel, then frees. Accepts NULL; returns NULL.
+ * Closes the listeners (unless borrowed) and every connection, reporting
+ * each open one through connection_done (error "closed") and withdrawing
+ * pending asks through ask_cancel, then frees. Accepts NULL; returns NULL.
  */
 struct net_proxy *net_proxy_free(struct net_proxy *p);
 

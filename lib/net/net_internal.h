@@ -221,6 +221,7 @@ struct net_proxy {
 	struct net_policy *policy;
 	struct net_resolver *resolver;
 	bool own_resolver;
+	bool borrowed;			/* the listeners stay the caller's */
 	struct net_limits limits;
 	const struct net_proxy_ops *ops;
 	void *ctx;

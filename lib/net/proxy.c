@@ -8,6 +8,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +109,14 @@ static void reject_over_limit(struct net_proxy *p, int fd, bool socks)
 	p->ops->connection_done(p->ctx, &rec);
 }
 
+/* Whether a connection waits on listener fd: a poll costs a tenth of an
+ * accept4 that finds none (which makes and drops a socket first). */
+static bool pending(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	return poll(&pfd, 1, 0) > 0;
+}
+
 static void on_accept(void *arg, int revents)
 {
 	struct listener *l = arg;
@@ -125,12 +135,12 @@ static void on_accept(void *arg, int revents)
 			}
 			return;
 		}
-		if (p->stats.active >= p->limits.max_connections) {
+		if (p->stats.active >= p->limits.max_connections)
 			reject_over_limit(p, fd, l->socks);
-			continue;
-		}
-		if (!net_conn_new(p, fd, l->socks))
+		else if (!net_conn_new(p, fd, l->socks))
 			close(fd);
+		if (!pending(l->fd))
+			return;
 	}
 }
 
@@ -193,8 +203,8 @@ int net_proxy_new(const struct net_proxy_config *cfg, struct net_proxy **ret)
 		l->socks = k == 1;
 		if (fds[k] < 0)
 			continue;
-		int fl = fcntl(fds[k], F_GETFL);
-		if (fl < 0 || fcntl(fds[k], F_SETFL, fl | O_NONBLOCK) < 0) {
+		int fl = cfg->borrowed ? O_NONBLOCK : fcntl(fds[k], F_GETFL);
+		if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fds[k], F_SETFL, fl | O_NONBLOCK) < 0)) {
 			r = -errno;
 			goto fail;
 		}
@@ -205,6 +215,7 @@ int net_proxy_new(const struct net_proxy_config *cfg, struct net_proxy **ret)
 		}
 	}
 	/* Only now the fds become the proxy's. */
+	p->borrowed = cfg->borrowed;
 	for (int k = 0; k < 2; k++) {
 		p->listeners[k].fd = fds[k];
 		if (p->listeners[k].io)
@@ -230,7 +241,7 @@ struct net_proxy *net_proxy_free(struct net_proxy *p)
 	p->freeing = true;
 	for (int k = 0; k < 2; k++) {
 		p->listeners[k].io = tc_io_free(p->listeners[k].io);
-		if (p->listeners[k].fd >= 0)
+		if (p->listeners[k].fd >= 0 && !p->borrowed)
 			close(TAKE_FD(p->listeners[k].fd));
 	}
 	while (!list_empty(&p->conns)) {

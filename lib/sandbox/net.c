@@ -10,7 +10,6 @@
 #include "lib/sandbox/sandbox_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,7 +20,7 @@ static const struct sandbox_net_ops *net_ops;
 static void *net_ops_arg;
 
 struct sandbox_net {
-	struct sandbox_netns ns;	/* the listeners: copies of those the ops own */
+	struct sandbox_netns ns;	/* its listeners, lent to the ops while they serve */
 	uid_t uid;
 	void *served;
 	const char *env[13];
@@ -73,24 +72,14 @@ int sandbox_net_prepare(const struct sandbox_req *req, struct sandbox_net **ret,
 		free(n);
 		return r;
 	}
-	/* The ops own copies of the listeners, served or not: the namespace
-	 * keeps its own for a later call. */
+	/* The ops are lent the listeners: the namespace keeps them for a
+	 * later call, and no copy is made and closed per call. */
 	struct sandbox_net_serve s = {
-		.http_fd = fcntl(n->ns.http_fd, F_DUPFD_CLOEXEC, 3),
-		.socks_fd = fcntl(n->ns.socks_fd, F_DUPFD_CLOEXEC, 3),
+		.http_fd = n->ns.http_fd,
+		.socks_fd = n->ns.socks_fd,
 		.tool_policy = req->net_policy,
 		.who = req->net_who,
 	};
-	if (s.http_fd < 0 || s.socks_fd < 0) {
-		r = -errno;
-		if (s.http_fd >= 0)
-			close(s.http_fd);
-		if (s.socks_fd >= 0)
-			close(s.socks_fd);
-		*ret_msg = xasprintf("Could not hand the proxy's sockets over: %s", strerror(-r));
-		sandbox_net_end(n, false);
-		return r;
-	}
 	n->served = net_ops->start(net_ops_arg, &s, ret_msg);
 	if (!n->served) {
 		if (!*ret_msg)

@@ -167,9 +167,9 @@ static void plan_write(struct buf *b, const struct sandbox_child *c, bool own)
 	put(b, 's', c->mounts_slave ? "1" : "0");
 }
 
-/* Appends the device and inode of each path (lstat, or known[i] where the
- * caller has just looked), so that a plan made for a path replaced since
- * does not match. */
+/* Appends the device and inode of each path (lstat, or known[i] when
+ * the caller has it), so that a plan made for a path replaced since does
+ * not match. */
 static void stamp_all(struct buf *b, const char *const *v, const struct stat *known)
 {
 	for (size_t i = 0; v && v[i]; i++) {
@@ -185,12 +185,7 @@ static void stamp_all(struct buf *b, const char *const *v, const struct stat *kn
 	}
 }
 
-char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid)
-{
-	return nspool_key_known(c, uid, gid, NULL);
-}
-
-char *nspool_key_known(const struct sandbox_child *c, uid_t uid, gid_t gid, const struct stat *hide_st)
+char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid, const struct stat *hide_st)
 {
 	struct buf b = {0};
 	char id[48];

@@ -65,6 +65,7 @@ struct sandbox_run {
 	bool ns_clean;			/* nothing of the call ran when it ended */
 	bool tmp_made;			/* the TMPDIR exists in the daemon's namespace */
 	bool spawned;			/* its child started */
+	bool empty_at_exit;		/* its cgroup held nothing once the leader had exited */
 	pid_t pid;			/* its child's, once started, or 0 */
 	unsigned spare_gen;
 	uid_t uid;			/* the child's, and its parent of TMPDIRs */
@@ -75,7 +76,7 @@ struct sandbox_run {
 	char **ro_binds;
 	char **writable;
 	char **hide_dirs;
-	struct stat hide_st[3];		/* each one's lstat, as sockets_plan() saw it */
+	struct stat hide_st[3];		/* sockets_plan()'s lstat of each, for nspool_key() */
 	char **covers;
 	bool split_writable;		/* a writable directory holding a denied path is not writable itself */
 	gid_t *groups;
@@ -540,7 +541,8 @@ static void sockets_plan(struct sandbox_run *run, const struct sandbox_req *req,
 	snprintf(runtime, sizeof(runtime), "/run/user/%u", (unsigned)uid);
 	const char *const dirs[] = { runtime, "/run/dbus", "/tmp/.X11-unix" };
 	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
-	size_t n_kept = 0;
+	size_t n = 0;
+	_Static_assert(ELEMENTSOF(dirs) <= ELEMENTSOF(run->hide_st), "a stat for each directory");
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		struct stat st;
 		bool keep = lstat(dirs[i], &st) == 0 && S_ISDIR(st.st_mode) && !is_beneath(run->tmpdir, dirs[i]);
@@ -551,8 +553,8 @@ static void sockets_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			keep = !c || !is_beneath(c, dirs[i]);
 		}
 		if (keep) {
-			run->hide_st[n_kept++] = st;
 			strv_push(&run->hide_dirs, xstrdup(dirs[i]));
+			run->hide_st[n++] = st;
 		}
 	}
 }
@@ -861,7 +863,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->cap_last = 63;
 	}
 	if (ns && f->mountns) {
-		run->ns_key = nspool_key_known(c, child_uid, child_gid, run->hide_dirs ? run->hide_st : NULL);
+		run->ns_key = nspool_key(c, child_uid, child_gid, run->hide_dirs ? run->hide_st : NULL);
 		if (run->mntns_fd >= 0 && nspool_key_eq(pool_key, run->ns_key))
 			c->mntns_fd = run->mntns_fd;
 	}
@@ -930,6 +932,24 @@ void sandbox_run_kill(struct sandbox_run *run)
 		(void)pwrite(run->kill_fd, "1", 1, 0);
 	else if (run && run->cgroup_fd >= 0)
 		(void)cg_write(run->cgroup_fd, "cgroup.kill", "1");
+}
+
+static int64_t cg_read_key(const struct sandbox_run *run, const char *file, const char *key);
+
+/* The leader's exit has left the cgroup (cgroup_exit() comes before the
+ * exit is told): when nothing else is in it, as for most calls, a read
+ * of cgroup.events saves the write to cgroup.kill, which takes the lock
+ * that every cgroup operation of the machine takes. */
+bool sandbox_run_kill_rest(struct sandbox_run *run)
+{
+	if (cg_read_key(run, "cgroup.events", "populated") != 0) {
+		sandbox_run_kill(run);
+		return false;
+	}
+	run->empty_at_exit = true;	/* nothing can enter it since */
+	/* A fake cgroup's (tests) holds no process: it says nothing of
+	 * the group. */
+	return !sandbox_cgroup_is_fake();
 }
 
 /* Reads one "key value" line of a cgroup file; -1 when absent. */
@@ -1029,7 +1049,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 	/* Its namespaces serve again where nothing of the call is left in
 	 * them. */
 	bool empty = run->cgroup_fd >= 0 && (run->net || run->mntns_fd >= 0) &&
-		     cg_read_key(run, "cgroup.events", "populated") == 0;
+		     (run->empty_at_exit || cg_read_key(run, "cgroup.events", "populated") == 0);
 	run->net = sandbox_net_end(run->net, run->net && empty);
 	if (run->cgroup && !cg_keep(run, empty)) {
 		sandbox_run_kill(run);

@@ -303,6 +303,10 @@ void sandbox_run_spawned(struct sandbox_run *run);
 const char *sandbox_run_tmpdir(const struct sandbox_run *run);
 /* Kills every process of the run's cgroup (no-op without one). */
 void sandbox_run_kill(struct sandbox_run *run);
+/* The same once the child's leader has exited: nothing when the cgroup
+ * says it is empty, and then true: no process of the run is left (what
+ * it starts stays in its cgroup). */
+bool sandbox_run_kill_rest(struct sandbox_run *run);
 /* Ends the run: kills what is left in its cgroup, removes the cgroup and
  * TMPDIR. Accepts NULL; returns NULL. What prepares the next call of its
  * plan may wait for sandbox_ahead(). */
@@ -362,6 +366,8 @@ enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
  */
 #define SANDBOX_PROXY_HTTP_PORT 3128
 #define SANDBOX_PROXY_SOCKS_PORT 1080
+/* The largest TCP segment on a proxy namespace's lo (netns.c). */
+#define SANDBOX_LO_GSO_MAX 524280
 
 /* Whose connections a run's proxy carries, for its audit lines, events
  * and questions; the strings are copied. */
@@ -377,7 +383,9 @@ struct sandbox_net_who {
 
 /* What the ops are given to serve one run's proxy. */
 struct sandbox_net_serve {
-	int http_fd;			/* listening, non-blocking; the ops own them */
+	/* Listening, non-blocking, lent to the ops until stop (the
+	 * namespace keeps them for a later call: never closed by the ops). */
+	int http_fd;
 	int socks_fd;
 	const struct net_policy *tool_policy;	/* added to the config's, or NULL */
 	const struct sandbox_net_who *who;

@@ -152,11 +152,10 @@ int sandbox_mounts_make(struct sandbox_child *c);
  * of a plan, whose TMPDIR will be tmpdir (taken: made for it with
  * tmp_call_make()).
  */
-char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid);
 struct stat;
-/* nspool_key(), the lstat of each of c->hide_dirs given (the caller has
- * just looked), or NULL. */
-char *nspool_key_known(const struct sandbox_child *c, uid_t uid, gid_t gid, const struct stat *hide_st);
+/* hide_st: the lstat() of each of c->hide_dirs, taken by the caller just
+ * before, or NULL to take them here. */
+char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid, const struct stat *hide_st);
 bool nspool_key_eq(const char *a, const char *b);
 char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, int *ret_wd, char **ret_key, uint64_t *ret_born_ms,
 			 bool *ret_made);

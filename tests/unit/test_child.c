@@ -136,6 +136,9 @@ static void wait_runs(struct run *runs, size_t n, uint64_t timeout_ms)
 		ev_run(ev, EVRUN_ONCE);
 	}
 	tc_timer_free(t);
+	/* What a call leaves for the end of the loop's turn, after its
+	 * answer (its child's fds closed, its state freed): one more turn. */
+	ev_run(ev, EVRUN_NOWAIT);
 }
 
 /* Starts one call of tool t with arguments given as JSON text. */
@@ -1027,10 +1030,120 @@ START_TEST(shell_streams_while_running)
 }
 END_TEST
 
+static void note_fired(void *arg)
+{
+	*(uint64_t *)arg = mono_ms();
+}
+
+/* Where the kernel's pipes refuse a read with RWF_NOWAIT (older kernels),
+ * they are made non-blocking and read so: output streams as it comes and
+ * the loop never waits in a read (a timer due while the command sleeps
+ * fires then, not once it has printed again). */
+START_TEST(without_rwf_nowait)
+{
+	if (!deny_syscall_or_skip("without_rwf_nowait", SYS_preadv2))
+		return;
+	for (int i = 0; i < 2; i++) {
+		uint64_t fired = 0;
+		struct tc_timer *t = tc_timer_new(loop, note_fired, &fired);
+		tc_timer_start(t, 250);
+		struct run run;
+		struct json_doc *doc =
+			shell_ok(&run, "{\"command\":\"echo first; sleep 0.8; echo second >&2\"}");
+		ck_assert_str_eq(buf_head(&run.streamed[CHILD_STDOUT]), "first\nsecond\n");
+		ck_assert_int_ne(fired, 0);
+		ck_assert_msg(run.finish_ms - fired >= 300, "the timer fired %llu ms before the end",
+			      (unsigned long long)(run.finish_ms - fired));
+		json_doc_unref(doc);
+		run_done(&run);
+		tc_timer_free(t);
+	}
+}
+END_TEST
+
+/* The turn's events in order: w the writer (a prepare watcher of the
+ * default priority, as the daemon's that writes answers), p the poll's end
+ * (a check watcher), t the callback that starts the deferred work, d it. */
+struct turn_log {
+	char seen[64];
+	size_t n;
+	ev_prepare writer;
+	ev_check polled;
+	struct tc_defer *d;
+};
+
+static void turn_note(struct turn_log *t, char c)
+{
+	if (t->n + 1 < sizeof(t->seen))
+		t->seen[t->n++] = c;
+}
+
+static void turn_writer(struct ev_loop *l, ev_prepare *w, int revents)
+{
+	turn_note(w->data, 'w');
+}
+
+static void turn_polled(struct ev_loop *l, ev_check *w, int revents)
+{
+	turn_note(w->data, 'p');
+}
+
+static void turn_deferred(void *arg)
+{
+	turn_note(arg, 'd');
+}
+
+/* Starts the deferred work twice, then the writer: the writer's priority,
+ * not the order they were started in, puts it first. */
+static void turn_start(void *arg)
+{
+	struct turn_log *t = arg;
+	turn_note(t, 't');
+	tc_defer_start(t->d);
+	tc_defer_start(t->d);
+	ev_prepare_start(ev, &t->writer);
+}
+
+START_TEST(loop_defer_after_writer_before_poll)
+{
+	struct turn_log t = { 0 };
+	ev_prepare_init(&t.writer, turn_writer);
+	t.writer.data = &t;
+	ev_check_init(&t.polled, turn_polled);
+	t.polled.data = &t;
+	ev_check_start(ev, &t.polled);
+	t.d = tc_defer_new(loop, turn_deferred, &t);
+	struct tc_timer *tm = tc_timer_new(loop, turn_start, &t);
+	tc_timer_start(tm, 0);
+	for (int i = 0; i < 4; i++)
+		ev_run(ev, EVRUN_NOWAIT);
+	t.seen[t.n] = '\0';
+	/* Once, in the turn after it was started: after the writer, before
+	 * that turn's poll. */
+	const char *start = strchr(t.seen, 't');
+	ck_assert_ptr_nonnull(start);
+	start++;
+	if (*start == 'p')
+		start++;
+	ck_assert_msg(strncmp(start, "wdp", 3) == 0, "turns: %s", t.seen);
+	ck_assert_ptr_eq(strchr(t.seen, 'd'), strrchr(t.seen, 'd'));
+	tc_timer_free(tm);
+	tc_defer_free(t.d);
+	ev_prepare_stop(ev, &t.writer);
+	ev_check_stop(ev, &t.polled);
+}
+END_TEST
+
 #define N_CONCURRENT 200
 
 START_TEST(shell_fd_hygiene)
 {
+	/* One call first: what the daemon opens once for all its children
+	 * (/dev/null for their stdin) is not a call's. */
+	struct run first;
+	struct json_doc *fdoc = shell_ok(&first, "{\"command\":\"true\"}");
+	json_doc_unref(fdoc);
+	run_done(&first);
 	int before = count_fds();
 	struct run *runs = calloc(N_CONCURRENT, sizeof(*runs));
 	ck_assert_ptr_nonnull(runs);
@@ -1367,10 +1480,12 @@ static Suite *child_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, shell_exit_codes);
+	tcase_add_test(tc, loop_defer_after_writer_before_poll);
 	tcase_add_test(tc, no_plan_no_capability);
 	tcase_add_test(tc, bounding_set_dropped_ahead);
 	tcase_add_test(tc, without_pidfd_open);
 	tcase_add_test(tc, without_close_range);
+	tcase_add_test(tc, without_rwf_nowait);
 	tcase_add_test(tc, shell_capture);
 	tcase_add_test(tc, shell_output_order_exact);
 	tcase_add_test(tc, shell_signals);

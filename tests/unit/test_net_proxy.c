@@ -9,6 +9,7 @@
 #include <check.h>
 #include <errno.h>
 #include <ev.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -631,6 +632,56 @@ START_TEST(destroy_reports_every_connection_once)
 }
 END_TEST
 
+static void noop_done(void *ctx, const struct net_conn_record *r)
+{
+	(void)ctx;
+	(void)r;
+}
+
+/* Listeners lent to a proxy (a kept namespace's, served again by the
+ * next call) stay open and as they were when it is freed; its own are
+ * closed. */
+START_TEST(borrowed_listeners_stay_open)
+{
+	static const struct net_proxy_ops ops = { .connection_done = noop_done };
+	struct ev_loop *ev = ev_loop_new(EVFLAG_AUTO);
+	struct tc_loop *loop = tc_loop_ev_new(ev);
+	struct net_resolver *res = NULL;
+	uint16_t port;
+	ck_assert_int_eq(net_resolver_new(loop, 0, &res), 0);
+	for (int borrowed = 0; borrowed < 2; borrowed++) {
+		int fd = net_test_listen(&port);
+		ck_assert_int_eq(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+		struct net_proxy_config cfg = {
+			.loop = loop, .resolver = res, .http_fd = fd, .socks_fd = -1,
+			.borrowed = borrowed, .ops = &ops,
+		};
+		struct net_proxy *p = NULL;
+		ck_assert_int_eq(net_proxy_new(&cfg, &p), 0);
+		p = net_proxy_free(p);
+		if (borrowed) {
+			ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, O_NONBLOCK);
+			int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+						 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+			ck_assert_int_eq(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+			int s = accept(fd, NULL, NULL);
+			ck_assert_int_ge(s, 0);
+			close(s);
+			close(c);
+			close(fd);
+		} else {
+			errno = 0;
+			ck_assert_int_lt(fcntl(fd, F_GETFD), 0);
+			ck_assert_int_eq(errno, EBADF);
+		}
+	}
+	net_resolver_free(res);
+	tc_loop_ev_free(loop);
+	ev_loop_destroy(ev);
+}
+END_TEST
+
 /* --- names through c-ares: /etc/hosts, and a name that cannot resolve ----- */
 
 static void client_resolve(struct fx *f)
@@ -730,6 +781,7 @@ int main(void)
 	tcase_add_test(tc, idle_and_header_timeouts);
 	tcase_add_test(tc, slow_reader_holds_only_itself);
 	tcase_add_test(tc, destroy_reports_every_connection_once);
+	tcase_add_test(tc, borrowed_listeners_stay_open);
 	tcase_add_test(tc, resolver_hosts_file_and_failure);
 	tcase_add_test(tc, byte_budget);
 	suite_add_tcase(s, tc);

@@ -19,6 +19,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,7 +31,11 @@
 #include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/sysmacros.h>
 #include <sched.h>
 #include <unistd.h>
@@ -291,36 +296,36 @@ START_TEST(namespace_key)
 {
 	const char *ws_a[] = { "/tmp", NULL }, *ws_b[] = { "/var/tmp", NULL }, *none[] = { NULL };
 	struct sandbox_child c = { .writable = ws_a, .tmp_parent = "/t/c", .tmp_own = "/t/c/one", .mntns_fd = -1 };
-	char *k1 = nspool_key(&c, 1000, 1000);
+	char *k1 = nspool_key(&c, 1000, 1000, NULL);
 	c.tmp_own = "/t/c/two";
-	char *k2 = nspool_key(&c, 1000, 1000);
+	char *k2 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(nspool_key_eq(k1, k2));
-	char *k3 = nspool_key(&c, 1001, 1000);
+	char *k3 = nspool_key(&c, 1001, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k3));
 	c.writable = ws_b;
-	char *k4 = nspool_key(&c, 1000, 1000);
+	char *k4 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k4));
 	c.writable = none;
-	char *k5 = nspool_key(&c, 1000, 1000);
+	char *k5 = nspool_key(&c, 1000, 1000, NULL);
 	c.writable = NULL;
-	char *k6 = nspool_key(&c, 1000, 1000);
+	char *k6 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k5, k6));
 	c.writable = ws_a;
 	c.tmp_opts = "size=1m";
-	char *k7 = nspool_key(&c, 1000, 1000);
+	char *k7 = nspool_key(&c, 1000, 1000, NULL);
 	ck_assert(!nspool_key_eq(k1, k7));
-	/* The hidden directories' inodes, looked up or as the caller saw
-	 * them: the same key for the same inodes, another for another. */
-	const char *hide[] = { "/tmp", "/", NULL };
-	c.hide_dirs = hide;
-	char *k8 = nspool_key(&c, 1000, 1000);
+	/* The caller's lstat of the hidden directories stands for the key's
+	 * own; another inode there is another key. */
+	const char *hidden[] = { "/tmp", "/", NULL };
 	struct stat st[2];
-	ck_assert_int_eq(lstat("/tmp", &st[0]), 0);
-	ck_assert_int_eq(lstat("/", &st[1]), 0);
-	char *k9 = nspool_key_known(&c, 1000, 1000, st);
+	ck_assert_int_eq(lstat(hidden[0], &st[0]), 0);
+	ck_assert_int_eq(lstat(hidden[1], &st[1]), 0);
+	c.hide_dirs = hidden;
+	char *k8 = nspool_key(&c, 1000, 1000, NULL);
+	char *k9 = nspool_key(&c, 1000, 1000, st);
 	ck_assert(nspool_key_eq(k8, k9));
 	st[1].st_ino++;
-	char *k10 = nspool_key_known(&c, 1000, 1000, st);
+	char *k10 = nspool_key(&c, 1000, 1000, st);
 	ck_assert(!nspool_key_eq(k8, k10));
 	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7), free(k8), free(k9), free(k10);
 }
@@ -821,8 +826,8 @@ START_TEST(shell_network)
 }
 END_TEST
 
-/* Ops standing in for the daemon's proxy: keep the listening sockets (a
- * connection to them completes in the backlog), count, and name a
+/* Ops standing in for the daemon's proxy: are lent the listening sockets
+ * (a connection to them completes in the backlog), count, and name a
  * refusal for the note. */
 struct fake_proxy {
 	int http_fd, socks_fd;
@@ -845,9 +850,7 @@ static void fake_stop(void *arg, void *served)
 {
 	struct fake_proxy *fp = served;
 	(void)arg;
-	close(fp->http_fd);
-	close(fp->socks_fd);
-	fp->http_fd = fp->socks_fd = -1;
+	/* Lent, not given: the namespace keeps them for a later call. */
 	fp->stopped++;
 }
 
@@ -856,6 +859,52 @@ static char *fake_note(void *arg, void *served)
 	(void)arg;
 	(void)served;
 	return xstrdup("[sandbox] The network proxy refused evil.test:443 (rule deny:evil.test)");
+}
+
+/* lo's largest TCP segment for IPv4 in the network namespace of socket
+ * fd (IFLA_GSO_IPV4_MAX_SIZE), 0 when the kernel does not say (before
+ * 6.3), -1 on failure; asked from a child that joins it. */
+static long lo_gso_ipv4_max(int fd)
+{
+	int ns = ioctl(fd, SIOCGSKNS);
+	if (ns < 0)
+		return -1;
+	int p[2];
+	if (pipe(p) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		long v = -1;
+		struct {
+			struct nlmsghdr h;
+			struct ifinfomsg i;
+		} q = { .h = { .nlmsg_len = sizeof(q), .nlmsg_type = RTM_GETLINK, .nlmsg_flags = NLM_F_REQUEST },
+			.i = { .ifi_family = AF_UNSPEC, .ifi_index = 1 } };
+		static char ans[16384];
+		int s = -1;
+		ssize_t n = -1;
+		if (setns(ns, CLONE_NEWNET) == 0 && (s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) >= 0 &&
+		    send(s, &q, sizeof(q), 0) == (ssize_t)sizeof(q))
+			n = recv(s, ans, sizeof(ans), 0);
+		struct nlmsghdr *h = (struct nlmsghdr *)ans;
+		if (n > 0 && NLMSG_OK(h, (size_t)n) && h->nlmsg_type == RTM_NEWLINK) {
+			v = 0;
+			int len = (int)IFLA_PAYLOAD(h);
+			for (struct rtattr *a = IFLA_RTA(NLMSG_DATA(h)); RTA_OK(a, len); a = RTA_NEXT(a, len))
+				if (a->rta_type == 63 /* IFLA_GSO_IPV4_MAX_SIZE */ && RTA_PAYLOAD(a) == 4)
+					v = *(uint32_t *)RTA_DATA(a);
+		}
+		_exit(write(p[1], &v, sizeof(v)) == (ssize_t)sizeof(v) ? 0 : 1);
+	}
+	long v = -1;
+	close(p[1]);
+	if (pid < 0 || read(p[0], &v, sizeof(v)) != (ssize_t)sizeof(v))
+		v = -1;
+	close(p[0]);
+	close(ns);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return v;
 }
 
 /* Network "proxy": the child is in a namespace of its own with loopback
@@ -914,11 +963,31 @@ START_TEST(shell_network_proxy)
 	/* The proxy ends with the call. */
 	ck_assert_int_eq(fp.started, 1);
 	ck_assert_int_eq(fp.stopped, 1);
+	/* The listeners were lent, not copied: open after the call, and the
+	 * same ones lent to the next call, which takes the kept namespace. */
+	int first_http = fp.http_fd, first_socks = fp.socks_fd;
+	ck_assert_int_ge(fcntl(first_http, F_GETFD), 0);
+	ck_assert_int_ge(fcntl(first_socks, F_GETFD), 0);
+	ck_assert(fcntl(first_http, F_GETFL) & O_NONBLOCK);
+	/* The call's two connections, which the fake never accepted, were
+	 * taken off the kept namespace's listeners. */
+	struct pollfd pend[2] = { { .fd = first_http, .events = POLLIN }, { .fd = first_socks, .events = POLLIN } };
+	ck_assert_int_eq(poll(pend, 2, 0), 0);
+	/* Its lo carries TCP segments of up to SANDBOX_LO_GSO_MAX bytes
+	 * (where the kernel knows of BIG TCP for IPv4; joining it takes
+	 * CAP_NET_ADMIN over it, which root has). */
+	long gso = geteuid() == 0 ? lo_gso_ipv4_max(first_http) : 0;
+	ck_assert_msg(gso == SANDBOX_LO_GSO_MAX || gso == 0, "lo gso_ipv4_max_size %ld", gso);
+	if (gso == 0)
+		fprintf(stderr, "shell_network_proxy: not root, or a kernel without BIG TCP for IPv4: "
+				"lo's segment size not checked\n");
 	/* A namespace serves the next call of the uid only once nothing of
 	 * the last is left in it: a listener it left behind is gone. */
 	sh(&r, "socat TCP-LISTEN:5555,bind=127.0.0.1,fork OPEN:/dev/null & sleep 0.3; readlink /proc/self/ns/net", NULL);
 	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
 	run_done(&r);
+	ck_assert_int_eq(fp.http_fd, first_http);
+	ck_assert_int_eq(fp.socks_fd, first_socks);
 	sh(&r, "readlink /proc/self/ns/net; socat -u OPEN:/dev/null TCP:127.0.0.1:5555 2>/dev/null || echo nothing-left",
 	   NULL);
 	ck_assert_msg(exit_code(&r) == 0, "%s", r.c.text);
@@ -1207,10 +1276,26 @@ static int count_call_cgroups(const char *dir)
 	return n;
 }
 
+/* The one call cgroup of a fake cgroup directory, in ret (n bytes). */
+static void call_cgroup(const char *dir, char *ret, size_t n)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	ret[0] = '\0';
+	while ((e = readdir(d)))
+		if (strncmp(e->d_name, "tc-", 3) == 0)
+			snprintf(ret, n, "%s/%s", dir, e->d_name);
+	closedir(d);
+	ck_assert(ret[0]);
+}
+
 /* The cgroup code against a fake cgroup v2 directory of plain files: what
  * a call's cgroup gets written (memory.max, pids.max, the child's join in
- * cgroup.procs), that its end writes cgroup.kill and keeps it, empty, for
- * the next call (with that call's limits), and that shutdown removes it. */
+ * cgroup.procs); that its end keeps it, empty, for the next call (with that
+ * call's limits), writing cgroup.kill only when cgroup.events says
+ * something is left in it after the leader's exit, and then not keeping
+ * it; and that shutdown removes a kept one. */
 START_TEST(cgroup_written)
 {
 	char fake[PATH_MAX + 16], path[PATH_MAX + 64];
@@ -1239,8 +1324,17 @@ START_TEST(cgroup_written)
 	ck_assert(enforced(&r, "enforced", "pids.max"));
 	run_done(&r);
 	/* The ended call's cgroup, empty, is kept: the next call takes it,
-	 * its limits written again where they differ. */
+	 * its limits written again where they differ. Empty once the leader
+	 * had exited, it was not killed. */
 	ck_assert_int_eq(count_call_cgroups(fake), 1);
+	char cg[PATH_MAX + 320], file[PATH_MAX + 352];
+	call_cgroup(fake, cg, sizeof(cg));
+	snprintf(file, sizeof(file), "%s/cgroup.kill", cg);
+	ck_assert_int_eq(access(file, F_OK), -1);
+	/* The next call's cgroup holds something after its leader's exit:
+	 * killed, and not kept. */
+	snprintf(file, sizeof(file), "%s/cgroup.events", cg);
+	write_file(file, "populated 1\n", 0644);
 	cfg.limits.memory_mb = 0;
 	cfg.limits.pids = 9;
 	sh(&r, "echo ok", NULL);
@@ -1248,8 +1342,12 @@ START_TEST(cgroup_written)
 	ck_assert(enforced(&r, "enforced", "pids.max"));
 	ck_assert(!enforced(&r, "enforced", "memory.max"));
 	run_done(&r);
+	ck_assert_int_eq(count_call_cgroups(fake), 0);
+	/* At exit (and on a reload) the kept ones go: a third call's. */
+	sh(&r, "echo ok", NULL);
+	ck_assert_int_eq(exit_code(&r), 0);
+	run_done(&r);
 	ck_assert_int_eq(count_call_cgroups(fake), 1);
-	/* At exit (and on a reload) the kept ones go. */
 	sandbox_shutdown();
 
 	snprintf(path, sizeof(path), "%s/writes.log", fake);
