@@ -8,7 +8,10 @@
  * child of a process that has it shares it). Each child it starts inherits
  * all that and carries out only the part of its plan that is the call's
  * (sandbox_child_apply_spawned(): cgroup, the namespaces made ahead, ids,
- * capabilities, Landlock), then execs.
+ * capabilities, Landlock), then execs. Its resource limits are worked out
+ * by the spawner from its own, which the child starts with: the child sets
+ * each that differs, without reading it first; its stdin, when the call
+ * gives none, is the spawner's /dev/null.
  *
  * The spawner clones each child with CLONE_PARENT, so it is the daemon's
  * child, reaped, watched and killed as any other (child_spawn.c), and
@@ -53,6 +56,10 @@
 #define SPAWNER_STRINGS_MAX 65536
 /* The most supplementary groups a request has. */
 #define SPAWNER_GROUPS_MAX 1024
+/* The spawner's socket and its /dev/null, the only fds it keeps (but
+ * 0-2) between requests. */
+#define SPAWNER_SOCK_FD 3
+#define SPAWNER_NULL_FD 4
 /* How long the daemon waits for a spawner's answer (a child's exec). */
 #define SPAWNER_ANSWER_MS 10000
 
@@ -97,16 +104,31 @@ static struct spawner spawners[6];
 
 /* ---- the spawner process ---------------------------------------------- */
 
+/* The kernel's struct rlimit64 for prlimit64(2). */
+struct spawner_rlimit {
+	uint64_t cur, max;
+};
+
 /* What the spawner's child needs, in the spawner's memory. */
 struct spawned_args {
 	const char *path;
 	char *const *argv;
 	char *const *envp;
 	int fd[F_COUNT];
-	uint64_t fd_soft;
+	/* The resource limits it sets (the request's, and the soft limit on
+	 * open files for children), worked out by the spawner from its own,
+	 * which the child has: one prlimit64 each, only where they differ. */
+	struct { int resource; struct spawner_rlimit rl; } lim[8];
+	unsigned n_lim;
 	struct sandbox_child c;
 	int err;
 };
+
+/* The spawner's own resource limits (its children's at their clone),
+ * read once; and /dev/null, open for reading, a child's stdin when the
+ * call gives none. */
+static struct spawner_rlimit spawner_rl[RLIM_NLIMITS];
+static int spawner_null = -1;
 
 /* The spawner's child until exec: raw system calls only, on the spawner's
  * stack and memory (CLONE_VM), with a copy of its fd table, signals
@@ -115,17 +137,14 @@ __attribute__((no_sanitize("address"))) static int spawned_child(void *arg)
 {
 	struct spawned_args *a = arg;
 	const uint64_t none = 0;
-	long in = a->fd[F_IN];
+	long in = a->fd[F_IN] >= 0 ? a->fd[F_IN] : spawner_null;
 	if (syscall(SYS_setpgid, 0, 0) < 0 || (a->fd[F_CWD] >= 0 && syscall(SYS_fchdir, a->fd[F_CWD]) < 0))
 		goto fail;
-	if (a->fd_soft) {
-		struct { uint64_t cur, max; } rl;
-		if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) < 0)
+	for (unsigned i = 0; i < a->n_lim; i++)
+		if (syscall(SYS_prlimit64, 0, a->lim[i].resource, &a->lim[i].rl, NULL) < 0) {
+			a->c.failed = "setting a resource limit";
 			goto fail;
-		rl.cur = a->fd_soft < rl.max ? a->fd_soft : rl.max;
-		if (syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &rl, NULL) < 0)
-			goto fail;
-	}
+		}
 	/* The spawner keeps 0-2 open (on /dev/null), so every fd received
 	 * is 3 or above and each dup3 makes a new fd, without close-on-exec;
 	 * everything else is close-on-exec. */
@@ -212,7 +231,6 @@ static int parse(const char *buf, size_t n, const int *fds, unsigned n_fds, char
 	a->path = path[0];
 	a->argv = ptrs;
 	a->envp = ptrs + q.argc + 1;
-	a->fd_soft = q.fd_soft;
 	struct sandbox_child *c = &a->c;
 	c->cgroup_fd = -1;
 	c->cgroup_procs_fd = a->fd[F_CGROUP];
@@ -228,11 +246,29 @@ static int parse(const char *buf, size_t n, const int *fds, unsigned n_fds, char
 	c->groups = groups;
 	c->n_groups = q.n_groups;
 	c->subreaper = q.subreaper;
-	c->n_rlimits = q.n_rlimits;
-	for (unsigned i = 0; i < q.n_rlimits; i++) {
-		c->rlimits[i].resource = q.rlimits[i].resource;
-		c->rlimits[i].value = q.rlimits[i].value;
+	/* What sandbox_child_apply() would set, from what the child starts
+	 * with: the soft limit on open files (child_set_fd_limit), then each
+	 * limit lowered, never raised. */
+	struct spawner_rlimit want[RLIM_NLIMITS];
+	uint32_t touched = 0;
+	memcpy(want, spawner_rl, sizeof(want));
+	if (q.fd_soft) {
+		want[RLIMIT_NOFILE].cur = MIN(q.fd_soft, want[RLIMIT_NOFILE].max);
+		touched |= 1u << RLIMIT_NOFILE;
 	}
+	for (unsigned i = 0; i < q.n_rlimits; i++) {
+		int r = q.rlimits[i].resource;
+		if (r < 0 || r >= RLIM_NLIMITS)
+			return -EBADMSG;
+		want[r].max = MIN(want[r].max, q.rlimits[i].value);
+		want[r].cur = MIN(want[r].cur, want[r].max);
+		touched |= 1u << r;
+	}
+	for (int r = 0; r < RLIM_NLIMITS; r++)
+		if ((touched & (1u << r)) && memcmp(&want[r], &spawner_rl[r], sizeof(want[r])) != 0) {
+			a->lim[a->n_lim].resource = r;
+			a->lim[a->n_lim++].rl = want[r];
+		}
 	return 0;
 }
 
@@ -255,9 +291,22 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 	for (int fd = 0; fd <= 2; fd++)
 		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
 			syscall(SYS_exit_group, 1);
+	if (sock < 3)
+		syscall(SYS_exit_group, 1);
 	if (sock > 3)
 		(void)syscall(SYS_close_range, 3U, (unsigned)sock - 1, 0U);
 	(void)syscall(SYS_close_range, (unsigned)sock + 1, ~0U, 0U);
+	/* The socket on 3, /dev/null on 4: every fd above is a request's
+	 * (or its child's pidfd), all closed at once when it is answered. */
+	if (sock != SPAWNER_SOCK_FD && (dup3(sock, SPAWNER_SOCK_FD, O_CLOEXEC) != SPAWNER_SOCK_FD || close(sock) < 0))
+		syscall(SYS_exit_group, 1);
+	sock = SPAWNER_SOCK_FD;
+	spawner_null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (spawner_null != SPAWNER_NULL_FD)
+		syscall(SYS_exit_group, 1);
+	for (int r = 0; r < RLIM_NLIMITS; r++)
+		if (syscall(SYS_prlimit64, 0, r, NULL, &spawner_rl[r]) < 0)
+			syscall(SYS_exit_group, 1);
 	size_t ptrs_size = (2 * SPAWNER_STRINGS_MAX + 2) * sizeof(char *) + SPAWNER_GROUPS_MAX * sizeof(gid_t);
 	char *buf = mmap(NULL, SPAWNER_MSG_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char **ptrs = mmap(NULL, ptrs_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -322,10 +371,13 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 		}
 		ans.pidfd = pidfd >= 0;
 		answer(sock, &ans, pidfd);
-		if (pidfd >= 0)
-			close(pidfd);
+		/* Bounded: close_range walks every slot of the range, and
+		 * the table is as large as the daemon's was. */
+		int top = pidfd;
 		for (unsigned i = 0; i < n_fds; i++)
-			close(fds[i]);
+			top = MAX(top, fds[i]);
+		if (top > SPAWNER_NULL_FD)
+			(void)syscall(SYS_close_range, SPAWNER_NULL_FD + 1U, (unsigned)top, 0U);
 	}
 }
 

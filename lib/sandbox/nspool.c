@@ -46,6 +46,16 @@
  * made meanwhile in the daemon's namespace beneath the writable paths
  * reach it only through propagation). Any other call makes its own
  * namespace in its child, as before.
+ *
+ * Most commands never touch their TMPDIR. The maker hands over, with
+ * each namespace whose TMPDIR is a tmpfs of its own, that TMPDIR's root,
+ * which the daemon watches (inotify: any access, open, change of its
+ * entries or of its own attributes is an event; nothing can be made
+ * deeper without an entry in it). A call that ends with no event there
+ * and nothing of it running (nspool_keep()) leaves its namespace as the
+ * maker made it: the daemon keeps it, TMPDIR path and all, for the next
+ * call of its plan and identity, and the maker does nothing. Otherwise it
+ * goes back to the maker as above, and gets a new path.
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -61,6 +71,7 @@
 #include <limits.h>
 #include <sys/mount.h>
 #include <linux/mount.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -92,6 +103,7 @@ struct entry {
 	uint64_t made_ms;		/* when the namespace was first made */
 	bool answered;			/* the maker's answer came: */
 	int fd;				/* the namespace, or -1 (not made) */
+	int wd;				/* the watch on its TMPDIR, or -1 */
 };
 
 static struct {
@@ -109,7 +121,16 @@ static struct {
 		uint64_t born_ms;
 	} given[NSPOOL_MAX];
 	unsigned n_given;
-} pool = { .sock = -1 };
+	/* The watches on the TMPDIRs of the namespaces handed over (one
+	 * inotify instance): a TMPDIR no call touched since is as the maker
+	 * made it. */
+	int ino;
+	struct watch {
+		int wd;
+		bool touched;
+	} w[NSPOOL_MAX * 4];
+	unsigned n_w;
+} pool = { .sock = -1, .ino = -1 };
 
 /* Appends a plan's entry: its kind, then the path with its NUL. */
 static void put(struct buf *b, char kind, const char *s)
@@ -242,22 +263,25 @@ static int plan_read(char *buf, size_t n, struct sandbox_child *c, const char **
 	return 0;
 }
 
-/* Sends a reply: the id, the result, and the namespace's fd when made. */
-static void reply(int sock, unsigned id, int r, int fd)
+/* Sends a reply: the id, the result, and the namespace's fd when made,
+ * with its TMPDIR's root (dir_fd) when it has one of its own. */
+static void reply(int sock, unsigned id, int r, int fd, int dir_fd)
 {
 	int32_t msg[2] = { (int32_t)id, r };
 	struct iovec iov = { msg, sizeof(msg) };
-	union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+	union { struct cmsghdr h; char b[CMSG_SPACE(2 * sizeof(int))]; } u;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	if (fd >= 0) {
+		int fds[2] = { fd, dir_fd };
+		size_t n = dir_fd >= 0 ? 2 : 1;
 		memset(&u, 0, sizeof(u));
 		mh.msg_control = u.b;
-		mh.msg_controllen = sizeof(u.b);
+		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+		cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
 	}
 	(void)sendmsg(sock, &mh, MSG_NOSIGNAL);
 }
@@ -474,7 +498,15 @@ static _Noreturn void maker(int sock)
 			r = base < 0 ? -ENOENT : make_one(base, plan + 5, (size_t)n - 5, &fd);
 		else
 			r = 0;
-		reply(sock, id, r, fd);
+		/* Its TMPDIR's root, which the daemon watches: the maker is
+		 * in the namespace it made. */
+		const char *own = plan_entry(plan + 5, (size_t)n - 5, 'o');
+		int dir_fd = -1;
+		if (fd >= 0 && own && plan_entry(plan + 5, (size_t)n - 5, 't'))
+			dir_fd = open(own, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		reply(sock, id, r, fd, dir_fd);
+		if (dir_fd >= 0)
+			close(dir_fd);
 		if (fd >= 0)
 			close(fd);
 	}
@@ -612,6 +644,91 @@ static void entry_drop(unsigned i)
  * own. */
 #define TAKE_WAIT_MS 2
 
+/* The record of a watch, or NULL. */
+static struct watch *watch_find(int wd)
+{
+	for (unsigned i = 0; i < pool.n_w; i++)
+		if (pool.w[i].wd == wd)
+			return &pool.w[i];
+	return NULL;
+}
+
+/* Reads the events that came: each marks its TMPDIR touched (an overflow
+ * marks every one); a watch the kernel ended (its tmpfs gone) is
+ * forgotten. */
+static void watch_scan(void)
+{
+	if (pool.ino < 0)
+		return;
+	for (;;) {
+		_Alignas(struct inotify_event) char buf[4096];
+		ssize_t n = read(pool.ino, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *ev = (const void *)(buf + off);
+			off += (ssize_t)sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				for (unsigned i = 0; i < pool.n_w; i++)
+					pool.w[i].touched = true;
+				continue;
+			}
+			struct watch *w = watch_find(ev->wd);
+			if (w && (ev->mask & IN_IGNORED))
+				*w = pool.w[--pool.n_w];
+			else if (w)
+				w->touched = true;
+		}
+	}
+}
+
+/* Watches the TMPDIR whose root is dir_fd (closed), as it is now
+ * (untouched): the watch's descriptor, or -1. */
+static int watch_arm(int dir_fd)
+{
+	char path[48];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", dir_fd);
+	int wd = -1;
+	if (pool.ino >= 0 || (pool.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0)
+		wd = inotify_add_watch(pool.ino, path, IN_ALL_EVENTS | IN_ONLYDIR);
+	close(dir_fd);
+	if (wd < 0)
+		return -1;
+	/* What the maker did there (and the close just now), and what came
+	 * before, read first. */
+	watch_scan();
+	struct watch *w = watch_find(wd);
+	if (!w) {
+		if (pool.n_w == ELEMENTSOF(pool.w))
+			pool.w[0] = pool.w[--pool.n_w];	/* forgotten: touched */
+		w = &pool.w[pool.n_w++];
+		w->wd = wd;
+	}
+	w->touched = false;
+	return wd;
+}
+
+/* Whether nothing touched the TMPDIR of a watch since it was armed. */
+static bool watch_untouched(int wd)
+{
+	if (wd < 0)
+		return false;
+	watch_scan();
+	const struct watch *w = watch_find(wd);
+	return w && !w->touched;
+}
+
+/* Stops watching every TMPDIR. */
+static void watch_stop(void)
+{
+	if (pool.ino >= 0)
+		close(pool.ino);
+	pool.ino = -1;
+	pool.n_w = 0;
+}
+
 /* Reads the maker's answers that came, each into its entry, up to the
  * one for id (0: all that came); one for an entry dropped meanwhile is
  * disposed of. False when the maker is gone. */
@@ -619,7 +736,7 @@ static bool answers_read(uint32_t id)
 {
 	for (;;) {
 		int32_t msg[2];
-		union { struct cmsghdr h; char b[CMSG_SPACE(sizeof(int))]; } u;
+		union { struct cmsghdr h; char b[CMSG_SPACE(2 * sizeof(int))]; } u;
 		struct iovec iov = { msg, sizeof(msg) };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof(u.b) };
 		ssize_t n = recvmsg(pool.sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
@@ -631,10 +748,13 @@ static bool answers_read(uint32_t id)
 			maker_stop();	/* gone */
 			return false;
 		}
-		int fd = -1;
+		/* The namespace, then its TMPDIR's root when it has one. */
+		int fds[2] = { -1, -1 };
 		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-			memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+			memcpy(fds, CMSG_DATA(cm), MIN(cm->cmsg_len - CMSG_LEN(0), sizeof(fds)));
+		_cleanup_close_ int dir_fd = fds[1];
+		int fd = fds[0];
 		unsigned i = 0;
 		while (n == sizeof(msg) && i < pool.n && (pool.e[i].answered || pool.e[i].id != (uint32_t)msg[0]))
 			i++;
@@ -643,10 +763,12 @@ static bool answers_read(uint32_t id)
 			continue;
 		}
 		pool.e[i].answered = true;
-		if (msg[1] == 0)
+		if (msg[1] == 0) {
 			pool.e[i].fd = fd;
-		else
+			pool.e[i].wd = dir_fd >= 0 ? watch_arm(TAKE_FD(dir_fd)) : -1;
+		} else {
 			dispose_fd(fd);
+		}
 		if (pool.e[i].id == id)
 			return true;
 	}
@@ -678,10 +800,12 @@ static int take(unsigned i)
 	}
 }
 
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint64_t *ret_born_ms, bool *ret_made)
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, int *ret_wd, char **ret_key, uint64_t *ret_born_ms,
+			 bool *ret_made)
 {
 	uint64_t now = mono_ms();
 	*ret_fd = -1;
+	*ret_wd = -1;
 	for (unsigned i = pool.n; i-- > 0;) {
 		struct entry *e = &pool.e[i];
 		if (e->uid != uid || e->gid != gid)
@@ -692,6 +816,8 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, char **ret_key, uint
 		}
 		*ret_fd = take(i);
 		e = &pool.e[i];
+		if (*ret_fd >= 0)
+			*ret_wd = e->wd;
 		char *tmpdir = e->tmpdir;
 		*ret_key = e->key;
 		*ret_born_ms = e->made_ms;
@@ -801,8 +927,29 @@ void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_
 	memcpy(&kn, key, sizeof(kn));
 	pool.e[pool.n++] = (struct entry){
 		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir, .tmp_made = made,
-		.uid = uid, .gid = gid, .made_ms = born, .fd = -1,
+		.uid = uid, .gid = gid, .made_ms = born, .fd = -1, .wd = -1,
 	};
+}
+
+bool nspool_keep(int fd, int wd, const char *key, uid_t uid, gid_t gid, char *tmpdir, uint64_t born_ms)
+{
+	if (pool.sock < 0 || fd < 0 || !key || !tmpdir || mono_ms() - born_ms > NSPOOL_MAX_AGE_MS ||
+	    !watch_untouched(wd))
+		return false;
+	/* One ahead per plan is enough: this one, ready, rather than one
+	 * asked for meanwhile (by a call that ran beside this one). */
+	for (unsigned i = pool.n; i-- > 0;)
+		if (pool.e[i].uid == uid && pool.e[i].gid == gid && nspool_key_eq(pool.e[i].key, key))
+			entry_drop(i);
+	if (pool.n == NSPOOL_MAX)
+		entry_drop(0);
+	size_t kn;
+	memcpy(&kn, key, sizeof(kn));
+	pool.e[pool.n++] = (struct entry){
+		.id = ++pool.next_id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir, .uid = uid, .gid = gid,
+		.made_ms = born_ms, .answered = true, .fd = fd, .wd = wd,
+	};
+	return true;
 }
 
 void nspool_clear(bool stop)
@@ -813,6 +960,8 @@ void nspool_clear(bool stop)
 		entry_drop(pool.n - 1);
 	while (pool.n_given)
 		given_drop(pool.n_given - 1);
-	if (stop)
+	if (stop) {
 		maker_stop();
+		watch_stop();
+	}
 }

@@ -59,6 +59,7 @@ struct sandbox_run {
 	int hide_fd;
 	int spare_fd;			/* a layer made ahead (spare_take), or -1 */
 	int mntns_fd;			/* a mount namespace made ahead (nspool.c), or -1 */
+	int ns_wd;			/* the watch on its TMPDIR, or -1 */
 	char *ns_key;			/* its plan, to ask for the next call's */
 	uint64_t ns_born_ms;		/* when the namespace was first made */
 	bool ns_clean;			/* nothing of the call ran when it ended */
@@ -730,7 +731,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
-	run->cgroup_fd = run->events_fd = run->kill_fd = run->hide_fd = run->spare_fd = run->mntns_fd = -1;
+	run->cgroup_fd = run->events_fd = run->kill_fd = run->hide_fd = run->spare_fd = run->mntns_fd = run->ns_wd = -1;
 	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->mntns_fd = c->netns_fd = c->userns_fd = -1;
 	c->subreaper = f->subreaper;
 	c->cap_last = sandbox_cap_last();
@@ -784,7 +785,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	_cleanup_free_ char *pool_key = NULL;
 	run->tmp_made = true;
 	if (!run->tmpdir && f->mountns && !f->userns)
-		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &pool_key,
+		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &run->ns_wd, &pool_key,
 						  &run->ns_born_ms, &run->tmp_made);
 	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
 	    (!run->tmpdir && (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0))
@@ -1135,7 +1136,12 @@ static void run_ahead(struct sandbox_run *run)
 	/* Its TMPDIR a tmpfs of the namespace, the next call's needs no
 	 * directory in the daemon's. */
 	bool make = !run->child.tmp_opts;
-	if (run->ns_key && run->spawned &&
+	/* Its TMPDIR untouched and nothing of it running, the namespace
+	 * serves the next call as it is. */
+	if (run->ns_key && run->spawned && run->ns_clean && run->child.tmp_opts && run->tmp_parent &&
+	    nspool_keep(run->mntns_fd, run->ns_wd, run->ns_key, run->uid, run->gid, run->tmpdir, run->ns_born_ms))
+		run->tmpdir = NULL;
+	else if (run->ns_key && run->spawned &&
 	    tmp_call_name(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, make, &next, &msg) == 0)
 		nspool_pass(&run->child, run->ns_key, run->uid, run->gid, next, make, g.fd >= 0 ? &g : NULL);
 	else if (run->mntns_fd >= 0)

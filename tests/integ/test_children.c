@@ -84,22 +84,28 @@ static bool is_spawner(pid_t pid)
 	return yes;
 }
 
-/* Whether ppid has a spawner among its children. */
-static bool has_spawner(pid_t ppid)
+/* A spawner among the children of ppid, or 0. */
+static pid_t spawner_of(pid_t ppid)
 {
 	DIR *dir = opendir("/proc");
 	ck_assert(dir);
-	bool found = false;
+	pid_t found = 0;
 	struct dirent *de;
 	while (!found && (de = readdir(dir))) {
 		char *end;
 		long pid = strtol(de->d_name, &end, 10);
 		pid_t parent;
-		found = !*end && pid > 0 && proc_stat((pid_t)pid, NULL, &parent) && parent == ppid &&
-			is_spawner((pid_t)pid);
+		if (!*end && pid > 0 && proc_stat((pid_t)pid, NULL, &parent) && parent == ppid && is_spawner((pid_t)pid))
+			found = (pid_t)pid;
 	}
 	closedir(dir);
 	return found;
+}
+
+/* Whether ppid has a spawner among its children. */
+static bool has_spawner(pid_t ppid)
+{
+	return spawner_of(ppid) != 0;
 }
 
 /* Children of ppid but its spawners: all of them, and the zombies among
@@ -131,14 +137,14 @@ static void count_children(pid_t ppid, unsigned *ret_all, unsigned *ret_zombies)
 /* The fds a process holds, those on a cgroup's files (the daemon keeps
  * a few empty cgroups for later calls, each with four files open) counted
  * apart in *cgroup. */
-static unsigned count_fds(pid_t pid, unsigned *cgroup)
+static unsigned count_fds(pid_t pid, unsigned *cgroup, unsigned *mntns)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
 	DIR *dir = opendir(path);
 	ck_assert_msg(dir, "%s: %s", path, strerror(errno));
 	unsigned n = 0;
-	*cgroup = 0;
+	*cgroup = *mntns = 0;
 	struct dirent *de;
 	while ((de = readdir(dir))) {
 		if (de->d_name[0] == '.')
@@ -149,6 +155,8 @@ static unsigned count_fds(pid_t pid, unsigned *cgroup)
 		link[len > 0 ? len : 0] = '\0';
 		if (strncmp(link, "/sys/fs/cgroup/", 15) == 0)
 			(*cgroup)++;
+		else if (strncmp(link, "mnt:[", 5) == 0)
+			(*mntns)++;
 		else
 			n++;
 	}
@@ -517,8 +525,8 @@ START_TEST(two_hundred_shells)
 	/* A round trip first: what prepares the next call of a sandboxed
 	 * one runs once its answer is written, before the next request. */
 	tc_assert_ok(tcc_request(c[0], "ping", NULL));
-	unsigned cg_fds;
-	unsigned fds_before = count_fds(d.pid, &cg_fds);
+	unsigned cg_fds, ns_fds;
+	unsigned fds_before = count_fds(d.pid, &cg_fds, &ns_fds);
 
 	const char *ids[N];
 	for (int i = 0; i < N; i++)
@@ -538,8 +546,18 @@ START_TEST(two_hundred_shells)
 	ck_assert_msg(zombies == 0, "%u zombie children of the daemon", zombies);
 	ck_assert_msg(all == 0, "%u children of the daemon still there after every call ended", all);
 	tc_assert_ok(tcc_request(c[0], "ping", NULL));
-	unsigned fds_after = count_fds(d.pid, &cg_fds);
+	unsigned fds_after = count_fds(d.pid, &cg_fds, &ns_fds);
 	ck_assert_msg(fds_after == fds_before, "the daemon held %u fds before and %u after", fds_before, fds_after);
+	/* Mount namespaces made ahead or kept for the next calls: as many as
+	 * the calls' timing left, at most 8. */
+	ck_assert_msg(ns_fds <= 8, "the daemon held %u mount namespaces after", ns_fds);
+	/* Between requests a spawner holds 0-2, its socket and /dev/null:
+	 * nothing of the calls it started. */
+	pid_t spawner = spawner_of(d.pid);
+	if (spawner) {
+		unsigned sp_cg, sp_ns, sp_fds = count_fds(spawner, &sp_cg, &sp_ns);
+		ck_assert_msg(sp_fds + sp_cg + sp_ns == 5, "the spawner held %u fds after", sp_fds + sp_cg + sp_ns);
+	}
 	/* At most 8 cgroups kept, with four files each. */
 	ck_assert_msg(cg_fds <= 8 * 4, "the daemon held %u fds on cgroups after", cg_fds);
 	for (int k = 0; k < CONNS; k++)

@@ -356,6 +356,100 @@ START_TEST(tmpdir_fresh_each_call)
 }
 END_TEST
 
+/* The path a call's TMPDIR has, printed by a command that touches it as
+ * touch says (or not at all); freed by the caller. */
+static char *tmpdir_of(struct tcc *c, const char *touch)
+{
+	char *cmd = xasprintf("%s%secho \"$TMPDIR\"", touch, *touch ? " && " : "");
+	const struct json *r = sh(c, cmd);
+	free(cmd);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+	const char *out = tj_str(r, "result.structuredContent.stdout");
+	ck_assert_msg(out[0] == '/' && strchr(out, '\n') == out + strlen(out) - 1, "%s", out);
+	return xstrndup(out, strlen(out) - 1);
+}
+
+/*
+ * A call that left its TMPDIR untouched, with nothing of it running,
+ * hands its namespace to the next call of its identity as it is, TMPDIR
+ * path and all; one that touched it in any way (a file made then removed,
+ * the directory listed, its mode set to what it was, a file left) never
+ * does: the next call has a TMPDIR of another path, empty, mode 0700. As
+ * root (loop 0) and as uid 65534 (loop 1).
+ */
+START_TEST(tmpdir_kept_untouched)
+{
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox, so tmp_mb bounds no TMPDIR");
+	if (_i == 1 && !want_nobody())
+		TC_SKIP("tmpdir_kept_untouched: skipped: not root, cannot connect as another uid");
+	struct tcd d;
+	start(&d, "\"limits\":{\"tmp_mb\":1}", false);
+	struct tcc *c = connect_as_loop(&d, _i == 1);
+	/* Untouched: one call after another keeps the namespace (a new one
+	 * is made when it is 2 s old, so not every pair need match). */
+	char *last = NULL;
+	int kept = 0;
+	for (int i = 0; i < 6; i++) {
+		char *p = tmpdir_of(c, "");
+		kept += last && strcmp(p, last) == 0;
+		free(last);
+		last = p;
+	}
+	ck_assert_msg(kept > 0, "no call found the TMPDIR of the call before, untouched");
+	static const char *const touches[] = {
+		"touch \"$TMPDIR/x\" && rm \"$TMPDIR/x\"",
+		"ls -A \"$TMPDIR\" >/dev/null",
+		"chmod 700 \"$TMPDIR\"",
+		": > \"$TMPDIR/.f\"",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(touches); i++) {
+		free(last);
+		last = tmpdir_of(c, touches[i]);
+		const struct json *r = sh(c, "stat -c %a \"$TMPDIR\" && ls -A \"$TMPDIR\" && echo \"$TMPDIR\"");
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		char *want_not = xasprintf("700\n%s\n", last);
+		ck_assert_msg(strncmp(out, "700\n/", 5) == 0 && strchr(out + 4, '\n') == out + strlen(out) - 1,
+			      "after `%s`: %s", touches[i], out);
+		ck_assert_msg(strcmp(out, want_not) != 0, "after `%s` the next call had %s again", touches[i], last);
+		free(want_not);
+	}
+	free(last);
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
+/*
+ * The resource limits of sandbox.limits hold in a sandboxed child, soft
+ * and hard, as root (loop 0: root is exempt from RLIMIT_NPROC, which is
+ * not set) and as uid 65534 (loop 1), in the first call and in the later
+ * ones (started by the spawner once the namespaces are made ahead).
+ */
+START_TEST(limits_in_child)
+{
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox");
+	if (_i == 1 && !want_nobody())
+		TC_SKIP("limits_in_child: skipped: not root, cannot connect as another uid");
+	struct tcd d;
+	start(&d, "\"limits\":{\"memory_mb\":64,\"file_size_mb\":3,\"nofile\":200,\"cpu_s\":7,\"pids\":50}", false);
+	struct tcc *c = connect_as_loop(&d, _i == 1);
+	const char *want = _i == 1 ? "65536 65536 6144 6144 200 200 7 7 50 50\n" : "65536 65536 6144 6144 200 200 7 7\n";
+	for (int i = 0; i < 4; i++) {
+		const struct json *r = sh(c, _i == 1 ? "echo $(ulimit -Sd) $(ulimit -Hd) $(ulimit -Sf) $(ulimit -Hf) "
+						       "$(ulimit -Sn) $(ulimit -Hn) $(ulimit -St) $(ulimit -Ht) "
+						       "$(ulimit -Sp) $(ulimit -Hp)"
+						     : "echo $(ulimit -Sd) $(ulimit -Hd) $(ulimit -Sf) $(ulimit -Hf) "
+						       "$(ulimit -Sn) $(ulimit -Hn) $(ulimit -St) $(ulimit -Ht)");
+		tc_assert_ok(r);
+		ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), want);
+	}
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /*
  * The namespace made ahead for the next call is for the plan of the call
  * before: when the plan changes meanwhile (a .git/hooks made, then
@@ -619,6 +713,8 @@ static Suite *iso_suite(void)
 	tcase_add_test(tc, daemon_files_out_of_reach);
 	tcase_add_loop_test(tc, tmpdir_private, 0, 4);
 	tcase_add_loop_test(tc, tmpdir_fresh_each_call, 0, 2);
+	tcase_add_loop_test(tc, tmpdir_kept_untouched, 0, 2);
+	tcase_add_loop_test(tc, limits_in_child, 0, 2);
 	tcase_add_loop_test(tc, tmpdir_when_plan_changes, 0, 2);
 	tcase_add_test(tc, tmpdir_identities_apart);
 	tcase_add_test(tc, require_refuses);
