@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/base/iopool.h"
@@ -49,10 +50,28 @@ struct audit {
 	struct audit_stats st;
 };
 
+/* Opens the log without following a link in its last component and
+ * without waiting on a FIFO: the daemon (root, often) reopens it by name
+ * after a rotation, and whoever could write the directory in the meantime
+ * (a call's child, where the log lies in a workspace) must not make it
+ * append to another file or hang on a pipe. A device (/dev/null) is kept. */
 static int open_log(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-	return fd < 0 ? -errno : fd;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK,
+		      0640);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISDIR(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (!S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, O_WRONLY | O_APPEND) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 /* Says one thing about the log, through the caller's logger or stderr. */

@@ -6,10 +6,13 @@
  * that calls must stop, and the fdatasync runs on the io pool.
  */
 #include <check.h>
+#include <errno.h>
 #include <ev.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "lib/base/audit.h"
@@ -109,19 +112,19 @@ START_TEST(write_outage_ends_and_no_line_is_lost)
 	if (access("/dev/full", W_OK) < 0)
 		TC_SKIP("write_outage_ends_and_no_line_is_lost: no writable /dev/full here");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	char *link = xasprintf("%s/audit.log", dir);
-	char *real = xasprintf("%s/real.log", dir);
-	ck_assert_int_eq(symlink("/dev/full", link), 0);
+	char *path = xasprintf("%s/audit.log", dir);
+	/* The full device itself at the log's path (a path there is refused). */
+	if (mknod(path, S_IFCHR | 0600, makedev(1, 7)) < 0)
+		TC_SKIP("write_outage_ends_and_no_line_is_lost: cannot make a /dev/full node here");
 	struct logged l = { 0 };
 	struct audit_opts o = { .log = capture, .log_userdata = &l };
-	struct audit *a = open_or_skip(link, NULL, &o);
+	struct audit *a = open_or_skip(path, NULL, &o);
 	ck_assert_ptr_nonnull(a);
 	audit_record(a, "one", 3);
 	audit_record(a, "two", 3);
 	ck_assert(!audit_healthy(a));
-	/* The disk comes back (here: logrotate points the path elsewhere). */
-	ck_assert_int_eq(unlink(link), 0);
-	ck_assert_int_eq(symlink(real, link), 0);
+	/* The disk comes back (here: the device is rotated away, and the reopen makes a file). */
+	ck_assert_int_eq(unlink(path), 0);
 	ck_assert_int_eq(audit_reopen(a), 0);
 	ck_assert_int_eq(audit_flush(a, true), 0);
 	ck_assert(audit_healthy(a));
@@ -131,14 +134,13 @@ START_TEST(write_outage_ends_and_no_line_is_lost)
 	audit_close(a);
 	char *got = NULL;
 	size_t n = 0;
-	FILE *f = fopen(real, "r");
+	FILE *f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_ge(getdelim(&got, &n, '\0', f), 0);
 	fclose(f);
 	ck_assert_str_eq(got, "one\ntwo\nthree\n");
 	free(got);
-	free(link);
-	free(real);
+	free(path);
 	nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 }
 END_TEST
@@ -172,6 +174,39 @@ START_TEST(fsync_errors_are_counted_off_the_loop)
 }
 END_TEST
 
+/* A link or a FIFO put where the log is (re)opened by name is refused: the
+ * daemon neither appends to the link's target nor waits on the pipe. */
+START_TEST(link_or_fifo_at_the_path_is_refused)
+{
+	char tmp[] = "/tmp/tc-audit-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	char target[256], path[256], fifo[256];
+	snprintf(target, sizeof(target), "%s/victim", tmp);
+	snprintf(path, sizeof(path), "%s/audit.log", tmp);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.log", tmp);
+	ck_assert_int_eq(symlink(target, path), 0);
+	struct audit *a = NULL;
+	ck_assert_int_eq(audit_open_with(path, NULL, NULL, &a), -ELOOP);
+	ck_assert_ptr_null(a);
+	ck_assert_int_eq(access(target, F_OK), -1);	/* not created through the link */
+	ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+	ck_assert_int_lt(audit_open_with(fifo, NULL, NULL, &a), 0);	/* returns: no reader waited for */
+	ck_assert_ptr_null(a);
+
+	/* A log rotated away and replaced by a link is not followed on reopen. */
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(audit_open_with(path, NULL, NULL, &a), 0);
+	ck_assert_int_eq(rename(path, target), 0);
+	ck_assert_int_eq(symlink(target, path), 0);
+	ck_assert_int_eq(audit_reopen(a), -ELOOP);
+	audit_close(a);
+	unlink(path);
+	unlink(target);
+	unlink(fifo);
+	rmdir(tmp);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("audit");
@@ -180,6 +215,7 @@ int main(void)
 	tcase_add_test(tc, refuse_mode_refuses_while_unhealthy);
 	tcase_add_test(tc, write_outage_ends_and_no_line_is_lost);
 	tcase_add_test(tc, fsync_errors_are_counted_off_the_loop);
+	tcase_add_test(tc, link_or_fifo_at_the_path_is_refused);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
