@@ -117,7 +117,8 @@ const char *json_kind_name(const struct json *v);
 /* Deep equality: numbers by value, objects ignoring key order. */
 bool json_equal(const struct json *a, const struct json *b);
 /* Writes a canonical text: objects with keys sorted by bytes, no spaces,
- * numbers as written. Used to compare arguments for idempotency. */
+ * numbers by value (integral ones as integers, others as %.17g). Used to
+ * compare arguments for idempotency. */
 void json_canonical(const struct json *v, struct buf *out);
 /* Line and column (both from 1) of a byte offset in text. */
 void json_line_col(const char *text, size_t len, size_t off, unsigned *line, unsigned *col);

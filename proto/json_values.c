@@ -7,6 +7,7 @@
 #include "proto/json.h"
 #include "proto/json_internal.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,7 +275,12 @@ void json_canonical(const struct json *v, struct buf *out)
 		buf_puts(out, v->u.b ? "true" : "false");
 		break;
 	case JSON_NUMBER:
-		buf_append(out, v->u.num.raw, v->u.num.raw_len);
+		/* By value, as json_equal() compares: 1000, 1e3 and 1000.0 are
+		 * one text; 1.5 and 1.50 another. */
+		if (v->u.num.is_int)
+			buf_printf(out, "%" PRId64, v->u.num.i);
+		else
+			buf_printf(out, "%.17g", v->u.num.d);
 		break;
 	case JSON_STRING:
 		quote_lossless(out, v->u.str.s, v->u.str.len);

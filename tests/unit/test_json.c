@@ -257,6 +257,29 @@ START_TEST(canonical_sorts_keys)
 }
 END_TEST
 
+/* Numbers are compared by value, as json_equal() does: an agent that writes
+ * 1e3 where it wrote 1000 sends the same arguments. */
+START_TEST(canonical_numbers_by_value)
+{
+	struct json_doc *a = parse_ok("{\"n\":1000,\"f\":1.5,\"z\":-0.25,\"l\":[1,2]}");
+	struct json_doc *b = parse_ok("{\"l\":[1.0,2e0],\"z\":-2.5e-1,\"f\":1.50,\"n\":1e3}");
+	struct json_doc *c = parse_ok("{\"l\":[1,2],\"z\":-0.25,\"f\":1.5,\"n\":1001}");
+	struct buf x = {0}, y = {0}, z = {0};
+	json_canonical(json_doc_root(a), &x);
+	json_canonical(json_doc_root(b), &y);
+	json_canonical(json_doc_root(c), &z);
+	ck_assert_str_eq(buf_head(&x), "{\"f\":1.5,\"l\":[1,2],\"n\":1000,\"z\":-0.25}");
+	ck_assert_str_eq(buf_head(&x), buf_head(&y));
+	ck_assert_str_ne(buf_head(&x), buf_head(&z));
+	buf_free(&x);
+	buf_free(&y);
+	buf_free(&z);
+	json_doc_unref(a);
+	json_doc_unref(b);
+	json_doc_unref(c);
+}
+END_TEST
+
 START_TEST(utf8_helpers)
 {
 	ck_assert(utf8_valid("héllo €𝄞", strlen("héllo €𝄞")));
@@ -979,6 +1002,7 @@ int main(void)
 	tcase_add_test(tc, syntax_errors);
 	tcase_add_test(tc, strict_utf8_and_white_space);
 	tcase_add_test(tc, canonical_sorts_keys);
+	tcase_add_test(tc, canonical_numbers_by_value);
 	tcase_add_test(tc, utf8_helpers);
 	tcase_add_test(tc, generator_output_is_one_line_of_valid_utf8);
 	tcase_add_test(tc, generator_long_keys);
