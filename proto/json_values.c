@@ -279,8 +279,10 @@ void json_canonical(const struct json *v, struct buf *out)
 		 * one text; 1.5 and 1.50 another. */
 		if (v->u.num.is_int)
 			buf_printf(out, "%" PRId64, v->u.num.i);
-		else
+		else if (isfinite(v->u.num.d))
 			buf_printf(out, "%.17g", v->u.num.d);
+		else	/* beyond a double (1e400): as written, which parses again */
+			buf_append(out, v->u.num.raw, v->u.num.raw_len);
 		break;
 	case JSON_STRING:
 		quote_lossless(out, v->u.str.s, v->u.str.len);

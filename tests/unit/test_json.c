@@ -271,6 +271,13 @@ START_TEST(canonical_numbers_by_value)
 	ck_assert_str_eq(buf_head(&x), "{\"f\":1.5,\"l\":[1,2],\"n\":1000,\"z\":-0.25}");
 	ck_assert_str_eq(buf_head(&x), buf_head(&y));
 	ck_assert_str_ne(buf_head(&x), buf_head(&z));
+	/* Beyond a double: as written, so that it parses again. */
+	struct json_doc *h = parse_ok("[1e400,-1E+999]");
+	struct buf w = {0};
+	json_canonical(json_doc_root(h), &w);
+	ck_assert_str_eq(buf_head(&w), "[1e400,-1E+999]");
+	buf_free(&w);
+	json_doc_unref(h);
 	buf_free(&x);
 	buf_free(&y);
 	buf_free(&z);
