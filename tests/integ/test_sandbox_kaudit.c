@@ -132,6 +132,20 @@ static const char *text_of(const struct json *r)
 	return t ? t : "";
 }
 
+/* The shell signals the daemon, outside the sandbox, its stderr silent:
+ * Landlock's scope refuses it, and the note names that from the kernel's
+ * record (or the plan). */
+static const struct json *signal_the_daemon(struct tcc *c, pid_t pid, const char *when)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)pid);
+	const struct json *r = sh(c, cmd);
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s: %s", when,
+		      text_of(r));
+	return r;
+}
+
 /* A refusal stderr does not speak of: the note comes from the kernel's
  * record alone, naming what was refused. */
 START_TEST(kernel_names_a_refusal_stderr_hides)
@@ -143,10 +157,7 @@ START_TEST(kernel_names_a_refusal_stderr_hides)
 	ck_assert_msg(tj_str(st, "result.sandboxNotes.from") && str_eq(tj_str(st, "result.sandboxNotes.from"), "audit"),
 		      "%s", tcd_log(&d));
 	/* Signalling the daemon, outside the sandbox: Landlock's scope refuses it. */
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)d.pid);
-	const struct json *r = sh(c, cmd);
-	tc_assert_ok(r);
+	const struct json *r = signal_the_daemon(c, d.pid, "audit on");
 	char want[96];
 	snprintf(want, sizeof(want), "[sandbox] The sandbox refused signalling process %d", (int)d.pid);
 	ck_assert_msg(strstr(text_of(r), want) && strstr(text_of(r), "outside the sandbox"), "%s", text_of(r));
@@ -194,13 +205,10 @@ START_TEST(records_still_queued_are_waited_for)
 	struct tcd d;
 	tcd_start(&d, "{" AUTO "}");
 	struct tcc *c = tcc_connect(&d);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)d.pid);
 	for (int i = 0; i < 12; i++) {
-		const struct json *r = sh(c, cmd);
-		tc_assert_ok(r);
-		ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "call %d: %s", i,
-			      text_of(r));
+		char when[32];
+		snprintf(when, sizeof(when), "call %d", i);
+		signal_the_daemon(c, d.pid, when);
 	}
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
@@ -236,10 +244,7 @@ START_TEST(status_follows_audit)
 	ck_assert_msg(why == NULL || strstr(why, "turned off after the daemon started"), "%s", why);
 	ck_assert(tc_wait_until(stats_from(c, "audit"), tc_wait_scaled(5000)));
 	/* And its records are read: a refusal stderr hides is named. */
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)d.pid);
-	const struct json *r = sh(c, cmd);
-	ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s", text_of(r));
+	signal_the_daemon(c, d.pid, "audit on again");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -263,10 +268,7 @@ START_TEST(subscribes_when_audit_comes_on)
 	ck_assert_int_eq(audit_set(1), 0);
 	ck_assert_msg(off_at_start && said_off, "%s", why ? why : "(no why)");
 	ck_assert(tc_wait_until(stats_from(c, "audit"), tc_wait_scaled(5000)));
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)d.pid);
-	const struct json *r = sh(c, cmd);
-	ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s", text_of(r));
+	signal_the_daemon(c, d.pid, "audit turned on");
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
