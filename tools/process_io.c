@@ -33,7 +33,8 @@ const struct tool_def tool_process_io = {
 	.description = "Send input to a background process started by shell (background: true) and read its "
 		       "output that this session has not read yet. Returns once until matches, the process "
 		       "ends, or wait_ms passes; says whether it runs, how it ended (exit code or signal), "
-		       "whether it is waiting for input, and how many bytes the buffer dropped unread.",
+		       "whether it is waiting for input, and how many bytes the buffer dropped unread. Once it "
+		       "has ended by a signal or a non-zero exit, the result has isError: true, as with shell.",
 	.input_schema = process_io_schema,
 	.side_effects = SIDE_EXECUTE,
 	.idempotent = false,

@@ -22,7 +22,8 @@ const struct tool_def tool_process_kill = {
 	.name = "process_kill",
 	.description = "Stop a background process started by shell (background: true), with every process "
 		       "it started. Returns once it has ended: the output this session had not read and how "
-		       "it ended.",
+		       "it ended. As with shell, a result that reports a signal (the one sent here included) "
+		       "or a non-zero exit has isError: true.",
 	.input_schema = process_kill_schema,
 	.side_effects = SIDE_EXECUTE,
 	.idempotent = false,

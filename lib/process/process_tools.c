@@ -172,11 +172,10 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	jgen_obj_close(g);
 	jgen_free(g);
 	buf_free(&out);
-	/* A kill that ended the process did what was asked: its signal is
-	 * the outcome, not a failure. One that found it ended on its own
-	 * (or by a limit) reports that end as any other call does. */
-	bool failed = p->ended && (p->sig || p->exit_code != 0) &&
-		      !(kind == PROC_WAIT_KILL && p->end == PROC_END_KILLED);
+	/* As with shell, a result that reports a non-zero exit or a signal
+	 * is an error for the model, whichever call reports it: a kill's own
+	 * signal too (the text says the kill sent it). */
+	bool failed = p->ended && (p->sig || p->exit_code != 0);
 	tool_call_succeed(c, buf_steal(&text), buf_steal(&sb), failed);
 }
 

@@ -99,13 +99,26 @@ START_TEST(background_returns_at_until_and_kill_ends_it)
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.structuredContent.running"));
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.signal"), "SIGTERM");
-	/* The kill did what was asked. */
-	ck_assert(!tj_bool(r, "result.isError"));
+	/* As with shell, a result that reports a signal is an error, the
+	 * kill's own signal too; the text says the kill sent it. */
+	ck_assert_msg(tj_bool(r, "result.isError"), "%s", tj_text(r));
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "killed by SIGTERM (process_kill)"), "%s",
+		      tj_str(r, "result.content.0.text"));
+	/* A process that ends on its own with exit 0 when asked to stop is
+	 * no error. */
+	r = bg(c, "trap 'exit 0' TERM; echo ready; while :; do sleep 0.05; done", "\"until\":\"ready\",\"yield_ms\":60000");
+	tc_assert_ok(r);
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", pid_of(r)));
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 0);
+	ck_assert_msg(!tj_bool(r, "result.isError"), "%s", tj_text(r));
 
-	/* Still listed once ended, and its end readable. */
+	/* Still listed once ended, and its end readable; process_io reports
+	 * the signal as an error too. */
 	r = io(c, id, "\"wait_ms\":0");
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	ck_assert(tj_bool(r, "result.isError"));
 	r = tcc_call(c, "process_list", "{}");
 	ck_assert(!tj_bool(r, "result.structuredContent.processes.0.running"));
 
