@@ -24,6 +24,7 @@
 #include "daemon/providers.h"
 #include "daemon/server_state.h"
 #include "lib/dispatch/dispatch.h"
+#include "lib/errors.h"
 #include "lib/base/loop.h"
 #include "lib/base/map.h"
 #include "lib/process/process.h"
@@ -65,7 +66,11 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 			struct buf data = {0};
 			struct jgen *g = jgen_new(&data);
 			jgen_obj_open(g);
-			jgen_kv_str(g, "kind", "invalid_config");
+			/* A kind of §4's closed set: the reload ran and failed
+			 * on what it read; what failed says "reason". */
+			jgen_kv_str(g, "kind", tc_kind_name(TC_EXECUTION_ERROR));
+			jgen_kv_bool(g, "retryable", false);
+			jgen_kv_str(g, "reason", "invalid_config");
 			jgen_kv_str(g, "error", err);
 			/* Every mistake found, one an item. */
 			jgen_key(g, "errors");
@@ -80,7 +85,7 @@ static void m_reload(struct conn *c, const struct jrpc_req *req, struct pending 
 			jgen_obj_close(g);
 			jgen_free(g);
 			char *msg = xasprintf("Reload failed, the previous configuration stays in force: %s", err);
-			conn_error(p, JRPC_INTERNAL_ERROR, msg, buf_head(&data));
+			conn_error(p, tc_kind_code(TC_EXECUTION_ERROR), msg, buf_head(&data));
 			free(msg);
 			buf_free(&data);
 		} else {

@@ -177,7 +177,10 @@ START_TEST(admin_reload_is_logged)
 	free(want);
 
 	tcd_write_tool(&d, "broken.json", "{\"name\":");
-	tc_assert_kind(tcc_reload(c), "invalid_config");
+	const struct json *bad = tcc_reload(c);
+	tc_assert_kind(bad, "execution_error");
+	ck_assert_str_eq(tj_str(bad, "error.data.reason"), "invalid_config");
+	ck_assert(!tj_bool(bad, "error.data.retryable"));
 	want = xasprintf("admin/reload by uid %u (pid %d) failed, the previous configuration stays in force: ",
 			 (unsigned)geteuid(), (int)getpid());
 	ck_assert_msg(tcd_wait_log(&d, want, 1, 5000), "no \"%s\" in the log", want);

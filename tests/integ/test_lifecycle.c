@@ -1043,7 +1043,8 @@ static void assert_all_reported(struct tcd *d, const char *const *want, size_t n
 
 	struct tcc *c = tcc_connect(d);
 	const struct json *r = tcc_reload(c);
-	ck_assert_str_eq(tj_str(r, "error.data.kind"), "invalid_config");
+	ck_assert_str_eq(tj_str(r, "error.data.kind"), "execution_error");
+	ck_assert_str_eq(tj_str(r, "error.data.reason"), "invalid_config");
 	ck_assert_int_eq(tj_len(r, "error.data.errors"), n_all);
 	for (size_t i = 0; i < n_want; i++) {
 		bool found = false;
