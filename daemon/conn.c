@@ -536,14 +536,21 @@ static void batch_answer(struct pending *p, struct buf *b)
 	 * is replaced by an error saying so (small ones always fit). */
 	size_t limit = p->conn->conns->limits.max_output_bytes;
 	if (buf_size(b) > BATCH_SMALL_ANSWER && bt->bytes + buf_size(b) > limit) {
-		char *msg = xasprintf("The answer (%zu bytes) was dropped: the answers of this batch went past "
-				      "limits.max_output_bytes (%zu bytes). The call did run; send calls with large "
-				      "answers on their own", buf_size(b), limit);
+		/* The call ran: its side effects happened, and a retry would
+		 * run it again. So not retryable (no "overloaded"): the kind
+		 * of a call that ran and did not give its result. */
+		char *msg = xasprintf("The call ran, but its answer (%zu bytes) was dropped: the answers of this "
+				      "batch went past limits.max_output_bytes (%zu bytes). Do not send it again as it "
+				      "is, it would run again; send fewer calls per batch, or ask for smaller outputs",
+				      buf_size(b), limit);
+		char *data = xasprintf("{\"kind\":\"execution_error\",\"retryable\":false,\"ran\":true,"
+				       "\"limit\":\"limits.max_output_bytes\",\"limitBytes\":%zu,\"answerBytes\":%zu}",
+				       limit, buf_size(b));
 		/* Not kept in the answer's own buffer: it may have grown to
 		 * twice the answer, and held until the batch is written. */
 		buf_free(b);
-		jrpc_write_error(b, p->id, p->id_len, JRPC_INTERNAL_ERROR, msg,
-				 "{\"kind\":\"overloaded\",\"retryable\":true}", 38);
+		jrpc_write_error(b, p->id, p->id_len, JRPC_INTERNAL_ERROR, msg, data, strlen(data));
+		free(data);
 		free(msg);
 	}
 	/* Held as long as it is, no longer: the batch grows with what is

@@ -544,9 +544,18 @@ START_TEST(batch_answers_bounded)
 			continue;
 		}
 		assert_error(c, e, -32603, tcc_fmt(c, "%d", i + 1));
-		ck_assert_str_eq(tj_str(e, "error.data.kind"), "overloaded");
-		ck_assert_msg(strstr(tj_str(e, "error.message"), "limits.max_output_bytes"), "%s",
-			      tj_str(e, "error.message"));
+		/* The call ran: a retry would run it again, so the error is
+		 * not retryable and says so, and what to do instead. */
+		ck_assert_str_eq(tj_str(e, "error.data.kind"), "execution_error");
+		ck_assert(!tj_bool(e, "error.data.retryable"));
+		ck_assert(tj_bool(e, "error.data.ran"));
+		ck_assert_str_eq(tj_str(e, "error.data.limit"), "limits.max_output_bytes");
+		ck_assert_int_eq(tj_int(e, "error.data.limitBytes"), 65536);
+		ck_assert_int_gt(tj_int(e, "error.data.answerBytes"), 20000);
+		const char *m = tj_str(e, "error.message");
+		ck_assert_msg(strstr(m, "limits.max_output_bytes") && strstr(m, "The call ran") &&
+				      strstr(m, "fewer calls per batch") && strstr(m, "smaller outputs"),
+			      "%s", m);
 	}
 	ck_assert_int_eq(kept, 1);
 	assert_result(c, tj(r, "3"), "4");
