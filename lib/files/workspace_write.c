@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The atomic replacement of a file beneath the workspace, shared by
- * write_file and patch_file: the data goes to a new temporary file in the
- * target's directory (opened beneath the root by the path engine in
- * workspace_path.c), which is then renamed over the target. What is
- * written never gains privilege: no setuid or setgid bit, no file
- * capability.
+ * write_file, patch_file, edit_file and memory: the data goes to a new
+ * file in the target's directory (opened beneath the root by the path
+ * engine in workspace_path.c), which is then renamed over the target.
+ * The new file is unnamed (O_TMPFILE) while it is written and synced, and
+ * given a temporary name only to be renamed at once: a crash leaves no
+ * half-written file behind but in those few microseconds. Where the file
+ * system has no O_TMPFILE, it is written under its temporary name from
+ * the start. What is written never gains privilege: no setuid or setgid
+ * bit, no file capability.
  */
 #include "lib/files/workspace.h"
 #include "lib/files/workspace_internal.h"
@@ -151,6 +155,67 @@ static int keep_owner_and_mode(int tfd, const struct stat *old)
 	return 0;
 }
 
+/* Set by the tests: write under a temporary name, as where the file
+ * system has no O_TMPFILE. */
+static atomic_bool named_temp_forced;
+
+void ws_force_named_temp(bool on)
+{
+	atomic_store(&named_temp_forced, on);
+}
+
+/*
+ * Opens a new file in dfd with no name (O_TMPFILE), as the calling thread
+ * (its file system identity owns it, as any file it creates). -EOPNOTSUPP
+ * when the file system (or the kernel: EISDIR, as O_TMPFILE holds
+ * O_DIRECTORY) has none.
+ */
+static int open_unnamed(int dfd, mode_t mode)
+{
+	if (atomic_load(&named_temp_forced))
+		return -EOPNOTSUPP;
+	for (unsigned i = 0; i < 8; i++) {
+		/* "." is dfd itself: nothing is looked up. */
+		int fd = openat(dfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, mode);
+		if (fd >= 0)
+			return fd;
+		if (errno == EINTR)
+			continue;
+		if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)
+			return -EOPNOTSUPP;
+		return -errno;
+	}
+	return -EINTR;
+}
+
+/*
+ * Gives the unnamed file tfd the name tmp in dfd; -EEXIST when the name is
+ * taken (linkat replaces nothing, follows no symlink there). Through
+ * /proc/self/fd, which needs no privilege; AT_EMPTY_PATH where /proc is
+ * missing (it needs CAP_DAC_READ_SEARCH, or a recent kernel).
+ */
+static int name_unnamed(int tfd, int dfd, const char *tmp)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tfd);
+	if (linkat(AT_FDCWD, proc, dfd, tmp, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno != ENOENT && errno != EACCES && errno != EPERM)
+		return -errno;
+	if (linkat(tfd, "", dfd, tmp, AT_EMPTY_PATH) == 0)
+		return 0;
+	return -errno;
+}
+
+/* A hidden name next to the target, so the rename stays on one file
+ * system; the original name is cut to leave room under NAME_MAX. */
+static void temp_name(const char *name, char tmp[static NAME_MAX + 1])
+{
+	char rnd[8];
+	random_name(rnd, 6);
+	snprintf(tmp, NAME_MAX + 1, ".%.*s.tc-%s", (int)MIN(strlen(name), (size_t)200), name, rnd);
+}
+
 int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, const void *data, size_t n,
 		    bool create_dirs, bool *ret_created)
 {
@@ -174,18 +239,20 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 	if (r < 0)
 		return r;
 
-	/* A hidden name next to the target, so the rename stays on one file
-	 * system; the original name is cut to leave room under NAME_MAX. */
-	char tmp[NAME_MAX + 1], rnd[8];
-	_cleanup_close_ int tfd = -1;
-	for (unsigned i = 0; i < TEMP_TRIES; i++) {
-		random_name(rnd, 6);
-		snprintf(tmp, sizeof(tmp), ".%.*s.tc-%s", (int)MIN(strlen(name), (size_t)200), name, rnd);
-		/* An existing file's content is never more exposed than before:
-		 * 0600 until its own mode is set. A new file gets 0644 less the umask. */
-		tfd = ws_open_one(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, exists ? 0600 : 0644);
-		if (tfd != -EEXIST)
-			break;
+	/* An existing file's content is never more exposed than before:
+	 * 0600 until its own mode is set. A new file gets 0644 less the umask. */
+	mode_t mode = exists ? 0600 : 0644;
+	char tmp[NAME_MAX + 1] = "";
+	_cleanup_close_ int tfd = open_unnamed(dfd, mode);
+	bool named = tfd == -EOPNOTSUPP;
+	if (named) {
+		/* No O_TMPFILE here: named from the start. */
+		for (unsigned i = 0; i < TEMP_TRIES; i++) {
+			temp_name(name, tmp);
+			tfd = ws_open_one(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+			if (tfd != -EEXIST)
+				break;
+		}
 	}
 	if (tfd < 0)
 		return tfd;
@@ -202,7 +269,28 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 		r = -errno;
 		goto fail;
 	}
-	if (renameat(dfd, tmp, dfd, name) < 0) {
+	bool linked = false;
+	if (!named && !exists) {
+		/* A new file takes its own name at once: no temporary name at
+		 * all. Something put there meanwhile is replaced, as below. */
+		r = name_unnamed(tfd, dfd, name);
+		if (r < 0 && r != -EEXIST)
+			return r;
+		linked = r == 0;
+	}
+	if (!named && !linked) {
+		/* Named at the last moment, renamed right after. */
+		for (unsigned i = 0; i < TEMP_TRIES; i++) {
+			temp_name(name, tmp);
+			r = name_unnamed(tfd, dfd, tmp);
+			if (r != -EEXIST)
+				break;
+		}
+		if (r < 0)
+			return r;
+		named = true;
+	}
+	if (!linked && renameat(dfd, tmp, dfd, name) < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -216,6 +304,8 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 	return 0;
 
 fail:
-	(void) unlinkat(dfd, tmp, 0);
+	/* An unnamed file goes with its last fd. */
+	if (named)
+		(void) unlinkat(dfd, tmp, 0);
 	return r;
 }

@@ -5,14 +5,20 @@
  * tricks, symlinks out (to files and directories, for reading and for
  * writing), symlink chains, /proc magic links and NUL bytes are refused
  * with permission_denied, and nothing outside the workspace is read,
- * changed or created (CONTRACT §6).
+ * changed or created (CONTRACT §6). A large write shows no temporary name
+ * while its data is written, and a daemon killed in the middle of one
+ * leaves nothing behind.
  */
 #include <check.h>
 #include <dirent.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
@@ -44,6 +50,215 @@ static mode_t file_mode(const char *path)
 	ck_assert_msg(stat(path, &st) == 0, "stat %s", path);
 	return st.st_mode & 07777;
 }
+
+/* --- a write leaves no name behind --------------------------------------- */
+
+/* The target of the first fd of process pid open on a file in dir (not
+ * dir itself), newly allocated, or NULL. */
+static char *fd_open_in(pid_t pid, const char *dir)
+{
+	char fds[64], link[PATH_MAX + 32], *found = NULL;
+	snprintf(fds, sizeof(fds), "/proc/%d/fd", (int)pid);
+	DIR *dp = opendir(fds);
+	if (!dp)
+		return NULL;
+	size_t n = strlen(dir);
+	struct dirent *e;
+	while (!found && (e = readdir(dp))) {
+		char *p = xasprintf("%s/%s", fds, e->d_name);
+		ssize_t k = readlink(p, link, sizeof(link) - 1);
+		free(p);
+		if (k <= 0)
+			continue;
+		link[k] = '\0';
+		if (strncmp(link, dir, n) == 0 && link[n] == '/')
+			found = xstrdup(link);
+	}
+	closedir(dp);
+	return found;
+}
+
+/* The name in dir that looks like a temporary file of a write
+ * (".NAME.tc-XXXXXX"), newly allocated, or NULL. */
+static char *temp_name_in(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	if (!dp)
+		return NULL;
+	char *found = NULL;
+	struct dirent *e;
+	while (!found && (e = readdir(dp)))
+		if (e->d_name[0] == '.' && strstr(e->d_name, ".tc-"))
+			found = xstrdup(e->d_name);
+	closedir(dp);
+	return found;
+}
+
+/* A write_file call of n bytes of c to path, sent without waiting. */
+static int64_t send_big_write(struct tcc *c, const char *path, size_t n, char ch)
+{
+	struct buf b = {0};
+	buf_printf(&b, "{\"name\":\"write_file\",\"arguments\":{\"path\":\"%s\",\"content\":\"", path);
+	buf_reserve(&b, n + 64);
+	for (size_t i = 0; i < n; i++)
+		buf_putc(&b, (i % 100 == 99) ? '!' : ch);
+	buf_puts(&b, "\"}}");
+	int64_t id = tcc_send_request(c, "tools/call", buf_head(&b));
+	buf_free(&b);
+	return id;
+}
+
+/* Checks path in d's workspace holds n bytes, all ch but every 100th. */
+static void assert_big(struct tcd *d, const char *path, size_t n, char ch)
+{
+	size_t len = 0;
+	char *got = tcd_read(d, path, &len);
+	ck_assert_uint_eq(len, n);
+	for (size_t i = 0; i < n; i++)
+		if (got[i] != ((i % 100 == 99) ? '!' : ch))
+			ck_abort_msg("%s: byte %zu is '%c'", path, i, got[i]);
+	free(got);
+}
+
+#define BIG_WRITE ((size_t)48 << 20)
+#define BIG_CFG "{\"confirmation\":{\"default\":{\"write\":\"auto\"}},\"limits\":{\"max_message_bytes\":67108864}}"
+
+/*
+ * Writes n bytes to path while another process looks at the workspace,
+ * until it was seen under way (the daemon holding a file of the
+ * workspace open), at most 5 times; fresh: each time to a new file. Checks the result, and returns how
+ * often a temporary name was seen: *ret_partial counts those whose file
+ * was not yet whole (the data was being written under that name).
+ */
+static unsigned watched_write(struct tcd *d, struct tcc *c, const char *path, size_t n, bool fresh,
+			      unsigned *ret_partial)
+{
+	unsigned named_all = 0, partial_all = 0;
+	bool seen_writing = false;
+	for (int attempt = 0; attempt < 5 && !seen_writing; attempt++) {
+		if (fresh) {
+			/* Each try writes a new file. */
+			char *p = tcd_ws_path(d, path);
+			(void) unlink(p);
+			free(p);
+		}
+		int stop[2], report[2];
+		ck_assert(pipe(stop) == 0 && pipe(report) == 0);
+		pid_t obs = fork();
+		ck_assert(obs >= 0);
+		if (obs == 0) {
+			/* The observer: scans until told to stop. */
+			close(stop[1]);
+			close(report[0]);
+			unsigned writing = 0, named = 0, partial = 0;
+			for (;;) {
+				struct pollfd pfd = { .fd = stop[0], .events = POLLIN };
+				if (poll(&pfd, 1, 0) != 0)
+					break;
+				char *open = fd_open_in(d->pid, d->ws);
+				char *tmp = temp_name_in(d->ws);
+				writing += open != NULL;
+				if (tmp) {
+					named++;
+					char *p = xasprintf("%s/%s", d->ws, tmp);
+					struct stat st;
+					if (stat(p, &st) == 0 && (size_t)st.st_size < n)
+						partial++;
+					free(p);
+				}
+				free(open);
+				free(tmp);
+			}
+			char msg[64];
+			int k = snprintf(msg, sizeof(msg), "%u %u %u", writing, named, partial);
+			(void) !write(report[1], msg, (size_t)k);
+			_exit(0);
+		}
+		close(stop[0]);
+		close(report[1]);
+		char ch = (char)('a' + attempt);
+		int64_t id = send_big_write(c, path, n, ch);
+		const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 120000);
+		ck_assert_msg(r, "no answer to the write");
+		tc_assert_ok(r);
+		close(stop[1]);
+		char msg[64] = "";
+		ck_assert(read(report[0], msg, sizeof(msg) - 1) > 0);
+		close(report[0]);
+		int st;
+		ck_assert(waitpid(obs, &st, 0) == obs);
+		unsigned writing = 0, named = 0, partial = 0;
+		ck_assert(sscanf(msg, "%u %u %u", &writing, &named, &partial) == 3);
+		named_all += named;
+		partial_all += partial;
+		seen_writing = writing > 0;
+		assert_big(d, path, n, ch);
+		ck_assert_msg(!temp_name_in(d->ws), "a temporary name is left");
+	}
+	ck_assert_msg(seen_writing, "the write was never seen under way: too fast to test here");
+	*ret_partial = partial_all;
+	return named_all;
+}
+
+/*
+ * While a large write_file runs, another process looking at the
+ * workspace sees no temporary name in it: the file is written unnamed
+ * (O_TMPFILE); a new file then takes its name at once, and a file
+ * replaced is given a temporary name only to be renamed over it right
+ * after (the file is whole by then).
+ */
+START_TEST(write_shows_no_temp_name)
+{
+	struct tcd d;
+	tcd_start(&d, BIG_CFG);
+	struct tcc *c = tcc_connect(&d);
+	unsigned partial = 0;
+	ck_assert_uint_eq(watched_write(&d, c, "big.txt", BIG_WRITE, true, &partial), 0);
+	ck_assert_uint_eq(partial, 0);
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"big.txt\",\"content\":\"old\"}"));
+	/* Between the link and the rename the thread may lose its CPU on a
+	 * loaded machine: the whole file may be seen under its temporary
+	 * name then, never a part of it. */
+	(void) watched_write(&d, c, "big.txt", BIG_WRITE, false, &partial);
+	ck_assert_msg(partial == 0, "a half-written file was seen under a temporary name %u times", partial);
+	ck_assert_int_eq(count_entries(d.ws), 1);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/*
+ * A daemon killed in the middle of a write leaves neither a temporary
+ * file nor a half-written target: the old file is whole.
+ */
+START_TEST(crash_mid_write_leaves_nothing)
+{
+	struct tcd d;
+	tcd_start(&d, BIG_CFG);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"big.txt\",\"content\":\"old\"}"));
+	send_big_write(c, "big.txt", BIG_WRITE, 'n');
+	/* The write is under way once the daemon holds a file of the
+	 * workspace open (big.txt itself is not open: it is replaced). */
+	char *open = NULL;
+	uint64_t end = tc_now_ms() + tc_wait_scaled(60000);
+	while (!open && tc_now_ms() < end)
+		open = fd_open_in(d.pid, d.ws);
+	ck_assert_msg(open, "the write was never seen under way");
+	tcd_kill(&d, SIGKILL);
+	ck_assert(tcd_wait_exit(&d, 10000) >= 0);
+	char *tmp = temp_name_in(d.ws);
+	ck_assert_msg(!tmp, "a killed write left %s (the daemon had %s open)", tmp, open);
+	char *got = tcd_read(&d, "big.txt", NULL);
+	ck_assert_pstr_eq(got, "old");
+	free(got);
+	ck_assert_int_eq(count_entries(d.ws), 1);
+	free(open);
+	tcc_close(c);
+	tcd_free(&d);
+}
+END_TEST
 
 /* --- the tools ----------------------------------------------------------- */
 
@@ -617,6 +832,12 @@ int main(void)
 	tcase_add_test(tc, patch_file_basics);
 	tcase_add_test(tc, list_dir_basics);
 	tcase_add_test(tc, write_needs_confirmation_by_default);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("unnamed");
+	tcase_set_timeout(tc, 110);
+	tcase_add_test(tc, write_shows_no_temp_name);
+	tcase_add_test(tc, crash_mid_write_leaves_nothing);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("escape");

@@ -781,10 +781,31 @@ static void add_tcases(Suite *s, bool fallback)
 	suite_add_tcase(s, tc);
 }
 
+/* Writes under a temporary name from the start, as where the file system
+ * has no O_TMPFILE. */
+static void setup_named_temp(void)
+{
+	ws_force_named_temp(true);
+	setup_kernel();
+}
+
+static void teardown_named_temp(void)
+{
+	teardown();
+	ws_force_named_temp(false);
+}
+
 int main(void)
 {
 	Suite *s = suite_create("workspace_tools");
 	add_tcases(s, false);
 	add_tcases(s, true);
+	TCase *tc = tcase_create("writes (no O_TMPFILE)");
+	tcase_add_checked_fixture(tc, setup_named_temp, teardown_named_temp);
+	tcase_add_test(tc, write_new_and_replace);
+	tcase_add_test(tc, write_create_dirs);
+	tcase_add_test(tc, write_refusals);
+	tcase_add_test(tc, patch_exactly_once);
+	suite_add_tcase(s, tc);
 	return workspace_main(s);
 }
