@@ -39,6 +39,9 @@
 #include "proto/json.h"
 #include "tools/mcp/mcp.h"
 
+/* The most connections taken per wake-up of the listener: a flood of
+ * connects waits its turn behind the clients already connected, whose
+ * events the loop serves between two wake-ups. */
 #define ACCEPT_BURST 64
 
 /* --- the listening socket ---------------------------------------------- */
@@ -249,12 +252,34 @@ void server_note_crowd(struct server *s, unsigned now)
 		ev_timer_again(s->ev, &s->trim_w);
 }
 
+/*
+ * Takes the connections waiting, at most a budget per wake-up. The
+ * listener is level-triggered: connections left in the queue wake the
+ * loop again in its next iteration, after the other ready clients are
+ * served. Unix sockets do not tell how many wait, and an accept4 beyond
+ * the last fails: so a wake-up takes one, the common case of a lone
+ * connect then costs no failed accept4; only a wake-up in the iteration
+ * right after one that took its whole budget (a burst is queued: a
+ * client answered, then connecting again, needs two iterations at
+ * least) takes twice as many, up to ACCEPT_BURST, and ends in EAGAIN
+ * once the queue is empty.
+ */
 static void on_accept(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct server *s = container_of(w, struct server, accept_w);
-	for (int i = 0; i < ACCEPT_BURST; i++) {
+	unsigned iter = ev_iteration(ev), budget = 1;
+	if (s->accept_budget && iter == s->accept_iter + 1)
+		budget = MIN(2 * s->accept_budget, (unsigned)ACCEPT_BURST);
+	s->accept_budget = 0;
+	for (unsigned i = 0; i < budget; i++) {
+		if (i == budget - 1) {
+			/* This one takes the budget whole. */
+			s->accept_budget = budget;
+			s->accept_iter = iter;
+		}
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
+			s->accept_budget = 0;
 			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
 				return;
 			if (errno == EMFILE || errno == ENFILE) {

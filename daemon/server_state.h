@@ -50,6 +50,8 @@ struct server {
 	int listen_fd;
 	int spare_fd;			/* kept open to survive EMFILE on accept */
 	ev_io accept_w;
+	unsigned accept_budget;		/* accepts the last wake-up took whole (0: it emptied the queue) */
+	unsigned accept_iter;		/* the loop iteration of that wake-up */
 	ev_timer accept_retry;
 	ev_prepare flush_w;		/* writes queued output once per loop iteration */
 	ev_signal sig_term, sig_int, sig_hup;

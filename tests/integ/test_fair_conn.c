@@ -10,12 +10,16 @@
  * otherwise.
  */
 #include <check.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
@@ -557,6 +561,89 @@ START_TEST(idle_daemon_sleeps)
 }
 END_TEST
 
+/* A raw connection to the daemon's socket (no harness state: many at once). */
+static int raw_connect(const struct tcd *d)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert(fd >= 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->sock);
+	ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %m");
+	return fd;
+}
+
+/*
+ * A burst of 200 connects, all made before any is answered, is served
+ * whole: the listener takes them a bounded number per wake-up, and comes
+ * back for the rest until the queue is empty. Then a flood of connects
+ * from another process does not keep a connected client from being
+ * answered.
+ */
+START_TEST(accept_burst_all_served)
+{
+	enum { N = 200 };
+	struct tcd d;
+	tcd_start(&d, NULL);
+	int fds[N];
+	for (int i = 0; i < N; i++)
+		fds[i] = raw_connect(&d);
+	static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n";
+	for (int i = 0; i < N; i++)
+		ck_assert(write(fds[i], ping, sizeof(ping) - 1) == (ssize_t)(sizeof(ping) - 1));
+	/* Every one answers, whatever the order. */
+	bool done[N] = { false };
+	int answered = 0;
+	uint64_t deadline = tc_now_ms() + tc_wait_scaled(20000);
+	while (answered < N && tc_now_ms() < deadline) {
+		struct pollfd pfd[N];
+		for (int i = 0; i < N; i++)
+			pfd[i] = (struct pollfd){ .fd = done[i] ? -1 : fds[i], .events = POLLIN };
+		ck_assert(poll(pfd, N, 200) >= 0);
+		for (int i = 0; i < N; i++) {
+			if (done[i] || !(pfd[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			char buf[256];
+			ssize_t k = read(fds[i], buf, sizeof(buf) - 1);
+			ck_assert_msg(k > 0, "connection %d closed unanswered", i);
+			buf[k] = '\0';
+			ck_assert_msg(strstr(buf, "\"id\":7,\"result\":{}"), "connection %d: %s", i, buf);
+			done[i] = true;
+			answered++;
+		}
+	}
+	ck_assert_int_eq(answered, N);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+
+	/* A flood of connects from another process while a client pings. */
+	struct tcc *c = tcc_connect(&d);
+	assert_served(c);
+	pid_t flood = fork();
+	ck_assert(flood >= 0);
+	if (flood == 0) {
+		for (;;) {
+			int fd = raw_connect(&d);
+			close(fd);
+		}
+	}
+	uint64_t worst = 0;
+	for (int i = 0; i < 50; i++) {
+		uint64_t t0 = tc_now_ms();
+		assert_served(c);
+		worst = MAX(worst, tc_now_ms() - t0);
+	}
+	/* Still flooding: the pings were answered during the flood. */
+	ck_assert_int_eq(waitpid(flood, NULL, WNOHANG), 0);
+	kill(flood, SIGKILL);
+	ck_assert(waitpid(flood, NULL, 0) == flood);
+	ck_assert_msg(worst < tc_wait_scaled(2000), "a ping took %llu ms during a flood of connects",
+		      (unsigned long long)worst);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fair_conn");
@@ -569,6 +656,7 @@ int main(void)
 	tcase_add_test(tc, turn_budget_no_cutting_in_line);
 	tcase_add_test(tc, idle_timeout_spares_subscribers_and_calls);
 	tcase_add_test(tc, idle_daemon_sleeps);
+	tcase_add_test(tc, accept_burst_all_served);
 	tcase_add_test(tc, per_uid_memory_counts_confirmations);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
