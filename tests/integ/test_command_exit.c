@@ -3,7 +3,9 @@
  * How a command tool's exit is read: "ok_exit_codes" says which statuses
  * are a success (grep finding nothing exits 1), and a run that failed
  * keeps what it printed: the ends of stdout and stderr are in the error's
- * data (structuredContent.error with toolErrors "result").
+ * data (structuredContent.error with toolErrors "result"). A value the
+ * tool refuses (one that would be an option) runs nothing: attempts 0,
+ * and the session's budget is not spent.
  */
 #include <check.h>
 #include <string.h>
@@ -25,6 +27,11 @@ static void start(struct tcd *d)
 		       " \"argv\":[\"grep\",\"-c\",\"--\",\"{{pattern}}\",\"notes.txt\"],"
 		       " \"input_schema\":{\"type\":\"object\",\"properties\":{\"pattern\":{\"type\":\"string\"}},"
 		       "                 \"required\":[\"pattern\"]}}");
+	tcd_write_tool(d, "echoer.json",
+		       "{\"name\":\"echoer\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Echo\","
+		       " \"argv\":[\"echo\",\"{{msg}}\"],"
+		       " \"input_schema\":{\"type\":\"object\",\"properties\":{\"msg\":{\"type\":\"string\"}},"
+		       "                 \"required\":[\"msg\"]}}");
 	tcd_write_tool(d, "build.json",
 		       "{\"name\":\"build\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Fails\","
 		       " \"argv\":[\"sh\",\"-c\",\"echo compiling a.c; echo compiling b.c; echo 'b.c:3: error' >&2; exit 2\"],"
@@ -99,6 +106,29 @@ START_TEST(ok_exit_codes_are_checked)
 }
 END_TEST
 
+/* A value the tool refuses before running anything is refused as the
+ * schema refuses: no attempt ran, none is spent. */
+START_TEST(refused_value_runs_nothing)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_initialize(c, "\"budget\":{\"toolCalls\":1}");
+	ck_assert_int_eq(tj_int(r, "budgetLeft"), 1);
+	r = tcc_call(c, "echoer", "{\"msg\":\"-n\"}");
+	tc_assert_kind(r, "validation_error");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
+	/* The one call the budget allows is still there. */
+	r = tcc_call(c, "echoer", "{\"msg\":\"hi\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hi\n");
+	tc_assert_kind(tcc_call(c, "echoer", "{\"msg\":\"again\"}"), "budget_exceeded");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("command_exit");
@@ -107,6 +137,7 @@ int main(void)
 	tcase_add_test(tc, ok_exit_codes_are_a_success);
 	tcase_add_test(tc, failure_keeps_stdout);
 	tcase_add_test(tc, ok_exit_codes_are_checked);
+	tcase_add_test(tc, refused_value_runs_nothing);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
