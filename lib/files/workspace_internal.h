@@ -83,13 +83,6 @@ int ws_guard_check(const struct workspace *ws, int dirfd, const char *name, bool
 void ws_force_fallback(bool on);
 
 /*
- * With on, ws_write_atomic() writes under a temporary name from the start,
- * as where the file system has no O_TMPFILE; with off, it writes an
- * unnamed file and names it only to rename it. Process-wide; for tests.
- */
-void ws_force_named_temp(bool on);
-
-/*
  * Inside the workspace module, for workspace.c (the API),
  * workspace_write.c (atomic replacement) and workspace_root.c. Paths are
  * relative to the root, already checked by ws_relative unless said

@@ -155,15 +155,6 @@ static int keep_owner_and_mode(int tfd, const struct stat *old)
 	return 0;
 }
 
-/* Set by the tests: write under a temporary name, as where the file
- * system has no O_TMPFILE. */
-static atomic_bool named_temp_forced;
-
-void ws_force_named_temp(bool on)
-{
-	atomic_store(&named_temp_forced, on);
-}
-
 /*
  * Opens a new file in dfd with no name (O_TMPFILE), as the calling thread
  * (its file system identity owns it, as any file it creates). -EOPNOTSUPP
@@ -172,8 +163,6 @@ void ws_force_named_temp(bool on)
  */
 static int open_unnamed(int dfd, mode_t mode)
 {
-	if (atomic_load(&named_temp_forced))
-		return -EOPNOTSUPP;
 	for (unsigned i = 0; i < 8; i++) {
 		/* "." is dfd itself: nothing is looked up. */
 		int fd = openat(dfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, mode);
@@ -216,6 +205,82 @@ static void temp_name(const char *name, char tmp[static NAME_MAX + 1])
 	snprintf(tmp, NAME_MAX + 1, ".%.*s.tc-%s", (int)MIN(strlen(name), (size_t)200), name, rnd);
 }
 
+/*
+ * Writes the new file for name in dfd and puts it in place: unnamed
+ * (O_TMPFILE, when unnamed and the file system has it) until it is whole
+ * and synced, then linked at name when it is new (old NULL), else linked
+ * at a temporary name and renamed over name at once; otherwise under a
+ * temporary name from the start. With old, the file gets its owner and
+ * mode (less setuid and setgid). -ENOLINK when an unnamed file could not
+ * be given a name here (nothing was changed).
+ */
+static int write_new(int dfd, const char *name, mode_t mode, const struct stat *old, const void *data, size_t n,
+		     bool unnamed)
+{
+	char tmp[NAME_MAX + 1] = "";
+	int r;
+	_cleanup_close_ int tfd = unnamed ? open_unnamed(dfd, mode) : -EOPNOTSUPP;
+	bool named = tfd == -EOPNOTSUPP;
+	if (named) {
+		/* No O_TMPFILE here: named from the start. */
+		for (unsigned i = 0; i < TEMP_TRIES; i++) {
+			temp_name(name, tmp);
+			tfd = ws_open_one(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
+			if (tfd != -EEXIST)
+				break;
+		}
+	}
+	if (tfd < 0)
+		return tfd;
+
+	if (old) {
+		r = keep_owner_and_mode(tfd, old);
+		if (r < 0)
+			goto fail;
+	}
+	r = write_all(tfd, data, n);
+	if (r < 0)
+		goto fail;
+	if (fsync(tfd) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (!named && !old) {
+		/* A new file takes its own name at once: no temporary name at
+		 * all. Something put there meanwhile is replaced, as below. */
+		r = name_unnamed(tfd, dfd, name);
+		if (r == 0)
+			return 0;
+		if (r != -EEXIST)
+			goto unlinkable;
+	}
+	if (!named) {
+		/* Named at the last moment, renamed right after. */
+		for (unsigned i = 0; i < TEMP_TRIES; i++) {
+			temp_name(name, tmp);
+			r = name_unnamed(tfd, dfd, tmp);
+			if (r != -EEXIST)
+				break;
+		}
+		if (r < 0)
+			goto unlinkable;
+		named = true;
+	}
+	if (renameat(dfd, tmp, dfd, name) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	return 0;
+
+unlinkable:
+	/* The unnamed file goes with its fd. */
+	return r == -ENOENT || r == -EPERM || r == -EACCES ? -ENOLINK : r;
+fail:
+	if (named)
+		(void) unlinkat(dfd, tmp, 0);
+	return r;
+}
+
 int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, const void *data, size_t n,
 		    bool create_dirs, bool *ret_created)
 {
@@ -242,57 +307,19 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 	/* An existing file's content is never more exposed than before:
 	 * 0600 until its own mode is set. A new file gets 0644 less the umask. */
 	mode_t mode = exists ? 0600 : 0644;
-	char tmp[NAME_MAX + 1] = "";
-	_cleanup_close_ int tfd = open_unnamed(dfd, mode);
-	bool named = tfd == -EOPNOTSUPP;
-	if (named) {
-		/* No O_TMPFILE here: named from the start. */
-		for (unsigned i = 0; i < TEMP_TRIES; i++) {
-			temp_name(name, tmp);
-			tfd = ws_open_one(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
-			if (tfd != -EEXIST)
-				break;
-		}
-	}
-	if (tfd < 0)
-		return tfd;
-
-	if (exists) {
-		r = keep_owner_and_mode(tfd, &st);
-		if (r < 0)
-			goto fail;
-	}
-	r = write_all(tfd, data, n);
-	if (r < 0)
-		goto fail;
-	if (fsync(tfd) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	bool linked = false;
-	if (!named && !exists) {
-		/* A new file takes its own name at once: no temporary name at
-		 * all. Something put there meanwhile is replaced, as below. */
-		r = name_unnamed(tfd, dfd, name);
-		if (r < 0 && r != -EEXIST)
-			return r;
-		linked = r == 0;
-	}
-	if (!named && !linked) {
-		/* Named at the last moment, renamed right after. */
-		for (unsigned i = 0; i < TEMP_TRIES; i++) {
-			temp_name(name, tmp);
-			r = name_unnamed(tfd, dfd, tmp);
-			if (r != -EEXIST)
-				break;
+	bool unnamed = true;
+	for (;;) {
+		r = write_new(dfd, name, mode, exists ? &st : NULL, data, n, unnamed);
+		/* No way to give an unnamed file a name here (no /proc, and
+		 * AT_EMPTY_PATH needs a capability): written again, named
+		 * from the start. */
+		if (unnamed && r == -ENOLINK) {
+			unnamed = false;
+			continue;
 		}
 		if (r < 0)
 			return r;
-		named = true;
-	}
-	if (!linked && renameat(dfd, tmp, dfd, name) < 0) {
-		r = -errno;
-		goto fail;
+		break;
 	}
 	/* Make the rename durable. An O_PATH fd (write-only directory) and
 	 * file systems without directory fsync report EBADF/EINVAL: nothing
@@ -302,10 +329,4 @@ int ws_write_atomic(const struct workspace *ws, const char *path, size_t len, co
 	if (ret_created)
 		*ret_created = !exists;
 	return 0;
-
-fail:
-	/* An unnamed file goes with its last fd. */
-	if (named)
-		(void) unlinkat(dfd, tmp, 0);
-	return r;
 }

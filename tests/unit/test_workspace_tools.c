@@ -9,6 +9,8 @@
  */
 #include "tests/unit/workspace_fixture.h"
 
+#include <sys/syscall.h>
+
 #include "tests/unit/check_main.h"
 #include "tests/unit/deny_syscall.h"
 
@@ -781,18 +783,22 @@ static void add_tcases(Suite *s, bool fallback)
 	suite_add_tcase(s, tc);
 }
 
-/* Writes under a temporary name from the start, as where the file system
- * has no O_TMPFILE. */
-static void setup_named_temp(void)
+/* Writes where the file system has no O_TMPFILE: under a temporary
+ * name from the start. */
+static void setup_no_tmpfile(void)
 {
-	ws_force_named_temp(true);
 	setup_kernel();
+	if (!deny_syscall_flags(SYS_openat, 2, __O_TMPFILE & ~O_DIRECTORY, EOPNOTSUPP))
+		ck_abort_msg("no seccomp filters here");
 }
 
-static void teardown_named_temp(void)
+/* Writes where an unnamed file cannot be given a name (no /proc, and no
+ * capability for AT_EMPTY_PATH): written again, named from the start. */
+static void setup_no_linkat(void)
 {
-	teardown();
-	ws_force_named_temp(false);
+	setup_kernel();
+	if (!deny_syscall(SYS_linkat, EPERM))
+		ck_abort_msg("no seccomp filters here");
 }
 
 int main(void)
@@ -800,12 +806,14 @@ int main(void)
 	Suite *s = suite_create("workspace_tools");
 	add_tcases(s, false);
 	add_tcases(s, true);
-	TCase *tc = tcase_create("writes (no O_TMPFILE)");
-	tcase_add_checked_fixture(tc, setup_named_temp, teardown_named_temp);
-	tcase_add_test(tc, write_new_and_replace);
-	tcase_add_test(tc, write_create_dirs);
-	tcase_add_test(tc, write_refusals);
-	tcase_add_test(tc, patch_exactly_once);
-	suite_add_tcase(s, tc);
+	for (int i = 0; i < 2; i++) {
+		TCase *tc = tcase_create(i ? "writes (no linkat)" : "writes (no O_TMPFILE)");
+		tcase_add_checked_fixture(tc, i ? setup_no_linkat : setup_no_tmpfile, teardown);
+		tcase_add_test(tc, write_new_and_replace);
+		tcase_add_test(tc, write_create_dirs);
+		tcase_add_test(tc, write_refusals);
+		tcase_add_test(tc, patch_exactly_once);
+		suite_add_tcase(s, tc);
+	}
 	return workspace_main(s);
 }
