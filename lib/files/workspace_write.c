@@ -4,11 +4,12 @@
  * write_file, patch_file, edit_file and memory: the data goes to a new
  * file in the target's directory (opened beneath the root by the path
  * engine in workspace_path.c), which is then renamed over the target.
- * The new file is unnamed (O_TMPFILE) while it is written and synced, and
- * given a temporary name only to be renamed at once: a crash leaves no
- * half-written file behind but in those few microseconds. Where the file
- * system has no O_TMPFILE, it is written under its temporary name from
- * the start. What is written never gains privilege: no setuid or setgid
+ * The new file is unnamed (O_TMPFILE) while it is written and synced;
+ * then a new target is linked at its name, and a replacement is given a
+ * temporary name only to be renamed at once: a crash leaves no file
+ * behind but in those few microseconds. Where the file system has no
+ * O_TMPFILE (or the unnamed file cannot be linked), it is written under
+ * its temporary name from the start. What is written never gains privilege: no setuid or setgid
  * bit, no file capability.
  */
 #include "lib/files/workspace.h"
