@@ -549,7 +549,14 @@ static void batch_answer(struct pending *p, struct buf *b)
 		/* Not kept in the answer's own buffer: it may have grown to
 		 * twice the answer, and held until the batch is written. */
 		buf_free(b);
-		jrpc_write_error(b, p->id, p->id_len, JRPC_INTERNAL_ERROR, msg, data, strlen(data));
+		if (p->write_error_result) {
+			struct buf res = {0};
+			p->write_error_result(&res, msg, data, strlen(data));
+			jrpc_write_result(b, p->id, p->id_len, buf_head(&res), buf_size(&res));
+			buf_free(&res);
+		} else {
+			jrpc_write_error(b, p->id, p->id_len, JRPC_INTERNAL_ERROR, msg, data, strlen(data));
+		}
 		free(data);
 		free(msg);
 	}

@@ -50,6 +50,9 @@ struct pending {
 	struct caller *caller;
 	void *upper;
 	void (*upper_free)(void *upper);
+	/* How the layer above writes a failure of this request as a result
+	 * (a tools/call with toolErrors "result"), or NULL: as an error. */
+	void (*write_error_result)(struct buf *out, const char *msg, const char *data, size_t data_len);
 	size_t id_cap;			/* room in id_text */
 	char id_text[];			/* where id points: one allocation per request */
 };

@@ -330,6 +330,10 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	}
 	struct server *s = server_of(c);
 	const struct deferral *d = resumed(p);
+	/* Failures the connection layer answers itself (a batch answer too
+	 * large to keep) take the form this client asked for too. */
+	if (c->client->tool_errors_result)
+		p->write_error_result = answer_write_error_result;
 	/* A tool of an MCP server not imported yet: start it, wait. */
 	if (!d && !registry_find(s->registry, name->u.str.s) &&
 	    providers_start_for(&s->providers, name->u.str.s, caller(c))) {

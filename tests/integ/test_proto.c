@@ -529,8 +529,29 @@ START_TEST(batch_answers_bounded)
 	}
 	buf_puts(&b, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
 	const struct json *r = exchange(c, buf_head(&b));
-	buf_free(&b);
 	ck_assert_int_eq(r->type, JSON_ARRAY);
+
+	/* A client that takes tool errors as results gets the dropped
+	 * answers as results with isError, the error's data in them. */
+	struct tcc *h = tcc_connect(&d);
+	tcc_initialize(h, "\"toolErrors\":\"result\"");
+	const struct json *rh = exchange(h, buf_head(&b));
+	buf_free(&b);
+	ck_assert_int_eq(tj_len(rh, ""), 4);
+	int dropped = 0;
+	for (int i = 0; i <= 2; i++) {
+		const struct json *e = tj(rh, tcc_fmt(h, "%d", i));
+		ck_assert_msg(tj_has(e, "result"), "%s", tj_text(e));
+		if (!tj_bool(e, "result.isError"))
+			continue;
+		dropped++;
+		ck_assert_str_eq(tj_str(e, "result.structuredContent.error.kind"), "execution_error");
+		ck_assert(tj_bool(e, "result.structuredContent.error.ran"));
+		ck_assert_msg(strstr(tj_str(e, "result.content.0.text"), "The call ran"), "%s", tj_text(e));
+	}
+	ck_assert_int_eq(dropped, 2);
+	tcc_close(h);
+
 	ck_assert_int_eq(tj_len(r, ""), 4);
 	/* The reads end in any order (on the io threads): the first to end
 	 * fits, the two after it do not. */
