@@ -51,6 +51,7 @@ struct sandbox_run {
 	struct sandbox_net *net;	/* network "proxy" (net.c), or NULL */
 	struct sandbox_limits limits;
 	char *tmpdir;
+	char *cwd;			/* req->cwd, for the note */
 	char *cgroup;
 	int cgroup_fd;
 	int events_fd, kill_fd;		/* its cgroup.events and cgroup.kill, or -1 */
@@ -731,6 +732,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
+	run->cwd = req->cwd ? xstrdup(req->cwd) : NULL;
 	run->cgroup_fd = run->events_fd = run->kill_fd = run->hide_fd = run->spare_fd = run->mntns_fd = run->ns_wd = -1;
 	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->mntns_fd = c->netns_fd = c->userns_fd = -1;
 	c->subreaper = f->subreaper;
@@ -1148,6 +1150,7 @@ static void run_ahead(struct sandbox_run *run)
 		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, g.own, g.born_ms, g.clean);
 	free(run->ns_key);
 	free(run->tmpdir);
+	free(run->cwd);
 	free(run->tmp_parent);
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
@@ -1248,6 +1251,9 @@ static char *paths_refused(const struct sandbox_run *run, const char *err, size_
 		.gid = run->gid,
 		.groups = run->child.groups,
 		.n_groups = run->child.n_groups,
+		.cwd = run->cwd,
+		.seccomp = run->child.bpf != NULL,
+		.no_caps = run->child.cap_last >= 0 || run->uid != 0,
 	};
 	if (!run->child.set_ids) {
 		int k = getgroups(ELEMENTSOF(own), own);
@@ -1274,7 +1280,7 @@ static char *paths_refused(const struct sandbox_run *run, const char *err, size_
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t n)
 {
 	static const char *const others[] = {
-		"Operation not permitted", "Network is unreachable", "Address family not supported",
+		"Network is unreachable", "Address family not supported",
 		"Could not resolve host", "Temporary failure in name resolution",
 	};
 	if (!run || run->profile == SANDBOX_OFF)

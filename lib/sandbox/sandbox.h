@@ -223,6 +223,8 @@ struct sandbox_req {
 	const char *const *unix_sockets;
 	const struct identity *id;		/* whom the child runs as (id->change); NULL: the daemon's own */
 	const char *call_name;			/* for the cgroup's and TMPDIR's name */
+	const char *cwd;			/* the child's working directory (canonical)
+						 * when known: its note judges relative paths there */
 };
 
 /*

@@ -89,6 +89,7 @@ START_TEST(mounts_decide)
 	const char *const hide_dirs[] = { hide, NULL };
 	struct sandbox_refusal_plan p = { .writable = writable, .ro_binds = ro_binds, .hide_dirs = hide_dirs,
 					  .uid = 0, .gid = 0 };
+	const struct sandbox_refusal_plan q_none = { .uid = 0, .gid = 0 };
 	bool unsure;
 	_cleanup_free_ char *e1 = line("sh: 1: cannot create ", "ro/new", "Read-only file system");
 	char *s = check(&p, e1, &unsure);
@@ -173,9 +174,31 @@ START_TEST(mounts_decide)
 	s = check(&pc, c3, &unsure);
 	ck_assert_msg(s && strstr(s, "/secret/new (a private path, sandbox.deny_read)"), "%s", s ? s : "(null)");
 	free(s);
-	/* /proc/self is the daemon's, not the child's: not looked into. */
+	/* /proc/self is the daemon's, not the child's: not looked into, but
+	 * the mount its words lie on is the child's too, made read-only. */
 	_cleanup_free_ char *e8 = xstrdup("sh: 1: cannot create /proc/self/oom_score_adj: Read-only file system\n");
-	ck_assert_ptr_null(check(&p, e8, &unsure));
+	s = check(&p, e8, &unsure);
+	ck_assert_msg(s && str_eq(s, "writing /proc/self/oom_score_adj (read-only in the sandbox: outside the paths it "
+				      "may write)"), "%s", s ? s : "(null)");
+	free(s);
+	/* Without read-only mounts nothing of the sandbox's answers EROFS
+	 * there; a link of /proc leads anywhere. */
+	ck_assert_ptr_null(check(&q_none, e8, &unsure));
+	ck_assert(unsure);
+	_cleanup_free_ char *e8b = xstrdup("sh: 1: cannot create /proc/self/fd/1: Read-only file system\n");
+	ck_assert_ptr_null(check(&p, e8b, &unsure));
+	ck_assert(unsure);
+	_cleanup_free_ char *e8c = xstrdup("sh: 1: cannot create /proc/self/cwd/x: Read-only file system\n");
+	ck_assert_ptr_null(check(&p, e8c, &unsure));
+	ck_assert(unsure);
+	/* The sandbox mounts no proc of its own: it hides no process. */
+	_cleanup_free_ char *e8d = xstrdup("cat: /proc/4194999/status: No such file or directory\n");
+	ck_assert_ptr_null(check(&p, e8d, &unsure));
+	ck_assert(!unsure);
+	/* Refused by a check against another process (its uid, Landlock's
+	 * scope), which the daemon cannot replay: no word either way. */
+	_cleanup_free_ char *e8e = xstrdup("cat: /proc/1/environ: Permission denied\n");
+	ck_assert_ptr_null(check(&p, e8e, &unsure));
 	ck_assert(unsure);
 	_cleanup_free_ char *e9 = xstrdup("sh: 1: cannot create /dev/stdout: Read-only file system\n");
 	ck_assert_ptr_null(check(&p, e9, &unsure));
