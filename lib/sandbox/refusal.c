@@ -602,7 +602,7 @@ enum rf_errno { RF_EROFS, RF_EACCES, RF_ENOENT, RF_EBUSY, RF_EPERM };
 
 /* The call an EPERM line names, by the wording of the programs that make
  * it (coreutils, util-linux): EPERM alone does not say. */
-enum rf_call { CALL_NONE, CALL_MODE, CALL_OWNER, CALL_TIMES, CALL_LINK, CALL_NODE, CALL_FIFO, CALL_MOUNT, CALL_NS };
+enum rf_call { CALL_NONE, CALL_MODE, CALL_OWNER, CALL_TIMES, CALL_LINK, CALL_NODE, CALL_MOUNT, CALL_NS };
 
 /*
  * EPERM on a path, for the call its line names. Landlock never answers
@@ -619,17 +619,13 @@ static enum verdict eperm(const struct sandbox_refusal_plan *p, const struct wal
 			  char **ret_what)
 {
 	bool root = p->uid == 0;
-	if (call < CALL_MODE || call > CALL_FIFO)
+	if (call < CALL_MODE || call > CALL_NODE)
 		return RF_UNSURE;	/* a call not told */
-	if (call == CALL_NODE || call == CALL_FIFO) {
+	if (call == CALL_NODE) {
+		/* A FIFO or socket is made but with a setuid or setgid bit,
+		 * which mknod(1) refuses itself: a device node. */
 		if (w->exists || !w->parent_only || !p->seccomp)
 			return RF_UNSURE;
-		if (call == CALL_FIFO) {
-			/* mkfifo is allowed but with a setuid or setgid bit. */
-			*ret_what = xasprintf("making %s with a setuid or setgid bit (no file gets one in the sandbox)",
-					      w->path);
-			return RF_SANDBOX;
-		}
 		if (!root)
 			return RF_NOT;	/* a device node takes a privilege it never had */
 		*ret_what = xasprintf("making the device node %s (the sandbox makes no device nodes, nor setuid or "
@@ -898,6 +894,16 @@ static size_t opening_quote(const char *s, size_t at)
  * do and messages often do (parentheses, '=', ',', a leading '-', '~' or
  * '$').
  */
+static bool rel_ok(const char *s, size_t b, size_t e)
+{
+	if (e <= b || e - b >= PATH_MAX || s[b] == '/' || s[b] == '-' || s[b] == '~' || s[b] == '$')
+		return false;
+	for (size_t j = b; j < e; j++)
+		if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f || strchr("()[]=,<>|;&*?", s[j]))
+			return false;
+	return true;
+}
+
 static char *line_rel_path(const char *s, size_t n, size_t words, size_t wlen)
 {
 	size_t b = 0, e = 0;
@@ -916,7 +922,7 @@ static char *line_rel_path(const char *s, size_t n, size_t words, size_t wlen)
 		if (b == 0)
 			b = e;	/* the line's first word */
 	}
-	if (b == e) {
+	if (!rel_ok(s, b, e)) {
 		/* Quoted right after the words. */
 		size_t i = words + wlen;
 		while (i < n && i - (words + wlen) < 24 && s[i] != '\'' && s[i] != '"' && !opening_quote(s, i + 1))
@@ -928,16 +934,10 @@ static char *line_rel_path(const char *s, size_t n, size_t words, size_t wlen)
 		e = b;
 		while (e < n && (unsigned char)s[e] != (q == 3 ? 0xe2 : (unsigned char)s[i]))
 			e++;
-		if (e >= n)
+		if (e >= n || !rel_ok(s, b, e))
 			return NULL;
 	}
-	size_t len = e - b;
-	if (len == 0 || len >= PATH_MAX || s[b] == '/' || s[b] == '-' || s[b] == '~' || s[b] == '$')
-		return NULL;
-	for (size_t j = b; j < e; j++)
-		if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f || strchr("()[]=,<>|;&*?", s[j]))
-			return NULL;
-	return xstrndup(s + b, len);
+	return xstrndup(s + b, e - b);
 }
 
 /* Where words are in the line, matched without regard to case (Go and
@@ -980,8 +980,6 @@ static enum rf_call line_call(const char *line, size_t len)
 		return CALL_NS;
 	if (said_by(line, len, "mknod"))
 		return CALL_NODE;
-	if (said_by(line, len, "mkfifo"))
-		return CALL_FIFO;
 	static const struct { const char *words; enum rf_call call; } calls[] = {
 		{ "changing permissions of ", CALL_MODE }, { "changing ownership of ", CALL_OWNER },
 		{ "changing group of ", CALL_OWNER }, { "setting times of ", CALL_TIMES },
