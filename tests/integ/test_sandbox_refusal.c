@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
@@ -274,6 +275,121 @@ START_TEST(peer_identity_judged)
 }
 END_TEST
 
+/* Root's daemon. A root peer's child is uid 0 without capabilities under
+ * the seccomp filter: changing another's file's mode or owner, a device
+ * node, a namespace and a setuid bit are named as the sandbox's refusals
+ * (no audit record for any); a uid 65534 peer refused chmod of root's file
+ * gets no line, as it would be refused outside. */
+START_TEST(eperm_named)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	tcd_start(&d, "{" AUTO ",\"socket_mode\":\"0666\"}");
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	char *nob = tcd_write_ws(&d, "nobodys", "x\n", 2, 0644);
+	ck_assert_int_eq(chown(nob, 65534, 65534), 0);
+	free(tcd_write_ws(&d, "roots", "x\n", 2, 0644));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = sh(c, "id -u; chmod 600 \"$PWD/nobodys\"");
+	tc_assert_ok(r);
+	if (!enforces(r, "seccomp")) {
+		tcc_close(c);
+		tcd_free(&d);
+		free(nob);
+		TC_SKIP("no seccomp filter here");
+	}
+	char *want = xasprintf("[sandbox] The sandbox refused changing the mode of %s (a sandboxed child holds no "
+			       "capabilities, even as root: only a file's owner may)", nob);
+	ck_assert_msg(strstr(text_of(r), "Operation not permitted") && strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	/* Relative, judged where the shell started. */
+	r = sh(c, "chown 0 nobodys");
+	want = xasprintf("[sandbox] The sandbox refused changing the owner of %s (a sandboxed child holds no "
+			 "capabilities, even as root: it gives no file away)", nob);
+	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	r = sh(c, "mknod \"$PWD/dev\" c 1 3");
+	want = xasprintf("[sandbox] The sandbox refused making the device node %s/dev (the sandbox makes no device "
+			 "nodes, nor setuid or setgid files)", d.ws);
+	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	r = sh(c, "chmod u+s roots");
+	want = xasprintf("[sandbox] The sandbox refused setting a setuid or setgid bit on %s/roots (no file gets one in "
+			 "the sandbox)", d.ws);
+	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	if (access("/usr/bin/unshare", X_OK) == 0) {
+		r = sh(c, "unshare -U true");
+		ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused making a namespace (the sandbox's filter "
+						 "refuses unshare and new namespaces)"), "%s", text_of(r));
+	}
+	tcc_close(c);
+	/* As uid 65534: root's file is refused to it anyway. */
+	c = tcc_connect_as(&d, 65534, 65534);
+	r = sh(c, "chmod 600 roots; chown 65534 roots");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(text_of(r), "Operation not permitted") && !strstr(text_of(r), "[sandbox]"), "%s",
+		      text_of(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	free(nob);
+}
+END_TEST
+
+/* Root's daemon, a uid 65534 peer. An ACL that denies the peer a file its
+ * bits would let it read: the ACL's refusal, no line (the bits alone
+ * would have left it "may have been"). A private path relative to where
+ * the shell started: named. /proc, read-only in the sandbox: named. */
+START_TEST(acl_relative_and_proc)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	tcd_start(&d, "{" AUTO ",\"socket_mode\":\"0666\",\"sandbox\":{\"deny_read\":[\"@WS@/priv\"]}}");
+	ck_assert_int_eq(chmod(d.dir, 0711), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	char *aclf = tcd_write_ws(&d, "acl.txt", "x\n", 2, 0644);
+	/* user::rw- user:65534:--- group::r-- mask::r-- other::r-- */
+	static const unsigned char acl[] = { 2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0xfe, 0xff, 0, 0,
+					     4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, 0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+					     0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff };
+	bool acls = setxattr(aclf, "system.posix_acl_access", acl, sizeof(acl), 0) == 0;
+	char *priv = xasprintf("%s/priv", d.ws);
+	ck_assert_int_eq(mkdir(priv, 0755), 0);
+	char *key = xasprintf("%s/key", priv);
+	close(open(key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	struct tcc *c = tcc_connect_as(&d, 65534, 65534);
+	const struct json *r;
+	if (acls) {
+		r = sh(c, "cat acl.txt");
+		tc_assert_ok(r);
+		ck_assert_msg(strstr(text_of(r), "Permission denied") && !strstr(text_of(r), "[sandbox]"), "%s",
+			      text_of(r));
+	}
+	r = sh(c, "cat priv/key");
+	tc_assert_ok(r);
+	if (enforces(r, "read-only mounts")) {
+		char *want = xasprintf("[sandbox] The sandbox refused reaching %s (a private path, sandbox.deny_read)",
+				       key);
+		ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+		free(want);
+		r = sh(c, "echo 1000 > /proc/self/oom_score_adj");
+		ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused writing /proc/self/oom_score_adj "
+						 "(read-only in the sandbox: outside the paths it may write)"), "%s",
+			      text_of(r));
+	}
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	free(aclf);
+	free(key);
+	free(priv);
+	if (!acls)
+		TC_SKIP("no POSIX ACLs in the test's directory");
+}
+END_TEST
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -287,6 +403,8 @@ int main(void)
 	tcase_add_test(tc, protected_path_named);
 	tcase_add_test(tc, without_records_the_plan_decides);
 	tcase_add_test(tc, peer_identity_judged);
+	tcase_add_test(tc, eperm_named);
+	tcase_add_test(tc, acl_relative_and_proc);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
