@@ -1272,8 +1272,8 @@ static char *paths_refused(const struct sandbox_run *run, const char *err, size_
  * say it refused the child (kaudit.c), and the paths stderr names that
  * the plan and the kernel's state show it refused (refusal.c). Where
  * neither can tell, stderr's wording of a refusal that no path decides
- * (a network error, "Operation not permitted", a refusal naming no path
- * that can be judged) still gives a line, saying it may have been the
+ * (a network error, a refusal naming no path or call that can be judged)
+ * still gives a line, saying it may have been the
  * sandbox; a path judged refused for another reason (the bits of another
  * user's file, a missing file) gives none.
  */
@@ -1291,7 +1291,8 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	/* Behind the proxy, whatever is not the proxy is refused so. */
 	if (run->net && !other)
 		other = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
-	bool worded = other || has(err, n, "Permission denied") || has(err, n, "Read-only file system");
+	bool worded = other || has(err, n, "Permission denied") || has(err, n, "Read-only file system") ||
+		      has(err, n, "Operation not permitted");
 	/* What the kernel recorded it refused, waited for a moment while
 	 * records are still on their way. */
 	_cleanup_free_ char *seen = sandbox_kaudit_take(run->pid, worded);
