@@ -4,13 +4,17 @@
  * from what the daemon built and what the kernel holds, not from the
  * child's wording: the wording only points at the path and the errno.
  *
+ * This file is long because each errno is replayed in the kernel's own
+ * order, from the mounts, the bits and ACLs, Landlock's rules and the
+ * seccomp filter, and the lines that name the paths are hostile input.
+ *
  * The kernel tells no one what it refused but through audit (Landlock's
  * records, kaudit.c), and nothing at all for the refusals a mount makes
- * (a read-only mount, a directory covered empty). So for the absolute
- * path that a line of stderr names right beside "Read-only file system",
- * "Permission denied", "No such file or directory" or "Device or resource
- * busy", the daemon asks what the kernel would have done, in the kernel's
- * own order:
+ * (a read-only mount, a directory covered empty). So for the path that a
+ * line of stderr names right beside "Read-only file system", "Permission
+ * denied", "No such file or directory", "Device or resource busy" or
+ * "Operation not permitted", the daemon asks what the kernel would have
+ * done, in the kernel's own order:
  *
  *  - EROFS comes only from a read-only mount. The sandbox refused the
  *    write when the path is beneath one of its own: a protected path, a
@@ -35,6 +39,18 @@
  *    access that fails is one Landlock refuses (named by the access when
  *    only one can fail, else "accessing"); it did not when none fails by
  *    Landlock; else it cannot be told.
+ *  - EPERM, which Landlock and read-only mounts never answer, for the
+ *    call the line's wording names (eperm()): the seccomp filter's
+ *    refusals (a setuid or setgid bit, a device node, a mount, a new
+ *    namespace) and those of the capabilities a uid 0 child was
+ *    stripped of; never what the peer's uid is refused outside too.
+ *
+ * A relative path is joined to the directory the child started in (the
+ * plan's cwd, given for the shell) and judged only where what is there
+ * explains the error (missing for ENOENT, on a read-only mount for EROFS,
+ * refused some access for EACCES): a child that moved (cd) names another
+ * file by the same words, which the daemon cannot know, and no word is
+ * said either way. Without a cwd it is not judged.
  *
  * A path the child's identity could not have reached (a directory on the
  * way it may not search) is never judged refused: the line tells nothing
@@ -45,8 +61,15 @@
  * never into a file system whose server could keep the daemon waiting
  * (FUSE, network file systems, autofs: their mount ids are read from
  * /proc/self/mountinfo first); its attributes are taken as cached
- * (AT_STATX_DONT_SYNC). A file with an ACL leaves the bits unknown. What
- * is decided is the file's state when the call ends.
+ * (AT_STATX_DONT_SYNC). Their servers decide refusals the daemon cannot
+ * replay, so a path there is left unsure (the note's "may have been"),
+ * never named the sandbox's refusal. So is proc, whose /proc/self is the daemon's: EROFS there is
+ * decided by the mount its words lie on (the child's is the same mount,
+ * made read-only; the sandbox mounts no proc of its own and hides no
+ * process), EACCES is a check against another process that may be gone.
+ * The bits are read with the access ACL, evaluated as the kernel does;
+ * one longer than RF_ACL_MAX entries leaves them unknown. What is decided
+ * is the file's state when the call ends.
  */
 #include "lib/sandbox/sandbox_internal.h"
 
