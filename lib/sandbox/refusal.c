@@ -947,15 +947,23 @@ static char *line_rel_path(const char *s, size_t n, size_t words, size_t wlen)
 	}
 	if (!rel_ok(s, b, e)) {
 		/* Quoted right after the words. */
-		size_t i = words + wlen;
-		while (i < n && i - (words + wlen) < 24 && s[i] != '\'' && s[i] != '"' && !opening_quote(s, i + 1))
-			i++;
-		size_t q = i < n ? (s[i] == '\'' || s[i] == '"' ? 1 : opening_quote(s, i + 1)) : 0;
+		size_t i = words + wlen, q = 0;
+		for (; i < n && i - (words + wlen) < 24; i++) {
+			if (s[i] == '\'' || s[i] == '"' || s[i] == '`') {
+				q = 1;
+				break;
+			}
+			if (i + 3 <= n && opening_quote(s, i + 3) == 3) {
+				q = 3;
+				break;
+			}
+		}
 		if (!q || !gap_after(s + words + wlen, i - (words + wlen)))
 			return NULL;
+		unsigned char close = q == 3 ? 0xe2 : s[i] == '`' ? '\'' : (unsigned char)s[i];
 		b = i + q;
 		e = b;
-		while (e < n && (unsigned char)s[e] != (q == 3 ? 0xe2 : (unsigned char)s[i]))
+		while (e < n && (unsigned char)s[e] != close)
 			e++;
 		if (e >= n || !rel_ok(s, b, e))
 			return NULL;

@@ -366,6 +366,10 @@ START_TEST(relative_paths_where_it_started)
 	/* Another user's 0600 file there: the bits', not the sandbox's. */
 	expect(&p, "cat: other0600: Permission denied\n", NULL, false);
 	expect(&p, "PermissionError: [Errno 13] Permission denied: 'other0600'\n", NULL, false);
+	expect(&p, "error: Permission denied: \xe2\x80\x98other0600\xe2\x80\x99\n", NULL, false);
+	expect(&p, "EACCES: permission denied, open `other0600'\n", NULL, false);
+	/* Quoted after the words, but more than a word between: not taken. */
+	expect(&p, "Permission denied while the build read 'other0600'\n", NULL, true);
 	/* Missing there, or nothing there that refuses it: elsewhere. */
 	expect(&p, "cat: nothere/x: Permission denied\n", NULL, true);
 	expect(&p, "cat: .git: Permission denied\n", NULL, true);
