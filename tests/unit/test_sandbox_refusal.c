@@ -7,11 +7,14 @@
  * that is not there, a file system read-only anyway).
  */
 #include <check.h>
+#include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -556,6 +559,30 @@ START_TEST(eperm_by_the_call)
 }
 END_TEST
 
+/* A file system whose server decides (FUSE's control file system stands
+ * for one here, in a mount namespace of the test's own): not looked
+ * into, and never named the sandbox's refusal, even where the plan made
+ * it read-only; a missing file there is only missing. */
+START_TEST(fuse_never_blamed)
+{
+	_cleanup_free_ char *fuse = at("fuse"), *ws = at("ws");
+	ck_assert_int_eq(mkdir(fuse, 0755), 0);
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("fusectl", fuse, "fusectl", 0, NULL) < 0)
+		TC_SKIP("cannot mount a fusectl file system here: %s", strerror(errno));
+	const char *const writable[] = { ws, NULL };
+	struct sandbox_refusal_plan p = { .writable = writable, .uid = 65534, .gid = 65534, .cwd = fuse };
+	_cleanup_free_ char *e1 = line("touch: cannot touch ", "fuse/x", "Read-only file system");
+	expect(&p, e1, NULL, true);
+	_cleanup_free_ char *e2 = line("cat: ", "fuse/x", "Permission denied");
+	expect(&p, e2, NULL, true);
+	expect(&p, "cat: x: Permission denied\n", NULL, true);
+	_cleanup_free_ char *e3 = line("cat: ", "fuse/x", "No such file or directory");
+	expect(&p, e3, NULL, false);
+	umount2(fuse, MNT_DETACH);
+}
+END_TEST
+
 /* Hostile stderr: many lines, long and odd paths stay bounded. */
 START_TEST(bounded)
 {
@@ -589,6 +616,7 @@ int main(void)
 	tcase_add_test(tc, relative_paths_where_it_started);
 	tcase_add_test(tc, acls_as_the_kernel);
 	tcase_add_test(tc, eperm_by_the_call);
+	tcase_add_test(tc, fuse_never_blamed);
 	tcase_add_test(tc, bounded);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
