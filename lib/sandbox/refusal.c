@@ -571,7 +571,8 @@ static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct wa
 			*ret_explained = false;
 			return RF_NOT;	/* a directory on the way is missing: ENOENT's */
 		}
-		ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->parent, &w->parent_acl, 3), LL_FS_MAKE_REG, parent, parent_ro };
+		ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->parent, &w->parent_acl, 3), LL_FS_MAKE_REG,
+					     parent, parent_ro };
 	} else {
 		bool dir = S_ISDIR(w->st.stx_mode);
 		bool ro = made_read_only(p, w->path);
