@@ -206,6 +206,16 @@ START_TEST(without_records_the_plan_decides)
 	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
 	free(want);
 
+	/* The same, by a path relative to where the shell started (the
+	 * workspace, beside the private directory). */
+	r = sh(c, "cat ../secret/key");
+	want = xasprintf("[sandbox] The sandbox refused accessing %s (a private path, sandbox.deny_read)", key);
+	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	/* Root's 0600 file, relative: the bits', no line. */
+	r = sh(c, "cat ../root0600");
+	ck_assert_msg(strstr(text_of(r), "Permission denied") && !strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+
 	/* Root's 0600 file: the bits refuse it before the sandbox could. */
 	cmd = xasprintf("cat %s", mine);
 	r = sh(c, cmd);
