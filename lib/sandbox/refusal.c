@@ -50,7 +50,9 @@
  * explains the error (missing for ENOENT, on a read-only mount for EROFS,
  * refused some access for EACCES): a child that moved (cd) names another
  * file by the same words, which the daemon cannot know, and no word is
- * said either way. Without a cwd it is not judged.
+ * said either way (unless the starting directory happens to explain the
+ * error too: where a child moved is not seen). Without a cwd it is not
+ * judged.
  *
  * A path the child's identity could not have reached (a directory on the
  * way it may not search) is never judged refused: the line tells nothing
