@@ -10,10 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "lib/child/child.h"
 #include "lib/fsjob/fsjob.h"
@@ -45,19 +42,6 @@ static void shell_done(struct tool_call *c, struct child_result *r)
 {
 	tool_call_succeed(c, child_call_text(c, r), child_call_json(c, r, true),
 			  r->signal != 0 || r->exit_code != 0);
-}
-
-/* The canonical path of the directory the shell starts in (cwd_fd, else
- * the workspace's root), where the sandbox's note judges the relative
- * paths of its errors; NULL when it cannot be told. */
-static char *start_dir(const struct tool_call *c, int cwd_fd)
-{
-	if (cwd_fd < 0)
-		return c->ws ? xstrdup(c->ws->root) : NULL;
-	char proc[40], path[PATH_MAX];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", cwd_fd);
-	ssize_t n = readlink(proc, path, sizeof(path) - 1);
-	return n > 0 && path[0] == '/' ? xstrndup(path, (size_t)n) : NULL;
 }
 
 /* Starts the command; the outcome follows from shell_done. */
@@ -103,7 +87,7 @@ static enum tool_ret shell_exec(struct tool_call *c)
 	const struct sandbox_config *sb = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;
 	sandbox_req_init(&req, sb, c->tool->name, c->tool->side_effects == SIDE_NETWORK, NULL);
-	_cleanup_free_ char *dir = sb ? start_dir(c, cwd_fd) : NULL;
+	_cleanup_free_ char *dir = sb ? sandbox_start_dir(c->ws ? c->ws->root : NULL, cwd_fd) : NULL;
 	req.cwd = dir;
 	if (background) {
 		enum tool_ret ret = process_shell_start(c, command->u.str.s, &opts, sb ? &req : NULL);

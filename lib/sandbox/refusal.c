@@ -46,7 +46,7 @@
  *    stripped of; never what the peer's uid is refused outside too.
  *
  * A relative path is joined to the directory the child started in (the
- * plan's cwd, given for the shell) and judged only where what is there
+ * plan's cwd, given for shell and command tools) and judged only where what is there
  * explains the error (missing for ENOENT, on a read-only mount for EROFS,
  * refused some access for EACCES): a child that moved (cd) names another
  * file by the same words, which the daemon cannot know, and no word is
@@ -1127,4 +1127,14 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 		buf_printf(&out, " (and %u more)", more);
 	sandbox_refusal_notes++;
 	return buf_steal(&out);
+}
+
+char *sandbox_start_dir(const char *root, int cwd_fd)
+{
+	if (cwd_fd < 0)
+		return root ? xstrdup(root) : NULL;
+	char proc[40], path[PATH_MAX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", cwd_fd);
+	ssize_t n = readlink(proc, path, sizeof(path) - 1);
+	return n > 0 && path[0] == '/' ? xstrndup(path, (size_t)n) : NULL;
 }

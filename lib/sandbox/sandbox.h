@@ -368,6 +368,10 @@ void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid);
  * what the profile allows, or that it may have been the sandbox where
  * nothing decides; else NULL. */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
+/* The canonical path of the directory a child starts in, cwd_fd or else
+ * root (a workspace's), for its note to judge relative paths in
+ * (sandbox_req.cwd); NULL when it cannot be told. */
+char *sandbox_start_dir(const char *root, int cwd_fd);
 enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
 
 /*

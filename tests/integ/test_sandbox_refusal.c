@@ -400,6 +400,41 @@ START_TEST(acl_relative_and_proc)
 }
 END_TEST
 
+/* A command tool's relative path is judged where it started (the
+ * workspace): a private path there is named in its error. */
+START_TEST(command_tool_relative)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	const char *cfg = "{" AUTO ",\"sandbox\":{\"deny_read\":[\"@WS@/priv\"]}}";
+	tcd_prepare(&d, &(struct tcd_opts){ .config = cfg });
+	tcd_write_tool(&d, "peek.json",
+		       "{\"name\":\"peek\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Peek\","
+		       " \"argv\":[\"cat\",\"priv/key\"], \"input_schema\":{\"type\":\"object\"}}");
+	char *priv = xasprintf("%s/priv", d.ws);
+	ck_assert_int_eq(mkdir(priv, 0755), 0);
+	char *key = xasprintf("%s/key", priv);
+	close(open(key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	tcd_spawn(&d, &(struct tcd_opts){ .config = cfg });
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "peek", "{}");
+	const char *msg = tj_str(r, "error.message");
+	char *want = xasprintf("[sandbox] The sandbox refused reaching %s (a private path, sandbox.deny_read)", key);
+	bool covered = msg && strstr(msg, "No such file or directory");
+	if (covered)
+		ck_assert_msg(strstr(msg, want), "%s", msg);
+	free(want);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	free(key);
+	free(priv);
+	if (!covered)
+		TC_SKIP("private paths in the workspace are not covered here");
+}
+END_TEST
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -415,6 +450,7 @@ int main(void)
 	tcase_add_test(tc, peer_identity_judged);
 	tcase_add_test(tc, eperm_named);
 	tcase_add_test(tc, acl_relative_and_proc);
+	tcase_add_test(tc, command_tool_relative);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
