@@ -236,24 +236,6 @@ static void mounts_free(struct mounts *m)
 	free(m->v);
 }
 
-/* The mount a canonical path lies on by its words alone (the last one
- * mounted on the longest mount point that holds it): for a file system
- * not looked into. */
-static const struct mount_of *mount_by_path(const struct mounts *m, const char *path)
-{
-	const struct mount_of *best = NULL;
-	size_t best_len = 0;
-	for (size_t i = 0; i < m->n; i++) {
-		const char *pt = m->v[i].point;
-		size_t n = strlen(pt);
-		bool holds = strncmp(path, pt, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && pt[0] == '/'));
-		if (holds && n >= best_len) {
-			best = &m->v[i];
-			best_len = n;
-		}
-	}
-	return best;
-}
 
 static bool in_groups(const struct sandbox_refusal_plan *p, gid_t g)
 {
@@ -568,26 +550,26 @@ static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct wa
 	if (slash)
 		slash[slash == parent ? 1 : 0] = '\0';
 	bool parent_ro = made_read_only(p, parent);
+	const struct acl *sa = &w->st_acl, *pa = &w->parent_acl;
 	if (!w->exists) {
 		if (!w->parent_only) {
 			*ret_explained = false;
 			return RF_NOT;	/* a directory on the way is missing: ENOENT's */
 		}
-		ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->parent, &w->parent_acl, 3), LL_FS_MAKE_REG,
-					     parent, parent_ro };
+		ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->parent, pa, 3), LL_FS_MAKE_REG, parent, parent_ro };
 	} else {
 		bool dir = S_ISDIR(w->st.stx_mode);
 		bool ro = made_read_only(p, w->path);
 		if (dir) {
-			ops[n++] = (typeof(ops[0])){ OP_LIST, false, bits(p, &w->st, &w->st_acl, 4), LL_FS_READ_DIR, w->path, false };
-			ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->st, &w->st_acl, 3), LL_FS_MAKE_REG, w->path, ro };
+			ops[n++] = (typeof(ops[0])){ OP_LIST, false, bits(p, &w->st, sa, 4), LL_FS_READ_DIR, w->path, false };
+			ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->st, sa, 3), LL_FS_MAKE_REG, w->path, ro };
 		} else {
-			ops[n++] = (typeof(ops[0])){ OP_READ, false, bits(p, &w->st, &w->st_acl, 4), LL_FS_READ_FILE, w->path, false };
-			ops[n++] = (typeof(ops[0])){ OP_WRITE, false, bits(p, &w->st, &w->st_acl, 2), LL_FS_WRITE_FILE, w->path, ro };
-			ops[n++] = (typeof(ops[0])){ OP_RUN, false, bits(p, &w->st, &w->st_acl, 1), LL_FS_EXECUTE, w->path, false };
+			ops[n++] = (typeof(ops[0])){ OP_READ, false, bits(p, &w->st, sa, 4), LL_FS_READ_FILE, w->path, false };
+			ops[n++] = (typeof(ops[0])){ OP_WRITE, false, bits(p, &w->st, sa, 2), LL_FS_WRITE_FILE, w->path, ro };
+			ops[n++] = (typeof(ops[0])){ OP_RUN, false, bits(p, &w->st, sa, 1), LL_FS_EXECUTE, w->path, false };
 		}
 		if (strcmp(w->path, "/") != 0)
-			ops[n++] = (typeof(ops[0])){ OP_REMOVE, true, bits(p, &w->parent, &w->parent_acl, 3),
+			ops[n++] = (typeof(ops[0])){ OP_REMOVE, true, bits(p, &w->parent, pa, 3),
 						     dir ? LL_FS_REMOVE_DIR : LL_FS_REMOVE_FILE, parent, parent_ro };
 	}
 	bool all_refused = true;
@@ -667,7 +649,8 @@ static enum verdict eperm(const struct sandbox_refusal_plan *p, const struct wal
 		/* Its owner may set any bit but those the filter refuses. */
 		if (!p->seccomp)
 			return RF_UNSURE;
-		*ret_what = xasprintf("setting a setuid or setgid bit on %s (no file gets one in the sandbox)", w->path);
+		*ret_what = xasprintf("setting a setuid or setgid bit on %s (no file gets one in the sandbox)",
+				      w->path);
 		return RF_SANDBOX;
 	}
 	if (owner && call != CALL_OWNER)
@@ -693,6 +676,23 @@ static bool has_component(const char *path, const char *name)
 		if ((k == path || k[-1] == '/') && (k[n] == '\0' || k[n] == '/'))
 			return true;
 	return false;
+}
+
+/* The mount a canonical path lies on by its words alone (the last one
+ * mounted on the longest mount point that holds it): for a file system
+ * not looked into. */
+static const struct mount_of *mount_by_path(const struct mounts *m, const char *path)
+{
+	const struct mount_of *best = NULL;
+	size_t best_len = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		size_t n = strlen(m->v[i].point);
+		if (beneath(path, m->v[i].point) && n >= best_len) {
+			best = &m->v[i];
+			best_len = n;
+		}
+	}
+	return best;
 }
 
 /*
@@ -1088,9 +1088,10 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 			 * anything: for every call of the kind, whatever its path. */
 			v = p->seccomp ? RF_SANDBOX : RF_UNSURE;
 			if (v == RF_SANDBOX)
-				what = xstrdup(call == CALL_MOUNT ? "mounting (the sandbox's filter refuses every mount call)"
-								  : "making a namespace (the sandbox's filter refuses "
-								    "unshare and new namespaces)");
+				what = xstrdup(call == CALL_MOUNT
+						       ? "mounting (the sandbox's filter refuses every mount call)"
+						       : "making a namespace (the sandbox's filter refuses unshare and new "
+							 "namespaces)");
 		} else if (path) {
 			v = looked++ < RF_PATHS ? judge(p, &m, path, e, call, relative, &what) : RF_UNSURE;
 		}
