@@ -1267,6 +1267,18 @@ static char *paths_refused(const struct sandbox_run *run, const char *err, size_
 	return sandbox_refusal_check(&p, err, n, known, ret_unsure);
 }
 
+/* Whether err holds the words of a refusal that no path decides, but
+ * "Operation not permitted": the note's judgement of the paths and calls
+ * its lines name takes that (refusal.c), and hedges where it cannot. */
+static bool worded_beyond_eperm(const struct sandbox_run *run, const char *err, size_t n, const char *const *others,
+				size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		if (!str_eq(others[i], "Operation not permitted") && has(err, n, others[i]))
+			return true;
+	return run->net && (has(err, n, "Connection refused") || has(err, n, "Name or service not known"));
+}
+
 /*
  * Tells the model what the sandbox refused: what Landlock's audit records
  * say it refused the child (kaudit.c), and the paths stderr names that
@@ -1280,7 +1292,7 @@ static char *paths_refused(const struct sandbox_run *run, const char *err, size_
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t n)
 {
 	static const char *const others[] = {
-		"Network is unreachable", "Address family not supported",
+		"Operation not permitted", "Network is unreachable", "Address family not supported",
 		"Could not resolve host", "Temporary failure in name resolution",
 	};
 	if (!run || run->profile == SANDBOX_OFF)
@@ -1291,8 +1303,9 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	/* Behind the proxy, whatever is not the proxy is refused so. */
 	if (run->net && !other)
 		other = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
-	bool worded = other || has(err, n, "Permission denied") || has(err, n, "Read-only file system") ||
-		      has(err, n, "Operation not permitted");
+	bool worded = other || has(err, n, "Permission denied") || has(err, n, "Read-only file system");
+	if (other)
+		other = worded_beyond_eperm(run, err, n, others, ELEMENTSOF(others));
 	/* What the kernel recorded it refused, waited for a moment while
 	 * records are still on their way. */
 	_cleanup_free_ char *seen = sandbox_kaudit_take(run->pid, worded);
