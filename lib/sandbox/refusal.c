@@ -46,7 +46,7 @@
  *    stripped of; never what the peer's uid is refused outside too.
  *
  * A relative path is joined to the directory the child started in (the
- * plan's cwd, given for shell and command tools) and judged only where what is there
+ * plan's cwd, given for shell, command tools and MCP servers) and judged only where what is there
  * explains the error (missing for ENOENT, on a read-only mount for EROFS,
  * refused some access for EACCES): a child that moved (cd) names another
  * file by the same words, which the daemon cannot know, and no word is

@@ -435,6 +435,37 @@ START_TEST(command_tool_relative)
 }
 END_TEST
 
+/* An MCP server that fails to start, having written to a path relative
+ * to where it started (the workspace): its error names the refusal. */
+START_TEST(provider_relative)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	tcd_prepare(&d, &(struct tcd_opts){ .config = "{" AUTO "}" });
+	tcd_write_tool(&d, "demo.json", "{\"name\":\"demo\",\"kind\":\"mcp\",\"prefix\":\"demo_\",\"side_effects\":\"read\","
+					"\"command\":[\"sh\",\"-c\",\"echo x > ../outside; exit 1\"]}");
+	tcd_spawn(&d, &(struct tcd_opts){ .config = "{" AUTO "}" });
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "demo_echo", "{}");
+	const char *m = tj_str(r, "error.message");
+	ck_assert_msg(m, "%s", tcc_raw(c, r));
+	char *outside = xasprintf("%s/outside", d.dir);
+	bool confined = access(outside, F_OK) < 0 && strstr(m, "Read-only file system");
+	char *want = xasprintf("[sandbox] The sandbox refused writing %s (read-only in the sandbox: outside the paths "
+			       "it may write)", outside);
+	if (confined)
+		ck_assert_msg(strstr(m, want), "%s", m);
+	free(want);
+	free(outside);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	if (!confined)
+		TC_SKIP("no read-only mounts here");
+}
+END_TEST
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -451,6 +482,7 @@ int main(void)
 	tcase_add_test(tc, eperm_named);
 	tcase_add_test(tc, acl_relative_and_proc);
 	tcase_add_test(tc, command_tool_relative);
+	tcase_add_test(tc, provider_relative);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
