@@ -466,6 +466,33 @@ START_TEST(provider_relative)
 }
 END_TEST
 
+/* A background shell's end is judged as a call's: its relative path
+ * where it started. */
+START_TEST(background_relative)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "shell", "{\"command\":\"echo x > ../bgout\",\"background\":true,"
+						    "\"yield_ms\":20000}");
+	tc_assert_ok(r);
+	char *out = xasprintf("%s/bgout", d.dir);
+	bool confined = access(out, F_OK) < 0 && strstr(text_of(r), "Read-only file system");
+	char *want = xasprintf("[sandbox] The sandbox refused writing %s (read-only in the sandbox: outside the paths "
+			       "it may write)", out);
+	if (confined)
+		ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
+	free(want);
+	free(out);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	if (!confined)
+		TC_SKIP("no read-only mounts here");
+}
+END_TEST
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -483,6 +510,7 @@ int main(void)
 	tcase_add_test(tc, acl_relative_and_proc);
 	tcase_add_test(tc, command_tool_relative);
 	tcase_add_test(tc, provider_relative);
+	tcase_add_test(tc, background_relative);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
