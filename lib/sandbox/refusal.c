@@ -363,12 +363,21 @@ static void path_up(struct buf *c)
 	buf_cut(c, n ? n - 1 : 0);
 }
 
+/* Whether path is dir or beneath it. */
+static bool beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
 /*
  * Resolves path (absolute) one component at a time from "/", as the
  * daemon sees it: each directory's mount checked before a name is looked
- * up in it, the bits for the child noted on the way.
+ * up in it, the bits for the child noted on the way (but for those above
+ * from, where a child that named the path relative was already).
  */
-static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const char *path, struct walked *w)
+static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const char *path, const char *from,
+		 struct walked *w)
 {
 	*w = (struct walked){ .searchable = true };
 	struct buf c = {0};		/* canonical so far, "" for "/" */
@@ -410,7 +419,10 @@ static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const c
 			break;
 		}
 		w->acl |= !acl_read(cur, &w->parent_acl);
-		if (!bits(p, &cst, &w->parent_acl, 1))
+		/* A relative path is looked up from where the child is
+		 * (from): the directories above it are not searched. */
+		bool above = from && buf_size(&c) < strlen(from) && beneath(from, buf_size(&c) ? buf_head(&c) : "/");
+		if (!above && !bits(p, &cst, &w->parent_acl, 1))
 			w->searchable = false;
 		w->parent = cst;
 		int next = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -478,12 +490,6 @@ out:
 	w->path = buf_steal(&c);
 }
 
-/* Whether path is dir or beneath it. */
-static bool beneath(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
-}
 
 static const char *beneath_any(const char *path, const char *const *dirs, bool strictly)
 {
@@ -730,7 +736,7 @@ static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m
 			  enum rf_call call, bool relative, char **ret_what)
 {
 	struct walked w;
-	walk(p, m, path, &w);
+	walk(p, m, path, relative ? p->cwd : NULL, &w);
 	_cleanup_free_ char *c = w.path;
 	_cleanup_free_ char *rest = w.rest;
 	enum verdict v = RF_NOT;

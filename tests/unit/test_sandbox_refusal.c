@@ -380,6 +380,17 @@ START_TEST(relative_paths_where_it_started)
 	expect(&p, "cat: nothere: No such file or directory\n", NULL, false);
 	/* The line's first word is a program's name, not a path. */
 	expect(&p, "secret: Permission denied\n", NULL, true);
+	/* Started beneath a directory it may not search (entered by an fd
+	 * the daemon opened): a relative path does not go through it, an
+	 * absolute one does. */
+	make("shut/in", 0777, 0, true);
+	_cleanup_free_ char *in = at("shut/in");
+	p.cwd = in;
+	_cleanup_free_ char *w3 = xasprintf("writing %s/shut/in/new (read-only in the sandbox: outside the paths it "
+					    "may write)", dir);
+	expect(&p, "touch: cannot touch 'new': Read-only file system\n", w3, false);
+	_cleanup_free_ char *abs = line("touch: cannot touch ", "shut/in/new", "Read-only file system");
+	expect(&p, abs, NULL, false);
 	/* A directory it may not list, by its bits. */
 	p.cwd = shut;
 	expect(&p, "ls: cannot open directory '.': Permission denied\n", NULL, false);
