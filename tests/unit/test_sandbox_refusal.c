@@ -357,6 +357,13 @@ START_TEST(relative_paths_where_it_started)
 					    dir);
 	expect(&p, "touch: cannot touch 'new': Read-only file system\n", w1, false);
 	expect(&p, "sh: 1: cannot create new: Read-only file system\n", w1, false);
+	/* Named already by the kernel's record (by its canonical path): not
+	 * twice. */
+	_cleanup_free_ char *known = xasprintf("writing %s/ro/new", dir);
+	bool unsure = true;
+	const char *rel = "touch: cannot touch 'new': Read-only file system\n";
+	ck_assert_ptr_null(sandbox_refusal_check(&p, rel, strlen(rel), known, &unsure));
+	ck_assert(!unsure);
 	/* Where the shell started, a protected path; the shell's own
 	 * absolute name before it is not taken. */
 	p.cwd = ws;
