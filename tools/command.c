@@ -607,6 +607,8 @@ static enum tool_ret command_exec(struct tool_call *c)
 	sandbox_req_init(&req, sbc, c->tool->name, c->tool->side_effects == SIDE_NETWORK, &cmd->sandbox);
 	if (as != c->ident)
 		req.id = as;
+	_cleanup_free_ char *dir = sbc ? sandbox_start_dir(c->ws ? c->ws->root : NULL, cwd_fd) : NULL;
+	req.cwd = dir;
 	r = child_call_start(c, &opts, sbc ? &req : NULL, command_done);
 	if (r < 0 && c->kind != TC_OK)
 		;	/* the sandbox said why */

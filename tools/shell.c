@@ -87,6 +87,8 @@ static enum tool_ret shell_exec(struct tool_call *c)
 	const struct sandbox_config *sb = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;
 	sandbox_req_init(&req, sb, c->tool->name, c->tool->side_effects == SIDE_NETWORK, NULL);
+	_cleanup_free_ char *dir = sb ? sandbox_start_dir(c->ws ? c->ws->root : NULL, cwd_fd) : NULL;
+	req.cwd = dir;
 	if (background) {
 		enum tool_ret ret = process_shell_start(c, command->u.str.s, &opts, sb ? &req : NULL);
 		child_env_free(env);

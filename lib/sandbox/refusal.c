@@ -4,13 +4,17 @@
  * from what the daemon built and what the kernel holds, not from the
  * child's wording: the wording only points at the path and the errno.
  *
+ * This file is long because each errno is replayed in the kernel's own
+ * order, from the mounts, the bits and ACLs, Landlock's rules and the
+ * seccomp filter, and the lines that name the paths are hostile input.
+ *
  * The kernel tells no one what it refused but through audit (Landlock's
  * records, kaudit.c), and nothing at all for the refusals a mount makes
- * (a read-only mount, a directory covered empty). So for the absolute
- * path that a line of stderr names right beside "Read-only file system",
- * "Permission denied", "No such file or directory" or "Device or resource
- * busy", the daemon asks what the kernel would have done, in the kernel's
- * own order:
+ * (a read-only mount, a directory covered empty). So for the path that a
+ * line of stderr names right beside "Read-only file system", "Permission
+ * denied", "No such file or directory", "Device or resource busy" or
+ * "Operation not permitted", the daemon asks what the kernel would have
+ * done, in the kernel's own order:
  *
  *  - EROFS comes only from a read-only mount. The sandbox refused the
  *    write when the path is beneath one of its own: a protected path, a
@@ -35,6 +39,20 @@
  *    access that fails is one Landlock refuses (named by the access when
  *    only one can fail, else "accessing"); it did not when none fails by
  *    Landlock; else it cannot be told.
+ *  - EPERM, which Landlock and read-only mounts never answer, for the
+ *    call the line's wording names (eperm()): the seccomp filter's
+ *    refusals (a setuid or setgid bit, a device node, a mount, a new
+ *    namespace) and those of the capabilities a uid 0 child was
+ *    stripped of; never what the peer's uid is refused outside too.
+ *
+ * A relative path is joined to the directory the child started in (the
+ * plan's cwd, given for shell, command tools and MCP servers) and judged only where what is there
+ * explains the error (missing for ENOENT, on a read-only mount for EROFS,
+ * refused some access for EACCES): a child that moved (cd) names another
+ * file by the same words, which the daemon cannot know, and no word is
+ * said either way (unless the starting directory happens to explain the
+ * error too: where a child moved is not seen). Without a cwd it is not
+ * judged.
  *
  * A path the child's identity could not have reached (a directory on the
  * way it may not search) is never judged refused: the line tells nothing
@@ -45,8 +63,15 @@
  * never into a file system whose server could keep the daemon waiting
  * (FUSE, network file systems, autofs: their mount ids are read from
  * /proc/self/mountinfo first); its attributes are taken as cached
- * (AT_STATX_DONT_SYNC). A file with an ACL leaves the bits unknown. What
- * is decided is the file's state when the call ends.
+ * (AT_STATX_DONT_SYNC). Their servers decide refusals the daemon cannot
+ * replay, so a path there is left unsure (the note's "may have been"),
+ * never named the sandbox's refusal. So is proc, whose /proc/self is the daemon's: EROFS there is
+ * decided by the mount its words lie on (the child's is the same mount,
+ * made read-only; the sandbox mounts no proc of its own and hides no
+ * process), EACCES is a check against another process that may be gone.
+ * The bits are read with the access ACL, evaluated as the kernel does;
+ * one longer than RF_ACL_MAX entries leaves them unknown. What is decided
+ * is the file's state when the call ends.
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -79,8 +104,10 @@ uint64_t sandbox_refusal_notes;
 
 struct mount_of {
 	uint64_t id;
+	char *point;		/* where it is mounted, as mountinfo writes it */
 	bool ro;		/* read-only, by its mount or its super block */
 	bool wary;		/* not looked into (wary_type()) */
+	bool proc;
 };
 
 struct mounts {
@@ -89,16 +116,32 @@ struct mounts {
 	bool read;
 };
 
+/* A file's access ACL (system.posix_acl_access), as the kernel keeps it:
+ * entries sorted by tag, then by id. */
+#define RF_ACL_MAX 64
+#define ACL_USER_OBJ 0x01
+#define ACL_USER 0x02
+#define ACL_GROUP_OBJ 0x04
+#define ACL_GROUP 0x08
+#define ACL_MASK 0x10
+#define ACL_OTHER 0x20
+struct acl {
+	unsigned n;		/* 0: none, the bits alone decide */
+	struct { uint16_t tag, perm; uint32_t id; } e[RF_ACL_MAX];
+};
+
 struct walked {
 	char *path;		/* canonical, as far as it exists; the rest as written */
 	bool exists;
 	bool parent_only;	/* all but the last component exists */
 	bool wary;		/* a file system not entered, or the walk failed */
 	bool searchable;	/* the bits let the child search every directory on the way */
-	bool acl;
+	bool acl;		/* an ACL on the way that could not be read */
 	struct statx st;	/* the path's, when it exists */
 	struct statx parent;	/* its directory's */
+	struct acl st_acl, parent_acl;
 	uint64_t mnt_id;	/* the mount of the last existing component */
+	char *rest;		/* wary: what was not looked up ("/self/fd/1"), else NULL */
 };
 
 /* A file system the daemon does not look into for a child: one whose
@@ -167,8 +210,10 @@ static void mounts_read(struct mounts *m)
 			m->v = xreallocarray(m->v, m->n + 1, sizeof(*m->v));
 			m->v[m->n++] = (struct mount_of){
 				.id = strtoull(f[0], NULL, 10),
+				.point = xstrdup(f[4]),
 				.ro = opt_ro(f[5], strlen(f[5])) || (super && opt_ro(super + 1, strlen(super + 1))),
 				.wary = wary_type(type),
+				.proc = strcmp(type, "proc") == 0,
 			};
 		}
 		line = end ? end + 1 : NULL;
@@ -184,6 +229,14 @@ static const struct mount_of *mount_find(const struct mounts *m, uint64_t id)
 	return NULL;
 }
 
+static void mounts_free(struct mounts *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].point);
+	free(m->v);
+}
+
+
 static bool in_groups(const struct sandbox_refusal_plan *p, gid_t g)
 {
 	if (g == p->gid)
@@ -194,22 +247,96 @@ static bool in_groups(const struct sandbox_refusal_plan *p, gid_t g)
 	return false;
 }
 
-/* Whether the permission bits give the child every one of want (4 read,
- * 2 write, 1 search or run): the owner's, the group's or the others',
- * whichever class it is in, as the kernel checks them without a
- * capability. */
-static bool bits(const struct sandbox_refusal_plan *p, const struct statx *st, unsigned want)
+/* The xattr's form: a version (2), then 8 bytes an entry, little-endian.
+ * Returns false for what is not that (or holds more than RF_ACL_MAX). */
+static bool acl_parse(const unsigned char *b, size_t n, struct acl *a)
 {
-	unsigned shift = st->stx_uid == p->uid ? 6 : in_groups(p, st->stx_gid) ? 3 : 0;
-	return ((st->stx_mode >> shift) & want) == want;
+	a->n = 0;
+	if (n < 4 || (n - 4) % 8 || (n - 4) / 8 > RF_ACL_MAX ||
+	    (b[0] | b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24) != 2)
+		return false;
+	for (size_t i = 4; i < n; i += 8, a->n++) {
+		a->e[a->n].tag = (uint16_t)(b[i] | b[i + 1] << 8);
+		a->e[a->n].perm = (uint16_t)(b[i + 2] | b[i + 3] << 8);
+		a->e[a->n].id = b[i + 4] | b[i + 5] << 8 | (uint32_t)b[i + 6] << 16 | (uint32_t)b[i + 7] << 24;
+	}
+	return true;
 }
 
-static bool has_acl(int fd)
+/* Reads the access ACL of what fd (O_PATH) is; false when it is there but
+ * cannot be read (or is too long): the bits alone would be wrong. A
+ * default ACL gives no access by itself and is not read. */
+static bool acl_read(int fd, struct acl *a)
 {
 	char proc[40];
+	unsigned char b[4 + 8 * RF_ACL_MAX];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	return getxattr(proc, "system.posix_acl_access", NULL, 0) >= 0 ||
-	       getxattr(proc, "system.posix_acl_default", NULL, 0) >= 0;
+	a->n = 0;
+	ssize_t n = getxattr(proc, "system.posix_acl_access", b, sizeof(b));
+	if (n < 0)
+		return errno == ENODATA || errno == EOPNOTSUPP;
+	return acl_parse(b, (size_t)n, a);
+}
+
+/*
+ * posix_acl_permission() of the kernel: the owner's entry for the owner,
+ * a named user's or the first group entry (the owning group's or a named
+ * one) that grants it all, capped by the mask; with a group entry
+ * matching but none granting, refused; else the others'.
+ */
+static bool acl_allows(const struct sandbox_refusal_plan *p, const struct statx *st, const struct acl *a,
+		       unsigned want)
+{
+	bool found = false;
+	size_t i;
+	for (i = 0; i < a->n; i++) {
+		const unsigned perm = a->e[i].perm;
+		switch (a->e[i].tag) {
+		case ACL_USER_OBJ:
+			if (st->stx_uid == p->uid)
+				return (perm & want) == want;
+			break;
+		case ACL_USER:
+			if (a->e[i].id == p->uid)
+				goto mask;
+			break;
+		case ACL_GROUP_OBJ:
+		case ACL_GROUP:
+			if (in_groups(p, a->e[i].tag == ACL_GROUP ? a->e[i].id : st->stx_gid)) {
+				found = true;
+				if ((perm & want) == want)
+					goto mask;
+			}
+			break;
+		case ACL_MASK:
+			break;
+		case ACL_OTHER:
+			return !found && (perm & want) == want;
+		default:
+			return false;	/* the kernel: EIO */
+		}
+	}
+	return false;
+mask:
+	for (size_t k = i + 1; k < a->n; k++)
+		if (a->e[k].tag == ACL_MASK)
+			return (a->e[i].perm & a->e[k].perm & want) == want;
+	return (a->e[i].perm & want) == want;
+}
+
+/* Whether the permission bits (and the access ACL, when there is one) give
+ * the child every one of want (4 read, 2 write, 1 search or run), as the
+ * kernel checks them without a capability (acl_permission_check()): the
+ * owner's bits for the owner; the ACL when the group's bits (its mask)
+ * are not all clear; else the group's or the others' bits. */
+static bool bits(const struct sandbox_refusal_plan *p, const struct statx *st, const struct acl *a, unsigned want)
+{
+	if (st->stx_uid == p->uid)
+		return ((st->stx_mode >> 6) & want) == want;
+	if (a && a->n && (st->stx_mode & S_IRWXG))
+		return acl_allows(p, st, a, want);
+	unsigned shift = in_groups(p, st->stx_gid) ? 3 : 0;
+	return ((st->stx_mode >> shift) & want) == want;
 }
 
 static bool stat_fd(int fd, struct statx *st)
@@ -236,12 +363,21 @@ static void path_up(struct buf *c)
 	buf_cut(c, n ? n - 1 : 0);
 }
 
+/* Whether path is dir or beneath it. */
+static bool beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
 /*
  * Resolves path (absolute) one component at a time from "/", as the
  * daemon sees it: each directory's mount checked before a name is looked
- * up in it, the bits for the child noted on the way.
+ * up in it, the bits for the child noted on the way (but for those above
+ * from, where a child that named the path relative was already).
  */
-static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const char *path, struct walked *w)
+static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const char *path, const char *from,
+		 struct walked *w)
 {
 	*w = (struct walked){ .searchable = true };
 	struct buf c = {0};		/* canonical so far, "" for "/" */
@@ -279,11 +415,15 @@ static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const c
 		w->mnt_id = cst.stx_mnt_id;
 		if (!mo || mo->wary || !S_ISDIR(cst.stx_mode)) {
 			w->wary = true;
+			w->rest = xasprintf("/%s%s", name, todo + at);
 			break;
 		}
-		if (!bits(p, &cst, 1))
+		w->acl |= !acl_read(cur, &w->parent_acl);
+		/* A relative path is looked up from where the child is
+		 * (from): the directories above it are not searched. */
+		bool above = from && buf_size(&c) < strlen(from) && beneath(from, buf_size(&c) ? buf_head(&c) : "/");
+		if (!above && !bits(p, &cst, &w->parent_acl, 1))
 			w->searchable = false;
-		w->acl |= has_acl(cur);
 		w->parent = cst;
 		int next = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		struct statx nst;
@@ -339,7 +479,7 @@ static void walk(const struct sandbox_refusal_plan *p, struct mounts *m, const c
 		if (!mo || mo->wary)
 			w->wary = true;
 		else
-			w->acl |= has_acl(cur);
+			w->acl |= !acl_read(cur, &w->st_acl);
 	}
 out:
 	if (cur >= 0)
@@ -350,12 +490,6 @@ out:
 	w->path = buf_steal(&c);
 }
 
-/* Whether path is dir or beneath it. */
-static bool beneath(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
-}
 
 static const char *beneath_any(const char *path, const char *const *dirs, bool strictly)
 {
@@ -403,12 +537,11 @@ static const char *op_verb(unsigned op)
  * first, then Landlock (its path hooks), then the bits of the directory.
  */
 static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct walked *w, unsigned *ret_ops,
-			   bool *ret_private)
+			   bool *ret_private, bool *ret_explained)
 {
+	*ret_explained = true;
 	if (!w->searchable)
 		return RF_NOT;		/* refused on the way, by the bits */
-	if (!p->rules)
-		return RF_NOT;		/* no Landlock: nothing of the sandbox answers EACCES */
 	struct {
 		unsigned op;
 		bool entry;		/* making or removing: Landlock before the bits */
@@ -423,29 +556,33 @@ static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct wa
 	if (slash)
 		slash[slash == parent ? 1 : 0] = '\0';
 	bool parent_ro = made_read_only(p, parent);
+	const struct acl *sa = &w->st_acl, *pa = &w->parent_acl;
 	if (!w->exists) {
-		if (!w->parent_only)
+		if (!w->parent_only) {
+			*ret_explained = false;
 			return RF_NOT;	/* a directory on the way is missing: ENOENT's */
-		ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->parent, 3), LL_FS_MAKE_REG, parent, parent_ro };
+		}
+		ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->parent, pa, 3), LL_FS_MAKE_REG, parent, parent_ro };
 	} else {
 		bool dir = S_ISDIR(w->st.stx_mode);
 		bool ro = made_read_only(p, w->path);
 		if (dir) {
-			ops[n++] = (typeof(ops[0])){ OP_LIST, false, bits(p, &w->st, 4), LL_FS_READ_DIR, w->path, false };
-			ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->st, 3), LL_FS_MAKE_REG, w->path, ro };
+			ops[n++] = (typeof(ops[0])){ OP_LIST, false, bits(p, &w->st, sa, 4), LL_FS_READ_DIR, w->path, false };
+			ops[n++] = (typeof(ops[0])){ OP_MAKE, true, bits(p, &w->st, sa, 3), LL_FS_MAKE_REG, w->path, ro };
 		} else {
-			ops[n++] = (typeof(ops[0])){ OP_READ, false, bits(p, &w->st, 4), LL_FS_READ_FILE, w->path, false };
-			ops[n++] = (typeof(ops[0])){ OP_WRITE, false, bits(p, &w->st, 2), LL_FS_WRITE_FILE, w->path, ro };
-			ops[n++] = (typeof(ops[0])){ OP_RUN, false, bits(p, &w->st, 1), LL_FS_EXECUTE, w->path, false };
+			ops[n++] = (typeof(ops[0])){ OP_READ, false, bits(p, &w->st, sa, 4), LL_FS_READ_FILE, w->path, false };
+			ops[n++] = (typeof(ops[0])){ OP_WRITE, false, bits(p, &w->st, sa, 2), LL_FS_WRITE_FILE, w->path, ro };
+			ops[n++] = (typeof(ops[0])){ OP_RUN, false, bits(p, &w->st, sa, 1), LL_FS_EXECUTE, w->path, false };
 		}
 		if (strcmp(w->path, "/") != 0)
-			ops[n++] = (typeof(ops[0])){ OP_REMOVE, true, bits(p, &w->parent, 3),
+			ops[n++] = (typeof(ops[0])){ OP_REMOVE, true, bits(p, &w->parent, pa, 3),
 						     dir ? LL_FS_REMOVE_DIR : LL_FS_REMOVE_FILE, parent, parent_ro };
 	}
 	bool all_refused = true;
 	unsigned failing = 0, by_sandbox = 0;
 	for (size_t i = 0; i < n; i++) {
-		bool allowed = (ll_rules_allowed(p->rules, ops[i].at) & ops[i].right) == ops[i].right;
+		/* No Landlock: nothing of the sandbox answers EACCES. */
+		bool allowed = !p->rules || (ll_rules_allowed(p->rules, ops[i].at) & ops[i].right) == ops[i].right;
 		bool fails_bits, fails_sandbox;
 		if (ops[i].entry) {
 			if (ops[i].ro)
@@ -465,6 +602,7 @@ static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct wa
 			by_sandbox |= ops[i].op;
 		all_refused &= !allowed;
 	}
+	*ret_explained = failing != 0;
 	if (!by_sandbox)
 		return RF_NOT;
 	/* The one access that can have failed, or "accessing". */
@@ -474,27 +612,158 @@ static enum verdict eacces(const struct sandbox_refusal_plan *p, const struct wa
 	return all_refused ? RF_SANDBOX : RF_UNSURE;
 }
 
-enum rf_errno { RF_EROFS, RF_EACCES, RF_ENOENT, RF_EBUSY };
+enum rf_errno { RF_EROFS, RF_EACCES, RF_ENOENT, RF_EBUSY, RF_EPERM };
 
-/* What the sandbox did to path for an error of kind e; *ret_what, when
- * it refused it, says so ("writing /usr/x (...)"). */
-static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m, const char *path, enum rf_errno e,
+/* The call an EPERM line names, by the wording of the programs that make
+ * it (coreutils, util-linux): EPERM alone does not say. */
+enum rf_call { CALL_NONE, CALL_MODE, CALL_OWNER, CALL_TIMES, CALL_LINK, CALL_NODE, CALL_MOUNT, CALL_NS };
+
+/*
+ * EPERM on a path, for the call its line names. Landlock never answers
+ * EPERM and a read-only mount answers EROFS; what is left is the kernel's
+ * rule that only a file's owner (or a capability) changes its mode or
+ * times or links to it unreadable, that only a capability gives a file
+ * away or makes a device node, an immutable or append-only file, and the
+ * seccomp filter's refusal of setuid and setgid bits and device nodes
+ * (seccomp.c, add_mode_rules()). The sandbox refused it when the filter
+ * did, or the capabilities it took from a uid 0 child would have allowed
+ * it; a refusal the peer's own uid gets outside the sandbox is not its.
+ */
+static enum verdict eperm(const struct sandbox_refusal_plan *p, const struct walked *w, enum rf_call call,
 			  char **ret_what)
 {
+	bool root = p->uid == 0;
+	if (call < CALL_MODE || call > CALL_NODE)
+		return RF_UNSURE;	/* a call not told */
+	if (call == CALL_NODE) {
+		/* A FIFO or socket is made but with a setuid or setgid bit,
+		 * which mknod(1) refuses itself: a device node. */
+		if (w->exists || !w->parent_only || !p->seccomp)
+			return RF_UNSURE;
+		if (!root)
+			return RF_NOT;	/* a device node takes a privilege it never had */
+		*ret_what = xasprintf("making the device node %s (the sandbox makes no device nodes, nor setuid or "
+				      "setgid files)", w->path);
+		return RF_SANDBOX;
+	}
+	if (!w->exists)
+		return RF_UNSURE;
+	if (w->st.stx_attributes & (STATX_ATTR_IMMUTABLE | STATX_ATTR_APPEND))
+		return RF_NOT;		/* chattr +i or +a: refused to every uid */
+	bool owner = w->st.stx_uid == p->uid;
+	if (owner && call == CALL_MODE) {
+		/* Its owner may set any bit but those the filter refuses. */
+		if (!p->seccomp)
+			return RF_UNSURE;
+		*ret_what = xasprintf("setting a setuid or setgid bit on %s (no file gets one in the sandbox)",
+				      w->path);
+		return RF_SANDBOX;
+	}
+	if (owner && call != CALL_OWNER)
+		return RF_UNSURE;	/* its owner is refused for a reason not told */
+	if (!root)
+		return RF_NOT;		/* as it would be outside: the kernel's rule for its uid */
+	if (!p->no_caps)
+		return RF_UNSURE;
+	static const char *const verbs[] = {
+		[CALL_MODE] = "changing the mode of", [CALL_OWNER] = "changing the owner of",
+		[CALL_TIMES] = "setting the times of", [CALL_LINK] = "linking to",
+	};
+	*ret_what = xasprintf("%s %s (a sandboxed child holds no capabilities, even as root: %s)", verbs[call], w->path,
+			      call == CALL_OWNER ? "it gives no file away" : "only a file's owner may");
+	return RF_SANDBOX;
+}
+
+/* Whether a path holds the component name. */
+static bool has_component(const char *path, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *k = path; (k = strstr(k, name)); k++)
+		if ((k == path || k[-1] == '/') && (k[n] == '\0' || k[n] == '/'))
+			return true;
+	return false;
+}
+
+/* The mount a canonical path lies on by its words alone (the last one
+ * mounted on the longest mount point that holds it): for a file system
+ * not looked into. */
+static const struct mount_of *mount_by_path(const struct mounts *m, const char *path)
+{
+	const struct mount_of *best = NULL;
+	size_t best_len = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		size_t n = strlen(m->v[i].point);
+		if (beneath(path, m->v[i].point) && n >= best_len) {
+			best = &m->v[i];
+			best_len = n;
+		}
+	}
+	return best;
+}
+
+/*
+ * EROFS on a path in a proc file system, which is not looked into (its
+ * /proc/self is the daemon's, not the child's): the sandbox mounts no proc
+ * of its own, so the mount its words lie on is the child's too, made
+ * read-only with the rest outside the writable paths. Its links to other
+ * files (fd/N, cwd, root, exe, map_files/) lead anywhere, and ".." out of it.
+ */
+static enum verdict proc_erofs(const struct sandbox_refusal_plan *p, const struct mounts *m, const char *full,
+			       char **ret_what)
+{
+	static const char *const links[] = { "fd", "cwd", "root", "exe", "map_files", ".." };
+	for (size_t i = 0; i < ELEMENTSOF(links); i++)
+		if (has_component(full, links[i]))
+			return RF_UNSURE;
+	const struct mount_of *mo = mount_by_path(m, full);
+	if (!mo)
+		return RF_UNSURE;
+	if (mo->ro)
+		return RF_NOT;		/* read-only anyway */
+	if (!made_read_only(p, full))
+		return RF_UNSURE;
+	*ret_what = xasprintf("writing %s (read-only in the sandbox: outside the paths it may write)", full);
+	return RF_SANDBOX;
+}
+
+/* What the sandbox did to path for an error of kind e (of call, for
+ * EPERM); *ret_what, when it refused it, says so ("writing /usr/x
+ * (...)"). A path that stood relative in the line (relative, joined to
+ * the child's working directory) is judged only where what is there
+ * explains the error: else the child was elsewhere (a cd), and no word
+ * is said either way. */
+static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m, const char *path, enum rf_errno e,
+			  enum rf_call call, bool relative, char **ret_what)
+{
 	struct walked w;
-	walk(p, m, path, &w);
+	walk(p, m, path, relative ? p->cwd : NULL, &w);
 	_cleanup_free_ char *c = w.path;
+	_cleanup_free_ char *rest = w.rest;
 	enum verdict v = RF_NOT;
+	bool explained = true;
 	const char *d;
 	if (w.wary) {
-		v = e == RF_ENOENT || e == RF_EBUSY ? RF_NOT : RF_UNSURE;
+		const struct mount_of *mo = mount_find(m, w.mnt_id);
+		if (e == RF_EROFS && mo && mo->proc && rest) {
+			_cleanup_free_ char *full = xasprintf("%s%s", str_eq(c, "/") ? "" : c, rest);
+			v = proc_erofs(p, m, full, ret_what);
+		} else {
+			/* FUSE, network file systems: their servers decide, which
+			 * the daemon cannot ask; proc's refusals are checks
+			 * against processes it no longer sees. */
+			v = e == RF_ENOENT || e == RF_EBUSY ? RF_NOT : RF_UNSURE;
+		}
 	} else if (!w.searchable) {
 		/* Refused on the way by the bits (EACCES): nothing of the
 		 * sandbox's, and nothing to tell of what lies beyond. */
 		v = RF_NOT;
+		explained = e == RF_EACCES;
+	} else if (e == RF_EPERM) {
+		v = eperm(p, &w, call, ret_what);
 	} else if (e == RF_EBUSY) {
 		/* A mount of the sandbox's stands there: it can be neither
 		 * replaced nor removed (git's rename of config.lock). */
+		explained = false;
 		if (w.exists && (d = beneath_any(c, p->ro_binds, false)) && str_eq(c, d)) {
 			v = RF_SANDBOX;
 			*ret_what = xasprintf("replacing %s (a protected path, sandbox.protect)", c);
@@ -511,6 +780,7 @@ static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m
 		*ret_what = xasprintf("%s %s (a private path, sandbox.deny_read)",
 				      e == RF_EROFS ? "writing" : e == RF_ENOENT ? "reaching" : "accessing", c);
 	} else if (e == RF_ENOENT) {
+		explained = !w.exists;
 		if ((d = beneath_any(c, p->hide_dirs, true)) && w.exists) {
 			v = RF_SANDBOX;
 			*ret_what = xasprintf("reaching %s (hidden: the sandbox covers %s, where sockets such as "
@@ -518,6 +788,7 @@ static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m
 		}
 	} else if (e == RF_EROFS) {
 		const struct mount_of *mo = mount_find(m, w.mnt_id);
+		explained = mo && mo->ro;
 		if (beneath_any(c, p->ro_binds, false)) {
 			v = RF_SANDBOX;
 			*ret_what = xasprintf("writing %s (a protected path, sandbox.protect)", c);
@@ -526,15 +797,17 @@ static enum verdict judge(const struct sandbox_refusal_plan *p, struct mounts *m
 			*ret_what = xasprintf("writing %s (read-only in the sandbox: outside the paths it may write)", c);
 		}
 	} else if (w.acl) {
-		v = RF_UNSURE;
+		v = RF_UNSURE;		/* an ACL that could not be read */
 	} else {
 		unsigned ops = 0;
 		bool private = false;
-		v = eacces(p, &w, &ops, &private);
+		v = eacces(p, &w, &ops, &private, &explained);
 		if (v == RF_SANDBOX)
 			*ret_what = xasprintf("%s %s (%s)", op_verb(ops), c,
 					      private ? "a private path, sandbox.deny_read" : "outside the paths it may write");
 	}
+	if (relative && v == RF_NOT && !explained)
+		v = RF_UNSURE;
 	return v;
 }
 
@@ -631,6 +904,82 @@ static char *line_path(const char *s, size_t n, size_t words, size_t wlen)
 	return found ? xstrndup(s + best, best_len) : NULL;
 }
 
+/* Whether the bytes before at end an opening quote ('...', "...", `...',
+ * ‘...’, “...”): returns its length, else 0. */
+static size_t opening_quote(const char *s, size_t at)
+{
+	if (at >= 1 && (s[at - 1] == '\'' || s[at - 1] == '"' || s[at - 1] == '`'))
+		return 1;
+	if (at >= 3 && (unsigned char)s[at - 3] == 0xe2 && (unsigned char)s[at - 2] == 0x80 &&
+	    ((unsigned char)s[at - 1] == 0x98 || (unsigned char)s[at - 1] == 0x9c))
+		return 3;
+	return 0;
+}
+
+/*
+ * The relative path a line names for the error whose words are at
+ * [words, words + wlen), where line_path() found no absolute one: the
+ * word right before the words (bare or quoted, "cat: secret: Permission
+ * denied", "sh: 1: cannot create x/y: ..."; never the line's first word,
+ * a program's name), else one quoted right after them ("Permission
+ * denied: 'secret'"). NULL when none, or when it holds what paths rarely
+ * do and messages often do (parentheses, '=', ',', a leading '-', '~' or
+ * '$').
+ */
+static bool rel_ok(const char *s, size_t b, size_t e)
+{
+	if (e <= b || e - b >= PATH_MAX || s[b] == '/' || s[b] == '-' || s[b] == '~' || s[b] == '$')
+		return false;
+	for (size_t j = b; j < e; j++)
+		if ((unsigned char)s[j] < 0x20 || s[j] == 0x7f || strchr("()[]=,<>|;&*?", s[j]))
+			return false;
+	return true;
+}
+
+static char *line_rel_path(const char *s, size_t n, size_t words, size_t wlen)
+{
+	size_t b = 0, e = 0;
+	size_t g = words;
+	while (g > 0 && words - g < 8 && (s[g - 1] == ' ' || s[g - 1] == ':' || quote_byte((unsigned char)s[g - 1])))
+		g--;
+	if (g < words && (s[g] == ':' || s[g] == ' ' || quote_byte((unsigned char)s[g]))) {
+		e = g;
+		b = e;
+		while (b > 0 && s[b - 1] != ' ' && s[b - 1] != '\t' && s[b - 1] != '\'' && s[b - 1] != '"' &&
+		       s[b - 1] != '`' && !opening_quote(s, b))
+			b--;
+		/* A quote's bytes inside a word (UTF-8 of another letter): not a path. */
+		if (b > 0 && (unsigned char)s[b - 1] >= 0x80 && !opening_quote(s, b))
+			b = e;
+		if (b == 0)
+			b = e;	/* the line's first word */
+	}
+	if (!rel_ok(s, b, e)) {
+		/* Quoted right after the words. */
+		size_t i = words + wlen, q = 0;
+		for (; i < n && i - (words + wlen) < 24; i++) {
+			if (s[i] == '\'' || s[i] == '"' || s[i] == '`') {
+				q = 1;
+				break;
+			}
+			if (i + 3 <= n && opening_quote(s, i + 3) == 3) {
+				q = 3;
+				break;
+			}
+		}
+		if (!q || !gap_after(s + words + wlen, i - (words + wlen)))
+			return NULL;
+		unsigned char close = q == 3 ? 0xe2 : s[i] == '`' ? '\'' : (unsigned char)s[i];
+		b = i + q;
+		e = b;
+		while (e < n && (unsigned char)s[e] != close)
+			e++;
+		if (e >= n || !rel_ok(s, b, e))
+			return NULL;
+	}
+	return xstrndup(s + b, e - b);
+}
+
 /* Where words are in the line, matched without regard to case (Go and
  * Node write "permission denied"), or NULL. */
 static const char *find_words(const char *line, size_t len, const char *words)
@@ -640,6 +989,46 @@ static const char *find_words(const char *line, size_t len, const char *words)
 		if (strncasecmp(line + i, words, n) == 0)
 			return line + i;
 	return NULL;
+}
+
+/* What a refusal is known by in a list: its first absolute path, else its
+ * words up to " (" ("making a namespace"). */
+static char *key_of(const char *what)
+{
+	const char *k = strstr(what, " /");
+	if (k)
+		return xstrndup(k + 1, strcspn(k + 1, " "));
+	const char *paren = strstr(what, " (");
+	return xstrndup(what, paren ? (size_t)(paren - what) : strlen(what));
+}
+
+/* Whether the line starts with the program's name ("mknod: ..."). */
+static bool said_by(const char *line, size_t len, const char *prog)
+{
+	size_t n = strlen(prog);
+	return len > n + 1 && strncmp(line, prog, n) == 0 && line[n] == ':' && line[n + 1] == ' ';
+}
+
+/* The call an "Operation not permitted" line names (coreutils' and
+ * util-linux' wording), or CALL_NONE. A mount refused is EPERM, which
+ * util-linux words "permission denied". */
+static enum rf_call line_call(const char *line, size_t len)
+{
+	if (said_by(line, len, "mount") || said_by(line, len, "umount"))
+		return CALL_MOUNT;
+	if (said_by(line, len, "unshare"))
+		return CALL_NS;
+	if (said_by(line, len, "mknod"))
+		return CALL_NODE;
+	static const struct { const char *words; enum rf_call call; } calls[] = {
+		{ "changing permissions of ", CALL_MODE }, { "changing ownership of ", CALL_OWNER },
+		{ "changing group of ", CALL_OWNER }, { "setting times of ", CALL_TIMES },
+		{ "failed to create hard link ", CALL_LINK },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(calls); i++)
+		if (find_words(line, len, calls[i].words))
+			return calls[i].call;
+	return CALL_NONE;
 }
 
 /* Whether a list of refusals ("reading /x; writing /y (...)") names path. */
@@ -660,6 +1049,7 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 		{ "Permission denied", RF_EACCES },
 		{ "No such file or directory", RF_ENOENT },
 		{ "Device or resource busy", RF_EBUSY },
+		{ "Operation not permitted", RF_EPERM },
 	};
 	*ret_unsure = false;
 	struct mounts m = {0};
@@ -681,16 +1071,41 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 		}
 		if (kind < 0)
 			continue;
-		_cleanup_free_ char *path = line_path(line, len, words, strlen(kinds[kind].words));
+		enum rf_errno e = kinds[kind].e;
+		enum rf_call call = e == RF_EPERM || e == RF_EACCES ? line_call(line, len) : CALL_NONE;
+		if (call == CALL_MOUNT)
+			e = RF_EPERM;	/* "mount: /mnt: permission denied." */
+		else if (e != RF_EPERM)
+			call = CALL_NONE;
+		size_t wlen = strlen(kinds[kind].words);
+		_cleanup_free_ char *path = line_path(line, len, words, wlen);
+		bool relative = false;
+		if (!path && p->cwd && call != CALL_MOUNT && call != CALL_NS) {
+			_cleanup_free_ char *rel = line_rel_path(line, len, words, wlen);
+			relative = rel && strlen(p->cwd) + strlen(rel) + 2 <= PATH_MAX;
+			if (relative)
+				path = xasprintf("%s/%s", p->cwd, rel);
+		}
 		bool refused = false, unsure = !path;
-		if (path) {
-			char *what = NULL;
-			enum verdict v = looked++ < RF_PATHS ? judge(p, &m, path, kinds[kind].e, &what) : RF_UNSURE;
+		char *what = NULL;
+		enum verdict v = RF_NOT;
+		if (call == CALL_MOUNT || call == CALL_NS) {
+			/* Refused by the filter before the kernel looks at
+			 * anything: for every call of the kind, whatever its path. */
+			v = p->seccomp ? RF_SANDBOX : RF_UNSURE;
+			if (v == RF_SANDBOX)
+				what = xstrdup(call == CALL_MOUNT
+						       ? "mounting (the sandbox's filter refuses every mount call)"
+						       : "making a namespace (the sandbox's filter refuses unshare and new "
+							 "namespaces)");
+		} else if (path) {
+			v = looked++ < RF_PATHS ? judge(p, &m, path, e, call, relative, &what) : RF_UNSURE;
+		}
+		{
 			if (v == RF_SANDBOX) {
 				refused = true;
 				/* Named already by the kernel's record, or by another line. */
-				const char *named = strchr(what, ' ') + 1;
-				_cleanup_free_ char *canon = xstrndup(named, strcspn(named, " "));
+				_cleanup_free_ char *canon = key_of(what);
 				if (names(known, canon) || names(buf_head(&out), canon))
 					;
 				else if (shown < RF_SHOWN) {
@@ -707,10 +1122,10 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 		}
 		/* A refusal named without a path that can be judged: no word
 		 * either way, unless it is only a missing file. */
-		if (!refused && unsure && kinds[kind].e != RF_ENOENT && kinds[kind].e != RF_EBUSY)
+		if (!refused && unsure && e != RF_ENOENT && e != RF_EBUSY)
 			*ret_unsure = true;
 	}
-	free(m.v);
+	mounts_free(&m);
 	if (!shown) {
 		buf_free(&out);
 		return NULL;
@@ -719,4 +1134,14 @@ char *sandbox_refusal_check(const struct sandbox_refusal_plan *p, const char *er
 		buf_printf(&out, " (and %u more)", more);
 	sandbox_refusal_notes++;
 	return buf_steal(&out);
+}
+
+char *sandbox_start_dir(const char *root, int cwd_fd)
+{
+	if (cwd_fd < 0)
+		return root ? xstrdup(root) : NULL;
+	char proc[40], path[PATH_MAX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", cwd_fd);
+	ssize_t n = readlink(proc, path, sizeof(path) - 1);
+	return n > 0 && path[0] == '/' ? xstrndup(path, (size_t)n) : NULL;
 }

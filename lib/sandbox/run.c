@@ -51,6 +51,7 @@ struct sandbox_run {
 	struct sandbox_net *net;	/* network "proxy" (net.c), or NULL */
 	struct sandbox_limits limits;
 	char *tmpdir;
+	char *cwd;			/* req->cwd, for the note */
 	char *cgroup;
 	int cgroup_fd;
 	int events_fd, kill_fd;		/* its cgroup.events and cgroup.kill, or -1 */
@@ -731,6 +732,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->profile = req->profile;
 	run->network = req->network;
 	run->limits = req->limits;
+	run->cwd = req->cwd ? xstrdup(req->cwd) : NULL;
 	run->cgroup_fd = run->events_fd = run->kill_fd = run->hide_fd = run->spare_fd = run->mntns_fd = run->ns_wd = -1;
 	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->mntns_fd = c->netns_fd = c->userns_fd = -1;
 	c->subreaper = f->subreaper;
@@ -1148,6 +1150,7 @@ static void run_ahead(struct sandbox_run *run)
 		nspool_give_back(run->mntns_fd, run->ns_key, run->uid, run->gid, g.own, g.born_ms, g.clean);
 	free(run->ns_key);
 	free(run->tmpdir);
+	free(run->cwd);
 	free(run->tmp_parent);
 	strv_free(run->binds);
 	strv_free(run->ro_binds);
@@ -1248,6 +1251,9 @@ static char *paths_refused(const struct sandbox_run *run, const char *err, size_
 		.gid = run->gid,
 		.groups = run->child.groups,
 		.n_groups = run->child.n_groups,
+		.cwd = run->cwd,
+		.seccomp = run->child.bpf != NULL,
+		.no_caps = run->child.cap_last >= 0 || run->uid != 0,
 	};
 	if (!run->child.set_ids) {
 		int k = getgroups(ELEMENTSOF(own), own);
@@ -1261,13 +1267,25 @@ static char *paths_refused(const struct sandbox_run *run, const char *err, size_
 	return sandbox_refusal_check(&p, err, n, known, ret_unsure);
 }
 
+/* Whether err holds the words of a refusal that no path decides, but
+ * "Operation not permitted": the note's judgement of the paths and calls
+ * its lines name takes that (refusal.c), and hedges where it cannot. */
+static bool worded_beyond_eperm(const struct sandbox_run *run, const char *err, size_t n, const char *const *others,
+				size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		if (!str_eq(others[i], "Operation not permitted") && has(err, n, others[i]))
+			return true;
+	return run->net && (has(err, n, "Connection refused") || has(err, n, "Name or service not known"));
+}
+
 /*
  * Tells the model what the sandbox refused: what Landlock's audit records
  * say it refused the child (kaudit.c), and the paths stderr names that
  * the plan and the kernel's state show it refused (refusal.c). Where
  * neither can tell, stderr's wording of a refusal that no path decides
- * (a network error, "Operation not permitted", a refusal naming no path
- * that can be judged) still gives a line, saying it may have been the
+ * (a network error, a refusal naming no path or call that can be judged)
+ * still gives a line, saying it may have been the
  * sandbox; a path judged refused for another reason (the bits of another
  * user's file, a missing file) gives none.
  */
@@ -1286,6 +1304,8 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	if (run->net && !other)
 		other = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
 	bool worded = other || has(err, n, "Permission denied") || has(err, n, "Read-only file system");
+	if (other)
+		other = worded_beyond_eperm(run, err, n, others, ELEMENTSOF(others));
 	/* What the kernel recorded it refused, waited for a moment while
 	 * records are still on their way. */
 	_cleanup_free_ char *seen = sandbox_kaudit_take(run->pid, worded);

@@ -223,6 +223,8 @@ struct sandbox_req {
 	const char *const *unix_sockets;
 	const struct identity *id;		/* whom the child runs as (id->change); NULL: the daemon's own */
 	const char *call_name;			/* for the cgroup's and TMPDIR's name */
+	const char *cwd;			/* the child's working directory (canonical)
+						 * when known: its note judges relative paths there */
 };
 
 /*
@@ -366,6 +368,10 @@ void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid);
  * what the profile allows, or that it may have been the sandbox where
  * nothing decides; else NULL. */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
+/* The canonical path of the directory a child starts in, cwd_fd or else
+ * root (a workspace's), for its note to judge relative paths in
+ * (sandbox_req.cwd); NULL when it cannot be told. */
+char *sandbox_start_dir(const char *root, int cwd_fd);
 enum sandbox_profile sandbox_run_profile(const struct sandbox_run *run);
 
 /*

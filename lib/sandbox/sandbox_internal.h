@@ -113,9 +113,14 @@ struct sandbox_refusal_plan {
 	gid_t gid;
 	const gid_t *groups;
 	size_t n_groups;
+	const char *cwd;	/* where the child started (canonical), or NULL: its
+				 * relative paths are judged there, see refusal.c */
+	bool seccomp;		/* seccomp.c's filter in force: its EPERMs are the sandbox's */
+	bool no_caps;		/* the child holds no capability, even as uid 0 */
 };
 /* The refusals of the paths that the lines of err name beside "Read-only
- * file system", "Permission denied" or "No such file or directory" which
+ * file system", "Permission denied", "No such file or directory", "Device
+ * or resource busy" or "Operation not permitted" (or the calls they name) which
  * the sandbox made ("writing /usr/x (read-only in the sandbox: ...)";
  * "; "-joined, those already in known left out), or NULL; *ret_unsure
  * when such a line names no path that could be judged either way. */
