@@ -10,8 +10,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/bind/bind.h"
 #include "lib/net/net.h"
@@ -405,4 +408,86 @@ int sandbox_run_as_user_from_json(const struct json *v, struct identity *ret, ch
 	if (identity_from_user(name, ret) < 0)
 		return set_errorf(ret_err, "run_as: no user '%s'", name);
 	return 0;
+}
+
+/* Whether a program runs the file its first operand names (an
+ * interpreter: sh, python3, node ...). */
+static bool interpreter(const char *prog)
+{
+	static const char *const names[] = { "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "node", "nodejs",
+					     "deno", "bun", "ruby", "perl", "php", "lua", "luajit", "tclsh", "Rscript",
+					     "pypy", "pypy3", "osascript", "java" };
+	const char *base = strrchr(prog, '/');
+	base = base ? base + 1 : prog;
+	if (strncmp(base, "python", 6) == 0)
+		return true;
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (strcmp(base, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The file word names, canonical, when it is a regular file: a program
+ * named without a slash searched in $PATH, a relative name taken from cwd
+ * (NULL: not resolved). */
+static char *argv_file(const char *word, bool program, const char *cwd)
+{
+	_cleanup_free_ char *abs = NULL;
+	if (word[0] == '/') {
+		abs = xstrdup(word);
+	} else if (program && !strchr(word, '/')) {
+		const char *path = getenv("PATH");
+		for (const char *d = path; d && *d && !abs;) {
+			size_t n = strcspn(d, ":");
+			if (n && d[0] == '/') {
+				char *c = xasprintf("%.*s/%s", (int)n, d, word);
+				if (access(c, X_OK) == 0)
+					abs = c;
+				else
+					free(c);
+			}
+			d += n + (d[n] == ':');
+		}
+	} else if (cwd && cwd[0] == '/') {
+		abs = xasprintf("%s/%s", cwd, word);
+	}
+	char *real = abs ? realpath(abs, NULL) : NULL;
+	struct stat st;
+	if (real && (stat(real, &st) < 0 || !S_ISREG(st.st_mode))) {
+		free(real);
+		real = NULL;
+	}
+	return real;
+}
+
+void sandbox_read_only_argv(struct sandbox_config *cfg, const char *const *argv, const char *cwd,
+			    const char *const *roots)
+{
+	if (!argv || !argv[0])
+		return;
+	const char *words[2] = { argv[0], NULL };
+	/* The script an interpreter runs: its first operand. */
+	for (size_t i = 1; argv[i] && interpreter(argv[0]); i++)
+		if (argv[i][0] != '-') {
+			words[1] = argv[i];
+			break;
+		}
+	for (size_t i = 0; i < ELEMENTSOF(words) && words[i]; i++) {
+		_cleanup_free_ char *f = argv_file(words[i], i == 0, cwd);
+		bool inside = false;
+		for (const char *const *r = roots; f && r && *r && !inside; r++) {
+			size_t n = strlen(*r);
+			inside = strncmp(f, *r, n) == 0 && f[n] == '/';
+		}
+		if (!inside)
+			continue;
+		size_t n = 0;
+		while (cfg->read_only && cfg->read_only[n] && strcmp(cfg->read_only[n], f) != 0)
+			n++;
+		if (cfg->read_only && cfg->read_only[n])
+			continue;
+		cfg->read_only = xreallocarray(cfg->read_only, n + 2, sizeof(char *));
+		cfg->read_only[n] = TAKE_PTR(f);
+		cfg->read_only[n + 1] = NULL;
+	}
 }
