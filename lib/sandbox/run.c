@@ -153,6 +153,7 @@ struct plan {
 	/* What it is for. */
 	enum sandbox_profile profile;
 	bool cover;
+	bool change;			/* the identity's (the rules deny both homes) */
 	uid_t uid;
 	gid_t gid;
 	int64_t tmp_mb;
@@ -897,7 +898,8 @@ static struct plan *plan_find(const struct sandbox_req *req, const struct plan_n
 {
 	for (unsigned i = 0; i < n_plans; i++) {
 		struct plan *pl = plans[i];
-		if (pl->profile != req->profile || pl->cover != cover || pl->uid != uid || pl->gid != gid ||
+		if (pl->profile != req->profile || pl->cover != cover || pl->change != (req->id && req->id->change) ||
+		    pl->uid != uid || pl->gid != gid ||
 		    pl->tmp_mb != req->limits.tmp_mb || strcmp(pl->tmp_parent, tmp_parent) != 0 ||
 		    !str_eq(pl->home, req_home(req)) || !strv_same(pl->workspaces, req->workspaces) ||
 		    !strv_same(pl->protect, req->protect) || !strv_same(pl->read_only, req->read_only) ||
@@ -948,6 +950,7 @@ static void plan_keep(struct sandbox_run *run, const struct sandbox_req *req, st
 		.refs = 2,
 		.profile = req->profile,
 		.cover = cover,
+		.change = req->id && req->id->change,
 		.uid = run->uid,
 		.gid = run->gid,
 		.tmp_mb = req->limits.tmp_mb,

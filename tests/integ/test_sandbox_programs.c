@@ -2,12 +2,12 @@
 /*
  * What the config makes the daemon run later, where a workspace holds it,
  * is out of a call's reach, as the daemon's own files are: a hook's
- * script, a command tool's program and the script an interpreter of a
- * command tool runs are read-only to sandboxed children (no write, no
- * removal, no rename of what holds them) and refused to write_file,
- * while the rest of the workspace stays writable. The socket and its
- * directory are covered in every workspace the daemon serves, not only
- * its own: a root of workspaces.allowed holding them too.
+ * script, a command tool's program and the script that an interpreter of
+ * a command tool or of an MCP server runs are read-only to sandboxed
+ * children (no write, no removal, no rename of what holds them) and
+ * refused to write_file, while the rest of the workspace stays writable.
+ * The socket and its directory are covered in every workspace the daemon
+ * serves, not only its own: a root of workspaces.allowed holding them too.
  */
 #include <check.h>
 #include <stdio.h>
@@ -139,6 +139,30 @@ START_TEST(command_programs_out_of_reach)
 }
 END_TEST
 
+/* An MCP server started by sh running a script of the workspace (named
+ * relative to it): the script is out of a call's reach. */
+START_TEST(mcp_script_out_of_reach)
+{
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	char *dir = tcd_ws_path(&d, "mcp");
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	char *script = tcd_ws_path(&d, "mcp/serve.sh");
+	const char *text = "exec cat >/dev/null\n";
+	put_exec(script, text);
+	tcd_write_tool(&d, "demo.json",
+		       "{\"name\":\"demo\",\"kind\":\"mcp\",\"command\":[\"sh\",\"mcp/serve.sh\"],"
+		       "\"side_effects\":\"read\"}");
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(c));
+	assert_out_of_reach(&d, c, "mcp/serve.sh", text);
+	tcc_close(c);
+	free(script);
+	free(dir);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* The socket in a root of workspaces.allowed (not the daemon's own
  * workspace): a call in that workspace can neither list nor change its
  * directory, nor remove the socket. */
@@ -185,6 +209,7 @@ static Suite *programs_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, hook_script_out_of_reach);
 	tcase_add_test(tc, command_programs_out_of_reach);
+	tcase_add_test(tc, mcp_script_out_of_reach);
 	tcase_add_test(tc, socket_covered_in_every_workspace);
 	suite_add_tcase(s, tc);
 	return s;

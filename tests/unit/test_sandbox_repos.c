@@ -220,6 +220,57 @@ START_TEST(bound_counted_and_told_once)
 }
 END_TEST
 
+/* What a kept plan depends on (plan.c): a path's way is watched for the
+ * names that lead to it, each pair new the first time; a change of one
+ * of those names (made, removed, renamed) moves the generation, another
+ * entry of the same directories does not; a path ending with "/" stands
+ * for every name of its directory; a link on the way cannot be watched. */
+START_TEST(plan_watches_follow_the_way)
+{
+	sh("mkdir -p .git/modules sub %s", "&& true");
+	char *hooks = xasprintf("%s/.git/hooks", ws);
+	char *modules = xasprintf("%s/.git/modules/", ws);
+	char *nested = xasprintf("%s/sub/.git/config", ws);
+	ck_assert(!plan_watch_way(ws, hooks));
+	ck_assert(plan_watch_way(ws, hooks));
+	ck_assert(!plan_watch_way(ws, modules));
+	ck_assert(plan_watch_way(ws, modules));
+	ck_assert(!plan_watch_way(ws, nested));
+	ck_assert(plan_watch_way(ws, nested));
+	uint64_t g = plan_watch_gen();
+	/* Other names: nothing. */
+	sh("touch file .git/index.lock sub/x && mkdir other%s", "");
+	ck_assert_uint_eq(plan_watch_gen(), g);
+	/* A name on the way, made: changed. */
+	sh("mkdir .git/hooks%s", "");
+	ck_assert_uint_ne(plan_watch_gen(), g);
+	g = plan_watch_gen();
+	/* Any name of a directory written with a final "/". */
+	sh("mkdir .git/modules/m%s", "");
+	ck_assert_uint_ne(plan_watch_gen(), g);
+	g = plan_watch_gen();
+	/* A missing directory on the way, made: changed. */
+	sh("mkdir sub/.git%s", "");
+	ck_assert_uint_ne(plan_watch_gen(), g);
+	g = plan_watch_gen();
+	/* The repository swapped for another. */
+	sh("mv .git old.git && mkdir .git%s", "");
+	ck_assert_uint_ne(plan_watch_gen(), g);
+	/* A link on the way: what lies past it cannot be watched. */
+	sh("ln -s /tmp lnk%s", "");
+	char *through = xasprintf("%s/lnk/x", ws);
+	ck_assert(!plan_watch_way(ws, through));
+	ck_assert(!plan_watch_way(ws, through));
+	/* Outside the workspace: not watched. */
+	ck_assert(!plan_watch_way(ws, "/etc/passwd"));
+	plan_watch_clear();
+	free(through);
+	free(nested);
+	free(modules);
+	free(hooks);
+}
+END_TEST
+
 static Suite *repos_suite(void)
 {
 	Suite *s = suite_create("sandbox_repos");
@@ -230,6 +281,7 @@ static Suite *repos_suite(void)
 	tcase_add_test(tc, nested_down_to_four_levels_without_openat2);
 	tcase_add_test(tc, found_when_made_later_without_inotify);
 	tcase_add_test(tc, bound_counted_and_told_once);
+	tcase_add_test(tc, plan_watches_follow_the_way);
 	suite_add_tcase(s, tc);
 	return s;
 }
