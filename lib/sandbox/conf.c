@@ -429,8 +429,9 @@ static bool interpreter(const char *prog)
 
 /* The file word names, canonical, when it is a regular file: a program
  * named without a slash searched in $PATH, a relative name taken from cwd
- * (NULL: not resolved). */
-static char *argv_file(const char *word, bool program, const char *cwd)
+ * (NULL: not resolved). *ret_named: the path as named, absolute, when it
+ * is not the canonical one (a link on the way, or at its end). */
+static char *argv_file(const char *word, bool program, const char *cwd, char **ret_named)
 {
 	_cleanup_free_ char *abs = NULL;
 	if (word[0] == '/') {
@@ -457,7 +458,29 @@ static char *argv_file(const char *word, bool program, const char *cwd)
 		free(real);
 		real = NULL;
 	}
+	*ret_named = real && strcmp(real, abs) != 0 ? TAKE_PTR(abs) : NULL;
 	return real;
+}
+
+/* Adds path to read_only, once, where one of roots holds it (taking
+ * it). */
+static void read_only_push(struct sandbox_config *cfg, char *path, const char *const *roots)
+{
+	bool inside = false;
+	for (const char *const *r = roots; path && r && *r && !inside; r++) {
+		size_t n = strlen(*r);
+		inside = strncmp(path, *r, n) == 0 && path[n] == '/';
+	}
+	size_t n = 0;
+	while (inside && cfg->read_only && cfg->read_only[n] && strcmp(cfg->read_only[n], path) != 0)
+		n++;
+	if (!inside || (cfg->read_only && cfg->read_only[n])) {
+		free(path);
+		return;
+	}
+	cfg->read_only = xreallocarray(cfg->read_only, n + 2, sizeof(char *));
+	cfg->read_only[n] = path;
+	cfg->read_only[n + 1] = NULL;
 }
 
 void sandbox_read_only_argv(struct sandbox_config *cfg, const char *const *argv, const char *cwd,
@@ -473,21 +496,11 @@ void sandbox_read_only_argv(struct sandbox_config *cfg, const char *const *argv,
 			break;
 		}
 	for (size_t i = 0; i < ELEMENTSOF(words) && words[i]; i++) {
-		_cleanup_free_ char *f = argv_file(words[i], i == 0, cwd);
-		bool inside = false;
-		for (const char *const *r = roots; f && r && *r && !inside; r++) {
-			size_t n = strlen(*r);
-			inside = strncmp(f, *r, n) == 0 && f[n] == '/';
-		}
-		if (!inside)
-			continue;
-		size_t n = 0;
-		while (cfg->read_only && cfg->read_only[n] && strcmp(cfg->read_only[n], f) != 0)
-			n++;
-		if (cfg->read_only && cfg->read_only[n])
-			continue;
-		cfg->read_only = xreallocarray(cfg->read_only, n + 2, sizeof(char *));
-		cfg->read_only[n] = TAKE_PTR(f);
-		cfg->read_only[n + 1] = NULL;
+		char *named = NULL;
+		char *f = argv_file(words[i], i == 0, cwd, &named);
+		read_only_push(cfg, f, roots);
+		/* Reached through a link: the name too, for the file tools
+		 * (a link cannot be mounted over). */
+		read_only_push(cfg, named, roots);
 	}
 }

@@ -139,6 +139,43 @@ START_TEST(command_programs_out_of_reach)
 }
 END_TEST
 
+/* A command tool's program named through a link of the workspace
+ * (bin/tool -> ../dist/tool): the file it leads to is out of a call's
+ * reach, and write_file refuses the link's name. */
+START_TEST(program_through_link)
+{
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	char *dist = tcd_ws_path(&d, "dist");
+	char *bin = tcd_ws_path(&d, "bin");
+	ck_assert_int_eq(mkdir(dist, 0755), 0);
+	ck_assert_int_eq(mkdir(bin, 0755), 0);
+	char *prog = tcd_ws_path(&d, "dist/tool");
+	const char *text = "#!/bin/sh\necho tooled\n";
+	put_exec(prog, text);
+	char *link = tcd_ws_path(&d, "bin/tool");
+	ck_assert_int_eq(symlink("../dist/tool", link), 0);
+	char *decl = xasprintf("{\"name\":\"tool\",\"kind\":\"command\",\"argv\":[\"%s\"],\"side_effects\":\"read\"}",
+			       link);
+	tcd_write_tool(&d, "tool.json", decl);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(c));
+	assert_out_of_reach(&d, c, "dist/tool", text);
+	tc_assert_kind(tcc_call(c, "write_file", "{\"path\":\"bin/tool\",\"content\":\"evil\\n\"}"),
+		       "permission_denied");
+	const struct json *r = tcc_call(c, "tool", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "tooled\n");
+	tcc_close(c);
+	free(decl);
+	free(link);
+	free(prog);
+	free(bin);
+	free(dist);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* An MCP server started by sh running a script of the workspace (named
  * relative to it): the script is out of a call's reach. */
 START_TEST(mcp_script_out_of_reach)
@@ -210,6 +247,7 @@ static Suite *programs_suite(void)
 	tcase_add_test(tc, hook_script_out_of_reach);
 	tcase_add_test(tc, command_programs_out_of_reach);
 	tcase_add_test(tc, mcp_script_out_of_reach);
+	tcase_add_test(tc, program_through_link);
 	tcase_add_test(tc, socket_covered_in_every_workspace);
 	suite_add_tcase(s, tc);
 	return s;
