@@ -42,6 +42,12 @@ static struct pair {
 	char *name;
 } pairs[PAIRS_MAX];
 static unsigned n_pairs;
+/* The most events matched against the pairs in one read: past it (a
+ * build writing many files in the workspace's top) the plans count as
+ * changed, which costs each one plan made again instead of a long match
+ * here. */
+#define EVENTS_MATCHED 256
+
 /* The inotify fd (-1: not made, -2: none to be had). */
 static int fd = -1;
 static uint64_t gen = 1;
@@ -74,6 +80,7 @@ uint64_t plan_watch_gen(void)
 		return gen;
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	ssize_t n;
+	unsigned seen = 0;
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
@@ -82,7 +89,7 @@ uint64_t plan_watch_gen(void)
 				forget(ev->wd);
 				gen++;
 			} else if (ev->wd == -1 || (ev->mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF)) ||
-				   (ev->len && matters(ev->wd, ev->name))) {
+				   ++seen > EVENTS_MATCHED || (ev->len && matters(ev->wd, ev->name))) {
 				gen++;
 			}
 		}
