@@ -796,6 +796,8 @@ static void spares_clear(void)
 	}
 }
 
+/* Drops a hold of a kept plan (the cache's, or a run's); frees it with the
+ * last. */
 static struct plan *plan_unref(struct plan *pl)
 {
 	if (!pl || --pl->refs)
@@ -818,6 +820,7 @@ static struct plan *plan_unref(struct plan *pl)
 	return NULL;
 }
 
+/* Drops every kept plan and the watches (on reload and at exit). */
 static void plans_clear(void)
 {
 	while (n_plans) {
@@ -827,6 +830,7 @@ static void plans_clear(void)
 	plan_watch_clear();
 }
 
+/* Whether two string vectors (either NULL for none) hold the same. */
 static bool strv_same(char *const *a, const char *const *b)
 {
 	for (; a && *a && b && *b; a++, b++)
@@ -835,6 +839,7 @@ static bool strv_same(char *const *a, const char *const *b)
 	return !(a && *a) && !(b && *b);
 }
 
+/* Notes whether path is a directory, and which (lstat). */
 static void dev_ino_of(const char *path, struct dev_ino *ret)
 {
 	struct stat st;
@@ -875,6 +880,7 @@ static bool plan_keepable(const struct sandbox_req *req, const struct sandbox_fe
 	       !(req->unix_sockets && *req->unix_sockets) && req->workspaces && *req->workspaces;
 }
 
+/* Takes how things stand now for the request's plan. */
 static void plan_now_take(struct plan_now *now, const struct sandbox_req *req, uid_t uid)
 {
 	size_t n = 0;
