@@ -41,7 +41,9 @@
 #include "lib/files/workspace.h"
 #include "lib/process/process.h"
 #include "lib/files/workspace_root.h"
+#include "proto/base/strv.h"
 #include "proto/json.h"
+#include "tools/command.h"
 #include "tools/mcp/mcp.h"
 
 /* --- configuration and reload ------------------------------------------ */
@@ -58,9 +60,25 @@ static void deny_read_add(struct config *c, const char *path)
 	c->sandbox.deny_read[n + 1] = NULL;
 }
 
+/* The roots the daemon serves, canonical: its workspace and
+ * workspaces.allowed (NULL-terminated). */
+static char **served_roots(const struct config *c)
+{
+	char **v = xcalloc(c->n_workspaces_allowed + 2, sizeof(*v));
+	size_t n = 0;
+	char *real = c->workspace ? realpath(c->workspace, NULL) : NULL;
+	if (real)
+		v[n++] = real;
+	for (size_t i = 0; i < c->n_workspaces_allowed; i++)
+		if ((real = realpath(c->workspaces_allowed[i], NULL)))
+			v[n++] = real;
+	return v;
+}
+
 /*
- * The socket and its directory are the daemon's, as its config is: in the
- * workspace, where a child may write, both are denied, and covered there,
+ * The socket and its directory are the daemon's, as its config is: in a
+ * workspace it serves (its own, or a root of workspaces.allowed), where a
+ * child may write, both are denied, and covered there,
  * so that a child can neither remove the socket nor change the
  * directory's mode or entries (the workspace's top itself, when it holds
  * the socket, stays the workspace's). Elsewhere they are read-only to
@@ -78,14 +96,16 @@ static void protect_socket(struct server *s)
 	_cleanup_free_ char *dir = slash == sock ? xstrdup("/") : xstrndup(sock, (size_t)(slash - sock));
 	_cleanup_free_ char *real = realpath(dir, NULL);
 	const char *d = real ? real : dir;
-	_cleanup_free_ char *ws = c->workspace ? realpath(c->workspace, NULL) : NULL;
-	size_t n = ws ? strlen(ws) : 0;
-	if (!ws || strncmp(d, ws, n) != 0 || (d[n] != '/' && d[n] != '\0'))
-		return;
-	_cleanup_free_ char *path = xasprintf("%s%s", d, slash);
-	deny_read_add(c, path);
-	if (d[n] == '/')
-		deny_read_add(c, d);
+	_cleanup_(strv_freep) char **roots = served_roots(c);
+	for (char **ws = roots; *ws; ws++) {
+		size_t n = strlen(*ws);
+		if (strncmp(d, *ws, n) != 0 || (d[n] != '/' && d[n] != '\0'))
+			continue;
+		_cleanup_free_ char *path = xasprintf("%s%s", d, slash);
+		deny_read_add(c, path);
+		if (d[n] == '/')
+			deny_read_add(c, d);
+	}
 }
 
 /* Adds path to the sandbox's read_only, once. */
@@ -130,6 +150,45 @@ static void protect_own(struct server *s)
 	}
 }
 
+/*
+ * What the config makes the daemon run later, where a workspace it serves
+ * holds it, is read-only to children and refused to the file tools, as
+ * its own files are: hook scripts, command tools' programs, MCP servers'
+ * programs, and the script an interpreter among them runs (sandbox.h's
+ * sandbox_read_only_argv()). Else a sandboxed call could rewrite a
+ * program that the daemon runs for the next call, maybe as another
+ * identity.
+ */
+static void protect_programs(struct server *s)
+{
+	struct config *c = &s->cfg;
+	_cleanup_(strv_freep) char **roots = served_roots(c);
+	const char *const *r = (const char *const *)roots;
+	const struct hook *lists[] = { c->hooks.pre, c->hooks.post };
+	const size_t counts[] = { c->hooks.n_pre, c->hooks.n_post };
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+		for (size_t i = 0; i < counts[l]; i++)
+			sandbox_read_only_argv(&c->sandbox, (const char *const *)lists[l][i].argv, "/", r);
+	for (size_t i = 0; i < s->providers.n; i++)
+		sandbox_read_only_argv(&c->sandbox, mcp_provider_argv(s->providers.v[i]), roots[0], r);
+	for (size_t i = 0; s->registry && i < s->registry->n; i++) {
+		_cleanup_(strv_freep) char **argv = command_tool_argv(s->registry->tools[i]);
+		/* A relative name is taken from each root, the calls' working
+		 * directory. */
+		for (char **ws = roots; argv && *ws; ws++)
+			sandbox_read_only_argv(&c->sandbox, (const char *const *)argv, *ws, r);
+	}
+}
+
+/* The daemon's own paths and the programs it runs, read-only (made again
+ * from the config, the registry and the providers in force). */
+static void read_only_rebuild(struct server *s)
+{
+	s->cfg.sandbox.read_only = strv_free(s->cfg.sandbox.read_only);
+	protect_own(s);
+	protect_programs(s);
+}
+
 void server_apply_config(struct server *s)
 {
 	struct config *c = &s->cfg;
@@ -159,7 +218,7 @@ void server_apply_config(struct server *s)
 	s->env.read_bytes = (size_t)c->limits.read_default_bytes;
 	s->env.shell_text_cap = (size_t)c->limits.shell_output_kb << 10;
 	protect_socket(s);
-	protect_own(s);
+	read_only_rebuild(s);
 	s->env.sandbox = &c->sandbox;
 	daemon_net_apply(s);
 	if (!c->memory.dir)
@@ -238,6 +297,7 @@ static char *swap_registry(struct server *s, struct registry *reg, bool always_n
 	bool same = str_eq(added, "[]") && str_eq(removed, "[]") && str_eq(changed, "[]");
 	registry_unref(s->registry);
 	s->registry = reg;
+	read_only_rebuild(s);
 	dispatch_set_registry(s->dispatcher, reg);
 	s->reloads++;
 	struct reload_arg ra = { reg->n, added, removed, changed };

@@ -623,6 +623,30 @@ static enum tool_ret command_exec(struct tool_call *c)
 	return r < 0 ? TOOL_DONE : TOOL_PENDING;
 }
 
+char **command_tool_argv(const struct tool *t)
+{
+	if (!t || t->def != &tool_kind_command || !t->priv)
+		return NULL;
+	const struct cmd *cmd = t->priv;
+	char **v = xcalloc(cmd->argc + 1, sizeof(*v));
+	for (size_t i = 0; i < cmd->argc; i++) {
+		const struct targ *a = &cmd->argv[i];
+		struct buf b = {0};
+		bool literal = true;
+		for (size_t k = 0; k < a->n && literal; k++) {
+			literal = !a->segs[k].placeholder;
+			buf_puts(&b, a->segs[k].text);
+		}
+		if (!literal) {
+			buf_free(&b);
+			break;
+		}
+		v[i] = xstrndup(buf_head(&b) ? buf_head(&b) : "", buf_size(&b));
+		buf_free(&b);
+	}
+	return v;
+}
+
 const struct tool_def tool_kind_command = {
 	.name = "command",
 	.description = "A program run with an argv built from the arguments",

@@ -56,4 +56,9 @@ int command_tool_bind(struct bind *b, const struct json *decl, const char *sourc
 int command_tool_from_json(const struct json *decl, const char *source_path,
 			   struct tool **ret, char **ret_err);
 
+/* The literal elements of a command tool's argv, up to the first that
+ * holds a placeholder (NULL-terminated, the caller's), or NULL for a tool
+ * of another kind. */
+char **command_tool_argv(const struct tool *t);
+
 #endif

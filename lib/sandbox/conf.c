@@ -10,8 +10,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "lib/bind/bind.h"
 #include "lib/net/net.h"
@@ -405,4 +408,99 @@ int sandbox_run_as_user_from_json(const struct json *v, struct identity *ret, ch
 	if (identity_from_user(name, ret) < 0)
 		return set_errorf(ret_err, "run_as: no user '%s'", name);
 	return 0;
+}
+
+/* Whether a program runs the file its first operand names (an
+ * interpreter: sh, python3, node ...). */
+static bool interpreter(const char *prog)
+{
+	static const char *const names[] = { "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "node", "nodejs",
+					     "deno", "bun", "ruby", "perl", "php", "lua", "luajit", "tclsh", "Rscript",
+					     "pypy", "pypy3", "osascript", "java" };
+	const char *base = strrchr(prog, '/');
+	base = base ? base + 1 : prog;
+	if (strncmp(base, "python", 6) == 0)
+		return true;
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (strcmp(base, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* The file word names, canonical, when it is a regular file: a program
+ * named without a slash searched in $PATH, a relative name taken from cwd
+ * (NULL: not resolved). *ret_named: the path as named, absolute, when it
+ * is not the canonical one (a link on the way, or at its end). */
+static char *argv_file(const char *word, bool program, const char *cwd, char **ret_named)
+{
+	_cleanup_free_ char *abs = NULL;
+	if (word[0] == '/') {
+		abs = xstrdup(word);
+	} else if (program && !strchr(word, '/')) {
+		const char *path = getenv("PATH");
+		for (const char *d = path; d && *d && !abs;) {
+			size_t n = strcspn(d, ":");
+			if (n && d[0] == '/') {
+				char *c = xasprintf("%.*s/%s", (int)n, d, word);
+				if (access(c, X_OK) == 0)
+					abs = c;
+				else
+					free(c);
+			}
+			d += n + (d[n] == ':');
+		}
+	} else if (cwd && cwd[0] == '/') {
+		abs = xasprintf("%s/%s", cwd, word);
+	}
+	char *real = abs ? realpath(abs, NULL) : NULL;
+	struct stat st;
+	if (real && (stat(real, &st) < 0 || !S_ISREG(st.st_mode))) {
+		free(real);
+		real = NULL;
+	}
+	*ret_named = real && strcmp(real, abs) != 0 ? TAKE_PTR(abs) : NULL;
+	return real;
+}
+
+/* Adds path to read_only, once, where one of roots holds it (taking
+ * it). */
+static void read_only_push(struct sandbox_config *cfg, char *path, const char *const *roots)
+{
+	bool inside = false;
+	for (const char *const *r = roots; path && r && *r && !inside; r++) {
+		size_t n = strlen(*r);
+		inside = strncmp(path, *r, n) == 0 && path[n] == '/';
+	}
+	size_t n = 0;
+	while (inside && cfg->read_only && cfg->read_only[n] && strcmp(cfg->read_only[n], path) != 0)
+		n++;
+	if (!inside || (cfg->read_only && cfg->read_only[n])) {
+		free(path);
+		return;
+	}
+	cfg->read_only = xreallocarray(cfg->read_only, n + 2, sizeof(char *));
+	cfg->read_only[n] = path;
+	cfg->read_only[n + 1] = NULL;
+}
+
+void sandbox_read_only_argv(struct sandbox_config *cfg, const char *const *argv, const char *cwd,
+			    const char *const *roots)
+{
+	if (!argv || !argv[0])
+		return;
+	const char *words[2] = { argv[0], NULL };
+	/* The script an interpreter runs: its first operand. */
+	for (size_t i = 1; argv[i] && interpreter(argv[0]); i++)
+		if (argv[i][0] != '-') {
+			words[1] = argv[i];
+			break;
+		}
+	for (size_t i = 0; i < ELEMENTSOF(words) && words[i]; i++) {
+		char *named = NULL;
+		char *f = argv_file(words[i], i == 0, cwd, &named);
+		read_only_push(cfg, f, roots);
+		/* Reached through a link: the name too, for the file tools
+		 * (a link cannot be mounted over). */
+		read_only_push(cfg, named, roots);
+	}
 }

@@ -169,16 +169,22 @@ static void plan_write(struct buf *b, const struct sandbox_child *c, bool own)
 
 /* Appends the device and inode of each path (lstat, or known[i] when
  * the caller has it), so that a plan made for a path replaced since does
- * not match. */
-static void stamp_all(struct buf *b, const char *const *v, const struct stat *known)
+ * not match; with ctime, its change time too: a path removed and made
+ * again may get the inode number it had (ext4 gives a freed one again at
+ * once), and a namespace holding the old one, detached from it by the
+ * removal, must not serve. */
+static void stamp_all(struct buf *b, const char *const *v, const struct stat *known, bool ctime)
 {
 	for (size_t i = 0; v && v[i]; i++) {
 		struct stat st;
-		char s[64];
+		char s[96];
 		if (known)
 			st = known[i];
 		if (!known && lstat(v[i], &st) < 0)
 			snprintf(s, sizeof(s), "-");
+		else if (ctime)
+			snprintf(s, sizeof(s), "%" PRIu64 ":%" PRIu64 ":%" PRId64 ".%ld", (uint64_t)st.st_dev,
+				 (uint64_t)st.st_ino, (int64_t)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
 		else
 			snprintf(s, sizeof(s), "%" PRIu64 ":%" PRIu64, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
 		put(b, 'i', s);
@@ -192,11 +198,11 @@ char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid, const stru
 	snprintf(id, sizeof(id), "%u:%u", (unsigned)uid, (unsigned)gid);
 	put(&b, 'u', id);
 	plan_write(&b, c, false);
-	stamp_all(&b, c->writable, NULL);
-	stamp_all(&b, c->binds, NULL);
-	stamp_all(&b, c->ro_binds, NULL);
-	stamp_all(&b, c->covers, NULL);
-	stamp_all(&b, c->hide_dirs, hide_st);
+	stamp_all(&b, c->writable, NULL, false);
+	stamp_all(&b, c->binds, NULL, false);
+	stamp_all(&b, c->ro_binds, NULL, true);
+	stamp_all(&b, c->covers, NULL, true);
+	stamp_all(&b, c->hide_dirs, hide_st, false);
 	/* Binary (NULs inside): kept as a length and the bytes. */
 	char *key = xmalloc(sizeof(size_t) + buf_size(&b));
 	size_t n = buf_size(&b);

@@ -89,6 +89,8 @@ static uint64_t bounded_warned_ms;
 static void (*warn_fn)(const char *msg);
 /* The inotify fd of the watches (-1: not made yet, -2: none to be had). */
 static int ino_fd = -1;
+/* Counts the changes of what nested() would answer (repos_gen()). */
+static uint64_t changes = 1;
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | \
 		    IN_ONLYDIR | IN_DONT_FOLLOW)
@@ -130,8 +132,10 @@ static void drain(void)
 			bool all = ev->wd == -1 || (ev->mask & IN_Q_OVERFLOW) || ++seen > EVENTS_MATCHED;
 			for (unsigned i = 0; i < n_kept; i++)
 				for (size_t j = 0; !kept[i].changed && j < kept[i].n_dirs && kept[i].wds; j++)
-					if (all || kept[i].wds[j] == ev->wd)
+					if (all || kept[i].wds[j] == ev->wd) {
 						kept[i].changed = true;
+						changes++;
+					}
 		}
 	}
 }
@@ -233,6 +237,7 @@ static void bounded(struct kept *k)
 
 static void kept_clear(struct kept *k)
 {
+	changes++;
 	for (size_t i = 0; i < k->n_dirs; i++) {
 		free(k->dirs[i].path);
 		if (k->wds && k->wds[i] >= 0 && ino_fd >= 0 && !wd_shared(k, k->wds[i]))
@@ -397,6 +402,16 @@ static const char *const *nested(int wsfd, const char *ws)
 	kept_clear(&kept[i]);
 	scan(&kept[i], wsfd, ws, &st);
 	return (const char *const *)kept[i].names;
+}
+
+uint64_t repos_gen(void)
+{
+	drain();
+	/* A scan checked by lstat tells nothing between its calls. */
+	for (unsigned i = 0; i < n_kept; i++)
+		if (!kept[i].watched)
+			changes++;
+	return changes;
 }
 
 void repos_clear(void)

@@ -86,6 +86,9 @@ struct sandbox_run {
 	char tmp_opts[96];
 	char uid_map[32];
 	char gid_map[32];
+	struct plan *plan;		/* the kept plan binds, ro_binds, writable,
+					 * hide_dirs and covers are of, or NULL */
+	char **deps;			/* the paths the plan looked at (plan.c watches) */
 	const char *enforced[ENFORCED_MAX];
 	unsigned n_enforced;
 	const char *not_enforced[ENFORCED_MAX];
@@ -127,6 +130,50 @@ static struct spare {
 static unsigned n_spares;
 static void spares_clear(void);
 
+/*
+ * The plans of recent calls, kept for the next calls of the same request
+ * (identity, profile, workspaces and the config's lists): the Landlock
+ * rules, the protected paths found or made, the read-only mounts' plan,
+ * the hidden socket directories and the mount namespace's key. Making
+ * them costs some fifty system calls (the repositories' git directories
+ * opened and read, each protected path looked up); a kept one is checked
+ * with one read of each inotify fd (plan.c, repos.c) and an lstat() of
+ * each workspace and socket directory. Only the request with no
+ * write_extra or unix_sockets (resolved through links at each call) is
+ * kept; a reload drops them all.
+ */
+#define PLANS_MAX 8
+#define SOCKET_DIRS 3
+struct dev_ino {
+	bool dir;
+	dev_t dev;
+	ino_t ino;
+};
+struct plan {
+	unsigned refs;
+	/* What it is for. */
+	enum sandbox_profile profile;
+	bool cover;
+	bool change;			/* the identity's (the rules deny both homes) */
+	uid_t uid;
+	gid_t gid;
+	int64_t tmp_mb;
+	char *home;
+	char *tmp_parent;
+	char **workspaces, **protect, **read_only, **deny_read;
+	/* What it found, and how things stood when it was made. */
+	uint64_t watch_gen, repos_gen;
+	struct dev_ino *ws_id;
+	struct dev_ino sock[SOCKET_DIRS];
+	const struct ll_rules *rules;
+	char **binds, **ro_binds, **covers, **writable, **hide_dirs;
+	struct stat hide_st[SOCKET_DIRS];
+	char *ns_key;
+};
+static struct plan *plans[PLANS_MAX];
+static unsigned n_plans;
+static void plans_clear(void);
+
 static void strv_push(char ***v, char *s)
 {
 	size_t n = 0;
@@ -155,6 +202,7 @@ void sandbox_cache_clear(void)
 	ll_cache_clear();
 	hide_clear();
 	seccomp_cache_clear();
+	plans_clear();
 }
 
 static void rmdir_pending(void);
@@ -345,6 +393,7 @@ static void covers_pin(struct sandbox_run *run, const struct sandbox_req *req)
 			size_t n = strlen(*w);
 			if (strncmp(*p, *w, n) != 0 || (*p)[n] != '/')
 				continue;
+			strv_push(&run->deps, xstrdup(*p));
 			_cleanup_free_ char *full = xstrdup(*p);
 			for (char *s = full + n + 1; (s = strchr(s, '/')); s++) {
 				*s = '\0';
@@ -365,8 +414,11 @@ static void read_only_plan(struct sandbox_run *run, const struct sandbox_req *re
 		for (const char *const *w = req->workspaces; w && *w; w++) {
 			size_t n = strlen(*w);
 			struct stat st;
-			if (strncmp(*p, *w, n) != 0 || (*p)[n] != '/' || lstat(*p, &st) < 0 || S_ISLNK(st.st_mode))
+			if (strncmp(*p, *w, n) != 0 || (*p)[n] != '/')
 				continue;
+			strv_push(&run->deps, xstrdup(*p));
+			if (lstat(*p, &st) < 0 || S_ISLNK(st.st_mode))
+				break;
 			_cleanup_free_ char *full = xstrdup(*p);
 			protect_add(run, *w, full);
 			break;
@@ -480,8 +532,17 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 		 * submodule) sends git elsewhere: held with the paths beneath
 		 * .git (sandbox_protected()). */
 		struct repo_dirs rd = { .ws_fd = -1 };
-		if (git)
+		if (git) {
 			repos_get(*w, &rd);
+			/* What the plan depends on: the workspace's .git, and
+			 * each repository's .git and submodules. */
+			strv_push(&run->deps, xasprintf("%s/.git", *w));
+			for (size_t i = 0; i < rd.n; i++) {
+				size_t k = strlen(rd.git[i]);
+				if (k >= 5 && strcmp(rd.git[i] + k - 5, "/.git") == 0)
+					strv_push(&run->deps, xasprintf("%s/modules/", rd.git[i]));
+			}
+		}
 		/* A workspace that cannot be opened following no link gets
 		 * no stub: said. */
 		if (git && rd.ws_fd < 0)
@@ -499,6 +560,7 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			bool under_git = strncmp(*p, ".git/", 5) == 0;
 			for (size_t i = 0; under_git && i < rd.n; i++) {
 				_cleanup_free_ char *full = xasprintf("%s/%s", rd.git[i], *p + 5);
+				strv_push(&run->deps, xstrdup(full));
 				if (protect_held(&rd, *w, full, stub_kind(*p + 5)))
 					protect_add(run, rd.base[i], full);
 				else if (i == 0 && rd.n_top)
@@ -510,6 +572,7 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 			if (under_git && (rd.n_top || rd.top_none || rd.top_file))
 				continue;
 			_cleanup_free_ char *full = xasprintf("%s/%s", *w, *p);
+			strv_push(&run->deps, xstrdup(full));
 			if (protect_held(&rd, *w, full, under_git ? 0 : stub_kind(*p)))
 				protect_add(run, *w, full);
 		}
@@ -568,6 +631,21 @@ static bool is_beneath(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
 }
 
+/* The directories of sockets sockets_plan() may hide, for uid. */
+static void socket_dirs(uid_t uid, char runtime[static 48], const char *ret[static SOCKET_DIRS])
+{
+	snprintf(runtime, 48, "/run/user/%u", (unsigned)uid);
+	ret[0] = runtime;
+	ret[1] = "/run/dbus";
+	ret[2] = "/tmp/.X11-unix";
+}
+
+/* The home "~/" stands for in the rules (ll_rules_get()). */
+static const char *req_home(const struct sandbox_req *req)
+{
+	return req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
+}
+
 /*
  * Lists the directories of sockets the child should not reach, to be
  * covered with an empty read-only tmpfs in its namespace: the runtime
@@ -580,9 +658,9 @@ static bool is_beneath(const char *path, const char *dir)
 static void sockets_plan(struct sandbox_run *run, const struct sandbox_req *req, uid_t uid)
 {
 	char runtime[48];
-	snprintf(runtime, sizeof(runtime), "/run/user/%u", (unsigned)uid);
-	const char *const dirs[] = { runtime, "/run/dbus", "/tmp/.X11-unix" };
-	const char *home = req->id && (req->id->change || req->id->home) ? req->id->home : getenv("HOME");
+	const char *dirs[SOCKET_DIRS];
+	socket_dirs(uid, runtime, dirs);
+	const char *home = req_home(req);
 	size_t n = 0;
 	_Static_assert(ELEMENTSOF(dirs) <= ELEMENTSOF(run->hide_st), "a stat for each directory");
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
@@ -719,6 +797,193 @@ static void spares_clear(void)
 	}
 }
 
+/* Drops a hold of a kept plan (the cache's, or a run's); frees it with the
+ * last. */
+static struct plan *plan_unref(struct plan *pl)
+{
+	if (!pl || --pl->refs)
+		return NULL;
+	free(pl->home);
+	free(pl->tmp_parent);
+	strv_free(pl->workspaces);
+	strv_free(pl->protect);
+	strv_free(pl->read_only);
+	strv_free(pl->deny_read);
+	free(pl->ws_id);
+	ll_rules_release(pl->rules);
+	strv_free(pl->binds);
+	strv_free(pl->ro_binds);
+	strv_free(pl->covers);
+	strv_free(pl->writable);
+	strv_free(pl->hide_dirs);
+	free(pl->ns_key);
+	free(pl);
+	return NULL;
+}
+
+/* Drops every kept plan and the watches (on reload and at exit). */
+static void plans_clear(void)
+{
+	while (n_plans) {
+		n_plans--;
+		plans[n_plans] = plan_unref(plans[n_plans]);
+	}
+	plan_watch_clear();
+}
+
+/* Whether two string vectors (either NULL for none) hold the same. */
+static bool strv_same(char *const *a, const char *const *b)
+{
+	for (; a && *a && b && *b; a++, b++)
+		if (strcmp(*a, *b) != 0)
+			return false;
+	return !(a && *a) && !(b && *b);
+}
+
+/* Notes whether path is a directory, and which (lstat). */
+static void dev_ino_of(const char *path, struct dev_ino *ret)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		*ret = (struct dev_ino){ .dir = false };
+	else
+		*ret = (struct dev_ino){ .dir = S_ISDIR(st.st_mode), .dev = st.st_dev, .ino = st.st_ino };
+}
+
+static bool dev_ino_eq(const struct dev_ino *a, const struct dev_ino *b)
+{
+	return a->dir == b->dir && (!a->dir || (a->dev == b->dev && a->ino == b->ino));
+}
+
+/* A copy of a key of nspool_key() (a length, then the bytes). */
+static char *key_dup(const char *key)
+{
+	size_t n;
+	memcpy(&n, key, sizeof(n));
+	return xmemdup(key, sizeof(n) + n);
+}
+
+/* How things stand now for a plan of the request: taken before it is made
+ * or checked. */
+struct plan_now {
+	uint64_t watch_gen, repos_gen;
+	struct dev_ino *ws_id;
+	struct dev_ino sock[SOCKET_DIRS];
+};
+
+/* Whether plans can be kept for the request: a profile whose child gets a
+ * mount namespace made ahead, read-only but for its writable paths, and
+ * nothing resolved through links at each call. */
+static bool plan_keepable(const struct sandbox_req *req, const struct sandbox_features *f)
+{
+	return req->profile != SANDBOX_OFF && f->mountns && f->ro_mounts && f->landlock_abi &&
+	       !(req->write_extra && *req->write_extra) && !(req->write_extra_tool && *req->write_extra_tool) &&
+	       !(req->unix_sockets && *req->unix_sockets) && req->workspaces && *req->workspaces;
+}
+
+/* Takes how things stand now for the request's plan. */
+static void plan_now_take(struct plan_now *now, const struct sandbox_req *req, uid_t uid)
+{
+	size_t n = 0;
+	while (req->workspaces[n])
+		n++;
+	now->watch_gen = plan_watch_gen();
+	now->repos_gen = repos_gen();
+	now->ws_id = xcalloc(n, sizeof(*now->ws_id));
+	for (size_t i = 0; i < n; i++)
+		dev_ino_of(req->workspaces[i], &now->ws_id[i]);
+	char runtime[48];
+	const char *dirs[SOCKET_DIRS];
+	socket_dirs(uid, runtime, dirs);
+	for (size_t i = 0; i < SOCKET_DIRS; i++)
+		dev_ino_of(dirs[i], &now->sock[i]);
+}
+
+/* The kept plan of the request, if it still holds. */
+static struct plan *plan_find(const struct sandbox_req *req, const struct plan_now *now, bool cover, uid_t uid,
+			      gid_t gid, const char *tmp_parent)
+{
+	for (unsigned i = 0; i < n_plans; i++) {
+		struct plan *pl = plans[i];
+		if (pl->profile != req->profile || pl->cover != cover || pl->change != (req->id && req->id->change) ||
+		    pl->uid != uid || pl->gid != gid ||
+		    pl->tmp_mb != req->limits.tmp_mb || strcmp(pl->tmp_parent, tmp_parent) != 0 ||
+		    !str_eq(pl->home, req_home(req)) || !strv_same(pl->workspaces, req->workspaces) ||
+		    !strv_same(pl->protect, req->protect) || !strv_same(pl->read_only, req->read_only) ||
+		    !strv_same(pl->deny_read, req->deny_read))
+			continue;
+		bool holds = pl->watch_gen == now->watch_gen && pl->repos_gen == now->repos_gen;
+		for (size_t k = 0; holds && k < SOCKET_DIRS; k++)
+			holds = dev_ino_eq(&pl->sock[k], &now->sock[k]);
+		for (size_t k = 0; holds && req->workspaces[k]; k++)
+			holds = now->ws_id[k].dir && dev_ino_eq(&pl->ws_id[k], &now->ws_id[k]);
+		if (holds)
+			return pl;
+		/* Out of date: made again by this call. */
+		plan_unref(pl);
+		plans[i] = plans[--n_plans];
+		return NULL;
+	}
+	return NULL;
+}
+
+/* Keeps the plan the run has just made (its lists then the plan's), when
+ * every path it looked at was watched before it was made; else watches
+ * them, for the next call's plan to be kept. */
+static void plan_keep(struct sandbox_run *run, const struct sandbox_req *req, struct plan_now *now, bool cover,
+		      const char *tmp_parent)
+{
+	bool watched = true;
+	char **const lists[] = { run->deps, run->binds, run->ro_binds, run->covers };
+	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
+		for (char **p = lists[l]; p && *p; p++) {
+			const char *const *w = req->workspaces;
+			while (*w && !is_beneath(*p, *w))
+				w++;
+			/* Outside every workspace: nothing tells of its
+			 * changes. */
+			if (!*w || !plan_watch_way(*w, *p))
+				watched = false;
+		}
+	if (!watched)
+		return;
+	if (n_plans == PLANS_MAX) {
+		plan_unref(plans[0]);
+		memmove(plans, plans + 1, (PLANS_MAX - 1) * sizeof(*plans));
+		n_plans--;
+	}
+	struct plan *pl = xcalloc(1, sizeof(*pl));
+	*pl = (struct plan){
+		.refs = 2,
+		.profile = req->profile,
+		.cover = cover,
+		.change = req->id && req->id->change,
+		.uid = run->uid,
+		.gid = run->gid,
+		.tmp_mb = req->limits.tmp_mb,
+		.home = req_home(req) ? xstrdup(req_home(req)) : NULL,
+		.tmp_parent = xstrdup(tmp_parent),
+		.workspaces = strv_dup(req->workspaces),
+		.protect = strv_dup(req->protect),
+		.read_only = strv_dup(req->read_only),
+		.deny_read = strv_dup(req->deny_read),
+		.watch_gen = now->watch_gen,
+		.repos_gen = now->repos_gen,
+		.ws_id = TAKE_PTR(now->ws_id),
+		.rules = ll_rules_hold(run->rules),
+		.binds = run->binds,
+		.ro_binds = run->ro_binds,
+		.covers = run->covers,
+		.writable = run->writable,
+		.hide_dirs = run->hide_dirs,
+		.ns_key = key_dup(run->ns_key),
+	};
+	memcpy(pl->sock, now->sock, sizeof(pl->sock));
+	memcpy(pl->hide_st, run->hide_st, sizeof(pl->hide_st));
+	run->plan = pl;
+	plans[n_plans++] = pl;
+}
+
 /* Prepares one child's sandbox. */
 int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, char **ret_msg)
 {
@@ -727,6 +992,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	const struct sandbox_features *f = sandbox_probe(NULL);
 	struct sandbox_run *run = xcalloc(1, sizeof(*run));
 	struct sandbox_child *c = &run->child;
+	struct plan_now now = {0};
 	int r;
 
 	run->profile = req->profile;
@@ -798,11 +1064,23 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	/* With a mount namespace to come, denied paths in a writable
 	 * workspace are covered there, and the workspace's top is writable. */
 	bool cover = (f->mountns || (f->userns && !c->set_ids)) && req->profile == SANDBOX_WORKSPACE_WRITE;
-	if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, cover, &rules, ret_msg)) < 0)
+	/* A plan kept from an earlier call of the request, or how things
+	 * stand before this one's is made, to keep it. */
+	bool keepable = plan_keepable(req, f);
+	if (keepable) {
+		plan_now_take(&now, req, child_uid);
+		run->plan = plan_find(req, &now, cover, child_uid, child_gid, run->tmp_parent);
+	}
+	struct plan *pl = run->plan;
+	if (pl) {
+		pl->refs++;
+		rules = pl->rules;
+	} else if (f->landlock_abi && (r = ll_rules_get(req, f->landlock_abi, parent, cover, &rules, ret_msg)) < 0) {
 		goto fail;
+	}
 	/* A copy: the cache may drop the rules while the run is kept (its
 	 * plan is written again for the next call's namespace). */
-	run->covers = rules && ll_rules_covers(rules) ? strv_dup(ll_rules_covers(rules)) : NULL;
+	run->covers = pl ? pl->covers : rules && ll_rules_covers(rules) ? strv_dup(ll_rules_covers(rules)) : NULL;
 	c->covers = (const char *const *)run->covers;
 	run->split_writable = rules && ll_rules_split_writable(rules);
 	c->landlock_fd = rules ? ll_rules_fd(rules) : -1;
@@ -834,9 +1112,14 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	 * user namespace of its own (not for a child that changes its uid:
 	 * the ids it takes would not be mapped there). */
 	bool ns = f->mountns || (f->userns && !c->set_ids);
+	bool absent = false;
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
-		bool absent = false;
-		protect_plan(run, req, &absent);
+		if (pl) {
+			run->binds = pl->binds;
+			run->ro_binds = pl->ro_binds;
+		} else {
+			protect_plan(run, req, &absent);
+		}
 		if (absent && ns)
 			note(run, false, "protect: paths that do not exist");
 		if (run->ro_binds && !ns) {
@@ -846,7 +1129,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		} else if (run->ro_binds) {
 			note(run, true, "protect");
 		}
-		if (ns) {
+		if (ns && !pl) {
 			covers_pin(run, req);
 			read_only_plan(run, req);
 		}
@@ -855,10 +1138,16 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	}
 	/* Everything but the writable paths read-only, in the child's mount
 	 * namespace. */
-	if (ns && f->ro_mounts && readonly_plan(run, req)) {
+	if (ns && f->ro_mounts && (pl || readonly_plan(run, req))) {
+		if (pl) {
+			run->writable = pl->writable;
+			run->hide_dirs = pl->hide_dirs;
+			memcpy(run->hide_st, pl->hide_st, sizeof(run->hide_st));
+		} else {
+			sockets_plan(run, req, child_uid);
+		}
 		c->writable = (const char *const *)run->writable;
 		note(run, true, "read-only mounts");
-		sockets_plan(run, req, child_uid);
 		c->hide_dirs = (const char *const *)run->hide_dirs;
 		note(run, true, "unix sockets hidden");
 		/* There TMPDIR is a tmpfs of the call's own, of tmp_mb. */
@@ -911,10 +1200,17 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 		c->cap_last = 63;
 	}
 	if (ns && f->mountns) {
-		run->ns_key = nspool_key(c, child_uid, child_gid, run->hide_dirs ? run->hide_st : NULL);
+		run->ns_key = pl ? key_dup(pl->ns_key) : nspool_key(c, child_uid, child_gid, run->hide_dirs ? run->hide_st : NULL);
 		if (run->mntns_fd >= 0 && nspool_key_eq(pool_key, run->ns_key))
 			c->mntns_fd = run->mntns_fd;
 	}
+	/* A plan made, where nothing of it was missing, kept for the next
+	 * calls. */
+	if (keepable && !pl && ns && f->mountns && c->writable && !absent && rules && run->ns_key)
+		plan_keep(run, req, &now, cover, run->tmp_parent);
+	free(now.ws_id);
+	now.ws_id = NULL;
+	run->deps = strv_free(run->deps);
 	if (run->mntns_fd >= 0 && c->mntns_fd < 0) {
 		nspool_dispose(run->mntns_fd);
 		run->mntns_fd = -1;
@@ -954,6 +1250,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	*ret = run;
 	return 0;
 fail:
+	free(now.ws_id);
 	sandbox_run_end(run);
 	return r;
 }
@@ -1152,11 +1449,16 @@ static void run_ahead(struct sandbox_run *run)
 	free(run->tmpdir);
 	free(run->cwd);
 	free(run->tmp_parent);
-	strv_free(run->binds);
-	strv_free(run->ro_binds);
-	strv_free(run->writable);
-	strv_free(run->hide_dirs);
-	strv_free(run->covers);
+	if (run->plan) {
+		plan_unref(run->plan);
+	} else {
+		strv_free(run->binds);
+		strv_free(run->ro_binds);
+		strv_free(run->writable);
+		strv_free(run->hide_dirs);
+		strv_free(run->covers);
+	}
+	strv_free(run->deps);
 	ll_rules_release(run->rules);
 	free(run->groups);
 	free(run);

@@ -200,6 +200,18 @@ void sandbox_config_clear(struct sandbox_config *cfg);
  */
 const char *sandbox_protected(const char *const *protect, const char *rel, bool whole, bool dir);
 
+/*
+ * Adds to read_only the files argv makes the daemon run, where one of
+ * roots (canonical: the workspaces it serves) holds them: its program
+ * (searched in $PATH when named without a slash) and, for an interpreter
+ * (sh, python3, node ...), the script its first operand names; relative
+ * names are taken from cwd. Regular files only, canonical, and the name
+ * as written too where a link leads to the file (the file tools refuse
+ * it; no mount can hold a link).
+ */
+void sandbox_read_only_argv(struct sandbox_config *cfg, const char *const *argv, const char *cwd,
+			    const char *const *roots);
+
 /* Reads a provider file's "run_as": "daemon" (ret left the daemon's:
  * change false), or a user name, looked up now (identity_from_user()).
  * -EINVAL with a message for an unknown one. Clear with identity_clear(). */

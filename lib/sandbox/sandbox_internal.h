@@ -258,6 +258,21 @@ int repos_open_below(int dir_fd, const char *rel);
 int repos_open_ws(const char *ws);
 void repo_dirs_clear(struct repo_dirs *r);
 void repos_clear(void);
+/* Changes when what repos_get() finds may have (a scan found changed,
+ * made again or dropped). */
+uint64_t repos_gen(void);
+
+/*
+ * What kept plans depend on, watched (plan.c). plan_watch_way(): watches
+ * each directory on the way from the workspace ws to path (beneath it)
+ * for the name in it that leads on (every name in the last one when path
+ * ends with "/"); true when each was watched already
+ * (and could be). plan_watch_gen(): changes when one of those names was
+ * made, removed or renamed since (or a watched directory went).
+ */
+bool plan_watch_way(const char *ws, const char *path);
+uint64_t plan_watch_gen(void);
+void plan_watch_clear(void);
 
 /* Maps the child's own uid and gid in its new user namespace (apply.c). */
 int sandbox_userns_map(const char *uid_map, const char *gid_map);

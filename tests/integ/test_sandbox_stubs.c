@@ -10,7 +10,10 @@
  * outside the workspace holding a .git without hooks, and after the
  * calls nothing new in it. The stubs made belong to the repository's
  * owner, with their own modes. A workspace too large for the scan for
- * nested repositories is said so in the log, once, and counted.
+ * nested repositories is said so in the log, once, and counted. The plan
+ * a call keeps for the next ones follows the repositories: one made,
+ * removed, swapped for another or stripped of a stub between two calls
+ * is protected at the next call as at the first.
  */
 #include <check.h>
 #include <dirent.h>
@@ -254,6 +257,93 @@ START_TEST(scan_entries_bound_told)
 }
 END_TEST
 
+/* Makes calls enough for the plan of the workspace to be kept (the first
+ * call watches, the second keeps, the next ones use it). */
+static void calls_to_keep(struct tcc *c)
+{
+	for (int i = 0; i < 3; i++)
+		tc_assert_ok(tcc_shell(c, "true"));
+}
+
+/* A sandboxed call cannot make or change any of the repository's hooks
+ * or config, at the top's .git or at dir's. */
+static void assert_repo_held(struct tcd *d, struct tcc *c, const char *dir)
+{
+	char *cmd = xasprintf("mkdir -p %s/.git/hooks && touch %s/.git/hooks/pre-commit", dir, dir);
+	tc_assert_shell_fails(c, cmd);
+	free(cmd);
+	cmd = xasprintf("echo '[core]' >> %s/.git/config", dir);
+	tc_assert_shell_fails(c, cmd);
+	free(cmd);
+	char *rel = xasprintf("%s/.git/hooks/pre-commit", dir);
+	char *p = tcd_ws_path(d, rel);
+	struct stat st;
+	ck_assert_msg(lstat(p, &st) < 0, "a call made %s", rel);
+	free(p);
+	free(rel);
+}
+
+/* Between calls whose plan is kept, the repository of the workspace is
+ * made, its stub removed, swapped for another, removed, and a nested one
+ * made: each next call holds protect as a first call would. */
+START_TEST(kept_plan_follows_repositories)
+{
+	struct tcd d;
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
+	struct tcc *c = tcc_connect(&d);
+	calls_to_keep(c);
+	/* A repository appears (git init of the workspace). */
+	run("mkdir '%s/.git'", d.ws);
+	assert_repo_held(&d, c, ".");
+	char *hooks = tcd_ws_path(&d, ".git/hooks");
+	struct stat st;
+	ck_assert_msg(lstat(hooks, &st) == 0 && S_ISDIR(st.st_mode), "no stub held .git/hooks");
+	/* Its stub removed between two calls. */
+	calls_to_keep(c);
+	run("rmdir '%s'", hooks);
+	assert_repo_held(&d, c, ".");
+	/* Swapped for another repository. */
+	calls_to_keep(c);
+	run("cd '%s' && mv .git old.git && mkdir .git", d.ws);
+	assert_repo_held(&d, c, ".");
+	/* Removed: calls go on, with nothing left to hold. */
+	calls_to_keep(c);
+	run("cd '%s' && rm -rf .git old.git", d.ws);
+	tc_assert_ok(tcc_shell(c, "true"));
+	tc_assert_ok(tcc_shell(c, "touch made-after"));
+	/* A nested repository appears. */
+	calls_to_keep(c);
+	run("mkdir -p '%s/sub/.git'", d.ws);
+	assert_repo_held(&d, c, "sub");
+	free(hooks);
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* A protected path beneath the workspace but outside any repository
+ * (sandbox.protect's "secrets/keys"), made between calls whose plan is
+ * kept, is read-only at the next call. */
+START_TEST(kept_plan_follows_protected_paths)
+{
+	struct tcd d;
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT ",\"secrets/keys\"]}");
+	struct tcc *c = tcc_connect(&d);
+	calls_to_keep(c);
+	run("mkdir -p '%s/secrets/keys'", d.ws);
+	tc_assert_shell_fails(c, "touch secrets/keys/planted");
+	calls_to_keep(c);
+	run("rm -rf '%s/secrets' && mkdir -p '%s/secrets/keys'", d.ws, d.ws);
+	tc_assert_shell_fails(c, "touch secrets/keys/planted");
+	char *p = tcd_ws_path(&d, "secrets/keys/planted");
+	struct stat st;
+	ck_assert_msg(lstat(p, &st) < 0, "a call wrote beneath secrets/keys");
+	free(p);
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
 static Suite *stubs_suite(void)
 {
 	Suite *s = suite_create("integ_sandbox_stubs");
@@ -265,6 +355,8 @@ static Suite *stubs_suite(void)
 	tcase_add_test(tc, stubs_owned_as_the_repository);
 	tcase_add_test(tc, scan_bound_told);
 	tcase_add_test(tc, scan_entries_bound_told);
+	tcase_add_test(tc, kept_plan_follows_repositories);
+	tcase_add_test(tc, kept_plan_follows_protected_paths);
 	suite_add_tcase(s, tc);
 	return s;
 }

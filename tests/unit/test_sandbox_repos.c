@@ -19,6 +19,7 @@
 
 #include "lib/sandbox/sandbox.h"
 #include "lib/sandbox/sandbox_internal.h"
+#include "proto/base/strv.h"
 #include "proto/base/util.h"
 #include "tests/unit/check_main.h"
 #include "tests/unit/deny_syscall.h"
@@ -220,6 +221,124 @@ START_TEST(bound_counted_and_told_once)
 }
 END_TEST
 
+/* What a kept plan depends on (plan.c): a path's way is watched for the
+ * names that lead to it, each pair new the first time; a change of one
+ * of those names (made, removed, renamed) moves the generation, another
+ * entry of the same directories does not; a path ending with "/" stands
+ * for every name of its directory; a link on the way cannot be watched. */
+START_TEST(plan_watches_follow_the_way)
+{
+	sh("mkdir -p .git/modules sub %s", "&& true");
+	char *hooks = xasprintf("%s/.git/hooks", ws);
+	char *modules = xasprintf("%s/.git/modules/", ws);
+	char *nested = xasprintf("%s/sub/.git/config", ws);
+	ck_assert(!plan_watch_way(ws, hooks));
+	ck_assert(plan_watch_way(ws, hooks));
+	ck_assert(!plan_watch_way(ws, modules));
+	ck_assert(plan_watch_way(ws, modules));
+	ck_assert(!plan_watch_way(ws, nested));
+	ck_assert(plan_watch_way(ws, nested));
+	uint64_t g = plan_watch_gen();
+	/* Other names: nothing. */
+	sh("touch file .git/index.lock sub/x && mkdir other%s", "");
+	ck_assert_uint_eq(plan_watch_gen(), g);
+	/* A name on the way, made: changed. */
+	sh("mkdir .git/hooks%s", "");
+	ck_assert_uint_ne(plan_watch_gen(), g);
+	g = plan_watch_gen();
+	/* Any name of a directory written with a final "/". */
+	sh("mkdir .git/modules/m%s", "");
+	ck_assert_uint_ne(plan_watch_gen(), g);
+	g = plan_watch_gen();
+	/* A missing directory on the way, made: changed. */
+	sh("mkdir sub/.git%s", "");
+	ck_assert_uint_ne(plan_watch_gen(), g);
+	g = plan_watch_gen();
+	/* The repository swapped for another. */
+	sh("mv .git old.git && mkdir .git%s", "");
+	ck_assert_uint_ne(plan_watch_gen(), g);
+	/* A link on the way: what lies past it cannot be watched. */
+	sh("ln -s /tmp lnk%s", "");
+	char *through = xasprintf("%s/lnk/x", ws);
+	ck_assert(!plan_watch_way(ws, through));
+	ck_assert(!plan_watch_way(ws, through));
+	/* Outside the workspace: not watched. */
+	ck_assert(!plan_watch_way(ws, "/etc/passwd"));
+	plan_watch_clear();
+	free(through);
+	free(nested);
+	free(modules);
+	free(hooks);
+}
+END_TEST
+
+static size_t count(char **v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+static bool holds(char **v, const char *rel)
+{
+	char *real = realpath(ws, NULL);
+	char *full = xasprintf("%s/%s", real, rel);
+	bool found = false;
+	for (; v && *v; v++)
+		found = found || strcmp(*v, full) == 0;
+	free(full);
+	free(real);
+	return found;
+}
+
+/* The files an argv makes the daemon run, held read-only where a root
+ * holds them: a program found in $PATH, the script an interpreter's
+ * first operand names (relative to cwd), a link's name beside the file
+ * it leads to; not an interpreter outside the roots, an operand of a
+ * program that is no interpreter, a directory, an option; once each. */
+START_TEST(programs_read_only)
+{
+	sh("mkdir bin scripts && printf '#!/bin/sh\\n' > bin/mytool && chmod 755 bin/mytool && "
+	   "echo x > scripts/s.py && echo d > data.txt && ln -s mytool bin/alias%s", "");
+	char *real = realpath(ws, NULL);
+	const char *const roots[] = { real, NULL };
+	char *old_path = getenv("PATH") ? xstrdup(getenv("PATH")) : NULL;
+	char *path = xasprintf("/nonexistent:%s/bin:/usr/bin:/bin", real);
+	setenv("PATH", path, 1);
+	struct sandbox_config cfg = {0};
+	const char *const a1[] = { "mytool", "--x", NULL };
+	sandbox_read_only_argv(&cfg, a1, "/", roots);
+	ck_assert_uint_eq(count(cfg.read_only), 1);
+	ck_assert(holds(cfg.read_only, "bin/mytool"));
+	sandbox_read_only_argv(&cfg, a1, "/", roots);
+	ck_assert_uint_eq(count(cfg.read_only), 1);
+	const char *const a2[] = { "sh", "-e", "scripts/s.py", "data.txt", NULL };
+	sandbox_read_only_argv(&cfg, a2, real, roots);
+	ck_assert_uint_eq(count(cfg.read_only), 2);
+	ck_assert(holds(cfg.read_only, "scripts/s.py"));
+	const char *const a3[] = { "cat", "data.txt", NULL };
+	const char *const a4[] = { "sh", "scripts", NULL };
+	const char *const a5[] = { "sh", "-c", "echo", NULL };
+	sandbox_read_only_argv(&cfg, a3, real, roots);
+	sandbox_read_only_argv(&cfg, a4, real, roots);
+	sandbox_read_only_argv(&cfg, a5, real, roots);
+	ck_assert_uint_eq(count(cfg.read_only), 2);
+	const char *const a6[] = { "alias", NULL };
+	sandbox_read_only_argv(&cfg, a6, "/", roots);
+	ck_assert_uint_eq(count(cfg.read_only), 3);
+	ck_assert(holds(cfg.read_only, "bin/alias"));
+	if (old_path)
+		setenv("PATH", old_path, 1);
+	else
+		unsetenv("PATH");
+	strv_free(cfg.read_only);
+	free(old_path);
+	free(path);
+	free(real);
+}
+END_TEST
+
 static Suite *repos_suite(void)
 {
 	Suite *s = suite_create("sandbox_repos");
@@ -230,6 +349,8 @@ static Suite *repos_suite(void)
 	tcase_add_test(tc, nested_down_to_four_levels_without_openat2);
 	tcase_add_test(tc, found_when_made_later_without_inotify);
 	tcase_add_test(tc, bound_counted_and_told_once);
+	tcase_add_test(tc, plan_watches_follow_the_way);
+	tcase_add_test(tc, programs_read_only);
 	suite_add_tcase(s, tc);
 	return s;
 }

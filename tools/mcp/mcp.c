@@ -321,6 +321,7 @@ const char *mcp_provider_name(const struct mcp_provider *p) { return p->name; }
 const char *mcp_provider_prefix(const struct mcp_provider *p) { return p->prefix; }
 const char *mcp_provider_source(const struct mcp_provider *p) { return p->source; }
 const char *mcp_provider_fingerprint(const struct mcp_provider *p) { return p->fingerprint; }
+const char *const *mcp_provider_argv(const struct mcp_provider *p) { return (const char *const *)p->argv; }
 enum mcp_state mcp_provider_state(const struct mcp_provider *p) { return p->state; }
 const char *mcp_provider_error(const struct mcp_provider *p) { return p->error; }
 const char *mcp_provider_last_error(const struct mcp_provider *p) { return p->error ? p->error : p->last_error; }

@@ -60,6 +60,8 @@ const char *mcp_provider_prefix(const struct mcp_provider *p);
 const char *mcp_provider_source(const struct mcp_provider *p);
 /* The canonical declaration: equal fingerprints mean the same provider. */
 const char *mcp_provider_fingerprint(const struct mcp_provider *p);
+/* The server's argv, as its file declares it. */
+const char *const *mcp_provider_argv(const struct mcp_provider *p);
 enum mcp_state mcp_provider_state(const struct mcp_provider *p);
 const char *mcp_provider_error(const struct mcp_provider *p);
 /* What the last import or registration left out (tools not offered, and
