@@ -28,15 +28,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,6 +124,10 @@ struct spawned_args {
 	struct { int resource; struct spawner_rlimit rl; } lim[8];
 	unsigned n_lim;
 	struct sandbox_child c;
+	/* The working directory's path, where the child joins a mount
+	 * namespace (which moves it to that namespace's root), or NULL: see
+	 * cwd_path(). */
+	const char *cwd;
 	int err;
 };
 
@@ -138,7 +145,9 @@ __attribute__((no_sanitize("address"))) static int spawned_child(void *arg)
 	struct spawned_args *a = arg;
 	const uint64_t none = 0;
 	long in = a->fd[F_IN] >= 0 ? a->fd[F_IN] : spawner_null;
-	if (syscall(SYS_setpgid, 0, 0) < 0 || (a->fd[F_CWD] >= 0 && syscall(SYS_fchdir, a->fd[F_CWD]) < 0))
+	/* Given the path of its working directory, entered once it has
+	 * joined its mount namespace, it does not move there first. */
+	if (syscall(SYS_setpgid, 0, 0) < 0 || (!a->cwd && a->fd[F_CWD] >= 0 && syscall(SYS_fchdir, a->fd[F_CWD]) < 0))
 		goto fail;
 	for (unsigned i = 0; i < a->n_lim; i++)
 		if (syscall(SYS_prlimit64, 0, a->lim[i].resource, &a->lim[i].rl, NULL) < 0) {
@@ -153,7 +162,7 @@ __attribute__((no_sanitize("address"))) static int spawned_child(void *arg)
 	if (syscall(SYS_dup3, in, STDIN_FILENO, 0) < 0 || syscall(SYS_dup3, a->fd[F_OUT], STDOUT_FILENO, 0) < 0 ||
 	    syscall(SYS_dup3, a->fd[F_ERR], STDERR_FILENO, 0) < 0)
 		goto fail;
-	if (sandbox_child_apply_spawned(&a->c) < 0)
+	if (sandbox_child_apply_spawned(&a->c, a->cwd, a->fd[F_CWD]) < 0)
 		goto fail;
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 	(void)syscall(SYS_execve, a->path, a->argv, a->envp);
@@ -161,6 +170,58 @@ fail:
 	a->err = errno ? errno : EINVAL;
 	syscall(SYS_exit_group, 127);
 	return 127;
+}
+
+/* The device, inode and mount of a directory (the mount: a directory
+ * bound at two places must not be entered by the other's path). */
+static bool dir_id(int dfd, const char *path, int flags, struct statx *ret)
+{
+	return statx(dfd, path, flags, STATX_TYPE | STATX_INO | STATX_MNT_ID, ret) == 0 &&
+	       (ret->stx_mask & STATX_MNT_ID) && S_ISDIR(ret->stx_mode);
+}
+
+/*
+ * The path of the working directory of a child that joins a mount
+ * namespace: its cwd fd's, or the spawner's own directory's. Read from
+ * /proc it costs some 7 µs even here (11 in the child, whose /proc
+ * entries are all new), so the last few are kept with the device, inode
+ * and mount they led to, and one is used again while it still leads
+ * there (two statx, some 2 µs); the child checks that it entered that
+ * directory (apply.c). NULL when it cannot be read: the child reads its
+ * own.
+ */
+static const char *cwd_path(const struct spawned_args *a)
+{
+	static struct {
+		struct statx id;
+		char path[PATH_MAX];
+	} kept[4];
+	static unsigned next;
+	struct statx id, now;
+	int fd = a->fd[F_CWD];
+	if (a->c.mntns_fd < 0 || !(fd >= 0 ? dir_id(fd, "", AT_EMPTY_PATH, &id) : dir_id(AT_FDCWD, ".", 0, &id)))
+		return NULL;
+	for (unsigned i = 0; i < ELEMENTSOF(kept); i++)
+		if (kept[i].path[0] && kept[i].id.stx_ino == id.stx_ino && kept[i].id.stx_mnt_id == id.stx_mnt_id &&
+		    kept[i].id.stx_dev_major == id.stx_dev_major && kept[i].id.stx_dev_minor == id.stx_dev_minor &&
+		    dir_id(AT_FDCWD, kept[i].path, 0, &now) && now.stx_ino == id.stx_ino &&
+		    now.stx_mnt_id == id.stx_mnt_id && now.stx_dev_major == id.stx_dev_major &&
+		    now.stx_dev_minor == id.stx_dev_minor)
+			return kept[i].path;
+	char proc[64];
+	if (fd >= 0)
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	else
+		snprintf(proc, sizeof(proc), "/proc/self/cwd");
+	unsigned i = next++ % ELEMENTSOF(kept);
+	ssize_t n = readlink(proc, kept[i].path, PATH_MAX - 1);
+	if (n <= 0 || n >= PATH_MAX - 1 || kept[i].path[0] != '/') {
+		kept[i].path[0] = '\0';
+		return NULL;
+	}
+	kept[i].path[n] = '\0';
+	kept[i].id = id;
+	return kept[i].path;
 }
 
 /* Sends an answer, with the pidfd when there is one. */
@@ -355,6 +416,7 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 		if (r < 0) {
 			ans.err = -r;
 		} else {
+			a.cwd = cwd_path(&a);
 			int flags = CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD;
 			pid_t pid = clone(spawned_child, stack + sizeof(stack), flags | CLONE_PIDFD, &a, &pidfd);
 			if (pid < 0 && errno == EINVAL) {

@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
@@ -716,13 +719,31 @@ static pid_t warm_spawner(struct tcd *d, struct tcc *c)
 	return pid;
 }
 
+/* The "0::/path" line of a /proc/PID/cgroup text (malloc'd), or NULL. */
+static char *unified_cgroup(const char *text)
+{
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, "0::", 3) == 0)
+			return strndup(p, strcspn(p, "\n"));
+	return NULL;
+}
+
 /* A sandboxed child is started by a spawner (which did the bounding set,
  * no_new_privs and the filter once, and keeps its own capabilities to
  * give each child its ids), yet is the daemon's own child with every
- * protection: for a root peer and for a peer of uid 65534. */
+ * protection: for a root peer and for a peer of uid 65534. The daemon
+ * starts with an ambient capability, which the spawner has too and its
+ * children lose; each child works in the workspace (entered by path in
+ * its mount namespace), sits in its call's cgroup and cannot clone3. */
 START_TEST(spawner_starts_children)
 {
 	struct tcd d;
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	ck_assert_int_eq(syscall(SYS_capget, &hdr, data), 0);
+	data[0].inheritable |= 1U << CAP_NET_BIND_SERVICE;
+	ck_assert_int_eq(syscall(SYS_capset, &hdr, data), 0);
+	ck_assert_int_eq(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE, 0, 0), 0);
 	tcd_start_auto(&d, "");
 	ck_assert(chmod(d.dir, 0711) == 0);
 	ck_assert(chmod(d.ws, 0777) == 0);
@@ -738,6 +759,9 @@ START_TEST(spawner_starts_children)
 	ck_assert_str_eq(v, ZERO);
 	free(v);
 	v = pid_status_field(sp, "CapEff");
+	ck_assert_str_ne(v, ZERO);
+	free(v);
+	v = pid_status_field(sp, "CapAmb");
 	ck_assert_str_ne(v, ZERO);
 	free(v);
 
@@ -759,6 +783,29 @@ START_TEST(spawner_starts_children)
 	f = status_field(out, "PPid");
 	ck_assert_int_eq(atol(f), d.pid);
 	free(f);
+	/* Where it works, its cgroup (not the daemon's), and clone3, whose
+	 * flags a filter cannot read: ENOSYS (38), where the kernel says
+	 * EINVAL (22) to no arguments. */
+	r = tcc_shell(c, "pwd; cat /proc/self/cgroup; perl -e 'syscall(435, 0, 0); print 0 + $!, qq(\\n)'");
+	tc_assert_ok(r);
+	out = tj_str(r, "result.structuredContent.stdout");
+	char *ws = realpath(d.ws, NULL);
+	ck_assert_ptr_nonnull(ws);
+	ck_assert_msg(strncmp(out, ws, strlen(ws)) == 0 && out[strlen(ws)] == '\n', "not in %s: %s", ws, out);
+	free(ws);
+	ck_assert_msg(strstr(out, "\n38\n"), "clone3: %s", out);
+	char path[64], *daemon_cg_text = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)d.pid);
+	FILE *cgf = fopen(path, "re");
+	ck_assert_ptr_nonnull(cgf);
+	size_t cap = 0;
+	ck_assert_int_gt(getdelim(&daemon_cg_text, &cap, '\0', cgf), 0);
+	fclose(cgf);
+	char *daemon_cg = unified_cgroup(daemon_cg_text), *child_cg = unified_cgroup(out);
+	ck_assert_msg(daemon_cg && child_cg && strcmp(daemon_cg, child_cg) != 0, "%s", out);
+	free(daemon_cg);
+	free(child_cg);
+	free(daemon_cg_text);
 	for (int i = 0; i < 3; i++)
 		tc_assert_ok(tcc_shell(c, "true"));
 	v = pid_status_field(sp, "voluntary_ctxt_switches");
