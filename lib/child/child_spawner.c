@@ -41,6 +41,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/filter.h>
@@ -77,6 +78,7 @@ struct spawner_req {
 	uint32_t uid, gid;
 	uint32_t n_groups;
 	uint8_t set_ids, subreaper;
+	uint8_t err_is_out;		/* stderr is stdout's fd, sent once (no F_ERR) */
 	uint32_t n_rlimits;
 	struct { int32_t resource; uint64_t value; } rlimits[6];
 	/* then gid_t groups[n_groups]; the path, argv and envp, each NUL-ended */
@@ -272,13 +274,16 @@ static int parse(const char *buf, size_t n, const int *fds, unsigned n_fds, char
 	memcpy(&q, buf, sizeof(q));
 	if (q.len != n || q.argc < 1 || q.argc > SPAWNER_STRINGS_MAX || q.envc > SPAWNER_STRINGS_MAX ||
 	    q.n_groups > SPAWNER_GROUPS_MAX || q.n_rlimits > ELEMENTSOF(q.rlimits) || (q.fds >> F_COUNT) ||
-	    (unsigned)__builtin_popcount(q.fds) != n_fds || !(q.fds & (1u << F_OUT)) || !(q.fds & (1u << F_ERR)) ||
+	    (unsigned)__builtin_popcount(q.fds) != n_fds || !(q.fds & (1u << F_OUT)) ||
+	    !(q.fds & (1u << F_ERR)) == !q.err_is_out ||
 	    n - sizeof(q) < q.n_groups * sizeof(gid_t))
 		return -EBADMSG;
 	memset(a, 0, sizeof(*a));
 	unsigned k = 0;
 	for (int f = 0; f < F_COUNT; f++)
 		a->fd[f] = q.fds & (1u << f) ? fds[k++] : -1;
+	if (q.err_is_out)
+		a->fd[F_ERR] = a->fd[F_OUT];
 	const char *p = buf + sizeof(q);
 	const char *end = buf + n;
 	/* The groups, aligned for the kernel: moved to the strings' area. */
@@ -513,6 +518,13 @@ static bool spawner_start(struct spawner *s, const void *bpf, int cap_last)
 		spawner_end(s);
 		return false;
 	}
+	/* Answers are waited for in recvmsg itself, bounded by the socket
+	 * (read_answer()). */
+	struct timeval tv = { .tv_sec = SPAWNER_ANSWER_MS / 1000, .tv_usec = SPAWNER_ANSWER_MS % 1000 * 1000 };
+	if (setsockopt(s->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+		spawner_end(s);
+		return false;
+	}
 	return true;
 }
 
@@ -569,11 +581,16 @@ static char *build_request(const struct spawner_call *call, size_t *ret_len, int
 	if (len > SPAWNER_MSG_MAX || q.argc > SPAWNER_STRINGS_MAX || q.envc > SPAWNER_STRINGS_MAX ||
 	    c->n_groups > SPAWNER_GROUPS_MAX || c->n_rlimits > ELEMENTSOF(q.rlimits))
 		return NULL;
-	const int all[F_COUNT] = {
+	int all[F_COUNT] = {
 		[F_CWD] = call->cwd_fd, [F_IN] = call->in_fd, [F_OUT] = call->out_fd, [F_ERR] = call->err_fd,
 		[F_CGROUP] = c->cgroup_procs_fd, [F_NETNS] = c->netns_fd, [F_MNTNS] = c->mntns_fd,
 		[F_LL1] = c->landlock_fd, [F_LL2] = c->landlock_fd2,
 	};
+	/* One fd less to pass and to close when both streams share one. */
+	if (call->err_fd == call->out_fd) {
+		q.err_is_out = 1;
+		all[F_ERR] = -1;
+	}
 	unsigned n_fds = 0;
 	for (int f = 0; f < F_COUNT; f++)
 		if (all[f] >= 0) {
@@ -644,13 +661,13 @@ static int read_answer(int sock, struct spawner_answer *ans, int *ret_pidfd)
 	struct iovec iov = { .iov_base = ans, .iov_len = sizeof(*ans) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	*ret_pidfd = -1;
-	if (!wait_readable(sock, SPAWNER_ANSWER_MS))
-		return -ETIMEDOUT;
+	/* Blocking, up to SO_RCVTIMEO (spawner_start()): one system call
+	 * where a poll and a recvmsg were two. */
 	ssize_t n;
-	while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
+	while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
-		return -errno;
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
 	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
 		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
