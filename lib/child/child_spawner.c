@@ -42,7 +42,11 @@
  * exec (without CLONE_VFORK the child would still read the request's
  * memory when the spawner takes the next); a start the daemon completes
  * later from its loop (the same work on the same CPU, and every caller
- * of child_spawn() would have to take a start that fails afterwards).
+ * of child_spawn() would have to take a start that fails afterwards);
+ * the spawner taking a call's resource limits on itself so that its
+ * children set none (three prlimit64, 1.2 µs: putting back a limit the
+ * next call has not takes CAP_SYS_RESOURCE, which root lacks in many
+ * containers, this one among them).
  */
 #include "lib/child/child_internal.h"
 

@@ -830,6 +830,67 @@ START_TEST(spawner_starts_children)
 }
 END_TEST
 
+/* The soft and hard value of a limit in a /proc/PID/limits text
+ * ("Max processes" ...), as "soft hard" (malloc'd), or NULL. */
+static char *limit_of(const char *text, const char *name)
+{
+	const char *p = strstr(text, name);
+	if (!p)
+		return NULL;
+	char soft[32], hard[32];
+	if (sscanf(p + strlen(name), " %31s %31s", soft, hard) != 2)
+		return NULL;
+	return xasprintf("%s %s", soft, hard);
+}
+
+/* Asserts the limits of a /proc/PID/limits text. */
+static void assert_limits(const char *who, const char *text, const char *procs, const char *fsize, const char *nofile)
+{
+	static const char *const names[] = { "Max processes", "Max file size", "Max open files" };
+	const char *want[] = { procs, fsize, nofile };
+	for (size_t i = 0; i < 3; i++) {
+		char *v = limit_of(text, names[i]);
+		ck_assert_msg(v && strcmp(v, want[i]) == 0, "%s: %s is %s, not %s, in:\n%s", who, names[i], v ? v : "(none)",
+			      want[i], text);
+		free(v);
+	}
+}
+
+/* The limits of each call are its own, whatever the calls the same
+ * spawner started before it: a root peer's shell, which has no
+ * RLIMIT_NPROC (root is exempt from it, a pids cgroup counts), and a
+ * peer of uid 65534's, which has, one after the other. */
+START_TEST(spawner_limits_follow_calls)
+{
+	struct tcd d;
+	tcd_start_auto(&d, ",\"sandbox\":{\"limits\":{\"pids\":40,\"file_size_mb\":3,\"nofile\":200}}");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert(chmod(d.ws, 0777) == 0);
+	char *path = xasprintf("/proc/%d/limits", (int)d.pid);
+	size_t len;
+	char *daemon_limits = read_file_str(path, &len);
+	free(path);
+	ck_assert_ptr_nonnull(daemon_limits);
+	char *daemon_procs = limit_of(daemon_limits, "Max processes");
+	ck_assert_ptr_nonnull(daemon_procs);
+	struct tcc *root = tcc_connect(&d), *nobody = tcc_connect_as(&d, NOBODY, NOBODY);
+	(void)warm_spawner(&d, root);
+	for (int i = 0; i < 6; i++) {
+		struct tcc *c = i % 2 ? nobody : root;
+		const struct json *r = tcc_shell(c, "cat /proc/self/limits");
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		assert_limits(i % 2 ? "uid 65534's shell" : "root's shell", out, i % 2 ? "40 40" : daemon_procs,
+			      "3145728 3145728", "200 200");
+	}
+	free(daemon_procs);
+	free(daemon_limits);
+	tcc_close(root);
+	tcc_close(nobody);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* A spawner killed between calls or while its child runs: no call hangs
  * or fails, the running one ends as it would, and a new spawner serves
  * the next calls. */
@@ -934,6 +995,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, startup_says_so);
 	tcase_add_loop_test(tc, spawner_starts_children, 0, 2);
 	tcase_add_test(tc, spawner_killed);
+	tcase_add_test(tc, spawner_limits_follow_calls);
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_loop_test(tc, socket_dir_in_workspace_untouched, 0, 2);
 	tcase_add_test(tc, config_dir_in_workspace_kept_in_place);
