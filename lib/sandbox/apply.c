@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -191,13 +192,14 @@ __attribute__((no_sanitize("address"))) int sandbox_caps_bound(int last_cap)
 }
 
 /* Empties the ambient, inheritable, permitted and effective sets: the
- * last privileged step (a lowering capset needs no capability). */
+ * last privileged step (a lowering capset needs no capability). The
+ * kernel keeps in the ambient set only what stays both permitted and
+ * inheritable, so the capset empties it too, without a
+ * PR_CAP_AMBIENT_CLEAR_ALL of its own. */
 __attribute__((no_sanitize("address"))) int sandbox_caps_clear(void)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {{0}};
-	if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return -errno;
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		return -errno;
 	return 0;
@@ -295,21 +297,42 @@ out:
 	return r;
 }
 
-/* Joins a mount namespace prepared ahead (nspool.c), which resets the
- * working directory to its root: the one the child moved to is entered
- * again by its path, now on that namespace's mounts. */
-__attribute__((no_sanitize("address"))) static int join_mounts(int fd)
+/*
+ * Joins a mount namespace prepared ahead (nspool.c), which moves the
+ * working directory to its root: the one the child is to work in (the
+ * directory of cwd_fd, or its own when -1) is entered again by its path,
+ * now on that namespace's mounts. The path is path, or read from
+ * /proc/self/cwd when NULL (some 11 µs in a child just cloned, whose
+ * /proc entries are all new: a spawner gives it). Entered by path with
+ * the privileges the child still holds, it must lead to that same
+ * directory (device and inode; a copy of its mount there is the same
+ * directory): a link swapped in on the way since the path was read fails
+ * the step rather than taking the child somewhere its peer could not go.
+ */
+__attribute__((no_sanitize("address"))) static int join_mounts(int fd, const char *path, int cwd_fd)
 {
 	char cwd[4096];
-	long len = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/cwd", cwd, sizeof(cwd) - 1);
-	if (len < 0 || len == (long)sizeof(cwd) - 1) {
-		errno = len < 0 ? errno : ENAMETOOLONG;
+	struct statx want, got;
+	if (syscall(SYS_statx, cwd_fd >= 0 ? cwd_fd : AT_FDCWD, cwd_fd >= 0 ? "" : ".", AT_EMPTY_PATH, STATX_INO, &want) < 0)
+		return -1;
+	if (!path) {
+		long len = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/cwd", cwd, sizeof(cwd) - 1);
+		if (len < 0 || len == (long)sizeof(cwd) - 1) {
+			errno = len < 0 ? errno : ENAMETOOLONG;
+			return -1;
+		}
+		cwd[len] = '\0';
+		path = cwd;
+	}
+	if (syscall(SYS_setns, fd, CLONE_NEWNS) < 0 || syscall(SYS_chdir, path) < 0 ||
+	    syscall(SYS_statx, AT_FDCWD, ".", 0, STATX_INO, &got) < 0)
+		return -1;
+	if (got.stx_ino != want.stx_ino || got.stx_dev_major != want.stx_dev_major ||
+	    got.stx_dev_minor != want.stx_dev_minor) {
+		errno = ESTALE;
 		return -1;
 	}
-	cwd[len] = '\0';
-	if (syscall(SYS_setns, fd, CLONE_NEWNS) < 0)
-		return -1;
-	return (int)syscall(SYS_chdir, cwd);
+	return 0;
 }
 
 bool sandbox_child_needs_mounts(const struct sandbox_child *c)
@@ -378,7 +401,7 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 	if (c->userns)
 		STEP("mapping the user namespace", sandbox_userns_map(c->uid_map, c->gid_map));
 	if (c->mntns_fd >= 0)
-		STEP("joining the mount namespace prepared for it", join_mounts(c->mntns_fd));
+		STEP("joining the mount namespace prepared for it", join_mounts(c->mntns_fd, NULL, -1));
 	else if (sandbox_child_needs_mounts(c)) {
 		/* Here, not at the clone: the child has moved to its working
 		 * directory, which the new namespace then holds in its copy of
@@ -460,8 +483,11 @@ __attribute__((no_sanitize("address"))) int sandbox_spawner_setup(int cap_last, 
 /* The plan, carried out by the child of a spawner set up for it
  * (sandbox_child_spawnable(), sandbox_spawner_setup()): what
  * sandbox_child_apply() does but the bounding set, no_new_privs and the
- * seccomp filter, which the child has from the spawner. */
-__attribute__((no_sanitize("address"))) int sandbox_child_apply_spawned(struct sandbox_child *c)
+ * seccomp filter, which the child has from the spawner. Its working
+ * directory is cwd_fd's (or its own when -1), whose path cwd is (or NULL:
+ * read here). */
+__attribute__((no_sanitize("address"))) int sandbox_child_apply_spawned(struct sandbox_child *c, const char *cwd,
+									  int cwd_fd)
 {
 	if (c->cgroup_procs_fd >= 0)
 		STEP("joining the call's cgroup", syscall(SYS_write, c->cgroup_procs_fd, "0", 1));
@@ -470,7 +496,7 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply_spawned(struct s
 	if (c->subreaper)
 		STEP("becoming subreaper", syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
 	if (c->mntns_fd >= 0)
-		STEP("joining the mount namespace prepared for it", join_mounts(c->mntns_fd));
+		STEP("joining the mount namespace prepared for it", join_mounts(c->mntns_fd, cwd, cwd_fd));
 	for (unsigned i = 0; i < c->n_rlimits; i++) {
 		struct raw_rlimit old, rl;
 		uint64_t v = c->rlimits[i].value;

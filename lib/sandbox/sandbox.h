@@ -476,14 +476,15 @@ int sandbox_child_apply(struct sandbox_child *c);
  * the program in its spawner variant, which lets setns join a mount or
  * network namespace, useless without capabilities), so that its children
  * inherit that and carry out the rest of their plan only
- * (sandbox_child_apply_spawned()). sandbox_child_spawnable(): whether a
+ * (sandbox_child_apply_spawned(): its working directory that of cwd_fd,
+ * or its own when -1, cwd its path or NULL). sandbox_child_spawnable(): whether a
  * plan can be carried out so. seccomp_spawner_prog(): the spawner's
  * program for a plan's (its bpf), or NULL.
  */
 bool sandbox_child_spawnable(const struct sandbox_child *c);
 const void *seccomp_spawner_prog(const void *prog);
 int sandbox_spawner_setup(int cap_last, const void *spawner_prog);
-int sandbox_child_apply_spawned(struct sandbox_child *c);
+int sandbox_child_apply_spawned(struct sandbox_child *c, const char *cwd, int cwd_fd);
 
 /*
  * No child holds a capability, whatever its uid: each empties its

@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
@@ -716,13 +719,31 @@ static pid_t warm_spawner(struct tcd *d, struct tcc *c)
 	return pid;
 }
 
+/* The "0::/path" line of a /proc/PID/cgroup text (malloc'd), or NULL. */
+static char *unified_cgroup(const char *text)
+{
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, "0::", 3) == 0)
+			return strndup(p, strcspn(p, "\n"));
+	return NULL;
+}
+
 /* A sandboxed child is started by a spawner (which did the bounding set,
  * no_new_privs and the filter once, and keeps its own capabilities to
  * give each child its ids), yet is the daemon's own child with every
- * protection: for a root peer and for a peer of uid 65534. */
+ * protection: for a root peer and for a peer of uid 65534. The daemon
+ * starts with an ambient capability, which the spawner has too and its
+ * children lose; each child works in the workspace (entered by path in
+ * its mount namespace), sits in its call's cgroup and cannot clone3. */
 START_TEST(spawner_starts_children)
 {
 	struct tcd d;
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	ck_assert_int_eq(syscall(SYS_capget, &hdr, data), 0);
+	data[0].inheritable |= 1U << CAP_NET_BIND_SERVICE;
+	ck_assert_int_eq(syscall(SYS_capset, &hdr, data), 0);
+	ck_assert_int_eq(prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_BIND_SERVICE, 0, 0), 0);
 	tcd_start_auto(&d, "");
 	ck_assert(chmod(d.dir, 0711) == 0);
 	ck_assert(chmod(d.ws, 0777) == 0);
@@ -738,6 +759,9 @@ START_TEST(spawner_starts_children)
 	ck_assert_str_eq(v, ZERO);
 	free(v);
 	v = pid_status_field(sp, "CapEff");
+	ck_assert_str_ne(v, ZERO);
+	free(v);
+	v = pid_status_field(sp, "CapAmb");
 	ck_assert_str_ne(v, ZERO);
 	free(v);
 
@@ -759,6 +783,29 @@ START_TEST(spawner_starts_children)
 	f = status_field(out, "PPid");
 	ck_assert_int_eq(atol(f), d.pid);
 	free(f);
+	/* Where it works, its cgroup (not the daemon's), and clone3, whose
+	 * flags a filter cannot read: ENOSYS (38), where the kernel says
+	 * EINVAL (22) to no arguments. */
+	r = tcc_shell(c, "pwd; cat /proc/self/cgroup; perl -e 'syscall(435, 0, 0); print 0 + $!, qq(\\n)'");
+	tc_assert_ok(r);
+	out = tj_str(r, "result.structuredContent.stdout");
+	char *ws = realpath(d.ws, NULL);
+	ck_assert_ptr_nonnull(ws);
+	ck_assert_msg(strncmp(out, ws, strlen(ws)) == 0 && out[strlen(ws)] == '\n', "not in %s: %s", ws, out);
+	free(ws);
+	ck_assert_msg(strstr(out, "\n38\n"), "clone3: %s", out);
+	char path[64], *daemon_cg_text = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)d.pid);
+	FILE *cgf = fopen(path, "re");
+	ck_assert_ptr_nonnull(cgf);
+	size_t cap = 0;
+	ck_assert_int_gt(getdelim(&daemon_cg_text, &cap, '\0', cgf), 0);
+	fclose(cgf);
+	char *daemon_cg = unified_cgroup(daemon_cg_text), *child_cg = unified_cgroup(out);
+	ck_assert_msg(daemon_cg && child_cg && strcmp(daemon_cg, child_cg) != 0, "%s", out);
+	free(daemon_cg);
+	free(child_cg);
+	free(daemon_cg_text);
 	for (int i = 0; i < 3; i++)
 		tc_assert_ok(tcc_shell(c, "true"));
 	v = pid_status_field(sp, "voluntary_ctxt_switches");
@@ -779,6 +826,67 @@ START_TEST(spawner_starts_children)
 	};
 	tc_assert_shell_fails_all(c, refused, sizeof(refused) / sizeof(*refused));
 	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* The soft and hard value of a limit in a /proc/PID/limits text
+ * ("Max processes" ...), as "soft hard" (malloc'd), or NULL. */
+static char *limit_of(const char *text, const char *name)
+{
+	const char *p = strstr(text, name);
+	if (!p)
+		return NULL;
+	char soft[32], hard[32];
+	if (sscanf(p + strlen(name), " %31s %31s", soft, hard) != 2)
+		return NULL;
+	return xasprintf("%s %s", soft, hard);
+}
+
+/* Asserts the limits of a /proc/PID/limits text. */
+static void assert_limits(const char *who, const char *text, const char *procs, const char *fsize, const char *nofile)
+{
+	static const char *const names[] = { "Max processes", "Max file size", "Max open files" };
+	const char *want[] = { procs, fsize, nofile };
+	for (size_t i = 0; i < 3; i++) {
+		char *v = limit_of(text, names[i]);
+		ck_assert_msg(v && strcmp(v, want[i]) == 0, "%s: %s is %s, not %s, in:\n%s", who, names[i], v ? v : "(none)",
+			      want[i], text);
+		free(v);
+	}
+}
+
+/* The limits of each call are its own, whatever the calls the same
+ * spawner started before it: a root peer's shell, which has no
+ * RLIMIT_NPROC (root is exempt from it, a pids cgroup counts), and a
+ * peer of uid 65534's, which has, one after the other. */
+START_TEST(spawner_limits_follow_calls)
+{
+	struct tcd d;
+	tcd_start_auto(&d, ",\"sandbox\":{\"limits\":{\"pids\":40,\"file_size_mb\":3,\"nofile\":200}}");
+	ck_assert(chmod(d.dir, 0711) == 0);
+	ck_assert(chmod(d.ws, 0777) == 0);
+	char *path = xasprintf("/proc/%d/limits", (int)d.pid);
+	size_t len;
+	char *daemon_limits = read_file_str(path, &len);
+	free(path);
+	ck_assert_ptr_nonnull(daemon_limits);
+	char *daemon_procs = limit_of(daemon_limits, "Max processes");
+	ck_assert_ptr_nonnull(daemon_procs);
+	struct tcc *root = tcc_connect(&d), *nobody = tcc_connect_as(&d, NOBODY, NOBODY);
+	(void)warm_spawner(&d, root);
+	for (int i = 0; i < 6; i++) {
+		struct tcc *c = i % 2 ? nobody : root;
+		const struct json *r = tcc_shell(c, "cat /proc/self/limits");
+		tc_assert_ok(r);
+		const char *out = tj_str(r, "result.structuredContent.stdout");
+		assert_limits(i % 2 ? "uid 65534's shell" : "root's shell", out, i % 2 ? "40 40" : daemon_procs,
+			      "3145728 3145728", "200 200");
+	}
+	free(daemon_procs);
+	free(daemon_limits);
+	tcc_close(root);
+	tcc_close(nobody);
 	tcd_finish(&d);
 }
 END_TEST
@@ -887,6 +995,7 @@ static Suite *priv_suite(void)
 	tcase_add_test(tc, startup_says_so);
 	tcase_add_loop_test(tc, spawner_starts_children, 0, 2);
 	tcase_add_test(tc, spawner_killed);
+	tcase_add_test(tc, spawner_limits_follow_calls);
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_loop_test(tc, socket_dir_in_workspace_untouched, 0, 2);
 	tcase_add_test(tc, config_dir_in_workspace_kept_in_place);

@@ -1031,6 +1031,8 @@ static int seccomp_probe(void)
 	printf("unshare_user %d\n", syscall(SYS_unshare, CLONE_NEWUSER) < 0 ? errno : 0);
 	printf("ptrace %d\n", syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0) < 0 ? errno : 0);
 	printf("io_uring %d\n", syscall(SYS_io_uring_setup, 1, NULL) < 0 ? errno : 0);
+	/* Without the filter: EINVAL (no arguments). */
+	printf("clone3 %d\n", syscall(SYS_clone3, NULL, 0) < 0 ? errno : 0);
 	/* Modes, in the workspace (the working directory). */
 	long fd = syscall(SYS_openat, AT_FDCWD, "p_plain", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
 	printf("create %d\n", fd < 0 ? errno : 0);
@@ -1083,7 +1085,7 @@ START_TEST(seccomp_filter_refuses)
 		ck_assert_msg(probe_said(out, refused[i], EACCES), "%s: %s", refused[i], out);
 	ck_assert_msg(probe_said(out, "unix", 0) && probe_said(out, "netlink", 0), "%s", out);
 	ck_assert_msg(probe_said(out, "unshare_user", EPERM) && probe_said(out, "ptrace", EPERM) &&
-		      probe_said(out, "io_uring", EPERM), "%s", out);
+		      probe_said(out, "io_uring", EPERM) && probe_said(out, "clone3", ENOSYS), "%s", out);
 	/* chmod +x and a FIFO go through; no setuid or setgid bit, no device. */
 	ck_assert_msg(probe_said(out, "create", 0) && probe_said(out, "chmod_x", 0) &&
 		      probe_said(out, "mknod_fifo", 0) && strstr(out, "\nmode 755\n"), "%s", out);
@@ -1140,6 +1142,68 @@ START_TEST(spawner_filter_setns)
 	};
 	for (size_t i = 0; i < ELEMENTSOF(refused); i++)
 		ck_assert_msg(setns_errno(sp, refused[i]) == EPERM, "nstype %#llx", (unsigned long long)refused[i]);
+}
+END_TEST
+
+/* --- children of a spawner --------------------------------------------------- */
+
+/* The mount namespace joined by path: a path that no longer leads to
+ * the working directory (a link swapped in since it was read) fails the
+ * step, with the privileges the child still holds, rather than taking
+ * it there. */
+static int apply_spawned_in_fork(const char *path, int cwd_fd, char *ret_cwd)
+{
+	int p[2];
+	ck_assert_int_eq(pipe(p), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sandbox_child c = { .cgroup_fd = -1, .cgroup_procs_fd = -1, .mntns_fd = -1, .cap_last = -1,
+					   .landlock_fd = -1, .landlock_fd2 = -1, .netns_fd = -1, .userns_fd = -1 };
+		c.mntns_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+		char buf[PATH_MAX + 16] = "";
+		int r = sandbox_child_apply_spawned(&c, path, cwd_fd);
+		if (r == 0 && !getcwd(buf, sizeof(buf)))
+			r = -errno;
+		else if (r < 0)
+			snprintf(buf, sizeof(buf), "%s", c.failed ? c.failed : "");
+		(void)!write(p[1], &r, sizeof(r));
+		(void)!write(p[1], buf, strlen(buf) + 1);
+		_exit(0);
+	}
+	close(p[1]);
+	int r = -1;
+	ck_assert_int_eq(read(p[0], &r, sizeof(r)), sizeof(r));
+	ssize_t n = read(p[0], ret_cwd, PATH_MAX + 16);
+	ret_cwd[n > 0 ? n : 0] = '\0';
+	close(p[0]);
+	int st;
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return r;
+}
+
+START_TEST(spawned_cwd_checked)
+{
+	NEED_ROOT("spawned_cwd_checked");
+	char a[PATH_MAX + 8], b[PATH_MAX + 8], got[PATH_MAX + 16];
+	snprintf(a, sizeof(a), "%s/a", tmpdir);
+	snprintf(b, sizeof(b), "%s/b", tmpdir);
+	ck_assert_int_eq(mkdir(a, 0700), 0);
+	ck_assert_int_eq(mkdir(b, 0700), 0);
+	int fd = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(apply_spawned_in_fork(a, fd, got), 0);
+	ck_assert_str_eq(got, a);
+	ck_assert_int_eq(apply_spawned_in_fork(NULL, fd, got), -ESTALE);	/* its own: the test's */
+	ck_assert_int_eq(apply_spawned_in_fork(b, fd, got), -ESTALE);
+	ck_assert_str_eq(got, "joining the mount namespace prepared for it");
+	/* a now a link to b: the path leads elsewhere. */
+	char moved[PATH_MAX + 16];
+	snprintf(moved, sizeof(moved), "%s/a.moved", tmpdir);
+	ck_assert_int_eq(rename(a, moved), 0);
+	ck_assert_int_eq(symlink(b, a), 0);
+	ck_assert_int_eq(apply_spawned_in_fork(a, fd, got), -ESTALE);
+	close(fd);
 }
 END_TEST
 
@@ -1664,6 +1728,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, shell_network_proxy);
 	tcase_add_test(tc, seccomp_filter_refuses);
 	tcase_add_test(tc, spawner_filter_setns);
+	tcase_add_test(tc, spawned_cwd_checked);
 	tcase_add_test(tc, shell_as_peer);
 	tcase_add_test(tc, shell_memory_limit);
 	tcase_add_test(tc, shell_pids_limit);
