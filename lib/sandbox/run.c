@@ -684,6 +684,9 @@ void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid)
 {
 	if (run)
 		run->pid = pid;
+	/* What its tasks try of the network, without any (netnotif.c). */
+	if (run && !run->network && !run->net)
+		sandbox_netnotif_watch(pid);
 }
 
 /* Makes the next call's TMPDIR and layer for the identity of a call that
@@ -1092,6 +1095,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 {
 	if (!run)
 		return NULL;
+	sandbox_netnotif_forget(run->pid);
 	/* Its namespaces serve again where nothing of the call is left in
 	 * them. */
 	bool empty = run->cgroup_fd >= 0 && (run->net || run->mntns_fd >= 0) &&
@@ -1298,12 +1302,15 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	} else if (seen) {
 		paths = TAKE_PTR(seen);
 	}
-	if (!paths && !other && !unsure)
+	/* What the daemon saw it try of the network, without any. */
+	_cleanup_free_ char *net = run->network || run->net ? NULL : sandbox_netnotif_take(run->pid);
+	if (!paths && !other && !unsure && !net)
 		return NULL;
-	return xasprintf("[sandbox] %s%s (profile %s): it allows reading "
+	return xasprintf("[sandbox] %s%s%s%s (profile %s): it allows reading "
 			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
 			 "that, or ask the user to loosen the tool's sandbox.",
-			 paths ? "The sandbox refused " : "This may have been refused by the sandbox", paths ? paths : "",
+			 net ? net : "", net && paths ? "; the sandbox refused " : paths ? "The sandbox refused " : "",
+			 paths ? paths : "", net || paths ? "" : "This may have been refused by the sandbox",
 			 sandbox_profile_name(run->profile),
 			 run->profile == SANDBOX_WORKSPACE_WRITE
 				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"

@@ -16,7 +16,9 @@
  * call's processes together; and the ioctls that push input into a
  * terminal. The other architectures of the machine (i386 on x86_64) are
  * killed, so no other system call table is a way around. No setuid or
- * setgid bit and no device node is made (add_mode_rules()).
+ * setgid bit and no device node is made (add_mode_rules()). A spawner's
+ * program without network hands the network's calls to the daemon
+ * (add_notify_rules()).
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -45,6 +47,8 @@
  * it (seccomp_spawner_prog()). */
 static struct sock_fprog *progs[3];
 static struct sock_fprog *spawner_progs[3];
+/* Which of spawner_progs hand calls to the daemon (add_notify_rules()). */
+static bool spawner_notifies[3];
 
 void seccomp_cache_clear(void)
 {
@@ -59,6 +63,7 @@ void seccomp_cache_clear(void)
 			free(spawner_progs[i]);
 			spawner_progs[i] = NULL;
 		}
+		spawner_notifies[i] = false;
 	}
 }
 
@@ -159,9 +164,56 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
 	return 0;
 }
 
+/*
+ * The no-network program of a spawner whose listener the daemon watches
+ * (lib/sandbox/netnotif.c): socket() of AF_INET and AF_INET6 (2 and 10)
+ * goes to the daemon, which answers with a socket that reaches no
+ * network, and so do connect(), sendto() with a destination and
+ * sendmsg(), so that the daemon sees where the child meant to go. Every
+ * other family keeps its EACCES. sendmsg() on the spawner's own socket
+ * (SANDBOX_SPAWNER_SOCK_FD) is not handed over: the spawner answers the
+ * daemon with it while the daemon waits for that answer (its children
+ * keep that fd number unobserved, which can only lose a note: the
+ * filter still lets them make no network socket).
+ */
+static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
+{
+	static const struct {
+		enum scmp_compare op;
+		uint64_t a, b;
+	} fam[] = {
+		{ SCMP_CMP_EQ, 0, 0 },
+		{ SCMP_CMP_EQ, 3, 0 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(3), 4 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(1), 8 },
+		{ SCMP_CMP_EQ, 11, 0 },
+		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(3), 12 },
+		{ SCMP_CMP_GT, AF_NETLINK, 0 },
+	};
+	int r;
+	*ret_what = "socket";
+	for (size_t i = 0; i < ELEMENTSOF(fam); i++) {
+		struct scmp_arg_cmp cmp = { .arg = 0, .op = fam[i].op, .datum_a = fam[i].a, .datum_b = fam[i].b };
+		if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, &cmp)) < 0)
+			return r;
+	}
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET))) < 0 ||
+	    (r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6))) < 0)
+		return r;
+	*ret_what = "connect";
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0)) < 0)
+		return r;
+	*ret_what = "sendto";
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1, SCMP_A4(SCMP_CMP_NE, 0, 0))) < 0)
+		return r;
+	*ret_what = "sendmsg";
+	return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmsg), 1,
+				SCMP_A0(SCMP_CMP_NE, SANDBOX_SPAWNER_SOCK_FD, 0));
+}
+
 /* Adds the rules; returns 0 or a negative errno, *ret_what naming the
  * rule that failed. */
-static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, const char **ret_what)
+static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, bool notify, const char **ret_what)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	int r;
@@ -256,6 +308,8 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, const char 
 		{ SCMP_CMP_GT, AF_NETLINK, 0 },
 	};
 	_Static_assert(AF_UNIX == 1 && AF_NETLINK == 16, "the families kept");
+	if (notify)
+		return add_notify_rules(ctx, ret_what);
 	*ret_what = "socket";
 	for (size_t i = 0; i < ELEMENTSOF(fam); i++) {
 		struct scmp_arg_cmp cmp = { .arg = 0, .op = fam[i].op, .datum_a = fam[i].a, .datum_b = fam[i].b };
@@ -266,7 +320,7 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, const char 
 }
 
 /* Builds a program and exports it as BPF into memory. */
-static int build(int network, bool spawner, struct sock_fprog **ret, char **ret_msg)
+static int build(int network, bool spawner, bool notify, struct sock_fprog **ret, char **ret_msg)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	const char *what = "init";
@@ -282,7 +336,7 @@ static int build(int network, bool spawner, struct sock_fprog **ret, char **ret_
 	 * of its cost here) grow with every rule. */
 	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
 	    (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) < 0 ||
-	    (r = add_rules(ctx, network, spawner, &what)) < 0)
+	    (r = add_rules(ctx, network, spawner, notify, &what)) < 0)
 		goto fail;
 	what = "export";
 	mfd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
@@ -323,7 +377,7 @@ const void *seccomp_prog_get(int network, char **ret_msg)
 	if ((unsigned)network >= ELEMENTSOF(progs))
 		network = SANDBOX_NET_NONE;
 	struct sock_fprog **slot = &progs[network];
-	if (!*slot && build(network, false, slot, ret_msg) < 0)
+	if (!*slot && build(network, false, false, slot, ret_msg) < 0)
 		return NULL;
 	return *slot;
 }
@@ -337,11 +391,25 @@ const void *seccomp_spawner_prog(const void *prog)
 		if (!prog || progs[i] != prog)
 			continue;
 		char *msg = NULL;
-		if (!spawner_progs[i] && build(i, true, &spawner_progs[i], &msg) < 0) {
-			free(msg);
-			return NULL;
+		/* Without network, and with a daemon that answers: the calls
+		 * of the network go to it (add_notify_rules()). */
+		if (!spawner_progs[i]) {
+			bool notify = i == SANDBOX_NET_NONE && sandbox_netnotif_on();
+			if (build(i, true, notify, &spawner_progs[i], &msg) < 0) {
+				free(msg);
+				return NULL;
+			}
+			spawner_notifies[i] = notify;
 		}
 		return spawner_progs[i];
 	}
 	return NULL;
+}
+
+bool seccomp_prog_notifies(const void *spawner_prog)
+{
+	for (int i = 0; i < (int)ELEMENTSOF(spawner_progs); i++)
+		if (spawner_prog && spawner_progs[i] == spawner_prog)
+			return spawner_notifies[i];
+	return false;
 }

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a tool without network tried to reach, seen by the daemon rather
+ * than guessed from the child's stderr: the seccomp program a spawner
+ * loads for children without network (seccomp.c) hands socket() of
+ * AF_INET and AF_INET6, connect(), sendto() with a destination and
+ * sendmsg() to the daemon (SECCOMP_RET_USER_NOTIF), through one listener
+ * per spawner (SECCOMP_FILTER_FLAG_NEW_LISTENER), passed to the daemon
+ * when the spawner starts and watched here on the loop.
+ *
+ * Enforcement stays the filter's: such a child has no AF_INET or AF_INET6
+ * socket. Its socket() of one is answered with an AF_UNIX socket of the
+ * same type (SECCOMP_IOCTL_NOTIF_ADDFD), which reaches no network, only
+ * so that the program goes on to say where it meant to connect. That
+ * connect() (or sendto(), sendmsg() with a name) is read from the
+ * child's memory, recorded ("connect to 1.1.1.1:80") for the call whose
+ * child the notifying task descends from, and refused (ENETUNREACH) when
+ * its address is AF_INET or AF_INET6; any other is let through
+ * (SECCOMP_USER_NOTIF_FLAG_CONTINUE). Continuing grants nothing: the
+ * kernel then does what it would have done without this filter, on a
+ * socket that cannot be of the network (the child could make none), and
+ * an address the child rewrote after it was read (the kernel reads it
+ * again) is one such a socket refuses. The address is what the child
+ * asked; a task that is gone when it has been read
+ * (SECCOMP_IOCTL_NOTIF_ID_VALID) is dropped.
+ *
+ * The daemon never waits here: each receive follows a poll of no time
+ * that said one is pending (SECCOMP_IOCTL_NOTIF_RECV has no non-blocking
+ * mode; a notification of a task killed since makes it fail, not wait),
+ * at most NN_BATCH are handled per wake-up of the loop (a child that
+ * connects in a loop does not starve other clients), and what is kept is
+ * bounded: NN_CALLS calls watched, NN_SHOWN distinct destinations each,
+ * the rest counted. A listener is closed when its filter has no task left
+ * (POLLHUP), not when its spawner ends: children of an ended spawner
+ * still need their answers. A kernel without user notification (or
+ * without ADDFD, Linux 5.9) leaves the notes to stderr's wording, said
+ * once at start and in admin/stats.
+ */
+#include "lib/sandbox/sandbox_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+
+#include "lib/base/loop.h"
+#include "proto/json.h"
+#include "proto/base/util.h"
+
+#define NN_LISTENERS 32		/* listeners watched at once */
+#define NN_CALLS 256		/* calls watched at once */
+#define NN_SHOWN 4		/* distinct destinations named per call */
+#define NN_BATCH 32		/* notifications handled per wake-up */
+#define NN_DEPTH 64		/* parents walked up to a call's child */
+
+struct nn_listener {
+	int fd;
+	struct tc_io *io;
+};
+
+struct nn_call {
+	pid_t pid;		/* the call's child; 0: free */
+	char *what[NN_SHOWN];
+	unsigned n;
+	uint64_t attempts;	/* in all */
+	uint64_t others;	/* to destinations not named */
+};
+
+static struct {
+	struct tc_loop *loop;
+	bool on;
+	char *why;
+	struct nn_listener l[NN_LISTENERS];
+	struct nn_call calls[NN_CALLS];
+	size_t notif_size, resp_size;
+	uint64_t notifications, recorded, sockets, gone, unread, unmatched, unwatched;
+} nn;
+
+/* A seccomp() with its arguments, as the kernel's headers define it. */
+static long sys_seccomp(unsigned op, unsigned flags, void *arg)
+{
+	return syscall(SYS_seccomp, op, flags, arg);
+}
+
+static void set_why(char *why)
+{
+	free(nn.why);
+	nn.why = why;
+}
+
+/* Whether the kernel has all this needs: the action, the listener and
+ * ADDFD (Linux 5.9; a kernel that knows SECCOMP_FILTER_FLAG_TSYNC_ESRCH,
+ * 5.7, and ADDFD's ioctl is asked through its sizes call). */
+static int probe(void)
+{
+	uint32_t action = SECCOMP_RET_USER_NOTIF;
+	if (sys_seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0) {
+		set_why(xasprintf("the kernel has no seccomp user notification (%s)", strerror(errno)));
+		return -EOPNOTSUPP;
+	}
+	struct seccomp_notif_sizes sizes;
+	if (sys_seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0) {
+		set_why(xasprintf("the kernel cannot tell its seccomp notification sizes (%s)", strerror(errno)));
+		return -EOPNOTSUPP;
+	}
+	/* A filter flag the kernel knows is refused for its NULL program
+	 * (EFAULT), one it does not for itself (EINVAL): WAIT_KILLABLE_RECV
+	 * came in 5.19, after ADDFD and its SEND flag (5.9, 5.14). */
+	if (sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER |
+			SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, NULL) == 0 || errno != EFAULT) {
+		set_why(xstrdup("the kernel's seccomp user notification predates Linux 5.19"));
+		return -EOPNOTSUPP;
+	}
+	nn.notif_size = MAX(sizes.seccomp_notif, sizeof(struct seccomp_notif));
+	nn.resp_size = MAX(sizes.seccomp_notif_resp, sizeof(struct seccomp_notif_resp));
+	return 0;
+}
+
+int sandbox_netnotif_start(struct tc_loop *loop)
+{
+	if (nn.loop)
+		return nn.on ? 0 : -EOPNOTSUPP;
+	nn.loop = loop;
+	for (size_t i = 0; i < NN_LISTENERS; i++)
+		nn.l[i].fd = -1;
+	int r = probe();
+	nn.on = r == 0;
+	if (nn.on)
+		set_why(NULL);
+	return r;
+}
+
+bool sandbox_netnotif_on(void)
+{
+	return nn.on;
+}
+
+const char *sandbox_netnotif_why(void)
+{
+	return nn.why ? nn.why : nn.on ? "" : "not started";
+}
+
+/* Forgets what a watched call recorded, keeping it watched. */
+static void call_clear(struct nn_call *c)
+{
+	for (unsigned i = 0; i < c->n; i++)
+		free(c->what[i]);
+	c->n = 0;
+	c->attempts = c->others = 0;
+}
+
+static void listener_close(struct nn_listener *l)
+{
+	l->io = tc_io_free(l->io);
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+}
+
+void sandbox_netnotif_stop(void)
+{
+	for (size_t i = 0; i < NN_LISTENERS; i++)
+		if (nn.loop)
+			listener_close(&nn.l[i]);
+	for (size_t i = 0; i < NN_CALLS; i++) {
+		call_clear(&nn.calls[i]);
+		nn.calls[i].pid = 0;
+	}
+	set_why(NULL);
+	nn.loop = NULL;
+	nn.on = false;
+}
+
+static struct nn_call *call_find(pid_t pid)
+{
+	for (size_t i = 0; pid > 0 && i < NN_CALLS; i++)
+		if (nn.calls[i].pid == pid)
+			return &nn.calls[i];
+	return NULL;
+}
+
+void sandbox_netnotif_watch(pid_t pid)
+{
+	if (!nn.on || pid <= 0)
+		return;
+	struct nn_call *c = call_find(pid);
+	for (size_t i = 0; i < NN_CALLS && !c; i++)
+		if (!nn.calls[i].pid)
+			c = &nn.calls[i];
+	if (!c) {
+		nn.unwatched++;
+		return;
+	}
+	call_clear(c);
+	c->pid = pid;
+}
+
+void sandbox_netnotif_forget(pid_t pid)
+{
+	struct nn_call *c = call_find(pid);
+	if (!c)
+		return;
+	call_clear(c);
+	c->pid = 0;
+}
+
+char *sandbox_netnotif_take(pid_t pid)
+{
+	struct nn_call *c = call_find(pid);
+	if (!c || !c->n)
+		return NULL;
+	struct buf b = {0};
+	for (unsigned i = 0; i < c->n; i++)
+		buf_printf(&b, "%s%s", i ? ", " : "", c->what[i]);
+	if (c->others)
+		buf_printf(&b, " and %" PRIu64 " more attempt%s elsewhere", c->others, c->others == 1 ? "" : "s");
+	if (c->attempts > c->n + c->others)
+		buf_printf(&b, " (%" PRIu64 " attempts in all)", c->attempts);
+	buf_puts(&b, " refused: this tool has no network");
+	call_clear(c);
+	return buf_steal(&b);
+}
+
+/* The call whose child task (a thread id) descends from: its thread
+ * group, then parents, up to a watched child. */
+static struct nn_call *call_of(pid_t task)
+{
+	pid_t pid = task;
+	for (int depth = 0; depth < NN_DEPTH && pid > 1; depth++) {
+		char path[64], st[4096];
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+		if (read_small(AT_FDCWD, path, st, sizeof(st)) <= 0)
+			return NULL;
+		const char *tg = strstr(st, "\nTgid:");
+		const char *pp = strstr(st, "\nPPid:");
+		if (!tg || !pp)
+			return NULL;
+		pid_t tgid = (pid_t)atoi(tg + 6);
+		struct nn_call *c = call_find(tgid);
+		if (c)
+			return c;
+		pid = (pid_t)atoi(pp + 6);
+	}
+	return NULL;
+}
+
+/* Records one attempt for the call of task. */
+static void record(pid_t task, const char *what)
+{
+	struct nn_call *c = call_of(task);
+	if (!c) {
+		nn.unmatched++;
+		return;
+	}
+	c->attempts++;
+	nn.recorded++;
+	for (unsigned i = 0; i < c->n; i++)
+		if (strcmp(c->what[i], what) == 0)
+			return;
+	if (c->n < NN_SHOWN)
+		c->what[c->n++] = xstrdup(what);
+	else
+		c->others++;
+}
+
+/* Reads n bytes at addr of task into buf; false if they cannot be. */
+static bool peek(pid_t task, uint64_t addr, void *buf, size_t n)
+{
+	struct iovec local = { .iov_base = buf, .iov_len = n };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = n };
+	return addr && process_vm_readv(task, &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
+/* Reads the address a system call names (addr, len) into ss; its family,
+ * or -1 when it cannot be read. */
+static int read_addr(pid_t task, uint64_t addr, uint64_t len, struct sockaddr_storage *ss)
+{
+	if (!addr || len < sizeof(sa_family_t))
+		return -1;
+	size_t n = (size_t)MIN(len, (uint64_t)sizeof(struct sockaddr_in6));
+	memset(ss, 0, sizeof(*ss));
+	if (!peek(task, addr, ss, n))
+		return -1;
+	if ((ss->ss_family == AF_INET && n < sizeof(struct sockaddr_in)) ||
+	    (ss->ss_family == AF_INET6 && n < 24))	/* RFC 2133's, without the scope */
+		return AF_UNSPEC;
+	return ss->ss_family;
+}
+
+/* "1.1.1.1:80", "[2606:4700::1111]:443". */
+static void addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(out, size, "%s:%u", host, ntohs(in->sin_port));
+	} else {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(out, size, "[%s]:%u", host, ntohs(in6->sin6_port));
+	}
+}
+
+/* Answers a socket() of AF_INET or AF_INET6: an AF_UNIX socket of the
+ * same type and flags, or EACCES (what the filter answers without
+ * notification) for a type that has none. */
+static void on_socket(int fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp)
+{
+	int type = (int)(req->data.args[1] & 0xf);
+	int flags = (int)(req->data.args[1] & ~(uint64_t)0xf);
+	resp->error = -EACCES;
+	if ((type != SOCK_STREAM && type != SOCK_DGRAM) || (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)))
+		return;
+	_cleanup_close_ int s = socket(AF_UNIX, type | SOCK_CLOEXEC | (flags & SOCK_NONBLOCK), 0);
+	if (s < 0)
+		return;
+	struct seccomp_notif_addfd add = {
+		.id = req->id,
+		.flags = SECCOMP_ADDFD_FLAG_SEND,
+		.srcfd = (uint32_t)s,
+		.newfd_flags = (flags & SOCK_CLOEXEC) ? O_CLOEXEC : 0,
+	};
+	/* Sent with the fd: the notification is answered, or its task is
+	 * gone. */
+	if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ADDFD, &add) >= 0 || errno == ENOENT) {
+		nn.sockets++;
+		resp->id = 0;
+	}
+}
+
+/* Answers a connect(), sendto() with a destination, or sendmsg(). */
+static void on_send(int fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp)
+{
+	const char *verb = "connect to";
+	uint64_t addr = req->data.args[1], len = req->data.args[2];
+	if (req->data.nr == SYS_sendto) {
+		verb = "sending to";
+		addr = req->data.args[4];
+		len = req->data.args[5];
+	} else if (req->data.nr == SYS_sendmsg) {
+		struct msghdr mh;
+		verb = "sending to";
+		if (!peek(req->pid, req->data.args[1], &mh, sizeof(mh))) {
+			addr = 0;
+			nn.unread++;
+		} else {
+			addr = (uint64_t)(uintptr_t)mh.msg_name;
+			len = mh.msg_namelen;
+		}
+	}
+	struct sockaddr_storage ss;
+	int family = read_addr(req->pid, addr, len, &ss);
+	if (family != AF_INET && family != AF_INET6) {
+		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		return;
+	}
+	/* What was read is the task's while it still waits. */
+	if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+		nn.gone++;
+		resp->id = 0;
+		return;
+	}
+	char where[INET6_ADDRSTRLEN + 16], what[sizeof(where) + 16];
+	addr_text(&ss, where, sizeof(where));
+	snprintf(what, sizeof(what), "%s %s", verb, where);
+	record(req->pid, what);
+	resp->error = -ENETUNREACH;
+}
+
+/* Handles what a listener has pending, NN_BATCH at most; closes it when
+ * its filter has no task left. */
+static void on_listener(void *arg, int revents)
+{
+	(void)revents;
+	struct nn_listener *l = arg;
+	_cleanup_free_ struct seccomp_notif *req = xcalloc(1, nn.notif_size);
+	_cleanup_free_ struct seccomp_notif_resp *resp = xcalloc(1, nn.resp_size);
+	for (int k = 0; k < NN_BATCH; k++) {
+		struct pollfd p = { .fd = l->fd, .events = POLLIN };
+		if (poll(&p, 1, 0) <= 0)
+			return;
+		if (!(p.revents & POLLIN)) {
+			if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+				listener_close(l);
+			return;
+		}
+		memset(req, 0, nn.notif_size);
+		if (ioctl(l->fd, SECCOMP_IOCTL_NOTIF_RECV, req) < 0) {
+			if (errno == ENOENT || errno == EINTR)
+				continue;	/* its task was killed since */
+			listener_close(l);
+			return;
+		}
+		nn.notifications++;
+		memset(resp, 0, nn.resp_size);
+		resp->id = req->id;
+		if (req->data.nr == SYS_socket)
+			on_socket(l->fd, req, resp);
+		else
+			on_send(l->fd, req, resp);
+		if (resp->id && ioctl(l->fd, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0)
+			nn.gone++;	/* its task was killed since */
+	}
+}
+
+int sandbox_netnotif_add(int fd)
+{
+	struct nn_listener *l = NULL;
+	for (size_t i = 0; i < NN_LISTENERS && !l; i++)
+		if (nn.l[i].fd < 0)
+			l = &nn.l[i];
+	if (!nn.on || !l || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+		close(fd);
+		return nn.on && l ? -errno : -EBUSY;
+	}
+	l->fd = fd;
+	l->io = tc_io_new(nn.loop, fd, TC_IO_READ, on_listener, l);
+	tc_io_start(l->io);
+	return 0;
+}
+
+void sandbox_netnotif_write_stats(struct jgen *g)
+{
+	unsigned listeners = 0, watched = 0;
+	for (size_t i = 0; i < NN_LISTENERS; i++)
+		listeners += nn.l[i].fd >= 0;
+	for (size_t i = 0; i < NN_CALLS; i++)
+		watched += nn.calls[i].pid > 0;
+	jgen_key(g, "sandboxNetworkNotes");
+	jgen_obj_open(g);
+	jgen_kv_bool(g, "on", nn.on);
+	if (!nn.on)
+		jgen_kv_str(g, "why", sandbox_netnotif_why());
+	jgen_kv_int(g, "listeners", listeners);
+	jgen_kv_int(g, "watched", watched);
+	jgen_kv_int(g, "notifications", (int64_t)nn.notifications);
+	jgen_kv_int(g, "recorded", (int64_t)nn.recorded);
+	jgen_kv_int(g, "sockets", (int64_t)nn.sockets);
+	jgen_kv_int(g, "gone", (int64_t)nn.gone);
+	jgen_kv_int(g, "unread", (int64_t)nn.unread);
+	jgen_kv_int(g, "unmatched", (int64_t)nn.unmatched);
+	jgen_kv_int(g, "unwatched", (int64_t)nn.unwatched);
+	jgen_obj_close(g);
+}

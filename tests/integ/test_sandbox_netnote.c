@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The note of a tool without network names where it tried to go, as the
+ * daemon saw it (lib/sandbox/netnotif.c), with the real daemon: bash's
+ * /dev/tcp to an IPv4 and an IPv6 address, a grandchild's connect, a
+ * loopback connect (refused too: such a tool has no network at all),
+ * none for an AF_UNIX connect; a call that connects 1000 times gets a
+ * bounded note while another client is answered; tools with network
+ * "proxy" or true are not touched.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define AUTO "\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
+
+static const char *text_of(const struct json *r)
+{
+	const char *t = tj_str(r, "result.content.0.text");
+	return t ? t : "";
+}
+
+/* Starts a daemon; skips when its children do not go through a spawner
+ * that hands it their network calls. */
+static struct tcc *start(struct tcd *d, const char *more)
+{
+	char *cfg = xasprintf("{" AUTO "%s}", more);
+	tcd_start(d, cfg);
+	free(cfg);
+	struct tcc *c = tcc_connect(d);
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	if (!tj_bool(st, "result.sandboxNetworkNotes.on")) {
+		char *why = xstrdup(tj_str(st, "result.sandboxNetworkNotes.why") ?: "?");
+		tcc_close(c);
+		tcd_free(d);
+		tc_skip_note("the daemon does not see the network calls here: %s", why);
+		free(why);
+		return NULL;
+	}
+	/* The first call of a plan starts its child directly while the
+	 * mount namespace of the next is made ahead; the next ones go
+	 * through the spawner. */
+	tc_assert_ok(tcc_shell(c, "true"));
+	tc_assert_ok(tcc_shell(c, "true"));
+	return c;
+}
+
+/* Skips unless the shell's child went through a listener. */
+static bool need_listener(struct tcd *d, struct tcc *c)
+{
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	if (tj_int(st, "result.sandboxNetworkNotes.listeners") >= 1)
+		return true;
+	char *log = tcd_log(d);
+	tc_skip_note("no spawner hands network calls to the daemon here: %s", log);
+	free(log);
+	tcc_close(c);
+	tcd_free(d);
+	return false;
+}
+
+START_TEST(connect_named)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs bash");
+	struct tcd d;
+	struct tcc *c = start(&d, "");
+	if (!c)
+		return;
+	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+	if (!need_listener(&d, c))
+		return;
+	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network (profile"),
+		      "%s", text_of(r));
+	ck_assert_msg(!strstr(text_of(r), "may have been"), "%s", text_of(r));
+	/* IPv6, by a grandchild (bash started by sh), and a thread's own
+	 * task is mapped the same way. */
+	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/2606:4700:4700::1111/443'; exit 3");
+	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to [2606:4700:4700::1111]:443 refused: this tool has no "
+					 "network"),
+		      "%s", text_of(r));
+	/* Loopback is refused as well (no socket of the network at all). */
+	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
+	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 127.0.0.1:9 refused: this tool has no network"), "%s",
+		      text_of(r));
+	/* The note is the call's own: the next failing call has none. */
+	r = tcc_shell(c, "exit 4");
+	ck_assert_msg(!strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+	/* A sendto() with a destination (UDP), where python is. */
+	if (access("/usr/bin/python3", X_OK) == 0) {
+		r = tcc_shell(c, "python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+				 "s.sendto(b\"x\", (\"9.9.9.9\", 53))'");
+		ck_assert_msg(strstr(text_of(r), "[sandbox] sending to 9.9.9.9:53 refused: this tool has no network"),
+			      "%s", text_of(r));
+	}
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* An AF_UNIX connect (refused by the file system, not the sandbox) and
+ * sendmsg() on AF_UNIX go on as before, with no network note. */
+START_TEST(unix_connect_not_named)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (access("/usr/bin/python3", X_OK) < 0)
+		TC_SKIP("needs python3");
+	struct tcd d;
+	struct tcc *c = start(&d, "");
+	if (!c)
+		return;
+	const struct json *r = tcc_shell(c,
+		"python3 -c 'import socket\n"
+		"a, b = socket.socketpair()\n"
+		"a.sendmsg([b\"hi\"]); print(b.recv(2))\n"
+		"s = socket.socket(socket.AF_UNIX)\n"
+		"s.connect(\"/nonexistent/sock\")'");
+	if (!need_listener(&d, c))
+		return;
+	ck_assert_msg(strstr(text_of(r), "b'hi'") && strstr(text_of(r), "No such file or directory"), "%s",
+		      text_of(r));
+	ck_assert_msg(!strstr(text_of(r), "this tool has no network"), "%s", text_of(r));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* 1000 connects: the note names the destinations once each and counts
+ * the attempts; the daemon answers another client meanwhile. */
+START_TEST(connect_flood_bounded)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs bash");
+	struct tcd d;
+	struct tcc *c = start(&d, "");
+	if (!c)
+		return;
+	struct tcc *other = tcc_connect(&d);
+	char *args = xasprintf("{\"command\":%s}",
+			       "\"bash -c 'for i in $(seq 1000); do (exec 3<>/dev/tcp/10.0.$((i % 7)).1/80) 2>/dev/null; "
+			       "done; exec 3<>/dev/tcp/1.1.1.1/80'\"");
+	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":%s}", args));
+	free(args);
+	/* While it runs, another client is answered. */
+	ck_assert(tcd_wait_stat(&d, "result.sandboxNetworkNotes.recorded", 50, 30000));
+	const struct json *p = tcc_request_t(other, "ping", NULL, 5000);
+	ck_assert_msg(tj(p, "result"), "ping unanswered while a child floods");
+	char idt[32];
+	snprintf(idt, sizeof(idt), "%" PRId64, id);
+	const struct json *r = tcc_wait_id(c, idt, 120000);
+	ck_assert_msg(r, "the flooding call did not end");
+	const char *t = text_of(r);
+	ck_assert_msg(strstr(t, "[sandbox] connect to 10.0.1.1:80, connect to 10.0.2.1:80, connect to 10.0.3.1:80, "
+				"connect to 10.0.4.1:80 and 429 more attempts elsewhere (1001 attempts in all) "
+				"refused: this tool has no network"),
+		      "%s", t);
+	ck_assert_int_lt((long)strlen(t), 4096);
+	tcc_close(other);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* network true: the same connect goes out to the network as before (or
+ * fails by the machine's network), never with this note. */
+START_TEST(network_tools_untouched)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs bash");
+	struct tcd d;
+	struct tcc *c = start(&d, ",\"sandbox\":{\"network\":true}");
+	if (!c)
+		return;
+	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
+	ck_assert_msg(strstr(text_of(r), "Connection refused") && !strstr(text_of(r), "this tool has no network"),
+		      "%s", text_of(r));
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.notifications"), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sandbox_netnote");
+	TCase *tc = tcase_create("netnote");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, connect_named);
+	tcase_add_test(tc, unix_connect_not_named);
+	tcase_add_test(tc, connect_flood_bounded);
+	tcase_add_test(tc, network_tools_untouched);
+	suite_add_tcase(s, tc);
+	return run_suite(s);
+}
