@@ -1283,9 +1283,12 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	};
 	if (!run || run->profile == SANDBOX_OFF)
 		return NULL;
-	bool other = false;
+	bool other = false, net_worded = false;
 	for (size_t i = 0; i < ELEMENTSOF(others) && !other; i++)
 		other = has(err, n, others[i]);
+	/* others[1...]: the network's words, for a tool without any. */
+	for (size_t i = 1; i < ELEMENTSOF(others) && !run->network && !run->net && !net_worded; i++)
+		net_worded = has(err, n, others[i]);
 	/* Behind the proxy, whatever is not the proxy is refused so. */
 	if (run->net && !other)
 		other = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
@@ -1310,7 +1313,10 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
 			 "that, or ask the user to loosen the tool's sandbox.",
 			 net ? net : "", net && paths ? "; the sandbox refused " : paths ? "The sandbox refused " : "",
-			 paths ? paths : "", net || paths ? "" : "This may have been refused by the sandbox",
+			 paths ? paths : "",
+			 net || paths	? ""
+			 : net_worded	? "This may have been refused by the sandbox: this tool has no network"
+					: "This may have been refused by the sandbox",
 			 sandbox_profile_name(run->profile),
 			 run->profile == SANDBOX_WORKSPACE_WRITE
 				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"
