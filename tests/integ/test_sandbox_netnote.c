@@ -233,6 +233,58 @@ START_TEST(network_tools_untouched)
 }
 END_TEST
 
+/* network "proxy" (a root daemon: a namespace of loopback only): the
+ * connect is the namespace's to refuse, never handed to the daemon. */
+START_TEST(proxy_tools_untouched)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (geteuid() != 0 || access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs a root daemon (a network namespace per call) and bash");
+	struct tcd d;
+	struct tcc *c = start(&d, ",\"sandbox\":{\"network\":\"proxy\"}");
+	if (!c)
+		return;
+	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
+	if (!tj_str(r, "result.structuredContent.sandbox.network")) {
+		tcc_close(c);
+		tcd_free(&d);
+		TC_SKIP("no network namespace here: %s", text_of(r));
+	}
+	ck_assert_msg(strstr(text_of(r), "Connection refused") && !strstr(text_of(r), "this tool has no network"),
+		      "%s", text_of(r));
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.notifications"), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A process a call leaves behind, connecting after the call ended (the
+ * call's end takes its tree down): named in no later call's note, and
+ * the daemon answers. */
+START_TEST(after_the_call_not_misplaced)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs bash");
+	struct tcd d;
+	struct tcc *c = start(&d, "");
+	if (!c)
+		return;
+	const struct json *r = tcc_shell(c, "setsid bash -c 'sleep 1; exec 3<>/dev/tcp/1.1.1.1/80' "
+					    ">/dev/null 2>&1 </dev/null &");
+	tc_assert_ok(r);
+	r = tcc_shell(c, "sleep 2; exit 5");
+	ck_assert_msg(!strstr(text_of(r), "1.1.1.1"), "%s", text_of(r));
+	const struct json *p = tcc_request_t(c, "ping", NULL, 5000);
+	ck_assert_msg(tj(p, "result"), "ping unanswered");
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sandbox_netnote");
@@ -243,6 +295,8 @@ int main(void)
 	tcase_add_test(tc, direct_start_hedged);
 	tcase_add_test(tc, connect_flood_bounded);
 	tcase_add_test(tc, network_tools_untouched);
+	tcase_add_test(tc, proxy_tools_untouched);
+	tcase_add_test(tc, after_the_call_not_misplaced);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
