@@ -104,6 +104,15 @@ START_TEST(connect_named)
 				 "s.sendto(b\"x\", (\"9.9.9.9\", 53))'");
 		ck_assert_msg(strstr(text_of(r), "[sandbox] sending to 9.9.9.9:53 refused: this tool has no network"),
 			      "%s", text_of(r));
+		/* A thread's connect (its task is not the process's). */
+		r = tcc_shell(c, "python3 -c 'import socket, threading\n"
+				 "def f():\n"
+				 "    try: socket.create_connection((\"8.8.4.4\", 853), timeout=5)\n"
+				 "    except OSError as e: print(e)\n"
+				 "t = threading.Thread(target=f); t.start(); t.join(); raise SystemExit(2)'");
+		ck_assert_msg(strstr(text_of(r), "Network is unreachable") &&
+				      strstr(text_of(r), "[sandbox] connect to 8.8.4.4:853 refused: this tool has no network"),
+			      "%s", text_of(r));
 	}
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
