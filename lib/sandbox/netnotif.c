@@ -8,21 +8,25 @@
  * per spawner (SECCOMP_FILTER_FLAG_NEW_LISTENER), passed to the daemon
  * when the spawner starts and watched here on the loop.
  *
- * Enforcement stays the filter's: such a child has no AF_INET or AF_INET6
- * socket. Its socket() of one is answered with an AF_UNIX socket of the
- * same type (SECCOMP_IOCTL_NOTIF_ADDFD), which reaches no network, only
- * so that the program goes on to say where it meant to connect. That
- * connect() (or sendto(), sendmsg() with a name) is read from the
- * child's memory, recorded ("connect to 1.1.1.1:80") for the call whose
- * child the notifying task descends from, and refused (ENETUNREACH) when
- * its address is AF_INET or AF_INET6; any other is let through
- * (SECCOMP_USER_NOTIF_FLAG_CONTINUE). Continuing grants nothing: the
- * kernel then does what it would have done without this filter, on a
- * socket that cannot be of the network (the child could make none), and
- * an address the child rewrote after it was read (the kernel reads it
- * again) is one such a socket refuses. The address is what the child
- * asked; a task that is gone when it has been read
- * (SECCOMP_IOCTL_NOTIF_ID_VALID) is dropped.
+ * Enforcement stays the filter's and a namespace's: such a child gets no
+ * socket of the daemon's network. Its socket() of AF_INET or AF_INET6 is
+ * answered (SECCOMP_IOCTL_NOTIF_ADDFD) with a socket of the same type made
+ * in an empty network namespace (no interface up, not even loopback;
+ * made once), where options of the network can be set but nothing can be
+ * reached, only so that the program goes on to say where it meant to go
+ * (a resolver sets IP_RECVERR first, and would give up on an AF_UNIX
+ * socket). That connect() (or sendto(), sendmsg() with a name) is read
+ * from the child's memory, recorded ("connect to 1.1.1.1:80") for the
+ * call whose child the notifying task descends from, and refused
+ * (ENETUNREACH) when its address is AF_INET or AF_INET6; any other is let
+ * through (SECCOMP_USER_NOTIF_FLAG_CONTINUE). Continuing grants nothing:
+ * the kernel then does what it would have done without this filter, on
+ * a socket that cannot reach the network (the child could make none but
+ * in the empty namespace), and an address the child rewrote after it was
+ * read (the kernel reads it again) is one only that namespace sees. A
+ * task that is gone when its address has been read
+ * (SECCOMP_IOCTL_NOTIF_ID_VALID) is dropped. Where no namespace can be
+ * made, an AF_UNIX socket stands in.
  *
  * The daemon never waits here: each receive follows a poll of no time
  * that said one is pending (SECCOMP_IOCTL_NOTIF_RECV has no non-blocking
@@ -43,6 +47,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +90,10 @@ static struct {
 	struct nn_listener l[NN_LISTENERS];
 	struct nn_call calls[NN_CALLS];
 	size_t notif_size, resp_size;
+	int dead_ns, own_ns;	/* the empty network namespace, the daemon's */
+	bool dead_tried;
 	uint64_t notifications, recorded, sockets, gone, unread, unmatched, unwatched;
-} nn;
+} nn = { .dead_ns = -1, .own_ns = -1 };
 
 /* A seccomp() with its arguments, as the kernel's headers define it. */
 static long sys_seccomp(unsigned op, unsigned flags, void *arg)
@@ -180,6 +188,10 @@ void sandbox_netnotif_stop(void)
 	set_why(NULL);
 	nn.loop = NULL;
 	nn.on = false;
+	closep(&nn.dead_ns);
+	closep(&nn.own_ns);
+	nn.dead_ns = nn.own_ns = -1;
+	nn.dead_tried = false;
 }
 
 static struct nn_call *call_find(pid_t pid)
@@ -313,17 +325,59 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
 	}
 }
 
-/* Answers a socket() of AF_INET or AF_INET6: an AF_UNIX socket of the
- * same type and flags, or EACCES (what the filter answers without
- * notification) for a type that has none. */
+/* Makes the empty network namespace (a thread's, which it leaves
+ * behind): its fd, or -1 where the daemon may not. */
+static void *dead_make(void *arg)
+{
+	int *ret = arg;
+	if (unshare(CLONE_NEWNET) == 0)
+		*ret = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	return NULL;
+}
+
+/* A socket of family and type in the empty network namespace, made once
+ * (no interface up, not even loopback: it reaches nothing, and nothing
+ * reaches it); -1 where there is none (then an AF_UNIX socket stands in,
+ * on which programs that set options of the network give up before
+ * they connect). The loop's thread enters it for the socket() only. */
+static int dead_socket(int family, int type, int protocol)
+{
+	if (!nn.dead_tried) {
+		nn.dead_tried = true;
+		pthread_t t;
+		nn.own_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		if (nn.own_ns >= 0 && pthread_create(&t, NULL, dead_make, &nn.dead_ns) == 0)
+			(void)pthread_join(t, NULL);
+	}
+	if (nn.dead_ns < 0 || nn.own_ns < 0 || setns(nn.dead_ns, CLONE_NEWNET) < 0)
+		return -1;
+	int s = socket(family, type, protocol);
+	int e = errno;
+	/* Staying there would cut the daemon off: never. */
+	if (setns(nn.own_ns, CLONE_NEWNET) < 0)
+		abort();
+	errno = e;
+	return s;
+}
+
+/* Answers a socket() of AF_INET or AF_INET6 (of type stream or datagram,
+ * TCP or UDP) with one of the empty network namespace, of the same type
+ * and flags, else EACCES (what the filter answers without
+ * notification). */
 static void on_socket(int fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp)
 {
+	int family = (int)req->data.args[0];
 	int type = (int)(req->data.args[1] & 0xf);
 	int flags = (int)(req->data.args[1] & ~(uint64_t)0xf);
+	uint64_t protocol = req->data.args[2];
 	resp->error = -EACCES;
-	if ((type != SOCK_STREAM && type != SOCK_DGRAM) || (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)))
+	if ((type != SOCK_STREAM && type != SOCK_DGRAM) || (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) ||
+	    (protocol != 0 && protocol != (type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
 		return;
-	_cleanup_close_ int s = socket(AF_UNIX, type | SOCK_CLOEXEC | (flags & SOCK_NONBLOCK), 0);
+	int own = type | SOCK_CLOEXEC | (flags & SOCK_NONBLOCK);
+	_cleanup_close_ int s = dead_socket(family, own, (int)protocol);
+	if (s < 0)
+		s = socket(AF_UNIX, own, 0);
 	if (s < 0)
 		return;
 	struct seccomp_notif_addfd add = {
@@ -372,9 +426,13 @@ static void on_send(int fd, const struct seccomp_notif *req, struct seccomp_noti
 		resp->id = 0;
 		return;
 	}
-	char where[INET6_ADDRSTRLEN + 16], what[sizeof(where) + 16];
+	char where[INET6_ADDRSTRLEN + 16], what[sizeof(where) + 32];
 	addr_text(&ss, where, sizeof(where));
-	snprintf(what, sizeof(what), "%s %s", verb, where);
+	/* Port 53: the name server, which a lookup of a name tries first
+	 * ("Could not resolve host"). */
+	uint16_t port = ntohs(ss.ss_family == AF_INET ? ((const struct sockaddr_in *)(const void *)&ss)->sin_port
+						      : ((const struct sockaddr_in6 *)(const void *)&ss)->sin6_port);
+	snprintf(what, sizeof(what), "%s %s%s", verb, where, port == 53 ? " (DNS)" : "");
 	record(req->pid, what);
 	resp->error = -ENETUNREACH;
 }

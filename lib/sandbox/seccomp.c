@@ -168,8 +168,9 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
  * The no-network program of a spawner whose listener the daemon watches
  * (lib/sandbox/netnotif.c): socket() of AF_INET and AF_INET6 (2 and 10)
  * goes to the daemon, which answers with a socket that reaches no
- * network, and so do connect(), sendto() with a destination and
- * sendmsg(), so that the daemon sees where the child meant to go. Every
+ * network, and so do connect() and sendto() with an address of the
+ * network's length, and sendmsg() (its address is in memory), so that
+ * the daemon sees where the child meant to go. Every
  * other family keeps its EACCES. sendmsg() on the spawner's own socket
  * (SANDBOX_SPAWNER_SOCK_FD) is not handed over: the spawner answers the
  * daemon with it while the daemon waits for that answer (its children
@@ -200,12 +201,25 @@ static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET))) < 0 ||
 	    (r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6))) < 0)
 		return r;
-	*ret_what = "connect";
-	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 0)) < 0)
-		return r;
-	*ret_what = "sendto";
-	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 1, SCMP_A4(SCMP_CMP_NE, 0, 0))) < 0)
-		return r;
+	/* Only an address length an AF_INET or AF_INET6 address has (16,
+	 * 24 or 28, in 16-31; or sockaddr_storage's 128): AF_UNIX ones
+	 * (nscd's, 110 bytes) and AF_NETLINK ones (12) go on without a
+	 * round trip to the daemon. One of the network with another length
+	 * is refused by its socket, which reaches no network, without a
+	 * note. The kernel reads the length as an int: the low 32 bits. */
+	static const struct {
+		uint64_t mask, value;
+	} lens[] = { { 0xfffffff0u, 16 }, { 0xffffffffu, 128 } };
+	for (size_t i = 0; i < ELEMENTSOF(lens); i++) {
+		*ret_what = "connect";
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 1,
+					  SCMP_A2(SCMP_CMP_MASKED_EQ, lens[i].mask, lens[i].value))) < 0)
+			return r;
+		*ret_what = "sendto";
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 2, SCMP_A4(SCMP_CMP_NE, 0, 0),
+					  SCMP_A5(SCMP_CMP_MASKED_EQ, lens[i].mask, lens[i].value))) < 0)
+			return r;
+	}
 	*ret_what = "sendmsg";
 	return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmsg), 1,
 				SCMP_A0(SCMP_CMP_NE, SANDBOX_SPAWNER_SOCK_FD, 0));

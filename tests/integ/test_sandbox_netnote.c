@@ -95,6 +95,15 @@ START_TEST(connect_named)
 	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
 	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 127.0.0.1:9 refused: this tool has no network"), "%s",
 		      text_of(r));
+	/* A name looked up: the name server it tried, where the machine
+	 * has one (its sockets are of the network, in a namespace where
+	 * they reach nothing, so the resolver goes as far as connecting). */
+	if (system("grep -q '^nameserver' /etc/resolv.conf") == 0 && access("/usr/bin/getent", X_OK) == 0) {
+		r = tcc_shell(c, "getent hosts example.com");
+		ck_assert_msg(strstr(text_of(r), ":53 (DNS)") &&
+				      strstr(text_of(r), "refused: this tool has no network (profile"),
+			      "%s", text_of(r));
+	}
 	/* The note is the call's own: the next failing call has none. */
 	r = tcc_shell(c, "exit 4");
 	ck_assert_msg(!strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
@@ -102,7 +111,7 @@ START_TEST(connect_named)
 	if (access("/usr/bin/python3", X_OK) == 0) {
 		r = tcc_shell(c, "python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
 				 "s.sendto(b\"x\", (\"9.9.9.9\", 53))'");
-		ck_assert_msg(strstr(text_of(r), "[sandbox] sending to 9.9.9.9:53 refused: this tool has no network"),
+		ck_assert_msg(strstr(text_of(r), "[sandbox] sending to 9.9.9.9:53 (DNS) refused: this tool has no network"),
 			      "%s", text_of(r));
 		/* A thread's connect (its task is not the process's). */
 		r = tcc_shell(c, "python3 -c 'import socket, threading\n"
