@@ -107,11 +107,16 @@ static void set_why(char *why)
 	nn.why = why;
 }
 
-/* Whether the kernel has all this needs: the action, the listener and
- * ADDFD (Linux 5.9; a kernel that knows SECCOMP_FILTER_FLAG_TSYNC_ESRCH,
- * 5.7, and ADDFD's ioctl is asked through its sizes call). */
+/* Whether the kernel has all this needs: the action, its sizes, and the
+ * listener's flags of Linux 5.19 (ADDFD and its SEND flag came before). */
 static int probe(void)
 {
+	/* As a kernel without it would be (tests, and a way out). */
+	const char *off = getenv("TOOLCALLD_NO_SECCOMP_NOTIFY");
+	if (off && *off && strcmp(off, "0") != 0) {
+		set_why(xstrdup("turned off by TOOLCALLD_NO_SECCOMP_NOTIFY"));
+		return -EOPNOTSUPP;
+	}
 	uint32_t action = SECCOMP_RET_USER_NOTIF;
 	if (sys_seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0) {
 		set_why(xasprintf("the kernel has no seccomp user notification (%s)", strerror(errno)));

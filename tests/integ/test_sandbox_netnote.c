@@ -303,6 +303,35 @@ START_TEST(after_the_call_not_misplaced)
 }
 END_TEST
 
+/* Where the kernel cannot (as TOOLCALLD_NO_SECCOMP_NOTIFY makes it): the
+ * log and admin/stats say so, and the note stays a guess. */
+START_TEST(without_notification_said)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	static const char *const env[] = { "TOOLCALLD_NO_SECCOMP_NOTIFY=1", NULL };
+	tcd_start_opts(&d, &(struct tcd_opts){ .config = "{" AUTO "}", .env = env });
+	ck_assert(tcd_wait_log(&d, "the network a tool without it tries is not seen (turned off by "
+				   "TOOLCALLD_NO_SECCOMP_NOTIFY)", 1, 5000));
+	struct tcc *c = tcc_connect(&d);
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	ck_assert(!tj_bool(st, "result.sandboxNetworkNotes.on"));
+	ck_assert_str_eq(tj_str(st, "result.sandboxNetworkNotes.why"), "turned off by TOOLCALLD_NO_SECCOMP_NOTIFY");
+	for (int i = 0; i < 3; i++) {
+		const struct json *r = tcc_shell(c, "echo 'curl: (6) Could not resolve host: example.com' >&2; "
+						    "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+		ck_assert_msg(strstr(text_of(r), "[sandbox] This may have been refused by the sandbox: this tool "
+						 "has no network (profile") && !strstr(text_of(r), "connect to"),
+			      "%s", text_of(r));
+	}
+	st = tcc_request(c, "admin/stats", NULL);
+	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.notifications"), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sandbox_netnote");
@@ -315,6 +344,7 @@ int main(void)
 	tcase_add_test(tc, network_tools_untouched);
 	tcase_add_test(tc, proxy_tools_untouched);
 	tcase_add_test(tc, after_the_call_not_misplaced);
+	tcase_add_test(tc, without_notification_said);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
