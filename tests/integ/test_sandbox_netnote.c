@@ -9,6 +9,8 @@
  * "proxy" or true are not touched.
  */
 #include <check.h>
+#include <dirent.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +305,70 @@ START_TEST(after_the_call_not_misplaced)
 }
 END_TEST
 
+/* The daemon's spawner (comm toolcalld-spawn), or 0. */
+static pid_t spawner_of(pid_t daemon)
+{
+	pid_t found = 0;
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	while (dir && !found && (e = readdir(dir))) {
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		int ppid = 0;
+		char *close_paren = strrchr(buf, ')');
+		if (strstr(buf, "(toolcalld-spawn)") && close_paren && sscanf(close_paren + 2, "%*c %d", &ppid) == 1 &&
+		    ppid == daemon)
+			found = atoi(e->d_name);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/* A spawner that is gone, with no child left: its listener is closed (the
+ * kernel says no task has its filter); the next spawner brings its own. */
+START_TEST(listener_closed_with_its_filter)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs bash");
+	struct tcd d;
+	struct tcc *c = start(&d, "");
+	if (!c)
+		return;
+	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+	if (!need_listener(&d, c))
+		return;
+	pid_t sp = spawner_of(d.pid);
+	ck_assert_int_gt(sp, 0);
+	ck_assert_int_eq(kill(sp, SIGKILL), 0);
+	int64_t n = -1;
+	for (int i = 0; i < 200 && n != 0; i++) {
+		n = tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.listeners");
+		if (n)
+			usleep(25000);
+	}
+	ck_assert_int_eq(n, 0);
+	/* The next calls start a new spawner, whose listener is watched. */
+	bool named = false;
+	for (int i = 0; i < 4 && !named; i++) {
+		r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+		named = strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused") != NULL;
+	}
+	ck_assert_msg(named, "%s", text_of(r));
+	ck_assert_int_eq(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.listeners"), 1);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 /* Where the kernel cannot (as TOOLCALLD_NO_SECCOMP_NOTIFY makes it): the
  * log and admin/stats say so, and the note stays a guess. */
 START_TEST(without_notification_said)
@@ -345,6 +411,7 @@ int main(void)
 	tcase_add_test(tc, proxy_tools_untouched);
 	tcase_add_test(tc, after_the_call_not_misplaced);
 	tcase_add_test(tc, without_notification_said);
+	tcase_add_test(tc, listener_closed_with_its_filter);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
