@@ -198,8 +198,8 @@ static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
 		if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, &cmp)) < 0)
 			return r;
 	}
-	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET))) < 0 ||
-	    (r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6))) < 0)
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET, 0))) < 0 ||
+	    (r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6, 0))) < 0)
 		return r;
 	/* Only an address length an AF_INET or AF_INET6 address has (16,
 	 * 24 or 28, in 16-31; or sockaddr_storage's 128): AF_UNIX ones
