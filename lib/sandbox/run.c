@@ -1266,9 +1266,10 @@ static char *paths_refused(const struct sandbox_run *run, const char *err, size_
 }
 
 /*
- * Tells the model what the sandbox refused: what Landlock's audit records
- * say it refused the child (kaudit.c), and the paths stderr names that
- * the plan and the kernel's state show it refused (refusal.c). Where
+ * Tells the model what the sandbox refused: where a child without network
+ * tried to go, as the daemon saw it (netnotif.c), what Landlock's audit
+ * records say it refused the child (kaudit.c), and the paths stderr names
+ * that the plan and the kernel's state show it refused (refusal.c). Where
  * neither can tell, stderr's wording of a refusal that no path decides
  * (a network error, "Operation not permitted", a refusal naming no path
  * that can be judged) still gives a line, saying it may have been the

@@ -385,7 +385,8 @@ void sandbox_netnotif_write_stats(struct jgen *g);
 void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid);
 
 /* For a failed call: the line telling the model what the sandbox refused
- * (Landlock's records, the paths err names judged against the plan) and
+ * (the network a child without it tried, Landlock's records, the paths
+ * err names judged against the plan) and
  * what the profile allows, or that it may have been the sandbox where
  * nothing decides; else NULL. */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
