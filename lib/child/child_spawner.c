@@ -59,7 +59,6 @@
 /* The spawner's socket and its /dev/null, the only fds it keeps (but
  * 0-2) between requests. */
 #define SPAWNER_SOCK_FD 3
-_Static_assert(SPAWNER_SOCK_FD == SANDBOX_SPAWNER_SOCK_FD, "the fd whose sendmsg() the filter leaves alone");
 #define SPAWNER_NULL_FD 4
 /* How long the daemon waits for a spawner's answer (a child's exec). */
 #define SPAWNER_ANSWER_MS 10000
@@ -274,9 +273,8 @@ static int parse(const char *buf, size_t n, const int *fds, unsigned n_fds, char
 }
 
 /* Says the spawner is ready (one byte, 1) or not (0), with the listener
- * of its program's notifications when it has one (SCM_RIGHTS; its
- * sendmsg() on this socket is never handed to the daemon, which waits
- * for this). */
+ * of its program's notifications when it has one (SCM_RIGHTS; the
+ * program hands no sendmsg() to the daemon, which waits for this). */
 static int say_ready(int sock, char ready, int listener)
 {
 	union {

@@ -3,8 +3,8 @@
  * What a tool without network tried to reach, seen by the daemon rather
  * than guessed from the child's stderr: the seccomp program a spawner
  * loads for children without network (seccomp.c) hands socket() of
- * AF_INET and AF_INET6, connect(), sendto() with a destination and
- * sendmsg() to the daemon (SECCOMP_RET_USER_NOTIF), through one listener
+ * AF_INET and AF_INET6, and connect() and sendto() with an address of
+ * the network's length, to the daemon (SECCOMP_RET_USER_NOTIF), through one listener
  * per spawner (SECCOMP_FILTER_FLAG_NEW_LISTENER), passed to the daemon
  * when the spawner starts and watched here on the loop.
  *
@@ -15,7 +15,7 @@
  * made once), where options of the network can be set but nothing can be
  * reached, only so that the program goes on to say where it meant to go
  * (a resolver sets IP_RECVERR first, and would give up on an AF_UNIX
- * socket). That connect() (or sendto(), sendmsg() with a name) is read
+ * socket). That connect() (or sendto()) is read
  * from the child's memory, recorded ("connect to 1.1.1.1:80") for the
  * call whose child the notifying task descends from, and refused
  * (ENETUNREACH) when its address is AF_INET or AF_INET6; any other is let
@@ -399,7 +399,7 @@ static void on_socket(int fd, const struct seccomp_notif *req, struct seccomp_no
 	}
 }
 
-/* Answers a connect(), sendto() with a destination, or sendmsg(). */
+/* Answers a connect() or sendto() with a destination. */
 static void on_send(int fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp)
 {
 	const char *verb = "connect to";
@@ -408,19 +408,10 @@ static void on_send(int fd, const struct seccomp_notif *req, struct seccomp_noti
 		verb = "sending to";
 		addr = req->data.args[4];
 		len = req->data.args[5];
-	} else if (req->data.nr == SYS_sendmsg) {
-		struct msghdr mh;
-		verb = "sending to";
-		if (!peek(req->pid, req->data.args[1], &mh, sizeof(mh))) {
-			addr = 0;
-			nn.unread++;
-		} else {
-			addr = (uint64_t)(uintptr_t)mh.msg_name;
-			len = mh.msg_namelen;
-		}
 	}
 	struct sockaddr_storage ss;
 	int family = read_addr(req->pid, addr, len, &ss);
+	nn.unread += family < 0 && addr;
 	if (family != AF_INET && family != AF_INET6) {
 		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 		return;

@@ -361,7 +361,7 @@ void sandbox_kaudit_write_stats(struct jgen *g);
 /*
  * What a child without network tried to reach, seen by the daemon
  * (netnotif.c): the spawners' programs hand its socket(), connect(),
- * sendto() and sendmsg() of the network to the daemon, which records them
+ * sendto() of the network to the daemon, which records them
  * for the call whose child (watched) the task descends from, and refuses
  * them. sandbox_netnotif_start(): 0, or a negative errno when the kernel
  * cannot (sandbox_netnotif_why() says why; spawners' programs are then
@@ -493,9 +493,6 @@ bool seccomp_prog_notifies(const void *spawner_prog);
 /* Loads the program; *ret_listener: its seccomp notification listener,
  * where the program hands calls to the daemon (netnotif.c), else -1. */
 int sandbox_spawner_setup(int cap_last, const void *spawner_prog, int *ret_listener);
-/* The fd of a spawner's socket to the daemon: the spawner's own
- * sendmsg() on it is not handed to the daemon (seccomp.c). */
-#define SANDBOX_SPAWNER_SOCK_FD 3
 int sandbox_child_apply_spawned(struct sandbox_child *c);
 
 /*

@@ -169,13 +169,12 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
  * (lib/sandbox/netnotif.c): socket() of AF_INET and AF_INET6 (2 and 10)
  * goes to the daemon, which answers with a socket that reaches no
  * network, and so do connect() and sendto() with an address of the
- * network's length, and sendmsg() (its address is in memory), so that
- * the daemon sees where the child meant to go. Every
- * other family keeps its EACCES. sendmsg() on the spawner's own socket
- * (SANDBOX_SPAWNER_SOCK_FD) is not handed over: the spawner answers the
- * daemon with it while the daemon waits for that answer (its children
- * keep that fd number unobserved, which can only lose a note: the
- * filter still lets them make no network socket).
+ * network's length, so that the daemon sees where the child meant to go.
+ * Every other family keeps its EACCES. sendmsg() is not handed over: its
+ * address is in memory, so every one would be, the AF_UNIX messages of
+ * programs that talk to their helpers (and the spawner's answers, which
+ * the daemon waits for) included; one to an address of the network, on
+ * such a socket, fails all the same (ENETUNREACH), only unnamed.
  */
 static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
 {
@@ -220,9 +219,7 @@ static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
 					  SCMP_A5(SCMP_CMP_MASKED_EQ, lens[i].mask, lens[i].value))) < 0)
 			return r;
 	}
-	*ret_what = "sendmsg";
-	return seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendmsg), 1,
-				SCMP_A0(SCMP_CMP_NE, SANDBOX_SPAWNER_SOCK_FD, 0));
+	return 0;
 }
 
 /* Adds the rules; returns 0 or a negative errno, *ret_what naming the

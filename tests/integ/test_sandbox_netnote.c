@@ -166,7 +166,8 @@ START_TEST(direct_start_hedged)
 END_TEST
 
 /* An AF_UNIX connect (refused by the file system, not the sandbox) and
- * sendmsg() on AF_UNIX go on as before, with no network note. */
+ * sendmsg() go on as before, with no network note, and sendmsg() is
+ * not handed to the daemon. */
 START_TEST(unix_connect_not_named)
 {
 	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
@@ -178,7 +179,9 @@ START_TEST(unix_connect_not_named)
 		return;
 	const struct json *r = tcc_shell(c,
 		"python3 -c 'import socket\n"
+		"x = [open(\"/dev/null\") for i in range(4)]\n"
 		"a, b = socket.socketpair()\n"
+		"for i in range(100): a.sendmsg([b\"hi\"]); b.recv(2)\n"
 		"a.sendmsg([b\"hi\"]); print(b.recv(2))\n"
 		"s = socket.socket(socket.AF_UNIX)\n"
 		"s.connect(\"/nonexistent/sock\")'");
@@ -187,6 +190,9 @@ START_TEST(unix_connect_not_named)
 	ck_assert_msg(strstr(text_of(r), "b'hi'") && strstr(text_of(r), "No such file or directory"), "%s",
 		      text_of(r));
 	ck_assert_msg(!strstr(text_of(r), "this tool has no network"), "%s", text_of(r));
+	/* The connect's address length (20) is one the network's could
+	 * have: that one was handed over, none of the 101 messages. */
+	ck_assert_int_le(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.notifications"), 2);
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
