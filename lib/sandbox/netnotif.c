@@ -173,6 +173,8 @@ static void call_clear(struct nn_call *c)
 	c->attempts = c->others = 0;
 }
 
+/* Stops watching a listener and closes it: its filter's tasks, if any
+ * were left, would get ENOSYS for what it hands over. */
 static void listener_close(struct nn_listener *l)
 {
 	l->io = tc_io_free(l->io);
@@ -199,6 +201,7 @@ void sandbox_netnotif_stop(void)
 	nn.dead_tried = false;
 }
 
+/* The watched call whose child is pid, or NULL. */
 static struct nn_call *call_find(pid_t pid)
 {
 	for (size_t i = 0; pid > 0 && i < NN_CALLS; i++)
