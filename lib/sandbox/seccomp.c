@@ -174,7 +174,11 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
  * address is in memory, so every one would be, the AF_UNIX messages of
  * programs that talk to their helpers (and the spawner's answers, which
  * the daemon waits for) included; one to an address of the network, on
- * such a socket, fails all the same (ENETUNREACH), only unnamed.
+ * such a socket, fails all the same (ENETUNREACH), only unnamed. The
+ * spawner itself, and its child until exec, make none of these calls
+ * (recvmsg, sendmsg, clone, and the plan's steps): the daemon waits for
+ * their answers without running its loop, and would answer none
+ * meanwhile.
  */
 static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
 {
