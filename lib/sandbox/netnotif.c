@@ -77,6 +77,7 @@ struct nn_listener {
 
 struct nn_call {
 	pid_t pid;		/* the call's child; 0: free */
+	char *cgroup;		/* the name of its cgroup (the last component), or NULL */
 	char *what[NN_SHOWN];
 	unsigned n;
 	uint64_t attempts;	/* in all */
@@ -92,7 +93,7 @@ static struct {
 	size_t notif_size, resp_size;
 	int dead_ns, own_ns;	/* the empty network namespace, the daemon's */
 	bool dead_tried;
-	uint64_t notifications, recorded, sockets, gone, unread, unmatched, unwatched;
+	uint64_t notifications, recorded, by_cgroup, sockets, gone, unread, unmatched, unwatched;
 } nn = { .dead_ns = -1, .own_ns = -1 };
 
 /* A seccomp() with its arguments, as the kernel's headers define it. */
@@ -191,6 +192,8 @@ void sandbox_netnotif_stop(void)
 	for (size_t i = 0; i < NN_CALLS; i++) {
 		call_clear(&nn.calls[i]);
 		nn.calls[i].pid = 0;
+		free(nn.calls[i].cgroup);
+		nn.calls[i].cgroup = NULL;
 	}
 	set_why(NULL);
 	nn.loop = NULL;
@@ -210,7 +213,7 @@ static struct nn_call *call_find(pid_t pid)
 	return NULL;
 }
 
-void sandbox_netnotif_watch(pid_t pid)
+void sandbox_netnotif_watch(pid_t pid, const char *cgroup)
 {
 	if (!nn.on || pid <= 0)
 		return;
@@ -224,6 +227,9 @@ void sandbox_netnotif_watch(pid_t pid)
 	}
 	call_clear(c);
 	c->pid = pid;
+	free(c->cgroup);
+	const char *name = cgroup ? strrchr(cgroup, '/') : NULL;
+	c->cgroup = name && name[1] ? xstrdup(name + 1) : NULL;
 }
 
 void sandbox_netnotif_forget(pid_t pid)
@@ -233,6 +239,8 @@ void sandbox_netnotif_forget(pid_t pid)
 		return;
 	call_clear(c);
 	c->pid = 0;
+	free(c->cgroup);
+	c->cgroup = NULL;
 }
 
 char *sandbox_netnotif_take(pid_t pid)
@@ -252,10 +260,41 @@ char *sandbox_netnotif_take(pid_t pid)
 	return buf_steal(&b);
 }
 
-/* The call whose child task (a thread id) descends from: its thread
- * group, then parents, up to a watched child. */
+/* The watched call whose cgroup task is in (the cgroup v2 line of
+ * /proc/TID/cgroup, "0::/.../tc-812-7"), or NULL. */
+static struct nn_call *call_of_cgroup(pid_t task)
+{
+	char path[64], cg[1024];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)task);
+	if (read_small(AT_FDCWD, path, cg, sizeof(cg)) <= 0)
+		return NULL;
+	const char *line = strncmp(cg, "0::", 3) == 0 ? cg : strstr(cg, "\n0::");
+	if (!line)
+		return NULL;
+	line += line == cg ? 3 : 4;
+	size_t len = strcspn(line, "\n");
+	const char *name = line + len;
+	while (name > line && name[-1] != '/')
+		name--;
+	size_t n = (size_t)(line + len - name);
+	for (size_t i = 0; n && i < NN_CALLS; i++) {
+		const char *own = nn.calls[i].cgroup;
+		if (nn.calls[i].pid && own && strlen(own) == n && memcmp(own, name, n) == 0)
+			return &nn.calls[i];
+	}
+	return NULL;
+}
+
+/* The call whose child task (a thread id) descends from: by its cgroup,
+ * where calls have one of their own, else by its thread group, then
+ * parents, up to a watched child (each call's child is a subreaper: what
+ * it started stays beneath it while it runs). */
 static struct nn_call *call_of(pid_t task)
 {
+	struct nn_call *by_cgroup = call_of_cgroup(task);
+	nn.by_cgroup += by_cgroup != NULL;
+	if (by_cgroup)
+		return by_cgroup;
 	pid_t pid = task;
 	for (int depth = 0; depth < NN_DEPTH && pid > 1; depth++) {
 		char path[64], st[4096];
@@ -504,6 +543,7 @@ void sandbox_netnotif_write_stats(struct jgen *g)
 	jgen_kv_int(g, "watched", watched);
 	jgen_kv_int(g, "notifications", (int64_t)nn.notifications);
 	jgen_kv_int(g, "recorded", (int64_t)nn.recorded);
+	jgen_kv_int(g, "byCgroup", (int64_t)nn.by_cgroup);
 	jgen_kv_int(g, "sockets", (int64_t)nn.sockets);
 	jgen_kv_int(g, "gone", (int64_t)nn.gone);
 	jgen_kv_int(g, "unread", (int64_t)nn.unread);

@@ -686,7 +686,7 @@ void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid)
 		run->pid = pid;
 	/* What its tasks try of the network, without any (netnotif.c). */
 	if (run && !run->network && !run->net)
-		sandbox_netnotif_watch(pid);
+		sandbox_netnotif_watch(pid, run->cgroup);
 }
 
 /* Makes the next call's TMPDIR and layer for the identity of a call that

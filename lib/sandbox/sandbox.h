@@ -366,7 +366,8 @@ void sandbox_kaudit_write_stats(struct jgen *g);
  * them. sandbox_netnotif_start(): 0, or a negative errno when the kernel
  * cannot (sandbox_netnotif_why() says why; spawners' programs are then
  * the plain ones). sandbox_netnotif_add(): watches a spawner's listener
- * (taken). sandbox_netnotif_take(): "connect to 1.1.1.1:80 refused: this
+ * (taken). sandbox_netnotif_watch(): a call's child, and the call's own
+ * cgroup (a path, or NULL), by which its tasks are found. sandbox_netnotif_take(): "connect to 1.1.1.1:80 refused: this
  * tool has no network" for what a watched child's tasks tried (owned,
  * taken), or NULL.
  */
@@ -375,11 +376,12 @@ void sandbox_netnotif_stop(void);
 bool sandbox_netnotif_on(void);
 const char *sandbox_netnotif_why(void);
 int sandbox_netnotif_add(int listener);
-void sandbox_netnotif_watch(pid_t pid);
+void sandbox_netnotif_watch(pid_t pid, const char *cgroup);
 void sandbox_netnotif_forget(pid_t pid);
 char *sandbox_netnotif_take(pid_t pid);
 /* Appends "sandboxNetworkNotes": {on, why?, listeners, watched,
- * notifications, recorded, sockets, gone, unread, unmatched, unwatched}. */
+ * notifications, recorded, byCgroup, sockets, gone, unread, unmatched,
+ * unwatched}. */
 void sandbox_netnotif_write_stats(struct jgen *g);
 /* The pid of the run's child, once spawned: whose refusals its note names. */
 void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid);

@@ -84,9 +84,17 @@ START_TEST(connect_named)
 	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
 	if (!need_listener(&d, c))
 		return;
-	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network (profile"),
+	/* (Landlock's audit records, where the daemon reads them, may add
+	 * what bash was refused besides: "; the sandbox refused ...".) */
+	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network") &&
+			      strstr(text_of(r), "(profile"),
 		      "%s", text_of(r));
 	ck_assert_msg(!strstr(text_of(r), "may have been"), "%s", text_of(r));
+	/* Found by the call's cgroup where calls have one of their own. */
+	char *enforced = tj_text(tj(r, "result.structuredContent.sandbox.enforced"));
+	if (enforced && strstr(enforced, "\"cgroup\""))
+		ck_assert_int_ge(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.byCgroup"), 1);
+	free(enforced);
 	/* IPv6, by a grandchild (bash started by sh), and a thread's own
 	 * task is mapped the same way. */
 	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/2606:4700:4700::1111/443'; exit 3");
@@ -103,7 +111,7 @@ START_TEST(connect_named)
 	if (system("grep -q '^nameserver' /etc/resolv.conf") == 0 && access("/usr/bin/getent", X_OK) == 0) {
 		r = tcc_shell(c, "getent hosts example.com");
 		ck_assert_msg(strstr(text_of(r), ":53 (DNS)") &&
-				      strstr(text_of(r), "refused: this tool has no network (profile"),
+				      strstr(text_of(r), "refused: this tool has no network"),
 			      "%s", text_of(r));
 	}
 	/* The note is the call's own: the next failing call has none. */
@@ -150,8 +158,8 @@ START_TEST(direct_start_hedged)
 		tcd_free(&d);
 		TC_SKIP("the first call went through a spawner here");
 	}
-	ck_assert_msg(strstr(text_of(r), "[sandbox] This may have been refused by the sandbox") &&
-			      strstr(text_of(r), "and no network access.") && !strstr(text_of(r), "connect to"),
+	ck_assert_msg(strstr(text_of(r), "[sandbox] ") && strstr(text_of(r), "and no network access.") &&
+			      !strstr(text_of(r), "connect to"),
 		      "%s", text_of(r));
 	/* Where its words are the network's, the line names it. */
 	r = tcc_shell(c, "echo 'curl: (6) Could not resolve host: example.com' >&2; exit 6");
@@ -380,6 +388,8 @@ END_TEST
 START_TEST(without_notification_said)
 {
 	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (access("/usr/bin/python3", X_OK) < 0)
+		TC_SKIP("needs python3");
 	struct tcd d;
 	static const char *const env[] = { "TOOLCALLD_NO_SECCOMP_NOTIFY=1", NULL };
 	tcd_start_opts(&d, &(struct tcd_opts){ .config = "{" AUTO "}", .env = env });
@@ -391,7 +401,7 @@ START_TEST(without_notification_said)
 	ck_assert_str_eq(tj_str(st, "result.sandboxNetworkNotes.why"), "turned off by TOOLCALLD_NO_SECCOMP_NOTIFY");
 	for (int i = 0; i < 3; i++) {
 		const struct json *r = tcc_shell(c, "echo 'curl: (6) Could not resolve host: example.com' >&2; "
-						    "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+						    "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80))'");
 		ck_assert_msg(strstr(text_of(r), "[sandbox] This may have been refused by the sandbox: this tool "
 						 "has no network (profile") && !strstr(text_of(r), "connect to"),
 			      "%s", text_of(r));
