@@ -17,7 +17,8 @@
  * (a resolver sets IP_RECVERR first, and would give up on an AF_UNIX
  * socket). That connect() (or sendto()) is read
  * from the child's memory, recorded ("connect to 1.1.1.1:80") for the
- * call whose child the notifying task descends from, and refused
+ * call whose cgroup the notifying task is in (or whose child it descends
+ * from), and refused
  * (ENETUNREACH) when its address is AF_INET or AF_INET6; any other is let
  * through (SECCOMP_USER_NOTIF_FLAG_CONTINUE). Continuing grants nothing:
  * the kernel then does what it would have done without this filter, on
