@@ -3,10 +3,14 @@
  * The note of a tool without network names where it tried to go, as the
  * daemon saw it (lib/sandbox/netnotif.c), with the real daemon: bash's
  * /dev/tcp to an IPv4 and an IPv6 address, a grandchild's connect, a
- * loopback connect (refused too: such a tool has no network at all),
- * none for an AF_UNIX connect; a call that connects 1000 times gets a
- * bounded note while another client is answered; tools with network
- * "proxy" or true are not touched.
+ * loopback connect (refused too: such a tool has no network at all), a
+ * name lookup's name server, a UDP sendto(), a thread's connect; none
+ * for an AF_UNIX connect, and sendmsg() not handed over; a call that
+ * connects 1000 times gets a bounded note while another client is
+ * answered; tools with network "proxy" or true are not touched; a child
+ * started directly, or a daemon told the kernel cannot
+ * (TOOLCALLD_NO_SECCOMP_NOTIFY), keeps the hedged note, said in the log
+ * and admin/stats; a spawner's listener is closed with its filter.
  */
 #include <check.h>
 #include <dirent.h>
