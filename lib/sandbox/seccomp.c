@@ -170,7 +170,8 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
  * goes to the daemon, which answers with a socket that reaches no
  * network, and so do connect() and sendto() with an address of the
  * network's length, so that the daemon sees where the child meant to go.
- * Every other family keeps its EACCES. sendmsg() is not handed over: its
+ * Every other family keeps its EACCES (the rules of the network
+ * "proxy", add_rules()). sendmsg() is not handed over: its
  * address is in memory, so every one would be, the AF_UNIX messages of
  * programs that talk to their helpers (and the spawner's answers, which
  * the daemon waits for) included; one to an address of the network, on
@@ -182,25 +183,8 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
  */
 static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
 {
-	static const struct {
-		enum scmp_compare op;
-		uint64_t a, b;
-	} fam[] = {
-		{ SCMP_CMP_EQ, 0, 0 },
-		{ SCMP_CMP_EQ, 3, 0 },
-		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(3), 4 },
-		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(1), 8 },
-		{ SCMP_CMP_EQ, 11, 0 },
-		{ SCMP_CMP_MASKED_EQ, ~UINT64_C(3), 12 },
-		{ SCMP_CMP_GT, AF_NETLINK, 0 },
-	};
 	int r;
 	*ret_what = "socket";
-	for (size_t i = 0; i < ELEMENTSOF(fam); i++) {
-		struct scmp_arg_cmp cmp = { .arg = 0, .op = fam[i].op, .datum_a = fam[i].a, .datum_b = fam[i].b };
-		if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, &cmp)) < 0)
-			return r;
-	}
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET, 0))) < 0 ||
 	    (r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6, 0))) < 0)
 		return r;
@@ -288,7 +272,9 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, bool notify
 	 * of the argument, so a value the kernel would cut down to a family
 	 * (high bits set) is above 16 and refused too. With the network
 	 * "proxy" AF_INET (2) and AF_INET6 (10) are kept too: the child's
-	 * namespace has loopback only, where the daemon's proxy listens. */
+	 * namespace has loopback only, where the daemon's proxy listens; and
+	 * so they are without network where the daemon sees them
+	 * (add_notify_rules()). */
 	static const struct {
 		enum scmp_compare op;
 		uint64_t a, b;
@@ -303,14 +289,14 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, bool notify
 	};
 	_Static_assert(AF_INET == 2 && AF_INET6 == 10, "the families kept for the proxy");
 	*ret_what = "socket";
-	if (network == SANDBOX_NET_PROXY) {
+	if (network == SANDBOX_NET_PROXY || notify) {
 		for (size_t i = 0; i < ELEMENTSOF(proxy_fam); i++) {
 			struct scmp_arg_cmp cmp = { .arg = 0, .op = proxy_fam[i].op, .datum_a = proxy_fam[i].a,
 						    .datum_b = proxy_fam[i].b };
 			if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, &cmp)) < 0)
 				return r;
 		}
-		return 0;
+		return notify ? add_notify_rules(ctx, ret_what) : 0;
 	}
 	static const struct {
 		enum scmp_compare op;
@@ -323,8 +309,6 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, bool notify
 		{ SCMP_CMP_GT, AF_NETLINK, 0 },
 	};
 	_Static_assert(AF_UNIX == 1 && AF_NETLINK == 16, "the families kept");
-	if (notify)
-		return add_notify_rules(ctx, ret_what);
 	*ret_what = "socket";
 	for (size_t i = 0; i < ELEMENTSOF(fam); i++) {
 		struct scmp_arg_cmp cmp = { .arg = 0, .op = fam[i].op, .datum_a = fam[i].a, .datum_b = fam[i].b };
