@@ -265,7 +265,7 @@ char *sandbox_netnotif_take(pid_t pid)
  * /proc/TID/cgroup, "0::/.../tc-812-7"), or NULL. */
 static struct nn_call *call_of_cgroup(pid_t task)
 {
-	char path[64], cg[1024];
+	char path[64], cg[4096];
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)task);
 	if (read_small(AT_FDCWD, path, cg, sizeof(cg)) <= 0)
 		return NULL;
