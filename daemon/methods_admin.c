@@ -164,6 +164,7 @@ static void m_stats(struct conn *c, const struct jrpc_req *req, struct pending *
 	providers_write_stats(&s->providers, g);
 	process_table_write_stats(s->env.processes, g);
 	sandbox_kaudit_write_stats(g);
+	sandbox_netnotif_write_stats(g);
 	jgen_obj_close(g);
 	jgen_free(g);
 	methods_answer(p, &b);

@@ -243,6 +243,11 @@ int server_init(struct server *s, char **ret_err)
 	else
 		log_info("sandbox notes: from the sandbox's plan, without Landlock's audit records (%s)",
 			 sandbox_kaudit_why());
+	if (sandbox_netnotif_start(s->loop) == 0)
+		log_info("sandbox notes: the network a tool without it tries is seen by the daemon");
+	else
+		log_info("sandbox notes: the network a tool without it tries is not seen (%s): notes say it may "
+			 "have been refused", sandbox_netnotif_why());
 	r = registry_build(&s->cfg, NULL, &s->providers, &s->registry, ret_err);
 	if (r < 0)
 		return r;
@@ -348,6 +353,7 @@ void server_free(struct server *s)
 	s->audit = audit_close(s->audit);
 	s->iopool = iopool_free(s->iopool);
 	sandbox_kaudit_stop();
+	sandbox_netnotif_stop();
 	if (s->listen_fd >= 0)
 		close(s->listen_fd);
 	if (s->socket_owned)

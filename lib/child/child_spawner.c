@@ -362,6 +362,33 @@ static int parse(const char *buf, size_t n, const int *fds, unsigned n_fds, char
 	return 0;
 }
 
+/* Says the spawner is ready (one byte, 1) or not (0), with the listener
+ * of its program's notifications when it has one (SCM_RIGHTS; the
+ * program hands no sendmsg() to the daemon, which waits for this). */
+static int say_ready(int sock, char ready, int listener)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = &ready, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (ready && listener >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &listener, sizeof(int));
+	}
+	ssize_t n;
+	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return n == 1 ? 0 : -1;
+}
+
 /* The spawner: sets itself up, says so (one byte), then starts a child
  * per request until the daemon's end of the socket closes. */
 __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int cap_last, const void *prog)
@@ -404,10 +431,13 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 	 * directory's path). */
 	static _Alignas(16) char stack[32768];
 	char ready = 1;
-	if (buf == MAP_FAILED || ptrs == MAP_FAILED || sandbox_spawner_setup(cap_last, prog) < 0)
+	int listener = -1;
+	if (buf == MAP_FAILED || ptrs == MAP_FAILED || sandbox_spawner_setup(cap_last, prog, &listener) < 0)
 		ready = 0;
-	if (write(sock, &ready, 1) != 1 || !ready)
+	if (say_ready(sock, ready, listener) < 0 || !ready)
 		syscall(SYS_exit_group, 1);
+	if (listener >= 0)
+		close(listener);	/* the daemon's now */
 
 	for (;;) {
 		union {
@@ -535,10 +565,25 @@ static bool spawner_start(struct spawner *s, const void *bpf, int cap_last)
 	s->sock = sv[0];
 	char ready = 0;
 	ssize_t n = -1;
+	int listener = -1;
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = &ready, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	if (wait_readable(s->sock, SPAWNER_ANSWER_MS))
-		while ((n = read(s->sock, &ready, 1)) < 0 && errno == EINTR)
+		while ((n = recvmsg(s->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT)) < 0 && errno == EINTR)
 			;
-	if (n != 1 || !ready) {
+	for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&listener, CMSG_DATA(cm), sizeof(int));
+	/* A program that hands calls to the daemon without its listener
+	 * watched would keep its children waiting: not used. */
+	bool notifies = seccomp_prog_notifies(prog);
+	if (n != 1 || !ready || (mh.msg_flags & MSG_CTRUNC) || notifies != (listener >= 0) ||
+	    (listener >= 0 && sandbox_netnotif_add(TAKE_FD(listener)) < 0)) {
+		closep(&listener);
 		spawner_end(s);
 		return false;
 	}

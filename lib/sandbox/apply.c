@@ -467,16 +467,29 @@ bool sandbox_child_spawnable(const struct sandbox_child *c)
  * variant of the program loaded (seccomp_spawner_prog(), built before
  * the spawner is forked: spawner_prog).
  */
-__attribute__((no_sanitize("address"))) int sandbox_spawner_setup(int cap_last, const void *spawner_prog)
+__attribute__((no_sanitize("address"))) int sandbox_spawner_setup(int cap_last, const void *spawner_prog,
+								   int *ret_listener)
 {
 	int r;
+	*ret_listener = -1;
 	if (!spawner_prog)
 		return -EINVAL;
 	if (cap_last >= 0 && (r = sandbox_caps_bound(cap_last)) < 0)
 		return r;
-	if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, spawner_prog) < 0)
+	/* A program that hands calls to the daemon comes with its
+	 * listener; its tasks' waits for an answer end only by a fatal
+	 * signal once the daemon has the call (WAIT_KILLABLE_RECV), so that
+	 * no other signal makes the call be handed over again. */
+	unsigned flags = seccomp_prog_notifies(spawner_prog)
+				 ? SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+				 : 0;
+	if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
+	long fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, spawner_prog);
+	if (fd < 0)
+		return -errno;
+	if (flags)
+		*ret_listener = (int)fd;
 	return 0;
 }
 

@@ -763,6 +763,9 @@ void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid)
 {
 	if (run)
 		run->pid = pid;
+	/* What its tasks try of the network, without any (netnotif.c). */
+	if (run && !run->network && !run->net)
+		sandbox_netnotif_watch(pid, run->cgroup);
 }
 
 /* Makes the next call's TMPDIR and layer for the identity of a call that
@@ -1391,6 +1394,7 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 {
 	if (!run)
 		return NULL;
+	sandbox_netnotif_forget(run->pid);
 	/* Its namespaces serve again where nothing of the call is left in
 	 * them. */
 	bool empty = run->cgroup_fd >= 0 && (run->net || run->mntns_fd >= 0) &&
@@ -1582,9 +1586,10 @@ static bool worded_beyond_eperm(const struct sandbox_run *run, const char *err, 
 }
 
 /*
- * Tells the model what the sandbox refused: what Landlock's audit records
- * say it refused the child (kaudit.c), and the paths stderr names that
- * the plan and the kernel's state show it refused (refusal.c). Where
+ * Tells the model what the sandbox refused: where a child without network
+ * tried to go, as the daemon saw it (netnotif.c), what Landlock's audit
+ * records say it refused the child (kaudit.c), and the paths stderr names
+ * that the plan and the kernel's state show it refused (refusal.c). Where
  * neither can tell, stderr's wording of a refusal that no path decides
  * (a network error, a refusal naming no path or call that can be judged)
  * still gives a line, saying it may have been the
@@ -1599,9 +1604,12 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	};
 	if (!run || run->profile == SANDBOX_OFF)
 		return NULL;
-	bool other = false;
+	bool other = false, net_worded = false;
 	for (size_t i = 0; i < ELEMENTSOF(others) && !other; i++)
 		other = has(err, n, others[i]);
+	/* others[1...]: the network's words, for a tool without any. */
+	for (size_t i = 1; i < ELEMENTSOF(others) && !run->network && !run->net && !net_worded; i++)
+		net_worded = has(err, n, others[i]);
 	/* Behind the proxy, whatever is not the proxy is refused so. */
 	if (run->net && !other)
 		other = has(err, n, "Connection refused") || has(err, n, "Name or service not known");
@@ -1620,12 +1628,18 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	} else if (seen) {
 		paths = TAKE_PTR(seen);
 	}
-	if (!paths && !other && !unsure)
+	/* What the daemon saw it try of the network, without any. */
+	_cleanup_free_ char *net = run->network || run->net ? NULL : sandbox_netnotif_take(run->pid);
+	if (!paths && !other && !unsure && !net)
 		return NULL;
-	return xasprintf("[sandbox] %s%s (profile %s): it allows reading "
+	return xasprintf("[sandbox] %s%s%s%s (profile %s): it allows reading "
 			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
 			 "that, or ask the user to loosen the tool's sandbox.",
-			 paths ? "The sandbox refused " : "This may have been refused by the sandbox", paths ? paths : "",
+			 net ? net : "", net && paths ? "; the sandbox refused " : paths ? "The sandbox refused " : "",
+			 paths ? paths : "",
+			 net || paths	? ""
+			 : net_worded	? "This may have been refused by the sandbox: this tool has no network"
+					: "This may have been refused by the sandbox",
 			 sandbox_profile_name(run->profile),
 			 run->profile == SANDBOX_WORKSPACE_WRITE
 				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"

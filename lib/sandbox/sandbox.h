@@ -372,11 +372,37 @@ void sandbox_kaudit_feed(int type, const char *text, size_t len);
  * dropped, notes, waited, paths}. */
 struct jgen;
 void sandbox_kaudit_write_stats(struct jgen *g);
+/*
+ * What a child without network tried to reach, seen by the daemon
+ * (netnotif.c): the spawners' programs hand its socket(), connect(),
+ * sendto() of the network to the daemon, which records them
+ * for the call whose child (watched) the task descends from, and refuses
+ * them. sandbox_netnotif_start(): 0, or a negative errno when the kernel
+ * cannot (sandbox_netnotif_why() says why; spawners' programs are then
+ * the plain ones). sandbox_netnotif_add(): watches a spawner's listener
+ * (taken). sandbox_netnotif_watch(): a call's child, and the call's own
+ * cgroup (a path, or NULL), by which its tasks are found. sandbox_netnotif_take(): "connect to 1.1.1.1:80 refused: this
+ * tool has no network" for what a watched child's tasks tried (owned,
+ * taken), or NULL.
+ */
+int sandbox_netnotif_start(struct tc_loop *loop);
+void sandbox_netnotif_stop(void);
+bool sandbox_netnotif_on(void);
+const char *sandbox_netnotif_why(void);
+int sandbox_netnotif_add(int listener);
+void sandbox_netnotif_watch(pid_t pid, const char *cgroup);
+void sandbox_netnotif_forget(pid_t pid);
+char *sandbox_netnotif_take(pid_t pid);
+/* Appends "sandboxNetworkNotes": {on, why?, listeners, watched,
+ * notifications, recorded, byCgroup, sockets, gone, unread, unmatched,
+ * unwatched}. */
+void sandbox_netnotif_write_stats(struct jgen *g);
 /* The pid of the run's child, once spawned: whose refusals its note names. */
 void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid);
 
 /* For a failed call: the line telling the model what the sandbox refused
- * (Landlock's records, the paths err names judged against the plan) and
+ * (the network a child without it tried, Landlock's records, the paths
+ * err names judged against the plan) and
  * what the profile allows, or that it may have been the sandbox where
  * nothing decides; else NULL. */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
@@ -483,7 +509,11 @@ int sandbox_child_apply(struct sandbox_child *c);
  */
 bool sandbox_child_spawnable(const struct sandbox_child *c);
 const void *seccomp_spawner_prog(const void *prog);
-int sandbox_spawner_setup(int cap_last, const void *spawner_prog);
+/* Whether a spawner's program hands calls to the daemon (netnotif.c). */
+bool seccomp_prog_notifies(const void *spawner_prog);
+/* Loads the program; *ret_listener: its seccomp notification listener,
+ * where the program hands calls to the daemon (netnotif.c), else -1. */
+int sandbox_spawner_setup(int cap_last, const void *spawner_prog, int *ret_listener);
 int sandbox_child_apply_spawned(struct sandbox_child *c, const char *cwd, int cwd_fd);
 
 /*

@@ -16,7 +16,9 @@
  * call's processes together; and the ioctls that push input into a
  * terminal. The other architectures of the machine (i386 on x86_64) are
  * killed, so no other system call table is a way around. No setuid or
- * setgid bit and no device node is made (add_mode_rules()).
+ * setgid bit and no device node is made (add_mode_rules()). A spawner's
+ * program without network hands the network's calls to the daemon
+ * (add_notify_rules()).
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -45,6 +47,8 @@
  * it (seccomp_spawner_prog()). */
 static struct sock_fprog *progs[3];
 static struct sock_fprog *spawner_progs[3];
+/* Which of spawner_progs hand calls to the daemon (add_notify_rules()). */
+static bool spawner_notifies[3];
 
 void seccomp_cache_clear(void)
 {
@@ -59,6 +63,7 @@ void seccomp_cache_clear(void)
 			free(spawner_progs[i]);
 			spawner_progs[i] = NULL;
 		}
+		spawner_notifies[i] = false;
 	}
 }
 
@@ -159,9 +164,55 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
 	return 0;
 }
 
+/*
+ * The no-network program of a spawner whose listener the daemon watches
+ * (lib/sandbox/netnotif.c): socket() of AF_INET and AF_INET6 (2 and 10)
+ * goes to the daemon, which answers with a socket that reaches no
+ * network, and so do connect() and sendto() with an address of the
+ * network's length, so that the daemon sees where the child meant to go.
+ * Every other family keeps its EACCES (the rules of the network
+ * "proxy", add_rules()). sendmsg() is not handed over: its
+ * address is in memory, so every one would be, the AF_UNIX messages of
+ * programs that talk to their helpers (and the spawner's answers, which
+ * the daemon waits for) included; one to an address of the network, on
+ * such a socket, fails all the same (ENETUNREACH), only unnamed. The
+ * spawner itself, and its child until exec, make none of these calls
+ * (recvmsg, sendmsg, clone, and the plan's steps): the daemon waits for
+ * their answers without running its loop, and would answer none
+ * meanwhile.
+ */
+static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
+{
+	int r;
+	*ret_what = "socket";
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET, 0))) < 0 ||
+	    (r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6, 0))) < 0)
+		return r;
+	/* Only an address length an AF_INET or AF_INET6 address has (16,
+	 * 24 or 28, in 16-31; or sockaddr_storage's 128): AF_UNIX ones
+	 * (nscd's, 110 bytes) and AF_NETLINK ones (12) go on without a
+	 * round trip to the daemon. One of the network with another length
+	 * is refused by its socket, which reaches no network, without a
+	 * note. The kernel reads the length as an int: the low 32 bits. */
+	static const struct {
+		uint64_t mask, value;
+	} lens[] = { { 0xfffffff0u, 16 }, { 0xffffffffu, 128 } };
+	for (size_t i = 0; i < ELEMENTSOF(lens); i++) {
+		*ret_what = "connect";
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(connect), 1,
+					  SCMP_A2(SCMP_CMP_MASKED_EQ, lens[i].mask, lens[i].value))) < 0)
+			return r;
+		*ret_what = "sendto";
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(sendto), 2, SCMP_A4(SCMP_CMP_NE, 0, 0),
+					  SCMP_A5(SCMP_CMP_MASKED_EQ, lens[i].mask, lens[i].value))) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Adds the rules; returns 0 or a negative errno, *ret_what naming the
  * rule that failed. */
-static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, const char **ret_what)
+static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, bool notify, const char **ret_what)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	int r;
@@ -221,7 +272,9 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, const char 
 	 * of the argument, so a value the kernel would cut down to a family
 	 * (high bits set) is above 16 and refused too. With the network
 	 * "proxy" AF_INET (2) and AF_INET6 (10) are kept too: the child's
-	 * namespace has loopback only, where the daemon's proxy listens. */
+	 * namespace has loopback only, where the daemon's proxy listens; and
+	 * so they are without network where the daemon sees them
+	 * (add_notify_rules()). */
 	static const struct {
 		enum scmp_compare op;
 		uint64_t a, b;
@@ -236,14 +289,14 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, const char 
 	};
 	_Static_assert(AF_INET == 2 && AF_INET6 == 10, "the families kept for the proxy");
 	*ret_what = "socket";
-	if (network == SANDBOX_NET_PROXY) {
+	if (network == SANDBOX_NET_PROXY || notify) {
 		for (size_t i = 0; i < ELEMENTSOF(proxy_fam); i++) {
 			struct scmp_arg_cmp cmp = { .arg = 0, .op = proxy_fam[i].op, .datum_a = proxy_fam[i].a,
 						    .datum_b = proxy_fam[i].b };
 			if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, &cmp)) < 0)
 				return r;
 		}
-		return 0;
+		return notify ? add_notify_rules(ctx, ret_what) : 0;
 	}
 	static const struct {
 		enum scmp_compare op;
@@ -266,7 +319,7 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, const char 
 }
 
 /* Builds a program and exports it as BPF into memory. */
-static int build(int network, bool spawner, struct sock_fprog **ret, char **ret_msg)
+static int build(int network, bool spawner, bool notify, struct sock_fprog **ret, char **ret_msg)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	const char *what = "init";
@@ -282,7 +335,7 @@ static int build(int network, bool spawner, struct sock_fprog **ret, char **ret_
 	 * of its cost here) grow with every rule. */
 	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0)) < 0 ||
 	    (r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2)) < 0 ||
-	    (r = add_rules(ctx, network, spawner, &what)) < 0)
+	    (r = add_rules(ctx, network, spawner, notify, &what)) < 0)
 		goto fail;
 	what = "export";
 	mfd = memfd_create("seccomp-bpf", MFD_CLOEXEC);
@@ -323,7 +376,7 @@ const void *seccomp_prog_get(int network, char **ret_msg)
 	if ((unsigned)network >= ELEMENTSOF(progs))
 		network = SANDBOX_NET_NONE;
 	struct sock_fprog **slot = &progs[network];
-	if (!*slot && build(network, false, slot, ret_msg) < 0)
+	if (!*slot && build(network, false, false, slot, ret_msg) < 0)
 		return NULL;
 	return *slot;
 }
@@ -337,11 +390,25 @@ const void *seccomp_spawner_prog(const void *prog)
 		if (!prog || progs[i] != prog)
 			continue;
 		char *msg = NULL;
-		if (!spawner_progs[i] && build(i, true, &spawner_progs[i], &msg) < 0) {
-			free(msg);
-			return NULL;
+		/* Without network, and with a daemon that answers: the calls
+		 * of the network go to it (add_notify_rules()). */
+		if (!spawner_progs[i]) {
+			bool notify = i == SANDBOX_NET_NONE && sandbox_netnotif_on();
+			if (build(i, true, notify, &spawner_progs[i], &msg) < 0) {
+				free(msg);
+				return NULL;
+			}
+			spawner_notifies[i] = notify;
 		}
 		return spawner_progs[i];
 	}
 	return NULL;
+}
+
+bool seccomp_prog_notifies(const void *spawner_prog)
+{
+	for (int i = 0; i < (int)ELEMENTSOF(spawner_progs); i++)
+		if (spawner_prog && spawner_progs[i] == spawner_prog)
+			return spawner_notifies[i];
+	return false;
 }
