@@ -596,13 +596,33 @@ static enum tool_ret command_exec(struct tool_call *c)
 		child_env_put(&env, name, eq + 1);
 	}
 
+	const struct sandbox_config *sbc = c->env ? c->env->sandbox : NULL;
+	/* The program, checked and held: what runs is what was checked
+	 * (searched in the child's PATH; relative to its working directory,
+	 * the workspace's root when the file names none). */
+	_cleanup_close_ int exec_fd = -1;
+	_cleanup_free_ char *why = NULL;
+	uid_t run_uid = sbc && as && as->change ? as->uid : geteuid();
+	int base = cwd_fd >= 0 ? cwd_fd : -1;
+	_cleanup_close_ int root_fd = -1;
+	if (base < 0 && c->ws && c->ws->root && argv[0][0] != '/' && strchr(argv[0], '/'))
+		base = root_fd = open(c->ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = sandbox_program_open(argv[0], env, base, run_uid, &exec_fd, &why);
+	if (r == -EPERM && why) {
+		tool_call_fail(c, TC_PERMISSION_DENIED, "Command '%s' refused: %s", cmd->program, why);
+		return TOOL_DONE;
+	}
+	if (r == -ENOENT || r == -ENOTDIR) {
+		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' not found", cmd->program);
+		return TOOL_DONE;
+	}
 	struct child_opts opts = {
 		.path = NULL,		/* argv[0], searched in the child's PATH */
 		.argv = argv,
 		.envp = env,
 		.cwd_fd = cwd_fd,	/* -1: the workspace's root */
+		.exec_fd = exec_fd > 2 ? exec_fd : 0,	/* else an error the spawn tells */
 	};
-	const struct sandbox_config *sbc = c->env ? c->env->sandbox : NULL;
 	struct sandbox_req req;
 	sandbox_req_init(&req, sbc, c->tool->name, c->tool->side_effects == SIDE_NETWORK, &cmd->sandbox);
 	if (as != c->ident)

@@ -116,6 +116,11 @@ struct child_opts {
 	 * output pipes then end as soon as the server closes them (no copy of
 	 * their write ends is kept until the exit), so on_eof tells of it. */
 	int *ret_stdin_fd;
+	/* When above 2: the program itself, an fd of sandbox_program_open()
+	 * (not owned): the child runs that file (execveat AT_EMPTY_PATH; a
+	 * script's interpreter is given it as /dev/fd/N), and path, or
+	 * argv[0], only names it. 0: none. */
+	int exec_fd;
 	/* The sandbox the child is put in before exec (see
 	 * lib/sandbox/sandbox.h), or NULL; not owned, kept until the leader
 	 * is reaped (or the child freed): its cgroup is killed when the

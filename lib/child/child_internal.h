@@ -57,6 +57,7 @@ struct spawner_call {
 	char *const *argv;
 	char *const *envp;
 	int cwd_fd, in_fd, out_fd, err_fd;	/* in_fd, cwd_fd: or -1 */
+	int exec_fd;				/* or -1: child_opts.exec_fd */
 	uint64_t fd_soft;			/* 0, or the soft RLIMIT_NOFILE */
 	struct sandbox_child *sandbox;
 };

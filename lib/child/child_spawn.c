@@ -569,6 +569,7 @@ struct spawn_args {
 	int bounding_top;		/* bounding_set_top(): what it drops, 0 up to this */
 	bool new_session;		/* child_opts.tty: setsid, in_fd the controlling terminal */
 	int report_fd;			/* or -1: see spawn_report */
+	int exec_fd;			/* child_opts.exec_fd */
 	int err;			/* set by the child when it cannot exec */
 };
 
@@ -627,19 +628,36 @@ __attribute__((no_sanitize("address"))) static void close_from_3_by_proc(void)
 	(void)syscall(SYS_close, dfd);
 }
 
-/* Closes every fd from 3 up but keep (-1: none kept), for the child of
- * spawn(). */
-__attribute__((no_sanitize("address"))) static void close_from_3(long keep)
+/* Closes every fd from 3 up but keep and keep2 (-1: none kept), for the
+ * child of spawn(). */
+__attribute__((no_sanitize("address"))) static void close_from_3(long keep, long keep2)
 {
-	if (keep < 0) {
+	if (keep < 0 && keep2 < 0) {
 		if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
 			close_from_3_by_proc();
 		return;
 	}
-	/* Only under valgrind, which has close_range. */
-	if (keep > 3)
-		(void)syscall(SYS_close_range, 3U, (unsigned)keep - 1, 0U);
-	(void)syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0U);
+	/* With a fd kept: kernels with close_range only. */
+	long lo = keep < keep2 ? keep : keep2, hi = keep < keep2 ? keep2 : keep;
+	long from = 3;
+	if (lo >= 3) {
+		if (lo > from)
+			(void)syscall(SYS_close_range, (unsigned)from, (unsigned)lo - 1, 0U);
+		from = lo + 1;
+	}
+	if (hi > from)
+		(void)syscall(SYS_close_range, (unsigned)from, (unsigned)hi - 1, 0U);
+	(void)syscall(SYS_close_range, (unsigned)(hi + 1 > from ? hi + 1 : from), ~0U, 0U);
+}
+
+/* Runs the program of exec_fd (see child_opts.exec_fd): close-on-exec
+ * for a binary; a script, whose interpreter opens it as /dev/fd/N, is
+ * refused that way (ENOENT) and given the fd. Returns only on failure. */
+__attribute__((no_sanitize("address"))) static void exec_fd_run(int fd, char *const *argv, char *const *envp)
+{
+	(void)syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+	if (errno == ENOENT && syscall(SYS_fcntl, fd, F_SETFD, 0) == 0)
+		(void)syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
 }
 
 /*
@@ -703,9 +721,12 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
-	close_from_3(a->report_fd);
+	close_from_3(a->report_fd, a->exec_fd > 2 ? a->exec_fd : -1);
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
-	(void)syscall(SYS_execve, a->path, a->argv, a->envp);
+	if (a->exec_fd > 2)
+		exec_fd_run(a->exec_fd, a->argv, a->envp);
+	else
+		(void)syscall(SYS_execve, a->path, a->argv, a->envp);
 fail:
 	a->err = errno ? errno : EINVAL;
 	if (a->report_fd >= 0) {
@@ -759,7 +780,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
 		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox), .report_fd = -1,
 		.cap_last = sandbox_cap_last(),
-		.new_session = o->tty,
+		.new_session = o->tty, .exec_fd = o->exec_fd,
 	};
 	a.bounding_top = a.cap_last >= 0 ? bounding_set_top(a.cap_last) : -1;
 	_cleanup_close_ int report_r = -1, report_w = -1;
@@ -771,6 +792,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		const struct spawner_call call = {
 			.path = path, .argv = o->argv, .envp = o->envp, .cwd_fd = o->cwd_fd, .in_fd = in_r,
 			.out_fd = out_w, .err_fd = err_w, .fd_soft = child_fd_soft, .sandbox = a.sandbox,
+			.exec_fd = o->exec_fd > 2 ? o->exec_fd : -1,
 		};
 		r = spawner_spawn(&call, ret_pid, ret_pidfd);
 		if (r <= 0) {
@@ -798,7 +820,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	}
 	if (in_r < 0)
 		a.in_fd = in_r = devnull_fd();	/* or still -1: the child opens it */
-	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), report_w);
+	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), MAX(report_w, o->exec_fd));
 	if (a.sandbox)
 		top = MAX(MAX(top, MAX(a.sandbox->netns_fd, a.sandbox->userns_fd)),
 			  MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd),
@@ -868,6 +890,8 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 
 	if (!o->argv || !o->argv[0])
 		return -EINVAL;
+	if (o->exec_fd > 2 && !path)
+		path = o->argv[0];	/* a name only: the fd is what runs */
 	if (!path) {
 		r = find_program(o->argv[0], o->envp, &found);
 		if (r < 0)

@@ -92,7 +92,7 @@
 #define SPAWNER_ANSWER_MS 10000
 
 /* The fds of a request, in the order they are sent (those present). */
-enum { F_CWD, F_IN, F_OUT, F_ERR, F_CGROUP, F_NETNS, F_MNTNS, F_LL1, F_LL2, F_COUNT };
+enum { F_CWD, F_IN, F_OUT, F_ERR, F_CGROUP, F_NETNS, F_MNTNS, F_LL1, F_LL2, F_EXEC, F_COUNT };
 
 struct spawner_req {
 	uint32_t len;			/* of the whole request */
@@ -191,7 +191,15 @@ __attribute__((no_sanitize("address"))) static int spawned_child(void *arg)
 	if (sandbox_child_apply_spawned(&a->c, a->cwd, a->fd[F_CWD]) < 0)
 		goto fail;
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
-	(void)syscall(SYS_execve, a->path, a->argv, a->envp);
+	if (a->fd[F_EXEC] >= 0) {
+		/* The checked program (child_opts.exec_fd): a script's
+		 * interpreter is given it, without close-on-exec. */
+		(void)syscall(SYS_execveat, a->fd[F_EXEC], "", a->argv, a->envp, AT_EMPTY_PATH);
+		if (errno == ENOENT && syscall(SYS_fcntl, a->fd[F_EXEC], F_SETFD, 0) == 0)
+			(void)syscall(SYS_execveat, a->fd[F_EXEC], "", a->argv, a->envp, AT_EMPTY_PATH);
+	} else {
+		(void)syscall(SYS_execve, a->path, a->argv, a->envp);
+	}
 fail:
 	a->err = errno ? errno : EINVAL;
 	syscall(SYS_exit_group, 127);
@@ -653,7 +661,7 @@ static char *build_request(const struct spawner_call *call, size_t *ret_len, int
 	int all[F_COUNT] = {
 		[F_CWD] = call->cwd_fd, [F_IN] = call->in_fd, [F_OUT] = call->out_fd, [F_ERR] = call->err_fd,
 		[F_CGROUP] = c->cgroup_procs_fd, [F_NETNS] = c->netns_fd, [F_MNTNS] = c->mntns_fd,
-		[F_LL1] = c->landlock_fd, [F_LL2] = c->landlock_fd2,
+		[F_LL1] = c->landlock_fd, [F_LL2] = c->landlock_fd2, [F_EXEC] = call->exec_fd,
 	};
 	/* One fd less to pass and to close when both streams share one. */
 	if (call->err_fd == call->out_fd) {

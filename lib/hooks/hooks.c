@@ -496,8 +496,21 @@ static void run_next(struct hook_run *r)
 	}
 	_cleanup_(strv_freep) char **env = hook_env(r);
 	_cleanup_close_ int cwd_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* The script, checked and held: what runs is what was checked. */
+	_cleanup_close_ int exec_fd = -1;
+	_cleanup_free_ char *why = NULL;
+	uid_t run_uid = r->run && r->has_run_as && r->run_as.change ? r->run_as.uid : geteuid();
+	k = sandbox_program_open(r->hooks[r->i].argv[0], env, cwd_fd, run_uid, &exec_fd, &why);
+	if (k == -EPERM && why) {
+		buf_free(&r->in);
+		r->run = sandbox_run_end(r->run);
+		_cleanup_free_ char *what = xasprintf("was refused: %s", why);
+		run_failed(r, what);
+		return;
+	}
 	struct child_opts o;
 	hook_spawn_opts(r, env, cwd_fd, &o);
+	o.exec_fd = exec_fd > 2 ? exec_fd : 0;
 	k = child_spawn(r->h->loop, &o, &r->ch);
 	if (k < 0) {
 		buf_free(&r->in);

@@ -556,4 +556,24 @@ void sandbox_set_warn(void (*fn)(const char *msg));
  * start. */
 uint64_t sandbox_repos_bounded(void);
 
+/*
+ * The program a child is to run, checked as ssh's StrictModes checks a
+ * user's files, and opened (O_PATH, close-on-exec) for the child to run
+ * that very file (child_opts.exec_fd): no link, rename or file put in its
+ * place between the check and the exec changes what runs. name is a path
+ * (relative ones from cwd_fd, or the daemon's working directory when -1)
+ * or a name without a slash, searched in envp's PATH (the first found is
+ * the one checked: one refused is not passed over). It is refused unless
+ * it is a regular file owned by root, by the daemon's uid or by run_uid
+ * (whom it runs as) and not writable by group or other; every link and
+ * directory on its way, as written and where it really lies, must be owned
+ * by one of them too, and a directory must not be writable by group or
+ * other unless sticky (where only an entry's owner can rename or remove
+ * it): else someone else could move another file into its place. Returns
+ * 0 with the fd in *ret_fd, -EPERM with why (naming the file; owned) in
+ * *ret_why when refused, or the open's negative errno (-ENOENT, -EACCES).
+ */
+int sandbox_program_open(const char *name, char *const *envp, int cwd_fd, uid_t run_uid, int *ret_fd,
+			 char **ret_why);
+
 #endif

@@ -380,7 +380,20 @@ void mcp_provider_start(struct mcp_provider *p)
 	if (p->run_mode == MCP_RUN_ROOT && geteuid() == 0 && p->on_log)
 		p->on_log(p->arg, p, true, "starting as root (its file says \"run_as\": \"root\")");
 	int cwd_fd = p->cwd ? open(p->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	/* The program, checked and held: what runs is what was checked. */
+	int exec_fd = -1;
+	_cleanup_free_ char *why = NULL;
+	uid_t run_uid = p->run && p->run_as.change ? p->run_as.uid : geteuid();
+	if (sandbox_program_open(p->argv[0], env, cwd_fd, run_uid, &exec_fd, &why) == -EPERM && why) {
+		if (cwd_fd >= 0)
+			close(cwd_fd);
+		child_env_free(env);
+		p->run = sandbox_run_end(p->run);
+		mcp_import_failed(p, "MCP server '%s' cannot be started: it was refused: %s", p->name, why);
+		return;
+	}
 	struct child_opts o = {
+		.exec_fd = exec_fd > 2 ? exec_fd : 0,
 		.sandbox = p->run,
 		.argv = p->argv,
 		.envp = env,
@@ -395,6 +408,8 @@ void mcp_provider_start(struct mcp_provider *p)
 	int r = child_spawn(p->loop, &o, &p->child);
 	if (cwd_fd >= 0)
 		close(cwd_fd);
+	if (exec_fd >= 0)
+		close(exec_fd);
 	child_env_free(env);
 	if (r < 0) {
 		const struct sandbox_child *sc = sandbox_run_child(p->run);

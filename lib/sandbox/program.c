@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The programs the config makes the daemon run (a hook's script, a
+ * command tool's program, an MCP server's), checked as ssh's StrictModes
+ * checks a user's files, then held open so that what runs is what was
+ * checked (see sandbox.h, sandbox_program_open()).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proto/base/util.h"
+#include "lib/sandbox/sandbox.h"
+
+/* Whether uid may own what a program's run goes through. */
+static bool trusted_owner(uid_t owner, uid_t run_uid)
+{
+	return owner == 0 || owner == geteuid() || owner == run_uid;
+}
+
+/* Why st (of what, at path) is not fit: NULL when it is. A directory
+ * writable by group or other is fit only with the sticky bit, where no one
+ * but an entry's owner (checked on the next step) can rename or remove it. */
+static char *unfit(const char *path, const struct stat *st, uid_t run_uid)
+{
+	const char *what = S_ISDIR(st->st_mode) ? "directory" : S_ISLNK(st->st_mode) ? "link" : "program";
+	if (!trusted_owner(st->st_uid, run_uid))
+		return xasprintf("%s %s is owned by uid %u, not by root, the daemon (uid %u) or whom it runs as (uid %u)",
+				 what, path, (unsigned)st->st_uid, (unsigned)geteuid(), (unsigned)run_uid);
+	if (S_ISLNK(st->st_mode))
+		return NULL;
+	if (S_ISDIR(st->st_mode)) {
+		if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
+			return xasprintf("directory %s is writable by group or other (mode %04o)", path,
+					 (unsigned)(st->st_mode & 07777));
+		return NULL;
+	}
+	if (!S_ISREG(st->st_mode))
+		return xasprintf("%s is not a regular file", path);
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return xasprintf("program %s is writable by group or other (mode %04o)", path,
+				 (unsigned)(st->st_mode & 07777));
+	return NULL;
+}
+
+/* Checks each directory on the way to path's last component (relative
+ * ones from base_fd), and each link on it, not following the last
+ * component's link (the caller checks what it opened). Sets *links when a
+ * component is a link. NULL when all are fit. */
+static char *unfit_dirs(int base_fd, const char *path, uid_t run_uid, bool *links)
+{
+	size_t n = strlen(path);
+	_cleanup_free_ char *p = xstrdup(path);
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '/' || (i == 0 && path[0] == '/'))
+			continue;
+		p[i] = '\0';
+		struct stat st;
+		const char *name = i == 0 ? "/" : p;
+		if (fstatat(base_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return xasprintf("%s cannot be checked: %s", name, strerror(errno));
+		char *why = unfit(name, &st, run_uid);
+		if (!why && S_ISLNK(st.st_mode)) {
+			*links = true;
+			if (fstatat(base_fd, name, &st, 0) < 0)
+				return xasprintf("%s cannot be checked: %s", name, strerror(errno));
+			why = unfit(name, &st, run_uid);
+		}
+		p[i] = '/';
+		if (why)
+			return why;
+	}
+	if (path[0] == '/') {
+		struct stat st;
+		if (stat("/", &st) < 0)
+			return xasprintf("/ cannot be checked: %s", strerror(errno));
+		return unfit("/", &st, run_uid);
+	}
+	return NULL;
+}
+
+/* Opens and checks path (relative: from base_fd); see sandbox.h. */
+static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_fd, char **ret_why)
+{
+	_cleanup_close_ int fd = openat(base_fd, path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	char *why = unfit(path, &st, run_uid);
+	bool links = false;
+	if (!why) {
+		struct stat lst;
+		/* A link as the last component: who could replace it. */
+		if (fstatat(base_fd, path, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)) {
+			links = true;
+			why = unfit(path, &lst, run_uid);
+		}
+	}
+	if (!why)
+		why = unfit_dirs(base_fd, path, run_uid, &links);
+	if (!why && (links || path[0] != '/')) {
+		/* Where it really is: the directories there too. */
+		char proc[32], real[PATH_MAX];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(proc, real, sizeof(real) - 1);
+		if (n <= 0 || real[0] != '/')
+			why = xasprintf("%s cannot be checked: where it lies is unknown", path);
+		else {
+			real[n] = '\0';
+			bool more = false;
+			why = unfit_dirs(AT_FDCWD, real, run_uid, &more);
+		}
+	}
+	if (why) {
+		*ret_why = why;
+		return -EPERM;
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int sandbox_program_open(const char *name, char *const *envp, int cwd_fd, uid_t run_uid, int *ret_fd,
+			 char **ret_why)
+{
+	*ret_fd = -1;
+	*ret_why = NULL;
+	if (!name || !*name)
+		return -ENOENT;
+	int base = cwd_fd >= 0 ? cwd_fd : AT_FDCWD;
+	if (strchr(name, '/'))
+		return open_checked(base, name, run_uid, ret_fd, ret_why);
+	/* Searched as execvp does, in envp's PATH: the first found is the
+	 * one checked, a refused one is not passed over for a later one. */
+	const char *path = NULL;
+	for (char *const *e = envp; e && *e; e++)
+		if (!strncmp(*e, "PATH=", 5))
+			path = *e + 5;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int last = -ENOENT;
+	size_t nl = strlen(name);
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dl = (size_t)(end - p);
+		if (dl + nl + 2 <= PATH_MAX) {
+			_cleanup_free_ char *full = dl ? xasprintf("%.*s/%s", (int)dl, p, name) : xasprintf("./%s", name);
+			int r = open_checked(base, full, run_uid, ret_fd, ret_why);
+			if (r == 0 || r == -EPERM)
+				return r;
+			if (r == -EACCES)
+				last = r;
+			else if (r != -ENOENT && r != -ENOTDIR)
+				return r;
+		}
+		if (!*end)
+			break;
+		p = end;
+	}
+	return last;
+}
