@@ -90,34 +90,35 @@ static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_f
 	_cleanup_close_ int fd = openat(base_fd, path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	struct stat st;
+	struct stat st, lst;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	char *why = unfit(path, &st, run_uid);
-	bool links = false;
-	if (!why) {
-		struct stat lst;
-		/* A link as the last component: who could replace it. */
-		if (fstatat(base_fd, path, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode)) {
-			links = true;
-			why = unfit(path, &lst, run_uid);
-		}
-	}
+	char *why = NULL;
+	/* A link as the last component: who could replace it. */
+	bool links = fstatat(base_fd, path, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode);
+	if (links)
+		why = unfit(path, &lst, run_uid);
 	if (!why)
 		why = unfit_dirs(base_fd, path, run_uid, &links);
+	/* Where it really is, when that is not path: named so, and the
+	 * directories there checked too. */
+	char real[PATH_MAX];
+	const char *name = path;
 	if (!why && (links || path[0] != '/')) {
-		/* Where it really is: the directories there too. */
-		char proc[32], real[PATH_MAX];
+		char proc[32];
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 		ssize_t n = readlink(proc, real, sizeof(real) - 1);
-		if (n <= 0 || real[0] != '/')
+		if (n <= 0 || real[0] != '/') {
 			why = xasprintf("%s cannot be checked: where it lies is unknown", path);
-		else {
+		} else {
 			real[n] = '\0';
+			name = real;
 			bool more = false;
 			why = unfit_dirs(AT_FDCWD, real, run_uid, &more);
 		}
 	}
+	if (!why)
+		why = unfit(name, &st, run_uid);
 	if (why) {
 		*ret_why = why;
 		return -EPERM;

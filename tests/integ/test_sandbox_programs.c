@@ -239,6 +239,207 @@ START_TEST(socket_covered_in_every_workspace)
 }
 END_TEST
 
+/* ---- what runs is checked as ssh's StrictModes checks ------------------ */
+
+#define NOBODY 65534
+#define OTHER 12345	/* neither root, the daemon, nor the peer */
+
+/* A daemon of root whose workspace is shared (sticky, writable by all),
+ * for peers of uid NOBODY. */
+static void start_shared(struct tcd *d, const char *config)
+{
+	char *cfg = xasprintf("{\"socket_mode\":\"0666\",%s", config + 1);
+	tcd_start(d, cfg);
+	free(cfg);
+	ck_assert_int_eq(chmod(d->dir, 0711), 0);
+	ck_assert_int_eq(chmod(d->ws, 01777), 0);
+}
+
+/* Writes an executable script at ws/rel owned by uid with mode. */
+static char *put_owned(struct tcd *d, const char *rel, const char *text, uid_t uid, mode_t mode)
+{
+	char *p = tcd_ws_path(d, rel);
+	put_exec(p, text);
+	ck_assert_int_eq(lchown(p, uid, uid), 0);
+	ck_assert_int_eq(chmod(p, mode), 0);
+	return p;
+}
+
+/* The call was refused for the program, the message naming the file and
+ * why (needle). */
+static void assert_refused(const struct json *r, const char *file, const char *needle)
+{
+	tc_assert_kind(r, "permission_denied");
+	const char *m = tj_str(r, "error.message");
+	ck_assert_msg(m && strstr(m, file) && strstr(m, needle), "message: %s", m ? m : "(none)");
+}
+
+/* A hook's script that another uid put where the config names it (it did
+ * not exist before) is not run for the peer: its call is denied; once it
+ * is root's, it runs. */
+START_TEST(hook_script_of_another_uid_refused)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "{" AUTO ",\"hooks\":{\"pre_call\":[{\"match\":\"list_dir\","
+			 "\"command\":[\"@WS@/pre.sh\"]}]}}");
+	char *script = put_owned(&d, "pre.sh", "#!/bin/sh\necho '{\"decision\":\"allow\"}'\n", OTHER, 0755);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	assert_refused(tcc_call(n, "list_dir", "{\"path\":\".\"}"), script, "is owned by uid 12345");
+	ck_assert_int_eq(chown(script, NOBODY, NOBODY), 0);
+	tc_assert_ok(tcc_call(n, "list_dir", "{\"path\":\".\"}"));
+	ck_assert_int_eq(chown(script, 0, 0), 0);
+	tc_assert_ok(tcc_call(n, "list_dir", "{\"path\":\".\"}"));
+	tcc_close(n);
+	free(script);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* A program named without a slash, shadowed by a file of another uid in
+ * an earlier directory of the PATH, is refused (not passed over); the
+ * program it shadows ran before, and a shadow of root's runs. */
+START_TEST(path_shadow_refused)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "{" AUTO "}");
+	char *bin = tcd_ws_path(&d, "bin");
+	ck_assert_int_eq(mkdir(bin, 0755), 0);
+	char *decl = xasprintf("{\"name\":\"say\",\"kind\":\"command\",\"argv\":[\"echo\",\"real\"],"
+			       "\"env\":{\"PATH\":\"%s:/usr/local/bin:/usr/bin:/bin\"},\"side_effects\":\"read\"}", bin);
+	tcd_write_tool(&d, "say.json", decl);
+	struct tcc *root = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "say", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "real\n");
+	char *shadow = put_owned(&d, "bin/echo", "#!/bin/sh\necho shadowed\n", OTHER, 0755);
+	assert_refused(tcc_call(n, "say", "{}"), shadow, "is owned by uid 12345");
+	ck_assert_int_eq(chown(shadow, 0, 0), 0);
+	r = tcc_call(n, "say", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "shadowed\n");
+	tcc_close(n);
+	free(shadow);
+	free(decl);
+	free(bin);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* A program reached through a link: the link replaced to lead to a file
+ * of another uid is refused, and so is a link of another uid leading to
+ * root's file; the link of root's to root's file runs. */
+START_TEST(replaced_link_refused)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "{" AUTO "}");
+	char *dist = tcd_ws_path(&d, "dist");
+	ck_assert_int_eq(mkdir(dist, 0755), 0);
+	char *good = put_owned(&d, "dist/tool", "#!/bin/sh\necho tooled\n", 0, 0755);
+	char *evil = put_owned(&d, "evil", "#!/bin/sh\necho evil\n", OTHER, 0755);
+	char *link = tcd_ws_path(&d, "tool");
+	ck_assert_int_eq(symlink("dist/tool", link), 0);
+	char *decl = xasprintf("{\"name\":\"tool\",\"kind\":\"command\",\"argv\":[\"%s\"],\"side_effects\":\"read\"}",
+			       link);
+	tcd_write_tool(&d, "tool.json", decl);
+	struct tcc *root = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "tool", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "tooled\n");
+	/* Replaced, by root here: what it leads to is another uid's. */
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(symlink("evil", link), 0);
+	assert_refused(tcc_call(n, "tool", "{}"), "evil", "is owned by uid 12345");
+	/* The link another uid's, leading to root's file. */
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(symlink("dist/tool", link), 0);
+	ck_assert_int_eq(lchown(link, OTHER, OTHER), 0);
+	assert_refused(tcc_call(n, "tool", "{}"), "link", "is owned by uid 12345");
+	tcc_close(n);
+	free(decl);
+	free(link);
+	free(evil);
+	free(good);
+	free(dist);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* A program writable by group or other is refused, and so is one in a
+ * directory writable by others without the sticky bit; the same program
+ * runs once neither is so. */
+START_TEST(writable_program_refused)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "{" AUTO "}");
+	char *dir = tcd_ws_path(&d, "open");
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	char *prog = put_owned(&d, "open/prog", "#!/bin/sh\necho ran\n", 0, 0775);
+	char *decl = xasprintf("{\"name\":\"prog\",\"kind\":\"command\",\"argv\":[\"%s\"],\"side_effects\":\"read\"}",
+			       prog);
+	tcd_write_tool(&d, "prog.json", decl);
+	struct tcc *root = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	assert_refused(tcc_call(n, "prog", "{}"), prog, "writable by group or other (mode 0775)");
+	ck_assert_int_eq(chmod(prog, 0757), 0);
+	assert_refused(tcc_call(n, "prog", "{}"), prog, "writable by group or other (mode 0757)");
+	ck_assert_int_eq(chmod(prog, 0755), 0);
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	assert_refused(tcc_call(n, "prog", "{}"), dir, "writable by group or other (mode 0777)");
+	ck_assert_int_eq(chmod(dir, 01777), 0);
+	const struct json *r = tcc_call(n, "prog", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "ran\n");
+	tcc_close(n);
+	free(decl);
+	free(prog);
+	free(dir);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* An MCP server whose program is another uid's is not started for the
+ * peer: its call fails naming the file and why. */
+START_TEST(mcp_program_of_another_uid_refused)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "{" AUTO "}");
+	char *prog = put_owned(&d, "serve", "#!/bin/sh\nexec cat >/dev/null\n", OTHER, 0755);
+	char *decl = xasprintf("{\"name\":\"demo\",\"kind\":\"mcp\",\"prefix\":\"demo_\",\"command\":[\"%s\"],"
+			       "\"side_effects\":\"read\"}", prog);
+	tcd_write_tool(&d, "demo.json", decl);
+	struct tcc *root = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "demo_echo", "{}");
+	const char *m = tj_str(r, "error.message");
+	ck_assert_msg(m && strstr(m, "refused") && strstr(m, prog) && strstr(m, "is owned by uid 12345"), "%s",
+		      tcc_raw(n, r));
+	tcc_close(n);
+	free(decl);
+	free(prog);
+	tcd_finish(&d);
+}
+END_TEST
+
 static Suite *programs_suite(void)
 {
 	Suite *s = suite_create("integ_sandbox_programs");
@@ -249,6 +450,14 @@ static Suite *programs_suite(void)
 	tcase_add_test(tc, mcp_script_out_of_reach);
 	tcase_add_test(tc, program_through_link);
 	tcase_add_test(tc, socket_covered_in_every_workspace);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("strict");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, hook_script_of_another_uid_refused);
+	tcase_add_test(tc, path_shadow_refused);
+	tcase_add_test(tc, replaced_link_refused);
+	tcase_add_test(tc, writable_program_refused);
+	tcase_add_test(tc, mcp_program_of_another_uid_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
