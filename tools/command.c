@@ -605,9 +605,13 @@ static enum tool_ret command_exec(struct tool_call *c)
 	uid_t run_uid = sbc && as && as->change ? as->uid : geteuid();
 	int base = cwd_fd >= 0 ? cwd_fd : -1;
 	_cleanup_close_ int root_fd = -1;
-	if (base < 0 && c->ws && c->ws->root && argv[0][0] != '/' && strchr(argv[0], '/'))
+	const char *script = sandbox_argv_script((const char *const *)argv);
+	if (base < 0 && c->ws && c->ws->root &&
+	    ((argv[0][0] != '/' && strchr(argv[0], '/')) || (script && script[0] != '/')))
 		base = root_fd = open(c->ws->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	r = sandbox_program_open(argv[0], env, base, run_uid, &exec_fd, &why);
+	if (r == 0)
+		r = sandbox_script_check(argv, base, run_uid, &why);
 	if (r == -EPERM && why) {
 		tool_call_fail(c, TC_PERMISSION_DENIED, "Command '%s' refused: %s", cmd->program, why);
 		return TOOL_DONE;

@@ -501,6 +501,8 @@ static void run_next(struct hook_run *r)
 	_cleanup_free_ char *why = NULL;
 	uid_t run_uid = r->run && r->has_run_as && r->run_as.change ? r->run_as.uid : geteuid();
 	k = sandbox_program_open(r->hooks[r->i].argv[0], env, cwd_fd, run_uid, &exec_fd, &why);
+	if (k == 0)
+		k = sandbox_script_check(r->hooks[r->i].argv, cwd_fd, run_uid, &why);
 	if (k == -EPERM && why) {
 		buf_free(&r->in);
 		r->run = sandbox_run_end(r->run);

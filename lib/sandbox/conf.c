@@ -483,18 +483,21 @@ static void read_only_push(struct sandbox_config *cfg, char *path, const char *c
 	cfg->read_only[n + 1] = NULL;
 }
 
+const char *sandbox_argv_script(const char *const *argv)
+{
+	/* The script an interpreter runs: its first operand. */
+	for (size_t i = 1; argv && argv[0] && argv[i] && interpreter(argv[0]); i++)
+		if (argv[i][0] != '-')
+			return argv[i];
+	return NULL;
+}
+
 void sandbox_read_only_argv(struct sandbox_config *cfg, const char *const *argv, const char *cwd,
 			    const char *const *roots)
 {
 	if (!argv || !argv[0])
 		return;
-	const char *words[2] = { argv[0], NULL };
-	/* The script an interpreter runs: its first operand. */
-	for (size_t i = 1; argv[i] && interpreter(argv[0]); i++)
-		if (argv[i][0] != '-') {
-			words[1] = argv[i];
-			break;
-		}
+	const char *words[2] = { argv[0], sandbox_argv_script(argv) };
 	for (size_t i = 0; i < ELEMENTSOF(words) && words[i]; i++) {
 		char *named = NULL;
 		char *f = argv_file(words[i], i == 0, cwd, &named);

@@ -166,3 +166,14 @@ int sandbox_program_open(const char *name, char *const *envp, int cwd_fd, uid_t 
 	}
 	return last;
 }
+
+int sandbox_script_check(char *const *argv, int cwd_fd, uid_t run_uid, char **ret_why)
+{
+	*ret_why = NULL;
+	const char *script = sandbox_argv_script((const char *const *)argv);
+	if (!script)
+		return 0;
+	_cleanup_close_ int fd = -1;
+	int r = open_checked(cwd_fd >= 0 ? cwd_fd : AT_FDCWD, script, run_uid, &fd, ret_why);
+	return r == -EPERM ? r : 0;
+}

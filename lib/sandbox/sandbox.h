@@ -575,5 +575,16 @@ uint64_t sandbox_repos_bounded(void);
  */
 int sandbox_program_open(const char *name, char *const *envp, int cwd_fd, uid_t run_uid, int *ret_fd,
 			 char **ret_why);
+/*
+ * The script that argv's interpreter (sh, python3, node ...) runs, its
+ * first operand, or NULL; and that script checked by the same rule (a
+ * relative name from cwd_fd): 0, -EPERM with why when refused, or 0 too
+ * when it does not exist (the operand may not be a file at all). It is not
+ * run from an fd: the rule on its directories already keeps anyone else
+ * from putting another file in its place, and an interpreter given
+ * /dev/fd/N would no longer know where its script lies.
+ */
+const char *sandbox_argv_script(const char *const *argv);
+int sandbox_script_check(char *const *argv, int cwd_fd, uid_t run_uid, char **ret_why);
 
 #endif

@@ -413,6 +413,36 @@ START_TEST(writable_program_refused)
 }
 END_TEST
 
+/* The script an interpreter runs (sh scripts/run.sh, named relative to
+ * the workspace) is checked as a program is: another uid's is refused. */
+START_TEST(interpreter_script_of_another_uid_refused)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "{" AUTO "}");
+	char *dir = tcd_ws_path(&d, "scripts");
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	char *script = put_owned(&d, "scripts/run.sh", "echo scripted\n", OTHER, 0644);
+	tcd_write_tool(&d, "run.json",
+		       "{\"name\":\"run\",\"kind\":\"command\",\"argv\":[\"sh\",\"scripts/run.sh\"],"
+		       "\"side_effects\":\"read\"}");
+	struct tcc *root = tcc_connect(&d);
+	tc_assert_ok(tcc_reload(root));
+	tcc_close(root);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	assert_refused(tcc_call(n, "run", "{}"), "scripts/run.sh", "is owned by uid 12345");
+	ck_assert_int_eq(chown(script, 0, 0), 0);
+	const struct json *r = tcc_call(n, "run", "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "scripted\n");
+	tcc_close(n);
+	free(script);
+	free(dir);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* An MCP server whose program is another uid's is not started for the
  * peer: its call fails naming the file and why. */
 START_TEST(mcp_program_of_another_uid_refused)
@@ -457,6 +487,7 @@ static Suite *programs_suite(void)
 	tcase_add_test(tc, path_shadow_refused);
 	tcase_add_test(tc, replaced_link_refused);
 	tcase_add_test(tc, writable_program_refused);
+	tcase_add_test(tc, interpreter_script_of_another_uid_refused);
 	tcase_add_test(tc, mcp_program_of_another_uid_refused);
 	suite_add_tcase(s, tc);
 	return s;

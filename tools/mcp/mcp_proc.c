@@ -384,9 +384,14 @@ void mcp_provider_start(struct mcp_provider *p)
 	int exec_fd = -1;
 	_cleanup_free_ char *why = NULL;
 	uid_t run_uid = p->run && p->run_as.change ? p->run_as.uid : geteuid();
-	if (sandbox_program_open(p->argv[0], env, cwd_fd, run_uid, &exec_fd, &why) == -EPERM && why) {
+	int k = sandbox_program_open(p->argv[0], env, cwd_fd, run_uid, &exec_fd, &why);
+	if (k == 0)
+		k = sandbox_script_check(p->argv, cwd_fd, run_uid, &why);
+	if (k == -EPERM && why) {
 		if (cwd_fd >= 0)
 			close(cwd_fd);
+		if (exec_fd >= 0)
+			close(exec_fd);
 		child_env_free(env);
 		p->run = sandbox_run_end(p->run);
 		mcp_import_failed(p, "MCP server '%s' cannot be started: it was refused: %s", p->name, why);
