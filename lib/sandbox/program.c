@@ -117,6 +117,8 @@ static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_f
 			why = unfit_dirs(AT_FDCWD, real, run_uid, &more);
 		}
 	}
+	if (!why && !S_ISREG(st.st_mode))
+		why = xasprintf("%s is not a regular file", name);
 	if (!why)
 		why = unfit(name, &st, run_uid);
 	if (why) {

@@ -27,6 +27,7 @@
 #include <linux/capability.h>
 
 #include "lib/child/child.h"
+#include "lib/sandbox/sandbox.h"
 #include "lib/base/loop.h"
 #include "lib/tool.h"
 #include "lib/files/workspace.h"
@@ -985,6 +986,81 @@ START_TEST(child_exec_errors)
 }
 END_TEST
 
+/* Runs argv with the program of exec_fd; returns its stdout (owned). */
+static char *run_exec_fd(char **argv, int exec_fd)
+{
+	struct child_wait w = { 0 };
+	char **envp = child_env_new(NULL);
+	struct child_opts o = {
+		.argv = argv, .envp = envp, .cwd_fd = -1, .exec_fd = exec_fd,
+		.on_output = cw_output, .on_done = cw_done, .arg = &w,
+	};
+	struct child *ch = NULL;
+	ck_assert_int_eq(child_spawn(loop, &o, &ch), 0);
+	cw_run(&w, 10000);
+	child_free(ch);
+	child_env_free(envp);
+	buf_putc(&w.out, '\0');
+	return buf_steal(&w.out);
+}
+
+START_TEST(child_runs_the_checked_fd)
+{
+	/* What runs is the file checked and opened, not what is at its
+	 * name when the child starts: a script replaced after the check. */
+	char prog[PATH_MAX + 16], other[PATH_MAX + 16];
+	snprintf(prog, sizeof(prog), "%s/prog", tmpdir);
+	snprintf(other, sizeof(other), "%s/other", tmpdir);
+	write_file_mode(prog, "#!/bin/sh\necho checked\n", 0755);
+	char **envp = child_env_new(NULL);
+	int fd = -1;
+	char *why = NULL;
+	ck_assert_int_eq(sandbox_program_open(prog, envp, -1, geteuid(), &fd, &why), 0);
+	write_file_mode(other, "#!/bin/sh\necho swapped\n", 0755);
+	ck_assert_int_eq(rename(other, prog), 0);
+	char *argv[] = { prog, NULL };
+	char *out = run_exec_fd(argv, fd);
+	ck_assert_str_eq(out, "checked\n");
+	free(out);
+	close(fd);
+
+	/* A binary, found in PATH: it gets no fd of the daemon's (ls's own
+	 * directory is its 3). */
+	ck_assert_int_eq(sandbox_program_open("ls", envp, -1, geteuid(), &fd, &why), 0);
+	char *ls[] = { "ls", "/proc/self/fd", NULL };
+	out = run_exec_fd(ls, fd);
+	ck_assert_str_eq(out, "0\n1\n2\n3\n");
+	free(out);
+	close(fd);
+
+	/* Writable by group or other: refused, saying so. */
+	ck_assert_int_eq(chmod(prog, 0775), 0);
+	ck_assert_int_eq(sandbox_program_open(prog, envp, -1, geteuid(), &fd, &why), -EPERM);
+	ck_assert_msg(strstr(why, prog) && strstr(why, "writable by group or other (mode 0775)"), "%s", why);
+	free(why);
+	ck_assert_int_eq(fd, -1);
+	/* In a directory others may write to: refused unless sticky. */
+	char dir[PATH_MAX + 16], inner[PATH_MAX + 32];
+	snprintf(dir, sizeof(dir), "%s/open", tmpdir);
+	snprintf(inner, sizeof(inner), "%s/prog", dir);
+	ck_assert_int_eq(mkdir(dir, 0777), 0);
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	write_file_mode(inner, "#!/bin/sh\necho inner\n", 0755);
+	ck_assert_int_eq(sandbox_program_open(inner, envp, -1, geteuid(), &fd, &why), -EPERM);
+	ck_assert_msg(strstr(why, "directory") && strstr(why, dir) && strstr(why, "mode 0777"), "%s", why);
+	free(why);
+	ck_assert_int_eq(chmod(dir, 01777), 0);
+	ck_assert_int_eq(sandbox_program_open(inner, envp, -1, geteuid(), &fd, &why), 0);
+	close(fd);
+	/* Not there at all, and not a regular file. */
+	ck_assert_int_eq(sandbox_program_open("tc-no-such-program", envp, -1, geteuid(), &fd, &why), -ENOENT);
+	ck_assert_int_eq(sandbox_program_open(dir, envp, -1, geteuid(), &fd, &why), -EPERM);
+	ck_assert_msg(strstr(why, "not a regular file"), "%s", why);
+	free(why);
+	child_env_free(envp);
+}
+END_TEST
+
 START_TEST(shell_background_killed_at_exit)
 {
 	/* When the leader exits, the rest of its group goes with it: the
@@ -1508,6 +1584,7 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, child_free_running);
 	tcase_add_test(tc, child_starts_clean);
 	tcase_add_test(tc, child_exec_errors);
+	tcase_add_test(tc, child_runs_the_checked_fd);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("command");
