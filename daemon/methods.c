@@ -343,8 +343,10 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 	const char *down = registry_find(s->registry, name->u.str.s) ? NULL
 			   : providers_down_for(&s->providers, name->u.str.s, caller(c));
 	if (down) {
-		/* Maybe a tool of a provider that failed to start: transient. */
-		struct outcome *o = outcome_error(TC_TRANSIENT, "%s", down);
+		/* Maybe a tool of a provider that failed to start: transient,
+		 * unless its program was refused. */
+		bool refused = providers_refused_for(&s->providers, name->u.str.s, caller(c));
+		struct outcome *o = outcome_error(refused ? TC_PERMISSION_DENIED : TC_TRANSIENT, "%s", down);
 		o->tool = xstrdup(name->u.str.s);
 		answer_outcome(p, o, false);
 		outcome_unref(o);

@@ -128,6 +128,12 @@ const char *providers_down_for(const struct providers *p, const char *tool, cons
 	return mcp_provider_error_for(pv, ident);
 }
 
+bool providers_refused_for(const struct providers *p, const char *tool, const struct identity *ident)
+{
+	struct mcp_provider *pv = provider_for(p, tool);
+	return pv && providers_down_for(p, tool, ident) && mcp_provider_refused_for(pv, ident);
+}
+
 bool providers_start_for(struct providers *p, const char *tool, const struct identity *ident)
 {
 	struct mcp_provider *pv = provider_for(p, tool);

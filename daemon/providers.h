@@ -49,6 +49,8 @@ bool providers_start_for(struct providers *p, const char *tool, const struct ide
  * be one of its tools, so the call is transient, not not_found); else NULL.
  */
 const char *providers_down_for(const struct providers *p, const char *tool, const struct identity *ident);
+/* Whether that failure is the refusal of its program (permission_denied). */
+bool providers_refused_for(const struct providers *p, const char *tool, const struct identity *ident);
 /* Writes "providers": [{name, prefix, state, pid, restarts, lastError,
  * instances: [{uid, state, pid}]}] into
  * the open object of admin/stats. */

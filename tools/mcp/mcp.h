@@ -104,6 +104,8 @@ void mcp_provider_start_for(struct mcp_provider *p, const struct identity *ident
 /* The failure of the last start for ident (its own instance's, when p runs
  * as each peer: another uid's is not told); NULL when it did not fail. */
 const char *mcp_provider_error_for(const struct mcp_provider *p, const struct identity *ident);
+/* Whether that failure is its program's refusal (sandbox_program_open()). */
+bool mcp_provider_refused_for(const struct mcp_provider *p, const struct identity *ident);
 /* How long a failed start is not tried again (providers.retry_s); the next
  * call tries again at once (set at each reload). */
 void mcp_provider_set_retry(struct mcp_provider *p, uint32_t retry_s);

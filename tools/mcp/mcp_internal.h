@@ -118,6 +118,7 @@ struct mcp_provider {
 
 	enum mcp_state state;
 	char *error;
+	bool refused;			/* error: its program was refused (sandbox_program_open) */
 	char *last_error;		/* the last failure (start or crash); kept once ready */
 	unsigned restarts;		/* spawns after the first */
 	unsigned spawns;

@@ -385,6 +385,7 @@ void mcp_provider_start(struct mcp_provider *p)
 	_cleanup_free_ char *why = NULL;
 	uid_t run_uid = p->run && p->run_as.change ? p->run_as.uid : geteuid();
 	int k = sandbox_program_open(p->argv[0], env, cwd_fd, run_uid, &exec_fd, &why);
+	p->refused = false;
 	if (k == 0)
 		k = sandbox_script_check(p->argv, cwd_fd, run_uid, &why);
 	if (k == -EPERM && why) {
@@ -394,6 +395,7 @@ void mcp_provider_start(struct mcp_provider *p)
 			close(exec_fd);
 		child_env_free(env);
 		p->run = sandbox_run_end(p->run);
+		p->refused = true;
 		mcp_import_failed(p, "MCP server '%s' cannot be started: it was refused: %s", p->name, why);
 		return;
 	}
@@ -484,6 +486,7 @@ static void instance_settled(void *arg, struct mcp_provider *inst)
 				return;
 		free(p->error);
 		p->error = xstrdup(inst->error);
+		p->refused = inst->refused;
 		p->state = MCP_FAILED;
 		p->failed_ms = inst->failed_ms;
 		mcp_settle(p);
@@ -607,6 +610,16 @@ const char *mcp_provider_error_for(const struct mcp_provider *p, const struct id
 		if (p->inst[i]->uid == ident->uid)
 			return p->inst[i]->state == MCP_FAILED ? p->inst[i]->error : NULL;
 	return NULL;
+}
+
+bool mcp_provider_refused_for(const struct mcp_provider *p, const struct identity *ident)
+{
+	if (!per_peer(p))
+		return p->refused;
+	for (size_t i = 0; ident && i < p->n_inst; i++)
+		if (p->inst[i]->uid == ident->uid)
+			return p->inst[i]->state == MCP_FAILED && p->inst[i]->refused;
+	return false;
 }
 
 bool mcp_provider_runs_as_root(const struct mcp_provider *p)

@@ -156,7 +156,7 @@ void mcp_calls_fail(struct mcp_provider *p, const char *why)
 		struct mcp_call *mc = list_entry(pos, struct mcp_call, node);
 		/* A failed start says why, with what the server printed. */
 		if (p->state == MCP_FAILED && p->error)
-			tool_call_fail(mc->tc, TC_TRANSIENT, "%s", p->error);
+			tool_call_fail(mc->tc, p->refused ? TC_PERMISSION_DENIED : TC_TRANSIENT, "%s", p->error);
 		else
 			tool_call_fail(mc->tc, TC_TRANSIENT, "MCP server '%s' %s", p->name, why);
 		mcp_call_end(mc);

@@ -32,7 +32,7 @@ static enum tool_ret mcp_exec(struct tool_call *c)
 	}
 	/* A start that failed a moment ago is not tried again: its reason. */
 	if (!p->child && mcp_start_refused(p)) {
-		tool_call_fail(c, TC_TRANSIENT, "%s", p->error);
+		tool_call_fail(c, p->refused ? TC_PERMISSION_DENIED : TC_TRANSIENT, "%s", p->error);
 		return TOOL_DONE;
 	}
 	struct mcp_call *mc = xcalloc(1, sizeof(*mc));
