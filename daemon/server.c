@@ -52,6 +52,12 @@
 #define MSG_STOPPED "toolcalld restarted (it was stopped) before this call finished, so the call was stopped; " \
 		    "retry it"
 
+/* A program the config names, refused (lib/sandbox/program.c). */
+static void log_program_refusal(const char *message)
+{
+	log_warning("%s", message);
+}
+
 /* --- the loop's housekeeping ------------------------------------------- */
 
 static void check_stopped(struct server *s)
@@ -235,6 +241,7 @@ int server_init(struct server *s, char **ret_err)
 		*ret_err = xasprintf("workspace %s: %s", s->cfg.workspace, strerror(-r));
 		return r;
 	}
+	sandbox_program_set_log(log_program_refusal);
 	/* Before any child: also makes the daemon child subreaper. */
 	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(s->cfg.sandbox.cgroup_dir));
 	log_info("%s", line);

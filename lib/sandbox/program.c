@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,32 @@
 
 #include "proto/base/util.h"
 #include "lib/sandbox/sandbox.h"
+
+static void (*refusal_log)(const char *message);
+
+void sandbox_program_set_log(void (*fn)(const char *message))
+{
+	refusal_log = fn;
+}
+
+/* Tells of a refusal once among the last 64 different ones (by hash). */
+static void log_refusal(const char *why)
+{
+	static uint64_t seen[64];
+	static unsigned next;
+	if (!refusal_log)
+		return;
+	uint64_t h = 1469598103934665603ULL;
+	for (const unsigned char *p = (const unsigned char *)why; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	h |= 1;
+	for (unsigned i = 0; i < ELEMENTSOF(seen); i++)
+		if (seen[i] == h)
+			return;
+	seen[next++ % ELEMENTSOF(seen)] = h;
+	_cleanup_free_ char *m = xasprintf("refused to run a program: %s", why);
+	refusal_log(m);
+}
 
 /* Whether uid may own what a program's run goes through. */
 static bool trusted_owner(uid_t owner, uid_t run_uid)
@@ -122,6 +149,7 @@ static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_f
 	if (!why)
 		why = unfit(name, &st, run_uid);
 	if (why) {
+		log_refusal(why);
 		*ret_why = why;
 		return -EPERM;
 	}

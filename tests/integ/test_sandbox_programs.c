@@ -287,6 +287,12 @@ START_TEST(hook_script_of_another_uid_refused)
 	char *script = put_owned(&d, "pre.sh", "#!/bin/sh\necho '{\"decision\":\"allow\"}'\n", OTHER, 0755);
 	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
 	assert_refused(tcc_call(n, "list_dir", "{\"path\":\".\"}"), script, "is owned by uid 12345");
+	assert_refused(tcc_call(n, "list_dir", "{\"path\":\".\"}"), script, "is owned by uid 12345");
+	/* Logged, once for the same reason. */
+	char *log = slurp(&d, d.log);
+	const char *at = strstr(log, "warning: refused to run a program: program ");
+	ck_assert_msg(at && strstr(at, script) && !strstr(at + 20, "refused to run a program"), "%s", log);
+	free(log);
 	ck_assert_int_eq(chown(script, NOBODY, NOBODY), 0);
 	tc_assert_ok(tcc_call(n, "list_dir", "{\"path\":\".\"}"));
 	ck_assert_int_eq(chown(script, 0, 0), 0);
