@@ -620,12 +620,17 @@ static enum tool_ret command_exec(struct tool_call *c)
 		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' not found", cmd->program);
 		return TOOL_DONE;
 	}
+	if (r < 0) {
+		/* Nothing runs but what was checked. */
+		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' cannot be run: %s", cmd->program, strerror(-r));
+		return TOOL_DONE;
+	}
 	struct child_opts opts = {
 		.path = NULL,		/* argv[0], searched in the child's PATH */
 		.argv = argv,
 		.envp = env,
 		.cwd_fd = cwd_fd,	/* -1: the workspace's root */
-		.exec_fd = exec_fd > 2 ? exec_fd : 0,	/* else an error the spawn tells */
+		.exec_fd = exec_fd,
 	};
 	struct sandbox_req req;
 	sandbox_req_init(&req, sbc, c->tool->name, c->tool->side_effects == SIDE_NETWORK, &cmd->sandbox);

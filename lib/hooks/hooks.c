@@ -503,16 +503,18 @@ static void run_next(struct hook_run *r)
 	k = sandbox_program_open(r->hooks[r->i].argv[0], env, cwd_fd, run_uid, &exec_fd, &why);
 	if (k == 0)
 		k = sandbox_script_check(r->hooks[r->i].argv, cwd_fd, run_uid, &why);
-	if (k == -EPERM && why) {
+	if (k < 0) {
+		/* Nothing runs but what was checked. */
 		buf_free(&r->in);
 		r->run = sandbox_run_end(r->run);
-		_cleanup_free_ char *what = xasprintf("was refused: %s", why);
+		_cleanup_free_ char *what = why ? xasprintf("was refused: %s", why)
+					    : xasprintf("could not start: %s", strerror(-k));
 		run_failed(r, what);
 		return;
 	}
 	struct child_opts o;
 	hook_spawn_opts(r, env, cwd_fd, &o);
-	o.exec_fd = exec_fd > 2 ? exec_fd : 0;
+	o.exec_fd = exec_fd;
 	k = child_spawn(r->h->loop, &o, &r->ch);
 	if (k < 0) {
 		buf_free(&r->in);

@@ -117,6 +117,14 @@ static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_f
 	_cleanup_close_ int fd = openat(base_fd, path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (fd <= 2) {
+		/* Above the standard streams, where child_opts.exec_fd is. */
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (high < 0)
+			return -errno;
+		close(fd);
+		fd = high;
+	}
 	struct stat st, lst;
 	if (fstat(fd, &st) < 0)
 		return -errno;

@@ -570,7 +570,7 @@ uint64_t sandbox_repos_bounded(void);
  * by one of them too, and a directory must not be writable by group or
  * other unless sticky (where only an entry's owner can rename or remove
  * it): else someone else could move another file into its place. Returns
- * 0 with the fd in *ret_fd, -EPERM with why (naming the file; owned) in
+ * 0 with the fd (above 2) in *ret_fd, -EPERM with why (naming the file; owned) in
  * *ret_why when refused, or the open's negative errno (-ENOENT, -EACCES).
  */
 int sandbox_program_open(const char *name, char *const *envp, int cwd_fd, uid_t run_uid, int *ret_fd,

@@ -388,19 +388,24 @@ void mcp_provider_start(struct mcp_provider *p)
 	p->refused = false;
 	if (k == 0)
 		k = sandbox_script_check(p->argv, cwd_fd, run_uid, &why);
-	if (k == -EPERM && why) {
+	if (k < 0) {
+		/* Nothing runs but what was checked. */
 		if (cwd_fd >= 0)
 			close(cwd_fd);
 		if (exec_fd >= 0)
 			close(exec_fd);
 		child_env_free(env);
 		p->run = sandbox_run_end(p->run);
-		p->refused = true;
-		mcp_import_failed(p, "MCP server '%s' cannot be started: it was refused: %s", p->name, why);
+		p->refused = why != NULL;
+		if (why)
+			mcp_import_failed(p, "MCP server '%s' cannot be started: it was refused: %s", p->name, why);
+		else
+			mcp_import_failed(p, "MCP server '%s' cannot be started (%s): %s", p->name, p->argv[0],
+					  strerror(-k));
 		return;
 	}
 	struct child_opts o = {
-		.exec_fd = exec_fd > 2 ? exec_fd : 0,
+		.exec_fd = exec_fd,
 		.sandbox = p->run,
 		.argv = p->argv,
 		.envp = env,
