@@ -75,11 +75,37 @@ static char *unfit(const char *path, const struct stat *st, uid_t run_uid)
 	return NULL;
 }
 
+static char *unfit_dirs(int base_fd, const char *path, uid_t run_uid, bool *links, int depth);
+
+/* Where the link at path (its owner checked) leads: the directories and
+ * links on the way to its target, and a link there, each in turn, up to
+ * the kernel's 40. Checks all but the last target itself. */
+static char *unfit_target(int base_fd, const char *path, uid_t run_uid, int depth)
+{
+	if (depth > 40)
+		return xasprintf("%s leads through too many links", path);
+	char t[PATH_MAX];
+	ssize_t n = readlinkat(base_fd, path, t, sizeof(t) - 1);
+	if (n <= 0)
+		return xasprintf("%s cannot be checked: %s", path, n < 0 ? strerror(errno) : "empty link");
+	t[n] = '\0';
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *target = t[0] == '/' || !slash ? xstrdup(t)
+				      : xasprintf("%.*s/%s", (int)(slash - path), path, t);
+	bool links = false;
+	char *why = unfit_dirs(base_fd, target, run_uid, &links, depth + 1);
+	struct stat lst;
+	if (!why && fstatat(base_fd, target, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode) &&
+	    !(why = unfit(target, &lst, run_uid)))
+		why = unfit_target(base_fd, target, run_uid, depth + 1);
+	return why;
+}
+
 /* Checks each directory on the way to path's last component (relative
- * ones from base_fd), and each link on it, not following the last
- * component's link (the caller checks what it opened). Sets *links when a
- * component is a link. NULL when all are fit. */
-static char *unfit_dirs(int base_fd, const char *path, uid_t run_uid, bool *links)
+ * ones from base_fd), and each link on it with where it leads, not the
+ * last component (the caller checks it). Sets *links when a component is
+ * a link. NULL when all are fit. */
+static char *unfit_dirs(int base_fd, const char *path, uid_t run_uid, bool *links, int depth)
 {
 	size_t n = strlen(path);
 	_cleanup_free_ char *p = xstrdup(path);
@@ -94,9 +120,11 @@ static char *unfit_dirs(int base_fd, const char *path, uid_t run_uid, bool *link
 		char *why = unfit(name, &st, run_uid);
 		if (!why && S_ISLNK(st.st_mode)) {
 			*links = true;
-			if (fstatat(base_fd, name, &st, 0) < 0)
+			why = unfit_target(base_fd, name, run_uid, depth + 1);
+			if (!why && fstatat(base_fd, name, &st, 0) < 0)
 				return xasprintf("%s cannot be checked: %s", name, strerror(errno));
-			why = unfit(name, &st, run_uid);
+			if (!why)
+				why = unfit(name, &st, run_uid);
 		}
 		p[i] = '/';
 		if (why)
@@ -131,10 +159,10 @@ static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_f
 	char *why = NULL;
 	/* A link as the last component: who could replace it. */
 	bool links = fstatat(base_fd, path, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode);
-	if (links)
-		why = unfit(path, &lst, run_uid);
+	if (links && !(why = unfit(path, &lst, run_uid)))
+		why = unfit_target(base_fd, path, run_uid, 0);
 	if (!why)
-		why = unfit_dirs(base_fd, path, run_uid, &links);
+		why = unfit_dirs(base_fd, path, run_uid, &links, 0);
 	/* Where it really is, when that is not path: named so, and the
 	 * directories there checked too. */
 	char real[PATH_MAX];
@@ -149,7 +177,7 @@ static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_f
 			real[n] = '\0';
 			name = real;
 			bool more = false;
-			why = unfit_dirs(AT_FDCWD, real, run_uid, &more);
+			why = unfit_dirs(AT_FDCWD, real, run_uid, &more, 0);
 		}
 	}
 	if (!why && !S_ISREG(st.st_mode))

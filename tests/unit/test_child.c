@@ -1052,6 +1052,22 @@ START_TEST(child_runs_the_checked_fd)
 	ck_assert_int_eq(chmod(dir, 01777), 0);
 	ck_assert_int_eq(sandbox_program_open(inner, envp, -1, geteuid(), &fd, &why), 0);
 	close(fd);
+	/* A link leading through a link of a directory others may write to
+	 * (who could point it at another program): refused, though the
+	 * program it ends at is root's. */
+	char mid[PATH_MAX + 16], link1[PATH_MAX + 16], link2[PATH_MAX + 32];
+	snprintf(mid, sizeof(mid), "%s/mid", tmpdir);
+	snprintf(link1, sizeof(link1), "%s/link1", tmpdir);
+	snprintf(link2, sizeof(link2), "%s/link2", mid);
+	ck_assert_int_eq(mkdir(mid, 0755), 0);
+	ck_assert_int_eq(symlink("/bin/sh", link2), 0);
+	ck_assert_int_eq(symlink("mid/link2", link1), 0);
+	ck_assert_int_eq(sandbox_program_open(link1, envp, -1, geteuid(), &fd, &why), 0);
+	close(fd);
+	ck_assert_int_eq(chmod(mid, 0777), 0);
+	ck_assert_int_eq(sandbox_program_open(link1, envp, -1, geteuid(), &fd, &why), -EPERM);
+	ck_assert_msg(strstr(why, "directory") && strstr(why, "mid") && strstr(why, "mode 0777"), "%s", why);
+	free(why);
 	/* Not there at all, and not a regular file. */
 	ck_assert_int_eq(sandbox_program_open("tc-no-such-program", envp, -1, geteuid(), &fd, &why), -ENOENT);
 	ck_assert_int_eq(sandbox_program_open(dir, envp, -1, geteuid(), &fd, &why), -EPERM);
