@@ -340,6 +340,7 @@ void mcp_provider_start(struct mcp_provider *p)
 		return;
 	/* What a previous run said is not this run's. */
 	p->err_tail_len = 0;
+	p->refused = false;
 	buf_clear(&p->err_line);
 	char **env = child_env_new(p->tenv ? p->tenv->shell_env_allow : NULL);
 	for (char **e = p->env_extra; *e; e++) {
@@ -385,7 +386,6 @@ void mcp_provider_start(struct mcp_provider *p)
 	_cleanup_free_ char *why = NULL;
 	uid_t run_uid = p->run && p->run_as.change ? p->run_as.uid : geteuid();
 	int k = sandbox_program_open(p->argv[0], env, cwd_fd, run_uid, &exec_fd, &why);
-	p->refused = false;
 	if (k == 0)
 		k = sandbox_script_check(p->argv, cwd_fd, run_uid, &why);
 	if (k < 0) {
