@@ -752,7 +752,7 @@ static void mem_done(struct tool_call *call, void *arg, int r)
 		if (j->path2)
 			tool_call_note_file(call, j->path2);
 		_cleanup_free_ char *what = j->cmd == C_CREATE || j->cmd == C_STR_REPLACE || j->cmd == C_INSERT
-			? xasprintf("memory %s %s (%zu bytes)", command_names[j->cmd], j->path, j->bytes)
+			? xasprintf("memory %s %s (%zu byte%s)", command_names[j->cmd], j->path, j->bytes, j->bytes == 1 ? "" : "s")
 			: xasprintf("memory %s %s%s%s", command_names[j->cmd], j->path, j->path2 ? " " : "",
 				    j->path2 ? j->path2 : "");
 		tool_call_note_command(call, what);

@@ -91,7 +91,7 @@ static void write_job_done(struct tool_call *call, void *arg, int r)
 	jgen_obj_close(g);
 	jgen_free(g);
 
-	char *text = xasprintf("%s %s (%zu bytes)", j->created ? "Created" : "Wrote", display, n);
+	char *text = xasprintf("%s %s (%zu byte%s)", j->created ? "Created" : "Wrote", display, n, n == 1 ? "" : "s");
 	tool_call_succeed(call, text, buf_steal(&out), false);
 }
 

@@ -48,7 +48,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,16 +372,6 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
 	}
 }
 
-/* Makes the empty network namespace (a thread's, which it leaves
- * behind): its fd, or -1 where the daemon may not. */
-static void *dead_make(void *arg)
-{
-	int *ret = arg;
-	if (unshare(CLONE_NEWNET) == 0)
-		*ret = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	return NULL;
-}
-
 /* A socket of family and type in the empty network namespace, made once
  * (no interface up, not even loopback: it reaches nothing, and nothing
  * reaches it); -1 where there is none (then an AF_UNIX socket stands in,
@@ -391,11 +380,16 @@ static void *dead_make(void *arg)
 static int dead_socket(int family, int type, int protocol)
 {
 	if (!nn.dead_tried) {
+		/* Made by the loop's thread, which then goes back: a network
+		 * namespace is a thread's own, so the io workers never see
+		 * it. */
 		nn.dead_tried = true;
-		pthread_t t;
 		nn.own_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (nn.own_ns >= 0 && pthread_create(&t, NULL, dead_make, &nn.dead_ns) == 0)
-			(void)pthread_join(t, NULL);
+		if (nn.own_ns >= 0 && unshare(CLONE_NEWNET) == 0) {
+			nn.dead_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+			if (setns(nn.own_ns, CLONE_NEWNET) < 0)
+				abort();
+		}
 	}
 	if (nn.dead_ns < 0 || nn.own_ns < 0 || setns(nn.dead_ns, CLONE_NEWNET) < 0)
 		return -1;

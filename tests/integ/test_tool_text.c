@@ -132,6 +132,7 @@ static const struct text_case cases[] = {
 
 	{ "write_file", NORMAL, "{\"path\":\"scratch/w.txt\",\"content\":\"hello\\n\"}", { NULL }, 0 },
 	{ "write_file", NORMAL, "{\"path\":\"scratch/w.txt\",\"content\":\"hello again\\n\"}", { NULL }, 0 },
+	{ "write_file", NORMAL, "{\"path\":\"scratch/one.txt\",\"content\":\"x\"}", { NULL }, 0 },
 	{ "write_file", ERROR, "{\"path\":\"src\",\"content\":\"x\"}", { NULL }, 0 },
 	{ NULL },
 };
