@@ -8,26 +8,24 @@
  * per spawner (SECCOMP_FILTER_FLAG_NEW_LISTENER), passed to the daemon
  * when the spawner starts and watched here on the loop.
  *
- * Enforcement stays the filter's and a namespace's: such a child gets no
- * socket of the daemon's network. Its socket() of AF_INET or AF_INET6 is
- * answered (SECCOMP_IOCTL_NOTIF_ADDFD) with a socket of the same type made
- * in an empty network namespace (no interface up, not even loopback;
- * made once), where options of the network can be set but nothing can be
- * reached, only so that the program goes on to say where it meant to go
- * (a resolver sets IP_RECVERR first, and would give up on an AF_UNIX
- * socket). That connect() (or sendto()) is read
- * from the child's memory, recorded ("connect to 1.1.1.1:80") for the
- * call whose cgroup the notifying task is in (or whose child it descends
- * from), and refused
- * (ENETUNREACH) when its address is AF_INET or AF_INET6; any other is let
- * through (SECCOMP_USER_NOTIF_FLAG_CONTINUE). Continuing grants nothing:
- * the kernel then does what it would have done without this filter, on
- * a socket that cannot reach the network (the child could make none but
- * in the empty namespace), and an address the child rewrote after it was
- * read (the kernel reads it again) is one only that namespace sees. A
- * task that is gone when its address has been read
- * (SECCOMP_IOCTL_NOTIF_ID_VALID) is dropped. Where no namespace can be
- * made, an AF_UNIX socket stands in.
+ * Enforcement stays the filter's: such a child never holds a socket of
+ * the network's families. Its socket() of AF_INET or AF_INET6 is answered
+ * (SECCOMP_IOCTL_NOTIF_ADDFD) with an AF_UNIX socket of the same type,
+ * only so that the program goes on to say where it meant to go; a real
+ * AF_INET socket in an empty network namespace was tried and left out:
+ * it would open the kernel's network code to the child (what §10's "no
+ * AF_INET sockets" closes) and one namespace shared by every call would
+ * let calls of two users signal each other through its ports. That
+ * connect() (or sendto()) is read from the child's memory, recorded
+ * ("connect to 1.1.1.1:80") for the call whose cgroup the notifying task
+ * is in (or whose child it descends from), and refused (ENETUNREACH)
+ * when its address is AF_INET or AF_INET6; any other is let through
+ * (SECCOMP_USER_NOTIF_FLAG_CONTINUE), which grants nothing: the kernel
+ * then does what it would have done without this filter, on an AF_UNIX
+ * socket. A call that opened such sockets but named no destination (a
+ * resolver gives up where it cannot set IP_RECVERR) is told "opening a
+ * network socket refused". A task that is gone when its address has been
+ * read (SECCOMP_IOCTL_NOTIF_ID_VALID) is dropped.
  *
  * The daemon never waits here: each receive follows a poll of no time
  * that said one is pending (SECCOMP_IOCTL_NOTIF_RECV has no non-blocking
@@ -48,7 +46,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +79,7 @@ struct nn_call {
 	unsigned n;
 	uint64_t attempts;	/* in all */
 	uint64_t others;	/* to destinations not named */
+	uint64_t sockets;	/* socket() of the network's families */
 };
 
 static struct {
@@ -91,10 +89,8 @@ static struct {
 	struct nn_listener l[NN_LISTENERS];
 	struct nn_call calls[NN_CALLS];
 	size_t notif_size, resp_size;
-	int dead_ns, own_ns;	/* the empty network namespace, the daemon's */
-	bool dead_tried;
 	uint64_t notifications, recorded, by_cgroup, sockets, gone, unread, unmatched, unwatched;
-} nn = { .dead_ns = -1, .own_ns = -1 };
+} nn;
 
 /* A seccomp() with its arguments, as the kernel's headers define it. */
 static long sys_seccomp(unsigned op, unsigned flags, void *arg)
@@ -171,7 +167,7 @@ static void call_clear(struct nn_call *c)
 	for (unsigned i = 0; i < c->n; i++)
 		free(c->what[i]);
 	c->n = 0;
-	c->attempts = c->others = 0;
+	c->attempts = c->others = c->sockets = 0;
 }
 
 /* Stops watching a listener and closes it: its filter's tasks, if any
@@ -198,10 +194,6 @@ void sandbox_netnotif_stop(void)
 	set_why(NULL);
 	nn.loop = NULL;
 	nn.on = false;
-	closep(&nn.dead_ns);
-	closep(&nn.own_ns);
-	nn.dead_ns = nn.own_ns = -1;
-	nn.dead_tried = false;
 }
 
 /* The watched call whose child is pid, or NULL. */
@@ -246,9 +238,15 @@ void sandbox_netnotif_forget(pid_t pid)
 char *sandbox_netnotif_take(pid_t pid)
 {
 	struct nn_call *c = call_find(pid);
-	if (!c || !c->n)
+	if (!c || (!c->n && !c->sockets))
 		return NULL;
 	struct buf b = {0};
+	/* Sockets opened but no destination named (a resolver that gives
+	 * up on a socket without the network's options): what it saw. */
+	if (!c->n)
+		buf_puts(&b, "opening a network socket");
+	if (!c->n && c->sockets > 1)
+		buf_printf(&b, " (%" PRIu64 " times)", c->sockets);
 	for (unsigned i = 0; i < c->n; i++)
 		buf_printf(&b, "%s%s", i ? ", " : "", c->what[i]);
 	if (c->others)
@@ -372,40 +370,13 @@ static void addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
 	}
 }
 
-/* A socket of family and type in the empty network namespace, made once
- * (no interface up, not even loopback: it reaches nothing, and nothing
- * reaches it); -1 where there is none (then an AF_UNIX socket stands in,
- * on which programs that set options of the network give up before
- * they connect). The loop's thread enters it for the socket() only. */
-static int dead_socket(int family, int type, int protocol)
-{
-	if (!nn.dead_tried) {
-		/* Made by the loop's thread, which then goes back: a network
-		 * namespace is a thread's own, so the io workers never see
-		 * it. */
-		nn.dead_tried = true;
-		nn.own_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (nn.own_ns >= 0 && unshare(CLONE_NEWNET) == 0) {
-			nn.dead_ns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-			if (setns(nn.own_ns, CLONE_NEWNET) < 0)
-				abort();
-		}
-	}
-	if (nn.dead_ns < 0 || nn.own_ns < 0 || setns(nn.dead_ns, CLONE_NEWNET) < 0)
-		return -1;
-	int s = socket(family, type, protocol);
-	int e = errno;
-	/* Staying there would cut the daemon off: never. */
-	if (setns(nn.own_ns, CLONE_NEWNET) < 0)
-		abort();
-	errno = e;
-	return s;
-}
-
 /* Answers a socket() of AF_INET or AF_INET6 (of type stream or datagram,
- * TCP or UDP) with one of the empty network namespace, of the same type
- * and flags, else EACCES (what the filter answers without
- * notification). */
+ * TCP or UDP) with an AF_UNIX socket of the same type and flags, else
+ * EACCES (what the filter answers without notification), and counts it
+ * for its call. The child never holds a socket of the network's families
+ * (§10: the kernel's network code is not reachable from it, and no
+ * namespace is shared between calls); the stand-in only lets the program
+ * go on to say where it meant to go. */
 static void on_socket(int fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp)
 {
 	int family = (int)req->data.args[0];
@@ -416,10 +387,12 @@ static void on_socket(int fd, const struct seccomp_notif *req, struct seccomp_no
 	if ((type != SOCK_STREAM && type != SOCK_DGRAM) || (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) ||
 	    (protocol != 0 && protocol != (type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
 		return;
+	(void)family;
+	struct nn_call *c = call_of(req->pid);
+	if (c)
+		c->sockets++;
 	int own = type | SOCK_CLOEXEC | (flags & SOCK_NONBLOCK);
-	_cleanup_close_ int s = dead_socket(family, own, (int)protocol);
-	if (s < 0)
-		s = socket(AF_UNIX, own, 0);
+	_cleanup_close_ int s = socket(AF_UNIX, own, 0);
 	if (s < 0)
 		return;
 	struct seccomp_notif_addfd add = {
