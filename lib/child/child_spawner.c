@@ -11,7 +11,9 @@
  * capabilities, Landlock), then execs. Its resource limits are worked out
  * by the spawner from its own, which the child starts with: the child sets
  * each that differs, without reading it first; its stdin, when the call
- * gives none, is the spawner's /dev/null.
+ * gives none, is the spawner's /dev/null. Long because the spawner's
+ * process, its wire and its child's side are one protocol, read best
+ * together.
  *
  * The spawner clones each child with CLONE_PARENT, so it is the daemon's
  * child, reaped, watched and killed as any other (child_spawn.c), and
