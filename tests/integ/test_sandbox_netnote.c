@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
@@ -184,6 +185,49 @@ START_TEST(direct_start_named)
 				       "result.sandboxNetworkNotes.listeners") <= 1, 10000));
 	const struct json *st = tcc_request(c, "admin/stats", NULL);
 	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.listenersFull"), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A daemon that is not root (uid 65534 here) starts every child
+ * directly: each is named through a listener of its own. */
+START_TEST(daemon_not_root_named)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) < 0 || access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs root, /usr/bin/setpriv and bash to start a daemon as uid 65534");
+	struct tcd d;
+	struct tcd_opts o = { .config = "{" AUTO "}", .no_wait = true };
+	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+					       NULL };
+	o.wrapper = wrapper;
+	tcd_prepare(&d, &o);
+	ck_assert_int_eq(chmod(d.dir, 0777), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	ck_assert_int_eq(chmod(d.config, 0644), 0);
+	tcd_spawn(&d, &o);
+	if (tcd_wait_socket(&d, d.sock, 10000) != 0) {
+		char *log = tcd_log(&d);
+		tc_skip_note("a daemon of uid 65534 does not start here: %s", log);
+		free(log);
+		tcd_free(&d);
+		return;
+	}
+	struct tcc *c = tcc_connect(&d);
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	if (!tj_bool(st, "result.sandboxNetworkNotes.on")) {
+		tcc_close(c);
+		tcd_free(&d);
+		TC_SKIP("the daemon does not see the network calls here");
+	}
+	for (int i = 0; i < 3; i++) {
+		const struct json *r = tcc_shell(c, "id -u; bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+		ck_assert_msg(strstr(text_of(r), "65534") &&
+				      strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network"),
+			      "%s", text_of(r));
+	}
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -444,6 +488,7 @@ int main(void)
 	tcase_add_test(tc, connect_named);
 	tcase_add_test(tc, unix_connect_not_named);
 	tcase_add_test(tc, direct_start_named);
+	tcase_add_test(tc, daemon_not_root_named);
 	tcase_add_test(tc, connect_flood_bounded);
 	tcase_add_test(tc, network_tools_untouched);
 	tcase_add_test(tc, proxy_tools_untouched);
