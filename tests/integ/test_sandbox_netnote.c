@@ -174,7 +174,9 @@ START_TEST(direct_start_named)
 	/* On a terminal: started directly whatever the plan. */
 	r = tcc_call(c, "shell", "{\"command\":\"bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'\",\"tty\":true,"
 				"\"background\":true,\"yield_ms\":20000}");
-	ck_assert_msg(strstr(tj_text(r), "connect to 1.1.1.1:80 refused: this tool has no network"), "%s", tj_text(r));
+	char *all = tj_text(r);
+	ck_assert_msg(strstr(all, "connect to 1.1.1.1:80 refused: this tool has no network"), "%s", all);
+	free(all);
 	/* The listeners close with their children's trees: of seven calls
 	 * started directly, none is left (the spawner of the plan may
 	 * hold one). */
