@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -758,6 +759,26 @@ static void read_report(int *report_r, int *report_w, struct spawn_args *a)
 		a->sandbox->failed = rep.failed;
 }
 
+/* Receives, without waiting, the listener a child sent on sock
+ * (sandbox_child.listen) and hands it to netnotif.c. */
+static void take_listener(int sock)
+{
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	_Alignas(struct cmsghdr) char ctl[CMSG_SPACE(sizeof(int))];
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	ssize_t n;
+	while ((n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	struct cmsghdr *cm = n == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(int)))
+		return;
+	int fd;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	(void)sandbox_netnotif_add(fd);	/* taken, even when refused */
+}
+
 /*
  * Starts the child with clone(CLONE_VM | CLONE_VFORK), as posix_spawn does:
  * nothing is copied, the daemon is suspended until the child has exec'd or
@@ -820,7 +841,25 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	}
 	if (in_r < 0)
 		a.in_fd = in_r = devnull_fd();	/* or still -1: the child opens it */
-	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), MAX(report_w, o->exec_fd));
+	/* Without network, a child started here loads the program that
+	 * hands the network's calls to the daemon, with a listener of its
+	 * own, sent on notes_w before its exec (sandbox_child_apply()). */
+	_cleanup_close_ int notes_r = -1, notes_w = -1;
+	const void *plain_bpf = a.sandbox ? a.sandbox->bpf : NULL;
+	const void *notes = a.sandbox && !RUNNING_ON_VALGRIND ? seccomp_notes_prog(plain_bpf) : NULL;
+	if (notes && sandbox_netnotif_room()) {
+		int sp[2];
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) == 0) {
+			notes_r = sp[0];
+			notes_w = sp[1];
+			if (fd_above_stdio(&notes_w) == 0) {
+				a.sandbox->bpf = notes;
+				a.sandbox->listen = true;
+				a.sandbox->notes_sock = notes_w;
+			}
+		}
+	}
+	int top = MAX(MAX(MAX(in_r, o->cwd_fd), MAX(out_w, err_w)), MAX(report_w, MAX(notes_w, o->exec_fd)));
 	if (a.sandbox)
 		top = MAX(MAX(top, MAX(a.sandbox->netns_fd, a.sandbox->userns_fd)),
 			  MAX(MAX(a.sandbox->cgroup_fd, a.sandbox->cgroup_procs_fd),
@@ -859,8 +898,12 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		e = errno;
 	}
 	(void)sigprocmask(SIG_SETMASK, &old, NULL);
-	if (a.sandbox)
+	if (a.sandbox) {
 		a.sandbox->cap_last = plan_cap_last;
+		a.sandbox->bpf = plain_bpf;
+		a.sandbox->listen = false;
+		a.sandbox->notes_sock = -1;
+	}
 	if (pid < 0)
 		return -e;
 	if (report_r >= 0)
@@ -873,6 +916,10 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			close(pidfd);
 		return -a.err;
 	}
+	/* Sent before its exec, so here once the clone returns; or not at
+	 * all, and the call keeps the hedged note. */
+	if (notes_r >= 0)
+		take_listener(notes_r);
 	child_track(pid);
 	*ret_pid = pid;
 	*ret_pidfd = pidfd;

@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -384,6 +386,23 @@ __attribute__((no_sanitize("address"))) int sandbox_mounts_make(struct sandbox_c
 		} \
 	} while (0)
 
+/* Sends the listener fd on sock (SCM_RIGHTS): system calls only, no
+ * libc call (the child runs in the daemon's memory). */
+__attribute__((no_sanitize("address"))) static long send_listener(int sock, int fd)
+{
+	char byte = 1;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct {
+		struct cmsghdr hdr;
+		int fd;
+	} ctl = { .hdr = { .cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS },
+		  .fd = fd };
+	_Static_assert(offsetof(__typeof__(ctl), fd) == CMSG_LEN(0) && sizeof(ctl) == CMSG_SPACE(sizeof(int)),
+		       "the layout of one fd's control message");
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl, .msg_controllen = sizeof(ctl) };
+	return syscall(SYS_sendmsg, sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 /* Carries out the plan, in the order that needs the privileges it drops
  * last: cgroup, network namespace, subreaper, user namespace maps, mounts, rlimits, bounding
  * set and securebits, groups/gid/uid, every capability, no_new_privs,
@@ -438,8 +457,19 @@ __attribute__((no_sanitize("address"))) int sandbox_child_apply(struct sandbox_c
 	if (c->landlock_fd2 >= 0)
 		STEP("enforcing Landlock (its second layer)", syscall(SYS_landlock_restrict_self, c->landlock_fd2,
 										  sandbox_landlock_restrict_flags));
-	if (c->bpf)
+	if (c->bpf && !c->listen)
 		STEP("loading the seccomp filter", syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, c->bpf));
+	if (c->bpf && c->listen) {
+		/* The last step: from here the child makes only calls its
+		 * filter lets through (sendmsg, close, then exec's), none
+		 * handed to the daemon, which waits for its exec. */
+		long fd;
+		STEP("loading the seccomp filter",
+		     fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				  SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, c->bpf));
+		STEP("handing its network's listener to the daemon", send_listener(c->notes_sock, (int)fd));
+		(void)syscall(SYS_close, fd);
+	}
 	return 0;
 }
 

@@ -6,7 +6,12 @@
  * AF_INET and AF_INET6, and connect() and sendto() with an address of
  * the network's length, to the daemon (SECCOMP_RET_USER_NOTIF), through one listener
  * per spawner (SECCOMP_FILTER_FLAG_NEW_LISTENER), passed to the daemon
- * when the spawner starts and watched here on the loop.
+ * when the spawner starts and watched here on the loop. A child started
+ * without a spawner loads the same program (seccomp_notes_prog()) as the
+ * last step before its exec, with a listener of its own that it sends
+ * to the daemon (lib/child/child_spawn.c): one per such call, as long as
+ * its tree lives; with the table full (sandbox_netnotif_room()) the
+ * child keeps the plain program, counted.
  *
  * Enforcement stays the filter's: such a child never holds a socket of
  * the network's families. Its socket() of AF_INET or AF_INET6 is answered
@@ -61,7 +66,8 @@
 #include "proto/json.h"
 #include "proto/base/util.h"
 
-#define NN_LISTENERS 32		/* listeners watched at once */
+#define NN_LISTENERS (32 + NN_CALLS)	/* listeners watched at once: the spawners', one per
+					 * call started without a spawner */
 #define NN_CALLS 256		/* calls watched at once */
 #define NN_SHOWN 4		/* distinct destinations named per call */
 #define NN_BATCH 32		/* notifications handled per wake-up */
@@ -89,7 +95,7 @@ static struct {
 	struct nn_listener l[NN_LISTENERS];
 	struct nn_call calls[NN_CALLS];
 	size_t notif_size, resp_size;
-	uint64_t notifications, recorded, by_cgroup, sockets, gone, unread, unmatched, unwatched;
+	uint64_t notifications, recorded, by_cgroup, sockets, gone, unread, unmatched, unwatched, full;
 } nn;
 
 /* A seccomp() with its arguments, as the kernel's headers define it. */
@@ -495,6 +501,15 @@ int sandbox_netnotif_add(int fd)
 	return 0;
 }
 
+bool sandbox_netnotif_room(void)
+{
+	for (size_t i = 0; nn.on && i < NN_LISTENERS; i++)
+		if (nn.l[i].fd < 0)
+			return true;
+	nn.full += nn.on;
+	return false;
+}
+
 void sandbox_netnotif_write_stats(struct jgen *g)
 {
 	unsigned listeners = 0, watched = 0;
@@ -517,5 +532,6 @@ void sandbox_netnotif_write_stats(struct jgen *g)
 	jgen_kv_int(g, "unread", (int64_t)nn.unread);
 	jgen_kv_int(g, "unmatched", (int64_t)nn.unmatched);
 	jgen_kv_int(g, "unwatched", (int64_t)nn.unwatched);
+	jgen_kv_int(g, "listenersFull", (int64_t)nn.full);
 	jgen_obj_close(g);
 }

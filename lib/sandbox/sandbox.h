@@ -296,6 +296,11 @@ struct sandbox_child {
 						 * the higher (the spawn keeps the fds
 						 * up to it) */
 	const void *bpf;			/* struct sock_fprog, or NULL */
+	bool listen;				/* bpf is seccomp_notes_prog()'s: loaded
+						 * with its listener, which is sent
+						 * (SCM_RIGHTS) on notes_sock */
+	int notes_sock;				/* with listen: the child's end of the
+						 * daemon's socket pair */
 	int netns_fd;				/* a network namespace to join first, or -1 */
 	int userns_fd;				/* the user namespace owning it, joined
 						 * before it (a daemon that is not root), or -1 */
@@ -390,6 +395,8 @@ void sandbox_netnotif_stop(void);
 bool sandbox_netnotif_on(void);
 const char *sandbox_netnotif_why(void);
 int sandbox_netnotif_add(int listener);
+/* Whether a listener more can be watched; counted when not. */
+bool sandbox_netnotif_room(void);
 void sandbox_netnotif_watch(pid_t pid, const char *cgroup);
 void sandbox_netnotif_forget(pid_t pid);
 char *sandbox_netnotif_take(pid_t pid);
@@ -511,6 +518,9 @@ bool sandbox_child_spawnable(const struct sandbox_child *c);
 const void *seccomp_spawner_prog(const void *prog);
 /* Whether a spawner's program hands calls to the daemon (netnotif.c). */
 bool seccomp_prog_notifies(const void *spawner_prog);
+/* The variant of the no-network program a child started without a
+ * spawner loads with its own listener (sandbox_child.listen), or NULL. */
+const void *seccomp_notes_prog(const void *prog);
 /* Loads the program; *ret_listener: its seccomp notification listener,
  * where the program hands calls to the daemon (netnotif.c), else -1. */
 int sandbox_spawner_setup(int cap_last, const void *spawner_prog, int *ret_listener);

@@ -49,6 +49,9 @@ static struct sock_fprog *progs[3];
 static struct sock_fprog *spawner_progs[3];
 /* Which of spawner_progs hand calls to the daemon (add_notify_rules()). */
 static bool spawner_notifies[3];
+/* The no-network program of a child started without a spawner, handing
+ * calls to the daemon (seccomp_notes_prog()). */
+static struct sock_fprog *notes_prog;
 
 void seccomp_cache_clear(void)
 {
@@ -64,6 +67,11 @@ void seccomp_cache_clear(void)
 			spawner_progs[i] = NULL;
 		}
 		spawner_notifies[i] = false;
+	}
+	if (notes_prog) {
+		free(notes_prog->filter);
+		free(notes_prog);
+		notes_prog = NULL;
 	}
 }
 
@@ -179,7 +187,9 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
  * spawner itself, and its child until exec, make none of these calls
  * (recvmsg, sendmsg, clone, and the plan's steps): the daemon waits for
  * their answers without running its loop, and would answer none
- * meanwhile.
+ * meanwhile. Nor does a child started without a spawner, which loads
+ * this program (seccomp_notes_prog()) last, then only sends its
+ * listener (sendmsg), closes it and execs.
  */
 static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
 {
@@ -411,4 +421,23 @@ bool seccomp_prog_notifies(const void *spawner_prog)
 		if (spawner_prog && spawner_progs[i] == spawner_prog)
 			return spawner_notifies[i];
 	return false;
+}
+
+/* The variant of prog (seccomp_prog_get()'s) that a child started
+ * without a spawner loads with its own listener: the no-network program
+ * handing the network's calls to the daemon (add_notify_rules()). NULL
+ * for other programs, when the daemon does not answer, or when it cannot
+ * be built. */
+const void *seccomp_notes_prog(const void *prog)
+{
+	if (!prog || prog != progs[SANDBOX_NET_NONE] || !sandbox_netnotif_on())
+		return NULL;
+	if (!notes_prog) {
+		char *msg = NULL;
+		if (build(SANDBOX_NET_NONE, false, true, &notes_prog, &msg) < 0) {
+			free(msg);
+			return NULL;
+		}
+	}
+	return notes_prog;
 }

@@ -8,8 +8,9 @@
  * for an AF_UNIX connect, and sendmsg() not handed over; a call that
  * connects 1000 times gets a bounded note while another client is
  * answered; tools with network "proxy" or true are not touched; a child
- * started directly, or a daemon told the kernel cannot
- * (TOOLCALLD_NO_SECCOMP_NOTIFY), keeps the hedged note, said in the log
+ * started without a spawner (a plan's first, a terminal's) is named as
+ * well, through a listener of its own; a daemon told the kernel cannot
+ * (TOOLCALLD_NO_SECCOMP_NOTIFY) keeps the hedged note, said in the log
  * and admin/stats; a spawner's listener is closed with its filter.
  */
 #include <check.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/integ/harness.h"
@@ -150,10 +152,12 @@ START_TEST(connect_named)
 }
 END_TEST
 
-/* The first call of a plan, started without the spawner while its mount
- * namespace is made ahead: the daemon saw nothing, and the note says
- * what may have been; naming the network where stderr speaks of it. */
-START_TEST(direct_start_hedged)
+/* A child started without a spawner (the first call of a plan, while
+ * its mount namespace is made ahead; a terminal's) loads the program
+ * that hands its network calls to the daemon with a listener of its own,
+ * sent to the daemon before its exec: its note names the destination
+ * too, and the listener is closed with the child's tree. */
+START_TEST(direct_start_named)
 {
 	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	if (access("/bin/bash", X_OK) < 0)
@@ -162,22 +166,70 @@ START_TEST(direct_start_hedged)
 	struct tcc *c = start_warm(&d, "", false);
 	if (!c)
 		return;
+	/* The very first call of a fresh daemon. */
 	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network"), "%s",
+		      text_of(r));
+	ck_assert_msg(!strstr(text_of(r), "may have been"), "%s", text_of(r));
+	/* On a terminal: started directly whatever the plan. */
+	r = tcc_call(c, "shell", "{\"command\":\"bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'\",\"tty\":true,"
+				"\"background\":true,\"yield_ms\":20000}");
+	char *all = tj_text(r);
+	ck_assert_msg(strstr(all, "connect to 1.1.1.1:80 refused: this tool has no network"), "%s", all);
+	free(all);
+	/* The listeners close with their children's trees: of seven calls
+	 * started directly, none is left (the spawner of the plan may
+	 * hold one). */
+	for (int i = 0; i < 5; i++)
+		tc_assert_ok(tcc_call(c, "shell", "{\"command\":\"true\",\"tty\":true,\"background\":true,"
+						  "\"yield_ms\":20000}"));
+	ck_assert(tc_wait_until(tj_int(tcc_request(c, "admin/stats", NULL),
+				       "result.sandboxNetworkNotes.listeners") <= 1, 10000));
 	const struct json *st = tcc_request(c, "admin/stats", NULL);
-	if (tj_int(st, "result.sandboxNetworkNotes.listeners") > 0) {
+	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.listenersFull"), 0);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
+/* A daemon that is not root (uid 65534 here) starts every child
+ * directly: each is named through a listener of its own. */
+START_TEST(daemon_not_root_named)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) < 0 || access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs root, /usr/bin/setpriv and bash to start a daemon as uid 65534");
+	struct tcd d;
+	struct tcd_opts o = { .config = "{" AUTO "}", .no_wait = true };
+	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+					       NULL };
+	o.wrapper = wrapper;
+	tcd_prepare(&d, &o);
+	ck_assert_int_eq(chmod(d.dir, 0777), 0);
+	ck_assert_int_eq(chmod(d.ws, 0777), 0);
+	ck_assert_int_eq(chmod(d.config, 0644), 0);
+	tcd_spawn(&d, &o);
+	if (tcd_wait_socket(&d, d.sock, 10000) != 0) {
+		char *log = tcd_log(&d);
+		tc_skip_note("a daemon of uid 65534 does not start here: %s", log);
+		free(log);
+		tcd_free(&d);
+		return;
+	}
+	struct tcc *c = tcc_connect(&d);
+	const struct json *st = tcc_request(c, "admin/stats", NULL);
+	if (!tj_bool(st, "result.sandboxNetworkNotes.on")) {
 		tcc_close(c);
 		tcd_free(&d);
-		TC_SKIP("the first call went through a spawner here");
+		TC_SKIP("the daemon does not see the network calls here");
 	}
-	ck_assert_msg(strstr(text_of(r), "[sandbox] ") && strstr(text_of(r), "and no network access.") &&
-			      !strstr(text_of(r), "connect to"),
-		      "%s", text_of(r));
-	/* Where its words are the network's, the line names it. */
-	r = tcc_shell(c, "echo 'curl: (6) Could not resolve host: example.com' >&2; exit 6");
-	if (tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.listeners") == 0)
-		ck_assert_msg(strstr(text_of(r), "[sandbox] This may have been refused by the sandbox: this tool has "
-						 "no network (profile"),
+	for (int i = 0; i < 3; i++) {
+		const struct json *r = tcc_shell(c, "id -u; bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+		ck_assert_msg(strstr(text_of(r), "65534") &&
+				      strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network"),
 			      "%s", text_of(r));
+	}
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -380,14 +432,19 @@ START_TEST(listener_closed_with_its_filter)
 			usleep(25000);
 	}
 	ck_assert_int_eq(n, 0);
-	/* The next calls start a new spawner, whose listener is watched. */
-	bool named = false;
-	for (int i = 0; i < 4 && !named; i++) {
-		r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
-		named = strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused") != NULL;
+	/* The next calls start a new spawner, whose listener is watched
+	 * (the calls started directly meanwhile have their own, closed with
+	 * them). */
+	pid_t sp2 = 0;
+	for (int i = 0; i < 8 && (sp2 <= 0 || sp2 == sp); i++) {
+		(void)tcc_shell(c, "true");	/* the first may find the spawner gone */
+		sp2 = spawner_of(d.pid);
 	}
-	ck_assert_msg(named, "%s", text_of(r));
-	ck_assert_int_eq(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.listeners"), 1);
+	ck_assert_msg(sp2 > 0 && sp2 != sp, "no new spawner");
+	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused"), "%s", text_of(r));
+	ck_assert(tc_wait_until(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.listeners") == 1,
+				10000));
 	tcc_close(c);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
@@ -432,7 +489,8 @@ int main(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, connect_named);
 	tcase_add_test(tc, unix_connect_not_named);
-	tcase_add_test(tc, direct_start_hedged);
+	tcase_add_test(tc, direct_start_named);
+	tcase_add_test(tc, daemon_not_root_named);
 	tcase_add_test(tc, connect_flood_bounded);
 	tcase_add_test(tc, network_tools_untouched);
 	tcase_add_test(tc, proxy_tools_untouched);
