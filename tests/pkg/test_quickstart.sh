@@ -24,10 +24,16 @@ run_pid=""
 cleanup() {
 	status=$?
 	if [ -n "$run_pid" ]; then
-		kill -INT -- "-$run_pid" 2>/dev/null || true
+		# No "--": dash's kill takes none (it then signalled nothing
+		# and left the daemon running).
+		kill -INT "-$run_pid" 2>/dev/null || true
 		i=0
-		while kill -0 -- "-$run_pid" 2>/dev/null && [ $i -lt 150 ]; do i=$((i + 1)); sleep 0.1; done
-		kill -KILL -- "-$run_pid" 2>/dev/null || true
+		while kill -0 "-$run_pid" 2>/dev/null && [ $i -lt 150 ]; do i=$((i + 1)); sleep 0.1; done
+		if kill -0 "-$run_pid" 2>/dev/null; then
+			echo "FAIL: make run's processes did not stop within 15 s of Ctrl-C (SIGINT)" >&2
+			[ "$status" -ne 0 ] || status=1
+			kill -KILL "-$run_pid" 2>/dev/null || true
+		fi
 	fi
 	rm -rf "$tmp"
 	exit $status
