@@ -260,16 +260,17 @@ static const char *cwd_path(const struct spawned_args *a)
 	return kept[i].path;
 }
 
-/* Sends an answer, with the pidfd when there is one. */
-static void answer(int sock, const struct spawner_answer *ans, int pidfd)
+/* Sends len bytes of buf, with fd (SCM_RIGHTS) when it is not -1;
+ * sendmsg()'s result. */
+static ssize_t send_with_fd(int sock, const void *buf, size_t len, int fd)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { .iov_base = (void *)ans, .iov_len = sizeof(*ans) };
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (pidfd >= 0) {
+	if (fd >= 0) {
 		memset(&u, 0, sizeof(u));
 		mh.msg_control = u.buf;
 		mh.msg_controllen = sizeof(u.buf);
@@ -277,10 +278,18 @@ static void answer(int sock, const struct spawner_answer *ans, int pidfd)
 		cm->cmsg_level = SOL_SOCKET;
 		cm->cmsg_type = SCM_RIGHTS;
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pidfd, sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	}
-	while (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+	ssize_t n;
+	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
+	return n;
+}
+
+/* Sends an answer, with the pidfd when there is one. */
+static void answer(int sock, const struct spawner_answer *ans, int pidfd)
+{
+	(void)send_with_fd(sock, ans, sizeof(*ans), pidfd);
 }
 
 /* Reads the strings of a request into ptrs (count of them, NUL-ended
@@ -377,26 +386,7 @@ static int parse(const char *buf, size_t n, const int *fds, unsigned n_fds, char
  * program hands no sendmsg() to the daemon, which waits for this). */
 static int say_ready(int sock, char ready, int listener)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { .iov_base = &ready, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (ready && listener >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &listener, sizeof(int));
-	}
-	ssize_t n;
-	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	return n == 1 ? 0 : -1;
+	return send_with_fd(sock, &ready, 1, ready && listener >= 0 ? listener : -1) == 1 ? 0 : -1;
 }
 
 /* The spawner: sets itself up, says so (one byte), then starts a child
