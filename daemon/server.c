@@ -48,9 +48,9 @@
 
 
 /* What a call still in flight when the daemon stops is answered
- * (`transient`, with `data.restart: true`). */
-#define MSG_STOPPED "toolcalld restarted (it was stopped) before this call finished, so the call was stopped; " \
-		    "retry it"
+ * (`cancelled`, with `data.restart: true`). */
+#define MSG_STOPPED "toolcalld is stopping (a restart or a shutdown), so this call was cancelled before it " \
+		    "finished; retry it when toolcalld is back"
 
 /* A program the config names, refused (lib/sandbox/program.c). */
 static void log_program_refusal(const char *message)
@@ -129,8 +129,8 @@ static void on_store_wait_over(struct ev_loop *ev, ev_timer *w, int revents)
 	ev_break(ev, EVBREAK_ALL);
 }
 
-/* The grace period is over: the calls left end `transient`, marked for a
- * retry on the next daemon (a restart is not the caller's cancel); what
+/* The grace period is over: the calls left end `cancelled`, marked with
+ * data.restart (the daemon's stop, not the caller's cancel); what
  * they changed (budget spent, claims released) still goes to the shared
  * store, for at most STORE_WAIT_S. */
 #define STORE_WAIT_S 2.0

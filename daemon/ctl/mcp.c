@@ -40,9 +40,11 @@
  * restart without a shared store), its answer is replaced by `transient`
  * with data.restart, for a retry.
  *
- * A daemon that stops gracefully answers the calls it stops `transient`
- * with data.restart: the bridge relays those (the host retries) but for
- * keyed calls, which it sends again itself; from that answer on, the
+ * A daemon that stops gracefully answers the calls it stops `cancelled`
+ * with data.restart: the bridge tells the host of those as of a call a
+ * restart took, `transient` with data.restart (the host retries; the
+ * daemon's callId, attempts and durationMs kept), but for keyed calls,
+ * which it sends again itself; from a call's such answer on, the
  * host's requests wait for the next daemon (its answers to the daemon's
  * questions still go to the one stopping). One line on
  * stderr says each disconnect, each reconnect and, when the daemon does not
@@ -96,6 +98,10 @@
 #define OWN_ID "toolcallctl-"
 
 #define MSG_RESTARTED "toolcalld restarted while this call was in flight, so its outcome is unknown; retry the call"
+#define MSG_STOPPED "toolcalld restarted (it was stopped) before this call finished, so the call was stopped; retry it"
+/* What the daemon appends to the message of a call stopped with output
+ * (lib/dispatch: the output it had produced, kept for the host). */
+#define OUTPUT_MARK ". Output before it was stopped:\n"
 #define MSG_TASK_LOST "toolcalld restarted and the new daemon does not have this task (tasks outlive a restart " \
 		      "only with a shared store), so its outcome is unknown; retry the call"
 
@@ -120,7 +126,7 @@ struct pend {
 	char *line;		/* PEND_AGAIN, PEND_KEYED: the request as sent */
 	enum pend_kind kind;
 	bool resend;		/* sent to a daemon that went away (or stopped it) */
-	bool resent;		/* sent again to a new connection */
+	bool resent;		/* goes to a new connection (sent again, or not sent before the loss) */
 	char task_q;		/* 'r': tasks/result, 'g': tasks/get, else 0 */
 	unsigned batch;		/* a member of the host's batch of this number, or 0 */
 };
@@ -622,7 +628,8 @@ static void own_answer(struct relay *r, const struct json *root, const char *id)
 }
 
 /* True for an answer saying the daemon stopped the call (it stops):
- * data.restart in an error envelope or in an isError result. */
+ * data.restart in an error envelope or in an isError result (kind
+ * `cancelled`; `transient` from daemons before it said cancelled). */
 static bool stopped_call(const struct json *root)
 {
 	const struct json *e = json_get(json_get(root, "error"), "data");
@@ -630,6 +637,133 @@ static bool stopped_call(const struct json *root)
 		e = json_get(json_get(json_get(root, "result"), "structuredContent"), "error");
 	const struct json *v = json_get(e, "restart");
 	return v && v->type == JSON_BOOL && v->u.b;
+}
+
+/* The envelope's data (or an isError result's structuredContent.error) of
+ * a stopped call, as `transient` and retryable; the rest as it came. */
+static void write_data_transient(struct jgen *g, const struct json *data)
+{
+	jgen_obj_open(g);
+	jgen_kv_str(g, "kind", "transient");
+	jgen_kv_bool(g, "retryable", true);
+	for (size_t i = 0; data->type == JSON_OBJECT && i < data->u.obj.n; i++) {
+		const struct json_member *m = &data->u.obj.members[i];
+		if (str_eq(m->key, "kind") || str_eq(m->key, "retryable"))
+			continue;
+		jgen_key(g, m->key);
+		jgen_value(g, m->value);
+	}
+	jgen_obj_close(g);
+}
+
+/* The message for the host of a call the daemon stopped: the restart's,
+ * with the output the call had produced (the daemon's message ends with it). */
+static void write_stopped_message(struct jgen *g, const struct json *daemon_msg)
+{
+	const char *m = json_str(daemon_msg);
+	const char *out = m ? strstr(m, OUTPUT_MARK) : NULL;
+	if (!out) {
+		jgen_str(g, MSG_STOPPED);
+		return;
+	}
+	_cleanup_free_ char *t = xasprintf("%s%s", MSG_STOPPED, out);
+	jgen_str(g, t);
+}
+
+/*
+ * Writes a daemon's answer to a call its stop ended (`cancelled` with
+ * data.restart) as what the host is told of a call a restart took
+ * (CONTRACT §21): `transient`, retryable, "restarted; retry", with the
+ * daemon's callId, attempts, durationMs, tool and restart kept.
+ */
+static void write_stopped_as_transient(struct jgen *g, const struct json *root)
+{
+	jgen_obj_open(g);
+	for (size_t i = 0; i < root->u.obj.n; i++) {
+		const struct json_member *m = &root->u.obj.members[i];
+		const struct json *v = m->value;
+		jgen_key(g, m->key);
+		if (str_eq(m->key, "error") && v->type == JSON_OBJECT) {
+			jgen_obj_open(g);
+			for (size_t k = 0; k < v->u.obj.n; k++) {
+				const struct json_member *e = &v->u.obj.members[k];
+				jgen_key(g, e->key);
+				if (str_eq(e->key, "message"))
+					write_stopped_message(g, e->value);
+				else if (str_eq(e->key, "data"))
+					write_data_transient(g, e->value);
+				else
+					jgen_value(g, e->value);
+			}
+			jgen_obj_close(g);
+		} else if (str_eq(m->key, "result") && v->type == JSON_OBJECT) {
+			jgen_obj_open(g);
+			for (size_t k = 0; k < v->u.obj.n; k++) {
+				const struct json_member *e = &v->u.obj.members[k];
+				const struct json *sc = e->value;
+				jgen_key(g, e->key);
+				if (str_eq(e->key, "content")) {
+					jgen_arr_open(g);
+					jgen_obj_open(g);
+					jgen_kv_str(g, "type", "text");
+					jgen_key(g, "text");
+					const struct json *first =
+						sc->type == JSON_ARRAY && sc->u.arr.n ? sc->u.arr.items[0] : NULL;
+					write_stopped_message(g, json_get(first, "text"));
+					jgen_obj_close(g);
+					jgen_arr_close(g);
+				} else if (str_eq(e->key, "structuredContent") && sc->type == JSON_OBJECT) {
+					jgen_obj_open(g);
+					for (size_t j = 0; j < sc->u.obj.n; j++) {
+						jgen_key(g, sc->u.obj.members[j].key);
+						if (str_eq(sc->u.obj.members[j].key, "error"))
+							write_data_transient(g, sc->u.obj.members[j].value);
+						else
+							jgen_value(g, sc->u.obj.members[j].value);
+					}
+					jgen_obj_close(g);
+				} else {
+					jgen_value(g, sc);
+				}
+			}
+			jgen_obj_close(g);
+		} else {
+			jgen_value(g, v);
+		}
+	}
+	jgen_obj_close(g);
+}
+
+/* Relays the daemon's line to the host: as it came, or, for an answer (or
+ * a batch's answers) to a call the daemon's stop ended, rewritten so. */
+static void relay_down(struct relay *r, const struct json *root, const char *text, size_t n)
+{
+	bool stopped = false;
+	if (root && root->type == JSON_OBJECT)
+		stopped = stopped_call(root);
+	for (size_t i = 0; root && root->type == JSON_ARRAY && i < root->u.arr.n; i++)
+		stopped |= root->u.arr.items[i]->type == JSON_OBJECT && stopped_call(root->u.arr.items[i]);
+	if (!stopped) {
+		buf_append(&r->down, text, n);
+		buf_append(&r->down, "\n", 1);
+		return;
+	}
+	struct jgen *g = jgen_new(&r->down);
+	if (root->type == JSON_OBJECT) {
+		write_stopped_as_transient(g, root);
+	} else {
+		jgen_arr_open(g);
+		for (size_t i = 0; i < root->u.arr.n; i++) {
+			const struct json *m = root->u.arr.items[i];
+			if (m->type == JSON_OBJECT && stopped_call(m))
+				write_stopped_as_transient(g, m);
+			else
+				jgen_value(g, m);
+		}
+		jgen_arr_close(g);
+	}
+	jgen_free(g);
+	buf_append(&r->down, "\n", 1);
 }
 
 /* The attempts a call's answer says it spent of the budget (none when it
@@ -678,10 +812,13 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 			pend_remove(r, p);
 			return;
 		}
-		if (stopped_call(root)) {
+		if ((!p || p->kind == PEND_CALL || p->kind == PEND_KEYED) && stopped_call(root)) {
 			/* The daemon stops: the host's next requests go to the
 			 * next one, and a keyed call is sent there again (it
-			 * was stopped before it ended, or never started). */
+			 * was stopped before it ended, or never started). Only
+			 * a call's answer says so: a task's result read back
+			 * from the store by the next daemon may carry the mark
+			 * of the stop that ended it. */
 			r->stopping = true;
 			if (p && p->kind == PEND_KEYED && r->reconnect_s > 0) {
 				p->resend = true;
@@ -722,8 +859,7 @@ static void daemon_line(struct relay *r, const char *text, size_t n)
 		if (r->n_roots_asked < MAX_ROOTS_ASKED)
 			r->roots_asked[r->n_roots_asked++] = TAKE_PTR(idt);
 	}
-	buf_append(&r->down, text, n);
-	buf_append(&r->down, "\n", 1);
+	relay_down(r, root, text, n);
 }
 
 static void take_output(struct relay *r)
@@ -891,6 +1027,11 @@ static void lost(struct relay *r, int err)
 	for (size_t i = 0; i < r->n_pends;) {
 		struct pend *p = &r->pends[i];
 		if (queued(ids, p->id)) {
+			/* A task's request not sent yet goes to the next
+			 * daemon all the same: the task may be lost with this
+			 * one (daemon_line). */
+			if (p->task_q)
+				p->resent = true;
 			i++;
 			continue;
 		}

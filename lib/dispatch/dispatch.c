@@ -1112,11 +1112,12 @@ struct caller *dispatch_call(struct dispatcher *d, struct session *s, const stru
 	return exec_start(d, exec_new(d, s, p, c, &a), c, a.mode);
 }
 
-/* The outcome of a call ended before its end: cancelled, or, when the
- * daemon stops, transient and marked for a retry on the next daemon. */
+/* The outcome of a call ended before its end: cancelled. When the daemon
+ * stops, data.restart tells the caller it was the daemon's stop, not its
+ * own cancel: the call may be sent again to the next daemon. */
 static struct outcome *ended_outcome(const struct dispatcher *d, const char *why)
 {
-	struct outcome *o = outcome_error(d->stopping ? TC_TRANSIENT : TC_CANCELLED, "%s", why);
+	struct outcome *o = outcome_error(TC_CANCELLED, "%s", why);
 	if (d->stopping)
 		o->error_data = xstrdup("{\"restart\":true}");
 	return o;
@@ -1131,8 +1132,8 @@ static void exec_cancel(struct exec *e, const char *why)
 	char *output = attempt_partial(e);
 	abandon_attempt(e);
 	confirm_cancel(e);
-	/* Stopped by a stop: its key is not kept as transient (released, or
-	 * marked unknown: keep_stopped). */
+	/* Stopped by a stop: its key is released (a cancelled outcome is
+	 * never kept), or marked unknown (keep_stopped). */
 	if (e->d->stopping) {
 		e->unkept = true;
 		e->stopped = true;

@@ -211,7 +211,7 @@ unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
 /* Cancels everything (shutdown). */
 void dispatch_cancel_all(struct dispatcher *d, const char *why);
 /* The daemon stops (a restart): every call still in flight ends
- * `transient` with why and `data.restart: true`, for its caller to send
+ * `cancelled` with why and `data.restart: true`, for its caller to send
  * again to the next daemon. A keyed one's key is released (it may run
  * again), unless its tool is not idempotent and it had started: then the
  * key keeps `execution_error` with `data.outcome: "unknown"`, never a

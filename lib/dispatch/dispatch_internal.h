@@ -394,7 +394,7 @@ struct dispatcher {
 	uint64_t boot;
 	unsigned pumping;		/* a pump runs, or dispatch_hold() holds it */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
-	bool stopping;			/* dispatch_stop_all: calls end transient, keys kept nowhere */
+	bool stopping;			/* dispatch_stop_all: calls end cancelled with data.restart, keys kept nowhere */
 	const char *stop_why;		/* its message (static) */
 };
 

@@ -97,8 +97,9 @@ START_TEST(every_end_is_audited)
 	/* Cut short by shutdown. */
 	start_sleeper(c, &d, "stop-me", NULL);
 	ck_assert_int_eq(tcd_stop(&d), 0);
-	l = audit_line(log, &d, "# stop-me", "\"outcome\":\"transient\"");
-	ck_assert_msg(l, "no audit line for the call cut short by shutdown");
+	l = audit_line(log, &d, "# stop-me", "\"outcome\":\"cancelled\"");
+	ck_assert_msg(l, "no audit line (outcome cancelled) for the call cut short by shutdown");
+	ck_assert_msg(strstr(tj_str(l, "message"), "toolcalld is stopping"), "%s", tj_str(l, "message"));
 
 	/* One line per call: the cancelled one is not written twice. */
 	_cleanup_free_ char *path = xasprintf("%s/audit.log", d.dir);

@@ -3,7 +3,7 @@
  * The daemon's life from the outside: command line, --check-config and its
  * FILE:LINE:COL messages, where the socket goes and with which mode, stale
  * and live sockets at start, graceful stop on SIGTERM (calls within the
- * grace period answered, the rest stopped `transient` for a retry, the
+ * grace period answered, the rest `cancelled` with data.restart, the
  * socket removed, exit 0),
  * bounded memory for a client that stops reading, hot reload (admin/reload,
  * invalid tool files, inotify) with list_changed notifications, and
@@ -409,14 +409,16 @@ START_TEST(sigterm_cancels_after_grace)
 	snprintf(raw, sizeof(raw), "%lld", (long long)id);
 	const struct json *r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
 	ck_assert_msg(r, "the long call got no answer");
-	/* A restart, not the caller's cancel: transient, to be retried on
-	 * the next daemon. */
-	tc_assert_kind(r, "transient");
+	/* Cancelled by the stop (CONTRACT §3, §9), not retryable as every
+	 * cancelled call; data.restart tells it from the caller's own
+	 * cancel: it may be sent again to the next daemon. */
+	tc_assert_kind(r, "cancelled");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
 	ck_assert_pstr_eq(tj_str(r, "error.data.tool"), "shell");
-	ck_assert(tj_bool(r, "error.data.retryable"));
+	ck_assert(tj_has(r, "error.data.retryable") && !tj_bool(r, "error.data.retryable"));
 	ck_assert(tj_bool(r, "error.data.restart"));
 	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 1);
+	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "toolcalld is stopping"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "retry"));
 	ck_assert_int_eq(tcd_wait_exit(&d, 5000), 0);
 	ck_assert_uint_lt(tc_now_ms() - t0, 4000);

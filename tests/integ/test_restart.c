@@ -3,7 +3,8 @@
  * Restarts lose nothing (CONTRACT §21), driven as a host drives them: an
  * MCP client talking to the real `toolcallctl mcp` bridge, the real daemon
  * stopped (SIGTERM, as systemctl restart does), killed, or its connection
- * dropped under it. A call the stop ends is answered `transient` with
+ * dropped under it. A call the stop ends, which the daemon answers
+ * `cancelled` with data.restart, reaches the host `transient` with
  * data.restart (a keyed one the bridge sends again itself, to a daemon
  * that took the session back; a task or a batch the next daemon cannot
  * answer is answered so too); the session
@@ -96,11 +97,13 @@ static char *start_redis(struct redis_server *rs, const char *prefix, const char
 			 more ? more : "");
 }
 
-/* --- a stop ends calls `transient`, for a retry -------------------------- */
+/* --- a stop ends calls: `transient` for the host, for a retry ------------ */
 
 /*
- * A stop ends two calls the grace period did not see through: the plain
- * one is answered transient (data.restart). The keyed one is sent again
+ * A stop ends two calls the grace period did not see through: the daemon
+ * answers the plain one `cancelled` with data.restart, which the bridge
+ * tells the host as a restart: transient (data.restart), with the
+ * daemon's callId, attempts and durationMs. The keyed one is sent again
  * by the bridge to the next daemon when that daemon takes the session
  * back: with Redis, its key says its outcome is unknown (a non-idempotent
  * tool). Without a store the next daemon knows neither the session nor
@@ -142,6 +145,10 @@ static void stop_ends_calls(bool redis)
 	ck_assert(tj_bool(m, "result.structuredContent.error.restart"));
 	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.tool"), "shell");
 	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "retry"));
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "restarted"));
+	ck_assert_ptr_nonnull(tj_str(m, "result.structuredContent.error.callId"));
+	ck_assert_int_eq(tj_int(m, "result.structuredContent.error.attempts"), 1);
+	ck_assert(tj_has(m, "result.structuredContent.error.durationMs"));
 	ck_assert_int_eq(tcd_wait_exit(&d, 10000), 0);
 
 	/* The host retries at once: the request waits for the next daemon
@@ -197,9 +204,9 @@ START_TEST(stop_ends_calls_transient_with_redis)
 }
 END_TEST
 
-/* A task the grace period did not see through fails transient, marked as
- * a restart, and the next daemon says so from Redis. */
-START_TEST(task_stopped_by_a_stop_fails_transient)
+/* A task the grace period did not see through is cancelled, marked as a
+ * restart, and the next daemon says so from Redis. */
+START_TEST(task_stopped_by_a_stop_is_cancelled)
 {
 	struct redis_server rs = { 0 };
 	_cleanup_free_ char *store = start_redis(&rs, "task:", NULL);
@@ -221,9 +228,63 @@ START_TEST(task_stopped_by_a_stop_fails_transient)
 	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
 	c = tcc_connect(&d);
 	r = tcc_request(c, "tasks/result", tcc_fmt(c, "{\"taskId\":%s}", task));
-	tc_assert_kind(r, "transient");
+	tc_assert_kind(r, "cancelled");
+	ck_assert(tj_has(r, "error.data.retryable") && !tj_bool(r, "error.data.retryable"));
 	ck_assert(tj_bool(r, "error.data.restart"));
+	r = tcc_request(c, "tasks/get", tcc_fmt(c, "{\"taskId\":%s}", task));
+	ck_assert_str_eq(tj_str(r, "result.status"), "cancelled");
 	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+	redis_server_free(&rs);
+}
+END_TEST
+
+/* The same task through the bridge: its result, read back from Redis by
+ * the next daemon, reaches the host as a restart (transient, retryable);
+ * and the mark of the stop in that answer does not make the bridge hold
+ * the host's next requests for yet another daemon. */
+START_TEST(task_stopped_through_the_bridge)
+{
+	struct redis_server rs = { 0 };
+	_cleanup_free_ char *store = start_redis(&rs, "btask:", NULL);
+	if (!store)
+		return;
+	_cleanup_free_ char *cfg = xasprintf("{\"grace_ms\":300,\"confirmation\":{\"default\":{\"execute\":\"auto\"}},"
+					     "\"limits\":{\"session_resume_s\":60}%s}", store);
+	struct tcd d;
+	tcd_start(&d, cfg);
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		      "\"arguments\":{\"command\":\"sleep 30\"},\"task\":{\"ttl\":60000}}}");
+	const struct json *m = host_answer(&h, 2, 10000);
+	_cleanup_free_ char *task = tj_quote(tj_str(m, "result.task.taskId"));
+	ck_assert(tcd_wait_stat(&d, "result.running", 1, 10000));
+	size_t changed = host_count(&h, "notifications/tools/list_changed");
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 10000), 0);
+	ck_assert(tc_wait_until((host_pump(&h, 10), host_count(&h, "notifications/tools/list_changed") > changed),
+				tc_wait_scaled(15000)));
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tasks/result\",\"params\":{\"taskId\":%s}}", task);
+	m = host_answer(&h, 3, 10000);
+	ck_assert_msg(tj_bool(m, "result.isError"), "%s", tj_text(m));
+	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.kind"), "transient");
+	ck_assert(tj_bool(m, "result.structuredContent.error.retryable"));
+	ck_assert(tj_bool(m, "result.structuredContent.error.restart"));
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "retry"));
+	/* The daemon that answered does not stop: the next request goes to it. */
+	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}");
+	m = host_wait(&h, "4", NULL, 5000);
+	ck_assert_msg(m && tj_has(m, "result"), "the ping after the task's result was held: %s",
+		      m ? tj_text(m) : host_stderr(&h));
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
 	ck_assert_int_eq(tcd_stop(&d), 0);
 	tcd_free(&d);
 	redis_server_free(&rs);
@@ -921,7 +982,8 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, stop_ends_calls_transient_without_a_store);
 	tcase_add_test(tc, stop_ends_calls_transient_with_redis);
-	tcase_add_test(tc, task_stopped_by_a_stop_fails_transient);
+	tcase_add_test(tc, task_stopped_by_a_stop_is_cancelled);
+	tcase_add_test(tc, task_stopped_through_the_bridge);
 	tcase_add_test(tc, session_goes_on_across_a_restart_with_redis);
 	tcase_add_test(tc, session_goes_on_across_a_dropped_connection);
 	tcase_add_test(tc, keyed_call_sent_again_only_where_its_key_is_known);

@@ -166,6 +166,7 @@ static void on_complete(void *ctx, const struct outcome *o, bool replayed)
 	r->replayed = replayed;
 	r->attempts = o->attempts;
 	r->retry_after = o->retry_after_ms;
+	r->restart = o->error_data && strstr(o->error_data, "\"restart\":true");
 	r->at = tc_now(loop);
 	snprintf(r->call_id, sizeof(r->call_id), "%s", o->call_id ? o->call_id : "");
 	snprintf(r->message, sizeof(r->message), "%s", o->message ? o->message : "");

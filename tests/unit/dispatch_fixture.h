@@ -29,6 +29,7 @@ struct rec {
 	char call_id[64];
 	unsigned attempts;
 	uint64_t retry_after;
+	bool restart;			/* data.restart: ended by the daemon's stop */
 	char message[512];
 	uint64_t at;
 };

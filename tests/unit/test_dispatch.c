@@ -386,25 +386,32 @@ START_TEST(explicit_cancel_detaches_until_none_left)
 }
 END_TEST
 
-/* A stop (a restart) ends the calls in flight transient, for their callers
- * to send again, and runs nothing after it. */
-START_TEST(stop_ends_calls_transient)
+/* A stop (a restart) ends the calls in flight cancelled, marked with
+ * data.restart for their callers to send again, and runs nothing after
+ * it; a client's own cancel carries no such mark. */
+START_TEST(stop_ends_calls_cancelled)
 {
+	call("slow", "{}", NULL, &recs[3]);
+	ck_assert_uint_eq(dispatch_cancel_session(d, sess), 1);
+	ck_assert_int_eq(recs[3].kind, TC_CANCELLED);
+	ck_assert(!recs[3].restart);
 	call("slow", "{}", NULL, &recs[0]);
 	call("slow", "{}", "k", &recs[1]);
-	dispatch_stop_all(d, "toolcalld restarted; retry");
+	dispatch_stop_all(d, "toolcalld is stopping; retry");
 	for (int i = 0; i < 2; i++) {
 		ck_assert(recs[i].done);
-		ck_assert_int_eq(recs[i].kind, TC_TRANSIENT);
-		ck_assert_str_eq(recs[i].message, "toolcalld restarted; retry");
+		ck_assert_int_eq(recs[i].kind, TC_CANCELLED);
+		ck_assert(recs[i].restart);
+		ck_assert_str_eq(recs[i].message, "toolcalld is stopping; retry");
 		ck_assert_uint_eq(recs[i].attempts, 1);
 	}
-	ck_assert_uint_eq(cancel_count, 2);
+	ck_assert_uint_eq(cancel_count, 1 + 2);
 	ck_assert_uint_eq(dispatch_inflight(d), 0);
 	ck_assert_ptr_null(call("slow", "{}", NULL, &recs[2]));
-	ck_assert_int_eq(recs[2].kind, TC_TRANSIENT);
+	ck_assert_int_eq(recs[2].kind, TC_CANCELLED);
+	ck_assert(recs[2].restart);
 	ck_assert_uint_eq(recs[2].attempts, 0);
-	ck_assert_uint_eq(exec_count, 2);
+	ck_assert_uint_eq(exec_count, 1 + 2);
 }
 END_TEST
 
@@ -826,7 +833,7 @@ static Suite *dispatch_suite(void)
 				   kept_outcomes_expire_after_ttl, cache_is_bounded_lru, cache_is_bounded_in_bytes,
 				   disconnect_keeps_keyed_execution, disconnect_cancels_unkeyed_execution,
 				   explicit_cancel_detaches_until_none_left, session_cancel_answers_every_call,
-				   stop_ends_calls_transient } },
+				   stop_ends_calls_cancelled } },
 		{ "caps", { session_cap_queues_fifo, queue_overflow_is_overloaded, queue_max_zero_runs_what_can_run,
 			    queue_max_total_is_overloaded,
 			    timeout_clock_starts_with_the_attempt, session_cancel_does_not_start_queued_calls,
