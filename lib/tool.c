@@ -202,5 +202,6 @@ void tool_call_clear(struct tool_call *c)
 	c->n_files = 0;
 	c->kind = TC_OK;
 	c->is_error = false;
+	c->refused = false;
 	c->done = false;
 }

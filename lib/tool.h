@@ -192,6 +192,8 @@ struct tool_call {
 	char *content;			/* optional: the content array (JSON text) in place of
 					 * the text item (images: tool_call_set_content()) */
 	char *message;			/* on failure: for the model to read */
+	bool refused;			/* on failure: refused before acting (a path the workspace
+					 * check refuses): not counted as an attempt */
 	char *error_data;		/* on failure: extra members of data, JSON object text */
 	char *meta;			/* optional: the tool's own members of the result's _meta
 					 * (JSON object text; an MCP provider's) */

@@ -548,12 +548,14 @@ static void attempt_end(struct attempt *a)
 	}
 	e->attempt = NULL;
 	tc_timer_stop(e->timer);
+	bool refused = a->tc.refused && a->tc.kind != TC_OK;
 	struct outcome *o = outcome_from_call(&a->tc);
-	if (o->kind == TC_VALIDATION_ERROR && e->attempts > 0) {
+	if ((o->kind == TC_VALIDATION_ERROR || refused) && e->attempts > 0) {
 		/* The tool refused its arguments (a command's value that
 		 * would be an option, an unknown signal, a process that reads
-		 * no more input): nothing ran, as when the schema refuses
-		 * them, so the attempt is not counted nor spent. */
+		 * no more input, a path outside the workspace): nothing ran,
+		 * as when the schema refuses them, so the attempt is not
+		 * counted nor spent. */
 		e->attempts--;
 		if (e->session->has_budget)
 			e->session->budget_left++;

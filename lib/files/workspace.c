@@ -437,4 +437,9 @@ void ws_fail_call(struct tool_call *call, int r, const char *path, const struct 
 	_cleanup_free_ char *msg = NULL;
 	enum tc_kind kind = ws_error(r, path, &msg);
 	tool_call_fail(call, kind, "%s", msg);
+	/* The path check's own refusals (outside the workspace, a NUL
+	 * byte) come before the tool touched anything: no attempt ran, as
+	 * when the schema refuses a value. The file system's EACCES does
+	 * not: the tool acted as the peer and was refused. */
+	call->refused = r == -EXDEV || r == -EINVAL;
 }

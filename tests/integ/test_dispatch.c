@@ -3,7 +3,9 @@
  * The dispatch engine, black-box through the socket of the real daemon:
  * idempotency (joining, replay, conflicts, disconnects, explicit cancels),
  * concurrency caps and the queue limit, retries with backoff, timeouts,
- * budgets, the circuit breaker, batches and sessions/cancel.
+ * budgets (a path refused by the workspace check spends none), the
+ * circuit breaker, batches and sessions/cancel.
+ * Long because each rule needs the real daemon and the probe's log helpers shared here.
  *
  * Calls go to a "command" tool running tests/integ/tools/probe.sh, which
  * appends "start TAG NS" and "end TAG NS" lines to a log, so the tests can
@@ -817,6 +819,33 @@ START_TEST(sessions_cancel_all_calls)
 }
 END_TEST
 
+/* A path the workspace check refuses runs nothing: as a value the schema
+ * refuses, it is no attempt (attempts 0) and spends no budget; a file the
+ * tool looked for and did not find is an attempt. */
+START_TEST(path_refusal_spends_no_budget)
+{
+	struct tcd d;
+	tcd_start(&d, NULL);
+	tcd_put(&d, "a.txt", "hi");
+	struct tcc *c = tcc_connect(&d);
+	ck_assert_int_eq(tj_int(tcc_initialize(c, "\"budget\":{\"toolCalls\":2}"), "budgetLeft"), 2);
+	const struct json *r = tcc_call(c, "read_file", "{\"path\":\"../../etc/passwd\"}");
+	tc_assert_kind(r, "permission_denied");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
+	r = tcc_call(c, "write_file", "{\"path\":\"../out.txt\",\"content\":\"x\"}");
+	tc_assert_kind(r, "permission_denied");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
+	r = tcc_call(c, "read_file", "{\"path\":\"missing.txt\"}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 1);
+	/* One call of the two is left. */
+	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
+	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"), "budget_exceeded");
+	tcc_close(c);
+	stop_clean(&d);
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("integ_dispatch");
@@ -846,6 +875,7 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, retry_transient_backoff);
 	tcase_add_test(tc, timeout_retry_only_idempotent);
 	tcase_add_test(tc, budget_session_and_call);
+	tcase_add_test(tc, path_refusal_spends_no_budget);
 	tcase_add_test(tc, circuit_opens_and_probe_closes);
 	suite_add_tcase(s, tc);
 	return s;
