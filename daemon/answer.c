@@ -48,11 +48,11 @@ void answer_write_error_result(struct buf *out, const char *msg, const char *dat
 
 /* Answers a failed call as a CallResult with isError; data is the
  * envelope's data object. */
-static void error_as_result(struct pending *p, const char *msg, const char *data)
+static void error_as_result(struct pending *p, const struct answer_call *call, const char *msg, const char *data)
 {
 	struct buf b = {0};
 	answer_write_error_result(&b, msg, data, strlen(data));
-	conn_result(p, buf_head(&b), buf_size(&b));
+	conn_call_result(p, call, buf_head(&b), buf_size(&b));
 	buf_free(&b);
 }
 
@@ -69,9 +69,10 @@ static void write_result(const void *arg, struct buf *out)
 
 void answer_outcome(struct pending *p, const struct outcome *o, bool replayed)
 {
+	const struct answer_call call = { o->call_id, o->tool, o->attempts, o->duration_ms };
 	if (o->kind == TC_OK) {
 		struct result_arg a = { o, replayed };
-		conn_result_with(p, write_result, &a);
+		conn_call_result_with(p, &call, write_result, &a);
 		return;
 	}
 	if (o->kind == TC_INTERNAL)
@@ -81,9 +82,9 @@ void answer_outcome(struct pending *p, const struct outcome *o, bool replayed)
 	outcome_write_error_data(o, replayed, &b);
 	const char *msg = answer_error_message(o);
 	if (p->conn->client->tool_errors_result && o->kind != TC_NOT_FOUND)
-		error_as_result(p, msg, buf_head(&b));
+		error_as_result(p, &call, msg, buf_head(&b));
 	else
-		conn_error(p, tc_kind_code(o->kind), msg, buf_head(&b));
+		conn_call_error(p, &call, tc_kind_code(o->kind), msg, buf_head(&b));
 	buf_free(&b);
 }
 
@@ -102,7 +103,7 @@ void answer_invalid_call(struct pending *p, const char *tool, const char *msg)
 	jgen_free(g);
 	char *m = xasprintf("Invalid params for tools/call: %s", msg);
 	if (p->conn->client->tool_errors_result)
-		error_as_result(p, m, buf_head(&data));
+		error_as_result(p, NULL, m, buf_head(&data));
 	else
 		conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
 	free(m);

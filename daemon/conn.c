@@ -525,10 +525,32 @@ void conn_batch_write(struct conn *c, struct batch *b)
 	direct_done(c, before);
 }
 
-/* Files a batch member's answer, taking the text in b; the batch is
- * written when its last answer arrives (the one whose pending_free()
- * would drop remaining to zero). */
-static void batch_answer(struct pending *p, struct buf *b)
+/* The data of the error that replaces an answer of n bytes dropped past
+ * limit: the call's fields (when the answer is a call's), and the limit. */
+static void write_dropped_data(struct buf *out, const struct answer_call *call, size_t limit, size_t n)
+{
+	struct jgen *g = jgen_new(out);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "kind", "execution_error");
+	jgen_kv_bool(g, "retryable", false);
+	if (call) {
+		jgen_kv_int(g, "attempts", call->attempts);
+		jgen_kv_int(g, "durationMs", (int64_t)call->duration_ms);
+		jgen_kv_str(g, "callId", call->call_id);
+		jgen_kv_str(g, "tool", call->tool);
+	}
+	jgen_kv_bool(g, "ran", true);
+	jgen_kv_str(g, "limit", "limits.max_output_bytes");
+	jgen_kv_int(g, "limitBytes", (int64_t)limit);
+	jgen_kv_int(g, "answerBytes", (int64_t)n);
+	jgen_obj_close(g);
+	jgen_free(g);
+}
+
+/* Files a batch member's answer, taking the text in b (the answer of
+ * call, or NULL: not a call's); the batch is written when its last answer
+ * arrives (the one whose pending_free() would drop remaining to zero). */
+static void batch_answer(struct pending *p, struct buf *b, const struct answer_call *call)
 {
 	struct batch *bt = p->batch;
 	/* A batch is written whole, so its answers are held until the last:
@@ -543,21 +565,20 @@ static void batch_answer(struct pending *p, struct buf *b)
 				      "batch went past limits.max_output_bytes (%zu bytes). Do not send it again as it "
 				      "is, it would run again; send fewer calls per batch, or ask for smaller outputs",
 				      buf_size(b), limit);
-		char *data = xasprintf("{\"kind\":\"execution_error\",\"retryable\":false,\"ran\":true,"
-				       "\"limit\":\"limits.max_output_bytes\",\"limitBytes\":%zu,\"answerBytes\":%zu}",
-				       limit, buf_size(b));
+		struct buf data = {0};
+		write_dropped_data(&data, call, limit, buf_size(b));
 		/* Not kept in the answer's own buffer: it may have grown to
 		 * twice the answer, and held until the batch is written. */
 		buf_free(b);
 		if (p->write_error_result) {
 			struct buf res = {0};
-			p->write_error_result(&res, msg, data, strlen(data));
+			p->write_error_result(&res, msg, buf_head(&data), buf_size(&data));
 			jrpc_write_result(b, p->id, p->id_len, buf_head(&res), buf_size(&res));
 			buf_free(&res);
 		} else {
-			jrpc_write_error(b, p->id, p->id_len, JRPC_INTERNAL_ERROR, msg, data, strlen(data));
+			jrpc_write_error(b, p->id, p->id_len, JRPC_INTERNAL_ERROR, msg, buf_head(&data), buf_size(&data));
 		}
-		free(data);
+		buf_free(&data);
 		free(msg);
 	}
 	/* Held as long as it is, no longer: the batch grows with what is
@@ -611,12 +632,12 @@ static struct buf *answer_begin(struct pending *p, struct buf *own, size_t *ret_
 	return &p->conn->out;
 }
 
-/* Ends an answer begun with answer_begin. */
-static void answer_end(struct pending *p, struct buf *out, size_t before)
+/* Ends an answer begun with answer_begin (of call, or NULL). */
+static void answer_end(struct pending *p, struct buf *out, size_t before, const struct answer_call *call)
 {
 	struct conn *c = p->conn;
 	if (p->batch) {
-		batch_answer(p, out);
+		batch_answer(p, out, call);
 		return;
 	}
 	if (out == &c->out)
@@ -626,16 +647,22 @@ static void answer_end(struct pending *p, struct buf *out, size_t before)
 	pending_free(p);
 }
 
-void conn_result(struct pending *p, const char *result, size_t n)
+void conn_call_result(struct pending *p, const struct answer_call *call, const char *result, size_t n)
 {
 	struct buf own, *out;
 	size_t before;
 	out = answer_begin(p, &own, &before);
 	jrpc_write_result(out, p->id, p->id_len, result, n);
-	answer_end(p, out, before);
+	answer_end(p, out, before, call);
 }
 
-void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg)
+void conn_result(struct pending *p, const char *result, size_t n)
+{
+	conn_call_result(p, NULL, result, n);
+}
+
+void conn_call_result_with(struct pending *p, const struct answer_call *call,
+			   void (*write)(const void *arg, struct buf *out), const void *arg)
 {
 	struct buf own, *out;
 	size_t before;
@@ -643,14 +670,25 @@ void conn_result_with(struct pending *p, void (*write)(const void *arg, struct b
 	jrpc_write_result_head(out, p->id, p->id_len);
 	write(arg, out);
 	buf_putc(out, '}');
-	answer_end(p, out, before);
+	answer_end(p, out, before, call);
 }
 
-void conn_error(struct pending *p, int code, const char *message, const char *data)
+void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg)
+{
+	conn_call_result_with(p, NULL, write, arg);
+}
+
+void conn_call_error(struct pending *p, const struct answer_call *call, int code, const char *message,
+		     const char *data)
 {
 	struct buf own, *out;
 	size_t before;
 	out = answer_begin(p, &own, &before);
 	jrpc_write_error(out, p->id, p->id_len, code, message, data, data ? strlen(data) : 0);
-	answer_end(p, out, before);
+	answer_end(p, out, before, call);
+}
+
+void conn_error(struct pending *p, int code, const char *message, const char *data)
+{
+	conn_call_error(p, NULL, code, message, data);
 }

@@ -231,6 +231,22 @@ void conn_result(struct pending *p, const char *result, size_t n);
  * once instead of built aside and copied. */
 void conn_result_with(struct pending *p, void (*write)(const void *arg, struct buf *out), const void *arg);
 
+/* The tool call an answer stands for: when a batch's answers go past
+ * limits.max_output_bytes, the error that replaces this answer carries
+ * its callId, tool, attempts and durationMs, as every failed call's does. */
+struct answer_call {
+	const char *call_id;
+	const char *tool;
+	unsigned attempts;
+	uint64_t duration_ms;
+};
+/* conn_error, conn_result and conn_result_with for the answer of a call. */
+void conn_call_error(struct pending *p, const struct answer_call *call, int code, const char *message,
+		     const char *data);
+void conn_call_result(struct pending *p, const struct answer_call *call, const char *result, size_t n);
+void conn_call_result_with(struct pending *p, const struct answer_call *call,
+			   void (*write)(const void *arg, struct buf *out), const void *arg);
+
 /* --- input and the turn (conn_read.c) ---------------------------------- */
 
 /* Holds the connection's next lines back until conn_go_on_input: a

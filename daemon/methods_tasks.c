@@ -291,11 +291,12 @@ static bool with_related_task(const char *obj, size_t n, const char *id, struct 
  * error's data._meta) naming the task, as MCP asks of tasks/result. */
 static void answer_result(struct pending *p, const struct outcome *o, const char *id)
 {
+	const struct answer_call call = { o->call_id, o->tool, o->attempts, o->duration_ms };
 	struct buf b = {0}, out = {0};
 	if (o->kind == TC_OK) {
 		outcome_write_result(o, false, &b);
 		if (with_related_task(buf_head(&b), buf_size(&b), id, &out))
-			conn_result(p, buf_head(&out), buf_size(&out));
+			conn_call_result(p, &call, buf_head(&out), buf_size(&out));
 		else
 			answer_outcome(p, o, false);
 	} else if (outcome_write_error_data(o, false, &b),
@@ -309,13 +310,13 @@ static void answer_result(struct pending *p, const struct outcome *o, const char
 			answer_write_error_result(&r, msg, buf_head(&b), buf_size(&b));
 			buf_clear(&out);
 			if (with_related_task(buf_head(&r), buf_size(&r), id, &out))
-				conn_result(p, buf_head(&out), buf_size(&out));
+				conn_call_result(p, &call, buf_head(&out), buf_size(&out));
 			else
 				answer_outcome(p, o, false);
 			buf_free(&r);
 		} else {
 			buf_putc(&out, '\0');
-			conn_error(p, tc_kind_code(o->kind), msg, buf_head(&out));
+			conn_call_error(p, &call, tc_kind_code(o->kind), msg, buf_head(&out));
 		}
 	}
 	buf_free(&b);

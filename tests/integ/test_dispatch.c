@@ -4,7 +4,8 @@
  * idempotency (joining, replay, conflicts, disconnects, explicit cancels),
  * concurrency caps and the queue limit, retries with backoff, timeouts,
  * budgets (a path refused by the workspace check spends none), the
- * circuit breaker, batches and sessions/cancel.
+ * circuit breaker, batches and sessions/cancel, and the envelope every
+ * failed call carries, whatever failed it.
  * Long because each rule needs the real daemon and the probe's log helpers shared here.
  *
  * Calls go to a "command" tool running tests/integ/tools/probe.sh, which
@@ -12,6 +13,7 @@
  * count handler runs and see when each one ran.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -846,6 +848,114 @@ START_TEST(path_refusal_spends_no_budget)
 }
 END_TEST
 
+/* --- every failed call names itself ------------------------------------------ */
+
+/* Asserts the envelope of a failed call (CONTRACT §4): kind, retryable
+ * (a boolean), attempts and durationMs (integers >= 0, attempts as want
+ * when want >= 0), callId (a call id) and tool (the tool called). */
+static void assert_envelope(const struct json *r, const char *kind, const char *tool, int want_attempts)
+{
+	_cleanup_free_ char *text = tj_text(r);
+	const struct json *data = tj(r, "error.data");
+	ck_assert_msg(data && data->type == JSON_OBJECT, "no error.data: %s", text);
+	ck_assert_msg(str_eq(tj_str(data, "kind"), kind), "kind %s wanted: %s", kind, text);
+	const struct json *v = tj(data, "retryable");
+	ck_assert_msg(v && v->type == JSON_BOOL, "retryable: %s", text);
+	v = tj(data, "attempts");
+	ck_assert_msg(v && json_is_int(v) && tj_int(data, "attempts") >= 0, "attempts: %s", text);
+	if (want_attempts >= 0)
+		ck_assert_msg(tj_int(data, "attempts") == want_attempts, "attempts %d wanted: %s", want_attempts, text);
+	v = tj(data, "durationMs");
+	ck_assert_msg(v && json_is_int(v) && tj_int(data, "durationMs") >= 0, "durationMs: %s", text);
+	v = tj(data, "callId");
+	ck_assert_msg(v && v->type == JSON_STRING && strncmp(v->u.str.s, "c-", 2) == 0, "callId: %s", text);
+	ck_assert_msg(str_eq(tj_str(data, "tool"), tool), "tool %s wanted: %s", tool, text);
+}
+
+/*
+ * Each way a call fails that a client can reach carries the six fields of
+ * the call it stands for: a tool that does not exist, arguments the schema
+ * refuses, a path outside the workspace, no budget left, a full queue, an
+ * answer a batch drops past limits.max_output_bytes, a cancel, a timeout,
+ * and the daemon's stop.
+ */
+START_TEST(every_failed_call_names_itself)
+{
+	struct tcd d;
+	start_probes(&d, "{\"grace_ms\":300,\"limits\":{\"session_concurrency\":1,\"queue_max\":1,"
+			 "\"max_output_bytes\":65536}}");
+	char *log = probe_log(&d);
+	/* 200 lines of 100 bytes (an answer holds them twice, numbered):
+	 * one answer of it fits in 65536 bytes, two do not. */
+	char *text = xmalloc(20001);
+	memset(text, 'x', 20000);
+	for (int i = 99; i < 20000; i += 100)
+		text[i] = '\n';
+	text[20000] = '\0';
+	tcd_put(&d, "big.txt", text);
+	free(text);
+	struct tcc *c = tcc_connect(&d);
+
+	assert_envelope(tcc_call(c, "red_file", "{}"), "not_found", "red_file", 0);
+	assert_envelope(tcc_call(c, "read_file", "{\"path\":1}"), "validation_error", "read_file", 0);
+	assert_envelope(tcc_call(c, "read_file", "{\"path\":\"../../etc/passwd\"}"), "permission_denied", "read_file",
+			0);
+	assert_envelope(tcc_call(c, "read_file", "{\"path\":\"missing.txt\"}"), "execution_error", "read_file", 1);
+	assert_envelope(tcc_request(c, "tools/call", call_params(c, "probe", probe_args(c, log, "b", "0", 0),
+								   "\"budget\":0")),
+			"budget_exceeded", "probe", 0);
+
+	/* One runs, one waits, the third finds the queue full. */
+	const char *run = send_call(c, "probe", probe_args(c, log, "run", "5", 0), NULL);
+	const char *queued = send_call(c, "probe", probe_args(c, log, "queued", "5", 0), NULL);
+	const char *full = send_call(c, "probe", probe_args(c, log, "full", "5", 0), NULL);
+	assert_envelope(wait_response(c, full, 5000), "overloaded", "probe", 0);
+	wait_starts(&d, "run", 1, 5000);
+	/* Cancelled: the running one (its attempt ran) and the queued one
+	 * (none did). */
+	const char *sc = tcc_fmt(c, "%lld", (long long)tcc_send_request(c, "sessions/cancel", "{}"));
+	ck_assert_int_eq(tj_int(wait_response(c, sc, 5000), "result.cancelled"), 2);
+	assert_envelope(wait_response(c, run, 5000), "cancelled", "probe", 1);
+	assert_envelope(wait_response(c, queued, 5000), "cancelled", "probe", 0);
+
+	/* Timed out (300 ms, not idempotent: one attempt). */
+	assert_envelope(tcc_call(c, "probe_short", probe_args(c, log, "slow", "3", 0)), "timeout", "probe_short", 1);
+
+	/* A batch whose second answer goes past the limit. */
+	const char *call = "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
+			   "\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"big.txt\"}}}";
+	struct tcc *b = tcc_connect(&d);
+	tcc_send(b, tcc_fmt(b, "[%s,%s]", tcc_fmt(b, call, 1), tcc_fmt(b, call, 2)));
+	_cleanup_(json_doc_unrefp) struct json_doc *doc = tcc_recv(b, TCC_TIMEOUT_MS);
+	ck_assert_ptr_nonnull(doc);
+	const struct json *arr = json_doc_root(doc);
+	ck_assert_int_eq(arr->type, JSON_ARRAY);
+	ck_assert_int_eq(tj_len(arr, ""), 2);
+	int dropped = 0;
+	for (int i = 0; i < 2; i++) {
+		const struct json *e = tj(arr, tcc_fmt(b, "%d", i));
+		if (tj_has(e, "error")) {
+			assert_envelope(e, "execution_error", "read_file", 1);
+			dropped++;
+		}
+	}
+	ck_assert_int_eq(dropped, 1);
+
+	/* Cancelled by the daemon's stop. */
+	const char *last = send_call(b, "probe", probe_args(b, log, "last", "30", 0), NULL);
+	wait_starts(&d, "last", 1, 5000);
+	tcd_kill(&d, SIGTERM);
+	const struct json *r = wait_response(b, last, TCC_TIMEOUT_MS);
+	assert_envelope(r, "cancelled", "probe", 1);
+	ck_assert(tj_bool(r, "error.data.restart"));
+	ck_assert_int_eq(tcd_wait_exit(&d, 10000), 0);
+	tcc_close(b);
+	tcc_close(c);
+	free(log);
+	tcd_free(&d);
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("integ_dispatch");
@@ -865,6 +975,7 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, queue_max_overloaded);
 	tcase_add_test(tc, batch_forty_in_order);
 	tcase_add_test(tc, sessions_cancel_all_calls);
+	tcase_add_test(tc, every_failed_call_names_itself);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("failures");

@@ -548,6 +548,11 @@ START_TEST(batch_answers_bounded)
 		ck_assert_str_eq(tj_str(e, "result.structuredContent.error.kind"), "execution_error");
 		ck_assert(tj_bool(e, "result.structuredContent.error.ran"));
 		ck_assert_msg(strstr(tj_str(e, "result.content.0.text"), "The call ran"), "%s", tj_text(e));
+		/* The fields of the call it stands for (CONTRACT §4). */
+		ck_assert_str_eq(tj_str(e, "result.structuredContent.error.tool"), "read_file");
+		ck_assert_int_eq(tj_int(e, "result.structuredContent.error.attempts"), 1);
+		ck_assert(tj_has(e, "result.structuredContent.error.durationMs"));
+		ck_assert_int_eq(strncmp(tj_str(e, "result.structuredContent.error.callId"), "c-", 2), 0);
 	}
 	ck_assert_int_eq(dropped, 2);
 	tcc_close(h);
@@ -573,6 +578,11 @@ START_TEST(batch_answers_bounded)
 		ck_assert_str_eq(tj_str(e, "error.data.limit"), "limits.max_output_bytes");
 		ck_assert_int_eq(tj_int(e, "error.data.limitBytes"), 65536);
 		ck_assert_int_gt(tj_int(e, "error.data.answerBytes"), 20000);
+		/* The fields of the call it stands for (CONTRACT §4). */
+		ck_assert_str_eq(tj_str(e, "error.data.tool"), "read_file");
+		ck_assert_int_eq(tj_int(e, "error.data.attempts"), 1);
+		ck_assert_int_ge(tj_int(e, "error.data.durationMs"), 0);
+		ck_assert_int_eq(strncmp(tj_str(e, "error.data.callId"), "c-", 2), 0);
 		const char *m = tj_str(e, "error.message");
 		ck_assert_msg(strstr(m, "limits.max_output_bytes") && strstr(m, "The call ran") &&
 				      strstr(m, "fewer calls per batch") && strstr(m, "smaller outputs"),
