@@ -657,6 +657,17 @@ static void outcome_keep_partial(struct outcome *o, char *output)
 	struct jgen *g = jgen_new(&b);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "output", output);
+	/* What data said already (restart: the daemon's stop) stays. */
+	_cleanup_(json_doc_unrefp) struct json_doc *doc = NULL;
+	if (o->error_data && json_parse(o->error_data, strlen(o->error_data), 0, 0, &doc, NULL) == 0) {
+		const struct json *was = json_doc_root(doc);
+		for (size_t i = 0; was->type == JSON_OBJECT && i < was->u.obj.n; i++) {
+			if (str_eq(was->u.obj.members[i].key, "output"))
+				continue;
+			jgen_key(g, was->u.obj.members[i].key);
+			jgen_value(g, was->u.obj.members[i].value);
+		}
+	}
 	jgen_obj_close(g);
 	jgen_free(g);
 	free(o->error_data);

@@ -388,7 +388,8 @@ START_TEST(sigterm_cancels_after_grace)
 	tcd_start(&d, "{\"grace_ms\":200,\"confirmation\":{\"per_tool\":{\"shell\":\"auto\"}}}");
 	struct tcc *c = tcc_connect(&d);
 	int64_t id = tcc_send_request(c, "tools/call",
-				      "{\"name\":\"shell\",\"arguments\":{\"command\":\"echo $$ > pid; exec sleep 30\"}}");
+				      "{\"name\":\"shell\",\"arguments\":{\"command\":\"echo $$ > pid; echo started; "
+				      "exec sleep 30\"}}");
 	/* wait until the shell runs */
 	char *pidfile = tcd_ws_path(&d, "pid");
 	uint64_t deadline = tc_now_ms() + 5000;
@@ -420,6 +421,8 @@ START_TEST(sigterm_cancels_after_grace)
 	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 1);
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "toolcalld is stopping"));
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "retry"));
+	/* The output it had produced is kept, beside the mark of the stop. */
+	ck_assert_pstr_eq(tj_str(r, "error.data.output"), "started\n");
 	ck_assert_int_eq(tcd_wait_exit(&d, 5000), 0);
 	ck_assert_uint_lt(tc_now_ms() - t0, 4000);
 	ck_assert(!path_exists(d.sock));

@@ -128,7 +128,7 @@ static void stop_ends_calls(bool redis)
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 
 	/* Two calls that outlast the grace period: one plain, one keyed. */
-	host_call(&h, 2, "shell", "{\"command\":\"sleep 30\"}", NULL);
+	host_call(&h, 2, "shell", "{\"command\":\"echo partial-out; sleep 30\"}", NULL);
 	host_call(&h, 3, "shell", "{\"command\":\"echo run >> keyed.log; sleep 1; echo keyed\"}",
 		  "{\"idempotencyKey\":\"k-stop\"}");
 	ck_assert(tcd_wait_stat(&d, "result.running", 2, 10000));
@@ -146,6 +146,9 @@ static void stop_ends_calls(bool redis)
 	ck_assert_str_eq(tj_str(m, "result.structuredContent.error.tool"), "shell");
 	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "retry"));
 	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "restarted"));
+	/* The output it had produced reaches the model too. */
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.content.0.text"), "partial-out"));
+	ck_assert_ptr_nonnull(strstr(tj_str(m, "result.structuredContent.error.output"), "partial-out"));
 	ck_assert_ptr_nonnull(tj_str(m, "result.structuredContent.error.callId"));
 	ck_assert_int_eq(tj_int(m, "result.structuredContent.error.attempts"), 1);
 	ck_assert(tj_has(m, "result.structuredContent.error.durationMs"));
