@@ -347,6 +347,7 @@ static void m_tools_call(struct conn *c, const struct jrpc_req *req, struct pend
 		 * unless its program was refused. */
 		bool refused = providers_refused_for(&s->providers, name->u.str.s, caller(c));
 		struct outcome *o = outcome_error(refused ? TC_PERMISSION_DENIED : TC_TRANSIENT, "%s", down);
+		o->call_id = dispatch_new_call_id(s->dispatcher);
 		o->tool = xstrdup(name->u.str.s);
 		answer_outcome(p, o, false);
 		outcome_unref(o);

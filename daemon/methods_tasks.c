@@ -133,6 +133,7 @@ static void task_made(void *arg, int r, struct task *k)
 			? outcome_error(TC_OVERLOADED, "Too many tasks are kept for this user; wait for some to "
 					"expire or fetch their results")
 			: outcome_error(TC_TRANSIENT, "The task store cannot be reached; retry later");
+		o->call_id = dispatch_new_call_id(s->dispatcher);
 		o->tool = ts->cp.tool ? xstrdup(ts->cp.tool) : NULL;
 		answer_outcome(p, o, false);
 	} else {

@@ -108,6 +108,11 @@ static char *new_call_id(struct dispatcher *d)
 	return xstrndup(p, (size_t)(end - p));
 }
 
+char *dispatch_new_call_id(struct dispatcher *d)
+{
+	return new_call_id(d);
+}
+
 static uint64_t elapsed_us(const struct timespec *start)
 {
 	struct timespec now;

@@ -208,6 +208,10 @@ void dispatch_hold(struct dispatcher *d);
 void dispatch_release(struct dispatcher *d);
 /* Cancels (with answers) every call of the session; returns how many. */
 unsigned dispatch_cancel_session(struct dispatcher *d, struct session *s);
+/* A new call id (owned), for a call failed before it reached the
+ * dispatcher (its MCP server is down, its task has no room): every failed
+ * call's error names one. */
+char *dispatch_new_call_id(struct dispatcher *d);
 /* Cancels everything (shutdown). */
 void dispatch_cancel_all(struct dispatcher *d, const char *why);
 /* The daemon stops (a restart): every call still in flight ends

@@ -141,6 +141,10 @@ START_TEST(failed_start_says_why)
 		 * not_found. */
 		const struct json *r = tcc_call(c, "demo_echo", "{\"text\":\"hi\"}");
 		tc_assert_kind(r, "transient");
+		/* Named as every failed call is (CONTRACT §4). */
+		ck_assert_msg(str_eq(tj_str(r, "error.data.tool"), "demo_echo") && tj_has(r, "error.data.attempts") &&
+			      tj_has(r, "error.data.durationMs") && tj_str(r, "error.data.callId") &&
+			      strncmp(tj_str(r, "error.data.callId"), "c-", 2) == 0, "%s", tcc_raw(c, r));
 		const char *m = tj_str(r, "error.message");
 		ck_assert_msg(strstr(m, "MCP server 'demo' exited with status 1 while starting") &&
 			      strstr(m, "Last lines of its stderr:\nstarting test server\n"

@@ -355,7 +355,10 @@ START_TEST(too_many_tasks_is_a_failed_call)
 	tc_assert_kind(r, "overloaded");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
 	ck_assert_msg(str_eq(tj_str(r, "error.data.tool"), "stat") && tj_bool(r, "error.data.retryable") &&
-		      tj_has(r, "error.data.attempts"), "%s", tj_text(r));
+		      tj_has(r, "error.data.attempts") && tj_has(r, "error.data.durationMs"), "%s", tj_text(r));
+	/* A call id of its own, as every failed call has. */
+	ck_assert_msg(tj_str(r, "error.data.callId") && strncmp(tj_str(r, "error.data.callId"), "c-", 2) == 0, "%s",
+		      tj_text(r));
 	tcc_close(cl);
 	cl = tcc_connect(&dd);
 	tcc_initialize(cl, "\"toolErrors\":\"result\"");
