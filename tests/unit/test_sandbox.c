@@ -537,6 +537,46 @@ START_TEST(config_json)
 }
 END_TEST
 
+/* The script an interpreter runs is its first operand, and only that:
+ * code given on the command line (sh -c, python -c/-m, node -e) names no
+ * file, so a workspace file named like the command's text is not taken
+ * for the program (it was checked and refused for its owner). */
+START_TEST(interpreter_script_operand)
+{
+	static const struct {
+		const char *argv[6];
+		const char *script;
+	} cases[] = {
+		{ { "sh", "run.sh" }, "run.sh" },
+		{ { "/bin/bash", "-x", "run.sh", "a" }, "run.sh" },
+		{ { "/bin/sh", "-c", "true" }, NULL },
+		{ { "bash", "-ec", "make" }, NULL },
+		{ { "bash", "-o", "pipefail", "run.sh" }, "run.sh" },
+		{ { "sh", "+x", "run.sh" }, "run.sh" },
+		{ { "sh", "-s" }, NULL },
+		{ { "python3", "tool.py" }, "tool.py" },
+		{ { "python3", "-c", "print(1)" }, NULL },
+		{ { "python3", "-m", "http.server" }, NULL },
+		{ { "python3", "-Bc", "x" }, NULL },
+		{ { "python3", "-W", "ignore", "tool.py" }, "tool.py" },
+		{ { "python3", "-Wignore::DeprecationWarning", "tool.py" }, "tool.py" },
+		{ { "python3", "-", "x" }, NULL },
+		{ { "node", "-e", "1" }, NULL },
+		{ { "node", "-r", "dotenv/config", "server.js" }, "server.js" },
+		{ { "perl", "-e", "1" }, NULL },
+		{ { "ruby", "--", "-odd.rb" }, "-odd.rb" },
+		{ { "java", "-cp", "lib", "-jar", "app.jar" }, "app.jar" },
+		{ { "/usr/bin/env", "x" }, NULL },
+		{ { "git", "status" }, NULL },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		const char *got = sandbox_argv_script(cases[i].argv);
+		ck_assert_msg(cases[i].script ? got && strcmp(got, cases[i].script) == 0 : !got, "%s %s: %s",
+			      cases[i].argv[0], cases[i].argv[1] ? cases[i].argv[1] : "", got ? got : "(none)");
+	}
+}
+END_TEST
+
 /* Parses text as JSON into *doc and returns its root. */
 static const struct json *parse(const char *text, struct json_doc **doc)
 {
@@ -1754,6 +1794,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, protect_plan_git_kinds);
 	tcase_add_test(tc, config_json);
+	tcase_add_test(tc, interpreter_script_operand);
 	tcase_add_test(tc, network_proxy_setting);
 	tcase_add_test(tc, identity_for_children_decides);
 	tcase_add_test(tc, shell_file_system);
