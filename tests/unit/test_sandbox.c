@@ -274,6 +274,111 @@ START_TEST(denied_path_in_a_workspace)
 }
 END_TEST
 
+/* Makes n empty files named e0... in dir. */
+static void fill_dir(const char *dir, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *f = xasprintf("%s/e%d", dir, i);
+		int fd = open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		free(f);
+	}
+}
+
+/*
+ * Denied paths in a crowded directory (a config in /tmp): where the
+ * child's mount namespace covers them (LL_COVER_DENY), the rules are a
+ * handful whatever the siblings; without it, or for a denied path that
+ * does not exist (a mount needs a place), each sibling is a rule. A
+ * denied path made since the rules were is covered the next time, and
+ * one that holds a path the child is granted is not covered (the mount
+ * would hide it).
+ */
+START_TEST(denied_paths_covered_cost_no_rules)
+{
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	if (!f->landlock_abi)
+		TC_SKIP("no Landlock here");
+	/* Beside /var/tmp's few entries rather than /tmp's many: the split
+	 * must stay below the rules' bound. */
+	enum { SIBLINGS = 2000 };
+	char tmpl[] = "/var/tmp/tc-sbx-crowd-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char *dir = realpath(tmpl, NULL);
+	fill_dir(dir, SIBLINGS);
+	char *conf = xasprintf("%s/toolcalld.conf", dir), *tools = xasprintf("%s/tools", dir);
+	char *aws = xasprintf("%s/.aws", dir);
+	write_file(conf, "{}", 0600);
+	ck_assert_int_eq(mkdir(tools, 0700), 0);
+	const char *deny[] = { conf, tools, NULL };
+	struct sandbox_req req = { .profile = SANDBOX_READ_ONLY, .deny_read = deny };
+	const struct ll_rules *r = NULL;
+	char *msg = NULL;
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_msg(ll_rules_count(r) < 8, "%zu rules", ll_rules_count(r));
+	const char *const *covers = ll_rules_covers(r);
+	ck_assert_ptr_nonnull(covers);
+	ck_assert_str_eq(covers[0], conf);
+	ck_assert_str_eq(covers[1], tools);
+	ck_assert_ptr_null(covers[2]);
+	/* Without a namespace of the child's own: split around, as before. */
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_NONE, &r, &msg), 0);
+	ck_assert_uint_ge(ll_rules_count(r), SIBLINGS);
+	ck_assert_ptr_null(ll_rules_covers(r));
+	ck_assert_uint_eq(ll_rules_allowed(r, conf) & LL_FS_READ_FILE, 0);
+
+	/* One that does not exist: Landlock keeps it unreadable when made. */
+	const char *deny2[] = { conf, aws, NULL };
+	req.deny_read = deny2;
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_uint_ge(ll_rules_count(r), SIBLINGS);
+	ck_assert_uint_eq(ll_rules_allowed(r, aws) & LL_FS_READ_FILE, 0);
+	covers = ll_rules_covers(r);
+	ck_assert(covers && covers[0] && !covers[1]);
+	ck_assert_str_eq(covers[0], conf);
+	/* Made since: the rules are made again, and it is covered. */
+	ck_assert_int_eq(mkdir(aws, 0700), 0);
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_msg(ll_rules_count(r) < 8, "%zu rules", ll_rules_count(r));
+	covers = ll_rules_covers(r);
+	ck_assert(covers && covers[0] && covers[1] && !covers[2]);
+	ck_assert_str_eq(covers[1], aws);
+	/* Gone again: split around again. */
+	ck_assert_int_eq(rmdir(aws), 0);
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_uint_ge(ll_rules_count(r), SIBLINGS);
+
+	/* A denied directory that holds the workspace, or lies beneath a
+	 * write_extra path, is not covered. */
+	char *inner = xasprintf("%s/ws", tools);
+	ck_assert_int_eq(mkdir(inner, 0700), 0);
+	const char *wss[] = { inner, NULL }, *deny3[] = { tools, NULL }, *extra[] = { dir, NULL };
+	struct sandbox_req req3 = { .profile = SANDBOX_WORKSPACE_WRITE, .workspaces = wss, .deny_read = deny3 };
+	ck_assert_int_eq(ll_rules_get(&req3, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_ptr_null(ll_rules_covers(r));
+	ck_assert_uint_ge(ll_rules_count(r), SIBLINGS);
+	ck_assert_uint_ne(ll_rules_allowed(r, inner) & LL_FS_MAKE_REG, 0);
+	const char *deny4[] = { conf, NULL };
+	struct sandbox_req req4 = { .profile = SANDBOX_WORKSPACE_WRITE, .workspaces = wss, .write_extra = extra,
+				    .deny_read = deny4 };
+	ck_assert_int_eq(ll_rules_get(&req4, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_ptr_null(ll_rules_covers(r));
+	ck_assert_uint_eq(ll_rules_allowed(r, conf) & LL_FS_READ_FILE, 0);
+	sandbox_cache_clear();
+	rmdir(inner);
+	rmdir(tools);
+	unlink(conf);
+	for (int i = 0; i < SIBLINGS; i++) {
+		char *e = xasprintf("%s/e%d", dir, i);
+		unlink(e);
+		free(e);
+	}
+	rmdir(dir);
+	free(inner), free(aws), free(conf), free(tools), free(dir);
+}
+END_TEST
+
 /* protect holds in nested repositories and in submodules' git
  * directories, whatever the list names. */
 START_TEST(protected_nested_repositories)
@@ -684,13 +789,17 @@ START_TEST(shell_file_system)
 	struct run r;
 	char cmd[PATH_MAX * 3];
 
-	/* A denied file is not readable; its neighbours are. */
+	/* A denied file is not readable; its neighbours are. Landlock
+	 * refuses it, or, where the child has a mount namespace, its
+	 * directory is covered empty. */
 	snprintf(cmd, sizeof(cmd), "cat %s/notes && cat %s/.ssh/id_rsa", home, home);
 	sh(&r, cmd, NULL);
 	ck_assert_int_ne(exit_code(&r), 0);
 	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "plain notes"));
 	ck_assert_ptr_null(strstr(sc_str(&r, "stdout"), "SECRET"));
-	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "Permission denied"));
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), sandbox_probe(NULL)->mountns && sandbox_probe(NULL)->ro_mounts
+								   ? "No such file or directory"
+								   : "Permission denied"));
 	ck_assert_msg(strstr(r.c.text, "[sandbox]") && strstr(r.c.text, "workspace-write"), "%s", r.c.text);
 	ck_assert(enforced(&r, "enforced", "landlock"));
 	run_done(&r);
@@ -1791,6 +1900,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, protected_nested_repositories);
 	tcase_add_test(tc, namespace_key);
 	tcase_add_test(tc, denied_path_in_a_workspace);
+	tcase_add_test(tc, denied_paths_covered_cost_no_rules);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, protect_plan_git_kinds);
 	tcase_add_test(tc, config_json);
