@@ -557,16 +557,33 @@ START_TEST(daemon_files_covered_in_a_crowd)
 	free(cmd);
 	ck_assert_msg(strcmp(out_of(r), "4\n") == 0, "%s / %s", out_of(r), tj_str(r, "error.message"));
 	/* What the child's error names is said to be a private path. */
-	r = tcc_shell(c, xasprintf("cat '%s'", tool_file));
+	cmd = xasprintf("cat '%s'", tool_file);
+	r = tcc_shell(c, cmd);
+	free(cmd);
 	ck_assert(tj_bool(r, "result.isError"));
 	char *want = xasprintf("%s (a private path, sandbox.deny_read)", tool_file);
 	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), want), "%s", tj_str(r, "result.content.0.text"));
 	free(want);
-	r = tcc_shell(c, xasprintf("cat '%s'", d.config));
+	cmd = xasprintf("cat '%s'", d.config);
+	r = tcc_shell(c, cmd);
+	free(cmd);
 	ck_assert(tj_bool(r, "result.isError"));
 	want = xasprintf("%s (a private path, sandbox.deny_read)", d.config);
 	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), want), "%s", tj_str(r, "result.content.0.text"));
 	free(want);
+	/* Nor renamed away, removed or replaced: their directory is not
+	 * the child's to change, and each is a mount point in its
+	 * namespace. */
+	cmd = xasprintf("mv '%s' '%s.x'; rm -rf '%s' '%s'; echo evil > '%s'; true", d.config, d.config, d.tools_dir,
+			memory, audit);
+	r = tcc_shell(c, cmd);
+	free(cmd);
+	char *cfg_text = tcd_read(&d, d.config, NULL), *audit_text = tcd_read(&d, audit, NULL);
+	ck_assert_msg(cfg_text && strstr(cfg_text, "socket_mode"), "%s", out_of(r));
+	ck_assert_msg(audit_text && !strstr(audit_text, "evil"), "%s", out_of(r));
+	ck_assert_int_eq(access(tool_file, F_OK), 0);
+	ck_assert_int_eq(access(mem_file, F_OK), 0);
+	free(cfg_text), free(audit_text);
 	/* ~/.aws, made after the daemon started: unreadable at the next
 	 * call, and the one after (its plan kept). */
 	char *aws = xasprintf("%s/.aws", home), *cred = xasprintf("%s/.aws/credentials", home);
@@ -602,12 +619,41 @@ START_TEST(daemon_files_covered_in_a_crowd)
 }
 END_TEST
 
+/* A call started in a private directory of the workspace (its cwd)
+ * finds it empty: the child enters it again once the cover is mounted,
+ * rather than keeping the directory beneath. */
+START_TEST(started_in_a_covered_directory)
+{
+	struct tcd d;
+	start(&d, "\"deny_read\":[\"@WS@/priv\"]");
+	char *key = tcd_write_ws(&d, "priv/key", "PRIV SECRET\n", 12, 0644);
+	char *priv = tcd_ws_path(&d, "priv");
+	ck_assert_int_eq(chmod(priv, 0755), 0);
+#ifdef SANDBOX_AS_PEER
+	struct tcc *c = tcc_connect_as(&d, 65534, 65534);
+#else
+	struct tcc *c = tcc_connect(&d);
+#endif
+	for (int i = 0; i < 3; i++) {
+		const struct json *r = tcc_call(c, "shell", "{\"command\":\"cat key; ls -a; cat ./key\",\"cwd\":\"priv\"}");
+		const char *out = out_of(r);
+		ck_assert_msg(!strstr(out, "SECRET") && !has_line(out, "key"), "%s / %s", out,
+			      tj_str(r, "error.message") ? tj_str(r, "error.message") : "");
+	}
+	tcc_close(c);
+	tcd_finish(&d);
+	free(priv);
+	free(key);
+}
+END_TEST
+
 static Suite *sandbox_suite(void)
 {
 	Suite *s = suite_create("integ_sandbox");
 	TCase *tc = tcase_create("sandbox");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, daemon_files_covered_in_a_crowd);
+	tcase_add_test(tc, started_in_a_covered_directory);
 #ifdef SANDBOX_AS_PEER
 	tcase_add_test(tc, shell_runs_as_the_peer);
 	tcase_add_test(tc, pids_limit_named);

@@ -35,6 +35,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
+#include <linux/fs.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/sysmacros.h>
@@ -434,6 +435,42 @@ START_TEST(namespace_key)
 	char *k10 = nspool_key(&c, 1000, 1000, st);
 	ck_assert(!nspool_key_eq(k8, k10));
 	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7), free(k8), free(k9), free(k10);
+
+	/* A covered path written to (an audit log) is still the one its
+	 * cover stands on: the same key. Removed and made again (ext4 may
+	 * give it the same inode), or gone, it is another. */
+	char tmpl[] = "/var/tmp/tc-sbx-key-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char *log = xasprintf("%s/audit.log", tmpl);
+	write_file(log, "one\n", 0600);
+	const char *covers[] = { log, NULL };
+	struct sandbox_child cc = { .writable = ws_a, .covers = covers, .mntns_fd = -1 };
+	char *c1 = nspool_key(&cc, 0, 0, NULL);
+	usleep(20000);
+	int fd = open(log, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "two\n", 4), 4);
+	close(fd);
+	char *c2 = nspool_key(&cc, 0, 0, NULL);
+	/* (Where the file system keeps neither a birth time nor generations,
+	 * the change time tells, and a write makes another key.) */
+	struct statx sx;
+	int gen, gfd = open(log, O_RDONLY | O_CLOEXEC);
+	bool birth = statx(AT_FDCWD, log, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME);
+	bool generations = gfd >= 0 && ioctl(gfd, FS_IOC_GETVERSION, &gen) == 0;
+	close(gfd);
+	if (birth || generations)
+		ck_assert(nspool_key_eq(c1, c2));
+	ck_assert_int_eq(unlink(log), 0);
+	usleep(20000);
+	write_file(log, "one\n", 0600);
+	char *c3 = nspool_key(&cc, 0, 0, NULL);
+	ck_assert(!nspool_key_eq(c2, c3));
+	ck_assert_int_eq(unlink(log), 0);
+	char *c4 = nspool_key(&cc, 0, 0, NULL);
+	ck_assert(!nspool_key_eq(c3, c4));
+	rmdir(tmpl);
+	free(log), free(c1), free(c2), free(c3), free(c4);
 }
 END_TEST
 
