@@ -57,9 +57,11 @@ __attribute__((no_sanitize("address"))) static int bind_all(const char *const *p
 	return 0;
 }
 
-/* Covers each denied path in a writable workspace: a directory with an
- * empty read-only tmpfs, a file with /dev/null bound read-only. What is
- * beneath stays out of reach, and the workspace's top writable. */
+/* Covers each denied path (landlock.c says which): a directory with an
+ * empty read-only tmpfs, a file with /dev/null bound read-only and
+ * without devices (it cannot be opened). What is beneath stays out of
+ * reach, and a workspace's top writable; a mount point cannot be removed
+ * or renamed over from inside the namespace (EBUSY). */
 __attribute__((no_sanitize("address"))) static int cover_all(const char *const *paths)
 {
 	for (; paths && *paths; paths++) {

@@ -267,8 +267,10 @@ struct sandbox_child {
 	const char *const *hide_dirs;		/* covered with an empty read-only
 						 * tmpfs (the sockets in them out of
 						 * reach), with writable */
-	const char *const *covers;		/* denied paths in a writable workspace:
-						 * an empty read-only mount over each */
+	const char *const *covers;		/* denied paths (in a writable workspace,
+						 * or every one that exists where
+						 * the daemon is root): an empty
+						 * read-only mount over each */
 	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
 	const char *tmp_own;			/* empty tmpfs but for this call's own */
 	const char *tmp_opts;			/* a tmpfs of this size (its mount

@@ -278,7 +278,7 @@ uint64_t repos_gen(void);
 
 /*
  * What kept plans depend on, watched (plan.c). plan_watch_way(): watches
- * each directory on the way from the workspace ws to path (beneath it)
+ * each directory on the way from the workspace ws ("" for "/") to path (beneath it)
  * for the name in it that leads on (every name in the last one when path
  * ends with "/"); true when each was watched already
  * (and could be). plan_watch_gen(): changes when one of those names was
