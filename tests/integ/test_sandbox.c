@@ -584,6 +584,26 @@ START_TEST(daemon_files_covered_in_a_crowd)
 	ck_assert_int_eq(access(tool_file, F_OK), 0);
 	ck_assert_int_eq(access(mem_file, F_OK), 0);
 	free(cfg_text), free(audit_text);
+	/* Replaced between calls (a directory made again, a file written
+	 * anew and renamed over): the mounts of a namespace made ahead for
+	 * the old ones do not serve the next calls. */
+	char *old_mem = xasprintf("%s.old", memory), *new_mem = xasprintf("%s/m-new", memory);
+	ck_assert_int_eq(rename(memory, old_mem), 0);
+	ck_assert_int_eq(mkdir(memory, 0755), 0);
+	tc_write_file_atomic(new_mem, "NEW MEMORY SECRET\n", 18);
+	ck_assert_int_eq(chmod(new_mem, 0644), 0);
+	cfg_text = tcd_read(&d, d.config, NULL);
+	tc_write_file_atomic(d.config, cfg_text, strlen(cfg_text));
+	ck_assert_int_eq(chmod(d.config, 0644), 0);
+	free(cfg_text);
+	cmd = xasprintf("ls -a '%s'; cat '%s' '%s' /proc/self/root'%s'", memory, new_mem, d.config, d.config);
+	for (int i = 0; i < 3; i++) {
+		r = tcc_shell(c, cmd);
+		ck_assert_msg(!strstr(out_of(r), "SECRET") && !has_line(out_of(r), "m-new") &&
+			      !strstr(out_of(r), "socket_mode"), "%s", out_of(r));
+	}
+	free(cmd);
+	free(old_mem), free(new_mem);
 	/* ~/.aws, made after the daemon started: unreadable at the next
 	 * call, and the one after (its plan kept). */
 	char *aws = xasprintf("%s/.aws", home), *cred = xasprintf("%s/.aws/credentials", home);
