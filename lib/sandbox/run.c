@@ -1072,9 +1072,12 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	 * workspace are covered there, and the workspace's top is writable;
 	 * where a root daemon's child gets one in any case (its read-only
 	 * mounts), every denied path that exists is, and Landlock's rules
-	 * need not split around them. */
+	 * need not split around them: but for a child that outlives its
+	 * call, which a cover would not keep from a denied path replaced
+	 * while it runs (an audit log rotated, a config saved anew: the
+	 * mount goes with the old file), and whose start is rare. */
 	int cover = req->profile == SANDBOX_OFF ? LL_COVER_NONE
-		    : f->mountns && f->ro_mounts ? LL_COVER_DENY
+		    : f->mountns && f->ro_mounts && !req->lasting ? LL_COVER_DENY
 		    : (f->mountns || (f->userns && !c->set_ids)) && req->profile == SANDBOX_WORKSPACE_WRITE
 			    ? LL_COVER_WORKSPACES
 			    : LL_COVER_NONE;

@@ -237,6 +237,10 @@ struct sandbox_req {
 	const char *call_name;			/* for the cgroup's and TMPDIR's name */
 	const char *cwd;			/* the child's working directory (canonical)
 						 * when known: its note judges relative paths there */
+	bool lasting;				/* it outlives its call (an MCP server, a
+						 * background process): Landlock keeps
+						 * every deny_read path, as a mount would
+						 * not cover one replaced while it runs */
 };
 
 /*

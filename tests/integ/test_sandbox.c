@@ -667,6 +667,47 @@ START_TEST(started_in_a_covered_directory)
 }
 END_TEST
 
+/* A background process outlives its call: a private file replaced while
+ * it runs (an audit log rotated, a config saved anew) is no more
+ * readable to it than the old one (Landlock keeps its private paths,
+ * not a mount, which would stay with the old file). */
+START_TEST(background_keeps_a_replaced_private_file)
+{
+	struct tcd d;
+	start(&d, "\"deny_read\":[\"@DIR@/kept\"]");
+	char *kept = xasprintf("%s/kept", d.dir);
+	tc_write_file_atomic(kept, "OLD SECRET\n", 11);
+	ck_assert_int_eq(chmod(kept, 0644), 0);
+#ifdef SANDBOX_AS_PEER
+	struct tcc *c = tcc_connect_as(&d, 65534, 65534);
+#else
+	struct tcc *c = tcc_connect(&d);
+#endif
+	char *cmd = xasprintf("echo ready; while [ ! -e go ]; do sleep 0.02; done; cat '%s'; echo end", kept);
+	char *q = tj_quote(cmd);
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s,\"background\":true,\"until\":"
+							     "\"ready\",\"yield_ms\":60000}", q));
+	free(q);
+	free(cmd);
+	const char *id = tj_str(r, "result.structuredContent.process_id");
+	ck_assert_msg(id, "%s", tj_text(r));
+	char *pid = xstrdup(id);
+	tc_write_file_atomic(kept, "NEW SECRET\n", 11);
+	ck_assert_int_eq(chmod(kept, 0644), 0);
+	tcd_put(&d, "go", "");
+	char *ws_go = tcd_ws_path(&d, "go");
+	ck_assert_int_eq(chmod(ws_go, 0644), 0);
+	free(ws_go);
+	r = tcc_call(c, "process_io", tcc_fmt(c, "{\"process_id\":\"%s\",\"until\":\"end\",\"wait_ms\":20000}", pid));
+	const char *o = tj_str(r, "result.structuredContent.output");
+	ck_assert_msg(o && strstr(o, "end") && !strstr(o, "SECRET"), "%s", tj_text(r));
+	free(pid);
+	free(kept);
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
 static Suite *sandbox_suite(void)
 {
 	Suite *s = suite_create("integ_sandbox");
@@ -674,6 +715,7 @@ static Suite *sandbox_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, daemon_files_covered_in_a_crowd);
 	tcase_add_test(tc, started_in_a_covered_directory);
+	tcase_add_test(tc, background_keeps_a_replaced_private_file);
 #ifdef SANDBOX_AS_PEER
 	tcase_add_test(tc, shell_runs_as_the_peer);
 	tcase_add_test(tc, pids_limit_named);
