@@ -584,7 +584,7 @@ START_TEST(sigterm_under_load_answers_accepted_calls)
 }
 END_TEST
 
-START_TEST(sigterm_ends_calls_beyond_grace_transient)
+START_TEST(sigterm_ends_calls_beyond_grace_cancelled)
 {
 	struct tcd d;
 	tcd_start(&d, "{\"grace_ms\":300,\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
@@ -598,8 +598,10 @@ START_TEST(sigterm_ends_calls_beyond_grace_transient)
 	snprintf(raw, sizeof(raw), "%" PRId64, id);
 	const struct json *r = tcc_wait_id(c, raw, 10000);
 	ck_assert_msg(r != NULL, "the call in flight at SIGTERM got no answer");
-	/* Stopped by the restart, not by its client: worth retrying. */
-	tc_assert_kind(r, "transient");
+	/* Cancelled by the daemon's stop, not by its client: data.restart
+	 * says so (worth sending again to the next daemon). */
+	tc_assert_kind(r, "cancelled");
+	ck_assert(tj_bool(r, "error.data.restart"));
 	ck_assert_int_eq(tcd_wait_exit(&d, 10000), 0);
 	ck_assert_uint_lt(tc_now_ms() - t, 8000);
 	tcc_close(c);
@@ -765,7 +767,7 @@ static Suite *load_suite(void)
 		{ "slow_clients", slow_clients_do_not_delay_others },
 		{ "vanishing", vanishing_clients },
 		{ "sigterm", sigterm_under_load_answers_accepted_calls },
-		{ "sigterm_grace", sigterm_ends_calls_beyond_grace_transient },
+		{ "sigterm_grace", sigterm_ends_calls_beyond_grace_cancelled },
 		{ "emfile", emfile_on_accept_survived },
 		{ "burst", burst_of_file_calls_shares_the_loop },
 	};
