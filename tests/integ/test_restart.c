@@ -648,6 +648,47 @@ START_TEST(batch_in_flight_is_answered_after_a_crash)
 }
 END_TEST
 
+/* A batch a stop cuts short is answered by the stopping daemon, one
+ * array: its call, cancelled with data.restart, reaches the host as a
+ * restart (transient), its other request as answered. */
+START_TEST(batch_cut_short_by_a_stop)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"grace_ms\":300,\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
+	struct host h;
+	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
+	host_start(&h, args);
+	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
+	host_answer(&h, 1, 10000);
+	host_send(&h, "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+		  "\"arguments\":{\"command\":\"echo b >> b.log; sleep 30\"}}},{\"jsonrpc\":\"2.0\",\"id\":3,"
+		  "\"method\":\"ping\"}]");
+	_cleanup_free_ char *log = tcd_ws_path(&d, "b.log");
+	ck_assert(tc_wait_until(lines_equal(&d, log, "b") == 1, tc_wait_scaled(10000)));
+	tcd_kill(&d, SIGTERM);
+	const struct json *m = host_wait_batch(&h, 15000);
+	ck_assert_msg(m, "no answer to the batch; the bridge said: %s", host_stderr(&h));
+	ck_assert_int_eq(m->u.arr.n, 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct json *a = m->u.arr.items[i];
+		if (tj_int(a, "id") == 3) {
+			ck_assert_msg(tj_has(a, "result"), "%s", tj_text(a));
+			continue;
+		}
+		ck_assert_int_eq(tj_int(a, "id"), 2);
+		ck_assert_msg(tj_bool(a, "result.isError"), "%s", tj_text(a));
+		ck_assert_str_eq(tj_str(a, "result.structuredContent.error.kind"), "transient");
+		ck_assert(tj_bool(a, "result.structuredContent.error.retryable"));
+		ck_assert(tj_bool(a, "result.structuredContent.error.restart"));
+		ck_assert_ptr_nonnull(tj_str(a, "result.structuredContent.error.callId"));
+	}
+	ck_assert_int_eq(tcd_wait_exit(&d, 10000), 0);
+	ck_assert_int_eq(host_end(&h, true, 10000), 0);
+	host_free(&h);
+	tcd_free(&d);
+}
+END_TEST
+
 /* The host's budget goes on when the daemon lost the session (a restart
  * without a store) or has an older record of it (killed before its last
  * calls were written to Redis): the bridge tells it what is left. */
@@ -992,6 +1033,7 @@ int main(void)
 	tcase_add_test(tc, keyed_call_sent_again_only_where_its_key_is_known);
 	tcase_add_test(tc, task_lost_without_a_store_is_transient);
 	tcase_add_test(tc, batch_in_flight_is_answered_after_a_crash);
+	tcase_add_test(tc, batch_cut_short_by_a_stop);
 	tcase_add_test(tc, budget_goes_on_across_a_restart_without_a_store);
 	tcase_add_test(tc, budget_goes_on_across_a_crash_with_redis);
 	tcase_add_test(tc, initialize_unknown_id_with_redis);
