@@ -1162,15 +1162,7 @@ START_TEST(proxy_for_a_daemon_not_root)
 	char *cfg = xasprintf("{" AUTO ",\"sandbox\":{\"network\":\"proxy\"},\"tools_dir\":null,"
 			      "\"network\":{\"hosts\":{\"origin.test\":\"127.0.0.2\"},\"allow\":[\"origin.test\"],"
 			      "\"allow_private\":[\"127.0.0.2/32\"]}}");
-	struct tcd_opts o = { .config = cfg, .no_wait = true };
-	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-					       NULL };
-	o.wrapper = wrapper;
-	tcd_prepare(&d, &o);
-	ck_assert_int_eq(chmod(d.dir, 0777), 0);
-	ck_assert_int_eq(chmod(d.ws, 0777), 0);
-	ck_assert_int_eq(chmod(d.config, 0644), 0);
-	tcd_spawn(&d, &o);
+	tcd_spawn_nobody(&d, &(struct tcd_opts){ .config = cfg });
 	const char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", tc_daemon_path(),
 			       "--check-config", "--config", d.config, NULL };
 	char *out_text = NULL, *err_text = NULL;

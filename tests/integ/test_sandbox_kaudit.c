@@ -348,15 +348,7 @@ START_TEST(without_the_records_says_so)
 	if (access("/usr/bin/setpriv", X_OK) < 0)
 		TC_SKIP("needs /usr/bin/setpriv to start a daemon as uid 65534");
 	struct tcd d;
-	struct tcd_opts o = { .config = "{" AUTO ",\"tools_dir\":null}", .no_wait = true };
-	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-					       NULL };
-	o.wrapper = wrapper;
-	tcd_prepare(&d, &o);
-	ck_assert_int_eq(chmod(d.dir, 0777), 0);
-	ck_assert_int_eq(chmod(d.ws, 0777), 0);
-	ck_assert_int_eq(chmod(d.config, 0644), 0);
-	tcd_spawn(&d, &o);
+	tcd_spawn_nobody(&d, &(struct tcd_opts){ .config = "{" AUTO ",\"tools_dir\":null}" });
 	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
 	struct tcc *c = tcc_connect(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
