@@ -81,8 +81,7 @@ START_TEST(tools_are_imported_under_the_prefix)
 	ck_assert(tj_bool(r, "result.isError"));
 
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -95,8 +94,7 @@ START_TEST(first_call_starts_the_server)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "lazy");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -117,8 +115,7 @@ START_TEST(first_task_call_starts_the_server)
 	tc_assert_ok(res);
 	ck_assert_str_eq(tj_str(res, "result.content.0.text"), "lazy");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -143,8 +140,7 @@ START_TEST(calls_are_multiplexed)
 		ck_assert_str_eq(tj_str(r, "result.content.0.text"), "slept");
 	}
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -165,8 +161,7 @@ START_TEST(crash_fails_pending_and_respawns)
 	ck_assert_int_ne(kill(atoi(pid1), 0), 0);
 	free(pid1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -206,8 +201,7 @@ START_TEST(server_output_is_checked)
 		      "log: %s", log);
 	free(log);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -230,8 +224,7 @@ START_TEST(closed_output_is_a_crash)
 	ck_assert_int_ne(kill(atoi(pid1), 0), 0);
 	free(pid1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -245,8 +238,7 @@ START_TEST(waiting_for_the_server_counts)
 	tc_assert_ok(r);
 	ck_assert_int_ge(tj_int(r, "result._meta.toolcalld/durationMs"), 900);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -985,8 +985,7 @@ START_TEST(hooks_get_no_proxy)
 	tc_assert_ok(r);
 	ck_assert_msg(str_eq(out(r), "ran\n"), "%s", dump(r));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1021,8 +1020,7 @@ START_TEST(bad_network_settings_refused)
 	const struct json *r = tcc_reload(c);
 	ck_assert_msg(strstr(dump(r), "network"), "%s", dump(r));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d2);
+	tcd_finish(&d2);
 }
 END_TEST
 
@@ -1057,8 +1055,7 @@ START_TEST(tool_file_cannot_widen_the_policy)
 				     "\"allow\":[\"registry.npmjs.org\"],\"deny\":[\"*.evil.test\"],\"unknown\":\"deny\"}}");
 	tc_assert_ok(tcc_reload(c));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
