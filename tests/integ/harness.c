@@ -3,6 +3,7 @@
  * The integration-test harness (see harness.h): a real toolcalld in a
  * private temp dir, clients that speak line-framed JSON-RPC to it over its
  * socket with every wait bounded, and small JSON accessors for assertions.
+ * It is long because every integration suite shares it: one daemon, one client and one set of assertions for all.
  */
 #include "tests/integ/harness.h"
 

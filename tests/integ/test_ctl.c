@@ -5,6 +5,7 @@
  * script (interleaving notifications where the script says), and records
  * what the client sent. Checks exit statuses, printed output and what went
  * over the wire. The path of the toolcallctl binary is argv[1].
+ * It is long because every command and every exit status of toolcallctl has its case here, sharing one scripted server.
  */
 #include <check.h>
 #include <errno.h>
