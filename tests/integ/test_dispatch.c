@@ -216,12 +216,6 @@ static const char *call_id_of(const struct json *r)
 	return id;
 }
 
-static void stop_clean(struct tcd *d)
-{
-	ck_assert_int_eq(tcd_stop(d), 0);
-	tcd_free(d);
-}
-
 /* --- idempotency ------------------------------------------------------------ */
 
 /* Twenty connections naming one key share one run and one outcome; a later
@@ -271,7 +265,7 @@ START_TEST(idem_twenty_callers_one_run)
 		tcc_close(c[i]);
 	free((char *)call_id);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -338,7 +332,7 @@ START_TEST(idem_conflict_and_key_order)
 	free(q);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -371,7 +365,7 @@ START_TEST(idem_disconnect_then_replay)
 	ck_assert_uint_eq(count_events(&d, true, "gone"), 1);
 	tcc_close(b);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -404,7 +398,7 @@ START_TEST(idem_cancel_one_joined_caller)
 	tcc_close(a);
 	tcc_close(b);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -433,7 +427,7 @@ START_TEST(idem_cancel_last_caller_stops_run)
 	ck_assert_uint_eq(count_events(&d, false, "last"), 1);
 	tcc_close(a);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -462,7 +456,7 @@ START_TEST(session_cap_four)
 		ck_assert_uint_ge(event_ns(&d, true, tcc_fmt(c, "s%d", i), 0), first_end);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -485,7 +479,7 @@ START_TEST(global_cap)
 	for (int i = 0; i < N; i++)
 		tcc_close(c[i]);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -513,7 +507,7 @@ START_TEST(queue_max_overloaded)
 	ck_assert_uint_eq(max_overlap(&d), 1);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -581,7 +575,7 @@ START_TEST(retry_transient_backoff)
 	tcc_close(sub);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -625,7 +619,7 @@ START_TEST(timeout_retry_only_idempotent)
 	tc_assert_kind(r, "timeout");
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -662,7 +656,7 @@ START_TEST(budget_session_and_call)
 	tcc_close(c);
 	tcc_close(e);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -717,7 +711,7 @@ START_TEST(circuit_opens_and_probe_closes)
 	tc_assert_ok(tcc_call(c, "probe", probe_args(c, log, "p4", "0", 0)));
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -766,7 +760,7 @@ START_TEST(batch_forty_in_order)
 	free(q);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -813,7 +807,7 @@ START_TEST(sessions_cancel_all_calls)
 	tcc_close(a);
 	tcc_close(b);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
