@@ -229,6 +229,7 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 			.call_id = c->call_id, .process_id = p->id, .tool = c->tool ? c->tool->name : NULL,
 		};
 		rq.net_who = &who;
+		rq.lasting = true;
 		if ((r = sandbox_prepare(&rq, &p->run, &msg)) < 0) {
 			fail_sandbox(c, r, msg);
 			goto fail;

@@ -57,9 +57,11 @@ __attribute__((no_sanitize("address"))) static int bind_all(const char *const *p
 	return 0;
 }
 
-/* Covers each denied path in a writable workspace: a directory with an
- * empty read-only tmpfs, a file with /dev/null bound read-only. What is
- * beneath stays out of reach, and the workspace's top writable. */
+/* Covers each denied path (landlock.c says which): a directory with an
+ * empty read-only tmpfs, a file with /dev/null bound read-only and
+ * without devices (it cannot be opened). What is beneath stays out of
+ * reach, and a workspace's top writable; a mount point cannot be removed
+ * or renamed over from inside the namespace (EBUSY). */
 __attribute__((no_sanitize("address"))) static int cover_all(const char *const *paths)
 {
 	for (; paths && *paths; paths++) {
@@ -286,9 +288,8 @@ __attribute__((no_sanitize("address"))) static int readonly_rest(const struct sa
 		goto out;
 	}
 	/* The working directory is still on the mount made read-only,
-	 * beneath the copy moved over it: entered again by its path, it is
-	 * on what is mounted there now. */
-	r = chdir_again();
+	 * beneath the copy moved over it: entered again by its path once the
+	 * rest is mounted (sandbox_mounts_make()). */
 out:
 	for (unsigned i = 0; i < n; i++)
 		if (fds[i] >= 0)
@@ -375,6 +376,19 @@ __attribute__((no_sanitize("address"))) int sandbox_mounts_make(struct sandbox_c
 	}
 	if (c->tmp_own && !c->writable)
 		MOUNT_STEP("hiding the other calls' TMPDIRs", hide_tmp(c->tmp_parent, c->tmp_own));
+	/* The working directory, entered before, is still on the mounts
+	 * beneath those made since (the copy made read-only, a protected
+	 * path's place, a private path's under its cover): entered again by
+	 * its path, it is on what is mounted there now, and a child started
+	 * in a covered directory finds it empty, not what it covers. */
+	if (c->writable || (c->binds && *c->binds) || (c->ro_binds && *c->ro_binds) || (c->covers && *c->covers)) {
+		r = chdir_again();
+		if (r < 0) {
+			c->failed = "entering the working directory again";
+			errno = -r;
+			return r;
+		}
+	}
 	return 0;
 }
 

@@ -483,12 +483,85 @@ static void read_only_push(struct sandbox_config *cfg, char *path, const char *c
 	cfg->read_only[n + 1] = NULL;
 }
 
+/* How an interpreter's options read: those after which the program text
+ * is an argument, not a file (sh -c, python -c/-m, node -e), and those
+ * that take the next argument as their value (python -W, node -r). */
+struct interp_opts {
+	const char *names;		/* space-separated program names */
+	const char *code;		/* space-separated options giving code */
+	const char *valued;		/* options whose value is the next argument */
+	char code_letter;		/* a short option cluster holding it gives code */
+	bool plus;			/* "+x" is an option too (a shell's) */
+};
+
+static const struct interp_opts interp_table[] = {
+	{ " sh bash dash zsh ksh mksh ", "", " -o +o -O +O ", 'c', true },
+	{ " fish ", " --command ", " -C --init-command ", 'c', false },
+	{ " node nodejs bun deno ", " -e --eval -p --print ", " -r --require --import ", 0, false },
+	{ " ruby ", " -e ", " -r -I -C ", 0, false },
+	{ " perl ", " -e -E ", " -I -M -m ", 0, false },
+	{ " php ", " -r ", " -d -c ", 0, false },
+	{ " lua luajit ", " -e ", " -l ", 0, false },
+	{ " Rscript osascript ", " -e ", "", 0, false },
+	{ " java ", "", " -cp -classpath --class-path -p --module-path ", 0, false },
+	{ " python pypy ", " -m ", " -W -X ", 'c', false },
+};
+
+/* Whether word is one of the space-separated words of list. */
+static bool word_in(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = strstr(list, word); p; p = strstr(p + 1, word))
+		if (p > list && p[-1] == ' ' && p[n] == ' ')
+			return true;
+	return false;
+}
+
+/* Whether a cluster of short options ("ec" of "-ec") holds letter before
+ * any option that takes the rest as its value (python's -W/-X, a shell's
+ * -o/-O). */
+static bool cluster_has(const char *cluster, char letter)
+{
+	for (const char *c = cluster; *c; c++) {
+		if (*c == letter)
+			return true;
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')) || strchr("WXoO", *c))
+			return false;
+	}
+	return false;
+}
+
 const char *sandbox_argv_script(const char *const *argv)
 {
-	/* The script an interpreter runs: its first operand. */
-	for (size_t i = 1; argv && argv[0] && argv[i] && interpreter(argv[0]); i++)
-		if (argv[i][0] != '-')
-			return argv[i];
+	if (!argv || !argv[0] || !interpreter(argv[0]))
+		return NULL;
+	const char *base = strrchr(argv[0], '/');
+	base = base ? base + 1 : argv[0];
+	const struct interp_opts *o = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(interp_table) && !o; i++)
+		if (word_in(interp_table[i].names, base) ||
+		    (strstr(interp_table[i].names, " python ") && strncmp(base, "python", 6) == 0) ||
+		    (strstr(interp_table[i].names, " pypy ") && strncmp(base, "pypy", 4) == 0))
+			o = &interp_table[i];
+	/* The script an interpreter runs: its first operand, unless an
+	 * option gave the program text itself (then there is no file). */
+	for (size_t i = 1; argv[i]; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0)
+			return argv[i + 1];
+		if (strcmp(a, "-") == 0)
+			return NULL;	/* the program on stdin */
+		if (a[0] != '-' && !(a[0] == '+' && o && o->plus))
+			return a;
+		if (!o)
+			continue;
+		if (word_in(o->code, a))
+			return NULL;
+		if (o->code_letter && a[0] == '-' && cluster_has(a + 1, o->code_letter))
+			return NULL;
+		if (word_in(o->valued, a) && argv[i + 1])
+			i++;
+	}
 	return NULL;
 }
 

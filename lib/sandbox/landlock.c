@@ -20,6 +20,20 @@
  * Symbolic links among the entries get no rule (access is checked where a
  * link leads, by that place's own rules); denied paths are taken as they
  * resolve (a denied ~/.ssh that links elsewhere denies the target).
+ *
+ * That split costs a rule for every entry of every directory on the way
+ * to a denied path (/etc's, /tmp's), which the kernel copies into the
+ * child's domain at each landlock_restrict_self() and frees after it. So
+ * where the child has a mount namespace of its own (LL_COVER_DENY: a root
+ * daemon's), each denied path that exists is left out of the split and
+ * covered in that namespace instead, with an empty read-only mount
+ * (apply.c): the ruleset is then a handful of rules whatever the
+ * siblings. The split stays for what a mount cannot hold: a denied path
+ * that does not exist (Landlock keeps one made later unreadable; a mount
+ * needs a place), and one beneath a write_extra path or the TMPDIRs, or
+ * holding a path the child is granted (a mount there would hide it). The
+ * rules then depend on which denied paths exist: the cache checks that
+ * again (an lstat() each) before it serves them.
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -39,6 +53,10 @@
  * huge number of entries would otherwise cost a rule each). */
 #define RULES_MAX 4096
 #define CACHE_MAX 32
+/* The most denied paths covered by a mount (the rest are split around):
+ * each is a mount in the child's namespace, and a plan's entry of the
+ * namespaces made ahead (nspool.c). */
+#define COVERS_MAX 48
 
 struct ll_rule {
 	char *path;
@@ -53,6 +71,9 @@ struct ll_rules {
 	char **covers;		/* denied paths the child covers (NULL-terminated), or NULL */
 	size_t n_covers;
 	bool split_writable;	/* a writable directory holds a denied path: it is not writable itself */
+	char **denied;		/* the denied paths, canonical (NULL-terminated) */
+	bool *there;		/* whether each existed (not as a link) when the rules were made */
+	size_t n_denied;
 	uint64_t handled;
 	unsigned refs;		/* the cache's, and each run's that holds them */
 };
@@ -79,6 +100,10 @@ static void rules_free(struct ll_rules *r)
 	for (size_t i = 0; i < r->n_covers; i++)
 		free(r->covers[i]);
 	free(r->covers);
+	for (size_t i = 0; i < r->n_denied; i++)
+		free(r->denied[i]);
+	free(r->denied);
+	free(r->there);
 	if (r->ruleset_fd >= 0)
 		close(r->ruleset_fd);
 	free(r->v);
@@ -264,6 +289,85 @@ static void grant_covered(struct builder *b, const char *ws)
 	free(keep);
 }
 
+/* Whether path is dir or lies beneath it. */
+static bool within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/' || (n == 1 && dir[0] == '/'));
+}
+
+/* Whether a denied path exists as something a mount can stand on (not a
+ * link, which the child's mount would follow elsewhere). */
+static bool there(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 && !S_ISLNK(st.st_mode);
+}
+
+/* Notes the denied paths and whether each is there, for the cache to see
+ * when that changed. */
+static void note_denied(struct builder *b)
+{
+	b->r->n_denied = b->n_deny;
+	b->r->denied = xcalloc(b->n_deny + 1, sizeof(char *));
+	b->r->there = xcalloc(b->n_deny + 1, sizeof(bool));
+	for (size_t i = 0; i < b->n_deny; i++) {
+		b->r->denied[i] = xstrdup(b->deny[i]);
+		b->r->there[i] = there(b->deny[i]);
+	}
+}
+
+/*
+ * Takes out of the split each denied path that the child's mount
+ * namespace covers instead (LL_COVER_DENY): one that exists (not as a
+ * link), lies beneath no writable path but a workspace (the
+ * workspace's covers are pinned in place, run.c's covers_pin(); nothing
+ * would pin them beneath write_extra or the TMPDIRs), and holds none of
+ * the paths the child is granted (granted, which a mount would hide).
+ */
+static void cover_denied(struct builder *b, const char *const *granted, const char *const *writable)
+{
+	size_t n_keep = 0;
+	for (size_t i = 0; i < b->n_deny; i++) {
+		char *d = b->deny[i];
+		bool cover = b->r->n_covers < COVERS_MAX && there(d);
+		for (const char *const *g = granted; cover && *g; g++)
+			cover = !within(*g, d);
+		for (const char *const *w = writable; cover && *w; w++)
+			cover = !within(d, *w);
+		for (size_t j = 0; cover && j < b->r->n_covers; j++)
+			cover = strcmp(b->r->covers[j], d) != 0;
+		if (!cover) {
+			b->deny[n_keep++] = d;
+			continue;
+		}
+		b->r->covers = xreallocarray(b->r->covers, b->r->n_covers + 2, sizeof(char *));
+		b->r->covers[b->r->n_covers++] = d;
+		b->r->covers[b->r->n_covers] = NULL;
+	}
+	b->n_deny = n_keep;
+}
+
+/* Whether the denied paths stand as they did when the rules were made
+ * (each there or not): what was covered, and what was split around. */
+static bool denied_still(const struct ll_rules *r)
+{
+	for (size_t i = 0; i < r->n_denied; i++)
+		if (there(r->denied[i]) != r->there[i])
+			return false;
+	return true;
+}
+
+const char *const *ll_rules_denied(const struct ll_rules *rules)
+{
+	return (const char *const *)rules->denied;
+}
+
+size_t ll_rules_count(const struct ll_rules *rules)
+{
+	return rules->n;
+}
+
 bool ll_rules_split_writable(const struct ll_rules *rules)
 {
 	return rules->split_writable;
@@ -275,7 +379,7 @@ const char *const *ll_rules_covers(const struct ll_rules *rules)
 }
 
 /* The cache key of a request: everything the rules depend on. */
-static char *rules_key(const struct sandbox_req *req, int abi, bool cover)
+static char *rules_key(const struct sandbox_req *req, int abi, int cover)
 {
 	struct buf k = {0};
 	const char *env_home = getenv("HOME");
@@ -295,13 +399,21 @@ static char *rules_key(const struct sandbox_req *req, int abi, bool cover)
 
 /* Finds the rules of a request in the cache, or builds them with their
  * ruleset (tmp_parent writable). */
-int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, bool cover,
+int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, int cover,
 		 const struct ll_rules **ret, char **ret_msg)
 {
 	_cleanup_free_ char *key0 = rules_key(req, abi, cover);
 	_cleanup_free_ char *key = xasprintf("%s\nt%s", key0, tmp_parent ? tmp_parent : "");
 	for (size_t i = 0; i < n_cache; i++)
 		if (strcmp(cache[i]->key, key) == 0) {
+			if (cover == LL_COVER_DENY && !denied_still(cache[i])) {
+				/* A denied path made, removed or made a link
+				 * since: covered or split around, as it is now. */
+				ll_rules_release(cache[i]);
+				memmove(cache + i, cache + i + 1, (n_cache - i - 1) * sizeof(*cache));
+				n_cache--;
+				break;
+			}
 			*ret = cache[i];
 			return 0;
 		}
@@ -326,6 +438,41 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent,
 			b.deny = xreallocarray(b.deny, b.n_deny + 1, sizeof(*b.deny));
 			b.deny[b.n_deny++] = c;
 		}
+	note_denied(&b);
+	/* The write_extra paths, canonical. */
+	char **extra = NULL;
+	size_t n_extra = 0;
+	const char *const *extra_lists[] = { req->write_extra, req->write_extra_tool };
+	for (size_t i = 0; req->profile == SANDBOX_WORKSPACE_WRITE && i < ELEMENTSOF(extra_lists); i++)
+		for (const char *const *p = extra_lists[i]; p && *p; p++) {
+			char *c = ll_canonical(*p, home);
+			if (!c)
+				continue;
+			extra = xreallocarray(extra, n_extra + 2, sizeof(char *));
+			extra[n_extra++] = c;
+			extra[n_extra] = NULL;
+		}
+	if (cover == LL_COVER_DENY) {
+		/* What the child is granted, which no cover may hide; what
+		 * it may write but the workspaces, beneath which none is
+		 * made. */
+		size_t n_ws = 0;
+		while (req->workspaces && req->workspaces[n_ws])
+			n_ws++;
+		const char **granted = xcalloc(n_ws + n_extra + 3, sizeof(char *));
+		const char **writable = xcalloc(n_extra + 2, sizeof(char *));
+		size_t g = 0, w = 0;
+		for (size_t i = 0; i < n_ws; i++)
+			granted[g++] = req->workspaces[i];
+		for (size_t i = 0; i < n_extra; i++)
+			granted[g++] = writable[w++] = extra[i];
+		granted[g++] = "/dev/null";
+		if (tmp_parent)
+			granted[g++] = writable[w++] = tmp_parent;
+		cover_denied(&b, granted, writable);
+		free(granted);
+		free(writable);
+	}
 	grant(&b, "/", LL_READ);
 	if (req->profile == SANDBOX_WORKSPACE_WRITE) {
 		for (const char *const *p = req->workspaces; p && *p; p++) {
@@ -334,14 +481,12 @@ int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent,
 			else
 				grant(&b, *p, b.handled);
 		}
-		const char *const *extra[] = { req->write_extra, req->write_extra_tool };
-		for (size_t i = 0; i < ELEMENTSOF(extra); i++)
-			for (const char *const *p = extra[i]; p && *p; p++) {
-				_cleanup_free_ char *c = ll_canonical(*p, home);
-				if (c)
-					grant(&b, c, b.handled);
-			}
+		for (size_t i = 0; i < n_extra; i++)
+			grant(&b, extra[i], b.handled);
 	}
+	for (size_t i = 0; i < n_extra; i++)
+		free(extra[i]);
+	free(extra);
 	grant(&b, "/dev/null", LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_TRUNCATE);
 	if (tmp_parent)
 		grant(&b, tmp_parent, b.handled);

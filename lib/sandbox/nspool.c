@@ -72,6 +72,8 @@
 #include <sys/mount.h>
 #include <linux/mount.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <linux/fs.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -167,22 +169,67 @@ static void plan_write(struct buf *b, const struct sandbox_child *c, bool own)
 	put(b, 's', c->mounts_slave ? "1" : "0");
 }
 
+/* How stamp_all() tells one file from another at the same path. */
+enum stamp { STAMP_INODE, STAMP_CTIME, STAMP_BIRTH };
+
+/* The generation number of a file or directory at path whose inode is
+ * ino (FS_IOC_GETVERSION: ext2/3/4 give each inode made a new one, where
+ * the inode number may be a freed one's), opened for it without its
+ * access time touched; false where there is none. */
+static bool generation_of(const char *path, uint64_t ino, unsigned *ret)
+{
+	int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	int fd = open(path, flags | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = open(path, flags);
+	if (fd < 0)
+		return false;
+	int gen = 0;
+	struct stat st;
+	bool ok = ioctl(fd, FS_IOC_GETVERSION, &gen) == 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_ino == ino;
+	close(fd);
+	*ret = (unsigned)gen;
+	return ok;
+}
+
 /* Appends the device and inode of each path (lstat, or known[i] when
  * the caller has it), so that a plan made for a path replaced since does
- * not match; with ctime, its change time too: a path removed and made
- * again may get the inode number it had (ext4 gives a freed one again at
- * once), and a namespace holding the old one, detached from it by the
- * removal, must not serve. */
-static void stamp_all(struct buf *b, const char *const *v, const struct stat *known, bool ctime)
+ * not match; with STAMP_CTIME, its change time too: a path removed and
+ * made again may get the inode number it had (ext4 gives a freed one
+ * again at once), and a namespace holding the old one, detached from it
+ * by the removal, must not serve. STAMP_BIRTH tells that by the birth
+ * time where the file system keeps one, else by the inode's generation
+ * (a file or a directory), else by the change time: a covered path that
+ * is written to (the audit log, the memory directory) is still the one
+ * its cover stands on, and the namespace still serves. */
+static void stamp_all(struct buf *b, const char *const *v, const struct stat *known, enum stamp how)
 {
 	for (size_t i = 0; v && v[i]; i++) {
 		struct stat st;
+		struct statx sx;
+		unsigned gen;
 		char s[96];
 		if (known)
 			st = known[i];
-		if (!known && lstat(v[i], &st) < 0)
+		if (!known && how == STAMP_BIRTH) {
+			if (statx(AT_FDCWD, v[i], AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+				  STATX_TYPE | STATX_INO | STATX_BTIME | STATX_CTIME, &sx) < 0)
+				snprintf(s, sizeof(s), "-");
+			else if (sx.stx_mask & STATX_BTIME)
+				snprintf(s, sizeof(s), "%u:%u:%" PRIu64 ":b%" PRId64 ".%u", sx.stx_dev_major,
+					 sx.stx_dev_minor, (uint64_t)sx.stx_ino, (int64_t)sx.stx_btime.tv_sec,
+					 sx.stx_btime.tv_nsec);
+			else if ((S_ISREG(sx.stx_mode) || S_ISDIR(sx.stx_mode)) &&
+				 generation_of(v[i], sx.stx_ino, &gen))
+				snprintf(s, sizeof(s), "%u:%u:%" PRIu64 ":g%u", sx.stx_dev_major, sx.stx_dev_minor,
+					 (uint64_t)sx.stx_ino, gen);
+			else
+				snprintf(s, sizeof(s), "%u:%u:%" PRIu64 ":%" PRId64 ".%u", sx.stx_dev_major,
+					 sx.stx_dev_minor, (uint64_t)sx.stx_ino, (int64_t)sx.stx_ctime.tv_sec,
+					 sx.stx_ctime.tv_nsec);
+		} else if (!known && lstat(v[i], &st) < 0)
 			snprintf(s, sizeof(s), "-");
-		else if (ctime)
+		else if (how == STAMP_CTIME)
 			snprintf(s, sizeof(s), "%" PRIu64 ":%" PRIu64 ":%" PRId64 ".%ld", (uint64_t)st.st_dev,
 				 (uint64_t)st.st_ino, (int64_t)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
 		else
@@ -198,11 +245,11 @@ char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid, const stru
 	snprintf(id, sizeof(id), "%u:%u", (unsigned)uid, (unsigned)gid);
 	put(&b, 'u', id);
 	plan_write(&b, c, false);
-	stamp_all(&b, c->writable, NULL, false);
-	stamp_all(&b, c->binds, NULL, false);
-	stamp_all(&b, c->ro_binds, NULL, true);
-	stamp_all(&b, c->covers, NULL, true);
-	stamp_all(&b, c->hide_dirs, hide_st, false);
+	stamp_all(&b, c->writable, NULL, STAMP_INODE);
+	stamp_all(&b, c->binds, NULL, STAMP_INODE);
+	stamp_all(&b, c->ro_binds, NULL, STAMP_CTIME);
+	stamp_all(&b, c->covers, NULL, STAMP_BIRTH);
+	stamp_all(&b, c->hide_dirs, hide_st, STAMP_INODE);
 	/* Binary (NULs inside): kept as a length and the bytes. */
 	char *key = xmalloc(sizeof(size_t) + buf_size(&b));
 	size_t n = buf_size(&b);

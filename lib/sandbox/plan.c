@@ -4,7 +4,8 @@
  * each path the plan looked at (a protected path, whether it exists or
  * not, a git directory, a daemon's own path, a covered one), every
  * directory on the way from its workspace, with the one name in it that
- * leads on. An entry of that name made, removed or renamed in one of
+ * leads on; for a denied path outside every workspace (covered or split
+ * around as it exists or not), every directory on the way from "/". An entry of that name made, removed or renamed in one of
  * them, a watched directory itself moved or removed, or the queue
  * overflowing, counts as a change (plan_watch_gen()); any change drops
  * every kept plan, which is made again at its next call. Other entries

@@ -153,7 +153,7 @@ struct plan {
 	unsigned refs;
 	/* What it is for. */
 	enum sandbox_profile profile;
-	bool cover;
+	int cover;			/* ll_rules_get()'s */
 	bool change;			/* the identity's (the rules deny both homes) */
 	uid_t uid;
 	gid_t gid;
@@ -903,7 +903,7 @@ static void plan_now_take(struct plan_now *now, const struct sandbox_req *req, u
 }
 
 /* The kept plan of the request, if it still holds. */
-static struct plan *plan_find(const struct sandbox_req *req, const struct plan_now *now, bool cover, uid_t uid,
+static struct plan *plan_find(const struct sandbox_req *req, const struct plan_now *now, int cover, uid_t uid,
 			      gid_t gid, const char *tmp_parent)
 {
 	for (unsigned i = 0; i < n_plans; i++) {
@@ -932,20 +932,24 @@ static struct plan *plan_find(const struct sandbox_req *req, const struct plan_n
 
 /* Keeps the plan the run has just made (its lists then the plan's), when
  * every path it looked at was watched before it was made; else watches
- * them, for the next call's plan to be kept. */
-static void plan_keep(struct sandbox_run *run, const struct sandbox_req *req, struct plan_now *now, bool cover,
+ * them, for the next call's plan to be kept. The denied paths, which the
+ * rules cover or split around as each exists or not, are watched from
+ * "/" where no workspace holds them. */
+static void plan_keep(struct sandbox_run *run, const struct sandbox_req *req, struct plan_now *now, int cover,
 		      const char *tmp_parent)
 {
 	bool watched = true;
-	char **const lists[] = { run->deps, run->binds, run->ro_binds, run->covers };
+	char **const lists[] = { run->deps, run->binds, run->ro_binds, run->covers,
+				 (char **)ll_rules_denied(run->rules) };
 	for (size_t l = 0; l < ELEMENTSOF(lists); l++)
 		for (char **p = lists[l]; p && *p; p++) {
 			const char *const *w = req->workspaces;
 			while (*w && !is_beneath(*p, *w))
 				w++;
 			/* Outside every workspace: nothing tells of its
-			 * changes. */
-			if (!*w || !plan_watch_way(*w, *p))
+			 * changes, but for a denied path. */
+			bool denied = l == ELEMENTSOF(lists) - 1 || (l == 3 && strv_has(lists[4], *p));
+			if ((!*w && !denied) || !plan_watch_way(*w ? *w : "", *p))
 				watched = false;
 		}
 	if (!watched)
@@ -1065,8 +1069,18 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->tmp_parent = xasprintf("%s/c", parent);
 	const struct ll_rules *rules = NULL;
 	/* With a mount namespace to come, denied paths in a writable
-	 * workspace are covered there, and the workspace's top is writable. */
-	bool cover = (f->mountns || (f->userns && !c->set_ids)) && req->profile == SANDBOX_WORKSPACE_WRITE;
+	 * workspace are covered there, and the workspace's top is writable;
+	 * where a root daemon's child gets one in any case (its read-only
+	 * mounts), every denied path that exists is, and Landlock's rules
+	 * need not split around them: but for a child that outlives its
+	 * call, which a cover would not keep from a denied path replaced
+	 * while it runs (an audit log rotated, a config saved anew: the
+	 * mount goes with the old file), and whose start is rare. */
+	int cover = req->profile == SANDBOX_OFF ? LL_COVER_NONE
+		    : f->mountns && f->ro_mounts && !req->lasting ? LL_COVER_DENY
+		    : (f->mountns || (f->userns && !c->set_ids)) && req->profile == SANDBOX_WORKSPACE_WRITE
+			    ? LL_COVER_WORKSPACES
+			    : LL_COVER_NONE;
 	/* A plan kept from an earlier call of the request, or how things
 	 * stand before this one's is made, to keep it. */
 	bool keepable = plan_keepable(req, f);

@@ -237,6 +237,10 @@ struct sandbox_req {
 	const char *call_name;			/* for the cgroup's and TMPDIR's name */
 	const char *cwd;			/* the child's working directory (canonical)
 						 * when known: its note judges relative paths there */
+	bool lasting;				/* it outlives its call (an MCP server, a
+						 * background process): Landlock keeps
+						 * every deny_read path, as a mount would
+						 * not cover one replaced while it runs */
 };
 
 /*
@@ -267,8 +271,10 @@ struct sandbox_child {
 	const char *const *hide_dirs;		/* covered with an empty read-only
 						 * tmpfs (the sockets in them out of
 						 * reach), with writable */
-	const char *const *covers;		/* denied paths in a writable workspace:
-						 * an empty read-only mount over each */
+	const char *const *covers;		/* denied paths (in a writable workspace,
+						 * or every one that exists where
+						 * the daemon is root): an empty
+						 * read-only mount over each */
 	const char *tmp_parent;			/* the calls' TMPDIRs, hidden under an */
 	const char *tmp_own;			/* empty tmpfs but for this call's own */
 	const char *tmp_opts;			/* a tmpfs of this size (its mount

@@ -73,6 +73,12 @@ uint64_t ll_fs_rights(int abi);
 /* A kept list of rules: O_PATH fds of the paths and their rights. */
 struct ll_rules;
 
+/* What the child's mount namespace covers of deny_read (ll_rules_get()). */
+enum {
+	LL_COVER_NONE = 0,	/* nothing: no mount namespace */
+	LL_COVER_WORKSPACES,	/* the denied paths beneath a writable workspace */
+	LL_COVER_DENY,		/* every denied path that exists and can be */
+};
 /*
  * Finds or builds the rules of a request (read everywhere but deny_read,
  * write on the workspaces and write_extra unless read-only, /dev/null,
@@ -80,12 +86,20 @@ struct ll_rules;
  * Negative errno, *ret_msg set. With cover (the child has a mount
  * namespace), a denied path beneath a writable workspace is left to the
  * child to cover with an empty read-only mount (ll_rules_covers()), and
- * the workspace is writable whole, its top included (a home directory).
+ * the workspace is writable whole, its top included (a home directory);
+ * with LL_COVER_DENY, every denied path that exists is (but those that
+ * must stay split, landlock.c says which), and the rules are made again
+ * when one is made or removed.
  */
-int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, bool cover,
+int ll_rules_get(const struct sandbox_req *req, int abi, const char *tmp_parent, int cover,
 		 const struct ll_rules **ret, char **ret_msg);
 /* The paths the child covers (NULL-terminated), or NULL for none. */
 const char *const *ll_rules_covers(const struct ll_rules *rules);
+/* Every denied path, canonical, covered or not (NULL-terminated): what
+ * the rules depend on. */
+const char *const *ll_rules_denied(const struct ll_rules *rules);
+/* How many rules the ruleset holds. */
+size_t ll_rules_count(const struct ll_rules *rules);
 /* Whether a writable directory is not writable itself, only what it holds
  * but a denied path (no mount namespace to cover that path). */
 bool ll_rules_split_writable(const struct ll_rules *rules);
@@ -264,7 +278,7 @@ uint64_t repos_gen(void);
 
 /*
  * What kept plans depend on, watched (plan.c). plan_watch_way(): watches
- * each directory on the way from the workspace ws to path (beneath it)
+ * each directory on the way from the workspace ws ("" for "/") to path (beneath it)
  * for the name in it that leads on (every name in the last one when path
  * ends with "/"); true when each was watched already
  * (and could be). plan_watch_gen(): changes when one of those names was

@@ -19,8 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <unistd.h>
@@ -448,11 +452,270 @@ START_TEST(mcp_server_sandboxed)
 END_TEST
 #endif
 
+/* The stdout of a shell call, "" when none. */
+static const char *out_of(const struct json *r)
+{
+	const char *o = tj_str(r, "result.structuredContent.stdout");
+	return o ? o : "";
+}
+
+/* Whether text has a line that is line. */
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, line, n) == 0 && (p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+/* Starts a process of uid 65534 outside any sandbox that waits, for a
+ * child to try its /proc entries. */
+#ifdef SANDBOX_AS_PEER
+static pid_t nobody_waiting(void)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(1);
+		prctl(PR_SET_DUMPABLE, 1);
+		execl("/bin/sleep", "sleep", "60", (char *)NULL);
+		_exit(1);
+	}
+	return pid;
+}
+#endif
+
+/*
+ * The daemon's config, tools_dir, memory directory and audit log in a
+ * directory beside 2,000 other entries (a config in /tmp): where the
+ * child has a mount namespace (a root daemon's) each is covered there by
+ * an empty read-only mount instead of costing a Landlock rule per
+ * neighbour. The child can neither read nor list them, by their path or
+ * through /proc/PID/root of a process outside its sandbox; its error
+ * names the private path; a denied path made after the daemon started
+ * (~/.aws between two calls) is unreadable at the next call. As root,
+ * and (integ_sandbox_peer) as a peer of uid 65534.
+ */
+START_TEST(daemon_files_covered_in_a_crowd)
+{
+	struct tcd d;
+	struct tcd_opts o = { .config = "{" TC_AUTO_CONFIRM ",\"audit_log\":\"@DIR@/audit.log\","
+					"\"memory\":{\"dir\":\"@DIR@/memory\"}}" };
+	tcd_prepare(&d, &o);
+	for (int i = 0; i < 2000; i++) {
+		char *f = xasprintf("%s/crowd-%d", d.dir, i);
+		close(open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+		free(f);
+	}
+	char *memory = xasprintf("%s/memory", d.dir), *audit = xasprintf("%s/audit.log", d.dir);
+	ck_assert_int_eq(mkdir(memory, 0755), 0);
+	char *mem_file = xasprintf("%s/m-secret", memory), *tool_file = xasprintf("%s/t-secret.txt", d.tools_dir);
+	tc_write_file_atomic(mem_file, "MEMORY SECRET\n", 14);
+	tc_write_file_atomic(tool_file, "TOOL SECRET\n", 12);
+	tc_write_file_atomic(audit, "AUDIT SECRET\n", 13);
+	/* Readable by their bits to any uid: only the sandbox keeps them. */
+	const char *const open_paths[] = { d.config, d.tools_dir, memory, mem_file, tool_file, audit };
+	for (size_t i = 0; i < ELEMENTSOF(open_paths); i++)
+		ck_assert_int_eq(chmod(open_paths[i], i == 1 || i == 2 ? 0755 : 0644), 0);
+	/* $HOME away from the crowd: its denied paths that do not exist
+	 * (~/.ssh...) are split around, with each entry of the directories
+	 * on their way. */
+	char home_tmpl[] = "/var/tmp/tc-crowd-home-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(home_tmpl));
+	ck_assert_int_eq(chmod(home_tmpl, 0755), 0);
+	char *home = xstrdup(home_tmpl), *env_home = xasprintf("HOME=%s", home);
+	const char *env[] = { env_home, NULL };
+	o.env = env;
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
+	tcd_open_to_all(&d);
+	ck_assert_int_eq(chmod(audit, 0644), 0);
+#ifdef SANDBOX_AS_PEER
+	struct tcc *c = tcc_connect_as(&d, 65534, 65534);
+	pid_t outside = nobody_waiting();
+#else
+	struct tcc *c = tcc_connect(&d);
+	pid_t outside = d.pid;
+#endif
+	/* Read, listed, reached through another process's root. */
+	char *cmd = xasprintf("cat '%s'; cat '%s'; ls -a '%s' '%s'; cat '%s' '%s'; cat /proc/%d/root'%s' "
+			      "/proc/%d/root'%s'; true",
+			      d.config, audit, d.tools_dir, memory, tool_file, mem_file, (int)outside, d.config,
+			      (int)outside, tool_file);
+	const struct json *r = tcc_shell(c, cmd);
+	free(cmd);
+	const char *out = out_of(r);
+	ck_assert_msg(tj_str(r, "result.content.0.text"), "%s", tj_str(r, "error.message"));
+	ck_assert_msg(!strstr(out, "socket_mode") && !strstr(out, "SECRET") && !has_line(out, "t-secret.txt") &&
+		      !has_line(out, "m-secret"), "%s", out);
+	/* The private paths were covered by mounts, not split around. */
+	cmd = xasprintf("grep -c -e ' %s ' -e ' %s ' -e ' %s ' -e ' %s ' /proc/self/mountinfo", d.config, d.tools_dir,
+			memory, audit);
+	r = tcc_shell(c, cmd);
+	free(cmd);
+	ck_assert_msg(strcmp(out_of(r), "4\n") == 0, "%s / %s", out_of(r), tj_str(r, "error.message"));
+	/* What the child's error names is said to be a private path. */
+	cmd = xasprintf("cat '%s'", tool_file);
+	r = tcc_shell(c, cmd);
+	free(cmd);
+	ck_assert(tj_bool(r, "result.isError"));
+	char *want = xasprintf("%s (a private path, sandbox.deny_read)", tool_file);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), want), "%s", tj_str(r, "result.content.0.text"));
+	free(want);
+	cmd = xasprintf("cat '%s'", d.config);
+	r = tcc_shell(c, cmd);
+	free(cmd);
+	ck_assert(tj_bool(r, "result.isError"));
+	want = xasprintf("%s (a private path, sandbox.deny_read)", d.config);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), want), "%s", tj_str(r, "result.content.0.text"));
+	free(want);
+	/* Nor renamed away, removed or replaced: their directory is not
+	 * the child's to change, and each is a mount point in its
+	 * namespace. */
+	cmd = xasprintf("mv '%s' '%s.x'; rm -rf '%s' '%s'; echo evil > '%s'; true", d.config, d.config, d.tools_dir,
+			memory, audit);
+	r = tcc_shell(c, cmd);
+	free(cmd);
+	char *cfg_text = tcd_read(&d, d.config, NULL), *audit_text = tcd_read(&d, audit, NULL);
+	ck_assert_msg(cfg_text && strstr(cfg_text, "socket_mode"), "%s", out_of(r));
+	ck_assert_msg(audit_text && !strstr(audit_text, "evil"), "%s", out_of(r));
+	ck_assert_int_eq(access(tool_file, F_OK), 0);
+	ck_assert_int_eq(access(mem_file, F_OK), 0);
+	free(cfg_text), free(audit_text);
+	/* Replaced between calls (a directory made again, a file written
+	 * anew and renamed over): the mounts of a namespace made ahead for
+	 * the old ones do not serve the next calls. */
+	char *old_mem = xasprintf("%s.old", memory), *new_mem = xasprintf("%s/m-new", memory);
+	ck_assert_int_eq(rename(memory, old_mem), 0);
+	ck_assert_int_eq(mkdir(memory, 0755), 0);
+	tc_write_file_atomic(new_mem, "NEW MEMORY SECRET\n", 18);
+	ck_assert_int_eq(chmod(new_mem, 0644), 0);
+	cfg_text = tcd_read(&d, d.config, NULL);
+	tc_write_file_atomic(d.config, cfg_text, strlen(cfg_text));
+	ck_assert_int_eq(chmod(d.config, 0644), 0);
+	free(cfg_text);
+	cmd = xasprintf("ls -a '%s'; cat '%s' '%s' /proc/self/root'%s'", memory, new_mem, d.config, d.config);
+	for (int i = 0; i < 3; i++) {
+		r = tcc_shell(c, cmd);
+		ck_assert_msg(!strstr(out_of(r), "SECRET") && !has_line(out_of(r), "m-new") &&
+			      !strstr(out_of(r), "socket_mode"), "%s", out_of(r));
+	}
+	free(cmd);
+	free(old_mem), free(new_mem);
+	/* ~/.aws, made after the daemon started: unreadable at the next
+	 * call, and the one after (its plan kept). */
+	char *aws = xasprintf("%s/.aws", home), *cred = xasprintf("%s/.aws/credentials", home);
+	ck_assert_int_eq(mkdir(aws, 0755), 0);
+	tc_write_file_atomic(cred, "AWS SECRET\n", 11);
+	ck_assert_int_eq(chmod(cred, 0644), 0);
+	cmd = xasprintf("cat '%s'; ls '%s'", cred, aws);
+	for (int i = 0; i < 3; i++) {
+		r = tcc_shell(c, cmd);
+		ck_assert_msg(!strstr(out_of(r), "SECRET") && !has_line(out_of(r), "credentials"), "%s", out_of(r));
+	}
+	free(cmd);
+	/* Removed and made again as a file between calls: still unreadable. */
+	ck_assert_int_eq(unlink(cred), 0);
+	ck_assert_int_eq(rmdir(aws), 0);
+	tc_write_file_atomic(aws, "AWS FILE SECRET\n", 16);
+	ck_assert_int_eq(chmod(aws, 0644), 0);
+	cmd = xasprintf("cat '%s'", aws);
+	for (int i = 0; i < 2; i++) {
+		r = tcc_shell(c, cmd);
+		ck_assert_msg(!strstr(out_of(r), "SECRET"), "%s", out_of(r));
+	}
+	free(cmd);
+#ifdef SANDBOX_AS_PEER
+	kill(outside, SIGKILL);
+	waitpid(outside, NULL, 0);
+#endif
+	tcc_close(c);
+	tcd_finish(&d);
+	(void)unlink(aws);
+	ck_assert_int_eq(rmdir(home), 0);
+	free(aws), free(cred), free(home), free(env_home), free(memory), free(audit), free(mem_file), free(tool_file);
+}
+END_TEST
+
+/* A call started in a private directory of the workspace (its cwd)
+ * finds it empty: the child enters it again once the cover is mounted,
+ * rather than keeping the directory beneath. */
+START_TEST(started_in_a_covered_directory)
+{
+	struct tcd d;
+	start(&d, "\"deny_read\":[\"@WS@/priv\"]");
+	char *key = tcd_write_ws(&d, "priv/key", "PRIV SECRET\n", 12, 0644);
+	char *priv = tcd_ws_path(&d, "priv");
+	ck_assert_int_eq(chmod(priv, 0755), 0);
+#ifdef SANDBOX_AS_PEER
+	struct tcc *c = tcc_connect_as(&d, 65534, 65534);
+#else
+	struct tcc *c = tcc_connect(&d);
+#endif
+	for (int i = 0; i < 3; i++) {
+		const struct json *r = tcc_call(c, "shell", "{\"command\":\"cat key; ls -a; cat ./key\",\"cwd\":\"priv\"}");
+		const char *out = out_of(r);
+		ck_assert_msg(!strstr(out, "SECRET") && !has_line(out, "key"), "%s / %s", out,
+			      tj_str(r, "error.message") ? tj_str(r, "error.message") : "");
+	}
+	tcc_close(c);
+	tcd_finish(&d);
+	free(priv);
+	free(key);
+}
+END_TEST
+
+/* A background process outlives its call: a private file replaced while
+ * it runs (an audit log rotated, a config saved anew) is no more
+ * readable to it than the old one (Landlock keeps its private paths,
+ * not a mount, which would stay with the old file). */
+START_TEST(background_keeps_a_replaced_private_file)
+{
+	struct tcd d;
+	start(&d, "\"deny_read\":[\"@DIR@/kept\"]");
+	char *kept = xasprintf("%s/kept", d.dir);
+	tc_write_file_atomic(kept, "OLD SECRET\n", 11);
+	ck_assert_int_eq(chmod(kept, 0644), 0);
+#ifdef SANDBOX_AS_PEER
+	struct tcc *c = tcc_connect_as(&d, 65534, 65534);
+#else
+	struct tcc *c = tcc_connect(&d);
+#endif
+	char *cmd = xasprintf("echo ready; while [ ! -e go ]; do sleep 0.02; done; cat '%s'; echo end", kept);
+	char *q = tj_quote(cmd);
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s,\"background\":true,\"until\":"
+							     "\"ready\",\"yield_ms\":60000}", q));
+	free(q);
+	free(cmd);
+	const char *id = tj_str(r, "result.structuredContent.process_id");
+	ck_assert_msg(id, "%s", tj_text(r));
+	char *pid = xstrdup(id);
+	tc_write_file_atomic(kept, "NEW SECRET\n", 11);
+	ck_assert_int_eq(chmod(kept, 0644), 0);
+	tcd_put(&d, "go", "");
+	char *ws_go = tcd_ws_path(&d, "go");
+	ck_assert_int_eq(chmod(ws_go, 0644), 0);
+	free(ws_go);
+	r = tcc_call(c, "process_io", tcc_fmt(c, "{\"process_id\":\"%s\",\"until\":\"end\",\"wait_ms\":20000}", pid));
+	const char *o = tj_str(r, "result.structuredContent.output");
+	ck_assert_msg(o && strstr(o, "end") && !strstr(o, "SECRET"), "%s", tj_text(r));
+	free(pid);
+	free(kept);
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
 static Suite *sandbox_suite(void)
 {
 	Suite *s = suite_create("integ_sandbox");
 	TCase *tc = tcase_create("sandbox");
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, daemon_files_covered_in_a_crowd);
+	tcase_add_test(tc, started_in_a_covered_directory);
+	tcase_add_test(tc, background_keeps_a_replaced_private_file);
 #ifdef SANDBOX_AS_PEER
 	tcase_add_test(tc, shell_runs_as_the_peer);
 	tcase_add_test(tc, pids_limit_named);

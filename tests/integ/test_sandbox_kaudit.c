@@ -118,27 +118,10 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
-/* Starts root's daemon with the members more (after a comma, or ""). */
-static struct tcc *start(struct tcd *d, const char *more)
+/* Starts root's daemon; returns a connection to it. */
+static struct tcc *start(struct tcd *d)
 {
-	char *cfg = xasprintf("{" AUTO "%s}", more);
-	tcd_start(d, cfg);
-	free(cfg);
-	return tcc_connect(d);
-}
-
-/* Starts root's daemon with DIR/secret private (sandbox.deny_read),
- * holding a file key, whose path is returned (malloc'd). */
-static struct tcc *start_with_secret(struct tcd *d, char **ret_key)
-{
-	tcd_start(d, "{" AUTO ",\"sandbox\":{\"deny_read\":[\"@DIR@/secret\"]}}");
-	char *secret = xasprintf("%s/secret", d->dir);
-	ck_assert_int_eq(mkdir(secret, 0755), 0);
-	*ret_key = xasprintf("%s/key", secret);
-	int fd = open(*ret_key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	free(secret);
+	tcd_start(d, "{" AUTO "}");
 	return tcc_connect(d);
 }
 
@@ -168,7 +151,7 @@ static const struct json *signal_the_daemon(struct tcc *c, pid_t pid, const char
 START_TEST(kernel_names_a_refusal_stderr_hides)
 {
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
 	ck_assert_msg(tj_str(st, "result.sandboxNotes.from") && str_eq(tj_str(st, "result.sandboxNotes.from"), "audit"),
 		      "%s", tcd_log(&d));
@@ -196,7 +179,7 @@ END_TEST
 START_TEST(kernel_and_stderr_agree)
 {
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d);
 	const struct json *r = tcc_shell(c, tcc_fmt(c, "kill -0 %d; exit 1", (int)d.pid));
 	tc_assert_ok(r);
 	tc_assert_text_has(r, "Operation not permitted");
@@ -212,7 +195,7 @@ START_TEST(records_still_queued_are_waited_for)
 {
 	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d);
 	for (int i = 0; i < 12; i++) {
 		char when[32];
 		snprintf(when, sizeof(when), "call %d", i);
@@ -237,7 +220,7 @@ START_TEST(status_follows_audit)
 	if (audit_set(1) < 0)
 		TC_SKIP("audit's state cannot be set here");
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d);
 	ck_assert(stats_from(c, "audit"));
 	ck_assert_int_eq(audit_set(0), 0);
 	bool off = tc_wait_until(stats_from(c, "plan"), tc_wait_scaled(5000));
@@ -262,7 +245,7 @@ START_TEST(subscribes_when_audit_comes_on)
 	if (audit_set(0) < 0)
 		TC_SKIP("audit's state cannot be set here");
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
 	bool off_at_start = stats_from(c, "plan");
 	const char *why = tj_str(st, "result.sandboxNotes.why");
@@ -274,6 +257,33 @@ START_TEST(subscribes_when_audit_comes_on)
 	finish(&d, c);
 }
 END_TEST
+
+/* A private path that Landlock refuses (not a mount: one beneath a
+ * write_extra path, which no cover may stand on), made with the
+ * directory that holds it. */
+#define LANDLOCKS_IT "\"write_extra\":[\"@DIR@/wx\"],\"deny_read\":[\"@DIR@/wx/secret\"]"
+static char *landlocked_secret(const struct tcd *d)
+{
+	char *wx = xasprintf("%s/wx", d->dir), *secret = xasprintf("%s/secret", wx);
+	ck_assert_int_eq(mkdir(wx, 0755) == 0 || errno == EEXIST, 1);
+	ck_assert_int_eq(mkdir(secret, 0755), 0);
+	free(wx);
+	return secret;
+}
+
+/* Starts root's daemon with a private path Landlock refuses
+ * (LANDLOCKS_IT), holding a file key, whose path is returned (malloc'd). */
+static struct tcc *start_with_secret(struct tcd *d, char **ret_key)
+{
+	tcd_start(d, "{" AUTO ",\"sandbox\":{" LANDLOCKS_IT "}}");
+	char *secret = landlocked_secret(d);
+	*ret_key = xasprintf("%s/key", secret);
+	int fd = open(*ret_key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	free(secret);
+	return tcc_connect(d);
+}
 
 /* Root's daemon on a machine whose audit is off (it never turns it on):
  * Landlock's refusal of a private path is named from the replayed plan,

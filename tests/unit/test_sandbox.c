@@ -35,6 +35,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
+#include <linux/fs.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/sysmacros.h>
@@ -274,6 +275,111 @@ START_TEST(denied_path_in_a_workspace)
 }
 END_TEST
 
+/* Makes n empty files named e0... in dir. */
+static void fill_dir(const char *dir, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *f = xasprintf("%s/e%d", dir, i);
+		int fd = open(f, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		free(f);
+	}
+}
+
+/*
+ * Denied paths in a crowded directory (a config in /tmp): where the
+ * child's mount namespace covers them (LL_COVER_DENY), the rules are a
+ * handful whatever the siblings; without it, or for a denied path that
+ * does not exist (a mount needs a place), each sibling is a rule. A
+ * denied path made since the rules were is covered the next time, and
+ * one that holds a path the child is granted is not covered (the mount
+ * would hide it).
+ */
+START_TEST(denied_paths_covered_cost_no_rules)
+{
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	if (!f->landlock_abi)
+		TC_SKIP("no Landlock here");
+	/* Beside /var/tmp's few entries rather than /tmp's many: the split
+	 * must stay below the rules' bound. */
+	enum { SIBLINGS = 2000 };
+	char tmpl[] = "/var/tmp/tc-sbx-crowd-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char *dir = realpath(tmpl, NULL);
+	fill_dir(dir, SIBLINGS);
+	char *conf = xasprintf("%s/toolcalld.conf", dir), *tools = xasprintf("%s/tools", dir);
+	char *aws = xasprintf("%s/.aws", dir);
+	write_file(conf, "{}", 0600);
+	ck_assert_int_eq(mkdir(tools, 0700), 0);
+	const char *deny[] = { conf, tools, NULL };
+	struct sandbox_req req = { .profile = SANDBOX_READ_ONLY, .deny_read = deny };
+	const struct ll_rules *r = NULL;
+	char *msg = NULL;
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_msg(ll_rules_count(r) < 8, "%zu rules", ll_rules_count(r));
+	const char *const *covers = ll_rules_covers(r);
+	ck_assert_ptr_nonnull(covers);
+	ck_assert_str_eq(covers[0], conf);
+	ck_assert_str_eq(covers[1], tools);
+	ck_assert_ptr_null(covers[2]);
+	/* Without a namespace of the child's own: split around, as before. */
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_NONE, &r, &msg), 0);
+	ck_assert_uint_ge(ll_rules_count(r), SIBLINGS);
+	ck_assert_ptr_null(ll_rules_covers(r));
+	ck_assert_uint_eq(ll_rules_allowed(r, conf) & LL_FS_READ_FILE, 0);
+
+	/* One that does not exist: Landlock keeps it unreadable when made. */
+	const char *deny2[] = { conf, aws, NULL };
+	req.deny_read = deny2;
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_uint_ge(ll_rules_count(r), SIBLINGS);
+	ck_assert_uint_eq(ll_rules_allowed(r, aws) & LL_FS_READ_FILE, 0);
+	covers = ll_rules_covers(r);
+	ck_assert(covers && covers[0] && !covers[1]);
+	ck_assert_str_eq(covers[0], conf);
+	/* Made since: the rules are made again, and it is covered. */
+	ck_assert_int_eq(mkdir(aws, 0700), 0);
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_msg(ll_rules_count(r) < 8, "%zu rules", ll_rules_count(r));
+	covers = ll_rules_covers(r);
+	ck_assert(covers && covers[0] && covers[1] && !covers[2]);
+	ck_assert_str_eq(covers[1], aws);
+	/* Gone again: split around again. */
+	ck_assert_int_eq(rmdir(aws), 0);
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_uint_ge(ll_rules_count(r), SIBLINGS);
+
+	/* A denied directory that holds the workspace, or lies beneath a
+	 * write_extra path, is not covered. */
+	char *inner = xasprintf("%s/ws", tools);
+	ck_assert_int_eq(mkdir(inner, 0700), 0);
+	const char *wss[] = { inner, NULL }, *deny3[] = { tools, NULL }, *extra[] = { dir, NULL };
+	struct sandbox_req req3 = { .profile = SANDBOX_WORKSPACE_WRITE, .workspaces = wss, .deny_read = deny3 };
+	ck_assert_int_eq(ll_rules_get(&req3, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_ptr_null(ll_rules_covers(r));
+	ck_assert_uint_ge(ll_rules_count(r), SIBLINGS);
+	ck_assert_uint_ne(ll_rules_allowed(r, inner) & LL_FS_MAKE_REG, 0);
+	const char *deny4[] = { conf, NULL };
+	struct sandbox_req req4 = { .profile = SANDBOX_WORKSPACE_WRITE, .workspaces = wss, .write_extra = extra,
+				    .deny_read = deny4 };
+	ck_assert_int_eq(ll_rules_get(&req4, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg), 0);
+	ck_assert_ptr_null(ll_rules_covers(r));
+	ck_assert_uint_eq(ll_rules_allowed(r, conf) & LL_FS_READ_FILE, 0);
+	sandbox_cache_clear();
+	rmdir(inner);
+	rmdir(tools);
+	unlink(conf);
+	for (int i = 0; i < SIBLINGS; i++) {
+		char *e = xasprintf("%s/e%d", dir, i);
+		unlink(e);
+		free(e);
+	}
+	rmdir(dir);
+	free(inner), free(aws), free(conf), free(tools), free(dir);
+}
+END_TEST
+
 /* protect holds in nested repositories and in submodules' git
  * directories, whatever the list names. */
 START_TEST(protected_nested_repositories)
@@ -329,6 +435,42 @@ START_TEST(namespace_key)
 	char *k10 = nspool_key(&c, 1000, 1000, st);
 	ck_assert(!nspool_key_eq(k8, k10));
 	free(k1), free(k2), free(k3), free(k4), free(k5), free(k6), free(k7), free(k8), free(k9), free(k10);
+
+	/* A covered path written to (an audit log) is still the one its
+	 * cover stands on: the same key. Removed and made again (ext4 may
+	 * give it the same inode), or gone, it is another. */
+	char tmpl[] = "/var/tmp/tc-sbx-key-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char *log = xasprintf("%s/audit.log", tmpl);
+	write_file(log, "one\n", 0600);
+	const char *covers[] = { log, NULL };
+	struct sandbox_child cc = { .writable = ws_a, .covers = covers, .mntns_fd = -1 };
+	char *c1 = nspool_key(&cc, 0, 0, NULL);
+	usleep(20000);
+	int fd = open(log, O_WRONLY | O_APPEND | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "two\n", 4), 4);
+	close(fd);
+	char *c2 = nspool_key(&cc, 0, 0, NULL);
+	/* (Where the file system keeps neither a birth time nor generations,
+	 * the change time tells, and a write makes another key.) */
+	struct statx sx;
+	int gen, gfd = open(log, O_RDONLY | O_CLOEXEC);
+	bool birth = statx(AT_FDCWD, log, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) == 0 && (sx.stx_mask & STATX_BTIME);
+	bool generations = gfd >= 0 && ioctl(gfd, FS_IOC_GETVERSION, &gen) == 0;
+	close(gfd);
+	if (birth || generations)
+		ck_assert(nspool_key_eq(c1, c2));
+	ck_assert_int_eq(unlink(log), 0);
+	usleep(20000);
+	write_file(log, "one\n", 0600);
+	char *c3 = nspool_key(&cc, 0, 0, NULL);
+	ck_assert(!nspool_key_eq(c2, c3));
+	ck_assert_int_eq(unlink(log), 0);
+	char *c4 = nspool_key(&cc, 0, 0, NULL);
+	ck_assert(!nspool_key_eq(c3, c4));
+	rmdir(tmpl);
+	free(log), free(c1), free(c2), free(c3), free(c4);
 }
 END_TEST
 
@@ -537,6 +679,46 @@ START_TEST(config_json)
 }
 END_TEST
 
+/* The script an interpreter runs is its first operand, and only that:
+ * code given on the command line (sh -c, python -c/-m, node -e) names no
+ * file, so a workspace file named like the command's text is not taken
+ * for the program (it was checked and refused for its owner). */
+START_TEST(interpreter_script_operand)
+{
+	static const struct {
+		const char *argv[6];
+		const char *script;
+	} cases[] = {
+		{ { "sh", "run.sh" }, "run.sh" },
+		{ { "/bin/bash", "-x", "run.sh", "a" }, "run.sh" },
+		{ { "/bin/sh", "-c", "true" }, NULL },
+		{ { "bash", "-ec", "make" }, NULL },
+		{ { "bash", "-o", "pipefail", "run.sh" }, "run.sh" },
+		{ { "sh", "+x", "run.sh" }, "run.sh" },
+		{ { "sh", "-s" }, NULL },
+		{ { "python3", "tool.py" }, "tool.py" },
+		{ { "python3", "-c", "print(1)" }, NULL },
+		{ { "python3", "-m", "http.server" }, NULL },
+		{ { "python3", "-Bc", "x" }, NULL },
+		{ { "python3", "-W", "ignore", "tool.py" }, "tool.py" },
+		{ { "python3", "-Wignore::DeprecationWarning", "tool.py" }, "tool.py" },
+		{ { "python3", "-", "x" }, NULL },
+		{ { "node", "-e", "1" }, NULL },
+		{ { "node", "-r", "dotenv/config", "server.js" }, "server.js" },
+		{ { "perl", "-e", "1" }, NULL },
+		{ { "ruby", "--", "-odd.rb" }, "-odd.rb" },
+		{ { "java", "-cp", "lib", "-jar", "app.jar" }, "app.jar" },
+		{ { "/usr/bin/env", "x" }, NULL },
+		{ { "git", "status" }, NULL },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		const char *got = sandbox_argv_script(cases[i].argv);
+		ck_assert_msg(cases[i].script ? got && strcmp(got, cases[i].script) == 0 : !got, "%s %s: %s",
+			      cases[i].argv[0], cases[i].argv[1] ? cases[i].argv[1] : "", got ? got : "(none)");
+	}
+}
+END_TEST
+
 /* Parses text as JSON into *doc and returns its root. */
 static const struct json *parse(const char *text, struct json_doc **doc)
 {
@@ -644,13 +826,17 @@ START_TEST(shell_file_system)
 	struct run r;
 	char cmd[PATH_MAX * 3];
 
-	/* A denied file is not readable; its neighbours are. */
+	/* A denied file is not readable; its neighbours are. Landlock
+	 * refuses it, or, where the child has a mount namespace, its
+	 * directory is covered empty. */
 	snprintf(cmd, sizeof(cmd), "cat %s/notes && cat %s/.ssh/id_rsa", home, home);
 	sh(&r, cmd, NULL);
 	ck_assert_int_ne(exit_code(&r), 0);
 	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "plain notes"));
 	ck_assert_ptr_null(strstr(sc_str(&r, "stdout"), "SECRET"));
-	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), "Permission denied"));
+	ck_assert_ptr_nonnull(strstr(sc_str(&r, "stdout"), sandbox_probe(NULL)->mountns && sandbox_probe(NULL)->ro_mounts
+								   ? "No such file or directory"
+								   : "Permission denied"));
 	ck_assert_msg(strstr(r.c.text, "[sandbox]") && strstr(r.c.text, "workspace-write"), "%s", r.c.text);
 	ck_assert(enforced(&r, "enforced", "landlock"));
 	run_done(&r);
@@ -1751,9 +1937,11 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, protected_nested_repositories);
 	tcase_add_test(tc, namespace_key);
 	tcase_add_test(tc, denied_path_in_a_workspace);
+	tcase_add_test(tc, denied_paths_covered_cost_no_rules);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, protect_plan_git_kinds);
 	tcase_add_test(tc, config_json);
+	tcase_add_test(tc, interpreter_script_operand);
 	tcase_add_test(tc, network_proxy_setting);
 	tcase_add_test(tc, identity_for_children_decides);
 	tcase_add_test(tc, shell_file_system);

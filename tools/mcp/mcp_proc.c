@@ -361,6 +361,7 @@ void mcp_provider_start(struct mcp_provider *p)
 		static const struct identity daemon_id = { .change = false };
 		req.workspaces = p->cwd ? ws : NULL;
 		req.cwd = p->cwd;	/* where its note judges relative paths */
+		req.lasting = true;
 		req.id = p->run_as.change ? &p->run_as : &daemon_id;
 		/* Its network lives as long as this instance. */
 		struct sandbox_net_who who = { .loop = p->loop, .uid = req.id->change ? req.id->uid : geteuid(),
