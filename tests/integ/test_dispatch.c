@@ -49,10 +49,17 @@ static void write_probe_tool(struct tcd *d, const char *name, bool idempotent, u
 	free(file);
 }
 
+/* The probe log of a daemon (malloc'd). */
+static char *probe_log(const struct tcd *d)
+{
+	return xasprintf("%s/probe.log", d->dir);
+}
+
 /* Starts a daemon with config and the tools "probe" (not idempotent),
  * "probe_idem" (idempotent), both with a 20 s timeout, and "probe_short"
- * (300 ms timeout). */
-static void start_probes(struct tcd *d, const char *config)
+ * (300 ms timeout); returns the path of the log the probes write
+ * (malloc'd). */
+static char *start_probes(struct tcd *d, const char *config)
 {
 	struct tcd_opts o = { .config = config };
 	tcd_prepare(d, &o);
@@ -70,12 +77,7 @@ static void start_probes(struct tcd *d, const char *config)
 		char *log = tcd_log(d);
 		ck_abort_msg("the daemon did not start; its log:\n%s", log);
 	}
-}
-
-/* The probe log of a daemon (malloc'd). */
-static char *probe_log(const struct tcd *d)
-{
-	return xasprintf("%s/probe.log", d->dir);
+	return probe_log(d);
 }
 
 /* Arguments for one probe run. */
@@ -223,8 +225,7 @@ static const char *call_id_of(const struct json *r)
 START_TEST(idem_twenty_callers_one_run)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	enum { N = 20 };
 	struct tcc *c[N];
 	const char *ids[N];
@@ -274,8 +275,7 @@ END_TEST
 START_TEST(idem_conflict_and_key_order)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *c = tcc_connect(&d);
 	char *q = tj_quote(log);
 
@@ -341,8 +341,7 @@ END_TEST
 START_TEST(idem_disconnect_then_replay)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *a = tcc_connect(&d);
 	send_call(a, "probe", probe_args(a, log, "gone", "0.6", 0), "\"idempotencyKey\":\"key-gone\"");
 	wait_starts(&d, "gone", 1, 5000);
@@ -374,8 +373,7 @@ END_TEST
 START_TEST(idem_cancel_one_joined_caller)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d);
 	const char *ida = send_call(a, "probe", probe_args(a, log, "joined", "0.8", 0), "\"idempotencyKey\":\"key-j\"");
 	wait_starts(&d, "joined", 1, 5000);
@@ -407,8 +405,7 @@ END_TEST
 START_TEST(idem_cancel_last_caller_stops_run)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *a = tcc_connect(&d);
 	const char *id = send_call(a, "probe", probe_args(a, log, "last", "1.5", 0), "\"idempotencyKey\":\"key-last\"");
 	wait_starts(&d, "last", 1, 5000);
@@ -439,8 +436,7 @@ START_TEST(session_cap_four)
 {
 	TC_SKIP_UNDER_VALGRIND("starting a child there takes longer than these calls run");
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"session_concurrency\":4}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"session_concurrency\":4}}");
 	struct tcc *c = tcc_connect(&d);
 	const char *ids[6];
 	for (int i = 0; i < 6; i++)
@@ -464,8 +460,7 @@ END_TEST
 START_TEST(global_cap)
 {
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"max_concurrent\":2,\"per_uid_running\":2}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"max_concurrent\":2,\"per_uid_running\":2}}");
 	enum { N = 5 };
 	struct tcc *c[N];
 	const char *ids[N];
@@ -487,8 +482,7 @@ END_TEST
 START_TEST(queue_max_overloaded)
 {
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"session_concurrency\":1,\"queue_max\":2}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"session_concurrency\":1,\"queue_max\":2}}");
 	struct tcc *c = tcc_connect(&d);
 	const char *ids[4];
 	/* Each call takes 500 ms: the refusal comes while the first still
@@ -528,8 +522,7 @@ static int64_t event_ms(const struct json *ev)
 START_TEST(retry_transient_backoff)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *sub = tcc_connect(&d);
 	tc_assert_ok(tcc_request(sub, "events/subscribe", "{\"types\":[\"dispatch.retry\",\"dispatch.attempt\"]}"));
 	struct tcc *c = tcc_connect(&d);
@@ -584,8 +577,7 @@ END_TEST
 START_TEST(timeout_retry_only_idempotent)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *c = tcc_connect(&d);
 
 	uint64_t t0 = tc_now_ms();
@@ -628,8 +620,7 @@ END_TEST
 START_TEST(budget_session_and_call)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *c = tcc_connect(&d);
 	tcc_initialize(c, "\"budget\":{\"toolCalls\":2}");
 	tc_assert_ok(tcc_call(c, "probe", probe_args(c, log, "b1", "0", 0)));
@@ -665,8 +656,7 @@ END_TEST
 START_TEST(circuit_opens_and_probe_closes)
 {
 	struct tcd d;
-	start_probes(&d, "{\"circuit\":{\"failures\":3,\"window_ms\":10000,\"open_ms\":1000}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"circuit\":{\"failures\":3,\"window_ms\":10000,\"open_ms\":1000}}");
 	struct tcc *c = tcc_connect(&d);
 	for (int i = 0; i < 3; i++)
 		tc_assert_kind(tcc_call(c, "probe", probe_args(c, log, tcc_fmt(c, "f%d", i), "0", 1)),
@@ -723,8 +713,7 @@ START_TEST(batch_forty_in_order)
 {
 	TC_SKIP_UNDER_VALGRIND("starting a child there takes longer than these calls run");
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"session_concurrency\":8}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"session_concurrency\":8}}");
 	struct tcc *c = tcc_connect(&d);
 	char *q = tj_quote(log);
 	struct buf b = {0};
@@ -769,8 +758,7 @@ END_TEST
 START_TEST(sessions_cancel_all_calls)
 {
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"session_concurrency\":2}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"session_concurrency\":2}}");
 	struct tcc *a = tcc_connect(&d);
 	const char *sid = tj_str(tcc_initialize(a, NULL), "sessionId");
 	ck_assert_ptr_nonnull(sid);
