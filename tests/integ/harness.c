@@ -3,6 +3,7 @@
  * The integration-test harness (see harness.h): a real toolcalld in a
  * private temp dir, clients that speak line-framed JSON-RPC to it over its
  * socket with every wait bounded, and small JSON accessors for assertions.
+ * It is long because every integration suite shares it: one daemon, one client and one set of assertions for all.
  */
 #include "tests/integ/harness.h"
 
@@ -621,6 +622,19 @@ void tcd_finish(struct tcd *d)
 {
 	ck_assert_int_eq(tcd_stop(d), 0);
 	tcd_free(d);
+}
+
+const char *const tc_as_nobody[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", NULL };
+
+void tcd_spawn_nobody(struct tcd *d, struct tcd_opts *o)
+{
+	o->wrapper = tc_as_nobody;
+	o->no_wait = true;
+	tcd_prepare(d, o);
+	ck_assert_int_eq(chmod(d->dir, 0777), 0);
+	ck_assert_int_eq(chmod(d->ws, 0777), 0);
+	ck_assert_int_eq(chmod(d->config, 0644), 0);
+	tcd_spawn(d, o);
 }
 
 const struct json *tcc_shell(struct tcc *c, const char *command)
@@ -1313,4 +1327,22 @@ void tc_assert_kind_at(const struct json *resp, const char *kind, const char *fi
 		return;
 	char *t = tj_text(resp);
 	FAIL_AT(file, line, "expected error kind %s, got %.2000s", kind, t);
+}
+
+const char *tc_text(const struct json *resp)
+{
+	const char *t = tj_str(resp, "result.content.0.text");
+	return t ? t : "";
+}
+
+void tc_assert_text_at(const struct json *resp, bool has, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *needle = xvasprintf(fmt, ap);
+	va_end(ap);
+	bool holds = strstr(tc_text(resp), needle) != NULL;
+	free(needle);
+	if (holds != has)
+		FAIL_AT(file, line, "%s", tc_text(resp));
 }

@@ -189,6 +189,15 @@ void tcd_spawn_home(struct tcd *d, struct tcd_opts *o);
 void tcd_open_to_all(struct tcd *d);
 /* Stops the daemon, which must exit 0, and frees d. */
 void tcd_finish(struct tcd *d);
+/* setpriv running what follows as uid and gid 65534 with no supplementary
+ * groups: a tcd_opts.wrapper. */
+extern const char *const tc_as_nobody[];
+/* Prepares d as o says and spawns its daemon as uid 65534 (o->wrapper
+ * becomes tc_as_nobody, o->no_wait true): the temp dir and the workspace
+ * writable by all (0777), the config readable (0644). Does not wait for
+ * the socket: the caller does (tcd_wait_socket), as the case wants a
+ * failure to start taken. */
+void tcd_spawn_nobody(struct tcd *d, struct tcd_opts *o);
 /* Reads a file (absolute, or relative to the workspace); NULL if it cannot
  * be read. *ret_len (optional) gets its length. malloc'd, NUL-terminated. */
 char *tcd_read(const struct tcd *d, const char *path, size_t *ret_len);
@@ -348,6 +357,16 @@ char *tj_quote(const char *s);
 #define tc_assert_kind(resp, kind) tc_assert_kind_at((resp), (kind), __FILE__, __LINE__)
 void tc_assert_ok_at(const struct json *resp, const char *file, int line);
 void tc_assert_kind_at(const struct json *resp, const char *kind, const char *file, int line);
+/* The text of a tools/call response's first content item
+ * (result.content.0.text), "" when it has none. */
+const char *tc_text(const struct json *resp);
+/* Fails the test unless tc_text(resp) holds the text that the printf
+ * format and its arguments make (_lacks: unless it does not hold it); the
+ * message is tc_text(resp). */
+#define tc_assert_text_has(resp, ...) tc_assert_text_at((resp), true, __FILE__, __LINE__, __VA_ARGS__)
+#define tc_assert_text_lacks(resp, ...) tc_assert_text_at((resp), false, __FILE__, __LINE__, __VA_ARGS__)
+void tc_assert_text_at(const struct json *resp, bool has, const char *file, int line, const char *fmt, ...)
+	PRINTF(5, 6);
 
 /* Milliseconds since an arbitrary start (CLOCK_MONOTONIC). */
 uint64_t tc_now_ms(void);

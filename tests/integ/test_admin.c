@@ -102,8 +102,7 @@ START_TEST(peer_allow_list)
 	const struct json *st = tcc_request(c, "admin/stats", NULL);
 	ck_assert_int_ge(tj_int(st, "result.connections.refused"), 1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	/* Allowing nobody's uid lets it in. */
 	char *cfg = xasprintf("{\"socket_mode\":\"0666\",\"peers\":{\"allow_uids\":[%u]}}", (unsigned)pw->pw_uid);
@@ -116,8 +115,7 @@ START_TEST(peer_allow_list)
 	const struct json *r = tcc_request(n, "admin/reload", NULL);
 	ck_assert_str_eq(tj_kind(r), "permission_denied");
 	tcc_close(n);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -159,8 +157,7 @@ START_TEST(peer_allow_supplementary_group)
 	ck_assert_ptr_null(tcc_recv_line(out, 3000, NULL));
 	ck_assert(tcc_eof(out));
 	tcc_close(out);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -190,8 +187,7 @@ START_TEST(admin_reload_is_logged)
 	free(log);
 	free(want);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -140,8 +140,7 @@ START_TEST(approve_through_a_terminal)
 
 	term_stop(&t);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -61,8 +61,7 @@ START_TEST(tool_errors_as_results)
 	r = tcc_request(c, "initialize", "{\"protocolVersion\":\"2025-11-25\",\"toolErrors\":\"exceptions\"}");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -187,8 +186,7 @@ START_TEST(bridge_relays_and_adds_what_a_host_cannot_send)
 	tcc_close(p);
 	free(out);
 	free(err);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -209,8 +207,7 @@ START_TEST(bridge_keeps_what_the_host_sent)
 	ck_assert_ptr_nonnull(strstr(out, "\"kind\":\"execution_error\""));
 	free(out);
 	free(err);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -346,8 +343,7 @@ START_TEST(bridge_outlives_a_daemon_restart)
 	free(answer);
 	free(roots_id);
 	free(sid);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -446,8 +442,7 @@ START_TEST(session_resumes_after_its_connection_closed)
 	free(sid);
 	free(other_file);
 	free(other);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -460,8 +455,7 @@ START_TEST(session_resume_off)
 	ck_assert_int_eq(sessions_held(&d), 1);
 	tcc_close(c);
 	ck_assert(tc_wait_until(sessions_held(&d) == 0, 10000));
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -517,8 +511,7 @@ START_TEST(session_resumes_across_a_restart_with_redis)
 	free(again);
 	free(sid);
 	free(cfg);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 	redis_server_free(&rs);
 }
 END_TEST
@@ -534,8 +527,7 @@ START_TEST(cgroups_left_by_a_killed_daemon)
 	const char *at = strstr(log, "cgroup v2 delegated: ");
 	if (!at) {
 		free(log);
-		ck_assert_int_eq(tcd_stop(&d), 0);
-		tcd_free(&d);
+		tcd_finish(&d);
 		TC_SKIP("no delegated cgroup v2 subtree here");
 	}
 	at += strlen("cgroup v2 delegated: ");
@@ -550,8 +542,7 @@ START_TEST(cgroups_left_by_a_killed_daemon)
 	const struct json *r = tcc_call(c, "shell", "{\"command\":\"echo ok\"}");
 	ck_assert_msg(tj_has(r, "result") && tj_int(r, "result.structuredContent.exit_code") == 0, "%s", tj_text(r));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 	for (int i = 0; i < 3; i++) {
 		rmdir(left[i]);
 		free(left[i]);
@@ -609,8 +600,7 @@ START_TEST(bridge_task_survives_a_restart)
 	free(get);
 	free(task);
 	free(cfg);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 	redis_server_free(&rs);
 }
 END_TEST
@@ -641,8 +631,7 @@ START_TEST(sessions_kept_are_bounded)
 		free(ids[i]);
 	}
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -744,8 +733,7 @@ START_TEST(provider_formats)
 	r = tcc_request(c, "tools/dispatch", "{\"format\":\"anthropic\",\"calls\":[]}");
 	ck_assert_int_eq(tj_len(r, "result.messages"), 0);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -60,8 +60,7 @@ START_TEST(ok_exit_codes_are_a_success)
 	tc_assert_kind(r, "execution_error");
 	ck_assert_int_eq(tj_int(r, "error.data.exitCode"), 1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -85,8 +84,7 @@ START_TEST(failure_keeps_stdout)
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.error.stdout"), "compiling a.c\ncompiling b.c");
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.error.stderr"), "b.c:3: error");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -124,8 +122,7 @@ START_TEST(refused_value_runs_nothing)
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hi\n");
 	tc_assert_kind(tcc_call(c, "echoer", "{\"msg\":\"again\"}"), "budget_exceeded");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -101,8 +101,7 @@ START_TEST(long_command_shown_whole_on_a_terminal)
 	close(master);
 	buf_free(&screen);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -136,8 +135,7 @@ START_TEST(symlink_shown_with_its_target)
 	ck_assert_str_eq(tj_str(ev, "files.0"), "plain.txt");
 	tcc_close(c);
 	tcc_close(ap);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -172,8 +170,7 @@ START_TEST(unanswered_requests_are_taken_down)
 	tc_assert_kind(tcc_wait_id(c, id, 5000), "confirmation_timeout");
 	tcc_close(c);
 	tcc_close(ap);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -187,8 +184,7 @@ START_TEST(sandboxed_mode_asks_when_not_sandboxed)
 	struct tcc *c = tcc_connect(&d);
 	tc_assert_ok(tcc_call(c, "shell", "{\"command\":\"true\"}"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"sandboxed\"}},"
 		      "\"sandbox\":{\"per_tool\":{\"shell\":\"off\"}}}");
@@ -200,8 +196,7 @@ START_TEST(sandboxed_mode_asks_when_not_sandboxed)
 	tcc_close(c);
 	tcc_close(ap);
 	(void)id;
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

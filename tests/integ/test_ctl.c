@@ -5,6 +5,7 @@
  * script (interleaving notifications where the script says), and records
  * what the client sent. Checks exit statuses, printed output and what went
  * over the wire. The path of the toolcallctl binary is argv[1].
+ * It is long because every command and every exit status of toolcallctl has its case here, sharing one scripted server.
  */
 #include <check.h>
 #include <errno.h>
@@ -306,6 +307,70 @@ static void run_free(struct run *r)
 
 #define OK(id_result) "{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":" id_result "}"
 
+/* Fails the case at file:line unless the run exited with status and, where
+ * they are not NULL, printed exactly out and err. */
+#define assert_run(r, status, out, err) assert_run_at((r), (status), (out), (err), __FILE__, __LINE__)
+static void assert_run_at(const struct run *r, int status, const char *out, const char *err, const char *file,
+			  int line)
+{
+	if (r->status != status)
+		_ck_assert_failed(file, line, "Failed", "exit status %d, not %d; stdout '%s', stderr '%s'", r->status,
+				  status, r->out, r->err);
+	if (out && !str_eq(r->out, out))
+		_ck_assert_failed(file, line, "Failed", "stdout '%s', not '%s'", r->out, out);
+	if (err && !str_eq(r->err, err))
+		_ck_assert_failed(file, line, "Failed", "stderr '%s', not '%s'", r->err, err);
+}
+
+/* In the argv of talk(): the scripted server's socket path. */
+static const char SOCK[] = "(the socket)";
+
+/* One run of toolcallctl against a scripted server: how it ended, and
+ * what it sent (the server's log, one line each; "" when none listened). */
+struct talk {
+	struct run r;
+	char *sent;
+};
+
+/*
+ * Runs toolcallctl with argv (SOCK standing for the socket's path), input
+ * as its stdin (NULL: /dev/null), against a server playing script (NULL:
+ * nothing listens), then waits for the server to end so that sent is
+ * complete.
+ */
+static struct talk talk(const struct step *script, const char *input, const char *const *argv)
+{
+	struct fixture fx;
+	fixture_start(&fx, script);
+	const char *args[32];
+	size_t n = 0;
+	for (; argv[n]; n++) {
+		ck_assert_uint_lt(n, ELEMENTSOF(args) - 1);
+		args[n] = argv[n] == SOCK ? fx.sock : argv[n];
+	}
+	args[n] = NULL;
+	struct talk t = { .r = run_ctl(&fx, input, NULL, args) };
+	fixture_wait_server(&fx);
+	t.sent = read_all(fx.log);
+	fixture_stop(&fx);
+	return t;
+}
+
+static void talk_free(struct talk *t)
+{
+	run_free(&t->r);
+	free(t->sent);
+}
+
+/* Runs toolcallctl as talk() does and asserts how it ended, as
+ * assert_run() does. */
+#define assert_talk(script, input, argv, status, out, err)                 \
+	do {                                                               \
+		struct talk t_ = talk((script), (input), (argv));          \
+		assert_run(&t_.r, (status), (out), (err));                 \
+		talk_free(&t_);                                            \
+	} while (0)
+
 START_TEST(ping_skips_notifications)
 {
 	static const struct step script[] = {
@@ -314,14 +379,7 @@ START_TEST(ping_skips_notifications)
 		  .reply = OK("{}") },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "pong\n");
-	ck_assert_str_eq(r.err, "");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(script, NULL, ARGS("-s", SOCK, "ping"), 0, "pong\n", "");
 }
 END_TEST
 
@@ -337,10 +395,8 @@ START_TEST(full_disk_exits_7)
 	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
 	struct run h = run_ctl(&fx, NULL, NULL, ARGS("--help"));
 	stdout_to = NULL;
-	ck_assert_int_eq(r.status, 7);
-	ck_assert_str_eq(r.err, "toolcallctl: cannot write the output: No space left on device\n");
-	ck_assert_int_eq(h.status, 7);
-	ck_assert_str_eq(h.err, "toolcallctl: cannot write the output: No space left on device\n");
+	assert_run(&r, 7, NULL, "toolcallctl: cannot write the output: No space left on device\n");
+	assert_run(&h, 7, NULL, "toolcallctl: cannot write the output: No space left on device\n");
 	run_free(&r);
 	run_free(&h);
 	fixture_stop(&fx);
@@ -353,8 +409,7 @@ START_TEST(default_socket_from_env)
 	struct fixture fx;
 	fixture_start(&fx, script);
 	struct run r = run_ctl(&fx, NULL, fx.sock, ARGS("ping"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "pong\n");
+	assert_run(&r, 0, "pong\n", NULL);
 	run_free(&r);
 	fixture_stop(&fx);
 }
@@ -368,19 +423,11 @@ START_TEST(call_success_prints_text)
 		     "\"structuredContent\":{\"content\":\"hello\\nworld\"},\"isError\":false}") },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL,
-			       ARGS("-s", fx.sock, "call", "read_file", "{ \"path\": \"a.txt\" }"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "hello\nworld\n");
-	run_free(&r);
-
-	fixture_wait_server(&fx);
-	_cleanup_free_ char *sent = read_all(fx.log);
-	ck_assert_str_eq(sent, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
-			       "\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.txt\"}}}\n");
-	fixture_stop(&fx);
+	struct talk t = talk(script, NULL, ARGS("-s", SOCK, "call", "read_file", "{ \"path\": \"a.txt\" }"));
+	assert_run(&t.r, 0, "hello\nworld\n", NULL);
+	ck_assert_str_eq(t.sent, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+				 "\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.txt\"}}}\n");
+	talk_free(&t);
 }
 END_TEST
 
@@ -390,30 +437,18 @@ START_TEST(call_arguments_default_and_stdin)
 		{ .method = "tools/call", .reply = OK("{\"content\":[],\"isError\":false}") },
 		{},
 	};
-	struct fixture fx;
 
 	/* No JSON-ARGS: {}. */
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "list_dir"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "");
-	run_free(&r);
-	fixture_wait_server(&fx);
-	_cleanup_free_ char *sent = read_all(fx.log);
-	ck_assert_msg(strstr(sent, "\"arguments\":{}") != NULL, "%s", sent);
-	fixture_stop(&fx);
+	struct talk t = talk(script, NULL, ARGS("-s", SOCK, "call", "list_dir"));
+	assert_run(&t.r, 0, "", NULL);
+	ck_assert_msg(strstr(t.sent, "\"arguments\":{}") != NULL, "%s", t.sent);
+	talk_free(&t);
 
 	/* "-": from stdin, sent on one line however it was written. */
-	fixture_start(&fx, script);
-	r = run_ctl(&fx, "{\n  \"path\": \"x\",\n  \"recursive\": true\n}\n", NULL,
-		    ARGS("-s", fx.sock, "call", "list_dir", "-"));
-	ck_assert_int_eq(r.status, 0);
-	run_free(&r);
-	fixture_wait_server(&fx);
-	free(sent);
-	sent = read_all(fx.log);
-	ck_assert_msg(strstr(sent, "\"arguments\":{\"path\":\"x\",\"recursive\":true}}}\n") != NULL, "%s", sent);
-	fixture_stop(&fx);
+	t = talk(script, "{\n  \"path\": \"x\",\n  \"recursive\": true\n}\n", ARGS("-s", SOCK, "call", "list_dir", "-"));
+	assert_run(&t.r, 0, NULL, NULL);
+	ck_assert_msg(strstr(t.sent, "\"arguments\":{\"path\":\"x\",\"recursive\":true}}}\n") != NULL, "%s", t.sent);
+	talk_free(&t);
 }
 END_TEST
 
@@ -425,13 +460,7 @@ START_TEST(call_is_error_exits_1)
 		     "\"structuredContent\":{\"exit_code\":3},\"isError\":true}") },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "shell", "{\"command\":\"exit 3\"}"));
-	ck_assert_int_eq(r.status, 1);
-	ck_assert_str_eq(r.out, "exit 3\n");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(script, NULL, ARGS("-s", SOCK, "call", "shell", "{\"command\":\"exit 3\"}"), 1, "exit 3\n", NULL);
 }
 END_TEST
 
@@ -446,17 +475,10 @@ START_TEST(call_error_envelope_exits_5)
 		  "{\"path\":\"\",\"message\":\"unexpected property 'x'\"}]}}}" },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "read_file", "{\"path\":1}"));
-	ck_assert_int_eq(r.status, 5);
-	ck_assert_str_eq(r.out, "");
-	ck_assert_str_eq(r.err,
-			 "error: validation_error: Invalid arguments for 'read_file': /path: expected string, got number\n"
-			 "  /path: expected string, got number\n"
-			 "  /: unexpected property 'x'\n");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(script, NULL, ARGS("-s", SOCK, "call", "read_file", "{\"path\":1}"), 5, "",
+		    "error: validation_error: Invalid arguments for 'read_file': /path: expected string, got number\n"
+		    "  /path: expected string, got number\n"
+		    "  /: unexpected property 'x'\n");
 }
 END_TEST
 
@@ -469,15 +491,11 @@ START_TEST(call_not_found)
 		  "\"data\":{\"kind\":\"not_found\",\"retryable\":false}}}" },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "--json", "call", "red_file"));
-	ck_assert_int_eq(r.status, 5);
-	ck_assert_str_eq(r.err, "error: not_found: Tool 'red_file' not found. Available: [read_file]\n");
+	struct talk t = talk(script, NULL, ARGS("-s", SOCK, "--json", "call", "red_file"));
+	assert_run(&t.r, 5, NULL, "error: not_found: Tool 'red_file' not found. Available: [read_file]\n");
 	/* --json also prints the whole error. */
-	ck_assert_msg(strstr(r.out, "\"code\": -32601,\n") != NULL, "%s", r.out);
-	run_free(&r);
-	fixture_stop(&fx);
+	ck_assert_msg(strstr(t.r.out, "\"code\": -32601,\n") != NULL, "%s", t.r.out);
+	talk_free(&t);
 }
 END_TEST
 
@@ -488,35 +506,27 @@ START_TEST(call_json_prints_result)
 		  .reply = OK("{\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"isError\":false}") },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-j", "call", "t"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out,
-			 "{\n"
-			 "  \"content\": [\n"
-			 "    {\n"
-			 "      \"type\": \"text\",\n"
-			 "      \"text\": \"hi\"\n"
-			 "    }\n"
-			 "  ],\n"
-			 "  \"isError\": false\n"
-			 "}\n");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(script, NULL, ARGS("-s", SOCK, "-j", "call", "t"), 0,
+		    "{\n"
+		    "  \"content\": [\n"
+		    "    {\n"
+		    "      \"type\": \"text\",\n"
+		    "      \"text\": \"hi\"\n"
+		    "    }\n"
+		    "  ],\n"
+		    "  \"isError\": false\n"
+		    "}\n",
+		    NULL);
 }
 END_TEST
 
 START_TEST(call_bad_arguments_is_usage_error)
 {
 	/* Checked before connecting: there is no server at all. */
-	struct fixture fx;
-	fixture_start(&fx, NULL);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "read_file", "{path: 1}"));
-	ck_assert_int_eq(r.status, 2);
-	ck_assert_msg(strstr(r.err, "JSON-ARGS is not valid JSON") != NULL, "%s", r.err);
-	run_free(&r);
-	fixture_stop(&fx);
+	struct talk t = talk(NULL, NULL, ARGS("-s", SOCK, "call", "read_file", "{path: 1}"));
+	assert_run(&t.r, 2, NULL, NULL);
+	ck_assert_msg(strstr(t.r.err, "JSON-ARGS is not valid JSON") != NULL, "%s", t.r.err);
+	talk_free(&t);
 }
 END_TEST
 
@@ -533,19 +543,14 @@ START_TEST(list_is_aligned_and_paged)
 		     "\"_meta\":{\"toolcalld/sideEffects\":\"none\"}}]}") },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "list"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out,
-			 "read_file   read     Read a file.\n"
-			 "shell       execute  Run a command\n"
-			 "git_status  none     Show ?[31mchanged?[0m files\n");
-	run_free(&r);
-	fixture_wait_server(&fx);
-	_cleanup_free_ char *sent = read_all(fx.log);
-	ck_assert_msg(strstr(sent, "\"params\":{\"cursor\":\"p2\"}") != NULL, "%s", sent);
-	fixture_stop(&fx);
+	struct talk t = talk(script, NULL, ARGS("-s", SOCK, "list"));
+	assert_run(&t.r, 0,
+		   "read_file   read     Read a file.\n"
+		   "shell       execute  Run a command\n"
+		   "git_status  none     Show ?[31mchanged?[0m files\n",
+		   NULL);
+	ck_assert_msg(strstr(t.sent, "\"params\":{\"cursor\":\"p2\"}") != NULL, "%s", t.sent);
+	talk_free(&t);
 }
 END_TEST
 
@@ -559,36 +564,23 @@ START_TEST(stats_and_cancel)
 		{ .method = "sessions/cancel", .reply = OK("{\"cancelled\":2}") },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "stats"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "{\n  \"connections\": 1,\n  \"sessions\": {\n    \"active\": 2\n  }\n}\n");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(script, NULL, ARGS("-s", SOCK, "stats"), 0,
+		    "{\n  \"connections\": 1,\n  \"sessions\": {\n    \"active\": 2\n  }\n}\n", NULL);
 
-	fixture_start(&fx, cancel);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "cancel", "s-42"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_str_eq(r.out, "cancelled 2\n");
-	run_free(&r);
-	fixture_wait_server(&fx);
-	_cleanup_free_ char *sent = read_all(fx.log);
-	ck_assert_msg(strstr(sent, "\"method\":\"sessions/cancel\",\"params\":{\"sessionId\":\"s-42\"}") != NULL,
-		      "%s", sent);
-	fixture_stop(&fx);
+	struct talk t = talk(cancel, NULL, ARGS("-s", SOCK, "cancel", "s-42"));
+	assert_run(&t.r, 0, "cancelled 2\n", NULL);
+	ck_assert_msg(strstr(t.sent, "\"method\":\"sessions/cancel\",\"params\":{\"sessionId\":\"s-42\"}") != NULL,
+		      "%s", t.sent);
+	talk_free(&t);
 }
 END_TEST
 
 START_TEST(cannot_connect_exits_3)
 {
-	struct fixture fx;
-	fixture_start(&fx, NULL);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
-	ck_assert_int_eq(r.status, 3);
-	ck_assert_msg(strstr(r.err, "cannot connect to") != NULL, "%s", r.err);
-	run_free(&r);
-	fixture_stop(&fx);
+	struct talk t = talk(NULL, NULL, ARGS("-s", SOCK, "ping"));
+	assert_run(&t.r, 3, NULL, NULL);
+	ck_assert_msg(strstr(t.r.err, "cannot connect to") != NULL, "%s", t.r.err);
+	talk_free(&t);
 }
 END_TEST
 
@@ -599,28 +591,22 @@ START_TEST(socket_option_after_the_command)
 	static const struct step metrics[] = {
 		{ .method = "admin/metrics", .reply = OK("{\"text\":\"# EOF\\n\"}") }, {} };
 	static const struct step stats[] = { { .method = "admin/stats", .reply = OK("{}") }, {} };
-	struct fixture fx;
-	fixture_start(&fx, ping);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("ping", "-s", fx.sock));
-	ck_assert_msg(r.status == 0, "%s", r.err);
-	ck_assert_str_eq(r.out, "pong\n");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(ping, NULL, ARGS("ping", "-s", SOCK), 0, "pong\n", NULL);
 
+	struct fixture fx;
 	fixture_start(&fx, metrics);
 	_cleanup_free_ char *eq = xasprintf("--socket=%s", fx.sock);
-	r = run_ctl(&fx, NULL, NULL, ARGS("metrics", eq));
-	ck_assert_msg(r.status == 0, "%s", r.err);
-	ck_assert_str_eq(r.out, "# EOF\n");
+	struct run r = run_ctl(&fx, NULL, NULL, ARGS("metrics", eq));
+	assert_run(&r, 0, "# EOF\n", NULL);
 	run_free(&r);
 	fixture_stop(&fx);
 
 	fixture_start(&fx, stats);
 	r = run_ctl(&fx, NULL, NULL, ARGS("stats", "--socket", fx.sock));
-	ck_assert_msg(r.status == 0, "%s", r.err);
+	assert_run(&r, 0, NULL, NULL);
 	run_free(&r);
 	r = run_ctl(&fx, NULL, NULL, ARGS("stats", "-s"));
-	ck_assert_int_eq(r.status, 2);
+	assert_run(&r, 2, NULL, NULL);
 	run_free(&r);
 	fixture_stop(&fx);
 }
@@ -632,13 +618,27 @@ START_TEST(cannot_connect_says_how_to_start)
 	struct fixture fx;
 	fixture_start(&fx, NULL);
 	struct run r = run_ctl(&fx, NULL, NULL, ARGS("metrics", "-s", fx.sock));
-	ck_assert_int_eq(r.status, 3);
+	assert_run(&r, 3, NULL, NULL);
 	ck_assert_msg(strstr(r.err, fx.sock) && strstr(r.err, "systemctl --user start toolcalld.socket") &&
 		      strstr(r.err, "-s"), "%s", r.err);
 	run_free(&r);
 	fixture_stop(&fx);
 }
 END_TEST
+
+/* Makes the files run_ctl writes for a run as root, open to every uid:
+ * for a toolcallctl run as another. */
+static void open_run_files(const struct fixture *fx)
+{
+	const char *names[] = { "out", "err", "in" };
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", fx->dir, names[i]);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fchmod(fd, 0666), 0);
+		close(fd);
+	}
+}
 
 /* A socket the user may not use: whose it is, and what to do. */
 START_TEST(permission_denied_names_owner_and_group)
@@ -652,19 +652,11 @@ START_TEST(permission_denied_names_owner_and_group)
 	fixture_start(&fx, ping);
 	ck_assert_int_eq(chmod(fx.dir, 0711), 0);
 	ck_assert_int_eq(chmod(fx.sock, 0660), 0);
-	/* The files run_ctl writes for the run: made as root, open to it. */
-	const char *names[] = { "out", "err", "in" };
-	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-		_cleanup_free_ char *p = xasprintf("%s/%s", fx.dir, names[i]);
-		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(fchmod(fd, 0666), 0);
-		close(fd);
-	}
+	open_run_files(&fx);
 	run_as = 65534;
 	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
 	run_as = 0;
-	ck_assert_int_eq(r.status, 3);
+	assert_run(&r, 3, NULL, NULL);
 	struct group *g = getgrgid(0);
 	_cleanup_free_ char *want = xasprintf("join group %s", g ? g->gr_name : "0");
 	ck_assert_msg(strstr(r.err, "Permission denied") && strstr(r.err, "belongs to user root") &&
@@ -692,20 +684,13 @@ START_TEST(system_socket_without_s)
 	ck_assert_int_eq(chmod(fx.dir, 0755), 0);
 	ck_assert_int_eq(chown(fx.sock, 0, 65533), 0);
 	ck_assert_int_eq(chmod(fx.sock, 0660), 0);
-	const char *names[] = { "out", "err", "in" };
-	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-		_cleanup_free_ char *p = xasprintf("%s/%s", fx.dir, names[i]);
-		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(fchmod(fd, 0666), 0);
-		close(fd);
-	}
+	open_run_files(&fx);
 	system_dir = fx.dir;
 	run_as = 65534;
 
 	/* Not a member: whose the socket is, and what to do. */
 	struct run r = run_ctl(&fx, NULL, NULL, ARGS("ping"));
-	ck_assert_int_eq(r.status, 3);
+	assert_run(&r, 3, NULL, NULL);
 	ck_assert_msg(strstr(r.err, "/run/toolcalld/toolcalld.sock") && strstr(r.err, "Permission denied") &&
 		      strstr(r.err, "or use -s"), "%s", r.err);
 	run_free(&r);
@@ -716,8 +701,7 @@ START_TEST(system_socket_without_s)
 	run_group = 0;
 	run_as = 0;
 	system_dir = NULL;
-	ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-	ck_assert_str_eq(r.out, "pong\n");
+	assert_run(&r, 0, "pong\n", NULL);
 	run_free(&r);
 	unlink(sys);
 	fixture_stop(&fx);
@@ -727,34 +711,24 @@ END_TEST
 START_TEST(closed_connection_exits_3)
 {
 	static const struct step script[] = { { .method = "ping", .reply = "CLOSE" }, {} };
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
-	ck_assert_int_eq(r.status, 3);
-	ck_assert_msg(strstr(r.err, "closed the connection") != NULL, "%s", r.err);
-	run_free(&r);
-	fixture_stop(&fx);
+	struct talk t = talk(script, NULL, ARGS("-s", SOCK, "ping"));
+	assert_run(&t.r, 3, NULL, NULL);
+	ck_assert_msg(strstr(t.r.err, "closed the connection") != NULL, "%s", t.r.err);
+	talk_free(&t);
 }
 END_TEST
 
 START_TEST(garbage_exits_4)
 {
 	static const struct step script[] = { { .method = "ping", .reply = "this is not json" }, {} };
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
-	ck_assert_int_eq(r.status, 4);
-	ck_assert_msg(strstr(r.err, "not JSON") != NULL, "%s", r.err);
-	run_free(&r);
-	fixture_stop(&fx);
+	struct talk t = talk(script, NULL, ARGS("-s", SOCK, "ping"));
+	assert_run(&t.r, 4, NULL, NULL);
+	ck_assert_msg(strstr(t.r.err, "not JSON") != NULL, "%s", t.r.err);
+	talk_free(&t);
 
 	static const struct step neither[] = { { .method = "ping",
 		  .reply = "{\"jsonrpc\":\"2.0\",\"id\":$ID}" }, {} };
-	fixture_start(&fx, neither);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
-	ck_assert_int_eq(r.status, 4);
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(neither, NULL, ARGS("-s", SOCK, "ping"), 4, NULL, NULL);
 }
 END_TEST
 
@@ -767,39 +741,22 @@ START_TEST(null_id_error_answers_the_request)
 	const struct step call[] = { { .method = "tools/call", .reply = too_long }, {} };
 	const struct step ping[] = { { .method = "ping", .reply = too_long }, {} };
 	const struct step list[] = { { .method = "tools/list", .reply = too_long }, {} };
-	struct fixture fx;
 
-	fixture_start(&fx, call);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "read_file", "{\"path\":\"a\"}"));
-	ck_assert_int_eq(r.status, 5);
-	ck_assert_str_eq(r.err, "error: code -32600: Invalid Request: message longer than 8388608 bytes\n");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(call, NULL, ARGS("-s", SOCK, "call", "read_file", "{\"path\":\"a\"}"), 5, NULL,
+		    "error: code -32600: Invalid Request: message longer than 8388608 bytes\n");
 
 	/* Every command that waits for one answer: no waiting out -t. */
-	fixture_start(&fx, ping);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "0", "ping"));
-	ck_assert_int_eq(r.status, 5);
-	ck_assert_str_eq(r.out, "");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(ping, NULL, ARGS("-s", SOCK, "-t", "0", "ping"), 5, "", NULL);
 
-	fixture_start(&fx, list);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "0", "--json", "list"));
-	ck_assert_int_eq(r.status, 5);
-	ck_assert_msg(strstr(r.out, "\"code\": -32600") != NULL, "%s", r.out);
-	run_free(&r);
-	fixture_stop(&fx);
+	struct talk t = talk(list, NULL, ARGS("-s", SOCK, "-t", "0", "--json", "list"));
+	assert_run(&t.r, 5, NULL, NULL);
+	ck_assert_msg(strstr(t.r.out, "\"code\": -32600") != NULL, "%s", t.r.out);
+	talk_free(&t);
 
 	/* Only an error can come with id null. */
 	static const struct step result[] = { { .method = "ping",
 		  .reply = "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}" }, {} };
-	fixture_start(&fx, result);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "0", "ping"));
-	ck_assert_int_eq(r.status, 4);
-	ck_assert_str_eq(r.out, "");
-	run_free(&r);
-	fixture_stop(&fx);
+	assert_talk(result, NULL, ARGS("-s", SOCK, "-t", "0", "ping"), 4, "", NULL);
 }
 END_TEST
 
@@ -829,20 +786,16 @@ START_TEST(bad_results_exit_4)
 		_cleanup_free_ char *reply = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":$ID,\"result\":%s}",
 						       cases[i].result);
 		const struct step script[] = { { .method = cases[i].method, .reply = reply }, {} };
-		const char *argv[8] = { "-s", NULL, "-t", "5000" };
+		const char *argv[8] = { "-s", SOCK, "-t", "5000" };
 		size_t n = 4;
 		for (size_t j = 0; j < ELEMENTSOF(cases[i].argv) && cases[i].argv[j]; j++)
 			argv[n++] = cases[i].argv[j];
-		struct fixture fx;
-		fixture_start(&fx, script);
-		argv[1] = fx.sock;
-		struct run r = run_ctl(&fx, NULL, NULL, argv);
-		ck_assert_msg(r.status == 4, "%s %s: status %d, out '%s', err '%s'", cases[i].method,
-			      cases[i].result, r.status, r.out, r.err);
-		ck_assert_msg(str_eq(r.out, ""), "%s %s: %s", cases[i].method, cases[i].result, r.out);
-		ck_assert_msg(strstr(r.err, "toolcalld sent") != NULL, "%s", r.err);
-		run_free(&r);
-		fixture_stop(&fx);
+		struct talk t = talk(script, NULL, argv);
+		ck_assert_msg(t.r.status == 4, "%s %s: status %d, out '%s', err '%s'", cases[i].method,
+			      cases[i].result, t.r.status, t.r.out, t.r.err);
+		ck_assert_msg(str_eq(t.r.out, ""), "%s %s: %s", cases[i].method, cases[i].result, t.r.out);
+		ck_assert_msg(strstr(t.r.err, "toolcalld sent") != NULL, "%s", t.r.err);
+		talk_free(&t);
 	}
 }
 END_TEST
@@ -850,80 +803,59 @@ END_TEST
 START_TEST(timeout_exits_6_and_cancels)
 {
 	static const struct step script[] = { { .method = "tools/call" }, {} };
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "-t", "200", "call", "shell"));
-	ck_assert_int_eq(r.status, 6);
-	ck_assert_msg(strstr(r.err, "no answer within 200 ms") != NULL, "%s", r.err);
-	run_free(&r);
-	fixture_wait_server(&fx);
-	_cleanup_free_ char *sent = read_all(fx.log);
+	struct talk t = talk(script, NULL, ARGS("-s", SOCK, "-t", "200", "call", "shell"));
+	assert_run(&t.r, 6, NULL, NULL);
+	ck_assert_msg(strstr(t.r.err, "no answer within 200 ms") != NULL, "%s", t.r.err);
 	/* The call nobody waits for is cancelled. */
-	ck_assert_msg(strstr(sent, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
-			     "\"params\":{\"requestId\":1,") != NULL, "%s", sent);
-	fixture_stop(&fx);
+	ck_assert_msg(strstr(t.sent, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+			     "\"params\":{\"requestId\":1,") != NULL, "%s", t.sent);
+	talk_free(&t);
 }
 END_TEST
 
+/* Runs toolcallctl with argv (SOCK standing for a socket nothing listens
+ * on), input its stdin, and fails the case at file:line unless it exits
+ * with status and, where err_has is not NULL, its stderr holds err_has. */
+#define assert_err_has(input, argv, status, err_has) \
+	assert_err_has_at((input), (argv), (status), (err_has), __FILE__, __LINE__)
+static void assert_err_has_at(const char *input, const char *const *argv, int status, const char *err_has,
+			      const char *file, int line)
+{
+	struct talk t = talk(NULL, input, argv);
+	assert_run_at(&t.r, status, NULL, NULL, file, line);
+	if (err_has && !strstr(t.r.err, err_has))
+		_ck_assert_failed(file, line, "Failed", "stderr '%s' lacks '%s'", t.r.err, err_has);
+	talk_free(&t);
+}
+
 START_TEST(usage_errors_exit_2)
 {
-	struct fixture fx;
-	fixture_start(&fx, NULL);
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock));
-	ck_assert_int_eq(r.status, 2);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("frobnicate"));
-	ck_assert_int_eq(r.status, 2);
-	ck_assert_msg(strstr(r.err, "unknown command 'frobnicate'") != NULL, "%s", r.err);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("call"));
-	ck_assert_int_eq(r.status, 2);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("ping", "extra"));
-	ck_assert_int_eq(r.status, 2);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-t", "soon", "ping"));
-	ck_assert_int_eq(r.status, 2);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("--bogus", "ping"));
-	ck_assert_int_eq(r.status, 2);
-	run_free(&r);
-
+	assert_err_has(NULL, ARGS("-s", SOCK), 2, NULL);
+	assert_err_has(NULL, ARGS("frobnicate"), 2, "unknown command 'frobnicate'");
+	assert_err_has(NULL, ARGS("call"), 2, NULL);
+	assert_err_has(NULL, ARGS("ping", "extra"), 2, NULL);
+	assert_err_has(NULL, ARGS("-t", "soon", "ping"), 2, NULL);
+	assert_err_has(NULL, ARGS("--bogus", "ping"), 2, NULL);
 
 	/* Arguments are checked before connecting: there is no server. */
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "call", "read_file", "[1]"));
-	ck_assert_int_eq(r.status, 2);
-	ck_assert_msg(strstr(r.err, "JSON-ARGS must be a JSON object (got array)") != NULL, "%s", r.err);
-	run_free(&r);
-	r = run_ctl(&fx, "\"{}\"\n", NULL, ARGS("-s", fx.sock, "call", "read_file", "-"));
-	ck_assert_int_eq(r.status, 2);
-	ck_assert_msg(strstr(r.err, "must be a JSON object (got string)") != NULL, "%s", r.err);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "watch", "tool.*", "bad$pat"));
-	ck_assert_int_eq(r.status, 2);
-	ck_assert_msg(strstr(r.err, "'bad$pat' is not an event pattern") != NULL, "%s", r.err);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "watch", ""));
-	ck_assert_int_eq(r.status, 2);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "cancel", ""));
-	ck_assert_int_eq(r.status, 2);
-	run_free(&r);
+	assert_err_has(NULL, ARGS("-s", SOCK, "call", "read_file", "[1]"), 2,
+		       "JSON-ARGS must be a JSON object (got array)");
+	assert_err_has("\"{}\"\n", ARGS("-s", SOCK, "call", "read_file", "-"), 2, "must be a JSON object (got string)");
+	assert_err_has(NULL, ARGS("-s", SOCK, "watch", "tool.*", "bad$pat"), 2, "'bad$pat' is not an event pattern");
+	assert_err_has(NULL, ARGS("-s", SOCK, "watch", ""), 2, NULL);
+	assert_err_has(NULL, ARGS("-s", SOCK, "cancel", ""), 2, NULL);
 	/* Good patterns pass the check, and then nothing answers. */
-	r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "watch", "tool.*", "dispatch.retry", "circuit_2.*"));
-	ck_assert_int_eq(r.status, 3);
-	run_free(&r);
+	assert_err_has(NULL, ARGS("-s", SOCK, "watch", "tool.*", "dispatch.retry", "circuit_2.*"), 3, NULL);
 
-	r = run_ctl(&fx, NULL, NULL, ARGS("--help"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_msg(strstr(r.out, "Exit status:") != NULL, "%s", r.out);
-	ck_assert_msg(strstr(r.out, "approve") != NULL, "%s", r.out);
-	run_free(&r);
-	r = run_ctl(&fx, NULL, NULL, ARGS("--version"));
-	ck_assert_int_eq(r.status, 0);
-	ck_assert_msg(str_has_prefix(r.out, "toolcallctl "), "%s", r.out);
-	run_free(&r);
-	fixture_stop(&fx);
+	struct talk t = talk(NULL, NULL, ARGS("--help"));
+	assert_run(&t.r, 0, NULL, NULL);
+	ck_assert_msg(strstr(t.r.out, "Exit status:") != NULL, "%s", t.r.out);
+	ck_assert_msg(strstr(t.r.out, "approve") != NULL, "%s", t.r.out);
+	talk_free(&t);
+	t = talk(NULL, NULL, ARGS("--version"));
+	assert_run(&t.r, 0, NULL, NULL);
+	ck_assert_msg(str_has_prefix(t.r.out, "toolcallctl "), "%s", t.r.out);
+	talk_free(&t);
 }
 END_TEST
 
@@ -945,24 +877,19 @@ START_TEST(watch_prints_events)
 		  .hangup = true },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
 	/* The server hangs up after its script: watch ends with status 3. */
-	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "watch", "tool.*"));
-	ck_assert_int_eq(r.status, 3);
-	ck_assert_str_eq(r.out,
-			 "2026-01-02T03:04:05.678Z tool.called shell call=c-1 session=s-1\n"
-			 "2026-01-02T03:04:06.000Z tool.failed shell call=c-1 session=s-1 kind=timeout "
-			 "attempts=1 message=\"Tool 'shell' exceeded its 10 ms limit\"\n");
-	run_free(&r);
-
-	fixture_wait_server(&fx);
-	_cleanup_free_ char *sent = read_all(fx.log);
-	ck_assert_msg(strstr(sent, "\"method\":\"initialize\"") != NULL, "%s", sent);
-	ck_assert_msg(strstr(sent, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n") != NULL,
-		      "%s", sent);
-	ck_assert_msg(strstr(sent, "\"params\":{\"types\":[\"tool.*\"],\"sessionId\":\"*\"}") != NULL, "%s", sent);
-	fixture_stop(&fx);
+	struct talk t = talk(script, NULL, ARGS("-s", SOCK, "watch", "tool.*"));
+	assert_run(&t.r, 3,
+		   "2026-01-02T03:04:05.678Z tool.called shell call=c-1 session=s-1\n"
+		   "2026-01-02T03:04:06.000Z tool.failed shell call=c-1 session=s-1 kind=timeout "
+		   "attempts=1 message=\"Tool 'shell' exceeded its 10 ms limit\"\n",
+		   NULL);
+	ck_assert_msg(strstr(t.sent, "\"method\":\"initialize\"") != NULL, "%s", t.sent);
+	ck_assert_msg(strstr(t.sent, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n") != NULL,
+		      "%s", t.sent);
+	ck_assert_msg(strstr(t.sent, "\"params\":{\"types\":[\"tool.*\"],\"sessionId\":\"*\"}") != NULL, "%s",
+		      t.sent);
+	talk_free(&t);
 }
 END_TEST
 
@@ -985,29 +912,23 @@ START_TEST(approve_answers_from_stdin)
 		{ .method = "confirmations/resolve", .reply = OK("{\"accepted\":true,\"decision\":\"deny\"}") },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
 	/* A line that is no answer is asked again. */
-	struct run r = run_ctl(&fx, "y\nperhaps\nno\n", NULL, ARGS("-s", fx.sock, "approve"));
-	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
-	ck_assert_msg(strstr(r.out, "Allow write_file (write) path=a.txt [files: a.txt]? [y]es/[n]o/[a]lways: y\n")
-		      != NULL, "%s", r.out);
-	ck_assert_msg(strstr(r.out, "Allow shell (execute) rm -rf build? [y]es/[n]o/[a]lways: perhaps\n"
+	struct talk t = talk(script, "y\nperhaps\nno\n", ARGS("-s", SOCK, "approve"));
+	assert_run(&t.r, 0, NULL, NULL);
+	ck_assert_msg(strstr(t.r.out, "Allow write_file (write) path=a.txt [files: a.txt]? [y]es/[n]o/[a]lways: y\n")
+		      != NULL, "%s", t.r.out);
+	ck_assert_msg(strstr(t.r.out, "Allow shell (execute) rm -rf build? [y]es/[n]o/[a]lways: perhaps\n"
 			     "Please answer y, n or a: no\n")
-		      != NULL, "%s", r.out);
-	ck_assert_msg(strstr(r.out, "tool.confirmation_resolved write_file requestId=r-1 decision=allow\n") != NULL,
-		      "%s", r.out);
-	run_free(&r);
-
-	fixture_wait_server(&fx);
-	_cleanup_free_ char *sent = read_all(fx.log);
-	ck_assert_msg(strstr(sent, "\"params\":{\"types\":[\"tool.confirmation_requested\","
-			     "\"tool.confirmation_resolved\"],\"sessionId\":\"*\"}") != NULL, "%s", sent);
-	ck_assert_msg(strstr(sent, "\"method\":\"confirmations/resolve\",\"params\":{\"requestId\":\"r-1\","
-			     "\"decision\":\"allow\"}") != NULL, "%s", sent);
-	ck_assert_msg(strstr(sent, "\"method\":\"confirmations/resolve\",\"params\":{\"requestId\":\"r-2\","
-			     "\"decision\":\"deny\"}") != NULL, "%s", sent);
-	fixture_stop(&fx);
+		      != NULL, "%s", t.r.out);
+	ck_assert_msg(strstr(t.r.out, "tool.confirmation_resolved write_file requestId=r-1 decision=allow\n") != NULL,
+		      "%s", t.r.out);
+	ck_assert_msg(strstr(t.sent, "\"params\":{\"types\":[\"tool.confirmation_requested\","
+			     "\"tool.confirmation_resolved\"],\"sessionId\":\"*\"}") != NULL, "%s", t.sent);
+	ck_assert_msg(strstr(t.sent, "\"method\":\"confirmations/resolve\",\"params\":{\"requestId\":\"r-1\","
+			     "\"decision\":\"allow\"}") != NULL, "%s", t.sent);
+	ck_assert_msg(strstr(t.sent, "\"method\":\"confirmations/resolve\",\"params\":{\"requestId\":\"r-2\","
+			     "\"decision\":\"deny\"}") != NULL, "%s", t.sent);
+	talk_free(&t);
 }
 END_TEST
 
@@ -1026,18 +947,13 @@ START_TEST(approve_skips_requests_resolved_elsewhere)
 		  .reply = OK("{\"accepted\":true,\"decision\":\"always_allow\"}") },
 		{},
 	};
-	struct fixture fx;
-	fixture_start(&fx, script);
-	struct run r = run_ctl(&fx, "a\n", NULL, ARGS("-s", fx.sock, "approve"));
-	ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+	struct talk t = talk(script, "a\n", ARGS("-s", SOCK, "approve"));
+	assert_run(&t.r, 0, NULL, NULL);
 	/* Request 8 was resolved before it was asked: never asked. */
-	ck_assert_msg(strstr(r.out, "path=b") == NULL, "%s", r.out);
-	run_free(&r);
-	fixture_wait_server(&fx);
-	_cleanup_free_ char *sent = read_all(fx.log);
-	ck_assert_msg(strstr(sent, "{\"requestId\":7,\"decision\":\"always_allow\"}") != NULL, "%s", sent);
-	ck_assert_msg(strstr(sent, "\"requestId\":8") == NULL, "%s", sent);
-	fixture_stop(&fx);
+	ck_assert_msg(strstr(t.r.out, "path=b") == NULL, "%s", t.r.out);
+	ck_assert_msg(strstr(t.sent, "{\"requestId\":7,\"decision\":\"always_allow\"}") != NULL, "%s", t.sent);
+	ck_assert_msg(strstr(t.sent, "\"requestId\":8") == NULL, "%s", t.sent);
+	talk_free(&t);
 }
 END_TEST
 
@@ -1061,16 +977,11 @@ START_TEST(approve_exits_at_end_of_input)
 	const struct step *scripts[] = { idle, asked };
 
 	for (size_t i = 0; i < ELEMENTSOF(scripts); i++) {
-		struct fixture fx;
-		fixture_start(&fx, scripts[i]);
-		struct run r = run_ctl(&fx, "", NULL, ARGS("-s", fx.sock, "approve"));
-		ck_assert_msg(r.status == 0, "script %zu: status %d: %s", i, r.status, r.err);
-		ck_assert_str_eq(r.err, "");
-		run_free(&r);
-		fixture_wait_server(&fx);
-		_cleanup_free_ char *sent = read_all(fx.log);
-		ck_assert_msg(strstr(sent, "confirmations/resolve") == NULL, "%s", sent);
-		fixture_stop(&fx);
+		struct talk t = talk(scripts[i], "", ARGS("-s", SOCK, "approve"));
+		ck_assert_msg(t.r.status == 0, "script %zu: status %d: %s", i, t.r.status, t.r.err);
+		ck_assert_str_eq(t.r.err, "");
+		ck_assert_msg(strstr(t.sent, "confirmations/resolve") == NULL, "%s", t.sent);
+		talk_free(&t);
 	}
 }
 END_TEST

@@ -53,10 +53,17 @@ static void write_probe_tool(struct tcd *d, const char *name, bool idempotent, u
 	free(file);
 }
 
+/* The probe log of a daemon (malloc'd). */
+static char *probe_log(const struct tcd *d)
+{
+	return xasprintf("%s/probe.log", d->dir);
+}
+
 /* Starts a daemon with config and the tools "probe" (not idempotent),
  * "probe_idem" (idempotent), both with a 20 s timeout, and "probe_short"
- * (300 ms timeout). */
-static void start_probes(struct tcd *d, const char *config)
+ * (300 ms timeout); returns the path of the log the probes write
+ * (malloc'd). */
+static char *start_probes(struct tcd *d, const char *config)
 {
 	struct tcd_opts o = { .config = config };
 	tcd_prepare(d, &o);
@@ -74,12 +81,7 @@ static void start_probes(struct tcd *d, const char *config)
 		char *log = tcd_log(d);
 		ck_abort_msg("the daemon did not start; its log:\n%s", log);
 	}
-}
-
-/* The probe log of a daemon (malloc'd). */
-static char *probe_log(const struct tcd *d)
-{
-	return xasprintf("%s/probe.log", d->dir);
+	return probe_log(d);
 }
 
 /* Arguments for one probe run. */
@@ -220,12 +222,6 @@ static const char *call_id_of(const struct json *r)
 	return id;
 }
 
-static void stop_clean(struct tcd *d)
-{
-	ck_assert_int_eq(tcd_stop(d), 0);
-	tcd_free(d);
-}
-
 /* --- idempotency ------------------------------------------------------------ */
 
 /* Twenty connections naming one key share one run and one outcome; a later
@@ -233,8 +229,7 @@ static void stop_clean(struct tcd *d)
 START_TEST(idem_twenty_callers_one_run)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	enum { N = 20 };
 	struct tcc *c[N];
 	const char *ids[N];
@@ -275,7 +270,7 @@ START_TEST(idem_twenty_callers_one_run)
 		tcc_close(c[i]);
 	free((char *)call_id);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -284,8 +279,7 @@ END_TEST
 START_TEST(idem_conflict_and_key_order)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *c = tcc_connect(&d);
 	char *q = tj_quote(log);
 
@@ -342,7 +336,7 @@ START_TEST(idem_conflict_and_key_order)
 	free(q);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -351,8 +345,7 @@ END_TEST
 START_TEST(idem_disconnect_then_replay)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *a = tcc_connect(&d);
 	send_call(a, "probe", probe_args(a, log, "gone", "0.6", 0), "\"idempotencyKey\":\"key-gone\"");
 	wait_starts(&d, "gone", 1, 5000);
@@ -375,7 +368,7 @@ START_TEST(idem_disconnect_then_replay)
 	ck_assert_uint_eq(count_events(&d, true, "gone"), 1);
 	tcc_close(b);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -384,8 +377,7 @@ END_TEST
 START_TEST(idem_cancel_one_joined_caller)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *a = tcc_connect(&d), *b = tcc_connect(&d);
 	const char *ida = send_call(a, "probe", probe_args(a, log, "joined", "0.8", 0), "\"idempotencyKey\":\"key-j\"");
 	wait_starts(&d, "joined", 1, 5000);
@@ -408,7 +400,7 @@ START_TEST(idem_cancel_one_joined_caller)
 	tcc_close(a);
 	tcc_close(b);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -417,8 +409,7 @@ END_TEST
 START_TEST(idem_cancel_last_caller_stops_run)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *a = tcc_connect(&d);
 	const char *id = send_call(a, "probe", probe_args(a, log, "last", "1.5", 0), "\"idempotencyKey\":\"key-last\"");
 	wait_starts(&d, "last", 1, 5000);
@@ -437,7 +428,7 @@ START_TEST(idem_cancel_last_caller_stops_run)
 	ck_assert_uint_eq(count_events(&d, false, "last"), 1);
 	tcc_close(a);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -449,8 +440,7 @@ START_TEST(session_cap_four)
 {
 	TC_SKIP_UNDER_VALGRIND("starting a child there takes longer than these calls run");
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"session_concurrency\":4}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"session_concurrency\":4}}");
 	struct tcc *c = tcc_connect(&d);
 	const char *ids[6];
 	for (int i = 0; i < 6; i++)
@@ -466,7 +456,7 @@ START_TEST(session_cap_four)
 		ck_assert_uint_ge(event_ns(&d, true, tcc_fmt(c, "s%d", i), 0), first_end);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -474,8 +464,7 @@ END_TEST
 START_TEST(global_cap)
 {
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"max_concurrent\":2,\"per_uid_running\":2}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"max_concurrent\":2,\"per_uid_running\":2}}");
 	enum { N = 5 };
 	struct tcc *c[N];
 	const char *ids[N];
@@ -489,7 +478,7 @@ START_TEST(global_cap)
 	for (int i = 0; i < N; i++)
 		tcc_close(c[i]);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -497,8 +486,7 @@ END_TEST
 START_TEST(queue_max_overloaded)
 {
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"session_concurrency\":1,\"queue_max\":2}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"session_concurrency\":1,\"queue_max\":2}}");
 	struct tcc *c = tcc_connect(&d);
 	const char *ids[4];
 	/* Each call takes 500 ms: the refusal comes while the first still
@@ -517,7 +505,7 @@ START_TEST(queue_max_overloaded)
 	ck_assert_uint_eq(max_overlap(&d), 1);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -538,8 +526,7 @@ static int64_t event_ms(const struct json *ev)
 START_TEST(retry_transient_backoff)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *sub = tcc_connect(&d);
 	tc_assert_ok(tcc_request(sub, "events/subscribe", "{\"types\":[\"dispatch.retry\",\"dispatch.attempt\"]}"));
 	struct tcc *c = tcc_connect(&d);
@@ -585,7 +572,7 @@ START_TEST(retry_transient_backoff)
 	tcc_close(sub);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -594,8 +581,7 @@ END_TEST
 START_TEST(timeout_retry_only_idempotent)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *c = tcc_connect(&d);
 
 	uint64_t t0 = tc_now_ms();
@@ -629,7 +615,7 @@ START_TEST(timeout_retry_only_idempotent)
 	tc_assert_kind(r, "timeout");
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -638,8 +624,7 @@ END_TEST
 START_TEST(budget_session_and_call)
 {
 	struct tcd d;
-	start_probes(&d, NULL);
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, NULL);
 	struct tcc *c = tcc_connect(&d);
 	tcc_initialize(c, "\"budget\":{\"toolCalls\":2}");
 	tc_assert_ok(tcc_call(c, "probe", probe_args(c, log, "b1", "0", 0)));
@@ -666,7 +651,7 @@ START_TEST(budget_session_and_call)
 	tcc_close(c);
 	tcc_close(e);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -675,8 +660,7 @@ END_TEST
 START_TEST(circuit_opens_and_probe_closes)
 {
 	struct tcd d;
-	start_probes(&d, "{\"circuit\":{\"failures\":3,\"window_ms\":10000,\"open_ms\":1000}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"circuit\":{\"failures\":3,\"window_ms\":10000,\"open_ms\":1000}}");
 	struct tcc *c = tcc_connect(&d);
 	for (int i = 0; i < 3; i++)
 		tc_assert_kind(tcc_call(c, "probe", probe_args(c, log, tcc_fmt(c, "f%d", i), "0", 1)),
@@ -721,7 +705,7 @@ START_TEST(circuit_opens_and_probe_closes)
 	tc_assert_ok(tcc_call(c, "probe", probe_args(c, log, "p4", "0", 0)));
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -733,8 +717,7 @@ START_TEST(batch_forty_in_order)
 {
 	TC_SKIP_UNDER_VALGRIND("starting a child there takes longer than these calls run");
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"session_concurrency\":8}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"session_concurrency\":8}}");
 	struct tcc *c = tcc_connect(&d);
 	char *q = tj_quote(log);
 	struct buf b = {0};
@@ -770,7 +753,7 @@ START_TEST(batch_forty_in_order)
 	free(q);
 	tcc_close(c);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -779,8 +762,7 @@ END_TEST
 START_TEST(sessions_cancel_all_calls)
 {
 	struct tcd d;
-	start_probes(&d, "{\"limits\":{\"session_concurrency\":2}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"limits\":{\"session_concurrency\":2}}");
 	struct tcc *a = tcc_connect(&d);
 	const char *sid = tj_str(tcc_initialize(a, NULL), "sessionId");
 	ck_assert_ptr_nonnull(sid);
@@ -817,7 +799,7 @@ START_TEST(sessions_cancel_all_calls)
 	tcc_close(a);
 	tcc_close(b);
 	free(log);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

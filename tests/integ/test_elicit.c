@@ -109,8 +109,7 @@ START_TEST(elicitation_answers)
 	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"again.txt\",\"content\":\"x\"}"));
 
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -158,8 +157,7 @@ START_TEST(elicitation_approver_wins)
 
 	tcc_close(c);
 	tcc_close(ap);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -195,8 +193,7 @@ START_TEST(elicitation_for_dispatch)
 	ck_assert_int_eq(access(p1, F_OK), 0);
 	ck_assert_int_lt(access(p2, F_OK), 0);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -215,8 +212,7 @@ START_TEST(elicitation_client_leaves)
 	tcc_close(c);
 	_cleanup_free_ char *p = tcd_ws_path(&d, "gone.txt");
 	ck_assert_int_lt(access(p, F_OK), 0);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

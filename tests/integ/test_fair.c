@@ -126,8 +126,7 @@ START_TEST(other_uid_gets_a_slot_in_turn)
 	tcc_close(b);
 	tcc_close(a);	/* cancels root's calls */
 	tcc_close(admin);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -157,8 +156,7 @@ START_TEST(no_uid_takes_every_slot)
 	tcc_close(b);
 	tcc_close(a);	/* cancels root's calls */
 	tcc_close(admin);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -209,8 +207,7 @@ START_TEST(stats_show_own_uid_only)
 	tcc_close(b);
 	tcc_close(a2);
 	tcc_close(a);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -265,8 +262,7 @@ START_TEST(foreign_session_id_is_unknown)
 	tcc_close(b2);
 	tcc_close(b1);
 	tcc_close(a);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -287,8 +283,7 @@ START_TEST(breaker_trips_for_one_uid)
 	tc_assert_ok(tcc_call(a, "exit", "{\"code\":0}"));
 	tcc_close(a);
 	tcc_close(b);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -326,8 +321,7 @@ START_TEST(keys_flood_evicts_only_own)
 	free(path);
 	tcc_close(a);
 	tcc_close(b);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -371,8 +365,7 @@ START_TEST(pending_confirmations_bounded)
 	tcc_close(aap);
 	tcc_close(b);
 	tcc_close(bap);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -442,8 +435,7 @@ START_TEST(search_runs_off_the_loop)
 	ck_assert_int_eq(tj_len(r, "result.structuredContent.matches"), 1);
 	tcc_close(n);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -470,8 +462,7 @@ START_TEST(glob_runs_off_the_loop)
 	ck_assert(!tj_bool(r, "result.structuredContent.truncated"));
 	tcc_close(n);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -115,8 +115,7 @@ START_TEST(per_uid_connections)
 		tcc_close(n[i]);
 	for (int i = 0; i < 8; i++)
 		tcc_close(r[i]);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -195,8 +194,7 @@ static void evicts_within_uid(const char *limit)
 	for (int i = 0; i < N; i++)
 		tcc_close(n[i]);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 
 /* A uid over limits.per_uid_memory loses its own largest connections,
@@ -327,8 +325,7 @@ START_TEST(per_uid_memory_counts_confirmations)
 	tcc_close(n);
 	tcc_close(ra);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -387,8 +384,7 @@ START_TEST(batch_holds_what_is_answered)
 	ck_assert_msg(now - before < 64 * 1024, "the daemon holds %ld KiB more after the batch", now - before);
 	assert_served(c);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -453,8 +449,7 @@ START_TEST(turn_budget_no_cutting_in_line)
 	tcc_close(a);
 	tcc_close(b);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -488,8 +483,7 @@ START_TEST(idle_timeout_spares_subscribers_and_calls)
 	tcc_close(idle);
 	tcc_close(sub);
 	tcc_close(busy);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -556,8 +550,7 @@ START_TEST(idle_daemon_sleeps)
 	ck_assert_msg(woke == 0, "the idle daemon kept waking: %ld times in the last 3 s", woke);
 	assert_served(c);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -639,8 +632,7 @@ START_TEST(accept_burst_all_served)
 	ck_assert_msg(worst < tc_wait_scaled(2000), "a ping took %llu ms during a flood of connects",
 		      (unsigned long long)worst);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -227,8 +227,7 @@ START_TEST(every_file_tool_is_refused_what_the_peer_may_not_touch)
 	assert_protected(&d, n, "make_dir", "{\"path\":\".git/info\"}", ".git/info");
 	free(names);
 	tcc_close(n);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -312,22 +311,19 @@ START_TEST(file_tools_never_write_protected_paths)
 
 	/* A .git file would point git elsewhere: never written. */
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	tcd_start(&d, "{" CFG_AUTO "}");
 	c = tcc_connect(&d);
 	assert_protected(&d, c, "write_file", "{\"path\":\".git\",\"content\":\"gitdir: /tmp/evil\\n\"}", ".git");
 	/* With protect emptied, file tools write there. */
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 	tcd_start(&d, "{" CFG_AUTO ",\"sandbox\":{\"protect\":[]}}");
 	c = tcc_connect(&d);
 	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\".git/hooks/x\",\"content\":\"x\",\"create_dirs\":true}"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -349,8 +345,7 @@ START_TEST(sandboxed_mode_asks_for_protected_writes)
 	tc_assert_kind(tcc_call(c, "delete_file", "{\"path\":\".git\",\"recursive\":true}"), "user_denied");
 	ck_assert(ws_exists(&d, ".git/config"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -535,8 +530,7 @@ START_TEST(protect_holds_in_deep_repositories)
 	assert_protected(&d, c, "write_file", "{\"path\":\"a/b/c/d/e/f/.git/hooks/post-checkout\",\"content\":\"x\","
 			 "\"create_dirs\":true}", ".git/hooks");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -223,8 +223,7 @@ START_TEST(write_shows_no_temp_name)
 	ck_assert_msg(partial == 0, "a half-written file was seen under a temporary name %u times", partial);
 	ck_assert_int_eq(count_entries(d.ws), 1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -315,8 +314,7 @@ START_TEST(read_file_basics)
 	tc_assert_kind(r, "execution_error");
 	ck_assert_msg(strstr(tj_str(r, "error.message"), "list_dir"), "%s", tj_str(r, "error.message"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -382,8 +380,7 @@ START_TEST(write_file_basics)
 	/* no temporary file is left behind */
 	ck_assert_int_eq(count_entries(d.ws), 5);	/* new.txt run.sh private.txt a bin.dat */
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -433,8 +430,7 @@ START_TEST(patch_file_basics)
 	tc_assert_kind(r, "execution_error");
 	free(path);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -489,8 +485,7 @@ START_TEST(list_dir_basics)
 	tc_assert_kind(tcc_call(c, "list_dir", "{\"path\":\"b.txt\"}"), "execution_error");
 	tc_assert_kind(tcc_call(c, "list_dir", "{\"path\":\"nope\"}"), "execution_error");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -506,8 +501,7 @@ START_TEST(write_needs_confirmation_by_default)
 	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
 	ck_assert_int_eq(count_entries(d.ws), 0);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -65,8 +65,7 @@ START_TEST(home_workspace_top_is_writable)
 	free(gone);
 
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -50,12 +50,6 @@ static void start_hooked(struct tcd *d, const char *list, const char *match, con
 	start_hooked_with(d, "", list, match, script, timeout_ms);
 }
 
-static void stop_clean(struct tcd *d)
-{
-	ck_assert_int_eq(tcd_stop(d), 0);
-	tcd_free(d);
-}
-
 /* The call's whole response as text, for substring checks. */
 static bool resp_has(const struct json *r, const char *needle)
 {
@@ -77,7 +71,7 @@ START_TEST(hook_allow_skips_confirmation)
 	tc_assert_ok(r);
 	ck_assert(resp_has(r, "hooked"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -111,7 +105,7 @@ START_TEST(hook_deny_names_reason_and_hook)
 	/* Other tools do not match. */
 	tc_assert_ok(tcc_call(c, "list_dir", "{\"path\":\".\"}"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -123,7 +117,7 @@ START_TEST(hook_prompt_forces_confirmation)
 	/* read is auto by default; with no approver a prompt is refused. */
 	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"), "user_denied");
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -138,7 +132,7 @@ START_TEST(hook_rewrites_arguments)
 	ck_assert(resp_has(r, "bravo"));
 	ck_assert(!resp_has(r, "alpha"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -152,7 +146,7 @@ START_TEST(hook_rewrite_validated)
 	tc_assert_kind(r, "validation_error");
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "rewritten by pre_call hook 1"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -171,7 +165,7 @@ START_TEST(hook_rewritten_timeout_is_the_limit)
 	/* The hook's 300 ms, not the client's 60 s (a generous bound). */
 	ck_assert_uint_lt(tc_now_ms() - t0, 20000);
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -188,7 +182,7 @@ START_TEST(hook_rewrite_raises_the_limit)
 	tc_assert_ok(r);
 	ck_assert(resp_has(r, "done"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -203,7 +197,7 @@ START_TEST(hook_silent_is_no_opinion)
 	/* No opinion leaves the policy's confirmation in force. */
 	tc_assert_kind(tcc_call(c, "shell", "{\"command\":\"true\"}"), "user_denied");
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -220,7 +214,7 @@ static void assert_fails_closed(const char *script, int timeout_ms, const char *
 	if (!strstr(msg, why))
 		ck_abort_msg("'%s' does not say '%s'", msg, why);
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 
 START_TEST(hook_garbage_denies)
@@ -294,7 +288,7 @@ START_TEST(hook_stopped_with_its_call)
 	ck_assert_int_eq(kill(pid, 0), 0);
 	tcc_close(c);
 	ck_assert(tc_wait_until(kill(pid, 0) < 0, 5000));
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -307,7 +301,7 @@ START_TEST(hook_missing_program_denies)
 	tc_assert_kind(r, "permission_denied");
 	ck_assert_ptr_nonnull(strstr(tj_str(r, "error.message"), "could not start"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -343,7 +337,7 @@ START_TEST(hook_post_call_gets_outcome)
 	ck_assert_ptr_nonnull(ev);
 	ck_assert(resp_has(ev, "exited with status 42"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -356,7 +350,7 @@ START_TEST(hook_post_call_failure_only_reported)
 	ck_assert_ptr_nonnull(ev);
 	ck_assert(resp_has(ev, "exited with status 3"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -380,7 +374,7 @@ START_TEST(hook_cannot_write_workspace)
 	ck_assert_int_ne(access(hooked, F_OK), 0);
 	free(hooked);
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -404,7 +398,7 @@ START_TEST(hook_runs_as_the_peer)
 	ck_assert(resp_has(r, want));
 	free(want);
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -443,7 +437,7 @@ START_TEST(example_policy_script)
 	tc_assert_ok(r);
 	ck_assert(resp_has(r, "fine"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

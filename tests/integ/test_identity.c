@@ -92,8 +92,7 @@ START_TEST(peer_is_refused_what_the_kernel_refuses_it)
 	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"secret.txt\"}"));
 	tc_assert_ok(tcc_call(c, "list_dir", "{\"path\":\"private\"}"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -145,8 +144,7 @@ START_TEST(run_as_daemon_keeps_the_daemons_rights)
 	tc_assert_ok(tcc_call(n, "write_file", "{\"path\":\"as_daemon.txt\",\"content\":\"x\"}"));
 	ck_assert_uint_eq(stat_ws(&d, "as_daemon.txt").st_uid, 0);
 	tcc_close(n);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -173,8 +171,7 @@ START_TEST(tool_run_as_overrides_the_config)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "0\n");
 	tcc_close(n);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -207,8 +204,7 @@ START_TEST(shell_cwd_is_reached_as_the_peer)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hidden\n");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -285,8 +281,7 @@ START_TEST(confirmation_shows_only_what_the_peer_may_see)
 
 	tcc_close(n);
 	tcc_close(watch);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -341,8 +336,7 @@ START_TEST(writes_never_create_privilege)
 	free(sgid);
 	free(capped);
 	free(own);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -424,8 +418,7 @@ START_TEST(file_work_does_not_stall_other_clients)
 	tcc_close(a);
 	tcc_close(b);
 	tcc_close(p);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -443,8 +436,7 @@ START_TEST(file_work_times_out)
 	free(tcd_write_ws(&d, "small.txt", "x", 1, 0644));
 	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"small.txt\"}"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -45,6 +45,17 @@ static char *server_pid(struct tcc *c)
 	return xstrdup(tj_str(r, "result.content.0.text"));
 }
 
+/* The next call is served by a new demo server: the one whose pid was
+ * old is gone. Frees old. */
+static void assert_server_replaced(struct tcc *c, char *old)
+{
+	char *now = server_pid(c);
+	ck_assert_str_ne(now, old);
+	ck_assert_int_ne(kill(atoi(old), 0), 0);
+	free(now);
+	free(old);
+}
+
 static bool listed(const struct json *r, const char *name)
 {
 	const struct json *tools = tj(r, "result.tools");
@@ -81,8 +92,7 @@ START_TEST(tools_are_imported_under_the_prefix)
 	ck_assert(tj_bool(r, "result.isError"));
 
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -95,8 +105,7 @@ START_TEST(first_call_starts_the_server)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "lazy");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -117,8 +126,7 @@ START_TEST(first_task_call_starts_the_server)
 	tc_assert_ok(res);
 	ck_assert_str_eq(tj_str(res, "result.content.0.text"), "lazy");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -143,8 +151,7 @@ START_TEST(calls_are_multiplexed)
 		ck_assert_str_eq(tj_str(r, "result.content.0.text"), "slept");
 	}
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -158,15 +165,9 @@ START_TEST(crash_fails_pending_and_respawns)
 	r = tcc_call(c, "demo_crash", "{}");
 	tc_assert_kind(r, "transient");
 	ck_assert(tj_bool(r, "error.data.retryable"));
-	r = tcc_call(c, "demo_pid", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_ne(tj_str(r, "result.content.0.text"), pid1);
-	/* The old server is gone. */
-	ck_assert_int_ne(kill(atoi(pid1), 0), 0);
-	free(pid1);
+	assert_server_replaced(c, pid1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -206,8 +207,7 @@ START_TEST(server_output_is_checked)
 		      "log: %s", log);
 	free(log);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -224,14 +224,9 @@ START_TEST(closed_output_is_a_crash)
 	r = tcc_call(c, "demo_closeout", "{}");
 	tc_assert_kind(r, "transient");
 	ck_assert_uint_lt(tc_now_ms() - t0, 4000);
-	r = tcc_call(c, "demo_pid", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_ne(tj_str(r, "result.content.0.text"), pid1);
-	ck_assert_int_ne(kill(atoi(pid1), 0), 0);
-	free(pid1);
+	assert_server_replaced(c, pid1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -245,8 +240,7 @@ START_TEST(waiting_for_the_server_counts)
 	tc_assert_ok(r);
 	ck_assert_int_ge(tj_int(r, "result._meta.toolcalld/durationMs"), 900);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

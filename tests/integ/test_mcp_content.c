@@ -61,8 +61,7 @@ START_TEST(read_file_images)
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.content.0.type"), "image");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -95,8 +94,7 @@ START_TEST(provider_images_pass_through)
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "plain");
 	ck_assert_int_eq(tj_len(r, "result.content"), 1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -145,8 +143,7 @@ START_TEST(provider_content_passes_through_whole)
 		      strstr(meta, "\"x/trace\":\"t-1\"}"), "%s", meta);
 	ck_assert(!tj_bool(r, "result.isError"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -179,8 +176,7 @@ START_TEST(provider_annotations)
 		t = listed(r, "demo_echo");
 		ck_assert(!tj_bool(t, "annotations.readOnlyHint") && tj_bool(t, "annotations.destructiveHint"));
 		tcc_close(c);
-		ck_assert_int_eq(tcd_stop(&d), 0);
-		tcd_free(&d);
+		tcd_finish(&d);
 	}
 }
 END_TEST
@@ -226,8 +222,7 @@ START_TEST(dispatch_carries_images)
 			 "only]");
 	buf_free(&b64);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

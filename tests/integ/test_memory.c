@@ -232,8 +232,7 @@ START_TEST(one_memory_per_uid)
 
 	tcc_close(root);
 	tcc_close(nobody);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -255,8 +254,7 @@ START_TEST(run_as_daemon_keeps_the_peers_directories)
 	ck_assert_int_eq(st.st_mode & 07777, 0700);
 	free(p);
 	tcc_close(nobody);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -310,8 +308,7 @@ START_TEST(symlinks_are_refused)
 	ck_assert(stat(outside, &st) == 0);
 	free(outside);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -336,8 +333,7 @@ START_TEST(temporary_names_are_refused)
 	mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/.n.md.tc-abc12\"}");
 	mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/a.md\"}");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -409,8 +405,7 @@ START_TEST(quotas)
 	free(np);
 	mem_err(c, "{\"command\":\"view\",\"path\":\"/memories/bin\"}", "not UTF-8 text");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -445,8 +440,7 @@ START_TEST(hidden_from_a_session_that_says_so)
 	mem_ok(o, "{\"command\":\"view\",\"path\":\"/memories\"}");
 	tcc_close(o);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -483,8 +477,7 @@ START_TEST(dispatch_anthropic)
 	ck_assert_str_eq(tj_str(r, "result.messages.0.content.2.content"), "Path must start with /memories, got: /home");
 	ck_assert(tj_bool(r, "result.messages.0.content.2.is_error"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -506,8 +499,7 @@ START_TEST(scope_per_workspace)
 	free(other);
 	tcc_close(a);
 	tcc_close(b);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -532,8 +524,7 @@ START_TEST(commands_cannot_read_memory)
 	ck_assert(!tj_bool(r, "result.isError"));
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "open\n");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -555,8 +546,7 @@ START_TEST(default_dir_is_the_state_directory)
 	free(s);
 	free(p);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 	p = xasprintf("rm -rf %s", dir);
 	ck_assert_int_eq(system(p), 0);
 	free(p);

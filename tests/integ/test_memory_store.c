@@ -209,8 +209,7 @@ START_TEST(redis_gone_and_back)
 	for (int i = 0; i < 8; i++)	/* on every io thread's connection */
 		mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/b.md\"}");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&a), 0);
-	tcd_free(&a);
+	tcd_finish(&a);
 }
 END_TEST
 
@@ -251,8 +250,7 @@ START_TEST(unanswered_write_is_not_repeated)
 			 "Here's the content of /memories/m.md with line numbers:\n     1\ttwo");
 	mem_err(c, "{\"command\":\"view\",\"path\":\"/memories/n.md\"}", "does not exist");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&a), 0);
-	tcd_free(&a);
+	tcd_finish(&a);
 }
 END_TEST
 

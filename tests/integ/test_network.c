@@ -264,6 +264,34 @@ static void stop(struct tcd *d)
 	servers_stop();
 }
 
+/* Sends a shell call of command without waiting for it; returns its id. */
+static int64_t send_shell(struct tcc *c, const char *command)
+{
+	char *q = tj_quote(command);
+	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	free(q);
+	return id;
+}
+
+/* The response to the call id, which must come within 30 s. */
+static const struct json *answer(struct tcc *c, int64_t id)
+{
+	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
+	ck_assert_msg(r, "no answer to call %lld", (long long)id);
+	return r;
+}
+
+/* Answers the question of the event e (a tool.confirmation_requested's
+ * params) with decision, as the approver ap; returns the response. */
+static const struct json *resolve(struct tcc *ap, const struct json *e, const char *decision)
+{
+	char *rid = tj_quote(tj_str(e, "requestId"));
+	const struct json *r = tcc_request(ap, "confirmations/resolve",
+					   tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"%s\"}", rid, decision));
+	free(rid);
+	return r;
+}
+
 /* --- the tests -------------------------------------------------------------------- */
 
 /* HTTP_PROXY, a CONNECT tunnel and SOCKS5 reach the origin and the echo
@@ -417,28 +445,23 @@ START_TEST(ask_is_a_confirmation)
 	struct tcc *c = tcc_connect(&d);
 	ck_assert_ptr_nonnull(tcc_initialize(c, NULL));
 	const char *cmd = tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/asked", origin_port);
-	char *q = tj_quote(cmd);
-	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	int64_t id = send_shell(c, cmd);
 	const struct json *e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
 	ck_assert_ptr_nonnull(e);
 	ck_assert_str_eq(tj_str(e, "kind"), "network.connect");
 	ck_assert_str_eq(tj_str(e, "host"), "ask.test");
 	ck_assert_int_eq(tj_int(e, "port"), origin_port);
 	ck_assert_str_eq(tj_str(e, "tool"), "shell");
-	char *rid = tj_quote(tj_str(e, "requestId"));
-	const struct json *r = tcc_request(ap, "confirmations/resolve",
-					   tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"always_allow\"}", rid));
+	const struct json *r = resolve(ap, e, "always_allow");
 	tc_assert_ok(r);
 	ck_assert(tj_bool(r, "result.accepted"));
-	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	r = answer(c, id);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	/* A second answer learns the first. */
-	r = tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid));
+	r = resolve(ap, e, "deny");
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.accepted"));
 	ck_assert_str_eq(tj_str(r, "result.decision"), "always_allow");
-	free(rid);
 	ck_assert_ptr_nonnull(wait_audit_net(c, &d, "\"rule\":\"ask:always_allow\""));
 
 	/* Remembered for the session: not asked again. */
@@ -448,20 +471,13 @@ START_TEST(ask_is_a_confirmation)
 	ck_assert(tcc_quiet(ap, 200));
 
 	/* Another port is another question; denied, it is refused. */
-	const char *cmd2 = tcc_fmt(c, "curl -s -m 60 -w '\\n%%{http_code}\\n' http://ask.test:%d/", echo_port);
-	free(q);
-	q = tj_quote(cmd2);
-	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	id = send_shell(c, tcc_fmt(c, "curl -s -m 60 -w '\\n%%{http_code}\\n' http://ask.test:%d/", echo_port));
 	e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
 	ck_assert_ptr_nonnull(e);
 	ck_assert_int_eq(tj_int(e, "port"), echo_port);
-	rid = tj_quote(tj_str(e, "requestId"));
-	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid)));
-	free(rid);
-	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(resolve(ap, e, "deny"));
+	r = answer(c, id);
 	ck_assert_msg(strstr(out(r), "\n403\n") && strstr(text(r), "ask:deny"), "%s", dump(r));
-	free(q);
 
 	/* Nobody to ask: refused at once. */
 	tcc_close(ap);
@@ -495,17 +511,12 @@ START_TEST(ask_always_allow_survives_a_restart)
 	ck_assert_ptr_nonnull(init);
 	char *sid = xstrdup(tj_str(init, "sessionId"));
 	char *cmd = xasprintf("curl -sS -m 60 http://ask.test:%d/asked", origin_port);
-	char *q = tj_quote(cmd);
-	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	int64_t id = send_shell(c, cmd);
 	const struct json *e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
 	ck_assert_ptr_nonnull(e);
 	ck_assert_int_eq(tj_int(e, "port"), origin_port);
-	char *rid = tj_quote(tj_str(e, "requestId"));
-	tc_assert_ok(tcc_request(ap, "confirmations/resolve",
-				 tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"always_allow\"}", rid)));
-	free(rid);
-	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(resolve(ap, e, "always_allow"));
+	const struct json *r = answer(c, id);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	tcc_close(c);
 	tcc_close(ap);
@@ -520,30 +531,23 @@ START_TEST(ask_always_allow_survives_a_restart)
 	ck_assert_str_eq(tj_str(init, "sessionId"), sid);
 
 	/* The same host and port: answered without a question. */
-	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	id = send_shell(c, cmd);
 	e = tcc_wait_event(ap, "tool.confirmation_requested", 5000);
 	ck_assert_msg(!e, "asked again after the restart: %s", e ? dump(e) : "");
-	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	r = answer(c, id);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	ck_assert(tcc_quiet(ap, 200));
 
 	/* Another port of the same host is still asked. */
-	free(q);
-	q = tj_quote(tcc_fmt(c, "curl -s -m 60 -w '\\n%%{http_code}\\n' http://ask.test:%d/", echo_port));
-	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
+	id = send_shell(c, tcc_fmt(c, "curl -s -m 60 -w '\\n%%{http_code}\\n' http://ask.test:%d/", echo_port));
 	e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
 	ck_assert_ptr_nonnull(e);
 	ck_assert_str_eq(tj_str(e, "host"), "ask.test");
 	ck_assert_int_eq(tj_int(e, "port"), echo_port);
-	rid = tj_quote(tj_str(e, "requestId"));
-	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"deny\"}", rid)));
-	free(rid);
-	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(resolve(ap, e, "deny"));
+	r = answer(c, id);
 	ck_assert_msg(strstr(out(r), "\n403\n") && strstr(text(r), "ask:deny"), "%s", dump(r));
 
-	free(q);
 	free(cmd);
 	free(sid);
 	tcc_close(ap);
@@ -564,20 +568,15 @@ START_TEST(ask_questions_bounded)
 	struct tcc *c = tcc_connect(&d);
 	ck_assert_ptr_nonnull(tcc_initialize(c, NULL));
 	/* Two calls of one session: the first one's question is open... */
-	char *q = tj_quote(tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", origin_port));
-	int64_t first = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
-	free(q);
+	int64_t first = send_shell(c, tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", origin_port));
 	const struct json *e = tcc_wait_event(ap, "tool.confirmation_requested", 20000);
 	ck_assert_ptr_nonnull(e);
-	char *rid = tj_quote(tj_str(e, "requestId"));
 	/* ...so the second one's is refused at once. */
 	const struct json *r = tcc_shell(c, tcc_fmt(c, "curl -s -m 60 -w ' %%{http_code}\\n' http://ask.test:%d/", echo_port));
 	ck_assert_msg(strstr(out(r), "ask:too many questions") && strstr(out(r), " 403\n"), "%s", dump(r));
 	ck_assert_msg(strstr(text(r), tcc_fmt(c, "ask.test:%d (rule ask:too many questions)", echo_port)), "%s", dump(r));
-	tc_assert_ok(tcc_request(ap, "confirmations/resolve", tcc_fmt(ap, "{\"requestId\":%s,\"decision\":\"allow\"}", rid)));
-	free(rid);
-	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)first), 30000);
-	ck_assert_ptr_nonnull(r);
+	tc_assert_ok(resolve(ap, e, "allow"));
+	r = answer(c, first);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY " 200\n"), "%s", dump(r));
 	tcc_close(ap);
 	tcc_close(c);
@@ -608,10 +607,8 @@ START_TEST(asks_independent_and_shared)
 	struct tcc *m = tcc_connect(&d);
 	struct tcc *c = tcc_connect(&d);
 	ck_assert_ptr_nonnull(tcc_initialize(c, NULL));
-	char *q = tj_quote(tcc_fmt(c, "for u in ask.test/a evil.test/b ask.test/c; do curl -s -m 60 -o /dev/null "
-				   "-w \"$u %%{http_code}\\n\" http://${u%%/*}:%d/${u#*/} & done; wait", origin_port));
-	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
-	free(q);
+	int64_t id = send_shell(c, tcc_fmt(c, "for u in ask.test/a evil.test/b ask.test/c; do curl -s -m 60 -o /dev/null "
+					   "-w \"$u %%{http_code}\\n\" http://${u%%/*}:%d/${u#*/} & done; wait", origin_port));
 	/* Both asked before either is answered. */
 	char *host[2], *rid[2];
 	for (int i = 0; i < 2; i++) {
@@ -644,8 +641,7 @@ START_TEST(asks_independent_and_shared)
 			ck_assert_ptr_null(audit_net(m, &d, other));
 		}
 	}
-	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	const struct json *r = answer(c, id);
 	ck_assert_msg(strstr(out(r), "ask.test/a 200\n") && strstr(out(r), "ask.test/c 200\n") &&
 		      strstr(out(r), "evil.test/b 403\n"), "%s", dump(r));
 	ck_assert_int_eq(metric(m, "toolcalld_network_asks_waiting"), 0);
@@ -701,9 +697,7 @@ START_TEST(ask_through_elicitation)
 				 "\"capabilities\":{\"elicitation\":{\"form\":{}}},"
 				 "\"clientInfo\":{\"name\":\"fake-host\",\"version\":\"1\"}}"));
 	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-	char *q = tj_quote(tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/elicited", origin_port));
-	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
-	free(q);
+	int64_t id = send_shell(c, tcc_fmt(c, "curl -sS -m 60 http://ask.test:%d/elicited", origin_port));
 	const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 20000);
 	ck_assert_msg(rq, "the daemon never asked the client");
 	const char *msg = tj_str(rq, "params.message");
@@ -711,19 +705,15 @@ START_TEST(ask_through_elicitation)
 	ck_assert_msg(str_has_prefix(tj_str(rq, "params._meta.toolcalld/requestId"), "nc-"), "%s", dump(rq));
 	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"accept\","
 			    "\"content\":{\"decision\":\"allow\"}}}", tcc_raw(c, tj(rq, "id"))));
-	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	const struct json *r = answer(c, id);
 	ck_assert_msg(str_eq(out(r), ORIGIN_BODY), "%s", dump(r));
 	/* Declined: refused. */
-	q = tj_quote(tcc_fmt(c, "curl -s -m 60 -o /dev/null -w '%%{http_code}\\n' http://ask.test:%d/", echo_port));
-	id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
-	free(q);
+	id = send_shell(c, tcc_fmt(c, "curl -s -m 60 -o /dev/null -w '%%{http_code}\\n' http://ask.test:%d/", echo_port));
 	rq = tcc_wait_daemon_request(c, "elicitation/create", 20000);
 	ck_assert_ptr_nonnull(rq);
 	tcc_send(c, tcc_fmt(c, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"action\":\"decline\"}}",
 			    tcc_raw(c, tj(rq, "id"))));
-	r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	r = answer(c, id);
 	ck_assert_msg(str_eq(out(r), "403\n") && strstr(text(r), "ask:deny"), "%s", dump(r));
 	tcc_close(c);
 	stop(&d);
@@ -744,10 +734,8 @@ START_TEST(elicitations_answered_in_any_order)
 				 "\"capabilities\":{\"elicitation\":{\"form\":{}}},"
 				 "\"clientInfo\":{\"name\":\"fake-host\",\"version\":\"1\"}}"));
 	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
-	char *q = tj_quote(tcc_fmt(c, "for h in ask.test evil.test; do curl -s -m 60 -o /dev/null "
-				   "-w \"$h %%{http_code}\\n\" http://$h:%d/ & done; wait", origin_port));
-	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":{\"command\":%s}}", q));
-	free(q);
+	int64_t id = send_shell(c, tcc_fmt(c, "for h in ask.test evil.test; do curl -s -m 60 -o /dev/null "
+					   "-w \"$h %%{http_code}\\n\" http://$h:%d/ & done; wait", origin_port));
 	char *rid[2], *host[2];
 	for (int i = 0; i < 2; i++) {
 		const struct json *rq = tcc_wait_daemon_request(c, "elicitation/create", 20000);
@@ -771,8 +759,7 @@ START_TEST(elicitations_answered_in_any_order)
 			ck_assert_ptr_null(audit_net(m, &d, other));
 		}
 	}
-	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 30000);
-	ck_assert_ptr_nonnull(r);
+	const struct json *r = answer(c, id);
 	ck_assert_msg(strstr(out(r), "ask.test 200\n") && strstr(out(r), "evil.test 403\n"), "%s", dump(r));
 	for (int i = 0; i < 2; i++) {
 		free(host[i]);
@@ -998,8 +985,7 @@ START_TEST(hooks_get_no_proxy)
 	tc_assert_ok(r);
 	ck_assert_msg(str_eq(out(r), "ran\n"), "%s", dump(r));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1034,8 +1020,7 @@ START_TEST(bad_network_settings_refused)
 	const struct json *r = tcc_reload(c);
 	ck_assert_msg(strstr(dump(r), "network"), "%s", dump(r));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d2), 0);
-	tcd_free(&d2);
+	tcd_finish(&d2);
 }
 END_TEST
 
@@ -1070,8 +1055,7 @@ START_TEST(tool_file_cannot_widen_the_policy)
 				     "\"allow\":[\"registry.npmjs.org\"],\"deny\":[\"*.evil.test\"],\"unknown\":\"deny\"}}");
 	tc_assert_ok(tcc_reload(c));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1175,15 +1159,7 @@ START_TEST(proxy_for_a_daemon_not_root)
 	char *cfg = xasprintf("{" AUTO ",\"sandbox\":{\"network\":\"proxy\"},\"tools_dir\":null,"
 			      "\"network\":{\"hosts\":{\"origin.test\":\"127.0.0.2\"},\"allow\":[\"origin.test\"],"
 			      "\"allow_private\":[\"127.0.0.2/32\"]}}");
-	struct tcd_opts o = { .config = cfg, .no_wait = true };
-	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-					       NULL };
-	o.wrapper = wrapper;
-	tcd_prepare(&d, &o);
-	ck_assert_int_eq(chmod(d.dir, 0777), 0);
-	ck_assert_int_eq(chmod(d.ws, 0777), 0);
-	ck_assert_int_eq(chmod(d.config, 0644), 0);
-	tcd_spawn(&d, &o);
+	tcd_spawn_nobody(&d, &(struct tcd_opts){ .config = cfg });
 	const char *argv[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", tc_daemon_path(),
 			       "--check-config", "--config", d.config, NULL };
 	char *out_text = NULL, *err_text = NULL;

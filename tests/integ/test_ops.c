@@ -233,8 +233,7 @@ START_TEST(default_socket_fallback_for_users)
 	ck_assert_int_eq(st.st_uid, uid);
 	const char *ping[] = { tc_ctl_path(), "ping", NULL };
 	ck_assert_int_eq(run_as(uid, ping, NULL, NULL), 0);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	/* Open to others: both refuse, naming the directory. */
 	ck_assert(chmod(dir, 0777) == 0);
@@ -299,8 +298,7 @@ START_TEST(metrics_are_strict_openmetrics)
 	ck_assert(om_value(out, "toolcalld_calls_total", "{tool=\"list_dir\"}") == 1);
 	free(out);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

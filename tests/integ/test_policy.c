@@ -103,12 +103,6 @@ static bool ws_exists(const struct tcd *d, const char *rel)
 	return ok;
 }
 
-static void stop_clean(struct tcd *d)
-{
-	ck_assert_int_eq(tcd_stop(d), 0);
-	tcd_free(d);
-}
-
 /* Declares a command tool running `sh -c "exit CODE"` (side effect read). */
 static void write_exit_tool(struct tcd *d, const char *name)
 {
@@ -147,7 +141,7 @@ START_TEST(no_approver_denied_at_once)
 	/* Reads run without asking. */
 	tc_assert_ok(tcc_call(c, "list_dir", "{}"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -196,7 +190,7 @@ START_TEST(confirm_allow)
 	ck_assert_str_eq(tj_str(ev, "decision"), "allow");
 	tcc_close(c);
 	tcc_close(ap);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -220,7 +214,7 @@ START_TEST(confirm_deny)
 	ck_assert_ptr_nonnull(tj(r, "error"));
 	tcc_close(c);
 	tcc_close(ap);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -241,7 +235,7 @@ START_TEST(confirm_approver_leaves)
 	ck_assert_msg(strstr(tj_str(r, "error.message"), "approver left"), "%s", tj_str(r, "error.message"));
 	ck_assert(!ws_exists(&d, "c.txt"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -291,7 +285,7 @@ START_TEST(confirm_always_allow)
 	tcc_close(c2);
 	tcc_close(other);
 	tcc_close(ap);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -324,7 +318,7 @@ START_TEST(confirm_timeout)
 	ck_assert(!ws_exists(&d, "t.txt"));
 	tcc_close(c);
 	tcc_close(ap);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -376,7 +370,7 @@ START_TEST(confirm_approvers_race)
 	tcc_close(c);
 	tcc_close(a1);
 	tcc_close(a2);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -399,7 +393,7 @@ START_TEST(no_approver_wait_late_approver)
 	ck_assert(ws_exists(&d, "w.txt"));
 	tcc_close(c);
 	tcc_close(ap);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -416,7 +410,7 @@ START_TEST(no_approver_wait_times_out)
 	tc_assert_kind(r, "confirmation_timeout");
 	ck_assert(!ws_exists(&d, "w.txt"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -446,7 +440,7 @@ START_TEST(trusted_workspace)
 	ck_assert(!ws_exists(&d, "shell.txt"));
 	tcc_close(c);
 	tcc_close(ap);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -476,7 +470,7 @@ START_TEST(per_tool_deny)
 	tc_assert_kind(r, "not_found");
 	ck_assert_ptr_null(strstr(tj_str(r, "error.message"), "shell"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -553,7 +547,7 @@ START_TEST(events_tool_lifecycle)
 	ck_assert_str_eq(tj_str(failed, "kind"), "validation_error");
 	tcc_close(c);
 	tcc_close(sub);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -620,7 +614,7 @@ START_TEST(events_dispatch_registry_circuit)
 	ck_assert_str_eq(tj_str(ev, "tool"), "breaker");
 	tcc_close(c);
 	tcc_close(sub);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -663,7 +657,7 @@ START_TEST(events_slow_subscriber)
 	ck_assert(tcc_wait_event(slow, "tool.completed", 2000) != NULL);
 	tcc_close(c);
 	tcc_close(slow);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -859,7 +853,7 @@ START_TEST(peers_other_uid)
 	tcc_close(n);
 	tcc_close(c);
 	tcc_close(own_sub);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -117,8 +117,7 @@ START_TEST(spec_calls_and_notifications)
 	/* the connection is still good */
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -180,8 +179,7 @@ START_TEST(spec_batches)
 
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -238,8 +236,7 @@ START_TEST(batch_waits_for_all_in_order)
 	ck_assert_msg(tcc_quiet(c, 800), "a batch of cancelled calls got an answer: %s", tcc_recv_line(c, 0, NULL));
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -280,8 +277,7 @@ START_TEST(ids_echoed_byte_for_byte)
 	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"id\":79,\"result\":{}}");
 	ck_assert_msg(tcc_quiet(c, 300), "a stray response got an answer");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -321,8 +317,7 @@ START_TEST(framing_crlf_and_blank_lines)
 		ck_assert_pstr_eq(tcc_recv_line(c, TCC_TIMEOUT_MS, NULL), want);
 	}
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -374,8 +369,7 @@ START_TEST(framing_message_too_long)
 	tc_assert_ok(tcc_request(c2, "ping", NULL));
 	tcc_close(c2);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -442,8 +436,7 @@ START_TEST(nesting_limits)
 	tc_assert_ok(tcc_request(c2, "ping", NULL));
 	tcc_close(c2);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -459,8 +452,7 @@ START_TEST(nesting_limit_configurable)
 	free(ok);
 	free(deep);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -498,8 +490,7 @@ START_TEST(batch_length_limit)
 	ck_assert_int_eq(tj_int(r, "result.tools.read_file.calls"), 3);
 	buf_free(&b);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -591,8 +582,7 @@ START_TEST(batch_answers_bounded)
 	ck_assert_int_eq(kept, 1);
 	assert_result(c, tj(r, "3"), "4");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -637,8 +627,7 @@ START_TEST(duplicate_inflight_id)
 	tc_assert_ok(tcc_wait_id(c, "5", TCC_TIMEOUT_MS));
 	tcc_close(c2);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -701,8 +690,7 @@ START_TEST(initialize_negotiation)
 	tcc_close(a);
 	tcc_close(b);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -732,8 +720,7 @@ START_TEST(server_discover_shape)
 	tcc_initialize(c, NULL);
 	tc_assert_ok(tcc_request(c, "server/discover", "{}"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -797,8 +784,7 @@ START_TEST(tools_list_fields)
 	r = tcc_request(c, "tools/list", "{\"cursor\":\"bogus\"}");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -836,8 +822,7 @@ START_TEST(call_without_initialize_and_result_shape)
 	tc_assert_ok(tcc_request(c, "tools/call", "{\"name\":\"list_dir\"}"));
 	tc_assert_ok(tcc_request(c, "tools/call", "{\"name\":\"list_dir\",\"arguments\":null}"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -877,8 +862,7 @@ START_TEST(arguments_as_string)
 	tc_assert_kind(r, "validation_error");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -900,8 +884,7 @@ START_TEST(not_found_lists_tools)
 	ck_assert_msg(tj_has(r, "error.data.durationMs"), "no durationMs");
 	ck_assert_msg(tj_has(r, "error.data.callId"), "no callId");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -944,8 +927,7 @@ START_TEST(validation_error_reports_all)
 	r = tcc_request(c, "tools/call", "{\"arguments\":{}}");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32602);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -979,8 +961,7 @@ START_TEST(no_raw_newline_in_output)
 			      (out->u.str.len == 14 && memcmp(out->u.str.s, "a\nb\r\n\xef\xbf\xbd" "c\ne\nf\n", 14) == 0),
 		      "output: %s", tj_text(out));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1035,8 +1016,7 @@ START_TEST(output_is_utf8)
 	ck_assert_msg(line && utf8_valid(line, len), "list_dir answer is not UTF-8");
 	tc_assert_ok(tcc_parse(c, line, len));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1060,8 +1040,7 @@ START_TEST(invalid_utf8_request)
 	ck_assert_int_eq(tj_int(r, "error.code"), -32700);
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1102,8 +1081,7 @@ START_TEST(half_close_still_answered)
 	ck_assert_ptr_null(tcc_recv_line(c, 2000, NULL));
 	ck_assert(tcc_eof(c));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1145,8 +1123,7 @@ START_TEST(closed_mid_pipeline)
 	}), 10000));
 	tc_assert_ok(tcc_request(o, "ping", NULL));
 	tcc_close(o);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -88,8 +88,7 @@ START_TEST(overrides_per_imported_tool)
 	/* A key that matches none of the server's tools is logged. */
 	ck_assert(tcd_wait_log(&d, "match none of its tools: \"nomatch_*\"", 1, 5000));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -124,8 +123,7 @@ START_TEST(per_tool_globs)
 	const struct json *r = tcc_call(c, "demo_add", "{\"a\":1,\"b\":2}");
 	ck_assert_msg(!tj_has(r, "result"), "demo_add ran: %s", tcc_raw(c, r));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -171,8 +169,7 @@ START_TEST(failed_start_says_why)
 	r = tcc_request(c, "admin/stats", "{}");
 	ck_assert_int_eq(tj_int(r, "result.providers.0.restarts"), 1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	/* With providers.retry_s 0 each call starts it again. */
 	start_demo(&d, "{\"retry\":{\"max_attempts\":1},\"providers\":{\"retry_s\":0}}", "read", NULL, "failstart");
@@ -182,8 +179,7 @@ START_TEST(failed_start_says_why)
 	r = tcc_request(c, "admin/stats", "{}");
 	ck_assert_int_eq(tj_int(r, "result.providers.0.restarts"), 1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -206,8 +202,7 @@ START_TEST(known_tools_of_a_down_provider)
 	r = tcc_request(c, "admin/stats", "{}");
 	ck_assert_str_eq(tj_str(r, "result.providers.0.state"), "failed");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -239,8 +234,7 @@ START_TEST(sandbox_refusal_is_named)
 	/* else the sandbox does not confine here, or refuses to run at all. */
 	free(outside);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -271,8 +265,7 @@ START_TEST(stderr_and_stats)
 	r = tcc_request(c, "admin/metrics", "{}");
 	ck_assert(strstr(tj_str(r, "result.text"), "toolcalld_provider_restarts_total{provider=\"demo\"} 1"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -312,8 +305,7 @@ START_TEST(ctl_waits_for_a_provider_to_start)
 	ck_assert_msg(strstr(out, "demo_echo"), "%s", out);
 	free(out);
 	free(err);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -422,8 +414,7 @@ START_TEST(one_instance_per_peer)
 	ck_assert_int_eq(uid_of(again), NOBODY);
 	tcc_close(n);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -453,8 +444,7 @@ START_TEST(a_failed_instance_is_its_uids_alone)
 	ck_assert(strstr(tj_str(r, "error.message"), "fatal: not for uid 0"));
 	tcc_close(n);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	/* While another uid's instance is still starting, a failure does not
 	 * end the wait of that uid's call. */
@@ -479,8 +469,7 @@ START_TEST(a_failed_instance_is_its_uids_alone)
 	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "later");
 	tcc_close(n);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -500,8 +489,7 @@ START_TEST(run_as_user_and_root)
 	ck_assert_int_eq(server_pid(n), p);
 	tcc_close(n);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	start_shared_demo(&d, "\"run_as\": \"root\"");
 	ck_assert(tcd_wait_log(&d, "MCP server 'demo' (", 1, 5000));
@@ -518,8 +506,7 @@ START_TEST(run_as_user_and_root)
 	ck_assert(tcd_wait_log(&d, "runs as root", 2, 5000));
 	tcc_close(n);
 	tcc_close(root);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	/* Another way to say root is refused. */
 	tcd_prepare(&d, &(struct tcd_opts){ 0 });
@@ -610,8 +597,7 @@ START_TEST(start_failures_say_why)
 	}
 	tcc_close(c);
 	close(lfd);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -162,8 +162,7 @@ START_TEST(roots_become_workspaces)
 
 	tcc_close(c);
 	tcc_close(ev);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -225,8 +224,7 @@ START_TEST(roots_seen_by_policy_hooks_audit)
 	free(text);
 	tcc_close(ev);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -251,8 +249,7 @@ START_TEST(roots_hostile_answers)
 	ck_assert_int_eq(access(p, F_OK), 0);
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -265,8 +262,7 @@ START_TEST(roots_not_asked_without_capability)
 	tcc_initialize(c, NULL);
 	ck_assert(tcc_quiet(c, 300));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

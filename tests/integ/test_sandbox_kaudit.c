@@ -118,18 +118,18 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
-static const struct json *sh(struct tcc *c, const char *command)
+/* Starts root's daemon; returns a connection to it. */
+static struct tcc *start(struct tcd *d)
 {
-	char *args = xasprintf("{\"command\":\"%s\"}", command);
-	const struct json *r = tcc_call(c, "shell", args);
-	free(args);
-	return r;
+	tcd_start(d, "{" AUTO "}");
+	return tcc_connect(d);
 }
 
-static const char *text_of(const struct json *r)
+/* Closes c and stops the daemon, which must exit 0. */
+static void finish(struct tcd *d, struct tcc *c)
 {
-	const char *t = tj_str(r, "result.content.0.text");
-	return t ? t : "";
+	tcc_close(c);
+	tcd_finish(d);
 }
 
 /* The shell signals the daemon, outside the sandbox, its stderr silent:
@@ -139,10 +139,10 @@ static const struct json *signal_the_daemon(struct tcc *c, pid_t pid, const char
 {
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "kill -0 %d 2>/dev/null; exit 1", (int)pid);
-	const struct json *r = sh(c, cmd);
+	const struct json *r = tcc_shell(c, cmd);
 	tc_assert_ok(r);
-	ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s: %s", when,
-		      text_of(r));
+	ck_assert_msg(strstr(tc_text(r), "[sandbox] The sandbox refused signalling process"), "%s: %s", when,
+		      tc_text(r));
 	return r;
 }
 
@@ -151,20 +151,18 @@ static const struct json *signal_the_daemon(struct tcc *c, pid_t pid, const char
 START_TEST(kernel_names_a_refusal_stderr_hides)
 {
 	struct tcd d;
-	tcd_start(&d, "{" AUTO "}");
-	struct tcc *c = tcc_connect(&d);
+	struct tcc *c = start(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
 	ck_assert_msg(tj_str(st, "result.sandboxNotes.from") && str_eq(tj_str(st, "result.sandboxNotes.from"), "audit"),
 		      "%s", tcd_log(&d));
 	/* Signalling the daemon, outside the sandbox: Landlock's scope refuses it. */
 	const struct json *r = signal_the_daemon(c, d.pid, "audit on");
-	char want[96];
-	snprintf(want, sizeof(want), "[sandbox] The sandbox refused signalling process %d", (int)d.pid);
-	ck_assert_msg(strstr(text_of(r), want) && strstr(text_of(r), "outside the sandbox"), "%s", text_of(r));
+	tc_assert_text_has(r, "[sandbox] The sandbox refused signalling process %d", (int)d.pid);
+	tc_assert_text_has(r, "outside the sandbox");
 	/* A child refused nothing: no note. */
-	r = sh(c, "echo fine; exit 1");
+	r = tcc_shell(c, "echo fine; exit 1");
 	tc_assert_ok(r);
-	ck_assert_msg(!strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+	tc_assert_text_lacks(r, "[sandbox]");
 	st = tcc_request(c, "admin/stats", "{}");
 	ck_assert_int_ge(tj_int(st, "result.sandboxNotes.records"), 2);
 	ck_assert_int_eq(tj_int(st, "result.sandboxNotes.notes"), 1);
@@ -172,8 +170,7 @@ START_TEST(kernel_names_a_refusal_stderr_hides)
 	char *log = tcd_log(&d);
 	ck_assert_msg(strstr(log, "sandbox notes: from the kernel's audit records"), "%s", log);
 	free(log);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -182,17 +179,12 @@ END_TEST
 START_TEST(kernel_and_stderr_agree)
 {
 	struct tcd d;
-	tcd_start(&d, "{" AUTO "}");
-	struct tcc *c = tcc_connect(&d);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "kill -0 %d; exit 1", (int)d.pid);
-	const struct json *r = sh(c, cmd);
+	struct tcc *c = start(&d);
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "kill -0 %d; exit 1", (int)d.pid));
 	tc_assert_ok(r);
-	ck_assert_msg(strstr(text_of(r), "Operation not permitted") &&
-		      strstr(text_of(r), "[sandbox] The sandbox refused signalling process"), "%s", text_of(r));
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tc_assert_text_has(r, "Operation not permitted");
+	tc_assert_text_has(r, "[sandbox] The sandbox refused signalling process");
+	finish(&d, c);
 }
 END_TEST
 
@@ -203,16 +195,13 @@ START_TEST(records_still_queued_are_waited_for)
 {
 	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	struct tcd d;
-	tcd_start(&d, "{" AUTO "}");
-	struct tcc *c = tcc_connect(&d);
+	struct tcc *c = start(&d);
 	for (int i = 0; i < 12; i++) {
 		char when[32];
 		snprintf(when, sizeof(when), "call %d", i);
 		signal_the_daemon(c, d.pid, when);
 	}
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 }
 END_TEST
 
@@ -231,8 +220,7 @@ START_TEST(status_follows_audit)
 	if (audit_set(1) < 0)
 		TC_SKIP("audit's state cannot be set here");
 	struct tcd d;
-	tcd_start(&d, "{" AUTO "}");
-	struct tcc *c = tcc_connect(&d);
+	struct tcc *c = start(&d);
 	ck_assert(stats_from(c, "audit"));
 	ck_assert_int_eq(audit_set(0), 0);
 	bool off = tc_wait_until(stats_from(c, "plan"), tc_wait_scaled(5000));
@@ -245,9 +233,7 @@ START_TEST(status_follows_audit)
 	ck_assert(tc_wait_until(stats_from(c, "audit"), tc_wait_scaled(5000)));
 	/* And its records are read: a refusal stderr hides is named. */
 	signal_the_daemon(c, d.pid, "audit on again");
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 }
 END_TEST
 
@@ -259,8 +245,7 @@ START_TEST(subscribes_when_audit_comes_on)
 	if (audit_set(0) < 0)
 		TC_SKIP("audit's state cannot be set here");
 	struct tcd d;
-	tcd_start(&d, "{" AUTO "}");
-	struct tcc *c = tcc_connect(&d);
+	struct tcc *c = start(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
 	bool off_at_start = stats_from(c, "plan");
 	const char *why = tj_str(st, "result.sandboxNotes.why");
@@ -269,9 +254,7 @@ START_TEST(subscribes_when_audit_comes_on)
 	ck_assert_msg(off_at_start && said_off, "%s", why ? why : "(no why)");
 	ck_assert(tc_wait_until(stats_from(c, "audit"), tc_wait_scaled(5000)));
 	signal_the_daemon(c, d.pid, "audit turned on");
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 }
 END_TEST
 
@@ -288,6 +271,20 @@ static char *landlocked_secret(const struct tcd *d)
 	return secret;
 }
 
+/* Starts root's daemon with a private path Landlock refuses
+ * (LANDLOCKS_IT), holding a file key, whose path is returned (malloc'd). */
+static struct tcc *start_with_secret(struct tcd *d, char **ret_key)
+{
+	tcd_start(d, "{" AUTO ",\"sandbox\":{" LANDLOCKS_IT "}}");
+	char *secret = landlocked_secret(d);
+	*ret_key = xasprintf("%s/key", secret);
+	int fd = open(*ret_key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	free(secret);
+	return tcc_connect(d);
+}
+
 /* Root's daemon on a machine whose audit is off (it never turns it on):
  * Landlock's refusal of a private path is named from the replayed plan,
  * and admin/stats counts the line. */
@@ -297,28 +294,16 @@ START_TEST(audit_off_the_plan_names_it)
 	if (audit_set(0) < 0)
 		TC_SKIP("audit's state cannot be set here");
 	struct tcd d;
-	tcd_start(&d, "{" AUTO ",\"sandbox\":{" LANDLOCKS_IT "}}");
-	char *secret = landlocked_secret(&d);
-	char *key = xasprintf("%s/key", secret);
-	int fd = open(key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	struct tcc *c = tcc_connect(&d);
+	char *key;
+	struct tcc *c = start_with_secret(&d, &key);
 	ck_assert(stats_from(c, "plan"));
-	char *cmd = xasprintf("cat %s", key);
-	const struct json *r = sh(c, cmd);
-	free(cmd);
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "cat %s", key));
 	ck_assert_int_eq(audit_set(1), 0);
-	char *want = xasprintf("[sandbox] The sandbox refused accessing %s (a private path, sandbox.deny_read)", key);
-	ck_assert_msg(strstr(text_of(r), want), "%s", text_of(r));
-	free(want);
+	tc_assert_text_has(r, "[sandbox] The sandbox refused accessing %s (a private path, sandbox.deny_read)", key);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
 	ck_assert_int_ge(tj_int(st, "result.sandboxNotes.paths"), 1);
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 	free(key);
-	free(secret);
 }
 END_TEST
 
@@ -328,27 +313,17 @@ START_TEST(record_and_plan_name_it_once)
 {
 	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	struct tcd d;
-	tcd_start(&d, "{" AUTO ",\"sandbox\":{" LANDLOCKS_IT "}}");
-	char *secret = landlocked_secret(&d);
-	char *key = xasprintf("%s/key", secret);
-	int fd = open(key, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	struct tcc *c = tcc_connect(&d);
+	char *key;
+	struct tcc *c = start_with_secret(&d, &key);
 	ck_assert(stats_from(c, "audit"));
-	char *cmd = xasprintf("cat %s", key);
-	const struct json *r = sh(c, cmd);
-	free(cmd);
-	const char *note = strstr(text_of(r), "[sandbox] The sandbox refused ");
+	const struct json *r = tcc_shell(c, tcc_fmt(c, "cat %s", key));
+	const char *note = strstr(tc_text(r), "[sandbox] The sandbox refused ");
 	char *want = xasprintf("reading %s", key);
 	const char *first = note ? strstr(note, want) : NULL;
-	ck_assert_msg(first && !strstr(first + strlen(want), key), "%s", text_of(r));
+	ck_assert_msg(first && !strstr(first + strlen(want), key), "%s", tc_text(r));
 	free(want);
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 	free(key);
-	free(secret);
 }
 END_TEST
 
@@ -359,15 +334,7 @@ START_TEST(without_the_records_says_so)
 	if (access("/usr/bin/setpriv", X_OK) < 0)
 		TC_SKIP("needs /usr/bin/setpriv to start a daemon as uid 65534");
 	struct tcd d;
-	struct tcd_opts o = { .config = "{" AUTO ",\"tools_dir\":null}", .no_wait = true };
-	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-					       NULL };
-	o.wrapper = wrapper;
-	tcd_prepare(&d, &o);
-	ck_assert_int_eq(chmod(d.dir, 0777), 0);
-	ck_assert_int_eq(chmod(d.ws, 0777), 0);
-	ck_assert_int_eq(chmod(d.config, 0644), 0);
-	tcd_spawn(&d, &o);
+	tcd_spawn_nobody(&d, &(struct tcd_opts){ .config = "{" AUTO ",\"tools_dir\":null}" });
 	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
 	struct tcc *c = tcc_connect(&d);
 	const struct json *st = tcc_request(c, "admin/stats", "{}");
@@ -376,17 +343,15 @@ START_TEST(without_the_records_says_so)
 		      tj_str(st, "result.sandboxNotes.why"));
 	/* Without the records, the read-only mount the path is on still
 	 * decides the note (refusal.c). */
-	const struct json *r = sh(c, "echo x > /usr/kaudit_probe; exit 1");
+	const struct json *r = tcc_shell(c, "echo x > /usr/kaudit_probe; exit 1");
 	tc_assert_ok(r);
-	ck_assert_msg(strstr(text_of(r), "[sandbox] The sandbox refused writing /usr/kaudit_probe (read-only in the "
-					 "sandbox"), "%s", text_of(r));
+	tc_assert_text_has(r, "[sandbox] The sandbox refused writing /usr/kaudit_probe (read-only in the sandbox");
 	tcc_close(c);
 	char *log = tcd_log(&d);
 	ck_assert_msg(strstr(log, "sandbox notes: from the sandbox's plan, without Landlock's audit records (") && strstr(log, "CAP_AUDIT_READ"),
 		      "%s", log);
 	free(log);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

@@ -28,16 +28,41 @@
 
 #define AUTO "\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
 
-static const char *text_of(const struct json *r)
+/* bash's connect to 1.1.1.1:80 (port 80 of a public address). */
+#define CONNECT_1111 "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'"
+
+/* Fails the case unless the call's note names what (e.g. "connect to
+ * 1.1.1.1:80") as refused for a tool without network. */
+#define assert_named(r, what) tc_assert_text_has((r), "[sandbox] %s refused: this tool has no network", (what))
+
+/* admin/stats' sandboxNetworkNotes.<name>. */
+static int64_t notes_stat(struct tcc *c, const char *name)
 {
-	const char *t = tj_str(r, "result.content.0.text");
-	return t ? t : "";
+	char *path = xasprintf("result.sandboxNetworkNotes.%s", name);
+	int64_t v = tj_int(tcc_request(c, "admin/stats", NULL), path);
+	free(path);
+	return v;
 }
 
-/* Starts a daemon; skips when its children do not go through a spawner
- * that hands it their network calls. */
-static struct tcc *start_warm(struct tcd *d, const char *more, bool warm)
+/* Ends a case that cannot run here, saying why: the connection closed and
+ * the daemon gone. */
+static void give_up(struct tcd *d, struct tcc *c, const char *why, const char *detail)
 {
+	tc_skip_note("%s: %s", why, detail);
+	tcc_close(c);
+	tcd_free(d);
+}
+
+/* Starts a daemon with the config members more for a case that runs
+ * program, its spawner warmed up when warm. NULL (the case skips, having
+ * said why) when program is missing or the daemon's children do not go
+ * through a spawner that hands it their network calls. */
+static struct tcc *start_warm(struct tcd *d, const char *program, const char *more, bool warm)
+{
+	if (access(program, X_OK) < 0) {
+		tc_skip_note("needs %s", program);
+		return NULL;
+	}
 	char *cfg = xasprintf("{" AUTO "%s}", more);
 	tcd_start(d, cfg);
 	free(cfg);
@@ -45,9 +70,7 @@ static struct tcc *start_warm(struct tcd *d, const char *more, bool warm)
 	const struct json *st = tcc_request(c, "admin/stats", NULL);
 	if (!tj_bool(st, "result.sandboxNetworkNotes.on")) {
 		char *why = xstrdup(tj_str(st, "result.sandboxNetworkNotes.why") ?: "?");
-		tcc_close(c);
-		tcd_free(d);
-		tc_skip_note("the daemon does not see the network calls here: %s", why);
+		give_up(d, c, "the daemon does not see the network calls here", why);
 		free(why);
 		return NULL;
 	}
@@ -59,96 +82,96 @@ static struct tcc *start_warm(struct tcd *d, const char *more, bool warm)
 	return c;
 }
 
-static struct tcc *start(struct tcd *d, const char *more)
+static struct tcc *start(struct tcd *d, const char *program, const char *more)
 {
-	return start_warm(d, more, true);
+	return start_warm(d, program, more, true);
 }
 
 /* Skips unless the shell's child went through a listener. */
 static bool need_listener(struct tcd *d, struct tcc *c)
 {
-	const struct json *st = tcc_request(c, "admin/stats", NULL);
-	if (tj_int(st, "result.sandboxNetworkNotes.listeners") >= 1)
+	if (notes_stat(c, "listeners") >= 1)
 		return true;
 	char *log = tcd_log(d);
-	tc_skip_note("no spawner hands network calls to the daemon here: %s", log);
+	give_up(d, c, "no spawner hands network calls to the daemon here", log);
 	free(log);
-	tcc_close(c);
-	tcd_free(d);
 	return false;
+}
+
+/* Stops the daemon (which must exit 0) after the case. */
+static void finish(struct tcd *d, struct tcc *c)
+{
+	tcc_close(c);
+	tcd_finish(d);
+}
+
+/* What a tool with a network of its own meets connecting to a closed
+ * port of loopback: the port's refusal, with no note, and the daemon
+ * handed no call. */
+static void assert_connect_untouched(struct tcc *c, const struct json *r)
+{
+	tc_assert_text_has(r, "Connection refused");
+	tc_assert_text_lacks(r, "this tool has no network");
+	ck_assert_int_eq(notes_stat(c, "notifications"), 0);
 }
 
 START_TEST(connect_named)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
-	if (access("/bin/bash", X_OK) < 0)
-		TC_SKIP("needs bash");
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d, "/bin/bash", "");
 	if (!c)
 		return;
-	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+	const struct json *r = tcc_shell(c, CONNECT_1111);
 	if (!need_listener(&d, c))
 		return;
 	/* (Landlock's audit records, where the daemon reads them, may add
 	 * what bash was refused besides: "; the sandbox refused ...".) */
-	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network") &&
-			      strstr(text_of(r), "(profile"),
-		      "%s", text_of(r));
-	ck_assert_msg(!strstr(text_of(r), "may have been"), "%s", text_of(r));
+	assert_named(r, "connect to 1.1.1.1:80");
+	tc_assert_text_has(r, "(profile");
+	tc_assert_text_lacks(r, "may have been");
 	/* Found by the call's cgroup where calls have one of their own. */
 	char *enforced = tj_text(tj(r, "result.structuredContent.sandbox.enforced"));
 	if (enforced && strstr(enforced, "\"cgroup\""))
-		ck_assert_int_ge(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.byCgroup"), 1);
+		ck_assert_int_ge(notes_stat(c, "byCgroup"), 1);
 	free(enforced);
 	/* IPv6, by a grandchild (bash started by sh), and a thread's own
 	 * task is mapped the same way. */
 	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/2606:4700:4700::1111/443'; exit 3");
-	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to [2606:4700:4700::1111]:443 refused: this tool has no "
-					 "network"),
-		      "%s", text_of(r));
+	assert_named(r, "connect to [2606:4700:4700::1111]:443");
 	/* Loopback is refused as well (no socket of the network at all). */
-	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
-	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 127.0.0.1:9 refused: this tool has no network"), "%s",
-		      text_of(r));
+	assert_named(tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'"), "connect to 127.0.0.1:9");
 	/* A name looked up: the resolver opens its sockets (AF_UNIX ones
 	 * stand in) and gives up where it cannot set IP_RECVERR, so the
 	 * note says what was seen: sockets opened, no destination. */
 	if (system("grep -q '^nameserver' /etc/resolv.conf") == 0 && access("/usr/bin/getent", X_OK) == 0) {
 		r = tcc_shell(c, "getent hosts example.com");
-		ck_assert_msg((strstr(text_of(r), ":53 (DNS)") || strstr(text_of(r), "[sandbox] opening a network socket")) &&
-				      strstr(text_of(r), "refused: this tool has no network"),
-			      "%s", text_of(r));
+		ck_assert_msg(strstr(tc_text(r), ":53 (DNS)") || strstr(tc_text(r), "[sandbox] opening a network socket"),
+			      "%s", tc_text(r));
+		tc_assert_text_has(r, "refused: this tool has no network");
 	}
 	/* The socket a child gets is never of the network's families (§10):
 	 * the kernel's network code stays out of its reach. */
-	if (access("/usr/bin/python3", X_OK) == 0) {
-		r = tcc_shell(c, "python3 -c 'import socket; s = socket.socket(socket.AF_INET); "
-				 "print(\"domain\", s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN))'");
-		ck_assert_msg(strstr(text_of(r), "domain 1\n"), "%s", text_of(r));
-	}
+	if (access("/usr/bin/python3", X_OK) == 0)
+		tc_assert_text_has(tcc_shell(c, "python3 -c 'import socket; s = socket.socket(socket.AF_INET); "
+						"print(\"domain\", s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN))'"),
+				   "domain 1\n");
 	/* The note is the call's own: the next failing call has none. */
-	r = tcc_shell(c, "exit 4");
-	ck_assert_msg(!strstr(text_of(r), "[sandbox]"), "%s", text_of(r));
+	tc_assert_text_lacks(tcc_shell(c, "exit 4"), "[sandbox]");
 	/* A sendto() with a destination (UDP), where python is. */
 	if (access("/usr/bin/python3", X_OK) == 0) {
 		r = tcc_shell(c, "python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
 				 "s.sendto(b\"x\", (\"9.9.9.9\", 53))'");
-		ck_assert_msg(strstr(text_of(r), "[sandbox] sending to 9.9.9.9:53 (DNS) refused: this tool has no network"),
-			      "%s", text_of(r));
+		assert_named(r, "sending to 9.9.9.9:53 (DNS)");
 		/* A thread's connect (its task is not the process's). */
 		r = tcc_shell(c, "python3 -c 'import socket, threading\n"
 				 "def f():\n"
 				 "    try: socket.create_connection((\"8.8.4.4\", 853), timeout=5)\n"
 				 "    except OSError as e: print(e)\n"
 				 "t = threading.Thread(target=f); t.start(); t.join(); raise SystemExit(2)'");
-		ck_assert_msg(strstr(text_of(r), "Network is unreachable") &&
-				      strstr(text_of(r), "[sandbox] connect to 8.8.4.4:853 refused: this tool has no network"),
-			      "%s", text_of(r));
+		tc_assert_text_has(r, "Network is unreachable");
+		assert_named(r, "connect to 8.8.4.4:853");
 	}
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 }
 END_TEST
 
@@ -159,21 +182,16 @@ END_TEST
  * too, and the listener is closed with the child's tree. */
 START_TEST(direct_start_named)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
-	if (access("/bin/bash", X_OK) < 0)
-		TC_SKIP("needs bash");
 	struct tcd d;
-	struct tcc *c = start_warm(&d, "", false);
+	struct tcc *c = start_warm(&d, "/bin/bash", "", false);
 	if (!c)
 		return;
 	/* The very first call of a fresh daemon. */
-	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
-	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network"), "%s",
-		      text_of(r));
-	ck_assert_msg(!strstr(text_of(r), "may have been"), "%s", text_of(r));
+	const struct json *r = tcc_shell(c, CONNECT_1111);
+	assert_named(r, "connect to 1.1.1.1:80");
+	tc_assert_text_lacks(r, "may have been");
 	/* On a terminal: started directly whatever the plan. */
-	r = tcc_call(c, "shell", "{\"command\":\"bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'\",\"tty\":true,"
-				"\"background\":true,\"yield_ms\":20000}");
+	r = tcc_call(c, "shell", "{\"command\":\"" CONNECT_1111 "\",\"tty\":true,\"background\":true,\"yield_ms\":20000}");
 	char *all = tj_text(r);
 	ck_assert_msg(strstr(all, "connect to 1.1.1.1:80 refused: this tool has no network"), "%s", all);
 	free(all);
@@ -183,13 +201,9 @@ START_TEST(direct_start_named)
 	for (int i = 0; i < 5; i++)
 		tc_assert_ok(tcc_call(c, "shell", "{\"command\":\"true\",\"tty\":true,\"background\":true,"
 						  "\"yield_ms\":20000}"));
-	ck_assert(tc_wait_until(tj_int(tcc_request(c, "admin/stats", NULL),
-				       "result.sandboxNetworkNotes.listeners") <= 1, 10000));
-	const struct json *st = tcc_request(c, "admin/stats", NULL);
-	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.listenersFull"), 0);
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	ck_assert(tc_wait_until(notes_stat(c, "listeners") <= 1, 10000));
+	ck_assert_int_eq(notes_stat(c, "listenersFull"), 0);
+	finish(&d, c);
 }
 END_TEST
 
@@ -197,19 +211,10 @@ END_TEST
  * directly: each is named through a listener of its own. */
 START_TEST(daemon_not_root_named)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) < 0 || access("/bin/bash", X_OK) < 0)
 		TC_SKIP("needs root, /usr/bin/setpriv and bash to start a daemon as uid 65534");
 	struct tcd d;
-	struct tcd_opts o = { .config = "{" AUTO "}", .no_wait = true };
-	static const char *const wrapper[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-					       NULL };
-	o.wrapper = wrapper;
-	tcd_prepare(&d, &o);
-	ck_assert_int_eq(chmod(d.dir, 0777), 0);
-	ck_assert_int_eq(chmod(d.ws, 0777), 0);
-	ck_assert_int_eq(chmod(d.config, 0644), 0);
-	tcd_spawn(&d, &o);
+	tcd_spawn_nobody(&d, &(struct tcd_opts){ .config = "{" AUTO "}" });
 	if (tcd_wait_socket(&d, d.sock, 10000) != 0) {
 		char *log = tcd_log(&d);
 		tc_skip_note("a daemon of uid 65534 does not start here: %s", log);
@@ -218,21 +223,17 @@ START_TEST(daemon_not_root_named)
 		return;
 	}
 	struct tcc *c = tcc_connect(&d);
-	const struct json *st = tcc_request(c, "admin/stats", NULL);
-	if (!tj_bool(st, "result.sandboxNetworkNotes.on")) {
+	if (!tj_bool(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.on")) {
 		tcc_close(c);
 		tcd_free(&d);
 		TC_SKIP("the daemon does not see the network calls here");
 	}
 	for (int i = 0; i < 3; i++) {
-		const struct json *r = tcc_shell(c, "id -u; bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
-		ck_assert_msg(strstr(text_of(r), "65534") &&
-				      strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused: this tool has no network"),
-			      "%s", text_of(r));
+		const struct json *r = tcc_shell(c, "id -u; " CONNECT_1111);
+		tc_assert_text_has(r, "65534");
+		assert_named(r, "connect to 1.1.1.1:80");
 	}
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 }
 END_TEST
 
@@ -241,11 +242,8 @@ END_TEST
  * not handed to the daemon. */
 START_TEST(unix_connect_not_named)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
-	if (access("/usr/bin/python3", X_OK) < 0)
-		TC_SKIP("needs python3");
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d, "/usr/bin/python3", "");
 	if (!c)
 		return;
 	const struct json *r = tcc_shell(c,
@@ -258,15 +256,13 @@ START_TEST(unix_connect_not_named)
 		"s.connect(\"/nonexistent/sock\")'");
 	if (!need_listener(&d, c))
 		return;
-	ck_assert_msg(strstr(text_of(r), "b'hi'") && strstr(text_of(r), "No such file or directory"), "%s",
-		      text_of(r));
-	ck_assert_msg(!strstr(text_of(r), "this tool has no network"), "%s", text_of(r));
+	tc_assert_text_has(r, "b'hi'");
+	tc_assert_text_has(r, "No such file or directory");
+	tc_assert_text_lacks(r, "this tool has no network");
 	/* The connect's address length (20) is one the network's could
 	 * have: that one was handed over, none of the 101 messages. */
-	ck_assert_int_le(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.notifications"), 2);
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	ck_assert_int_le(notes_stat(c, "notifications"), 2);
+	finish(&d, c);
 }
 END_TEST
 
@@ -274,19 +270,14 @@ END_TEST
  * the attempts; the daemon answers another client meanwhile. */
 START_TEST(connect_flood_bounded)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
-	if (access("/bin/bash", X_OK) < 0)
-		TC_SKIP("needs bash");
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d, "/bin/bash", "");
 	if (!c)
 		return;
 	struct tcc *other = tcc_connect(&d);
-	char *args = xasprintf("{\"command\":%s}",
-			       "\"bash -c 'for i in $(seq 1000); do (exec 3<>/dev/tcp/10.0.$((i % 7)).1/80) 2>/dev/null; "
-			       "done; exec 3<>/dev/tcp/1.1.1.1/80'\"");
-	int64_t id = tcc_send_request(c, "tools/call", tcc_fmt(c, "{\"name\":\"shell\",\"arguments\":%s}", args));
-	free(args);
+	int64_t id = tcc_send_request(c, "tools/call", "{\"name\":\"shell\",\"arguments\":{\"command\":"
+				     "\"bash -c 'for i in $(seq 1000); do (exec 3<>/dev/tcp/10.0.$((i % 7)).1/80) "
+				     "2>/dev/null; done; exec 3<>/dev/tcp/1.1.1.1/80'\"}}");
 	/* While it runs, another client is answered. */
 	ck_assert(tcd_wait_stat(&d, "result.sandboxNetworkNotes.recorded", 50, 30000));
 	const struct json *p = tcc_request_t(other, "ping", NULL, 5000);
@@ -295,16 +286,11 @@ START_TEST(connect_flood_bounded)
 	snprintf(idt, sizeof(idt), "%" PRId64, id);
 	const struct json *r = tcc_wait_id(c, idt, 120000);
 	ck_assert_msg(r, "the flooding call did not end");
-	const char *t = text_of(r);
-	ck_assert_msg(strstr(t, "[sandbox] connect to 10.0.1.1:80, connect to 10.0.2.1:80, connect to 10.0.3.1:80, "
-				"connect to 10.0.4.1:80 and 429 more attempts elsewhere (1001 attempts in all) "
-				"refused: this tool has no network"),
-		      "%s", t);
-	ck_assert_int_lt((long)strlen(t), 4096);
+	assert_named(r, "connect to 10.0.1.1:80, connect to 10.0.2.1:80, connect to 10.0.3.1:80, connect to "
+			"10.0.4.1:80 and 429 more attempts elsewhere (1001 attempts in all)");
+	ck_assert_int_lt((long)strlen(tc_text(r)), 4096);
 	tcc_close(other);
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 }
 END_TEST
 
@@ -312,21 +298,12 @@ END_TEST
  * fails by the machine's network), never with this note. */
 START_TEST(network_tools_untouched)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
-	if (access("/bin/bash", X_OK) < 0)
-		TC_SKIP("needs bash");
 	struct tcd d;
-	struct tcc *c = start(&d, ",\"sandbox\":{\"network\":true}");
+	struct tcc *c = start(&d, "/bin/bash", ",\"sandbox\":{\"network\":true}");
 	if (!c)
 		return;
-	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
-	ck_assert_msg(strstr(text_of(r), "Connection refused") && !strstr(text_of(r), "this tool has no network"),
-		      "%s", text_of(r));
-	const struct json *st = tcc_request(c, "admin/stats", NULL);
-	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.notifications"), 0);
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	assert_connect_untouched(c, tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'"));
+	finish(&d, c);
 }
 END_TEST
 
@@ -334,26 +311,19 @@ END_TEST
  * connect is the namespace's to refuse, never handed to the daemon. */
 START_TEST(proxy_tools_untouched)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
-	if (geteuid() != 0 || access("/bin/bash", X_OK) < 0)
-		TC_SKIP("needs a root daemon (a network namespace per call) and bash");
+	if (geteuid() != 0)
+		TC_SKIP("needs a root daemon (a network namespace per call)");
 	struct tcd d;
-	struct tcc *c = start(&d, ",\"sandbox\":{\"network\":\"proxy\"}");
+	struct tcc *c = start(&d, "/bin/bash", ",\"sandbox\":{\"network\":\"proxy\"}");
 	if (!c)
 		return;
 	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
 	if (!tj_str(r, "result.structuredContent.sandbox.network")) {
-		tcc_close(c);
-		tcd_free(&d);
-		TC_SKIP("no network namespace here: %s", text_of(r));
+		give_up(&d, c, "no network namespace here", tc_text(r));
+		return;
 	}
-	ck_assert_msg(strstr(text_of(r), "Connection refused") && !strstr(text_of(r), "this tool has no network"),
-		      "%s", text_of(r));
-	const struct json *st = tcc_request(c, "admin/stats", NULL);
-	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.notifications"), 0);
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	assert_connect_untouched(c, r);
+	finish(&d, c);
 }
 END_TEST
 
@@ -362,23 +332,15 @@ END_TEST
  * the daemon answers. */
 START_TEST(after_the_call_not_misplaced)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
-	if (access("/bin/bash", X_OK) < 0)
-		TC_SKIP("needs bash");
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d, "/bin/bash", "");
 	if (!c)
 		return;
-	const struct json *r = tcc_shell(c, "setsid bash -c 'sleep 1; exec 3<>/dev/tcp/1.1.1.1/80' "
-					    ">/dev/null 2>&1 </dev/null &");
-	tc_assert_ok(r);
-	r = tcc_shell(c, "sleep 2; exit 5");
-	ck_assert_msg(!strstr(text_of(r), "1.1.1.1"), "%s", text_of(r));
+	tc_assert_ok(tcc_shell(c, "setsid bash -c 'sleep 1; exec 3<>/dev/tcp/1.1.1.1/80' >/dev/null 2>&1 </dev/null &"));
+	tc_assert_text_lacks(tcc_shell(c, "sleep 2; exit 5"), "1.1.1.1");
 	const struct json *p = tcc_request_t(c, "ping", NULL, 5000);
 	ck_assert_msg(tj(p, "result"), "ping unanswered");
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	finish(&d, c);
 }
 END_TEST
 
@@ -412,25 +374,18 @@ static pid_t spawner_of(pid_t daemon)
  * kernel says no task has its filter); the next spawner brings its own. */
 START_TEST(listener_closed_with_its_filter)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
-	if (access("/bin/bash", X_OK) < 0)
-		TC_SKIP("needs bash");
 	struct tcd d;
-	struct tcc *c = start(&d, "");
+	struct tcc *c = start(&d, "/bin/bash", "");
 	if (!c)
 		return;
-	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
+	(void)tcc_shell(c, CONNECT_1111);
 	if (!need_listener(&d, c))
 		return;
 	pid_t sp = spawner_of(d.pid);
 	ck_assert_int_gt(sp, 0);
 	ck_assert_int_eq(kill(sp, SIGKILL), 0);
 	int64_t n = -1;
-	for (int i = 0; i < 200 && n != 0; i++) {
-		n = tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.listeners");
-		if (n)
-			usleep(25000);
-	}
+	(void)tc_wait_until((n = notes_stat(c, "listeners")) == 0, 5000);
 	ck_assert_int_eq(n, 0);
 	/* The next calls start a new spawner, whose listener is watched
 	 * (the calls started directly meanwhile have their own, closed with
@@ -441,13 +396,9 @@ START_TEST(listener_closed_with_its_filter)
 		sp2 = spawner_of(d.pid);
 	}
 	ck_assert_msg(sp2 > 0 && sp2 != sp, "no new spawner");
-	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80'");
-	ck_assert_msg(strstr(text_of(r), "[sandbox] connect to 1.1.1.1:80 refused"), "%s", text_of(r));
-	ck_assert(tc_wait_until(tj_int(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.listeners") == 1,
-				10000));
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tc_assert_text_has(tcc_shell(c, CONNECT_1111), "[sandbox] connect to 1.1.1.1:80 refused");
+	ck_assert(tc_wait_until(notes_stat(c, "listeners") == 1, 10000));
+	finish(&d, c);
 }
 END_TEST
 
@@ -455,9 +406,8 @@ END_TEST
  * log and admin/stats say so, and the note stays a guess. */
 START_TEST(without_notification_said)
 {
-	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
 	if (access("/usr/bin/python3", X_OK) < 0)
-		TC_SKIP("needs python3");
+		TC_SKIP("needs /usr/bin/python3");
 	struct tcd d;
 	static const char *const env[] = { "TOOLCALLD_NO_SECCOMP_NOTIFY=1", NULL };
 	tcd_start_opts(&d, &(struct tcd_opts){ .config = "{" AUTO "}", .env = env });
@@ -470,20 +420,21 @@ START_TEST(without_notification_said)
 	for (int i = 0; i < 3; i++) {
 		const struct json *r = tcc_shell(c, "echo 'curl: (6) Could not resolve host: example.com' >&2; "
 						    "python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80))'");
-		ck_assert_msg(strstr(text_of(r), "[sandbox] This may have been refused by the sandbox: this tool "
-						 "has no network (profile") && !strstr(text_of(r), "connect to"),
-			      "%s", text_of(r));
+		tc_assert_text_has(r, "[sandbox] This may have been refused by the sandbox: this tool has no network "
+				      "(profile");
+		tc_assert_text_lacks(r, "connect to");
 	}
-	st = tcc_request(c, "admin/stats", NULL);
-	ck_assert_int_eq(tj_int(st, "result.sandboxNetworkNotes.notifications"), 0);
-	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	ck_assert_int_eq(notes_stat(c, "notifications"), 0);
+	finish(&d, c);
 }
 END_TEST
 
 int main(void)
 {
+	if (getenv("TC_UNDER_VALGRIND")) {
+		fprintf(stderr, "SKIP under valgrind: children run without the sandbox there\n");
+		return TC_EXIT_SKIP;
+	}
 	Suite *s = suite_create("sandbox_netnote");
 	TCase *tc = tcase_create("netnote");
 	tcase_set_timeout(tc, 240);

@@ -21,10 +21,55 @@
 
 #define AUTO "\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
 
-static void put_exec(const char *path, const char *text)
+/* Writes an executable file (0755) at ws/rel, its directories made
+ * (0755) where missing; returns its path (malloc'd). */
+static char *put_ws_exec(struct tcd *d, const char *rel, const char *text)
 {
-	tc_write_file_atomic(path, text, strlen(text));
-	ck_assert_int_eq(chmod(path, 0755), 0);
+	return tcd_write_ws(d, rel, text, strlen(text), 0755);
+}
+
+/* Makes the directory ws/rel (0755); returns its path (malloc'd). */
+static char *make_ws_dir(struct tcd *d, const char *rel)
+{
+	char *p = tcd_ws_path(d, rel);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	return p;
+}
+
+/* Declares the command tool name (side effects read) running argv, the
+ * members of a JSON array (e.g. "\"sh\",\"run.sh\""). */
+static void declare_command(struct tcd *d, const char *name, const char *argv)
+{
+	char *decl = xasprintf("{\"name\":\"%s\",\"kind\":\"command\",\"argv\":[%s],\"side_effects\":\"read\"}", name,
+			       argv);
+	char *file = xasprintf("%s.json", name);
+	tcd_write_tool(d, file, decl);
+	free(file);
+	free(decl);
+}
+
+/* Declares the command tool name running the program at path. */
+static void declare_program(struct tcd *d, const char *name, const char *path)
+{
+	char *q = tj_quote(path);
+	declare_command(d, name, q);
+	free(q);
+}
+
+/* A connection of root's after a reload of the tools. */
+static struct tcc *connect_reloaded(struct tcd *d)
+{
+	struct tcc *c = tcc_connect(d);
+	tc_assert_ok(tcc_reload(c));
+	return c;
+}
+
+/* Calls tool (no arguments), which must succeed printing out. */
+static void assert_prints(struct tcc *c, const char *tool, const char *out)
+{
+	const struct json *r = tcc_call(c, tool, "{}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), out);
 }
 
 static char *slurp(struct tcd *d, const char *path)
@@ -79,18 +124,12 @@ START_TEST(hook_script_out_of_reach)
 	struct tcd d;
 	tcd_start(&d, "{" AUTO ",\"hooks\":{\"pre_call\":[{\"match\":\"never_*\","
 		      "\"command\":[\"/bin/sh\",\"@WS@/hooks/pre.sh\"]}]}}");
-	char *hooks = tcd_ws_path(&d, "hooks");
-	ck_assert_int_eq(mkdir(hooks, 0755), 0);
-	char *script = tcd_ws_path(&d, "hooks/pre.sh");
 	const char *text = "#!/bin/sh\necho '{\"decision\":\"allow\"}'\n";
-	put_exec(script, text);
-	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(c));
+	free(put_ws_exec(&d, "hooks/pre.sh", text));
+	struct tcc *c = connect_reloaded(&d);
 	assert_out_of_reach(&d, c, "hooks/pre.sh", text);
 	tc_assert_ok(tcc_shell(c, "echo fine > hooks/other && echo fine > top"));
 	tcc_close(c);
-	free(script);
-	free(hooks);
 	tcd_finish(&d);
 }
 END_TEST
@@ -102,39 +141,20 @@ START_TEST(command_programs_out_of_reach)
 {
 	struct tcd d;
 	tcd_start(&d, "{" AUTO "}");
-	char *bin = tcd_ws_path(&d, "bin");
-	ck_assert_int_eq(mkdir(bin, 0755), 0);
-	char *prog = tcd_ws_path(&d, "bin/lint");
 	const char *text = "#!/bin/sh\necho linted\n";
-	put_exec(prog, text);
-	char *scripts = tcd_ws_path(&d, "scripts");
-	ck_assert_int_eq(mkdir(scripts, 0755), 0);
-	char *check = tcd_ws_path(&d, "scripts/check.sh");
+	char *prog = put_ws_exec(&d, "bin/lint", text);
 	const char *check_text = "echo checked\n";
-	put_exec(check, check_text);
-	char *lint = xasprintf("{\"name\":\"lint\",\"kind\":\"command\",\"argv\":[\"%s\"],\"side_effects\":\"read\"}",
-			       prog);
-	tcd_write_tool(&d, "lint.json", lint);
-	tcd_write_tool(&d, "check.json",
-		       "{\"name\":\"check\",\"kind\":\"command\",\"argv\":[\"sh\",\"scripts/check.sh\"],"
-		       "\"side_effects\":\"read\"}");
-	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(c));
-	const struct json *r = tcc_call(c, "lint", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "linted\n");
+	free(put_ws_exec(&d, "scripts/check.sh", check_text));
+	declare_program(&d, "lint", prog);
+	declare_command(&d, "check", "\"sh\",\"scripts/check.sh\"");
+	struct tcc *c = connect_reloaded(&d);
+	assert_prints(c, "lint", "linted\n");
 	assert_out_of_reach(&d, c, "bin/lint", text);
 	assert_out_of_reach(&d, c, "scripts/check.sh", check_text);
-	r = tcc_call(c, "check", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "checked\n");
+	assert_prints(c, "check", "checked\n");
 	tc_assert_ok(tcc_shell(c, "echo fine > bin/other"));
 	tcc_close(c);
-	free(lint);
-	free(check);
-	free(scripts);
 	free(prog);
-	free(bin);
 	tcd_finish(&d);
 }
 END_TEST
@@ -146,32 +166,19 @@ START_TEST(program_through_link)
 {
 	struct tcd d;
 	tcd_start(&d, "{" AUTO "}");
-	char *dist = tcd_ws_path(&d, "dist");
-	char *bin = tcd_ws_path(&d, "bin");
-	ck_assert_int_eq(mkdir(dist, 0755), 0);
-	ck_assert_int_eq(mkdir(bin, 0755), 0);
-	char *prog = tcd_ws_path(&d, "dist/tool");
 	const char *text = "#!/bin/sh\necho tooled\n";
-	put_exec(prog, text);
+	free(put_ws_exec(&d, "dist/tool", text));
+	free(make_ws_dir(&d, "bin"));
 	char *link = tcd_ws_path(&d, "bin/tool");
 	ck_assert_int_eq(symlink("../dist/tool", link), 0);
-	char *decl = xasprintf("{\"name\":\"tool\",\"kind\":\"command\",\"argv\":[\"%s\"],\"side_effects\":\"read\"}",
-			       link);
-	tcd_write_tool(&d, "tool.json", decl);
-	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(c));
+	declare_program(&d, "tool", link);
+	struct tcc *c = connect_reloaded(&d);
 	assert_out_of_reach(&d, c, "dist/tool", text);
 	tc_assert_kind(tcc_call(c, "write_file", "{\"path\":\"bin/tool\",\"content\":\"evil\\n\"}"),
 		       "permission_denied");
-	const struct json *r = tcc_call(c, "tool", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "tooled\n");
+	assert_prints(c, "tool", "tooled\n");
 	tcc_close(c);
-	free(decl);
 	free(link);
-	free(prog);
-	free(bin);
-	free(dist);
 	tcd_finish(&d);
 }
 END_TEST
@@ -182,20 +189,14 @@ START_TEST(mcp_script_out_of_reach)
 {
 	struct tcd d;
 	tcd_start(&d, "{" AUTO "}");
-	char *dir = tcd_ws_path(&d, "mcp");
-	ck_assert_int_eq(mkdir(dir, 0755), 0);
-	char *script = tcd_ws_path(&d, "mcp/serve.sh");
 	const char *text = "exec cat >/dev/null\n";
-	put_exec(script, text);
+	free(put_ws_exec(&d, "mcp/serve.sh", text));
 	tcd_write_tool(&d, "demo.json",
 		       "{\"name\":\"demo\",\"kind\":\"mcp\",\"command\":[\"sh\",\"mcp/serve.sh\"],"
 		       "\"side_effects\":\"read\"}");
-	struct tcc *c = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(c));
+	struct tcc *c = connect_reloaded(&d);
 	assert_out_of_reach(&d, c, "mcp/serve.sh", text);
 	tcc_close(c);
-	free(script);
-	free(dir);
 	tcd_finish(&d);
 }
 END_TEST
@@ -258,11 +259,17 @@ static void start_shared(struct tcd *d, const char *config)
 /* Writes an executable script at ws/rel owned by uid with mode. */
 static char *put_owned(struct tcd *d, const char *rel, const char *text, uid_t uid, mode_t mode)
 {
-	char *p = tcd_ws_path(d, rel);
-	put_exec(p, text);
+	char *p = put_ws_exec(d, rel, text);
 	ck_assert_int_eq(lchown(p, uid, uid), 0);
 	ck_assert_int_eq(chmod(p, mode), 0);
 	return p;
+}
+
+/* A peer of uid NOBODY, connected once root reloaded the tools. */
+static struct tcc *reload_then_connect_nobody(struct tcd *d)
+{
+	tcc_close(connect_reloaded(d));
+	return tcc_connect_as(d, NOBODY, NOBODY);
 }
 
 /* The call was refused for the program, the message naming the file and
@@ -272,6 +279,12 @@ static void assert_refused(const struct json *r, const char *file, const char *n
 	tc_assert_kind(r, "permission_denied");
 	const char *m = tj_str(r, "error.message");
 	ck_assert_msg(m && strstr(m, file) && strstr(m, needle), "message: %s", m ? m : "(none)");
+}
+
+/* The tool's call (no arguments) is refused for the program. */
+static void assert_call_refused(struct tcc *c, const char *tool, const char *file, const char *needle)
+{
+	assert_refused(tcc_call(c, tool, "{}"), file, needle);
 }
 
 /* A hook's script that another uid put where the config names it (it did
@@ -286,17 +299,18 @@ START_TEST(hook_script_of_another_uid_refused)
 			 "\"command\":[\"@WS@/pre.sh\"]}]}}");
 	char *script = put_owned(&d, "pre.sh", "#!/bin/sh\necho '{\"decision\":\"allow\"}'\n", OTHER, 0755);
 	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
-	assert_refused(tcc_call(n, "list_dir", "{\"path\":\".\"}"), script, "is owned by uid 12345");
-	assert_refused(tcc_call(n, "list_dir", "{\"path\":\".\"}"), script, "is owned by uid 12345");
+	const char *list = "{\"path\":\".\"}";
+	assert_refused(tcc_call(n, "list_dir", list), script, "is owned by uid 12345");
+	assert_refused(tcc_call(n, "list_dir", list), script, "is owned by uid 12345");
 	/* Logged, once for the same reason. */
 	char *log = slurp(&d, d.log);
 	const char *at = strstr(log, "warning: refused to run a program: program ");
 	ck_assert_msg(at && strstr(at, script) && !strstr(at + 20, "refused to run a program"), "%s", log);
 	free(log);
 	ck_assert_int_eq(chown(script, NOBODY, NOBODY), 0);
-	tc_assert_ok(tcc_call(n, "list_dir", "{\"path\":\".\"}"));
+	tc_assert_ok(tcc_call(n, "list_dir", list));
 	ck_assert_int_eq(chown(script, 0, 0), 0);
-	tc_assert_ok(tcc_call(n, "list_dir", "{\"path\":\".\"}"));
+	tc_assert_ok(tcc_call(n, "list_dir", list));
 	tcc_close(n);
 	free(script);
 	tcd_finish(&d);
@@ -312,24 +326,16 @@ START_TEST(path_shadow_refused)
 		TC_SKIP("needs root to connect as uid %d", NOBODY);
 	struct tcd d;
 	start_shared(&d, "{" AUTO "}");
-	char *bin = tcd_ws_path(&d, "bin");
-	ck_assert_int_eq(mkdir(bin, 0755), 0);
+	char *bin = make_ws_dir(&d, "bin");
 	char *decl = xasprintf("{\"name\":\"say\",\"kind\":\"command\",\"argv\":[\"echo\",\"real\"],"
 			       "\"env\":{\"PATH\":\"%s:/usr/local/bin:/usr/bin:/bin\"},\"side_effects\":\"read\"}", bin);
 	tcd_write_tool(&d, "say.json", decl);
-	struct tcc *root = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(root));
-	tcc_close(root);
-	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
-	const struct json *r = tcc_call(n, "say", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "real\n");
+	struct tcc *n = reload_then_connect_nobody(&d);
+	assert_prints(n, "say", "real\n");
 	char *shadow = put_owned(&d, "bin/echo", "#!/bin/sh\necho shadowed\n", OTHER, 0755);
-	assert_refused(tcc_call(n, "say", "{}"), shadow, "is owned by uid 12345");
+	assert_call_refused(n, "say", shadow, "is owned by uid 12345");
 	ck_assert_int_eq(chown(shadow, 0, 0), 0);
-	r = tcc_call(n, "say", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "shadowed\n");
+	assert_prints(n, "say", "shadowed\n");
 	tcc_close(n);
 	free(shadow);
 	free(decl);
@@ -337,6 +343,13 @@ START_TEST(path_shadow_refused)
 	tcd_finish(&d);
 }
 END_TEST
+
+/* Points the link at target, the link owned by root. */
+static void relink(const char *link, const char *target)
+{
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(symlink(target, link), 0);
+}
 
 /* A program reached through a link: the link replaced to lead to a file
  * of another uid is refused, and so is a link of another uid leading to
@@ -347,37 +360,22 @@ START_TEST(replaced_link_refused)
 		TC_SKIP("needs root to connect as uid %d", NOBODY);
 	struct tcd d;
 	start_shared(&d, "{" AUTO "}");
-	char *dist = tcd_ws_path(&d, "dist");
-	ck_assert_int_eq(mkdir(dist, 0755), 0);
-	char *good = put_owned(&d, "dist/tool", "#!/bin/sh\necho tooled\n", 0, 0755);
-	char *evil = put_owned(&d, "evil", "#!/bin/sh\necho evil\n", OTHER, 0755);
+	free(put_owned(&d, "dist/tool", "#!/bin/sh\necho tooled\n", 0, 0755));
+	free(put_owned(&d, "evil", "#!/bin/sh\necho evil\n", OTHER, 0755));
 	char *link = tcd_ws_path(&d, "tool");
 	ck_assert_int_eq(symlink("dist/tool", link), 0);
-	char *decl = xasprintf("{\"name\":\"tool\",\"kind\":\"command\",\"argv\":[\"%s\"],\"side_effects\":\"read\"}",
-			       link);
-	tcd_write_tool(&d, "tool.json", decl);
-	struct tcc *root = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(root));
-	tcc_close(root);
-	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
-	const struct json *r = tcc_call(n, "tool", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "tooled\n");
+	declare_program(&d, "tool", link);
+	struct tcc *n = reload_then_connect_nobody(&d);
+	assert_prints(n, "tool", "tooled\n");
 	/* Replaced, by root here: what it leads to is another uid's. */
-	ck_assert_int_eq(unlink(link), 0);
-	ck_assert_int_eq(symlink("evil", link), 0);
-	assert_refused(tcc_call(n, "tool", "{}"), "evil", "is owned by uid 12345");
+	relink(link, "evil");
+	assert_call_refused(n, "tool", "evil", "is owned by uid 12345");
 	/* The link another uid's, leading to root's file. */
-	ck_assert_int_eq(unlink(link), 0);
-	ck_assert_int_eq(symlink("dist/tool", link), 0);
+	relink(link, "dist/tool");
 	ck_assert_int_eq(lchown(link, OTHER, OTHER), 0);
-	assert_refused(tcc_call(n, "tool", "{}"), "link", "is owned by uid 12345");
+	assert_call_refused(n, "tool", "link", "is owned by uid 12345");
 	tcc_close(n);
-	free(decl);
 	free(link);
-	free(evil);
-	free(good);
-	free(dist);
 	tcd_finish(&d);
 }
 END_TEST
@@ -392,27 +390,18 @@ START_TEST(writable_program_refused)
 	struct tcd d;
 	start_shared(&d, "{" AUTO "}");
 	char *dir = tcd_ws_path(&d, "open");
-	ck_assert_int_eq(mkdir(dir, 0755), 0);
 	char *prog = put_owned(&d, "open/prog", "#!/bin/sh\necho ran\n", 0, 0775);
-	char *decl = xasprintf("{\"name\":\"prog\",\"kind\":\"command\",\"argv\":[\"%s\"],\"side_effects\":\"read\"}",
-			       prog);
-	tcd_write_tool(&d, "prog.json", decl);
-	struct tcc *root = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(root));
-	tcc_close(root);
-	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
-	assert_refused(tcc_call(n, "prog", "{}"), prog, "writable by group or other (mode 0775)");
+	declare_program(&d, "prog", prog);
+	struct tcc *n = reload_then_connect_nobody(&d);
+	assert_call_refused(n, "prog", prog, "writable by group or other (mode 0775)");
 	ck_assert_int_eq(chmod(prog, 0757), 0);
-	assert_refused(tcc_call(n, "prog", "{}"), prog, "writable by group or other (mode 0757)");
+	assert_call_refused(n, "prog", prog, "writable by group or other (mode 0757)");
 	ck_assert_int_eq(chmod(prog, 0755), 0);
 	ck_assert_int_eq(chmod(dir, 0777), 0);
-	assert_refused(tcc_call(n, "prog", "{}"), dir, "writable by group or other (mode 0777)");
+	assert_call_refused(n, "prog", dir, "writable by group or other (mode 0777)");
 	ck_assert_int_eq(chmod(dir, 01777), 0);
-	const struct json *r = tcc_call(n, "prog", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "ran\n");
+	assert_prints(n, "prog", "ran\n");
 	tcc_close(n);
-	free(decl);
 	free(prog);
 	free(dir);
 	tcd_finish(&d);
@@ -427,24 +416,14 @@ START_TEST(interpreter_script_of_another_uid_refused)
 		TC_SKIP("needs root to connect as uid %d", NOBODY);
 	struct tcd d;
 	start_shared(&d, "{" AUTO "}");
-	char *dir = tcd_ws_path(&d, "scripts");
-	ck_assert_int_eq(mkdir(dir, 0755), 0);
 	char *script = put_owned(&d, "scripts/run.sh", "echo scripted\n", OTHER, 0644);
-	tcd_write_tool(&d, "run.json",
-		       "{\"name\":\"run\",\"kind\":\"command\",\"argv\":[\"sh\",\"scripts/run.sh\"],"
-		       "\"side_effects\":\"read\"}");
-	struct tcc *root = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(root));
-	tcc_close(root);
-	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
-	assert_refused(tcc_call(n, "run", "{}"), "scripts/run.sh", "is owned by uid 12345");
+	declare_command(&d, "run", "\"sh\",\"scripts/run.sh\"");
+	struct tcc *n = reload_then_connect_nobody(&d);
+	assert_call_refused(n, "run", "scripts/run.sh", "is owned by uid 12345");
 	ck_assert_int_eq(chown(script, 0, 0), 0);
-	const struct json *r = tcc_call(n, "run", "{}");
-	tc_assert_ok(r);
-	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "scripted\n");
+	assert_prints(n, "run", "scripted\n");
 	tcc_close(n);
 	free(script);
-	free(dir);
 	tcd_finish(&d);
 }
 END_TEST
@@ -461,18 +440,14 @@ START_TEST(mcp_program_of_another_uid_refused)
 	char *decl = xasprintf("{\"name\":\"demo\",\"kind\":\"mcp\",\"prefix\":\"demo_\",\"command\":[\"%s\"],"
 			       "\"side_effects\":\"read\"}", prog);
 	tcd_write_tool(&d, "demo.json", decl);
-	struct tcc *root = tcc_connect(&d);
-	tc_assert_ok(tcc_reload(root));
-	tcc_close(root);
-	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	struct tcc *n = reload_then_connect_nobody(&d);
 	const struct json *r = tcc_call(n, "demo_echo", "{}");
 	tc_assert_kind(r, "permission_denied");
 	const char *m = tj_str(r, "error.message");
 	ck_assert_msg(m && strstr(m, "refused") && strstr(m, prog) && strstr(m, "is owned by uid 12345"), "%s",
 		      tcc_raw(n, r));
 	/* Not tried again at once: the same answer. */
-	r = tcc_call(n, "demo_echo", "{}");
-	tc_assert_kind(r, "permission_denied");
+	tc_assert_kind(tcc_call(n, "demo_echo", "{}"), "permission_denied");
 	tcc_close(n);
 	free(decl);
 	free(prog);

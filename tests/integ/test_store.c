@@ -438,8 +438,7 @@ START_TEST(redis_stalled)
 	redis_server_pause(&rs, false);
 	shared_again("S4", "k-after");
 	tcc_close(cf);
-	ck_assert_int_eq(tcd_stop(&df), 0);
-	tcd_free(&df);
+	tcd_finish(&df);
 	stop_two(false);
 }
 END_TEST
@@ -546,8 +545,7 @@ START_TEST(drill_outage_task_expires)
 	}
 	redis_server_pause(&rs, false);
 	tcc_close(c1);
-	ck_assert_int_eq(tcd_stop(&d1), 0);
-	tcd_free(&d1);
+	tcd_finish(&d1);
 }
 END_TEST
 

@@ -58,8 +58,7 @@ static void setup(void)
 static void teardown(void)
 {
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 	free(log_path);
 }
 
@@ -366,8 +365,7 @@ START_TEST(too_many_tasks_is_a_failed_call)
 	ck_assert_msg(tj_bool(r, "result.isError"), "%s", tj_text(r));
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.error.kind"), "overloaded");
 	tcc_close(cl);
-	ck_assert_int_eq(tcd_stop(&dd), 0);
-	tcd_free(&dd);
+	tcd_finish(&dd);
 }
 END_TEST
 

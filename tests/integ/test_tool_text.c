@@ -370,8 +370,7 @@ START_TEST(every_tool_text)
 	}
 	free(proc);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -399,8 +398,7 @@ START_TEST(sandbox_note)
 	golden("tool_shell_sandbox", &text);
 	buf_free(&text);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

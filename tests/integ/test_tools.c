@@ -45,12 +45,6 @@ static void set_mtime(struct tcd *d, const char *rel, time_t t)
 	free(p);
 }
 
-static void stop_clean(struct tcd *d)
-{
-	ck_assert_int_eq(tcd_stop(d), 0);
-	tcd_free(d);
-}
-
 /* --- search ----------------------------------------------------------------- */
 
 START_TEST(search_basics)
@@ -128,7 +122,7 @@ START_TEST(search_basics)
 	r = tcc_call(c, "search", "{\"pattern\":\"x\",\"path\":\"nope\"}");
 	tc_assert_kind(r, "execution_error");
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -174,7 +168,7 @@ START_TEST(search_big_tree)
 	tc_assert_ok(tcc_call(c, "stat", "{\"path\":\"t\"}"));
 	tcc_close(other);
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -265,7 +259,7 @@ START_TEST(search_modes)
 	r = tcc_call(c, "list_dir", "{}");
 	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "build"), "%s", tj_str(r, "result.content.0.text"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -288,7 +282,7 @@ START_TEST(search_unicode_case)
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.matches.0.line"), 3);
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.matches.0.column"), 1);
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -340,7 +334,7 @@ START_TEST(glob_basics)
 	r = tcc_call(c, "glob", "{\"pattern\":\"*\",\"path\":\"main.c\"}");
 	tc_assert_kind(r, "execution_error");
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -376,7 +370,7 @@ START_TEST(stat_basics)
 	tc_assert_kind(r, "execution_error");
 	ck_assert_msg(strstr(tj_str(r, "error.message"), "does not exist"), "%s", tj_str(r, "error.message"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -426,7 +420,7 @@ START_TEST(move_basics)
 	tc_assert_kind(r, "execution_error");
 	ck_assert_msg(strstr(tj_str(r, "error.message"), "root"), "%s", tj_str(r, "error.message"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -486,7 +480,7 @@ START_TEST(delete_basics)
 	free(keep);
 	free(outside);
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -514,7 +508,7 @@ START_TEST(make_dir_basics)
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.structuredContent.created"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -568,7 +562,7 @@ START_TEST(edit_basics)
 	tc_assert_kind(r, "execution_error");
 	ck_assert_msg(strstr(tj_str(r, "error.message"), "write_file"), "%s", tj_str(r, "error.message"));
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -605,7 +599,7 @@ START_TEST(read_lines)
 	ck_assert(!tj_has(r, "result.structuredContent.first_line"));
 	ck_assert_pstr_eq(tj_str(r, "result.content.0.text"), "l1\nl2\nl3\nl4\nl5");
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -679,7 +673,7 @@ START_TEST(read_text)
 	ck_assert_pstr_eq(tj_str(r, "result.content.0.type"), "image");
 	ck_assert_pstr_eq(tj_str(r, "result.content.0.mimeType"), "image/png");
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -730,7 +724,7 @@ START_TEST(confirmation_diff)
 	tc_assert_kind(tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), 5000), "user_denied");
 	tcc_close(ap);
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -763,7 +757,7 @@ START_TEST(listed)
 		ck_assert_msg(found, "%s not listed", want[i].name);
 	}
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -818,7 +812,7 @@ static void escape_teardown(struct escape *e)
 	ck_assert_int_eq(count_entries(e->outside), 1);
 	ck_assert_int_eq(count_entries(e->d.dir), 6);	/* config, sock, ws, tools.d, log, outside */
 	tcc_close(e->c);
-	stop_clean(&e->d);
+	tcd_finish(&e->d);
 	free(e->outside);
 	free(e->secret);
 }

@@ -103,8 +103,7 @@ START_TEST(swap_race_never_escapes)
 	ck_assert_uint_gt(accepted, 0);
 	ck_assert_uint_gt(refused, 0);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -139,8 +138,7 @@ START_TEST(same_answer_whether_or_not_it_exists)
 	ck_assert_str_eq(missing, upr);
 	tc_assert_kind(ask(c, "relative/path"), "validation_error");
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -181,8 +179,7 @@ START_TEST(peer_must_search_it)
 	ck_assert_str_eq(behind, etc);
 	ck_assert_str_eq(behind_missing, etc);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -237,8 +234,7 @@ START_TEST(supplementary_group_grants_search)
 	struct tcc *c = connect_with_groups(&d, pw->pw_uid, TEAM_GID, NULL, 0);
 	tc_assert_ok(ask(c, team));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
