@@ -826,7 +826,7 @@ START_TEST(path_refusal_spends_no_budget)
 	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"));
 	tc_assert_kind(tcc_call(c, "read_file", "{\"path\":\"a.txt\"}"), "budget_exceeded");
 	tcc_close(c);
-	stop_clean(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
