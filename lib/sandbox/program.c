@@ -4,6 +4,39 @@
  * command tool's program, an MCP server's), checked as ssh's StrictModes
  * checks a user's files, then held open so that what runs is what was
  * checked (see sandbox.h, sandbox_program_open()).
+ *
+ * A check looks at every directory and link on the program's way, as
+ * named and where it really lies, once each: a name met again (/ at the
+ * end of each walk, /bin of /bin/sh and again of /bin/dash where its link
+ * leads, the directories of the real path that the links led through) is
+ * answered from what the check noted of it.
+ *
+ * The last KEPT_MAX checks passed are kept (the least recently used goes
+ * first; all dropped by sandbox_cache_clear(), on reload and at exit),
+ * each under the name checked, the directory a relative one starts from
+ * (its device and inode) and run_uid, with the identity of every name it
+ * looked at (device, inode, mode, owner and ctime to the nanosecond, from
+ * lstat) and of the file opened. The next check of that name still opens
+ * it (O_PATH: that fd is what runs) and looks at each of those names
+ * again, once, without a readlink or a walk: when all are as noted, what
+ * the check judged is unchanged, for a chmod or chown changes a ctime, a
+ * rename or a new entry changes the ctime of its directory and brings
+ * another inode, a link is replaced (never modified), and a mount over a
+ * name shows another device or inode. Any difference or error, and the
+ * full check is made again, before this call goes on. What is not looked
+ * at is as before: the program's content rewritten in place by its
+ * owner, who is trusted. A name searched in PATH is kept per candidate
+ * path: an earlier directory of the PATH that gains the name is found
+ * there (its open succeeds) and that file gets a full check.
+ *
+ * A ctime comes from the clock's coarse tick, or whole seconds on some
+ * file systems: a change made in the same tick as the one before it may
+ * leave the ctime as it was, and a new inode may reuse a number. A name
+ * is young when it changed less than YOUNG_NS (2 s where the ctime has
+ * no nanoseconds) before the check began; a check is not kept when a
+ * young name lies in a young directory (check_young()). Otherwise
+ * anything put in a name's place after the check bears a later ctime,
+ * on itself or on its directory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +46,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto/base/util.h"
 #include "lib/sandbox/sandbox.h"
+
+#define LINKS_MAX 40		/* links followed in turn, as the kernel's limit */
+#define SEEN_MAX 4096		/* names one check looks at */
+#define KEPT_MAX 32		/* checks kept */
+#define YOUNG_NS (50 * 1000000LL)	/* a few ticks of the coarse clock */
+#define YOUNG_WHOLE_NS (2 * 1000000000LL)
 
 static void (*refusal_log)(const char *message);
 
@@ -44,21 +84,56 @@ static void log_refusal(const char *why)
 	refusal_log(m);
 }
 
-/* Whether uid may own what a program's run goes through. */
-static bool trusted_owner(uid_t owner, uid_t run_uid)
+/* A name one check looked at: its lstat, and the stat of where it leads
+ * in the end (a link's last target; else its own). */
+struct seen {
+	char *path;
+	struct stat st;
+	struct stat final;
+	bool done;	/* false while its link is followed */
+};
+
+/* One check: the names it looked at (relative ones from base_fd). */
+struct check {
+	int base_fd;
+	uid_t run_uid;
+	uid_t euid;	/* (uid_t)-1 until asked */
+	struct seen *v;
+	size_t n, cap;
+};
+
+static void check_done(struct check *c)
 {
-	return owner == 0 || owner == geteuid() || owner == run_uid;
+	for (size_t i = 0; i < c->n; i++)
+		free(c->v[i].path);
+	free(c->v);
+	c->v = NULL;
+	c->n = c->cap = 0;
+}
+
+/* The daemon's uid, asked once per check and only when needed. */
+static uid_t check_euid(struct check *c)
+{
+	if (c->euid == (uid_t)-1)
+		c->euid = geteuid();
+	return c->euid;
+}
+
+/* Whether uid may own what a program's run goes through. */
+static bool trusted_owner(struct check *c, uid_t owner)
+{
+	return owner == 0 || owner == c->run_uid || owner == check_euid(c);
 }
 
 /* Why st (of what, at path) is not fit: NULL when it is. A directory
  * writable by group or other is fit only with the sticky bit, where no one
  * but an entry's owner (checked on the next step) can rename or remove it. */
-static char *unfit(const char *path, const struct stat *st, uid_t run_uid)
+static char *unfit(struct check *c, const char *path, const struct stat *st)
 {
 	const char *what = S_ISDIR(st->st_mode) ? "directory" : S_ISLNK(st->st_mode) ? "link" : "program";
-	if (!trusted_owner(st->st_uid, run_uid))
+	if (!trusted_owner(c, st->st_uid))
 		return xasprintf("%s %s is owned by uid %u, not by root, the daemon (uid %u) or whom it runs as (uid %u)",
-				 what, path, (unsigned)st->st_uid, (unsigned)geteuid(), (unsigned)run_uid);
+				 what, path, (unsigned)st->st_uid, (unsigned)check_euid(c), (unsigned)c->run_uid);
 	if (S_ISLNK(st->st_mode))
 		return NULL;
 	if (S_ISDIR(st->st_mode)) {
@@ -75,96 +150,269 @@ static char *unfit(const char *path, const struct stat *st, uid_t run_uid)
 	return NULL;
 }
 
-static char *unfit_dirs(int base_fd, const char *path, uid_t run_uid, bool *links, int depth);
+static char *look(struct check *c, const char *name, int depth, struct stat *ret_final);
+
+/* Checks each directory on the way to path's last component, and each
+ * link on it with where it leads, not the last component (the caller
+ * checks it). NULL when all are fit. */
+static char *unfit_dirs(struct check *c, const char *path, int depth)
+{
+	size_t n = strlen(path);
+	_cleanup_free_ char *p = xstrdup(path);
+	for (size_t i = 1; i < n; i++) {
+		if (p[i] != '/')
+			continue;
+		p[i] = '\0';
+		struct stat final;
+		char *why = look(c, p, depth, &final);
+		if (!why)
+			why = unfit(c, p, &final);
+		p[i] = '/';
+		if (why)
+			return why;
+	}
+	if (path[0] == '/') {
+		struct stat final;
+		char *why = look(c, "/", depth, &final);
+		return why ? why : unfit(c, "/", &final);
+	}
+	return NULL;
+}
 
 /* Where the link at path (its owner checked) leads: the directories and
  * links on the way to its target, and a link there, each in turn, up to
- * the kernel's 40. Checks all but the last target itself. */
-static char *unfit_target(int base_fd, const char *path, uid_t run_uid, int depth)
+ * the kernel's 40. Checks all but the last target itself, whose stat is
+ * *ret_final. */
+static char *unfit_target(struct check *c, const char *path, int depth, struct stat *ret_final)
 {
-	if (depth > 40)
+	if (depth > LINKS_MAX)
 		return xasprintf("%s leads through too many links", path);
 	char t[PATH_MAX];
-	ssize_t n = readlinkat(base_fd, path, t, sizeof(t) - 1);
+	ssize_t n = readlinkat(c->base_fd, path, t, sizeof(t) - 1);
 	if (n <= 0)
 		return xasprintf("%s cannot be checked: %s", path, n < 0 ? strerror(errno) : "empty link");
 	t[n] = '\0';
 	const char *slash = strrchr(path, '/');
 	_cleanup_free_ char *target = t[0] == '/' || !slash ? xstrdup(t)
 				      : xasprintf("%.*s/%s", (int)(slash - path), path, t);
-	bool links = false;
-	char *why = unfit_dirs(base_fd, target, run_uid, &links, depth + 1);
-	struct stat lst;
-	if (!why && fstatat(base_fd, target, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode) &&
-	    !(why = unfit(target, &lst, run_uid)))
-		why = unfit_target(base_fd, target, run_uid, depth + 1);
-	return why;
+	char *why = unfit_dirs(c, target, depth + 1);
+	return why ? why : look(c, target, depth + 1, ret_final);
 }
 
-/* Checks each directory on the way to path's last component (relative
- * ones from base_fd), and each link on it with where it leads, not the
- * last component (the caller checks it). Sets *links when a component is
- * a link. NULL when all are fit. */
-static char *unfit_dirs(int base_fd, const char *path, uid_t run_uid, bool *links, int depth)
+/* Looks at name, once per check (lstat; a name met again is answered
+ * from the first look): a link's owner and where it leads, its last
+ * target's stat in *ret_final (else name's own). Judges nothing else: the
+ * caller judges *ret_final, as a directory on the way or as the program. */
+static char *look(struct check *c, const char *name, int depth, struct stat *ret_final)
 {
-	size_t n = strlen(path);
-	_cleanup_free_ char *p = xstrdup(path);
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] != '/' || (i == 0 && path[0] == '/'))
+	for (size_t i = 0; i < c->n; i++) {
+		if (strcmp(c->v[i].path, name) != 0)
 			continue;
-		p[i] = '\0';
-		struct stat st;
-		const char *name = i == 0 ? "/" : p;
-		if (fstatat(base_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			return xasprintf("%s cannot be checked: %s", name, strerror(errno));
-		char *why = unfit(name, &st, run_uid);
-		if (!why && S_ISLNK(st.st_mode)) {
-			*links = true;
-			why = unfit_target(base_fd, name, run_uid, depth + 1);
-			if (!why && fstatat(base_fd, name, &st, 0) < 0)
-				return xasprintf("%s cannot be checked: %s", name, strerror(errno));
-			if (!why)
-				why = unfit(name, &st, run_uid);
-		}
-		p[i] = '/';
+		if (!c->v[i].done)
+			return xasprintf("%s leads through a loop of links", name);
+		*ret_final = c->v[i].final;
+		return NULL;
+	}
+	if (c->n >= SEEN_MAX)
+		return xasprintf("%s lies beyond too many names to check", name);
+	struct stat st;
+	if (fstatat(c->base_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return xasprintf("%s cannot be checked: %s", name, strerror(errno));
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 16;
+		c->v = xreallocarray(c->v, c->cap, sizeof(*c->v));
+	}
+	size_t k = c->n++;	/* by index: following the link may move c->v */
+	c->v[k] = (struct seen){ .path = xstrdup(name), .st = st };
+	struct stat final = st;
+	if (S_ISLNK(st.st_mode)) {
+		char *why = unfit(c, name, &st);
+		if (!why)
+			why = unfit_target(c, name, depth, &final);
 		if (why)
 			return why;
 	}
-	if (path[0] == '/') {
-		struct stat st;
-		if (stat("/", &st) < 0)
-			return xasprintf("/ cannot be checked: %s", strerror(errno));
-		return unfit("/", &st, run_uid);
+	c->v[k].final = final;
+	c->v[k].done = true;
+	*ret_final = final;
+	return NULL;
+}
+
+/* What a kept check noted of a name or of the file opened. */
+struct ident {
+	dev_t dev;
+	ino_t ino;
+	mode_t mode;
+	uid_t uid;
+	struct timespec ctim;
+};
+
+struct kept_name {
+	char *path;
+	struct ident id;
+};
+
+/* A check passed, under its key: the name checked, run_uid, and for a
+ * relative name the directory it starts from. */
+struct kept {
+	char *path;	/* NULL: a free slot */
+	uid_t run_uid;
+	dev_t base_dev;
+	ino_t base_ino;
+	uint64_t used;	/* kept_clock at its last use */
+	struct ident prog;
+	struct kept_name *names;
+	size_t n;
+};
+
+static struct kept kept[KEPT_MAX];
+static uint64_t kept_clock;
+static uint64_t kept_hits;
+
+static struct ident ident_of(const struct stat *st)
+{
+	return (struct ident){ .dev = st->st_dev, .ino = st->st_ino, .mode = st->st_mode, .uid = st->st_uid,
+			       .ctim = st->st_ctim };
+}
+
+static bool ident_is(const struct ident *id, const struct stat *st)
+{
+	return id->dev == st->st_dev && id->ino == st->st_ino && id->mode == st->st_mode && id->uid == st->st_uid &&
+	       id->ctim.tv_sec == st->st_ctim.tv_sec && id->ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* Whether st changed so shortly before start that a change after it
+ * could bear the same ctime. */
+static bool young(const struct stat *st, const struct timespec *start)
+{
+	int64_t ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000LL + st->st_ctim.tv_nsec;
+	int64_t start_ns = (int64_t)start->tv_sec * 1000000000LL + start->tv_nsec;
+	return ctime_ns + (st->st_ctim.tv_nsec ? YOUNG_NS : YOUNG_WHOLE_NS) >= start_ns;
+}
+
+static void kept_drop(struct kept *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		free(k->names[i].path);
+	free(k->names);
+	free(k->path);
+	*k = (struct kept){ 0 };
+}
+
+void sandbox_program_cache_clear(void)
+{
+	for (size_t i = 0; i < KEPT_MAX; i++)
+		kept_drop(&kept[i]);
+}
+
+uint64_t sandbox_program_cache_hits(void)
+{
+	return kept_hits;
+}
+
+/* The kept check of path for run_uid (base: the stat of the directory a
+ * relative path starts from), or NULL. */
+static struct kept *kept_find(const char *path, uid_t run_uid, const struct stat *base)
+{
+	for (size_t i = 0; i < KEPT_MAX; i++) {
+		struct kept *k = &kept[i];
+		if (k->path && k->run_uid == run_uid && !strcmp(k->path, path) &&
+		    (path[0] == '/' || (k->base_dev == base->st_dev && k->base_ino == base->st_ino)))
+			return k;
 	}
 	return NULL;
 }
 
-/* Opens and checks path (relative: from base_fd); see sandbox.h. */
-static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_fd, char **ret_why)
+/* Whether k still holds for the file opened (st): every name it looked
+ * at is as it noted, looked at once more. */
+static bool kept_holds(const struct kept *k, int base_fd, const struct stat *st)
 {
-	_cleanup_close_ int fd = openat(base_fd, path, O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fd <= 2) {
-		/* Above the standard streams, where child_opts.exec_fd is. */
-		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-		if (high < 0)
-			return -errno;
-		close(fd);
-		fd = high;
+	if (!ident_is(&k->prog, st))
+		return false;
+	for (size_t i = 0; i < k->n; i++) {
+		struct stat now;
+		if (fstatat(base_fd, k->names[i].path, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !ident_is(&k->names[i].id, &now))
+			return false;
 	}
-	struct stat st, lst;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	char *why = NULL;
-	/* A link as the last component: who could replace it. */
-	bool links = fstatat(base_fd, path, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode);
-	if (links && !(why = unfit(path, &lst, run_uid)))
-		why = unfit_target(base_fd, path, run_uid, 0);
+	return true;
+}
+
+/* The name c noted as name's directory (written before its last
+ * component; / for a name at the top), or NULL. Its final is the
+ * directory that holds name's entry, where it is a link. */
+static const struct seen *seen_dir(const struct check *c, const char *name)
+{
+	const char *slash = strrchr(name, '/');
+	if (!slash)
+		return NULL;	/* in the base directory, noted by its real path */
+	size_t n = slash == name ? 1 : (size_t)(slash - name);
+	for (size_t i = 0; i < c->n; i++)
+		if (strlen(c->v[i].path) == n && !strncmp(c->v[i].path, name, n))
+			return &c->v[i];
+	return NULL;
+}
+
+/* Whether a later change of what c noted could go unseen: a name that
+ * changed in the check's tick (young), and so did its directory, which
+ * would have to change for the name to lead elsewhere. A young name in a
+ * settled directory is safe: another file or link put in its place
+ * changes the directory's ctime. A change of mode or owner is seen in
+ * st_mode and st_uid whatever the ctime; "/" is replaced by nothing. */
+static bool check_young(const struct check *c, const struct timespec *start)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		if (!young(&c->v[i].st, start) || !strcmp(c->v[i].path, "/"))
+			continue;
+		const struct seen *dir = seen_dir(c, c->v[i].path);
+		if (!dir || young(&dir->final, start))
+			return true;
+	}
+	return false;
+}
+
+/* Keeps the check c passed (of path, the file opened st), in place of
+ * the least recently used, unless what it noted is too young. */
+static void kept_put(const char *path, uid_t run_uid, const struct stat *base, const struct check *c,
+		     const struct stat *st, const struct timespec *start)
+{
+	if (check_young(c, start))
+		return;
+	struct kept *k = &kept[0];
+	for (size_t i = 0; i < KEPT_MAX && k->path; i++)
+		if (!kept[i].path || kept[i].used < k->used)
+			k = &kept[i];
+	kept_drop(k);
+	k->path = xstrdup(path);
+	k->run_uid = run_uid;
+	if (path[0] != '/') {
+		k->base_dev = base->st_dev;
+		k->base_ino = base->st_ino;
+	}
+	k->used = ++kept_clock;
+	k->prog = ident_of(st);
+	k->names = xreallocarray(NULL, c->n ? c->n : 1, sizeof(*k->names));
+	k->n = c->n;
+	for (size_t i = 0; i < c->n; i++)
+		k->names[i] = (struct kept_name){ .path = xstrdup(c->v[i].path), .id = ident_of(&c->v[i].st) };
+}
+
+/* The full check of path, opened as fd (its stat st): why it is not fit,
+ * or NULL. */
+static char *check_full(struct check *c, const char *path, int fd, const struct stat *st)
+{
+	/* The last component: when a link, who could replace it and where
+	 * it leads. */
+	struct stat final;
+	char *why = look(c, path, 0, &final);
 	if (!why)
-		why = unfit_dirs(base_fd, path, run_uid, &links, 0);
+		why = unfit_dirs(c, path, 0);
+	bool links = false;
+	for (size_t i = 0; i < c->n; i++)
+		links |= S_ISLNK(c->v[i].st.st_mode);
 	/* Where it really is, when that is not path: named so, and the
-	 * directories there checked too. */
+	 * directories there checked too (those the links led through
+	 * already are). */
 	char real[PATH_MAX];
 	const char *name = path;
 	if (!why && (links || path[0] != '/')) {
@@ -176,14 +424,52 @@ static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_f
 		} else {
 			real[n] = '\0';
 			name = real;
-			bool more = false;
-			why = unfit_dirs(AT_FDCWD, real, run_uid, &more, 0);
+			why = unfit_dirs(c, real, 0);
 		}
 	}
-	if (!why && !S_ISREG(st.st_mode))
+	if (!why && !S_ISREG(st->st_mode))
 		why = xasprintf("%s is not a regular file", name);
 	if (!why)
-		why = unfit(name, &st, run_uid);
+		why = unfit(c, name, st);
+	return why;
+}
+
+/* Opens and checks path (relative: from base_fd); see sandbox.h. A kept
+ * check that still holds answers for the full one. */
+static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_fd, char **ret_why)
+{
+	struct timespec start;
+	clock_gettime(CLOCK_REALTIME, &start);
+	_cleanup_close_ int fd = openat(base_fd, path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fd <= 2) {
+		/* Above the standard streams, where child_opts.exec_fd is. */
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (high < 0)
+			return -errno;
+		close(fd);
+		fd = high;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	struct stat base = { 0 };
+	bool keyed = path[0] == '/' || fstatat(base_fd, ".", &base, 0) == 0;
+	struct kept *k = keyed ? kept_find(path, run_uid, &base) : NULL;
+	if (k && kept_holds(k, base_fd, &st)) {
+		k->used = ++kept_clock;
+		kept_hits++;
+		*ret_fd = TAKE_FD(fd);
+		return 0;
+	}
+	if (k)
+		kept_drop(k);
+	struct check c = { .base_fd = base_fd, .run_uid = run_uid, .euid = (uid_t)-1 };
+	char *why = check_full(&c, path, fd, &st);
+	if (!why && keyed)
+		kept_put(path, run_uid, &base, &c, &st, &start);
+	check_done(&c);
 	if (why) {
 		log_refusal(why);
 		*ret_why = why;
@@ -192,7 +478,6 @@ static int open_checked(int base_fd, const char *path, uid_t run_uid, int *ret_f
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
-
 int sandbox_program_open(const char *name, char *const *envp, int cwd_fd, uid_t run_uid, int *ret_fd,
 			 char **ret_why)
 {

@@ -203,6 +203,7 @@ void sandbox_cache_clear(void)
 	hide_clear();
 	seccomp_cache_clear();
 	plans_clear();
+	sandbox_program_cache_clear();
 }
 
 static void rmdir_pending(void);

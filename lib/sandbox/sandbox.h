@@ -606,5 +606,14 @@ const char *sandbox_argv_script(const char *const *argv);
  * again does not fill the log. NULL: nowhere. */
 void sandbox_program_set_log(void (*fn)(const char *message));
 int sandbox_script_check(char *const *argv, int cwd_fd, uid_t run_uid, char **ret_why);
+/*
+ * Those two keep the last checks passed, with the identity of every name
+ * each looked at, and answer a check again by looking at those names
+ * once more (program.c): sandbox_program_cache_clear() drops them
+ * (sandbox_cache_clear() calls it); sandbox_program_cache_hits(): how
+ * many checks were so answered since the start.
+ */
+void sandbox_program_cache_clear(void);
+uint64_t sandbox_program_cache_hits(void);
 
 #endif

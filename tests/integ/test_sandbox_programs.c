@@ -408,6 +408,37 @@ START_TEST(writable_program_refused)
 }
 END_TEST
 
+/* A command tool's program made writable by its group between two calls
+ * of the peer's is refused on the second, though the check of the first
+ * was kept (its files older than the clock's tick by then: a few calls
+ * over 100 ms, 2.1 s where the file system keeps whole seconds). */
+START_TEST(program_made_writable_between_calls)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, "{" AUTO "}");
+	char *prog = put_owned(&d, "bin/prog", "#!/bin/sh\necho ran\n", 0, 0755);
+	declare_program(&d, "prog", prog);
+	struct tcc *n = reload_then_connect_nobody(&d);
+	struct stat st;
+	ck_assert_int_eq(stat(prog, &st), 0);
+	uint64_t wait_ms = st.st_ctim.tv_nsec ? 100 : 2100, t0 = mono_ms();
+	do {
+		assert_prints(n, "prog", "ran\n");
+		usleep(20 * 1000);
+	} while (mono_ms() - t0 < wait_ms);
+	assert_prints(n, "prog", "ran\n");
+	ck_assert_int_eq(chmod(prog, 0775), 0);
+	assert_call_refused(n, "prog", prog, "writable by group or other (mode 0775)");
+	ck_assert_int_eq(chmod(prog, 0755), 0);
+	assert_prints(n, "prog", "ran\n");
+	tcc_close(n);
+	free(prog);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* The script an interpreter runs (sh scripts/run.sh, named relative to
  * the workspace) is checked as a program is: another uid's is refused. */
 START_TEST(interpreter_script_of_another_uid_refused)
@@ -472,6 +503,7 @@ static Suite *programs_suite(void)
 	tcase_add_test(tc, path_shadow_refused);
 	tcase_add_test(tc, replaced_link_refused);
 	tcase_add_test(tc, writable_program_refused);
+	tcase_add_test(tc, program_made_writable_between_calls);
 	tcase_add_test(tc, interpreter_script_of_another_uid_refused);
 	tcase_add_test(tc, mcp_program_of_another_uid_refused);
 	suite_add_tcase(s, tc);

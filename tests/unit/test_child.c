@@ -75,6 +75,7 @@ static void teardown(void)
 	ev_loop_destroy(ev);
 	ws_unref(ws);
 	nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	sandbox_program_cache_clear();
 }
 
 /* --- running calls ------------------------------------------------------- */
@@ -1077,6 +1078,227 @@ START_TEST(child_runs_the_checked_fd)
 }
 END_TEST
 
+/* --- kept checks of programs --------------------------------------------- */
+
+/* Opens name (PATH from envp) until a kept check answers (its files must
+ * be older than the clock's tick), within 5 s: a change made next meets
+ * that kept check. */
+static void open_until_kept(const char *name, char **envp)
+{
+	uint64_t t0 = mono_ms();
+	for (;;) {
+		uint64_t hits = sandbox_program_cache_hits();
+		int fd = -1;
+		char *why = NULL;
+		ck_assert_msg(sandbox_program_open(name, envp, -1, geteuid(), &fd, &why) == 0, "%s: %s", name,
+			      why ? why : "refused");
+		close(fd);
+		if (sandbox_program_cache_hits() > hits)
+			return;
+		ck_assert_msg(mono_ms() - t0 < 5000, "%s: no check kept", name);
+		usleep(20 * 1000);
+	}
+}
+
+/* name is refused now by a full check, why naming file and needle. */
+static void assert_now_refused(const char *name, char **envp, const char *file, const char *needle)
+{
+	uint64_t hits = sandbox_program_cache_hits();
+	int fd = -1;
+	char *why = NULL;
+	ck_assert_int_eq(sandbox_program_open(name, envp, -1, geteuid(), &fd, &why), -EPERM);
+	ck_assert_msg(why && strstr(why, file) && strstr(why, needle), "%s", why ? why : "(none)");
+	ck_assert_uint_eq(sandbox_program_cache_hits(), hits);
+	ck_assert_int_eq(fd, -1);
+	free(why);
+}
+
+/* Opens name, which passes: answered by a kept check or not (kept). */
+static void assert_kept(const char *name, char **envp, bool kept)
+{
+	uint64_t hits = sandbox_program_cache_hits();
+	int fd = -1;
+	char *why = NULL;
+	ck_assert_msg(sandbox_program_open(name, envp, -1, geteuid(), &fd, &why) == 0, "%s: %s", name,
+		      why ? why : "refused");
+	close(fd);
+	ck_assert_msg(sandbox_program_cache_hits() == hits + kept, "%s: %s", name, kept ? "not kept" : "kept");
+}
+
+static char *tmp_path(const char *rel)
+{
+	return xasprintf("%s/%s", tmpdir, rel);
+}
+
+START_TEST(kept_check_unchanged)
+{
+	/* Unchanged, a program is answered by its kept check, with the fd
+	 * of that very file; named relative to a directory too. Dropped
+	 * with the sandbox's caches. */
+	_cleanup_free_ char *bin = tmp_path("bin"), *prog = tmp_path("bin/tool");
+	ck_assert_int_eq(mkdir(bin, 0755), 0);
+	write_file_mode(prog, "#!/bin/sh\necho tool\n", 0755);
+	char **envp = child_env_new(NULL);
+	open_until_kept(prog, envp);
+	uint64_t hits = sandbox_program_cache_hits();
+	int fd = -1;
+	char *why = NULL;
+	ck_assert_int_eq(sandbox_program_open(prog, envp, -1, geteuid(), &fd, &why), 0);
+	ck_assert_uint_eq(sandbox_program_cache_hits(), hits + 1);
+	struct stat a, b;
+	ck_assert_int_eq(fstat(fd, &a), 0);
+	ck_assert_int_eq(stat(prog, &b), 0);
+	ck_assert(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+	close(fd);
+	int dir = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dir, 0);
+	uint64_t t0 = mono_ms();
+	do {
+		hits = sandbox_program_cache_hits();
+		ck_assert_int_eq(sandbox_program_open("bin/tool", envp, dir, geteuid(), &fd, &why), 0);
+		close(fd);
+		ck_assert_uint_lt(mono_ms() - t0, 5000);
+	} while (sandbox_program_cache_hits() == hits);
+	close(dir);
+	sandbox_cache_clear();
+	hits = sandbox_program_cache_hits();
+	ck_assert_int_eq(sandbox_program_open(prog, envp, -1, geteuid(), &fd, &why), 0);
+	ck_assert_uint_eq(sandbox_program_cache_hits(), hits);
+	close(fd);
+	child_env_free(envp);
+}
+END_TEST
+
+START_TEST(kept_check_link_repointed)
+{
+	/* The link re-pointed at a program writable by others. */
+	_cleanup_free_ char *good = tmp_path("good"), *evil = tmp_path("evil"), *link = tmp_path("tool");
+	write_file_mode(good, "#!/bin/sh\necho good\n", 0755);
+	write_file_mode(evil, "#!/bin/sh\necho evil\n", 0775);
+	ck_assert_int_eq(symlink("good", link), 0);
+	char **envp = child_env_new(NULL);
+	open_until_kept(link, envp);
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(symlink("evil", link), 0);
+	assert_now_refused(link, envp, evil, "writable by group or other (mode 0775)");
+	/* A link on the way re-pointed at a directory writable by others. */
+	_cleanup_free_ char *v1 = tmp_path("v1"), *v2 = tmp_path("v2"), *dist = tmp_path("dist");
+	_cleanup_free_ char *t1 = tmp_path("v1/tool"), *t2 = tmp_path("v2/tool"), *prog = tmp_path("dist/tool");
+	ck_assert_int_eq(mkdir(v1, 0755), 0);
+	ck_assert_int_eq(mkdir(v2, 0755), 0);
+	ck_assert_int_eq(chmod(v2, 0775), 0);
+	write_file_mode(t1, "#!/bin/sh\necho v1\n", 0755);
+	write_file_mode(t2, "#!/bin/sh\necho v2\n", 0755);
+	ck_assert_int_eq(symlink("v1", dist), 0);
+	open_until_kept(prog, envp);
+	ck_assert_int_eq(unlink(dist), 0);
+	ck_assert_int_eq(symlink("v2", dist), 0);
+	assert_now_refused(prog, envp, dist, "writable by group or other (mode 0775)");
+	child_env_free(envp);
+}
+END_TEST
+
+START_TEST(kept_check_dir_made_writable)
+{
+	/* A directory on the way made writable by its group. */
+	_cleanup_free_ char *dir = tmp_path("d"), *prog = tmp_path("d/tool");
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	write_file_mode(prog, "#!/bin/sh\necho tool\n", 0755);
+	char **envp = child_env_new(NULL);
+	open_until_kept(prog, envp);
+	ck_assert_int_eq(chmod(dir, 0775), 0);
+	assert_now_refused(prog, envp, dir, "writable by group or other (mode 0775)");
+	child_env_free(envp);
+}
+END_TEST
+
+START_TEST(kept_check_program_chowned)
+{
+	/* The program given to another uid. */
+	if (geteuid() != 0)
+		TC_SKIP("needs root to give a file to another uid");
+	_cleanup_free_ char *prog = tmp_path("tool");
+	write_file_mode(prog, "#!/bin/sh\necho tool\n", 0755);
+	char **envp = child_env_new(NULL);
+	open_until_kept(prog, envp);
+	ck_assert_int_eq(chown(prog, 12345, 12345), 0);
+	assert_now_refused(prog, envp, prog, "is owned by uid 12345");
+	child_env_free(envp);
+}
+END_TEST
+
+START_TEST(kept_check_program_replaced)
+{
+	/* Another file renamed into the program's place: that file is what
+	 * is checked and opened, then one writable by others is refused. */
+	_cleanup_free_ char *prog = tmp_path("tool"), *other = tmp_path("other");
+	write_file_mode(prog, "#!/bin/sh\necho tool\n", 0755);
+	char **envp = child_env_new(NULL);
+	open_until_kept(prog, envp);
+	write_file_mode(other, "#!/bin/sh\necho other\n", 0755);
+	struct stat o;
+	ck_assert_int_eq(stat(other, &o), 0);
+	ck_assert_int_eq(rename(other, prog), 0);
+	int fd = -1;
+	char *why = NULL;
+	ck_assert_int_eq(sandbox_program_open(prog, envp, -1, geteuid(), &fd, &why), 0);
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert(st.st_ino == o.st_ino);
+	close(fd);
+	open_until_kept(prog, envp);
+	write_file_mode(other, "#!/bin/sh\necho evil\n", 0757);
+	ck_assert_int_eq(rename(other, prog), 0);
+	assert_now_refused(prog, envp, prog, "writable by group or other (mode 0757)");
+	child_env_free(envp);
+}
+END_TEST
+
+START_TEST(kept_check_path_shadowed)
+{
+	/* A name of the PATH shadowed by a new file in an earlier
+	 * directory, writable by others: refused, not passed over. */
+	_cleanup_free_ char *early = tmp_path("early"), *late = tmp_path("late");
+	_cleanup_free_ char *prog = tmp_path("late/tc-kept-tool"), *shadow = tmp_path("early/tc-kept-tool");
+	ck_assert_int_eq(mkdir(early, 0755), 0);
+	ck_assert_int_eq(mkdir(late, 0755), 0);
+	write_file_mode(prog, "#!/bin/sh\necho tool\n", 0755);
+	_cleanup_free_ char *path = xasprintf("PATH=%s:%s", early, late);
+	char *envp[] = { path, NULL };
+	open_until_kept("tc-kept-tool", envp);
+	write_file_mode(shadow, "#!/bin/sh\necho shadow\n", 0775);
+	assert_now_refused("tc-kept-tool", envp, shadow, "writable by group or other (mode 0775)");
+}
+END_TEST
+
+START_TEST(kept_checks_bounded)
+{
+	/* 32 checks are kept, the least recently used goes first. */
+	_cleanup_free_ char *many = tmp_path("many");
+	ck_assert_int_eq(mkdir(many, 0755), 0);
+	char *progs[33];
+	for (int i = 0; i < 33; i++) {
+		progs[i] = xasprintf("%s/p%d", many, i);
+		write_file_mode(progs[i], "#!/bin/sh\n", 0755);
+	}
+	char **envp = child_env_new(NULL);
+	/* The last one made settled: so did its directory and the others. */
+	open_until_kept(progs[32], envp);
+	for (int i = 0; i < 31; i++)
+		assert_kept(progs[i], envp, false);
+	assert_kept(progs[32], envp, true);
+	assert_kept(progs[31], envp, false);	/* p0 goes */
+	assert_kept(progs[0], envp, false);	/* p1 goes */
+	assert_kept(progs[32], envp, true);
+	assert_kept(progs[31], envp, true);
+	assert_kept(progs[2], envp, true);
+	assert_kept(progs[1], envp, false);
+	for (int i = 0; i < 33; i++)
+		free(progs[i]);
+	child_env_free(envp);
+}
+END_TEST
+
 START_TEST(shell_background_killed_at_exit)
 {
 	/* When the leader exits, the rest of its group goes with it: the
@@ -1601,6 +1823,13 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, child_starts_clean);
 	tcase_add_test(tc, child_exec_errors);
 	tcase_add_test(tc, child_runs_the_checked_fd);
+	tcase_add_test(tc, kept_check_unchanged);
+	tcase_add_test(tc, kept_check_link_repointed);
+	tcase_add_test(tc, kept_check_dir_made_writable);
+	tcase_add_test(tc, kept_check_program_chowned);
+	tcase_add_test(tc, kept_check_program_replaced);
+	tcase_add_test(tc, kept_check_path_shadowed);
+	tcase_add_test(tc, kept_checks_bounded);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("command");
