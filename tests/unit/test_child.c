@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stddef.h>
@@ -1271,6 +1272,29 @@ START_TEST(kept_check_path_shadowed)
 }
 END_TEST
 
+START_TEST(kept_check_mounted_over)
+{
+	/* A directory on the way hidden by a mount of another, holding a
+	 * program writable by others. */
+	if (geteuid() != 0)
+		TC_SKIP("needs root to mount");
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		TC_SKIP("no mount namespace of its own: %s", strerror(errno));
+	_cleanup_free_ char *d = tmp_path("d"), *e = tmp_path("e");
+	_cleanup_free_ char *prog = tmp_path("d/tool"), *other = tmp_path("e/tool");
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	ck_assert_int_eq(mkdir(e, 0755), 0);
+	write_file_mode(prog, "#!/bin/sh\necho d\n", 0755);
+	write_file_mode(other, "#!/bin/sh\necho e\n", 0775);
+	char **envp = child_env_new(NULL);
+	open_until_kept(prog, envp);
+	ck_assert_int_eq(mount(e, d, NULL, MS_BIND, NULL), 0);
+	assert_now_refused(prog, envp, prog, "writable by group or other (mode 0775)");
+	ck_assert_int_eq(umount2(d, MNT_DETACH), 0);
+	child_env_free(envp);
+}
+END_TEST
+
 START_TEST(kept_checks_bounded)
 {
 	/* 32 checks are kept, the least recently used goes first. */
@@ -1829,6 +1853,7 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, kept_check_program_chowned);
 	tcase_add_test(tc, kept_check_program_replaced);
 	tcase_add_test(tc, kept_check_path_shadowed);
+	tcase_add_test(tc, kept_check_mounted_over);
 	tcase_add_test(tc, kept_checks_bounded);
 	suite_add_tcase(s, tc);
 
