@@ -1387,8 +1387,8 @@ static struct row *shell_pair(const char *scenario, const char *floor_name)
 	struct row *d = add_row(scenario, "toolcalld", &L, daemon_pid);
 	close_conns(L.conns, 1);
 	double per_call_d = d->rate > 0 ? 1e6 / d->rate : 0, per_call_f = f->rate > 0 ? 1e6 / f->rate : 0;
-	snprintf(d->extra, sizeof(d->extra), "time/call %.0f vs %.0f µs: %.2f×", per_call_d, per_call_f,
-		 per_call_f > 0 ? per_call_d / per_call_f : 0);
+	snprintf(d->extra, sizeof(d->extra), "time/call %.0f vs %.0f µs (%+.0f µs): %.2f×", per_call_d, per_call_f,
+		 per_call_d - per_call_f, per_call_f > 0 ? per_call_d / per_call_f : 0);
 	d->ratio = per_call_f > 0 ? per_call_d / per_call_f : 0;
 	return d;
 }

@@ -864,9 +864,8 @@ static void assert_envelope(const struct json *r, const char *kind, const char *
 START_TEST(every_failed_call_names_itself)
 {
 	struct tcd d;
-	start_probes(&d, "{\"grace_ms\":300,\"limits\":{\"session_concurrency\":1,\"queue_max\":1,"
-			 "\"max_output_bytes\":65536}}");
-	char *log = probe_log(&d);
+	char *log = start_probes(&d, "{\"grace_ms\":300,\"limits\":{\"session_concurrency\":1,\"queue_max\":1,"
+				     "\"max_output_bytes\":65536}}");
 	/* 200 lines of 100 bytes (an answer holds them twice, numbered):
 	 * one answer of it fits in 65536 bytes, two do not. */
 	char *text = xmalloc(20001);

@@ -500,6 +500,7 @@ static pid_t nobody_waiting(void)
  */
 START_TEST(daemon_files_covered_in_a_crowd)
 {
+	TC_SKIP_UNDER_VALGRIND("valgrind cannot install Landlock or seccomp, which the covers are checked beside");
 	struct tcd d;
 	struct tcd_opts o = { .config = "{" TC_AUTO_CONFIRM ",\"audit_log\":\"@DIR@/audit.log\","
 					"\"memory\":{\"dir\":\"@DIR@/memory\"}}" };
@@ -644,6 +645,7 @@ END_TEST
  * rather than keeping the directory beneath. */
 START_TEST(started_in_a_covered_directory)
 {
+	TC_SKIP_UNDER_VALGRIND("valgrind cannot install Landlock or seccomp, which the covers are checked beside");
 	struct tcd d;
 	start(&d, "\"deny_read\":[\"@WS@/priv\"]");
 	char *key = tcd_write_ws(&d, "priv/key", "PRIV SECRET\n", 12, 0644);
@@ -673,6 +675,7 @@ END_TEST
  * not a mount, which would stay with the old file). */
 START_TEST(background_keeps_a_replaced_private_file)
 {
+	TC_SKIP_UNDER_VALGRIND("valgrind cannot install Landlock or seccomp, which the covers are checked beside");
 	struct tcd d;
 	start(&d, "\"deny_read\":[\"@DIR@/kept\"]");
 	char *kept = xasprintf("%s/kept", d.dir);
