@@ -9,7 +9,8 @@
  * named and where it really lies, once each: a name met again (/ at the
  * end of each walk, /bin of /bin/sh and again of /bin/dash where its link
  * leads, the directories of the real path that the links led through) is
- * answered from what the check noted of it.
+ * answered from what the check noted of it. A way of more than SEEN_MAX
+ * names is refused.
  *
  * The last KEPT_MAX checks passed are kept (the least recently used goes
  * first; all dropped by sandbox_cache_clear(), on reload and at exit),
@@ -19,15 +20,17 @@
  * lstat) and of the file opened. The next check of that name still opens
  * it (O_PATH: that fd is what runs) and looks at each of those names
  * again, once, without a readlink or a walk: when all are as noted, what
- * the check judged is unchanged, for a chmod or chown changes a ctime, a
- * rename or a new entry changes the ctime of its directory and brings
- * another inode, a link is replaced (never modified), and a mount over a
- * name shows another device or inode. Any difference or error, and the
+ * the check judged is unchanged, for a chmod or chown changes a mode or
+ * an owner (and the ctime), a rename or a new entry changes the ctime of
+ * its directory and brings another inode, a link is replaced (never
+ * modified), and a mount over a name shows another device or inode. Any difference or error, and the
  * full check is made again, before this call goes on. What is not looked
  * at is as before: the program's content rewritten in place by its
  * owner, who is trusted. A name searched in PATH is kept per candidate
  * path: an earlier directory of the PATH that gains the name is found
- * there (its open succeeds) and that file gets a full check.
+ * there (its open succeeds) and that file gets a full check. A check
+ * whose names take more than KEPT_BYTES_MAX is not kept. Checks run on
+ * the daemon's loop only: what is kept has no lock.
  *
  * A ctime comes from the clock's coarse tick, or whole seconds on some
  * file systems: a change made in the same tick as the one before it may
@@ -53,8 +56,9 @@
 #include "lib/sandbox/sandbox.h"
 
 #define LINKS_MAX 40		/* links followed in turn, as the kernel's limit */
-#define SEEN_MAX 4096		/* names one check looks at */
+#define SEEN_MAX 1024		/* names one check looks at */
 #define KEPT_MAX 32		/* checks kept */
+#define KEPT_BYTES_MAX 16384	/* of names, in one check kept */
 #define YOUNG_NS (50 * 1000000LL)	/* a few ticks of the coarse clock */
 #define YOUNG_WHOLE_NS (2 * 1000000000LL)
 
@@ -65,6 +69,15 @@ void sandbox_program_set_log(void (*fn)(const char *message))
 	refusal_log = fn;
 }
 
+/* FNV-1a of s. */
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	return h;
+}
+
 /* Tells of a refusal once among the last 64 different ones (by hash). */
 static void log_refusal(const char *why)
 {
@@ -72,10 +85,7 @@ static void log_refusal(const char *why)
 	static unsigned next;
 	if (!refusal_log)
 		return;
-	uint64_t h = 1469598103934665603ULL;
-	for (const unsigned char *p = (const unsigned char *)why; *p; p++)
-		h = (h ^ *p) * 1099511628211ULL;
-	h |= 1;
+	uint64_t h = hash_str(why) | 1;
 	for (unsigned i = 0; i < ELEMENTSOF(seen); i++)
 		if (seen[i] == h)
 			return;
@@ -88,6 +98,7 @@ static void log_refusal(const char *why)
  * in the end (a link's last target; else its own). */
 struct seen {
 	char *path;
+	uint64_t hash;	/* of path, compared first */
 	struct stat st;
 	struct stat final;
 	bool done;	/* false while its link is followed */
@@ -205,8 +216,9 @@ static char *unfit_target(struct check *c, const char *path, int depth, struct s
  * caller judges *ret_final, as a directory on the way or as the program. */
 static char *look(struct check *c, const char *name, int depth, struct stat *ret_final)
 {
+	uint64_t h = hash_str(name);
 	for (size_t i = 0; i < c->n; i++) {
-		if (strcmp(c->v[i].path, name) != 0)
+		if (c->v[i].hash != h || strcmp(c->v[i].path, name) != 0)
 			continue;
 		if (!c->v[i].done)
 			return xasprintf("%s leads through a loop of links", name);
@@ -223,7 +235,7 @@ static char *look(struct check *c, const char *name, int depth, struct stat *ret
 		c->v = xreallocarray(c->v, c->cap, sizeof(*c->v));
 	}
 	size_t k = c->n++;	/* by index: following the link may move c->v */
-	c->v[k] = (struct seen){ .path = xstrdup(name), .st = st };
+	c->v[k] = (struct seen){ .path = xstrdup(name), .hash = h, .st = st };
 	struct stat final = st;
 	if (S_ISLNK(st.st_mode)) {
 		char *why = unfit(c, name, &st);
@@ -372,11 +384,15 @@ static bool check_young(const struct check *c, const struct timespec *start)
 }
 
 /* Keeps the check c passed (of path, the file opened st), in place of
- * the least recently used, unless what it noted is too young. */
+ * the least recently used, unless what it noted is too young or too
+ * long (links of a workspace can make a way of many long names). */
 static void kept_put(const char *path, uid_t run_uid, const struct stat *base, const struct check *c,
 		     const struct stat *st, const struct timespec *start)
 {
-	if (check_young(c, start))
+	size_t bytes = strlen(path);
+	for (size_t i = 0; i < c->n; i++)
+		bytes += strlen(c->v[i].path);
+	if (bytes > KEPT_BYTES_MAX || check_young(c, start))
 		return;
 	struct kept *k = &kept[0];
 	for (size_t i = 0; i < KEPT_MAX && k->path; i++)

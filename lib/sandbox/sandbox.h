@@ -585,7 +585,8 @@ uint64_t sandbox_repos_bounded(void);
  * directory on its way, as written and where it really lies, must be owned
  * by one of them too, and a directory must not be writable by group or
  * other unless sticky (where only an entry's owner can rename or remove
- * it): else someone else could move another file into its place. Returns
+ * it): else someone else could move another file into its place; a way
+ * of over 1024 names (links followed) is refused. Returns
  * 0 with the fd (above 2) in *ret_fd, -EPERM with why (naming the file; owned) in
  * *ret_why when refused, or the open's negative errno (-ENOENT, -EACCES).
  */

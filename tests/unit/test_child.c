@@ -1323,6 +1323,59 @@ START_TEST(kept_checks_bounded)
 }
 END_TEST
 
+START_TEST(kept_checks_bounded_in_size)
+{
+	/* A way of over 16 KiB of names is checked at each start, not kept;
+	 * one of over 1024 names is refused. */
+	char *prog = xstrdup(tmpdir);
+	char part[201];
+	memset(part, 'd', 200);
+	part[200] = '\0';
+	for (int i = 0; i < 13; i++) {
+		char *next = xasprintf("%s/%s", prog, part);
+		free(prog);
+		prog = next;
+		ck_assert_int_eq(mkdir(prog, 0755), 0);
+	}
+	char *next = xasprintf("%s/tool", prog);
+	free(prog);
+	prog = next;
+	write_file_mode(prog, "#!/bin/sh\n", 0755);
+	char **envp = child_env_new(NULL);
+	uint64_t t0 = mono_ms();
+	while (mono_ms() - t0 < 150) {
+		assert_kept(prog, envp, false);
+		usleep(20 * 1000);
+	}
+	assert_kept(prog, envp, false);
+	free(prog);
+
+	int base = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(base, 0);
+	struct buf deep = { 0 };
+	for (int i = 0; i < 1100; i++) {
+		buf_puts(&deep, "a");
+		buf_putc(&deep, '\0');
+		ck_assert_int_eq(mkdirat(base, deep.data, 0755), 0);
+		deep.len--;
+		buf_putc(&deep, '/');
+	}
+	buf_puts(&deep, "tool");
+	buf_putc(&deep, '\0');
+	int fd = openat(base, deep.data, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	char *why = NULL;
+	fd = -1;
+	ck_assert_int_eq(sandbox_program_open(deep.data, envp, base, geteuid(), &fd, &why), -EPERM);
+	ck_assert_msg(why && strstr(why, "too many names"), "%s", why ? why : "(none)");
+	free(why);
+	buf_free(&deep);
+	close(base);
+	child_env_free(envp);
+}
+END_TEST
+
 START_TEST(shell_background_killed_at_exit)
 {
 	/* When the leader exits, the rest of its group goes with it: the
@@ -1855,6 +1908,7 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, kept_check_path_shadowed);
 	tcase_add_test(tc, kept_check_mounted_over);
 	tcase_add_test(tc, kept_checks_bounded);
+	tcase_add_test(tc, kept_checks_bounded_in_size);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("command");
