@@ -99,6 +99,17 @@ static char *start_redis(struct redis_server *rs, const char *prefix, const char
 
 /* --- a stop ends calls: `transient` for the host, for a retry ------------ */
 
+/* Starts toolcallctl mcp for d as a host would, reconnecting for up to
+ * 30 s, and initializes it (INIT_PARAMS, then extra inside params). */
+static void bridge_up(struct tcd *d, struct host *h, const char *extra)
+{
+	const char *args[] = { "mcp", "-s", d->sock, "--reconnect-s", "30", NULL };
+	host_start(h, args);
+	host_sendf(h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "%s}}",
+		   extra);
+	host_answer(h, 1, 10000);
+}
+
 /*
  * A stop ends two calls the grace period did not see through: the daemon
  * answers the plain one `cancelled` with data.restart, which the bridge
@@ -121,10 +132,7 @@ static void stop_ends_calls(bool redis)
 	tcd_start(&d, cfg);
 	tcd_put(&d, "hello.txt", "hi");
 	struct host h;
-	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
-	host_start(&h, args);
-	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
-	host_answer(&h, 1, 10000);
+	bridge_up(&d, &h, "");
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 
 	/* Two calls that outlast the grace period: one plain, one keyed. */
@@ -258,10 +266,7 @@ START_TEST(task_stopped_through_the_bridge)
 	struct tcd d;
 	tcd_start(&d, cfg);
 	struct host h;
-	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
-	host_start(&h, args);
-	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
-	host_answer(&h, 1, 10000);
+	bridge_up(&d, &h, "");
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
 		      "\"arguments\":{\"command\":\"sleep 30\"},\"task\":{\"ttl\":60000}}}");
@@ -555,10 +560,7 @@ START_TEST(task_lost_without_a_store_is_transient)
 	struct tcd d;
 	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
 	struct host h;
-	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
-	host_start(&h, args);
-	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
-	host_answer(&h, 1, 10000);
+	bridge_up(&d, &h, "");
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
 		  "\"arguments\":{\"command\":\"echo t >> t.log; sleep 30\"},\"task\":{}}}");
@@ -613,10 +615,7 @@ START_TEST(batch_in_flight_is_answered_after_a_crash)
 	struct tcd d;
 	tcd_start(&d, "{\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
 	struct host h;
-	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
-	host_start(&h, args);
-	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
-	host_answer(&h, 1, 10000);
+	bridge_up(&d, &h, "");
 	host_send(&h, "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
 		  "\"arguments\":{\"command\":\"echo b >> b.log; sleep 30\"}}},{\"jsonrpc\":\"2.0\",\"id\":3,"
 		  "\"method\":\"ping\"},{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}]");
@@ -656,10 +655,7 @@ START_TEST(batch_cut_short_by_a_stop)
 	struct tcd d;
 	tcd_start(&d, "{\"grace_ms\":300,\"confirmation\":{\"default\":{\"execute\":\"auto\"}}}");
 	struct host h;
-	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
-	host_start(&h, args);
-	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS "}}");
-	host_answer(&h, 1, 10000);
+	bridge_up(&d, &h, "");
 	host_send(&h, "[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
 		  "\"arguments\":{\"command\":\"echo b >> b.log; sleep 30\"}}},{\"jsonrpc\":\"2.0\",\"id\":3,"
 		  "\"method\":\"ping\"}]");
@@ -702,11 +698,7 @@ static void budget_goes_on(bool redis)
 	struct tcd d;
 	tcd_start(&d, cfg);
 	struct host h;
-	const char *args[] = { "mcp", "-s", d.sock, "--reconnect-s", "30", NULL };
-	host_start(&h, args);
-	host_sendf(&h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{" INIT_PARAMS
-		   ",\"capabilities\":{},\"budget\":{\"toolCalls\":3}}}");
-	host_answer(&h, 1, 10000);
+	bridge_up(&d, &h, ",\"capabilities\":{},\"budget\":{\"toolCalls\":3}");
 	host_send(&h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 	for (int id = 2; id <= 3; id++) {
 		host_call(&h, id, "stat", "{\"path\":\".\"}", NULL);
