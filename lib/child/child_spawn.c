@@ -815,7 +815,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			.out_fd = out_w, .err_fd = err_w, .fd_soft = child_fd_soft, .sandbox = a.sandbox,
 			.exec_fd = o->exec_fd > 2 ? o->exec_fd : -1,
 		};
-		r = spawner_spawn(&call, ret_pid, ret_pidfd);
+		*ret_pidfd = -1;
+		r = spawner_spawn(&call, ret_pid);
 		if (r <= 0) {
 			if (r == 0)
 				child_track(*ret_pid);
