@@ -484,14 +484,19 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 				ans.failed = (uint64_t)(uintptr_t)a.c.failed;
 			}
 		}
-		answer(sock, &ans);
-		/* Bounded: close_range walks every slot of the range, and
-		 * the table is as large as the daemon's was. */
+		/* The request's fds closed before the answer: the daemon
+		 * may run as soon as it is sent (it has waited), and a
+		 * child that is gone by then must find its output pipe at
+		 * its end, not still held here (which costs the daemon
+		 * another wakeup before it can answer its call). Bounded:
+		 * close_range walks every slot of the range, and the table
+		 * is as large as the daemon's was. */
 		int top = -1;
 		for (unsigned i = 0; i < n_fds; i++)
 			top = MAX(top, fds[i]);
 		if (top > SPAWNER_NULL_FD)
 			(void)syscall(SYS_close_range, SPAWNER_NULL_FD + 1U, (unsigned)top, 0U);
+		answer(sock, &ans);
 	}
 }
 
