@@ -124,7 +124,9 @@ static void read_only_add(struct config *c, const char *path)
  * its top), are read-only to children and refused to the file tools: the
  * config file's directory (its tool files and hook scripts usually sit
  * beside it, as in ~/.config/toolcalld under a $HOME workspace),
- * tools_dir, the audit log, the socket and its directory. */
+ * tools_dir, the audit log, the socket and its directory, and the Redis
+ * store's socket and its directory (a child that put its own socket there
+ * would be the store the daemon trusts). */
 static void protect_own(struct server *s)
 {
 	struct config *c = &s->cfg;
@@ -133,7 +135,9 @@ static void protect_own(struct server *s)
 		_cleanup_free_ char *dir = xstrndup(s->config_path, (size_t)(slash - s->config_path));
 		read_only_add(c, dir);
 	}
-	const char *own[] = { c->tools_dir, c->audit_log, s->socket_path ? s->socket_path : c->socket };
+	const char *addr = str_eq(c->store.kind, "redis") ? c->store.address : NULL;
+	const char *redis = addr && str_has_prefix(addr, "unix:") ? addr + 5 : NULL;
+	const char *own[] = { c->tools_dir, c->audit_log, s->socket_path ? s->socket_path : c->socket, redis };
 	for (size_t i = 0; i < ELEMENTSOF(own); i++) {
 		/* Canonical, made or not yet (the socket is made after this). */
 		const char *base = own[i] && own[i][0] == '/' ? strrchr(own[i], '/') : NULL;
@@ -145,8 +149,8 @@ static void protect_own(struct server *s)
 			continue;
 		_cleanup_free_ char *path = xasprintf("%s%s", real, base);
 		read_only_add(c, path);
-		if (i == ELEMENTSOF(own) - 1)
-			read_only_add(c, real);	/* the socket's directory too */
+		if (i >= ELEMENTSOF(own) - 2)
+			read_only_add(c, real);	/* a socket's directory too */
 	}
 }
 

@@ -33,6 +33,14 @@ struct tc_io *tc_io_free(struct tc_io *io)
 	return NULL;
 }
 
+bool tc_io_feed(struct tc_io *io, int revents)
+{
+	if (!OPS(io)->io_feed)
+		return false;
+	OPS(io)->io_feed(io, revents);
+	return true;
+}
+
 /* A loop without deferred work stands a timer of 0 ms in: it runs after
  * the poll that follows, rather than before it. */
 struct tc_defer *tc_defer_new(struct tc_loop *l, tc_timer_cb cb, void *arg)

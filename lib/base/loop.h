@@ -10,6 +10,7 @@
 #ifndef TC_LOOP_H
 #define TC_LOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct tc_loop;
@@ -40,6 +41,9 @@ struct tc_loop_ops {
 	struct tc_defer *(*defer_new)(struct tc_loop *l, tc_timer_cb cb, void *arg);
 	void (*defer_start)(struct tc_defer *d);
 	void (*defer_free)(struct tc_defer *d);	/* stops first; accepts NULL */
+	/* Optional: io's callback runs later in this loop turn, as though
+	 * its fd were ready (io need not be started). */
+	void (*io_feed)(struct tc_io *io, int revents);
 };
 
 struct tc_loop {
@@ -60,6 +64,12 @@ struct tc_timer *tc_timer_free(struct tc_timer *t);
 void tc_io_start(struct tc_io *io);
 void tc_io_stop(struct tc_io *io);
 struct tc_io *tc_io_free(struct tc_io *io);
+/* Has io's callback run in this turn of the loop, after the callback
+ * running now, as though its fd were ready with revents: for what is known
+ * ready before the fd ever reached the poller (a watcher started and
+ * stopped in one turn costs the poller nothing). False, and nothing done,
+ * where the loop cannot. */
+bool tc_io_feed(struct tc_io *io, int revents);
 
 /*
  * Work for the end of the loop's turn: once started, cb runs once, after

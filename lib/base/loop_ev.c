@@ -114,6 +114,18 @@ static void ev_io_free_(struct tc_io *io)
 	free(io);
 }
 
+/* libev invokes what is fed in the same pass over its pending watchers,
+ * started or not. */
+static void ev_io_feed_(struct tc_io *io, int revents)
+{
+	int ev = 0;
+	if (revents & TC_IO_READ)
+		ev |= EV_READ;
+	if (revents & TC_IO_WRITE)
+		ev |= EV_WRITE;
+	ev_feed_event(io->ev, &io->w, ev);
+}
+
 static void defer_fire(struct ev_loop *ev, ev_prepare *w, int revents)
 {
 	struct tc_defer *d = container_of(w, struct tc_defer, w);
@@ -147,6 +159,7 @@ static const struct tc_loop_ops ev_ops = {
 	.defer_new = ev_defer_new_,
 	.defer_start = ev_defer_start_,
 	.defer_free = ev_defer_free_,
+	.io_feed = ev_io_feed_,
 };
 
 static struct tc_timer *ev_timer_new_(struct tc_loop *l, tc_timer_cb cb, void *arg)

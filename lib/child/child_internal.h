@@ -43,8 +43,8 @@ void child_untrack(pid_t pid);
 /*
  * Spawners (child_spawner.c). spawner_spawn() starts the child of a
  * sandboxed call through the spawner of its seccomp program (started if
- * need be): 0 with the child's pid and pidfd (or -1: none, before Linux
- * 5.2), a negative errno (the child did not exec: sandbox->failed says at
+ * need be): 0 with the child's pid (the caller opens its pidfd: the
+ * child is the daemon's, unreaped), a negative errno (the child did not exec: sandbox->failed says at
  * which step when its sandbox did not hold; it has been reaped), or
  * SPAWNER_NONE: no spawner serves this call (its plan needs what a
  * spawner cannot do, it is too large, or the spawner could not be started
@@ -62,6 +62,6 @@ struct spawner_call {
 	struct sandbox_child *sandbox;
 };
 #define SPAWNER_NONE 1
-int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid, int *ret_pidfd);
+int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid);
 
 #endif

@@ -815,7 +815,8 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 			.out_fd = out_w, .err_fd = err_w, .fd_soft = child_fd_soft, .sandbox = a.sandbox,
 			.exec_fd = o->exec_fd > 2 ? o->exec_fd : -1,
 		};
-		r = spawner_spawn(&call, ret_pid, ret_pidfd);
+		*ret_pidfd = -1;
+		r = spawner_spawn(&call, ret_pid);
 		if (r <= 0) {
 			if (r == 0)
 				child_track(*ret_pid);
@@ -1032,6 +1033,15 @@ int child_spawn(struct tc_loop *loop, const struct child_opts *o, struct child *
 	if (pidfd >= 0) {
 		ch->pid_io = tc_io_new(loop, pidfd, TC_IO_READ, on_pidfd, ch);
 		tc_io_start(ch->pid_io);
+		/* A leader gone already (a short command where the CPU it
+		 * shares with its spawner ran it to its end before the
+		 * spawner's answer) is reaped later in this turn, its pipes
+		 * drained then: neither its pidfd nor a pipe closed by then
+		 * ever reaches the poller (two epoll_ctl, an epoll_wait and
+		 * their removal at close, some 5 µs before the answer). */
+		siginfo_t si = {0};
+		if (wait_leader(ch, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid)
+			(void)tc_io_feed(ch->pid_io, TC_IO_READ);
 	} else {
 		ch->pidfd = -1;
 		ch->poll_timer = tc_timer_new(loop, on_poll_exit, ch);

@@ -17,14 +17,15 @@
  *
  * The spawner clones each child with CLONE_PARENT, so it is the daemon's
  * child, reaped, watched and killed as any other (child_spawn.c), and
- * hands back its pidfd. The daemon sends a request (the command, its
- * environment, the plan's values and fds) over a SOCK_SEQPACKET socket
- * and waits for the answer; the spawner answers once the child has
- * exec'd (CLONE_VFORK) or failed. A spawner that is gone when a request
- * is sent is reaped and the call started directly (the request never
- * reached it); one that ends or does not answer after it was sent fails
- * the call with the step named (the command may have started). The next
- * call starts a new spawner.
+ * hands back its pid (the daemon opens its pidfd: some 4 µs less than
+ * CLONE_PIDFD and the fd passed back). The daemon sends a request (the
+ * command, its environment, the plan's values and fds) over a
+ * SOCK_SEQPACKET socket and waits for the answer; the spawner answers
+ * once the child has exec'd (CLONE_VFORK) or failed. A spawner that is
+ * gone when a request is sent is reaped and the call started directly
+ * (the request never reached it); one that ends or does not answer after
+ * it was sent fails the call with the step named (the command may have
+ * started). The next call starts a new spawner.
  *
  * What a child of it costs, measured in place (medians of a loaded 2-core
  * VM, default-profile shell): some 3 µs in the spawner from request to
@@ -75,10 +76,6 @@
 #include "lib/sandbox/sandbox.h"
 #include "proto/base/util.h"
 
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
-
 /* The largest request (the command's arguments and environment): beyond
  * it, or beyond what the socket takes, the child is started directly. */
 #define SPAWNER_MSG_MAX (1024 * 1024)
@@ -116,7 +113,6 @@ struct spawner_answer {
 	uint64_t failed;		/* its sandbox's step: a string of the
 					 * daemon's image, at the same address
 					 * in the spawner */
-	uint8_t pidfd;			/* the pidfd is attached */
 };
 
 /* One spawner, for one seccomp program. */
@@ -286,10 +282,10 @@ static ssize_t send_with_fd(int sock, const void *buf, size_t len, int fd)
 	return n;
 }
 
-/* Sends an answer, with the pidfd when there is one. */
-static void answer(int sock, const struct spawner_answer *ans, int pidfd)
+/* Sends an answer. */
+static void answer(int sock, const struct spawner_answer *ans)
 {
-	(void)send_with_fd(sock, ans, sizeof(*ans), pidfd);
+	(void)send_with_fd(sock, ans, sizeof(*ans), -1);
 }
 
 /* Reads the strings of a request into ptrs (count of them, NUL-ended
@@ -469,19 +465,17 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 		}
 		struct spawned_args a;
 		struct spawner_answer ans = {0};
-		int pidfd = -1;
 		int r = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ? -EMSGSIZE
 			: parse(buf, (size_t)n, fds, n_fds, ptrs, &a);
 		if (r < 0) {
 			ans.err = -r;
 		} else {
 			a.cwd = cwd_path(&a);
+			/* No CLONE_PIDFD: the daemon opens the pidfd of its
+			 * own unreaped child itself (pidfd_open), cheaper
+			 * than one made here and passed over the socket. */
 			int flags = CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD;
-			pid_t pid = clone(spawned_child, stack + sizeof(stack), flags | CLONE_PIDFD, &a, &pidfd);
-			if (pid < 0 && errno == EINVAL) {
-				pidfd = -1;	/* before Linux 5.2: the daemon opens it */
-				pid = clone(spawned_child, stack + sizeof(stack), flags, &a);
-			}
+			pid_t pid = clone(spawned_child, stack + sizeof(stack), flags, &a);
 			if (pid < 0) {
 				ans.err = errno;
 			} else {
@@ -490,15 +484,19 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 				ans.failed = (uint64_t)(uintptr_t)a.c.failed;
 			}
 		}
-		ans.pidfd = pidfd >= 0;
-		answer(sock, &ans, pidfd);
-		/* Bounded: close_range walks every slot of the range, and
-		 * the table is as large as the daemon's was. */
-		int top = pidfd;
+		/* The request's fds closed before the answer: the daemon
+		 * may run as soon as it is sent (it has waited), and a
+		 * child that is gone by then must find its output pipe at
+		 * its end, not still held here (which costs the daemon
+		 * another wakeup before it can answer its call). Bounded:
+		 * close_range walks every slot of the range, and the table
+		 * is as large as the daemon's was. */
+		int top = -1;
 		for (unsigned i = 0; i < n_fds; i++)
 			top = MAX(top, fds[i]);
 		if (top > SPAWNER_NULL_FD)
 			(void)syscall(SYS_close_range, SPAWNER_NULL_FD + 1U, (unsigned)top, 0U);
+		answer(sock, &ans);
 	}
 }
 
@@ -719,17 +717,12 @@ static int send_request(int sock, const char *msg, size_t len, const int *fds, u
 	return (size_t)n == len ? 0 : -EMSGSIZE;
 }
 
-/* Reads the answer, the pidfd into *ret_pidfd (or -1): 0 or a negative
- * errno. */
-static int read_answer(int sock, struct spawner_answer *ans, int *ret_pidfd)
+/* Reads the answer (no fds: the kernel closes any and says so with
+ * MSG_CTRUNC): 0 or a negative errno. */
+static int read_answer(int sock, struct spawner_answer *ans)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
 	struct iovec iov = { .iov_base = ans, .iov_len = sizeof(*ans) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	*ret_pidfd = -1;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	/* Blocking, up to SO_RCVTIMEO (spawner_start()): one system call
 	 * where a poll and a recvmsg were two. */
 	ssize_t n;
@@ -737,20 +730,12 @@ static int read_answer(int sock, struct spawner_answer *ans, int *ret_pidfd)
 		;
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(ret_pidfd, CMSG_DATA(cm), sizeof(int));
-	if (n != (ssize_t)sizeof(*ans) || (mh.msg_flags & MSG_CTRUNC) || (ans->pidfd && *ret_pidfd < 0) ||
-	    (!ans->err && ans->pid <= 0)) {
-		closep(ret_pidfd);
-		*ret_pidfd = -1;
+	if (n != (ssize_t)sizeof(*ans) || (mh.msg_flags & MSG_CTRUNC) || (!ans->err && ans->pid <= 0))
 		return n == 0 ? -EPIPE : -EBADMSG;
-	}
 	return 0;
 }
 
-int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid, int *ret_pidfd)
+int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid)
 {
 	struct sandbox_child *c = call->sandbox;
 	if (!sandbox_child_spawnable(c) || c->cap_last != sandbox_cap_last())
@@ -774,8 +759,7 @@ int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid, int *ret_pidf
 		return SPAWNER_NONE;
 	}
 	struct spawner_answer ans;
-	int pidfd;
-	if ((r = read_answer(s->sock, &ans, &pidfd)) < 0) {
+	if ((r = read_answer(s->sock, &ans)) < 0) {
 		/* Gone or stuck with the request: whether the command
 		 * started is not known, so the call fails. */
 		spawner_end(s);
@@ -787,10 +771,8 @@ int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid, int *ret_pidf
 		if (ans.pid > 0)
 			while (waitpid(ans.pid, NULL, 0) < 0 && errno == EINTR)
 				;
-		closep(&pidfd);
 		return -ans.err;
 	}
 	*ret_pid = ans.pid;
-	*ret_pidfd = pidfd;
 	return 0;
 }

@@ -560,8 +560,10 @@ static void attempt_end(struct attempt *a)
 		 * would be an option, an unknown signal, a process that reads
 		 * no more input, a path outside the workspace): nothing ran,
 		 * as when the schema refuses them, so the attempt is not
-		 * counted nor spent. */
+		 * counted nor spent, in the answer as in admin/stats. */
 		e->attempts--;
+		e->d->stats.attempts--;
+		e->us->stats.attempts--;
 		if (e->session->has_budget)
 			e->session->budget_left++;
 		if (e->budget >= 0)

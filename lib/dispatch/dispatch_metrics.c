@@ -111,7 +111,7 @@ void dispatch_write_metrics(struct dispatcher *d, struct buf *b)
 	       dispatch_inflight(d));
 	single(b, "toolcalld_calls_running", "gauge", "Tool runs holding a concurrency slot.", d->running);
 	single(b, "toolcalld_calls_queued", "gauge", "Tool runs waiting for a concurrency slot.", queued(d));
-	single(b, "toolcalld_attempts", "counter", "Attempts started, retries included.", d->stats.attempts);
+	single(b, "toolcalld_attempts", "counter", "Attempts that reached the tool, retries included.", d->stats.attempts);
 	single(b, "toolcalld_retries", "counter", "Attempts after the first.", d->stats.retries);
 
 	per_tool(d, b, "toolcalld_calls", "counter", "toolcalld_calls_total",

@@ -830,6 +830,56 @@ START_TEST(path_refusal_spends_no_budget)
 }
 END_TEST
 
+/* admin/stats and admin/metrics count attempts as the answers do: a call
+ * refused before the tool acted (a path outside the workspace, a value the
+ * tool refuses as an option) is a call but no attempt; a call that runs is
+ * one attempt; a transient call retried counts each of its attempts. */
+START_TEST(stats_attempts_as_answers_say)
+{
+	struct tcd d;
+	char *log = start_probes(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *st = tj(tcc_request(c, "admin/stats", NULL), "result");
+	int64_t calls = tj_int(st, "calls"), attempts = tj_int(st, "attempts"), retries = tj_int(st, "retries");
+
+	const struct json *r = tcc_call(c, "read_file", "{\"path\":\"../../etc/passwd\"}");
+	tc_assert_kind(r, "permission_denied");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
+	r = tcc_call(c, "probe", probe_args(c, log, "-x", "0", 0));
+	tc_assert_kind(r, "validation_error");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
+	st = tj(tcc_request(c, "admin/stats", NULL), "result");
+	ck_assert_int_eq(tj_int(st, "calls"), calls + 2);
+	ck_assert_int_eq(tj_int(st, "attempts"), attempts);
+	ck_assert_uint_eq(count_events(&d, true, NULL), 0);
+
+	r = tcc_call(c, "probe", probe_args(c, log, "once", "0", 0));
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result._meta.toolcalld/attempts"), 1);
+	st = tj(tcc_request(c, "admin/stats", NULL), "result");
+	ck_assert_int_eq(tj_int(st, "calls"), calls + 3);
+	ck_assert_int_eq(tj_int(st, "attempts"), attempts + 1);
+
+	r = tcc_call(c, "probe", probe_args(c, log, "flaky", "0", 75));
+	tc_assert_kind(r, "transient");
+	int64_t tries = tj_int(r, "error.data.attempts");
+	ck_assert_int_eq(tries, 3);
+	st = tj(tcc_request(c, "admin/stats", NULL), "result");
+	ck_assert_int_eq(tj_int(st, "calls"), calls + 4);
+	ck_assert_int_eq(tj_int(st, "attempts"), attempts + 1 + tries);
+	ck_assert_int_eq(tj_int(st, "retries"), retries + tries - 1);
+
+	/* The metric is the same counter. */
+	const char *metrics = tj_str(tcc_request(c, "admin/metrics", NULL), "result.text");
+	char *line = xasprintf("\ntoolcalld_attempts_total %lld\n", (long long)(attempts + 1 + tries));
+	ck_assert_msg(metrics && strstr(metrics, line), "wanted%s in %s", line, metrics);
+	free(line);
+	tcc_close(c);
+	free(log);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* --- every failed call names itself ------------------------------------------ */
 
 /* Asserts the envelope of a failed call (CONTRACT §4): kind, retryable
@@ -951,6 +1001,7 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, batch_forty_in_order);
 	tcase_add_test(tc, sessions_cancel_all_calls);
 	tcase_add_test(tc, every_failed_call_names_itself);
+	tcase_add_test(tc, stats_attempts_as_answers_say);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("failures");

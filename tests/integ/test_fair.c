@@ -195,11 +195,21 @@ START_TEST(stats_show_own_uid_only)
 	for (size_t i = 0; i < ELEMENTSOF(hidden); i++)
 		ck_assert_msg(!tj_has(st, hidden[i]), "nobody sees %s", hidden[i]);
 	tc_assert_kind(tcc_request(b, "admin/metrics", NULL), "permission_denied");
+	/* A call refused before the tool acted is one of its calls, and no
+	 * attempt, as its answer says. */
+	ck_assert_int_eq(tj_int(st, "attempts"), 2);
+	const struct json *r = tcc_call(b, "read_file", "{\"path\":\"../outside.txt\"}");
+	tc_assert_kind(r, "permission_denied");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
+	st = tj(tcc_request(b, "admin/stats", NULL), "result");
+	ck_assert_int_eq(tj_int(st, "calls"), 3);
+	ck_assert_int_eq(tj_int(st, "attempts"), 2);
 
 	st = tj(tcc_request(a, "admin/stats", NULL), "result");
 	ck_assert(!tj_has(st, "uid"));
-	ck_assert_int_eq(tj_int(st, "calls"), 5);
-	ck_assert_int_eq(tj_int(st, "tools.read_file.calls"), 3);
+	ck_assert_int_eq(tj_int(st, "calls"), 6);
+	ck_assert_int_eq(tj_int(st, "attempts"), 5);
+	ck_assert_int_eq(tj_int(st, "tools.read_file.calls"), 4);
 	ck_assert_int_eq(tj_int(st, "tools.shell.calls"), 1);
 	ck_assert_int_eq(tj_int(st, "connections.open"), 3);
 	ck_assert(tj_has(st, "providers") && tj_has(st, "store"));

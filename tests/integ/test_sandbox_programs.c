@@ -8,6 +8,8 @@
  * refused to write_file, while the rest of the workspace stays writable.
  * The socket and its directory are covered in every workspace the daemon
  * serves, not only its own: a root of workspaces.allowed holding them too.
+ * The Redis store's socket, where a workspace holds it, is kept as the
+ * daemon's own files are (a redis-server the test starts).
  */
 #include <check.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
+#include "tests/unit/redis_server.h"
 
 #define AUTO "\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\",\"network\":\"auto\"}}"
 
@@ -237,6 +240,55 @@ START_TEST(socket_covered_in_every_workspace)
 	free(run_dir);
 	free(ws2);
 	tcd_finish(&d);
+}
+END_TEST
+
+/* The Redis store's socket in the workspace: a call can neither remove,
+ * replace nor move it or its directory, nor plant a socket of its own
+ * there for the daemon to take for the store, and the file tools refuse
+ * both; the rest of the workspace stays writable and the store answers. */
+START_TEST(redis_socket_out_of_reach)
+{
+	const char *why;
+	if (!redis_server_available(&why))
+		TC_SKIP("redis_socket_out_of_reach: %s", why);
+	struct tcd d;
+	const struct tcd_opts o = { .config = "{" AUTO ",\"store\":{\"kind\":\"redis\","
+					       "\"address\":\"unix:@WS@/run/r.sock\"}}" };
+	tcd_prepare(&d, &o);
+	struct redis_server rs = {0};
+	ck_assert_int_lt(snprintf(rs.dir, sizeof(rs.dir), "%s/run", d.ws), (int)sizeof(rs.dir));
+	ck_assert_int_lt(snprintf(rs.sock, sizeof(rs.sock), "%s/r.sock", rs.dir), (int)sizeof(rs.sock));
+	ck_assert_int_eq(mkdir(rs.dir, 0755), 0);
+	redis_server_start(&rs);
+	tcd_spawn(&d, &o);
+	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "%s", tcd_log(&d));
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_shell(c, "echo fine > mine && test -f mine"));
+	const char *const refused[] = {
+		"rm run/r.sock", "mv run/r.sock run/old", "mv run run2", "chmod 777 run",
+		"touch run/planted",
+		"python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"run/fake.sock\")'",
+	};
+	tc_assert_shell_fails_all(c, refused, sizeof(refused) / sizeof(*refused));
+	tc_assert_kind(tcc_call(c, "write_file", "{\"path\":\"run/r.sock\",\"content\":\"x\"}"), "permission_denied");
+	tc_assert_kind(tcc_call(c, "write_file", "{\"path\":\"run/planted\",\"content\":\"x\"}"), "permission_denied");
+	tc_assert_kind(tcc_call(c, "delete_file", "{\"path\":\"run/r.sock\"}"), "permission_denied");
+	tc_assert_kind(tcc_call(c, "move_file", "{\"from\":\"run\",\"to\":\"run2\"}"),
+		       "permission_denied");
+	struct stat st;
+	ck_assert_int_eq(lstat(rs.sock, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_int_eq(stat(rs.dir, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0755);
+	char *planted = tcd_ws_path(&d, "run/planted");
+	ck_assert_int_ne(access(planted, F_OK), 0);
+	free(planted);
+	ck_assert(tj_bool(tcc_request(c, "admin/stats", NULL), "result.store.connected"));
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	redis_server_free(&rs);
+	tcd_free(&d);
 }
 END_TEST
 
@@ -496,6 +548,7 @@ static Suite *programs_suite(void)
 	tcase_add_test(tc, mcp_script_out_of_reach);
 	tcase_add_test(tc, program_through_link);
 	tcase_add_test(tc, socket_covered_in_every_workspace);
+	tcase_add_test(tc, redis_socket_out_of_reach);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("strict");
 	tcase_set_timeout(tc, 120);

@@ -1525,6 +1525,57 @@ START_TEST(loop_defer_after_writer_before_poll)
 }
 END_TEST
 
+/* A fed watcher: its callback runs in the turn that fed it, after the
+ * callback that fed it and before that turn's poll, with what was fed,
+ * though its fd (an empty pipe) is not ready and the watcher was never
+ * started. */
+struct feed_log {
+	struct turn_log t;
+	struct tc_io *io;
+	int revents;
+};
+
+static void feed_fired(void *arg, int revents)
+{
+	struct feed_log *f = arg;
+	f->revents = revents;
+	turn_note(&f->t, 'f');
+	f->io = tc_io_free(f->io);
+}
+
+static void feed_start(void *arg)
+{
+	struct feed_log *f = arg;
+	turn_note(&f->t, 't');
+	ck_assert(tc_io_feed(f->io, TC_IO_READ));
+	turn_note(&f->t, 'r');
+}
+
+START_TEST(loop_feed_same_turn_before_poll)
+{
+	struct feed_log f = { 0 };
+	int p[2];
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ev_check_init(&f.t.polled, turn_polled);
+	f.t.polled.data = &f.t;
+	ev_check_start(ev, &f.t.polled);
+	f.io = tc_io_new(loop, p[0], TC_IO_READ, feed_fired, &f);
+	struct tc_timer *tm = tc_timer_new(loop, feed_start, &f);
+	tc_timer_start(tm, 0);
+	for (int i = 0; i < 4; i++)
+		ev_run(ev, EVRUN_NOWAIT);
+	f.t.seen[f.t.n] = '\0';
+	ck_assert_msg(strstr(f.t.seen, "trf") && !strstr(f.t.seen, "trpf"), "turns: %s", f.t.seen);
+	ck_assert_ptr_eq(strchr(f.t.seen, 'f'), strrchr(f.t.seen, 'f'));
+	ck_assert_int_eq(f.revents, TC_IO_READ);
+	ck_assert_ptr_null(f.io);
+	tc_timer_free(tm);
+	ev_check_stop(ev, &f.t.polled);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
 #define N_CONCURRENT 200
 
 START_TEST(shell_fd_hygiene)
@@ -1872,6 +1923,7 @@ static Suite *child_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, shell_exit_codes);
 	tcase_add_test(tc, loop_defer_after_writer_before_poll);
+	tcase_add_test(tc, loop_feed_same_turn_before_poll);
 	tcase_add_test(tc, no_plan_no_capability);
 	tcase_add_test(tc, bounding_set_dropped_ahead);
 	tcase_add_test(tc, without_pidfd_open);
