@@ -106,7 +106,7 @@ void child_call_fail_partial(struct tool_call *c, enum tc_kind kind, const char 
  * call's state, freed once the answer is written (closing the child's
  * pidfd and pipes; the last close of a pipe frees it, which the answer
  * need not wait for), and the next calls of ended runs to prepare
- * (sandbox_ahead()): deferred to the end of the loop's turn, after the
+ * (sandbox_ahead(), child_ahead()): deferred to the end of the loop's turn, after the
  * answers queued in it are written. One loop's.
  */
 static struct {
@@ -128,6 +128,7 @@ static void after_answers(void *arg)
 		child_call_free(ended[i]);
 	free(ended);
 	sandbox_ahead();
+	child_ahead();
 }
 
 /* Frees cc (and its child) and prepares what ended runs need once the

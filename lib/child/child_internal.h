@@ -35,6 +35,10 @@ void capture_free(struct capture *cp);
  * the PATH of envp; a name with a slash is taken as it is. */
 int find_program(const char *name, char *const *envp, char **ret);
 
+/* Makes ahead, off the way of the next call, what its child's start
+ * needs (its output pipe): called once an answer is written. */
+void child_ahead(void);
+
 /* The leaders (and spawners) the daemon keeps as its children: any other
  * child of it is an orphan, killed and reaped (child_spawn.c). */
 void child_track(pid_t pid);
