@@ -319,7 +319,7 @@ static struct nn_call *call_of(pid_t task)
 }
 
 /* Records one attempt for the call of task. */
-static void record(pid_t task, const char *what)
+void netnotif_record(pid_t task, const char *what)
 {
 	struct nn_call *c = call_of(task);
 	if (!c) {
@@ -361,19 +361,33 @@ static int read_addr(pid_t task, uint64_t addr, uint64_t len, struct sockaddr_st
 	return ss->ss_family;
 }
 
-/* "1.1.1.1:80", "[2606:4700::1111]:443". */
-static void addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
+/* Counts one socket() of the network's families for the call of task. */
+void netnotif_record_socket(pid_t task)
+{
+	struct nn_call *c = call_of(task);
+	if (c)
+		c->sockets++;
+}
+
+/* "connect to 1.1.1.1:80", "sending to [2606:4700::1111]:443 (DNS)". */
+void netnotif_describe(const char *verb, const struct sockaddr_storage *ss, char *out, size_t size)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
-	if (ss->ss_family == AF_INET) {
+	uint16_t port;
+	bool v4 = ss->ss_family == AF_INET;
+	if (v4) {
 		const struct sockaddr_in *in = (const void *)ss;
 		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		snprintf(out, size, "%s:%u", host, ntohs(in->sin_port));
+		port = ntohs(in->sin_port);
 	} else {
 		const struct sockaddr_in6 *in6 = (const void *)ss;
 		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		snprintf(out, size, "[%s]:%u", host, ntohs(in6->sin6_port));
+		port = ntohs(in6->sin6_port);
 	}
+	/* Port 53: the name server, which a lookup of a name tries first
+	 * ("Could not resolve host"). */
+	snprintf(out, size, "%s %s%s%s:%u%s", verb, v4 ? "" : "[", host, v4 ? "" : "]", port,
+		 port == 53 ? " (DNS)" : "");
 }
 
 /* Answers a socket() of AF_INET or AF_INET6 (of type stream or datagram,
@@ -394,9 +408,7 @@ static void on_socket(int fd, const struct seccomp_notif *req, struct seccomp_no
 	    (protocol != 0 && protocol != (type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
 		return;
 	(void)family;
-	struct nn_call *c = call_of(req->pid);
-	if (c)
-		c->sockets++;
+	netnotif_record_socket(req->pid);
 	int own = type | SOCK_CLOEXEC | (flags & SOCK_NONBLOCK);
 	_cleanup_close_ int s = socket(AF_UNIX, own, 0);
 	if (s < 0)
@@ -438,14 +450,9 @@ static void on_send(int fd, const struct seccomp_notif *req, struct seccomp_noti
 		resp->id = 0;
 		return;
 	}
-	char where[INET6_ADDRSTRLEN + 16], what[sizeof(where) + 32];
-	addr_text(&ss, where, sizeof(where));
-	/* Port 53: the name server, which a lookup of a name tries first
-	 * ("Could not resolve host"). */
-	uint16_t port = ntohs(ss.ss_family == AF_INET ? ((const struct sockaddr_in *)(const void *)&ss)->sin_port
-						      : ((const struct sockaddr_in6 *)(const void *)&ss)->sin6_port);
-	snprintf(what, sizeof(what), "%s %s%s", verb, where, port == 53 ? " (DNS)" : "");
-	record(req->pid, what);
+	char what[NETNOTIF_WHAT_SIZE];
+	netnotif_describe(verb, &ss, what, sizeof(what));
+	netnotif_record(req->pid, what);
 	resp->error = -ENETUNREACH;
 }
 

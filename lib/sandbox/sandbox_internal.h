@@ -298,6 +298,21 @@ ssize_t read_small(int dir_fd, const char *path, char *buf, size_t size);
 /* Forgets the probe (probe.c; sandbox_shutdown()). */
 void probe_forget(void);
 
+/*
+ * What netnotif.c records of a call's attempts to reach the network, the
+ * seam its tests use. netnotif_describe(): what a connect() or sendto()
+ * is named, verb then destination ("connect to 1.1.1.1:80", "sending to
+ * [2606:4700::1111]:443", " (DNS)" after port 53), into out of
+ * NETNOTIF_WHAT_SIZE bytes. netnotif_record(): one attempt, so named, for
+ * the watched call task belongs to (counted as unmatched when none);
+ * netnotif_record_socket(): one socket() of the network's families.
+ */
+#define NETNOTIF_WHAT_SIZE 96
+struct sockaddr_storage;
+void netnotif_describe(const char *verb, const struct sockaddr_storage *ss, char *out, size_t size);
+void netnotif_record(pid_t task, const char *what);
+void netnotif_record_socket(pid_t task);
+
 /* The seccomp program for a network kind (enum sandbox_network; kept),
  * or NULL with *ret_msg set. */
 const void *seccomp_prog_get(int network, char **ret_msg);

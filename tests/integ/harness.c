@@ -138,6 +138,18 @@ void tcd_put(struct tcd *d, const char *rel, const char *content)
 	free(tcd_write_ws(d, rel, content, strlen(content), 0));
 }
 
+void tcd_put_filler(struct tcd *d, const char *rel, size_t size, size_t line_len)
+{
+	char *text = xmalloc(size + 1);
+	memset(text, 'x', size);
+	if (line_len)
+		for (size_t i = line_len - 1; i < size; i += line_len)
+			text[i] = '\n';
+	text[size] = '\0';
+	free(tcd_write_ws(d, rel, text, size, 0));
+	free(text);
+}
+
 char *tcd_read(const struct tcd *d, const char *path, size_t *ret_len)
 {
 	if (path[0] == '/')

@@ -166,6 +166,10 @@ bool tcd_wait_stat(struct tcd *d, const char *path, int64_t at_least, int timeou
 char *tcd_write_ws(struct tcd *d, const char *rel, const void *content, size_t len, mode_t mode);
 /* Same, content a C string; returns nothing. */
 void tcd_put(struct tcd *d, const char *rel, const char *content);
+/* Writes size bytes of 'x' to rel, every line_len-th of them a '\n' (0:
+ * one line with no end): a file large enough for the output and size
+ * limits. */
+void tcd_put_filler(struct tcd *d, const char *rel, size_t size, size_t line_len);
 /* The absolute path of rel inside the workspace (malloc'd). */
 char *tcd_ws_path(const struct tcd *d, const char *rel);
 

@@ -918,13 +918,7 @@ START_TEST(every_failed_call_names_itself)
 				     "\"max_output_bytes\":65536}}");
 	/* 200 lines of 100 bytes (an answer holds them twice, numbered):
 	 * one answer of it fits in 65536 bytes, two do not. */
-	char *text = xmalloc(20001);
-	memset(text, 'x', 20000);
-	for (int i = 99; i < 20000; i += 100)
-		text[i] = '\n';
-	text[20000] = '\0';
-	tcd_put(&d, "big.txt", text);
-	free(text);
+	tcd_put_filler(&d, "big.txt", 20000, 100);
 	struct tcc *c = tcc_connect(&d);
 
 	assert_envelope(tcc_call(c, "red_file", "{}"), "not_found", "red_file", 0);

@@ -21,28 +21,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/integ/escape.h"
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
 /* Writes and the shell run without asking: tests here are about the
  * tools, not about confirmation. */
 #define CFG_AUTO "{\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"}}}"
-
-static const char secret[] = "TOP SECRET\n";
-
-/* Number of entries in a directory (not counting . and ..). */
-static int count_entries(const char *dir)
-{
-	DIR *dp = opendir(dir);
-	ck_assert_msg(dp, "opendir %s", dir);
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(dp)))
-		if (!str_eq(e->d_name, ".") && !str_eq(e->d_name, ".."))
-			n++;
-	closedir(dp);
-	return n;
-}
 
 static mode_t file_mode(const char *path)
 {
@@ -221,7 +206,7 @@ START_TEST(write_shows_no_temp_name)
 	 * name then, never a part of it. */
 	(void) watched_write(&d, c, "big.txt", BIG_WRITE, false, &partial);
 	ck_assert_msg(partial == 0, "a half-written file was seen under a temporary name %u times", partial);
-	ck_assert_int_eq(count_entries(d.ws), 1);
+	ck_assert_int_eq(tc_count_entries(d.ws), 1);
 	tcc_close(c);
 	tcd_finish(&d);
 }
@@ -252,7 +237,7 @@ START_TEST(crash_mid_write_leaves_nothing)
 	char *got = tcd_read(&d, "big.txt", NULL);
 	ck_assert_pstr_eq(got, "old");
 	free(got);
-	ck_assert_int_eq(count_entries(d.ws), 1);
+	ck_assert_int_eq(tc_count_entries(d.ws), 1);
 	free(open);
 	tcc_close(c);
 	tcd_free(&d);
@@ -378,7 +363,7 @@ START_TEST(write_file_basics)
 	tc_assert_kind(r, "validation_error");
 
 	/* no temporary file is left behind */
-	ck_assert_int_eq(count_entries(d.ws), 5);	/* new.txt run.sh private.txt a bin.dat */
+	ck_assert_int_eq(tc_count_entries(d.ws), 5);	/* new.txt run.sh private.txt a bin.dat */
 	tcc_close(c);
 	tcd_finish(&d);
 }
@@ -499,7 +484,7 @@ START_TEST(write_needs_confirmation_by_default)
 	const struct json *r = tcc_call(c, "write_file", "{\"path\":\"x.txt\",\"content\":\"x\"}");
 	tc_assert_kind(r, "user_denied");
 	ck_assert_int_eq(tj_int(r, "error.code"), -32603);
-	ck_assert_int_eq(count_entries(d.ws), 0);
+	ck_assert_int_eq(tc_count_entries(d.ws), 0);
 	tcc_close(c);
 	tcd_finish(&d);
 }
@@ -507,128 +492,31 @@ END_TEST
 
 /* --- the escape matrix --------------------------------------------------- */
 
-struct escape {
-	struct tcd d;
-	struct tcc *c;
-	char *outside;		/* dir/outside: a directory next to the workspace */
-	char *evil;		/* dir/ws-evil: shares the workspace's name as prefix */
-	char *secret;		/* outside/secret.txt */
-};
-
-static void escape_setup(struct escape *e)
-{
-	tcd_start(&e->d, CFG_AUTO);
-	struct tcd *d = &e->d;
-	e->outside = xasprintf("%s/outside", d->dir);
-	e->evil = xasprintf("%s/ws-evil", d->dir);
-	e->secret = xasprintf("%s/secret.txt", e->outside);
-	ck_assert(mkdir(e->outside, 0755) == 0);
-	ck_assert(mkdir(e->evil, 0755) == 0);
-	tc_write_file_atomic(e->secret, secret, strlen(secret));
-	char *evil_secret = xasprintf("%s/secret.txt", e->evil);
-	tc_write_file_atomic(evil_secret, secret, strlen(secret));
-	free(evil_secret);
-
-	tcd_put(d, "inside.txt", "inside\n");
-	tcd_put(d, "sub/deep.txt", "deep\n");
-	tcd_put(d, "..test", "dotdot name\n");
-	tcd_put(d, "...", "three dots\n");
-	tcd_put(d, "sub/..hidden", "hidden\n");
-	/* symlinks leading out: absolute and relative, to a file and a dir */
-	struct {
-		const char *name, *target;
-	} links[] = {
-		{ "abs_file", e->secret },
-		{ "abs_dir", e->outside },
-		{ "rel_file", "../outside/secret.txt" },
-		{ "rel_dir", "../outside" },
-		{ "sub/up_file", "../../outside/secret.txt" },
-		{ "evil_dir", "../ws-evil" },
-		{ "root_link", "/" },
-		{ "proc_root", "/proc/self/root" },
-		{ "proc_cwd", "/proc/self/cwd" },
-		/* a chain: chain1 -> chain2 -> chain3 -> outside */
-		{ "chain1", "chain2" },
-		{ "chain2", "sub/chain3" },
-		{ "sub/chain3", "../rel_file" },
-		/* dangling, leading out: writing through it must not create */
-		{ "dangling_out", "../outside/created.txt" },
-		{ "dangling_dir", "../outside/newdir" },
-		/* inside: allowed */
-		{ "in_file", "inside.txt" },
-		{ "in_dir", "sub" },
-		{ "in_chain", "in_file" },
-		{ "sub/in_up", "../inside.txt" },
-		{ "loop1", "loop2" },
-		{ "loop2", "loop1" },
-	};
-	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
-		char *p = tcd_ws_path(d, links[i].name);
-		ck_assert_msg(symlink(links[i].target, p) == 0, "symlink %s", p);
-		free(p);
-	}
-	e->c = tcc_connect(d);
-}
-
-static void escape_teardown(struct escape *e)
-{
-	/* nothing outside changed or appeared */
-	char *got = tcd_read(&e->d, e->secret, NULL);
-	ck_assert_pstr_eq(got, secret);
-	free(got);
-	ck_assert_int_eq(count_entries(e->outside), 1);
-	ck_assert_int_eq(count_entries(e->evil), 1);
-	ck_assert_int_eq(count_entries(e->d.dir), 7);	/* config, sock, ws, tools.d, log, outside, ws-evil */
-	tcc_close(e->c);
-	ck_assert_int_eq(tcd_stop(&e->d), 0);
-	free(e->outside);
-	free(e->evil);
-	free(e->secret);
-	tcd_free(&e->d);
-}
-
-/* Asserts a call is refused as an escape and that the message says so. */
-static void denied_at(struct escape *e, const char *tool, const char *args, int line)
-{
-	const struct json *r = tcc_call(e->c, tool, args);
-	const char *kind = tj_kind(r);
-	char *t = tj_text(r);
-	ck_assert_msg(kind && str_eq(kind, "permission_denied"), "line %d: %s %s: expected permission_denied, got %s",
-		      line, tool, args, t);
-	ck_assert_msg(tj_int(r, "error.code") == -32603, "line %d: code: %s", line, t);
-	ck_assert_msg(!tj_bool(r, "error.data.retryable"), "line %d: retryable: %s", line, t);
-	const char *msg = tj_str(r, "error.message");
-	ck_assert_msg(strstr(msg, "escapes the workspace") || strstr(msg, "NUL"), "line %d: message: %s", line, msg);
-	ck_assert_msg(!strstr(msg, "TOP SECRET"), "line %d: leaked: %s", line, msg);
-	free(t);
-}
-#define denied(e, tool, args) denied_at((e), (tool), (args), __LINE__)
-
 /* Every tool that takes a path, for a path (JSON text, quotes included). */
 static void all_denied_at(struct escape *e, const char *path_json, int line)
 {
 	struct tcc *c = e->c;
-	denied_at(e, "read_file", tcc_fmt(c, "{\"path\":%s}", path_json), line);
-	denied_at(e, "read_file", tcc_fmt(c, "{\"path\":%s,\"encoding\":\"base64\"}", path_json), line);
-	denied_at(e, "write_file", tcc_fmt(c, "{\"path\":%s,\"content\":\"PWNED\"}", path_json), line);
-	denied_at(e, "write_file", tcc_fmt(c, "{\"path\":%s,\"content\":\"PWNED\",\"create_dirs\":true}", path_json),
-		  line);
-	denied_at(e, "patch_file", tcc_fmt(c, "{\"path\":%s,\"old\":\"TOP\",\"new\":\"PWNED\"}", path_json), line);
-	denied_at(e, "list_dir", tcc_fmt(c, "{\"path\":%s}", path_json), line);
+	escape_denied_at(e, "read_file", tcc_fmt(c, "{\"path\":%s}", path_json), line);
+	escape_denied_at(e, "read_file", tcc_fmt(c, "{\"path\":%s,\"encoding\":\"base64\"}", path_json), line);
+	escape_denied_at(e, "write_file", tcc_fmt(c, "{\"path\":%s,\"content\":\"PWNED\"}", path_json), line);
+	escape_denied_at(e, "write_file", tcc_fmt(c, "{\"path\":%s,\"content\":\"PWNED\",\"create_dirs\":true}", path_json),
+			 line);
+	escape_denied_at(e, "patch_file", tcc_fmt(c, "{\"path\":%s,\"old\":\"TOP\",\"new\":\"PWNED\"}", path_json), line);
+	escape_denied_at(e, "list_dir", tcc_fmt(c, "{\"path\":%s}", path_json), line);
 }
 #define all_denied(e, path_json) all_denied_at((e), (path_json), __LINE__)
 
 START_TEST(escape_dotdot)
 {
 	struct escape e;
-	escape_setup(&e);
+	escape_setup(&e, CFG_AUTO, "inside\n");
 	const struct json *r = tcc_call(e.c, "read_file", "{\"path\":\"../../etc/passwd\"}");
 	tc_assert_kind(r, "permission_denied");
 	ck_assert_pstr_eq(tj_str(r, "error.message"), "Path '../../etc/passwd' escapes the workspace");
-	denied(&e, "read_file", "{\"path\":\"..\"}");
-	denied(&e, "list_dir", "{\"path\":\"..\"}");
-	denied(&e, "list_dir", "{\"path\":\"../..\"}");
-	denied(&e, "patch_file", "{\"path\":\"..\",\"old\":\"a\",\"new\":\"b\"}");
+	escape_denied(&e, "read_file", "{\"path\":\"..\"}");
+	escape_denied(&e, "list_dir", "{\"path\":\"..\"}");
+	escape_denied(&e, "list_dir", "{\"path\":\"../..\"}");
+	escape_denied(&e, "patch_file", "{\"path\":\"..\",\"old\":\"a\",\"new\":\"b\"}");
 	all_denied(&e, "\"../outside/secret.txt\"");
 	all_denied(&e, "\"../../../../../../../../etc/passwd\"");
 	all_denied(&e, "\"sub/../../outside/secret.txt\"");
@@ -649,11 +537,11 @@ END_TEST
 START_TEST(escape_write_dotdot_name)
 {
 	struct escape e;
-	escape_setup(&e);
-	denied(&e, "write_file", "{\"path\":\"..\",\"content\":\"PWNED\"}");
-	denied(&e, "write_file", "{\"path\":\"../..\",\"content\":\"PWNED\"}");
-	denied(&e, "write_file", "{\"path\":\"sub/../..\",\"content\":\"PWNED\",\"create_dirs\":true}");
-	denied(&e, "write_file", "{\"path\":\"rel_dir/..\",\"content\":\"PWNED\"}");
+	escape_setup(&e, CFG_AUTO, "inside\n");
+	escape_denied(&e, "write_file", "{\"path\":\"..\",\"content\":\"PWNED\"}");
+	escape_denied(&e, "write_file", "{\"path\":\"../..\",\"content\":\"PWNED\"}");
+	escape_denied(&e, "write_file", "{\"path\":\"sub/../..\",\"content\":\"PWNED\",\"create_dirs\":true}");
+	escape_denied(&e, "write_file", "{\"path\":\"rel_dir/..\",\"content\":\"PWNED\"}");
 	escape_teardown(&e);
 }
 END_TEST
@@ -661,7 +549,7 @@ END_TEST
 START_TEST(escape_absolute)
 {
 	struct escape e;
-	escape_setup(&e);
+	escape_setup(&e, CFG_AUTO, "inside\n");
 	struct tcc *c = e.c;
 	char *q = tj_quote(e.secret);
 	all_denied(&e, q);
@@ -676,11 +564,11 @@ START_TEST(escape_absolute)
 	free(q);
 	free(evil);
 	q = tj_quote(e.evil);
-	denied(&e, "list_dir", tcc_fmt(c, "{\"path\":%s}", q));
+	escape_denied(&e, "list_dir", tcc_fmt(c, "{\"path\":%s}", q));
 	free(q);
 	/* the workspace's parent, and ws/.. spelled absolutely */
 	q = tj_quote(e.d.dir);
-	denied(&e, "list_dir", tcc_fmt(c, "{\"path\":%s}", q));
+	escape_denied(&e, "list_dir", tcc_fmt(c, "{\"path\":%s}", q));
 	free(q);
 	char *up = xasprintf("%s/../outside/secret.txt", e.d.ws);
 	q = tj_quote(up);
@@ -696,7 +584,7 @@ START_TEST(escape_absolute)
 	free(proc);
 	proc = xasprintf("/proc/self/root%s/inside.txt", e.d.ws);
 	q = tj_quote(proc);
-	denied(&e, "read_file", tcc_fmt(c, "{\"path\":%s}", q));
+	escape_denied(&e, "read_file", tcc_fmt(c, "{\"path\":%s}", q));
 	free(q);
 	free(proc);
 	/* absolute inside is allowed, for reading and writing */
@@ -720,7 +608,7 @@ END_TEST
 START_TEST(escape_symlinks)
 {
 	struct escape e;
-	escape_setup(&e);
+	escape_setup(&e, CFG_AUTO, "inside\n");
 	static const char *const out[] = {
 		"\"abs_file\"", "\"rel_file\"", "\"sub/up_file\"", "\"chain1\"", "\"chain2\"", "\"sub/chain3\"",
 		"\"abs_dir/secret.txt\"", "\"rel_dir/secret.txt\"", "\"evil_dir/secret.txt\"",
@@ -731,13 +619,13 @@ START_TEST(escape_symlinks)
 	for (size_t i = 0; i < ELEMENTSOF(out); i++)
 		all_denied(&e, out[i]);
 	/* directories leading out, listed */
-	denied(&e, "list_dir", "{\"path\":\"abs_dir\"}");
-	denied(&e, "list_dir", "{\"path\":\"rel_dir\"}");
-	denied(&e, "list_dir", "{\"path\":\"root_link\"}");
+	escape_denied(&e, "list_dir", "{\"path\":\"abs_dir\"}");
+	escape_denied(&e, "list_dir", "{\"path\":\"rel_dir\"}");
+	escape_denied(&e, "list_dir", "{\"path\":\"root_link\"}");
 	/* the shell's cwd too */
-	denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"../outside\"}");
-	denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"rel_dir\"}");
-	denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"/tmp\"}");
+	escape_denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"../outside\"}");
+	escape_denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"rel_dir\"}");
+	escape_denied(&e, "shell", "{\"command\":\"pwd\",\"cwd\":\"/tmp\"}");
 	escape_teardown(&e);
 }
 END_TEST
@@ -745,7 +633,7 @@ END_TEST
 START_TEST(escape_nul_byte)
 {
 	struct escape e;
-	escape_setup(&e);
+	escape_setup(&e, CFG_AUTO, "inside\n");
 	all_denied(&e, "\"inside.txt\\u0000../../etc/passwd\"");
 	all_denied(&e, "\"\\u0000\"");
 	all_denied(&e, "\"sub\\u0000\"");
@@ -761,7 +649,7 @@ END_TEST
 START_TEST(inside_allowed)
 {
 	struct escape e;
-	escape_setup(&e);
+	escape_setup(&e, CFG_AUTO, "inside\n");
 	struct tcc *c = e.c;
 	static const struct {
 		const char *path, *content;

@@ -68,47 +68,113 @@ static bool wait_listed(struct tcc *c, const char *name, bool want, int ms)
 	return tc_wait_until(listed(c, name) == want, ms);
 }
 
+/* What a run of toolcalld to its end wrote. */
+struct run {
+	char *out, *err;
+};
+
+/* Lets go of what the last run wrote. */
+static void run_done(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/* Runs argv in cwd to its end and asserts that it exits with want; r
+ * keeps what it wrote until the next run or run_done. */
+static void run_at(struct run *r, const char *const argv[], const char *cwd, int want, int line)
+{
+	run_done(r);
+	int status = tc_run(argv, NULL, cwd, &r->out, &r->err, 10000);
+	ck_assert_msg(status == want, "line %d: toolcalld %s exited %d, not %d; stderr: %s", line, argv[1], status,
+		      want, r->err);
+}
+/* Runs the daemon with the arguments that follow want. */
+#define run_daemon(r, cwd, want, ...) \
+	run_at((r), (const char *const[]){ tc_daemon_path(), __VA_ARGS__, NULL }, (cwd), (want), __LINE__)
+/* Runs --check-config on d's config. */
+#define check_config_run(r, d, want) run_daemon((r), (d)->dir, (want), "--check-config", "--config", (d)->config)
+
+/* Whether the last run's stderr names d's config with at after it (e.g.
+ * ":3:3: bogus"). */
+static bool err_names_config(const struct run *r, const struct tcd *d, const char *at)
+{
+	char *want = xasprintf("%s%s", d->config, at);
+	bool found = strstr(r->err, want) != NULL;
+	free(want);
+	return found;
+}
+
+/* Replaces d's config with text. */
+static void put_config(struct tcd *d, const char *text)
+{
+	tc_write_file_atomic(d->config, text, strlen(text));
+}
+
+/* Spawns d's prepared daemon as o says and waits for its socket at sock. */
+static void spawn_at(struct tcd *d, const struct tcd_opts *o, const char *sock)
+{
+	tcd_spawn(d, o);
+	ck_assert_msg(tcd_wait_socket(d, sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", sock);
+}
+
+/* The answer to request id sent on c; fails the case, naming what was
+ * asked, when none comes in time. */
+static const struct json *answer_to(struct tcc *c, int64_t id, const char *what)
+{
+	const struct json *r = tcc_wait_id(c, tcc_fmt(c, "%lld", (long long)id), TCC_TIMEOUT_MS);
+	ck_assert_msg(r, "%s got no answer", what);
+	return r;
+}
+
+/* Starts a daemon on the defaults and connects a client that initialized,
+ * so that it hears notifications/tools/list_changed. */
+static struct tcc *start_listening(struct tcd *d)
+{
+	tcd_start(d, NULL);
+	struct tcc *c = tcc_connect(d);
+	tcc_initialize(c, NULL);
+	return c;
+}
+
+/* Asserts that c hears list_changed within 3 s of what happened. */
+static void assert_list_changed(struct tcc *c, const char *after)
+{
+	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000),
+		      "no list_changed within 3 s of %s", after);
+}
+
+/* Removes the tool file tools_dir/file. */
+static void remove_tool(struct tcd *d, const char *file)
+{
+	char *p = xasprintf("%s/%s", d->tools_dir, file);
+	ck_assert_msg(unlink(p) == 0, "unlink %s", p);
+	free(p);
+}
+
 /* --- the command line ---------------------------------------------------- */
 
 START_TEST(flags_help_version_unknown)
 {
-	char *out = NULL, *err = NULL;
-	const char *help[] = { tc_daemon_path(), "--help", NULL };
-	ck_assert_int_eq(tc_run(help, NULL, NULL, &out, &err, 10000), 0);
-	ck_assert_msg(strstr(out, "Usage: toolcalld") && strstr(out, "--check-config") && strstr(out, "--socket"),
-		      "help: %s", out);
-	free(out);
-	free(err);
-
-	const char *h[] = { tc_daemon_path(), "-h", NULL };
-	ck_assert_int_eq(tc_run(h, NULL, NULL, &out, &err, 10000), 0);
-	ck_assert_msg(strstr(out, "Usage: toolcalld"), "-h: %s", out);
-	free(out);
-	free(err);
-
-	const char *ver[] = { tc_daemon_path(), "--version", NULL };
-	ck_assert_int_eq(tc_run(ver, NULL, NULL, &out, &err, 10000), 0);
-	ck_assert_msg(str_has_prefix(out, "toolcalld ") && strchr(out, '.') && out[strlen(out) - 1] == '\n',
-		      "version: %s", out);
-	free(out);
-	free(err);
+	struct run r = {};
+	run_daemon(&r, NULL, 0, "--help");
+	ck_assert_msg(strstr(r.out, "Usage: toolcalld") && strstr(r.out, "--check-config") && strstr(r.out, "--socket"),
+		      "help: %s", r.out);
+	run_daemon(&r, NULL, 0, "-h");
+	ck_assert_msg(strstr(r.out, "Usage: toolcalld"), "-h: %s", r.out);
+	run_daemon(&r, NULL, 0, "--version");
+	ck_assert_msg(str_has_prefix(r.out, "toolcalld ") && strchr(r.out, '.') && r.out[strlen(r.out) - 1] == '\n',
+		      "version: %s", r.out);
 
 	/* an unknown flag: exit 2, usage on stderr, nothing started */
-	const char *bad[] = { tc_daemon_path(), "--frobnicate", NULL };
-	ck_assert_int_eq(tc_run(bad, NULL, NULL, &out, &err, 10000), 2);
-	ck_assert_msg(strstr(err, "Usage") || strstr(err, "usage"), "stderr: %s", err);
-	ck_assert_str_eq(out, "");
-	free(out);
-	free(err);
-	const char *extra[] = { tc_daemon_path(), "stray-argument", NULL };
-	ck_assert_int_eq(tc_run(extra, NULL, NULL, &out, &err, 10000), 2);
-	ck_assert_msg(strstr(err, "stray-argument"), "stderr: %s", err);
-	free(out);
-	free(err);
-	const char *missing[] = { tc_daemon_path(), "--config", NULL };
-	ck_assert_int_eq(tc_run(missing, NULL, NULL, &out, &err, 10000), 2);
-	free(out);
-	free(err);
+	run_daemon(&r, NULL, 2, "--frobnicate");
+	ck_assert_msg(strstr(r.err, "Usage") || strstr(r.err, "usage"), "stderr: %s", r.err);
+	ck_assert_str_eq(r.out, "");
+	run_daemon(&r, NULL, 2, "stray-argument");
+	ck_assert_msg(strstr(r.err, "stray-argument"), "stderr: %s", r.err);
+	run_daemon(&r, NULL, 2, "--config");
+	run_done(&r);
 }
 END_TEST
 
@@ -118,104 +184,67 @@ START_TEST(check_config)
 	struct tcd_opts o = { .config = "{ // comments are allowed\n  \"grace_ms\": 100 }" };
 	tcd_prepare(&d, &o);
 	tcd_write_tool(&d, "echo.json", ECHO_TOOL("echo", "Echo a message"));
-	char *out = NULL, *err = NULL;
-	const char *argv[] = { tc_daemon_path(), "--check-config", "--config", d.config, NULL };
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 0);
-	ck_assert_msg(strstr(out, "OK") && strstr(out, "17 tools"), "stdout: %s", out);
+	struct run r = {};
+	check_config_run(&r, &d, 0);
+	ck_assert_msg(strstr(r.out, "OK") && strstr(r.out, "17 tools"), "stdout: %s", r.out);
 	ck_assert_msg(!path_exists(d.sock), "--check-config created the socket");
-	free(out);
-	free(err);
 
 	/* a value of the wrong type: FILE:LINE:COL: key: message, exit 1 */
-	static const char wrong_type[] = "{\n  \"limits\": {\n    \"max_json_depth\": \"x\"\n  }\n}\n";
-	tc_write_file_atomic(d.config, wrong_type, strlen(wrong_type));
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	char *want = xasprintf("%s:3:23: limits.max_json_depth:", d.config);
-	ck_assert_msg(strstr(err, want), "stderr: %s (want %s)", err, want);
-	free(want);
-	free(out);
-	free(err);
+	put_config(&d, "{\n  \"limits\": {\n    \"max_json_depth\": \"x\"\n  }\n}\n");
+	check_config_run(&r, &d, 1);
+	ck_assert_msg(err_names_config(&r, &d, ":3:23: limits.max_json_depth:"), "stderr: %s", r.err);
 
 	/* an unknown key */
-	static const char unknown[] = "{\n  \"grace_ms\": 10,\n  \"bogus\": 1\n}\n";
-	tc_write_file_atomic(d.config, unknown, strlen(unknown));
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	want = xasprintf("%s:3:3: bogus", d.config);
-	ck_assert_msg(strstr(err, want), "stderr: %s (want %s)", err, want);
-	free(want);
-	free(out);
-	free(err);
+	put_config(&d, "{\n  \"grace_ms\": 10,\n  \"bogus\": 1\n}\n");
+	check_config_run(&r, &d, 1);
+	ck_assert_msg(err_names_config(&r, &d, ":3:3: bogus"), "stderr: %s", r.err);
 
 	/* a syntax error: the line, and a column at the bad token */
-	static const char syntax[] = "{\n  \"grace_ms\": 10,\n  oops\n}\n";
-	tc_write_file_atomic(d.config, syntax, strlen(syntax));
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	char *w3 = xasprintf("%s:3:3: ", d.config), *w4 = xasprintf("%s:3:4: ", d.config);
-	ck_assert_msg(strstr(err, w3) || strstr(err, w4), "stderr: %s", err);
-	free(w3);
-	free(w4);
-	free(out);
-	free(err);
+	put_config(&d, "{\n  \"grace_ms\": 10,\n  oops\n}\n");
+	check_config_run(&r, &d, 1);
+	ck_assert_msg(err_names_config(&r, &d, ":3:3: ") || err_names_config(&r, &d, ":3:4: "), "stderr: %s", r.err);
 
 	/* a tools_dir that cannot be opened: named at its line in the config */
-	static const char no_dir[] = "{\n  \"tools_dir\": \"missing.d\"\n}\n";
-	tc_write_file_atomic(d.config, no_dir, strlen(no_dir));
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	want = xasprintf("%s:2:3: tools_dir: cannot open", d.config);
-	ck_assert_msg(strstr(err, want) && strstr(err, "missing.d"), "stderr: %s (want %s)", err, want);
-	free(want);
-	free(out);
-	free(err);
+	put_config(&d, "{\n  \"tools_dir\": \"missing.d\"\n}\n");
+	check_config_run(&r, &d, 1);
+	ck_assert_msg(err_names_config(&r, &d, ":2:3: tools_dir: cannot open") && strstr(r.err, "missing.d"),
+		      "stderr: %s", r.err);
 
 	/* a config that does not exist */
-	const char *none[] = { tc_daemon_path(), "--check-config", "--config", "/nonexistent/toolcalld.json", NULL };
-	ck_assert_int_eq(tc_run(none, NULL, d.dir, &out, &err, 10000), 1);
-	ck_assert_msg(strstr(err, "/nonexistent/toolcalld.json"), "stderr: %s", err);
-	free(out);
-	free(err);
+	run_daemon(&r, d.dir, 1, "--check-config", "--config", "/nonexistent/toolcalld.json");
+	ck_assert_msg(strstr(r.err, "/nonexistent/toolcalld.json"), "stderr: %s", r.err);
 
 	/* a good config with a bad tool file: the tool file is named with
 	 * line and column */
-	static const char good[] = "{ \"tools_dir\": \"tools.d\" }\n";
-	tc_write_file_atomic(d.config, good, strlen(good));
+	put_config(&d, "{ \"tools_dir\": \"tools.d\" }\n");
 	tcd_write_tool(&d, "broken.json",
 		       "{ \"name\": \"broken\", \"kind\": \"command\", \"description\": \"x\",\n"
 		       "  \"argv\": 5, \"side_effects\": \"none\",\n"
 		       "  \"input_schema\": { \"type\": \"object\" } }\n");
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	ck_assert_msg(strstr(err, "broken.json:2:11: argv"), "stderr: %s", err);
-	free(out);
-	free(err);
+	check_config_run(&r, &d, 1);
+	ck_assert_msg(strstr(r.err, "broken.json:2:11: argv"), "stderr: %s", r.err);
 	/* a tool file that is not JSON */
 	tcd_write_tool(&d, "broken.json", "{ \"name\": \"broken\",\n  \"kind\": \"command\" ]\n");
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	ck_assert_msg(strstr(err, "broken.json:2:"), "stderr: %s", err);
-	free(out);
-	free(err);
+	check_config_run(&r, &d, 1);
+	ck_assert_msg(strstr(r.err, "broken.json:2:"), "stderr: %s", r.err);
 	/* a schema outside the supported subset */
 	tcd_write_tool(&d, "broken.json",
 		       "{ \"name\": \"broken\", \"kind\": \"command\", \"description\": \"x\",\n"
 		       "  \"argv\": [\"true\"], \"side_effects\": \"none\",\n"
 		       "  \"input_schema\": { \"type\": \"object\", \"patternProperties\": {} } }\n");
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	ck_assert_msg(strstr(err, "broken.json:") && strstr(err, "patternProperties"), "stderr: %s", err);
-	free(out);
-	free(err);
+	check_config_run(&r, &d, 1);
+	ck_assert_msg(strstr(r.err, "broken.json:") && strstr(r.err, "patternProperties"), "stderr: %s", r.err);
 	/* a duplicate name */
 	tcd_write_tool(&d, "broken.json", ECHO_TOOL("echo", "again"));
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	ck_assert_msg(strstr(err, "echo") && strstr(err, "duplicate"), "stderr: %s", err);
+	check_config_run(&r, &d, 1);
+	ck_assert_msg(strstr(r.err, "echo") && strstr(r.err, "duplicate"), "stderr: %s", r.err);
 	/* named at the "name" of the file read second (by name: echo.json) */
-	ck_assert_msg(strstr(err, "echo.json:1:"), "stderr: %s", err);
-	free(out);
-	free(err);
+	ck_assert_msg(strstr(r.err, "echo.json:1:"), "stderr: %s", r.err);
 	/* and the daemon refuses to start on it */
-	const char *run[] = { tc_daemon_path(), "--config", d.config, NULL };
-	ck_assert_int_eq(tc_run(run, NULL, d.dir, &out, &err, 10000), 1);
-	ck_assert_msg(strstr(err, "duplicate"), "stderr: %s", err);
+	run_daemon(&r, d.dir, 1, "--config", d.config);
+	ck_assert_msg(strstr(r.err, "duplicate"), "stderr: %s", r.err);
 	ck_assert_msg(!path_exists(d.sock), "the socket was left behind");
-	free(out);
-	free(err);
+	run_done(&r);
 	tcd_free(&d);
 }
 END_TEST
@@ -238,8 +267,7 @@ START_TEST(default_socket_paths)
 	/* $TOOLCALLD_SOCKET wins over $XDG_RUNTIME_DIR */
 	const char *env1[] = { set_sock, set_xdg, NULL };
 	struct tcd_opts o = { .no_config_flag = true, .env = env1, .cwd = d.ws, .no_wait = true };
-	tcd_spawn(&d, &o);
-	ck_assert_msg(tcd_wait_socket(&d, env_sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", env_sock);
+	spawn_at(&d, &o, env_sock);
 	ck_assert(!path_exists(xdg_sock));
 	struct tcc *c = tcc_connect_path(env_sock);
 	const struct json *r = tcc_initialize(c, NULL);
@@ -252,8 +280,7 @@ START_TEST(default_socket_paths)
 	/* $XDG_RUNTIME_DIR/toolcalld.sock */
 	const char *env2[] = { set_xdg, NULL };
 	o.env = env2;
-	tcd_spawn(&d, &o);
-	ck_assert_msg(tcd_wait_socket(&d, xdg_sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", xdg_sock);
+	spawn_at(&d, &o, xdg_sock);
 	c = tcc_connect_path(xdg_sock);
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 	tcc_close(c);
@@ -264,8 +291,7 @@ START_TEST(default_socket_paths)
 	char *flag_sock = xasprintf("%s/flag.sock", d.dir);
 	const char *args[] = { "--socket", flag_sock, NULL };
 	struct tcd_opts o3 = { .env = env3, .args = args, .no_wait = true };
-	tcd_spawn(&d, &o3);
-	ck_assert_msg(tcd_wait_socket(&d, flag_sock, TCD_START_TIMEOUT_MS) == 0, "no socket at %s", flag_sock);
+	spawn_at(&d, &o3, flag_sock);
 	ck_assert(!path_exists(env_sock));
 	ck_assert(!path_exists(d.sock));
 	ck_assert_int_eq(tcd_stop(&d), 0);
@@ -289,14 +315,12 @@ START_TEST(socket_mode)
 	ck_assert(lstat(d.sock, &st) == 0);
 	ck_assert_msg(S_ISSOCK(st.st_mode), "not a socket");
 	ck_assert_msg((st.st_mode & 07777) == 0660, "mode %o", st.st_mode & 07777);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 
 	tcd_start(&d, "{\"socket_mode\":\"0600\"}");
 	ck_assert(lstat(d.sock, &st) == 0);
 	ck_assert_msg((st.st_mode & 07777) == 0600, "mode %o", st.st_mode & 07777);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -317,14 +341,11 @@ START_TEST(stale_and_live_sockets)
 	tc_assert_ok(tcc_request(c, "ping", NULL));
 
 	/* a second daemon on the same live socket refuses to start */
-	char *out = NULL, *err = NULL;
-	const char *argv[] = { tc_daemon_path(), "--config", d.config, NULL };
+	struct run run = {};
 	uint64_t t0 = tc_now_ms();
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
+	run_daemon(&run, d.dir, 1, "--config", d.config);
 	ck_assert_uint_lt(tc_now_ms() - t0, tc_wait_scaled(5000));
-	ck_assert_msg(strstr(err, d.sock) && strstr(err, "already"), "stderr: %s", err);
-	free(out);
-	free(err);
+	ck_assert_msg(strstr(run.err, d.sock) && strstr(run.err, "already"), "stderr: %s", run.err);
 	/* and did not disturb the first */
 	ck_assert(path_exists(d.sock));
 	tc_assert_ok(tcc_request(c, "ping", NULL));
@@ -336,13 +357,12 @@ START_TEST(stale_and_live_sockets)
 
 	/* a regular file in the socket's place is not removed */
 	tc_write_file_atomic(d.sock, "data", 4);
-	ck_assert_int_eq(tc_run(argv, NULL, d.dir, &out, &err, 10000), 1);
-	ck_assert_msg(strstr(err, d.sock), "stderr: %s", err);
+	run_daemon(&run, d.dir, 1, "--config", d.config);
+	ck_assert_msg(strstr(run.err, d.sock), "stderr: %s", run.err);
 	char *got = tcd_read(&d, d.sock, NULL);
 	ck_assert_pstr_eq(got, "data");
 	free(got);
-	free(out);
-	free(err);
+	run_done(&run);
 	tcd_free(&d);
 }
 END_TEST
@@ -366,10 +386,7 @@ START_TEST(sigterm_lets_calls_finish)
 	tc_wait_until(!path_exists(d.sock), 2000);
 	ck_assert_msg(!path_exists(d.sock), "socket still there during the grace period");
 	/* the call in flight is answered, not cancelled */
-	char raw[32];
-	snprintf(raw, sizeof(raw), "%lld", (long long)id);
-	const struct json *r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
-	ck_assert_msg(r, "the call in flight got no answer");
+	const struct json *r = answer_to(c, id, "the call in flight");
 	tc_assert_ok(r);
 	ck_assert_pstr_eq(tj_str(r, "result.structuredContent.stdout"), "done\n");
 	ck_assert_int_eq(tcd_wait_exit(&d, TCD_STOP_TIMEOUT_MS), 0);
@@ -406,10 +423,7 @@ START_TEST(sigterm_cancels_after_grace)
 
 	uint64_t t0 = tc_now_ms();
 	tcd_kill(&d, SIGTERM);
-	char raw[32];
-	snprintf(raw, sizeof(raw), "%lld", (long long)id);
-	const struct json *r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
-	ck_assert_msg(r, "the long call got no answer");
+	const struct json *r = answer_to(c, id, "the long call");
 	/* Cancelled by the stop (CONTRACT §3, §9), not retryable as every
 	 * cancelled call; data.restart tells it from the caller's own
 	 * cancel: it may be sent again to the next daemon. */
@@ -514,8 +528,7 @@ START_TEST(client_memory_bounded)
 	tcc_close(other);
 	for (int i = 0; i < N; i++)
 		tcc_close(c[i]);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -553,8 +566,7 @@ START_TEST(memory_given_back_after_a_crowd)
 	tc_wait_until((rss = tcd_rss_kb(&d)) <= rss0 + (rss_full - rss0) / 2, 10000);
 	ck_assert_msg(rss <= rss0 + (rss_full - rss0) / 2, "RSS %ld KiB 10 s after %d connections went "
 		      "(%ld KiB with them, %ld KiB before)", rss, N, rss_full, rss0);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 #endif
@@ -767,12 +779,8 @@ START_TEST(admin_reload)
 	tc_assert_ok(tcc_call(a, "list_dir", "{}"));
 
 	/* removed (and the bad file with it) */
-	char *p = xasprintf("%s/zbad.json", d.tools_dir);
-	unlink(p);
-	free(p);
-	p = xasprintf("%s/echo.json", d.tools_dir);
-	unlink(p);
-	free(p);
+	remove_tool(&d, "zbad.json");
+	remove_tool(&d, "echo.json");
 	sum = reload_change(&d, a);
 	ck_assert_int_eq(tj_len(sum, "removed"), 1);
 	ck_assert_pstr_eq(tj_str(sum, "removed.0"), "echo");
@@ -782,8 +790,7 @@ START_TEST(admin_reload)
 
 	tcc_close(a);
 	tcc_close(b);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -801,36 +808,27 @@ START_TEST(reload_during_call)
 	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
 	int64_t id = tcc_send_request(c, "tools/call", "{\"name\":\"slow\",\"arguments\":{}}");
 	ck_assert(tcd_wait_stat(&d, "result.running", 1, 3000));
-	char *path = xasprintf("%s/slow.json", d.tools_dir);
-	unlink(path);
-	free(path);
+	remove_tool(&d, "slow.json");
 	struct tcc *c2 = tcc_connect(&d);
 	const struct json *r = tcc_request(c2, "admin/reload", NULL);
 	tc_assert_ok(r);
 	ck_assert_pstr_eq(tj_str(r, "result.removed.0"), "slow");
-	char raw[32];
-	snprintf(raw, sizeof(raw), "%lld", (long long)id);
-	r = tcc_wait_id(c, raw, TCC_TIMEOUT_MS);
-	ck_assert_msg(r, "no answer");
+	r = answer_to(c, id, "the call in flight");
 	tc_assert_ok(r);
 	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "v1"), "%s", tj_str(r, "result.content.0.text"));
 	tcc_close(c2);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
 START_TEST(live_reload_inotify)
 {
 	struct tcd d;
-	tcd_start(&d, NULL);
-	struct tcc *c = tcc_connect(&d);
-	tcc_initialize(c, NULL);
+	struct tcc *c = start_listening(&d);
 	ck_assert(!listed(c, "live"));
 	tcd_write_tool(&d, "live.json", ECHO_TOOL("live", "Appears by itself"));
-	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000),
-		      "no list_changed within 3 s of writing a tool file");
+	assert_list_changed(c, "writing a tool file");
 	ck_assert(listed(c, "live"));
 	tc_assert_ok(tcc_call(c, "live", "{\"msg\":\"x\"}"));
 
@@ -845,15 +843,11 @@ START_TEST(live_reload_inotify)
 	free(log);
 
 	/* removed live */
-	char *p = xasprintf("%s/live.json", d.tools_dir);
-	unlink(p);
-	free(p);
-	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000),
-		      "no list_changed within 3 s of removing a tool file");
+	remove_tool(&d, "live.json");
+	assert_list_changed(c, "removing a tool file");
 	ck_assert(!listed(c, "live"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -863,11 +857,9 @@ END_TEST
 START_TEST(live_reload_follows_a_replaced_tools_dir)
 {
 	struct tcd d;
-	tcd_start(&d, NULL);
-	struct tcc *c = tcc_connect(&d);
-	tcc_initialize(c, NULL);
+	struct tcc *c = start_listening(&d);
 	tcd_write_tool(&d, "one.json", ECHO_TOOL("one", "In the first directory"));
-	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000), "no list_changed");
+	assert_list_changed(c, "writing a tool file");
 	ck_assert(listed(c, "one"));
 
 	/* Moved away: the reload fails (no tools_dir), the registry stays. */
@@ -903,25 +895,21 @@ START_TEST(live_reload_follows_a_replaced_tools_dir)
 	rmdir(old);
 	free(old);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
 START_TEST(sighup_reloads)
 {
 	struct tcd d;
-	tcd_start(&d, NULL);
-	struct tcc *c = tcc_connect(&d);
-	tcc_initialize(c, NULL);
+	struct tcc *c = start_listening(&d);
 	/* a file written elsewhere and renamed in (one event), then SIGHUP */
 	tcd_write_tool(&d, "hup.json", ECHO_TOOL("hup", "Reloaded by SIGHUP"));
 	tcd_kill(&d, SIGHUP);
-	ck_assert_msg(tcc_wait_notification(c, "notifications/tools/list_changed", 3000), "no list_changed");
+	assert_list_changed(c, "SIGHUP");
 	ck_assert(listed(c, "hup"));
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -965,8 +953,7 @@ START_TEST(reload_says_what_waits_for_a_restart)
 	free(other);
 	free(text);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1018,8 +1005,7 @@ START_TEST(admin_stats)
 	} while (open != 1 && tc_now_ms() < deadline);
 	ck_assert_int_eq(open, 1);
 	tcc_close(c);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1075,8 +1061,7 @@ START_TEST(every_mistake_at_once)
 			       "bad1.json:2:", "bad2.json:2:" };
 	/* bad1.json also lacks argv and side_effects: 8 in all */
 	assert_all_reported(&d, want, ELEMENTSOF(want), 8);
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 
@@ -1109,8 +1094,7 @@ START_TEST(seven_mistakes_at_once)
 		"prov.json:3:35: tools.x.max_attempts: expected a positive integer of at most 10",
 	};
 	assert_all_reported(&d, want, ELEMENTSOF(want), ELEMENTSOF(want));
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	tcd_free(&d);
+	tcd_finish(&d);
 }
 END_TEST
 

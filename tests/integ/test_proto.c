@@ -502,13 +502,7 @@ START_TEST(batch_answers_bounded)
 	struct tcd d;
 	tcd_start(&d, "{\"limits\":{\"max_output_bytes\":65536}}");
 	/* 200 lines of 100 bytes: the numbered text is as large as the content. */
-	char *text = xmalloc(20001);
-	memset(text, 'x', 20000);
-	for (int i = 99; i < 20000; i += 100)
-		text[i] = '\n';
-	text[20000] = '\0';
-	tcd_put(&d, "big.txt", text);
-	free(text);
+	tcd_put_filler(&d, "big.txt", 20000, 100);
 	struct tcc *c = tcc_connect(&d);
 	const char *call = "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\","
 			   "\"params\":{\"name\":\"read_file\",\"arguments\":{\"path\":\"big.txt\"}}}";
@@ -1094,9 +1088,7 @@ START_TEST(closed_mid_pipeline)
 {
 	struct tcd d;
 	tcd_start(&d, NULL);
-	static char big[32 * 1024 + 1];
-	memset(big, 'x', sizeof(big) - 1);
-	tcd_put(&d, "big.txt", big);
+	tcd_put_filler(&d, "big.txt", 32 * 1024, 0);
 	for (int round = 0; round < 3; round++) {
 		struct tcc *c = tcc_connect(&d);
 		struct buf text = {0};

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "proto/base/buf.h"
+#include "tests/integ/escape.h"
 #include "tests/integ/harness.h"
 #include "tests/unit/check_main.h"
 
@@ -24,8 +25,6 @@
  * pause the tools. */
 #define CFG_AUTO "{\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"}}," \
 		 "\"circuit\":{\"failures\":100000}}"
-
-static const char secret[] = "TOP SECRET\n";
 
 static bool ws_exists(struct tcd *d, const char *rel)
 {
@@ -763,86 +762,20 @@ END_TEST
 
 /* --- the escape matrix ------------------------------------------------------- */
 
-struct escape {
-	struct tcd d;
-	struct tcc *c;
-	char *outside, *secret;
-};
-
-static void escape_setup(struct escape *e)
-{
-	tcd_start(&e->d, CFG_AUTO);
-	e->outside = xasprintf("%s/outside", e->d.dir);
-	e->secret = xasprintf("%s/secret.txt", e->outside);
-	ck_assert(mkdir(e->outside, 0755) == 0);
-	tc_write_file_atomic(e->secret, secret, strlen(secret));
-	tcd_put(&e->d, "inside.txt", "inside TOP\n");
-	tcd_put(&e->d, "sub/deep.txt", "deep\n");
-	struct {
-		const char *name, *target;
-	} links[] = {
-		{ "abs_file", e->secret }, { "abs_dir", e->outside }, { "rel_file", "../outside/secret.txt" },
-		{ "rel_dir", "../outside" }, { "root_link", "/" }, { "proc_root", "/proc/self/root" },
-		{ "dangling_dir", "../outside/newdir" },
-	};
-	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
-		char *p = tcd_ws_path(&e->d, links[i].name);
-		ck_assert_msg(symlink(links[i].target, p) == 0, "symlink %s", p);
-		free(p);
-	}
-	e->c = tcc_connect(&e->d);
-}
-
-static int count_entries(const char *dir)
-{
-	DIR *dp = opendir(dir);
-	ck_assert_msg(dp, "opendir %s", dir);
-	int n = 0;
-	for (struct dirent *de; (de = readdir(dp));)
-		n += !str_eq(de->d_name, ".") && !str_eq(de->d_name, "..");
-	closedir(dp);
-	return n;
-}
-
-static void escape_teardown(struct escape *e)
-{
-	char *got = tcd_read(&e->d, e->secret, NULL);
-	ck_assert_pstr_eq(got, secret);
-	free(got);
-	ck_assert_int_eq(count_entries(e->outside), 1);
-	ck_assert_int_eq(count_entries(e->d.dir), 6);	/* config, sock, ws, tools.d, log, outside */
-	tcc_close(e->c);
-	tcd_finish(&e->d);
-	free(e->outside);
-	free(e->secret);
-}
-
-static void denied_at(struct escape *e, const char *tool, const char *args, int line)
-{
-	const struct json *r = tcc_call(e->c, tool, args);
-	char *t = tj_text(r);
-	ck_assert_msg(str_eq(tj_kind(r), "permission_denied"), "line %d: %s %s: expected permission_denied, got %s",
-		      line, tool, args, t);
-	const char *msg = tj_str(r, "error.message");
-	ck_assert_msg(strstr(msg, "escapes the workspace") || strstr(msg, "NUL"), "line %d: %s", line, msg);
-	ck_assert_msg(!strstr(t, "TOP SECRET"), "line %d: leaked: %s", line, t);
-	free(t);
-}
-
 /* Every new path argument, for a path (JSON text) that leads out. */
 static void all_denied_at(struct escape *e, const char *p, int line)
 {
 	struct tcc *c = e->c;
-	denied_at(e, "search", tcc_fmt(c, "{\"pattern\":\"TOP\",\"path\":%s}", p), line);
-	denied_at(e, "glob", tcc_fmt(c, "{\"pattern\":\"**\",\"path\":%s}", p), line);
-	denied_at(e, "stat", tcc_fmt(c, "{\"path\":%s}", p), line);
-	denied_at(e, "move_file", tcc_fmt(c, "{\"from\":%s,\"to\":\"stolen\"}", p), line);
-	denied_at(e, "move_file", tcc_fmt(c, "{\"from\":\"inside.txt\",\"to\":%s}", p), line);
-	denied_at(e, "move_file", tcc_fmt(c, "{\"from\":\"inside.txt\",\"to\":%s,\"overwrite\":true}", p), line);
-	denied_at(e, "delete_file", tcc_fmt(c, "{\"path\":%s,\"recursive\":true}", p), line);
-	denied_at(e, "make_dir", tcc_fmt(c, "{\"path\":%s}", p), line);
-	denied_at(e, "edit_file", tcc_fmt(c, "{\"path\":%s,\"edits\":[{\"old\":\"TOP\",\"new\":\"PWNED\"}]}", p), line);
-	denied_at(e, "read_file", tcc_fmt(c, "{\"path\":%s,\"line\":1}", p), line);
+	escape_denied_at(e, "search", tcc_fmt(c, "{\"pattern\":\"TOP\",\"path\":%s}", p), line);
+	escape_denied_at(e, "glob", tcc_fmt(c, "{\"pattern\":\"**\",\"path\":%s}", p), line);
+	escape_denied_at(e, "stat", tcc_fmt(c, "{\"path\":%s}", p), line);
+	escape_denied_at(e, "move_file", tcc_fmt(c, "{\"from\":%s,\"to\":\"stolen\"}", p), line);
+	escape_denied_at(e, "move_file", tcc_fmt(c, "{\"from\":\"inside.txt\",\"to\":%s}", p), line);
+	escape_denied_at(e, "move_file", tcc_fmt(c, "{\"from\":\"inside.txt\",\"to\":%s,\"overwrite\":true}", p), line);
+	escape_denied_at(e, "delete_file", tcc_fmt(c, "{\"path\":%s,\"recursive\":true}", p), line);
+	escape_denied_at(e, "make_dir", tcc_fmt(c, "{\"path\":%s}", p), line);
+	escape_denied_at(e, "edit_file", tcc_fmt(c, "{\"path\":%s,\"edits\":[{\"old\":\"TOP\",\"new\":\"PWNED\"}]}", p), line);
+	escape_denied_at(e, "read_file", tcc_fmt(c, "{\"path\":%s,\"line\":1}", p), line);
 	ck_assert_msg(ws_exists(&e->d, "inside.txt"), "line %d: inside.txt was moved", line);
 }
 #define all_denied(e, p) all_denied_at((e), (p), __LINE__)
@@ -850,7 +783,7 @@ static void all_denied_at(struct escape *e, const char *p, int line)
 START_TEST(escape_matrix)
 {
 	struct escape e;
-	escape_setup(&e);
+	escape_setup(&e, CFG_AUTO, "inside TOP\n");
 	static const char *const out[] = {
 		"\"../outside/secret.txt\"", "\"../outside\"", "\"sub/../../outside/secret.txt\"",
 		"\"../../../../../../etc/passwd\"", "\"/etc/passwd\"", "\"/tmp\"",
@@ -868,9 +801,9 @@ START_TEST(escape_matrix)
 	/* A final symlink leading out: tools that read follow it (refused),
 	 * the others act on the link itself and never on what it names. */
 	struct tcc *c = e.c;
-	denied_at(&e, "search", "{\"pattern\":\"TOP\",\"path\":\"abs_file\"}", __LINE__);
-	denied_at(&e, "glob", "{\"pattern\":\"*\",\"path\":\"rel_dir\"}", __LINE__);
-	denied_at(&e, "edit_file", "{\"path\":\"rel_file\",\"edits\":[{\"old\":\"TOP\",\"new\":\"X\"}]}", __LINE__);
+	escape_denied(&e, "search", "{\"pattern\":\"TOP\",\"path\":\"abs_file\"}");
+	escape_denied(&e, "glob", "{\"pattern\":\"*\",\"path\":\"rel_dir\"}");
+	escape_denied(&e, "edit_file", "{\"path\":\"rel_file\",\"edits\":[{\"old\":\"TOP\",\"new\":\"X\"}]}");
 	/* a link is there already: not made through it */
 	tc_assert_kind(tcc_call(c, "make_dir", "{\"path\":\"dangling_dir\"}"), "execution_error");
 	const struct json *r = tcc_call(c, "stat", "{\"path\":\"abs_dir\"}");

@@ -31,7 +31,6 @@
 #include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <sys/eventfd.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/seccomp.h>
@@ -1893,40 +1892,6 @@ START_TEST(without_open_tree)
 }
 END_TEST
 
-/* The listeners' table, shared by the spawners and the calls started
- * without one, holds 288; past that a call is started with the plain
- * program (room refused), counted in admin/stats. */
-START_TEST(netnotif_listeners_full)
-{
-	if (sandbox_netnotif_start(loop) < 0) {
-		sandbox_netnotif_stop();
-		return;	/* no seccomp user notification here */
-	}
-	int added = 0;
-	while (added < 1000 && sandbox_netnotif_room()) {
-		int fd = eventfd(0, EFD_CLOEXEC);
-		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(sandbox_netnotif_add(fd), 0);
-		added++;
-	}
-	ck_assert_int_eq(added, 288);
-	ck_assert(!sandbox_netnotif_room());	/* refused twice now */
-	int fd = eventfd(0, EFD_CLOEXEC);
-	ck_assert_int_eq(sandbox_netnotif_add(fd), -EBUSY);	/* closed */
-	struct buf b = { 0 };
-	struct jgen *g = jgen_new(&b);
-	jgen_obj_open(g);
-	sandbox_netnotif_write_stats(g);
-	jgen_obj_close(g);
-	jgen_free(g);
-	buf_putc(&b, '\0');
-	ck_assert_msg(strstr(buf_head(&b), "\"listeners\":288") && strstr(buf_head(&b), "\"listenersFull\":2"), "%s",
-		      buf_head(&b));
-	buf_free(&b);
-	sandbox_netnotif_stop();
-}
-END_TEST
-
 static Suite *sandbox_suite(void)
 {
 	Suite *s = suite_create("sandbox");
@@ -1965,7 +1930,6 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, command_options_rule_whole_element);
 	tcase_add_test(tc, command_tool_sandbox_key);
 	tcase_add_test(tc, shell_tmpdir_hidden_without_namespace);
-	tcase_add_test(tc, netnotif_listeners_full);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("degradation");
