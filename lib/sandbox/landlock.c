@@ -52,6 +52,10 @@
 /* Bounds what one list may hold (a directory along a denied path with a
  * huge number of entries would otherwise cost a rule each). */
 #define RULES_MAX 4096
+/* Kept for what follows a split (the workspaces, writable paths, other
+ * denied paths' ways): a directory whose entries would leave less is not
+ * split (grant_ways()). */
+#define RULES_RESERVE 512
 #define CACHE_MAX 32
 /* The most denied paths covered by a mount (the rest are split around):
  * each is a mount in the child's namespace, and a plan's entry of the
@@ -221,6 +225,57 @@ static int deny_state(const struct builder *b, const char *path)
 	return state;
 }
 
+static void grant(struct builder *b, const char *path, uint64_t access);
+
+/* Whether a directory has more than max entries (up to max + 1 read). */
+static bool more_entries_than(const char *path, size_t max)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	size_t n = 0;
+	struct dirent *e;
+	while (n <= max && (e = readdir(d)))
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return n > max;
+}
+
+/*
+ * A directory on the way to a denied path whose entries would take more
+ * rules than are left (a home of thousands of files, a /home of
+ * thousands of users): only its entries on the way to a denied path get
+ * rules, split around in turn; its other entries get none, unreadable to
+ * the child but where another rule grants them (a workspace, a writable
+ * path): the safe side, said once, rather than every sandboxed call
+ * refused.
+ */
+static void grant_ways(struct builder *b, const char *path, uint64_t access)
+{
+	bool top = strcmp(path, "/") == 0;
+	size_t n = strlen(path);
+	for (size_t i = 0; i < b->n_deny && !b->err; i++) {
+		const char *d = b->deny[i];
+		const char *rest = top ? d + 1 : strncmp(d, path, n) == 0 && d[n] == '/' ? d + n + 1 : NULL;
+		size_t k = rest ? strcspn(rest, "/") : 0;
+		if (!rest || !rest[k])
+			continue;	/* not beneath, or an entry itself: denied */
+		bool again = false;
+		for (size_t j = 0; j < i && !again; j++)
+			again = strncmp(b->deny[j], d, (size_t)(rest - d) + k) == 0 &&
+				b->deny[j][(rest - d) + k] == '/';
+		if (again)
+			continue;
+		_cleanup_free_ char *sub = xasprintf("%s%s%.*s", path, top ? "" : "/", (int)k, rest);
+		grant(b, sub, access);
+	}
+	_cleanup_free_ char *m = xasprintf("%s holds more entries than the Landlock rules around the deny_read "
+					   "paths beneath it may take (%d in all): sandboxed children can read "
+					   "only its entries on the way to them, and workspaces and writable "
+					   "paths in it", path, RULES_MAX);
+	sandbox_warn_once(m);
+}
+
 /* Grants access on path, around the denied paths beneath it. */
 static void grant(struct builder *b, const char *path, uint64_t access)
 {
@@ -237,6 +292,11 @@ static void grant(struct builder *b, const char *path, uint64_t access)
 	add_rule(b, path, &st, access & LL_FS_READ_DIR);
 	if (access & LL_FS_MAKE_REG)
 		b->r->split_writable = true;
+	if (b->r->n + RULES_RESERVE >= RULES_MAX ||
+	    more_entries_than(path, RULES_MAX - RULES_RESERVE - b->r->n)) {
+		grant_ways(b, path, access);
+		return;
+	}
 	DIR *d = opendir(path);
 	if (!d)
 		return;

@@ -54,6 +54,7 @@
 
 #include "proto/base/util.h"
 #include "lib/sandbox/sandbox.h"
+#include "lib/sandbox/sandbox_internal.h"
 
 #define LINKS_MAX 40		/* links followed in turn, as the kernel's limit */
 #define SEEN_MAX 1024		/* names one check looks at */
@@ -78,20 +79,25 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-/* Tells of a refusal once among the last 64 different ones (by hash). */
-static void log_refusal(const char *why)
+void sandbox_warn_once(const char *message)
 {
 	static uint64_t seen[64];
 	static unsigned next;
 	if (!refusal_log)
 		return;
-	uint64_t h = hash_str(why) | 1;
+	uint64_t h = hash_str(message) | 1;
 	for (unsigned i = 0; i < ELEMENTSOF(seen); i++)
 		if (seen[i] == h)
 			return;
 	seen[next++ % ELEMENTSOF(seen)] = h;
+	refusal_log(message);
+}
+
+/* Tells of a refusal once among the last 64 different warnings. */
+static void log_refusal(const char *why)
+{
 	_cleanup_free_ char *m = xasprintf("refused to run a program: %s", why);
-	refusal_log(m);
+	sandbox_warn_once(m);
 }
 
 /* A name one check looked at: its lstat, and the stat of where it leads

@@ -602,9 +602,10 @@ int sandbox_program_open(const char *name, char *const *envp, int cwd_fd, uid_t 
  * /dev/fd/N would no longer know where its script lies.
  */
 const char *sandbox_argv_script(const char *const *argv);
-/* Where a refusal of those two is told (the daemon's log), once per
- * message among the last 64 different ones: a peer calling again and
- * again does not fill the log. NULL: nowhere. */
+/* Where a refusal of those two, and the sandbox's other warnings (a
+ * directory too crowded to split around a deny_read path), are told (the
+ * daemon's log), once per message among the last 64 different ones: a
+ * peer calling again and again does not fill the log. NULL: nowhere. */
 void sandbox_program_set_log(void (*fn)(const char *message));
 int sandbox_script_check(char *const *argv, int cwd_fd, uid_t run_uid, char **ret_why);
 /*

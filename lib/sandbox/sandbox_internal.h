@@ -100,6 +100,9 @@ const char *const *ll_rules_covers(const struct ll_rules *rules);
 const char *const *ll_rules_denied(const struct ll_rules *rules);
 /* How many rules the ruleset holds. */
 size_t ll_rules_count(const struct ll_rules *rules);
+/* Tells message where sandbox_program_set_log() said, once among the last
+ * 64 different ones (program.c). */
+void sandbox_warn_once(const char *message);
 /* Whether a writable directory is not writable itself, only what it holds
  * but a denied path (no mount namespace to cover that path). */
 bool ll_rules_split_writable(const struct ll_rules *rules);

@@ -286,6 +286,81 @@ static void fill_dir(const char *dir, int n)
 	}
 }
 
+/* Removes what fill_dir() made, then dir. */
+static void unfill_dir(const char *dir, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char *e = xasprintf("%s/e%d", dir, i);
+		unlink(e);
+		free(e);
+	}
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+
+/* What the sandbox warned of (sandbox_program_set_log). */
+static char *warned;
+
+static void note_warning(const char *message)
+{
+	free(warned);
+	warned = xstrdup(message);
+}
+
+/*
+ * A denied path that does not exist, in a directory whose entries would
+ * take more rules than the bound (a home of thousands of files, a /home of
+ * thousands of users): every sandboxed call was refused. Now that
+ * directory is not split: its entries on the way to a denied path get
+ * rules, split in turn, the others none (unreadable, the safe side), and
+ * the daemon says so once.
+ */
+START_TEST(crowded_directory_not_split)
+{
+	const struct sandbox_features *f = sandbox_probe(NULL);
+	if (!f->landlock_abi)
+		TC_SKIP("no Landlock here");
+	enum { ENTRIES = 4200 };
+	char tmpl[] = "/var/tmp/tc-sbx-huge-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmpl));
+	char *dir = realpath(tmpl, NULL);
+	fill_dir(dir, ENTRIES);
+	char *sub = xasprintf("%s/sub", dir), *near = xasprintf("%s/sub/near", dir);
+	char *gone = xasprintf("%s/.aws", dir), *deep = xasprintf("%s/sub/.ssh", dir);
+	char *entry = xasprintf("%s/e7", dir);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	write_file(near, "x", 0644);
+	const char *deny[] = { gone, deep, NULL };
+	struct sandbox_req req = { .profile = SANDBOX_READ_ONLY, .deny_read = deny };
+	const struct ll_rules *r = NULL;
+	char *msg = NULL;
+	sandbox_program_set_log(note_warning);
+	ck_assert_msg(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_DENY, &r, &msg) == 0, "%s", msg);
+	ck_assert_msg(ll_rules_count(r) < 200, "%zu rules", ll_rules_count(r));
+	ck_assert_uint_ne(ll_rules_allowed(r, dir) & LL_FS_READ_DIR, 0);
+	ck_assert_uint_eq(ll_rules_allowed(r, entry) & LL_FS_READ_FILE, 0);
+	ck_assert_uint_eq(ll_rules_allowed(r, gone) & LL_FS_READ_FILE, 0);
+	ck_assert_uint_ne(ll_rules_allowed(r, near) & LL_FS_READ_FILE, 0);
+	ck_assert_uint_eq(ll_rules_allowed(r, deep) & LL_FS_READ_FILE, 0);
+	ck_assert_ptr_nonnull(warned);
+	ck_assert_msg(strstr(warned, dir), "%s", warned);
+	/* Said once, not at each plan. */
+	free(warned);
+	warned = NULL;
+	ck_assert_int_eq(ll_rules_get(&req, f->landlock_abi, NULL, LL_COVER_NONE, &r, &msg), 0);
+	ck_assert_ptr_null(warned);
+	sandbox_program_set_log(NULL);
+	unlink(near);
+	rmdir(sub);
+	unfill_dir(dir, ENTRIES);
+	free(entry);
+	free(deep);
+	free(gone);
+	free(near);
+	free(sub);
+	free(dir);
+}
+END_TEST
+
 /*
  * Denied paths in a crowded directory (a config in /tmp): where the
  * child's mount namespace covers them (LL_COVER_DENY), the rules are a
@@ -369,12 +444,7 @@ START_TEST(denied_paths_covered_cost_no_rules)
 	rmdir(inner);
 	rmdir(tools);
 	unlink(conf);
-	for (int i = 0; i < SIBLINGS; i++) {
-		char *e = xasprintf("%s/e%d", dir, i);
-		unlink(e);
-		free(e);
-	}
-	rmdir(dir);
+	unfill_dir(dir, SIBLINGS);
 	free(inner), free(aws), free(conf), free(tools), free(dir);
 }
 END_TEST
@@ -1903,6 +1973,7 @@ static Suite *sandbox_suite(void)
 	tcase_add_test(tc, namespace_key);
 	tcase_add_test(tc, denied_path_in_a_workspace);
 	tcase_add_test(tc, denied_paths_covered_cost_no_rules);
+	tcase_add_test(tc, crowded_directory_not_split);
 	tcase_add_test(tc, profile_builder);
 	tcase_add_test(tc, protect_plan_git_kinds);
 	tcase_add_test(tc, config_json);
