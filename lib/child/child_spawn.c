@@ -504,7 +504,6 @@ static int make_pipe(int *ret_r, int *ret_w, bool *ret_nonblock)
 	return 0;
 }
 
-
 /* A pipe made ahead by child_ahead(), after an answer is written, which
  * the next child takes for its output: making it (some 4 µs) is then off
  * the way of that call. */
