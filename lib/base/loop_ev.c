@@ -18,10 +18,13 @@ struct tc_timer {
 	void *arg;
 };
 
+struct evloop;
+
 struct tc_io {
 	const struct tc_loop_ops *ops;
 	ev_io w;
 	struct ev_loop *ev;
+	struct evloop *loop;
 	tc_io_cb cb;
 	void *arg;
 };
@@ -38,6 +41,10 @@ struct evloop {
 	struct tc_loop base;
 	struct ev_loop *ev;
 	uint64_t rng;
+	/* Started by a feed: an active idle watcher keeps the next poll
+	 * from blocking, for an event fed outside the loop's callbacks
+	 * (libev would otherwise wait for the poll before invoking it). */
+	ev_idle fed;
 };
 
 /* The monotonic clock read now, not ev_now(): that is the wall clock (a
@@ -115,7 +122,9 @@ static void ev_io_free_(struct tc_io *io)
 }
 
 /* libev invokes what is fed in the same pass over its pending watchers,
- * started or not. */
+ * started or not, when it is fed from one of the loop's callbacks; fed
+ * from outside them (before the loop runs), it is invoked after the next
+ * poll, which the idle watcher keeps from blocking. */
 static void ev_io_feed_(struct tc_io *io, int revents)
 {
 	int ev = 0;
@@ -124,6 +133,12 @@ static void ev_io_feed_(struct tc_io *io, int revents)
 	if (revents & TC_IO_WRITE)
 		ev |= EV_WRITE;
 	ev_feed_event(io->ev, &io->w, ev);
+	ev_idle_start(io->ev, &io->loop->fed);
+}
+
+static void fed_done(struct ev_loop *ev, ev_idle *w, int revents)
+{
+	ev_idle_stop(ev, w);
 }
 
 static void defer_fire(struct ev_loop *ev, ev_prepare *w, int revents)
@@ -180,6 +195,7 @@ static struct tc_io *ev_io_new_(struct tc_loop *l, int fd, int events, tc_io_cb 
 	struct tc_io *io = xcalloc(1, sizeof(*io));
 	io->ops = &ev_ops;
 	io->ev = e->ev;
+	io->loop = e;
 	io->cb = cb;
 	io->arg = arg;
 	int ev = 0;
@@ -212,11 +228,14 @@ struct tc_loop *tc_loop_ev_new(void *ev)
 	e->ev = ev;
 	if (getrandom(&e->rng, sizeof(e->rng), GRND_NONBLOCK) != sizeof(e->rng) || !e->rng)
 		e->rng = 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
+	ev_idle_init(&e->fed, fed_done);
 	return &e->base;
 }
 
 void tc_loop_ev_free(struct tc_loop *l)
 {
+	if (l)
+		ev_idle_stop(((struct evloop *)l)->ev, &((struct evloop *)l)->fed);
 	free(l);
 }
 

@@ -1576,6 +1576,32 @@ START_TEST(loop_feed_same_turn_before_poll)
 }
 END_TEST
 
+/* Fed before the loop runs (a call started outside its callbacks): the
+ * next turn invokes it without waiting in the poll for something else. */
+START_TEST(loop_feed_outside_not_held_by_the_poll)
+{
+	struct feed_log f = { 0 };
+	int p[2];
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	f.io = tc_io_new(loop, p[0], TC_IO_READ, feed_fired, &f);
+	bool late = false;
+	struct tc_timer *tm = tc_timer_new(loop, on_deadline, &late);
+	tc_timer_start(tm, 5000);
+	uint64_t t0 = mono_ms();
+	ck_assert(tc_io_feed(f.io, TC_IO_READ));
+	ev_run(ev, EVRUN_ONCE);
+	ck_assert_int_eq(f.revents, TC_IO_READ);
+	ck_assert_ptr_null(f.io);
+	ck_assert(!late);
+	ck_assert_uint_lt(mono_ms() - t0, 1000);
+	/* And the loop blocks again once nothing is fed. */
+	ev_run(ev, EVRUN_NOWAIT);
+	tc_timer_free(tm);
+	close(p[0]);
+	close(p[1]);
+}
+END_TEST
+
 #define N_CONCURRENT 200
 
 START_TEST(shell_fd_hygiene)
@@ -1924,6 +1950,7 @@ static Suite *child_suite(void)
 	tcase_add_test(tc, shell_exit_codes);
 	tcase_add_test(tc, loop_defer_after_writer_before_poll);
 	tcase_add_test(tc, loop_feed_same_turn_before_poll);
+	tcase_add_test(tc, loop_feed_outside_not_held_by_the_poll);
 	tcase_add_test(tc, no_plan_no_capability);
 	tcase_add_test(tc, bounding_set_dropped_ahead);
 	tcase_add_test(tc, without_pidfd_open);
