@@ -96,9 +96,6 @@ static void ev_timer_free_(struct tc_timer *t)
 static void io_fire(struct ev_loop *ev, ev_io *w, int revents)
 {
 	struct tc_io *io = container_of(w, struct tc_io, w);
-	/* In the pass over pending watchers, which invokes every event fed
-	 * before it: the poll need not be kept from blocking. */
-	ev_idle_stop(ev, &io->loop->fed);
 	int r = 0;
 	if (revents & EV_READ)
 		r |= TC_IO_READ;
