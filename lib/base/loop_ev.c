@@ -41,9 +41,11 @@ struct evloop {
 	struct tc_loop base;
 	struct ev_loop *ev;
 	uint64_t rng;
-	/* Started by a feed: an active idle watcher keeps the next poll
-	 * from blocking, for an event fed outside the loop's callbacks
-	 * (libev would otherwise wait for the poll before invoking it). */
+	/* Started by a feed, stopped when it runs (after a poll that did
+	 * not block): an event fed outside the loop's callbacks is invoked
+	 * without waiting in the poll first, and one fed in the pass over
+	 * prepare watchers, after the daemon's writer, has what it queues
+	 * written in the next turn before the poll blocks. */
 	ev_idle fed;
 };
 
@@ -123,8 +125,8 @@ static void ev_io_free_(struct tc_io *io)
 
 /* libev invokes what is fed in the same pass over its pending watchers,
  * started or not, when it is fed from one of the loop's callbacks; fed
- * from outside them (before the loop runs), it is invoked after the next
- * poll, which the idle watcher keeps from blocking. */
+ * from outside them (before the loop runs), after the next poll. Either
+ * way the idle watcher keeps that poll from blocking (evloop.fed). */
 static void ev_io_feed_(struct tc_io *io, int revents)
 {
 	int ev = 0;
