@@ -109,6 +109,7 @@ void config_init(struct config *c)
 		.log_level = LOG_INFO,
 		.providers_retry_s = 30,
 		.limits = {
+			.tmp_mb = INT64_MIN,
 			.max_message_bytes = 8388608,
 			.max_json_depth = d.max_json_depth,
 			.max_batch = 1000,
@@ -430,6 +431,14 @@ static const struct bind_field workspaces_fields[] = {
 	{},
 };
 
+/* "limits.tmp_mb": the daemon-wide size of a call's TMPDIR, as
+ * sandbox.limits.tmp_mb takes it (applied in load_text()). */
+static int parse_limits_tmp_mb(struct bind *p, const char *key, const struct json *v, void *obj)
+{
+	struct config *c = obj;
+	return sandbox_limit_bind(p, key, v, &c->limits.tmp_mb);
+}
+
 static const struct bind_field limits_fields[] = {
 	U64("max_message_bytes", limits.max_message_bytes, 256, GIB),
 	U32("max_json_depth", limits.max_json_depth, 2, 1024),
@@ -447,6 +456,7 @@ static const struct bind_field limits_fields[] = {
 	U32("turn_budget_us", limits.turn_budget_us, 0, 1000000),
 	U64("idle_timeout_ms", limits.idle_timeout_ms, 0, MS_MAX),
 	CUSTOM("per_tool_concurrency", parse_per_tool_concurrency),
+	CUSTOM("tmp_mb", parse_limits_tmp_mb),
 	U32("event_queue", limits.event_queue, 1, 1000000),
 	U32("io_threads", limits.io_threads, 1, 64),
 	U32("read_default_lines", limits.read_default_lines, 1, 10000000),
@@ -597,6 +607,13 @@ static int load_text(struct config *c, const char *name, const char *base_dir, c
 		config_free(&tmp);
 		return r;
 	}
+	/* limits.tmp_mb is the default of sandbox.limits.tmp_mb: the more
+	 * specific key, when the file gives it, wins (and a tool's own
+	 * sandbox.limits over both). */
+	const struct json *sb = json_get(json_doc_root(doc), "sandbox");
+	const struct json *sbl = sb ? json_get(sb, "limits") : NULL;
+	if (tmp.limits.tmp_mb != INT64_MIN && !(sbl && json_get(sbl, "tmp_mb")))
+		tmp.sandbox.limits.tmp_mb = tmp.limits.tmp_mb;
 	/* tools_dir is read at every (re)load: a directory that cannot be
 	 * opened then is reported at its line in this file. */
 	const struct json *td = json_get(json_doc_root(doc), "tools_dir");

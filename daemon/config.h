@@ -68,6 +68,9 @@
  *                                                         call's network proxy
  *   limits.net_mb                         0..1048576      0 (none): MB up and down through one
  *                                                         call's network proxy
+ *   limits.tmp_mb                         1..2^40|null    1024: a call's TMPDIR in MB, the default
+ *                                                         of sandbox.limits.tmp_mb, which wins
+ *                                                         when both are given
  *   retry.max_attempts                    1..100          3
  *   retry.base_delay_ms                   0..3600000      100
  *   retry.max_delay_ms                    0..3600000      10000: the longest wait between attempts
@@ -212,6 +215,7 @@ struct config {
 		uint32_t kill_grace_ms;		/* process_kill: its signal to SIGKILL */
 		uint32_t net_connections;	/* a call's proxy: connections at once */
 		uint64_t net_mb;		/* ... and MB up and down in all; 0: no bound */
+		int64_t tmp_mb;			/* as given, INT64_MIN: not; applied to sandbox.limits */
 	} limits;
 
 	struct {

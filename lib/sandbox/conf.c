@@ -252,7 +252,7 @@ static int parse_rel_list(struct bind *b, const char *path, const struct json *v
 }
 
 /* A limit: a positive integer, or null for none (-1). */
-static int parse_limit(struct bind *b, const char *path, const struct json *v, void *at)
+int sandbox_limit_bind(struct bind *b, const char *path, const struct json *v, void *at)
 {
 	int64_t n;
 	if (v->type == JSON_NULL) {
@@ -265,7 +265,7 @@ static int parse_limit(struct bind *b, const char *path, const struct json *v, v
 	return 0;
 }
 
-#define LIMIT(k) B_CUSTOM(struct sandbox_limits, #k, k, parse_limit)
+#define LIMIT(k) B_CUSTOM(struct sandbox_limits, #k, k, sandbox_limit_bind)
 static const struct bind_field limits_fields[] = {
 	LIMIT(memory_mb), LIMIT(pids), LIMIT(file_size_mb), LIMIT(nofile), LIMIT(cpu_s), LIMIT(tmp_mb),
 	{},

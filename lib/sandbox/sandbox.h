@@ -182,6 +182,9 @@ int sandbox_tool_from_json(const struct json *v, struct sandbox_tool *t, char **
  * with those hosts added to the config's policy. */
 struct bind;
 int sandbox_tool_network_bind(struct bind *b, const char *path, const struct json *v, void *at);
+/* A member of limits (at: its int64_t): a positive integer, or null
+ * (no limit: -1). */
+int sandbox_limit_bind(struct bind *b, const char *path, const struct json *v, void *at);
 int sandbox_config_from_json(const struct json *v, struct sandbox_config *cfg, char **ret_err);
 
 /* The defaults of CONTRACT §10 (deny_read, protect, limits, require). */

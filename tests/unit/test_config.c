@@ -906,6 +906,51 @@ START_TEST(mode_names)
 }
 END_TEST
 
+/* limits.tmp_mb: the daemon-wide size of a call's TMPDIR, checked as
+ * sandbox.limits.tmp_mb is; sandbox.limits.tmp_mb, more specific, wins
+ * when both are given, and a tool's own limits over both. */
+START_TEST(limits_tmp_mb)
+{
+	struct config c;
+	char *err = NULL;
+	ck_assert_int_eq(load(&c, "{}", &err), 0);
+	ck_assert_int_eq(c.sandbox.limits.tmp_mb, 1024);
+	config_free(&c);
+
+	ck_assert_msg(load(&c, "{\"limits\": {\"tmp_mb\": 5}}", &err) == 0, "%s", err);
+	ck_assert_int_eq(c.sandbox.limits.tmp_mb, 5);
+	struct sandbox_req req;
+	struct sandbox_tool own = SANDBOX_TOOL_UNSET;
+	sandbox_req_init(&req, &c.sandbox, "shell", false, &own);
+	ck_assert_int_eq(req.limits.tmp_mb, 5);
+	own.limits.tmp_mb = 7;
+	sandbox_req_init(&req, &c.sandbox, "shell", false, &own);
+	ck_assert_int_eq(req.limits.tmp_mb, 7);
+	config_free(&c);
+
+	ck_assert_int_eq(load(&c, "{\"limits\": {\"tmp_mb\": null}}", &err), 0);
+	ck_assert_int_eq(c.sandbox.limits.tmp_mb, -1);
+	config_free(&c);
+
+	ck_assert_int_eq(load(&c, "{\"limits\": {\"tmp_mb\": 5}, \"sandbox\": {\"limits\": {\"tmp_mb\": 9}}}", &err), 0);
+	ck_assert_int_eq(c.sandbox.limits.tmp_mb, 9);
+	config_free(&c);
+	ck_assert_int_eq(load(&c, "{\"sandbox\": {\"limits\": {\"tmp_mb\": 9}}, \"limits\": {\"tmp_mb\": 5}}", &err), 0);
+	ck_assert_int_eq(c.sandbox.limits.tmp_mb, 9);
+	config_free(&c);
+	ck_assert_int_eq(load(&c, "{\"limits\": {\"tmp_mb\": 5}, \"sandbox\": {\"limits\": {\"pids\": 9}}}", &err), 0);
+	ck_assert_int_eq(c.sandbox.limits.tmp_mb, 5);
+	ck_assert_int_eq(c.sandbox.limits.pids, 9);
+	config_free(&c);
+
+	assert_error("{\"limits\": {\"tmp_mb\": 0}}", "t.json:1:23: limits.tmp_mb: expected a positive integer or null (no limit)");
+	assert_error("{\"limits\": {\"tmp_mb\": \"5\"}}",
+		     "t.json:1:23: limits.tmp_mb: expected a positive integer or null (no limit)");
+	assert_error("{\"limits\": {\"tmp_mb\": 2199023255553}}",
+		     "t.json:1:23: limits.tmp_mb: expected a positive integer or null (no limit)");
+}
+END_TEST
+
 /* Inside the sections read by parsers of their own (confirmation, hooks,
  * per-tool caps, peers, sandbox, env_allow), every mistake too. */
 START_TEST(every_error_in_subsections)
@@ -1009,6 +1054,7 @@ int main(void)
 	tcase_add_test(tc, error_bad_mode);
 	tcase_add_test(tc, every_error_reported);
 	tcase_add_test(tc, every_error_in_subsections);
+	tcase_add_test(tc, limits_tmp_mb);
 	tcase_add_test(tc, memory_keys);
 	tcase_add_test(tc, error_bad_octal);
 	tcase_add_test(tc, error_syntax);
