@@ -442,7 +442,7 @@ static void put_status(const struct child_result *r, struct buf *b)
  * The text for the model: stdout and stderr in the order they were
  * written, their head and tail when too long; the exit status when not 0,
  * and a line naming a limit hit or a denial by the sandbox when the
- * command failed.
+ * command failed, or when it filled its TMPDIR whatever its exit status.
  */
 char *child_call_text(struct tool_call *c, const struct child_result *r)
 {
@@ -461,8 +461,17 @@ char *child_call_text(struct tool_call *c, const struct child_result *r)
 	_cleanup_free_ char *net = sandbox_run_net_note(run);
 	if (net)
 		buf_printf(&b, "\n%s", net);
-	if (!run || !failed)
+	if (!run)
 		return buf_steal(&b);
+	/* Its TMPDIR filled, though the command went on: writes there
+	 * failed. */
+	if (!failed) {
+		_cleanup_free_ char *tmp = sandbox_run_tmp_hit(run);
+		if (tmp)
+			buf_printf(&b, "\n[limit] The command reached %s of its sandbox: writes there failed "
+				   "with \"No space left on device\".", tmp);
+		return buf_steal(&b);
+	}
 	_cleanup_free_ char *limit = child_call_limit(c, r);
 	_cleanup_free_ char *note = limit ? NULL
 					  : sandbox_run_denial_note(run, r->out[diag_stream(c)],

@@ -36,6 +36,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "lib/sandbox/sandbox_internal.h"
@@ -61,6 +63,7 @@ struct sandbox_run {
 	int spare_fd;			/* a layer made ahead (spare_take), or -1 */
 	int mntns_fd;			/* a mount namespace made ahead (nspool.c), or -1 */
 	int ns_wd;			/* the watch on its TMPDIR, or -1 */
+	int tmp_fd;			/* its TMPDIR's tmpfs, as its child sees it, or -1 */
 	char *ns_key;			/* its plan, to ask for the next call's */
 	uint64_t ns_born_ms;		/* when the namespace was first made */
 	bool ns_clean;			/* nothing of the call ran when it ended */
@@ -760,10 +763,34 @@ static struct spare spare_take(uid_t uid, gid_t gid)
 	return (struct spare){ .fd = -1 };
 }
 
+/*
+ * Opens the tmpfs of limits.tmp_mb that is the TMPDIR of the child pid,
+ * which runs its program by now (it was started with CLONE_VFORK): in its
+ * mount namespace, where everything on the way is read-only, so that the
+ * daemon can see at the call's end whether it filled it
+ * (sandbox_run_tmp_hit()). Where it cannot (the child gone already),
+ * stderr's words decide as before.
+ */
+static void tmp_watch(struct sandbox_run *run, pid_t pid)
+{
+	char path[PATH_MAX];
+	struct statfs sf;
+	if (!run->child.tmp_opts || !run->tmpdir || pid <= 0 || run->tmp_fd >= 0 ||
+	    snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, run->tmpdir) >= (int)sizeof(path))
+		return;
+	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstatfs(fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC)
+		run->tmp_fd = fd;
+	else if (fd >= 0)
+		close(fd);
+}
+
 void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid)
 {
 	if (run)
 		run->pid = pid;
+	if (run)
+		tmp_watch(run, pid);
 	/* What its tasks try of the network, without any (netnotif.c). */
 	if (run && !run->network && !run->net)
 		sandbox_netnotif_watch(pid, run->cgroup);
@@ -1008,6 +1035,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	run->limits = req->limits;
 	run->cwd = req->cwd ? xstrdup(req->cwd) : NULL;
 	run->cgroup_fd = run->events_fd = run->kill_fd = run->hide_fd = run->spare_fd = run->mntns_fd = run->ns_wd = -1;
+	run->tmp_fd = -1;
 	c->cgroup_fd = c->cgroup_procs_fd = c->landlock_fd = c->landlock_fd2 = c->mntns_fd = c->netns_fd = c->userns_fd = -1;
 	c->subreaper = f->subreaper;
 	c->cap_last = sandbox_cap_last();
@@ -1428,6 +1456,11 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
 		close(run->spare_fd);
+	/* Before its namespace goes back: a tmpfs held open cannot be
+	 * unmounted there. */
+	if (run->tmp_fd >= 0)
+		close(run->tmp_fd);
+	run->tmp_fd = -1;
 	if (run->tmp_made)
 		tmp_call_rm(run->tmpdir);
 	run->ns_clean = empty && !sandbox_cgroup_is_fake();
@@ -1524,6 +1557,26 @@ static bool has(const char *s, size_t n, const char *needle)
 	return s && memmem(s, n, needle, strlen(needle));
 }
 
+static char *tmp_limit_name(const struct sandbox_run *run)
+{
+	return xasprintf("the temporary space limit of $TMPDIR (%" PRId64 " MB, limits.tmp_mb)", run->limits.tmp_mb);
+}
+
+/* Whether the call's TMPDIR is full, as the daemon sees it now: 1, 0, or
+ * -1 when it cannot see (no tmpfs of the call's own, or not opened). */
+static int tmp_full(const struct sandbox_run *run)
+{
+	struct statfs sf;
+	if (!run || run->profile == SANDBOX_OFF || run->tmp_fd < 0 || fstatfs(run->tmp_fd, &sf) < 0)
+		return -1;
+	return sf.f_bavail == 0 || (sf.f_files && sf.f_ffree == 0);
+}
+
+char *sandbox_run_tmp_hit(const struct sandbox_run *run)
+{
+	return tmp_full(run) > 0 ? tmp_limit_name(run) : NULL;
+}
+
 /* Names the limit a child ran into, if any. */
 char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int sig, const char *err, size_t n)
 {
@@ -1534,8 +1587,11 @@ char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int si
 		return xasprintf("the file size limit (%" PRId64 " MB)", l->file_size_mb);
 	if (sig == SIGXCPU && l->cpu_s > 0)
 		return xasprintf("the CPU time limit (%" PRId64 " s)", l->cpu_s);
-	if (run->child.tmp_opts && (sig || exit_code) && has(err, n, "No space left on device"))
-		return xasprintf("the temporary space limit of $TMPDIR (%" PRId64 " MB, limits.tmp_mb)", l->tmp_mb);
+	/* Its TMPDIR full at the end, whatever the exit status; where the
+	 * daemon could not look, a failure that says so. */
+	int full = run->child.tmp_opts ? tmp_full(run) : 0;
+	if (full > 0 || (full < 0 && (sig || exit_code) && has(err, n, "No space left on device")))
+		return tmp_limit_name(run);
 	if (cg_read_key(run, "memory.events", "oom_kill") > 0 ||
 	    (l->memory_mb > 0 && (sig || exit_code) &&
 	     (has(err, n, "Cannot allocate memory") || has(err, n, "Out of memory") ||

@@ -355,6 +355,10 @@ void sandbox_run_json(const struct sandbox_run *run, struct buf *out);
  * "memory limit (4096 MB)"; NULL when none. */
 char *sandbox_run_limit_hit(const struct sandbox_run *run, int exit_code, int sig,
 			    const char *err, size_t err_len);
+/* "the temporary space limit of $TMPDIR (N MB, limits.tmp_mb)" when the
+ * call's own TMPDIR is full, as the daemon sees it (not by what the child
+ * wrote), whatever the exit status; else NULL. Until sandbox_run_end(). */
+char *sandbox_run_tmp_hit(const struct sandbox_run *run);
 /*
  * The kernel's word on what the sandbox refused (kaudit.c): Landlock's
  * audit records, read on the loop when the kernel writes them (Landlock

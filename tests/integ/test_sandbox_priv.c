@@ -375,6 +375,55 @@ START_TEST(config_dir_in_workspace_kept_in_place)
 END_TEST
 
 /*
+ * The top-level limits.tmp_mb sizes a call's TMPDIR, at start and on
+ * reload; a call that fills it is told so whatever its exit status (the
+ * daemon sees its tmpfs full), and one that does not is not.
+ */
+START_TEST(tmp_mb_note_whatever_the_exit_status)
+{
+	TC_SKIP_UNDER_VALGRIND("children run there without the sandbox, so tmp_mb bounds no TMPDIR");
+	struct tcd d;
+	tcd_start_auto(&d, ",\"limits\":{\"tmp_mb\":5}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_shell(c, "head -c 10000000 /dev/zero > \"$TMPDIR/big\"; echo rc=$?; "
+					    "wc -c < \"$TMPDIR/big\"");
+	tc_assert_ok(r);
+	const char *text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "rc=1\n5242880\n"), "%s", text);
+	ck_assert_msg(strstr(text, "[limit] ") &&
+		      strstr(text, "the temporary space limit of $TMPDIR (5 MB, limits.tmp_mb)"), "%s", text);
+	/* Beneath the limit: no note. */
+	r = tcc_shell(c, "head -c 1000000 /dev/zero > \"$TMPDIR/small\"; echo rc=$?");
+	tc_assert_ok(r);
+	text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "rc=0") && !strstr(text, "[limit]") && !strstr(text, "tmp_mb"), "%s", text);
+	/* Nor where the command fails for another reason after writing
+	 * there. */
+	r = tcc_shell(c, "head -c 1000000 /dev/zero > \"$TMPDIR/small\"; echo 'No space left on device' >&2; exit 3");
+	text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "[exit code 3]") && !strstr(text, "[limit]"), "%s", text);
+
+	/* On reload: a new size, and sandbox.limits.tmp_mb over it. */
+	tc_write_file_atomic(d.config, "{" TC_AUTO_CONFIRM ",\"limits\":{\"tmp_mb\":2}}",
+			     strlen("{" TC_AUTO_CONFIRM ",\"limits\":{\"tmp_mb\":2}}"));
+	tc_assert_ok(tcc_reload(c));
+	r = tcc_shell(c, "head -c 3000000 /dev/zero > \"$TMPDIR/big\"; wc -c < \"$TMPDIR/big\"");
+	tc_assert_ok(r);
+	text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "2097152\n") && strstr(text, "(2 MB, limits.tmp_mb)"), "%s", text);
+	const char *both = "{" TC_AUTO_CONFIRM ",\"limits\":{\"tmp_mb\":2},\"sandbox\":{\"limits\":{\"tmp_mb\":3}}}";
+	tc_write_file_atomic(d.config, both, strlen(both));
+	tc_assert_ok(tcc_reload(c));
+	r = tcc_shell(c, "head -c 5000000 /dev/zero > \"$TMPDIR/big\"; wc -c < \"$TMPDIR/big\"");
+	tc_assert_ok(r);
+	text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "3145728\n") && strstr(text, "(3 MB, limits.tmp_mb)"), "%s", text);
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
+/*
  * limits.tmp_mb: a call's TMPDIR is a space of its own of that size; the
  * call that fills it sees ENOSPC and the result names the limit, and a
  * call of another uid running beside it still has all of its own.
@@ -1000,6 +1049,7 @@ static Suite *priv_suite(void)
 	tcase_add_loop_test(tc, socket_dir_in_workspace_untouched, 0, 2);
 	tcase_add_test(tc, config_dir_in_workspace_kept_in_place);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
+	tcase_add_test(tc, tmp_mb_note_whatever_the_exit_status);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);
 	tcase_add_loop_test(tc, protect_holds_missing_paths, 0, 2);
 	tcase_add_test(tc, protect_submodule_git_dirs);
