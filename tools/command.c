@@ -540,6 +540,13 @@ static void command_done(struct tool_call *c, struct child_result *r)
 			free(text);
 			text = with;
 		}
+		/* Its TMPDIR filled, though it succeeded. */
+		_cleanup_free_ char *tmp = child_call_tmp_note(c);
+		if (tmp) {
+			char *with = xasprintf("%s\n%s", text, tmp);
+			free(text);
+			text = with;
+		}
 		tool_call_succeed(c, text, child_call_json(c, r, false), false);
 	}
 }

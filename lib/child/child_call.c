@@ -426,6 +426,13 @@ char *child_call_limit(struct tool_call *c, const struct child_result *r)
 	return sandbox_run_limit_hit(child_call_sandbox(c), r->exit_code, r->signal, r->out[s], r->out_len[s]);
 }
 
+char *child_call_tmp_note(struct tool_call *c)
+{
+	_cleanup_free_ char *tmp = sandbox_run_tmp_hit(child_call_sandbox(c));
+	return tmp ? xasprintf("[limit] The command reached %s of its sandbox: writes there failed with "
+			       "\"No space left on device\".", tmp) : NULL;
+}
+
 /* Appends the exit status line of a child that failed. */
 static void put_status(const struct child_result *r, struct buf *b)
 {
@@ -463,13 +470,10 @@ char *child_call_text(struct tool_call *c, const struct child_result *r)
 		buf_printf(&b, "\n%s", net);
 	if (!run)
 		return buf_steal(&b);
-	/* Its TMPDIR filled, though the command went on: writes there
-	 * failed. */
 	if (!failed) {
-		_cleanup_free_ char *tmp = sandbox_run_tmp_hit(run);
+		_cleanup_free_ char *tmp = child_call_tmp_note(c);
 		if (tmp)
-			buf_printf(&b, "\n[limit] The command reached %s of its sandbox: writes there failed "
-				   "with \"No space left on device\".", tmp);
+			buf_printf(&b, "\n%s", tmp);
 		return buf_steal(&b);
 	}
 	_cleanup_free_ char *limit = child_call_limit(c, r);

@@ -374,6 +374,19 @@ START_TEST(config_dir_in_workspace_kept_in_place)
 }
 END_TEST
 
+/* Replaces from by to in the daemon's config file. */
+static void set_config(struct tcd *d, const char *from, const char *to)
+{
+	char *text = tcd_read(d, d->config, NULL);
+	char *at = strstr(text, from);
+	ck_assert_msg(at, "%s not in %s", from, text);
+	*at = '\0';
+	char *out = xasprintf("%s%s%s", text, to, at + strlen(from));
+	tc_write_file_atomic(d->config, out, strlen(out));
+	free(out);
+	free(text);
+}
+
 /*
  * The top-level limits.tmp_mb sizes a call's TMPDIR, at start and on
  * reload; a call that fills it is told so whatever its exit status (the
@@ -403,16 +416,28 @@ START_TEST(tmp_mb_note_whatever_the_exit_status)
 	text = tj_str(r, "result.content.0.text");
 	ck_assert_msg(strstr(text, "[exit code 3]") && !strstr(text, "[limit]"), "%s", text);
 
+	/* A command tool that succeeds is told too; its own
+	 * sandbox.limits.tmp_mb over the config's. */
+	tcd_write_tool(&d, "fill.json",
+		       "{\"name\":\"fill\",\"kind\":\"command\",\"side_effects\":\"execute\","
+		       "\"argv\":[\"/bin/sh\",\"-c\",\"head -c 3000000 /dev/zero > $TMPDIR/big; wc -c < $TMPDIR/big\"],"
+		       "\"sandbox\":{\"limits\":{\"tmp_mb\":1}}}");
+	tc_assert_ok(tcc_reload(c));
+	r = tcc_call(c, "fill", "{}");
+	tc_assert_ok(r);
+	text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "1048576\n") && strstr(text, "[limit] ") && strstr(text, "(1 MB, limits.tmp_mb)"),
+		      "%s", text);
+
 	/* On reload: a new size, and sandbox.limits.tmp_mb over it. */
-	tc_write_file_atomic(d.config, "{" TC_AUTO_CONFIRM ",\"limits\":{\"tmp_mb\":2}}",
-			     strlen("{" TC_AUTO_CONFIRM ",\"limits\":{\"tmp_mb\":2}}"));
+	set_config(&d, "\"limits\":{\"tmp_mb\":5}", "\"limits\":{\"tmp_mb\":2}");
 	tc_assert_ok(tcc_reload(c));
 	r = tcc_shell(c, "head -c 3000000 /dev/zero > \"$TMPDIR/big\"; wc -c < \"$TMPDIR/big\"");
 	tc_assert_ok(r);
 	text = tj_str(r, "result.content.0.text");
 	ck_assert_msg(strstr(text, "2097152\n") && strstr(text, "(2 MB, limits.tmp_mb)"), "%s", text);
-	const char *both = "{" TC_AUTO_CONFIRM ",\"limits\":{\"tmp_mb\":2},\"sandbox\":{\"limits\":{\"tmp_mb\":3}}}";
-	tc_write_file_atomic(d.config, both, strlen(both));
+	set_config(&d, "\"limits\":{\"tmp_mb\":2}",
+		   "\"limits\":{\"tmp_mb\":2},\"sandbox\":{\"limits\":{\"tmp_mb\":3}}");
 	tc_assert_ok(tcc_reload(c));
 	r = tcc_shell(c, "head -c 5000000 /dev/zero > \"$TMPDIR/big\"; wc -c < \"$TMPDIR/big\"");
 	tc_assert_ok(r);
