@@ -233,8 +233,9 @@ void child_call_fail_partial(struct tool_call *c, enum tc_kind kind, const char 
 /* The limit the child hit ("the memory limit (64 MB)"), or NULL. */
 char *child_call_limit(struct tool_call *c, const struct child_result *r);
 /* The [limit] line of a call whose child filled its TMPDIR and did not
- * fail (sandbox_run_tmp_hit()), or NULL. */
+ * fail (sandbox_run_tmp_hit()), or NULL; child_tmp_note() of a run. */
 char *child_call_tmp_note(struct tool_call *c);
+char *child_tmp_note(const struct sandbox_run *run);
 /* The .cancel of tools that run a child. */
 void child_call_cancel(struct tool_call *c);
 

@@ -426,11 +426,16 @@ char *child_call_limit(struct tool_call *c, const struct child_result *r)
 	return sandbox_run_limit_hit(child_call_sandbox(c), r->exit_code, r->signal, r->out[s], r->out_len[s]);
 }
 
-char *child_call_tmp_note(struct tool_call *c)
+char *child_tmp_note(const struct sandbox_run *run)
 {
-	_cleanup_free_ char *tmp = sandbox_run_tmp_hit(child_call_sandbox(c));
+	_cleanup_free_ char *tmp = sandbox_run_tmp_hit(run);
 	return tmp ? xasprintf("[limit] The command reached %s of its sandbox: writes there failed with "
 			       "\"No space left on device\".", tmp) : NULL;
+}
+
+char *child_call_tmp_note(struct tool_call *c)
+{
+	return child_tmp_note(child_call_sandbox(c));
 }
 
 /* Appends the exit status line of a child that failed. */

@@ -439,6 +439,9 @@ void proc_ended(struct process *p, int exit_code, int sig)
 	proc_close_io(p);
 	if (p->end == PROC_END_EXIT && (exit_code != 0 || sig))
 		end_note(p);
+	/* Its TMPDIR filled, however it ended. */
+	if (!p->end_note)
+		p->end_note = child_tmp_note(p->run);
 	/* What its network proxy refused, however it ended. */
 	char *net = sandbox_run_net_note(p->run);
 	if (net) {

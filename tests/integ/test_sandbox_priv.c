@@ -416,6 +416,18 @@ START_TEST(tmp_mb_note_whatever_the_exit_status)
 	text = tj_str(r, "result.content.0.text");
 	ck_assert_msg(strstr(text, "[exit code 3]") && !strstr(text, "[limit]"), "%s", text);
 
+	/* A background command too, however it ended. */
+	r = tcc_call(c, "shell", "{\"command\":\"head -c 10000000 /dev/zero > $TMPDIR/big; echo rc=$?\","
+				 "\"background\":true,\"yield_ms\":20000}");
+	tc_assert_ok(r);
+	text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "rc=1") && strstr(text, "[limit] ") && strstr(text, "(5 MB, limits.tmp_mb)"),
+		      "%s", text);
+	r = tcc_call(c, "shell", "{\"command\":\"echo small > $TMPDIR/small\",\"background\":true,\"yield_ms\":20000}");
+	tc_assert_ok(r);
+	text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(!strstr(text, "[limit]"), "%s", text);
+
 	/* A command tool that succeeds is told too; its own
 	 * sandbox.limits.tmp_mb over the config's. */
 	tcd_write_tool(&d, "fill.json",
