@@ -106,6 +106,7 @@ struct entry {
 	bool answered;			/* the maker's answer came: */
 	int fd;				/* the namespace, or -1 (not made) */
 	int wd;				/* the watch on its TMPDIR, or -1 */
+	int tmp_fd;			/* its TMPDIR's root, or -1 */
 };
 
 static struct {
@@ -687,6 +688,8 @@ static void entry_drop(unsigned i)
 {
 	struct entry *e = &pool.e[i];
 	dispose_fd(e->fd);	/* its answer, if it comes later, is disposed of */
+	if (e->tmp_fd >= 0)
+		close(e->tmp_fd);
 	tmp_call_remove(e->tmpdir);
 	free(e->key);
 	pool.e[i] = pool.e[--pool.n];
@@ -737,7 +740,7 @@ static void watch_scan(void)
 	}
 }
 
-/* Watches the TMPDIR whose root is dir_fd (closed), as it is now
+/* Watches the TMPDIR whose root is dir_fd (kept open), as it is now
  * (untouched): the watch's descriptor, or -1. */
 static int watch_arm(int dir_fd)
 {
@@ -746,11 +749,9 @@ static int watch_arm(int dir_fd)
 	int wd = -1;
 	if (pool.ino >= 0 || (pool.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0)
 		wd = inotify_add_watch(pool.ino, path, IN_ALL_EVENTS | IN_ONLYDIR);
-	close(dir_fd);
 	if (wd < 0)
 		return -1;
-	/* What the maker did there (and the close just now), and what came
-	 * before, read first. */
+	/* What the maker did there, and what came before, read first. */
 	watch_scan();
 	struct watch *w = watch_find(wd);
 	if (!w) {
@@ -818,7 +819,10 @@ static bool answers_read(uint32_t id)
 		pool.e[i].answered = true;
 		if (msg[1] == 0) {
 			pool.e[i].fd = fd;
-			pool.e[i].wd = dir_fd >= 0 ? watch_arm(TAKE_FD(dir_fd)) : -1;
+			pool.e[i].wd = dir_fd >= 0 ? watch_arm(dir_fd) : -1;
+			/* Kept, for the call to see whether it filled its
+			 * TMPDIR (fstatfs). */
+			pool.e[i].tmp_fd = TAKE_FD(dir_fd);
 		} else {
 			dispose_fd(fd);
 		}
@@ -853,12 +857,13 @@ static int take(unsigned i)
 	}
 }
 
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, int *ret_wd, char **ret_key, uint64_t *ret_born_ms,
-			 bool *ret_made)
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, int *ret_wd, int *ret_tmp_fd, char **ret_key,
+			 uint64_t *ret_born_ms, bool *ret_made)
 {
 	uint64_t now = mono_ms();
 	*ret_fd = -1;
 	*ret_wd = -1;
+	*ret_tmp_fd = -1;
 	for (unsigned i = pool.n; i-- > 0;) {
 		struct entry *e = &pool.e[i];
 		if (e->uid != uid || e->gid != gid)
@@ -869,8 +874,12 @@ char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, int *ret_wd, char **
 		}
 		*ret_fd = take(i);
 		e = &pool.e[i];
-		if (*ret_fd >= 0)
+		if (*ret_fd >= 0) {
 			*ret_wd = e->wd;
+			*ret_tmp_fd = TAKE_FD(e->tmp_fd);
+		} else if (e->tmp_fd >= 0) {
+			close(TAKE_FD(e->tmp_fd));
+		}
 		char *tmpdir = e->tmpdir;
 		*ret_key = e->key;
 		*ret_born_ms = e->made_ms;
@@ -980,11 +989,11 @@ void nspool_pass(const struct sandbox_child *c, const char *key, uid_t uid, gid_
 	memcpy(&kn, key, sizeof(kn));
 	pool.e[pool.n++] = (struct entry){
 		.id = id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir, .tmp_made = made,
-		.uid = uid, .gid = gid, .made_ms = born, .fd = -1, .wd = -1,
+		.uid = uid, .gid = gid, .made_ms = born, .fd = -1, .wd = -1, .tmp_fd = -1,
 	};
 }
 
-bool nspool_keep(int fd, int wd, const char *key, uid_t uid, gid_t gid, char *tmpdir, uint64_t born_ms)
+bool nspool_keep(int fd, int wd, int tmp_fd, const char *key, uid_t uid, gid_t gid, char *tmpdir, uint64_t born_ms)
 {
 	if (pool.sock < 0 || fd < 0 || !key || !tmpdir || mono_ms() - born_ms > NSPOOL_MAX_AGE_MS ||
 	    !watch_untouched(wd))
@@ -1000,7 +1009,7 @@ bool nspool_keep(int fd, int wd, const char *key, uid_t uid, gid_t gid, char *tm
 	memcpy(&kn, key, sizeof(kn));
 	pool.e[pool.n++] = (struct entry){
 		.id = ++pool.next_id, .key = xmemdup(key, sizeof(kn) + kn), .tmpdir = tmpdir, .uid = uid, .gid = gid,
-		.made_ms = born_ms, .answered = true, .fd = fd, .wd = wd,
+		.made_ms = born_ms, .answered = true, .fd = fd, .wd = wd, .tmp_fd = tmp_fd,
 	};
 	return true;
 }

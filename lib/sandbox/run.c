@@ -1089,8 +1089,8 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	_cleanup_free_ char *pool_key = NULL;
 	run->tmp_made = true;
 	if (!run->tmpdir && f->mountns && !f->userns)
-		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &run->ns_wd, &pool_key,
-						  &run->ns_born_ms, &run->tmp_made);
+		run->tmpdir = nspool_take_tmpdir(child_uid, child_gid, &run->mntns_fd, &run->ns_wd, &run->tmp_fd,
+						  &pool_key, &run->ns_born_ms, &run->tmp_made);
 	if ((r = tmp_parent_get(child_uid, &parent, ret_msg)) < 0 ||
 	    (!run->tmpdir && (r = tmp_call_make(parent, child_uid, child_gid, other, &run->tmpdir, ret_msg)) < 0))
 		goto fail;
@@ -1260,6 +1260,10 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 	if (run->mntns_fd >= 0 && c->mntns_fd < 0) {
 		nspool_dispose(run->mntns_fd);
 		run->mntns_fd = -1;
+	}
+	if (c->mntns_fd < 0 && run->tmp_fd >= 0) {
+		close(run->tmp_fd);	/* not the child's TMPDIR */
+		run->tmp_fd = -1;
 	}
 	if (!run->tmp_made && !(c->mntns_fd >= 0 && c->tmp_opts)) {
 		if ((r = tmp_call_mkdir(run->tmpdir, child_uid, child_gid, other, ret_msg)) < 0)
@@ -1456,11 +1460,6 @@ struct sandbox_run *sandbox_run_end(struct sandbox_run *run)
 		close(run->hide_fd);
 	if (run->spare_fd >= 0)
 		close(run->spare_fd);
-	/* Before its namespace goes back: a tmpfs held open cannot be
-	 * unmounted there. */
-	if (run->tmp_fd >= 0)
-		close(run->tmp_fd);
-	run->tmp_fd = -1;
 	if (run->tmp_made)
 		tmp_call_rm(run->tmpdir);
 	run->ns_clean = empty && !sandbox_cgroup_is_fake();
@@ -1489,8 +1488,15 @@ static void run_ahead(struct sandbox_run *run)
 	bool make = !run->child.tmp_opts;
 	/* Its TMPDIR untouched and nothing of it running, the namespace
 	 * serves the next call as it is. */
-	if (run->ns_key && run->spawned && run->ns_clean && run->child.tmp_opts && run->tmp_parent &&
-	    nspool_keep(run->mntns_fd, run->ns_wd, run->ns_key, run->uid, run->gid, run->tmpdir, run->ns_born_ms))
+	bool kept = run->ns_key && run->spawned && run->ns_clean && run->child.tmp_opts && run->tmp_parent &&
+		    nspool_keep(run->mntns_fd, run->ns_wd, run->tmp_fd, run->ns_key, run->uid, run->gid, run->tmpdir,
+				run->ns_born_ms);
+	/* Else, before its namespace goes back: a tmpfs held open cannot
+	 * be unmounted there. */
+	if (!kept && run->tmp_fd >= 0)
+		close(run->tmp_fd);
+	run->tmp_fd = -1;
+	if (kept)
 		run->tmpdir = NULL;
 	else if (run->ns_key && run->spawned &&
 	    tmp_call_name(run->tmp_uid_parent, run->uid, run->gid, run->child.set_ids, make, &next, &msg) == 0)

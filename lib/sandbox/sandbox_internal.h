@@ -204,7 +204,8 @@ int sandbox_mounts_make(struct sandbox_child *c);
  * caller's) and key (*ret_key, the caller's to free) and fd (*ret_fd, the
  * caller's: nspool_give_back() when the call ends, nspool_dispose() at
  * once when the key is not the call's), the watch on its TMPDIR
- * (*ret_wd, for nspool_keep(), or -1), and when it was first made
+ * (*ret_wd, for nspool_keep(), or -1) and its root (*ret_tmp_fd, the
+ * caller's, or -1), and when it was first made
  * (*ret_born_ms), or NULL. nspool_ask(): asks for the next namespace
  * of a plan, whose TMPDIR will be tmpdir (taken: made for it with
  * tmp_call_make()).
@@ -214,8 +215,8 @@ struct stat;
  * before, or NULL to take them here. */
 char *nspool_key(const struct sandbox_child *c, uid_t uid, gid_t gid, const struct stat *hide_st);
 bool nspool_key_eq(const char *a, const char *b);
-char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, int *ret_wd, char **ret_key, uint64_t *ret_born_ms,
-			 bool *ret_made);
+char *nspool_take_tmpdir(uid_t uid, gid_t gid, int *ret_fd, int *ret_wd, int *ret_tmp_fd, char **ret_key,
+			 uint64_t *ret_born_ms, bool *ret_made);
 void nspool_ask(const struct sandbox_child *c, const char *key, uid_t uid, gid_t gid, char *tmpdir);
 /* A namespace given back (nspool_give_back()'s values, its fd taken). */
 struct nspool_given {
@@ -243,8 +244,9 @@ void nspool_give_back(int fd, const char *key, uid_t uid, gid_t gid, const char 
  * it over (wd, its watch: not a file made, removed, opened or listed
  * there, nor its root changed) and the call left nothing running (the
  * caller knows): the next call then finds it as the maker made it, with
- * no work of the maker's. True when kept (fd and tmpdir taken). */
-bool nspool_keep(int fd, int wd, const char *key, uid_t uid, gid_t gid, char *tmpdir, uint64_t born_ms);
+ * no work of the maker's. True when kept (fd, tmp_fd, its TMPDIR's root
+ * or -1, and tmpdir taken). */
+bool nspool_keep(int fd, int wd, int tmp_fd, const char *key, uid_t uid, gid_t gid, char *tmpdir, uint64_t born_ms);
 /* Drops what is made or asked for; with stop, lets the maker go. */
 void nspool_clear(bool stop);
 
