@@ -768,8 +768,9 @@ static struct spare spare_take(uid_t uid, gid_t gid)
  * which runs its program by now (it was started with CLONE_VFORK): in its
  * mount namespace, where everything on the way is read-only, so that the
  * daemon can see at the call's end whether it filled it
- * (sandbox_run_tmp_hit()). Where it cannot (the child gone already),
- * stderr's words decide as before.
+ * (sandbox_run_tmp_hit()). A namespace made ahead came with it already
+ * (nspool.c). Where it cannot (the child gone already), stderr's words
+ * decide as before.
  */
 static void tmp_watch(struct sandbox_run *run, pid_t pid)
 {
@@ -787,10 +788,10 @@ static void tmp_watch(struct sandbox_run *run, pid_t pid)
 
 void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid)
 {
-	if (run)
+	if (run) {
 		run->pid = pid;
-	if (run)
 		tmp_watch(run, pid);
+	}
 	/* What its tasks try of the network, without any (netnotif.c). */
 	if (run && !run->network && !run->net)
 		sandbox_netnotif_watch(pid, run->cgroup);
