@@ -465,6 +465,19 @@ static char *failure_tail(const struct child_result *r)
 }
 
 /* Success with stdout parsed as JSON. */
+/* The text of a call that succeeded, with the line saying it filled its
+ * TMPDIR when it did. */
+static char *success_text(struct tool_call *c, struct child_result *r)
+{
+	char *text = child_result_text(r);
+	_cleanup_free_ char *tmp = child_call_tmp_note(c);
+	if (!tmp)
+		return text;
+	char *with = xasprintf("%s\n%s", text, tmp);
+	free(text);
+	return with;
+}
+
 static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct child_result *r)
 {
 	struct json_doc *doc = NULL;
@@ -495,7 +508,7 @@ static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct chil
 	}
 	jgen_free(g);
 	json_doc_unref(doc);
-	tool_call_succeed(c, child_result_text(r), buf_steal(&b), false);
+	tool_call_succeed(c, success_text(c, r), buf_steal(&b), false);
 }
 
 /* True when the file's ok_exit_codes hold an exit status. */
@@ -534,16 +547,9 @@ static void command_done(struct tool_call *c, struct child_result *r)
 	} else if (cmd->stdout_json) {
 		succeed_json(c, cmd, r);
 	} else {
-		char *text = child_result_text(r);
+		char *text = success_text(c, r);
 		if (net) {
 			char *with = xasprintf("%s\n%s", text, net);
-			free(text);
-			text = with;
-		}
-		/* Its TMPDIR filled, though it succeeded. */
-		_cleanup_free_ char *tmp = child_call_tmp_note(c);
-		if (tmp) {
-			char *with = xasprintf("%s\n%s", text, tmp);
 			free(text);
 			text = with;
 		}

@@ -449,6 +449,17 @@ START_TEST(tmp_mb_note_whatever_the_exit_status)
 	ck_assert_msg(strstr(text, "1048576\n") && strstr(text, "[limit] ") && strstr(text, "(1 MB, limits.tmp_mb)"),
 		      "%s", text);
 
+	/* Its JSON output aside, in structuredContent. */
+	tcd_write_tool(&d, "fillj.json",
+		       "{\"name\":\"fillj\",\"kind\":\"command\",\"side_effects\":\"execute\",\"stdout\":\"json\","
+		       "\"argv\":[\"/bin/sh\",\"-c\",\"head -c 6000000 /dev/zero > $TMPDIR/big; echo '{\\\"ok\\\":1}'\"]}");
+	tc_assert_ok(tcc_reload(c));
+	r = tcc_call(c, "fillj", "{}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.ok"), 1);
+	text = tj_str(r, "result.content.0.text");
+	ck_assert_msg(strstr(text, "[limit] ") && strstr(text, "(5 MB, limits.tmp_mb)"), "%s", text);
+
 	/* On reload: a new size, and sandbox.limits.tmp_mb over it. */
 	set_config(&d, "\"limits\":{\"tmp_mb\":5}", "\"limits\":{\"tmp_mb\":2}");
 	tc_assert_ok(tcc_reload(c));
