@@ -357,7 +357,6 @@ static void audit_process(struct process *p, const char *event)
 		jgen_kv_str(g, "sandbox", p->profile);
 	jgen_obj_close(g);
 	jgen_free(g);
-	buf_putc(&b, '\n');
 	audit_record(p->t->audit, buf_head(&b), buf_size(&b));
 	buf_free(&b);
 }
