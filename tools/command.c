@@ -381,17 +381,16 @@ static int build_argv(struct tool_call *c, const struct cmd *cmd, char ***ret)
 				missing_lone = a->n == 1;
 			else if (before == 0 && buf_size(&b) > 0 && buf_head(&b)[0] == '-' &&
 				 !cmd->options_allowed && !a->may_be_option) {
-				tool_call_fail(c, TC_VALIDATION_ERROR,
-					       "Invalid arguments for '%s': /%s: a value starting with '-' would be taken as an option of '%s'; give a value that does not start with '-' (for a file, prefix it with ./)",
-					       c->tool->name, a->segs[k].text, cmd->program);
+				tool_call_invalid(c, a->segs[k].text,
+					       "a value starting with '-' would be taken as an option of '%s'; give a value that does not start with '-' (for a file, prefix it with ./)",
+					       cmd->program);
 				buf_free(&b);
 				strv_free(argv);
 				return -EINVAL;
 			}
 			else if (memchr(buf_head(&b) + before, '\0', buf_size(&b) - before)) {
-				tool_call_fail(c, TC_VALIDATION_ERROR,
-					       "Invalid arguments for '%s': /%s: contains a NUL character, which a command line cannot carry",
-					       c->tool->name, a->segs[k].text);
+				tool_call_invalid(c, a->segs[k].text,
+					       "contains a NUL character, which a command line cannot carry");
 				buf_free(&b);
 				strv_free(argv);
 				return -EINVAL;
