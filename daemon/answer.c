@@ -18,6 +18,7 @@
 #include "lib/dispatch/dispatch.h"
 #include "lib/session.h"
 #include "proto/json.h"
+#include "proto/mcp_result.h"
 
 const char *answer_error_message(const struct outcome *o)
 {
@@ -88,19 +89,6 @@ void answer_outcome(struct pending *p, const struct outcome *o, bool replayed)
 	buf_free(&b);
 }
 
-/* data.errors of a validation_error that names no argument (CONTRACT §4):
- * one entry, the path "" and the message. */
-static void write_errors(struct jgen *g, const char *msg)
-{
-	jgen_key(g, "errors");
-	jgen_arr_open(g);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "path", "");
-	jgen_kv_str(g, "message", msg);
-	jgen_obj_close(g);
-	jgen_arr_close(g);
-}
-
 void answer_invalid_call(struct pending *p, const char *tool, const char *msg)
 {
 	char *m = xasprintf("Invalid params for tools/call: %s", msg);
@@ -113,7 +101,7 @@ void answer_invalid_call(struct pending *p, const char *tool, const char *msg)
 	jgen_kv_int(g, "durationMs", 0);
 	jgen_kv_str(g, "callId", NULL);
 	jgen_kv_str(g, "tool", tool);
-	write_errors(g, m);
+	mcp_write_one_error(g, "", m);
 	jgen_obj_close(g);
 	jgen_free(g);
 	if (p->conn->client->tool_errors_result)
@@ -130,7 +118,7 @@ void answer_invalid_params(struct pending *p, const char *msg)
 	struct jgen *g = jgen_new(&data);
 	jgen_obj_open(g);
 	jgen_kv_str(g, "kind", "validation_error");
-	write_errors(g, msg);
+	mcp_write_one_error(g, "", msg);
 	jgen_obj_close(g);
 	jgen_free(g);
 	conn_error(p, JRPC_INVALID_PARAMS, msg, buf_head(&data));

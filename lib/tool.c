@@ -11,6 +11,7 @@
 
 #include "lib/schema/schema.h"
 #include "proto/json.h"
+#include "proto/mcp_result.h"
 
 const char *const side_effect_names[SIDE_MAX + 1] = {
 	[SIDE_NONE] = "none",
@@ -173,13 +174,7 @@ static void invalid_v(struct tool_call *c, const char *arg, bool prefix, const c
 	struct buf data = {0};
 	struct jgen *g = jgen_new(&data);
 	jgen_obj_open(g);
-	jgen_key(g, "errors");
-	jgen_arr_open(g);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "path", buf_head(&path));
-	jgen_kv_str(g, "message", what);
-	jgen_obj_close(g);
-	jgen_arr_close(g);
+	mcp_write_one_error(g, buf_head(&path), what);
 	jgen_obj_close(g);
 	jgen_free(g);
 	const char *name = c->tool && c->tool->name ? c->tool->name : "?";

@@ -143,13 +143,7 @@ static char *validation_data(const struct outcome *o)
 		jgen_key(g, was->u.obj.members[i].key);
 		jgen_value(g, was->u.obj.members[i].value);
 	}
-	jgen_key(g, "errors");
-	jgen_arr_open(g);
-	jgen_obj_open(g);
-	jgen_kv_str(g, "path", "");
-	jgen_kv_str(g, "message", o->message ? o->message : "The arguments were refused");
-	jgen_obj_close(g);
-	jgen_arr_close(g);
+	mcp_write_one_error(g, "", o->message ? o->message : "The arguments were refused");
 	jgen_obj_close(g);
 	jgen_free(g);
 	return buf_steal(&b);
