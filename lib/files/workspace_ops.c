@@ -57,6 +57,11 @@ static int open_last(const struct workspace *ws, const char *path, size_t len, b
 	return r;
 }
 
+int ws_open_last(const struct workspace *ws, const char *path, size_t len, int *ret_dirfd, char **ret_name)
+{
+	return open_last(ws, path, len, false, ret_dirfd, ret_name);
+}
+
 int ws_lstat(const struct workspace *ws, const char *path, size_t len, struct stat *ret_st, char **ret_target)
 {
 	_cleanup_close_ int dirfd = -1;
@@ -150,6 +155,10 @@ struct ws_deleter {
 	unsigned depth;			/* frames in use */
 	unsigned passes;		/* of the top directory, which readdir may not see whole */
 	uint64_t deleted;
+	/* Before the first entry goes: the look for what the thread's guard
+	 * protects in the tree (workspace_scan.c); the delete starts once it
+	 * has found nothing. */
+	struct ws_scan *scan;
 };
 
 /* Opens the directory name in dirfd as a new frame. */
@@ -191,8 +200,14 @@ struct ws_deleter *ws_delete_free(struct ws_deleter *del)
 	if (del->dirfd >= 0)
 		close(del->dirfd);
 	free(del->name);
+	ws_scan_free(del->scan);
 	free(del);
 	return NULL;
+}
+
+const struct ws_scan *ws_delete_scan(const struct ws_deleter *del)
+{
+	return del ? del->scan : NULL;
 }
 
 uint64_t ws_delete_count(const struct ws_deleter *del)
@@ -230,9 +245,14 @@ int ws_delete_begin(const struct workspace *ws, const char *path, size_t len, bo
 	r = -errno;
 	if ((r != -ENOTEMPTY && r != -EEXIST) || !recursive)
 		return r == -EEXIST ? -ENOTEMPTY : r;
-	r = del_push(del, dirfd, name);
+	r = ws_scan_begin_at(ws_pick(ws, path, len), dirfd, name, &del->scan);
 	if (r < 0)
 		return r;
+	if (!del->scan) {
+		r = del_push(del, dirfd, name);
+		if (r < 0)
+			return r;
+	}
 	del->dirfd = TAKE_FD(dirfd);
 	del->name = TAKE_PTR(name);
 	return WS_MORE;
@@ -264,9 +284,20 @@ static int del_rmdir_top(struct ws_deleter *del)
 
 int ws_delete_step(struct ws_deleter *del, uint64_t budget_ms)
 {
+	uint64_t deadline = budget_ms ? mono_ms() + budget_ms : UINT64_MAX;
+	if (del && del->scan) {
+		int r = ws_scan_step(del->scan, budget_ms);
+		if (r != 0)
+			return r;	/* more to look at, or refused: nothing deleted */
+		del->scan = ws_scan_free(del->scan);
+		r = del_push(del, del->dirfd, del->name);
+		if (r < 0)
+			return r;
+		if (budget_ms && mono_ms() >= deadline)
+			return WS_MORE;
+	}
 	if (!del || !del->depth)
 		return 0;
-	uint64_t deadline = budget_ms ? mono_ms() + budget_ms : UINT64_MAX;
 	for (unsigned n = 1;; n++) {
 		if ((n & 63) == 0 && mono_ms() >= deadline)
 			return WS_MORE;
@@ -491,6 +522,22 @@ struct ws_guard *ws_guard_set(struct ws_guard *g)
 	struct ws_guard *old = thread_guard;
 	thread_guard = g;
 	return old;
+}
+
+bool ws_guard_active(void)
+{
+	return thread_guard && thread_guard->list && *thread_guard->list;
+}
+
+const char *ws_guard_match(const char *rel, bool whole, bool dir)
+{
+	struct ws_guard *g = thread_guard;
+	if (!g || !g->list || !*g->list)
+		return NULL;
+	const char *entry = g->match(g, rel, whole, dir);
+	if (entry && !g->hit)
+		g->hit = entry;
+	return entry;
 }
 
 int ws_guard_check(const struct workspace *ws, int dirfd, const char *name, bool whole, bool dir)
