@@ -31,6 +31,7 @@ struct move_job {
 	bool overwrite;
 	bool blame_from;	/* out: from is the path that fails */
 	bool guarded;		/* both ends checked, the look begun */
+	bool unseen;		/* out: from could not be looked through whole */
 	struct ws_scan *scan;	/* the look through from, while it goes on */
 };
 
@@ -63,6 +64,7 @@ static int move_job_run(struct fsjob *job, void *arg)
 		r = fsjob_scan_step(job, j->scan, fsjob_on_worker(job) ? MOVE_SCAN_PART_MS : 0);
 		if (r == WS_MORE)
 			return FSJOB_AGAIN;
+		j->unseen = r < 0 && r != -EPERM;
 		if (r < 0)
 			return r;
 		j->scan = ws_scan_free(j->scan);
@@ -121,6 +123,13 @@ static void fail_errno(struct tool_call *call, int r, const char *from, const ch
 static void move_job_done(struct tool_call *call, void *arg, int r)
 {
 	struct move_job *j = arg;
+	if (r < 0 && j->unseen) {
+		_cleanup_free_ char *from = ws_display_path(call->ws, j->from, j->from_len);
+		tool_call_fail(call, r == -EACCES ? TC_PERMISSION_DENIED : TC_EXECUTION_ERROR,
+			       "'%s' could not be looked through whole for protected paths (%s%s), so it is not "
+			       "moved", from, strerror(-r), r == -ELOOP ? ": deeper than 256 levels, or changed meanwhile" : "");
+		return;
+	}
 	if (r < 0) {
 		fail_errno(call, r, j->from, j->to, j->blame_from);
 		return;
