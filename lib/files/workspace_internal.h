@@ -28,6 +28,7 @@
 #error "a tool reaches the file system through lib/fsjob/fsjob.h, as the peer, not through the workspace primitives"
 #endif
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -99,6 +100,9 @@ int ws_scan_begin(const struct workspace *ws, const char *path, size_t len, stru
 int ws_scan_begin_at(const struct workspace *ws, int dirfd, const char *name, struct ws_scan **ret);
 int ws_scan_step(struct ws_scan *s, uint64_t budget_ms);
 const char *ws_scan_top(const struct ws_scan *s);
+/* The looked-through directory's stream, rewound, once ws_scan_step() has
+ * answered 0 (the caller's to close), else NULL: to delete what was read. */
+DIR *ws_scan_take(struct ws_scan *s);
 const char *ws_scan_hit(const struct ws_scan *s, const char **ret_entry);
 /* The look a recursive delete makes before it removes anything, or NULL. */
 const struct ws_scan *ws_delete_scan(const struct ws_deleter *del);
@@ -278,7 +282,13 @@ int ws_delete(const struct workspace *ws, const char *path, size_t len, bool rec
  * while entries are left, 0 when the directory is gone. Both may fail with
  * a negative errno; *ret is set in any case, counts what was deleted
  * (ws_delete_count()) and is freed with ws_delete_free(). Every step
- * follows no symlink (they are removed as themselves).
+ * follows no symlink (they are removed as themselves). With a guard on
+ * the thread (ws_guard_set()), the steps of a recursive delete look
+ * through the whole tree first (ws_scan_step()), the step that ends the
+ * look answering WS_MORE: a protected entry anywhere fails them with
+ * -EPERM before anything is deleted (ws_delete_scan() tells which); then
+ * the directory the look read is emptied, never one renamed into its
+ * place meanwhile (-ENOTEMPTY).
  */
 struct ws_deleter;
 int ws_delete_begin(const struct workspace *ws, const char *path, size_t len, bool recursive,

@@ -159,6 +159,9 @@ struct ws_deleter {
 	 * protects in the tree (workspace_scan.c); the delete starts once it
 	 * has found nothing. */
 	struct ws_scan *scan;
+	bool looked;			/* the look was made: the top is the one it read */
+	dev_t top_dev;
+	ino_t top_ino;
 };
 
 /* Opens the directory name in dirfd as a new frame. */
@@ -277,7 +280,16 @@ static int del_rmdir_top(struct ws_deleter *del)
 	 * another pass removes what is left. */
 	if ((r == -ENOTEMPTY || r == -EEXIST) && del->passes++ < 3) {
 		r = del_push(del, parent, name);
-		return r < 0 ? r : WS_MORE;
+		if (r < 0)
+			return r;
+		/* The top again: only the directory the look read. */
+		struct stat st;
+		if (del->depth == 1 && del->looked &&
+		    (fstat(dirfd(del->stack[0].d), &st) < 0 || st.st_dev != del->top_dev || st.st_ino != del->top_ino)) {
+			del_pop(del);
+			return -ENOTEMPTY;
+		}
+		return WS_MORE;
 	}
 	return r;
 }
@@ -289,12 +301,24 @@ int ws_delete_step(struct ws_deleter *del, uint64_t budget_ms)
 		int r = ws_scan_step(del->scan, budget_ms);
 		if (r != 0)
 			return r;	/* more to look at, or refused: nothing deleted */
+		/* The directory the look read, not one a rename put in its
+		 * place since; what is made beneath it after the look passed
+		 * is deleted unseen (see workspace_scan.c). */
+		DIR *d = ws_scan_take(del->scan);
 		del->scan = ws_scan_free(del->scan);
-		r = del_push(del, del->dirfd, del->name);
-		if (r < 0)
-			return r;
-		if (budget_ms && mono_ms() >= deadline)
-			return WS_MORE;
+		struct stat st;
+		if (!d || fstat(dirfd(d), &st) < 0) {
+			if (d)
+				closedir(d);
+			return -EIO;
+		}
+		del->looked = true;
+		del->top_dev = st.st_dev;
+		del->top_ino = st.st_ino;
+		if (!del->stack)
+			del->stack = xcalloc(DELETE_DEPTH_MAX + 2, sizeof(*del->stack));
+		del->stack[del->depth++] = (struct del_frame){ d, xstrdup(del->name) };
+		return WS_MORE;	/* the look is a part of its own */
 	}
 	if (!del || !del->depth)
 		return 0;
@@ -348,7 +372,7 @@ int ws_delete(const struct workspace *ws, const char *path, size_t len, bool rec
 {
 	struct ws_deleter *del = NULL;
 	int r = ws_delete_begin(ws, path, len, recursive, &del);
-	if (r == WS_MORE)
+	while (r == WS_MORE)
 		r = ws_delete_step(del, 0);
 	*ret_deleted = ws_delete_count(del);
 	ws_delete_free(del);

@@ -8,11 +8,15 @@
  * -EPERM, before the caller has changed anything. In parts, as the delete
  * itself, so that a cancel or the call's timeout stops a large tree.
  *
- * What it does not promise: the tree may change while it is read. A .git
- * made (or moved in) beneath the directory after the walk has passed its
- * place is not seen, and a rename that follows the walk takes it along.
- * Only the peer's own children and calls can do that, in the peer's own
- * workspace, with the peer's rights; what the walk did see is never taken.
+ * What it promises: an entry the walk saw protected stops the operation
+ * before it changes anything, and a delete after a clean look empties the
+ * very directory the walk read (ws_scan_take()), not one renamed into its
+ * place meanwhile. What it does not: the tree may change while it is
+ * read. A .git made (or moved in) beneath the directory after the walk
+ * has passed its place is not seen, and the delete or rename that follows
+ * takes it. Only the peer's own children and calls can do that, in the
+ * peer's own workspace, with the peer's rights (protect keeps them from
+ * writing hooks or config into any .git, which is what it guards against).
  */
 #include "lib/files/workspace_internal.h"
 
@@ -40,6 +44,7 @@ struct ws_scan {
 	char *path;		/* canonical, relative to the root: the directory on top */
 	size_t len, cap;
 	char *top;		/* the scanned directory itself */
+	DIR *kept;		/* and its stream, once looked through */
 	char *hit;		/* the entry refused */
 	const char *entry;	/* and the protection it touches */
 };
@@ -91,6 +96,8 @@ struct ws_scan *ws_scan_free(struct ws_scan *s)
 		return NULL;
 	while (s->depth)
 		closedir(s->stack[--s->depth].d);
+	if (s->kept)
+		closedir(s->kept);
 	free(s->stack);
 	free(s->path);
 	free(s->top);
@@ -155,10 +162,12 @@ int ws_scan_step(struct ws_scan *s, uint64_t budget_ms)
 		if (!de) {
 			if (errno)
 				return -errno;
-			closedir(f->d);
 			path_cut(s, f->len);
-			if (--s->depth == 0)
+			if (--s->depth == 0) {
+				s->kept = f->d;
 				return 0;
+			}
+			closedir(f->d);
 			continue;
 		}
 		if (str_eq(de->d_name, ".") || str_eq(de->d_name, ".."))
@@ -187,6 +196,16 @@ int ws_scan_step(struct ws_scan *s, uint64_t budget_ms)
 		}
 		path_cut(s, len);
 	}
+}
+
+DIR *ws_scan_take(struct ws_scan *s)
+{
+	DIR *d = s ? s->kept : NULL;
+	if (d) {
+		s->kept = NULL;
+		rewinddir(d);
+	}
+	return d;
 }
 
 const char *ws_scan_top(const struct ws_scan *s)

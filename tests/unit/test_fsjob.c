@@ -920,7 +920,7 @@ START_TEST(delete_looks_through_the_tree_first)
 	struct ws_guard g = { .match = default_match, .list = (const char *const *)cfg.protect };
 	struct ws_guard *old = ws_guard_set(&g);
 
-	make_tree(f.dir, "big", 120);	/* 14,400 files */
+	make_tree(f.dir, "big", 80);	/* 6,400 files */
 	mkdir_at(f.dir, "big/d7/a");
 	mkdir_at(f.dir, "big/d7/a/b");
 	mkdir_at(f.dir, "big/d7/a/b/.git");
@@ -939,7 +939,7 @@ START_TEST(delete_looks_through_the_tree_first)
 	ck_assert_ptr_eq(g.hit, entry);
 	ck_assert_int_eq(ws_delete_step(del, 0), -EPERM);	/* and stays refused */
 	ws_delete_free(del);
-	ck_assert(exists_at(f.dir, "big/d119/f119") && exists_at(f.dir, "big/d0/f0"));
+	ck_assert(exists_at(f.dir, "big/d79/f79") && exists_at(f.dir, "big/d0/f0"));
 	ck_assert(exists_at(f.dir, "big/d7/a/b/.git"));
 
 	/* The look alone, in parts: a tree with no repository; a symlink to
@@ -979,6 +979,25 @@ START_TEST(delete_looks_through_the_tree_first)
 	uint64_t n = 0;
 	ck_assert_int_eq(ws_delete(f.ws, "big", 3, true, &n), 0);
 	ck_assert(!exists_at(f.dir, "big"));
+	/* Renamed away once looked through, a repository put in its place:
+	 * the directory the look read is emptied, the repository kept. */
+	make_tree(f.dir, "swap", 3);
+	ck_assert_int_eq(ws_delete_begin(f.ws, "swap", 4, true, &del), WS_MORE);
+	while (ws_delete_scan(del))
+		ck_assert_int_eq(ws_delete_step(del, 1), WS_MORE);
+	char *from = xasprintf("%s/swap", f.dir), *to = xasprintf("%s/swapped", f.dir);
+	char *repo = xasprintf("%s/repo", f.dir);
+	ck_assert_int_eq(rename(from, to), 0);
+	ck_assert_int_eq(rename(repo, from), 0);
+	while ((r = ws_delete_step(del, 0)) == WS_MORE)
+		;
+	ck_assert_int_eq(r, -ENOTEMPTY);
+	ws_delete_free(del);
+	ck_assert(exists_at(f.dir, "swap/.git") && !exists_at(f.dir, "swapped/d0"));
+	ck_assert_int_eq(rename(from, repo), 0);
+	free(from);
+	free(to);
+	free(repo);
 	/* No guard: no look, the repository is the caller's. */
 	ws_guard_set(old);
 	ck_assert_int_eq(ws_scan_begin(f.ws, "repo", 4, &scan), 0);
