@@ -8,9 +8,11 @@
  * start, a running one stops at its next check, and both calls end
  * cancelled; a job in parts shows each on the loop and stops between them;
  * identity_run acts as a peer on a thread of its own, or not at all; a
- * recursive delete goes in parts; protected paths are found where the
- * kernel leads; the daemon's own store is reached by its directory alone.
- * The identity cases need root and skip without it.
+ * recursive delete goes in parts, after a look through the tree that finds
+ * a nested repository before anything goes; protected paths are found
+ * where the kernel leads; the daemon's own store is reached by its
+ * directory alone. The identity cases need root and skip without it.
+ * It is long because every part of the file job shares one fixture and its loop.
  */
 #include <check.h>
 #include <errno.h>
