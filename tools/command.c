@@ -504,6 +504,16 @@ static bool exit_ok(const struct cmd *cmd, int code)
 	return code >= 0 && code <= 255 && (cmd->ok_exit[code / 64] >> (code % 64) & 1);
 }
 
+/* Ends *text with a line, when there is one. */
+static void append_line(char **text, const char *line)
+{
+	if (!line)
+		return;
+	char *with = xasprintf("%s\n%s", *text, line);
+	free(*text);
+	*text = with;
+}
+
 /* Maps how the program ended to the call's outcome. */
 static void command_done(struct tool_call *c, struct child_result *r)
 {
@@ -535,11 +545,11 @@ static void command_done(struct tool_call *c, struct child_result *r)
 		succeed_json(c, cmd, r);
 	} else {
 		char *text = child_result_text(r);
-		if (net) {
-			char *with = xasprintf("%s\n%s", text, net);
-			free(text);
-			text = with;
-		}
+		/* And what the daemon saw the sandbox refuse, though it
+		 * did not fail. */
+		_cleanup_free_ char *seen = sandbox_run_seen_note(child_call_sandbox(c));
+		append_line(&text, net);
+		append_line(&text, seen);
 		tool_call_succeed(c, text, child_call_json(c, r, false), false);
 	}
 }
