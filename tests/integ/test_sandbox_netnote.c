@@ -390,12 +390,26 @@ START_TEST(success_named)
 	tcd_write_tool(&d, "reach.json",
 		       "{\"name\":\"reach\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Reach\","
 		       " \"argv\":[\"sh\",\"-c\",\"" CONNECT_QUIET "\"], \"input_schema\":{\"type\":\"object\"}}");
+	tcd_write_tool(&d, "reachj.json",
+		       "{\"name\":\"reachj\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Reach\","
+		       " \"argv\":[\"sh\",\"-c\",\"bash -c 'exec 3<>/dev/tcp/1.1.1.1/80' 2>/dev/null; echo {}\"],"
+		       " \"stdout\":\"json\", \"input_schema\":{\"type\":\"object\"}}");
 	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
 	r = tcc_call(c, "reach", "{}");
 	tc_assert_ok(r);
 	ck_assert(!tj_bool(r, "result.isError"));
 	tc_assert_text_has(r, "rc=1");
 	assert_named(r, "connect to 1.1.1.1:80");
+	/* One whose stdout is JSON: the note follows it in the text. */
+	r = tcc_call(c, "reachj", "{}");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.isError"));
+	ck_assert_msg(strncmp(tc_text(r), "{}\n", 3) == 0, "%s", tc_text(r));
+	assert_named(r, "connect to 1.1.1.1:80");
+	/* structuredContent stays the program's JSON. */
+	char *sc = tj_text(tj(r, "result.structuredContent"));
+	ck_assert_msg(sc && !strstr(sc, "[sandbox]"), "%s", sc ? sc : "(none)");
+	free(sc);
 	finish(&d, c);
 }
 END_TEST
