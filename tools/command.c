@@ -463,8 +463,18 @@ static char *failure_tail(const struct child_result *r)
 	return tail;
 }
 
+/* Ends *text with a line, when there is one. */
+static void append_line(char **text, const char *line)
+{
+	if (!line)
+		return;
+	char *with = xasprintf("%s\n%s", *text, line);
+	free(*text);
+	*text = with;
+}
+
 /* Success with stdout parsed as JSON. */
-static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct child_result *r)
+static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct child_result *r, const char *note)
 {
 	struct json_doc *doc = NULL;
 	struct json_err err = {0};
@@ -494,7 +504,9 @@ static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct chil
 	}
 	jgen_free(g);
 	json_doc_unref(doc);
-	tool_call_succeed(c, child_result_text(r), buf_steal(&b), false);
+	char *text = child_result_text(r);
+	append_line(&text, note);
+	tool_call_succeed(c, text, buf_steal(&b), false);
 }
 
 /* True when the file's ok_exit_codes hold an exit status. */
@@ -530,15 +542,17 @@ static void command_done(struct tool_call *c, struct child_result *r)
 		tool_call_fail_data(c, kind, failure_data(r, NULL),
 				    "Command '%s' exited with status %d%s%s%s", cmd->program, r->exit_code, tail,
 				    note ? "\n" : "", note ? note : "");
-	} else if (cmd->stdout_json) {
-		succeed_json(c, cmd, r);
 	} else {
-		char *text = child_result_text(r);
-		if (net) {
-			char *with = xasprintf("%s\n%s", text, net);
-			free(text);
-			text = with;
+		/* And what the daemon saw the sandbox refuse, though it
+		 * did not fail. */
+		_cleanup_free_ char *seen = sandbox_run_seen_note(child_call_sandbox(c));
+		if (cmd->stdout_json) {
+			succeed_json(c, cmd, r, seen);
+			return;
 		}
+		char *text = child_result_text(r);
+		append_line(&text, net);
+		append_line(&text, seen);
 		tool_call_succeed(c, text, child_call_json(c, r, false), false);
 	}
 }

@@ -442,7 +442,8 @@ static void put_status(const struct child_result *r, struct buf *b)
  * The text for the model: stdout and stderr in the order they were
  * written, their head and tail when too long; the exit status when not 0,
  * and a line naming a limit hit or a denial by the sandbox when the
- * command failed.
+ * command failed; one naming what the daemon saw the sandbox refuse
+ * (not what stderr says) when it did not.
  */
 char *child_call_text(struct tool_call *c, const struct child_result *r)
 {
@@ -461,8 +462,15 @@ char *child_call_text(struct tool_call *c, const struct child_result *r)
 	_cleanup_free_ char *net = sandbox_run_net_note(run);
 	if (net)
 		buf_printf(&b, "\n%s", net);
-	if (!run || !failed)
+	if (!run)
 		return buf_steal(&b);
+	/* One that did not fail: only what the daemon saw refused. */
+	if (!failed) {
+		_cleanup_free_ char *seen = sandbox_run_seen_note(run);
+		if (seen)
+			buf_printf(&b, "\n%s", seen);
+		return buf_steal(&b);
+	}
 	_cleanup_free_ char *limit = child_call_limit(c, r);
 	_cleanup_free_ char *note = limit ? NULL
 					  : sandbox_run_denial_note(run, r->out[diag_stream(c)],

@@ -438,6 +438,8 @@ void proc_ended(struct process *p, int exit_code, int sig)
 	proc_close_io(p);
 	if (p->end == PROC_END_EXIT && (exit_code != 0 || sig))
 		end_note(p);
+	else /* only what the daemon saw refused, not its output's words */
+		p->end_note = sandbox_run_seen_note(p->run);
 	/* What its network proxy refused, however it ended. */
 	char *net = sandbox_run_net_note(p->run);
 	if (net) {
