@@ -18,6 +18,7 @@
 #include "lib/dispatch/dispatch.h"
 #include "lib/session.h"
 #include "proto/json.h"
+#include "proto/mcp_result.h"
 
 const char *answer_error_message(const struct outcome *o)
 {
@@ -90,6 +91,7 @@ void answer_outcome(struct pending *p, const struct outcome *o, bool replayed)
 
 void answer_invalid_call(struct pending *p, const char *tool, const char *msg)
 {
+	char *m = xasprintf("Invalid params for tools/call: %s", msg);
 	struct buf data = {0};
 	struct jgen *g = jgen_new(&data);
 	jgen_obj_open(g);
@@ -99,14 +101,27 @@ void answer_invalid_call(struct pending *p, const char *tool, const char *msg)
 	jgen_kv_int(g, "durationMs", 0);
 	jgen_kv_str(g, "callId", NULL);
 	jgen_kv_str(g, "tool", tool);
+	mcp_write_one_error(g, "", m);
 	jgen_obj_close(g);
 	jgen_free(g);
-	char *m = xasprintf("Invalid params for tools/call: %s", msg);
 	if (p->conn->client->tool_errors_result)
 		error_as_result(p, NULL, m, buf_head(&data));
 	else
 		conn_error(p, JRPC_INVALID_PARAMS, m, buf_head(&data));
 	free(m);
+	buf_free(&data);
+}
+
+void answer_invalid_params(struct pending *p, const char *msg)
+{
+	struct buf data = {0};
+	struct jgen *g = jgen_new(&data);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "kind", "validation_error");
+	mcp_write_one_error(g, "", msg);
+	jgen_obj_close(g);
+	jgen_free(g);
+	conn_error(p, JRPC_INVALID_PARAMS, msg, buf_head(&data));
 	buf_free(&data);
 }
 

@@ -30,6 +30,9 @@ void answer_outcome(struct pending *p, const struct outcome *o, bool replayed);
 /* Answers a malformed tools/call with the validation envelope (tool NULL:
  * no name known). */
 void answer_invalid_call(struct pending *p, const char *tool, const char *msg);
+/* Answers invalid params of another method: validation_error, with the
+ * message in data.errors too. */
+void answer_invalid_params(struct pending *p, const char *msg);
 /* Sends c notifications/progress for a call's output (stream "stdout" or
  * "stderr"), with the related task in _meta when task_id is not NULL.
  * Progress is a courtesy: for a client that does not read, it is dropped

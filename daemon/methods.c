@@ -62,7 +62,7 @@ void methods_invalid_params(struct pending *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	char *msg = xvasprintf(fmt, ap);
 	va_end(ap);
-	conn_error(p, JRPC_INVALID_PARAMS, msg, "{\"kind\":\"validation_error\"}");
+	answer_invalid_params(p, msg);
 	free(msg);
 }
 

@@ -135,7 +135,7 @@ static const struct identity *caller_of(struct conn *c)
 static void dispatch_invalid(struct pending *p, const char *msg)
 {
 	char *m = xasprintf("Invalid params for tools/dispatch: %s", msg);
-	conn_error(p, JRPC_INVALID_PARAMS, m, "{\"kind\":\"validation_error\"}");
+	answer_invalid_params(p, m);
 	free(m);
 }
 

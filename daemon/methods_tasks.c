@@ -184,8 +184,7 @@ static const char *task_id_param(struct pending *p, const struct jrpc_req *req)
 	const struct json *id = json_get(req->params, "taskId");
 	if (!id || id->type != JSON_STRING || id->u.str.len == 0 || id->u.str.len > TASK_ID_MAX ||
 	    strlen(id->u.str.s) != id->u.str.len || strchr(id->u.str.s, '\x1f')) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: taskId must be a task id this server gave",
-			   "{\"kind\":\"validation_error\"}");
+		answer_invalid_params(p, "Invalid params: taskId must be a task id this server gave");
 		return NULL;
 	}
 	return id->u.str.s;
@@ -194,8 +193,7 @@ static const char *task_id_param(struct pending *p, const struct jrpc_req *req)
 static void lookup_failed(struct pending *p, int r)
 {
 	if (r == -ENOENT) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Unknown task: it is another user's, or it expired",
-			   "{\"kind\":\"validation_error\"}");
+		answer_invalid_params(p, "Unknown task: it is another user's, or it expired");
 	} else {
 		conn_error(p, JRPC_INTERNAL_ERROR, "The task store cannot be reached; retry later",
 			   "{\"kind\":\"transient\",\"retryable\":true}");
@@ -361,8 +359,7 @@ static void got_list(void *arg, int r, const char *tasks_json, size_t n, const c
 {
 	struct pending *p = unpark(arg);
 	if (r == -EINVAL) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: cursor is not one this server gave",
-			   "{\"kind\":\"validation_error\"}");
+		answer_invalid_params(p, "Invalid params: cursor is not one this server gave");
 		return;
 	}
 	if (r < 0) {
@@ -387,7 +384,7 @@ static void m_tasks_list(struct conn *c, const struct jrpc_req *req, struct pend
 		return;
 	const struct json *cur = json_get(req->params, "cursor");
 	if (cur && cur->type != JSON_STRING && cur->type != JSON_NULL) {
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: cursor must be a string", "{\"kind\":\"validation_error\"}");
+		answer_invalid_params(p, "Invalid params: cursor must be a string");
 		return;
 	}
 	const char *cursor = cur && cur->type == JSON_STRING ? cur->u.str.s : NULL;
@@ -398,7 +395,7 @@ static void got_cancel(void *arg, int r, const char *task_json, size_t n, const 
 {
 	struct pending *p = unpark(arg);
 	if (r == -EALREADY)
-		conn_error(p, JRPC_INVALID_PARAMS, "Invalid params: the task has already ended", "{\"kind\":\"validation_error\"}");
+		answer_invalid_params(p, "Invalid params: the task has already ended");
 	else if (r < 0)
 		lookup_failed(p, r);
 	else

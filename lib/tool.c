@@ -11,6 +11,7 @@
 
 #include "lib/schema/schema.h"
 #include "proto/json.h"
+#include "proto/mcp_result.h"
 
 const char *const side_effect_names[SIDE_MAX + 1] = {
 	[SIDE_NONE] = "none",
@@ -149,6 +150,58 @@ void tool_call_fail_data(struct tool_call *c, enum tc_kind kind, char *data, con
 	va_list ap;
 	va_start(ap, fmt);
 	fail_v(c, kind, data, fmt, ap);
+	va_end(ap);
+}
+
+/* validation_error naming arg in data.errors; with prefix the message
+ * reads "Invalid arguments for 'tool': /arg: what", else it is what. */
+static void invalid_v(struct tool_call *c, const char *arg, bool prefix, const char *fmt, va_list ap)
+{
+	_cleanup_free_ char *what = xvasprintf(fmt, ap);
+	/* The argument as a JSON pointer: "/name", "~" and "/" escaped. */
+	struct buf path = {0};
+	if (arg && *arg) {
+		buf_putc(&path, '/');
+		for (const char *p = arg; *p; p++)
+			if (*p == '~')
+				buf_puts(&path, "~0");
+			else if (*p == '/')
+				buf_puts(&path, "~1");
+			else
+				buf_putc(&path, *p);
+	}
+	buf_putc(&path, '\0');
+	struct buf data = {0};
+	struct jgen *g = jgen_new(&data);
+	jgen_obj_open(g);
+	mcp_write_one_error(g, buf_head(&path), what);
+	jgen_obj_close(g);
+	jgen_free(g);
+	const char *name = c->tool && c->tool->name ? c->tool->name : "?";
+	if (!prefix)
+		tool_call_fail_data(c, TC_VALIDATION_ERROR, buf_steal(&data), "%s", what);
+	else if (*buf_head(&path))
+		tool_call_fail_data(c, TC_VALIDATION_ERROR, buf_steal(&data), "Invalid arguments for '%s': %s: %s", name,
+				    buf_head(&path), what);
+	else
+		tool_call_fail_data(c, TC_VALIDATION_ERROR, buf_steal(&data), "Invalid arguments for '%s': %s", name,
+				    what);
+	buf_free(&path);
+}
+
+void tool_call_invalid(struct tool_call *c, const char *arg, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	invalid_v(c, arg, true, fmt, ap);
+	va_end(ap);
+}
+
+void tool_call_invalid_msg(struct tool_call *c, const char *arg, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	invalid_v(c, arg, false, fmt, ap);
 	va_end(ap);
 }
 

@@ -219,6 +219,12 @@ void tool_call_set_text_json(struct tool_call *c, char *literal);
 void tool_call_fail(struct tool_call *c, enum tc_kind kind, const char *fmt, ...) PRINTF(3, 4);
 /* Failure with extra members for data (JSON object text, owned). */
 void tool_call_fail_data(struct tool_call *c, enum tc_kind kind, char *data, const char *fmt, ...) PRINTF(4, 5);
+/* validation_error for the argument arg (a top-level name; NULL: the
+ * arguments as a whole): the message reads "Invalid arguments for
+ * 'tool': /arg: what", and data.errors holds {path: "/arg", message: what}. */
+void tool_call_invalid(struct tool_call *c, const char *arg, const char *fmt, ...) PRINTF(3, 4);
+/* The same, with the message as written (a sentence of its own). */
+void tool_call_invalid_msg(struct tool_call *c, const char *arg, const char *fmt, ...) PRINTF(3, 4);
 /* Async tools: the outcome is set; calls on_finish. */
 void tool_call_finish(struct tool_call *c);
 /* A pending call that only waits from now on (a timer, another

@@ -82,6 +82,17 @@ static void write_extra_members(struct jgen *g, const char *extra)
 	}
 }
 
+void mcp_write_one_error(struct jgen *g, const char *path, const char *message)
+{
+	jgen_key(g, "errors");
+	jgen_arr_open(g);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "path", path);
+	jgen_kv_str(g, "message", message);
+	jgen_obj_close(g);
+	jgen_arr_close(g);
+}
+
 void mcp_write_error_data(const struct mcp_error_data *e, struct buf *out)
 {
 	_cleanup_(jgen_freep) struct jgen *g = jgen_new(out);

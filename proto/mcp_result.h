@@ -45,5 +45,9 @@ struct mcp_error_data {
 void mcp_write_result(const struct mcp_result *r, struct buf *out);
 /* Writes the data object of a failed call; extra's members follow ours. */
 void mcp_write_error_data(const struct mcp_error_data *e, struct buf *out);
+struct jgen;
+/* Writes the member "errors" of a validation_error's data, with one entry
+ * {path, message} (path: a JSON pointer into the arguments, "" for none). */
+void mcp_write_one_error(struct jgen *g, const char *path, const char *message);
 
 #endif

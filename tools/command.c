@@ -381,17 +381,16 @@ static int build_argv(struct tool_call *c, const struct cmd *cmd, char ***ret)
 				missing_lone = a->n == 1;
 			else if (before == 0 && buf_size(&b) > 0 && buf_head(&b)[0] == '-' &&
 				 !cmd->options_allowed && !a->may_be_option) {
-				tool_call_fail(c, TC_VALIDATION_ERROR,
-					       "Invalid arguments for '%s': /%s: a value starting with '-' would be taken as an option of '%s'; give a value that does not start with '-' (for a file, prefix it with ./)",
-					       c->tool->name, a->segs[k].text, cmd->program);
+				tool_call_invalid(c, a->segs[k].text,
+					       "a value starting with '-' would be taken as an option of '%s'; give a value that does not start with '-' (for a file, prefix it with ./)",
+					       cmd->program);
 				buf_free(&b);
 				strv_free(argv);
 				return -EINVAL;
 			}
 			else if (memchr(buf_head(&b) + before, '\0', buf_size(&b) - before)) {
-				tool_call_fail(c, TC_VALIDATION_ERROR,
-					       "Invalid arguments for '%s': /%s: contains a NUL character, which a command line cannot carry",
-					       c->tool->name, a->segs[k].text);
+				tool_call_invalid(c, a->segs[k].text,
+					       "contains a NUL character, which a command line cannot carry");
 				buf_free(&b);
 				strv_free(argv);
 				return -EINVAL;
@@ -464,21 +463,18 @@ static char *failure_tail(const struct child_result *r)
 	return tail;
 }
 
-/* Success with stdout parsed as JSON. */
-/* The text of a call that succeeded, with the line saying it filled its
- * TMPDIR when it did. */
-static char *success_text(struct tool_call *c, struct child_result *r)
+/* Ends *text with a line, when there is one. */
+static void append_line(char **text, const char *line)
 {
-	char *text = child_result_text(r);
-	_cleanup_free_ char *tmp = child_call_tmp_note(c);
-	if (!tmp)
-		return text;
-	char *with = xasprintf("%s\n%s", text, tmp);
-	free(text);
-	return with;
+	if (!line)
+		return;
+	char *with = xasprintf("%s\n%s", *text, line);
+	free(*text);
+	*text = with;
 }
 
-static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct child_result *r)
+/* Success with stdout parsed as JSON. */
+static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct child_result *r, const char *note)
 {
 	struct json_doc *doc = NULL;
 	struct json_err err = {0};
@@ -508,7 +504,9 @@ static void succeed_json(struct tool_call *c, const struct cmd *cmd, struct chil
 	}
 	jgen_free(g);
 	json_doc_unref(doc);
-	tool_call_succeed(c, success_text(c, r), buf_steal(&b), false);
+	char *text = child_result_text(r);
+	append_line(&text, note);
+	tool_call_succeed(c, text, buf_steal(&b), false);
 }
 
 /* True when the file's ok_exit_codes hold an exit status. */
@@ -544,15 +542,20 @@ static void command_done(struct tool_call *c, struct child_result *r)
 		tool_call_fail_data(c, kind, failure_data(r, NULL),
 				    "Command '%s' exited with status %d%s%s%s", cmd->program, r->exit_code, tail,
 				    note ? "\n" : "", note ? note : "");
-	} else if (cmd->stdout_json) {
-		succeed_json(c, cmd, r);
 	} else {
-		char *text = success_text(c, r);
-		if (net) {
-			char *with = xasprintf("%s\n%s", text, net);
-			free(text);
-			text = with;
+		/* And a TMPDIR it filled and what the daemon saw the
+		 * sandbox refuse, though it did not fail. */
+		_cleanup_free_ char *tmp = child_call_tmp_note(c);
+		_cleanup_free_ char *seen = sandbox_run_seen_note(child_call_sandbox(c));
+		_cleanup_free_ char *both = tmp && seen ? xasprintf("%s\n%s", tmp, seen) : NULL;
+		const char *note = both ? both : tmp ? tmp : seen;
+		if (cmd->stdout_json) {
+			succeed_json(c, cmd, r, note);
+			return;
 		}
+		char *text = child_result_text(r);
+		append_line(&text, net);
+		append_line(&text, note);
 		tool_call_succeed(c, text, child_call_json(c, r, false), false);
 	}
 }

@@ -4,7 +4,8 @@
  * directory beneath the workspace; a directory with entries only when
  * recursive is set, by a walk that follows no symlink. The workspace root
  * itself is never deleted, nor a protected path (sandbox.protect) or a
- * directory holding one. It acts as the peer on an io thread (lib/fsjob/fsjob.h),
+ * directory holding one at any depth (a nested repository's .git): the
+ * tree is looked through before the first entry goes. It acts as the peer on an io thread (lib/fsjob/fsjob.h),
  * a large tree a part at a time: a cancel or the timeout stops it between
  * parts, with what was deleted so far counted.
  */
@@ -126,7 +127,8 @@ const struct tool_def tool_delete_file = {
 		"empty is only deleted, with everything in it, when recursive is true. A symlink "
 		"is deleted itself; what it points to is never touched. The workspace root cannot "
 		"be deleted, nor a protected path (such as .git/hooks or .git/config) or a directory "
-		"that holds one. 'deleted' counts the files and directories removed.",
+		"that holds one (a repository's .git) at any depth; then nothing is deleted. "
+		"'deleted' counts the files and directories removed.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

@@ -229,7 +229,7 @@ static enum tool_ret glob_exec(struct tool_call *call)
 		G->max_results = (size_t)v;
 	_cleanup_free_ char *err = NULL;
 	if (glob_compile(jpat->u.str.s, jpat->u.str.len, &G->glob, &err) < 0) {
-		tool_call_fail(call, TC_VALIDATION_ERROR, "Invalid arguments for 'glob': /pattern: %s", err);
+		tool_call_invalid(call, "pattern", "%s", err);
 		globber_free(G);
 		return TOOL_DONE;
 	}

@@ -3,8 +3,11 @@
  * move_file: renames a file, symlink or directory to another path beneath
  * the workspace in one atomic step (renameat2), never replacing what is at
  * the destination unless overwrite is set. It acts as the peer
- * (lib/fsjob/fsjob.h), and never moves a protected path (sandbox.protect) or
- * anything onto one.
+ * (lib/fsjob/fsjob.h), and never moves a protected path (sandbox.protect),
+ * a directory holding one at any depth (a nested repository), or anything
+ * onto one. A directory is looked through first, off the loop and a part
+ * at a time, as a recursive delete_file is: a cancel or the timeout stops
+ * the look, and nothing is moved until it has found nothing.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,11 +21,18 @@
 
 static const char *const path_args[] = { "from", "to", NULL };
 
+/* How long one part of the look through a moved directory goes on (as
+ * delete_file's parts). */
+#define MOVE_SCAN_PART_MS 5
+
 struct move_job {
 	char *from, *to;
 	size_t from_len, to_len;
 	bool overwrite;
 	bool blame_from;	/* out: from is the path that fails */
+	bool guarded;		/* both ends checked, the look begun */
+	bool unseen;		/* out: from could not be looked through whole */
+	struct ws_scan *scan;	/* the look through from, while it goes on */
 };
 
 static void move_job_free(void *arg)
@@ -30,18 +40,38 @@ static void move_job_free(void *arg)
 	struct move_job *j = arg;
 	free(j->from);
 	free(j->to);
+	ws_scan_free(j->scan);
 	free(j);
 }
 
-/* As the peer: the rename, unless either end is protected. */
+/* As the peer: the rename, unless either end is protected or from is a
+ * directory holding a protected path; the look through it in parts. */
 static int move_job_run(struct fsjob *job, void *arg)
 {
 	struct move_job *j = arg;
-	int r = fsjob_guard(job, j->from, j->from_len, FSJOB_TAKE);
-	if (r == 0)
-		r = fsjob_guard(job, j->to, j->to_len, FSJOB_TAKE);
-	if (r == 0)
-		r = fsjob_rename(job, j->from, j->from_len, j->to, j->to_len, j->overwrite);
+	int r = 0;
+	if (!j->guarded) {
+		j->guarded = true;
+		r = fsjob_guard(job, j->from, j->from_len, FSJOB_TAKE);
+		if (r == 0)
+			r = fsjob_guard(job, j->to, j->to_len, FSJOB_TAKE);
+		if (r == 0)
+			r = fsjob_scan_begin(job, j->from, j->from_len, &j->scan);
+		if (r < 0)
+			return r;
+	}
+	if (j->scan) {
+		r = fsjob_scan_step(job, j->scan, fsjob_on_worker(job) ? MOVE_SCAN_PART_MS : 0);
+		if (r == WS_MORE)
+			return FSJOB_AGAIN;
+		j->unseen = r < 0 && r != -EPERM;
+		if (r < 0)
+			return r;
+		j->scan = ws_scan_free(j->scan);
+	}
+	/* A .git made beneath from since the look passed its place is moved
+	 * along: only the peer's own work, in its workspace, can make one. */
+	r = fsjob_rename(job, j->from, j->from_len, j->to, j->to_len, j->overwrite);
 	if (r < 0)
 		j->blame_from = fsjob_check(job, j->from, j->from_len) < 0;
 	return r;
@@ -93,6 +123,13 @@ static void fail_errno(struct tool_call *call, int r, const char *from, const ch
 static void move_job_done(struct tool_call *call, void *arg, int r)
 {
 	struct move_job *j = arg;
+	if (r < 0 && j->unseen) {
+		_cleanup_free_ char *from = ws_display_path(call->ws, j->from, j->from_len);
+		tool_call_fail(call, r == -EACCES ? TC_PERMISSION_DENIED : TC_EXECUTION_ERROR,
+			       "'%s' could not be looked through whole for protected paths (%s%s), so it is not "
+			       "moved", from, strerror(-r), r == -ELOOP ? ": deeper than 256 levels, or changed meanwhile" : "");
+		return;
+	}
 	if (r < 0) {
 		fail_errno(call, r, j->from, j->to, j->blame_from);
 		return;
@@ -134,7 +171,8 @@ const struct tool_def tool_move_file = {
 		"Both paths are relative to the workspace root; the destination's directory must "
 		"exist (create it with make_dir). An existing destination is an error unless "
 		"overwrite is true. A symlink is moved itself, not what it points to. Protected "
-		"paths (such as .git/hooks and .git/config) are neither moved nor replaced.",
+		"paths (such as .git/hooks and .git/config) are neither moved nor replaced, nor a "
+		"directory that holds one (a repository's .git) at any depth.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

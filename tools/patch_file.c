@@ -152,7 +152,7 @@ static enum tool_ret patch_file_exec(struct tool_call *call)
 
 	if (old_len == 0) {
 		/* The schema asks for minLength 1; this guards direct callers. */
-		tool_call_fail(call, TC_VALIDATION_ERROR, "Invalid arguments for 'patch_file': /old: must not be empty");
+		tool_call_invalid(call, "old", "must not be empty");
 		return TOOL_DONE;
 	}
 	struct patch_job *j = xcalloc(1, sizeof(*j));

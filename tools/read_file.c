@@ -500,8 +500,7 @@ static enum tool_ret read_file_exec(struct tool_call *call)
 	j->line_given = j->line > 0 || j->lines > 0;
 	if (j->line_given && json_get(call->args, "offset")) {
 		read_job_free(j);
-		tool_call_fail(call, TC_VALIDATION_ERROR,
-			       "Invalid arguments for 'read_file': give either 'offset' (bytes) or 'line', not both");
+		tool_call_invalid(call, "offset", "give either 'offset' (bytes) or 'line', not both");
 		return TOOL_DONE;
 	}
 	/* By lines unless bytes were asked for: an offset, a limit alone, or

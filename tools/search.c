@@ -635,8 +635,8 @@ static enum tool_ret search_exec(struct tool_call *call)
 
 	_cleanup_free_ char *err = NULL;
 	if (regex_finder_new(jpat->u.str.s, jpat->u.str.len, S->icase, &S->rf, &err) < 0) {
-		tool_call_fail(call, TC_VALIDATION_ERROR,
-			       "Invalid arguments for 'search': /pattern: %s. The pattern is an ECMAScript regular "
+		tool_call_invalid(call, "pattern",
+			       "%s. The pattern is an ECMAScript regular "
 			       "expression without lookaround or backreferences; escape special characters such as "
 			       "( [ . * with a backslash to search for them literally", err);
 		search_free(S);
@@ -644,7 +644,7 @@ static enum tool_ret search_exec(struct tool_call *call)
 	}
 	if (jglob && jglob->u.str.len) {
 		if (glob_compile(jglob->u.str.s, jglob->u.str.len, &S->glob, &err) < 0) {
-			tool_call_fail(call, TC_VALIDATION_ERROR, "Invalid arguments for 'search': /glob: %s", err);
+			tool_call_invalid(call, "glob", "%s", err);
 			search_free(S);
 			return TOOL_DONE;
 		}

@@ -55,7 +55,7 @@ static enum tool_ret shell_exec(struct tool_call *c)
 
 	/* sh -c would see the command cut at the first NUL. */
 	if (memchr(command->u.str.s, '\0', command->u.str.len)) {
-		tool_call_fail(c, TC_VALIDATION_ERROR, "Invalid arguments for 'shell': /command: contains a NUL character");
+		tool_call_invalid(c, "command", "contains a NUL character");
 		return TOOL_DONE;
 	}
 	int background = process_shell_mode(c);

@@ -116,10 +116,8 @@ static enum tool_ret write_file_exec(struct tool_call *call)
 	_cleanup_(buf_free) struct buf decoded = {};
 	if (b64) {
 		if (base64_decode(content, content_len, &decoded) < 0) {
-			tool_call_fail_data(call, TC_VALIDATION_ERROR,
-					    xstrdup("{\"errors\":[{\"path\":\"/content\",\"message\":\"not valid base64\"}]}"),
-					    "Invalid arguments for 'write_file': /content: not valid base64 "
-					    "(with encoding \"base64\", content must be standard base64)");
+			tool_call_invalid(call, "content",
+					  "not valid base64 (with encoding \"base64\", content must be standard base64)");
 			return TOOL_DONE;
 		}
 		content = buf_head(&decoded);

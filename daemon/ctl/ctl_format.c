@@ -177,6 +177,10 @@ void ctl_error_lines(const struct json *error, struct buf *out)
 	for (size_t i = 0; i < errors->u.arr.n; i++) {
 		const struct json *e = errors->u.arr.items[i];
 		const char *path = json_str(json_get(e, "path"));
+		/* An entry that only repeats the message (no argument named)
+		 * says nothing more. */
+		if ((!path || !*path) && message && str_eq(json_str(json_get(e, "message")), message))
+			continue;
 		buf_puts(out, "  ");
 		/* "" is the JSON pointer of the whole arguments object. */
 		sanitize_str(path && *path ? path : "/", SIZE_MAX, out);

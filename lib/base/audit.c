@@ -255,6 +255,12 @@ void audit_record(struct audit *a, const char *line, size_t n)
 {
 	if (!a)
 		return;
+	/* One record, one line: a newline the caller left at the end would
+	 * be an empty line, which JSON-lines readers refuse. */
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		n--;
+	if (n == 0)
+		return;
 	if (buf_size(&a->queue) + n + 1 > a->opts.max_queued) {
 		a->st.dropped++;
 		if (!a->dropping)

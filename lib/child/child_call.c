@@ -454,7 +454,9 @@ static void put_status(const struct child_result *r, struct buf *b)
  * The text for the model: stdout and stderr in the order they were
  * written, their head and tail when too long; the exit status when not 0,
  * and a line naming a limit hit or a denial by the sandbox when the
- * command failed, or when it filled its TMPDIR whatever its exit status.
+ * command failed; one naming what the daemon saw the sandbox refuse
+ * (not what stderr says) when it did not, and one naming the TMPDIR
+ * limit when it filled its TMPDIR, whatever its exit status.
  */
 char *child_call_text(struct tool_call *c, const struct child_result *r)
 {
@@ -475,10 +477,15 @@ char *child_call_text(struct tool_call *c, const struct child_result *r)
 		buf_printf(&b, "\n%s", net);
 	if (!run)
 		return buf_steal(&b);
+	/* One that did not fail: only what the daemon saw refused, and a
+	 * TMPDIR it filled. */
 	if (!failed) {
 		_cleanup_free_ char *tmp = child_call_tmp_note(c);
 		if (tmp)
 			buf_printf(&b, "\n%s", tmp);
+		_cleanup_free_ char *seen = sandbox_run_seen_note(run);
+		if (seen)
+			buf_printf(&b, "\n%s", seen);
 		return buf_steal(&b);
 	}
 	_cleanup_free_ char *limit = child_call_limit(c, r);

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "proto/json.h"
 #include "proto/mcp_result.h"
 
 struct outcome *outcome_new(enum tc_kind kind)
@@ -112,8 +113,45 @@ void outcome_write_result(const struct outcome *o, bool replayed, struct buf *ou
 	}, out);
 }
 
+/* Whether extra (JSON object text) has a non-empty "errors" array. */
+static bool has_errors(const struct json *root)
+{
+	const struct json *e = root && root->type == JSON_OBJECT ? json_get(root, "errors") : NULL;
+	return e && e->type == JSON_ARRAY && e->u.arr.n > 0;
+}
+
+/* A validation_error always says which arguments were at fault in
+ * data.errors (CONTRACT §4): when the tool named none, one entry with the
+ * path "" and the message. Returns the data to write instead of
+ * o->error_data (owned), or NULL to keep it. */
+static char *validation_data(const struct outcome *o)
+{
+	if (o->kind != TC_VALIDATION_ERROR)
+		return NULL;
+	_cleanup_(json_doc_unrefp) struct json_doc *doc = NULL;
+	const struct json *was = NULL;
+	if (o->error_data && json_parse(o->error_data, strlen(o->error_data), 0, 0, &doc, NULL) == 0)
+		was = json_doc_root(doc);
+	if (has_errors(was))
+		return NULL;
+	struct buf b = {0};
+	struct jgen *g = jgen_new(&b);
+	jgen_obj_open(g);
+	for (size_t i = 0; was && was->type == JSON_OBJECT && i < was->u.obj.n; i++) {
+		if (str_eq(was->u.obj.members[i].key, "errors"))
+			continue;
+		jgen_key(g, was->u.obj.members[i].key);
+		jgen_value(g, was->u.obj.members[i].value);
+	}
+	mcp_write_one_error(g, "", o->message ? o->message : "The arguments were refused");
+	jgen_obj_close(g);
+	jgen_free(g);
+	return buf_steal(&b);
+}
+
 void outcome_write_error_data(const struct outcome *o, bool replayed, struct buf *out)
 {
+	_cleanup_free_ char *data = validation_data(o);
 	mcp_write_error_data(&(struct mcp_error_data){
 		.kind = tc_kind_name(o->kind),
 		.retryable = outcome_retryable(o),
@@ -124,6 +162,6 @@ void outcome_write_error_data(const struct outcome *o, bool replayed, struct buf
 		.has_retry_after = o->kind == TC_CIRCUIT_OPEN,
 		.retry_after_ms = o->retry_after_ms,
 		.replayed = replayed,
-		.extra = o->error_data,
+		.extra = data ? data : o->error_data,
 	}, out);
 }

@@ -38,6 +38,7 @@
 #include "lib/errors.h"
 
 struct ws_deleter;
+struct ws_scan;
 
 struct workspace {
 	unsigned refs;
@@ -108,5 +109,7 @@ void ws_fail_call(struct tool_call *call, int r, const char *path, const struct 
 #define WS_NOT_SMALL 1
 uint64_t ws_delete_count(const struct ws_deleter *del);
 struct ws_deleter *ws_delete_free(struct ws_deleter *del);
+/* Ends a look beneath a directory (fsjob_scan_begin()); accepts NULL. */
+struct ws_scan *ws_scan_free(struct ws_scan *s);
 
 #endif

@@ -28,6 +28,7 @@
 #error "a tool reaches the file system through lib/fsjob/fsjob.h, as the peer, not through the workspace primitives"
 #endif
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +75,40 @@ struct ws_guard *ws_guard_set(struct ws_guard *g);
 /* 0, or -EPERM when the thread's guard refuses changing name in dirfd (a
  * directory beneath ws's root) as whole and dir say. */
 int ws_guard_check(const struct workspace *ws, int dirfd, const char *name, bool whole, bool dir);
+/* True when the thread's guard protects anything. */
+bool ws_guard_active(void);
+/* The entry the thread's guard refuses for changing rel (canonical,
+ * relative to the root) as whole and dir say, noted in its hit; or NULL. */
+const char *ws_guard_match(const char *rel, bool whole, bool dir);
+
+/*
+ * Looks, before a directory is taken whole, for what the thread's guard
+ * protects beneath it (workspace_scan.c): every entry of the tree, at any
+ * depth, is asked about as if it alone were deleted or moved, reading
+ * directories only and following no symlink. ws_scan_begin() (path, as
+ * the operation names it) and ws_scan_begin_at() (name in dirfd) answer 0
+ * with *ret NULL when there is nothing to look at (no guard, not a
+ * directory, a path the operation itself will refuse), WS_MORE when
+ * ws_scan_step() is to go on; that returns WS_MORE after about budget_ms
+ * (0: to the end), 0 when nothing protected was found, -EPERM at the
+ * first entry refused (ws_scan_hit(): its path relative to the root and
+ * the protection; ws_scan_top(): the directory looked at), or a negative
+ * errno when the tree cannot be read whole (-ELOOP: too deep). Freed with
+ * ws_scan_free() (workspace.h).
+ */
+int ws_scan_begin(const struct workspace *ws, const char *path, size_t len, struct ws_scan **ret);
+int ws_scan_begin_at(const struct workspace *ws, int dirfd, const char *name, struct ws_scan **ret);
+int ws_scan_step(struct ws_scan *s, uint64_t budget_ms);
+const char *ws_scan_top(const struct ws_scan *s);
+/* The looked-through directory's stream, rewound, once ws_scan_step() has
+ * answered 0 (the caller's to close), else NULL: to delete what was read. */
+DIR *ws_scan_take(struct ws_scan *s);
+const char *ws_scan_hit(const struct ws_scan *s, const char **ret_entry);
+/* The look a recursive delete makes before it removes anything, or NULL. */
+const struct ws_scan *ws_delete_scan(const struct ws_deleter *del);
+/* Opens the directory holding path's last component (ws_open_parent(),
+ * trailing slashes ignored); the root: -EBUSY, "." or "..": -EISDIR. */
+int ws_open_last(const struct workspace *ws, const char *path, size_t len, int *ret_dirfd, char **ret_name);
 
 /*
  * With on, resolves every path by the walk with plain openat(), as where
@@ -247,7 +282,13 @@ int ws_delete(const struct workspace *ws, const char *path, size_t len, bool rec
  * while entries are left, 0 when the directory is gone. Both may fail with
  * a negative errno; *ret is set in any case, counts what was deleted
  * (ws_delete_count()) and is freed with ws_delete_free(). Every step
- * follows no symlink (they are removed as themselves).
+ * follows no symlink (they are removed as themselves). With a guard on
+ * the thread (ws_guard_set()), the steps of a recursive delete look
+ * through the whole tree first (ws_scan_step()), the step that ends the
+ * look answering WS_MORE: a protected entry anywhere fails them with
+ * -EPERM before anything is deleted (ws_delete_scan() tells which); then
+ * the directory the look read is emptied, never one renamed into its
+ * place meanwhile (-ENOTEMPTY).
  */
 struct ws_deleter;
 int ws_delete_begin(const struct workspace *ws, const char *path, size_t len, bool recursive,

@@ -57,6 +57,11 @@ static int open_last(const struct workspace *ws, const char *path, size_t len, b
 	return r;
 }
 
+int ws_open_last(const struct workspace *ws, const char *path, size_t len, int *ret_dirfd, char **ret_name)
+{
+	return open_last(ws, path, len, false, ret_dirfd, ret_name);
+}
+
 int ws_lstat(const struct workspace *ws, const char *path, size_t len, struct stat *ret_st, char **ret_target)
 {
 	_cleanup_close_ int dirfd = -1;
@@ -150,6 +155,13 @@ struct ws_deleter {
 	unsigned depth;			/* frames in use */
 	unsigned passes;		/* of the top directory, which readdir may not see whole */
 	uint64_t deleted;
+	/* Before the first entry goes: the look for what the thread's guard
+	 * protects in the tree (workspace_scan.c); the delete starts once it
+	 * has found nothing. */
+	struct ws_scan *scan;
+	bool looked;			/* the look was made: the top is the one it read */
+	dev_t top_dev;
+	ino_t top_ino;
 };
 
 /* Opens the directory name in dirfd as a new frame. */
@@ -191,8 +203,14 @@ struct ws_deleter *ws_delete_free(struct ws_deleter *del)
 	if (del->dirfd >= 0)
 		close(del->dirfd);
 	free(del->name);
+	ws_scan_free(del->scan);
 	free(del);
 	return NULL;
+}
+
+const struct ws_scan *ws_delete_scan(const struct ws_deleter *del)
+{
+	return del ? del->scan : NULL;
 }
 
 uint64_t ws_delete_count(const struct ws_deleter *del)
@@ -230,9 +248,14 @@ int ws_delete_begin(const struct workspace *ws, const char *path, size_t len, bo
 	r = -errno;
 	if ((r != -ENOTEMPTY && r != -EEXIST) || !recursive)
 		return r == -EEXIST ? -ENOTEMPTY : r;
-	r = del_push(del, dirfd, name);
+	r = ws_scan_begin_at(ws_pick(ws, path, len), dirfd, name, &del->scan);
 	if (r < 0)
 		return r;
+	if (!del->scan) {
+		r = del_push(del, dirfd, name);
+		if (r < 0)
+			return r;
+	}
 	del->dirfd = TAKE_FD(dirfd);
 	del->name = TAKE_PTR(name);
 	return WS_MORE;
@@ -257,16 +280,48 @@ static int del_rmdir_top(struct ws_deleter *del)
 	 * another pass removes what is left. */
 	if ((r == -ENOTEMPTY || r == -EEXIST) && del->passes++ < 3) {
 		r = del_push(del, parent, name);
-		return r < 0 ? r : WS_MORE;
+		if (r < 0)
+			return r;
+		/* The top again: only the directory the look read. */
+		struct stat st;
+		if (del->depth == 1 && del->looked &&
+		    (fstat(dirfd(del->stack[0].d), &st) < 0 || st.st_dev != del->top_dev || st.st_ino != del->top_ino)) {
+			del_pop(del);
+			return -ENOTEMPTY;
+		}
+		return WS_MORE;
 	}
 	return r;
 }
 
 int ws_delete_step(struct ws_deleter *del, uint64_t budget_ms)
 {
+	uint64_t deadline = budget_ms ? mono_ms() + budget_ms : UINT64_MAX;
+	if (del && del->scan) {
+		int r = ws_scan_step(del->scan, budget_ms);
+		if (r != 0)
+			return r;	/* more to look at, or refused: nothing deleted */
+		/* The directory the look read, not one a rename put in its
+		 * place since; what is made beneath it after the look passed
+		 * is deleted unseen (see workspace_scan.c). */
+		DIR *d = ws_scan_take(del->scan);
+		del->scan = ws_scan_free(del->scan);
+		struct stat st;
+		if (!d || fstat(dirfd(d), &st) < 0) {
+			if (d)
+				closedir(d);
+			return -EIO;
+		}
+		del->looked = true;
+		del->top_dev = st.st_dev;
+		del->top_ino = st.st_ino;
+		if (!del->stack)
+			del->stack = xcalloc(DELETE_DEPTH_MAX + 2, sizeof(*del->stack));
+		del->stack[del->depth++] = (struct del_frame){ d, xstrdup(del->name) };
+		return WS_MORE;	/* the look is a part of its own */
+	}
 	if (!del || !del->depth)
 		return 0;
-	uint64_t deadline = budget_ms ? mono_ms() + budget_ms : UINT64_MAX;
 	for (unsigned n = 1;; n++) {
 		if ((n & 63) == 0 && mono_ms() >= deadline)
 			return WS_MORE;
@@ -317,7 +372,7 @@ int ws_delete(const struct workspace *ws, const char *path, size_t len, bool rec
 {
 	struct ws_deleter *del = NULL;
 	int r = ws_delete_begin(ws, path, len, recursive, &del);
-	if (r == WS_MORE)
+	while (r == WS_MORE)
 		r = ws_delete_step(del, 0);
 	*ret_deleted = ws_delete_count(del);
 	ws_delete_free(del);
@@ -491,6 +546,22 @@ struct ws_guard *ws_guard_set(struct ws_guard *g)
 	struct ws_guard *old = thread_guard;
 	thread_guard = g;
 	return old;
+}
+
+bool ws_guard_active(void)
+{
+	return thread_guard && thread_guard->list && *thread_guard->list;
+}
+
+const char *ws_guard_match(const char *rel, bool whole, bool dir)
+{
+	struct ws_guard *g = thread_guard;
+	if (!g || !g->list || !*g->list)
+		return NULL;
+	const char *entry = g->match(g, rel, whole, dir);
+	if (entry && !g->hit)
+		g->hit = entry;
+	return entry;
 }
 
 int ws_guard_check(const struct workspace *ws, int dirfd, const char *name, bool whole, bool dir)

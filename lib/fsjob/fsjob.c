@@ -26,7 +26,7 @@
 #include "proto/base/strv.h"
 #include "proto/base/util.h"
 
-static void fail_protected(struct tool_call *call, const char *path, const char *entry);
+static void fail_protected(struct tool_call *call, const char *path, const char *inner, const char *entry);
 
 struct fsjob {
 	struct tool_call *call;
@@ -36,6 +36,7 @@ struct fsjob {
 	struct identity ident;
 	char **protect;			/* sandbox.protect, copied: a reload may free the config */
 	char *refused_path;		/* what fsjob_guard() refused, first */
+	char *refused_inner;		/* the entry beneath it that is protected */
 	const char *refused_entry;	/* the protection, in protect (or ".git") */
 	bool switch_ident;
 	bool store;			/* its workspace is a directory of the daemon's
@@ -59,6 +60,7 @@ static void job_free(struct fsjob *job)
 	identity_clear(&job->ident);
 	strv_free(job->protect);
 	free(job->refused_path);
+	free(job->refused_inner);
 	free(job);
 }
 
@@ -193,7 +195,7 @@ static void job_run(struct iojob *io, void *p)
 static void job_outcome(struct fsjob *job)
 {
 	if (job->refused_entry)
-		fail_protected(job->call, job->refused_path, job->refused_entry);
+		fail_protected(job->call, job->refused_path, job->refused_inner, job->refused_entry);
 	else
 		job->ops->done(job->call, job->arg, job->r);
 }
@@ -247,6 +249,7 @@ int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg)
 	if (job.refused_entry || g.hit)
 		r = -EPERM;
 	free(job.refused_path);
+	free(job.refused_inner);
 	strv_free(job.protect);
 	return r;
 }
@@ -429,10 +432,33 @@ int fsjob_delete_begin(const struct fsjob *job, const char *path, size_t len, bo
 	return ws_delete_begin(job->ws, path, len, recursive, ret);
 }
 
-int fsjob_delete_step(const struct fsjob *job, struct ws_deleter *del, uint64_t budget_ms)
+/* Notes what a look beneath a directory refused (scan), for the outcome. */
+static int scan_refused(struct fsjob *job, const struct ws_scan *scan, int r)
 {
-	(void)job;	/* held only by a run function: the step is the job's */
-	return ws_delete_step(del, budget_ms);
+	const char *entry = NULL;
+	const char *hit = ws_scan_hit(scan, &entry);
+	if (r != -EPERM || !hit || !entry || job->refused_entry)
+		return r;
+	job->refused_path = xstrdup(ws_scan_top(scan));
+	job->refused_inner = xstrdup(hit);
+	job->refused_entry = entry;
+	return r;
+}
+
+int fsjob_delete_step(struct fsjob *job, struct ws_deleter *del, uint64_t budget_ms)
+{
+	int r = ws_delete_step(del, budget_ms);
+	return scan_refused(job, ws_delete_scan(del), r);
+}
+
+int fsjob_scan_begin(const struct fsjob *job, const char *path, size_t len, struct ws_scan **ret)
+{
+	return ws_scan_begin(job->ws, path, len, ret);
+}
+
+int fsjob_scan_step(struct fsjob *job, struct ws_scan *scan, uint64_t budget_ms)
+{
+	return scan_refused(job, scan, ws_scan_step(scan, budget_ms));
 }
 
 /* --- the daemon's own store ------------------------------------------------ */
@@ -562,10 +588,16 @@ int fsjob_guard(struct fsjob *job, const char *path, size_t len, enum fsjob_touc
 }
 
 /* Fails call for the protected path entry that path (NULL: unknown, found
- * at the write itself) touches. */
-static void fail_protected(struct tool_call *call, const char *path, const char *entry)
+ * at the write itself) touches; inner: the entry beneath the directory path
+ * that does (a nested repository's .git), or NULL. */
+static void fail_protected(struct tool_call *call, const char *path, const char *inner, const char *entry)
 {
-	if (!path)
+	if (path && inner)
+		tool_call_fail(call, TC_PERMISSION_DENIED,
+			       "'%s' holds '%s', which would change the protected path '%s' (sandbox.protect); "
+			       "file tools may not move or delete a directory that holds a repository's .git or "
+			       "another protected path, at any depth", path, inner, entry);
+	else if (!path)
 		tool_call_fail(call, TC_PERMISSION_DENIED,
 			       "The call would change the protected path '%s' (sandbox.protect), reached through a "
 			       "symlink or directory changed while it ran; file tools may not write, create, move "

@@ -53,6 +53,7 @@ struct json;
 struct stat;
 struct workspace;
 struct ws_deleter;
+struct ws_scan;
 
 /* On a worker (or inline): the blocking work; 0 or a negative errno, or
  * FSJOB_AGAIN when a part is done and run is to be called again. */
@@ -144,7 +145,27 @@ int fsjob_rename(const struct fsjob *job, const char *from, size_t from_len, con
 int fsjob_mkdir(const struct fsjob *job, const char *path, size_t len, bool parents, bool *ret_created);
 int fsjob_delete_begin(const struct fsjob *job, const char *path, size_t len, bool recursive,
 		       struct ws_deleter **ret);
-int fsjob_delete_step(const struct fsjob *job, struct ws_deleter *del, uint64_t budget_ms);
+/* A recursive delete first looks through the whole tree, reading only
+ * (fsjob_scan_step()), and removes nothing when it holds a protected path. */
+int fsjob_delete_step(struct fsjob *job, struct ws_deleter *del, uint64_t budget_ms);
+/*
+ * Before a directory is taken whole by other means than the delete above
+ * (a rename: fsjob_rename() of a directory must come after this): looks
+ * through the tree beneath path, reading directories only, following no
+ * symlink, for an entry that could not be deleted or moved on its own
+ * (sandbox.protect: a nested repository's .git, at any depth, or a .git
+ * file). fsjob_scan_begin() answers 0 with *ret NULL when there is
+ * nothing to look at (no protection, not a directory, a path the operation
+ * will refuse itself), WS_MORE when fsjob_scan_step() is to go on; that
+ * one answers WS_MORE after about budget_ms (0: to the end), 0 when the
+ * tree holds nothing protected, -EPERM at the first protected entry (the
+ * call then fails with permission_denied naming it and the protection),
+ * or a negative errno. The scan is freed with ws_scan_free(). A tree
+ * changed while it is read may hold a protected entry made after the look
+ * passed its place (see lib/files/workspace_scan.c).
+ */
+int fsjob_scan_begin(const struct fsjob *job, const char *path, size_t len, struct ws_scan **ret);
+int fsjob_scan_step(struct fsjob *job, struct ws_scan *scan, uint64_t budget_ms);
 /*
  * The daemon's own store (memory.dir, of the memory tool): files the
  * daemon keeps for each peer uid, outside every workspace. Named by the

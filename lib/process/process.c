@@ -357,7 +357,6 @@ static void audit_process(struct process *p, const char *event)
 		jgen_kv_str(g, "sandbox", p->profile);
 	jgen_obj_close(g);
 	jgen_free(g);
-	buf_putc(&b, '\n');
 	audit_record(p->t->audit, buf_head(&b), buf_size(&b));
 	buf_free(&b);
 }
@@ -439,9 +438,22 @@ void proc_ended(struct process *p, int exit_code, int sig)
 	proc_close_io(p);
 	if (p->end == PROC_END_EXIT && (exit_code != 0 || sig))
 		end_note(p);
-	/* Its TMPDIR filled, however it ended. */
-	if (!p->end_note)
-		p->end_note = child_tmp_note(p->run);
+	else /* only what the daemon saw refused, not its output's words, */
+		p->end_note = sandbox_run_seen_note(p->run);
+	/* and a TMPDIR it filled, however it ended (a failure's line names
+	 * it already). */
+	if (p->end != PROC_END_EXIT || (exit_code == 0 && !sig)) {
+		char *tmp = child_tmp_note(p->run);
+		if (tmp && p->end_note) {
+			char *both = xasprintf("%s\n%s", tmp, p->end_note);
+			free(tmp);
+			tmp = both;
+		}
+		if (tmp) {
+			free(p->end_note);
+			p->end_note = tmp;
+		}
+	}
 	/* What its network proxy refused, however it ended. */
 	char *net = sandbox_run_net_note(p->run);
 	if (net) {

@@ -136,15 +136,14 @@ int proc_compile_until(struct tool_call *c, struct regex **ret)
 		return 0;
 	_cleanup_free_ char *err = NULL;
 	if (regex_compile(u->u.str.s, u->u.str.len, ret, &err) < 0) {
-		tool_call_fail(c, TC_VALIDATION_ERROR, "Invalid arguments for '%s': /until: %s", c->tool->name,
-			       err ? err : "not a valid pattern");
+		tool_call_invalid(c, "until", "%s", err ? err : "not a valid pattern");
 		return -EINVAL;
 	}
 	/* Each look at new output runs on the loop: the program stays small. */
 	if (regex_size(*ret) > PROC_UNTIL_SIZE_MAX) {
-		tool_call_fail(c, TC_VALIDATION_ERROR,
-			       "Invalid arguments for '%s': /until: the pattern is too large (%zu units, at most %u); "
-			       "match a shorter piece of the output", c->tool->name, regex_size(*ret),
+		tool_call_invalid(c, "until",
+			       "the pattern is too large (%zu units, at most %u); "
+			       "match a shorter piece of the output", regex_size(*ret),
 			       PROC_UNTIL_SIZE_MAX);
 		*ret = regex_free(*ret);
 		return -EINVAL;
@@ -159,8 +158,7 @@ int process_shell_mode(struct tool_call *c)
 		return 1;
 	for (const char *const *o = opts; *o; o++)
 		if (json_get(c->args, *o)) {
-			tool_call_fail(c, TC_VALIDATION_ERROR,
-				       "Invalid arguments for 'shell': /%s: only with \"background\": true", *o);
+			tool_call_invalid(c, *o, "only with \"background\": true");
 			return -1;
 		}
 	return 0;

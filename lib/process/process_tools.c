@@ -190,7 +190,7 @@ static struct process *call_process(struct tool_call *c)
 	const char *s = id && id->type == JSON_STRING ? id->u.str.s : "";
 	struct process *p = t ? proc_find(t, s, proc_call_uid(c), false) : NULL;
 	if (!p)
-		tool_call_fail(c, TC_VALIDATION_ERROR,
+		tool_call_invalid_msg(c, "process_id",
 			       "No process '%s' of yours (process_list shows them; an ended one is listed for "
 			       "a while, then forgotten)", s);
 	return p;
@@ -220,7 +220,7 @@ enum tool_ret process_io_exec(struct tool_call *c)
 	if (in && in->type == JSON_STRING && in->u.str.len) {
 		match_from = p->total;
 		if (p->ended) {
-			tool_call_fail(c, TC_VALIDATION_ERROR, "Process '%s' has ended: it reads no more input", p->id);
+			tool_call_invalid_msg(c, "input", "Process '%s' has ended: it reads no more input", p->id);
 			return TOOL_DONE;
 		}
 		ssize_t k = proc_write_input(p, in->u.str.s, in->u.str.len);
@@ -252,7 +252,7 @@ enum tool_ret process_kill_exec(struct tool_call *c)
 	const struct json *s = json_get(c->args, "signal");
 	int sig = SIGTERM;
 	if (s && s->type == JSON_STRING && (sig = process_signal_from_name(s->u.str.s)) < 0) {
-		tool_call_fail(c, TC_VALIDATION_ERROR, "Invalid arguments for 'process_kill': /signal: unknown signal '%s'",
+		tool_call_invalid(c, "signal", "unknown signal '%s'",
 			       s->u.str.s);
 		return TOOL_DONE;
 	}

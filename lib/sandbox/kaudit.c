@@ -471,6 +471,38 @@ void sandbox_kaudit_feed(int type, const char *text, size_t len)
 		on_domain(text, len);
 }
 
+/* The denials kept of pid's domains, taken (dropped), formatted: no
+ * record is read here. */
+static char *take_kept(pid_t pid)
+{
+	if (!ka.dom)
+		return NULL;
+	struct buf b = {0};
+	unsigned shown = 0, more = 0;
+	for (size_t i = 0; i < KA_DOMAINS; i++) {
+		struct ka_domain *d = &ka.dom[i];
+		if (!d->stamp || d->pid != pid)
+			continue;
+		for (unsigned k = 0; k < d->n; k++) {
+			if (shown < KA_DENIALS)
+				buf_printf(&b, "%s%s", shown ? "; " : "", d->what[k]);
+			else
+				more++;
+			shown++;
+		}
+		more += d->more;
+		drop(d);
+	}
+	if (!shown) {
+		buf_free(&b);
+		return NULL;
+	}
+	if (more)
+		buf_printf(&b, " (and %u more)", more);
+	ka.notes++;
+	return buf_steal(&b);
+}
+
 char *sandbox_kaudit_take(pid_t pid, bool wait)
 {
 	/* Audit turned on since: subscribed from now on. */
@@ -508,32 +540,12 @@ char *sandbox_kaudit_take(pid_t pid, bool wait)
 		drain();
 	}
 	ka.waited += waited;
-	if (!ka.dom)
-		return NULL;
-	struct buf b = {0};
-	unsigned shown = 0, more = 0;
-	for (size_t i = 0; i < KA_DOMAINS; i++) {
-		struct ka_domain *d = &ka.dom[i];
-		if (!d->stamp || d->pid != pid)
-			continue;
-		for (unsigned k = 0; k < d->n; k++) {
-			if (shown < KA_DENIALS)
-				buf_printf(&b, "%s%s", shown ? "; " : "", d->what[k]);
-			else
-				more++;
-			shown++;
-		}
-		more += d->more;
-		drop(d);
-	}
-	if (!shown) {
-		buf_free(&b);
-		return NULL;
-	}
-	if (more)
-		buf_printf(&b, " (and %u more)", more);
-	ka.notes++;
-	return buf_steal(&b);
+	return take_kept(pid);
+}
+
+char *sandbox_kaudit_take_kept(pid_t pid)
+{
+	return pid > 0 ? take_kept(pid) : NULL;
 }
 
 void sandbox_kaudit_write_stats(struct jgen *g)

@@ -1663,6 +1663,34 @@ static bool worded_beyond_eperm(const struct sandbox_run *run, const char *err, 
 	return run->net && (has(err, n, "Connection refused") || has(err, n, "Name or service not known"));
 }
 
+/* The note's line: net (what the daemon saw the child try of the
+ * network), paths (what it judged or saw refused of the files), else a
+ * hedge (net_worded: naming the network), and what the profile allows. */
+static char *note_text(const struct sandbox_run *run, const char *net, const char *paths, bool net_worded)
+{
+	return xasprintf("[sandbox] %s%s%s%s (profile %s): it allows reading "
+			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
+			 "that, or ask the user to loosen the tool's sandbox.",
+			 net ? net : "", net && paths ? "; the sandbox refused " : paths ? "The sandbox refused " : "",
+			 paths ? paths : "",
+			 net || paths	? ""
+			 : net_worded	? "This may have been refused by the sandbox: this tool has no network"
+					: "This may have been refused by the sandbox",
+			 sandbox_profile_name(run->profile),
+			 run->profile == SANDBOX_WORKSPACE_WRITE
+				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"
+				 : "$TMPDIR and /dev/null",
+			 run->profile == SANDBOX_WORKSPACE_WRITE && run->split_writable
+				 ? "; a directory there that holds a private path (the workspace's top, when it is a "
+				   "home directory) takes no new entries itself: write in a subdirectory that exists, "
+				   "or with the file tools"
+				 : "",
+			 run->network ? "network access"
+			 : run->net   ? "network access only through the daemon's proxy ($HTTP_PROXY, $ALL_PROXY), to "
+					"the hosts its policy allows"
+				      : "no network access");
+}
+
 /*
  * Tells the model what the sandbox refused: where a child without network
  * tried to go, as the daemon saw it (netnotif.c), what Landlock's audit
@@ -1710,27 +1738,20 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	_cleanup_free_ char *net = run->network || run->net ? NULL : sandbox_netnotif_take(run->pid);
 	if (!paths && !other && !unsure && !net)
 		return NULL;
-	return xasprintf("[sandbox] %s%s%s%s (profile %s): it allows reading "
-			 "files except private ones (such as ~/.ssh), writing only in %s%s, and %s. Work within "
-			 "that, or ask the user to loosen the tool's sandbox.",
-			 net ? net : "", net && paths ? "; the sandbox refused " : paths ? "The sandbox refused " : "",
-			 paths ? paths : "",
-			 net || paths	? ""
-			 : net_worded	? "This may have been refused by the sandbox: this tool has no network"
-					: "This may have been refused by the sandbox",
-			 sandbox_profile_name(run->profile),
-			 run->profile == SANDBOX_WORKSPACE_WRITE
-				 ? "the workspace (not .git/hooks or .git/config), $TMPDIR, /dev/null and sandbox.write_extra"
-				 : "$TMPDIR and /dev/null",
-			 run->profile == SANDBOX_WORKSPACE_WRITE && run->split_writable
-				 ? "; a directory there that holds a private path (the workspace's top, when it is a "
-				   "home directory) takes no new entries itself: write in a subdirectory that exists, "
-				   "or with the file tools"
-				 : "",
-			 run->network ? "network access"
-			 : run->net   ? "network access only through the daemon's proxy ($HTTP_PROXY, $ALL_PROXY), to "
-					"the hosts its policy allows"
-				      : "no network access");
+	return note_text(run, net, paths, net_worded);
+}
+
+/* A call that did not fail: what the daemon saw refused, whatever its
+ * stderr says (which alone is not evidence enough when it succeeded). */
+char *sandbox_run_seen_note(const struct sandbox_run *run)
+{
+	if (!run || run->profile == SANDBOX_OFF)
+		return NULL;
+	_cleanup_free_ char *net = run->network || run->net ? NULL : sandbox_netnotif_take(run->pid);
+	_cleanup_free_ char *seen = sandbox_kaudit_take_kept(run->pid);
+	if (!net && !seen)
+		return NULL;
+	return note_text(run, net, seen, false);
 }
 
 const char *const *sandbox_run_net_env(const struct sandbox_run *run)

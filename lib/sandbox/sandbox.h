@@ -383,6 +383,9 @@ const char *sandbox_kaudit_why(void);
 #define SANDBOX_KAUDIT_WAIT_MS 50
 #define SANDBOX_KAUDIT_RECHECK_MS 1000
 char *sandbox_kaudit_take(pid_t pid, bool wait);
+/* The same of what was already read, taken: for a call that did not fail,
+ * with no system call (what is still on its way is not waited for). */
+char *sandbox_kaudit_take_kept(pid_t pid);
 /* Handles one record's text as if read (type AUDIT_LANDLOCK_ACCESS or
  * _DOMAIN, 1423 or 1424): for tests. */
 void sandbox_kaudit_feed(int type, const char *text, size_t len);
@@ -426,6 +429,10 @@ void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid);
  * what the profile allows, or that it may have been the sandbox where
  * nothing decides; else NULL. */
 char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, size_t err_len);
+/* For a call that did not fail: the same line, only where the daemon saw
+ * a refusal (the network a child without it tried, Landlock's records
+ * already read), never from its stderr; else NULL. No system call. */
+char *sandbox_run_seen_note(const struct sandbox_run *run);
 /* The canonical path of the directory a child starts in, cwd_fd or else
  * root (a workspace's), for its note to judge relative paths in
  * (sandbox_req.cwd); NULL when it cannot be told. */

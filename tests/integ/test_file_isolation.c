@@ -534,6 +534,127 @@ START_TEST(protect_holds_in_deep_repositories)
 }
 END_TEST
 
+/* Trees with repositories at depths 1 and 3 (a .git directory with and
+ * without hooks, a .git file), and ones without (names merely like one). */
+static void make_nested_repositories(struct tcd *d)
+{
+	tcd_put(d, "repo2/.git/config", "[core]\n");
+	tcd_put(d, "repo2/.git/hooks/pre-commit", "#!/bin/sh\n");
+	tcd_put(d, "repo2/a-file", "a\n");
+	tcd_put(d, "repo2/z/z-file", "z\n");
+	tcd_put(d, "deep/a/repo5/.git/hooks/x", "x\n");
+	tcd_put(d, "deep/a/repo5/src.c", "int a;\n");
+	tcd_put(d, "deep/b/c/d", "d\n");
+	/* A .git file three levels down: a worktree or submodule pointer. */
+	tcd_put(d, "wt/a/b/.git", "gitdir: /elsewhere\n");
+	tcd_put(d, "wt/a/b/c", "c\n");
+	/* An empty .git directory: its hooks are protected though missing. */
+	mkdir_ws(d, "bare", 0755);
+	mkdir_ws(d, "bare/.git", 0755);
+	tcd_put(d, "bare/x", "x\n");
+	tcd_put(d, "plain/a/b/c/file", "f\n");
+	tcd_put(d, "plain/x.git/config", "[core]\n");
+	tcd_put(d, "plain/.github/hooks/x", "x\n");
+	tcd_put(d, "plain2/a/b/c/file", "f\n");
+}
+
+/* Every file of the repositories is still there. */
+static void assert_nested_repositories_kept(const struct tcd *d)
+{
+	static const char *const kept[] = {
+		"repo2/.git/hooks/pre-commit", "repo2/.git/config", "repo2/a-file", "deep/a/repo5/.git/hooks/x",
+		"deep/a/repo5/src.c", "wt/a/b/.git", "wt/a/b/c", "bare/.git", "bare/x",
+	};
+	for (size_t i = 0; i < sizeof(kept) / sizeof(*kept); i++)
+		ck_assert_msg(ws_exists(d, kept[i]), "%s is gone", kept[i]);
+}
+
+/*
+ * A directory holding a repository, at any depth, is not deleted whole:
+ * that would take its .git (hooks, config) with it. The refusal names the
+ * protection and the repository, and comes before anything is deleted; a
+ * tree with no repository goes, and with protect emptied any tree does.
+ */
+START_TEST(nested_repositories_are_not_deleted_whole)
+{
+	struct tcd d;
+	tcd_start(&d, "{" CFG_AUTO "}");
+	make_nested_repositories(&d);
+	struct tcc *c = tcc_connect(&d);
+
+	assert_protected(&d, c, "delete_file", "{\"path\":\"repo2\",\"recursive\":true}", ".git/");
+	assert_protected(&d, c, "delete_file", "{\"path\":\"repo2/\",\"recursive\":true}", ".git/");
+	assert_protected(&d, c, "delete_file", "{\"path\":\"deep\",\"recursive\":true}", ".git/");
+	assert_protected(&d, c, "delete_file", "{\"path\":\"deep/a\",\"recursive\":true}", ".git/");
+	assert_protected(&d, c, "delete_file", "{\"path\":\"wt\",\"recursive\":true}", ".git");
+	assert_protected(&d, c, "delete_file", "{\"path\":\"bare\",\"recursive\":true}", ".git/");
+	const struct json *r = tcc_call(c, "delete_file", "{\"path\":\"deep\",\"recursive\":true}");
+	const char *msg = tj_str(r, "error.message");
+	ck_assert_msg(msg && strstr(msg, "deep/a/repo5/.git"), "the message does not name the repository: %s",
+		      tcc_raw(c, r));
+	assert_nested_repositories_kept(&d);
+
+	/* What holds no repository goes, as before. */
+	tc_assert_ok(tcc_call(c, "delete_file", "{\"path\":\"deep/b\",\"recursive\":true}"));
+	ck_assert(!ws_exists(&d, "deep/b"));
+	tc_assert_ok(tcc_call(c, "delete_file", "{\"path\":\"repo2/z\",\"recursive\":true}"));
+	ck_assert(!ws_exists(&d, "repo2/z"));
+	tc_assert_ok(tcc_call(c, "delete_file", "{\"path\":\"plain\",\"recursive\":true}"));
+	ck_assert(!ws_exists(&d, "plain"));
+	assert_nested_repositories_kept(&d);
+	tcc_close(c);
+	tcd_finish(&d);
+
+	tcd_start(&d, "{" CFG_AUTO ",\"sandbox\":{\"protect\":[]}}");
+	make_nested_repositories(&d);
+	c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "delete_file", "{\"path\":\"deep\",\"recursive\":true}"));
+	ck_assert(!ws_exists(&d, "deep"));
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* Nor is one moved whole, to any place; what holds no repository is. */
+START_TEST(nested_repositories_are_not_moved_whole)
+{
+	struct tcd d;
+	tcd_start(&d, "{" CFG_AUTO "}");
+	make_nested_repositories(&d);
+	struct tcc *c = tcc_connect(&d);
+
+	assert_protected(&d, c, "move_file", "{\"from\":\"repo2\",\"to\":\"repo2moved\"}", ".git/");
+	assert_protected(&d, c, "move_file", "{\"from\":\"deep\",\"to\":\"deepmoved\"}", ".git/");
+	assert_protected(&d, c, "move_file", "{\"from\":\"deep/a\",\"to\":\"plain/a-moved\"}", ".git/");
+	assert_protected(&d, c, "move_file", "{\"from\":\"wt\",\"to\":\"wtmoved\"}", ".git");
+	assert_protected(&d, c, "move_file", "{\"from\":\"bare\",\"to\":\"baremoved\"}", ".git/");
+	const struct json *r = tcc_call(c, "move_file", "{\"from\":\"wt\",\"to\":\"wtmoved\"}");
+	const char *msg = tj_str(r, "error.message");
+	ck_assert_msg(msg && strstr(msg, "wt/a/b/.git"), "the message does not name the repository: %s",
+		      tcc_raw(c, r));
+	assert_nested_repositories_kept(&d);
+
+	tc_assert_ok(tcc_call(c, "move_file", "{\"from\":\"plain2\",\"to\":\"plain2moved\"}"));
+	ck_assert(!ws_exists(&d, "plain2") && ws_exists(&d, "plain2moved/a/b/c/file"));
+	tc_assert_ok(tcc_call(c, "move_file", "{\"from\":\"plain\",\"to\":\"plainmoved\"}"));
+	ck_assert(ws_exists(&d, "plainmoved/x.git/config") && ws_exists(&d, "plainmoved/.github/hooks/x"));
+	tc_assert_ok(tcc_call(c, "move_file", "{\"from\":\"repo2/z\",\"to\":\"zmoved\"}"));
+	ck_assert(ws_exists(&d, "zmoved/z-file"));
+	tc_assert_ok(tcc_call(c, "move_file", "{\"from\":\"repo2/a-file\",\"to\":\"a-moved\"}"));
+	ck_assert(ws_exists(&d, "a-moved"));
+	tcc_close(c);
+	tcd_finish(&d);
+
+	tcd_start(&d, "{" CFG_AUTO ",\"sandbox\":{\"protect\":[]}}");
+	make_nested_repositories(&d);
+	c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "move_file", "{\"from\":\"deep\",\"to\":\"deepmoved\"}"));
+	ck_assert(ws_exists(&d, "deepmoved/a/repo5/.git/hooks/x"));
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
 static Suite *file_isolation_suite(void)
 {
 	Suite *s = suite_create("file_isolation");
@@ -542,6 +663,8 @@ static Suite *file_isolation_suite(void)
 	tcase_add_test(tc, every_file_tool_is_refused_what_the_peer_may_not_touch);
 	tcase_add_test(tc, file_tools_never_write_protected_paths);
 	tcase_add_test(tc, protect_holds_in_deep_repositories);
+	tcase_add_test(tc, nested_repositories_are_not_deleted_whole);
+	tcase_add_test(tc, nested_repositories_are_not_moved_whole);
 	tcase_add_test(tc, sandboxed_mode_asks_for_protected_writes);
 	tcase_add_test(tc, recursive_delete_does_not_stall_other_clients);
 	tcase_add_test(tc, recursive_delete_stops_at_its_timeout);

@@ -327,6 +327,41 @@ START_TEST(record_and_plan_name_it_once)
 }
 END_TEST
 
+/* A refusal the command handles, ending it with status 0: the note still
+ * names it from the kernel's record, once the daemon has read that (a
+ * call that did not fail waits for none): the child goes on only when
+ * admin/stats counts a record more. */
+START_TEST(kernel_names_a_refusal_of_a_success)
+{
+	TC_SKIP_UNDER_VALGRIND("children run without the sandbox there");
+	struct tcd d;
+	struct tcc *c = start(&d);
+	ck_assert(stats_from(c, "audit"));
+	int64_t before = tj_int(tcc_request(c, "admin/stats", "{}"), "result.sandboxNotes.records");
+	const char *cmd = tcc_fmt(c, "{\"command\":\"kill -0 %d 2>/dev/null; echo rc=$?; "
+				     "while [ ! -e go ]; do sleep 0.05; done; echo done\","
+				     "\"background\":true,\"until\":\"rc=\",\"yield_ms\":30000}",
+				  (int)d.pid);
+	const struct json *r = tcc_call(c, "shell", cmd);
+	tc_assert_ok(r);
+	char *id = xstrdup(tj_str(r, "result.structuredContent.process_id"));
+	ck_assert(tc_wait_until(tj_int(tcc_request(c, "admin/stats", "{}"), "result.sandboxNotes.records") > before,
+				10000));
+	tcd_put(&d, "go", "");
+	const char *io = tcc_fmt(c, "{\"process_id\":\"%s\",\"wait_ms\":2000}", id);
+	ck_assert(tc_wait_until(!tj_bool(r = tcc_call(c, "process_io", io), "result.structuredContent.running"),
+				30000));
+	tc_assert_text_has(r, "exit code 0");
+	tc_assert_text_has(r, "[sandbox] The sandbox refused signalling process %d", (int)d.pid);
+	free(id);
+	/* The next call, refused nothing and succeeding, has none. */
+	r = tcc_shell(c, "echo fine");
+	tc_assert_ok(r);
+	tc_assert_text_lacks(r, "[sandbox]");
+	finish(&d, c);
+}
+END_TEST
+
 /* A daemon that may not read the records (uid 65534, no CAP_AUDIT_READ)
  * says so at start and in admin/stats, and keeps stderr's patterns. */
 START_TEST(without_the_records_says_so)
@@ -395,6 +430,7 @@ int main(void)
 	tcase_add_test(tc, kernel_and_stderr_agree);
 	tcase_add_test(tc, records_still_queued_are_waited_for);
 	tcase_add_test(tc, record_and_plan_name_it_once);
+	tcase_add_test(tc, kernel_names_a_refusal_of_a_success);
 	/* Only where this test may set audit's state (and set it back). */
 	if (geteuid() == 0) {
 		tcase_add_test(tc, status_follows_audit);

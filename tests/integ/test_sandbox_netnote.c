@@ -11,7 +11,9 @@
  * started without a spawner (a plan's first, a terminal's) is named as
  * well, through a listener of its own; a daemon told the kernel cannot
  * (TOOLCALLD_NO_SECCOMP_NOTIFY) keeps the hedged note, said in the log
- * and admin/stats; a spawner's listener is closed with its filter.
+ * and admin/stats; a spawner's listener is closed with its filter; a
+ * command that handles the refusal and exits 0 is told too, one that
+ * tried nothing of the network is not, whatever its stderr says.
  */
 #include <check.h>
 #include <dirent.h>
@@ -344,6 +346,106 @@ START_TEST(after_the_call_not_misplaced)
 }
 END_TEST
 
+/* A connect whose failure the command handles, ending it with status 0:
+ * the note still names where it tried to go, as the daemon saw it (for
+ * shell, a background process and a command tool); a successful call
+ * that did nothing with the network, even one whose stderr reads like a
+ * refusal, gets none. */
+#define CONNECT_QUIET "bash -c 'exec 3<>/dev/tcp/1.1.1.1/80' 2>/dev/null; echo rc=$?"
+
+START_TEST(success_named)
+{
+	struct tcd d;
+	struct tcc *c = start(&d, "/bin/bash", "");
+	if (!c)
+		return;
+	const struct json *r = tcc_shell(c, CONNECT_QUIET);
+	if (!need_listener(&d, c))
+		return;
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.isError"));
+	tc_assert_text_has(r, "rc=1");
+	tc_assert_text_lacks(r, "Exit status");
+	assert_named(r, "connect to 1.1.1.1:80");
+	tc_assert_text_has(r, "(profile");
+	tc_assert_text_lacks(r, "may have been");
+	/* The note is the call's own: the next one, succeeding, has none. */
+	r = tcc_shell(c, "echo fine");
+	tc_assert_ok(r);
+	tc_assert_text_lacks(r, "[sandbox]");
+	/* Python, as a program that reports the error itself. */
+	if (access("/usr/bin/python3", X_OK) == 0) {
+		r = tcc_shell(c, "python3 -c \"import socket; s=socket.socket(); s.settimeout(2); "
+				 "s.connect(('1.1.1.1',80))\" 2>/dev/null; echo rc=$?");
+		tc_assert_text_has(r, "rc=1");
+		assert_named(r, "connect to 1.1.1.1:80");
+	}
+	/* A background process that ends with status 0. */
+	r = tcc_call(c, "shell", "{\"command\":\"" CONNECT_QUIET "\",\"background\":true,\"yield_ms\":20000}");
+	char *all = tj_text(r);
+	ck_assert_msg(strstr(all, "rc=1") && strstr(all, "connect to 1.1.1.1:80 refused: this tool has no network"),
+		      "%s", all);
+	free(all);
+	/* A command tool that succeeds. */
+	tcd_write_tool(&d, "reach.json",
+		       "{\"name\":\"reach\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Reach\","
+		       " \"argv\":[\"sh\",\"-c\",\"" CONNECT_QUIET "\"], \"input_schema\":{\"type\":\"object\"}}");
+	tcd_write_tool(&d, "reachj.json",
+		       "{\"name\":\"reachj\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Reach\","
+		       " \"argv\":[\"sh\",\"-c\",\"bash -c 'exec 3<>/dev/tcp/1.1.1.1/80' 2>/dev/null; echo {}\"],"
+		       " \"stdout\":\"json\", \"input_schema\":{\"type\":\"object\"}}");
+	tc_assert_ok(tcc_request(c, "admin/reload", NULL));
+	r = tcc_call(c, "reach", "{}");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.isError"));
+	tc_assert_text_has(r, "rc=1");
+	assert_named(r, "connect to 1.1.1.1:80");
+	/* One whose stdout is JSON: the note follows it in the text. */
+	r = tcc_call(c, "reachj", "{}");
+	tc_assert_ok(r);
+	ck_assert(!tj_bool(r, "result.isError"));
+	ck_assert_msg(strncmp(tc_text(r), "{}\n", 3) == 0, "%s", tc_text(r));
+	assert_named(r, "connect to 1.1.1.1:80");
+	/* structuredContent stays the program's JSON. */
+	char *sc = tj_text(tj(r, "result.structuredContent"));
+	ck_assert_msg(sc && !strstr(sc, "[sandbox]"), "%s", sc ? sc : "(none)");
+	free(sc);
+	finish(&d, c);
+}
+END_TEST
+
+START_TEST(success_without_network_not_named)
+{
+	struct tcd d;
+	struct tcc *c = start(&d, "/bin/bash", "");
+	if (!c)
+		return;
+	/* Something the daemon sees first, so that it is known to watch. */
+	(void)tcc_shell(c, CONNECT_1111);
+	if (!need_listener(&d, c))
+		return;
+	int64_t before = notes_stat(c, "notifications");
+	/* Words of a refusal on stderr, but nothing refused: a successful
+	 * command's stderr is not evidence enough. */
+	const struct json *r = tcc_shell(c, "echo 'connect: Network is unreachable' >&2; "
+					    "echo 'cp: cannot create regular file /usr/x: Read-only file system' >&2; "
+					    "echo 'Operation not permitted' >&2; echo done");
+	tc_assert_ok(r);
+	tc_assert_text_has(r, "done");
+	tc_assert_text_lacks(r, "[sandbox]");
+	/* A program that opens files and a local socket pair, no network. */
+	r = tcc_shell(c, "cat /etc/hostname >/dev/null; ls / >/dev/null; echo ok");
+	tc_assert_ok(r);
+	tc_assert_text_lacks(r, "[sandbox]");
+	r = tcc_call(c, "shell", "{\"command\":\"echo bg\",\"background\":true,\"yield_ms\":20000}");
+	char *all = tj_text(r);
+	ck_assert_msg(strstr(all, "bg") && !strstr(all, "[sandbox]"), "%s", all);
+	free(all);
+	ck_assert_int_eq(notes_stat(c, "notifications"), before);
+	finish(&d, c);
+}
+END_TEST
+
 /* The daemon's spawner (comm toolcalld-spawn), or 0. */
 static pid_t spawner_of(pid_t daemon)
 {
@@ -448,6 +550,8 @@ int main(void)
 	tcase_add_test(tc, after_the_call_not_misplaced);
 	tcase_add_test(tc, without_notification_said);
 	tcase_add_test(tc, listener_closed_with_its_filter);
+	tcase_add_test(tc, success_named);
+	tcase_add_test(tc, success_without_network_not_named);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

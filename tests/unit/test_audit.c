@@ -207,6 +207,36 @@ START_TEST(link_or_fifo_at_the_path_is_refused)
 }
 END_TEST
 
+/* A record is one line: a newline its writer left at the end is not an
+ * empty line after it, and an empty record writes nothing. */
+START_TEST(a_record_is_one_line)
+{
+	char tmp[] = "/tmp/tc-audit-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	char path[256];
+	snprintf(path, sizeof(path), "%s/audit.log", tmp);
+	struct audit *a = NULL;
+	ck_assert_int_eq(audit_open_with(path, NULL, NULL, &a), 0);
+	audit_record(a, "{\"n\":1}\n", 8);
+	audit_record(a, "{\"n\":2}", 7);
+	audit_record(a, "{\"n\":3}\r\n\n", 10);
+	audit_record(a, "\n", 1);
+	audit_record(a, "", 0);
+	ck_assert_int_eq(audit_flush(a, false), 0);
+	ck_assert_uint_eq(audit_lines(a), 3);
+	audit_close(a);
+	FILE *f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	char text[128] = "";
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	ck_assert_str_eq(text, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n");
+	unlink(path);
+	rmdir(tmp);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("audit");
@@ -216,6 +246,7 @@ int main(void)
 	tcase_add_test(tc, write_outage_ends_and_no_line_is_lost);
 	tcase_add_test(tc, fsync_errors_are_counted_off_the_loop);
 	tcase_add_test(tc, link_or_fifo_at_the_path_is_refused);
+	tcase_add_test(tc, a_record_is_one_line);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -89,6 +89,13 @@ START_TEST(error_lines)
 		      "error: validation_error: Invalid arguments for 'read_file'\n"
 		      "  /path: expected string, got number\n"
 		      "  /: required property 'path' missing\n");
+	/* An entry that names no argument and repeats the message is not
+	 * printed again. */
+	ASSERT_FORMAT(ctl_error_lines,
+		      "{\"code\":-32602,\"message\":\"No process 'zz' of yours\","
+		      "\"data\":{\"kind\":\"validation_error\",\"errors\":["
+		      "{\"path\":\"\",\"message\":\"No process 'zz' of yours\"}]}}",
+		      "error: validation_error: No process 'zz' of yours\n");
 	/* Errors outside calls have no kind: the code stands in. */
 	ASSERT_FORMAT(ctl_error_lines, "{\"code\":-32601,\"message\":\"Method not found\"}",
 		      "error: code -32601: Method not found\n");

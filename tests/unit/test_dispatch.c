@@ -815,6 +815,39 @@ START_TEST(error_data_carries_the_tools_members)
 }
 END_TEST
 
+/* A validation_error whose tool named no argument still carries
+ * data.errors: one entry, path "", the message; its other members stay. */
+START_TEST(validation_error_data_always_has_errors)
+{
+	struct outcome o = { .refs = 1, .kind = TC_VALIDATION_ERROR };
+	o.message = xstrdup("bad \"x\"");
+	o.error_data = xstrdup("{\"output\":\"o\"}");
+	struct buf b = {0};
+	outcome_write_error_data(&o, false, &b);
+	ck_assert_str_eq(buf_head(&b), "{\"kind\":\"validation_error\",\"retryable\":false,\"attempts\":0,"
+			 "\"durationMs\":0,\"callId\":null,\"tool\":null,\"output\":\"o\","
+			 "\"errors\":[{\"path\":\"\",\"message\":\"bad \\\"x\\\"\"}]}");
+	buf_free(&b);
+	/* An empty array is no list of errors either. */
+	free(o.error_data);
+	o.error_data = xstrdup("{\"errors\":[]}");
+	outcome_write_error_data(&o, false, &b);
+	ck_assert_ptr_nonnull(strstr(buf_head(&b), "\"errors\":[{\"path\":\"\",\"message\":\"bad"));
+	buf_free(&b);
+	free(o.error_data);
+	o.error_data = NULL;
+	outcome_write_error_data(&o, false, &b);
+	ck_assert_ptr_nonnull(strstr(buf_head(&b), "\"errors\":[{\"path\":\"\",\"message\":\"bad"));
+	buf_free(&b);
+	/* Other kinds are left as they are. */
+	o.kind = TC_EXECUTION_ERROR;
+	outcome_write_error_data(&o, false, &b);
+	ck_assert_ptr_null(strstr(buf_head(&b), "errors"));
+	buf_free(&b);
+	free(o.message);
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("dispatch");
@@ -843,7 +876,7 @@ static Suite *dispatch_suite(void)
 		{ "confirmation", { no_approver_denies_at_once, approver_allows_then_always, approver_denies,
 				    confirmation_times_out, policy_deny_is_permission_denied } },
 		{ "events", { events_follow_the_call } },
-		{ "answers", { result_is_valid_json, error_data_carries_the_tools_members } },
+		{ "answers", { result_is_valid_json, error_data_carries_the_tools_members, validation_error_data_always_has_errors } },
 	};
 	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 		TCase *tc = tcase_create(groups[g].name);

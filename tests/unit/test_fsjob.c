@@ -8,9 +8,11 @@
  * start, a running one stops at its next check, and both calls end
  * cancelled; a job in parts shows each on the loop and stops between them;
  * identity_run acts as a peer on a thread of its own, or not at all; a
- * recursive delete goes in parts; protected paths are found where the
- * kernel leads; the daemon's own store is reached by its directory alone.
- * The identity cases need root and skip without it.
+ * recursive delete goes in parts, after a look through the tree that finds
+ * a nested repository before anything goes; protected paths are found
+ * where the kernel leads; the daemon's own store is reached by its
+ * directory alone. The identity cases need root and skip without it.
+ * It is long because every part of the file job shares one fixture and its loop.
  */
 #include <check.h>
 #include <errno.h>
@@ -889,6 +891,126 @@ START_TEST(protected_where_the_kernel_leads)
 }
 END_TEST
 
+/* The guard a file job sets, over sandbox.protect's default list. */
+static const char *default_match(const struct ws_guard *g, const char *rel, bool whole, bool dir)
+{
+	return sandbox_protected(g->list, rel, whole, dir);
+}
+
+static bool exists_at(const char *dir, const char *rel)
+{
+	char *p = xasprintf("%s/%s", dir, rel);
+	struct stat st;
+	bool ok = lstat(p, &st) == 0;
+	free(p);
+	return ok;
+}
+
+/*
+ * A recursive delete looks through the whole tree, in parts, before it
+ * removes anything: a repository three levels down (an empty .git at that)
+ * stops it with -EPERM, nothing deleted, the entry and protection named.
+ * The look follows no symlink; without a guard there is none; a tree with
+ * no repository is deleted after it.
+ */
+START_TEST(delete_looks_through_the_tree_first)
+{
+	struct fixture f;
+	setup(&f, 1);
+	struct sandbox_config cfg;
+	sandbox_config_init(&cfg);
+	struct ws_guard g = { .match = default_match, .list = (const char *const *)cfg.protect };
+	struct ws_guard *old = ws_guard_set(&g);
+
+	make_tree(f.dir, "big", 80);	/* 6,400 files */
+	mkdir_at(f.dir, "big/d7/a");
+	mkdir_at(f.dir, "big/d7/a/b");
+	mkdir_at(f.dir, "big/d7/a/b/.git");
+	struct ws_deleter *del = NULL;
+	ck_assert_int_eq(ws_delete_begin(f.ws, "big", 3, true, &del), WS_MORE);
+	int r;
+	while ((r = ws_delete_step(del, 1)) == WS_MORE)
+		;
+	ck_assert_int_eq(r, -EPERM);
+	ck_assert_int_eq(ws_delete_count(del), 0);
+	const char *entry = NULL;
+	ck_assert_str_eq(ws_scan_hit(ws_delete_scan(del), &entry), "big/d7/a/b/.git");
+	ck_assert_str_eq(ws_scan_top(ws_delete_scan(del)), "big");
+	ck_assert_ptr_nonnull(entry);
+	ck_assert_int_eq(strncmp(entry, ".git/", 5), 0);
+	ck_assert_ptr_eq(g.hit, entry);
+	ck_assert_int_eq(ws_delete_step(del, 0), -EPERM);	/* and stays refused */
+	ws_delete_free(del);
+	ck_assert(exists_at(f.dir, "big/d79/f79") && exists_at(f.dir, "big/d0/f0"));
+	ck_assert(exists_at(f.dir, "big/d7/a/b/.git"));
+
+	/* The look alone, in parts: a tree with no repository; a symlink to
+	 * one is not followed. */
+	mkdir_at(f.dir, "repo");
+	mkdir_at(f.dir, "repo/.git");
+	mkdir_at(f.dir, "clean");
+	char *link = xasprintf("%s/clean/to-repo", f.dir);
+	ck_assert_int_eq(symlink("../repo", link), 0);
+	free(link);
+	char *git = xasprintf("%s/big/d7/a/b/.git", f.dir);
+	ck_assert_int_eq(rmdir(git), 0);
+	free(git);
+	struct ws_scan *scan = NULL;
+	ck_assert_int_eq(ws_scan_begin(f.ws, "big", 3, &scan), WS_MORE);
+	int parts = 0;
+	while ((r = ws_scan_step(scan, 1)) == WS_MORE)
+		parts++;
+	ck_assert_int_eq(r, 0);
+	ck_assert_int_gt(parts, 0);
+	ck_assert_ptr_null(ws_scan_hit(scan, NULL));
+	scan = ws_scan_free(scan);
+	ck_assert_int_eq(ws_scan_begin(f.ws, "clean", 5, &scan), WS_MORE);
+	ck_assert_int_eq(ws_scan_step(scan, 0), 0);
+	scan = ws_scan_free(scan);
+	ck_assert_int_eq(ws_scan_begin(f.ws, "repo", 4, &scan), WS_MORE);
+	ck_assert_int_eq(ws_scan_step(scan, 0), -EPERM);
+	ck_assert_str_eq(ws_scan_hit(scan, NULL), "repo/.git");
+	scan = ws_scan_free(scan);
+	/* A file, or a missing path: nothing to look through. */
+	ck_assert_int_eq(ws_scan_begin(f.ws, "big/d0/f0", 9, &scan), 0);
+	ck_assert_ptr_null(scan);
+	ck_assert_int_eq(ws_scan_begin(f.ws, "nowhere", 7, &scan), 0);
+	ck_assert_ptr_null(scan);
+
+	/* The repository gone, the tree goes. */
+	uint64_t n = 0;
+	ck_assert_int_eq(ws_delete(f.ws, "big", 3, true, &n), 0);
+	ck_assert(!exists_at(f.dir, "big"));
+	/* Renamed away once looked through, a repository put in its place:
+	 * the directory the look read is emptied, the repository kept. */
+	make_tree(f.dir, "swap", 3);
+	ck_assert_int_eq(ws_delete_begin(f.ws, "swap", 4, true, &del), WS_MORE);
+	while (ws_delete_scan(del))
+		ck_assert_int_eq(ws_delete_step(del, 1), WS_MORE);
+	char *from = xasprintf("%s/swap", f.dir), *to = xasprintf("%s/swapped", f.dir);
+	char *repo = xasprintf("%s/repo", f.dir);
+	ck_assert_int_eq(rename(from, to), 0);
+	ck_assert_int_eq(rename(repo, from), 0);
+	while ((r = ws_delete_step(del, 0)) == WS_MORE)
+		;
+	ck_assert_int_eq(r, -ENOTEMPTY);
+	ws_delete_free(del);
+	ck_assert(exists_at(f.dir, "swap/.git") && !exists_at(f.dir, "swapped/d0"));
+	ck_assert_int_eq(rename(from, repo), 0);
+	free(from);
+	free(to);
+	free(repo);
+	/* No guard: no look, the repository is the caller's. */
+	ws_guard_set(old);
+	ck_assert_int_eq(ws_scan_begin(f.ws, "repo", 4, &scan), 0);
+	ck_assert_ptr_null(scan);
+	ck_assert_int_eq(ws_delete(f.ws, "repo", 4, true, &n), 0);
+	ck_assert(!exists_at(f.dir, "repo"));
+	sandbox_config_clear(&cfg);
+	teardown(&f);
+}
+END_TEST
+
 /* What a racing job did. */
 struct racer {
 	struct tool_call call;
@@ -987,6 +1109,7 @@ static Suite *fsjob_suite(void)
 	tcase_add_test(tc, delete_goes_in_parts);
 	tcase_add_test(tc, protected_where_the_kernel_leads);
 	tcase_add_test(tc, protected_at_the_write_itself);
+	tcase_add_test(tc, delete_looks_through_the_tree_first);
 	tcase_add_test(tc, the_store_is_reached_by_its_directory_alone);
 	suite_add_tcase(s, tc);
 	return s;

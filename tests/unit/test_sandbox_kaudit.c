@@ -124,6 +124,23 @@ START_TEST(bounded)
 }
 END_TEST
 
+/* What a call that did not fail gets: the refusals already read, taken
+ * the same way, and nothing for a pid with none or for no pid. */
+START_TEST(kept_taken_without_reading)
+{
+	feed(ACCESS, "audit(1.1:20): domain=20 blockers=fs.write_file path=\"/usr/x\"");
+	feed(DOMAIN, "audit(1.1:20): domain=20 status=allocated mode=enforcing pid=5151 uid=0");
+	ck_assert_ptr_null(sandbox_kaudit_take_kept(5252));
+	ck_assert_ptr_null(sandbox_kaudit_take_kept(0));
+	char *s = sandbox_kaudit_take_kept(5151);
+	ck_assert_str_eq(s, "writing /usr/x");
+	free(s);
+	ck_assert_ptr_null(sandbox_kaudit_take_kept(5151));
+	ck_assert_ptr_null(sandbox_kaudit_take(5151, false));
+	sandbox_kaudit_stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sandbox_kaudit");
@@ -131,6 +148,7 @@ int main(void)
 	tcase_add_test(tc, refusals_of_a_pid);
 	tcase_add_test(tc, a_pid_used_again);
 	tcase_add_test(tc, bounded);
+	tcase_add_test(tc, kept_taken_without_reading);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
