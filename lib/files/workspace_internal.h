@@ -51,6 +51,9 @@ struct stat;
  * by reading directories.
  */
 int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd);
+/* The directory rel in dirfd opened for reading its entries, following no
+ * link (ws_open_nofollow()): 0 or a negative errno. */
+int ws_opendir_nofollow(int dirfd, const char *rel, DIR **ret);
 
 /*
  * The protected paths of the calling thread's file work. While one is set

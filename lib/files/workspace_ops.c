@@ -169,16 +169,10 @@ static int del_push(struct ws_deleter *del, int dirfd, const char *name)
 {
 	if (del->depth > DELETE_DEPTH_MAX)
 		return -ELOOP;
-	int fd = -1;
-	int r = ws_open_nofollow(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+	DIR *d;
+	int r = ws_opendir_nofollow(dirfd, name, &d);
 	if (r < 0)
 		return r;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
 	if (!del->stack)
 		del->stack = xcalloc(DELETE_DEPTH_MAX + 2, sizeof(*del->stack));
 	del->stack[del->depth++] = (struct del_frame){ d, xstrdup(name) };

@@ -312,6 +312,19 @@ static int open_walked(int dirfd, const char *rel)
 	return walk_nofollow(dirfd, rel, O_PATH | O_DIRECTORY);
 }
 
+int ws_opendir_nofollow(int dirfd, const char *rel, DIR **ret)
+{
+	int fd = -1;
+	int r = ws_open_nofollow(dirfd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+	if (r < 0)
+		return r;
+	if (!(*ret = fdopendir(fd))) {
+		r = -errno;
+		close(fd);
+	}
+	return r;
+}
+
 int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd)
 {
 	if (flags & O_CREAT)

@@ -74,16 +74,10 @@ static int scan_push(struct ws_scan *s, int dirfd, const char *name, size_t len)
 {
 	if (s->depth >= SCAN_DEPTH_MAX)
 		return -ELOOP;
-	int fd = -1;
-	int r = ws_open_nofollow(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
+	DIR *d;
+	int r = ws_opendir_nofollow(dirfd, name, &d);
 	if (r < 0)
 		return r;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
 	if (!s->stack)
 		s->stack = xcalloc(SCAN_DEPTH_MAX, sizeof(*s->stack));
 	s->stack[s->depth++] = (struct scan_frame){ d, len };
