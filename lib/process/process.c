@@ -26,11 +26,31 @@
 
 /* Read positions kept per process: the least recently used goes first. */
 #define READERS_MAX 32
-/* A match of until may start this many bytes before the new output. */
-#define UNTIL_OVERLAP 1024
-/* The most steps one look of until at new output may take on the loop
- * (lib/regex/regex.h); a look that would take more finds no match. */
-#define UNTIL_BUDGET (UINT64_C(64) << 20)
+/*
+ * until is matched on the loop, as output comes, by a search fed piece by
+ * piece (lib/regex/regex.h): each byte is looked at once per waiting call,
+ * whatever the chunks, so a match spans chunks at any distance. The loop
+ * time it takes is bounded per loop turn whatever the number of calls and
+ * processes: every look takes at most UNTIL_SLICE steps at a time, all of
+ * them together UNTIL_TURN steps a turn, and what is left goes on in the
+ * next turn (a timer of 0 ms: the loop polls in between), the calls taken
+ * in turn. Matching on the io pool instead would move the cost, not bound
+ * it: the pool's threads are the file tools' too, and a costly pattern
+ * would hold them as it held the loop. A call whose until has taken more
+ * than UNTIL_TOTAL steps beyond UNTIL_PER_BYTE a byte looked at fails
+ * with a clear error rather than burn on: an ordinary pattern takes a few
+ * steps a byte, one that keeps a thousand threads alive thousands.
+ * (A step is about 2 ns: a turn's share is about a millisecond.)
+ */
+#define UNTIL_SLICE (UINT64_C(64) << 10)
+#define UNTIL_TURN (UINT64_C(512) << 10)
+#define UNTIL_TOTAL (UINT64_C(64) << 20)
+#define UNTIL_PER_BYTE 64
+/* Output fed at once to a look (a terminal's, stripped of escapes first). */
+#define UNTIL_PIECE (16 * 1024)
+
+static void on_turn_end(void *arg);
+static void on_resume(void *arg);
 
 struct process_table *process_table_new(struct tc_loop *loop, struct event_bus *bus)
 {
@@ -39,6 +59,10 @@ struct process_table *process_table_new(struct tc_loop *loop, struct event_bus *
 	t->bus = bus;
 	t->limits = PROCESS_LIMITS_DEFAULT;
 	list_init(&t->procs);
+	list_init(&t->looking);
+	t->turn_left = UNTIL_TURN;
+	t->turn_end = tc_defer_new(loop, on_turn_end, t);
+	t->resume = tc_timer_new(loop, on_resume, t);
 	return t;
 }
 
@@ -157,8 +181,12 @@ static void waiter_free(struct proc_waiter *w)
 {
 	w->p->n_waiters--;
 	list_remove(&w->node);
+	if (w->queued)
+		list_remove(&w->look_node);
 	tc_timer_free(w->timer);
+	regex_stream_free(w->stream);
 	regex_free(w->until);
+	buf_free(&w->text);
 	if (w->c && w->c->state == w)
 		w->c->state = NULL;
 	free(w);
@@ -183,46 +211,159 @@ static void waiter_answer(struct proc_waiter *w)
 	waiter_settle(w, true);
 }
 
+/* Fails a call whose until has cost too much; its output stays unread. */
+static void waiter_too_costly(struct proc_waiter *w, bool finish)
+{
+	struct tool_call *c = w->c;
+	char id[sizeof(w->p->id)];
+	memcpy(id, w->p->id, sizeof(id));
+	uint64_t looked = w->checked - w->from;
+	waiter_free(w);
+	tool_call_invalid(c, "until",
+			  "matching it against the output of process '%s' took too long (more than %" PRIu64
+			  " steps for %" PRIu64 " bytes, no match yet); use a simpler pattern (a shorter "
+			  "repetition) or read the output without until",
+			  id, UNTIL_TOTAL + UNTIL_PER_BYTE * looked, looked);
+	if (finish)
+		tool_call_finish(c);
+}
+
 static void on_waiter_timer(void *arg)
 {
 	waiter_answer(arg);
 }
 
-/* Whether until matches the output from the waiter's start. The text is
- * searched as the model will read it (without escape sequences on a
- * terminal, unless raw). */
-static bool waiter_matched(struct proc_waiter *w)
+/* Puts a waiter at the end of the looks to take. */
+static void waiter_queue(struct proc_waiter *w)
 {
-	struct process *p = w->p;
-	if (!w->until || p->total <= w->checked)
-		return false;
-	uint64_t from = w->checked > w->from + UNTIL_OVERLAP ? w->checked - UNTIL_OVERLAP : w->from;
-	from = MAX(from, proc_ring_start(p));
-	struct buf raw = {0}, text = {0};
-	proc_ring_copy(p, from, p->total, &raw);
-	w->checked = p->total;
-	const char *s = buf_head(&raw);
-	size_t n = buf_size(&raw);
-	if (p->tty && !p->raw) {
-		process_strip_terminal(s, n, &text);
-		s = buf_head(&text);
-		n = buf_size(&text);
-	}
-	uint64_t budget = UNTIL_BUDGET;
-	int r = regex_search(w->until, s ? s : "", n, &budget);
-	buf_free(&raw);
-	buf_free(&text);
-	return r == 1;
+	if (w->queued)
+		return;
+	list_insert_tail(&w->p->t->looking, &w->look_node);
+	w->queued = true;
 }
 
-/* New output: answers the waiters whose until it matches. */
+/* Makes the next piece of output ready for the search: 0, or -EAGAIN
+ * when there is none yet. The text is searched as the model will read it
+ * (without escape sequences on a terminal, unless raw). */
+static int waiter_next_piece(struct proc_waiter *w, const char **ret, size_t *ret_len)
+{
+	struct process *p = w->p;
+	if (w->text_at < buf_size(&w->text)) {
+		*ret = buf_head(&w->text) + w->text_at;
+		*ret_len = buf_size(&w->text) - w->text_at;
+		return 0;
+	}
+	buf_clear(&w->text);
+	w->text_at = 0;
+	/* What the ring dropped before until looked at it: the search starts
+	 * again after the gap (a match cannot span it). */
+	if (w->checked < proc_ring_start(p)) {
+		w->checked = proc_ring_start(p);
+		regex_stream_reset(w->stream);
+	}
+	if (w->checked >= p->total)
+		return -EAGAIN;
+	proc_ring_copy(p, w->checked, MIN(p->total, w->checked + UNTIL_PIECE), &w->text);
+	size_t n = buf_size(&w->text);
+	if (p->tty && !p->raw) {
+		/* An escape sequence or character cut at the end waits for
+		 * the rest. */
+		size_t whole = proc_terminal_whole(buf_head(&w->text), n);
+		struct buf text = {0};
+		if (!whole) {
+			buf_clear(&w->text);
+			return -EAGAIN;
+		}
+		process_strip_terminal(buf_head(&w->text), whole, &text);
+		buf_free(&w->text);
+		w->text = text;
+		n = whole;
+	}
+	w->checked += n;
+	if (!buf_size(&w->text))
+		return waiter_next_piece(w, ret, ret_len);
+	*ret = buf_head(&w->text);
+	*ret_len = buf_size(&w->text);
+	return 0;
+}
+
+/*
+ * Looks for until in the output the waiter has not looked at, within
+ * *budget steps (decreased by those taken): 1 on a match, 0 when all is
+ * looked at without one, -E2BIG when the budget ran out first, -ERANGE
+ * when until has taken UNTIL_TOTAL steps.
+ */
+static int waiter_look(struct proc_waiter *w, uint64_t *budget)
+{
+	while (*budget > 0) {
+		const char *s;
+		size_t n, used = 0;
+		if (w->spent >= UNTIL_TOTAL + UNTIL_PER_BYTE * (w->checked - w->from))
+			return -ERANGE;
+		if (waiter_next_piece(w, &s, &n) < 0) {
+			/* All looked at: does it match where the output ends
+			 * now ("$", "\b")? */
+			uint64_t before = *budget;
+			int r = w->fed ? regex_stream_at_end(w->stream, budget) : 0;
+			w->spent += before - *budget;
+			w->fed = false;
+			return r;
+		}
+		uint64_t before = *budget;
+		int r = regex_stream_feed(w->stream, s, n, budget, &used);
+		w->spent += before - *budget;
+		w->text_at += used;
+		w->fed = w->fed || used > 0;
+		if (r == 1)
+			return 1;
+	}
+	return -E2BIG;
+}
+
+/* Takes the looks queued, in turn, while this loop turn's steps last. */
+static void looks_run(struct process_table *t)
+{
+	while (t->turn_left > 0 && !list_empty(&t->looking)) {
+		struct proc_waiter *w = container_of(t->looking.next, struct proc_waiter, look_node);
+		list_remove(&w->look_node);
+		w->queued = false;
+		uint64_t budget = MIN(t->turn_left, UNTIL_SLICE), before = budget;
+		int r = waiter_look(w, &budget);
+		t->turn_left -= MIN(t->turn_left, before - budget);
+		tc_defer_start(t->turn_end);
+		if (r == 1)
+			waiter_answer(w);
+		else if (r == -ERANGE)
+			waiter_too_costly(w, true);
+		else if (r == -E2BIG)
+			waiter_queue(w);
+	}
+}
+
+/* The end of a loop turn in which looks took steps: the next turn gets
+ * its own, and goes on with the looks left (after the loop has polled). */
+static void on_turn_end(void *arg)
+{
+	struct process_table *t = arg;
+	t->turn_left = UNTIL_TURN;
+	if (!list_empty(&t->looking))
+		tc_timer_start(t->resume, 0);
+}
+
+static void on_resume(void *arg)
+{
+	looks_run(arg);
+}
+
+/* New output: the waiters with until look at it. */
 static void waiters_output(struct process *p)
 {
 	PROC_FOREACH(n, tmp, &p->waiters) {
 		struct proc_waiter *w = container_of(n, struct proc_waiter, node);
-		if (waiter_matched(w))
-			waiter_answer(w);
+		if (w->until)
+			waiter_queue(w);
 	}
+	looks_run(p->t);
 }
 
 int proc_wait(struct process *p, struct tool_call *c, enum proc_wait kind, uint64_t wait_ms,
@@ -243,11 +384,32 @@ int proc_wait(struct process *p, struct tool_call *c, enum proc_wait kind, uint6
 	w->max_bytes = max_bytes;
 	w->from = MAX(proc_reader(p, proc_session_key(c))->pos, match_from);
 	w->checked = w->from;
+	if (until)
+		w->stream = regex_stream_new(until);
 	list_insert_tail(&p->waiters, &w->node);
 	c->state = w;
-	if (p->ended || waiter_matched(w) || (kind != PROC_WAIT_KILL && wait_ms == 0)) {
+	if (p->ended || (kind != PROC_WAIT_KILL && wait_ms == 0)) {
 		waiter_settle(w, false);
 		return TOOL_DONE;
+	}
+	/* A first look at what is there, within this turn's steps; the rest
+	 * waits its turn. */
+	if (until) {
+		struct process_table *t = p->t;
+		uint64_t budget = MIN(t->turn_left, UNTIL_SLICE), before = budget;
+		int r = budget ? waiter_look(w, &budget) : -E2BIG;
+		t->turn_left -= MIN(t->turn_left, before - budget);
+		tc_defer_start(t->turn_end);
+		if (r == 1) {
+			waiter_settle(w, false);
+			return TOOL_DONE;
+		}
+		if (r == -ERANGE) {
+			waiter_too_costly(w, false);
+			return TOOL_DONE;
+		}
+		if (r == -E2BIG)
+			waiter_queue(w);
 	}
 	if (kind != PROC_WAIT_KILL) {
 		w->timer = tc_timer_new(p->t->loop, on_waiter_timer, w);
@@ -623,6 +785,8 @@ struct process_table *process_table_free(struct process_table *t)
 		}
 		proc_free(p);
 	}
+	tc_defer_free(t->turn_end);
+	tc_timer_free(t->resume);
 	free(t);
 	return NULL;
 }

@@ -20,6 +20,8 @@
 struct jgen;
 struct json;
 struct regex;
+struct regex_stream;
+struct tc_defer;
 
 /* Safe against removal of the current node. */
 #define PROC_FOREACH(n, tmp, head) \
@@ -33,6 +35,11 @@ struct process_table {
 	struct list procs;		/* struct process.node, oldest first */
 	uint64_t counter;
 	struct process_stats stats;
+	/* Looks of until at output, taken in turn (process.c). */
+	struct list looking;		/* struct proc_waiter.look_node, next first */
+	uint64_t turn_left;		/* steps they may still take in this loop turn */
+	struct tc_defer *turn_end;	/* gives the next turn its steps */
+	struct tc_timer *resume;	/* goes on with them in the next turn */
 };
 
 enum proc_end {
@@ -62,8 +69,15 @@ struct proc_waiter {
 	struct tool_call *c;
 	enum proc_wait kind;
 	struct regex *until;		/* owned, or NULL */
+	struct regex_stream *stream;	/* until's search, fed the output from `from` */
 	uint64_t from;			/* where until starts to look */
-	uint64_t checked;		/* how far it has looked */
+	uint64_t checked;		/* output fed to stream (or to text) */
+	struct buf text;		/* a terminal's output without escapes, */
+	size_t text_at;			/* fed to stream up to here */
+	bool fed;			/* since the last look at the end */
+	struct list look_node;		/* in the table's looking, when queued */
+	bool queued;
+	uint64_t spent;			/* steps until has taken */
 	size_t max_bytes;
 	struct tc_timer *timer;
 };
@@ -129,6 +143,10 @@ unsigned proc_count(const struct process_table *t, uid_t uid);
  * room for a new one; false when it has none. */
 bool proc_make_room(struct process_table *t, uid_t uid);
 bool proc_waiting(struct process *p);
+
+/* The bytes of s that hold no escape sequence or UTF-8 character cut at
+ * the end (the rest may be completed by output to come). */
+size_t proc_terminal_whole(const char *s, size_t n);
 
 /* process_spawn.c: arguments, input, and the terminal. */
 int64_t proc_arg_int(const struct json *args, const char *key, int64_t dflt);

@@ -59,6 +59,49 @@ void process_strip_terminal(const char *s, size_t n, struct buf *out)
 	buf_free(&b);
 }
 
+/* How far back an escape sequence or a character cut at the end is held
+ * for the output to come: a longer one is taken as it is. */
+#define WHOLE_BACK 512
+
+size_t proc_terminal_whole(const char *s, size_t n)
+{
+	size_t low = n > WHOLE_BACK ? n - WHOLE_BACK : 0;
+	/* The last escape: is its sequence complete? */
+	for (size_t i = n; i-- > low;) {
+		if (s[i] != 0x1b)
+			continue;
+		if (i + 1 >= n)
+			return i;
+		unsigned char k = (unsigned char)s[i + 1];
+		size_t j = i + 2;
+		if (k == '[') {
+			while (j < n && !((unsigned char)s[j] >= 0x40 && (unsigned char)s[j] <= 0x7e))
+				j++;
+		} else if (k == ']' || k == 'P' || k == '_' || k == '^' || k == 'X') {
+			while (j < n && s[j] != '\a')
+				j++;
+		} else if (k >= 0x20 && k <= 0x2f) {
+			while (j < n && (unsigned char)s[j] >= 0x20 && (unsigned char)s[j] <= 0x2f)
+				j++;
+		}
+		/* Those with a final byte or terminator, none yet. */
+		if (j >= n && (k == '[' || k == ']' || k == 'P' || k == '_' || k == '^' || k == 'X' ||
+			       (k >= 0x20 && k <= 0x2f)))
+			return i;
+		break;
+	}
+	/* A UTF-8 character cut: its lead byte and fewer continuations
+	 * than it announces. */
+	for (size_t i = n, back = 0; i-- > 0 && back < 4; back++) {
+		unsigned char ch = (unsigned char)s[i];
+		if ((ch & 0xc0) == 0x80)
+			continue;
+		size_t len = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc0 ? 2 : 1;
+		return n - i < len ? i : n;
+	}
+	return n;
+}
+
 /* Output as text: NUL bytes and invalid UTF-8 become U+FFFD. */
 static void append_text(struct buf *out, const char *s, size_t n)
 {

@@ -10,6 +10,8 @@
 #include <check.h>
 #include <signal.h>
 #include <string.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "lib/process/process_internal.h"
 #include "lib/regex/regex.h"
@@ -201,6 +203,110 @@ START_TEST(until_and_timers_answer_waiting_calls)
 }
 END_TEST
 
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A costly until on busy output, many calls waiting with it: each turn
+ * of the loop (here, each output, each advance of 0 ms) spends a bounded
+ * time on it, the calls are taken in turn, and a look that takes too
+ * long answers with an error instead of burning on. */
+START_TEST(until_takes_bounded_time_per_turn)
+{
+	struct fixture fx;
+	fx_init(&fx, 1024 * 1024);
+	enum { N = PROC_WAITERS_MAX };
+	struct tool_call c[N];
+	struct session s[N];
+	struct json_doc *args[N];
+	struct tool_call c0;
+	struct session s0;
+	struct json_doc *a0 = call_init(&fx, &c0, &s0, "A", "{}");
+	struct process *p = proc_new(fx.t, &c0, "cmd");
+	/* Random a and b: "a[ab]{1000}Z" keeps a thousand threads alive. */
+	char *chunk = xmalloc(1600);
+	uint32_t x = 1;
+	for (size_t i = 0; i < 1600; i++) {
+		x = x * 1103515245 + 12345;
+		chunk[i] = (x >> 16) & 1 ? 'a' : 'b';
+	}
+	for (int i = 0; i < 64; i++)
+		proc_output(p, chunk, 1600);
+	double worst = 0;
+	for (int i = 0; i < N; i++) {
+		char sid[8];
+		snprintf(sid, sizeof(sid), "s%d", i);
+		args[i] = call_init(&fx, &c[i], &s[i], sid, "{}");
+		struct regex *re = NULL;
+		ck_assert_int_eq(regex_compile("a[ab]{1000}Z", 12, &re, NULL), 0);
+		double t0 = cpu_ms();
+		ck_assert_int_eq(proc_wait(p, &c[i], PROC_WAIT_IO, 600000, re, 1024, 0), TOOL_PENDING);
+		worst = MAX(worst, cpu_ms() - t0);
+	}
+	/* More output in the same turn: the turn's share is spent already. */
+	for (int i = 0; i < 20; i++) {
+		double t0 = cpu_ms();
+		proc_output(p, chunk, 1600);
+		worst = MAX(worst, cpu_ms() - t0);
+	}
+	ck_assert_uint_eq(finished, 0);
+	/* A turn's share is a few milliseconds, whatever the calls (it was
+	 * 64 Mi steps a call and an output: seconds). */
+	ck_assert_msg(worst < 40, "a turn took %.1f ms of CPU", worst);
+	/* Left to turn on their own (the fake loop takes every turn due at
+	 * once), the looks end in errors that say why. */
+	for (int i = 0; i < 600; i++)
+		proc_output(p, chunk, 1600);
+	double t0 = cpu_ms();
+	fakeloop_advance(fx.loop, 0);
+	fprintf(stderr, "until: the longest share %.2f ms; all the rest %.0f ms of CPU\n", worst, cpu_ms() - t0);
+	ck_assert_uint_eq(finished, N);
+	ck_assert_msg(worst < 40, "a turn took %.1f ms of CPU", worst);
+	for (int i = 0; i < N; i++) {
+		ck_assert_int_eq(c[i].kind, TC_VALIDATION_ERROR);
+		ck_assert_msg(strstr(c[i].message, "took too long"), "%s", c[i].message);
+		tool_call_clear(&c[i]);
+		json_doc_unref(args[i]);
+	}
+	free(chunk);
+	json_doc_unref(a0);
+	fx_free(&fx);
+}
+END_TEST
+
+/* until on a terminal's output: an escape sequence or a character cut
+ * between two chunks is matched whole. */
+START_TEST(until_on_a_terminal_across_chunks)
+{
+	struct fixture fx;
+	fx_init(&fx, 4096);
+	struct tool_call c;
+	struct session s;
+	struct json_doc *args = call_init(&fx, &c, &s, "A", "{}");
+	struct process *p = proc_new(fx.t, &c, "cmd");
+	p->tty = true;
+	struct regex *re = NULL;
+	ck_assert_int_eq(regex_compile("ready caf\\u00e9$", 16, &re, NULL), 0);
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_IO, 5000, re, 1024, 0), TOOL_PENDING);
+	proc_output(p, "rea\x1b[1", 6);
+	proc_output(p, ";32mdy caf\xc3", 11);
+	ck_assert_uint_eq(finished, 0);
+	proc_output(p, "\xa9", 1);
+	ck_assert_uint_eq(finished, 1);
+	tool_call_clear(&c);
+	ck_assert_uint_eq(proc_terminal_whole("ab\x1b]0;t", 7), 2);
+	ck_assert_uint_eq(proc_terminal_whole("ab\x1b]0;t\x07", 8), 8);
+	ck_assert_uint_eq(proc_terminal_whole("ab\x1b", 3), 2);
+	ck_assert_uint_eq(proc_terminal_whole("ab\xe2\x82", 4), 2);
+	ck_assert_uint_eq(proc_terminal_whole("ab\xe2\x82\xac", 5), 5);
+	json_doc_unref(args);
+	fx_free(&fx);
+}
+END_TEST
+
 static void strip_is(const char *in, const char *want)
 {
 	struct buf b = {0};
@@ -233,6 +339,9 @@ static Suite *process_suite(void)
 	tcase_add_test(tc, ring_drops_and_positions_are_per_session);
 	tcase_add_test(tc, until_and_timers_answer_waiting_calls);
 	tcase_add_test(tc, terminal_text_and_signal_names);
+	tcase_add_test(tc, until_takes_bounded_time_per_turn);
+	tcase_add_test(tc, until_on_a_terminal_across_chunks);
+	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
 }
