@@ -32,9 +32,9 @@
  * whatever the chunks, so a match spans chunks at any distance. The loop
  * time it takes is bounded per loop turn whatever the number of calls and
  * processes: every look takes at most UNTIL_SLICE steps at a time, all of
- * them together UNTIL_TURN steps a turn, and what is left goes on in the
- * next turn (a timer of 0 ms: the loop polls in between), the calls taken
- * in turn. Matching on the io pool instead would move the cost, not bound
+ * them together UNTIL_TURN steps a turn, and what is left goes on
+ * UNTIL_REST_MS later (the loop polls in between), the calls taken in
+ * turn. Matching on the io pool instead would move the cost, not bound
  * it: the pool's threads are the file tools' too, and a costly pattern
  * would hold them as it held the loop. A call whose until has taken more
  * than UNTIL_TOTAL steps beyond UNTIL_PER_BYTE a byte looked at fails
@@ -46,6 +46,8 @@
 #define UNTIL_TURN (UINT64_C(512) << 10)
 #define UNTIL_TOTAL (UINT64_C(64) << 20)
 #define UNTIL_PER_BYTE 64
+/* Between two turns' shares when looks are left. */
+#define UNTIL_REST_MS 2
 /* Output fed at once to a look (a terminal's, stripped of escapes first). */
 #define UNTIL_PIECE (16 * 1024)
 
@@ -135,6 +137,25 @@ static void ring_add(struct process *p, const char *s, size_t n)
 		p->ring_head = (p->ring_head + over) % p->ring_cap;
 		p->ring_len = p->ring_cap;
 	}
+}
+
+/* Cuts the ring of a process that has ended (no more output comes) to
+ * what it holds, in order: kept ended processes cost their output only. */
+static void ring_shrink(struct process *p)
+{
+	if (!p->ring || p->ring_len == p->ring_cap)
+		return;
+	char *ring = p->ring_len ? xmalloc(p->ring_len) : NULL;
+	size_t first = MIN(p->ring_len, p->ring_cap - p->ring_head);
+	if (ring) {
+		memcpy(ring, p->ring + p->ring_head, first);
+		memcpy(ring + first, p->ring, p->ring_len - first);
+	}
+	free(p->ring);
+	p->ring = ring;
+	p->ring_head = 0;
+	if (ring)
+		p->ring_cap = p->ring_len;
 }
 
 /* The read position of a session, made at the start of the output (what
@@ -340,19 +361,25 @@ static void looks_run(struct process_table *t)
 	}
 }
 
-/* The end of a loop turn in which looks took steps: the next turn gets
- * its own, and goes on with the looks left (after the loop has polled). */
+/* The end of a loop turn in which looks took steps: when they are all
+ * done, the next turn gets its share; when some are left (the share is
+ * spent), they go on after a rest, so that costly looks take a third of
+ * the daemon's time at most, and a daemon that mostly waits stays the one
+ * the kernel runs first when a request comes. */
 static void on_turn_end(void *arg)
 {
 	struct process_table *t = arg;
-	t->turn_left = UNTIL_TURN;
-	if (!list_empty(&t->looking))
-		tc_timer_start(t->resume, 0);
+	if (list_empty(&t->looking))
+		t->turn_left = UNTIL_TURN;
+	else
+		tc_timer_start(t->resume, UNTIL_REST_MS);
 }
 
 static void on_resume(void *arg)
 {
-	looks_run(arg);
+	struct process_table *t = arg;
+	t->turn_left = UNTIL_TURN;
+	looks_run(t);
 }
 
 /* New output: the waiters with until look at it. */
@@ -551,6 +578,7 @@ static void proc_free(struct process *p)
 	free(p->profile);
 	free(p->sandbox_json);
 	free(p->end_note);
+	free(p->start_note);
 	free(p);
 }
 
@@ -598,6 +626,7 @@ void proc_ended(struct process *p, int exit_code, int sig)
 	p->ch = child_free(p->ch);
 	proc_drain_tty(p);
 	proc_close_io(p);
+	ring_shrink(p);
 	if (p->end == PROC_END_EXIT && (exit_code != 0 || sig))
 		end_note(p);
 	else /* only what the daemon saw refused, not its output's words, */
@@ -707,25 +736,58 @@ struct process *proc_find(struct process_table *t, const char *id, uid_t uid, bo
 	return NULL;
 }
 
-unsigned proc_count(const struct process_table *t, uid_t uid)
+unsigned proc_count(const struct process_table *t, uid_t uid, bool ended)
 {
 	unsigned k = 0;
 	PROC_FOREACH(n, n_next, &t->procs) {
 		const struct process *p = container_of(n, struct process, node);
-		k += p->uid == uid;
+		k += p->uid == uid && p->ended == ended;
 	}
 	return k;
 }
 
-bool proc_make_room(struct process_table *t, uid_t uid)
+/* Whether nothing of its output is left that a session reading it has
+ * not read (a process no one read is not read out, unless silent). */
+static bool read_out(const struct process *p)
 {
+	if (!p->total)
+		return true;
+	for (size_t i = 0; i < p->n_readers; i++)
+		if (p->readers[i].pos >= p->total)
+			return true;
+	return false;
+}
+
+bool proc_forget_one(struct process_table *t, uid_t uid, char ret_id[static 32])
+{
+	struct process *victim = NULL;
 	PROC_FOREACH(n, n_next, &t->procs) {
 		struct process *p = container_of(n, struct process, node);
-		if (p->uid == uid && p->ended && p->keep_timer && !p->n_waiters) {
-			proc_free(p);
-			return true;
+		if (p->uid != uid || !p->ended || !p->keep_timer || p->n_waiters)
+			continue;
+		if (read_out(p)) {
+			victim = p;
+			break;
 		}
+		if (!victim)
+			victim = p;
 	}
+	if (!victim)
+		return false;
+	struct proc_forgotten *f = &t->forgotten[t->n_forgotten++ % PROC_FORGOTTEN_MAX];
+	memcpy(f->id, victim->id, sizeof(f->id));
+	f->uid = uid;
+	memcpy(ret_id, victim->id, 32);
+	t->stats.evicted++;
+	proc_free(victim);
+	return true;
+}
+
+bool proc_was_forgotten(const struct process_table *t, const char *id, uid_t uid)
+{
+	for (unsigned i = 0; i < MIN(t->n_forgotten, PROC_FORGOTTEN_MAX); i++)
+		if (t->forgotten[i].uid == uid && strcmp(t->forgotten[i].id, id) == 0)
+			return true;
 	return false;
 }
 

@@ -27,6 +27,8 @@ struct tc_defer;
 #define PROC_FOREACH(n, tmp, head) \
 	for (struct list *n = (head)->next, *tmp = n->next; n != (head); n = tmp, tmp = n->next)
 
+#define PROC_FORGOTTEN_MAX 64
+
 struct process_table {
 	struct tc_loop *loop;
 	struct event_bus *bus;
@@ -40,6 +42,12 @@ struct process_table {
 	uint64_t turn_left;		/* steps they may still take in this loop turn */
 	struct tc_defer *turn_end;	/* gives the next turn its steps */
 	struct tc_timer *resume;	/* goes on with them in the next turn */
+	/* The last ended processes forgotten over keep_max, to say so. */
+	struct proc_forgotten {
+		char id[32];
+		uid_t uid;
+	} forgotten[PROC_FORGOTTEN_MAX];
+	unsigned n_forgotten;		/* ever: the next goes at n % MAX */
 };
 
 enum proc_end {
@@ -93,6 +101,7 @@ struct process {
 	char *profile;			/* its sandbox profile, or NULL */
 	char *sandbox_json;		/* {profile, network, enforced}, or NULL */
 	char *end_note;			/* a limit hit or a denial, once ended; or NULL */
+	char *start_note;		/* an ended one its start made room for; or NULL */
 	uint64_t start_ms, end_ms, start_wall_ms;
 	struct child *ch;
 	struct sandbox_run *run;
@@ -138,10 +147,14 @@ void proc_signal(struct process *p, int sig, enum proc_end why);
 void proc_touch(struct process *p);
 void proc_event(struct process *p, const char *type);
 struct process *proc_find(struct process_table *t, const char *id, uid_t uid, bool all);
-unsigned proc_count(const struct process_table *t, uid_t uid);
-/* Forgets the oldest ended process of uid that no call waits on, to make
- * room for a new one; false when it has none. */
-bool proc_make_room(struct process_table *t, uid_t uid);
+/* The processes of uid that run, or (ended) those that have ended. */
+unsigned proc_count(const struct process_table *t, uid_t uid, bool ended);
+/* Forgets an ended process of uid that no call waits on, one whose output
+ * every session that read has read (or with none) first, else the
+ * oldest: its id into ret_id; false when it has none. */
+bool proc_forget_one(struct process_table *t, uid_t uid, char ret_id[static 32]);
+/* Whether id was uid's and forgotten over keep_max. */
+bool proc_was_forgotten(const struct process_table *t, const char *id, uid_t uid);
 bool proc_waiting(struct process *p);
 
 /* The bytes of s that hold no escape sequence or UTF-8 character cut at

@@ -187,11 +187,9 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 		return TOOL_DONE;
 	}
 	uid_t uid = proc_call_uid(c);
-	/* Ended ones, kept listed for their output, give their place to a
-	 * new one (the oldest first): only running ones refuse a start. */
-	while (proc_count(t, uid) >= t->limits.per_uid && proc_make_room(t, uid))
-		;
-	if (proc_count(t, uid) >= t->limits.per_uid) {
+	/* Only running ones count against per_uid: an ended one stays
+	 * listed, its output readable, for keep_ms. */
+	if (proc_count(t, uid, false) >= t->limits.per_uid) {
 		t->stats.refused++;
 		tool_call_fail(c, TC_OVERLOADED,
 			       "Too many processes: this user has %u running, the limit (limits.per_uid_processes); "
@@ -202,7 +200,20 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 	if (proc_compile_until(c, &until) < 0)
 		return TOOL_DONE;
 
+	/* Ended ones are kept up to keep_max: beyond, the start forgets one
+	 * (read out ones first) and its answer says which. */
+	_cleanup_free_ char *forgot = NULL;
+	char gone[32];
+	while (proc_count(t, uid, true) >= t->limits.keep_max && proc_forget_one(t, uid, gone)) {
+		char *more = xasprintf("%s%s'%s'", forgot ? forgot : "", forgot ? ", " : "", gone);
+		free(forgot);
+		forgot = more;
+	}
 	struct process *p = proc_new(t, c, command);
+	if (forgot)
+		p->start_note = xasprintf("[ended process %s forgotten to keep at most %u ended processes listed "
+					  "(limits.process_keep_max), those whose output was read first]",
+					  forgot, t->limits.keep_max);
 	p->tty = arg_bool(c->args, "tty");
 	p->raw = arg_bool(c->args, "raw");
 	struct child_opts o = *opts;

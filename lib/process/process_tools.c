@@ -171,6 +171,8 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	if (unread)
 		buf_printf(&text, "[%" PRIu64 " more bytes not shown: read them with process_io {\"process_id\": \"%s\"}]\n",
 			   unread, p->id);
+	if (kind == PROC_WAIT_SHELL && p->start_note)
+		buf_printf(&text, "%s\n", p->start_note);
 	if (!p->ended) {
 		buf_printf(&text, "[process %s is running%s; process_io reads its output and sends input, "
 				  "process_kill stops it]", p->id, waiting ? " and waiting for input" : "");
@@ -232,7 +234,12 @@ static struct process *call_process(struct tool_call *c)
 	const struct json *id = json_get(c->args, "process_id");
 	const char *s = id && id->type == JSON_STRING ? id->u.str.s : "";
 	struct process *p = t ? proc_find(t, s, proc_call_uid(c), false) : NULL;
-	if (!p)
+	if (!p && t && proc_was_forgotten(t, s, proc_call_uid(c)))
+		tool_call_invalid_msg(c, "process_id",
+				      "Process '%s' ended and was forgotten before limits.process_keep_s, to keep at "
+				      "most %u ended processes of yours listed (limits.process_keep_max); its "
+				      "unread output is gone", s, t->limits.keep_max);
+	else if (!p)
 		tool_call_invalid_msg(c, "process_id",
 			       "No process '%s' of yours (process_list shows them; an ended one is listed for "
 			       "a while, then forgotten)", s);

@@ -704,6 +704,72 @@ START_TEST(waiting_calls_hold_no_slot)
 }
 END_TEST
 
+/* An ended process stays readable for process_keep_s whatever starts
+ * after it: the ended ones do not count against per_uid_processes, and
+ * are bounded by process_keep_max (read out ones forgotten first, the
+ * start that forgets one saying so, and so does a later call naming it). */
+START_TEST(ended_processes_stay_readable)
+{
+	struct tcd d;
+	start(&d, "\"limits\":{\"process_keep_max\":10}");
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "echo BUILD FAILED; exit 1", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *failed = xstrdup(pid_of(r));
+	/* Eight quick ones (per_uid_processes), read out. */
+	for (int i = 0; i < 8; i++) {
+		r = bg(c, "true", "\"yield_ms\":20000");
+		tc_assert_ok(r);
+		ck_assert(!tj_bool(r, "result.structuredContent.running"));
+	}
+	r = io(c, failed, "\"wait_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "BUILD FAILED\n");
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.exit_code"), 1);
+	ck_assert(tj_bool(r, "result.isError"));
+	r = tcc_call(c, "process_list", "{}");
+	ck_assert_int_eq(tj_len(r, "result.structuredContent.processes"), 9);
+
+	/* Unread output is kept over read out: a tenth ended one, then an
+	 * eleventh start forgets a read out one, not the unread one. */
+	r = bg(c, "echo UNREAD; exit 2", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *unread = xstrdup(pid_of(r));
+	uint64_t t0 = tc_now_ms();
+	for (;;) {
+		r = tcc_call(c, "process_list", "{}");
+		if (!tj_bool(r, "result.structuredContent.processes.9.running"))
+			break;
+		ck_assert_msg(tc_now_ms() - t0 < tc_wait_scaled(20000), "the process did not end");
+		tc_pause_ms(20);
+	}
+	r = bg(c, "true", "\"yield_ms\":20000");
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "forgotten") &&
+			      strstr(tj_str(r, "result.content.0.text"), "limits.process_keep_max"),
+		      "%s", tj_str(r, "result.content.0.text"));
+	const char *t = tj_str(r, "result.content.0.text");
+	const char *q = strchr(t, '\'');
+	ck_assert_ptr_nonnull(q);
+	char *gone = strndup(q + 1, strcspn(q + 1, "'"));
+	/* The oldest read out: the failed build's, read above. */
+	ck_assert_str_eq(gone, failed);
+	r = io(c, unread, "\"wait_ms\":0");
+	tc_assert_ok(r);
+	ck_assert_str_eq(out(r), "UNREAD\n");
+	/* The one forgotten says so, to its uid. */
+	r = io(c, gone, "\"wait_ms\":0");
+	tc_assert_kind(r, "validation_error");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "was forgotten"), "%s", tj_str(r, "error.message"));
+	free(gone);
+	free(unread);
+	free(failed);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -715,6 +781,18 @@ static uint64_t now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* n pings 10 ms apart: their latencies in microseconds, sorted. */
+static void pings(struct tcc *c, uint64_t *lat, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t t0 = now_us();
+		tc_assert_ok(tcc_request(c, "ping", NULL));
+		lat[i] = now_us() - t0;
+		tc_pause_ms(10);
+	}
+	qsort(lat, (size_t)n, sizeof(*lat), cmp_u64);
 }
 
 /* A costly until over busy output, sixteen calls waiting with it, does
@@ -731,8 +809,14 @@ START_TEST(a_costly_until_does_not_hold_the_loop)
 				  "\"yield_ms\":0");
 	tc_assert_ok(r);
 	char *id = xstrdup(pid_of(r));
-	/* Some output first: the first looks have a backlog. */
-	tc_pause_ms(500);
+	/* Some output first: the first looks have a backlog. The pings of
+	 * the machine as it is, for the record. */
+	struct tcc *c = tcc_connect(&d);
+	enum { PINGS = 300 };
+	uint64_t lat[PINGS];
+	pings(c, lat, PINGS);
+	fprintf(stderr, "ping with the process alone: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+		lat[PINGS / 2] / 1e3, lat[PINGS * 99 / 100] / 1e3, lat[PINGS - 1] / 1e3);
 	enum { W = 16 };
 	struct tcc *w[W];
 	const char *ids[W];
@@ -740,16 +824,7 @@ START_TEST(a_costly_until_does_not_hold_the_loop)
 		w[i] = tcc_connect_as(&d, NOBODY, NOBODY);
 		ids[i] = io_async(w[i], id, "\"until\":\"a[ab]{1000}Z\",\"wait_ms\":8000");
 	}
-	struct tcc *c = tcc_connect(&d);
-	enum { PINGS = 300 };
-	uint64_t lat[PINGS];
-	for (int i = 0; i < PINGS; i++) {
-		uint64_t t0 = now_us();
-		tc_assert_ok(tcc_request(c, "ping", NULL));
-		lat[i] = now_us() - t0;
-		tc_pause_ms(10);
-	}
-	qsort(lat, PINGS, sizeof(*lat), cmp_u64);
+	pings(c, lat, PINGS);
 	fprintf(stderr, "ping with %d costly untils waiting: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", W,
 		lat[PINGS / 2] / 1e3, lat[PINGS * 99 / 100] / 1e3, lat[PINGS - 1] / 1e3);
 	/* The contract asks 10 ms; the machine running the tests may be
@@ -817,6 +892,7 @@ static Suite *processes_suite(void)
 	tcase_add_test(tc, events_audit_stats_tmpdir_and_ctl);
 	tcase_add_test(tc, a_costly_until_does_not_hold_the_loop);
 	tcase_add_test(tc, until_matches_across_chunks);
+	tcase_add_test(tc, ended_processes_stay_readable);
 	suite_add_tcase(s, tc);
 	return s;
 }
