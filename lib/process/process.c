@@ -860,7 +860,7 @@ bool proc_waiting(struct process *p)
 	/* Input written and not read yet (on a terminal in canonical mode:
 	 * whole lines) means it is not waiting for more. */
 	int fd = p->tty ? p->slave_fd : p->stdin_fd, pending = 0;
-	if (fd < 0 || (ioctl_fionread(fd, &pending) == 0 && pending > 0))
+	if (fd < 0 || buf_size(&p->input) || (ioctl_fionread(fd, &pending) == 0 && pending > 0))
 		return false;
 	return process_tree_waiting(child_pid(p->ch), p->input_link);
 }

@@ -107,6 +107,13 @@ struct process {
 	struct sandbox_run *run;
 	/* Pipes: our end of its stdin. */
 	int stdin_fd;
+	/* Input accepted and not written yet (it was not reading), written
+	 * as it reads; the end of input asked after it; what could not be
+	 * written because it closed its input. */
+	struct buf input;
+	struct tc_io *input_io;
+	bool eof_pending;
+	uint64_t input_lost;
 	/* Its stdin or terminal as /proc/PID/fd shows it, to tell its reads. */
 	char input_link[64];
 	/* tty: the pseudo-terminal's master and the terminal's device. */
@@ -169,7 +176,14 @@ int64_t proc_arg_int(const struct json *args, const char *key, int64_t dflt);
 #define PROC_UNTIL_SIZE_MAX 2048
 /* Compiles the call's until (NULL when absent); fails c on a bad one. */
 int proc_compile_until(struct tool_call *c, struct regex **ret);
-ssize_t proc_write_input(struct process *p, const char *s, size_t n);
+/* Input queued for a process at most (bytes not written yet). */
+#define PROC_INPUT_MAX (256 * 1024)
+/* Writes input to the process's stdin or terminal, queueing what it does
+ * not take now (written as it reads): 0, -ENOBUFS when the queue cannot
+ * take it (nothing written), or a negative errno when its input is closed
+ * (nothing written). All or nothing: a client may send it again. */
+int proc_send_input(struct process *p, const char *s, size_t n);
+/* Ends the input, after what is queued. */
 void proc_input_eof(struct process *p);
 /* Resizes the terminal; 0 keeps that dimension. */
 void proc_resize(struct process *p, unsigned cols, unsigned rows);

@@ -171,6 +171,12 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	if (unread)
 		buf_printf(&text, "[%" PRIu64 " more bytes not shown: read them with process_io {\"process_id\": \"%s\"}]\n",
 			   unread, p->id);
+	if (buf_size(&p->input))
+		buf_printf(&text, "[%zu bytes of input wait for the process to read them; they are written as it "
+				  "reads]\n", buf_size(&p->input));
+	if (p->input_lost)
+		buf_printf(&text, "[%" PRIu64 " bytes of input sent could not be written: the process closed its "
+				  "input first]\n", p->input_lost);
 	if (kind == PROC_WAIT_SHELL && p->start_note)
 		buf_printf(&text, "%s\n", p->start_note);
 	if (!p->ended) {
@@ -210,6 +216,8 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	jgen_kv_int(g, "unread_bytes", (int64_t)unread);
 	jgen_kv_int(g, "total_bytes", (int64_t)p->total);
 	jgen_kv_bool(g, "waiting_for_input", waiting);
+	jgen_kv_int(g, "input_pending", (int64_t)buf_size(&p->input));
+	jgen_kv_int(g, "input_lost", (int64_t)p->input_lost);
 	jgen_kv_bool(g, "tty", p->tty);
 	jgen_kv_int(g, "duration_ms", (int64_t)((p->ended ? p->end_ms : tc_now(p->t->loop)) - p->start_ms));
 	if (p->sandbox_json)
@@ -273,16 +281,21 @@ enum tool_ret process_io_exec(struct tool_call *c)
 			tool_call_invalid_msg(c, "input", "Process '%s' has ended: it reads no more input", p->id);
 			return TOOL_DONE;
 		}
-		ssize_t k = proc_write_input(p, in->u.str.s, in->u.str.len);
-		if (k < 0) {
-			tool_call_fail(c, TC_EXECUTION_ERROR, "Could not write to the input of process '%s': %s",
-				       p->id, k == -EPIPE ? "it has closed its input" : strerror((int)-k));
+		/* All of the input or none: what it does not take now waits
+		 * in its queue, so no retry (the client's or the
+		 * dispatcher's) can send a part twice. */
+		int k = proc_send_input(p, in->u.str.s, in->u.str.len);
+		if (k == -ENOBUFS) {
+			tool_call_fail(c, TC_OVERLOADED,
+				       "The input of process '%s' is full: %zu bytes sent before wait for it to read "
+				       "them (at most %u); none of this input was written. Read its output (it may "
+				       "wait for that) or wait, then send it again",
+				       p->id, buf_size(&p->input), PROC_INPUT_MAX);
 			return TOOL_DONE;
 		}
-		if ((size_t)k < in->u.str.len) {
-			tool_call_fail(c, TC_TRANSIENT,
-				       "The input of process '%s' is full (it is not reading): %zd of %zu bytes were "
-				       "written", p->id, k, in->u.str.len);
+		if (k < 0) {
+			tool_call_fail(c, TC_EXECUTION_ERROR, "Could not write to the input of process '%s': %s",
+				       p->id, k == -EPIPE ? "it has closed its input" : strerror(-k));
 			return TOOL_DONE;
 		}
 	}

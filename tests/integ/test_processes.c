@@ -770,6 +770,74 @@ START_TEST(ended_processes_stay_readable)
 }
 END_TEST
 
+/* Input the process does not take at once is queued, never cut: the
+ * answer says how much waits, nothing is retried, everything arrives once
+ * and in order, the end of input after it; past the queue's bound a call
+ * is refused whole, nothing of it written. */
+START_TEST(input_is_queued_whole)
+{
+	struct tcd d;
+	start(&d, NULL);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = bg(c, "sleep 1; tr -cd B | wc -c", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *id = xstrdup(pid_of(r));
+	char *a = xmalloc(65537), *b = xmalloc(65537);
+	memset(a, 'A', 60000);
+	a[60000] = 0;
+	memset(b, 'B', 65536);
+	b[65536] = 0;
+	r = io(c, id, tcc_fmt(c, "\"input\":\"%s\",\"wait_ms\":0", a));
+	tc_assert_ok(r);
+	r = io(c, id, tcc_fmt(c, "\"input\":\"%s\",\"wait_ms\":0", b));
+	tc_assert_ok(r);
+	ck_assert_msg(tj_int(r, "result.structuredContent.input_pending") > 0, "%s", tj_text(r));
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "bytes of input wait for the process to read them"),
+		      "%s", tj_str(r, "result.content.0.text"));
+	r = io(c, id, "\"eof\":true,\"until\":\"\\\\d+\",\"wait_ms\":20000");
+	tc_assert_ok(r);
+	if (!strstr(out(r), "\n")) {
+		r = io(c, id, "\"wait_ms\":20000");
+		tc_assert_ok(r);
+	}
+	ck_assert_str_eq(out(r), "65536\n");
+
+	/* A process that does not read: the queue fills, then a call is
+	 * refused whole, and the text says none of it was written. */
+	r = bg(c, "exec sleep 300", "\"yield_ms\":0");
+	tc_assert_ok(r);
+	char *idle = xstrdup(pid_of(r));
+	int sent = 0;
+	for (;;) {
+		r = io(c, idle, tcc_fmt(c, "\"input\":\"%s\",\"wait_ms\":0", b));
+		if (tj_has(r, "error"))
+			break;
+		sent++;
+		ck_assert_int_lt(sent, 64);
+	}
+	tc_assert_kind(r, "overloaded");
+	ck_assert_msg(strstr(tj_str(r, "error.message"), "none of this input was written"), "%s",
+		      tj_str(r, "error.message"));
+	/* Not retried by the daemon: one attempt. */
+	ck_assert_int_le(tj_int(r, "error.data.attempts"), 1);
+	ck_assert_int_ge(sent, 4);
+	r = io(c, idle, "\"wait_ms\":0");
+	/* The queue holds what was accepted, and the refused call did not
+	 * fit. */
+	int64_t pending = tj_int(r, "result.structuredContent.input_pending");
+	ck_assert_int_le(pending, 256 * 1024);
+	ck_assert_int_gt(pending + 65536, 256 * 1024);
+	tc_assert_ok(tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\",\"signal\":\"KILL\"}", idle)));
+	free(idle);
+	free(a);
+	free(b);
+	free(id);
+	tcc_close(c);
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	tcd_free(&d);
+}
+END_TEST
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -893,6 +961,7 @@ static Suite *processes_suite(void)
 	tcase_add_test(tc, a_costly_until_does_not_hold_the_loop);
 	tcase_add_test(tc, until_matches_across_chunks);
 	tcase_add_test(tc, ended_processes_stay_readable);
+	tcase_add_test(tc, input_is_queued_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }
