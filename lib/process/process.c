@@ -282,8 +282,11 @@ static int waiter_next_piece(struct proc_waiter *w, const char **ret, size_t *re
 		w->checked = proc_ring_start(p);
 		regex_stream_reset(w->stream);
 	}
-	if (w->checked >= p->total)
+	if (w->checked >= p->total) {
+		/* A call that waits costs little. */
+		buf_free(&w->text);
 		return -EAGAIN;
+	}
 	proc_ring_copy(p, w->checked, MIN(p->total, w->checked + UNTIL_PIECE), &w->text);
 	size_t n = buf_size(&w->text);
 	if (p->tty && !p->raw) {
@@ -292,7 +295,7 @@ static int waiter_next_piece(struct proc_waiter *w, const char **ret, size_t *re
 		size_t whole = proc_terminal_whole(buf_head(&w->text), n);
 		struct buf text = {0};
 		if (!whole) {
-			buf_clear(&w->text);
+			buf_free(&w->text);
 			return -EAGAIN;
 		}
 		process_strip_terminal(buf_head(&w->text), whole, &text);
@@ -371,13 +374,18 @@ static void on_turn_end(void *arg)
 	struct process_table *t = arg;
 	if (list_empty(&t->looking))
 		t->turn_left = UNTIL_TURN;
-	else
+	else if (!t->resuming) {
+		/* Not again when armed: calls that keep coming would put
+		 * it off. */
+		t->resuming = true;
 		tc_timer_start(t->resume, UNTIL_REST_MS);
+	}
 }
 
 static void on_resume(void *arg)
 {
 	struct process_table *t = arg;
+	t->resuming = false;
 	t->turn_left = UNTIL_TURN;
 	looks_run(t);
 }

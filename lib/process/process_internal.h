@@ -41,7 +41,8 @@ struct process_table {
 	struct list looking;		/* struct proc_waiter.look_node, next first */
 	uint64_t turn_left;		/* steps they may still take in this loop turn */
 	struct tc_defer *turn_end;	/* gives the next turn its steps */
-	struct tc_timer *resume;	/* goes on with them in the next turn */
+	struct tc_timer *resume;	/* goes on with them after a rest */
+	bool resuming;			/* resume is armed */
 	/* The last ended processes forgotten over keep_max, to say so. */
 	struct proc_forgotten {
 		char id[32];
