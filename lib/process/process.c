@@ -40,14 +40,16 @@
  * than UNTIL_TOTAL steps beyond UNTIL_PER_BYTE a byte looked at fails
  * with a clear error rather than burn on: an ordinary pattern takes a few
  * steps a byte, one that keeps a thousand threads alive thousands.
- * (A step is about 2 ns: a turn's share is about a millisecond.)
+ * (A step takes about 2.5 ns: a turn's share is about a third of a
+ * millisecond, and with the rest the looks take a quarter of the daemon's
+ * time at most.)
  */
-#define UNTIL_SLICE (UINT64_C(64) << 10)
-#define UNTIL_TURN (UINT64_C(512) << 10)
+#define UNTIL_SLICE (UINT64_C(32) << 10)
+#define UNTIL_TURN (UINT64_C(128) << 10)
 #define UNTIL_TOTAL (UINT64_C(64) << 20)
 #define UNTIL_PER_BYTE 64
 /* Between two turns' shares when looks are left. */
-#define UNTIL_REST_MS 2
+#define UNTIL_REST_MS 1
 /* Output fed at once to a look (a terminal's, stripped of escapes first). */
 #define UNTIL_PIECE (16 * 1024)
 
@@ -366,8 +368,8 @@ static void looks_run(struct process_table *t)
 
 /* The end of a loop turn in which looks took steps: when they are all
  * done, the next turn gets its share; when some are left (the share is
- * spent), they go on after a rest, so that costly looks take a third of
- * the daemon's time at most, and a daemon that mostly waits stays the one
+ * spent), they go on after a rest, so that costly looks take a quarter
+ * of the daemon's time at most, and a daemon that mostly waits stays the one
  * the kernel runs first when a request comes. */
 static void on_turn_end(void *arg)
 {

@@ -295,7 +295,7 @@ enum tool_ret process_io_exec(struct tool_call *c)
 		}
 		if (k < 0) {
 			tool_call_fail(c, TC_EXECUTION_ERROR, "Could not write to the input of process '%s': %s",
-				       p->id, k == -EPIPE ? "it has closed its input" : strerror(-k));
+				       p->id, k == -EPIPE ? "its input is closed (it closed it, or eof was sent)" : strerror(-k));
 			return TOOL_DONE;
 		}
 	}
