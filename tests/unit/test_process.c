@@ -313,6 +313,48 @@ START_TEST(until_on_a_terminal_across_chunks)
 }
 END_TEST
 
+/* Ended processes: their ring cut to what it holds; forgotten over
+ * keep_max read out ones first, then the oldest, never one a call waits
+ * on, and remembered as forgotten for their uid only. */
+START_TEST(ended_ones_are_kept_and_forgotten_in_order)
+{
+	struct fixture fx;
+	fx_init(&fx, 1024);
+	struct tool_call c;
+	struct session s;
+	struct json_doc *args = call_init(&fx, &c, &s, "A", "{}");
+	struct process *p[3];
+	for (int i = 0; i < 3; i++) {
+		p[i] = proc_new(fx.t, &c, "cmd");
+		proc_output(p[i], "out\n", 4);
+		proc_ended(p[i], 0, 0);
+	}
+	ck_assert_uint_eq(p[0]->ring_cap, 4);
+	ck_assert_uint_eq(proc_count(fx.t, 1000, true), 3);
+	ck_assert_uint_eq(proc_count(fx.t, 1000, false), 0);
+	/* The second is read out: it goes first, though not the oldest. */
+	proc_result(&c, p[1], PROC_WAIT_IO, 64);
+	tool_call_clear(&c);
+	char id1[32], id0[32], gone[32];
+	memcpy(id1, p[1]->id, 32);
+	memcpy(id0, p[0]->id, 32);
+	ck_assert(proc_forget_one(fx.t, 1000, gone));
+	ck_assert_str_eq(gone, id1);
+	/* Then the oldest, unread. */
+	ck_assert(proc_forget_one(fx.t, 1000, gone));
+	ck_assert_str_eq(gone, id0);
+	ck_assert(proc_was_forgotten(fx.t, id0, 1000));
+	ck_assert(!proc_was_forgotten(fx.t, id0, 1001));
+	/* One a call waits on stays. */
+	p[2]->n_waiters++;
+	ck_assert(!proc_forget_one(fx.t, 1000, gone));
+	p[2]->n_waiters--;
+	ck_assert(!proc_forget_one(fx.t, 1001, gone));
+	json_doc_unref(args);
+	fx_free(&fx);
+}
+END_TEST
+
 static void strip_is(const char *in, const char *want)
 {
 	struct buf b = {0};
@@ -347,6 +389,7 @@ static Suite *process_suite(void)
 	tcase_add_test(tc, terminal_text_and_signal_names);
 	tcase_add_test(tc, until_takes_bounded_time_per_turn);
 	tcase_add_test(tc, until_on_a_terminal_across_chunks);
+	tcase_add_test(tc, ended_ones_are_kept_and_forgotten_in_order);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
