@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "proto/base/buf.h"
-#include "proto/utf8.h"
 #include "tools/memory_internal.h"
 
 /*
@@ -332,10 +331,14 @@ static int put_failed(struct mem_job *j, const redisReply *r, const char *path, 
 	return mem_fail(j, "Could not write %s: the store answered '%s'.", path, r->element[0]->str);
 }
 
-/* Writes text at rel; expect: the version read ("" for create). 0 when
+/* Writes text at rel in place of was (the text read; NULL for create);
+ * expect: the version read ("" for create). 0 when
  * written (*ret_created), else the job's error set and -1. */
-static int redis_put(struct mem_job *j, const char *text, size_t n, const char *expect, bool *ret_created)
+static int redis_put(struct mem_job *j, const char *text, size_t n, const char *was, size_t was_n,
+		     const char *expect, bool *ret_created)
 {
+	if (text_refused(j, j->path, text, n, was, was_n) < 0)
+		return -1;
 	char maxf[24], maxt[24], maxn[24];
 	snprintf(maxf, sizeof(maxf), "%zu", j->max_file);
 	snprintf(maxt, sizeof(maxt), "%zu", j->max_total);
@@ -412,7 +415,10 @@ static void redis_list(struct mem_job *j, const redisReply *r)
 		}
 		buf_putc(&j->out, '\n');
 		put_size(&j->out, size);
-		buf_printf(&j->out, "\t%s/%s%s", shown, name, names[k][0] == 'd' ? "/" : "");
+		buf_printf(&j->out, "\t%s/", shown);
+		put_name(&j->out, name);
+		if (names[k][0] == 'd')
+			buf_putc(&j->out, '/');
 	}
 	if (n > VIEW_ENTRIES_MAX)
 		buf_printf(&j->out, "\n(only the first %d entries are shown)", VIEW_ENTRIES_MAX);
@@ -500,10 +506,8 @@ int redis_run(struct mem_job *j)
 		if (!*j->rel)
 			return mem_fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
 				    PREFIX "/notes.md");
-		if (!utf8_valid(j->text, j->text_len))
-			return mem_fail(j, "file_text is not UTF-8 text; memory holds text only.");
 		bool created = false;
-		ret = redis_put(j, j->text, j->text_len, "", &created);
+		ret = redis_put(j, j->text, j->text_len, NULL, 0, "", &created);
 		if (ret == -EIO)
 			return ret;
 		if (ret == 0 && created)
@@ -525,7 +529,7 @@ int redis_run(struct mem_job *j)
 		if (j->cmd == C_STR_REPLACE ? replace_text(j, text, n, &next, &line) < 0
 					    : insert_text(j, text, n, &next) < 0)
 			break;
-		ret = redis_put(j, buf_head(&next), buf_size(&next), el(r, 2, NULL), NULL);
+		ret = redis_put(j, buf_head(&next), buf_size(&next), text, n, el(r, 2, NULL), NULL);
 		if (ret == -EIO) {
 			freeReplyObject(r);
 			return ret;
