@@ -1259,6 +1259,13 @@ START_TEST(other_uid_refused)
 	ck_assert_uint_eq(downs, 1);
 	ck_assert_msg(strstr(last_why, "runs as uid 65534") && strstr(last_why, "65533 (store.server_uid)"),
 		      "%s", last_why);
+	/* A reload naming it: trusted from the next connect on. */
+	struct store_config c;
+	store_config_defaults(&c);
+	c.server_uid = NOBODY;
+	store_reconfigure(s, &c);
+	ck_assert(run_until_connected(s, true, 8000));
+	ck_assert_uint_eq(ups, 1);
 	store_free(s);
 }
 END_TEST
