@@ -2,7 +2,8 @@
 /*
  * The daemon bound to its store: opening the configured store (memory, or
  * Redis shared by many daemons) and the table of MCP tasks kept in it,
- * logging the store's outages once each (the tasks hear them too), a
+ * logging the store's outages once each, and each Redis server refused
+ * (the tasks hear them too), a
  * reload's store settings (those naming the shared state wait for a
  * restart), and admin/stats' tasks member. A hook on the connections
  * unwatches a closing connection's tasks. The task methods are
