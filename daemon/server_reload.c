@@ -238,6 +238,7 @@ void server_apply_config(struct server *s)
 	s->env.memory_redis = redis ? c->store.address : NULL;
 	s->env.memory_redis_prefix = c->store.prefix;
 	s->env.memory_redis_timeout_ms = (uint32_t)c->store.timeout_ms;
+	s->env.memory_redis_uid = c->store.server_uid;
 	if (!s->env.processes)
 		s->env.processes = process_table_new(s->loop, &s->bus);
 	struct process_limits pl = PROCESS_LIMITS_DEFAULT;

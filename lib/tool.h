@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "lib/errors.h"
 #include "proto/base/util.h"
@@ -157,6 +158,7 @@ struct tool_env {
 	const char *memory_redis;		/* the Redis store's address: memory kept there; NULL: in files */
 	const char *memory_redis_prefix;
 	uint32_t memory_redis_timeout_ms;
+	uid_t memory_redis_uid;			/* store.server_uid (0 or (uid_t)-1: none) */
 	struct process_table *processes;	/* background processes (lib/process/); may be NULL */
 };
 
