@@ -93,18 +93,15 @@ void dispatch_config_defaults(struct dispatch_config *c)
 
 static char *new_call_id(struct dispatcher *d)
 {
-	/* "c-%08x-%llu", written by hand: every call takes one, and printf
-	 * showed in the profile of small calls. */
-	static const char hex[] = "0123456789abcdef";
-	char id[2 + 8 + 1 + 20], *end = id + sizeof(id);
-	uint32_t boot = (uint32_t)(d->boot & 0xffffffff);
-
-	char *p = fmt_u64(end, ++d->counter);
+	/* "c-" + 8 hex digits of this run + "-" + 16 of the hidden count
+	 * (every uid's calls share the count), written by hand: every call
+	 * takes one, and printf showed in the profile of small calls. */
+	char id[16 + 1 + 16], *end = id + sizeof(id);
+	char *p = fmt_hex64(end, id_hide(++d->counter, d->id_key));
 	*--p = '-';
-	for (int shift = 0; shift < 32; shift += 4)
-		*--p = hex[(boot >> shift) & 0xf];
-	*--p = '-';
-	*--p = 'c';
+	p = fmt_hex64(p, d->boot) + 6;	/* "c-" and its last 8 digits */
+	p[0] = 'c';
+	p[1] = '-';
 	return xstrndup(p, (size_t)(end - p));
 }
 
@@ -1306,6 +1303,9 @@ struct dispatcher *dispatcher_new(struct tc_loop *loop, const struct dispatch_co
 	list_init(&d->callers);
 	if (getrandom(&d->boot, sizeof(d->boot), GRND_NONBLOCK) != sizeof(d->boot))
 		d->boot = wall_ms() ^ ((uint64_t)getpid() << 40);
+	if (getrandom(d->id_key, sizeof(d->id_key), GRND_NONBLOCK) != sizeof(d->id_key))
+		for (size_t i = 0; i < ELEMENTSOF(d->id_key); i++)
+			d->id_key[i] = tc_random(loop);
 	d->sweep = tc_timer_new(loop, on_sweep, d);
 	d->hooks = hooks_new(loop);
 	hooks_set_failed_cb(d->hooks, on_post_hook_failed, d);
