@@ -194,6 +194,9 @@ struct tool_call {
 	char *message;			/* on failure: for the model to read */
 	bool refused;			/* on failure: refused before acting (a path the workspace
 					 * check refuses): not counted as an attempt */
+	bool may_refuse;		/* pending, it may still be refused so (a file job's
+					 * path check): the attempt is told to subscribers
+					 * only once it is known to count (fsjob_start) */
 	char *error_data;		/* on failure: extra members of data, JSON object text */
 	char *meta;			/* optional: the tool's own members of the result's _meta
 					 * (JSON object text; an MCP provider's) */
