@@ -234,8 +234,8 @@ static void limit_note(const struct net_served *sv, struct buf *b)
 {
 	if (sv->over_connections)
 		buf_printf(b, "%s[limit] The command reached the network connection limit (%u at once, "
-			   "limits.net_connections) of its sandbox: %" PRIu64 " connection%s refused with "
-			   "\"503 too many connections\".",
+			   "limits.net_connections) of its sandbox: %" PRIu64 " connection%s refused (HTTP 503 or "
+			   "a SOCKS5 failure) while others were open.",
 			   buf_size(b) ? "\n" : "", sv->max_connections, sv->over_connections,
 			   sv->over_connections == 1 ? " was" : "s were");
 	if (sv->over_bytes)

@@ -1101,21 +1101,25 @@ START_TEST(connection_limit_noted)
 	start(&d, "\"allow\":[\"origin.test\",\"echo.test\"]", "\"limits\":{\"net_connections\":1}");
 	struct tcc *c = tcc_connect(&d);
 	/* A tunnel held open (its first bytes echoed back show it is up),
-	 * then a request and a CONNECT while it is: each is one connection
-	 * too many. */
+	 * then a request, a CONNECT and a SOCKS5 connection while it is:
+	 * each is one connection too many. */
 #define HELD "{ echo up; sleep 20; } | socat -t 20 - PROXY:127.0.0.1:echo.test:%d,proxyport=3128 > tunnel & " \
 	     "i=0; until grep -q up tunnel 2>/dev/null || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; "
 #define CURL "curl -s -m 20 -o /dev/null -w '%%{http_code}\\n' "
 	const struct json *r = tcc_shell(c, tcc_fmt(c, HELD CURL "http://origin.test:%d/; "
 						    "curl -s -m 20 -o /dev/null -w '%%{http_connect}\\n' -p -x http://127.0.0.1:3128 "
-						    "http://echo.test:%d/; kill $! 2>/dev/null; exit 0",
-						    echo_port, origin_port, echo_port));
+						    "http://echo.test:%d/; "
+						    "curl -s -m 20 -o /dev/null --socks5-hostname 127.0.0.1:1080 http://origin.test:%d/ "
+						    "|| echo socks refused; kill $! 2>/dev/null; exit 0",
+						    echo_port, origin_port, echo_port, origin_port));
 	tc_assert_ok(r);
 	ck_assert_msg(!tj_bool(r, "result.isError"), "%s", dump(r));
 	ck_assert_int_eq(count_of(out(r), "503\n"), 2);
+	ck_assert_msg(strstr(out(r), "socks refused\n"), "%s", dump(r));
 	const char *t = text(r);
 	ck_assert_msg(strstr(t, "[limit] The command reached the network connection limit (1 at once, "
-			     "limits.net_connections) of its sandbox: 2 connections were refused"), "%s", t);
+			     "limits.net_connections) of its sandbox: 3 connections were refused (HTTP 503 or a SOCKS5 "
+			     "failure) while others were open."), "%s", t);
 	ck_assert_int_eq(count_of(t, "[limit]"), 1);
 	ck_assert_msg(!strstr(t, "[sandbox]"), "%s", t);
 
