@@ -180,6 +180,7 @@ struct tool_call {
 	void (*on_finish)(struct tool_call *c);
 	void (*on_output)(struct tool_call *c, const char *stream, const char *data, size_t n);
 	void (*release_slot)(struct tool_call *c);	/* may be NULL */
+	void (*acts)(struct tool_call *c);		/* may be NULL */
 	void *owner;
 
 	/* The outcome. */
@@ -233,6 +234,9 @@ void tool_call_finish(struct tool_call *c);
 /* A pending call that only waits from now on (a timer, another
  * process's output) gives its execution slot back. */
 void tool_call_release_slot(struct tool_call *c);
+/* The tool acts now, before it tells anyone of it (a background process
+ * started, before its process.started): the attempt is told first. */
+void tool_call_acts(struct tool_call *c);
 /* Streams output while running (stream: "stdout" or "stderr"). */
 void tool_call_output(struct tool_call *c, const char *stream, const char *data, size_t n);
 void tool_call_note_file(struct tool_call *c, const char *path);

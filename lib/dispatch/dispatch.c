@@ -522,9 +522,10 @@ static uint64_t backoff_delay(struct dispatcher *d, unsigned attempts)
 /*
  * Tells subscribers that an attempt started (tool.called for the first,
  * dispatch.attempt for each), once it is known to have reached its tool:
- * when it ended with an outcome that counts as an attempt, produced
- * output, gave its slot back to wait, was stopped (a timeout, a cancel),
- * or was left running by a tool that refuses nothing after it returned.
+ * when it ended with an outcome that counts as an attempt, said it acts
+ * (tool_call_acts), produced output, gave its slot back to wait, was
+ * stopped (a timeout, a cancel), or was left running by a tool that
+ * refuses nothing after it returned.
  * A try refused before the tool acted (its arguments, a path outside the
  * workspace: attempts 0 in the answer and in admin/stats) is not told.
  */
@@ -610,6 +611,12 @@ static void on_tool_finish(struct tool_call *tc)
 
 /* The tool waits without work (timers, a process's output): the slot goes
  * to the next call. The attempt still counts as in flight. */
+/* The tool acts (lib/tool.h): the attempt is told before what it does. */
+static void on_tool_acts(struct tool_call *tc)
+{
+	attempt_tell(tc->owner);
+}
+
 static void on_tool_release_slot(struct tool_call *tc)
 {
 	struct attempt *a = tc->owner;
@@ -781,6 +788,7 @@ static void exec_run(struct exec *e)
 	a->tc.on_finish = on_tool_finish;
 	a->tc.on_output = on_tool_output;
 	a->tc.release_slot = on_tool_release_slot;
+	a->tc.acts = on_tool_acts;
 	a->tc.owner = a;
 	e->attempt = a;
 

@@ -562,7 +562,7 @@ START_TEST(events_refused_calls_never_start)
 	tcd_start(&d, "{\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"},"
 		      "\"per_tool\":{\"make_dir\":\"deny\"}}}");
 	tcd_put(&d, "a.txt", "hi");
-	struct tcc *sub = subscriber(&d, "[\"tool.*\",\"dispatch.*\"]");
+	struct tcc *sub = subscriber(&d, "[\"tool.*\",\"dispatch.*\",\"process.started\"]");
 	struct tcc *c = tcc_connect(&d);
 	tcc_initialize(c, NULL);
 
@@ -600,6 +600,7 @@ START_TEST(events_refused_calls_never_start)
 		{ "list_dir", "{\"path\":\".\"}" },
 		{ "shell", "{\"command\":\"true\"}" },
 		{ "read_file", "{\"path\":\"missing.txt\"}" },
+		{ "shell", "{\"command\":\"echo bg\",\"background\":true,\"yield_ms\":0}" },
 	};
 	const char *ran_ids[ELEMENTSOF(ran)];
 	for (size_t i = 0; i < ELEMENTSOF(ran); i++) {
@@ -638,6 +639,12 @@ START_TEST(events_refused_calls_never_start)
 				end = k;
 		}
 		ck_assert_msg(called < attempt && attempt < end, "order for %s", ran[i].args);
+		/* What the tool's action tells of comes after. */
+		const struct json *started = find_event(evs, n, "process.started", ran_ids[i]);
+		for (size_t k = 0; started && k < n; k++)
+			if (evs[k] == started)
+				ck_assert_msg(attempt < k, "process.started before dispatch.attempt");
+		ck_assert(!str_eq(ran[i].tool, "shell") || !strstr(ran[i].args, "background") || started);
 	}
 
 	/* A tool that runs on is told while it runs, not only at its end. */
