@@ -20,6 +20,7 @@
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
+#include "tools/render.h"
 #include "proto/utf8.h"
 #include "tools/files.h"
 #include "tools/tools.h"
@@ -142,6 +143,8 @@ static void glob_format(struct globber *G)
 	jgen_kv_bool(g, "truncated", G->truncated);
 	if (G->walk.skipped)
 		jgen_kv_int(g, "skipped", (int64_t)G->walk.skipped);
+	if (G->walk.unreadable)
+		jgen_kv_int(g, "unreadable", (int64_t)G->walk.unreadable);
 	jgen_obj_close(g);
 	jgen_free(g);
 	if (!n && G->walk.skipped)
@@ -158,6 +161,7 @@ static void glob_format(struct globber *G)
 	else if (G->truncated)
 		buf_printf(&text, "[Cut at max_results (%zu): %zu paths match, more than max_results may be (%d); narrow "
 			   "the pattern or path]\n", n, G->n_hits, GLOB_RESULTS_MAX);
+	render_unreadable(G->walk.unreadable, 0, "what they hold is not listed", &text);
 	G->text = buf_steal(&text);
 	G->structured = buf_steal(&out);
 }
@@ -254,7 +258,9 @@ const struct tool_def tool_glob = {
 		"so when nothing matches. .git directories "
 		"are skipped unless the pattern names them; symlinks are listed but not followed. At "
 		"most max_results paths (default 1000) are returned; when there were more, 'truncated' "
-		"is true and the text's last line says how many match and the max_results that lists them all. To search file contents, use search.",
+		"is true and the text's last line says how many match and the max_results that lists them all. "
+		"Directories that could not be read are counted in 'unreadable' and said in the text. "
+		"To search file contents, use search.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

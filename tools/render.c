@@ -351,4 +351,19 @@ void render_search_summary(const struct search_summary *s, struct buf *out)
 			   MIN(2 * s->max_results, (size_t)RENDER_SEARCH_RESULTS_MAX), RENDER_SEARCH_RESULTS_MAX);
 	if (s->skipped_large)
 		buf_printf(out, "[%zu files larger than %zu MiB were not searched]\n", s->skipped_large, s->large_mib);
+	render_unreadable(s->unreadable_dirs, s->unreadable_files, "not searched", out);
+}
+
+void render_unreadable(size_t dirs, size_t files, const char *what, struct buf *out)
+{
+	if (!dirs && !files)
+		return;
+	buf_putc(out, '[');
+	if (dirs)
+		buf_printf(out, "%zu director%s", dirs, dirs == 1 ? "y" : "ies");
+	if (dirs && files)
+		buf_puts(out, " and ");
+	if (files)
+		buf_printf(out, "%zu file%s", files, files == 1 ? "" : "s");
+	buf_printf(out, " could not be read (no permission, or removed meanwhile): %s]\n", what);
 }

@@ -73,10 +73,15 @@ struct search_summary {
 	size_t files_searched;
 	size_t skipped;		/* entries ignored or hidden */
 	size_t skipped_large;	/* files too large to search */
+	size_t unreadable_dirs;	/* directories that could not be read */
+	size_t unreadable_files; /* files that could not be opened */
 	size_t large_mib;	/* what too large is */
 	size_t max_results;
 	bool truncated;
 };
 void render_search_summary(const struct search_summary *s, struct buf *out);
+/* "[2 directories and 1 file could not be read (no permission, or removed
+ * meanwhile): WHAT]", or nothing for none. */
+void render_unreadable(size_t dirs, size_t files, const char *what, struct buf *out);
 
 #endif

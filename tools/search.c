@@ -84,6 +84,7 @@ struct search {
 	struct buf out, text, stream;	/* structuredContent, text, progress of this part */
 	struct jgen *g;
 	size_t n_matches, files_searched, skipped_large;
+	size_t unreadable_files;	/* not opened: no permission */
 	bool truncated;
 	struct buf file;		/* scratch: the file read */
 };
@@ -348,8 +349,11 @@ static bool search_file(struct search *S, const char *rel)
 {
 	/* One name beneath the directory's fd, O_NOFOLLOW: nothing is followed. */
 	_cleanup_close_ int fd = openat(S->walk.dirfd, S->walk.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return true;	/* gone or unreadable meanwhile */
+	if (fd < 0) {
+		/* Said; one gone meanwhile is not. */
+		S->unreadable_files += errno == EACCES || errno == EPERM;
+		return true;
+	}
 	_cleanup_free_ char *path = str_eq(S->root, ".") ? xstrdup(rel) : xasprintf("%s/%s", S->root, rel);
 	return search_fd(S, fd, path);
 }
@@ -525,6 +529,8 @@ static void put_summary(struct search *S)
 		.files_searched = S->files_searched,
 		.skipped = S->walk.skipped,
 		.skipped_large = S->skipped_large,
+		.unreadable_dirs = S->walk.unreadable,
+		.unreadable_files = S->unreadable_files,
 		.large_mib = SEARCH_FILE_MAX >> 20,
 		.max_results = S->max_results,
 		.truncated = S->truncated,
@@ -552,6 +558,8 @@ static void search_done(struct tool_call *call, void *arg, int r)
 	jgen_kv_bool(S->g, "truncated", S->truncated);
 	if (S->walk.skipped)
 		jgen_kv_int(S->g, "skipped", (int64_t)S->walk.skipped);
+	if (S->walk.unreadable + S->unreadable_files)
+		jgen_kv_int(S->g, "unreadable", (int64_t)(S->walk.unreadable + S->unreadable_files));
 	jgen_obj_close(S->g);
 	put_summary(S);
 	tool_call_succeed(call, buf_steal(&S->text), buf_steal(&S->out), false);
@@ -685,7 +693,8 @@ const struct tool_def tool_search = {
 		"the files and count modes; default 200) are returned; when there were more, the text "
 		"says so and 'truncated' is true. structuredContent has matches [{path, line, column, "
 		"text, before?, after?}] (content), files [path] (files) or counts [{path, count}] "
-		"(count), with files_searched, truncated and skipped (entries ignored or hidden).",
+		"(count), with files_searched, truncated, skipped (entries ignored or hidden) and "
+		"unreadable (directories and files that could not be read, also said in the text).",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

@@ -262,9 +262,12 @@ int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 		w->pathbuf.data[w->pathbuf.len] = '\0';
 		const char *path = buf_head(&w->pathbuf);
 		size_t len = buf_size(&w->pathbuf);
+		/* A .git skipped whatever the flags is not counted with what
+		 * hidden or no_ignore would bring back. */
+		bool git_dir = w->skip_git && e->type == WALK_DIR && str_eq(name, ".git");
 		if ((w->skip_hidden && name[0] == '.') ||
 		    (w->use_ignores && ignored(w, path, len, e->type == WALK_DIR))) {
-			w->skipped++;
+			w->skipped += !git_dir;
 			continue;
 		}
 		w->name = name;

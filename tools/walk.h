@@ -17,7 +17,8 @@
  * With use_ignores, each directory's .ignore and .gitignore are read as it
  * is entered (lib/ignore/ignore.h: git's rules), and what they exclude is neither
  * reported nor entered; skip_hidden does the same for names starting with
- * "."; both are counted in skipped.
+ * "."; both are counted in skipped (but a .git directory skip_git skips
+ * whatever the flags).
  */
 #ifndef TC_TOOLS_WALK_H
 #define TC_TOOLS_WALK_H

@@ -523,10 +523,11 @@ static bool protect_held(struct repo_dirs *rd, const char *ws, const char *full,
  * entry git would follow (hooks, info, modules, config, commondir) is
  * made empty first (protect_stub()) and held like one that exists, the
  * one change the sandbox makes to a repository, and only beneath the
- * workspace (no link followed); missing_out says that a path could be
- * neither found nor made.
+ * workspace (no link followed); a workspace without a repository gets an
+ * empty .git, held read-only whole, where the child has a mount namespace
+ * (ns). missing_out says that a path could be neither found nor made.
  */
-static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool *missing_out)
+static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req, bool ns, bool *missing_out)
 {
 	bool git = false;
 	for (const char *const *p = req->protect; p && *p && !git; p++)
@@ -557,6 +558,20 @@ static void protect_plan(struct sandbox_run *run, const struct sandbox_req *req,
 				free(dot_git);
 			else
 				strv_push(&run->ro_binds, dot_git);
+		}
+		/* No repository at the top: a call could make one there, its
+		 * hooks and config included, that git would run outside the
+		 * sandbox at the user's next command. Its place is held by an
+		 * empty .git directory, read-only to the child (git takes an
+		 * empty .git for no repository, and looks on above); made
+		 * only where a mount will hold it. */
+		if (git && rd.top_none && ns) {
+			_cleanup_free_ char *dot_git = xasprintf("%s/.git", *w);
+			strv_push(&run->deps, xasprintf("%s/.git/", *w));
+			if (rd.top_stub || protect_stub(rd.ws_fd, ".git", 'd'))
+				protect_add(run, *w, dot_git);
+			else if (errno != EROFS && (errno != EACCES || geteuid() == 0))
+				*missing_out = true;	/* what the child could make */
 		}
 		for (const char *const *p = req->protect; p && *p; p++) {
 			if (!**p || **p == '/' || strstr(*p, ".."))
@@ -1165,7 +1180,7 @@ int sandbox_prepare(const struct sandbox_req *req, struct sandbox_run **ret, cha
 			run->binds = pl->binds;
 			run->ro_binds = pl->ro_binds;
 		} else {
-			protect_plan(run, req, &absent);
+			protect_plan(run, req, ns, &absent);
 		}
 		if (absent && ns)
 			note(run, false, "protect: paths that do not exist");

@@ -265,7 +265,8 @@ struct repo_dirs {
 	char **pointers;	/* .git files one level down, held read-only */
 	size_t n_pointers;
 	bool top_file;		/* the workspace's own .git is a file, */
-	bool top_none;		/* or there is none */
+	bool top_none;		/* or there is none (top_stub: none git would take, */
+	bool top_stub;		/* an empty directory, as run.c makes one) */
 	int ws_fd;		/* the workspace, opened following no link, or -1 */
 };
 void repos_get(const char *ws, struct repo_dirs *ret);

@@ -175,6 +175,14 @@ START_TEST(tool_run_as_overrides_the_config)
 }
 END_TEST
 
+/* Makes the workspace's directory rel, of mode. */
+static void ws_mkdir(struct tcd *d, const char *rel, mode_t mode)
+{
+	char *p = tcd_ws_path(d, rel);
+	ck_assert_msg(mkdir(p, mode) == 0, "mkdir %s", p);
+	free(p);
+}
+
 /* A shell's cwd is reached as the peer: not beneath a directory it may
  * not search. */
 START_TEST(shell_cwd_is_reached_as_the_peer)
@@ -183,12 +191,8 @@ START_TEST(shell_cwd_is_reached_as_the_peer)
 		TC_SKIP("needs root to connect as uid %d", NOBODY);
 	struct tcd d;
 	start_shared(&d, NULL);
-	char *locked = tcd_ws_path(&d, "locked");
-	ck_assert(mkdir(locked, 0700) == 0);
-	free(locked);
-	char *inner = tcd_ws_path(&d, "locked/inner");
-	ck_assert(mkdir(inner, 0755) == 0);
-	free(inner);
+	ws_mkdir(&d, "locked", 0700);
+	ws_mkdir(&d, "locked/inner", 0755);
 	free(tcd_write_ws(&d, "locked/inner/file.txt", "hidden\n", 7, 0644));
 	free(tcd_write_ws(&d, "open/file.txt", "shown\n", 6, 0644));
 	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
@@ -203,6 +207,48 @@ START_TEST(shell_cwd_is_reached_as_the_peer)
 	r = tcc_call(c, "shell", "{\"command\":\"cat file.txt\",\"cwd\":\"locked/inner\"}");
 	tc_assert_ok(r);
 	ck_assert_str_eq(tj_str(r, "result.structuredContent.stdout"), "hidden\n");
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* search and glob over a tree with a directory and a file the peer may
+ * not read: what it may read is found, and the result says how much it
+ * could not read (text and structuredContent "unreadable"), not a
+ * silence the model would take for "not there". */
+START_TEST(search_and_glob_say_what_they_could_not_read)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, NULL);
+	ws_mkdir(&d, "locked", 0700);
+	free(tcd_write_ws(&d, "locked/key.txt", "needle in private\n", 18, 0644));
+	free(tcd_write_ws(&d, "secret.txt", "needle in secret\n", 17, 0600));
+	free(tcd_write_ws(&d, "open.txt", "needle in open\n", 15, 0644));
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "search", "{\"pattern\":\"needle\"}");
+	tc_assert_ok(r);
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.matches.0.path"), "open.txt");
+	ck_assert_ptr_null(tj(r, "result.structuredContent.matches.1"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.unreadable"), 2);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"),
+			     "[1 directory and 1 file could not be read (no permission, or removed meanwhile): not "
+			     "searched]"),
+		      "%s", tcc_raw(n, r));
+	r = tcc_call(n, "glob", "{\"pattern\":\"**/*.txt\"}");
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.unreadable"), 1);
+	ck_assert_msg(strstr(tj_str(r, "result.content.0.text"), "[1 directory could not be read"), "%s",
+		      tcc_raw(n, r));
+	tcc_close(n);
+	/* The daemon's own user reads it all: nothing said. */
+	struct tcc *c = tcc_connect(&d);
+	r = tcc_call(c, "search", "{\"pattern\":\"needle\"}");
+	tc_assert_ok(r);
+	ck_assert_ptr_null(tj(r, "result.structuredContent.unreadable"));
+	ck_assert_ptr_nonnull(tj(r, "result.structuredContent.matches.2"));
+	ck_assert_ptr_null(strstr(tj_str(r, "result.content.0.text"), "could not be read"));
 	tcc_close(c);
 	tcd_finish(&d);
 }
@@ -450,6 +496,7 @@ static Suite *identity_suite(void)
 	tcase_add_test(tc, confirmation_shows_only_what_the_peer_may_see);
 	tcase_add_test(tc, tool_run_as_overrides_the_config);
 	tcase_add_test(tc, shell_cwd_is_reached_as_the_peer);
+	tcase_add_test(tc, search_and_glob_say_what_they_could_not_read);
 	tcase_add_test(tc, writes_never_create_privilege);
 	tcase_add_test(tc, file_work_does_not_stall_other_clients);
 	tcase_add_test(tc, file_work_times_out);

@@ -125,7 +125,7 @@ START_TEST(stubs_owned_as_the_repository)
 	umask(077);	/* the daemon's, inherited */
 	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
 	umask(022);
-	run("cd '%s' && mkdir .git && chown -R 65534:65534 .git", d.ws);
+	run("cd '%s' && mkdir .git && echo 'ref: refs/heads/main' > .git/HEAD && chown -R 65534:65534 .git", d.ws);
 	struct tcc *c = tcc_connect(&d);
 	tc_assert_ok(tcc_shell(c, "true"));
 	tcc_close(c);
@@ -283,6 +283,67 @@ static void assert_repo_held(struct tcd *d, struct tcc *c, const char *dir)
 	free(rel);
 }
 
+/* In a workspace without a repository, a call can make none: the place
+ * of .git is held by an empty directory, read-only to the call, that git
+ * takes for no repository; the directory belongs to the workspace's
+ * owner, and nothing in it is the call's. */
+static void assert_no_repo_made(struct tcd *d, struct tcc *c)
+{
+	static const char *const tries[] = {
+		"mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit",
+		"echo '[core] fsmonitor = evil' > .git/config",
+		"rmdir .git && mkdir -p .git/hooks",
+		"mv .git moved && mkdir .git",
+		"rm -rf .git; echo 'gitdir: /tmp/evil' > .git",
+		"echo 'ref: refs/heads/main' > .git/HEAD",
+	};
+	tc_assert_shell_fails_all(c, tries, sizeof(tries) / sizeof(*tries));
+	char *git = tcd_ws_path(d, ".git");
+	struct stat st, ws;
+	ck_assert_int_eq(lstat(git, &st), 0);
+	ck_assert_int_eq(lstat(d->ws, &ws), 0);
+	ck_assert_msg(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0755, ".git has mode %o", (unsigned)st.st_mode);
+	ck_assert_uint_eq(st.st_uid, ws.st_uid);
+	ck_assert_uint_eq(st.st_gid, ws.st_gid);
+	DIR *dh = opendir(git);
+	ck_assert_ptr_nonnull(dh);
+	struct dirent *e;
+	while ((e = readdir(dh)))
+		ck_assert_msg(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0, "a call made .git/%s",
+			      e->d_name);
+	closedir(dh);
+	char *moved = tcd_ws_path(d, "moved");
+	ck_assert_msg(lstat(moved, &st) < 0, "a call moved .git away");
+	free(moved);
+	free(git);
+}
+
+/* A workspace without a repository, of another user (writable to all):
+ * held from the first call on (no plan kept yet), as the kept plan holds
+ * it later; git, run
+ * as the user would outside the sandbox, finds no repository there. */
+START_TEST(no_repository_made_where_there_is_none)
+{
+	struct tcd d;
+	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
+	run("chown 65534:65534 '%s' && chmod 0777 '%s'", d.ws, d.ws);
+	struct tcc *c = tcc_connect(&d);
+	assert_no_repo_made(&d, c);
+	calls_to_keep(c);
+	assert_no_repo_made(&d, c);
+	/* Work goes on beside it. */
+	tc_assert_ok(tcc_shell(c, "mkdir -p src && echo x > src/a && cat src/a"));
+	if (system("command -v git >/dev/null 2>&1") == 0) {
+		char *cmd = xasprintf("cd '%s' && GIT_CEILING_DIRECTORIES='%s' git rev-parse --git-dir >/dev/null 2>&1",
+				      d.ws, d.dir);
+		ck_assert_msg(system(cmd) != 0, "git took the held place for a repository");
+		free(cmd);
+	}
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* Between calls whose plan is kept, the repository of the workspace is
  * made, its stub removed, swapped for another, removed, and a nested one
  * made: each next call holds protect as a first call would. */
@@ -292,8 +353,9 @@ START_TEST(kept_plan_follows_repositories)
 	tcd_start_auto(&d, ",\"sandbox\":{" PROTECT "]}");
 	struct tcc *c = tcc_connect(&d);
 	calls_to_keep(c);
-	/* A repository appears (git init of the workspace). */
-	run("mkdir '%s/.git'", d.ws);
+	/* A repository appears (git init of the workspace, in the place
+	 * the sandbox held). */
+	run("echo 'ref: refs/heads/main' > '%s/.git/HEAD'", d.ws);
 	assert_repo_held(&d, c, ".");
 	char *hooks = tcd_ws_path(&d, ".git/hooks");
 	struct stat st;
@@ -304,13 +366,14 @@ START_TEST(kept_plan_follows_repositories)
 	assert_repo_held(&d, c, ".");
 	/* Swapped for another repository. */
 	calls_to_keep(c);
-	run("cd '%s' && mv .git old.git && mkdir .git", d.ws);
+	run("cd '%s' && mv .git old.git && mkdir .git && echo 'ref: refs/heads/main' > .git/HEAD", d.ws);
 	assert_repo_held(&d, c, ".");
 	/* Removed: calls go on, with nothing left to hold. */
 	calls_to_keep(c);
 	run("cd '%s' && rm -rf .git old.git", d.ws);
 	tc_assert_ok(tcc_shell(c, "true"));
 	tc_assert_ok(tcc_shell(c, "touch made-after"));
+	assert_no_repo_made(&d, c);
 	/* A nested repository appears. */
 	calls_to_keep(c);
 	run("mkdir -p '%s/sub/.git'", d.ws);
@@ -355,6 +418,7 @@ static Suite *stubs_suite(void)
 	tcase_add_test(tc, stubs_owned_as_the_repository);
 	tcase_add_test(tc, scan_bound_told);
 	tcase_add_test(tc, scan_entries_bound_told);
+	tcase_add_test(tc, no_repository_made_where_there_is_none);
 	tcase_add_test(tc, kept_plan_follows_repositories);
 	tcase_add_test(tc, kept_plan_follows_protected_paths);
 	suite_add_tcase(s, tc);

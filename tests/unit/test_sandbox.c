@@ -556,7 +556,8 @@ END_TEST
 
 /* The protected paths beneath .git: held where .git is a link to a
  * directory (followed, as git does), none planned where there is no .git
- * or where it is a file (a "gitdir:" pointer, then held itself). */
+ * (an empty .git made and held whole) or where it is a file (a "gitdir:"
+ * pointer, then held itself). */
 START_TEST(protect_plan_git_kinds)
 {
 	NEED_KERNEL("protect_plan_git_kinds");
@@ -596,8 +597,14 @@ START_TEST(protect_plan_git_kinds)
 				      "kind %d: %s planned", kind, *ro);
 		}
 		ck_assert_msg(has_hooks == (kind == 1), "kind %d: .git/hooks %s", kind, has_hooks ? "held" : "not held");
-		ck_assert_msg(has_dot_git == (kind == 2), "kind %d: .git %s", kind, has_dot_git ? "held" : "not held");
+		ck_assert_msg(has_dot_git == (kind != 1), "kind %d: .git %s", kind, has_dot_git ? "held" : "not held");
 		sandbox_run_end(run);
+		if (kind == 0) {
+			struct stat st;
+			ck_assert_int_eq(lstat(dot_git, &st), 0);
+			ck_assert(S_ISDIR(st.st_mode));
+			ck_assert_int_eq(rmdir(dot_git), 0);	/* empty */
+		}
 	}
 	ck_assert_int_eq(unlink(dot_git), 0);
 	ck_assert_int_eq(rmdir(hooks), 0);
@@ -1005,6 +1012,11 @@ START_TEST(shell_tmpdir_hidden_without_namespace)
 	if (!sandbox_probe(NULL)->mountns || geteuid() != 0)
 		TC_SKIP("shell_tmpdir_hidden_without_namespace: no private mount namespaces here, or not root "
 			"(no peer of another uid)");
+	/* No protected path (which would need mounts: a workspace without a
+	 * repository has its .git held). */
+	char *no_protect[] = { NULL };
+	char **saved_protect = cfg.protect;
+	cfg.protect = no_protect;
 	char own_ns[64] = "";
 	ck_assert_int_gt(readlink("/proc/self/ns/mnt", own_ns, sizeof(own_ns) - 1), 0);
 	const char *cmd0 = "readlink /proc/self/ns/mnt; echo \"$TMPDIR\"; echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"; "
@@ -1050,6 +1062,7 @@ START_TEST(shell_tmpdir_hidden_without_namespace)
 	if (st.st_mode & S_IWOTH)
 		ck_assert_msg(strstr(sc_str(&r, "stdout"), "wrote"), "%s", sc_str(&r, "stdout"));
 	run_done(&r);
+	cfg.protect = saved_protect;
 }
 END_TEST
 

@@ -72,7 +72,8 @@ static bool has_pointer(const struct repo_dirs *r, const char *rel)
 
 static void nested_down_to_four_levels_case(void)
 {
-	sh("mkdir -p .git a/.git a/b/c/.git a/b/c/d/.git/modules/m a/b/c/d/e/.git x/y && %s", "true");
+	sh("mkdir -p .git a/.git a/b/c/.git a/b/c/d/.git/modules/m a/b/c/d/e/.git x/y && %s",
+	   "echo 'ref: refs/heads/main' > .git/HEAD");
 	sh("echo 'gitdir: ../../.git/modules/s' > x/y/.git%s", "");
 	/* Through a symlink, or inside a .git: never looked for. */
 	sh("mkdir -p /tmp/tc-repos-outside-x/.git && ln -s /tmp/tc-repos-outside-x link%s", "");
@@ -92,6 +93,32 @@ static void nested_down_to_four_levels_case(void)
 	repo_dirs_clear(&r);
 	ck_assert_int_eq(system("rm -rf /tmp/tc-repos-outside-x"), 0);
 }
+
+/* The top's .git an empty directory (the place the sandbox holds in a
+ * workspace without a repository) is none, said so; with an entry, a
+ * repository; a nested empty .git is a repository still. */
+START_TEST(empty_top_git_is_none)
+{
+	sh("mkdir -p .git a/.git%s", "");
+	struct repo_dirs r;
+	repos_get(ws, &r);
+	ck_assert(r.top_none && r.top_stub);
+	ck_assert_uint_eq(r.n_top, 0);
+	ck_assert(!has_git(&r, ".git"));
+	ck_assert(has_git(&r, "a/.git"));
+	repo_dirs_clear(&r);
+	sh("echo 'ref: refs/heads/main' > .git/HEAD%s", "");
+	repos_get(ws, &r);
+	ck_assert(!r.top_none && !r.top_stub);
+	ck_assert_uint_eq(r.n_top, 1);
+	ck_assert(has_git(&r, ".git"));
+	repo_dirs_clear(&r);
+	sh("rm -r .git%s", "");
+	repos_get(ws, &r);
+	ck_assert(r.top_none && !r.top_stub);
+	repo_dirs_clear(&r);
+}
+END_TEST
 
 START_TEST(nested_down_to_four_levels)
 {
@@ -345,6 +372,7 @@ static Suite *repos_suite(void)
 	TCase *tc = tcase_create("repos");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, nested_down_to_four_levels);
+	tcase_add_test(tc, empty_top_git_is_none);
 	tcase_add_test(tc, found_when_made_later);
 	tcase_add_test(tc, nested_down_to_four_levels_without_openat2);
 	tcase_add_test(tc, found_when_made_later_without_inotify);
