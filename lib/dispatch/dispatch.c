@@ -44,6 +44,9 @@ struct attempt {
 	struct tool_call tc;
 	struct exec *exec;		/* NULL: abandoned */
 	struct dispatcher *d;
+	unsigned number;		/* 1, 2, ...: the execution's attempts when it started */
+	bool told;			/* its tool.called / dispatch.attempt emitted */
+	bool *ended;			/* set when it ends, for exec_run after exec */
 };
 
 struct caller {
@@ -513,6 +516,28 @@ static uint64_t backoff_delay(struct dispatcher *d, unsigned attempts)
 	return MIN(base + jitter, cap);
 }
 
+/*
+ * Tells subscribers that an attempt started (tool.called for the first,
+ * dispatch.attempt for each), once it is known to have reached its tool:
+ * when it ended with an outcome that counts as an attempt, said it acts
+ * (tool_call_acts), produced output, gave its slot back to wait, was
+ * stopped (a timeout, a cancel), or was left running by a tool that
+ * refuses nothing after it returned.
+ * A try refused before the tool acted (its arguments, a path outside the
+ * workspace: attempts 0 in the answer and in admin/stats) is not told.
+ */
+static void attempt_tell(struct attempt *a)
+{
+	struct exec *e = a->exec;
+	if (a->told || !e)
+		return;
+	a->told = true;
+	if (a->number == 1)
+		event_emit(e->d->bus, "tool.called", e->session, e->call_id, e->tool->name, extra_called, e);
+	struct retry_arg ra = { a->number, 0, NULL };
+	event_emit(e->d->bus, "dispatch.attempt", e->session, e->call_id, e->tool->name, extra_retry, &ra);
+}
+
 /* Decides between a retry and the end, after an attempt ended with o. */
 static void attempt_result(struct exec *e, struct outcome *o)
 {
@@ -541,6 +566,8 @@ static void attempt_result(struct exec *e, struct outcome *o)
 static void attempt_end(struct attempt *a)
 {
 	struct exec *e = a->exec;
+	if (a->ended)
+		*a->ended = true;
 	if (!e) {
 		a->d->abandoned--;
 		ws_unref(a->tc.ws);
@@ -552,7 +579,9 @@ static void attempt_end(struct attempt *a)
 	tc_timer_stop(e->timer);
 	bool refused = a->tc.refused && a->tc.kind != TC_OK;
 	struct outcome *o = outcome_from_call(&a->tc);
-	if ((o->kind == TC_VALIDATION_ERROR || refused) && e->attempts > 0) {
+	if (!(o->kind == TC_VALIDATION_ERROR || refused))
+		attempt_tell(a);
+	else if (e->attempts > 0) {
 		/* The tool refused its arguments (a command's value that
 		 * would be an option, an unknown signal, a process that reads
 		 * no more input, a path outside the workspace): nothing ran,
@@ -579,11 +608,18 @@ static void on_tool_finish(struct tool_call *tc)
 
 /* The tool waits without work (timers, a process's output): the slot goes
  * to the next call. The attempt still counts as in flight. */
+/* The tool acts (lib/tool.h): the attempt is told before what it does. */
+static void on_tool_acts(struct tool_call *tc)
+{
+	attempt_tell(tc->owner);
+}
+
 static void on_tool_release_slot(struct tool_call *tc)
 {
 	struct attempt *a = tc->owner;
 	if (!a->exec)
 		return;
+	attempt_tell(a);
 	fair_release(a->exec);
 	pump(a->d);
 }
@@ -608,6 +644,7 @@ static void on_tool_output(struct tool_call *tc, const char *stream, const char 
 	struct exec *e = a->exec;
 	if (!e)
 		return;
+	attempt_tell(a);
 	struct list *pos, *tmp;
 	list_foreach_safe(pos, tmp, &e->waiters) {
 		struct caller *c = list_entry(pos, struct caller, node);
@@ -626,6 +663,8 @@ static void abandon_attempt(struct exec *e)
 	struct attempt *a = e->attempt;
 	if (!a)
 		return;
+	/* Stopped while it ran: it counts as an attempt. */
+	attempt_tell(a);
 	e->attempt = NULL;
 	a->exec = NULL;
 	e->d->abandoned++;
@@ -730,14 +769,11 @@ static void exec_run(struct exec *e)
 	d->stats.attempts++;
 	e->us->stats.attempts++;
 	e->state = EX_RUNNING;
-	if (e->attempts == 1)
-		event_emit(d->bus, "tool.called", s, e->call_id, e->tool->name, extra_called, e);
-	struct retry_arg ra = { e->attempts, 0, NULL };
-	event_emit(d->bus, "dispatch.attempt", s, e->call_id, e->tool->name, extra_retry, &ra);
 
 	struct attempt *a = xcalloc(1, sizeof(*a));
 	a->exec = e;
 	a->d = d;
+	a->number = e->attempts;
 	a->tc.tool = e->tool;
 	a->tc.args = e->args;
 	a->tc.ws = ws_ref(s->ws);	/* the session may be given new roots meanwhile */
@@ -749,16 +785,25 @@ static void exec_run(struct exec *e)
 	a->tc.on_finish = on_tool_finish;
 	a->tc.on_output = on_tool_output;
 	a->tc.release_slot = on_tool_release_slot;
+	a->tc.acts = on_tool_acts;
 	a->tc.owner = a;
 	e->attempt = a;
 
 	exec_set_timer(e, on_attempt_timeout, e->timeout_ms);
 
 	/* After exec returns, a may be gone (the tool finished inside). */
+	bool ended = false;
+	a->ended = &ended;
 	enum tool_ret r = e->tool->def->exec(&a->tc);
+	if (ended)
+		return;
+	a->ended = NULL;
 	if (r == TOOL_DONE) {
 		a->tc.done = true;
 		attempt_end(a);
+	} else if (!a->tc.may_refuse) {
+		/* Running, and it refuses nothing from here on. */
+		attempt_tell(a);
 	}
 }
 
