@@ -1003,6 +1003,7 @@ static enum tool_ret memory_exec(struct tool_call *call)
 		j->redis_key = xasprintf("%smemory:%u:%s", env->memory_redis_prefix ? env->memory_redis_prefix : "",
 					 (unsigned)uid, j->scope);
 		j->redis_timeout_ms = env->memory_redis_timeout_ms ? env->memory_redis_timeout_ms : 2000;
+		j->redis_uid = env->memory_redis_uid;
 		/* No file is touched: the work runs as the daemon, which may
 		 * open the Redis socket where the peer may not. */
 		const struct identity *peer = call->ident;

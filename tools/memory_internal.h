@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
@@ -50,6 +51,7 @@ struct mem_job {
 	char *redis_addr;		/* kept in Redis at this address; NULL: in files */
 	char *redis_key;		/* the memory's hash there */
 	uint32_t redis_timeout_ms;
+	uid_t redis_uid;		/* its server's uid trusted besides root and the euid */
 	/* Out. */
 	struct buf out;			/* the text for the model */
 	bool is_error;

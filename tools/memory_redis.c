@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/store/store.h"
 #include "proto/base/buf.h"
 #include "tools/memory_internal.h"
 
@@ -168,8 +169,9 @@ static void rconn_key_make(void)
 
 /* This worker's connection to addr ("unix:/path" or "HOST:PORT"), made
  * (again) when there is none or the last one failed; NULL when Redis
- * cannot be reached. */
-static redisContext *redis_conn(const char *addr, uint32_t timeout_ms)
+ * cannot be reached, or its Unix socket is served by a uid other than
+ * root's, the daemon's or server_uid (store_server_trusted()). */
+static redisContext *redis_conn(const char *addr, uint32_t timeout_ms, uid_t server_uid)
 {
 	pthread_once(&rconn_once, rconn_key_make);
 	struct rconn *r = pthread_getspecific(rconn_key);
@@ -200,6 +202,13 @@ static redisContext *redis_conn(const char *addr, uint32_t timeout_ms)
 			h++;
 		}
 		r->c = redisConnectWithTimeout(h, port, tv);
+	}
+	char why[384];
+	if (r->c && !r->c->err && str_has_prefix(addr, "unix:") &&
+	    store_server_trusted(r->c->fd, addr + 5, server_uid, why, sizeof(why)) < 0) {
+		redisFree(r->c);
+		r->c = NULL;
+		return NULL;
 	}
 	if (r->c && !r->c->err && redisSetTimeout(r->c, tv) == REDIS_OK) {
 		free(r->addr);
@@ -253,7 +262,7 @@ static redisReply *command_sent(redisContext *c, int argc, const char **argv, co
 static redisReply *redis_eval(struct mem_job *j, const char *op, size_t n, const char *const *args,
 			      const size_t *lens)
 {
-	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms);
+	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms, j->redis_uid);
 	if (!c)
 		return NULL;
 	struct rconn *rc = pthread_getspecific(rconn_key);
@@ -459,7 +468,7 @@ static int redis_view_file(struct mem_job *j)
 {
 	if (!*j->rel)
 		return 0;
-	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms);
+	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms, j->redis_uid);
 	if (!c)
 		return -EIO;
 	_cleanup_free_ char *field = xasprintf("f:%s", j->rel);
