@@ -234,13 +234,28 @@ static void waiter_answer(struct proc_waiter *w)
 	waiter_settle(w, true);
 }
 
-/* Fails a call whose until has cost too much; its output stays unread. */
+/* Fails a call whose until has cost too much; its output stays unread.
+ * The shell call that started the process answers as it would at
+ * yield_ms instead (else no one would learn the id of a process that
+ * runs on), its text saying why it did not wait longer. */
 static void waiter_too_costly(struct proc_waiter *w, bool finish)
 {
 	struct tool_call *c = w->c;
 	char id[sizeof(w->p->id)];
 	memcpy(id, w->p->id, sizeof(id));
 	uint64_t looked = w->checked - w->from;
+	if (w->kind == PROC_WAIT_SHELL) {
+		waiter_settle(w, false);
+		char *text = xasprintf("%s\n[until took too long to match against the output (more than %" PRIu64
+				       " steps for %" PRIu64 " bytes, no match yet): the call returned without "
+				       "waiting longer]", c->text ? c->text : "", UNTIL_TOTAL + UNTIL_PER_BYTE * looked,
+				       looked);
+		free(c->text);
+		c->text = text;
+		if (finish)
+			tool_call_finish(c);
+		return;
+	}
 	waiter_free(w);
 	tool_call_invalid(c, "until",
 			  "matching it against the output of process '%s' took too long (more than %" PRIu64

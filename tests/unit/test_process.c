@@ -283,6 +283,41 @@ START_TEST(until_takes_bounded_time_per_turn)
 }
 END_TEST
 
+/* The shell call that started a process, whose until costs too much,
+ * still returns the process's id, saying why it did not wait longer. */
+START_TEST(a_costly_until_of_shell_still_returns_the_id)
+{
+	struct fixture fx;
+	fx_init(&fx, 1024 * 1024);
+	struct tool_call c;
+	struct session s;
+	struct json_doc *args = call_init(&fx, &c, &s, "A", "{}");
+	struct process *p = proc_new(fx.t, &c, "cmd");
+	struct regex *re = NULL;
+	ck_assert_int_eq(regex_compile("a[ab]{1000}Z", 12, &re, NULL), 0);
+	ck_assert_int_eq(proc_wait(p, &c, PROC_WAIT_SHELL, 600000, re, 1024, 0), TOOL_PENDING);
+	char chunk[1600];
+	uint32_t x = 7;
+	for (int turn = 0; turn < 100000 && !finished; turn++) {
+		for (size_t i = 0; i < sizeof(chunk); i++) {
+			x = x * 1103515245 + 12345;
+			chunk[i] = (x >> 16) & 1 ? 'a' : 'b';
+		}
+		proc_output(p, chunk, sizeof(chunk));
+		fakeloop_advance(fx.loop, 1);
+	}
+	ck_assert_uint_eq(finished, 1);
+	ck_assert_int_eq(c.kind, TC_OK);
+	ck_assert_msg(strstr(c.text, "until took too long"), "%s", c.text);
+	struct json_doc *doc = NULL;
+	ck_assert_str_eq(structured_str(&c, "process_id", &doc), p->id);
+	json_doc_unref(doc);
+	tool_call_clear(&c);
+	json_doc_unref(args);
+	fx_free(&fx);
+}
+END_TEST
+
 /* until on a terminal's output: an escape sequence or a character cut
  * between two chunks is matched whole. */
 START_TEST(until_on_a_terminal_across_chunks)
@@ -390,6 +425,7 @@ static Suite *process_suite(void)
 	tcase_add_test(tc, until_takes_bounded_time_per_turn);
 	tcase_add_test(tc, until_on_a_terminal_across_chunks);
 	tcase_add_test(tc, ended_ones_are_kept_and_forgotten_in_order);
+	tcase_add_test(tc, a_costly_until_of_shell_still_returns_the_id);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return s;
