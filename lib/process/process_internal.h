@@ -193,6 +193,15 @@ void proc_resize(struct process *p, unsigned cols, unsigned rows);
 void proc_drain_tty(struct process *p);
 void proc_close_io(struct process *p);
 
+/* process_wait.c: the waiting calls, and until's looks. */
+void proc_looks_init(struct process_table *t);
+void proc_looks_free(struct process_table *t);
+/* Lets a waiting call go, unanswered. */
+void proc_waiter_free(struct proc_waiter *w);
+/* Answers the call a waiter holds (pending) and lets it go. */
+void proc_waiter_answer(struct proc_waiter *w);
+/* New output: the waiters with until look at it. */
+void proc_waiters_output(struct process *p);
 /*
  * Makes c wait on p: answers it at once (TOOL_DONE) when p has ended,
  * until matches what is there or wait_ms is 0 (not for kill, which waits
