@@ -7,8 +7,10 @@
  * second connection reads from the start of what the ring holds, the
  * first only what is new to it), the whole tree gone on kill (a setsid
  * grandchild included), the idle end, the ring's dropped count, a
- * terminal's input and waiting_for_input from the kernel's view, and the
- * per-uid limit.
+ * terminal's input and waiting_for_input from the kernel's view, the
+ * per-uid limit, ended processes kept readable, input queued whole, and
+ * until's looks bounded (another user's pings measured beside them).
+ * It is long because each promise of CONTRACT §19 has its case here, each against a daemon of its own.
  */
 #include <check.h>
 #include <errno.h>
