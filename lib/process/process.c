@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "lib/base/audit.h"
@@ -35,6 +36,9 @@ struct process_table *process_table_new(struct tc_loop *loop, struct event_bus *
 	t->limits = PROCESS_LIMITS_DEFAULT;
 	list_init(&t->procs);
 	proc_looks_init(t);
+	if (getrandom(t->id_key, sizeof(t->id_key), GRND_NONBLOCK) != sizeof(t->id_key))
+		for (size_t i = 0; i < ELEMENTSOF(t->id_key); i++)
+			t->id_key[i] = tc_random(loop);
 	return t;
 }
 
@@ -497,7 +501,9 @@ struct process *proc_new(struct process_table *t, const struct tool_call *c, con
 {
 	struct process *p = xcalloc(1, sizeof(*p));
 	p->t = t;
-	snprintf(p->id, sizeof(p->id), "p%" PRIu64 "-%04x", ++t->counter, (unsigned)(tc_random(t->loop) & 0xffff));
+	/* Every uid's processes share the count: hidden, so that none
+	 * learns how many the others started. */
+	snprintf(p->id, sizeof(p->id), "p%016" PRIx64, id_hide(++t->counter, t->id_key));
 	p->uid = proc_call_uid(c);
 	p->session_id = xstrdup(proc_session_key(c));
 	p->call_id = xstrdup(c->call_id ? c->call_id : "");

@@ -36,6 +36,7 @@ struct process_table {
 	struct process_limits limits;
 	struct list procs;		/* struct process.node, oldest first */
 	uint64_t counter;
+	uint32_t id_key[4];		/* hides the count in the ids (id_hide()) */
 	struct process_stats stats;
 	/* Looks of until at output, taken in turn (process.c). */
 	struct list looking;		/* struct proc_waiter.look_node, next first */

@@ -138,6 +138,30 @@ START_TEST(ring_drops_and_positions_are_per_session)
 }
 END_TEST
 
+/* Process ids ("p" and 16 hex digits) do not count the processes, which
+ * every uid's share. */
+START_TEST(ids_do_not_count)
+{
+	struct fixture fx;
+	fx_init(&fx, 8);
+	struct tool_call c;
+	struct session s;
+	struct json_doc *args = call_init(&fx, &c, &s, "A", "{}");
+	struct process *a = proc_new(fx.t, &c, "a"), *b = proc_new(fx.t, &c, "b");
+	unsigned long long na = 0, nb = 0;
+	int used = 0;
+	ck_assert_int_eq(sscanf(a->id, "p%16llx%n", &na, &used), 1);
+	ck_assert_uint_eq(strlen(a->id), 17);
+	ck_assert_int_eq(used, 17);
+	ck_assert_int_eq(sscanf(b->id, "p%16llx", &nb), 1);
+	ck_assert_uint_ne(na, nb);
+	ck_assert_uint_ne(nb, na + 1);
+	tool_call_clear(&c);
+	json_doc_unref(args);
+	fx_free(&fx);
+}
+END_TEST
+
 START_TEST(until_and_timers_answer_waiting_calls)
 {
 	struct fixture fx;
@@ -420,6 +444,7 @@ static Suite *process_suite(void)
 	Suite *s = suite_create("process");
 	TCase *tc = tcase_create("process");
 	tcase_add_test(tc, ring_drops_and_positions_are_per_session);
+	tcase_add_test(tc, ids_do_not_count);
 	tcase_add_test(tc, until_and_timers_answer_waiting_calls);
 	tcase_add_test(tc, terminal_text_and_signal_names);
 	tcase_add_test(tc, until_takes_bounded_time_per_turn);
