@@ -31,8 +31,6 @@
 #define ARGV_MAX 1024
 #define ENV_MAX 256
 #define CONCURRENCY_MAX 1024
-/* How much of stderr a failure message quotes. */
-#define TAIL_BYTES 500
 #define DATA_TAIL_BYTES 4096	/* of each stream, in a failure's data */
 #define OK_EXIT_MAX 64
 
@@ -448,19 +446,34 @@ static char *failure_data(const struct child_result *r, const char *signal)
 	return buf_steal(&b);
 }
 
-/* The end of stderr (or of stdout when stderr is empty), as ": tail". */
-static char *failure_tail(const struct child_result *r)
+/* What the program printed, for a failure's message: ":\n", then stdout,
+ * then stderr under a "[stderr]" line (the head and tail of each, as the
+ * shell tool's text keeps them), or "" when it printed nothing. */
+static char *failure_tail(struct tool_call *c)
 {
+	_cleanup_free_ char *out = child_call_partial(c);
+	size_t n = out ? strlen(out) : 0;
+	while (n && (out[n - 1] == '\n' || out[n - 1] == ' ' || out[n - 1] == '\t' || out[n - 1] == '\r'))
+		n--;
+	return n ? xasprintf(":\n%.*s", (int)n, out) : xstrdup("");
+}
+
+/* The text of a success: what the program printed as a failure shows it,
+ * and its exit status when not 0 (one of ok_exit_codes). */
+static char *output_text(struct tool_call *c, const struct child_result *r)
+{
+	_cleanup_free_ char *out = child_call_partial(c);
 	struct buf b = {0};
-	enum child_stream s = r->out_len[CHILD_STDERR] ? CHILD_STDERR : CHILD_STDOUT;
-	child_result_tail(r, s, TAIL_BYTES, &b);
-	if (buf_size(&b) == 0) {
-		buf_free(&b);
-		return xstrdup("");
+	if (out)
+		buf_puts(&b, out);
+	if (r->exit_code) {
+		if (buf_size(&b) && buf_head(&b)[buf_size(&b) - 1] != '\n')
+			buf_putc(&b, '\n');
+		buf_printf(&b, "[exit code %d]", r->exit_code);
+	} else if (!out) {
+		buf_puts(&b, "(no output)");
 	}
-	char *tail = xasprintf(": %s", buf_head(&b));
-	buf_free(&b);
-	return tail;
+	return buf_steal(&b);
 }
 
 /* Ends *text with a line, when there is one. */
@@ -525,16 +538,16 @@ static void command_done(struct tool_call *c, struct child_result *r)
 	_cleanup_free_ char *net = sandbox_run_net_note(child_call_sandbox(c));
 
 	if (limit) {
-		_cleanup_free_ char *tail = failure_tail(r);
+		_cleanup_free_ char *tail = failure_tail(c);
 		tool_call_fail(c, TC_EXECUTION_ERROR, "Command '%s' was stopped by %s of its sandbox%s",
 			       cmd->program, limit, tail);
 	} else if (r->signal) {
-		_cleanup_free_ char *tail = failure_tail(r);
+		_cleanup_free_ char *tail = failure_tail(c);
 		child_signal_name(r->signal, sig);
 		tool_call_fail_data(c, TC_EXECUTION_ERROR, failure_data(r, sig),
 				    "Command '%s' was killed by signal %s%s", cmd->program, sig, tail);
 	} else if (!exit_ok(cmd, r->exit_code)) {
-		_cleanup_free_ char *tail = failure_tail(r);
+		_cleanup_free_ char *tail = failure_tail(c);
 		enum tc_kind kind = r->exit_code == EX_TEMPFAIL ? TC_TRANSIENT : TC_EXECUTION_ERROR;
 		_cleanup_free_ char *note = net ? TAKE_PTR(net)
 						: sandbox_run_denial_note(child_call_sandbox(c), r->out[CHILD_STDERR],
@@ -553,7 +566,7 @@ static void command_done(struct tool_call *c, struct child_result *r)
 			succeed_json(c, cmd, r, note);
 			return;
 		}
-		char *text = child_result_text(r);
+		char *text = output_text(c, r);
 		append_line(&text, net);
 		append_line(&text, note);
 		tool_call_succeed(c, text, child_call_json(c, r, false), false);

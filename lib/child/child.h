@@ -224,8 +224,11 @@ char *child_call_json(struct tool_call *c, const struct child_result *r, bool wi
  * when not 0, and a line that names the limit the child hit, or says the
  * sandbox refused it, when it failed so. Call from the done callback. */
 char *child_call_text(struct tool_call *c, const struct child_result *r);
-/* The output the call's child has written so far, as that text holds it
- * (owned), or NULL when none: what a call stopped early keeps. */
+/* The output the call's child has written so far (all of it, from the
+ * done callback), as that text holds it (owned), or NULL when none: what
+ * a call stopped early keeps. A child whose streams are apart shows its
+ * stdout, then its stderr under a "[stderr]" line, the head and tail of
+ * each, both within the cap (the smaller keeps up to half). */
 char *child_call_partial(struct tool_call *c);
 /* Fails the call with kind and message, followed in the message by the
  * output produced so far, which the error's data.output holds too. */

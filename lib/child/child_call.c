@@ -32,9 +32,13 @@ struct child_call {
 	struct sandbox_run *run;
 	child_call_done_fn done;
 	bool merged;		/* child_opts.merge_output: one stream, in stdout */
-	/* stdout and stderr as they were read, one stream as a terminal
-	 * shows them: head and tail of the text the model reads. */
+	/* Merged: stdout and stderr as they were written, one stream as a
+	 * terminal shows them: head and tail of the text the model reads. */
 	struct capture text;
+	/* Apart: each stream's head and tail, shown stdout first, then
+	 * stderr under a "[stderr]" line, within text_cap together. */
+	struct capture streams[CHILD_NSTREAMS];
+	size_t text_cap;
 };
 
 /* The output shown in the text by default (limits.shell_output_kb). */
@@ -46,7 +50,7 @@ static void append_text(struct buf *out, const char *s, size_t n);
 static void call_output(void *arg, enum child_stream s, const char *data, size_t n)
 {
 	struct child_call *cc = arg;
-	capture_add(&cc->text, data, n);
+	capture_add(cc->merged ? &cc->text : &cc->streams[s], data, n);
 	tool_call_output(cc->c, stream_names[s], data, n);
 }
 
@@ -57,22 +61,55 @@ static void put_output(struct child_call *cc, struct buf *out)
 	char *kept;
 	size_t n;
 	bool cut;
-	capture_finish(&cc->text, &kept, &n, &cut);
-	append_text(out, kept, n);
-	free(kept);
+	if (cc->merged) {
+		capture_finish(&cc->text, &kept, &n, &cut);
+		append_text(out, kept, n);
+		free(kept);
+		return;
+	}
+	/* Apart: what both keep fits, or the smaller keeps up to half the
+	 * cap and the larger the rest. */
+	size_t budget[CHILD_NSTREAMS] = { capture_kept(&cc->streams[CHILD_STDOUT]),
+					  capture_kept(&cc->streams[CHILD_STDERR]) };
+	if (budget[CHILD_STDOUT] + budget[CHILD_STDERR] > cc->text_cap) {
+		enum child_stream small = budget[CHILD_STDOUT] <= budget[CHILD_STDERR] ? CHILD_STDOUT : CHILD_STDERR;
+		enum child_stream large = small == CHILD_STDOUT ? CHILD_STDERR : CHILD_STDOUT;
+		budget[small] = MIN(budget[small], cc->text_cap / 2);
+		budget[large] = cc->text_cap - budget[small];
+	}
+	for (enum child_stream s = CHILD_STDOUT; s <= CHILD_STDERR; s++) {
+		if (!cc->streams[s].total)
+			continue;
+		if (s == CHILD_STDERR) {
+			if (buf_size(out) && buf_head(out)[buf_size(out) - 1] != '\n')
+				buf_putc(out, '\n');
+			buf_puts(out, "[stderr]\n");
+		}
+		capture_finish_within(&cc->streams[s], budget[s], &kept, &n, &cut);
+		append_text(out, kept, n);
+		free(kept);
+	}
+}
+
+/* The output kept of a call's child, as put_output() writes it. */
+static uint64_t output_total(const struct child_call *cc)
+{
+	return cc->text.total + cc->streams[CHILD_STDOUT].total + cc->streams[CHILD_STDERR].total;
 }
 
 static void child_call_free(struct child_call *cc)
 {
 	child_free(cc->ch);
 	capture_free(&cc->text);
+	capture_free(&cc->streams[CHILD_STDOUT]);
+	capture_free(&cc->streams[CHILD_STDERR]);
 	free(cc);
 }
 
 char *child_call_partial(struct tool_call *c)
 {
 	struct child_call *cc = c->state;
-	if (!cc || !cc->text.total)
+	if (!cc || !output_total(cc))
 		return NULL;
 	struct buf b = {0};
 	put_output(cc, &b);
@@ -250,7 +287,10 @@ int child_call_start(struct tool_call *c, const struct child_opts *opts, const s
 	cc->done = done;
 	cc->run = run;
 	cc->merged = o.merge_output;
-	capture_init(&cc->text, c->env && c->env->shell_text_cap ? c->env->shell_text_cap : CALL_TEXT_CAP_DEFAULT);
+	cc->text_cap = c->env && c->env->shell_text_cap ? c->env->shell_text_cap : CALL_TEXT_CAP_DEFAULT;
+	capture_init(&cc->text, cc->text_cap);
+	capture_init(&cc->streams[CHILD_STDOUT], cc->text_cap);
+	capture_init(&cc->streams[CHILD_STDERR], cc->text_cap);
 	o.arg = cc;
 	r = child_spawn(c->loop, &o, &cc->ch);
 	child_env_free(env);

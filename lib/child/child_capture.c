@@ -66,27 +66,46 @@ static char ring_at(const struct capture *cp, size_t i)
 	return cp->ring[(cp->ring_start + i) % cp->tail_cap];
 }
 
+size_t capture_kept(const struct capture *cp)
+{
+	return buf_size(&cp->head) + cp->ring_len;
+}
+
 /* Builds what is kept of a stream: all of it when nothing was dropped,
  * else head, marker line and tail, cut on character boundaries. */
 void capture_finish(struct capture *cp, char **ret, size_t *ret_len, bool *ret_truncated)
 {
+	capture_finish_within(cp, SIZE_MAX, ret, ret_len, ret_truncated);
+}
+
+void capture_finish_within(struct capture *cp, size_t budget, char **ret, size_t *ret_len, bool *ret_truncated)
+{
 	struct buf out = {0};
 	size_t head_len = buf_size(&cp->head);
+	size_t ring_len = cp->ring_len;
 	size_t skip = 0;
-	bool truncated = cp->total > (uint64_t)head_len + cp->ring_len;
+
+	if (head_len + ring_len > budget) {
+		/* Half the budget to the head at most, the rest to the
+		 * latest bytes of the tail. */
+		head_len = MIN(head_len, budget / 2);
+		ring_len = MIN(ring_len, budget - head_len);
+	}
+	/* The ring's last ring_len bytes. */
+	size_t ring_off = cp->ring_len - ring_len;
+	bool truncated = cp->total > (uint64_t)head_len + ring_len;
 
 	if (truncated) {
 		head_len = utf8_trim_end(buf_head(&cp->head), head_len);
-		while (skip < 3 && skip < cp->ring_len && ((unsigned char)ring_at(cp, skip) & 0xC0) == 0x80)
+		while (skip < 3 && skip < ring_len && ((unsigned char)ring_at(cp, ring_off + skip) & 0xC0) == 0x80)
 			skip++;
 	}
 	buf_append(&out, buf_head(&cp->head), head_len);
 	if (truncated)
-		buf_printf(&out, "\n[... %" PRIu64 " bytes omitted ...]\n",
-			   cp->total - head_len - (cp->ring_len - skip));
-	if (cp->ring_len > skip) {
-		size_t start = (cp->ring_start + skip) % cp->tail_cap;
-		size_t n = cp->ring_len - skip;
+		buf_printf(&out, "\n[... %" PRIu64 " bytes omitted ...]\n", cp->total - head_len - (ring_len - skip));
+	if (ring_len > skip) {
+		size_t start = (cp->ring_start + ring_off + skip) % cp->tail_cap;
+		size_t n = ring_len - skip;
 		size_t first = MIN(n, cp->tail_cap - start);
 		buf_append(&out, cp->ring + start, first);
 		buf_append(&out, cp->ring, n - first);

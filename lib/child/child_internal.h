@@ -29,6 +29,11 @@ struct capture {
 void capture_init(struct capture *cp, size_t cap);
 void capture_add(struct capture *cp, const char *p, size_t n);
 void capture_finish(struct capture *cp, char **ret, size_t *ret_len, bool *ret_truncated);
+/* Bytes kept (head and tail), and capture_finish() keeping at most budget
+ * of them: the head's first budget/2 at most, the rest from the tail's
+ * end. */
+size_t capture_kept(const struct capture *cp);
+void capture_finish_within(struct capture *cp, size_t budget, char **ret, size_t *ret_len, bool *ret_truncated);
 void capture_free(struct capture *cp);
 
 /* Finds a program named without a slash in the absolute directories of

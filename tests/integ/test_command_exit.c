@@ -5,7 +5,9 @@
  * keeps what it printed: the ends of stdout and stderr are in the error's
  * data (structuredContent.error with toolErrors "result"). A value the
  * tool refuses (one that would be an option) runs nothing: attempts 0,
- * and the session's budget is not spent.
+ * and the session's budget is not spent. A failure's message (the text a
+ * model reads) holds stdout, then stderr under a "[stderr]" line, the
+ * head and tail of each within limits.shell_output_kb.
  */
 #include <check.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 
 static void start(struct tcd *d)
 {
-	const char *cfg = "{\"retry\":{\"max_attempts\":1}}";
+	const char *cfg = "{\"retry\":{\"max_attempts\":1},\"limits\":{\"shell_output_kb\":1}}";
 	tcd_prepare(d, &(struct tcd_opts){ .config = cfg });
 	tcd_write_tool(d, "count.json",
 		       "{\"name\":\"count\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Count\","
@@ -35,6 +37,17 @@ static void start(struct tcd *d)
 	tcd_write_tool(d, "build.json",
 		       "{\"name\":\"build\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Fails\","
 		       " \"argv\":[\"sh\",\"-c\",\"echo compiling a.c; echo compiling b.c; echo 'b.c:3: error' >&2; exit 2\"],"
+		       " \"input_schema\":{\"type\":\"object\"}}");
+	tcd_write_tool(d, "test.json",
+		       "{\"name\":\"test\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Fails\","
+		       " \"argv\":[\"/bin/sh\",\"-c\",\"echo 'FAIL: test_parse expected 3 got 4'; echo 'warning: deprecated' >&2;"
+		       " exit 1\"], \"input_schema\":{\"type\":\"object\"}}");
+	tcd_write_tool(d, "quiet.json",
+		       "{\"name\":\"quiet\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Fails\","
+		       " \"argv\":[\"/bin/sh\",\"-c\",\"echo 'FAIL: one'; exit 1\"], \"input_schema\":{\"type\":\"object\"}}");
+	tcd_write_tool(d, "loud.json",
+		       "{\"name\":\"loud\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Fails\","
+		       " \"argv\":[\"/bin/sh\",\"-c\",\"seq 1 3000; echo 'warning: slow' >&2; exit 4\"],"
 		       " \"input_schema\":{\"type\":\"object\"}}");
 	tcd_spawn(d, &(struct tcd_opts){ .config = cfg });
 	ck_assert_int_eq(tcd_wait_socket(d, d->sock, 5000), 0);
@@ -88,6 +101,45 @@ START_TEST(failure_keeps_stdout)
 }
 END_TEST
 
+/* The message says what both streams hold, each under its name. */
+START_TEST(failure_message_has_both_streams)
+{
+	struct tcd d;
+	start(&d);
+	struct tcc *c = tcc_connect(&d);
+	const struct json *r = tcc_call(c, "test", "{}");
+	tc_assert_kind(r, "execution_error");
+	ck_assert_str_eq(tj_str(r, "error.message"), "Command '/bin/sh' exited with status 1:\n"
+						      "FAIL: test_parse expected 3 got 4\n[stderr]\nwarning: deprecated");
+	ck_assert_str_eq(tj_str(r, "error.data.stdout"), "FAIL: test_parse expected 3 got 4");
+	ck_assert_str_eq(tj_str(r, "error.data.stderr"), "warning: deprecated");
+	/* stdout alone. */
+	r = tcc_call(c, "quiet", "{}");
+	ck_assert_str_eq(tj_str(r, "error.message"), "Command '/bin/sh' exited with status 1:\nFAIL: one");
+	/* Long: the head and the tail of stdout within the 1 KiB of
+	 * limits.shell_output_kb, and stderr whole. */
+	r = tcc_call(c, "loud", "{}");
+	const char *m = tj_str(r, "error.message");
+	ck_assert_msg(strncmp(m, "Command '/bin/sh' exited with status 4:\n1\n2\n3\n", 46) == 0, "%s", m);
+	ck_assert_msg(strstr(m, " bytes omitted ...]\n"), "%s", m);
+	ck_assert_msg(strstr(m, "\n2999\n3000\n[stderr]\nwarning: slow") == m + strlen(m) - 33, "%s", m);
+	ck_assert_uint_le(strlen(m), 1024 + 100);
+	ck_assert_uint_ge(strlen(m), 1024);
+	tcc_close(c);
+
+	/* As a result for the model: the same text. */
+	c = tcc_connect(&d);
+	tcc_initialize(c, "\"toolErrors\":\"result\"");
+	r = tcc_call(c, "test", "{}");
+	ck_assert(tj_bool(r, "result.isError"));
+	ck_assert_str_eq(tj_str(r, "result.content.0.text"), "Command '/bin/sh' exited with status 1:\n"
+							     "FAIL: test_parse expected 3 got 4\n[stderr]\nwarning: deprecated");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.error.stdout"), "FAIL: test_parse expected 3 got 4");
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
 START_TEST(ok_exit_codes_are_checked)
 {
 	struct tcd d;
@@ -133,6 +185,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, ok_exit_codes_are_a_success);
 	tcase_add_test(tc, failure_keeps_stdout);
+	tcase_add_test(tc, failure_message_has_both_streams);
 	tcase_add_test(tc, ok_exit_codes_are_checked);
 	tcase_add_test(tc, refused_value_runs_nothing);
 	suite_add_tcase(s, tc);

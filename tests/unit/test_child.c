@@ -1782,12 +1782,13 @@ START_TEST(command_outcomes)
 	ck_assert_ptr_nonnull(strstr(run.c.message, "busy"));
 	run_done(&run);
 
-	/* Other status: execution_error quoting the tail of stderr. */
+	/* Other status: execution_error quoting stderr under its name. */
 	run_call(&run, t, "{\"script\":\"head -c 3000 /dev/zero | tr '\\\\0' z >&2; echo oops-END >&2; exit 3\"}");
 	ck_assert_int_eq(run.c.kind, TC_EXECUTION_ERROR);
-	ck_assert_msg(strncmp(run.c.message, "Command 'sh' exited with status 3: ", 35) == 0, "%s", run.c.message);
+	ck_assert_msg(strncmp(run.c.message, "Command 'sh' exited with status 3:\n[stderr]\nzzz", 47) == 0, "%s",
+		      run.c.message);
 	ck_assert_str_eq(run.c.message + strlen(run.c.message) - 8, "oops-END");
-	ck_assert_uint_le(strlen(run.c.message), 35 + 500);
+	ck_assert_uint_eq(strlen(run.c.message), 44 + 3000 + 8);
 	ck_assert_ptr_nonnull(run.c.error_data);
 	ck_assert_ptr_nonnull(strstr(run.c.error_data, "\"exitCode\":3"));
 	run_done(&run);
