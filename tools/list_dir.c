@@ -12,7 +12,9 @@
  * The walk runs on an io thread with the peer's file-system identity, in a
  * file job (lib/fsjob/fsjob.h): the directory is opened by fsjob_openat()
  * and every one below it by fsjob_open_nofollow(), and it stops between
- * entries when the call is cancelled.
+ * entries when the call is cancelled. A directory below that cannot be
+ * read (no permission, removed meanwhile) is listed without its entries
+ * and counted in 'unreadable', which the text's last line says.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include "lib/files/workspace.h"
 #include "proto/base/buf.h"
 #include "proto/json.h"
+#include "tools/render.h"
 #include "tools/tools.h"
 
 #define DEFAULT_MAX_ENTRIES 1000
@@ -64,6 +67,7 @@ struct walk {
 	int basefd;
 	size_t limit;		/* max_entries + 1: one more tells that there is more */
 	bool dropped;		/* entries were left out */
+	size_t unreadable;	/* directories below that could not be read */
 	struct entry *out;
 	size_t n_out;
 	struct level *stack;
@@ -236,9 +240,12 @@ static int walk(struct walk *w, bool recursive)
 			continue;
 		struct level child;
 		/* A directory that cannot be opened (no permission, replaced
-		 * meanwhile) is listed without its entries. */
-		if (read_level(w, e.name, w->limit - w->n_out, &child) < 0)
+		 * meanwhile) is listed without its entries, and counted. */
+		int rl = read_level(w, e.name, w->limit - w->n_out, &child);
+		if (rl < 0) {
+			w->unreadable += rl != -ECANCELED;
 			continue;
+		}
 		w->stack = xreallocarray(w->stack, w->depth + 1, sizeof(*w->stack));
 		w->stack[w->depth++] = child;
 		trim_pending(w);
@@ -295,6 +302,8 @@ static void format_listing(struct list_job *j, const struct workspace *ws, struc
 	}
 	jgen_arr_close(g);
 	jgen_kv_bool(g, "truncated", truncated);
+	if (w->unreadable)
+		jgen_kv_int(g, "unreadable", (int64_t)w->unreadable);
 	jgen_obj_close(g);
 	jgen_free(g);
 
@@ -306,6 +315,7 @@ static void format_listing(struct list_job *j, const struct workspace *ws, struc
 		buf_printf(&text, "[Cut at max_entries (%zu): more entries exist; raise max_entries, e.g. {\"max_entries\": %zu} "
 			   "(up to %d) or list a subdirectory]\n", w->n_out, MIN(2 * w->n_out, (size_t)LIST_ENTRIES_MAX),
 			   LIST_ENTRIES_MAX);
+	render_unreadable(w->unreadable, 0, "what they hold is not listed", &text);
 	j->text = buf_steal(&text);
 	j->structured = buf_steal(&out);
 }
@@ -382,7 +392,9 @@ const struct tool_def tool_list_dir = {
 		"recursive, the whole tree below it is listed, names being relative paths such "
 		"as \"src/main.c\"; symlinked directories are not followed. At most max_entries "
 		"entries are returned (default 1000); when there were more, 'truncated' is true and the "
-		"text's last line gives the max_entries to ask for.",
+		"text's last line gives the max_entries to ask for. With recursive, directories that "
+		"could not be read are listed without their entries, counted in 'unreadable' and said "
+		"in the text.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

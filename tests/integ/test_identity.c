@@ -254,6 +254,54 @@ START_TEST(search_and_glob_say_what_they_could_not_read)
 }
 END_TEST
 
+/* list_dir lists a directory the peer may not read without its entries,
+ * and says so: an empty-looking directory is not taken for an empty one. */
+START_TEST(list_dir_says_what_it_could_not_read)
+{
+	if (geteuid() != 0)
+		TC_SKIP("needs root to connect as uid %d", NOBODY);
+	struct tcd d;
+	start_shared(&d, NULL);
+	ws_mkdir(&d, "locked", 0700);
+	free(tcd_write_ws(&d, "locked/key.txt", "private\n", 8, 0644));
+	ws_mkdir(&d, "open", 0755);
+	free(tcd_write_ws(&d, "open/a.txt", "open\n", 5, 0644));
+	ws_mkdir(&d, "sealed", 0755);
+	free(tcd_write_ws(&d, "sealed/b.txt", "sealed\n", 7, 0644));
+	char *sealed = tcd_ws_path(&d, "sealed");
+	ck_assert(chmod(sealed, 0) == 0);
+	free(sealed);
+	struct tcc *n = tcc_connect_as(&d, NOBODY, NOBODY);
+	const struct json *r = tcc_call(n, "list_dir", "{\"recursive\":true}");
+	tc_assert_ok(r);
+	const char *text = tj_str(r, "result.content.0.text");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.entries.0.name"), "locked");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.entries.1.name"), "open");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.entries.2.name"), "open/a.txt");
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.entries.3.name"), "sealed");
+	ck_assert_ptr_null(tj(r, "result.structuredContent.entries.4"));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.unreadable"), 2);
+	ck_assert_msg(strstr(text, "\n[2 directories could not be read (no permission, or removed meanwhile): what "
+				   "they hold is not listed]\n"),
+		      "%s", tcc_raw(n, r));
+	/* Not recursive: nothing below is read, nothing is said. */
+	r = tcc_call(n, "list_dir", "{}");
+	tc_assert_ok(r);
+	ck_assert_ptr_null(tj(r, "result.structuredContent.unreadable"));
+	ck_assert_ptr_null(strstr(tj_str(r, "result.content.0.text"), "could not be read"));
+	tcc_close(n);
+	/* The daemon's own user reads it all: nothing said. */
+	struct tcc *c = tcc_connect(&d);
+	r = tcc_call(c, "list_dir", "{\"recursive\":true}");
+	tc_assert_ok(r);
+	ck_assert_ptr_null(tj(r, "result.structuredContent.unreadable"));
+	ck_assert_str_eq(tj_str(r, "result.structuredContent.entries.1.name"), "locked/key.txt");
+	ck_assert_ptr_null(strstr(tj_str(r, "result.content.0.text"), "could not be read"));
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* The params of the next event (the subscription names one type), NULL on
  * timeout. */
 static const struct json *next_event(struct tcc *c)
@@ -497,6 +545,7 @@ static Suite *identity_suite(void)
 	tcase_add_test(tc, tool_run_as_overrides_the_config);
 	tcase_add_test(tc, shell_cwd_is_reached_as_the_peer);
 	tcase_add_test(tc, search_and_glob_say_what_they_could_not_read);
+	tcase_add_test(tc, list_dir_says_what_it_could_not_read);
 	tcase_add_test(tc, writes_never_create_privilege);
 	tcase_add_test(tc, file_work_does_not_stall_other_clients);
 	tcase_add_test(tc, file_work_times_out);
