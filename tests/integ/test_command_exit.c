@@ -49,6 +49,10 @@ static void start(struct tcd *d)
 		       "{\"name\":\"loud\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Fails\","
 		       " \"argv\":[\"/bin/sh\",\"-c\",\"seq 1 3000; echo 'warning: slow' >&2; exit 4\"],"
 		       " \"input_schema\":{\"type\":\"object\"}}");
+	tcd_write_tool(d, "both.json",
+		       "{\"name\":\"both\",\"kind\":\"command\",\"side_effects\":\"read\",\"description\":\"Fails\","
+		       " \"argv\":[\"/bin/sh\",\"-c\",\"seq 1 3000; seq 5001 8000 >&2; exit 5\"],"
+		       " \"input_schema\":{\"type\":\"object\"}}");
 	tcd_spawn(d, &(struct tcd_opts){ .config = cfg });
 	ck_assert_int_eq(tcd_wait_socket(d, d->sock, 5000), 0);
 	tcd_put(d, "notes.txt", "alpha\nbeta\n");
@@ -124,6 +128,18 @@ START_TEST(failure_message_has_both_streams)
 	ck_assert_msg(strstr(m, " bytes omitted ...]\n"), "%s", m);
 	ck_assert_msg(strstr(m, "\n2999\n3000\n[stderr]\nwarning: slow") == m + strlen(m) - 33, "%s", m);
 	ck_assert_uint_le(strlen(m), 1024 + 100);
+	ck_assert_uint_ge(strlen(m), 1024);
+	/* Both long: half the cap each, the head and the tail of each. */
+	r = tcc_call(c, "both", "{}");
+	m = tj_str(r, "error.message");
+	ck_assert_msg(strncmp(m, "Command '/bin/sh' exited with status 5:\n1\n2\n3\n", 46) == 0, "%s", m);
+	ck_assert_msg(strstr(m, "\n2999\n3000\n[stderr]\n5001\n5002\n"), "%s", m);
+	ck_assert_msg(strstr(m, "\n7999\n8000") == m + strlen(m) - 10, "%s", m);
+	const char *second = strstr(m, "[stderr]");
+	const char *cut = strstr(m, " bytes omitted ...]\n");
+	ck_assert_msg(second && cut && cut < second, "%s", m);
+	ck_assert_msg(strstr(second, " bytes omitted ...]\n"), "%s", m);
+	ck_assert_uint_le(strlen(m), 1024 + 150);
 	ck_assert_uint_ge(strlen(m), 1024);
 	tcc_close(c);
 
