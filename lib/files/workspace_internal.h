@@ -71,6 +71,7 @@ struct ws_guard {
 	 * made there), or NULL. */
 	const char *(*match)(const struct ws_guard *g, const char *rel, bool whole, bool dir);
 	const char *const *list;
+	const void *arg;	/* the match's own */
 	const char *hit;	/* out: the first entry refused */
 	/* What the work may not read either (sandbox.deny_read beneath the
 	 * workspace's roots: absolute, canonical as written): opening one,

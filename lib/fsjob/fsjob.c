@@ -218,10 +218,32 @@ static char **call_deny(const struct tool_call *call)
 	return v;
 }
 
-/* The guard's answer: sandbox.protect's rule. */
+/* Whether the workspace's top .git is the empty directory the sandbox
+ * holds where there is no repository (lib/sandbox/run.c). */
+static bool git_placeholder(const struct workspace *ws)
+{
+	_cleanup_close_ int fd = ws ? openat(ws->dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d)
+		return false;
+	fd = -1;	/* the stream's now */
+	struct dirent *e;
+	while ((e = readdir(d)) && (str_eq(e->d_name, ".") || str_eq(e->d_name, "..")))
+		;
+	closedir(d);
+	return !e;
+}
+
+/* The guard's answer: sandbox.protect's rule; and in the placeholder of a
+ * repository (an empty top .git), nothing may be made: the file tools do
+ * not make a repository where the sandbox keeps commands from making one. */
 static const char *guard_match(const struct ws_guard *g, const char *rel, bool whole, bool dir)
 {
-	return sandbox_protected(g->list, rel, whole, dir);
+	const char *entry = sandbox_protected(g->list, rel, whole, dir);
+	if (!entry && strncmp(rel, ".git/", 5) == 0 && rel[5] && !strchr(rel + 5, '/') && g->list && *g->list &&
+	    git_placeholder(g->arg))
+		return ".git";
+	return entry;
 }
 
 /* Runs one part of the job's work with its protected paths guarded at
@@ -230,6 +252,7 @@ static int run_guarded(struct fsjob *job)
 {
 	struct ws_guard g = { .match = guard_match,
 			      .list = (const char *const *)job->protect,
+			      .arg = job->ws,
 			      .deny = (const char *const *)job->deny };
 	struct ws_guard *old = ws_guard_set(&g);
 	int r = job->ops->run(job, job->arg);
@@ -320,6 +343,7 @@ int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg)
 	struct fsjob job = { .call = call, .ws = call->ws, .protect = call_protect(call), .deny = call_deny(call) };
 	struct ws_guard g = { .match = guard_match,
 			      .list = (const char *const *)job.protect,
+			      .arg = job.ws,
 			      .deny = (const char *const *)job.deny };
 	struct ws_guard *old = ws_guard_set(&g);
 	int r = run(&job, arg);
