@@ -32,6 +32,13 @@
  * network socket refused". A task that is gone when its address has been
  * read (SECCOMP_IOCTL_NOTIF_ID_VALID) is dropped.
  *
+ * A child with the network "proxy" holds real sockets in a namespace of
+ * loopback only: its spawner's program hands only connect() and sendto()
+ * over (listeners of such programs are marked, seccomp_prog_proxied()),
+ * and the daemon lets each go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE: the
+ * namespace confines the child, not this), naming those that bypass the
+ * proxy and will fail (on_send_proxy()).
+ *
  * The daemon never waits here: each receive follows a poll of no time
  * that said one is pending (SECCOMP_IOCTL_NOTIF_RECV has no non-blocking
  * mode; a notification of a task killed since makes it fail, not wait),
@@ -72,14 +79,17 @@
 #define NN_SHOWN 4		/* distinct destinations named per call */
 #define NN_BATCH 32		/* notifications handled per wake-up */
 #define NN_DEPTH 64		/* parents walked up to a call's child */
+#define NN_TABLE (64 * 1024)	/* bytes of a socket table read (on_send_proxy()) */
 
 struct nn_listener {
 	int fd;
 	struct tc_io *io;
+	bool proxy;		/* its program's: the network "proxy" (add_notify_rules()) */
 };
 
 struct nn_call {
 	pid_t pid;		/* the call's child; 0: free */
+	bool proxy;		/* the network "proxy": named so */
 	char *cgroup;		/* the name of its cgroup (the last component), or NULL */
 	char *what[NN_SHOWN];
 	unsigned n;
@@ -211,7 +221,7 @@ static struct nn_call *call_find(pid_t pid)
 	return NULL;
 }
 
-void sandbox_netnotif_watch(pid_t pid, const char *cgroup)
+void sandbox_netnotif_watch(pid_t pid, const char *cgroup, bool proxy)
 {
 	if (!nn.on || pid <= 0)
 		return;
@@ -225,6 +235,7 @@ void sandbox_netnotif_watch(pid_t pid, const char *cgroup)
 	}
 	call_clear(c);
 	c->pid = pid;
+	c->proxy = proxy;
 	free(c->cgroup);
 	const char *name = cgroup ? strrchr(cgroup, '/') : NULL;
 	c->cgroup = name && name[1] ? xstrdup(name + 1) : NULL;
@@ -241,9 +252,9 @@ void sandbox_netnotif_forget(pid_t pid)
 	c->cgroup = NULL;
 }
 
-char *sandbox_netnotif_take(pid_t pid)
+/* What c recorded, worded for the note; NULL when nothing. */
+static char *call_text(const struct nn_call *c)
 {
-	struct nn_call *c = call_find(pid);
 	if (!c || (!c->n && !c->sockets))
 		return NULL;
 	struct buf b = {0};
@@ -259,9 +270,26 @@ char *sandbox_netnotif_take(pid_t pid)
 		buf_printf(&b, " and %" PRIu64 " more attempt%s elsewhere", c->others, c->others == 1 ? "" : "s");
 	if (c->attempts > c->n + c->others)
 		buf_printf(&b, " (%" PRIu64 " attempts in all)", c->attempts);
-	buf_puts(&b, " refused: this tool has no network");
-	call_clear(c);
+	buf_puts(&b, c->proxy ? " refused: this tool reaches the network only through the daemon's proxy "
+				"(HTTP_PROXY, HTTPS_PROXY and ALL_PROXY in its environment)"
+			      : " refused: this tool has no network");
 	return buf_steal(&b);
+}
+
+char *sandbox_netnotif_take(pid_t pid)
+{
+	struct nn_call *c = call_find(pid);
+	char *text = call_text(c);
+	if (text)
+		call_clear(c);
+	return text;
+}
+
+char *sandbox_netnotif_peek(pid_t pid, uint64_t *ret_seen)
+{
+	const struct nn_call *c = call_find(pid);
+	*ret_seen = c ? c->n + c->others + (c->sockets && !c->n) : 0;
+	return call_text(c);
 }
 
 /* The watched call whose cgroup task is in (the cgroup v2 line of
@@ -456,6 +484,112 @@ static void on_send(int fd, const struct seccomp_notif *req, struct seccomp_noti
 	resp->error = -ENETUNREACH;
 }
 
+/* The IPv4 address a v4 or v4-mapped v6 address is (host order), with
+ * *ret_v4 set; else *ret_v4 false. */
+static uint32_t v4_of(const struct sockaddr_storage *ss, bool *ret_v4)
+{
+	*ret_v4 = true;
+	if (ss->ss_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr);
+	const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+	if (IN6_IS_ADDR_V4MAPPED(a)) {
+		uint32_t v;
+		memcpy(&v, &a->s6_addr[12], 4);
+		return ntohl(v);
+	}
+	*ret_v4 = false;
+	return 0;
+}
+
+/* Whether the address is the namespace's own (loopback, or unspecified:
+ * the local host): the rest has no route in a namespace of loopback only. */
+static bool local_addr(const struct sockaddr_storage *ss)
+{
+	bool v4;
+	uint32_t a = v4_of(ss, &v4);
+	if (v4)
+		return (a >> 24) == 127 || a == 0;
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+	return IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_UNSPECIFIED(a6);
+}
+
+/* Whether a table of /proc/TID/net (tcp, tcp6, udp, udp6: the task's
+ * namespace's sockets) holds one bound to port that a connect to it could
+ * reach: listening (TCP) or bound (UDP), on any address or a loopback
+ * one. -1 when the table cannot be read whole. */
+static int bound_in(pid_t task, const char *table, uint16_t port, bool tcp)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)task, table);
+	_cleanup_free_ char *t = xmalloc(NN_TABLE);
+	ssize_t n = read_small(AT_FDCWD, path, t, NN_TABLE);
+	if (n < 0 || (size_t)n >= NN_TABLE - 1)
+		return -1;
+	/* "  0: 0100007F:0C38 00000000:0000 0A ..." after a heading line. */
+	for (const char *line = strchr(t, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+		char local[40], st[3];
+		unsigned p;
+		if (sscanf(line + 1, " %*[0-9]: %39[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %2s", local, &p, st) != 3 || p != port)
+			continue;
+		if (tcp && strcmp(st, "0A") != 0)	/* TCP_LISTEN */
+			continue;
+		return 1;
+	}
+	return 0;
+}
+
+/* A connect() or sendto() of a call with the network "proxy", whose
+ * namespace has loopback only: the kernel decides it (the notification
+ * goes on, SECCOMP_USER_NOTIF_FLAG_CONTINUE: the namespace is what
+ * confines it), and the daemon names what will be refused: any address
+ * but the namespace's own (no route there: ENETUNREACH), and a port of
+ * its own with no socket there (ECONNREFUSED: a server outside the
+ * sandbox is not on its loopback). The daemon's proxy ports go on at
+ * once. */
+static void on_send_proxy(int fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp)
+{
+	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	const char *verb = "connect to";
+	uint64_t addr = req->data.args[1], len = req->data.args[2];
+	bool send = req->data.nr == SYS_sendto;
+	if (send) {
+		verb = "sending to";
+		addr = req->data.args[4];
+		len = req->data.args[5];
+	}
+	struct sockaddr_storage ss;
+	int family = read_addr(req->pid, addr, len, &ss);
+	nn.unread += family < 0 && addr;
+	if (family != AF_INET && family != AF_INET6)
+		return;
+	uint16_t port = ntohs(family == AF_INET ? ((const struct sockaddr_in *)(void *)&ss)->sin_port
+						: ((const struct sockaddr_in6 *)(void *)&ss)->sin6_port);
+	bool v4;
+	uint32_t a4 = v4_of(&ss, &v4);
+	if (v4 && a4 == INADDR_LOOPBACK && !send &&
+	    (port == SANDBOX_PROXY_HTTP_PORT || port == SANDBOX_PROXY_SOCKS_PORT))
+		return;
+	bool local = local_addr(&ss);
+	if (local) {
+		/* Something there to take it, or it cannot be told: no word.
+		 * (A connect may be a datagram socket's: a resolver's.) */
+		static const char *const tables[] = { "tcp", "tcp6", "udp", "udp6" };
+		for (size_t i = send ? 2 : 0; i < ELEMENTSOF(tables); i++)
+			if (bound_in(req->pid, tables[i], port, i < 2) != 0)
+				return;
+	}
+	if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+		nn.gone++;
+		resp->id = 0;
+		return;
+	}
+	char what[NETNOTIF_WHAT_SIZE + 64];
+	netnotif_describe(verb, &ss, what, NETNOTIF_WHAT_SIZE);
+	if (local)
+		strcat(what, " (the sandbox's own loopback: nothing listens there)");
+	netnotif_record(req->pid, what);
+}
+
 /* Handles what a listener has pending, NN_BATCH at most; closes it when
  * its filter has no task left. */
 static void on_listener(void *arg, int revents)
@@ -485,6 +619,8 @@ static void on_listener(void *arg, int revents)
 		resp->id = req->id;
 		if (req->data.nr == SYS_socket)
 			on_socket(l->fd, req, resp);
+		else if (l->proxy)
+			on_send_proxy(l->fd, req, resp);
 		else
 			on_send(l->fd, req, resp);
 		if (resp->id && ioctl(l->fd, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0)
@@ -492,7 +628,7 @@ static void on_listener(void *arg, int revents)
 	}
 }
 
-int sandbox_netnotif_add(int fd)
+int sandbox_netnotif_add(int fd, const void *prog)
 {
 	struct nn_listener *l = NULL;
 	for (size_t i = 0; i < NN_LISTENERS && !l; i++)
@@ -503,6 +639,7 @@ int sandbox_netnotif_add(int fd)
 		return nn.on && l ? -errno : -EBUSY;
 	}
 	l->fd = fd;
+	l->proxy = seccomp_prog_proxied(prog);
 	l->io = tc_io_new(nn.loop, fd, TC_IO_READ, on_listener, l);
 	tc_io_start(l->io);
 	return 0;
