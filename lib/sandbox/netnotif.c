@@ -66,7 +66,10 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 
 #include "lib/base/loop.h"
@@ -79,7 +82,6 @@
 #define NN_SHOWN 4		/* distinct destinations named per call */
 #define NN_BATCH 32		/* notifications handled per wake-up */
 #define NN_DEPTH 64		/* parents walked up to a call's child */
-#define NN_TABLE (64 * 1024)	/* bytes of a socket table read (on_send_proxy()) */
 
 struct nn_listener {
 	int fd;
@@ -90,6 +92,7 @@ struct nn_listener {
 struct nn_call {
 	pid_t pid;		/* the call's child; 0: free */
 	bool proxy;		/* the network "proxy": named so */
+	int diag_fd;		/* with proxy: its namespace's (diag_lookup()), lent, or -1 */
 	char *cgroup;		/* the name of its cgroup (the last component), or NULL */
 	char *what[NN_SHOWN];
 	unsigned n;
@@ -221,7 +224,7 @@ static struct nn_call *call_find(pid_t pid)
 	return NULL;
 }
 
-void sandbox_netnotif_watch(pid_t pid, const char *cgroup, bool proxy)
+void sandbox_netnotif_watch(pid_t pid, const char *cgroup, bool proxy, int diag_fd)
 {
 	if (!nn.on || pid <= 0)
 		return;
@@ -236,6 +239,7 @@ void sandbox_netnotif_watch(pid_t pid, const char *cgroup, bool proxy)
 	call_clear(c);
 	c->pid = pid;
 	c->proxy = proxy;
+	c->diag_fd = diag_fd;
 	free(c->cgroup);
 	const char *name = cgroup ? strrchr(cgroup, '/') : NULL;
 	c->cgroup = name && name[1] ? xstrdup(name + 1) : NULL;
@@ -248,6 +252,7 @@ void sandbox_netnotif_forget(pid_t pid)
 		return;
 	call_clear(c);
 	c->pid = 0;
+	c->diag_fd = -1;
 	free(c->cgroup);
 	c->cgroup = NULL;
 }
@@ -346,14 +351,9 @@ static struct nn_call *call_of(pid_t task)
 	return NULL;
 }
 
-/* Records one attempt for the call of task. */
-void netnotif_record(pid_t task, const char *what)
+/* Records one attempt for the call c. */
+static void record_in(struct nn_call *c, const char *what)
 {
-	struct nn_call *c = call_of(task);
-	if (!c) {
-		nn.unmatched++;
-		return;
-	}
 	c->attempts++;
 	nn.recorded++;
 	for (unsigned i = 0; i < c->n; i++)
@@ -363,6 +363,17 @@ void netnotif_record(pid_t task, const char *what)
 		c->what[c->n++] = xstrdup(what);
 	else
 		c->others++;
+}
+
+/* Records one attempt for the call of task. */
+void netnotif_record(pid_t task, const char *what)
+{
+	struct nn_call *c = call_of(task);
+	if (!c) {
+		nn.unmatched++;
+		return;
+	}
+	record_in(c, what);
 }
 
 /* Reads n bytes at addr of task into buf; false if they cannot be. */
@@ -513,29 +524,86 @@ static bool local_addr(const struct sockaddr_storage *ss)
 	return IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_UNSPECIFIED(a6);
 }
 
-/* Whether a table of /proc/TID/net (tcp, tcp6, udp, udp6: the task's
- * namespace's sockets) holds one bound to port that a connect to it could
- * reach: listening (TCP) or bound (UDP), on any address or a loopback
- * one. -1 when the table cannot be read whole. */
-static int bound_in(pid_t task, const char *table, uint16_t port, bool tcp)
+/*
+ * Whether a socket of the namespace of diag (its NETLINK_SOCK_DIAG
+ * socket) is bound to the address and port ss names, for protocol
+ * (IPPROTO_TCP: listening, or connected to nothing that matters here;
+ * IPPROTO_UDP: bound): 1 yes, 0 no, -1 it cannot be told. One exact
+ * lookup by the kernel (its listening and bound sockets' hashes, the way
+ * a connect finds them), no table walked: /proc/PID/net/tcp would walk
+ * the machine's whole connection hash, milliseconds on a large one.
+ */
+static int diag_lookup(int diag, const struct sockaddr_storage *ss, uint16_t port, uint8_t protocol)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/net/%s", (int)task, table);
-	_cleanup_free_ char *t = xmalloc(NN_TABLE);
-	ssize_t n = read_small(AT_FDCWD, path, t, NN_TABLE);
-	if (n < 0 || (size_t)n >= NN_TABLE - 1)
-		return -1;
-	/* "  0: 0100007F:0C38 00000000:0000 0A ..." after a heading line. */
-	for (const char *line = strchr(t, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
-		char local[40], st[3];
-		unsigned p;
-		if (sscanf(line + 1, " %*[0-9]: %39[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %2s", local, &p, st) != 3 || p != port)
-			continue;
-		if (tcp && strcmp(st, "0A") != 0)	/* TCP_LISTEN */
-			continue;
-		return 1;
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} m = {
+		.h = { .nlmsg_len = sizeof(m), .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_protocol = protocol, .idiag_states = ~0U,
+		       .id.idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } },
+	};
+	/* TCP looks the local end up as the source, UDP as the destination
+	 * (inet_diag_find_one_icsk(), udp_dump_one()). */
+	__be32 *local = protocol == IPPROTO_TCP ? m.r.id.idiag_src : m.r.id.idiag_dst;
+	__be16 *local_port = protocol == IPPROTO_TCP ? &m.r.id.idiag_sport : &m.r.id.idiag_dport;
+	*local_port = htons(port);
+	bool v4;
+	uint32_t a4 = v4_of(ss, &v4);
+	if (v4) {
+		m.r.sdiag_family = AF_INET;
+		local[0] = htonl(a4 ? a4 : INADDR_LOOPBACK);	/* 0.0.0.0: the local host */
+	} else {
+		m.r.sdiag_family = AF_INET6;
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+		memcpy(local, IN6_IS_ADDR_UNSPECIFIED(a6) ? &in6addr_loopback : a6, 16);
 	}
-	return 0;
+	_Alignas(struct nlmsghdr) char buf[4096];
+	while (recv(diag, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;	/* an answer left by one not read whole */
+	if (send(diag, &m, sizeof(m), MSG_DONTWAIT) != (ssize_t)sizeof(m))
+		return -1;
+	/* Answered while the request was sent: read without waiting. */
+	int found = -1;
+	ssize_t n;
+	while ((n = recv(diag, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		int len = (int)n;
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY)
+				found = 1;
+			else if (h->nlmsg_type == NLMSG_ERROR && found < 0 &&
+				 h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+				found = ((const struct nlmsgerr *)NLMSG_DATA(h))->error == -ENOENT ? 0 : -1;
+		}
+	}
+	return found;
+}
+
+/* Whether the kernel's lookups answer for TCP and UDP here (a kernel
+ * without inet_diag or udp_diag answers ENOENT as for a port not taken):
+ * asked once, of sockets of the daemon's own, bit 0 TCP, bit 1 UDP. */
+static unsigned diag_works(void)
+{
+	static int works = -1;
+	if (works >= 0)
+		return (unsigned)works;
+	works = 0;
+	_cleanup_close_ int diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_SOCK_DIAG);
+	const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+	for (int i = 0; diag >= 0 && i < 2; i++) {
+		_cleanup_close_ int s = socket(AF_INET, types[i] | SOCK_CLOEXEC, 0);
+		struct sockaddr_storage ss = {0};
+		struct sockaddr_in *in = (void *)&ss;
+		socklen_t len = sizeof(*in);
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (s < 0 || bind(s, (void *)in, len) < 0 || (i == 0 && listen(s, 1) < 0) ||
+		    getsockname(s, (void *)in, &len) < 0)
+			continue;
+		if (diag_lookup(diag, &ss, ntohs(in->sin_port), i ? IPPROTO_UDP : IPPROTO_TCP) == 1)
+			works |= 1 << i;
+	}
+	return (unsigned)works;
 }
 
 /* A connect() or sendto() of a call with the network "proxy", whose
@@ -569,14 +637,20 @@ static void on_send_proxy(int fd, const struct seccomp_notif *req, struct seccom
 	if (v4 && a4 == INADDR_LOOPBACK && !send &&
 	    (port == SANDBOX_PROXY_HTTP_PORT || port == SANDBOX_PROXY_SOCKS_PORT))
 		return;
+	struct nn_call *c = call_of(req->pid);
+	if (!c) {
+		nn.unmatched++;
+		return;
+	}
 	bool local = local_addr(&ss);
 	if (local) {
 		/* Something there to take it, or it cannot be told: no word.
 		 * (A connect may be a datagram socket's: a resolver's.) */
-		static const char *const tables[] = { "tcp", "tcp6", "udp", "udp6" };
-		for (size_t i = send ? 2 : 0; i < ELEMENTSOF(tables); i++)
-			if (bound_in(req->pid, tables[i], port, i < 2) != 0)
-				return;
+		unsigned works = diag_works();
+		if (c->diag_fd < 0 || !(works & 2) || (!send && !(works & 1)) ||
+		    (!send && diag_lookup(c->diag_fd, &ss, port, IPPROTO_TCP) != 0) ||
+		    diag_lookup(c->diag_fd, &ss, port, IPPROTO_UDP) != 0)
+			return;
 	}
 	if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
 		nn.gone++;
@@ -587,7 +661,7 @@ static void on_send_proxy(int fd, const struct seccomp_notif *req, struct seccom
 	netnotif_describe(verb, &ss, what, NETNOTIF_WHAT_SIZE);
 	if (local)
 		strcat(what, " (the sandbox's own loopback: nothing listens there)");
-	netnotif_record(req->pid, what);
+	record_in(c, what);
 }
 
 /* Handles what a listener has pending, NN_BATCH at most; closes it when

@@ -810,7 +810,7 @@ void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid)
 	/* What its tasks try of the network, without any or past the
 	 * proxy (netnotif.c). */
 	if (run && !run->network)
-		sandbox_netnotif_watch(pid, run->cgroup, run->net != NULL);
+		sandbox_netnotif_watch(pid, run->cgroup, run->net != NULL, sandbox_net_diag_fd(run->net));
 }
 
 /* Makes the next call's TMPDIR and layer for the identity of a call that

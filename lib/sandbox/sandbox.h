@@ -408,7 +408,8 @@ void sandbox_kaudit_write_stats(struct jgen *g);
  * the program prog (seccomp_spawner_prog()'s or seccomp_notes_prog()'s).
  * sandbox_netnotif_watch(): a call's child, and the call's own
  * cgroup (a path, or NULL), by which its tasks are found; proxy: its
- * network is the proxy. sandbox_netnotif_take(): "connect to 1.1.1.1:80 refused: this
+ * network is the proxy, in the namespace whose NETLINK_SOCK_DIAG socket
+ * is diag_fd (lent until sandbox_netnotif_forget(), or -1). sandbox_netnotif_take(): "connect to 1.1.1.1:80 refused: this
  * tool has no network" (or "...: this tool reaches the network only
  * through the daemon's proxy (...)") for what a watched child's tasks tried (owned,
  * taken), or NULL. sandbox_netnotif_peek(): the same, not taken;
@@ -422,7 +423,7 @@ const char *sandbox_netnotif_why(void);
 int sandbox_netnotif_add(int listener, const void *prog);
 /* Whether a listener more can be watched; counted when not. */
 bool sandbox_netnotif_room(void);
-void sandbox_netnotif_watch(pid_t pid, const char *cgroup, bool proxy);
+void sandbox_netnotif_watch(pid_t pid, const char *cgroup, bool proxy, int diag_fd);
 void sandbox_netnotif_forget(pid_t pid);
 char *sandbox_netnotif_take(pid_t pid);
 char *sandbox_netnotif_peek(pid_t pid, uint64_t *ret_seen);

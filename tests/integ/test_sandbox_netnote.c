@@ -362,6 +362,14 @@ START_TEST(proxy_bypass_named)
 				 "socket.create_connection(s.getsockname(), timeout=5); print(\"reached\")'");
 		tc_assert_text_has(r, "reached");
 		tc_assert_text_lacks(r, "[sandbox]");
+		/* A datagram to a port of its loopback: named where nothing
+		 * is bound, not where its own socket is. */
+		r = tcc_shell(c, "python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+				 "s.bind((\"127.0.0.1\", 0)); t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+				 "t.sendto(b\"x\", s.getsockname()); t.sendto(b\"x\", (\"127.0.0.1\", 9)); print(\"sent\")'");
+		tc_assert_text_has(r, "sent");
+		assert_proxied(r, "sending to 127.0.0.1:9 (the sandbox's own loopback: nothing listens there)");
+		tc_assert_text_lacks(r, "more attempt");
 	}
 	/* The proxy itself: no note. */
 	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128' && echo proxied");

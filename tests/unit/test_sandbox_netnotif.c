@@ -132,7 +132,7 @@ START_TEST(attempt_named_and_taken_once)
 	NEED_NOTES();
 	pid_t self = getpid();
 	assert_take(self, NULL);
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	assert_take(self, NULL);
 	netnotif_record(self, "connect to 1.1.1.1:80");
 	assert_take(self, "connect to 1.1.1.1:80" REFUSED);
@@ -155,7 +155,7 @@ START_TEST(peeked_and_proxied)
 	uint64_t seen = 7;
 	ck_assert_ptr_null(sandbox_netnotif_peek(self, &seen));
 	ck_assert_int_eq(seen, 0);
-	sandbox_netnotif_watch(self, NULL, true);
+	sandbox_netnotif_watch(self, NULL, true, -1);
 	netnotif_record(self, "connect to 1.1.1.1:80");
 	const char *want = "connect to 1.1.1.1:80 refused: this tool reaches the network only through the daemon's "
 			   "proxy (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY in its environment)";
@@ -182,7 +182,7 @@ START_TEST(peeked_and_proxied)
 	ck_assert_ptr_null(sandbox_netnotif_peek(self, &seen));
 	ck_assert_int_eq(seen, 0);
 	/* Watched again without the proxy: the plain words. */
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	netnotif_record(self, "connect to 1.1.1.1:80");
 	assert_take(self, "connect to 1.1.1.1:80" REFUSED);
 }
@@ -193,7 +193,7 @@ START_TEST(same_destination_named_once)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	for (int i = 0; i < 3; i++)
 		netnotif_record(self, "connect to 1.1.1.1:80");
 	assert_take(self, "connect to 1.1.1.1:80 (3 attempts in all)" REFUSED);
@@ -206,7 +206,7 @@ START_TEST(four_named_the_rest_counted)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	char what[64];
 	for (int i = 1; i <= 5; i++) {
 		snprintf(what, sizeof(what), "connect to 10.0.0.%d:80", i);
@@ -241,7 +241,7 @@ START_TEST(sockets_without_destination)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	netnotif_record_socket(self);
 	assert_take(self, "opening a network socket" REFUSED);
 	assert_take(self, NULL);
@@ -263,7 +263,7 @@ START_TEST(descendants_are_the_call)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	pid_t child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
@@ -295,10 +295,10 @@ START_TEST(watched_again_afresh)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, "/sys/fs/cgroup/toolcalld/tc-1-1", false);
+	sandbox_netnotif_watch(self, "/sys/fs/cgroup/toolcalld/tc-1-1", false, -1);
 	netnotif_record(self, "connect to 1.1.1.1:80");
 	netnotif_record_socket(self);
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	assert_take(self, NULL);
 	assert_stat("watched", 1);
 }
@@ -310,14 +310,14 @@ START_TEST(calls_table_bounded)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	for (pid_t i = 1; i < 256; i++)
-		sandbox_netnotif_watch(NO_TASK - i, NULL, false);
+		sandbox_netnotif_watch(NO_TASK - i, NULL, false, -1);
 	assert_stat("watched", 256);
 	assert_stat("unwatched", 0);
-	sandbox_netnotif_watch(self, NULL, false);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	assert_stat("unwatched", 0);
-	sandbox_netnotif_watch(NO_TASK, NULL, false);
+	sandbox_netnotif_watch(NO_TASK, NULL, false, -1);
 	assert_stat("watched", 256);
 	assert_stat("unwatched", 1);
 	/* the one not watched has nothing, the others go on */
@@ -326,7 +326,7 @@ START_TEST(calls_table_bounded)
 	assert_take(self, "connect to 1.1.1.1:80" REFUSED);
 	/* a slot freed is taken */
 	sandbox_netnotif_forget(NO_TASK - 1);
-	sandbox_netnotif_watch(NO_TASK, NULL, false);
+	sandbox_netnotif_watch(NO_TASK, NULL, false, -1);
 	assert_stat("watched", 256);
 	assert_stat("unwatched", 1);
 }
