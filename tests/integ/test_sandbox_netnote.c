@@ -381,6 +381,39 @@ START_TEST(proxy_bypass_named)
 }
 END_TEST
 
+/* A daemon that is not root makes each proxy namespace in a user
+ * namespace of its own: a connect that bypasses the proxy is named the
+ * same, loopback included. */
+START_TEST(daemon_not_root_proxy_named)
+{
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) < 0 || access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs root, /usr/bin/setpriv and bash to start a daemon as uid 65534");
+	struct tcd d;
+	tcd_spawn_nobody(&d, &(struct tcd_opts){ .config = "{" AUTO ",\"sandbox\":{\"network\":\"proxy\"}}" });
+	if (tcd_wait_socket(&d, d.sock, 10000) != 0) {
+		char *log = tcd_log(&d);
+		tc_skip_note("a daemon of uid 65534 with the network proxy does not start here: %s", log);
+		free(log);
+		tcd_free(&d);
+		return;
+	}
+	struct tcc *c = tcc_connect(&d);
+	if (!tj_bool(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.on")) {
+		tcc_close(c);
+		tcd_free(&d);
+		TC_SKIP("the daemon does not see the network calls here");
+	}
+	for (int i = 0; i < 2; i++) {
+		const struct json *r = tcc_shell(c, "id -u; " CONNECT_1111);
+		tc_assert_text_has(r, "65534");
+		assert_proxied(r, "connect to 1.1.1.1:80");
+		r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
+		assert_proxied(r, "connect to 127.0.0.1:9 (the sandbox's own loopback: nothing listens there)");
+	}
+	finish(&d, c);
+}
+END_TEST
+
 /* A background process is told what the daemon saw the sandbox refuse it
  * while it runs, in the answer to each session after the refusal (once
  * to each, again when a new one is seen), and all of it in the answer
@@ -675,6 +708,7 @@ int main(void)
 	tcase_add_test(tc, connect_flood_bounded);
 	tcase_add_test(tc, network_tools_untouched);
 	tcase_add_test(tc, proxy_bypass_named);
+	tcase_add_test(tc, daemon_not_root_proxy_named);
 	tcase_add_test(tc, background_named_while_running);
 	tcase_add_test(tc, background_failure_named_past_its_tail);
 	tcase_add_test(tc, after_the_call_not_misplaced);
