@@ -865,9 +865,10 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	}
 	if (in_r < 0)
 		a.in_fd = in_r = devnull_fd();	/* or still -1: the child opens it */
-	/* Without network (or with the proxy's), a child started here loads the program that
-	 * hands the network's calls to the daemon, with a listener of its
-	 * own, sent on notes_w before its exec (sandbox_child_apply()). */
+	/* Without network (or with the proxy's), a child started here
+	 * loads the program that hands the network's calls to the daemon,
+	 * with a listener of its own, sent on notes_w before its exec
+	 * (sandbox_child_apply()). */
 	_cleanup_close_ int notes_r = -1, notes_w = -1;
 	const void *plain_bpf = a.sandbox ? a.sandbox->bpf : NULL;
 	const void *notes = a.sandbox && !RUNNING_ON_VALGRIND ? seccomp_notes_prog(plain_bpf) : NULL;

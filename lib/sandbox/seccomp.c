@@ -410,8 +410,9 @@ const void *seccomp_spawner_prog(const void *prog)
 		if (!prog || progs[i] != prog)
 			continue;
 		char *msg = NULL;
-		/* Without network, and with a daemon that answers: the calls
-		 * of the network go to it (add_notify_rules()). */
+		/* Without network or with the proxy's, and with a daemon
+		 * that answers: the calls of the network go to it
+		 * (add_notify_rules()). */
 		if (!spawner_progs[i]) {
 			bool notify = (i == SANDBOX_NET_NONE || i == SANDBOX_NET_PROXY) && sandbox_netnotif_on();
 			if (build(i, true, notify, &spawner_progs[i], &msg) < 0) {
