@@ -201,6 +201,46 @@ static void warn_log(const char *msg)
 	log_warning("%s", msg);
 }
 
+/* Says what the daemons that died without cleaning up left and this one
+ * removed (sandbox_reap_dead()): one line of counts, one per process killed. */
+static void log_reaped(const struct sandbox_reaped *r)
+{
+	if (!r->killed && !r->cgroups && !r->cgroups_left && !r->tmp_dirs && !r->tmp_left)
+		return;
+	log_warning("reaped what daemons that died left: %u processes killed, %u call cgroups removed%s, "
+		    "%u directories of TMPDIRs removed%s",
+		    r->killed, r->cgroups, r->cgroups_left ? " (some could not be)" : "", r->tmp_dirs,
+		    r->tmp_left ? " (some not whole)" : "");
+	for (unsigned i = 0; i < r->n_procs; i++)
+		log_warning("reaped process %d (uid %u) left by the dead daemon %d: %s", (int)r->procs[i].pid,
+			    (unsigned)r->procs[i].uid, (int)r->procs[i].daemon, r->procs[i].command);
+	if (r->killed > r->n_procs)
+		log_warning("reaped %u more processes, not named", r->killed - r->n_procs);
+}
+
+/* An audit line ("process.reaped") per process killed at the start. */
+static void audit_reaped(struct audit *a, const struct sandbox_reaped *r)
+{
+	for (unsigned i = 0; a && i < r->n_procs; i++) {
+		struct buf b = {0};
+		struct jgen *g = jgen_new(&b);
+		char tbuf[32];
+		format_time(wall_ms(), tbuf);
+		jgen_obj_open(g);
+		jgen_kv_str(g, "time", tbuf);
+		jgen_kv_str(g, "event", "process.reaped");
+		jgen_kv_int(g, "uid", (int64_t)r->procs[i].uid);
+		jgen_kv_int(g, "pid", (int64_t)r->procs[i].pid);
+		jgen_kv_int(g, "daemonPid", (int64_t)r->procs[i].daemon);
+		jgen_kv_str(g, "command", r->procs[i].command);
+		jgen_kv_str(g, "outcome", "killed: its daemon had died without ending it");
+		jgen_obj_close(g);
+		jgen_free(g);
+		audit_record(a, buf_head(&b), buf_size(&b));
+		buf_free(&b);
+	}
+}
+
 int server_init(struct server *s, char **ret_err)
 {
 	s->listen_fd = -1;
@@ -245,6 +285,11 @@ int server_init(struct server *s, char **ret_err)
 	/* Before any child: also makes the daemon child subreaper. */
 	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(s->cfg.sandbox.cgroup_dir));
 	log_info("%s", line);
+	/* What a daemon that died left (its calls' processes, cgroups,
+	 * TMPDIRs): gone before this one starts a child. */
+	_cleanup_free_ struct sandbox_reaped *reaped = xmalloc(sizeof(*reaped));
+	sandbox_reap_dead(reaped);
+	log_reaped(reaped);
 	if (sandbox_kaudit_start(s->loop, sandbox_probe(NULL)->landlock_abi) == 0)
 		log_info("sandbox notes: from the kernel's audit records of Landlock's refusals");
 	else
@@ -289,6 +334,7 @@ int server_init(struct server *s, char **ret_err)
 		}
 		dispatch_set_audit(s->dispatcher, s->audit);
 		process_table_set_audit(s->env.processes, s->audit);
+		audit_reaped(s->audit, reaped);
 	}
 
 	r = server_listen(s, ret_err);

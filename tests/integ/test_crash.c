@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A daemon killed with SIGKILL (a crash) leaves nothing running and
+ * nothing behind: the leaders of its calls die with it (PR_SET_PDEATHSIG);
+ * what they started (a background tree, setsid, a shell ignoring SIGTERM)
+ * is killed by the next daemon at its start, through the dead daemon's
+ * cgroups where there are some, else through the TMPDIR in their
+ * environment; its cgroups and its directory of TMPDIRs are removed, a
+ * log line and an audit line say so; another daemon, alive on another
+ * socket, keeps everything of its own.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integ/harness.h"
+#include "tests/unit/check_main.h"
+
+#define NOBODY 65534
+#define CFG_AUTO                                                                                  \
+	"\"socket_mode\":\"0666\",\"audit_log\":\"@DIR@/audit.jsonl\",\"confirmation\":{\"default\":{" \
+	"\"execute\":\"auto\",\"write\":\"auto\",\"read\":\"auto\"}}"
+#define PIDS_MAX 32
+
+/* Whether pid's process runs (a zombie does not). */
+static bool alive(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static bool any_alive(const pid_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (alive(pids[i]))
+			return true;
+	return false;
+}
+
+static bool all_alive(const pid_t *pids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!alive(pids[i]))
+			return false;
+	return true;
+}
+
+/* Adds the pids of the lines "KEY=N" of text to pids. */
+static void take_pids(const char *text, const char *key, pid_t *pids, size_t *n)
+{
+	size_t k = strlen(key);
+	for (const char *p = text; (p = strstr(p, key)); p += k)
+		if ((p == text || p[-1] == '\n') && p[k] == '=') {
+			ck_assert(*n < PIDS_MAX);
+			pids[(*n)++] = (pid_t)atoi(p + k + 1);
+		}
+}
+
+/* The daemon's cgroup directory from its start-up line, or NULL. */
+static char *cgroup_dir(const struct tcd *d)
+{
+	char *log = tcd_log(d);
+	const char *at = strstr(log, "cgroup v2 delegated: ");
+	char *dir = NULL;
+	if (at && strncmp(at + strlen("cgroup v2 delegated: "), "no", 2) != 0) {
+		at += strlen("cgroup v2 delegated: ");
+		dir = xstrndup(at, strcspn(at, " ("));
+	}
+	free(log);
+	return dir;
+}
+
+/* How many entries of dir start with the prefix. */
+static unsigned count_prefixed(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	unsigned n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static unsigned cgroups_of(const char *dir, pid_t daemon)
+{
+	char prefix[32];
+	snprintf(prefix, sizeof(prefix), "tc-%d-", (int)daemon);
+	return dir ? count_prefixed(dir, prefix) : 0;
+}
+
+/* Where a daemon started by the test makes its directory of TMPDIRs. */
+static const char *tmp_parent(void)
+{
+	const char *t = getenv("TMPDIR");
+	if (t && t[0] == '/')
+		return t;
+	return geteuid() == 0 ? "/var/tmp" : "/tmp";
+}
+
+static unsigned tmp_dirs_of(pid_t daemon)
+{
+	char prefix[48];
+	snprintf(prefix, sizeof(prefix), "toolcalld.%d.", (int)daemon);
+	return count_prefixed(tmp_parent(), prefix);
+}
+
+static void start(struct tcd *d, const char *extra)
+{
+	char *cfg = xasprintf("{" CFG_AUTO "%s%s}", extra ? "," : "", extra ? extra : "");
+	tcd_start(d, cfg);
+	free(cfg);
+	ck_assert(chmod(d->dir, 0711) == 0);
+	ck_assert(chmod(d->ws, 0777) == 0);
+}
+
+/* A client of d: uid 65534 where the test is root (as a peer of another
+ * uid), else the test's own. */
+static struct tcc *connect_peer(struct tcd *d)
+{
+	return geteuid() == 0 ? tcc_connect_as(d, NOBODY, NOBODY) : tcc_connect(d);
+}
+
+/* Starts a background shell printing "L=" its own pid and "P=" the pids
+ * of what it started, then READY; adds them to leaders and pids. */
+static void bg(struct tcc *c, const char *command, pid_t *leaders, size_t *n_leaders, pid_t *pids, size_t *n)
+{
+	char *q = tj_quote(command);
+	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s,\"background\":true,"
+							    "\"until\":\"READY\",\"yield_ms\":20000}", q));
+	free(q);
+	const char *out = tj_str(r, "result.structuredContent.output");
+	ck_assert_msg(out && strstr(out, "READY") && tj_str(r, "result.structuredContent.process_id"), "%s",
+		      tj_text(r));
+	take_pids(out, "L", leaders, n_leaders);
+	take_pids(out, "P", pids, n);
+}
+
+/*
+ * Starts on d three background trees (plain, setsid, one ignoring
+ * SIGTERM) and a foreground call that stays in flight (its connection
+ * returned in *ret_fg); their leaders' pids in leaders, the others' in
+ * pids.
+ */
+static struct tcc *start_trees(struct tcd *d, pid_t *leaders, size_t *n_leaders, pid_t *pids, size_t *n)
+{
+	struct tcc *c = connect_peer(d);
+	bg(c, "sleep 1000 & echo P=$!; echo L=$$; echo READY; sleep 1001", leaders, n_leaders, pids, n);
+	bg(c, "echo L=$$; setsid sh -c 'sleep 1002 & echo P=$!; echo P=$$; echo READY; wait' & wait", leaders,
+	   n_leaders, pids, n);
+	bg(c, "trap '' TERM; echo L=$$; sh -c 'trap \"\" TERM; sleep 1003' & echo P=$!; echo READY; wait", leaders,
+	   n_leaders, pids, n);
+	tcc_close(c);
+	struct tcc *fg = connect_peer(d);
+	tcc_send_request(fg, "tools/call",
+			 "{\"name\":\"shell\",\"arguments\":{\"command\":"
+			 "\"sleep 301 & echo P=$! > fg.pids; echo L=$$ >> fg.pids; wait\"}}");
+	char *text = NULL;
+	uint64_t end = tc_now_ms() + tc_wait_scaled(20000);
+	while (tc_now_ms() < end) {
+		free(text);
+		text = tcd_read(d, "fg.pids", NULL);
+		if (text && strstr(text, "L="))
+			break;
+		tc_pause_ms(20);
+	}
+	ck_assert_msg(text && strstr(text, "L="), "the foreground call did not start: %s", text ? text : "(none)");
+	take_pids(text, "L", leaders, n_leaders);
+	take_pids(text, "P", pids, n);
+	free(text);
+	ck_assert_int_eq(*n_leaders, 4);
+	ck_assert_int_ge(*n, 5);
+	return fg;
+}
+
+/* The case: extra, the config's members beyond CFG_AUTO; with_cgroup,
+ * whether the daemon runs its calls in cgroups. */
+static void crash_case(const char *extra, bool with_cgroup)
+{
+	struct tcd d, other;
+	start(&d, extra);
+	char *cg = cgroup_dir(&d);
+	if (with_cgroup && !cg) {
+		tcd_finish(&d);
+		TC_SKIP("no cgroup v2 directory calls can be made in here (the daemon says \"cgroup v2 delegated: "
+			"no\"): the case with cgroups cannot run");
+	}
+	ck_assert_msg(with_cgroup || !cg, "the config turns the cgroups off, the daemon uses %s", cg);
+
+	/* Another daemon on another socket, with a process of its own. */
+	start(&other, extra);
+	struct tcc *oc = connect_peer(&other);
+	pid_t other_leader[PIDS_MAX], other_pids[PIDS_MAX];
+	size_t n_other_leader = 0, n_other = 0;
+	bg(oc, "sleep 1010 & echo P=$!; echo L=$$; echo READY; wait", other_leader, &n_other_leader, other_pids,
+	   &n_other);
+
+	pid_t leaders[PIDS_MAX], pids[PIDS_MAX];
+	size_t n_leaders = 0, n = 0;
+	struct tcc *fg = start_trees(&d, leaders, &n_leaders, pids, &n);
+	ck_assert(all_alive(leaders, n_leaders) && all_alive(pids, n));
+	pid_t dead = d.pid;
+	if (with_cgroup)
+		ck_assert_uint_ge(cgroups_of(cg, dead), 4);
+	ck_assert_uint_eq(tmp_dirs_of(dead), 1);
+
+	tcd_kill(&d, SIGKILL);
+	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
+	/* The leaders go with it. */
+	ck_assert_msg(tc_wait_until(!any_alive(leaders, n_leaders), tc_wait_scaled(5000)),
+		      "a call's leader outlived its daemon");
+	tcc_close(fg);
+	char *log = tcd_log(&d);
+	size_t log_before = strlen(log);
+	free(log);
+
+	/* The next daemon, at its start, kills the rest and removes what the
+	 * dead one left; the other daemon's are not touched. */
+	tcd_spawn(&d, NULL);
+	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 20000), 0);
+	ck_assert_msg(tc_wait_until(!any_alive(pids, n), tc_wait_scaled(5000)),
+		      "a process of the dead daemon's calls is still running");
+	ck_assert_uint_eq(cgroups_of(cg, dead), 0);
+	ck_assert_uint_eq(tmp_dirs_of(dead), 0);
+	log = tcd_log(&d);
+	const char *line = strstr(log + log_before, "reaped what daemons that died left: ");
+	ck_assert_msg(line, "no line says what was reaped:\n%s", log + log_before);
+	ck_assert_int_ge(atoi(line + strlen("reaped what daemons that died left: ")), (int)n);
+	char want[96];
+	snprintf(want, sizeof(want), "left by the dead daemon %d: sleep 1002", (int)dead);
+	ck_assert_msg(strstr(line, want), "no line naming a process killed:\n%s", line);
+	free(log);
+
+	ck_assert(all_alive(other_leader, n_other_leader) && all_alive(other_pids, n_other));
+	ck_assert_uint_eq(tmp_dirs_of(other.pid), 1);
+	if (with_cgroup)
+		ck_assert_uint_ge(cgroups_of(cg, other.pid), 1);
+	const struct json *r = tcc_call(oc, "process_list", "{}");
+	ck_assert_msg(strstr(tj_text(r), "sleep 1010"), "%s", tj_text(r));
+	tcc_close(oc);
+
+	/* The audit log says which processes were killed. */
+	ck_assert_int_eq(tcd_stop(&d), 0);
+	char *path = xasprintf("%s/audit.jsonl", d.dir);
+	char *audit = tcd_read(&d, path, NULL);
+	ck_assert_msg(audit && strstr(audit, "\"event\":\"process.reaped\"") && strstr(audit, "sleep 1003"),
+		      "%s", audit ? audit : "(no audit log)");
+	free(audit);
+	free(path);
+	tcd_free(&d);
+	tcd_finish(&other);
+	free(cg);
+}
+
+START_TEST(crash_with_cgroups_leaves_nothing)
+{
+	crash_case(NULL, true);
+}
+END_TEST
+
+START_TEST(crash_without_cgroups_leaves_nothing)
+{
+	crash_case("\"sandbox\":{\"cgroup\":\"\"}", false);
+}
+END_TEST
+
+static Suite *crash_suite(void)
+{
+	Suite *s = suite_create("crash");
+	TCase *tc = tcase_create("crash");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, crash_with_cgroups_leaves_nothing);
+	tcase_add_test(tc, crash_without_cgroups_leaves_nothing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(crash_suite());
+}
