@@ -290,6 +290,15 @@ int server_init(struct server *s, char **ret_err)
 	_cleanup_free_ struct sandbox_reaped *reaped = xmalloc(sizeof(*reaped));
 	sandbox_reap_dead(reaped);
 	log_reaped(reaped);
+	/* And what this one leaves if it dies so: reaped at once by a
+	 * watchdog, a process of its own (before any thread). */
+	pid_t watchdog;
+	r = sandbox_watchdog_start(log_reaped, &watchdog);
+	if (r < 0)
+		log_info("crash watchdog: none (%s): what a crash of this daemon leaves running is killed at its next "
+			 "start", strerror(-r));
+	else
+		log_info("crash watchdog: pid %d", (int)watchdog);
 	if (sandbox_kaudit_start(s->loop, sandbox_probe(NULL)->landlock_abi) == 0)
 		log_info("sandbox notes: from the kernel's audit records of Landlock's refusals");
 	else

@@ -29,12 +29,16 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -426,6 +430,10 @@ static void reap_tmp(const char *parent, struct sandbox_reaped *r)
 	if (n)
 		reap_environ(dead, n, r);
 	for (size_t i = 0; i < n; i++) {
+		/* The watchdog, in the dead daemon's mount namespace, finds
+		 * its tmpfs there (tmp.c); elsewhere nothing is mounted. */
+		if (geteuid() == 0)
+			(void)umount2(dead[i].path, MNT_DETACH | UMOUNT_NOFOLLOW);
 		tmp_rm_tree(parent_fd, dead[i].name, REAP_RM_ENTRIES);
 		if (faccessat(parent_fd, dead[i].name, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
 			r->tmp_dirs++;
@@ -444,4 +452,58 @@ void sandbox_reap_dead(struct sandbox_reaped *r)
 	if (f->cgroup && f->cgroup_dir && !sandbox_cgroup_is_fake())
 		reap_cgroups(f->cgroup_dir, r);
 	reap_tmp(tmp_base_parent(), r);
+}
+
+/*
+ * The watchdog: a process of its own, the sibling of the daemon (cloned
+ * with CLONE_PARENT, so neither the daemon, a child subreaper that kills
+ * the children it does not know, nor its death takes it), that waits for
+ * the daemon to end (its pidfd) and then does at once what the next
+ * daemon's start would: the daemon's calls' processes killed, their
+ * cgroups and its directory of TMPDIRs removed (in the daemon's mount
+ * namespace, where it unmounts the tmpfs on that directory first). A
+ * daemon that stopped cleanly left nothing: it finds nothing and exits.
+ */
+int sandbox_watchdog_start(void (*report)(const struct sandbox_reaped *r), pid_t *ret_pid)
+{
+	pid_t daemon = getpid();
+	int pidfd = (int)syscall(SYS_pidfd_open, daemon, 0);
+	if (pidfd < 0)
+		return -errno;
+	/* A fork, without the libc's fork handlers: the daemon has no
+	 * thread yet, and the watchdog calls nothing that needs them. */
+	sigset_t all, old;
+	sigfillset(&all);
+	(void)sigprocmask(SIG_SETMASK, &all, &old);
+	long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid < 0) {
+		int e = -errno;
+		(void)sigprocmask(SIG_SETMASK, &old, NULL);
+		close(pidfd);
+		return e;
+	}
+	if (pid > 0) {
+		(void)sigprocmask(SIG_SETMASK, &old, NULL);
+		close(pidfd);
+		*ret_pid = (pid_t)pid;
+		return 0;
+	}
+	(void)prctl(PR_SET_NAME, "toolcalld-reap");
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			(void)signal(sig, SIG_DFL);
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
+	/* Nothing of the daemon's held (its socket, its files), but its
+	 * standard output and error, where it logs. */
+	if (pidfd != 3 && (dup3(pidfd, 3, O_CLOEXEC) != 3 || close(pidfd) < 0))
+		_exit(1);
+	(void)syscall(SYS_close_range, 4U, ~0U, 0U);
+	struct pollfd p = { .fd = 3, .events = POLLIN };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	struct sandbox_reaped *r = xmalloc(sizeof(*r));
+	sandbox_reap_dead(r);
+	if (report)
+		report(r);
+	_exit(0);
 }

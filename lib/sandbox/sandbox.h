@@ -128,6 +128,15 @@ struct sandbox_reaped {
 	struct sandbox_reaped_proc procs[SANDBOX_REAPED_NAMED];
 };
 void sandbox_reap_dead(struct sandbox_reaped *ret);
+/*
+ * Starts the daemon's watchdog (*ret_pid): a process outside the daemon's
+ * tree that, once the daemon has ended however it did, does what
+ * sandbox_reap_dead() does and hands it to report (in the watchdog: it
+ * may only log), then exits. Call it after sandbox_reap_dead(), before
+ * any thread. A negative errno where it cannot be (no pidfd_open, Linux
+ * 5.3; a daemon that is a pid namespace's init cannot clone a sibling).
+ */
+int sandbox_watchdog_start(void (*report)(const struct sandbox_reaped *r), pid_t *ret_pid);
 /* The daemon's start time (clock ticks after boot), which its cgroups'
  * names carry. */
 uint64_t sandbox_self_start(void);

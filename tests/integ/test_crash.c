@@ -189,8 +189,10 @@ static struct tcc *start_trees(struct tcd *d, pid_t *leaders, size_t *n_leaders,
 }
 
 /* The case: extra, the config's members beyond CFG_AUTO; with_cgroup,
- * whether the daemon runs its calls in cgroups. */
-static void crash_case(const char *extra, bool with_cgroup)
+ * whether the daemon runs its calls in cgroups; with_watchdog, whether
+ * its watchdog outlives it (else it is killed first, and the daemon's
+ * next start does the work). */
+static void crash_case(const char *extra, bool with_cgroup, bool with_watchdog)
 {
 	struct tcd d, other;
 	start(&d, extra);
@@ -219,24 +221,51 @@ static void crash_case(const char *extra, bool with_cgroup)
 		ck_assert_uint_ge(cgroups_of(cg, dead), 4);
 	ck_assert_uint_eq(tmp_dirs_of(dead), 1);
 
+	char *log = tcd_log(&d);
+	size_t log_before = strlen(log);
+	pid_t watchdog = 0;
+	const char *at = strstr(log, "crash watchdog: pid ");
+	if (at)
+		watchdog = (pid_t)atoi(at + strlen("crash watchdog: pid "));
+	free(log);
+	/* Without its watchdog (killed too, or none), the next daemon's
+	 * start does its work. */
+	if (!with_watchdog && watchdog > 0) {
+		ck_assert_int_eq(kill(watchdog, SIGKILL), 0);
+		ck_assert(tc_wait_until(!alive(watchdog), tc_wait_scaled(5000)));
+	}
+	if (with_watchdog && watchdog <= 0) {
+		tcc_close(fg);
+		tcd_free(&d);
+		tcd_finish(&other);
+		free(cg);
+		TC_SKIP("the daemon has no crash watchdog here (\"crash watchdog: none\" in its log)");
+	}
+
 	tcd_kill(&d, SIGKILL);
 	ck_assert_int_ge(tcd_wait_exit(&d, 10000), 0);
 	/* The leaders go with it. */
 	ck_assert_msg(tc_wait_until(!any_alive(leaders, n_leaders), tc_wait_scaled(5000)),
 		      "a call's leader outlived its daemon");
 	tcc_close(fg);
-	char *log = tcd_log(&d);
-	size_t log_before = strlen(log);
-	free(log);
 
-	/* The next daemon, at its start, kills the rest and removes what the
-	 * dead one left; the other daemon's are not touched. */
-	tcd_spawn(&d, NULL);
-	ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 20000), 0);
-	ck_assert_msg(tc_wait_until(!any_alive(pids, n), tc_wait_scaled(5000)),
-		      "a process of the dead daemon's calls is still running");
-	ck_assert_uint_eq(cgroups_of(cg, dead), 0);
-	ck_assert_uint_eq(tmp_dirs_of(dead), 0);
+	if (with_watchdog) {
+		/* The watchdog kills the rest at once and removes what the
+		 * dead daemon left. */
+		ck_assert_msg(tc_wait_until(!any_alive(pids, n), tc_wait_scaled(5000)),
+			      "a process of the dead daemon's calls is still running");
+		ck_assert(tc_wait_until(cgroups_of(cg, dead) == 0 && tmp_dirs_of(dead) == 0, tc_wait_scaled(5000)));
+		ck_assert(tcd_wait_log(&d, "left by the dead daemon", 1, 5000));
+	} else {
+		/* The rest runs on until the next daemon starts. */
+		ck_assert(!tc_wait_until(!any_alive(pids, n), 300));
+		tcd_spawn(&d, NULL);
+		ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 20000), 0);
+		ck_assert_msg(tc_wait_until(!any_alive(pids, n), tc_wait_scaled(5000)),
+			      "a process of the dead daemon's calls is still running");
+		ck_assert_uint_eq(cgroups_of(cg, dead), 0);
+		ck_assert_uint_eq(tmp_dirs_of(dead), 0);
+	}
 	log = tcd_log(&d);
 	const char *line = strstr(log + log_before, "reaped what daemons that died left: ");
 	ck_assert_msg(line, "no line says what was reaped:\n%s", log + log_before);
@@ -254,28 +283,42 @@ static void crash_case(const char *extra, bool with_cgroup)
 	ck_assert_msg(strstr(tj_text(r), "sleep 1010"), "%s", tj_text(r));
 	tcc_close(oc);
 
-	/* The audit log says which processes were killed. */
-	ck_assert_int_eq(tcd_stop(&d), 0);
-	char *path = xasprintf("%s/audit.jsonl", d.dir);
-	char *audit = tcd_read(&d, path, NULL);
-	ck_assert_msg(audit && strstr(audit, "\"event\":\"process.reaped\"") && strstr(audit, "sleep 1003"),
-		      "%s", audit ? audit : "(no audit log)");
-	free(audit);
-	free(path);
+	if (!with_watchdog) {
+		/* The audit log says which processes were killed. */
+		ck_assert_int_eq(tcd_stop(&d), 0);
+		char *path = xasprintf("%s/audit.jsonl", d.dir);
+		char *audit = tcd_read(&d, path, NULL);
+		ck_assert_msg(audit && strstr(audit, "\"event\":\"process.reaped\"") && strstr(audit, "sleep 1003"),
+			      "%s", audit ? audit : "(no audit log)");
+		free(audit);
+		free(path);
+	}
 	tcd_free(&d);
 	tcd_finish(&other);
 	free(cg);
 }
 
-START_TEST(crash_with_cgroups_leaves_nothing)
+START_TEST(crash_watchdog_with_cgroups)
 {
-	crash_case(NULL, true);
+	crash_case(NULL, true, true);
 }
 END_TEST
 
-START_TEST(crash_without_cgroups_leaves_nothing)
+START_TEST(crash_watchdog_without_cgroups)
 {
-	crash_case("\"sandbox\":{\"cgroup\":\"\"}", false);
+	crash_case("\"sandbox\":{\"cgroup\":\"\"}", false, true);
+}
+END_TEST
+
+START_TEST(crash_and_restart_with_cgroups)
+{
+	crash_case(NULL, true, false);
+}
+END_TEST
+
+START_TEST(crash_and_restart_without_cgroups)
+{
+	crash_case("\"sandbox\":{\"cgroup\":\"\"}", false, false);
 }
 END_TEST
 
@@ -284,8 +327,10 @@ static Suite *crash_suite(void)
 	Suite *s = suite_create("crash");
 	TCase *tc = tcase_create("crash");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, crash_with_cgroups_leaves_nothing);
-	tcase_add_test(tc, crash_without_cgroups_leaves_nothing);
+	tcase_add_test(tc, crash_watchdog_with_cgroups);
+	tcase_add_test(tc, crash_watchdog_without_cgroups);
+	tcase_add_test(tc, crash_and_restart_with_cgroups);
+	tcase_add_test(tc, crash_and_restart_without_cgroups);
 	suite_add_tcase(s, tc);
 	return s;
 }
