@@ -104,6 +104,31 @@ static unsigned cgroups_of(const char *dir, pid_t daemon)
 	return dir ? count_prefixed(dir, prefix) : 0;
 }
 
+/* A process's start time (clock ticks after boot), or 0. */
+static unsigned long long start_of(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* Makes a cgroup named name in dir; its path (malloc'd). */
+static char *cgroup_make(const char *dir, const char *name)
+{
+	char *path = xasprintf("%s/%s", dir, name);
+	ck_assert_msg(mkdir(path, 0755) == 0, "%s: %s", path, strerror(errno));
+	return path;
+}
+
 /* Where a daemon started by the test makes its directory of TMPDIRs. */
 static const char *tmp_parent(void)
 {
@@ -259,12 +284,35 @@ static void crash_case(const char *extra, bool with_cgroup, bool with_watchdog)
 	} else {
 		/* The rest runs on until the next daemon starts. */
 		ck_assert(!tc_wait_until(!any_alive(pids, n), 300));
+		/* Names the next start must tell apart: the other daemon's
+		 * pid with another start time (a pid reused: a dead daemon's),
+		 * with its own (alive), without one (alive: it is a
+		 * toolcalld); a live process that is no daemon. */
+		char *reused = NULL, *live = NULL, *live_old = NULL, *not_daemon = NULL;
+		if (with_cgroup) {
+			unsigned long long st = start_of(other.pid);
+			ck_assert(st > 0);
+			reused = cgroup_make(cg, tcc_fmt(oc, "tc-%d-%llu-77", (int)other.pid, st + 1));
+			live = cgroup_make(cg, tcc_fmt(oc, "tc-%d-%llu-77", (int)other.pid, st));
+			live_old = cgroup_make(cg, tcc_fmt(oc, "tc-%d-77", (int)other.pid));
+			not_daemon = cgroup_make(cg, tcc_fmt(oc, "tc-%d-77", (int)getpid()));
+		}
 		tcd_spawn(&d, NULL);
 		ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 20000), 0);
 		ck_assert_msg(tc_wait_until(!any_alive(pids, n), tc_wait_scaled(5000)),
 			      "a process of the dead daemon's calls is still running");
 		ck_assert_uint_eq(cgroups_of(cg, dead), 0);
 		ck_assert_uint_eq(tmp_dirs_of(dead), 0);
+		if (with_cgroup) {
+			ck_assert_msg(access(reused, F_OK) < 0 && errno == ENOENT, "%s", reused);
+			ck_assert_msg(access(not_daemon, F_OK) < 0 && errno == ENOENT, "%s", not_daemon);
+			ck_assert_msg(access(live, F_OK) == 0 && access(live_old, F_OK) == 0, "%s", live);
+			ck_assert(rmdir(live) == 0 && rmdir(live_old) == 0);
+		}
+		free(reused);
+		free(live);
+		free(live_old);
+		free(not_daemon);
 	}
 	log = tcd_log(&d);
 	const char *line = strstr(log + log_before, "reaped what daemons that died left: ");
