@@ -328,7 +328,9 @@ static void crash_case(const char *extra, bool with_cgroup, bool with_watchdog)
 	if (with_cgroup)
 		ck_assert_uint_ge(cgroups_of(cg, other.pid), 1);
 	const struct json *r = tcc_call(oc, "process_list", "{}");
-	ck_assert_msg(strstr(tj_text(r), "sleep 1010"), "%s", tj_text(r));
+	char *listed = tj_text(r);
+	ck_assert_msg(strstr(listed, "sleep 1010"), "%s", listed);
+	free(listed);
 	tcc_close(oc);
 
 	if (!with_watchdog) {
