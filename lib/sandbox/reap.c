@@ -79,9 +79,14 @@ uint64_t proc_start_ticks(pid_t pid)
 
 uint64_t sandbox_self_start(void)
 {
+	/* Read again in a fork (a test's case), which has its own. */
 	static uint64_t start;
-	if (!start)
-		start = proc_start_ticks(getpid());
+	static pid_t of;
+	pid_t self = getpid();
+	if (of != self) {
+		start = proc_start_ticks(self);
+		of = self;
+	}
 	return start;
 }
 

@@ -322,14 +322,16 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 		run->cg_memory_max = k->memory_max;
 		run->cg_pids_max = k->pids_max;
 	} else {
-		run->cgroup = xasprintf("%s/tc-%d-%" PRIu64 "-%" PRIu64, f->cgroup_dir, (int)getpid(), sandbox_self_start(), ++seq);
+		run->cgroup = xasprintf("%s/tc-%d-%" PRIu64 "-%" PRIu64, f->cgroup_dir, (int)getpid(),
+					sandbox_self_start(), ++seq);
 		run->cg_memory_max = run->cg_pids_max = -1;
 		/* One left by an earlier daemon of the same pid, in a shared
 		 * directory: the next name. */
 		int made;
 		for (int i = 0; (made = mkdir(run->cgroup, 0755)) < 0 && errno == EEXIST && i < 16; i++) {
 			free(run->cgroup);
-			run->cgroup = xasprintf("%s/tc-%d-%" PRIu64 "-%" PRIu64, f->cgroup_dir, (int)getpid(), sandbox_self_start(), ++seq);
+			run->cgroup = xasprintf("%s/tc-%d-%" PRIu64 "-%" PRIu64, f->cgroup_dir, (int)getpid(),
+					sandbox_self_start(), ++seq);
 		}
 		if (made < 0) {
 			int e = -errno;
