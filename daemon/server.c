@@ -218,27 +218,62 @@ static void log_reaped(const struct sandbox_reaped *r)
 		log_warning("reaped %u more processes, not named", r->killed - r->n_procs);
 }
 
-/* An audit line ("process.reaped") per process killed at the start. */
+/* The audit line ("process.reaped") of a process killed because its
+ * daemon had died, into b. */
+static void reaped_line(const struct sandbox_reaped_proc *p, struct buf *b)
+{
+	struct jgen *g = jgen_new(b);
+	char tbuf[32];
+	format_time(wall_ms(), tbuf);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "time", tbuf);
+	jgen_kv_str(g, "event", "process.reaped");
+	jgen_kv_int(g, "uid", (int64_t)p->uid);
+	jgen_kv_int(g, "pid", (int64_t)p->pid);
+	jgen_kv_int(g, "daemonPid", (int64_t)p->daemon);
+	jgen_kv_str(g, "command", p->command);
+	jgen_kv_str(g, "outcome", "killed: its daemon had died without ending it");
+	jgen_obj_close(g);
+	jgen_free(g);
+}
+
+/* An audit line per process killed at the start. */
 static void audit_reaped(struct audit *a, const struct sandbox_reaped *r)
 {
 	for (unsigned i = 0; a && i < r->n_procs; i++) {
 		struct buf b = {0};
-		struct jgen *g = jgen_new(&b);
-		char tbuf[32];
-		format_time(wall_ms(), tbuf);
-		jgen_obj_open(g);
-		jgen_kv_str(g, "time", tbuf);
-		jgen_kv_str(g, "event", "process.reaped");
-		jgen_kv_int(g, "uid", (int64_t)r->procs[i].uid);
-		jgen_kv_int(g, "pid", (int64_t)r->procs[i].pid);
-		jgen_kv_int(g, "daemonPid", (int64_t)r->procs[i].daemon);
-		jgen_kv_str(g, "command", r->procs[i].command);
-		jgen_kv_str(g, "outcome", "killed: its daemon had died without ending it");
-		jgen_obj_close(g);
-		jgen_free(g);
+		reaped_line(&r->procs[i], &b);
 		audit_record(a, buf_head(&b), buf_size(&b));
 		buf_free(&b);
 	}
+}
+
+/* The audit log's path, for the watchdog: the daemon and its queue gone,
+ * it appends its lines itself (the path does not change on reload). */
+static const char *watchdog_audit_path;
+
+/* What the watchdog reports once the daemon has died: the log lines, and
+ * an audit line per process. */
+static void watchdog_report(const struct sandbox_reaped *r)
+{
+	log_reaped(r);
+	if (!watchdog_audit_path || !r->n_procs)
+		return;
+	_cleanup_close_ int fd = open(watchdog_audit_path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		log_warning("audit log %s: %s: the processes reaped are in this log only", watchdog_audit_path,
+			    strerror(errno));
+		return;
+	}
+	struct buf b = {0};
+	for (unsigned i = 0; i < r->n_procs; i++) {
+		reaped_line(&r->procs[i], &b);
+		buf_putc(&b, '\n');
+	}
+	if (write(fd, buf_head(&b), buf_size(&b)) != (ssize_t)buf_size(&b) || fdatasync(fd) < 0)
+		log_warning("audit log %s: %s: the processes reaped are in this log only", watchdog_audit_path,
+			    strerror(errno));
+	buf_free(&b);
 }
 
 int server_init(struct server *s, char **ret_err)
@@ -293,7 +328,8 @@ int server_init(struct server *s, char **ret_err)
 	/* And what this one leaves if it dies so: reaped at once by a
 	 * watchdog, a process of its own (before any thread). */
 	pid_t watchdog;
-	r = sandbox_watchdog_start(log_reaped, &watchdog);
+	watchdog_audit_path = s->cfg.audit_log;
+	r = sandbox_watchdog_start(watchdog_report, &watchdog);
 	if (r < 0)
 		log_info("crash watchdog: none (%s): what a crash of this daemon leaves running is killed at its next "
 			 "start", strerror(-r));
