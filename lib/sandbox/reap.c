@@ -503,6 +503,9 @@ int sandbox_watchdog_start(void (*report)(const struct sandbox_reaped *r), pid_t
 	if (pidfd != 3 && (dup3(pidfd, 3, O_CLOEXEC) != 3 || close(pidfd) < 0))
 		_exit(1);
 	(void)syscall(SYS_close_range, 4U, ~0U, 0U);
+	/* Nor its working directory kept busy. */
+	if (chdir("/") < 0)
+		_exit(1);
 	struct pollfd p = { .fd = 3, .events = POLLIN };
 	while (poll(&p, 1, -1) < 0 && errno == EINTR)
 		;
