@@ -139,12 +139,14 @@ static char *cgroup_make(const char *dir, const char *name)
 }
 
 /* Where a daemon started by the test makes its directory of TMPDIRs. */
+static bool nobody_daemons;	/* the daemons run as uid 65534 */
+
 static const char *tmp_parent(void)
 {
 	const char *t = getenv("TMPDIR");
 	if (t && t[0] == '/')
 		return t;
-	return geteuid() == 0 ? "/var/tmp" : "/tmp";
+	return geteuid() == 0 && !nobody_daemons ? "/var/tmp" : "/tmp";
 }
 
 static unsigned tmp_dirs_of(pid_t daemon)
@@ -157,10 +159,16 @@ static unsigned tmp_dirs_of(pid_t daemon)
 static void start(struct tcd *d, const char *extra)
 {
 	char *cfg = xasprintf("{" CFG_AUTO "%s%s}", extra ? "," : "", extra ? extra : "");
-	tcd_start(d, cfg);
+	if (nobody_daemons) {
+		struct tcd_opts o = { .config = cfg };
+		tcd_spawn_nobody(d, &o);
+		ck_assert_int_eq(tcd_wait_socket(d, d->sock, 20000), 0);
+	} else {
+		tcd_start(d, cfg);
+		ck_assert(chmod(d->dir, 0711) == 0);
+		ck_assert(chmod(d->ws, 0777) == 0);
+	}
 	free(cfg);
-	ck_assert(chmod(d->dir, 0711) == 0);
-	ck_assert(chmod(d->ws, 0777) == 0);
 }
 
 /* A client of d: uid 65534 where the test is root (as a peer of another
@@ -306,7 +314,8 @@ static void crash_case(const char *extra, bool with_cgroup, bool with_watchdog)
 			live_old = cgroup_make(cg, tcc_fmt(oc, "tc-%d-77", (int)other.pid));
 			not_daemon = cgroup_make(cg, tcc_fmt(oc, "tc-%d-77", (int)getpid()));
 		}
-		tcd_spawn(&d, NULL);
+		struct tcd_opts again = { .wrapper = nobody_daemons ? tc_as_nobody : NULL };
+		tcd_spawn(&d, &again);
 		ck_assert_int_eq(tcd_wait_socket(&d, d.sock, 20000), 0);
 		ck_assert_msg(tc_wait_until(!any_alive(pids, n), tc_wait_scaled(5000)),
 			      "a process of the dead daemon's calls is still running");
@@ -390,6 +399,32 @@ START_TEST(crash_and_restart_without_cgroups)
 }
 END_TEST
 
+/* A daemon that is not root: no cgroup, its TMPDIRs in /tmp, no mount
+ * namespace of its own; its calls run as its uid. */
+static bool nobody_or_skip(void)
+{
+	if (geteuid() != 0) {
+		tc_skip_note("not root: no daemon can be started as uid 65534 here");
+		return false;
+	}
+	nobody_daemons = true;
+	return true;
+}
+
+START_TEST(crash_watchdog_of_a_daemon_not_root)
+{
+	if (nobody_or_skip())
+		crash_case(NULL, false, true);
+}
+END_TEST
+
+START_TEST(crash_and_restart_of_a_daemon_not_root)
+{
+	if (nobody_or_skip())
+		crash_case(NULL, false, false);
+}
+END_TEST
+
 static Suite *crash_suite(void)
 {
 	Suite *s = suite_create("crash");
@@ -399,6 +434,8 @@ static Suite *crash_suite(void)
 	tcase_add_test(tc, crash_watchdog_without_cgroups);
 	tcase_add_test(tc, crash_and_restart_with_cgroups);
 	tcase_add_test(tc, crash_and_restart_without_cgroups);
+	tcase_add_test(tc, crash_watchdog_of_a_daemon_not_root);
+	tcase_add_test(tc, crash_and_restart_of_a_daemon_not_root);
 	suite_add_tcase(s, tc);
 	return s;
 }
