@@ -297,7 +297,10 @@ static void crash_case(const char *extra, bool with_cgroup, bool with_watchdog)
 		ck_assert_msg(tc_wait_until(!any_alive(pids, n), tc_wait_scaled(5000)),
 			      "a process of the dead daemon's calls is still running");
 		ck_assert(tc_wait_until(cgroups_of(cg, dead) == 0 && tmp_dirs_of(dead) == 0, tc_wait_scaled(5000)));
-		ck_assert(tcd_wait_log(&d, "left by the dead daemon", 1, 5000));
+		/* Its lines, all of them. */
+		char named[64];
+		snprintf(named, sizeof(named), "left by the dead daemon %d: ", (int)dead);
+		ck_assert(tcd_wait_log(&d, named, (unsigned)n, 5000));
 	} else {
 		/* The rest runs on until the next daemon starts. */
 		ck_assert(!tc_wait_until(!any_alive(pids, n), 300));
