@@ -147,7 +147,7 @@ void config_init(struct config *c)
 		.circuit = { .failures = d.circuit_failures, .window_ms = d.circuit_window_ms,
 			     .open_ms = d.circuit_open_ms },
 		.store = { .kind = xstrdup(sd.kind), .address = xstrdup(sd.address), .prefix = xstrdup(sd.prefix),
-			   .lease_ms = sd.lease_ms, .timeout_ms = sd.timeout_ms,
+			   .lease_ms = sd.lease_ms, .timeout_ms = sd.timeout_ms, .server_uid = sd.server_uid,
 			   .task_ttl_ms = td.default_ttl_ms, .max_tasks = td.max_per_uid },
 		.tools = {
 			.timeout_ms = { [CONFIG_TOOL_SHELL] = tool_default_timeout(SIDE_EXECUTE) },
@@ -326,7 +326,7 @@ static int parse_env_allow(struct bind *p, const char *key, const struct json *v
 }
 
 /* Checks one user or group id, or a name looked up now. */
-static int want_id(struct bind *p, const char *key, const struct json *item, bool groups, uint32_t *ret)
+int config_want_id(struct bind *p, const char *key, const struct json *item, bool groups, uint32_t *ret)
 {
 	const char *name = json_str(item);
 	if (name) {
@@ -368,7 +368,7 @@ static int want_ids(struct bind *p, const char *key, const struct json *v, bool 
 	int r = 0;
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *k = bind_index_path(key, i);
-		if (want_id(p, k, v->u.arr.items[i], groups, &ids[i]) < 0)
+		if (config_want_id(p, k, v->u.arr.items[i], groups, &ids[i]) < 0)
 			r = -EINVAL;	/* the next one may be wrong too */
 	}
 	if (r < 0)

@@ -83,6 +83,8 @@
  *   store.lease_ms                        100..3600000    10000: a claim's lease, renewed
  *   store.timeout_ms                      10..600000      2000: no reply means Redis is away
  *   store.on_unavailable                  string          "local" | "fail"
+ *   store.server_uid                      uid | user      none: a Unix socket's server may run
+ *                                                         as root or the daemon's euid only
  *   tasks.ttl_ms                          1000..86400000  3600000: kept after they end
  *   tasks.max_per_uid                     1..1000000      1000
  *   circuit.failures                      1..1000000      5
@@ -243,6 +245,7 @@ struct config {
 		uint64_t lease_ms;
 		uint64_t timeout_ms;
 		bool fail;			/* on_unavailable "fail" */
+		uint32_t server_uid;		/* trusted besides root and the euid; UINT32_MAX: none */
 		uint64_t task_ttl_ms;		/* tasks.ttl_ms */
 		uint64_t max_tasks;		/* tasks.max_per_uid */
 	} store;

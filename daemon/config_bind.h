@@ -22,6 +22,10 @@ struct config;
 #define SECTION(k, t, u) B_SECTION(k, t, u)
 #define CUSTOM(k, f) B_WHOLE(k, f)
 
+/* Checks a user id (a group id when groups) or a name looked up now,
+ * never (uid_t)-1 (config.c). */
+int config_want_id(struct bind *p, const char *key, const struct json *item, bool groups, uint32_t *ret);
+
 #define MS_MAX UINT32_MAX
 #define GIB (UINT64_C(1) << 30)
 

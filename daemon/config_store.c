@@ -67,6 +67,14 @@ static int parse_prefix(struct bind *p, const char *key, const struct json *v, v
 	return take(p, key, v, &c->store.prefix);
 }
 
+/* "store.server_uid": a uid or a user name (looked up now) whose Redis
+ * server on a Unix socket is trusted besides root and the daemon's euid. */
+static int parse_server_uid(struct bind *p, const char *key, const struct json *v, void *obj)
+{
+	struct config *c = obj;
+	return config_want_id(p, key, v, false, &c->store.server_uid);
+}
+
 static const char *const on_unavailable_names[] = { "local", "fail", NULL };
 
 const struct bind_field config_store_fields[] = {
@@ -76,6 +84,7 @@ const struct bind_field config_store_fields[] = {
 	U64("lease_ms", store.lease_ms, 100, 3600000),
 	U64("timeout_ms", store.timeout_ms, 10, 600000),
 	B_NAME(struct config, "on_unavailable", store.fail, on_unavailable_names),
+	CUSTOM("server_uid", parse_server_uid),
 	{},
 };
 

@@ -124,6 +124,10 @@ static void on_connection_done(void *ctx, const struct net_conn_record *r)
 	c->n[r->decision == NET_ALLOW]++;
 	c->bytes_up += r->bytes_up;
 	c->bytes_down += r->bytes_down;
+	if (r->rule && strcmp(r->rule, "limit:net_connections") == 0)
+		sv->over_connections++;
+	else if ((r->rule && strcmp(r->rule, "limit:net_mb") == 0) || (r->error && strcmp(r->error, "budget") == 0))
+		sv->over_bytes++;
 
 	if (s && s->audit) {
 		char tbuf[32];
@@ -192,6 +196,10 @@ static void *serve_start(void *arg, const struct sandbox_net_serve *s, char **re
 		.ops = &proxy_ops,
 		.ctx = sv,
 	};
+	if (!pc.limits.max_connections)
+		pc.limits.max_connections = 64;	/* as net_proxy_new takes it */
+	sv->max_connections = pc.limits.max_connections;
+	sv->max_bytes = pc.limits.max_bytes;
 	if (r == 0)
 		r = net_proxy_new(&pc, &sv->proxy);
 	net_policy_unref(pol);
@@ -215,7 +223,30 @@ static void serve_stop(void *arg, void *served)
 	served_free(sv);
 }
 
-/* The note for the result: each refused host:port and its rule. */
+static bool limit_rule(const char *rule)
+{
+	return rule && strncmp(rule, "limit:", 6) == 0;
+}
+
+/* The [limit] lines of a run whose proxy's limits turned connections
+ * away (or cut them), each naming its limit and value, once per run. */
+static void limit_note(const struct net_served *sv, struct buf *b)
+{
+	if (sv->over_connections)
+		buf_printf(b, "%s[limit] The command reached the network connection limit (%u at once, "
+			   "limits.net_connections) of its sandbox: %" PRIu64 " connection%s refused (HTTP 503 or "
+			   "a SOCKS5 failure) while others were open.",
+			   buf_size(b) ? "\n" : "", sv->max_connections, sv->over_connections,
+			   sv->over_connections == 1 ? " was" : "s were");
+	if (sv->over_bytes)
+		buf_printf(b, "%s[limit] The command reached the network byte limit (%" PRIu64 " MB up and down, "
+			   "limits.net_mb) of its sandbox: %" PRIu64 " connection%s refused or closed.",
+			   buf_size(b) ? "\n" : "", sv->max_bytes >> 20, sv->over_bytes,
+			   sv->over_bytes == 1 ? " was" : "s were");
+}
+
+/* The note for the result: each host:port the policy refused and its
+ * rule, then the limits the proxy's connections ran into. */
 static char *serve_note(void *arg, void *served)
 {
 	(void)arg;
@@ -223,20 +254,28 @@ static char *serve_note(void *arg, void *served)
 	const struct net_refusal *ref;
 	size_t more = 0;
 	size_t n = sv->proxy ? net_proxy_refused(sv->proxy, &ref, &more) : 0;
-	if (!n)
-		return NULL;
+	size_t k = 0;
 	struct buf b = {0};
-	buf_puts(&b, "[sandbox] The network proxy refused ");
 	for (size_t i = 0; i < n; i++) {
+		/* A refusal by a limit is told by its [limit] line. */
+		if (limit_rule(ref[i].rule))
+			continue;
 		const char *h = ref[i].host && *ref[i].host ? ref[i].host : "?";
 		bool v6 = strchr(h, ':') != NULL;
-		buf_printf(&b, "%s%s%s%s:%u (rule %s)", i ? ", " : "", v6 ? "[" : "", h, v6 ? "]" : "",
-			   (unsigned)ref[i].port, ref[i].rule && *ref[i].rule ? ref[i].rule : "none");
+		buf_printf(&b, "%s%s%s%s:%u (rule %s)", k++ ? ", " : "[sandbox] The network proxy refused ",
+			   v6 ? "[" : "", h, v6 ? "]" : "", (unsigned)ref[i].port,
+			   ref[i].rule && *ref[i].rule ? ref[i].rule : "none");
 	}
-	if (more)
+	if (k && more)
 		buf_printf(&b, " and %zu more", more);
-	buf_puts(&b, ". Only the hosts the network policy allows can be reached; if one is needed, ask the user "
-		     "to add it to the tool's \"network\": {\"allow\": [...]} or to network.allow in the config.");
+	if (k)
+		buf_puts(&b, ". Only the hosts the network policy allows can be reached; if one is needed, ask the user "
+			     "to add it to the tool's \"network\": {\"allow\": [...]} or to network.allow in the config.");
+	limit_note(sv, &b);
+	if (!buf_size(&b)) {
+		buf_free(&b);
+		return NULL;
+	}
 	return buf_steal(&b);
 }
 

@@ -37,6 +37,12 @@ struct net_served {
 	char *call_id;
 	char *process_id;
 	char *tool;
+	/* The limits of its proxy, and the connections they turned away or
+	 * cut, for the result's [limit] note. */
+	unsigned max_connections;
+	uint64_t max_bytes;
+	uint64_t over_connections;	/* 503 / SOCKS failure at accept */
+	uint64_t over_bytes;		/* refused or closed: limit:net_mb */
 };
 
 struct net_service *net_service(void);

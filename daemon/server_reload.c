@@ -122,8 +122,9 @@ static void read_only_add(struct config *c, const char *path)
 
 /* The daemon's own files, where a workspace holds them (strictly beneath
  * its top), are read-only to children and refused to the file tools: the
- * config file's directory (its tool files and hook scripts usually sit
- * beside it, as in ~/.config/toolcalld under a $HOME workspace),
+ * config file, and its directory (its tool files and hook scripts usually
+ * sit beside it, as in ~/.config/toolcalld under a $HOME workspace; a
+ * workspace's top itself stays writable, the config there held alone),
  * tools_dir, the audit log, the socket and its directory, and the Redis
  * store's socket and its directory (a child that put its own socket there
  * would be the store the daemon trusts). */
@@ -131,6 +132,8 @@ static void protect_own(struct server *s)
 {
 	struct config *c = &s->cfg;
 	char *slash = s->config_path ? strrchr(s->config_path, '/') : NULL;
+	if (s->config_path)
+		read_only_add(c, s->config_path);
 	if (slash && slash != s->config_path) {
 		_cleanup_free_ char *dir = xstrndup(s->config_path, (size_t)(slash - s->config_path));
 		read_only_add(c, dir);
@@ -235,6 +238,7 @@ void server_apply_config(struct server *s)
 	s->env.memory_redis = redis ? c->store.address : NULL;
 	s->env.memory_redis_prefix = c->store.prefix;
 	s->env.memory_redis_timeout_ms = (uint32_t)c->store.timeout_ms;
+	s->env.memory_redis_uid = c->store.server_uid;
 	if (!s->env.processes)
 		s->env.processes = process_table_new(s->loop, &s->bus);
 	struct process_limits pl = PROCESS_LIMITS_DEFAULT;

@@ -2,7 +2,8 @@
 /*
  * The daemon bound to its store: opening the configured store (memory, or
  * Redis shared by many daemons) and the table of MCP tasks kept in it,
- * logging the store's outages once each (the tasks hear them too), a
+ * logging the store's outages once each, and each Redis server refused
+ * (the tasks hear them too), a
  * reload's store settings (those naming the shared state wait for a
  * restart), and admin/stats' tasks member. A hook on the connections
  * unwatches a closing connection's tasks. The task methods are
@@ -65,6 +66,7 @@ int store_binding_open(struct server *s, char **ret_err)
 		sc.timeout_ms = c->store.timeout_ms;
 		sc.fail_unavailable = c->store.fail;
 		sc.max_tasks = c->store.max_tasks;
+		sc.server_uid = c->store.server_uid;
 		sc.notify = store_notify;
 		sc.notify_arg = s;
 		int r = dispatch_open_store(s->dispatcher, &sc);
@@ -138,6 +140,7 @@ void store_binding_reload(struct server *s, struct config *fresh)
 		sc.timeout_ms = fresh->store.timeout_ms;
 		sc.fail_unavailable = fresh->store.fail;
 		sc.max_tasks = fresh->store.max_tasks;
+		sc.server_uid = fresh->store.server_uid;
 		store_reconfigure(st, &sc);
 	}
 	struct tasks_config tc;

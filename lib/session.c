@@ -22,6 +22,9 @@ struct session_table *session_table_new(void)
 	t->run_as_peer = -1;
 	if (getrandom(&t->boot, sizeof(t->boot), GRND_NONBLOCK) != sizeof(t->boot))
 		t->boot = wall_ms() ^ ((uint64_t)getpid() << 32);
+	if (getrandom(t->id_key, sizeof(t->id_key), GRND_NONBLOCK) != sizeof(t->id_key))
+		for (size_t i = 0; i < ELEMENTSOF(t->id_key); i++)
+			t->id_key[i] = (uint32_t)(t->boot >> (i * 8)) * 0x9e3779b9U + (uint32_t)i;
 	return t;
 }
 
@@ -65,8 +68,8 @@ int session_get(struct session_table *t, const char *id, uid_t uid, struct works
 	if (id)
 		s->id = xstrdup(id);
 	else
-		s->id = xasprintf("s-%08llx-%llu", (unsigned long long)(t->boot & 0xffffffff),
-				  (unsigned long long)++t->counter);
+		s->id = xasprintf("s-%08llx-%016llx", (unsigned long long)(t->boot & 0xffffffff),
+				  (unsigned long long)id_hide(++t->counter, t->id_key));
 	s->uid = uid;
 	s->ws = ws_ref(ws);
 	s->base = ws_ref(ws);

@@ -51,6 +51,7 @@ struct session_table {
 	struct map *by_id;
 	uint64_t counter;
 	uint64_t boot;			/* random per daemon start: ids are not guessable across restarts */
+	uint32_t id_key[4];		/* hides the count in the ids (id_hide()) */
 	int run_as_peer;		/* the run_as its sessions' identities were decided with; -1: none yet */
 };
 

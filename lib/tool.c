@@ -218,6 +218,12 @@ void tool_call_release_slot(struct tool_call *c)
 		c->release_slot(c);
 }
 
+void tool_call_acts(struct tool_call *c)
+{
+	if (c->acts)
+		c->acts(c);
+}
+
 void tool_call_output(struct tool_call *c, const char *stream, const char *data, size_t n)
 {
 	if (c->on_output && n)

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "lib/errors.h"
 #include "proto/base/util.h"
@@ -157,6 +158,7 @@ struct tool_env {
 	const char *memory_redis;		/* the Redis store's address: memory kept there; NULL: in files */
 	const char *memory_redis_prefix;
 	uint32_t memory_redis_timeout_ms;
+	uid_t memory_redis_uid;			/* store.server_uid (0 or (uid_t)-1: none) */
 	struct process_table *processes;	/* background processes (lib/process/); may be NULL */
 };
 
@@ -180,6 +182,7 @@ struct tool_call {
 	void (*on_finish)(struct tool_call *c);
 	void (*on_output)(struct tool_call *c, const char *stream, const char *data, size_t n);
 	void (*release_slot)(struct tool_call *c);	/* may be NULL */
+	void (*acts)(struct tool_call *c);		/* may be NULL */
 	void *owner;
 
 	/* The outcome. */
@@ -194,6 +197,9 @@ struct tool_call {
 	char *message;			/* on failure: for the model to read */
 	bool refused;			/* on failure: refused before acting (a path the workspace
 					 * check refuses): not counted as an attempt */
+	bool may_refuse;		/* pending, it may still be refused so (a file job's
+					 * path check): the attempt is told to subscribers
+					 * only once it is known to count (fsjob_start) */
 	char *error_data;		/* on failure: extra members of data, JSON object text */
 	char *meta;			/* optional: the tool's own members of the result's _meta
 					 * (JSON object text; an MCP provider's) */
@@ -230,6 +236,9 @@ void tool_call_finish(struct tool_call *c);
 /* A pending call that only waits from now on (a timer, another
  * process's output) gives its execution slot back. */
 void tool_call_release_slot(struct tool_call *c);
+/* The tool acts now, before it tells anyone of it (a background process
+ * started, before its process.started): the attempt is told first. */
+void tool_call_acts(struct tool_call *c);
 /* Streams output while running (stream: "stdout" or "stderr"). */
 void tool_call_output(struct tool_call *c, const char *stream, const char *data, size_t n);
 void tool_call_note_file(struct tool_call *c, const char *path);

@@ -47,6 +47,12 @@ size_t utf8_decode(const char *str, size_t n, uint32_t *ret_cp)
 	return len;
 }
 
+bool utf8_is_control(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 /* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {

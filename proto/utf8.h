@@ -22,6 +22,11 @@ size_t utf8_valid_prefix(const char *s, size_t n);
  * code point in *ret_cp, or 0 when s does not start with valid UTF-8
  * (overlong forms, surrogates, beyond U+10FFFF, cut short). */
 size_t utf8_decode(const char *s, size_t n, uint32_t *ret_cp);
+/* True for a code point that moves a cursor or changes how text reads
+ * rather than being read: C0 and C1 controls, DEL, the line and
+ * paragraph separators (U+2028, U+2029), the bidirectional overrides and
+ * isolates (U+202A..U+202E, U+2066..U+2069). */
+bool utf8_is_control(uint32_t cp);
 /* Appends s to out with every invalid UTF-8 sequence replaced by U+FFFD. */
 void utf8_sanitize(const char *s, size_t n, struct buf *out);
 /* Number of code points in valid UTF-8. */

@@ -166,6 +166,48 @@ static char *path_beneath(const char *path, size_t len, char **ret_rel)
 	return NULL;
 }
 
+/*
+ * Checks the characters of a path a call names: UTF-8, and none that
+ * would let a name forge lines or read otherwise than it is where names
+ * are shown (a listing, the audit log): no control character, line
+ * separator or bidirectional override (utf8_is_control()). NULL, or what
+ * is wrong (owned), for a validation error naming the argument.
+ */
+static char *path_chars_refused(const char *path, size_t len)
+{
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t l = utf8_decode(path + i, len - i, &cp);
+		if (!l)
+			return xasprintf("is not UTF-8 text (byte 0x%02x at byte %zu)", (unsigned char)path[i], i);
+		if (utf8_is_control(cp))
+			return xasprintf("holds U+%04X at byte %zu: a memory path holds no control character "
+					 "(U+0000 to U+001F, U+007F to U+009F), no line or paragraph separator "
+					 "(U+2028, U+2029) and no bidirectional override", (unsigned)cp, i);
+		i += l;
+	}
+	return NULL;
+}
+
+/* Appends a name found in the memory (as listed): every character
+ * path_chars_refused() refuses, which a name made before or by hand may
+ * hold, as \uXXXX, a byte that is not UTF-8 as \xHH, so that each entry
+ * stays one line that reads as it is. */
+void put_name(struct buf *out, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t l = utf8_decode(name + i, n - i, &cp);
+		if (!l)
+			buf_printf(out, "\\x%02x", (unsigned char)name[i++]);
+		else if (utf8_is_control(cp))
+			buf_printf(out, "\\u%04x", (unsigned)cp), i += l;
+		else
+			buf_append(out, name + i, l), i += l;
+	}
+}
+
 /* Stats rel beneath the scope, following no symlink on the way (-ELOOP),
  * the last component itself when it is one. */
 static int lookup(const struct fsjob *job, int sfd, const char *rel, struct stat *ret_st)
@@ -332,29 +374,6 @@ static unsigned missing_dirs(const struct fsjob *job, int sfd, const char *rel)
 	return n;
 }
 
-/* --- writing ------------------------------------------------------------- */
-
-/* rel as the job's file work names it: beneath the peer's directory, the
- * job's workspace (paths handed to it are checked here first). */
-static char *scoped(const struct mem_job *j, const char *rel)
-{
-	return xasprintf("%s%s%s", j->scope, *rel ? "/" : "", rel);
-}
-
-/* Replaces the file rel with data, atomically. */
-static int write_file(struct mem_job *j, int sfd, const char *rel, const char *path, const char *data, size_t n,
-		      bool *ret_created)
-{
-	_cleanup_free_ char *p = scoped(j, rel);
-	int r = fsjob_write_atomic(j->job, p, strlen(p), data, n, true, ret_created);
-	if (r < 0)
-		return fail_errno(j, r, "write", path), r;
-	j->bytes = n;
-	return 0;
-}
-
-/* Appends lines first..last (1-based, inclusive) of text, numbered as
- * read_file numbers them: the number right-aligned in 6 columns, a tab. */
 /* The lines of text: a last line without '\n' counts, the empty rest after
  * a final '\n' does not. */
 static size_t count_lines(const char *text, size_t n)
@@ -372,6 +391,69 @@ static size_t line_of(const char *text, size_t off)
 	for (const char *p = text; (p = memchr(p, '\n', off - (size_t)(p - text))); p++)
 		line++;
 	return line;
+}
+
+/* --- writing ------------------------------------------------------------- */
+
+/* The argument that holds the text a command writes. */
+static const char *text_arg(const struct mem_job *j)
+{
+	return j->cmd == C_CREATE ? "file_text" : j->cmd == C_STR_REPLACE ? "new_str" :
+	       j->cmd == C_INSERT ? "insert_text" : "the text";
+}
+
+/* The NUL bytes in s. */
+static size_t count_nuls(const char *s, size_t n)
+{
+	size_t nuls = 0;
+	for (const char *p = s; (p = memchr(p, '\0', n - (size_t)(p - s))); p++)
+		nuls++;
+	return nuls;
+}
+
+/*
+ * Checks what a write would put in the file path in place of was (NULL
+ * for none): text, that is UTF-8, and no NUL byte added (a NUL cuts the
+ * text short wherever it is shown; one a file holds from before, or from
+ * a hand, stays until an edit takes it out). Every write of either home
+ * calls it first (write_file(), redis_put()), so no command writes
+ * anything else. 0, or the job's error set (naming the argument at
+ * fault) and -EILSEQ.
+ */
+int text_refused(struct mem_job *j, const char *path, const char *data, size_t n, const char *was, size_t was_n)
+{
+	if (j->text && !utf8_valid(j->text, j->text_len))
+		return mem_fail(j, "%s is not UTF-8 text; memory holds text only.", text_arg(j)), -EILSEQ;
+	if (j->text && memchr(j->text, '\0', j->text_len))
+		return mem_fail(j, "%s holds a NUL byte (\\u0000); memory holds text only.", text_arg(j)), -EILSEQ;
+	if (data != j->text && !utf8_valid(data, n))
+		return mem_fail(j, "The file %s is not UTF-8 text; memory holds text only. Delete it or create it "
+				"again as text.", path), -EILSEQ;
+	if (memchr(data, '\0', n) && count_nuls(data, n) > (was ? count_nuls(was, was_n) : 0))
+		return mem_fail(j, "The file %s would gain a NUL byte (\\u0000); memory holds text only.", path),
+		       -EILSEQ;
+	return 0;
+}
+
+/* rel as the job's file work names it: beneath the peer's directory, the
+ * job's workspace (paths handed to it are checked here first). */
+static char *scoped(const struct mem_job *j, const char *rel)
+{
+	return xasprintf("%s%s%s", j->scope, *rel ? "/" : "", rel);
+}
+
+/* Replaces the file rel with data, atomically. */
+static int write_file(struct mem_job *j, int sfd, const char *rel, const char *path, const char *data, size_t n,
+		      const struct buf *was, bool *ret_created)
+{
+	if (text_refused(j, path, data, n, was ? buf_head(was) : NULL, was ? buf_size(was) : 0) < 0)
+		return -EILSEQ;
+	_cleanup_free_ char *p = scoped(j, rel);
+	int r = fsjob_write_atomic(j->job, p, strlen(p), data, n, true, ret_created);
+	if (r < 0)
+		return fail_errno(j, r, "write", path), r;
+	j->bytes = n;
+	return 0;
 }
 
 /* --- the commands -------------------------------------------------------- */
@@ -427,11 +509,17 @@ static void list_dir(const struct fsjob *job, int fd, const char *shown, unsigne
 			(*left)--;
 			buf_putc(out, '\n');
 			put_size(out, (uint64_t)st.st_size);
-			buf_printf(out, "\t%s/%s%s", shown, names[i], S_ISDIR(st.st_mode) ? "/" : "");
+			size_t at = buf_size(out) + 1;
+			buf_printf(out, "\t%s/", shown);
+			put_name(out, names[i]);
+			if (S_ISDIR(st.st_mode))
+				buf_putc(out, '/');
 			_cleanup_close_ int sub = -1;
 			if (S_ISDIR(st.st_mode) && depth < 2 &&
 			    fsjob_open_nofollow(job, fd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &sub) == 0) {
-				_cleanup_free_ char *deeper = xasprintf("%s/%s", shown, names[i]);
+				/* As just listed, less the '/'. */
+				_cleanup_free_ char *deeper = xmemdup(buf_head(out) + at, buf_size(out) - at);
+				deeper[buf_size(out) - at - 1] = '\0';
 				list_dir(job, sub, deeper, depth + 1, out, left);
 			}
 		}
@@ -479,6 +567,31 @@ static int do_view(struct mem_job *j, int sfd)
 	return view_text(j, buf_head(&text), buf_size(&text));
 }
 
+/*
+ * A file that holds NUL bytes (written before they were refused, or by
+ * hand) is shown whole: each NUL in the lines from start on as U+2400
+ * (SYMBOL FOR NULL), since the text ends at a NUL wherever it goes, and
+ * a note after them says so and how to take them out.
+ */
+static void show_nuls(struct mem_job *j, const char *s, size_t n, size_t start)
+{
+	size_t nuls = count_nuls(s, n);
+	struct buf shown = {0};
+	const char *o = buf_head(&j->out) + start, *end = buf_head(&j->out) + buf_size(&j->out);
+	for (const char *nul; (nul = memchr(o, '\0', (size_t)(end - o))); o = nul + 1) {
+		buf_append(&shown, o, (size_t)(nul - o));
+		buf_puts(&shown, "\xe2\x90\x80");
+	}
+	buf_append(&shown, o, (size_t)(end - o));
+	j->out.len = j->out.off + start;
+	buf_append(&j->out, buf_head(&shown), buf_size(&shown));
+	buf_free(&shown);
+	buf_printf(&j->out, "\n(The file holds %zu NUL byte%s, each shown as \xe2\x90\x80; memory holds text only, "
+		   "and no write adds one; take them out with str_replace (old_str holding each as \\u0000) "
+		   "or create the file again without them.)",
+		   nuls, nuls == 1 ? "" : "s");
+}
+
 /* Shows a file's text numbered, or the part view_range asks for. */
 int view_text(struct mem_job *j, const char *s, size_t n)
 {
@@ -494,7 +607,10 @@ int view_text(struct mem_job *j, const char *s, size_t n)
 		last = b == -1 ? lines : (size_t)b;
 	}
 	buf_printf(&j->out, "Here's the content of %s with line numbers:", j->path);
+	size_t start = buf_size(&j->out);
 	render_numbered_lines(s, n, first, last, &j->out);
+	if (memchr(s, '\0', n))
+		show_nuls(j, s, n, start);
 	return 0;
 }
 
@@ -503,8 +619,6 @@ static int do_create(struct mem_job *j, int sfd)
 	if (!*j->rel)
 		return mem_fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
 			    PREFIX "/notes.md");
-	if (!utf8_valid(j->text, j->text_len))
-		return mem_fail(j, "file_text is not UTF-8 text; memory holds text only.");
 	struct stat st;
 	int r = lookup(j->job, sfd, j->rel, &st);
 	if (r < 0 && r != -ENOENT)
@@ -518,7 +632,7 @@ static int do_create(struct mem_job *j, int sfd)
 			exists ? 0 : 1 + missing_dirs(j->job, sfd, j->rel)) < 0)
 		return 0;
 	bool created;
-	if (write_file(j, sfd, j->rel, j->path, j->text, j->text_len, &created) < 0)
+	if (write_file(j, sfd, j->rel, j->path, j->text, j->text_len, NULL, &created) < 0)
 		return 0;
 	if (created)
 		buf_printf(&j->out, "File created successfully at: %s", j->path);
@@ -597,7 +711,7 @@ static int do_str_replace(struct mem_job *j, int sfd)
 	    replace_text(j, buf_head(&text), buf_size(&text), &next, &line) < 0)
 		return 0;
 	if (check_quota(j, sfd, j->path, buf_size(&next), buf_size(&text), 0) == 0 &&
-	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), NULL) == 0)
+	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), &text, NULL) == 0)
 		replaced(j, &next, line);
 	return 0;
 }
@@ -636,7 +750,7 @@ static int do_insert(struct mem_job *j, int sfd)
 	    insert_text(j, buf_head(&text), buf_size(&text), &next) < 0)
 		return 0;
 	if (check_quota(j, sfd, j->path, buf_size(&next), buf_size(&text), 0) == 0 &&
-	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), NULL) == 0)
+	    write_file(j, sfd, j->rel, j->path, buf_head(&next), buf_size(&next), &text, NULL) == 0)
 		buf_printf(&j->out, "The file %s has been edited.", j->path);
 	return 0;
 }
@@ -834,13 +948,23 @@ static enum tool_ret memory_exec(struct tool_call *call)
 			return refuse(call, j, xasprintf("The %s command needs the argument `%s`.", cmd,
 							 needs[j->cmd][i]));
 
-	size_t len = 0;
-	j->path = arg_dup(args, j->cmd == C_RENAME ? "old_path" : "path", &len);
-	char *err = path_beneath(j->path, len, &j->rel);
+	size_t len = 0, len2 = 0;
+	const char *arg = j->cmd == C_RENAME ? "old_path" : "path";
+	j->path = arg_dup(args, arg, &len);
+	char *err = path_chars_refused(j->path, len);
 	if (!err && j->cmd == C_RENAME) {
-		j->path2 = arg_dup(args, "new_path", &len);
-		err = path_beneath(j->path2, len, &j->rel2);
+		j->path2 = arg_dup(args, arg = "new_path", &len2);
+		err = path_chars_refused(j->path2, len2);
 	}
+	if (err) {
+		tool_call_invalid(call, arg, "%s", err);
+		free(err);
+		mem_job_free(j);
+		return TOOL_DONE;
+	}
+	err = path_beneath(j->path, len, &j->rel);
+	if (!err && j->cmd == C_RENAME)
+		err = path_beneath(j->path2, len2, &j->rel2);
 	if (err)
 		return refuse(call, j, err);
 	switch (j->cmd) {
@@ -879,6 +1003,7 @@ static enum tool_ret memory_exec(struct tool_call *call)
 		j->redis_key = xasprintf("%smemory:%u:%s", env->memory_redis_prefix ? env->memory_redis_prefix : "",
 					 (unsigned)uid, j->scope);
 		j->redis_timeout_ms = env->memory_redis_timeout_ms ? env->memory_redis_timeout_ms : 2000;
+		j->redis_uid = env->memory_redis_uid;
 		/* No file is touched: the work runs as the daemon, which may
 		 * open the Redis socket where the peer may not. */
 		const struct identity *peer = call->ident;
@@ -917,7 +1042,8 @@ const struct tool_def tool_memory = {
 	.description =
 		"Memory that outlives this conversation: files under /memories, kept for you across "
 		"sessions. Check it before you start a task; record progress, decisions and what you "
-		"learn as you go. Every path starts with /memories. command \"view\" (path, view_range?): "
+		"learn as you go. Every path starts with /memories and holds no control character (no line "
+		"break, tab or line separator). command \"view\" (path, view_range?): "
 		"a directory lists its files and directories two levels deep with their sizes; a file "
 		"shows its lines numbered (the number right-aligned in 6 columns, a tab, the line), "
 		"view_range [first, last] (1-based, last -1 for the end) a part of them. \"create\" "
@@ -926,8 +1052,8 @@ const struct tool_def tool_memory = {
 		"occur exactly once. \"insert\" (path, insert_line, insert_text): inserts the text as "
 		"new lines after line insert_line (0: at the top). \"delete\" (path): removes a file "
 		"or a directory with everything in it. \"rename\" (old_path, new_path): moves a file "
-		"or directory; new_path must not exist. Text files only (UTF-8), with a size limit "
-		"per file and for the whole memory.",
+		"or directory; new_path must not exist. Text files only (UTF-8, no NUL byte), with a "
+		"size limit per file and for the whole memory.",
 	.input_schema =
 		"{\"type\":\"object\","
 		"\"properties\":{"

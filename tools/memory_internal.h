@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
@@ -50,6 +51,7 @@ struct mem_job {
 	char *redis_addr;		/* kept in Redis at this address; NULL: in files */
 	char *redis_key;		/* the memory's hash there */
 	uint32_t redis_timeout_ms;
+	uid_t redis_uid;		/* its server's uid trusted besides root and the euid */
 	/* Out. */
 	struct buf out;			/* the text for the model */
 	bool is_error;
@@ -64,6 +66,11 @@ int over_file(struct mem_job *j, const char *path, size_t n);
 int over_total(struct mem_job *j, uint64_t total);
 int over_entries(struct mem_job *j, uint64_t entries);
 void put_size(struct buf *out, uint64_t n);
+void put_name(struct buf *out, const char *name);
+/* Checks what a write would put in the file path in place of was (NULL:
+ * none): UTF-8 text, no NUL byte added. 0, or the job's error set and
+ * -EILSEQ. Every write calls it first. */
+int text_refused(struct mem_job *j, const char *path, const char *data, size_t n, const char *was, size_t was_n);
 int view_text(struct mem_job *j, const char *s, size_t n);
 int replace_text(struct mem_job *j, const char *s, size_t n, struct buf *next, size_t *ret_line);
 void replaced(struct mem_job *j, const struct buf *next, size_t line);

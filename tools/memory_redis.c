@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/store/store.h"
 #include "proto/base/buf.h"
-#include "proto/utf8.h"
 #include "tools/memory_internal.h"
 
 /*
@@ -169,8 +169,9 @@ static void rconn_key_make(void)
 
 /* This worker's connection to addr ("unix:/path" or "HOST:PORT"), made
  * (again) when there is none or the last one failed; NULL when Redis
- * cannot be reached. */
-static redisContext *redis_conn(const char *addr, uint32_t timeout_ms)
+ * cannot be reached, or its Unix socket is served by a uid other than
+ * root's, the daemon's or server_uid (store_server_trusted()). */
+static redisContext *redis_conn(const char *addr, uint32_t timeout_ms, uid_t server_uid)
 {
 	pthread_once(&rconn_once, rconn_key_make);
 	struct rconn *r = pthread_getspecific(rconn_key);
@@ -201,6 +202,13 @@ static redisContext *redis_conn(const char *addr, uint32_t timeout_ms)
 			h++;
 		}
 		r->c = redisConnectWithTimeout(h, port, tv);
+	}
+	char why[384];
+	if (r->c && !r->c->err && str_has_prefix(addr, "unix:") &&
+	    store_server_trusted(r->c->fd, addr + 5, server_uid, why, sizeof(why)) < 0) {
+		redisFree(r->c);
+		r->c = NULL;
+		return NULL;
 	}
 	if (r->c && !r->c->err && redisSetTimeout(r->c, tv) == REDIS_OK) {
 		free(r->addr);
@@ -254,7 +262,7 @@ static redisReply *command_sent(redisContext *c, int argc, const char **argv, co
 static redisReply *redis_eval(struct mem_job *j, const char *op, size_t n, const char *const *args,
 			      const size_t *lens)
 {
-	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms);
+	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms, j->redis_uid);
 	if (!c)
 		return NULL;
 	struct rconn *rc = pthread_getspecific(rconn_key);
@@ -332,10 +340,14 @@ static int put_failed(struct mem_job *j, const redisReply *r, const char *path, 
 	return mem_fail(j, "Could not write %s: the store answered '%s'.", path, r->element[0]->str);
 }
 
-/* Writes text at rel; expect: the version read ("" for create). 0 when
+/* Writes text at rel in place of was (the text read; NULL for create);
+ * expect: the version read ("" for create). 0 when
  * written (*ret_created), else the job's error set and -1. */
-static int redis_put(struct mem_job *j, const char *text, size_t n, const char *expect, bool *ret_created)
+static int redis_put(struct mem_job *j, const char *text, size_t n, const char *was, size_t was_n,
+		     const char *expect, bool *ret_created)
 {
+	if (text_refused(j, j->path, text, n, was, was_n) < 0)
+		return -1;
 	char maxf[24], maxt[24], maxn[24];
 	snprintf(maxf, sizeof(maxf), "%zu", j->max_file);
 	snprintf(maxt, sizeof(maxt), "%zu", j->max_total);
@@ -412,7 +424,10 @@ static void redis_list(struct mem_job *j, const redisReply *r)
 		}
 		buf_putc(&j->out, '\n');
 		put_size(&j->out, size);
-		buf_printf(&j->out, "\t%s/%s%s", shown, name, names[k][0] == 'd' ? "/" : "");
+		buf_printf(&j->out, "\t%s/", shown);
+		put_name(&j->out, name);
+		if (names[k][0] == 'd')
+			buf_putc(&j->out, '/');
 	}
 	if (n > VIEW_ENTRIES_MAX)
 		buf_printf(&j->out, "\n(only the first %d entries are shown)", VIEW_ENTRIES_MAX);
@@ -453,7 +468,7 @@ static int redis_view_file(struct mem_job *j)
 {
 	if (!*j->rel)
 		return 0;
-	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms);
+	redisContext *c = redis_conn(j->redis_addr, j->redis_timeout_ms, j->redis_uid);
 	if (!c)
 		return -EIO;
 	_cleanup_free_ char *field = xasprintf("f:%s", j->rel);
@@ -500,10 +515,8 @@ int redis_run(struct mem_job *j)
 		if (!*j->rel)
 			return mem_fail(j, "Cannot create " PREFIX " itself: give the path of a file, such as "
 				    PREFIX "/notes.md");
-		if (!utf8_valid(j->text, j->text_len))
-			return mem_fail(j, "file_text is not UTF-8 text; memory holds text only.");
 		bool created = false;
-		ret = redis_put(j, j->text, j->text_len, "", &created);
+		ret = redis_put(j, j->text, j->text_len, NULL, 0, "", &created);
 		if (ret == -EIO)
 			return ret;
 		if (ret == 0 && created)
@@ -525,7 +538,7 @@ int redis_run(struct mem_job *j)
 		if (j->cmd == C_STR_REPLACE ? replace_text(j, text, n, &next, &line) < 0
 					    : insert_text(j, text, n, &next) < 0)
 			break;
-		ret = redis_put(j, buf_head(&next), buf_size(&next), el(r, 2, NULL), NULL);
+		ret = redis_put(j, buf_head(&next), buf_size(&next), text, n, el(r, 2, NULL), NULL);
 		if (ret == -EIO) {
 			freeReplyObject(r);
 			return ret;

@@ -27,19 +27,12 @@ static size_t utf8_lead_len(unsigned char c)
 	return 0;
 }
 
-/* True for characters a terminal acts on: C0 and C1 controls, DEL, and the
- * bidirectional overrides that make text read differently than it is. */
+/* True for the character (n bytes, valid UTF-8) at s that a terminal acts
+ * on (utf8_is_control()). */
 static bool is_control(const unsigned char *s, size_t n)
 {
-	if (n == 1)
-		return s[0] < 0x20 || s[0] == 0x7f;
-	if (n == 2)
-		return s[0] == 0xC2 && s[1] >= 0x80 && s[1] <= 0x9F;
-	if (n == 3 && s[0] == 0xE2 && s[1] == 0x80)
-		return s[2] >= 0xAA && s[2] <= 0xAE;	/* U+202A..U+202E */
-	if (n == 3 && s[0] == 0xE2 && s[1] == 0x81)
-		return s[2] >= 0xA6 && s[2] <= 0xA9;	/* U+2066..U+2069 */
-	return false;
+	uint32_t cp;
+	return utf8_decode((const char *)s, n, &cp) == n && utf8_is_control(cp);
 }
 
 void ctl_sanitize(const char *s, size_t n, size_t max, struct buf *out)

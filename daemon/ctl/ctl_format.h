@@ -63,8 +63,8 @@ void ctl_sanitize(const char *s, size_t n, size_t max, struct buf *out);
 
 /* Appends every byte of s so that it reads unambiguously and moves no
  * cursor: "\\" "\n" "\t" "\r" escaped, other control characters (C0,
- * C1, bidirectional overrides) as \u{XXXX}, bytes that are not UTF-8 as
- * \xHH. */
+ * C1, line separators, bidirectional overrides: utf8_is_control()) as
+ * \u{XXXX}, bytes that are not UTF-8 as \xHH. */
 void ctl_escape(const char *s, size_t n, struct buf *out);
 
 #endif

@@ -351,8 +351,8 @@ struct outcome *confirm_ask(struct exec *e)
 				     "Too many calls of this session wait for confirmation (limit %u); "
 				     "answer or cancel some, then retry", d->cfg.session_confirmations);
 	struct confirm *c = xcalloc(1, sizeof(*c));
-	c->id = xasprintf("cf-%08llx-%llu", (unsigned long long)(d->boot >> 32),
-			  (unsigned long long)++d->counter);
+	c->id = xasprintf("cf-%08llx-%016llx", (unsigned long long)(d->boot >> 32),
+			  (unsigned long long)id_hide(++d->counter, d->id_key));
 	c->exec = e;
 	c->uid = e->session->uid;
 	/* Computed once: every approver sees the change as it was asked. */

@@ -44,6 +44,9 @@ struct attempt {
 	struct tool_call tc;
 	struct exec *exec;		/* NULL: abandoned */
 	struct dispatcher *d;
+	unsigned number;		/* 1, 2, ...: the execution's attempts when it started */
+	bool told;			/* its tool.called / dispatch.attempt emitted */
+	bool *ended;			/* set when it ends, for exec_run after exec */
 };
 
 struct caller {
@@ -93,18 +96,15 @@ void dispatch_config_defaults(struct dispatch_config *c)
 
 static char *new_call_id(struct dispatcher *d)
 {
-	/* "c-%08x-%llu", written by hand: every call takes one, and printf
-	 * showed in the profile of small calls. */
-	static const char hex[] = "0123456789abcdef";
-	char id[2 + 8 + 1 + 20], *end = id + sizeof(id);
-	uint32_t boot = (uint32_t)(d->boot & 0xffffffff);
-
-	char *p = fmt_u64(end, ++d->counter);
+	/* "c-" + 8 hex digits of this run + "-" + 16 of the hidden count
+	 * (every uid's calls share the count), written by hand: every call
+	 * takes one, and printf showed in the profile of small calls. */
+	char id[16 + 1 + 16], *end = id + sizeof(id);
+	char *p = fmt_hex64(end, id_hide(++d->counter, d->id_key));
 	*--p = '-';
-	for (int shift = 0; shift < 32; shift += 4)
-		*--p = hex[(boot >> shift) & 0xf];
-	*--p = '-';
-	*--p = 'c';
+	p = fmt_hex64(p, d->boot) + 6;	/* "c-" and its last 8 digits */
+	p[0] = 'c';
+	p[1] = '-';
 	return xstrndup(p, (size_t)(end - p));
 }
 
@@ -516,6 +516,28 @@ static uint64_t backoff_delay(struct dispatcher *d, unsigned attempts)
 	return MIN(base + jitter, cap);
 }
 
+/*
+ * Tells subscribers that an attempt started (tool.called for the first,
+ * dispatch.attempt for each), once it is known to have reached its tool:
+ * when it ended with an outcome that counts as an attempt, said it acts
+ * (tool_call_acts), produced output, gave its slot back to wait, was
+ * stopped (a timeout, a cancel), or was left running by a tool that
+ * refuses nothing after it returned.
+ * A try refused before the tool acted (its arguments, a path outside the
+ * workspace: attempts 0 in the answer and in admin/stats) is not told.
+ */
+static void attempt_tell(struct attempt *a)
+{
+	struct exec *e = a->exec;
+	if (a->told || !e)
+		return;
+	a->told = true;
+	if (a->number == 1)
+		event_emit(e->d->bus, "tool.called", e->session, e->call_id, e->tool->name, extra_called, e);
+	struct retry_arg ra = { a->number, 0, NULL };
+	event_emit(e->d->bus, "dispatch.attempt", e->session, e->call_id, e->tool->name, extra_retry, &ra);
+}
+
 /* Decides between a retry and the end, after an attempt ended with o. */
 static void attempt_result(struct exec *e, struct outcome *o)
 {
@@ -544,6 +566,8 @@ static void attempt_result(struct exec *e, struct outcome *o)
 static void attempt_end(struct attempt *a)
 {
 	struct exec *e = a->exec;
+	if (a->ended)
+		*a->ended = true;
 	if (!e) {
 		a->d->abandoned--;
 		ws_unref(a->tc.ws);
@@ -555,7 +579,9 @@ static void attempt_end(struct attempt *a)
 	tc_timer_stop(e->timer);
 	bool refused = a->tc.refused && a->tc.kind != TC_OK;
 	struct outcome *o = outcome_from_call(&a->tc);
-	if ((o->kind == TC_VALIDATION_ERROR || refused) && e->attempts > 0) {
+	if (!(o->kind == TC_VALIDATION_ERROR || refused))
+		attempt_tell(a);
+	else if (e->attempts > 0) {
 		/* The tool refused its arguments (a command's value that
 		 * would be an option, an unknown signal, a process that reads
 		 * no more input, a path outside the workspace): nothing ran,
@@ -582,11 +608,18 @@ static void on_tool_finish(struct tool_call *tc)
 
 /* The tool waits without work (timers, a process's output): the slot goes
  * to the next call. The attempt still counts as in flight. */
+/* The tool acts (lib/tool.h): the attempt is told before what it does. */
+static void on_tool_acts(struct tool_call *tc)
+{
+	attempt_tell(tc->owner);
+}
+
 static void on_tool_release_slot(struct tool_call *tc)
 {
 	struct attempt *a = tc->owner;
 	if (!a->exec)
 		return;
+	attempt_tell(a);
 	fair_release(a->exec);
 	pump(a->d);
 }
@@ -611,6 +644,7 @@ static void on_tool_output(struct tool_call *tc, const char *stream, const char 
 	struct exec *e = a->exec;
 	if (!e)
 		return;
+	attempt_tell(a);
 	struct list *pos, *tmp;
 	list_foreach_safe(pos, tmp, &e->waiters) {
 		struct caller *c = list_entry(pos, struct caller, node);
@@ -629,6 +663,8 @@ static void abandon_attempt(struct exec *e)
 	struct attempt *a = e->attempt;
 	if (!a)
 		return;
+	/* Stopped while it ran: it counts as an attempt. */
+	attempt_tell(a);
 	e->attempt = NULL;
 	a->exec = NULL;
 	e->d->abandoned++;
@@ -733,14 +769,11 @@ static void exec_run(struct exec *e)
 	d->stats.attempts++;
 	e->us->stats.attempts++;
 	e->state = EX_RUNNING;
-	if (e->attempts == 1)
-		event_emit(d->bus, "tool.called", s, e->call_id, e->tool->name, extra_called, e);
-	struct retry_arg ra = { e->attempts, 0, NULL };
-	event_emit(d->bus, "dispatch.attempt", s, e->call_id, e->tool->name, extra_retry, &ra);
 
 	struct attempt *a = xcalloc(1, sizeof(*a));
 	a->exec = e;
 	a->d = d;
+	a->number = e->attempts;
 	a->tc.tool = e->tool;
 	a->tc.args = e->args;
 	a->tc.ws = ws_ref(s->ws);	/* the session may be given new roots meanwhile */
@@ -752,16 +785,25 @@ static void exec_run(struct exec *e)
 	a->tc.on_finish = on_tool_finish;
 	a->tc.on_output = on_tool_output;
 	a->tc.release_slot = on_tool_release_slot;
+	a->tc.acts = on_tool_acts;
 	a->tc.owner = a;
 	e->attempt = a;
 
 	exec_set_timer(e, on_attempt_timeout, e->timeout_ms);
 
 	/* After exec returns, a may be gone (the tool finished inside). */
+	bool ended = false;
+	a->ended = &ended;
 	enum tool_ret r = e->tool->def->exec(&a->tc);
+	if (ended)
+		return;
+	a->ended = NULL;
 	if (r == TOOL_DONE) {
 		a->tc.done = true;
 		attempt_end(a);
+	} else if (!a->tc.may_refuse) {
+		/* Running, and it refuses nothing from here on. */
+		attempt_tell(a);
 	}
 }
 
@@ -1306,6 +1348,9 @@ struct dispatcher *dispatcher_new(struct tc_loop *loop, const struct dispatch_co
 	list_init(&d->callers);
 	if (getrandom(&d->boot, sizeof(d->boot), GRND_NONBLOCK) != sizeof(d->boot))
 		d->boot = wall_ms() ^ ((uint64_t)getpid() << 40);
+	if (getrandom(d->id_key, sizeof(d->id_key), GRND_NONBLOCK) != sizeof(d->id_key))
+		for (size_t i = 0; i < ELEMENTSOF(d->id_key); i++)
+			d->id_key[i] = tc_random(loop);
 	d->sweep = tc_timer_new(loop, on_sweep, d);
 	d->hooks = hooks_new(loop);
 	hooks_set_failed_cb(d->hooks, on_post_hook_failed, d);

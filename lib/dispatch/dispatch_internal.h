@@ -392,6 +392,7 @@ struct dispatcher {
 	unsigned n_callers;
 	uint64_t counter;
 	uint64_t boot;
+	uint32_t id_key[4];	/* hides the count in the ids (id_hide()) */
 	unsigned pumping;		/* a pump runs, or dispatch_hold() holds it */
 	unsigned abandoned;		/* attempts stopped but not yet finished by their tool */
 	bool stopping;			/* dispatch_stop_all: calls end cancelled with data.restart, keys kept nowhere */

@@ -330,6 +330,8 @@ static enum tool_ret start(struct tool_call *call, const struct fsjob_ops *ops, 
 		return TOOL_DONE;
 	}
 	call->state = job;
+	/* Its path check is done on the worker: a refusal comes later. */
+	call->may_refuse = true;
 	job->pool = pool;
 	job->io = iopool_submit(pool, job_run, job_done, job);
 	return TOOL_PENDING;

@@ -289,6 +289,7 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 	struct stat st;
 	if (p->stdin_fd >= 0 && fstat(p->stdin_fd, &st) == 0)
 		snprintf(p->input_link, sizeof(p->input_link), "pipe:[%lu]", (unsigned long)st.st_ino);
+	tool_call_acts(c);
 	proc_started(p);
 	return proc_wait(p, c, PROC_WAIT_SHELL, (uint64_t)proc_arg_int(c->args, "yield_ms", 1000), until,
 			 t->limits.output_max, 0);

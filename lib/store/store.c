@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The store's front: the table of backends, opening one by name, the calls
- * that go through a store's ops, and the arguments' hash (SHA-256, small
- * enough to carry here rather than pull in a crypto library for it).
+ * that go through a store's ops, the check of who serves a store's Unix
+ * socket, and the arguments' hash (SHA-256, small enough to carry here
+ * rather than pull in a crypto library for it).
  */
 #include "lib/store/store.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "proto/base/util.h"
 
@@ -30,7 +34,35 @@ void store_config_defaults(struct store_config *c)
 		.max_bytes = UINT64_C(256) << 20,
 		.max_value_bytes = (size_t)64 << 20,
 		.max_tasks = 1000,
+		.server_uid = (uid_t)-1,
 	};
+}
+
+int store_server_trusted(int fd, const char *path, uid_t server_uid, char *why, size_t n)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		int r = -errno;
+		snprintf(why, n, "cannot tell who serves %s: %s", path, strerror(-r));
+		return r;
+	}
+	uid_t own = geteuid();
+	bool extra = server_uid != (uid_t)-1 && server_uid != 0;
+	/* (uid_t)-1: the kernel knows no peer, which is trusted by nobody. */
+	if (cred.uid != (uid_t)-1 && (cred.uid == 0 || cred.uid == own || (extra && cred.uid == server_uid)))
+		return 0;
+	char found[24] = "unknown", own_s[48] = "", extra_s[48] = "";
+	if (cred.uid != (uid_t)-1)
+		snprintf(found, sizeof(found), "%u", (unsigned)cred.uid);
+	if (own != 0)
+		snprintf(own_s, sizeof(own_s), ", %u (this daemon)", (unsigned)own);
+	if (extra && server_uid != own)
+		snprintf(extra_s, sizeof(extra_s), ", %u (store.server_uid)", (unsigned)server_uid);
+	snprintf(why, n, "refused: the server on %s runs as uid %s; accepted are uid 0 (root)%s%s%s", path,
+		 found, own_s, extra_s,
+		 extra ? "" : "; store.server_uid may name one more");
+	return -EPERM;
 }
 
 /* Opens the backend named by cfg->kind. */

@@ -51,6 +51,9 @@ struct store_config {
 	uint64_t max_bytes;		/* 256 MiB of kept outcomes (memory) */
 	size_t max_value_bytes;		/* 64 MiB: larger records read back are refused */
 	size_t max_tasks;		/* 1000 per uid */
+	/* redis on a Unix socket: a server's uid trusted besides root and
+	 * this process's euid ((uid_t)-1 or 0: none); see store_server_trusted(). */
+	uid_t server_uid;
 	/* Told when the shared store goes away (up false) and comes back. */
 	void (*notify)(void *arg, bool up, const char *why);
 	void *notify_arg;
@@ -210,8 +213,9 @@ struct store_wait *store_task_list(struct store *s, uid_t uid, uint64_t after, s
 void store_write_stats(struct store *s, struct jgen *g);
 
 /* Applies what a reload may change without a restart: lease_ms,
- * timeout_ms, fail_unavailable, max_tasks (kind, address and prefix name
- * the shared state itself and stay). */
+ * timeout_ms, fail_unavailable, max_tasks, server_uid (from the next
+ * connect on; kind, address and prefix name the shared state itself and
+ * stay). */
 void store_reconfigure(struct store *s, const struct store_config *c);
 /* Changes how long outcomes are kept and how many (a reload). */
 void store_set_limits(struct store *s, uint64_t ttl_ms, size_t max_entries, uint64_t max_bytes);
@@ -239,6 +243,17 @@ struct store_wait *store_session_get(struct store *s, uid_t uid, const char *id,
 /* Whether writes handed to the store are still on their way (a stopping
  * daemon waits for them: the connection closes without a flush). */
 bool store_writing(struct store *s);
+
+/*
+ * Whether the server at the other end of fd, a Unix socket connected to
+ * path, may be trusted with the shared state: its uid (SO_PEERCRED, as
+ * it was when the server listened) is root's, this process's euid or
+ * server_uid ((uid_t)-1 or 0: none besides). Anyone who can make path
+ * while the real server is away could otherwise serve a fake store.
+ * 0, or -EPERM (another uid) or the error of getsockopt(), with why (n
+ * bytes) naming the socket, the uid found and the uids accepted.
+ */
+int store_server_trusted(int fd, const char *path, uid_t server_uid, char *why, size_t n);
 
 /* Longest session record kept. */
 #define STORE_SESSION_MAX (64u << 10)

@@ -2,7 +2,8 @@
 /*
  * The Redis store's connections: commands in flight on the command
  * connection (oldest first, a watchdog for the oldest), scripts sent by
- * SHA-1 and again as text on NOSCRIPT; connecting, the subscription
+ * SHA-1 and again as text on NOSCRIPT; connecting (to a Unix socket only
+ * when a trusted uid serves it: store_server_trusted()), the subscription
  * connection, an outage (everything pending answered from the local
  * store or as unavailable) and reconnection with backoff.
  *
@@ -92,6 +93,7 @@ static void on_reply(redisAsyncContext *ac, void *reply, void *priv)
 		if (!r->up && ac == r->cmd) {
 			r->up = true;
 			r->backoff_ms = 0;
+			r->refusal[0] = '\0';
 			if (r->outage) {
 				r->outage = false;
 				if (r->cfg.notify)
@@ -287,6 +289,15 @@ static redisAsyncContext *open_ctx(struct rstore *r)
 		redisAsyncFree(ac);
 		return NULL;
 	}
+	/* A Unix connect() has completed here (hiredis fails it otherwise),
+	 * and nothing is sent before the loop's first write event: who
+	 * serves the socket is known before it hears a word. */
+	if (r->path && store_server_trusted(ac->c.fd, r->path, r->cfg.server_uid, r->last_error,
+					    sizeof(r->last_error)) < 0) {
+		r->refused = true;
+		redisAsyncFree(ac);
+		return NULL;
+	}
 	ac->data = r;
 	redisLibevAttach(r->ev, ac);
 	redisAsyncSetConnectCallback(ac, on_connect);
@@ -332,10 +343,20 @@ void rs_connect_now(struct rstore *r)
 {
 	if (r->cmd)
 		return;
+	r->refused = false;
 	r->cmd = open_ctx(r);
 	r->sub = r->cmd ? open_ctx(r) : NULL;
 	if (!r->cmd || !r->sub) {
-		rs_outage(r, "cannot connect to %s: %s", r->address, r->last_error);
+		char why[512];
+		snprintf(why, sizeof(why), "cannot connect to %s: %s", r->address, r->last_error);
+		/* A server refused is told even mid-outage (once for each
+		 * refusal): someone made the socket where Redis was. */
+		bool tell = r->outage && r->refused && !str_eq(r->refusal, r->last_error);
+		if (r->refused)
+			snprintf(r->refusal, sizeof(r->refusal), "%s", r->last_error);
+		rs_outage(r, "%s", why);
+		if (tell && r->cfg.notify)
+			r->cfg.notify(r->cfg.notify_arg, false, why);
 		return;
 	}
 	/* Tasks cancelled through other daemons. */
@@ -356,7 +377,7 @@ void rs_connect_now(struct rstore *r)
 /* Treats Redis as away: warns once, answers what waits, reconnects later. */
 void rs_outage(struct rstore *r, const char *fmt, ...)
 {
-	char why[256];
+	char why[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);

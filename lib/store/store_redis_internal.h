@@ -206,7 +206,9 @@ struct rstore {
 	uint64_t commands;
 	uint64_t hits, joins;
 	char sha[N_SCRIPTS][SHA1_HEX + 1];	/* "" until SCRIPT LOAD answered */
-	char last_error[128];
+	char last_error[384];
+	bool refused;			/* the last connect found an untrusted server */
+	char refusal[384];		/* the refusal told in this outage ("": none) */
 	char *cancel_chan;		/* P task-cancel: "uid:id" of tasks cancelled */
 	void (*task_fn)(void *arg, uid_t uid, const char *id);
 	void *task_arg;

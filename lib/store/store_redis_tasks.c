@@ -132,6 +132,7 @@ void rs_reconfigure(struct store *s, const struct store_config *c)
 	r->cfg.timeout_ms = c->timeout_ms ? c->timeout_ms : d.timeout_ms;
 	r->cfg.fail_unavailable = c->fail_unavailable;
 	r->cfg.max_tasks = c->max_tasks;
+	r->cfg.server_uid = c->server_uid;	/* from the next connect on */
 	r->poll_ms = MIN(MAX(r->cfg.lease_ms / 4, 100), 2000);
 	store_reconfigure(r->local, c);
 }

@@ -136,3 +136,32 @@ bool str_has_suffix(const char *s, const char *suffix)
 	size_t n = strlen(s), k = strlen(suffix);
 	return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
+
+static uint32_t fmix32(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bU;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35U;
+	h ^= h >> 16;
+	return h;
+}
+
+uint64_t id_hide(uint64_t n, const uint32_t key[static 4])
+{
+	uint32_t l = (uint32_t)(n >> 32), r = (uint32_t)n;
+	for (int i = 0; i < 4; i++) {
+		uint32_t t = l ^ fmix32(r ^ key[i]);
+		l = r;
+		r = t;
+	}
+	return (uint64_t)l << 32 | r;
+}
+
+char *fmt_hex64(char *end, uint64_t v)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (int i = 0; i < 16; i++, v >>= 4)
+		*--end = hex[v & 0xf];
+	return end;
+}

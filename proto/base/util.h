@@ -59,6 +59,16 @@ uint64_t wall_ms(void);
 /* Formats a wall-clock time as RFC 3339 UTC with milliseconds into buf[32]. */
 void format_time(uint64_t ms, char buf[static 32]);
 
+/* A bijection of 64-bit numbers under key (a four-round Feistel network
+ * on 32-bit halves, murmur3's finaliser as its round function): ids made
+ * from a count stay distinct, and to whoever does not hold the key they
+ * tell neither the count nor how many were made between two of them. Not
+ * a cipher for secrets: enough that one user of the daemon learns nothing
+ * of another's activity from the ids it is given. */
+uint64_t id_hide(uint64_t n, const uint32_t key[static 4]);
+/* Writes v as 16 lowercase hex digits ending at end: their start. */
+char *fmt_hex64(char *end, uint64_t v);
+
 /* Strings. */
 bool str_eq(const char *a, const char *b);
 bool str_has_prefix(const char *s, const char *prefix);

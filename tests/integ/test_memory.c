@@ -356,6 +356,84 @@ static char *names_in(const struct tcd *d, const char *rel)
 	return buf_steal(&b);
 }
 
+/* Every write keeps memory text; a file that holds a NUL anyway (written
+ * by hand, or before) is shown whole, never cut at the NUL. */
+START_TEST(text_only_on_every_write)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"memory\":{\"dir\":\"mem\"}}");
+	struct tcc *c = tcc_connect(&d);
+	mem_assert_text_only(c);
+	size_t n;
+	char *p = xasprintf("%s/mem/0/memories/t.md", d.dir);
+	char *s = tcd_read(&d, p, &n);
+	ck_assert_int_eq(n, strlen(s));
+	ck_assert_str_eq(s, "\xf0\x9f\x98\x80\none\nzwei \xc3\xa9\nthree\n");
+	free(s);
+	free(p);
+	ck_assert(!mem_exists(&d, "0/memories/new.md"));
+
+	p = xasprintf("%s/mem/0/memories/nul.md", d.dir);
+	tc_write_file_atomic(p, "a\0b\nc\n\0", 7);
+	const char *t = mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/nul.md\"}");
+	ck_assert_msg(str_has_prefix(t, "Here's the content of /memories/nul.md with line numbers:\n"
+				     "     1\ta\xe2\x90\x80" "b\n     2\tc\n     3\t\xe2\x90\x80\n") &&
+		      strstr(t, "2 NUL bytes") && strstr(t, "\xe2\x90\x80"), "%s", t);
+	t = mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/nul.md\",\"view_range\":[2,2]}");
+	ck_assert_msg(str_has_prefix(t, "Here's the content of /memories/nul.md with line numbers:\n     2\tc\n") &&
+		      strstr(t, "2 NUL bytes"), "%s", t);
+	/* Edits keep the NULs there are, and add none. */
+	mem_ok(c, "{\"command\":\"insert\",\"path\":\"/memories/nul.md\",\"insert_line\":0,\"insert_text\":\"top\"}");
+	mem_ok(c, "{\"command\":\"str_replace\",\"path\":\"/memories/nul.md\",\"old_str\":\"c\",\"new_str\":\"d\"}");
+	mem_err(c, "{\"command\":\"str_replace\",\"path\":\"/memories/nul.md\",\"old_str\":\"d\",\"new_str\":\"\\u0000\"}",
+		"new_str holds a NUL byte");
+	s = tcd_read(&d, p, &n);
+	ck_assert_int_eq(n, 11);
+	ck_assert(memcmp(s, "top\na\0b\nd\n\0", 11) == 0);
+	free(s);
+	/* Taking them out is an edit like any. */
+	mem_ok(c, "{\"command\":\"str_replace\",\"path\":\"/memories/nul.md\",\"old_str\":\"d\\n\\u0000\",\"new_str\":\"d\\n\"}");
+	mem_ok(c, "{\"command\":\"str_replace\",\"path\":\"/memories/nul.md\",\"old_str\":\"\\u0000\",\"new_str\":\"\"}");
+	s = tcd_read(&d, p, &n);
+	ck_assert_str_eq(s, "top\nab\nd\n");
+	free(s);
+	free(p);
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
+/* No path names a control character; names on disk that hold one are
+ * listed escaped, one line each. */
+START_TEST(paths_hold_no_control_characters)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"memory\":{\"dir\":\"mem\"}}");
+	struct tcc *c = tcc_connect(&d);
+	mem_assert_paths_checked(c);
+	char *s = names_in(&d, "0/memories");
+	ck_assert_str_eq(s, "a.md");
+	free(s);
+
+	/* Made by hand. */
+	char *p = xasprintf("%s/mem/0/memories/fake\n4K\tinjected.md", d.dir);
+	tc_write_file_atomic(p, "x", 1);
+	free(p);
+	p = xasprintf("%s/mem/0/memories/line\xe2\x80\xa8sep", d.dir);
+	ck_assert(mkdir(p, 0700) == 0);
+	free(p);
+	p = xasprintf("%s/mem/0/memories/line\xe2\x80\xa8sep/nel\xc2\x85\x7f.md", d.dir);
+	tc_write_file_atomic(p, "x", 1);
+	free(p);
+	p = xasprintf("%s/mem/0/memories/bad\xff\r.md", d.dir);
+	tc_write_file_atomic(p, "x", 1);
+	free(p);
+	mem_assert_names_escaped(c);
+	tcc_close(c);
+	tcd_finish(&d);
+}
+END_TEST
+
 START_TEST(quotas)
 {
 	struct tcd d;
@@ -565,6 +643,8 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, symlinks_are_refused);
 	tcase_add_test(tc, temporary_names_are_refused);
 	tcase_add_test(tc, quotas);
+	tcase_add_test(tc, text_only_on_every_write);
+	tcase_add_test(tc, paths_hold_no_control_characters);
 	tcase_add_test(tc, hidden_from_a_session_that_says_so);
 	tcase_add_test(tc, dispatch_anthropic);
 	tcase_add_test(tc, scope_per_workspace);

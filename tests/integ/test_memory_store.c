@@ -117,6 +117,73 @@ START_TEST(one_memory_for_the_fleet)
 }
 END_TEST
 
+/* Sets fields of the hash of uid 0's memory ("it:memory:UID:memories")
+ * directly, as a daemon of an older release or a hand may have: n pairs
+ * of field and value (values of the given lengths). */
+static void hset_raw(size_t n, const char *const *fv, const size_t *lens)
+{
+	redisContext *rc = redisConnectUnix(rs.sock);
+	ck_assert(rc && !rc->err);
+	char key[64];
+	snprintf(key, sizeof(key), "it:memory:%u:memories", (unsigned)geteuid());
+	const char *argv[16] = { "HSET", key };
+	size_t argl[16] = { 4, strlen(key) };
+	for (size_t i = 0; i < 2 * n && i < 14; i++) {
+		argv[2 + i] = fv[i];
+		argl[2 + i] = i % 2 ? lens[i / 2] : strlen(fv[i]);
+	}
+	redisReply *reply = redisCommandArgv(rc, (int)(2 + 2 * n), argv, argl);
+	ck_assert(reply && reply->type == REDIS_REPLY_INTEGER);
+	freeReplyObject(reply);
+	redisFree(rc);
+}
+
+/* The same checks of what is written as in files; a file that holds a
+ * NUL anyway is shown whole. */
+START_TEST(text_only_on_every_write)
+{
+	struct tcd a;
+	start(&a);
+	struct tcc *c = tcc_connect(&a);
+	mem_assert_text_only(c);
+	const char *const fv[] = { "f:nul.md", "a\0b\nc\n\0", "v:nul.md", "1000" };
+	const size_t lens[] = { 7, 4 };
+	hset_raw(2, fv, lens);
+	const char *t = mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/nul.md\"}");
+	ck_assert_msg(str_has_prefix(t, "Here's the content of /memories/nul.md with line numbers:\n"
+				     "     1\ta\xe2\x90\x80" "b\n     2\tc\n     3\t\xe2\x90\x80\n") &&
+		      strstr(t, "2 NUL bytes"), "%s", t);
+	/* Edits keep the NULs there are, and add none. */
+	mem_ok(c, "{\"command\":\"insert\",\"path\":\"/memories/nul.md\",\"insert_line\":0,\"insert_text\":\"top\"}");
+	mem_err(c, "{\"command\":\"insert\",\"path\":\"/memories/nul.md\",\"insert_line\":0,\"insert_text\":\"\\u0000\"}",
+		"insert_text holds a NUL byte");
+	mem_ok(c, "{\"command\":\"str_replace\",\"path\":\"/memories/nul.md\",\"old_str\":\"c\\n\\u0000\",\"new_str\":\"c\\n\"}");
+	mem_ok(c, "{\"command\":\"str_replace\",\"path\":\"/memories/nul.md\",\"old_str\":\"\\u0000\",\"new_str\":\"\"}");
+	ck_assert_str_eq(mem_ok(c, "{\"command\":\"view\",\"path\":\"/memories/nul.md\"}"),
+			 "Here's the content of /memories/nul.md with line numbers:\n     1\ttop\n     2\tab\n     3\tc");
+	tcc_close(c);
+	tcd_finish(&a);
+}
+END_TEST
+
+/* The same checks of the paths named; names in the store that hold a
+ * control character are listed escaped, one line each. */
+START_TEST(paths_hold_no_control_characters)
+{
+	struct tcd a;
+	start(&a);
+	struct tcc *c = tcc_connect(&a);
+	mem_assert_paths_checked(c);
+	const char *const fv[] = { "f:fake\n4K\tinjected.md", "x", "d:line\xe2\x80\xa8sep", "1",
+				   "f:line\xe2\x80\xa8sep/nel\xc2\x85\x7f.md", "x", "f:bad\xff\r.md", "x" };
+	const size_t lens[] = { 1, 1, 1, 1 };
+	hset_raw(4, fv, lens);
+	mem_assert_names_escaped(c);
+	tcc_close(c);
+	tcd_finish(&a);
+}
+END_TEST
+
 #define INSERTS 200
 
 START_TEST(concurrent_inserts_lose_nothing)
@@ -266,6 +333,8 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, one_memory_for_the_fleet);
+	tcase_add_test(tc, text_only_on_every_write);
+	tcase_add_test(tc, paths_hold_no_control_characters);
 	tcase_add_test(tc, concurrent_inserts_lose_nothing);
 	tcase_add_test(tc, redis_gone_and_back);
 	tcase_add_test(tc, unanswered_write_is_not_repeated);

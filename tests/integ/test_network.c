@@ -1081,6 +1081,69 @@ START_TEST(connections_per_call_bounded)
 }
 END_TEST
 
+/* Occurrences of needle in s. */
+static int count_of(const char *s, const char *needle)
+{
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* A connection turned away by limits.net_connections is told in the
+ * result's text: one [limit] line naming the limit and its value, with
+ * how many were refused, whether the command then succeeded or failed;
+ * a call that stayed under the limit has none. */
+START_TEST(connection_limit_noted)
+{
+	NEED_NETWORK();
+	struct tcd d;
+	start(&d, "\"allow\":[\"origin.test\",\"echo.test\"]", "\"limits\":{\"net_connections\":1}");
+	struct tcc *c = tcc_connect(&d);
+	/* A tunnel held open (its first bytes echoed back show it is up),
+	 * then a request, a CONNECT and a SOCKS5 connection while it is:
+	 * each is one connection too many. */
+#define HELD "{ echo up; sleep 20; } | socat -t 20 - PROXY:127.0.0.1:echo.test:%d,proxyport=3128 > tunnel & " \
+	     "i=0; until grep -q up tunnel 2>/dev/null || [ $i -ge 400 ]; do sleep 0.05; i=$((i+1)); done; "
+#define CURL "curl -s -m 20 -o /dev/null -w '%%{http_code}\\n' "
+	const struct json *r = tcc_shell(c, tcc_fmt(c, HELD CURL "http://origin.test:%d/; "
+						    "curl -s -m 20 -o /dev/null -w '%%{http_connect}\\n' -p -x http://127.0.0.1:3128 "
+						    "http://echo.test:%d/; "
+						    "curl -s -m 20 -o /dev/null --socks5-hostname 127.0.0.1:1080 http://origin.test:%d/ "
+						    "|| echo socks refused; kill $! 2>/dev/null; exit 0",
+						    echo_port, origin_port, echo_port, origin_port));
+	tc_assert_ok(r);
+	ck_assert_msg(!tj_bool(r, "result.isError"), "%s", dump(r));
+	ck_assert_int_eq(count_of(out(r), "503\n"), 2);
+	ck_assert_msg(strstr(out(r), "socks refused\n"), "%s", dump(r));
+	const char *t = text(r);
+	ck_assert_msg(strstr(t, "[limit] The command reached the network connection limit (1 at once, "
+			     "limits.net_connections) of its sandbox: 3 connections were refused (HTTP 503 or a SOCKS5 "
+			     "failure) while others were open."), "%s", t);
+	ck_assert_int_eq(count_of(t, "[limit]"), 1);
+	ck_assert_msg(!strstr(t, "[sandbox]"), "%s", t);
+
+	/* The same for a command that fails afterwards. */
+	r = tcc_shell(c, tcc_fmt(c, HELD CURL "http://origin.test:%d/; kill $! 2>/dev/null; exit 3", echo_port, origin_port));
+	tc_assert_ok(r);
+	ck_assert_msg(tj_bool(r, "result.isError"), "%s", dump(r));
+	t = text(r);
+	ck_assert_msg(strstr(t, "[exit code 3]"), "%s", t);
+	ck_assert_msg(strstr(t, "(1 at once, limits.net_connections) of its sandbox: 1 connection was refused"), "%s", t);
+	ck_assert_int_eq(count_of(t, "[limit]"), 1);
+
+	/* Under the limit: no note. */
+	r = tcc_shell(c, tcc_fmt(c, CURL "http://origin.test:%d/; " CURL "http://origin.test:%d/", origin_port, origin_port));
+#undef CURL
+#undef HELD
+	tc_assert_ok(r);
+	ck_assert_msg(strstr(out(r), "200\n200\n"), "%s", dump(r));
+	ck_assert_msg(!strstr(text(r), "[limit]"), "%s", dump(r));
+	tcc_close(c);
+	stop(&d);
+}
+END_TEST
+
 /* limits.net_mb bounds the bytes of a call's proxy: a tunnel that moves
  * more is closed, and its audit line says why. */
 START_TEST(bytes_per_call_bounded)
@@ -1097,6 +1160,13 @@ START_TEST(bytes_per_call_bounded)
 	const struct json *l = wait_audit_net(c, &d, "\"host\":\"echo.test\"");
 	ck_assert_msg(str_eq(tj_str(l, "error"), "budget"), "%s", dump(l));
 	ck_assert_int_lt(tj_int(l, "bytes_up") + tj_int(l, "bytes_down"), 4000000);
+	/* The result says which limit cut it, once, and not as a refusal
+	 * by the policy. */
+	const char *t = text(r);
+	ck_assert_msg(strstr(t, "[limit] The command reached the network byte limit (1 MB up and down, "
+			     "limits.net_mb) of its sandbox: 1 connection was refused or closed."), "%s", t);
+	ck_assert_int_eq(count_of(t, "[limit]"), 1);
+	ck_assert_msg(!strstr(t, "[sandbox]"), "%s", t);
 	tcc_close(c);
 	stop(&d);
 }
@@ -1222,6 +1292,7 @@ int main(void)
 	tcase_add_test(tc, network_true_is_unchanged);
 	tcase_add_test(tc, background_process_keeps_its_proxy);
 	tcase_add_test(tc, connections_per_call_bounded);
+	tcase_add_test(tc, connection_limit_noted);
 	tcase_add_test(tc, bytes_per_call_bounded);
 	tcase_add_test(tc, mcp_server_behind_the_proxy);
 	suite_add_tcase(s, tc);

@@ -551,6 +551,116 @@ START_TEST(events_tool_lifecycle)
 }
 END_TEST
 
+/* A call refused before its tool acted (arguments the schema or the tool
+ * refuses, a path outside the workspace, a tool the policy denies, no
+ * budget) answers attempts 0, and the events agree: its tool.failed (and
+ * tool.input_invalid) but no tool.called and no dispatch.attempt. A call
+ * that reached its tool has both. */
+START_TEST(events_refused_calls_never_start)
+{
+	struct tcd d;
+	tcd_start(&d, "{\"confirmation\":{\"default\":{\"write\":\"auto\",\"execute\":\"auto\"},"
+		      "\"per_tool\":{\"make_dir\":\"deny\"}}}");
+	tcd_put(&d, "a.txt", "hi");
+	struct tcc *sub = subscriber(&d, "[\"tool.*\",\"dispatch.*\",\"process.started\"]");
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, NULL);
+
+	static const struct {
+		const char *tool, *args, *kind;
+	} refused[] = {
+		{ "read_file", "{\"path\":7}", "validation_error" },
+		{ "read_file", "{\"path\":\"../../etc/passwd\"}", "permission_denied" },
+		{ "write_file", "{\"path\":\"../out.txt\",\"content\":\"x\"}", "permission_denied" },
+		{ "list_dir", "{\"path\":\"../..\"}", "permission_denied" },
+		{ "shell", "{\"command\":\"echo a\\u0000b\"}", "validation_error" },
+		{ "make_dir", "{\"path\":\"d\"}", NULL },
+	};
+	const char *ids[ELEMENTSOF(refused) + 1];
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+		const struct json *r = tcc_call(c, refused[i].tool, refused[i].args);
+		if (refused[i].kind)
+			tc_assert_kind(r, refused[i].kind);
+		ck_assert_msg(tj_has(r, "error"), "%s %s ran", refused[i].tool, refused[i].args);
+		ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
+		ids[i] = call_id_of(r);
+		ck_assert_ptr_nonnull(ids[i]);
+	}
+	const struct json *r = tcc_request(c, "tools/call", "{\"name\":\"read_file\",\"arguments\":{\"path\":\"a.txt\"},"
+							"\"_meta\":{\"budget\":0}}");
+	tc_assert_kind(r, "budget_exceeded");
+	ck_assert_int_eq(tj_int(r, "error.data.attempts"), 0);
+	ids[ELEMENTSOF(refused)] = call_id_of(r);
+
+	static const struct {
+		const char *tool, *args;
+	} ran[] = {
+		{ "read_file", "{\"path\":\"a.txt\"}" },
+		{ "write_file", "{\"path\":\"b.txt\",\"content\":\"x\"}" },
+		{ "list_dir", "{\"path\":\".\"}" },
+		{ "shell", "{\"command\":\"true\"}" },
+		{ "read_file", "{\"path\":\"missing.txt\"}" },
+		{ "shell", "{\"command\":\"echo bg\",\"background\":true,\"yield_ms\":0}" },
+	};
+	const char *ran_ids[ELEMENTSOF(ran)];
+	for (size_t i = 0; i < ELEMENTSOF(ran); i++) {
+		r = tcc_call(c, ran[i].tool, ran[i].args);
+		ran_ids[i] = call_id_of(r);
+		ck_assert_ptr_nonnull(ran_ids[i]);
+	}
+
+	const struct json *evs[64];
+	size_t n = drain_events(sub, evs, ELEMENTSOF(evs), 500);
+	for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+		const char *what = i < ELEMENTSOF(refused) ? refused[i].args : "budget 0";
+		ck_assert_msg(find_event(evs, n, "tool.failed", ids[i]), "no tool.failed for %s", what);
+		ck_assert_msg(!find_event(evs, n, "tool.called", ids[i]), "tool.called for %s", what);
+		ck_assert_msg(!find_event(evs, n, "dispatch.attempt", ids[i]), "dispatch.attempt for %s", what);
+	}
+	ck_assert_ptr_nonnull(find_event(evs, n, "tool.input_invalid", NULL));
+	for (size_t i = 0; i < ELEMENTSOF(ran); i++) {
+		ck_assert_msg(find_event(evs, n, "tool.called", ran_ids[i]), "no tool.called for %s", ran[i].args);
+		const struct json *at = find_event(evs, n, "dispatch.attempt", ran_ids[i]);
+		ck_assert_msg(at, "no dispatch.attempt for %s", ran[i].args);
+		ck_assert_int_eq(tj_int(at, "attempt"), 1);
+		ck_assert_msg(find_event(evs, n, "tool.completed", ran_ids[i]) || find_event(evs, n, "tool.failed", ran_ids[i]),
+			      "no end for %s", ran[i].args);
+		/* tool.called before dispatch.attempt before the end. */
+		size_t called = n, attempt = n, end = n;
+		for (size_t k = 0; k < n; k++) {
+			if (!str_eq(tj_str(evs[k], "callId"), ran_ids[i]))
+				continue;
+			const char *type = tj_str(evs[k], "type");
+			if (str_eq(type, "tool.called"))
+				called = k;
+			else if (str_eq(type, "dispatch.attempt"))
+				attempt = k;
+			else if (str_eq(type, "tool.completed") || str_eq(type, "tool.failed"))
+				end = k;
+		}
+		ck_assert_msg(called < attempt && attempt < end, "order for %s", ran[i].args);
+		/* What the tool's action tells of comes after. */
+		const struct json *started = find_event(evs, n, "process.started", ran_ids[i]);
+		for (size_t k = 0; started && k < n; k++)
+			if (evs[k] == started)
+				ck_assert_msg(attempt < k, "process.started before dispatch.attempt");
+		ck_assert(!str_eq(ran[i].tool, "shell") || !strstr(ran[i].args, "background") || started);
+	}
+
+	/* A tool that runs on is told while it runs, not only at its end. */
+	const char *id = send_call(c, "shell", "{\"command\":\"i=0; until [ -e go ] || [ $i -ge 600 ]; do sleep 0.05; "
+					       "i=$((i+1)); done\"}");
+	const struct json *e = tcc_wait_event(sub, "dispatch.attempt", 10000);
+	ck_assert_msg(e && str_eq(tj_str(e, "tool"), "shell"), "no dispatch.attempt while shell runs");
+	ck_assert_ptr_null(tcc_wait_id(c, id, 0));
+	tcd_put(&d, "go", "");
+	tc_assert_ok(wait_response(c, id, 40000));
+	tcc_close(c);
+	tcc_close(sub);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* dispatch.attempt and dispatch.retry for a transient tool,
  * registry.reloaded on admin/reload, circuit.opened and circuit.closed. */
 START_TEST(events_dispatch_registry_circuit)
@@ -878,6 +988,7 @@ static Suite *policy_suite(void)
 	tc = tcase_create("events");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, events_tool_lifecycle);
+	tcase_add_test(tc, events_refused_calls_never_start);
 	tcase_add_test(tc, events_dispatch_registry_circuit);
 	tcase_add_test(tc, events_slow_subscriber);
 	suite_add_tcase(s, tc);

@@ -325,25 +325,33 @@ END_TEST
  * would take them away and let it put a config of its own at their path
  * for the daemon's next reload; the rest of the workspace stays writable.
  */
-START_TEST(config_dir_in_workspace_kept_in_place)
+/* Starts a daemon whose config is the workspace's config (relative) and
+ * tools directory its tools (made, with a hook.sh beside it). */
+static void start_config_in_ws(struct tcd *d, const char *config, const char *tools)
 {
-	struct tcd d;
 	struct tcd_opts o = { .no_wait = true };
-	tcd_prepare(&d, &o);
-	char *dir = tcd_ws_path(&d, ".config/tc/tools.d");
+	tcd_prepare(d, &o);
+	char *dir = tcd_ws_path(d, tools);
 	char *cmd = xasprintf("mkdir -p '%s' && echo 'exit 0' > '%s/../hook.sh'", dir, dir);
 	ck_assert_int_eq(system(cmd), 0);
 	free(cmd);
-	free(d.config);
-	d.config = tcd_ws_path(&d, ".config/tc/config.json");
+	free(d->config);
+	d->config = tcd_ws_path(d, config);
 	char *cfg = xasprintf("{" TC_AUTO_CONFIRM ",\"socket\":\"%s\",\"workspace\":\"%s\",\"tools_dir\":\"%s\"}",
-			      d.sock, d.ws, dir);
-	tc_write_file_atomic(d.config, cfg, strlen(cfg));
+			      d->sock, d->ws, dir);
+	tc_write_file_atomic(d->config, cfg, strlen(cfg));
 	free(cfg);
+	free(dir);
+	tcd_spawn(d, &o);
+	ck_assert_msg(tcd_wait_socket(d, d->sock, TCD_START_TIMEOUT_MS) == 0, "no socket");
+}
+
+START_TEST(config_dir_in_workspace_kept_in_place)
+{
+	struct tcd d;
+	start_config_in_ws(&d, ".config/tc/config.json", ".config/tc/tools.d");
 	struct stat before;
 	ck_assert_int_eq(stat(d.config, &before), 0);
-	tcd_spawn(&d, &o);
-	ck_assert_msg(tcd_wait_socket(&d, d.sock, TCD_START_TIMEOUT_MS) == 0, "no socket");
 	struct tcc *c = tcc_connect(&d);
 	const char *const refused[] = {
 		"mv .config .config-old", "mv .config/tc .config/tc-old", "echo '{}' > .config/tc/config.json",
@@ -369,7 +377,46 @@ START_TEST(config_dir_in_workspace_kept_in_place)
 	ck_assert_int_eq(stat(d.config, &after), 0);
 	ck_assert(after.st_ino == before.st_ino && after.st_size == before.st_size);
 	tcc_close(c);
-	free(dir);
+	tcd_finish(&d);
+}
+END_TEST
+
+/*
+ * The config at the workspace's top (toolcalld -c ./toolcalld.json in a
+ * project, whose workspace is the current directory): the config file
+ * itself is out of reach of the file tools and of a call's shell (a config
+ * rewritten with the sandbox off would be in force at the next reload),
+ * while the rest of the top stays writable.
+ */
+START_TEST(config_at_workspace_top_kept)
+{
+	struct tcd d;
+	start_config_in_ws(&d, "toolcalld.json", "tools.d");
+	struct stat before, after;
+	ck_assert_int_eq(stat(d.config, &before), 0);
+	struct tcc *c = tcc_connect(&d);
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"other.json\",\"content\":\"{}\"}"));
+	const char *const tools[][2] = {
+		{ "write_file", "{\"path\":\"toolcalld.json\",\"content\":\"{}\"}" },
+		{ "edit_file", "{\"path\":\"toolcalld.json\",\"edits\":[{\"old\":\"tools_dir\",\"new\":\"x\"}]}" },
+		{ "patch_file", "{\"path\":\"toolcalld.json\",\"old\":\"tools_dir\",\"new\":\"x\"}" },
+		{ "move_file", "{\"from\":\"toolcalld.json\",\"to\":\"moved.json\"}" },
+		{ "move_file", "{\"from\":\"other.json\",\"to\":\"toolcalld.json\",\"overwrite\":true}" },
+		{ "delete_file", "{\"path\":\"toolcalld.json\"}" },
+		{ "write_file", "{\"path\":\"tools.d/x.json\",\"content\":\"{}\"}" },
+	};
+	for (size_t i = 0; i < sizeof(tools) / sizeof(*tools); i++)
+		tc_assert_kind(tcc_call(c, tools[i][0], tools[i][1]), "permission_denied");
+	const char *const refused[] = {
+		"echo '{}' > toolcalld.json", "rm -f toolcalld.json", "mv toolcalld.json moved.json",
+		"mv other.json toolcalld.json", "chmod 666 toolcalld.json",
+	};
+	tc_assert_shell_fails_all(c, refused, sizeof(refused) / sizeof(*refused));
+	ck_assert_int_eq(stat(d.config, &after), 0);
+	ck_assert(after.st_ino == before.st_ino && after.st_size == before.st_size &&
+		  after.st_mode == before.st_mode);
+	tc_assert_ok(tcc_shell(c, "echo x > beside && rm beside"));
+	tcc_close(c);
 	tcd_finish(&d);
 }
 END_TEST
@@ -1104,6 +1151,7 @@ static Suite *priv_suite(void)
 	tcase_add_loop_test(tc, metadata_outside_refused, 0, 2);
 	tcase_add_loop_test(tc, socket_dir_in_workspace_untouched, 0, 2);
 	tcase_add_test(tc, config_dir_in_workspace_kept_in_place);
+	tcase_add_test(tc, config_at_workspace_top_kept);
 	tcase_add_test(tc, tmp_mb_bounds_each_call);
 	tcase_add_test(tc, tmp_mb_note_whatever_the_exit_status);
 	tcase_add_loop_test(tc, sockets_hidden, 0, 2);

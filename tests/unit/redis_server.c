@@ -5,8 +5,11 @@
 #include "tests/unit/redis_server.h"
 
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <hiredis/hiredis.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,11 +52,21 @@ void redis_server_start(struct redis_server *r)
 		snprintf(r->sock, sizeof(r->sock), "%s/r.sock", r->dir);
 	}
 	unlink(r->sock);
+	/* Another uid's server: its socket is made, and listened on, by it. */
+	gid_t gid = r->uid;
+	if (r->uid) {
+		struct passwd *pw = getpwuid(r->uid);
+		if (pw)
+			gid = pw->pw_gid;
+		ck_assert_msg(chown(r->dir, r->uid, gid) == 0, "chown %s: %s", r->dir, strerror(errno));
+	}
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		int fd = open("/dev/null", O_WRONLY);
 		dup2(fd, 1);
+		if (r->uid && (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(r->uid) < 0))
+			_exit(126);
 		execlp("redis-server", "redis-server", "--port", "0", "--unixsocket", r->sock, "--save", "",
 		       "--appendonly", "no", "--dir", r->dir, (char *)NULL);
 		_exit(127);
@@ -102,6 +115,18 @@ void redis_server_flush(struct redis_server *r)
 void redis_server_set(struct redis_server *r, const char *key, const char *value)
 {
 	command(r, REDIS_REPLY_STATUS, "SET %s %s", key, value);
+}
+
+long long redis_server_keys(struct redis_server *r)
+{
+	redisContext *c = redisConnectUnix(r->sock);
+	ck_assert_msg(c && !c->err, "cannot connect to redis-server");
+	redisReply *rep = redisCommand(c, "DBSIZE");
+	ck_assert_msg(rep && rep->type == REDIS_REPLY_INTEGER, "unexpected reply from redis-server");
+	long long n = rep->integer;
+	freeReplyObject(rep);
+	redisFree(c);
+	return n;
 }
 
 void redis_server_free(struct redis_server *r)

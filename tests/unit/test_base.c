@@ -89,6 +89,20 @@ START_TEST(base64_decode_leniency_and_errors)
 }
 END_TEST
 
+/* What may not be in a name shown one a line: controls, separators,
+ * bidirectional overrides; the characters beside them may. */
+START_TEST(utf8_is_control_bounds)
+{
+	static const uint32_t yes[] = { 0x00, 0x0a, 0x1f, 0x7f, 0x80, 0x85, 0x9f, 0x2028, 0x2029,
+					0x202a, 0x202e, 0x2066, 0x2069 };
+	static const uint32_t no[] = { 0x20, 0x7e, 0xa0, 0xe9, 0x2027, 0x202f, 0x2065, 0x206a, 0xfeff, 0x1f600 };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		ck_assert_msg(utf8_is_control(yes[i]), "U+%04X", (unsigned)yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		ck_assert_msg(!utf8_is_control(no[i]), "U+%04X", (unsigned)no[i]);
+}
+END_TEST
+
 START_TEST(utf8_cut_keeps_whole_characters)
 {
 	const char *s = "ab\xc3\xa9" "c\xe2\x82\xac" "d\xf0\x9f\x98\x80";	/* ab é c € d 😀 */
@@ -172,6 +186,7 @@ static Suite *base_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("utf8");
 	tcase_add_test(tc, utf8_cut_keeps_whole_characters);
+	tcase_add_test(tc, utf8_is_control_bounds);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("files");
 	tcase_add_test(tc, read_file_capped_limits);

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -746,6 +747,36 @@ START_TEST(peers_by_name)
 }
 END_TEST
 
+/* store.server_uid: a uid, or a user name looked up when the config is
+ * read; none by default; (uid_t)-1 and the unknown refused. */
+START_TEST(store_server_uid)
+{
+	struct config c;
+	char *err = NULL;
+	ck_assert_int_eq(load(&c, "{}", &err), 0);
+	ck_assert_uint_eq(c.store.server_uid, UINT32_MAX);
+	config_free(&c);
+	ck_assert_int_eq(load(&c, "{\"store\":{\"kind\":\"redis\",\"address\":\"unix:/run/r.sock\","
+			      "\"server_uid\":999}}", &err), 0);
+	ck_assert_uint_eq(c.store.server_uid, 999);
+	config_free(&c);
+	struct passwd *pw = getpwnam("nobody");
+	if (pw) {
+		int r = load(&c, "{\"store\":{\"server_uid\":\"nobody\"}}", &err);
+		ck_assert_msg(r == 0, "%s", err ? err : "");
+		ck_assert_uint_eq(c.store.server_uid, pw->pw_uid);
+		config_free(&c);
+	}
+	assert_error("{\"store\":{\"server_uid\":\"no-such-user-tc\"}}",
+		     "t.json:1:24: store.server_uid: no such user 'no-such-user-tc'");
+	assert_error_prefix("{\"store\":{\"server_uid\":4294967295}}", "t.json:1:24: store.server_uid: ");
+	assert_error_prefix("{\"store\":{\"server_uid\":-1}}", "t.json:1:24: store.server_uid: ");
+	assert_error_prefix("{\"store\":{\"server_uid\":1.5}}", "t.json:1:24: store.server_uid: ");
+	assert_error_prefix("{\"store\":{\"server_uid\":true}}", "t.json:1:24: store.server_uid: ");
+	assert_error_prefix("{\"store\":{\"server_uid\":\"\"}}", "t.json:1:24: store.server_uid: ");
+}
+END_TEST
+
 /* --- policy ---------------------------------------------------------------- */
 
 START_TEST(policy_defaults)
@@ -1047,6 +1078,7 @@ int main(void)
 	tcase_add_test(tc, defaults_are_the_contracts);
 	tcase_add_test(tc, contract_example_loads_as_defaults);
 	tcase_add_test(tc, full_config);
+	tcase_add_test(tc, store_server_uid);
 	tcase_add_test(tc, comments_allowed);
 	tcase_add_test(tc, error_out_of_range_position);
 	tcase_add_test(tc, error_unknown_key_points_at_key);

@@ -224,11 +224,12 @@ END_TEST
 START_TEST(sanitize)
 {
 	struct buf b = {};
-	/* C0, DEL, C1 and bidi overrides are replaced; other UTF-8 is kept. */
-	const char in[] = "a\tb\x7f" "c\xc2\x9b" "d\xe2\x80\xae" "e\xc3\xa9\xff";
+	/* C0, DEL, C1, line separators and bidi overrides are replaced;
+	 * other UTF-8 is kept. */
+	const char in[] = "a\tb\x7f" "c\xc2\x9b" "d\xe2\x80\xae" "e\xc3\xa9\xff" "f\xe2\x80\xa8" "g\xe2\x80\xa7";
 	ctl_sanitize(in, sizeof(in) - 1, 100, &b);
 	buf_putc(&b, '\0');
-	ck_assert_str_eq(buf_head(&b), "a?b?c?d?e\xc3\xa9?");
+	ck_assert_str_eq(buf_head(&b), "a?b?c?d?e\xc3\xa9?f?g\xe2\x80\xa7");
 	buf_clear(&b);
 
 	/* Cut at a character boundary. */

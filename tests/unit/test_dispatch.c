@@ -39,8 +39,15 @@ START_TEST(unknown_tool_lists_available)
 }
 END_TEST
 
-/* Every call gets its own id, "c-" + 8 hex digits of this run + "-" + a
- * count, so logs, audit lines and answers can be matched up. */
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Every call gets its own id, "c-" + 8 hex digits of this run + "-" + 16
+ * more, so logs, audit lines and answers can be matched up; the second
+ * part does not count the calls (a uid would learn how many others made). */
 START_TEST(call_ids_distinct_and_shaped)
 {
 	ck_assert_ptr_null(call("red_file", "{}", NULL, &recs[0]));
@@ -48,12 +55,56 @@ START_TEST(call_ids_distinct_and_shaped)
 	unsigned long long n0 = 0, n1 = 0;
 	char hex0[9] = "", hex1[9] = "";
 	int used = 0;
-	ck_assert_int_eq(sscanf(recs[0].call_id, "c-%8[0-9a-f]-%llu%n", hex0, &n0, &used), 2);
+	ck_assert_int_eq(sscanf(recs[0].call_id, "c-%8[0-9a-f]-%16llx%n", hex0, &n0, &used), 2);
 	ck_assert_uint_eq(strlen(hex0), 8);
 	ck_assert_uint_eq((size_t)used, strlen(recs[0].call_id));
-	ck_assert_int_eq(sscanf(recs[1].call_id, "c-%8[0-9a-f]-%llu", hex1, &n1), 2);
+	ck_assert_uint_eq(strlen(recs[0].call_id), 2 + 8 + 1 + 16);
+	ck_assert_int_eq(sscanf(recs[1].call_id, "c-%8[0-9a-f]-%16llx", hex1, &n1), 2);
 	ck_assert_str_eq(hex0, hex1);
-	ck_assert_uint_eq(n1, n0 + 1);
+	ck_assert_uint_ne(n1, n0);
+	ck_assert_uint_ne(n1, n0 + 1);	/* 1 in 2^64 by chance */
+}
+END_TEST
+
+/* Session ids do not count the sessions either. */
+START_TEST(session_ids_do_not_count)
+{
+	struct session *a = NULL, *b = NULL;
+	ck_assert_int_eq(session_get(table, NULL, 1000, ws, &a), 0);
+	ck_assert_int_eq(session_get(table, NULL, 2000, ws, &b), 0);
+	unsigned long long na = 0, nb = 0;
+	char ha[9] = "", hb[9] = "";
+	ck_assert_int_eq(sscanf(a->id, "s-%8[0-9a-f]-%16llx", ha, &na), 2);
+	ck_assert_int_eq(sscanf(b->id, "s-%8[0-9a-f]-%16llx", hb, &nb), 2);
+	ck_assert_str_eq(ha, hb);
+	ck_assert_uint_ne(nb, na + 1);
+	ck_assert_uint_ne(nb, na);
+	session_unref(a);
+	session_unref(b);
+}
+END_TEST
+
+/* The hiding is a bijection: the first 65,536 counts give as many ids,
+ * none equal to its count; another key gives others. */
+START_TEST(id_hide_is_one_to_one)
+{
+	static const uint32_t key[4] = { 1, 2, 3, 4 }, other[4] = { 1, 2, 3, 5 };
+	enum { N = 65536 };
+	uint64_t *ids = xcalloc(N, sizeof(*ids));
+	unsigned same = 0;
+	for (uint64_t n = 0; n < N; n++) {
+		ids[n] = id_hide(n, key);
+		ck_assert_uint_ne(ids[n], n);
+		same += ids[n] == id_hide(n, other);
+	}
+	ck_assert_uint_eq(same, 0);
+	qsort(ids, N, sizeof(*ids), u64_cmp);
+	for (size_t i = 1; i < N; i++)
+		ck_assert_uint_ne(ids[i], ids[i - 1]);
+	free(ids);
+	char hex[16], *end = hex + sizeof(hex);
+	ck_assert_ptr_eq(fmt_hex64(end, 0x0123456789abcdefULL), hex);
+	ck_assert_int_eq(memcmp(hex, "0123456789abcdef", 16), 0);
 }
 END_TEST
 
@@ -855,8 +906,8 @@ static Suite *dispatch_suite(void)
 		const char *name;
 		const TTest *tests[16];
 	} groups[] = {
-		{ "lookup", { unknown_tool_lists_available, call_ids_distinct_and_shaped, validation_reports_every_error,
-			      arguments_as_json_string } },
+		{ "lookup", { unknown_tool_lists_available, call_ids_distinct_and_shaped, id_hide_is_one_to_one,
+			      session_ids_do_not_count, validation_reports_every_error, arguments_as_json_string } },
 		{ "retry", { transient_retries_with_backoff, jitter_stays_within_half,
 			     execution_error_does_not_retry, timeout_not_retried_for_non_idempotent,
 			     timeout_retried_for_idempotent, per_call_timeout_overrides } },

@@ -4,7 +4,9 @@
  * conflicts, releases, uid scoping and tasks, each run on the memory store
  * and on the Redis store; then what only a shared store has: two stores
  * (two daemons) on one Redis, a holder that dies, and Redis stalled
- * (SIGSTOP), killed and restarted, or answering what it never stored.
+ * (SIGSTOP), killed and restarted, or answering what it never stored;
+ * a Redis socket served by another uid (65534), refused (at the first
+ * connect and at a reconnection) unless store.server_uid names it.
  *
  * The Redis cases start their own redis-server on a Unix socket in a
  * temporary directory; without redis-server they are skipped (exit 77 when
@@ -17,10 +19,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/base/loop.h"
-#include "tests/unit/redis_server.h"
 #include "lib/store/store.h"
+#include "tests/unit/check_main.h"
+#include "tests/unit/redis_server.h"
 #include "proto/base/buf.h"
 #include "proto/base/util.h"
 #include "proto/json.h"
@@ -96,20 +100,27 @@ static struct redis_server rs;
 static const char *backend;		/* of the current case */
 static unsigned downs, ups;
 
+static char last_why[512];		/* of the last outage */
+
 static void on_notify(void *arg, bool up, const char *why)
 {
+	if (!up)
+		snprintf(last_why, sizeof(last_why), "%s", why);
 	if (up)
 		ups++;
 	else
 		downs++;
 }
 
-static struct store *open_store(const char *kind, uint64_t lease_ms, bool fail)
+/* Opens a store of kind on the Redis at sock, trusting server_uid there. */
+static struct store *open_store_at(const char *kind, uint64_t lease_ms, bool fail, const char *sock,
+				   uid_t server_uid)
 {
 	struct store_config c;
 	store_config_defaults(&c);
 	c.kind = kind;
-	c.address = xasprintf("unix:%s", rs.sock);
+	c.server_uid = server_uid;
+	c.address = xasprintf("unix:%s", sock);
 	c.prefix = "test:";
 	c.lease_ms = lease_ms;
 	c.timeout_ms = 300;
@@ -120,6 +131,11 @@ static struct store *open_store(const char *kind, uint64_t lease_ms, bool fail)
 	free((char *)c.address);
 	ck_assert_int_eq(r, 0);
 	return s;
+}
+
+static struct store *open_store(const char *kind, uint64_t lease_ms, bool fail)
+{
+	return open_store_at(kind, lease_ms, fail, rs.sock, (uid_t)-1);
 }
 
 struct got {
@@ -1160,6 +1176,149 @@ START_TEST(claims_together)
 }
 END_TEST
 
+/* --- who serves the socket ------------------------------------------------ */
+
+#define NOBODY 65534
+
+/* A redis-server of another uid, on a socket of its own. */
+static struct redis_server other;
+
+/* Whether the store's stats say it is connected (its own member, first,
+ * not its local store's). */
+static bool connected(struct store *s)
+{
+	char *t = stats_text(s);
+	const char *c = strstr(t, "\"connected\":");
+	bool up = c && str_has_prefix(c, "\"connected\":true");
+	free(t);
+	return up;
+}
+
+/* Runs the loop until s is connected (or not), at most ms. */
+static bool run_until_connected(struct store *s, bool want, int ms)
+{
+	uint64_t end = mono_ms() + (uint64_t)ms;
+	while (connected(s) != want && mono_ms() < end)
+		ev_run(ev, EVRUN_ONCE);
+	return connected(s) == want;
+}
+
+/* Starts other as uid, from scratch. */
+static void other_start(uid_t uid)
+{
+	redis_server_kill(&other);
+	other.uid = uid;
+	redis_server_start(&other);
+	redis_server_flush(&other);
+}
+
+/* A key claimed and completed on s: replayed, from wherever s keeps it. */
+static void run_and_replay(struct store *s, const char *key)
+{
+	uint8_t h[STORE_HASH_LEN];
+	struct store_key k;
+	mkkey(&k, 1000, key, "shell", "{}", h);
+	struct got g;
+	claim(s, &k, &g, 2000);
+	ck_assert_int_eq(g.a.result, STORE_CLAIMED);
+	complete(g.a.claim, "ran once");
+	claim(s, &k, &g, 2000);
+	ck_assert_int_eq(g.a.result, STORE_DONE);
+	ck_assert_str_eq(g.value, "ran once");
+}
+
+static void teardown_other(void)
+{
+	redis_server_kill(&other);
+}
+
+/* A Redis socket served by another uid is refused before a word is sent:
+ * an outage saying why, the local store answering, nothing in that Redis. */
+START_TEST(other_uid_refused)
+{
+	if (geteuid() != 0)
+		TC_SKIP("running redis-server as uid %d needs root", NOBODY);
+	other_start(NOBODY);
+	downs = ups = 0;
+	struct store *s = open_store_at("redis", 10000, false, other.sock, (uid_t)-1);
+	ck_assert_uint_eq(downs, 1);
+	ck_assert_msg(strstr(last_why, other.sock) && strstr(last_why, "runs as uid 65534") &&
+		      strstr(last_why, "accepted are uid 0 (root)"), "%s", last_why);
+	run_and_replay(s, "refused");
+	/* Reconnections (100 ms, 200 ms, ... apart) are refused too, with no
+	 * new warning: the same outage. */
+	run_for(800);
+	ck_assert(!connected(s));
+	ck_assert_uint_eq(downs, 1);
+	ck_assert_uint_eq(ups, 0);
+	ck_assert_int_eq(redis_server_keys(&other), 0);
+	/* Another uid trusted, not this one, still refuses it. */
+	store_free(s);
+	downs = 0;
+	s = open_store_at("redis", 10000, false, other.sock, NOBODY - 1);
+	ck_assert_uint_eq(downs, 1);
+	ck_assert_msg(strstr(last_why, "runs as uid 65534") && strstr(last_why, "65533 (store.server_uid)"),
+		      "%s", last_why);
+	/* A reload naming it: trusted from the next connect on. */
+	struct store_config c;
+	store_config_defaults(&c);
+	c.server_uid = NOBODY;
+	store_reconfigure(s, &c);
+	ck_assert(run_until_connected(s, true, 8000));
+	ck_assert_uint_eq(ups, 1);
+	store_free(s);
+}
+END_TEST
+
+/* The same server, its uid configured: used as the shared store. */
+START_TEST(configured_uid_trusted)
+{
+	if (geteuid() != 0)
+		TC_SKIP("running redis-server as uid %d needs root", NOBODY);
+	other_start(NOBODY);
+	downs = ups = 0;
+	struct store *s = open_store_at("redis", 10000, false, other.sock, NOBODY);
+	ck_assert(run_until_connected(s, true, 5000));
+	ck_assert_uint_eq(downs, 0);
+	run_and_replay(s, "trusted");
+	/* The outcome went to that Redis. */
+	bool stored = false;
+	uint64_t end = mono_ms() + 5000;
+	while (!(stored = redis_server_keys(&other) > 0) && mono_ms() < end)
+		run_for(20);
+	ck_assert(stored);
+	store_free(s);
+}
+END_TEST
+
+/* A trusted server replaced, at the same path, by one of another uid:
+ * the reconnection is refused; the trusted one back is used again. */
+START_TEST(refused_on_reconnect)
+{
+	if (geteuid() != 0)
+		TC_SKIP("running redis-server as uid %d needs root", NOBODY);
+	other_start(0);
+	downs = ups = 0;
+	struct store *s = open_store_at("redis", 10000, false, other.sock, (uid_t)-1);
+	ck_assert(run_until_connected(s, true, 5000));
+	other_start(NOBODY);
+	ck_assert(run_until_connected(s, false, 5000));
+	bool refused = false;
+	uint64_t end = mono_ms() + 8000;
+	while (!(refused = strstr(last_why, "runs as uid 65534") != NULL) && mono_ms() < end)
+		run_for(20);
+	ck_assert_msg(refused, "%s", last_why);
+	run_for(1000);
+	ck_assert(!connected(s));
+	ck_assert_uint_eq(ups, 0);
+	ck_assert_int_eq(redis_server_keys(&other), 0);
+	other_start(0);
+	ck_assert(run_until_connected(s, true, 15000));
+	ck_assert_uint_eq(ups, 1);
+	store_free(s);
+}
+END_TEST
+
 static Suite *suite(const char *kind)
 {
 	Suite *s = suite_create("store");
@@ -1198,6 +1357,13 @@ static Suite *suite(const char *kind)
 		tcase_add_test(tc, running_claim_back);
 		tcase_add_test(tc, end_lost_written_back);
 		suite_add_tcase(s, tc);
+		tc = tcase_create("server uid");
+		tcase_set_timeout(tc, 120);
+		tcase_add_checked_fixture(tc, NULL, teardown_other);
+		tcase_add_test(tc, other_uid_refused);
+		tcase_add_test(tc, configured_uid_trusted);
+		tcase_add_test(tc, refused_on_reconnect);
+		suite_add_tcase(s, tc);
 	}
 	return s;
 }
@@ -1224,6 +1390,7 @@ int main(int argc, char **argv)
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	redis_server_free(&rs);
+	redis_server_free(&other);
 	tc_loop_ev_free(loop);
 	ev_loop_destroy(ev);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
