@@ -45,8 +45,8 @@
 #include "lib/sandbox/sandbox_internal.h"
 #include "proto/base/util.h"
 
-/* How long the processes of one cgroup, or those of the dead TMPDIRs,
- * are given to be gone. */
+/* How long the processes of the dead cgroups, and then those of the dead
+ * TMPDIRs, are given to be gone, all together. */
 #define REAP_WAIT_MS 3000
 /* How many cgroups and TMPDIR directories one start looks at. */
 #define REAP_DIRS_MAX 100000
@@ -222,50 +222,78 @@ static int cgroup_pids(int cg_fd, pid_t *pids, int max)
 	return k;
 }
 
-/* Kills every process of the cgroup name in dir_fd, waiting up to
- * REAP_WAIT_MS for it to be empty; then removes it (and the cgroups
- * beneath, which no call makes). True when it is gone. */
-static bool cgroup_reap(int dir_fd, const char *name, pid_t daemon, struct sandbox_reaped *r, unsigned depth)
+/* Calls fn on each cgroup beneath the one open in fd (none a call makes:
+ * a bound on the depth is enough). */
+static void cgroup_children(int fd, unsigned depth, void (*fn)(int fd, const char *name, unsigned depth, void *u),
+			    void *u)
 {
+	if (depth >= 4)
+		return;
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+	if (!d) {
+		if (dup_fd >= 0)
+			close(dup_fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			fn(fd, e->d_name, depth + 1, u);
+	closedir(d);
+}
+
+struct kill_ctx {
+	pid_t daemon;
+	struct sandbox_reaped *r;
+};
+
+/* Kills every process of the cgroup name in dir_fd and beneath: through
+ * cgroup.kill (Linux 5.14), which takes the forks racing with it too, or
+ * SIGKILL to each pid (again in cgroup_remove()). */
+static void cgroup_kill(int dir_fd, const char *name, unsigned depth, void *u)
+{
+	struct kill_ctx *k = u;
 	_cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT;
-	if (depth < 4) {
-		int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-		DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
-		struct dirent *e;
-		while (d && (e = readdir(d)))
-			if (e->d_type == DT_DIR && strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-				(void)cgroup_reap(fd, e->d_name, daemon, r, depth + 1);
-		if (d)
-			closedir(d);
-		else if (dup_fd >= 0)
-			close(dup_fd);
-	}
+		return;
+	cgroup_children(fd, depth, cgroup_kill, u);
 	pid_t pids[512];
 	int n = cgroup_pids(fd, pids, (int)ELEMENTSOF(pids));
 	for (int i = 0; i < n; i++)
-		note_proc(r, pids[i], daemon);
-	if (n > 0) {
-		/* cgroup.kill (Linux 5.14) takes the forks racing with it too;
-		 * without it, each pid in turn, again until none is left. */
-		_cleanup_close_ int kill_fd = openat(fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
-		bool killed = kill_fd >= 0 && write(kill_fd, "1", 1) == 1;
-		uint64_t end = mono_ms() + REAP_WAIT_MS;
-		while (n > 0 && mono_ms() < end) {
-			if (!killed)
-				for (int i = 0; i < n; i++)
-					(void)kill(pids[i], SIGKILL);
-			(void)poll(NULL, 0, 5);
-			n = cgroup_pids(fd, pids, (int)ELEMENTSOF(pids));
-		}
-	}
-	if (unlinkat(dir_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-		return true;
-	return false;
+		note_proc(k->r, pids[i], k->daemon);
+	if (n <= 0)
+		return;
+	_cleanup_close_ int kill_fd = openat(fd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
+	if (kill_fd >= 0 && write(kill_fd, "1", 1) == 1)
+		return;
+	for (int i = 0; i < n; i++)
+		(void)kill(pids[i], SIGKILL);
 }
 
-/* Removes the call cgroups of dead daemons in dir. */
+/* Removes the cgroup name in dir_fd and those beneath, once empty: each
+ * waited for until *end (mono_ms()), its processes killed again meanwhile
+ * (those forked after cgroup_kill() read its pids). */
+static void cgroup_remove(int dir_fd, const char *name, unsigned depth, void *u)
+{
+	const uint64_t *end = u;
+	_cleanup_close_ int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	cgroup_children(fd, depth, cgroup_remove, u);
+	pid_t pids[512];
+	int n;
+	while ((n = cgroup_pids(fd, pids, (int)ELEMENTSOF(pids))) > 0 && mono_ms() < *end) {
+		for (int i = 0; i < n; i++)
+			(void)kill(pids[i], SIGKILL);
+		(void)poll(NULL, 0, 5);
+	}
+	(void)unlinkat(dir_fd, name, AT_REMOVEDIR);
+}
+
+/* Removes the call cgroups of dead daemons in dir: all are killed first,
+ * then each removed once empty, REAP_WAIT_MS in all (a process that does
+ * not die, in an uninterruptible sleep, holds back no other). */
 static void reap_cgroups(const char *dir, struct sandbox_reaped *r)
 {
 	_cleanup_close_ int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -276,6 +304,8 @@ static void reap_cgroups(const char *dir, struct sandbox_reaped *r)
 			close(dup_fd);
 		return;
 	}
+	char **dead = NULL;
+	size_t n_dead = 0;
 	struct dirent *e;
 	unsigned seen = 0;
 	while ((e = readdir(d)) && seen++ < REAP_DIRS_MAX) {
@@ -283,12 +313,22 @@ static void reap_cgroups(const char *dir, struct sandbox_reaped *r)
 		uint64_t start;
 		if (e->d_type != DT_DIR || !cgroup_name(e->d_name, &pid, &start) || daemon_alive(pid, start))
 			continue;
-		if (cgroup_reap(dir_fd, e->d_name, pid, r, 0))
+		struct kill_ctx k = { pid, r };
+		cgroup_kill(dir_fd, e->d_name, 0, &k);
+		dead = xreallocarray(dead, n_dead + 1, sizeof(*dead));
+		dead[n_dead++] = xstrdup(e->d_name);
+	}
+	closedir(d);
+	uint64_t end = mono_ms() + REAP_WAIT_MS;
+	for (size_t i = 0; i < n_dead; i++) {
+		cgroup_remove(dir_fd, dead[i], 0, &end);
+		if (faccessat(dir_fd, dead[i], F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
 			r->cgroups++;
 		else
 			r->cgroups_left++;
+		free(dead[i]);
 	}
-	closedir(d);
+	free(dead);
 }
 
 /* The dead daemons' directories of TMPDIRs found in parent: their names
