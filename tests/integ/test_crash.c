@@ -180,11 +180,12 @@ static struct tcc *connect_peer(struct tcd *d)
 
 /* Starts a background shell printing "L=" its own pid and "P=" the pids
  * of what it started, then READY; adds them to leaders and pids. */
-static void bg(struct tcc *c, const char *command, pid_t *leaders, size_t *n_leaders, pid_t *pids, size_t *n)
+static void bg_with(struct tcc *c, const char *command, const char *more, pid_t *leaders, size_t *n_leaders,
+		    pid_t *pids, size_t *n)
 {
 	char *q = tj_quote(command);
 	const struct json *r = tcc_call(c, "shell", tcc_fmt(c, "{\"command\":%s,\"background\":true,"
-							    "\"until\":\"READY\",\"yield_ms\":20000}", q));
+							    "\"until\":\"READY\",\"yield_ms\":20000%s}", q, more));
 	free(q);
 	const char *out = tj_str(r, "result.structuredContent.output");
 	ck_assert_msg(out && strstr(out, "READY") && tj_str(r, "result.structuredContent.process_id"), "%s",
@@ -193,9 +194,14 @@ static void bg(struct tcc *c, const char *command, pid_t *leaders, size_t *n_lea
 	take_pids(out, "P", pids, n);
 }
 
+static void bg(struct tcc *c, const char *command, pid_t *leaders, size_t *n_leaders, pid_t *pids, size_t *n)
+{
+	bg_with(c, command, "", leaders, n_leaders, pids, n);
+}
+
 /*
- * Starts on d three background trees (plain, setsid, one ignoring
- * SIGTERM) and a foreground call that stays in flight (its connection
+ * Starts on d four background trees (plain, setsid, one ignoring
+ * SIGTERM, one with a terminal) and a foreground call that stays in flight (its connection
  * returned in *ret_fg); their leaders' pids in leaders, the others' in
  * pids.
  */
@@ -207,6 +213,8 @@ static struct tcc *start_trees(struct tcd *d, pid_t *leaders, size_t *n_leaders,
 	   n_leaders, pids, n);
 	bg(c, "trap '' TERM; echo L=$$; sh -c 'trap \"\" TERM; sleep 1003' & echo P=$!; echo READY; wait", leaders,
 	   n_leaders, pids, n);
+	/* With a terminal: started by the daemon itself, not a spawner. */
+	bg_with(c, "echo L=$$; sleep 1004 & echo P=$!; echo READY; wait", ",\"tty\":true", leaders, n_leaders, pids, n);
 	tcc_close(c);
 	struct tcc *fg = connect_peer(d);
 	tcc_send_request(fg, "tools/call",
@@ -225,8 +233,8 @@ static struct tcc *start_trees(struct tcd *d, pid_t *leaders, size_t *n_leaders,
 	take_pids(text, "L", leaders, n_leaders);
 	take_pids(text, "P", pids, n);
 	free(text);
-	ck_assert_int_eq(*n_leaders, 4);
-	ck_assert_int_ge(*n, 5);
+	ck_assert_int_eq(*n_leaders, 5);
+	ck_assert_int_ge(*n, 6);
 	return fg;
 }
 
