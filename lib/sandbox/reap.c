@@ -553,5 +553,6 @@ int sandbox_watchdog_start(void (*report)(const struct sandbox_reaped *r), pid_t
 	sandbox_reap_dead(r);
 	if (report)
 		report(r);
+	free(r);
 	_exit(0);
 }
