@@ -286,6 +286,7 @@ static void crash_case(const char *extra, bool with_cgroup, bool with_watchdog)
 	}
 	if (with_watchdog && watchdog <= 0) {
 		tcc_close(fg);
+		tcc_close(oc);
 		tcd_free(&d);
 		tcd_finish(&other);
 		free(cg);
