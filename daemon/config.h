@@ -62,6 +62,7 @@
  *   limits.process_idle_s                 1..31536000     900: ended without process_io
  *   limits.process_lifetime_s             1..31536000     86400
  *   limits.process_keep_s                 0..31536000     300: an ended process stays listed
+ *   limits.process_keep_max               1..100000       32: ended processes one uid has listed
  *   limits.kill_grace_ms                  1..600000       5000: a background process's end signal
  *                                                         (process_kill, idle, lifetime) to SIGKILL
  *   limits.net_connections                1..100000       64: connections at once through one
@@ -214,6 +215,7 @@ struct config {
 		uint64_t process_idle_s;	/* ended after this long without process_io */
 		uint64_t process_lifetime_s;
 		uint64_t process_keep_s;	/* listed after they end */
+		uint32_t process_keep_max;	/* ended ones one uid has listed */
 		uint32_t kill_grace_ms;		/* process_kill: its signal to SIGKILL */
 		uint32_t net_connections;	/* a call's proxy: connections at once */
 		uint64_t net_mb;		/* ... and MB up and down in all; 0: no bound */

@@ -243,6 +243,7 @@ void server_apply_config(struct server *s)
 		s->env.processes = process_table_new(s->loop, &s->bus);
 	struct process_limits pl = PROCESS_LIMITS_DEFAULT;
 	pl.per_uid = c->limits.per_uid_processes;
+	pl.keep_max = c->limits.process_keep_max;
 	pl.buffer_bytes = (size_t)c->limits.process_buffer_kb * 1024;
 	pl.idle_ms = c->limits.process_idle_s * 1000;
 	pl.lifetime_ms = c->limits.process_lifetime_s * 1000;

@@ -12,7 +12,7 @@ static const char process_io_schema[] =
 	"\"process_id\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"
 	"\"description\":\"The id shell returned for the background process\"},"
 	"\"input\":{\"type\":\"string\",\"maxLength\":65536,"
-	"\"description\":\"Text written to its stdin (or terminal) first; include \\\"\\\\n\\\" to end a line\"},"
+	"\"description\":\"Text written to its stdin (or terminal) first; include \\\"\\\\n\\\" to end a line. Taken whole or not at all: what the process does not read at once waits in its queue (at most 256 KiB, input_pending) and is written as it reads\"},"
 	"\"eof\":{\"type\":\"boolean\","
 	"\"description\":\"After the input, end its input (close stdin; on a terminal, send the end-of-file character)\"},"
 	"\"wait_ms\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":300000,"

@@ -2,8 +2,9 @@
 /*
  * The table of processes that outlive a call: ownership, the ring of
  * output with a read position per session, the limits and their timers,
- * the end of a process, and the calls that wait on one (waiters). How a
- * process starts is process_spawn.c; the tools' bodies process_tools.c.
+ * the end of a process. How a process starts is process_spawn.c; the
+ * calls that wait on one process_wait.c; the tools' bodies
+ * process_tools.c.
  */
 #include "lib/process/process_internal.h"
 
@@ -12,13 +13,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "lib/base/audit.h"
 #include "lib/child/child.h"
 #include "lib/events.h"
 #include "lib/base/loop.h"
-#include "lib/regex/regex.h"
 #include "lib/sandbox/sandbox.h"
 #include "lib/session.h"
 #include "proto/json.h"
@@ -26,11 +27,6 @@
 
 /* Read positions kept per process: the least recently used goes first. */
 #define READERS_MAX 32
-/* A match of until may start this many bytes before the new output. */
-#define UNTIL_OVERLAP 1024
-/* The most steps one look of until at new output may take on the loop
- * (lib/regex/regex.h); a look that would take more finds no match. */
-#define UNTIL_BUDGET (UINT64_C(64) << 20)
 
 struct process_table *process_table_new(struct tc_loop *loop, struct event_bus *bus)
 {
@@ -39,6 +35,10 @@ struct process_table *process_table_new(struct tc_loop *loop, struct event_bus *
 	t->bus = bus;
 	t->limits = PROCESS_LIMITS_DEFAULT;
 	list_init(&t->procs);
+	proc_looks_init(t);
+	if (getrandom(t->id_key, sizeof(t->id_key), GRND_NONBLOCK) != sizeof(t->id_key))
+		for (size_t i = 0; i < ELEMENTSOF(t->id_key); i++)
+			t->id_key[i] = tc_random(loop);
 	return t;
 }
 
@@ -113,6 +113,25 @@ static void ring_add(struct process *p, const char *s, size_t n)
 	}
 }
 
+/* Cuts the ring of a process that has ended (no more output comes) to
+ * what it holds, in order: kept ended processes cost their output only. */
+static void ring_shrink(struct process *p)
+{
+	if (!p->ring || p->ring_len == p->ring_cap)
+		return;
+	char *ring = p->ring_len ? xmalloc(p->ring_len) : NULL;
+	size_t first = MIN(p->ring_len, p->ring_cap - p->ring_head);
+	if (ring) {
+		memcpy(ring, p->ring + p->ring_head, first);
+		memcpy(ring + first, p->ring, p->ring_len - first);
+	}
+	free(p->ring);
+	p->ring = ring;
+	p->ring_head = 0;
+	if (ring)
+		p->ring_cap = p->ring_len;
+}
+
 /* The read position of a session, made at the start of the output (what
  * the ring still holds) on its first read. */
 struct proc_reader *proc_reader(struct process *p, const char *session)
@@ -149,130 +168,6 @@ uid_t proc_call_uid(const struct tool_call *c)
 	if (c->session)
 		return c->session->uid;
 	return c->ident ? c->ident->uid : getuid();
-}
-
-/* --- waiters ------------------------------------------------------------- */
-
-static void waiter_free(struct proc_waiter *w)
-{
-	w->p->n_waiters--;
-	list_remove(&w->node);
-	tc_timer_free(w->timer);
-	regex_free(w->until);
-	if (w->c && w->c->state == w)
-		w->c->state = NULL;
-	free(w);
-}
-
-/* Answers the call a waiter holds and lets it go; finish: the call is
- * pending (else its exec is returning TOOL_DONE). */
-static void waiter_settle(struct proc_waiter *w, bool finish)
-{
-	struct tool_call *c = w->c;
-	struct process *p = w->p;
-	enum proc_wait kind = w->kind;
-	size_t max = w->max_bytes;
-	waiter_free(w);
-	proc_result(c, p, kind, max);
-	if (finish)
-		tool_call_finish(c);
-}
-
-static void waiter_answer(struct proc_waiter *w)
-{
-	waiter_settle(w, true);
-}
-
-static void on_waiter_timer(void *arg)
-{
-	waiter_answer(arg);
-}
-
-/* Whether until matches the output from the waiter's start. The text is
- * searched as the model will read it (without escape sequences on a
- * terminal, unless raw). */
-static bool waiter_matched(struct proc_waiter *w)
-{
-	struct process *p = w->p;
-	if (!w->until || p->total <= w->checked)
-		return false;
-	uint64_t from = w->checked > w->from + UNTIL_OVERLAP ? w->checked - UNTIL_OVERLAP : w->from;
-	from = MAX(from, proc_ring_start(p));
-	struct buf raw = {0}, text = {0};
-	proc_ring_copy(p, from, p->total, &raw);
-	w->checked = p->total;
-	const char *s = buf_head(&raw);
-	size_t n = buf_size(&raw);
-	if (p->tty && !p->raw) {
-		process_strip_terminal(s, n, &text);
-		s = buf_head(&text);
-		n = buf_size(&text);
-	}
-	uint64_t budget = UNTIL_BUDGET;
-	int r = regex_search(w->until, s ? s : "", n, &budget);
-	buf_free(&raw);
-	buf_free(&text);
-	return r == 1;
-}
-
-/* New output: answers the waiters whose until it matches. */
-static void waiters_output(struct process *p)
-{
-	PROC_FOREACH(n, tmp, &p->waiters) {
-		struct proc_waiter *w = container_of(n, struct proc_waiter, node);
-		if (waiter_matched(w))
-			waiter_answer(w);
-	}
-}
-
-int proc_wait(struct process *p, struct tool_call *c, enum proc_wait kind, uint64_t wait_ms,
-	      struct regex *until, size_t max_bytes, uint64_t match_from)
-{
-	if (p->n_waiters >= PROC_WAITERS_MAX && !p->ended) {
-		regex_free(until);
-		tool_call_fail(c, TC_OVERLOADED, "Too many calls wait on process '%s' (at most %u); let one return first",
-			       p->id, PROC_WAITERS_MAX);
-		return TOOL_DONE;
-	}
-	struct proc_waiter *w = xcalloc(1, sizeof(*w));
-	p->n_waiters++;
-	w->p = p;
-	w->c = c;
-	w->kind = kind;
-	w->until = until;
-	w->max_bytes = max_bytes;
-	w->from = MAX(proc_reader(p, proc_session_key(c))->pos, match_from);
-	w->checked = w->from;
-	list_insert_tail(&p->waiters, &w->node);
-	c->state = w;
-	if (p->ended || waiter_matched(w) || (kind != PROC_WAIT_KILL && wait_ms == 0)) {
-		waiter_settle(w, false);
-		return TOOL_DONE;
-	}
-	if (kind != PROC_WAIT_KILL) {
-		w->timer = tc_timer_new(p->t->loop, on_waiter_timer, w);
-		tc_timer_start(w->timer, wait_ms);
-	}
-	/* Last: the slot may start another call right here. */
-	tool_call_release_slot(c);
-	return TOOL_PENDING;
-}
-
-/* The .cancel of the process tools: a waiting call ends as cancelled; a
- * shell call cancelled before it returned its process id takes the
- * process with it (no one could reach it). */
-void process_call_cancel(struct tool_call *c)
-{
-	struct proc_waiter *w = c->state;
-	if (!w)
-		return;
-	struct process *p = w->p;
-	bool kill_it = w->kind == PROC_WAIT_SHELL;
-	waiter_free(w);
-	if (kill_it)
-		proc_signal(p, SIGKILL, PROC_END_CANCELLED);
-	tool_call_fail(c, TC_CANCELLED, "The call was stopped before it finished");
-	tool_call_finish(c);
 }
 
 /* --- the end ------------------------------------------------------------- */
@@ -368,7 +263,7 @@ static void proc_free(struct process *p)
 	PROC_FOREACH(n, tmp, &p->waiters) {
 		struct proc_waiter *w = container_of(n, struct proc_waiter, node);
 		struct tool_call *c = w->c;
-		waiter_free(w);
+		proc_waiter_free(w);
 		tool_call_fail(c, TC_CANCELLED, "The process was ended by the daemon's stop");
 		tool_call_finish(c);
 	}
@@ -389,6 +284,7 @@ static void proc_free(struct process *p)
 	free(p->profile);
 	free(p->sandbox_json);
 	free(p->end_note);
+	free(p->start_note);
 	free(p);
 }
 
@@ -436,6 +332,7 @@ void proc_ended(struct process *p, int exit_code, int sig)
 	p->ch = child_free(p->ch);
 	proc_drain_tty(p);
 	proc_close_io(p);
+	ring_shrink(p);
 	if (p->end == PROC_END_EXIT && (exit_code != 0 || sig))
 		end_note(p);
 	else /* only what the daemon saw refused, not its output's words, */
@@ -477,7 +374,7 @@ void proc_ended(struct process *p, int exit_code, int sig)
 	audit_process(p, "process.exited");
 	proc_event(p, "process.exited");
 	PROC_FOREACH(n, tmp, &p->waiters)
-		waiter_answer(container_of(n, struct proc_waiter, node));
+		proc_waiter_answer(container_of(n, struct proc_waiter, node));
 	p->keep_timer = tc_timer_new(t->loop, on_keep_timer, p);
 	tc_timer_start(p->keep_timer, t->limits.keep_ms);
 }
@@ -486,7 +383,7 @@ void proc_ended(struct process *p, int exit_code, int sig)
 void proc_output(struct process *p, const char *s, size_t n)
 {
 	ring_add(p, s, n);
-	waiters_output(p);
+	proc_waiters_output(p);
 }
 
 static void on_grace_timer(void *arg)
@@ -545,25 +442,58 @@ struct process *proc_find(struct process_table *t, const char *id, uid_t uid, bo
 	return NULL;
 }
 
-unsigned proc_count(const struct process_table *t, uid_t uid)
+unsigned proc_count(const struct process_table *t, uid_t uid, bool ended)
 {
 	unsigned k = 0;
 	PROC_FOREACH(n, n_next, &t->procs) {
 		const struct process *p = container_of(n, struct process, node);
-		k += p->uid == uid;
+		k += p->uid == uid && p->ended == ended;
 	}
 	return k;
 }
 
-bool proc_make_room(struct process_table *t, uid_t uid)
+/* Whether nothing of its output is left that a session reading it has
+ * not read (a process no one read is not read out, unless silent). */
+static bool read_out(const struct process *p)
 {
+	if (!p->total)
+		return true;
+	for (size_t i = 0; i < p->n_readers; i++)
+		if (p->readers[i].pos >= p->total)
+			return true;
+	return false;
+}
+
+bool proc_forget_one(struct process_table *t, uid_t uid, char ret_id[static 32])
+{
+	struct process *victim = NULL;
 	PROC_FOREACH(n, n_next, &t->procs) {
 		struct process *p = container_of(n, struct process, node);
-		if (p->uid == uid && p->ended && p->keep_timer && !p->n_waiters) {
-			proc_free(p);
-			return true;
+		if (p->uid != uid || !p->ended || !p->keep_timer || p->n_waiters)
+			continue;
+		if (read_out(p)) {
+			victim = p;
+			break;
 		}
+		if (!victim)
+			victim = p;
 	}
+	if (!victim)
+		return false;
+	struct proc_forgotten *f = &t->forgotten[t->n_forgotten++ % PROC_FORGOTTEN_MAX];
+	memcpy(f->id, victim->id, sizeof(f->id));
+	f->uid = uid;
+	memcpy(ret_id, victim->id, 32);
+	t->stats.evicted++;
+	proc_free(victim);
+	return true;
+}
+
+bool proc_was_forgotten(const struct process_table *t, const char *id, uid_t uid)
+{
+	for (unsigned i = 0; i < MIN(t->n_forgotten, PROC_FORGOTTEN_MAX); i++)
+		if (t->forgotten[i].uid == uid && strcmp(t->forgotten[i].id, id) == 0)
+			return true;
 	return false;
 }
 
@@ -571,7 +501,9 @@ struct process *proc_new(struct process_table *t, const struct tool_call *c, con
 {
 	struct process *p = xcalloc(1, sizeof(*p));
 	p->t = t;
-	snprintf(p->id, sizeof(p->id), "p%" PRIu64 "-%04x", ++t->counter, (unsigned)(tc_random(t->loop) & 0xffff));
+	/* Every uid's processes share the count: hidden, so that none
+	 * learns how many the others started. */
+	snprintf(p->id, sizeof(p->id), "p%016" PRIx64, id_hide(++t->counter, t->id_key));
 	p->uid = proc_call_uid(c);
 	p->session_id = xstrdup(proc_session_key(c));
 	p->call_id = xstrdup(c->call_id ? c->call_id : "");
@@ -623,6 +555,7 @@ struct process_table *process_table_free(struct process_table *t)
 		}
 		proc_free(p);
 	}
+	proc_looks_free(t);
 	free(t);
 	return NULL;
 }
@@ -634,7 +567,7 @@ bool proc_waiting(struct process *p)
 	/* Input written and not read yet (on a terminal in canonical mode:
 	 * whole lines) means it is not waiting for more. */
 	int fd = p->tty ? p->slave_fd : p->stdin_fd, pending = 0;
-	if (fd < 0 || (ioctl_fionread(fd, &pending) == 0 && pending > 0))
+	if (fd < 0 || buf_size(&p->input) || (ioctl_fionread(fd, &pending) == 0 && pending > 0))
 		return false;
 	return process_tree_waiting(child_pid(p->ch), p->input_link);
 }

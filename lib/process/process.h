@@ -20,7 +20,10 @@
  * limits.lifetime_ms, or when the table is freed (the daemon stops); then
  * everything it started goes, by its cgroup or as orphans reaped by the
  * daemon (lib/child/child.h). An ended process stays listed, its remaining
- * output readable, for limits.keep_ms.
+ * output readable (its ring cut to what it holds), for limits.keep_ms; a
+ * uid keeps at most limits.keep_max ended ones, a start forgetting one
+ * beyond (those whose output was read first, then the oldest), which its
+ * answer and a later call naming the one forgotten say.
  *
  * waiting_for_input is the kernel's view: some process of its tree is
  * blocked in read/readv/pread on its stdin or terminal, or in
@@ -46,7 +49,8 @@ struct sandbox_req;
 struct tc_loop;
 
 struct process_limits {
-	unsigned per_uid;		/* processes one uid has, ended ones kept included: 8 */
+	unsigned per_uid;		/* processes one uid has running: 8 */
+	unsigned keep_max;		/* ended ones one uid has listed: 32 */
 	size_t buffer_bytes;		/* the ring of each: 1 MiB */
 	uint64_t idle_ms;		/* without process_io: 900 s */
 	uint64_t lifetime_ms;		/* 86400 s */
@@ -56,7 +60,7 @@ struct process_limits {
 };
 
 #define PROCESS_LIMITS_DEFAULT                                                                        \
-	((struct process_limits){ .per_uid = 8, .buffer_bytes = 1024 * 1024, .idle_ms = 900000,      \
+	((struct process_limits){ .per_uid = 8, .keep_max = 32, .buffer_bytes = 1024 * 1024, .idle_ms = 900000, \
 				  .lifetime_ms = 86400000, .keep_ms = 300000, .kill_grace_ms = 5000, \
 				  .output_max = 64 * 1024 })
 
@@ -68,6 +72,7 @@ struct process_stats {
 	uint64_t idle_ended;
 	uint64_t lifetime_ended;
 	uint64_t refused;		/* over per_uid */
+	uint64_t evicted;		/* ended ones forgotten before keep_ms, over keep_max */
 	uint64_t bytes;			/* output produced */
 	uint64_t dropped;		/* output the rings let go unread by anyone */
 	unsigned running;

@@ -66,6 +66,11 @@ void proc_drain_tty(struct process *p)
 
 void proc_close_io(struct process *p)
 {
+	p->input_io = tc_io_free(p->input_io);
+	/* Nothing reads it any more. */
+	p->input_lost += buf_size(&p->input);
+	buf_free(&p->input);
+	p->eof_pending = false;
 	p->master_io = tc_io_free(p->master_io);
 	if (p->master_fd >= 0)
 		close(p->master_fd);
@@ -187,11 +192,9 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 		return TOOL_DONE;
 	}
 	uid_t uid = proc_call_uid(c);
-	/* Ended ones, kept listed for their output, give their place to a
-	 * new one (the oldest first): only running ones refuse a start. */
-	while (proc_count(t, uid) >= t->limits.per_uid && proc_make_room(t, uid))
-		;
-	if (proc_count(t, uid) >= t->limits.per_uid) {
+	/* Only running ones count against per_uid: an ended one stays
+	 * listed, its output readable, for keep_ms. */
+	if (proc_count(t, uid, false) >= t->limits.per_uid) {
 		t->stats.refused++;
 		tool_call_fail(c, TC_OVERLOADED,
 			       "Too many processes: this user has %u running, the limit (limits.per_uid_processes); "
@@ -202,7 +205,20 @@ enum tool_ret process_shell_start(struct tool_call *c, const char *command, cons
 	if (proc_compile_until(c, &until) < 0)
 		return TOOL_DONE;
 
+	/* Ended ones are kept up to keep_max: beyond, the start forgets one
+	 * (read out ones first) and its answer says which. */
+	_cleanup_free_ char *forgot = NULL;
+	char gone[32];
+	while (proc_count(t, uid, true) >= t->limits.keep_max && proc_forget_one(t, uid, gone)) {
+		char *more = xasprintf("%s%s'%s'", forgot ? forgot : "", forgot ? ", " : "", gone);
+		free(forgot);
+		forgot = more;
+	}
 	struct process *p = proc_new(t, c, command);
+	if (forgot)
+		p->start_note = xasprintf("[ended process %s forgotten to keep at most %u ended processes listed "
+					  "(limits.process_keep_max), those whose output was read first]",
+					  forgot, t->limits.keep_max);
 	p->tty = arg_bool(c->args, "tty");
 	p->raw = arg_bool(c->args, "raw");
 	struct child_opts o = *opts;
@@ -302,7 +318,7 @@ fail:
 
 /* Writes input to the process's stdin or terminal: as much as it takes
  * without blocking. Returns the bytes written, or a negative errno. */
-ssize_t proc_write_input(struct process *p, const char *s, size_t n)
+static ssize_t write_input(struct process *p, const char *s, size_t n)
 {
 	int fd = p->tty ? p->master_fd : p->stdin_fd;
 	size_t done = 0;
@@ -321,18 +337,79 @@ ssize_t proc_write_input(struct process *p, const char *s, size_t n)
 	return (ssize_t)done;
 }
 
+static void end_input(struct process *p);
+
+/* Its input is writable again: what is queued goes on; the end of input
+ * asked after it follows it. */
+static void on_input_writable(void *arg, int revents)
+{
+	struct process *p = arg;
+	ssize_t k = write_input(p, buf_head(&p->input), buf_size(&p->input));
+	if (k < 0) {
+		/* It closed its input: the rest is lost, and the next
+		 * result says how much. */
+		p->input_lost += buf_size(&p->input);
+		buf_clear(&p->input);
+	} else
+		buf_consume(&p->input, (size_t)k);
+	if (buf_size(&p->input))
+		return;
+	tc_io_stop(p->input_io);
+	if (p->eof_pending) {
+		p->eof_pending = false;
+		end_input(p);
+	}
+}
+
+int proc_send_input(struct process *p, const char *s, size_t n)
+{
+	int fd = p->tty ? p->master_fd : p->stdin_fd;
+	if (fd < 0)
+		return -EPIPE;
+	/* Behind input queued already, or beyond what fits: all or none. */
+	if (buf_size(&p->input) || p->eof_pending) {
+		if (p->eof_pending)
+			return -EPIPE;
+		if (buf_size(&p->input) + n > PROC_INPUT_MAX)
+			return -ENOBUFS;
+	} else {
+		ssize_t k = write_input(p, s, n);
+		if (k < 0)
+			return (int)k;
+		s += k;
+		n -= (size_t)k;
+	}
+	if (!n)
+		return 0;
+	buf_append(&p->input, s, n);
+	if (!p->input_io)
+		p->input_io = tc_io_new(p->t->loop, fd, TC_IO_WRITE, on_input_writable, p);
+	tc_io_start(p->input_io);
+	return 0;
+}
+
+/* Ends the input, after what is queued. */
+void proc_input_eof(struct process *p)
+{
+	if (buf_size(&p->input))
+		p->eof_pending = true;
+	else
+		end_input(p);
+}
+
 /* Ends the input: closes the stdin pipe, or sends the terminal's EOF
  * character (at the start of a line, it ends the reader's input). */
-void proc_input_eof(struct process *p)
+static void end_input(struct process *p)
 {
 	if (p->tty) {
 		struct termios tio;
 		char eof = 4;
 		if (p->master_fd >= 0 && tcgetattr(p->master_fd, &tio) == 0 && tio.c_cc[VEOF])
 			eof = (char)tio.c_cc[VEOF];
-		(void)proc_write_input(p, &eof, 1);
+		(void)write_input(p, &eof, 1);
 		return;
 	}
+	p->input_io = tc_io_free(p->input_io);
 	if (p->stdin_fd >= 0)
 		close(p->stdin_fd);
 	p->stdin_fd = -1;

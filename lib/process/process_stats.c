@@ -23,6 +23,7 @@ void process_table_write_stats(const struct process_table *t, struct jgen *g)
 	jgen_kv_int(g, "idleEnded", (int64_t)st.idle_ended);
 	jgen_kv_int(g, "lifetimeEnded", (int64_t)st.lifetime_ended);
 	jgen_kv_int(g, "refused", (int64_t)st.refused);
+	jgen_kv_int(g, "forgotten", (int64_t)st.evicted);
 	jgen_kv_int(g, "outputBytes", (int64_t)st.bytes);
 	jgen_kv_int(g, "droppedBytes", (int64_t)st.dropped);
 	jgen_obj_close(g);

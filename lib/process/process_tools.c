@@ -59,6 +59,49 @@ void process_strip_terminal(const char *s, size_t n, struct buf *out)
 	buf_free(&b);
 }
 
+/* How far back an escape sequence or a character cut at the end is held
+ * for the output to come: a longer one is taken as it is. */
+#define WHOLE_BACK 512
+
+size_t proc_terminal_whole(const char *s, size_t n)
+{
+	size_t low = n > WHOLE_BACK ? n - WHOLE_BACK : 0;
+	/* The last escape: is its sequence complete? */
+	for (size_t i = n; i-- > low;) {
+		if (s[i] != 0x1b)
+			continue;
+		if (i + 1 >= n)
+			return i;
+		unsigned char k = (unsigned char)s[i + 1];
+		size_t j = i + 2;
+		if (k == '[') {
+			while (j < n && !((unsigned char)s[j] >= 0x40 && (unsigned char)s[j] <= 0x7e))
+				j++;
+		} else if (k == ']' || k == 'P' || k == '_' || k == '^' || k == 'X') {
+			while (j < n && s[j] != '\a')
+				j++;
+		} else if (k >= 0x20 && k <= 0x2f) {
+			while (j < n && (unsigned char)s[j] >= 0x20 && (unsigned char)s[j] <= 0x2f)
+				j++;
+		}
+		/* Those with a final byte or terminator, none yet. */
+		if (j >= n && (k == '[' || k == ']' || k == 'P' || k == '_' || k == '^' || k == 'X' ||
+			       (k >= 0x20 && k <= 0x2f)))
+			return i;
+		break;
+	}
+	/* A UTF-8 character cut: its lead byte and fewer continuations
+	 * than it announces. */
+	for (size_t i = n, back = 0; i-- > 0 && back < 4; back++) {
+		unsigned char ch = (unsigned char)s[i];
+		if ((ch & 0xc0) == 0x80)
+			continue;
+		size_t len = ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc0 ? 2 : 1;
+		return n - i < len ? i : n;
+	}
+	return n;
+}
+
 /* Output as text: NUL bytes and invalid UTF-8 become U+FFFD. */
 static void append_text(struct buf *out, const char *s, size_t n)
 {
@@ -128,6 +171,14 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	if (unread)
 		buf_printf(&text, "[%" PRIu64 " more bytes not shown: read them with process_io {\"process_id\": \"%s\"}]\n",
 			   unread, p->id);
+	if (buf_size(&p->input))
+		buf_printf(&text, "[%zu bytes of input wait for the process to read them; they are written as it "
+				  "reads]\n", buf_size(&p->input));
+	if (p->input_lost)
+		buf_printf(&text, "[%" PRIu64 " bytes of input sent could not be written: the process closed its "
+				  "input first]\n", p->input_lost);
+	if (kind == PROC_WAIT_SHELL && p->start_note)
+		buf_printf(&text, "%s\n", p->start_note);
 	if (!p->ended) {
 		buf_printf(&text, "[process %s is running%s; process_io reads its output and sends input, "
 				  "process_kill stops it]", p->id, waiting ? " and waiting for input" : "");
@@ -165,6 +216,8 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 	jgen_kv_int(g, "unread_bytes", (int64_t)unread);
 	jgen_kv_int(g, "total_bytes", (int64_t)p->total);
 	jgen_kv_bool(g, "waiting_for_input", waiting);
+	jgen_kv_int(g, "input_pending", (int64_t)buf_size(&p->input));
+	jgen_kv_int(g, "input_lost", (int64_t)p->input_lost);
 	jgen_kv_bool(g, "tty", p->tty);
 	jgen_kv_int(g, "duration_ms", (int64_t)((p->ended ? p->end_ms : tc_now(p->t->loop)) - p->start_ms));
 	if (p->sandbox_json)
@@ -189,7 +242,12 @@ static struct process *call_process(struct tool_call *c)
 	const struct json *id = json_get(c->args, "process_id");
 	const char *s = id && id->type == JSON_STRING ? id->u.str.s : "";
 	struct process *p = t ? proc_find(t, s, proc_call_uid(c), false) : NULL;
-	if (!p)
+	if (!p && t && proc_was_forgotten(t, s, proc_call_uid(c)))
+		tool_call_invalid_msg(c, "process_id",
+				      "Process '%s' ended and was forgotten before limits.process_keep_s, to keep at "
+				      "most %u ended processes of yours listed (limits.process_keep_max); its "
+				      "unread output is gone", s, t->limits.keep_max);
+	else if (!p)
 		tool_call_invalid_msg(c, "process_id",
 			       "No process '%s' of yours (process_list shows them; an ended one is listed for "
 			       "a while, then forgotten)", s);
@@ -223,16 +281,21 @@ enum tool_ret process_io_exec(struct tool_call *c)
 			tool_call_invalid_msg(c, "input", "Process '%s' has ended: it reads no more input", p->id);
 			return TOOL_DONE;
 		}
-		ssize_t k = proc_write_input(p, in->u.str.s, in->u.str.len);
-		if (k < 0) {
-			tool_call_fail(c, TC_EXECUTION_ERROR, "Could not write to the input of process '%s': %s",
-				       p->id, k == -EPIPE ? "it has closed its input" : strerror((int)-k));
+		/* All of the input or none: what it does not take now waits
+		 * in its queue, so no retry (the client's or the
+		 * dispatcher's) can send a part twice. */
+		int k = proc_send_input(p, in->u.str.s, in->u.str.len);
+		if (k == -ENOBUFS) {
+			tool_call_fail(c, TC_OVERLOADED,
+				       "The input of process '%s' is full: %zu bytes sent before wait for it to read "
+				       "them (at most %u); none of this input was written. Read its output (it may "
+				       "wait for that) or wait, then send it again",
+				       p->id, buf_size(&p->input), PROC_INPUT_MAX);
 			return TOOL_DONE;
 		}
-		if ((size_t)k < in->u.str.len) {
-			tool_call_fail(c, TC_TRANSIENT,
-				       "The input of process '%s' is full (it is not reading): %zd of %zu bytes were "
-				       "written", p->id, k, in->u.str.len);
+		if (k < 0) {
+			tool_call_fail(c, TC_EXECUTION_ERROR, "Could not write to the input of process '%s': %s",
+				       p->id, k == -EPIPE ? "its input is closed (it closed it, or eof was sent)" : strerror(-k));
 			return TOOL_DONE;
 		}
 	}

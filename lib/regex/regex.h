@@ -42,6 +42,36 @@ int regex_compile_icase(const char *pattern, size_t len, struct regex **ret, cha
  */
 int regex_search(const struct regex *re, const char *s, size_t len, uint64_t *budget);
 
+/* --- a search fed piece by piece -----------------------------------------
+ * For a subject that arrives over time (the output of a process): the
+ * state of regex_search() kept between pieces, by state sets alone
+ * (nothing cached), so each byte is looked at once whatever the pieces, at
+ * a cost of at most 4 * regex_size() + 4 steps, and a feed may stop
+ * between any two bytes when its budget runs out and go on later. What
+ * was fed so far, as a subject, matches as regex_search() says when
+ * regex_stream_feed() or regex_stream_at_end() returns 1. re must outlive
+ * the stream.
+ */
+struct regex_stream;
+
+struct regex_stream *regex_stream_new(const struct regex *re);
+/* Accepts NULL; returns NULL. */
+struct regex_stream *regex_stream_free(struct regex_stream *st);
+/* Starts over: what comes next is the start of the subject. */
+void regex_stream_reset(struct regex_stream *st);
+/*
+ * Feeds s (len bytes): 1 when a match ends before the last byte fed (or
+ * matched before), 0 when none does yet (every byte fed), -E2BIG when
+ * *budget ran out first. *ret_used is how many bytes of s were fed (feed
+ * the rest later); *budget is decreased by the steps taken (to 0 when they
+ * reached it; one byte may overshoot it by its cost).
+ */
+int regex_stream_feed(struct regex_stream *st, const char *s, size_t len, uint64_t *budget, size_t *ret_used);
+/* Whether what was fed matches were the subject to end there ("$", "\b"
+ * at the end); changes nothing. Costs at most 2 * regex_size() + 2 steps,
+ * taken from *budget (down to 0). */
+int regex_stream_at_end(struct regex_stream *st, uint64_t *budget);
+
 /* Program units of a compiled pattern (at most REGEX_SIZE_MAX). */
 size_t regex_size(const struct regex *re);
 

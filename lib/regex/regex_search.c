@@ -134,6 +134,30 @@ static void start(struct run *r, uint32_t *out, size_t *n_out)
 	closure(r, 0, true, false, out, n_out);
 }
 
+/* Where thread in goes on reading byte b, or NONE. */
+static uint32_t edge_to(const struct regex *re, const struct insn *in, uint8_t b)
+{
+	const struct frag_edge *e;
+	size_t a = 0, z;
+
+	/* An empty class ([]) has no edges, and the program then perhaps
+	 * no edge array at all. */
+	if (in->op != OP_RANGES || in->y == 0)
+		return NONE;
+	e = re->ranges + in->x;
+	z = in->y;
+	/* The edges are sorted and disjoint. */
+	while (a < z) {
+		size_t m = a + (z - a) / 2;
+
+		if (e[m].hi < b)
+			a = m + 1;
+		else
+			z = m;
+	}
+	return a < in->y && e[a].lo <= b ? e[a].to : NONE;
+}
+
 /* The threads after reading byte b with threads from. */
 static void step(struct run *r, const uint32_t *from, size_t n_from, uint8_t b, uint32_t *out, size_t *n_out)
 {
@@ -143,27 +167,10 @@ static void step(struct run *r, const uint32_t *from, size_t n_from, uint8_t b, 
 	*n_out = 0;
 	r->steps += 1 + n_from;
 	for (size_t i = 0; i < n_from; i++) {
-		const struct insn *in = &re->insns[from[i]];
-		const struct frag_edge *e;
-		size_t a = 0, z;
+		uint32_t to = edge_to(re, &re->insns[from[i]], b);
 
-		/* An empty class ([]) has no edges, and the program then
-		 * perhaps no edge array at all. */
-		if (in->op != OP_RANGES || in->y == 0)
-			continue;
-		e = re->ranges + in->x;
-		z = in->y;
-		/* The edges are sorted and disjoint. */
-		while (a < z) {
-			size_t m = a + (z - a) / 2;
-
-			if (e[m].hi < b)
-				a = m + 1;
-			else
-				z = m;
-		}
-		if (a < in->y && e[a].lo <= b) {
-			closure(r, e[a].to, false, false, out, n_out);
+		if (to != NONE) {
+			closure(r, to, false, false, out, n_out);
 			if (r->matched)
 				return;
 		}
@@ -502,4 +509,153 @@ bool rx_can_restart(const struct regex *re)
 	new_gen(&r);
 	closure(&r, 0, false, false, mem + 2 * re->n_insns, &n);
 	return n > 0 || r.matched;
+}
+
+/* ------------------------------------------------------------------------
+ * A search fed piece by piece (regex.h): the state kept between pieces is
+ * the instructions entered at the position reached, before their closure
+ * (which needs the byte after the position, for \b and \B).
+ */
+
+struct regex_stream {
+	const struct regex *re;
+	uint32_t *pend;		/* pcs entered at pos, their closures not taken */
+	size_t n_pend;
+	uint64_t pos;		/* bytes fed since the start */
+	bool prev_word;		/* the byte before pos is a word character */
+	bool matched;
+};
+
+struct regex_stream *regex_stream_new(const struct regex *re)
+{
+	struct regex_stream *st = xcalloc(1, sizeof(*st));
+
+	st->re = re;
+	st->pend = xreallocarray(NULL, MAX(re->n_insns, 1u), sizeof(*st->pend));
+	return st;
+}
+
+struct regex_stream *regex_stream_free(struct regex_stream *st)
+{
+	if (st) {
+		free(st->pend);
+		free(st);
+	}
+	return NULL;
+}
+
+void regex_stream_reset(struct regex_stream *st)
+{
+	st->n_pend = 0;
+	st->pos = 0;
+	st->prev_word = false;
+	st->matched = false;
+}
+
+/* Whether nothing fed later can match: anchored, and nothing alive. */
+static bool stream_dead(const struct regex_stream *st)
+{
+	return st->pos > 0 && st->n_pend == 0 && !st->re->restart;
+}
+
+/* The threads at the stream's position: next_word, whether the byte after
+ * it is a word character; at_end, whether the subject ends there. */
+static void stream_threads(struct run *r, const struct regex_stream *st, bool next_word, bool at_end, uint32_t *out,
+			   size_t *n_out)
+{
+	bool begin = st->pos == 0;
+
+	new_gen(r);
+	*n_out = 0;
+	r->prev_word = st->prev_word;
+	r->next_word = next_word;
+	r->steps += 1 + st->n_pend;
+	for (size_t i = 0; i < st->n_pend && !r->matched; i++)
+		closure(r, st->pend[i], begin, at_end, out, n_out);
+	/* An unanchored search: a match may also start here. */
+	if (!r->matched && (begin || st->re->restart))
+		closure(r, 0, begin, at_end, out, n_out);
+}
+
+/* Scratch of one feed: marks, a stack and a set of threads. */
+#define STREAM_LOCAL 256
+
+int regex_stream_feed(struct regex_stream *st, const char *s, size_t len, uint64_t *budget, size_t *ret_used)
+{
+	const struct regex *re = st->re;
+	uint32_t local[3 * STREAM_LOCAL];
+	_cleanup_free_ uint32_t *heap = NULL;
+	uint32_t *mem = local;
+	size_t n = MAX(re->n_insns, 1u), i = 0;
+	struct run r = { .re = re };
+	int k = 0;
+
+	if (st->matched) {
+		*ret_used = 0;
+		return 1;
+	}
+	if (n > STREAM_LOCAL)
+		mem = heap = xreallocarray(NULL, 3 * n, sizeof(*mem));
+	r.mark = mem;
+	r.stack = mem + n;
+	memset(r.mark, 0, n * sizeof(*r.mark));
+	for (; i < len; i++) {
+		uint32_t *threads = mem + 2 * n;
+		uint8_t b = (uint8_t)s[i];
+		size_t nt;
+
+		/* Checked between bytes: the state is whole there. */
+		if (r.steps >= *budget) {
+			k = -E2BIG;
+			break;
+		}
+		if (stream_dead(st)) {
+			i = len;
+			break;
+		}
+		stream_threads(&r, st, rx_is_word(b), false, threads, &nt);
+		if (r.matched) {
+			st->matched = true;
+			k = 1;
+			break;
+		}
+		r.steps += 1 + nt;
+		st->n_pend = 0;
+		for (size_t t = 0; t < nt; t++) {
+			uint32_t to = edge_to(re, &re->insns[threads[t]], b);
+
+			/* Each thread once, each going on at most once:
+			 * at most n_insns of them. */
+			if (to != NONE)
+				st->pend[st->n_pend++] = to;
+		}
+		st->prev_word = rx_is_word(b);
+		st->pos++;
+	}
+	*ret_used = i;
+	*budget = r.steps >= *budget ? 0 : *budget - r.steps;
+	return k;
+}
+
+int regex_stream_at_end(struct regex_stream *st, uint64_t *budget)
+{
+	const struct regex *re = st->re;
+	uint32_t local[3 * STREAM_LOCAL];
+	_cleanup_free_ uint32_t *heap = NULL;
+	uint32_t *mem = local;
+	size_t n = MAX(re->n_insns, 1u), nt;
+	struct run r = { .re = re };
+
+	if (st->matched)
+		return 1;
+	if (stream_dead(st))
+		return 0;
+	if (n > STREAM_LOCAL)
+		mem = heap = xreallocarray(NULL, 3 * n, sizeof(*mem));
+	r.mark = mem;
+	r.stack = mem + n;
+	memset(r.mark, 0, n * sizeof(*r.mark));
+	stream_threads(&r, st, false, true, mem + 2 * n, &nt);
+	*budget = r.steps >= *budget ? 0 : *budget - r.steps;
+	return r.matched;
 }

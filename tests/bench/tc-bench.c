@@ -1973,7 +1973,9 @@ static char *stall_delete_call(unsigned i)
  * until the line comes back) against a tools/call of read_file of a small
  * file, one at a time on one connection; then 100 background processes
  * each printing a line every 10 ms while another client pings, and what
- * they cost the daemon beyond their rings (RSS with 0 and with 100). */
+ * they cost the daemon beyond their rings (RSS with 0 and with 100); then
+ * sixteen calls waiting with a costly until on busy output while another
+ * client pings. */
 
 #define PROC_N 100
 #define PROC_ROUNDS 300
@@ -2090,6 +2092,34 @@ static void scenario_processes(void)
 		proc_roundtrip(fd, &b, line, NULL);
 	}
 	free(ids);
+
+	/* Sixteen calls waiting with a costly until on busy output (a
+	 * pattern that keeps a thousand states alive): looks take a bounded
+	 * share of each loop turn. */
+	proc_roundtrip(fd, &b, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"shell\","
+			       "\"arguments\":{\"command\":\"while :; do head -c 200000 /dev/urandom | tr -dc ab; "
+			       "sleep 0.05; done\",\"background\":true,\"yield_ms\":0}}}\n", &ans);
+	char busy_id[64];
+	proc_id_of(ans, busy_id);
+	usleep(500000);
+	int waiters[16];
+	for (unsigned i = 0; i < ELEMENTSOF(waiters); i++) {
+		waiters[i] = connect_unix(daemon_sock, false);
+		if (waiters[i] < 0)
+			die("connect %s", daemon_sock);
+		_cleanup_free_ char *line = xasprintf(
+			"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"process_io\","
+			"\"arguments\":{\"process_id\":\"%s\",\"until\":\"a[ab]{1000}Z\",\"wait_ms\":60000}}}\n",
+			busy_id);
+		stall_send(waiters[i], line);
+	}
+	stall_run("16 calls waiting with until a[ab]{1000}Z on busy output", stall_ping_call);
+	for (unsigned i = 0; i < ELEMENTSOF(waiters); i++)
+		close(waiters[i]);
+	_cleanup_free_ char *busy_kill = xasprintf(
+		"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"process_kill\","
+		"\"arguments\":{\"process_id\":\"%s\",\"signal\":\"KILL\"}}}\n", busy_id);
+	proc_roundtrip(fd, &b, busy_kill, NULL);
 	buf_free(&b);
 	close(fd);
 }

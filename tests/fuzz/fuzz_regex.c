@@ -247,6 +247,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (modes[m] == RX_MODE_DFA)
 			used_dfa = used;
 	}
+	if (got >= 0) {
+		/* Fed piece by piece with small budgets, resumed: the same
+		 * answer, within the stream's bound. */
+		struct regex_stream *st = regex_stream_new(re);
+		uint64_t steps = 0, sbound = (slen + 1) * (4 * (uint64_t)regex_size(re) + 4);
+		size_t at = 0, piece = 1 + (slen % 7);
+		int r = 0;
+
+		while (at < slen && r != 1 && steps <= SEARCH_BUDGET) {
+			size_t n = MIN(piece, slen - at), fed = 0;
+			uint64_t budget = 1 + (at * 131) % 97, before = budget;
+
+			r = regex_stream_feed(st, (const char *)s + at, n, &budget, &fed);
+			if ((r != 1 && r != 0 && r != -E2BIG) || (r == 0 && fed != n) || fed > n)
+				fail("bad stream feed", data, plen, slen);
+			steps += before - budget;
+			at += fed;
+			piece = piece * 5 % 13 + 1;
+		}
+		if (r != 1 && at == slen) {
+			uint64_t budget = UINT64_MAX;
+
+			r = regex_stream_at_end(st, &budget);
+			steps += UINT64_MAX - budget;
+		}
+		if (at == slen || r == 1) {
+			if (r != got)
+				fail("the stream disagrees with the search", data, plen, slen);
+			if (steps > sbound + 4 * (uint64_t)regex_size(re) + 4)
+				fail("the stream took more steps than its bound", data, plen, slen);
+		}
+		regex_stream_free(st);
+	}
 	if (got >= 0 && used_dfa > 0) {
 		/* Exactly the steps it took suffice; one fewer does not. */
 		uint64_t budget = used_dfa;

@@ -145,7 +145,7 @@ static const struct never_cut never_cut[] = {
 	{ "make_dir", "one line" },
 	{ "move_file", "one line" },
 	{ "patch_file", "one line" },
-	{ "process_list", "one line per process, bounded by limits.per_uid_processes" },
+	{ "process_list", "one line per process, bounded by limits.per_uid_processes running and limits.process_keep_max ended" },
 	{ "stat", "one line" },
 	{ "write_file", "one line" },
 	{ NULL, NULL },

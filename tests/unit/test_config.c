@@ -97,6 +97,7 @@ START_TEST(defaults_are_the_contracts)
 	ck_assert_uint_eq(c.limits.process_idle_s, 900);
 	ck_assert_uint_eq(c.limits.process_lifetime_s, 86400);
 	ck_assert_uint_eq(c.limits.process_keep_s, 300);
+	ck_assert_uint_eq(c.limits.process_keep_max, 32);
 	ck_assert_uint_eq(c.limits.kill_grace_ms, 5000);
 	ck_assert_uint_eq(c.retry.max_attempts, 3);
 	ck_assert_uint_eq(c.retry.base_delay_ms, 100);

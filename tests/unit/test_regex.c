@@ -43,6 +43,43 @@ static uint64_t step_bound(const struct regex *re, size_t len)
 	return ((uint64_t)len + 2) * (2 * (uint64_t)regex_size(re) + 1);
 }
 
+/* Feeds s to a stream in pieces of varying sizes, with budgets so small
+ * that feeds stop midway and go on: the answer regex_search() gives for
+ * the whole, within the stream's bound (lib/regex/regex.h); -1 when a
+ * budget of 0 fed nothing. */
+static int stream_search(const struct regex *re, const char *pattern, const char *s, size_t len)
+{
+	struct regex_stream *st = regex_stream_new(re);
+	uint64_t steps = 0;
+	size_t at = 0, piece = 1;
+	int r = 0;
+
+	while (at < len && r != 1) {
+		size_t n = MIN(piece, len - at), used = 0;
+		uint64_t budget = 1 + (piece * 37) % 200;
+		uint64_t before = budget;
+
+		r = regex_stream_feed(st, s + at, n, &budget, &used);
+		ck_assert_msg(r == 1 || r == 0 || r == -E2BIG, "pattern %s: feed returned %d", pattern, r);
+		ck_assert_msg(r != 0 || used == n, "pattern %s: a feed that ran through fed %zu of %zu", pattern,
+			      used, n);
+		steps += before - budget;
+		at += used;
+		piece = piece * 3 % 17 + 1;
+	}
+	if (r != 1) {
+		uint64_t budget = UINT64_MAX;
+
+		r = regex_stream_at_end(st, &budget);
+		steps += UINT64_MAX - budget;
+	}
+	/* A feed may overshoot its budget by one byte's cost. */
+	ck_assert_msg(steps <= ((uint64_t)len + 1) * (4 * (uint64_t)regex_size(re) + 4) + 64 * ((uint64_t)len + 1),
+		      "pattern %s: the stream took %llu steps for %zu bytes", pattern, (unsigned long long)steps, len);
+	regex_stream_free(st);
+	return r;
+}
+
 /* Searches with every strategy, which must agree and stay within the
  * bound; returns the answer. */
 static bool search_all(const struct regex *re, const char *pattern, const char *s, size_t len)
@@ -59,6 +96,7 @@ static bool search_all(const struct regex *re, const char *pattern, const char *
 		ck_assert_msg(got < 0 || r == got, "pattern %s: the search strategies disagree", pattern);
 		got = r;
 	}
+	ck_assert_msg(stream_search(re, pattern, s, len) == got, "pattern %s: the stream disagrees", pattern);
 	return got == 1;
 }
 
