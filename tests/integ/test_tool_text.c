@@ -96,13 +96,13 @@ static const struct text_case cases[] = {
 
 	{ "process_io", NORMAL, "{\"process_id\":\"@PROC@\",\"input\":\"hello\\n\",\"until\":\"got hello\"}", { BG }, 0 },
 	{ "process_io", CUT, "{\"process_id\":\"@PROC@\",\"input\":\"abcdefghij\\n\",\"until\":\"got abc\",\"max_bytes\":4}", { BG }, 0 },
-	{ "process_io", ERROR, "{\"process_id\":\"p9-0000\"}", { NULL }, 0 },
+	{ "process_io", ERROR, "{\"process_id\":\"p0000000000000009\"}", { NULL }, 0 },
 
 	{ "process_kill", NORMAL, "{\"process_id\":\"@PROC@\"}", { BG }, 0 },
 	{ "process_kill", CUT, "{\"process_id\":\"@PROC@\",\"max_bytes\":4}",
 	  { BG, "process_io {\"process_id\":\"@PROC@\",\"input\":\"abcdefghij\\n\",\"until\":\"got abc\",\"max_bytes\":1}" },
 	  0 },
-	{ "process_kill", ERROR, "{\"process_id\":\"p9-0000\"}", { NULL }, 0 },
+	{ "process_kill", ERROR, "{\"process_id\":\"p0000000000000009\"}", { NULL }, 0 },
 
 	{ "process_list", NORMAL, "{}", { BG_SLEEP }, 0 },
 	{ "process_list", ERROR, "{\"all\":true}", { NULL }, 0 },
@@ -214,25 +214,21 @@ static void replace_all(struct buf *b, const char *what, const char *with)
 	*b = out;
 }
 
-/* Replaces each background process id ("p" digits "-" four hex digits) by @PROC@. */
+/* Replaces each background process id ("p" and 16 lowercase hex digits)
+ * by @PROC@. */
 static void scrub_process_ids(struct buf *b)
 {
 	struct buf out = {0};
 	const char *s = buf_head(b);
 	size_t n = buf_size(b);
 	for (size_t i = 0; i < n;) {
-		size_t j = i + 1;
-		if (s[i] == 'p' && (i == 0 || !isalnum((unsigned char)s[i - 1]))) {
-			while (j < n && isdigit((unsigned char)s[j]))
-				j++;
-			size_t k = j + 1, h = 0;
-			while (j > i + 1 && j < n && s[j] == '-' && k < n && isxdigit((unsigned char)s[k]) && h < 4) {
-				k++;
+		if (s[i] == 'p' && (i == 0 || !isalnum((unsigned char)s[i - 1])) && i + 17 <= n) {
+			size_t h = 0;
+			while (h < 16 && strchr("0123456789abcdef", s[i + 1 + h]) && s[i + 1 + h])
 				h++;
-			}
-			if (j > i + 1 && h == 4 && (k == n || !isalnum((unsigned char)s[k]))) {
+			if (h == 16 && (i + 17 == n || !isalnum((unsigned char)s[i + 17]))) {
 				buf_puts(&out, "@PROC@");
-				i = k;
+				i += 17;
 				continue;
 			}
 		}
