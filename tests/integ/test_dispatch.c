@@ -864,6 +864,17 @@ START_TEST(batch_member_ended_later)
 	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"id\":\"nA\",\"method\":\"ping\"}");
 	tc_assert_ok(tcc_wait_id(c, "\"nA\"", 5000));
 
+	/* The same for a tools/dispatch member, whose calls are cancelled. */
+	tcc_send(c, tcc_fmt(c, "[{\"jsonrpc\":\"2.0\",\"id\":\"lA\",\"method\":\"tools/dispatch\",\"params\":"
+			    "{\"format\":\"anthropic\",\"calls\":[{\"type\":\"tool_use\",\"id\":\"tu1\","
+			    "\"name\":\"probe\",\"input\":%s}]}},"
+			    "{\"jsonrpc\":\"2.0\",\"id\":\"lB\",\"method\":\"ping\"}]",
+			    probe_args(c, log, "l", "5", 0)));
+	wait_starts(&d, "l", 1, 5000);
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"lA\"}}");
+	wait_batch(c, (const char *const[]){ "lB" }, 1);
+	wait_in_flight(&d, 0, 5000);
+
 	/* Every call of a batch cancelled later: nothing at all is sent. */
 	tcc_send(c, tcc_fmt(c, "[{\"jsonrpc\":\"2.0\",\"id\":\"eA\",\"method\":\"tools/call\",\"params\":%s}]",
 			    call_params(c, "probe", probe_args(c, log, "e", "5", 0), NULL)));
