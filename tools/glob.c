@@ -143,8 +143,8 @@ static void glob_format(struct globber *G)
 	jgen_kv_bool(g, "truncated", G->truncated);
 	if (G->walk.skipped)
 		jgen_kv_int(g, "skipped", (int64_t)G->walk.skipped);
-	if (G->walk.unreadable)
-		jgen_kv_int(g, "unreadable", (int64_t)G->walk.unreadable);
+	if (G->walk.unreadable + G->walk.denied_files)
+		jgen_kv_int(g, "unreadable", (int64_t)(G->walk.unreadable + G->walk.denied_files));
 	jgen_obj_close(g);
 	jgen_free(g);
 	if (!n && G->walk.skipped)
@@ -161,7 +161,7 @@ static void glob_format(struct globber *G)
 	else if (G->truncated)
 		buf_printf(&text, "[Cut at max_results (%zu): %zu paths match, more than max_results may be (%d); narrow "
 			   "the pattern or path]\n", n, G->n_hits, GLOB_RESULTS_MAX);
-	render_unreadable(G->walk.unreadable, 0, "what they hold is not listed", &text);
+	render_unreadable(G->walk.unreadable, G->walk.denied_files, "not listed", &text);
 	G->text = buf_steal(&text);
 	G->structured = buf_steal(&out);
 }

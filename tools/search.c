@@ -530,7 +530,7 @@ static void put_summary(struct search *S)
 		.skipped = S->walk.skipped,
 		.skipped_large = S->skipped_large,
 		.unreadable_dirs = S->walk.unreadable,
-		.unreadable_files = S->unreadable_files,
+		.unreadable_files = S->unreadable_files + S->walk.denied_files,
 		.large_mib = SEARCH_FILE_MAX >> 20,
 		.max_results = S->max_results,
 		.truncated = S->truncated,
@@ -558,8 +558,9 @@ static void search_done(struct tool_call *call, void *arg, int r)
 	jgen_kv_bool(S->g, "truncated", S->truncated);
 	if (S->walk.skipped)
 		jgen_kv_int(S->g, "skipped", (int64_t)S->walk.skipped);
-	if (S->walk.unreadable + S->unreadable_files)
-		jgen_kv_int(S->g, "unreadable", (int64_t)(S->walk.unreadable + S->unreadable_files));
+	size_t unreadable = S->walk.unreadable + S->unreadable_files + S->walk.denied_files;
+	if (unreadable)
+		jgen_kv_int(S->g, "unreadable", (int64_t)unreadable);
 	jgen_obj_close(S->g);
 	put_summary(S);
 	tool_call_succeed(call, buf_steal(&S->text), buf_steal(&S->out), false);

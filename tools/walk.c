@@ -7,6 +7,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -233,6 +236,26 @@ void walk_init(struct walk *w, int dirfd)
 {
 	/* The options and outer patterns set before stay. */
 	w->basefd = dirfd;
+	if (ws_guard_reads_denied()) {
+		char proc[64], path[PATH_MAX];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
+		ssize_t n = readlink(proc, path, sizeof(path) - 1);
+		if (n > 0)
+			w->deny_base = xstrndup(path, (size_t)n);
+	}
+}
+
+/* Whether the entry at path (relative to the start) is private. */
+static bool denied(struct walk *w, const char *path, size_t len)
+{
+	if (!w->deny_base)
+		return false;
+	buf_clear(&w->scratch);
+	buf_puts(&w->scratch, w->deny_base);
+	if (!str_eq(w->deny_base, "/"))
+		buf_putc(&w->scratch, '/');
+	buf_append(&w->scratch, path, len);
+	return ws_guard_denied(buf_head(&w->scratch), buf_size(&w->scratch)) != NULL;
 }
 
 int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
@@ -264,6 +287,13 @@ int walk_next(struct walk *w, const char **ret_path, enum walk_type *ret_type)
 		size_t len = buf_size(&w->pathbuf);
 		/* A .git skipped whatever the flags is not counted with what
 		 * hidden or no_ignore would bring back. */
+		if (denied(w, path, len)) {
+			if (e->type == WALK_DIR)
+				w->unreadable++;
+			else
+				w->denied_files++;
+			continue;
+		}
 		bool git_dir = w->skip_git && e->type == WALK_DIR && str_eq(name, ".git");
 		if ((w->skip_hidden && name[0] == '.') ||
 		    (w->use_ignores && ignored(w, path, len, e->type == WALK_DIR))) {
@@ -297,6 +327,7 @@ void walk_done(struct walk *w)
 	free(w->dents);
 	buf_free(&w->pathbuf);
 	buf_free(&w->scratch);
+	free(w->deny_base);
 	if (w->basefd >= 0)
 		close(w->basefd);
 	for (size_t i = 0; i < w->n_outer; i++) {

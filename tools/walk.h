@@ -70,9 +70,14 @@ struct walk {
 	const char *name;	/* its name (in its directory's block of names) */
 	int dirfd;		/* the directory holding it (the walk's) */
 	size_t unreadable;	/* directories that could not be read */
+	size_t denied_files;	/* files not reported: private (sandbox.deny_read) */
+	char *deny_base;	/* the start's absolute path, where the file work
+				 * has private paths (ws_guard_reads_denied()) */
 };
 
-/* Starts a walk of the directory fd dirfd (taken over). */
+/* Starts a walk of the directory fd dirfd (taken over). A private path
+ * (sandbox.deny_read) met is neither reported nor entered: counted in
+ * unreadable (a directory) or denied_files. */
 void walk_init(struct walk *w, int dirfd);
 /*
  * Moves to the next entry below the start, directories before what they

@@ -61,6 +61,13 @@ char *client_connect_hint(const char *path, int err)
 		_cleanup_free_ char *user = pw ? xstrdup(pw->pw_name) : xasprintf("%u", (unsigned)st.st_uid);
 		struct group *gr = getgrgid(st.st_gid);
 		_cleanup_free_ char *group = gr ? xstrdup(gr->gr_name) : xasprintf("%u", (unsigned)st.st_gid);
+		/* Joining root's group (or a group the socket's mode does not
+		 * open) would give much, or nothing: not advised. */
+		if (st.st_gid == 0 || !(st.st_mode & S_IWGRP))
+			return xasprintf("%s: the socket belongs to user %s and group %s (mode %04o), which "
+					 "lets no other user in; ask who runs the daemon to give it a group of its "
+					 "own (the socket unit's SocketGroup=, with socket_mode 0660), or use -s",
+					 strerror(err), user, group, (unsigned)(st.st_mode & 07777));
 		return xasprintf("%s: the socket belongs to user %s and group %s (mode %04o); join group %s "
 				 "(sudo usermod -aG %s $USER, then log in again) or use -s",
 				 strerror(err), user, group, (unsigned)(st.st_mode & 07777), group, group);

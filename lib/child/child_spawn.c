@@ -783,8 +783,8 @@ static void read_report(int *report_r, int *report_w, struct spawn_args *a)
 }
 
 /* Receives, without waiting, the listener a child sent on sock
- * (sandbox_child.listen) and hands it to netnotif.c. */
-static void take_listener(int sock)
+ * (sandbox_child.listen) of its program prog, and hands it to netnotif.c. */
+static void take_listener(int sock, const void *prog)
 {
 	char byte;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
@@ -799,7 +799,7 @@ static void take_listener(int sock)
 		return;
 	int fd;
 	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	(void)sandbox_netnotif_add(fd);	/* taken, even when refused */
+	(void)sandbox_netnotif_add(fd, prog);	/* taken, even when refused */
 }
 
 /*
@@ -865,9 +865,10 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	}
 	if (in_r < 0)
 		a.in_fd = in_r = devnull_fd();	/* or still -1: the child opens it */
-	/* Without network, a child started here loads the program that
-	 * hands the network's calls to the daemon, with a listener of its
-	 * own, sent on notes_w before its exec (sandbox_child_apply()). */
+	/* Without network (or with the proxy's), a child started here
+	 * loads the program that hands the network's calls to the daemon,
+	 * with a listener of its own, sent on notes_w before its exec
+	 * (sandbox_child_apply()). */
 	_cleanup_close_ int notes_r = -1, notes_w = -1;
 	const void *plain_bpf = a.sandbox ? a.sandbox->bpf : NULL;
 	const void *notes = a.sandbox && !RUNNING_ON_VALGRIND ? seccomp_notes_prog(plain_bpf) : NULL;
@@ -943,7 +944,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 	/* Sent before its exec, so here once the clone returns; or not at
 	 * all, and the call keeps the hedged note. */
 	if (notes_r >= 0)
-		take_listener(notes_r);
+		take_listener(notes_r, notes);
 	child_track(pid);
 	*ret_pid = pid;
 	*ret_pidfd = pidfd;

@@ -584,7 +584,7 @@ static bool spawner_start(struct spawner *s, const void *bpf, int cap_last)
 	 * watched would keep its children waiting: not used. */
 	bool notifies = seccomp_prog_notifies(prog);
 	if (n != 1 || !ready || (mh.msg_flags & MSG_CTRUNC) || notifies != (listener >= 0) ||
-	    (listener >= 0 && sandbox_netnotif_add(TAKE_FD(listener)) < 0)) {
+	    (listener >= 0 && sandbox_netnotif_add(TAKE_FD(listener), prog) < 0)) {
 		closep(&listener);
 		spawner_end(s);
 		return false;

@@ -112,4 +112,11 @@ struct ws_deleter *ws_delete_free(struct ws_deleter *del);
 /* Ends a look beneath a directory (fsjob_scan_begin()); accepts NULL. */
 struct ws_scan *ws_scan_free(struct ws_scan *s);
 
+/* Whether the calling thread's file work has paths it may not read
+ * (sandbox.deny_read, set by its file job), and whether abs (absolute,
+ * len bytes) is one or lies beneath one: the entry, or NULL. For the
+ * walks that open entries by name (and skip those, counted). */
+bool ws_guard_reads_denied(void);
+const char *ws_guard_denied(const char *abs, size_t len);
+
 #endif

@@ -71,7 +71,14 @@ struct ws_guard {
 	 * made there), or NULL. */
 	const char *(*match)(const struct ws_guard *g, const char *rel, bool whole, bool dir);
 	const char *const *list;
+	const void *arg;	/* the match's own */
 	const char *hit;	/* out: the first entry refused */
+	/* What the work may not read either (sandbox.deny_read beneath the
+	 * workspace's roots: absolute, canonical as written): opening one,
+	 * or what lies beneath it, fails -EACCES (ws_open_rel(),
+	 * ws_lstat()); the first refused is kept in denied. */
+	const char *const *deny;
+	const char *denied;
 };
 /* Sets the calling thread's guard (NULL: none); returns the one before. */
 struct ws_guard *ws_guard_set(struct ws_guard *g);
@@ -80,6 +87,9 @@ struct ws_guard *ws_guard_set(struct ws_guard *g);
 int ws_guard_check(const struct workspace *ws, int dirfd, const char *name, bool whole, bool dir);
 /* True when the thread's guard protects anything. */
 bool ws_guard_active(void);
+/* 0, or -EACCES when the thread's guard may not read what fd (beneath
+ * ws's root) is, or name in it when name is not NULL. */
+int ws_guard_read_check(const struct workspace *ws, int fd, const char *name);
 /* The entry the thread's guard refuses for changing rel (canonical,
  * relative to the root) as whole and dir say, noted in its hit; or NULL. */
 const char *ws_guard_match(const char *rel, bool whole, bool dir);

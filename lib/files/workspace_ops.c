@@ -83,6 +83,8 @@ int ws_lstat(const struct workspace *ws, const char *path, size_t len, struct st
 	}
 	if (r < 0)
 		return r;
+	if ((r = ws_guard_read_check(ws, dirfd, name)) < 0)
+		return r;
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
 	char *target = NULL;
@@ -540,6 +542,43 @@ struct ws_guard *ws_guard_set(struct ws_guard *g)
 	struct ws_guard *old = thread_guard;
 	thread_guard = g;
 	return old;
+}
+
+bool ws_guard_reads_denied(void)
+{
+	return thread_guard && thread_guard->deny && *thread_guard->deny;
+}
+
+const char *ws_guard_denied(const char *abs, size_t len)
+{
+	struct ws_guard *g = thread_guard;
+	for (const char *const *d = g && g->deny ? g->deny : NULL; d && *d; d++) {
+		size_t n = strlen(*d);
+		if (len >= n && strncmp(abs, *d, n) == 0 && (len == n || abs[n] == '/'))
+			return *d;
+	}
+	return NULL;
+}
+
+int ws_guard_read_check(const struct workspace *ws, int fd, const char *name)
+{
+	if (!ws_guard_reads_denied())
+		return 0;
+	char proc[64], path[PATH_MAX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(proc, path, sizeof(path) - 1);
+	if (n <= 0)
+		return -EACCES;	/* cannot tell: not read */
+	path[n] = '\0';
+	(void)ws;
+	_cleanup_free_ char *full = name ? xasprintf("%s%s%s", path, str_eq(path, "/") ? "" : "/", name) : NULL;
+	const char *p = full ? full : path;
+	const char *d = ws_guard_denied(p, strlen(p));
+	if (!d)
+		return 0;
+	if (!thread_guard->denied)
+		thread_guard->denied = d;
+	return -EACCES;
 }
 
 bool ws_guard_active(void)

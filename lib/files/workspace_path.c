@@ -624,7 +624,7 @@ int ws_chase(const struct workspace *ws, const char *rel, int flags, mode_t mode
  * absolute symlink, is walked again by ws_chase() to tell the links pointing
  * inside from the escapes.
  */
-int ws_open_rel(const struct workspace *ws, const char *rel, int flags, mode_t mode)
+static int open_rel(const struct workspace *ws, const char *rel, int flags, mode_t mode)
 {
 	if (!ws_have_openat2())
 		return ws_chase(ws, rel, flags, mode, false);
@@ -633,6 +633,21 @@ int ws_open_rel(const struct workspace *ws, const char *rel, int flags, mode_t m
 		return ws_chase(ws, rel, flags, mode, false);
 	if (fd == -ELOOP)
 		return eloop_cause(ws->dirfd, rel, flags);
+	return fd;
+}
+
+/* What was opened is looked at as it is (its path, through the links that
+ * led there) against what the work may not read. */
+int ws_open_rel(const struct workspace *ws, const char *rel, int flags, mode_t mode)
+{
+	int fd = open_rel(ws, rel, flags, mode);
+	if (fd >= 0 && ws_guard_reads_denied()) {
+		int r = ws_guard_read_check(ws, fd, NULL);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+	}
 	return fd;
 }
 

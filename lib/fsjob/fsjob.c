@@ -35,6 +35,8 @@ struct fsjob {
 	struct workspace *ws;		/* referenced on the loop */
 	struct identity ident;
 	char **protect;			/* sandbox.protect, copied: a reload may free the config */
+	char **deny;			/* sandbox.deny_read beneath its roots (call_deny()) */
+	char *denied;			/* the first of them refused */
 	char *refused_path;		/* what fsjob_guard() refused, first */
 	char *refused_inner;		/* the entry beneath it that is protected */
 	const char *refused_entry;	/* the protection, in protect (or ".git") */
@@ -59,6 +61,8 @@ static void job_free(struct fsjob *job)
 	ws_unref(job->ws);
 	identity_clear(&job->ident);
 	strv_free(job->protect);
+	strv_free(job->deny);
+	free(job->denied);
 	free(job->refused_path);
 	free(job->refused_inner);
 	free(job);
@@ -149,22 +153,114 @@ static char **call_protect(const struct tool_call *call)
 	return v;
 }
 
-/* The guard's answer: sandbox.protect's rule. */
+/* The canonical home of a peer, as deny_read's "~/" names it (a few
+ * kept: one realpath a home). */
+static const char *home_real(const char *home)
+{
+	static struct {
+		char *home, *real;
+	} kept[8];
+	static unsigned next;
+	for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+		if (kept[i].home && str_eq(kept[i].home, home))
+			return kept[i].real;
+	unsigned i = next++ % ELEMENTSOF(kept);
+	free(kept[i].home);
+	free(kept[i].real);
+	kept[i].home = xstrdup(home);
+	kept[i].real = realpath(home, NULL);
+	if (!kept[i].real)
+		kept[i].real = xstrdup(home);
+	return kept[i].real;
+}
+
+/* Whether abs lies beneath root (or is it). */
+static bool beneath(const char *abs, const char *root)
+{
+	size_t n = strlen(root);
+	return strncmp(abs, root, n) == 0 && (abs[n] == '/' || abs[n] == '\0' || (n == 1 && root[0] == '/'));
+}
+
+/* What a call's file work may not read: the sandbox.deny_read paths
+ * beneath the workspace's roots ("~/" the peer's home, canonical; others
+ * as written, absolute, a final "/" dropped), as children may not. NULL
+ * when none lies there: then nothing is looked at. */
+static char **call_deny(const struct tool_call *call)
+{
+	const struct tool_env *env = call->env;
+	if (!env || !env->sandbox || !call->ws)
+		return NULL;
+	const struct identity *id = call->ident;
+	const char *home = id && (id->change || id->home) ? id->home : getenv("HOME");
+	char **v = NULL;
+	size_t k = 0;
+	for (char **p = env->sandbox->deny_read; p && *p; p++) {
+		char *abs = NULL;
+		if ((*p)[0] == '~' && ((*p)[1] == '/' || !(*p)[1]) && home && home[0] == '/')
+			abs = xasprintf("%s%s", home_real(home), *p + 1);
+		else if ((*p)[0] == '/')
+			abs = xstrdup(*p);
+		if (!abs)
+			continue;
+		for (size_t n = strlen(abs); n > 1 && abs[n - 1] == '/'; n--)
+			abs[n - 1] = '\0';
+		bool in = beneath(abs, call->ws->root);
+		for (size_t i = 0; !in && i < call->ws->n_others; i++)
+			in = beneath(abs, call->ws->others[i]->root);
+		if (!in) {
+			free(abs);
+			continue;
+		}
+		v = xreallocarray(v, k + 2, sizeof(char *));
+		v[k++] = abs;
+		v[k] = NULL;
+	}
+	return v;
+}
+
+/* Whether the workspace's top .git is the empty directory the sandbox
+ * holds where there is no repository (lib/sandbox/run.c). */
+static bool git_placeholder(const struct workspace *ws)
+{
+	_cleanup_close_ int fd = ws ? openat(ws->dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d)
+		return false;
+	fd = -1;	/* the stream's now */
+	struct dirent *e;
+	while ((e = readdir(d)) && (str_eq(e->d_name, ".") || str_eq(e->d_name, "..")))
+		;
+	closedir(d);
+	return !e;
+}
+
+/* The guard's answer: sandbox.protect's rule; and in the placeholder of a
+ * repository (an empty top .git), nothing may be made: the file tools do
+ * not make a repository where the sandbox keeps commands from making one. */
 static const char *guard_match(const struct ws_guard *g, const char *rel, bool whole, bool dir)
 {
-	return sandbox_protected(g->list, rel, whole, dir);
+	const char *entry = sandbox_protected(g->list, rel, whole, dir);
+	if (!entry && strncmp(rel, ".git/", 5) == 0 && rel[5] && !strchr(rel + 5, '/') && g->list && *g->list &&
+	    git_placeholder(g->arg))
+		return ".git";
+	return entry;
 }
 
 /* Runs one part of the job's work with its protected paths guarded at
  * every write (ws_guard_set()); notes a refusal for the outcome. */
 static int run_guarded(struct fsjob *job)
 {
-	struct ws_guard g = { .match = guard_match, .list = (const char *const *)job->protect };
+	struct ws_guard g = { .match = guard_match,
+			      .list = (const char *const *)job->protect,
+			      .arg = job->ws,
+			      .deny = (const char *const *)job->deny };
 	struct ws_guard *old = ws_guard_set(&g);
 	int r = job->ops->run(job, job->arg);
 	ws_guard_set(old);
 	if (g.hit && !job->refused_entry)
 		job->refused_entry = g.hit;
+	if (g.denied && !job->denied)
+		job->denied = xstrdup(g.denied);
 	return r;
 }
 
@@ -196,6 +292,10 @@ static void job_outcome(struct fsjob *job)
 {
 	if (job->refused_entry)
 		fail_protected(job->call, job->refused_path, job->refused_inner, job->refused_entry);
+	else if (job->denied)
+		tool_call_fail(job->call, TC_PERMISSION_DENIED,
+			       "%s is a private path (sandbox.deny_read): file tools may not read or change it, "
+			       "as the sandbox keeps it from commands", job->denied);
 	else
 		job->ops->done(job->call, job->arg, job->r);
 }
@@ -240,11 +340,15 @@ int fsjob_inline(struct tool_call *call, fsjob_run_fn run, void *arg)
 {
 	if (!fsjob_may_inline(call))
 		return FSJOB_NOT_INLINE;
-	struct fsjob job = { .call = call, .ws = call->ws, .protect = call_protect(call) };
-	struct ws_guard g = { .match = guard_match, .list = (const char *const *)job.protect };
+	struct fsjob job = { .call = call, .ws = call->ws, .protect = call_protect(call), .deny = call_deny(call) };
+	struct ws_guard g = { .match = guard_match,
+			      .list = (const char *const *)job.protect,
+			      .arg = job.ws,
+			      .deny = (const char *const *)job.deny };
 	struct ws_guard *old = ws_guard_set(&g);
 	int r = run(&job, arg);
 	ws_guard_set(old);
+	strv_free(job.deny);
 	/* A refusal (fsjob_guard()) is the caller's to tell, as -EPERM. */
 	if (job.refused_entry || g.hit)
 		r = -EPERM;
@@ -296,6 +400,7 @@ static enum tool_ret start(struct tool_call *call, const struct fsjob_ops *ops, 
 	job->ws = ws_ref(call->ws);
 	const struct tool_env *env = call->env;
 	job->protect = call_protect(call);
+	job->deny = call_deny(call);
 	if (needs_switch(call)) {
 		identity_copy(&job->ident, call->ident);
 		job->switch_ident = true;

@@ -304,12 +304,18 @@ static uint64_t unread_dropped(const struct process *p)
 
 /* For a command that failed on its own: the line naming the limit of its
  * sandbox it hit, or saying the sandbox refused what it tried, as shell's
- * text ends with (lib/child/child.h), read from the end of its output. */
+ * text ends with (lib/child/child.h), read from the end of its output:
+ * as much as a shell call's text keeps (output_max), from a line's
+ * start. */
 static void end_note(struct process *p)
 {
 	struct buf tail = {0};
-	uint64_t from = MAX(proc_ring_start(p), p->total > 4096 ? p->total - 4096 : 0);
+	uint64_t keep = p->t->limits.output_max ? p->t->limits.output_max : 4096;
+	uint64_t from = MAX(proc_ring_start(p), p->total > keep ? p->total - keep : 0);
 	proc_ring_copy(p, from, p->total, &tail);
+	const char *nl = from && buf_size(&tail) ? memchr(buf_head(&tail), '\n', buf_size(&tail)) : NULL;
+	if (nl)
+		buf_consume(&tail, (size_t)(nl + 1 - buf_head(&tail)));
 	char *limit = sandbox_run_limit_hit(p->run, p->exit_code, p->sig, buf_head(&tail), buf_size(&tail));
 	if (limit)
 		p->end_note = xasprintf("[limit] The command was stopped by %s of its sandbox.", limit);

@@ -65,6 +65,7 @@ struct proc_reader {
 	char *session;
 	uint64_t pos;			/* the next byte of the output it reads */
 	uint64_t used_ms;
+	uint64_t seen;			/* refusals its answers named while running */
 };
 
 enum proc_wait {

@@ -186,6 +186,14 @@ void proc_result(struct tool_call *c, struct process *p, enum proc_wait kind, si
 		_cleanup_free_ char *net = sandbox_run_net_note(p->run);
 		if (net)
 			buf_printf(&text, "\n%s", net);
+		/* What the daemon saw the sandbox refuse it, once to each
+		 * session as it grows (its end's answer names it all again). */
+		uint64_t seen;
+		_cleanup_free_ char *refused = sandbox_run_seen_so_far(p->run, &seen);
+		if (refused && seen > rd->seen) {
+			buf_printf(&text, "\n%s", refused);
+			rd->seen = seen;
+		}
 	} else {
 		static const char *const why[] = {
 			[PROC_END_EXIT] = "",

@@ -471,10 +471,11 @@ void sandbox_kaudit_feed(int type, const char *text, size_t len)
 		on_domain(text, len);
 }
 
-/* The denials kept of pid's domains, taken (dropped), formatted: no
- * record is read here. */
-static char *take_kept(pid_t pid)
+/* The denials kept of pid's domains, formatted, taken (dropped) when
+ * take; *ret_seen counts them. No record is read here. */
+static char *kept(pid_t pid, bool take, uint64_t *ret_seen)
 {
+	*ret_seen = 0;
 	if (!ka.dom)
 		return NULL;
 	struct buf b = {0};
@@ -491,16 +492,30 @@ static char *take_kept(pid_t pid)
 			shown++;
 		}
 		more += d->more;
-		drop(d);
+		if (take)
+			drop(d);
 	}
+	*ret_seen = shown + more - (shown > KA_DENIALS ? shown - KA_DENIALS : 0);
 	if (!shown) {
 		buf_free(&b);
 		return NULL;
 	}
 	if (more)
 		buf_printf(&b, " (and %u more)", more);
-	ka.notes++;
+	ka.notes += take;
 	return buf_steal(&b);
+}
+
+static char *take_kept(pid_t pid)
+{
+	uint64_t seen;
+	return kept(pid, true, &seen);
+}
+
+char *sandbox_kaudit_peek(pid_t pid, uint64_t *ret_seen)
+{
+	*ret_seen = 0;
+	return pid > 0 ? kept(pid, false, ret_seen) : NULL;
 }
 
 char *sandbox_kaudit_take(pid_t pid, bool wait)

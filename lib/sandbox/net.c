@@ -97,6 +97,11 @@ int sandbox_net_ns_fd(const struct sandbox_net *n)
 	return n ? n->ns.ns_fd : -1;
 }
 
+int sandbox_net_diag_fd(const struct sandbox_net *n)
+{
+	return n ? n->ns.diag_fd : -1;
+}
+
 int sandbox_net_user_fd(const struct sandbox_net *n)
 {
 	return n ? n->ns.user_fd : -1;

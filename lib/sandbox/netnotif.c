@@ -32,6 +32,13 @@
  * network socket refused". A task that is gone when its address has been
  * read (SECCOMP_IOCTL_NOTIF_ID_VALID) is dropped.
  *
+ * A child with the network "proxy" holds real sockets in a namespace of
+ * loopback only: its spawner's program hands only connect() and sendto()
+ * over (listeners of such programs are marked, seccomp_prog_proxied()),
+ * and the daemon lets each go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE: the
+ * namespace confines the child, not this), naming those that bypass the
+ * proxy and will fail (on_send_proxy()).
+ *
  * The daemon never waits here: each receive follows a poll of no time
  * that said one is pending (SECCOMP_IOCTL_NOTIF_RECV has no non-blocking
  * mode; a notification of a task killed since makes it fail, not wait),
@@ -59,7 +66,10 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
+#include <linux/sock_diag.h>
 #include <netinet/in.h>
 
 #include "lib/base/loop.h"
@@ -76,10 +86,13 @@
 struct nn_listener {
 	int fd;
 	struct tc_io *io;
+	bool proxy;		/* its program's: the network "proxy" (add_notify_rules()) */
 };
 
 struct nn_call {
 	pid_t pid;		/* the call's child; 0: free */
+	bool proxy;		/* the network "proxy": named so */
+	int diag_fd;		/* with proxy: its namespace's (diag_lookup()), lent, or -1 */
 	char *cgroup;		/* the name of its cgroup (the last component), or NULL */
 	char *what[NN_SHOWN];
 	unsigned n;
@@ -211,7 +224,7 @@ static struct nn_call *call_find(pid_t pid)
 	return NULL;
 }
 
-void sandbox_netnotif_watch(pid_t pid, const char *cgroup)
+void sandbox_netnotif_watch(pid_t pid, const char *cgroup, bool proxy, int diag_fd)
 {
 	if (!nn.on || pid <= 0)
 		return;
@@ -225,6 +238,8 @@ void sandbox_netnotif_watch(pid_t pid, const char *cgroup)
 	}
 	call_clear(c);
 	c->pid = pid;
+	c->proxy = proxy;
+	c->diag_fd = diag_fd;
 	free(c->cgroup);
 	const char *name = cgroup ? strrchr(cgroup, '/') : NULL;
 	c->cgroup = name && name[1] ? xstrdup(name + 1) : NULL;
@@ -237,13 +252,14 @@ void sandbox_netnotif_forget(pid_t pid)
 		return;
 	call_clear(c);
 	c->pid = 0;
+	c->diag_fd = -1;
 	free(c->cgroup);
 	c->cgroup = NULL;
 }
 
-char *sandbox_netnotif_take(pid_t pid)
+/* What c recorded, worded for the note; NULL when nothing. */
+static char *call_text(const struct nn_call *c)
 {
-	struct nn_call *c = call_find(pid);
 	if (!c || (!c->n && !c->sockets))
 		return NULL;
 	struct buf b = {0};
@@ -259,9 +275,26 @@ char *sandbox_netnotif_take(pid_t pid)
 		buf_printf(&b, " and %" PRIu64 " more attempt%s elsewhere", c->others, c->others == 1 ? "" : "s");
 	if (c->attempts > c->n + c->others)
 		buf_printf(&b, " (%" PRIu64 " attempts in all)", c->attempts);
-	buf_puts(&b, " refused: this tool has no network");
-	call_clear(c);
+	buf_puts(&b, c->proxy ? " refused: this tool reaches the network only through the daemon's proxy "
+				"(HTTP_PROXY, HTTPS_PROXY and ALL_PROXY in its environment)"
+			      : " refused: this tool has no network");
 	return buf_steal(&b);
+}
+
+char *sandbox_netnotif_take(pid_t pid)
+{
+	struct nn_call *c = call_find(pid);
+	char *text = call_text(c);
+	if (text)
+		call_clear(c);
+	return text;
+}
+
+char *sandbox_netnotif_peek(pid_t pid, uint64_t *ret_seen)
+{
+	const struct nn_call *c = call_find(pid);
+	*ret_seen = c ? c->n + c->others + (c->sockets && !c->n) : 0;
+	return call_text(c);
 }
 
 /* The watched call whose cgroup task is in (the cgroup v2 line of
@@ -318,14 +351,9 @@ static struct nn_call *call_of(pid_t task)
 	return NULL;
 }
 
-/* Records one attempt for the call of task. */
-void netnotif_record(pid_t task, const char *what)
+/* Records one attempt for the call c. */
+static void record_in(struct nn_call *c, const char *what)
 {
-	struct nn_call *c = call_of(task);
-	if (!c) {
-		nn.unmatched++;
-		return;
-	}
 	c->attempts++;
 	nn.recorded++;
 	for (unsigned i = 0; i < c->n; i++)
@@ -335,6 +363,17 @@ void netnotif_record(pid_t task, const char *what)
 		c->what[c->n++] = xstrdup(what);
 	else
 		c->others++;
+}
+
+/* Records one attempt for the call of task. */
+void netnotif_record(pid_t task, const char *what)
+{
+	struct nn_call *c = call_of(task);
+	if (!c) {
+		nn.unmatched++;
+		return;
+	}
+	record_in(c, what);
 }
 
 /* Reads n bytes at addr of task into buf; false if they cannot be. */
@@ -456,6 +495,175 @@ static void on_send(int fd, const struct seccomp_notif *req, struct seccomp_noti
 	resp->error = -ENETUNREACH;
 }
 
+/* The IPv4 address a v4 or v4-mapped v6 address is (host order), with
+ * *ret_v4 set; else *ret_v4 false. */
+static uint32_t v4_of(const struct sockaddr_storage *ss, bool *ret_v4)
+{
+	*ret_v4 = true;
+	if (ss->ss_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)(const void *)ss)->sin_addr.s_addr);
+	const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+	if (IN6_IS_ADDR_V4MAPPED(a)) {
+		uint32_t v;
+		memcpy(&v, &a->s6_addr[12], 4);
+		return ntohl(v);
+	}
+	*ret_v4 = false;
+	return 0;
+}
+
+/* Whether the address is the namespace's own (loopback, or unspecified:
+ * the local host): the rest has no route in a namespace of loopback only. */
+static bool local_addr(const struct sockaddr_storage *ss)
+{
+	bool v4;
+	uint32_t a = v4_of(ss, &v4);
+	if (v4)
+		return (a >> 24) == 127 || a == 0;
+	const struct in6_addr *a6 = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+	return IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_UNSPECIFIED(a6);
+}
+
+/*
+ * Whether a socket of the namespace of diag (its NETLINK_SOCK_DIAG
+ * socket) is bound to the address and port ss names, for protocol
+ * (IPPROTO_TCP: listening, or connected to nothing that matters here;
+ * IPPROTO_UDP: bound): 1 yes, 0 no, -1 it cannot be told. One exact
+ * lookup by the kernel (its listening and bound sockets' hashes, the way
+ * a connect finds them), no table walked: /proc/PID/net/tcp would walk
+ * the machine's whole connection hash, milliseconds on a large one.
+ */
+static int diag_lookup(int diag, const struct sockaddr_storage *ss, uint16_t port, uint8_t protocol)
+{
+	struct {
+		struct nlmsghdr h;
+		struct inet_diag_req_v2 r;
+	} m = {
+		.h = { .nlmsg_len = sizeof(m), .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_protocol = protocol, .idiag_states = ~0U,
+		       .id.idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } },
+	};
+	/* TCP looks the local end up as the source, UDP as the destination
+	 * (inet_diag_find_one_icsk(), udp_dump_one()). */
+	__be32 *local = protocol == IPPROTO_TCP ? m.r.id.idiag_src : m.r.id.idiag_dst;
+	__be16 *local_port = protocol == IPPROTO_TCP ? &m.r.id.idiag_sport : &m.r.id.idiag_dport;
+	*local_port = htons(port);
+	bool v4;
+	uint32_t a4 = v4_of(ss, &v4);
+	if (v4) {
+		m.r.sdiag_family = AF_INET;
+		local[0] = htonl(a4 ? a4 : INADDR_LOOPBACK);	/* 0.0.0.0: the local host */
+	} else {
+		m.r.sdiag_family = AF_INET6;
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+		memcpy(local, IN6_IS_ADDR_UNSPECIFIED(a6) ? &in6addr_loopback : a6, 16);
+	}
+	_Alignas(struct nlmsghdr) char buf[4096];
+	while (recv(diag, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;	/* an answer left by one not read whole */
+	if (send(diag, &m, sizeof(m), MSG_DONTWAIT) != (ssize_t)sizeof(m))
+		return -1;
+	/* Answered while the request was sent: read without waiting. */
+	int found = -1;
+	ssize_t n;
+	while ((n = recv(diag, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		int len = (int)n;
+		for (struct nlmsghdr *h = (void *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY)
+				found = 1;
+			else if (h->nlmsg_type == NLMSG_ERROR && found < 0 &&
+				 h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+				found = ((const struct nlmsgerr *)NLMSG_DATA(h))->error == -ENOENT ? 0 : -1;
+		}
+	}
+	return found;
+}
+
+/* Whether the kernel's lookups answer for TCP and UDP here (a kernel
+ * without inet_diag or udp_diag answers ENOENT as for a port not taken):
+ * asked once, of sockets of the daemon's own, bit 0 TCP, bit 1 UDP. */
+static unsigned diag_works(void)
+{
+	static int works = -1;
+	if (works >= 0)
+		return (unsigned)works;
+	works = 0;
+	_cleanup_close_ int diag = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_SOCK_DIAG);
+	const int types[] = { SOCK_STREAM, SOCK_DGRAM };
+	for (int i = 0; diag >= 0 && i < 2; i++) {
+		_cleanup_close_ int s = socket(AF_INET, types[i] | SOCK_CLOEXEC, 0);
+		struct sockaddr_storage ss = {0};
+		struct sockaddr_in *in = (void *)&ss;
+		socklen_t len = sizeof(*in);
+		in->sin_family = AF_INET;
+		in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (s < 0 || bind(s, (void *)in, len) < 0 || (i == 0 && listen(s, 1) < 0) ||
+		    getsockname(s, (void *)in, &len) < 0)
+			continue;
+		if (diag_lookup(diag, &ss, ntohs(in->sin_port), i ? IPPROTO_UDP : IPPROTO_TCP) == 1)
+			works |= 1 << i;
+	}
+	return (unsigned)works;
+}
+
+/* A connect() or sendto() of a call with the network "proxy", whose
+ * namespace has loopback only: the kernel decides it (the notification
+ * goes on, SECCOMP_USER_NOTIF_FLAG_CONTINUE: the namespace is what
+ * confines it), and the daemon names what will be refused: any address
+ * but the namespace's own (no route there: ENETUNREACH), and a port of
+ * its own with no socket there (ECONNREFUSED: a server outside the
+ * sandbox is not on its loopback). The daemon's proxy ports go on at
+ * once. */
+static void on_send_proxy(int fd, const struct seccomp_notif *req, struct seccomp_notif_resp *resp)
+{
+	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	const char *verb = "connect to";
+	uint64_t addr = req->data.args[1], len = req->data.args[2];
+	bool send = req->data.nr == SYS_sendto;
+	if (send) {
+		verb = "sending to";
+		addr = req->data.args[4];
+		len = req->data.args[5];
+	}
+	struct sockaddr_storage ss;
+	int family = read_addr(req->pid, addr, len, &ss);
+	nn.unread += family < 0 && addr;
+	if (family != AF_INET && family != AF_INET6)
+		return;
+	uint16_t port = ntohs(family == AF_INET ? ((const struct sockaddr_in *)(void *)&ss)->sin_port
+						: ((const struct sockaddr_in6 *)(void *)&ss)->sin6_port);
+	bool v4;
+	uint32_t a4 = v4_of(&ss, &v4);
+	if (v4 && a4 == INADDR_LOOPBACK && !send &&
+	    (port == SANDBOX_PROXY_HTTP_PORT || port == SANDBOX_PROXY_SOCKS_PORT))
+		return;
+	struct nn_call *c = call_of(req->pid);
+	if (!c) {
+		nn.unmatched++;
+		return;
+	}
+	bool local = local_addr(&ss);
+	if (local) {
+		/* Something there to take it, or it cannot be told: no word.
+		 * (A connect may be a datagram socket's: a resolver's.) */
+		unsigned works = diag_works();
+		if (c->diag_fd < 0 || !(works & 2) || (!send && !(works & 1)) ||
+		    (!send && diag_lookup(c->diag_fd, &ss, port, IPPROTO_TCP) != 0) ||
+		    diag_lookup(c->diag_fd, &ss, port, IPPROTO_UDP) != 0)
+			return;
+	}
+	if (ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0) {
+		nn.gone++;
+		resp->id = 0;
+		return;
+	}
+	char what[NETNOTIF_WHAT_SIZE + 64];
+	netnotif_describe(verb, &ss, what, NETNOTIF_WHAT_SIZE);
+	if (local)
+		strcat(what, " (the sandbox's own loopback: nothing listens there)");
+	record_in(c, what);
+}
+
 /* Handles what a listener has pending, NN_BATCH at most; closes it when
  * its filter has no task left. */
 static void on_listener(void *arg, int revents)
@@ -485,6 +693,8 @@ static void on_listener(void *arg, int revents)
 		resp->id = req->id;
 		if (req->data.nr == SYS_socket)
 			on_socket(l->fd, req, resp);
+		else if (l->proxy)
+			on_send_proxy(l->fd, req, resp);
 		else
 			on_send(l->fd, req, resp);
 		if (resp->id && ioctl(l->fd, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0)
@@ -492,7 +702,7 @@ static void on_listener(void *arg, int revents)
 	}
 }
 
-int sandbox_netnotif_add(int fd)
+int sandbox_netnotif_add(int fd, const void *prog)
 {
 	struct nn_listener *l = NULL;
 	for (size_t i = 0; i < NN_LISTENERS && !l; i++)
@@ -503,6 +713,7 @@ int sandbox_netnotif_add(int fd)
 		return nn.on && l ? -errno : -EBUSY;
 	}
 	l->fd = fd;
+	l->proxy = seccomp_prog_proxied(prog);
 	l->io = tc_io_new(nn.loop, fd, TC_IO_READ, on_listener, l);
 	tc_io_start(l->io);
 	return 0;

@@ -98,6 +98,8 @@ static void netns_close(struct sandbox_netns *ns)
 		close(ns->http_fd);
 	if (ns->socks_fd >= 0)
 		close(ns->socks_fd);
+	if (ns->diag_fd >= 0)
+		close(ns->diag_fd);
 	*ns = SANDBOX_NETNS_NONE;
 }
 
@@ -155,7 +157,8 @@ __attribute__((no_sanitize("address"))) static void lo_big_tcp(void)
 }
 
 /* Brings lo up and listens on the proxy ports, in the caller's network
- * namespace; the fds into ns. Raw, as listen_on(). */
+ * namespace, and opens a socket there to ask which of its ports are
+ * taken (best effort: -1); the fds into ns. Raw, as listen_on(). */
 __attribute__((no_sanitize("address"))) static int ns_fill(struct sandbox_netns *ns, const char **ret_step)
 {
 	int r;
@@ -175,6 +178,8 @@ __attribute__((no_sanitize("address"))) static int ns_fill(struct sandbox_netns 
 	if ((ns->http_fd = listen_on(SANDBOX_PROXY_HTTP_PORT)) < 0 ||
 	    (ns->socks_fd = listen_on(SANDBOX_PROXY_SOCKS_PORT)) < 0)
 		return ns->http_fd < 0 ? ns->http_fd : ns->socks_fd;
+	long d = syscall(SYS_socket, AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_SOCK_DIAG);
+	ns->diag_fd = d < 0 ? -1 : (int)d;
 	return 0;
 }
 

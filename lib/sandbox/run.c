@@ -807,9 +807,10 @@ void sandbox_run_set_pid(struct sandbox_run *run, pid_t pid)
 		run->pid = pid;
 		tmp_watch(run, pid);
 	}
-	/* What its tasks try of the network, without any (netnotif.c). */
-	if (run && !run->network && !run->net)
-		sandbox_netnotif_watch(pid, run->cgroup);
+	/* What its tasks try of the network, without any or past the
+	 * proxy (netnotif.c). */
+	if (run && !run->network)
+		sandbox_netnotif_watch(pid, run->cgroup, run->net != NULL, sandbox_net_diag_fd(run->net));
 }
 
 /* Makes the next call's TMPDIR and layer for the identity of a call that
@@ -1749,8 +1750,9 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
 	} else if (seen) {
 		paths = TAKE_PTR(seen);
 	}
-	/* What the daemon saw it try of the network, without any. */
-	_cleanup_free_ char *net = run->network || run->net ? NULL : sandbox_netnotif_take(run->pid);
+	/* What the daemon saw it try of the network, without any or past
+	 * the proxy. */
+	_cleanup_free_ char *net = run->network ? NULL : sandbox_netnotif_take(run->pid);
 	if (!paths && !other && !unsure && !net)
 		return NULL;
 	return note_text(run, net, paths, net_worded);
@@ -1762,8 +1764,22 @@ char *sandbox_run_seen_note(const struct sandbox_run *run)
 {
 	if (!run || run->profile == SANDBOX_OFF)
 		return NULL;
-	_cleanup_free_ char *net = run->network || run->net ? NULL : sandbox_netnotif_take(run->pid);
+	_cleanup_free_ char *net = run->network ? NULL : sandbox_netnotif_take(run->pid);
 	_cleanup_free_ char *seen = sandbox_kaudit_take_kept(run->pid);
+	if (!net && !seen)
+		return NULL;
+	return note_text(run, net, seen, false);
+}
+
+char *sandbox_run_seen_so_far(const struct sandbox_run *run, uint64_t *ret_seen)
+{
+	uint64_t n = 0, k = 0;
+	*ret_seen = 0;
+	if (!run || run->profile == SANDBOX_OFF)
+		return NULL;
+	_cleanup_free_ char *net = run->network ? NULL : sandbox_netnotif_peek(run->pid, &n);
+	_cleanup_free_ char *seen = sandbox_kaudit_peek(run->pid, &k);
+	*ret_seen = n + k;
 	if (!net && !seen)
 		return NULL;
 	return note_text(run, net, seen, false);

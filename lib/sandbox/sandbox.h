@@ -386,6 +386,8 @@ char *sandbox_kaudit_take(pid_t pid, bool wait);
 /* The same of what was already read, taken: for a call that did not fail,
  * with no system call (what is still on its way is not waited for). */
 char *sandbox_kaudit_take_kept(pid_t pid);
+/* The same, kept; *ret_seen: how many denials it counts. */
+char *sandbox_kaudit_peek(pid_t pid, uint64_t *ret_seen);
 /* Handles one record's text as if read (type AUDIT_LANDLOCK_ACCESS or
  * _DOMAIN, 1423 or 1424): for tests. */
 void sandbox_kaudit_feed(int type, const char *text, size_t len);
@@ -398,24 +400,33 @@ void sandbox_kaudit_write_stats(struct jgen *g);
  * (netnotif.c): the spawners' programs hand its socket(), connect(),
  * sendto() of the network to the daemon, which records them
  * for the call whose child (watched) the task descends from, and refuses
- * them. sandbox_netnotif_start(): 0, or a negative errno when the kernel
+ * them; those of a child with the network "proxy" hand its connect() and
+ * sendto(), recorded where they bypass the proxy and will fail, and left
+ * to the kernel. sandbox_netnotif_start(): 0, or a negative errno when the kernel
  * cannot (sandbox_netnotif_why() says why; spawners' programs are then
- * the plain ones). sandbox_netnotif_add(): watches a spawner's listener
- * (taken). sandbox_netnotif_watch(): a call's child, and the call's own
- * cgroup (a path, or NULL), by which its tasks are found. sandbox_netnotif_take(): "connect to 1.1.1.1:80 refused: this
- * tool has no network" for what a watched child's tasks tried (owned,
- * taken), or NULL.
+ * the plain ones). sandbox_netnotif_add(): watches a listener (taken) of
+ * the program prog (seccomp_spawner_prog()'s or seccomp_notes_prog()'s).
+ * sandbox_netnotif_watch(): a call's child, and the call's own
+ * cgroup (a path, or NULL), by which its tasks are found; proxy: its
+ * network is the proxy, in the namespace whose NETLINK_SOCK_DIAG socket
+ * is diag_fd (lent until sandbox_netnotif_forget(), or -1). sandbox_netnotif_take(): "connect to 1.1.1.1:80 refused: this
+ * tool has no network" (or "...: this tool reaches the network only
+ * through the daemon's proxy (...)") for what a watched child's tasks tried (owned,
+ * taken), or NULL. sandbox_netnotif_peek(): the same, not taken;
+ * *ret_seen counts the destinations named and attempts elsewhere, growing
+ * with each new one (not with a repeated one).
  */
 int sandbox_netnotif_start(struct tc_loop *loop);
 void sandbox_netnotif_stop(void);
 bool sandbox_netnotif_on(void);
 const char *sandbox_netnotif_why(void);
-int sandbox_netnotif_add(int listener);
+int sandbox_netnotif_add(int listener, const void *prog);
 /* Whether a listener more can be watched; counted when not. */
 bool sandbox_netnotif_room(void);
-void sandbox_netnotif_watch(pid_t pid, const char *cgroup);
+void sandbox_netnotif_watch(pid_t pid, const char *cgroup, bool proxy, int diag_fd);
 void sandbox_netnotif_forget(pid_t pid);
 char *sandbox_netnotif_take(pid_t pid);
+char *sandbox_netnotif_peek(pid_t pid, uint64_t *ret_seen);
 /* Appends "sandboxNetworkNotes": {on, why?, listeners, watched,
  * notifications, recorded, byCgroup, sockets, gone, unread, unmatched,
  * unwatched}. */
@@ -433,6 +444,12 @@ char *sandbox_run_denial_note(const struct sandbox_run *run, const char *err, si
  * a refusal (the network a child without it tried, Landlock's records
  * already read), never from its stderr; else NULL. No system call. */
 char *sandbox_run_seen_note(const struct sandbox_run *run);
+/* For a child still running (a background process): the line
+ * sandbox_run_seen_note() would give now, without taking what it names
+ * (the line at its end names it again); *ret_seen counts the refusals
+ * named, growing with each new one, not with one repeated. NULL when
+ * nothing was seen. No system call. */
+char *sandbox_run_seen_so_far(const struct sandbox_run *run, uint64_t *ret_seen);
 /* The canonical path of the directory a child starts in, cwd_fd or else
  * root (a workspace's), for its note to judge relative paths in
  * (sandbox_req.cwd); NULL when it cannot be told. */
@@ -538,7 +555,9 @@ bool sandbox_child_spawnable(const struct sandbox_child *c);
 const void *seccomp_spawner_prog(const void *prog);
 /* Whether a spawner's program hands calls to the daemon (netnotif.c). */
 bool seccomp_prog_notifies(const void *spawner_prog);
-/* The variant of the no-network program a child started without a
+/* Whether a program handing calls to the daemon is the network "proxy"'s. */
+bool seccomp_prog_proxied(const void *prog);
+/* The variant of the no-network or "proxy" program a child started without a
  * spawner loads with its own listener (sandbox_child.listen), or NULL. */
 const void *seccomp_notes_prog(const void *prog);
 /* Loads the program; *ret_listener: its seccomp notification listener,

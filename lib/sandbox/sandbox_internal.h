@@ -332,8 +332,11 @@ struct sandbox_netns {
 	int ns_fd;
 	int http_fd;
 	int socks_fd;
+	int diag_fd;		/* a NETLINK_SOCK_DIAG socket there (netnotif.c asks
+				 * it whether a port of its loopback is taken), or -1 */
 };
-#define SANDBOX_NETNS_NONE ((struct sandbox_netns){ .user_fd = -1, .ns_fd = -1, .http_fd = -1, .socks_fd = -1 })
+#define SANDBOX_NETNS_NONE \
+	((struct sandbox_netns){ .user_fd = -1, .ns_fd = -1, .http_fd = -1, .socks_fd = -1, .diag_fd = -1 })
 /* Takes a namespace ready (waiting for the pool's thread when none is). 0,
  * or a negative errno with *ret_msg (-EPERM: none can be made here). */
 int sandbox_netns_take(struct sandbox_netns *ret, uid_t uid, char **ret_msg);
@@ -351,6 +354,7 @@ struct sandbox_net;
 int sandbox_net_prepare(const struct sandbox_req *req, struct sandbox_net **ret, char **ret_msg);
 int sandbox_net_ns_fd(const struct sandbox_net *n);
 int sandbox_net_user_fd(const struct sandbox_net *n);
+int sandbox_net_diag_fd(const struct sandbox_net *n);
 const char *const *sandbox_net_env(const struct sandbox_net *n);
 void *sandbox_net_served(const struct sandbox_net *n);
 char *sandbox_net_note(const struct sandbox_net *n);

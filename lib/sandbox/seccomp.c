@@ -17,8 +17,8 @@
  * terminal. The other architectures of the machine (i386 on x86_64) are
  * killed, so no other system call table is a way around. No setuid or
  * setgid bit and no device node is made (add_mode_rules()). A spawner's
- * program without network hands the network's calls to the daemon
- * (add_notify_rules()).
+ * program without network, or with the network "proxy", hands the
+ * network's calls to the daemon (add_notify_rules()).
  */
 #include "lib/sandbox/sandbox_internal.h"
 
@@ -49,9 +49,9 @@ static struct sock_fprog *progs[3];
 static struct sock_fprog *spawner_progs[3];
 /* Which of spawner_progs hand calls to the daemon (add_notify_rules()). */
 static bool spawner_notifies[3];
-/* The no-network program of a child started without a spawner, handing
- * calls to the daemon (seccomp_notes_prog()). */
-static struct sock_fprog *notes_prog;
+/* The no-network and "proxy" programs of a child started without a
+ * spawner, handing calls to the daemon (seccomp_notes_prog()). */
+static struct sock_fprog *notes_prog, *notes_proxy_prog;
 
 void seccomp_cache_clear(void)
 {
@@ -68,10 +68,13 @@ void seccomp_cache_clear(void)
 		}
 		spawner_notifies[i] = false;
 	}
-	if (notes_prog) {
-		free(notes_prog->filter);
-		free(notes_prog);
-		notes_prog = NULL;
+	struct sock_fprog **notes[] = { &notes_prog, &notes_proxy_prog };
+	for (size_t i = 0; i < ELEMENTSOF(notes); i++) {
+		if (*notes[i]) {
+			free((*notes[i])->filter);
+			free(*notes[i]);
+			*notes[i] = NULL;
+		}
 	}
 }
 
@@ -190,13 +193,20 @@ static int add_setns_rules(scmp_filter_ctx ctx, bool spawner, const char **ret_w
  * meanwhile. Nor does a child started without a spawner, which loads
  * this program (seccomp_notes_prog()) last, then only sends its
  * listener (sendmsg), closes it and execs.
+ *
+ * With the network "proxy" (proxy), socket() stays the child's (its
+ * namespace confines it) and only connect() and sendto() go to the
+ * daemon, which lets the kernel carry them out and names those that
+ * bypass the proxy (netnotif.c): a round trip through the daemon per
+ * connection, none for a call that opens none.
  */
-static int add_notify_rules(scmp_filter_ctx ctx, const char **ret_what)
+static int add_notify_rules(scmp_filter_ctx ctx, bool proxy, const char **ret_what)
 {
 	int r;
 	*ret_what = "socket";
-	if ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET, 0))) < 0 ||
-	    (r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6, 0))) < 0)
+	if (!proxy &&
+	    ((r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET, 0))) < 0 ||
+	     (r = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_INET6, 0))) < 0))
 		return r;
 	/* Only an address length an AF_INET or AF_INET6 address has (16,
 	 * 24 or 28, in 16-31; or sockaddr_storage's 128): AF_UNIX ones
@@ -306,7 +316,7 @@ static int add_rules(scmp_filter_ctx ctx, int network, bool spawner, bool notify
 			if ((r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, &cmp)) < 0)
 				return r;
 		}
-		return notify ? add_notify_rules(ctx, ret_what) : 0;
+		return notify ? add_notify_rules(ctx, network == SANDBOX_NET_PROXY, ret_what) : 0;
 	}
 	static const struct {
 		enum scmp_compare op;
@@ -400,10 +410,11 @@ const void *seccomp_spawner_prog(const void *prog)
 		if (!prog || progs[i] != prog)
 			continue;
 		char *msg = NULL;
-		/* Without network, and with a daemon that answers: the calls
-		 * of the network go to it (add_notify_rules()). */
+		/* Without network or with the proxy's, and with a daemon
+		 * that answers: the calls of the network go to it
+		 * (add_notify_rules()). */
 		if (!spawner_progs[i]) {
-			bool notify = i == SANDBOX_NET_NONE && sandbox_netnotif_on();
+			bool notify = (i == SANDBOX_NET_NONE || i == SANDBOX_NET_PROXY) && sandbox_netnotif_on();
 			if (build(i, true, notify, &spawner_progs[i], &msg) < 0) {
 				free(msg);
 				return NULL;
@@ -424,20 +435,29 @@ bool seccomp_prog_notifies(const void *spawner_prog)
 }
 
 /* The variant of prog (seccomp_prog_get()'s) that a child started
- * without a spawner loads with its own listener: the no-network program
- * handing the network's calls to the daemon (add_notify_rules()). NULL
- * for other programs, when the daemon does not answer, or when it cannot
- * be built. */
+ * without a spawner loads with its own listener: the no-network or
+ * "proxy" program handing the network's calls to the daemon
+ * (add_notify_rules()). NULL for other programs, when the daemon does
+ * not answer, or when it cannot be built. */
 const void *seccomp_notes_prog(const void *prog)
 {
-	if (!prog || prog != progs[SANDBOX_NET_NONE] || !sandbox_netnotif_on())
+	int network = prog && prog == progs[SANDBOX_NET_NONE] ? SANDBOX_NET_NONE
+		      : prog && prog == progs[SANDBOX_NET_PROXY] ? SANDBOX_NET_PROXY
+								 : -1;
+	if (network < 0 || !sandbox_netnotif_on())
 		return NULL;
-	if (!notes_prog) {
+	struct sock_fprog **slot = network == SANDBOX_NET_PROXY ? &notes_proxy_prog : &notes_prog;
+	if (!*slot) {
 		char *msg = NULL;
-		if (build(SANDBOX_NET_NONE, false, true, &notes_prog, &msg) < 0) {
+		if (build(network, false, true, slot, &msg) < 0) {
 			free(msg);
 			return NULL;
 		}
 	}
-	return notes_prog;
+	return *slot;
+}
+
+bool seccomp_prog_proxied(const void *prog)
+{
+	return prog && (prog == notes_proxy_prog || prog == spawner_progs[SANDBOX_NET_PROXY]);
 }

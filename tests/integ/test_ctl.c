@@ -657,11 +657,22 @@ START_TEST(permission_denied_names_owner_and_group)
 	struct run r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
 	run_as = 0;
 	assert_run(&r, 3, NULL, NULL);
-	struct group *g = getgrgid(0);
-	_cleanup_free_ char *want = xasprintf("join group %s", g ? g->gr_name : "0");
+	/* Root's group: joining it is not advised. */
 	ck_assert_msg(strstr(r.err, "Permission denied") && strstr(r.err, "belongs to user root") &&
-		      strstr(r.err, want) && strstr(r.err, "or use -s") && strstr(r.err, "0660"), "%s", r.err);
+		      strstr(r.err, "lets no other user in") && !strstr(r.err, "join group") &&
+		      strstr(r.err, "or use -s") && strstr(r.err, "0660"), "%s", r.err);
 	run_free(&r);
+	/* A group of its own (here bin's): joining it is. */
+	struct group *g = getgrnam("bin");
+	if (g) {
+		ck_assert_int_eq(chown(fx.sock, 0, g->gr_gid), 0);
+		run_as = 65534;
+		r = run_ctl(&fx, NULL, NULL, ARGS("-s", fx.sock, "ping"));
+		run_as = 0;
+		assert_run(&r, 3, NULL, NULL);
+		ck_assert_msg(strstr(r.err, "join group bin") && strstr(r.err, "usermod -aG bin"), "%s", r.err);
+		run_free(&r);
+	}
 	fixture_stop(&fx);
 }
 END_TEST

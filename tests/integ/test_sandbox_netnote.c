@@ -7,7 +7,9 @@
  * name lookup's name server, a UDP sendto(), a thread's connect; none
  * for an AF_UNIX connect, and sendmsg() not handed over; a call that
  * connects 1000 times gets a bounded note while another client is
- * answered; tools with network "proxy" or true are not touched; a child
+ * answered; tools with network true are not touched, those with network
+ * "proxy" are told of a connect that bypasses the proxy; a background
+ * process is told while it runs and at its end; a child
  * started without a spawner (a plan's first, a terminal's) is named as
  * well, through a listener of its own; a daemon told the kernel cannot
  * (TOOLCALLD_NO_SECCOMP_NOTIFY) keeps the hedged note, said in the log
@@ -309,14 +311,26 @@ START_TEST(network_tools_untouched)
 }
 END_TEST
 
+/* Fails the case unless the call's note names what as refused past the
+ * proxy of a tool with the network "proxy". */
+#define assert_proxied(r, what)                                                                            \
+	tc_assert_text_has((r), "[sandbox] %s refused: this tool reaches the network only through the daemon's " \
+				"proxy (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY in its environment)", (what))
+
 /* network "proxy" (a root daemon: a namespace of loopback only): the
- * connect is the namespace's to refuse, never handed to the daemon. */
-START_TEST(proxy_tools_untouched)
+ * kernel of the namespace refuses a connect that bypasses the proxy, and
+ * the daemon, handed it, names it: an address of the network (no route:
+ * "Network is unreachable"), a port of the namespace's own loopback where
+ * nothing listens (NO_PROXY's 127.0.0.1: not the machine's loopback), by
+ * the first call (a child started directly) and later ones (through the
+ * spawner), also when the command handles it and exits 0; never the
+ * proxy itself, nor a server of the call's own on its loopback. */
+START_TEST(proxy_bypass_named)
 {
 	if (geteuid() != 0)
 		TC_SKIP("needs a root daemon (a network namespace per call)");
 	struct tcd d;
-	struct tcc *c = start(&d, "/bin/bash", ",\"sandbox\":{\"network\":\"proxy\"}");
+	struct tcc *c = start_warm(&d, "/bin/bash", ",\"sandbox\":{\"network\":\"proxy\"}", false);
 	if (!c)
 		return;
 	const struct json *r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
@@ -324,7 +338,154 @@ START_TEST(proxy_tools_untouched)
 		give_up(&d, c, "no network namespace here", tc_text(r));
 		return;
 	}
-	assert_connect_untouched(c, r);
+	tc_assert_text_has(r, "Connection refused");
+	assert_proxied(r, "connect to 127.0.0.1:9 (the sandbox's own loopback: nothing listens there)");
+	tc_assert_text_lacks(r, "this tool has no network");
+	tc_assert_text_lacks(r, "may have been");
+	for (int i = 0; i < 2; i++) {
+		r = tcc_shell(c, CONNECT_1111);
+		tc_assert_text_has(r, "Network is unreachable");
+		assert_proxied(r, "connect to 1.1.1.1:80");
+		tc_assert_text_has(r, "(profile");
+	}
+	ck_assert_int_ge(notes_stat(c, "recorded"), 3);
+	/* Handled, exit 0: named all the same. */
+	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/2606:4700:4700::1111/443' 2>/dev/null; echo rc=$?");
+	tc_assert_text_has(r, "rc=1");
+	ck_assert(!tj_bool(r, "result.isError"));
+	assert_proxied(r, "connect to [2606:4700:4700::1111]:443");
+	if (access("/usr/bin/python3", X_OK) == 0) {
+		r = tcc_shell(c, "python3 -c 'import socket; socket.create_connection((\"10.1.2.3\", 80), timeout=5)'");
+		assert_proxied(r, "connect to 10.1.2.3:80");
+		/* A server of its own on its loopback: reached, no note. */
+		r = tcc_shell(c, "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen()\n"
+				 "socket.create_connection(s.getsockname(), timeout=5); print(\"reached\")'");
+		tc_assert_text_has(r, "reached");
+		tc_assert_text_lacks(r, "[sandbox]");
+		/* A datagram to a port of its loopback: named where nothing
+		 * is bound, not where its own socket is. */
+		r = tcc_shell(c, "python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+				 "s.bind((\"127.0.0.1\", 0)); t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+				 "t.sendto(b\"x\", s.getsockname()); t.sendto(b\"x\", (\"127.0.0.1\", 9)); print(\"sent\")'");
+		tc_assert_text_has(r, "sent");
+		assert_proxied(r, "sending to 127.0.0.1:9 (the sandbox's own loopback: nothing listens there)");
+		tc_assert_text_lacks(r, "more attempt");
+	}
+	/* The proxy itself: no note. */
+	r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/3128' && echo proxied");
+	tc_assert_text_has(r, "proxied");
+	tc_assert_text_lacks(r, "[sandbox]");
+	/* The note is the call's own. */
+	tc_assert_text_lacks(tcc_shell(c, "exit 4"), "[sandbox]");
+	finish(&d, c);
+}
+END_TEST
+
+/* A daemon that is not root makes each proxy namespace in a user
+ * namespace of its own: a connect that bypasses the proxy is named the
+ * same, loopback included. */
+START_TEST(daemon_not_root_proxy_named)
+{
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) < 0 || access("/bin/bash", X_OK) < 0)
+		TC_SKIP("needs root, /usr/bin/setpriv and bash to start a daemon as uid 65534");
+	struct tcd d;
+	tcd_spawn_nobody(&d, &(struct tcd_opts){ .config = "{" AUTO ",\"sandbox\":{\"network\":\"proxy\"}}" });
+	if (tcd_wait_socket(&d, d.sock, 10000) != 0) {
+		char *log = tcd_log(&d);
+		tc_skip_note("a daemon of uid 65534 with the network proxy does not start here: %s", log);
+		free(log);
+		tcd_free(&d);
+		return;
+	}
+	struct tcc *c = tcc_connect(&d);
+	if (!tj_bool(tcc_request(c, "admin/stats", NULL), "result.sandboxNetworkNotes.on")) {
+		tcc_close(c);
+		tcd_free(&d);
+		TC_SKIP("the daemon does not see the network calls here");
+	}
+	for (int i = 0; i < 2; i++) {
+		const struct json *r = tcc_shell(c, "id -u; " CONNECT_1111);
+		tc_assert_text_has(r, "65534");
+		assert_proxied(r, "connect to 1.1.1.1:80");
+		r = tcc_shell(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'");
+		assert_proxied(r, "connect to 127.0.0.1:9 (the sandbox's own loopback: nothing listens there)");
+	}
+	finish(&d, c);
+}
+END_TEST
+
+/* A background process is told what the daemon saw the sandbox refuse it
+ * while it runs, in the answer to each session after the refusal (once
+ * to each, again when a new one is seen), and all of it in the answer
+ * that reports its end. */
+START_TEST(background_named_while_running)
+{
+	struct tcd d;
+	struct tcc *c = start(&d, "/bin/bash", "");
+	if (!c)
+		return;
+	const struct json *r = tcc_shell(c, CONNECT_1111);
+	if (!need_listener(&d, c))
+		return;
+	r = tcc_call(c, "shell", "{\"command\":\"bash -c 'exec 3<>/dev/tcp/1.1.1.1/80' 2>/dev/null; echo tried; read x; "
+				 "bash -c 'exec 3<>/dev/tcp/1.0.0.1/80' 2>/dev/null; echo again; sleep 60\","
+				 "\"background\":true,\"until\":\"tried\",\"yield_ms\":20000}");
+	const char *id = tj_str(r, "result.structuredContent.process_id");
+	ck_assert_msg(id, "%s", tc_text(r));
+	char *pid = xstrdup(id);
+	ck_assert(tj_bool(r, "result.structuredContent.running"));
+	tc_assert_text_has(r, "is running");
+	assert_named(r, "connect to 1.1.1.1:80");
+	tc_assert_text_lacks(r, "1.0.0.1");
+	/* Told once to this session: the next answer is quiet. */
+	r = tcc_call(c, "process_io", tcc_fmt(c, "{\"process_id\":\"%s\",\"wait_ms\":0}", pid));
+	tc_assert_text_has(r, "is running");
+	tc_assert_text_lacks(r, "[sandbox]");
+	/* Another session's first answer names it. */
+	struct tcc *c2 = tcc_connect(&d);
+	r = tcc_call(c2, "process_io", tcc_fmt(c2, "{\"process_id\":\"%s\",\"wait_ms\":0}", pid));
+	tc_assert_text_has(r, "is running");
+	assert_named(r, "connect to 1.1.1.1:80");
+	/* A new refusal: named again, with the first. */
+	r = tcc_call(c, "process_io", tcc_fmt(c, "{\"process_id\":\"%s\",\"input\":\"go\\n\",\"until\":\"again\","
+					      "\"wait_ms\":20000}", pid));
+	tc_assert_text_has(r, "is running");
+	assert_named(r, "connect to 1.1.1.1:80, connect to 1.0.0.1:80");
+	/* Its end names all it was refused. */
+	r = tcc_call(c, "process_kill", tcc_fmt(c, "{\"process_id\":\"%s\"}", pid));
+	tc_assert_text_has(r, "ended");
+	assert_named(r, "connect to 1.1.1.1:80, connect to 1.0.0.1:80");
+	r = tcc_call(c2, "process_io", tcc_fmt(c2, "{\"process_id\":\"%s\",\"wait_ms\":0}", pid));
+	assert_named(r, "connect to 1.1.1.1:80, connect to 1.0.0.1:80");
+	free(pid);
+	tcc_close(c2);
+	finish(&d, c);
+}
+END_TEST
+
+/* A background command that failed: its note judges as much of its
+ * output as a shell call's text keeps (not only the last few KiB), as
+ * the same command in the foreground. */
+#define WRITE_FAR "touch /usr/bgnote_probe; seq 1 3000; exit 1"
+
+START_TEST(background_failure_named_past_its_tail)
+{
+	struct tcd d;
+	tcd_start(&d, "{" AUTO "}");
+	struct tcc *c = tcc_connect(&d);
+	const char *want = "[sandbox] The sandbox refused writing /usr/bgnote_probe (read-only in the sandbox";
+	const struct json *r = tcc_shell(c, WRITE_FAR);
+	if (!strstr(tc_text(r), "Read-only file system")) {
+		give_up(&d, c, "/usr is not made read-only here", tc_text(r));
+		return;
+	}
+	/* (The text is long: its end is what a failure shows.) */
+	const char *t = tc_text(r);
+	ck_assert_msg(strstr(t, want), "%s", t + (strlen(t) > 1500 ? strlen(t) - 1500 : 0));
+	r = tcc_call(c, "shell", "{\"command\":\"" WRITE_FAR "\",\"background\":true,\"yield_ms\":20000}");
+	t = tc_text(r);
+	ck_assert_msg(strstr(t, "ended: exit code 1") && strstr(t, want), "%s",
+		      t + (strlen(t) > 1500 ? strlen(t) - 1500 : 0));
 	finish(&d, c);
 }
 END_TEST
@@ -546,7 +707,10 @@ int main(void)
 	tcase_add_test(tc, daemon_not_root_named);
 	tcase_add_test(tc, connect_flood_bounded);
 	tcase_add_test(tc, network_tools_untouched);
-	tcase_add_test(tc, proxy_tools_untouched);
+	tcase_add_test(tc, proxy_bypass_named);
+	tcase_add_test(tc, daemon_not_root_proxy_named);
+	tcase_add_test(tc, background_named_while_running);
+	tcase_add_test(tc, background_failure_named_past_its_tail);
 	tcase_add_test(tc, after_the_call_not_misplaced);
 	tcase_add_test(tc, without_notification_said);
 	tcase_add_test(tc, listener_closed_with_its_filter);

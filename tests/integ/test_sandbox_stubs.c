@@ -331,6 +331,13 @@ START_TEST(no_repository_made_where_there_is_none)
 	assert_no_repo_made(&d, c);
 	calls_to_keep(c);
 	assert_no_repo_made(&d, c);
+	/* Nor can the file tools, which run outside the sandbox. */
+	tc_assert_kind(tcc_call(c, "make_dir", "{\"path\":\".git/objects\"}"), "permission_denied");
+	tc_assert_kind(tcc_call(c, "write_file", "{\"path\":\".git/HEAD\",\"content\":\"ref: refs/heads/main\\n\"}"),
+		       "permission_denied");
+	tc_assert_kind(tcc_call(c, "write_file", "{\"path\":\".git/refs/heads/main\",\"content\":\"x\",\"create_dirs\":true}"),
+		       "permission_denied");
+	assert_no_repo_made(&d, c);
 	/* Work goes on beside it. */
 	tc_assert_ok(tcc_shell(c, "mkdir -p src && echo x > src/a && cat src/a"));
 	if (system("command -v git >/dev/null 2>&1") == 0) {
@@ -354,9 +361,10 @@ START_TEST(kept_plan_follows_repositories)
 	struct tcc *c = tcc_connect(&d);
 	calls_to_keep(c);
 	/* A repository appears (git init of the workspace, in the place
-	 * the sandbox held). */
+	 * the sandbox held): the file tools write in it again. */
 	run("echo 'ref: refs/heads/main' > '%s/.git/HEAD'", d.ws);
 	assert_repo_held(&d, c, ".");
+	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\".git/description\",\"content\":\"mine\\n\"}"));
 	char *hooks = tcd_ws_path(&d, ".git/hooks");
 	struct stat st;
 	ck_assert_msg(lstat(hooks, &st) == 0 && S_ISDIR(st.st_mode), "no stub held .git/hooks");

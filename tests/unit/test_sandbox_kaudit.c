@@ -39,7 +39,13 @@ START_TEST(refusals_of_a_pid)
 	feed(ACCESS, "audit(1.1:10): domain=3 blockers=scope.abstract_unix_socket path=006B61");
 	feed(DOMAIN, "audit(1.1:10): domain=3 status=allocated pid=4444");
 
-	char *s = sandbox_kaudit_take(4242, false);
+	/* Looked at while the child runs: kept, and counted. */
+	uint64_t seen = 0;
+	char *s = sandbox_kaudit_peek(4242, &seen);
+	ck_assert_msg(s && strstr(s, "writing /dev/tty"), "%s", s ? s : "(none)");
+	ck_assert_int_eq(seen, 3);
+	free(s);
+	s = sandbox_kaudit_take(4242, false);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_msg(strstr(s, "writing /dev/tty") && strstr(s, "signalling process 1367 (toolcalld), outside the sandbox") &&
 		      strstr(s, "creating a file in /home/u/.ssh"), "%s", s);
@@ -47,6 +53,8 @@ START_TEST(refusals_of_a_pid)
 	free(s);
 	/* Taken once. */
 	ck_assert_ptr_null(sandbox_kaudit_take(4242, false));
+	ck_assert_ptr_null(sandbox_kaudit_peek(4242, &seen));
+	ck_assert_int_eq(seen, 0);
 	s = sandbox_kaudit_take(4343, false);
 	ck_assert_str_eq(s, "reading /etc/x");
 	free(s);

@@ -132,7 +132,7 @@ START_TEST(attempt_named_and_taken_once)
 	NEED_NOTES();
 	pid_t self = getpid();
 	assert_take(self, NULL);
-	sandbox_netnotif_watch(self, NULL);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	assert_take(self, NULL);
 	netnotif_record(self, "connect to 1.1.1.1:80");
 	assert_take(self, "connect to 1.1.1.1:80" REFUSED);
@@ -144,12 +144,56 @@ START_TEST(attempt_named_and_taken_once)
 }
 END_TEST
 
+/* A running call's note is looked at without taking it: the count grows
+ * with each destination named or attempt elsewhere, not with a repeated
+ * attempt; a call with the network "proxy" is told its network is the
+ * proxy's. */
+START_TEST(peeked_and_proxied)
+{
+	NEED_NOTES();
+	pid_t self = getpid();
+	uint64_t seen = 7;
+	ck_assert_ptr_null(sandbox_netnotif_peek(self, &seen));
+	ck_assert_int_eq(seen, 0);
+	sandbox_netnotif_watch(self, NULL, true, -1);
+	netnotif_record(self, "connect to 1.1.1.1:80");
+	const char *want = "connect to 1.1.1.1:80 refused: this tool reaches the network only through the daemon's "
+			   "proxy (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY in its environment)";
+	for (int i = 0; i < 2; i++) {
+		char *got = sandbox_netnotif_peek(self, &seen);
+		ck_assert_str_eq(got, want);
+		ck_assert_int_eq(seen, 1);
+		free(got);
+	}
+	netnotif_record(self, "connect to 1.1.1.1:80");
+	free(sandbox_netnotif_peek(self, &seen));
+	ck_assert_int_eq(seen, 1);
+	for (int i = 0; i < 5; i++) {
+		char what[64];
+		snprintf(what, sizeof(what), "connect to 10.0.0.%d:80", i);
+		netnotif_record(self, what);
+	}
+	free(sandbox_netnotif_peek(self, &seen));
+	ck_assert_int_eq(seen, 6);	/* four named, two elsewhere */
+	char *got = sandbox_netnotif_take(self);
+	ck_assert_msg(got && strstr(got, "and 2 more attempts elsewhere (7 attempts in all) refused: this tool "
+					 "reaches the network only through the daemon's proxy"), "%s", got);
+	free(got);
+	ck_assert_ptr_null(sandbox_netnotif_peek(self, &seen));
+	ck_assert_int_eq(seen, 0);
+	/* Watched again without the proxy: the plain words. */
+	sandbox_netnotif_watch(self, NULL, false, -1);
+	netnotif_record(self, "connect to 1.1.1.1:80");
+	assert_take(self, "connect to 1.1.1.1:80" REFUSED);
+}
+END_TEST
+
 /* A destination tried again is named once, the attempts counted. */
 START_TEST(same_destination_named_once)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	for (int i = 0; i < 3; i++)
 		netnotif_record(self, "connect to 1.1.1.1:80");
 	assert_take(self, "connect to 1.1.1.1:80 (3 attempts in all)" REFUSED);
@@ -162,7 +206,7 @@ START_TEST(four_named_the_rest_counted)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	char what[64];
 	for (int i = 1; i <= 5; i++) {
 		snprintf(what, sizeof(what), "connect to 10.0.0.%d:80", i);
@@ -197,7 +241,7 @@ START_TEST(sockets_without_destination)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	netnotif_record_socket(self);
 	assert_take(self, "opening a network socket" REFUSED);
 	assert_take(self, NULL);
@@ -219,7 +263,7 @@ START_TEST(descendants_are_the_call)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	pid_t child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
@@ -251,10 +295,10 @@ START_TEST(watched_again_afresh)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, "/sys/fs/cgroup/toolcalld/tc-1-1");
+	sandbox_netnotif_watch(self, "/sys/fs/cgroup/toolcalld/tc-1-1", false, -1);
 	netnotif_record(self, "connect to 1.1.1.1:80");
 	netnotif_record_socket(self);
-	sandbox_netnotif_watch(self, NULL);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	assert_take(self, NULL);
 	assert_stat("watched", 1);
 }
@@ -266,14 +310,14 @@ START_TEST(calls_table_bounded)
 {
 	NEED_NOTES();
 	pid_t self = getpid();
-	sandbox_netnotif_watch(self, NULL);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	for (pid_t i = 1; i < 256; i++)
-		sandbox_netnotif_watch(NO_TASK - i, NULL);
+		sandbox_netnotif_watch(NO_TASK - i, NULL, false, -1);
 	assert_stat("watched", 256);
 	assert_stat("unwatched", 0);
-	sandbox_netnotif_watch(self, NULL);
+	sandbox_netnotif_watch(self, NULL, false, -1);
 	assert_stat("unwatched", 0);
-	sandbox_netnotif_watch(NO_TASK, NULL);
+	sandbox_netnotif_watch(NO_TASK, NULL, false, -1);
 	assert_stat("watched", 256);
 	assert_stat("unwatched", 1);
 	/* the one not watched has nothing, the others go on */
@@ -282,7 +326,7 @@ START_TEST(calls_table_bounded)
 	assert_take(self, "connect to 1.1.1.1:80" REFUSED);
 	/* a slot freed is taken */
 	sandbox_netnotif_forget(NO_TASK - 1);
-	sandbox_netnotif_watch(NO_TASK, NULL);
+	sandbox_netnotif_watch(NO_TASK, NULL, false, -1);
 	assert_stat("watched", 256);
 	assert_stat("unwatched", 1);
 }
@@ -298,13 +342,13 @@ START_TEST(listeners_table_bounded)
 	while (added < 1000 && sandbox_netnotif_room()) {
 		int fd = eventfd(0, EFD_CLOEXEC);
 		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(sandbox_netnotif_add(fd), 0);
+		ck_assert_int_eq(sandbox_netnotif_add(fd, NULL), 0);
 		added++;
 	}
 	ck_assert_int_eq(added, 288);
 	ck_assert(!sandbox_netnotif_room());	/* refused twice now */
 	int fd = eventfd(0, EFD_CLOEXEC);
-	ck_assert_int_eq(sandbox_netnotif_add(fd), -EBUSY);	/* closed */
+	ck_assert_int_eq(sandbox_netnotif_add(fd, NULL), -EBUSY);	/* closed */
 	assert_stat("listeners", 288);
 	assert_stat("listenersFull", 2);
 }
@@ -322,6 +366,7 @@ int main(void)
 	tcase_add_test(tc, sockets_without_destination);
 	tcase_add_test(tc, descendants_are_the_call);
 	tcase_add_test(tc, watched_again_afresh);
+	tcase_add_test(tc, peeked_and_proxied);
 	tcase_add_test(tc, calls_table_bounded);
 	tcase_add_test(tc, listeners_table_bounded);
 	suite_add_tcase(s, tc);
