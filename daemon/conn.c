@@ -190,7 +190,8 @@ void pending_release(struct pending *p)
 }
 
 /* Ends a pending request: its id and its place on the connection are let
- * go, its batch goes with its last member; its memory with its last holder. */
+ * go, its batch goes with its last member (written then, whether that
+ * member was answered or dropped); its memory with its last holder. */
 static void pending_free(struct pending *p)
 {
 	if (p->tracked) {
@@ -203,8 +204,13 @@ static void pending_free(struct pending *p)
 	list_remove(&p->node);
 	if (p->upper_free)
 		p->upper_free(p->upper);
-	if (p->batch && --p->batch->remaining == 0)
+	if (p->batch && --p->batch->remaining == 0) {
+		/* A member cancelled after its siblings were answered is known
+		 * too: it has no answer, the array is written without it. */
+		if (!p->conn->dead)
+			conn_batch_write(p->conn, p->batch);
 		conn_batch_free(p->conn, p->batch);
+	}
 	p->batch = NULL;
 	p->answered = true;
 	p->conn->conns->n_pendings--;
@@ -548,8 +554,8 @@ static void write_dropped_data(struct buf *out, const struct answer_call *call, 
 }
 
 /* Files a batch member's answer, taking the text in b (the answer of
- * call, or NULL: not a call's); the batch is written when its last answer
- * arrives (the one whose pending_free() would drop remaining to zero). */
+ * call, or NULL: not a call's); the batch is written when its last member
+ * ends (pending_free() drops remaining to zero). */
 static void batch_answer(struct pending *p, struct buf *b, const struct answer_call *call)
 {
 	struct batch *bt = p->batch;
@@ -594,8 +600,6 @@ static void batch_answer(struct pending *p, struct buf *b, const struct answer_c
 		conn_account(p->conn);
 	bt->lens[p->index] = n;
 	bt->slots[p->index] = text;
-	if (bt->remaining == 1 && !p->conn->dead)
-		conn_batch_write(p->conn, bt);
 	pending_free(p);
 }
 

@@ -48,11 +48,11 @@
 
 #define LIST_PAGE 200
 
+/* What server/discover lists is what initialize echoes: one list. */
 const char *const methods_versions[] = {
-	METHODS_LATEST_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
+	"2026-07-28", METHODS_LATEST_VERSION, "2025-06-18", "2025-03-26", "2024-11-05",
 };
 const size_t methods_n_versions = ELEMENTSOF(methods_versions);
-#define DISCOVERY_VERSION "2026-07-28"
 
 void methods_invalid_params(struct pending *p, const char *fmt, ...)
 {
@@ -94,7 +94,6 @@ static void m_discover(struct conn *c, const struct jrpc_req *req, struct pendin
 	jgen_kv_str(g, "resultType", "complete");
 	jgen_key(g, "supportedVersions");
 	jgen_arr_open(g);
-	jgen_str(g, DISCOVERY_VERSION);
 	for (size_t i = 0; i < methods_n_versions; i++)
 		jgen_str(g, methods_versions[i]);
 	jgen_arr_close(g);

@@ -33,7 +33,9 @@ extern const struct method admin_methods[];
 extern const struct method task_methods[];	/* methods_tasks.c */
 extern const struct method process_methods[];
 
-/* The MCP versions answered, the latest first. */
+/* The MCP versions answered, the newest first (server/discover lists them,
+ * initialize echoes any of them); initialize asking for none or another
+ * gets METHODS_LATEST_VERSION, the newest with the initialize handshake. */
 #define METHODS_LATEST_VERSION "2025-11-25"
 extern const char *const methods_versions[];
 extern const size_t methods_n_versions;

@@ -201,6 +201,81 @@ static void warn_log(const char *msg)
 	log_warning("%s", msg);
 }
 
+/* Says what the daemons that died without cleaning up left and this one
+ * removed (sandbox_reap_dead()): one line of counts, one per process killed. */
+static void log_reaped(const struct sandbox_reaped *r)
+{
+	if (!r->killed && !r->cgroups && !r->cgroups_left && !r->tmp_dirs && !r->tmp_left)
+		return;
+	log_warning("reaped what daemons that died left: %u processes killed, %u call cgroups removed%s, "
+		    "%u directories of TMPDIRs removed%s",
+		    r->killed, r->cgroups, r->cgroups_left ? " (some could not be)" : "", r->tmp_dirs,
+		    r->tmp_left ? " (some not whole)" : "");
+	for (unsigned i = 0; i < r->n_procs; i++)
+		log_warning("reaped process %d (uid %u) left by the dead daemon %d: %s", (int)r->procs[i].pid,
+			    (unsigned)r->procs[i].uid, (int)r->procs[i].daemon, r->procs[i].command);
+	if (r->killed > r->n_procs)
+		log_warning("reaped %u more processes, not named", r->killed - r->n_procs);
+}
+
+/* The audit line ("process.reaped") of a process killed because its
+ * daemon had died, into b. */
+static void reaped_line(const struct sandbox_reaped_proc *p, struct buf *b)
+{
+	struct jgen *g = jgen_new(b);
+	char tbuf[32];
+	format_time(wall_ms(), tbuf);
+	jgen_obj_open(g);
+	jgen_kv_str(g, "time", tbuf);
+	jgen_kv_str(g, "event", "process.reaped");
+	jgen_kv_int(g, "uid", (int64_t)p->uid);
+	jgen_kv_int(g, "pid", (int64_t)p->pid);
+	jgen_kv_int(g, "daemonPid", (int64_t)p->daemon);
+	jgen_kv_str(g, "command", p->command);
+	jgen_kv_str(g, "outcome", "killed: its daemon had died without ending it");
+	jgen_obj_close(g);
+	jgen_free(g);
+}
+
+/* An audit line per process killed at the start. */
+static void audit_reaped(struct audit *a, const struct sandbox_reaped *r)
+{
+	for (unsigned i = 0; a && i < r->n_procs; i++) {
+		struct buf b = {0};
+		reaped_line(&r->procs[i], &b);
+		audit_record(a, buf_head(&b), buf_size(&b));
+		buf_free(&b);
+	}
+}
+
+/* The audit log's path, for the watchdog: the daemon and its queue gone,
+ * it appends its lines itself (the path does not change on reload). */
+static const char *watchdog_audit_path;
+
+/* What the watchdog reports once the daemon has died: the log lines, and
+ * an audit line per process. */
+static void watchdog_report(const struct sandbox_reaped *r)
+{
+	log_reaped(r);
+	if (!watchdog_audit_path || !r->n_procs)
+		return;
+	_cleanup_close_ int fd = open(watchdog_audit_path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		log_warning("audit log %s: %s: the processes reaped are in this log only", watchdog_audit_path,
+			    strerror(errno));
+		return;
+	}
+	struct buf b = {0};
+	for (unsigned i = 0; i < r->n_procs; i++) {
+		reaped_line(&r->procs[i], &b);
+		buf_putc(&b, '\n');
+	}
+	if (write(fd, buf_head(&b), buf_size(&b)) != (ssize_t)buf_size(&b) || fdatasync(fd) < 0)
+		log_warning("audit log %s: %s: the processes reaped are in this log only", watchdog_audit_path,
+			    strerror(errno));
+	buf_free(&b);
+}
+
 int server_init(struct server *s, char **ret_err)
 {
 	s->listen_fd = -1;
@@ -245,6 +320,21 @@ int server_init(struct server *s, char **ret_err)
 	/* Before any child: also makes the daemon child subreaper. */
 	_cleanup_free_ char *line = sandbox_features_line(sandbox_probe(s->cfg.sandbox.cgroup_dir));
 	log_info("%s", line);
+	/* What a daemon that died left (its calls' processes, cgroups,
+	 * TMPDIRs): gone before this one starts a child. */
+	_cleanup_free_ struct sandbox_reaped *reaped = xmalloc(sizeof(*reaped));
+	sandbox_reap_dead(reaped);
+	log_reaped(reaped);
+	/* And what this one leaves if it dies so: reaped at once by a
+	 * watchdog, a process of its own (before any thread). */
+	pid_t watchdog;
+	watchdog_audit_path = s->cfg.audit_log;
+	r = sandbox_watchdog_start(watchdog_report, &watchdog);
+	if (r < 0)
+		log_info("crash watchdog: none (%s): what a crash of this daemon leaves running is killed at its next "
+			 "start", strerror(-r));
+	else
+		log_info("crash watchdog: pid %d", (int)watchdog);
 	if (sandbox_kaudit_start(s->loop, sandbox_probe(NULL)->landlock_abi) == 0)
 		log_info("sandbox notes: from the kernel's audit records of Landlock's refusals");
 	else
@@ -289,6 +379,7 @@ int server_init(struct server *s, char **ret_err)
 		}
 		dispatch_set_audit(s->dispatcher, s->audit);
 		process_table_set_audit(s->env.processes, s->audit);
+		audit_reaped(s->audit, reaped);
 	}
 
 	r = server_listen(s, ret_err);

@@ -7,10 +7,15 @@
 #ifndef TC_CHILD_INTERNAL_H
 #define TC_CHILD_INTERNAL_H
 
+#include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "proto/base/buf.h"
 
@@ -71,6 +76,28 @@ struct spawner_call {
 	struct sandbox_child *sandbox;
 };
 #define SPAWNER_NONE 1
+
+/*
+ * The last step of a child before its exec: it dies (SIGKILL) with the
+ * daemon, its parent, however the daemon ends (PR_SET_PDEATHSIG). Set
+ * after its ids and capabilities changed, which clear it (an exec changes
+ * neither: no_new_privs or the locked securebits keep setuid bits and
+ * file capabilities from acting); the signal comes when the parent
+ * *thread* ends, and every child is started from the daemon's main
+ * thread. -ESRCH when the daemon is gone already. Descendants do not
+ * inherit it: the call's cgroup (or, without one, the next daemon's
+ * start, sandbox_reap_dead()) takes them. System calls only.
+ */
+__attribute__((no_sanitize("address"))) static inline int child_die_with_parent(pid_t parent)
+{
+	if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(SYS_getppid) != parent) {
+		errno = ESRCH;
+		return -ESRCH;
+	}
+	return 0;
+}
 int spawner_spawn(const struct spawner_call *call, pid_t *ret_pid);
 
 #endif

@@ -594,6 +594,7 @@ struct spawn_args {
 	bool new_session;		/* child_opts.tty: setsid, in_fd the controlling terminal */
 	int report_fd;			/* or -1: see spawn_report */
 	int exec_fd;			/* child_opts.exec_fd */
+	pid_t parent;			/* the daemon's pid */
 	int err;			/* set by the child when it cannot exec */
 };
 
@@ -743,6 +744,8 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg)
 	/* A child without a sandbox plan holds no capability either. */
 	if (!a->sandbox && ((a->cap_last >= 0 && sandbox_caps_bound(a->bounding_top) < 0) || sandbox_caps_clear() < 0))
 		goto fail;
+	if (child_die_with_parent(a->parent) < 0)
+		goto fail;
 	/* Every fd of ours is close-on-exec already; this also covers fds
 	 * that libraries may have opened without the flag. */
 	close_from_3(a->report_fd, a->exec_fd > 2 ? a->exec_fd : -1);
@@ -824,7 +827,7 @@ static int spawn(const char *path, const struct child_opts *o, int in_r, int out
 		.in_fd = in_r, .out_fd = out_w, .err_fd = err_w, .reset = signals_to_reset(),
 		.fd_soft = child_fd_soft, .sandbox = sandbox_run_child(o->sandbox), .report_fd = -1,
 		.cap_last = sandbox_cap_last(),
-		.new_session = o->tty, .exec_fd = o->exec_fd,
+		.new_session = o->tty, .exec_fd = o->exec_fd, .parent = getpid(),
 	};
 	a.bounding_top = a.cap_last >= 0 ? bounding_set_top(a.cap_last) : -1;
 	_cleanup_close_ int report_r = -1, report_w = -1;

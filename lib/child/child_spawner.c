@@ -164,6 +164,8 @@ struct spawned_args {
  * call gives none. */
 static struct spawner_rlimit spawner_rl[RLIM_NLIMITS];
 static int spawner_null = -1;
+/* The daemon, its children's parent (CLONE_PARENT). */
+static pid_t spawner_daemon;
 
 /* The spawner's child until exec: raw system calls only, on the spawner's
  * stack and memory (CLONE_VM), with a copy of its fd table, signals
@@ -192,6 +194,10 @@ __attribute__((no_sanitize("address"))) static int spawned_child(void *arg)
 		goto fail;
 	if (sandbox_child_apply_spawned(&a->c, a->cwd, a->fd[F_CWD]) < 0)
 		goto fail;
+	if (child_die_with_parent(spawner_daemon) < 0) {
+		a->c.failed = "dying with the daemon (PR_SET_PDEATHSIG)";
+		goto fail;
+	}
 	(void)syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none));
 	if (a->fd[F_EXEC] >= 0) {
 		/* The checked program (child_opts.exec_fd): a script's
@@ -397,6 +403,7 @@ __attribute__((noreturn)) static void spawner_main(int sock, pid_t daemon, int c
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != daemon)
 		syscall(SYS_exit_group, 1);
 	(void)prctl(PR_SET_NAME, "toolcalld-spawn");
+	spawner_daemon = daemon;
 	/* Every signal at its default (the kernel's struct sigaction, all
 	 * zero: SIG_DFL), blocked (since the fork) until the child's exec. */
 	const uint64_t dfl[4] = {0};

@@ -46,8 +46,8 @@ static bool in_call_cgroup(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
 	if (read_small(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
 		return false;
-	char mark[32];
-	snprintf(mark, sizeof(mark), "/tc-%d-", (int)getpid());
+	char mark[64];
+	snprintf(mark, sizeof(mark), "/tc-%d-%" PRIu64 "-", (int)getpid(), sandbox_self_start());
 	return strstr(buf, mark) != NULL;
 }
 

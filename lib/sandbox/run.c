@@ -306,7 +306,9 @@ static bool cg_limit(struct sandbox_run *run, const char *file, int64_t *has, in
 }
 
 /* Makes the call's cgroup (or takes a kept one), with memory.max and
- * pids.max where the controllers are on. */
+ * pids.max where the controllers are on. It is named "tc-PID-START-N" by
+ * the daemon's pid and start time: a daemon that finds it after this one
+ * died without removing it knows it is no live daemon's (reap.c). */
 static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f, char **ret_msg)
 {
 	bool kept = n_cg_kept > 0;
@@ -320,14 +322,16 @@ static int cgroup_make(struct sandbox_run *run, const struct sandbox_features *f
 		run->cg_memory_max = k->memory_max;
 		run->cg_pids_max = k->pids_max;
 	} else {
-		run->cgroup = xasprintf("%s/tc-%d-%" PRIu64, f->cgroup_dir, (int)getpid(), ++seq);
+		run->cgroup = xasprintf("%s/tc-%d-%" PRIu64 "-%" PRIu64, f->cgroup_dir, (int)getpid(),
+					sandbox_self_start(), ++seq);
 		run->cg_memory_max = run->cg_pids_max = -1;
 		/* One left by an earlier daemon of the same pid, in a shared
 		 * directory: the next name. */
 		int made;
 		for (int i = 0; (made = mkdir(run->cgroup, 0755)) < 0 && errno == EEXIST && i < 16; i++) {
 			free(run->cgroup);
-			run->cgroup = xasprintf("%s/tc-%d-%" PRIu64, f->cgroup_dir, (int)getpid(), ++seq);
+			run->cgroup = xasprintf("%s/tc-%d-%" PRIu64 "-%" PRIu64, f->cgroup_dir, (int)getpid(),
+					sandbox_self_start(), ++seq);
 		}
 		if (made < 0) {
 			int e = -errno;

@@ -103,6 +103,44 @@ const struct sandbox_features *sandbox_probe(const char *cgroup_dir);
  */
 void sandbox_cgroup_fake(bool on);
 bool sandbox_cgroup_is_fake(void);
+/*
+ * What daemons that died without cleaning up (SIGKILL, a crash) left, as
+ * sandbox_reap_dead() found and removed it at this daemon's start: their
+ * calls' cgroups, the processes still in them or still in their
+ * TMPDIRs (killed), their directories of TMPDIRs. A live daemon's (another
+ * instance) is never touched. Call it after sandbox_probe() and before
+ * any child is started.
+ */
+#define SANDBOX_REAPED_NAMED 32
+struct sandbox_reaped_proc {
+	pid_t pid;
+	uid_t uid;
+	pid_t daemon;			/* the dead daemon's pid */
+	char command[160];		/* its command line, cut */
+};
+struct sandbox_reaped {
+	unsigned killed;		/* processes killed */
+	unsigned cgroups;		/* cgroups removed */
+	unsigned cgroups_left;		/* that could not be emptied or removed */
+	unsigned tmp_dirs;		/* directories of TMPDIRs removed */
+	unsigned tmp_left;		/* that could not be removed whole */
+	unsigned n_procs;		/* the first of the killed, described */
+	struct sandbox_reaped_proc procs[SANDBOX_REAPED_NAMED];
+};
+void sandbox_reap_dead(struct sandbox_reaped *ret);
+/*
+ * Starts the daemon's watchdog (*ret_pid): a process outside the daemon's
+ * tree that, once the daemon has ended however it did, does what
+ * sandbox_reap_dead() does and hands it to report (in the watchdog: it
+ * may only log), then exits. Call it after sandbox_reap_dead(), before
+ * any thread. A negative errno where it cannot be (no pidfd_open, Linux
+ * 5.3; a daemon that is a pid namespace's init cannot clone a sibling).
+ */
+int sandbox_watchdog_start(void (*report)(const struct sandbox_reaped *r), pid_t *ret_pid);
+/* The daemon's start time (clock ticks after boot), which its cgroups'
+ * names carry. */
+uint64_t sandbox_self_start(void);
+
 /* "sandbox: landlock ABI 7, seccomp, no_new_privs, cgroup v2 delegated: no, ..." */
 char *sandbox_features_line(const struct sandbox_features *f);
 

@@ -168,6 +168,11 @@ void tmp_call_rm(const char *path);
  * is left in it. */
 bool tmp_empty_dir(int fd);
 void tmp_base_remove(void);
+/* Where the directory of TMPDIRs is made ($TMPDIR, /var/tmp for root, /tmp). */
+const char *tmp_base_parent(void);
+/* Removes name in parent with all it holds, following no link, looking
+ * at no more than max_entries entries. */
+void tmp_rm_tree(int parent, const char *name, long max_entries);
 /* The directory of all TMPDIRs (canonical), or NULL before the first. */
 const char *tmp_base_path(void);
 /* Whether the daemon has a mount namespace of its own (its mounts are
@@ -301,6 +306,8 @@ int sandbox_userns_map(const char *uid_map, const char *gid_map);
  * and cgroupfs answer, at most size - 1 bytes, into buf, NUL-terminated
  * (probe.c). Returns the bytes read, or a negative errno. */
 ssize_t read_small(int dir_fd, const char *path, char *buf, size_t size);
+/* A process's start time (clock ticks after boot, /proc/PID/stat), or 0. */
+uint64_t proc_start_ticks(pid_t pid);
 /* Forgets the probe (probe.c; sandbox_shutdown()). */
 void probe_forget(void);
 

@@ -89,8 +89,15 @@ bool tmp_empty_dir(int fd)
 	return false;
 }
 
+/* Entries rm_tree_at() may still remove, or -1: no bound. */
+static long rm_left = -1;
+
 static void rm_tree_at(int parent, const char *name, unsigned depth)
 {
+	if (rm_left == 0)
+		return;
+	if (rm_left > 0)
+		rm_left--;
 	if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
 		return;
 	if (errno == ENOTDIR) {
@@ -119,7 +126,7 @@ static void rm_tree_at(int parent, const char *name, unsigned depth)
  * running as root (whose calls hide the other TMPDIRs with Landlock, at a
  * cost per entry of the directories on the way, hide.c), /var/tmp, which
  * holds few entries where /tmp may hold thousands; else /tmp. */
-static const char *tmp_base_parent(void)
+const char *tmp_base_parent(void)
 {
 	const char *t = getenv("TMPDIR");
 	struct stat st;
@@ -128,37 +135,6 @@ static const char *tmp_base_parent(void)
 	if (geteuid() == 0 && stat("/var/tmp", &st) == 0 && S_ISDIR(st.st_mode))
 		return "/var/tmp";
 	return "/tmp";
-}
-
-/*
- * Removes from /var/tmp (which, unlike /tmp, a reboot does not empty) the
- * directories of TMPDIRs that daemons killed before they could clean up
- * left: a live daemon holds a lock on its own (flock, which a daemon in
- * another pid namespace holds as well); one made in the last minute is
- * left alone (its daemon may not have locked it yet). Only this daemon's
- * uid's, never through a link.
- */
-static void tmp_base_sweep(const char *parent)
-{
-	DIR *d = opendir(parent);
-	if (!d)
-		return;
-	struct dirent *e;
-	struct timespec now;
-	(void)clock_gettime(CLOCK_REALTIME, &now);
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, "toolcalld.", 10) != 0)
-			continue;
-		int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		struct stat st;
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && now.tv_sec - st.st_ctim.tv_sec > 60 &&
-		    flock(fd, LOCK_EX | LOCK_NB) == 0)
-			rm_tree_at(dirfd(d), e->d_name, 0);
-		close(fd);
-	}
-	closedir(d);
 }
 
 int sandbox_private_mounts(void)
@@ -194,8 +170,6 @@ static int tmp_base_get(const char **ret)
 {
 	if (!tmp_base) {
 		const char *parent = tmp_base_parent();
-		if (strcmp(parent, "/var/tmp") == 0)
-			tmp_base_sweep(parent);
 		_cleanup_free_ char *tmpl = xasprintf("%s/toolcalld.%d.XXXXXX", parent, (int)getpid());
 		if (!mkdtemp(tmpl))
 			return -errno;
@@ -300,6 +274,13 @@ int tmp_call_mkdir(const char *path, uid_t uid, gid_t gid, bool chown_it, char *
 }
 
 /* Removes a call's TMPDIR and all it holds. */
+void tmp_rm_tree(int parent, const char *name, long max_entries)
+{
+	rm_left = max_entries;
+	rm_tree_at(parent, name, 0);
+	rm_left = -1;
+}
+
 void tmp_call_rm(const char *path)
 {
 	if (path)

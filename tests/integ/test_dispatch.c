@@ -803,6 +803,110 @@ START_TEST(sessions_cancel_all_calls)
 }
 END_TEST
 
+/* Waits until the daemon holds exactly n calls in flight. */
+static void wait_in_flight(struct tcd *d, int64_t n, int timeout_ms)
+{
+	struct tcc *s = tcc_connect(d);
+	ck_assert_msg(tc_wait_until(tj_int(tcc_request(s, "admin/stats", NULL), "result.inFlight") == n,
+				    tc_wait_scaled(timeout_ms)),
+		      "the daemon did not come to %lld calls in flight", (long long)n);
+	tcc_close(s);
+}
+
+/* A batch of a slow probe (id A), a ping and a stat, each id prefixed. */
+static const char *slow_batch(struct tcc *c, const char *log, const char *tool, const char *pfx)
+{
+	return tcc_fmt(c, "["
+		"{\"jsonrpc\":\"2.0\",\"id\":\"%sA\",\"method\":\"tools/call\",\"params\":%s},"
+		"{\"jsonrpc\":\"2.0\",\"id\":\"%sB\",\"method\":\"ping\"},"
+		"{\"jsonrpc\":\"2.0\",\"id\":\"%sD\",\"method\":\"tools/call\",\"params\":"
+		"{\"name\":\"stat\",\"arguments\":{\"path\":\".\"}}}]",
+		pfx, call_params(c, tool, probe_args(c, log, pfx, "5", 0), NULL), pfx, pfx);
+}
+
+/* Asserts the batch's next answer: an array holding the answers of the
+ * ids in ids (in that order), the ping's and the stat's successes. */
+static const struct json *wait_batch(struct tcc *c, const char *const *ids, size_t n)
+{
+	struct json_doc *doc = tcc_recv(c, 5000);
+	ck_assert_msg(doc != NULL, "the batch was never answered");
+	const struct json *arr = json_doc_root(doc);
+	ck_assert_msg(arr->type == JSON_ARRAY, "not the batch's array: %s", tcc_raw(c, arr));
+	ck_assert_msg(arr->u.arr.n == n, "%zu answers in the batch's array: %s", arr->u.arr.n, tcc_raw(c, arr));
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_str_eq(tj_str(arr->u.arr.items[i], "id"), ids[i]);
+		if (ids[i][strlen(ids[i]) - 1] != 'A')
+			tc_assert_ok(arr->u.arr.items[i]);
+	}
+	return arr;
+}
+
+/* A batch member that ends after its siblings were answered completes the
+ * batch, however it ends: cancelled by a later notification (no answer
+ * for it in the array), cancelled with its session, or timed out (their
+ * envelopes in it). */
+START_TEST(batch_member_ended_later)
+{
+	struct tcd d;
+	char *log = start_probes(&d, "{}");
+	struct tcc *c = tcc_connect(&d);
+	tcc_initialize(c, NULL);
+
+	tcc_send(c, slow_batch(c, log, "probe", "n"));
+	wait_starts(&d, "n", 1, 5000);
+	wait_in_flight(&d, 1, 5000);	/* the stat is done, the probe runs */
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"nA\"}}");
+	wait_batch(c, (const char *const[]){ "nB", "nD" }, 2);
+	wait_in_flight(&d, 0, 5000);
+	/* Nothing comes for the cancelled member, and its id is free. */
+	const struct json *r = tcc_wait_id(c, "\"nA\"", 300);
+	ck_assert_msg(r == NULL, "the cancelled member was answered: %s", tcc_raw(c, r));
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"id\":\"nA\",\"method\":\"ping\"}");
+	tc_assert_ok(tcc_wait_id(c, "\"nA\"", 5000));
+
+	/* The same for a tools/dispatch member, whose calls are cancelled. */
+	tcc_send(c, tcc_fmt(c, "[{\"jsonrpc\":\"2.0\",\"id\":\"lA\",\"method\":\"tools/dispatch\",\"params\":"
+			    "{\"format\":\"anthropic\",\"calls\":[{\"type\":\"tool_use\",\"id\":\"tu1\","
+			    "\"name\":\"probe\",\"input\":%s}]}},"
+			    "{\"jsonrpc\":\"2.0\",\"id\":\"lB\",\"method\":\"ping\"}]",
+			    probe_args(c, log, "l", "5", 0)));
+	wait_starts(&d, "l", 1, 5000);
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"lA\"}}");
+	wait_batch(c, (const char *const[]){ "lB" }, 1);
+	wait_in_flight(&d, 0, 5000);
+
+	/* Every call of a batch cancelled later: nothing at all is sent. */
+	tcc_send(c, tcc_fmt(c, "[{\"jsonrpc\":\"2.0\",\"id\":\"eA\",\"method\":\"tools/call\",\"params\":%s}]",
+			    call_params(c, "probe", probe_args(c, log, "e", "5", 0), NULL)));
+	wait_starts(&d, "e", 1, 5000);
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":\"eA\"}}");
+	wait_in_flight(&d, 0, 5000);
+	ck_assert_msg(tcc_quiet(c, 300), "a batch of cancelled calls got an answer: %s", tcc_recv_line(c, 0, NULL));
+
+	/* sessions/cancel: the member's "cancelled" envelope is in the array,
+	 * which comes before the cancel's own answer. */
+	tcc_send(c, slow_batch(c, log, "probe", "s"));
+	wait_starts(&d, "s", 1, 5000);
+	wait_in_flight(&d, 1, 5000);
+	tcc_send(c, "{\"jsonrpc\":\"2.0\",\"id\":\"sc\",\"method\":\"sessions/cancel\"}");
+	r = wait_batch(c, (const char *const[]){ "sA", "sB", "sD" }, 3);
+	tc_assert_kind(tj(r, "0"), "cancelled");
+	r = tcc_wait_id(c, "\"sc\"", 5000);
+	tc_assert_ok(r);
+	ck_assert_int_eq(tj_int(r, "result.cancelled"), 1);
+
+	/* A member past its time limit: its "timeout" envelope is in it. */
+	tcc_send(c, slow_batch(c, log, "probe_short", "t"));
+	r = wait_batch(c, (const char *const[]){ "tA", "tB", "tD" }, 3);
+	tc_assert_kind(tj(r, "0"), "timeout");
+	wait_in_flight(&d, 0, 5000);
+
+	tcc_close(c);
+	free(log);
+	tcd_finish(&d);
+}
+END_TEST
+
 /* A path the workspace check refuses runs nothing: as a value the schema
  * refuses, it is no attempt (attempts 0) and spends no budget; a file the
  * tool looked for and did not find is an attempt. */
@@ -1000,6 +1104,7 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, queue_max_overloaded);
 	tcase_add_test(tc, batch_forty_in_order);
 	tcase_add_test(tc, sessions_cancel_all_calls);
+	tcase_add_test(tc, batch_member_ended_later);
 	tcase_add_test(tc, every_failed_call_names_itself);
 	tcase_add_test(tc, stats_attempts_as_answers_say);
 	suite_add_tcase(s, tc);

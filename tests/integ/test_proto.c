@@ -629,7 +629,8 @@ END_TEST
 
 START_TEST(initialize_negotiation)
 {
-	static const char *const supported[] = { "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25" };
+	static const char *const supported[] = { "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25",
+						 "2026-07-28" };
 	struct tcd d;
 	tcd_start(&d, NULL);
 	char *ws = realpath(d.ws, NULL);
@@ -646,7 +647,7 @@ START_TEST(initialize_negotiation)
 				 "\"clientInfo\":{\"name\":\"t\",\"version\":\"0\"}}";
 			want = "2025-11-25";
 		} else if (i == ELEMENTSOF(supported) + 1) {
-			params = "{\"protocolVersion\":\"2026-07-28\",\"capabilities\":{}}";
+			params = "{\"protocolVersion\":\"2099-01-01\",\"capabilities\":{}}";
 			want = "2025-11-25";
 		} else {
 			params = "{\"capabilities\":{}}";
@@ -705,6 +706,17 @@ START_TEST(server_discover_shape)
 		for (size_t j = 0; j < vs->u.arr.n; j++)
 			found |= str_eq(json_str(vs->u.arr.items[j]), want[i]);
 		ck_assert_msg(found, "%s not among supportedVersions", want[i]);
+	}
+	/* Every version listed is one initialize agrees to: it echoes it. */
+	for (size_t j = 0; j < vs->u.arr.n; j++) {
+		const char *v = json_str(vs->u.arr.items[j]);
+		ck_assert_msg(v, "a version that is not a string");
+		struct tcc *ic = tcc_connect(&d);
+		const struct json *ir = tcc_request(ic, "initialize",
+						    tcc_fmt(ic, "{\"protocolVersion\":\"%s\",\"capabilities\":{}}", v));
+		tc_assert_ok(ir);
+		ck_assert_pstr_eq(tj_str(ir, "result.protocolVersion"), v);
+		tcc_close(ic);
 	}
 	ck_assert_msg(tj(res, "capabilities") && tj(res, "capabilities")->type == JSON_OBJECT, "no capabilities");
 	ck_assert_msg(tj(res, "capabilities.tools"), "no tools capability");
