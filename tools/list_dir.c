@@ -105,7 +105,14 @@ static int open_subdir(const struct walk *w, const char *rel)
 {
 	int fd = -1;
 	int r = fsjob_open_nofollow(w->job, w->basefd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, &fd);
-	return r < 0 ? r : fd;
+	if (r < 0)
+		return r;
+	/* A private directory (sandbox.deny_read) is listed, not read. */
+	if (ws_guard_fd_denied(fd)) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
 }
 
 /* Reads the directory rel into a level, keeping its first cap entries by name. */

@@ -118,5 +118,8 @@ struct ws_scan *ws_scan_free(struct ws_scan *s);
  * walks that open entries by name (and skip those, counted). */
 bool ws_guard_reads_denied(void);
 const char *ws_guard_denied(const char *abs, size_t len);
+/* Whether what fd is (its path now) is such a path: for a walk that has
+ * opened an entry, to pass it over. */
+bool ws_guard_fd_denied(int fd);
 
 #endif

@@ -560,6 +560,16 @@ const char *ws_guard_denied(const char *abs, size_t len)
 	return NULL;
 }
 
+bool ws_guard_fd_denied(int fd)
+{
+	if (!ws_guard_reads_denied())
+		return false;
+	char proc[64], path[PATH_MAX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(proc, path, sizeof(path) - 1);
+	return n <= 0 || ws_guard_denied(path, (size_t)n);
+}
+
 int ws_guard_read_check(const struct workspace *ws, int fd, const char *name)
 {
 	if (!ws_guard_reads_denied())

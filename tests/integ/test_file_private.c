@@ -95,6 +95,14 @@ static void private_paths_case(bool other_uid)
 	ck_assert_msg(!strstr(tcc_raw(c, r), "id_rsa") && !strstr(tcc_raw(c, r), "deploy"), "%s", tcc_raw(c, r));
 	ck_assert_int_eq(tj_int(r, "result.structuredContent.unreadable"), 2);
 
+	/* A recursive listing names the private directories, not what
+	 * they hold. */
+	r = tcc_call(c, "list_dir", "{\"path\":\".\",\"recursive\":true}");
+	tc_assert_ok(r);
+	ck_assert_msg(!strstr(tcc_raw(c, r), "id_rsa") && !strstr(tcc_raw(c, r), "deploy"), "%s", tcc_raw(c, r));
+	ck_assert_msg(strstr(tcc_raw(c, r), "notes.txt"), "%s", tcc_raw(c, r));
+	ck_assert_int_eq(tj_int(r, "result.structuredContent.unreadable"), 2);
+
 	/* The rest is served. */
 	tc_assert_ok(tcc_call(c, "read_file", "{\"path\":\"open/notes.txt\"}"));
 	tc_assert_ok(tcc_call(c, "write_file", "{\"path\":\"open/new.txt\",\"content\":\"x\"}"));
