@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -174,45 +175,77 @@ static const char *home_real(const char *home)
 	return kept[i].real;
 }
 
-/* Whether abs lies beneath root (or is it). */
-static bool beneath(const char *abs, const char *root)
+/* Whether head + tail (tail's own length n) lies beneath root (or is it),
+ * compared in place: nothing is built for a path that lies elsewhere. */
+static bool beneath(const char *head, const char *tail, size_t n, const char *root)
 {
-	size_t n = strlen(root);
-	return strncmp(abs, root, n) == 0 && (abs[n] == '/' || abs[n] == '\0' || (n == 1 && root[0] == '/'));
+	size_t h = strlen(head), k = strlen(root);
+	if (k == 1 && root[0] == '/')
+		return true;
+	if (h + n < k)
+		return false;
+	if (k <= h) {
+		if (strncmp(head, root, k) != 0)
+			return false;
+		char next = k < h ? head[k] : n ? tail[0] : '\0';
+		return next == '/' || next == '\0';
+	}
+	if (strncmp(head, root, h) != 0 || strncmp(tail, root + h, k - h) != 0)
+		return false;
+	return k - h == n || tail[k - h] == '/';
+}
+
+/* Whether path (head + tail) lies beneath one of the call's roots. */
+static bool beneath_roots(const struct workspace *ws, const char *head, const char *tail, size_t n)
+{
+	if (beneath(head, tail, n, ws->root))
+		return true;
+	for (size_t i = 0; i < ws->n_others; i++)
+		if (beneath(head, tail, n, ws->others[i]->root))
+			return true;
+	return false;
 }
 
 /* What a call's file work may not read: the sandbox.deny_read paths
  * beneath the workspace's roots ("~/" the peer's home, canonical; others
  * as written, absolute, a final "/" dropped), as children may not. NULL
- * when none lies there: then nothing is looked at. */
+ * when none lies there: then nothing is looked at. Every file call asks:
+ * nothing is allocated for a path that lies elsewhere. */
 static char **call_deny(const struct tool_call *call)
 {
 	const struct tool_env *env = call->env;
 	if (!env || !env->sandbox || !call->ws)
 		return NULL;
+	static const char *daemon_home;
+	static bool daemon_home_read;
+	if (!daemon_home_read) {
+		daemon_home = getenv("HOME");
+		daemon_home_read = true;
+	}
 	const struct identity *id = call->ident;
-	const char *home = id && (id->change || id->home) ? id->home : getenv("HOME");
+	const char *home = id && (id->change || id->home) ? id->home : daemon_home;
+	const char *real_home = NULL;
 	char **v = NULL;
 	size_t k = 0;
 	for (char **p = env->sandbox->deny_read; p && *p; p++) {
-		char *abs = NULL;
-		if ((*p)[0] == '~' && ((*p)[1] == '/' || !(*p)[1]) && home && home[0] == '/')
-			abs = xasprintf("%s%s", home_real(home), *p + 1);
-		else if ((*p)[0] == '/')
-			abs = xstrdup(*p);
-		if (!abs)
-			continue;
-		for (size_t n = strlen(abs); n > 1 && abs[n - 1] == '/'; n--)
-			abs[n - 1] = '\0';
-		bool in = beneath(abs, call->ws->root);
-		for (size_t i = 0; !in && i < call->ws->n_others; i++)
-			in = beneath(abs, call->ws->others[i]->root);
-		if (!in) {
-			free(abs);
+		const char *head = "", *tail = *p;
+		if ((*p)[0] == '~' && ((*p)[1] == '/' || !(*p)[1])) {
+			if (!home || home[0] != '/')
+				continue;
+			if (!real_home)
+				real_home = home_real(home);
+			head = real_home;
+			tail = *p + 1;
+		} else if ((*p)[0] != '/') {
 			continue;
 		}
+		size_t n = strlen(tail);
+		while (n > 0 && tail[n - 1] == '/' && (n > 1 || *head))
+			n--;
+		if (!beneath_roots(call->ws, head, tail, n))
+			continue;
 		v = xreallocarray(v, k + 2, sizeof(char *));
-		v[k++] = abs;
+		v[k++] = xasprintf("%s%.*s", head, (int)n, tail);
 		v[k] = NULL;
 	}
 	return v;
