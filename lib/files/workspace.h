@@ -122,4 +122,8 @@ const char *ws_guard_denied(const char *abs, size_t len);
  * opened an entry, to pass it over. */
 bool ws_guard_fd_denied(int fd);
 
+/* Whether rel beneath dirfd, reached following no link, is a directory
+ * with no entry. */
+bool ws_dir_empty(int dirfd, const char *rel);
+
 #endif

@@ -255,16 +255,7 @@ static char **call_deny(const struct tool_call *call)
  * holds where there is no repository (lib/sandbox/run.c). */
 static bool git_placeholder(const struct workspace *ws)
 {
-	_cleanup_close_ int fd = ws ? openat(ws->dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d)
-		return false;
-	fd = -1;	/* the stream's now */
-	struct dirent *e;
-	while ((e = readdir(d)) && (str_eq(e->d_name, ".") || str_eq(e->d_name, "..")))
-		;
-	closedir(d);
-	return !e;
+	return ws && ws_dir_empty(ws->dirfd, ".git");
 }
 
 /* The guard's answer: sandbox.protect's rule; and in the placeholder of a

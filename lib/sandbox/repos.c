@@ -47,6 +47,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "lib/files/workspace.h"
 #include "proto/base/strv.h"
 #include "proto/base/util.h"
 
@@ -426,24 +427,6 @@ void repos_clear(void)
 	ino_fd = -1;
 }
 
-/* Whether rel beneath dfd is a directory with no entry (reached following
- * no link). */
-static bool dir_empty(int dfd, const char *rel)
-{
-	int fd = repos_open_below(dfd, rel);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return false;
-	}
-	struct dirent *e;
-	while ((e = readdir(d)) && (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0))
-		;
-	closedir(d);
-	return !e;
-}
-
 /* Adds the git directories of the directory rel of the workspace (ws,
  * opened as wsfd; rel "" for its top): rel/.git when it is a directory,
  * and its submodules'; or rel/.git when it is a file, to the pointers
@@ -463,7 +446,7 @@ static void add_repo(struct repo_dirs *r, int wsfd, const char *ws, const char *
 	/* The top's .git an empty directory is no repository to git (it
 	 * looks on, in the directories above): the place run.c holds where
 	 * there is none, as none. */
-	if (k == 0 && !nested_repo && S_ISDIR(st.st_mode) && dir_empty(dfd, ".git")) {
+	if (k == 0 && !nested_repo && S_ISDIR(st.st_mode) && ws_dir_empty(dfd, ".git")) {
 		r->top_none = r->top_stub = true;
 		free(top);
 		free(dir);
