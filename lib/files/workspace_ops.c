@@ -408,6 +408,18 @@ int ws_mkdir(const struct workspace *ws, const char *path, size_t len, bool pare
 	return r;
 }
 
+bool ws_dir_empty(int dirfd, const char *rel)
+{
+	DIR *d = NULL;
+	if (ws_opendir_nofollow(dirfd, rel, &d) < 0)
+		return false;
+	struct dirent *e;
+	while ((e = readdir(d)) && (str_eq(e->d_name, ".") || str_eq(e->d_name, "..")))
+		;
+	closedir(d);
+	return !e;
+}
+
 char *ws_fd_relative(const struct workspace *ws, int fd)
 {
 	char proc[64], path[PATH_MAX];

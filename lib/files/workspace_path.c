@@ -325,18 +325,6 @@ int ws_opendir_nofollow(int dirfd, const char *rel, DIR **ret)
 	return r;
 }
 
-bool ws_dir_empty(int dirfd, const char *rel)
-{
-	DIR *d = NULL;
-	if (ws_opendir_nofollow(dirfd, rel, &d) < 0)
-		return false;
-	struct dirent *e;
-	while ((e = readdir(d)) && (str_eq(e->d_name, ".") || str_eq(e->d_name, "..")))
-		;
-	closedir(d);
-	return !e;
-}
-
 int ws_open_nofollow(int dirfd, const char *rel, int flags, int *ret_fd)
 {
 	if (flags & O_CREAT)
